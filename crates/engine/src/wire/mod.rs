@@ -1,0 +1,30 @@
+//! Wire formats: zero-copy packet views with checked accessors, in the smoltcp manner.
+//!
+//! Contract (every module here keeps it):
+//! - untrusted bytes enter only through `Packet::new_checked`, which checks every length
+//!   field against the buffer and against each other;
+//! - once `new_checked` (or `check_len`) returned `Ok`, no accessor panics;
+//! - setters are used only on buffers we own, sized by the emitter.
+//!
+//! Parsers return the cheap unit [`Error`]; the caller counts it by reason and drops.
+
+pub mod checksum;
+pub mod ethernet;
+
+pub use ethernet::{Address as EthernetAddress, EtherType, Frame as EthernetFrame};
+
+/// Why a frame was refused by a parser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Error {
+    /// The buffer is shorter than a header or a length field says.
+    Truncated,
+    /// A field holds a value the format forbids (bad IHL, bad data offset, ...).
+    Malformed,
+    /// A checksum did not verify.
+    Checksum,
+    /// A valid frame of a kind we do not handle (IPv4 fragment, unknown protocol, ...).
+    Unsupported,
+}
+
+/// Result type of the wire parsers.
+pub type Result<T> = core::result::Result<T, Error>;

@@ -1,0 +1,125 @@
+//! `cargo xtask <task>`: the project's task runner.
+//!
+//! - `test`  — installs what the tests need (rustup target, Debian packages when run as
+//!   root) and runs every test: fmt, clippy, unit tests, whole-system tests.
+//! - `setup` — only the installation part of `test`.
+
+use std::process::{Command, ExitCode};
+
+/// Debian packages the whole-system tests use.
+const APT_PACKAGES: &[&str] = &[
+    "qemu-system-x86",
+    "iproute2",
+    "nftables",
+    "curl",
+    "wget",
+    "nginx-light",
+    "python3",
+];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let task = args.first().map(String::as_str).unwrap_or("help");
+    let result = match task {
+        "test" => setup().and_then(|()| test()),
+        "setup" => setup(),
+        _ => {
+            eprintln!("usage: cargo xtask <test|setup>");
+            eprintln!("  test   install what the tests need, then run every test");
+            eprintln!("  setup  only install (rustup target, Debian packages when root)");
+            return if task == "help" {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            };
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask {task}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+/// Runs a command, echoing it, and turns a non-zero exit into an error.
+fn run(cmd: &mut Command) -> Result<(), String> {
+    eprintln!("+ {cmd:?}");
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{cmd:?} failed with {status}"))
+    }
+}
+
+fn setup() -> Result<(), String> {
+    // The bare-machine kernel needs the x86_64-unknown-none target.
+    let targets = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map_err(|e| format!("rustup not found: {e}"))?;
+    if !String::from_utf8_lossy(&targets.stdout).contains("x86_64-unknown-none") {
+        run(Command::new("rustup").args(["target", "add", "x86_64-unknown-none"]))?;
+    }
+    let missing: Vec<&str> = APT_PACKAGES
+        .iter()
+        .copied()
+        .filter(|p| !dpkg_installed(p))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if !is_root() {
+        if in_ci() {
+            return Err(format!(
+                "CI needs Debian packages {missing:?} but is not root"
+            ));
+        }
+        eprintln!("note: not root; not installing {missing:?} (whole-system tests need them)");
+        return Ok(());
+    }
+    run(Command::new("apt-get").args(["update", "-qq"]))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-qq", "--no-install-recommends"])
+        .args(&missing)
+        .env("DEBIAN_FRONTEND", "noninteractive"))
+}
+
+fn dpkg_installed(pkg: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", pkg])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+        .unwrap_or(false)
+}
+
+fn test() -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    run(Command::new(&cargo).args(["fmt", "--all", "--", "--check"]))?;
+    run(Command::new(&cargo).args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    run(Command::new(&cargo).args(["test", "--workspace"]))?;
+    Ok(())
+}
