@@ -14,4 +14,5 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+pub mod resource;
 pub mod wire;

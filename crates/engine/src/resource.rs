@@ -1,0 +1,156 @@
+//! What the site gives the HTTP layer: a resource's metadata and its bodies, all borrowed
+//! from the site image, plus stored checksums so a TCP segment of a body costs a few
+//! additions instead of a pass over its bytes.
+//!
+//! This module owns the *block sum* scheme: a body is cut into [`BLOCK`]-byte blocks (the
+//! last may be short) and the image stores the folded one's-complement sum of each block
+//! as a big-endian `u16`. The sum of any byte range is then the stored sums of the whole
+//! blocks inside it plus the bytes of at most two partial blocks, summed on the spot.
+
+use crate::wire::checksum;
+
+/// Size of a checksum block in bytes. Even, so block sums combine without byte swaps.
+pub const BLOCK: usize = 64;
+
+/// A body held in the site image, with its per-block sums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Body<'a> {
+    /// The bytes that go on the wire.
+    pub data: &'a [u8],
+    /// `ceil(data.len() / BLOCK)` big-endian folded sums, one per block.
+    pub block_sums: &'a [u8],
+}
+
+impl<'a> Body<'a> {
+    /// Number of block sums a body of `len` bytes needs.
+    pub const fn blocks_for(len: usize) -> usize {
+        len.div_ceil(BLOCK)
+    }
+
+    /// Whether `block_sums` has the right length for `data` (the loader checks this; a
+    /// body that fails it is never handed out).
+    pub fn is_consistent(&self) -> bool {
+        self.block_sums.len() == 2 * Self::blocks_for(self.data.len())
+    }
+
+    /// Folded one's-complement sum of `data[start..end]`, as if those bytes began at an even
+    /// offset. Ranges outside the body are clamped to it.
+    pub fn sum(&self, start: usize, end: usize) -> u16 {
+        let end = end.min(self.data.len());
+        let start = start.min(end);
+        if !self.is_consistent() {
+            return checksum::sum(&self.data[start..end]);
+        }
+        let first_full = start.div_ceil(BLOCK);
+        let last_full = end / BLOCK; // blocks [first_full, last_full) lie wholly inside
+        if first_full >= last_full {
+            return checksum::sum(&self.data[start..end]);
+        }
+        let head_end = first_full * BLOCK;
+        let mut acc = checksum::accumulate(0, &self.data[start..head_end]);
+        // Blocks begin at even offsets from `start` only when the head is even-length.
+        let mut blocks: u64 = 0;
+        for pair in self.block_sums[2 * first_full..2 * last_full].chunks_exact(2) {
+            blocks += u64::from(u16::from_be_bytes([pair[0], pair[1]]));
+        }
+        let blocks = checksum::fold(blocks);
+        let head_len = head_end - start;
+        acc += u64::from(if head_len % 2 == 1 {
+            blocks.swap_bytes()
+        } else {
+            blocks
+        });
+        let tail_start = last_full * BLOCK;
+        let tail = checksum::sum(&self.data[tail_start..end]);
+        let tail_off = tail_start - start;
+        acc += u64::from(if tail_off % 2 == 1 {
+            tail.swap_bytes()
+        } else {
+            tail
+        });
+        checksum::fold(acc)
+    }
+}
+
+/// Computes the block sums of `data` into `out` (`2 * Body::blocks_for(data.len())` bytes).
+/// Used by the site builder and by tests.
+pub fn block_sums_into(data: &[u8], out: &mut [u8]) {
+    for (block, dst) in data.chunks(BLOCK).zip(out.chunks_exact_mut(2)) {
+        dst.copy_from_slice(&checksum::sum(block).to_be_bytes());
+    }
+}
+
+/// A file of the site as the HTTP layer sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resource<'a> {
+    /// `Content-Type` value, e.g. `text/html; charset=utf-8`.
+    pub content_type: &'a str,
+    /// Strong entity tag including its quotes, e.g. `"5f3a-1c2b"`.
+    pub etag: &'a str,
+    /// Last modification time, seconds since the Unix epoch.
+    pub last_modified: u64,
+    /// The body as stored on disk.
+    pub identity: Body<'a>,
+    /// A gzip-encoded body, present when it is smaller than the identity body.
+    pub gzip: Option<Body<'a>>,
+}
+
+/// The answer of a site lookup for a normalised path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found<'a> {
+    /// A file (for a directory path ending in `/`, its `index.html`).
+    Resource(Resource<'a>),
+    /// The path names a directory but lacks the trailing slash: answer 301 to `path/`.
+    AddSlash,
+    /// Nothing there.
+    NotFound,
+}
+
+/// Anything that can resolve a normalised path (starts with `/`, no `.`/`..` segments,
+/// percent-decoded) to a resource. Implemented by the site image.
+pub trait Lookup<'a> {
+    /// Resolves `path`.
+    fn lookup(&self, path: &[u8]) -> Found<'a>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body_of(data: &[u8], sums: &mut [u8]) {
+        block_sums_into(data, sums);
+    }
+
+    #[test]
+    fn range_sums_match_direct_sums() {
+        let data: [u8; 333] = core::array::from_fn(|i| (i as u8).wrapping_mul(151).wrapping_add(7));
+        let mut sums = [0u8; 2 * 6];
+        body_of(&data, &mut sums);
+        let body = Body {
+            data: &data,
+            block_sums: &sums,
+        };
+        assert!(body.is_consistent());
+        for start in [0usize, 1, 2, 63, 64, 65, 100, 127, 128, 200, 333] {
+            for end in [start, start + 1, start + 64, start + 129, 333, 400] {
+                let e = end.min(333);
+                assert_eq!(
+                    body.sum(start, end),
+                    checksum::sum(&data[start..e]),
+                    "range {start}..{end}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn inconsistent_sums_fall_back_to_bytes() {
+        let data = [1u8; 200];
+        let body = Body {
+            data: &data,
+            block_sums: &[0, 0],
+        };
+        assert!(!body.is_consistent());
+        assert_eq!(body.sum(3, 150), checksum::sum(&data[3..150]));
+    }
+}
