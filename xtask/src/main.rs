@@ -8,12 +8,11 @@ use std::process::{Command, ExitCode};
 
 /// Debian packages the whole-system tests use.
 const APT_PACKAGES: &[&str] = &[
-    "qemu-system-x86",
     "iproute2",
+    "iputils-ping",
     "nftables",
     "curl",
     "wget",
-    "nginx-light",
     "python3",
 ];
 

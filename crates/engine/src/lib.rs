@@ -11,8 +11,17 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-#[cfg(feature = "alloc")]
+#[cfg(any(test, feature = "alloc"))]
 extern crate alloc;
 
+#[cfg(any(test, feature = "std"))]
+pub mod fake;
+pub mod http;
+pub mod nic;
 pub mod resource;
+#[cfg(any(test, feature = "alloc"))]
+pub mod server;
+pub mod site;
+pub mod stats;
+pub mod tcp;
 pub mod wire;

@@ -8,10 +8,24 @@
 //!
 //! Parsers return the cheap unit [`Error`]; the caller counts it by reason and drops.
 
+pub mod arp;
 pub mod checksum;
 pub mod ethernet;
+pub mod icmp;
+pub mod ipv4;
+pub mod tcp;
+pub mod udp;
 
+pub use arp::{Operation as ArpOperation, Packet as ArpPacket, Repr as ArpRepr};
 pub use ethernet::{Address as EthernetAddress, EtherType, Frame as EthernetFrame};
+pub use icmp::{Packet as IcmpPacket, Repr as IcmpRepr};
+pub use ipv4::{
+    Address as Ipv4Address, Packet as Ipv4Packet, Protocol as IpProtocol, Repr as Ipv4Repr,
+};
+pub use tcp::{
+    Flags as TcpFlags, Packet as TcpPacket, ParsedRepr as TcpParsedRepr, Repr as TcpRepr, TcpOption,
+};
+pub use udp::{Packet as UdpPacket, Repr as UdpRepr};
 
 /// Why a frame was refused by a parser.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,328 @@
+//! Test devices (std only): [`FakeNic`], an in-memory queue pair, and [`FaultInjector`],
+//! a wrapper around any [`Nic`] that drops, duplicates, reorders and corrupts frames in
+//! both directions from a seeded generator, so loss tests are deterministic.
+//!
+//! These copy frames and allocate; they are test tools, never on a product path.
+
+use std::collections::VecDeque;
+use std::vec::Vec;
+
+use crate::nic::{Nic, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
+use crate::wire::EthernetAddress;
+
+/// Frames waiting to be received, and frames sent.
+#[derive(Default)]
+pub struct FakeQueues {
+    /// Frames the engine will receive, in order.
+    pub inbox: VecDeque<Vec<u8>>,
+    /// Frames the engine sent (head and body joined).
+    pub outbox: Vec<Vec<u8>>,
+    loaned: Vec<Option<Vec<u8>>>,
+    slot: Vec<u8>,
+}
+
+impl RxRing for FakeQueues {
+    fn burst(&mut self, out: &mut [RxFrame]) -> usize {
+        let mut n = 0;
+        while n < out.len() {
+            let Some(f) = self.inbox.pop_front() else {
+                break;
+            };
+            let len = f.len() as u32;
+            let id = match self.loaned.iter().position(Option::is_none) {
+                Some(i) => {
+                    self.loaned[i] = Some(f);
+                    i
+                }
+                None => {
+                    self.loaned.push(Some(f));
+                    self.loaned.len() - 1
+                }
+            };
+            out[n] = RxFrame {
+                buf: id as u32,
+                len,
+            };
+            n += 1;
+        }
+        n
+    }
+
+    fn bytes(&self, f: &RxFrame) -> &[u8] {
+        match self.loaned.get(f.buf as usize) {
+            Some(Some(b)) => &b[..(f.len as usize).min(b.len())],
+            _ => &[],
+        }
+    }
+
+    fn recycle(&mut self, f: RxFrame) {
+        if let Some(slot) = self.loaned.get_mut(f.buf as usize) {
+            *slot = None;
+        }
+    }
+}
+
+impl TxRing for FakeQueues {
+    fn slot(&mut self) -> Option<&mut [u8]> {
+        self.slot.resize(TX_HEAD_ROOM, 0);
+        Some(&mut self.slot[..])
+    }
+
+    fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
+        let mut f = self.slot[..head_len.min(TX_HEAD_ROOM)].to_vec();
+        f.extend_from_slice(body);
+        self.outbox.push(f);
+        Ok(())
+    }
+
+    fn flush(&mut self) {}
+}
+
+/// An in-memory queue pair.
+pub struct FakeNic {
+    /// Receive queues.
+    pub rx: FakeQueues,
+    /// Transmit queues.
+    pub tx: FakeQueues,
+    /// Station address.
+    pub mac: EthernetAddress,
+}
+
+impl FakeNic {
+    /// A fake NIC with the given MAC.
+    pub fn new(mac: EthernetAddress) -> FakeNic {
+        FakeNic {
+            rx: FakeQueues::default(),
+            tx: FakeQueues::default(),
+            mac,
+        }
+    }
+}
+
+impl Nic for FakeNic {
+    type Rx = FakeQueues;
+    type Tx = FakeQueues;
+
+    fn split(&mut self) -> (&mut FakeQueues, &mut FakeQueues) {
+        (&mut self.rx, &mut self.tx)
+    }
+
+    fn mac(&self) -> EthernetAddress {
+        self.mac
+    }
+}
+
+/// Fault probabilities in percent, per direction, and the seed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Faults {
+    /// Frames dropped.
+    pub drop_pct: u8,
+    /// Frames delivered twice.
+    pub dup_pct: u8,
+    /// Frames held back behind the next one.
+    pub reorder_pct: u8,
+    /// Frames with one byte flipped (checksums must catch it).
+    pub corrupt_pct: u8,
+    /// Seed of the generator (xorshift64*); the same seed gives the same faults.
+    pub seed: u64,
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn pct(&mut self, p: u8) -> bool {
+        self.next() % 100 < u64::from(p)
+    }
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// One direction of the injector: copies frames and applies faults.
+struct Lane {
+    rng: Rng,
+    faults: Faults,
+    /// A frame held back to be delivered after later ones; it waits at most one round
+    /// (one `burst` or one `flush`), so reordering never becomes an unbounded delay.
+    held: Option<Vec<u8>>,
+    held_rounds: u8,
+}
+
+impl Lane {
+    fn new(faults: Faults, salt: u64) -> Lane {
+        Lane {
+            rng: Rng(faults.seed.wrapping_mul(2).wrapping_add(salt) | 1),
+            faults,
+            held: None,
+            held_rounds: 0,
+        }
+    }
+
+    /// Applies faults to `frame`, pushing what is to be delivered into `out`.
+    fn apply(&mut self, mut frame: Vec<u8>, out: &mut VecDeque<Vec<u8>>) {
+        let f = self.faults;
+        if self.rng.pct(f.drop_pct) {
+            return;
+        }
+        if !frame.is_empty() && self.rng.pct(f.corrupt_pct) {
+            let i = (self.rng.next() as usize) % frame.len();
+            frame[i] ^= 1 << (self.rng.next() % 8);
+        }
+        let dup = self.rng.pct(f.dup_pct);
+        if self.held.is_none() && self.rng.pct(f.reorder_pct) {
+            self.held = Some(frame);
+            self.held_rounds = 0;
+            return;
+        }
+        if dup {
+            out.push_back(frame.clone());
+        }
+        out.push_back(frame);
+        if let Some(h) = self.held.take() {
+            out.push_back(h);
+        }
+    }
+}
+
+impl Lane {
+    /// Ends a round: a frame held for a whole round is delivered now.
+    fn end_round(&mut self, out: &mut VecDeque<Vec<u8>>) {
+        if self.held.is_some() {
+            if self.held_rounds >= 1 {
+                out.extend(self.held.take());
+            } else {
+                self.held_rounds += 1;
+            }
+        }
+    }
+}
+
+/// Receive side of a [`FaultInjector`].
+pub struct FaultRx<R> {
+    inner: R,
+    lane: Lane,
+    ready: VecDeque<Vec<u8>>,
+    loaned: FakeQueues,
+}
+
+/// Transmit side of a [`FaultInjector`].
+pub struct FaultTx<T> {
+    inner: T,
+    lane: Lane,
+    slot: Vec<u8>,
+    ready: VecDeque<Vec<u8>>,
+}
+
+/// Wraps the two rings of a queue pair and injects faults in both directions.
+pub struct FaultInjector<R, T> {
+    mac: EthernetAddress,
+    rx: FaultRx<R>,
+    tx: FaultTx<T>,
+}
+
+impl<R: RxRing, T: TxRing> FaultInjector<R, T> {
+    /// Wraps the rings `rx` and `tx` of a device whose station address is `mac`.
+    pub fn new(mac: EthernetAddress, rx: R, tx: T, rx_faults: Faults, tx_faults: Faults) -> Self {
+        FaultInjector {
+            mac,
+            rx: FaultRx {
+                inner: rx,
+                lane: Lane::new(rx_faults, 1),
+                ready: VecDeque::new(),
+                loaned: FakeQueues::default(),
+            },
+            tx: FaultTx {
+                inner: tx,
+                lane: Lane::new(tx_faults, 2),
+                slot: vec![0; TX_HEAD_ROOM],
+                ready: VecDeque::new(),
+            },
+        }
+    }
+
+    /// The wrapped receive ring (to feed frames in tests).
+    pub fn inner_rx(&mut self) -> &mut R {
+        &mut self.rx.inner
+    }
+
+    /// The wrapped transmit ring (to read what went out in tests).
+    pub fn inner_tx(&mut self) -> &mut T {
+        &mut self.tx.inner
+    }
+}
+
+impl<R: RxRing> RxRing for FaultRx<R> {
+    fn burst(&mut self, out: &mut [RxFrame]) -> usize {
+        let mut tmp = [RxFrame { buf: 0, len: 0 }; 32];
+        let n = self.inner.burst(&mut tmp);
+        for f in &tmp[..n] {
+            let bytes = self.inner.bytes(f).to_vec();
+            self.inner.recycle(*f);
+            self.lane.apply(bytes, &mut self.ready);
+        }
+        self.lane.end_round(&mut self.ready);
+        while let Some(f) = self.ready.pop_front() {
+            self.loaned.inbox.push_back(f);
+        }
+        self.loaned.burst(out)
+    }
+
+    fn bytes(&self, f: &RxFrame) -> &[u8] {
+        self.loaned.bytes(f)
+    }
+
+    fn recycle(&mut self, f: RxFrame) {
+        self.loaned.recycle(f)
+    }
+}
+
+impl<T: TxRing> FaultTx<T> {
+    fn forward(&mut self) -> Result<(), TxFull> {
+        while let Some(f) = self.ready.pop_front() {
+            let Some(slot) = self.inner.slot() else {
+                return Err(TxFull);
+            };
+            let n = f.len().min(slot.len());
+            slot[..n].copy_from_slice(&f[..n]);
+            self.inner.post(n, &[])?;
+        }
+        Ok(())
+    }
+}
+
+impl<T: TxRing> TxRing for FaultTx<T> {
+    fn slot(&mut self) -> Option<&mut [u8]> {
+        Some(&mut self.slot[..])
+    }
+
+    fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
+        let mut f = self.slot[..head_len.min(TX_HEAD_ROOM)].to_vec();
+        f.extend_from_slice(body);
+        self.lane.apply(f, &mut self.ready);
+        self.forward()
+    }
+
+    fn flush(&mut self) {
+        self.lane.end_round(&mut self.ready);
+        let _ = self.forward();
+        self.inner.flush()
+    }
+}
+
+impl<R: RxRing, T: TxRing> Nic for FaultInjector<R, T> {
+    type Rx = FaultRx<R>;
+    type Tx = FaultTx<T>;
+
+    fn split(&mut self) -> (&mut Self::Rx, &mut Self::Tx) {
+        (&mut self.rx, &mut self.tx)
+    }
+
+    fn mac(&self) -> EthernetAddress {
+        self.mac
+    }
+}

@@ -1,0 +1,445 @@
+//! Response choice (RFC 9110 sections 13-15) and the writing of the response head.
+//!
+//! The order of evaluation follows RFC 9110 13.2.2: method, target, lookup, then the
+//! preconditions `If-None-Match` / `If-Modified-Since`, then `Range` gated by `If-Range`.
+//! The representation (identity or gzip) is chosen before the preconditions so they
+//! compare against the validator of the variant that would be sent: a honoured range
+//! always selects the identity body, since ranges of a gzip stream are not offered.
+
+use super::fields::{self, EntityTag};
+use super::range::{self, Spec};
+use super::target::{self, Target};
+use super::{date, Method, Request, Status, Version, MAX_PATH};
+use crate::resource::{Body, Found, Lookup, Resource};
+
+/// The bytes of a stored body that follow the head on the wire: `body.data[start..end]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodySlice<'a> {
+    /// The body (identity or gzip) with its block sums.
+    pub body: Body<'a>,
+    /// First byte to send.
+    pub start: usize,
+    /// One past the last byte to send; `start < end <= body.data.len()`.
+    pub end: usize,
+}
+
+/// What [`respond`] or [`respond_error`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Response<'a> {
+    /// The status code sent.
+    pub status: u16,
+    /// Bytes written at the start of `head`: the status line and fields through the empty
+    /// line, followed for errors and redirects by their small body (unless HEAD).
+    pub head_len: usize,
+    /// A stored body to send after the head; `None` for HEAD, 304, errors, redirects and
+    /// empty bodies.
+    pub body: Option<BodySlice<'a>>,
+    /// Close the connection once the response is sent.
+    pub close: bool,
+}
+
+/// Appends to a fixed buffer; once something does not fit, everything after is dropped
+/// and `overflow` is set (the caller then answers a bare 500).
+struct Writer<'h> {
+    buf: &'h mut [u8],
+    len: usize,
+    overflow: bool,
+}
+
+impl Writer<'_> {
+    fn raw(&mut self, b: &[u8]) {
+        if self.overflow {
+            return;
+        }
+        let end = self.len.saturating_add(b.len());
+        match self.buf.get_mut(self.len..end) {
+            Some(dst) => {
+                dst.copy_from_slice(b);
+                self.len = end;
+            }
+            None => self.overflow = true,
+        }
+    }
+
+    /// Writes a field value that comes from configuration or the site image, replacing
+    /// anything but visible ASCII, SP and HTAB so it cannot break the message framing.
+    fn text(&mut self, s: &[u8]) {
+        let mut run = 0;
+        for (i, &c) in s.iter().enumerate() {
+            if !(c == b'\t' || (0x20..0x7f).contains(&c)) {
+                self.raw(&s[run..i]);
+                self.raw(b"?");
+                run = i + 1;
+            }
+        }
+        self.raw(&s[run..]);
+    }
+
+    fn num(&mut self, mut n: u64) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.raw(&digits[i..]);
+    }
+
+    fn field(&mut self, name: &[u8], value: &[u8]) {
+        self.raw(name);
+        self.raw(b": ");
+        self.raw(value);
+        self.raw(b"\r\n");
+    }
+
+    fn num_field(&mut self, name: &[u8], n: u64) {
+        self.raw(name);
+        self.raw(b": ");
+        self.num(n);
+        self.raw(b"\r\n");
+    }
+}
+
+/// What every response of one request shares.
+struct Ctx<'s> {
+    now: u64,
+    server: &'s str,
+    close: bool,
+    version: Version,
+    head_only: bool,
+}
+
+impl Ctx<'_> {
+    /// Status line, `Date` and `Server`.
+    fn begin(&self, w: &mut Writer<'_>, status: Status) {
+        // Always our own version (RFC 9110 2.5), also to HTTP/1.0 clients.
+        w.raw(b"HTTP/1.1 ");
+        w.num(u64::from(status.code()));
+        w.raw(b" ");
+        w.raw(status.reason().as_bytes());
+        w.raw(b"\r\n");
+        // RFC 9110 6.6.1: "An origin server without a clock MUST NOT generate a Date
+        // header field." A zero `now` means the clock is not set.
+        if self.now != 0 {
+            w.field(b"Date", &date::format(self.now));
+        }
+        w.raw(b"Server: ");
+        w.text(self.server.as_bytes());
+        w.raw(b"\r\n");
+    }
+
+    /// `Connection` and the empty line.
+    fn end(&self, w: &mut Writer<'_>, close: bool) {
+        if close {
+            w.field(b"Connection", b"close");
+        } else if self.version == Version::Http10 {
+            // RFC 9112 9.3: an HTTP/1.0 connection persists only if the response says so.
+            w.field(b"Connection", b"keep-alive");
+        }
+        w.raw(b"\r\n");
+    }
+}
+
+const PAGE_A: &[u8] = b"<!DOCTYPE html>\n<html><head><title>";
+const PAGE_B: &[u8] = b"</title></head>\n<body><h1>";
+const PAGE_C: &[u8] = b"</h1></body></html>\n";
+
+fn page_len(status: Status) -> u64 {
+    let title = 4 + status.reason().len(); // "404 " + reason
+    (PAGE_A.len() + PAGE_B.len() + PAGE_C.len() + 2 * title) as u64
+}
+
+fn page_title(w: &mut Writer<'_>, status: Status) {
+    w.num(u64::from(status.code()));
+    w.raw(b" ");
+    w.raw(status.reason().as_bytes());
+}
+
+/// A complete small-HTML response for `status`; `extra` writes additional fields.
+fn page(
+    w: &mut Writer<'_>,
+    ctx: &Ctx<'_>,
+    status: Status,
+    extra: impl FnOnce(&mut Writer<'_>),
+) -> bool {
+    let close = ctx.close || status.always_closes();
+    ctx.begin(w, status);
+    w.field(b"Content-Type", b"text/html; charset=utf-8");
+    w.num_field(b"Content-Length", page_len(status));
+    if status == Status::METHOD_NOT_ALLOWED {
+        // RFC 9110 15.5.6: "The origin server MUST generate an Allow header field".
+        w.field(b"Allow", b"GET, HEAD");
+    }
+    extra(w);
+    ctx.end(w, close);
+    if !ctx.head_only {
+        w.raw(PAGE_A);
+        page_title(w, status);
+        w.raw(PAGE_B);
+        page_title(w, status);
+        w.raw(PAGE_C);
+    }
+    close
+}
+
+const FALLBACK: &[u8] =
+    b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
+/// Turns a finished writer into the response, or into a bare 500 if it overflowed.
+fn finish<'a>(
+    w: Writer<'_>,
+    status: Status,
+    close: bool,
+    body: Option<BodySlice<'a>>,
+) -> Response<'a> {
+    if !w.overflow {
+        return Response {
+            status: status.code(),
+            head_len: w.len,
+            body: body.filter(|b| b.start < b.end),
+            close,
+        };
+    }
+    let head_len = match w.buf.get_mut(..FALLBACK.len()) {
+        Some(dst) => {
+            dst.copy_from_slice(FALLBACK);
+            FALLBACK.len()
+        }
+        None => 0,
+    };
+    Response {
+        status: Status::INTERNAL_SERVER_ERROR.code(),
+        head_len,
+        body: None,
+        close: true,
+    }
+}
+
+/// Answers a request that could not be parsed (`Parse::Error(status)`), or a timeout
+/// (408): a small HTML page with `Connection: close`. `now_unix == 0` means no clock (no
+/// `Date` field).
+pub fn respond_error(
+    status: Status,
+    now_unix: u64,
+    server: &str,
+    head: &mut [u8],
+) -> Response<'static> {
+    let ctx = Ctx {
+        now: now_unix,
+        server,
+        close: true,
+        version: Version::Http11,
+        head_only: false,
+    };
+    let mut w = Writer {
+        buf: head,
+        len: 0,
+        overflow: false,
+    };
+    page(&mut w, &ctx, status, |_| {});
+    finish(w, status, true, None)
+}
+
+/// Chooses the response to `req` from `site` and writes its head into `head` (at least
+/// [`HEAD_MAX`](super::HEAD_MAX) bytes; a response that does not fit becomes a bare 500).
+/// `now_unix == 0` means no clock: no `Date` field, and `Last-Modified` is not clamped
+/// to the present.
+pub fn respond<'a, L: Lookup<'a>>(
+    req: &Request<'_>,
+    site: &L,
+    now_unix: u64,
+    server: &str,
+    head: &mut [u8],
+) -> Response<'a> {
+    let ctx = Ctx {
+        now: now_unix,
+        server,
+        // We never read request content, so a request with some ends the connection.
+        close: !req.keep_alive || req.has_body,
+        version: req.version,
+        head_only: req.method == Method::Head,
+    };
+    let w = Writer {
+        buf: head,
+        len: 0,
+        overflow: false,
+    };
+    let error = |mut w: Writer<'_>, status: Status| {
+        let close = page(&mut w, &ctx, status, |_| {});
+        finish(w, status, close, None)
+    };
+    match req.method {
+        Method::Get | Method::Head => {}
+        Method::Other => return error(w, Status::METHOD_NOT_ALLOWED),
+        Method::Unknown => return error(w, Status::NOT_IMPLEMENTED),
+    }
+    let Ok(t) = target::split(req.target) else {
+        return error(w, Status::BAD_REQUEST);
+    };
+    let mut path = [0u8; MAX_PATH];
+    let path = match target::normalise(t.path, &mut path) {
+        Ok(n) => &path[..n],
+        Err(target::Error::Bad) => return error(w, Status::BAD_REQUEST),
+        Err(target::Error::TooLong) => return error(w, Status::URI_TOO_LONG),
+    };
+    match site.lookup(path) {
+        Found::NotFound => error(w, Status::NOT_FOUND),
+        Found::AddSlash => redirect(w, &ctx, path, t),
+        Found::Resource(res) => serve(w, &ctx, req, &res),
+    }
+}
+
+/// 301 to the normalised path plus `/`, keeping the query.
+fn redirect<'a>(mut w: Writer<'_>, ctx: &Ctx<'_>, path: &[u8], t: Target<'_>) -> Response<'a> {
+    let status = Status::MOVED_PERMANENTLY;
+    let close = page(&mut w, ctx, status, |w| {
+        w.raw(b"Location: ");
+        target::encode_path(path, |p| w.raw(p));
+        if !path.ends_with(b"/") {
+            w.raw(b"/");
+        }
+        if let Some(q) = t.query {
+            w.raw(b"?");
+            target::encode_query(q, |p| w.raw(p));
+        }
+        w.raw(b"\r\n");
+    });
+    finish(w, status, close, None)
+}
+
+/// Whether `If-Range` (RFC 9110 13.1.5) lets the range through: absent, or an entity-tag
+/// that matches the identity tag strongly, or an HTTP-date exactly equal to
+/// `Last-Modified`. Anything else, including a malformed value, means "send it all".
+fn if_range_passes(field: Option<&[u8]>, ours: &EntityTag<'_>, lm: u64, now: u64) -> bool {
+    let Some(v) = field else { return true };
+    let v = fields::trim_ows(v);
+    if v.starts_with(b"\"") || v.starts_with(b"W/") {
+        EntityTag::parse(v).is_some_and(|t| t.strong_eq(ours, b""))
+    } else {
+        date::parse(v, now) == Some(lm)
+    }
+}
+
+/// Writes `etag` with `suffix` inserted before its closing quote.
+fn write_etag(w: &mut Writer<'_>, etag: &str, suffix: &[u8]) {
+    let etag = etag.as_bytes();
+    w.raw(b"ETag: ");
+    match etag {
+        [.., b'"'] if etag.len() >= 2 && !suffix.is_empty() => {
+            w.text(&etag[..etag.len() - 1]);
+            w.text(suffix);
+            w.raw(b"\"");
+        }
+        _ => {
+            w.text(etag);
+            w.text(suffix);
+        }
+    }
+    w.raw(b"\r\n");
+}
+
+fn serve<'a>(
+    mut w: Writer<'_>,
+    ctx: &Ctx<'_>,
+    req: &Request<'_>,
+    res: &Resource<'a>,
+) -> Response<'a> {
+    // RFC 9110 8.8.2.1: "An origin server with a clock ... MUST NOT send a Last-Modified
+    // date that is later than the server's time of message origination (Date)."
+    let lm = if ctx.now != 0 {
+        res.last_modified.min(ctx.now)
+    } else {
+        res.last_modified
+    };
+    let ours = EntityTag::of_stored(res.etag);
+    let vary = res.gzip.is_some();
+
+    // RFC 9110 14.2: "A server MUST ignore a Range header field received with a request
+    // method that is unrecognized or for which range handling is not defined" (only GET).
+    let range: Option<Spec> = match (req.method, req.range) {
+        (Method::Get, Some(r)) => {
+            range::parse(r).filter(|_| if_range_passes(req.if_range, &ours, lm, ctx.now))
+        }
+        _ => None,
+    };
+    let (body, suffix, gzip): (Body<'a>, &[u8], bool) = match (range, res.gzip) {
+        (None, Some(gz)) if req.accept_gzip => (gz, b"-gz", true),
+        _ => (res.identity, b"", false),
+    };
+
+    // RFC 9110 13.2.2 steps 3-4; If-Modified-Since only without If-None-Match (13.1.3).
+    let not_modified = match (req.if_none_match, req.if_modified_since) {
+        (Some(inm), _) => fields::if_none_match(inm, &ours, suffix),
+        (None, Some(ims)) => date::parse(ims, ctx.now).is_some_and(|d| lm <= d),
+        (None, None) => false,
+    };
+    if not_modified {
+        let status = Status::NOT_MODIFIED;
+        ctx.begin(&mut w, status);
+        // RFC 9110 15.4.5: the fields a 200 would carry among Date, ETag, Vary (plus
+        // Last-Modified, which helps caches); no content metadata.
+        write_etag(&mut w, res.etag, suffix);
+        w.field(b"Last-Modified", &date::format(lm));
+        if vary {
+            w.field(b"Vary", b"Accept-Encoding");
+        }
+        ctx.end(&mut w, ctx.close);
+        return finish(w, status, ctx.close, None);
+    }
+
+    let total = body.data.len();
+    let (status, start, end) = match range.map(|s| range::resolve(s, total as u64)) {
+        None => (Status::OK, 0, total),
+        Some(Some((a, z))) => (Status::PARTIAL_CONTENT, a as usize, z as usize),
+        Some(None) => {
+            let status = Status::RANGE_NOT_SATISFIABLE;
+            // RFC 9110 15.5.17: "a Content-Range header field ... with an
+            // unsatisfied-range value".
+            let close = page(&mut w, ctx, status, |w| {
+                w.raw(b"Content-Range: bytes */");
+                w.num(total as u64);
+                w.raw(b"\r\n");
+                if vary {
+                    w.field(b"Vary", b"Accept-Encoding");
+                }
+            });
+            return finish(w, status, close, None);
+        }
+    };
+    ctx.begin(&mut w, status);
+    w.raw(b"Content-Type: ");
+    w.text(res.content_type.as_bytes());
+    w.raw(b"\r\n");
+    w.num_field(b"Content-Length", (end - start) as u64);
+    w.field(b"Last-Modified", &date::format(lm));
+    write_etag(&mut w, res.etag, suffix);
+    if gzip {
+        w.field(b"Content-Encoding", b"gzip");
+    } else {
+        // Ranges are served of the identity body only; a gzip response does not invite
+        // a client to resume it with a Range (which would get identity bytes).
+        w.field(b"Accept-Ranges", b"bytes");
+    }
+    if vary {
+        w.field(b"Vary", b"Accept-Encoding");
+    }
+    if status == Status::PARTIAL_CONTENT {
+        w.raw(b"Content-Range: bytes ");
+        w.num(start as u64);
+        w.raw(b"-");
+        w.num(end as u64 - 1);
+        w.raw(b"/");
+        w.num(total as u64);
+        w.raw(b"\r\n");
+    }
+    ctx.end(&mut w, ctx.close);
+    let slice = (!ctx.head_only).then_some(BodySlice { body, start, end });
+    finish(w, status, ctx.close, slice)
+}
+
+#[cfg(test)]
+mod tests;

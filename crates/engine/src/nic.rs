@@ -1,0 +1,98 @@
+//! The boundary between the engine and a network device: one receive/transmit queue pair
+//! owned by one core, and the clock.
+//!
+//! The engine never sees a register, a port or a file descriptor. A driver (`kernel`'s
+//! e1000 and virtio-net, `host`'s TAP, the test fakes) is a type that implements [`Nic`].
+//!
+//! - **Queue pairs.** A `Nic` value is *one* RX/TX queue pair. A device with a queue per
+//!   core hands each core its own value; nothing on the request path is shared.
+//! - **Several NICs.** The engine sends on the queue it is given for a connection; a core
+//!   that owns queues of two NICs (bonding) holds two values.
+//! - **Batched receive.** [`RxRing::burst`] returns up to a budget of frames at once;
+//!   buffers are loaned to the engine and given back with [`RxRing::recycle`].
+//! - **Scatter-gather transmit.** A frame is a small header written into a driver slot
+//!   plus a body slice borrowed from the site image, which lives as long as the program.
+//!   The body is never copied by the engine; a DMA driver points a descriptor at it.
+//! - **Untrusted device memory.** Lengths and ids come from the driver's checked shadow
+//!   state; `bytes` of a frame never reaches past the loaned buffer.
+//! - **Batched doorbells.** [`TxRing::flush`] is called once per poll round; a driver
+//!   rings its doorbell there, never per frame.
+
+use crate::wire::EthernetAddress;
+
+/// A received frame loaned to the engine: which driver buffer, and how many bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxFrame {
+    /// Driver buffer id.
+    pub buf: u32,
+    /// Valid bytes in the buffer.
+    pub len: u32,
+}
+
+/// Receive side of a queue pair.
+pub trait RxRing {
+    /// Fills `out` with up to `out.len()` received frames; returns how many.
+    fn burst(&mut self, out: &mut [RxFrame]) -> usize;
+    /// The bytes of a loaned frame (at most `f.len`, never past the driver buffer).
+    fn bytes(&self, f: &RxFrame) -> &[u8];
+    /// Gives a buffer back to the device (re-posting is deferred to the next burst).
+    fn recycle(&mut self, f: RxFrame);
+}
+
+/// The transmit ring is full: the frame was not sent (counted by the engine).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxFull;
+
+/// Transmit side of a queue pair.
+pub trait TxRing {
+    /// A free slot of at least [`TX_HEAD_ROOM`] bytes to build the head of the next frame
+    /// in, or `None` when every slot is in flight.
+    fn slot(&mut self) -> Option<&mut [u8]>;
+    /// Queues the frame made of the first `head_len` bytes of the slot last returned by
+    /// [`slot`](Self::slot), followed by `body` (may be empty).
+    fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull>;
+    /// Makes queued frames visible to the device: one doorbell per call at most.
+    fn flush(&mut self);
+}
+
+/// Bytes a transmit slot holds at least: Ethernet + IPv4 + TCP with options + the part of
+/// an HTTP response head that shares a segment with it.
+pub const TX_HEAD_ROOM: usize = 2048;
+
+/// What a queue pair can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NicCaps {
+    /// Largest IP packet (Ethernet payload) the link carries.
+    pub mtu: usize,
+}
+
+impl Default for NicCaps {
+    fn default() -> Self {
+        NicCaps { mtu: 1500 }
+    }
+}
+
+/// One receive/transmit queue pair of a network device, owned by one core.
+pub trait Nic {
+    /// Receive side.
+    type Rx: RxRing;
+    /// Transmit side.
+    type Tx: TxRing;
+    /// Both sides at once, so a reply can be built while a received frame is borrowed.
+    fn split(&mut self) -> (&mut Self::Rx, &mut Self::Tx);
+    /// The station address frames are sent from and received for.
+    fn mac(&self) -> EthernetAddress;
+    /// Capabilities.
+    fn caps(&self) -> NicCaps {
+        NicCaps::default()
+    }
+}
+
+/// Time as the platform knows it.
+pub trait Clock {
+    /// Monotonic nanoseconds since an arbitrary start (TSC on the bare machine).
+    fn now_ns(&self) -> u64;
+    /// Wall-clock seconds since the Unix epoch, for the `Date` header.
+    fn unix_secs(&self) -> u64;
+}

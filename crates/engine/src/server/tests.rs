@@ -1,0 +1,581 @@
+//! Whole-engine tests over a [`FakeNic`]: a scripted client made of wire `Repr`s talks to
+//! the server frame by frame; a small cumulative-ACK client downloads through a seeded
+//! [`FaultInjector`] to prove recovery from loss, duplication, reordering and corruption.
+
+use std::vec::Vec;
+
+use super::*;
+use crate::fake::{FakeNic, FakeQueues, FaultInjector, Faults};
+use crate::resource::{block_sums_into, Body, Found, Resource};
+use crate::wire::{Ipv4Address, TcpPacket};
+
+const SERVER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
+const CLIENT_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
+const SERVER_IP: Ipv4Address = Ipv4Address([10, 0, 0, 2]);
+const CLIENT_IP: Ipv4Address = Ipv4Address([10, 0, 0, 1]);
+
+/// A site of two files, leaked so bodies are `'static` like a loaded image.
+struct TestSite {
+    files: Vec<(&'static str, Resource<'static>)>,
+}
+
+fn body(data: Vec<u8>) -> Body<'static> {
+    let data: &'static [u8] = Vec::leak(data);
+    let mut sums = vec![0u8; 2 * Body::blocks_for(data.len())];
+    block_sums_into(data, &mut sums);
+    Body {
+        data,
+        block_sums: Vec::leak(sums),
+    }
+}
+
+fn big_file() -> Vec<u8> {
+    (0..1_048_576u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect()
+}
+
+impl TestSite {
+    fn new() -> TestSite {
+        let res = |data: Vec<u8>, ct| Resource {
+            content_type: ct,
+            etag: "\"e1\"",
+            last_modified: 1_700_000_000,
+            identity: body(data),
+            gzip: None,
+        };
+        TestSite {
+            files: vec![
+                (
+                    "/index.html",
+                    res(b"<h1>hello</h1>\n".to_vec(), "text/html; charset=utf-8"),
+                ),
+                ("/big.bin", res(big_file(), "application/octet-stream")),
+            ],
+        }
+    }
+}
+
+impl Lookup<'static> for TestSite {
+    fn lookup(&self, path: &[u8]) -> Found<'static> {
+        let path = if path == b"/" {
+            &b"/index.html"[..]
+        } else {
+            path
+        };
+        match self.files.iter().find(|(p, _)| p.as_bytes() == path) {
+            Some((_, r)) => Found::Resource(*r),
+            None => Found::NotFound,
+        }
+    }
+}
+
+struct ManualClock(u64);
+
+impl Clock for ManualClock {
+    fn now_ns(&self) -> u64 {
+        self.0
+    }
+    fn unix_secs(&self) -> u64 {
+        1_700_000_000 + self.0 / 1_000_000_000
+    }
+}
+
+fn server() -> Server<TestSite> {
+    let mut cfg = Config::new(SERVER_IP, 24);
+    cfg.tcbs = 8;
+    Server::new(cfg, TestSite::new(), SERVER_MAC)
+}
+
+/// Builds a client → server TCP frame.
+fn tcp_frame(
+    sport: u16,
+    seq: u32,
+    ack: Option<u32>,
+    flags: wtcp::Flags,
+    payload: &[u8],
+    mss: Option<u16>,
+) -> Vec<u8> {
+    let repr = wtcp::Repr {
+        src_port: sport,
+        dst_port: 80,
+        seq_number: seq,
+        ack_number: ack,
+        flags,
+        window_len: 65535,
+        max_seg_size: mss,
+        window_scale: None,
+    };
+    let hl = repr.header_len();
+    let mut f = vec![0u8; L2L3 + hl + payload.len()];
+    write_l2l3(
+        &mut f,
+        CLIENT_MAC,
+        SERVER_MAC,
+        CLIENT_IP,
+        SERVER_IP,
+        IpProtocol::Tcp,
+        hl + payload.len(),
+    );
+    repr.emit_header(&mut f[L2L3..]);
+    f[L2L3 + hl..].copy_from_slice(payload);
+    TcpPacket::new_unchecked(&mut f[L2L3..]).fill_checksum(CLIENT_IP, SERVER_IP);
+    f
+}
+
+/// A server → client segment, parsed and checksum-verified.
+#[derive(Debug, Clone)]
+struct Out {
+    seq: u32,
+    ack: u32,
+    syn: bool,
+    fin: bool,
+    rst: bool,
+    has_ack: bool,
+    payload: Vec<u8>,
+}
+
+/// Parses a frame the server sent; frames with bad checksums (corrupted on the way by a
+/// fault injector) are `None`, like a real client would drop them.
+fn parse_out(frame: &[u8]) -> Option<Out> {
+    let eth = EthernetFrame::new_checked(frame).ok()?;
+    if eth.ethertype() != EtherType::Ipv4 {
+        return None;
+    }
+    let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
+    if !ip.verify_checksum() {
+        return None;
+    }
+    let t = TcpPacket::new_checked(ip.payload()).ok()?;
+    if !t.verify_checksum(SERVER_IP, CLIENT_IP) {
+        return None;
+    }
+    Some(Out {
+        seq: t.seq_number(),
+        ack: t.ack_number(),
+        syn: t.syn(),
+        fin: t.fin(),
+        rst: t.rst(),
+        has_ack: t.ack(),
+        payload: t.payload().to_vec(),
+    })
+}
+
+fn flags(syn: bool, ack: bool, fin: bool, rst: bool) -> wtcp::Flags {
+    wtcp::Flags {
+        fin,
+        syn,
+        rst,
+        psh: false,
+        ack,
+    }
+}
+
+fn run(s: &mut Server<TestSite>, nic: &mut FakeNic, clock: &ManualClock) -> Vec<Out> {
+    s.poll(nic, clock, &mut NoLog);
+    nic.tx
+        .outbox
+        .drain(..)
+        .map(|f| parse_out(&f).expect("server sent a frame with a bad checksum"))
+        .collect()
+}
+
+/// Completes a handshake on port `sport`; returns (client next seq, server next seq).
+fn handshake(
+    s: &mut Server<TestSite>,
+    nic: &mut FakeNic,
+    clock: &ManualClock,
+    sport: u16,
+) -> (u32, u32) {
+    nic.rx.inbox.push_back(tcp_frame(
+        sport,
+        1000,
+        None,
+        flags(true, false, false, false),
+        &[],
+        Some(1460),
+    ));
+    let out = run(s, nic, clock);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].syn && out[0].has_ack && out[0].ack == 1001);
+    let srv = out[0].seq.wrapping_add(1);
+    nic.rx.inbox.push_back(tcp_frame(
+        sport,
+        1001,
+        Some(srv),
+        flags(false, true, false, false),
+        &[],
+        None,
+    ));
+    assert!(run(s, nic, clock).is_empty());
+    assert_eq!(s.stats().tcp_established, s.stats().tcp_accepted);
+    (1001, srv)
+}
+
+#[test]
+fn handshake_get_and_close_with_fin_on_last_segment() {
+    let mut s = server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let clock = ManualClock(1_000_000);
+    let (cseq, sseq) = handshake(&mut s, &mut nic, &clock, 40000);
+    let req = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    nic.rx.inbox.push_back(tcp_frame(
+        40000,
+        cseq,
+        Some(sseq),
+        flags(false, true, false, false),
+        req,
+        None,
+    ));
+    let out = run(&mut s, &mut nic, &clock);
+    assert_eq!(out.len(), 1, "head and body fit one segment: {out:?}");
+    let seg = &out[0];
+    assert_eq!(seg.seq, sseq);
+    assert_eq!(seg.ack, cseq + req.len() as u32);
+    assert!(seg.fin, "FIN rides the last data segment");
+    let text = String::from_utf8_lossy(&seg.payload);
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert!(text.ends_with("\r\n\r\n<h1>hello</h1>\n"), "{text}");
+    // Client ACKs data + FIN and sends its own FIN: the TCB is freed.
+    let end = sseq + seg.payload.len() as u32 + 1;
+    let cnext = cseq + req.len() as u32;
+    nic.rx.inbox.push_back(tcp_frame(
+        40000,
+        cnext,
+        Some(end),
+        flags(false, true, true, false),
+        &[],
+        None,
+    ));
+    let out = run(&mut s, &mut nic, &clock);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].ack, cnext + 1, "the client's FIN is acknowledged");
+    assert_eq!(s.active(), 0);
+    assert_eq!(s.stats().tcbs_in_use, 0);
+}
+
+#[test]
+fn keepalive_then_client_close() {
+    let mut s = server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let clock = ManualClock(1_000_000);
+    let (mut cseq, sseq) = handshake(&mut s, &mut nic, &clock, 40001);
+    let mut snext = sseq;
+    for _ in 0..3 {
+        let req = b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n";
+        nic.rx.inbox.push_back(tcp_frame(
+            40001,
+            cseq,
+            Some(snext),
+            flags(false, true, false, false),
+            req,
+            None,
+        ));
+        let out = run(&mut s, &mut nic, &clock);
+        assert_eq!(out.len(), 1);
+        assert!(!out[0].fin);
+        cseq += req.len() as u32;
+        snext += out[0].payload.len() as u32;
+        nic.rx.inbox.push_back(tcp_frame(
+            40001,
+            cseq,
+            Some(snext),
+            flags(false, true, false, false),
+            &[],
+            None,
+        ));
+        assert!(run(&mut s, &mut nic, &clock).is_empty());
+    }
+    assert_eq!(s.stats().http_2xx, 3);
+    // Client closes: the server answers with its FIN (LAST-ACK), then frees on the ACK.
+    nic.rx.inbox.push_back(tcp_frame(
+        40001,
+        cseq,
+        Some(snext),
+        flags(false, true, true, false),
+        &[],
+        None,
+    ));
+    let out = run(&mut s, &mut nic, &clock);
+    assert!(out.iter().any(|o| o.fin && o.ack == cseq + 1), "{out:?}");
+    nic.rx.inbox.push_back(tcp_frame(
+        40001,
+        cseq + 1,
+        Some(snext + 1),
+        flags(false, true, false, false),
+        &[],
+        None,
+    ));
+    run(&mut s, &mut nic, &clock);
+    assert_eq!(s.active(), 0);
+}
+
+#[test]
+fn stray_segments_get_rst_and_bad_rst_gets_challenge_ack() {
+    let mut s = server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let clock = ManualClock(1_000_000);
+    // An ACK for no connection: RST with SEQ = SEG.ACK.
+    nic.rx.inbox.push_back(tcp_frame(
+        5555,
+        77,
+        Some(4242),
+        flags(false, true, false, false),
+        &[],
+        None,
+    ));
+    let out = run(&mut s, &mut nic, &clock);
+    assert!(
+        out.len() == 1 && out[0].rst && out[0].seq == 4242,
+        "{out:?}"
+    );
+    let (cseq, sseq) = handshake(&mut s, &mut nic, &clock, 40002);
+    // RST in the window but not at RCV.NXT: challenge ACK, connection kept.
+    nic.rx.inbox.push_back(tcp_frame(
+        40002,
+        cseq + 100,
+        None,
+        flags(false, false, false, true),
+        &[],
+        None,
+    ));
+    let out = run(&mut s, &mut nic, &clock);
+    assert!(
+        out.len() == 1 && out[0].has_ack && !out[0].rst && out[0].ack == cseq,
+        "{out:?}"
+    );
+    assert_eq!(s.active(), 1);
+    // RST far outside the window: dropped silently.
+    nic.rx.inbox.push_back(tcp_frame(
+        40002,
+        cseq.wrapping_add(0x4000_0000),
+        None,
+        flags(false, false, false, true),
+        &[],
+        None,
+    ));
+    assert!(run(&mut s, &mut nic, &clock).is_empty());
+    // SYN on the established connection: challenge ACK.
+    nic.rx.inbox.push_back(tcp_frame(
+        40002,
+        5,
+        None,
+        flags(true, false, false, false),
+        &[],
+        None,
+    ));
+    let out = run(&mut s, &mut nic, &clock);
+    assert!(
+        out.len() == 1 && out[0].has_ack && out[0].ack == cseq,
+        "{out:?}"
+    );
+    assert_eq!(s.active(), 1);
+    assert_eq!(s.stats().tcp_challenge_acks, 2);
+    // Exact RST: connection gone.
+    nic.rx.inbox.push_back(tcp_frame(
+        40002,
+        cseq,
+        None,
+        flags(false, false, false, true),
+        &[],
+        None,
+    ));
+    run(&mut s, &mut nic, &clock);
+    assert_eq!(s.active(), 0);
+    let _ = sseq;
+}
+
+#[test]
+fn half_open_connections_time_out() {
+    let mut s = server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let mut clock = ManualClock(1_000_000);
+    nic.rx.inbox.push_back(tcp_frame(
+        6000,
+        1,
+        None,
+        flags(true, false, false, false),
+        &[],
+        None,
+    ));
+    run(&mut s, &mut nic, &clock);
+    assert_eq!(s.active(), 1);
+    let mut synacks = 0;
+    for _ in 0..200 {
+        clock.0 += 100_000_000;
+        synacks += run(&mut s, &mut nic, &clock)
+            .iter()
+            .filter(|o| o.syn)
+            .count();
+    }
+    assert_eq!(synacks, 3, "SYN-ACK retransmitted 3 times");
+    assert_eq!(s.active(), 0);
+    assert_eq!(s.stats().tcp_timeouts, 1);
+}
+
+#[test]
+fn all_tcbs_busy_drops_syn_and_recovers() {
+    let mut s = server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let clock = ManualClock(1_000_000);
+    for p in 0..9u16 {
+        nic.rx.inbox.push_back(tcp_frame(
+            7000 + p,
+            1,
+            None,
+            flags(true, false, false, false),
+            &[],
+            None,
+        ));
+    }
+    run(&mut s, &mut nic, &clock);
+    assert_eq!(s.active(), 8);
+    assert_eq!(s.stats().tcp_no_tcb, 1);
+}
+
+/// A minimal receiving client: cumulative ACKs, in-order delivery, buffers nothing out of
+/// order (so every loss must be repaired by the server).
+struct Receiver {
+    sport: u16,
+    rcv_nxt: u32,
+    snd_nxt: u32,
+    data: Vec<u8>,
+    fin: bool,
+}
+
+fn download_through_faults(faults: Faults, sched: Sched) -> (Vec<u8>, Stats) {
+    let mut cfg = Config::new(SERVER_IP, 24);
+    cfg.tcbs = 4;
+    cfg.sched = sched;
+    let mut s = Server::new(cfg, TestSite::new(), SERVER_MAC);
+    let mut nic = FaultInjector::new(
+        SERVER_MAC,
+        FakeQueues::default(),
+        FakeQueues::default(),
+        faults,
+        Faults {
+            seed: faults.seed ^ 0x55,
+            ..faults
+        },
+    );
+    let mut clock = ManualClock(1_000_000);
+    let mut r = Receiver {
+        sport: 41000,
+        rcv_nxt: 0,
+        snd_nxt: 5000,
+        data: Vec::new(),
+        fin: false,
+    };
+    let req = b"GET /big.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    let mut established = false;
+    let mut req_acked = false;
+    for round in 0..200_000u32 {
+        if r.fin {
+            break;
+        }
+        // The client (re)sends its SYN, then its request, every 300 ms until answered.
+        if round % 300 != 0 {
+        } else if !established {
+            nic.inner_rx().inbox.push_back(tcp_frame(
+                r.sport,
+                r.snd_nxt,
+                None,
+                flags(true, false, false, false),
+                &[],
+                Some(1460),
+            ));
+        } else if !req_acked {
+            nic.inner_rx().inbox.push_back(tcp_frame(
+                r.sport,
+                r.snd_nxt,
+                Some(r.rcv_nxt),
+                flags(false, true, false, false),
+                req,
+                None,
+            ));
+        }
+        s.poll(&mut nic, &clock, &mut NoLog);
+        let sent: Vec<Vec<u8>> = nic.inner_tx().outbox.drain(..).collect();
+        let mut ack_now = false;
+        for f in sent {
+            let Some(o) = parse_out(&f) else { continue }; // corrupted on the way: dropped
+            if o.rst {
+                panic!("server reset the download: {o:?} stats {:?}", s.stats());
+            }
+            if o.syn {
+                if !established {
+                    established = true;
+                    r.rcv_nxt = o.seq.wrapping_add(1);
+                    r.snd_nxt += 1;
+                }
+                ack_now = true;
+                continue;
+            }
+            if established && o.has_ack && seq::ge(o.ack, r.snd_nxt + req.len() as u32) {
+                req_acked = true;
+            }
+            if o.seq == r.rcv_nxt {
+                r.data.extend_from_slice(&o.payload);
+                r.rcv_nxt = r.rcv_nxt.wrapping_add(o.payload.len() as u32);
+                if o.fin {
+                    r.rcv_nxt = r.rcv_nxt.wrapping_add(1);
+                    r.fin = true;
+                }
+            }
+            ack_now = true;
+        }
+        if ack_now && established {
+            let seq = if req_acked {
+                r.snd_nxt + req.len() as u32
+            } else {
+                r.snd_nxt
+            };
+            nic.inner_rx().inbox.push_back(tcp_frame(
+                r.sport,
+                seq,
+                Some(r.rcv_nxt),
+                flags(false, true, false, false),
+                &[],
+                None,
+            ));
+        }
+        clock.0 += 1_000_000; // 1 ms per round
+    }
+    assert!(r.fin, "download did not finish");
+    let head_end = r
+        .data
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("response head")
+        + 4;
+    (r.data[head_end..].to_vec(), s.stats().clone())
+}
+
+#[test]
+fn one_mib_download_survives_loss_dup_reorder_corruption() {
+    let want = big_file();
+    for (i, sched) in [Sched::Imt, Sched::Ist].into_iter().enumerate() {
+        let faults = Faults {
+            drop_pct: 5,
+            dup_pct: 2,
+            reorder_pct: 3,
+            corrupt_pct: 4,
+            seed: 7 + i as u64,
+        };
+        let (got, stats) = download_through_faults(faults, sched);
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "body differs");
+        assert!(stats.tcp_rto_retransmits + stats.tcp_fast_retransmits > 0);
+        assert!(
+            stats.drop_checksum > 0,
+            "corrupted frames were caught by checksums"
+        );
+    }
+}
+
+#[test]
+fn clean_download_needs_no_retransmission() {
+    let (got, stats) = download_through_faults(Faults::default(), Sched::Imt);
+    assert!(got == big_file());
+    assert_eq!(stats.tcp_rto_retransmits + stats.tcp_fast_retransmits, 0);
+}

@@ -1,0 +1,149 @@
+//! The site image layout: magic, version, field offsets and the image checksum. Shared by
+//! the builder (which writes these fields) and the loader (which checks them). The format
+//! is described for humans in `docs/site-image.md`; keep the two in step.
+//!
+//! All integers are little-endian. Offsets named `*_off` in the header and the body fields
+//! of an entry are absolute byte offsets into the image; string offsets in an entry are
+//! relative to the start of the string area.
+
+use core::ops::Range;
+
+/// The first eight bytes of every site image.
+pub const MAGIC: [u8; 8] = *b"BWSITE\0\0";
+
+/// The format version this code writes and reads.
+pub const VERSION: u32 = 1;
+
+/// Length of the version-1 header in bytes.
+pub const HEADER_LEN: usize = 80;
+
+/// Length of one version-1 entry in bytes.
+pub const ENTRY_LEN: usize = 88;
+
+/// Bodies start at image offsets that are multiples of this (and so does the data area).
+pub const BODY_ALIGN: usize = 64;
+const _: () = assert!(BODY_ALIGN.is_power_of_two());
+
+/// `kind` of an entry that is a file.
+pub const KIND_FILE: u32 = 1;
+
+/// `kind` of an entry that is a directory.
+pub const KIND_DIR: u32 = 2;
+
+/// `index` value meaning "no entry": a file's `index`, or a directory without `index.html`.
+pub const NO_INDEX: u32 = u32::MAX;
+
+/// The file a directory path ending in `/` resolves to.
+pub const INDEX_NAME: &str = "index.html";
+
+/// Byte offsets of the header fields.
+pub mod header {
+    use super::Range;
+
+    /// `[u8; 8]`, [`super::MAGIC`].
+    pub const MAGIC: Range<usize> = 0..8;
+    /// `u32`, the format version.
+    pub const VERSION: Range<usize> = 8..12;
+    /// `u32`, length of this header ([`super::HEADER_LEN`] for version 1).
+    pub const HEADER_LEN: Range<usize> = 12..16;
+    /// `u64`, length of the whole image.
+    pub const IMAGE_LEN: Range<usize> = 16..24;
+    /// `u64`, FNV-1a 64 of every image byte except this field.
+    pub const CHECKSUM: Range<usize> = 24..32;
+    /// `u32`, number of entries.
+    pub const ENTRY_COUNT: Range<usize> = 32..36;
+    /// `u32`, length of one entry ([`super::ENTRY_LEN`] for version 1).
+    pub const ENTRY_LEN: Range<usize> = 36..40;
+    /// `u64`, image offset of the entry table.
+    pub const ENTRIES_OFF: Range<usize> = 40..48;
+    /// `u64`, image offset of the string area.
+    pub const STRINGS_OFF: Range<usize> = 48..56;
+    /// `u64`, length of the string area.
+    pub const STRINGS_LEN: Range<usize> = 56..64;
+    /// `u64`, image offset of the data area (a multiple of [`super::BODY_ALIGN`]).
+    pub const DATA_OFF: Range<usize> = 64..72;
+    /// `u64`, length of the data area; it ends the image.
+    pub const DATA_LEN: Range<usize> = 72..80;
+}
+
+/// Byte offsets of the fields of one entry, relative to the entry's start.
+pub mod entry {
+    use super::Range;
+
+    /// `u32`, offset of the path in the string area.
+    pub const PATH_OFF: Range<usize> = 0..4;
+    /// `u32`, length of the path.
+    pub const PATH_LEN: Range<usize> = 4..8;
+    /// `u32`, [`super::KIND_FILE`] or [`super::KIND_DIR`].
+    pub const KIND: Range<usize> = 8..12;
+    /// `u32`, for a directory the entry index of its `index.html`, else [`super::NO_INDEX`].
+    pub const INDEX: Range<usize> = 12..16;
+    /// `u32`, offset of the content type in the string area.
+    pub const CTYPE_OFF: Range<usize> = 16..20;
+    /// `u32`, length of the content type.
+    pub const CTYPE_LEN: Range<usize> = 20..24;
+    /// `u32`, offset of the entity tag in the string area.
+    pub const ETAG_OFF: Range<usize> = 24..28;
+    /// `u32`, length of the entity tag.
+    pub const ETAG_LEN: Range<usize> = 28..32;
+    /// `u64`, last modification time in seconds since the Unix epoch.
+    pub const LAST_MODIFIED: Range<usize> = 32..40;
+    /// `u64`, image offset of the identity body.
+    pub const BODY_OFF: Range<usize> = 40..48;
+    /// `u64`, length of the identity body.
+    pub const BODY_LEN: Range<usize> = 48..56;
+    /// `u64`, image offset of the identity body's block sums.
+    pub const SUMS_OFF: Range<usize> = 56..64;
+    /// `u64`, image offset of the gzip body (0 when there is none).
+    pub const GZIP_OFF: Range<usize> = 64..72;
+    /// `u64`, length of the gzip body (0 when there is none).
+    pub const GZIP_LEN: Range<usize> = 72..80;
+    /// `u64`, image offset of the gzip body's block sums (0 when there is none).
+    pub const GZIP_SUMS_OFF: Range<usize> = 80..88;
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// Continues an FNV-1a 64 hash over `data`.
+pub fn fnv1a_update(mut hash: u64, data: &[u8]) -> u64 {
+    for &b in data {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(FNV_PRIME);
+    }
+    hash
+}
+
+/// FNV-1a 64 of `data`.
+pub fn fnv1a(data: &[u8]) -> u64 {
+    fnv1a_update(FNV_OFFSET, data)
+}
+
+/// The image checksum: FNV-1a 64 over every byte of `image` except the checksum field.
+/// `image` must be at least [`HEADER_LEN`] bytes long (otherwise the hash covers what is
+/// there).
+pub fn image_checksum(image: &[u8]) -> u64 {
+    let head = image.get(..header::CHECKSUM.start).unwrap_or(image);
+    let tail = image.get(header::CHECKSUM.end..).unwrap_or(&[]);
+    fnv1a_update(fnv1a(head), tail)
+}
+
+/// Reads a little-endian `u32` at `range` (4 bytes); 0 if out of bounds.
+pub fn le_u32(bytes: &[u8], range: Range<usize>) -> u32 {
+    match bytes.get(range) {
+        Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
+        _ => 0,
+    }
+}
+
+/// Reads a little-endian `u64` at `range` (8 bytes); 0 if out of bounds.
+pub fn le_u64(bytes: &[u8], range: Range<usize>) -> u64 {
+    match bytes.get(range) {
+        Some(s) if s.len() == 8 => {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(s);
+            u64::from_le_bytes(b)
+        }
+        _ => 0,
+    }
+}

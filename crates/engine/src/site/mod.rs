@@ -1,0 +1,206 @@
+//! The site image: the whole web site as one immutable byte string, and the lookups the
+//! HTTP layer makes in it.
+//!
+//! This module owns the image format (see [`format`](mod@format) and
+//! `docs/site-image.md`), its checked loader ([`Site::load`]), path lookup ([`Site`]
+//! implements [`Lookup`]) and, with the `std` feature, the builder that makes an image
+//! from a directory (`build_from_dir`).
+//!
+//! Contract: [`Site::load`] checks every field of an untrusted image (magic, version,
+//! lengths, every offset and length against its area, UTF-8 and header-safe strings, a
+//! strictly sorted entry table, the checksum). Once it returned `Ok`, no method of
+//! [`Site`] panics and every [`Body`] handed out is consistent. Loading and lookup
+//! neither allocate nor need `std`.
+//!
+//! ```
+//! use bareweb_engine::resource::{Found, Lookup};
+//! use bareweb_engine::site::{LoadError, Site};
+//!
+//! assert!(matches!(Site::load(b"not an image"), Err(LoadError::TooShort { .. })));
+//! # #[cfg(feature = "std")] {
+//! let files = [("/index.html".to_string(), b"<!doctype html>hi".to_vec(), 0)];
+//! let image = bareweb_engine::site::build_from_files(&files).unwrap();
+//! let site = Site::load(&image).unwrap();
+//! let Found::Resource(r) = site.lookup(b"/") else { panic!() };
+//! assert_eq!(r.identity.data, b"<!doctype html>hi");
+//! assert_eq!(r.content_type, "text/html; charset=utf-8");
+//! # }
+//! ```
+
+#[cfg(feature = "std")]
+mod build;
+pub mod format;
+mod load;
+
+#[cfg(feature = "std")]
+pub use build::{build_from_dir, build_from_files, content_type, BuildError};
+pub use load::{EntryError, Field, LoadError, Section};
+
+use core::ops::Range;
+
+use format::{entry, le_u32, le_u64};
+use load::sub;
+
+use crate::resource::{Body, Found, Lookup, Resource, BLOCK};
+
+/// A loaded, validated site image. Cheap to copy: it only borrows the image.
+#[derive(Debug, Clone, Copy)]
+pub struct Site<'a> {
+    image: &'a [u8],
+    entries: &'a [u8],
+    strings: &'a [u8],
+    count: usize,
+    files: usize,
+}
+
+impl<'a> Site<'a> {
+    /// Validates `image` and returns a view for lookups.
+    ///
+    /// # Fuzzing
+    /// Under `cfg(fuzzing)` the image checksum is not checked, so the fuzzer reaches the
+    /// structural checks.
+    pub fn load(image: &'a [u8]) -> Result<Site<'a>, LoadError> {
+        let c = load::check(image)?;
+        Ok(Site {
+            image,
+            entries: c.entries,
+            strings: c.strings,
+            count: c.count,
+            files: c.files,
+        })
+    }
+
+    /// Number of files (directories not counted).
+    pub fn len(&self) -> usize {
+        self.files
+    }
+
+    /// Whether the site has no file at all.
+    pub fn is_empty(&self) -> bool {
+        self.files == 0
+    }
+
+    /// The whole image.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.image
+    }
+
+    /// Every file with its path, in path byte order.
+    pub fn iter_files(&self) -> impl Iterator<Item = (&'a str, Resource<'a>)> + 'a {
+        let site = *self;
+        (0..self.count).filter_map(move |i| {
+            let raw = site.raw(i);
+            if le_u32(raw, entry::KIND) != format::KIND_FILE {
+                return None;
+            }
+            let path = core::str::from_utf8(site.path(raw)).ok()?;
+            Some((path, site.resource(raw)?))
+        })
+    }
+
+    /// The bytes of entry `i` (empty if out of range, which a lookup never asks for).
+    fn raw(&self, i: usize) -> &'a [u8] {
+        let start = i.saturating_mul(format::ENTRY_LEN);
+        start
+            .checked_add(format::ENTRY_LEN)
+            .and_then(|e| self.entries.get(start..e))
+            .unwrap_or(&[])
+    }
+
+    fn string(&self, raw: &[u8], off: Range<usize>, len: Range<usize>) -> &'a [u8] {
+        sub(
+            self.strings,
+            u64::from(le_u32(raw, off)),
+            u64::from(le_u32(raw, len)),
+        )
+    }
+
+    fn path(&self, raw: &[u8]) -> &'a [u8] {
+        self.string(raw, entry::PATH_OFF, entry::PATH_LEN)
+    }
+
+    fn body(&self, off: u64, len: u64, sums_off: u64) -> Body<'a> {
+        Body {
+            data: sub(self.image, off, len),
+            block_sums: sub(self.image, sums_off, 2 * len.div_ceil(BLOCK as u64)),
+        }
+    }
+
+    /// The resource of file entry `raw`; `None` only if the image were inconsistent,
+    /// which `load` rules out.
+    fn resource(&self, raw: &[u8]) -> Option<Resource<'a>> {
+        let text = |off, len| core::str::from_utf8(self.string(raw, off, len)).ok();
+        let gzip_len = le_u64(raw, entry::GZIP_LEN);
+        Some(Resource {
+            content_type: text(entry::CTYPE_OFF, entry::CTYPE_LEN)?,
+            etag: text(entry::ETAG_OFF, entry::ETAG_LEN)?,
+            last_modified: le_u64(raw, entry::LAST_MODIFIED),
+            identity: self.body(
+                le_u64(raw, entry::BODY_OFF),
+                le_u64(raw, entry::BODY_LEN),
+                le_u64(raw, entry::SUMS_OFF),
+            ),
+            gzip: (gzip_len != 0).then(|| {
+                self.body(
+                    le_u64(raw, entry::GZIP_OFF),
+                    gzip_len,
+                    le_u64(raw, entry::GZIP_SUMS_OFF),
+                )
+            }),
+        })
+    }
+
+    /// Binary search of the sorted table for an entry whose path is exactly `key`.
+    fn find(&self, key: &[u8]) -> Option<&'a [u8]> {
+        let (mut lo, mut hi) = (0usize, self.count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let raw = self.raw(mid);
+            match self.path(raw).cmp(key) {
+                core::cmp::Ordering::Less => lo = mid + 1,
+                core::cmp::Ordering::Greater => hi = mid,
+                core::cmp::Ordering::Equal => return Some(raw),
+            }
+        }
+        None
+    }
+}
+
+impl<'a> Lookup<'a> for Site<'a> {
+    /// `/a/b` is a file, or a directory (answer [`Found::AddSlash`]); `/a/` is the
+    /// `index.html` of directory `/a` (not found when it has none); `/` is `/index.html`.
+    fn lookup(&self, path: &[u8]) -> Found<'a> {
+        let found = match path {
+            [b'/'] => self.find(b"/").map(|raw| (raw, true)),
+            [b'/', .., b'/'] => {
+                let dir = &path[..path.len() - 1];
+                if dir.ends_with(b"/") {
+                    None
+                } else {
+                    self.find(dir).map(|raw| (raw, true))
+                }
+            }
+            [b'/', ..] => self.find(path).map(|raw| (raw, false)),
+            _ => None,
+        };
+        let Some((raw, slash)) = found else {
+            return Found::NotFound;
+        };
+        let file = match (le_u32(raw, entry::KIND), slash) {
+            (format::KIND_FILE, false) => raw,
+            (format::KIND_DIR, false) => return Found::AddSlash,
+            (format::KIND_DIR, true) => match le_u32(raw, entry::INDEX) {
+                format::NO_INDEX => return Found::NotFound,
+                i => self.raw(i as usize),
+            },
+            _ => return Found::NotFound,
+        };
+        match self.resource(file) {
+            Some(r) => Found::Resource(r),
+            None => Found::NotFound,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,114 @@
+//! Counters owned by one core: plain `u64`s, bumped on the hot path, read by the platform
+//! (Ctrl-C summary, tests, the stats page). Every dropped frame is counted by its reason.
+
+/// All counters of one engine instance.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Frames received from the NIC.
+    pub rx_frames: u64,
+    /// Frames sent.
+    pub tx_frames: u64,
+    /// Frames not sent because the transmit ring was full.
+    pub tx_ring_full: u64,
+    /// Dropped: shorter than a header or a length field says.
+    pub drop_truncated: u64,
+    /// Dropped: a header field holds a forbidden value.
+    pub drop_malformed: u64,
+    /// Dropped: bad IPv4, ICMP or TCP checksum.
+    pub drop_checksum: u64,
+    /// Dropped: IPv4 fragment (we never need reassembly for requests).
+    pub drop_fragment: u64,
+    /// Dropped: not addressed to us (MAC or IP) or a protocol we do not serve.
+    pub drop_not_for_us: u64,
+    /// Dropped: from beyond the link while no gateway is configured.
+    pub drop_no_route: u64,
+    /// ARP requests answered.
+    pub arp_replies: u64,
+    /// ICMP echo requests answered.
+    pub icmp_echo: u64,
+    /// SYNs that opened a connection.
+    pub tcp_accepted: u64,
+    /// SYNs dropped because every TCB was in use.
+    pub tcp_no_tcb: u64,
+    /// Connections that reached ESTABLISHED.
+    pub tcp_established: u64,
+    /// Connections whose TCB was freed (any reason).
+    pub tcp_closed: u64,
+    /// Connections reset by the peer.
+    pub tcp_rst_received: u64,
+    /// RSTs sent (no connection, or aborted).
+    pub tcp_rst_sent: u64,
+    /// Challenge ACKs sent (RFC 5961) for in-window RST/SYN or unacceptable segments.
+    pub tcp_challenge_acks: u64,
+    /// Segments outside the receive window.
+    pub tcp_out_of_window: u64,
+    /// Out-of-order data dropped (re-requested by a duplicate ACK).
+    pub tcp_out_of_order: u64,
+    /// Segments retransmitted by the retransmission timer.
+    pub tcp_rto_retransmits: u64,
+    /// Fast retransmits (three duplicate ACKs, or a NewReno partial ACK).
+    pub tcp_fast_retransmits: u64,
+    /// Zero-window probes sent.
+    pub tcp_window_probes: u64,
+    /// Connections aborted by a timeout (half-open, idle, stalled, too many retries).
+    pub tcp_timeouts: u64,
+    /// HTTP requests answered (any status).
+    pub http_requests: u64,
+    /// Responses by class.
+    pub http_2xx: u64,
+    /// 3xx responses.
+    pub http_3xx: u64,
+    /// 4xx responses.
+    pub http_4xx: u64,
+    /// 5xx responses.
+    pub http_5xx: u64,
+    /// Response body bytes queued (head + body of every response).
+    pub http_bytes: u64,
+    /// TCBs in use now.
+    pub tcbs_in_use: u64,
+    /// Highest number of TCBs in use at once.
+    pub tcbs_max: u64,
+    /// Highest number of requests on the run list at once.
+    pub run_list_max: u64,
+}
+
+impl Stats {
+    /// (name, value) pairs, for printing and JSON.
+    pub fn fields(&self) -> [(&'static str, u64); 33] {
+        [
+            ("rx_frames", self.rx_frames),
+            ("tx_frames", self.tx_frames),
+            ("tx_ring_full", self.tx_ring_full),
+            ("drop_truncated", self.drop_truncated),
+            ("drop_malformed", self.drop_malformed),
+            ("drop_checksum", self.drop_checksum),
+            ("drop_fragment", self.drop_fragment),
+            ("drop_not_for_us", self.drop_not_for_us),
+            ("drop_no_route", self.drop_no_route),
+            ("arp_replies", self.arp_replies),
+            ("icmp_echo", self.icmp_echo),
+            ("tcp_accepted", self.tcp_accepted),
+            ("tcp_no_tcb", self.tcp_no_tcb),
+            ("tcp_established", self.tcp_established),
+            ("tcp_closed", self.tcp_closed),
+            ("tcp_rst_received", self.tcp_rst_received),
+            ("tcp_rst_sent", self.tcp_rst_sent),
+            ("tcp_challenge_acks", self.tcp_challenge_acks),
+            ("tcp_out_of_window", self.tcp_out_of_window),
+            ("tcp_out_of_order", self.tcp_out_of_order),
+            ("tcp_rto_retransmits", self.tcp_rto_retransmits),
+            ("tcp_fast_retransmits", self.tcp_fast_retransmits),
+            ("tcp_window_probes", self.tcp_window_probes),
+            ("tcp_timeouts", self.tcp_timeouts),
+            ("http_requests", self.http_requests),
+            ("http_2xx", self.http_2xx),
+            ("http_3xx", self.http_3xx),
+            ("http_4xx", self.http_4xx),
+            ("http_5xx", self.http_5xx),
+            ("http_bytes", self.http_bytes),
+            ("tcbs_in_use", self.tcbs_in_use),
+            ("tcbs_max", self.tcbs_max),
+            ("run_list_max", self.run_list_max),
+        ]
+    }
+}

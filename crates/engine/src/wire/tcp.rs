@@ -1,0 +1,1266 @@
+//! TCP segment headers and options (RFC 9293), without state.
+//!
+//! Heads up! read RFC 9293 §3.1 (header format, options), §3.2 (option definitions) and
+//! RFC 7323 §2 (window scale) before changing the option code.
+//!
+//! Sequence numbers are plain `u32`; the TCP layer does the modular arithmetic. Checksums
+//! are split the same way: [`Repr::emit_header`] leaves the checksum field zero, because
+//! the TCP layer adds stored payload sums to the header sum itself. For a segment whose
+//! payload is in the same buffer, [`Packet::fill_checksum`] does the whole job.
+//!
+//! The buffer given to [`Packet`] must be the whole segment (the IPv4 payload, padding
+//! already cut off): there is no length field, so everything after the header is payload.
+
+use super::ipv4::{Address as Ipv4Address, Protocol};
+use super::{checksum, Error, Result};
+
+mod field {
+    use core::ops::Range;
+    pub const SRC_PORT: Range<usize> = 0..2;
+    pub const DST_PORT: Range<usize> = 2..4;
+    pub const SEQ_NUM: Range<usize> = 4..8;
+    pub const ACK_NUM: Range<usize> = 8..12;
+    /// Data offset (high nibble) and reserved bits.
+    pub const DATA_OFF: usize = 12;
+    pub const FLAGS: usize = 13;
+    pub const WIN_SIZE: Range<usize> = 14..16;
+    pub const CHECKSUM: Range<usize> = 16..18;
+    pub const URGENT: Range<usize> = 18..20;
+    pub const OPTIONS: usize = 20;
+}
+
+/// Length of a TCP header without options.
+pub const HEADER_LEN: usize = field::OPTIONS;
+
+/// The largest window scale shift RFC 7323 allows.
+pub const MAX_WINDOW_SCALE: u8 = 14;
+
+/// The TCP control bits the stack acts on. URG, ECE and CWR are read through
+/// [`Packet::urg`], [`Packet::ece`] and [`Packet::cwr`], and never sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Flags {
+    /// No more data from sender.
+    pub fin: bool,
+    /// Synchronize sequence numbers.
+    pub syn: bool,
+    /// Reset the connection.
+    pub rst: bool,
+    /// Push.
+    pub psh: bool,
+    /// The acknowledgment number is significant.
+    pub ack: bool,
+}
+
+mod flag_bit {
+    pub const FIN: u8 = 0x01;
+    pub const SYN: u8 = 0x02;
+    pub const RST: u8 = 0x04;
+    pub const PSH: u8 = 0x08;
+    pub const ACK: u8 = 0x10;
+    pub const URG: u8 = 0x20;
+    pub const ECE: u8 = 0x40;
+    pub const CWR: u8 = 0x80;
+}
+
+impl Flags {
+    /// No flag set.
+    pub const NONE: Flags = Flags {
+        fin: false,
+        syn: false,
+        rst: false,
+        psh: false,
+        ack: false,
+    };
+    /// FIN only.
+    pub const FIN: Flags = Flags {
+        fin: true,
+        ..Flags::NONE
+    };
+    /// SYN only.
+    pub const SYN: Flags = Flags {
+        syn: true,
+        ..Flags::NONE
+    };
+    /// RST only.
+    pub const RST: Flags = Flags {
+        rst: true,
+        ..Flags::NONE
+    };
+    /// PSH only.
+    pub const PSH: Flags = Flags {
+        psh: true,
+        ..Flags::NONE
+    };
+    /// ACK only.
+    pub const ACK: Flags = Flags {
+        ack: true,
+        ..Flags::NONE
+    };
+
+    /// Reads the five flags from the control-bit byte (URG, ECE and CWR are dropped).
+    pub const fn from_bits(bits: u8) -> Flags {
+        Flags {
+            fin: bits & flag_bit::FIN != 0,
+            syn: bits & flag_bit::SYN != 0,
+            rst: bits & flag_bit::RST != 0,
+            psh: bits & flag_bit::PSH != 0,
+            ack: bits & flag_bit::ACK != 0,
+        }
+    }
+
+    /// The control-bit byte for these flags.
+    pub const fn bits(self) -> u8 {
+        let mut bits = 0;
+        if self.fin {
+            bits |= flag_bit::FIN;
+        }
+        if self.syn {
+            bits |= flag_bit::SYN;
+        }
+        if self.rst {
+            bits |= flag_bit::RST;
+        }
+        if self.psh {
+            bits |= flag_bit::PSH;
+        }
+        if self.ack {
+            bits |= flag_bit::ACK;
+        }
+        bits
+    }
+
+    /// Whether every flag of `other` is set in `self`.
+    pub const fn contains(self, other: Flags) -> bool {
+        self.bits() & other.bits() == other.bits()
+    }
+
+    /// `self` with the flags of `other` added.
+    pub const fn union(self, other: Flags) -> Flags {
+        Flags::from_bits(self.bits() | other.bits())
+    }
+
+    /// `self` with the flags of `other` removed.
+    pub const fn difference(self, other: Flags) -> Flags {
+        Flags::from_bits(self.bits() & !other.bits())
+    }
+}
+
+impl core::ops::BitOr for Flags {
+    type Output = Flags;
+    fn bitor(self, rhs: Flags) -> Flags {
+        self.union(rhs)
+    }
+}
+
+impl core::ops::BitOrAssign for Flags {
+    fn bitor_assign(&mut self, rhs: Flags) {
+        *self = self.union(rhs);
+    }
+}
+
+mod option_kind {
+    pub const END: u8 = 0;
+    pub const NOP: u8 = 1;
+    pub const MSS: u8 = 2;
+    pub const WS: u8 = 3;
+    pub const SACK_PERMITTED: u8 = 4;
+    pub const TIMESTAMPS: u8 = 8;
+}
+
+/// One TCP option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TcpOption<'a> {
+    /// Kind 0: end of the option list.
+    EndOfList,
+    /// Kind 1: padding.
+    NoOperation,
+    /// Kind 2, length 4: the largest segment the sender can receive.
+    MaxSegmentSize(u16),
+    /// Kind 3, length 3: the shift count of the sender's receive window (RFC 7323),
+    /// as sent (not clamped).
+    WindowScale(u8),
+    /// Kind 4, length 2: the sender understands SACK (RFC 2018).
+    SackPermitted,
+    /// Kind 8, length 10: timestamps (RFC 7323).
+    Timestamps {
+        /// TSval.
+        tsval: u32,
+        /// TSecr.
+        tsecr: u32,
+    },
+    /// Any other kind, with its data (the bytes after kind and length).
+    Unknown {
+        /// Option kind.
+        kind: u8,
+        /// Option data.
+        data: &'a [u8],
+    },
+}
+
+impl<'a> TcpOption<'a> {
+    /// Parses the option at the start of `buf` and returns the bytes after it.
+    ///
+    /// Every option but EOL and NOP has a length byte that counts kind and length
+    /// (RFC 9293 §3.2). A missing length byte, a length below 2, a length running past
+    /// `buf`, and a length other than the fixed one of MSS (4), window scale (3), SACK
+    /// permitted (2) or timestamps (10) are [`Error::Malformed`], as is an empty `buf`.
+    pub fn parse(buf: &'a [u8]) -> Result<(&'a [u8], TcpOption<'a>)> {
+        let (&kind, after_kind) = buf.split_first().ok_or(Error::Malformed)?;
+        match kind {
+            option_kind::END => return Ok((after_kind, TcpOption::EndOfList)),
+            option_kind::NOP => return Ok((after_kind, TcpOption::NoOperation)),
+            _ => {}
+        }
+        let len = usize::from(*after_kind.first().ok_or(Error::Malformed)?);
+        if len < 2 {
+            return Err(Error::Malformed);
+        }
+        let data = buf.get(2..len).ok_or(Error::Malformed)?;
+        let rest = buf.get(len..).ok_or(Error::Malformed)?;
+        let option = match (kind, data) {
+            (option_kind::MSS, &[a, b]) => TcpOption::MaxSegmentSize(u16::from_be_bytes([a, b])),
+            (option_kind::WS, &[shift]) => TcpOption::WindowScale(shift),
+            (option_kind::SACK_PERMITTED, &[]) => TcpOption::SackPermitted,
+            (option_kind::TIMESTAMPS, &[a, b, c, d, e, f, g, h]) => TcpOption::Timestamps {
+                tsval: u32::from_be_bytes([a, b, c, d]),
+                tsecr: u32::from_be_bytes([e, f, g, h]),
+            },
+            (
+                option_kind::MSS
+                | option_kind::WS
+                | option_kind::SACK_PERMITTED
+                | option_kind::TIMESTAMPS,
+                _,
+            ) => return Err(Error::Malformed),
+            (kind, data) => TcpOption::Unknown { kind, data },
+        };
+        Ok((rest, option))
+    }
+
+    /// Bytes this option takes on the wire.
+    pub const fn buffer_len(&self) -> usize {
+        match self {
+            TcpOption::EndOfList | TcpOption::NoOperation => 1,
+            TcpOption::MaxSegmentSize(_) => 4,
+            TcpOption::WindowScale(_) => 3,
+            TcpOption::SackPermitted => 2,
+            TcpOption::Timestamps { .. } => 10,
+            TcpOption::Unknown { data, .. } => 2 + data.len(),
+        }
+    }
+
+    /// Writes the option at the start of `buf` and returns the bytes after it.
+    ///
+    /// # Panics
+    /// If `buf` is shorter than [`buffer_len`](Self::buffer_len), or an `Unknown`
+    /// option's data is longer than 253 bytes.
+    pub fn emit<'b>(&self, buf: &'b mut [u8]) -> &'b mut [u8] {
+        let len = self.buffer_len();
+        let (out, rest) = buf.split_at_mut(len);
+        match *self {
+            TcpOption::EndOfList => out[0] = option_kind::END,
+            TcpOption::NoOperation => out[0] = option_kind::NOP,
+            TcpOption::MaxSegmentSize(mss) => {
+                out[..2].copy_from_slice(&[option_kind::MSS, 4]);
+                out[2..].copy_from_slice(&mss.to_be_bytes());
+            }
+            TcpOption::WindowScale(shift) => {
+                out.copy_from_slice(&[option_kind::WS, 3, shift]);
+            }
+            TcpOption::SackPermitted => out.copy_from_slice(&[option_kind::SACK_PERMITTED, 2]),
+            TcpOption::Timestamps { tsval, tsecr } => {
+                out[..2].copy_from_slice(&[option_kind::TIMESTAMPS, 10]);
+                out[2..6].copy_from_slice(&tsval.to_be_bytes());
+                out[6..].copy_from_slice(&tsecr.to_be_bytes());
+            }
+            TcpOption::Unknown { kind, data } => {
+                out[0] = kind;
+                out[1] = u8::try_from(len).expect("TCP option data longer than 253 bytes");
+                out[2..].copy_from_slice(data);
+            }
+        }
+        rest
+    }
+}
+
+/// Iterates over the options in a header's option bytes. Yields [`TcpOption::EndOfList`]
+/// and then stops; after an error it yields nothing more.
+#[derive(Debug, Clone)]
+pub struct OptionsIter<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> OptionsIter<'a> {
+    /// Iterates over `opts` (the bytes [`Packet::options`] returns).
+    pub const fn new(opts: &'a [u8]) -> OptionsIter<'a> {
+        OptionsIter { rest: opts }
+    }
+}
+
+impl<'a> Iterator for OptionsIter<'a> {
+    type Item = Result<TcpOption<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        match TcpOption::parse(self.rest) {
+            Ok((rest, option)) => {
+                self.rest = if option == TcpOption::EndOfList {
+                    &[]
+                } else {
+                    rest
+                };
+                Some(Ok(option))
+            }
+            Err(e) => {
+                self.rest = &[];
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl core::iter::FusedIterator for OptionsIter<'_> {}
+
+/// The options the TCP layer acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Options {
+    /// Maximum segment size, as sent.
+    pub mss: Option<u16>,
+    /// Window scale shift, clamped to [`MAX_WINDOW_SCALE`].
+    pub window_scale: Option<u8>,
+    /// SACK permitted was present.
+    pub sack_permitted: bool,
+}
+
+/// Reads the options the TCP layer acts on from a header's option bytes, stopping at
+/// End of Option List. Other options (timestamps, SACK blocks, unknown kinds) are
+/// skipped; any malformed option makes the whole list [`Error::Malformed`].
+///
+/// Whether MSS and window scale count (only on a SYN) is the TCP layer's call.
+pub fn parse_options(opts: &[u8]) -> Result<Options> {
+    let mut out = Options::default();
+    for option in OptionsIter::new(opts) {
+        match option? {
+            TcpOption::MaxSegmentSize(mss) => out.mss = Some(mss),
+            // RFC 7323 §2.3: "If a Window Scale option is received with a shift.cnt
+            // value larger than 14, the TCP SHOULD log the error but MUST use 14 instead
+            // of the specified value."
+            TcpOption::WindowScale(shift) => {
+                out.window_scale = Some(shift.min(MAX_WINDOW_SCALE));
+            }
+            TcpOption::SackPermitted => out.sack_permitted = true,
+            TcpOption::EndOfList
+            | TcpOption::NoOperation
+            | TcpOption::Timestamps { .. }
+            | TcpOption::Unknown { .. } => {}
+        }
+    }
+    Ok(out)
+}
+
+/// A view of a TCP segment.
+#[derive(Debug, Clone)]
+pub struct Packet<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Packet<T> {
+    /// Wraps a buffer without checking it.
+    pub const fn new_unchecked(buffer: T) -> Packet<T> {
+        Packet { buffer }
+    }
+
+    /// Wraps a buffer after [`check_len`](Self::check_len).
+    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
+        let p = Self::new_unchecked(buffer);
+        p.check_len()?;
+        Ok(p)
+    }
+
+    /// Checks that the buffer holds the fixed header ([`Error::Truncated`]), that the data
+    /// offset is at least 5 words ([`Error::Malformed`]) and that the header with its
+    /// options fits in the buffer ([`Error::Truncated`]).
+    pub fn check_len(&self) -> Result<()> {
+        let len = self.buffer.as_ref().len();
+        if len < HEADER_LEN {
+            return Err(Error::Truncated);
+        }
+        let header_len = usize::from(self.header_len());
+        if header_len < HEADER_LEN {
+            return Err(Error::Malformed);
+        }
+        if header_len > len {
+            return Err(Error::Truncated);
+        }
+        Ok(())
+    }
+
+    /// Gives the buffer back.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// Source port.
+    pub fn src_port(&self) -> u16 {
+        self.read_u16(field::SRC_PORT)
+    }
+
+    /// Destination port.
+    pub fn dst_port(&self) -> u16 {
+        self.read_u16(field::DST_PORT)
+    }
+
+    /// Sequence number.
+    pub fn seq_number(&self) -> u32 {
+        self.read_u32(field::SEQ_NUM)
+    }
+
+    /// Acknowledgment number (meaningful only with ACK).
+    pub fn ack_number(&self) -> u32 {
+        self.read_u32(field::ACK_NUM)
+    }
+
+    /// Header length in bytes (data offset·4), options included.
+    pub fn header_len(&self) -> u8 {
+        (self.buffer.as_ref()[field::DATA_OFF] >> 4) * 4
+    }
+
+    /// FIN, SYN, RST, PSH and ACK.
+    pub fn flags(&self) -> Flags {
+        Flags::from_bits(self.flag_bits())
+    }
+
+    /// FIN.
+    pub fn fin(&self) -> bool {
+        self.flag_bits() & flag_bit::FIN != 0
+    }
+
+    /// SYN.
+    pub fn syn(&self) -> bool {
+        self.flag_bits() & flag_bit::SYN != 0
+    }
+
+    /// RST.
+    pub fn rst(&self) -> bool {
+        self.flag_bits() & flag_bit::RST != 0
+    }
+
+    /// PSH.
+    pub fn psh(&self) -> bool {
+        self.flag_bits() & flag_bit::PSH != 0
+    }
+
+    /// ACK.
+    pub fn ack(&self) -> bool {
+        self.flag_bits() & flag_bit::ACK != 0
+    }
+
+    /// URG.
+    pub fn urg(&self) -> bool {
+        self.flag_bits() & flag_bit::URG != 0
+    }
+
+    /// ECE (RFC 3168).
+    pub fn ece(&self) -> bool {
+        self.flag_bits() & flag_bit::ECE != 0
+    }
+
+    /// CWR (RFC 3168).
+    pub fn cwr(&self) -> bool {
+        self.flag_bits() & flag_bit::CWR != 0
+    }
+
+    fn flag_bits(&self) -> u8 {
+        self.buffer.as_ref()[field::FLAGS]
+    }
+
+    /// Window field (not scaled).
+    pub fn window_len(&self) -> u16 {
+        self.read_u16(field::WIN_SIZE)
+    }
+
+    /// Checksum field.
+    pub fn checksum(&self) -> u16 {
+        self.read_u16(field::CHECKSUM)
+    }
+
+    /// Urgent pointer.
+    pub fn urgent_at(&self) -> u16 {
+        self.read_u16(field::URGENT)
+    }
+
+    /// The option bytes (empty when the data offset is 5). Read them with
+    /// [`OptionsIter`] or [`parse_options`].
+    pub fn options(&self) -> &[u8] {
+        &self.buffer.as_ref()[field::OPTIONS..usize::from(self.header_len())]
+    }
+
+    /// Everything after the header.
+    pub fn payload(&self) -> &[u8] {
+        &self.buffer.as_ref()[usize::from(self.header_len())..]
+    }
+
+    /// Sequence space the segment occupies: payload length, plus one for SYN and one
+    /// for FIN.
+    pub fn segment_len(&self) -> usize {
+        self.payload().len() + usize::from(self.syn()) + usize::from(self.fin())
+    }
+
+    /// Whether the checksum verifies for a segment from `src` to `dst` (the pseudo-header
+    /// and the whole buffer).
+    ///
+    /// # Fuzzing
+    /// Always true under `cfg(fuzzing)`.
+    pub fn verify_checksum(&self, src: Ipv4Address, dst: Ipv4Address) -> bool {
+        if cfg!(fuzzing) {
+            return true;
+        }
+        let data = self.buffer.as_ref();
+        let Ok(len) = u16::try_from(data.len()) else {
+            return false;
+        };
+        let acc = checksum::pseudo_header_v4(src.0, dst.0, Protocol::Tcp.into(), len);
+        checksum::fold(checksum::accumulate(acc, data)) == 0xffff
+    }
+
+    fn read_u16(&self, f: core::ops::Range<usize>) -> u16 {
+        let b = &self.buffer.as_ref()[f];
+        u16::from_be_bytes([b[0], b[1]])
+    }
+
+    fn read_u32(&self, f: core::ops::Range<usize>) -> u32 {
+        let b = &self.buffer.as_ref()[f];
+        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    /// Sets the source port.
+    pub fn set_src_port(&mut self, v: u16) {
+        self.write(field::SRC_PORT, &v.to_be_bytes());
+    }
+
+    /// Sets the destination port.
+    pub fn set_dst_port(&mut self, v: u16) {
+        self.write(field::DST_PORT, &v.to_be_bytes());
+    }
+
+    /// Sets the sequence number.
+    pub fn set_seq_number(&mut self, v: u32) {
+        self.write(field::SEQ_NUM, &v.to_be_bytes());
+    }
+
+    /// Sets the acknowledgment number.
+    pub fn set_ack_number(&mut self, v: u32) {
+        self.write(field::ACK_NUM, &v.to_be_bytes());
+    }
+
+    /// Sets the header length in bytes (a multiple of 4, at most 60); clears the reserved
+    /// bits.
+    pub fn set_header_len(&mut self, len: u8) {
+        self.buffer.as_mut()[field::DATA_OFF] = ((len / 4) & 0x0f) << 4;
+    }
+
+    /// Sets FIN, SYN, RST, PSH and ACK as given and clears URG, ECE and CWR.
+    pub fn set_flags(&mut self, flags: Flags) {
+        self.buffer.as_mut()[field::FLAGS] = flags.bits();
+    }
+
+    /// Sets the window field.
+    pub fn set_window_len(&mut self, v: u16) {
+        self.write(field::WIN_SIZE, &v.to_be_bytes());
+    }
+
+    /// Sets the checksum field.
+    pub fn set_checksum(&mut self, v: u16) {
+        self.write(field::CHECKSUM, &v.to_be_bytes());
+    }
+
+    /// Sets the urgent pointer.
+    pub fn set_urgent_at(&mut self, v: u16) {
+        self.write(field::URGENT, &v.to_be_bytes());
+    }
+
+    /// The option bytes, mutable.
+    pub fn options_mut(&mut self) -> &mut [u8] {
+        let end = usize::from(self.header_len());
+        &mut self.buffer.as_mut()[field::OPTIONS..end]
+    }
+
+    /// Everything after the header, mutable.
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let start = usize::from(self.header_len());
+        &mut self.buffer.as_mut()[start..]
+    }
+
+    /// Computes the checksum over the pseudo-header and the whole buffer (header and
+    /// payload) and stores it.
+    ///
+    /// # Panics
+    /// In debug builds, if the buffer is longer than 65 535 bytes.
+    pub fn fill_checksum(&mut self, src: Ipv4Address, dst: Ipv4Address) {
+        self.set_checksum(0);
+        let data = self.buffer.as_ref();
+        debug_assert!(data.len() <= usize::from(u16::MAX));
+        let acc = checksum::pseudo_header_v4(src.0, dst.0, Protocol::Tcp.into(), data.len() as u16);
+        let c = !checksum::fold(checksum::accumulate(acc, data));
+        self.set_checksum(c);
+    }
+
+    fn write(&mut self, f: core::ops::Range<usize>, bytes: &[u8]) {
+        self.buffer.as_mut()[f].copy_from_slice(bytes);
+    }
+}
+
+/// A segment header to emit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repr {
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// Sequence number.
+    pub seq_number: u32,
+    /// Acknowledgment number; the ACK flag is set exactly when this is `Some`.
+    pub ack_number: Option<u32>,
+    /// Control bits; the ACK sent follows `ack_number`, not `flags.ack`.
+    pub flags: Flags,
+    /// Window field (already scaled down).
+    pub window_len: u16,
+    /// MSS option to send (on a SYN).
+    pub max_seg_size: Option<u16>,
+    /// Window scale option to send (on a SYN), as NOP + WS.
+    pub window_scale: Option<u8>,
+}
+
+impl Repr {
+    /// Header length [`emit_header`](Self::emit_header) writes: 20, plus 4 for MSS, plus
+    /// 4 for NOP + window scale. Always a multiple of 4.
+    pub const fn header_len(&self) -> usize {
+        let mut len = HEADER_LEN;
+        if self.max_seg_size.is_some() {
+            len += 4;
+        }
+        if self.window_scale.is_some() {
+            len += 4;
+        }
+        len
+    }
+
+    /// The flags that go on the wire: `flags` with ACK set iff `ack_number` is `Some`.
+    pub const fn wire_flags(&self) -> Flags {
+        Flags {
+            ack: self.ack_number.is_some(),
+            ..self.flags
+        }
+    }
+
+    /// Writes the header, options included, into the first
+    /// [`header_len`](Self::header_len) bytes of `buf`. The checksum field is left ZERO
+    /// and the urgent pointer is zero.
+    ///
+    /// # Panics
+    /// If `buf` is shorter than `header_len()`.
+    pub fn emit_header(&self, buf: &mut [u8]) {
+        let header_len = self.header_len();
+        let mut packet = Packet::new_unchecked(&mut buf[..header_len]);
+        packet.set_src_port(self.src_port);
+        packet.set_dst_port(self.dst_port);
+        packet.set_seq_number(self.seq_number);
+        packet.set_ack_number(self.ack_number.unwrap_or(0));
+        packet.set_header_len(header_len as u8);
+        packet.set_flags(self.wire_flags());
+        packet.set_window_len(self.window_len);
+        packet.set_checksum(0);
+        packet.set_urgent_at(0);
+        let mut opts = packet.options_mut();
+        if let Some(mss) = self.max_seg_size {
+            opts = TcpOption::MaxSegmentSize(mss).emit(opts);
+        }
+        if let Some(shift) = self.window_scale {
+            opts = TcpOption::NoOperation.emit(opts);
+            opts = TcpOption::WindowScale(shift).emit(opts);
+        }
+        debug_assert!(opts.is_empty());
+    }
+
+    /// Parses a segment for the TCP layer. Checks the lengths; refuses port 0 and more
+    /// than one of SYN, FIN and RST ([`Error::Malformed`]) and malformed options.
+    /// The checksum is NOT checked here (it needs the addresses): call
+    /// [`Packet::verify_checksum`] first.
+    pub fn parse<'a, T: AsRef<[u8]> + ?Sized>(packet: &Packet<&'a T>) -> Result<ParsedRepr<'a>> {
+        packet.check_len()?;
+        if packet.src_port() == 0 || packet.dst_port() == 0 {
+            return Err(Error::Malformed);
+        }
+        let flags = packet.flags();
+        if u8::from(flags.syn) + u8::from(flags.fin) + u8::from(flags.rst) > 1 {
+            return Err(Error::Malformed);
+        }
+        let buf: &'a [u8] = packet.buffer.as_ref();
+        let header_len = usize::from(packet.header_len());
+        let options = buf
+            .get(field::OPTIONS..header_len)
+            .ok_or(Error::Truncated)?;
+        let payload = buf.get(header_len..).ok_or(Error::Truncated)?;
+        Ok(ParsedRepr {
+            src_port: packet.src_port(),
+            dst_port: packet.dst_port(),
+            seq_number: packet.seq_number(),
+            ack_number: if packet.ack() {
+                Some(packet.ack_number())
+            } else {
+                None
+            },
+            flags,
+            window_len: packet.window_len(),
+            options: parse_options(options)?,
+            payload,
+        })
+    }
+}
+
+/// A received segment, as the TCP layer consumes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParsedRepr<'a> {
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// Sequence number.
+    pub seq_number: u32,
+    /// Acknowledgment number, `Some` iff ACK is set.
+    pub ack_number: Option<u32>,
+    /// FIN, SYN, RST, PSH and ACK as received.
+    pub flags: Flags,
+    /// Window field (not scaled).
+    pub window_len: u16,
+    /// MSS, window scale and SACK permitted, if present.
+    pub options: Options,
+    /// The segment's data.
+    pub payload: &'a [u8],
+}
+
+impl ParsedRepr<'_> {
+    /// Sequence space the segment occupies: payload length, plus one each for SYN and FIN.
+    pub fn segment_len(&self) -> usize {
+        self.payload.len() + usize::from(self.flags.syn) + usize::from(self.flags.fin)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CLIENT: Ipv4Address = Ipv4Address::new(10, 0, 0, 1);
+    const SERVER: Ipv4Address = Ipv4Address::new(10, 0, 0, 2);
+
+    /// The SYN of `curl http://10.0.0.2/` on Linux: port 54321 -> 80, window 64240,
+    /// options MSS 1460, SACK permitted, timestamps, NOP, window scale 7.
+    static SYN_BYTES: [u8; 40] = [
+        0xd4, 0x31, 0x00, 0x50, 0x6e, 0x3b, 0x2f, 0x0a, 0x00, 0x00, 0x00, 0x00, 0xa0, 0x02, 0xfa,
+        0xf0, 0xdd, 0x14, 0x00, 0x00, 0x02, 0x04, 0x05, 0xb4, 0x04, 0x02, 0x08, 0x0a, 0x9c, 0x0f,
+        0x4e, 0x21, 0x00, 0x00, 0x00, 0x00, 0x01, 0x03, 0x03, 0x07,
+    ];
+
+    /// curl's request segment: PSH|ACK, window 502, NOP NOP timestamps, 71 bytes of HTTP.
+    static DATA_BYTES: [u8; 103] = [
+        0xd4, 0x31, 0x00, 0x50, 0x6e, 0x3b, 0x2f, 0x0b, 0x1f, 0x2e, 0x3d, 0x4d, 0x80, 0x18, 0x01,
+        0xf6, 0x30, 0x8a, 0x00, 0x00, 0x01, 0x01, 0x08, 0x0a, 0x9c, 0x0f, 0x4e, 0x5a, 0x00, 0xb3,
+        0xc7, 0xd2, 0x47, 0x45, 0x54, 0x20, 0x2f, 0x20, 0x48, 0x54, 0x54, 0x50, 0x2f, 0x31, 0x2e,
+        0x31, 0x0d, 0x0a, 0x48, 0x6f, 0x73, 0x74, 0x3a, 0x20, 0x31, 0x30, 0x2e, 0x30, 0x2e, 0x30,
+        0x2e, 0x32, 0x0d, 0x0a, 0x55, 0x73, 0x65, 0x72, 0x2d, 0x41, 0x67, 0x65, 0x6e, 0x74, 0x3a,
+        0x20, 0x63, 0x75, 0x72, 0x6c, 0x2f, 0x38, 0x2e, 0x35, 0x2e, 0x30, 0x0d, 0x0a, 0x41, 0x63,
+        0x63, 0x65, 0x70, 0x74, 0x3a, 0x20, 0x2a, 0x2f, 0x2a, 0x0d, 0x0a, 0x0d, 0x0a,
+    ];
+
+    static REQUEST: &[u8] =
+        b"GET / HTTP/1.1\r\nHost: 10.0.0.2\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n";
+
+    /// Our SYN-ACK header (checksum field zero): 80 -> 54321, MSS 1460, NOP, WS 7.
+    static SYN_ACK_HEADER_BYTES: [u8; 28] = [
+        0x00, 0x50, 0xd4, 0x31, 0x0b, 0xad, 0xf0, 0x0d, 0x6e, 0x3b, 0x2f, 0x0b, 0x70, 0x12, 0xfa,
+        0xf0, 0x00, 0x00, 0x00, 0x00, 0x02, 0x04, 0x05, 0xb4, 0x01, 0x03, 0x03, 0x07,
+    ];
+
+    const SYN_ACK: Repr = Repr {
+        src_port: 80,
+        dst_port: 54321,
+        seq_number: 0x0bad_f00d,
+        ack_number: Some(0x6e3b_2f0b),
+        flags: Flags::SYN,
+        window_len: 64240,
+        max_seg_size: Some(1460),
+        window_scale: Some(7),
+    };
+
+    #[test]
+    fn deconstruct_syn() {
+        let p = Packet::new_checked(&SYN_BYTES[..]).unwrap();
+        assert_eq!(p.src_port(), 54321);
+        assert_eq!(p.dst_port(), 80);
+        assert_eq!(p.seq_number(), 0x6e3b_2f0a);
+        assert_eq!(p.ack_number(), 0);
+        assert_eq!(p.header_len(), 40);
+        assert_eq!(p.flags(), Flags::SYN);
+        assert!(p.syn());
+        assert!(!p.fin() && !p.rst() && !p.psh() && !p.ack());
+        assert!(!p.urg() && !p.ece() && !p.cwr());
+        assert_eq!(p.window_len(), 64240);
+        assert_eq!(p.checksum(), 0xdd14);
+        assert_eq!(p.urgent_at(), 0);
+        assert_eq!(p.options(), &SYN_BYTES[20..]);
+        assert!(p.payload().is_empty());
+        assert_eq!(p.segment_len(), 1);
+        assert!(p.verify_checksum(CLIENT, SERVER));
+    }
+
+    #[test]
+    fn deconstruct_data() {
+        let p = Packet::new_checked(&DATA_BYTES[..]).unwrap();
+        assert_eq!(p.seq_number(), 0x6e3b_2f0b);
+        assert_eq!(p.ack_number(), 0x1f2e_3d4d);
+        assert_eq!(p.header_len(), 32);
+        assert_eq!(p.flags(), Flags::PSH | Flags::ACK);
+        assert!(p.psh() && p.ack());
+        assert_eq!(p.window_len(), 502);
+        assert_eq!(p.payload(), REQUEST);
+        assert_eq!(p.segment_len(), REQUEST.len());
+        assert!(p.verify_checksum(CLIENT, SERVER));
+    }
+
+    #[test]
+    fn checksum_detects_any_flipped_byte() {
+        for (name, fixture) in [("syn", &SYN_BYTES[..]), ("data", &DATA_BYTES[..])] {
+            for i in 0..fixture.len() {
+                let mut bytes = fixture.to_vec();
+                bytes[i] ^= 0x20;
+                let p = Packet::new_unchecked(&bytes[..]);
+                assert!(!p.verify_checksum(CLIENT, SERVER), "{name} byte {i}");
+            }
+        }
+        // The pseudo-header counts too.
+        let p = Packet::new_checked(&SYN_BYTES[..]).unwrap();
+        assert!(!p.verify_checksum(CLIENT, Ipv4Address::new(10, 0, 0, 3)));
+    }
+
+    #[test]
+    fn construct() {
+        let mut bytes = [0xa5u8; 40];
+        let mut p = Packet::new_unchecked(&mut bytes[..]);
+        p.set_src_port(54321);
+        p.set_dst_port(80);
+        p.set_seq_number(0x6e3b_2f0a);
+        p.set_ack_number(0);
+        p.set_header_len(40);
+        p.set_flags(Flags::SYN);
+        p.set_window_len(64240);
+        p.set_urgent_at(0);
+        let opts = p.options_mut();
+        let opts = TcpOption::MaxSegmentSize(1460).emit(opts);
+        let opts = TcpOption::SackPermitted.emit(opts);
+        let opts = TcpOption::Timestamps {
+            tsval: 0x9c0f_4e21,
+            tsecr: 0,
+        }
+        .emit(opts);
+        let opts = TcpOption::NoOperation.emit(opts);
+        let opts = TcpOption::WindowScale(7).emit(opts);
+        assert!(opts.is_empty());
+        p.fill_checksum(CLIENT, SERVER);
+        assert_eq!(&bytes[..], &SYN_BYTES[..]);
+    }
+
+    #[test]
+    fn fill_checksum_matches_capture() {
+        let mut bytes = DATA_BYTES;
+        bytes[16..18].fill(0);
+        Packet::new_unchecked(&mut bytes[..]).fill_checksum(CLIENT, SERVER);
+        assert_eq!(bytes, DATA_BYTES);
+    }
+
+    #[test]
+    fn parse_syn() {
+        let p = Packet::new_checked(&SYN_BYTES[..]).unwrap();
+        let r = Repr::parse(&p).unwrap();
+        assert_eq!(
+            r,
+            ParsedRepr {
+                src_port: 54321,
+                dst_port: 80,
+                seq_number: 0x6e3b_2f0a,
+                ack_number: None,
+                flags: Flags::SYN,
+                window_len: 64240,
+                options: Options {
+                    mss: Some(1460),
+                    window_scale: Some(7),
+                    sack_permitted: true,
+                },
+                payload: &[],
+            }
+        );
+        assert_eq!(r.segment_len(), 1);
+    }
+
+    #[test]
+    fn parse_data() {
+        let p = Packet::new_checked(&DATA_BYTES[..]).unwrap();
+        let r = Repr::parse(&p).unwrap();
+        assert_eq!(r.ack_number, Some(0x1f2e_3d4d));
+        assert_eq!(r.flags, Flags::PSH | Flags::ACK);
+        assert_eq!(r.window_len, 502);
+        assert_eq!(r.options, Options::default());
+        assert_eq!(r.payload, REQUEST);
+        assert_eq!(r.segment_len(), 71);
+    }
+
+    #[test]
+    fn options_iter_syn() {
+        let p = Packet::new_checked(&SYN_BYTES[..]).unwrap();
+        let mut it = OptionsIter::new(p.options());
+        assert_eq!(it.next(), Some(Ok(TcpOption::MaxSegmentSize(1460))));
+        assert_eq!(it.next(), Some(Ok(TcpOption::SackPermitted)));
+        assert_eq!(
+            it.next(),
+            Some(Ok(TcpOption::Timestamps {
+                tsval: 0x9c0f_4e21,
+                tsecr: 0
+            }))
+        );
+        assert_eq!(it.next(), Some(Ok(TcpOption::NoOperation)));
+        assert_eq!(it.next(), Some(Ok(TcpOption::WindowScale(7))));
+        assert_eq!(it.next(), None);
+        assert_eq!(it.next(), None);
+    }
+
+    #[test]
+    fn emit_syn_ack() {
+        assert_eq!(SYN_ACK.header_len(), 28);
+        let mut bytes = [0xa5u8; 28];
+        SYN_ACK.emit_header(&mut bytes);
+        assert_eq!(&bytes[..], &SYN_ACK_HEADER_BYTES[..]);
+
+        // Checksummed, it parses back to the same fields.
+        Packet::new_unchecked(&mut bytes[..]).fill_checksum(SERVER, CLIENT);
+        let p = Packet::new_checked(&bytes[..]).unwrap();
+        assert!(p.verify_checksum(SERVER, CLIENT));
+        let r = Repr::parse(&p).unwrap();
+        assert_eq!(r.flags, Flags::SYN | Flags::ACK);
+        assert_eq!(r.seq_number, SYN_ACK.seq_number);
+        assert_eq!(r.ack_number, SYN_ACK.ack_number);
+        assert_eq!(r.window_len, 64240);
+        assert_eq!(
+            r.options,
+            Options {
+                mss: Some(1460),
+                window_scale: Some(7),
+                sack_permitted: false,
+            }
+        );
+    }
+
+    #[test]
+    fn emit_without_options() {
+        let rst = Repr {
+            ack_number: None,
+            flags: Flags::RST | Flags::ACK, // ACK without an ack number is dropped
+            window_len: 0,
+            max_seg_size: None,
+            window_scale: None,
+            ..SYN_ACK
+        };
+        assert_eq!(rst.header_len(), 20);
+        assert_eq!(rst.wire_flags(), Flags::RST);
+        let mut bytes = [0xa5u8; 24];
+        rst.emit_header(&mut bytes);
+        assert_eq!(
+            &bytes[..20],
+            &[
+                0x00, 0x50, 0xd4, 0x31, 0x0b, 0xad, 0xf0, 0x0d, 0, 0, 0, 0, 0x50, 0x04, 0, 0, 0, 0,
+                0, 0
+            ]
+        );
+        assert_eq!(&bytes[20..], &[0xa5; 4], "wrote past the header");
+
+        let only_ws = Repr {
+            max_seg_size: None,
+            ..SYN_ACK
+        };
+        assert_eq!(only_ws.header_len(), 24);
+        let mut bytes = [0xa5u8; 24];
+        only_ws.emit_header(&mut bytes);
+        assert_eq!(bytes[12], 0x60);
+        assert_eq!(&bytes[20..], &[1, 3, 3, 7]);
+    }
+
+    #[test]
+    fn emit_header_then_payload() {
+        let data = Repr {
+            seq_number: 0x0bad_f00e,
+            ack_number: Some(0x6e3b_2f52),
+            flags: Flags::PSH,
+            window_len: 502,
+            max_seg_size: None,
+            window_scale: None,
+            ..SYN_ACK
+        };
+        let body = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+        let mut bytes = vec![0xa5; data.header_len() + body.len()];
+        data.emit_header(&mut bytes);
+        bytes[20..].copy_from_slice(body);
+        let mut p = Packet::new_unchecked(&mut bytes[..]);
+        p.fill_checksum(SERVER, CLIENT);
+        let p = Packet::new_checked(&bytes[..]).unwrap();
+        assert!(p.verify_checksum(SERVER, CLIENT));
+        assert_eq!(Repr::parse(&p).unwrap().payload, body);
+    }
+
+    #[test]
+    fn truncated() {
+        for len in [0, 1, 19] {
+            assert_eq!(
+                Packet::new_checked(&SYN_BYTES[..len]).err(),
+                Some(Error::Truncated),
+                "len {len}"
+            );
+        }
+        // The header is 40 bytes, the buffer 20 or 39.
+        for len in [20, 39] {
+            assert_eq!(
+                Packet::new_checked(&SYN_BYTES[..len]).err(),
+                Some(Error::Truncated),
+                "len {len}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_data_offset() {
+        for words in 0..5u8 {
+            let mut bytes = SYN_BYTES;
+            bytes[12] = words << 4;
+            assert_eq!(
+                Packet::new_checked(&bytes[..]).err(),
+                Some(Error::Malformed),
+                "data offset {words}"
+            );
+        }
+        let mut bytes = SYN_BYTES;
+        bytes[12] = 0xf0; // 60 bytes in a 40-byte buffer
+        assert_eq!(
+            Packet::new_checked(&bytes[..]).err(),
+            Some(Error::Truncated)
+        );
+        bytes[12] = 0x50; // options now count as payload
+        let p = Packet::new_checked(&bytes[..]).unwrap();
+        assert!(p.options().is_empty());
+        assert_eq!(p.payload().len(), 20);
+    }
+
+    #[test]
+    fn option_parse_valid() {
+        let rest: &[u8] = &[];
+        assert_eq!(TcpOption::parse(&[0]), Ok((rest, TcpOption::EndOfList)));
+        assert_eq!(
+            TcpOption::parse(&[1, 0]),
+            Ok((&[0u8][..], TcpOption::NoOperation))
+        );
+        assert_eq!(
+            TcpOption::parse(&[2, 4, 0x05, 0xb4, 1]),
+            Ok((&[1u8][..], TcpOption::MaxSegmentSize(1460)))
+        );
+        assert_eq!(
+            TcpOption::parse(&[3, 3, 14]),
+            Ok((rest, TcpOption::WindowScale(14)))
+        );
+        assert_eq!(
+            TcpOption::parse(&[4, 2]),
+            Ok((rest, TcpOption::SackPermitted))
+        );
+        assert_eq!(
+            TcpOption::parse(&[8, 10, 0, 0, 0, 1, 0, 0, 0, 2]),
+            Ok((rest, TcpOption::Timestamps { tsval: 1, tsecr: 2 }))
+        );
+        // SACK blocks (kind 5) and an empty unknown option
+        assert_eq!(
+            TcpOption::parse(&[5, 10, 1, 2, 3, 4, 5, 6, 7, 8]),
+            Ok((
+                rest,
+                TcpOption::Unknown {
+                    kind: 5,
+                    data: &[1, 2, 3, 4, 5, 6, 7, 8]
+                }
+            ))
+        );
+        assert_eq!(
+            TcpOption::parse(&[0xfe, 2]),
+            Ok((
+                rest,
+                TcpOption::Unknown {
+                    kind: 0xfe,
+                    data: &[]
+                }
+            ))
+        );
+    }
+
+    #[test]
+    fn option_parse_malformed() {
+        let m = Err(Error::Malformed);
+        assert_eq!(TcpOption::parse(&[]), m); // nothing at all
+        assert_eq!(TcpOption::parse(&[2]), m); // MSS without a length byte
+        assert_eq!(TcpOption::parse(&[2, 0]), m); // length 0
+        assert_eq!(TcpOption::parse(&[2, 1]), m); // length 1
+        assert_eq!(TcpOption::parse(&[2, 4, 0x05]), m); // MSS past the end
+        assert_eq!(TcpOption::parse(&[2, 3, 0x05]), m); // MSS length 3
+        assert_eq!(TcpOption::parse(&[2, 5, 0x05, 0xb4, 0]), m); // MSS length 5
+        assert_eq!(TcpOption::parse(&[2, 2]), m); // MSS length 2
+        assert_eq!(TcpOption::parse(&[3, 2]), m); // WS length 2
+        assert_eq!(TcpOption::parse(&[3, 4, 7, 0]), m); // WS length 4
+        assert_eq!(TcpOption::parse(&[3, 3]), m); // WS past the end
+        assert_eq!(TcpOption::parse(&[4, 3, 0]), m); // SACK permitted length 3
+        assert_eq!(TcpOption::parse(&[4, 4, 0, 0]), m); // SACK permitted length 4
+        assert_eq!(TcpOption::parse(&[8, 8, 0, 0, 0, 1, 0, 0]), m); // TS length 8
+        assert_eq!(TcpOption::parse(&[8, 10, 0, 0, 0, 1]), m); // TS past the end
+        assert_eq!(TcpOption::parse(&[8, 12, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0]), m); // TS length 12
+        assert_eq!(TcpOption::parse(&[0xfe]), m); // unknown without a length byte
+        assert_eq!(TcpOption::parse(&[0xfe, 1]), m); // unknown length 1
+        assert_eq!(TcpOption::parse(&[0xfe, 5, 1, 2]), m); // unknown past the end
+        assert_eq!(TcpOption::parse(&[0xfe, 255]), m); // unknown far past the end
+    }
+
+    #[test]
+    fn option_emit_round_trip() {
+        let options = [
+            TcpOption::EndOfList,
+            TcpOption::NoOperation,
+            TcpOption::MaxSegmentSize(536),
+            TcpOption::WindowScale(3),
+            TcpOption::SackPermitted,
+            TcpOption::Timestamps {
+                tsval: 0xdead_beef,
+                tsecr: 7,
+            },
+            TcpOption::Unknown {
+                kind: 30,
+                data: &[1, 2, 3],
+            },
+        ];
+        for o in options {
+            let mut buf = [0xa5u8; 16];
+            let left = o.emit(&mut buf).len();
+            assert_eq!(left, 16 - o.buffer_len());
+            let (rest, parsed) = TcpOption::parse(&buf[..o.buffer_len()]).unwrap();
+            assert_eq!(parsed, o);
+            assert!(rest.is_empty());
+        }
+    }
+
+    #[test]
+    fn parse_options_rules() {
+        // Stops at End of Option List: the garbage after it is not read.
+        assert_eq!(
+            parse_options(&[2, 4, 0x05, 0xb4, 0, 2, 1, 0xff]),
+            Ok(Options {
+                mss: Some(1460),
+                ..Options::default()
+            })
+        );
+        // RFC 7323 §2.3: a shift above 14 counts as 14.
+        assert_eq!(
+            parse_options(&[1, 3, 3, 20]).map(|o| o.window_scale),
+            Ok(Some(14))
+        );
+        assert_eq!(parse_options(&[]), Ok(Options::default()));
+        assert_eq!(parse_options(&[1, 1, 1, 1]), Ok(Options::default()));
+        // A malformed option anywhere fails the list.
+        assert_eq!(parse_options(&[1, 1, 2, 3, 5]), Err(Error::Malformed));
+        // The iterator stops after an error.
+        let mut it = OptionsIter::new(&[2, 1, 1, 1]);
+        assert_eq!(it.next(), Some(Err(Error::Malformed)));
+        assert_eq!(it.next(), None);
+    }
+
+    #[test]
+    fn parse_refuses_malformed_options() {
+        let mut bytes = SYN_BYTES;
+        bytes[21] = 5; // MSS length 5
+        let p = Packet::new_checked(&bytes[..]).unwrap();
+        assert_eq!(Repr::parse(&p), Err(Error::Malformed));
+        let mut bytes = SYN_BYTES;
+        bytes[39] = 0xff; // window scale shift 255
+        let p = Packet::new_checked(&bytes[..]).unwrap();
+        assert_eq!(
+            Repr::parse(&p).map(|r| r.options.window_scale),
+            Ok(Some(14))
+        );
+        let mut bytes = SYN_BYTES;
+        bytes[38] = 4; // WS length 4 runs past the header
+        let p = Packet::new_checked(&bytes[..]).unwrap();
+        assert_eq!(Repr::parse(&p), Err(Error::Malformed));
+    }
+
+    #[test]
+    fn parse_refuses_bad_flags_and_ports() {
+        let with = |f: &dyn Fn(&mut Packet<&mut [u8]>)| {
+            let mut bytes = SYN_BYTES;
+            f(&mut Packet::new_unchecked(&mut bytes[..]));
+            let p = Packet::new_checked(&bytes[..]).unwrap();
+            Repr::parse(&p).map(|r| r.flags)
+        };
+        let m = Err(Error::Malformed);
+        assert_eq!(with(&|p| p.set_flags(Flags::SYN | Flags::FIN)), m);
+        assert_eq!(with(&|p| p.set_flags(Flags::SYN | Flags::RST)), m);
+        assert_eq!(with(&|p| p.set_flags(Flags::FIN | Flags::RST)), m);
+        assert_eq!(
+            with(&|p| p.set_flags(Flags::SYN | Flags::FIN | Flags::RST)),
+            m
+        );
+        assert_eq!(with(&|p| p.set_src_port(0)), m);
+        assert_eq!(with(&|p| p.set_dst_port(0)), m);
+        assert_eq!(
+            with(&|p| p.set_flags(Flags::RST | Flags::ACK)),
+            Ok(Flags::RST | Flags::ACK)
+        );
+        assert_eq!(with(&|p| p.set_flags(Flags::NONE)), Ok(Flags::NONE));
+        assert_eq!(
+            with(&|p| p.set_flags(Flags::FIN | Flags::ACK | Flags::PSH)),
+            Ok(Flags {
+                fin: true,
+                psh: true,
+                ack: true,
+                ..Flags::NONE
+            })
+        );
+    }
+
+    #[test]
+    fn flags_ops() {
+        let f = Flags::SYN | Flags::ACK;
+        assert!(f.syn && f.ack && !f.fin && !f.rst && !f.psh);
+        assert_eq!(f.bits(), 0x12);
+        assert!(f.contains(Flags::SYN));
+        assert!(f.contains(Flags::SYN | Flags::ACK));
+        assert!(!f.contains(Flags::SYN | Flags::FIN));
+        assert_eq!(f.difference(Flags::ACK), Flags::SYN);
+        let mut g = Flags::NONE;
+        g |= Flags::FIN;
+        assert_eq!(g.bits(), 1);
+        for bits in 0..=0x1fu8 {
+            assert_eq!(Flags::from_bits(bits).bits(), bits);
+        }
+        // URG, ECE and CWR are not Flags; the packet still reports them.
+        assert_eq!(Flags::from_bits(0xe0), Flags::NONE);
+        let mut bytes = SYN_BYTES;
+        bytes[13] = 0xc2; // SYN with ECE and CWR: an ECN-setup SYN
+        let p = Packet::new_checked(&bytes[..]).unwrap();
+        assert!(p.ece() && p.cwr() && !p.urg());
+        assert_eq!(p.flags(), Flags::SYN);
+        bytes[13] = 0x30;
+        let p = Packet::new_checked(&bytes[..]).unwrap();
+        assert!(p.urg() && p.ack());
+    }
+}

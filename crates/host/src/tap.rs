@@ -1,0 +1,230 @@
+//! A TAP device as one engine queue pair.
+//!
+//! Receive: `read(2)` on a non-blocking fd into a fixed pool of 2 KiB buffers, up to the
+//! burst budget. Transmit: `writev(2)` of two iovecs, the head slot and the body slice of
+//! the site image, so the body is never copied in user space (the kernel copies it into
+//! its skb, as it must for a TAP).
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use bareweb_engine::nic::{Nic, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
+use bareweb_engine::wire::EthernetAddress;
+
+/// Size of one receive buffer (a full Ethernet frame without FCS is 1514 bytes).
+const RX_BUF: usize = 2048;
+/// Receive buffers in the pool.
+const RX_POOL: usize = 64;
+
+const IFF_TAP: libc::c_short = 0x0002;
+const IFF_NO_PI: libc::c_short = 0x1000;
+const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+
+#[repr(C)]
+struct IfReq {
+    name: [u8; libc::IFNAMSIZ],
+    flags: libc::c_short,
+    _pad: [u8; 22],
+}
+
+/// Receive side of the TAP.
+pub struct TapRx {
+    fd: OwnedFd,
+    bufs: Vec<[u8; RX_BUF]>,
+    free: Vec<u32>,
+    /// Frames read.
+    pub frames: u64,
+}
+
+/// Transmit side of the TAP.
+pub struct TapTx {
+    fd: OwnedFd,
+    slot: Box<[u8; TX_HEAD_ROOM]>,
+    /// Frames written.
+    pub frames: u64,
+    /// Writes the kernel refused (counted, frame dropped).
+    pub errors: u64,
+}
+
+/// A TAP device opened as one queue pair.
+pub struct Tap {
+    name: String,
+    mac: EthernetAddress,
+    rx: TapRx,
+    tx: TapTx,
+}
+
+impl Tap {
+    /// Opens (creating if needed) the TAP device `name`. Needs CAP_NET_ADMIN unless the
+    /// device was made persistent for this user (`ip tuntap add ... user U`).
+    pub fn open(name: &str, mac: EthernetAddress) -> io::Result<Tap> {
+        if name.is_empty() || name.len() >= libc::IFNAMSIZ {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "interface name must be 1..15 bytes",
+            ));
+        }
+        let path = CString::new("/dev/net/tun").expect("static path");
+        // SAFETY: path is a valid NUL-terminated string; open has no other preconditions.
+        let raw = unsafe {
+            libc::open(
+                path.as_ptr(),
+                libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            )
+        };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: raw is a freshly opened fd that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let mut req = IfReq {
+            name: [0; libc::IFNAMSIZ],
+            flags: IFF_TAP | IFF_NO_PI,
+            _pad: [0; 22],
+        };
+        req.name[..name.len()].copy_from_slice(name.as_bytes());
+        // SAFETY: TUNSETIFF reads and writes an ifreq, which IfReq lays out (name, flags,
+        // padding to 40 bytes); the pointer is valid for the call.
+        let r = unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETIFF, &mut req as *mut IfReq) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let len = req
+            .name
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(libc::IFNAMSIZ);
+        let actual = String::from_utf8_lossy(&req.name[..len]).into_owned();
+        let tx_fd = fd.try_clone()?;
+        Ok(Tap {
+            name: actual,
+            mac,
+            rx: TapRx {
+                fd,
+                bufs: vec![[0; RX_BUF]; RX_POOL],
+                free: (0..RX_POOL as u32).collect(),
+                frames: 0,
+            },
+            tx: TapTx {
+                fd: tx_fd,
+                slot: Box::new([0; TX_HEAD_ROOM]),
+                frames: 0,
+                errors: 0,
+            },
+        })
+    }
+
+    /// The interface name the kernel gave.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The two rings, for wrapping (fault injection); `wait` is then [`TapRx::wait`].
+    pub fn into_rings(self) -> (TapRx, TapTx) {
+        (self.rx, self.tx)
+    }
+
+    /// Transmit counters (frames, errors).
+    pub fn tx_counts(&self) -> (u64, u64) {
+        (self.tx.frames, self.tx.errors)
+    }
+
+    /// Waits up to `timeout_ms` for a frame to arrive.
+    pub fn wait(&self, timeout_ms: i32) {
+        self.rx.wait(timeout_ms)
+    }
+}
+
+impl TapRx {
+    /// Waits up to `timeout_ms` for a frame to arrive.
+    pub fn wait(&self, timeout_ms: i32) {
+        let mut p = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: p is a valid pollfd array of length 1 for the duration of the call.
+        unsafe { libc::poll(&mut p, 1, timeout_ms) };
+    }
+}
+
+impl RxRing for TapRx {
+    fn burst(&mut self, out: &mut [RxFrame]) -> usize {
+        let mut n = 0;
+        while n < out.len() {
+            let Some(id) = self.free.pop() else { break };
+            let buf = &mut self.bufs[id as usize];
+            // SAFETY: buf is a valid writable buffer of RX_BUF bytes owned by us.
+            let r = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), RX_BUF) };
+            if r <= 0 {
+                self.free.push(id);
+                break;
+            }
+            out[n] = RxFrame {
+                buf: id,
+                len: r as u32,
+            };
+            self.frames += 1;
+            n += 1;
+        }
+        n
+    }
+
+    fn bytes(&self, f: &RxFrame) -> &[u8] {
+        match self.bufs.get(f.buf as usize) {
+            Some(b) => &b[..(f.len as usize).min(RX_BUF)],
+            None => &[],
+        }
+    }
+
+    fn recycle(&mut self, f: RxFrame) {
+        if (f.buf as usize) < self.bufs.len() && self.free.len() < RX_POOL {
+            self.free.push(f.buf);
+        }
+    }
+}
+
+impl TxRing for TapTx {
+    fn slot(&mut self) -> Option<&mut [u8]> {
+        Some(&mut self.slot[..])
+    }
+
+    fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
+        let head_len = head_len.min(TX_HEAD_ROOM);
+        let iov = [
+            libc::iovec {
+                iov_base: self.slot.as_mut_ptr().cast(),
+                iov_len: head_len,
+            },
+            libc::iovec {
+                iov_base: body.as_ptr() as *mut libc::c_void,
+                iov_len: body.len(),
+            },
+        ];
+        let cnt = if body.is_empty() { 1 } else { 2 };
+        // SAFETY: both iovecs point at live buffers of the given lengths; writev only reads.
+        let r = unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), cnt) };
+        if r < 0 {
+            self.errors += 1;
+            return Err(TxFull);
+        }
+        self.frames += 1;
+        Ok(())
+    }
+
+    fn flush(&mut self) {}
+}
+
+impl Nic for Tap {
+    type Rx = TapRx;
+    type Tx = TapTx;
+
+    fn split(&mut self) -> (&mut TapRx, &mut TapTx) {
+        (&mut self.rx, &mut self.tx)
+    }
+
+    fn mac(&self) -> EthernetAddress {
+        self.mac
+    }
+}

@@ -1,0 +1,43 @@
+//! Site images: `Site::load`, then lookups and a sum over every body. The checksum is
+//! skipped under `cfg(fuzzing)`, so mutations reach the structural checks.
+//! Seed: `crates/engine/src/site/testdata/small.bwsite`.
+#![no_main]
+
+use std::hint::black_box;
+
+use bareweb_engine::resource::{Found, Lookup};
+use bareweb_engine::site::Site;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(site) = Site::load(data) else {
+        return;
+    };
+    let mut acc = 0u64;
+    for (path, r) in site.iter_files() {
+        black_box((r.content_type, r.etag, r.last_modified));
+        for body in core::iter::once(r.identity).chain(r.gzip) {
+            assert!(body.is_consistent());
+            let len = body.data.len();
+            acc += u64::from(body.sum(0, len));
+            acc += u64::from(body.sum(len / 3, len - len / 5));
+        }
+        assert_eq!(site.lookup(path.as_bytes()), Found::Resource(r));
+    }
+    for path in [
+        &b"/"[..],
+        b"/index.html",
+        b"/docs",
+        b"/docs/",
+        b"/docs/index.html",
+        b"//",
+        b"",
+        b"x",
+        b"/missing",
+    ] {
+        if let Found::Resource(r) = site.lookup(path) {
+            acc += r.identity.data.len() as u64;
+        }
+    }
+    black_box((acc, site.len(), site.is_empty(), site.bytes().len()));
+});

@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Clients for bareweb's whole-system tests. Runs *inside* the test network namespace
+(`ip netns exec NS python3 client.py CMD ...`) and prints one JSON object on stdout.
+
+Every loop here is bounded in count and in time; every socket has a timeout.
+"""
+import hashlib
+import http.client
+import json
+import os
+import re
+import socket
+import struct
+import sys
+import threading
+import time
+
+SERVER = os.environ.get("BW_SERVER", "10.0.0.2")
+PORT = int(os.environ.get("BW_PORT", "80"))
+TIMEOUT = 20
+
+
+def out(obj):
+    print(json.dumps(obj))
+
+
+def fetch(conn, path, headers=None, method="GET"):
+    conn.request(method, path, headers=headers or {})
+    r = conn.getresponse()
+    body = r.read()
+    return r.status, {k.lower(): v for k, v in r.getheaders()}, body
+
+
+def cmd_get(args):
+    """get PATH [Header:Value ...]: one request on a fresh connection."""
+    path, hdrs = args[0], dict(h.split(":", 1) for h in args[1:])
+    hdrs = {k: v.strip() for k, v in hdrs.items()}
+    c = http.client.HTTPConnection(SERVER, PORT, timeout=TIMEOUT)
+    method = hdrs.pop("X-Method", "GET")
+    st, h, body = fetch(c, path, hdrs, method)
+    c.close()
+    out({"status": st, "headers": h, "len": len(body), "sha256": hashlib.sha256(body).hexdigest()})
+
+
+def cmd_keepalive(args):
+    """keepalive N_CONN N_REQ PATH...: N_CONN concurrent persistent connections, each
+    fetching every PATH N_REQ times; reports digests seen per path and errors."""
+    n_conn, n_req, paths = int(args[0]), int(args[1]), args[2:]
+    digests, errors, lock = {}, [], threading.Lock()
+    barrier = threading.Barrier(n_conn, timeout=TIMEOUT)
+
+    def worker(i):
+        try:
+            c = http.client.HTTPConnection(SERVER, PORT, timeout=TIMEOUT)
+            c.connect()
+            barrier.wait()  # all connections open at once
+            for _ in range(n_req):
+                for p in paths:
+                    st, h, body = fetch(c, p)
+                    if st != 200:
+                        raise RuntimeError(f"{p}: status {st}")
+                    with lock:
+                        digests.setdefault(p, set()).add(hashlib.sha256(body).hexdigest())
+            c.close()
+        except Exception as e:  # reported, not swallowed
+            with lock:
+                errors.append(f"conn {i}: {e!r}")
+
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(n_conn)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(TIMEOUT * 3)
+    out({"digests": {p: sorted(d) for p, d in digests.items()}, "errors": errors[:10],
+         "n_errors": len(errors)})
+
+
+def cmd_cpr(args):
+    """cpr N PATH: N fetches, each on its own connection (Connection: close)."""
+    n, path = int(args[0]), args[1]
+    ok, errors, digests = 0, [], set()
+    deadline = time.time() + 120
+    for i in range(n):
+        if time.time() > deadline:
+            errors.append("deadline")
+            break
+        try:
+            c = http.client.HTTPConnection(SERVER, PORT, timeout=TIMEOUT)
+            st, h, body = fetch(c, path, {"Connection": "close"})
+            c.close()
+            if st == 200:
+                ok += 1
+                digests.add(hashlib.sha256(body).hexdigest())
+            else:
+                errors.append(f"{i}: status {st}")
+        except Exception as e:
+            errors.append(f"{i}: {e!r}")
+    out({"ok": ok, "errors": errors[:10], "n_errors": len(errors), "digests": sorted(digests)})
+
+
+def raw_exchange(data, read_for=3.0, shutdown=False):
+    """Sends raw bytes on a new connection, returns what came back until close/timeout."""
+    s = socket.create_connection((SERVER, PORT), timeout=TIMEOUT)
+    s.sendall(data)
+    if shutdown:
+        s.shutdown(socket.SHUT_WR)
+    s.settimeout(read_for)
+    got = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+    except socket.timeout:
+        pass
+    s.close()
+    return got
+
+
+def cmd_raw(args):
+    """raw HEXBYTES [READ_SECONDS]: send bytes, report the response head and whether the
+    server closed the connection."""
+    data = bytes.fromhex(args[0])
+    read_for = float(args[1]) if len(args) > 1 else 3.0
+    s = socket.create_connection((SERVER, PORT), timeout=TIMEOUT)
+    s.sendall(data)
+    s.settimeout(read_for)
+    got, closed = b"", False
+    t0 = time.time()
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                closed = True
+                break
+            got += b
+    except socket.timeout:
+        pass
+    s.close()
+    head = got.split(b"\r\n\r\n", 1)[0].decode("latin-1")
+    out({"head": head, "closed": closed, "len": len(got), "secs": round(time.time() - t0, 3),
+         "statuses": re.findall(r"HTTP/1\.[01] (\d{3}) ", got.decode("latin-1"))})
+
+
+def cmd_stall(args):
+    """stall PATH SECONDS: requests PATH, reads nothing for SECONDS, then closes."""
+    path, secs = args[0], float(args[1])
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(TIMEOUT)
+    s.connect((SERVER, PORT))
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    time.sleep(secs)
+    s.close()
+    out({"stalled": secs})
+
+
+def cmd_frames(args):
+    """frames IFNAME DST_MAC: sends a barrage of malformed Ethernet/IPv4/TCP frames to the
+    server through a raw packet socket on IFNAME."""
+    ifname, dst_mac = args[0], bytes.fromhex(args[1].replace(":", ""))
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((ifname, 0))
+    src_mac = s.getsockname()[4]
+    src_ip = socket.inet_aton(os.environ.get("BW_HOST_IP", "10.0.0.1"))
+    dst_ip = socket.inet_aton(SERVER)
+
+    def csum(b):
+        if len(b) % 2:
+            b += b"\0"
+        s_ = sum(struct.unpack(f"!{len(b)//2}H", b))
+        while s_ >> 16:
+            s_ = (s_ & 0xFFFF) + (s_ >> 16)
+        return (~s_) & 0xFFFF
+
+    def ip(payload, proto=6, ihl=5, total=None, frag=0x4000, ttl=64, fix=True, opts=b""):
+        total = total if total is not None else 20 + len(opts) + len(payload)
+        h = struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, 0, total, 1, frag, ttl, proto, 0, src_ip, dst_ip) + opts
+        if fix:
+            h = h[:10] + struct.pack("!H", csum(h)) + h[12:]
+        return h + payload
+
+    def tcp(sport, flags, seq=1, ack=0, doff=5, payload=b"", fix=True, opts=b""):
+        h = struct.pack("!HHIIBBHHH", sport, PORT, seq, ack, doff << 4, flags, 65535, 0, 0) + opts
+        if fix:
+            pseudo = src_ip + dst_ip + struct.pack("!BBH", 0, 6, len(h) + len(payload))
+            c = csum(pseudo + h + payload)
+            h = h[:16] + struct.pack("!H", c) + h[18:]
+        return h + payload
+
+    eth = dst_mac + src_mac
+    frames = [
+        b"",                                            # empty
+        eth[:7],                                        # truncated Ethernet
+        eth + b"\x08\x00",                              # IPv4 with no header
+        eth + b"\x08\x00" + ip(b"")[:19],               # truncated IPv4
+        eth + b"\x08\x00" + ip(b"", ihl=4),             # IHL < 5
+        eth + b"\x08\x00" + ip(b"", ihl=15),            # IHL past the buffer
+        eth + b"\x08\x00" + ip(b"x" * 8, total=9000),   # total length past the buffer
+        eth + b"\x08\x00" + ip(b"x" * 8, total=10),     # total length < IHL
+        eth + b"\x08\x00" + ip(b"", fix=False)[:10] + b"\xde\xad" + ip(b"")[12:],  # bad IP checksum
+        eth + b"\x08\x00" + ip(tcp(4000, 0x02), frag=0x2000),  # first fragment
+        eth + b"\x08\x00" + ip(tcp(4000, 0x02), frag=0x0010),  # later fragment
+        eth + b"\x08\x00" + ip(tcp(4000, 0x02)[:12]),    # truncated TCP
+        eth + b"\x08\x00" + ip(tcp(4001, 0x02, doff=3)),  # data offset < 5
+        eth + b"\x08\x00" + ip(tcp(4002, 0x02, doff=15)),  # data offset past the segment
+        eth + b"\x08\x00" + ip(tcp(4003, 0x02, fix=False)),  # bad TCP checksum
+        eth + b"\x08\x00" + ip(tcp(4004, 0x02, opts=b"\x02\x01\x00\x00")),  # MSS option len 1
+        eth + b"\x08\x00" + ip(tcp(4005, 0x02, opts=b"\x03\x09\x00\x00")),  # WS option past end
+        eth + b"\x08\x00" + ip(tcp(4006, 0x02, doff=6, opts=b"\x02\x00\x00\x00")),  # option len 0
+        eth + b"\x08\x00" + ip(tcp(4007, 0x10, seq=5, ack=777)),  # stray ACK: RST expected
+        eth + b"\x08\x00" + ip(tcp(4008, 0x04)),        # stray RST
+        eth + b"\x08\x00" + ip(tcp(4009, 0x03)),        # SYN+FIN
+        eth + b"\x08\x00" + ip(b"\x08\x00", proto=1),   # truncated ICMP
+        eth + b"\x08\x00" + ip(b"\x08\x00\x00\x00\x00\x01\x00\x01", proto=1),  # bad ICMP checksum
+        eth + b"\x08\x00" + ip(b"\x00" * 8, proto=17),  # UDP to a port we do not serve
+        eth + b"\x08\x00" + ip(b"", proto=99),          # unknown protocol
+        eth + b"\x08\x00" + ip(tcp(4010, 0x02), opts=b"\x01\x01\x01\x00", ihl=6),  # IP options + SYN
+        eth + b"\x08\x06" + b"\x00\x01\x08\x00\x06\x04\x00\x01" + src_mac,  # truncated ARP
+        eth + b"\x08\x06" + b"\x00\x06\x08\x00\x06\x04\x00\x01" + src_mac + src_ip + b"\0" * 6 + dst_ip,  # bad htype
+        eth + b"\x86\xdd" + b"\x60" + b"\0" * 39,       # IPv6
+        eth + b"\x12\x34" + b"junk" * 20,               # unknown EtherType
+        b"\xff" * 6 + src_mac + b"\x08\x00" + ip(b"x" * 30, proto=17),  # broadcast UDP
+    ]
+    sent = 0
+    for _ in range(3):
+        for f in frames:
+            try:
+                s.send(f if len(f) >= 14 else f + b"\0" * (14 - len(f)))
+                sent += 1
+            except OSError:
+                pass
+    # Random garbage, seeded.
+    rnd = __import__("random").Random(1234)
+    for _ in range(300):
+        n = rnd.randrange(14, 200)
+        f = eth + b"\x08\x00" + bytes(rnd.randrange(256) for _ in range(n))
+        s.send(f)
+        sent += 1
+    out({"sent": sent})
+
+
+def cmd_inject(args):
+    """inject IFNAME DST_MAC: opens a real connection, then injects RST and SYN segments
+    with wrong sequence numbers into it through a raw socket; the connection must survive
+    and still serve. Reports the statuses seen on the victim connection."""
+    ifname, dst_mac = args[0], bytes.fromhex(args[1].replace(":", ""))
+    c = http.client.HTTPConnection(SERVER, PORT, timeout=TIMEOUT)
+    st1, _, _ = fetch(c, "/")
+    sport = c.sock.getsockname()[1]
+    raw = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    raw.bind((ifname, 0))
+    src_mac = raw.getsockname()[4]
+    src_ip = socket.inet_aton(os.environ.get("BW_HOST_IP", "10.0.0.1"))
+    dst_ip = socket.inet_aton(SERVER)
+
+    def csum(b):
+        if len(b) % 2:
+            b += b"\0"
+        s_ = sum(struct.unpack(f"!{len(b)//2}H", b))
+        while s_ >> 16:
+            s_ = (s_ & 0xFFFF) + (s_ >> 16)
+        return (~s_) & 0xFFFF
+
+    def seg(flags, seq):
+        h = struct.pack("!HHIIBBHHH", sport, PORT, seq, 0, 5 << 4, flags, 65535, 0, 0)
+        pseudo = src_ip + dst_ip + struct.pack("!BBH", 0, 6, len(h))
+        h = h[:16] + struct.pack("!H", csum(pseudo + h)) + h[18:]
+        iph = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(h), 7, 0x4000, 64, 6, 0, src_ip, dst_ip)
+        iph = iph[:10] + struct.pack("!H", csum(iph)) + iph[12:]
+        return dst_mac + src_mac + b"\x08\x00" + iph + h
+
+    for seq in (1, 0x7FFFFFFF, 0xDEADBEEF, 12345678):
+        raw.send(seg(0x04, seq))  # RST with a sequence number far from rcv_nxt
+        raw.send(seg(0x02, seq))  # SYN into an established connection
+    time.sleep(0.3)
+    st2, _, body = fetch(c, "/")
+    c.close()
+    out({"before": st1, "after": st2, "len": len(body)})
+
+
+def cmd_loss(args):
+    """loss N PATH SHA256: N sequential downloads of PATH; counts the intact ones."""
+    n, path, want = int(args[0]), args[1], args[2]
+    ok, bad = 0, []
+    for i in range(n):
+        try:
+            c = http.client.HTTPConnection(SERVER, PORT, timeout=60)
+            st, h, body = fetch(c, path, {"Connection": "close"})
+            c.close()
+            d = hashlib.sha256(body).hexdigest()
+            if st == 200 and d == want:
+                ok += 1
+            else:
+                bad.append(f"{i}: status {st} len {len(body)}")
+        except Exception as e:
+            bad.append(f"{i}: {e!r}")
+    out({"ok": ok, "bad": bad})
+
+
+if __name__ == "__main__":
+    cmds = {k[4:]: v for k, v in globals().items() if k.startswith("cmd_")}
+    if len(sys.argv) < 2 or sys.argv[1] not in cmds:
+        sys.exit("usage: client.py {" + ",".join(cmds) + "} ...")
+    cmds[sys.argv[1]](sys.argv[2:])

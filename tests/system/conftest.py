@@ -1,0 +1,117 @@
+"""Fixtures for bareweb's whole-system tests: a network namespace per server, a TAP in it
+made by `bareweb serve`, and clients run inside the namespace.
+
+These tests need root (network namespaces, TAP). Outside CI they are skipped with a
+reason when not root; under CI=true they fail instead, so a CI without root is loud.
+"""
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import time
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SITE = ROOT / "examples" / "site"
+CLIENT = pathlib.Path(__file__).with_name("client.py")
+BIN = pathlib.Path(os.environ.get("BAREWEB_BIN", ROOT / "target" / "release" / "bareweb"))
+IN_CI = os.environ.get("CI") in ("true", "1")
+SERVER_IP = "10.0.0.2"
+HOST_IP = "10.0.0.1"
+
+
+def require_root():
+    if os.geteuid() != 0:
+        if IN_CI:
+            pytest.fail("whole-system tests need root (netns, TAP) and CI=true forbids skipping")
+        pytest.skip("needs root for network namespaces and TAP devices")
+    if not BIN.exists():
+        pytest.fail(f"{BIN} missing: run `cargo build --release` (cargo xtask test does)")
+
+
+class Netns:
+    counter = 0
+
+    def __init__(self):
+        Netns.counter += 1
+        self.name = f"bwt{os.getpid()}n{Netns.counter}"
+        subprocess.run(["ip", "netns", "add", self.name], check=True)
+        subprocess.run(["ip", "-n", self.name, "link", "set", "lo", "up"], check=True)
+
+    def cmd(self, *args):
+        return ["ip", "netns", "exec", self.name, *map(str, args)]
+
+    def run(self, *args, timeout=120, check=True):
+        return subprocess.run(self.cmd(*args), capture_output=True, text=True, timeout=timeout, check=check)
+
+    def client(self, *args, timeout=240):
+        r = subprocess.run(self.cmd("python3", CLIENT, *args), capture_output=True, text=True,
+                           timeout=timeout)
+        if r.returncode != 0:
+            raise AssertionError(f"client {args[0]} failed: {r.stderr[-2000:]}")
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    def close(self):
+        subprocess.run(["ip", "netns", "del", self.name], check=False)
+
+
+class Server:
+    """`bareweb serve` inside a namespace, with its counters read at stop."""
+
+    def __init__(self, extra=(), site=SITE):
+        require_root()
+        self.ns = Netns()
+        self.log = open(f"/tmp/{self.ns.name}.log", "w+")
+        self.mac = "02:00:00:00:00:02"
+        self.proc = subprocess.Popen(
+            self.ns.cmd(BIN, "serve", site, "--tap", "bw0", "--ip", f"{SERVER_IP}/24",
+                        "--mac", self.mac, *extra),
+            stdout=self.log, stderr=subprocess.STDOUT)
+        self.wait_ready()
+
+    def wait_ready(self):
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited: {self.output()}")
+            r = self.ns.run("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "1",
+                            f"http://{SERVER_IP}/", check=False)
+            if r.stdout == "200":
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"server not ready in 20 s: {self.output()}")
+
+    def output(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self):
+        """SIGINT, wait, parse the counters it prints."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        counters = {}
+        for line in self.output().splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[1].isdigit():
+                counters[parts[0]] = int(parts[1])
+        return counters
+
+    def close(self):
+        self.stop()
+        self.ns.close()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server()
+    yield s
+    s.close()
