@@ -119,6 +119,45 @@ fn test() -> Result<(), String> {
         "-D",
         "warnings",
     ]))?;
+    // The engine must stay no_std: build it for the bare-metal target.
+    run(Command::new(&cargo).args([
+        "build",
+        "-p",
+        "bareweb-engine",
+        "--no-default-features",
+        "--features",
+        "alloc",
+        "--target",
+        "x86_64-unknown-none",
+    ]))?;
     run(Command::new(&cargo).args(["test", "--workspace"]))?;
-    Ok(())
+    system_tests(&cargo)
+}
+
+/// Whole-system tests: `bareweb serve` in network namespaces, driven by pytest.
+fn system_tests(cargo: &str) -> Result<(), String> {
+    run(Command::new(cargo).args(["build", "--release", "-p", "bareweb"]))?;
+    if !is_root() {
+        if in_ci() {
+            return Err("whole-system tests need root (netns, TAP); CI must run as root".into());
+        }
+        eprintln!("note: not root: skipping whole-system tests (tests/system); run as root to include them");
+        return Ok(());
+    }
+    let has_pytest = Command::new("python3")
+        .args(["-m", "pytest", "--version"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !has_pytest {
+        run(Command::new("python3").args(["-m", "pip", "install", "--quiet", "pytest"]))?;
+    }
+    run(Command::new("python3").args([
+        "-m",
+        "pytest",
+        "-v",
+        "-p",
+        "no:cacheprovider",
+        "tests/system",
+    ]))
 }
