@@ -133,6 +133,8 @@ impl AccessLog for NoLog {
     fn record(&mut self, _: &AccessRecord<'_>) {}
 }
 
+/// Receive bursts (IMT: each followed by one HTTP step; IST: by one pass) per poll.
+const ROUND_BUDGET: u32 = 64;
 /// Frames taken from the receive ring per burst.
 const RX_BURST: usize = 32;
 /// Our receive MSS for a 1500-byte MTU.
@@ -247,42 +249,51 @@ impl<L: Lookup<'static>> Server<L> {
         let (rx, tx) = nic.split();
         let mut worked = false;
         let mut frames = [RxFrame { buf: 0, len: 0 }; RX_BURST];
+        // Bounded so timers run and the transmit ring is flushed at least every
+        // ROUND_BUDGET receive bursts, however busy the link.
+        let mut rounds = 0;
         match self.cfg.sched {
-            Sched::Imt => loop {
-                let n = rx.burst(&mut frames);
-                for f in &frames[..n] {
-                    self.handle_frame(rx.bytes(f), tx);
-                    rx.recycle(*f);
-                }
-                let stepped = match self.run.pop_front() {
-                    Some(id) => {
-                        self.http_step(id, tx, log);
-                        true
+            Sched::Imt => {
+                while rounds < ROUND_BUDGET {
+                    rounds += 1;
+                    let n = rx.burst(&mut frames);
+                    for f in &frames[..n] {
+                        self.handle_frame(rx.bytes(f), tx);
+                        rx.recycle(*f);
                     }
-                    None => false,
-                };
-                if n == 0 && !stepped {
-                    break;
-                }
-                worked = true;
-            },
-            Sched::Ist => loop {
-                let n = rx.burst(&mut frames);
-                for f in &frames[..n] {
-                    self.handle_frame(rx.bytes(f), tx);
-                    rx.recycle(*f);
-                }
-                let pass = self.run.len();
-                for _ in 0..pass {
-                    if let Some(id) = self.run.pop_front() {
-                        self.http_step(id, tx, log);
+                    let stepped = match self.run.pop_front() {
+                        Some(id) => {
+                            self.http_step(id, tx, log);
+                            true
+                        }
+                        None => false,
+                    };
+                    if n == 0 && !stepped {
+                        break;
                     }
+                    worked = true;
                 }
-                if n == 0 && pass == 0 {
-                    break;
+            }
+            Sched::Ist => {
+                while rounds < ROUND_BUDGET {
+                    rounds += 1;
+                    let n = rx.burst(&mut frames);
+                    for f in &frames[..n] {
+                        self.handle_frame(rx.bytes(f), tx);
+                        rx.recycle(*f);
+                    }
+                    let pass = self.run.len();
+                    for _ in 0..pass {
+                        if let Some(id) = self.run.pop_front() {
+                            self.http_step(id, tx, log);
+                        }
+                    }
+                    if n == 0 && pass == 0 {
+                        break;
+                    }
+                    worked = true;
                 }
-                worked = true;
-            },
+            }
         }
         if self.now_ns >= self.next_tick_ns {
             self.next_tick_ns = self.now_ns + TICK_NS;
@@ -892,7 +903,9 @@ impl<L: Lookup<'static>> Server<L> {
         };
         self.stats.http_bytes += u64::from(r.wire_len());
         t.resp = Some(r);
-        if resp.close {
+        // Close after this response when HTTP says so, or when the client has already
+        // half-closed and sent nothing more: then the FIN rides the last data segment.
+        if resp.close || (t.peer_fin && t.rx_len == 0) {
             t.closing = true;
             t.fin_seq = r.end();
         }
