@@ -1,0 +1,119 @@
+//! `bareweb serve`: the engine on a TAP device, one core, until Ctrl-C.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bareweb_engine::server::{AccessLog, AccessRecord, Config, Sched, Server, Timeouts};
+use bareweb_engine::wire::EthernetAddress;
+use bareweb_host::{netif, SystemClock, Tap};
+
+use crate::util::{load_site, parse_cidr, parse_ip, parse_mac, random_bytes};
+use crate::{SchedArg, ServeArgs};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn install_signal_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: on_signal only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            libc::signal(
+                sig,
+                on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            )
+        };
+    }
+}
+
+/// Common Log Format lines on stdout.
+struct Clf(std::io::BufWriter<std::io::Stdout>);
+
+impl AccessLog for Clf {
+    fn record(&mut self, r: &AccessRecord<'_>) {
+        let line = String::from_utf8_lossy(r.request_line);
+        let date = bareweb_engine::http::clf_date(r.unix_secs);
+        let _ = writeln!(
+            self.0,
+            "{} - - [{}] \"{}\" {} {}",
+            r.peer,
+            date,
+            line.escape_default(),
+            r.status,
+            r.bytes
+        );
+        let _ = self.0.flush();
+    }
+}
+
+pub fn serve(a: ServeArgs) -> Result<(), String> {
+    let site = load_site(&a.site)?;
+    let (ip, prefix) = parse_cidr(&a.ip)?;
+    let mac = match &a.mac {
+        Some(m) => parse_mac(m)?,
+        None => {
+            let mut m: [u8; 6] = random_bytes();
+            m[0] = (m[0] & 0xfe) | 0x02; // unicast, locally administered
+            EthernetAddress(m)
+        }
+    };
+    let gateway = a.gw.as_deref().map(parse_ip).transpose()?;
+    let host_ip = match a.host_ip.as_deref() {
+        Some("none") => None,
+        Some(s) => Some(parse_ip(s)?),
+        None => Some(
+            netif::first_free(ip, prefix)
+                .ok_or("no free address for the host side: give --host-ip")?,
+        ),
+    };
+    let mut tap = Tap::open(&a.tap, mac).map_err(|e| {
+        format!("cannot open TAP {:?}: {e} (run as root, or create it first: sudo ip tuntap add {} mode tap user $USER)", a.tap, a.tap)
+    })?;
+    if let Some(h) = host_ip {
+        netif::configure(tap.name(), h, prefix)
+            .map_err(|e| format!("cannot configure {}: {e}", tap.name()))?;
+    }
+    let mut cfg = Config::new(ip, prefix);
+    cfg.gateway = gateway;
+    cfg.port = a.port;
+    cfg.tcbs = a.tcbs;
+    cfg.sched = match a.sched {
+        SchedArg::Imt => Sched::Imt,
+        SchedArg::Ist => Sched::Ist,
+    };
+    cfg.isn_key = random_bytes();
+    cfg.timeouts = Timeouts {
+        request_ms: a.request_timeout * 1000,
+        idle_ms: a.idle_timeout * 1000,
+        ..Timeouts::default()
+    };
+    let files = site.len();
+    let mut server = Server::new(cfg, site, mac);
+    let clock = SystemClock::new();
+    install_signal_handlers();
+    let host = host_ip.map_or("unchanged".to_string(), |h| format!("{h}/{prefix}"));
+    eprintln!(
+        "bareweb: serving {files} files at http://{ip}:{}/ on {} (server MAC {mac}, host side {host}); Ctrl-C stops",
+        a.port,
+        tap.name()
+    );
+    let mut log = Clf(std::io::BufWriter::new(std::io::stdout()));
+    while !STOP.load(Ordering::Relaxed) {
+        let worked = if a.access_log {
+            server.poll(&mut tap, &clock, &mut log)
+        } else {
+            server.poll(&mut tap, &clock, &mut bareweb_engine::server::NoLog)
+        };
+        if !worked {
+            // Nothing to do: sleep until a frame arrives or the next timer tick.
+            tap.wait(10);
+        }
+    }
+    eprintln!("bareweb: stopped; counters:");
+    for (name, v) in server.stats().fields() {
+        eprintln!("  {name:22} {v}");
+    }
+    Ok(())
+}
