@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod image;
+mod load;
 mod serve;
 mod util;
 
@@ -33,6 +34,10 @@ enum Cmd {
     },
     /// Serve a site (directory or image) on a TAP device with bareweb's own stack.
     Serve(ServeArgs),
+    /// Load a web server like http_load / httperf: rate, parallel or Surge session mode.
+    Load(load::LoadArgs),
+    /// Write a Surge-model file set (heavy-tailed sizes, Zipf popularity) as a site.
+    SurgeSite(load::SurgeSiteArgs),
 }
 
 #[derive(clap::Args)]
@@ -87,6 +92,8 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Build { site, output } => image::build(&site, &output),
         Cmd::Serve(a) => serve::serve(a),
+        Cmd::Load(a) => load::load(a),
+        Cmd::SurgeSite(a) => load::surge_site(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
