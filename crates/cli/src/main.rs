@@ -1,11 +1,13 @@
 //! `bareweb`: the command line. Each subcommand lives in its own module:
-//! `build` in [`image`], `serve` in [`serve`]; shared parsing in [`util`].
+//! `build` in [`image`], `serve` in [`serve`], `load` and `surge-site` in [`load`],
+//! `bench` in [`bench`]; shared parsing in [`util`].
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod bench;
 mod image;
 mod load;
 mod serve;
@@ -38,6 +40,8 @@ enum Cmd {
     Load(load::LoadArgs),
     /// Write a Surge-model file set (heavy-tailed sizes, Zipf popularity) as a site.
     SurgeSite(load::SurgeSiteArgs),
+    /// Side-by-side benchmark: bareweb, nginx, lighttpd, h2o on the same files and loads.
+    Bench(bench::BenchArgs),
 }
 
 #[derive(clap::Args)]
@@ -94,6 +98,7 @@ fn main() -> ExitCode {
         Cmd::Serve(a) => serve::serve(a),
         Cmd::Load(a) => load::load(a),
         Cmd::SurgeSite(a) => load::surge_site(a),
+        Cmd::Bench(a) => bench::bench(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -225,3 +225,46 @@ pub fn raise_nofile() -> u64 {
     }
     rl.rlim_cur
 }
+
+/// Clock ticks per second of /proc's CPU times.
+pub fn clk_tck() -> f64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// CPU time (user + system) of the children this process has waited for, in seconds.
+pub fn children_cpu_secs() -> f64 {
+    // SAFETY: rusage is plain old data; all-zero is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is valid for writes.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Moves the calling thread into the network namespace at `path` (e.g.
+/// /run/netns/NAME). Only this thread changes namespace.
+pub fn enter_netns(path: &std::path::Path) -> io::Result<()> {
+    let f = std::fs::File::open(path)?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: `f` is an open namespace file for the duration of the call.
+    cvt(unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) })?;
+    Ok(())
+}
+
+/// Sends `sig` to process `pid`.
+pub fn kill(pid: i32, sig: i32) -> bool {
+    // SAFETY: plain syscall; the caller names a process it started.
+    unsafe { libc::kill(pid, sig) == 0 }
+}
+
+/// Effective user id is root.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
