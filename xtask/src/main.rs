@@ -1,10 +1,13 @@
 //! `cargo xtask <task>`: the project's task runner.
 //!
 //! - `test`  — installs what the tests need (rustup target, Debian packages when run as
-//!   root) and runs every test: fmt, clippy, unit tests, whole-system tests.
+//!   root) and runs every test: fmt, clippy, unit tests, whole-system tests, and the
+//!   one-minute side-by-side bench (`bareweb bench --smoke`, xtask/src/bench.rs).
 //! - `setup` — only the installation part of `test`.
 
 use std::process::{Command, ExitCode};
+
+mod bench;
 
 /// Debian packages the whole-system tests use.
 const APT_PACKAGES: &[&str] = &[
@@ -78,6 +81,7 @@ fn setup() -> Result<(), String> {
     }
     let missing: Vec<&str> = APT_PACKAGES
         .iter()
+        .chain(bench::APT_PACKAGES)
         .copied()
         .filter(|p| !dpkg_installed(p))
         .collect();
@@ -131,7 +135,8 @@ fn test() -> Result<(), String> {
         "x86_64-unknown-none",
     ]))?;
     run(Command::new(&cargo).args(["test", "--workspace"]))?;
-    system_tests(&cargo)
+    system_tests(&cargo)?;
+    bench::bench_smoke()
 }
 
 /// Whole-system tests: `bareweb serve` in network namespaces, driven by pytest.

@@ -268,3 +268,27 @@ pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
+
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// From now on SIGINT and SIGTERM only set a flag ([`stop_requested`]), so a long run
+/// can stop between steps and clean up (namespaces, servers) instead of dying.
+pub fn catch_stop_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: on_stop only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            libc::signal(
+                sig,
+                on_stop as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            )
+        };
+    }
+}
+
+pub fn stop_requested() -> bool {
+    STOP.load(std::sync::atomic::Ordering::Relaxed)
+}

@@ -262,6 +262,8 @@ fn run_one(
 /// Runs a whole bench and writes its results folder.
 pub fn bench(o: &Options) -> Result<Results, String> {
     servers::preflight()?;
+    // Ctrl-C or SIGTERM: stop after the current run and clean up on the way out.
+    sys::catch_stop_signals();
     let s = &o.scenario;
     let kinds: Vec<Box<dyn servers::ServerKind>> = s
         .servers
@@ -307,6 +309,9 @@ pub fn bench(o: &Options) -> Result<Results, String> {
         };
         eprintln!("bench {}: starting {}", s.name, k.name());
         instances.push(k.start(&ctx)?);
+        if sys::stop_requested() {
+            return Err("interrupted".into());
+        }
     }
     let total = s.rounds as usize * points.len() * instances.len();
     eprintln!(
@@ -324,6 +329,9 @@ pub fn bench(o: &Options) -> Result<Results, String> {
             let n = instances.len();
             for j in 0..n {
                 // Rotate the order each round and point: A B C, B C A, ...
+                if sys::stop_requested() {
+                    return Err("interrupted; servers and namespaces removed".into());
+                }
                 let inst = &mut instances[(j + round as usize + pi) % n];
                 let r = run_one(o, p, pi, inst, &site, round)?;
                 eprintln!(
@@ -368,10 +376,15 @@ pub fn bench(o: &Options) -> Result<Results, String> {
         points,
         runs,
         background_busy,
-        notes: vec![
-            "bareweb under QEMU (the bare-machine kernel) is not in these tables yet: it is being built on branch `kernel`."
-                .into(),
-        ],
+        notes: s
+            .notes
+            .iter()
+            .cloned()
+            .chain(std::iter::once(
+                "bareweb under QEMU (the bare-machine kernel) is not in these tables yet: it is being built on branch `kernel`."
+                    .to_string(),
+            ))
+            .collect(),
     };
     write_outputs(&results, &out, o.doc.as_deref())?;
     Ok(results)

@@ -9,6 +9,7 @@
 //! rounds = 1                           # interleaved rounds; tables show medians
 //! cores = 1                            # workers/threads each kernel server may use
 //! seconds = 2.0                        # per run, unless a series says otherwise
+//! notes = ["printed under the tables"]
 //!
 //! [site]
 //! copy = "../examples/site"            # a directory copied in (relative to this file)
@@ -109,6 +110,9 @@ pub struct Scenario {
     #[serde(default)]
     pub site: SiteSpec,
     pub series: Vec<Series>,
+    /// Remarks printed under the tables (what a reader must know to read them).
+    #[serde(default)]
+    pub notes: Vec<String>,
     /// Where the file was read from (for relative paths); not in the file.
     #[serde(skip)]
     pub base: PathBuf,

@@ -17,7 +17,7 @@ use super::topo::{sh, veth, Netns};
 use crate::sys;
 
 /// Names accepted in a scenario's `servers`.
-pub const KINDS: &[&str] = &["bareweb", "nginx", "lighttpd", "h2o"];
+pub const KINDS: &[&str] = &["bareweb", "nginx", "nginx-nopush-off", "lighttpd", "h2o"];
 
 /// What a server needs to start.
 pub struct StartCtx<'a> {
@@ -47,7 +47,10 @@ pub trait ServerKind {
 pub fn kind(name: &str) -> Result<Box<dyn ServerKind>, String> {
     match name {
         "bareweb" => Ok(Box::new(Bareweb)),
-        "nginx" => Ok(Box::new(Nginx)),
+        "nginx" => Ok(Box::new(Nginx { nopush: true })),
+        // The same with tcp_nopush off: with small keep-alive responses TCP_CORK costs
+        // nginx about half its throughput on this machine (docs/load.md).
+        "nginx-nopush-off" => Ok(Box::new(Nginx { nopush: false })),
         "lighttpd" => Ok(Box::new(Lighttpd)),
         "h2o" => Ok(Box::new(H2o)),
         "bareweb-qemu" => Err(
@@ -278,31 +281,41 @@ impl ServerKind for Bareweb {
     }
 }
 
-/// nginx from Debian, tuned for static files.
-pub struct Nginx;
+/// nginx from Debian, tuned for static files (sendfile, tcp_nopush unless `nopush` is
+/// false, tcp_nodelay, open_file_cache, no access log).
+pub struct Nginx {
+    pub nopush: bool,
+}
 
 impl ServerKind for Nginx {
     fn name(&self) -> &'static str {
-        "nginx"
+        if self.nopush {
+            "nginx"
+        } else {
+            "nginx-nopush-off"
+        }
     }
     fn describe(&self, cores: u32) -> String {
         let v = version(&["nginx", "-v"]);
         format!(
-            "{} ({cores} worker{}, sendfile, tcp_nopush, no access log; veth)",
+            "{} ({cores} worker{}, sendfile, tcp_nopush {}, no access log; veth)",
             v.trim_start_matches("nginx version: "),
-            if cores == 1 { "" } else { "s" }
+            if cores == 1 { "" } else { "s" },
+            if self.nopush { "on" } else { "off" }
         )
     }
     fn check(&self) -> Result<(), String> {
         which("nginx", "nginx")
     }
     fn start(&self, ctx: &StartCtx) -> Result<Instance, String> {
-        let dir = ctx.work.join("nginx");
+        let name = self.name();
+        let dir = ctx.work.join(name);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let d = dir.display();
         let site = ctx.site.display();
         let cores = ctx.cores;
-        start_kernel_server(ctx, "nginx", self.describe(cores), &|ip| {
+        let nopush = if self.nopush { "on" } else { "off" };
+        start_kernel_server(ctx, name, self.describe(cores), &|ip| {
             let conf = dir.join("nginx.conf");
             write(
                 &conf,
@@ -317,7 +330,7 @@ http {{
     default_type application/octet-stream;
     access_log off;
     sendfile on;
-    tcp_nopush on;
+    tcp_nopush {nopush};
     tcp_nodelay on;
     keepalive_requests 10000000;
     keepalive_timeout 60s;
