@@ -8,7 +8,7 @@ use std::process::Command;
 use crate::{in_ci, is_root, run};
 
 /// Debian packages the smoke bench needs: the servers it compares and a font for the plots.
-pub const APT_PACKAGES: &[&str] = &["nginx", "lighttpd", "h2o", "fonts-dejavu-core"];
+pub const APT_PACKAGES: &[&str] = &["nginx", "lighttpd", "h2o", "fonts-dejavu-core", "procps"];
 
 pub fn bench_smoke() -> Result<(), String> {
     if !is_root() {

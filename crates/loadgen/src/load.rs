@@ -212,6 +212,8 @@ struct Slot {
     hasher: Sha256,
     deadline: u64,
     in_session: bool,
+    /// A response of this session failed its checks (the session then counts as failed).
+    session_bad: bool,
     bursts_left: u32,
     session_start: u64,
 }
@@ -235,6 +237,7 @@ impl Slot {
             hasher: Sha256::new(),
             deadline: u64::MAX,
             in_session: false,
+            session_bad: false,
             bursts_left: 0,
             session_start: 0,
         }
@@ -641,6 +644,7 @@ fn launch_session(ctx: &mut Ctx, slots: &mut [Slot], params: &SurgeParams, now: 
     ctx.sessions_active += 1;
     let slot = &mut slots[i];
     slot.in_session = true;
+    slot.session_bad = false;
     slot.session_start = now;
     slot.bursts_left = params.draw_bursts(&mut ctx.rng);
     plan_burst(ctx, slot, params);
@@ -838,7 +842,10 @@ fn complete(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
         None
     };
     match verdict {
-        Some(k) => ctx.errors[k as usize] += 1,
+        Some(k) => {
+            ctx.errors[k as usize] += 1;
+            slot.session_bad |= slot.in_session;
+        }
         None => ctx.fetches_ok += 1,
     }
     if slot.p_len > 0 {
@@ -853,8 +860,8 @@ fn complete(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
     let keep = !slot.close_after && (ctx.cfg.keepalive || slot.in_session);
     if slot.in_session {
         slot.bursts_left = slot.bursts_left.saturating_sub(1);
-        if slot.bursts_left == 0 || verdict.is_some() {
-            if verdict.is_some() {
+        if slot.bursts_left == 0 || slot.session_bad {
+            if slot.session_bad {
                 ctx.sessions_failed += 1;
             } else {
                 ctx.sessions_completed += 1;

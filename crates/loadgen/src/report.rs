@@ -207,7 +207,7 @@ impl Report {
             self.client_cpu_secs,
             self.client_cpu_us_per_fetch,
             self.client_cpu_utilisation * 100.0,
-            if self.client_cpu_utilisation > 0.9 {
+            if self.client_cpu_utilisation >= 0.85 {
                 "  — the client may have been the limit"
             } else {
                 ""

@@ -353,3 +353,25 @@ fn sessions_think_and_pipeline() {
     assert!(r.fetches > 20, "bursts pipelined: {} fetches", r.fetches);
     assert_eq!(r.connections, 10);
 }
+
+#[test]
+fn a_bad_response_fails_its_session() {
+    let srv = server(Duration::ZERO, Behaviour::NotFound);
+    let params = SurgeParams {
+        max_burst: 4,
+        burst_alpha: 0.5,
+        session_bursts_mean: 3.0,
+        think_k_secs: 0.01,
+        think_max_secs: 0.01,
+        ..SurgeParams::default()
+    };
+    let mut c = config(&srv, &["/a", "/b"], Mode::Sessions { rate: 50.0, params });
+    c.sessions = 5;
+    let r = go(&c);
+    assert_eq!(r.sessions_started, 5);
+    assert_eq!(r.sessions_failed, 5);
+    assert_eq!(r.sessions_completed, 0);
+    // Every response of the first burst is still read and counted.
+    assert_eq!(r.fetches, r.fetches_started);
+    assert_eq!(r.errors.get("bad_status"), Some(&r.fetches));
+}

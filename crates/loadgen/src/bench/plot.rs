@@ -1,4 +1,6 @@
-//! PNG plots like the papers' figures, drawn with plotters' bitmap backend. Text uses a
+//! PNG plots like the papers' figures, drawn with plotters' bitmap backend. Times are
+//! medians (p50 of each run, median over rounds), not the papers' means: on a shared
+//! machine a single stall moves a mean by hundreds of milliseconds. Text uses a
 //! TrueType font read from the system (Debian's fonts-dejavu-core) through ab_glyph, so
 //! no fontconfig or freetype is needed.
 //!
@@ -57,13 +59,44 @@ type Line = (String, Vec<(f64, f64)>);
 
 fn line_chart(path: &Path, title: &str, xl: &str, yl: &str, lines: &[Line]) -> Result<(), String> {
     let pts = lines.iter().flat_map(|l| l.1.iter());
-    let (mut x1, mut y1) = (0.0f64, 0.0f64);
+    let (mut x1, mut y0, mut y1) = (0.0f64, f64::MAX, 0.0f64);
     for &(x, y) in pts {
         x1 = x1.max(x);
         y1 = y1.max(y);
+        if y > 0.0 {
+            y0 = y0.min(y);
+        }
     }
     let x1 = if x1 > 0.0 { x1 * 1.08 } else { 1.0 };
-    let y1 = if y1 > 0.0 { y1 * 1.15 } else { 1.0 };
+    // Times spanning more than a factor of 30 (a few 0.1 ms runs beside a saturated one)
+    // go on a log axis, as one stall would otherwise flatten every other line.
+    if y0 < f64::MAX && y1 / y0 > 30.0 {
+        let yl = format!("{yl}, log scale");
+        let range = (y0 * 0.7..y1 * 1.6).log_scale();
+        let lines: Vec<Line> = lines
+            .iter()
+            .map(|(n, p)| (n.clone(), p.iter().copied().filter(|q| q.1 > 0.0).collect()))
+            .collect();
+        draw_lines(path, title, xl, &yl, &lines, 0.0..x1, range)
+    } else {
+        let y1 = if y1 > 0.0 { y1 * 1.15 } else { 1.0 };
+        draw_lines(path, title, xl, yl, lines, 0.0..x1, 0.0..y1)
+    }
+}
+
+fn draw_lines<Y>(
+    path: &Path,
+    title: &str,
+    xl: &str,
+    yl: &str,
+    lines: &[Line],
+    xr: std::ops::Range<f64>,
+    yr: Y,
+) -> Result<(), String>
+where
+    Y: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
+    Y::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
+{
     let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
     let e = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     root.fill(&WHITE).map_err(|x| e(&x))?;
@@ -72,7 +105,7 @@ fn line_chart(path: &Path, title: &str, xl: &str, yl: &str, lines: &[Line]) -> R
         .margin(14)
         .x_label_area_size(48)
         .y_label_area_size(70)
-        .build_cartesian_2d(0.0..x1, 0.0..y1)
+        .build_cartesian_2d(xr, yr)
         .map_err(|x| e(&x))?;
     chart
         .configure_mesh()
@@ -249,8 +282,8 @@ pub fn all(r: &Results, out: &Path) -> Result<Vec<(String, String)>, String> {
                     format!("{se}-response.png"),
                     format!("{se}: response time vs clients/s"),
                     "Surge sessions (clients) per second",
-                    "mean response time (ms)",
-                    lines_for(se, &|p, a| (p.level, a.response_mean_ms)),
+                    "median response time (ms)",
+                    lines_for(se, &|p, a| (p.level, a.response_p50_ms)),
                 )?;
             }
             Kind::Sessions => {}
@@ -259,8 +292,8 @@ pub fn all(r: &Results, out: &Path) -> Result<Vec<(String, String)>, String> {
                     format!("{se}-size.png"),
                     format!("{se}: response time vs file size"),
                     "file size (KiB)",
-                    "mean response time (ms)",
-                    lines_for(se, &|p, a| (p.size as f64 / 1024.0, a.response_mean_ms)),
+                    "median response time (ms)",
+                    lines_for(se, &|p, a| (p.size as f64 / 1024.0, a.response_p50_ms)),
                 )?;
             }
             _ if pts.len() > 1 => {
@@ -268,16 +301,16 @@ pub fn all(r: &Results, out: &Path) -> Result<Vec<(String, String)>, String> {
                     format!("{se}-response.png"),
                     format!("{se}: first-response time vs fetches/s"),
                     "fetches per second (measured)",
-                    "mean first-response time (ms)",
-                    lines_for(se, &|_, a| (a.fetches_per_sec, a.first_mean_ms)),
+                    "median first-response time (ms)",
+                    lines_for(se, &|_, a| (a.fetches_per_sec, a.first_p50_ms)),
                 )?;
                 if !first.keepalive {
                     draw(
                         format!("{se}-connect.png"),
                         format!("{se}: connect time vs fetches/s"),
                         "fetches per second (measured)",
-                        "mean connect time (ms)",
-                        lines_for(se, &|_, a| (a.fetches_per_sec, a.connect_mean_ms)),
+                        "median connect time (ms)",
+                        lines_for(se, &|_, a| (a.fetches_per_sec, a.connect_p50_ms)),
                     )?;
                 }
             }

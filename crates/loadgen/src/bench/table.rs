@@ -29,10 +29,14 @@ pub struct Agg {
     pub first_mean_ms: f64,
     pub response_mean_ms: f64,
     pub connect_mean_ms: f64,
+    pub connect_p50_ms: f64,
+    pub response_p50_ms: f64,
     pub server_us: f64,
     pub client_util: f64,
     pub server_util: f64,
     pub errors: u64,
+    /// Errors by kind, summed over the rounds.
+    pub error_kinds: BTreeMap<String, u64>,
     pub unfinished: u64,
     pub max_parallel: u64,
     pub sessions_per_sec: f64,
@@ -77,6 +81,12 @@ pub fn aggregate(r: &Results) -> BTreeMap<(usize, String), Agg> {
                 flags.push("below offered rate");
             }
             let errors: u64 = runs.iter().map(|x| x.report.errors_total).sum();
+            let mut error_kinds: BTreeMap<String, u64> = BTreeMap::new();
+            for x in &runs {
+                for (k, v) in &x.report.errors {
+                    *error_kinds.entry(k.clone()).or_default() += v;
+                }
+            }
             if errors > 0 {
                 flags.push("errors");
             }
@@ -99,10 +109,13 @@ pub fn aggregate(r: &Results) -> BTreeMap<(usize, String), Agg> {
                 first_mean_ms: m(&|x| x.report.first_response.mean_ms),
                 response_mean_ms: m(&|x| x.report.response.mean_ms),
                 connect_mean_ms: m(&|x| x.report.connect.mean_ms),
+                connect_p50_ms: m(&|x| x.report.connect.p50_ms),
+                response_p50_ms: m(&|x| x.report.response.p50_ms),
                 server_us: m(&|x| per_fetch_us(x.server_cpu_secs, x.report.fetches)),
                 client_util,
                 server_util: m(&|x| x.server_cpu_secs / x.wall_secs.max(1e-9)),
                 errors,
+                error_kinds,
                 unfinished: runs.iter().map(|x| x.report.unfinished).sum(),
                 max_parallel: runs
                     .iter()
@@ -266,7 +279,11 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
                     b.map_or("–".into(), |b| fmt_ratio(a.server_us, b.server_us)),
                     a.client_util * 100.0,
                     a.core_busy.iter().sum::<f64>() / a.core_busy.len().max(1) as f64 * 100.0,
-                    a.errors,
+                    if a.errors == 0 {
+                        "0".to_string()
+                    } else {
+                        a.error_kinds.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ")
+                    },
                     a.flags.join(", ")
                 );
             }
@@ -284,9 +301,11 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
          all cores over the run, everything on the machine included (client, server, kernel, and any other work on \
          a shared machine: see the background figure above). Client CPU = the client's utime + stime / wall time: at ≥ {:.0}% of its one core a run is flagged \
          client-bound (the client, not the server, may be the limit). \"vs {base}\" is the ratio to {base} \
-         (fetches/s: higher is better; CPU: lower is better).\n",
+         (fetches/s: higher is better; CPU: lower is better). Errors are summed over the rounds; `no_slot` means \
+         the client had all its connections open waiting for a server that had fallen behind.\n",
         CLIENT_BOUND * 100.0
     );
+    summary(&mut s, r, &agg, &base);
     // Bandwidth bound.
     let _ = writeln!(s, "#### Bandwidth bound (paper 004, §4.1)\n");
     let _ = writeln!(
@@ -356,6 +375,73 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
         let _ = writeln!(s, "Note: {n}\n");
     }
     s
+}
+
+fn geo_mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
+}
+
+/// What the tables say, computed: per server, throughput and CPU ratios to the baseline
+/// over the points where they mean something, and how many results are flagged.
+fn summary(s: &mut String, r: &Results, agg: &BTreeMap<(usize, String), Agg>, base: &str) {
+    let _ = writeln!(s, "#### Summary\n");
+    let _ = writeln!(
+        s,
+        "Computed from the tables above. Throughput ratios use the closed-loop points (parallel and session \
+         series: the server sets the pace); in rate series the offer sets it, so only their CPU counts. Geometric \
+         means, with the range.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| server | fetches/s vs {base} | server CPU per fetch vs {base} | flagged client-bound | below offered rate | with errors |\n|---|---|---|---|---|---|"
+    );
+    for sv in &r.servers {
+        let (mut tput, mut cpu) = (Vec::new(), Vec::new());
+        let (mut client, mut below, mut errors) = (0, 0, 0);
+        for (pi, p) in r.points.iter().enumerate() {
+            let (Some(a), Some(b)) = (
+                agg.get(&(pi, sv.name.clone())),
+                agg.get(&(pi, base.to_string())),
+            ) else {
+                continue;
+            };
+            if p.kind != Kind::Rate && a.fetches_per_sec > 0.0 && b.fetches_per_sec > 0.0 {
+                tput.push(a.fetches_per_sec / b.fetches_per_sec);
+            }
+            if a.server_us > 0.0 && b.server_us > 0.0 {
+                cpu.push(a.server_us / b.server_us);
+            }
+            client += a.flags.contains(&"client-bound") as u32;
+            below += a.flags.contains(&"below offered rate") as u32;
+            errors += a.flags.contains(&"errors") as u32;
+        }
+        let range = |v: &[f64]| {
+            if v.is_empty() {
+                "–".to_string()
+            } else {
+                let lo = v.iter().copied().fold(f64::MAX, f64::min);
+                let hi = v.iter().copied().fold(0.0, f64::max);
+                format!(
+                    "{:.2}× ({:.2}–{:.2}, {} points)",
+                    geo_mean(v),
+                    lo,
+                    hi,
+                    v.len()
+                )
+            }
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {client} | {below} | {errors} |",
+            sv.name,
+            range(&tput),
+            range(&cpu)
+        );
+    }
+    let _ = writeln!(s);
 }
 
 fn kind_name(k: Kind) -> &'static str {
