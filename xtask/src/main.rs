@@ -5,6 +5,7 @@
 //!   one-minute side-by-side bench (`bareweb bench --smoke`, xtask/src/bench.rs).
 //! - `setup` — only the installation part of `test`.
 //! - `fuzz [SECS]` — every cargo-fuzz target for SECS seconds (see `fuzz.rs`).
+//! - `bench-smoke` — only the smoke bench stage of `test` (see `bench.rs`).
 
 mod fuzz;
 
@@ -28,16 +29,18 @@ fn main() -> ExitCode {
     let result = match task {
         "test" => setup().and_then(|()| test()),
         "setup" => setup(),
+        "bench-smoke" => setup().and_then(|()| bench::bench_smoke()),
         "fuzz" => match args.get(1).map(|s| s.parse::<u64>()) {
             None => fuzz::fuzz(60),
             Some(Ok(secs)) => fuzz::fuzz(secs),
             Some(Err(_)) => Err("usage: cargo xtask fuzz [SECS]".into()),
         },
         _ => {
-            eprintln!("usage: cargo xtask <test|setup|fuzz>");
+            eprintln!("usage: cargo xtask <test|setup|fuzz|bench-smoke>");
             eprintln!("  test   install what the tests need, then run every test");
             eprintln!("  setup  only install (rustup target, Debian packages when root)");
             eprintln!("  fuzz [SECS]  run every fuzz target SECS seconds (default 60)");
+            eprintln!("  bench-smoke  only `bareweb bench --smoke` and its checks (root)");
             return if task == "help" {
                 ExitCode::SUCCESS
             } else {
