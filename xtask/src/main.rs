@@ -6,6 +6,8 @@
 
 use std::process::{Command, ExitCode};
 
+mod smp;
+
 /// Debian packages the whole-system tests use.
 const APT_PACKAGES: &[&str] = &[
     "iproute2",
@@ -131,6 +133,7 @@ fn test() -> Result<(), String> {
         "x86_64-unknown-none",
     ]))?;
     run(Command::new(&cargo).args(["test", "--workspace"]))?;
+    smp::loom_ring(&cargo)?;
     system_tests(&cargo)
 }
 

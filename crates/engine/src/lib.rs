@@ -20,6 +20,8 @@ pub mod http;
 pub mod nic;
 pub mod resource;
 #[cfg(any(test, feature = "alloc"))]
+pub mod ring;
+#[cfg(any(test, feature = "alloc"))]
 pub mod server;
 pub mod site;
 pub mod stats;
