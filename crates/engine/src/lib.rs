@@ -14,6 +14,8 @@
 #[cfg(any(test, feature = "alloc"))]
 extern crate alloc;
 
+#[cfg(any(test, feature = "alloc"))]
+pub mod cores;
 #[cfg(any(test, feature = "std"))]
 pub mod fake;
 pub mod http;

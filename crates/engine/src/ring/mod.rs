@@ -271,16 +271,19 @@ impl<T> Consumer<T> {
         Some(cell.with(|p| f(unsafe { &*p })))
     }
 
-    /// The `i`-th oldest published slot (0 = front), if published; it stays in the ring.
+    /// The `i`-th oldest slot (0 = front) among those [`available`](Self::available) last
+    /// counted; it stays in the ring. Does not look for newly published slots, so it can
+    /// take `&self` while earlier results are still borrowed.
     #[cfg(not(loom))]
-    pub fn peek(&mut self, i: usize) -> Option<&T> {
-        if !self.has(i) {
+    pub fn peek(&self, i: usize) -> Option<&T> {
+        if self.tail_cache.wrapping_sub(self.head) <= i {
             return None;
         }
         let p = self.inner.slots[self.head.wrapping_add(i) & self.inner.mask].ptr();
-        // SAFETY: slot `head + i` is inside the published window `head..tail`, which the
-        // producer does not write until `head` moves past it, and `head` moves only in
-        // `pop`, which needs `&mut self` and so cannot run while this borrow lives.
+        // SAFETY: slot `head + i` is inside the published window `head..tail_cache` (an
+        // Acquire load of `tail`), which the producer does not write until `head` moves
+        // past it, and `head` moves only in `pop`, which needs `&mut self` and so cannot
+        // run while this borrow lives.
         Some(unsafe { &*p })
     }
 
@@ -322,6 +325,11 @@ impl<T> Consumer<T> {
         Gauge {
             inner: self.inner.clone(),
         }
+    }
+
+    /// Most slots that were ever full at once (as the producer last published it).
+    pub fn high_water(&self) -> usize {
+        self.inner.high_water.load(Ordering::Relaxed)
     }
 }
 
