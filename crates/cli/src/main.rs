@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod cores;
 mod image;
 mod serve;
 mod util;
@@ -74,6 +75,8 @@ struct ServeArgs {
     /// The server's MAC address (default: a locally administered one).
     #[arg(long)]
     mac: Option<String>,
+    #[command(flatten)]
+    cores: cores::CoresArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

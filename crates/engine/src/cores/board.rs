@@ -399,6 +399,7 @@ pub const PAGE_HTML: &str = include_str!("stats.html");
 
 /// A site with the stats page added at [`PAGE_PATH`] (and a redirect from the path
 /// without its slash); every other path is the inner site's.
+#[derive(Debug, Clone, Copy)]
 pub struct WithStatsPage<L>(pub L);
 
 /// Entity tag of the page: changes with the crate version.

@@ -307,6 +307,9 @@ impl<L: Lookup<'static>> Server<L> {
             Sched::Imt => {
                 while rounds < ROUND_BUDGET {
                     rounds += 1;
+                    // The clock as last read, so a long poll does not stamp late frames
+                    // (and stay times) with its start.
+                    self.now_ns = mark;
                     let n = rx.burst(&mut frames);
                     for f in &frames[..n] {
                         self.handle_frame(rx.bytes(f), tx);
@@ -334,6 +337,9 @@ impl<L: Lookup<'static>> Server<L> {
             Sched::Ist => {
                 while rounds < ROUND_BUDGET {
                     rounds += 1;
+                    // The clock as last read, so a long poll does not stamp late frames
+                    // (and stay times) with its start.
+                    self.now_ns = mark;
                     let n = rx.burst(&mut frames);
                     for f in &frames[..n] {
                         self.handle_frame(rx.bytes(f), tx);
