@@ -3,6 +3,9 @@
 //! - `test`  — installs what the tests need (rustup target, Debian packages when run as
 //!   root) and runs every test: fmt, clippy, unit tests, whole-system tests.
 //! - `setup` — only the installation part of `test`.
+//! - `fuzz [SECS]` — every cargo-fuzz target for SECS seconds (see `fuzz.rs`).
+
+mod fuzz;
 
 use std::process::{Command, ExitCode};
 
@@ -24,10 +27,16 @@ fn main() -> ExitCode {
     let result = match task {
         "test" => setup().and_then(|()| test()),
         "setup" => setup(),
+        "fuzz" => match args.get(1).map(|s| s.parse::<u64>()) {
+            None => fuzz::fuzz(60),
+            Some(Ok(secs)) => fuzz::fuzz(secs),
+            Some(Err(_)) => Err("usage: cargo xtask fuzz [SECS]".into()),
+        },
         _ => {
-            eprintln!("usage: cargo xtask <test|setup>");
+            eprintln!("usage: cargo xtask <test|setup|fuzz>");
             eprintln!("  test   install what the tests need, then run every test");
             eprintln!("  setup  only install (rustup target, Debian packages when root)");
+            eprintln!("  fuzz [SECS]  run every fuzz target SECS seconds (default 60)");
             return if task == "help" {
                 ExitCode::SUCCESS
             } else {
@@ -57,7 +66,7 @@ fn is_root() -> bool {
 }
 
 /// Runs a command, echoing it, and turns a non-zero exit into an error.
-fn run(cmd: &mut Command) -> Result<(), String> {
+pub(crate) fn run(cmd: &mut Command) -> Result<(), String> {
     eprintln!("+ {cmd:?}");
     let status = cmd
         .status()
@@ -134,7 +143,14 @@ fn test() -> Result<(), String> {
     ]))?;
     run(Command::new(&cargo).args(["test", "--workspace"]))?;
     smp::loom_ring(&cargo)?;
-    system_tests(&cargo)
+    system_tests(&cargo)?;
+    // Every parser and the whole server under the fuzzer, briefly (BAREWEB_FUZZ_SECS per
+    // target, default 20); `cargo xtask fuzz 600` digs deeper.
+    let secs = std::env::var("BAREWEB_FUZZ_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    fuzz::fuzz(secs)
 }
 
 /// Whole-system tests: `bareweb serve` in network namespaces, driven by pytest.

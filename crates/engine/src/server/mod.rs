@@ -1281,7 +1281,8 @@ impl<L: Lookup<'static>> Server<L> {
         self.send_bare(dst_mac, dst, &repr, tx);
     }
 
-    /// RST on an existing connection with a given sequence number, then free it.
+    /// RST on an existing connection with a given sequence number (the caller frees the
+    /// TCB where the connection ends; in SYN-RECEIVED an unacceptable ACK keeps it).
     fn send_reset_raw<T: TxRing>(&mut self, id: u32, seq_number: u32, tx: &mut T) {
         let t = &self.tcbs.0[id as usize];
         let repr = wtcp::Repr {
