@@ -22,6 +22,7 @@ pub const TARGETS: &[&str] = &[
     "http_request",
     "site_load",
     "server",
+    "netcore",
 ];
 
 /// Installs nightly (minimal profile) and cargo-fuzz if they are missing.
