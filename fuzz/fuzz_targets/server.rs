@@ -27,11 +27,7 @@ fn site() -> Site<'static> {
     static IMAGE: OnceLock<Vec<u8>> = OnceLock::new();
     let image = IMAGE.get_or_init(|| {
         build_from_files(&[
-            (
-                "/index.html".into(),
-                b"<h1>fuzz</h1>".to_vec(),
-                1_700_000_000,
-            ),
+            ("/index.html".into(), b"<h1>fuzz</h1>".to_vec(), 1_700_000_000),
             ("/big.bin".into(), vec![7u8; 20_000], 1_700_000_000),
         ])
         .expect("fuzz site builds")
