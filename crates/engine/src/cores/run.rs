@@ -24,6 +24,16 @@ pub struct CoreCtx<'a> {
     pub stop: &'a AtomicBool,
 }
 
+/// What the idle hook is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Idle {
+    /// Empty polls in a row so far (at least 1).
+    pub polls: u32,
+    /// Connections the core's server holds (a platform may nap shorter when some are
+    /// open, since frames for them can come from other cores' rings).
+    pub connections: usize,
+}
+
 /// What one core did, returned when it stops.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RunSummary {
@@ -37,15 +47,15 @@ fn activity(c: &NicCounters) -> u64 {
     c.dispatched.wrapping_add(c.drained)
 }
 
-/// Runs one core until `ctx.stop` is set. `idle(nic, n)` is called after the `n`-th empty
-/// poll in a row (n ≥ 1): the platform spins, sleeps or waits for the device there.
+/// Runs one core until `ctx.stop` is set. `idle(nic, state)` is called after every empty
+/// poll: the platform spins, sleeps or waits for the device there.
 pub fn run_core<L, N, C, A>(
     server: &mut Server<L>,
     nic: &mut N,
     clock: &C,
     log: &mut A,
     ctx: &CoreCtx<'_>,
-    mut idle: impl FnMut(&mut N, u32),
+    mut idle: impl FnMut(&mut N, Idle),
 ) -> RunSummary
 where
     L: Lookup<'static>,
@@ -77,7 +87,11 @@ where
         } else {
             idle_polls += 1;
             idle_run = idle_run.saturating_add(1);
-            idle(nic, idle_run);
+            let state = Idle {
+                polls: idle_run,
+                connections: server.active(),
+            };
+            idle(nic, state);
         }
     }
     let elapsed_ns = clock.now_ns().saturating_sub(start);
