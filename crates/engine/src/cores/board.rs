@@ -12,7 +12,6 @@
 //! JS and SVG (no external assets) that polls the JSON; [`WithStatsPage`] adds it to a site.
 
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 use core::fmt::{self, Write as _};
 use core::sync::atomic::{fence, AtomicU64, Ordering};
 
@@ -453,11 +452,6 @@ impl Snapshot {
             .position(|(n, _)| *n == name)
             .map_or(0, |i| self.words[i])
     }
-}
-
-/// Collects every core's snapshot (allocates; for platforms, never on the request path).
-pub fn snapshots(board: &Board) -> Vec<Snapshot> {
-    (0..board.cores()).map(|c| board.snapshot(c)).collect()
 }
 
 #[cfg(test)]

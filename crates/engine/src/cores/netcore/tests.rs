@@ -512,3 +512,71 @@ fn many_connections_spread_over_both_cores() {
     assert_eq!(m.http[0].0.active(), 3);
     assert_eq!(m.http[1].0.active(), 3);
 }
+
+// ------------------------------------------------------------------ the stats JSON
+
+/// The stats JSON through an ordinary `Server`: each response holds one of the server's
+/// four dynamic buffers until the client acknowledges it (retransmissions re-read it);
+/// a fifth concurrent request gets 503; an acknowledged response frees its buffer.
+#[test]
+fn stats_json_buffers_are_held_until_acknowledged() {
+    use crate::cores::board::{Board, Role};
+    use crate::fake::FakeNic;
+
+    let board: &'static Board = Box::leak(Box::new(Board::new("single", &[Role::Single])));
+    let mut server = Server::new(config(8), site(), SERVER_MAC);
+    server.serve_stats(board, 0);
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let clock = TestClock(Rc::new(Cell::new(1_000_000)));
+    let get = b"GET /.well-known/bareweb/stats HTTP/1.1\r\nHost: t\r\n\r\n";
+    let ack_flags = flags(false, true, false, false);
+    let mut step = |frames: Vec<Vec<u8>>| -> Vec<Seg> {
+        clock.0.set(clock.0.get() + 1_000_000);
+        nic.rx.inbox.extend(frames);
+        server.poll(&mut nic, &clock, &mut NoLog);
+        let out = core::mem::take(&mut nic.tx.outbox);
+        out.iter().filter_map(|f| parse(f)).collect()
+    };
+    // Opens a connection, asks for the JSON, acknowledges nothing of the answer.
+    let ask = |step: &mut dyn FnMut(Vec<Vec<u8>>) -> Vec<Seg>, port: u16| -> (u32, Vec<u8>) {
+        let out = step(vec![syn(port)]);
+        let iss = out[0].seq;
+        let out = step(vec![
+            tcp_frame(port, 1001, Some(iss + 1), ack_flags, &[]),
+            tcp_frame(port, 1001, Some(iss + 1), ack_flags, get),
+        ]);
+        let body: Vec<u8> = out.iter().flat_map(|s| s.payload.clone()).collect();
+        (iss, body)
+    };
+    let mut held = Vec::new();
+    for i in 0..4u16 {
+        let (iss, resp) = ask(&mut step, 6000 + i);
+        let text = String::from_utf8_lossy(&resp).into_owned();
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+        let (head, json) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.contains("application/json"));
+        assert!(head.contains(&format!("Content-Length: {}", json.len())));
+        assert!(json.starts_with("{\"mode\":\"single\",\"cores\":[{\"core\":0,"));
+        assert_eq!(json.matches('{').count(), json.matches('}').count());
+        held.push((6000 + i, iss, resp.len() as u32));
+    }
+    let (_, resp) = ask(&mut step, 6004);
+    assert!(
+        resp.starts_with(b"HTTP/1.1 503 Service Unavailable\r\n"),
+        "{}",
+        String::from_utf8_lossy(&resp)
+    );
+    // The client acknowledges the first JSON response: its buffer is free again.
+    let (port, iss, len) = held[0];
+    step(vec![tcp_frame(
+        port,
+        1001 + get.len() as u32,
+        Some(iss + 1 + len),
+        ack_flags,
+        &[],
+    )]);
+    let (_, resp) = ask(&mut step, 6005);
+    assert!(resp.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    drop(step);
+    assert_eq!(server.stats().http_5xx, 1);
+}
