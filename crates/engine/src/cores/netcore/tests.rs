@@ -577,6 +577,5 @@ fn stats_json_buffers_are_held_until_acknowledged() {
     )]);
     let (_, resp) = ask(&mut step, 6005);
     assert!(resp.starts_with(b"HTTP/1.1 200 OK\r\n"));
-    drop(step);
     assert_eq!(server.stats().http_5xx, 1);
 }
