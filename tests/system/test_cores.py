@@ -133,3 +133,44 @@ def test_stop_prints_per_core_lines_and_totals():
     assert sum(1 for line in out.splitlines() if line.startswith("  core ")) == 2
     assert counters["http_requests"] >= 11  # the readiness probe and ours
     assert counters["tcbs_in_use"] == 0
+
+
+def test_default_falls_back_to_netcore_without_a_multiqueue_tap():
+    """`--cores 2` defaults to per-queue mode only when the TAP can have a queue per core;
+    on an existing single-queue TAP it says so and serves in network-core mode."""
+    import subprocess
+
+    from conftest import BIN, Netns, require_root
+
+    require_root()
+    ns = Netns("bws")
+    log = open(f"/tmp/{ns.name}.log", "w+")
+    proc = None
+    try:
+        ns.run("ip", "tuntap", "add", "bw0", "mode", "tap")
+        proc = subprocess.Popen(ns.cmd(BIN, "serve", SITE, "--tap", "bw0", "--ip", f"{SERVER_IP}/24",
+                                       "--cores", "2"), stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 20
+        code = ""
+        while time.time() < deadline and code != "200":
+            assert proc.poll() is None, "server exited"
+            code = ns.run("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "1",
+                          URL + "/", check=False).stdout
+            time.sleep(0.1)
+        assert code == "200"
+        st = json.loads(ns.run("curl", "-sS", "--max-time", "5", URL + STATS).stdout)
+        assert st["mode"] == "netcore"
+        assert [c["role"] for c in st["cores"]] == ["net", "http"]
+    finally:
+        if proc is not None:
+            proc.send_signal(2)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.seek(0)
+        out = log.read()
+        log.close()
+        ns.close()
+    assert "offers no queue per core" in out, out

@@ -86,8 +86,21 @@ where
             if mode == Mode::PerQueue { " multi_queue" } else { "" }
         )
     };
+    let mut mode = mode;
     let mut queues = match mode {
-        Mode::PerQueue => Tap::open_multi(p.tap, p.mac, args.cores).map_err(open_err)?,
+        Mode::PerQueue => match Tap::open_multi(p.tap, p.mac, args.cores) {
+            Ok(q) => q,
+            // Per-queue is only the default when the device offers a queue per core.
+            Err(e) if args.mode.is_none() => {
+                eprintln!(
+                    "bareweb: {} offers no queue per core ({e}); using --mode netcore",
+                    p.tap
+                );
+                mode = Mode::NetCore { bsp_http: false };
+                vec![Tap::open(p.tap, p.mac).map_err(open_err)?]
+            }
+            Err(e) => return Err(open_err(e)),
+        },
         _ => vec![Tap::open(p.tap, p.mac).map_err(open_err)?],
     };
     let name = queues[0].name().to_string();
