@@ -34,9 +34,9 @@ def require_root():
 class Netns:
     counter = 0
 
-    def __init__(self):
+    def __init__(self, prefix="bwt"):
         Netns.counter += 1
-        self.name = f"bwt{os.getpid()}n{Netns.counter}"
+        self.name = f"{prefix}{os.getpid()}n{Netns.counter}"
         subprocess.run(["ip", "netns", "add", self.name], check=True)
         subprocess.run(["ip", "-n", self.name, "link", "set", "lo", "up"], check=True)
 
@@ -60,9 +60,9 @@ class Netns:
 class Server:
     """`bareweb serve` inside a namespace, with its counters read at stop."""
 
-    def __init__(self, extra=(), site=SITE):
+    def __init__(self, extra=(), site=SITE, prefix="bwt"):
         require_root()
-        self.ns = Netns()
+        self.ns = Netns(prefix)
         self.log = open(f"/tmp/{self.ns.name}.log", "w+")
         self.mac = "02:00:00:00:00:02"
         self.proc = subprocess.Popen(

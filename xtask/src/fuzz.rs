@@ -22,6 +22,7 @@ pub const TARGETS: &[&str] = &[
     "http_request",
     "site_load",
     "server",
+    "netcore",
     // The load generator's response reader (crates/loadgen/src/http.rs).
     "http_response",
 ];

@@ -12,6 +12,7 @@ mod fuzz;
 use std::process::{Command, ExitCode};
 
 mod bench;
+mod smp;
 
 /// Debian packages the whole-system tests use.
 const APT_PACKAGES: &[&str] = &[
@@ -147,6 +148,7 @@ fn test() -> Result<(), String> {
         "x86_64-unknown-none",
     ]))?;
     run(Command::new(&cargo).args(["test", "--workspace"]))?;
+    smp::loom_ring(&cargo)?;
     system_tests(&cargo)?;
     // Every parser and the whole server under the fuzzer, briefly (BAREWEB_FUZZ_SECS per
     // target, default 20); `cargo xtask fuzz 600` digs deeper.

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod bench;
+mod cores;
 mod image;
 mod load;
 mod serve;
@@ -83,6 +84,8 @@ struct ServeArgs {
     /// The server's MAC address (default: a locally administered one).
     #[arg(long)]
     mac: Option<String>,
+    #[command(flatten)]
+    cores: cores::CoresArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -1,11 +1,14 @@
-//! `bareweb serve`: the engine on a TAP device, one core, until Ctrl-C.
+//! `bareweb serve`: the engine on a TAP device until Ctrl-C; the cores themselves are run
+//! by [`crate::cores`] (one core unless `--cores`).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bareweb_engine::server::{AccessLog, AccessRecord, Config, Sched, Server, Timeouts};
+use bareweb_engine::server::{AccessLog, AccessRecord, Config, Sched, Timeouts};
 use bareweb_engine::wire::EthernetAddress;
-use bareweb_host::{netif, SystemClock, Tap};
+use bareweb_host::netif;
+
+use crate::cores;
 
 use crate::util::{load_site, parse_cidr, parse_ip, parse_mac, random_bytes};
 use crate::{SchedArg, ServeArgs};
@@ -68,13 +71,6 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
                 .ok_or("no free address for the host side: give --host-ip")?,
         ),
     };
-    let mut tap = Tap::open(&a.tap, mac).map_err(|e| {
-        format!("cannot open TAP {:?}: {e} (run as root, or create it first: sudo ip tuntap add {} mode tap user $USER)", a.tap, a.tap)
-    })?;
-    if let Some(h) = host_ip {
-        netif::configure(tap.name(), h, prefix)
-            .map_err(|e| format!("cannot configure {}: {e}", tap.name()))?;
-    }
     let mut cfg = Config::new(ip, prefix);
     cfg.gateway = gateway;
     cfg.port = a.port;
@@ -90,30 +86,32 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         ..Timeouts::default()
     };
     let files = site.len();
-    let mut server = Server::new(cfg, site, mac);
-    let clock = SystemClock::new();
     install_signal_handlers();
     let host = host_ip.map_or("unchanged".to_string(), |h| format!("{h}/{prefix}"));
-    eprintln!(
-        "bareweb: serving {files} files at http://{ip}:{}/ on {} (server MAC {mac}, host side {host}); Ctrl-C stops",
-        a.port,
-        tap.name()
-    );
-    let mut log = Clf(std::io::BufWriter::new(std::io::stdout()));
-    while !STOP.load(Ordering::Relaxed) {
-        let worked = if a.access_log {
-            server.poll(&mut tap, &clock, &mut log)
-        } else {
-            server.poll(&mut tap, &clock, &mut bareweb_engine::server::NoLog)
-        };
-        if !worked {
-            // Nothing to do: sleep until a frame arrives or the next timer tick.
-            tap.wait(10);
-        }
+    let port = a.port;
+    let banner = move |on: &str| {
+        eprintln!(
+            "bareweb: serving {files} files at http://{ip}:{port}/ on {on} (server MAC {mac}, host side {host}); Ctrl-C stops"
+        )
+    };
+    let prepared = cores::Prepared {
+        site,
+        cfg,
+        mac,
+        tap: &a.tap,
+        configure: |name: &str| match host_ip {
+            Some(h) => netif::configure(name, h, prefix)
+                .map_err(|e| format!("cannot configure {name}: {e}")),
+            None => Ok(()),
+        },
+        stop: &STOP,
+        banner: &banner,
+    };
+    if a.access_log {
+        cores::serve(&a.cores, prepared, |_| {
+            Clf(std::io::BufWriter::new(std::io::stdout()))
+        })
+    } else {
+        cores::serve(&a.cores, prepared, cores::no_log)
     }
-    eprintln!("bareweb: stopped; counters:");
-    for (name, v) in server.stats().fields() {
-        eprintln!("  {name:22} {v}");
-    }
-    Ok(())
 }

@@ -16,11 +16,15 @@ extern crate alloc;
 
 #[cfg(test)]
 mod capture_tests;
+#[cfg(any(test, feature = "alloc"))]
+pub mod cores;
 #[cfg(any(test, feature = "std"))]
 pub mod fake;
 pub mod http;
 pub mod nic;
 pub mod resource;
+#[cfg(any(test, feature = "alloc"))]
+pub mod ring;
 #[cfg(any(test, feature = "alloc"))]
 pub mod server;
 pub mod site;

@@ -1,5 +1,10 @@
 //! Counters owned by one core: plain `u64`s, bumped on the hot path, read by the platform
 //! (Ctrl-C summary, tests, the stats page). Every dropped frame is counted by its reason.
+//! [`CoreTimes`] and [`Stay`] are the papers' live measurements (issue 4); a core
+//! publishes all of them to the shared board in `cores::board`.
+
+/// Number of counters in [`Stats::fields`].
+pub const STATS_FIELDS: usize = 33;
 
 /// All counters of one engine instance.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -74,7 +79,7 @@ pub struct Stats {
 
 impl Stats {
     /// (name, value) pairs, for printing and JSON.
-    pub fn fields(&self) -> [(&'static str, u64); 33] {
+    pub fn fields(&self) -> [(&'static str, u64); STATS_FIELDS] {
         [
             ("rx_frames", self.rx_frames),
             ("tx_frames", self.tx_frames),
@@ -110,5 +115,67 @@ impl Stats {
             ("tcbs_max", self.tcbs_max),
             ("run_list_max", self.run_list_max),
         ]
+    }
+}
+
+/// Where one core's time went (the papers' RCV / HTTP / Main split), in nanoseconds of the
+/// platform clock (TSC on the bare machine, the monotonic clock on the host). Main (idle
+/// polling, timers, sleeping) is what remains of the elapsed time.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CoreTimes {
+    /// Receiving: reading a burst and handling its frames (Ethernet through TCP input).
+    pub rcv_ns: u64,
+    /// HTTP steps: parsing requests, choosing responses, sending segments.
+    pub http_ns: u64,
+    /// Poll rounds that found work.
+    pub busy_polls: u64,
+}
+
+/// Stay time of requests (paper 000 Fig. 13): from a connection's first GET to the
+/// client's final ACK, and how many requests were in that span at once (Fig. 14, "max
+/// parallel").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stay {
+    /// Connections that closed gracefully after at least one request.
+    pub count: u64,
+    /// Sum of their stay times.
+    pub total_ns: u64,
+    /// Longest stay time.
+    pub max_ns: u64,
+    /// Histogram: bucket 0 counts stays under 1 µs, bucket `i` those in `[2^(i-1), 2^i)` µs
+    /// (the last bucket takes the rest).
+    pub hist: [u64; STAY_BUCKETS],
+    /// Connections between their first GET and their end now.
+    pub parallel: u64,
+    /// Most connections between GET and end at once.
+    pub parallel_max: u64,
+}
+
+/// Buckets of [`Stay::hist`]: below 1 µs, 2 µs, 4 µs … 2^23 µs (8.4 s), and the rest.
+pub const STAY_BUCKETS: usize = 24;
+
+impl Stay {
+    /// Records one finished stay.
+    pub fn record(&mut self, ns: u64) {
+        self.count += 1;
+        self.total_ns = self.total_ns.saturating_add(ns);
+        self.max_ns = self.max_ns.max(ns);
+        let us = ns / 1000;
+        let bucket = (64 - us.leading_zeros() as usize).min(STAY_BUCKETS - 1);
+        self.hist[bucket] += 1;
+    }
+}
+
+impl CoreTimes {
+    /// Adds `[from, to)` to RCV; returns `to`, the next interval's start.
+    pub fn add_rcv(&mut self, from: u64, to: u64) -> u64 {
+        self.rcv_ns += to.saturating_sub(from);
+        to
+    }
+
+    /// Adds `[from, to)` to HTTP; returns `to`.
+    pub fn add_http(&mut self, from: u64, to: u64) -> u64 {
+        self.http_ns += to.saturating_sub(from);
+        to
     }
 }

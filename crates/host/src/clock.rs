@@ -4,7 +4,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use bareweb_engine::nic::Clock;
 
-/// Monotonic and wall clocks of the OS.
+/// Monotonic and wall clocks of the OS. Clones share the monotonic zero, so every core's
+/// times are comparable.
+#[derive(Debug, Clone, Copy)]
 pub struct SystemClock {
     start: Instant,
 }

@@ -1,11 +1,12 @@
 //! bareweb on Linux: the engine's [`Nic`](bareweb_engine::nic::Nic) over a TAP device,
-//! a [`Clock`](bareweb_engine::nic::Clock) from the OS, and the run loop that drives one
-//! engine instance on one thread.
+//! a [`Clock`](bareweb_engine::nic::Clock) from the OS, and the threads that drive one
+//! engine instance per core ([`cores`]).
 //!
 //! This crate owns every system call the host platform makes; the engine makes none.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod clock;
+pub mod cores;
 pub mod netif;
 pub mod tap;
 

@@ -19,6 +19,7 @@ const RX_POOL: usize = 64;
 
 const IFF_TAP: libc::c_short = 0x0002;
 const IFF_NO_PI: libc::c_short = 0x1000;
+const IFF_MULTI_QUEUE: libc::c_short = 0x0100;
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 
 #[repr(C)]
@@ -59,6 +60,20 @@ impl Tap {
     /// Opens (creating if needed) the TAP device `name`. Needs CAP_NET_ADMIN unless the
     /// device was made persistent for this user (`ip tuntap add ... user U`).
     pub fn open(name: &str, mac: EthernetAddress) -> io::Result<Tap> {
+        Self::open_flags(name, mac, IFF_TAP | IFF_NO_PI)
+    }
+
+    /// Opens `queues` queues of the multi-queue TAP device `name` (IFF_MULTI_QUEUE: one fd
+    /// per queue). The kernel spreads received flows over the queues by their hash and
+    /// keeps a flow on the queue that last sent for it, so each queue is one core's
+    /// queue pair (per-queue mode). Fails if the device exists without multi-queue.
+    pub fn open_multi(name: &str, mac: EthernetAddress, queues: usize) -> io::Result<Vec<Tap>> {
+        (0..queues.max(1))
+            .map(|_| Self::open_flags(name, mac, IFF_TAP | IFF_NO_PI | IFF_MULTI_QUEUE))
+            .collect()
+    }
+
+    fn open_flags(name: &str, mac: EthernetAddress, flags: libc::c_short) -> io::Result<Tap> {
         if name.is_empty() || name.len() >= libc::IFNAMSIZ {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -80,7 +95,7 @@ impl Tap {
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let mut req = IfReq {
             name: [0; libc::IFNAMSIZ],
-            flags: IFF_TAP | IFF_NO_PI,
+            flags,
             _pad: [0; 22],
         };
         req.name[..name.len()].copy_from_slice(name.as_bytes());
@@ -137,6 +152,22 @@ impl Tap {
 }
 
 impl TapRx {
+    /// Waits up to `us` microseconds for a frame to arrive (`ppoll`, finer than `wait`).
+    pub fn wait_us(&self, us: u64) {
+        let mut p = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ts = libc::timespec {
+            tv_sec: (us / 1_000_000) as libc::time_t,
+            tv_nsec: ((us % 1_000_000) * 1000) as libc::c_long,
+        };
+        // SAFETY: p is a valid pollfd array of length 1 and ts a valid timespec for the
+        // duration of the call; a null sigmask leaves the mask unchanged.
+        unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+    }
+
     /// Waits up to `timeout_ms` for a frame to arrive.
     pub fn wait(&self, timeout_ms: i32) {
         let mut p = libc::pollfd {

@@ -44,6 +44,8 @@ mod response;
 mod target;
 
 pub use date::{clf_date, ClfDate};
+/// IMF-fixdate (`Date` field) of a Unix time; used by dynamic responses (`cores::board`).
+pub use date::{format as imf_date, IMF_LEN};
 pub use request::{parse, Method, Parse, Request, Version};
 pub use response::{respond, respond_error, BodySlice, Response};
 
@@ -123,6 +125,7 @@ impl Status {
             431 => "Request Header Fields Too Large",
             500 => "Internal Server Error",
             501 => "Not Implemented",
+            503 => "Service Unavailable",
             505 => "HTTP Version Not Supported",
             _ => "",
         }

@@ -12,14 +12,15 @@ use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
 
+use crate::cores::board::{self, Board};
 use crate::http::{self, Parse};
 use crate::nic::{Clock, Nic, RxFrame, RxRing, TxRing, TX_HEAD_ROOM};
 use crate::resource::Lookup;
-use crate::stats::Stats;
+use crate::stats::{CoreTimes, Stats, Stay};
 use crate::tcp::isn::IsnGenerator;
 use crate::tcp::port_table::{Links, Peer, PortTable};
 use crate::tcp::seq;
-use crate::tcp::tcb::{Response, State, Tcb, RTO_INITIAL_MS};
+use crate::tcp::tcb::{Response, State, Tcb, NO_DYN, RTO_INITIAL_MS};
 use crate::wire::{
     arp, checksum, ethernet, ipv4, tcp as wtcp, ArpOperation, ArpPacket, ArpRepr, EtherType,
     EthernetAddress, EthernetFrame, IcmpPacket, IcmpRepr, IpProtocol, Ipv4Address, Ipv4Packet,
@@ -188,7 +189,26 @@ pub struct Server<L: Lookup<'static>> {
     next_tick_ns: u64,
     now_ns: u64,
     unix_secs: u64,
+    times: CoreTimes,
+    stay: Stay,
+    /// Connections freed this round, reported to `TxRing::connection_closed` at its end.
+    closed: Vec<(Peer, u64)>,
+    stats_page: Option<StatsPage>,
 }
+
+/// The stats JSON (issue 4): the first dynamic response. Its bytes are rendered into one
+/// of a few per-server buffers, allocated once, which the connection holds until the
+/// response is acknowledged (retransmissions re-read them); none free means 503.
+struct StatsPage {
+    board: &'static Board,
+    core: usize,
+    pool: Vec<u8>,
+    free: Vec<u8>,
+}
+
+/// Dynamic-response buffers per server, and their size.
+const DYN_SLOTS: usize = 4;
+const DYN_MAX: usize = board::JSON_MAX;
 
 /// Interval of the timer scan over all TCBs.
 const TICK_NS: u64 = 10_000_000;
@@ -215,6 +235,11 @@ impl<L: Lookup<'static>> Server<L> {
             next_tick_ns: 0,
             now_ns: 0,
             unix_secs: 0,
+            times: CoreTimes::default(),
+            stay: Stay::default(),
+            // A round frees at most the TCBs in use plus those its frames open.
+            closed: Vec::with_capacity(n + (ROUND_BUDGET as usize) * RX_BURST),
+            stats_page: None,
             site,
             mac,
             cfg,
@@ -236,6 +261,29 @@ impl<L: Lookup<'static>> Server<L> {
         self.cfg.tcbs - self.free.len()
     }
 
+    /// Where this core's time went (RCV / HTTP; Main is the rest).
+    pub fn times(&self) -> &CoreTimes {
+        &self.times
+    }
+
+    /// Stay times and parallel requests.
+    pub fn stay(&self) -> &Stay {
+        &self.stay
+    }
+
+    /// Answers `GET /.well-known/bareweb/stats` with the JSON of `board`, where this
+    /// server is core `core` (it publishes its own row first, so that row is current).
+    /// Allocates the response buffers now, once. Without this call the path is the
+    /// site's, as before.
+    pub fn serve_stats(&mut self, board: &'static Board, core: usize) {
+        self.stats_page = Some(StatsPage {
+            board,
+            core,
+            pool: vec![0; DYN_SLOTS * DYN_MAX],
+            free: (0..DYN_SLOTS as u8).collect(),
+        });
+    }
+
     /// One round: receive a burst and handle it, run HTTP work under the policy, fire due
     /// timers, flush the transmit ring once. Returns whether anything was done.
     pub fn poll<N: Nic, C: Clock, A: AccessLog>(
@@ -252,14 +300,23 @@ impl<L: Lookup<'static>> Server<L> {
         // Bounded so timers run and the transmit ring is flushed at least every
         // ROUND_BUDGET receive bursts, however busy the link.
         let mut rounds = 0;
+        // Time split (issue 4): a burst that brought frames counts as RCV up to the end of
+        // their handling, an HTTP step as HTTP; empty bursts and the rest are Main.
+        let mut mark = self.now_ns;
         match self.cfg.sched {
             Sched::Imt => {
                 while rounds < ROUND_BUDGET {
                     rounds += 1;
+                    // The clock as last read, so a long poll does not stamp late frames
+                    // (and stay times) with its start.
+                    self.now_ns = mark;
                     let n = rx.burst(&mut frames);
                     for f in &frames[..n] {
                         self.handle_frame(rx.bytes(f), tx);
                         rx.recycle(*f);
+                    }
+                    if n > 0 {
+                        mark = self.times.add_rcv(mark, clock.now_ns());
                     }
                     let stepped = match self.run.pop_front() {
                         Some(id) => {
@@ -268,6 +325,9 @@ impl<L: Lookup<'static>> Server<L> {
                         }
                         None => false,
                     };
+                    if stepped {
+                        mark = self.times.add_http(mark, clock.now_ns());
+                    }
                     if n == 0 && !stepped {
                         break;
                     }
@@ -277,16 +337,25 @@ impl<L: Lookup<'static>> Server<L> {
             Sched::Ist => {
                 while rounds < ROUND_BUDGET {
                     rounds += 1;
+                    // The clock as last read, so a long poll does not stamp late frames
+                    // (and stay times) with its start.
+                    self.now_ns = mark;
                     let n = rx.burst(&mut frames);
                     for f in &frames[..n] {
                         self.handle_frame(rx.bytes(f), tx);
                         rx.recycle(*f);
+                    }
+                    if n > 0 {
+                        mark = self.times.add_rcv(mark, clock.now_ns());
                     }
                     let pass = self.run.len();
                     for _ in 0..pass {
                         if let Some(id) = self.run.pop_front() {
                             self.http_step(id, tx, log);
                         }
+                    }
+                    if pass > 0 {
+                        mark = self.times.add_http(mark, clock.now_ns());
                     }
                     if n == 0 && pass == 0 {
                         break;
@@ -295,9 +364,15 @@ impl<L: Lookup<'static>> Server<L> {
                 }
             }
         }
+        if worked {
+            self.times.busy_polls += 1;
+        }
         if self.now_ns >= self.next_tick_ns {
             self.next_tick_ns = self.now_ns + TICK_NS;
             self.timers(tx, log);
+        }
+        for (peer, seen) in self.closed.drain(..) {
+            tx.connection_closed(peer, seen);
         }
         tx.flush();
         worked
@@ -771,6 +846,10 @@ impl<L: Lookup<'static>> Server<L> {
             if t.ack_pending {
                 self.send_ack(id, tx);
             }
+            let start = self.tcbs.0[idx].stay_start_ns;
+            if start != 0 {
+                self.stay.record(now.saturating_sub(start));
+            }
             self.free_tcb(id);
             return;
         }
@@ -811,6 +890,8 @@ impl<L: Lookup<'static>> Server<L> {
         if let Some(r) = self.tcbs.0[idx].resp {
             if seq::ge(self.tcbs.0[idx].snd_una, r.end()) {
                 self.tcbs.0[idx].resp = None;
+                let slot = core::mem::replace(&mut self.tcbs.0[idx].dyn_slot, NO_DYN);
+                self.release_dyn(slot);
             }
         }
         let t = &self.tcbs.0[idx];
@@ -837,10 +918,26 @@ impl<L: Lookup<'static>> Server<L> {
         let head = &mut self.head_slab[idx * http::HEAD_MAX..(idx + 1) * http::HEAD_MAX];
         let now = self.unix_secs;
         let name = self.cfg.server_name;
+        let mut dyn_slot = NO_DYN;
         let (resp, consumed) = match http::parse(rx) {
-            Parse::Complete { request, len } => {
-                (http::respond(&request, &self.site, now, name, head), len)
-            }
+            Parse::Complete { request, len } => match self.stats_page.as_mut() {
+                Some(page) if board::is_stats_target(request.target) => {
+                    // The serving core's own row is published now, so it is current.
+                    page.board
+                        .publish_server(page.core, &self.stats, &self.times, &self.stay);
+                    match page.free.pop() {
+                        Some(slot) => {
+                            dyn_slot = slot;
+                            let s = usize::from(slot);
+                            let out = &mut page.pool[s * DYN_MAX..(s + 1) * DYN_MAX];
+                            let r = board::respond_stats(page.board, &request, now, name, out);
+                            (r, len)
+                        }
+                        None => (http::respond_error(http::Status(503), now, name, head), len),
+                    }
+                }
+                _ => (http::respond(&request, &self.site, now, name, head), len),
+            },
             Parse::Partial => {
                 let t = &self.tcbs.0[idx];
                 if rx_len >= cap {
@@ -886,6 +983,12 @@ impl<L: Lookup<'static>> Server<L> {
         let t = &mut self.tcbs.0[idx];
         t.rx_len = (rx_len - consumed) as u32;
         t.request_start_ns = if t.rx_len > 0 { self.now_ns } else { 0 };
+        t.dyn_slot = dyn_slot;
+        if t.stay_start_ns == 0 {
+            t.stay_start_ns = self.now_ns.max(1);
+            self.stay.parallel += 1;
+            self.stay.parallel_max = self.stay.parallel_max.max(self.stay.parallel);
+        }
         let (body, sums, sums_offset) = match resp.body {
             Some(b) => (&b.body.data[b.start..b.end], b.body, b.start as u32),
             None => (
@@ -1115,7 +1218,13 @@ impl<L: Lookup<'static>> Server<L> {
             tcp_hdr + payload_len,
         );
         repr.emit_header(&mut buf[L2L3..L2L3 + tcp_hdr]);
-        let head_bytes = &self.head_slab[idx * http::HEAD_MAX..][head_part.clone()];
+        let head_bytes = match (&self.stats_page, t.dyn_slot) {
+            (Some(page), s) if s != NO_DYN => {
+                &page.pool[usize::from(s) * DYN_MAX..(usize::from(s) + 1) * DYN_MAX]
+                    [head_part.clone()]
+            }
+            _ => &self.head_slab[idx * http::HEAD_MAX..][head_part.clone()],
+        };
         buf[L2L3 + tcp_hdr..].copy_from_slice(head_bytes);
         // Checksum: pseudo-header + TCP header + head bytes, then the body from its
         // stored block sums (the body starts at payload offset head_part.len()).
@@ -1230,7 +1339,15 @@ impl<L: Lookup<'static>> Server<L> {
             return;
         }
         self.ports.remove(&mut self.tcbs, id);
-        let queued = self.tcbs.0[idx].queued;
+        let t = &self.tcbs.0[idx];
+        let (queued, peer, slot) = (t.queued, t.peer, t.dyn_slot);
+        if t.stay_start_ns != 0 {
+            self.stay.parallel = self.stay.parallel.saturating_sub(1);
+        }
+        self.release_dyn(slot);
+        if self.closed.len() < self.closed.capacity() {
+            self.closed.push((peer, self.stats.rx_frames));
+        }
         self.tcbs.0[idx] = Tcb::free();
         if queued {
             self.run.retain(|&x| x != id);
@@ -1238,6 +1355,15 @@ impl<L: Lookup<'static>> Server<L> {
         self.free.push(id);
         self.stats.tcp_closed += 1;
         self.stats.tcbs_in_use = self.active() as u64;
+    }
+
+    /// Gives a dynamic-response buffer back (no-op for [`NO_DYN`]).
+    fn release_dyn(&mut self, slot: u8) {
+        if let Some(page) = self.stats_page.as_mut() {
+            if slot != NO_DYN && usize::from(slot) < DYN_SLOTS && !page.free.contains(&slot) {
+                page.free.push(slot);
+            }
+        }
     }
 
     // ---------------------------------------------------------------- timers

@@ -139,7 +139,16 @@ pub struct Tcb {
     pub ack_pending: bool,
     /// On the run list.
     pub queued: bool,
+    /// When the first request on this connection arrived complete (0: none yet); the
+    /// stay time runs from here to the client's final ACK (issue 4).
+    pub stay_start_ns: u64,
+    /// The server's dynamic-response buffer this connection's response head lives in
+    /// (the stats JSON), or [`NO_DYN`] for the head slab.
+    pub dyn_slot: u8,
 }
+
+/// [`Tcb::dyn_slot`] when the response head is in the head slab.
+pub const NO_DYN: u8 = u8::MAX;
 
 impl Tcb {
     /// An unused slot.
@@ -186,6 +195,8 @@ impl Tcb {
             peer_fin: false,
             ack_pending: false,
             queued: false,
+            stay_start_ns: 0,
+            dyn_slot: NO_DYN,
         }
     }
 

@@ -9,6 +9,11 @@ use super::Results;
 
 const HEADER: &str = "# Performance
 
+";
+
+/// Put once before the first bench section of a file.
+const INTRO: &str = "## Side-by-side benchmarks (`bareweb bench`)
+
 Everything between `<!-- bench:… -->` markers in this file is written by `bareweb bench`
 (crates/loadgen/src/bench); rerun the command shown with a table to refresh it, never edit
 it by hand. How the harness works: each server under test runs in its own network
@@ -37,7 +42,10 @@ pub fn update(
         std::fs::copy(out.join(f), img_dir.join(f)).map_err(|e| format!("{f}: {e}"))?;
     }
     let body = table::report(r, pngs, &img_rel);
-    let text = std::fs::read_to_string(doc).unwrap_or_else(|_| HEADER.to_string());
+    let mut text = std::fs::read_to_string(doc).unwrap_or_else(|_| HEADER.to_string());
+    if !text.contains("<!-- bench:") {
+        text = format!("{}\n\n{INTRO}", text.trim_end());
+    }
     let new = splice(&text, &r.name, &body);
     std::fs::write(doc, new).map_err(|e| format!("{}: {e}", doc.display()))
 }

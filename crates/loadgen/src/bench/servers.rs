@@ -243,8 +243,14 @@ impl ServerKind for Bareweb {
     fn name(&self) -> &'static str {
         "bareweb"
     }
-    fn describe(&self, _cores: u32) -> String {
-        "bareweb serve (host platform: own TCP/IP on a TAP, one core)".into()
+    fn describe(&self, cores: u32) -> String {
+        if cores == 1 {
+            "bareweb serve (host platform: own TCP/IP on a TAP, one core)".into()
+        } else {
+            format!(
+                "bareweb serve --cores {cores} (host platform: own TCP/IP on a TAP, default mode)"
+            )
+        }
     }
     fn check(&self) -> Result<(), String> {
         Ok(())
@@ -265,6 +271,10 @@ impl ServerKind for Bareweb {
             "--tcbs".into(),
             "8192".into(),
         ];
+        let mut cmd = cmd;
+        if ctx.cores > 1 {
+            cmd.extend(["--cores".into(), ctx.cores.to_string()]);
+        }
         let child = spawn_in(&c.name, &cmd, &log)?;
         let mut inst = Instance {
             kind: "bareweb",

@@ -1,0 +1,244 @@
+//! `bareweb serve --cores N --mode netcore|perqueue [--bsp-http] [--no-stats-page]`: the
+//! many-core part of `serve` (issue 4). Opens the TAP (multi-queue for per-queue mode),
+//! sets up the stats board, runs one pinned thread per core, and at stop prints per-core
+//! counters, the time split, and the totals (as `name value` lines, as one core did).
+
+use std::sync::atomic::AtomicBool;
+
+use bareweb_engine::cores::board::{Board, WithStatsPage};
+use bareweb_engine::resource::Lookup;
+use bareweb_engine::server::{AccessLog, Config, NoLog};
+use bareweb_engine::stats::Stats;
+use bareweb_engine::wire::EthernetAddress;
+use bareweb_host::cores::{self, CoreReport, Mode, Plan};
+use bareweb_host::Tap;
+use clap::ValueEnum;
+
+/// The many-core options of `serve`.
+#[derive(clap::Args)]
+pub struct CoresArgs {
+    /// Cores (threads pinned one per CPU) to serve with.
+    #[arg(long, default_value_t = 1)]
+    pub cores: usize,
+    /// How cores share the work: `perqueue` (a TAP queue per core; the default with more
+    /// than one core) or `netcore` (the papers' design: core 0 owns the NIC and dispatches
+    /// connections round robin to HTTP cores).
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Network-core mode: core 0 serves HTTP too.
+    #[arg(long)]
+    pub bsp_http: bool,
+    /// Do not answer /.well-known/bareweb/ (HTML) and /.well-known/bareweb/stats (JSON).
+    #[arg(long)]
+    pub no_stats_page: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    Netcore,
+    Perqueue,
+}
+
+/// What `serve` prepared before the cores start.
+pub struct Prepared<'a, L, F> {
+    pub site: L,
+    pub cfg: Config,
+    pub mac: EthernetAddress,
+    pub tap: &'a str,
+    /// Configures the host side of the TAP once it exists (given its kernel name).
+    pub configure: F,
+    pub stop: &'static AtomicBool,
+    /// Prints the start banner, given where the server runs.
+    pub banner: &'a dyn Fn(&str),
+}
+
+/// Runs `serve` on the chosen cores; returns when `stop` is set.
+pub fn serve<L, F, A, G>(args: &CoresArgs, p: Prepared<'_, L, F>, make_log: G) -> Result<(), String>
+where
+    L: Lookup<'static> + Copy + Send,
+    F: FnOnce(&str) -> Result<(), String>,
+    A: AccessLog,
+    G: Fn(usize) -> A + Sync,
+{
+    if args.cores == 0 || args.cores > 256 {
+        return Err("--cores must be in 1..=256".into());
+    }
+    let mode = match (args.mode, args.cores) {
+        (Some(ModeArg::Netcore), 1) if !args.bsp_http => {
+            return Err(
+                "--mode netcore with one core needs --bsp-http (core 0 would serve nothing)".into(),
+            )
+        }
+        (Some(ModeArg::Netcore), _) => Mode::NetCore {
+            bsp_http: args.bsp_http,
+        },
+        (Some(ModeArg::Perqueue), 1) | (None, 1) => Mode::Single,
+        (Some(ModeArg::Perqueue), _) | (None, _) => Mode::PerQueue,
+    };
+    if args.bsp_http && !matches!(mode, Mode::NetCore { .. }) {
+        return Err("--bsp-http only applies to --mode netcore".into());
+    }
+    let open_err = |e: std::io::Error| {
+        format!(
+            "cannot open TAP {:?}: {e} (run as root, or create it first: sudo ip tuntap add {} mode tap{} user $USER)",
+            p.tap,
+            p.tap,
+            if mode == Mode::PerQueue { " multi_queue" } else { "" }
+        )
+    };
+    let mut mode = mode;
+    let mut queues = match mode {
+        Mode::PerQueue => match Tap::open_multi(p.tap, p.mac, args.cores) {
+            Ok(q) => q,
+            // Per-queue is only the default when the device offers a queue per core.
+            Err(e) if args.mode.is_none() => {
+                eprintln!(
+                    "bareweb: {} offers no queue per core ({e}); using --mode netcore",
+                    p.tap
+                );
+                mode = Mode::NetCore { bsp_http: false };
+                vec![Tap::open(p.tap, p.mac).map_err(open_err)?]
+            }
+            Err(e) => return Err(open_err(e)),
+        },
+        _ => vec![Tap::open(p.tap, p.mac).map_err(open_err)?],
+    };
+    let name = queues[0].name().to_string();
+    (p.configure)(&name)?;
+    let board: Option<&'static Board> = (!args.no_stats_page)
+        .then(|| &*Box::leak(Box::new(Board::new(mode.name(), &mode.roles(args.cores)))));
+    if mode == Mode::PerQueue {
+        (p.banner)(&format!("{name}, {} cores, one TAP queue each", args.cores));
+    } else if let Mode::NetCore { bsp_http } = mode {
+        (p.banner)(&format!(
+            "{name}, {} cores: core 0 owns the TAP{}",
+            args.cores,
+            if bsp_http { " and serves HTTP" } else { "" }
+        ));
+    } else {
+        (p.banner)(&name);
+    }
+    let reports = if board.is_some() {
+        run(
+            mode,
+            args.cores,
+            &mut queues,
+            WithStatsPage(p.site),
+            &p.cfg,
+            p.mac,
+            board,
+            p.stop,
+            &make_log,
+        )
+    } else {
+        run(
+            mode,
+            args.cores,
+            &mut queues,
+            p.site,
+            &p.cfg,
+            p.mac,
+            None,
+            p.stop,
+            &make_log,
+        )
+    };
+    print_summary(mode, &reports);
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run<S, A, G>(
+    mode: Mode,
+    cores: usize,
+    queues: &mut Vec<Tap>,
+    site: S,
+    cfg: &Config,
+    mac: EthernetAddress,
+    board: Option<&'static Board>,
+    stop: &'static AtomicBool,
+    make_log: &G,
+) -> Vec<CoreReport>
+where
+    S: Lookup<'static> + Copy + Send,
+    A: AccessLog,
+    G: Fn(usize) -> A + Sync,
+{
+    let plan = Plan {
+        site,
+        cfg: cfg.clone(),
+        mac,
+        board,
+        stop,
+        pin: true,
+    };
+    let taps = std::mem::take(queues);
+    match mode {
+        Mode::NetCore { bsp_http } => {
+            let tap = taps.into_iter().next().expect("one queue");
+            cores::run_netcore(tap, cores, bsp_http, &plan, make_log)
+        }
+        Mode::Single | Mode::PerQueue => cores::run_queues(taps, &plan, make_log),
+    }
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+/// Per-core lines (more than two words each) and then the totals as `  name value`, the
+/// format one core always printed.
+fn print_summary(mode: Mode, reports: &[CoreReport]) {
+    eprintln!("bareweb: stopped; counters:");
+    if reports.len() > 1 {
+        eprintln!(
+            "  per core ({}): core role requests rx_frames tx_frames tcbs_max max_parallel rcv% http% send% main% clist_high dlist_high",
+            mode.name()
+        );
+        for r in reports {
+            let el = r.run.elapsed_ns;
+            let rcv = r.times.rcv_ns + r.nic.dispatch_ns;
+            let busy = rcv + r.times.http_ns + r.nic.drain_ns;
+            eprintln!(
+                "  core {} {:?} {} {} {} {} {} {:.1}% {:.1}% {:.1}% {:.1}% {} {}",
+                r.core,
+                r.role,
+                r.stats.http_requests,
+                r.stats.rx_frames,
+                r.stats.tx_frames,
+                r.stats.tcbs_max,
+                r.stay.parallel_max,
+                pct(rcv, el),
+                pct(r.times.http_ns, el),
+                pct(r.nic.drain_ns, el),
+                pct(el.saturating_sub(busy), el),
+                r.nic.rx_ring_high,
+                r.nic.tx_ring_high,
+            );
+        }
+    }
+    let mut total = [0u64; bareweb_engine::stats::STATS_FIELDS];
+    let mut names = Stats::default().fields().map(|(n, _)| n);
+    for r in reports {
+        for (i, (n, v)) in r.stats.fields().iter().enumerate() {
+            names[i] = n;
+            total[i] = if n.ends_with("_max") {
+                total[i].max(*v)
+            } else {
+                total[i] + v
+            };
+        }
+    }
+    for (n, v) in names.iter().zip(total) {
+        eprintln!("  {n:22} {v}");
+    }
+}
+
+/// An access log for core `core` that drops everything (no `--access-log`).
+pub fn no_log(_core: usize) -> NoLog {
+    NoLog
+}

@@ -1,0 +1,168 @@
+//! Board tests: publish/snapshot round trip, totals, JSON shape, the stats response, and
+//! a writer thread racing a reader that must never see a torn row.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use super::*;
+use crate::http::{parse, Parse};
+
+fn stats_with(requests: u64, rx: u64) -> Stats {
+    Stats {
+        http_requests: requests,
+        rx_frames: rx,
+        tcbs_max: requests,
+        ..Stats::default()
+    }
+}
+
+#[test]
+fn snapshot_returns_what_was_published() {
+    let b = Board::new("netcore", &[Role::Net, Role::Http]);
+    let mut stay = Stay::default();
+    stay.record(3_000);
+    stay.parallel_max = 7;
+    let times = CoreTimes {
+        rcv_ns: 11,
+        http_ns: 22,
+        busy_polls: 3,
+    };
+    b.publish_server(1, &stats_with(5, 40), &times, &stay);
+    b.publish_run(
+        1,
+        &NicCounters {
+            rx_ring_high: 9,
+            ..NicCounters::default()
+        },
+        1_000,
+        4,
+    );
+    let s = b.snapshot(1);
+    assert_eq!(s.stat("http_requests"), 5);
+    assert_eq!(s.stat("rx_frames"), 40);
+    assert_eq!(b.snapshot(0).stat("http_requests"), 0);
+    assert_eq!(total_requests(&b), 5);
+    // Out of range is ignored, never a panic.
+    b.publish_server(9, &stats_with(1, 1), &times, &stay);
+    assert_eq!(b.snapshot(9).stat("http_requests"), 0);
+}
+
+#[test]
+fn json_has_every_core_and_totals() {
+    let b = Board::new("perqueue", &[Role::Queue, Role::Queue]);
+    let t = CoreTimes::default();
+    b.publish_server(0, &stats_with(3, 10), &t, &Stay::default());
+    b.publish_server(1, &stats_with(4, 20), &t, &Stay::default());
+    b.publish_run(0, &NicCounters::default(), 100, 0);
+    let mut out = vec![0u8; JSON_MAX];
+    let n = b.render_json(&mut out).unwrap();
+    let j = std::str::from_utf8(&out[..n]).unwrap();
+    assert!(j.starts_with("{\"mode\":\"perqueue\",\"cores\":[{\"core\":0,\"role\":\"queue\","));
+    assert!(j.contains("\"core\":1,"));
+    // Totals add requests and frames, and take the max of maxima.
+    let total = &j[j.find("\"total\":").unwrap()..];
+    assert!(total.contains("\"requests\":7,"), "{total}");
+    assert!(total.contains("\"rx_frames\":30,"), "{total}");
+    assert!(total.contains("\"tcbs_max\":4,"), "{total}");
+    assert_eq!(j.matches('{').count(), j.matches('}').count());
+    // A buffer too small fails cleanly.
+    assert_eq!(b.render_json(&mut out[..50]), None);
+}
+
+#[test]
+fn stats_target_is_exact() {
+    assert!(is_stats_target(b"/.well-known/bareweb/stats"));
+    assert!(is_stats_target(b"/.well-known/bareweb/stats?t=1"));
+    assert!(!is_stats_target(b"/.well-known/bareweb/statsx"));
+    assert!(!is_stats_target(b"/.well-known/bareweb/"));
+    assert!(!is_stats_target(b"/stats"));
+}
+
+#[test]
+fn stats_response_head_and_body() {
+    let b = Board::new("single", &[Role::Single]);
+    b.publish_server(
+        0,
+        &stats_with(2, 2),
+        &CoreTimes::default(),
+        &Stay::default(),
+    );
+    let rx = b"GET /.well-known/bareweb/stats HTTP/1.1\r\nHost: x\r\n\r\n";
+    let Parse::Complete { request, .. } = parse(rx) else {
+        panic!()
+    };
+    let mut out = vec![0u8; JSON_MAX];
+    let r = respond_stats(&b, &request, 1_700_000_000, "bareweb", &mut out);
+    assert_eq!(r.status, 200);
+    assert!(!r.close);
+    let text = std::str::from_utf8(&out[..r.head_len]).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"));
+    assert!(head.contains("Content-Type: application/json"));
+    assert!(head.contains(&format!("Content-Length: {}", body.len())));
+    assert!(body.starts_with("{\"mode\":\"single\""));
+    // HEAD: the same head, no body.
+    let rx = b"HEAD /.well-known/bareweb/stats HTTP/1.0\r\n\r\n";
+    let Parse::Complete { request, .. } = parse(rx) else {
+        panic!()
+    };
+    let r = respond_stats(&b, &request, 1_700_000_000, "bareweb", &mut out);
+    let text = std::str::from_utf8(&out[..r.head_len]).unwrap();
+    assert!(text.ends_with("\r\n\r\n") && r.close);
+}
+
+#[test]
+fn page_is_served_and_self_contained() {
+    struct Nothing;
+    impl Lookup<'static> for Nothing {
+        fn lookup(&self, _: &[u8]) -> Found<'static> {
+            Found::NotFound
+        }
+    }
+    let site = WithStatsPage(Nothing);
+    let Found::Resource(r) = site.lookup(PAGE_PATH) else {
+        panic!("no page")
+    };
+    assert!(r.content_type.starts_with("text/html"));
+    let html = std::str::from_utf8(r.identity.data).unwrap();
+    assert!(html.contains("<svg") && html.contains("fetch(URL_STATS"));
+    // No external assets: nothing is loaded from another origin.
+    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
+    assert_eq!(site.lookup(b"/.well-known/bareweb"), Found::AddSlash);
+    assert_eq!(site.lookup(b"/other"), Found::NotFound);
+}
+
+/// A writer keeps publishing rows whose words all equal one counter; a reader on another
+/// thread must never see a row mixing two publications.
+#[test]
+fn reader_never_sees_a_torn_row() {
+    let b = Arc::new(Board::new("single", &[Role::Single]));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (bw, sw) = (b.clone(), stop.clone());
+    let writer = std::thread::spawn(move || {
+        let mut i = 0u64;
+        while !sw.load(Ordering::Relaxed) {
+            i += 1;
+            let s = stats_with(i, i);
+            bw.publish_server(0, &s, &CoreTimes::default(), &Stay::default());
+        }
+        i
+    });
+    let mut consistent = 0;
+    for _ in 0..20_000 {
+        let mut words = [0u64; WORDS];
+        if b.rows[0].read(&mut words) {
+            assert_eq!(
+                words[stat_index("http_requests")],
+                words[stat_index("rx_frames")]
+            );
+            consistent += 1;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(writer.join().unwrap() > 0);
+    assert!(
+        consistent > 0,
+        "the reader got no consistent snapshot at all"
+    );
+}

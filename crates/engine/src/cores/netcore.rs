@@ -1,0 +1,885 @@
+//! Network-core mode (paper 000 §IV, paper 001 §4): core 0 owns the NIC, HTTP cores own
+//! connections, and SPSC rings carry frames between them.
+//!
+//! ```text
+//!            ┌──────────── core 0 (NetCoreNic under a Server) ─────────────┐
+//!  NIC rx ──►│ Dispatch: ARP/ICMP/other → own Server │ SYN → pick core (RR)│
+//!            │   known connection → its core's CLIST │ record in ConnMap   │
+//!  NIC tx ◄──│ Drain (at flush): every DLIST → NIC   │ notes → forget conn │
+//!            └──────┬──────────────▲─────────────────────▲────────────────┘
+//!              CLIST k (frames)  DLIST k (head + &'static body)  notes k (closed)
+//!            ┌──────▼──────────────┴─────────────────────┴────────────────┐
+//!            │ core k: Server over RingNic (ClistRx, DlistTx), unchanged   │
+//!            └─────────────────────────────────────────────────────────────┘
+//! ```
+//!
+//! - **SYN (the papers' ListenHandler) on core 0**: core 0 checks the SYN (checksum,
+//!   options, source), picks the next HTTP core with a free connection round robin and
+//!   records (client IP, port) → core in its [`ConnMap`], indexed by the client port like
+//!   the TCB port table. The chosen core builds the TCB and the SYN-ACK itself, so the TCB
+//!   exists only where it is used and core 0, the papers' bottleneck, does less.
+//! - **Later frames (OtherHandler on the HTTP core)**: core 0 looks the connection up and
+//!   copies the frame into that core's CLIST slot (a request frame is small; the NIC buffer
+//!   is recycled at once). A frame for no known connection goes to core 0's own `Server`,
+//!   which answers as a single-core server would: a RST (RFC 9293 §3.10.7.1).
+//! - **Sending**: an HTTP core writes each frame's head straight into a DLIST slot and
+//!   puts the `&'static` body slice of the site image beside it; core 0 copies the head
+//!   into the NIC's slot and posts the same body slice: the body is never copied.
+//! - **Forgetting a connection, without locks**: when a `Server` frees a TCB it reports
+//!   (peer, frames it had received so far) through `TxRing::connection_closed`; the HTTP
+//!   core's ring pushes that note to core 0. Core 0 removes the mapping only if the core
+//!   had already received every frame core 0 forwarded for that peer (`seen >= last_fwd`);
+//!   otherwise a newer frame (a new SYN from a reused port) is in flight and the mapping
+//!   stays. A mapping whose note was lost is dropped after more silence than any TCB
+//!   survives (the server's stall timeout), so the map cannot leak.
+//! - **Capacity**: core 0 dispatches a SYN only to a core with fewer mappings than TCBs.
+//!   A TCB exists only after its mapping and is freed before its note, so the chosen core
+//!   always has a free TCB; when every core is full core 0 drops the SYN (the client
+//!   retries), as a single full server does.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+use crate::nic::{Clock, Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
+use crate::ring::{channel, Consumer, Producer};
+use crate::server::Config;
+use crate::tcp::port_table::{Links, Peer, PortTable, NONE};
+use crate::wire::{
+    tcp as wtcp, EtherType, EthernetAddress, EthernetFrame, IpProtocol, Ipv4Address, Ipv4Packet,
+    Ipv4Repr, TcpPacket,
+};
+
+/// Bytes of a CLIST slot: a whole Ethernet frame without FCS fits.
+pub const FRAME_MAX: usize = 2048;
+
+/// A received frame on its way to an HTTP core, copied out of the NIC buffer.
+pub struct InFrame {
+    len: u16,
+    bytes: [u8; FRAME_MAX],
+}
+
+impl Default for InFrame {
+    fn default() -> Self {
+        InFrame {
+            len: 0,
+            bytes: [0; FRAME_MAX],
+        }
+    }
+}
+
+/// A frame on its way from an HTTP core to the NIC: head bytes and a borrowed body.
+pub struct OutFrame {
+    head_len: u16,
+    body: &'static [u8],
+    head: [u8; TX_HEAD_ROOM],
+}
+
+impl Default for OutFrame {
+    fn default() -> Self {
+        OutFrame {
+            head_len: 0,
+            body: &[],
+            head: [0; TX_HEAD_ROOM],
+        }
+    }
+}
+
+/// An HTTP core freed the connection of `peer` after receiving `seen` frames.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Closed {
+    /// The client.
+    pub peer: Peer,
+    /// Frames the core's server had received from its CLIST when it freed the TCB.
+    pub seen: u64,
+}
+
+/// Ring sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RingSizes {
+    /// Slots of each CLIST (frames to an HTTP core).
+    pub clist: usize,
+    /// Slots of each DLIST (frames from an HTTP core).
+    pub dlist: usize,
+    /// Slots of each note ring (closed connections); at least the core's TCBs.
+    pub notes: usize,
+}
+
+impl RingSizes {
+    /// Sizes for HTTP cores with `tcbs` TCBs each.
+    pub fn for_tcbs(tcbs: usize) -> RingSizes {
+        RingSizes {
+            clist: 1024,
+            dlist: 1024,
+            notes: (2 * tcbs).max(64),
+        }
+    }
+}
+
+/// Core 0's ends of the rings to one HTTP core.
+pub struct NetEnds {
+    clist: Producer<InFrame>,
+    dlist: Consumer<OutFrame>,
+    notes: Consumer<Closed>,
+}
+
+/// An HTTP core's ends of its rings.
+pub struct HttpEnds {
+    clist: Consumer<InFrame>,
+    dlist: Producer<OutFrame>,
+    notes: Producer<Closed>,
+}
+
+/// The three rings between core 0 and one HTTP core (allocated now, once).
+pub fn links(sizes: RingSizes) -> (NetEnds, HttpEnds) {
+    let (cp, cc) = channel(sizes.clist);
+    let (dp, dc) = channel(sizes.dlist);
+    let (np, nc) = channel(sizes.notes);
+    (
+        NetEnds {
+            clist: cp,
+            dlist: dc,
+            notes: nc,
+        },
+        HttpEnds {
+            clist: cc,
+            dlist: dp,
+            notes: np,
+        },
+    )
+}
+
+// ------------------------------------------------------------------------- HTTP core side
+
+/// An HTTP core's queue pair: frames from its CLIST, frames to its DLIST.
+pub struct RingNic {
+    rx: ClistRx,
+    tx: DlistTx,
+    mac: EthernetAddress,
+}
+
+impl RingNic {
+    /// The queue pair over `ends`, answering for `mac` (the NIC's address).
+    pub fn new(ends: HttpEnds, mac: EthernetAddress) -> RingNic {
+        RingNic {
+            rx: ClistRx {
+                ring: ends.clist,
+                loaned: 0,
+                misordered: 0,
+            },
+            tx: DlistTx {
+                ring: ends.dlist,
+                notes: ends.notes,
+                notes_lost: 0,
+            },
+            mac,
+        }
+    }
+}
+
+/// Receive side of an HTTP core: loans CLIST slots in place.
+pub struct ClistRx {
+    ring: Consumer<InFrame>,
+    loaned: usize,
+    /// Recycles that did not name the oldest loaned frame (ignored; a bug if non-zero).
+    pub misordered: u64,
+}
+
+impl RxRing for ClistRx {
+    fn burst(&mut self, out: &mut [RxFrame]) -> usize {
+        let avail = self.ring.available();
+        let n = avail.saturating_sub(self.loaned).min(out.len());
+        for (k, o) in out[..n].iter_mut().enumerate() {
+            let i = self.loaned + k;
+            let len = self.ring.peek(i).map_or(0, |f| f.len);
+            *o = RxFrame {
+                buf: self.ring.head().wrapping_add(i) as u32,
+                len: u32::from(len),
+            };
+        }
+        self.loaned += n;
+        n
+    }
+
+    fn bytes(&self, f: &RxFrame) -> &[u8] {
+        let i = f.buf.wrapping_sub(self.ring.head() as u32) as usize;
+        if i >= self.loaned {
+            return &[];
+        }
+        match self.ring.peek(i) {
+            Some(s) => &s.bytes[..usize::from(s.len).min(FRAME_MAX).min(f.len as usize)],
+            None => &[],
+        }
+    }
+
+    fn recycle(&mut self, f: RxFrame) {
+        // The server recycles in the order it was loaned; the slot is released to core 0.
+        if self.loaned > 0 && f.buf == self.ring.head() as u32 {
+            self.ring.pop();
+            self.loaned -= 1;
+        } else {
+            self.misordered += 1;
+        }
+    }
+}
+
+/// Transmit side of an HTTP core: builds frames in DLIST slots; sends close notes.
+pub struct DlistTx {
+    ring: Producer<OutFrame>,
+    notes: Producer<Closed>,
+    notes_lost: u64,
+}
+
+impl TxRing for DlistTx {
+    fn slot(&mut self) -> Option<&mut [u8]> {
+        self.ring.slot().map(|s| &mut s.head[..])
+    }
+
+    fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
+        // The same slot `slot` lent: the ring's tail has not moved since.
+        let s = self.ring.slot().ok_or(TxFull)?;
+        s.head_len = head_len.min(TX_HEAD_ROOM) as u16;
+        s.body = body;
+        self.ring.commit();
+        Ok(())
+    }
+
+    fn flush(&mut self) {}
+
+    fn connection_closed(&mut self, peer: Peer, frames_seen: u64) {
+        if self
+            .notes
+            .push(Closed {
+                peer,
+                seen: frames_seen,
+            })
+            .is_err()
+        {
+            self.notes_lost += 1;
+        }
+    }
+}
+
+impl Nic for RingNic {
+    type Rx = ClistRx;
+    type Tx = DlistTx;
+
+    fn split(&mut self) -> (&mut ClistRx, &mut DlistTx) {
+        (&mut self.rx, &mut self.tx)
+    }
+
+    fn mac(&self) -> EthernetAddress {
+        self.mac
+    }
+
+    fn counters(&self) -> NicCounters {
+        NicCounters {
+            rx_ring_slots: self.rx.ring.capacity() as u64,
+            rx_ring_high: self.rx.ring.high_water() as u64,
+            tx_ring_slots: self.tx.ring.capacity() as u64,
+            tx_ring_high: self.tx.ring.high_water() as u64,
+            notes_lost: self.tx.notes_lost,
+            ..NicCounters::default()
+        }
+    }
+}
+
+// ------------------------------------------------------------------------- core 0 side
+
+/// One known connection.
+#[derive(Clone, Copy)]
+struct Conn {
+    peer: Peer,
+    chain: u32,
+    core: u16,
+    used: bool,
+    /// Ordinal (in the core's received-frame count) of the last frame forwarded for it.
+    last_fwd: u64,
+    last_seen_ns: u64,
+}
+
+const FREE_CONN: Conn = Conn {
+    peer: Peer {
+        ip: [0; 4],
+        port: 0,
+    },
+    chain: NONE,
+    core: 0,
+    used: false,
+    last_fwd: 0,
+    last_seen_ns: 0,
+};
+
+struct Conns(Vec<Conn>);
+
+impl Links for Conns {
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+    fn peer(&self, i: u32) -> Peer {
+        self.0[i as usize].peer
+    }
+    fn next(&self, i: u32) -> u32 {
+        self.0[i as usize].chain
+    }
+    fn set_next(&mut self, i: u32, next: u32) {
+        self.0[i as usize].chain = next;
+    }
+}
+
+/// Which core owns which connection, indexed by the client port (paper 000 §IV: the
+/// port table), entries chained by index; fixed size.
+pub struct ConnMap {
+    ports: Box<PortTable>,
+    conns: Conns,
+    free: Vec<u32>,
+    per_core: Vec<u32>,
+    high: u64,
+    expired: u64,
+}
+
+impl ConnMap {
+    fn new(entries: usize, cores: usize) -> ConnMap {
+        ConnMap {
+            ports: Box::new(PortTable::new()),
+            conns: Conns(alloc::vec![FREE_CONN; entries]),
+            free: (0..entries as u32).rev().collect(),
+            per_core: alloc::vec![0; cores],
+            high: 0,
+            expired: 0,
+        }
+    }
+
+    fn find(&self, peer: Peer) -> Option<u32> {
+        self.ports.find(&self.conns, peer)
+    }
+
+    fn insert(&mut self, peer: Peer, core: usize, now: u64) -> Option<u32> {
+        let id = self.free.pop()?;
+        self.conns.0[id as usize] = Conn {
+            peer,
+            chain: NONE,
+            core: core as u16,
+            used: true,
+            last_fwd: 0,
+            last_seen_ns: now,
+        };
+        self.ports.insert(&mut self.conns, id);
+        self.per_core[core] += 1;
+        self.high = self.high.max(self.len() as u64);
+        Some(id)
+    }
+
+    fn remove(&mut self, id: u32) {
+        let c = self.conns.0[id as usize];
+        if !c.used {
+            return;
+        }
+        self.ports.remove(&mut self.conns, id);
+        self.per_core[usize::from(c.core)] -= 1;
+        self.conns.0[id as usize] = FREE_CONN;
+        self.free.push(id);
+    }
+
+    /// Connections known now.
+    pub fn len(&self) -> usize {
+        self.conns.0.len() - self.free.len()
+    }
+
+    /// Whether no connection is known.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Connections known for `core`.
+    pub fn on_core(&self, core: usize) -> usize {
+        self.per_core.get(core).map_or(0, |&n| n as usize)
+    }
+
+    /// The core that owns `peer`'s connection, if known.
+    pub fn core_of(&self, peer: Peer) -> Option<usize> {
+        self.find(peer)
+            .map(|id| usize::from(self.conns.0[id as usize].core))
+    }
+}
+
+/// What core 0 needs to know to classify frames: the server's address and port.
+#[derive(Debug, Clone, Copy)]
+pub struct Addressing {
+    mac: EthernetAddress,
+    ip: Ipv4Address,
+    prefix_len: u8,
+    gateway: bool,
+    port: u16,
+    /// A mapping silent this long is dropped (longer than any TCB outlives silence).
+    expire_ns: u64,
+}
+
+impl Addressing {
+    /// From the servers' configuration (every core's is the same but for `tcbs`).
+    pub fn new(cfg: &Config, mac: EthernetAddress) -> Addressing {
+        Addressing {
+            mac,
+            ip: cfg.ip,
+            prefix_len: cfg.prefix_len,
+            gateway: cfg.gateway.is_some(),
+            port: cfg.port,
+            // The stall timeout frees any TCB that long after the peer's last frame, and
+            // a half-open one is gone after 1+2+4+8 s; add a margin for timer ticks.
+            expire_ns: (cfg.timeouts.stall_ms.max(16_000) + 2_000) * 1_000_000,
+        }
+    }
+}
+
+/// The network core's setup.
+pub struct NetCoreSetup {
+    /// Core 0's ends of each HTTP core's rings, HTTP core `k` (numbered from 1) at `k-1`.
+    pub ends: Vec<NetEnds>,
+    /// TCBs of each HTTP core (the most connections it may be given).
+    pub http_tcbs: usize,
+    /// Whether core 0 serves HTTP too (`--bsp-http`), and then its own TCBs.
+    pub bsp_tcbs: Option<usize>,
+    /// Addresses and timeouts.
+    pub addressing: Addressing,
+}
+
+/// Core 0's queue pair: the NIC's rings wrapped so that a `Server` polling it dispatches
+/// (in `burst`) and drains the DLISTs (in `flush`). Only frames for core 0 itself (ARP,
+/// ICMP, strays, and with `--bsp-http` its own connections) reach its server.
+pub struct NetCoreNic<R: RxRing, T: TxRing, C: Clock> {
+    rx: Dispatch<R, C>,
+    tx: Drain<T, C>,
+    mac: EthernetAddress,
+}
+
+/// Receive side of core 0.
+pub struct Dispatch<R: RxRing, C: Clock> {
+    inner: R,
+    clock: C,
+    addr: Addressing,
+    clists: Vec<Producer<InFrame>>,
+    notes: Vec<Consumer<Closed>>,
+    local_notes: Consumer<Closed>,
+    map: ConnMap,
+    /// Frames handed to each core's server so far (index 0: core 0's own).
+    fwd: Vec<u64>,
+    caps: Vec<u32>,
+    targets: Vec<u16>,
+    next: usize,
+    next_sweep_ns: u64,
+    dispatched: u64,
+    ring_full: u64,
+    no_core: u64,
+    dispatch_ns: u64,
+}
+
+/// Transmit side of core 0.
+pub struct Drain<T: TxRing, C: Clock> {
+    inner: T,
+    clock: C,
+    dlists: Vec<Consumer<OutFrame>>,
+    local_notes: Producer<Closed>,
+    next: usize,
+    drained: u64,
+    drain_ns: u64,
+    notes_lost: u64,
+}
+
+/// Inner bursts per `burst` call while every frame is forwarded (so a busy link cannot
+/// keep core 0 inside one call).
+const DISPATCH_BURSTS: usize = 8;
+/// Frames moved from one DLIST per flush before the next DLIST's turn.
+const DRAIN_BUDGET: usize = 256;
+/// Interval of the sweep for silent mappings.
+const SWEEP_NS: u64 = 1_000_000_000;
+
+impl<R: RxRing, T: TxRing, C: Clock + Clone> NetCoreNic<R, T, C> {
+    /// Core 0's queue pair over the NIC's rings.
+    pub fn new(rx: R, tx: T, mac: EthernetAddress, clock: C, setup: NetCoreSetup) -> Self {
+        let http = setup.ends.len();
+        let cores = http + 1;
+        let mut caps = alloc::vec![setup.http_tcbs as u32; cores];
+        caps[0] = setup.bsp_tcbs.unwrap_or(0) as u32;
+        let mut targets: Vec<u16> = (1..cores as u16).collect();
+        if setup.bsp_tcbs.is_some() {
+            targets.insert(0, 0);
+        }
+        let entries = caps.iter().map(|&c| c as usize).sum::<usize>().max(1);
+        let (lp, lc) = channel(setup.bsp_tcbs.unwrap_or(1).max(64) * 2);
+        let mut clists = Vec::with_capacity(http);
+        let mut notes = Vec::with_capacity(http);
+        let mut dlists = Vec::with_capacity(http);
+        for e in setup.ends {
+            clists.push(e.clist);
+            notes.push(e.notes);
+            dlists.push(e.dlist);
+        }
+        NetCoreNic {
+            rx: Dispatch {
+                inner: rx,
+                clock: clock.clone(),
+                addr: setup.addressing,
+                clists,
+                notes,
+                local_notes: lc,
+                map: ConnMap::new(entries, cores),
+                fwd: alloc::vec![0; cores],
+                caps,
+                targets,
+                next: 0,
+                next_sweep_ns: 0,
+                dispatched: 0,
+                ring_full: 0,
+                no_core: 0,
+                dispatch_ns: 0,
+            },
+            tx: Drain {
+                inner: tx,
+                clock,
+                dlists,
+                local_notes: lp,
+                next: 0,
+                drained: 0,
+                drain_ns: 0,
+                notes_lost: 0,
+            },
+            mac,
+        }
+    }
+
+    /// The connection map (for tests and the platform's summary).
+    pub fn map(&self) -> &ConnMap {
+        &self.rx.map
+    }
+
+    /// The wrapped NIC rings.
+    pub fn inner(&self) -> (&R, &T) {
+        (&self.rx.inner, &self.tx.inner)
+    }
+
+    /// The wrapped NIC rings, mutably (tests feed and read them).
+    pub fn inner_mut(&mut self) -> (&mut R, &mut T) {
+        (&mut self.rx.inner, &mut self.tx.inner)
+    }
+}
+
+/// Where a received frame goes.
+#[derive(Clone, Copy)]
+enum Class {
+    /// Core 0's own server.
+    Local,
+    /// A TCP segment for our port from `peer`; `syn` when it may open a connection.
+    Tcp { peer: Peer, syn: bool },
+}
+
+/// What to do with a received frame.
+#[derive(Clone, Copy)]
+enum Route {
+    /// Give it to `core`'s server (0: core 0's own), for mapping `conn` if any.
+    To { core: usize, conn: Option<u32> },
+    /// Drop it: a SYN no core has room for.
+    Drop,
+}
+
+fn classify(addr: &Addressing, bytes: &[u8]) -> Class {
+    let Ok(eth) = EthernetFrame::new_checked(bytes) else {
+        return Class::Local;
+    };
+    if eth.dst_addr() != addr.mac || eth.ethertype() != EtherType::Ipv4 {
+        return Class::Local;
+    }
+    let Ok(ip) = Ipv4Packet::new_checked(eth.payload()) else {
+        return Class::Local;
+    };
+    if ip.is_fragment() {
+        return Class::Local;
+    }
+    let Ok(repr) = Ipv4Repr::parse(&ip) else {
+        return Class::Local;
+    };
+    if repr.dst_addr != addr.ip || repr.next_header != IpProtocol::Tcp {
+        return Class::Local;
+    }
+    let src = repr.src_addr;
+    let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else {
+        return Class::Local;
+    };
+    if tcp.dst_port() != addr.port {
+        return Class::Local;
+    }
+    let peer = Peer {
+        ip: src.0,
+        port: tcp.src_port(),
+    };
+    // Only a SYN the chosen core's LISTEN will accept may create a mapping; anything
+    // else without one goes to core 0's server, which counts or answers it.
+    let syn = tcp.syn()
+        && !tcp.ack()
+        && !tcp.rst()
+        && !src.is_multicast()
+        && !src.is_broadcast()
+        && !src.is_unspecified()
+        && (addr.gateway || src.in_subnet(addr.ip, addr.prefix_len))
+        && tcp.verify_checksum(src, addr.ip)
+        && wtcp::parse_options(tcp.options()).is_ok();
+    Class::Tcp { peer, syn }
+}
+
+impl<R: RxRing, C: Clock> Dispatch<R, C> {
+    /// Core for a new connection: the next target round robin with room, if any.
+    fn pick(&mut self) -> Option<usize> {
+        for _ in 0..self.targets.len() {
+            let core = usize::from(self.targets[self.next % self.targets.len()]);
+            self.next = (self.next + 1) % self.targets.len();
+            if (self.map.on_core(core) as u32) < self.caps[core] {
+                return Some(core);
+            }
+        }
+        None
+    }
+
+    /// Applies close notes: forget a connection once its core has seen every frame
+    /// forwarded for it.
+    fn apply_notes(&mut self) {
+        for k in 0..self.notes.len() {
+            while let Some(n) = self.notes[k].take() {
+                self.forget(k + 1, n);
+            }
+        }
+        while let Some(n) = self.local_notes.take() {
+            self.forget(0, n);
+        }
+    }
+
+    fn forget(&mut self, core: usize, n: Closed) {
+        if let Some(id) = self.map.find(n.peer) {
+            let c = self.map.conns.0[id as usize];
+            if usize::from(c.core) == core && n.seen >= c.last_fwd {
+                self.map.remove(id);
+            }
+        }
+    }
+
+    fn sweep(&mut self, now: u64) {
+        if now < self.next_sweep_ns {
+            return;
+        }
+        self.next_sweep_ns = now + SWEEP_NS;
+        for id in 0..self.map.conns.0.len() as u32 {
+            let c = self.map.conns.0[id as usize];
+            if c.used && now.saturating_sub(c.last_seen_ns) > self.addr.expire_ns {
+                self.map.remove(id);
+                self.map.expired += 1;
+            }
+        }
+    }
+
+    fn route(&mut self, class: Class, now: u64) -> Route {
+        let Class::Tcp { peer, syn } = class else {
+            return Route::To {
+                core: 0,
+                conn: None,
+            };
+        };
+        let id = match self.map.find(peer) {
+            Some(id) => id,
+            None if syn => {
+                let Some(core) = self.pick() else {
+                    self.no_core += 1;
+                    return Route::Drop;
+                };
+                match self.map.insert(peer, core, now) {
+                    Some(id) => id,
+                    None => {
+                        self.no_core += 1;
+                        return Route::Drop;
+                    }
+                }
+            }
+            // No connection: core 0's server answers (RST) as a single server would.
+            None => {
+                return Route::To {
+                    core: 0,
+                    conn: None,
+                }
+            }
+        };
+        let c = &mut self.map.conns.0[id as usize];
+        c.last_seen_ns = now;
+        Route::To {
+            core: usize::from(c.core),
+            conn: Some(id),
+        }
+    }
+
+    /// The frame just given to `core` is its `fwd[core]`-th: remember it for the mapping.
+    fn delivered(&mut self, core: usize, conn: Option<u32>) {
+        self.fwd[core] += 1;
+        if let Some(id) = conn {
+            self.map.conns.0[id as usize].last_fwd = self.fwd[core];
+        }
+    }
+}
+
+impl<R: RxRing, C: Clock> RxRing for Dispatch<R, C> {
+    fn burst(&mut self, out: &mut [RxFrame]) -> usize {
+        let t0 = self.clock.now_ns();
+        self.apply_notes();
+        self.sweep(t0);
+        let mut local = 0;
+        let mut forwarded = 0u64;
+        for _ in 0..DISPATCH_BURSTS {
+            if local == out.len() {
+                break;
+            }
+            let n = self.inner.burst(&mut out[local..]);
+            if n == 0 {
+                break;
+            }
+            let first = local;
+            for i in first..first + n {
+                let f = out[i];
+                let class = classify(&self.addr, self.inner.bytes(&f));
+                match self.route(class, t0) {
+                    Route::To { core: 0, conn } => {
+                        self.delivered(0, conn);
+                        out[local] = f;
+                        local += 1;
+                    }
+                    Route::To { core, conn } => {
+                        let bytes = self.inner.bytes(&f);
+                        let ring = &mut self.clists[core - 1];
+                        let mut sent = false;
+                        if let Some(slot) = ring.slot() {
+                            let len = bytes.len().min(FRAME_MAX);
+                            slot.bytes[..len].copy_from_slice(&bytes[..len]);
+                            slot.len = len as u16;
+                            ring.commit();
+                            sent = true;
+                        }
+                        if sent {
+                            self.delivered(core, conn);
+                            self.dispatched += 1;
+                            forwarded += 1;
+                        } else {
+                            self.ring_full += 1;
+                        }
+                        self.inner.recycle(f);
+                    }
+                    Route::Drop => self.inner.recycle(f),
+                }
+            }
+            if local > 0 {
+                break;
+            }
+        }
+        if forwarded > 0 && local == 0 {
+            // Counted here only when the server will not count this burst as RCV itself.
+            self.dispatch_ns += self.clock.now_ns().saturating_sub(t0);
+        }
+        local
+    }
+
+    fn bytes(&self, f: &RxFrame) -> &[u8] {
+        self.inner.bytes(f)
+    }
+
+    fn recycle(&mut self, f: RxFrame) {
+        self.inner.recycle(f)
+    }
+}
+
+impl<T: TxRing, C: Clock> TxRing for Drain<T, C> {
+    fn slot(&mut self) -> Option<&mut [u8]> {
+        self.inner.slot()
+    }
+
+    fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
+        self.inner.post(head_len, body)
+    }
+
+    fn flush(&mut self) {
+        let n = self.dlists.len();
+        let mut moved = 0u64;
+        let mut t0 = 0;
+        'rings: for k in 0..n {
+            let ring = &mut self.dlists[(self.next + k) % n];
+            let avail = ring.available().min(DRAIN_BUDGET);
+            if avail > 0 && moved == 0 {
+                t0 = self.clock.now_ns();
+            }
+            for _ in 0..avail {
+                let Some(f) = ring.peek(0) else { break };
+                let Some(slot) = self.inner.slot() else {
+                    break 'rings; // the NIC is full: the rest waits for the next flush
+                };
+                let len = usize::from(f.head_len).min(slot.len());
+                slot[..len].copy_from_slice(&f.head[..len]);
+                let body = f.body;
+                let _ = self.inner.post(len, body);
+                ring.pop();
+                moved += 1;
+            }
+        }
+        if n > 0 {
+            self.next = (self.next + 1) % n;
+        }
+        self.inner.flush();
+        if moved > 0 {
+            self.drained += moved;
+            self.drain_ns += self.clock.now_ns().saturating_sub(t0);
+        }
+    }
+
+    fn connection_closed(&mut self, peer: Peer, frames_seen: u64) {
+        if self
+            .local_notes
+            .push(Closed {
+                peer,
+                seen: frames_seen,
+            })
+            .is_err()
+        {
+            self.notes_lost += 1;
+        }
+    }
+}
+
+impl<R: RxRing, T: TxRing, C: Clock> Nic for NetCoreNic<R, T, C> {
+    type Rx = Dispatch<R, C>;
+    type Tx = Drain<T, C>;
+
+    fn split(&mut self) -> (&mut Dispatch<R, C>, &mut Drain<T, C>) {
+        (&mut self.rx, &mut self.tx)
+    }
+
+    fn mac(&self) -> EthernetAddress {
+        self.mac
+    }
+
+    fn counters(&self) -> NicCounters {
+        let rx = &self.rx;
+        NicCounters {
+            dispatched: rx.dispatched,
+            drained: self.tx.drained,
+            dispatch_ring_full: rx.ring_full,
+            dispatch_no_core: rx.no_core,
+            conn_map: rx.map.len() as u64,
+            conn_map_high: rx.map.high,
+            conn_map_expired: rx.map.expired,
+            dispatch_ns: rx.dispatch_ns,
+            drain_ns: self.tx.drain_ns,
+            notes_lost: self.tx.notes_lost,
+            rx_ring_slots: rx.clists.first().map_or(0, |r| r.capacity() as u64),
+            rx_ring_high: rx
+                .clists
+                .iter()
+                .map(|r| r.high_water() as u64)
+                .max()
+                .unwrap_or(0),
+            ..NicCounters::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
