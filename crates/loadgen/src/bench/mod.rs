@@ -58,6 +58,9 @@ pub struct Run {
     pub wall_secs: f64,
     /// Busy fraction of each core during the run (whole machine).
     pub core_busy: Vec<f64>,
+    /// The server's own per-core time split, when it reports one (bareweb).
+    #[serde(default)]
+    pub server_split: Vec<servers::CoreSplit>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -216,6 +219,7 @@ fn run_one(
         .join(format!("r{round}-p{pi}-{}.json", inst.kind));
     let args = client_args(o, p, inst, site, round, &json);
     let pids = inst.pids();
+    let st0 = inst.stats();
     let c0 = sys::children_cpu_secs();
     let s0 = procfs::cpu_secs(&pids);
     let k0 = procfs::cores();
@@ -230,6 +234,7 @@ fn run_one(
     let k1 = procfs::cores();
     let s1 = procfs::cpu_secs(&pids);
     let c1 = sys::children_cpu_secs();
+    let st1 = inst.stats();
     if !out.status.success() {
         return Err(format!(
             "client failed against {}: {}",
@@ -256,6 +261,10 @@ fn run_one(
         client_cpu_secs: c1 - c0,
         wall_secs: wall,
         core_busy: procfs::busy_between(&k0, &k1),
+        server_split: match (st0, st1) {
+            (Some(a), Some(b)) => servers::split_between(&a, &b),
+            _ => Vec::new(),
+        },
     })
 }
 

@@ -57,7 +57,17 @@ fn colour(server: &str, i: usize) -> RGBColor {
 
 type Line = (String, Vec<(f64, f64)>);
 
-fn line_chart(path: &Path, title: &str, xl: &str, yl: &str, lines: &[Line]) -> Result<(), String> {
+/// Picks one task's share out of a core's split.
+type TaskShare = fn(&super::servers::CoreSplit) -> f64;
+
+fn line_chart(
+    path: &Path,
+    title: &str,
+    xl: &str,
+    yl: &str,
+    lines: &[Line],
+    log_ok: bool,
+) -> Result<(), String> {
     let pts = lines.iter().flat_map(|l| l.1.iter());
     let (mut x1, mut y0, mut y1) = (0.0f64, f64::MAX, 0.0f64);
     for &(x, y) in pts {
@@ -70,7 +80,7 @@ fn line_chart(path: &Path, title: &str, xl: &str, yl: &str, lines: &[Line]) -> R
     let x1 = if x1 > 0.0 { x1 * 1.08 } else { 1.0 };
     // Times spanning more than a factor of 30 (a few 0.1 ms runs beside a saturated one)
     // go on a log axis, as one stall would otherwise flatten every other line.
-    if y0 < f64::MAX && y1 / y0 > 30.0 {
+    if log_ok && y0 < f64::MAX && y1 / y0 > 30.0 {
         let yl = format!("{yl}, log scale");
         let range = (y0 * 0.7..y1 * 1.6).log_scale();
         let lines: Vec<Line> = lines
@@ -265,7 +275,7 @@ pub fn all(r: &Results, out: &Path) -> Result<Vec<(String, String)>, String> {
                         yl: &str,
                         lines: Vec<Line>|
          -> Result<(), String> {
-            line_chart(&out.join(&file), &caption, xl, yl, &lines)?;
+            line_chart(&out.join(&file), &caption, xl, yl, &lines, true)?;
             made.push((file, caption));
             Ok(())
         };
@@ -315,6 +325,56 @@ pub fn all(r: &Results, out: &Path) -> Result<Vec<(String, String)>, String> {
                 }
             }
             _ => {}
+        }
+    }
+    // Task utilisation the server reports itself, across the first series (paper 004
+    // fig. 11), for every server that reports one.
+    if let Some(se) = series.first() {
+        for sv in &r.servers {
+            let pts: Vec<(&Agg, &super::scenario::Point)> = r
+                .points
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.series == *se)
+                .filter_map(|(pi, p)| agg.get(&(pi, sv.name.clone())).map(|a| (a, p)))
+                .filter(|(a, _)| !a.server_split.is_empty())
+                .collect();
+            if pts.len() < 2 {
+                continue;
+            }
+            let mut lines: Vec<Line> = Vec::new();
+            for (c, first) in pts[0].0.server_split.iter().enumerate() {
+                let tasks: [(&str, TaskShare); 4] = [
+                    ("RCV", |x| x.rcv),
+                    ("HTTP", |x| x.http),
+                    ("SEND", |x| x.send),
+                    ("Main (idle)", |x| x.main),
+                ];
+                for (task, f) in tasks {
+                    let v: Vec<(f64, f64)> = pts
+                        .iter()
+                        .filter_map(|(a, _)| {
+                            a.server_split
+                                .get(c)
+                                .map(|cs| (a.fetches_per_sec, f(cs) * 100.0))
+                        })
+                        .collect();
+                    if v.iter().any(|p| p.1 > 0.5) {
+                        lines.push((format!("core {} {task}", first.core), v));
+                    }
+                }
+            }
+            let file = format!("{se}-{}-tasks.png", sv.name);
+            let caption = format!("{}: task utilisation vs fetches/s ({se})", sv.name);
+            line_chart(
+                &out.join(&file),
+                &caption,
+                "fetches per second (measured)",
+                "% of the core's time",
+                &lines,
+                false,
+            )?;
+            made.push((file, caption));
         }
     }
     // Per-core utilisation at the heaviest point of the first series.

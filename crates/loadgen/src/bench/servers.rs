@@ -73,6 +73,9 @@ pub struct Instance {
     pub server_ip: String,
     child: Option<Child>,
     pub log: PathBuf,
+    /// A URL path where the server reports its own per-core time split (bareweb's stats
+    /// page), read before and after each run.
+    pub stats_path: Option<&'static str>,
     // Dropped after the processes are gone (field order).
     _namespaces: Vec<Netns>,
 }
@@ -119,6 +122,81 @@ impl Instance {
         let _ = child.kill();
         let _ = child.wait();
     }
+}
+
+/// One core's share of a run's wall time, as the server itself measured it (paper 004's
+/// task utilisation: RCV, HTTP, SEND, and Main = idle).
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct CoreSplit {
+    pub core: u32,
+    pub role: String,
+    pub rcv: f64,
+    pub http: f64,
+    pub send: f64,
+    pub main: f64,
+}
+
+/// Raw per-core times from bareweb's stats JSON: (core, role, elapsed, rcv, http, send, main) ns.
+type Times = Vec<(u32, String, [u64; 5])>;
+
+impl Instance {
+    /// The server's own per-core times now, if it reports them.
+    pub fn stats(&self) -> Option<Times> {
+        let path = self.stats_path?;
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.client_ns,
+                "curl",
+                "-s",
+                "--max-time",
+                "2",
+            ])
+            .arg(self.url(path))
+            .output()
+            .ok()?;
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        let mut times = Vec::new();
+        for c in v.get("cores")?.as_array()? {
+            let n = |k: &str| c.get(k).and_then(serde_json::Value::as_u64);
+            times.push((
+                n("core")? as u32,
+                c.get("role")
+                    .and_then(|r| r.as_str())
+                    .unwrap_or("")
+                    .to_string(),
+                [
+                    n("elapsed_ns")?,
+                    n("rcv_ns")?,
+                    n("http_ns")?,
+                    n("send_ns")?,
+                    n("main_ns")?,
+                ],
+            ));
+        }
+        Some(times)
+    }
+}
+
+/// Per-core shares between two [`Instance::stats`] readings.
+pub fn split_between(a: &Times, b: &Times) -> Vec<CoreSplit> {
+    a.iter()
+        .zip(b)
+        .filter(|(x, y)| x.0 == y.0)
+        .map(|((core, role, x), (_, _, y))| {
+            let d = |i: usize| y[i].saturating_sub(x[i]) as f64;
+            let el = d(0).max(1.0);
+            CoreSplit {
+                core: *core,
+                role: role.clone(),
+                rcv: d(1) / el,
+                http: d(2) / el,
+                send: d(3) / el,
+                main: d(4) / el,
+            }
+        })
+        .collect()
 }
 
 impl Drop for Instance {
@@ -225,6 +303,7 @@ fn start_kernel_server(
         server_ip,
         child: Some(child),
         log,
+        stats_path: None,
         _namespaces: vec![c, s],
     };
     let url = inst.url(ctx.probe);
@@ -283,6 +362,7 @@ impl ServerKind for Bareweb {
             server_ip,
             child: Some(child),
             log,
+            stats_path: Some("/.well-known/bareweb/stats"),
             _namespaces: vec![c],
         };
         let url = inst.url(ctx.probe);

@@ -41,6 +41,8 @@ pub struct Agg {
     pub max_parallel: u64,
     pub sessions_per_sec: f64,
     pub core_busy: Vec<f64>,
+    /// The server's own per-core split (medians over rounds), if it reports one.
+    pub server_split: Vec<super::servers::CoreSplit>,
     pub flags: Vec<&'static str>,
 }
 
@@ -100,6 +102,34 @@ pub fn aggregate(r: &Results) -> BTreeMap<(usize, String), Agg> {
                     )
                 })
                 .collect();
+            let server_split = runs
+                .first()
+                .map(|first| {
+                    first
+                        .server_split
+                        .iter()
+                        .enumerate()
+                        .map(|(c, cs)| {
+                            let med = |f: &dyn Fn(&super::servers::CoreSplit) -> f64| {
+                                median(
+                                    runs.iter()
+                                        .filter_map(|x| x.server_split.get(c))
+                                        .map(f)
+                                        .collect(),
+                                )
+                            };
+                            super::servers::CoreSplit {
+                                core: cs.core,
+                                role: cs.role.clone(),
+                                rcv: med(&|x| x.rcv),
+                                http: med(&|x| x.http),
+                                send: med(&|x| x.send),
+                                main: med(&|x| x.main),
+                            }
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
             let agg = Agg {
                 rounds: runs.len(),
                 fetches_per_sec: fps,
@@ -124,6 +154,7 @@ pub fn aggregate(r: &Results) -> BTreeMap<(usize, String), Agg> {
                     .unwrap_or(0),
                 sessions_per_sec: m(&|x| x.report.sessions_per_sec),
                 core_busy,
+                server_split,
                 flags,
             };
             (key, agg)
@@ -289,6 +320,43 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
             }
         }
         let _ = writeln!(s);
+        let mut split_rows: Vec<String> = Vec::new();
+        for (pi, p) in &pts {
+            for sv in &r.servers {
+                let Some(a) = agg.get(&(*pi, sv.name.clone())) else {
+                    continue;
+                };
+                for c in &a.server_split {
+                    split_rows.push(format!(
+                        "| {} | {} | {} (core {} {}) | {:.0}% | {:.0}% | {:.0}% | {:.0}% |",
+                        if p.path.is_empty() {
+                            "surge set"
+                        } else {
+                            p.path.as_str()
+                        },
+                        p.level,
+                        sv.name,
+                        c.core,
+                        c.role,
+                        c.rcv * 100.0,
+                        c.http * 100.0,
+                        c.send * 100.0,
+                        c.main * 100.0
+                    ));
+                }
+            }
+        }
+        if !split_rows.is_empty() {
+            let _ = writeln!(
+                s,
+                "Time split a server reports itself (bareweb's stats page, paper 004's task utilisation; Main is idle):\n"
+            );
+            let _ = writeln!(s, "| file | {what} | server (core) | RCV | HTTP | SEND | Main |\n|---|---|---|---|---|---|---|");
+            for row in split_rows {
+                let _ = writeln!(s, "{row}");
+            }
+            let _ = writeln!(s);
+        }
     }
     let _ = writeln!(
         s,
