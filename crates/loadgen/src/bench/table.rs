@@ -380,8 +380,9 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
         s,
         "max fetches/s = bandwidth / ((filesize + hdrsize × numPackets) × 8), hdrsize = 58 B, numPackets = \
          SYN-ACK + GET-ACK + data segments + ACK (keep-alive: data + ACK). Bandwidth = the measured capacity of \
-         one TCP stream over a veth pair between two namespaces on this machine: **{:.2} Gbit/s** (a veth has \
-         no line rate; the CPU is its limit, so this bound is optimistic under load).\n",
+         one TCP stream over a veth pair between two namespaces on this machine, measured for one second before \
+         the runs: **{:.2} Gbit/s**. A veth has no line rate: its capacity is what the CPUs can push at that \
+         moment, so on a shared machine the bound moves, and several streams can beat one (over 100% below).\n",
         r.link_bps / 1e9
     );
     let _ = writeln!(s, "| file | connection | numPackets | bound fetches/s | best measured | server | of bound |\n|---|---|---|---|---|---|---|");
