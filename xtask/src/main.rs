@@ -6,6 +6,8 @@
 
 use std::process::{Command, ExitCode};
 
+mod kernel;
+
 /// Debian packages the whole-system tests use.
 const APT_PACKAGES: &[&str] = &[
     "iproute2",
@@ -14,6 +16,13 @@ const APT_PACKAGES: &[&str] = &[
     "curl",
     "wget",
     "python3",
+    // The bare-machine kernel (issue 3): QEMU for `bareweb run` and tests/kernel, GRUB
+    // and xorriso for `bareweb build --iso`.
+    "qemu-system-x86",
+    "grub-pc-bin",
+    "grub-common",
+    "xorriso",
+    "mtools",
 ];
 
 fn main() -> ExitCode {
@@ -130,8 +139,10 @@ fn test() -> Result<(), String> {
         "--target",
         "x86_64-unknown-none",
     ]))?;
+    kernel::lint(&cargo)?;
     run(Command::new(&cargo).args(["test", "--workspace"]))?;
-    system_tests(&cargo)
+    system_tests(&cargo)?;
+    kernel::tests()
 }
 
 /// Whole-system tests: `bareweb serve` in network namespaces, driven by pytest.

@@ -1,5 +1,5 @@
 //! `bareweb`: the command line. Each subcommand lives in its own module:
-//! `build` in [`image`], `serve` in [`serve`]; shared parsing in [`util`].
+//! `build` in [`image`], `serve` in [`serve`], `run` in [`run`]; shared parsing in [`util`].
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod image;
+mod run;
 mod serve;
 mod util;
 
@@ -33,6 +34,8 @@ enum Cmd {
     },
     /// Serve a site (directory or image) on a TAP device with bareweb's own stack.
     Serve(ServeArgs),
+    /// Boot the bare-machine kernel with a site under QEMU (no root needed).
+    Run(run::RunArgs),
 }
 
 #[derive(clap::Args)]
@@ -87,6 +90,10 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Build { site, output } => image::build(&site, &output),
         Cmd::Serve(a) => serve::serve(a),
+        Cmd::Run(a) => match run::run(a) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,5 +1,7 @@
 //! The kernel command line: `ip=A.B.C.D[/N] gw=A.B.C.D|none port=N sched=imt|ist
-//! tcbs=N log=access,stats`.
+//! tcbs=N log=access,stats`, and `crash=panic|fault` which makes the kernel fail on
+//! purpose right after boot (the tests use it to prove that failures are reported and
+//! stop QEMU).
 //!
 //! Defaults work under QEMU user networking (10.0.2.15/24, gateway 10.0.2.2, port 80).
 //! A bad value is reported on the console and its default kept; an unknown key is
@@ -27,6 +29,17 @@ pub struct Settings {
     pub log_access: bool,
     /// Print a counters line every second.
     pub log_stats: bool,
+    /// Fail on purpose after boot (tests of the failure path).
+    pub crash: Option<Crash>,
+}
+
+/// A deliberate failure, for tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Crash {
+    /// A Rust panic.
+    Panic,
+    /// A CPU exception (page fault on an unmapped address).
+    Fault,
 }
 
 impl Default for Settings {
@@ -40,6 +53,7 @@ impl Default for Settings {
             tcbs: 1024,
             log_access: false,
             log_stats: false,
+            crash: None,
         }
     }
 }
@@ -140,6 +154,17 @@ pub fn parse<'a>(line: &'a str, mut complain: impl FnMut(Complaint<'a>)) -> Sett
                 }
                 all
             }
+            "crash" => match v {
+                "panic" => {
+                    s.crash = Some(Crash::Panic);
+                    true
+                }
+                "fault" => {
+                    s.crash = Some(Crash::Fault);
+                    true
+                }
+                _ => false,
+            },
             _ => {
                 complain(Complaint {
                     word,

@@ -29,6 +29,16 @@ pub fn boot(info: &BootInfo) -> ! {
     };
     kprintln!("boot: {} cmdline {:?}", info.protocol, line);
     let settings = cmdline::parse(line, |c| kprintln!("cmdline: {:?}: {}", c.word, c.why));
+    match settings.crash {
+        Some(cmdline::Crash::Panic) => panic!("crash=panic on the command line"),
+        Some(cmdline::Crash::Fault) => {
+            // SAFETY: deliberately reads an unmapped address (above the 4 GiB identity
+            // map) to raise a page fault; the handler reports it and stops.
+            let v = unsafe { core::ptr::read_volatile(0x10_0000_0000 as *const u64) };
+            kprintln!("crash=fault: read {v} and did not fault");
+        }
+        None => {}
+    }
     let (site_at, site_len, from) = match (emb, info.modules().first()) {
         (Some((a, l, _)), _) => (a, l, "embedded"),
         (None, Some(m)) => (m.start, m.len, "module 0"),
