@@ -184,7 +184,7 @@ class Kernel:
                 raise AssertionError(f"kernel failed ({mark}):\n{self.report()}")
 
 
-@pytest.fixture(scope="module", params=["virtio"])
+@pytest.fixture(scope="module", params=["virtio", "e1000"])
 def kernel(request):
     k = Kernel(nic=request.param)
     yield k

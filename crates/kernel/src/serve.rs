@@ -10,6 +10,7 @@ use bareweb_engine::site::Site;
 use crate::boot_info::{BootInfo, Region};
 use crate::clock::TscClock;
 use crate::cmdline::{self, Settings};
+use crate::drivers::e1000::E1000;
 use crate::drivers::virtio_net::VirtioNet;
 use crate::drivers::Driver;
 use crate::pci::{self, Device};
@@ -18,6 +19,7 @@ use crate::{embedded, fatal, kprintln, mem};
 /// What the PCI scan found that we can drive.
 enum Found {
     Virtio(Device),
+    E1000(Device),
 }
 
 /// Boots the rest of the way and serves; never returns.
@@ -104,6 +106,8 @@ pub fn boot(info: &BootInfo) -> ! {
         );
         if found.is_none() && VirtioNet::matches(d) {
             found = Some(Found::Virtio(*d));
+        } else if found.is_none() && E1000::matches(d) {
+            found = Some(Found::E1000(*d));
         }
     });
     kprintln!("pci: scanned in {} ms", ms(t_pci));
@@ -115,6 +119,13 @@ pub fn boot(info: &BootInfo) -> ! {
                 run(nic, site, &settings, clock)
             }
             Err(e) => fatal!("virtio-net at {}: {e:?}", d.addr),
+        },
+        Some(Found::E1000(d)) => match E1000::new(&d) {
+            Ok(nic) => {
+                kprintln!("nic: e1000 up in {} ms", ms(t_nic));
+                run(nic, site, &settings, clock)
+            }
+            Err(e) => fatal!("e1000 at {}: {e:?}", d.addr),
         },
         None => fatal!("no supported NIC (virtio-net or e1000) found on PCI"),
     }

@@ -422,6 +422,12 @@ impl TxRing for VirtioTx {
             if self.free.is_empty() {
                 self.reclaim();
             }
+            if self.free.is_empty() && self.q.unpublished() > 0 {
+                // Every slot is queued within one poll round: let the device start on
+                // them now instead of refusing frames.
+                self.q.publish();
+                self.reclaim();
+            }
             self.current = self.free.pop();
         }
         let s = self.current? as usize;
