@@ -93,7 +93,10 @@ class Netns:
 class Kernel:
     """`bareweb run` on a TAP in a fresh namespace, console to a file."""
 
-    def __init__(self, nic="virtio", extra=(), site=SITE, machine=None, wait=True, accel=ACCEL):
+    def __init__(self, nic="virtio", extra=(), site=SITE, machine=None, wait=True, accel=ACCEL,
+                 qemu=None):
+        """`qemu`: instead of `bareweb run`, these QEMU arguments (a bootable image built
+        by `bareweb build`), with the TAP, NIC and console added here."""
         require()
         self.ns = Netns()
         self.nic = nic
@@ -102,11 +105,20 @@ class Kernel:
         self.ns.ip("link", "set", TAP, "up")
         self.serial = pathlib.Path(f"/tmp/{self.ns.name}.serial")
         self.stderr = open(f"/tmp/{self.ns.name}.stderr", "w+")
-        args = [BIN, "run", site, "--net", f"tap:{TAP}", "--nic", nic, "--ip", f"{SERVER_IP}/24",
-                "--gw", "none", "--mac", MAC, "--accel", accel, "--headless",
-                "--serial-log", self.serial, "--log", "stats", *extra]
-        if machine:
-            args += ["--machine", machine]
+        if qemu is None:
+            args = [BIN, "run", site, "--net", f"tap:{TAP}", "--nic", nic, "--ip",
+                    f"{SERVER_IP}/24", "--gw", "none", "--mac", MAC, "--accel", accel,
+                    "--headless", "--serial-log", self.serial, "--log", "stats", *extra]
+            if machine:
+                args += ["--machine", machine]
+        else:
+            dev = {"virtio": "virtio-net-pci", "e1000": "e1000"}[nic]
+            args = ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
+                    "-no-reboot", "-accel", "tcg", "-cpu", "max", "-m", "256M",
+                    "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
+                    "-serial", f"file:{self.serial}",
+                    "-netdev", f"tap,id=n0,ifname={TAP},script=no,downscript=no,vhost=off",
+                    "-device", f"{dev},netdev=n0,mac={MAC}", *qemu]
         self.t0 = time.time()
         self.proc = subprocess.Popen(self.ns.cmd("timeout", "-s", "KILL", QEMU_LIMIT, *args),
                                      stdout=self.stderr, stderr=subprocess.STDOUT)

@@ -169,3 +169,51 @@ def test_kvm_smoke_when_present():
         print(f"\nkvm: ready {k.boot_secs:.2f} s after `bareweb run` started")
     finally:
         k.close()
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    require()
+    d = tmp_path_factory.mktemp("images")
+    elf, iso = d / "site.elf", d / "site.iso"
+    subprocess.run([BIN, "build", SITE, "-o", elf, "--iso", iso, "--ip", f"{SERVER_IP}/24",
+                    "--gw", "none", "--log", "stats"], check=True, capture_output=True, timeout=300)
+    return elf, iso
+
+
+def fetch_all(k, tmp_path):
+    for f in site_files():
+        out = tmp_path / "body"
+        r = k.ns.run("curl", "-sS", "--max-time", "60", "-o", out, "-w", "%{http_code}",
+                     URL + url_path(f))
+        assert r.stdout == "200", (f, k.report())
+        assert hashlib.sha256(out.read_bytes()).hexdigest() == sha(f), url_path(f)
+
+
+@pytest.mark.parametrize("nic", ["virtio", "e1000"])
+def test_single_file_elf_boots_and_serves(images, nic, tmp_path):
+    """`bareweb build SITE -o site.elf`: one file (kernel + site + command line) booted
+    with QEMU -kernel and nothing else."""
+    elf, _ = images
+    k = Kernel(nic=nic, qemu=["-machine", "pc", "-bios", "qboot.rom", "-kernel", elf])
+    try:
+        assert "(embedded)" in k.log() and f"ip={SERVER_IP}/24" in k.log(), k.report()
+        fetch_all(k, tmp_path)
+        k.check_alive()
+    finally:
+        k.close()
+
+
+def test_iso_boots_from_cdrom_with_grub_and_serves(images, tmp_path):
+    """`bareweb build SITE --iso site.iso`: SeaBIOS boots the CD, GRUB loads the kernel by
+    multiboot2, the kernel serves the site embedded in it."""
+    _, iso = images
+    k = Kernel(qemu=["-machine", "pc", "-cdrom", iso, "-boot", "d"], wait=False)
+    try:
+        k.wait_ready(limit=300)
+        assert "boot: multiboot2" in k.log(), k.report()
+        fetch_all(k, tmp_path)
+        k.check_alive()
+        print(f"\niso: ready {k.boot_secs:.2f} s after QEMU started")
+    finally:
+        k.close()

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod bootimage;
 mod image;
 mod run;
 mod serve;
@@ -28,9 +29,11 @@ enum Cmd {
     Build {
         /// The site directory.
         site: PathBuf,
-        /// Where to write the image.
+        /// Where to write the image (`.elf`: one bootable file, kernel and site).
         #[arg(short, long, default_value = "site.bws")]
         output: PathBuf,
+        #[command(flatten)]
+        boot: bootimage::BootOpts,
     },
     /// Serve a site (directory or image) on a TAP device with bareweb's own stack.
     Serve(ServeArgs),
@@ -88,7 +91,10 @@ enum SchedArg {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
-        Cmd::Build { site, output } => image::build(&site, &output),
+        Cmd::Build { site, output, boot } if bootimage::wanted(&output, &boot) => {
+            bootimage::build(&site, &output, &boot)
+        }
+        Cmd::Build { site, output, .. } => image::build(&site, &output),
         Cmd::Serve(a) => serve::serve(a),
         Cmd::Run(a) => match run::run(a) {
             Ok(code) => return code,

@@ -84,9 +84,22 @@ fn parse_ip(s: &str) -> Option<Ipv4Address> {
 }
 
 /// Parses `line` over the defaults; calls `complain` for every word it cannot use.
-pub fn parse<'a>(line: &'a str, mut complain: impl FnMut(Complaint<'a>)) -> Settings {
-    let mut s = Settings::default();
-    for word in line.split_ascii_whitespace() {
+pub fn parse<'a>(line: &'a str, complain: impl FnMut(Complaint<'a>)) -> Settings {
+    parse_over(Settings::default(), line, complain)
+}
+
+/// Parses `line` over `base` (later words win). A leading word that is a path (GRUB
+/// may pass the kernel's file name first) is skipped quietly.
+pub fn parse_over<'a>(
+    base: Settings,
+    line: &'a str,
+    mut complain: impl FnMut(Complaint<'a>),
+) -> Settings {
+    let mut s = base;
+    for (i, word) in line.split_ascii_whitespace().enumerate() {
+        if i == 0 && word.starts_with('/') && !word.contains('=') {
+            continue;
+        }
         let Some((k, v)) = word.split_once('=') else {
             complain(Complaint {
                 word,

@@ -25,12 +25,19 @@ enum Found {
 /// Boots the rest of the way and serves; never returns.
 pub fn boot(info: &BootInfo) -> ! {
     let emb = embedded::get();
-    let line = match (info.cmdline().trim(), emb) {
-        ("", Some((_, _, c))) => core::str::from_utf8(c).unwrap_or(""),
-        (l, _) => l,
-    };
-    kprintln!("boot: {} cmdline {:?}", info.protocol, line);
-    let settings = cmdline::parse(line, |c| kprintln!("cmdline: {:?}: {}", c.word, c.why));
+    // The command line baked into a single-file image comes first; the loader's words
+    // (QEMU -append, GRUB) override it.
+    let baked = emb.map_or("", |(_, _, c)| core::str::from_utf8(c).unwrap_or(""));
+    let line = info.cmdline().trim();
+    kprintln!(
+        "boot: {} cmdline {:?} (built in: {:?})",
+        info.protocol,
+        line,
+        baked
+    );
+    let complain = |c: cmdline::Complaint<'_>| kprintln!("cmdline: {:?}: {}", c.word, c.why);
+    let settings = cmdline::parse(baked, complain);
+    let settings = cmdline::parse_over(settings, line, complain);
     match settings.crash {
         Some(cmdline::Crash::Panic) => panic!("crash=panic on the command line"),
         Some(cmdline::Crash::Fault) => {
