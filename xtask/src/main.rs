@@ -3,10 +3,12 @@
 //! - `test`  — installs what the tests need (rustup target, Debian packages when run as
 //!   root) and runs every test: fmt, clippy, unit tests, whole-system tests.
 //! - `setup` — only the installation part of `test`.
+//! - `kernel-bench` — the bare-machine kernel's budgets (size, boot time, doorbells).
 
 use std::process::{Command, ExitCode};
 
 mod kernel;
+mod kernel_bench;
 
 /// Debian packages the whole-system tests use.
 const APT_PACKAGES: &[&str] = &[
@@ -31,10 +33,15 @@ fn main() -> ExitCode {
     let result = match task {
         "test" => setup().and_then(|()| test()),
         "setup" => setup(),
+        "kernel-bench" => kernel_bench::bench(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <test|setup>");
+            eprintln!("usage: cargo xtask <test|setup|kernel-bench>");
             eprintln!("  test   install what the tests need, then run every test");
             eprintln!("  setup  only install (rustup target, Debian packages when root)");
+            eprintln!("  kernel-bench [--runs N] [--accel kvm,tcg] [--machine qboot,pc,q35] [--skip-boot] [--skip-load]");
+            eprintln!(
+                "         measure the kernel's budgets: size, boot to first 200, doorbells/request"
+            );
             return if task == "help" {
                 ExitCode::SUCCESS
             } else {
