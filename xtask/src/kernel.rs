@@ -6,18 +6,32 @@ use std::process::Command;
 
 use crate::{in_ci, is_root, run};
 
-/// `cargo fmt --check` and `cargo clippy -D warnings` inside crates/kernel.
+/// The host's target triple (the kernel's unit tests run there).
+fn host_triple() -> Result<String, String> {
+    let out = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .map_err(|e| format!("rustc: {e}"))?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
+        .ok_or_else(|| "rustc -vV printed no host".into())
+}
+
+/// Inside crates/kernel: `cargo fmt --check`, clippy `-D warnings` for the bare target and
+/// for the unit tests on the host, and the unit tests (parsers, drivers against simulated
+/// devices).
 pub fn lint(cargo: &str) -> Result<(), String> {
-    run(Command::new(cargo)
-        .current_dir("crates/kernel")
-        .args(["fmt", "--", "--check"]))?;
-    run(Command::new(cargo).current_dir("crates/kernel").args([
-        "clippy",
-        "--release",
-        "--",
-        "-D",
-        "warnings",
-    ]))
+    let host = host_triple()?;
+    let k = |args: &[&str]| -> Result<(), String> {
+        run(Command::new(cargo).current_dir("crates/kernel").args(args))
+    };
+    k(&["fmt", "--", "--check"])?;
+    k(&["clippy", "--release", "--", "-D", "warnings"])?;
+    k(&[
+        "clippy", "--lib", "--tests", "--target", &host, "--", "-D", "warnings",
+    ])?;
+    k(&["test", "--lib", "--target", &host])
 }
 
 /// tests/kernel: `bareweb run` under QEMU on TAPs in network namespaces (root).

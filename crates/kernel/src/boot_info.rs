@@ -188,11 +188,15 @@ impl BootInfo {
     /// # Safety
     /// `at` points at a multiboot2 information block.
     unsafe fn multiboot2(at: u64) -> BootInfo {
-        let mut info = BootInfo::empty(Protocol::Multiboot2);
         // SAFETY: the block starts with its total size (caller).
         let total = (u32_at(unsafe { phys(at, 8) }, 0) as u64).min(crate::arch::boot::MB2_COPY_MAX);
         // SAFETY: the copied block is `total` bytes long.
-        let b = unsafe { phys(at, total as usize) };
+        Self::multiboot2_bytes(unsafe { phys(at, total as usize) })
+    }
+
+    /// Parses a multiboot2 information block; bounded by `b`, never panics.
+    pub fn multiboot2_bytes(b: &[u8]) -> BootInfo {
+        let mut info = BootInfo::empty(Protocol::Multiboot2);
         let mut off = 8usize;
         while off + 8 <= b.len() {
             let ty = u32_at(b, off);
@@ -284,6 +288,97 @@ impl BootInfo {
         match core::str::from_utf8(b) {
             Ok(s) => s,
             Err(e) => core::str::from_utf8(&b[..e.valid_up_to()]).unwrap_or(""),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    fn tag(out: &mut Vec<u8>, ty: u32, body: &[u8]) {
+        out.extend_from_slice(&ty.to_le_bytes());
+        out.extend_from_slice(&(8 + body.len() as u32).to_le_bytes());
+        out.extend_from_slice(body);
+        while out.len() % 8 != 0 {
+            out.push(0);
+        }
+    }
+
+    /// A block laid out as GRUB 2.06 writes it: cmdline, module, memory map, end.
+    fn grub_block() -> Vec<u8> {
+        let mut b = alloc::vec![0u8; 8];
+        tag(&mut b, 1, b"/boot/bareweb.elf ip=10.0.0.2/24\0");
+        let mut m = Vec::new();
+        m.extend_from_slice(&0x20_0000u32.to_le_bytes());
+        m.extend_from_slice(&0x30_0000u32.to_le_bytes());
+        m.extend_from_slice(b"site\0");
+        tag(&mut b, 3, &m);
+        let mut mm = Vec::new();
+        mm.extend_from_slice(&24u32.to_le_bytes());
+        mm.extend_from_slice(&0u32.to_le_bytes());
+        for (base, len, ty) in [
+            (0u64, 0x9fc00u64, 1u32),
+            (0xf0000, 0x10000, 2),
+            (0x10_0000, 0x7ee_0000, 1),
+        ] {
+            mm.extend_from_slice(&base.to_le_bytes());
+            mm.extend_from_slice(&len.to_le_bytes());
+            mm.extend_from_slice(&ty.to_le_bytes());
+            mm.extend_from_slice(&0u32.to_le_bytes());
+        }
+        tag(&mut b, 6, &mm);
+        tag(&mut b, 0, &[]);
+        let n = b.len() as u32;
+        b[..4].copy_from_slice(&n.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn multiboot2_block_from_grub() {
+        let i = BootInfo::multiboot2_bytes(&grub_block());
+        assert_eq!(i.cmdline(), "/boot/bareweb.elf ip=10.0.0.2/24");
+        assert_eq!(
+            i.modules(),
+            &[Module {
+                start: 0x20_0000,
+                len: 0x10_0000
+            }]
+        );
+        assert_eq!(
+            i.regions(),
+            &[
+                Region {
+                    start: 0,
+                    end: 0x9fc00
+                },
+                Region {
+                    start: 0x10_0000,
+                    end: 0x7fe_0000
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn truncated_and_corrupt_blocks_never_panic() {
+        let good = grub_block();
+        for cut in 0..good.len() {
+            let _ = BootInfo::multiboot2_bytes(&good[..cut]);
+        }
+        let mut x = 99u32;
+        for _ in 0..3000 {
+            let mut b = good.clone();
+            for _ in 0..4 {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                let at = (x as usize) % b.len();
+                b[at] = (x >> 8) as u8;
+            }
+            let i = BootInfo::multiboot2_bytes(&b);
+            assert!(i.regions().len() <= 64 && i.modules().len() <= 4);
         }
     }
 }

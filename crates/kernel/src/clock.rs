@@ -225,3 +225,13 @@ impl Clock for TscClock {
         self.unix0 + self.ticks() / self.hz
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn days_from_civil_known_dates() {
+        assert_eq!(super::days_from_civil(1970, 1, 1), 0);
+        assert_eq!(super::days_from_civil(2000, 3, 1), 11_017);
+        assert_eq!(super::days_from_civil(2026, 11, 22), 20_779);
+    }
+}

@@ -195,3 +195,97 @@ pub fn parse_over<'a>(
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    fn parse_all(line: &str) -> (Settings, Vec<(String, &'static str)>) {
+        let mut c = Vec::new();
+        let s = parse(line, |x| c.push((x.word.into(), x.why)));
+        (s, c)
+    }
+    extern crate std;
+    use std::string::String;
+
+    #[test]
+    fn defaults_work_under_qemu_user_networking() {
+        let (s, c) = parse_all("");
+        assert_eq!(s, Settings::default());
+        assert!(c.is_empty());
+        assert_eq!(s.ip, Ipv4Address([10, 0, 2, 15]));
+        assert_eq!(s.gateway, Some(Ipv4Address([10, 0, 2, 2])));
+        assert_eq!(s.port, 80);
+    }
+
+    #[test]
+    fn every_key() {
+        let (s, c) = parse_all(
+            "ip=192.168.1.50/16 gw=none port=8080 sched=ist tcbs=64 log=access,stats crash=fault",
+        );
+        assert!(c.is_empty(), "{c:?}");
+        assert_eq!((s.ip, s.prefix), (Ipv4Address([192, 168, 1, 50]), 16));
+        assert_eq!(s.gateway, None);
+        assert_eq!((s.port, s.sched, s.tcbs), (8080, Sched::Ist, 64));
+        assert!(s.log_access && s.log_stats);
+        assert_eq!(s.crash, Some(Crash::Fault));
+        assert_eq!(parse_all("ip=10.0.0.2").0.prefix, 24);
+    }
+
+    #[test]
+    fn bad_values_keep_defaults_and_are_reported() {
+        for w in [
+            "ip=1.2.3",
+            "ip=1.2.3.4.5",
+            "ip=256.1.1.1",
+            "ip=1.2.3.4/33",
+            "ip=",
+            "gw=x",
+            "port=0",
+            "port=65536",
+            "sched=rr",
+            "tcbs=0",
+            "log=loud",
+            "crash=maybe",
+            "ip=1..2.3",
+            "ip=0001.2.3.4",
+        ] {
+            let (s, c) = parse_all(w);
+            assert_eq!(c, [(w.into(), "bad value, default kept")], "{w}");
+            assert_eq!(
+                (s.ip, s.port, s.tcbs),
+                (Settings::default().ip, 80, 1024),
+                "{w}"
+            );
+        }
+        assert_eq!(parse_all("nokey").1[0].1, "not key=value");
+        assert_eq!(parse_all("color=blue").1[0].1, "unknown key");
+    }
+
+    #[test]
+    fn later_words_win_and_a_leading_path_is_skipped() {
+        let base = parse("ip=10.0.0.2/24 port=81", |_| panic!());
+        let mut c = Vec::new();
+        let s = parse_over(base, "/boot/bareweb.elf port=82", |x| c.push(x.word));
+        assert!(c.is_empty(), "{c:?}");
+        assert_eq!((s.ip, s.port), (Ipv4Address([10, 0, 0, 2]), 82));
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics() {
+        let mut x = 0x1234_5678u32;
+        for _ in 0..2000 {
+            let mut b = Vec::new();
+            for _ in 0..(x % 64) {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                b.push(b"ip=gw/.0123456789 port=sched,log=a"[(x % 34) as usize]);
+            }
+            if let Ok(s) = core::str::from_utf8(&b) {
+                let _ = parse(s, |_| {});
+            }
+        }
+    }
+}

@@ -12,7 +12,7 @@
 //! - [`serve`]: the per-core state (server, NIC queue pair, clock) and its loop.
 //!
 //! `unsafe` lives here and only here (the engine has none): every block says why it holds.
-#![no_std]
+#![cfg_attr(not(test), no_std)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
@@ -30,6 +30,7 @@ pub mod mem;
 pub mod pci;
 pub mod serve;
 
+#[cfg(target_os = "none")]
 #[global_allocator]
 static HEAP: mem::Bump = mem::Bump;
 
@@ -54,6 +55,7 @@ pub fn backtrace(mut rbp: u64) {
     kprintln!();
 }
 
+#[cfg(target_os = "none")]
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     console::force_unlock();

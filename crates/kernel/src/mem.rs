@@ -12,10 +12,19 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::boot_info::{BootInfo, Region};
 
+#[cfg(target_os = "none")]
 extern "C" {
     static __kernel_start: u8;
     static __kernel_end: u8;
 }
+
+/// Host builds (unit tests): no linker script, no kernel span.
+#[cfg(not(target_os = "none"))]
+#[allow(non_upper_case_globals)]
+static __kernel_start: u8 = 0;
+#[cfg(not(target_os = "none"))]
+#[allow(non_upper_case_globals)]
+static __kernel_end: u8 = 0;
 
 /// The kernel's own span `[start, end)` in physical memory.
 pub fn kernel_span() -> Region {
@@ -155,4 +164,41 @@ pub fn late_allocs() -> u64 {
 /// Bytes handed out so far.
 pub fn used() -> u64 {
     NEXT.load(Ordering::Relaxed) - START.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(start: u64, end: u64) -> Region {
+        Region { start, end }
+    }
+
+    #[test]
+    fn largest_piece_avoids_every_cut() {
+        let mut best = Region::default();
+        let cuts = [
+            r(0, 0x10_0000),
+            r(0x10_0000, 0x1b_8000),
+            r(0x0fec_a000, 0x0ffd_8000),
+        ];
+        largest_piece(r(0, 0x1000_0000), &cuts, &mut best);
+        assert_eq!(best, r(0x1b_8000, 0x0fec_a000));
+        // A module in the middle: the larger side wins.
+        let mut best = Region::default();
+        largest_piece(
+            r(0x10_0000, 0x1000_0000),
+            &[r(0x200_0000, 0x300_0000)],
+            &mut best,
+        );
+        assert_eq!(best, r(0x300_0000, 0x1000_0000));
+        // Fully covered, or empty cuts: no endless loop.
+        let mut best = Region::default();
+        largest_piece(
+            r(0x1000, 0x2000),
+            &[r(0, 0x10_0000), r(0x1800, 0x1800)],
+            &mut best,
+        );
+        assert_eq!(best, Region::default());
+    }
 }

@@ -17,8 +17,6 @@
 //! (`OSFXSR`, `OSXMMEXCPT`), `EFER.LME`, paging, a 64-bit GDT, and a far jump to 64-bit
 //! code that calls `bw_kernel_main(eax, ebx)`.
 
-use core::arch::global_asm;
-
 /// Where a multiboot2 information block is copied (inside conventional memory, below the
 /// kernel at 1 MiB; at most `MB2_COPY_MAX` bytes).
 pub const MB2_COPY: u64 = 0x10000;
@@ -27,7 +25,8 @@ pub const MB2_COPY_MAX: u64 = 0x60000;
 /// Bytes of the boot stack.
 pub const BOOT_STACK: usize = 512 * 1024;
 
-global_asm!(
+#[cfg(target_os = "none")]
+core::arch::global_asm!(
     r#"
     .section .multiboot2, "a"
     .p2align 3

@@ -4,14 +4,15 @@
 //!
 //! No device interrupts are used at all: the drivers poll, and the clock is the TSC.
 
-use core::arch::{asm, global_asm};
+use core::arch::asm;
 use core::cell::UnsafeCell;
 use core::mem::size_of;
 
 use super::cpu;
 use super::gdt::{DOUBLE_FAULT_IST, KERNEL_CS};
 
-global_asm!(
+#[cfg(target_os = "none")]
+core::arch::global_asm!(
     r#"
     .text
     .irp n, 0,1,2,3,4,5,6,7,9,15,16,18,19,20,22,23,24,25,26,27,28,31
@@ -60,9 +61,15 @@ bw_isr_table:
     options(att_syntax)
 );
 
+#[cfg(target_os = "none")]
 extern "C" {
     static bw_isr_table: [u64; 32];
 }
+
+/// Host builds (unit tests) have no exception stubs.
+#[cfg(not(target_os = "none"))]
+#[allow(non_upper_case_globals)]
+static bw_isr_table: [u64; 32] = [0; 32];
 
 /// What the exception stubs push, lowest address first.
 #[repr(C)]
@@ -172,6 +179,7 @@ pub unsafe fn init() {
     // SAFETY: called once before the IDT is loaded; nothing else reads it yet.
     let idt = unsafe { &mut *IDT.0.get() };
     // SAFETY: bw_isr_table is a read-only table of 32 addresses defined in the asm above.
+    #[allow(unused_unsafe)]
     let table = unsafe { &*core::ptr::addr_of!(bw_isr_table) };
     for (v, gate) in idt.iter_mut().enumerate() {
         let a = table[v];
