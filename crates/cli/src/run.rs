@@ -322,6 +322,12 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
         println!("{} {}", a.qemu, shell_words(&args));
         return Ok(ExitCode::SUCCESS);
     }
+    if !qemu_present(&a.qemu) {
+        return Err(format!(
+            "{} not found: install QEMU ({QEMU_HINT}; `cargo xtask setup` does it as root)",
+            a.qemu
+        ));
+    }
     eprintln!(
         "bareweb: booting the kernel ({} KiB) with {files} files under QEMU: accel {why}; machine {:?}, NIC {:?}",
         KERNEL.len() / 1024,
@@ -377,6 +383,15 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
         Some(c) => Err(format!("QEMU exited with status {c}")),
         None => Ok(ExitCode::SUCCESS), // killed by a signal (Ctrl-C): a normal stop
     }
+}
+
+/// Whether `qemu` names an executable (a path, or a name found on PATH).
+fn qemu_present(qemu: &str) -> bool {
+    if qemu.contains('/') {
+        return Path::new(qemu).is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(qemu).is_file()))
 }
 
 fn shell_words(args: &[String]) -> String {
