@@ -201,3 +201,12 @@ def kernel(request):
     k = Kernel(nic=request.param)
     yield k
     k.close()
+
+
+@pytest.fixture(autouse=True)
+def _kernel_still_alive(request):
+    """After every test that used the shared kernel: a panic, exception or QEMU exit that
+    happened during it fails that test, with the serial log."""
+    yield
+    if "kernel" in request.fixturenames:
+        request.getfixturevalue("kernel").check_alive()
