@@ -3,7 +3,10 @@
 //! - `test`  — installs what the tests need (rustup target, Debian packages when run as
 //!   root) and runs every test: fmt, clippy, unit tests, whole-system tests.
 //! - `setup` — only the installation part of `test`.
+//! - `fuzz [SECS]` — every cargo-fuzz target for SECS seconds (see `fuzz.rs`).
 //! - `kernel-bench` — the bare-machine kernel's budgets (size, boot time, doorbells).
+
+mod fuzz;
 
 use std::process::{Command, ExitCode};
 
@@ -33,11 +36,17 @@ fn main() -> ExitCode {
     let result = match task {
         "test" => setup().and_then(|()| test()),
         "setup" => setup(),
+        "fuzz" => match args.get(1).map(|s| s.parse::<u64>()) {
+            None => fuzz::fuzz(60),
+            Some(Ok(secs)) => fuzz::fuzz(secs),
+            Some(Err(_)) => Err("usage: cargo xtask fuzz [SECS]".into()),
+        },
         "kernel-bench" => kernel_bench::bench(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <test|setup|kernel-bench>");
+            eprintln!("usage: cargo xtask <test|setup|fuzz|kernel-bench>");
             eprintln!("  test   install what the tests need, then run every test");
             eprintln!("  setup  only install (rustup target, Debian packages when root)");
+            eprintln!("  fuzz [SECS]  run every fuzz target SECS seconds (default 60)");
             eprintln!("  kernel-bench [--runs N] [--accel kvm,tcg] [--machine qboot,pc,q35] [--skip-boot] [--skip-load]");
             eprintln!(
                 "         measure the kernel's budgets: size, boot to first 200, doorbells/request"
@@ -71,7 +80,7 @@ fn is_root() -> bool {
 }
 
 /// Runs a command, echoing it, and turns a non-zero exit into an error.
-fn run(cmd: &mut Command) -> Result<(), String> {
+pub(crate) fn run(cmd: &mut Command) -> Result<(), String> {
     eprintln!("+ {cmd:?}");
     let status = cmd
         .status()
@@ -149,7 +158,14 @@ fn test() -> Result<(), String> {
     kernel::lint(&cargo)?;
     run(Command::new(&cargo).args(["test", "--workspace"]))?;
     system_tests(&cargo)?;
-    kernel::tests()
+    kernel::tests()?;
+    // Every parser and the whole server under the fuzzer, briefly (BAREWEB_FUZZ_SECS per
+    // target, default 20); `cargo xtask fuzz 600` digs deeper.
+    let secs = std::env::var("BAREWEB_FUZZ_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    fuzz::fuzz(secs)
 }
 
 /// Whole-system tests: `bareweb serve` in network namespaces, driven by pytest.

@@ -14,6 +14,8 @@
 #[cfg(any(test, feature = "alloc"))]
 extern crate alloc;
 
+#[cfg(test)]
+mod capture_tests;
 #[cfg(any(test, feature = "std"))]
 pub mod fake;
 pub mod http;

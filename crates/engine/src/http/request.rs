@@ -312,6 +312,15 @@ fn parse_inner(buf: &[u8]) -> Step<(Request<'_>, usize)> {
         return Err(Status::BAD_REQUEST);
     }
     req.has_body = chunked || content_length.is_some_and(|n| n > 0);
+    // We never read request content: a GET or HEAD whose content is small is answered
+    // and the connection closed (the content is discarded with it). Content larger than
+    // one request buffer, or of unbounded length (chunked), is refused: RFC 9110 15.5.14,
+    // "413 (Content Too Large) ... the request content is larger than the server is
+    // willing or able to process". Other methods get 405 whatever their content.
+    let too_large = chunked || content_length.is_some_and(|n| n > MAX_REQUEST as u64);
+    if too_large && matches!(req.method, Method::Get | Method::Head) {
+        return Err(Status::CONTENT_TOO_LARGE);
+    }
     req.keep_alive = match req.version {
         Version::Http11 => !close,
         Version::Http10 => keep_alive && !close,
@@ -563,6 +572,19 @@ mod tests {
             error(b"GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"),
             400
         );
+        // Content a GET/HEAD cannot carry: more than one request buffer, or unbounded.
+        assert_eq!(
+            error(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 8193\r\n\r\n"),
+            413
+        );
+        assert_eq!(
+            error(b"HEAD / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999\r\n\r\n"),
+            413
+        );
+        assert_eq!(
+            error(b"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            413
+        );
     }
 
     #[test]
@@ -571,7 +593,8 @@ mod tests {
         assert!(!r(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n").has_body);
         assert!(r(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n").has_body);
         assert!(r(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n").has_body);
-        assert!(r(b"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n").has_body);
+        assert!(r(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n").has_body);
+        assert!(r(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 8192\r\n\r\n").has_body);
         assert!(r(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc").has_body);
         // The body is not part of `len`.
         assert_eq!(

@@ -694,9 +694,12 @@ impl<L: Lookup<'static>> Server<L> {
             && payload.is_empty()
             && !p.fin()
             && new_wnd == t.snd_wnd
+            && new_wnd != 0
             && t.flight() > 0
         {
-            // RFC 5681 §2 duplicate ACK.
+            // RFC 5681 §2 duplicate ACK. One that advertises a zero window answers a window
+            // probe or reports a full receiver, not a loss: retransmitting into a closed
+            // window would be wasted, so it is not counted.
             t.dupacks = t.dupacks.saturating_add(1);
             if t.dupacks == 3
                 && !t.in_recovery
@@ -1172,7 +1175,8 @@ impl<L: Lookup<'static>> Server<L> {
         self.send_bare(dst_mac, dst, &repr, tx);
     }
 
-    /// RST on an existing connection with a given sequence number, then free it.
+    /// RST on an existing connection with a given sequence number (the caller frees the
+    /// TCB where the connection ends; in SYN-RECEIVED an unacceptable ACK keeps it).
     fn send_reset_raw<T: TxRing>(&mut self, id: u32, seq_number: u32, tx: &mut T) {
         let t = &self.tcbs.0[id as usize];
         let repr = wtcp::Repr {
@@ -1336,28 +1340,34 @@ impl<L: Lookup<'static>> Server<L> {
         let now = self.now_ns;
         let max = self.cfg.timeouts.max_retries;
         let t = &mut self.tcbs.0[idx];
-        if t.flight() == 0 && t.snd_wnd == 0 {
-            // Persist: probe the zero window with one byte beyond it (RFC 9293 §3.8.6.1).
+        let data_end = t.resp.map_or(t.snd_una, |r| r.end());
+        if t.snd_wnd == 0 && seq::lt(t.snd_una, data_end) {
+            // Persist (RFC 9293 §3.8.6.1): the peer's window is closed and data waits.
+            // Probe it with one octet, the first unacknowledged one, and back off. A probe
+            // is not a retransmission: it never counts towards aborting (a peer that keeps
+            // its window closed is cut off by the stall timeout instead). `snd_nxt` stays
+            // at `snd_una`, so whatever was sent beyond the closed window, and the probe
+            // octet if the peer refused it, goes out again as full segments once the
+            // window opens; if the peer took the octet, its ACK moves `snd_una` past it.
             t.backoff();
             t.rto_deadline_ns = now + u64::from(t.rto_ms) * 1_000_000;
-            let end = t.resp.map_or(t.snd_nxt, |r| r.end());
-            if seq::lt(t.snd_nxt, end) {
-                let seg = Seg {
-                    seq: t.snd_nxt,
-                    len: 1,
-                    syn: false,
-                    fin: false,
-                    rst: false,
-                    ack: true,
-                };
-                if self.emit(id, seg, None, tx) {
-                    let t = &mut self.tcbs.0[idx];
-                    t.snd_nxt = t.snd_nxt.wrapping_add(1);
-                    if seq::gt(t.snd_nxt, t.snd_max) {
-                        t.snd_max = t.snd_nxt;
-                    }
-                    self.stats.tcp_window_probes += 1;
+            t.snd_nxt = t.snd_una;
+            t.timing = false;
+            let seg = Seg {
+                seq: t.snd_una,
+                len: 1,
+                syn: false,
+                fin: false,
+                rst: false,
+                ack: true,
+            };
+            if self.emit(id, seg, None, tx) {
+                let t = &mut self.tcbs.0[idx];
+                let probe_end = t.snd_una.wrapping_add(1);
+                if seq::gt(probe_end, t.snd_max) {
+                    t.snd_max = probe_end;
                 }
+                self.stats.tcp_window_probes += 1;
             }
             return;
         }

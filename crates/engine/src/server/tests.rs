@@ -9,6 +9,8 @@ use crate::fake::{FakeNic, FakeQueues, FaultInjector, Faults};
 use crate::resource::{block_sums_into, Body, Found, Resource};
 use crate::wire::{Ipv4Address, TcpPacket};
 
+mod state;
+
 const SERVER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
 const CLIENT_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
 const SERVER_IP: Ipv4Address = Ipv4Address([10, 0, 0, 2]);

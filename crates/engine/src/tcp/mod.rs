@@ -5,7 +5,7 @@
 //! retransmission timing, RFC 5681/6582 NewReno, RFC 5961 challenge ACKs and RFC 6528
 //! initial sequence numbers.
 //!
-//! Heads up! Read RFC 9293 §3.10 before changing `server.rs`.
+//! Heads up! Read RFC 9293 §3.10 before changing `server/mod.rs`.
 
 pub mod isn;
 pub mod port_table;

@@ -85,7 +85,7 @@ mod tests {
     /// An IPv4 header of an ICMP echo request 10.0.0.1 -> 10.0.0.2 (checksum in place); its
     /// sum with the checksum field included must be 0xffff.
     #[test]
-    fn captured_ipv4_header_verifies() {
+    fn ipv4_header_fixture_verifies() {
         let hdr = [
             0x45, 0x00, 0x00, 0x54, 0x3b, 0x5d, 0x40, 0x00, 0x40, 0x01, 0xeb, 0x49, 0x0a, 0x00,
             0x00, 0x01, 0x0a, 0x00, 0x00, 0x02,

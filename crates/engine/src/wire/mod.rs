@@ -7,6 +7,10 @@
 //! - setters are used only on buffers we own, sized by the emitter.
 //!
 //! Parsers return the cheap unit [`Error`]; the caller counts it by reason and drops.
+//!
+//! Tests: each module has small byte fixtures in the shape Linux sends them; bytes really
+//! captured on a `bareweb serve` TAP (ARP, ping, curl, wget, Python, UDP, IPv6 noise) are
+//! in `testdata/session.pcap`, which `capture_tests.rs` runs through every view here.
 
 pub mod arp;
 pub mod checksum;

@@ -874,7 +874,7 @@ mod tests {
     }
 
     #[test]
-    fn fill_checksum_matches_capture() {
+    fn fill_checksum_matches_fixture() {
         let mut bytes = DATA_BYTES;
         bytes[16..18].fill(0);
         Packet::new_unchecked(&mut bytes[..]).fill_checksum(CLIENT, SERVER);

@@ -1,0 +1,336 @@
+//! TCP state machine cases, each against a scripted client: the persist timer and a client
+//! that never reads, fast retransmit on exactly three duplicate ACKs, the retransmission
+//! timer's backoff up to the stall abort, window scaling, the idle keep-alive timeout.
+
+use super::*;
+
+const ACK: wtcp::Flags = wtcp::Flags {
+    fin: false,
+    syn: false,
+    rst: false,
+    psh: false,
+    ack: true,
+};
+
+/// A client → server frame with every TCP header field chosen.
+#[allow(clippy::too_many_arguments)]
+fn frame(
+    sport: u16,
+    seq: u32,
+    ack: Option<u32>,
+    flags: wtcp::Flags,
+    payload: &[u8],
+    window: u16,
+    mss: Option<u16>,
+    window_scale: Option<u8>,
+) -> Vec<u8> {
+    let repr = wtcp::Repr {
+        src_port: sport,
+        dst_port: 80,
+        seq_number: seq,
+        ack_number: ack,
+        flags,
+        window_len: window,
+        max_seg_size: mss,
+        window_scale,
+    };
+    let hl = repr.header_len();
+    let mut f = vec![0u8; L2L3 + hl + payload.len()];
+    write_l2l3(
+        &mut f,
+        CLIENT_MAC,
+        SERVER_MAC,
+        CLIENT_IP,
+        SERVER_IP,
+        IpProtocol::Tcp,
+        hl + payload.len(),
+    );
+    repr.emit_header(&mut f[L2L3..]);
+    f[L2L3 + hl..].copy_from_slice(payload);
+    TcpPacket::new_unchecked(&mut f[L2L3..]).fill_checksum(CLIENT_IP, SERVER_IP);
+    f
+}
+
+/// One scripted connection: its port and both next sequence numbers.
+struct Conn {
+    sport: u16,
+    cseq: u32,
+    sseq: u32,
+}
+
+impl Conn {
+    fn open(s: &mut Server<TestSite>, nic: &mut FakeNic, clock: &ManualClock, sport: u16) -> Conn {
+        let (cseq, sseq) = handshake(s, nic, clock, sport);
+        Conn { sport, cseq, sseq }
+    }
+
+    /// Sends `payload` with ACK of `ack` and the given window; returns what came back.
+    fn send(
+        &mut self,
+        s: &mut Server<TestSite>,
+        nic: &mut FakeNic,
+        clock: &ManualClock,
+        ack: u32,
+        payload: &[u8],
+        window: u16,
+    ) -> Vec<Out> {
+        let f = frame(
+            self.sport,
+            self.cseq,
+            Some(ack),
+            ACK,
+            payload,
+            window,
+            None,
+            None,
+        );
+        self.cseq = self.cseq.wrapping_add(payload.len() as u32);
+        nic.rx.inbox.push_back(f);
+        run(s, nic, clock)
+    }
+}
+
+const GET_BIG: &[u8] = b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n";
+const GET_INDEX: &[u8] = b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n";
+const MS: u64 = 1_000_000;
+
+/// Runs the clock forward in 10 ms ticks until `until_ns`, handing every segment the
+/// server sends (with the time it was sent) to `on_out`, whose frames are sent back.
+fn advance(
+    s: &mut Server<TestSite>,
+    nic: &mut FakeNic,
+    clock: &mut ManualClock,
+    until_ns: u64,
+    mut on_out: impl FnMut(u64, &Out) -> Option<Vec<u8>>,
+) {
+    while clock.0 < until_ns {
+        clock.0 += 10 * MS;
+        for o in run(s, nic, clock) {
+            if let Some(reply) = on_out(clock.0, &o) {
+                nic.rx.inbox.push_back(reply);
+            }
+        }
+    }
+}
+
+#[test]
+fn zero_window_is_probed_with_backoff_and_data_flows_when_it_opens() {
+    let mut s = server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let mut clock = ManualClock(1_000 * MS);
+    let mut c = Conn::open(&mut s, &mut nic, &clock, 41000);
+    // The request arrives with a closed window: nothing but an ACK may go out.
+    let out = c.send(&mut s, &mut nic, &clock, c.sseq, GET_BIG, 0);
+    assert!(out.iter().all(|o| o.payload.is_empty()), "{out:?}");
+    let t0 = clock.0;
+    let (sport, cseq, sseq) = (c.sport, c.cseq, c.sseq);
+    let mut probes = Vec::new();
+    // 40 s of a client that answers every probe with "still zero" (RFC 9293 §3.8.6.1:
+    // the probe byte is not accepted, the ACK repeats RCV.NXT).
+    advance(&mut s, &mut nic, &mut clock, t0 + 40_000 * MS, |at, o| {
+        assert_eq!(
+            o.payload.len(),
+            1,
+            "only one-byte probes into a zero window"
+        );
+        assert_eq!(o.seq, sseq, "the probe is the first unacknowledged byte");
+        probes.push((at - t0) / MS);
+        Some(frame(sport, cseq, Some(sseq), ACK, &[], 0, None, None))
+    });
+    // Persist timer: initial RTO 1 s, doubling each time, none wasted.
+    assert_eq!(probes, [1000, 3000, 7000, 15000, 31000], "probe times (ms)");
+    assert_eq!(s.stats().tcp_window_probes, 5);
+    assert_eq!(s.stats().tcp_fast_retransmits, 0);
+    assert_eq!(s.active(), 1);
+    // The window opens: full segments flow from the first unacknowledged byte.
+    let out = c.send(&mut s, &mut nic, &clock, sseq, &[], 65535);
+    assert!(out.len() >= 2, "{out:?}");
+    assert_eq!(out[0].seq, sseq);
+    assert_eq!(out[0].payload.len(), 1460);
+    assert!(out[0].payload.starts_with(b"HTTP/1.1 200 OK\r\n"));
+}
+
+#[test]
+fn client_that_never_opens_its_window_is_cut_off() {
+    let mut s = server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let mut clock = ManualClock(1_000 * MS);
+    let mut c = Conn::open(&mut s, &mut nic, &clock, 41001);
+    c.send(&mut s, &mut nic, &clock, c.sseq, GET_BIG, 0);
+    let t0 = clock.0;
+    let (sport, cseq, sseq) = (c.sport, c.cseq, c.sseq);
+    let mut rst_at = None;
+    advance(&mut s, &mut nic, &mut clock, t0 + 70_000 * MS, |at, o| {
+        if o.rst {
+            rst_at = Some((at - t0) / MS);
+            return None;
+        }
+        Some(frame(sport, cseq, Some(sseq), ACK, &[], 0, None, None))
+    });
+    // No progress for the stall timeout (60 s): RST and the TCB is freed.
+    let at = rst_at.expect("a RST");
+    assert!((60_000..=60_020).contains(&at), "RST at {at} ms");
+    assert_eq!(s.active(), 0);
+    assert_eq!(s.stats().tcp_timeouts, 1);
+}
+
+#[test]
+fn three_duplicate_acks_trigger_one_fast_retransmit() {
+    let mut s = server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let clock = ManualClock(1_000 * MS);
+    let mut c = Conn::open(&mut s, &mut nic, &clock, 41002);
+    let out = c.send(&mut s, &mut nic, &clock, c.sseq, GET_BIG, 65535);
+    // Initial window: 3 segments of 1460 (RFC 5681 §3.1, MSS 1460).
+    assert_eq!(out.len(), 3, "{out:?}");
+    assert!(out.iter().all(|o| o.payload.len() == 1460));
+    let s0 = c.sseq;
+    let seg = |i: u32| s0.wrapping_add(1460 * i);
+    // ACK of the first segment: slow start sends two more (4 in flight).
+    let out = c.send(&mut s, &mut nic, &clock, seg(1), &[], 65535);
+    assert_eq!(
+        out.iter().map(|o| o.seq).collect::<Vec<_>>(),
+        [seg(3), seg(4)]
+    );
+    // The second segment was "lost": the client repeats ACK seg(1). Two duplicates do
+    // nothing; the third retransmits exactly that segment, before any timer.
+    for _ in 0..2 {
+        assert!(c
+            .send(&mut s, &mut nic, &clock, seg(1), &[], 65535)
+            .is_empty());
+    }
+    let out = c.send(&mut s, &mut nic, &clock, seg(1), &[], 65535);
+    assert_eq!((out[0].seq, out[0].payload.len()), (seg(1), 1460));
+    // RFC 5681 §3.2 step 3: cwnd = ssthresh + 3 MSS = 2920 + 4380 exceeds the 4 segments
+    // in flight by one, so one segment of new data may follow the retransmission.
+    let seqs: Vec<u32> = out.iter().map(|o| o.seq).collect();
+    assert_eq!(seqs, [seg(1), seg(5)]);
+    assert_eq!(s.stats().tcp_fast_retransmits, 1);
+    assert_eq!(s.stats().tcp_rto_retransmits, 0);
+    // A fourth duplicate inflates cwnd by one MSS (step 4): one more new segment.
+    let out = c.send(&mut s, &mut nic, &clock, seg(1), &[], 65535);
+    assert_eq!(out.iter().map(|o| o.seq).collect::<Vec<_>>(), [seg(6)]);
+    // An ACK of everything up to `recover` (seg(5)) is a full ACK: recovery ends with
+    // cwnd = ssthresh (RFC 6582 §3.2 step 3), no further retransmission.
+    let out = c.send(&mut s, &mut nic, &clock, seg(5), &[], 65535);
+    assert!(out.iter().all(|o| o.seq != seg(1)), "no retransmission");
+    assert_eq!(s.stats().tcp_fast_retransmits, 1);
+}
+
+#[test]
+fn unanswered_data_is_retransmitted_with_backoff_then_aborted() {
+    let mut s = server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let mut clock = ManualClock(1_000 * MS);
+    let mut c = Conn::open(&mut s, &mut nic, &clock, 41003);
+    let out = c.send(&mut s, &mut nic, &clock, c.sseq, GET_INDEX, 65535);
+    assert_eq!(out.len(), 1);
+    let first = out[0].clone();
+    let t0 = clock.0;
+    let mut resent = Vec::new();
+    let mut rst_at = None;
+    advance(&mut s, &mut nic, &mut clock, t0 + 70_000 * MS, |at, o| {
+        if o.rst {
+            rst_at = Some((at - t0) / MS);
+        } else {
+            assert_eq!((o.seq, &o.payload), (first.seq, &first.payload));
+            resent.push((at - t0) / MS);
+        }
+        None
+    });
+    // RFC 6298 §5.5: the RTO doubles (1, 2, 4, 8, 16 s), then the stall timeout (60 s
+    // without progress) aborts before the sixth retransmission at 63 s.
+    assert_eq!(resent, [1000, 3000, 7000, 15000, 31000]);
+    let at = rst_at.expect("a RST");
+    assert!((60_000..=60_020).contains(&at), "RST at {at} ms");
+    assert_eq!(s.active(), 0);
+    assert_eq!(s.stats().tcp_rto_retransmits, 5);
+}
+
+#[test]
+fn peer_window_is_scaled_by_its_shift() {
+    let mut s = server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let clock = ManualClock(1_000 * MS);
+    // SYN with window scale 10: our SYN-ACK carries our own shift (0).
+    let syn = wtcp::Flags {
+        syn: true,
+        ack: false,
+        ..ACK
+    };
+    nic.rx.inbox.push_back(frame(
+        41004,
+        5000,
+        None,
+        syn,
+        &[],
+        64240,
+        Some(1460),
+        Some(10),
+    ));
+    s.poll(&mut nic, &clock, &mut NoLog);
+    let synack = nic.tx.outbox.pop().expect("SYN-ACK");
+    let eth = EthernetFrame::new_checked(&synack[..]).unwrap();
+    let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+    let t = TcpPacket::new_checked(ip.payload()).unwrap();
+    let r = wtcp::Repr::parse(&t).unwrap();
+    assert_eq!(r.options.window_scale, Some(0));
+    let sseq = t.seq_number().wrapping_add(1);
+    // Window field 3 with shift 10: 3072 bytes. cwnd (4380) would allow three segments;
+    // the scaled window allows two full ones (the third would be a silly 152 bytes).
+    let mut c = Conn {
+        sport: 41004,
+        cseq: 5001,
+        sseq,
+    };
+    assert!(c.send(&mut s, &mut nic, &clock, sseq, &[], 3).is_empty());
+    let out = c.send(&mut s, &mut nic, &clock, sseq, GET_BIG, 3);
+    assert_eq!(
+        out.iter().map(|o| o.payload.len()).collect::<Vec<_>>(),
+        [1460, 1460]
+    );
+}
+
+#[test]
+fn idle_keepalive_connection_is_closed_after_the_idle_timeout() {
+    let mut s = server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let mut clock = ManualClock(1_000 * MS);
+    let mut c = Conn::open(&mut s, &mut nic, &clock, 41005);
+    let out = c.send(&mut s, &mut nic, &clock, c.sseq, GET_INDEX, 65535);
+    assert_eq!(out.len(), 1);
+    let snext = c.sseq.wrapping_add(out[0].payload.len() as u32);
+    assert!(c
+        .send(&mut s, &mut nic, &clock, snext, &[], 65535)
+        .is_empty());
+    let t0 = clock.0;
+    let mut fin_at = None;
+    let mut acked_client_fin = false;
+    let (sport, cseq) = (c.sport, c.cseq);
+    advance(&mut s, &mut nic, &mut clock, t0 + 31_000 * MS, |at, o| {
+        assert!(o.payload.is_empty() && o.seq == snext + u32::from(!o.fin));
+        if !o.fin {
+            // After the FIN: the acknowledgment of the client's FIN.
+            assert!(fin_at.is_some() && o.ack == cseq + 1);
+            acked_client_fin = true;
+            return None;
+        }
+        fin_at = Some((at - t0) / MS);
+        // The client acknowledges the FIN and closes its side too.
+        let fin_ack = wtcp::Flags { fin: true, ..ACK };
+        Some(frame(
+            sport,
+            cseq,
+            Some(snext + 1),
+            fin_ack,
+            &[],
+            65535,
+            None,
+            None,
+        ))
+    });
+    let at = fin_at.expect("a FIN");
+    assert!((30_000..=30_020).contains(&at), "FIN at {at} ms");
+    assert!(acked_client_fin);
+    assert_eq!(s.active(), 0);
+}
