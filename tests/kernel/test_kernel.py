@@ -116,6 +116,10 @@ def test_bad_input_barrage_leaves_it_serving(kernel):
         assert res["statuses"][:1] == [want], (req[:40], res)
         assert res["closed"], (req[:40], res)
     ns.client("stall", "/files/1m.bin", "2")
+    # A client that never finishes its request head: 408 after the engine's 10 s
+    # request timeout, and the connection is closed.
+    res = ns.client("raw", b"GET / HTTP/1.1\r\nHost: x\r\n".hex(), "14")
+    assert res["statuses"] == ["408"] and res["closed"], res
     after = ns.client("get", "/files/4k.html")
     assert after["status"] == 200 and after["sha256"] == sha(SITE / "files" / "4k.html")
     r = ns.run("ping", "-c", "2", "-i", "0.2", "-W", "2", SERVER_IP, check=False)
