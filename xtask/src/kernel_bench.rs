@@ -244,6 +244,38 @@ fn load(port: u16, conns: usize, reqs: usize, path: &str) -> (usize, Duration) {
     (ok, t0.elapsed())
 }
 
+/// Connection per request (as http_load in paper 004): `conns` threads, each `reqs`
+/// fetches of `path` on a fresh connection with `Connection: close`.
+fn load_cpr(port: u16, conns: usize, reqs: usize, path: &str) -> (usize, Duration) {
+    let t0 = Instant::now();
+    let handles: Vec<_> = (0..conns)
+        .map(|_| {
+            let path = path.to_string();
+            std::thread::spawn(move || {
+                let mut ok = 0;
+                for _ in 0..reqs {
+                    let Ok(mut s) = TcpStream::connect((Ipv4Addr::LOCALHOST, port)) else {
+                        continue;
+                    };
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+                    let req =
+                        format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+                    if s.write_all(req.as_bytes()).is_err() {
+                        continue;
+                    }
+                    let mut got = Vec::new();
+                    if s.read_to_end(&mut got).is_ok() && got.starts_with(b"HTTP/1.1 200") {
+                        ok += 1;
+                    }
+                }
+                ok
+            })
+        })
+        .collect();
+    let ok = handles.into_iter().map(|h| h.join().unwrap_or(0)).sum();
+    (ok, t0.elapsed())
+}
+
 pub fn bench(args: &[String]) -> Result<(), String> {
     let o = parse(args)?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -297,9 +329,9 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             println!();
         }
         if o.load {
-            println!("## Doorbells per request at steady load (TCG, qboot, 8 keep-alive connections x 250 GET /files/4k.html)\n");
-            println!("| NIC | requests | seconds | req/s | doorbells | of which RX | suppressed flushes | doorbells/request | frames sent |");
-            println!("|---|---|---|---|---|---|---|---|---|");
+            println!("## Doorbells per request at steady load (TCG, qboot; GET /files/4k.html: 8 keep-alive connections x 250, then 8 clients x 100 connections of one request)\n");
+            println!("| NIC | load | requests | seconds | req/s | doorbells | of which RX | suppressed flushes | doorbells/request | frames sent |");
+            println!("|---|---|---|---|---|---|---|---|---|---|");
             for nic in ["virtio", "e1000"] {
                 let port = free_port()?;
                 let serial = dir.join(format!("{nic}.serial"));
@@ -312,23 +344,29 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                     }
                     std::thread::sleep(Duration::from_millis(20));
                 }
-                std::thread::sleep(Duration::from_millis(1200));
-                let before = last_stats(&serial).ok_or("no stats line")?;
-                let (ok, took) = load(port, 8, 250, "/files/4k.html");
-                std::thread::sleep(Duration::from_millis(1200));
-                let after = last_stats(&serial).ok_or("no stats line")?;
-                let d = |k: &str| stat(&after, k) - stat(&before, k);
-                let reqs = d("http_requests");
-                println!(
-                    "| {nic} | {reqs} ({ok} ok) | {:.2} | {:.0} | {} | {} | {} | {:.3} | {} |",
-                    took.as_secs_f64(),
-                    ok as f64 / took.as_secs_f64(),
-                    d("doorbells"),
-                    d("rx_doorbells"),
-                    d("suppressed"),
-                    d("doorbells") as f64 / reqs.max(1) as f64,
-                    d("nic_tx")
-                );
+                for (mode, cpr) in [("keep-alive", false), ("connection per request", true)] {
+                    std::thread::sleep(Duration::from_millis(1200));
+                    let before = last_stats(&serial).ok_or("no stats line")?;
+                    let (ok, took) = if cpr {
+                        load_cpr(port, 8, 100, "/files/4k.html")
+                    } else {
+                        load(port, 8, 250, "/files/4k.html")
+                    };
+                    std::thread::sleep(Duration::from_millis(1200));
+                    let after = last_stats(&serial).ok_or("no stats line")?;
+                    let d = |k: &str| stat(&after, k) - stat(&before, k);
+                    let reqs = d("http_requests");
+                    println!(
+                        "| {nic} | {mode} | {reqs} ({ok} ok) | {:.2} | {:.0} | {} | {} | {} | {:.3} | {} |",
+                        took.as_secs_f64(),
+                        ok as f64 / took.as_secs_f64(),
+                        d("doorbells"),
+                        d("rx_doorbells"),
+                        d("suppressed"),
+                        d("doorbells") as f64 / reqs.max(1) as f64,
+                        d("nic_tx")
+                    );
+                }
             }
             println!();
         }
