@@ -7,6 +7,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use bareweb_engine::site::{self, Site};
 
@@ -365,8 +367,8 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
             Ok(())
         });
     }
-    let status = match cmd.status() {
-        Ok(s) => s,
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(format!(
                 "{} not found: install QEMU ({QEMU_HINT}; `cargo xtask setup` does it as root)",
@@ -375,13 +377,52 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
         }
         Err(e) => return Err(format!("cannot start {}: {e}", a.qemu)),
     };
+    // Ctrl-C reaches QEMU too (same process group) and it exits; SIGTERM reaches only
+    // us: pass it on. Either way we wait for QEMU and then remove the temporary files.
+    install_stop_handlers();
+    let mut forwarded = None;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) => {}
+            Err(e) => return Err(format!("waiting for QEMU: {e}")),
+        }
+        if STOP.load(Ordering::Relaxed) {
+            let t = *forwarded.get_or_insert_with(std::time::Instant::now);
+            if t.elapsed() < Duration::from_millis(20) {
+                // SAFETY: kill(2) on our own child's pid.
+                unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            } else if t.elapsed() > Duration::from_secs(3) {
+                let _ = child.kill();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     match status.code() {
         Some(0) => Ok(ExitCode::SUCCESS),
         Some(KERNEL_FAILED) => Err(
             "the kernel stopped on a panic or CPU exception (its report is on the console)".into(),
         ),
         Some(c) => Err(format!("QEMU exited with status {c}")),
-        None => Ok(ExitCode::SUCCESS), // killed by a signal (Ctrl-C): a normal stop
+        None => Ok(ExitCode::SUCCESS), // stopped by a signal (Ctrl-C, SIGTERM): normal
+    }
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn install_stop_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: on_stop only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            libc::signal(
+                sig,
+                on_stop as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            )
+        };
     }
 }
 
