@@ -182,12 +182,17 @@ class Kernel:
                 pass
 
     def close(self):
+        ok = False
         try:
             self.check_alive_log_only()
+            ok = True
         finally:
             self.stop()
             self.ns.close()
             self.stderr.close()
+            if ok:  # logs of a failed kernel stay in /tmp for a look
+                self.serial.unlink(missing_ok=True)
+                pathlib.Path(self.stderr.name).unlink(missing_ok=True)
 
     def check_alive_log_only(self):
         log = self.log()

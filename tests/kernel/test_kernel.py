@@ -1,6 +1,7 @@
 """Whole-system tests of the bare-machine kernel: `bareweb run` under QEMU on a TAP in a
 network namespace, for each NIC model; clients are curl and tests/system/client.py."""
 import hashlib
+import pathlib
 import subprocess
 import time
 
@@ -154,6 +155,9 @@ def test_panic_and_exception_are_reported_and_stop_qemu():
         finally:
             k.stop()
             k.ns.close()
+            k.stderr.close()
+            k.serial.unlink(missing_ok=True)  # this failure was the point
+            pathlib.Path(k.stderr.name).unlink(missing_ok=True)
 
 
 def test_kvm_smoke_when_present():
