@@ -23,6 +23,9 @@ pub const TARGETS: &[&str] = &[
     "site_load",
     "server",
     "netcore",
+    // The bare-machine kernel's parsers.
+    "kernel_cmdline",
+    "kernel_multiboot2",
 ];
 
 /// Installs nightly (minimal profile) and cargo-fuzz if they are missing.

@@ -4,11 +4,14 @@
 //!   root) and runs every test: fmt, clippy, unit tests, whole-system tests.
 //! - `setup` — only the installation part of `test`.
 //! - `fuzz [SECS]` — every cargo-fuzz target for SECS seconds (see `fuzz.rs`).
+//! - `kernel-bench` — the bare-machine kernel's budgets (size, boot time, doorbells).
 
 mod fuzz;
 
 use std::process::{Command, ExitCode};
 
+mod kernel;
+mod kernel_bench;
 mod smp;
 
 /// Debian packages the whole-system tests use.
@@ -19,6 +22,13 @@ const APT_PACKAGES: &[&str] = &[
     "curl",
     "wget",
     "python3",
+    // The bare-machine kernel (issue 3): QEMU for `bareweb run` and tests/kernel, GRUB
+    // and xorriso for `bareweb build --iso`.
+    "qemu-system-x86",
+    "grub-pc-bin",
+    "grub-common",
+    "xorriso",
+    "mtools",
 ];
 
 fn main() -> ExitCode {
@@ -32,11 +42,16 @@ fn main() -> ExitCode {
             Some(Ok(secs)) => fuzz::fuzz(secs),
             Some(Err(_)) => Err("usage: cargo xtask fuzz [SECS]".into()),
         },
+        "kernel-bench" => kernel_bench::bench(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <test|setup|fuzz>");
+            eprintln!("usage: cargo xtask <test|setup|fuzz|kernel-bench>");
             eprintln!("  test   install what the tests need, then run every test");
             eprintln!("  setup  only install (rustup target, Debian packages when root)");
             eprintln!("  fuzz [SECS]  run every fuzz target SECS seconds (default 60)");
+            eprintln!("  kernel-bench [--runs N] [--accel kvm,tcg] [--machine qboot,pc,q35] [--skip-boot] [--skip-load]");
+            eprintln!(
+                "         measure the kernel's budgets: size, boot to first 200, doorbells/request"
+            );
             return if task == "help" {
                 ExitCode::SUCCESS
             } else {
@@ -141,9 +156,11 @@ fn test() -> Result<(), String> {
         "--target",
         "x86_64-unknown-none",
     ]))?;
+    kernel::lint(&cargo)?;
     run(Command::new(&cargo).args(["test", "--workspace"]))?;
     smp::loom_ring(&cargo)?;
     system_tests(&cargo)?;
+    kernel::tests()?;
     // Every parser and the whole server under the fuzzer, briefly (BAREWEB_FUZZ_SECS per
     // target, default 20); `cargo xtask fuzz 600` digs deeper.
     let secs = std::env::var("BAREWEB_FUZZ_SECS")
