@@ -23,6 +23,9 @@ pub const TARGETS: &[&str] = &[
     "site_load",
     "server",
     "netcore",
+    // The bare-machine kernel's parsers.
+    "kernel_cmdline",
+    "kernel_multiboot2",
     // The load generator's response reader (crates/loadgen/src/http.rs).
     "http_response",
 ];

@@ -5,6 +5,7 @@
 //!   one-minute side-by-side bench (`bareweb bench --smoke`, xtask/src/bench.rs).
 //! - `setup` — only the installation part of `test`.
 //! - `fuzz [SECS]` — every cargo-fuzz target for SECS seconds (see `fuzz.rs`).
+//! - `kernel-bench` — the bare-machine kernel's budgets (size, boot time, doorbells).
 //! - `bench-smoke` — only the smoke bench stage of `test` (see `bench.rs`).
 
 mod fuzz;
@@ -12,6 +13,8 @@ mod fuzz;
 use std::process::{Command, ExitCode};
 
 mod bench;
+mod kernel;
+mod kernel_bench;
 mod smp;
 
 /// Debian packages the whole-system tests use.
@@ -22,6 +25,13 @@ const APT_PACKAGES: &[&str] = &[
     "curl",
     "wget",
     "python3",
+    // The bare-machine kernel (issue 3): QEMU for `bareweb run` and tests/kernel, GRUB
+    // and xorriso for `bareweb build --iso`.
+    "qemu-system-x86",
+    "grub-pc-bin",
+    "grub-common",
+    "xorriso",
+    "mtools",
 ];
 
 fn main() -> ExitCode {
@@ -36,11 +46,16 @@ fn main() -> ExitCode {
             Some(Ok(secs)) => fuzz::fuzz(secs),
             Some(Err(_)) => Err("usage: cargo xtask fuzz [SECS]".into()),
         },
+        "kernel-bench" => kernel_bench::bench(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <test|setup|fuzz|bench-smoke>");
+            eprintln!("usage: cargo xtask <test|setup|fuzz|kernel-bench|bench-smoke>");
             eprintln!("  test   install what the tests need, then run every test");
             eprintln!("  setup  only install (rustup target, Debian packages when root)");
             eprintln!("  fuzz [SECS]  run every fuzz target SECS seconds (default 60)");
+            eprintln!("  kernel-bench [--runs N] [--accel kvm,tcg] [--machine qboot,pc,q35] [--skip-boot] [--skip-load]");
+            eprintln!(
+                "         measure the kernel's budgets: size, boot to first 200, doorbells/request"
+            );
             eprintln!("  bench-smoke  only `bareweb bench --smoke` and its checks (root)");
             return if task == "help" {
                 ExitCode::SUCCESS
@@ -147,9 +162,11 @@ fn test() -> Result<(), String> {
         "--target",
         "x86_64-unknown-none",
     ]))?;
+    kernel::lint(&cargo)?;
     run(Command::new(&cargo).args(["test", "--workspace"]))?;
     smp::loom_ring(&cargo)?;
     system_tests(&cargo)?;
+    kernel::tests()?;
     // Every parser and the whole server under the fuzzer, briefly (BAREWEB_FUZZ_SECS per
     // target, default 20); `cargo xtask fuzz 600` digs deeper.
     let secs = std::env::var("BAREWEB_FUZZ_SECS")

@@ -1,6 +1,6 @@
 //! `bareweb`: the command line. Each subcommand lives in its own module:
-//! `build` in [`image`], `serve` in [`serve`], `load` and `surge-site` in [`load`],
-//! `bench` in [`bench`]; shared parsing in [`util`].
+//! `build` in [`image`], `serve` in [`serve`], `run` in [`run`], `load` and `surge-site`
+//! in [`load`], `bench` in [`bench`]; shared parsing in [`util`].
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,9 +8,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod bench;
+mod bootimage;
 mod cores;
 mod image;
 mod load;
+mod run;
 mod serve;
 mod util;
 
@@ -31,12 +33,16 @@ enum Cmd {
     Build {
         /// The site directory.
         site: PathBuf,
-        /// Where to write the image.
+        /// Where to write the image (`.elf`: one bootable file, kernel and site).
         #[arg(short, long, default_value = "site.bws")]
         output: PathBuf,
+        #[command(flatten)]
+        boot: bootimage::BootOpts,
     },
     /// Serve a site (directory or image) on a TAP device with bareweb's own stack.
     Serve(ServeArgs),
+    /// Boot the bare-machine kernel with a site under QEMU (no root needed).
+    Run(run::RunArgs),
     /// Load a web server like http_load / httperf: rate, parallel or Surge session mode.
     Load(load::LoadArgs),
     /// Write a Surge-model file set (heavy-tailed sizes, Zipf popularity) as a site.
@@ -97,8 +103,15 @@ enum SchedArg {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
-        Cmd::Build { site, output } => image::build(&site, &output),
+        Cmd::Build { site, output, boot } if bootimage::wanted(&output, &boot) => {
+            bootimage::build(&site, &output, &boot)
+        }
+        Cmd::Build { site, output, .. } => image::build(&site, &output),
         Cmd::Serve(a) => serve::serve(a),
+        Cmd::Run(a) => match run::run(a) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
         Cmd::Load(a) => load::load(a),
         Cmd::SurgeSite(a) => load::surge_site(a),
         Cmd::Bench(a) => bench::bench(a),

@@ -1,0 +1,449 @@
+//! `bareweb run`: boots the bare-machine kernel with a site under QEMU.
+//!
+//! The kernel ELF is carried inside this binary (crates/cli/build.rs builds it), the site
+//! is built into an image, both are written to a private temporary directory and QEMU
+//! boots them: PVH `-kernel`, the site as `-initrd` (boot module 0), the settings as the
+//! kernel command line. The console is COM1 (the terminal, or a file).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use bareweb_engine::site::{self, Site};
+
+use crate::util::{parse_cidr, parse_ip};
+
+/// The kernel ELF this binary was built with.
+pub static KERNEL: &[u8] = include_bytes!(env!("BAREWEB_KERNEL_ELF"));
+
+/// What `apt` calls the package with `qemu-system-x86_64`.
+pub const QEMU_HINT: &str = "sudo apt-get install qemu-system-x86";
+
+/// QEMU exits with (code << 1) | 1 when the kernel writes `code` to isa-debug-exit; the
+/// kernel writes 0x11 on a panic or CPU exception.
+pub const KERNEL_FAILED: i32 = (0x11 << 1) | 1;
+
+#[derive(clap::Args, Clone)]
+pub struct RunArgs {
+    /// Site directory, or an image written by `bareweb build`.
+    pub site: PathBuf,
+    /// Virtualisation: auto picks KVM when /dev/kvm is usable and hardware-backed, TCG
+    /// otherwise (see README: what each costs here).
+    #[arg(long, value_enum, default_value_t = Accel::Auto)]
+    pub accel: Accel,
+    /// QEMU machine: qboot (pc with the qboot firmware: fastest boot, assigns no PCI
+    /// BARs), pc (SeaBIOS), q35.
+    #[arg(long, value_enum, default_value_t = Machine::Qboot)]
+    pub machine: Machine,
+    /// Network: `user` (QEMU user networking, no root; forwards --listen to the server)
+    /// or `tap:IFNAME` (a TAP device the caller prepared).
+    #[arg(long, default_value = "user")]
+    pub net: String,
+    /// Host address forwarded to the server with `--net user`.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// NIC model.
+    #[arg(long, value_enum, default_value_t = NicModel::Virtio)]
+    pub nic: NicModel,
+    /// Virtual CPUs (passed to QEMU; the kernel uses one core until issue 4).
+    #[arg(long, default_value_t = 1)]
+    pub smp: u32,
+    /// Guest memory (QEMU -m syntax).
+    #[arg(long, default_value = "256M")]
+    pub mem: String,
+    /// The server's address and prefix (QEMU user networking's guest address by default).
+    #[arg(long, default_value = "10.0.2.15/24")]
+    pub ip: String,
+    /// Router for off-link clients, or `none`.
+    #[arg(long, default_value = "10.0.2.2")]
+    pub gw: String,
+    /// TCP port the server listens on inside the VM.
+    #[arg(long, default_value_t = 80)]
+    pub port: u16,
+    /// HTTP scheduling policy: imt or ist (paper 004).
+    #[arg(long, default_value = "imt")]
+    pub sched: String,
+    /// Most connections at once.
+    #[arg(long, default_value_t = 1024)]
+    pub tcbs: usize,
+    /// Kernel logging on the console: comma list of `access` (a line per response,
+    /// slow), `stats` (counters every second).
+    #[arg(long, default_value = "")]
+    pub log: String,
+    /// More kernel command line words (see docs/kernel.md), e.g. `crash=panic`.
+    #[arg(long, default_value = "")]
+    pub append: String,
+    /// Do not show the console on the terminal (write it to --serial-log, or drop it).
+    #[arg(long)]
+    pub headless: bool,
+    /// Write the console to this file.
+    #[arg(long)]
+    pub serial_log: Option<PathBuf>,
+    /// The server's MAC address (QEMU's default otherwise).
+    #[arg(long)]
+    pub mac: Option<String>,
+    /// QEMU binary.
+    #[arg(long, default_value = "qemu-system-x86_64")]
+    pub qemu: String,
+    /// Print the QEMU command line and exit without running it.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum Accel {
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum Machine {
+    Qboot,
+    Pc,
+    Q35,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum NicModel {
+    Virtio,
+    E1000,
+}
+
+/// Whether KVM can be used, and if not (or if it is the wrong kind), why.
+pub fn kvm_status() -> Result<(), String> {
+    if let Err(e) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+    {
+        return Err(format!("/dev/kvm is not usable ({e})"));
+    }
+    let hw = ["/sys/module/kvm_intel", "/sys/module/kvm_amd"]
+        .iter()
+        .any(|p| Path::new(p).exists());
+    if !hw && Path::new("/sys/module/kvm_pvm").exists() {
+        return Err(
+            "/dev/kvm is kvm_pvm (software virtualisation that emulates a non-PVM \
+                    guest instruction by instruction: ~50x slower than TCG for this kernel)"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// Picks the accelerator and says why.
+pub fn choose_accel(a: Accel) -> (Accel, String) {
+    match a {
+        Accel::Kvm => (Accel::Kvm, "kvm (asked for)".into()),
+        Accel::Tcg => (Accel::Tcg, "tcg (asked for)".into()),
+        Accel::Auto => match kvm_status() {
+            Ok(()) => (Accel::Kvm, "kvm (/dev/kvm usable)".into()),
+            Err(why) => (Accel::Tcg, format!("tcg, because {why}")),
+        },
+    }
+}
+
+const QBOOT_PATHS: &[&str] = &["/usr/share/qemu/qboot.rom", "/usr/share/qboot/bios.bin"];
+
+/// The QEMU arguments for a kernel, a site image and the settings.
+pub fn qemu_args(
+    a: &RunArgs,
+    accel: Accel,
+    kernel: &Path,
+    image: &Path,
+) -> Result<Vec<String>, String> {
+    let (ip, prefix) = parse_cidr(&a.ip)?;
+    if a.gw != "none" {
+        parse_ip(&a.gw)?;
+    }
+    if !matches!(a.sched.as_str(), "imt" | "ist") {
+        return Err(format!("--sched must be imt or ist, not {:?}", a.sched));
+    }
+    let mut cmdline = format!(
+        "ip={ip}/{prefix} gw={} port={} sched={} tcbs={}",
+        a.gw, a.port, a.sched, a.tcbs
+    );
+    if !a.log.is_empty() {
+        cmdline.push_str(&format!(" log={}", a.log));
+    }
+    if !a.append.trim().is_empty() {
+        cmdline.push(' ');
+        cmdline.push_str(a.append.trim());
+    }
+    let mut v: Vec<String> = Vec::new();
+    let mut push = |s: &str| v.push(s.to_string());
+    for s in [
+        "-nodefaults",
+        "-no-user-config",
+        "-display",
+        "none",
+        "-no-reboot",
+    ] {
+        push(s);
+    }
+    match a.machine {
+        Machine::Qboot => {
+            let rom = QBOOT_PATHS
+                .iter()
+                .find(|p| Path::new(p).exists())
+                .ok_or("qboot firmware not found (Debian: qemu-system-data ships /usr/share/qemu/qboot.rom); use --machine pc")?;
+            push("-machine");
+            push("pc");
+            push("-bios");
+            push(rom);
+        }
+        Machine::Pc => {
+            push("-machine");
+            push("pc");
+        }
+        Machine::Q35 => {
+            push("-machine");
+            push("q35");
+        }
+    }
+    match accel {
+        Accel::Kvm => {
+            push("-accel");
+            push("kvm");
+            push("-cpu");
+            // This nested KVM aborts on plain `host` (MSR 0x10a); invtsc marks the TSC
+            // invariant for the kernel's clock.
+            push("host,-arch-capabilities,+invtsc");
+        }
+        _ => {
+            push("-accel");
+            push("tcg");
+            push("-cpu");
+            push("max");
+        }
+    }
+    push("-m");
+    push(&a.mem);
+    push("-smp");
+    push(&a.smp.to_string());
+    push("-kernel");
+    push(&kernel.to_string_lossy());
+    push("-initrd");
+    push(&image.to_string_lossy());
+    push("-append");
+    push(&cmdline);
+    push("-device");
+    push("isa-debug-exit,iobase=0xf4,iosize=0x04");
+    push("-serial");
+    match (&a.serial_log, a.headless) {
+        (Some(f), _) => push(&format!("file:{}", f.display())),
+        (None, true) => push("null"),
+        (None, false) => push("stdio"),
+    }
+    push("-netdev");
+    if a.net == "user" {
+        let (host, hport) = a
+            .listen
+            .rsplit_once(':')
+            .ok_or(format!("--listen must be ADDR:PORT, not {:?}", a.listen))?;
+        hport
+            .parse::<u16>()
+            .map_err(|_| format!("bad port in --listen {:?}", a.listen))?;
+        push(&format!(
+            "user,id=n0,hostfwd=tcp:{host}:{hport}-{ip}:{}",
+            a.port
+        ));
+    } else if let Some(ifname) = a.net.strip_prefix("tap:") {
+        if ifname.is_empty() || ifname.len() > 15 || ifname.contains(',') {
+            return Err(format!("bad TAP name {ifname:?}"));
+        }
+        push(&format!(
+            "tap,id=n0,ifname={ifname},script=no,downscript=no,vhost=off"
+        ));
+    } else {
+        return Err(format!("--net must be user or tap:IFNAME, not {:?}", a.net));
+    }
+    let mac = match &a.mac {
+        Some(m) => {
+            crate::util::parse_mac(m)?;
+            format!(",mac={m}")
+        }
+        None => String::new(),
+    };
+    push("-device");
+    match a.nic {
+        NicModel::Virtio => push(&format!("virtio-net-pci,netdev=n0,rx_queue_size=1024{mac}")),
+        NicModel::E1000 => push(&format!("e1000,netdev=n0{mac}")),
+    }
+    Ok(v)
+}
+
+/// A private temporary directory, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Result<TempDir, String> {
+        let base = std::env::temp_dir();
+        for i in 0..100u32 {
+            let p = base.join(format!("bareweb-run-{}-{i}", std::process::id()));
+            if std::fs::create_dir(&p).is_ok() {
+                return Ok(TempDir(p));
+            }
+        }
+        Err(format!("cannot create a directory in {}", base.display()))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Writes the site image (built from a directory, or checked if it is a file).
+fn site_image(site: &Path, out: &Path) -> Result<usize, String> {
+    let bytes = if site.is_dir() {
+        site::build_from_dir(site).map_err(|e| format!("cannot build {}: {e}", site.display()))?
+    } else {
+        std::fs::read(site).map_err(|e| format!("cannot read {}: {e}", site.display()))?
+    };
+    let files = Site::load(&bytes)
+        .map_err(|e| format!("{} is not a usable site image: {e}", site.display()))?
+        .len();
+    std::fs::write(out, &bytes).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    Ok(files)
+}
+
+pub fn run(a: RunArgs) -> Result<ExitCode, String> {
+    let dir = TempDir::new()?;
+    let kernel = dir.0.join("bareweb-kernel.elf");
+    let image = dir.0.join("site.bws");
+    std::fs::write(&kernel, KERNEL).map_err(|e| format!("cannot write the kernel: {e}"))?;
+    let files = site_image(&a.site, &image)?;
+    let (accel, why) = choose_accel(a.accel);
+    let args = qemu_args(&a, accel, &kernel, &image)?;
+    if a.dry_run {
+        eprintln!("bareweb: accel {why}");
+        println!("{} {}", a.qemu, shell_words(&args));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !qemu_present(&a.qemu) {
+        return Err(format!(
+            "{} not found: install QEMU ({QEMU_HINT}; `cargo xtask setup` does it as root)",
+            a.qemu
+        ));
+    }
+    eprintln!(
+        "bareweb: booting the kernel ({} KiB) with {files} files under QEMU: accel {why}; machine {:?}, NIC {:?}",
+        KERNEL.len() / 1024,
+        a.machine,
+        a.nic
+    );
+    if a.smp > 1 {
+        eprintln!("bareweb: note: --smp {} gives QEMU {} CPUs, but the kernel serves on one core (multi-core is issue 4)", a.smp, a.smp);
+    }
+    let (ip, _) = parse_cidr(&a.ip)?;
+    if a.net == "user" {
+        eprintln!(
+            "bareweb: serving at http://{}/ (forwarded to {ip}:{}); Ctrl-C stops",
+            a.listen, a.port
+        );
+    } else {
+        eprintln!(
+            "bareweb: serving at http://{ip}:{}/ on {}; Ctrl-C stops",
+            a.port, a.net
+        );
+    }
+    let mut cmd = Command::new(&a.qemu);
+    cmd.args(&args)
+        .stdin(if a.headless || a.serial_log.is_some() {
+            Stdio::null()
+        } else {
+            Stdio::inherit()
+        });
+    // QEMU must not outlive us (tests stop `bareweb run` by PID).
+    // SAFETY: prctl is async-signal-safe and only affects the child being started.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "{} not found: install QEMU ({QEMU_HINT}; `cargo xtask setup` does it as root)",
+                a.qemu
+            ))
+        }
+        Err(e) => return Err(format!("cannot start {}: {e}", a.qemu)),
+    };
+    // Ctrl-C reaches QEMU too (same process group) and it exits; SIGTERM reaches only
+    // us: pass it on. Either way we wait for QEMU and then remove the temporary files.
+    install_stop_handlers();
+    let mut forwarded = None;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) => {}
+            Err(e) => return Err(format!("waiting for QEMU: {e}")),
+        }
+        if STOP.load(Ordering::Relaxed) {
+            let t = *forwarded.get_or_insert_with(std::time::Instant::now);
+            if t.elapsed() < Duration::from_millis(20) {
+                // SAFETY: kill(2) on our own child's pid.
+                unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            } else if t.elapsed() > Duration::from_secs(3) {
+                let _ = child.kill();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    match status.code() {
+        Some(0) => Ok(ExitCode::SUCCESS),
+        Some(KERNEL_FAILED) => Err(
+            "the kernel stopped on a panic or CPU exception (its report is on the console)".into(),
+        ),
+        Some(c) => Err(format!("QEMU exited with status {c}")),
+        None => Ok(ExitCode::SUCCESS), // stopped by a signal (Ctrl-C, SIGTERM): normal
+    }
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn install_stop_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: on_stop only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            libc::signal(
+                sig,
+                on_stop as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            )
+        };
+    }
+}
+
+/// Whether `qemu` names an executable (a path, or a name found on PATH).
+fn qemu_present(qemu: &str) -> bool {
+    if qemu.contains('/') {
+        return Path::new(qemu).is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(qemu).is_file()))
+}
+
+fn shell_words(args: &[String]) -> String {
+    args.iter()
+        .map(|s| {
+            if s.is_empty() || s.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'') {
+                format!("'{}'", s.replace('\'', "'\\''"))
+            } else {
+                s.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,237 @@
+//! Time: the TSC, calibrated once at boot against the PIT, for monotonic nanoseconds; the
+//! CMOS real-time clock, read once at boot, for wall time (the `Date` header).
+//!
+//! `now_ns` is one `rdtsc` and a multiply, no port access and no VM exit. The TSC is
+//! assumed invariant (CPUID 0x8000_0007 EDX bit 8 says so on this KVM; the boot banner
+//! reports it).
+
+use bareweb_engine::nic::Clock;
+
+use crate::arch::cpu::{cpuid, inb, outb, rdtsc};
+
+const PIT_HZ: u64 = 1_193_182;
+/// One calibration window: 1 ms of PIT channel 2 (1193 ticks: 0.08% resolution).
+const PIT_COUNT: u16 = 1193;
+/// Windows measured; the median is kept (a vCPU descheduled between the two reads of an
+/// end point skews that window only). Costs ~5 ms of boot time.
+const ROUNDS: usize = 5;
+
+/// The platform clock: TSC for monotonic time, RTC at boot + elapsed for wall time.
+#[derive(Debug, Clone, Copy)]
+pub struct TscClock {
+    tsc0: u64,
+    /// TSC ticks per second.
+    pub hz: u64,
+    /// ns per tick as 32.32 fixed point.
+    mult: u64,
+    unix0: u64,
+    /// Whether CPUID reports an invariant TSC.
+    pub invariant: bool,
+    /// Whether the frequency came from the PIT (false: fell back to CPUID or a guess).
+    pub calibrated: bool,
+}
+
+/// The TSC frequency: from the hypervisor's timing leaf 0x4000_0010 when it has one
+/// (exact), else the median of [`ROUNDS`] PIT windows, else CPUID 0x16, else 1 GHz.
+fn calibrate() -> (u64, bool) {
+    let (hv_max, _, _, _) = cpuid(0x4000_0000, 0);
+    if (0x4000_0010..0x4000_0100).contains(&hv_max) {
+        let khz = cpuid(0x4000_0010, 0).0 as u64;
+        if khz > 10_000 {
+            return (khz * 1000, true);
+        }
+    }
+    pit_start();
+    let mut runs = [0u64; ROUNDS];
+    for r in runs.iter_mut() {
+        match pit_window() {
+            Some(hz) => *r = hz,
+            None => return (fallback_hz(), false),
+        }
+    }
+    runs.sort_unstable();
+    (runs[ROUNDS / 2], true)
+}
+
+fn pit_read() -> u16 {
+    // SAFETY: latching and reading PIT channel 2's count (ours, see pit_window).
+    unsafe {
+        outb(0x43, 0b1000_0000);
+        let lo = inb(0x42) as u16;
+        let hi = inb(0x42) as u16;
+        hi << 8 | lo
+    }
+}
+
+/// TSC ticks per second over at least [`PIT_COUNT`] ticks of PIT channel 2, counting
+/// down freely from 0xFFFF. Each end is a (PIT count, TSC) snapshot pair, so a vCPU
+/// descheduled *during* the window does not skew it (only one descheduled between the
+/// two reads of a pair would). Bounded in case there is no PIT.
+fn pit_window() -> Option<u64> {
+    let (c0, t0) = (pit_read(), rdtsc());
+    let mut polls = 0u32;
+    loop {
+        let c = pit_read();
+        let t = rdtsc();
+        let elapsed = c0.wrapping_sub(c);
+        if (PIT_COUNT..0x8000).contains(&elapsed) {
+            let hz = (t - t0) * PIT_HZ / elapsed as u64;
+            return (hz >= 10_000_000).then_some(hz);
+        }
+        polls += 1;
+        if polls > 1_000_000 || t - t0 > 50_000_000_000 {
+            return None;
+        }
+    }
+}
+
+/// Starts PIT channel 2 counting down from 0xFFFF (mode 0), gate on, speaker off.
+fn pit_start() {
+    // SAFETY: ports 0x42/0x43/0x61 are PIT channel 2 and its gate, used by nothing
+    // else (the speaker output stays off).
+    unsafe {
+        let g = inb(0x61);
+        outb(0x61, (g & !0x02) | 0x01);
+        outb(0x43, 0b1011_0000); // channel 2, lobyte/hibyte, mode 0, binary
+        outb(0x42, 0xFF);
+        outb(0x42, 0xFF);
+    }
+}
+
+fn fallback_hz() -> u64 {
+    let (max, _, _, _) = cpuid(0, 0);
+    if max >= 0x16 {
+        let base_mhz = cpuid(0x16, 0).0 as u64 & 0xFFFF;
+        if base_mhz > 0 {
+            return base_mhz * 1_000_000;
+        }
+    }
+    1_000_000_000
+}
+
+fn cmos(reg: u8) -> u8 {
+    // SAFETY: ports 0x70/0x71 are the CMOS index/data pair; bit 7 of the index keeps NMIs
+    // disabled as at boot. Only reads.
+    unsafe {
+        outb(0x70, 0x80 | reg);
+        inb(0x71)
+    }
+}
+
+/// Reads the RTC (UTC assumed, as QEMU provides by default) as Unix seconds; 0 when it
+/// says nonsense.
+pub fn rtc_unix() -> u64 {
+    let read = || {
+        let mut spins = 0;
+        while cmos(0x0A) & 0x80 != 0 && spins < 100_000 {
+            spins += 1; // update in progress
+        }
+        [
+            cmos(0x00),
+            cmos(0x02),
+            cmos(0x04),
+            cmos(0x07),
+            cmos(0x08),
+            cmos(0x09),
+            cmos(0x32),
+        ]
+    };
+    let mut a = read();
+    for _ in 0..3 {
+        let b = read();
+        if a == b {
+            break;
+        }
+        a = b;
+    }
+    let status_b = cmos(0x0B);
+    let bcd = status_b & 0x04 == 0;
+    let h24 = status_b & 0x02 != 0;
+    let conv = |v: u8| -> u64 {
+        if bcd {
+            ((v >> 4) as u64) * 10 + (v & 0x0F) as u64
+        } else {
+            v as u64
+        }
+    };
+    let sec = conv(a[0]);
+    let min = conv(a[1]);
+    let pm = a[2] & 0x80 != 0;
+    let mut hour = conv(a[2] & 0x7F);
+    if !h24 {
+        hour %= 12;
+        if pm {
+            hour += 12;
+        }
+    }
+    let day = conv(a[3]);
+    let month = conv(a[4]);
+    let mut year = conv(a[5]);
+    let century = conv(a[6]);
+    year += if (19..=30).contains(&century) {
+        century * 100
+    } else {
+        2000
+    };
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || min > 59 || sec > 60 {
+        return 0;
+    }
+    days_from_civil(year as i64, month as u32, day as u32) as u64 * 86_400
+        + hour * 3600
+        + min * 60
+        + sec
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m as i64 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+impl TscClock {
+    /// Calibrates the TSC and reads the RTC.
+    pub fn init() -> TscClock {
+        let (hz, calibrated) = calibrate();
+        let invariant =
+            cpuid(0x8000_0000, 0).0 >= 0x8000_0007 && cpuid(0x8000_0007, 0).3 & (1 << 8) != 0;
+        let unix0 = rtc_unix();
+        TscClock {
+            tsc0: rdtsc(),
+            hz,
+            mult: (1_000_000_000u128 << 32).div_ceil(hz as u128) as u64,
+            unix0,
+            invariant,
+            calibrated,
+        }
+    }
+
+    /// TSC ticks since boot.
+    pub fn ticks(&self) -> u64 {
+        rdtsc().wrapping_sub(self.tsc0)
+    }
+}
+
+impl Clock for TscClock {
+    fn now_ns(&self) -> u64 {
+        ((self.ticks() as u128 * self.mult as u128) >> 32) as u64
+    }
+
+    fn unix_secs(&self) -> u64 {
+        self.unix0 + self.ticks() / self.hz
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn days_from_civil_known_dates() {
+        assert_eq!(super::days_from_civil(1970, 1, 1), 0);
+        assert_eq!(super::days_from_civil(2000, 3, 1), 11_017);
+        assert_eq!(super::days_from_civil(2026, 11, 22), 20_779);
+    }
+}

@@ -1,0 +1,291 @@
+//! The kernel command line: `ip=A.B.C.D[/N] gw=A.B.C.D|none port=N sched=imt|ist
+//! tcbs=N log=access,stats`, and `crash=panic|fault` which makes the kernel fail on
+//! purpose right after boot (the tests use it to prove that failures are reported and
+//! stop QEMU).
+//!
+//! Defaults work under QEMU user networking (10.0.2.15/24, gateway 10.0.2.2, port 80).
+//! A bad value is reported on the console and its default kept; an unknown key is
+//! reported and ignored. Nothing here panics on any input.
+
+use bareweb_engine::server::Sched;
+use bareweb_engine::wire::Ipv4Address;
+
+/// The settings the command line controls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// Our address.
+    pub ip: Ipv4Address,
+    /// Prefix length of the link.
+    pub prefix: u8,
+    /// Router for off-link clients (QEMU's user-mode host is one).
+    pub gateway: Option<Ipv4Address>,
+    /// TCP port served.
+    pub port: u16,
+    /// HTTP scheduling policy.
+    pub sched: Sched,
+    /// Number of TCBs.
+    pub tcbs: usize,
+    /// Print an access log line per response on the console (slow: one VM exit a byte).
+    pub log_access: bool,
+    /// Print a counters line every second.
+    pub log_stats: bool,
+    /// Fail on purpose after boot (tests of the failure path).
+    pub crash: Option<Crash>,
+}
+
+/// A deliberate failure, for tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Crash {
+    /// A Rust panic.
+    Panic,
+    /// A CPU exception (page fault on an unmapped address).
+    Fault,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            ip: Ipv4Address([10, 0, 2, 15]),
+            prefix: 24,
+            gateway: Some(Ipv4Address([10, 0, 2, 2])),
+            port: 80,
+            sched: Sched::Imt,
+            tcbs: 1024,
+            log_access: false,
+            log_stats: false,
+            crash: None,
+        }
+    }
+}
+
+/// A word of the command line that was not understood.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Complaint<'a> {
+    /// The `key=value` word.
+    pub word: &'a str,
+    /// What was wrong with it.
+    pub why: &'static str,
+}
+
+fn parse_ip(s: &str) -> Option<Ipv4Address> {
+    let mut a = [0u8; 4];
+    let mut it = s.split('.');
+    for b in a.iter_mut() {
+        let p = it.next()?;
+        if p.is_empty() || p.len() > 3 {
+            return None;
+        }
+        *b = p.parse().ok()?;
+    }
+    if it.next().is_some() {
+        return None;
+    }
+    Some(Ipv4Address(a))
+}
+
+/// Parses `line` over the defaults; calls `complain` for every word it cannot use.
+pub fn parse<'a>(line: &'a str, complain: impl FnMut(Complaint<'a>)) -> Settings {
+    parse_over(Settings::default(), line, complain)
+}
+
+/// Parses `line` over `base` (later words win). A leading word that is a path (GRUB
+/// may pass the kernel's file name first) is skipped quietly.
+pub fn parse_over<'a>(
+    base: Settings,
+    line: &'a str,
+    mut complain: impl FnMut(Complaint<'a>),
+) -> Settings {
+    let mut s = base;
+    for (i, word) in line.split_ascii_whitespace().enumerate() {
+        if i == 0 && word.starts_with('/') && !word.contains('=') {
+            continue;
+        }
+        let Some((k, v)) = word.split_once('=') else {
+            complain(Complaint {
+                word,
+                why: "not key=value",
+            });
+            continue;
+        };
+        let ok = match k {
+            "ip" => {
+                let (ip, len) = v.split_once('/').unwrap_or((v, "24"));
+                match (parse_ip(ip), len.parse::<u8>().ok().filter(|l| *l <= 32)) {
+                    (Some(ip), Some(len)) => {
+                        s.ip = ip;
+                        s.prefix = len;
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            "gw" => {
+                if v == "none" {
+                    s.gateway = None;
+                    true
+                } else if let Some(g) = parse_ip(v) {
+                    s.gateway = Some(g);
+                    true
+                } else {
+                    false
+                }
+            }
+            "port" => match v.parse::<u16>() {
+                Ok(p) if p != 0 => {
+                    s.port = p;
+                    true
+                }
+                _ => false,
+            },
+            "sched" => match v {
+                "imt" => {
+                    s.sched = Sched::Imt;
+                    true
+                }
+                "ist" => {
+                    s.sched = Sched::Ist;
+                    true
+                }
+                _ => false,
+            },
+            "tcbs" => match v.parse::<usize>() {
+                Ok(n) if (1..=1 << 20).contains(&n) => {
+                    s.tcbs = n;
+                    true
+                }
+                _ => false,
+            },
+            "log" => {
+                let mut all = true;
+                for item in v.split(',') {
+                    match item {
+                        "access" => s.log_access = true,
+                        "stats" => s.log_stats = true,
+                        "none" | "" => {}
+                        _ => all = false,
+                    }
+                }
+                all
+            }
+            "crash" => match v {
+                "panic" => {
+                    s.crash = Some(Crash::Panic);
+                    true
+                }
+                "fault" => {
+                    s.crash = Some(Crash::Fault);
+                    true
+                }
+                _ => false,
+            },
+            _ => {
+                complain(Complaint {
+                    word,
+                    why: "unknown key",
+                });
+                continue;
+            }
+        };
+        if !ok {
+            complain(Complaint {
+                word,
+                why: "bad value, default kept",
+            });
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    fn parse_all(line: &str) -> (Settings, Vec<(String, &'static str)>) {
+        let mut c = Vec::new();
+        let s = parse(line, |x| c.push((x.word.into(), x.why)));
+        (s, c)
+    }
+    extern crate std;
+    use std::string::String;
+
+    #[test]
+    fn defaults_work_under_qemu_user_networking() {
+        let (s, c) = parse_all("");
+        assert_eq!(s, Settings::default());
+        assert!(c.is_empty());
+        assert_eq!(s.ip, Ipv4Address([10, 0, 2, 15]));
+        assert_eq!(s.gateway, Some(Ipv4Address([10, 0, 2, 2])));
+        assert_eq!(s.port, 80);
+    }
+
+    #[test]
+    fn every_key() {
+        let (s, c) = parse_all(
+            "ip=192.168.1.50/16 gw=none port=8080 sched=ist tcbs=64 log=access,stats crash=fault",
+        );
+        assert!(c.is_empty(), "{c:?}");
+        assert_eq!((s.ip, s.prefix), (Ipv4Address([192, 168, 1, 50]), 16));
+        assert_eq!(s.gateway, None);
+        assert_eq!((s.port, s.sched, s.tcbs), (8080, Sched::Ist, 64));
+        assert!(s.log_access && s.log_stats);
+        assert_eq!(s.crash, Some(Crash::Fault));
+        assert_eq!(parse_all("ip=10.0.0.2").0.prefix, 24);
+    }
+
+    #[test]
+    fn bad_values_keep_defaults_and_are_reported() {
+        for w in [
+            "ip=1.2.3",
+            "ip=1.2.3.4.5",
+            "ip=256.1.1.1",
+            "ip=1.2.3.4/33",
+            "ip=",
+            "gw=x",
+            "port=0",
+            "port=65536",
+            "sched=rr",
+            "tcbs=0",
+            "log=loud",
+            "crash=maybe",
+            "ip=1..2.3",
+            "ip=0001.2.3.4",
+        ] {
+            let (s, c) = parse_all(w);
+            assert_eq!(c, [(w.into(), "bad value, default kept")], "{w}");
+            assert_eq!(
+                (s.ip, s.port, s.tcbs),
+                (Settings::default().ip, 80, 1024),
+                "{w}"
+            );
+        }
+        assert_eq!(parse_all("nokey").1[0].1, "not key=value");
+        assert_eq!(parse_all("color=blue").1[0].1, "unknown key");
+    }
+
+    #[test]
+    fn later_words_win_and_a_leading_path_is_skipped() {
+        let base = parse("ip=10.0.0.2/24 port=81", |_| panic!());
+        let mut c = Vec::new();
+        let s = parse_over(base, "/boot/bareweb.elf port=82", |x| c.push(x.word));
+        assert!(c.is_empty(), "{c:?}");
+        assert_eq!((s.ip, s.port), (Ipv4Address([10, 0, 0, 2]), 82));
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics() {
+        let mut x = 0x1234_5678u32;
+        for _ in 0..2000 {
+            let mut b = Vec::new();
+            for _ in 0..(x % 64) {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                b.push(b"ip=gw/.0123456789 port=sched,log=a"[(x % 34) as usize]);
+            }
+            if let Ok(s) = core::str::from_utf8(&b) {
+                let _ = parse(s, |_| {});
+            }
+        }
+    }
+}

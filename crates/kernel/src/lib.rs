@@ -1,0 +1,92 @@
+//! bareweb's bare-machine kernel: boots on a PC or VM with no OS and runs the engine over
+//! its own NIC driver, polled, on one core.
+//!
+//! Layers, bottom up:
+//! - [`arch`]: the 32-bit entry (PVH note, multiboot2 header), long mode with identity
+//!   2 MiB pages, GDT/TSS/IDT and exception reports, single-instruction helpers.
+//! - [`console`] (COM1), [`exit`] (isa-debug-exit), [`boot_info`] (memory map, command
+//!   line, modules), [`mem`] (start-up bump allocator), [`cmdline`], [`clock`] (TSC +
+//!   CMOS RTC), [`embedded`] (a site carried inside the kernel ELF itself).
+//! - [`pci`]: enumeration and BAR assignment. [`drivers`]: virtio-net and e1000, each a
+//!   `Nic`.
+//! - [`serve`]: the per-core state (server, NIC queue pair, clock) and its loop.
+//!
+//! `unsafe` lives here and only here (the engine has none): every block says why it holds.
+#![cfg_attr(not(test), no_std)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+pub mod arch;
+pub mod boot_info;
+pub mod clock;
+pub mod cmdline;
+pub mod console;
+pub mod drivers;
+pub mod embedded;
+pub mod exit;
+pub mod mem;
+pub mod pci;
+pub mod serve;
+
+#[cfg(target_os = "none")]
+#[global_allocator]
+static HEAP: mem::Bump = mem::Bump;
+
+/// Prints the return addresses found by walking frame pointers from `rbp` (the kernel is
+/// built with frame pointers; look them up with `addr2line -e` on an unstripped build).
+pub fn backtrace(mut rbp: u64) {
+    kprint!("    backtrace:");
+    let k = mem::kernel_span();
+    for _ in 0..16 {
+        if rbp % 8 != 0 || !(0x1000..1 << 32).contains(&rbp) {
+            break;
+        }
+        // SAFETY: rbp is 8-aligned and inside the identity-mapped first 4 GiB; a frame is
+        // (saved rbp, return address).
+        let (next, ret) = unsafe { (*(rbp as *const u64), *((rbp + 8) as *const u64)) };
+        if ret < k.start || ret >= k.end {
+            break;
+        }
+        kprint!(" {ret:#x}");
+        rbp = next;
+    }
+    kprintln!();
+}
+
+#[cfg(target_os = "none")]
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    console::force_unlock();
+    kprintln!("\n!!! KERNEL PANIC: {info}");
+    let rbp: u64;
+    // SAFETY: reads the frame pointer register only.
+    unsafe { core::arch::asm!("mov {}, rbp", out(reg) rbp, options(nomem, nostack)) };
+    backtrace(rbp);
+    exit::fail()
+}
+
+/// Stops with a message: a boot configuration that cannot work.
+#[macro_export]
+macro_rules! fatal {
+    ($($arg:tt)*) => {{
+        $crate::kprintln!("!!! FATAL: {}", format_args!($($arg)*));
+        $crate::exit::fail()
+    }};
+}
+
+/// Everything after the entry code: called by `main.rs` with `eax`/`ebx` at entry.
+pub fn start(eax: u32, ebx: u32) -> ! {
+    console::init();
+    // SAFETY: first thing on the boot CPU, once.
+    unsafe { arch::init_cpu() };
+    let mtrr = arch::cache::enable_write_back();
+    kprintln!("bareweb kernel {} ({mtrr})", env!("CARGO_PKG_VERSION"));
+    // SAFETY: nothing has been allocated or written yet besides our own statics.
+    let info = match unsafe { boot_info::BootInfo::from_entry(eax, ebx) } {
+        Ok(i) => i,
+        Err(e) => fatal!("boot: {e}"),
+    };
+    serve::boot(&info)
+}

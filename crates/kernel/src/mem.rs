@@ -1,0 +1,204 @@
+//! Memory: a bump allocator over the largest free piece of RAM, for start-up only.
+//!
+//! The engine allocates every table once in `Server::new`; drivers allocate their rings
+//! and buffers once at probe time. After start-up the heap is [`seal`]ed: any later
+//! allocation still succeeds (so a bug costs memory, not the server) but is counted in
+//! [`late_allocs`], which the stats line shows and the tests require to be 0. Nothing is
+//! ever freed. All of RAM below 4 GiB is identity-mapped, so a heap address is also the
+//! physical address a device is given.
+
+use core::alloc::{GlobalAlloc, Layout};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::boot_info::{BootInfo, Region};
+
+#[cfg(target_os = "none")]
+extern "C" {
+    static __kernel_start: u8;
+    static __kernel_end: u8;
+}
+
+/// Host builds (unit tests): no linker script, no kernel span.
+#[cfg(not(target_os = "none"))]
+#[allow(non_upper_case_globals)]
+static __kernel_start: u8 = 0;
+#[cfg(not(target_os = "none"))]
+#[allow(non_upper_case_globals)]
+static __kernel_end: u8 = 0;
+
+/// The kernel's own span `[start, end)` in physical memory.
+pub fn kernel_span() -> Region {
+    // Linker-defined symbols: only their addresses are taken.
+    Region {
+        start: core::ptr::addr_of!(__kernel_start) as u64,
+        end: core::ptr::addr_of!(__kernel_end) as u64,
+    }
+}
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+static END: AtomicU64 = AtomicU64::new(0);
+static START: AtomicU64 = AtomicU64::new(0);
+static SEALED: AtomicBool = AtomicBool::new(false);
+static LATE: AtomicU64 = AtomicU64::new(0);
+
+/// The start-up allocator.
+pub struct Bump;
+
+// SAFETY: alloc hands out disjoint, aligned ranges of RAM that nothing else uses (the
+// range was cut out of the loader's usable memory minus the kernel and modules), or null.
+unsafe impl GlobalAlloc for Bump {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let align = layout.align() as u64;
+        let size = layout.size() as u64;
+        let mut cur = NEXT.load(Ordering::Relaxed);
+        loop {
+            let start = (cur + align - 1) & !(align - 1);
+            let Some(end) = start.checked_add(size) else {
+                return core::ptr::null_mut();
+            };
+            if end > END.load(Ordering::Relaxed) {
+                return core::ptr::null_mut();
+            }
+            match NEXT.compare_exchange_weak(cur, end, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => {
+                    if SEALED.load(Ordering::Relaxed) {
+                        LATE.fetch_add(1, Ordering::Relaxed);
+                    }
+                    return start as *mut u8;
+                }
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    unsafe fn dealloc(&self, _ptr: *mut u8, _layout: Layout) {}
+}
+
+const LOW_4G: u64 = 1 << 32;
+
+/// Picks the heap: the largest piece of usable RAM below 4 GiB that is not the kernel,
+/// the first MiB, a module or one of `reserved`. Returns it.
+pub fn init(info: &BootInfo, reserved: &[Region]) -> Option<Region> {
+    let k = kernel_span();
+    let mut cuts = [Region::default(); 12];
+    let mut n = 0;
+    cuts[n] = Region {
+        start: 0,
+        end: 0x10_0000,
+    };
+    n += 1;
+    cuts[n] = k;
+    n += 1;
+    for m in info.modules() {
+        if n < cuts.len() {
+            cuts[n] = Region {
+                start: m.start,
+                end: m.start.saturating_add(m.len),
+            };
+            n += 1;
+        }
+    }
+    for r in reserved {
+        if n < cuts.len() {
+            cuts[n] = *r;
+            n += 1;
+        }
+    }
+    let mut best = Region::default();
+    for r in info.regions() {
+        let r = Region {
+            start: r.start,
+            end: r.end.min(LOW_4G),
+        };
+        largest_piece(r, &cuts[..n], &mut best);
+    }
+    if best.end <= best.start {
+        return None;
+    }
+    START.store(best.start, Ordering::Relaxed);
+    NEXT.store(best.start, Ordering::Relaxed);
+    END.store(best.end, Ordering::Relaxed);
+    Some(best)
+}
+
+/// Updates `best` with the largest part of `r` that avoids every cut.
+fn largest_piece(r: Region, cuts: &[Region], best: &mut Region) {
+    // The pieces of r between cuts: walk the cut start points in order.
+    let mut start = r.start;
+    loop {
+        if start >= r.end {
+            return;
+        }
+        // Skip forward past any cut containing `start`.
+        if let Some(c) = cuts.iter().find(|c| c.start <= start && start < c.end) {
+            start = c.end;
+            continue;
+        }
+        // This piece ends at the nearest cut starting after `start`, or at r.end.
+        let end = cuts
+            .iter()
+            .filter(|c| c.start > start)
+            .map(|c| c.start)
+            .fold(r.end, u64::min);
+        let piece = Region {
+            start: (start + 4095) & !4095,
+            end: end & !4095,
+        };
+        if piece.end > piece.start && piece.end - piece.start > best.end - best.start {
+            *best = piece;
+        }
+        start = end;
+    }
+}
+
+/// Marks the end of start-up: allocations from now on are counted as late.
+pub fn seal() {
+    SEALED.store(true, Ordering::Relaxed);
+}
+
+/// Allocations made after [`seal`] (0 when the engine keeps its promise).
+pub fn late_allocs() -> u64 {
+    LATE.load(Ordering::Relaxed)
+}
+
+/// Bytes handed out so far.
+pub fn used() -> u64 {
+    NEXT.load(Ordering::Relaxed) - START.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(start: u64, end: u64) -> Region {
+        Region { start, end }
+    }
+
+    #[test]
+    fn largest_piece_avoids_every_cut() {
+        let mut best = Region::default();
+        let cuts = [
+            r(0, 0x10_0000),
+            r(0x10_0000, 0x1b_8000),
+            r(0x0fec_a000, 0x0ffd_8000),
+        ];
+        largest_piece(r(0, 0x1000_0000), &cuts, &mut best);
+        assert_eq!(best, r(0x1b_8000, 0x0fec_a000));
+        // A module in the middle: the larger side wins.
+        let mut best = Region::default();
+        largest_piece(
+            r(0x10_0000, 0x1000_0000),
+            &[r(0x200_0000, 0x300_0000)],
+            &mut best,
+        );
+        assert_eq!(best, r(0x300_0000, 0x1000_0000));
+        // Fully covered, or empty cuts: no endless loop.
+        let mut best = Region::default();
+        largest_piece(
+            r(0x1000, 0x2000),
+            &[r(0, 0x10_0000), r(0x1800, 0x1800)],
+            &mut best,
+        );
+        assert_eq!(best, Region::default());
+    }
+}

@@ -1,0 +1,377 @@
+//! `cargo xtask kernel-bench`: the bare-machine kernel's budgets, measured (not a test).
+//!
+//! 1. Size of the stripped kernel ELF without a site (budget 512 KiB).
+//! 2. QEMU start → first HTTP 200, median of N boots for each accelerator and machine
+//!    type, with the single-file image (`bareweb build -o site.elf`) under QEMU user
+//!    networking forwarded from a free 127.0.0.1 port. The QEMU arguments are those of
+//!    `bareweb run --dry-run`.
+//! 3. Doorbell writes per request at steady load, from the driver's own counters (the
+//!    kernel's `log=stats` line, sampled before and after a bounded keep-alive load).
+//!
+//! Options: `--runs N` (boots per configuration, default 10), `--accel kvm,tcg`,
+//! `--machine qboot,pc,q35`, `--skip-boot`, `--skip-load`. Everything it starts is
+//! bounded in time and killed by PID.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::run;
+
+struct Opts {
+    runs: usize,
+    accels: Vec<String>,
+    machines: Vec<String>,
+    boot: bool,
+    load: bool,
+}
+
+fn parse(args: &[String]) -> Result<Opts, String> {
+    let mut o = Opts {
+        runs: 10,
+        accels: vec!["tcg".into(), "kvm".into()],
+        machines: vec!["qboot".into(), "pc".into(), "q35".into()],
+        boot: true,
+        load: true,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || it.next().cloned().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--runs" => o.runs = val()?.parse().map_err(|_| "--runs N")?,
+            "--accel" => o.accels = val()?.split(',').map(String::from).collect(),
+            "--machine" => o.machines = val()?.split(',').map(String::from).collect(),
+            "--skip-boot" => o.boot = false,
+            "--skip-load" => o.load = false,
+            _ => return Err(format!("unknown option {a}")),
+        }
+    }
+    Ok(o)
+}
+
+fn free_port() -> Result<u16, String> {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| e.to_string())?;
+    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// One GET; the status code if a whole status line came back within `limit`.
+fn get_status(port: u16, path: &str, limit: Duration) -> Option<u16> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut s = TcpStream::connect_timeout(&addr, limit).ok()?;
+    s.set_read_timeout(Some(limit)).ok()?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .ok()?;
+    let mut buf = [0u8; 64];
+    let mut n = 0;
+    while n < 12 {
+        match s.read(&mut buf[n..]) {
+            Ok(0) | Err(_) => return None,
+            Ok(k) => n += k,
+        }
+    }
+    std::str::from_utf8(&buf[9..12]).ok()?.parse().ok()
+}
+
+/// `bareweb run --dry-run` arguments with the single-file image instead of -kernel/-initrd.
+fn qemu_args(
+    bin: &Path,
+    elf: &Path,
+    accel: &str,
+    machine: &str,
+    nic: &str,
+    port: u16,
+    log: &str,
+) -> Result<Vec<String>, String> {
+    let mut cmd = Command::new(bin);
+    cmd.args(["run", "examples/site", "--dry-run", "--headless"])
+        .args(["--accel", accel, "--machine", machine, "--nic", nic])
+        .args(["--listen", &format!("127.0.0.1:{port}")]);
+    if !log.is_empty() {
+        cmd.args(["--log", log]);
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // The dry-run line quotes only the -append value; rebuild the words simply.
+    let (before, rest) = line
+        .split_once(" -append '")
+        .ok_or("no -append in dry run")?;
+    let (append, after) = rest.split_once('\'').ok_or("unterminated -append")?;
+    let mut words: Vec<String> = before
+        .split_whitespace()
+        .skip(1)
+        .map(String::from)
+        .collect();
+    words.push("-append".into());
+    words.push(append.into());
+    words.extend(after.split_whitespace().map(String::from));
+    let mut v = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        match words[i].as_str() {
+            "-kernel" => {
+                v.push("-kernel".into());
+                v.push(elf.display().to_string());
+                i += 2;
+            }
+            "-initrd" => i += 2,
+            "-append" if log.is_empty() => i += 2, // the image's built-in line applies
+            _ => {
+                v.push(words[i].clone());
+                i += 1;
+            }
+        }
+    }
+    Ok(v)
+}
+
+struct Vm(Child);
+
+impl Drop for Vm {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(args: &[String], serial: Option<&Path>) -> Result<Vm, String> {
+    let mut args = args.to_vec();
+    if let Some(p) = serial {
+        if let Some(i) = args.iter().position(|a| a == "-serial") {
+            args[i + 1] = format!("file:{}", p.display());
+        }
+    }
+    Command::new("qemu-system-x86_64")
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map(Vm)
+        .map_err(|e| format!("qemu: {e}"))
+}
+
+fn median_ms(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// One boot: milliseconds from spawning QEMU to the first 200, or None past the limit.
+fn boot_once(args: &[String], port: u16, limit: Duration) -> Result<Option<f64>, String> {
+    let t0 = Instant::now();
+    let _vm = spawn(args, None)?;
+    while t0.elapsed() < limit {
+        if get_status(port, "/", Duration::from_millis(100)) == Some(200) {
+            return Ok(Some(t0.elapsed().as_secs_f64() * 1000.0));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    Ok(None)
+}
+
+fn last_stats(serial: &Path) -> Option<Vec<(String, u64)>> {
+    let text = std::fs::read_to_string(serial).ok()?;
+    let line = text.lines().rev().find(|l| l.starts_with("stats: "))?;
+    Some(
+        line.split_whitespace()
+            .skip(1)
+            .filter_map(|w| {
+                let (k, v) = w.split_once('=')?;
+                Some((k.to_string(), v.parse().ok()?))
+            })
+            .collect(),
+    )
+}
+
+fn stat(s: &[(String, u64)], k: &str) -> u64 {
+    s.iter().find(|(n, _)| n == k).map_or(0, |(_, v)| *v)
+}
+
+/// Keep-alive load: `conns` threads, each `reqs` sequential GETs of `path`.
+fn load(port: u16, conns: usize, reqs: usize, path: &str) -> (usize, Duration) {
+    let t0 = Instant::now();
+    let handles: Vec<_> = (0..conns)
+        .map(|_| {
+            let path = path.to_string();
+            std::thread::spawn(move || {
+                let Ok(mut s) = TcpStream::connect((Ipv4Addr::LOCALHOST, port)) else {
+                    return 0;
+                };
+                let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+                let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n");
+                let mut ok = 0;
+                let mut buf = vec![0u8; 65536];
+                for _ in 0..reqs {
+                    if s.write_all(req.as_bytes()).is_err() {
+                        break;
+                    }
+                    // Read one response: head, then Content-Length bytes.
+                    let mut got = Vec::new();
+                    let want = loop {
+                        match s.read(&mut buf) {
+                            Ok(0) | Err(_) => return ok,
+                            Ok(n) => got.extend_from_slice(&buf[..n]),
+                        }
+                        if let Some(h) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let head = String::from_utf8_lossy(&got[..h]).to_lowercase();
+                            let len: usize = head
+                                .lines()
+                                .find_map(|l| l.strip_prefix("content-length:"))
+                                .and_then(|v| v.trim().parse().ok())
+                                .unwrap_or(0);
+                            break h + 4 + len;
+                        }
+                    };
+                    while got.len() < want {
+                        match s.read(&mut buf) {
+                            Ok(0) | Err(_) => return ok,
+                            Ok(n) => got.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    ok += 1;
+                }
+                ok
+            })
+        })
+        .collect();
+    let ok = handles.into_iter().map(|h| h.join().unwrap_or(0)).sum();
+    (ok, t0.elapsed())
+}
+
+/// Connection per request (as http_load in paper 004): `conns` threads, each `reqs`
+/// fetches of `path` on a fresh connection with `Connection: close`.
+fn load_cpr(port: u16, conns: usize, reqs: usize, path: &str) -> (usize, Duration) {
+    let t0 = Instant::now();
+    let handles: Vec<_> = (0..conns)
+        .map(|_| {
+            let path = path.to_string();
+            std::thread::spawn(move || {
+                let mut ok = 0;
+                for _ in 0..reqs {
+                    let Ok(mut s) = TcpStream::connect((Ipv4Addr::LOCALHOST, port)) else {
+                        continue;
+                    };
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+                    let req =
+                        format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+                    if s.write_all(req.as_bytes()).is_err() {
+                        continue;
+                    }
+                    let mut got = Vec::new();
+                    if s.read_to_end(&mut got).is_ok() && got.starts_with(b"HTTP/1.1 200") {
+                        ok += 1;
+                    }
+                }
+                ok
+            })
+        })
+        .collect();
+    let ok = handles.into_iter().map(|h| h.join().unwrap_or(0)).sum();
+    (ok, t0.elapsed())
+}
+
+pub fn bench(args: &[String]) -> Result<(), String> {
+    let o = parse(args)?;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    run(Command::new(&cargo).args(["build", "--release", "-p", "bareweb"]))?;
+    let bin = PathBuf::from("target/release/bareweb");
+    let kernel = PathBuf::from("crates/kernel/target/x86_64-unknown-none/release/bareweb-kernel");
+    let size = std::fs::metadata(&kernel)
+        .map_err(|e| format!("{}: {e}", kernel.display()))?
+        .len();
+    println!("## Kernel size\n");
+    println!(
+        "stripped kernel ELF without site: {size} bytes ({:.1} KiB; budget 512 KiB: {})\n",
+        size as f64 / 1024.0,
+        if size <= 512 * 1024 { "met" } else { "NOT met" }
+    );
+    let dir = std::env::temp_dir().join(format!("bareweb-kbench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let elf = dir.join("site.elf");
+    run(Command::new(&bin)
+        .args(["build", "examples/site", "-o"])
+        .arg(&elf))?;
+    let res = (|| -> Result<(), String> {
+        if o.boot {
+            println!("## QEMU start to first HTTP 200 (median of {}, single-file image, virtio-net, user networking)\n", o.runs);
+            println!("| accel | machine | median ms | min ms | max ms | runs ok |");
+            println!("|---|---|---|---|---|---|");
+            for accel in &o.accels {
+                for machine in &o.machines {
+                    let mut times = Vec::new();
+                    for _ in 0..o.runs {
+                        let port = free_port()?;
+                        let args = qemu_args(&bin, &elf, accel, machine, "virtio", port, "")?;
+                        if let Some(ms) = boot_once(&args, port, Duration::from_secs(90))? {
+                            times.push(ms);
+                        }
+                    }
+                    if times.is_empty() {
+                        println!("| {accel} | {machine} | - | - | - | 0/{} |", o.runs);
+                        continue;
+                    }
+                    let min = times.iter().cloned().fold(f64::MAX, f64::min);
+                    let max = times.iter().cloned().fold(0.0, f64::max);
+                    let n = times.len();
+                    println!(
+                        "| {accel} | {machine} | {:.0} | {min:.0} | {max:.0} | {n}/{} |",
+                        median_ms(times),
+                        o.runs
+                    );
+                }
+            }
+            println!();
+        }
+        if o.load {
+            println!("## Doorbells per request at steady load (TCG, qboot; GET /files/4k.html: 8 keep-alive connections x 250, then 8 clients x 100 connections of one request)\n");
+            println!("| NIC | load | requests | seconds | req/s | doorbells | of which RX | suppressed flushes | doorbells/request | frames sent |");
+            println!("|---|---|---|---|---|---|---|---|---|---|");
+            for nic in ["virtio", "e1000"] {
+                let port = free_port()?;
+                let serial = dir.join(format!("{nic}.serial"));
+                let args = qemu_args(&bin, &elf, "tcg", "qboot", nic, port, "stats")?;
+                let _vm = spawn(&args, Some(&serial))?;
+                let t0 = Instant::now();
+                while get_status(port, "/", Duration::from_millis(200)) != Some(200) {
+                    if t0.elapsed() > Duration::from_secs(60) {
+                        return Err(format!("{nic}: no 200 in 60 s"));
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                for (mode, cpr) in [("keep-alive", false), ("connection per request", true)] {
+                    std::thread::sleep(Duration::from_millis(1200));
+                    let before = last_stats(&serial).ok_or("no stats line")?;
+                    let (ok, took) = if cpr {
+                        load_cpr(port, 8, 100, "/files/4k.html")
+                    } else {
+                        load(port, 8, 250, "/files/4k.html")
+                    };
+                    std::thread::sleep(Duration::from_millis(1200));
+                    let after = last_stats(&serial).ok_or("no stats line")?;
+                    let d = |k: &str| stat(&after, k) - stat(&before, k);
+                    let reqs = d("http_requests");
+                    println!(
+                        "| {nic} | {mode} | {reqs} ({ok} ok) | {:.2} | {:.0} | {} | {} | {} | {:.3} | {} |",
+                        took.as_secs_f64(),
+                        ok as f64 / took.as_secs_f64(),
+                        d("doorbells"),
+                        d("rx_doorbells"),
+                        d("suppressed"),
+                        d("doorbells") as f64 / reqs.max(1) as f64,
+                        d("nic_tx")
+                    );
+                }
+            }
+            println!();
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    res
+}
