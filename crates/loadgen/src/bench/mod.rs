@@ -317,7 +317,9 @@ pub fn bench(o: &Options) -> Result<Results, String> {
             probe: &probe,
         };
         eprintln!("bench {}: starting {}", s.name, k.name());
-        instances.push(k.start(&ctx)?);
+        let inst = k.start(&ctx)?;
+        inst.pause();
+        instances.push(inst);
         if sys::stop_requested() {
             return Err("interrupted".into());
         }
@@ -342,7 +344,13 @@ pub fn bench(o: &Options) -> Result<Results, String> {
                     return Err("interrupted; servers and namespaces removed".into());
                 }
                 let inst = &mut instances[(j + round as usize + pi) % n];
-                let r = run_one(o, p, pi, inst, &site, round)?;
+                if inst.pausable {
+                    inst.resume();
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                }
+                let r = run_one(o, p, pi, inst, &site, round);
+                inst.pause();
+                let r = r?;
                 eprintln!(
                     "  [{}/{}] round {} {:<48} {:<9} {:>9.0} fetches/s  p50 {:.3} ms  p99 {:.3} ms  server {:.1} µs/fetch  client {:.0}%{}",
                     runs.len() + 1,
@@ -389,10 +397,11 @@ pub fn bench(o: &Options) -> Result<Results, String> {
             .notes
             .iter()
             .cloned()
-            .chain(std::iter::once(
-                "bareweb under QEMU (the bare-machine kernel) is not in these tables yet: it is being built on branch `kernel`."
-                    .to_string(),
-            ))
+            .chain((!s.servers.iter().any(|n| n == "bareweb-qemu")).then(|| {
+                "bareweb under QEMU (the bare-machine kernel, `bareweb run`) is not in this scenario; add \
+                 \"bareweb-qemu\" to its servers to include it."
+                    .to_string()
+            }))
             .collect(),
     };
     write_outputs(&results, &out, o.doc.as_deref())?;

@@ -17,7 +17,14 @@ use super::topo::{sh, veth, Netns};
 use crate::sys;
 
 /// Names accepted in a scenario's `servers`.
-pub const KINDS: &[&str] = &["bareweb", "nginx", "nginx-nopush-off", "lighttpd", "h2o"];
+pub const KINDS: &[&str] = &[
+    "bareweb",
+    "bareweb-qemu",
+    "nginx",
+    "nginx-nopush-off",
+    "lighttpd",
+    "h2o",
+];
 
 /// What a server needs to start.
 pub struct StartCtx<'a> {
@@ -53,11 +60,7 @@ pub fn kind(name: &str) -> Result<Box<dyn ServerKind>, String> {
         "nginx-nopush-off" => Ok(Box::new(Nginx { nopush: false })),
         "lighttpd" => Ok(Box::new(Lighttpd)),
         "h2o" => Ok(Box::new(H2o)),
-        "bareweb-qemu" => Err(
-            "bareweb-qemu (the bare-machine kernel under QEMU) is not included yet: the kernel \
-             is being built on branch `kernel`; it will be one more ServerKind here"
-                .into(),
-        ),
+        "bareweb-qemu" => Ok(Box::new(BarewebQemu)),
         other => Err(format!(
             "unknown server {other:?} (known: {})",
             KINDS.join(", ")
@@ -76,6 +79,9 @@ pub struct Instance {
     /// A URL path where the server reports its own per-core time split (bareweb's stats
     /// page), read before and after each run.
     pub stats_path: Option<&'static str>,
+    /// Stopped (SIGSTOP) outside its own runs: a server that busy-polls a core (the
+    /// bare-machine kernel under QEMU) would otherwise take that core from the others.
+    pub pausable: bool,
     // Dropped after the processes are gone (field order).
     _namespaces: Vec<Netns>,
 }
@@ -101,7 +107,27 @@ impl Instance {
             .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
+    fn signal_tree(&self, sig: i32) {
+        for p in self.pids() {
+            sys::kill(p, sig);
+        }
+    }
+
+    /// Stops a pausable server's processes until [`Instance::resume`].
+    pub fn pause(&self) {
+        if self.pausable {
+            self.signal_tree(libc::SIGSTOP);
+        }
+    }
+
+    pub fn resume(&self) {
+        if self.pausable {
+            self.signal_tree(libc::SIGCONT);
+        }
+    }
+
     fn stop(&mut self) {
+        self.resume();
         let Some(mut child) = self.child.take() else {
             return;
         };
@@ -219,9 +245,9 @@ fn spawn_in(ns: &str, cmd: &[String], log: &Path) -> Result<Child, String> {
         .map_err(|e| format!("cannot start {}: {e}", cmd[0]))
 }
 
-/// Waits until `url` answers 200 from namespace `ns`.
-fn wait_ready(inst: &mut Instance, url: &str) -> Result<(), String> {
-    let end = Instant::now() + Duration::from_secs(15);
+/// Waits up to `secs` until `url` answers 200 from the client namespace.
+fn wait_ready(inst: &mut Instance, url: &str, secs: u64) -> Result<(), String> {
+    let end = Instant::now() + Duration::from_secs(secs);
     while Instant::now() < end {
         if !inst.alive() {
             let log = std::fs::read_to_string(&inst.log).unwrap_or_default();
@@ -304,10 +330,11 @@ fn start_kernel_server(
         child: Some(child),
         log,
         stats_path: None,
+        pausable: false,
         _namespaces: vec![c, s],
     };
     let url = inst.url(ctx.probe);
-    wait_ready(&mut inst, &url)?;
+    wait_ready(&mut inst, &url, 15)?;
     Ok(inst)
 }
 
@@ -363,10 +390,83 @@ impl ServerKind for Bareweb {
             child: Some(child),
             log,
             stats_path: Some("/.well-known/bareweb/stats"),
+            pausable: false,
             _namespaces: vec![c],
         };
         let url = inst.url(ctx.probe);
-        wait_ready(&mut inst, &url)?;
+        wait_ready(&mut inst, &url, 15)?;
+        Ok(inst)
+    }
+}
+
+/// bareweb's bare-machine kernel under QEMU (`bareweb run`, virtio-net on a TAP).
+pub struct BarewebQemu;
+
+impl ServerKind for BarewebQemu {
+    fn name(&self) -> &'static str {
+        "bareweb-qemu"
+    }
+    fn describe(&self, _cores: u32) -> String {
+        "bareweb run (bare-machine kernel under QEMU, accel auto, virtio-net on a TAP, one \
+         polling core; stopped outside its own runs)"
+            .into()
+    }
+    fn check(&self) -> Result<(), String> {
+        which("qemu-system-x86_64", "qemu-system-x86")
+    }
+    fn start(&self, ctx: &StartCtx) -> Result<Instance, String> {
+        let c = Netns::new(&format!("{}c", ctx.tag))?;
+        c.tune_client()?;
+        let tap = format!("{}q", ctx.tag);
+        let host_ip = format!("10.77.{}.1/24", ctx.net);
+        sh(&[
+            "ip", "-n", &c.name, "tuntap", "add", "dev", &tap, "mode", "tap",
+        ])?;
+        sh(&["ip", "-n", &c.name, "addr", "add", &host_ip, "dev", &tap])?;
+        sh(&["ip", "-n", &c.name, "link", "set", &tap, "up"])?;
+        let server_ip = format!("10.77.{}.2", ctx.net);
+        let log = ctx.work.join("bareweb-qemu.log");
+        let cmd = vec![
+            ctx.exe.display().to_string(),
+            "run".into(),
+            ctx.site.display().to_string(),
+            "--net".into(),
+            format!("tap:{tap}"),
+            "--ip".into(),
+            format!("{server_ip}/24"),
+            "--gw".into(),
+            "none".into(),
+            "--tcbs".into(),
+            "8192".into(),
+            "--mem".into(),
+            "1G".into(),
+            "--headless".into(),
+            "--serial-log".into(),
+            ctx.work.join("bareweb-qemu.serial").display().to_string(),
+        ];
+        let child = spawn_in(&c.name, &cmd, &log)?;
+        let mut inst = Instance {
+            kind: "bareweb-qemu",
+            label: self.describe(ctx.cores),
+            client_ns: c.name.clone(),
+            server_ip,
+            child: Some(child),
+            log,
+            stats_path: None,
+            pausable: true,
+            _namespaces: vec![c],
+        };
+        let url = inst.url(ctx.probe);
+        wait_ready(&mut inst, &url, 90)?;
+        // Say which accelerator `bareweb run` chose (its first line: "... accel tcg, because ...").
+        let said = std::fs::read_to_string(&inst.log).unwrap_or_default();
+        if let Some(i) = said.find("accel ") {
+            let accel: String = said[i..]
+                .chars()
+                .take_while(|&c| c != ';' && c != '(' && c != '\n')
+                .collect();
+            inst.label = format!("{} [{}]", inst.label, accel.trim().trim_end_matches(','));
+        }
         Ok(inst)
     }
 }
