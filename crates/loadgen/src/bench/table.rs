@@ -443,6 +443,14 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
     for n in &r.notes {
         let _ = writeln!(s, "Note: {n}\n");
     }
+    if r.servers.iter().any(|sv| sv.name == "bareweb-qemu") {
+        let _ = writeln!(
+            s,
+            "Note: bareweb-qemu's server CPU is QEMU's, and its kernel polls its core without pause: about one \
+             core at any load, so its CPU per fetch falls as the load rises and mostly measures idle polling at \
+             light loads. Its accelerator is in its setup line above (TCG emulates every guest instruction).\n"
+        );
+    }
     s
 }
 
