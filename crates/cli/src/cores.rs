@@ -45,6 +45,8 @@ pub struct Prepared<'a, L, F> {
     pub cfg: Config,
     pub mac: EthernetAddress,
     pub tap: &'a str,
+    /// Offer TCP segmentation offload to the engine (`--no-tso` turns it off).
+    pub tso: bool,
     /// Configures the host side of the TAP once it exists (given its kernel name).
     pub configure: F,
     pub stop: &'static AtomicBool,
@@ -103,6 +105,9 @@ where
         },
         _ => vec![Tap::open(p.tap, p.mac).map_err(open_err)?],
     };
+    for q in &mut queues {
+        q.set_tso(p.tso);
+    }
     let name = queues[0].name().to_string();
     (p.configure)(&name)?;
     let board: Option<&'static Board> = (!args.no_stats_page)

@@ -90,6 +90,10 @@ struct ServeArgs {
     /// The server's MAC address (default: a locally administered one).
     #[arg(long)]
     mac: Option<String>,
+    /// Send every TCP segment as its own frame: no segmentation offload (by default frames
+    /// of up to ~64 KiB go to the TAP and the kernel cuts them into segments).
+    #[arg(long)]
+    no_tso: bool,
     #[command(flatten)]
     cores: cores::CoresArgs,
 }

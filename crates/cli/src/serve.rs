@@ -99,6 +99,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         cfg,
         mac,
         tap: &a.tap,
+        tso: !a.no_tso,
         configure: |name: &str| match host_ip {
             Some(h) => netif::configure(name, h, prefix)
                 .map_err(|e| format!("cannot configure {name}: {e}")),

@@ -2,13 +2,75 @@
 //! a wrapper around any [`Nic`] that drops, duplicates, reorders and corrupts frames in
 //! both directions from a seeded generator, so loss tests are deterministic.
 //!
+//! Both can play a device with TCP segmentation offload (`FakeNic::tso_max`,
+//! [`FaultInjector::with_tso`]): a frame posted with `post_tso` is checked (its partial
+//! checksum must be the pseudo-header sum) and cut into MSS-sized segments with complete
+//! checksums by [`segment`], as a NIC or the Linux TAP does.
+//!
 //! These copy frames and allocate; they are test tools, never on a product path.
 
 use std::collections::VecDeque;
 use std::vec::Vec;
 
-use crate::nic::{Nic, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
-use crate::wire::EthernetAddress;
+use crate::nic::{Nic, NicCaps, RxFrame, RxRing, Tso, TxFull, TxRing, TX_HEAD_ROOM};
+use crate::wire::{checksum, EthernetAddress, Ipv4Packet, TcpPacket};
+
+/// Cuts a frame posted with segmentation offload into single segments, as a device does:
+/// headers copied, IPv4 length, ident and checksum and the TCP sequence number set per
+/// segment, FIN and PSH kept for the last one only, every TCP checksum completed.
+///
+/// # Panics
+/// If the frame is not what the engine must post (lengths, or a TCP checksum field that is
+/// not the folded pseudo-header sum of the whole segment): that is an engine bug.
+pub fn segment(frame: &[u8], tso: Tso) -> Vec<Vec<u8>> {
+    let l4 = usize::from(tso.l4_offset);
+    let hl = usize::from(tso.header_len);
+    let mss = usize::from(tso.mss);
+    assert!(
+        l4 >= 14 + 20 && hl > l4 && frame.len() > hl && mss > 0,
+        "bad TSO frame"
+    );
+    let ip = Ipv4Packet::new_checked(&frame[14..]).expect("TSO frame: IPv4 header");
+    assert_eq!(
+        usize::from(ip.total_len()),
+        frame.len() - 14,
+        "IPv4 total length"
+    );
+    let (src, dst) = (ip.src_addr(), ip.dst_addr());
+    let ident = ip.ident();
+    let tcp = TcpPacket::new_checked(&frame[l4..]).expect("TSO frame: TCP header");
+    assert_eq!(usize::from(tcp.header_len()), hl - l4, "TCP header length");
+    let partial = checksum::fold(checksum::pseudo_header_v4(
+        src.0,
+        dst.0,
+        6,
+        (frame.len() - l4) as u16,
+    ));
+    assert_eq!(tcp.checksum(), partial, "TSO frame: partial checksum");
+    let (seq, flags) = (tcp.seq_number(), tcp.flags());
+    let payload = &frame[hl..];
+    let n = payload.len().div_ceil(mss);
+    let mut out = Vec::with_capacity(n);
+    for (i, chunk) in payload.chunks(mss).enumerate() {
+        let mut f = frame[..hl].to_vec();
+        f.extend_from_slice(chunk);
+        let total = (f.len() - 14) as u16;
+        let mut ip = Ipv4Packet::new_unchecked(&mut f[14..]);
+        ip.set_total_len(total);
+        ip.set_ident(ident.wrapping_add(i as u16));
+        ip.fill_checksum();
+        let last = i + 1 == n;
+        let mut t = TcpPacket::new_unchecked(&mut f[l4..]);
+        t.set_seq_number(seq.wrapping_add((i * mss) as u32));
+        let mut fl = flags;
+        fl.fin &= last;
+        fl.psh &= last;
+        t.set_flags(fl);
+        t.fill_checksum(src, dst);
+        out.push(f);
+    }
+    out
+}
 
 /// Frames waiting to be received, and frames sent.
 #[derive(Default)]
@@ -19,6 +81,8 @@ pub struct FakeQueues {
     pub outbox: Vec<Vec<u8>>,
     loaned: Vec<Option<Vec<u8>>>,
     slot: Vec<u8>,
+    /// Frames posted with segmentation offload (each is in `outbox` as its segments).
+    pub tso_frames: u64,
 }
 
 impl RxRing for FakeQueues {
@@ -75,6 +139,14 @@ impl TxRing for FakeQueues {
         Ok(())
     }
 
+    fn post_tso(&mut self, head_len: usize, body: &'static [u8], tso: Tso) -> Result<(), TxFull> {
+        let mut f = self.slot[..head_len.min(TX_HEAD_ROOM)].to_vec();
+        f.extend_from_slice(body);
+        self.tso_frames += 1;
+        self.outbox.extend(segment(&f, tso));
+        Ok(())
+    }
+
     fn flush(&mut self) {}
 }
 
@@ -86,6 +158,8 @@ pub struct FakeNic {
     pub tx: FakeQueues,
     /// Station address.
     pub mac: EthernetAddress,
+    /// Segmentation offload offered to the engine (0: none).
+    pub tso_max: usize,
 }
 
 impl FakeNic {
@@ -95,6 +169,7 @@ impl FakeNic {
             rx: FakeQueues::default(),
             tx: FakeQueues::default(),
             mac,
+            tso_max: 0,
         }
     }
 }
@@ -109,6 +184,10 @@ impl Nic for FakeNic {
 
     fn mac(&self) -> EthernetAddress {
         self.mac
+    }
+
+    fn caps(&self) -> NicCaps {
+        NicCaps::default().with_tso(self.tso_max)
     }
 }
 
@@ -221,6 +300,7 @@ pub struct FaultTx<T> {
 /// Wraps the two rings of a queue pair and injects faults in both directions.
 pub struct FaultInjector<R, T> {
     mac: EthernetAddress,
+    tso_max: usize,
     rx: FaultRx<R>,
     tx: FaultTx<T>,
 }
@@ -230,6 +310,7 @@ impl<R: RxRing, T: TxRing> FaultInjector<R, T> {
     pub fn new(mac: EthernetAddress, rx: R, tx: T, rx_faults: Faults, tx_faults: Faults) -> Self {
         FaultInjector {
             mac,
+            tso_max: 0,
             rx: FaultRx {
                 inner: rx,
                 lane: Lane::new(rx_faults, 1),
@@ -243,6 +324,13 @@ impl<R: RxRing, T: TxRing> FaultInjector<R, T> {
                 ready: VecDeque::new(),
             },
         }
+    }
+
+    /// Offers segmentation offload of up to `max` payload bytes: frames posted with it are
+    /// cut into segments (see [`segment`]) before the faults apply to each segment.
+    pub fn with_tso(mut self, max: usize) -> Self {
+        self.tso_max = max;
+        self
     }
 
     /// The wrapped receive ring (to feed frames in tests).
@@ -307,6 +395,15 @@ impl<T: TxRing> TxRing for FaultTx<T> {
         self.forward()
     }
 
+    fn post_tso(&mut self, head_len: usize, body: &'static [u8], tso: Tso) -> Result<(), TxFull> {
+        let mut f = self.slot[..head_len.min(TX_HEAD_ROOM)].to_vec();
+        f.extend_from_slice(body);
+        for seg in segment(&f, tso) {
+            self.lane.apply(seg, &mut self.ready);
+        }
+        self.forward()
+    }
+
     fn flush(&mut self) {
         self.lane.end_round(&mut self.ready);
         let _ = self.forward();
@@ -324,5 +421,9 @@ impl<R: RxRing, T: TxRing> Nic for FaultInjector<R, T> {
 
     fn mac(&self) -> EthernetAddress {
         self.mac
+    }
+
+    fn caps(&self) -> NicCaps {
+        NicCaps::default().with_tso(self.tso_max)
     }
 }

@@ -54,6 +54,13 @@ pub trait TxRing {
     fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull>;
     /// Makes queued frames visible to the device: one doorbell per call at most.
     fn flush(&mut self);
+    /// Queues a frame like [`post`](Self::post) whose TCP payload the device cuts into
+    /// `tso.mss`-byte segments. The engine calls it only when [`NicCaps::tso_max`] is not 0;
+    /// a device without the offload refuses it.
+    fn post_tso(&mut self, head_len: usize, body: &'static [u8], tso: Tso) -> Result<(), TxFull> {
+        let _ = (head_len, body, tso);
+        Err(TxFull)
+    }
     /// The engine freed the connection of `peer` after handling `frames_seen` received
     /// frames in all (its `Stats::rx_frames` then). Called once per freed connection, at
     /// the end of the poll round that freed it. A device ignores it; the network-core
@@ -74,12 +81,41 @@ pub const TX_HEAD_ROOM: usize = 2048;
 pub struct NicCaps {
     /// Largest IP packet (Ethernet payload) the link carries.
     pub mtu: usize,
+    /// TCP segmentation offload: the largest TCP payload one frame given to
+    /// [`TxRing::post_tso`] may carry (the device cuts it into MSS-sized segments and fills
+    /// their checksums). 0: no offload, every frame is one segment.
+    pub tso_max: usize,
 }
 
 impl Default for NicCaps {
     fn default() -> Self {
-        NicCaps { mtu: 1500 }
+        NicCaps {
+            mtu: 1500,
+            tso_max: 0,
+        }
     }
+}
+
+impl NicCaps {
+    /// The same capabilities with segmentation offload of up to `max` payload bytes.
+    pub const fn with_tso(mut self, max: usize) -> NicCaps {
+        self.tso_max = max;
+        self
+    }
+}
+
+/// How a device segments one frame posted with [`TxRing::post_tso`]: an Ethernet + IPv4 +
+/// TCP frame whose payload may exceed one segment. The IPv4 total length covers the whole
+/// frame; the TCP checksum field holds the folded sum of the pseudo-header (with the whole
+/// TCP length), not complemented, as for a partial checksum (virtio-net `NEEDS_CSUM`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tso {
+    /// Payload bytes per segment (the connection's MSS).
+    pub mss: u16,
+    /// Where the TCP header starts (Ethernet + IPv4 header bytes).
+    pub l4_offset: u16,
+    /// Bytes of Ethernet + IPv4 + TCP header at the start of the frame.
+    pub header_len: u16,
 }
 
 /// One receive/transmit queue pair of a network device, owned by one core.

@@ -4,7 +4,7 @@
 //! publishes all of them to the shared board in `cores::board`.
 
 /// Number of counters in [`Stats::fields`].
-pub const STATS_FIELDS: usize = 33;
+pub const STATS_FIELDS: usize = 34;
 
 /// All counters of one engine instance.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -13,6 +13,8 @@ pub struct Stats {
     pub rx_frames: u64,
     /// Frames sent.
     pub tx_frames: u64,
+    /// Of them, frames the device segments (TCP segmentation offload).
+    pub tx_tso_frames: u64,
     /// Frames not sent because the transmit ring was full.
     pub tx_ring_full: u64,
     /// Dropped: shorter than a header or a length field says.
@@ -83,6 +85,7 @@ impl Stats {
         [
             ("rx_frames", self.rx_frames),
             ("tx_frames", self.tx_frames),
+            ("tx_tso_frames", self.tx_tso_frames),
             ("tx_ring_full", self.tx_ring_full),
             ("drop_truncated", self.drop_truncated),
             ("drop_malformed", self.drop_malformed),

@@ -1,15 +1,23 @@
 //! A TAP device as one engine queue pair.
 //!
 //! Receive: `read(2)` on a non-blocking fd into a fixed pool of 2 KiB buffers, up to the
-//! burst budget. Transmit: `writev(2)` of two iovecs, the head slot and the body slice of
-//! the site image, so the body is never copied in user space (the kernel copies it into
-//! its skb, as it must for a TAP).
+//! burst budget. Transmit: `writev(2)` of three iovecs, a virtio-net header, the head
+//! slot and the body slice of the site image, so the body is never copied in user space
+//! (the kernel copies it into its skb, as it must for a TAP).
+//!
+//! The device is opened with `IFF_VNET_HDR`: every frame read or written starts with a
+//! `struct virtio_net_hdr` (10 bytes). That is how a TAP takes TCP segmentation offload:
+//! the engine may post one frame of up to [`TSO_MAX`] payload bytes with `gso_type`
+//! TCPV4 and a partial checksum, and the kernel cuts it into MSS-sized segments (or hands
+//! it whole to a local socket): one system call instead of one per 1460 bytes. We never
+//! enable offloads towards us (`TUNSETOFFLOAD`), so received frames are single segments
+//! with complete checksums, as the engine expects.
 
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use bareweb_engine::nic::{Nic, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
+use bareweb_engine::nic::{Nic, NicCaps, RxFrame, RxRing, Tso, TxFull, TxRing, TX_HEAD_ROOM};
 use bareweb_engine::wire::EthernetAddress;
 
 /// Size of one receive buffer (a full Ethernet frame without FCS is 1514 bytes).
@@ -20,6 +28,17 @@ const RX_POOL: usize = 64;
 const IFF_TAP: libc::c_short = 0x0002;
 const IFF_NO_PI: libc::c_short = 0x1000;
 const IFF_MULTI_QUEUE: libc::c_short = 0x0100;
+const IFF_VNET_HDR: libc::c_short = 0x4000;
+
+/// `struct virtio_net_hdr` without `num_buffers`: the TAP's default header size.
+const VNET_HDR_LEN: usize = 10;
+/// virtio_net_hdr.flags: the checksum from `csum_start` is to be completed by the kernel.
+const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
+/// virtio_net_hdr.gso_type: TCP over IPv4 segmentation.
+const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
+/// Largest TCP payload of one offloaded frame: the IPv4 total length (16 bits) must hold
+/// it with a 20-byte IPv4 header and up to 60 bytes of TCP header.
+pub const TSO_MAX: usize = 65535 - 20 - 60;
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 
 #[repr(C)]
@@ -41,7 +60,10 @@ pub struct TapRx {
 /// Transmit side of the TAP.
 pub struct TapTx {
     fd: OwnedFd,
+    vnet: [u8; VNET_HDR_LEN],
     slot: Box<[u8; TX_HEAD_ROOM]>,
+    /// Frames written with segmentation offload.
+    pub tso_frames: u64,
     /// Frames written.
     pub frames: u64,
     /// Writes the kernel refused (counted, frame dropped).
@@ -52,6 +74,7 @@ pub struct TapTx {
 pub struct Tap {
     name: String,
     mac: EthernetAddress,
+    tso: bool,
     rx: TapRx,
     tx: TapTx,
 }
@@ -60,7 +83,7 @@ impl Tap {
     /// Opens (creating if needed) the TAP device `name`. Needs CAP_NET_ADMIN unless the
     /// device was made persistent for this user (`ip tuntap add ... user U`).
     pub fn open(name: &str, mac: EthernetAddress) -> io::Result<Tap> {
-        Self::open_flags(name, mac, IFF_TAP | IFF_NO_PI)
+        Self::open_flags(name, mac, IFF_TAP | IFF_NO_PI | IFF_VNET_HDR)
     }
 
     /// Opens `queues` queues of the multi-queue TAP device `name` (IFF_MULTI_QUEUE: one fd
@@ -69,7 +92,13 @@ impl Tap {
     /// queue pair (per-queue mode). Fails if the device exists without multi-queue.
     pub fn open_multi(name: &str, mac: EthernetAddress, queues: usize) -> io::Result<Vec<Tap>> {
         (0..queues.max(1))
-            .map(|_| Self::open_flags(name, mac, IFF_TAP | IFF_NO_PI | IFF_MULTI_QUEUE))
+            .map(|_| {
+                Self::open_flags(
+                    name,
+                    mac,
+                    IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | IFF_MULTI_QUEUE,
+                )
+            })
             .collect()
     }
 
@@ -115,6 +144,7 @@ impl Tap {
         Ok(Tap {
             name: actual,
             mac,
+            tso: true,
             rx: TapRx {
                 fd,
                 bufs: vec![[0; RX_BUF]; RX_POOL],
@@ -123,11 +153,19 @@ impl Tap {
             },
             tx: TapTx {
                 fd: tx_fd,
+                vnet: [0; VNET_HDR_LEN],
                 slot: Box::new([0; TX_HEAD_ROOM]),
+                tso_frames: 0,
                 frames: 0,
                 errors: 0,
             },
         })
+    }
+
+    /// Whether the engine is offered TCP segmentation offload (on by default); off makes
+    /// every frame one segment, as on a device without the offload.
+    pub fn set_tso(&mut self, on: bool) {
+        self.tso = on;
     }
 
     /// The interface name the kernel gave.
@@ -192,9 +230,14 @@ impl RxRing for TapRx {
                 self.free.push(id);
                 break;
             }
+            // The frame follows the virtio-net header (ignored: no offloads towards us).
+            let Some(len) = (r as usize).checked_sub(VNET_HDR_LEN) else {
+                self.free.push(id);
+                continue;
+            };
             out[n] = RxFrame {
                 buf: id,
-                len: r as u32,
+                len: len as u32,
             };
             self.frames += 1;
             n += 1;
@@ -204,7 +247,7 @@ impl RxRing for TapRx {
 
     fn bytes(&self, f: &RxFrame) -> &[u8] {
         match self.bufs.get(f.buf as usize) {
-            Some(b) => &b[..(f.len as usize).min(RX_BUF)],
+            Some(b) => &b[VNET_HDR_LEN..(VNET_HDR_LEN + f.len as usize).min(RX_BUF)],
             None => &[],
         }
     }
@@ -222,8 +265,44 @@ impl TxRing for TapTx {
     }
 
     fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
+        self.vnet = [0; VNET_HDR_LEN];
+        self.write(head_len, body)
+    }
+
+    fn post_tso(&mut self, head_len: usize, body: &'static [u8], tso: Tso) -> Result<(), TxFull> {
+        let [h0, h1] = tso.header_len.to_le_bytes();
+        let [m0, m1] = tso.mss.to_le_bytes();
+        let [s0, s1] = tso.l4_offset.to_le_bytes();
+        // csum_offset: the TCP checksum field, 16 bytes into the TCP header.
+        self.vnet = [
+            VIRTIO_NET_HDR_F_NEEDS_CSUM,
+            VIRTIO_NET_HDR_GSO_TCPV4,
+            h0,
+            h1,
+            m0,
+            m1,
+            s0,
+            s1,
+            16,
+            0,
+        ];
+        self.write(head_len, body)?;
+        self.tso_frames += 1;
+        Ok(())
+    }
+
+    fn flush(&mut self) {}
+}
+
+impl TapTx {
+    /// `writev` of the virtio-net header in `self.vnet`, the head slot and the body.
+    fn write(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
         let head_len = head_len.min(TX_HEAD_ROOM);
         let iov = [
+            libc::iovec {
+                iov_base: self.vnet.as_mut_ptr().cast(),
+                iov_len: VNET_HDR_LEN,
+            },
             libc::iovec {
                 iov_base: self.slot.as_mut_ptr().cast(),
                 iov_len: head_len,
@@ -233,8 +312,8 @@ impl TxRing for TapTx {
                 iov_len: body.len(),
             },
         ];
-        let cnt = if body.is_empty() { 1 } else { 2 };
-        // SAFETY: both iovecs point at live buffers of the given lengths; writev only reads.
+        let cnt = if body.is_empty() { 2 } else { 3 };
+        // SAFETY: the iovecs point at live buffers of the given lengths; writev only reads.
         let r = unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), cnt) };
         if r < 0 {
             self.errors += 1;
@@ -243,8 +322,6 @@ impl TxRing for TapTx {
         self.frames += 1;
         Ok(())
     }
-
-    fn flush(&mut self) {}
 }
 
 impl Nic for Tap {
@@ -257,5 +334,9 @@ impl Nic for Tap {
 
     fn mac(&self) -> EthernetAddress {
         self.mac
+    }
+
+    fn caps(&self) -> NicCaps {
+        NicCaps::default().with_tso(if self.tso { TSO_MAX } else { 0 })
     }
 }

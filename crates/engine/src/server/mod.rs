@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 
 use crate::cores::board::{self, Board};
 use crate::http::{self, Parse};
-use crate::nic::{Clock, Nic, RxFrame, RxRing, TxRing, TX_HEAD_ROOM};
+use crate::nic::{Clock, Nic, RxFrame, RxRing, Tso, TxRing, TX_HEAD_ROOM};
 use crate::resource::Lookup;
 use crate::stats::{CoreTimes, Stats, Stay};
 use crate::tcp::isn::IsnGenerator;
@@ -140,6 +140,12 @@ const ROUND_BUDGET: u32 = 64;
 const RX_BURST: usize = 32;
 /// Our receive MSS for a 1500-byte MTU.
 const OUR_MSS: u16 = 1460;
+/// Largest TCP payload of one offloaded frame: the IPv4 total length must hold it with a
+/// 20-byte IPv4 header and up to 60 bytes of TCP header.
+const TSO_LIMIT: usize = 65535 - 20 - 60;
+/// Most response-head bytes an offloaded frame may carry: what the transmit slot holds
+/// after the largest Ethernet + IPv4 + TCP header.
+const TSO_HEAD_MAX: usize = TX_HEAD_ROOM - L2L3 - 60;
 /// Offset of the TCP checksum field in the TCP header.
 const TCP_CHECKSUM_AT: usize = 16;
 /// Ethernet + IPv4 header bytes in front of a TCP header.
@@ -189,6 +195,9 @@ pub struct Server<L: Lookup<'static>> {
     next_tick_ns: u64,
     now_ns: u64,
     unix_secs: u64,
+    /// Largest TCP payload of one frame the NIC segments itself (0: no offload), from
+    /// `NicCaps::tso_max` at every poll.
+    tso_max: u32,
     times: CoreTimes,
     stay: Stay,
     /// Connections freed this round, reported to `TxRing::connection_closed` at its end.
@@ -235,6 +244,7 @@ impl<L: Lookup<'static>> Server<L> {
             next_tick_ns: 0,
             now_ns: 0,
             unix_secs: 0,
+            tso_max: 0,
             times: CoreTimes::default(),
             stay: Stay::default(),
             // A round frees at most the TCBs in use plus those its frames open.
@@ -294,6 +304,7 @@ impl<L: Lookup<'static>> Server<L> {
     ) -> bool {
         self.now_ns = clock.now_ns();
         self.unix_secs = clock.unix_secs();
+        self.tso_max = nic.caps().tso_max.min(TSO_LIMIT) as u32;
         let (rx, tx) = nic.split();
         let mut worked = false;
         let mut frames = [RxFrame { buf: 0, len: 0 }; RX_BURST];
@@ -1058,7 +1069,31 @@ impl<L: Lookup<'static>> Server<L> {
                 break;
             }
             let room = wnd.saturating_sub(flight);
-            let len = avail.min(room).min(t.mss);
+            // With segmentation offload a frame carries whole segments up to the NIC's
+            // limit (the device cuts them); the windows bound it exactly as they bound
+            // single segments.
+            // Head bytes are copied into the transmit slot, so a frame may carry only as
+            // many as the slot holds: while more remain (a dynamic response keeps its whole
+            // body there), segments are single.
+            let head_left = t.resp.map_or(0, |r| {
+                let head_end = r.start.wrapping_add(r.head_len);
+                if seq::lt(t.snd_nxt, head_end) {
+                    head_end.wrapping_sub(t.snd_nxt)
+                } else {
+                    0
+                }
+            });
+            let seg_max = if self.tso_max > t.mss && head_left as usize <= TSO_HEAD_MAX {
+                self.tso_max / t.mss * t.mss
+            } else {
+                t.mss
+            };
+            let mut len = avail.min(room).min(seg_max);
+            if len > t.mss && len < avail {
+                // An offloaded frame that does not end the response carries whole
+                // segments only: its tail would be a silly small segment.
+                len -= len % t.mss;
+            }
             // Sender-side silly window avoidance (RFC 9293 §3.8.6.2.1): hold back a
             // small segment while data is in flight unless it ends the response.
             if len < t.mss && len < avail && flight > 0 {
@@ -1079,9 +1114,20 @@ impl<L: Lookup<'static>> Server<L> {
             }
             let now = self.now_ns;
             let t = &mut self.tcbs.0[idx];
-            if !t.timing && len > 0 && t.snd_nxt == t.snd_max {
+            let seg_end = t.snd_nxt.wrapping_add(len);
+            if !t.timing && len > 0 && seq::gt(seg_end, t.snd_max) {
+                // Time this segment's first new octets: never sent before, so the ACK
+                // that covers them is unambiguous (Karn) even when the segment begins
+                // with retransmitted data after a timeout. Up to one MSS of them: an
+                // offloaded frame is many segments, and one loss among them would void
+                // a sample that waited for all.
+                let first_new = if seq::gt(t.snd_max, t.snd_nxt) {
+                    t.snd_max
+                } else {
+                    t.snd_nxt
+                };
                 t.timing = true;
-                t.rtt_seq = t.snd_nxt.wrapping_add(len);
+                t.rtt_seq = first_new.wrapping_add(seg_end.wrapping_sub(first_new).min(t.mss));
                 t.rtt_start_ns = now;
             }
             t.snd_nxt = t.snd_nxt.wrapping_add(len + u32::from(fin));
@@ -1209,12 +1255,22 @@ impl<L: Lookup<'static>> Server<L> {
         let (mac, ip) = (self.mac, self.cfg.ip);
         let tcp_hdr = repr.header_len();
         let payload_len = head_part.len() + body_part.len();
+        let tso = (seg.len > t.mss).then_some(Tso {
+            mss: t.mss as u16,
+            l4_offset: L2L3 as u16,
+            header_len: (L2L3 + tcp_hdr) as u16,
+        });
         let Some(buf) = tx.slot() else {
             self.stats.tx_ring_full += 1;
             return false;
         };
         let frame_head = L2L3 + tcp_hdr + head_part.len();
-        let buf = &mut buf[..frame_head];
+        let Some(buf) = buf.get_mut(..frame_head) else {
+            // Cannot happen (`output` bounds the head bytes of a frame by the slot); a bug
+            // here must cost a frame, not the server.
+            self.stats.tx_ring_full += 1;
+            return false;
+        };
         write_l2l3(
             buf,
             mac,
@@ -1237,6 +1293,21 @@ impl<L: Lookup<'static>> Server<L> {
         // stored block sums (the body starts at payload offset head_part.len()).
         let tcp_len = (tcp_hdr + payload_len) as u16;
         let mut acc = checksum::pseudo_header_v4(ip.0, peer_ip.0, 6, tcp_len);
+        if let Some(tso) = tso {
+            // The device completes every segment's checksum: leave it the folded
+            // pseudo-header sum, not complemented (a partial checksum).
+            let partial = checksum::fold(acc);
+            buf[L2L3 + TCP_CHECKSUM_AT..L2L3 + TCP_CHECKSUM_AT + 2]
+                .copy_from_slice(&partial.to_be_bytes());
+            match tx.post_tso(frame_head, body_part, tso) {
+                Ok(()) => {
+                    self.stats.tx_frames += 1;
+                    self.stats.tx_tso_frames += 1;
+                }
+                Err(_) => self.stats.tx_ring_full += 1,
+            }
+            return true;
+        }
         acc = checksum::accumulate(acc, &buf[L2L3..]);
         let mut sum = checksum::fold(acc);
         if !body_part.is_empty() {
