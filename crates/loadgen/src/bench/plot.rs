@@ -45,6 +45,7 @@ fn colour(server: &str, i: usize) -> RGBColor {
     match server {
         "bareweb" => RGBColor(0xd6, 0x27, 0x28),
         "bareweb-qemu" => RGBColor(0x94, 0x67, 0xbd),
+        "bareweb-no-tso" => RGBColor(0xff, 0x98, 0x96),
         "nginx" => RGBColor(0x2c, 0xa0, 0x2c),
         "nginx-nopush-off" => RGBColor(0x17, 0x60, 0x17),
         "lighttpd" => RGBColor(0x1f, 0x77, 0xb4),

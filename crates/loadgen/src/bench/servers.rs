@@ -19,6 +19,7 @@ use crate::sys;
 /// Names accepted in a scenario's `servers`.
 pub const KINDS: &[&str] = &[
     "bareweb",
+    "bareweb-no-tso",
     "bareweb-qemu",
     "nginx",
     "nginx-nopush-off",
@@ -53,7 +54,10 @@ pub trait ServerKind {
 /// The server kind called `name`.
 pub fn kind(name: &str) -> Result<Box<dyn ServerKind>, String> {
     match name {
-        "bareweb" => Ok(Box::new(Bareweb)),
+        "bareweb" => Ok(Box::new(Bareweb { tso: true })),
+        // Every TCP segment its own frame through the TAP (no segmentation offload): what
+        // the offload gains, and the platform as a NIC without it sees it.
+        "bareweb-no-tso" => Ok(Box::new(Bareweb { tso: false })),
         "nginx" => Ok(Box::new(Nginx { nopush: true })),
         // The same with tcp_nopush off: with small keep-alive responses TCP_CORK costs
         // nginx about half its throughput on this machine (docs/load.md).
@@ -343,18 +347,26 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 }
 
 /// bareweb's engine on the host platform: `bareweb serve` on a TAP.
-pub struct Bareweb;
+pub struct Bareweb {
+    /// Segmentation offload on the TAP (`serve`'s default); off is `--no-tso`.
+    pub tso: bool,
+}
 
 impl ServerKind for Bareweb {
     fn name(&self) -> &'static str {
-        "bareweb"
+        if self.tso {
+            "bareweb"
+        } else {
+            "bareweb-no-tso"
+        }
     }
     fn describe(&self, cores: u32) -> String {
+        let tso = if self.tso { "" } else { " --no-tso" };
         if cores == 1 {
-            "bareweb serve (host platform: own TCP/IP on a TAP, one core)".into()
+            format!("bareweb serve{tso} (host platform: own TCP/IP on a TAP, one core)")
         } else {
             format!(
-                "bareweb serve --cores {cores} (host platform: own TCP/IP on a TAP, default mode)"
+                "bareweb serve --cores {cores}{tso} (host platform: own TCP/IP on a TAP, default mode)"
             )
         }
     }
@@ -381,9 +393,12 @@ impl ServerKind for Bareweb {
         if ctx.cores > 1 {
             cmd.extend(["--cores".into(), ctx.cores.to_string()]);
         }
+        if !self.tso {
+            cmd.push("--no-tso".into());
+        }
         let child = spawn_in(&c.name, &cmd, &log)?;
         let mut inst = Instance {
-            kind: "bareweb",
+            kind: self.name(),
             label: self.describe(ctx.cores),
             client_ns: c.name.clone(),
             server_ip,
