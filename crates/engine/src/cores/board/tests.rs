@@ -166,3 +166,32 @@ fn reader_never_sees_a_torn_row() {
         "the reader got no consistent snapshot at all"
     );
 }
+
+#[test]
+fn lock_wait_is_its_own_part_of_the_split() {
+    let b = Board::new("pool", &[Role::Net, Role::Worker, Role::Server]);
+    let t = CoreTimes {
+        rcv_ns: 100,
+        http_ns: 200,
+        busy_polls: 1,
+    };
+    b.publish_server(1, &Stats::default(), &t, &Stay::default());
+    b.publish_run(1, &NicCounters::default(), 1_000, 0);
+    b.publish_lock_wait(1, 300);
+    b.publish_server(
+        2,
+        &stats_with(9, 50),
+        &CoreTimes::default(),
+        &Stay::default(),
+    );
+    let mut out = vec![0u8; JSON_MAX];
+    let n = b.render_json(&mut out).unwrap();
+    let j = std::str::from_utf8(&out[..n]).unwrap();
+    assert!(
+        j.contains("\"core\":1,\"role\":\"worker\",\"requests\":0,\"elapsed_ns\":1000,\"rcv_ns\":100,\"http_ns\":200,\"send_ns\":0,\"lock_ns\":300,\"main_ns\":400,"),
+        "{j}"
+    );
+    assert!(j.contains("\"core\":2,\"role\":\"server\",\"requests\":9,\"elapsed_ns\":0,"));
+    // Rows that never wait report 0, so Main is as before for the other modes.
+    assert!(j.contains("\"core\":0,\"role\":\"net\",\"requests\":0,\"elapsed_ns\":0,\"rcv_ns\":0,\"http_ns\":0,\"send_ns\":0,\"lock_ns\":0,\"main_ns\":0,"));
+}
