@@ -86,6 +86,9 @@ pub struct CoreReport {
     pub nic: NicCounters,
     /// Elapsed time and idle polls.
     pub run: RunSummary,
+    /// Time spent waiting for a lock or the team (the shared-server runners of
+    /// `runners`; 0 here, where nothing is shared).
+    pub lock_ns: u64,
 }
 
 /// Everything every core shares.
@@ -147,6 +150,7 @@ fn report<L: Lookup<'static>, N: Nic>(
         stay: server.stay().clone(),
         nic: nic.counters(),
         run,
+        lock_ns: 0,
     }
 }
 
