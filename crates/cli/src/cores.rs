@@ -182,7 +182,7 @@ where
     }
 }
 
-fn pct(part: u64, whole: u64) -> f64 {
+pub fn pct(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
     } else {
@@ -221,6 +221,11 @@ fn print_summary(mode: Mode, reports: &[CoreReport]) {
             );
         }
     }
+    print_totals(reports);
+}
+
+/// The counters summed over the reports, as `  name value` lines (maxima: the largest).
+pub fn print_totals(reports: &[CoreReport]) {
     let mut total = [0u64; bareweb_engine::stats::STATS_FIELDS];
     let mut names = Stats::default().fields().map(|(n, _)| n);
     for r in reports {
