@@ -22,6 +22,8 @@ pub const TARGETS: &[&str] = &[
     "http_request",
     "site_load",
     "server",
+    // The split round the parallel runners drive (issue 5).
+    "server_split",
     "netcore",
     // The bare-machine kernel's parsers.
     "kernel_cmdline",

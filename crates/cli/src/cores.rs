@@ -6,6 +6,7 @@
 use std::sync::atomic::AtomicBool;
 
 use bareweb_engine::cores::board::{Board, WithStatsPage};
+use bareweb_engine::nic::{Nic, NicCaps};
 use bareweb_engine::resource::Lookup;
 use bareweb_engine::server::{AccessLog, Config, NoLog};
 use bareweb_engine::stats::Stats;
@@ -176,6 +177,7 @@ where
         board,
         stop,
         pin: true,
+        caps: queues.first().map_or(NicCaps::default(), Nic::caps),
     };
     let taps = std::mem::take(queues);
     match mode {
@@ -187,7 +189,7 @@ where
     }
 }
 
-fn pct(part: u64, whole: u64) -> f64 {
+pub fn pct(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
     } else {
@@ -226,6 +228,11 @@ fn print_summary(mode: Mode, reports: &[CoreReport]) {
             );
         }
     }
+    print_totals(reports);
+}
+
+/// The counters summed over the reports, as `  name value` lines (maxima: the largest).
+pub fn print_totals(reports: &[CoreReport]) {
     let mut total = [0u64; bareweb_engine::stats::STATS_FIELDS];
     let mut names = Stats::default().fields().map(|(n, _)| n);
     for r in reports {

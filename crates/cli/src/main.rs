@@ -1,6 +1,7 @@
 //! `bareweb`: the command line. Each subcommand lives in its own module:
-//! `build` in [`image`], `serve` in [`serve`], `run` in [`run`], `load` and `surge-site`
-//! in [`load`], `bench` in [`bench`]; shared parsing in [`util`].
+//! `build` in [`image`], `serve` in [`serve`] (its runners in [`runners`]), `run` in
+//! [`run`], `load` and `surge-site` in [`load`], `bench` in [`bench`]; shared parsing in
+//! [`util`].
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,6 +14,7 @@ mod cores;
 mod image;
 mod load;
 mod run;
+mod runners;
 mod serve;
 mod util;
 
@@ -96,6 +98,8 @@ struct ServeArgs {
     no_tso: bool,
     #[command(flatten)]
     cores: cores::CoresArgs,
+    #[command(flatten)]
+    runner: runners::RunnerArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

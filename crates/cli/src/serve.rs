@@ -1,5 +1,6 @@
 //! `bareweb serve`: the engine on a TAP device until Ctrl-C; the cores themselves are run
-//! by [`crate::cores`] (one core unless `--cores`).
+//! by [`crate::cores`] (one core unless `--cores`), or by another runner with `--runner`
+//! ([`crate::runners`]).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,7 +9,7 @@ use bareweb_engine::server::{AccessLog, AccessRecord, Config, Sched, Timeouts};
 use bareweb_engine::wire::EthernetAddress;
 use bareweb_host::netif;
 
-use crate::cores;
+use crate::{cores, runners};
 
 use crate::util::{load_site, parse_cidr, parse_ip, parse_mac, random_bytes};
 use crate::{SchedArg, ServeArgs};
@@ -108,11 +109,19 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         stop: &STOP,
         banner: &banner,
     };
-    if a.access_log {
-        cores::serve(&a.cores, prepared, |_| {
-            Clf(std::io::BufWriter::new(std::io::stdout()))
-        })
-    } else {
-        cores::serve(&a.cores, prepared, cores::no_log)
+    let clf = |_| Clf(std::io::BufWriter::new(std::io::stdout()));
+    match (a.runner.runner, a.access_log) {
+        (Some(r), true) => {
+            runners::serve(r, a.runner.threads, a.cores.no_stats_page, prepared, clf)
+        }
+        (Some(r), false) => runners::serve(
+            r,
+            a.runner.threads,
+            a.cores.no_stats_page,
+            prepared,
+            cores::no_log,
+        ),
+        (None, true) => cores::serve(&a.cores, prepared, clf),
+        (None, false) => cores::serve(&a.cores, prepared, cores::no_log),
     }
 }

@@ -23,7 +23,7 @@ use bareweb_engine::cores::netcore::{
     links, Addressing, NetCoreNic, NetCoreSetup, RingNic, RingSizes,
 };
 use bareweb_engine::cores::run::{run_core, CoreCtx, Idle, RunSummary};
-use bareweb_engine::nic::{Nic, NicCounters};
+use bareweb_engine::nic::{Nic, NicCaps, NicCounters};
 use bareweb_engine::resource::Lookup;
 use bareweb_engine::server::{AccessLog, Config, Server};
 use bareweb_engine::stats::{CoreTimes, Stats, Stay};
@@ -86,6 +86,9 @@ pub struct CoreReport {
     pub nic: NicCounters,
     /// Elapsed time and idle polls.
     pub run: RunSummary,
+    /// Time spent waiting for a lock or the team (the shared-server runners of
+    /// `runners`; 0 here, where nothing is shared).
+    pub lock_ns: u64,
 }
 
 /// Everything every core shares.
@@ -102,6 +105,9 @@ pub struct Plan<'a, L> {
     pub stop: &'a AtomicBool,
     /// Pin thread `k` to CPU `k % cpus`.
     pub pin: bool,
+    /// What the transmit sides can do, for servers driven through the split round (the
+    /// runners); a server that polls a device asks the device.
+    pub caps: NicCaps,
 }
 
 /// Pins the calling thread to `cpu`.
@@ -147,6 +153,7 @@ fn report<L: Lookup<'static>, N: Nic>(
         stay: server.stay().clone(),
         nic: nic.counters(),
         run,
+        lock_ns: 0,
     }
 }
 

@@ -1,6 +1,7 @@
 //! bareweb on Linux: the engine's [`Nic`](bareweb_engine::nic::Nic) over a TAP device,
-//! a [`Clock`](bareweb_engine::nic::Clock) from the OS, and the threads that drive one
-//! engine instance per core ([`cores`]).
+//! a [`Clock`](bareweb_engine::nic::Clock) from the OS, the threads that drive one
+//! engine instance per core ([`cores`]), and the alternative runners of paper 003 that
+//! share one engine instance between threads ([`runners`]).
 //!
 //! This crate owns every system call the host platform makes; the engine makes none.
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -8,6 +9,7 @@
 pub mod clock;
 pub mod cores;
 pub mod netif;
+pub mod runners;
 pub mod tap;
 
 pub use clock::SystemClock;

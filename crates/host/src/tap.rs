@@ -178,6 +178,18 @@ impl Tap {
         (self.rx, self.tx)
     }
 
+    /// The receive side and `senders` transmit sides, each writing through its own
+    /// duplicate of the fd (the shared-server runners: every thread writes its own
+    /// frames; a TAP takes whole frames from concurrent writers).
+    pub fn into_senders(self, senders: usize) -> io::Result<(TapRx, Vec<TapTx>)> {
+        let mut txs = Vec::with_capacity(senders.max(1));
+        for _ in 1..senders.max(1) {
+            txs.push(self.tx.try_clone()?);
+        }
+        txs.insert(0, self.tx);
+        Ok((self.rx, txs))
+    }
+
     /// Transmit counters (frames, errors).
     pub fn tx_counts(&self) -> (u64, u64) {
         (self.tx.frames, self.tx.errors)
@@ -256,6 +268,20 @@ impl RxRing for TapRx {
         if (f.buf as usize) < self.bufs.len() && self.free.len() < RX_POOL {
             self.free.push(f.buf);
         }
+    }
+}
+
+impl TapTx {
+    /// Another transmit side on a duplicate of the fd, with its own slot and counters.
+    pub fn try_clone(&self) -> io::Result<TapTx> {
+        Ok(TapTx {
+            fd: self.fd.try_clone()?,
+            vnet: [0; VNET_HDR_LEN],
+            slot: Box::new([0; TX_HEAD_ROOM]),
+            tso_frames: 0,
+            frames: 0,
+            errors: 0,
+        })
     }
 }
 

@@ -36,6 +36,12 @@ pub enum Role {
     Http,
     /// Owns one NIC queue pair (per-queue mode).
     Queue,
+    /// A thread of a shared-server runner (issue 5: pool, workshare, tasks) that takes
+    /// ready connections from the one `Server` all threads share.
+    Worker,
+    /// The `Server` that a runner's threads share: its counters and stay times. It has no
+    /// time of its own (its elapsed time is 0); the threads' rows carry the time split.
+    Server,
 }
 
 impl Role {
@@ -46,6 +52,8 @@ impl Role {
             Role::NetHttp => "net+http",
             Role::Http => "http",
             Role::Queue => "queue",
+            Role::Worker => "worker",
+            Role::Server => "server",
         }
     }
 }
@@ -54,7 +62,7 @@ const N_STATS: usize = STATS_FIELDS;
 const N_TIMES: usize = 3;
 const N_STAY: usize = 5 + STAY_BUCKETS;
 const N_NIC: usize = 14;
-const N_RUN: usize = 2;
+const N_RUN: usize = 3;
 const AT_TIMES: usize = N_STATS;
 const AT_STAY: usize = AT_TIMES + N_TIMES;
 const AT_NIC: usize = AT_STAY + N_STAY;
@@ -140,6 +148,16 @@ impl Board {
             store(&w[AT_NIC..], &nic_words(n));
             store(&w[AT_RUN..], &[elapsed_ns, idle_polls]);
         });
+    }
+
+    /// Publishes the time core `core` waited for a lock (the shared-server runners' one
+    /// lock around their `Server`; issue 5). It is its own part of the split, taken out
+    /// of Main. Only core `core` may call this.
+    pub fn publish_lock_wait(&self, core: usize, lock_ns: u64) {
+        let Some(row) = self.rows.get(core) else {
+            return;
+        };
+        row.write(|w| store(&w[AT_RUN + 2..], &[lock_ns]));
     }
 
     /// A snapshot of core `core`'s row (all zero for a core out of range).
@@ -271,11 +289,12 @@ fn write_row(w: &mut SliceWriter<'_>, words: &[u64; WORDS]) -> fmt::Result {
     let rcv = words[AT_TIMES] + nic[11];
     let http = words[AT_TIMES + 1];
     let send = nic[12];
-    let main = elapsed.saturating_sub(rcv + http + send);
+    let lock = words[AT_RUN + 2];
+    let main = elapsed.saturating_sub(rcv + http + send + lock);
     write!(
         w,
         "\"requests\":{},\"elapsed_ns\":{elapsed},\"rcv_ns\":{rcv},\"http_ns\":{http},\
-         \"send_ns\":{send},\"main_ns\":{main},\"busy_polls\":{},\"idle_polls\":{},",
+         \"send_ns\":{send},\"lock_ns\":{lock},\"main_ns\":{main},\"busy_polls\":{},\"idle_polls\":{},",
         words[stat_index("http_requests")],
         words[AT_TIMES + 2],
         words[AT_RUN + 1],

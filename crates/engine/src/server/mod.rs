@@ -12,6 +12,9 @@ use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
 
+mod split;
+pub use split::Ready;
+
 use crate::cores::board::{self, Board};
 use crate::http::{self, Parse};
 use crate::nic::{Clock, Nic, RxFrame, RxRing, Tso, TxRing, TX_HEAD_ROOM};

@@ -9,6 +9,7 @@ use crate::fake::{FakeNic, FakeQueues, FaultInjector, Faults};
 use crate::resource::{block_sums_into, Body, Found, Resource};
 use crate::wire::{Ipv4Address, TcpPacket};
 
+mod split;
 mod state;
 
 const SERVER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 2]);

@@ -8,12 +8,15 @@
 //! medians and ratios to nginx, the link's bandwidth bound) and PNG plots; with `--doc`
 //! the report also becomes a section of docs/performance.md.
 //!
-//! A "runner" dimension (parallel runners of the engine, issue 5 part 3) fits as one
-//! more field of [`scenario::Point`] and of the server start context; it is not here yet.
+//! The runner dimension (issue 5 part 3, paper 003): a scenario's `runners` and
+//! `threads` start bareweb once per runner and thread count (`bareweb serve --runner R
+//! --threads N`), each one more server in the interleaving, the tables and the plots
+//! ([`scenario::Scenario::variants`]); [`runners`] adds the study's own summary.
 
 pub mod doc;
 pub mod plot;
 pub mod procfs;
+pub mod runners;
 pub mod scenario;
 pub mod servers;
 pub mod table;
@@ -67,6 +70,9 @@ pub struct Run {
 pub struct ServerInfo {
     pub name: String,
     pub label: String,
+    /// `bareweb serve --runner R --threads N`, for a variant of the runner dimension.
+    #[serde(default)]
+    pub runner: Option<(String, u32)>,
 }
 
 /// Everything a bench produced; `results.json`.
@@ -216,7 +222,7 @@ fn run_one(
     let json = o
         .out
         .join("runs")
-        .join(format!("r{round}-p{pi}-{}.json", inst.kind));
+        .join(format!("r{round}-p{pi}-{}.json", inst.name));
     let args = client_args(o, p, inst, site, round, &json);
     let pids = inst.pids();
     let st0 = inst.stats();
@@ -238,7 +244,7 @@ fn run_one(
     if !out.status.success() {
         return Err(format!(
             "client failed against {}: {}",
-            inst.kind,
+            inst.name,
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
@@ -248,13 +254,13 @@ fn run_one(
     if !inst.alive() {
         return Err(format!(
             "{} died during a run (log {})",
-            inst.kind,
+            inst.name,
             inst.log.display()
         ));
     }
     Ok(Run {
         point: pi,
-        server: inst.kind.to_string(),
+        server: inst.name.clone(),
         round,
         report,
         server_cpu_secs: s1 - s0,
@@ -274,10 +280,10 @@ pub fn bench(o: &Options) -> Result<Results, String> {
     // Ctrl-C or SIGTERM: stop after the current run and clean up on the way out.
     sys::catch_stop_signals();
     let s = &o.scenario;
-    let kinds: Vec<Box<dyn servers::ServerKind>> = s
-        .servers
+    let variants = s.variants();
+    let kinds: Vec<Box<dyn servers::ServerKind>> = variants
         .iter()
-        .map(|n| servers::kind(n))
+        .map(|v| servers::kind(&v.kind))
         .collect::<Result<_, _>>()?;
     for k in &kinds {
         k.check()?;
@@ -315,8 +321,9 @@ pub fn bench(o: &Options) -> Result<Results, String> {
             work: &work,
             exe: &o.exe,
             probe: &probe,
+            runner: variants[i].runner.clone(),
         };
-        eprintln!("bench {}: starting {}", s.name, k.name());
+        eprintln!("bench {}: starting {}", s.name, variants[i].name);
         let inst = k.start(&ctx)?;
         inst.pause();
         instances.push(inst);
@@ -375,9 +382,11 @@ pub fn bench(o: &Options) -> Result<Results, String> {
     }
     let servers_info = instances
         .iter()
-        .map(|i| ServerInfo {
-            name: i.kind.to_string(),
+        .zip(&variants)
+        .map(|(i, v)| ServerInfo {
+            name: i.name.clone(),
             label: i.label.clone(),
+            runner: v.runner.clone(),
         })
         .collect();
     drop(instances);
@@ -397,7 +406,7 @@ pub fn bench(o: &Options) -> Result<Results, String> {
             .notes
             .iter()
             .cloned()
-            .chain((!s.servers.iter().any(|n| n == "bareweb-qemu")).then(|| {
+            .chain((!s.servers.iter().any(|n| n == "bareweb-qemu") && s.runners.is_empty()).then(|| {
                 "bareweb under QEMU (the bare-machine kernel, `bareweb run`) is not in this scenario; add \
                  \"bareweb-qemu\" to its servers to include it."
                     .to_string()

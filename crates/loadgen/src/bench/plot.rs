@@ -41,7 +41,30 @@ fn font() -> Result<(), String> {
     .clone()
 }
 
+/// A runner variant (`runner-threads`): the runner's colour, lighter with one thread.
+fn runner_colour(server: &str) -> Option<RGBColor> {
+    let (runner, threads) = server.rsplit_once('-')?;
+    let threads: u32 = threads.parse().ok()?;
+    let RGBColor(r, g, b) = match runner {
+        "serial" => RGBColor(0x30, 0x30, 0x30),
+        "pool" => RGBColor(0x1f, 0x77, 0xb4),
+        "workshare" => RGBColor(0xff, 0x7f, 0x0e),
+        "tasks" => RGBColor(0x2c, 0xa0, 0x2c),
+        "pinned" => RGBColor(0xd6, 0x27, 0x28),
+        _ => return None,
+    };
+    if threads == 1 && runner != "serial" {
+        let light = |c: u8| c + (255 - c) / 2;
+        Some(RGBColor(light(r), light(g), light(b)))
+    } else {
+        Some(RGBColor(r, g, b))
+    }
+}
+
 fn colour(server: &str, i: usize) -> RGBColor {
+    if let Some(c) = runner_colour(server) {
+        return c;
+    }
     match server {
         "bareweb" => RGBColor(0xd6, 0x27, 0x28),
         "bareweb-qemu" => RGBColor(0x94, 0x67, 0xbd),
@@ -237,6 +260,82 @@ fn cores_chart(path: &Path, title: &str, groups: &[(String, &Agg)]) -> Result<()
     root.present().map_err(|x| e(&x))
 }
 
+/// Stacked bars, one per thread of each runner: RCV, HTTP, SEND, lock wait, Main (idle),
+/// as shares of the thread's time during one point's runs (medians over rounds).
+fn split_chart(path: &Path, title: &str, groups: &[(String, &Agg)]) -> Result<(), String> {
+    let e = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let bars: usize = groups.iter().map(|g| g.1.server_split.len() + 1).sum();
+    let root = BitMapBackend::new(path, (1000, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, (FONT, 18))
+        .margin(14)
+        .x_label_area_size(20)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..bars as f64, 0.0..125.0)
+        .map_err(|x| e(&x))?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .disable_x_axis()
+        .y_desc("% of the thread's time")
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 16))
+        .draw()
+        .map_err(|x| e(&x))?;
+    let parts: [(&str, RGBColor, TaskShare); 5] = [
+        ("RCV", RGBColor(0xd9, 0x53, 0x4f), |c| c.rcv),
+        ("HTTP", RGBColor(0x5b, 0x8d, 0xef), |c| c.http),
+        ("SEND", RGBColor(0xf0, 0xad, 0x4e), |c| c.send),
+        ("lock wait", RGBColor(0x8e, 0x44, 0xad), |c| c.lock),
+        ("Main (idle)", RGBColor(0xdd, 0xdd, 0xdd), |c| c.main),
+    ];
+    let mut x = 0.0;
+    for (name, a) in groups {
+        chart
+            .draw_series(std::iter::once(Text::new(
+                name.clone(),
+                (x + 0.1, 112.0),
+                (FONT, 13).into_font().color(&BLACK),
+            )))
+            .map_err(|x| e(&x))?;
+        for c in &a.server_split {
+            let mut y = 0.0;
+            for (_, col, f) in &parts {
+                let h = (f(c) * 100.0).clamp(0.0, 100.0 - y);
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(x + 0.1, y), (x + 0.9, y + h)],
+                        col.filled(),
+                    )))
+                    .map_err(|x| e(&x))?;
+                y += h;
+            }
+            x += 1.0;
+        }
+        x += 1.0;
+    }
+    for (name, col, _) in parts {
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(0.0, 0.0), (0.0, 0.0)],
+                col.filled(),
+            )))
+            .map_err(|x| e(&x))?
+            .label(name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], col.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .label_font((FONT, 13))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))
+}
+
 /// Draws every plot the results support into `out`; returns (file name, caption).
 pub fn all(r: &Results, out: &Path) -> Result<Vec<(String, String)>, String> {
     font()?;
@@ -297,6 +396,16 @@ pub fn all(r: &Results, out: &Path) -> Result<Vec<(String, String)>, String> {
                     "median response time (ms)",
                     lines_for(se, &|p, a| (p.level, a.response_p50_ms)),
                 )?;
+                if r.servers.iter().any(|sv| sv.runner.is_some()) {
+                    // Paper 003 fig. 7 plots the mean, which queueing moves most.
+                    draw(
+                        format!("{se}-response-mean.png"),
+                        format!("{se}: mean response time vs clients/s"),
+                        "Surge sessions (clients) per second",
+                        "mean response time (ms)",
+                        lines_for(se, &|p, a| (p.level, a.response_mean_ms)),
+                    )?;
+                }
             }
             Kind::Sessions => {}
             _ if paths.len() > 1 => {
@@ -330,8 +439,39 @@ pub fn all(r: &Results, out: &Path) -> Result<Vec<(String, String)>, String> {
         }
     }
     // Task utilisation the server reports itself, across the first series (paper 004
-    // fig. 11), for every server that reports one.
-    if let Some(se) = series.first() {
+    // fig. 11), for every server that reports one; the runner study draws one figure of
+    // every runner's threads instead.
+    let has_runners = r.servers.iter().any(|sv| sv.runner.is_some());
+    if has_runners {
+        if let Some(se) = series.first() {
+            if let Some((pi, p)) = r.points.iter().enumerate().rfind(|(_, p)| p.series == *se) {
+                let groups: Vec<(String, &Agg)> = r
+                    .servers
+                    .iter()
+                    .filter_map(|sv| {
+                        agg.get(&(pi, sv.name.clone()))
+                            .map(|a| (sv.name.clone(), a))
+                    })
+                    .filter(|(_, a)| !a.server_split.is_empty())
+                    .collect();
+                if !groups.is_empty() {
+                    let file = format!("{se}-threads.png");
+                    let caption = format!(
+                        "{se}: where each runner's threads spent their time at {} {}",
+                        p.level,
+                        if p.kind == Kind::Sessions {
+                            "sessions/s"
+                        } else {
+                            "(load)"
+                        }
+                    );
+                    split_chart(&out.join(&file), &caption, &groups)?;
+                    made.push((file, caption));
+                }
+            }
+        }
+    }
+    if let Some(se) = series.first().filter(|_| !has_runners) {
         for sv in &r.servers {
             let pts: Vec<(&Agg, &super::scenario::Point)> = r
                 .points

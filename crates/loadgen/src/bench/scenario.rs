@@ -10,6 +10,8 @@
 //! cores = 1                            # workers/threads each kernel server may use
 //! seconds = 2.0                        # per run, unless a series says otherwise
 //! notes = ["printed under the tables"]
+//! runners = ["serial", "pool"]         # optional: bareweb once per runner and thread count
+//! threads = [1, 2]                     #   (`serve --runner R --threads N`; serial: 1 only)
 //!
 //! [site]
 //! copy = "../examples/site"            # a directory copied in (relative to this file)
@@ -113,9 +115,31 @@ pub struct Scenario {
     /// Remarks printed under the tables (what a reader must know to read them).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The runner dimension (issue 5, paper 003): when given, the server `bareweb` is
+    /// started once per runner and thread count (`bareweb serve --runner R --threads N`),
+    /// each a server of its own in the tables and plots, named `R-N`.
+    #[serde(default)]
+    pub runners: Vec<String>,
+    /// Thread counts for `runners` (default 1).
+    #[serde(default)]
+    pub threads: Vec<u32>,
     /// Where the file was read from (for relative paths); not in the file.
     #[serde(skip)]
     pub base: PathBuf,
+}
+
+/// Runner names `bareweb serve --runner` takes.
+pub const RUNNERS: &[&str] = &["serial", "pool", "workshare", "tasks", "pinned"];
+
+/// One server under test: a kind, and for bareweb possibly a runner.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Variant {
+    /// The server kind (`servers::kind`).
+    pub kind: String,
+    /// Its name in tables, plots and file names: the kind, or `runner-threads`.
+    pub name: String,
+    /// `bareweb serve --runner R --threads N`.
+    pub runner: Option<(String, u32)>,
 }
 
 fn one() -> u32 {
@@ -192,6 +216,23 @@ impl Scenario {
         for s in &self.servers {
             super::servers::kind(s)?;
         }
+        for r in &self.runners {
+            if !RUNNERS.contains(&r.as_str()) {
+                return Err(format!(
+                    "unknown runner {r:?} (known: {})",
+                    RUNNERS.join(", ")
+                ));
+            }
+        }
+        if !self.runners.is_empty() && !self.servers.iter().any(|s| s == "bareweb") {
+            return Err("runners apply to the server \"bareweb\", which is not in servers".into());
+        }
+        if self.threads.iter().any(|&t| t == 0 || t > 64) {
+            return Err("threads must be in 1..=64".into());
+        }
+        if !self.threads.is_empty() && self.runners.is_empty() {
+            return Err("threads without runners".into());
+        }
         if self.rounds == 0 || self.rounds > 100 || self.cores == 0 {
             return Err("rounds must be 1..=100 and cores >= 1".into());
         }
@@ -249,10 +290,45 @@ impl Scenario {
         out
     }
 
+    /// Every server under test, in order: each entry of `servers`, with `bareweb` once
+    /// per runner and thread count when the scenario has runners (serial only with one
+    /// thread).
+    pub fn variants(&self) -> Vec<Variant> {
+        let mut out = Vec::new();
+        for s in &self.servers {
+            if s == "bareweb" && !self.runners.is_empty() {
+                let threads = if self.threads.is_empty() {
+                    vec![1]
+                } else {
+                    self.threads.clone()
+                };
+                for r in &self.runners {
+                    for &t in &threads {
+                        if r == "serial" && t != 1 {
+                            continue;
+                        }
+                        out.push(Variant {
+                            kind: s.clone(),
+                            name: format!("{r}-{t}"),
+                            runner: Some((r.clone(), t)),
+                        });
+                    }
+                }
+            } else {
+                out.push(Variant {
+                    kind: s.clone(),
+                    name: s.clone(),
+                    runner: None,
+                });
+            }
+        }
+        out
+    }
+
     /// Total run time of the load alone (without start-up), seconds.
     pub fn load_seconds(&self) -> f64 {
-        let per_round: f64 =
-            self.points(&|_| 0).iter().map(|p| p.seconds).sum::<f64>() * self.servers.len() as f64;
+        let per_round: f64 = self.points(&|_| 0).iter().map(|p| p.seconds).sum::<f64>()
+            * self.variants().len() as f64;
         per_round * self.rounds as f64
     }
 }
@@ -293,5 +369,40 @@ mod tests {
         }
         let s = Scenario::parse(ok, base).unwrap();
         assert_eq!(s.points(&|_| 7)[0].size, 7);
+        let bw = ok.replace("nginx", "bareweb");
+        for bad in [
+            format!("runners=['fork']\n{bw}"),
+            format!("runners=['pool']\n{ok}"),
+            format!("runners=['pool']\nthreads=[0]\n{bw}"),
+            format!("threads=[2]\n{bw}"),
+        ] {
+            assert!(Scenario::parse(&bad, base).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn runners_expand_bareweb_into_variants() {
+        let base = Path::new(".");
+        let text = "name='x'\nservers=['bareweb','nginx']\nrunners=['serial','pool','pinned']\nthreads=[1,2]\n[[series]]\nname='a'\nkind='rate'\nvalues=[1]\npath='/a'\n";
+        let s = Scenario::parse(text, base).unwrap();
+        let names: Vec<String> = s.variants().into_iter().map(|v| v.name).collect();
+        assert_eq!(
+            names,
+            ["serial-1", "pool-1", "pool-2", "pinned-1", "pinned-2", "nginx"]
+        );
+        let v = &s.variants()[2];
+        assert_eq!(
+            (v.kind.as_str(), v.runner.clone()),
+            ("bareweb", Some(("pool".to_string(), 2)))
+        );
+        // Without runners a scenario's servers are its variants, as before.
+        let plain = Scenario::parse(
+            &text.replace("runners=['serial','pool','pinned']\nthreads=[1,2]\n", ""),
+            base,
+        )
+        .unwrap();
+        let names: Vec<String> = plain.variants().into_iter().map(|v| v.name).collect();
+        assert_eq!(names, ["bareweb", "nginx"]);
+        assert!(plain.variants().iter().all(|v| v.runner.is_none()));
     }
 }

@@ -40,6 +40,8 @@ pub struct StartCtx<'a> {
     pub exe: &'a Path,
     /// A path that must answer 200 once the server is up.
     pub probe: &'a str,
+    /// bareweb only: `serve --runner R --threads N` (the runner dimension of a scenario).
+    pub runner: Option<(String, u32)>,
 }
 
 pub trait ServerKind {
@@ -75,6 +77,8 @@ pub fn kind(name: &str) -> Result<Box<dyn ServerKind>, String> {
 /// A running server; dropping it stops its processes, then removes its namespaces.
 pub struct Instance {
     pub kind: &'static str,
+    /// Its name in the results: the kind, or `runner-threads` for a bareweb runner.
+    pub name: String,
     pub label: String,
     pub client_ns: String,
     pub server_ip: String,
@@ -164,10 +168,14 @@ pub struct CoreSplit {
     pub http: f64,
     pub send: f64,
     pub main: f64,
+    /// Waiting for a lock or the team (bareweb's shared-server runners).
+    #[serde(default)]
+    pub lock: f64,
 }
 
-/// Raw per-core times from bareweb's stats JSON: (core, role, elapsed, rcv, http, send, main) ns.
-type Times = Vec<(u32, String, [u64; 5])>;
+/// Raw per-core times from bareweb's stats JSON: (core, role, elapsed, rcv, http, send,
+/// main, lock) ns; lock is 0 where the JSON has none.
+type Times = Vec<(u32, String, [u64; 6])>;
 
 impl Instance {
     /// The server's own per-core times now, if it reports them.
@@ -202,6 +210,7 @@ impl Instance {
                     n("http_ns")?,
                     n("send_ns")?,
                     n("main_ns")?,
+                    n("lock_ns").unwrap_or(0),
                 ],
             ));
         }
@@ -209,11 +218,12 @@ impl Instance {
     }
 }
 
-/// Per-core shares between two [`Instance::stats`] readings.
+/// Per-core shares between two [`Instance::stats`] readings. Rows that keep no time (a
+/// runner's shared-server row) are left out.
 pub fn split_between(a: &Times, b: &Times) -> Vec<CoreSplit> {
     a.iter()
         .zip(b)
-        .filter(|(x, y)| x.0 == y.0)
+        .filter(|(x, y)| x.0 == y.0 && y.2[0] > x.2[0])
         .map(|((core, role, x), (_, _, y))| {
             let d = |i: usize| y[i].saturating_sub(x[i]) as f64;
             let el = d(0).max(1.0);
@@ -224,6 +234,7 @@ pub fn split_between(a: &Times, b: &Times) -> Vec<CoreSplit> {
                 http: d(2) / el,
                 send: d(3) / el,
                 main: d(4) / el,
+                lock: d(5) / el,
             }
         })
         .collect()
@@ -255,7 +266,7 @@ fn wait_ready(inst: &mut Instance, url: &str, secs: u64) -> Result<(), String> {
     while Instant::now() < end {
         if !inst.alive() {
             let log = std::fs::read_to_string(&inst.log).unwrap_or_default();
-            return Err(format!("{} exited at start:\n{}", inst.kind, log.trim()));
+            return Err(format!("{} exited at start:\n{}", inst.name, log.trim()));
         }
         let r = Command::new("ip")
             .args([
@@ -280,7 +291,7 @@ fn wait_ready(inst: &mut Instance, url: &str, secs: u64) -> Result<(), String> {
     }
     Err(format!(
         "{} did not answer 200 at {url} within 15 s (log {})",
-        inst.kind,
+        inst.name,
         inst.log.display()
     ))
 }
@@ -328,6 +339,7 @@ fn start_kernel_server(
     let child = spawn_in(&s.name, &cmd, &log)?;
     let mut inst = Instance {
         kind,
+        name: kind.to_string(),
         label,
         client_ns: c.name.clone(),
         server_ip,
@@ -377,8 +389,12 @@ impl ServerKind for Bareweb {
         let c = Netns::new(&format!("{}c", ctx.tag))?;
         c.tune_client()?;
         let server_ip = format!("10.77.{}.2", ctx.net);
-        let log = ctx.work.join("bareweb.log");
-        let cmd = vec![
+        let (name, label) = match &ctx.runner {
+            Some((r, t)) => (format!("{r}-{t}"), runner_label(r, *t)),
+            None => (self.name().to_string(), self.describe(ctx.cores)),
+        };
+        let log = ctx.work.join(format!("{name}.log"));
+        let mut cmd = vec![
             ctx.exe.display().to_string(),
             "serve".into(),
             ctx.site.display().to_string(),
@@ -389,9 +405,15 @@ impl ServerKind for Bareweb {
             "--tcbs".into(),
             "8192".into(),
         ];
-        let mut cmd = cmd;
-        if ctx.cores > 1 {
-            cmd.extend(["--cores".into(), ctx.cores.to_string()]);
+        match &ctx.runner {
+            Some((r, t)) => cmd.extend([
+                "--runner".into(),
+                r.clone(),
+                "--threads".into(),
+                t.to_string(),
+            ]),
+            None if ctx.cores > 1 => cmd.extend(["--cores".into(), ctx.cores.to_string()]),
+            None => {}
         }
         if !self.tso {
             cmd.push("--no-tso".into());
@@ -399,7 +421,8 @@ impl ServerKind for Bareweb {
         let child = spawn_in(&c.name, &cmd, &log)?;
         let mut inst = Instance {
             kind: self.name(),
-            label: self.describe(ctx.cores),
+            name,
+            label,
             client_ns: c.name.clone(),
             server_ip,
             child: Some(child),
@@ -414,6 +437,32 @@ impl ServerKind for Bareweb {
     }
 }
 
+/// What `bareweb serve --runner R --threads N` is, for the setup table.
+fn runner_label(runner: &str, threads: u32) -> String {
+    let s = if threads == 1 { "" } else { "s" };
+    let what = match runner {
+        "serial" => "Boa's loop on one thread, no lock (paper 003's original Boa)".to_string(),
+        "pool" => format!(
+            "{threads} thread{s}: a network thread feeding {} through the locked ready queue (boa-pthreads)",
+            match threads {
+                1 => "itself".to_string(),
+                2 => "one worker".to_string(),
+                n => format!("{} workers", n - 1),
+            }
+        ),
+        "workshare" => format!(
+            "{threads} thread{s} traversing each pass of the ready queue together, a barrier per pass (boa-omp)"
+        ),
+        "tasks" => format!(
+            "{threads} thread{s}: a producer and work-stealing tasks, one per ready connection (boa-dsections)"
+        ),
+        "pinned" => format!(
+            "{threads} thread{s} pinned one per CPU, a whole server each on its own TAP queue, nothing shared (ours)"
+        ),
+        other => other.to_string(),
+    };
+    format!("bareweb serve --runner {runner} --threads {threads}: {what}")
+}
 /// bareweb's bare-machine kernel under QEMU (`bareweb run`, virtio-net on a TAP).
 pub struct BarewebQemu;
 
@@ -462,6 +511,7 @@ impl ServerKind for BarewebQemu {
         let child = spawn_in(&c.name, &cmd, &log)?;
         let mut inst = Instance {
             kind: "bareweb-qemu",
+            name: "bareweb-qemu".into(),
             label: self.describe(ctx.cores),
             client_ns: c.name.clone(),
             server_ip,

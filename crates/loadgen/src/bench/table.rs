@@ -125,6 +125,7 @@ pub fn aggregate(r: &Results) -> BTreeMap<(usize, String), Agg> {
                                 http: med(&|x| x.http),
                                 send: med(&|x| x.send),
                                 main: med(&|x| x.main),
+                                lock: med(&|x| x.lock),
                             }
                         })
                         .collect()
@@ -244,6 +245,11 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
             series.push(&p.series);
         }
     }
+    // A Lock column only where some server reported waiting (the runner study).
+    let with_lock = r
+        .runs
+        .iter()
+        .any(|x| x.server_split.iter().any(|c| c.lock > 0.0));
     for se in series {
         let pts: Vec<(usize, &Point)> = r
             .points
@@ -327,8 +333,13 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
                     continue;
                 };
                 for c in &a.server_split {
+                    let lock = if with_lock {
+                        format!(" {:.0}% |", c.lock * 100.0)
+                    } else {
+                        String::new()
+                    };
                     split_rows.push(format!(
-                        "| {} | {} | {} (core {} {}) | {:.0}% | {:.0}% | {:.0}% | {:.0}% |",
+                        "| {} | {} | {} ({} {} {}) | {:.0}% | {:.0}% | {:.0}% |{lock} {:.0}% |",
                         if p.path.is_empty() {
                             "surge set"
                         } else {
@@ -336,6 +347,11 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
                         },
                         p.level,
                         sv.name,
+                        if sv.runner.is_some() {
+                            "thread"
+                        } else {
+                            "core"
+                        },
                         c.core,
                         c.role,
                         c.rcv * 100.0,
@@ -349,9 +365,18 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
         if !split_rows.is_empty() {
             let _ = writeln!(
                 s,
-                "Time split a server reports itself (bareweb's stats page, paper 004's task utilisation; Main is idle):\n"
+                "Time split a server reports itself (bareweb's stats page, paper 004's task utilisation; Main is idle{}):\n",
+                if with_lock {
+                    "; Lock is waiting for the shared server's lock or, in workshare, for the team at the end of a pass"
+                } else {
+                    ""
+                }
             );
-            let _ = writeln!(s, "| file | {what} | server (core) | RCV | HTTP | SEND | Main |\n|---|---|---|---|---|---|---|");
+            if with_lock {
+                let _ = writeln!(s, "| file | {what} | server (thread) | RCV | HTTP | SEND | Lock | Main |\n|---|---|---|---|---|---|---|---|");
+            } else {
+                let _ = writeln!(s, "| file | {what} | server (core) | RCV | HTTP | SEND | Main |\n|---|---|---|---|---|---|---|");
+            }
             for row in split_rows {
                 let _ = writeln!(s, "{row}");
             }
@@ -374,7 +399,33 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
         CLIENT_BOUND * 100.0
     );
     summary(&mut s, r, &agg, &base);
-    // Bandwidth bound.
+    super::runners::summary(&mut s, r, &agg);
+    // Bandwidth bound, for the points that fetch one file (a Surge set has no single size).
+    if r.points.iter().any(|p| !p.path.is_empty()) {
+        bound_section(&mut s, r, &agg);
+    }
+    if !pngs.is_empty() {
+        let _ = writeln!(s, "#### Plots\n");
+        for (file, caption) in pngs {
+            let _ = writeln!(s, "![{caption}]({img}{file})\n");
+        }
+    }
+    for n in &r.notes {
+        let _ = writeln!(s, "Note: {n}\n");
+    }
+    if r.servers.iter().any(|sv| sv.name == "bareweb-qemu") {
+        let _ = writeln!(
+            s,
+            "Note: bareweb-qemu's server CPU is QEMU's, and its kernel polls its core without pause: about one \
+             core at any load, so its CPU per fetch falls as the load rises and mostly measures idle polling at \
+             light loads. Its accelerator is in its setup line above (TCG emulates every guest instruction).\n"
+        );
+    }
+    s
+}
+
+/// The bandwidth bound of paper 004 §4.1 for every file the points fetch.
+fn bound_section(s: &mut String, r: &Results, agg: &BTreeMap<(usize, String), Agg>) {
     let _ = writeln!(s, "#### Bandwidth bound (paper 004, §4.1)\n");
     let _ = writeln!(
         s,
@@ -387,7 +438,7 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
     );
     let _ = writeln!(s, "| file | connection | numPackets | bound fetches/s | best measured | server | of bound |\n|---|---|---|---|---|---|---|");
     let mut seen = Vec::new();
-    let agg_ref = &agg;
+    let agg_ref = agg;
     for p in r.points.iter() {
         if p.path.is_empty() || seen.contains(&(p.path.clone(), p.keepalive)) {
             continue;
@@ -434,24 +485,6 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
         }
     }
     let _ = writeln!(s);
-    if !pngs.is_empty() {
-        let _ = writeln!(s, "#### Plots\n");
-        for (file, caption) in pngs {
-            let _ = writeln!(s, "![{caption}]({img}{file})\n");
-        }
-    }
-    for n in &r.notes {
-        let _ = writeln!(s, "Note: {n}\n");
-    }
-    if r.servers.iter().any(|sv| sv.name == "bareweb-qemu") {
-        let _ = writeln!(
-            s,
-            "Note: bareweb-qemu's server CPU is QEMU's, and its kernel polls its core without pause: about one \
-             core at any load, so its CPU per fetch falls as the load rises and mostly measures idle polling at \
-             light loads. Its accelerator is in its setup line above (TCG emulates every guest instruction).\n"
-        );
-    }
-    s
 }
 
 fn geo_mean(v: &[f64]) -> f64 {

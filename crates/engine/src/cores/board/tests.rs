@@ -1,7 +1,7 @@
 //! Board tests: publish/snapshot round trip, totals, JSON shape, the stats response, and
 //! a writer thread racing a reader that must never see a torn row.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
 use super::*;
@@ -138,18 +138,26 @@ fn page_is_served_and_self_contained() {
 fn reader_never_sees_a_torn_row() {
     let b = Arc::new(Board::new("single", &[Role::Single]));
     let stop = Arc::new(AtomicBool::new(false));
-    let (bw, sw) = (b.clone(), stop.clone());
+    let published = Arc::new(AtomicU64::new(0));
+    let (bw, sw, pw) = (b.clone(), stop.clone(), published.clone());
     let writer = std::thread::spawn(move || {
         let mut i = 0u64;
         while !sw.load(Ordering::Relaxed) {
             i += 1;
             let s = stats_with(i, i);
             bw.publish_server(0, &s, &CoreTimes::default(), &Stay::default());
+            pw.store(i, Ordering::Relaxed);
         }
         i
     });
-    let mut consistent = 0;
-    for _ in 0..20_000 {
+    // Read at least 20,000 times and until the writer has published 1,000 rows (it may
+    // start late on a busy machine), within 30 s.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let (mut reads, mut consistent) = (0u64, 0u64);
+    while (reads < 20_000 || published.load(Ordering::Relaxed) < 1_000)
+        && std::time::Instant::now() < deadline
+    {
+        reads += 1;
         let mut words = [0u64; WORDS];
         if b.rows[0].read(&mut words) {
             assert_eq!(
@@ -160,9 +168,38 @@ fn reader_never_sees_a_torn_row() {
         }
     }
     stop.store(true, Ordering::Relaxed);
-    assert!(writer.join().unwrap() > 0);
+    assert!(writer.join().unwrap() >= 1_000, "the writer hardly ran");
     assert!(
         consistent > 0,
         "the reader got no consistent snapshot at all"
     );
+}
+
+#[test]
+fn lock_wait_is_its_own_part_of_the_split() {
+    let b = Board::new("pool", &[Role::Net, Role::Worker, Role::Server]);
+    let t = CoreTimes {
+        rcv_ns: 100,
+        http_ns: 200,
+        busy_polls: 1,
+    };
+    b.publish_server(1, &Stats::default(), &t, &Stay::default());
+    b.publish_run(1, &NicCounters::default(), 1_000, 0);
+    b.publish_lock_wait(1, 300);
+    b.publish_server(
+        2,
+        &stats_with(9, 50),
+        &CoreTimes::default(),
+        &Stay::default(),
+    );
+    let mut out = vec![0u8; JSON_MAX];
+    let n = b.render_json(&mut out).unwrap();
+    let j = std::str::from_utf8(&out[..n]).unwrap();
+    assert!(
+        j.contains("\"core\":1,\"role\":\"worker\",\"requests\":0,\"elapsed_ns\":1000,\"rcv_ns\":100,\"http_ns\":200,\"send_ns\":0,\"lock_ns\":300,\"main_ns\":400,"),
+        "{j}"
+    );
+    assert!(j.contains("\"core\":2,\"role\":\"server\",\"requests\":9,\"elapsed_ns\":0,"));
+    // Rows that never wait report 0, so Main is as before for the other modes.
+    assert!(j.contains("\"core\":0,\"role\":\"net\",\"requests\":0,\"elapsed_ns\":0,\"rcv_ns\":0,\"http_ns\":0,\"send_ns\":0,\"lock_ns\":0,\"main_ns\":0,"));
 }
