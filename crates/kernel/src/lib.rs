@@ -18,6 +18,7 @@
 
 extern crate alloc;
 
+pub mod acpi;
 pub mod arch;
 pub mod boot_info;
 pub mod clock;
@@ -58,8 +59,12 @@ pub fn backtrace(mut rbp: u64) {
 #[cfg(target_os = "none")]
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    if !arch::smp::begin_stop() {
+        arch::cpu::halt_forever(); // another core is reporting its failure
+    }
+    arch::smp::stop_others();
     console::force_unlock();
-    kprintln!("\n!!! KERNEL PANIC: {info}");
+    kprintln!("\n!!! KERNEL PANIC on {}: {info}", arch::smp::Who);
     let rbp: u64;
     // SAFETY: reads the frame pointer register only.
     unsafe { core::arch::asm!("mov {}, rbp", out(reg) rbp, options(nomem, nostack)) };
