@@ -327,14 +327,24 @@ pub struct CoresPlan {
     pub note: String,
 }
 
-/// Whether the TAP `ifname` can be opened with a queue per core: it does not exist yet
-/// (QEMU creates it multi-queue), or it was made with `multi_queue`.
-fn tap_multi_queue(ifname: &str) -> bool {
+/// What the TAP `ifname` is: missing (QEMU creates it, with as many queues as it is
+/// given), or existing with or without IFF_MULTI_QUEUE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TapKind {
+    Missing,
+    SingleQueue,
+    MultiQueue,
+}
+
+fn tap_kind(ifname: &str) -> TapKind {
     const IFF_MULTI_QUEUE: u32 = 0x0100;
     match std::fs::read_to_string(format!("/sys/class/net/{ifname}/tun_flags")) {
-        Ok(f) => u32::from_str_radix(f.trim().trim_start_matches("0x"), 16)
-            .is_ok_and(|v| v & IFF_MULTI_QUEUE != 0),
-        Err(_) => !Path::new(&format!("/sys/class/net/{ifname}")).exists(),
+        Ok(f) => match u32::from_str_radix(f.trim().trim_start_matches("0x"), 16) {
+            Ok(v) if v & IFF_MULTI_QUEUE != 0 => TapKind::MultiQueue,
+            _ => TapKind::SingleQueue,
+        },
+        Err(_) if Path::new(&format!("/sys/class/net/{ifname}")).exists() => TapKind::SingleQueue,
+        Err(_) => TapKind::Missing,
     }
 }
 
@@ -346,29 +356,38 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
     if a.bsp_http && a.mode != Some(ModeArg::Netcore) {
         return Err("--bsp-http only applies to --mode netcore".into());
     }
+    if a.smp == 1 && a.mode.is_some() {
+        return Err("--mode needs --smp 2 or more".into());
+    }
+    let tap = a.net.strip_prefix("tap:").map(tap_kind);
+    // QEMU opens a multi-queue TAP only with queues >= 2 (IFF_MULTI_QUEUE is set only
+    // then); a kernel that uses fewer pairs leaves the others off and QEMU detaches their
+    // TAP queues, so everything arrives on the pairs in use.
+    let min_queues = if a.nic == NicModel::Virtio && tap == Some(TapKind::MultiQueue) {
+        2
+    } else {
+        1
+    };
     if a.smp == 1 {
-        if a.mode.is_some() {
-            return Err("--mode needs --smp 2 or more".into());
-        }
         return Ok(CoresPlan {
-            queues: 1,
+            queues: min_queues,
             note: "one core".into(),
         });
     }
-    let tap = a.net.strip_prefix("tap:");
     let why_not = match (a.nic, tap) {
         (NicModel::E1000, _) => Some("the e1000 has one queue".to_string()),
         (NicModel::Virtio, None) => {
             Some("QEMU user networking gives the NIC one queue".to_string())
         }
-        (NicModel::Virtio, Some(ifname)) if !tap_multi_queue(ifname) => Some(format!(
-            "TAP {ifname} is single-queue (create it with `ip tuntap add {ifname} mode tap multi_queue`)"
+        (NicModel::Virtio, Some(TapKind::SingleQueue)) => Some(format!(
+            "TAP {} is single-queue (create it with `ip tuntap add NAME mode tap multi_queue`)",
+            a.net.trim_start_matches("tap:")
         )),
         _ => None,
     };
     match (a.mode, why_not) {
         (Some(ModeArg::Netcore), _) => Ok(CoresPlan {
-            queues: 1,
+            queues: min_queues,
             note: format!("{} cores, network-core mode (asked for)", a.smp),
         }),
         (Some(ModeArg::Perqueue), Some(why)) => {

@@ -87,7 +87,16 @@ pub fn start(eax: u32, ebx: u32) -> ! {
     // SAFETY: first thing on the boot CPU, once.
     unsafe { arch::init_cpu() };
     let mtrr = arch::cache::enable_write_back();
-    kprintln!("bareweb kernel {} ({mtrr})", env!("CARGO_PKG_VERSION"));
+    let pause = arch::cpu::init_relax();
+    kprintln!(
+        "bareweb kernel {} ({mtrr}; {})",
+        env!("CARGO_PKG_VERSION"),
+        if pause {
+            "bare machine: polling loops PAUSE"
+        } else {
+            "under a hypervisor: polling loops spin without PAUSE"
+        }
+    );
     // SAFETY: nothing has been allocated or written yet besides our own statics.
     let info = match unsafe { boot_info::BootInfo::from_entry(eax, ebx) } {
         Ok(i) => i,

@@ -261,10 +261,10 @@ fn start_cores(
     // SAFETY: once, on the boot CPU; heap, IDT, APIC and clock are up; page 8 is ours.
     unsafe {
         smp::start_aps(&aps[..n], clock.hz, |id, r| match r {
-            smp::Start::Up(core) => {
+            smp::Start::Up(core, us, sipis) => {
                 let (off, adj) = smp::tsc_offset(core);
                 kprintln!(
-                    "smp: core {core} up (APIC id {id}), TSC offset from core 0: {off} cycles{}",
+                    "smp: core {core} up (APIC id {id}) {us} us after INIT, {sipis} STARTUP IPI(s); TSC offset from core 0: {off} cycles{}",
                     if adj {
                         " (corrected with IA32_TSC_ADJUST)"
                     } else {
@@ -579,7 +579,7 @@ impl Start {
                 &clock,
                 &mut ConsoleLog(log_access),
                 &ctx,
-                |_, _| core::hint::spin_loop(),
+                |_, _| crate::arch::cpu::relax(),
             );
         })
     }
@@ -640,7 +640,7 @@ impl Start {
             &clock,
             &mut ConsoleLog(self.settings.log_access),
             &ctx,
-            |_, _| core::hint::spin_loop(),
+            |_, _| crate::arch::cpu::relax(),
             every,
             |_, _| print_stats(board, &clock),
         );
@@ -664,7 +664,7 @@ pub fn print_stats(board: &Board, clock: &TscClock) {
     };
     let stack = (0..board.cores()).map(smp::stack_used).max().unwrap_or(0);
     kprintln!(
-        "stats: uptime_ms={} cores={} http_requests={} http_2xx={} rx_frames={} tx_frames={} tcbs_in_use={} tcp_accepted={} tcp_rto_retransmits={} tx_ring_full={} nic_rx={} nic_tx={} doorbells={} rx_doorbells={} suppressed={} rx_bad={} tx_bad={} tx_full={} dispatched={} drained={} late_allocs={} stack_max={}",
+        "stats: uptime_ms={} cores={} http_requests={} http_2xx={} rx_frames={} tx_frames={} tcbs_in_use={} tcp_accepted={} tcp_rto_retransmits={} tx_ring_full={} nic_rx={} nic_tx={} doorbells={} rx_doorbells={} suppressed={} rx_bad={} tx_bad={} tx_full={} dispatched={} drained={} conn_map={} late_allocs={} stack_max={}",
         clock.now_ns() / 1_000_000,
         board.cores(),
         st("http_requests"),
@@ -685,6 +685,7 @@ pub fn print_stats(board: &Board, clock: &TscClock) {
         nic("device_tx_full"),
         nic("dispatched"),
         nic("drained"),
+        nic("conn_map"),
         mem::late_allocs(),
         stack
     );

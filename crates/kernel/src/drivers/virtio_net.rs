@@ -366,7 +366,7 @@ fn set_pairs(q: &mut VirtQueue, pairs: u16) -> Result<(), Error> {
         if spins > 200_000_000 {
             return Err(Error::MqRefused(0xFF));
         }
-        core::hint::spin_loop();
+        crate::arch::cpu::relax();
     }
 }
 

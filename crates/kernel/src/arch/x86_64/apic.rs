@@ -178,7 +178,7 @@ fn send(dest: u32, low: u32) {
             let mut spins = 0u32;
             while read(REG_ICR_LO) & ICR_PENDING != 0 && spins < 1_000_000 {
                 spins += 1;
-                core::hint::spin_loop();
+                super::cpu::relax();
             }
         }
         Mode::None => {}

@@ -281,8 +281,8 @@ pub fn stack_used(core: usize) -> usize {
 /// What happened to one AP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
-    /// Checked in as core `.0`.
-    Up(usize),
+    /// Checked in as core `.0`, `.1` µs after its INIT, after `.2` STARTUP IPIs.
+    Up(usize, u64, u32),
     /// Did not check in within the time allowed.
     NoAnswer,
     /// No memory for its stack or tables.
@@ -293,7 +293,7 @@ pub enum Start {
 fn delay_us(hz: u64, us: u64) {
     let end = rdtsc() + hz / 1_000_000 * us;
     while rdtsc() < end {
-        core::hint::spin_loop();
+        super::cpu::relax();
     }
 }
 
@@ -349,6 +349,7 @@ pub unsafe fn start_aps(aps: &[u32], hz: u64, mut report: impl FnMut(u32, Start)
             word(core::ptr::addr_of!(bw_tramp_arg)).write_volatile(c as *const PerCpu as u64);
         }
         core::sync::atomic::fence(Ordering::SeqCst);
+        let t0 = rdtsc();
         apic::send_init(id);
         delay_us(hz, 10_000);
         let page = (TRAMPOLINE >> 12) as u8;
@@ -359,21 +360,24 @@ pub unsafe fn start_aps(aps: &[u32], hz: u64, mut report: impl FnMut(u32, Start)
                 if c.state.load(Ordering::Acquire) == UP {
                     return true;
                 }
-                core::hint::spin_loop();
+                super::cpu::relax();
             }
             false
         };
         // A second STARTUP only if the first was not taken (SDM §8.4.4.1); an emulator on
-        // a busy host may need long to schedule the new vCPU: wait up to 2 s in all.
+        // a busy host may need long to schedule the new vCPU: wait up to 5 s in all.
+        let mut sipis = 1;
         let mut ok = up(200);
         if !ok && c.state.load(Ordering::Acquire) == BOOTING {
             apic::send_startup(id, page);
-            ok = up(2_000_000);
+            sipis = 2;
+            ok = up(5_000_000);
         }
         if ok {
+            let us = (rdtsc() - t0) / (hz / 1_000_000).max(1);
             tsc_sync_bsp(c);
             CORES.store(index as u32 + 1, Ordering::Release);
-            report(id, Start::Up(index));
+            report(id, Start::Up(index, us, sipis));
         } else {
             report(id, Start::NoAnswer);
             // Cores are numbered without gaps and this one may still wake up on the
@@ -430,7 +434,7 @@ extern "C" fn bw_ap_entry(c: &'static PerCpu) -> ! {
             (*job)();
             super::cpu::halt_forever();
         }
-        core::hint::spin_loop();
+        super::cpu::relax();
     }
 }
 
@@ -462,7 +466,7 @@ fn tsc_sync_bsp(c: &PerCpu) {
             if spins > 100_000_000 {
                 return; // the AP stopped answering: leave its offset unmeasured
             }
-            core::hint::spin_loop();
+            super::cpu::relax();
         }
         let t2 = rdtsc();
         let t1 = c.sync_tsc.load(Ordering::SeqCst);
@@ -493,7 +497,7 @@ fn tsc_sync_ap(c: &PerCpu) {
             if spins > 100_000_000 {
                 return;
             }
-            core::hint::spin_loop();
+            super::cpu::relax();
         }
         c.sync_tsc.store(rdtsc(), Ordering::SeqCst);
         c.sync.store(2 * r + 2, Ordering::SeqCst);
@@ -504,7 +508,7 @@ fn tsc_sync_ap(c: &PerCpu) {
         if spins > 100_000_000 {
             return;
         }
-        core::hint::spin_loop();
+        super::cpu::relax();
     }
     let offset = c.sync_tsc.load(Ordering::SeqCst) as i64;
     let has_adjust = cpuid(0, 0).0 >= 7 && cpuid(7, 0).1 & (1 << 1) != 0;
