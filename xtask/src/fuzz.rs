@@ -26,6 +26,7 @@ pub const TARGETS: &[&str] = &[
     // The bare-machine kernel's parsers.
     "kernel_cmdline",
     "kernel_multiboot2",
+    "kernel_madt",
 ];
 
 /// Installs nightly (minimal profile) and cargo-fuzz if they are missing.

@@ -1,5 +1,7 @@
-//! The processors of the machine, from the ACPI MADT (the `acpi` crate finds and checks the
-//! RSDP, the RSDT/XSDT and the MADT's checksum; this module walks the MADT's entries).
+//! The processors of the machine, from the ACPI MADT: the `acpi` crate finds and checks the
+//! RSDP, the RSDT/XSDT and the MADT (signature, length, checksum); [`parse_madt`] reads the
+//! MADT's entries from its bytes with every length checked (the crate's own entry walk
+//! trusts them: a zero length would make it stand still).
 //!
 //! Heads up! read ACPI 6.5 §5.2.5 (RSDP), §5.2.12 (MADT: Processor Local APIC structure,
 //! type 0, and Processor Local x2APIC structure, type 9; flag bit 0 = enabled).
@@ -7,14 +9,16 @@
 //! Where the RSDP comes from, in order: the loader (PVH `rsdp_paddr`, multiboot2 tags
 //! 14/15), else the BIOS areas (EBDA and 0xE0000-0xFFFFF). Firmware tables are read in
 //! place (all of the first 4 GiB is identity-mapped); anything that would lie above is
-//! seen as zeros, which no table validates as. The MADT's entry list is checked (every
-//! length at least 2 and inside the table) before it is walked, so a corrupt table ends
-//! the list rather than the walk. Runs before the heap exists: no allocation.
+//! seen as zeros, which no table validates as. Runs before the heap exists: no allocation.
+//!
+//! # Fuzzing
+//! `fuzz/fuzz_targets/kernel_madt.rs` feeds arbitrary bytes to [`parse_madt`], seeded with
+//! the MADTs QEMU gives (`testdata/madt-*.bin`).
 
 use core::fmt;
 use core::ptr::NonNull;
 
-use acpi::madt::{Madt, MadtEntry};
+use acpi::madt::Madt;
 use acpi::{AcpiHandler, AcpiTables, PhysicalMapping};
 
 use crate::arch::smp::MAX_CPUS;
@@ -108,28 +112,54 @@ pub fn processors(info: &BootInfo) -> Result<Processors, Error> {
     };
     let madt = tables.find_table::<Madt>().map_err(|_| Error::NoMadt)?;
     let len = madt.get().header.length as usize;
-    let hdr = core::mem::size_of::<Madt>();
     // SAFETY: the table's `length` bytes were checksummed by find_table, so they are
-    // mapped firmware memory (identity map).
+    // mapped firmware memory (identity map), not written by anyone while we read.
     let bytes =
         unsafe { core::slice::from_raw_parts(madt.virtual_start().as_ptr().cast::<u8>(), len) };
-    if !entries_well_formed(bytes, hdr) {
+    let mut p = parse_madt(bytes)?;
+    p.source = source;
+    Ok(p)
+}
+
+/// Bytes of the MADT before its entries (SDT header, local APIC address, flags).
+const MADT_HEADER: usize = 44;
+
+/// The enabled processors listed in a MADT (`table`: the whole table, header included; a
+/// `length` field shorter than the slice limits it). Processor Local APIC (type 0, 8 bytes)
+/// and Local x2APIC (type 9, 16 bytes) entries with the enabled flag count; a processor
+/// listed twice counts once. Never panics; a malformed entry list is an error.
+pub fn parse_madt(table: &[u8]) -> Result<Processors, Error> {
+    let declared = table
+        .get(4..8)
+        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    let table = table.get(..declared).ok_or(Error::BadMadt)?;
+    if declared < MADT_HEADER || &table[..4] != b"APIC" || !entries_well_formed(table, MADT_HEADER)
+    {
         return Err(Error::BadMadt);
     }
     let mut p = Processors {
         ids: [0; MAX_CPUS],
         n: 0,
         over: 0,
-        source,
+        source: "",
     };
-    for e in madt.get().entries() {
-        let id = match e {
-            MadtEntry::LocalApic(a) if a.flags & 1 != 0 => a.apic_id as u32,
-            MadtEntry::LocalX2Apic(a) if a.flags & 1 != 0 => a.x2apic_id,
+    let u32_at = |e: &[u8], at: usize| {
+        e.get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let mut at = MADT_HEADER;
+    while at < table.len() {
+        // entries_well_formed: every entry has a length >= 2 that stays inside the table.
+        let len = table[at + 1] as usize;
+        let e = &table[at..at + len];
+        at += len;
+        let (id, flags) = match e[0] {
+            0 if len >= 8 => (e[3] as u32, u32_at(e, 4)),
+            9 if len >= 16 => (u32_at(e, 4).unwrap_or(0), u32_at(e, 8)),
             _ => continue,
         };
-        if p.apic_ids().contains(&id) {
-            continue; // a firmware may list a processor as both types
+        if flags.unwrap_or(0) & 1 == 0 || p.apic_ids().contains(&id) {
+            continue; // disabled, or listed as both types
         }
         if p.n < MAX_CPUS {
             p.ids[p.n] = id;
@@ -174,11 +204,72 @@ pub fn entries_well_formed(table: &[u8], mut at: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::entries_well_formed;
+    use super::*;
+
+    #[test]
+    fn madts_from_qemu() {
+        // qboot, -smp 4: four local APICs, an I/O APIC, interrupt overrides, a NMI entry.
+        let p = parse_madt(include_bytes!("../testdata/madt-qboot-smp4.bin")).unwrap();
+        assert_eq!(p.apic_ids(), &[0, 1, 2, 3]);
+        assert_eq!(p.over, 0);
+        // SeaBIOS on q35, -smp 2.
+        let p = parse_madt(include_bytes!("../testdata/madt-q35-smp2.bin")).unwrap();
+        assert_eq!(p.apic_ids(), &[0, 1]);
+    }
+
+    #[test]
+    fn disabled_duplicate_x2apic_and_too_many_processors() {
+        let mut t = include_bytes!("../testdata/madt-qboot-smp4.bin")[..44].to_vec();
+        t.extend_from_slice(&[0, 8, 0, 7, 0, 0, 0, 0]); // APIC id 7, disabled
+        t.extend_from_slice(&[0, 8, 1, 5, 1, 0, 0, 0]); // APIC id 5
+        let mut x2 = vec![9, 16, 0, 0];
+        x2.extend_from_slice(&300u32.to_le_bytes());
+        x2.extend_from_slice(&1u32.to_le_bytes());
+        x2.extend_from_slice(&9u32.to_le_bytes());
+        t.extend_from_slice(&x2); // x2APIC id 300
+        t.extend_from_slice(&[9, 16, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]); // 5 again
+        t.extend_from_slice(&[0, 6, 1, 6, 1, 0]); // too short for its type: skipped
+        for id in 10..10 + MAX_CPUS as u8 {
+            t.extend_from_slice(&[0, 8, id, id, 1, 0, 0, 0]);
+        }
+        let n = t.len() as u32;
+        t[4..8].copy_from_slice(&n.to_le_bytes());
+        let p = parse_madt(&t).unwrap();
+        assert_eq!(&p.apic_ids()[..3], &[5, 300, 10]);
+        assert_eq!(p.apic_ids().len(), MAX_CPUS);
+        assert_eq!(p.over, 2);
+    }
+
+    #[test]
+    fn malformed_tables_are_errors_not_panics() {
+        let good = include_bytes!("../testdata/madt-qboot-smp4.bin");
+        for cut in 0..good.len() {
+            let _ = parse_madt(&good[..cut]);
+        }
+        assert_eq!(
+            parse_madt(&good[..100]).err(),
+            Some(Error::BadMadt),
+            "length past the end"
+        );
+        let mut x = 7u32;
+        for _ in 0..5000 {
+            let mut b = good.to_vec();
+            for _ in 0..3 {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                let at = (x as usize) % b.len();
+                b[at] = (x >> 8) as u8;
+            }
+            if let Ok(p) = parse_madt(&b) {
+                assert!(p.apic_ids().len() <= MAX_CPUS);
+            }
+        }
+    }
 
     #[test]
     fn madt_entry_lists() {
-        let mut t = alloc::vec![0u8; 44];
+        let mut t = vec![0u8; 44];
         t.extend_from_slice(&[0, 8, 0, 0, 1, 0, 0, 0]); // local APIC 0, enabled
         t.extend_from_slice(&[0, 8, 1, 1, 1, 0, 0, 0]);
         assert!(entries_well_formed(&t, 44));

@@ -380,6 +380,30 @@ mod tests {
     }
 
     #[test]
+    fn acpi_rsdp_tags_new_one_preferred() {
+        let rsdp1 = *b"RSD PTR \x11BOCHS \x00\x00\x10\x00\x00";
+        let mut rsdp2 = [0u8; 36];
+        rsdp2[..8].copy_from_slice(b"RSD PTR ");
+        rsdp2[15] = 2;
+        let mut b = alloc::vec![0u8; 8];
+        tag(&mut b, 14, &rsdp1);
+        let at15 = b.len();
+        tag(&mut b, 15, &rsdp2);
+        tag(&mut b, 0, &[]);
+        let i = BootInfo::multiboot2_bytes(&b);
+        assert_eq!(i.rsdp_in_block, at15 + 8);
+        assert_eq!(i.rsdp, 0, "the address is known only where the block lies");
+        let mut b = alloc::vec![0u8; 8];
+        tag(&mut b, 14, &rsdp1);
+        tag(&mut b, 0, &[]);
+        assert_eq!(BootInfo::multiboot2_bytes(&b).rsdp_in_block, 16);
+        let mut b = alloc::vec![0u8; 8];
+        tag(&mut b, 15, &rsdp2[..20]); // too short for an ACPI 2.0 RSDP
+        tag(&mut b, 0, &[]);
+        assert_eq!(BootInfo::multiboot2_bytes(&b).rsdp_in_block, 0);
+    }
+
+    #[test]
     fn truncated_and_corrupt_blocks_never_panic() {
         let good = grub_block();
         for cut in 0..good.len() {

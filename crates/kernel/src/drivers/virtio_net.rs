@@ -735,6 +735,57 @@ mod tests {
         assert!(tx.slot().is_some());
     }
 
+    /// The control queue's VQ_PAIRS_SET against a device simulated on a thread, which
+    /// reads the command the driver made available and answers `ack`.
+    fn pairs_set_answered_with(ack: u8) -> (Result<(), Error>, [u8; 4]) {
+        let (mut q, _bell) = queue(8, 4);
+        let (desc, avail, used) = q.addresses();
+        let dev = std::thread::spawn(move || {
+            // SAFETY: test-only: the live queue's rings, read and written as a device would.
+            unsafe {
+                let avail_idx = (avail as *const u16).add(1);
+                let mut spins = 0u64;
+                while read_volatile(avail_idx) == 0 {
+                    spins += 1;
+                    assert!(spins < 1 << 32, "driver never published");
+                    std::hint::spin_loop();
+                }
+                let head = read_volatile((avail as *const u16).add(2)) as usize;
+                let d = desc as *const u64; // 16-byte descriptors: addr, len|flags|next
+                let cmd = read_volatile(d.add(2 * head)) as *const u8;
+                let got = [
+                    read_volatile(cmd),
+                    read_volatile(cmd.add(1)),
+                    read_volatile(cmd.add(2)),
+                    read_volatile(cmd.add(3)),
+                ];
+                let ack_at = read_volatile(d.add(2 * 2)) as *mut u8;
+                write_volatile(ack_at, ack);
+                let used = used as *mut u8;
+                write_volatile(used.add(4).cast::<u32>(), head as u32);
+                write_volatile(used.add(8).cast::<u32>(), 1);
+                std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+                write_volatile(used.add(2).cast::<u16>(), 1);
+                got
+            }
+        });
+        let r = set_pairs(&mut q, 3);
+        (r, dev.join().unwrap())
+    }
+
+    #[test]
+    fn multiqueue_pairs_set_on_the_control_queue() {
+        let (r, cmd) = pairs_set_answered_with(CTRL_OK);
+        assert_eq!(r, Ok(()));
+        assert_eq!(
+            cmd,
+            [CTRL_MQ, CTRL_MQ_VQ_PAIRS_SET, 3, 0],
+            "class, command, pairs (le16)"
+        );
+        let (r, _) = pairs_set_answered_with(1); // VIRTIO_NET_ERR
+        assert_eq!(r, Err(Error::MqRefused(1)));
+    }
+
     #[test]
     fn notifications_follow_the_event_index() {
         assert!(super::super::virtqueue::need_event(0, 1, 0));
