@@ -211,6 +211,10 @@ pub fn qemu_args(
         "-display",
         "none",
         "-no-reboot",
+        // Threads named "CPU n/TCG" (or /KVM), "worker"...: `top -H` and the benchmarks
+        // see which of QEMU's threads is busy.
+        "-name",
+        "bareweb,debug-threads=on",
     ] {
         push(s);
     }
