@@ -214,7 +214,12 @@ def split(before, after):
         pct = {k: 100.0 * (a[k + "_ns"] - b[k + "_ns"]) / el for k in ("rcv", "http", "send", "main")}
         pct["requests"] = a["requests"] - b["requests"]
         pct["role"] = a["role"]
+        busy = sum(a[k + "_ns"] - b[k + "_ns"] for k in ("rcv", "http", "send"))
+        pct["busy_ns"] = busy
         out.append(pct)
+    total = max(1, sum(c["requests"] for c in out))
+    for c in out:  # the core's busy time per request the whole server answered
+        c["us_per_req"] = c["busy_ns"] / 1000.0 / total
     return out
 
 
@@ -277,32 +282,39 @@ def main():
         sys.exit("build first: cargo build --release -p bareweb")
     configs = KERNEL + ([] if a.no_host else HOST)
     results = {c[0]: [] for c in configs}
+    load0 = os.getloadavg()
     for rnd in range(a.rounds):
         for cfg in configs:  # interleaved
             res = measure(cfg, a.secs, a.conns)
             results[cfg[0]].append(res)
             cores = "  ".join(f"c{i} {c['role']} rcv {c['rcv']:.0f}% http {c['http']:.0f}% "
-                              f"send {c['send']:.0f}% main {c['main']:.0f}% ({c['requests']} req)"
+                              f"send {c['send']:.0f}% main {c['main']:.0f}% "
+                              f"{c['us_per_req']:.1f}us/req ({c['requests']} req)"
                               for i, c in enumerate(res["split"]))
             print(f"round {rnd + 1} {cfg[0]:38} {res['rps']:8.0f} req/s {res['err']} machine "
                   f"{res['cpu']['machine']:.0f}% {cpu_text(res)} wrk {res['cpu']['wrk']:.0f}% "
                   f"doorbells/req {res['bells']:.2f}  {cores}", flush=True)
+    load1 = os.getloadavg()
     base = statistics.median(r["rps"] for r in results[KERNEL[0][0]])
     lines = [f"File {PATH} (4096 bytes), connection per request, `wrk -t1 -c{a.conns} -d{a.secs}s`, "
-             f"{a.rounds} interleaved rounds, medians (CPU and split: the run with the median "
-             f"req/s). Kernel: `bareweb run --accel tcg` (QEMU {qemu_version()}, TCG), virtio-net on "
-             f"a TAP. Machine: {os.cpu_count()} CPUs shared by QEMU (or the host server) and wrk, "
+             f"{a.rounds} interleaved rounds, medians and (min–max) (CPU and split: the run with the "
+             f"median req/s). Kernel: `bareweb run --accel tcg` (QEMU {qemu_version()}, TCG), "
+             f"virtio-net on a TAP. Machine: {os.cpu_count()} CPUs shared by QEMU (or the host server), "
+             f"wrk and whatever else runs (load average {load0[0]:.1f} before, {load1[0]:.1f} after), "
              f"`{os.uname().release}`.", "",
-             "| configuration | req/s | vs kernel 1 core | machine CPU busy | where the CPU went "
-             "(% of one CPU) | wrk CPU | doorbells / request | per-core split RCV / HTTP / SEND / Main |",
+             "| configuration | req/s (min–max) | vs kernel 1 core | machine CPU busy | where the CPU went "
+             "(% of one CPU) | wrk CPU | doorbells / request | per core: RCV / HTTP / SEND / Main, "
+             "busy µs per request |",
              "|---|---|---|---|---|---|---|---|"]
     for cfg in configs:
         runs = sorted(results[cfg[0]], key=lambda r: r["rps"])
         r = runs[len(runs) // 2]
         cores = "<br>".join(f"core {i} ({c['role']}): {c['rcv']:.0f} / {c['http']:.0f} / {c['send']:.0f} / "
-                            f"{c['main']:.0f} %, {c['requests']} req" for i, c in enumerate(r["split"]))
+                            f"{c['main']:.0f} %, {c['us_per_req']:.1f} µs/req, {c['requests']} req"
+                            for i, c in enumerate(r["split"]))
         bells = f"{r['bells']:.2f}" if r["kind"] == "kernel" else "-"
-        lines.append(f"| {cfg[0]} | {r['rps']:.0f} | {r['rps'] / base:.2f}x | {r['cpu']['machine']:.0f}% | "
+        lines.append(f"| {cfg[0]} | {r['rps']:.0f} ({runs[0]['rps']:.0f}–{runs[-1]['rps']:.0f}) | "
+                     f"{r['rps'] / base:.2f}x | {r['cpu']['machine']:.0f}% | "
                      f"{cpu_text(r)} | {r['cpu']['wrk']:.0f}% | {bells} | {cores} |")
     lines += ["", "All runs (req/s): " + "; ".join(
         f"{name} " + ", ".join(f"{r['rps']:.0f}" for r in rs) for name, rs in results.items())]

@@ -80,7 +80,7 @@ class Kernel:
     """`bareweb run --smp N` on a TAP (multi-queue when `multi_queue`) in a fresh
     namespace, console to a file."""
 
-    def __init__(self, smp, extra=(), nic="virtio", multi_queue=True, wait=True):
+    def __init__(self, smp, extra=(), nic="virtio", multi_queue=True, wait=True, accel=ACCEL):
         require()
         self.smp = smp
         self.ns = Netns()
@@ -95,7 +95,7 @@ class Kernel:
         self.serial = pathlib.Path(f"/tmp/{self.ns.name}.serial")
         self.stderr = open(f"/tmp/{self.ns.name}.stderr", "w+")
         args = [BIN, "run", SITE, "--smp", smp, "--net", f"tap:{TAP}", "--nic", nic,
-                "--ip", f"{SERVER_IP}/24", "--gw", "none", "--mac", MAC, "--accel", ACCEL,
+                "--ip", f"{SERVER_IP}/24", "--gw", "none", "--mac", MAC, "--accel", accel,
                 "--headless", "--serial-log", self.serial, "--log", "stats", *extra]
         self.t0 = time.time()
         self.proc = subprocess.Popen(self.ns.cmd("timeout", "-s", "KILL", QEMU_LIMIT, *args),

@@ -354,23 +354,31 @@ pub unsafe fn start_aps(aps: &[u32], hz: u64, mut report: impl FnMut(u32, Start)
         delay_us(hz, 10_000);
         let page = (TRAMPOLINE >> 12) as u8;
         apic::send_startup(id, page);
+        // Looks at the state before the clock, so a boot CPU descheduled past the
+        // deadline (a vCPU on a busy host) still sees a core that checked in meanwhile.
         let up = |limit_us: u64| {
             let end = rdtsc() + hz / 1_000_000 * limit_us;
-            while rdtsc() < end {
+            loop {
                 if c.state.load(Ordering::Acquire) == UP {
                     return true;
                 }
+                if rdtsc() >= end {
+                    return false;
+                }
                 super::cpu::relax();
             }
-            false
         };
         // A second STARTUP only if the first was not taken (SDM §8.4.4.1); an emulator on
         // a busy host may need long to schedule the new vCPU: wait up to 5 s in all.
         let mut sipis = 1;
         let mut ok = up(200);
-        if !ok && c.state.load(Ordering::Acquire) == BOOTING {
-            apic::send_startup(id, page);
-            sipis = 2;
+        if !ok {
+            // The core may check in between the end of that wait and now: then it needs
+            // no second STARTUP, but it must still be waited for (not taken for absent).
+            if c.state.load(Ordering::Acquire) == BOOTING {
+                apic::send_startup(id, page);
+                sipis = 2;
+            }
             ok = up(5_000_000);
         }
         if ok {
