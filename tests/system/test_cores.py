@@ -32,12 +32,14 @@ def stats(server):
 
 
 def settle(server, want_tcbs_at_most=1, timeout=10):
-    """Waits until the published rows show no connection but (at most) the stats one."""
+    """Waits until the published rows show no connection but (at most) the stats one, and
+    core 0 (network-core mode) has applied the close notes for the rest."""
     deadline = time.time() + timeout
     while True:
         s = stats(server)
         in_use = s["total"]["counters"]["tcbs_in_use"]
-        if in_use <= want_tcbs_at_most or time.time() > deadline:
+        mapped = s["cores"][0].get("nic", {}).get("conn_map", 0)
+        if (in_use <= want_tcbs_at_most and mapped <= want_tcbs_at_most) or time.time() > deadline:
             return s
         time.sleep(0.2)
 

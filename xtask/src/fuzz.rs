@@ -27,6 +27,8 @@ pub const TARGETS: &[&str] = &[
     "kernel_cmdline",
     "kernel_multiboot2",
     "kernel_madt",
+    // The load generator's response reader (crates/loadgen/src/http.rs).
+    "http_response",
 ];
 
 /// Installs nightly (minimal profile) and cargo-fuzz if they are missing.

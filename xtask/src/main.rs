@@ -1,15 +1,18 @@
 //! `cargo xtask <task>`: the project's task runner.
 //!
 //! - `test`  — installs what the tests need (rustup target, Debian packages when run as
-//!   root) and runs every test: fmt, clippy, unit tests, whole-system tests.
+//!   root) and runs every test: fmt, clippy, unit tests, whole-system tests, and the
+//!   one-minute side-by-side bench (`bareweb bench --smoke`, xtask/src/bench.rs).
 //! - `setup` — only the installation part of `test`.
 //! - `fuzz [SECS]` — every cargo-fuzz target for SECS seconds (see `fuzz.rs`).
 //! - `kernel-bench` — the bare-machine kernel's budgets (size, boot time, doorbells).
+//! - `bench-smoke` — only the smoke bench stage of `test` (see `bench.rs`).
 
 mod fuzz;
 
 use std::process::{Command, ExitCode};
 
+mod bench;
 mod kernel;
 mod kernel_bench;
 mod smp;
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
     let result = match task {
         "test" => setup().and_then(|()| test()),
         "setup" => setup(),
+        "bench-smoke" => setup().and_then(|()| bench::bench_smoke()),
         "fuzz" => match args.get(1).map(|s| s.parse::<u64>()) {
             None => fuzz::fuzz(60),
             Some(Ok(secs)) => fuzz::fuzz(secs),
@@ -44,7 +48,7 @@ fn main() -> ExitCode {
         },
         "kernel-bench" => kernel_bench::bench(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <test|setup|fuzz|kernel-bench>");
+            eprintln!("usage: cargo xtask <test|setup|fuzz|kernel-bench|bench-smoke>");
             eprintln!("  test   install what the tests need, then run every test");
             eprintln!("  setup  only install (rustup target, Debian packages when root)");
             eprintln!("  fuzz [SECS]  run every fuzz target SECS seconds (default 60)");
@@ -52,6 +56,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "         measure the kernel's budgets: size, boot to first 200, doorbells/request"
             );
+            eprintln!("  bench-smoke  only `bareweb bench --smoke` and its checks (root)");
             return if task == "help" {
                 ExitCode::SUCCESS
             } else {
@@ -104,6 +109,7 @@ fn setup() -> Result<(), String> {
     }
     let missing: Vec<&str> = APT_PACKAGES
         .iter()
+        .chain(bench::APT_PACKAGES)
         .copied()
         .filter(|p| !dpkg_installed(p))
         .collect();
@@ -168,7 +174,8 @@ fn test() -> Result<(), String> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20);
-    fuzz::fuzz(secs)
+    fuzz::fuzz(secs)?;
+    bench::bench_smoke()
 }
 
 /// Whole-system tests: `bareweb serve` in network namespaces, driven by pytest.

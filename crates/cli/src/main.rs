@@ -1,14 +1,17 @@
 //! `bareweb`: the command line. Each subcommand lives in its own module:
-//! `build` in [`image`], `serve` in [`serve`], `run` in [`run`]; shared parsing in [`util`].
+//! `build` in [`image`], `serve` in [`serve`], `run` in [`run`], `load` and `surge-site`
+//! in [`load`], `bench` in [`bench`]; shared parsing in [`util`].
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod bench;
 mod bootimage;
 mod cores;
 mod image;
+mod load;
 mod run;
 mod serve;
 mod util;
@@ -40,6 +43,12 @@ enum Cmd {
     Serve(ServeArgs),
     /// Boot the bare-machine kernel with a site under QEMU (no root needed).
     Run(run::RunArgs),
+    /// Load a web server like http_load / httperf: rate, parallel or Surge session mode.
+    Load(load::LoadArgs),
+    /// Write a Surge-model file set (heavy-tailed sizes, Zipf popularity) as a site.
+    SurgeSite(load::SurgeSiteArgs),
+    /// Side-by-side benchmark: bareweb, nginx, lighttpd, h2o on the same files and loads.
+    Bench(bench::BenchArgs),
 }
 
 #[derive(clap::Args)]
@@ -103,6 +112,9 @@ fn main() -> ExitCode {
             Ok(code) => return code,
             Err(e) => Err(e),
         },
+        Cmd::Load(a) => load::load(a),
+        Cmd::SurgeSite(a) => load::surge_site(a),
+        Cmd::Bench(a) => bench::bench(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

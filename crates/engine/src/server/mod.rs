@@ -564,20 +564,27 @@ impl<L: Lookup<'static>> Server<L> {
         p: &TcpPacket<&[u8]>,
         tx: &mut T,
     ) {
+        let peer = Peer {
+            ip: src.0,
+            port: p.src_port(),
+        };
         if p.rst() {
-            return;
+            return self.no_connection(peer);
         }
         if p.ack() || !p.syn() {
             self.send_reset_for(src_mac, src, p, tx);
-            return;
+            return self.no_connection(peer);
         }
         let opts = match wtcp::parse_options(p.options()) {
             Ok(o) => o,
-            Err(e) => return self.count(e),
+            Err(e) => {
+                self.count(e);
+                return self.no_connection(peer);
+            }
         };
         let Some(id) = self.free.pop() else {
             self.stats.tcp_no_tcb += 1;
-            return;
+            return self.no_connection(peer);
         };
         let now = self.now_ns;
         let iss = self
@@ -1354,6 +1361,17 @@ impl<L: Lookup<'static>> Server<L> {
         self.free.push(id);
         self.stats.tcp_closed += 1;
         self.stats.tcbs_in_use = self.active() as u64;
+    }
+
+    /// A segment from `peer` found no connection here and opened none. It is reported like
+    /// a freed connection (`TxRing::connection_closed`, at the end of the round), so a
+    /// dispatcher that still routes `peer` here learns that nothing is here: in the
+    /// network-core mode a late segment (a retransmitted FIN that crossed the close note)
+    /// must not keep core 0's mapping alive until it expires.
+    fn no_connection(&mut self, peer: Peer) {
+        if self.closed.len() < self.closed.capacity() {
+            self.closed.push((peer, self.stats.rx_frames));
+        }
     }
 
     /// Gives a dynamic-response buffer back (no-op for [`NO_DYN`]).

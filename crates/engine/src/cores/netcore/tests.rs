@@ -505,6 +505,42 @@ fn a_request_through_core_0_and_an_http_core() {
 }
 
 #[test]
+fn a_late_segment_that_crosses_the_close_note_does_not_keep_the_mapping() {
+    let mut m = Machine::new();
+    let port = 4343;
+    let iss = m.round(vec![syn(port)])[0].seq;
+    let owner = m.core0.1.map().core_of(peer(port)).unwrap();
+    let get = b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    let out = m.round(vec![tcp_frame(
+        port,
+        1001,
+        Some(iss + 1),
+        flags(false, true, false, false),
+        get,
+    )]);
+    let last = out.iter().find(|s| s.fin).expect("FIN on the last segment");
+    let fin_seq = last.seq + last.payload.len() as u32;
+    let after = 1001 + get.len() as u32;
+    let fin = tcp_frame(
+        port,
+        after,
+        Some(fin_seq + 1),
+        flags(false, true, true, false),
+        &[],
+    );
+    // The client's FIN and a retransmitted copy reach the HTTP core in one burst: the
+    // first frees the TCB, the copy finds no connection there and gets a RST.
+    let out = m.round(vec![fin.clone(), fin]);
+    assert!(out.iter().any(|s| s.rst), "a RST for the copy");
+    assert_eq!(m.http[owner - 1].0.active(), 0);
+    m.round(vec![]);
+    assert!(
+        m.core0.1.map().is_empty(),
+        "the RST'd copy told core 0 too; the mapping must not wait for expiry"
+    );
+}
+
+#[test]
 fn many_connections_spread_over_both_cores() {
     let mut m = Machine::new();
     let out = m.round((0..6).map(|i| syn(3000 + i)).collect());

@@ -1,0 +1,425 @@
+//! `bareweb bench`: the side-by-side harness. It builds the bench site, measures the
+//! link, starts every server under test in its own namespaces ([`servers`], [`topo`]),
+//! then runs the same loads against each, interleaved — round by round, point by point,
+//! server after server, the order rotating so drift hits all alike — with `bareweb load`
+//! as the client in the client namespace. Each run records the server's CPU time
+//! (utime + stime of its process tree from /proc), the client's (its rusage), and every
+//! core's busy time. Results go to a folder: `results.json`, `report.md` (tables with
+//! medians and ratios to nginx, the link's bandwidth bound) and PNG plots; with `--doc`
+//! the report also becomes a section of docs/performance.md.
+//!
+//! A "runner" dimension (parallel runners of the engine, issue 5 part 3) fits as one
+//! more field of [`scenario::Point`] and of the server start context; it is not here yet.
+
+pub mod doc;
+pub mod plot;
+pub mod procfs;
+pub mod scenario;
+pub mod servers;
+pub mod table;
+pub mod topo;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::Report;
+use crate::surge::{FileSet, SurgeParams};
+use crate::sys;
+use scenario::{Kind, Point, Scenario};
+
+/// The smoke scenario, built in so `bareweb bench --smoke` runs from anywhere.
+pub const SMOKE: &str = include_str!("../../../../bench/smoke.toml");
+
+pub struct Options {
+    pub scenario: Scenario,
+    pub out: PathBuf,
+    /// The bareweb binary (for `serve` and `load`).
+    pub exe: PathBuf,
+    /// Update this Markdown file (docs/performance.md) with the report.
+    pub doc: Option<PathBuf>,
+    /// The command line, for the report.
+    pub command: String,
+}
+
+/// One load run against one server.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Run {
+    pub point: usize,
+    pub server: String,
+    pub round: u32,
+    pub report: Report,
+    /// utime + stime of the server's processes during the run.
+    pub server_cpu_secs: f64,
+    /// utime + stime of the client process (rusage).
+    pub client_cpu_secs: f64,
+    pub wall_secs: f64,
+    /// Busy fraction of each core during the run (whole machine).
+    pub core_busy: Vec<f64>,
+    /// The server's own per-core time split, when it reports one (bareweb).
+    #[serde(default)]
+    pub server_split: Vec<servers::CoreSplit>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ServerInfo {
+    pub name: String,
+    pub label: String,
+}
+
+/// Everything a bench produced; `results.json`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Results {
+    pub name: String,
+    pub title: String,
+    pub command: String,
+    pub machine: procfs::Machine,
+    /// Measured capacity of a veth link (one TCP stream), bits/s.
+    pub link_bps: f64,
+    pub rounds: u32,
+    pub cores: u32,
+    pub servers: Vec<ServerInfo>,
+    pub points: Vec<Point>,
+    pub runs: Vec<Run>,
+    pub notes: Vec<String>,
+    /// Busy fraction of each core over one second before any server started.
+    #[serde(default)]
+    pub background_busy: Vec<f64>,
+}
+
+/// Writes the bench site: a copied directory, exact-size files, a Surge set.
+fn build_site(s: &Scenario, dir: &Path) -> Result<(), String> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir.join("sz")).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if let Some(src) = &s.site.copy {
+        let src = s.base.join(src);
+        copy_dir(&src, dir)?;
+    }
+    let mut rng = crate::rng::Rng::new(s.site.seed);
+    for &n in &s.site.sizes {
+        let mut bytes = vec![0u8; n as usize];
+        for c in bytes.chunks_mut(8) {
+            let v = rng.next_u64().to_le_bytes();
+            c.copy_from_slice(&v[..c.len()]);
+        }
+        let p = dir.join(format!("sz/{n}.bin"));
+        std::fs::write(&p, bytes).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    if s.site.surge_files > 0 {
+        let params = SurgeParams {
+            files: s.site.surge_files,
+            max_size: s.site.surge_max_size,
+            ..SurgeParams::default()
+        };
+        FileSet::generate(&params, s.site.seed)?.write_site(dir)?;
+    }
+    if !dir.join("index.html").exists() {
+        std::fs::write(
+            dir.join("index.html"),
+            "<!doctype html><title>bench</title>\n",
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn copy_dir(src: &Path, dst: &Path) -> Result<(), String> {
+    for e in std::fs::read_dir(src).map_err(|e| format!("{}: {e}", src.display()))? {
+        let e = e.map_err(|e| e.to_string())?;
+        let (from, to) = (e.path(), dst.join(e.file_name()));
+        if from.is_dir() {
+            std::fs::create_dir_all(&to).map_err(|e| format!("{}: {e}", to.display()))?;
+            copy_dir(&from, &to)?;
+        } else {
+            std::fs::copy(&from, &to).map_err(|e| format!("{}: {e}", from.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The client command for one point.
+fn client_args(
+    o: &Options,
+    p: &Point,
+    inst: &servers::Instance,
+    site: &Path,
+    round: u32,
+    json: &Path,
+) -> Vec<String> {
+    let s = &o.scenario;
+    let mut a: Vec<String> = vec!["load".into()];
+    match p.kind {
+        Kind::Sessions => {
+            a.push(inst.url("/"));
+            a.extend([
+                "--sessions-rate".into(),
+                p.level.to_string(),
+                "--surge".into(),
+                site.display().to_string(),
+                "--think-scale".into(),
+                p.think_scale.to_string(),
+                "--sessions".into(),
+                p.fetches.to_string(),
+                "--max-conns".into(),
+                "8192".into(),
+            ]);
+        }
+        Kind::Rate => {
+            a.push(inst.url(&p.path));
+            a.extend([
+                "--rate".into(),
+                p.level.to_string(),
+                "--max-conns".into(),
+                "8192".into(),
+            ]);
+        }
+        Kind::Parallel => {
+            a.push(inst.url(&p.path));
+            a.extend(["--parallel".into(), (p.level as usize).to_string()]);
+        }
+    }
+    if p.kind != Kind::Sessions {
+        a.extend(["--fetches".into(), p.fetches.to_string()]);
+    }
+    if p.keepalive {
+        a.push("--keepalive".into());
+    }
+    if s.verify {
+        a.extend(["--verify".into(), site.display().to_string()]);
+    }
+    a.extend([
+        "--seconds".into(),
+        p.seconds.to_string(),
+        "--timeout".into(),
+        s.timeout.to_string(),
+        "--seed".into(),
+        (round + 1).to_string(),
+        "--quiet".into(),
+        "--json-out".into(),
+        json.display().to_string(),
+    ]);
+    a
+}
+
+fn run_one(
+    o: &Options,
+    p: &Point,
+    pi: usize,
+    inst: &mut servers::Instance,
+    site: &Path,
+    round: u32,
+) -> Result<Run, String> {
+    let json = o
+        .out
+        .join("runs")
+        .join(format!("r{round}-p{pi}-{}.json", inst.kind));
+    let args = client_args(o, p, inst, site, round, &json);
+    let pids = inst.pids();
+    let st0 = inst.stats();
+    let c0 = sys::children_cpu_secs();
+    let s0 = procfs::cpu_secs(&pids);
+    let k0 = procfs::cores();
+    let t0 = Instant::now();
+    let out = Command::new("ip")
+        .args(["netns", "exec", &inst.client_ns])
+        .arg(&o.exe)
+        .args(&args)
+        .output()
+        .map_err(|e| format!("cannot start the client: {e}"))?;
+    let wall = t0.elapsed().as_secs_f64();
+    let k1 = procfs::cores();
+    let s1 = procfs::cpu_secs(&pids);
+    let c1 = sys::children_cpu_secs();
+    let st1 = inst.stats();
+    if !out.status.success() {
+        return Err(format!(
+            "client failed against {}: {}",
+            inst.kind,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let text = std::fs::read_to_string(&json).map_err(|e| format!("{}: {e}", json.display()))?;
+    let report: Report =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", json.display()))?;
+    if !inst.alive() {
+        return Err(format!(
+            "{} died during a run (log {})",
+            inst.kind,
+            inst.log.display()
+        ));
+    }
+    Ok(Run {
+        point: pi,
+        server: inst.kind.to_string(),
+        round,
+        report,
+        server_cpu_secs: s1 - s0,
+        client_cpu_secs: c1 - c0,
+        wall_secs: wall,
+        core_busy: procfs::busy_between(&k0, &k1),
+        server_split: match (st0, st1) {
+            (Some(a), Some(b)) => servers::split_between(&a, &b),
+            _ => Vec::new(),
+        },
+    })
+}
+
+/// Runs a whole bench and writes its results folder.
+pub fn bench(o: &Options) -> Result<Results, String> {
+    servers::preflight()?;
+    // Ctrl-C or SIGTERM: stop after the current run and clean up on the way out.
+    sys::catch_stop_signals();
+    let s = &o.scenario;
+    let kinds: Vec<Box<dyn servers::ServerKind>> = s
+        .servers
+        .iter()
+        .map(|n| servers::kind(n))
+        .collect::<Result<_, _>>()?;
+    for k in &kinds {
+        k.check()?;
+    }
+    std::fs::create_dir_all(o.out.join("runs")).map_err(|e| format!("{}: {e}", o.out.display()))?;
+    let out = std::fs::canonicalize(&o.out).map_err(|e| e.to_string())?;
+    let site = out.join("site");
+    eprintln!("bench {}: writing the site to {}", s.name, site.display());
+    build_site(s, &site)?;
+    let size_of = |path: &str| {
+        std::fs::metadata(site.join(path.trim_start_matches('/'))).map_or(0, |m| m.len())
+    };
+    let points = s.points(&size_of);
+    let prefix = format!("bwl{}", std::process::id() % 100_000);
+    let machine = procfs::machine();
+    let k0 = procfs::cores();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let background_busy = procfs::busy_between(&k0, &procfs::cores());
+    eprintln!("bench {}: measuring the veth link", s.name);
+    let link_bps = topo::veth_capacity_bps(&prefix, 1.0)?;
+    eprintln!("  one TCP stream over veth: {:.2} Gbit/s", link_bps / 1e9);
+    let probe = match points.iter().find(|p| !p.path.is_empty()) {
+        Some(p) => p.path.clone(),
+        None => "/index.html".into(),
+    };
+    let mut instances = Vec::new();
+    for (i, k) in kinds.iter().enumerate() {
+        let work = out.join("servers");
+        std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+        let ctx = servers::StartCtx {
+            tag: format!("{prefix}{i}"),
+            net: (i + 1) as u8,
+            site: &site,
+            cores: s.cores,
+            work: &work,
+            exe: &o.exe,
+            probe: &probe,
+        };
+        eprintln!("bench {}: starting {}", s.name, k.name());
+        let inst = k.start(&ctx)?;
+        inst.pause();
+        instances.push(inst);
+        if sys::stop_requested() {
+            return Err("interrupted".into());
+        }
+    }
+    let total = s.rounds as usize * points.len() * instances.len();
+    eprintln!(
+        "bench {}: {} runs ({} rounds × {} points × {} servers), about {:.0} s of load",
+        s.name,
+        total,
+        s.rounds,
+        points.len(),
+        instances.len(),
+        s.load_seconds()
+    );
+    let mut runs = Vec::new();
+    for round in 0..s.rounds {
+        for (pi, p) in points.iter().enumerate() {
+            let n = instances.len();
+            for j in 0..n {
+                // Rotate the order each round and point: A B C, B C A, ...
+                if sys::stop_requested() {
+                    return Err("interrupted; servers and namespaces removed".into());
+                }
+                let inst = &mut instances[(j + round as usize + pi) % n];
+                if inst.pausable {
+                    inst.resume();
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                }
+                let r = run_one(o, p, pi, inst, &site, round);
+                inst.pause();
+                let r = r?;
+                eprintln!(
+                    "  [{}/{}] round {} {:<48} {:<9} {:>9.0} fetches/s  p50 {:.3} ms  p99 {:.3} ms  server {:.1} µs/fetch  client {:.0}%{}",
+                    runs.len() + 1,
+                    total,
+                    round + 1,
+                    p.label(),
+                    r.server,
+                    r.report.fetches_per_sec,
+                    r.report.first_response.p50_ms,
+                    r.report.first_response.p99_ms,
+                    table::per_fetch_us(r.server_cpu_secs, r.report.fetches),
+                    r.client_cpu_secs / r.wall_secs.max(1e-9) * 100.0,
+                    if r.report.errors_total > 0 {
+                        format!("  errors {:?}", r.report.errors)
+                    } else {
+                        String::new()
+                    }
+                );
+                runs.push(r);
+            }
+        }
+    }
+    let servers_info = instances
+        .iter()
+        .map(|i| ServerInfo {
+            name: i.kind.to_string(),
+            label: i.label.clone(),
+        })
+        .collect();
+    drop(instances);
+    let results = Results {
+        name: s.name.clone(),
+        title: s.title.clone(),
+        command: o.command.clone(),
+        machine,
+        link_bps,
+        rounds: s.rounds,
+        cores: s.cores,
+        servers: servers_info,
+        points,
+        runs,
+        background_busy,
+        notes: s
+            .notes
+            .iter()
+            .cloned()
+            .chain((!s.servers.iter().any(|n| n == "bareweb-qemu")).then(|| {
+                "bareweb under QEMU (the bare-machine kernel, `bareweb run`) is not in this scenario; add \
+                 \"bareweb-qemu\" to its servers to include it."
+                    .to_string()
+            }))
+            .collect(),
+    };
+    write_outputs(&results, &out, o.doc.as_deref())?;
+    Ok(results)
+}
+
+/// results.json, report.md, PNGs, and the doc section.
+pub fn write_outputs(r: &Results, out: &Path, doc: Option<&Path>) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(r).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("results.json"), json).map_err(|e| e.to_string())?;
+    let pngs = plot::all(r, out)?;
+    let md = table::report(r, &pngs, "");
+    std::fs::write(out.join("report.md"), &md).map_err(|e| e.to_string())?;
+    println!("{md}");
+    if let Some(doc) = doc {
+        doc::update(doc, r, out, &pngs)?;
+        eprintln!("bench {}: updated {}", r.name, doc.display());
+    }
+    eprintln!("bench {}: results in {}", r.name, out.display());
+    Ok(())
+}

@@ -1,0 +1,676 @@
+//! Servers under test. Each kind knows how to start itself on the bench site inside its
+//! own namespaces and returns an [`Instance`] (its process tree, where the client runs,
+//! its address) that stops everything when dropped. Adding a kind is one
+//! [`ServerKind`] impl and one line in [`kind`].
+//!
+//! Topology: a kernel server (nginx, lighttpd, h2o) runs in namespace `S`, the client in
+//! namespace `C`, joined by a veth pair. bareweb on the host platform owns a TAP device in
+//! `C` and runs its own TCP/IP on it; the client in `C` reaches it over the TAP. Either
+//! way the client crosses one virtual link to the server.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::procfs;
+use super::topo::{sh, veth, Netns};
+use crate::sys;
+
+/// Names accepted in a scenario's `servers`.
+pub const KINDS: &[&str] = &[
+    "bareweb",
+    "bareweb-qemu",
+    "nginx",
+    "nginx-nopush-off",
+    "lighttpd",
+    "h2o",
+];
+
+/// What a server needs to start.
+pub struct StartCtx<'a> {
+    /// Distinct per instance: names its namespaces and links, and its subnet 10.77.`net`.0/24.
+    pub tag: String,
+    pub net: u8,
+    pub site: &'a Path,
+    pub cores: u32,
+    /// A directory for its configuration and logs.
+    pub work: &'a Path,
+    /// The bareweb binary.
+    pub exe: &'a Path,
+    /// A path that must answer 200 once the server is up.
+    pub probe: &'a str,
+}
+
+pub trait ServerKind {
+    fn name(&self) -> &'static str;
+    /// Version and setup for the report, e.g. "nginx/1.22.1, 1 worker, veth".
+    fn describe(&self, cores: u32) -> String;
+    /// Whether the server can run here (binary installed).
+    fn check(&self) -> Result<(), String>;
+    fn start(&self, ctx: &StartCtx) -> Result<Instance, String>;
+}
+
+/// The server kind called `name`.
+pub fn kind(name: &str) -> Result<Box<dyn ServerKind>, String> {
+    match name {
+        "bareweb" => Ok(Box::new(Bareweb)),
+        "nginx" => Ok(Box::new(Nginx { nopush: true })),
+        // The same with tcp_nopush off: with small keep-alive responses TCP_CORK costs
+        // nginx about half its throughput on this machine (docs/load.md).
+        "nginx-nopush-off" => Ok(Box::new(Nginx { nopush: false })),
+        "lighttpd" => Ok(Box::new(Lighttpd)),
+        "h2o" => Ok(Box::new(H2o)),
+        "bareweb-qemu" => Ok(Box::new(BarewebQemu)),
+        other => Err(format!(
+            "unknown server {other:?} (known: {})",
+            KINDS.join(", ")
+        )),
+    }
+}
+
+/// A running server; dropping it stops its processes, then removes its namespaces.
+pub struct Instance {
+    pub kind: &'static str,
+    pub label: String,
+    pub client_ns: String,
+    pub server_ip: String,
+    child: Option<Child>,
+    pub log: PathBuf,
+    /// A URL path where the server reports its own per-core time split (bareweb's stats
+    /// page), read before and after each run.
+    pub stats_path: Option<&'static str>,
+    /// Stopped (SIGSTOP) outside its own runs: a server that busy-polls a core (the
+    /// bare-machine kernel under QEMU) would otherwise take that core from the others.
+    pub pausable: bool,
+    // Dropped after the processes are gone (field order).
+    _namespaces: Vec<Netns>,
+}
+
+impl Instance {
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().map_or(0, |c| c.id() as i32)
+    }
+
+    /// The server's process and its descendants (workers).
+    pub fn pids(&self) -> Vec<i32> {
+        procfs::tree(self.pid())
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.server_ip)
+    }
+
+    /// Whether the server is still running.
+    pub fn alive(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    fn signal_tree(&self, sig: i32) {
+        for p in self.pids() {
+            sys::kill(p, sig);
+        }
+    }
+
+    /// Stops a pausable server's processes until [`Instance::resume`].
+    pub fn pause(&self) {
+        if self.pausable {
+            self.signal_tree(libc::SIGSTOP);
+        }
+    }
+
+    pub fn resume(&self) {
+        if self.pausable {
+            self.signal_tree(libc::SIGCONT);
+        }
+    }
+
+    fn stop(&mut self) {
+        self.resume();
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let pids = procfs::tree(child.id() as i32);
+        sys::kill(child.id() as i32, libc::SIGTERM);
+        let end = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < end {
+            if let Ok(Some(_)) = child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for p in pids.iter().rev() {
+            if std::path::Path::new(&format!("/proc/{p}")).exists() {
+                sys::kill(*p, libc::SIGKILL);
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// One core's share of a run's wall time, as the server itself measured it (paper 004's
+/// task utilisation: RCV, HTTP, SEND, and Main = idle).
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct CoreSplit {
+    pub core: u32,
+    pub role: String,
+    pub rcv: f64,
+    pub http: f64,
+    pub send: f64,
+    pub main: f64,
+}
+
+/// Raw per-core times from bareweb's stats JSON: (core, role, elapsed, rcv, http, send, main) ns.
+type Times = Vec<(u32, String, [u64; 5])>;
+
+impl Instance {
+    /// The server's own per-core times now, if it reports them.
+    pub fn stats(&self) -> Option<Times> {
+        let path = self.stats_path?;
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.client_ns,
+                "curl",
+                "-s",
+                "--max-time",
+                "2",
+            ])
+            .arg(self.url(path))
+            .output()
+            .ok()?;
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        let mut times = Vec::new();
+        for c in v.get("cores")?.as_array()? {
+            let n = |k: &str| c.get(k).and_then(serde_json::Value::as_u64);
+            times.push((
+                n("core")? as u32,
+                c.get("role")
+                    .and_then(|r| r.as_str())
+                    .unwrap_or("")
+                    .to_string(),
+                [
+                    n("elapsed_ns")?,
+                    n("rcv_ns")?,
+                    n("http_ns")?,
+                    n("send_ns")?,
+                    n("main_ns")?,
+                ],
+            ));
+        }
+        Some(times)
+    }
+}
+
+/// Per-core shares between two [`Instance::stats`] readings.
+pub fn split_between(a: &Times, b: &Times) -> Vec<CoreSplit> {
+    a.iter()
+        .zip(b)
+        .filter(|(x, y)| x.0 == y.0)
+        .map(|((core, role, x), (_, _, y))| {
+            let d = |i: usize| y[i].saturating_sub(x[i]) as f64;
+            let el = d(0).max(1.0);
+            CoreSplit {
+                core: *core,
+                role: role.clone(),
+                rcv: d(1) / el,
+                http: d(2) / el,
+                send: d(3) / el,
+                main: d(4) / el,
+            }
+        })
+        .collect()
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Starts `cmd` inside namespace `ns` with output to `log`.
+fn spawn_in(ns: &str, cmd: &[String], log: &Path) -> Result<Child, String> {
+    let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = out.try_clone().map_err(|e| e.to_string())?;
+    Command::new("ip")
+        .args(["netns", "exec", ns])
+        .args(cmd)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", cmd[0]))
+}
+
+/// Waits up to `secs` until `url` answers 200 from the client namespace.
+fn wait_ready(inst: &mut Instance, url: &str, secs: u64) -> Result<(), String> {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < end {
+        if !inst.alive() {
+            let log = std::fs::read_to_string(&inst.log).unwrap_or_default();
+            return Err(format!("{} exited at start:\n{}", inst.kind, log.trim()));
+        }
+        let r = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &inst.client_ns,
+                "curl",
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "--max-time",
+                "1",
+                url,
+            ])
+            .output();
+        if r.is_ok_and(|o| o.stdout == b"200") {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Err(format!(
+        "{} did not answer 200 at {url} within 15 s (log {})",
+        inst.kind,
+        inst.log.display()
+    ))
+}
+
+fn version(cmd: &[&str]) -> String {
+    Command::new(cmd[0])
+        .args(&cmd[1..])
+        .output()
+        .map(|o| {
+            let mut s = String::from_utf8_lossy(&o.stdout).to_string();
+            s.push_str(&String::from_utf8_lossy(&o.stderr));
+            s.lines().next().unwrap_or("").trim().to_string()
+        })
+        .unwrap_or_default()
+}
+
+fn which(bin: &str, pkg: &str) -> Result<(), String> {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
+        .unwrap_or(false)
+        || ["/usr/sbin", "/usr/bin", "/sbin"]
+            .iter()
+            .any(|d| Path::new(d).join(bin).is_file());
+    if found {
+        Ok(())
+    } else {
+        Err(format!("{bin} is not installed (apt-get install {pkg})"))
+    }
+}
+
+/// Common start for kernel servers: namespaces S and C, a veth, config, process.
+fn start_kernel_server(
+    ctx: &StartCtx,
+    kind: &'static str,
+    label: String,
+    make_cmd: &dyn Fn(&str) -> Result<Vec<String>, String>,
+) -> Result<Instance, String> {
+    let s = Netns::new(&format!("{}s", ctx.tag))?;
+    let c = Netns::new(&format!("{}c", ctx.tag))?;
+    s.tune_server()?;
+    c.tune_client()?;
+    let (_, server_ip) = veth(&c, &s, &ctx.tag, ctx.net)?;
+    let cmd = make_cmd(&server_ip)?;
+    let log = ctx.work.join(format!("{kind}.log"));
+    let child = spawn_in(&s.name, &cmd, &log)?;
+    let mut inst = Instance {
+        kind,
+        label,
+        client_ns: c.name.clone(),
+        server_ip,
+        child: Some(child),
+        log,
+        stats_path: None,
+        pausable: false,
+        _namespaces: vec![c, s],
+    };
+    let url = inst.url(ctx.probe);
+    wait_ready(&mut inst, &url, 15)?;
+    Ok(inst)
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// bareweb's engine on the host platform: `bareweb serve` on a TAP.
+pub struct Bareweb;
+
+impl ServerKind for Bareweb {
+    fn name(&self) -> &'static str {
+        "bareweb"
+    }
+    fn describe(&self, cores: u32) -> String {
+        if cores == 1 {
+            "bareweb serve (host platform: own TCP/IP on a TAP, one core)".into()
+        } else {
+            format!(
+                "bareweb serve --cores {cores} (host platform: own TCP/IP on a TAP, default mode)"
+            )
+        }
+    }
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+    fn start(&self, ctx: &StartCtx) -> Result<Instance, String> {
+        let c = Netns::new(&format!("{}c", ctx.tag))?;
+        c.tune_client()?;
+        let server_ip = format!("10.77.{}.2", ctx.net);
+        let log = ctx.work.join("bareweb.log");
+        let cmd = vec![
+            ctx.exe.display().to_string(),
+            "serve".into(),
+            ctx.site.display().to_string(),
+            "--tap".into(),
+            format!("{}t", ctx.tag),
+            "--ip".into(),
+            format!("{server_ip}/24"),
+            "--tcbs".into(),
+            "8192".into(),
+        ];
+        let mut cmd = cmd;
+        if ctx.cores > 1 {
+            cmd.extend(["--cores".into(), ctx.cores.to_string()]);
+        }
+        let child = spawn_in(&c.name, &cmd, &log)?;
+        let mut inst = Instance {
+            kind: "bareweb",
+            label: self.describe(ctx.cores),
+            client_ns: c.name.clone(),
+            server_ip,
+            child: Some(child),
+            log,
+            stats_path: Some("/.well-known/bareweb/stats"),
+            pausable: false,
+            _namespaces: vec![c],
+        };
+        let url = inst.url(ctx.probe);
+        wait_ready(&mut inst, &url, 15)?;
+        Ok(inst)
+    }
+}
+
+/// bareweb's bare-machine kernel under QEMU (`bareweb run`, virtio-net on a TAP).
+pub struct BarewebQemu;
+
+impl ServerKind for BarewebQemu {
+    fn name(&self) -> &'static str {
+        "bareweb-qemu"
+    }
+    fn describe(&self, _cores: u32) -> String {
+        "bareweb run (bare-machine kernel under QEMU, accel auto, virtio-net on a TAP, one \
+         polling core; stopped outside its own runs)"
+            .into()
+    }
+    fn check(&self) -> Result<(), String> {
+        which("qemu-system-x86_64", "qemu-system-x86")
+    }
+    fn start(&self, ctx: &StartCtx) -> Result<Instance, String> {
+        let c = Netns::new(&format!("{}c", ctx.tag))?;
+        c.tune_client()?;
+        let tap = format!("{}q", ctx.tag);
+        let host_ip = format!("10.77.{}.1/24", ctx.net);
+        sh(&[
+            "ip", "-n", &c.name, "tuntap", "add", "dev", &tap, "mode", "tap",
+        ])?;
+        sh(&["ip", "-n", &c.name, "addr", "add", &host_ip, "dev", &tap])?;
+        sh(&["ip", "-n", &c.name, "link", "set", &tap, "up"])?;
+        let server_ip = format!("10.77.{}.2", ctx.net);
+        let log = ctx.work.join("bareweb-qemu.log");
+        let cmd = vec![
+            ctx.exe.display().to_string(),
+            "run".into(),
+            ctx.site.display().to_string(),
+            "--net".into(),
+            format!("tap:{tap}"),
+            "--ip".into(),
+            format!("{server_ip}/24"),
+            "--gw".into(),
+            "none".into(),
+            "--tcbs".into(),
+            "8192".into(),
+            "--mem".into(),
+            "1G".into(),
+            "--headless".into(),
+            "--serial-log".into(),
+            ctx.work.join("bareweb-qemu.serial").display().to_string(),
+        ];
+        let child = spawn_in(&c.name, &cmd, &log)?;
+        let mut inst = Instance {
+            kind: "bareweb-qemu",
+            label: self.describe(ctx.cores),
+            client_ns: c.name.clone(),
+            server_ip,
+            child: Some(child),
+            log,
+            stats_path: None,
+            pausable: true,
+            _namespaces: vec![c],
+        };
+        let url = inst.url(ctx.probe);
+        wait_ready(&mut inst, &url, 90)?;
+        // Say which accelerator `bareweb run` chose (its first line: "... accel tcg, because ...").
+        let said = std::fs::read_to_string(&inst.log).unwrap_or_default();
+        if let Some(i) = said.find("accel ") {
+            let accel: String = said[i..]
+                .chars()
+                .take_while(|&c| c != ';' && c != '(' && c != '\n')
+                .collect();
+            inst.label = format!("{} [{}]", inst.label, accel.trim().trim_end_matches(','));
+        }
+        Ok(inst)
+    }
+}
+
+/// nginx from Debian, tuned for static files (sendfile, tcp_nopush unless `nopush` is
+/// false, tcp_nodelay, open_file_cache, no access log).
+pub struct Nginx {
+    pub nopush: bool,
+}
+
+impl ServerKind for Nginx {
+    fn name(&self) -> &'static str {
+        if self.nopush {
+            "nginx"
+        } else {
+            "nginx-nopush-off"
+        }
+    }
+    fn describe(&self, cores: u32) -> String {
+        let v = version(&["nginx", "-v"]);
+        format!(
+            "{} ({cores} worker{}, sendfile, tcp_nopush {}, no access log; veth)",
+            v.trim_start_matches("nginx version: "),
+            if cores == 1 { "" } else { "s" },
+            if self.nopush { "on" } else { "off" }
+        )
+    }
+    fn check(&self) -> Result<(), String> {
+        which("nginx", "nginx")
+    }
+    fn start(&self, ctx: &StartCtx) -> Result<Instance, String> {
+        let name = self.name();
+        let dir = ctx.work.join(name);
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let d = dir.display();
+        let site = ctx.site.display();
+        let cores = ctx.cores;
+        let nopush = if self.nopush { "on" } else { "off" };
+        start_kernel_server(ctx, name, self.describe(cores), &|ip| {
+            let conf = dir.join("nginx.conf");
+            write(
+                &conf,
+                &format!(
+                    "worker_processes {cores};
+pid {d}/nginx.pid;
+error_log {d}/error.log;
+worker_rlimit_nofile 65536;
+events {{ worker_connections 16384; }}
+http {{
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    access_log off;
+    sendfile on;
+    tcp_nopush {nopush};
+    tcp_nodelay on;
+    keepalive_requests 10000000;
+    keepalive_timeout 60s;
+    open_file_cache max=10000 inactive=60s;
+    open_file_cache_valid 60s;
+    client_body_temp_path {d};
+    proxy_temp_path {d};
+    fastcgi_temp_path {d};
+    uwsgi_temp_path {d};
+    scgi_temp_path {d};
+    server {{ listen {ip}:80 backlog=8192; root {site}; }}
+}}
+"
+                ),
+            )?;
+            Ok(vec![
+                "nginx".into(),
+                "-c".into(),
+                conf.display().to_string(),
+                "-g".into(),
+                "daemon off;".into(),
+            ])
+        })
+    }
+}
+
+/// lighttpd from Debian, tuned for static files.
+pub struct Lighttpd;
+
+impl ServerKind for Lighttpd {
+    fn name(&self) -> &'static str {
+        "lighttpd"
+    }
+    fn describe(&self, cores: u32) -> String {
+        let v = version(&["lighttpd", "-v"]);
+        let v = v
+            .split(" - ")
+            .next()
+            .unwrap_or(&v)
+            .replace(" (ssl)", "")
+            .trim()
+            .to_string();
+        format!(
+            "{v} ({cores} process{}, sendfile, no access log; veth)",
+            if cores == 1 { "" } else { "es" }
+        )
+    }
+    fn check(&self) -> Result<(), String> {
+        which("lighttpd", "lighttpd")
+    }
+    fn start(&self, ctx: &StartCtx) -> Result<Instance, String> {
+        let dir = ctx.work.join("lighttpd");
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let d = dir.display().to_string();
+        let site = ctx.site.display().to_string();
+        let cores = ctx.cores;
+        start_kernel_server(ctx, "lighttpd", self.describe(cores), &|ip| {
+            let conf = dir.join("lighttpd.conf");
+            let workers = if cores > 1 {
+                format!("server.max-worker = {cores}\n")
+            } else {
+                String::new()
+            };
+            write(
+                &conf,
+                &format!(
+                    r#"server.document-root = "{site}"
+server.bind = "{ip}"
+server.port = 80
+server.pid-file = "{d}/lighttpd.pid"
+server.errorlog = "{d}/error.log"
+server.network-backend = "sendfile"
+server.max-connections = 16384
+server.max-fds = 65536
+server.max-keep-alive-requests = 10000000
+server.max-keep-alive-idle = 60
+server.listen-backlog = 8192
+server.stat-cache-engine = "simple"
+index-file.names = ("index.html")
+mimetype.assign = (".html" => "text/html", ".css" => "text/css", ".png" => "image/png", ".svg" => "image/svg+xml", ".txt" => "text/plain", "" => "application/octet-stream")
+{workers}"#
+                ),
+            )?;
+            Ok(vec![
+                "lighttpd".into(),
+                "-D".into(),
+                "-f".into(),
+                conf.display().to_string(),
+            ])
+        })
+    }
+}
+
+/// h2o from Debian, tuned for static files.
+pub struct H2o;
+
+impl ServerKind for H2o {
+    fn name(&self) -> &'static str {
+        "h2o"
+    }
+    fn describe(&self, cores: u32) -> String {
+        let v = version(&["h2o", "--version"]);
+        format!(
+            "{} ({cores} thread{}, no access log; veth)",
+            v.replace("h2o version ", "h2o/"),
+            if cores == 1 { "" } else { "s" }
+        )
+    }
+    fn check(&self) -> Result<(), String> {
+        which("h2o", "h2o")
+    }
+    fn start(&self, ctx: &StartCtx) -> Result<Instance, String> {
+        let dir = ctx.work.join("h2o");
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let d = dir.display().to_string();
+        let site = ctx.site.display().to_string();
+        let cores = ctx.cores;
+        start_kernel_server(ctx, "h2o", self.describe(cores), &|ip| {
+            let conf = dir.join("h2o.conf");
+            write(
+                &conf,
+                &format!(
+                    r#"listen:
+  host: {ip}
+  port: 80
+user: root
+num-threads: {cores}
+max-connections: 16384
+pid-file: {d}/h2o.pid
+error-log: {d}/error.log
+file.send-compressed: OFF
+http1-request-timeout: 60
+hosts:
+  "default":
+    paths:
+      "/":
+        file.dir: {site}
+"#
+                ),
+            )?;
+            Ok(vec!["h2o".into(), "-c".into(), conf.display().to_string()])
+        })
+    }
+}
+
+/// Checks that `sh` works and we are root (namespaces, TAP).
+pub fn preflight() -> Result<(), String> {
+    if !sys::is_root() {
+        return Err("bareweb bench needs root (network namespaces, TAP devices)".into());
+    }
+    sh(&["ip", "-V"]).map(|_| ())?;
+    which("curl", "curl")
+}

@@ -1,0 +1,23 @@
+//! bareweb's load generator and benchmark harness (std, Linux).
+//!
+//! - [`load`]: an http_load / httperf-style generator on one thread with epoll — rate
+//!   mode, parallel mode, connection per fetch or keep-alive, URL lists, Surge sessions —
+//!   reporting what http_load reports ([`report`]).
+//! - [`surge`]: the Surge workload model and the matching site generator.
+//! - [`http`]: the incremental HTTP/1.x response reader the generator checks framing with.
+//! - [`hist`]: fixed-size latency histograms; [`rng`]: seeded distributions.
+//! - [`bench`]: `bareweb bench`, the side-by-side harness (namespaces, servers under
+//!   test, interleaved runs, tables, plots, docs/performance.md).
+//! - [`sys`]: the Linux calls, the only `unsafe` of the crate.
+
+pub mod bench;
+pub mod hist;
+pub mod http;
+pub mod load;
+pub mod report;
+pub mod rng;
+pub mod surge;
+pub mod sys;
+
+pub use load::{parse_url, run, Expect, LoadConfig, Mode, Progress, Target, UrlEntry};
+pub use report::{ErrorKind, Report};

@@ -1,0 +1,970 @@
+//! The load generator's loop: one thread, non-blocking sockets, edge-triggered epoll.
+//!
+//! Every connection lives in a slot of a table allocated once at start (its write
+//! buffer, response parser and pipeline queue included), free slots and idle keep-alive
+//! connections sit on index stacks, and requests are copied from bytes built once per
+//! URL: nothing is allocated per request. Time comes from the monotonic clock (vDSO).
+//!
+//! Modes (as http_load and httperf):
+//! - parallel N: keep N fetches in flight;
+//! - rate R: begin R fetches per second, whatever the server does;
+//! - sessions R: R Surge sessions per second arrive (module [`crate::surge`]); each holds
+//!   one persistent connection, sends a burst of requests pipelined, reads the
+//!   responses, thinks, and so on.
+//!
+//! A run always ends: after `fetches` (or `sessions`) have been begun and finished, or
+//! when `seconds` have passed, whichever is first; fetches still in flight then are
+//! counted as unfinished. Every connect and every response must make progress within
+//! `timeout` or is counted as a timeout.
+
+use std::net::{SocketAddrV4, ToSocketAddrs};
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+use crate::hist::Histogram;
+use crate::http::{RespError, ResponseParser, Step};
+use crate::report::{ErrorKind, Report};
+use crate::rng::{Rng, Zipf};
+use crate::surge::{SurgeParams, MAX_BURST};
+use crate::sys;
+
+/// Where the server is.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub addr: SocketAddrV4,
+    /// Value of the Host header.
+    pub host: String,
+}
+
+/// What a response must carry to count as good (with `--verify`).
+#[derive(Clone, Debug)]
+pub struct Expect {
+    pub len: u64,
+    pub sha256: [u8; 32],
+}
+
+#[derive(Clone, Debug)]
+pub struct UrlEntry {
+    pub path: String,
+    pub expect: Option<Expect>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Mode {
+    Parallel(usize),
+    Rate(f64),
+    /// Surge sessions arriving at `rate` per second; the URL list is the file set in
+    /// popularity order.
+    Sessions {
+        rate: f64,
+        params: SurgeParams,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct LoadConfig {
+    pub target: Target,
+    pub urls: Vec<UrlEntry>,
+    pub mode: Mode,
+    /// Reuse connections (HTTP/1.1 persistent); otherwise one connection per fetch
+    /// (`Connection: close`). Sessions are always persistent.
+    pub keepalive: bool,
+    /// Most fetches to begin (parallel and rate modes).
+    pub fetches: u64,
+    /// Most sessions to begin (session mode).
+    pub sessions: u64,
+    /// Wall-time bound of the run.
+    pub seconds: f64,
+    /// Most time a connect, or a response, may go without progress.
+    pub timeout: f64,
+    /// Most connections open at once (slots).
+    pub max_conns: usize,
+    pub seed: u64,
+    pub expect_status: u16,
+    /// Call the progress callback this often.
+    pub progress_every: Option<Duration>,
+}
+
+impl LoadConfig {
+    pub fn new(target: Target, urls: Vec<UrlEntry>, mode: Mode) -> LoadConfig {
+        let max_conns = match &mode {
+            Mode::Parallel(n) => *n,
+            _ => 2048,
+        };
+        LoadConfig {
+            target,
+            urls,
+            mode,
+            keepalive: false,
+            fetches: 1_000_000,
+            sessions: 100_000,
+            seconds: 10.0,
+            timeout: 10.0,
+            max_conns,
+            seed: 1,
+            expect_status: 200,
+            progress_every: None,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        let conn = if self.keepalive {
+            "keep-alive"
+        } else {
+            "connection per fetch"
+        };
+        match &self.mode {
+            Mode::Parallel(n) => format!("parallel {n}, {conn}"),
+            Mode::Rate(r) => format!("rate {r}/s, {conn}"),
+            Mode::Sessions { rate, .. } => {
+                format!("surge sessions {rate}/s, persistent, pipelined bursts")
+            }
+        }
+    }
+}
+
+/// Splits `http://host[:port]/path` into a target and a path.
+pub fn parse_url(url: &str) -> Result<(Target, String), String> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("{url:?}: only http:// URLs are supported"))?;
+    let (hostport, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    if hostport.is_empty() {
+        return Err(format!("{url:?}: no host"));
+    }
+    let (host, port) = match hostport.rsplit_once(':') {
+        Some((h, p)) => (
+            h,
+            p.parse::<u16>()
+                .map_err(|_| format!("{url:?}: bad port {p:?}"))?,
+        ),
+        None => (hostport, 80),
+    };
+    let addr = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("{url:?}: cannot resolve {host:?}: {e}"))?
+        .find_map(|a| match a {
+            std::net::SocketAddr::V4(v4) => Some(v4),
+            _ => None,
+        })
+        .ok_or_else(|| format!("{url:?}: {host:?} has no IPv4 address"))?;
+    if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(format!("{url:?}: path has spaces or control characters"));
+    }
+    Ok((
+        Target {
+            addr,
+            host: hostport.to_string(),
+        },
+        path.to_string(),
+    ))
+}
+
+/// Progress shown while a run goes on.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub elapsed_secs: f64,
+    pub fetches: u64,
+    pub errors: u64,
+    pub open: u64,
+    /// Fetches per second over the last interval.
+    pub recent_rate: f64,
+    pub sessions: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    Free,
+    Connecting,
+    Sending,
+    Receiving,
+    /// Keep-alive connection with nothing in flight.
+    Idle,
+    /// Session between bursts; the connection may have been closed by the server.
+    Thinking,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Pending {
+    url: u32,
+    sent_at: u64,
+}
+
+struct Slot {
+    gen: u32,
+    fd: RawFd,
+    phase: Phase,
+    conn_start: u64,
+    wbuf: Vec<u8>,
+    woff: usize,
+    pending: [Pending; MAX_BURST],
+    p_head: usize,
+    p_len: usize,
+    parser: ResponseParser,
+    status: u16,
+    close_after: bool,
+    first_at: u64,
+    hasher: Sha256,
+    deadline: u64,
+    in_session: bool,
+    /// A response of this session failed its checks (the session then counts as failed).
+    session_bad: bool,
+    bursts_left: u32,
+    session_start: u64,
+}
+
+impl Slot {
+    fn new(wcap: usize) -> Slot {
+        Slot {
+            gen: 0,
+            fd: -1,
+            phase: Phase::Free,
+            conn_start: 0,
+            wbuf: Vec::with_capacity(wcap),
+            woff: 0,
+            pending: [Pending::default(); MAX_BURST],
+            p_head: 0,
+            p_len: 0,
+            parser: ResponseParser::new(),
+            status: 0,
+            close_after: false,
+            first_at: 0,
+            hasher: Sha256::new(),
+            deadline: u64::MAX,
+            in_session: false,
+            session_bad: false,
+            bursts_left: 0,
+            session_start: 0,
+        }
+    }
+}
+
+/// Counters and histograms of a run (everything but the slots).
+struct Ctx<'a> {
+    cfg: &'a LoadConfig,
+    /// Per URL: the request with keep-alive and with `Connection: close`.
+    req_keep: Vec<Vec<u8>>,
+    req_close: Vec<Vec<u8>>,
+    epoll: sys::Epoll,
+    rng: Rng,
+    zipf: Option<Zipf>,
+    timeout_ns: u64,
+    free: Vec<u32>,
+    idle: Vec<(u32, u32)>,
+    open: u64,
+    max_parallel: u64,
+    connections: u64,
+    in_flight: u64,
+    fetches_started: u64,
+    fetches: u64,
+    fetches_ok: u64,
+    bytes: u64,
+    errors: [u64; ErrorKind::ALL.len()],
+    status: Box<[u64; 600]>,
+    sessions_started: u64,
+    sessions_active: u64,
+    sessions_completed: u64,
+    sessions_failed: u64,
+    connect: Histogram,
+    first: Histogram,
+    response: Histogram,
+    session: Histogram,
+}
+
+fn token(i: usize, gen: u32) -> u64 {
+    (gen as u64) << 32 | i as u64
+}
+
+/// Runs a load and returns its report. `progress` is called every
+/// `cfg.progress_every` while it runs.
+pub fn run(cfg: &LoadConfig, progress: &mut dyn FnMut(&Progress)) -> Result<Report, String> {
+    if cfg.urls.is_empty() {
+        return Err("no URLs to fetch".into());
+    }
+    if cfg.urls.len() > u32::MAX as usize {
+        return Err("too many URLs".into());
+    }
+    let positive = |v: f64| v > 0.0 && v.is_finite();
+    if !positive(cfg.seconds) || !positive(cfg.timeout) {
+        return Err("seconds and timeout must be > 0".into());
+    }
+    match &cfg.mode {
+        Mode::Parallel(n) if *n == 0 => return Err("parallel must be >= 1".into()),
+        Mode::Rate(r) | Mode::Sessions { rate: r, .. } if !(*r > 0.0 && r.is_finite()) => {
+            return Err("rate must be > 0".into())
+        }
+        Mode::Sessions { params, .. } => params.check()?,
+        _ => {}
+    }
+    let nofile = sys::raise_nofile();
+    let max_conns = cfg.max_conns.max(1);
+    if max_conns as u64 + 16 > nofile {
+        return Err(format!(
+            "{max_conns} connections need more open files than the limit ({nofile}): raise it (ulimit -n) or lower --max-conns"
+        ));
+    }
+    let build = |path: &str, close: bool| {
+        format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: bareweb-load\r\n{}\r\n",
+            cfg.target.host,
+            if close { "Connection: close\r\n" } else { "" }
+        )
+        .into_bytes()
+    };
+    let req_keep: Vec<Vec<u8>> = cfg.urls.iter().map(|u| build(&u.path, false)).collect();
+    let req_close: Vec<Vec<u8>> = cfg.urls.iter().map(|u| build(&u.path, true)).collect();
+    let longest = req_close.iter().map(Vec::len).max().unwrap_or(0);
+    let wcap = longest * MAX_BURST;
+    let zipf = match &cfg.mode {
+        Mode::Sessions { params, .. } => Some(Zipf::new(cfg.urls.len(), params.zipf_alpha)),
+        _ => None,
+    };
+    let mut slots: Vec<Slot> = (0..max_conns).map(|_| Slot::new(wcap)).collect();
+    let mut ctx = Ctx {
+        cfg,
+        req_keep,
+        req_close,
+        epoll: sys::Epoll::new().map_err(|e| format!("epoll: {e}"))?,
+        rng: Rng::new(cfg.seed),
+        zipf,
+        timeout_ns: (cfg.timeout * 1e9) as u64,
+        free: (0..max_conns as u32).rev().collect(),
+        idle: Vec::with_capacity(max_conns),
+        open: 0,
+        max_parallel: 0,
+        connections: 0,
+        in_flight: 0,
+        fetches_started: 0,
+        fetches: 0,
+        fetches_ok: 0,
+        bytes: 0,
+        errors: [0; ErrorKind::ALL.len()],
+        status: Box::new([0; 600]),
+        sessions_started: 0,
+        sessions_active: 0,
+        sessions_completed: 0,
+        sessions_failed: 0,
+        connect: Histogram::new(),
+        first: Histogram::new(),
+        response: Histogram::new(),
+        session: Histogram::new(),
+    };
+    let mut rbuf = vec![0u8; 256 * 1024];
+    let mut events = vec![sys::empty_event(); 1024];
+
+    let cpu0 = sys::thread_cpu_secs();
+    let start = Instant::now();
+    let now_ns = || start.elapsed().as_nanos() as u64;
+    let end_ns = (cfg.seconds * 1e9) as u64;
+    let prog_ns = cfg.progress_every.map(|d| d.as_nanos() as u64);
+    let mut next_prog = prog_ns.unwrap_or(u64::MAX);
+    let mut prog_last = (0u64, 0u64);
+    let mut launched: u64 = 0;
+    let mut last_event = 0u64;
+    let mut next_scan = 0u64;
+    const SCAN_NS: u64 = 10_000_000;
+    let (limit, interval_ns) = match &cfg.mode {
+        Mode::Parallel(_) => (cfg.fetches, 0.0),
+        Mode::Rate(r) => (cfg.fetches, 1e9 / r),
+        Mode::Sessions { rate, .. } => (cfg.sessions, 1e9 / rate),
+    };
+    let mut timed_out = false;
+    loop {
+        let mut now = now_ns();
+        if now >= end_ns {
+            timed_out = true;
+            break;
+        }
+        // Begin what is due.
+        match &cfg.mode {
+            Mode::Parallel(n) => {
+                while launched < limit && ctx.in_flight < *n as u64 {
+                    launched += 1;
+                    launch_fetch(&mut ctx, &mut slots, now);
+                }
+            }
+            Mode::Rate(_) => {
+                while launched < limit && (launched as f64 * interval_ns) as u64 <= now {
+                    launched += 1;
+                    launch_fetch(&mut ctx, &mut slots, now);
+                }
+            }
+            Mode::Sessions { params, .. } => {
+                while launched < limit && (launched as f64 * interval_ns) as u64 <= now {
+                    launched += 1;
+                    launch_session(&mut ctx, &mut slots, params, now);
+                }
+            }
+        }
+        let busy = match cfg.mode {
+            Mode::Sessions { .. } => ctx.sessions_active,
+            _ => ctx.in_flight,
+        };
+        if launched >= limit && busy == 0 {
+            break;
+        }
+        if now >= next_scan {
+            scan(&mut ctx, &mut slots, now);
+            next_scan = now + SCAN_NS;
+        }
+        if now >= next_prog {
+            let p = Progress {
+                elapsed_secs: now as f64 / 1e9,
+                fetches: ctx.fetches,
+                errors: ctx.errors.iter().sum(),
+                open: ctx.open,
+                recent_rate: (ctx.fetches - prog_last.1) as f64 * 1e9
+                    / (now - prog_last.0).max(1) as f64,
+                sessions: ctx.sessions_completed,
+            };
+            progress(&p);
+            prog_last = (now, ctx.fetches);
+            next_prog = now + prog_ns.unwrap_or(u64::MAX / 2);
+        }
+        // Sleep until the next launch, scan, progress line or the end.
+        let mut wake = next_scan.min(end_ns).min(next_prog);
+        if launched < limit && interval_ns > 0.0 {
+            wake = wake.min((launched as f64 * interval_ns) as u64);
+        }
+        let timeout_ms = if wake <= now {
+            0
+        } else {
+            (wake - now).div_ceil(1_000_000).min(1000) as i32
+        };
+        let n = ctx
+            .epoll
+            .wait(&mut events, timeout_ms)
+            .map_err(|e| format!("epoll_wait: {e}"))?;
+        if n > 0 {
+            now = now_ns();
+        }
+        for ev in &events[..n] {
+            let (i, gen) = ((ev.u64 & 0xffff_ffff) as usize, (ev.u64 >> 32) as u32);
+            let Some(slot) = slots.get_mut(i) else {
+                continue;
+            };
+            if slot.gen != gen || slot.fd < 0 {
+                continue; // a stale event for a connection already closed
+            }
+            let flags = ev.events;
+            on_event(&mut ctx, slot, i, flags, &mut rbuf, now);
+            last_event = now;
+        }
+    }
+    let end = if timed_out {
+        end_ns
+    } else {
+        now_ns().max(last_event)
+    };
+    // Whatever is still in flight is unfinished; close everything.
+    let mut unfinished = 0;
+    for slot in slots.iter_mut() {
+        if matches!(
+            slot.phase,
+            Phase::Connecting | Phase::Sending | Phase::Receiving
+        ) {
+            unfinished += slot.p_len as u64;
+        }
+        if slot.fd >= 0 {
+            sys::close(slot.fd, true);
+            slot.fd = -1;
+        }
+    }
+    let cpu = sys::thread_cpu_secs() - cpu0;
+    let secs = end as f64 / 1e9;
+    let errors_total: u64 = ctx.errors.iter().sum();
+    let per_sec = |v: u64| if secs > 0.0 { v as f64 / secs } else { 0.0 };
+    Ok(Report {
+        mode: cfg.describe(),
+        elapsed_secs: secs,
+        fetches_started: ctx.fetches_started,
+        fetches: ctx.fetches,
+        fetches_ok: ctx.fetches_ok,
+        unfinished,
+        fetches_per_sec: per_sec(ctx.fetches),
+        bytes: ctx.bytes,
+        bytes_per_sec: per_sec(ctx.bytes),
+        bytes_per_fetch: if ctx.fetches > 0 {
+            ctx.bytes as f64 / ctx.fetches as f64
+        } else {
+            0.0
+        },
+        connect: ctx.connect.summary(),
+        first_response: ctx.first.summary(),
+        response: ctx.response.summary(),
+        connections: ctx.connections,
+        max_parallel: ctx.max_parallel,
+        timeouts: ErrorKind::ALL
+            .iter()
+            .filter(|k| k.is_timeout())
+            .map(|k| ctx.errors[*k as usize])
+            .sum(),
+        errors_total,
+        errors: ErrorKind::ALL
+            .iter()
+            .filter(|k| ctx.errors[**k as usize] > 0)
+            .map(|k| (k.name().to_string(), ctx.errors[*k as usize]))
+            .collect(),
+        status: (0..600u16)
+            .filter(|c| ctx.status[*c as usize] > 0)
+            .map(|c| (c, ctx.status[c as usize]))
+            .collect(),
+        sessions_started: ctx.sessions_started,
+        sessions_completed: ctx.sessions_completed,
+        sessions_failed: ctx.sessions_failed,
+        sessions_per_sec: per_sec(ctx.sessions_completed),
+        session: ctx.session.summary(),
+        client_cpu_secs: cpu,
+        client_cpu_us_per_fetch: if ctx.fetches > 0 {
+            cpu * 1e6 / ctx.fetches as f64
+        } else {
+            0.0
+        },
+        client_cpu_utilisation: if secs > 0.0 { cpu / secs } else { 0.0 },
+    })
+}
+
+/// Queues request `url` on `slot` (its write buffer and pipeline queue).
+fn queue(ctx: &Ctx, slot: &mut Slot, url: u32) {
+    let close = !ctx.cfg.keepalive && !slot.in_session;
+    let req = if close {
+        &ctx.req_close[url as usize]
+    } else {
+        &ctx.req_keep[url as usize]
+    };
+    slot.wbuf.extend_from_slice(req);
+    let at = (slot.p_head + slot.p_len) % MAX_BURST;
+    slot.pending[at] = Pending { url, sent_at: 0 };
+    slot.p_len += 1;
+}
+
+/// Takes a free slot and starts connecting it; `None` when every slot is busy.
+fn open_slot(ctx: &mut Ctx, slots: &mut [Slot]) -> Option<usize> {
+    let i = ctx.free.pop()? as usize;
+    let slot = &mut slots[i];
+    slot.gen = slot.gen.wrapping_add(1);
+    slot.wbuf.clear();
+    slot.woff = 0;
+    slot.p_head = 0;
+    slot.p_len = 0;
+    slot.in_session = false;
+    slot.phase = Phase::Connecting;
+    Some(i)
+}
+
+/// Connects `slot` (which has requests queued); on failure counts errors and frees it.
+fn connect(ctx: &mut Ctx, slots: &mut [Slot], i: usize, now: u64) {
+    let slot = &mut slots[i];
+    slot.conn_start = now;
+    slot.phase = Phase::Connecting;
+    slot.deadline = now + ctx.timeout_ns;
+    match sys::connect(ctx.cfg.target.addr) {
+        Ok(c) => {
+            let fd = match c {
+                sys::Connect::Done(fd) | sys::Connect::Pending(fd) => fd,
+            };
+            slot.fd = fd;
+            ctx.connections += 1;
+            ctx.open += 1;
+            ctx.max_parallel = ctx.max_parallel.max(ctx.open);
+            if let Err(e) = ctx.epoll.add(fd, token(i, slot.gen)) {
+                eprintln!("bareweb load: epoll_ctl: {e}");
+                fail(ctx, slot, i, ErrorKind::ConnectFailed, now);
+            }
+            // Writability (or an error) is reported by epoll even if already connected.
+        }
+        Err(e) => {
+            let kind = if e.raw_os_error() == Some(libc::ECONNREFUSED) {
+                ErrorKind::Refused
+            } else {
+                ErrorKind::ConnectFailed
+            };
+            fail(ctx, slot, i, kind, now);
+        }
+    }
+}
+
+fn launch_fetch(ctx: &mut Ctx, slots: &mut [Slot], now: u64) {
+    let url = if ctx.cfg.urls.len() == 1 {
+        0
+    } else {
+        ctx.rng.below(ctx.cfg.urls.len() as u64) as u32
+    };
+    ctx.fetches_started += 1;
+    ctx.in_flight += 1;
+    // Reuse an idle keep-alive connection when there is one.
+    while let Some((i, gen)) = ctx.idle.pop() {
+        let slot = &mut slots[i as usize];
+        if slot.gen == gen && slot.phase == Phase::Idle && slot.fd >= 0 {
+            slot.wbuf.clear();
+            slot.woff = 0;
+            queue(ctx, slot, url);
+            start_send(ctx, slot, i as usize, now);
+            return;
+        }
+    }
+    let Some(i) = open_slot(ctx, slots) else {
+        ctx.errors[ErrorKind::NoSlot as usize] += 1;
+        ctx.in_flight -= 1;
+        return;
+    };
+    queue(ctx, &mut slots[i], url);
+    connect(ctx, slots, i, now);
+}
+
+fn plan_burst(ctx: &mut Ctx, slot: &mut Slot, params: &SurgeParams) {
+    slot.wbuf.clear();
+    slot.woff = 0;
+    slot.p_head = 0;
+    slot.p_len = 0;
+    let k = params.draw_burst(&mut ctx.rng);
+    for _ in 0..k {
+        let url = match &ctx.zipf {
+            Some(z) => z.sample(&mut ctx.rng) as u32,
+            None => 0,
+        };
+        queue(ctx, slot, url);
+        ctx.fetches_started += 1;
+        ctx.in_flight += 1;
+    }
+}
+
+fn launch_session(ctx: &mut Ctx, slots: &mut [Slot], params: &SurgeParams, now: u64) {
+    ctx.sessions_started += 1;
+    let Some(i) = open_slot(ctx, slots) else {
+        ctx.errors[ErrorKind::NoSlot as usize] += 1;
+        ctx.sessions_failed += 1;
+        return;
+    };
+    ctx.sessions_active += 1;
+    let slot = &mut slots[i];
+    slot.in_session = true;
+    slot.session_bad = false;
+    slot.session_start = now;
+    slot.bursts_left = params.draw_bursts(&mut ctx.rng);
+    plan_burst(ctx, slot, params);
+    connect(ctx, slots, i, now);
+}
+
+fn start_send(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
+    slot.phase = Phase::Sending;
+    for k in 0..slot.p_len {
+        slot.pending[(slot.p_head + k) % MAX_BURST].sent_at = now;
+    }
+    begin_response(ctx, slot);
+    slot.deadline = now + ctx.timeout_ns;
+    flush(ctx, slot, i, now);
+}
+
+fn begin_response(ctx: &Ctx, slot: &mut Slot) {
+    slot.parser.reset();
+    slot.status = 0;
+    slot.first_at = 0;
+    if ctx.cfg.urls[slot.pending[slot.p_head].url as usize]
+        .expect
+        .is_some()
+    {
+        slot.hasher = Sha256::new();
+    }
+}
+
+/// Writes what is left of the write buffer.
+fn flush(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
+    while slot.woff < slot.wbuf.len() {
+        match sys::write(slot.fd, &slot.wbuf[slot.woff..]) {
+            Ok(n) => slot.woff += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => {
+                fail(ctx, slot, i, ErrorKind::Reset, now);
+                return;
+            }
+        }
+    }
+    slot.phase = Phase::Receiving;
+}
+
+fn on_event(ctx: &mut Ctx, slot: &mut Slot, i: usize, flags: u32, rbuf: &mut [u8], now: u64) {
+    if slot.phase == Phase::Connecting {
+        if flags & (sys::OUT | sys::ERR | sys::HUP) == 0 {
+            return;
+        }
+        let err = sys::so_error(slot.fd);
+        if err != 0 {
+            let kind = if err == libc::ECONNREFUSED {
+                ErrorKind::Refused
+            } else {
+                ErrorKind::ConnectFailed
+            };
+            fail(ctx, slot, i, kind, now);
+            return;
+        }
+        ctx.connect.record(now - slot.conn_start);
+        start_send(ctx, slot, i, now);
+        if slot.fd < 0 {
+            return;
+        }
+    } else if slot.phase == Phase::Sending && flags & sys::OUT != 0 {
+        flush(ctx, slot, i, now);
+        if slot.fd < 0 {
+            return;
+        }
+    }
+    if flags & (sys::IN | sys::RDHUP | sys::HUP | sys::ERR) != 0 {
+        read_all(ctx, slot, i, rbuf, now);
+    }
+}
+
+/// Reads until the socket would block, feeding the parser.
+fn read_all(ctx: &mut Ctx, slot: &mut Slot, i: usize, rbuf: &mut [u8], now: u64) {
+    loop {
+        if slot.fd < 0 {
+            return;
+        }
+        let n = match sys::read(slot.fd, rbuf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => {
+                if slot.p_len > 0 && matches!(slot.phase, Phase::Sending | Phase::Receiving) {
+                    fail(ctx, slot, i, ErrorKind::Reset, now);
+                } else {
+                    close_conn(ctx, slot, i, true);
+                }
+                return;
+            }
+        };
+        if n == 0 {
+            on_eof(ctx, slot, i, now);
+            return;
+        }
+        let mut data = &rbuf[..n];
+        slot.deadline = now + ctx.timeout_ns;
+        while !data.is_empty() {
+            if slot.p_len == 0 || !matches!(slot.phase, Phase::Sending | Phase::Receiving) {
+                fail(ctx, slot, i, ErrorKind::ExtraBytes, now);
+                return;
+            }
+            if slot.first_at == 0 {
+                slot.first_at = now.max(1);
+            }
+            match slot.parser.feed(data) {
+                Err(e) => {
+                    fail(ctx, slot, i, resp_error_kind(e), now);
+                    return;
+                }
+                Ok(Step::NeedMore) => data = &[],
+                Ok(Step::Interim { consumed }) => data = &data[consumed..],
+                Ok(Step::Head { consumed, head }) => {
+                    slot.status = head.status;
+                    slot.close_after = head.close;
+                    data = &data[consumed..];
+                }
+                Ok(Step::Body {
+                    consumed,
+                    data: body,
+                }) => {
+                    if ctx.cfg.urls[slot.pending[slot.p_head].url as usize]
+                        .expect
+                        .is_some()
+                    {
+                        slot.hasher.update(body);
+                    }
+                    data = &data[consumed..];
+                }
+                Ok(Step::Done { consumed }) => data = &data[consumed..],
+            }
+            if slot.parser.is_done() {
+                complete(ctx, slot, i, now);
+                if slot.fd < 0 {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn on_eof(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
+    if slot.p_len == 0 || !matches!(slot.phase, Phase::Sending | Phase::Receiving) {
+        // The server closed an idle connection: fine.
+        close_conn(ctx, slot, i, false);
+        return;
+    }
+    match slot.parser.eof() {
+        Ok(()) => {
+            // A close-delimited body ended; `complete` closes our side and fails any
+            // request still pipelined behind it.
+            slot.close_after = true;
+            complete(ctx, slot, i, now);
+        }
+        Err(e) => fail(ctx, slot, i, resp_error_kind(e), now),
+    }
+}
+
+fn resp_error_kind(e: RespError) -> ErrorKind {
+    match e {
+        RespError::BadHead | RespError::HeadTooLong => ErrorKind::BadHead,
+        RespError::BadLength | RespError::BadChunk => ErrorKind::BadFraming,
+        RespError::Truncated => ErrorKind::Truncated,
+        RespError::NoResponse => ErrorKind::NoResponse,
+    }
+}
+
+/// One response arrived in full: account for it and decide what the connection does next.
+fn complete(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
+    let p = slot.pending[slot.p_head];
+    slot.p_head = (slot.p_head + 1) % MAX_BURST;
+    slot.p_len -= 1;
+    ctx.in_flight -= 1;
+    ctx.fetches += 1;
+    let body = slot.parser.body_bytes;
+    ctx.bytes += body;
+    ctx.status[(slot.status as usize).min(599)] += 1;
+    ctx.first.record(slot.first_at.saturating_sub(p.sent_at));
+    ctx.response.record(now.saturating_sub(p.sent_at));
+    let expect = &ctx.cfg.urls[p.url as usize].expect;
+    let verdict = if slot.status != ctx.cfg.expect_status {
+        Some(ErrorKind::BadStatus)
+    } else if let Some(x) = expect {
+        if x.len != body {
+            Some(ErrorKind::LengthMismatch)
+        } else if slot.hasher.finalize_reset().as_slice() != x.sha256 {
+            Some(ErrorKind::Sha256Mismatch)
+        } else {
+            None
+        }
+    } else {
+        None
+    };
+    match verdict {
+        Some(k) => {
+            ctx.errors[k as usize] += 1;
+            slot.session_bad |= slot.in_session;
+        }
+        None => ctx.fetches_ok += 1,
+    }
+    if slot.p_len > 0 {
+        if slot.close_after {
+            fail(ctx, slot, i, ErrorKind::NoResponse, now);
+            return;
+        }
+        begin_response(ctx, slot);
+        return;
+    }
+    // Nothing more in flight on this connection.
+    let keep = !slot.close_after && (ctx.cfg.keepalive || slot.in_session);
+    if slot.in_session {
+        slot.bursts_left = slot.bursts_left.saturating_sub(1);
+        if slot.bursts_left == 0 || slot.session_bad {
+            if slot.session_bad {
+                ctx.sessions_failed += 1;
+            } else {
+                ctx.sessions_completed += 1;
+                ctx.session.record(now - slot.session_start);
+            }
+            ctx.sessions_active -= 1;
+            slot.in_session = false;
+            close_conn(ctx, slot, i, false);
+            return;
+        }
+        let Mode::Sessions { params, .. } = &ctx.cfg.mode else {
+            return;
+        };
+        let think = params.draw_think(&mut ctx.rng);
+        if !keep {
+            release_fd(ctx, slot);
+        }
+        slot.phase = Phase::Thinking;
+        slot.deadline = now + (think * 1e9) as u64;
+        return;
+    }
+    if keep {
+        slot.phase = Phase::Idle;
+        slot.deadline = u64::MAX;
+        ctx.idle.push((i as u32, slot.gen));
+    } else {
+        close_conn(ctx, slot, i, false);
+    }
+}
+
+/// A session wakes from thinking: the next burst, on the same connection if it is open.
+fn wake(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) -> bool {
+    let Mode::Sessions { params, .. } = &ctx.cfg.mode else {
+        return false;
+    };
+    plan_burst(ctx, slot, params);
+    if slot.fd >= 0 {
+        start_send(ctx, slot, i, now);
+        false
+    } else {
+        true // needs a new connection
+    }
+}
+
+/// Fails every fetch in flight on `slot` with `kind` and closes the connection.
+fn fail(ctx: &mut Ctx, slot: &mut Slot, i: usize, kind: ErrorKind, _now: u64) {
+    let n = slot.p_len.max(1) as u64;
+    ctx.errors[kind as usize] += n;
+    ctx.in_flight -= slot.p_len as u64;
+    slot.p_len = 0;
+    if slot.in_session {
+        slot.in_session = false;
+        ctx.sessions_active -= 1;
+        ctx.sessions_failed += 1;
+    }
+    close_conn(ctx, slot, i, true);
+}
+
+fn release_fd(ctx: &mut Ctx, slot: &mut Slot) {
+    if slot.fd >= 0 {
+        sys::close(slot.fd, false);
+        slot.fd = -1;
+        ctx.open -= 1;
+    }
+}
+
+/// Closes the connection and frees the slot (unless a session still owns it).
+fn close_conn(ctx: &mut Ctx, slot: &mut Slot, i: usize, abort: bool) {
+    if slot.fd >= 0 {
+        sys::close(slot.fd, abort);
+        slot.fd = -1;
+        ctx.open -= 1;
+    }
+    if slot.in_session {
+        // The server closed a session's idle connection: reconnect at the next burst.
+        slot.phase = Phase::Thinking;
+        return;
+    }
+    slot.phase = Phase::Free;
+    slot.p_len = 0;
+    slot.deadline = u64::MAX;
+    slot.gen = slot.gen.wrapping_add(1);
+    ctx.free.push(i as u32);
+}
+
+/// Timeouts and session wake-ups.
+fn scan(ctx: &mut Ctx, slots: &mut [Slot], now: u64) {
+    for i in 0..slots.len() {
+        if slots[i].deadline > now {
+            continue;
+        }
+        match slots[i].phase {
+            Phase::Connecting => fail(ctx, &mut slots[i], i, ErrorKind::ConnectTimeout, now),
+            Phase::Sending | Phase::Receiving => {
+                fail(ctx, &mut slots[i], i, ErrorKind::ResponseTimeout, now)
+            }
+            Phase::Thinking => {
+                if wake(ctx, &mut slots[i], i, now) {
+                    slots[i].gen = slots[i].gen.wrapping_add(1);
+                    connect(ctx, slots, i, now);
+                }
+            }
+            Phase::Free | Phase::Idle => slots[i].deadline = u64::MAX,
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! `cargo xtask test` stage (alone: `cargo xtask bench-smoke`): `bareweb bench --smoke`
+//! end to end (namespaces, TAP, bareweb, nginx, lighttpd, h2o), then checks that it
+//! produced the table with the ratio to nginx and at least one PNG, and that no server
+//! sent a wrong body, status or framing. Needs root; under CI=true it fails rather than
+//! skips.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::{in_ci, is_root, run};
+
+/// Debian packages the smoke bench needs: the servers it compares and a font for the plots.
+pub const APT_PACKAGES: &[&str] = &["nginx", "lighttpd", "h2o", "fonts-dejavu-core", "procps"];
+
+pub fn bench_smoke() -> Result<(), String> {
+    if !is_root() {
+        if in_ci() {
+            return Err("bench smoke needs root (netns, TAP); CI must run as root".into());
+        }
+        eprintln!("note: not root: skipping `bareweb bench --smoke`; run as root to include it");
+        return Ok(());
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    run(Command::new(cargo).args(["build", "--release", "-p", "bareweb"]))?;
+    let out = Path::new("target/bench-smoke");
+    if out.exists() {
+        std::fs::remove_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    }
+    run(Command::new("target/release/bareweb")
+        .args(["bench", "--smoke", "--out"])
+        .arg(out))?;
+    let report = std::fs::read_to_string(out.join("report.md"))
+        .map_err(|e| format!("bench smoke wrote no report.md: {e}"))?;
+    // A data row of nginx's own ratio is "1.00×"; another server's row has a number too.
+    let rows: Vec<&str> = report
+        .lines()
+        .filter(|l| l.starts_with("| /sz/") || l.starts_with("| surge"))
+        .collect();
+    let ratio_rows = rows
+        .iter()
+        .filter(|l| {
+            !l.contains("| nginx |") && l.split('|').nth(5).is_some_and(|c| c.trim().ends_with('×'))
+        })
+        .count();
+    if !report.contains("vs nginx") || ratio_rows == 0 {
+        return Err(format!(
+            "bench smoke: no table with ratios to nginx in {}/report.md",
+            out.display()
+        ));
+    }
+    let pngs = std::fs::read_dir(out)
+        .map_err(|e| e.to_string())?
+        .flatten()
+        .filter(|e| {
+            e.path().extension().is_some_and(|x| x == "png")
+                && std::fs::read(e.path())
+                    .is_ok_and(|b| b.starts_with(b"\x89PNG\r\n\x1a\n") && b.len() > 1000)
+        })
+        .count();
+    if pngs == 0 {
+        return Err(format!("bench smoke: no PNG in {}", out.display()));
+    }
+    // Every body was checked (the smoke scenario sets verify): a wrong byte, a wrong
+    // length, a bad status or broken framing from any server fails the stage. Timeouts
+    // and `no_slot` are load effects on a shared machine and only reported.
+    const WRONG: &[&str] = &[
+        "\"sha256_mismatch\"",
+        "\"length_mismatch\"",
+        "\"bad_status\"",
+        "\"bad_head\"",
+        "\"bad_framing\"",
+        "\"extra_bytes\"",
+        "\"truncated\"",
+    ];
+    let mut runs = 0;
+    for e in std::fs::read_dir(out.join("runs"))
+        .map_err(|e| format!("bench smoke: no runs/: {e}"))?
+        .flatten()
+    {
+        let text = std::fs::read_to_string(e.path())
+            .map_err(|x| format!("{}: {x}", e.path().display()))?;
+        runs += 1;
+        if let Some(w) = WRONG.iter().find(|w| text.contains(*w)) {
+            return Err(format!(
+                "bench smoke: {} has {w} errors: a server answered wrongly",
+                e.path().display()
+            ));
+        }
+    }
+    if runs == 0 {
+        return Err("bench smoke: no client reports in runs/".into());
+    }
+    eprintln!("bench smoke: report with {ratio_rows} rows compared to nginx, {pngs} PNGs, {runs} runs with every body checked");
+    Ok(())
+}
