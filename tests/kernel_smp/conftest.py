@@ -101,7 +101,15 @@ class Kernel:
         self.proc = subprocess.Popen(self.ns.cmd("timeout", "-s", "KILL", QEMU_LIMIT, *args),
                                      stdout=self.stderr, stderr=subprocess.STDOUT)
         if wait:
-            self.wait_ready()
+            try:
+                self.wait_ready()
+            except BaseException:
+                # No caller holds this object yet: stop QEMU and remove the namespace here
+                # (the logs stay in /tmp for a look).
+                self.stop()
+                self.ns.close()
+                self.stderr.close()
+                raise
 
     def log(self):
         try:
