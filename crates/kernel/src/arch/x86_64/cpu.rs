@@ -8,10 +8,10 @@ static PAUSE: AtomicBool = AtomicBool::new(false);
 
 /// Decides once, on the boot CPU, how [`relax`] waits: `pause` on a bare machine, nothing
 /// under a hypervisor (CPUID.1:ECX bit 31), where PAUSE costs more than it saves: QEMU's
-/// TCG ends the translated block at every PAUSE and takes its global lock to go round
-/// its loop (spinning cores then starve QEMU's I/O thread and cores waking from INIT,
-/// seen as an AP that did not start within 2 s), and KVM turns tight PAUSE loops into
-/// pause-loop exits. Returns whether PAUSE is used.
+/// TCG implements it by leaving the translated code (`helper_pause` → `cpu_loop_exit`),
+/// and its multi-threaded vCPU loop then takes QEMU's global lock before going round, so
+/// spinning cores would keep taking the lock QEMU's I/O thread and waking vCPUs need;
+/// KVM turns tight PAUSE loops into pause-loop exits. Returns whether PAUSE is used.
 pub fn init_relax() -> bool {
     let bare = cpuid(1, 0).2 & (1 << 31) == 0;
     PAUSE.store(bare, Ordering::Relaxed);
