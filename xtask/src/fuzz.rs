@@ -28,6 +28,7 @@ pub const TARGETS: &[&str] = &[
     // The bare-machine kernel's parsers.
     "kernel_cmdline",
     "kernel_multiboot2",
+    "kernel_madt",
     // The load generator's response reader (crates/loadgen/src/http.rs).
     "http_response",
 ];

@@ -182,6 +182,7 @@ fn test() -> Result<(), String> {
     smp::loom_ring(&cargo)?;
     system_tests(&cargo)?;
     kernel::tests()?;
+    smp::kernel_tests()?;
     // Every parser and the whole server under the fuzzer, briefly (BAREWEB_FUZZ_SECS per
     // target, default 20); `cargo xtask fuzz 600` digs deeper.
     let secs = std::env::var("BAREWEB_FUZZ_SECS")

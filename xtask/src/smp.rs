@@ -1,8 +1,9 @@
-//! Stages of `cargo xtask test` owned by issue 4 (many cores): the ring's loom model test.
+//! Stages of `cargo xtask test` owned by issue 4 (many cores): the ring's loom model test
+//! and the many-core kernel tests (tests/kernel_smp: `bareweb run --smp 1/2/4` under QEMU).
 
 use std::process::Command;
 
-use crate::run;
+use crate::{in_ci, is_root, run};
 
 /// Runs the ring's loom model (`cfg(loom)`) in its own target directory, so the changed
 /// RUSTFLAGS do not invalidate the main build.
@@ -18,4 +19,28 @@ pub fn loom_ring(cargo: &str) -> Result<(), String> {
         ])
         .env("RUSTFLAGS", "--cfg loom")
         .env("CARGO_TARGET_DIR", "target/loom"))
+}
+
+/// tests/kernel_smp: the kernel on 1, 2 and 4 cores in both modes, under QEMU on TAPs in
+/// network namespaces (root). Needs the release binary (built by the system-test stage).
+pub fn kernel_tests() -> Result<(), String> {
+    if !is_root() {
+        if in_ci() {
+            return Err(
+                "many-core kernel tests need root (netns, TAP); CI must run as root".into(),
+            );
+        }
+        eprintln!(
+            "note: not root: skipping the many-core kernel tests (tests/kernel_smp); run as root to include them"
+        );
+        return Ok(());
+    }
+    run(Command::new("python3").args([
+        "-m",
+        "pytest",
+        "-v",
+        "-p",
+        "no:cacheprovider",
+        "tests/kernel_smp",
+    ]))
 }

@@ -46,9 +46,21 @@ pub struct RunArgs {
     /// NIC model.
     #[arg(long, value_enum, default_value_t = NicModel::Virtio)]
     pub nic: NicModel,
-    /// Virtual CPUs (passed to QEMU; the kernel uses one core until issue 4).
+    /// Virtual CPUs (QEMU -smp); the kernel serves on every one of them (see --mode).
     #[arg(long, default_value_t = 1)]
     pub smp: u32,
+    /// How the cores share the NIC: `perqueue` (a virtio-net queue pair and a server per
+    /// core; needs --nic virtio and a TAP that can be multi-queue; the default when it
+    /// can) or `netcore` (the papers' design: core 0 owns the NIC and hands connections to
+    /// HTTP cores round robin; the default otherwise).
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Network-core mode: core 0 serves HTTP too.
+    #[arg(long)]
+    pub bsp_http: bool,
+    /// Do not answer /.well-known/bareweb/ (HTML) and /.well-known/bareweb/stats (JSON).
+    #[arg(long)]
+    pub no_stats_page: bool,
     /// Guest memory (QEMU -m syntax).
     #[arg(long, default_value = "256M")]
     pub mem: String,
@@ -103,6 +115,12 @@ pub enum Machine {
     Qboot,
     Pc,
     Q35,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum ModeArg {
+    Netcore,
+    Perqueue,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
@@ -165,6 +183,19 @@ pub fn qemu_args(
         "ip={ip}/{prefix} gw={} port={} sched={} tcbs={}",
         a.gw, a.port, a.sched, a.tcbs
     );
+    let plan = cores_plan(a)?;
+    if let Some(m) = a.mode {
+        cmdline.push_str(match m {
+            ModeArg::Netcore => " mode=netcore",
+            ModeArg::Perqueue => " mode=perqueue",
+        });
+    }
+    if a.bsp_http {
+        cmdline.push_str(" bsp_http=on");
+    }
+    if a.no_stats_page {
+        cmdline.push_str(" stats_page=off");
+    }
     if !a.log.is_empty() {
         cmdline.push_str(&format!(" log={}", a.log));
     }
@@ -180,6 +211,10 @@ pub fn qemu_args(
         "-display",
         "none",
         "-no-reboot",
+        // Threads named "CPU n/TCG" (or /KVM), "worker"...: `top -H` and the benchmarks
+        // see which of QEMU's threads is busy.
+        "-name",
+        "bareweb,debug-threads=on",
     ] {
         push(s);
     }
@@ -254,8 +289,12 @@ pub fn qemu_args(
         if ifname.is_empty() || ifname.len() > 15 || ifname.contains(',') {
             return Err(format!("bad TAP name {ifname:?}"));
         }
+        let queues = match plan.queues {
+            1 => String::new(),
+            n => format!(",queues={n}"),
+        };
         push(&format!(
-            "tap,id=n0,ifname={ifname},script=no,downscript=no,vhost=off"
+            "tap,id=n0,ifname={ifname},script=no,downscript=no,vhost=off{queues}"
         ));
     } else {
         return Err(format!("--net must be user or tap:IFNAME, not {:?}", a.net));
@@ -267,12 +306,109 @@ pub fn qemu_args(
         }
         None => String::new(),
     };
+    let mq = match plan.queues {
+        1 => String::new(),
+        // MSI-X vectors for every queue, the control queue and configuration changes
+        // (QEMU's recommendation; the kernel polls and uses none).
+        n => format!(",mq=on,vectors={}", 2 * n + 2),
+    };
     push("-device");
     match a.nic {
-        NicModel::Virtio => push(&format!("virtio-net-pci,netdev=n0,rx_queue_size=1024{mac}")),
+        NicModel::Virtio => push(&format!(
+            "virtio-net-pci,netdev=n0,rx_queue_size=1024{mac}{mq}"
+        )),
         NicModel::E1000 => push(&format!("e1000,netdev=n0{mac}")),
     }
     Ok(v)
+}
+
+/// How the kernel's cores will share the NIC, as far as the host decides it: the number
+/// of queue pairs QEMU gives the device, and why.
+pub struct CoresPlan {
+    /// Queue pairs (1: one queue; the kernel then runs network-core mode on several cores).
+    pub queues: u32,
+    /// What the user is told.
+    pub note: String,
+}
+
+/// What the TAP `ifname` is: missing (QEMU creates it, with as many queues as it is
+/// given), or existing with or without IFF_MULTI_QUEUE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TapKind {
+    Missing,
+    SingleQueue,
+    MultiQueue,
+}
+
+fn tap_kind(ifname: &str) -> TapKind {
+    const IFF_MULTI_QUEUE: u32 = 0x0100;
+    match std::fs::read_to_string(format!("/sys/class/net/{ifname}/tun_flags")) {
+        Ok(f) => match u32::from_str_radix(f.trim().trim_start_matches("0x"), 16) {
+            Ok(v) if v & IFF_MULTI_QUEUE != 0 => TapKind::MultiQueue,
+            _ => TapKind::SingleQueue,
+        },
+        Err(_) if Path::new(&format!("/sys/class/net/{ifname}")).exists() => TapKind::SingleQueue,
+        Err(_) => TapKind::Missing,
+    }
+}
+
+/// The cores plan for `a` (errors for impossible combinations).
+pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
+    if a.smp == 0 || a.smp > 32 {
+        return Err("--smp must be in 1..=32 (the kernel uses at most 32 cores)".into());
+    }
+    if a.bsp_http && a.mode != Some(ModeArg::Netcore) {
+        return Err("--bsp-http only applies to --mode netcore".into());
+    }
+    if a.smp == 1 && a.mode.is_some() {
+        return Err("--mode needs --smp 2 or more".into());
+    }
+    let tap = a.net.strip_prefix("tap:").map(tap_kind);
+    // QEMU opens a multi-queue TAP only with queues >= 2 (IFF_MULTI_QUEUE is set only
+    // then); a kernel that uses fewer pairs leaves the others off and QEMU detaches their
+    // TAP queues, so everything arrives on the pairs in use.
+    let min_queues = if a.nic == NicModel::Virtio && tap == Some(TapKind::MultiQueue) {
+        2
+    } else {
+        1
+    };
+    if a.smp == 1 {
+        return Ok(CoresPlan {
+            queues: min_queues,
+            note: "one core".into(),
+        });
+    }
+    let why_not = match (a.nic, tap) {
+        (NicModel::E1000, _) => Some("the e1000 has one queue".to_string()),
+        (NicModel::Virtio, None) => {
+            Some("QEMU user networking gives the NIC one queue".to_string())
+        }
+        (NicModel::Virtio, Some(TapKind::SingleQueue)) => Some(format!(
+            "TAP {} is single-queue (create it with `ip tuntap add NAME mode tap multi_queue`)",
+            a.net.trim_start_matches("tap:")
+        )),
+        _ => None,
+    };
+    match (a.mode, why_not) {
+        (Some(ModeArg::Netcore), _) => Ok(CoresPlan {
+            queues: min_queues,
+            note: format!("{} cores, network-core mode (asked for)", a.smp),
+        }),
+        (Some(ModeArg::Perqueue), Some(why)) => {
+            Err(format!("--mode perqueue needs a queue per core, but {why}"))
+        }
+        (_, None) => Ok(CoresPlan {
+            queues: a.smp,
+            note: format!(
+                "{} cores, per-queue mode: virtio-net with {} queue pairs",
+                a.smp, a.smp
+            ),
+        }),
+        (None, Some(why)) => Ok(CoresPlan {
+            queues: 1,
+            note: format!("{} cores, network-core mode, because {why}", a.smp),
+        }),
+    }
 }
 
 /// A private temporary directory, removed on drop.
@@ -321,6 +457,9 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     let args = qemu_args(&a, accel, &kernel, &image)?;
     if a.dry_run {
         eprintln!("bareweb: accel {why}");
+        if a.smp > 1 {
+            eprintln!("bareweb: {}", cores_plan(&a)?.note);
+        }
         println!("{} {}", a.qemu, shell_words(&args));
         return Ok(ExitCode::SUCCESS);
     }
@@ -337,7 +476,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
         a.nic
     );
     if a.smp > 1 {
-        eprintln!("bareweb: note: --smp {} gives QEMU {} CPUs, but the kernel serves on one core (multi-core is issue 4)", a.smp, a.smp);
+        eprintln!("bareweb: {}", cores_plan(&a)?.note);
     }
     let (ip, _) = parse_cidr(&a.ip)?;
     if a.net == "user" {
@@ -446,4 +585,80 @@ fn shell_words(args: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn args(words: &[&str]) -> RunArgs {
+        let mut v = vec!["bareweb", "site"];
+        v.extend_from_slice(words);
+        Cli::parse_from(v).run
+    }
+
+    fn qemu(words: &[&str]) -> Result<String, String> {
+        let a = args(words);
+        qemu_args(&a, Accel::Tcg, Path::new("k"), Path::new("s")).map(|v| v.join(" "))
+    }
+
+    #[test]
+    fn cores_and_modes_reach_qemu_and_the_kernel() {
+        // One core: nothing new.
+        let one = qemu(&["--machine", "pc"]).unwrap();
+        assert!(one.contains("-smp 1") && !one.contains("queues=") && !one.contains("mode="));
+        // A TAP that does not exist yet: QEMU creates it multi-queue; per-queue by default.
+        let pq = qemu(&["--machine", "pc", "--smp", "4", "--net", "tap:bwm-none0"]).unwrap();
+        assert!(pq.contains("vhost=off,queues=4"), "{pq}");
+        assert!(pq.contains("mq=on,vectors=10"), "{pq}");
+        assert!(
+            !pq.contains("mode="),
+            "the kernel decides from the queues it finds"
+        );
+        // User networking has one queue: network-core mode, no queues.
+        let nc = qemu(&["--machine", "pc", "--smp", "2"]).unwrap();
+        assert!(!nc.contains("queues=") && !nc.contains("mq=on"), "{nc}");
+        // Explicit words go on the kernel command line.
+        let words = qemu(&[
+            "--machine",
+            "pc",
+            "--smp",
+            "2",
+            "--mode",
+            "netcore",
+            "--bsp-http",
+            "--no-stats-page",
+        ])
+        .unwrap();
+        assert!(
+            words.contains("mode=netcore bsp_http=on stats_page=off"),
+            "{words}"
+        );
+        // Impossible combinations are refused before QEMU starts.
+        for bad in [
+            &["--machine", "pc", "--smp", "2", "--mode", "perqueue"][..],
+            &[
+                "--machine",
+                "pc",
+                "--smp",
+                "2",
+                "--nic",
+                "e1000",
+                "--mode",
+                "perqueue",
+            ],
+            &["--machine", "pc", "--smp", "2", "--bsp-http"],
+            &["--machine", "pc", "--mode", "netcore"],
+            &["--machine", "pc", "--smp", "33"],
+        ] {
+            assert!(qemu(bad).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -171,6 +171,24 @@ pub struct NicCounters {
     pub drain_ns: u64,
     /// Connection-closed notes lost because the note ring was full.
     pub notes_lost: u64,
+    /// Device: doorbell writes (register writes that make the device look: virtio
+    /// notifications, e1000 RDT/TDT). Each is a VM exit under virtualisation; on the
+    /// bare machine's request path they are the only register accesses.
+    pub doorbells: u64,
+    /// Device: of which for the receive ring.
+    pub rx_doorbells: u64,
+    /// Device: flushes that needed no doorbell (the device said it was still working).
+    pub doorbells_suppressed: u64,
+    /// Device: frames received from the device.
+    pub device_rx_frames: u64,
+    /// Device: frames queued to the device.
+    pub device_tx_frames: u64,
+    /// Device: receive completions with a bad id, length or error bits (dropped).
+    pub device_rx_bad: u64,
+    /// Device: transmit completions with a bad id (ignored).
+    pub device_tx_bad: u64,
+    /// Device: transmits refused because no descriptor was free.
+    pub device_tx_full: u64,
 }
 
 /// Time as the platform knows it.

@@ -2,9 +2,10 @@
 //! command line and the modules (the site image is module 0 under QEMU `-initrd`).
 //!
 //! - PVH: `hvm_start_info` (xen/include/public/arch-x86/hvm/start_info.h), version ≥ 1
-//!   for the memory map. Told apart by its magic 0x336ec578 at offset 0.
+//!   for the memory map; `rsdp_paddr` for ACPI. Told apart by its magic 0x336ec578.
 //! - multiboot2: the information block (already copied to low memory by the entry code),
-//!   tags 1 (command line), 3 (module) and 6 (memory map).
+//!   tags 1 (command line), 3 (module), 6 (memory map) and 14/15 (a copy of the ACPI
+//!   RSDP, which stays where the copied block is).
 //!
 //! Everything is copied into [`BootInfo`] (fixed arrays, no allocation), reading the
 //! loader's memory with bounds on every count, so later allocations may overwrite it.
@@ -91,6 +92,10 @@ pub struct BootInfo {
     n_modules: usize,
     cmdline: [u8; CMDLINE_MAX],
     cmdline_len: usize,
+    /// Physical address of the ACPI RSDP the loader gave (0: none; search the BIOS area).
+    pub rsdp: u64,
+    /// multiboot2: offset of the RSDP copy inside the information block (0: none).
+    rsdp_in_block: usize,
 }
 
 /// Reads `len` bytes of physical memory.
@@ -123,6 +128,8 @@ impl BootInfo {
             n_modules: 0,
             cmdline: [0; CMDLINE_MAX],
             cmdline_len: 0,
+            rsdp: 0,
+            rsdp_in_block: 0,
         }
     }
 
@@ -156,6 +163,10 @@ impl BootInfo {
         let nr_modules = u32_at(si, 12) as usize;
         let modlist = u64_at(si, 16);
         let cmdline = u64_at(si, 24);
+        let rsdp = u64_at(si, 32);
+        if rsdp < LOW_4G {
+            info.rsdp = rsdp;
+        }
         if cmdline != 0 && cmdline < LOW_4G {
             // SAFETY: the loader's NUL-terminated command line, in mapped memory.
             unsafe { info.copy_cmdline(cmdline) };
@@ -191,7 +202,11 @@ impl BootInfo {
         // SAFETY: the block starts with its total size (caller).
         let total = (u32_at(unsafe { phys(at, 8) }, 0) as u64).min(crate::arch::boot::MB2_COPY_MAX);
         // SAFETY: the copied block is `total` bytes long.
-        Self::multiboot2_bytes(unsafe { phys(at, total as usize) })
+        let mut info = Self::multiboot2_bytes(unsafe { phys(at, total as usize) });
+        if info.rsdp_in_block != 0 {
+            info.rsdp = at + info.rsdp_in_block as u64;
+        }
+        info
     }
 
     /// Parses a multiboot2 information block; bounded by `b`, never panics.
@@ -228,6 +243,9 @@ impl BootInfo {
                         }
                     }
                 }
+                // ACPI 2.0+ RSDP copy (15) is preferred over the 1.0 one (14).
+                15 if size >= 8 + 36 => info.rsdp_in_block = off + 8,
+                14 if size >= 8 + 20 && info.rsdp_in_block == 0 => info.rsdp_in_block = off + 8,
                 _ => {}
             }
             off += (size + 7) & !7;
@@ -359,6 +377,30 @@ mod tests {
                 }
             ]
         );
+    }
+
+    #[test]
+    fn acpi_rsdp_tags_new_one_preferred() {
+        let rsdp1 = *b"RSD PTR \x11BOCHS \x00\x00\x10\x00\x00";
+        let mut rsdp2 = [0u8; 36];
+        rsdp2[..8].copy_from_slice(b"RSD PTR ");
+        rsdp2[15] = 2;
+        let mut b = alloc::vec![0u8; 8];
+        tag(&mut b, 14, &rsdp1);
+        let at15 = b.len();
+        tag(&mut b, 15, &rsdp2);
+        tag(&mut b, 0, &[]);
+        let i = BootInfo::multiboot2_bytes(&b);
+        assert_eq!(i.rsdp_in_block, at15 + 8);
+        assert_eq!(i.rsdp, 0, "the address is known only where the block lies");
+        let mut b = alloc::vec![0u8; 8];
+        tag(&mut b, 14, &rsdp1);
+        tag(&mut b, 0, &[]);
+        assert_eq!(BootInfo::multiboot2_bytes(&b).rsdp_in_block, 16);
+        let mut b = alloc::vec![0u8; 8];
+        tag(&mut b, 15, &rsdp2[..20]); // too short for an ACPI 2.0 RSDP
+        tag(&mut b, 0, &[]);
+        assert_eq!(BootInfo::multiboot2_bytes(&b).rsdp_in_block, 0);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The kernel command line: `ip=A.B.C.D[/N] gw=A.B.C.D|none port=N sched=imt|ist
-//! tcbs=N log=access,stats`, and `crash=panic|fault` which makes the kernel fail on
-//! purpose right after boot (the tests use it to prove that failures are reported and
-//! stop QEMU).
+//! tcbs=N log=access,stats`, the many-core words `cores=N mode=netcore|perqueue
+//! bsp_http=on|off stats_page=on|off apic=auto|xapic`, and `crash=panic|fault|fault-ap|overflow-ap`
+//! which makes the kernel fail on purpose right after boot (the tests use it to prove that
+//! failures are reported and stop QEMU).
 //!
 //! Defaults work under QEMU user networking (10.0.2.15/24, gateway 10.0.2.2, port 80).
 //! A bad value is reported on the console and its default kept; an unknown key is
@@ -31,6 +32,26 @@ pub struct Settings {
     pub log_stats: bool,
     /// Fail on purpose after boot (tests of the failure path).
     pub crash: Option<Crash>,
+    /// Most cores to use (default: every enabled processor in the ACPI MADT).
+    pub cores: Option<usize>,
+    /// How the cores share the NIC (default: per-queue when the NIC has a queue pair per
+    /// core, else network-core).
+    pub mode: Option<CoreMode>,
+    /// Network-core mode: core 0 serves HTTP too.
+    pub bsp_http: bool,
+    /// Answer `/.well-known/bareweb/` and `/.well-known/bareweb/stats`.
+    pub stats_page: bool,
+    /// Use x2APIC when the CPU offers it (`apic=xapic` forces the memory-mapped xAPIC).
+    pub x2apic: bool,
+}
+
+/// How several cores share the NIC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CoreMode {
+    /// The papers' design: core 0 owns the NIC and dispatches connections to HTTP cores.
+    NetCore,
+    /// A NIC queue pair and a whole server per core.
+    PerQueue,
 }
 
 /// A deliberate failure, for tests.
@@ -40,6 +61,12 @@ pub enum Crash {
     Panic,
     /// A CPU exception (page fault on an unmapped address).
     Fault,
+    /// A CPU exception on the last application core, once it runs (tests that a failure
+    /// on any core stops the machine and names the core).
+    FaultAp,
+    /// Endless recursion on the last application core: its stack's guard page must stop
+    /// it (a double fault on the core's own IST stack), not memory below.
+    OverflowAp,
 }
 
 impl Default for Settings {
@@ -54,6 +81,11 @@ impl Default for Settings {
             log_access: false,
             log_stats: false,
             crash: None,
+            cores: None,
+            mode: None,
+            bsp_http: false,
+            stats_page: true,
+            x2apic: true,
         }
     }
 }
@@ -81,6 +113,14 @@ fn parse_ip(s: &str) -> Option<Ipv4Address> {
         return None;
     }
     Some(Ipv4Address(a))
+}
+
+fn on_off(v: &str) -> Option<bool> {
+    match v {
+        "on" => Some(true),
+        "off" => Some(false),
+        _ => None,
+    }
 }
 
 /// Parses `line` over the defaults; calls `complain` for every word it cannot use.
@@ -176,6 +216,45 @@ pub fn parse_over<'a>(
                     s.crash = Some(Crash::Fault);
                     true
                 }
+                "fault-ap" => {
+                    s.crash = Some(Crash::FaultAp);
+                    true
+                }
+                "overflow-ap" => {
+                    s.crash = Some(Crash::OverflowAp);
+                    true
+                }
+                _ => false,
+            },
+            "cores" => match v.parse::<usize>() {
+                Ok(n) if (1..=256).contains(&n) => {
+                    s.cores = Some(n);
+                    true
+                }
+                _ => false,
+            },
+            "mode" => match v {
+                "netcore" => {
+                    s.mode = Some(CoreMode::NetCore);
+                    true
+                }
+                "perqueue" => {
+                    s.mode = Some(CoreMode::PerQueue);
+                    true
+                }
+                _ => false,
+            },
+            "bsp_http" => on_off(v).map(|b| s.bsp_http = b).is_some(),
+            "stats_page" => on_off(v).map(|b| s.stats_page = b).is_some(),
+            "apic" => match v {
+                "auto" => {
+                    s.x2apic = true;
+                    true
+                }
+                "xapic" => {
+                    s.x2apic = false;
+                    true
+                }
                 _ => false,
             },
             _ => {
@@ -222,9 +301,14 @@ mod tests {
     #[test]
     fn every_key() {
         let (s, c) = parse_all(
-            "ip=192.168.1.50/16 gw=none port=8080 sched=ist tcbs=64 log=access,stats crash=fault",
+            "ip=192.168.1.50/16 gw=none port=8080 sched=ist tcbs=64 log=access,stats crash=fault \
+             cores=3 mode=netcore bsp_http=on stats_page=off apic=xapic",
         );
         assert!(c.is_empty(), "{c:?}");
+        assert_eq!((s.cores, s.mode), (Some(3), Some(CoreMode::NetCore)));
+        assert!(s.bsp_http && !s.stats_page && !s.x2apic);
+        assert_eq!(parse_all("mode=perqueue").0.mode, Some(CoreMode::PerQueue));
+        assert_eq!(parse_all("crash=fault-ap").0.crash, Some(Crash::FaultAp));
         assert_eq!((s.ip, s.prefix), (Ipv4Address([192, 168, 1, 50]), 16));
         assert_eq!(s.gateway, None);
         assert_eq!((s.port, s.sched, s.tcbs), (8080, Sched::Ist, 64));
@@ -250,6 +334,12 @@ mod tests {
             "crash=maybe",
             "ip=1..2.3",
             "ip=0001.2.3.4",
+            "cores=0",
+            "cores=257",
+            "mode=fast",
+            "bsp_http=yes",
+            "stats_page=",
+            "apic=x3apic",
         ] {
             let (s, c) = parse_all(w);
             assert_eq!(c, [(w.into(), "bad value, default kept")], "{w}");

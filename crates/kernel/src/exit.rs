@@ -10,8 +10,9 @@ const DEBUG_EXIT: u16 = 0xF4;
 /// Written on a panic or CPU exception: QEMU exits with 35.
 pub const FAIL: u8 = 0x11;
 
-/// Stops after a fatal error.
+/// Stops after a fatal error: every other core is halted (NMI), then QEMU exits.
 pub fn fail() -> ! {
+    crate::arch::smp::stop_others();
     // SAFETY: port 0xF4 is isa-debug-exit under QEMU (the VM stops) and unused on a PC.
     unsafe { outb(DEBUG_EXIT, FAIL) };
     halt_forever()

@@ -18,6 +18,7 @@
 
 extern crate alloc;
 
+pub mod acpi;
 pub mod arch;
 pub mod boot_info;
 pub mod clock;
@@ -58,8 +59,12 @@ pub fn backtrace(mut rbp: u64) {
 #[cfg(target_os = "none")]
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    if !arch::smp::begin_stop() {
+        arch::cpu::halt_forever(); // another core is reporting its failure
+    }
+    arch::smp::stop_others();
     console::force_unlock();
-    kprintln!("\n!!! KERNEL PANIC: {info}");
+    kprintln!("\n!!! KERNEL PANIC on {}: {info}", arch::smp::Who);
     let rbp: u64;
     // SAFETY: reads the frame pointer register only.
     unsafe { core::arch::asm!("mov {}, rbp", out(reg) rbp, options(nomem, nostack)) };
@@ -82,7 +87,16 @@ pub fn start(eax: u32, ebx: u32) -> ! {
     // SAFETY: first thing on the boot CPU, once.
     unsafe { arch::init_cpu() };
     let mtrr = arch::cache::enable_write_back();
-    kprintln!("bareweb kernel {} ({mtrr})", env!("CARGO_PKG_VERSION"));
+    let pause = arch::cpu::init_relax();
+    kprintln!(
+        "bareweb kernel {} ({mtrr}; {})",
+        env!("CARGO_PKG_VERSION"),
+        if pause {
+            "bare machine: polling loops PAUSE"
+        } else {
+            "under a hypervisor: polling loops spin without PAUSE"
+        }
+    );
     // SAFETY: nothing has been allocated or written yet besides our own statics.
     let info = match unsafe { boot_info::BootInfo::from_entry(eax, ebx) } {
         Ok(i) => i,

@@ -1,26 +1,58 @@
-//! Start-up after the boot information is read, and the per-core serving loop.
+//! Start-up after the boot information is read, and what every core runs.
 //!
-//! Order: command line → site (embedded or module 0) → heap → clock → PCI scan → first
-//! supported NIC → `Server::new` → seal the heap → poll forever. Per-core state is the
-//! [`Core`] value (server, NIC queue pair, clock); issue 4 makes one per CPU.
+//! Order: command line → processors (ACPI MADT, read before the heap may cover the
+//! firmware's tables) → site → heap → clock → site check → APIC and the other cores (each
+//! waits for its job) → PCI scan → NIC, with a queue pair per core when the device offers
+//! one → the plan → one `Server` per serving core, the stats board → heap sealed → a job
+//! for every other core → core 0's loop.
+//!
+//! The plan (issue 4):
+//! - **one core**: one `Server` over the NIC, as the kernel always served;
+//! - **per-queue** (`mode=perqueue`, the default when the NIC has a queue pair for every
+//!   core: virtio-net multiqueue): core k owns queue pair k and a whole `Server`; nothing
+//!   is shared on the request path;
+//! - **network-core** (`mode=netcore`, the default otherwise: one queue): the papers'
+//!   design, with the engine's `cores::netcore`: core 0 alone touches the NIC through
+//!   `NetCoreNic` (ARP/ICMP, SYN dispatch round robin, draining the send rings), cores 1..
+//!   run a `Server` over `RingNic`; `bsp_http=on` puts core 0 in the round robin.
+//!
+//! Every core runs the engine's `cores::run` loop and polls without sleeping, as the
+//! papers' cores do; every core publishes to one stats `Board`, which the stats page and
+//! the console's `log=stats` line read.
 
-use bareweb_engine::server::{AccessLog, AccessRecord, Config, NoLog, Server};
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::sync::atomic::AtomicBool;
+
+use bareweb_engine::cores::board::{Board, Role, WithStatsPage};
+use bareweb_engine::cores::netcore::{
+    links, Addressing, Dispatch, Drain, NetCoreNic, NetCoreSetup, RingNic, RingSizes,
+};
+use bareweb_engine::cores::run::{run_core, run_core_ticking, CoreCtx};
+use bareweb_engine::nic::{Clock, Nic, NicCaps, NicCounters as EngineCounters};
+use bareweb_engine::resource::{Found, Lookup};
+use bareweb_engine::server::{AccessLog, AccessRecord, Config, Server};
 use bareweb_engine::site::Site;
+use bareweb_engine::wire::EthernetAddress;
 
+use crate::arch::{apic, smp};
 use crate::boot_info::{BootInfo, Region};
 use crate::clock::TscClock;
-use crate::cmdline::{self, Settings};
+use crate::cmdline::{self, CoreMode, Settings};
 use crate::drivers::e1000::E1000;
 use crate::drivers::virtio_net::VirtioNet;
-use crate::drivers::Driver;
+use crate::drivers::{add_engine, Driver, HalfCounters, NicCounters};
 use crate::pci::{self, Device};
-use crate::{embedded, fatal, kprintln, mem};
+use crate::{acpi, embedded, fatal, kprintln, mem};
 
 /// What the PCI scan found that we can drive.
-enum Found {
+enum FoundNic {
     Virtio(Device),
     E1000(Device),
 }
+
+/// Never set: the kernel's cores run until the machine stops.
+static STOP: AtomicBool = AtomicBool::new(false);
 
 /// Boots the rest of the way and serves; never returns.
 pub fn boot(info: &BootInfo) -> ! {
@@ -46,8 +78,10 @@ pub fn boot(info: &BootInfo) -> ! {
             let v = unsafe { core::ptr::read_volatile(0x10_0000_0000 as *const u64) };
             kprintln!("crash=fault: read {v} and did not fault");
         }
-        None => {}
+        _ => {}
     }
+    // Firmware tables may lie in RAM the loader calls usable: read them before the heap.
+    let procs = acpi::processors(info);
     let (site_at, site_len, from) = match (emb, info.modules().first()) {
         (Some((a, l, _)), _) => (a, l, "embedded"),
         (None, Some(m)) => (m.start, m.len, "module 0"),
@@ -100,6 +134,16 @@ pub fn boot(info: &BootInfo) -> ! {
     };
     let ms = |t: u64| (crate::arch::cpu::rdtsc() - t) * 1000 / clock.hz;
     kprintln!("site: {} files checked in {} ms", site.len(), ms(t_site));
+    let t_smp = crate::arch::cpu::rdtsc();
+    let cores = start_cores(&settings, &procs, &clock);
+    kprintln!("smp: {cores} core(s) running in {} ms", ms(t_smp));
+    if matches!(
+        settings.crash,
+        Some(cmdline::Crash::FaultAp | cmdline::Crash::OverflowAp)
+    ) && cores == 1
+    {
+        kprintln!("crash: there is no application core to fail");
+    }
     let t_pci = crate::arch::cpu::rdtsc();
     let mut found = None;
     pci::enumerate(|d| {
@@ -112,25 +156,58 @@ pub fn boot(info: &BootInfo) -> ! {
             d.class.1
         );
         if found.is_none() && VirtioNet::matches(d) {
-            found = Some(Found::Virtio(*d));
+            found = Some(FoundNic::Virtio(*d));
         } else if found.is_none() && E1000::matches(d) {
-            found = Some(Found::E1000(*d));
+            found = Some(FoundNic::E1000(*d));
         }
     });
     kprintln!("pci: scanned in {} ms", ms(t_pci));
     let t_nic = crate::arch::cpu::rdtsc();
+    let ctx = Start {
+        site,
+        settings,
+        clock,
+        cores,
+    };
     match found {
-        Some(Found::Virtio(d)) => match VirtioNet::new(&d) {
-            Ok(nic) => {
-                kprintln!("nic: virtio-net up in {} ms", ms(t_nic));
-                run(nic, site, &settings, clock)
+        Some(FoundNic::Virtio(d)) => {
+            let want = if cores > 1 && settings.mode != Some(CoreMode::NetCore) {
+                cores
+            } else {
+                1
+            };
+            let mut offered = 1;
+            let nics = VirtioNet::new_multi(&d, |n| {
+                offered = n;
+                if n as usize >= want {
+                    want as u16
+                } else {
+                    1
+                }
+            });
+            match nics {
+                Ok(mut nics) => {
+                    kprintln!(
+                        "nic: virtio-net up in {} ms, {} of {offered} queue pair(s)",
+                        ms(t_nic),
+                        nics.len()
+                    );
+                    if nics.len() > 1 {
+                        ctx.per_queue(nics)
+                    } else {
+                        match nics.pop() {
+                            Some(nic) => ctx.one_queue(nic, offered as usize),
+                            None => fatal!("virtio-net at {}: no queue pair", d.addr),
+                        }
+                    }
+                }
+                Err(e) => fatal!("virtio-net at {}: {e:?}", d.addr),
             }
-            Err(e) => fatal!("virtio-net at {}: {e:?}", d.addr),
-        },
-        Some(Found::E1000(d)) => match E1000::new(&d) {
+        }
+        Some(FoundNic::E1000(d)) => match E1000::new(&d) {
             Ok(nic) => {
                 kprintln!("nic: e1000 up in {} ms", ms(t_nic));
-                run(nic, site, &settings, clock)
+                ctx.one_queue(nic, 1)
             }
             Err(e) => fatal!("e1000 at {}: {e:?}", d.addr),
         },
@@ -138,18 +215,104 @@ pub fn boot(info: &BootInfo) -> ! {
     }
 }
 
-/// One core's state: the server, its NIC queue pair and the clock.
-pub struct Core<D: Driver> {
-    server: Server<Site<'static>>,
-    nic: D,
-    clock: TscClock,
+/// Sets up the APIC and starts the other processors (as many as `cores=` allows); returns
+/// how many cores run.
+fn start_cores(
+    s: &Settings,
+    procs: &Result<acpi::Processors, acpi::Error>,
+    clock: &TscClock,
+) -> usize {
+    let mode = apic::init_bsp(s.x2apic);
+    let me = apic::id();
+    smp::set_bsp_apic_id(me);
+    let procs = match procs {
+        Ok(p) => p,
+        Err(e) => {
+            kprintln!("smp: {e}: serving on the boot CPU only");
+            return 1;
+        }
+    };
+    let ids = procs.apic_ids();
+    kprintln!(
+        "smp: {} processor(s) in the ACPI MADT (RSDP {}){}, APIC ids {:?}, boot CPU {me}, {:?}",
+        ids.len(),
+        procs.source,
+        if procs.over > 0 {
+            ", more than the kernel uses"
+        } else {
+            ""
+        },
+        ids,
+        mode
+    );
+    if mode == apic::Mode::None {
+        kprintln!("smp: no local APIC: serving on the boot CPU only");
+        return 1;
+    }
+    let limit = s.cores.unwrap_or(usize::MAX).min(smp::MAX_CPUS);
+    let mut aps = [0u32; smp::MAX_CPUS];
+    let mut n = 0;
+    for &id in ids {
+        if id != me && n + 1 < limit {
+            aps[n] = id;
+            n += 1;
+        }
+    }
+    // SAFETY: once, on the boot CPU; heap, IDT, APIC and clock are up; page 8 is ours.
+    unsafe {
+        smp::start_aps(&aps[..n], clock.hz, |id, r| match r {
+            smp::Start::Up(core, us, sipis) => {
+                let (off, adj) = smp::tsc_offset(core);
+                kprintln!(
+                    "smp: core {core} up (APIC id {id}) {us} us after INIT, {sipis} STARTUP IPI(s); TSC offset from core 0: {off} cycles{}",
+                    if adj {
+                        " (corrected with IA32_TSC_ADJUST)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            smp::Start::NoAnswer => {
+                kprintln!("smp: the processor with APIC id {id} did not start: not used")
+            }
+            smp::Start::NoMemory => kprintln!("smp: no memory for APIC id {id}'s stack"),
+        });
+    }
+    smp::cores()
 }
 
-/// Common Log Format lines on the console (one VM exit per byte: for debugging).
-struct ConsoleLog;
+/// What every plan needs.
+struct Start {
+    site: Site<'static>,
+    settings: Settings,
+    clock: TscClock,
+    cores: usize,
+}
+
+/// The site, with or without the stats page (`stats_page=`): one type for every core.
+#[derive(Clone, Copy)]
+enum Pages {
+    Plain(Site<'static>),
+    WithStats(WithStatsPage<Site<'static>>),
+}
+
+impl Lookup<'static> for Pages {
+    fn lookup(&self, path: &[u8]) -> Found<'static> {
+        match self {
+            Pages::Plain(s) => s.lookup(path),
+            Pages::WithStats(s) => s.lookup(path),
+        }
+    }
+}
+
+/// Common Log Format lines on the console (one VM exit per byte: for debugging), when on.
+struct ConsoleLog(bool);
 
 impl AccessLog for ConsoleLog {
     fn record(&mut self, r: &AccessRecord<'_>) {
+        if !self.0 {
+            return;
+        }
         let line = core::str::from_utf8(r.request_line).unwrap_or("(not UTF-8)");
         kprintln!(
             "{} - - [{}] \"{}\" {} {}",
@@ -172,36 +335,370 @@ fn isn_key() -> [u8; 16] {
     k
 }
 
-fn run<D: Driver>(nic: D, site: Site<'static>, s: &Settings, clock: TscClock) -> ! {
-    let mac = nic.mac();
-    let mut cfg = Config::new(s.ip, s.prefix);
-    cfg.gateway = s.gateway;
-    cfg.port = s.port;
-    cfg.sched = s.sched;
-    cfg.tcbs = s.tcbs;
-    cfg.isn_key = isn_key();
-    let files = site.len();
-    let t = crate::arch::cpu::rdtsc();
-    let server = Server::new(cfg, site, mac);
-    mem::seal();
+/// Core 0's queue pair in network-core mode: the engine's `NetCoreNic` over the driver's
+/// two sides, reporting the device's counters (doorbells) to the board as well.
+struct Core0<
+    R: HalfCounters + bareweb_engine::nic::RxRing,
+    T: HalfCounters + bareweb_engine::nic::TxRing,
+>(NetCoreNic<R, T, TscClock>);
+
+impl<R, T> Nic for Core0<R, T>
+where
+    R: HalfCounters + bareweb_engine::nic::RxRing,
+    T: HalfCounters + bareweb_engine::nic::TxRing,
+{
+    type Rx = Dispatch<R, TscClock>;
+    type Tx = Drain<T, TscClock>;
+
+    fn split(&mut self) -> (&mut Self::Rx, &mut Self::Tx) {
+        self.0.split()
+    }
+
+    fn mac(&self) -> EthernetAddress {
+        self.0.mac()
+    }
+
+    fn caps(&self) -> NicCaps {
+        self.0.caps()
+    }
+
+    fn counters(&self) -> EngineCounters {
+        let mut c = self.0.counters();
+        let (r, t) = self.0.inner();
+        let mut d = NicCounters::default();
+        r.add_to(&mut d);
+        t.add_to(&mut d);
+        add_engine(&mut c, &d);
+        c
+    }
+}
+
+impl Start {
+    fn config(&self) -> Config {
+        let s = &self.settings;
+        let mut cfg = Config::new(s.ip, s.prefix);
+        cfg.gateway = s.gateway;
+        cfg.port = s.port;
+        cfg.sched = s.sched;
+        cfg.tcbs = s.tcbs;
+        cfg.isn_key = isn_key();
+        cfg
+    }
+
+    fn pages(&self) -> Pages {
+        if self.settings.stats_page {
+            Pages::WithStats(WithStatsPage(self.site))
+        } else {
+            Pages::Plain(self.site)
+        }
+    }
+
+    fn board(&self, mode: &'static str, roles: &[Role]) -> &'static Board {
+        Box::leak(Box::new(Board::new(mode, roles)))
+    }
+
+    fn server(
+        &self,
+        cfg: Config,
+        mac: EthernetAddress,
+        board: &'static Board,
+        core: usize,
+    ) -> Server<Pages> {
+        let mut server = Server::new(cfg, self.pages(), mac);
+        if self.settings.stats_page {
+            server.serve_stats(board, core);
+        }
+        server
+    }
+
+    /// One queue pair for `self.cores` cores: one core serves alone, more run the network
+    /// core design.
+    fn one_queue<D>(self, nic: D, offered: usize) -> !
+    where
+        D: Driver,
+        D::Rx: HalfCounters,
+        D::Tx: HalfCounters,
+    {
+        if self.cores == 1 {
+            if self.settings.mode.is_some() {
+                kprintln!("mode: one core: the mode= word does not apply");
+            }
+            self.single(nic)
+        } else {
+            self.many_on_one_queue(nic, offered)
+        }
+    }
+
+    fn many_on_one_queue<D>(self, nic: D, offered: usize) -> !
+    where
+        D: Driver,
+        D::Rx: HalfCounters,
+        D::Tx: HalfCounters,
+    {
+        let why = match self.settings.mode {
+            Some(CoreMode::NetCore) => "asked for".into(),
+            Some(CoreMode::PerQueue) => alloc::format!(
+                "mode=perqueue asked for, but {} offers {offered} queue pair(s) for {} cores",
+                nic.name(),
+                self.cores
+            ),
+            None => alloc::format!(
+                "{} offers {offered} queue pair(s) for {} cores",
+                nic.name(),
+                self.cores
+            ),
+        };
+        kprintln!("mode: netcore ({why})");
+        self.netcore(nic)
+    }
+
+    fn single<D: Driver>(self, nic: D) -> !
+    where
+        D::Rx: HalfCounters,
+        D::Tx: HalfCounters,
+    {
+        let mac = nic.mac();
+        let name = nic.name();
+        let board = self.board("single", &[Role::Single]);
+        let t = crate::arch::cpu::rdtsc();
+        let server = self.server(self.config(), mac, board, 0);
+        self.start_serving(t, name, mac, "one core", Vec::new());
+        self.run_core0(server, nic, board)
+    }
+
+    fn per_queue(self, nics: Vec<VirtioNet>) -> ! {
+        let n = nics.len();
+        let mac = nics[0].mac();
+        let roles: Vec<Role> = (0..n).map(|_| Role::Queue).collect();
+        let board = self.board("perqueue", &roles);
+        let t = crate::arch::cpu::rdtsc();
+        let mut jobs: Vec<smp::Job> = Vec::with_capacity(n);
+        let mut mine = None;
+        for (core, nic) in nics.into_iter().enumerate() {
+            let server = self.server(self.config(), mac, board, core);
+            if core == 0 {
+                mine = Some((server, nic));
+            } else {
+                jobs.push(self.ap_job(core, server, nic, board));
+            }
+        }
+        let plan = alloc::format!("perqueue: {n} cores, a virtio-net queue pair and a server each");
+        self.start_serving(t, "virtio-net", mac, &plan, jobs);
+        match mine {
+            Some((server, nic)) => self.run_core0(server, nic, board),
+            None => fatal!("perqueue: no queue pair for core 0"),
+        }
+    }
+
+    fn netcore<D>(self, nic: D) -> !
+    where
+        D: Driver,
+        D::Rx: HalfCounters,
+        D::Tx: HalfCounters,
+    {
+        let mac = nic.mac();
+        let name = nic.name();
+        let bsp_http = self.settings.bsp_http;
+        let roles: Vec<Role> = (0..self.cores)
+            .map(|k| match (k, bsp_http) {
+                (0, true) => Role::NetHttp,
+                (0, false) => Role::Net,
+                _ => Role::Http,
+            })
+            .collect();
+        let board = self.board("netcore", &roles);
+        let t = crate::arch::cpu::rdtsc();
+        let cfg = self.config();
+        let sizes = RingSizes::for_tcbs(cfg.tcbs);
+        let (net_ends, http_ends): (Vec<_>, Vec<_>) = (1..self.cores).map(|_| links(sizes)).unzip();
+        let setup = NetCoreSetup {
+            ends: net_ends,
+            http_tcbs: cfg.tcbs,
+            bsp_tcbs: bsp_http.then_some(cfg.tcbs),
+            addressing: Addressing::new(&cfg, mac),
+        };
+        let mut jobs: Vec<smp::Job> = Vec::with_capacity(self.cores);
+        for (i, ends) in http_ends.into_iter().enumerate() {
+            let core = i + 1;
+            let server = self.server(self.config(), mac, board, core);
+            jobs.push(self.ap_job(core, server, RingNic::new(ends, mac), board));
+        }
+        let mut cfg0 = cfg;
+        if !bsp_http {
+            cfg0.tcbs = 1; // core 0's own server then only answers ARP, ICMP and strays
+        }
+        let server = self.server(cfg0, mac, board, 0);
+        let (rx, tx) = nic.into_rings();
+        let core0 = Core0(NetCoreNic::new(rx, tx, mac, self.clock, setup));
+        let plan = alloc::format!(
+            "netcore: core 0 owns the NIC{}, {} HTTP core(s)",
+            if bsp_http { " and serves HTTP" } else { "" },
+            self.cores - 1
+        );
+        self.start_serving(t, name, mac, &plan, jobs);
+        self.run_core0(server, core0, board)
+    }
+
+    /// A job for application core `core`: serve over `nic` forever, polling.
+    fn ap_job<N: Nic + Send + 'static>(
+        &self,
+        core: usize,
+        mut server: Server<Pages>,
+        mut nic: N,
+        board: &'static Board,
+    ) -> smp::Job {
+        let clock = self.clock;
+        let log_access = self.settings.log_access;
+        let crash = if core + 1 == self.cores {
+            self.settings.crash
+        } else {
+            None
+        };
+        Box::new(move || {
+            match crash {
+                Some(cmdline::Crash::FaultAp) => {
+                    // SAFETY: deliberately reads an unmapped address to raise a page fault
+                    // on this core; the handler reports it and stops the machine.
+                    let v = unsafe { core::ptr::read_volatile(0x10_0000_0000 as *const u64) };
+                    kprintln!("crash=fault-ap: read {v} and did not fault");
+                }
+                Some(cmdline::Crash::OverflowAp) => {
+                    let v = recurse(1);
+                    kprintln!("crash=overflow-ap: returned {v}");
+                }
+                _ => {}
+            }
+            let ctx = CoreCtx {
+                core,
+                board: Some(board),
+                stop: &STOP,
+            };
+            run_core(
+                &mut server,
+                &mut nic,
+                &clock,
+                &mut ConsoleLog(log_access),
+                &ctx,
+                |_, _| crate::arch::cpu::relax(),
+            );
+        })
+    }
+
+    /// Seals the heap (every table is allocated), gives the other cores their jobs and says
+    /// so on the console. Allocates nothing after the seal.
+    fn start_serving(
+        &self,
+        t: u64,
+        nic: &str,
+        mac: EthernetAddress,
+        plan: &str,
+        jobs: Vec<smp::Job>,
+    ) {
+        let jobs: Vec<Box<smp::Job>> = jobs.into_iter().map(Box::new).collect();
+        mem::seal();
+        kprintln!(
+            "engine: tables allocated in {} ms",
+            (crate::arch::cpu::rdtsc() - t) * 1000 / self.clock.hz
+        );
+        for (i, job) in jobs.into_iter().enumerate() {
+            if smp::run_on(i + 1, job).is_err() {
+                fatal!("no core {} to run its job", i + 1);
+            }
+        }
+        let s = &self.settings;
+        kprintln!(
+            "bareweb: ready: serving {} files at http://{}:{}/ on {nic} (MAC {mac}, {}/{} gw {}), sched {:?}, {} TCBs per core, {plan}, stats page {}, heap used {} KiB",
+            self.site.len(),
+            s.ip,
+            s.port,
+            s.ip,
+            s.prefix,
+            Gw(s.gateway),
+            s.sched,
+            s.tcbs,
+            if s.stats_page { "on" } else { "off" },
+            mem::used() >> 10
+        );
+    }
+
+    /// Core 0's loop, with the console counters line every second when `log=stats`.
+    fn run_core0<N: Nic>(self, mut server: Server<Pages>, mut nic: N, board: &'static Board) -> ! {
+        let ctx = CoreCtx {
+            core: 0,
+            board: Some(board),
+            stop: &STOP,
+        };
+        let every = if self.settings.log_stats {
+            1_000_000_000
+        } else {
+            u64::MAX
+        };
+        let clock = self.clock;
+        run_core_ticking(
+            &mut server,
+            &mut nic,
+            &clock,
+            &mut ConsoleLog(self.settings.log_access),
+            &ctx,
+            |_, _| crate::arch::cpu::relax(),
+            every,
+            |_, _| print_stats(board, &clock),
+        );
+        crate::arch::cpu::halt_forever()
+    }
+}
+
+/// One line of `key=value` counters on the console: the engine's and the devices', summed
+/// over every core's published row.
+pub fn print_stats(board: &Board, clock: &TscClock) {
+    // No allocation here (the heap is sealed): a snapshot per core and name, once a second.
+    let st = |name: &str| {
+        (0..board.cores())
+            .map(|c| board.snapshot(c).stat(name))
+            .sum::<u64>()
+    };
+    let nic = |name: &str| {
+        (0..board.cores())
+            .map(|c| board.snapshot(c).nic(name))
+            .sum::<u64>()
+    };
+    let stack = (0..board.cores()).map(smp::stack_used).max().unwrap_or(0);
     kprintln!(
-        "engine: tables allocated in {} ms",
-        (crate::arch::cpu::rdtsc() - t) * 1000 / clock.hz
+        "stats: uptime_ms={} cores={} http_requests={} http_2xx={} rx_frames={} tx_frames={} tcbs_in_use={} tcp_accepted={} tcp_rto_retransmits={} tx_ring_full={} nic_rx={} nic_tx={} doorbells={} rx_doorbells={} suppressed={} rx_bad={} tx_bad={} tx_full={} dispatched={} drained={} conn_map={} late_allocs={} stack_max={}",
+        clock.now_ns() / 1_000_000,
+        board.cores(),
+        st("http_requests"),
+        st("http_2xx"),
+        st("rx_frames"),
+        st("tx_frames"),
+        st("tcbs_in_use"),
+        st("tcp_accepted"),
+        st("tcp_rto_retransmits"),
+        st("tx_ring_full"),
+        nic("device_rx_frames"),
+        nic("device_tx_frames"),
+        nic("doorbells"),
+        nic("rx_doorbells"),
+        nic("doorbells_suppressed"),
+        nic("device_rx_bad"),
+        nic("device_tx_bad"),
+        nic("device_tx_full"),
+        nic("dispatched"),
+        nic("drained"),
+        nic("conn_map"),
+        mem::late_allocs(),
+        stack
     );
-    let mut core = Core { server, nic, clock };
-    kprintln!(
-        "bareweb: ready: serving {files} files at http://{}:{}/ on {} (MAC {mac}, {}/{} gw {}), sched {:?}, {} TCBs, heap used {} KiB",
-        s.ip,
-        s.port,
-        core.nic.name(),
-        s.ip,
-        s.prefix,
-        Gw(s.gateway),
-        s.sched,
-        s.tcbs,
-        mem::used() >> 10
-    );
-    core.run(s.log_access, s.log_stats)
+}
+
+/// Recursion that only a stack's end stops (`crash=overflow-ap`).
+#[inline(never)]
+fn recurse(n: u64) -> u64 {
+    let frame = core::hint::black_box([n; 32]);
+    if n == u64::MAX {
+        return 0;
+    }
+    recurse(n + 1).wrapping_add(frame[7])
 }
 
 /// An optional gateway, displayed as the address or `none`.
@@ -213,52 +710,5 @@ impl core::fmt::Display for Gw {
             Some(ip) => write!(f, "{ip}"),
             None => f.write_str("none"),
         }
-    }
-}
-
-impl<D: Driver> Core<D> {
-    /// Polls forever: one engine round per iteration (receive burst, HTTP steps, timers,
-    /// one transmit flush), and a counters line every second with `log=stats`.
-    pub fn run(&mut self, log_access: bool, log_stats: bool) -> ! {
-        let mut next_stats = self.clock.hz;
-        loop {
-            if log_access {
-                self.server
-                    .poll(&mut self.nic, &self.clock, &mut ConsoleLog);
-            } else {
-                self.server.poll(&mut self.nic, &self.clock, &mut NoLog);
-            }
-            if log_stats && self.clock.ticks() >= next_stats {
-                next_stats += self.clock.hz;
-                self.print_stats();
-            }
-        }
-    }
-
-    /// One line of `key=value` counters (engine and driver) on the console.
-    pub fn print_stats(&self) {
-        let st = self.server.stats();
-        let c = self.nic.device_counters();
-        kprintln!(
-            "stats: uptime_ms={} http_requests={} http_2xx={} rx_frames={} tx_frames={} tcbs_in_use={} tcp_accepted={} tcp_rto_retransmits={} tx_ring_full={} nic_rx={} nic_tx={} doorbells={} rx_doorbells={} suppressed={} rx_bad={} tx_bad={} tx_full={} late_allocs={}",
-            bareweb_engine::nic::Clock::now_ns(&self.clock) / 1_000_000,
-            st.http_requests,
-            st.http_2xx,
-            st.rx_frames,
-            st.tx_frames,
-            st.tcbs_in_use,
-            st.tcp_accepted,
-            st.tcp_rto_retransmits,
-            st.tx_ring_full,
-            c.rx_frames,
-            c.tx_frames,
-            c.doorbells,
-            c.rx_doorbells,
-            c.suppressed,
-            c.rx_bad,
-            c.tx_bad,
-            c.tx_full,
-            mem::late_allocs()
-        );
     }
 }

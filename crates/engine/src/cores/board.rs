@@ -61,7 +61,7 @@ impl Role {
 const N_STATS: usize = STATS_FIELDS;
 const N_TIMES: usize = 3;
 const N_STAY: usize = 5 + STAY_BUCKETS;
-const N_NIC: usize = 14;
+const N_NIC: usize = 22;
 const N_RUN: usize = 3;
 const AT_TIMES: usize = N_STATS;
 const AT_STAY: usize = AT_TIMES + N_TIMES;
@@ -259,6 +259,14 @@ const NIC_NAMES: [&str; N_NIC] = [
     "dispatch_ns",
     "drain_ns",
     "notes_lost",
+    "doorbells",
+    "rx_doorbells",
+    "doorbells_suppressed",
+    "device_rx_frames",
+    "device_tx_frames",
+    "device_rx_bad",
+    "device_tx_bad",
+    "device_tx_full",
 ];
 
 fn nic_words(n: &NicCounters) -> [u64; N_NIC] {
@@ -277,6 +285,14 @@ fn nic_words(n: &NicCounters) -> [u64; N_NIC] {
         n.dispatch_ns,
         n.drain_ns,
         n.notes_lost,
+        n.doorbells,
+        n.rx_doorbells,
+        n.doorbells_suppressed,
+        n.device_rx_frames,
+        n.device_tx_frames,
+        n.device_rx_bad,
+        n.device_tx_bad,
+        n.device_tx_full,
     ]
 }
 
@@ -470,6 +486,15 @@ impl Snapshot {
             .iter()
             .position(|(n, _)| *n == name)
             .map_or(0, |i| self.words[i])
+    }
+
+    /// The value of a queue-pair counter (`NicCounters` field, as named in the JSON's
+    /// `nic` object) by name (0 if unknown).
+    pub fn nic(&self, name: &str) -> u64 {
+        NIC_NAMES
+            .iter()
+            .position(|n| *n == name)
+            .map_or(0, |i| self.words[AT_NIC + i])
     }
 }
 

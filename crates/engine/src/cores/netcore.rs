@@ -37,7 +37,6 @@
 //!   always has a free TCB; when every core is full core 0 drops the SYN (the client
 //!   retries), as a single full server does.
 
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use crate::nic::{Clock, Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
@@ -329,7 +328,7 @@ impl Links for Conns {
 /// Which core owns which connection, indexed by the client port (paper 000 §IV: the
 /// port table), entries chained by index; fixed size.
 pub struct ConnMap {
-    ports: Box<PortTable>,
+    ports: PortTable,
     conns: Conns,
     free: Vec<u32>,
     per_core: Vec<u32>,
@@ -340,7 +339,7 @@ pub struct ConnMap {
 impl ConnMap {
     fn new(entries: usize, cores: usize) -> ConnMap {
         ConnMap {
-            ports: Box::new(PortTable::new()),
+            ports: PortTable::new(),
             conns: Conns(alloc::vec![FREE_CONN; entries]),
             free: (0..entries as u32).rev().collect(),
             per_core: alloc::vec![0; cores],

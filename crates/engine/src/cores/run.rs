@@ -55,7 +55,29 @@ pub fn run_core<L, N, C, A>(
     clock: &C,
     log: &mut A,
     ctx: &CoreCtx<'_>,
+    idle: impl FnMut(&mut N, Idle),
+) -> RunSummary
+where
+    L: Lookup<'static>,
+    N: Nic,
+    C: Clock,
+    A: AccessLog,
+{
+    run_core_ticking(server, nic, clock, log, ctx, idle, u64::MAX, |_, _| {})
+}
+
+/// [`run_core`] that also calls `tick(server, nic)` every `every_ns` of the loop, busy or
+/// idle (the kernel prints its console counters line from there).
+#[allow(clippy::too_many_arguments)]
+pub fn run_core_ticking<L, N, C, A>(
+    server: &mut Server<L>,
+    nic: &mut N,
+    clock: &C,
+    log: &mut A,
+    ctx: &CoreCtx<'_>,
     mut idle: impl FnMut(&mut N, Idle),
+    every_ns: u64,
+    mut tick: impl FnMut(&Server<L>, &N),
 ) -> RunSummary
 where
     L: Lookup<'static>,
@@ -64,6 +86,7 @@ where
     A: AccessLog,
 {
     let start = clock.now_ns();
+    let mut next_tick = start.saturating_add(every_ns);
     let mut idle_polls = 0u64;
     let mut idle_run = 0u32;
     let mut next_publish = start;
@@ -81,6 +104,10 @@ where
                 next_publish = now + PUBLISH_NS;
                 publish(board, ctx.core, server, &counters, now - start, idle_polls);
             }
+        }
+        if now >= next_tick {
+            next_tick = now.saturating_add(every_ns);
+            tick(server, nic);
         }
         if worked {
             idle_run = 0;
@@ -121,4 +148,92 @@ fn publish<L: Lookup<'static>>(
 ) {
     board.publish_server(core, server.stats(), server.times(), server.stay());
     board.publish_run(core, counters, elapsed_ns, idle_polls);
+}
+
+#[cfg(test)]
+mod tests {
+    use core::cell::Cell;
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+    use crate::cores::board::{Role, JSON_MAX};
+    use crate::fake::FakeNic;
+    use crate::resource::Found;
+    use crate::server::{Config, NoLog};
+    use crate::wire::{EthernetAddress, Ipv4Address};
+
+    /// A clock that moves 1 ms at every read.
+    struct Steps(Cell<u64>);
+
+    impl Clock for Steps {
+        fn now_ns(&self) -> u64 {
+            let t = self.0.get() + 1_000_000;
+            self.0.set(t);
+            t
+        }
+        fn unix_secs(&self) -> u64 {
+            1_700_000_000
+        }
+    }
+
+    #[derive(Clone, Copy)]
+    struct Empty;
+
+    impl Lookup<'static> for Empty {
+        fn lookup(&self, _: &[u8]) -> Found<'static> {
+            Found::NotFound
+        }
+    }
+
+    #[test]
+    fn ticks_come_on_time_on_an_idle_core_and_publish_happens() {
+        let mac = EthernetAddress([2, 0, 0, 0, 0, 2]);
+        let mut cfg = Config::new(Ipv4Address([10, 0, 0, 2]), 24);
+        cfg.tcbs = 4;
+        let mut server = Server::new(cfg, Empty, mac);
+        let mut nic = FakeNic::new(mac);
+        let board = Board::new("single", &[Role::Single]);
+        let stop = AtomicBool::new(false);
+        let ctx = CoreCtx {
+            core: 0,
+            board: Some(&board),
+            stop: &stop,
+        };
+        let clock = Steps(Cell::new(0));
+        let mut ticks = Vec::new();
+        let sum = run_core_ticking(
+            &mut server,
+            &mut nic,
+            &clock,
+            &mut NoLog,
+            &ctx,
+            |_, _| {},
+            20_000_000,
+            |s, _| {
+                ticks.push(clock.0.get());
+                if ticks.len() == 3 {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                let _ = s.stats();
+            },
+        );
+        assert_eq!(ticks.len(), 3);
+        // Every tick is at least 20 ms after the previous one.
+        assert!(
+            ticks.windows(2).all(|w| w[1] - w[0] >= 20_000_000),
+            "{ticks:?}"
+        );
+        assert!(sum.idle_polls > 0);
+        let mut buf = vec![0u8; JSON_MAX];
+        let n = board.render_json(&mut buf).unwrap();
+        let json = core::str::from_utf8(&buf[..n]).unwrap();
+        assert!(
+            !json.contains("\"elapsed_ns\":0,"),
+            "the run was published: {json}"
+        );
+        // run_core itself never ticks: it stops only on the flag.
+        stop.store(true, Ordering::Relaxed);
+        let s = run_core(&mut server, &mut nic, &clock, &mut NoLog, &ctx, |_, _| {});
+        assert_eq!(s.idle_polls, 0);
+    }
 }

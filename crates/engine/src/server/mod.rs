@@ -7,7 +7,6 @@
 //! server looks at the receive ring again after every single HTTP step; with
 //! [`Sched::Ist`] one HTTP pass serves every connection on the run list first.
 
-use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -188,7 +187,7 @@ pub struct Server<L: Lookup<'static>> {
     site: L,
     mac: EthernetAddress,
     tcbs: TcbArray,
-    ports: Box<PortTable>,
+    ports: PortTable,
     free: Vec<u32>,
     run: VecDeque<u32>,
     rx_slab: Vec<u8>,
@@ -238,7 +237,7 @@ impl<L: Lookup<'static>> Server<L> {
         Server {
             isn: IsnGenerator::new(cfg.isn_key),
             tcbs: TcbArray(vec![Tcb::free(); n]),
-            ports: Box::new(PortTable::new()),
+            ports: PortTable::new(),
             free: (0..n as u32).rev().collect(),
             run: VecDeque::with_capacity(n),
             rx_slab: vec![0; n * cfg.rx_buffer],

@@ -29,16 +29,39 @@ pub trait Links {
     fn set_next(&mut self, i: u32, next: u32);
 }
 
+/// Client ports: entries in the table.
+const PORTS: usize = 65536;
+
+/// The table's storage: on the heap when there is one, allocated there directly (a
+/// `Box::new([NONE; PORTS])` would build the 256 KiB on the stack first, and a core's stack
+/// is small on the bare machine).
+#[cfg(any(test, feature = "alloc"))]
+type Heads = alloc::boxed::Box<[u32; PORTS]>;
+#[cfg(not(any(test, feature = "alloc")))]
+type Heads = [u32; PORTS];
+
 /// The 64K-entry port table.
 pub struct PortTable {
-    heads: [u32; 65536],
+    heads: Heads,
 }
 
 impl PortTable {
-    /// An empty table (256 KiB; allocate it once at start).
+    /// An empty table (256 KiB, on the heap when the `alloc` feature is on; make it once
+    /// at start).
+    #[cfg(any(test, feature = "alloc"))]
+    pub fn new() -> PortTable {
+        let heads = alloc::vec![NONE; PORTS].into_boxed_slice();
+        match heads.try_into() {
+            Ok(heads) => PortTable { heads },
+            Err(_) => unreachable!("a slice of PORTS entries converts to [u32; PORTS]"),
+        }
+    }
+
+    /// An empty table (256 KiB, built in place by the caller).
+    #[cfg(not(any(test, feature = "alloc")))]
     pub const fn new() -> PortTable {
         PortTable {
-            heads: [NONE; 65536],
+            heads: [NONE; PORTS],
         }
     }
 
@@ -129,7 +152,7 @@ mod tests {
             (p(3, 80), NONE),
             (p(1, 81), NONE),
         ]);
-        let mut t = Box::new(PortTable::new());
+        let mut t = PortTable::new();
         for i in 0..4 {
             t.insert(&mut links, i);
         }
@@ -152,7 +175,7 @@ mod tests {
     fn corrupted_cycle_terminates() {
         // 0 -> 1 -> 0: a cycle that the table would never build, walked anyway.
         let mut links = Arr(vec![(p(1, 80), 1), (p(2, 80), 0), (p(3, 80), NONE)]);
-        let mut t = Box::new(PortTable::new());
+        let mut t = PortTable::new();
         t.heads[80] = 0;
         assert_eq!(t.find(&links, p(9, 80)), None);
         assert!(!t.remove(&mut links, 2));

@@ -6,9 +6,11 @@
 //! Heads are written into fixed slots allocated once; bodies stay borrowed slices of the
 //! site image, as on every other path. A full batch lends no slot, which the engine treats
 //! as a full ring (the connection goes back on the ready queue, counted in
-//! `tx_ring_full`).
+//! `tx_ring_full`). Offloaded frames ([`TxRing::post_tso`]) keep their segmentation
+//! request and reach the device the same way, so the batch offers whatever the device
+//! behind it offers (the runners give the server the TAP's capabilities).
 
-use bareweb_engine::nic::{TxFull, TxRing, TX_HEAD_ROOM};
+use bareweb_engine::nic::{Tso, TxFull, TxRing, TX_HEAD_ROOM};
 
 /// Frames a batch holds: more than one HTTP step sends under any window the engine opens
 /// in one go here (an initial window is 3 segments; an ACK opens a few more).
@@ -17,7 +19,8 @@ pub const BATCH_FRAMES: usize = 256;
 /// Frames built but not yet written.
 pub struct TxBatch {
     heads: Vec<[u8; TX_HEAD_ROOM]>,
-    frames: Vec<(usize, &'static [u8])>,
+    /// Head length, body, and the segmentation request of an offloaded frame.
+    frames: Vec<(usize, &'static [u8], Option<Tso>)>,
     /// Most frames held at once.
     pub high: usize,
 }
@@ -38,6 +41,20 @@ impl TxBatch {
         }
     }
 
+    fn hold(
+        &mut self,
+        head_len: usize,
+        body: &'static [u8],
+        tso: Option<Tso>,
+    ) -> Result<(), TxFull> {
+        if self.frames.len() >= self.heads.len() {
+            return Err(TxFull);
+        }
+        self.frames.push((head_len.min(TX_HEAD_ROOM), body, tso));
+        self.high = self.high.max(self.frames.len());
+        Ok(())
+    }
+
     /// Frames waiting.
     pub fn len(&self) -> usize {
         self.frames.len()
@@ -53,11 +70,15 @@ impl TxBatch {
     /// has no slot for are dropped (TCP retransmits them); returns how many were written.
     pub fn drain_into<T: TxRing>(&mut self, tx: &mut T) -> usize {
         let mut sent = 0;
-        for (i, &(len, body)) in self.frames.iter().enumerate() {
+        for (i, &(len, body, tso)) in self.frames.iter().enumerate() {
             let Some(slot) = tx.slot() else { break };
             let len = len.min(slot.len());
             slot[..len].copy_from_slice(&self.heads[i][..len]);
-            if tx.post(len, body).is_ok() {
+            let posted = match tso {
+                Some(tso) => tx.post_tso(len, body, tso),
+                None => tx.post(len, body),
+            };
+            if posted.is_ok() {
                 sent += 1;
             }
         }
@@ -74,12 +95,11 @@ impl TxRing for TxBatch {
     }
 
     fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
-        if self.frames.len() >= self.heads.len() {
-            return Err(TxFull);
-        }
-        self.frames.push((head_len.min(TX_HEAD_ROOM), body));
-        self.high = self.high.max(self.frames.len());
-        Ok(())
+        self.hold(head_len, body, None)
+    }
+
+    fn post_tso(&mut self, head_len: usize, body: &'static [u8], tso: Tso) -> Result<(), TxFull> {
+        self.hold(head_len, body, Some(tso))
     }
 
     fn flush(&mut self) {}

@@ -25,7 +25,7 @@ use core::sync::atomic::{fence, Ordering};
 use bareweb_engine::nic::{Nic, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
 use bareweb_engine::wire::EthernetAddress;
 
-use super::{Driver, NicCounters};
+use super::{engine_counters, Driver, HalfCounters, NicCounters};
 use crate::pci::{Bar, Device};
 
 /// Intel.
@@ -520,6 +520,27 @@ impl Nic for E1000 {
     fn mac(&self) -> EthernetAddress {
         self.mac
     }
+
+    fn counters(&self) -> bareweb_engine::nic::NicCounters {
+        engine_counters(&self.device_counters())
+    }
+}
+
+impl HalfCounters for E1000Rx {
+    fn add_to(&self, c: &mut NicCounters) {
+        c.rx_frames += self.frames;
+        c.doorbells += self.doorbells;
+        c.rx_doorbells += self.doorbells;
+        c.rx_bad += self.bad;
+    }
+}
+
+impl HalfCounters for E1000Tx {
+    fn add_to(&self, c: &mut NicCounters) {
+        c.tx_frames += self.frames;
+        c.doorbells += self.doorbells;
+        c.tx_full += self.full;
+    }
 }
 
 impl Driver for E1000 {
@@ -528,16 +549,14 @@ impl Driver for E1000 {
     }
 
     fn device_counters(&self) -> NicCounters {
-        NicCounters {
-            rx_frames: self.rx.frames,
-            tx_frames: self.tx.frames,
-            doorbells: self.rx.doorbells + self.tx.doorbells,
-            rx_doorbells: self.rx.doorbells,
-            suppressed: 0,
-            rx_bad: self.rx.bad,
-            tx_bad: 0,
-            tx_full: self.tx.full,
-        }
+        let mut c = NicCounters::default();
+        self.rx.add_to(&mut c);
+        self.tx.add_to(&mut c);
+        c
+    }
+
+    fn into_rings(self) -> (E1000Rx, E1000Tx) {
+        (self.rx, self.tx)
     }
 }
 

@@ -3,8 +3,15 @@
 //! Heads up! read virtio 1.2 §4.1 (PCI transport), §2.7 (split virtqueues) and §5.1
 //! (network device).
 //!
-//! - Features: VERSION_1 (required), MAC, RING_EVENT_IDX. No offloads: the engine
-//!   computes every checksum (the body part from the site image's stored block sums).
+//! - Features: VERSION_1 (required), MAC, RING_EVENT_IDX; CTRL_VQ and MQ only when more
+//!   than one queue pair is asked for. No offloads: the engine computes every checksum (the
+//!   body part from the site image's stored block sums).
+//! - Multiqueue (§5.1.6.5.5): with N pairs, receiveq k = 2k, transmitq k = 2k+1, the
+//!   control queue 2·max_virtqueue_pairs; after DRIVER_OK the driver sends
+//!   VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET(N) and waits for its ack. Each pair is returned as its
+//!   own [`VirtioNet`] value, moved to the core that owns it; the device (with QEMU, the
+//!   host's multi-queue TAP) decides which pair a flow arrives on, and a flow's replies
+//!   leave on the same pair.
 //! - Receive: queue 0, one device-writable 2 KiB buffer per descriptor, posted once at
 //!   start; frames are loaned to the engine and re-posted in a batch at the next burst.
 //! - Transmit: queue 1, descriptor pairs: `2s` = 12-byte virtio-net header + the head
@@ -23,7 +30,7 @@ use bareweb_engine::nic::{Nic, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
 use bareweb_engine::wire::EthernetAddress;
 
 use super::virtqueue::{QueueError, VirtQueue, F_NEXT, F_WRITE};
-use super::{Driver, NicCounters};
+use super::{engine_counters, Driver, HalfCounters, NicCounters};
 use crate::pci::{Bar, Device};
 
 /// PCI vendor of virtio devices.
@@ -32,7 +39,18 @@ pub const VENDOR: u16 = 0x1AF4;
 pub const DEVICES: [u16; 2] = [0x1000, 0x1041];
 
 const F_MAC: u64 = 1 << 5;
+const F_CTRL_VQ: u64 = 1 << 17;
+const F_MQ: u64 = 1 << 22;
 const F_EVENT_IDX: u64 = 1 << 29;
+
+/// Device configuration: `max_virtqueue_pairs` (u16) offset.
+const CFG_MAX_PAIRS: usize = 8;
+/// Control command: class VIRTIO_NET_CTRL_MQ, command VQ_PAIRS_SET, and the ack.
+const CTRL_MQ: u8 = 4;
+const CTRL_MQ_VQ_PAIRS_SET: u8 = 0;
+const CTRL_OK: u8 = 0;
+/// Most queue pairs a device may announce (virtio: 0x8000).
+const MAX_PAIRS: u16 = 0x8000;
 const F_VERSION_1: u64 = 1 << 32;
 
 const S_ACKNOWLEDGE: u8 = 1;
@@ -65,12 +83,17 @@ pub enum Error {
     Queue(u16, QueueError),
     /// The heap is exhausted.
     NoMemory,
+    /// A queue's notification register lies outside the notification capability.
+    BadNotifyOffset(u16),
+    /// The device did not acknowledge VQ_PAIRS_SET (the ack byte, or none in time).
+    MqRefused(u8),
 }
 
 struct Regs {
     common: *mut u8,
     device: *mut u8,
     notify: *mut u8,
+    notify_len: u32,
     notify_mult: u32,
 }
 
@@ -145,6 +168,12 @@ pub struct VirtioTx {
     full: u64,
 }
 
+// SAFETY: a VirtioRx owns its receive buffers and its queue (see VirtQueue's Send) alone;
+// moving it to another core moves that ownership, nothing else points at them.
+unsafe impl Send for VirtioRx {}
+// SAFETY: as VirtioRx: the transmit slots and the queue belong to this value alone.
+unsafe impl Send for VirtioTx {}
+
 /// A virtio-net device as one engine queue pair.
 pub struct VirtioNet {
     rx: VirtioRx,
@@ -167,10 +196,22 @@ impl VirtioNet {
         dev.vendor == VENDOR && DEVICES.contains(&dev.device)
     }
 
-    /// Brings the device up (virtio 1.2 §3.1.1) with both queues posted.
+    /// Brings the device up (virtio 1.2 §3.1.1) with one queue pair posted.
     pub fn new(dev: &Device) -> Result<VirtioNet, Error> {
+        let mut v = Self::new_multi(dev, |_| 1)?;
+        v.pop().ok_or(Error::Queue(0, QueueError::BadSize(0)))
+    }
+
+    /// Brings the device up with `choose(offered)` queue pairs (clamped to 1..=offered),
+    /// where `offered` is the device's `max_virtqueue_pairs` (1 without VIRTIO_NET_F_MQ),
+    /// each returned as its own queue pair, receive buffers posted.
+    pub fn new_multi(
+        dev: &Device,
+        choose: impl FnOnce(u16) -> u16,
+    ) -> Result<Vec<VirtioNet>, Error> {
         dev.enable();
         let (mut common, mut device, mut notify, mut mult) = (None, None, None, 0);
+        let (mut device_len, mut notify_len) = (0, 0);
         for (id, at) in dev.capabilities() {
             if id != 0x09 {
                 continue;
@@ -184,9 +225,13 @@ impl VirtioNet {
                 1 if common.is_none() => common = bar_addr(dev, bar, off, len.max(56)),
                 2 if notify.is_none() => {
                     notify = bar_addr(dev, bar, off, len);
+                    notify_len = len;
                     mult = a.read32(at + 16);
                 }
-                4 if device.is_none() => device = bar_addr(dev, bar, off, len.max(6)),
+                4 if device.is_none() => {
+                    device = bar_addr(dev, bar, off, len.max(6));
+                    device_len = len;
+                }
                 _ => {}
             }
         }
@@ -194,6 +239,7 @@ impl VirtioNet {
             common: common.ok_or(Error::MissingCapability("common configuration"))?,
             device: device.ok_or(Error::MissingCapability("device configuration"))?,
             notify: notify.ok_or(Error::MissingCapability("notification"))?,
+            notify_len,
             notify_mult: mult,
         };
         regs.w8(DEVICE_STATUS, 0);
@@ -215,7 +261,21 @@ impl VirtioNet {
             regs.w8(DEVICE_STATUS, S_FAILED);
             return Err(Error::NotModern);
         }
-        let wanted = offered & (F_VERSION_1 | F_MAC | F_EVENT_IDX);
+        // The device's pair count is device data: kept within what virtio allows and
+        // what the configuration region holds.
+        let max_pairs = if offered & (F_MQ | F_CTRL_VQ) == F_MQ | F_CTRL_VQ && device_len >= 10 {
+            // SAFETY: max_virtqueue_pairs is the u16 at offset 8 of the device
+            // configuration, which is at least 10 bytes long (checked).
+            let n = unsafe { read_volatile(regs.device.add(CFG_MAX_PAIRS).cast::<u16>()) };
+            n.clamp(1, MAX_PAIRS)
+        } else {
+            1
+        };
+        let pairs = choose(max_pairs).clamp(1, max_pairs);
+        let mut wanted = offered & (F_VERSION_1 | F_MAC | F_EVENT_IDX);
+        if pairs > 1 {
+            wanted |= F_MQ | F_CTRL_VQ;
+        }
         regs.w32(DRIVER_FEATURE_SELECT, 0);
         regs.w32(DRIVER_FEATURE, wanted as u32);
         regs.w32(DRIVER_FEATURE_SELECT, 1);
@@ -227,8 +287,6 @@ impl VirtioNet {
         }
         regs.w16(MSIX_CONFIG, NO_VECTOR);
         let event_idx = wanted & F_EVENT_IDX != 0;
-        let rxq = setup_queue(&regs, 0, event_idx)?;
-        let txq = setup_queue(&regs, 1, event_idx)?;
         let mac = if wanted & F_MAC != 0 {
             let mut m = [0u8; 6];
             for (i, b) in m.iter_mut().enumerate() {
@@ -239,20 +297,80 @@ impl VirtioNet {
         } else {
             EthernetAddress([0x02, 0x00, 0x00, 0x00, 0x00, 0x01])
         };
-        let rx = VirtioRx::new(rxq)?;
-        let tx = VirtioTx::new(txq)?;
+        let mut nics = Vec::with_capacity(pairs as usize);
+        for k in 0..pairs {
+            let rxq = setup_queue(&regs, 2 * k, event_idx, MAX_QUEUE)?;
+            let txq = setup_queue(&regs, 2 * k + 1, event_idx, MAX_QUEUE)?;
+            nics.push(VirtioNet {
+                rx: VirtioRx::new(rxq)?,
+                tx: VirtioTx::new(txq)?,
+                mac,
+            });
+        }
+        let ctrl = if pairs > 1 {
+            Some(setup_queue(&regs, 2 * max_pairs, event_idx, 64)?)
+        } else {
+            None
+        };
         regs.w8(
             DEVICE_STATUS,
             S_ACKNOWLEDGE | S_DRIVER | S_FEATURES_OK | S_DRIVER_OK,
         );
-        let mut nic = VirtioNet { rx, tx, mac };
+        if let Some(mut q) = ctrl {
+            set_pairs(&mut q, pairs)?;
+        }
         // Post every receive buffer now that the device is live.
-        nic.rx.q.publish();
-        Ok(nic)
+        for nic in nics.iter_mut() {
+            nic.rx.q.publish();
+        }
+        Ok(nics)
+    }
+
+    /// The queue pair's two sides, for a wrapper that owns them apart (the network core).
+    pub fn into_rings(self) -> (VirtioRx, VirtioTx) {
+        (self.rx, self.tx)
     }
 }
 
-fn setup_queue(regs: &Regs, index: u16, event_idx: bool) -> Result<VirtQueue, Error> {
+/// Sends VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET(`pairs`) on the control queue and waits for the
+/// device's ack (bounded: the device answers when notified).
+fn set_pairs(q: &mut VirtQueue, pairs: u16) -> Result<(), Error> {
+    let buf = alloc_bytes(64)?;
+    // SAFETY: buf is a fresh zeroed 64-byte allocation: command header at 0, data at 2,
+    // ack at 16.
+    unsafe {
+        buf.write(CTRL_MQ);
+        buf.add(1).write(CTRL_MQ_VQ_PAIRS_SET);
+        buf.add(2).cast::<u16>().write_unaligned(pairs);
+        buf.add(16).write_volatile(0xFF);
+    }
+    let b = buf as u64;
+    q.set_desc(0, b, 2, F_NEXT, 1);
+    q.set_desc(1, b + 2, 2, F_NEXT, 2);
+    q.set_desc(2, b + 16, 1, F_WRITE, 0);
+    q.push_avail(0);
+    q.publish();
+    let mut spins = 0u64;
+    loop {
+        if let Some((id, _)) = q.pop_used() {
+            // SAFETY: the ack byte of our buffer, written by the device before it
+            // published the used entry (the Acquire fence in pop_used orders the read).
+            let ack = unsafe { buf.add(16).read_volatile() };
+            return if id == 0 && ack == CTRL_OK {
+                Ok(())
+            } else {
+                Err(Error::MqRefused(ack))
+            };
+        }
+        spins += 1;
+        if spins > 200_000_000 {
+            return Err(Error::MqRefused(0xFF));
+        }
+        crate::arch::cpu::relax();
+    }
+}
+
+fn setup_queue(regs: &Regs, index: u16, event_idx: bool, limit: u16) -> Result<VirtQueue, Error> {
     regs.w16(QUEUE_SELECT, index);
     let max = regs.r16(QUEUE_SIZE);
     if max == 0 {
@@ -260,14 +378,16 @@ fn setup_queue(regs: &Regs, index: u16, event_idx: bool) -> Result<VirtQueue, Er
     }
     // Largest power of two within both limits.
     let mut size = 1u16;
-    while size * 2 <= max.min(MAX_QUEUE) {
+    while size * 2 <= max.min(limit) {
         size *= 2;
     }
-    let notify_off = regs.r16(QUEUE_NOTIFY_OFF) as usize;
-    let notify = (regs.notify as usize + notify_off * regs.notify_mult as usize) as *mut u16;
-    // SAFETY: notify is inside the notification capability's BAR region, which the
-    // capability scan checked against the BAR size for offset 0; QEMU's multiplier
-    // keeps each queue's register within it.
+    let notify_off = regs.r16(QUEUE_NOTIFY_OFF) as u64 * regs.notify_mult as u64;
+    if notify_off + 2 > regs.notify_len as u64 {
+        return Err(Error::BadNotifyOffset(index));
+    }
+    let notify = (regs.notify as u64 + notify_off) as *mut u16;
+    // SAFETY: notify lies inside the notification capability's region (checked just
+    // above), which the capability scan checked against the BAR size.
     let q = unsafe { VirtQueue::new(size, index, notify, event_idx) }
         .map_err(|e| Error::Queue(index, e))?;
     let (d, a, u) = q.addresses();
@@ -481,6 +601,30 @@ impl Nic for VirtioNet {
     fn mac(&self) -> EthernetAddress {
         self.mac
     }
+
+    fn counters(&self) -> bareweb_engine::nic::NicCounters {
+        engine_counters(&self.device_counters())
+    }
+}
+
+impl HalfCounters for VirtioRx {
+    fn add_to(&self, c: &mut NicCounters) {
+        c.rx_frames += self.frames;
+        c.doorbells += self.q.doorbells;
+        c.rx_doorbells += self.q.doorbells;
+        c.suppressed += self.q.suppressed;
+        c.rx_bad += self.bad;
+    }
+}
+
+impl HalfCounters for VirtioTx {
+    fn add_to(&self, c: &mut NicCounters) {
+        c.tx_frames += self.frames;
+        c.doorbells += self.q.doorbells;
+        c.suppressed += self.q.suppressed;
+        c.tx_bad += self.bad;
+        c.tx_full += self.full;
+    }
 }
 
 impl Driver for VirtioNet {
@@ -489,16 +633,14 @@ impl Driver for VirtioNet {
     }
 
     fn device_counters(&self) -> NicCounters {
-        NicCounters {
-            rx_frames: self.rx.frames,
-            tx_frames: self.tx.frames,
-            doorbells: self.rx.q.doorbells + self.tx.q.doorbells,
-            rx_doorbells: self.rx.q.doorbells,
-            suppressed: self.rx.q.suppressed + self.tx.q.suppressed,
-            rx_bad: self.rx.bad,
-            tx_bad: self.tx.bad,
-            tx_full: self.tx.full,
-        }
+        let mut c = NicCounters::default();
+        self.rx.add_to(&mut c);
+        self.tx.add_to(&mut c);
+        c
+    }
+
+    fn into_rings(self) -> (VirtioRx, VirtioTx) {
+        VirtioNet::into_rings(self)
     }
 }
 
@@ -591,6 +733,57 @@ mod tests {
         assert_eq!(tx.bad, 3);
         assert_eq!(tx.free, [1]);
         assert!(tx.slot().is_some());
+    }
+
+    /// The control queue's VQ_PAIRS_SET against a device simulated on a thread, which
+    /// reads the command the driver made available and answers `ack`.
+    fn pairs_set_answered_with(ack: u8) -> (Result<(), Error>, [u8; 4]) {
+        let (mut q, _bell) = queue(8, 4);
+        let (desc, avail, used) = q.addresses();
+        let dev = std::thread::spawn(move || {
+            // SAFETY: test-only: the live queue's rings, read and written as a device would.
+            unsafe {
+                let avail_idx = (avail as *const u16).add(1);
+                let mut spins = 0u64;
+                while read_volatile(avail_idx) == 0 {
+                    spins += 1;
+                    assert!(spins < 1 << 32, "driver never published");
+                    std::hint::spin_loop();
+                }
+                let head = read_volatile((avail as *const u16).add(2)) as usize;
+                let d = desc as *const u64; // 16-byte descriptors: addr, len|flags|next
+                let cmd = read_volatile(d.add(2 * head)) as *const u8;
+                let got = [
+                    read_volatile(cmd),
+                    read_volatile(cmd.add(1)),
+                    read_volatile(cmd.add(2)),
+                    read_volatile(cmd.add(3)),
+                ];
+                let ack_at = read_volatile(d.add(2 * 2)) as *mut u8;
+                write_volatile(ack_at, ack);
+                let used = used as *mut u8;
+                write_volatile(used.add(4).cast::<u32>(), head as u32);
+                write_volatile(used.add(8).cast::<u32>(), 1);
+                std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+                write_volatile(used.add(2).cast::<u16>(), 1);
+                got
+            }
+        });
+        let r = set_pairs(&mut q, 3);
+        (r, dev.join().unwrap())
+    }
+
+    #[test]
+    fn multiqueue_pairs_set_on_the_control_queue() {
+        let (r, cmd) = pairs_set_answered_with(CTRL_OK);
+        assert_eq!(r, Ok(()));
+        assert_eq!(
+            cmd,
+            [CTRL_MQ, CTRL_MQ_VQ_PAIRS_SET, 3, 0],
+            "class, command, pairs (le16)"
+        );
+        let (r, _) = pairs_set_answered_with(1); // VIRTIO_NET_ERR
+        assert_eq!(r, Err(Error::MqRefused(1)));
     }
 
     #[test]

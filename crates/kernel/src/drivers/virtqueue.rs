@@ -50,6 +50,11 @@ pub struct VirtQueue {
     pub suppressed: u64,
 }
 
+// SAFETY: a VirtQueue owns its ring memory exclusively, and its notification register is
+// this queue's own (each queue has its own offset); moving the value to another core moves
+// that ownership, and the device is told about it only through these pointers.
+unsafe impl Send for VirtQueue {}
+
 /// Why a queue could not be made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QueueError {

@@ -12,8 +12,8 @@
 //! Then: page tables identity-mapping the first 4 GiB with 2 MiB pages (this KVM offers
 //! no 1 GiB pages; the top GiB, where PCI devices live, is mapped uncached), except the
 //! first 2 MiB in 4 KiB pages with the guard page below the boot stack left
-//! unmapped (the engine builds its 256 KiB port table on the stack, so an overflow must
-//! fault, not silently overwrite the page tables as it once did), PAE, SSE
+//! unmapped (an overflow must fault, not silently overwrite the page tables as it once
+//! did when the engine built its 256 KiB port table on the stack), PAE, SSE
 //! (`OSFXSR`, `OSXMMEXCPT`), `EFER.LME`, paging, a 64-bit GDT, and a far jump to 64-bit
 //! code that calls `bw_kernel_main(eax, ebx)`.
 
@@ -22,8 +22,27 @@
 pub const MB2_COPY: u64 = 0x10000;
 /// Largest multiboot2 information block copied.
 pub const MB2_COPY_MAX: u64 = 0x60000;
-/// Bytes of the boot stack.
-pub const BOOT_STACK: usize = 512 * 1024;
+/// Bytes of the boot stack (core 0's stack for good). The engine allocates its tables on
+/// the heap; the deepest use measured is printed as `stack_max` in the `log=stats` line.
+pub const BOOT_STACK: usize = 64 * 1024;
+
+#[cfg(target_os = "none")]
+extern "C" {
+    static bw_stack_guard: u8;
+    static bw_boot_stack_top: u8;
+}
+
+/// The boot stack's `[lowest, top)` addresses (0, 0 on host builds).
+pub fn boot_stack() -> (u64, u64) {
+    #[cfg(target_os = "none")]
+    {
+        // Linker-placed symbols: only their addresses are used.
+        let guard = core::ptr::addr_of!(bw_stack_guard) as u64;
+        (guard + 4096, core::ptr::addr_of!(bw_boot_stack_top) as u64)
+    }
+    #[cfg(not(target_os = "none"))]
+    (0, 0)
+}
 
 #[cfg(target_os = "none")]
 core::arch::global_asm!(
@@ -188,6 +207,7 @@ bw_pml4:
     .skip 4096
 bw_pdpt:
     .skip 4096
+    .global bw_pd
 bw_pd:
     .skip 4096 * 4
 bw_pt0:

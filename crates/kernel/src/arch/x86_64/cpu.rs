@@ -2,6 +2,29 @@
 //! random numbers. Each `unsafe fn` wraps one instruction with exact `options(..)`.
 
 use core::arch::asm;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+static PAUSE: AtomicBool = AtomicBool::new(false);
+
+/// Decides once, on the boot CPU, how [`relax`] waits: `pause` on a bare machine, nothing
+/// under a hypervisor (CPUID.1:ECX bit 31), where PAUSE costs more than it saves: QEMU's
+/// TCG implements it by leaving the translated code (`helper_pause` → `cpu_loop_exit`),
+/// and its multi-threaded vCPU loop then takes QEMU's global lock before going round, so
+/// spinning cores would keep taking the lock QEMU's I/O thread and waking vCPUs need;
+/// KVM turns tight PAUSE loops into pause-loop exits. Returns whether PAUSE is used.
+pub fn init_relax() -> bool {
+    let bare = cpuid(1, 0).2 & (1 << 31) == 0;
+    PAUSE.store(bare, Ordering::Relaxed);
+    bare
+}
+
+/// One turn of a polling loop (see [`init_relax`]).
+#[inline]
+pub fn relax() {
+    if PAUSE.load(Ordering::Relaxed) {
+        core::hint::spin_loop();
+    }
+}
 
 /// Writes a byte to an I/O port.
 ///

@@ -1,8 +1,9 @@
 //! The long-mode GDT with a TSS whose IST1 stack catches double faults (a kernel stack
 //! overflow then still prints its report instead of triple-faulting).
 //!
-//! Per-core state: one GDT/TSS pair per CPU. Today there is one CPU (issue 4 adds the
-//! others: each gets its own copy of [`CpuTables`]).
+//! Per-core state: one GDT/TSS pair and double-fault stack per CPU ([`CpuTables`]): the
+//! boot CPU's is a static, each other core's is allocated by the boot CPU before it starts
+//! ([`CpuTables::alloc`]) and loaded by the core itself ([`load`]).
 
 use core::arch::asm;
 use core::cell::UnsafeCell;
@@ -61,6 +62,18 @@ struct Pointer {
     base: u64,
 }
 
+impl CpuTables {
+    /// Zeroed tables for another core, on the heap, never freed (`None`: no memory).
+    pub fn alloc() -> Option<&'static mut CpuTables> {
+        let layout = core::alloc::Layout::new::<CpuTables>();
+        // SAFETY: non-zero size; all-zero bytes are a valid CpuTables (plain integers),
+        // and `load` fills in every field the CPU reads.
+        let p = unsafe { alloc::alloc::alloc_zeroed(layout) }.cast::<CpuTables>();
+        // SAFETY: p is null or a fresh, aligned, zeroed allocation nobody else holds.
+        unsafe { p.as_mut() }
+    }
+}
+
 /// Loads the boot CPU's GDT and TSS.
 ///
 /// # Safety
@@ -69,6 +82,17 @@ pub unsafe fn init() {
     let t = BOOT.0.get();
     // SAFETY: called once before anything else reads BOOT (see the Sync impl).
     let t = unsafe { &mut *t };
+    // SAFETY: forwarded.
+    unsafe { load(t) }
+}
+
+/// Fills `t` and loads it as this core's GDT and TSS (selectors as the boot GDT's, so the
+/// segment registers stay valid).
+///
+/// # Safety
+/// Once per core, with tables no other core uses, before exceptions can use IST1.
+pub unsafe fn load(t: &'static mut CpuTables) {
+    t.tss.iomap_base = size_of::<Tss>() as u16;
     let stack_top = t.fault_stack.0.as_ptr() as u64 + FAULT_STACK as u64;
     t.tss.ist[(DOUBLE_FAULT_IST - 1) as usize] = stack_top;
     let base = &t.tss as *const Tss as u64;

@@ -193,22 +193,35 @@ pub unsafe fn init() {
             _r: 0,
         };
     }
+    load();
+}
+
+/// Loads the IDT (filled by [`init`] on the boot CPU) on this core. Every core shares it:
+/// the double fault's IST1 names each core's own TSS stack.
+pub fn load() {
     let p = Pointer {
         limit: (size_of::<[Gate; 32]>() - 1) as u16,
-        base: idt.as_ptr() as u64,
+        base: IDT.0.get() as u64,
     };
-    // SAFETY: p describes the static IDT just filled with valid gates.
+    // SAFETY: p describes the static IDT, filled with valid gates by `init` before any
+    // core loads it, and never written again.
     unsafe { asm!("lidt [{}]", in(reg) &p, options(readonly, nostack, preserves_flags)) };
 }
 
-/// Called by the stubs: prints the report and stops (never returns).
+/// Called by the stubs: prints the report and stops the machine (never returns). Only the
+/// first core to fail reports; the others (stopped by its NMI, or failing meanwhile) halt.
 #[no_mangle]
 extern "C" fn bw_exception(f: &ExceptionFrame) -> ! {
+    if !super::smp::begin_stop() {
+        cpu::halt_forever();
+    }
+    super::smp::stop_others();
     let name = NAMES.get(f.vector as usize).copied().unwrap_or("?");
     crate::console::force_unlock();
     crate::kprintln!(
-        "\n!!! CPU EXCEPTION {} ({name}) error={:#x} rip={:#018x} cs={:#x} rflags={:#x} rsp={:#018x}",
+        "\n!!! CPU EXCEPTION {} ({name}) on {} error={:#x} rip={:#018x} cs={:#x} rflags={:#x} rsp={:#018x}",
         f.vector,
+        super::smp::Who,
         f.error,
         f.rip,
         f.cs,

@@ -1,18 +1,23 @@
-//! x86_64: boot to long mode, descriptor tables, single-instruction helpers.
+//! x86_64: boot to long mode, descriptor tables, single-instruction helpers, page-table
+//! changes, the local APIC and the start of the other cores.
 
+pub mod apic;
 pub mod boot;
 pub mod cache;
 pub mod cpu;
 pub mod gdt;
 pub mod idt;
+pub mod paging;
+pub mod smp;
 
-/// Loads the boot CPU's GDT/TSS and IDT.
+/// Sets up the boot CPU's per-core data (`GS.base`), GDT/TSS and IDT.
 ///
 /// # Safety
 /// Call once, first thing, on the boot CPU.
 pub unsafe fn init_cpu() {
     // SAFETY: forwarded: once, on the boot CPU, in this order (the IDT uses IST1).
     unsafe {
+        smp::init_bsp();
         gdt::init();
         idt::init();
     }

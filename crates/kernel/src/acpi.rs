@@ -1,0 +1,292 @@
+//! The processors of the machine, from the ACPI MADT: the `acpi` crate finds and checks the
+//! RSDP, the RSDT/XSDT and the MADT (signature, length, checksum); [`parse_madt`] reads the
+//! MADT's entries from its bytes with every length checked (the crate's own entry walk
+//! trusts them: a zero length would make it stand still).
+//!
+//! Heads up! read ACPI 6.5 §5.2.5 (RSDP), §5.2.12 (MADT: Processor Local APIC structure,
+//! type 0, and Processor Local x2APIC structure, type 9; flag bit 0 = enabled).
+//!
+//! Where the RSDP comes from, in order: the loader (PVH `rsdp_paddr`, multiboot2 tags
+//! 14/15), else the BIOS areas (EBDA and 0xE0000-0xFFFFF). Firmware tables are read in
+//! place (all of the first 4 GiB is identity-mapped); anything that would lie above is
+//! seen as zeros, which no table validates as. Runs before the heap exists: no allocation.
+//!
+//! # Fuzzing
+//! `fuzz/fuzz_targets/kernel_madt.rs` feeds arbitrary bytes to [`parse_madt`], seeded with
+//! the MADTs QEMU gives (`testdata/madt-*.bin`).
+
+use core::fmt;
+use core::ptr::NonNull;
+
+use acpi::madt::Madt;
+use acpi::{AcpiHandler, AcpiTables, PhysicalMapping};
+
+use crate::arch::smp::MAX_CPUS;
+use crate::boot_info::BootInfo;
+
+/// Physical memory reads: the identity map.
+#[derive(Clone, Copy, Debug)]
+struct Identity;
+
+/// What reads of memory outside the identity map see: zeros (no valid table).
+#[repr(C, align(4096))]
+struct Zeros([u8; 4096]);
+static ZEROS: Zeros = Zeros([0; 4096]);
+
+impl AcpiHandler for Identity {
+    unsafe fn map_physical_region<T>(&self, pa: usize, size: usize) -> PhysicalMapping<Self, T> {
+        let inside = pa != 0 && pa.checked_add(size).is_some_and(|end| end <= 1 << 32);
+        let at = if inside || size > ZEROS.0.len() {
+            pa
+        } else {
+            ZEROS.0.as_ptr() as usize
+        };
+        // SAFETY: the first 4 GiB are identity-mapped, so `pa` is readable at `pa`; a
+        // range outside is given the zero page instead (large ranges come only after a
+        // header inside the map validated, i.e. from inside the map).
+        unsafe {
+            PhysicalMapping::new(
+                pa,
+                NonNull::new_unchecked(at.max(1) as *mut T),
+                size,
+                size,
+                *self,
+            )
+        }
+    }
+
+    fn unmap_physical_region<T>(_region: &PhysicalMapping<Self, T>) {}
+}
+
+/// The enabled processors: APIC ids in MADT order.
+pub struct Processors {
+    ids: [u32; MAX_CPUS],
+    n: usize,
+    /// Enabled processors beyond [`MAX_CPUS`], not used.
+    pub over: usize,
+    /// Where the RSDP was found.
+    pub source: &'static str,
+}
+
+impl Processors {
+    /// APIC ids of the enabled processors (the boot CPU among them).
+    pub fn apic_ids(&self) -> &[u32] {
+        &self.ids[..self.n]
+    }
+}
+
+/// Why no processor list could be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Error {
+    /// No RSDP from the loader nor in the BIOS areas.
+    NoRsdp,
+    /// The RSDP or root table did not validate.
+    BadTables,
+    /// No MADT (APIC) table.
+    NoMadt,
+    /// The MADT's entry list is malformed.
+    BadMadt,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Error::NoRsdp => "no ACPI RSDP (from the loader or in the BIOS areas)",
+            Error::BadTables => "the ACPI RSDP or root table does not validate",
+            Error::NoMadt => "no ACPI MADT",
+            Error::BadMadt => "the ACPI MADT's entry list is malformed",
+        })
+    }
+}
+
+/// Reads the processor list.
+pub fn processors(info: &BootInfo) -> Result<Processors, Error> {
+    let (tables, source) = if info.rsdp != 0 {
+        // SAFETY: the loader says an RSDP is there; from_rsdp validates it.
+        match unsafe { AcpiTables::from_rsdp(Identity, info.rsdp as usize) } {
+            Ok(t) => (t, "from the loader"),
+            Err(_) => search()?,
+        }
+    } else {
+        search()?
+    };
+    let madt = tables.find_table::<Madt>().map_err(|_| Error::NoMadt)?;
+    let len = madt.get().header.length as usize;
+    // SAFETY: the table's `length` bytes were checksummed by find_table, so they are
+    // mapped firmware memory (identity map), not written by anyone while we read.
+    let bytes =
+        unsafe { core::slice::from_raw_parts(madt.virtual_start().as_ptr().cast::<u8>(), len) };
+    let mut p = parse_madt(bytes)?;
+    p.source = source;
+    Ok(p)
+}
+
+/// Bytes of the MADT before its entries (SDT header, local APIC address, flags).
+const MADT_HEADER: usize = 44;
+
+/// The enabled processors listed in a MADT (`table`: the whole table, header included; a
+/// `length` field shorter than the slice limits it). Processor Local APIC (type 0, 8 bytes)
+/// and Local x2APIC (type 9, 16 bytes) entries with the enabled flag count; a processor
+/// listed twice counts once. Never panics; a malformed entry list is an error.
+pub fn parse_madt(table: &[u8]) -> Result<Processors, Error> {
+    let declared = table
+        .get(4..8)
+        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    let table = table.get(..declared).ok_or(Error::BadMadt)?;
+    if declared < MADT_HEADER || &table[..4] != b"APIC" || !entries_well_formed(table, MADT_HEADER)
+    {
+        return Err(Error::BadMadt);
+    }
+    let mut p = Processors {
+        ids: [0; MAX_CPUS],
+        n: 0,
+        over: 0,
+        source: "",
+    };
+    let u32_at = |e: &[u8], at: usize| {
+        e.get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let mut at = MADT_HEADER;
+    while at < table.len() {
+        // entries_well_formed: every entry has a length >= 2 that stays inside the table.
+        let len = table[at + 1] as usize;
+        let e = &table[at..at + len];
+        at += len;
+        let (id, flags) = match e[0] {
+            0 if len >= 8 => (e[3] as u32, u32_at(e, 4)),
+            9 if len >= 16 => (u32_at(e, 4).unwrap_or(0), u32_at(e, 8)),
+            _ => continue,
+        };
+        if flags.unwrap_or(0) & 1 == 0 || p.apic_ids().contains(&id) {
+            continue; // disabled, or listed as both types
+        }
+        if p.n < MAX_CPUS {
+            p.ids[p.n] = id;
+            p.n += 1;
+        } else {
+            p.over += 1;
+        }
+    }
+    Ok(p)
+}
+
+fn search() -> Result<(AcpiTables<Identity>, &'static str), Error> {
+    // SAFETY: a BIOS machine (PVH/multiboot2 loaders are BIOS-style); the search reads
+    // the EBDA pointer and the 0xE0000-0xFFFFF area, identity-mapped.
+    match unsafe { AcpiTables::search_for_rsdp_bios(Identity) } {
+        Ok(t) => Ok((t, "found in the BIOS area")),
+        Err(acpi::AcpiError::NoValidRsdp) => Err(Error::NoRsdp),
+        Err(_) => Err(Error::BadTables),
+    }
+}
+
+/// Whether the MADT's entries, from `at` to the end of `table`, each have a length of at
+/// least 2 that stays inside the table (the crate's walk trusts them).
+pub fn entries_well_formed(table: &[u8], mut at: usize) -> bool {
+    let mut steps = 0;
+    while at < table.len() {
+        let Some(&len) = table.get(at + 1) else {
+            return false;
+        };
+        let len = len as usize;
+        if len < 2 || at + len > table.len() {
+            return false;
+        }
+        at += len;
+        steps += 1;
+        if steps > 65_536 {
+            return false;
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn madts_from_qemu() {
+        // qboot, -smp 4: four local APICs, an I/O APIC, interrupt overrides, a NMI entry.
+        let p = parse_madt(include_bytes!("../testdata/madt-qboot-smp4.bin")).unwrap();
+        assert_eq!(p.apic_ids(), &[0, 1, 2, 3]);
+        assert_eq!(p.over, 0);
+        // SeaBIOS on q35, -smp 2.
+        let p = parse_madt(include_bytes!("../testdata/madt-q35-smp2.bin")).unwrap();
+        assert_eq!(p.apic_ids(), &[0, 1]);
+    }
+
+    #[test]
+    fn disabled_duplicate_x2apic_and_too_many_processors() {
+        let mut t = include_bytes!("../testdata/madt-qboot-smp4.bin")[..44].to_vec();
+        t.extend_from_slice(&[0, 8, 0, 7, 0, 0, 0, 0]); // APIC id 7, disabled
+        t.extend_from_slice(&[0, 8, 1, 5, 1, 0, 0, 0]); // APIC id 5
+        let mut x2 = vec![9, 16, 0, 0];
+        x2.extend_from_slice(&300u32.to_le_bytes());
+        x2.extend_from_slice(&1u32.to_le_bytes());
+        x2.extend_from_slice(&9u32.to_le_bytes());
+        t.extend_from_slice(&x2); // x2APIC id 300
+        t.extend_from_slice(&[9, 16, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]); // 5 again
+        t.extend_from_slice(&[0, 6, 1, 6, 1, 0]); // too short for its type: skipped
+        for id in 10..10 + MAX_CPUS as u8 {
+            t.extend_from_slice(&[0, 8, id, id, 1, 0, 0, 0]);
+        }
+        let n = t.len() as u32;
+        t[4..8].copy_from_slice(&n.to_le_bytes());
+        let p = parse_madt(&t).unwrap();
+        assert_eq!(&p.apic_ids()[..3], &[5, 300, 10]);
+        assert_eq!(p.apic_ids().len(), MAX_CPUS);
+        assert_eq!(p.over, 2);
+    }
+
+    #[test]
+    fn malformed_tables_are_errors_not_panics() {
+        let good = include_bytes!("../testdata/madt-qboot-smp4.bin");
+        for cut in 0..good.len() {
+            let _ = parse_madt(&good[..cut]);
+        }
+        assert_eq!(
+            parse_madt(&good[..100]).err(),
+            Some(Error::BadMadt),
+            "length past the end"
+        );
+        let mut x = 7u32;
+        for _ in 0..5000 {
+            let mut b = good.to_vec();
+            for _ in 0..3 {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                let at = (x as usize) % b.len();
+                b[at] = (x >> 8) as u8;
+            }
+            if let Ok(p) = parse_madt(&b) {
+                assert!(p.apic_ids().len() <= MAX_CPUS);
+            }
+        }
+    }
+
+    #[test]
+    fn madt_entry_lists() {
+        let mut t = vec![0u8; 44];
+        t.extend_from_slice(&[0, 8, 0, 0, 1, 0, 0, 0]); // local APIC 0, enabled
+        t.extend_from_slice(&[0, 8, 1, 1, 1, 0, 0, 0]);
+        assert!(entries_well_formed(&t, 44));
+        assert!(entries_well_formed(&t[..44], 44), "no entries");
+        let mut zero = t.clone();
+        zero[45] = 0; // length 0 would make the walk stand still
+        assert!(!entries_well_formed(&zero, 44));
+        let mut long = t.clone();
+        long[53] = 9; // past the end
+        assert!(!entries_well_formed(&long, 44));
+        assert!(
+            !entries_well_formed(&t[..51], 44),
+            "cut in the middle of an entry"
+        );
+        assert!(
+            !entries_well_formed(&t[..45], 44),
+            "cut after the type byte"
+        );
+    }
+}

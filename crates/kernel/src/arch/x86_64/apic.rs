@@ -1,0 +1,207 @@
+//! The local APIC: x2APIC (MSRs) when the CPU offers it, else xAPIC (MMIO at the address
+//! in IA32_APIC_BASE), used only to start and stop the other cores: INIT, STARTUP and NMI
+//! inter-processor interrupts. No interrupt is ever delivered to a vector (IF stays clear;
+//! the drivers poll).
+//!
+//! Heads up! read Intel SDM vol. 3A §10.4 (APIC base and enabling), §10.6 (ICR),
+//! §10.12 (x2APIC), §8.4.4 (the INIT-SIPI-SIPI sequence).
+//!
+//! The mode is chosen once by the boot CPU ([`init_bsp`]) and every other core switches to
+//! the same mode ([`init_ap`]): all APICs of a system must be in one mode.
+
+use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+
+use super::cpu::{cpuid, rdmsr, wrmsr};
+
+const IA32_APIC_BASE: u32 = 0x1B;
+const BASE_ENABLE: u64 = 1 << 11;
+const BASE_X2APIC: u64 = 1 << 10;
+/// x2APIC MSR of a register at xAPIC offset `off`.
+const fn x2msr(off: usize) -> u32 {
+    0x800 + (off as u32 >> 4)
+}
+
+const REG_ID: usize = 0x20;
+const REG_SVR: usize = 0xF0;
+const REG_ICR_LO: usize = 0x300;
+const REG_ICR_HI: usize = 0x310;
+
+const SVR_ENABLE: u32 = 1 << 8;
+const SPURIOUS_VECTOR: u32 = 0xFF;
+
+const ICR_INIT: u32 = 0b101 << 8;
+const ICR_STARTUP: u32 = 0b110 << 8;
+const ICR_NMI: u32 = 0b100 << 8;
+const ICR_ASSERT: u32 = 1 << 14;
+const ICR_PENDING: u32 = 1 << 12;
+const ICR_ALL_BUT_SELF: u32 = 0b11 << 18;
+
+/// Which interface the APICs are driven through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Not set up (before [`init_bsp`], or no APIC at all).
+    None,
+    /// Memory-mapped registers (8-bit APIC ids).
+    XApic,
+    /// MSRs (32-bit APIC ids).
+    X2Apic,
+}
+
+static MODE: AtomicU8 = AtomicU8::new(0);
+static XAPIC_BASE: AtomicU64 = AtomicU64::new(0);
+
+fn mode() -> Mode {
+    match MODE.load(Ordering::Acquire) {
+        1 => Mode::XApic,
+        2 => Mode::X2Apic,
+        _ => Mode::None,
+    }
+}
+
+/// Whether this CPU has an APIC at all, and x2APIC support.
+fn features() -> (bool, bool) {
+    let (_, _, ecx, edx) = cpuid(1, 0);
+    (edx & (1 << 9) != 0, ecx & (1 << 21) != 0)
+}
+
+/// Sets the boot CPU's APIC up: x2APIC if offered and `allow_x2apic`, xAPIC otherwise.
+/// Returns the mode (None when the CPU has no APIC: then there is one core).
+pub fn init_bsp(allow_x2apic: bool) -> Mode {
+    let (has, x2) = features();
+    if !has {
+        return Mode::None;
+    }
+    // SAFETY: CPUID says there is an APIC, so IA32_APIC_BASE exists.
+    let base = unsafe { rdmsr(IA32_APIC_BASE) };
+    let m = if x2 && allow_x2apic {
+        Mode::X2Apic
+    } else if base & BASE_X2APIC != 0 {
+        // Firmware left x2APIC on: leaving it requires disabling the APIC altogether
+        // (SDM §10.12.5); keep it.
+        Mode::X2Apic
+    } else {
+        Mode::XApic
+    };
+    XAPIC_BASE.store(base & 0x000F_FFFF_FFFF_F000, Ordering::Relaxed);
+    MODE.store(
+        match m {
+            Mode::XApic => 1,
+            _ => 2,
+        },
+        Ordering::Release,
+    );
+    enable(m);
+    m
+}
+
+/// Switches this (application) core's APIC to the boot CPU's mode and enables it.
+pub fn init_ap() {
+    enable(mode());
+}
+
+fn enable(m: Mode) {
+    if m == Mode::None {
+        return;
+    }
+    // SAFETY: init_bsp saw an APIC; every core of the system has one.
+    let mut base = unsafe { rdmsr(IA32_APIC_BASE) };
+    // Disabled → xAPIC → x2APIC: going from disabled straight to x2APIC is an invalid
+    // transition (SDM §10.12.5, figure 10-27).
+    if base & BASE_ENABLE == 0 {
+        base |= BASE_ENABLE;
+        // SAFETY: setting EN keeps the base address; the documented way to enable xAPIC.
+        unsafe { wrmsr(IA32_APIC_BASE, base) };
+    }
+    if m == Mode::X2Apic && base & BASE_X2APIC == 0 {
+        // SAFETY: xAPIC → x2APIC is a valid transition; CPUID offered x2APIC on the boot
+        // CPU, and the cores of one system offer the same features.
+        unsafe { wrmsr(IA32_APIC_BASE, base | BASE_X2APIC) };
+    }
+    let svr = read(REG_SVR);
+    write(REG_SVR, svr | SVR_ENABLE | SPURIOUS_VECTOR);
+}
+
+fn read(off: usize) -> u32 {
+    match mode() {
+        // SAFETY: x2APIC mode is on (MODE says so on every core after init): the MSR exists.
+        Mode::X2Apic => unsafe { rdmsr(x2msr(off)) as u32 },
+        Mode::XApic => {
+            let p = (XAPIC_BASE.load(Ordering::Relaxed) as usize + off) as *const u32;
+            // SAFETY: the xAPIC page lies in the identity-mapped, uncached 4th GiB;
+            // registers are 32-bit aligned.
+            unsafe { core::ptr::read_volatile(p) }
+        }
+        Mode::None => 0,
+    }
+}
+
+fn write(off: usize, v: u32) {
+    match mode() {
+        // SAFETY: as in read; writes of SVR and ICR only.
+        Mode::X2Apic => unsafe { wrmsr(x2msr(off), v as u64) },
+        Mode::XApic => {
+            let p = (XAPIC_BASE.load(Ordering::Relaxed) as usize + off) as *mut u32;
+            // SAFETY: as in read.
+            unsafe { core::ptr::write_volatile(p, v) }
+        }
+        Mode::None => {}
+    }
+}
+
+/// This core's APIC id (from CPUID when the APIC is not set up yet).
+pub fn id() -> u32 {
+    match mode() {
+        Mode::X2Apic => read(REG_ID),
+        Mode::XApic => read(REG_ID) >> 24,
+        Mode::None => {
+            let (max, ..) = cpuid(0, 0);
+            if max >= 0xB {
+                cpuid(0xB, 0).3
+            } else {
+                cpuid(1, 0).1 >> 24
+            }
+        }
+    }
+}
+
+/// Sends an inter-processor interrupt: `low` is the ICR's low word, `dest` the APIC id.
+/// Waits (bounded) until an xAPIC has sent it.
+fn send(dest: u32, low: u32) {
+    match mode() {
+        Mode::X2Apic => {
+            // SAFETY: x2APIC ICR is one 64-bit MSR write: destination in the high half.
+            unsafe { wrmsr(x2msr(REG_ICR_LO), (dest as u64) << 32 | low as u64) };
+        }
+        Mode::XApic => {
+            write(REG_ICR_HI, dest << 24);
+            write(REG_ICR_LO, low);
+            let mut spins = 0u32;
+            while read(REG_ICR_LO) & ICR_PENDING != 0 && spins < 1_000_000 {
+                spins += 1;
+                super::cpu::relax();
+            }
+        }
+        Mode::None => {}
+    }
+}
+
+/// INIT (assert) to the core with APIC id `dest`: it resets into wait-for-SIPI.
+pub fn send_init(dest: u32) {
+    send(dest, ICR_INIT | ICR_ASSERT);
+}
+
+/// STARTUP to `dest`: it starts in real mode at `page * 4096` (CS = page << 8, IP = 0).
+pub fn send_startup(dest: u32, page: u8) {
+    send(dest, ICR_STARTUP | ICR_ASSERT | page as u32);
+}
+
+/// NMI to every other core (stopping the machine after a fatal error). Nothing happens
+/// when the APIC was never set up (one core).
+pub fn nmi_all_others() {
+    send(0, ICR_NMI | ICR_ASSERT | ICR_ALL_BUT_SELF);
+}
+
+/// The mode in use.
+pub fn current() -> Mode {
+    mode()
+}
