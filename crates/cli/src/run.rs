@@ -129,6 +129,12 @@ pub enum NicModel {
     E1000,
 }
 
+/// The command-line spelling of an option's value (`qboot`, `e1000`), for messages.
+fn value_name(v: impl clap::ValueEnum) -> String {
+    v.to_possible_value()
+        .map_or_else(String::new, |p| p.get_name().to_string())
+}
+
 /// Whether KVM can be used, and if not (or if it is the wrong kind), why.
 pub fn kvm_status() -> Result<(), String> {
     if let Err(e) = std::fs::OpenOptions::new()
@@ -470,10 +476,10 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
         ));
     }
     eprintln!(
-        "bareweb: booting the kernel ({} KiB) with {files} files under QEMU: accel {why}; machine {:?}, NIC {:?}",
+        "bareweb: booting the kernel ({} KiB) with {files} files under QEMU: accel {why}; machine {}, NIC {}",
         KERNEL.len() / 1024,
-        a.machine,
-        a.nic
+        value_name(a.machine),
+        value_name(a.nic)
     );
     if a.smp > 1 {
         eprintln!("bareweb: {}", cores_plan(&a)?.note);
