@@ -11,8 +11,9 @@ use super::scenario::Kind;
 use super::table::Agg;
 use super::Results;
 
-/// A variant saturates at the first load whose throughput falls below this share of what
-/// the lightest load predicts (fetches per session there × sessions per second).
+/// A variant saturates at the first load above the lightest whose throughput falls below
+/// this share of what the lightest load predicts (fetches per session there, the median
+/// over the variants, × sessions per second).
 pub const SATURATED: f64 = 0.9;
 
 /// What one variant did over one series.
@@ -64,7 +65,12 @@ pub fn lines(r: &Results, agg: &BTreeMap<(usize, String), Agg>, pts: &[usize]) -
                 if a.fetches_per_sec > peak.0 {
                     peak = (a.fetches_per_sec, level);
                 }
-                if saturates_at.is_none() && a.fetches_per_sec < SATURATED * per_level * level {
+                // The lightest point makes the prediction (as a median over the variants,
+                // so one variant's noise there is not a saturation): judged from the next.
+                if pi != light
+                    && saturates_at.is_none()
+                    && a.fetches_per_sec < SATURATED * per_level * level
+                {
                     saturates_at = Some(level);
                 }
             }
@@ -132,8 +138,8 @@ pub fn summary(s: &mut String, r: &Results, agg: &BTreeMap<(usize, String), Agg>
         let _ = writeln!(
             s,
             "Computed from the table above: each runner's highest throughput over the sweep, the load where it \
-             saturates (the first whose throughput falls below {:.0}% of what the lightest load predicts, i.e. \
-             fetches per session there × sessions per second), its mean response time at the lightest ({light} \
+             saturates (the first load above the lightest whose throughput falls below {:.0}% of what the lightest \
+             load predicts, i.e. fetches per session there, the median over the runners, × sessions per second), its mean response time at the lightest ({light} \
              {unit}) and the heaviest load ({heavy} {unit}), compared with the serial runner (paper 003's original \
              Boa), and the share of its threads' time spent waiting for each other at the heaviest load.\n",
             SATURATED * 100.0
@@ -273,7 +279,8 @@ mod tests {
         a.insert((0, "serial-1".to_string()), agg(40.0, 1.0, 0.0));
         a.insert((1, "serial-1".to_string()), agg(400.0, 2.0, 0.0));
         a.insert((2, "serial-1".to_string()), agg(500.0, 40.0, 0.0));
-        a.insert((0, "pool-2".to_string()), agg(40.0, 1.5, 0.1));
+        // Below the median at the lightest load (noise there): not a saturation.
+        a.insert((0, "pool-2".to_string()), agg(30.0, 1.5, 0.1));
         a.insert((1, "pool-2".to_string()), agg(390.0, 2.5, 0.2));
         a.insert((2, "pool-2".to_string()), agg(780.0, 10.0, 0.5));
         let ls = lines(&r, &a, &[0, 1, 2]);
