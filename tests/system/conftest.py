@@ -69,7 +69,15 @@ class Server:
             self.ns.cmd(BIN, "serve", site, "--tap", "bw0", "--ip", f"{SERVER_IP}/24",
                         "--mac", self.mac, *extra),
             stdout=self.log, stderr=subprocess.STDOUT)
-        self.wait_ready()
+        try:
+            self.wait_ready()
+        except BaseException:
+            # No caller holds this object yet: stop the server and remove the namespace
+            # here (the log stays in /tmp for a look).
+            self.stop()
+            self.ns.close()
+            self.log.close()
+            raise
 
     def wait_ready(self):
         deadline = time.time() + 20

@@ -77,8 +77,8 @@ struct ServeArgs {
     /// ist serves the whole run list in one pass.
     #[arg(long, value_enum, default_value_t = SchedArg::Imt)]
     sched: SchedArg,
-    /// Number of TCBs (most connections at once).
-    #[arg(long, default_value_t = 1024)]
+    /// Number of TCBs (most connections at once), 1 to 1048576 (~9.3 KiB each).
+    #[arg(long, default_value_t = 1024, value_parser = parse_tcbs)]
     tcbs: usize,
     /// Print an access log line (Common Log Format) per response to stdout.
     #[arg(long)]
@@ -130,5 +130,17 @@ fn main() -> ExitCode {
             eprintln!("bareweb: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Most TCBs a server may be given: ~9.3 KiB each, so 1 Mi is ~9.3 GiB (the kernel's
+/// `tcbs=` has the same bound).
+const MAX_TCBS: usize = 1 << 20;
+
+/// `--tcbs`: a count from 1 to [`MAX_TCBS`], refused with a clear message otherwise.
+pub(crate) fn parse_tcbs(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=MAX_TCBS).contains(&n) => Ok(n),
+        _ => Err(format!("expected a number of TCBs from 1 to {MAX_TCBS}")),
     }
 }

@@ -76,8 +76,8 @@ pub struct RunArgs {
     /// HTTP scheduling policy: imt or ist (paper 004).
     #[arg(long, default_value = "imt")]
     pub sched: String,
-    /// Most connections at once.
-    #[arg(long, default_value_t = 1024)]
+    /// Most connections at once (TCBs per core), 1 to 1048576.
+    #[arg(long, default_value_t = 1024, value_parser = crate::parse_tcbs)]
     pub tcbs: usize,
     /// Kernel logging on the console: comma list of `access` (a line per response,
     /// slow), `stats` (counters every second).
@@ -613,6 +613,21 @@ mod tests {
     fn qemu(words: &[&str]) -> Result<String, String> {
         let a = args(words);
         qemu_args(&a, Accel::Tcg, Path::new("k"), Path::new("s")).map(|v| v.join(" "))
+    }
+
+    #[test]
+    fn tcbs_out_of_range_are_refused_before_anything_starts() {
+        for bad in ["0", "1048577", "lots"] {
+            let r = Cli::try_parse_from(["bareweb", "site", "--tcbs", bad]);
+            let e = r
+                .err()
+                .unwrap_or_else(|| panic!("--tcbs {bad} accepted"))
+                .to_string();
+            assert!(e.contains("from 1 to 1048576"), "{e}");
+        }
+        assert_eq!(args(&["--tcbs", "1"]).tcbs, 1);
+        assert_eq!(args(&["--tcbs", "1048576"]).tcbs, 1 << 20);
+        assert!(qemu(&["--tcbs", "64"]).unwrap().contains("tcbs=64"));
     }
 
     #[test]
