@@ -67,8 +67,8 @@ struct ServeArgs {
     /// `none` leaves the host side as it is.
     #[arg(long)]
     host_ip: Option<String>,
-    /// TCP port to serve.
-    #[arg(long, default_value_t = 80)]
+    /// TCP port to serve (1-65535).
+    #[arg(long, default_value_t = 80, value_parser = clap::value_parser!(u16).range(1..))]
     port: u16,
     /// Router for clients beyond the link.
     #[arg(long)]
@@ -83,11 +83,11 @@ struct ServeArgs {
     /// Print an access log line (Common Log Format) per response to stdout.
     #[arg(long)]
     access_log: bool,
-    /// Seconds a client has to finish sending its request head (then 408).
-    #[arg(long, default_value_t = 10)]
+    /// Seconds a client has to finish sending its request head (then 408), 1 to 86400.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     request_timeout: u64,
-    /// Seconds an idle keep-alive connection is kept.
-    #[arg(long, default_value_t = 30)]
+    /// Seconds an idle keep-alive connection is kept, 1 to 86400.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     idle_timeout: u64,
     /// The server's MAC address (default: a locally administered one).
     #[arg(long)]

@@ -70,8 +70,8 @@ pub struct RunArgs {
     /// Router for off-link clients, or `none`.
     #[arg(long, default_value = "10.0.2.2")]
     pub gw: String,
-    /// TCP port the server listens on inside the VM.
-    #[arg(long, default_value_t = 80)]
+    /// TCP port the server listens on inside the VM (1-65535).
+    #[arg(long, default_value_t = 80, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
     /// HTTP scheduling policy: imt or ist (paper 004).
     #[arg(long, default_value = "imt")]
@@ -628,6 +628,8 @@ mod tests {
         assert_eq!(args(&["--tcbs", "1"]).tcbs, 1);
         assert_eq!(args(&["--tcbs", "1048576"]).tcbs, 1 << 20);
         assert!(qemu(&["--tcbs", "64"]).unwrap().contains("tcbs=64"));
+        assert!(Cli::try_parse_from(["bareweb", "site", "--port", "0"]).is_err());
+        assert_eq!(args(&["--port", "8080"]).port, 8080);
     }
 
     #[test]
