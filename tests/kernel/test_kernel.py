@@ -167,7 +167,7 @@ def test_kvm_smoke_when_present():
     try:
         open("/dev/kvm", "r+b").close()
     except OSError as e:
-        pytest.skip(f"/dev/kvm not usable: {e}")
+        pytest.skip(f"/dev/kvm not usable ({e}): the other kernel tests ran under TCG (--accel auto)")
     k = Kernel(accel="kvm", wait=False)
     try:
         k.wait_ready(limit=300)

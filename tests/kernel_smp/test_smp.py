@@ -186,7 +186,7 @@ def test_kvm_two_cores_when_present():
     try:
         open("/dev/kvm", "r+b").close()
     except OSError as e:
-        pytest.skip(f"/dev/kvm not usable: {e}")
+        pytest.skip(f"/dev/kvm not usable ({e}): the other kernel tests ran under TCG (--accel auto)")
     k = Kernel(2, extra=["--mode", "netcore"], multi_queue=False, wait=False, accel="kvm")
     try:
         k.wait_ready(limit=300)

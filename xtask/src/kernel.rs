@@ -49,6 +49,7 @@ pub fn tests() -> Result<(), String> {
         "-m",
         "pytest",
         "-v",
+        "-rs", // every skip is listed with its reason
         "-p",
         "no:cacheprovider",
         "tests/kernel",

@@ -215,6 +215,7 @@ fn system_tests(cargo: &str) -> Result<(), String> {
         "-m",
         "pytest",
         "-v",
+        "-rs", // every skip is listed with its reason
         "-p",
         "no:cacheprovider",
         "tests/system",

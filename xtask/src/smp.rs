@@ -39,6 +39,7 @@ pub fn kernel_tests() -> Result<(), String> {
         "-m",
         "pytest",
         "-v",
+        "-rs", // every skip is listed with its reason
         "-p",
         "no:cacheprovider",
         "tests/kernel_smp",
