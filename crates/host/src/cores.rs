@@ -7,20 +7,21 @@
 //!   `NetCoreNic`; threads 1.. run `Server`s over ring-backed queue pairs (`RingNic`).
 //!
 //! Idle policy: a queue-owning thread sleeps in `poll(2)` on its fd as the one-core server
-//! always did. In network-core mode nothing wakes a sleeping thread when a ring fills, so
-//! its threads spin a while, then nap: 20 µs while connections are open (frames for them
-//! may come from another core's ring any moment), longer when there are none (core 0 in
-//! `ppoll` on the TAP, which a new frame ends at once, up to 1 ms; an HTTP core 50 µs,
-//! the most a new connection's SYN waits on an idle core). Timer slack is set to 1 µs on
-//! these threads so a 20 µs nap is not stretched to the default 50 µs.
+//! always did. In network-core mode a thread spins a short while, then sleeps on an
+//! eventfd ([`Wake`]) after announcing it on its [`Doze`](bareweb_engine::ring::Doze):
+//! core 0 nudges an HTTP core after forwarding frames to it, an HTTP core nudges core 0
+//! after a flush that put frames on its DLIST, and a nudge writes the eventfd only when
+//! the other side announced sleep (the engine's doze protocol loses no wake-up). Core 0
+//! polls the TAP and its eventfd together. Sleeps are still bounded (1 ms with
+//! connections open, so the server's timers run; 10 ms without) and timer slack is 1 µs
+//! on these threads.
 
 use std::io;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 use bareweb_engine::cores::board::{Board, Role};
 use bareweb_engine::cores::netcore::{
-    links, Addressing, NetCoreNic, NetCoreSetup, RingNic, RingSizes,
+    links_dozing, Addressing, NetCoreNic, NetCoreSetup, RingNic, RingSizes,
 };
 use bareweb_engine::cores::run::{run_core, CoreCtx, Idle, RunSummary};
 use bareweb_engine::nic::{Nic, NicCaps, NicCounters};
@@ -29,6 +30,7 @@ use bareweb_engine::server::{AccessLog, Config, Server};
 use bareweb_engine::stats::{CoreTimes, Stats, Stay};
 use bareweb_engine::wire::EthernetAddress;
 
+use crate::wake::{wait_fds_us, Wake};
 use crate::{SystemClock, Tap};
 
 /// How the cores share the work.
@@ -212,13 +214,15 @@ where
     })
 }
 
-/// Spins before napping, counted in empty polls.
-const SPIN_POLLS_CORE0: u32 = 256;
+/// Spins before sleeping, counted in empty polls: core 0's poll is a `read` on the TAP,
+/// an HTTP core's a look at its ring (measured: fewer spins on either side cost
+/// connection-per-request latency at one connection, more cost CPU the client needs).
+const SPIN_POLLS_CORE0: u32 = 64;
 const SPIN_POLLS_HTTP: u32 = 2048;
-/// Nap while connections are open, in µs.
-const NAP_US: u64 = 20;
-/// An HTTP core's nap with no connection: the most a SYN waits on an idle core, in µs.
-const IDLE_HTTP_US: u64 = 50;
+/// Longest sleep while connections are open (their timers tick every 10 ms), in µs.
+const SLEEP_BUSY_US: u64 = 1_000;
+/// Longest sleep with no connection (bounds how late a stop is noticed), in µs.
+const SLEEP_IDLE_US: u64 = 10_000;
 
 /// Lets short sleeps of this thread be short (the default slack is 50 µs).
 fn fine_timer_slack() {
@@ -243,7 +247,15 @@ where
     let clock = SystemClock::new();
     let http = cores.saturating_sub(1);
     let sizes = RingSizes::for_tcbs(plan.cfg.tcbs);
-    let (net_ends, http_ends): (Vec<_>, Vec<_>) = (0..http).map(|_| links(sizes)).unzip();
+    let wake0 = Wake::new().expect("eventfd for core 0");
+    let doze0 = wake0.doze();
+    let wakes: Vec<Wake> = (0..http)
+        .map(|_| Wake::new().expect("eventfd for an HTTP core"))
+        .collect();
+    let (net_ends, http_ends): (Vec<_>, Vec<_>) = wakes
+        .iter()
+        .map(|w| links_dozing(sizes, &doze0, w.doze()))
+        .unzip();
     let setup = NetCoreSetup {
         ends: net_ends,
         http_tcbs: plan.cfg.tcbs,
@@ -289,11 +301,19 @@ where
                             |n, i: Idle| {
                                 if i.polls <= SPIN_POLLS_CORE0 {
                                     std::hint::spin_loop();
-                                } else if i.connections == 0 && n.map().is_empty() {
-                                    n.inner().0.wait_us(1000);
-                                } else {
-                                    n.inner().0.wait_us(NAP_US);
+                                    return;
                                 }
+                                doze0.announce();
+                                if !n.output_pending() {
+                                    let us = if i.connections == 0 && n.map().is_empty() {
+                                        SLEEP_IDLE_US
+                                    } else {
+                                        SLEEP_BUSY_US
+                                    };
+                                    wait_fds_us(&[n.inner().0.raw_fd(), wake0.raw_fd()], us);
+                                    wake0.clear();
+                                }
+                                doze0.awake();
                             },
                         );
                         report(0, role, &server, &nic, run)
@@ -301,7 +321,7 @@ where
                     .expect("spawn core thread"),
             );
         }
-        for (i, ends) in http_ends.into_iter().enumerate() {
+        for (i, (ends, wake)) in http_ends.into_iter().zip(wakes).enumerate() {
             let core = i + 1;
             let cfg = plan.cfg.clone();
             let (site, mac, board, stop, pin_it) =
@@ -325,14 +345,20 @@ where
                             &clock,
                             &mut log,
                             &ctx,
-                            |_, i: Idle| {
+                            |n: &mut RingNic, i: Idle| {
                                 if i.polls <= SPIN_POLLS_HTTP {
                                     std::hint::spin_loop();
-                                } else if i.connections == 0 {
-                                    std::thread::sleep(Duration::from_micros(IDLE_HTTP_US));
-                                } else {
-                                    std::thread::sleep(Duration::from_micros(NAP_US));
+                                    return;
                                 }
+                                n.doze().announce();
+                                if !n.input_pending() {
+                                    wake.wait_us(if i.connections == 0 {
+                                        SLEEP_IDLE_US
+                                    } else {
+                                        SLEEP_BUSY_US
+                                    });
+                                }
+                                n.doze().awake();
                             },
                         );
                         report(core, Role::Http, &server, &nic, run)

@@ -11,6 +11,7 @@ pub mod cores;
 pub mod netif;
 pub mod runners;
 pub mod tap;
+pub mod wake;
 
 pub use clock::SystemClock;
 pub use tap::Tap;

@@ -202,6 +202,11 @@ impl Tap {
 }
 
 impl TapRx {
+    /// The queue's descriptor (to poll it with others).
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.fd.as_raw_fd()
+    }
+
     /// Waits up to `us` microseconds for a frame to arrive (`ppoll`, finer than `wait`).
     pub fn wait_us(&self, us: u64) {
         let mut p = libc::pollfd {

@@ -40,7 +40,7 @@
 use alloc::vec::Vec;
 
 use crate::nic::{Clock, Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
-use crate::ring::{channel, Consumer, Producer};
+use crate::ring::{channel, Consumer, Doze, Producer};
 use crate::server::Config;
 use crate::tcp::port_table::{Links, Peer, PortTable, NONE};
 use crate::wire::{
@@ -119,6 +119,8 @@ pub struct NetEnds {
     clist: Producer<InFrame>,
     dlist: Consumer<OutFrame>,
     notes: Consumer<Closed>,
+    /// The HTTP core's doze, nudged after forwarding to it.
+    http: Doze,
 }
 
 /// An HTTP core's ends of its rings.
@@ -126,10 +128,21 @@ pub struct HttpEnds {
     clist: Consumer<InFrame>,
     dlist: Producer<OutFrame>,
     notes: Producer<Closed>,
+    /// This core's own doze (it announces sleep on it).
+    own: Doze,
+    /// Core 0's doze, nudged after a flush that put frames on the DLIST.
+    net: Doze,
 }
 
-/// The three rings between core 0 and one HTTP core (allocated now, once).
+/// The three rings between core 0 and one HTTP core (allocated now, once), for cores that
+/// never sleep (see [`links_dozing`]).
 pub fn links(sizes: RingSizes) -> (NetEnds, HttpEnds) {
+    links_dozing(sizes, &Doze::none(), Doze::none())
+}
+
+/// [`links`] for cores that sleep when idle: core 0 sleeps on `net` (shared by all its
+/// links), the HTTP core on `http`; each side nudges the other after filling a ring.
+pub fn links_dozing(sizes: RingSizes, net: &Doze, http: Doze) -> (NetEnds, HttpEnds) {
     let (cp, cc) = channel(sizes.clist);
     let (dp, dc) = channel(sizes.dlist);
     let (np, nc) = channel(sizes.notes);
@@ -138,11 +151,14 @@ pub fn links(sizes: RingSizes) -> (NetEnds, HttpEnds) {
             clist: cp,
             dlist: dc,
             notes: nc,
+            http: http.clone(),
         },
         HttpEnds {
             clist: cc,
             dlist: dp,
             notes: np,
+            own: http,
+            net: net.clone(),
         },
     )
 }
@@ -153,6 +169,7 @@ pub fn links(sizes: RingSizes) -> (NetEnds, HttpEnds) {
 pub struct RingNic {
     rx: ClistRx,
     tx: DlistTx,
+    own: Doze,
     mac: EthernetAddress,
 }
 
@@ -169,9 +186,22 @@ impl RingNic {
                 ring: ends.dlist,
                 notes: ends.notes,
                 notes_lost: 0,
+                net: ends.net,
+                posted: false,
             },
+            own: ends.own,
             mac,
         }
+    }
+
+    /// This core's doze: announce on it before sleeping, then check [`Self::input_pending`].
+    pub fn doze(&self) -> &Doze {
+        &self.own
+    }
+
+    /// Whether a frame waits in the CLIST that the server has not taken yet.
+    pub fn input_pending(&mut self) -> bool {
+        self.rx.ring.available() > self.rx.loaned
     }
 }
 
@@ -226,6 +256,9 @@ pub struct DlistTx {
     ring: Producer<OutFrame>,
     notes: Producer<Closed>,
     notes_lost: u64,
+    net: Doze,
+    /// Frames committed since the last flush.
+    posted: bool,
 }
 
 impl TxRing for DlistTx {
@@ -239,10 +272,17 @@ impl TxRing for DlistTx {
         s.head_len = head_len.min(TX_HEAD_ROOM) as u16;
         s.body = body;
         self.ring.commit();
+        self.posted = true;
         Ok(())
     }
 
-    fn flush(&mut self) {}
+    fn flush(&mut self) {
+        // One nudge per burst: core 0, if it sleeps, wakes to drain what this flush ends.
+        if self.posted {
+            self.posted = false;
+            self.net.nudge();
+        }
+    }
 
     fn connection_closed(&mut self, peer: Peer, frames_seen: u64) {
         if self
@@ -456,6 +496,8 @@ pub struct Dispatch<R: RxRing, C: Clock> {
     clock: C,
     addr: Addressing,
     clists: Vec<Producer<InFrame>>,
+    /// Each HTTP core's doze, and whether this burst forwarded to it.
+    dozes: Vec<(Doze, bool)>,
     notes: Vec<Consumer<Closed>>,
     local_notes: Consumer<Closed>,
     map: ConnMap,
@@ -505,10 +547,12 @@ impl<R: RxRing, T: TxRing, C: Clock + Clone> NetCoreNic<R, T, C> {
         let entries = caps.iter().map(|&c| c as usize).sum::<usize>().max(1);
         let (lp, lc) = channel(setup.bsp_tcbs.unwrap_or(1).max(64) * 2);
         let mut clists = Vec::with_capacity(http);
+        let mut dozes = Vec::with_capacity(http);
         let mut notes = Vec::with_capacity(http);
         let mut dlists = Vec::with_capacity(http);
         for e in setup.ends {
             clists.push(e.clist);
+            dozes.push((e.http, false));
             notes.push(e.notes);
             dlists.push(e.dlist);
         }
@@ -518,6 +562,7 @@ impl<R: RxRing, T: TxRing, C: Clock + Clone> NetCoreNic<R, T, C> {
                 clock: clock.clone(),
                 addr: setup.addressing,
                 clists,
+                dozes,
                 notes,
                 local_notes: lc,
                 map: ConnMap::new(entries, cores),
@@ -548,6 +593,12 @@ impl<R: RxRing, T: TxRing, C: Clock + Clone> NetCoreNic<R, T, C> {
     /// The connection map (for tests and the platform's summary).
     pub fn map(&self) -> &ConnMap {
         &self.rx.map
+    }
+
+    /// Whether an HTTP core has put a frame on its DLIST that no flush has drained yet
+    /// (core 0 checks this after announcing sleep on its doze).
+    pub fn output_pending(&mut self) -> bool {
+        self.tx.dlists.iter_mut().any(|d| d.available() > 0)
     }
 
     /// The wrapped NIC rings.
@@ -757,6 +808,7 @@ impl<R: RxRing, C: Clock> RxRing for Dispatch<R, C> {
                         }
                         if sent {
                             self.delivered(core, conn);
+                            self.dozes[core - 1].1 = true;
                             self.dispatched += 1;
                             forwarded += 1;
                         } else {
@@ -769,6 +821,13 @@ impl<R: RxRing, C: Clock> RxRing for Dispatch<R, C> {
             }
             if local > 0 {
                 break;
+            }
+        }
+        if forwarded > 0 {
+            for (doze, pushed) in &mut self.dozes {
+                if core::mem::take(pushed) {
+                    doze.nudge();
+                }
             }
         }
         if forwarded > 0 && local == 0 {

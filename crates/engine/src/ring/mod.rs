@@ -18,14 +18,21 @@
 //! It is the engine's one module with `unsafe` (two dereferences of a slot pointer, each
 //! with the index argument that makes it exclusive); `cfg(loom)` swaps the atomics for
 //! loom's so the model test in `loom_tests` explores every interleaving of both sides.
+//!
+//! [`Doze`] lets a consumer that found its rings empty sleep without missing the next
+//! slot: the producer nudges it after publishing (see `doze` for the protocol; the model
+//! test covers it too).
 #![allow(unsafe_code)]
 
 use alloc::boxed::Box;
 
+mod doze;
+pub use doze::{Bell, Doze};
+
 #[cfg(not(loom))]
 mod sync {
     pub use alloc::sync::Arc;
-    pub use core::sync::atomic::{AtomicUsize, Ordering};
+    pub use core::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 
     /// `core::cell::UnsafeCell` with loom's closure API, so both builds share the code.
     pub struct Cell<T>(core::cell::UnsafeCell<T>);
@@ -49,7 +56,7 @@ mod sync {
 #[cfg(loom)]
 mod sync {
     pub use loom::cell::UnsafeCell as Cell;
-    pub use loom::sync::atomic::{AtomicUsize, Ordering};
+    pub use loom::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
     pub use loom::sync::Arc;
 }
 

@@ -615,3 +615,75 @@ fn stats_json_buffers_are_held_until_acknowledged() {
     assert!(resp.starts_with(b"HTTP/1.1 200 OK\r\n"));
     assert_eq!(server.stats().http_5xx, 1);
 }
+
+// ------------------------------------------------------------------ sleeping cores
+
+fn counting_doze() -> (Doze, std::sync::Arc<core::sync::atomic::AtomicUsize>) {
+    use core::sync::atomic::{AtomicUsize, Ordering};
+    let rung = std::sync::Arc::new(AtomicUsize::new(0));
+    let r = rung.clone();
+    let d = Doze::new(std::boxed::Box::new(move || {
+        r.fetch_add(1, Ordering::Relaxed);
+    }));
+    (d, rung)
+}
+
+/// Core 0 wakes only the sleeping HTTP core it forwarded to, once per burst; an HTTP core
+/// wakes a sleeping core 0 at the flush after it put frames on its DLIST, not before.
+#[test]
+fn forwarding_and_sending_wake_the_sleeping_core() {
+    use core::sync::atomic::Ordering;
+    let clock = TestClock(Rc::new(Cell::new(1_000_000)));
+    let (net, net_rung) = counting_doze();
+    let mut ends = Vec::new();
+    let mut nics = Vec::new();
+    let mut rungs = Vec::new();
+    for _ in 0..2 {
+        let (d, rung) = counting_doze();
+        let (n, h) = links_dozing(RingSizes::for_tcbs(8), &net, d);
+        ends.push(n);
+        nics.push(RingNic::new(h, SERVER_MAC));
+        rungs.push(rung);
+    }
+    let mut core0 = NetCoreNic::new(
+        FakeQueues::default(),
+        FakeQueues::default(),
+        SERVER_MAC,
+        clock,
+        NetCoreSetup {
+            ends,
+            http_tcbs: 8,
+            bsp_tcbs: None,
+            addressing: Addressing::new(&config(8), SERVER_MAC),
+        },
+    );
+    // Both HTTP cores sleep; two SYNs go to core 1 and one to core 2, in one burst.
+    for n in &mut nics {
+        n.doze().announce();
+        assert!(!n.input_pending());
+    }
+    dispatch(&mut core0, vec![syn(1000), syn(1001), syn(1002)]);
+    assert_eq!(rungs[0].load(Ordering::Relaxed), 1, "one ring per burst");
+    assert_eq!(rungs[1].load(Ordering::Relaxed), 1);
+    assert!(nics[0].input_pending() && nics[1].input_pending());
+    // Awake cores are not rung.
+    nics[0].doze().awake();
+    nics[1].doze().awake();
+    dispatch(&mut core0, vec![ack(1000)]);
+    assert_eq!(rungs[0].load(Ordering::Relaxed), 1);
+    // Core 0 sleeps; a post alone does not ring, the flush ending the burst does.
+    net.announce();
+    assert!(!core0.output_pending());
+    let (_, tx) = nics[1].split();
+    let s = tx.slot().unwrap();
+    s[..4].copy_from_slice(&[1, 2, 3, 4]);
+    tx.post(4, &BODY[..10]).unwrap();
+    assert_eq!(net_rung.load(Ordering::Relaxed), 0);
+    assert!(core0.output_pending(), "core 0's re-check sees the frame");
+    tx.flush();
+    assert_eq!(net_rung.load(Ordering::Relaxed), 1);
+    tx.flush();
+    assert_eq!(net_rung.load(Ordering::Relaxed), 1, "nothing new, no ring");
+    core0.split().1.flush();
+    assert!(!core0.output_pending());
+}
