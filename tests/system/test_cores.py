@@ -4,6 +4,7 @@
 did."""
 import hashlib
 import json
+import os
 import time
 
 import pytest
@@ -176,3 +177,43 @@ def test_default_falls_back_to_netcore_without_a_multiqueue_tap():
         log.close()
         ns.close()
     assert "offers no queue per core" in out, out
+
+
+def core_thread_cpus(server):
+    """CPUs each core thread may run on, from /proc (thread name -> set of CPUs)."""
+    out = {}
+    task = f"/proc/{server.proc.pid}/task"
+    for tid in os.listdir(task):
+        with open(f"{task}/{tid}/comm") as f:
+            name = f.read().strip()
+        if name.startswith("bareweb-core"):
+            with open(f"{task}/{tid}/status") as f:
+                allowed = next(l for l in f if l.startswith("Cpus_allowed_list:")).split(":")[1]
+            cpus = set()
+            for part in allowed.strip().split(","):
+                lo, _, hi = part.partition("-")
+                cpus.update(range(int(lo), int(hi or lo) + 1))
+            out[name] = cpus
+    return out
+
+
+@pytest.mark.parametrize("no_pin", [False, True], ids=["pinned", "no-pin"])
+def test_core_threads_are_pinned_unless_no_pin(no_pin):
+    mine = os.sched_getaffinity(0)  # what an unpinned thread inherits
+    if len(mine) < 2:
+        pytest.fail("this test needs 2 CPUs to tell a pinned thread from a free one")
+    extra = ["--cores", "2", "--mode", "netcore"] + (["--no-pin"] if no_pin else [])
+    s = Server(extra=extra, prefix="bws")
+    try:
+        res = s.ns.client("cpr", "20", "/index.html", timeout=60)
+        assert res["ok"] == 20
+        cpus = core_thread_cpus(s)
+    finally:
+        counters = s.stop()
+        s.close()
+    assert sorted(cpus) == ["bareweb-core0", "bareweb-core1"]
+    if no_pin:
+        assert all(c == mine for c in cpus.values()), cpus
+    else:
+        assert cpus == {"bareweb-core0": {0}, "bareweb-core1": {1}}, cpus
+    assert counters["tcbs_in_use"] == 0

@@ -1,6 +1,6 @@
 //! `bareweb serve --cores N --mode netcore|perqueue [--bsp-http] [--no-stats-page]`: the
 //! many-core part of `serve` (issue 4). Opens the TAP (multi-queue for per-queue mode),
-//! sets up the stats board, runs one pinned thread per core, and at stop prints per-core
+//! sets up the stats board, runs one thread per core (pinned unless `--no-pin`), and at stop prints per-core
 //! counters, the time split, and the totals (as `name value` lines, as one core did).
 
 use std::sync::atomic::AtomicBool;
@@ -32,6 +32,10 @@ pub struct CoresArgs {
     /// Do not answer /.well-known/bareweb/ (HTML) and /.well-known/bareweb/stats (JSON).
     #[arg(long)]
     pub no_stats_page: bool,
+    /// Leave the core threads unpinned, placed by the OS scheduler (for a server that
+    /// shares few CPUs with other busy work, such as a load generator on the same host).
+    #[arg(long)]
+    pub no_pin: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -127,7 +131,7 @@ where
     let reports = if board.is_some() {
         run(
             mode,
-            args.cores,
+            args,
             &mut queues,
             WithStatsPage(p.site),
             &p.cfg,
@@ -139,7 +143,7 @@ where
     } else {
         run(
             mode,
-            args.cores,
+            args,
             &mut queues,
             p.site,
             &p.cfg,
@@ -156,7 +160,7 @@ where
 #[allow(clippy::too_many_arguments)]
 fn run<S, A, G>(
     mode: Mode,
-    cores: usize,
+    args: &CoresArgs,
     queues: &mut Vec<Tap>,
     site: S,
     cfg: &Config,
@@ -170,13 +174,14 @@ where
     A: AccessLog,
     G: Fn(usize) -> A + Sync,
 {
+    let cores = args.cores;
     let plan = Plan {
         site,
         cfg: cfg.clone(),
         mac,
         board,
         stop,
-        pin: true,
+        pin: !args.no_pin,
         caps: queues.first().map_or(NicCaps::default(), Nic::caps),
     };
     let taps = std::mem::take(queues);

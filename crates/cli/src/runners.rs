@@ -72,6 +72,7 @@ where
             mode: (threads > 1).then_some(ModeArg::Perqueue),
             bsp_http: false,
             no_stats_page,
+            no_pin: false,
         };
         return cores::serve(&args, p, make_log);
     };
