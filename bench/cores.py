@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Side-by-side benchmark of bareweb's many-core modes on the host platform (issue 4):
-one core, per-queue mode, network-core mode (with and without --bsp-http), each in its own
-network namespace, same 4 KiB file, connection per request, interleaved A B C D A B C D.
+one core, per-queue mode (pinned, and with --no-pin), network-core mode (with and without
+--bsp-http), each in its own network namespace, same 4 KiB file, connection per request,
+interleaved A B C D E A B C D E.
 
 Reports requests/s (wrk), the ratio to one core, how busy the machine's CPUs were (from
 /proc/stat), the server's and wrk's CPU use (% of one CPU, from /proc/PID/stat), and for
@@ -34,6 +35,7 @@ STATS = "/.well-known/bareweb/stats"
 CONFIGS = [
     ("1 core", ["--cores", "1"]),
     ("perqueue, 2 cores", ["--cores", "2", "--mode", "perqueue"]),
+    ("perqueue, 2 cores, --no-pin", ["--cores", "2", "--mode", "perqueue", "--no-pin"]),
     ("netcore, 2 cores", ["--cores", "2", "--mode", "netcore"]),
     ("netcore, 2 cores, --bsp-http", ["--cores", "2", "--mode", "netcore", "--bsp-http"]),
 ]
