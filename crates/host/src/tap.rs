@@ -209,18 +209,7 @@ impl TapRx {
 
     /// Waits up to `us` microseconds for a frame to arrive (`ppoll`, finer than `wait`).
     pub fn wait_us(&self, us: u64) {
-        let mut p = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ts = libc::timespec {
-            tv_sec: (us / 1_000_000) as libc::time_t,
-            tv_nsec: ((us % 1_000_000) * 1000) as libc::c_long,
-        };
-        // SAFETY: p is a valid pollfd array of length 1 and ts a valid timespec for the
-        // duration of the call; a null sigmask leaves the mask unchanged.
-        unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+        crate::wake::wait_fds_us(&[self.fd.as_raw_fd()], us);
     }
 
     /// Waits up to `timeout_ms` for a frame to arrive.

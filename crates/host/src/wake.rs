@@ -74,8 +74,8 @@ impl Wake {
     }
 }
 
-/// Waits until one of `fds` is readable or `us` microseconds pass (`ppoll`, so timer
-/// slack, not the millisecond timeout of `poll`, bounds the wait).
+/// Waits until one of `fds` (the first four) is readable or `us` microseconds pass
+/// (`ppoll`, so timer slack, not the millisecond timeout of `poll`, bounds the wait).
 pub fn wait_fds_us(fds: &[RawFd], us: u64) {
     let mut p = [libc::pollfd {
         fd: -1,
