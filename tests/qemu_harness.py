@@ -1,6 +1,6 @@
 """The kernel under QEMU on a TAP inside a network namespace, for tests/kernel and
 tests/kernel_smp (each directory's conftest.py picks its namespace prefix, TAP name and
-time limits; the rest is here, once).
+time limits; the rest is here, once). tests/system uses its `Netns` too.
 
 Every QEMU run has a hard time limit (`timeout -s KILL`), is stopped by PID at the end,
 and its serial console is checked: a kernel panic, CPU exception or fatal boot error
@@ -66,9 +66,9 @@ class Netns:
     prefix = "bwk"
     client_timeout = 240
 
-    def __init__(self):
+    def __init__(self, prefix=None):
         Netns.counter += 1
-        self.name = f"{self.prefix}{os.getpid()}n{Netns.counter}"
+        self.name = f"{prefix or self.prefix}{os.getpid()}n{Netns.counter}"
         subprocess.run(["ip", "netns", "add", self.name], check=True)
         self.ip("link", "set", "lo", "up")
 

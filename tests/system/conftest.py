@@ -4,22 +4,19 @@ made by `bareweb serve`, and clients run inside the namespace.
 These tests need root (network namespaces, TAP). Outside CI they are skipped with a
 reason when not root; under CI=true they fail instead, so a CI without root is loud.
 """
-import json
 import os
 import pathlib
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-SITE = ROOT / "examples" / "site"
-CLIENT = pathlib.Path(__file__).with_name("client.py")
-BIN = pathlib.Path(os.environ.get("BAREWEB_BIN", ROOT / "target" / "release" / "bareweb"))
-IN_CI = os.environ.get("CI") in ("true", "1")
-SERVER_IP = "10.0.0.2"
-HOST_IP = "10.0.0.1"
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import qemu_harness  # noqa: E402
+from qemu_harness import BIN, CLIENT, HOST_IP, IN_CI, ROOT, SERVER_IP, SITE  # noqa: E402,F401
 
 
 def require_root():
@@ -31,30 +28,10 @@ def require_root():
         pytest.fail(f"{BIN} missing: run `cargo build --release` (cargo xtask test does)")
 
 
-class Netns:
-    counter = 0
+class Netns(qemu_harness.Netns):
+    """A namespace for a whole-system test: prefix `bwt` unless the test gives one."""
 
-    def __init__(self, prefix="bwt"):
-        Netns.counter += 1
-        self.name = f"{prefix}{os.getpid()}n{Netns.counter}"
-        subprocess.run(["ip", "netns", "add", self.name], check=True)
-        subprocess.run(["ip", "-n", self.name, "link", "set", "lo", "up"], check=True)
-
-    def cmd(self, *args):
-        return ["ip", "netns", "exec", self.name, *map(str, args)]
-
-    def run(self, *args, timeout=120, check=True):
-        return subprocess.run(self.cmd(*args), capture_output=True, text=True, timeout=timeout, check=check)
-
-    def client(self, *args, timeout=240):
-        r = subprocess.run(self.cmd("python3", CLIENT, *args), capture_output=True, text=True,
-                           timeout=timeout)
-        if r.returncode != 0:
-            raise AssertionError(f"client {args[0]} failed: {r.stderr[-2000:]}")
-        return json.loads(r.stdout.strip().splitlines()[-1])
-
-    def close(self):
-        subprocess.run(["ip", "netns", "del", self.name], check=False)
+    prefix = "bwt"
 
 
 class Server:
