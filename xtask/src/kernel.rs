@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use crate::{in_ci, is_root, run};
+use crate::{is_root, pytest, root_needed, run};
 
 /// The host's target triple (the kernel's unit tests run there).
 fn host_triple() -> Result<String, String> {
@@ -37,21 +37,7 @@ pub fn lint(cargo: &str) -> Result<(), String> {
 /// tests/kernel: `bareweb run` under QEMU on TAPs in network namespaces (root).
 pub fn tests() -> Result<(), String> {
     if !is_root() {
-        if in_ci() {
-            return Err("kernel tests need root (netns, TAP); CI must run as root".into());
-        }
-        eprintln!(
-            "note: not root: skipping the kernel tests (tests/kernel); run as root to include them"
-        );
-        return Ok(());
+        return root_needed("the kernel tests", "tests/kernel");
     }
-    run(Command::new("python3").args([
-        "-m",
-        "pytest",
-        "-v",
-        "-rs", // every skip is listed with its reason
-        "-p",
-        "no:cacheprovider",
-        "tests/kernel",
-    ]))
+    pytest("tests/kernel")
 }

@@ -197,11 +197,7 @@ fn test() -> Result<(), String> {
 fn system_tests(cargo: &str) -> Result<(), String> {
     run(Command::new(cargo).args(["build", "--release", "-p", "bareweb"]))?;
     if !is_root() {
-        if in_ci() {
-            return Err("whole-system tests need root (netns, TAP); CI must run as root".into());
-        }
-        eprintln!("note: not root: skipping whole-system tests (tests/system); run as root to include them");
-        return Ok(());
+        return root_needed("whole-system tests", "tests/system");
     }
     let has_pytest = Command::new("python3")
         .args(["-m", "pytest", "--version"])
@@ -211,13 +207,21 @@ fn system_tests(cargo: &str) -> Result<(), String> {
     if !has_pytest {
         run(Command::new("python3").args(["-m", "pip", "install", "--quiet", "pytest"]))?;
     }
-    run(Command::new("python3").args([
-        "-m",
-        "pytest",
-        "-v",
-        "-rs", // every skip is listed with its reason
-        "-p",
-        "no:cacheprovider",
-        "tests/system",
-    ]))
+    pytest("tests/system")
+}
+
+/// A root-only test stage without root: an error under CI, else a note and no tests.
+fn root_needed(what: &str, dir: &str) -> Result<(), String> {
+    if in_ci() {
+        return Err(format!(
+            "{what} need root (netns, TAP); CI must run as root"
+        ));
+    }
+    eprintln!("note: not root: skipping {what} ({dir}); run as root to include them");
+    Ok(())
+}
+
+/// Runs the pytest tests in `dir`, every skip listed with its reason.
+fn pytest(dir: &str) -> Result<(), String> {
+    run(Command::new("python3").args(["-m", "pytest", "-v", "-rs", "-p", "no:cacheprovider", dir]))
 }

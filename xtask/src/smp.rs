@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use crate::{in_ci, is_root, run};
+use crate::{is_root, pytest, root_needed, run};
 
 /// Runs the ring's loom model (`cfg(loom)`) in its own target directory, so the changed
 /// RUSTFLAGS do not invalidate the main build.
@@ -25,23 +25,7 @@ pub fn loom_ring(cargo: &str) -> Result<(), String> {
 /// network namespaces (root). Needs the release binary (built by the system-test stage).
 pub fn kernel_tests() -> Result<(), String> {
     if !is_root() {
-        if in_ci() {
-            return Err(
-                "many-core kernel tests need root (netns, TAP); CI must run as root".into(),
-            );
-        }
-        eprintln!(
-            "note: not root: skipping the many-core kernel tests (tests/kernel_smp); run as root to include them"
-        );
-        return Ok(());
+        return root_needed("the many-core kernel tests", "tests/kernel_smp");
     }
-    run(Command::new("python3").args([
-        "-m",
-        "pytest",
-        "-v",
-        "-rs", // every skip is listed with its reason
-        "-p",
-        "no:cacheprovider",
-        "tests/kernel_smp",
-    ]))
+    pytest("tests/kernel_smp")
 }
