@@ -52,7 +52,7 @@ const TCBS: usize = 3;
 
 fuzz_target!(|data: &[u8]| {
     let mac = EthernetAddress([2, 0, 0, 0, 0, 2]);
-    let mut cfg = Config::new(Ipv4Address([10, 0, 0, 2]), 24);
+    let mut cfg = Config::new(Ipv4Address([10, 0, 0, 2]), 24, [0x42; 16]);
     cfg.tcbs = TCBS;
     let clock = FuzzClock(Rc::new(Cell::new(1)));
     let mut ends = Vec::new();

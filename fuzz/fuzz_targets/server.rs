@@ -37,7 +37,7 @@ fn site() -> Site<'static> {
 
 fuzz_target!(|data: &[u8]| {
     let mac = EthernetAddress([2, 0, 0, 0, 0, 2]);
-    let mut cfg = Config::new(Ipv4Address([10, 0, 0, 2]), 24);
+    let mut cfg = Config::new(Ipv4Address([10, 0, 0, 2]), 24, [0x42; 16]);
     cfg.tcbs = 4;
     let mut server = Server::new(cfg, site(), mac);
     let mut nic = FakeNic::new(mac);

@@ -44,7 +44,7 @@ const KEPT: usize = 16;
 
 fuzz_target!(|data: &[u8]| {
     let mac = EthernetAddress([2, 0, 0, 0, 0, 2]);
-    let mut cfg = Config::new(Ipv4Address([10, 0, 0, 2]), 24);
+    let mut cfg = Config::new(Ipv4Address([10, 0, 0, 2]), 24, [0x42; 16]);
     cfg.tcbs = TCBS;
     let mut server = Server::new(cfg, site(), mac);
     // Half the inputs (by length) run with segmentation offload, whose frames the fake

@@ -37,17 +37,7 @@ struct Clf(std::io::BufWriter<std::io::Stdout>);
 
 impl AccessLog for Clf {
     fn record(&mut self, r: &AccessRecord<'_>) {
-        let line = String::from_utf8_lossy(r.request_line);
-        let date = bareweb_engine::http::clf_date(r.unix_secs);
-        let _ = writeln!(
-            self.0,
-            "{} - - [{}] \"{}\" {} {}",
-            r.peer,
-            date,
-            line.escape_default(),
-            r.status,
-            r.bytes
-        );
+        let _ = writeln!(self.0, "{}", r.clf());
         let _ = self.0.flush();
     }
 }
@@ -72,7 +62,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
                 .ok_or("no free address for the host side: give --host-ip")?,
         ),
     };
-    let mut cfg = Config::new(ip, prefix);
+    let mut cfg = Config::new(ip, prefix, random_bytes());
     cfg.gateway = gateway;
     cfg.port = a.port;
     cfg.tcbs = a.tcbs;
@@ -80,7 +70,6 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         SchedArg::Imt => Sched::Imt,
         SchedArg::Ist => Sched::Ist,
     };
-    cfg.isn_key = random_bytes();
     cfg.timeouts = Timeouts {
         request_ms: a.request_timeout * 1000,
         idle_ms: a.idle_timeout * 1000,

@@ -200,7 +200,7 @@ impl Clock for At {
 
 #[test]
 fn captured_syns_replayed_get_syn_acks() {
-    let mut server = Server::new(Config::new(SERVER, 24), NoSite, SERVER_MAC);
+    let mut server = Server::new(Config::new(SERVER, 24, [0x42; 16]), NoSite, SERVER_MAC);
     let mut nic = FakeNic::new(SERVER_MAC);
     let mut syns = 0;
     for f in frames(PCAP) {

@@ -313,15 +313,7 @@ impl AccessLog for ConsoleLog {
         if !self.0 {
             return;
         }
-        let line = core::str::from_utf8(r.request_line).unwrap_or("(not UTF-8)");
-        kprintln!(
-            "{} - - [{}] \"{}\" {} {}",
-            r.peer,
-            bareweb_engine::http::clf_date(r.unix_secs),
-            line.escape_default(),
-            r.status,
-            r.bytes
-        );
+        kprintln!("{}", r.clf());
     }
 }
 
@@ -376,12 +368,11 @@ where
 impl Start {
     fn config(&self) -> Config {
         let s = &self.settings;
-        let mut cfg = Config::new(s.ip, s.prefix);
+        let mut cfg = Config::new(s.ip, s.prefix, isn_key());
         cfg.gateway = s.gateway;
         cfg.port = s.port;
         cfg.sched = s.sched;
         cfg.tcbs = s.tcbs;
-        cfg.isn_key = isn_key();
         cfg
     }
 

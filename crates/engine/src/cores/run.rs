@@ -188,7 +188,7 @@ mod tests {
     #[test]
     fn ticks_come_on_time_on_an_idle_core_and_publish_happens() {
         let mac = EthernetAddress([2, 0, 0, 0, 0, 2]);
-        let mut cfg = Config::new(Ipv4Address([10, 0, 0, 2]), 24);
+        let mut cfg = Config::new(Ipv4Address([10, 0, 0, 2]), 24, [0x42; 16]);
         cfg.tcbs = 4;
         let mut server = Server::new(cfg, Empty, mac);
         let mut nic = FakeNic::new(mac);

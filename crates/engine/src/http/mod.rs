@@ -38,6 +38,7 @@
 
 mod date;
 mod fields;
+pub mod log;
 mod range;
 mod request;
 mod response;

@@ -15,6 +15,7 @@ mod split;
 pub use split::Ready;
 
 use crate::cores::board::{self, Board};
+pub use crate::http::log::{AccessLog, AccessRecord, NoLog};
 use crate::http::{self, Parse};
 use crate::nic::{Clock, Nic, RxFrame, RxRing, Tso, TxRing, TX_HEAD_ROOM};
 use crate::resource::Lookup;
@@ -82,7 +83,8 @@ pub struct Config {
     pub rx_buffer: usize,
     /// Scheduling policy.
     pub sched: Sched,
-    /// Secret for RFC 6528 initial sequence numbers.
+    /// Secret for RFC 6528 initial sequence numbers: 128 bits from the platform's entropy
+    /// at start. There is no default: a constant key would make ISNs predictable.
     pub isn_key: [u8; 16],
     /// Timeouts.
     pub timeouts: Timeouts,
@@ -91,8 +93,9 @@ pub struct Config {
 }
 
 impl Config {
-    /// A configuration with defaults for everything but the address.
-    pub fn new(ip: Ipv4Address, prefix_len: u8) -> Config {
+    /// A configuration with defaults for everything but the address and the ISN secret
+    /// (random bytes from the platform: `getrandom` on the host, RDRAND on the kernel).
+    pub fn new(ip: Ipv4Address, prefix_len: u8, isn_key: [u8; 16]) -> Config {
         Config {
             ip,
             prefix_len,
@@ -101,39 +104,11 @@ impl Config {
             tcbs: 1024,
             rx_buffer: http::MAX_REQUEST,
             sched: Sched::Imt,
-            isn_key: [0x42; 16],
+            isn_key,
             timeouts: Timeouts::default(),
             server_name: "bareweb",
         }
     }
-}
-
-/// One served request, for the access log.
-#[derive(Debug, Clone, Copy)]
-pub struct AccessRecord<'a> {
-    /// Client address.
-    pub peer: Ipv4Address,
-    /// Request line as received (up to the first CRLF), or empty for parse errors.
-    pub request_line: &'a [u8],
-    /// Status code.
-    pub status: u16,
-    /// Body bytes in the response.
-    pub bytes: usize,
-    /// Wall-clock seconds.
-    pub unix_secs: u64,
-}
-
-/// Receives access records (the host prints Common Log Format).
-pub trait AccessLog {
-    /// Called once per response.
-    fn record(&mut self, rec: &AccessRecord<'_>);
-}
-
-/// An access log that drops everything.
-pub struct NoLog;
-
-impl AccessLog for NoLog {
-    fn record(&mut self, _: &AccessRecord<'_>) {}
 }
 
 /// Receive bursts (IMT: each followed by one HTTP step; IST: by one pass) per poll.

@@ -85,7 +85,7 @@ impl Clock for ManualClock {
 }
 
 fn server() -> Server<TestSite> {
-    let mut cfg = Config::new(SERVER_IP, 24);
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
     cfg.tcbs = 8;
     Server::new(cfg, TestSite::new(), SERVER_MAC)
 }
@@ -453,7 +453,7 @@ fn download_through_faults(faults: Faults, sched: Sched) -> (Vec<u8>, Stats) {
 /// As [`download_through_faults`], on a device offering segmentation offload of up to
 /// `tso_max` payload bytes (0: none); the faults hit the segments it cuts.
 fn download_through(faults: Faults, sched: Sched, tso_max: usize) -> (Vec<u8>, Stats) {
-    let mut cfg = Config::new(SERVER_IP, 24);
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
     cfg.tcbs = 4;
     cfg.sched = sched;
     let mut s = Server::new(cfg, TestSite::new(), SERVER_MAC);

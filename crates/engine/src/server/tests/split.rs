@@ -132,7 +132,7 @@ fn exchange(
     sched: Sched,
     mut round: impl FnMut(&mut Server<TestSite>, Vec<Vec<u8>>, &ManualClock) -> Vec<Vec<u8>>,
 ) -> (Vec<Vec<u8>>, Server<TestSite>) {
-    let mut cfg = Config::new(SERVER_IP, 24);
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
     cfg.tcbs = 8;
     cfg.sched = sched;
     let mut s = Server::new(cfg, TestSite::new(), SERVER_MAC);
