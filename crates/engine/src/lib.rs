@@ -21,6 +21,8 @@ pub mod cores;
 #[cfg(any(test, feature = "std"))]
 pub mod fake;
 pub mod http;
+#[cfg(any(test, feature = "alloc"))]
+pub mod iface;
 pub mod nic;
 pub mod resource;
 #[cfg(any(test, feature = "alloc"))]

@@ -18,10 +18,11 @@ use core::sync::atomic::{fence, AtomicU64, Ordering};
 use crate::http::{self, Method, Request};
 use crate::nic::NicCounters;
 use crate::resource::{Body, Found, Lookup, Resource};
+use crate::server::{DynamicPage, Server};
 use crate::stats::{CoreTimes, Stats, Stay, STATS_FIELDS, STAY_BUCKETS};
 
 /// Largest stats response (head and JSON) a server renders; more cores than fit get a 500.
-pub const JSON_MAX: usize = 64 * 1024;
+pub const JSON_MAX: usize = crate::server::DYN_MAX;
 
 /// What a core does, as shown on the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -371,6 +372,47 @@ pub fn is_stats_target(target: &[u8]) -> bool {
     match target.strip_prefix(STATS_PATH) {
         Some(rest) => rest.is_empty() || rest[0] == b'?',
         None => false,
+    }
+}
+
+/// The stats JSON as the server's dynamic page: core `core` of `board` publishes its own
+/// row first (so that row is current), then renders every row.
+pub struct StatsPage {
+    board: &'static Board,
+    core: usize,
+}
+
+impl StatsPage {
+    /// The page served by core `core` of `board`.
+    pub fn new(board: &'static Board, core: usize) -> StatsPage {
+        StatsPage { board, core }
+    }
+}
+
+impl DynamicPage for StatsPage {
+    fn claims(&self, target: &[u8]) -> bool {
+        is_stats_target(target)
+    }
+
+    fn respond(
+        &self,
+        (stats, times, stay): (&Stats, &CoreTimes, &Stay),
+        request: &Request<'_>,
+        now_unix: u64,
+        server_name: &str,
+        out: &mut [u8],
+    ) -> http::Response<'static> {
+        self.board.publish_server(self.core, stats, times, stay);
+        respond_stats(self.board, request, now_unix, server_name, out)
+    }
+}
+
+impl<L: Lookup<'static>> Server<L> {
+    /// Answers `GET /.well-known/bareweb/stats` with the JSON of `board`, where this
+    /// server is core `core`. Allocates the response buffers now, once. Without this call
+    /// the path is the site's, as before.
+    pub fn serve_stats(&mut self, board: &'static Board, core: usize) {
+        self.serve_dynamic(Box::new(StatsPage::new(board, core)));
     }
 }
 

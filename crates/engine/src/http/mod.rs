@@ -36,6 +36,7 @@
 //!
 //! [`Lookup`]: crate::resource::Lookup
 
+pub mod conn;
 mod date;
 mod fields;
 pub mod log;
@@ -101,6 +102,8 @@ impl Status {
     pub const INTERNAL_SERVER_ERROR: Status = Status(500);
     /// 501 Not Implemented.
     pub const NOT_IMPLEMENTED: Status = Status(501);
+    /// 503 Service Unavailable.
+    pub const SERVICE_UNAVAILABLE: Status = Status(503);
     /// 505 HTTP Version Not Supported.
     pub const HTTP_VERSION_NOT_SUPPORTED: Status = Status(505);
 

@@ -49,7 +49,7 @@ impl<L: Lookup<'static>> Server<L> {
     /// `caps.tso_max` above 0 responses go out as offloaded frames through
     /// [`TxRing::post_tso`]. Default: none.
     pub fn set_caps(&mut self, caps: NicCaps) {
-        self.tso_max = caps.tso_max.min(super::TSO_LIMIT) as u32;
+        self.tso_max = caps.tso_max.min(crate::iface::egress::TSO_LIMIT) as u32;
     }
 
     /// Reads `clock` for the calls that follow: the time stamped on received segments,
@@ -101,12 +101,6 @@ impl<L: Lookup<'static>> Server<L> {
     /// `tx.connection_closed`. Call it about as often as `poll` would run; it does not
     /// flush `tx`.
     pub fn tick<T: TxRing, A: AccessLog>(&mut self, tx: &mut T, log: &mut A) {
-        if self.now_ns >= self.next_tick_ns {
-            self.next_tick_ns = self.now_ns + super::TICK_NS;
-            self.timers(tx, log);
-        }
-        for (peer, seen) in self.closed.drain(..) {
-            tx.connection_closed(peer, seen);
-        }
+        self.end_round(tx, log);
     }
 }

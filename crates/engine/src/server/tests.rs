@@ -6,7 +6,11 @@ use std::vec::Vec;
 
 use super::*;
 use crate::fake::{FakeNic, FakeQueues, FaultInjector, Faults};
+use crate::iface::egress::{write_l2l3, L2L3};
+use crate::nic::{Clock, TxRing};
 use crate::resource::{block_sums_into, Body, Found, Resource};
+use crate::tcp::seq;
+use crate::wire::{tcp as wtcp, EtherType, EthernetAddress, EthernetFrame, IpProtocol, Ipv4Packet};
 use crate::wire::{Ipv4Address, TcpPacket};
 
 mod split;

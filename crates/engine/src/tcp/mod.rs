@@ -1,13 +1,35 @@
-//! TCP, integrated with HTTP the way paper 004 describes: the receive path (the paper's RCV
-//! task) runs TCP input for every frame to the end and puts connections with work on the
-//! run list; the HTTP step (the paper's HTTP task) parses the request, picks the response
-//! and sends it straight out of the site image. Correct per RFC 9293, with RFC 6298
-//! retransmission timing, RFC 5681/6582 NewReno, RFC 5961 challenge ACKs and RFC 6528
-//! initial sequence numbers.
+//! TCP, integrated with HTTP the way paper 004 describes, as a state machine of its own.
 //!
-//! Heads up! Read RFC 9293 §3.10 before changing `server/mod.rs`.
+//! - [`conn`]: one connection ([`Connection`]): RFC 9293's states, the sequence variables
+//!   and the input function (a segment in, an [`Outcome`] out);
+//! - [`output`]: what the connection sends next ([`Segment`]s within the windows, the FIN,
+//!   retransmissions) and what its timer asks ([`TimerAction`]);
+//! - [`state`], [`timer`], [`rtt`] (RFC 6298), [`congestion`] (RFC 5681/6582 NewReno);
+//! - [`tcb`]: the TCB (connection + application part + table links), [`port_table`]
+//!   (client port → TCB), [`seq`] (sequence arithmetic), [`isn`] (RFC 6528).
+//!
+//! Nothing here builds a frame, owns a buffer or knows HTTP: `iface` parses and builds
+//! frames, `server` applies outcomes, `http::conn` owns the request and the response.
+//! Correct per RFC 9293, with RFC 6298 retransmission timing, RFC 5681/6582 NewReno,
+//! RFC 5961 challenge ACKs and RFC 6528 initial sequence numbers.
+//!
+//! Heads up! Read RFC 9293 §3.10 before changing `conn.rs`.
 
+pub mod congestion;
+pub mod conn;
 pub mod isn;
+pub mod output;
 pub mod port_table;
+pub mod rtt;
 pub mod seq;
+pub mod state;
 pub mod tcb;
+pub mod timer;
+
+#[cfg(test)]
+mod tests;
+
+pub use conn::{Connection, Outcome, Reply};
+pub use output::{Segment, TimerAction};
+pub use state::State;
+pub use timer::Timer;

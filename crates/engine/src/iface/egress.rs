@@ -1,0 +1,290 @@
+//! Frames out: Ethernet and IPv4 headers, ARP and ICMP replies, TCP segments and bare RSTs,
+//! each built in a transmit slot and posted. A TCP segment's payload is head bytes copied
+//! into the slot and a body slice of the site image posted beside it (never copied); its
+//! checksum is the header's sum combined with the body's stored block sums, or, for a
+//! frame the device segments (offload), the folded pseudo-header sum the device completes.
+
+use super::Interface;
+use crate::nic::{Tso, TxRing, TX_HEAD_ROOM};
+use crate::wire::tcp::{self as wtcp, ParsedRepr as TcpRepr};
+use crate::wire::{
+    arp, checksum, ethernet, ipv4, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetAddress,
+    EthernetFrame, IcmpPacket, IcmpRepr, IpProtocol, Ipv4Address, Ipv4Packet, Ipv4Repr,
+};
+
+/// Ethernet + IPv4 header bytes in front of a TCP header.
+pub const L2L3: usize = ethernet::HEADER_LEN + ipv4::HEADER_LEN;
+/// Largest TCP payload of one offloaded frame: the IPv4 total length must hold it with a
+/// 20-byte IPv4 header and up to 60 bytes of TCP header.
+pub const TSO_LIMIT: usize = 65535 - 20 - 60;
+/// Most response-head bytes an offloaded frame may carry: what the transmit slot holds
+/// after the largest Ethernet + IPv4 + TCP header.
+pub const TSO_HEAD_MAX: usize = TX_HEAD_ROOM - L2L3 - 60;
+/// Offset of the TCP checksum field in the TCP header.
+const TCP_CHECKSUM_AT: usize = 16;
+
+/// What became of a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sent {
+    /// Posted as one frame.
+    Frame,
+    /// Posted as one frame the device segments.
+    TsoFrame,
+    /// No transmit slot was free: nothing was built (try again later).
+    NoSlot,
+    /// Built, but the ring refused it (counted as ring-full; not retried).
+    Refused,
+    /// Could not be built (an echo too large for a slot).
+    TooBig,
+}
+
+impl Sent {
+    /// Whether the frame left (or was given up): false only for [`Sent::NoSlot`].
+    pub fn done(self) -> bool {
+        self != Sent::NoSlot
+    }
+}
+
+/// A TCP segment to build: its header, where it goes, its payload.
+pub struct TcpOut<'p> {
+    /// Header (the checksum is filled here).
+    pub repr: wtcp::Repr,
+    /// Destination MAC.
+    pub dst_mac: EthernetAddress,
+    /// Destination IP.
+    pub dst: Ipv4Address,
+    /// Head bytes to copy after the header.
+    pub head: &'p [u8],
+    /// Body bytes to post after them.
+    pub body: &'static [u8],
+    /// Their one's-complement sum (from the stored block sums).
+    pub body_sum: u16,
+    /// Segmentation offload: the device cuts the payload into segments of this MSS.
+    pub tso_mss: Option<u16>,
+}
+
+/// Frame building for one interface.
+#[derive(Debug, Clone, Copy)]
+pub struct Egress {
+    mac: EthernetAddress,
+    ip: Ipv4Address,
+}
+
+impl Egress {
+    /// Frames from `iface`'s addresses.
+    pub fn new(iface: &Interface) -> Egress {
+        Egress {
+            mac: iface.mac,
+            ip: iface.ip,
+        }
+    }
+
+    /// The ARP reply to `request`, sent to `dst_mac`.
+    pub fn arp_reply<T: TxRing>(
+        &self,
+        tx: &mut T,
+        dst_mac: EthernetAddress,
+        request: &ArpRepr,
+    ) -> Sent {
+        let reply = ArpRepr {
+            operation: ArpOperation::Reply,
+            source_hardware_addr: self.mac,
+            source_protocol_addr: self.ip,
+            target_hardware_addr: request.source_hardware_addr,
+            target_protocol_addr: request.source_protocol_addr,
+        };
+        let Some(buf) = tx.slot() else {
+            return Sent::NoSlot;
+        };
+        let len = ethernet::HEADER_LEN + arp::BUFFER_LEN;
+        let mut frame = EthernetFrame::new_unchecked(&mut buf[..len]);
+        ethernet::Repr {
+            src_addr: self.mac,
+            dst_addr: dst_mac,
+            ethertype: EtherType::Arp,
+        }
+        .emit(&mut frame);
+        reply.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
+        post(tx, len, &[])
+    }
+
+    /// The echo reply to an echo request.
+    pub fn echo_reply<T: TxRing>(
+        &self,
+        tx: &mut T,
+        dst_mac: EthernetAddress,
+        dst: Ipv4Address,
+        (ident, seq_no, data): (u16, u16, &[u8]),
+    ) -> Sent {
+        let reply = IcmpRepr::EchoReply {
+            ident,
+            seq_no,
+            data,
+        };
+        let icmp_len = reply.buffer_len();
+        let len = L2L3 + icmp_len;
+        if len > TX_HEAD_ROOM {
+            return Sent::TooBig;
+        }
+        let Some(buf) = tx.slot() else {
+            return Sent::NoSlot;
+        };
+        let buf = &mut buf[..len];
+        self.write_l2l3(buf, dst_mac, dst, IpProtocol::Icmp, icmp_len);
+        reply.emit(&mut IcmpPacket::new_unchecked(&mut buf[L2L3..]));
+        post(tx, len, &[])
+    }
+
+    /// A TCP segment with payload: header and head bytes in a slot, the body borrowed.
+    pub fn tcp<T: TxRing>(&self, tx: &mut T, seg: &TcpOut<'_>) -> Sent {
+        let tcp_hdr = seg.repr.header_len();
+        let payload_len = seg.head.len() + seg.body.len();
+        let Some(buf) = tx.slot() else {
+            return Sent::NoSlot;
+        };
+        let frame_head = L2L3 + tcp_hdr + seg.head.len();
+        let Some(buf) = buf.get_mut(..frame_head) else {
+            // Cannot happen (the sender bounds the head bytes of a frame by the slot); a
+            // bug here must cost a frame, not the server.
+            return Sent::Refused;
+        };
+        self.write_l2l3(
+            buf,
+            seg.dst_mac,
+            seg.dst,
+            IpProtocol::Tcp,
+            tcp_hdr + payload_len,
+        );
+        seg.repr.emit_header(&mut buf[L2L3..L2L3 + tcp_hdr]);
+        buf[L2L3 + tcp_hdr..].copy_from_slice(seg.head);
+        // Checksum: pseudo-header + TCP header + head bytes, then the body from its stored
+        // block sums (the body starts at payload offset head.len()).
+        let tcp_len = (tcp_hdr + payload_len) as u16;
+        let acc = checksum::pseudo_header_v4(self.ip.0, seg.dst.0, 6, tcp_len);
+        if let Some(mss) = seg.tso_mss {
+            // The device completes every segment's checksum: leave it the folded
+            // pseudo-header sum, not complemented (a partial checksum).
+            let partial = checksum::fold(acc);
+            buf[L2L3 + TCP_CHECKSUM_AT..L2L3 + TCP_CHECKSUM_AT + 2]
+                .copy_from_slice(&partial.to_be_bytes());
+            let tso = Tso {
+                mss,
+                l4_offset: L2L3 as u16,
+                header_len: (L2L3 + tcp_hdr) as u16,
+            };
+            return match tx.post_tso(frame_head, seg.body, tso) {
+                Ok(()) => Sent::TsoFrame,
+                Err(_) => Sent::Refused,
+            };
+        }
+        let mut sum = checksum::fold(checksum::accumulate(acc, &buf[L2L3..]));
+        if !seg.body.is_empty() {
+            sum = checksum::combine(sum, seg.body_sum, tcp_hdr + seg.head.len());
+        }
+        buf[L2L3 + TCP_CHECKSUM_AT..L2L3 + TCP_CHECKSUM_AT + 2]
+            .copy_from_slice(&(!sum).to_be_bytes());
+        post(tx, frame_head, seg.body)
+    }
+
+    /// A TCP header alone (a RST).
+    pub fn tcp_bare<T: TxRing>(
+        &self,
+        tx: &mut T,
+        dst_mac: EthernetAddress,
+        dst: Ipv4Address,
+        repr: &wtcp::Repr,
+    ) -> Sent {
+        let Some(buf) = tx.slot() else {
+            return Sent::NoSlot;
+        };
+        let hl = repr.header_len();
+        let len = L2L3 + hl;
+        let buf = &mut buf[..len];
+        self.write_l2l3(buf, dst_mac, dst, IpProtocol::Tcp, hl);
+        repr.emit_header(&mut buf[L2L3..]);
+        let acc = checksum::pseudo_header_v4(self.ip.0, dst.0, 6, hl as u16);
+        let sum = checksum::fold(checksum::accumulate(acc, &buf[L2L3..]));
+        buf[L2L3 + TCP_CHECKSUM_AT..L2L3 + TCP_CHECKSUM_AT + 2]
+            .copy_from_slice(&(!sum).to_be_bytes());
+        post(tx, len, &[])
+    }
+
+    /// Writes Ethernet and IPv4 headers for an IPv4 payload of `payload_len` bytes.
+    fn write_l2l3(
+        &self,
+        buf: &mut [u8],
+        dst_mac: EthernetAddress,
+        dst: Ipv4Address,
+        proto: IpProtocol,
+        payload_len: usize,
+    ) {
+        write_l2l3(buf, self.mac, dst_mac, self.ip, dst, proto, payload_len);
+    }
+}
+
+fn post<T: TxRing>(tx: &mut T, head_len: usize, body: &'static [u8]) -> Sent {
+    match tx.post(head_len, body) {
+        Ok(()) => Sent::Frame,
+        Err(_) => Sent::Refused,
+    }
+}
+
+/// The RST for a segment that belongs to no connection (RFC 9293 §3.10.7.1): `SEQ=SEG.ACK`,
+/// or `SEQ=0 ACK=SEG.SEQ+SEG.LEN` when it carried no ACK.
+pub fn reset_for(seg: &TcpRepr<'_>) -> wtcp::Repr {
+    let (seq_number, ack_number) = match seg.ack_number {
+        Some(ack) => (ack, None),
+        None => (
+            0,
+            Some(seg.seq_number.wrapping_add(seg.segment_len() as u32)),
+        ),
+    };
+    reset(seg.dst_port, seg.src_port, seq_number, ack_number)
+}
+
+/// A RST header.
+pub fn reset(src_port: u16, dst_port: u16, seq_number: u32, ack_number: Option<u32>) -> wtcp::Repr {
+    wtcp::Repr {
+        src_port,
+        dst_port,
+        seq_number,
+        ack_number,
+        flags: wtcp::Flags {
+            rst: true,
+            ack: ack_number.is_some(),
+            ..wtcp::Flags::NONE
+        },
+        window_len: 0,
+        max_seg_size: None,
+        window_scale: None,
+    }
+}
+
+/// Writes Ethernet and IPv4 headers for an IPv4 payload of `payload_len` bytes.
+pub fn write_l2l3(
+    buf: &mut [u8],
+    src_mac: EthernetAddress,
+    dst_mac: EthernetAddress,
+    src: Ipv4Address,
+    dst: Ipv4Address,
+    proto: IpProtocol,
+    payload_len: usize,
+) {
+    let mut frame = EthernetFrame::new_unchecked(&mut buf[..]);
+    ethernet::Repr {
+        src_addr: src_mac,
+        dst_addr: dst_mac,
+        ethertype: EtherType::Ipv4,
+    }
+    .emit(&mut frame);
+    let ip = Ipv4Repr {
+        src_addr: src,
+        dst_addr: dst,
+        next_header: proto,
+        payload_len,
+        hop_limit: 64,
+    };
+    ip.emit(&mut Ipv4Packet::new_unchecked(
+        &mut frame.payload_mut()[..ipv4::HEADER_LEN],
+    ));
+}

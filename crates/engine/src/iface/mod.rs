@@ -1,0 +1,35 @@
+//! The interface: Ethernet/ARP/IPv4/ICMP in and out, and the TCP segment's way to and from
+//! the wire. It owns the server's addresses and nothing else: no connection state.
+//!
+//! - [`ingress`]: a received frame → what it is for us ([`Ingress`]): an ARP request for
+//!   our address, an ICMP echo request, a TCP segment for our port (checksum verified,
+//!   parsed into a [`TcpRepr`](crate::wire::tcp::ParsedRepr)) or for a closed one, or a
+//!   drop with its reason. Also [`admissible_syn`]: the one rule for which segment may
+//!   open a connection, used by the server's LISTEN and by network-core dispatch.
+//! - [`egress`]: frames out: ARP reply, ICMP echo reply, TCP segments (header + head bytes
+//!   copied + body borrowed from the site image, checksum from the stored block sums, or
+//!   a partial checksum for segmentation offload) and bare RSTs.
+
+pub mod egress;
+pub mod ingress;
+
+pub use egress::{Egress, Sent};
+pub use ingress::{admissible_syn, ingress, Drop, Ingress};
+
+use crate::wire::{EthernetAddress, Ipv4Address};
+
+/// The server's addresses on its link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interface {
+    /// Our MAC.
+    pub mac: EthernetAddress,
+    /// Our IPv4 address.
+    pub ip: Ipv4Address,
+    /// Prefix length of the link's subnet.
+    pub prefix_len: u8,
+    /// Whether a router forwards for clients beyond the link (off-link sources are
+    /// dropped without one).
+    pub gateway: bool,
+    /// The TCP port served.
+    pub port: u16,
+}

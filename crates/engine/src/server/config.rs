@@ -1,0 +1,86 @@
+//! The server's configuration: addresses, port, capacities, scheduling policy, timeouts
+//! and the ISN secret. Fixed at [`Server::new`](super::Server::new).
+
+use crate::http;
+use crate::wire::Ipv4Address;
+
+/// Which HTTP scheduling policy the server uses (paper 004 §3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sched {
+    /// Internal multi-tasking: after each HTTP step, look at the receive ring again.
+    #[default]
+    Imt,
+    /// Internal single task: one pass over the whole run list, then receive.
+    Ist,
+}
+
+/// Timeouts, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// A request whose head is not complete after this long gets 408 and is closed.
+    pub request_ms: u64,
+    /// A keep-alive connection with nothing to do is closed after this long.
+    pub idle_ms: u64,
+    /// A connection whose peer makes no progress (zero window, no ACKs, half-closed) is
+    /// aborted after this long.
+    pub stall_ms: u64,
+    /// Retransmissions of one segment (or of the SYN-ACK) before the connection is aborted.
+    pub max_retries: u8,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            request_ms: 10_000,
+            idle_ms: 30_000,
+            stall_ms: 60_000,
+            max_retries: 8,
+        }
+    }
+}
+
+/// Server configuration; capacities are fixed at [`Server::new`].
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Our IPv4 address.
+    pub ip: Ipv4Address,
+    /// Prefix length of the link's subnet.
+    pub prefix_len: u8,
+    /// Router for clients beyond the link (frames from off-link sources are dropped
+    /// without one).
+    pub gateway: Option<Ipv4Address>,
+    /// TCP port served.
+    pub port: u16,
+    /// Number of TCBs (the most connections at once).
+    pub tcbs: usize,
+    /// Bytes of request the server buffers per connection (at least `http::MAX_REQUEST`).
+    pub rx_buffer: usize,
+    /// Scheduling policy.
+    pub sched: Sched,
+    /// Secret for RFC 6528 initial sequence numbers: 128 bits from the platform's entropy
+    /// at start. There is no default: a constant key would make ISNs predictable.
+    pub isn_key: [u8; 16],
+    /// Timeouts.
+    pub timeouts: Timeouts,
+    /// Value of the `Server` header.
+    pub server_name: &'static str,
+}
+
+impl Config {
+    /// A configuration with defaults for everything but the address and the ISN secret
+    /// (random bytes from the platform: `getrandom` on the host, RDRAND on the kernel).
+    pub fn new(ip: Ipv4Address, prefix_len: u8, isn_key: [u8; 16]) -> Config {
+        Config {
+            ip,
+            prefix_len,
+            gateway: None,
+            port: 80,
+            tcbs: 1024,
+            rx_buffer: http::MAX_REQUEST,
+            sched: Sched::Imt,
+            isn_key,
+            timeouts: Timeouts::default(),
+            server_name: "bareweb",
+        }
+    }
+}

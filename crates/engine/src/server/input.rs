@@ -1,0 +1,212 @@
+//! The receive path (the papers' RCV task): every frame handled to the end. ARP and ICMP
+//! are answered here; a TCP segment goes to LISTEN or to its connection's state machine,
+//! whose [`Outcome`] is applied: payload stored in the receive slab, replies built, the
+//! TCB freed or put on the run list.
+
+use super::Server;
+use crate::iface::{admissible_syn, egress, ingress, Drop, Ingress, Sent};
+use crate::nic::TxRing;
+use crate::resource::Lookup;
+use crate::tcp::conn::{Connection, Reply};
+use crate::tcp::port_table::Peer;
+use crate::tcp::tcb::Tcb;
+use crate::wire::tcp::ParsedRepr as TcpRepr;
+use crate::wire::{EthernetAddress, Ipv4Address};
+
+impl<L: Lookup<'static>> Server<L> {
+    pub(super) fn handle_frame<T: TxRing>(&mut self, bytes: &[u8], tx: &mut T) {
+        self.stats.rx_frames += 1;
+        match ingress(&self.iface, bytes) {
+            Ingress::ArpRequest { request, src_mac } => {
+                let sent = self.egress.arp_reply(tx, src_mac, &request);
+                self.count_sent(sent);
+                if matches!(sent, Sent::Frame | Sent::Refused) {
+                    self.stats.arp_replies += 1;
+                }
+            }
+            Ingress::Echo {
+                src_mac,
+                src,
+                ident,
+                seq_no,
+                data,
+            } => {
+                let sent = self
+                    .egress
+                    .echo_reply(tx, src_mac, src, (ident, seq_no, data));
+                self.count_sent(sent);
+                if matches!(sent, Sent::Frame | Sent::Refused) {
+                    self.stats.icmp_echo += 1;
+                }
+            }
+            Ingress::Tcp {
+                src_mac,
+                src,
+                seg,
+                options_ok,
+            } => {
+                let peer = Peer {
+                    ip: src.0,
+                    port: seg.src_port,
+                };
+                match self.ports.find(&self.tcbs, peer) {
+                    Some(id) => self.segment_arrives(id, src_mac, &seg, tx),
+                    None => self.listen(src_mac, src, &seg, options_ok, tx),
+                }
+            }
+            Ingress::ClosedPort { src_mac, src, seg } => {
+                // RFC 9293 §3.10.7.1: a segment for a closed port gets a RST.
+                if seg.flags.rst {
+                    self.stats.drop_not_for_us += 1;
+                } else {
+                    self.send_reset_for(src_mac, src, &seg, tx);
+                }
+            }
+            Ingress::Drop(d) => self.count_drop(d),
+        }
+    }
+
+    fn count_drop(&mut self, d: Drop) {
+        let s = &mut self.stats;
+        match d {
+            Drop::Truncated => s.drop_truncated += 1,
+            Drop::Malformed => s.drop_malformed += 1,
+            Drop::Checksum => s.drop_checksum += 1,
+            Drop::NotForUs => s.drop_not_for_us += 1,
+            Drop::Fragment => s.drop_fragment += 1,
+            Drop::NoRoute => s.drop_no_route += 1,
+        }
+    }
+
+    /// LISTEN (RFC 9293 §3.10.7.2): a segment that matches no connection.
+    fn listen<T: TxRing>(
+        &mut self,
+        src_mac: EthernetAddress,
+        src: Ipv4Address,
+        seg: &TcpRepr<'_>,
+        options_ok: bool,
+        tx: &mut T,
+    ) {
+        let peer = Peer {
+            ip: src.0,
+            port: seg.src_port,
+        };
+        if seg.flags.rst {
+            return self.no_connection(peer);
+        }
+        if seg.ack_number.is_some() || !seg.flags.syn {
+            self.send_reset_for(src_mac, src, seg, tx);
+            return self.no_connection(peer);
+        }
+        if !admissible_syn(seg, options_ok) {
+            self.stats.drop_malformed += 1;
+            return self.no_connection(peer);
+        }
+        let Some(id) = self.free.pop() else {
+            self.stats.tcp_no_tcb += 1;
+            return self.no_connection(peer);
+        };
+        let now = self.now_ns;
+        let iss = self
+            .isn
+            .isn((self.cfg.ip.0, self.cfg.port), (src.0, seg.src_port), now);
+        let t = &mut self.tcbs.0[id as usize];
+        *t = Tcb::free();
+        t.tcp = Connection::accept(seg, iss, now);
+        t.peer = peer;
+        t.peer_mac = src_mac;
+        self.ports.insert(&mut self.tcbs, id);
+        self.stats.tcp_accepted += 1;
+        self.stats.tcbs_in_use = self.active() as u64;
+        self.stats.tcbs_max = self.stats.tcbs_max.max(self.stats.tcbs_in_use);
+        self.send_syn_ack(id, tx);
+    }
+
+    /// Everything after LISTEN: the state machine judges, this applies.
+    fn segment_arrives<T: TxRing>(
+        &mut self,
+        id: u32,
+        src_mac: EthernetAddress,
+        seg: &TcpRepr<'_>,
+        tx: &mut T,
+    ) {
+        let idx = id as usize;
+        let now = self.now_ns;
+        let rx_space = self.rx_space(id);
+        let out = self.tcbs.0[idx].tcp.input(seg, now, rx_space);
+        let s = &mut self.stats;
+        s.tcp_out_of_window += u64::from(out.out_of_window);
+        s.tcp_challenge_acks += u64::from(out.challenge_ack);
+        s.tcp_out_of_order += u64::from(out.out_of_order);
+        s.tcp_established += u64::from(out.established);
+        if out.reset {
+            self.stats.tcp_rst_received += 1;
+            return self.free_tcb(id);
+        }
+        if out.ack_seen {
+            self.tcbs.0[idx].peer_mac = src_mac;
+        }
+        if let Some((a, b)) = out.deliver {
+            self.store(id, &seg.payload[a..b]);
+        }
+        match out.reply {
+            Reply::None => {}
+            Reply::Ack => self.send_ack(id, tx),
+            Reply::SynAck => return self.send_syn_ack(id, tx),
+            Reply::Reset { seq } => return self.send_reset_raw(id, seq, tx),
+        }
+        if out.retransmit {
+            self.stats.tcp_fast_retransmits += 1;
+            self.retransmit_una(id, tx);
+        }
+        let t = &self.tcbs.0[idx];
+        if t.tcp.state().is_done() {
+            // Both directions are closed (no TIME-WAIT is held; see docs/tcp.md).
+            let start = t.http.stay_start_ns;
+            if start != 0 {
+                self.stay.record(now.saturating_sub(start));
+            }
+            return self.free_tcb(id);
+        }
+        let has_work = t.http.resp.is_some()
+            || t.http.rx_len > 0
+            || t.tcp.state().peer_closed()
+            || t.tcp.ack_pending();
+        if has_work {
+            self.enqueue(id);
+        }
+    }
+
+    /// Appends request bytes to connection `id`'s receive slab (or drops them once the
+    /// connection is closing: nothing more will be answered).
+    fn store(&mut self, id: u32, data: &[u8]) {
+        let idx = id as usize;
+        let cap = self.cfg.rx_buffer;
+        let t = &mut self.tcbs.0[idx];
+        if t.tcp.is_closing() {
+            return;
+        }
+        let start = t.http.rx_len as usize;
+        let take = data.len().min(cap - start);
+        let base = idx * cap;
+        self.rx_slab[base + start..base + start + take].copy_from_slice(&data[..take]);
+        if t.http.rx_len == 0 && take > 0 {
+            t.http.request_start_ns = self.now_ns;
+        }
+        t.http.rx_len += take as u32;
+    }
+
+    /// RST for a segment that belongs to no connection (RFC 9293 §3.10.7.1).
+    fn send_reset_for<T: TxRing>(
+        &mut self,
+        dst_mac: EthernetAddress,
+        dst: Ipv4Address,
+        seg: &TcpRepr<'_>,
+        tx: &mut T,
+    ) {
+        let repr = egress::reset_for(seg);
+        let sent = self.egress.tcp_bare(tx, dst_mac, dst, &repr);
+        self.count_sent(sent);
+        self.stats.tcp_rst_sent += 1;
+    }
+}

@@ -1,0 +1,481 @@
+//! The TCP connection as a state machine: the sequence variables, the [`State`], the
+//! congestion controller, the RTT estimator and the timer of one connection, and its input
+//! function. It sees no frame, no buffer and no HTTP: a received segment comes in as a
+//! [`TcpRepr`] with the application's free receive space, and an [`Outcome`] says what
+//! the owner must do (reply, store payload bytes, retransmit, free the TCB). Output and
+//! timers are in [`super::output`].
+//!
+//! The application's side of the stream is a pair of numbers: how far it has queued data
+//! ([`Connection::queue`], the end of the send stream) and whether a FIN follows it
+//! ([`Connection::close`]). The bytes themselves stay with the owner, which regenerates
+//! any sequence range on demand (there is no retransmission queue: responses are
+//! immutable).
+//!
+//! Heads up! Read RFC 9293 §3.10.7 before changing [`Connection::input`]; its steps are
+//! named after the RFC's "first" to "eighth".
+
+use super::congestion::{NewReno, Verdict};
+use super::rtt::RttEstimator;
+use super::seq;
+use super::state::State;
+use super::timer::Timer;
+use crate::wire::tcp::ParsedRepr as TcpRepr;
+
+/// Our receive MSS for a 1500-byte MTU.
+pub const OUR_MSS: u16 = 1460;
+/// The send MSS when the peer's SYN offers none (RFC 9293 §3.7.1).
+pub const DEFAULT_MSS: u32 = 536;
+/// The smallest send MSS we accept from a peer (a smaller one is raised to it).
+pub const MIN_MSS: u32 = 64;
+
+/// What the owner must send in answer to a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reply {
+    /// Nothing now (an ACK may be owed: see [`Connection::ack_pending`]).
+    #[default]
+    None,
+    /// An ACK now.
+    Ack,
+    /// The SYN-ACK again (the peer retransmitted its SYN).
+    SynAck,
+    /// A bare RST with this sequence number (an unacceptable ACK in SYN-RECEIVED).
+    Reset {
+        /// Its sequence number.
+        seq: u32,
+    },
+}
+
+/// What a received segment did, for the owner to act on (in this order: store `deliver`,
+/// send `reply`, `retransmit`, then free the TCB if `state().is_done()`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Outcome {
+    /// What to send now.
+    pub reply: Reply,
+    /// Payload bytes `[start, end)` of the segment to append to the receive buffer: new
+    /// in-order data that fits the space the owner gave.
+    pub deliver: Option<(usize, usize)>,
+    /// Retransmit the segment at SND.UNA (fast retransmit or a NewReno partial ACK).
+    pub retransmit: bool,
+    /// The handshake completed with this segment.
+    pub established: bool,
+    /// The peer's FIN arrived with this segment.
+    pub fin: bool,
+    /// Bytes of our stream this segment acknowledged for the first time.
+    pub acked: u32,
+    /// The segment's ACK was processed (it passed the sequence, RST and SYN checks): the
+    /// owner may learn the peer's link address from it.
+    pub ack_seen: bool,
+    /// The peer reset the connection (the state is now Closed).
+    pub reset: bool,
+    /// Counted as out of window (the reply is an ACK unless it carried RST).
+    pub out_of_window: bool,
+    /// Answered with a challenge ACK (RFC 5961 §3.2, §4).
+    pub challenge_ack: bool,
+    /// Data not at RCV.NXT, dropped (no reassembly: requests are small).
+    pub out_of_order: bool,
+}
+
+/// One TCP connection's state (the TCP half of a TCB).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Connection {
+    pub(super) state: State,
+    /// Initial send sequence number.
+    pub(super) iss: u32,
+    /// Oldest unacknowledged sequence number.
+    pub(super) snd_una: u32,
+    /// Next sequence number to send.
+    pub(super) snd_nxt: u32,
+    /// Highest sequence number sent (SND.NXT goes back after a timeout).
+    pub(super) snd_max: u32,
+    /// Peer's receive window in bytes (scaled).
+    pub(super) snd_wnd: u32,
+    /// Segment sequence number of the last window update.
+    pub(super) snd_wl1: u32,
+    /// Segment ack number of the last window update.
+    pub(super) snd_wl2: u32,
+    /// Peer's window scale shift (0 when it sent none).
+    pub(super) snd_shift: u8,
+    /// We send a window-scale option (shift 0) on our SYN-ACK: the peer offered one.
+    pub(super) offer_ws: bool,
+    /// Next sequence number expected from the peer.
+    pub(super) rcv_nxt: u32,
+    /// Effective send MSS.
+    pub(super) mss: u32,
+    /// End of the stream the application has queued (one past its last byte).
+    pub(super) send_end: u32,
+    /// The application closed: a FIN follows the stream at `send_end`.
+    pub(super) fin_queued: bool,
+    /// Congestion control.
+    pub(super) cc: NewReno,
+    /// RTT estimation and RTO.
+    pub(super) rtt: RttEstimator,
+    /// Retransmission or persist timer.
+    pub(super) timer: Timer,
+    /// Consecutive timeouts without progress.
+    pub(super) retries: u8,
+    /// Last time the peer made progress (sent something acceptable).
+    pub(super) last_heard_ns: u64,
+    /// An ACK is owed to the peer.
+    pub(super) ack_pending: bool,
+}
+
+impl Default for Connection {
+    fn default() -> Self {
+        Connection::closed()
+    }
+}
+
+impl Connection {
+    /// No connection (a free TCB).
+    pub const fn closed() -> Connection {
+        Connection {
+            state: State::Closed,
+            iss: 0,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            snd_wnd: 0,
+            snd_wl1: 0,
+            snd_wl2: 0,
+            snd_shift: 0,
+            offer_ws: false,
+            rcv_nxt: 0,
+            mss: DEFAULT_MSS,
+            send_end: 0,
+            fin_queued: false,
+            cc: NewReno {
+                cwnd: 0,
+                ssthresh: u32::MAX,
+                dupacks: 0,
+                in_recovery: false,
+                recover: 0,
+            },
+            rtt: RttEstimator::new(),
+            timer: Timer::Idle,
+            retries: 0,
+            last_heard_ns: 0,
+            ack_pending: false,
+        }
+    }
+
+    /// A connection for an acceptable SYN received in LISTEN (RFC 9293 §3.10.7.2), in
+    /// SYN-RECEIVED with our ISS `iss`. The caller has checked that `syn` carries SYN and
+    /// neither ACK nor RST, and sends the SYN-ACK ([`Connection::syn_ack`]) next.
+    pub fn accept(syn: &TcpRepr<'_>, iss: u32, now_ns: u64) -> Connection {
+        let mss = u32::from(syn.options.mss.unwrap_or(DEFAULT_MSS as u16))
+            .clamp(MIN_MSS, u32::from(OUR_MSS));
+        let mut c = Connection::closed();
+        c.state = State::SynReceived;
+        c.iss = iss;
+        c.snd_una = iss;
+        c.snd_nxt = iss;
+        c.snd_max = iss;
+        c.send_end = iss.wrapping_add(1);
+        c.rcv_nxt = syn.seq_number.wrapping_add(1);
+        // RFC 7323 §2.2: the shift applies only if both sides send the option; we always
+        // send ours (shift 0) when the peer offered one.
+        c.offer_ws = syn.options.window_scale.is_some();
+        c.snd_shift = syn.options.window_scale.map_or(0, |s| s.min(14));
+        c.snd_wnd = u32::from(syn.window_len); // never scaled in a SYN
+        c.snd_wl1 = syn.seq_number;
+        c.snd_wl2 = iss;
+        c.mss = mss;
+        c.cc = NewReno::new(mss, iss);
+        c.last_heard_ns = now_ns;
+        c
+    }
+
+    // ------------------------------------------------------------ reading the state
+
+    /// The RFC 9293 state.
+    pub fn state(&self) -> State {
+        self.state
+    }
+    /// SND.UNA.
+    pub fn snd_una(&self) -> u32 {
+        self.snd_una
+    }
+    /// SND.NXT.
+    pub fn snd_nxt(&self) -> u32 {
+        self.snd_nxt
+    }
+    /// The highest sequence number sent.
+    pub fn snd_max(&self) -> u32 {
+        self.snd_max
+    }
+    /// The peer's window (scaled).
+    pub fn snd_wnd(&self) -> u32 {
+        self.snd_wnd
+    }
+    /// RCV.NXT.
+    pub fn rcv_nxt(&self) -> u32 {
+        self.rcv_nxt
+    }
+    /// Our ISS.
+    pub fn iss(&self) -> u32 {
+        self.iss
+    }
+    /// The send MSS.
+    pub fn mss(&self) -> u32 {
+        self.mss
+    }
+    /// The peer's window scale shift.
+    pub fn snd_shift(&self) -> u8 {
+        self.snd_shift
+    }
+    /// The congestion controller.
+    pub fn congestion(&self) -> &NewReno {
+        &self.cc
+    }
+    /// The RTT estimator.
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+    /// The timer.
+    pub fn timer(&self) -> Timer {
+        self.timer
+    }
+    /// Consecutive timeouts without progress.
+    pub fn retries(&self) -> u8 {
+        self.retries
+    }
+    /// When the peer last made progress.
+    pub fn last_heard_ns(&self) -> u64 {
+        self.last_heard_ns
+    }
+    /// Whether an ACK is owed.
+    pub fn ack_pending(&self) -> bool {
+        self.ack_pending
+    }
+    /// Bytes sent and not yet acknowledged.
+    pub fn flight(&self) -> u32 {
+        self.snd_nxt.wrapping_sub(self.snd_una)
+    }
+    /// The end of the send stream the application queued.
+    pub fn send_end(&self) -> u32 {
+        self.send_end
+    }
+    /// Whether everything queued has been acknowledged.
+    pub fn all_acked(&self) -> bool {
+        seq::ge(self.snd_una, self.send_end)
+    }
+    /// Whether the application has closed (a FIN is queued or sent).
+    pub fn is_closing(&self) -> bool {
+        self.fin_queued
+    }
+
+    // ------------------------------------------------------------ the application side
+
+    /// Queues `len` more bytes of stream after what is queued; returns the sequence number
+    /// of the first. Nothing is queued after [`close`](Self::close).
+    pub fn queue(&mut self, len: u32) -> u32 {
+        let start = self.send_end;
+        if !self.fin_queued {
+            self.send_end = self.send_end.wrapping_add(len);
+        }
+        start
+    }
+
+    /// Closes our direction: a FIN follows the queued stream (it rides its last segment).
+    pub fn close(&mut self) {
+        self.fin_queued = true;
+    }
+
+    /// Owe the peer an ACK (sent with the next segment, or by itself at the owner's next
+    /// step).
+    pub fn owe_ack(&mut self) {
+        self.ack_pending = true;
+    }
+
+    /// The window we advertise for `rx_space` free bytes of receive buffer (no scaling:
+    /// the server offers shift 0).
+    pub fn rcv_wnd(rx_space: u32) -> u32 {
+        rx_space.min(65535)
+    }
+
+    // ------------------------------------------------------------ input
+
+    /// Processes a segment of this connection (RFC 9293 §3.10.7.3–4), with `rx_space`
+    /// bytes free in the owner's receive buffer. Never panics, whatever the segment.
+    pub fn input(&mut self, seg: &TcpRepr<'_>, now_ns: u64, rx_space: u32) -> Outcome {
+        let mut out = Outcome::default();
+        if self.state == State::Closed {
+            return out;
+        }
+        let seg_seq = seg.seq_number;
+        let payload_len = seg.payload.len() as u32;
+        let (syn, fin, rst) = (seg.flags.syn, seg.flags.fin, seg.flags.rst);
+        let seg_len = payload_len + u32::from(syn) + u32::from(fin);
+        let rcv_wnd = Connection::rcv_wnd(rx_space);
+
+        if self.state == State::SynReceived
+            && syn
+            && seg.ack_number.is_none()
+            && seg_seq.wrapping_add(1) == self.rcv_nxt
+        {
+            // Our SYN-ACK was lost: the client retransmitted its SYN.
+            self.offer_ws |= seg.options.window_scale.is_some();
+            out.reply = Reply::SynAck;
+            return out;
+        }
+
+        // A SYN in a synchronized state, whatever its sequence number, gets a challenge
+        // ACK (RFC 5961 §4, RFC 9293 §3.10.7.4 "fourth").
+        if syn && !rst {
+            out.challenge_ack = true;
+            out.reply = Reply::Ack;
+            return out;
+        }
+
+        // First: sequence number acceptability.
+        let rcv_nxt = self.rcv_nxt;
+        let acceptable = match (seg_len, rcv_wnd) {
+            (0, 0) => seg_seq == rcv_nxt,
+            (0, w) => seq::in_range(seg_seq, rcv_nxt, rcv_nxt.wrapping_add(w)),
+            (_, 0) => false,
+            (l, w) => {
+                let end = rcv_nxt.wrapping_add(w);
+                seq::in_range(seg_seq, rcv_nxt, end)
+                    || seq::in_range(seg_seq.wrapping_add(l - 1), rcv_nxt, end)
+            }
+        };
+        if !acceptable {
+            out.out_of_window = true;
+            if !rst {
+                out.reply = Reply::Ack;
+            }
+            return out;
+        }
+
+        // Second: RST (RFC 5961 §3.2).
+        if rst {
+            if seg_seq == rcv_nxt {
+                self.state = State::Closed;
+                self.timer = Timer::Idle;
+                out.reset = true;
+            } else {
+                out.challenge_ack = true;
+                out.reply = Reply::Ack;
+            }
+            return out;
+        }
+
+        // Fifth: ACK.
+        let Some(ack) = seg.ack_number else {
+            return out;
+        };
+        out.ack_seen = true;
+        if self.state == State::SynReceived {
+            if !(seq::lt(self.snd_una, ack) && seq::le(ack, self.snd_max)) {
+                out.reply = Reply::Reset { seq: ack };
+                return out;
+            }
+            self.state = State::Established;
+            self.snd_una = ack;
+            self.snd_wnd = u32::from(seg.window_len) << self.snd_shift;
+            self.snd_wl1 = seg_seq;
+            self.snd_wl2 = ack;
+            self.timer = Timer::Idle;
+            self.retries = 0;
+            self.last_heard_ns = now_ns;
+            out.established = true;
+        }
+        if seq::gt(ack, self.snd_max) {
+            // Acknowledges something not yet sent.
+            out.reply = Reply::Ack;
+            return out;
+        }
+        let new_wnd = u32::from(seg.window_len) << self.snd_shift;
+        if seq::gt(ack, self.snd_una) {
+            let acked = ack.wrapping_sub(self.snd_una);
+            out.acked = acked;
+            self.rtt.on_ack(ack, now_ns);
+            self.snd_una = ack;
+            if seq::lt(self.snd_nxt, self.snd_una) {
+                self.snd_nxt = self.snd_una;
+            }
+            let verdict = self.cc.on_new_ack(acked, ack, self.flight(), self.mss);
+            out.retransmit = verdict == Verdict::Retransmit;
+            self.retries = 0;
+            self.last_heard_ns = now_ns;
+            self.timer = if self.flight() > 0 {
+                Timer::retransmit(now_ns, self.rtt.rto_ns())
+            } else {
+                Timer::Idle
+            };
+            if self.state.fin_sent() && seq::gt(ack, self.send_end) {
+                self.state = self.state.after_fin_acked();
+            }
+        } else if ack == self.snd_una
+            && seg.payload.is_empty()
+            && !fin
+            && new_wnd == self.snd_wnd
+            && new_wnd != 0
+            && self.flight() > 0
+        {
+            // RFC 5681 §2 duplicate ACK. One that advertises a zero window answers a window
+            // probe or reports a full receiver, not a loss: retransmitting into a closed
+            // window would be wasted, so it is not counted.
+            let verdict = self
+                .cc
+                .on_dup_ack(ack, self.flight(), self.snd_max, self.mss);
+            if verdict == Verdict::Retransmit {
+                self.rtt.stop();
+                out.retransmit = true;
+            }
+        }
+        // Window update (RFC 9293 §3.10.7.4, SND.WL1/WL2 rule).
+        if seq::lt(self.snd_wl1, seg_seq) || (self.snd_wl1 == seg_seq && seq::le(self.snd_wl2, ack))
+        {
+            self.snd_wnd = new_wnd;
+            self.snd_wl1 = seg_seq;
+            self.snd_wl2 = ack;
+        }
+
+        // Seventh: segment text.
+        if payload_len > 0 || fin {
+            self.ack_pending = true;
+        }
+        let mut fin_in_order = fin;
+        if payload_len > 0 {
+            if in_order(seg_seq, self.rcv_nxt, payload_len) && !self.state.peer_closed() {
+                let skip = self.rcv_nxt.wrapping_sub(seg_seq);
+                let take = (payload_len - skip).min(rx_space);
+                if take > 0 {
+                    out.deliver = Some((skip as usize, (skip + take) as usize));
+                }
+                self.rcv_nxt = self.rcv_nxt.wrapping_add(take);
+                self.last_heard_ns = now_ns;
+                if take < payload_len - skip {
+                    fin_in_order = false; // the FIN lies beyond what we took
+                }
+            } else {
+                out.out_of_order = true;
+                fin_in_order = false;
+            }
+        }
+
+        // Eighth: FIN.
+        if fin_in_order
+            && !self.state.peer_closed()
+            && seg_seq.wrapping_add(payload_len) == self.rcv_nxt
+        {
+            self.state = self.state.after_fin_received();
+            self.rcv_nxt = self.rcv_nxt.wrapping_add(1);
+            self.last_heard_ns = now_ns;
+            out.fin = true;
+        }
+        if self.state.is_done() {
+            self.timer = Timer::Idle;
+            if self.ack_pending {
+                out.reply = Reply::Ack;
+            }
+        }
+        out
+    }
+}
+
+/// Whether a segment with `len` payload bytes starting at `seq_n` has new data at `rcv_nxt`.
+fn in_order(seq_n: u32, rcv_nxt: u32, len: u32) -> bool {
+    seq::le(seq_n, rcv_nxt) && seq::lt(rcv_nxt, seq_n.wrapping_add(len))
+}

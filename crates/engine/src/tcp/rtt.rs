@@ -1,0 +1,132 @@
+//! Round-trip time estimation and the retransmission timeout (RFC 6298), with Karn's rule:
+//! one segment is timed at a time, and never a retransmitted one.
+
+/// Lower bound of the retransmission timeout (Linux's 200 ms rather than RFC 6298's 1 s,
+/// which is a SHOULD; documented in docs/tcp.md).
+pub const RTO_MIN_MS: u32 = 200;
+/// Upper bound of the retransmission timeout.
+pub const RTO_MAX_MS: u32 = 60_000;
+/// Initial RTO before any sample (RFC 6298 §2.1).
+pub const RTO_INITIAL_MS: u32 = 1_000;
+
+/// SRTT, RTTVAR, the RTO and the one timed segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RttEstimator {
+    /// Smoothed RTT in µs (0: no sample yet).
+    pub srtt_us: u32,
+    /// RTT variance in µs.
+    pub rttvar_us: u32,
+    /// Current RTO in ms (backed off).
+    pub rto_ms: u32,
+    /// The sequence number whose acknowledgment ends the timing, if a segment is timed.
+    timed: Option<(u32, u64)>,
+}
+
+impl Default for RttEstimator {
+    fn default() -> Self {
+        RttEstimator::new()
+    }
+}
+
+impl RttEstimator {
+    /// No sample yet: the initial RTO.
+    pub const fn new() -> RttEstimator {
+        RttEstimator {
+            srtt_us: 0,
+            rttvar_us: 0,
+            rto_ms: RTO_INITIAL_MS,
+            timed: None,
+        }
+    }
+
+    /// The RTO in nanoseconds.
+    pub fn rto_ns(&self) -> u64 {
+        u64::from(self.rto_ms) * 1_000_000
+    }
+
+    /// Whether a segment is being timed.
+    pub fn timing(&self) -> bool {
+        self.timed.is_some()
+    }
+
+    /// Starts timing: the ACK that covers `until` ends the sample begun at `now_ns`.
+    pub fn start(&mut self, until: u32, now_ns: u64) {
+        self.timed = Some((until, now_ns));
+    }
+
+    /// Forgets the timed segment (Karn: after a retransmission its ACK is ambiguous).
+    pub fn stop(&mut self) {
+        self.timed = None;
+    }
+
+    /// An acknowledgment of `ack` arrived at `now_ns`: ends the timing if it covers the
+    /// timed octets, and feeds the sample.
+    pub fn on_ack(&mut self, ack: u32, now_ns: u64) {
+        if let Some((until, start)) = self.timed {
+            if super::seq::ge(ack, until) {
+                let us = (now_ns.saturating_sub(start) / 1000).min(u64::from(u32::MAX)) as u32;
+                self.sample(us);
+                self.timed = None;
+            }
+        }
+    }
+
+    /// Feeds an RTT sample (RFC 6298 §2.2–2.3) and recomputes the RTO.
+    pub fn sample(&mut self, rtt_us: u32) {
+        let rtt = rtt_us.max(1);
+        if self.srtt_us == 0 {
+            self.srtt_us = rtt;
+            self.rttvar_us = rtt / 2;
+        } else {
+            let diff = self.srtt_us.abs_diff(rtt);
+            self.rttvar_us = (3 * (self.rttvar_us / 4)).saturating_add(diff / 4);
+            self.srtt_us = (7 * (self.srtt_us / 8)).saturating_add(rtt / 8);
+        }
+        // G (clock granularity) is 1 µs here.
+        let rto_us = self.srtt_us.saturating_add(4 * self.rttvar_us.max(1));
+        self.rto_ms = (rto_us / 1000).clamp(RTO_MIN_MS, RTO_MAX_MS);
+    }
+
+    /// Doubles the RTO after a timeout (RFC 6298 §5.5).
+    pub fn backoff(&mut self) {
+        self.rto_ms = self.rto_ms.saturating_mul(2).min(RTO_MAX_MS);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rto_follows_rfc6298() {
+        let mut t = RttEstimator::default();
+        assert_eq!(t.rto_ms, RTO_INITIAL_MS);
+        t.sample(100_000); // 100 ms: srtt 100, rttvar 50, rto = 100 + 200 = 300 ms
+        assert_eq!((t.srtt_us, t.rttvar_us, t.rto_ms), (100_000, 50_000, 300));
+        t.sample(100_000); // rttvar = 3/4*50 + 1/4*0 = 37.5, rto = 100 + 150 = 250
+        assert_eq!(t.rto_ms, 250);
+        for _ in 0..50 {
+            t.sample(50); // tiny RTTs clamp at the minimum eventually
+        }
+        assert_eq!(t.rto_ms, RTO_MIN_MS);
+        for _ in 0..20 {
+            t.backoff();
+        }
+        assert_eq!(t.rto_ms, RTO_MAX_MS);
+    }
+
+    #[test]
+    fn a_timed_segment_ends_with_the_ack_that_covers_it() {
+        let mut t = RttEstimator::default();
+        t.start(1000, 5_000_000);
+        t.on_ack(999, 6_000_000);
+        assert!(t.timing(), "an ACK short of the timed octets ends nothing");
+        t.on_ack(1000, 45_000_000); // 40 ms
+        assert!(!t.timing());
+        assert_eq!(t.srtt_us, 40_000);
+        t.start(2000, 50_000_000);
+        t.stop();
+        t.on_ack(2000, 90_000_000);
+        assert_eq!(t.srtt_us, 40_000, "a stopped timing gives no sample (Karn)");
+    }
+}
