@@ -39,14 +39,12 @@
 
 use alloc::vec::Vec;
 
+use crate::iface::{admissible_syn, ingress, Ingress, Interface};
 use crate::nic::{Clock, Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
 use crate::ring::{channel, Consumer, Doze, Producer};
 use crate::server::Config;
 use crate::tcp::port_table::{Links, Peer, PortTable, NONE};
-use crate::wire::{
-    tcp as wtcp, EtherType, EthernetAddress, EthernetFrame, IpProtocol, Ipv4Address, Ipv4Packet,
-    Ipv4Repr, TcpPacket,
-};
+use crate::wire::EthernetAddress;
 
 /// Bytes of a CLIST slot: a whole Ethernet frame without FCS fits.
 pub const FRAME_MAX: usize = 2048;
@@ -444,11 +442,7 @@ impl ConnMap {
 /// What core 0 needs to know to classify frames: the server's address and port.
 #[derive(Debug, Clone, Copy)]
 pub struct Addressing {
-    mac: EthernetAddress,
-    ip: Ipv4Address,
-    prefix_len: u8,
-    gateway: bool,
-    port: u16,
+    iface: Interface,
     /// A mapping silent this long is dropped (longer than any TCB outlives silence).
     expire_ns: u64,
 }
@@ -457,11 +451,13 @@ impl Addressing {
     /// From the servers' configuration (every core's is the same but for `tcbs`).
     pub fn new(cfg: &Config, mac: EthernetAddress) -> Addressing {
         Addressing {
-            mac,
-            ip: cfg.ip,
-            prefix_len: cfg.prefix_len,
-            gateway: cfg.gateway.is_some(),
-            port: cfg.port,
+            iface: Interface {
+                mac,
+                ip: cfg.ip,
+                prefix_len: cfg.prefix_len,
+                gateway: cfg.gateway.is_some(),
+                port: cfg.port,
+            },
             // The stall timeout frees any TCB that long after the peer's last frame, and
             // a half-open one is gone after 1+2+4+8 s; add a margin for timer ticks.
             expire_ns: (cfg.timeouts.stall_ms.max(16_000) + 2_000) * 1_000_000,
@@ -631,47 +627,23 @@ enum Route {
 }
 
 fn classify(addr: &Addressing, bytes: &[u8]) -> Class {
-    let Ok(eth) = EthernetFrame::new_checked(bytes) else {
-        return Class::Local;
-    };
-    if eth.dst_addr() != addr.mac || eth.ethertype() != EtherType::Ipv4 {
-        return Class::Local;
+    // The same classification the servers make (`iface::ingress`), and the same rule for
+    // which SYN opens a connection: a SYN given to a core is one its LISTEN accepts.
+    match ingress(&addr.iface, bytes) {
+        Ingress::Tcp {
+            src,
+            seg,
+            options_ok,
+            ..
+        } => Class::Tcp {
+            peer: Peer {
+                ip: src.0,
+                port: seg.src_port,
+            },
+            syn: admissible_syn(&seg, options_ok),
+        },
+        _ => Class::Local,
     }
-    let Ok(ip) = Ipv4Packet::new_checked(eth.payload()) else {
-        return Class::Local;
-    };
-    if ip.is_fragment() {
-        return Class::Local;
-    }
-    let Ok(repr) = Ipv4Repr::parse(&ip) else {
-        return Class::Local;
-    };
-    if repr.dst_addr != addr.ip || repr.next_header != IpProtocol::Tcp {
-        return Class::Local;
-    }
-    let src = repr.src_addr;
-    let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else {
-        return Class::Local;
-    };
-    if tcp.dst_port() != addr.port {
-        return Class::Local;
-    }
-    let peer = Peer {
-        ip: src.0,
-        port: tcp.src_port(),
-    };
-    // Only a SYN the chosen core's LISTEN will accept may create a mapping; anything
-    // else without one goes to core 0's server, which counts or answers it.
-    let syn = tcp.syn()
-        && !tcp.ack()
-        && !tcp.rst()
-        && !src.is_multicast()
-        && !src.is_broadcast()
-        && !src.is_unspecified()
-        && (addr.gateway || src.in_subnet(addr.ip, addr.prefix_len))
-        && tcp.verify_checksum(src, addr.ip)
-        && wtcp::parse_options(tcp.options()).is_ok();
-    Class::Tcp { peer, syn }
 }
 
 impl<R: RxRing, C: Clock> Dispatch<R, C> {

@@ -10,7 +10,10 @@ use super::*;
 use crate::fake::FakeQueues;
 use crate::resource::{block_sums_into, Body, Found, Lookup, Resource};
 use crate::server::{Config, NoLog, Server};
-use crate::wire::{ethernet, ipv4, ArpOperation, ArpPacket, ArpRepr};
+use crate::wire::{
+    ethernet, ipv4, tcp as wtcp, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame,
+    IpProtocol, Ipv4Address, Ipv4Packet, Ipv4Repr, TcpPacket,
+};
 
 const SERVER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
 const CLIENT_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
