@@ -1,12 +1,24 @@
 //! bareweb's engine: everything protocol- and scheduling-related, with no operating system.
 //!
-//! Layers, bottom up:
+//! Layers, bottom up (each uses only those below it):
 //! - [`wire`]: zero-copy views over Ethernet, ARP, IPv4, ICMP, TCP and UDP frames, and the
 //!   Internet checksum. After `new_checked` succeeds no accessor panics.
+//! - [`site`] and [`resource`]: the site image (format, loader, lookup) and the stored
+//!   bodies with their block sums.
+//! - [`nic`]: the device seam, traits `Nic` (one RX/TX queue pair) and `Clock`.
+//! - [`iface`]: received frames classified (ARP, echo, TCP segment, drop reason) and frames
+//!   built (headers, checksums, offload, RST).
+//! - [`tcp`]: the connection as a state machine (segment in → `Outcome`; next segment;
+//!   timer actions), RTT, NewReno, the TCB, the port table, ISNs.
+//! - [`http`]: request parsing and response choice (pure functions), the HTTP side of a
+//!   connection (`http::conn`), the access record (`http::log`).
+//! - [`server`]: one core's server, the glue that applies what the layers decide, driven by
+//!   `Server::poll` (or the split API for paper 003's runners).
+//! - [`cores`]: many cores: network-core dispatch and rings, the stats board, the per-core
+//!   loop. [`ring`]: the lock-free SPSC ring. [`stats`]: counters.
 //!
 //! The engine never touches a port, a register or a file descriptor: hardware is reached
-//! through the traits in `nic` (added with the TCP layer), implemented by the `kernel` and
-//! `host` crates.
+//! through the traits in [`nic`], implemented by the `kernel` and `host` crates.
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]

@@ -1,12 +1,12 @@
 //! The interface: Ethernet/ARP/IPv4/ICMP in and out, and the TCP segment's way to and from
 //! the wire. It owns the server's addresses and nothing else: no connection state.
 //!
-//! - [`ingress`]: a received frame → what it is for us ([`Ingress`]): an ARP request for
+//! - [`ingress`](mod@ingress): a received frame → what it is for us ([`Ingress`]): an ARP request for
 //!   our address, an ICMP echo request, a TCP segment for our port (checksum verified,
 //!   parsed into a [`TcpRepr`](crate::wire::tcp::ParsedRepr)) or for a closed one, or a
 //!   drop with its reason. Also [`admissible_syn`]: the one rule for which segment may
 //!   open a connection, used by the server's LISTEN and by network-core dispatch.
-//! - [`egress`]: frames out: ARP reply, ICMP echo reply, TCP segments (header + head bytes
+//! - [`egress`](mod@egress): frames out: ARP reply, ICMP echo reply, TCP segments (header + head bytes
 //!   copied + body borrowed from the site image, checksum from the stored block sums, or
 //!   a partial checksum for segmentation offload) and bare RSTs.
 

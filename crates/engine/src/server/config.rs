@@ -39,7 +39,7 @@ impl Default for Timeouts {
     }
 }
 
-/// Server configuration; capacities are fixed at [`Server::new`].
+/// Server configuration; capacities are fixed at [`Server::new`](super::Server::new).
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Our IPv4 address.
