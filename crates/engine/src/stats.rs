@@ -4,7 +4,7 @@
 //! publishes all of them to the shared board in `cores::board`.
 
 /// Number of counters in [`Stats::fields`].
-pub const STATS_FIELDS: usize = 34;
+pub const STATS_FIELDS: usize = 35;
 
 /// All counters of one engine instance.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -49,6 +49,9 @@ pub struct Stats {
     pub tcp_challenge_acks: u64,
     /// Segments outside the receive window.
     pub tcp_out_of_window: u64,
+    /// Segments discarded for an acknowledgment number older than the peer's largest
+    /// window behind SND.UNA (RFC 5961 §5), each answered with an ACK.
+    pub tcp_bad_acks: u64,
     /// Out-of-order data dropped (re-requested by a duplicate ACK).
     pub tcp_out_of_order: u64,
     /// Segments retransmitted by the retransmission timer.
@@ -103,6 +106,7 @@ impl Stats {
             ("tcp_rst_sent", self.tcp_rst_sent),
             ("tcp_challenge_acks", self.tcp_challenge_acks),
             ("tcp_out_of_window", self.tcp_out_of_window),
+            ("tcp_bad_acks", self.tcp_bad_acks),
             ("tcp_out_of_order", self.tcp_out_of_order),
             ("tcp_rto_retransmits", self.tcp_rto_retransmits),
             ("tcp_fast_retransmits", self.tcp_fast_retransmits),

@@ -136,6 +136,7 @@ impl<L: Lookup<'static>> Server<L> {
         let out = self.tcbs.0[idx].tcp.input(seg, now, rx_space);
         let s = &mut self.stats;
         s.tcp_out_of_window += u64::from(out.out_of_window);
+        s.tcp_bad_acks += u64::from(out.bad_ack);
         s.tcp_challenge_acks += u64::from(out.challenge_ack);
         s.tcp_out_of_order += u64::from(out.out_of_order);
         s.tcp_established += u64::from(out.established);

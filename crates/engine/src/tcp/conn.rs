@@ -67,6 +67,9 @@ pub struct Outcome {
     pub ack_seen: bool,
     /// The peer reset the connection (the state is now Closed).
     pub reset: bool,
+    /// Its acknowledgment number was too old to be believed (RFC 5961 §5: below
+    /// SND.UNA − MAX.SND.WND): discarded, answered with an ACK.
+    pub bad_ack: bool,
     /// Counted as out of window (the reply is an ACK unless it carried RST).
     pub out_of_window: bool,
     /// Answered with a challenge ACK (RFC 5961 §3.2, §4).
@@ -93,6 +96,8 @@ pub struct Connection {
     pub(super) snd_wl1: u32,
     /// Segment ack number of the last window update.
     pub(super) snd_wl2: u32,
+    /// The largest window the peer has advertised (RFC 5961 §5's MAX.SND.WND).
+    pub(super) max_snd_wnd: u32,
     /// Peer's window scale shift (0 when it sent none).
     pub(super) snd_shift: u8,
     /// We send a window-scale option (shift 0) on our SYN-ACK: the peer offered one.
@@ -137,6 +142,7 @@ impl Connection {
             snd_wnd: 0,
             snd_wl1: 0,
             snd_wl2: 0,
+            max_snd_wnd: 0,
             snd_shift: 0,
             offer_ws: false,
             rcv_nxt: 0,
@@ -177,6 +183,7 @@ impl Connection {
         c.offer_ws = syn.options.window_scale.is_some();
         c.snd_shift = syn.options.window_scale.map_or(0, |s| s.min(14));
         c.snd_wnd = u32::from(syn.window_len); // never scaled in a SYN
+        c.max_snd_wnd = c.snd_wnd;
         c.snd_wl1 = syn.seq_number;
         c.snd_wl2 = iss;
         c.mss = mss;
@@ -373,6 +380,7 @@ impl Connection {
             self.state = State::Established;
             self.snd_una = ack;
             self.snd_wnd = u32::from(seg.window_len) << self.snd_shift;
+            self.max_snd_wnd = self.max_snd_wnd.max(self.snd_wnd);
             self.snd_wl1 = seg_seq;
             self.snd_wl2 = ack;
             self.timer = Timer::Idle;
@@ -382,6 +390,14 @@ impl Connection {
         }
         if seq::gt(ack, self.snd_max) {
             // Acknowledges something not yet sent.
+            out.reply = Reply::Ack;
+            return out;
+        }
+        if seq::lt(ack, self.snd_una.wrapping_sub(self.max_snd_wnd)) {
+            // RFC 5961 §5.2 (and RFC 9293 §3.10.7.4): an ACK older than any window the
+            // peer could have acknowledged from is a blind injection attempt. Discard the
+            // segment, data and all, and answer with an ACK.
+            out.bad_ack = true;
             out.reply = Reply::Ack;
             return out;
         }
@@ -430,6 +446,7 @@ impl Connection {
             self.snd_wnd = new_wnd;
             self.snd_wl1 = seg_seq;
             self.snd_wl2 = ack;
+            self.max_snd_wnd = self.max_snd_wnd.max(new_wnd);
         }
 
         // Seventh: segment text.
@@ -478,4 +495,75 @@ impl Connection {
 /// Whether a segment with `len` payload bytes starting at `seq_n` has new data at `rcv_nxt`.
 fn in_order(seq_n: u32, rcv_nxt: u32, len: u32) -> bool {
     seq::le(seq_n, rcv_nxt) && seq::lt(rcv_nxt, seq_n.wrapping_add(len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::tcp::{Flags, Options};
+
+    fn seg(seq: u32, ack: u32, payload: &[u8]) -> TcpRepr<'_> {
+        TcpRepr {
+            src_port: 40000,
+            dst_port: 80,
+            seq_number: seq,
+            ack_number: Some(ack),
+            flags: Flags {
+                ack: true,
+                ..Flags::NONE
+            },
+            window_len: 1000,
+            options: Options::default(),
+            payload,
+        }
+    }
+
+    /// ESTABLISHED with 3000 bytes queued and sent, peer window 1000 (largest seen 1000).
+    fn sending() -> Connection {
+        let syn = TcpRepr {
+            ack_number: None,
+            flags: Flags::SYN,
+            ..seg(100, 0, &[])
+        };
+        let mut c = Connection::accept(&syn, 5000, 0);
+        c.syn_ack(0);
+        assert!(c.input(&seg(101, 5001, &[]), 0, 8192).established);
+        c.queue(3000);
+        c.snd_nxt = 5001 + 1000;
+        c.snd_max = c.snd_nxt;
+        c.snd_una = 5001 + 500;
+        c
+    }
+
+    #[test]
+    fn an_ack_older_than_the_largest_window_discards_the_segment() {
+        let mut c = sending();
+        // SND.UNA − MAX.SND.WND = 5501 − 1000 = 4501: one below is refused, data and all.
+        let out = c.input(&seg(101, 4500, b"GET"), 1, 8192);
+        assert!(out.bad_ack);
+        assert_eq!(out.reply, Reply::Ack);
+        assert_eq!(out.deliver, None);
+        assert_eq!(c.rcv_nxt(), 101);
+        // At the bound it is an old duplicate ACK: accepted, the data taken.
+        let out = c.input(&seg(101, 4501, b"GET"), 2, 8192);
+        assert!(!out.bad_ack);
+        assert_eq!(out.deliver, Some((0, 3)));
+        assert_eq!(c.rcv_nxt(), 104);
+        assert_eq!(c.snd_una(), 5501, "an old ACK moves nothing");
+    }
+
+    #[test]
+    fn the_largest_window_follows_window_updates() {
+        let mut c = sending();
+        let bigger = TcpRepr {
+            window_len: 60000,
+            ..seg(101, 5501, &[])
+        };
+        c.input(&bigger, 1, 8192);
+        // 5501 − 60000 wraps below zero in sequence space: still accepted.
+        let out = c.input(&seg(101, 5501u32.wrapping_sub(59000), &[]), 2, 8192);
+        assert!(!out.bad_ack);
+        let out = c.input(&seg(101, 5501u32.wrapping_sub(61000), &[]), 3, 8192);
+        assert!(out.bad_ack);
+    }
 }

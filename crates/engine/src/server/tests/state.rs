@@ -334,3 +334,31 @@ fn idle_keepalive_connection_is_closed_after_the_idle_timeout() {
     assert!(acked_client_fin);
     assert_eq!(s.active(), 0);
 }
+
+#[test]
+fn data_with_a_forged_old_ack_is_discarded_and_the_connection_goes_on() {
+    // Issue 15: a request at the right sequence number but acknowledging 0x70000000 behind
+    // SND.UNA was taken in. RFC 5961 §5.2: discard it, answer with an ACK.
+    let mut s = server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let clock = ManualClock(1_000 * MS);
+    let mut c = Conn::open(&mut s, &mut nic, &clock, 41010);
+    let forged_ack = c.sseq.wrapping_sub(0x7000_0000);
+    let (cseq, sseq) = (c.cseq, c.sseq);
+    let out = c.send(&mut s, &mut nic, &clock, forged_ack, GET_INDEX, 65535);
+    assert_eq!(out.len(), 1, "one ACK: {out:?}");
+    assert!(out[0].has_ack && out[0].payload.is_empty());
+    assert_eq!(
+        out[0].ack, cseq,
+        "RCV.NXT did not move: the data was not taken"
+    );
+    assert_eq!(out[0].seq, sseq);
+    assert_eq!(s.stats().tcp_bad_acks, 1);
+    assert_eq!(s.stats().http_requests, 0);
+    // The same request with a true ACK is answered 200.
+    c.cseq = cseq;
+    let out = c.send(&mut s, &mut nic, &clock, sseq, GET_INDEX, 65535);
+    let body: Vec<u8> = out.iter().flat_map(|o| o.payload.clone()).collect();
+    assert!(body.starts_with(b"HTTP/1.1 200 OK\r\n"), "{out:?}");
+    assert_eq!(s.stats().http_2xx, 1);
+}
