@@ -21,6 +21,7 @@ pub const KINDS: &[&str] = &[
     "bareweb",
     "bareweb-no-tso",
     "bareweb-qemu",
+    "bareweb-baseline",
     "nginx",
     "nginx-nopush-off",
     "lighttpd",
@@ -56,10 +57,22 @@ pub trait ServerKind {
 /// The server kind called `name`.
 pub fn kind(name: &str) -> Result<Box<dyn ServerKind>, String> {
     match name {
-        "bareweb" => Ok(Box::new(Bareweb { tso: true })),
+        "bareweb" => Ok(Box::new(Bareweb {
+            tso: true,
+            baseline: false,
+        })),
+        // Another build of bareweb (`BAREWEB_BASELINE=path/to/bareweb`), run side by side
+        // with this one: a regression check of a change, old binary against new.
+        "bareweb-baseline" => Ok(Box::new(Bareweb {
+            tso: true,
+            baseline: true,
+        })),
         // Every TCP segment its own frame through the TAP (no segmentation offload): what
         // the offload gains, and the platform as a NIC without it sees it.
-        "bareweb-no-tso" => Ok(Box::new(Bareweb { tso: false })),
+        "bareweb-no-tso" => Ok(Box::new(Bareweb {
+            tso: false,
+            baseline: false,
+        })),
         "nginx" => Ok(Box::new(Nginx { nopush: true })),
         // The same with tcp_nopush off: with small keep-alive responses TCP_CORK costs
         // nginx about half its throughput on this machine (docs/load.md).
@@ -362,18 +375,45 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 pub struct Bareweb {
     /// Segmentation offload on the TAP (`serve`'s default); off is `--no-tso`.
     pub tso: bool,
+    /// The binary named by `BAREWEB_BASELINE` instead of this one.
+    pub baseline: bool,
+}
+
+/// The variable naming the `bareweb-baseline` binary.
+const BASELINE_VAR: &str = "BAREWEB_BASELINE";
+
+impl Bareweb {
+    fn exe(&self, own: &Path) -> Result<std::path::PathBuf, String> {
+        if !self.baseline {
+            return Ok(own.to_path_buf());
+        }
+        let p = std::env::var_os(BASELINE_VAR)
+            .map(std::path::PathBuf::from)
+            .ok_or_else(|| {
+                format!("bareweb-baseline needs {BASELINE_VAR}=path/to/another/bareweb")
+            })?;
+        if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!("{BASELINE_VAR}={}: no such file", p.display()))
+        }
+    }
 }
 
 impl ServerKind for Bareweb {
     fn name(&self) -> &'static str {
-        if self.tso {
-            "bareweb"
-        } else {
-            "bareweb-no-tso"
+        match (self.baseline, self.tso) {
+            (true, _) => "bareweb-baseline",
+            (false, true) => "bareweb",
+            (false, false) => "bareweb-no-tso",
         }
     }
     fn describe(&self, cores: u32) -> String {
         let tso = if self.tso { "" } else { " --no-tso" };
+        if self.baseline {
+            let exe = std::env::var(BASELINE_VAR).unwrap_or_default();
+            return format!("the same, with the baseline binary {exe} ({BASELINE_VAR})");
+        }
         if cores == 1 {
             format!("bareweb serve{tso} (host platform: own TCP/IP on a TAP, one core)")
         } else {
@@ -383,9 +423,10 @@ impl ServerKind for Bareweb {
         }
     }
     fn check(&self) -> Result<(), String> {
-        Ok(())
+        self.exe(Path::new("")).map(|_| ())
     }
     fn start(&self, ctx: &StartCtx) -> Result<Instance, String> {
+        let exe = self.exe(ctx.exe)?;
         let c = Netns::new(&format!("{}c", ctx.tag))?;
         c.tune_client()?;
         let server_ip = format!("10.77.{}.2", ctx.net);
@@ -395,7 +436,7 @@ impl ServerKind for Bareweb {
         };
         let log = ctx.work.join(format!("{name}.log"));
         let mut cmd = vec![
-            ctx.exe.display().to_string(),
+            exe.display().to_string(),
             "serve".into(),
             ctx.site.display().to_string(),
             "--tap".into(),
