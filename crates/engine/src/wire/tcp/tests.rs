@@ -1,0 +1,513 @@
+//! Tests of `wire::tcp`, with byte fixtures from real captures.
+
+use super::*;
+
+const CLIENT: Ipv4Address = Ipv4Address::new(10, 0, 0, 1);
+const SERVER: Ipv4Address = Ipv4Address::new(10, 0, 0, 2);
+
+/// The SYN of `curl http://10.0.0.2/` on Linux: port 54321 -> 80, window 64240,
+/// options MSS 1460, SACK permitted, timestamps, NOP, window scale 7.
+static SYN_BYTES: [u8; 40] = [
+    0xd4, 0x31, 0x00, 0x50, 0x6e, 0x3b, 0x2f, 0x0a, 0x00, 0x00, 0x00, 0x00, 0xa0, 0x02, 0xfa,
+    0xf0, 0xdd, 0x14, 0x00, 0x00, 0x02, 0x04, 0x05, 0xb4, 0x04, 0x02, 0x08, 0x0a, 0x9c, 0x0f,
+    0x4e, 0x21, 0x00, 0x00, 0x00, 0x00, 0x01, 0x03, 0x03, 0x07,
+];
+
+/// curl's request segment: PSH|ACK, window 502, NOP NOP timestamps, 71 bytes of HTTP.
+static DATA_BYTES: [u8; 103] = [
+    0xd4, 0x31, 0x00, 0x50, 0x6e, 0x3b, 0x2f, 0x0b, 0x1f, 0x2e, 0x3d, 0x4d, 0x80, 0x18, 0x01,
+    0xf6, 0x30, 0x8a, 0x00, 0x00, 0x01, 0x01, 0x08, 0x0a, 0x9c, 0x0f, 0x4e, 0x5a, 0x00, 0xb3,
+    0xc7, 0xd2, 0x47, 0x45, 0x54, 0x20, 0x2f, 0x20, 0x48, 0x54, 0x54, 0x50, 0x2f, 0x31, 0x2e,
+    0x31, 0x0d, 0x0a, 0x48, 0x6f, 0x73, 0x74, 0x3a, 0x20, 0x31, 0x30, 0x2e, 0x30, 0x2e, 0x30,
+    0x2e, 0x32, 0x0d, 0x0a, 0x55, 0x73, 0x65, 0x72, 0x2d, 0x41, 0x67, 0x65, 0x6e, 0x74, 0x3a,
+    0x20, 0x63, 0x75, 0x72, 0x6c, 0x2f, 0x38, 0x2e, 0x35, 0x2e, 0x30, 0x0d, 0x0a, 0x41, 0x63,
+    0x63, 0x65, 0x70, 0x74, 0x3a, 0x20, 0x2a, 0x2f, 0x2a, 0x0d, 0x0a, 0x0d, 0x0a,
+];
+
+static REQUEST: &[u8] =
+    b"GET / HTTP/1.1\r\nHost: 10.0.0.2\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n";
+
+/// Our SYN-ACK header (checksum field zero): 80 -> 54321, MSS 1460, NOP, WS 7.
+static SYN_ACK_HEADER_BYTES: [u8; 28] = [
+    0x00, 0x50, 0xd4, 0x31, 0x0b, 0xad, 0xf0, 0x0d, 0x6e, 0x3b, 0x2f, 0x0b, 0x70, 0x12, 0xfa,
+    0xf0, 0x00, 0x00, 0x00, 0x00, 0x02, 0x04, 0x05, 0xb4, 0x01, 0x03, 0x03, 0x07,
+];
+
+const SYN_ACK: Repr = Repr {
+    src_port: 80,
+    dst_port: 54321,
+    seq_number: 0x0bad_f00d,
+    ack_number: Some(0x6e3b_2f0b),
+    flags: Flags::SYN,
+    window_len: 64240,
+    max_seg_size: Some(1460),
+    window_scale: Some(7),
+};
+
+#[test]
+fn deconstruct_syn() {
+    let p = Packet::new_checked(&SYN_BYTES[..]).unwrap();
+    assert_eq!(p.src_port(), 54321);
+    assert_eq!(p.dst_port(), 80);
+    assert_eq!(p.seq_number(), 0x6e3b_2f0a);
+    assert_eq!(p.ack_number(), 0);
+    assert_eq!(p.header_len(), 40);
+    assert_eq!(p.flags(), Flags::SYN);
+    assert!(p.syn());
+    assert!(!p.fin() && !p.rst() && !p.psh() && !p.ack());
+    assert!(!p.urg() && !p.ece() && !p.cwr());
+    assert_eq!(p.window_len(), 64240);
+    assert_eq!(p.checksum(), 0xdd14);
+    assert_eq!(p.urgent_at(), 0);
+    assert_eq!(p.options(), &SYN_BYTES[20..]);
+    assert!(p.payload().is_empty());
+    assert_eq!(p.segment_len(), 1);
+    assert!(p.verify_checksum(CLIENT, SERVER));
+}
+
+#[test]
+fn deconstruct_data() {
+    let p = Packet::new_checked(&DATA_BYTES[..]).unwrap();
+    assert_eq!(p.seq_number(), 0x6e3b_2f0b);
+    assert_eq!(p.ack_number(), 0x1f2e_3d4d);
+    assert_eq!(p.header_len(), 32);
+    assert_eq!(p.flags(), Flags::PSH | Flags::ACK);
+    assert!(p.psh() && p.ack());
+    assert_eq!(p.window_len(), 502);
+    assert_eq!(p.payload(), REQUEST);
+    assert_eq!(p.segment_len(), REQUEST.len());
+    assert!(p.verify_checksum(CLIENT, SERVER));
+}
+
+#[test]
+fn checksum_detects_any_flipped_byte() {
+    for (name, fixture) in [("syn", &SYN_BYTES[..]), ("data", &DATA_BYTES[..])] {
+        for i in 0..fixture.len() {
+            let mut bytes = fixture.to_vec();
+            bytes[i] ^= 0x20;
+            let p = Packet::new_unchecked(&bytes[..]);
+            assert!(!p.verify_checksum(CLIENT, SERVER), "{name} byte {i}");
+        }
+    }
+    // The pseudo-header counts too.
+    let p = Packet::new_checked(&SYN_BYTES[..]).unwrap();
+    assert!(!p.verify_checksum(CLIENT, Ipv4Address::new(10, 0, 0, 3)));
+}
+
+#[test]
+fn construct() {
+    let mut bytes = [0xa5u8; 40];
+    let mut p = Packet::new_unchecked(&mut bytes[..]);
+    p.set_src_port(54321);
+    p.set_dst_port(80);
+    p.set_seq_number(0x6e3b_2f0a);
+    p.set_ack_number(0);
+    p.set_header_len(40);
+    p.set_flags(Flags::SYN);
+    p.set_window_len(64240);
+    p.set_urgent_at(0);
+    let opts = p.options_mut();
+    let opts = TcpOption::MaxSegmentSize(1460).emit(opts);
+    let opts = TcpOption::SackPermitted.emit(opts);
+    let opts = TcpOption::Timestamps {
+        tsval: 0x9c0f_4e21,
+        tsecr: 0,
+    }
+    .emit(opts);
+    let opts = TcpOption::NoOperation.emit(opts);
+    let opts = TcpOption::WindowScale(7).emit(opts);
+    assert!(opts.is_empty());
+    p.fill_checksum(CLIENT, SERVER);
+    assert_eq!(&bytes[..], &SYN_BYTES[..]);
+}
+
+#[test]
+fn fill_checksum_matches_fixture() {
+    let mut bytes = DATA_BYTES;
+    bytes[16..18].fill(0);
+    Packet::new_unchecked(&mut bytes[..]).fill_checksum(CLIENT, SERVER);
+    assert_eq!(bytes, DATA_BYTES);
+}
+
+#[test]
+fn parse_syn() {
+    let p = Packet::new_checked(&SYN_BYTES[..]).unwrap();
+    let r = Repr::parse(&p).unwrap();
+    assert_eq!(
+        r,
+        ParsedRepr {
+            src_port: 54321,
+            dst_port: 80,
+            seq_number: 0x6e3b_2f0a,
+            ack_number: None,
+            flags: Flags::SYN,
+            window_len: 64240,
+            options: Options {
+                mss: Some(1460),
+                window_scale: Some(7),
+                sack_permitted: true,
+            },
+            payload: &[],
+        }
+    );
+    assert_eq!(r.segment_len(), 1);
+}
+
+#[test]
+fn parse_data() {
+    let p = Packet::new_checked(&DATA_BYTES[..]).unwrap();
+    let r = Repr::parse(&p).unwrap();
+    assert_eq!(r.ack_number, Some(0x1f2e_3d4d));
+    assert_eq!(r.flags, Flags::PSH | Flags::ACK);
+    assert_eq!(r.window_len, 502);
+    assert_eq!(r.options, Options::default());
+    assert_eq!(r.payload, REQUEST);
+    assert_eq!(r.segment_len(), 71);
+}
+
+#[test]
+fn options_iter_syn() {
+    let p = Packet::new_checked(&SYN_BYTES[..]).unwrap();
+    let mut it = OptionsIter::new(p.options());
+    assert_eq!(it.next(), Some(Ok(TcpOption::MaxSegmentSize(1460))));
+    assert_eq!(it.next(), Some(Ok(TcpOption::SackPermitted)));
+    assert_eq!(
+        it.next(),
+        Some(Ok(TcpOption::Timestamps {
+            tsval: 0x9c0f_4e21,
+            tsecr: 0
+        }))
+    );
+    assert_eq!(it.next(), Some(Ok(TcpOption::NoOperation)));
+    assert_eq!(it.next(), Some(Ok(TcpOption::WindowScale(7))));
+    assert_eq!(it.next(), None);
+    assert_eq!(it.next(), None);
+}
+
+#[test]
+fn emit_syn_ack() {
+    assert_eq!(SYN_ACK.header_len(), 28);
+    let mut bytes = [0xa5u8; 28];
+    SYN_ACK.emit_header(&mut bytes);
+    assert_eq!(&bytes[..], &SYN_ACK_HEADER_BYTES[..]);
+
+    // Checksummed, it parses back to the same fields.
+    Packet::new_unchecked(&mut bytes[..]).fill_checksum(SERVER, CLIENT);
+    let p = Packet::new_checked(&bytes[..]).unwrap();
+    assert!(p.verify_checksum(SERVER, CLIENT));
+    let r = Repr::parse(&p).unwrap();
+    assert_eq!(r.flags, Flags::SYN | Flags::ACK);
+    assert_eq!(r.seq_number, SYN_ACK.seq_number);
+    assert_eq!(r.ack_number, SYN_ACK.ack_number);
+    assert_eq!(r.window_len, 64240);
+    assert_eq!(
+        r.options,
+        Options {
+            mss: Some(1460),
+            window_scale: Some(7),
+            sack_permitted: false,
+        }
+    );
+}
+
+#[test]
+fn emit_without_options() {
+    let rst = Repr {
+        ack_number: None,
+        flags: Flags::RST | Flags::ACK, // ACK without an ack number is dropped
+        window_len: 0,
+        max_seg_size: None,
+        window_scale: None,
+        ..SYN_ACK
+    };
+    assert_eq!(rst.header_len(), 20);
+    assert_eq!(rst.wire_flags(), Flags::RST);
+    let mut bytes = [0xa5u8; 24];
+    rst.emit_header(&mut bytes);
+    assert_eq!(
+        &bytes[..20],
+        &[
+            0x00, 0x50, 0xd4, 0x31, 0x0b, 0xad, 0xf0, 0x0d, 0, 0, 0, 0, 0x50, 0x04, 0, 0, 0, 0,
+            0, 0
+        ]
+    );
+    assert_eq!(&bytes[20..], &[0xa5; 4], "wrote past the header");
+
+    let only_ws = Repr {
+        max_seg_size: None,
+        ..SYN_ACK
+    };
+    assert_eq!(only_ws.header_len(), 24);
+    let mut bytes = [0xa5u8; 24];
+    only_ws.emit_header(&mut bytes);
+    assert_eq!(bytes[12], 0x60);
+    assert_eq!(&bytes[20..], &[1, 3, 3, 7]);
+}
+
+#[test]
+fn emit_header_then_payload() {
+    let data = Repr {
+        seq_number: 0x0bad_f00e,
+        ack_number: Some(0x6e3b_2f52),
+        flags: Flags::PSH,
+        window_len: 502,
+        max_seg_size: None,
+        window_scale: None,
+        ..SYN_ACK
+    };
+    let body = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    let mut bytes = vec![0xa5; data.header_len() + body.len()];
+    data.emit_header(&mut bytes);
+    bytes[20..].copy_from_slice(body);
+    let mut p = Packet::new_unchecked(&mut bytes[..]);
+    p.fill_checksum(SERVER, CLIENT);
+    let p = Packet::new_checked(&bytes[..]).unwrap();
+    assert!(p.verify_checksum(SERVER, CLIENT));
+    assert_eq!(Repr::parse(&p).unwrap().payload, body);
+}
+
+#[test]
+fn truncated() {
+    for len in [0, 1, 19] {
+        assert_eq!(
+            Packet::new_checked(&SYN_BYTES[..len]).err(),
+            Some(Error::Truncated),
+            "len {len}"
+        );
+    }
+    // The header is 40 bytes, the buffer 20 or 39.
+    for len in [20, 39] {
+        assert_eq!(
+            Packet::new_checked(&SYN_BYTES[..len]).err(),
+            Some(Error::Truncated),
+            "len {len}"
+        );
+    }
+}
+
+#[test]
+fn bad_data_offset() {
+    for words in 0..5u8 {
+        let mut bytes = SYN_BYTES;
+        bytes[12] = words << 4;
+        assert_eq!(
+            Packet::new_checked(&bytes[..]).err(),
+            Some(Error::Malformed),
+            "data offset {words}"
+        );
+    }
+    let mut bytes = SYN_BYTES;
+    bytes[12] = 0xf0; // 60 bytes in a 40-byte buffer
+    assert_eq!(
+        Packet::new_checked(&bytes[..]).err(),
+        Some(Error::Truncated)
+    );
+    bytes[12] = 0x50; // options now count as payload
+    let p = Packet::new_checked(&bytes[..]).unwrap();
+    assert!(p.options().is_empty());
+    assert_eq!(p.payload().len(), 20);
+}
+
+#[test]
+fn option_parse_valid() {
+    let rest: &[u8] = &[];
+    assert_eq!(TcpOption::parse(&[0]), Ok((rest, TcpOption::EndOfList)));
+    assert_eq!(
+        TcpOption::parse(&[1, 0]),
+        Ok((&[0u8][..], TcpOption::NoOperation))
+    );
+    assert_eq!(
+        TcpOption::parse(&[2, 4, 0x05, 0xb4, 1]),
+        Ok((&[1u8][..], TcpOption::MaxSegmentSize(1460)))
+    );
+    assert_eq!(
+        TcpOption::parse(&[3, 3, 14]),
+        Ok((rest, TcpOption::WindowScale(14)))
+    );
+    assert_eq!(
+        TcpOption::parse(&[4, 2]),
+        Ok((rest, TcpOption::SackPermitted))
+    );
+    assert_eq!(
+        TcpOption::parse(&[8, 10, 0, 0, 0, 1, 0, 0, 0, 2]),
+        Ok((rest, TcpOption::Timestamps { tsval: 1, tsecr: 2 }))
+    );
+    // SACK blocks (kind 5) and an empty unknown option
+    assert_eq!(
+        TcpOption::parse(&[5, 10, 1, 2, 3, 4, 5, 6, 7, 8]),
+        Ok((
+            rest,
+            TcpOption::Unknown {
+                kind: 5,
+                data: &[1, 2, 3, 4, 5, 6, 7, 8]
+            }
+        ))
+    );
+    assert_eq!(
+        TcpOption::parse(&[0xfe, 2]),
+        Ok((
+            rest,
+            TcpOption::Unknown {
+                kind: 0xfe,
+                data: &[]
+            }
+        ))
+    );
+}
+
+#[test]
+fn option_parse_malformed() {
+    let m = Err(Error::Malformed);
+    assert_eq!(TcpOption::parse(&[]), m); // nothing at all
+    assert_eq!(TcpOption::parse(&[2]), m); // MSS without a length byte
+    assert_eq!(TcpOption::parse(&[2, 0]), m); // length 0
+    assert_eq!(TcpOption::parse(&[2, 1]), m); // length 1
+    assert_eq!(TcpOption::parse(&[2, 4, 0x05]), m); // MSS past the end
+    assert_eq!(TcpOption::parse(&[2, 3, 0x05]), m); // MSS length 3
+    assert_eq!(TcpOption::parse(&[2, 5, 0x05, 0xb4, 0]), m); // MSS length 5
+    assert_eq!(TcpOption::parse(&[2, 2]), m); // MSS length 2
+    assert_eq!(TcpOption::parse(&[3, 2]), m); // WS length 2
+    assert_eq!(TcpOption::parse(&[3, 4, 7, 0]), m); // WS length 4
+    assert_eq!(TcpOption::parse(&[3, 3]), m); // WS past the end
+    assert_eq!(TcpOption::parse(&[4, 3, 0]), m); // SACK permitted length 3
+    assert_eq!(TcpOption::parse(&[4, 4, 0, 0]), m); // SACK permitted length 4
+    assert_eq!(TcpOption::parse(&[8, 8, 0, 0, 0, 1, 0, 0]), m); // TS length 8
+    assert_eq!(TcpOption::parse(&[8, 10, 0, 0, 0, 1]), m); // TS past the end
+    assert_eq!(TcpOption::parse(&[8, 12, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0]), m); // TS length 12
+    assert_eq!(TcpOption::parse(&[0xfe]), m); // unknown without a length byte
+    assert_eq!(TcpOption::parse(&[0xfe, 1]), m); // unknown length 1
+    assert_eq!(TcpOption::parse(&[0xfe, 5, 1, 2]), m); // unknown past the end
+    assert_eq!(TcpOption::parse(&[0xfe, 255]), m); // unknown far past the end
+}
+
+#[test]
+fn option_emit_round_trip() {
+    let options = [
+        TcpOption::EndOfList,
+        TcpOption::NoOperation,
+        TcpOption::MaxSegmentSize(536),
+        TcpOption::WindowScale(3),
+        TcpOption::SackPermitted,
+        TcpOption::Timestamps {
+            tsval: 0xdead_beef,
+            tsecr: 7,
+        },
+        TcpOption::Unknown {
+            kind: 30,
+            data: &[1, 2, 3],
+        },
+    ];
+    for o in options {
+        let mut buf = [0xa5u8; 16];
+        let left = o.emit(&mut buf).len();
+        assert_eq!(left, 16 - o.buffer_len());
+        let (rest, parsed) = TcpOption::parse(&buf[..o.buffer_len()]).unwrap();
+        assert_eq!(parsed, o);
+        assert!(rest.is_empty());
+    }
+}
+
+#[test]
+fn parse_options_rules() {
+    // Stops at End of Option List: the garbage after it is not read.
+    assert_eq!(
+        parse_options(&[2, 4, 0x05, 0xb4, 0, 2, 1, 0xff]),
+        Ok(Options {
+            mss: Some(1460),
+            ..Options::default()
+        })
+    );
+    // RFC 7323 §2.3: a shift above 14 counts as 14.
+    assert_eq!(
+        parse_options(&[1, 3, 3, 20]).map(|o| o.window_scale),
+        Ok(Some(14))
+    );
+    assert_eq!(parse_options(&[]), Ok(Options::default()));
+    assert_eq!(parse_options(&[1, 1, 1, 1]), Ok(Options::default()));
+    // A malformed option anywhere fails the list.
+    assert_eq!(parse_options(&[1, 1, 2, 3, 5]), Err(Error::Malformed));
+    // The iterator stops after an error.
+    let mut it = OptionsIter::new(&[2, 1, 1, 1]);
+    assert_eq!(it.next(), Some(Err(Error::Malformed)));
+    assert_eq!(it.next(), None);
+}
+
+#[test]
+fn parse_refuses_malformed_options() {
+    let mut bytes = SYN_BYTES;
+    bytes[21] = 5; // MSS length 5
+    let p = Packet::new_checked(&bytes[..]).unwrap();
+    assert_eq!(Repr::parse(&p), Err(Error::Malformed));
+    let mut bytes = SYN_BYTES;
+    bytes[39] = 0xff; // window scale shift 255
+    let p = Packet::new_checked(&bytes[..]).unwrap();
+    assert_eq!(
+        Repr::parse(&p).map(|r| r.options.window_scale),
+        Ok(Some(14))
+    );
+    let mut bytes = SYN_BYTES;
+    bytes[38] = 4; // WS length 4 runs past the header
+    let p = Packet::new_checked(&bytes[..]).unwrap();
+    assert_eq!(Repr::parse(&p), Err(Error::Malformed));
+}
+
+#[test]
+fn parse_refuses_bad_flags_and_ports() {
+    let with = |f: &dyn Fn(&mut Packet<&mut [u8]>)| {
+        let mut bytes = SYN_BYTES;
+        f(&mut Packet::new_unchecked(&mut bytes[..]));
+        let p = Packet::new_checked(&bytes[..]).unwrap();
+        Repr::parse(&p).map(|r| r.flags)
+    };
+    let m = Err(Error::Malformed);
+    assert_eq!(with(&|p| p.set_flags(Flags::SYN | Flags::FIN)), m);
+    assert_eq!(with(&|p| p.set_flags(Flags::SYN | Flags::RST)), m);
+    assert_eq!(with(&|p| p.set_flags(Flags::FIN | Flags::RST)), m);
+    assert_eq!(
+        with(&|p| p.set_flags(Flags::SYN | Flags::FIN | Flags::RST)),
+        m
+    );
+    assert_eq!(with(&|p| p.set_src_port(0)), m);
+    assert_eq!(with(&|p| p.set_dst_port(0)), m);
+    assert_eq!(
+        with(&|p| p.set_flags(Flags::RST | Flags::ACK)),
+        Ok(Flags::RST | Flags::ACK)
+    );
+    assert_eq!(with(&|p| p.set_flags(Flags::NONE)), Ok(Flags::NONE));
+    assert_eq!(
+        with(&|p| p.set_flags(Flags::FIN | Flags::ACK | Flags::PSH)),
+        Ok(Flags {
+            fin: true,
+            psh: true,
+            ack: true,
+            ..Flags::NONE
+        })
+    );
+}
+
+#[test]
+fn flags_ops() {
+    let f = Flags::SYN | Flags::ACK;
+    assert!(f.syn && f.ack && !f.fin && !f.rst && !f.psh);
+    assert_eq!(f.bits(), 0x12);
+    assert!(f.contains(Flags::SYN));
+    assert!(f.contains(Flags::SYN | Flags::ACK));
+    assert!(!f.contains(Flags::SYN | Flags::FIN));
+    assert_eq!(f.difference(Flags::ACK), Flags::SYN);
+    let mut g = Flags::NONE;
+    g |= Flags::FIN;
+    assert_eq!(g.bits(), 1);
+    for bits in 0..=0x1fu8 {
+        assert_eq!(Flags::from_bits(bits).bits(), bits);
+    }
+    // URG, ECE and CWR are not Flags; the packet still reports them.
+    assert_eq!(Flags::from_bits(0xe0), Flags::NONE);
+    let mut bytes = SYN_BYTES;
+    bytes[13] = 0xc2; // SYN with ECE and CWR: an ECN-setup SYN
+    let p = Packet::new_checked(&bytes[..]).unwrap();
+    assert!(p.ece() && p.cwr() && !p.urg());
+    assert_eq!(p.flags(), Flags::SYN);
+    bytes[13] = 0x30;
+    let p = Packet::new_checked(&bytes[..]).unwrap();
+    assert!(p.urg() && p.ack());
+}
