@@ -177,6 +177,24 @@ def test_cores_word_limits_the_cores_used():
         k.close()
 
 
+def test_netcore_on_one_core_is_the_one_core_server_and_says_so():
+    """`mode=netcore` when only one core serves (`cores=1` on a 2-CPU machine): the
+    engine's plan makes it the one-core server, as `serve --cores 1 --mode netcore`
+    does, and the console says why."""
+    k = Kernel(2, extra=["--mode", "netcore", "--append", "cores=1"], multi_queue=False)
+    try:
+        log = k.log()
+        assert "smp: 1 core(s) running" in log, k.report()
+        assert "mode: single (one core: network-core mode needs two or more" in log, k.report()
+        st = k.stats_json()
+        assert st["mode"] == "single"
+        assert [c["role"] for c in st["cores"]] == ["single"]
+        res = k.ns.client("get", "/files/4k.html")
+        assert res["status"] == 200 and res["sha256"] == sha("/files/4k.html")
+    finally:
+        k.close()
+
+
 def test_kvm_two_cores_when_present():
     """The main tests use `--accel auto` (TCG here, whose CPUs offer only xAPIC); under
     KVM the CPUs offer x2APIC, so this boots two cores on KVM when /dev/kvm can be opened

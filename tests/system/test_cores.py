@@ -179,6 +179,26 @@ def test_default_falls_back_to_netcore_without_a_multiqueue_tap():
     assert "offers no queue per core" in out, out
 
 
+@pytest.mark.parametrize("bsp_http", [False, True], ids=["netcore", "netcore-bsp-http"])
+def test_netcore_on_one_core_is_the_one_core_server_and_says_so(bsp_http):
+    """A network core needs other cores to hand connections to: with `--cores 1` the
+    engine's plan serves everything on the one core, as the kernel does, and says why."""
+    extra = ["--cores", "1", "--mode", "netcore"] + (["--bsp-http"] if bsp_http else [])
+    s = Server(extra=extra, prefix="bws")
+    try:
+        res = s.ns.client("cpr", "10", "/index.html", timeout=60)
+        assert res["ok"] == 10
+        st = stats(s)
+        assert st["mode"] == "single"
+        assert [c["role"] for c in st["cores"]] == ["single"]
+    finally:
+        counters = s.stop()
+        out = s.output()
+        s.close()
+    assert "mode single: one core: network-core mode needs two or more" in out, out
+    assert counters["tcbs_in_use"] == 0
+
+
 def core_thread_cpus(server):
     """CPUs each core thread may run on, from /proc (thread name -> set of CPUs)."""
     out = {}

@@ -1,17 +1,19 @@
 //! `bareweb serve --cores N --mode netcore|perqueue [--bsp-http] [--no-stats-page]`: the
-//! many-core part of `serve` (issue 4). Opens the TAP (multi-queue for per-queue mode),
-//! sets up the stats board, runs one thread per core (pinned unless `--no-pin`), and at stop prints per-core
-//! counters, the time split, and the totals (as `name value` lines, as one core did).
+//! many-core part of `serve` (issue 4). Opens the TAP (multi-queue when per-queue mode may
+//! be had), lets the engine's `cores::plan` decide the mode from what it got (one core: the
+//! single server, whatever was asked, with a word why), runs one thread per core (pinned
+//! unless `--no-pin`), and at stop prints per-core counters, the time split, and the totals
+//! (as `name value` lines, as one core did).
 
 use std::sync::atomic::AtomicBool;
 
-use bareweb_engine::cores::board::{Board, WithStatsPage};
-use bareweb_engine::nic::{Nic, NicCaps};
+use bareweb_engine::cores::board::WithStatsPage;
+use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
 use bareweb_engine::resource::Lookup;
 use bareweb_engine::server::{AccessLog, Config, NoLog};
 use bareweb_engine::stats::Stats;
 use bareweb_engine::wire::EthernetAddress;
-use bareweb_host::cores::{self, CoreReport, Mode, Plan};
+use bareweb_host::cores::{self, CoreReport, Threads};
 use bareweb_host::Tap;
 use clap::ValueEnum;
 
@@ -23,7 +25,8 @@ pub struct CoresArgs {
     pub cores: usize,
     /// How cores share the work: `perqueue` (a TAP queue per core; the default with more
     /// than one core) or `netcore` (the papers' design: core 0 owns the NIC and dispatches
-    /// connections round robin to HTTP cores).
+    /// connections round robin to HTTP cores). With one core either is the one-core
+    /// server (said at start).
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
     /// Network-core mode: core 0 serves HTTP too.
@@ -62,7 +65,7 @@ pub struct Prepared<'a, L, F> {
 /// Runs `serve` on the chosen cores; returns when `stop` is set.
 pub fn serve<L, F, A, G>(args: &CoresArgs, p: Prepared<'_, L, F>, make_log: G) -> Result<(), String>
 where
-    L: Lookup<'static> + Copy + Send,
+    L: Lookup<'static> + Copy + Send + Sync,
     F: FnOnce(&str) -> Result<(), String>,
     A: AccessLog,
     G: Fn(usize) -> A + Sync,
@@ -70,128 +73,69 @@ where
     if args.cores == 0 || args.cores > 256 {
         return Err("--cores must be in 1..=256".into());
     }
-    let mode = match (args.mode, args.cores) {
-        (Some(ModeArg::Netcore), 1) if !args.bsp_http => {
-            return Err(
-                "--mode netcore with one core needs --bsp-http (core 0 would serve nothing)".into(),
-            )
-        }
-        (Some(ModeArg::Netcore), _) => Mode::NetCore {
-            bsp_http: args.bsp_http,
-        },
-        (Some(ModeArg::Perqueue), 1) | (None, 1) => Mode::Single,
-        (Some(ModeArg::Perqueue), _) | (None, _) => Mode::PerQueue,
-    };
-    if args.bsp_http && !matches!(mode, Mode::NetCore { .. }) {
+    let asked = args.mode.map(|m| match m {
+        ModeArg::Netcore => Asked::NetCore,
+        ModeArg::Perqueue => Asked::PerQueue,
+    });
+    if args.bsp_http && asked != Some(Asked::NetCore) {
         return Err("--bsp-http only applies to --mode netcore".into());
     }
+    let want = plan::queues_wanted(args.cores, asked);
     let open_err = |e: std::io::Error| {
         format!(
             "cannot open TAP {:?}: {e} (run as root, or create it first: sudo ip tuntap add {} mode tap{} user $USER)",
             p.tap,
             p.tap,
-            if mode == Mode::PerQueue { " multi_queue" } else { "" }
+            if want > 1 { " multi_queue" } else { "" }
         )
     };
-    let mut mode = mode;
-    let mut queues = match mode {
-        Mode::PerQueue => match Tap::open_multi(p.tap, p.mac, args.cores) {
+    let mut queues = if want > 1 {
+        match Tap::open_multi(p.tap, p.mac, want) {
             Ok(q) => q,
             // Per-queue is only the default when the device offers a queue per core.
-            Err(e) if args.mode.is_none() => {
-                eprintln!(
-                    "bareweb: {} offers no queue per core ({e}); using --mode netcore",
-                    p.tap
-                );
-                mode = Mode::NetCore { bsp_http: false };
+            Err(e) if asked.is_none() => {
+                eprintln!("bareweb: {} offers no queue per core ({e})", p.tap);
                 vec![Tap::open(p.tap, p.mac).map_err(open_err)?]
             }
             Err(e) => return Err(open_err(e)),
-        },
-        _ => vec![Tap::open(p.tap, p.mac).map_err(open_err)?],
+        }
+    } else {
+        vec![Tap::open(p.tap, p.mac).map_err(open_err)?]
     };
+    let decision = plan::decide(args.cores, asked, args.bsp_http, queues.len());
+    if decision.worth_saying() {
+        eprintln!("bareweb: mode {}: {}", decision.mode.name(), decision.why);
+    }
+    let mode = decision.mode;
     for q in &mut queues {
         q.set_tso(p.tso);
     }
     let name = queues[0].name().to_string();
     (p.configure)(&name)?;
-    let board: Option<&'static Board> = (!args.no_stats_page)
-        .then(|| &*Box::leak(Box::new(Board::new(mode.name(), &mode.roles(args.cores)))));
-    if mode == Mode::PerQueue {
-        (p.banner)(&format!("{name}, {} cores, one TAP queue each", args.cores));
-    } else if let Mode::NetCore { bsp_http } = mode {
-        (p.banner)(&format!(
+    match mode {
+        Mode::PerQueue => (p.banner)(&format!("{name}, {} cores, one TAP queue each", args.cores)),
+        Mode::NetCore { bsp_http } => (p.banner)(&format!(
             "{name}, {} cores: core 0 owns the TAP{}",
             args.cores,
             if bsp_http { " and serves HTTP" } else { "" }
-        ));
-    } else {
-        (p.banner)(&name);
+        )),
+        Mode::Single => (p.banner)(&name),
     }
-    let reports = if board.is_some() {
-        run(
-            mode,
-            args,
-            &mut queues,
-            WithStatsPage(p.site),
-            &p.cfg,
-            p.mac,
-            board,
-            p.stop,
-            &make_log,
-        )
+    let threads = Threads {
+        stop: p.stop,
+        pin: !args.no_pin,
+    };
+    // The site type differs with the stats page (one more monomorphisation, no branch
+    // per request).
+    let reports = if args.no_stats_page {
+        let plan = Plan::new(mode, args.cores, p.site, p.cfg, p.mac);
+        cores::run(&plan, queues, threads, &make_log)
     } else {
-        run(
-            mode,
-            args,
-            &mut queues,
-            p.site,
-            &p.cfg,
-            p.mac,
-            None,
-            p.stop,
-            &make_log,
-        )
+        let plan = Plan::new(mode, args.cores, WithStatsPage(p.site), p.cfg, p.mac);
+        cores::run(&plan.with_board(true), queues, threads, &make_log)
     };
     print_summary(mode, &reports);
     Ok(())
-}
-
-#[allow(clippy::too_many_arguments)]
-fn run<S, A, G>(
-    mode: Mode,
-    args: &CoresArgs,
-    queues: &mut Vec<Tap>,
-    site: S,
-    cfg: &Config,
-    mac: EthernetAddress,
-    board: Option<&'static Board>,
-    stop: &'static AtomicBool,
-    make_log: &G,
-) -> Vec<CoreReport>
-where
-    S: Lookup<'static> + Copy + Send,
-    A: AccessLog,
-    G: Fn(usize) -> A + Sync,
-{
-    let cores = args.cores;
-    let plan = Plan {
-        site,
-        cfg: cfg.clone(),
-        mac,
-        board,
-        stop,
-        pin: !args.no_pin,
-        caps: queues.first().map_or(NicCaps::default(), Nic::caps),
-    };
-    let taps = std::mem::take(queues);
-    match mode {
-        Mode::NetCore { bsp_http } => {
-            let tap = taps.into_iter().next().expect("one queue");
-            cores::run_netcore(tap, cores, bsp_http, &plan, make_log)
-        }
-        Mode::Single | Mode::PerQueue => cores::run_queues(taps, &plan, make_log),
-    }
 }
 
 pub fn pct(part: u64, whole: u64) -> f64 {

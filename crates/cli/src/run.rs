@@ -10,6 +10,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use bareweb_engine::cores::plan::{self, Asked};
 use bareweb_engine::site::{self, Site};
 
 use crate::util::{parse_cidr, parse_ip};
@@ -52,7 +53,8 @@ pub struct RunArgs {
     /// How the cores share the NIC: `perqueue` (a virtio-net queue pair and a server per
     /// core; needs --nic virtio and a TAP that can be multi-queue; the default when it
     /// can) or `netcore` (the papers' design: core 0 owns the NIC and hands connections to
-    /// HTTP cores round robin; the default otherwise).
+    /// HTTP cores round robin; the default otherwise). With one core either is the
+    /// one-core server (the kernel says so on its console).
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
     /// Network-core mode: core 0 serves HTTP too.
@@ -366,9 +368,6 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
     if a.bsp_http && a.mode != Some(ModeArg::Netcore) {
         return Err("--bsp-http only applies to --mode netcore".into());
     }
-    if a.smp == 1 && a.mode.is_some() {
-        return Err("--mode needs --smp 2 or more".into());
-    }
     let tap = a.net.strip_prefix("tap:").map(tap_kind);
     // QEMU opens a multi-queue TAP only with queues >= 2 (IFF_MULTI_QUEUE is set only
     // then); a kernel that uses fewer pairs leaves the others off and QEMU detaches their
@@ -379,9 +378,15 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
         1
     };
     if a.smp == 1 {
+        // Whatever --mode says, one core is the single server: the kernel's plan (the
+        // engine's) falls back and says so, as `serve --cores 1` does.
+        let asked = a.mode.map(|m| match m {
+            ModeArg::Netcore => Asked::NetCore,
+            ModeArg::Perqueue => Asked::PerQueue,
+        });
         return Ok(CoresPlan {
             queues: min_queues,
-            note: "one core".into(),
+            note: plan::decide(1, asked, a.bsp_http, 1).why.to_string(),
         });
     }
     let why_not = match (a.nic, tap) {
@@ -664,6 +669,15 @@ mod tests {
             words.contains("mode=netcore bsp_http=on stats_page=off"),
             "{words}"
         );
+        // One core with a mode: the kernel serves on its one core and says why (as
+        // `serve --cores 1 --mode netcore` does); the word still reaches it.
+        let one = qemu(&["--machine", "pc", "--mode", "netcore", "--bsp-http"]).unwrap();
+        assert!(
+            one.contains("-smp 1") && one.contains("mode=netcore bsp_http=on"),
+            "{one}"
+        );
+        let note = cores_plan(&args(&["--mode", "netcore"])).unwrap().note;
+        assert!(note.contains("network-core mode needs two"), "{note}");
         // Impossible combinations are refused before QEMU starts.
         for bad in [
             &["--machine", "pc", "--smp", "2", "--mode", "perqueue"][..],
@@ -678,7 +692,6 @@ mod tests {
                 "perqueue",
             ],
             &["--machine", "pc", "--smp", "2", "--bsp-http"],
-            &["--machine", "pc", "--mode", "netcore"],
             &["--machine", "pc", "--smp", "33"],
         ] {
             assert!(qemu(bad).is_err(), "{bad:?}");

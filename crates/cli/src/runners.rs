@@ -8,7 +8,7 @@ use bareweb_engine::cores::board::{Board, WithStatsPage};
 use bareweb_engine::nic::Nic;
 use bareweb_engine::resource::Lookup;
 use bareweb_engine::server::AccessLog;
-use bareweb_host::cores::{CoreReport, Plan};
+use bareweb_host::cores::{CoreReport, Shared};
 use bareweb_host::runners::{self, Runner};
 use bareweb_host::Tap;
 use clap::ValueEnum;
@@ -104,24 +104,22 @@ where
         .into_senders(threads)
         .map_err(|e| format!("cannot duplicate the TAP's fd: {e}"))?;
     let reports = if board.is_some() {
-        let plan = Plan {
+        let plan = Shared {
             site: WithStatsPage(p.site),
             cfg: p.cfg,
             mac: p.mac,
             board,
             stop: p.stop,
-            pin: false,
             caps,
         };
         runners::run(runner, threads, rx, txs, &plan, make_log)
     } else {
-        let plan = Plan {
+        let plan = Shared {
             site: p.site,
             cfg: p.cfg,
             mac: p.mac,
             board,
             stop: p.stop,
-            pin: false,
             caps,
         };
         runners::run(runner, threads, rx, txs, &plan, make_log)

@@ -1,9 +1,13 @@
 //! Many cores on Linux (issue 4): one thread per core, pinned to a CPU, each running the
-//! engine's per-core loop (`cores::run::run_core`) over its own queue pair.
+//! engine's per-core loop (`cores::run::run_core`) over its own queue pair. What each core
+//! is (its role, its server, the network core's rings) comes from the engine's
+//! `cores::plan`, as on the bare machine; this module only starts the threads, pins them
+//! and idles them. It is generic over the device ([`HostQueue`]: the TAP today), so
+//! another device (AF_XDP) plugs in without a copy of this module.
 //!
-//! - **Per-queue mode**: a multi-queue TAP (one fd per queue); thread `k` owns queue `k`
-//!   and a whole `Server`. Nothing is shared on the request path.
-//! - **Network-core mode**: thread 0 owns the single TAP queue wrapped in the engine's
+//! - **Per-queue mode** (and one core): thread `k` owns queue `k` and a whole `Server`.
+//!   Nothing is shared on the request path.
+//! - **Network-core mode**: thread 0 owns the single queue wrapped in the engine's
 //!   `NetCoreNic`; threads 1.. run `Server`s over ring-backed queue pairs (`RingNic`).
 //!
 //! Idle policy: a queue-owning thread sleeps in `poll(2)` on its fd as the one-core server
@@ -12,17 +16,17 @@
 //! core 0 nudges an HTTP core after forwarding frames to it, an HTTP core nudges core 0
 //! after a flush that put frames on its DLIST, and a nudge writes the eventfd only when
 //! the other side announced sleep (the engine's doze protocol loses no wake-up). Core 0
-//! polls the TAP and its eventfd together. Sleeps are still bounded (1 ms with
+//! polls the device and its eventfd together. Sleeps are still bounded (1 ms with
 //! connections open, so the server's timers run; 10 ms without) and timer slack is 1 µs
 //! on these threads.
 
 use std::io;
+use std::os::fd::RawFd;
 use std::sync::atomic::AtomicBool;
 
 use bareweb_engine::cores::board::{Board, Role};
-use bareweb_engine::cores::netcore::{
-    links_dozing, Addressing, NetCoreNic, NetCoreSetup, RingNic, RingSizes,
-};
+use bareweb_engine::cores::netcore::RingNic;
+use bareweb_engine::cores::plan::{Mode, Plan};
 use bareweb_engine::cores::run::{run_core, CoreCtx, Idle, RunSummary};
 use bareweb_engine::nic::{Nic, NicCaps, NicCounters};
 use bareweb_engine::resource::Lookup;
@@ -33,41 +37,29 @@ use bareweb_engine::wire::EthernetAddress;
 use crate::wake::{wait_fds_us, Wake};
 use crate::{SystemClock, Tap};
 
-/// How the cores share the work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// One core, one queue: the server as it always was.
-    Single,
-    /// The papers' design: core 0 owns the NIC; with `bsp_http` it serves HTTP too.
-    NetCore {
-        /// Core 0 serves HTTP as well.
-        bsp_http: bool,
-    },
-    /// One queue pair per core.
-    PerQueue,
+/// A device queue pair the core threads can drive: the engine's [`Nic`] plus what a thread
+/// needs to idle on it and to hand its two sides to the network core.
+pub trait HostQueue: Nic + Send {
+    /// The descriptor that becomes readable when a frame arrives (an idle thread polls it,
+    /// core 0 of network-core mode together with its eventfd).
+    fn rx_fd(&self) -> RawFd;
+    /// Waits up to `timeout_ms` for a frame to arrive.
+    fn wait(&self, timeout_ms: i32);
+    /// The two sides, owned apart (network-core mode's core 0 wraps them).
+    fn into_rings(self) -> (Self::Rx, Self::Tx);
 }
 
-impl Mode {
-    /// The board's name for the mode.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Single => "single",
-            Mode::NetCore { .. } => "netcore",
-            Mode::PerQueue => "perqueue",
-        }
+impl HostQueue for Tap {
+    fn rx_fd(&self) -> RawFd {
+        Tap::rx_fd(self)
     }
 
-    /// Each core's role.
-    pub fn roles(self, cores: usize) -> Vec<Role> {
-        (0..cores)
-            .map(|k| match (self, k) {
-                (Mode::Single, _) => Role::Single,
-                (Mode::PerQueue, _) => Role::Queue,
-                (Mode::NetCore { bsp_http: true }, 0) => Role::NetHttp,
-                (Mode::NetCore { bsp_http: false }, 0) => Role::Net,
-                (Mode::NetCore { .. }, _) => Role::Http,
-            })
-            .collect()
+    fn wait(&self, timeout_ms: i32) {
+        Tap::wait(self, timeout_ms)
+    }
+
+    fn into_rings(self) -> (Self::Rx, Self::Tx) {
+        Tap::into_rings(self)
     }
 }
 
@@ -93,22 +85,29 @@ pub struct CoreReport {
     pub lock_ns: u64,
 }
 
-/// Everything every core shares.
-pub struct Plan<'a, L> {
-    /// The site (copied into every core's server).
+/// How the core threads run.
+#[derive(Debug, Clone, Copy)]
+pub struct Threads<'a> {
+    /// Set to stop every core.
+    pub stop: &'a AtomicBool,
+    /// Pin thread `k` to CPU `k % cpus` (with more than one core).
+    pub pin: bool,
+}
+
+/// What the threads of a shared-server runner (`runners`) share besides the `Server`.
+pub struct Shared<'a, L> {
+    /// The site.
     pub site: L,
-    /// Server configuration (each core gets a copy; `tcbs` is per core).
+    /// Server configuration.
     pub cfg: Config,
     /// The server's MAC.
     pub mac: EthernetAddress,
     /// The stats board, if the stats page is on.
     pub board: Option<&'static Board>,
-    /// Set to stop every core.
+    /// Set to stop every thread.
     pub stop: &'a AtomicBool,
-    /// Pin thread `k` to CPU `k % cpus`.
-    pub pin: bool,
-    /// What the transmit sides can do, for servers driven through the split round (the
-    /// runners); a server that polls a device asks the device.
+    /// What the transmit sides can do: the server is driven through the split round, so
+    /// it cannot ask the device.
     pub caps: NicCaps,
 }
 
@@ -159,50 +158,88 @@ fn report<L: Lookup<'static>, N: Nic>(
     }
 }
 
-fn pin(plan_pin: bool, core: usize) {
-    if plan_pin {
+fn pin(threads: &Threads<'_>, core: usize) {
+    if threads.pin {
         if let Err(e) = pin_to(core % cpus()) {
             eprintln!("bareweb: core {core}: cannot pin to a CPU: {e}");
         }
     }
 }
 
-/// Runs one `Server` per TAP queue (one queue: the single-core server), each on its own
-/// thread, until `plan.stop` is set. `make_log(core)` builds each core's access log.
-pub fn run_queues<L, A, F>(taps: Vec<Tap>, plan: &Plan<'_, L>, make_log: F) -> Vec<CoreReport>
+/// Runs the cores of `plan` over `queues` (network-core mode: the first queue; otherwise
+/// one queue per core, one queue for the single core), each on its own thread, until
+/// `threads.stop` is set. `make_log(core)` builds each core's access log.
+///
+/// # Panics
+///
+/// If `queues` does not hold a queue for every core the mode needs (a bug in the caller).
+pub fn run<Q, L, A, F>(
+    plan: &Plan<L>,
+    queues: Vec<Q>,
+    threads: Threads<'_>,
+    make_log: F,
+) -> Vec<CoreReport>
 where
-    L: Lookup<'static> + Copy + Send,
+    Q: HostQueue,
+    Q::Rx: Send,
+    Q::Tx: Send,
+    L: Lookup<'static> + Copy + Send + Sync,
     A: AccessLog,
     F: Fn(usize) -> A + Sync,
 {
-    let single = taps.len() == 1;
-    let role = if single { Role::Single } else { Role::Queue };
+    match plan.mode {
+        Mode::NetCore { .. } => {
+            let q = queues.into_iter().next().expect("a queue for core 0");
+            run_netcore(q, plan, threads, make_log)
+        }
+        Mode::Single | Mode::PerQueue => {
+            assert_eq!(queues.len(), plan.cores, "a queue per core");
+            run_queues(queues, plan, threads, make_log)
+        }
+    }
+}
+
+/// One `Server` per queue (one queue: the single-core server).
+fn run_queues<Q, L, A, F>(
+    queues: Vec<Q>,
+    plan: &Plan<L>,
+    threads: Threads<'_>,
+    make_log: F,
+) -> Vec<CoreReport>
+where
+    Q: HostQueue,
+    L: Lookup<'static> + Copy + Send + Sync,
+    A: AccessLog,
+    F: Fn(usize) -> A + Sync,
+{
+    let single = queues.len() == 1;
     let clock = SystemClock::new();
     std::thread::scope(|s| {
-        let handles: Vec<_> = taps
+        let handles: Vec<_> = queues
             .into_iter()
             .enumerate()
-            .map(|(core, mut tap)| {
+            .map(|(core, mut q)| {
                 let make_log = &make_log;
-                let cfg = plan.cfg.clone();
-                let (site, mac, board, stop) = (plan.site, plan.mac, plan.board, plan.stop);
-                let pin_it = plan.pin && !single;
+                let threads = Threads {
+                    pin: threads.pin && !single,
+                    ..threads
+                };
                 std::thread::Builder::new()
                     .name(format!("bareweb-core{core}"))
                     .spawn_scoped(s, move || {
-                        pin(pin_it, core);
-                        let mut server = Server::new(cfg, site, mac);
-                        if let Some(b) = board {
-                            server.serve_stats(b, core);
-                        }
+                        pin(&threads, core);
+                        let mut server = plan.server(core);
                         let mut log = make_log(core);
-                        let ctx = CoreCtx { core, board, stop };
+                        let ctx = CoreCtx {
+                            core,
+                            board: plan.board,
+                            stop: threads.stop,
+                        };
                         // Sleep on the queue's fd when idle, as the one-core server does.
-                        let run =
-                            run_core(&mut server, &mut tap, &clock, &mut log, &ctx, |t, _| {
-                                t.wait(10)
-                            });
-                        report(core, role, &server, &tap, run)
+                        let run = run_core(&mut server, &mut q, &clock, &mut log, &ctx, |q, _| {
+                            q.wait(10)
+                        });
+                        report(core, plan.role(core), &server, &q, run)
                     })
                     .expect("spawn core thread")
             })
@@ -230,66 +267,47 @@ fn fine_timer_slack() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0) };
 }
 
-/// Runs the network-core mode over one TAP queue with `cores` cores (core 0 plus
-/// `cores - 1` HTTP cores) until `plan.stop` is set.
-pub fn run_netcore<L, A, F>(
-    tap: Tap,
-    cores: usize,
-    bsp_http: bool,
-    plan: &Plan<'_, L>,
+/// Network-core mode over one queue: core 0 plus `plan.cores - 1` HTTP cores.
+fn run_netcore<Q, L, A, F>(
+    queue: Q,
+    plan: &Plan<L>,
+    threads: Threads<'_>,
     make_log: F,
 ) -> Vec<CoreReport>
 where
-    L: Lookup<'static> + Copy + Send,
+    Q: HostQueue,
+    Q::Rx: Send,
+    Q::Tx: Send,
+    L: Lookup<'static> + Copy + Send + Sync,
     A: AccessLog,
     F: Fn(usize) -> A + Sync,
 {
     let clock = SystemClock::new();
-    let http = cores.saturating_sub(1);
-    let sizes = RingSizes::for_tcbs(plan.cfg.tcbs);
     let wake0 = Wake::new().expect("eventfd for core 0");
     let doze0 = wake0.doze();
-    let wakes: Vec<Wake> = (0..http)
+    let wakes: Vec<Wake> = (1..plan.cores)
         .map(|_| Wake::new().expect("eventfd for an HTTP core"))
         .collect();
-    let (net_ends, http_ends): (Vec<_>, Vec<_>) = wakes
-        .iter()
-        .map(|w| links_dozing(sizes, &doze0, w.doze()))
-        .unzip();
-    let setup = NetCoreSetup {
-        ends: net_ends,
-        http_tcbs: plan.cfg.tcbs,
-        bsp_tcbs: bsp_http.then_some(plan.cfg.tcbs),
-        addressing: Addressing::new(&plan.cfg, plan.mac),
-    };
-    let (rx, tx) = tap.into_rings();
-    let core0_nic = NetCoreNic::new(rx, tx, plan.mac, clock, setup);
+    // The descriptor stays open as long as core 0's queue pair owns the receive side.
+    let rx_fd = queue.rx_fd();
+    let (rx, tx) = queue.into_rings();
+    let queues = plan.netcore(rx, tx, clock, &doze0, |k| wakes[k - 1].doze());
     std::thread::scope(|s| {
         let make_log = &make_log;
         let mut handles = Vec::new();
         {
-            let mut cfg = plan.cfg.clone();
-            if !bsp_http {
-                cfg.tcbs = 1; // core 0's own server then only answers ARP, ICMP and strays
-            }
-            let (site, mac, board, stop, pin_it) =
-                (plan.site, plan.mac, plan.board, plan.stop, plan.pin);
-            let mut nic = core0_nic;
-            let role = if bsp_http { Role::NetHttp } else { Role::Net };
+            let mut nic = queues.core0;
             handles.push(
                 std::thread::Builder::new()
                     .name("bareweb-core0".into())
                     .spawn_scoped(s, move || {
-                        pin(pin_it, 0);
-                        let mut server = Server::new(cfg, site, mac);
-                        if let Some(b) = board {
-                            server.serve_stats(b, 0);
-                        }
+                        pin(&threads, 0);
+                        let mut server = plan.server(0);
                         let mut log = make_log(0);
                         let ctx = CoreCtx {
                             core: 0,
-                            board,
-                            stop,
+                            board: plan.board,
+                            stop: threads.stop,
                         };
                         fine_timer_slack();
                         let run = run_core(
@@ -310,35 +328,32 @@ where
                                     } else {
                                         SLEEP_BUSY_US
                                     };
-                                    wait_fds_us(&[n.inner().0.raw_fd(), wake0.raw_fd()], us);
+                                    wait_fds_us(&[rx_fd, wake0.raw_fd()], us);
                                     wake0.clear();
                                 }
                                 doze0.awake();
                             },
                         );
-                        report(0, role, &server, &nic, run)
+                        report(0, plan.role(0), &server, &nic, run)
                     })
                     .expect("spawn core thread"),
             );
         }
-        for (i, (ends, wake)) in http_ends.into_iter().zip(wakes).enumerate() {
+        for (i, (mut nic, wake)) in queues.http.into_iter().zip(wakes).enumerate() {
             let core = i + 1;
-            let cfg = plan.cfg.clone();
-            let (site, mac, board, stop, pin_it) =
-                (plan.site, plan.mac, plan.board, plan.stop, plan.pin);
             handles.push(
                 std::thread::Builder::new()
                     .name(format!("bareweb-core{core}"))
                     .spawn_scoped(s, move || {
-                        pin(pin_it, core);
+                        pin(&threads, core);
                         fine_timer_slack();
-                        let mut nic = RingNic::new(ends, mac);
-                        let mut server = Server::new(cfg, site, mac);
-                        if let Some(b) = board {
-                            server.serve_stats(b, core);
-                        }
+                        let mut server = plan.server(core);
                         let mut log = make_log(core);
-                        let ctx = CoreCtx { core, board, stop };
+                        let ctx = CoreCtx {
+                            core,
+                            board: plan.board,
+                            stop: threads.stop,
+                        };
                         let run = run_core(
                             &mut server,
                             &mut nic,
@@ -361,7 +376,7 @@ where
                                 n.doze().awake();
                             },
                         );
-                        report(core, Role::Http, &server, &nic, run)
+                        report(core, plan.role(core), &server, &nic, run)
                     })
                     .expect("spawn core thread"),
             );

@@ -199,6 +199,11 @@ impl Tap {
     pub fn wait(&self, timeout_ms: i32) {
         self.rx.wait(timeout_ms)
     }
+
+    /// The receive side's descriptor (to poll it with others).
+    pub fn rx_fd(&self) -> std::os::fd::RawFd {
+        self.rx.raw_fd()
+    }
 }
 
 impl TapRx {

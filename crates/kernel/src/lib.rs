@@ -1,17 +1,22 @@
 //! bareweb's bare-machine kernel: boots on a PC or VM with no OS and runs the engine over
-//! its own NIC driver, polled, on one core.
+//! its own NIC drivers, polled, on every core it starts.
 //!
 //! Layers, bottom up:
 //! - [`arch`]: the 32-bit entry (PVH note, multiboot2 header), long mode with identity
-//!   2 MiB pages, GDT/TSS/IDT and exception reports, single-instruction helpers.
+//!   2 MiB pages, GDT/TSS/IDT and exception reports, the local APIC, starting the other
+//!   processors (INIT-SIPI-SIPI, per-core stacks and data), single-instruction helpers.
 //! - [`console`] (COM1), [`exit`] (isa-debug-exit), [`boot_info`] (memory map, command
-//!   line, modules), [`mem`] (start-up bump allocator), [`cmdline`], [`clock`] (TSC +
-//!   CMOS RTC), [`embedded`] (a site carried inside the kernel ELF itself).
-//! - [`pci`]: enumeration and BAR assignment. [`drivers`]: virtio-net and e1000, each a
-//!   `Nic`.
-//! - [`serve`]: the per-core state (server, NIC queue pair, clock) and its loop.
+//!   line, modules), [`mem`] (start-up bump allocator, sealed once the cores serve),
+//!   [`cmdline`], [`clock`] (TSC + CMOS RTC), [`embedded`] (a site carried inside the
+//!   kernel ELF itself), [`acpi`] (the processors, from the MADT).
+//! - [`pci`]: enumeration and BAR assignment. [`drivers`]: virtio-net (multiqueue) and
+//!   e1000, each a `Nic` per queue pair and a [`drivers::Driver`].
+//! - [`serve`]: brings the NIC up, takes the engine's plan for the cores (mode, roles,
+//!   servers, network-core wiring: `cores::plan`, shared with the host) and runs the
+//!   engine's per-core loop on every core.
 //!
-//! `unsafe` lives here and only here (the engine has none): every block says why it holds.
+//! `unsafe` lives here and only here (the engine has none but its ring): every block says
+//! why it holds.
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]

@@ -2,12 +2,17 @@
 //!
 //! Order: command line → processors (ACPI MADT, read before the heap may cover the
 //! firmware's tables) → site → heap → clock → site check → APIC and the other cores (each
-//! waits for its job) → PCI scan → NIC, with a queue pair per core when the device offers
-//! one → the plan → one `Server` per serving core, the stats board → heap sealed → a job
-//! for every other core → core 0's loop.
+//! waits for its job) → PCI scan → NIC (the first device a [`Driver`] drives), with a queue
+//! pair per core when the plan can use them → the engine's plan → one `Server` per serving
+//! core, the stats board → heap sealed → a job for every other core → core 0's loop.
 //!
-//! The plan (issue 4):
-//! - **one core**: one `Server` over the NIC, as the kernel always served;
+//! The plan (issue 4) is the engine's `cores::plan`, the same code the host runs: it
+//! chooses the mode from the cores, the `mode=` word and the queue pairs the NIC gave, the
+//! role and server configuration of each core, and wires the network core. Here only the
+//! cores are started and the driver is brought up; every step is generic over the
+//! [`Driver`], so a new driver plugs in without a copy of this file.
+//! - **one core**: one `Server` over the NIC, as the kernel always served, whatever
+//!   `mode=` says (the console says why);
 //! - **per-queue** (`mode=perqueue`, the default when the NIC has a queue pair for every
 //!   core: virtio-net multiqueue): core k owns queue pair k and a whole `Server`; nothing
 //!   is shared on the request path;
@@ -24,13 +29,13 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::AtomicBool;
 
-use bareweb_engine::cores::board::{Board, Role, WithStatsPage};
-use bareweb_engine::cores::netcore::{
-    links, Addressing, Dispatch, Drain, NetCoreNic, NetCoreSetup, RingNic, RingSizes,
-};
+use bareweb_engine::cores::board::{Board, WithStatsPage};
+use bareweb_engine::cores::netcore::{Dispatch, Drain, NetCoreNic};
+use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
 use bareweb_engine::cores::run::{run_core, run_core_ticking, CoreCtx};
-use bareweb_engine::nic::{Clock, Nic, NicCaps, NicCounters as EngineCounters};
+use bareweb_engine::nic::{Clock, Nic, NicCaps, NicCounters};
 use bareweb_engine::resource::{Found, Lookup};
+use bareweb_engine::ring::Doze;
 use bareweb_engine::server::{AccessLog, AccessRecord, Config, Server};
 use bareweb_engine::site::Site;
 use bareweb_engine::wire::EthernetAddress;
@@ -41,14 +46,14 @@ use crate::clock::TscClock;
 use crate::cmdline::{self, CoreMode, Settings};
 use crate::drivers::e1000::E1000;
 use crate::drivers::virtio_net::VirtioNet;
-use crate::drivers::{add_engine, Driver, HalfCounters, NicCounters};
+use crate::drivers::Driver;
 use crate::pci::{self, Device};
 use crate::{acpi, embedded, fatal, kprintln, mem};
 
-/// What the PCI scan found that we can drive.
-enum FoundNic {
-    Virtio(Device),
-    E1000(Device),
+/// Whether a driver here drives `d`. The drivers, in one list with [`Start::serve_found`]:
+/// a new driver is a [`Driver`] impl and one more entry in each.
+fn drivable(d: &Device) -> bool {
+    VirtioNet::matches(d) || E1000::matches(d)
 }
 
 /// Never set: the kernel's cores run until the machine stops.
@@ -155,14 +160,11 @@ pub fn boot(info: &BootInfo) -> ! {
             d.class.0,
             d.class.1
         );
-        if found.is_none() && VirtioNet::matches(d) {
-            found = Some(FoundNic::Virtio(*d));
-        } else if found.is_none() && E1000::matches(d) {
-            found = Some(FoundNic::E1000(*d));
+        if found.is_none() && drivable(d) {
+            found = Some(*d);
         }
     });
     kprintln!("pci: scanned in {} ms", ms(t_pci));
-    let t_nic = crate::arch::cpu::rdtsc();
     let ctx = Start {
         site,
         settings,
@@ -170,47 +172,7 @@ pub fn boot(info: &BootInfo) -> ! {
         cores,
     };
     match found {
-        Some(FoundNic::Virtio(d)) => {
-            let want = if cores > 1 && settings.mode != Some(CoreMode::NetCore) {
-                cores
-            } else {
-                1
-            };
-            let mut offered = 1;
-            let nics = VirtioNet::new_multi(&d, |n| {
-                offered = n;
-                if n as usize >= want {
-                    want as u16
-                } else {
-                    1
-                }
-            });
-            match nics {
-                Ok(mut nics) => {
-                    kprintln!(
-                        "nic: virtio-net up in {} ms, {} of {offered} queue pair(s)",
-                        ms(t_nic),
-                        nics.len()
-                    );
-                    if nics.len() > 1 {
-                        ctx.per_queue(nics)
-                    } else {
-                        match nics.pop() {
-                            Some(nic) => ctx.one_queue(nic, offered as usize),
-                            None => fatal!("virtio-net at {}: no queue pair", d.addr),
-                        }
-                    }
-                }
-                Err(e) => fatal!("virtio-net at {}: {e:?}", d.addr),
-            }
-        }
-        Some(FoundNic::E1000(d)) => match E1000::new(&d) {
-            Ok(nic) => {
-                kprintln!("nic: e1000 up in {} ms", ms(t_nic));
-                ctx.one_queue(nic, 1)
-            }
-            Err(e) => fatal!("e1000 at {}: {e:?}", d.addr),
-        },
+        Some(d) => ctx.serve_found(&d),
         None => fatal!("no supported NIC (virtio-net or e1000) found on PCI"),
     }
 }
@@ -329,18 +291,11 @@ fn isn_key() -> [u8; 16] {
 
 /// Core 0's queue pair in network-core mode: the engine's `NetCoreNic` over the driver's
 /// two sides, reporting the device's counters (doorbells) to the board as well.
-struct Core0<
-    R: HalfCounters + bareweb_engine::nic::RxRing,
-    T: HalfCounters + bareweb_engine::nic::TxRing,
->(NetCoreNic<R, T, TscClock>);
+struct Core0<D: Driver>(NetCoreNic<D::Rx, D::Tx, TscClock>);
 
-impl<R, T> Nic for Core0<R, T>
-where
-    R: HalfCounters + bareweb_engine::nic::RxRing,
-    T: HalfCounters + bareweb_engine::nic::TxRing,
-{
-    type Rx = Dispatch<R, TscClock>;
-    type Tx = Drain<T, TscClock>;
+impl<D: Driver> Nic for Core0<D> {
+    type Rx = Dispatch<D::Rx, TscClock>;
+    type Tx = Drain<D::Tx, TscClock>;
 
     fn split(&mut self) -> (&mut Self::Rx, &mut Self::Tx) {
         self.0.split()
@@ -354,13 +309,11 @@ where
         self.0.caps()
     }
 
-    fn counters(&self) -> EngineCounters {
+    fn counters(&self) -> NicCounters {
         let mut c = self.0.counters();
         let (r, t) = self.0.inner();
-        let mut d = NicCounters::default();
-        r.add_to(&mut d);
-        t.add_to(&mut d);
-        add_engine(&mut c, &d);
+        D::rx_counters(r, &mut c);
+        D::tx_counters(t, &mut c);
         c
     }
 }
@@ -384,150 +337,109 @@ impl Start {
         }
     }
 
-    fn board(&self, mode: &'static str, roles: &[Role]) -> &'static Board {
-        Box::leak(Box::new(Board::new(mode, roles)))
-    }
-
-    fn server(
-        &self,
-        cfg: Config,
-        mac: EthernetAddress,
-        board: &'static Board,
-        core: usize,
-    ) -> Server<Pages> {
-        let mut server = Server::new(cfg, self.pages(), mac);
-        if self.settings.stats_page {
-            server.serve_stats(board, core);
-        }
-        server
-    }
-
-    /// One queue pair for `self.cores` cores: one core serves alone, more run the network
-    /// core design.
-    fn one_queue<D>(self, nic: D, offered: usize) -> !
-    where
-        D: Driver,
-        D::Rx: HalfCounters,
-        D::Tx: HalfCounters,
-    {
-        if self.cores == 1 {
-            if self.settings.mode.is_some() {
-                kprintln!("mode: one core: the mode= word does not apply");
-            }
-            self.single(nic)
+    /// Serves on `dev` with the driver that drives it (see [`drivable`]).
+    fn serve_found(self, dev: &Device) -> ! {
+        if VirtioNet::matches(dev) {
+            self.serve::<VirtioNet>(dev)
+        } else if E1000::matches(dev) {
+            self.serve::<E1000>(dev)
         } else {
-            self.many_on_one_queue(nic, offered)
+            fatal!("pci: no driver for {}", dev.addr)
         }
     }
 
-    fn many_on_one_queue<D>(self, nic: D, offered: usize) -> !
-    where
-        D: Driver,
-        D::Rx: HalfCounters,
-        D::Tx: HalfCounters,
-    {
-        let why = match self.settings.mode {
-            Some(CoreMode::NetCore) => "asked for".into(),
-            Some(CoreMode::PerQueue) => alloc::format!(
-                "mode=perqueue asked for, but {} offers {offered} queue pair(s) for {} cores",
-                nic.name(),
-                self.cores
-            ),
-            None => alloc::format!(
-                "{} offers {offered} queue pair(s) for {} cores",
-                nic.name(),
-                self.cores
-            ),
+    /// Brings `dev` up with as many queue pairs as the plan can use, lets the engine's
+    /// plan choose the mode from what the device gave, and serves.
+    fn serve<D: Driver>(self, dev: &Device) -> ! {
+        let t_nic = crate::arch::cpu::rdtsc();
+        let asked = self.settings.mode.map(|m| match m {
+            CoreMode::NetCore => Asked::NetCore,
+            CoreMode::PerQueue => Asked::PerQueue,
+        });
+        let want = plan::queues_wanted(self.cores, asked);
+        let (mut nics, offered) = match D::open(dev, want) {
+            Ok(n) => n,
+            Err(e) => fatal!("{} at {}: {e:?}", D::NAME, dev.addr),
         };
-        kprintln!("mode: netcore ({why})");
-        self.netcore(nic)
-    }
-
-    fn single<D: Driver>(self, nic: D) -> !
-    where
-        D::Rx: HalfCounters,
-        D::Tx: HalfCounters,
-    {
-        let mac = nic.mac();
-        let name = nic.name();
-        let board = self.board("single", &[Role::Single]);
+        kprintln!(
+            "nic: {} up in {} ms, {} of {offered} queue pair(s)",
+            D::NAME,
+            (crate::arch::cpu::rdtsc() - t_nic) * 1000 / self.clock.hz,
+            nics.len()
+        );
+        let Some(mac) = nics.first().map(Nic::mac) else {
+            fatal!("{} at {}: no queue pair", D::NAME, dev.addr)
+        };
+        let decision = plan::decide(self.cores, asked, self.settings.bsp_http, nics.len());
+        kprintln!("mode: {} ({})", decision.mode.name(), decision.why);
         let t = crate::arch::cpu::rdtsc();
-        let server = self.server(self.config(), mac, board, 0);
-        self.start_serving(t, name, mac, "one core", Vec::new());
-        self.run_core0(server, nic, board)
+        let plan = Plan::new(decision.mode, self.cores, self.pages(), self.config(), mac)
+            .with_board(self.settings.stats_page);
+        match decision.mode {
+            Mode::NetCore { .. } => match nics.pop() {
+                Some(nic) if nics.is_empty() => self.netcore(&plan, nic, t),
+                _ => fatal!("netcore: {} queue pairs for one NIC owner", nics.len() + 1),
+            },
+            Mode::Single | Mode::PerQueue => self.per_queue(&plan, nics, t),
+        }
     }
 
-    fn per_queue(self, nics: Vec<VirtioNet>) -> ! {
+    /// A core per queue pair, each with a whole `Server` (one core: the single server).
+    fn per_queue<D: Driver>(self, plan: &Plan<Pages>, nics: Vec<D>, t: u64) -> ! {
         let n = nics.len();
-        let mac = nics[0].mac();
-        let roles: Vec<Role> = (0..n).map(|_| Role::Queue).collect();
-        let board = self.board("perqueue", &roles);
-        let t = crate::arch::cpu::rdtsc();
+        if n != plan.cores {
+            fatal!(
+                "{}: {n} queue pair(s) for {} cores",
+                plan.mode.name(),
+                plan.cores
+            );
+        }
+        let board = plan.board.expect("the kernel's plan has a board");
+        let mac = plan.mac;
         let mut jobs: Vec<smp::Job> = Vec::with_capacity(n);
         let mut mine = None;
         for (core, nic) in nics.into_iter().enumerate() {
-            let server = self.server(self.config(), mac, board, core);
+            let server = plan.server(core);
             if core == 0 {
                 mine = Some((server, nic));
             } else {
                 jobs.push(self.ap_job(core, server, nic, board));
             }
         }
-        let plan = alloc::format!("perqueue: {n} cores, a virtio-net queue pair and a server each");
-        self.start_serving(t, "virtio-net", mac, &plan, jobs);
+        let what = match plan.mode {
+            Mode::Single => "one core".into(),
+            _ => alloc::format!(
+                "perqueue: {n} cores, a {} queue pair and a server each",
+                D::NAME
+            ),
+        };
+        self.start_serving(t, D::NAME, mac, &what, jobs);
         match mine {
             Some((server, nic)) => self.run_core0(server, nic, board),
-            None => fatal!("perqueue: no queue pair for core 0"),
+            None => fatal!("{}: no queue pair for core 0", plan.mode.name()),
         }
     }
 
-    fn netcore<D>(self, nic: D) -> !
-    where
-        D: Driver,
-        D::Rx: HalfCounters,
-        D::Tx: HalfCounters,
-    {
-        let mac = nic.mac();
-        let name = nic.name();
-        let bsp_http = self.settings.bsp_http;
-        let roles: Vec<Role> = (0..self.cores)
-            .map(|k| match (k, bsp_http) {
-                (0, true) => Role::NetHttp,
-                (0, false) => Role::Net,
-                _ => Role::Http,
-            })
-            .collect();
-        let board = self.board("netcore", &roles);
-        let t = crate::arch::cpu::rdtsc();
-        let cfg = self.config();
-        let sizes = RingSizes::for_tcbs(cfg.tcbs);
-        let (net_ends, http_ends): (Vec<_>, Vec<_>) = (1..self.cores).map(|_| links(sizes)).unzip();
-        let setup = NetCoreSetup {
-            ends: net_ends,
-            http_tcbs: cfg.tcbs,
-            bsp_tcbs: bsp_http.then_some(cfg.tcbs),
-            addressing: Addressing::new(&cfg, mac),
-        };
-        let mut jobs: Vec<smp::Job> = Vec::with_capacity(self.cores);
-        for (i, ends) in http_ends.into_iter().enumerate() {
-            let core = i + 1;
-            let server = self.server(self.config(), mac, board, core);
-            jobs.push(self.ap_job(core, server, RingNic::new(ends, mac), board));
-        }
-        let mut cfg0 = cfg;
-        if !bsp_http {
-            cfg0.tcbs = 1; // core 0's own server then only answers ARP, ICMP and strays
-        }
-        let server = self.server(cfg0, mac, board, 0);
+    /// Network-core mode: core 0 owns `nic`, HTTP cores are fed by the engine's rings.
+    fn netcore<D: Driver>(self, plan: &Plan<Pages>, nic: D, t: u64) -> ! {
+        let board = plan.board.expect("the kernel's plan has a board");
         let (rx, tx) = nic.into_rings();
-        let core0 = Core0(NetCoreNic::new(rx, tx, mac, self.clock, setup));
-        let plan = alloc::format!(
+        // The kernel's cores poll without sleeping: doze-less links (a nudge is a branch).
+        let queues = plan.netcore(rx, tx, self.clock, &Doze::none(), |_| Doze::none());
+        let mut jobs: Vec<smp::Job> = Vec::with_capacity(plan.cores);
+        for (i, ring) in queues.http.into_iter().enumerate() {
+            let core = i + 1;
+            jobs.push(self.ap_job(core, plan.server(core), ring, board));
+        }
+        let server = plan.server(0);
+        let bsp_http = matches!(plan.mode, Mode::NetCore { bsp_http: true });
+        let what = alloc::format!(
             "netcore: core 0 owns the NIC{}, {} HTTP core(s)",
             if bsp_http { " and serves HTTP" } else { "" },
-            self.cores - 1
+            plan.cores - 1
         );
-        self.start_serving(t, name, mac, &plan, jobs);
-        self.run_core0(server, core0, board)
+        self.start_serving(t, D::NAME, plan.mac, &what, jobs);
+        self.run_core0(server, Core0::<D>(queues.core0), board)
     }
 
     /// A job for application core `core`: serve over `nic` forever, polling.

@@ -11,10 +11,17 @@
 //!   pair; the device's flow hash keeps a connection on one queue.
 //! - [`board`]: live measurements published per core and read by whichever core serves
 //!   `/.well-known/bareweb/stats`.
+//! - [`plan`]: the mode, each core's role and server, and the network core's wiring,
+//!   decided in one place for both platforms.
 //! - [`run`]: the per-core loop (poll, measure, publish, idle) both platforms share.
+//! - [`replay`]: sending a frame built away from the device (a DLIST slot, a runner's
+//!   batch) on the device, without copying its body.
 
 pub mod board;
 // Under `cfg(loom)` (the ring's model test) the ring lends no references, only closures.
 #[cfg(not(loom))]
 pub mod netcore;
+#[cfg(not(loom))]
+pub mod plan;
+pub mod replay;
 pub mod run;

@@ -39,6 +39,7 @@
 
 use alloc::vec::Vec;
 
+use super::replay::{replay, ReplayError};
 use crate::iface::{admissible_syn, ingress, Ingress, Interface};
 use crate::nic::{Clock, Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
 use crate::ring::{channel, Consumer, Doze, Producer};
@@ -839,13 +840,11 @@ impl<T: TxRing, C: Clock> TxRing for Drain<T, C> {
             }
             for _ in 0..avail {
                 let Some(f) = ring.peek(0) else { break };
-                let Some(slot) = self.inner.slot() else {
+                let head = &f.head[..usize::from(f.head_len).min(TX_HEAD_ROOM)];
+                if replay(&mut self.inner, head, f.body, None) == Err(ReplayError::NoSlot) {
                     break 'rings; // the NIC is full: the rest waits for the next flush
-                };
-                let len = usize::from(f.head_len).min(slot.len());
-                slot[..len].copy_from_slice(&f.head[..len]);
-                let body = f.body;
-                let _ = self.inner.post(len, body);
+                }
+                // Sent, or refused by the device (lost; TCP retransmits it).
                 ring.pop();
                 moved += 1;
             }

@@ -10,6 +10,7 @@
 //! request and reach the device the same way, so the batch offers whatever the device
 //! behind it offers (the runners give the server the TAP's capabilities).
 
+use bareweb_engine::cores::replay::{replay, ReplayError};
 use bareweb_engine::nic::{Tso, TxFull, TxRing, TX_HEAD_ROOM};
 
 /// Frames a batch holds: more than one HTTP step sends under any window the engine opens
@@ -65,21 +66,16 @@ impl TxBatch {
         self.frames.is_empty()
     }
 
-    /// Writes every waiting frame to `tx` (its head copied into `tx`'s slot, its body
-    /// posted as the same slice), flushes `tx` once, and empties the batch. Frames `tx`
+    /// Writes every waiting frame to `tx` (the engine's `cores::replay`, as core 0 drains
+    /// a DLIST: its head copied into `tx`'s slot, its body posted as the same slice), flushes `tx` once, and empties the batch. Frames `tx`
     /// has no slot for are dropped (TCP retransmits them); returns how many were written.
     pub fn drain_into<T: TxRing>(&mut self, tx: &mut T) -> usize {
         let mut sent = 0;
-        for (i, &(len, body, tso)) in self.frames.iter().enumerate() {
-            let Some(slot) = tx.slot() else { break };
-            let len = len.min(slot.len());
-            slot[..len].copy_from_slice(&self.heads[i][..len]);
-            let posted = match tso {
-                Some(tso) => tx.post_tso(len, body, tso),
-                None => tx.post(len, body),
-            };
-            if posted.is_ok() {
-                sent += 1;
+        for (head, &(len, body, tso)) in self.heads.iter().zip(&self.frames) {
+            match replay(tx, &head[..len], body, tso) {
+                Ok(()) => sent += 1,
+                Err(ReplayError::NoSlot) => break,
+                Err(ReplayError::Refused) => {}
             }
         }
         self.frames.clear();

@@ -2,7 +2,7 @@
 //! paper 003, Balart et al., "Experiences parallelizing a Web Server with OpenMP"): the
 //! four versions of Boa the paper compares, built from the engine's split round
 //! (`Server::begin / receive / take_ready / step / tick`), next to our default runner,
-//! `pinned` (one whole `Server` per core, nothing shared: `cores::run_queues`).
+//! `pinned` (one whole `Server` per core, nothing shared: `cores::run`).
 //!
 //! | runner | paper | threads |
 //! |---|---|---|
@@ -41,17 +41,18 @@ mod tests;
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use bareweb_engine::cores::board::{Board, Role};
+use bareweb_engine::cores::plan;
 use bareweb_engine::cores::run::{RunSummary, PUBLISH_NS};
 use bareweb_engine::nic::{Clock, NicCounters, RxFrame, RxRing, TxRing};
 use bareweb_engine::resource::Lookup;
 use bareweb_engine::server::{AccessLog, Server};
 use bareweb_engine::stats::{CoreTimes, Stats, Stay};
 
-use crate::cores::{CoreReport, Plan};
+use crate::cores::{CoreReport, Shared};
 use crate::tap::TapRx;
 use crate::SystemClock;
 
-/// Which runner drives the engine (besides `pinned`, which is `cores::run_queues`).
+/// Which runner drives the engine (besides `pinned`, which is `cores::run` in per-queue mode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Runner {
     /// One thread, Boa's loop: receive, one pass over the ready queue, timers, wait.
@@ -129,7 +130,7 @@ const RX_BURST: usize = 32;
 
 /// What every runner's threads share besides the `Server`.
 pub(crate) struct Team<'a, L> {
-    pub plan: &'a Plan<'a, L>,
+    pub plan: &'a Shared<'a, L>,
     pub threads: usize,
     pub clock: SystemClock,
 }
@@ -146,11 +147,9 @@ impl<L: Lookup<'static>> Team<'_, L> {
         L: Copy,
     {
         let p = self.plan;
-        let mut s = Server::new(p.cfg.clone(), p.site, p.mac);
+        let row = self.server_row();
+        let mut s = plan::server(p.cfg.clone(), p.site, p.mac, p.board.map(|b| (b, row)));
         s.set_caps(p.caps);
-        if let Some(b) = p.board {
-            s.serve_stats(b, self.server_row());
-        }
         s
     }
 
@@ -375,7 +374,7 @@ pub fn run<L, R, T, A, F>(
     threads: usize,
     rx: R,
     txs: Vec<T>,
-    plan: &Plan<'_, L>,
+    plan: &Shared<'_, L>,
     make_log: F,
 ) -> Vec<CoreReport>
 where

@@ -21,7 +21,7 @@ use bareweb_engine::wire::{
 };
 
 use super::{run, Runner, RxWait};
-use crate::cores::{CoreReport, Plan};
+use crate::cores::{CoreReport, Shared};
 
 const SERVER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
 const CLIENT_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
@@ -271,13 +271,12 @@ fn exercise(
             slot: vec![0; TX_HEAD_ROOM],
         })
         .collect();
-    let plan = Plan {
+    let plan = Shared {
         site,
         cfg,
         mac: SERVER_MAC,
         board: Some(board),
         stop: &stop,
-        pin: false,
         caps: NicCaps::default().with_tso(if tso { 65_000 } else { 0 }),
     };
     let want: BTreeMap<String, Vec<u8>> = files().into_iter().map(|(p, d, _)| (p, d)).collect();

@@ -22,10 +22,10 @@ use alloc::vec::Vec;
 use core::ptr::{read_volatile, write_volatile};
 use core::sync::atomic::{fence, Ordering};
 
-use bareweb_engine::nic::{Nic, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
+use bareweb_engine::nic::{Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
 use bareweb_engine::wire::EthernetAddress;
 
-use super::{engine_counters, Driver, HalfCounters, NicCounters};
+use super::Driver;
 use crate::pci::{Bar, Device};
 
 /// Intel.
@@ -185,6 +185,12 @@ pub struct E1000Tx {
     full: u64,
     doorbells: u64,
 }
+
+// SAFETY: an E1000Rx owns its descriptor ring and buffers alone (nothing else points at
+// them) and after bring-up writes only RDT; moving it to another core moves that ownership.
+unsafe impl Send for E1000Rx {}
+// SAFETY: as E1000Rx: its ring and head slots are its own, and it writes only TDT.
+unsafe impl Send for E1000Tx {}
 
 /// An 82540EM as one engine queue pair.
 pub struct E1000 {
@@ -521,38 +527,35 @@ impl Nic for E1000 {
         self.mac
     }
 
-    fn counters(&self) -> bareweb_engine::nic::NicCounters {
-        engine_counters(&self.device_counters())
-    }
-}
-
-impl HalfCounters for E1000Rx {
-    fn add_to(&self, c: &mut NicCounters) {
-        c.rx_frames += self.frames;
-        c.doorbells += self.doorbells;
-        c.rx_doorbells += self.doorbells;
-        c.rx_bad += self.bad;
-    }
-}
-
-impl HalfCounters for E1000Tx {
-    fn add_to(&self, c: &mut NicCounters) {
-        c.tx_frames += self.frames;
-        c.doorbells += self.doorbells;
-        c.tx_full += self.full;
+    fn counters(&self) -> NicCounters {
+        super::counters::<E1000>(&self.rx, &self.tx)
     }
 }
 
 impl Driver for E1000 {
-    fn name(&self) -> &'static str {
-        "e1000"
+    type Error = Error;
+    const NAME: &'static str = "e1000";
+
+    fn matches(dev: &Device) -> bool {
+        E1000::matches(dev)
     }
 
-    fn device_counters(&self) -> NicCounters {
-        let mut c = NicCounters::default();
-        self.rx.add_to(&mut c);
-        self.tx.add_to(&mut c);
-        c
+    /// One queue pair: the 82540EM has one.
+    fn open(dev: &Device, _want: usize) -> Result<(Vec<E1000>, usize), Error> {
+        Ok((alloc::vec![E1000::new(dev)?], 1))
+    }
+
+    fn rx_counters(rx: &E1000Rx, c: &mut NicCounters) {
+        c.device_rx_frames += rx.frames;
+        c.doorbells += rx.doorbells;
+        c.rx_doorbells += rx.doorbells;
+        c.device_rx_bad += rx.bad;
+    }
+
+    fn tx_counters(tx: &E1000Tx, c: &mut NicCounters) {
+        c.device_tx_frames += tx.frames;
+        c.doorbells += tx.doorbells;
+        c.device_tx_full += tx.full;
     }
 
     fn into_rings(self) -> (E1000Rx, E1000Tx) {

@@ -1,73 +1,46 @@
 //! Network drivers: each is a type implementing the engine's `Nic` (one RX/TX queue pair,
 //! polled, no interrupts, scatter-gather transmit straight from the site image) plus
-//! [`Driver`] for its counters and for handing its two sides to the network core. Each
-//! side counts its own device work ([`HalfCounters`]), so the counters stay whole when a
-//! wrapper owns the sides apart.
+//! [`Driver`]: how it is found on PCI and brought up with as many queue pairs as the plan
+//! wants, and how each of its two sides reports its own device work in the engine's
+//! `NicCounters` (so the counters stay whole when a wrapper, the network core, owns the
+//! sides apart). `serve` is generic over `Driver`: a new driver is a `Driver` impl and one
+//! line in `serve`'s probe list.
 
 pub mod e1000;
 pub mod virtio_net;
 pub mod virtqueue;
 
-use bareweb_engine::nic::{Nic, NicCounters as EngineCounters};
+use alloc::vec::Vec;
+use core::fmt::Debug;
 
-/// Counters every driver keeps, read by the stats line.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct NicCounters {
-    /// Frames handed to the engine.
-    pub rx_frames: u64,
-    /// Frames queued for transmit.
-    pub tx_frames: u64,
-    /// Doorbell writes (MMIO writes that make the device look: virtio notify, e1000 RDT
-    /// and TDT). Each is a VM exit under virtualisation.
-    pub doorbells: u64,
-    /// Of which for the receive ring.
-    pub rx_doorbells: u64,
-    /// Flushes that needed no doorbell (virtio event index said the device was busy).
-    pub suppressed: u64,
-    /// Receive completions with a bad id, length or error bits: dropped and counted.
-    pub rx_bad: u64,
-    /// Transmit completions with a bad id: ignored and counted.
-    pub tx_bad: u64,
-    /// `post` calls refused because no slot or descriptor was free.
-    pub tx_full: u64,
-}
+use bareweb_engine::nic::{Nic, NicCounters};
+
+use crate::pci::Device;
 
 /// A polled NIC driver.
-pub trait Driver: Nic
-where
-    Self::Rx: HalfCounters,
-    Self::Tx: HalfCounters,
-{
+pub trait Driver: Nic + Send + Sized + 'static {
+    /// Why the device could not be brought up.
+    type Error: Debug;
     /// Short name for the console ("virtio-net", "e1000").
-    fn name(&self) -> &'static str;
-    /// Its device counters (doorbells, bad completions). `Nic::counters` reports the
-    /// same figures to the engine's stats board ([`engine_counters`]).
-    fn device_counters(&self) -> NicCounters;
+    const NAME: &'static str;
+    /// Whether this driver drives PCI function `dev`.
+    fn matches(dev: &Device) -> bool;
+    /// Brings `dev` up with up to `want` queue pairs (at least one; as many as the device
+    /// offers if that is fewer, or one if it cannot give `want`). Returns the queue pairs
+    /// and how many the device offered.
+    fn open(dev: &Device, want: usize) -> Result<(Vec<Self>, usize), Self::Error>;
+    /// Adds the receive side's device counters (frames, doorbells, bad completions) to `c`.
+    fn rx_counters(rx: &Self::Rx, c: &mut NicCounters);
+    /// Adds the transmit side's device counters to `c`.
+    fn tx_counters(tx: &Self::Tx, c: &mut NicCounters);
     /// The two sides, for a wrapper that owns them apart (the network core).
     fn into_rings(self) -> (Self::Rx, Self::Tx);
 }
 
-/// One side of a driver, counting its own device work.
-pub trait HalfCounters {
-    /// Adds this side's counters to `c`.
-    fn add_to(&self, c: &mut NicCounters);
-}
-
-/// The engine's queue-pair counters holding these device counters.
-pub fn engine_counters(d: &NicCounters) -> EngineCounters {
-    let mut c = EngineCounters::default();
-    add_engine(&mut c, d);
+/// A driver's queue-pair counters: both sides' (each driver's `Nic::counters`).
+pub fn counters<D: Driver>(rx: &D::Rx, tx: &D::Tx) -> NicCounters {
+    let mut c = NicCounters::default();
+    D::rx_counters(rx, &mut c);
+    D::tx_counters(tx, &mut c);
     c
-}
-
-/// Adds device counters to the engine's queue-pair counters.
-pub fn add_engine(c: &mut EngineCounters, d: &NicCounters) {
-    c.doorbells += d.doorbells;
-    c.rx_doorbells += d.rx_doorbells;
-    c.doorbells_suppressed += d.suppressed;
-    c.device_rx_frames += d.rx_frames;
-    c.device_tx_frames += d.tx_frames;
-    c.device_rx_bad += d.rx_bad;
-    c.device_tx_bad += d.tx_bad;
-    c.device_tx_full += d.tx_full;
 }

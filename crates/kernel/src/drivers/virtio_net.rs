@@ -26,11 +26,11 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::ptr::{read_volatile, write_volatile};
 
-use bareweb_engine::nic::{Nic, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
+use bareweb_engine::nic::{Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
 use bareweb_engine::wire::EthernetAddress;
 
 use super::virtqueue::{QueueError, VirtQueue, F_NEXT, F_WRITE};
-use super::{engine_counters, Driver, HalfCounters, NicCounters};
+use super::Driver;
 use crate::pci::{Bar, Device};
 
 /// PCI vendor of virtio devices.
@@ -602,41 +602,47 @@ impl Nic for VirtioNet {
         self.mac
     }
 
-    fn counters(&self) -> bareweb_engine::nic::NicCounters {
-        engine_counters(&self.device_counters())
-    }
-}
-
-impl HalfCounters for VirtioRx {
-    fn add_to(&self, c: &mut NicCounters) {
-        c.rx_frames += self.frames;
-        c.doorbells += self.q.doorbells;
-        c.rx_doorbells += self.q.doorbells;
-        c.suppressed += self.q.suppressed;
-        c.rx_bad += self.bad;
-    }
-}
-
-impl HalfCounters for VirtioTx {
-    fn add_to(&self, c: &mut NicCounters) {
-        c.tx_frames += self.frames;
-        c.doorbells += self.q.doorbells;
-        c.suppressed += self.q.suppressed;
-        c.tx_bad += self.bad;
-        c.tx_full += self.full;
+    fn counters(&self) -> NicCounters {
+        super::counters::<VirtioNet>(&self.rx, &self.tx)
     }
 }
 
 impl Driver for VirtioNet {
-    fn name(&self) -> &'static str {
-        "virtio-net"
+    type Error = Error;
+    const NAME: &'static str = "virtio-net";
+
+    fn matches(dev: &Device) -> bool {
+        VirtioNet::matches(dev)
     }
 
-    fn device_counters(&self) -> NicCounters {
-        let mut c = NicCounters::default();
-        self.rx.add_to(&mut c);
-        self.tx.add_to(&mut c);
-        c
+    /// `want` queue pairs when the device offers that many (virtio-net multiqueue), else one.
+    fn open(dev: &Device, want: usize) -> Result<(Vec<VirtioNet>, usize), Error> {
+        let mut offered = 1;
+        let nics = VirtioNet::new_multi(dev, |n| {
+            offered = n;
+            if usize::from(n) >= want {
+                u16::try_from(want).unwrap_or(1)
+            } else {
+                1
+            }
+        })?;
+        Ok((nics, usize::from(offered)))
+    }
+
+    fn rx_counters(rx: &VirtioRx, c: &mut NicCounters) {
+        c.device_rx_frames += rx.frames;
+        c.doorbells += rx.q.doorbells;
+        c.rx_doorbells += rx.q.doorbells;
+        c.doorbells_suppressed += rx.q.suppressed;
+        c.device_rx_bad += rx.bad;
+    }
+
+    fn tx_counters(tx: &VirtioTx, c: &mut NicCounters) {
+        c.device_tx_frames += tx.frames;
+        c.doorbells += tx.q.doorbells;
+        c.doorbells_suppressed += tx.q.suppressed;
+        c.device_tx_bad += tx.bad;
+        c.device_tx_full += tx.full;
     }
 
     fn into_rings(self) -> (VirtioRx, VirtioTx) {
