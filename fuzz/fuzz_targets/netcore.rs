@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use bareweb_engine::cores::netcore::{
     links, Addressing, NetCoreNic, NetCoreSetup, RingNic, RingSizes,
 };
+use bareweb_engine::cores::CoreQueue;
 use bareweb_engine::fake::FakeQueues;
 use bareweb_engine::nic::Clock;
 use bareweb_engine::server::{Config, NoLog, Server};
@@ -83,11 +84,15 @@ fuzz_target!(|data: &[u8]| {
     let round = |core0: &mut Server<Site<'static>>,
                  nic: &mut NetCoreNic<FakeQueues, FakeQueues, FuzzClock>,
                  http: &mut Vec<(Server<Site<'static>>, RingNic)>| {
+        // As the per-core loop (`cores::run`) does: each poll, then its closed connections.
         core0.poll(nic, &clock, &mut NoLog);
+        nic.connections_closed(core0.closed());
         for (s, n) in http.iter_mut() {
             s.poll(n, &clock, &mut NoLog);
+            n.connections_closed(s.closed());
         }
         core0.poll(nic, &clock, &mut NoLog);
+        nic.connections_closed(core0.closed());
         nic.inner_mut().1.outbox.clear();
         for (s, _) in http.iter() {
             assert_eq!(s.stats().tcp_no_tcb, 0, "a dispatched SYN found no TCB");

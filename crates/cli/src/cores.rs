@@ -157,8 +157,8 @@ fn print_summary(mode: Mode, reports: &[CoreReport]) {
         );
         for r in reports {
             let el = r.run.elapsed_ns;
-            let rcv = r.times.rcv_ns + r.nic.dispatch_ns;
-            let busy = rcv + r.times.http_ns + r.nic.drain_ns;
+            let rcv = r.times.rcv_ns + r.dispatch.dispatch_ns;
+            let busy = rcv + r.times.http_ns + r.dispatch.drain_ns;
             eprintln!(
                 "  core {} {:?} {} {} {} {} {} {:.1}% {:.1}% {:.1}% {:.1}% {} {}",
                 r.core,
@@ -170,7 +170,7 @@ fn print_summary(mode: Mode, reports: &[CoreReport]) {
                 r.stay.parallel_max,
                 pct(rcv, el),
                 pct(r.times.http_ns, el),
-                pct(r.nic.drain_ns, el),
+                pct(r.dispatch.drain_ns, el),
                 pct(el.saturating_sub(busy), el),
                 r.nic.rx_ring_high,
                 r.nic.tx_ring_high,

@@ -145,7 +145,7 @@ fn print_summary(runner: Runner, reports: &[CoreReport]) {
             );
             continue;
         }
-        let busy = r.times.rcv_ns + r.times.http_ns + r.nic.drain_ns + r.lock_ns;
+        let busy = r.times.rcv_ns + r.times.http_ns + r.dispatch.drain_ns + r.lock_ns;
         eprintln!(
             "  thread {} {:?} {} {:.1}% {:.1}% {:.1}% {:.1}% {:.1}% {}",
             r.core,
@@ -153,7 +153,7 @@ fn print_summary(runner: Runner, reports: &[CoreReport]) {
             r.times.busy_polls,
             cores::pct(r.times.rcv_ns, el),
             cores::pct(r.times.http_ns, el),
-            cores::pct(r.nic.drain_ns, el),
+            cores::pct(r.dispatch.drain_ns, el),
             cores::pct(r.lock_ns, el),
             cores::pct(el.saturating_sub(busy), el),
             r.nic.tx_ring_high,

@@ -174,6 +174,8 @@ impl FakeNic {
     }
 }
 
+impl crate::cores::CoreQueue for FakeNic {}
+
 impl Nic for FakeNic {
     type Rx = FakeQueues;
     type Tx = FakeQueues;
@@ -410,6 +412,8 @@ impl<T: TxRing> TxRing for FaultTx<T> {
         self.inner.flush()
     }
 }
+
+impl<R: RxRing, T: TxRing> crate::cores::CoreQueue for FaultInjector<R, T> {}
 
 impl<R: RxRing, T: TxRing> Nic for FaultInjector<R, T> {
     type Rx = FaultRx<R>;

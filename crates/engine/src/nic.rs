@@ -18,7 +18,6 @@
 //! - **Batched doorbells.** [`TxRing::flush`] is called once per poll round; a driver
 //!   rings its doorbell there, never per frame.
 
-use crate::tcp::port_table::Peer;
 use crate::wire::EthernetAddress;
 
 /// A received frame loaned to the engine: which driver buffer, and how many bytes.
@@ -60,14 +59,6 @@ pub trait TxRing {
     fn post_tso(&mut self, head_len: usize, body: &'static [u8], tso: Tso) -> Result<(), TxFull> {
         let _ = (head_len, body, tso);
         Err(TxFull)
-    }
-    /// The engine freed the connection of `peer` after handling `frames_seen` received
-    /// frames in all (its `Stats::rx_frames` then). Called once per freed connection, at
-    /// the end of the poll round that freed it. A device ignores it; the network-core
-    /// mode's send ring (`cores::netcore`) forwards it to core 0 so that core can forget
-    /// which core owns the connection.
-    fn connection_closed(&mut self, peer: Peer, frames_seen: u64) {
-        let _ = (peer, frames_seen);
     }
 }
 
@@ -139,7 +130,8 @@ pub trait Nic {
 }
 
 /// Counters a queue pair may keep about itself (issue 4's live measurements): ring fill
-/// levels, and for the network core its dispatch work. Zero means "not kept".
+/// levels and the device's own work. Zero means "not kept". (The network core's dispatch
+/// counters are `cores::DispatchCounters`.)
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct NicCounters {
@@ -151,26 +143,6 @@ pub struct NicCounters {
     pub tx_ring_slots: u64,
     /// Most transmit-ring slots full at once.
     pub tx_ring_high: u64,
-    /// Network core: frames put on HTTP cores' receive rings.
-    pub dispatched: u64,
-    /// Network core: frames taken from HTTP cores' send rings onto the device.
-    pub drained: u64,
-    /// Network core: frames dropped because an HTTP core's receive ring was full.
-    pub dispatch_ring_full: u64,
-    /// Network core: SYNs dropped because every HTTP core was at its connection limit.
-    pub dispatch_no_core: u64,
-    /// Network core: connections it knows the core of now.
-    pub conn_map: u64,
-    /// Network core: most connections known at once.
-    pub conn_map_high: u64,
-    /// Network core: map entries dropped after silence (their close note was lost).
-    pub conn_map_expired: u64,
-    /// Time spent dispatching received frames (part of RCV on the network core).
-    pub dispatch_ns: u64,
-    /// Time spent moving frames from send rings to the device (the papers' send task).
-    pub drain_ns: u64,
-    /// Connection-closed notes lost because the note ring was full.
-    pub notes_lost: u64,
     /// Device: doorbell writes (register writes that make the device look: virtio
     /// notifications, e1000 RDT/TDT). Each is a VM exit under virtualisation; on the
     /// bare machine's request path they are the only register accesses.

@@ -28,7 +28,8 @@ use bareweb_engine::cores::board::{Board, Role};
 use bareweb_engine::cores::netcore::RingNic;
 use bareweb_engine::cores::plan::{Mode, Plan};
 use bareweb_engine::cores::run::{run_core, CoreCtx, Idle, RunSummary};
-use bareweb_engine::nic::{Nic, NicCaps, NicCounters};
+use bareweb_engine::cores::{CoreQueue, DispatchCounters};
+use bareweb_engine::nic::{NicCaps, NicCounters};
 use bareweb_engine::resource::Lookup;
 use bareweb_engine::server::{AccessLog, Config, Server};
 use bareweb_engine::stats::{CoreTimes, Stats, Stay};
@@ -39,7 +40,7 @@ use crate::{SystemClock, Tap};
 
 /// A device queue pair the core threads can drive: the engine's [`Nic`] plus what a thread
 /// needs to idle on it and to hand its two sides to the network core.
-pub trait HostQueue: Nic + Send {
+pub trait HostQueue: CoreQueue + Send {
     /// The descriptor that becomes readable when a frame arrives (an idle thread polls it,
     /// core 0 of network-core mode together with its eventfd).
     fn rx_fd(&self) -> RawFd;
@@ -48,6 +49,8 @@ pub trait HostQueue: Nic + Send {
     /// The two sides, owned apart (network-core mode's core 0 wraps them).
     fn into_rings(self) -> (Self::Rx, Self::Tx);
 }
+
+impl CoreQueue for Tap {}
 
 impl HostQueue for Tap {
     fn rx_fd(&self) -> RawFd {
@@ -78,6 +81,8 @@ pub struct CoreReport {
     pub stay: Stay,
     /// Its queue pair's counters.
     pub nic: NicCounters,
+    /// Network-core dispatch counters (a runner thread's send time in `drain_ns`).
+    pub dispatch: DispatchCounters,
     /// Elapsed time and idle polls.
     pub run: RunSummary,
     /// Time spent waiting for a lock or the team (the shared-server runners of
@@ -139,7 +144,7 @@ pub fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-fn report<L: Lookup<'static>, N: Nic>(
+fn report<L: Lookup<'static>, N: CoreQueue>(
     core: usize,
     role: Role,
     server: &Server<L>,
@@ -153,6 +158,7 @@ fn report<L: Lookup<'static>, N: Nic>(
         times: server.times().clone(),
         stay: server.stay().clone(),
         nic: nic.counters(),
+        dispatch: nic.dispatch_counters(),
         run,
         lock_ns: 0,
     }

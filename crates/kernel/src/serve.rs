@@ -33,11 +33,13 @@ use bareweb_engine::cores::board::{Board, WithStatsPage};
 use bareweb_engine::cores::netcore::{Dispatch, Drain, NetCoreNic};
 use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
 use bareweb_engine::cores::run::{run_core, run_core_ticking, CoreCtx};
+use bareweb_engine::cores::{CoreQueue, DispatchCounters};
 use bareweb_engine::nic::{Clock, Nic, NicCaps, NicCounters};
 use bareweb_engine::resource::{Found, Lookup};
 use bareweb_engine::ring::Doze;
 use bareweb_engine::server::{AccessLog, AccessRecord, Config, Server};
 use bareweb_engine::site::Site;
+use bareweb_engine::tcp::port_table::Peer;
 use bareweb_engine::wire::EthernetAddress;
 
 use crate::arch::{apic, smp};
@@ -318,6 +320,16 @@ impl<D: Driver> Nic for Core0<D> {
     }
 }
 
+impl<D: Driver> CoreQueue for Core0<D> {
+    fn connections_closed(&mut self, closed: &[(Peer, u64)]) {
+        self.0.connections_closed(closed);
+    }
+
+    fn dispatch_counters(&self) -> DispatchCounters {
+        self.0.dispatch_counters()
+    }
+}
+
 impl Start {
     fn config(&self) -> Config {
         let s = &self.settings;
@@ -443,7 +455,7 @@ impl Start {
     }
 
     /// A job for application core `core`: serve over `nic` forever, polling.
-    fn ap_job<N: Nic + Send + 'static>(
+    fn ap_job<N: CoreQueue + Send + 'static>(
         &self,
         core: usize,
         mut server: Server<Pages>,
@@ -525,7 +537,12 @@ impl Start {
     }
 
     /// Core 0's loop, with the console counters line every second when `log=stats`.
-    fn run_core0<N: Nic>(self, mut server: Server<Pages>, mut nic: N, board: &'static Board) -> ! {
+    fn run_core0<N: CoreQueue>(
+        self,
+        mut server: Server<Pages>,
+        mut nic: N,
+        board: &'static Board,
+    ) -> ! {
         let ctx = CoreCtx {
             core: 0,
             board: Some(board),

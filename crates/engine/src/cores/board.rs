@@ -15,6 +15,7 @@ use alloc::boxed::Box;
 use core::fmt::{self, Write as _};
 use core::sync::atomic::{fence, AtomicU64, Ordering};
 
+use super::DispatchCounters;
 use crate::http::{self, Method, Request};
 use crate::nic::NicCounters;
 use crate::resource::{Body, Found, Lookup, Resource};
@@ -141,12 +142,19 @@ impl Board {
 
     /// Publishes the queue pair's counters and the run loop's figures (time since the core
     /// started, empty polls) as core `core`'s. Only core `core` may call this.
-    pub fn publish_run(&self, core: usize, n: &NicCounters, elapsed_ns: u64, idle_polls: u64) {
+    pub fn publish_run(
+        &self,
+        core: usize,
+        n: &NicCounters,
+        d: &DispatchCounters,
+        elapsed_ns: u64,
+        idle_polls: u64,
+    ) {
         let Some(row) = self.rows.get(core) else {
             return;
         };
         row.write(|w| {
-            store(&w[AT_NIC..], &nic_words(n));
+            store(&w[AT_NIC..], &nic_words(n, d));
             store(&w[AT_RUN..], &[elapsed_ns, idle_polls]);
         });
     }
@@ -270,22 +278,22 @@ const NIC_NAMES: [&str; N_NIC] = [
     "device_tx_full",
 ];
 
-fn nic_words(n: &NicCounters) -> [u64; N_NIC] {
+fn nic_words(n: &NicCounters, d: &DispatchCounters) -> [u64; N_NIC] {
     [
         n.rx_ring_slots,
         n.rx_ring_high,
         n.tx_ring_slots,
         n.tx_ring_high,
-        n.dispatched,
-        n.drained,
-        n.dispatch_ring_full,
-        n.dispatch_no_core,
-        n.conn_map,
-        n.conn_map_high,
-        n.conn_map_expired,
-        n.dispatch_ns,
-        n.drain_ns,
-        n.notes_lost,
+        d.dispatched,
+        d.drained,
+        d.dispatch_ring_full,
+        d.dispatch_no_core,
+        d.conn_map,
+        d.conn_map_high,
+        d.conn_map_expired,
+        d.dispatch_ns,
+        d.drain_ns,
+        d.notes_lost,
         n.doorbells,
         n.rx_doorbells,
         n.doorbells_suppressed,

@@ -25,3 +25,48 @@ pub mod netcore;
 pub mod plan;
 pub mod replay;
 pub mod run;
+
+use crate::nic::Nic;
+use crate::tcp::port_table::Peer;
+
+/// A core's queue pair as the per-core loop ([`run`]) drives it: a [`Nic`], plus what the
+/// network-core mode needs from it. A device's queue pair implements it with the defaults
+/// (`impl CoreQueue for Tap {}`); only the network-core rings override them.
+pub trait CoreQueue: Nic {
+    /// The core's server freed these connections in its last round (client, frames it had
+    /// received then). An HTTP core's rings tell core 0, which then forgets the mapping.
+    fn connections_closed(&mut self, closed: &[(Peer, u64)]) {
+        let _ = closed;
+    }
+    /// The network core's dispatch and send-task counters (zero elsewhere).
+    fn dispatch_counters(&self) -> DispatchCounters {
+        DispatchCounters::default()
+    }
+}
+
+/// The network core's work besides its server's (issue 4's live measurements): frames
+/// dispatched to HTTP cores and drained from them, the connection map; zero elsewhere. A
+/// parallel runner's thread reports its send time as `drain_ns` (the papers' send task).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DispatchCounters {
+    /// Frames put on HTTP cores' receive rings.
+    pub dispatched: u64,
+    /// Frames taken from HTTP cores' send rings onto the device.
+    pub drained: u64,
+    /// Frames dropped because an HTTP core's receive ring was full.
+    pub dispatch_ring_full: u64,
+    /// SYNs dropped because every HTTP core was at its connection limit.
+    pub dispatch_no_core: u64,
+    /// Connections whose core is known now.
+    pub conn_map: u64,
+    /// Most connections known at once.
+    pub conn_map_high: u64,
+    /// Map entries dropped after silence (their close note was lost).
+    pub conn_map_expired: u64,
+    /// Time spent dispatching received frames (part of RCV on the network core).
+    pub dispatch_ns: u64,
+    /// Time spent moving frames from send rings to the device (the papers' send task).
+    pub drain_ns: u64,
+    /// Connection-closed notes lost because the note ring was full.
+    pub notes_lost: u64,
+}

@@ -26,7 +26,7 @@
 //!   puts the `&'static` body slice of the site image beside it; core 0 copies the head
 //!   into the NIC's slot and posts the same body slice: the body is never copied.
 //! - **Forgetting a connection, without locks**: when a `Server` frees a TCB it reports
-//!   (peer, frames it had received so far) through `TxRing::connection_closed`; the HTTP
+//!   (peer, frames it had received so far) through `CoreQueue::connections_closed`; the HTTP
 //!   core's ring pushes that note to core 0. Core 0 removes the mapping only if the core
 //!   had already received every frame core 0 forwarded for that peer (`seen >= last_fwd`);
 //!   otherwise a newer frame (a new SYN from a reused port) is in flight and the mapping
@@ -49,6 +49,7 @@ pub use links::{
 pub use map::ConnMap;
 
 use super::replay::{replay, ReplayError};
+use super::{CoreQueue, DispatchCounters};
 use crate::iface::{admissible_syn, ingress, Ingress, Interface};
 use crate::nic::{Clock, Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
 use crate::ring::{channel, Consumer, Doze, Producer};
@@ -474,19 +475,6 @@ impl<T: TxRing, C: Clock> TxRing for Drain<T, C> {
             self.drain_ns += self.clock.now_ns().saturating_sub(t0);
         }
     }
-
-    fn connection_closed(&mut self, peer: Peer, frames_seen: u64) {
-        if self
-            .local_notes
-            .push(Closed {
-                peer,
-                seen: frames_seen,
-            })
-            .is_err()
-        {
-            self.notes_lost += 1;
-        }
-    }
 }
 
 impl<R: RxRing, T: TxRing, C: Clock> Nic for NetCoreNic<R, T, C> {
@@ -504,6 +492,32 @@ impl<R: RxRing, T: TxRing, C: Clock> Nic for NetCoreNic<R, T, C> {
     fn counters(&self) -> NicCounters {
         let rx = &self.rx;
         NicCounters {
+            rx_ring_slots: rx.clists.first().map_or(0, |r| r.capacity() as u64),
+            rx_ring_high: rx
+                .clists
+                .iter()
+                .map(|r| r.high_water() as u64)
+                .max()
+                .unwrap_or(0),
+            ..NicCounters::default()
+        }
+    }
+}
+
+impl<R: RxRing, T: TxRing, C: Clock> CoreQueue for NetCoreNic<R, T, C> {
+    /// Core 0's own server's closed connections (with `--bsp-http`, or strays): the
+    /// dispatcher forgets their mappings as it does for an HTTP core's notes.
+    fn connections_closed(&mut self, closed: &[(Peer, u64)]) {
+        for &(peer, seen) in closed {
+            if self.tx.local_notes.push(Closed { peer, seen }).is_err() {
+                self.tx.notes_lost += 1;
+            }
+        }
+    }
+
+    fn dispatch_counters(&self) -> DispatchCounters {
+        let rx = &self.rx;
+        DispatchCounters {
             dispatched: rx.dispatched,
             drained: self.tx.drained,
             dispatch_ring_full: rx.ring_full,
@@ -514,14 +528,6 @@ impl<R: RxRing, T: TxRing, C: Clock> Nic for NetCoreNic<R, T, C> {
             dispatch_ns: rx.dispatch_ns,
             drain_ns: self.tx.drain_ns,
             notes_lost: self.tx.notes_lost,
-            rx_ring_slots: rx.clists.first().map_or(0, |r| r.capacity() as u64),
-            rx_ring_high: rx
-                .clists
-                .iter()
-                .map(|r| r.high_water() as u64)
-                .max()
-                .unwrap_or(0),
-            ..NicCounters::default()
         }
     }
 }

@@ -7,7 +7,8 @@
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use super::board::Board;
-use crate::nic::{Clock, Nic, NicCounters};
+use super::{CoreQueue, DispatchCounters};
+use crate::nic::{Clock, NicCounters};
 use crate::resource::Lookup;
 use crate::server::{AccessLog, Server};
 
@@ -43,7 +44,7 @@ pub struct RunSummary {
     pub idle_polls: u64,
 }
 
-fn activity(c: &NicCounters) -> u64 {
+fn activity(c: &DispatchCounters) -> u64 {
     c.dispatched.wrapping_add(c.drained)
 }
 
@@ -59,7 +60,7 @@ pub fn run_core<L, N, C, A>(
 ) -> RunSummary
 where
     L: Lookup<'static>,
-    N: Nic,
+    N: CoreQueue,
     C: Clock,
     A: AccessLog,
 {
@@ -81,7 +82,7 @@ pub fn run_core_ticking<L, N, C, A>(
 ) -> RunSummary
 where
     L: Lookup<'static>,
-    N: Nic,
+    N: CoreQueue,
     C: Clock,
     A: AccessLog,
 {
@@ -90,11 +91,12 @@ where
     let mut idle_polls = 0u64;
     let mut idle_run = 0u32;
     let mut next_publish = start;
-    let mut last = activity(&nic.counters());
+    let mut last = activity(&nic.dispatch_counters());
     while !ctx.stop.load(Ordering::Relaxed) {
         let mut worked = server.poll(nic, clock, log);
-        let counters = nic.counters();
-        let a = activity(&counters);
+        nic.connections_closed(server.closed());
+        let dispatch = nic.dispatch_counters();
+        let a = activity(&dispatch);
         // Core 0 in network-core mode may forward and drain without its server working.
         worked |= a != last;
         last = a;
@@ -102,6 +104,7 @@ where
         if let Some(board) = ctx.board {
             if now >= next_publish {
                 next_publish = now + PUBLISH_NS;
+                let counters = (nic.counters(), dispatch);
                 publish(board, ctx.core, server, &counters, now - start, idle_polls);
             }
         }
@@ -127,7 +130,7 @@ where
             board,
             ctx.core,
             server,
-            &nic.counters(),
+            &(nic.counters(), nic.dispatch_counters()),
             elapsed_ns,
             idle_polls,
         );
@@ -142,12 +145,12 @@ fn publish<L: Lookup<'static>>(
     board: &Board,
     core: usize,
     server: &Server<L>,
-    counters: &NicCounters,
+    (nic, dispatch): &(NicCounters, DispatchCounters),
     elapsed_ns: u64,
     idle_polls: u64,
 ) {
     board.publish_server(core, server.stats(), server.times(), server.stay());
-    board.publish_run(core, counters, elapsed_ns, idle_polls);
+    board.publish_run(core, nic, dispatch, elapsed_ns, idle_polls);
 }
 
 #[cfg(test)]

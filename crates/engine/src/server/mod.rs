@@ -115,7 +115,7 @@ pub struct Server<L: Lookup<'static>> {
     tso_max: u32,
     times: CoreTimes,
     stay: Stay,
-    /// Connections freed this round, reported to `TxRing::connection_closed` at its end.
+    /// Connections freed (or segments that found none) this round: [`Server::closed`].
     closed: Vec<(Peer, u64)>,
     dynamic: Option<Dynamic>,
 }
@@ -187,6 +187,14 @@ impl<L: Lookup<'static>> Server<L> {
         &self.stay
     }
 
+    /// The connections freed in the last round (`poll`, or since the split API's
+    /// `begin`), with the frames this server had received then; also segments that found
+    /// no connection and opened none. The network-core mode tells core 0 (see
+    /// `cores::CoreQueue::connections_closed`), so it can forget which core owns them.
+    pub fn closed(&self) -> &[(Peer, u64)] {
+        &self.closed
+    }
+
     /// Answers the requests `page` claims with it (allocating its response buffers now,
     /// once). Without this call every request goes to the site.
     pub fn serve_dynamic(&mut self, page: Box<dyn DynamicPage>) {
@@ -208,6 +216,7 @@ impl<L: Lookup<'static>> Server<L> {
         self.now_ns = clock.now_ns();
         self.unix_secs = clock.unix_secs();
         self.tso_max = nic.caps().tso_max.min(TSO_LIMIT) as u32;
+        self.closed.clear();
         let (rx, tx) = nic.split();
         let mut worked = false;
         let mut frames = [RxFrame { buf: 0, len: 0 }; RX_BURST];
@@ -257,14 +266,11 @@ impl<L: Lookup<'static>> Server<L> {
     }
 
     /// The end of a round (both `poll` and the split API's `tick`): fire the timers if
-    /// their tick is due, report the connections freed since the last round.
+    /// their tick is due.
     fn end_round<T: TxRing, A: AccessLog>(&mut self, tx: &mut T, log: &mut A) {
         if self.now_ns >= self.next_tick_ns {
             self.next_tick_ns = self.now_ns + TICK_NS;
             self.timers(tx, log);
-        }
-        for (peer, seen) in self.closed.drain(..) {
-            tx.connection_closed(peer, seen);
         }
     }
 
@@ -322,7 +328,7 @@ impl<L: Lookup<'static>> Server<L> {
     }
 
     /// A segment from `peer` found no connection here and opened none. It is reported like
-    /// a freed connection (`TxRing::connection_closed`, at the end of the round), so a
+    /// a freed connection ([`Server::closed`]), so a
     /// dispatcher that still routes `peer` here learns that nothing is here: in the
     /// network-core mode a late segment (a retransmitted FIN that crossed the close note)
     /// must not keep core 0's mapping alive until it expires.

@@ -13,7 +13,8 @@
 //! - [`Server::take_ready`] takes the connection at the head of the ready queue;
 //! - [`Server::step`] runs one HTTP step for it (Boa's `process_step`, one chunk: start
 //!   the next response, send what the windows allow, acknowledge);
-//! - [`Server::tick`] fires due timers and reports freed connections to the ring.
+//! - [`Server::tick`] fires due timers (the connections freed since `begin` are in
+//!   [`Server::closed`]).
 //!
 //! Nothing here changes `poll`, which keeps its own loop; both call the same private
 //! functions. The split API measures no time (`Server::times` stays as `poll` left it):
@@ -58,6 +59,7 @@ impl<L: Lookup<'static>> Server<L> {
     pub fn begin<C: Clock>(&mut self, clock: &C) {
         self.now_ns = self.now_ns.max(clock.now_ns());
         self.unix_secs = clock.unix_secs();
+        self.closed.clear();
     }
 
     /// Handles one received frame to completion (replies such as ARP, ICMP, SYN-ACK, RST
@@ -97,9 +99,8 @@ impl<L: Lookup<'static>> Server<L> {
     }
 
     /// Fires the timers if their 10 ms tick is due (RTO, persist, request and idle
-    /// timeouts), then reports the connections freed since the last call to
-    /// `tx.connection_closed`. Call it about as often as `poll` would run; it does not
-    /// flush `tx`.
+    /// timeouts). Call it about as often as `poll` would run; it does not flush `tx`.
+    /// The connections freed since `begin` are in [`Server::closed`].
     pub fn tick<T: TxRing, A: AccessLog>(&mut self, tx: &mut T, log: &mut A) {
         self.end_round(tx, log);
     }

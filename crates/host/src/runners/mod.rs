@@ -43,6 +43,7 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 use bareweb_engine::cores::board::{Board, Role};
 use bareweb_engine::cores::plan;
 use bareweb_engine::cores::run::{RunSummary, PUBLISH_NS};
+use bareweb_engine::cores::DispatchCounters;
 use bareweb_engine::nic::{Clock, NicCounters, RxFrame, RxRing, TxRing};
 use bareweb_engine::resource::Lookup;
 use bareweb_engine::server::{AccessLog, Server};
@@ -175,6 +176,7 @@ impl<L: Lookup<'static>> Team<'_, L> {
             times: s.times().clone(),
             stay: s.stay().clone(),
             nic: NicCounters::default(),
+            dispatch: DispatchCounters::default(),
             run: RunSummary::default(),
             lock_ns: 0,
         }
@@ -291,10 +293,17 @@ impl<'c> Meter<'c> {
 
     fn nic(&self) -> NicCounters {
         let mut n = NicCounters::default();
-        n.drain_ns = self.send;
         n.tx_ring_slots = batch::BATCH_FRAMES as u64;
         n.tx_ring_high = self.batch_high as u64;
         n
+    }
+
+    /// The thread's send time, as the papers' send task (`drain_ns`).
+    fn dispatch(&self) -> DispatchCounters {
+        DispatchCounters {
+            drain_ns: self.send,
+            ..DispatchCounters::default()
+        }
     }
 
     /// Whether this thread's next publication is due (by the clock as last read).
@@ -319,6 +328,7 @@ impl<'c> Meter<'c> {
         b.publish_run(
             self.core,
             &self.nic(),
+            &self.dispatch(),
             now.saturating_sub(self.start),
             self.idle_polls,
         );
@@ -335,6 +345,7 @@ impl<'c> Meter<'c> {
             times: self.times(),
             stay: Stay::default(),
             nic: self.nic(),
+            dispatch: self.dispatch(),
             run: RunSummary {
                 elapsed_ns: self.clock.now_ns().saturating_sub(self.start),
                 idle_polls: self.idle_polls,

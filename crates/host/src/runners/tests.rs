@@ -427,7 +427,7 @@ fn check_once(runner: Runner, threads: usize, tso: bool) -> bool {
     let steps: u64 = reports[..threads].iter().map(|r| r.times.busy_polls).sum();
     assert!(steps >= 2 * u64::from(conns), "steps {steps}");
     for r in &reports[..threads] {
-        let busy = r.times.rcv_ns + r.times.http_ns + r.nic.drain_ns + r.lock_ns;
+        let busy = r.times.rcv_ns + r.times.http_ns + r.dispatch.drain_ns + r.lock_ns;
         assert!(busy <= r.run.elapsed_ns + 1_000_000, "{r:?}");
         assert!(r.run.elapsed_ns > 0);
     }

@@ -515,6 +515,8 @@ impl TxRing for E1000Tx {
     }
 }
 
+impl bareweb_engine::cores::CoreQueue for E1000 {}
+
 impl Nic for E1000 {
     type Rx = E1000Rx;
     type Tx = E1000Tx;

@@ -13,12 +13,13 @@ pub mod virtqueue;
 use alloc::vec::Vec;
 use core::fmt::Debug;
 
-use bareweb_engine::nic::{Nic, NicCounters};
+use bareweb_engine::cores::CoreQueue;
+use bareweb_engine::nic::NicCounters;
 
 use crate::pci::Device;
 
 /// A polled NIC driver.
-pub trait Driver: Nic + Send + Sized + 'static {
+pub trait Driver: CoreQueue + Send + Sized + 'static {
     /// Why the device could not be brought up.
     type Error: Debug;
     /// Short name for the console ("virtio-net", "e1000").

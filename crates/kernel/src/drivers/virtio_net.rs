@@ -590,6 +590,8 @@ impl TxRing for VirtioTx {
     }
 }
 
+impl bareweb_engine::cores::CoreQueue for VirtioNet {}
+
 impl Nic for VirtioNet {
     type Rx = VirtioRx;
     type Tx = VirtioTx;

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
 use super::*;
+use crate::cores::DispatchCounters;
 use crate::http::{parse, Parse};
 
 fn stats_with(requests: u64, rx: u64) -> Stats {
@@ -34,6 +35,7 @@ fn snapshot_returns_what_was_published() {
             rx_ring_high: 9,
             ..NicCounters::default()
         },
+        &DispatchCounters::default(),
         1_000,
         4,
     );
@@ -53,7 +55,13 @@ fn json_has_every_core_and_totals() {
     let t = CoreTimes::default();
     b.publish_server(0, &stats_with(3, 10), &t, &Stay::default());
     b.publish_server(1, &stats_with(4, 20), &t, &Stay::default());
-    b.publish_run(0, &NicCounters::default(), 100, 0);
+    b.publish_run(
+        0,
+        &NicCounters::default(),
+        &DispatchCounters::default(),
+        100,
+        0,
+    );
     let mut out = vec![0u8; JSON_MAX];
     let n = b.render_json(&mut out).unwrap();
     let j = std::str::from_utf8(&out[..n]).unwrap();
@@ -184,7 +192,13 @@ fn lock_wait_is_its_own_part_of_the_split() {
         busy_polls: 1,
     };
     b.publish_server(1, &Stats::default(), &t, &Stay::default());
-    b.publish_run(1, &NicCounters::default(), 1_000, 0);
+    b.publish_run(
+        1,
+        &NicCounters::default(),
+        &DispatchCounters::default(),
+        1_000,
+        0,
+    );
     b.publish_lock_wait(1, 300);
     b.publish_server(
         2,

@@ -2,6 +2,7 @@
 //! notes for closed connections), and the HTTP core's queue pair over them ([`RingNic`]):
 //! the ordinary `Server` polls it as it would a device.
 
+use crate::cores::{CoreQueue, DispatchCounters};
 use crate::nic::{Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
 use crate::ring::{channel, Consumer, Doze, Producer};
 use crate::tcp::port_table::Peer;
@@ -242,19 +243,6 @@ impl TxRing for DlistTx {
             self.net.nudge();
         }
     }
-
-    fn connection_closed(&mut self, peer: Peer, frames_seen: u64) {
-        if self
-            .notes
-            .push(Closed {
-                peer,
-                seen: frames_seen,
-            })
-            .is_err()
-        {
-            self.notes_lost += 1;
-        }
-    }
 }
 
 impl Nic for RingNic {
@@ -275,8 +263,24 @@ impl Nic for RingNic {
             rx_ring_high: self.rx.ring.high_water() as u64,
             tx_ring_slots: self.tx.ring.capacity() as u64,
             tx_ring_high: self.tx.ring.high_water() as u64,
-            notes_lost: self.tx.notes_lost,
             ..NicCounters::default()
+        }
+    }
+}
+
+impl CoreQueue for RingNic {
+    fn connections_closed(&mut self, closed: &[(Peer, u64)]) {
+        for &(peer, seen) in closed {
+            if self.tx.notes.push(Closed { peer, seen }).is_err() {
+                self.tx.notes_lost += 1;
+            }
+        }
+    }
+
+    fn dispatch_counters(&self) -> DispatchCounters {
+        DispatchCounters {
+            notes_lost: self.tx.notes_lost,
+            ..DispatchCounters::default()
         }
     }
 }

@@ -7,6 +7,7 @@ use std::rc::Rc;
 use std::vec::Vec;
 
 use super::*;
+use crate::cores::CoreQueue;
 use crate::fake::FakeQueues;
 use crate::resource::{block_sums_into, Body, Found, Lookup, Resource};
 use crate::server::{Config, NoLog, Server};
@@ -188,8 +189,8 @@ fn syns_go_round_robin_and_later_frames_follow() {
     assert!(local.is_empty());
     assert_eq!(clist(&mut http[0]), vec![ack(1000)]);
     assert_eq!(clist(&mut http[1]), vec![ack(1001), ack(1001)]);
-    assert_eq!(core0.counters().dispatched, 7);
-    assert_eq!(core0.counters().conn_map, 4);
+    assert_eq!(core0.dispatch_counters().dispatched, 7);
+    assert_eq!(core0.dispatch_counters().conn_map, 4);
 }
 
 #[test]
@@ -221,7 +222,7 @@ fn strays_and_non_tcp_stay_on_core_0() {
 fn full_cores_drop_the_syn() {
     let (mut core0, mut http, _) = setup(2, 1, None);
     dispatch(&mut core0, vec![syn(1), syn(2), syn(3)]);
-    assert_eq!(core0.counters().dispatch_no_core, 1);
+    assert_eq!(core0.dispatch_counters().dispatch_no_core, 1);
     assert_eq!(core0.map().len(), 2);
     assert_eq!(clist(&mut http[0]).len() + clist(&mut http[1]).len(), 2);
 }
@@ -248,10 +249,10 @@ fn close_note_forgets_only_when_every_frame_was_seen() {
     dispatch(&mut core0, vec![syn(5000), ack(5000)]); // frames 1 and 2 of core 1
                                                       // The core freed the connection after its first frame: a later frame is in flight
                                                       // (think: a new SYN from a reused port), so the mapping must stay.
-    http[0].split().1.connection_closed(peer(5000), 1);
+    http[0].connections_closed(&[(peer(5000), 1)]);
     dispatch(&mut core0, vec![]);
     assert_eq!(core0.map().core_of(peer(5000)), Some(1));
-    http[0].split().1.connection_closed(peer(5000), 2);
+    http[0].connections_closed(&[(peer(5000), 2)]);
     dispatch(&mut core0, vec![]);
     assert_eq!(core0.map().core_of(peer(5000)), None);
     // A note from a core that does not own the peer changes nothing.
@@ -259,7 +260,7 @@ fn close_note_forgets_only_when_every_frame_was_seen() {
     let (n2, h2) = links(RingSizes::for_tcbs(8));
     drop(n2);
     let mut other = RingNic::new(h2, SERVER_MAC);
-    other.split().1.connection_closed(peer(5001), 99);
+    other.connections_closed(&[(peer(5001), 99)]);
     dispatch(&mut core0, vec![]);
     assert_eq!(core0.map().core_of(peer(5001)), Some(1));
 }
@@ -275,7 +276,7 @@ fn silent_mappings_expire() {
     clock.0.set(clock.0.get() + 40_000_000_000);
     dispatch(&mut core0, vec![]);
     assert_eq!(core0.map().len(), 0);
-    assert_eq!(core0.counters().conn_map_expired, 1);
+    assert_eq!(core0.dispatch_counters().conn_map_expired, 1);
 }
 
 /// Records what is posted, keeping the body slice itself.
@@ -334,7 +335,7 @@ fn drain_posts_the_same_body_slice() {
         assert_eq!(body.as_ptr(), BODY[i * 100..].as_ptr(), "body not copied");
         assert_eq!(body.len(), 1000 - i * 100);
     }
-    assert_eq!(core0.counters().drained, 3);
+    assert_eq!(core0.dispatch_counters().drained, 3);
     assert_eq!(http.counters().tx_ring_high, 3);
 }
 
@@ -420,11 +421,17 @@ impl Machine {
         self.clock.0.set(self.clock.0.get() + 1_000_000);
         self.core0.1.inner_mut().0.inbox.extend(frames);
         let c = self.clock.clone();
-        self.core0.0.poll(&mut self.core0.1, &c, &mut NoLog);
+        // As the per-core loop (`cores::run`) does: each poll, then its closed connections.
+        let (s0, n0) = &mut self.core0;
+        s0.poll(n0, &c, &mut NoLog);
+        n0.connections_closed(s0.closed());
         for (s, n) in &mut self.http {
             s.poll(n, &c, &mut NoLog);
+            n.connections_closed(s.closed());
         }
-        self.core0.0.poll(&mut self.core0.1, &c, &mut NoLog);
+        let (s0, n0) = &mut self.core0;
+        s0.poll(n0, &c, &mut NoLog);
+        n0.connections_closed(s0.closed());
         let out = core::mem::take(&mut self.core0.1.inner_mut().1.outbox);
         out.iter().filter_map(|f| parse(f)).collect()
     }
