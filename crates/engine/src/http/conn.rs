@@ -128,8 +128,8 @@ pub struct HttpConn {
     pub rx_len: u32,
     /// The response in flight, if any.
     pub resp: Option<Sending>,
-    /// When the first byte of the request being received arrived (0: none pending): the
-    /// request timeout runs from here.
+    /// When the request timeout started (0: not running): at the connection's
+    /// establishment, then at the first byte of each request after a response.
     pub request_start_ns: u64,
     /// When the first request on this connection arrived complete (0: none yet); the stay
     /// time runs from here to the client's final ACK (issue 4).

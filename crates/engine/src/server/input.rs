@@ -147,6 +147,12 @@ impl<L: Lookup<'static>> Server<L> {
         if out.ack_seen {
             self.tcbs.0[idx].peer_mac = src_mac;
         }
+        if out.established {
+            // The request timeout runs from here, not from the first byte: a connection
+            // that never sends one gets 408 like a slow one (issue 15: silent clients held
+            // TCBs until the idle timeout, three times as long).
+            self.tcbs.0[idx].http.request_start_ns = now;
+        }
         if let Some((a, b)) = out.deliver {
             self.store(id, &seg.payload[a..b]);
         }
@@ -191,7 +197,7 @@ impl<L: Lookup<'static>> Server<L> {
         let take = data.len().min(cap - start);
         let base = idx * cap;
         self.rx_slab[base + start..base + start + take].copy_from_slice(&data[..take]);
-        if t.http.rx_len == 0 && take > 0 {
+        if t.http.request_start_ns == 0 && take > 0 {
             t.http.request_start_ns = self.now_ns;
         }
         t.http.rx_len += take as u32;

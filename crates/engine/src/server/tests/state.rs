@@ -362,3 +362,27 @@ fn data_with_a_forged_old_ack_is_discarded_and_the_connection_goes_on() {
     assert!(body.starts_with(b"HTTP/1.1 200 OK\r\n"), "{out:?}");
     assert_eq!(s.stats().http_2xx, 1);
 }
+
+#[test]
+fn a_connection_that_sends_nothing_gets_408_at_the_request_timeout() {
+    // Issue 15: the request timeout starts at establishment, so a silent client is closed
+    // after `request_ms` (10 s), not after the idle timeout (30 s).
+    let mut s = server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let mut clock = ManualClock(1_000 * MS);
+    let c = Conn::open(&mut s, &mut nic, &clock, 41011);
+    let t0 = clock.0;
+    let mut answered_at = None;
+    advance(&mut s, &mut nic, &mut clock, t0 + 12_000 * MS, |at, o| {
+        if !o.payload.is_empty() && answered_at.is_none() {
+            assert!(o.payload.starts_with(b"HTTP/1.1 408 "), "{o:?}");
+            assert!(o.fin, "the 408 closes the connection");
+            assert_eq!(o.seq, c.sseq);
+            answered_at = Some((at - t0) / MS);
+        }
+        None
+    });
+    let at = answered_at.expect("a 408");
+    assert!((10_000..=10_020).contains(&at), "408 at {at} ms");
+    assert_eq!(s.stats().http_4xx, 1);
+}
