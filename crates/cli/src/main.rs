@@ -83,7 +83,8 @@ struct ServeArgs {
     /// Print an access log line (Common Log Format) per response to stdout.
     #[arg(long)]
     access_log: bool,
-    /// Seconds a client has to finish sending its request head (then 408), 1 to 86400.
+    /// Seconds a client has from connecting to finish sending its request head (then 408 and
+    /// close), 1 to 86400.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     request_timeout: u64,
     /// Seconds an idle keep-alive connection is kept, 1 to 86400.
