@@ -80,6 +80,10 @@ struct ServeArgs {
     /// Number of TCBs (most connections at once), 1 to 1048576 (~9.3 KiB each).
     #[arg(long, default_value_t = 1024, value_parser = parse_tcbs)]
     tcbs: usize,
+    /// Most connections from one client address at once (a SYN beyond it is refused with
+    /// a RST); default half of --tcbs. 1 to 1048576.
+    #[arg(long, value_parser = parse_tcbs)]
+    max_per_ip: Option<usize>,
     /// Print an access log line (Common Log Format) per response to stdout.
     #[arg(long)]
     access_log: bool,

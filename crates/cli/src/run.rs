@@ -81,6 +81,10 @@ pub struct RunArgs {
     /// Most connections at once (TCBs per core), 1 to 1048576.
     #[arg(long, default_value_t = 1024, value_parser = crate::parse_tcbs)]
     pub tcbs: usize,
+    /// Most connections from one client address at once; default half of --tcbs. (With
+    /// QEMU user networking every client comes from one address.)
+    #[arg(long, value_parser = crate::parse_tcbs)]
+    pub max_per_ip: Option<usize>,
     /// Kernel logging on the console: comma list of `access` (a line per response,
     /// slow), `stats` (counters every second).
     #[arg(long, default_value = "")]
@@ -191,6 +195,9 @@ pub fn qemu_args(
         "ip={ip}/{prefix} gw={} port={} sched={} tcbs={}",
         a.gw, a.port, a.sched, a.tcbs
     );
+    if let Some(n) = a.max_per_ip {
+        cmdline.push_str(&format!(" max_per_ip={n}"));
+    }
     let plan = cores_plan(a)?;
     if let Some(m) = a.mode {
         cmdline.push_str(match m {

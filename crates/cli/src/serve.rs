@@ -66,6 +66,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     cfg.gateway = gateway;
     cfg.port = a.port;
     cfg.tcbs = a.tcbs;
+    cfg.max_per_ip = a.max_per_ip;
     cfg.sched = match a.sched {
         SchedArg::Imt => Sched::Imt,
         SchedArg::Ist => Sched::Ist,

@@ -4,7 +4,7 @@
 //! publishes all of them to the shared board in `cores::board`.
 
 /// Number of counters in [`Stats::fields`].
-pub const STATS_FIELDS: usize = 35;
+pub const STATS_FIELDS: usize = 37;
 
 /// All counters of one engine instance.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,8 +35,13 @@ pub struct Stats {
     pub icmp_echo: u64,
     /// SYNs that opened a connection.
     pub tcp_accepted: u64,
-    /// SYNs dropped because every TCB was in use.
+    /// SYNs dropped because every TCB was in use by a connection with a response in flight.
     pub tcp_no_tcb: u64,
+    /// Connections reset to make room for a new one when every TCB was in use: the one
+    /// least recently active among those with no response in flight (issue 15).
+    pub tcp_evicted: u64,
+    /// SYNs refused with a RST because their address already had `max_per_ip` connections.
+    pub tcp_per_ip_refused: u64,
     /// Connections that reached ESTABLISHED.
     pub tcp_established: u64,
     /// Connections whose TCB was freed (any reason).
@@ -100,6 +105,8 @@ impl Stats {
             ("icmp_echo", self.icmp_echo),
             ("tcp_accepted", self.tcp_accepted),
             ("tcp_no_tcb", self.tcp_no_tcb),
+            ("tcp_evicted", self.tcp_evicted),
+            ("tcp_per_ip_refused", self.tcp_per_ip_refused),
             ("tcp_established", self.tcp_established),
             ("tcp_closed", self.tcp_closed),
             ("tcp_rst_received", self.tcp_rst_received),

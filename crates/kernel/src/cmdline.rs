@@ -1,5 +1,5 @@
 //! The kernel command line: `ip=A.B.C.D[/N] gw=A.B.C.D|none port=N sched=imt|ist
-//! tcbs=N log=access,stats`, the many-core words `cores=N mode=netcore|perqueue
+//! tcbs=N max_per_ip=N log=access,stats`, the many-core words `cores=N mode=netcore|perqueue
 //! bsp_http=on|off stats_page=on|off apic=auto|xapic`, and `crash=panic|fault|fault-ap|overflow-ap`
 //! which makes the kernel fail on purpose right after boot (the tests use it to prove that
 //! failures are reported and stop QEMU).
@@ -26,6 +26,8 @@ pub struct Settings {
     pub sched: Sched,
     /// Number of TCBs.
     pub tcbs: usize,
+    /// Most connections from one client address (None: half the TCBs).
+    pub max_per_ip: Option<usize>,
     /// Print an access log line per response on the console (slow: one VM exit a byte).
     pub log_access: bool,
     /// Print a counters line every second.
@@ -78,6 +80,7 @@ impl Default for Settings {
             port: 80,
             sched: Sched::Imt,
             tcbs: 1024,
+            max_per_ip: None,
             log_access: false,
             log_stats: false,
             crash: None,
@@ -195,6 +198,13 @@ pub fn parse_over<'a>(
                 }
                 _ => false,
             },
+            "max_per_ip" => match v.parse::<usize>() {
+                Ok(n) if (1..=1 << 20).contains(&n) => {
+                    s.max_per_ip = Some(n);
+                    true
+                }
+                _ => false,
+            },
             "log" => {
                 let mut all = true;
                 for item in v.split(',') {
@@ -301,7 +311,7 @@ mod tests {
     #[test]
     fn every_key() {
         let (s, c) = parse_all(
-            "ip=192.168.1.50/16 gw=none port=8080 sched=ist tcbs=64 log=access,stats crash=fault \
+            "ip=192.168.1.50/16 gw=none port=8080 sched=ist tcbs=64 max_per_ip=7 log=access,stats crash=fault \
              cores=3 mode=netcore bsp_http=on stats_page=off apic=xapic",
         );
         assert!(c.is_empty(), "{c:?}");
@@ -312,6 +322,7 @@ mod tests {
         assert_eq!((s.ip, s.prefix), (Ipv4Address([192, 168, 1, 50]), 16));
         assert_eq!(s.gateway, None);
         assert_eq!((s.port, s.sched, s.tcbs), (8080, Sched::Ist, 64));
+        assert_eq!(s.max_per_ip, Some(7));
         assert!(s.log_access && s.log_stats);
         assert_eq!(s.crash, Some(Crash::Fault));
         assert_eq!(parse_all("ip=10.0.0.2").0.prefix, 24);

@@ -338,6 +338,7 @@ impl Start {
         cfg.port = s.port;
         cfg.sched = s.sched;
         cfg.tcbs = s.tcbs;
+        cfg.max_per_ip = s.max_per_ip;
         cfg
     }
 

@@ -55,6 +55,9 @@ pub struct Config {
     pub tcbs: usize,
     /// Bytes of request the server buffers per connection (at least `http::MAX_REQUEST`).
     pub rx_buffer: usize,
+    /// Most connections from one client address at once (`None`: half the TCBs, at least
+    /// one). A SYN beyond it is refused with a RST, so one client cannot take every TCB.
+    pub max_per_ip: Option<usize>,
     /// Scheduling policy.
     pub sched: Sched,
     /// Secret for RFC 6528 initial sequence numbers: 128 bits from the platform's entropy
@@ -77,6 +80,7 @@ impl Config {
             port: 80,
             tcbs: 1024,
             rx_buffer: http::MAX_REQUEST,
+            max_per_ip: None,
             sched: Sched::Imt,
             isn_key,
             timeouts: Timeouts::default(),

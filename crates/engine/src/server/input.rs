@@ -102,7 +102,12 @@ impl<L: Lookup<'static>> Server<L> {
             self.stats.drop_malformed += 1;
             return self.no_connection(peer);
         }
-        let Some(id) = self.free.pop() else {
+        if self.per_ip.count(src.0) >= self.max_per_ip {
+            self.stats.tcp_per_ip_refused += 1;
+            self.send_reset_for(src_mac, src, seg, tx);
+            return self.no_connection(peer);
+        }
+        let Some(id) = self.free.pop().or_else(|| self.evict(tx)) else {
             self.stats.tcp_no_tcb += 1;
             return self.no_connection(peer);
         };
@@ -116,10 +121,47 @@ impl<L: Lookup<'static>> Server<L> {
         t.peer = peer;
         t.peer_mac = src_mac;
         self.ports.insert(&mut self.tcbs, id);
+        self.per_ip.add(src.0);
         self.stats.tcp_accepted += 1;
         self.stats.tcbs_in_use = self.active() as u64;
         self.stats.tcbs_max = self.stats.tcbs_max.max(self.stats.tcbs_in_use);
         self.send_syn_ack(id, tx);
+    }
+
+    /// Every TCB is in use and a new connection wants one: reset and free the connection
+    /// that has gone longest without progress among those with no response in flight
+    /// (half-open, waiting for a request, or idle between requests), as Linux drops
+    /// half-open connections and nginx reclaims idle keep-alives. Returns its TCB, now
+    /// free and taken, or `None` when every connection is sending a response. A scan of
+    /// the TCB array, but only when the array is full.
+    fn evict<T: TxRing>(&mut self, tx: &mut T) -> Option<u32> {
+        let mut victim: Option<(u64, u32)> = None;
+        for (i, t) in self.tcbs.0.iter().enumerate() {
+            let c = &t.tcp;
+            let evictable = match c.state() {
+                crate::tcp::State::SynReceived => true,
+                s if s.is_synchronized() => t.http.resp.is_none() && !c.is_closing(),
+                _ => false,
+            };
+            if !evictable {
+                continue;
+            }
+            // Waiting for a request since `request_start_ns`, else silent since last heard.
+            let since = if t.http.request_start_ns != 0 {
+                t.http.request_start_ns.min(c.last_heard_ns())
+            } else {
+                c.last_heard_ns()
+            };
+            if victim.is_none_or(|(v, _)| since < v) {
+                victim = Some((since, i as u32));
+            }
+        }
+        let (_, id) = victim?;
+        let seq = self.tcbs.0[id as usize].tcp.snd_nxt();
+        self.send_reset_raw(id, seq, tx);
+        self.stats.tcp_evicted += 1;
+        self.free_tcb(id);
+        self.free.pop()
     }
 
     /// Everything after LISTEN: the state machine judges, this applies.

@@ -37,6 +37,7 @@ use crate::nic::{Clock, Nic, RxFrame, RxRing, TxRing};
 use crate::resource::Lookup;
 use crate::stats::{CoreTimes, Stats, Stay};
 use crate::tcp::isn::IsnGenerator;
+use crate::tcp::per_ip::PerIp;
 use crate::tcp::port_table::{Links, Peer, PortTable};
 use crate::tcp::tcb::Tcb;
 
@@ -101,6 +102,8 @@ pub struct Server<L: Lookup<'static>> {
     egress: Egress,
     tcbs: TcbArray,
     ports: PortTable,
+    per_ip: PerIp,
+    max_per_ip: u32,
     free: Vec<u32>,
     run: VecDeque<u32>,
     rx_slab: Vec<u8>,
@@ -143,6 +146,8 @@ impl<L: Lookup<'static>> Server<L> {
             egress: Egress::new(&iface),
             tcbs: TcbArray(vec![Tcb::free(); n]),
             ports: PortTable::new(),
+            per_ip: PerIp::new(n, cfg.isn_key),
+            max_per_ip: cfg.max_per_ip.unwrap_or(n / 2).clamp(1, n) as u32,
             free: (0..n as u32).rev().collect(),
             run: VecDeque::with_capacity(n),
             rx_slab: vec![0; n * cfg.rx_buffer],
@@ -309,6 +314,7 @@ impl<L: Lookup<'static>> Server<L> {
             return;
         }
         self.ports.remove(&mut self.tcbs, id);
+        self.per_ip.remove(self.tcbs.0[idx].peer.ip);
         let t = &self.tcbs.0[idx];
         let (queued, peer, slot) = (t.queued, t.peer, t.http.dyn_slot);
         if t.http.stay_start_ns != 0 {

@@ -6,7 +6,8 @@
 //!   retransmissions) and what its timer asks ([`TimerAction`]);
 //! - [`state`], [`timer`], [`rtt`] (RFC 6298), [`congestion`] (RFC 5681/6582 NewReno);
 //! - [`tcb`]: the TCB (connection + application part + table links), [`port_table`]
-//!   (client port → TCB), [`seq`] (sequence arithmetic), [`isn`] (RFC 6528).
+//!   (client port → TCB), [`per_ip`] (connections per client address), [`seq`] (sequence
+//!   arithmetic), [`isn`] (RFC 6528).
 //!
 //! Nothing here builds a frame, owns a buffer or knows HTTP: `iface` parses and builds
 //! frames, `server` applies outcomes, `http::conn` owns the request and the response.
@@ -19,6 +20,8 @@ pub mod congestion;
 pub mod conn;
 pub mod isn;
 pub mod output;
+#[cfg(any(test, feature = "alloc"))]
+pub mod per_ip;
 pub mod port_table;
 pub mod rtt;
 pub mod seq;

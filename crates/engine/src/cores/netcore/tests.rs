@@ -118,6 +118,7 @@ fn peer(port: u16) -> Peer {
 fn config(tcbs: usize) -> Config {
     let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
     cfg.tcbs = tcbs;
+    cfg.max_per_ip = Some(tcbs); // every test client has one address
     cfg
 }
 

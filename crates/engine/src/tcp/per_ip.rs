@@ -1,0 +1,142 @@
+//! Connections per client address: a fixed-size open-addressing table (IPv4 → count),
+//! allocated at start with room for every TCB twice over, so it never fills. The server
+//! refuses a connection beyond `--max-per-ip` from one address (issue 15: one client must
+//! not take every TCB). Keyed SipHash: an attacker cannot aim its addresses at one bucket.
+
+use alloc::vec;
+use alloc::vec::Vec;
+use core::hash::Hasher;
+
+use siphasher::sip::SipHasher13;
+
+/// An empty slot's count.
+const EMPTY: u32 = 0;
+
+/// Live connections per IPv4 address.
+pub struct PerIp {
+    /// (address, count); count 0 marks an empty slot.
+    slots: Vec<([u8; 4], u32)>,
+    mask: usize,
+    key: [u8; 16],
+}
+
+impl PerIp {
+    /// A table for up to `entries` live addresses (at most one per TCB), keyed by `key`.
+    pub fn new(entries: usize, key: [u8; 16]) -> PerIp {
+        let cap = (2 * entries.max(1)).next_power_of_two();
+        PerIp {
+            slots: vec![([0; 4], EMPTY); cap],
+            mask: cap - 1,
+            key,
+        }
+    }
+
+    fn home(&self, ip: [u8; 4]) -> usize {
+        let mut h = SipHasher13::new_with_key(&self.key);
+        h.write(&ip);
+        h.finish() as usize & self.mask
+    }
+
+    /// The slot holding `ip`, or the empty slot where it would go.
+    fn find(&self, ip: [u8; 4]) -> usize {
+        let mut i = self.home(ip);
+        // The table is never more than half full, so an empty slot ends every probe.
+        while self.slots[i].1 != EMPTY && self.slots[i].0 != ip {
+            i = (i + 1) & self.mask;
+        }
+        i
+    }
+
+    /// Live connections from `ip`.
+    pub fn count(&self, ip: [u8; 4]) -> u32 {
+        self.slots[self.find(ip)].1
+    }
+
+    /// One more connection from `ip`.
+    pub fn add(&mut self, ip: [u8; 4]) {
+        let i = self.find(ip);
+        self.slots[i] = (ip, self.slots[i].1 + 1);
+    }
+
+    /// One connection fewer from `ip` (nothing if it has none).
+    pub fn remove(&mut self, ip: [u8; 4]) {
+        let mut i = self.find(ip);
+        match self.slots[i].1 {
+            EMPTY => return,
+            1 => {}
+            n => {
+                self.slots[i].1 = n - 1;
+                return;
+            }
+        }
+        // Backward-shift deletion: move later members of the probe run into the hole so
+        // that no lookup stops early.
+        self.slots[i].1 = EMPTY;
+        let mut j = i;
+        loop {
+            j = (j + 1) & self.mask;
+            if self.slots[j].1 == EMPTY {
+                return;
+            }
+            let home = self.home(self.slots[j].0);
+            // Does j's home lie cyclically in (i, j]? Then it may stay.
+            let stays = if i <= j {
+                i < home && home <= j
+            } else {
+                i < home || home <= j
+            };
+            if !stays {
+                self.slots[i] = self.slots[j];
+                self.slots[j].1 = EMPTY;
+                i = j;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn counts_add_and_remove() {
+        let mut t = PerIp::new(4, [1; 16]);
+        let a = [10, 0, 0, 1];
+        assert_eq!(t.count(a), 0);
+        t.add(a);
+        t.add(a);
+        assert_eq!(t.count(a), 2);
+        t.remove(a);
+        assert_eq!(t.count(a), 1);
+        t.remove(a);
+        t.remove(a); // none left: nothing happens
+        assert_eq!(t.count(a), 0);
+    }
+
+    #[test]
+    fn matches_a_model_under_churn() {
+        // Many addresses in a small table: long probe runs and wrap-around deletions.
+        let mut t = PerIp::new(64, [7; 16]);
+        let mut model: HashMap<[u8; 4], u32> = HashMap::new();
+        let mut x: u32 = 12345;
+        for _ in 0..20_000 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let ip = [10, 0, 0, (x >> 16) as u8 % 97];
+            let live: u32 = model.values().sum();
+            if (x >> 8) % 2 == 0 && live < 64 {
+                t.add(ip);
+                *model.entry(ip).or_default() += 1;
+            } else if let Some(n) = model.get_mut(&ip) {
+                t.remove(ip);
+                *n -= 1;
+                if *n == 0 {
+                    model.remove(&ip);
+                }
+            }
+            for (ip, n) in &model {
+                assert_eq!(t.count(*ip), *n);
+            }
+        }
+    }
+}
