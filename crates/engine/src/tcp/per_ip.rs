@@ -124,7 +124,7 @@ mod tests {
             x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
             let ip = [10, 0, 0, (x >> 16) as u8 % 97];
             let live: u32 = model.values().sum();
-            if (x >> 8) % 2 == 0 && live < 64 {
+            if (x >> 8).is_multiple_of(2) && live < 64 {
                 t.add(ip);
                 *model.entry(ip).or_default() += 1;
             } else if let Some(n) = model.get_mut(&ip) {
