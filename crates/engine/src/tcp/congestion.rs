@@ -51,13 +51,22 @@ impl NewReno {
                 self.in_recovery = false;
                 Verdict::Continue
             } else {
-                // Partial acknowledgment: retransmit the next hole, deflate by what was
-                // acknowledged and add back one segment.
-                self.cwnd = self.cwnd.saturating_sub(acked).saturating_add(mss);
+                // Partial acknowledgment (RFC 6582 §3.2 step 5): retransmit the next hole,
+                // deflate by what was acknowledged, and add back one segment if at least
+                // one segment's worth was.
+                let back = if acked >= mss { mss } else { 0 };
+                self.cwnd = self.cwnd.saturating_sub(acked).saturating_add(back);
                 Verdict::Retransmit
             }
         } else {
             self.grow(acked, mss);
+            // Keep `recover` just behind the ACKs outside recovery: left at the ISS it
+            // would fall more than 2^31 behind after 2 GiB and the "ACK above recover"
+            // test of a new recovery would fail (no fast retransmit, only timeouts). Moving
+            // it up to ACK − 1 changes no decision: every later duplicate is at or above ACK.
+            if seq::gt(ack.wrapping_sub(1), self.recover) {
+                self.recover = ack.wrapping_sub(1);
+            }
             Verdict::Continue
         }
     }

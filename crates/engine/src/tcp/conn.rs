@@ -320,8 +320,12 @@ impl Connection {
             && seg.ack_number.is_none()
             && seg_seq.wrapping_add(1) == self.rcv_nxt
         {
-            // Our SYN-ACK was lost: the client retransmitted its SYN.
-            self.offer_ws |= seg.options.window_scale.is_some();
+            // Our SYN-ACK was lost: the client retransmitted its SYN. If this one offers
+            // window scaling (the first did not), both sides now use it.
+            if let Some(shift) = seg.options.window_scale {
+                self.offer_ws = true;
+                self.snd_shift = shift.min(14);
+            }
             out.reply = Reply::SynAck;
             return out;
         }
@@ -346,7 +350,11 @@ impl Connection {
                     || seq::in_range(seg_seq.wrapping_add(l - 1), rcv_nxt, end)
             }
         };
-        if !acceptable {
+        // RFC 9293 §3.10.7.4: with a zero receive window no text is acceptable, "but
+        // special allowance should be made to accept valid ACKs": a segment at RCV.NXT has
+        // its ACK processed and its text (and FIN) refused.
+        let text_refused = !acceptable && rcv_wnd == 0 && seg_seq == rcv_nxt && !rst;
+        if !acceptable && !text_refused {
             out.out_of_window = true;
             if !rst {
                 out.reply = Reply::Ack;
@@ -384,6 +392,11 @@ impl Connection {
             self.snd_wl1 = seg_seq;
             self.snd_wl2 = ack;
             self.timer = Timer::Idle;
+            if self.retries > 0 {
+                // RFC 6298 §5.7: the SYN-ACK timed out, so the RTO is re-initialised to
+                // 3 s when data transmission begins (no sample came: Karn).
+                self.rtt.reset_after_handshake_timeout();
+            }
             self.retries = 0;
             self.last_heard_ns = now_ns;
             out.established = true;
@@ -450,6 +463,10 @@ impl Connection {
         }
 
         // Seventh: segment text.
+        if text_refused {
+            out.reply = Reply::Ack;
+            return out;
+        }
         if payload_len > 0 || fin {
             self.ack_pending = true;
         }

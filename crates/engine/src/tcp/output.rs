@@ -211,7 +211,9 @@ impl Connection {
         if seq::gt(self.snd_nxt, self.snd_max) {
             self.snd_max = self.snd_nxt;
         }
-        if !self.timer.is_armed() {
+        // RFC 6298 §5.1: data in flight runs under the retransmission timer. A persist
+        // timer left from a closed window is replaced: its deadline belongs to the probe.
+        if !matches!(self.timer, Timer::Retransmit { .. }) {
             self.timer = Timer::retransmit(now_ns, self.rtt.rto_ns());
         }
     }
@@ -219,14 +221,16 @@ impl Connection {
     /// One segment at SND.UNA (fast retransmit, NewReno partial ACK): up to one MSS of
     /// what is unacknowledged, with the FIN if it was sent and comes next.
     pub fn retransmit_segment(&self) -> Option<Segment> {
-        let end = self.send_end;
+        // Only what was sent: up to SND.MAX (less our FIN, which is not data).
+        let fin_out = self.state.fin_sent() && seq::gt(self.snd_max, self.send_end);
+        let end = if fin_out { self.send_end } else { self.snd_max };
         let avail = if seq::lt(self.snd_una, end) {
             end.wrapping_sub(self.snd_una)
         } else {
             0
         };
         let len = avail.min(self.mss);
-        let fin = self.state.fin_sent() && self.snd_una.wrapping_add(len) == end;
+        let fin = fin_out && self.snd_una.wrapping_add(len) == self.send_end;
         if len == 0 && !fin {
             return None;
         }

@@ -87,6 +87,14 @@ impl RttEstimator {
         self.rto_ms = (rto_us / 1000).clamp(RTO_MIN_MS, RTO_MAX_MS);
     }
 
+    /// RFC 6298 §5.7: after the handshake's segment timed out, an RTO below 3 s becomes 3 s
+    /// when data transmission begins.
+    pub fn reset_after_handshake_timeout(&mut self) {
+        if self.srtt_us == 0 {
+            self.rto_ms = self.rto_ms.max(3_000);
+        }
+    }
+
     /// Doubles the RTO after a timeout (RFC 6298 §5.5).
     pub fn backoff(&mut self) {
         self.rto_ms = self.rto_ms.saturating_mul(2).min(RTO_MAX_MS);

@@ -125,8 +125,9 @@ fn zero_receive_space_refuses_data_with_an_ack() {
     assert_eq!(
         o,
         Outcome {
+            // RFC 9293 §3.10.7.4: the text is refused, the ACK is processed.
             reply: Reply::Ack,
-            out_of_window: true,
+            ack_seen: true,
             ..Outcome::default()
         }
     );
@@ -334,4 +335,25 @@ fn a_closed_connection_ignores_everything() {
     }
     assert_eq!(c, Connection::closed());
     assert_eq!(c.next_segment(0, 0), None);
+}
+
+#[test]
+fn a_zero_window_still_takes_the_ack_of_a_data_segment() {
+    // RFC 9293 §3.10.7.4: "special allowance should be made to accept valid ACKs".
+    let mut c = established();
+    c.queue(1000);
+    send_all(&mut c, 0);
+    let o = c.input(
+        &ParsedRepr {
+            ack_number: Some(LOCAL_SEQ + 1000),
+            ..data_seg(REMOTE_SEQ, 1)
+        },
+        10 * MS,
+        0,
+    );
+    assert_eq!(o.reply, Reply::Ack);
+    assert_eq!(o.deliver, None);
+    assert_eq!(o.acked, 1000);
+    assert_eq!(c.snd_una(), LOCAL_SEQ + 1000);
+    assert_eq!(c.rcv_nxt(), REMOTE_SEQ);
 }

@@ -445,3 +445,39 @@ fn our_sequence_may_wrap() {
     assert!(c.all_acked());
     assert_eq!(c.timer(), Timer::Idle);
 }
+
+#[test]
+fn the_rto_is_3_s_after_a_syn_ack_retransmission() {
+    // RFC 6298 §5.7 (a MUST).
+    let mut c = syn_received();
+    assert_eq!(c.on_timer(SEC, STALL, RETRIES), TimerAction::ResendSynAck);
+    c.syn_ack(SEC);
+    assert!(recv(&mut c, SEC + 100 * MS, RECV_TEMPL).established);
+    assert_eq!(c.rtt().rto_ns(), 3 * SEC);
+    c.queue(100);
+    send_all(&mut c, SEC + 100 * MS);
+    assert_eq!(
+        c.timer(),
+        Timer::Retransmit {
+            at: 4 * SEC + 100 * MS
+        }
+    );
+}
+
+#[test]
+fn a_retransmitted_syn_with_window_scale_sets_the_shift() {
+    let mut c = syn_received();
+    recv(&mut c, 0, syn_with(Some(1460), Some(7)));
+    assert!(c.offer_ws);
+    assert_eq!(c.snd_shift(), 7);
+    let o = recv(
+        &mut c,
+        0,
+        ParsedRepr {
+            window_len: 100,
+            ..RECV_TEMPL
+        },
+    );
+    assert!(o.established);
+    assert_eq!(c.snd_wnd(), 100 << 7);
+}

@@ -186,3 +186,22 @@ fn a_bare_fin_goes_out_into_a_zero_window() {
     assert_eq!(send_all(&mut c, 0), [out(LOCAL_SEQ, 0, true)]);
     assert_eq!(c.state(), State::FinWait1);
 }
+
+#[test]
+fn data_after_a_reopened_window_is_under_the_retransmission_timer() {
+    // Found by this suite: data sent after a window update ran under the old persist
+    // deadline and met a spurious timeout (RFC 6298 §5.1).
+    let mut c = closed_window();
+    assert_eq!(c.on_timer(SEC, STALL, RETRIES), TimerAction::Probe(PROBE));
+    c.on_sent(&PROBE, SEC);
+    assert_eq!(c.timer(), Timer::Persist { at: 3 * SEC });
+    recv_ack_wnd(&mut c, 2900 * MS, LOCAL_SEQ, 65_535);
+    assert_eq!(send_all(&mut c, 2900 * MS), [out(LOCAL_SEQ, 1000, false)]);
+    assert_eq!(
+        c.timer(),
+        Timer::Retransmit {
+            at: 2900 * MS + c.rtt().rto_ns()
+        }
+    );
+    assert_eq!(c.on_timer(3 * SEC, STALL, RETRIES), TimerAction::None);
+}

@@ -320,3 +320,52 @@ fn an_unsent_fin_is_not_retransmitted() {
     assert_eq!(c.retransmit_segment(), Some(out(LOCAL_SEQ, 1460, false)));
     assert_eq!(c.state(), State::Established);
 }
+
+#[test]
+fn a_fast_retransmission_stays_within_what_was_sent() {
+    // Found by this suite: a retransmission ran past SND.MAX and the peer's window.
+    let mut c = established_with(&SYN_TEMPL, 500);
+    c.queue(3000);
+    assert_eq!(send_all(&mut c, 0), [out(LOCAL_SEQ, 500, false)]);
+    for _ in 0..2 {
+        recv_ack_wnd(&mut c, MS, LOCAL_SEQ, 500);
+    }
+    assert!(recv_ack_wnd(&mut c, MS, LOCAL_SEQ, 500).retransmit);
+    let s = c.retransmit_segment().unwrap();
+    assert_eq!(s, out(LOCAL_SEQ, 500, false));
+}
+
+#[test]
+fn a_partial_ack_of_less_than_one_mss_adds_nothing_back() {
+    // RFC 6582 §3.2 step 5: one MSS is added back only for a partial ACK of at least one.
+    let mut c = in_recovery();
+    assert_eq!(c.congestion().cwnd, 11_680);
+    let o = recv_ack(&mut c, 30 * MS, LOCAL_SEQ + 500);
+    assert!(o.retransmit);
+    assert_eq!(c.congestion().cwnd, 11_680 - 500);
+}
+
+#[test]
+fn fast_retransmit_works_after_two_gigabytes() {
+    // Found by this suite: `recover` stayed at the ISS and fell 2^31 behind.
+    let mut c = established();
+    set_cwnd(&mut c, 65_535);
+    let mut now = 0;
+    while c.snd_una().wrapping_sub(LOCAL_SEQ) < 0x8000_0000 {
+        if c.send_end().wrapping_sub(c.snd_nxt()) < 1 << 20 {
+            c.queue(1 << 30);
+        }
+        now += MS;
+        send_all_max(&mut c, now, 65_535);
+        let nxt = c.snd_nxt();
+        recv_ack(&mut c, now, nxt);
+    }
+    set_cwnd(&mut c, 10 * 1460);
+    for _ in 0..10 {
+        send_one(&mut c, now);
+    }
+    assert_eq!(c.flight(), 14_600);
+    dup(&mut c);
+    dup(&mut c);
+    assert!(dup(&mut c).retransmit);
+}
