@@ -84,6 +84,10 @@ struct ServeArgs {
     /// a RST); default half of --tcbs. 1 to 1048576.
     #[arg(long, value_parser = parse_tcbs)]
     max_per_ip: Option<usize>,
+    /// Half-open connections held at once; past it SYNs are answered with SYN cookies and
+    /// no TCB (RFC 4987). Default half of --tcbs. 1 to 1048576.
+    #[arg(long, value_parser = parse_tcbs)]
+    syn_backlog: Option<usize>,
     /// Print an access log line (Common Log Format) per response to stdout.
     #[arg(long)]
     access_log: bool,

@@ -85,6 +85,9 @@ pub struct RunArgs {
     /// QEMU user networking every client comes from one address.)
     #[arg(long, value_parser = crate::parse_tcbs)]
     pub max_per_ip: Option<usize>,
+    /// Half-open connections held at once before SYN cookies; default half of --tcbs.
+    #[arg(long, value_parser = crate::parse_tcbs)]
+    pub syn_backlog: Option<usize>,
     /// Kernel logging on the console: comma list of `access` (a line per response,
     /// slow), `stats` (counters every second).
     #[arg(long, default_value = "")]
@@ -197,6 +200,9 @@ pub fn qemu_args(
     );
     if let Some(n) = a.max_per_ip {
         cmdline.push_str(&format!(" max_per_ip={n}"));
+    }
+    if let Some(n) = a.syn_backlog {
+        cmdline.push_str(&format!(" syn_backlog={n}"));
     }
     let plan = cores_plan(a)?;
     if let Some(m) = a.mode {

@@ -67,6 +67,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     cfg.port = a.port;
     cfg.tcbs = a.tcbs;
     cfg.max_per_ip = a.max_per_ip;
+    cfg.syn_backlog = a.syn_backlog;
     cfg.sched = match a.sched {
         SchedArg::Imt => Sched::Imt,
         SchedArg::Ist => Sched::Ist,

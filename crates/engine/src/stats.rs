@@ -4,7 +4,7 @@
 //! publishes all of them to the shared board in `cores::board`.
 
 /// Number of counters in [`Stats::fields`].
-pub const STATS_FIELDS: usize = 37;
+pub const STATS_FIELDS: usize = 39;
 
 /// All counters of one engine instance.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -42,6 +42,10 @@ pub struct Stats {
     pub tcp_evicted: u64,
     /// SYNs refused with a RST because their address already had `max_per_ip` connections.
     pub tcp_per_ip_refused: u64,
+    /// SYN-ACKs sent with a SYN cookie (the half-open budget was spent): no TCB kept.
+    pub tcp_syncookies_sent: u64,
+    /// Connections opened by an ACK that returned a valid SYN cookie.
+    pub tcp_syncookies_ok: u64,
     /// Connections that reached ESTABLISHED.
     pub tcp_established: u64,
     /// Connections whose TCB was freed (any reason).
@@ -107,6 +111,8 @@ impl Stats {
             ("tcp_no_tcb", self.tcp_no_tcb),
             ("tcp_evicted", self.tcp_evicted),
             ("tcp_per_ip_refused", self.tcp_per_ip_refused),
+            ("tcp_syncookies_sent", self.tcp_syncookies_sent),
+            ("tcp_syncookies_ok", self.tcp_syncookies_ok),
             ("tcp_established", self.tcp_established),
             ("tcp_closed", self.tcp_closed),
             ("tcp_rst_received", self.tcp_rst_received),

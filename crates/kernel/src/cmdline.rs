@@ -1,5 +1,5 @@
 //! The kernel command line: `ip=A.B.C.D[/N] gw=A.B.C.D|none port=N sched=imt|ist
-//! tcbs=N max_per_ip=N log=access,stats`, the many-core words `cores=N mode=netcore|perqueue
+//! tcbs=N max_per_ip=N syn_backlog=N log=access,stats`, the many-core words `cores=N mode=netcore|perqueue
 //! bsp_http=on|off stats_page=on|off apic=auto|xapic`, and `crash=panic|fault|fault-ap|overflow-ap`
 //! which makes the kernel fail on purpose right after boot (the tests use it to prove that
 //! failures are reported and stop QEMU).
@@ -28,6 +28,8 @@ pub struct Settings {
     pub tcbs: usize,
     /// Most connections from one client address (None: half the TCBs).
     pub max_per_ip: Option<usize>,
+    /// Half-open connections before SYN cookies (None: half the TCBs).
+    pub syn_backlog: Option<usize>,
     /// Print an access log line per response on the console (slow: one VM exit a byte).
     pub log_access: bool,
     /// Print a counters line every second.
@@ -81,6 +83,7 @@ impl Default for Settings {
             sched: Sched::Imt,
             tcbs: 1024,
             max_per_ip: None,
+            syn_backlog: None,
             log_access: false,
             log_stats: false,
             crash: None,
@@ -205,6 +208,13 @@ pub fn parse_over<'a>(
                 }
                 _ => false,
             },
+            "syn_backlog" => match v.parse::<usize>() {
+                Ok(n) if (1..=1 << 20).contains(&n) => {
+                    s.syn_backlog = Some(n);
+                    true
+                }
+                _ => false,
+            },
             "log" => {
                 let mut all = true;
                 for item in v.split(',') {
@@ -311,7 +321,7 @@ mod tests {
     #[test]
     fn every_key() {
         let (s, c) = parse_all(
-            "ip=192.168.1.50/16 gw=none port=8080 sched=ist tcbs=64 max_per_ip=7 log=access,stats crash=fault \
+            "ip=192.168.1.50/16 gw=none port=8080 sched=ist tcbs=64 max_per_ip=7 syn_backlog=5 log=access,stats crash=fault \
              cores=3 mode=netcore bsp_http=on stats_page=off apic=xapic",
         );
         assert!(c.is_empty(), "{c:?}");
@@ -322,7 +332,7 @@ mod tests {
         assert_eq!((s.ip, s.prefix), (Ipv4Address([192, 168, 1, 50]), 16));
         assert_eq!(s.gateway, None);
         assert_eq!((s.port, s.sched, s.tcbs), (8080, Sched::Ist, 64));
-        assert_eq!(s.max_per_ip, Some(7));
+        assert_eq!((s.max_per_ip, s.syn_backlog), (Some(7), Some(5)));
         assert!(s.log_access && s.log_stats);
         assert_eq!(s.crash, Some(Crash::Fault));
         assert_eq!(parse_all("ip=10.0.0.2").0.prefix, 24);

@@ -339,6 +339,7 @@ impl Start {
         cfg.sched = s.sched;
         cfg.tcbs = s.tcbs;
         cfg.max_per_ip = s.max_per_ip;
+        cfg.syn_backlog = s.syn_backlog;
         cfg
     }
 

@@ -55,12 +55,15 @@ use crate::nic::{Clock, Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HE
 use crate::ring::{channel, Consumer, Doze, Producer};
 use crate::server::Config;
 use crate::tcp::port_table::Peer;
+use crate::tcp::syncookie::SynCookies;
 use crate::wire::EthernetAddress;
 
 /// What core 0 needs to know to classify frames: the server's address and port.
 #[derive(Debug, Clone, Copy)]
 pub struct Addressing {
     iface: Interface,
+    /// The servers' SYN cookies (same key): an ACK returning one opens a connection.
+    cookies: SynCookies,
     /// A mapping silent this long is dropped (longer than any TCB outlives silence).
     expire_ns: u64,
 }
@@ -69,6 +72,7 @@ impl Addressing {
     /// From the servers' configuration (every core's is the same but for `tcbs`).
     pub fn new(cfg: &Config, mac: EthernetAddress) -> Addressing {
         Addressing {
+            cookies: SynCookies::new(cfg.isn_key),
             iface: Interface {
                 mac,
                 ip: cfg.ip,
@@ -231,8 +235,15 @@ impl<R: RxRing, T: TxRing, C: Clock + Clone> NetCoreNic<R, T, C> {
 enum Class {
     /// Core 0's own server.
     Local,
-    /// A TCP segment for our port from `peer`; `syn` when it may open a connection.
-    Tcp { peer: Peer, syn: bool },
+    /// A TCP segment for our port from `peer`; `syn` when it may open a connection;
+    /// `cookie_ack` (its sequence and acknowledgment numbers) when it is a bare ACK that
+    /// could return a SYN cookie (an HTTP core past its SYN backlog sent one and kept no
+    /// mapping): checked only if no mapping exists.
+    Tcp {
+        peer: Peer,
+        syn: bool,
+        cookie_ack: Option<(u32, u32)>,
+    },
 }
 
 /// What to do with a received frame.
@@ -259,6 +270,10 @@ fn classify(addr: &Addressing, bytes: &[u8]) -> Class {
                 port: seg.src_port,
             },
             syn: admissible_syn(&seg, options_ok),
+            cookie_ack: match (seg.ack_number, seg.flags.syn || seg.flags.rst) {
+                (Some(ack), false) => Some((seg.seq_number, ack)),
+                _ => None,
+            },
         },
         _ => Class::Local,
     }
@@ -314,7 +329,12 @@ impl<R: RxRing, C: Clock> Dispatch<R, C> {
     }
 
     fn route(&mut self, class: Class, now: u64) -> Route {
-        let Class::Tcp { peer, syn } = class else {
+        let Class::Tcp {
+            peer,
+            syn,
+            cookie_ack,
+        } = class
+        else {
             return Route::To {
                 core: 0,
                 conn: None,
@@ -322,7 +342,7 @@ impl<R: RxRing, C: Clock> Dispatch<R, C> {
         };
         let id = match self.map.find(peer) {
             Some(id) => id,
-            None if syn => {
+            None if syn || self.is_cookie(peer, cookie_ack, now) => {
                 let Some(core) = self.pick() else {
                     self.no_core += 1;
                     return Route::Drop;
@@ -349,6 +369,20 @@ impl<R: RxRing, C: Clock> Dispatch<R, C> {
             core: usize::from(c.core),
             conn: Some(id),
         }
+    }
+
+    /// Whether a bare ACK from `peer` returns a valid SYN cookie (then it opens a connection
+    /// like a SYN: the chosen core checks it again and makes the TCB).
+    fn is_cookie(&self, peer: Peer, cookie_ack: Option<(u32, u32)>, now: u64) -> bool {
+        let Some((seq, ack)) = cookie_ack else {
+            return false;
+        };
+        let i = &self.addr.iface;
+        let ends = ((i.ip.0, i.port), (peer.ip, peer.port));
+        self.addr
+            .cookies
+            .check(ends, seq.wrapping_sub(1), ack.wrapping_sub(1), now)
+            .is_some()
     }
 
     /// The frame just given to `core` is its `fwd[core]`-th: remember it for the mapping.

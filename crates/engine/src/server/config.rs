@@ -58,6 +58,9 @@ pub struct Config {
     /// Most connections from one client address at once (`None`: half the TCBs, at least
     /// one). A SYN beyond it is refused with a RST, so one client cannot take every TCB.
     pub max_per_ip: Option<usize>,
+    /// Half-open connections (SYN-RECEIVED TCBs) at once before SYNs are answered with SYN
+    /// cookies and no TCB (`None`: half the TCBs, at least one).
+    pub syn_backlog: Option<usize>,
     /// Scheduling policy.
     pub sched: Sched,
     /// Secret for RFC 6528 initial sequence numbers: 128 bits from the platform's entropy
@@ -81,6 +84,7 @@ impl Config {
             tcbs: 1024,
             rx_buffer: http::MAX_REQUEST,
             max_per_ip: None,
+            syn_backlog: None,
             sched: Sched::Imt,
             isn_key,
             timeouts: Timeouts::default(),

@@ -7,10 +7,10 @@ use super::Server;
 use crate::iface::{admissible_syn, egress, ingress, Drop, Ingress, Sent};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
-use crate::tcp::conn::{Connection, Reply};
+use crate::tcp::conn::{Connection, Reply, OUR_MSS};
 use crate::tcp::port_table::Peer;
 use crate::tcp::tcb::Tcb;
-use crate::wire::tcp::ParsedRepr as TcpRepr;
+use crate::wire::tcp::{self as wtcp, ParsedRepr as TcpRepr};
 use crate::wire::{EthernetAddress, Ipv4Address};
 
 impl<L: Lookup<'static>> Server<L> {
@@ -94,6 +94,14 @@ impl<L: Lookup<'static>> Server<L> {
         if seg.flags.rst {
             return self.no_connection(peer);
         }
+        if let (Some(ack), false) = (seg.ack_number, seg.flags.syn) {
+            // An ACK for no connection: the return of a SYN cookie, or a RST.
+            if !self.cookie_ack(src_mac, src, seg, ack, tx) {
+                self.send_reset_for(src_mac, src, seg, tx);
+                self.no_connection(peer);
+            }
+            return;
+        }
         if seg.ack_number.is_some() || !seg.flags.syn {
             self.send_reset_for(src_mac, src, seg, tx);
             return self.no_connection(peer);
@@ -107,25 +115,107 @@ impl<L: Lookup<'static>> Server<L> {
             self.send_reset_for(src_mac, src, seg, tx);
             return self.no_connection(peer);
         }
-        let Some(id) = self.free.pop().or_else(|| self.evict(tx)) else {
+        let now = self.now_ns;
+        let ends = ((self.cfg.ip.0, self.cfg.port), (src.0, seg.src_port));
+        if self.half_open >= self.syn_backlog || self.free.is_empty() {
+            // RFC 4987 §3.6: the half-open budget is spent (or every TCB is in use): answer
+            // with a SYN cookie and keep nothing. The TCB is made when the ACK brings the
+            // cookie back; a flood of spoofed SYNs costs no TCB and no eviction scan.
+            let iss = self.cookies.make(ends, seg.seq_number, &seg.options, now);
+            let repr = wtcp::Repr {
+                src_port: self.cfg.port,
+                dst_port: seg.src_port,
+                seq_number: iss,
+                ack_number: Some(seg.seq_number.wrapping_add(1)),
+                flags: wtcp::Flags {
+                    syn: true,
+                    ack: true,
+                    ..wtcp::Flags::NONE
+                },
+                window_len: Connection::rcv_wnd(self.cfg.rx_buffer as u32) as u16,
+                max_seg_size: Some(OUR_MSS),
+                window_scale: seg.options.window_scale.map(|_| 0),
+            };
+            let sent = self.egress.tcp_bare(tx, src_mac, src, &repr);
+            self.count_sent(sent);
+            self.stats.tcp_syncookies_sent += 1;
+            return self.no_connection(peer);
+        }
+        let Some(id) = self.free.pop() else {
             self.stats.tcp_no_tcb += 1;
             return self.no_connection(peer);
         };
-        let now = self.now_ns;
-        let iss = self
-            .isn
-            .isn((self.cfg.ip.0, self.cfg.port), (src.0, seg.src_port), now);
+        let iss = self.isn.isn(ends.0, ends.1, now);
+        self.open(id, peer, src_mac, Connection::accept(seg, iss, now));
+        self.half_open += 1;
+        self.send_syn_ack(id, tx);
+    }
+
+    /// Takes TCB `id` for a new connection `tcp` with `peer`.
+    fn open(&mut self, id: u32, peer: Peer, src_mac: EthernetAddress, tcp: Connection) {
         let t = &mut self.tcbs.0[id as usize];
         *t = Tcb::free();
-        t.tcp = Connection::accept(seg, iss, now);
+        t.tcp = tcp;
         t.peer = peer;
         t.peer_mac = src_mac;
         self.ports.insert(&mut self.tcbs, id);
-        self.per_ip.add(src.0);
+        self.per_ip.add(peer.ip);
         self.stats.tcp_accepted += 1;
         self.stats.tcbs_in_use = self.active() as u64;
         self.stats.tcbs_max = self.stats.tcbs_max.max(self.stats.tcbs_in_use);
-        self.send_syn_ack(id, tx);
+    }
+
+    /// An ACK that matches no connection: if it returns a valid SYN cookie, open the
+    /// connection it stands for (RFC 4987 §3.6) and process the ACK on it (it may carry
+    /// the request). Returns false when it is no cookie (the caller answers with a RST).
+    fn cookie_ack<T: TxRing>(
+        &mut self,
+        src_mac: EthernetAddress,
+        src: Ipv4Address,
+        seg: &TcpRepr<'_>,
+        ack: u32,
+        tx: &mut T,
+    ) -> bool {
+        if seg.flags.rst {
+            return false;
+        }
+        let now = self.now_ns;
+        let ends = ((self.cfg.ip.0, self.cfg.port), (src.0, seg.src_port));
+        let client_isn = seg.seq_number.wrapping_sub(1);
+        let iss = ack.wrapping_sub(1);
+        let Some(opts) = self.cookies.check(ends, client_isn, iss, now) else {
+            return false;
+        };
+        let peer = Peer {
+            ip: src.0,
+            port: seg.src_port,
+        };
+        if self.per_ip.count(src.0) >= self.max_per_ip {
+            self.stats.tcp_per_ip_refused += 1;
+            return false;
+        }
+        let Some(id) = self.free.pop().or_else(|| self.evict(tx)) else {
+            // Every connection is sending: the client's retransmission will try again.
+            self.stats.tcp_no_tcb += 1;
+            self.no_connection(peer);
+            return true;
+        };
+        // The SYN the cookie stands for, and our SYN-ACK, as if a TCB had held them.
+        let syn = TcpRepr {
+            seq_number: client_isn,
+            ack_number: None,
+            flags: wtcp::Flags::SYN,
+            options: opts.options(),
+            payload: &[],
+            ..*seg
+        };
+        let mut tcp = Connection::accept(&syn, iss, now);
+        tcp.syn_ack(now);
+        self.open(id, peer, src_mac, tcp);
+        self.half_open += 1; // left again as the ACK establishes it
+        self.stats.tcp_syncookies_ok += 1;
+        self.segment_arrives(id, src_mac, seg, tx);
+        true
     }
 
     /// Every TCB is in use and a new connection wants one: reset and free the connection
@@ -175,7 +265,11 @@ impl<L: Lookup<'static>> Server<L> {
         let idx = id as usize;
         let now = self.now_ns;
         let rx_space = self.rx_space(id);
+        let was_half_open = self.tcbs.0[idx].tcp.state() == crate::tcp::State::SynReceived;
         let out = self.tcbs.0[idx].tcp.input(seg, now, rx_space);
+        if was_half_open && self.tcbs.0[idx].tcp.state() != crate::tcp::State::SynReceived {
+            self.half_open = self.half_open.saturating_sub(1); // established, or reset
+        }
         let s = &mut self.stats;
         s.tcp_out_of_window += u64::from(out.out_of_window);
         s.tcp_bad_acks += u64::from(out.bad_ack);

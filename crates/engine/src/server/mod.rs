@@ -39,6 +39,7 @@ use crate::stats::{CoreTimes, Stats, Stay};
 use crate::tcp::isn::IsnGenerator;
 use crate::tcp::per_ip::PerIp;
 use crate::tcp::port_table::{Links, Peer, PortTable};
+use crate::tcp::syncookie::SynCookies;
 use crate::tcp::tcb::Tcb;
 
 /// A page computed per request (the stats JSON of `cores::board`): the server asks it
@@ -104,6 +105,10 @@ pub struct Server<L: Lookup<'static>> {
     ports: PortTable,
     per_ip: PerIp,
     max_per_ip: u32,
+    cookies: SynCookies,
+    /// TCBs in SYN-RECEIVED.
+    half_open: usize,
+    syn_backlog: usize,
     free: Vec<u32>,
     run: VecDeque<u32>,
     rx_slab: Vec<u8>,
@@ -148,6 +153,9 @@ impl<L: Lookup<'static>> Server<L> {
             ports: PortTable::new(),
             per_ip: PerIp::new(n, cfg.isn_key),
             max_per_ip: cfg.max_per_ip.unwrap_or(n / 2).clamp(1, n) as u32,
+            cookies: SynCookies::new(cfg.isn_key),
+            half_open: 0,
+            syn_backlog: cfg.syn_backlog.unwrap_or(n / 2).clamp(1, n),
             free: (0..n as u32).rev().collect(),
             run: VecDeque::with_capacity(n),
             rx_slab: vec![0; n * cfg.rx_buffer],
@@ -315,6 +323,9 @@ impl<L: Lookup<'static>> Server<L> {
         }
         self.ports.remove(&mut self.tcbs, id);
         self.per_ip.remove(self.tcbs.0[idx].peer.ip);
+        if self.tcbs.0[idx].tcp.state() == crate::tcp::State::SynReceived {
+            self.half_open = self.half_open.saturating_sub(1);
+        }
         let t = &self.tcbs.0[idx];
         let (queued, peer, slot) = (t.queued, t.peer, t.http.dyn_slot);
         if t.http.stay_start_ns != 0 {

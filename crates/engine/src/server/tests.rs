@@ -93,6 +93,7 @@ fn server() -> Server<TestSite> {
     let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
     cfg.tcbs = 8;
     cfg.max_per_ip = Some(8); // every test client has one address
+    cfg.syn_backlog = Some(8); // SYN cookies only where a test asks for them
     Server::new(cfg, TestSite::new(), SERVER_MAC)
 }
 

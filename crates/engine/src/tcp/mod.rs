@@ -7,7 +7,7 @@
 //! - [`state`], [`timer`], [`rtt`] (RFC 6298), [`congestion`] (RFC 5681/6582 NewReno);
 //! - [`tcb`]: the TCB (connection + application part + table links), [`port_table`]
 //!   (client port → TCB), [`per_ip`] (connections per client address), [`seq`] (sequence
-//!   arithmetic), [`isn`] (RFC 6528).
+//!   arithmetic), [`isn`] (RFC 6528), [`syncookie`] (RFC 4987).
 //!
 //! Nothing here builds a frame, owns a buffer or knows HTTP: `iface` parses and builds
 //! frames, `server` applies outcomes, `http::conn` owns the request and the response.
@@ -26,6 +26,7 @@ pub mod port_table;
 pub mod rtt;
 pub mod seq;
 pub mod state;
+pub mod syncookie;
 pub mod tcb;
 pub mod timer;
 

@@ -11,6 +11,7 @@ use crate::cores::CoreQueue;
 use crate::fake::FakeQueues;
 use crate::resource::{block_sums_into, Body, Found, Lookup, Resource};
 use crate::server::{Config, NoLog, Server};
+use crate::tcp::syncookie::SynCookies;
 use crate::wire::{
     ethernet, ipv4, tcp as wtcp, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame,
     IpProtocol, Ipv4Address, Ipv4Packet, Ipv4Repr, TcpPacket,
@@ -119,6 +120,7 @@ fn config(tcbs: usize) -> Config {
     let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
     cfg.tcbs = tcbs;
     cfg.max_per_ip = Some(tcbs); // every test client has one address
+    cfg.syn_backlog = Some(tcbs); // no SYN cookies: core 0 dispatches SYNs by capacity
     cfg
 }
 
@@ -697,4 +699,37 @@ fn forwarding_and_sending_wake_the_sleeping_core() {
     assert_eq!(net_rung.load(Ordering::Relaxed), 1, "nothing new, no ring");
     core0.split().1.flush();
     assert!(!core0.output_pending());
+}
+
+#[test]
+fn an_ack_returning_a_syn_cookie_is_dispatched_like_a_syn() {
+    // An HTTP core past its SYN backlog answered with a cookie and kept no mapping: the ACK
+    // that returns the cookie must reach an HTTP core (which makes the TCB), not stay on
+    // core 0; a forged one stays on core 0, which answers it with a RST.
+    let (mut core0, mut http, clock) = setup(2, 8, None);
+    let cookies = SynCookies::new([0x42; 16]);
+    let ends = ((SERVER_IP.0, 80), (CLIENT_IP.0, 3000));
+    let options = crate::wire::tcp::Options::default();
+    let cookie = cookies.make(ends, 999, &options, clock.now_ns());
+    let good = tcp_frame(
+        3000,
+        1000,
+        Some(cookie.wrapping_add(1)),
+        flags(false, true, false, false),
+        &[],
+    );
+    let forged = tcp_frame(
+        3000,
+        1000,
+        Some(cookie.wrapping_add(2)),
+        flags(false, true, false, false),
+        &[],
+    );
+    let local = dispatch(&mut core0, vec![forged.clone()]);
+    assert_eq!(local, vec![forged]);
+    assert!(core0.map().core_of(peer(3000)).is_none());
+    let local = dispatch(&mut core0, vec![good.clone()]);
+    assert!(local.is_empty());
+    assert_eq!(core0.map().core_of(peer(3000)), Some(1));
+    assert_eq!(clist(&mut http[0]), vec![good]);
 }

@@ -14,12 +14,13 @@ fn from_ip(mut frame: Vec<u8>, ip: Ipv4Address) -> Vec<u8> {
 
 #[test]
 fn a_full_table_evicts_the_oldest_connection_without_a_response() {
-    // Issue 15: eight half-open connections hold every TCB; a ninth SYN takes the TCB of
-    // the oldest of them (reset), not nothing.
+    // Issue 15: eight half-open connections hold every TCB. A ninth SYN gets a SYN cookie
+    // (no TCB); when its ACK returns the cookie, the connection takes the TCB of the
+    // oldest half-open one, which is reset.
     let mut s = server();
     let mut nic = FakeNic::new(SERVER_MAC);
     let mut clock = ManualClock(1_000_000);
-    for p in 0..9u16 {
+    for p in 0..8u16 {
         clock.0 += 1_000_000;
         let syn = tcp_frame(
             7000 + p,
@@ -29,36 +30,46 @@ fn a_full_table_evicts_the_oldest_connection_without_a_response() {
             &[],
             None,
         );
-        // The ninth from another address (one address may hold every TCB here).
-        let syn = if p == 8 {
-            from_ip(syn, Ipv4Address([10, 0, 0, 9]))
-        } else {
-            syn
-        };
         nic.rx.inbox.push_back(syn);
-        if p < 8 {
-            run(&mut s, &mut nic, &clock);
-            continue;
-        }
-        // The RST to the oldest (port 7000), then the SYN-ACK to the newcomer (read raw:
-        // `run` checks checksums against the usual client's address).
-        s.poll(&mut nic, &clock, &mut NoLog);
-        let sent: Vec<(u16, wtcp::Flags)> = core::mem::take(&mut nic.tx.outbox)
+        run(&mut s, &mut nic, &clock);
+    }
+    assert_eq!(s.active(), 8);
+    // The ninth from another address (one address may hold every TCB here); frames to it
+    // are read raw (`run` checks checksums against the usual client's address).
+    let other = Ipv4Address([10, 0, 0, 9]);
+    let raw = |nic: &mut FakeNic| -> Vec<(u16, wtcp::Flags, u32)> {
+        core::mem::take(&mut nic.tx.outbox)
             .iter()
             .map(|f| {
                 let t = TcpPacket::new_unchecked(&f[L2L3..]);
-                (t.dst_port(), t.flags())
+                (t.dst_port(), t.flags(), t.seq_number())
             })
-            .collect();
-        assert_eq!(sent.len(), 2, "{sent:?}");
-        assert!(sent[0].0 == 7000 && sent[0].1.rst, "{sent:?}");
-        assert!(
-            sent[1].0 == 7008 && sent[1].1.syn && sent[1].1.ack,
-            "{sent:?}"
-        );
-    }
+            .collect()
+    };
+    let syn = tcp_frame(7008, 1, None, flags(true, false, false, false), &[], None);
+    nic.rx.inbox.push_back(from_ip(syn, other));
+    s.poll(&mut nic, &clock, &mut NoLog);
+    let sent = raw(&mut nic);
+    assert!(sent.len() == 1 && sent[0].1.syn, "{sent:?}");
+    assert_eq!(s.stats().tcp_syncookies_sent, 1);
+    let ack = tcp_frame(
+        7008,
+        2,
+        Some(sent[0].2.wrapping_add(1)),
+        flags(false, true, false, false),
+        &[],
+        None,
+    );
+    nic.rx.inbox.push_back(from_ip(ack, other));
+    s.poll(&mut nic, &clock, &mut NoLog);
+    let sent = raw(&mut nic);
+    assert!(
+        sent.len() == 1 && sent[0].0 == 7000 && sent[0].1.rst,
+        "{sent:?}"
+    );
     assert_eq!(s.active(), 8);
     assert_eq!(s.stats().tcp_evicted, 1);
+    assert_eq!(s.stats().tcp_syncookies_ok, 1);
     assert_eq!(s.stats().tcp_no_tcb, 0);
     // The evicted client's ACK now finds no connection: RST.
     nic.rx.inbox.push_back(tcp_frame(
@@ -93,12 +104,25 @@ fn connections_sending_responses_are_never_evicted() {
         ));
         assert!(!run(&mut s, &mut nic, &clock).is_empty());
     }
+    // The SYN gets a cookie; its ACK finds every connection sending: no TCB, no reset of
+    // anyone, and nothing sent (the client will retransmit).
+    let other = Ipv4Address([10, 0, 0, 9]);
     let syn = tcp_frame(7200, 1, None, flags(true, false, false, false), &[], None);
-    nic.rx
-        .inbox
-        .push_back(from_ip(syn, Ipv4Address([10, 0, 0, 9])));
-    let out = run(&mut s, &mut nic, &clock);
-    assert!(out.iter().all(|o| !o.syn && !o.rst), "{out:?}");
+    nic.rx.inbox.push_back(from_ip(syn, other));
+    s.poll(&mut nic, &clock, &mut NoLog);
+    let synack = nic.tx.outbox.pop().expect("a SYN-ACK");
+    let cookie = TcpPacket::new_unchecked(&synack[L2L3..]).seq_number();
+    let ack = tcp_frame(
+        7200,
+        2,
+        Some(cookie.wrapping_add(1)),
+        flags(false, true, false, false),
+        &[],
+        None,
+    );
+    nic.rx.inbox.push_back(from_ip(ack, other));
+    s.poll(&mut nic, &clock, &mut NoLog);
+    assert!(nic.tx.outbox.is_empty());
     assert_eq!(s.stats().tcp_no_tcb, 1);
     assert_eq!(s.stats().tcp_evicted, 0);
 }
@@ -128,4 +152,121 @@ fn one_address_gets_at_most_max_per_ip_connections() {
     assert_eq!(rst[0].ack, 2, "RST for a SYN: ACK = SEG.SEQ + 1");
     assert_eq!(s.stats().tcp_per_ip_refused, 1);
     assert_eq!(s.active(), 3);
+}
+
+#[test]
+fn past_the_syn_backlog_syns_get_cookies_and_the_ack_opens_the_connection() {
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = 8;
+    cfg.max_per_ip = Some(8);
+    cfg.syn_backlog = Some(2);
+    let mut s = Server::new(cfg, TestSite::new(), SERVER_MAC);
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let clock = ManualClock(1_000_000);
+    let syn = |port| {
+        tcp_frame(
+            port,
+            5000,
+            None,
+            flags(true, false, false, false),
+            &[],
+            Some(1460),
+        )
+    };
+    for p in 0..3u16 {
+        nic.rx.inbox.push_back(syn(7400 + p));
+    }
+    let out = run(&mut s, &mut nic, &clock);
+    assert_eq!(out.iter().filter(|o| o.syn && o.has_ack).count(), 3);
+    assert_eq!(
+        s.active(),
+        2,
+        "two half-open TCBs; the third SYN got a cookie"
+    );
+    assert_eq!(s.stats().tcp_syncookies_sent, 1);
+    // The client of the cookie completes the handshake with its request on the ACK.
+    let cookie = out[2].seq;
+    assert_eq!(out[2].ack, 5001);
+    nic.rx.inbox.push_back(tcp_frame(
+        7402,
+        5001,
+        Some(cookie.wrapping_add(1)),
+        flags(false, true, false, false),
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+        None,
+    ));
+    let out = run(&mut s, &mut nic, &clock);
+    let body: Vec<u8> = out.iter().flat_map(|o| o.payload.clone()).collect();
+    assert!(body.starts_with(b"HTTP/1.1 200 OK\r\n"), "{out:?}");
+    assert_eq!(out[0].seq, cookie.wrapping_add(1));
+    assert_eq!(s.stats().tcp_syncookies_ok, 1);
+    assert_eq!(s.active(), 3);
+    // A forged cookie is answered with a RST and opens nothing.
+    nic.rx.inbox.push_back(tcp_frame(
+        7403,
+        9001,
+        Some(12345),
+        flags(false, true, false, false),
+        &[],
+        None,
+    ));
+    let out = run(&mut s, &mut nic, &clock);
+    assert!(out.len() == 1 && out[0].rst, "{out:?}");
+    assert_eq!(s.active(), 3);
+}
+
+#[test]
+fn a_syn_flood_holds_no_more_than_the_backlog_and_a_client_is_served() {
+    // Issue 15: 50,000 spoofed SYNs took every TCB for 15 s. Now the flood holds at most
+    // the backlog; a client completing its handshake (through a cookie) is served at once.
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = 8;
+    cfg.syn_backlog = Some(2);
+    let mut s = Server::new(cfg, TestSite::new(), SERVER_MAC);
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let clock = ManualClock(1_000_000);
+    for i in 0..5_000u32 {
+        let src = Ipv4Address([10, 0, 0, 10 + (i % 240) as u8]); // on the link (no gateway)
+        let syn = tcp_frame(
+            1024 + (i % 60000) as u16,
+            i,
+            None,
+            flags(true, false, false, false),
+            &[],
+            None,
+        );
+        nic.rx.inbox.push_back(from_ip(syn, src));
+        if i % 32 == 31 {
+            s.poll(&mut nic, &clock, &mut NoLog);
+            nic.tx.outbox.clear();
+        }
+    }
+    s.poll(&mut nic, &clock, &mut NoLog);
+    nic.tx.outbox.clear();
+    assert!(s.active() <= 2, "{} TCBs held by the flood", s.active());
+    assert!(s.stats().tcp_syncookies_sent >= 4_990);
+    let (cseq, sseq) = {
+        nic.rx.inbox.push_back(tcp_frame(
+            7500,
+            100,
+            None,
+            flags(true, false, false, false),
+            &[],
+            None,
+        ));
+        let out = run(&mut s, &mut nic, &clock);
+        assert_eq!(out.len(), 1);
+        (101, out[0].seq.wrapping_add(1))
+    };
+    nic.rx.inbox.push_back(tcp_frame(
+        7500,
+        cseq,
+        Some(sseq),
+        flags(false, true, false, false),
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+        None,
+    ));
+    let out = run(&mut s, &mut nic, &clock);
+    let body: Vec<u8> = out.iter().flat_map(|o| o.payload.clone()).collect();
+    assert!(body.starts_with(b"HTTP/1.1 200 OK\r\n"), "{out:?}");
 }

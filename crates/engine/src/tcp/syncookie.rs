@@ -1,0 +1,216 @@
+//! SYN cookies (RFC 4987 §3.6): when the half-open budget is spent, the SYN-ACK's initial
+//! sequence number carries what the connection needs — the peer's MSS (as one of four
+//! values), its window-scale shift and SACK-permitted — and a keyed MAC over the
+//! connection's addresses, the client's ISN, those bits and a 64-second time counter. No
+//! TCB is kept; the TCB is made when an ACK returns the cookie (ACK − 1) intact within
+//! two periods.
+//!
+//! ```text
+//!  31    28 27 26 25    22 21  20                                0
+//! ┌────────┬─────┬────────┬───┬──────────────────────────────────┐
+//! │ t mod16│ mss │ wscale │ S │ MAC (21 bits, SipHash-2-4, keyed) │
+//! └────────┴─────┴────────┴───┴──────────────────────────────────┘
+//!   wscale 15 = the peer offered none; S = SACK permitted
+//! ```
+//!
+//! A forged ACK passes with probability 2^-21 per guess (per period tried); the TCB it
+//! would buy is reclaimed like any silent connection (the request timeout, eviction).
+
+use core::hash::Hasher;
+
+use siphasher::sip::SipHasher24;
+
+use crate::wire::tcp::Options;
+
+/// The MSS values a cookie can carry (the largest not above the peer's is chosen).
+pub const MSS_TABLE: [u16; 4] = [536, 1220, 1440, 1460];
+/// Length of one time period.
+pub const PERIOD_NS: u64 = 64_000_000_000;
+const MAC_BITS: u32 = 21;
+const MAC_MASK: u32 = (1 << MAC_BITS) - 1;
+const NO_WS: u32 = 15;
+
+/// What a valid cookie gives back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CookieOptions {
+    /// The peer's MSS, rounded down to [`MSS_TABLE`].
+    pub mss: u16,
+    /// The peer's window-scale shift, if it offered one.
+    pub window_scale: Option<u8>,
+    /// The peer offered SACK.
+    pub sack_permitted: bool,
+}
+
+impl CookieOptions {
+    /// As the TCP options of the SYN they stand for.
+    pub fn options(&self) -> Options {
+        Options {
+            mss: Some(self.mss),
+            window_scale: self.window_scale,
+            sack_permitted: self.sack_permitted,
+        }
+    }
+}
+
+/// Makes and checks cookies with a secret key (the ISN key).
+#[derive(Clone, Copy)]
+pub struct SynCookies {
+    key: [u8; 16],
+}
+
+impl core::fmt::Debug for SynCookies {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("SynCookies { key: (secret) }")
+    }
+}
+
+/// The two ends of a connection: (our IP, port), (peer IP, port).
+pub type Ends = (([u8; 4], u16), ([u8; 4], u16));
+
+impl SynCookies {
+    /// Cookies keyed by `key`.
+    pub fn new(key: [u8; 16]) -> SynCookies {
+        SynCookies { key }
+    }
+
+    fn mac(&self, ends: Ends, client_isn: u32, bits: u32, period: u64) -> u32 {
+        let mut h = SipHasher24::new_with_key(&self.key);
+        let ((lip, lport), (rip, rport)) = ends;
+        h.write(&lip);
+        h.write(&lport.to_be_bytes());
+        h.write(&rip);
+        h.write(&rport.to_be_bytes());
+        h.write(&client_isn.to_be_bytes());
+        h.write(&bits.to_be_bytes());
+        h.write(&period.to_be_bytes());
+        // Fuzzing builds use a zero MAC, so the fuzzer can complete cookie handshakes (as
+        // ISNs use F = 0 there).
+        if cfg!(fuzzing) {
+            return 0;
+        }
+        (h.finish() as u32) & MAC_MASK
+    }
+
+    /// The ISS to send in a SYN-ACK for a SYN with `client_isn` and `opts` at `now_ns`.
+    pub fn make(&self, ends: Ends, client_isn: u32, opts: &Options, now_ns: u64) -> u32 {
+        let period = now_ns / PERIOD_NS;
+        let peer_mss = opts.mss.unwrap_or(536);
+        let mss_idx = MSS_TABLE.iter().rposition(|&m| m <= peer_mss).unwrap_or(0) as u32;
+        let ws = opts.window_scale.map_or(NO_WS, |s| u32::from(s.min(14)));
+        let bits = ((period as u32 & 15) << 28)
+            | (mss_idx << 26)
+            | (ws << 22)
+            | (u32::from(opts.sack_permitted) << 21);
+        bits | self.mac(ends, client_isn, bits, period)
+    }
+
+    /// What the cookie `cookie` (the ACK's acknowledgment number − 1) of a connection whose
+    /// client ISN was `client_isn` (its sequence number − 1) stands for, if it is genuine and
+    /// at most two periods old.
+    pub fn check(
+        &self,
+        ends: Ends,
+        client_isn: u32,
+        cookie: u32,
+        now_ns: u64,
+    ) -> Option<CookieOptions> {
+        let now = now_ns / PERIOD_NS;
+        let bits = cookie & !MAC_MASK;
+        let t = u64::from(cookie >> 28);
+        // The newest period at or before now whose low four bits are t: now or the one before.
+        let period = (0..2)
+            .map(|back| now.wrapping_sub(back))
+            .find(|p| p & 15 == t && *p <= now)?;
+        if self.mac(ends, client_isn, bits, period) != cookie & MAC_MASK {
+            return None;
+        }
+        let ws = (cookie >> 22) & 15;
+        if ws > 14 && ws != NO_WS {
+            return None;
+        }
+        Some(CookieOptions {
+            mss: MSS_TABLE[((cookie >> 26) & 3) as usize],
+            window_scale: (ws != NO_WS).then_some(ws as u8),
+            sack_permitted: cookie & (1 << 21) != 0,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ENDS: Ends = (([10, 0, 0, 2], 80), ([10, 0, 0, 1], 40000));
+    const T0: u64 = 1_000 * PERIOD_NS + 5;
+
+    fn opts(mss: Option<u16>, ws: Option<u8>, sack: bool) -> Options {
+        Options {
+            mss,
+            window_scale: ws,
+            sack_permitted: sack,
+        }
+    }
+
+    #[test]
+    fn a_cookie_carries_the_options_back() {
+        let c = SynCookies::new([9; 16]);
+        for (o, want) in [
+            (opts(Some(1460), Some(7), true), (1460, Some(7), true)),
+            (opts(Some(1400), None, false), (1220, None, false)),
+            (opts(None, Some(0), false), (536, Some(0), false)),
+            (opts(Some(100), Some(20), true), (536, Some(14), true)),
+            (opts(Some(9000), Some(14), false), (1460, Some(14), false)),
+        ] {
+            let cookie = c.make(ENDS, 777, &o, T0);
+            let got = c.check(ENDS, 777, cookie, T0).expect("valid");
+            assert_eq!((got.mss, got.window_scale, got.sack_permitted), want);
+        }
+    }
+
+    #[test]
+    fn a_cookie_lives_two_periods() {
+        let c = SynCookies::new([9; 16]);
+        let o = opts(Some(1460), None, false);
+        let cookie = c.make(ENDS, 1, &o, T0);
+        assert!(c.check(ENDS, 1, cookie, T0 + PERIOD_NS).is_some());
+        assert!(c.check(ENDS, 1, cookie, T0 + 2 * PERIOD_NS).is_none());
+        assert!(c.check(ENDS, 1, cookie, T0 + 16 * PERIOD_NS).is_none());
+    }
+
+    #[test]
+    fn anything_changed_fails() {
+        let c = SynCookies::new([9; 16]);
+        let o = opts(Some(1460), Some(7), true);
+        let cookie = c.make(ENDS, 5, &o, T0);
+        assert!(c.check(ENDS, 6, cookie, T0).is_none(), "client ISN");
+        let other = (([10, 0, 0, 2], 80), ([10, 0, 0, 1], 40001));
+        assert!(c.check(other, 5, cookie, T0).is_none(), "port");
+        assert!(
+            SynCookies::new([8; 16])
+                .check(ENDS, 5, cookie, T0)
+                .is_none(),
+            "key"
+        );
+        for bit in 0..32 {
+            assert!(
+                c.check(ENDS, 5, cookie ^ (1 << bit), T0).is_none(),
+                "bit {bit} flipped"
+            );
+        }
+    }
+
+    #[test]
+    fn forgeries_rarely_pass() {
+        // 2^-21 per guess and period: of 2^20 random guesses, about one passes.
+        let c = SynCookies::new([3; 16]);
+        let mut x: u32 = 1;
+        let mut passed = 0;
+        for _ in 0..1 << 20 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            passed += u32::from(c.check(ENDS, 42, x, T0).is_some());
+        }
+        assert!(passed <= 8, "{passed} forgeries passed");
+    }
+}
