@@ -438,10 +438,10 @@ pub fn respond_stats(
 ) -> http::Response<'static> {
     let close = !req.keep_alive || req.has_body;
     if !matches!(req.method, Method::Get | Method::Head) {
-        return http::respond_error(http::Status(405), now_unix, server, out);
+        return http::respond_error(http::Status::METHOD_NOT_ALLOWED, now_unix, server, out);
     }
     let Some(body_len) = out.get_mut(HEAD_ROOM..).and_then(|b| board.render_json(b)) else {
-        return http::respond_error(http::Status(500), now_unix, server, out);
+        return http::respond_error(http::Status::INTERNAL_SERVER_ERROR, now_unix, server, out);
     };
     let mut head = [0u8; HEAD_ROOM];
     let mut w = SliceWriter {
@@ -463,7 +463,7 @@ pub fn respond_stats(
     );
     let head_len = w.len;
     if ok.is_err() {
-        return http::respond_error(http::Status(500), now_unix, server, out);
+        return http::respond_error(http::Status::INTERNAL_SERVER_ERROR, now_unix, server, out);
     }
     let send_body = req.method == Method::Get;
     out[..head_len].copy_from_slice(&head[..head_len]);
@@ -471,7 +471,7 @@ pub fn respond_stats(
         out.copy_within(HEAD_ROOM..HEAD_ROOM + body_len, head_len);
     }
     http::Response {
-        status: 200,
+        status: http::Status::OK.code(),
         head_len: head_len + if send_body { body_len } else { 0 },
         body: None,
         close,
