@@ -82,9 +82,10 @@ class Netns:
         return subprocess.run(self.cmd(*args), capture_output=True, text=True, timeout=timeout,
                               check=check)
 
-    def client(self, *args, timeout=None):
+    def client(self, *args, timeout=None, env=None):
         r = subprocess.run(self.cmd("python3", CLIENT, *args), capture_output=True, text=True,
-                           timeout=timeout or self.client_timeout)
+                           timeout=timeout or self.client_timeout,
+                           env={**os.environ, **(env or {})})
         if r.returncode != 0:
             raise AssertionError(f"client {args[0]} failed: {r.stderr[-2000:]}")
         return json.loads(r.stdout.strip().splitlines()[-1])

