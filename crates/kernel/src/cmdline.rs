@@ -194,27 +194,9 @@ pub fn parse_over<'a>(
                 }
                 _ => false,
             },
-            "tcbs" => match v.parse::<usize>() {
-                Ok(n) if (1..=1 << 20).contains(&n) => {
-                    s.tcbs = n;
-                    true
-                }
-                _ => false,
-            },
-            "max_per_ip" => match v.parse::<usize>() {
-                Ok(n) if (1..=1 << 20).contains(&n) => {
-                    s.max_per_ip = Some(n);
-                    true
-                }
-                _ => false,
-            },
-            "syn_backlog" => match v.parse::<usize>() {
-                Ok(n) if (1..=1 << 20).contains(&n) => {
-                    s.syn_backlog = Some(n);
-                    true
-                }
-                _ => false,
-            },
+            "tcbs" => count(v).map(|n| s.tcbs = n).is_some(),
+            "max_per_ip" => count(v).map(|n| s.max_per_ip = Some(n)).is_some(),
+            "syn_backlog" => count(v).map(|n| s.syn_backlog = Some(n)).is_some(),
             "log" => {
                 let mut all = true;
                 for item in v.split(',') {
@@ -293,6 +275,13 @@ pub fn parse_over<'a>(
         }
     }
     s
+}
+
+/// A count of TCBs or connections: 1 to 2^20, as `bareweb run` checks them.
+fn count(v: &str) -> Option<usize> {
+    v.parse::<usize>()
+        .ok()
+        .filter(|n| (1..=1 << 20).contains(n))
 }
 
 #[cfg(test)]

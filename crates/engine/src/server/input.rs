@@ -9,6 +9,7 @@ use crate::nic::TxRing;
 use crate::resource::Lookup;
 use crate::tcp::conn::{Connection, Reply, OUR_MSS};
 use crate::tcp::port_table::Peer;
+use crate::tcp::syncookie::Ends;
 use crate::tcp::tcb::Tcb;
 use crate::wire::tcp::{self as wtcp, ParsedRepr as TcpRepr};
 use crate::wire::{EthernetAddress, Ipv4Address};
@@ -96,7 +97,7 @@ impl<L: Lookup<'static>> Server<L> {
         }
         if let (Some(ack), false) = (seg.ack_number, seg.flags.syn) {
             // An ACK for no connection: the return of a SYN cookie, or a RST.
-            if !self.cookie_ack(src_mac, src, seg, ack, tx) {
+            if !self.cookie_ack(src_mac, peer, seg, ack, tx) {
                 self.send_reset_for(src_mac, src, seg, tx);
                 self.no_connection(peer);
             }
@@ -116,7 +117,7 @@ impl<L: Lookup<'static>> Server<L> {
             return self.no_connection(peer);
         }
         let now = self.now_ns;
-        let ends = ((self.cfg.ip.0, self.cfg.port), (src.0, seg.src_port));
+        let ends = self.ends(peer);
         if self.half_open >= self.syn_backlog || self.free.is_empty() {
             // RFC 4987 §3.6: the half-open budget is spent (or every TCB is in use): answer
             // with a SYN cookie and keep nothing. The TCB is made when the ACK brings the
@@ -151,6 +152,11 @@ impl<L: Lookup<'static>> Server<L> {
         self.send_syn_ack(id, tx);
     }
 
+    /// The connection's two ends, as ISNs and SYN cookies hash them.
+    fn ends(&self, peer: Peer) -> Ends {
+        ((self.cfg.ip.0, self.cfg.port), (peer.ip, peer.port))
+    }
+
     /// Takes TCB `id` for a new connection `tcp` with `peer`.
     fn open(&mut self, id: u32, peer: Peer, src_mac: EthernetAddress, tcp: Connection) {
         let t = &mut self.tcbs.0[id as usize];
@@ -171,7 +177,7 @@ impl<L: Lookup<'static>> Server<L> {
     fn cookie_ack<T: TxRing>(
         &mut self,
         src_mac: EthernetAddress,
-        src: Ipv4Address,
+        peer: Peer,
         seg: &TcpRepr<'_>,
         ack: u32,
         tx: &mut T,
@@ -180,17 +186,13 @@ impl<L: Lookup<'static>> Server<L> {
             return false;
         }
         let now = self.now_ns;
-        let ends = ((self.cfg.ip.0, self.cfg.port), (src.0, seg.src_port));
+        let ends = self.ends(peer);
         let client_isn = seg.seq_number.wrapping_sub(1);
         let iss = ack.wrapping_sub(1);
         let Some(opts) = self.cookies.check(ends, client_isn, iss, now) else {
             return false;
         };
-        let peer = Peer {
-            ip: src.0,
-            port: seg.src_port,
-        };
-        if self.per_ip.count(src.0) >= self.max_per_ip {
+        if self.per_ip.count(peer.ip) >= self.max_per_ip {
             self.stats.tcp_per_ip_refused += 1;
             return false;
         }
