@@ -379,10 +379,7 @@ impl<R: RxRing, C: Clock> Dispatch<R, C> {
         };
         let i = &self.addr.iface;
         let ends = ((i.ip.0, i.port), (peer.ip, peer.port));
-        self.addr
-            .cookies
-            .check(ends, seq.wrapping_sub(1), ack.wrapping_sub(1), now)
-            .is_some()
+        self.addr.cookies.check_ack(ends, seq, ack, now).is_some()
     }
 
     /// The frame just given to `core` is its `fwd[core]`-th: remember it for the mapping.

@@ -7,7 +7,7 @@ use super::Server;
 use crate::iface::{admissible_syn, egress, ingress, Drop, Ingress, Sent};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
-use crate::tcp::conn::{Connection, Reply, OUR_MSS};
+use crate::tcp::conn::{Connection, Reply};
 use crate::tcp::port_table::Peer;
 use crate::tcp::syncookie::Ends;
 use crate::tcp::tcb::Tcb;
@@ -122,21 +122,17 @@ impl<L: Lookup<'static>> Server<L> {
             // RFC 4987 §3.6: the half-open budget is spent (or every TCB is in use): answer
             // with a SYN cookie and keep nothing. The TCB is made when the ACK brings the
             // cookie back; a flood of spoofed SYNs costs no TCB and no eviction scan.
+            // The SYN-ACK is the one a TCB would send (`Connection::syn_ack` and `header`),
+            // from a connection that is then forgotten.
             let iss = self.cookies.make(ends, seg.seq_number, &seg.options, now);
-            let repr = wtcp::Repr {
-                src_port: self.cfg.port,
-                dst_port: seg.src_port,
-                seq_number: iss,
-                ack_number: Some(seg.seq_number.wrapping_add(1)),
-                flags: wtcp::Flags {
-                    syn: true,
-                    ack: true,
-                    ..wtcp::Flags::NONE
-                },
-                window_len: Connection::rcv_wnd(self.cfg.rx_buffer as u32) as u16,
-                max_seg_size: Some(OUR_MSS),
-                window_scale: seg.options.window_scale.map(|_| 0),
-            };
+            let mut c = Connection::accept(seg, iss, now);
+            let syn_ack = c.syn_ack(now);
+            let repr = c.header(
+                &syn_ack,
+                self.cfg.port,
+                seg.src_port,
+                self.cfg.rx_buffer as u32,
+            );
             let sent = self.egress.tcp_bare(tx, src_mac, src, &repr);
             self.count_sent(sent);
             self.stats.tcp_syncookies_sent += 1;
@@ -148,7 +144,6 @@ impl<L: Lookup<'static>> Server<L> {
         };
         let iss = self.isn.isn(ends.0, ends.1, now);
         self.open(id, peer, src_mac, Connection::accept(seg, iss, now));
-        self.half_open += 1;
         self.send_syn_ack(id, tx);
     }
 
@@ -157,7 +152,8 @@ impl<L: Lookup<'static>> Server<L> {
         ((self.cfg.ip.0, self.cfg.port), (peer.ip, peer.port))
     }
 
-    /// Takes TCB `id` for a new connection `tcp` with `peer`.
+    /// Takes TCB `id` for a new connection `tcp` with `peer`, in SYN-RECEIVED: it counts
+    /// as half-open until it leaves that state (`segment_arrives`, `free_tcb`).
     fn open(&mut self, id: u32, peer: Peer, src_mac: EthernetAddress, tcp: Connection) {
         let t = &mut self.tcbs.0[id as usize];
         *t = Tcb::free();
@@ -166,6 +162,7 @@ impl<L: Lookup<'static>> Server<L> {
         t.peer_mac = src_mac;
         self.ports.insert(&mut self.tcbs, id);
         self.per_ip.add(peer.ip);
+        self.half_open += 1;
         self.stats.tcp_accepted += 1;
         self.stats.tcbs_in_use = self.active() as u64;
         self.stats.tcbs_max = self.stats.tcbs_max.max(self.stats.tcbs_in_use);
@@ -187,9 +184,7 @@ impl<L: Lookup<'static>> Server<L> {
         }
         let now = self.now_ns;
         let ends = self.ends(peer);
-        let client_isn = seg.seq_number.wrapping_sub(1);
-        let iss = ack.wrapping_sub(1);
-        let Some(opts) = self.cookies.check(ends, client_isn, iss, now) else {
+        let Some(opts) = self.cookies.check_ack(ends, seg.seq_number, ack, now) else {
             return false;
         };
         if self.per_ip.count(peer.ip) >= self.max_per_ip {
@@ -204,17 +199,16 @@ impl<L: Lookup<'static>> Server<L> {
         };
         // The SYN the cookie stands for, and our SYN-ACK, as if a TCB had held them.
         let syn = TcpRepr {
-            seq_number: client_isn,
+            seq_number: seg.seq_number.wrapping_sub(1),
             ack_number: None,
             flags: wtcp::Flags::SYN,
             options: opts.options(),
             payload: &[],
             ..*seg
         };
-        let mut tcp = Connection::accept(&syn, iss, now);
+        let mut tcp = Connection::accept(&syn, ack.wrapping_sub(1), now);
         tcp.syn_ack(now);
-        self.open(id, peer, src_mac, tcp);
-        self.half_open += 1; // left again as the ACK establishes it
+        self.open(id, peer, src_mac, tcp); // half-open until the ACK below establishes it
         self.stats.tcp_syncookies_ok += 1;
         self.segment_arrives(id, src_mac, seg, tx);
         true

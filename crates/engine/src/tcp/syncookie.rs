@@ -104,6 +104,12 @@ impl SynCookies {
         bits | self.mac(ends, client_isn, bits, period)
     }
 
+    /// What the ACK with sequence number `seq` and acknowledgment number `ack` returns, if
+    /// it returns a genuine cookie: the cookie is `ack − 1`, the client's ISN `seq − 1`.
+    pub fn check_ack(&self, ends: Ends, seq: u32, ack: u32, now_ns: u64) -> Option<CookieOptions> {
+        self.check(ends, seq.wrapping_sub(1), ack.wrapping_sub(1), now_ns)
+    }
+
     /// What the cookie `cookie` (the ACK's acknowledgment number − 1) of a connection whose
     /// client ISN was `client_isn` (its sequence number − 1) stands for, if it is genuine and
     /// at most two periods old.
