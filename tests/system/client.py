@@ -401,10 +401,12 @@ def cmd_inject(args):
 
 
 def cmd_loss(args):
-    """loss N PATH SHA256: N sequential downloads of PATH; counts the intact ones."""
+    """loss N PATH SHA256: N sequential downloads of PATH; counts the intact ones and
+    times each (seconds)."""
     n, path, want = int(args[0]), args[1], args[2]
-    ok, bad = 0, []
+    ok, bad, times = 0, [], []
     for i in range(n):
+        t0 = time.monotonic()
         try:
             c = http.client.HTTPConnection(SERVER, PORT, timeout=60)
             st, h, body = fetch(c, path, {"Connection": "close"})
@@ -416,7 +418,8 @@ def cmd_loss(args):
                 bad.append(f"{i}: status {st} len {len(body)}")
         except Exception as e:
             bad.append(f"{i}: {e!r}")
-    out({"ok": ok, "bad": bad})
+        times.append(round(time.monotonic() - t0, 4))
+    out({"ok": ok, "bad": bad, "times": times})
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ const APT_PACKAGES: &[&str] = &[
     "iproute2",
     "iputils-ping",
     "nftables",
+    "ethtool",
     "curl",
     "wget",
     "python3",

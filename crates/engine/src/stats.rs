@@ -4,7 +4,7 @@
 //! publishes all of them to the shared board in `cores::board`.
 
 /// Number of counters in [`Stats::fields`].
-pub const STATS_FIELDS: usize = 39;
+pub const STATS_FIELDS: usize = 42;
 
 /// All counters of one engine instance.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,8 +65,15 @@ pub struct Stats {
     pub tcp_out_of_order: u64,
     /// Segments retransmitted by the retransmission timer.
     pub tcp_rto_retransmits: u64,
-    /// Fast retransmits (three duplicate ACKs, or a NewReno partial ACK).
+    /// Fast retransmits (three duplicate ACKs, SACK loss detection, or a NewReno partial
+    /// ACK).
     pub tcp_fast_retransmits: u64,
+    /// Holes retransmitted from the SACK scoreboard during recovery (frames).
+    pub tcp_sack_retransmits: u64,
+    /// Retransmissions found lost again in SACK recovery (the holes went again).
+    pub tcp_lost_retransmits: u64,
+    /// Tail loss probes sent (RFC 8985).
+    pub tcp_loss_probes: u64,
     /// Zero-window probes sent.
     pub tcp_window_probes: u64,
     /// Connections aborted by a timeout (half-open, idle, stalled, too many retries).
@@ -123,6 +130,9 @@ impl Stats {
             ("tcp_out_of_order", self.tcp_out_of_order),
             ("tcp_rto_retransmits", self.tcp_rto_retransmits),
             ("tcp_fast_retransmits", self.tcp_fast_retransmits),
+            ("tcp_sack_retransmits", self.tcp_sack_retransmits),
+            ("tcp_lost_retransmits", self.tcp_lost_retransmits),
+            ("tcp_loss_probes", self.tcp_loss_probes),
             ("tcp_window_probes", self.tcp_window_probes),
             ("tcp_timeouts", self.tcp_timeouts),
             ("http_requests", self.http_requests),

@@ -271,6 +271,7 @@ impl<L: Lookup<'static>> Server<L> {
         s.tcp_bad_acks += u64::from(out.bad_ack);
         s.tcp_challenge_acks += u64::from(out.challenge_ack);
         s.tcp_out_of_order += u64::from(out.out_of_order);
+        s.tcp_lost_retransmits += u64::from(out.lost_retransmit);
         s.tcp_established += u64::from(out.established);
         if out.reset {
             self.stats.tcp_rst_received += 1;

@@ -144,8 +144,9 @@ impl<L: Lookup<'static>> Server<L> {
         }
     }
 
-    /// Sends what the state machine allows now: new data within the windows, the FIN on
-    /// the last segment when the connection is closing.
+    /// Sends what the state machine allows now: holes the peer's SACKs show in recovery,
+    /// new data within the windows, the FIN on the last segment when the connection is
+    /// closing.
     pub(super) fn output<T: TxRing>(&mut self, id: u32, tx: &mut T) {
         let idx = id as usize;
         loop {
@@ -167,7 +168,11 @@ impl<L: Lookup<'static>> Server<L> {
                 self.enqueue(id); // ring full: try again next round
                 break;
             }
-            self.tcbs.0[idx].tcp.on_sent(&seg, now);
+            let t = &mut self.tcbs.0[idx].tcp;
+            if seg.seq != t.snd_nxt() {
+                self.stats.tcp_sack_retransmits += 1; // a hole (only recovery goes back)
+            }
+            t.on_sent(&seg, now);
             if seg.fin {
                 break;
             }

@@ -115,6 +115,7 @@ fn tcp_frame(
         window_len: 65535,
         max_seg_size: mss,
         window_scale: None,
+        sack_permitted: false,
     };
     let hl = repr.header_len();
     let mut f = vec![0u8; L2L3 + hl + payload.len()];

@@ -1,6 +1,6 @@
 //! The timer scan, every 10 ms over all TCBs: HTTP's request timeout (408 and close) and
 //! idle keep-alive close first, then the TCP connection's own timer (SYN-ACK and data
-//! retransmission, persist probe, stall abort; [`TimerAction`]).
+//! retransmission, tail loss probe, persist probe, stall abort; [`TimerAction`]).
 
 use super::{AccessLog, AccessRecord, Server};
 use crate::http::{self, conn::Sending, Status};
@@ -48,6 +48,12 @@ impl<L: Lookup<'static>> Server<L> {
                 TimerAction::Retransmit => {
                     self.stats.tcp_rto_retransmits += 1;
                     self.output(id, tx);
+                }
+                TimerAction::LossProbe(seg) => {
+                    if self.emit(id, &seg, tx) {
+                        self.tcbs.0[idx].tcp.on_sent(&seg, now);
+                        self.stats.tcp_loss_probes += 1;
+                    }
                 }
                 TimerAction::Probe(seg) => {
                     if self.emit(id, &seg, tx) {

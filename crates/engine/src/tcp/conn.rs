@@ -16,6 +16,7 @@
 
 use super::congestion::{NewReno, Verdict};
 use super::rtt::RttEstimator;
+use super::sack::Scoreboard;
 use super::seq;
 use super::state::State;
 use super::timer::Timer;
@@ -54,7 +55,8 @@ pub struct Outcome {
     /// Payload bytes `[start, end)` of the segment to append to the receive buffer: new
     /// in-order data that fits the space the owner gave.
     pub deliver: Option<(usize, usize)>,
-    /// Retransmit the segment at SND.UNA (fast retransmit or a NewReno partial ACK).
+    /// Retransmit the segment at SND.UNA (fast retransmit, SACK loss detection or a
+    /// NewReno partial ACK).
     pub retransmit: bool,
     /// The handshake completed with this segment.
     pub established: bool,
@@ -76,6 +78,8 @@ pub struct Outcome {
     pub challenge_ack: bool,
     /// Data not at RCV.NXT, dropped (no reassembly: requests are small).
     pub out_of_order: bool,
+    /// In SACK recovery, a retransmission was found lost: the holes go again.
+    pub lost_retransmit: bool,
 }
 
 /// One TCP connection's state (the TCP half of a TCB).
@@ -102,6 +106,8 @@ pub struct Connection {
     pub(super) snd_shift: u8,
     /// We send a window-scale option (shift 0) on our SYN-ACK: the peer offered one.
     pub(super) offer_ws: bool,
+    /// SACK is in use: the peer's SYN offered it, our SYN-ACK answers with it.
+    pub(super) sack_ok: bool,
     /// Next sequence number expected from the peer.
     pub(super) rcv_nxt: u32,
     /// Effective send MSS.
@@ -122,6 +128,19 @@ pub struct Connection {
     pub(super) last_heard_ns: u64,
     /// An ACK is owed to the peer.
     pub(super) ack_pending: bool,
+    /// What the peer has SACKed above SND.UNA.
+    pub(super) sb: Scoreboard,
+    /// In SACK recovery: holes below this were retransmitted (RFC 6675 HighRxt).
+    pub(super) high_rxt: u32,
+    /// SND.MAX when the last retransmission went out: a SACK above it means data sent
+    /// after every retransmission arrived, so a hole still below HighRxt was lost again.
+    pub(super) rxt_fence: u32,
+    /// A tail loss probe is out and unanswered (RFC 8985 §7).
+    pub(super) tlp_out: bool,
+    /// After a retransmission timeout with SACK: everything outstanding then (up to the
+    /// congestion controller's `recover`) is lost and goes again as holes, skipping what
+    /// the peer SACKed, until the ACKs pass it (RFC 8985 §6.3; Linux's Loss state).
+    pub(super) rto_recovery: bool,
 }
 
 impl Default for Connection {
@@ -145,6 +164,7 @@ impl Connection {
             max_snd_wnd: 0,
             snd_shift: 0,
             offer_ws: false,
+            sack_ok: false,
             rcv_nxt: 0,
             mss: DEFAULT_MSS,
             send_end: 0,
@@ -161,6 +181,11 @@ impl Connection {
             retries: 0,
             last_heard_ns: 0,
             ack_pending: false,
+            sb: Scoreboard::new(),
+            high_rxt: 0,
+            rxt_fence: 0,
+            tlp_out: false,
+            rto_recovery: false,
         }
     }
 
@@ -182,6 +207,7 @@ impl Connection {
         // send ours (shift 0) when the peer offered one.
         c.offer_ws = syn.options.window_scale.is_some();
         c.snd_shift = syn.options.window_scale.map_or(0, |s| s.min(14));
+        c.sack_ok = syn.options.sack_permitted;
         c.snd_wnd = u32::from(syn.window_len); // never scaled in a SYN
         c.max_snd_wnd = c.snd_wnd;
         c.snd_wl1 = syn.seq_number;
@@ -229,6 +255,19 @@ impl Connection {
     /// The peer's window scale shift.
     pub fn snd_shift(&self) -> u8 {
         self.snd_shift
+    }
+    /// Whether SACK is in use.
+    pub fn sack_ok(&self) -> bool {
+        self.sack_ok
+    }
+    /// Whether holes are being repaired from the SACK scoreboard: fast recovery, or
+    /// recovery after a timeout.
+    pub fn sack_recovery(&self) -> bool {
+        self.sack_ok && (self.cc.in_recovery || self.rto_recovery)
+    }
+    /// The SACK scoreboard.
+    pub fn scoreboard(&self) -> &Scoreboard {
+        &self.sb
     }
     /// The congestion controller.
     pub fn congestion(&self) -> &NewReno {
@@ -326,6 +365,7 @@ impl Connection {
                 self.offer_ws = true;
                 self.snd_shift = shift.min(14);
             }
+            self.sack_ok |= seg.options.sack_permitted;
             out.reply = Reply::SynAck;
             return out;
         }
@@ -415,43 +455,71 @@ impl Connection {
             return out;
         }
         let new_wnd = u32::from(seg.window_len) << self.snd_shift;
+        let was_in_recovery = self.cc.in_recovery;
+        let rxt_arrived;
         if seq::gt(ack, self.snd_una) {
             let acked = ack.wrapping_sub(self.snd_una);
             out.acked = acked;
             self.rtt.on_ack(ack, now_ns);
             self.snd_una = ack;
+            self.sb.advance(ack);
+            self.tlp_out = false;
+            if self.rto_recovery && seq::ge(ack, self.cc.recover) {
+                self.rto_recovery = false;
+            }
             if seq::lt(self.snd_nxt, self.snd_una) {
                 self.snd_nxt = self.snd_una;
             }
-            let verdict = self.cc.on_new_ack(acked, ack, self.flight(), self.mss);
+            rxt_arrived = self.take_sack(seg);
+            let verdict = self
+                .cc
+                .on_new_ack(acked, ack, self.flight(), self.mss, self.sack_ok);
             out.retransmit = verdict == Verdict::Retransmit;
             self.retries = 0;
             self.last_heard_ns = now_ns;
-            self.timer = if self.flight() > 0 {
-                Timer::retransmit(now_ns, self.rtt.rto_ns())
-            } else {
-                Timer::Idle
-            };
             if self.state.fin_sent() && seq::gt(ack, self.send_end) {
                 self.state = self.state.after_fin_acked();
             }
-        } else if ack == self.snd_una
-            && seg.payload.is_empty()
-            && !fin
-            && new_wnd == self.snd_wnd
-            && new_wnd != 0
-            && self.flight() > 0
-        {
-            // RFC 5681 §2 duplicate ACK. One that advertises a zero window answers a window
-            // probe or reports a full receiver, not a loss: retransmitting into a closed
-            // window would be wasted, so it is not counted.
-            let verdict = self
-                .cc
-                .on_dup_ack(ack, self.flight(), self.snd_max, self.mss);
-            if verdict == Verdict::Retransmit {
-                self.rtt.stop();
-                out.retransmit = true;
+        } else {
+            rxt_arrived = self.take_sack(seg);
+            if ack == self.snd_una
+                && seg.payload.is_empty()
+                && !fin
+                && new_wnd == self.snd_wnd
+                && new_wnd != 0
+                && self.flight() > 0
+            {
+                // RFC 5681 §2 duplicate ACK. One that advertises a zero window answers a
+                // window probe or reports a full receiver, not a loss: retransmitting into a
+                // closed window would be wasted, so it is not counted.
+                let verdict =
+                    self.cc
+                        .on_dup_ack(ack, self.flight(), self.snd_max, self.mss, self.sack_ok);
+                out.retransmit = verdict == Verdict::Retransmit;
             }
+        }
+        if self.sack_ok && !self.sb.is_empty() {
+            self.sack_loss(ack, rxt_arrived, &mut out);
+        }
+        if self.cc.in_recovery && !was_in_recovery {
+            // Recovery begins: the segment at SND.UNA goes now (`out.retransmit`), the
+            // other holes as the pipe allows; its ACK will be ambiguous (Karn).
+            self.high_rxt = self.snd_una;
+            self.rxt_fence = self.snd_max;
+            self.tlp_out = false;
+            self.rtt.stop();
+            if self.sack_ok {
+                self.timer = self.data_timer(now_ns); // the recovery probe (output.rs)
+            }
+        }
+        if out.acked > 0 {
+            // Progress: restart the timer (RFC 6298 §5.3), as a tail loss probe where one
+            // applies.
+            self.timer = if self.flight() > 0 {
+                self.data_timer(now_ns)
+            } else {
+                Timer::Idle
+            };
         }
         // Window update (RFC 9293 §3.10.7.4, SND.WL1/WL2 rule).
         if seq::lt(self.snd_wl1, seg_seq) || (self.snd_wl1 == seg_seq && seq::le(self.snd_wl2, ack))
@@ -506,6 +574,65 @@ impl Connection {
             }
         }
         out
+    }
+}
+
+impl Connection {
+    /// Takes in the SACK blocks of an acceptable ACK. Returns the highest end of what they
+    /// newly reported below HighRxt in SACK recovery: retransmitted data that arrived.
+    fn take_sack(&mut self, seg: &TcpRepr<'_>) -> Option<u32> {
+        if !self.sack_ok {
+            return None;
+        }
+        let mut rxt_arrived = None;
+        for (l, r) in seg.options.sack.iter() {
+            if self.sb.add(self.snd_una, self.snd_max, l, r)
+                && seq::le(r, self.high_rxt)
+                && rxt_arrived.is_none_or(|e| seq::gt(r, e))
+            {
+                rxt_arrived = Some(r);
+            }
+        }
+        rxt_arrived.filter(|_| self.sack_recovery())
+    }
+
+    /// Loss detection from the scoreboard (RFC 8985's rule that data sent later and
+    /// delivered makes earlier data lost, with no reordering window): outside recovery,
+    /// enter it on any SACK above SND.UNA. In recovery, a
+    /// retransmission is lost when data sent after it arrived — new data sent after the last
+    /// retransmission (above the fence), or a retransmission that went later in the same
+    /// pass (`rxt_arrived`) — and the holes go again.
+    fn sack_loss(&mut self, ack: u32, rxt_arrived: Option<u32>, out: &mut Outcome) {
+        if self.cc.in_recovery || self.rto_recovery {
+            let Some(high) = self.sb.highest() else {
+                return;
+            };
+            let sent_later = if seq::gt(high, self.rxt_fence) {
+                Some(self.high_rxt)
+            } else {
+                rxt_arrived
+            };
+            if let Some(upto) = sent_later {
+                if seq::gt(self.high_rxt, self.snd_una)
+                    && self.sb.unsacked_in(self.snd_una, upto) > 0
+                {
+                    self.high_rxt = self.snd_una;
+                    out.lost_retransmit = true;
+                }
+            }
+            return;
+        }
+        // RFC 8985 marks a segment lost once a segment sent after it is SACKed and a
+        // reordering window (a quarter of the minimum RTT) has passed; this TCP keeps no
+        // per-segment send times and its timers tick every 10 ms, so the window is zero:
+        // the first SACK above SND.UNA starts recovery (docs/tcp.md: the cost of
+        // reordering).
+        if self
+            .cc
+            .enter_recovery(ack, self.flight(), self.snd_max, self.mss, true)
+        {
+            out.retransmit = true;
+        }
     }
 }
 

@@ -24,6 +24,7 @@ pub mod output;
 pub mod per_ip;
 pub mod port_table;
 pub mod rtt;
+pub mod sack;
 pub mod seq;
 pub mod state;
 pub mod syncookie;

@@ -1,7 +1,8 @@
 //! What a connection sends, and when its timer fires: [`Connection::next_segment`] and
 //! [`Connection::on_sent`] (windows, silly-window avoidance, segmentation offload, Karn's
-//! timing, the FIN on the last segment), the segments answering input (ACK, SYN-ACK,
-//! fast retransmit) and [`Connection::on_timer`] (RFC 6298 retransmission, RFC 9293
+//! timing, the FIN on the last segment, RFC 6675 SACK recovery: holes first, within the
+//! pipe), the segments answering input (ACK, SYN-ACK, fast retransmit) and
+//! [`Connection::on_timer`] (RFC 6298 retransmission, RFC 8985 tail loss probe, RFC 9293
 //! persist, the stall abort). The owner turns a [`Segment`] into a frame: the header
 //! comes from [`Connection::header`], the payload bytes from its own copy of the stream.
 
@@ -46,11 +47,14 @@ pub enum TimerAction {
     None,
     /// Send the SYN-ACK again ([`Connection::syn_ack`]).
     ResendSynAck,
-    /// Retransmission timeout: SND.NXT went back to SND.UNA; send with
-    /// [`Connection::next_segment`] as usual.
+    /// Retransmission timeout: SND.NXT went back to SND.UNA (or, with SACK, everything
+    /// outstanding became holes); send with [`Connection::next_segment`] as usual.
     Retransmit,
     /// Send this window probe, then call [`Connection::on_sent`] if it went out.
     Probe(Segment),
+    /// Send this tail loss probe (new data, or the last segment again), then call
+    /// [`Connection::on_sent`] if it went out.
+    LossProbe(Segment),
     /// Give up: send a RST at this sequence number and free the TCB.
     Abort {
         /// Sequence number of the RST.
@@ -62,6 +66,11 @@ pub enum TimerAction {
 
 /// SYN-ACK retransmissions before a half-open connection is dropped.
 pub const SYN_ACK_RETRIES: u8 = 3;
+/// The shortest tail loss probe timeout (RFC 8985 §7.2 leaves it to the implementation;
+/// Linux uses 10 ms too). The server's timer scan runs every 10 ms.
+pub const PTO_MIN_NS: u64 = 10_000_000;
+/// The longest a peer may delay its ACK of a lone segment (RFC 8985 §7.2's WCDelAckT).
+pub const DELACK_MAX_NS: u64 = 200_000_000;
 
 impl Connection {
     /// The SYN-ACK (first or again): arms the retransmission timer.
@@ -108,6 +117,7 @@ impl Connection {
             window_len: Connection::rcv_wnd(rx_space) as u16,
             max_seg_size: seg.syn.then_some(OUR_MSS),
             window_scale: (seg.syn && self.offer_ws).then_some(0),
+            sack_permitted: seg.syn && self.sack_ok,
         }
     }
 
@@ -119,6 +129,24 @@ impl Connection {
     pub fn next_segment(&mut self, now_ns: u64, frame_max: u32) -> Option<Segment> {
         if !self.state.is_synchronized() {
             return None;
+        }
+        let mss = self.mss;
+        let mut seg_max = if frame_max > mss {
+            frame_max / mss * mss
+        } else {
+            mss
+        };
+        let sack_recovery = self.sack_recovery();
+        if sack_recovery {
+            // RFC 6675 §5 NextSeg rule 1: the holes first.
+            if let Some(s) = self.hole_segment(seg_max) {
+                return Some(s);
+            }
+        } else if seq::lt(self.snd_nxt, self.snd_max) {
+            // Going back after a timeout: what the peer SACKed is not sent again.
+            if let Some(end) = self.sb.block_end_at(self.snd_nxt) {
+                self.snd_nxt = end;
+            }
         }
         let end = self.send_end;
         let avail = if seq::lt(self.snd_nxt, end) {
@@ -132,23 +160,33 @@ impl Connection {
         if avail == 0 && !fin_due {
             return None;
         }
-        let wnd = self.cc.cwnd.min(self.snd_wnd);
         let flight = self.flight();
-        if avail > 0 && flight >= wnd {
+        // In SACK recovery the congestion window bounds the pipe, not the flight.
+        let used = if sack_recovery { self.pipe() } else { flight };
+        let room = self
+            .cc
+            .cwnd
+            .saturating_sub(used)
+            .min(self.snd_wnd.saturating_sub(flight));
+        if avail > 0 && room == 0 {
             if self.snd_wnd == 0 && !self.timer.is_armed() {
                 // Zero window: arm the persist timer (probes go out on the timer path).
                 self.timer = Timer::persist(now_ns, self.rtt.rto_ns());
             }
             return None;
         }
-        let room = wnd.saturating_sub(flight);
-        let mss = self.mss;
-        let seg_max = if frame_max > mss {
-            frame_max / mss * mss
-        } else {
-            mss
-        };
+        if avail > room && seg_max > mss {
+            // More queued than the windows let go: an offloaded frame carries at most a
+            // quarter of the window, so one lost frame leaves segments after it to draw the
+            // duplicate ACKs and SACKs that repair it without a timeout.
+            let quarter = (self.cc.cwnd.min(self.snd_wnd) / 4).max(2 * mss);
+            seg_max = seg_max.min(quarter / mss * mss);
+        }
         let mut len = avail.min(room).min(seg_max);
+        if let Some(b) = self.sb.next_block_after(self.snd_nxt) {
+            // Going back: stop at what the peer already holds.
+            len = len.min(b.wrapping_sub(self.snd_nxt));
+        }
         if len > mss && len < avail {
             // An offloaded frame that does not end the stream carries whole segments
             // only: its tail would be a silly small segment.
@@ -156,7 +194,11 @@ impl Connection {
         }
         // Sender-side silly window avoidance (RFC 9293 §3.8.6.2.1): hold back a small
         // segment while data is in flight unless it ends what is queued.
-        if len < mss && len < avail && flight > 0 {
+        if len < mss
+            && len < avail
+            && flight > 0
+            && self.sb.next_block_after(self.snd_nxt).is_none()
+        {
             return None;
         }
         Some(Segment {
@@ -166,6 +208,124 @@ impl Connection {
             fin: fin_due && len == avail,
             probe: false,
         })
+    }
+
+    /// The end of the data sent (SND.MAX, less our FIN if it was sent).
+    fn data_end(&self) -> u32 {
+        if self.state.fin_sent() && seq::gt(self.snd_max, self.send_end) {
+            self.send_end
+        } else {
+            self.snd_max
+        }
+    }
+
+    /// In SACK recovery, the end of what is deemed lost: every octet not SACKed below the
+    /// highest SACKed one (data sent later has arrived; RFC 8985's rule without its
+    /// reordering window: see docs/tcp.md), and the segment at SND.UNA; after a timeout,
+    /// everything that was outstanding (the FIN included).
+    fn lost_end(&self) -> u32 {
+        let data_end = self.data_end();
+        let cap = |x: u32| if seq::lt(x, data_end) { x } else { data_end };
+        let mut end = cap(self.snd_una.wrapping_add(self.mss));
+        if let Some(h) = self.sb.highest() {
+            if seq::gt(cap(h), end) {
+                end = cap(h);
+            }
+        }
+        if self.rto_recovery && seq::gt(self.cc.recover, end) {
+            end = if seq::lt(self.cc.recover, self.snd_max) {
+                self.cc.recover
+            } else {
+                self.snd_max
+            };
+        }
+        // Only what was sent since the last go-back (a window probe sets SND.NXT back).
+        if seq::lt(self.snd_nxt, end) {
+            self.snd_nxt
+        } else {
+            end
+        }
+    }
+
+    /// RFC 6675 §4's pipe: octets deemed in the network — sent beyond what is lost, plus
+    /// the lost ones retransmitted and not yet SACKed.
+    pub(super) fn pipe(&self) -> u32 {
+        let lost_end = self.lost_end();
+        // (A SACKed FIN octet lies beyond the data: not in flight either.)
+        let beyond = self.sb.unsacked_in(lost_end, self.snd_max);
+        let rxt_to = if seq::lt(self.high_rxt, lost_end) {
+            self.high_rxt
+        } else {
+            lost_end
+        };
+        beyond.saturating_add(self.sb.unsacked_in(self.snd_una, rxt_to))
+    }
+
+    /// The next hole to retransmit in SACK recovery, if the pipe leaves room for it.
+    fn hole_segment(&self, seg_max: u32) -> Option<Segment> {
+        let from = if seq::gt(self.high_rxt, self.snd_una) {
+            self.high_rxt
+        } else {
+            self.snd_una
+        };
+        let (start, stop) = self.sb.next_hole(from, self.lost_end())?;
+        // Our FIN's octet follows the data: a hole that reaches past it carries the FIN.
+        let fin_out = self.state.fin_sent() && seq::gt(self.snd_max, self.send_end);
+        let data_stop = if fin_out && seq::gt(stop, self.send_end) {
+            self.send_end
+        } else {
+            stop
+        };
+        let hole = data_stop.wrapping_sub(start);
+        let room = self.cc.cwnd.saturating_sub(self.pipe());
+        if room < hole.min(self.mss).max(1) {
+            return None;
+        }
+        let mut len = hole.min(seg_max).min(room.max(self.mss));
+        if len > self.mss && len < hole {
+            len -= len % self.mss;
+        }
+        Some(Segment {
+            seq: start,
+            len,
+            syn: false,
+            fin: fin_out && start.wrapping_add(len) == self.send_end,
+            probe: false,
+        })
+    }
+
+    /// The loss probe timeout, when one applies: SACK in use, a round-trip sample taken,
+    /// no probe out. Outside recovery it is RFC 8985 §7.2's tail loss probe (not after a
+    /// timeout until progress, and a lone segment allows for the peer's delayed ACK). In
+    /// SACK recovery it stands in for RFC 8985's reordering timer on retransmissions, which
+    /// needs per-segment send times this TCP does not keep: a peer holding out-of-order data
+    /// acknowledges every segment at once (RFC 5681 §4.2), so a retransmission unanswered
+    /// for two round trips is lost, and waiting for the retransmission timeout (200 ms at
+    /// least, then doubled) is what made lossy downloads slow.
+    fn pto_ns(&self) -> Option<u64> {
+        if !self.sack_ok || self.tlp_out || self.rtt.srtt_us == 0 {
+            return None;
+        }
+        let recovery = self.sack_recovery();
+        if !recovery && self.retries > 0 {
+            return None;
+        }
+        let srtt = u64::from(self.rtt.srtt_us) * 1000;
+        let mut pto = (2 * srtt).max(PTO_MIN_NS);
+        if !recovery && self.flight() <= self.mss {
+            // A lone segment may wait for the peer's delayed ACK.
+            pto = pto.max(srtt * 3 / 2 + DELACK_MAX_NS);
+        }
+        Some(pto.min(self.rtt.rto_ns()))
+    }
+
+    /// The timer for data in flight: a tail loss probe where one applies, else the
+    /// retransmission timeout.
+    pub(super) fn data_timer(&self, now_ns: u64) -> Timer {
+        match self.pto_ns() {
+            Some(pto) => Timer::loss_probe(now_ns, pto),
+            None => Timer::retransmit(now_ns, self.rtt.rto_ns()),
+        }
     }
 
     /// `seg` (from [`next_segment`](Self::next_segment), [`syn_ack`](Self::syn_ack), a
@@ -183,9 +343,23 @@ impl Connection {
             return;
         }
         if seg.seq != self.snd_nxt {
-            // A retransmission of older data (fast retransmit at SND.UNA): nothing moves.
+            // A retransmission of older data (fast retransmit, a hole, a loss probe).
+            let end = seg
+                .seq
+                .wrapping_add(seg.len)
+                .wrapping_add(u32::from(seg.fin));
+            if seq::gt(end, self.high_rxt) {
+                self.high_rxt = end;
+            }
+            self.rxt_fence = self.snd_max;
+            self.rtt.retransmitted(seg.seq);
             if seg.fin {
                 self.state = self.state.after_fin_sent();
+            }
+            if let (true, Some(pto)) = (self.sack_recovery(), self.pto_ns()) {
+                self.timer = Timer::loss_probe(now_ns, pto); // from this retransmission on
+            } else if !self.timer.is_armed() {
+                self.timer = Timer::retransmit(now_ns, self.rtt.rto_ns());
             }
             return;
         }
@@ -211,9 +385,12 @@ impl Connection {
         if seq::gt(self.snd_nxt, self.snd_max) {
             self.snd_max = self.snd_nxt;
         }
-        // RFC 6298 §5.1: data in flight runs under the retransmission timer. A persist
+        // RFC 6298 §5.1: data in flight runs under the retransmission timer; RFC 8985
+        // §7.2: a tail loss probe is rescheduled after each new transmission. A persist
         // timer left from a closed window is replaced: its deadline belongs to the probe.
-        if !matches!(self.timer, Timer::Retransmit { .. }) {
+        if let Some(pto) = self.pto_ns() {
+            self.timer = Timer::loss_probe(now_ns, pto);
+        } else if !matches!(self.timer, Timer::Retransmit { .. }) {
             self.timer = Timer::retransmit(now_ns, self.rtt.rto_ns());
         }
     }
@@ -229,7 +406,10 @@ impl Connection {
         } else {
             0
         };
-        let len = avail.min(self.mss);
+        let mut len = avail.min(self.mss);
+        if let Some(b) = self.sb.next_block_after(self.snd_una) {
+            len = len.min(b.wrapping_sub(self.snd_una)); // not into what the peer holds
+        }
         let fin = fin_out && self.snd_una.wrapping_add(len) == self.send_end;
         if len == 0 && !fin {
             return None;
@@ -286,6 +466,7 @@ impl Connection {
             self.rtt.backoff();
             self.timer = Timer::persist(now_ns, self.rtt.rto_ns());
             self.snd_nxt = self.snd_una;
+            self.rto_recovery = false;
             self.rtt.stop();
             return TimerAction::Probe(Segment {
                 seq: self.snd_una,
@@ -299,6 +480,9 @@ impl Connection {
             self.timer = Timer::Idle;
             return TimerAction::None;
         }
+        if matches!(self.timer, Timer::LossProbe { .. }) {
+            return self.loss_probe(now_ns);
+        }
         if self.retries >= max_retries {
             return TimerAction::Abort { seq: self.snd_nxt };
         }
@@ -306,8 +490,84 @@ impl Connection {
         self.cc.on_timeout(self.flight(), self.snd_max, self.mss);
         self.rtt.stop();
         self.rtt.backoff();
-        self.snd_nxt = self.snd_una; // go back: resend from the first unacknowledged byte
+        self.tlp_out = false;
+        if self.retries > 1 {
+            // Twice without progress: the peer may have dropped what it SACKed (RFC 2018
+            // §8 lets it renege); send everything again.
+            self.sb.clear();
+        }
+        if self.sack_ok {
+            // Everything outstanding is lost (RFC 8985 §6.3): it goes again as holes from
+            // SND.UNA, skipping what the peer SACKed, within a window that starts at one
+            // segment, and the SACKs that follow still find lost retransmissions, where
+            // going back to SND.UNA would wait for another (doubled) timeout.
+            self.rto_recovery = true;
+            self.high_rxt = self.snd_una;
+            self.rxt_fence = self.snd_max;
+        } else {
+            self.snd_nxt = self.snd_una; // go back: resend from the first unacknowledged byte
+        }
         self.timer = Timer::retransmit(now_ns, self.rtt.rto_ns());
         TimerAction::Retransmit
+    }
+
+    /// The loss probe fired. Outside recovery (RFC 8985 §7.3): one segment of new data if
+    /// the peer's window takes it, else the last segment sent again, to draw an ACK whose
+    /// SACK shows what was lost. In SACK recovery: the first hole again (see
+    /// [`pto_ns`](Self::pto_ns)). The retransmission timer runs behind it.
+    fn loss_probe(&mut self, now_ns: u64) -> TimerAction {
+        self.tlp_out = true;
+        self.timer = Timer::retransmit(now_ns, self.rtt.rto_ns());
+        if self.sack_recovery() {
+            // In recovery: every retransmission still unanswered is lost; the holes go
+            // again from SND.UNA, the first one now.
+            self.high_rxt = self.snd_una;
+            if let Some((start, stop)) = self.sb.next_hole(self.snd_una, self.lost_end()) {
+                let fin_out = self.state.fin_sent() && seq::gt(self.snd_max, self.send_end);
+                let data_stop = if fin_out && seq::gt(stop, self.send_end) {
+                    self.send_end
+                } else {
+                    stop
+                };
+                let len = data_stop.wrapping_sub(start).min(self.mss);
+                return TimerAction::LossProbe(Segment {
+                    seq: start,
+                    len,
+                    syn: false,
+                    fin: fin_out && start.wrapping_add(len) == self.send_end,
+                    probe: false,
+                });
+            }
+        }
+        let end = self.send_end;
+        let avail = if seq::lt(self.snd_nxt, end) {
+            end.wrapping_sub(self.snd_nxt)
+        } else {
+            0
+        };
+        let wnd_room = self.snd_wnd.saturating_sub(self.flight());
+        if avail > 0 && wnd_room > 0 && self.snd_nxt == self.snd_max {
+            let len = avail.min(self.mss).min(wnd_room);
+            return TimerAction::LossProbe(Segment {
+                seq: self.snd_nxt,
+                len,
+                syn: false,
+                fin: self.fin_queued && len == avail,
+                probe: false,
+            });
+        }
+        let data_end = self.data_end();
+        let fin = self.state.fin_sent() && seq::gt(self.snd_max, self.send_end);
+        let len = data_end.wrapping_sub(self.snd_una).min(self.mss);
+        if len == 0 && !fin {
+            return TimerAction::None;
+        }
+        TimerAction::LossProbe(Segment {
+            seq: data_end.wrapping_sub(len),
+            len,
+            syn: false,
+            fin,
+            probe: false,
+        })
     }
 }

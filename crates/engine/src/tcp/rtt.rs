@@ -54,6 +54,17 @@ impl RttEstimator {
         self.timed = Some((until, now_ns));
     }
 
+    /// A retransmission of octets from `from` on went out: if it covers timed octets, the
+    /// ACK that ends the timing is ambiguous and the timing stops (Karn).
+    pub fn retransmitted(&mut self, from: u32) {
+        if self
+            .timed
+            .is_some_and(|(until, _)| super::seq::lt(from, until))
+        {
+            self.timed = None;
+        }
+    }
+
     /// Forgets the timed segment (Karn: after a retransmission its ACK is ambiguous).
     pub fn stop(&mut self) {
         self.timed = None;

@@ -48,6 +48,7 @@ impl CookieOptions {
             mss: Some(self.mss),
             window_scale: self.window_scale,
             sack_permitted: self.sack_permitted,
+            sack: crate::wire::tcp::SackBlocks::NONE,
         }
     }
 }
@@ -154,6 +155,7 @@ mod tests {
             mss,
             window_scale: ws,
             sack_permitted: sack,
+            sack: crate::wire::tcp::SackBlocks::NONE,
         }
     }
 

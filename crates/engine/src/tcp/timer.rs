@@ -1,4 +1,5 @@
-//! The one timer of a connection (RFC 6298 retransmission, RFC 9293 §3.8.6.1 persist):
+//! The one timer of a connection (RFC 6298 retransmission, RFC 8985 §7 tail loss probe,
+//! RFC 9293 §3.8.6.1 persist):
 //! which is armed, and until when. Armed and read only through these methods, so the
 //! deadline arithmetic is written once.
 
@@ -15,6 +16,11 @@ pub enum Timer {
     },
     /// Zero-window probe due at this time.
     Persist {
+        /// Monotonic deadline, ns.
+        at: u64,
+    },
+    /// Tail loss probe due at this time (before the retransmission timeout would be).
+    LossProbe {
         /// Monotonic deadline, ns.
         at: u64,
     },
@@ -35,6 +41,13 @@ impl Timer {
         }
     }
 
+    /// Armed for a tail loss probe at `now_ns + pto_ns`.
+    pub fn loss_probe(now_ns: u64, pto_ns: u64) -> Timer {
+        Timer::LossProbe {
+            at: now_ns.saturating_add(pto_ns),
+        }
+    }
+
     /// Whether any deadline is set.
     pub fn is_armed(self) -> bool {
         self != Timer::Idle
@@ -44,7 +57,7 @@ impl Timer {
     pub fn deadline(self) -> Option<u64> {
         match self {
             Timer::Idle => None,
-            Timer::Retransmit { at } | Timer::Persist { at } => Some(at),
+            Timer::Retransmit { at } | Timer::Persist { at } | Timer::LossProbe { at } => Some(at),
         }
     }
 

@@ -164,6 +164,7 @@ mod option_kind {
     pub const MSS: u8 = 2;
     pub const WS: u8 = 3;
     pub const SACK_PERMITTED: u8 = 4;
+    pub const SACK: u8 = 5;
     pub const TIMESTAMPS: u8 = 8;
 }
 
@@ -181,6 +182,9 @@ pub enum TcpOption<'a> {
     WindowScale(u8),
     /// Kind 4, length 2: the sender understands SACK (RFC 2018).
     SackPermitted,
+    /// Kind 5, length 2 + 8n (n = 1..4): blocks of data the receiver holds above its
+    /// cumulative acknowledgment (RFC 2018 §3).
+    Sack(SackBlocks),
     /// Kind 8, length 10: timestamps (RFC 7323).
     Timestamps {
         /// TSval.
@@ -202,8 +206,9 @@ impl<'a> TcpOption<'a> {
     ///
     /// Every option but EOL and NOP has a length byte that counts kind and length
     /// (RFC 9293 §3.2). A missing length byte, a length below 2, a length running past
-    /// `buf`, and a length other than the fixed one of MSS (4), window scale (3), SACK
-    /// permitted (2) or timestamps (10) are [`Error::Malformed`], as is an empty `buf`.
+    /// `buf`, a length other than the fixed one of MSS (4), window scale (3), SACK
+    /// permitted (2) or timestamps (10), and a SACK option whose length is not 2 + 8n for
+    /// n = 1..4 are [`Error::Malformed`], as is an empty `buf`.
     pub fn parse(buf: &'a [u8]) -> Result<(&'a [u8], TcpOption<'a>)> {
         let (&kind, after_kind) = buf.split_first().ok_or(Error::Malformed)?;
         match kind {
@@ -221,6 +226,16 @@ impl<'a> TcpOption<'a> {
             (option_kind::MSS, &[a, b]) => TcpOption::MaxSegmentSize(u16::from_be_bytes([a, b])),
             (option_kind::WS, &[shift]) => TcpOption::WindowScale(shift),
             (option_kind::SACK_PERMITTED, &[]) => TcpOption::SackPermitted,
+            (option_kind::SACK, d) if !d.is_empty() && d.len() % 8 == 0 && d.len() <= 32 => {
+                let mut blocks = SackBlocks::NONE;
+                for b in d.chunks_exact(8) {
+                    blocks.push(
+                        u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+                        u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
+                    );
+                }
+                TcpOption::Sack(blocks)
+            }
             (option_kind::TIMESTAMPS, &[a, b, c, d, e, f, g, h]) => TcpOption::Timestamps {
                 tsval: u32::from_be_bytes([a, b, c, d]),
                 tsecr: u32::from_be_bytes([e, f, g, h]),
@@ -229,6 +244,7 @@ impl<'a> TcpOption<'a> {
                 option_kind::MSS
                 | option_kind::WS
                 | option_kind::SACK_PERMITTED
+                | option_kind::SACK
                 | option_kind::TIMESTAMPS,
                 _,
             ) => return Err(Error::Malformed),
@@ -244,6 +260,7 @@ impl<'a> TcpOption<'a> {
             TcpOption::MaxSegmentSize(_) => 4,
             TcpOption::WindowScale(_) => 3,
             TcpOption::SackPermitted => 2,
+            TcpOption::Sack(b) => 2 + 8 * b.len as usize,
             TcpOption::Timestamps { .. } => 10,
             TcpOption::Unknown { data, .. } => 2 + data.len(),
         }
@@ -268,6 +285,13 @@ impl<'a> TcpOption<'a> {
                 out.copy_from_slice(&[option_kind::WS, 3, shift]);
             }
             TcpOption::SackPermitted => out.copy_from_slice(&[option_kind::SACK_PERMITTED, 2]),
+            TcpOption::Sack(b) => {
+                out[..2].copy_from_slice(&[option_kind::SACK, len as u8]);
+                for (chunk, (l, r)) in out[2..].chunks_exact_mut(8).zip(b.iter()) {
+                    chunk[..4].copy_from_slice(&l.to_be_bytes());
+                    chunk[4..].copy_from_slice(&r.to_be_bytes());
+                }
+            }
             TcpOption::Timestamps { tsval, tsecr } => {
                 out[..2].copy_from_slice(&[option_kind::TIMESTAMPS, 10]);
                 out[2..6].copy_from_slice(&tsval.to_be_bytes());
@@ -332,10 +356,56 @@ pub struct Options {
     pub window_scale: Option<u8>,
     /// SACK permitted was present.
     pub sack_permitted: bool,
+    /// The SACK blocks, as sent (the TCP layer checks them against its send sequence).
+    pub sack: SackBlocks,
+}
+
+impl Options {
+    /// No option at all.
+    pub const NONE: Options = Options {
+        mss: None,
+        window_scale: None,
+        sack_permitted: false,
+        sack: SackBlocks::NONE,
+    };
+}
+
+/// The blocks of one SACK option (RFC 2018 §3): at most four `[left, right)` sequence
+/// ranges, in the order sent (the first is the most recently received data).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SackBlocks {
+    blocks: [(u32, u32); 4],
+    len: u8,
+}
+
+impl SackBlocks {
+    /// No block.
+    pub const NONE: SackBlocks = SackBlocks {
+        blocks: [(0, 0); 4],
+        len: 0,
+    };
+
+    /// Appends `[left, right)`; a fifth block is ignored (an option holds four).
+    pub fn push(&mut self, left: u32, right: u32) {
+        if let Some(slot) = self.blocks.get_mut(usize::from(self.len)) {
+            *slot = (left, right);
+            self.len += 1;
+        }
+    }
+
+    /// The blocks, as `(left, right)`.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.blocks[..usize::from(self.len)].iter().copied()
+    }
+
+    /// Whether there is no block.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 /// Reads the options the TCP layer acts on from a header's option bytes, stopping at
-/// End of Option List. Other options (timestamps, SACK blocks, unknown kinds) are
+/// End of Option List. Other options (timestamps, unknown kinds) are
 /// skipped; any malformed option makes the whole list [`Error::Malformed`].
 ///
 /// Whether MSS and window scale count (only on a SYN) is the TCP layer's call.
@@ -351,6 +421,7 @@ pub fn parse_options(opts: &[u8]) -> Result<Options> {
                 out.window_scale = Some(shift.min(MAX_WINDOW_SCALE));
             }
             TcpOption::SackPermitted => out.sack_permitted = true,
+            TcpOption::Sack(blocks) => out.sack = blocks,
             TcpOption::EndOfList
             | TcpOption::NoOperation
             | TcpOption::Timestamps { .. }
@@ -633,17 +704,23 @@ pub struct Repr {
     pub max_seg_size: Option<u16>,
     /// Window scale option to send (on a SYN), as NOP + WS.
     pub window_scale: Option<u8>,
+    /// SACK-permitted option to send (on a SYN), as NOP + NOP + SACK-permitted.
+    pub sack_permitted: bool,
 }
 
 impl Repr {
     /// Header length [`emit_header`](Self::emit_header) writes: 20, plus 4 for MSS, plus
-    /// 4 for NOP + window scale. Always a multiple of 4.
+    /// 4 for NOP + window scale, plus 4 for NOP + NOP + SACK permitted. Always a multiple
+    /// of 4.
     pub const fn header_len(&self) -> usize {
         let mut len = HEADER_LEN;
         if self.max_seg_size.is_some() {
             len += 4;
         }
         if self.window_scale.is_some() {
+            len += 4;
+        }
+        if self.sack_permitted {
             len += 4;
         }
         len
@@ -682,6 +759,11 @@ impl Repr {
         if let Some(shift) = self.window_scale {
             opts = TcpOption::NoOperation.emit(opts);
             opts = TcpOption::WindowScale(shift).emit(opts);
+        }
+        if self.sack_permitted {
+            opts = TcpOption::NoOperation.emit(opts);
+            opts = TcpOption::NoOperation.emit(opts);
+            opts = TcpOption::SackPermitted.emit(opts);
         }
         debug_assert!(opts.is_empty());
     }
@@ -737,7 +819,7 @@ pub struct ParsedRepr<'a> {
     pub flags: Flags,
     /// Window field (not scaled).
     pub window_len: u16,
-    /// MSS, window scale and SACK permitted, if present.
+    /// MSS, window scale, SACK permitted and SACK blocks, if present.
     pub options: Options,
     /// The segment's data.
     pub payload: &'a [u8],

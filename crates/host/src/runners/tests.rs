@@ -117,6 +117,7 @@ fn frame(sport: u16, seq: u32, ack: Option<u32>, flags: wtcp::Flags, payload: &[
         window_len: 65535,
         max_seg_size: flags.syn.then_some(1460),
         window_scale: None,
+        sack_permitted: false,
     };
     let hl = repr.header_len();
     let mut buf = vec![0u8; L2L3 + hl + payload.len()];

@@ -184,6 +184,7 @@ fn syn(port: u16) -> Vec<u8> {
         window_len: 65535,
         max_seg_size: Some(1460),
         window_scale: None,
+        sack_permitted: false,
     };
     let l2l3 = ethernet::HEADER_LEN + ipv4::HEADER_LEN;
     let hl = repr.header_len();

@@ -33,6 +33,7 @@ fn frame(
         window_len: window,
         max_seg_size: mss,
         window_scale,
+        sack_permitted: false,
     };
     let hl = repr.header_len();
     let mut f = vec![0u8; L2L3 + hl + payload.len()];

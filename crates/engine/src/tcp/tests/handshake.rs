@@ -15,6 +15,7 @@ fn syn_with(mss: Option<u16>, window_scale: Option<u8>) -> ParsedRepr<'static> {
             mss,
             window_scale,
             sack_permitted: false,
+            sack: crate::wire::tcp::SackBlocks::NONE,
         },
         ..SYN_TEMPL
     }

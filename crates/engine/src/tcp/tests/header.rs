@@ -29,6 +29,7 @@ fn the_syn_ack_header() {
             window_len: 8192,
             max_seg_size: Some(1460),
             window_scale: None,
+            sack_permitted: false,
         }
     );
 }
@@ -78,6 +79,7 @@ fn data_segments_carry_no_options() {
             window_len: 8192,
             max_seg_size: None,
             window_scale: None,
+            sack_permitted: false,
         }
     );
 }

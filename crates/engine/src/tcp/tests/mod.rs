@@ -15,6 +15,7 @@
 //! - [`offload`]: frames larger than the MSS;
 //! - [`retransmit`]: RFC 6298 timing, backoff and go-back-N, aborts;
 //! - [`recovery`]: RFC 5681 §3.2 / RFC 6582 NewReno;
+//! - [`sack`]: RFC 6675 SACK recovery and RFC 8985 tail loss probes;
 //! - [`persist`]: zero windows and probes;
 //! - [`header`]: the header built for a segment;
 //! - [`robustness`]: a property test over arbitrary segment sequences.
@@ -29,6 +30,7 @@ mod recovery;
 mod retransmit;
 mod robustness;
 mod rst_syn;
+mod sack;
 mod window;
 
 use std::vec::Vec;
@@ -90,6 +92,7 @@ pub const NO_OPTIONS: Options = Options {
     mss: None,
     window_scale: None,
     sack_permitted: false,
+    sack: crate::wire::tcp::SackBlocks::NONE,
 };
 
 /// A segment from the peer in a synchronized state: ACK of our SYN, window 65535.
@@ -104,7 +107,8 @@ pub const RECV_TEMPL: ParsedRepr<'static> = ParsedRepr {
     payload: &[],
 };
 
-/// The peer's SYN: MSS 1460, SACK permitted, no window scale, window 64240.
+/// The peer's SYN: MSS 1460, no SACK, no window scale, window 64240 (the NewReno tests;
+/// [`sack`] offers SACK).
 pub const SYN_TEMPL: ParsedRepr<'static> = ParsedRepr {
     seq_number: IRS,
     ack_number: None,
@@ -116,7 +120,8 @@ pub const SYN_TEMPL: ParsedRepr<'static> = ParsedRepr {
     options: Options {
         mss: Some(1460),
         window_scale: None,
-        sack_permitted: true,
+        sack_permitted: false,
+        sack: crate::wire::tcp::SackBlocks::NONE,
     },
     ..RECV_TEMPL
 };

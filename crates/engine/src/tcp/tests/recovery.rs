@@ -2,7 +2,7 @@
 //! ACK definition of RFC 5681 §2 (no data, no FIN, same non-zero window, data
 //! outstanding), the third duplicate retransmitting one MSS at SND.UNA, inflation, partial
 //! ACKs retransmitting the next hole and deflating, the full ACK leaving recovery, and no
-//! new recovery for duplicates at or below `recover` (after a recovery or a timeout).
+//! new recovery for duplicates below `recover` (after a recovery or a timeout).
 
 use super::*;
 use crate::tcp::output::TimerAction;
@@ -253,18 +253,16 @@ fn no_fast_retransmit_for_duplicates_after_a_timeout() {
 }
 
 #[test]
-fn no_new_recovery_for_duplicates_of_recover_itself() {
+fn duplicates_of_recover_itself_start_a_new_recovery() {
+    // `recover` is SND.MAX at the start of the last recovery (one past RFC 6582's "highest
+    // sequence number transmitted"): an ACK of it acknowledges everything outstanding then,
+    // so its duplicates report a new loss (RFC 6582 §3.2 step 1: the ACK "covers more
+    // than" the RFC's recover; RFC 6675 §5: HighACK ≥ RecoveryPoint).
     let mut c = in_recovery();
     recv_ack(&mut c, 30 * MS, LOCAL_SEQ + 14_600);
+    assert!(!c.congestion().in_recovery);
     send_all(&mut c, 30 * MS);
     assert!(c.flight() > 0);
-    // Duplicates of exactly `recover` do not cover more than it.
-    for _ in 0..3 {
-        assert!(!dup(&mut c).retransmit);
-    }
-    // Once the ACK passes `recover`, a new loss is recovered from again.
-    recv_ack(&mut c, 40 * MS, LOCAL_SEQ + 14_600 + 1460);
-    send_all(&mut c, 40 * MS);
     dup(&mut c);
     dup(&mut c);
     assert!(dup(&mut c).retransmit);

@@ -99,7 +99,7 @@ fn an_ack_short_of_the_timed_octets_gives_no_sample() {
 #[test]
 fn an_offloaded_frame_is_timed_on_its_first_segment() {
     let mut c = established();
-    c.queue(10_000);
+    c.queue(4380);
     assert_eq!(
         send_all_max(&mut c, 0, 65_535),
         [out(LOCAL_SEQ, 4380, false)]

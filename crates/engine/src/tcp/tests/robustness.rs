@@ -39,6 +39,8 @@ enum Op {
         len: usize,
         rx: u32,
         ws: Option<u8>,
+        /// SACK blocks: (offset from SND.UNA, length), anywhere near the flight.
+        sack: std::vec::Vec<(i32, u32)>,
     },
     Queue(u32),
     Close,
@@ -75,9 +77,16 @@ fn op() -> impl Strategy<Value = Op> {
         prop_oneof![Just(0usize), 0usize..2000, 0usize..4096],
         prop_oneof![Just(RX), Just(0u32), 0u32..3000, Just(1u32 << 20)],
         prop::option::weighted(0.1, 0u8..20),
+        prop::collection::vec(
+            (
+                prop_oneof![4 => -3000i32..30_000, 1 => any::<i32>()],
+                prop_oneof![4 => 1u32..5000, 1 => any::<u32>()],
+            ),
+            0..5,
+        ),
     )
         .prop_map(
-            |(seq_off, ack_off, syn, fin, rst, window, len, rx, ws)| Op::Segment {
+            |(seq_off, ack_off, syn, fin, rst, window, len, rx, ws, sack)| Op::Segment {
                 seq_off,
                 ack_off,
                 syn,
@@ -87,6 +96,7 @@ fn op() -> impl Strategy<Value = Op> {
                 len,
                 rx,
                 ws,
+                sack,
             },
         );
     prop_oneof![
@@ -146,6 +156,13 @@ impl Run {
         }
         let rto = c.rtt().rto_ms;
         prop_assert!((RTO_MIN_MS..=RTO_MAX_MS).contains(&rto), "rto {rto}");
+        // The scoreboard: ascending, disjoint, inside (SND.UNA, SND.MAX].
+        let mut low = c.snd_una();
+        for &(l, r) in c.scoreboard().blocks() {
+            prop_assert!(seq::le(low, l) && seq::lt(l, r), "scoreboard {c:?}");
+            prop_assert!(seq::le(r, c.snd_max()), "SACKed beyond SND.MAX: {c:?}");
+            low = r;
+        }
         prop_assert!(c.is_closing() == self.closed);
         Ok(())
     }
@@ -163,7 +180,13 @@ impl Run {
                 len,
                 rx,
                 ws,
+                ref sack,
             } => {
+                let mut blocks = crate::wire::tcp::SackBlocks::NONE;
+                for &(off, n) in sack.iter() {
+                    let l = self.c.snd_una().wrapping_add(off as u32);
+                    blocks.push(l, l.wrapping_add(n));
+                }
                 let seg = ParsedRepr {
                     seq_number: self.c.rcv_nxt().wrapping_add(seq_off as u32),
                     ack_number: ack_off.map(|a| self.ack_number(a)),
@@ -179,6 +202,7 @@ impl Run {
                         mss: Some(536),
                         window_scale: ws,
                         sack_permitted: false,
+                        sack: blocks,
                     },
                     payload: data(len),
                     ..RECV_TEMPL
@@ -253,11 +277,22 @@ impl Run {
                         self.c.syn_ack(self.now);
                     }
                     TimerAction::Retransmit => {
-                        prop_assert_eq!(self.c.snd_nxt(), self.c.snd_una());
+                        if self.c.sack_ok() && self.c.state().is_synchronized() {
+                            prop_assert!(self.c.sack_recovery());
+                        } else {
+                            prop_assert_eq!(self.c.snd_nxt(), self.c.snd_una());
+                        }
                         self.send(0)?;
                     }
                     TimerAction::Probe(p) => {
                         prop_assert!(p.probe && p.len == 1 && p.seq == self.c.snd_una());
+                        self.c.on_sent(&p, self.now);
+                    }
+                    TimerAction::LossProbe(p) => {
+                        prop_assert!(self.c.sack_ok() && !p.probe && p.len <= self.c.mss());
+                        let end = p.seq.wrapping_add(p.len);
+                        prop_assert!(seq::le(self.c.snd_una(), p.seq));
+                        prop_assert!(seq::le(end, self.c.send_end()));
                         self.c.on_sent(&p, self.now);
                     }
                     TimerAction::Abort { .. } | TimerAction::Expire => return Ok(false),
@@ -308,7 +343,17 @@ impl Run {
                 return Ok(());
             };
             prop_assert!(self.c.state().is_synchronized());
-            prop_assert_eq!(s.seq, self.c.snd_nxt());
+            if s.seq != self.c.snd_nxt() {
+                // A hole in SACK recovery: inside what was sent, never what is SACKed.
+                let c = &self.c;
+                prop_assert!(c.sack_recovery(), "{s:?}");
+                prop_assert!(seq::le(c.snd_una(), s.seq) && seq::lt(s.seq, c.snd_nxt()));
+                prop_assert!(seq::le(s.seq.wrapping_add(s.len), c.snd_max()));
+                for &(l, r) in c.scoreboard().blocks() {
+                    let end = s.seq.wrapping_add(s.len);
+                    prop_assert!(seq::le(end, l) || seq::ge(s.seq, r), "{s:?} into {l}..{r}");
+                }
+            }
             prop_assert!(!s.syn && !s.probe);
             let mss = self.c.mss();
             if frame_max <= mss {
@@ -331,11 +376,18 @@ impl Run {
     }
 }
 
-fn play(start_established: bool, ops: &[Op]) -> Result<(), TestCaseError> {
+fn play(start_established: bool, sack: bool, ops: &[Op]) -> Result<(), TestCaseError> {
+    let syn = ParsedRepr {
+        options: Options {
+            sack_permitted: sack,
+            ..SYN_TEMPL.options
+        },
+        ..SYN_TEMPL
+    };
     let c = if start_established {
-        established()
+        established_with(&syn, 65_535)
     } else {
-        syn_received()
+        syn_received_with(&syn)
     };
     let mut run = Run {
         c,
@@ -361,9 +413,10 @@ proptest! {
     #[test]
     fn arbitrary_segments_keep_the_invariants(
         start_established in any::<bool>(),
+        sack in any::<bool>(),
         ops in prop::collection::vec(op(), 1..60),
     ) {
-        play(start_established, &ops)?;
+        play(start_established, sack, &ops)?;
     }
 }
 
@@ -387,6 +440,7 @@ fn a_long_busy_exchange_keeps_the_invariants() {
             len: (i % 3) as usize,
             rx: RX,
             ws: None,
+            sack: std::vec::Vec::new(),
         });
         if i % 10 == 9 {
             ops.push(Op::Advance(1500));
@@ -394,5 +448,6 @@ fn a_long_busy_exchange_keeps_the_invariants() {
     }
     ops.push(Op::Close);
     ops.push(Op::Send(0));
-    play(true, &ops).unwrap();
+    play(true, false, &ops).unwrap();
+    play(true, true, &ops).unwrap();
 }

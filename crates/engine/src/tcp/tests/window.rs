@@ -75,19 +75,22 @@ fn the_congestion_window_bounds_what_is_sent() {
 }
 
 #[test]
-fn slow_start_adds_at_most_one_mss_per_ack() {
+fn slow_start_adds_at_most_two_mss_per_ack() {
     let mut c = established();
     c.queue(20_000);
     send_all(&mut c, 0);
     recv_ack(&mut c, MS, LOCAL_SEQ + 1460);
     assert_eq!(c.congestion().cwnd, 4380 + 1460);
-    // One ACK for two segments still adds one MSS (RFC 5681 §3.1, no ABC).
+    // One ACK for two segments adds two (RFC 3465 byte counting, L = 2 segments).
     recv_ack(&mut c, 2 * MS, LOCAL_SEQ + 4380);
-    assert_eq!(c.congestion().cwnd, 4380 + 2 * 1460);
+    assert_eq!(c.congestion().cwnd, 4380 + 3 * 1460);
     // Partial-segment ACKs add what they acknowledge.
     send_all(&mut c, 3 * MS);
     recv_ack(&mut c, 4 * MS, LOCAL_SEQ + 4380 + 100);
-    assert_eq!(c.congestion().cwnd, 4380 + 2 * 1460 + 100);
+    assert_eq!(c.congestion().cwnd, 4380 + 3 * 1460 + 100);
+    // More than two segments in one ACK still adds two.
+    recv_ack(&mut c, 5 * MS, LOCAL_SEQ + 4380 + 100 + 4 * 1460);
+    assert_eq!(c.congestion().cwnd, 4380 + 5 * 1460 + 100);
 }
 
 #[test]

@@ -42,6 +42,7 @@ const SYN_ACK: Repr = Repr {
     window_len: 64240,
     max_seg_size: Some(1460),
     window_scale: Some(7),
+    sack_permitted: false,
 };
 
 #[test]
@@ -146,6 +147,7 @@ fn parse_syn() {
                 mss: Some(1460),
                 window_scale: Some(7),
                 sack_permitted: true,
+                sack: crate::wire::tcp::SackBlocks::NONE,
             },
             payload: &[],
         }
@@ -206,6 +208,7 @@ fn emit_syn_ack() {
             mss: Some(1460),
             window_scale: Some(7),
             sack_permitted: false,
+            sack: crate::wire::tcp::SackBlocks::NONE,
         }
     );
 }
@@ -218,6 +221,7 @@ fn emit_without_options() {
         window_len: 0,
         max_seg_size: None,
         window_scale: None,
+        sack_permitted: false,
         ..SYN_ACK
     };
     assert_eq!(rst.header_len(), 20);
@@ -253,6 +257,7 @@ fn emit_header_then_payload() {
         window_len: 502,
         max_seg_size: None,
         window_scale: None,
+        sack_permitted: false,
         ..SYN_ACK
     };
     let body = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
@@ -332,17 +337,26 @@ fn option_parse_valid() {
         TcpOption::parse(&[8, 10, 0, 0, 0, 1, 0, 0, 0, 2]),
         Ok((rest, TcpOption::Timestamps { tsval: 1, tsecr: 2 }))
     );
-    // SACK blocks (kind 5) and an empty unknown option
+    // SACK blocks (kind 5): one and four
+    let mut one = SackBlocks::NONE;
+    one.push(0x0102_0304, 0x0506_0708);
     assert_eq!(
         TcpOption::parse(&[5, 10, 1, 2, 3, 4, 5, 6, 7, 8]),
-        Ok((
-            rest,
-            TcpOption::Unknown {
-                kind: 5,
-                data: &[1, 2, 3, 4, 5, 6, 7, 8]
-            }
-        ))
+        Ok((rest, TcpOption::Sack(one)))
     );
+    let mut four_bytes = std::vec![5u8, 34];
+    let mut four = SackBlocks::NONE;
+    for i in 0..4u32 {
+        four_bytes.extend_from_slice(&(i * 100).to_be_bytes());
+        four_bytes.extend_from_slice(&(i * 100 + 50).to_be_bytes());
+        four.push(i * 100, i * 100 + 50);
+    }
+    assert_eq!(
+        TcpOption::parse(&four_bytes),
+        Ok((rest, TcpOption::Sack(four)))
+    );
+    assert_eq!(four.iter().nth(3), Some((300, 350)));
+    // an empty unknown option
     assert_eq!(
         TcpOption::parse(&[0xfe, 2]),
         Ok((
@@ -374,6 +388,11 @@ fn option_parse_malformed() {
     assert_eq!(TcpOption::parse(&[8, 8, 0, 0, 0, 1, 0, 0]), m); // TS length 8
     assert_eq!(TcpOption::parse(&[8, 10, 0, 0, 0, 1]), m); // TS past the end
     assert_eq!(TcpOption::parse(&[8, 12, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0]), m); // TS length 12
+    assert_eq!(TcpOption::parse(&[5, 2]), m); // SACK without a block
+    assert_eq!(TcpOption::parse(&[5, 9, 0, 0, 0, 1, 0, 0, 0]), m); // SACK length 9
+    let mut five = std::vec![5u8, 42];
+    five.extend_from_slice(&[0; 40]);
+    assert_eq!(TcpOption::parse(&five), m); // five SACK blocks
     assert_eq!(TcpOption::parse(&[0xfe]), m); // unknown without a length byte
     assert_eq!(TcpOption::parse(&[0xfe, 1]), m); // unknown length 1
     assert_eq!(TcpOption::parse(&[0xfe, 5, 1, 2]), m); // unknown past the end
@@ -388,6 +407,11 @@ fn option_emit_round_trip() {
         TcpOption::MaxSegmentSize(536),
         TcpOption::WindowScale(3),
         TcpOption::SackPermitted,
+        TcpOption::Sack({
+            let mut b = SackBlocks::NONE;
+            b.push(7, 0xffff_fff0);
+            b
+        }),
         TcpOption::Timestamps {
             tsval: 0xdead_beef,
             tsecr: 7,
