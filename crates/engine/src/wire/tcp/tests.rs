@@ -535,3 +535,30 @@ fn flags_ops() {
     let p = Packet::new_checked(&bytes[..]).unwrap();
     assert!(p.urg() && p.ack());
 }
+
+/// A Linux client's ACK on a lossy link (captured by tcpdump in the loss benchmark,
+/// bench/loss.py): 52488 -> 80, ACK 1699923666, window 1007, NOP NOP SACK with two blocks,
+/// the most recent first: {1699928046:1699929506} {1699925126:1699926586}.
+static SACK_ACK_BYTES: [u8; 40] = [
+    0xcd, 0x08, 0x00, 0x50, 0x2d, 0xa1, 0x7c, 0x64, 0x65, 0x52, 0xc6, 0xd2, 0xa0, 0x10, 0x03, 0xef,
+    0xb4, 0x9b, 0x00, 0x00, 0x01, 0x01, 0x05, 0x12, 0x65, 0x52, 0xd7, 0xee, 0x65, 0x52, 0xdd, 0xa2,
+    0x65, 0x52, 0xcc, 0x86, 0x65, 0x52, 0xd2, 0x3a,
+];
+
+#[test]
+fn a_captured_sack_ack_parses() {
+    let p = Packet::new_checked(&SACK_ACK_BYTES[..]).unwrap();
+    assert!(p.verify_checksum(CLIENT, SERVER));
+    let r = Repr::parse(&p).unwrap();
+    assert_eq!(r.ack_number, Some(1_699_923_666));
+    assert_eq!(r.window_len, 1007);
+    let blocks: std::vec::Vec<_> = r.options.sack.iter().collect();
+    assert_eq!(
+        blocks,
+        [
+            (1_699_928_046, 1_699_929_506),
+            (1_699_925_126, 1_699_926_586)
+        ]
+    );
+    assert!(r.payload.is_empty());
+}
