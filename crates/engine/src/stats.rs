@@ -4,7 +4,7 @@
 //! publishes all of them to the shared board in `cores::board`.
 
 /// Number of counters in [`Stats::fields`].
-pub const STATS_FIELDS: usize = 42;
+pub const STATS_FIELDS: usize = 43;
 
 /// All counters of one engine instance.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -74,6 +74,8 @@ pub struct Stats {
     pub tcp_lost_retransmits: u64,
     /// Tail loss probes sent (RFC 8985).
     pub tcp_loss_probes: u64,
+    /// Challenge ACKs withheld by the per-connection rate limit (RFC 5961 §7).
+    pub tcp_challenge_acks_limited: u64,
     /// Zero-window probes sent.
     pub tcp_window_probes: u64,
     /// Connections aborted by a timeout (half-open, idle, stalled, too many retries).
@@ -133,6 +135,10 @@ impl Stats {
             ("tcp_sack_retransmits", self.tcp_sack_retransmits),
             ("tcp_lost_retransmits", self.tcp_lost_retransmits),
             ("tcp_loss_probes", self.tcp_loss_probes),
+            (
+                "tcp_challenge_acks_limited",
+                self.tcp_challenge_acks_limited,
+            ),
             ("tcp_window_probes", self.tcp_window_probes),
             ("tcp_timeouts", self.tcp_timeouts),
             ("http_requests", self.http_requests),

@@ -269,9 +269,10 @@ impl<L: Lookup<'static>> Server<L> {
         let s = &mut self.stats;
         s.tcp_out_of_window += u64::from(out.out_of_window);
         s.tcp_bad_acks += u64::from(out.bad_ack);
-        s.tcp_challenge_acks += u64::from(out.challenge_ack);
+        s.tcp_challenge_acks += u64::from(out.challenge_ack && !out.challenge_limited);
         s.tcp_out_of_order += u64::from(out.out_of_order);
         s.tcp_lost_retransmits += u64::from(out.lost_retransmit);
+        s.tcp_challenge_acks_limited += u64::from(out.challenge_limited);
         s.tcp_established += u64::from(out.established);
         if out.reset {
             self.stats.tcp_rst_received += 1;

@@ -366,7 +366,9 @@ fn stray_segments_get_rst_and_bad_rst_gets_challenge_ack() {
         None,
     ));
     assert!(run(&mut s, &mut nic, &clock).is_empty());
-    // SYN on the established connection: challenge ACK.
+    // SYN on the established connection: challenge ACK (half a second later: one per
+    // connection per 500 ms, RFC 5961 §7).
+    let clock = ManualClock(clock.0 + crate::tcp::conn::CHALLENGE_ACK_INTERVAL_NS);
     nic.rx.inbox.push_back(tcp_frame(
         40002,
         5,

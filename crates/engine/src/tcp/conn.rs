@@ -28,6 +28,9 @@ pub const OUR_MSS: u16 = 1460;
 pub const DEFAULT_MSS: u32 = 536;
 /// The smallest send MSS we accept from a peer (a smaller one is raised to it).
 pub const MIN_MSS: u32 = 64;
+/// At most one challenge ACK per connection per this interval (RFC 5961 §7; Linux's
+/// `tcp_invalid_ratelimit` default).
+pub const CHALLENGE_ACK_INTERVAL_NS: u64 = 500_000_000;
 
 /// What the owner must send in answer to a segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -80,6 +83,9 @@ pub struct Outcome {
     pub out_of_order: bool,
     /// In SACK recovery, a retransmission was found lost: the holes go again.
     pub lost_retransmit: bool,
+    /// A challenge ACK (or the ACK answering a too-old ACK) was due but withheld: one went
+    /// out less than [`CHALLENGE_ACK_INTERVAL_NS`] ago.
+    pub challenge_limited: bool,
 }
 
 /// One TCP connection's state (the TCP half of a TCB).
@@ -137,6 +143,8 @@ pub struct Connection {
     pub(super) rxt_fence: u32,
     /// A tail loss probe is out and unanswered (RFC 8985 §7).
     pub(super) tlp_out: bool,
+    /// When the last challenge ACK went out (0: never).
+    pub(super) last_challenge_ns: u64,
     /// After a retransmission timeout with SACK: everything outstanding then (up to the
     /// congestion controller's `recover`) is lost and goes again as holes, skipping what
     /// the peer SACKed, until the ACKs pass it (RFC 8985 §6.3; Linux's Loss state).
@@ -185,6 +193,7 @@ impl Connection {
             high_rxt: 0,
             rxt_fence: 0,
             tlp_out: false,
+            last_challenge_ns: 0,
             rto_recovery: false,
         }
     }
@@ -374,7 +383,7 @@ impl Connection {
         // ACK (RFC 5961 §4, RFC 9293 §3.10.7.4 "fourth").
         if syn && !rst {
             out.challenge_ack = true;
-            out.reply = Reply::Ack;
+            out.reply = self.challenge_reply(now_ns, &mut out);
             return out;
         }
 
@@ -410,7 +419,7 @@ impl Connection {
                 out.reset = true;
             } else {
                 out.challenge_ack = true;
-                out.reply = Reply::Ack;
+                out.reply = self.challenge_reply(now_ns, &mut out);
             }
             return out;
         }
@@ -451,7 +460,7 @@ impl Connection {
             // peer could have acknowledged from is a blind injection attempt. Discard the
             // segment, data and all, and answer with an ACK.
             out.bad_ack = true;
-            out.reply = Reply::Ack;
+            out.reply = self.challenge_reply(now_ns, &mut out);
             return out;
         }
         let new_wnd = u32::from(seg.window_len) << self.snd_shift;
@@ -578,6 +587,21 @@ impl Connection {
 }
 
 impl Connection {
+    /// The ACK that answers an injection attempt (a challenge ACK, RFC 5961 §3.2 and §4,
+    /// or the answer to an ACK too old to believe, §5), at most one per
+    /// [`CHALLENGE_ACK_INTERVAL_NS`] per connection (§7; Linux's per-socket limit, which
+    /// unlike a global one tells an off-path attacker nothing about other connections).
+    fn challenge_reply(&mut self, now_ns: u64, out: &mut Outcome) -> Reply {
+        if self.last_challenge_ns != 0
+            && now_ns.saturating_sub(self.last_challenge_ns) < CHALLENGE_ACK_INTERVAL_NS
+        {
+            out.challenge_limited = true;
+            return Reply::None;
+        }
+        self.last_challenge_ns = now_ns.max(1);
+        Reply::Ack
+    }
+
     /// Takes in the SACK blocks of an acceptable ACK. Returns the highest end of what they
     /// newly reported below HighRxt in SACK recovery: retransmitted data that arrived.
     fn take_sack(&mut self, seg: &TcpRepr<'_>) -> Option<u32> {

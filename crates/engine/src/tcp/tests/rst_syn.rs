@@ -85,7 +85,9 @@ fn a_rst_in_the_window_but_not_at_rcv_nxt_gets_a_challenge_ack() {
             },
             "seq {seq:#x}"
         );
-        assert_eq!(c, before);
+        let mut expect = before;
+        expect.last_challenge_ns = 1; // the rate limit's clock (at time 0)
+        assert_eq!(c, expect);
         // The challenge ACK is a plain ACK at SND.NXT acknowledging RCV.NXT.
         let h = c.header(&c.ack_segment(), LOCAL_PORT, REMOTE_PORT, RX);
         assert_eq!(
@@ -189,7 +191,9 @@ fn a_syn_in_established_gets_a_challenge_ack_whatever_its_sequence() {
             },
             "seq {seq:#x}"
         );
-        assert_eq!(c, before, "RFC 5961 §4: the connection is untouched");
+        let mut expect = before;
+        expect.last_challenge_ns = 1; // the rate limit's clock (at time 0)
+        assert_eq!(c, expect, "RFC 5961 §4: the connection is untouched");
     }
 }
 
@@ -272,4 +276,30 @@ fn an_ack_of_exactly_snd_max_is_fine() {
     let o = recv_ack(&mut c, MS, LOCAL_SEQ + 1000);
     assert_eq!(o.reply, Reply::None);
     assert_eq!(o.acked, 1000);
+}
+
+#[test]
+fn challenge_acks_are_limited_to_one_per_half_second() {
+    // RFC 5961 §7, per connection: a blind attacker cannot make the server send a stream
+    // of ACKs, and learns nothing about other connections from the limit.
+    use crate::tcp::conn::CHALLENGE_ACK_INTERVAL_NS as GAP;
+    let mut c = busy();
+    let o = recv(&mut c, 10 * MS, rst_at(REMOTE_SEQ + 100));
+    assert!(o.challenge_ack && o.reply == Reply::Ack && !o.challenge_limited);
+    let o = recv(&mut c, 10 * MS + GAP - 1, syn_at(REMOTE_SEQ + 7));
+    assert!(o.challenge_ack && o.challenge_limited);
+    assert_eq!(o.reply, Reply::None, "withheld");
+    // The answer to a too-old ACK counts against the same limit.
+    let old = ParsedRepr {
+        ack_number: Some(LOCAL_SEQ.wrapping_sub(200_000)),
+        ..ack_of(&c, LOCAL_SEQ)
+    };
+    let o = recv(&mut c, 10 * MS + GAP - 1, old);
+    assert!(o.bad_ack && o.challenge_limited && o.reply == Reply::None);
+    let o = recv(&mut c, 10 * MS + GAP, rst_at(REMOTE_SEQ + 100));
+    assert!(
+        o.challenge_ack && o.reply == Reply::Ack,
+        "due again after the interval"
+    );
+    assert_eq!(c.state(), State::Established, "nothing else changed");
 }
