@@ -7,6 +7,8 @@
 //! - `fuzz [SECS]` — every cargo-fuzz target for SECS seconds (see `fuzz.rs`).
 //! - `kernel-bench` — the bare-machine kernel's budgets (size, boot time, doorbells).
 //! - `bench-smoke` — only the smoke bench stage of `test` (see `bench.rs`).
+//! - `soak [MINUTES]` — `tests/soak.py`: a long mixed run against `bareweb serve` (root;
+//!   default 30 minutes; not part of `test`).
 
 mod fuzz;
 
@@ -48,6 +50,11 @@ fn main() -> ExitCode {
             Some(Err(_)) => Err("usage: cargo xtask fuzz [SECS]".into()),
         },
         "kernel-bench" => kernel_bench::bench(&args[1..]),
+        "soak" => match args.get(1).map(|s| s.parse::<f64>()) {
+            None => setup().and_then(|()| soak("30")),
+            Some(Ok(m)) if m > 0.0 => setup().and_then(|()| soak(&args[1])),
+            Some(_) => Err("usage: cargo xtask soak [MINUTES]".into()),
+        },
         _ => {
             eprintln!("usage: cargo xtask <test|setup|fuzz|kernel-bench|bench-smoke>");
             eprintln!("  test   install what the tests need, then run every test");
@@ -58,6 +65,10 @@ fn main() -> ExitCode {
                 "         measure the kernel's budgets: size, boot to first 200, doorbells/request"
             );
             eprintln!("  bench-smoke  only `bareweb bench --smoke` and its checks (root)");
+            eprintln!(
+                "  soak [MINUTES]  tests/soak.py for MINUTES (default 30; root): mixed load,"
+            );
+            eprintln!("         lossy downloads, bad and silent clients; no error, no TCB left, flat memory");
             return if task == "help" {
                 ExitCode::SUCCESS
             } else {
@@ -72,6 +83,16 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `tests/soak.py MINUTES` on a fresh release build (it needs root: namespaces, TAP).
+fn soak(minutes: &str) -> Result<(), String> {
+    if !is_root() {
+        return Err("the soak needs root (network namespaces, TAP)".into());
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    run(Command::new(cargo).args(["build", "--release", "-p", "bareweb"]))?;
+    run(Command::new("python3").args(["tests/soak.py", minutes]))
 }
 
 fn in_ci() -> bool {
