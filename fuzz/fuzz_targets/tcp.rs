@@ -71,6 +71,7 @@ fuzz_target!(|data: &[u8]| {
         window_len: parsed.window_len,
         max_seg_size: parsed.options.mss,
         window_scale: parsed.options.window_scale,
+        sack_permitted: parsed.options.sack_permitted,
     };
     let header_len = repr.header_len();
     let mut out = vec![0xa5u8; header_len + parsed.payload.len()];
@@ -82,7 +83,8 @@ fuzz_target!(|data: &[u8]| {
     let again = TcpRepr::parse(&back).expect("an emitted segment parses");
     assert_eq!(again.options.mss, parsed.options.mss);
     assert_eq!(again.options.window_scale, parsed.options.window_scale);
-    assert!(!again.options.sack_permitted);
+    assert_eq!(again.options.sack_permitted, parsed.options.sack_permitted);
+    assert!(again.options.sack.is_empty());
     assert_eq!(
         (
             again.src_port,
