@@ -241,10 +241,12 @@ def cmd_frames(args):
     out({"sent": sent})
 
 
-def probe_loop(stop, results, every=0.05, timeout=1.0):
+def probe_loop(stop, results, every=0.05):
     """GET / every `every` seconds from BW_PROBE_IP (a second host address) until `stop`
-    is set; each probe's (ok, seconds) goes to `results`."""
+    is set, each within BW_PROBE_TIMEOUT seconds (default 1: a lost SYN, retransmitted
+    after 1 s, fails it); each probe's (ok, seconds) goes to `results`."""
     src = os.environ.get("BW_PROBE_IP")
+    timeout = float(os.environ.get("BW_PROBE_TIMEOUT", "1.0"))
     while not stop.is_set():
         t0 = time.time()
         ok = False

@@ -83,6 +83,9 @@ pub struct FakeQueues {
     slot: Vec<u8>,
     /// Frames posted with segmentation offload (each is in `outbox` as its segments).
     pub tso_frames: u64,
+    /// As a transmit ring: frames it takes before it is full (`None`: no limit). Each
+    /// post uses one; a test frees them by raising it (the device sent them).
+    pub room: Option<usize>,
 }
 
 impl RxRing for FakeQueues {
@@ -128,11 +131,18 @@ impl RxRing for FakeQueues {
 
 impl TxRing for FakeQueues {
     fn slot(&mut self) -> Option<&mut [u8]> {
+        if self.room == Some(0) {
+            return None;
+        }
         self.slot.resize(TX_HEAD_ROOM, 0);
         Some(&mut self.slot[..])
     }
 
     fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
+        if self.room == Some(0) {
+            return Err(TxFull);
+        }
+        self.room = self.room.map(|r| r - 1);
         let mut f = self.slot[..head_len.min(TX_HEAD_ROOM)].to_vec();
         f.extend_from_slice(body);
         self.outbox.push(f);
@@ -140,6 +150,10 @@ impl TxRing for FakeQueues {
     }
 
     fn post_tso(&mut self, head_len: usize, body: &'static [u8], tso: Tso) -> Result<(), TxFull> {
+        if self.room == Some(0) {
+            return Err(TxFull);
+        }
+        self.room = self.room.map(|r| r - 1);
         let mut f = self.slot[..head_len.min(TX_HEAD_ROOM)].to_vec();
         f.extend_from_slice(body);
         self.tso_frames += 1;
@@ -148,6 +162,10 @@ impl TxRing for FakeQueues {
     }
 
     fn flush(&mut self) {}
+
+    fn room(&mut self) -> usize {
+        self.room.unwrap_or(usize::MAX)
+    }
 }
 
 /// An in-memory queue pair.

@@ -60,6 +60,16 @@ pub trait TxRing {
         let _ = (head_len, body, tso);
         Err(TxFull)
     }
+    /// How many frames the ring takes now before it refuses one, after reclaiming what the
+    /// device has finished (and handing it what is queued, if that frees slots). The
+    /// engine receives at most this many frames per burst and none while it is 0: input
+    /// it could not answer waits in the receive ring (or is dropped there, by the device)
+    /// instead of being read, worked on and its answers thrown away, which under a flood
+    /// would throw away the answers to legitimate clients with them. The default is for a
+    /// ring that never fills.
+    fn room(&mut self) -> usize {
+        usize::MAX
+    }
 }
 
 /// Bytes a transmit slot holds at least: Ethernet + IPv4 + TCP with options + the part of

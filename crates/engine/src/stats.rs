@@ -4,7 +4,7 @@
 //! publishes all of them to the shared board in `cores::board`.
 
 /// Number of counters in [`Stats::fields`].
-pub const STATS_FIELDS: usize = 43;
+pub const STATS_FIELDS: usize = 44;
 
 /// All counters of one engine instance.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -17,6 +17,9 @@ pub struct Stats {
     pub tx_tso_frames: u64,
     /// Frames not sent because the transmit ring was full.
     pub tx_ring_full: u64,
+    /// Rounds that stopped receiving because the transmit ring had no room (the frames
+    /// wait in the receive ring: backpressure, see `TxRing::room`).
+    pub rx_held: u64,
     /// Dropped: shorter than a header or a length field says.
     pub drop_truncated: u64,
     /// Dropped: a header field holds a forbidden value.
@@ -108,6 +111,7 @@ impl Stats {
             ("tx_frames", self.tx_frames),
             ("tx_tso_frames", self.tx_tso_frames),
             ("tx_ring_full", self.tx_ring_full),
+            ("rx_held", self.rx_held),
             ("drop_truncated", self.drop_truncated),
             ("drop_malformed", self.drop_malformed),
             ("drop_checksum", self.drop_checksum),

@@ -476,6 +476,10 @@ impl<T: TxRing, C: Clock> TxRing for Drain<T, C> {
         self.inner.post(head_len, body)
     }
 
+    fn room(&mut self) -> usize {
+        self.inner.room()
+    }
+
     fn flush(&mut self) {
         let n = self.dlists.len();
         let mut moved = 0u64;

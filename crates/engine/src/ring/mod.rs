@@ -141,6 +141,13 @@ impl<T> Producer<T> {
         self.inner.mask + 1
     }
 
+    /// Free slots now (the consumer's index reloaded).
+    pub fn free(&mut self) -> usize {
+        // Acquire: as in `has_room`.
+        self.head_cache = self.inner.head.0.load(Ordering::Acquire);
+        self.capacity() - self.tail.wrapping_sub(self.head_cache)
+    }
+
     /// Whether the slot at `tail` is free, reloading the consumer's index only when the
     /// cached one says the ring is full.
     fn has_room(&mut self) -> bool {

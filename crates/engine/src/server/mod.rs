@@ -244,7 +244,15 @@ impl<L: Lookup<'static>> Server<L> {
             // The clock as last read, so a long poll does not stamp late frames (and stay
             // times) with its start.
             self.now_ns = mark;
-            let n = rx.burst(&mut frames);
+            // Backpressure: no more input than the transmit ring can answer (see
+            // `TxRing::room`); with none, this round ends and the caller polls again.
+            let room = tx.room().min(RX_BURST);
+            if room == 0 {
+                self.stats.rx_held += 1;
+                worked = true;
+                break;
+            }
+            let n = rx.burst(&mut frames[..room]);
             for f in &frames[..n] {
                 self.handle_frame(rx.bytes(f), tx);
                 rx.recycle(*f);

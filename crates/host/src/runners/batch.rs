@@ -98,6 +98,10 @@ impl TxRing for TxBatch {
         self.hold(head_len, body, Some(tso))
     }
 
+    fn room(&mut self) -> usize {
+        self.heads.len() - self.frames.len()
+    }
+
     fn flush(&mut self) {}
 }
 

@@ -513,6 +513,19 @@ impl TxRing for E1000Tx {
         }
         self.reclaim();
     }
+
+    fn room(&mut self) -> usize {
+        self.reclaim();
+        // Frames of two descriptors each (head and body), one descriptor kept empty.
+        let room = |t: &Self| {
+            (t.free_slots.len() + usize::from(t.current.is_some()))
+                .min((RING - 1).saturating_sub(t.used) / 2)
+        };
+        if room(self) == 0 && self.tail != self.written_tail {
+            self.flush();
+        }
+        room(self)
+    }
 }
 
 impl bareweb_engine::cores::CoreQueue for E1000 {}

@@ -588,6 +588,15 @@ impl TxRing for VirtioTx {
         }
         self.reclaim();
     }
+
+    fn room(&mut self) -> usize {
+        self.reclaim();
+        if self.free.is_empty() && self.current.is_none() && self.q.unpublished() > 0 {
+            self.q.publish();
+            self.reclaim();
+        }
+        self.free.len() + usize::from(self.current.is_some())
+    }
 }
 
 impl bareweb_engine::cores::CoreQueue for VirtioNet {}
@@ -741,6 +750,29 @@ mod tests {
         assert_eq!(tx.bad, 3);
         assert_eq!(tx.free, [1]);
         assert!(tx.slot().is_some());
+    }
+
+    #[test]
+    fn room_counts_free_slots_and_hands_the_device_a_full_ring() {
+        // The engine asks before each receive burst (backpressure): room is what `slot`
+        // would lend, after reclaiming; a ring filled within one round is published so the
+        // device can start on it, and room comes back as the device completes frames.
+        let (q, _bell) = queue(8, 1);
+        let mut tx = VirtioTx::new(q).unwrap();
+        let mut dev = Device { used_idx: 0 };
+        assert_eq!(tx.room(), 4);
+        for _ in 0..4 {
+            tx.slot().unwrap();
+            tx.post(54, &[]).unwrap();
+        }
+        assert_eq!(tx.q.unpublished(), 4);
+        assert_eq!(tx.room(), 0);
+        assert_eq!(tx.q.unpublished(), 0, "a full ring is handed to the device");
+        dev.complete(&tx.q, 0, 0);
+        dev.complete(&tx.q, 4, 0);
+        assert_eq!(tx.room(), 2);
+        tx.slot().unwrap();
+        assert_eq!(tx.room(), 2, "a slot lent and not yet posted still counts");
     }
 
     /// The control queue's VQ_PAIRS_SET against a device simulated on a thread, which

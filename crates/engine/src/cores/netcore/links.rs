@@ -236,6 +236,10 @@ impl TxRing for DlistTx {
         Ok(())
     }
 
+    fn room(&mut self) -> usize {
+        self.ring.free()
+    }
+
     fn flush(&mut self) {
         // One nudge per burst: core 0, if it sleeps, wakes to drain what this flush ends.
         if self.posted {
