@@ -72,6 +72,7 @@ fuzz_target!(|data: &[u8]| {
         max_seg_size: parsed.options.mss,
         window_scale: parsed.options.window_scale,
         sack_permitted: parsed.options.sack_permitted,
+        timestamps: parsed.options.timestamps,
     };
     let header_len = repr.header_len();
     let mut out = vec![0xa5u8; header_len + parsed.payload.len()];
@@ -85,6 +86,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(again.options.window_scale, parsed.options.window_scale);
     assert_eq!(again.options.sack_permitted, parsed.options.sack_permitted);
     assert!(again.options.sack.is_empty());
+    assert_eq!(again.options.timestamps, parsed.options.timestamps);
     assert_eq!(
         (
             again.src_port,

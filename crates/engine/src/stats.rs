@@ -4,7 +4,7 @@
 //! publishes all of them to the shared board in `cores::board`.
 
 /// Number of counters in [`Stats::fields`].
-pub const STATS_FIELDS: usize = 44;
+pub const STATS_FIELDS: usize = 45;
 
 /// All counters of one engine instance.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -79,6 +79,8 @@ pub struct Stats {
     pub tcp_loss_probes: u64,
     /// Challenge ACKs withheld by the per-connection rate limit (RFC 5961 §7).
     pub tcp_challenge_acks_limited: u64,
+    /// Segments dropped by PAWS (RFC 7323 §5.3): a timestamp older than the last one.
+    pub tcp_paws_rejected: u64,
     /// Zero-window probes sent.
     pub tcp_window_probes: u64,
     /// Connections aborted by a timeout (half-open, idle, stalled, too many retries).
@@ -143,6 +145,7 @@ impl Stats {
                 "tcp_challenge_acks_limited",
                 self.tcp_challenge_acks_limited,
             ),
+            ("tcp_paws_rejected", self.tcp_paws_rejected),
             ("tcp_window_probes", self.tcp_window_probes),
             ("tcp_timeouts", self.tcp_timeouts),
             ("http_requests", self.http_requests),

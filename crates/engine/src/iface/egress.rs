@@ -258,6 +258,7 @@ pub fn reset(src_port: u16, dst_port: u16, seq_number: u32, ack_number: Option<u
         max_seg_size: None,
         window_scale: None,
         sack_permitted: false,
+        timestamps: None,
     }
 }
 

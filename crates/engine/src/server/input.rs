@@ -125,13 +125,15 @@ impl<L: Lookup<'static>> Server<L> {
             // The SYN-ACK is the one a TCB would send (`Connection::syn_ack` and `header`),
             // from a connection that is then forgotten.
             let iss = self.cookies.make(ends, seg.seq_number, &seg.options, now);
-            let mut c = Connection::accept(seg, iss, now);
+            let mut c = Connection::accept(seg, iss, now)
+                .with_ts_offset(self.isn.ts_offset(ends.0, ends.1));
             let syn_ack = c.syn_ack(now);
             let repr = c.header(
                 &syn_ack,
                 self.cfg.port,
                 seg.src_port,
                 self.cfg.rx_buffer as u32,
+                now,
             );
             let sent = self.egress.tcp_bare(tx, src_mac, src, &repr);
             self.count_sent(sent);
@@ -143,7 +145,9 @@ impl<L: Lookup<'static>> Server<L> {
             return self.no_connection(peer);
         };
         let iss = self.isn.isn(ends.0, ends.1, now);
-        self.open(id, peer, src_mac, Connection::accept(seg, iss, now));
+        let tcp =
+            Connection::accept(seg, iss, now).with_ts_offset(self.isn.ts_offset(ends.0, ends.1));
+        self.open(id, peer, src_mac, tcp);
         self.send_syn_ack(id, tx);
     }
 
@@ -197,16 +201,22 @@ impl<L: Lookup<'static>> Server<L> {
             self.no_connection(peer);
             return true;
         };
-        // The SYN the cookie stands for, and our SYN-ACK, as if a TCB had held them.
+        // The SYN the cookie stands for, and our SYN-ACK, as if a TCB had held them. The
+        // cookie has no room for timestamps and needs none: once negotiated, every segment
+        // carries them (RFC 7323 §3.2), so this ACK has them exactly when the SYN did.
         let syn = TcpRepr {
             seq_number: seg.seq_number.wrapping_sub(1),
             ack_number: None,
             flags: wtcp::Flags::SYN,
-            options: opts.options(),
+            options: wtcp::Options {
+                timestamps: seg.options.timestamps,
+                ..opts.options()
+            },
             payload: &[],
             ..*seg
         };
-        let mut tcp = Connection::accept(&syn, ack.wrapping_sub(1), now);
+        let mut tcp = Connection::accept(&syn, ack.wrapping_sub(1), now)
+            .with_ts_offset(self.isn.ts_offset(ends.0, ends.1));
         tcp.syn_ack(now);
         self.open(id, peer, src_mac, tcp); // half-open until the ACK below establishes it
         self.stats.tcp_syncookies_ok += 1;
@@ -273,6 +283,7 @@ impl<L: Lookup<'static>> Server<L> {
         s.tcp_out_of_order += u64::from(out.out_of_order);
         s.tcp_lost_retransmits += u64::from(out.lost_retransmit);
         s.tcp_challenge_acks_limited += u64::from(out.challenge_limited);
+        s.tcp_paws_rejected += u64::from(out.paws_rejected);
         s.tcp_established += u64::from(out.established);
         if out.reset {
             self.stats.tcp_rst_received += 1;

@@ -207,8 +207,9 @@ impl<L: Lookup<'static>> Server<L> {
         let idx = id as usize;
         let rx_space = self.rx_space(id);
         let port = self.cfg.port;
+        let now = self.now_ns;
         let t = &mut self.tcbs.0[idx];
-        let repr = t.tcp.header(seg, port, t.peer.port, rx_space);
+        let repr = t.tcp.header(seg, port, t.peer.port, rx_space, now);
         let payload = t.http.payload(seg.seq, seg.len);
         let head_buf: &[u8] = match &self.dynamic {
             Some(d) if t.http.dyn_slot != NO_DYN => {

@@ -106,6 +106,19 @@ fn tcp_frame(
     payload: &[u8],
     mss: Option<u16>,
 ) -> Vec<u8> {
+    tcp_frame_ts(sport, seq, ack, flags, payload, mss, None)
+}
+
+/// [`tcp_frame`] with a timestamps option `(TSval, TSecr)`.
+fn tcp_frame_ts(
+    sport: u16,
+    seq: u32,
+    ack: Option<u32>,
+    flags: wtcp::Flags,
+    payload: &[u8],
+    mss: Option<u16>,
+    timestamps: Option<(u32, u32)>,
+) -> Vec<u8> {
     let repr = wtcp::Repr {
         src_port: sport,
         dst_port: 80,
@@ -116,6 +129,7 @@ fn tcp_frame(
         max_seg_size: mss,
         window_scale: None,
         sack_permitted: false,
+        timestamps,
     };
     let hl = repr.header_len();
     let mut f = vec![0u8; L2L3 + hl + payload.len()];

@@ -28,6 +28,11 @@ pub const OUR_MSS: u16 = 1460;
 pub const DEFAULT_MSS: u32 = 536;
 /// The smallest send MSS we accept from a peer (a smaller one is raised to it).
 pub const MIN_MSS: u32 = 64;
+/// Bytes the timestamps option takes in every segment once negotiated (NOP, NOP, kind,
+/// length, TSval, TSecr): the payload of a full segment is the MSS less these.
+pub const TS_OPTION_LEN: u32 = 12;
+/// Nanoseconds per tick of the timestamp clock (RFC 7323 §5.4 asks for 1 ms to 1 s).
+pub const TS_TICK_NS: u64 = 1_000_000;
 /// At most one challenge ACK per connection per this interval (RFC 5961 §7; Linux's
 /// `tcp_invalid_ratelimit` default).
 pub const CHALLENGE_ACK_INTERVAL_NS: u64 = 500_000_000;
@@ -86,6 +91,9 @@ pub struct Outcome {
     /// A challenge ACK (or the ACK answering a too-old ACK) was due but withheld: one went
     /// out less than [`CHALLENGE_ACK_INTERVAL_NS`] ago.
     pub challenge_limited: bool,
+    /// Dropped by PAWS (RFC 7323 §5.3): its TSval is older than TS.Recent (an old
+    /// duplicate, or a forgery); answered with an ACK under the challenge-ACK limit.
+    pub paws_rejected: bool,
 }
 
 /// One TCP connection's state (the TCP half of a TCB).
@@ -114,6 +122,16 @@ pub struct Connection {
     pub(super) offer_ws: bool,
     /// SACK is in use: the peer's SYN offered it, our SYN-ACK answers with it.
     pub(super) sack_ok: bool,
+    /// Timestamps are in use (RFC 7323): the peer's SYN carried the option; every segment
+    /// we send carries one.
+    pub(super) ts_ok: bool,
+    /// TS.Recent: the TSval to echo.
+    pub(super) ts_recent: u32,
+    /// Added to the timestamp clock for this connection (keyed per connection, so a TSval
+    /// tells the peer nothing of the machine's uptime; RFC 7323 §7.1).
+    pub(super) ts_offset: u32,
+    /// RCV.NXT when the last ACK went out (RFC 7323's Last.ACK.sent).
+    pub(super) last_ack_sent: u32,
     /// Next sequence number expected from the peer.
     pub(super) rcv_nxt: u32,
     /// Effective send MSS.
@@ -173,6 +191,10 @@ impl Connection {
             snd_shift: 0,
             offer_ws: false,
             sack_ok: false,
+            ts_ok: false,
+            ts_recent: 0,
+            ts_offset: 0,
+            last_ack_sent: 0,
             rcv_nxt: 0,
             mss: DEFAULT_MSS,
             send_end: 0,
@@ -217,14 +239,33 @@ impl Connection {
         c.offer_ws = syn.options.window_scale.is_some();
         c.snd_shift = syn.options.window_scale.map_or(0, |s| s.min(14));
         c.sack_ok = syn.options.sack_permitted;
+        if let Some((tsval, _)) = syn.options.timestamps {
+            c.ts_ok = true;
+            c.ts_recent = tsval;
+        }
+        c.last_ack_sent = c.rcv_nxt;
         c.snd_wnd = u32::from(syn.window_len); // never scaled in a SYN
         c.max_snd_wnd = c.snd_wnd;
         c.snd_wl1 = syn.seq_number;
         c.snd_wl2 = iss;
+        // Every segment carries the timestamps option: a full one has that much less room.
+        let mss = if c.ts_ok { mss - TS_OPTION_LEN } else { mss };
         c.mss = mss;
         c.cc = NewReno::new(mss, iss);
         c.last_heard_ns = now_ns;
         c
+    }
+
+    /// Sets the connection's timestamp offset (the owner derives it from a secret key and
+    /// the connection's ends, so the SYN-ACK of a SYN cookie and the TCB made later agree).
+    pub fn with_ts_offset(mut self, offset: u32) -> Connection {
+        self.ts_offset = offset;
+        self
+    }
+
+    /// The timestamp clock of this connection at `now_ns` (TSval).
+    pub fn ts_now(&self, now_ns: u64) -> u32 {
+        ((now_ns / TS_TICK_NS) as u32).wrapping_add(self.ts_offset)
     }
 
     // ------------------------------------------------------------ reading the state
@@ -268,6 +309,14 @@ impl Connection {
     /// Whether SACK is in use.
     pub fn sack_ok(&self) -> bool {
         self.sack_ok
+    }
+    /// Whether timestamps are in use.
+    pub fn ts_ok(&self) -> bool {
+        self.ts_ok
+    }
+    /// TS.Recent, the TSval echoed to the peer.
+    pub fn ts_recent(&self) -> u32 {
+        self.ts_recent
     }
     /// Whether holes are being repaired from the SACK scoreboard: fast recovery, or
     /// recovery after a timeout.
@@ -387,6 +436,19 @@ impl Connection {
             return out;
         }
 
+        // RFC 7323 §5.3 R1, PAWS: a segment whose TSval is older than TS.Recent is an old
+        // duplicate (or forged): dropped, answered with an ACK. (R1's 24-day idle rule
+        // cannot apply: the stall timeout ends a connection long before.) A segment
+        // without the option is accepted, as Linux does, though §3.2 says SHOULD drop.
+        let seg_ts = seg.options.timestamps.filter(|_| self.ts_ok);
+        if let Some((tsval, _)) = seg_ts {
+            if !rst && (tsval.wrapping_sub(self.ts_recent) as i32) < 0 {
+                out.paws_rejected = true;
+                out.reply = self.challenge_reply(now_ns, &mut out);
+                return out;
+            }
+        }
+
         // First: sequence number acceptability.
         let rcv_nxt = self.rcv_nxt;
         let acceptable = match (seg_len, rcv_wnd) {
@@ -422,6 +484,14 @@ impl Connection {
                 out.reply = self.challenge_reply(now_ns, &mut out);
             }
             return out;
+        }
+
+        // RFC 7323 §4.3 (R4): an acceptable segment starting at or before the last ACK we
+        // sent carries the TSval to echo (not newer than it: PAWS took that).
+        if let Some((tsval, _)) = seg_ts {
+            if seq::le(seg_seq, self.last_ack_sent) {
+                self.ts_recent = tsval;
+            }
         }
 
         // Fifth: ACK.
@@ -469,7 +539,9 @@ impl Connection {
         if seq::gt(ack, self.snd_una) {
             let acked = ack.wrapping_sub(self.snd_una);
             out.acked = acked;
-            self.rtt.on_ack(ack, now_ns);
+            if !self.rtt.on_ack(ack, now_ns) {
+                self.ts_rtt_sample(seg_ts, now_ns);
+            }
             self.snd_una = ack;
             self.sb.advance(ack);
             self.tlp_out = false;
@@ -600,6 +672,25 @@ impl Connection {
         }
         self.last_challenge_ns = now_ns.max(1);
         Reply::Ack
+    }
+
+    /// An RTT sample from the TSecr of an ACK of new data (RFC 7323 §4): on every such
+    /// ACK, retransmissions included (the echoed TSval says which transmission it answers,
+    /// so Karn's ambiguity does not arise), with the gains divided by the samples expected
+    /// per round trip (Appendix G). Used when the timed segment gave no sample: that one is
+    /// measured in µs, the timestamp clock in ms.
+    fn ts_rtt_sample(&mut self, seg_ts: Option<(u32, u32)>, now_ns: u64) {
+        let Some((_, tsecr)) = seg_ts else {
+            return;
+        };
+        let ticks = self.ts_now(now_ns).wrapping_sub(tsecr);
+        // An echo from the future or older than the longest RTO is no sample.
+        if tsecr == 0 || ticks as i32 > (super::rtt::RTO_MAX_MS as i32) || (ticks as i32) < 0 {
+            return;
+        }
+        let per_rtt = (self.flight() / (2 * self.mss.max(1))).max(1);
+        let us = (u64::from(ticks) * TS_TICK_NS / 1000).min(u64::from(u32::MAX)) as u32;
+        self.rtt.sample_scaled(us, per_rtt);
     }
 
     /// Takes in the SACK blocks of an acceptable ACK. Returns the highest end of what they

@@ -32,6 +32,19 @@ impl IsnGenerator {
         let m = (now_ns / 4000) as u32;
         m.wrapping_add(f)
     }
+
+    /// The offset added to a connection's timestamp clock (RFC 7323 §7.1, as Linux's
+    /// `secure_tcp_ts_off`): keyed and per connection, unrelated to its ISN, so TSvals
+    /// reveal neither the machine's uptime nor anything of other connections.
+    pub fn ts_offset(&self, local: ([u8; 4], u16), remote: ([u8; 4], u16)) -> u32 {
+        let mut h = SipHasher24::new_with_key(&self.key);
+        h.write(b"ts");
+        h.write(&local.0);
+        h.write(&local.1.to_be_bytes());
+        h.write(&remote.0);
+        h.write(&remote.1.to_be_bytes());
+        h.finish() as u32
+    }
 }
 
 #[cfg(test)]
@@ -48,6 +61,10 @@ mod tests {
             g.isn(([10, 0, 0, 2], 80), ([10, 0, 0, 1], 40000), 4_000_000),
             a.wrapping_add(1000)
         );
+        let (l, r) = (([10, 0, 0, 2], 80), ([10, 0, 0, 1], 40000));
+        assert_eq!(g.ts_offset(l, r), g.ts_offset(l, r));
+        assert_ne!(g.ts_offset(l, r), g.ts_offset(l, ([10, 0, 0, 1], 40001)));
+        assert_ne!(g.ts_offset(l, r), a, "not the ISN's hash");
         let other = IsnGenerator::new([8; 16]);
         assert_ne!(other.isn(([10, 0, 0, 2], 80), ([10, 0, 0, 1], 40000), 0), a);
     }

@@ -93,15 +93,18 @@ impl Connection {
     }
 
     /// The header of `seg` from port `local_port`, acknowledging RCV.NXT and advertising
-    /// the window of `rx_space` free bytes. Building it pays the owed ACK.
+    /// the window of `rx_space` free bytes, with timestamps (TSval of `now_ns`) when they
+    /// are in use. Building it pays the owed ACK.
     pub fn header(
         &mut self,
         seg: &Segment,
         local_port: u16,
         peer_port: u16,
         rx_space: u32,
+        now_ns: u64,
     ) -> Repr {
         self.ack_pending = false;
+        self.last_ack_sent = self.rcv_nxt;
         Repr {
             src_port: local_port,
             dst_port: peer_port,
@@ -118,6 +121,7 @@ impl Connection {
             max_seg_size: seg.syn.then_some(OUR_MSS),
             window_scale: (seg.syn && self.offer_ws).then_some(0),
             sack_permitted: seg.syn && self.sack_ok,
+            timestamps: self.ts_ok.then(|| (self.ts_now(now_ns), self.ts_recent)),
         }
     }
 

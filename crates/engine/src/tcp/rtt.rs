@@ -71,15 +71,32 @@ impl RttEstimator {
     }
 
     /// An acknowledgment of `ack` arrived at `now_ns`: ends the timing if it covers the
-    /// timed octets, and feeds the sample.
-    pub fn on_ack(&mut self, ack: u32, now_ns: u64) {
+    /// timed octets, and feeds the sample. Returns whether it did.
+    pub fn on_ack(&mut self, ack: u32, now_ns: u64) -> bool {
         if let Some((until, start)) = self.timed {
             if super::seq::ge(ack, until) {
                 let us = (now_ns.saturating_sub(start) / 1000).min(u64::from(u32::MAX)) as u32;
                 self.sample(us);
                 self.timed = None;
+                return true;
             }
         }
+        false
+    }
+
+    /// Feeds one of about `per_rtt` samples expected per round trip (timestamps give one
+    /// per ACK): RFC 7323 Appendix G divides the gains α = 1/8 and β = 1/4 by that count,
+    /// so a window's worth of samples moves SRTT and RTTVAR as one sample per RTT would.
+    pub fn sample_scaled(&mut self, rtt_us: u32, per_rtt: u32) {
+        let k = per_rtt.max(1);
+        if self.srtt_us == 0 || k == 1 {
+            return self.sample(rtt_us);
+        }
+        let rtt = rtt_us.max(1);
+        let diff = self.srtt_us.abs_diff(rtt);
+        self.rttvar_us = (self.rttvar_us - self.rttvar_us / (4 * k)).saturating_add(diff / (4 * k));
+        self.srtt_us = (self.srtt_us - self.srtt_us / (8 * k)).saturating_add(rtt / (8 * k));
+        self.update_rto();
     }
 
     /// Feeds an RTT sample (RFC 6298 §2.2–2.3) and recomputes the RTO.
@@ -93,6 +110,10 @@ impl RttEstimator {
             self.rttvar_us = (3 * (self.rttvar_us / 4)).saturating_add(diff / 4);
             self.srtt_us = (7 * (self.srtt_us / 8)).saturating_add(rtt / 8);
         }
+        self.update_rto();
+    }
+
+    fn update_rto(&mut self) {
         // G (clock granularity) is 1 µs here.
         let rto_us = self.srtt_us.saturating_add(4 * self.rttvar_us.max(1));
         self.rto_ms = (rto_us / 1000).clamp(RTO_MIN_MS, RTO_MAX_MS);

@@ -49,6 +49,7 @@ impl CookieOptions {
             window_scale: self.window_scale,
             sack_permitted: self.sack_permitted,
             sack: crate::wire::tcp::SackBlocks::NONE,
+            timestamps: None,
         }
     }
 }
@@ -156,6 +157,7 @@ mod tests {
             window_scale: ws,
             sack_permitted: sack,
             sack: crate::wire::tcp::SackBlocks::NONE,
+            timestamps: None,
         }
     }
 

@@ -358,6 +358,8 @@ pub struct Options {
     pub sack_permitted: bool,
     /// The SACK blocks, as sent (the TCP layer checks them against its send sequence).
     pub sack: SackBlocks,
+    /// Timestamps (RFC 7323): `(TSval, TSecr)`.
+    pub timestamps: Option<(u32, u32)>,
 }
 
 impl Options {
@@ -367,6 +369,7 @@ impl Options {
         window_scale: None,
         sack_permitted: false,
         sack: SackBlocks::NONE,
+        timestamps: None,
     };
 }
 
@@ -405,8 +408,7 @@ impl SackBlocks {
 }
 
 /// Reads the options the TCP layer acts on from a header's option bytes, stopping at
-/// End of Option List. Other options (timestamps, unknown kinds) are
-/// skipped; any malformed option makes the whole list [`Error::Malformed`].
+/// End of Option List. Other options (unknown kinds) are skipped; any malformed option makes the whole list [`Error::Malformed`].
 ///
 /// Whether MSS and window scale count (only on a SYN) is the TCP layer's call.
 pub fn parse_options(opts: &[u8]) -> Result<Options> {
@@ -422,10 +424,8 @@ pub fn parse_options(opts: &[u8]) -> Result<Options> {
             }
             TcpOption::SackPermitted => out.sack_permitted = true,
             TcpOption::Sack(blocks) => out.sack = blocks,
-            TcpOption::EndOfList
-            | TcpOption::NoOperation
-            | TcpOption::Timestamps { .. }
-            | TcpOption::Unknown { .. } => {}
+            TcpOption::Timestamps { tsval, tsecr } => out.timestamps = Some((tsval, tsecr)),
+            TcpOption::EndOfList | TcpOption::NoOperation | TcpOption::Unknown { .. } => {}
         }
     }
     Ok(out)
@@ -706,12 +706,15 @@ pub struct Repr {
     pub window_scale: Option<u8>,
     /// SACK-permitted option to send (on a SYN), as NOP + NOP + SACK-permitted.
     pub sack_permitted: bool,
+    /// Timestamps option to send, `(TSval, TSecr)`, as NOP + NOP + timestamps (RFC 7323
+    /// Appendix A's layout).
+    pub timestamps: Option<(u32, u32)>,
 }
 
 impl Repr {
     /// Header length [`emit_header`](Self::emit_header) writes: 20, plus 4 for MSS, plus
-    /// 4 for NOP + window scale, plus 4 for NOP + NOP + SACK permitted. Always a multiple
-    /// of 4.
+    /// 4 for NOP + window scale, plus 4 for NOP + NOP + SACK permitted, plus 12 for NOP +
+    /// NOP + timestamps. Always a multiple of 4.
     pub const fn header_len(&self) -> usize {
         let mut len = HEADER_LEN;
         if self.max_seg_size.is_some() {
@@ -722,6 +725,9 @@ impl Repr {
         }
         if self.sack_permitted {
             len += 4;
+        }
+        if self.timestamps.is_some() {
+            len += 12;
         }
         len
     }
@@ -764,6 +770,11 @@ impl Repr {
             opts = TcpOption::NoOperation.emit(opts);
             opts = TcpOption::NoOperation.emit(opts);
             opts = TcpOption::SackPermitted.emit(opts);
+        }
+        if let Some((tsval, tsecr)) = self.timestamps {
+            opts = TcpOption::NoOperation.emit(opts);
+            opts = TcpOption::NoOperation.emit(opts);
+            opts = TcpOption::Timestamps { tsval, tsecr }.emit(opts);
         }
         debug_assert!(opts.is_empty());
     }

@@ -118,6 +118,7 @@ fn frame(sport: u16, seq: u32, ack: Option<u32>, flags: wtcp::Flags, payload: &[
         max_seg_size: flags.syn.then_some(1460),
         window_scale: None,
         sack_permitted: false,
+        timestamps: None,
     };
     let hl = repr.header_len();
     let mut buf = vec![0u8; L2L3 + hl + payload.len()];

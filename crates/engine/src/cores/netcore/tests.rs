@@ -56,6 +56,7 @@ fn tcp_frame(sport: u16, seq: u32, ack: Option<u32>, f: wtcp::Flags, payload: &[
         max_seg_size: f.syn.then_some(1460),
         window_scale: None,
         sack_permitted: false,
+        timestamps: None,
     };
     let hl = repr.header_len();
     let mut buf = vec![0u8; L2L3 + hl + payload.len()];

@@ -185,6 +185,7 @@ fn syn(port: u16) -> Vec<u8> {
         max_seg_size: Some(1460),
         window_scale: None,
         sack_permitted: false,
+        timestamps: None,
     };
     let l2l3 = ethernet::HEADER_LEN + ipv4::HEADER_LEN;
     let hl = repr.header_len();

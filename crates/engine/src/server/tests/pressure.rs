@@ -315,3 +315,70 @@ fn a_full_transmit_ring_holds_input_back_instead_of_dropping_answers() {
     assert_eq!(answered, (9000..9100).collect::<Vec<_>>());
     assert_eq!(s.stats().tx_ring_full, 0);
 }
+
+#[test]
+fn timestamps_are_negotiated_through_a_syn_cookie() {
+    // The cookie has no bits for timestamps: the ACK that returns it carries the option
+    // exactly when the SYN did (RFC 7323 §3.2), and the TCB made from it uses them. One
+    // half-open connection spends the backlog: the next SYN gets a cookie.
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = 8;
+    cfg.syn_backlog = Some(1);
+    let mut s = Server::new(cfg, TestSite::new(), SERVER_MAC);
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let clock = ManualClock(5_000_000_000);
+    let first = tcp_frame(7299, 1, None, flags(true, false, false, false), &[], None);
+    nic.rx.inbox.push_back(first);
+    s.poll(&mut nic, &clock, &mut NoLog);
+    nic.tx.outbox.clear();
+    let syn = tcp_frame_ts(
+        7300,
+        1000,
+        None,
+        flags(true, false, false, false),
+        &[],
+        Some(1460),
+        Some((777, 0)),
+    );
+    nic.rx.inbox.push_back(syn);
+    s.poll(&mut nic, &clock, &mut NoLog);
+    assert_eq!(s.stats().tcp_syncookies_sent, 1);
+    assert_eq!(s.active(), 1);
+    let opts = |f: &[u8]| {
+        let t = TcpPacket::new_unchecked(&f[L2L3..]);
+        (
+            t.seq_number(),
+            wtcp::parse_options(t.options()).unwrap().timestamps,
+            f.len() - L2L3 - usize::from(t.header_len()),
+        )
+    };
+    let synack = nic.tx.outbox.pop().expect("a SYN-ACK");
+    let (cookie, ts, _) = opts(&synack);
+    let (our_ts, echo) = ts.expect("the SYN-ACK answers timestamps");
+    assert_eq!(echo, 777);
+    let req = b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n";
+    let ack = tcp_frame_ts(
+        7300,
+        1001,
+        Some(cookie.wrapping_add(1)),
+        flags(false, true, false, false),
+        req,
+        None,
+        Some((778, our_ts)),
+    );
+    nic.rx.inbox.push_back(ack);
+    s.poll(&mut nic, &clock, &mut NoLog);
+    assert_eq!(s.stats().tcp_syncookies_ok, 1);
+    assert_eq!(s.stats().http_requests, 1);
+    let sent: Vec<_> = nic.tx.outbox.iter().map(|f| opts(f)).collect();
+    assert!(sent.len() >= 2, "{sent:?}");
+    for (_, ts, len) in &sent {
+        let (_, echo) = ts.expect("every segment carries timestamps");
+        assert_eq!(echo, 778);
+        assert!(
+            *len <= 1448,
+            "a full segment is the MSS less the option: {len}"
+        );
+    }
+    assert_eq!(sent[1].2, 1448);
+}

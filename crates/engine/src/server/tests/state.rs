@@ -34,6 +34,7 @@ fn frame(
         max_seg_size: mss,
         window_scale,
         sack_permitted: false,
+        timestamps: None,
     };
     let hl = repr.header_len();
     let mut f = vec![0u8; L2L3 + hl + payload.len()];

@@ -151,7 +151,7 @@ fn fin_wait_2_takes_data_then_the_fin_to_time_wait() {
     assert_eq!(c.state(), State::TimeWait);
     assert!(c.state().is_done(), "TIME-WAIT is not held");
     assert_eq!(c.rcv_nxt(), REMOTE_SEQ + 11);
-    let h = c.header(&c.ack_segment(), LOCAL_PORT, REMOTE_PORT, RX);
+    let h = c.header(&c.ack_segment(), LOCAL_PORT, REMOTE_PORT, RX, 0);
     assert_eq!(
         (h.seq_number, h.ack_number),
         (LOCAL_SEQ + 101, Some(REMOTE_SEQ + 11))
@@ -193,7 +193,7 @@ fn simultaneous_close_goes_through_closing() {
     assert_eq!(o.reply, Reply::None, "the owner sends the ACK it owes");
     assert_eq!(c.state(), State::Closing);
     assert!(c.ack_pending());
-    let h = c.header(&c.ack_segment(), LOCAL_PORT, REMOTE_PORT, RX);
+    let h = c.header(&c.ack_segment(), LOCAL_PORT, REMOTE_PORT, RX, 0);
     assert_eq!(h.ack_number, Some(REMOTE_SEQ + 1));
     assert!(!h.flags.fin, "an ACK, not our FIN again");
     let o = recv_ack(&mut c, 0, LOCAL_SEQ + 101);
@@ -217,7 +217,7 @@ fn passive_close_through_close_wait_and_last_ack() {
     assert_eq!(c.state(), State::CloseWait);
     assert_eq!(c.rcv_nxt(), REMOTE_SEQ + 1);
     assert!(c.ack_pending());
-    c.header(&c.ack_segment(), LOCAL_PORT, REMOTE_PORT, RX);
+    c.header(&c.ack_segment(), LOCAL_PORT, REMOTE_PORT, RX, 0);
     // Our answer and our FIN.
     c.queue(3000);
     c.close();

@@ -16,6 +16,7 @@ fn syn_with(mss: Option<u16>, window_scale: Option<u8>) -> ParsedRepr<'static> {
             window_scale,
             sack_permitted: false,
             sack: crate::wire::tcp::SackBlocks::NONE,
+            timestamps: None,
         },
         ..SYN_TEMPL
     }
@@ -316,7 +317,7 @@ fn a_retransmitted_syn_with_window_scale_makes_us_offer_it() {
     assert!(c.offer_ws);
     let s = c.syn_ack(0);
     assert_eq!(
-        c.header(&s, LOCAL_PORT, REMOTE_PORT, RX).window_scale,
+        c.header(&s, LOCAL_PORT, REMOTE_PORT, RX, 0).window_scale,
         Some(0)
     );
 }

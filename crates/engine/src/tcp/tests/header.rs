@@ -7,7 +7,7 @@ use super::*;
 use crate::wire::tcp::Repr;
 
 fn header(c: &mut Connection, s: &Segment, rx: u32) -> Repr {
-    c.header(s, LOCAL_PORT, REMOTE_PORT, rx)
+    c.header(s, LOCAL_PORT, REMOTE_PORT, rx, 0)
 }
 
 #[test]
@@ -30,6 +30,7 @@ fn the_syn_ack_header() {
             max_seg_size: Some(1460),
             window_scale: None,
             sack_permitted: false,
+            timestamps: None,
         }
     );
 }
@@ -80,6 +81,7 @@ fn data_segments_carry_no_options() {
             max_seg_size: None,
             window_scale: None,
             sack_permitted: false,
+            timestamps: None,
         }
     );
 }

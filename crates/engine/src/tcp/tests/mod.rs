@@ -16,6 +16,7 @@
 //! - [`retransmit`]: RFC 6298 timing, backoff and go-back-N, aborts;
 //! - [`recovery`]: RFC 5681 §3.2 / RFC 6582 NewReno;
 //! - [`sack`]: RFC 6675 SACK recovery and RFC 8985 tail loss probes;
+//! - [`timestamps`]: RFC 7323 negotiation, TS.Recent, PAWS, RTT samples from TSecr;
 //! - [`persist`]: zero windows and probes;
 //! - [`header`]: the header built for a segment;
 //! - [`robustness`]: a property test over arbitrary segment sequences.
@@ -31,11 +32,12 @@ mod retransmit;
 mod robustness;
 mod rst_syn;
 mod sack;
+mod timestamps;
 mod window;
 
 use std::vec::Vec;
 
-use super::conn::{Connection, Outcome};
+use super::conn::{Connection, Outcome, Reply};
 use super::output::Segment;
 use super::state::State;
 use crate::wire::tcp::{Flags, Options, ParsedRepr};
@@ -93,6 +95,7 @@ pub const NO_OPTIONS: Options = Options {
     window_scale: None,
     sack_permitted: false,
     sack: crate::wire::tcp::SackBlocks::NONE,
+    timestamps: None,
 };
 
 /// A segment from the peer in a synchronized state: ACK of our SYN, window 65535.
@@ -122,6 +125,7 @@ pub const SYN_TEMPL: ParsedRepr<'static> = ParsedRepr {
         window_scale: None,
         sack_permitted: false,
         sack: crate::wire::tcp::SackBlocks::NONE,
+        timestamps: None,
     },
     ..RECV_TEMPL
 };

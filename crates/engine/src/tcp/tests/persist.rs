@@ -53,7 +53,7 @@ fn the_probe_is_one_octet_at_snd_una() {
     assert_eq!(c.snd_max(), LOCAL_SEQ + 1);
     assert_eq!(c.flight(), 0);
     assert_eq!(c.timer(), Timer::Persist { at: 3 * SEC });
-    let h = c.header(&PROBE, LOCAL_PORT, REMOTE_PORT, RX);
+    let h = c.header(&PROBE, LOCAL_PORT, REMOTE_PORT, RX, 0);
     assert_eq!(h.seq_number, LOCAL_SEQ);
     assert!(h.flags.psh && !h.flags.fin);
 }

@@ -41,6 +41,8 @@ enum Op {
         ws: Option<u8>,
         /// SACK blocks: (offset from SND.UNA, length), anywhere near the flight.
         sack: std::vec::Vec<(i32, u32)>,
+        /// Timestamps: (TSval as an offset from TS.Recent, TSecr as one from our clock).
+        ts: Option<(i32, i32)>,
     },
     Queue(u32),
     Close,
@@ -84,9 +86,16 @@ fn op() -> impl Strategy<Value = Op> {
             ),
             0..5,
         ),
+        prop::option::weighted(
+            0.7,
+            (
+                prop_oneof![4 => 0i32..100, 1 => -100i32..0, 1 => any::<i32>()],
+                prop_oneof![4 => -1000i32..1, 1 => any::<i32>()],
+            ),
+        ),
     )
         .prop_map(
-            |(seq_off, ack_off, syn, fin, rst, window, len, rx, ws, sack)| Op::Segment {
+            |(seq_off, ack_off, syn, fin, rst, window, len, rx, ws, sack, ts)| Op::Segment {
                 seq_off,
                 ack_off,
                 syn,
@@ -97,6 +106,7 @@ fn op() -> impl Strategy<Value = Op> {
                 rx,
                 ws,
                 sack,
+                ts,
             },
         );
     prop_oneof![
@@ -181,6 +191,7 @@ impl Run {
                 rx,
                 ws,
                 ref sack,
+                ts,
             } => {
                 let mut blocks = crate::wire::tcp::SackBlocks::NONE;
                 for &(off, n) in sack.iter() {
@@ -203,6 +214,12 @@ impl Run {
                         window_scale: ws,
                         sack_permitted: false,
                         sack: blocks,
+                        timestamps: ts.map(|(v, e)| {
+                            (
+                                self.c.ts_recent().wrapping_add(v as u32),
+                                self.c.ts_now(self.now).wrapping_add(e as u32),
+                            )
+                        }),
                     },
                     payload: data(len),
                     ..RECV_TEMPL
@@ -318,7 +335,7 @@ impl Run {
             }
             Op::Header(rx) => {
                 let s = self.c.ack_segment();
-                let h = self.c.header(&s, LOCAL_PORT, REMOTE_PORT, rx);
+                let h = self.c.header(&s, LOCAL_PORT, REMOTE_PORT, rx, 0);
                 prop_assert_eq!(h.ack_number, Some(self.c.rcv_nxt()));
                 prop_assert_eq!(u32::from(h.window_len), rx.min(65_535));
                 prop_assert!(!self.c.ack_pending());
@@ -376,10 +393,11 @@ impl Run {
     }
 }
 
-fn play(start_established: bool, sack: bool, ops: &[Op]) -> Result<(), TestCaseError> {
+fn play(start_established: bool, sack: bool, ts: bool, ops: &[Op]) -> Result<(), TestCaseError> {
     let syn = ParsedRepr {
         options: Options {
             sack_permitted: sack,
+            timestamps: ts.then_some((1000, 0)),
             ..SYN_TEMPL.options
         },
         ..SYN_TEMPL
@@ -414,9 +432,10 @@ proptest! {
     fn arbitrary_segments_keep_the_invariants(
         start_established in any::<bool>(),
         sack in any::<bool>(),
+        ts in any::<bool>(),
         ops in prop::collection::vec(op(), 1..60),
     ) {
-        play(start_established, sack, &ops)?;
+        play(start_established, sack, ts, &ops)?;
     }
 }
 
@@ -441,6 +460,7 @@ fn a_long_busy_exchange_keeps_the_invariants() {
             rx: RX,
             ws: None,
             sack: std::vec::Vec::new(),
+            ts: None,
         });
         if i % 10 == 9 {
             ops.push(Op::Advance(1500));
@@ -448,6 +468,6 @@ fn a_long_busy_exchange_keeps_the_invariants() {
     }
     ops.push(Op::Close);
     ops.push(Op::Send(0));
-    play(true, false, &ops).unwrap();
-    play(true, true, &ops).unwrap();
+    play(true, false, false, &ops).unwrap();
+    play(true, true, true, &ops).unwrap();
 }

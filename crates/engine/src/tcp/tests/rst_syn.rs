@@ -89,7 +89,7 @@ fn a_rst_in_the_window_but_not_at_rcv_nxt_gets_a_challenge_ack() {
         expect.last_challenge_ns = 1; // the rate limit's clock (at time 0)
         assert_eq!(c, expect);
         // The challenge ACK is a plain ACK at SND.NXT acknowledging RCV.NXT.
-        let h = c.header(&c.ack_segment(), LOCAL_PORT, REMOTE_PORT, RX);
+        let h = c.header(&c.ack_segment(), LOCAL_PORT, REMOTE_PORT, RX, 0);
         assert_eq!(
             (h.seq_number, h.ack_number),
             (LOCAL_SEQ + 1000, Some(REMOTE_SEQ))

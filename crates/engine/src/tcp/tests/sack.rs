@@ -68,11 +68,14 @@ fn the_syn_ack_answers_sack_permitted() {
         syn: true,
         ..out(ISS, 0, false)
     };
-    let h = c.header(&syn, LOCAL_PORT, REMOTE_PORT, RX);
+    let h = c.header(&syn, LOCAL_PORT, REMOTE_PORT, RX, 0);
     assert!(h.sack_permitted);
     assert_eq!(h.header_len(), 28, "MSS + NOP NOP SACK-permitted");
     let mut c = syn_received();
-    assert!(!c.header(&syn, LOCAL_PORT, REMOTE_PORT, RX).sack_permitted);
+    assert!(
+        !c.header(&syn, LOCAL_PORT, REMOTE_PORT, RX, 0)
+            .sack_permitted
+    );
     assert!(!c.sack_ok());
 }
 

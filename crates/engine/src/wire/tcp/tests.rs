@@ -43,6 +43,7 @@ const SYN_ACK: Repr = Repr {
     max_seg_size: Some(1460),
     window_scale: Some(7),
     sack_permitted: false,
+    timestamps: None,
 };
 
 #[test]
@@ -148,6 +149,7 @@ fn parse_syn() {
                 window_scale: Some(7),
                 sack_permitted: true,
                 sack: crate::wire::tcp::SackBlocks::NONE,
+                timestamps: Some((2_618_248_737, 0)),
             },
             payload: &[],
         }
@@ -162,7 +164,13 @@ fn parse_data() {
     assert_eq!(r.ack_number, Some(0x1f2e_3d4d));
     assert_eq!(r.flags, Flags::PSH | Flags::ACK);
     assert_eq!(r.window_len, 502);
-    assert_eq!(r.options, Options::default());
+    assert_eq!(
+        r.options,
+        Options {
+            timestamps: Some((2_618_248_794, 11_782_098)),
+            ..Options::default()
+        }
+    );
     assert_eq!(r.payload, REQUEST);
     assert_eq!(r.segment_len(), 71);
 }
@@ -209,6 +217,7 @@ fn emit_syn_ack() {
             window_scale: Some(7),
             sack_permitted: false,
             sack: crate::wire::tcp::SackBlocks::NONE,
+            timestamps: None,
         }
     );
 }
@@ -561,4 +570,33 @@ fn a_captured_sack_ack_parses() {
         ]
     );
     assert!(r.payload.is_empty());
+}
+
+#[test]
+fn timestamps_round_trip_after_the_other_options() {
+    // RFC 7323 Appendix A's layout: NOP NOP TS, 12 bytes, word-aligned after the SYN's.
+    let repr = Repr {
+        src_port: 80,
+        dst_port: 54321,
+        seq_number: 1,
+        ack_number: Some(2),
+        flags: Flags::SYN,
+        window_len: 1000,
+        max_seg_size: Some(1460),
+        window_scale: Some(0),
+        sack_permitted: true,
+        timestamps: Some((0x0102_0304, 0xa0b0_c0d0)),
+    };
+    assert_eq!(repr.header_len(), 20 + 4 + 4 + 4 + 12);
+    let mut buf = [0u8; 44];
+    repr.emit_header(&mut buf);
+    assert_eq!(
+        &buf[32..44],
+        &[1, 1, 8, 10, 1, 2, 3, 4, 0xa0, 0xb0, 0xc0, 0xd0]
+    );
+    let p = Packet::new_checked(&buf[..]).unwrap();
+    let back = Repr::parse(&p).unwrap();
+    assert_eq!(back.options.timestamps, Some((0x0102_0304, 0xa0b0_c0d0)));
+    assert_eq!(back.options.mss, Some(1460));
+    assert!(back.options.sack_permitted);
 }
