@@ -95,7 +95,8 @@ fuzz_target!(|data: &[u8]| {
         nic.connections_closed(core0.closed());
         nic.inner_mut().1.outbox.clear();
         for (s, _) in http.iter() {
-            assert_eq!(s.stats().tcp_no_tcb, 0, "a dispatched SYN found no TCB");
+            // A SYN always finds a TCB or gets a cookie; a returned cookie dispatched to a
+            // full core may find none (every connection sending: `tcp_no_tcb`), never more.
             assert!(s.active() <= TCBS);
         }
         assert!(nic.map().len() <= 3 * TCBS);

@@ -56,6 +56,30 @@ def test_silent_and_churning_connections_do_not_lock_out_a_client():
     assert counters["tcp_per_ip_refused"] > 0, counters
 
 
+def test_network_core_mode_serves_a_client_after_a_flood_and_among_silent_ones():
+    """Network-core mode (core 0 dispatching to an HTTP core): the flood's half-open
+    connections fill the HTTP core, then 1,100 silent clients churn. Core 0 must answer the
+    SYNs no core has room for with cookies (it once dropped them, which locked every new
+    client out until the half-open connections expired: 9 of 10 probes failed), and the
+    returned cookies go to a core that makes room."""
+    s = Server(extra=["--cores", "2", "--mode", "netcore"])
+    try:
+        second_address(s)
+        s.ns.run("ip", "link", "set", "bw0", "txqueuelen", "10000")
+        env = {"BW_PROBE_IP": PROBE_IP}
+        flood = s.ns.client("synflood", "bw0", s.mac, "50000", "20", timeout=90, env=env)
+        silent = s.ns.client("silent", "1100", "8", timeout=90, env=env)
+    finally:
+        counters = s.stop()
+        s.ns.close()
+    print("netcore", flood, silent,
+          {k: v for k, v in counters.items() if k.startswith(("tcp_", "tcbs", "dispatch"))})
+    for res in (flood, silent):
+        assert res["probes"] >= 20 and res["probes_ok"] == res["probes"], res
+        assert res["probe_max_s"] < 1.0, res
+    assert counters["tcp_syncookies_sent"] >= 0.9 * flood["sent"], counters
+
+
 LOSS_RULES = """
 table netdev bwloss {{
   chain in {{ type filter hook ingress device "{dev}" priority 0; policy accept;

@@ -63,7 +63,7 @@ impl Role {
 const N_STATS: usize = STATS_FIELDS;
 const N_TIMES: usize = 3;
 const N_STAY: usize = 5 + STAY_BUCKETS;
-const N_NIC: usize = 22;
+const N_NIC: usize = 23;
 const N_RUN: usize = 3;
 const AT_TIMES: usize = N_STATS;
 const AT_STAY: usize = AT_TIMES + N_TIMES;
@@ -262,6 +262,7 @@ const NIC_NAMES: [&str; N_NIC] = [
     "drained",
     "dispatch_ring_full",
     "dispatch_no_core",
+    "dispatch_cookie_syns",
     "conn_map",
     "conn_map_high",
     "conn_map_expired",
@@ -288,6 +289,7 @@ fn nic_words(n: &NicCounters, d: &DispatchCounters) -> [u64; N_NIC] {
         d.drained,
         d.dispatch_ring_full,
         d.dispatch_no_core,
+        d.dispatch_cookie_syns,
         d.conn_map,
         d.conn_map_high,
         d.conn_map_expired,

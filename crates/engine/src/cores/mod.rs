@@ -55,8 +55,11 @@ pub struct DispatchCounters {
     pub drained: u64,
     /// Frames dropped because an HTTP core's receive ring was full.
     pub dispatch_ring_full: u64,
-    /// SYNs dropped because every HTTP core was at its connection limit.
+    /// Frames that would open a connection dropped because no core could take it (the
+    /// connection map had no entry left).
     pub dispatch_no_core: u64,
+    /// SYNs no HTTP core had room for, answered by the network core with a SYN cookie.
+    pub dispatch_cookie_syns: u64,
     /// Connections whose core is known now.
     pub conn_map: u64,
     /// Most connections known at once.

@@ -128,6 +128,8 @@ pub struct Dispatch<R: RxRing, C: Clock> {
     dispatched: u64,
     ring_full: u64,
     no_core: u64,
+    /// SYNs no core had room for, answered by core 0 with a cookie.
+    cookie_syns: u64,
     dispatch_ns: u64,
 }
 
@@ -162,7 +164,11 @@ impl<R: RxRing, T: TxRing, C: Clock + Clone> NetCoreNic<R, T, C> {
         if setup.bsp_tcbs.is_some() {
             targets.insert(0, 0);
         }
-        let entries = caps.iter().map(|&c| c as usize).sum::<usize>().max(1);
+        // Room past the TCBs for connections dispatched over a full core (the ACK of a SYN
+        // cookie, which that core makes room for by evicting, or refuses): their entries
+        // live until that core's close note.
+        let tcbs = caps.iter().map(|&c| c as usize).sum::<usize>();
+        let entries = (tcbs + tcbs / 8 + 64).max(1);
         let (lp, lc) = channel(setup.bsp_tcbs.unwrap_or(1).max(64) * 2);
         let mut clists = Vec::with_capacity(http);
         let mut dozes = Vec::with_capacity(http);
@@ -192,6 +198,7 @@ impl<R: RxRing, T: TxRing, C: Clock + Clone> NetCoreNic<R, T, C> {
                 dispatched: 0,
                 ring_full: 0,
                 no_core: 0,
+                cookie_syns: 0,
                 dispatch_ns: 0,
             },
             tx: Drain {
@@ -292,6 +299,16 @@ impl<R: RxRing, C: Clock> Dispatch<R, C> {
         None
     }
 
+    /// Core for a completed handshake (a returned SYN cookie) when no core has room: the
+    /// next target round robin regardless; its server evicts a connection without a
+    /// response in flight for it, as a single server does, or refuses it (`tcp_no_tcb`).
+    fn pick_over(&mut self) -> Option<usize> {
+        let n = self.targets.len();
+        let core = usize::from(*self.targets.get(self.next % n.max(1))?);
+        self.next = (self.next + 1) % n;
+        Some(core)
+    }
+
     /// Applies close notes: forget a connection once its core has seen every frame
     /// forwarded for it.
     fn apply_notes(&mut self) {
@@ -343,9 +360,26 @@ impl<R: RxRing, C: Clock> Dispatch<R, C> {
         let id = match self.map.find(peer) {
             Some(id) => id,
             None if syn || self.is_cookie(peer, cookie_ack, now) => {
-                let Some(core) = self.pick() else {
-                    self.no_core += 1;
-                    return Route::Drop;
+                let core = match self.pick() {
+                    Some(core) => core,
+                    // Every core is full (a SYN flood's half-open connections, silent
+                    // clients): core 0's server answers the SYN with a SYN cookie and keeps
+                    // nothing, so the flood cannot lock new clients out. The ACK that
+                    // returns it goes to a core that makes room.
+                    None if syn => {
+                        self.cookie_syns += 1;
+                        return Route::To {
+                            core: 0,
+                            conn: None,
+                        };
+                    }
+                    None => match self.pick_over() {
+                        Some(core) => core,
+                        None => {
+                            self.no_core += 1;
+                            return Route::Drop;
+                        }
+                    },
                 };
                 match self.map.insert(peer, core, now) {
                     Some(id) => id,
@@ -557,6 +591,7 @@ impl<R: RxRing, T: TxRing, C: Clock> CoreQueue for NetCoreNic<R, T, C> {
             drained: self.tx.drained,
             dispatch_ring_full: rx.ring_full,
             dispatch_no_core: rx.no_core,
+            dispatch_cookie_syns: rx.cookie_syns,
             conn_map: rx.map.len() as u64,
             conn_map_high: rx.map.high,
             conn_map_expired: rx.map.expired,

@@ -268,11 +268,14 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
     }
 
     /// Core `core`'s server configuration: the plan's, except for a network core that
-    /// serves no HTTP, whose own server then only answers ARP, ICMP and strays (one TCB).
+    /// serves no HTTP, whose own server then only answers ARP, ICMP, strays, and with a SYN
+    /// cookie the SYNs no HTTP core has room for (one TCB, never used for a connection:
+    /// the ACK returning the cookie is dispatched to an HTTP core).
     pub fn config(&self, core: usize) -> Config {
         let mut cfg = self.cfg.clone();
         if self.role(core) == Role::Net {
             cfg.tcbs = 1;
+            cfg.syn_backlog = Some(0);
         }
         cfg
     }

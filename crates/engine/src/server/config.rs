@@ -59,7 +59,8 @@ pub struct Config {
     /// one). A SYN beyond it is refused with a RST, so one client cannot take every TCB.
     pub max_per_ip: Option<usize>,
     /// Half-open connections (SYN-RECEIVED TCBs) at once before SYNs are answered with SYN
-    /// cookies and no TCB (`None`: half the TCBs, at least one).
+    /// cookies and no TCB (`None`: half the TCBs, at least one; `Some(0)`: every SYN gets a
+    /// cookie, as core 0's server does in network-core mode).
     pub syn_backlog: Option<usize>,
     /// Scheduling policy.
     pub sched: Sched,

@@ -155,7 +155,7 @@ impl<L: Lookup<'static>> Server<L> {
             max_per_ip: cfg.max_per_ip.unwrap_or(n / 2).clamp(1, n) as u32,
             cookies: SynCookies::new(cfg.isn_key),
             half_open: 0,
-            syn_backlog: cfg.syn_backlog.unwrap_or(n / 2).clamp(1, n),
+            syn_backlog: cfg.syn_backlog.unwrap_or((n / 2).max(1)).min(n),
             free: (0..n as u32).rev().collect(),
             run: VecDeque::with_capacity(n),
             rx_slab: vec![0; n * cfg.rx_buffer],

@@ -224,12 +224,49 @@ fn strays_and_non_tcp_stay_on_core_0() {
 }
 
 #[test]
-fn full_cores_drop_the_syn() {
+fn a_syn_no_core_has_room_for_is_core_0s_to_answer_with_a_cookie() {
+    // Issue 15: half-open connections of a SYN flood (or silent clients) fill every HTTP
+    // core. A new SYN is not dropped (that locked every new client out until the half-open
+    // ones expired): it stays on core 0, whose server answers with a SYN cookie and keeps
+    // no mapping.
     let (mut core0, mut http, _) = setup(2, 1, None);
-    dispatch(&mut core0, vec![syn(1), syn(2), syn(3)]);
-    assert_eq!(core0.dispatch_counters().dispatch_no_core, 1);
+    let local = dispatch(&mut core0, vec![syn(1), syn(2), syn(3)]);
+    assert_eq!(local, vec![syn(3)]);
+    let d = core0.dispatch_counters();
+    assert_eq!((d.dispatch_cookie_syns, d.dispatch_no_core), (1, 0));
     assert_eq!(core0.map().len(), 2);
+    assert!(core0.map().core_of(peer(3)).is_none());
     assert_eq!(clist(&mut http[0]).len() + clist(&mut http[1]).len(), 2);
+}
+
+#[test]
+fn a_returned_cookie_goes_to_a_full_core_which_makes_room() {
+    // Every core is full; the ACK that returns a genuine cookie is dispatched anyway (past
+    // the core's share of the map), round robin: that core's server evicts a connection
+    // without a response in flight, or refuses (its close note then frees the entry).
+    let (mut core0, mut http, clock) = setup(2, 1, None);
+    dispatch(&mut core0, vec![syn(1), syn(2)]);
+    let cookies = SynCookies::new([0x42; 16]);
+    let ends = ((SERVER_IP.0, 80), (CLIENT_IP.0, 3001));
+    let cookie = cookies.make(
+        ends,
+        999,
+        &crate::wire::tcp::Options::default(),
+        clock.now_ns(),
+    );
+    let ack = tcp_frame(
+        3001,
+        1000,
+        Some(cookie.wrapping_add(1)),
+        flags(false, true, false, false),
+        &[],
+    );
+    let local = dispatch(&mut core0, vec![ack.clone()]);
+    assert!(local.is_empty());
+    assert_eq!(core0.map().len(), 3);
+    let on = core0.map().core_of(peer(3001)).expect("mapped");
+    assert_eq!(clist(&mut http[on - 1]).last(), Some(&ack));
+    assert_eq!(core0.dispatch_counters().dispatch_no_core, 0);
 }
 
 #[test]
