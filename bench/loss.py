@@ -57,9 +57,11 @@ def apply_loss(ns, loss):
 
 
 class Nginx:
-    """nginx in its own namespace behind a veth; the client namespace holds `bw0`."""
+    """nginx in its own namespace behind a veth; the client namespace holds `bw0`. Its best
+    configuration found for the scenario, with `worker_connections` and extra `http`
+    directives as the caller needs (bench/flood.py)."""
 
-    def __init__(self):
+    def __init__(self, worker_connections=1024, extra=""):
         self.ns = Netns("bwl")
         self.srv = Netns("bwl")
         self.dir = tempfile.mkdtemp(prefix="bwloss-nginx-")
@@ -79,7 +81,8 @@ class Nginx:
         conf.write_text(f"""worker_processes 1;
 pid {d}/nginx.pid;
 error_log {d}/error.log;
-events {{ worker_connections 1024; }}
+worker_rlimit_nofile {worker_connections * 2};
+events {{ worker_connections {worker_connections}; }}
 http {{
     include /etc/nginx/mime.types;
     access_log off;
@@ -91,11 +94,13 @@ http {{
     fastcgi_temp_path {d};
     uwsgi_temp_path {d};
     scgi_temp_path {d};
+    {extra}
     server {{ listen {SERVER_IP}:80; root {SITE}; }}
 }}
 """)
         self.proc = subprocess.Popen(self.srv.cmd("nginx", "-c", conf, "-g", "daemon off;"),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.mac = self.srv.run("cat", "/sys/class/net/bwp0/address").stdout.strip()
         deadline = time.time() + 10
         while time.time() < deadline:
             r = self.ns.run("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time",
