@@ -1,7 +1,7 @@
 //! `bareweb`: the command line. Each subcommand lives in its own module:
 //! `build` in [`image`], `serve` in [`serve`] (its runners in [`runners`]), `run` in
-//! [`run`], `load` and `surge-site` in [`load`], `bench` in [`bench`]; shared parsing in
-//! [`util`].
+//! [`run`], `get` in [`get`], `load` and `surge-site` in [`load`], `bench` in [`bench`];
+//! shared parsing in [`util`], the UDP protocol's options in [`udp_args`].
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,11 +11,13 @@ use clap::{Parser, Subcommand, ValueEnum};
 mod bench;
 mod bootimage;
 mod cores;
+mod get;
 mod image;
 mod load;
 mod run;
 mod runners;
 mod serve;
+mod udp_args;
 mod util;
 
 #[derive(Parser)]
@@ -45,6 +47,8 @@ enum Cmd {
     Serve(ServeArgs),
     /// Boot the bare-machine kernel with a site under QEMU (no root needed).
     Run(run::RunArgs),
+    /// Fetch one file: bwudp://HOST[:PORT]/PATH (paper 001's stateless UDP protocol).
+    Get(get::GetArgs),
     /// Load a web server like http_load / httperf: rate, parallel or Surge session mode.
     Load(load::LoadArgs),
     /// Write a Surge-model file set (heavy-tailed sizes, Zipf popularity) as a site.
@@ -109,6 +113,8 @@ struct ServeArgs {
     cores: cores::CoresArgs,
     #[command(flatten)]
     runner: runners::RunnerArgs,
+    #[command(flatten)]
+    udp: udp_args::UdpArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -129,6 +135,7 @@ fn main() -> ExitCode {
             Ok(code) => return code,
             Err(e) => Err(e),
         },
+        Cmd::Get(a) => get::get(a),
         Cmd::Load(a) => load::load(a),
         Cmd::SurgeSite(a) => load::surge_site(a),
         Cmd::Bench(a) => bench::bench(a),

@@ -110,6 +110,8 @@ pub struct RunArgs {
     /// Print the QEMU command line and exit without running it.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub udp: crate::udp_args::UdpArgs,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
@@ -220,6 +222,7 @@ pub fn qemu_args(
     if !a.log.is_empty() {
         cmdline.push_str(&format!(" log={}", a.log));
     }
+    cmdline.push_str(&a.udp.cmdline());
     if !a.append.trim().is_empty() {
         cmdline.push(' ');
         cmdline.push_str(a.append.trim());
@@ -302,8 +305,13 @@ pub fn qemu_args(
         hport
             .parse::<u16>()
             .map_err(|_| format!("bad port in --listen {:?}", a.listen))?;
+        // The UDP protocol's port is forwarded from the same host address, same number.
+        let udp = match a.udp.udp_port {
+            Some(u) => format!(",hostfwd=udp:{host}:{u}-{ip}:{u}"),
+            None => String::new(),
+        };
         push(&format!(
-            "user,id=n0,hostfwd=tcp:{host}:{hport}-{ip}:{}",
+            "user,id=n0,hostfwd=tcp:{host}:{hport}-{ip}:{}{udp}",
             a.port
         ));
     } else if let Some(ifname) = a.net.strip_prefix("tap:") {
@@ -504,14 +512,18 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     }
     let (ip, _) = parse_cidr(&a.ip)?;
     if a.net == "user" {
+        let host = a.listen.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h);
         eprintln!(
-            "bareweb: serving at http://{}/ (forwarded to {ip}:{}); Ctrl-C stops",
-            a.listen, a.port
+            "bareweb: serving at http://{}/{} (forwarded to {ip}); Ctrl-C stops",
+            a.listen,
+            a.udp.banner(host)
         );
     } else {
         eprintln!(
-            "bareweb: serving at http://{ip}:{}/ on {}; Ctrl-C stops",
-            a.port, a.net
+            "bareweb: serving at http://{ip}:{}/{} on {}; Ctrl-C stops",
+            a.port,
+            a.udp.banner(ip),
+            a.net
         );
     }
     let mut cmd = Command::new(&a.qemu);

@@ -77,13 +77,15 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         idle_ms: a.idle_timeout * 1000,
         ..Timeouts::default()
     };
+    cfg.udp = a.udp.config();
+    let udp = a.udp.banner(ip);
     let files = site.len();
     install_signal_handlers();
     let host = host_ip.map_or("unchanged".to_string(), |h| format!("{h}/{prefix}"));
     let port = a.port;
     let banner = move |on: &str| {
         eprintln!(
-            "bareweb: serving {files} files at http://{ip}:{port}/ on {on} (server MAC {mac}, host side {host}); Ctrl-C stops"
+            "bareweb: serving {files} files at http://{ip}:{port}/{udp} on {on} (server MAC {mac}, host side {host}); Ctrl-C stops"
         )
     };
     let prepared = cores::Prepared {

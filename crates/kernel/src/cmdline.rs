@@ -1,6 +1,8 @@
 //! The kernel command line: `ip=A.B.C.D[/N] gw=A.B.C.D|none port=N sched=imt|ist
 //! tcbs=N max_per_ip=N syn_backlog=N log=access,stats`, the many-core words `cores=N mode=netcore|perqueue
-//! bsp_http=on|off stats_page=on|off apic=auto|xapic`, and `crash=panic|fault|fault-ap|overflow-ap`
+//! bsp_http=on|off stats_page=on|off apic=auto|xapic`, the UDP protocol's words
+//! `udp_port=N udp_ids=N udp_burst=N udp_rate=N udp_paper=on|off` (off unless `udp_port`
+//! is given), and `crash=panic|fault|fault-ap|overflow-ap`
 //! which makes the kernel fail on purpose right after boot (the tests use it to prove that
 //! failures are reported and stop QEMU).
 //!
@@ -47,6 +49,36 @@ pub struct Settings {
     pub stats_page: bool,
     /// Use x2APIC when the CPU offers it (`apic=xapic` forces the memory-mapped xAPIC).
     pub x2apic: bool,
+    /// Paper 001's stateless UDP protocol (`udp_*` words); served when `udp_port` is set.
+    pub udp: Udp,
+}
+
+/// The UDP protocol's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Udp {
+    /// `udp_port=N`: serve it on this port.
+    pub port: Option<u16>,
+    /// `udp_ids=N`: request ids, 1 to 65535.
+    pub ids: u16,
+    /// `udp_burst=N`: packets per GET, 1 to 64.
+    pub burst: u8,
+    /// `udp_rate=N`: GETs per second per proven address (0: no limit).
+    pub rate: u32,
+    /// `udp_paper=on`: no amplification bound, token or rate limit.
+    pub paper: bool,
+}
+
+impl Udp {
+    /// The engine's configuration, when the protocol is on.
+    pub fn config(&self) -> Option<bareweb_engine::udp::Config> {
+        self.port.map(|p| bareweb_engine::udp::Config {
+            ids: self.ids,
+            burst: self.burst,
+            rate: self.rate,
+            paper_mode: self.paper,
+            ..bareweb_engine::udp::Config::new(p)
+        })
+    }
 }
 
 /// How several cores share the NIC.
@@ -92,6 +124,13 @@ impl Default for Settings {
             bsp_http: false,
             stats_page: true,
             x2apic: true,
+            udp: Udp {
+                port: None,
+                ids: 5000,
+                burst: 8,
+                rate: 20_000,
+                paper: false,
+            },
         }
     }
 }
@@ -247,6 +286,29 @@ pub fn parse_over<'a>(
                 _ => false,
             },
             "bsp_http" => on_off(v).map(|b| s.bsp_http = b).is_some(),
+            "udp_port" => match v.parse::<u16>() {
+                Ok(p) if p != 0 => {
+                    s.udp.port = Some(p);
+                    true
+                }
+                _ => false,
+            },
+            "udp_ids" => match v.parse::<u16>() {
+                Ok(n) if n != 0 => {
+                    s.udp.ids = n;
+                    true
+                }
+                _ => false,
+            },
+            "udp_burst" => match v.parse::<u8>() {
+                Ok(n) if (1..=bareweb_engine::udp::MAX_BURST).contains(&n) => {
+                    s.udp.burst = n;
+                    true
+                }
+                _ => false,
+            },
+            "udp_rate" => v.parse::<u32>().map(|n| s.udp.rate = n).is_ok(),
+            "udp_paper" => on_off(v).map(|b| s.udp.paper = b).is_some(),
             "stats_page" => on_off(v).map(|b| s.stats_page = b).is_some(),
             "apic" => match v {
                 "auto" => {
@@ -325,6 +387,18 @@ mod tests {
         assert!(s.log_access && s.log_stats);
         assert_eq!(s.crash, Some(Crash::Fault));
         assert_eq!(parse_all("ip=10.0.0.2").0.prefix, 24);
+        let (s, c) = parse_all("udp_port=8081 udp_ids=100 udp_burst=4 udp_rate=0 udp_paper=on");
+        assert!(c.is_empty(), "{c:?}");
+        let u = s.udp.config().unwrap();
+        assert_eq!(
+            (u.port, u.ids, u.burst, u.rate, u.paper_mode),
+            (8081, 100, 4, 0, true)
+        );
+        assert_eq!(
+            Settings::default().udp.config(),
+            None,
+            "off unless udp_port is given"
+        );
     }
 
     #[test]
@@ -350,6 +424,13 @@ mod tests {
             "bsp_http=yes",
             "stats_page=",
             "apic=x3apic",
+            "udp_port=0",
+            "udp_port=70000",
+            "udp_ids=0",
+            "udp_burst=65",
+            "udp_burst=0",
+            "udp_rate=-1",
+            "udp_paper=1",
         ] {
             let (s, c) = parse_all(w);
             assert_eq!(c, [(w.into(), "bad value, default kept")], "{w}");

@@ -1,5 +1,5 @@
-//! The server's configuration: addresses, port, capacities, scheduling policy, timeouts
-//! and the ISN secret. Fixed at [`Server::new`](super::Server::new).
+//! The server's configuration: addresses, ports, capacities, scheduling policy, timeouts,
+//! the ISN secret and the UDP protocol's settings. Fixed at [`Server::new`](super::Server::new).
 
 use crate::http;
 use crate::wire::Ipv4Address;
@@ -71,6 +71,8 @@ pub struct Config {
     pub timeouts: Timeouts,
     /// Value of the `Server` header.
     pub server_name: &'static str,
+    /// The stateless UDP protocol (paper 001, `crate::udp`): off unless given.
+    pub udp: Option<crate::udp::Config>,
 }
 
 impl Config {
@@ -90,6 +92,7 @@ impl Config {
             isn_key,
             timeouts: Timeouts::default(),
             server_name: "bareweb",
+            udp: None,
         }
     }
 }

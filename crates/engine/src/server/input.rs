@@ -3,7 +3,7 @@
 //! whose [`Outcome`] is applied: payload stored in the receive slab, replies built, the
 //! TCB freed or put on the run list.
 
-use super::Server;
+use super::{AccessLog, Server};
 use crate::iface::{admissible_syn, egress, ingress, Drop, Ingress, Sent};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
@@ -15,7 +15,12 @@ use crate::wire::tcp::{self as wtcp, ParsedRepr as TcpRepr};
 use crate::wire::{EthernetAddress, Ipv4Address};
 
 impl<L: Lookup<'static>> Server<L> {
-    pub(super) fn handle_frame<T: TxRing>(&mut self, bytes: &[u8], tx: &mut T) {
+    pub(super) fn handle_frame<T: TxRing, A: AccessLog>(
+        &mut self,
+        bytes: &[u8],
+        tx: &mut T,
+        log: &mut A,
+    ) {
         self.stats.rx_frames += 1;
         match ingress(&self.iface, bytes) {
             Ingress::ArpRequest { request, src_mac } => {
@@ -63,6 +68,12 @@ impl<L: Lookup<'static>> Server<L> {
                     self.send_reset_for(src_mac, src, &seg, tx);
                 }
             }
+            Ingress::Udp {
+                src_mac,
+                src,
+                src_port,
+                payload,
+            } => self.udp_datagram((src_mac, src, src_port), payload, tx, log),
             Ingress::Drop(d) => self.count_drop(d),
         }
     }

@@ -10,6 +10,7 @@
 //! - `input.rs`: receive path (the papers' RCV task): ARP, ICMP, LISTEN, segment arrival;
 //! - `send.rs`: the HTTP step (the papers' HTTP task) and everything a connection sends;
 //! - `timers.rs`: the 10 ms scan: request and idle timeouts, then TCP's own timer;
+//! - `udp.rs`: the stateless UDP protocol (paper 001): a datagram in, its answer out;
 //! - [`config`]: [`Config`], [`Timeouts`], [`Sched`].
 //!
 //! Scheduling follows paper 004: the receive path has priority. With [`Sched::Imt`] the
@@ -26,6 +27,7 @@ mod input;
 mod send;
 pub mod split;
 mod timers;
+mod udp;
 
 pub use config::{Config, Sched, Timeouts};
 pub use split::Ready;
@@ -126,6 +128,8 @@ pub struct Server<L: Lookup<'static>> {
     /// Connections freed (or segments that found none) this round: [`Server::closed`].
     closed: Vec<(Peer, u64)>,
     dynamic: Option<Dynamic>,
+    /// The stateless UDP protocol, when served.
+    udp: Option<udp::UdpServer>,
 }
 
 impl<L: Lookup<'static>> Server<L> {
@@ -144,6 +148,7 @@ impl<L: Lookup<'static>> Server<L> {
             prefix_len: cfg.prefix_len,
             gateway: cfg.gateway.is_some(),
             port: cfg.port,
+            udp_port: cfg.udp.map(|u| u.port),
         };
         Server {
             isn: IsnGenerator::new(cfg.isn_key),
@@ -170,6 +175,7 @@ impl<L: Lookup<'static>> Server<L> {
             // A round frees at most the TCBs in use plus those its frames open.
             closed: Vec::with_capacity(n + (ROUND_BUDGET as usize) * RX_BURST),
             dynamic: None,
+            udp: cfg.udp.map(|u| udp::UdpServer::new(u, cfg.isn_key)),
             site,
             cfg,
         }
@@ -254,7 +260,7 @@ impl<L: Lookup<'static>> Server<L> {
             }
             let n = rx.burst(&mut frames[..room]);
             for f in &frames[..n] {
-                self.handle_frame(rx.bytes(f), tx);
+                self.handle_frame(rx.bytes(f), tx, log);
                 rx.recycle(*f);
             }
             if n > 0 {

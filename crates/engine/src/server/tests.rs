@@ -16,6 +16,7 @@ use crate::wire::{Ipv4Address, TcpPacket};
 mod pressure;
 mod split;
 mod state;
+mod udp;
 
 const SERVER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
 const CLIENT_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
