@@ -574,9 +574,19 @@ mod tests {
             no_stats_page: true,
             mode: Some(ModeArg::Netcore),
             bsp_http: true,
+            udp_port: Some(8081),
+            udp_burst: Some(4),
+            udp_ids: Some(100),
+            udp_rate: Some(0),
+            udp_paper_mode: true,
         };
         let line = o.kernel_words(true).join(" ");
         let s = kernel_settings(&line).unwrap();
+        assert_eq!(
+            s.udp.config(),
+            o.udp(),
+            "the kernel's UDP settings are serve's"
+        );
         assert_eq!(s.ip, Ipv4Address([10, 1, 2, 3]));
         assert_eq!((s.prefix, s.gateway, s.port), (16, None, 8080));
         assert_eq!((s.sched, s.tcbs), (Sched::Ist, 64));
