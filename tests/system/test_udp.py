@@ -8,11 +8,11 @@ import json
 import os
 import pathlib
 import re
-import subprocess
 
 import pytest
 
 from conftest import BIN, HOST_IP, ROOT, SERVER_IP, SITE, Netns, Server
+from udp_net import Routed
 
 UDP_PORT = 8081
 HERE = pathlib.Path(__file__).resolve().parent
@@ -49,6 +49,10 @@ def fetch_all(ns, tmp_path, host=SERVER_IP, extra=()):
         assert out.read_bytes() == f.read_bytes(), f"{url_path(f)}: wrong bytes"
         lines.append(r.stderr.strip())
     return lines
+
+
+class ClientNetns(Netns):
+    prefix = "bwtc"
 
 
 @pytest.fixture(scope="module")
@@ -107,52 +111,11 @@ def test_get_says_why_it_fails(udp_server, tmp_path):
     assert not (tmp_path / "x").exists(), "nothing written on failure"
 
 
-IMPAIR = """
-table netdev bwudpimpair {{
-  chain to_server {{ type filter hook egress device "{to_server}" priority 0; policy accept;
-    numgen random mod 100 < {loss} drop
-    numgen random mod 100 < {dup} dup to "{to_server}"
-  }}
-  chain to_client {{ type filter hook egress device "{to_client}" priority 0; policy accept;
-    numgen random mod 100 < {loss} drop
-    numgen random mod 100 < {dup} dup to "{to_client}"
-  }}
-}}
-"""
-
-
-class Routed:
-    """A client namespace behind the server's: client 10.0.1.2 ─veth─ 10.0.1.1 (the server's
-    namespace, forwarding) ─TAP─ server 10.0.0.2 (gateway 10.0.0.1). Egress hooks on both
-    devices of the server's namespace impair each direction: towards the server on the TAP,
-    towards the client on the veth (an ingress hook cannot duplicate towards the host)."""
-
-    def __init__(self, server_ns, loss, dup):
-        self.ns = server_ns
-        self.client = Netns("bwtc")
-        veth_s, veth_c = f"vs{os.getpid() % 10000}", f"vc{os.getpid() % 10000}"
-        subprocess.run(["ip", "link", "add", veth_s, "netns", self.ns.name, "type", "veth",
-                        "peer", "name", veth_c, "netns", self.client.name], check=True)
-        self.ns.ip("addr", "add", "10.0.1.1/24", "dev", veth_s)
-        self.ns.ip("link", "set", veth_s, "up")
-        self.client.ip("addr", "add", "10.0.1.2/24", "dev", veth_c)
-        self.client.ip("link", "set", veth_c, "up")
-        self.client.ip("route", "add", "default", "via", "10.0.1.1")
-        self.ns.run("sysctl", "-qw", "net.ipv4.ip_forward=1")
-        rules = IMPAIR.format(to_server="bw0", to_client=veth_s, loss=loss, dup=dup)
-        r = subprocess.run(self.ns.cmd("nft", "-f", "-"), input=rules, text=True,
-                           capture_output=True)
-        assert r.returncode == 0, r.stderr
-
-    def close(self):
-        self.client.close()
-
-
 def test_every_file_over_ten_percent_loss_and_five_percent_duplication(tmp_path):
     s = Server(extra=["--udp-port", str(UDP_PORT), "--gw", HOST_IP])
     routed = None
     try:
-        routed = Routed(s.ns, loss=10, dup=5)
+        routed = Routed(s.ns, "bw0", loss=10, dup=5, netns_class=ClientNetns)
         lines = fetch_all(routed.client, tmp_path)
         res = spec_client(routed.client, "/files/1m.bin", tmp_path / "big")
         assert res["sha256"] == hashlib.sha256((SITE / "files/1m.bin").read_bytes()).hexdigest()

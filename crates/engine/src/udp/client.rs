@@ -190,7 +190,11 @@ impl Transfer {
         self.counts.gets += 1;
         if let Start::From(s) = start {
             // Packets asked for before and still missing are asked for again.
-            let end = self.asked_end.min(s.saturating_add(self.burst));
+            let count_end = self.meta.map_or(u32::MAX, |m| m.count.saturating_add(1));
+            let end = self
+                .asked_end
+                .min(s.saturating_add(self.burst))
+                .min(count_end);
             self.counts.rerequested += (s..end).filter(|&k| !self.has(k)).count() as u32;
             self.asked_end = self.asked_end.max(s.saturating_add(self.burst));
         }
