@@ -8,43 +8,55 @@
 use std::sync::atomic::AtomicBool;
 
 use bareweb_engine::cores::board::WithStatsPage;
-use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
+use bareweb_engine::cores::plan::{self, Mode, Plan};
 use bareweb_engine::resource::Lookup;
 use bareweb_engine::server::{AccessLog, Config, NoLog};
 use bareweb_engine::stats::Stats;
 use bareweb_engine::wire::EthernetAddress;
 use bareweb_host::cores::{self, CoreReport, Threads};
 use bareweb_host::Tap;
-use clap::ValueEnum;
 
-/// The many-core options of `serve`.
+use crate::opts::ModeArg;
+
+/// The many-core options of `serve` (`--mode` and `--bsp-http` are the shared
+/// [`crate::opts::ServerOpts`]).
 #[derive(clap::Args)]
 pub struct CoresArgs {
-    /// Cores (threads pinned one per CPU) to serve with.
-    #[arg(long, default_value_t = 1)]
-    pub cores: usize,
-    /// How cores share the work: `perqueue` (a TAP queue per core; the default with more
-    /// than one core) or `netcore` (the papers' design: core 0 owns the NIC and dispatches
-    /// connections round robin to HTTP cores). With one core either is the one-core
-    /// server (said at start).
-    #[arg(long, value_enum)]
-    pub mode: Option<ModeArg>,
-    /// Network-core mode: core 0 serves HTTP too.
-    #[arg(long)]
-    pub bsp_http: bool,
-    /// Do not answer /.well-known/bareweb/ (HTML) and /.well-known/bareweb/stats (JSON).
-    #[arg(long)]
-    pub no_stats_page: bool,
+    /// Cores (threads pinned one per CPU) to serve with, 1 to 256.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub cores: u16,
     /// Leave the core threads unpinned, placed by the OS scheduler (for a server that
     /// shares few CPUs with other busy work, such as a load generator on the same host).
     #[arg(long)]
     pub no_pin: bool,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ModeArg {
-    Netcore,
-    Perqueue,
+/// How `serve` lays the work on cores.
+pub struct Layout {
+    pub cores: usize,
+    pub mode: Option<ModeArg>,
+    pub bsp_http: bool,
+    pub stats_page: bool,
+    pub pin: bool,
+}
+
+/// The message for a TAP that cannot be opened: busy, not permitted, or something else.
+pub fn tap_open_error(name: &str, e: &std::io::Error, multi: bool) -> String {
+    let mq = if multi { " multi_queue" } else { "" };
+    match e.raw_os_error() {
+        Some(libc::EBUSY) => format!(
+            "cannot open TAP {name:?}: it is in use by another process (another bareweb serve?); \
+             stop that one or give --tap ANOTHER"
+        ),
+        Some(libc::EPERM) | Some(libc::EACCES) => format!(
+            "cannot open TAP {name:?}: {e} (run as root, or create it first: sudo ip tuntap add {name} mode tap{mq} user $USER)"
+        ),
+        Some(libc::EINVAL) => format!(
+            "cannot open TAP {name:?}: {e} (it exists with other flags{}: delete it with `ip link del {name}`, or give --tap ANOTHER)",
+            if multi { ", perhaps not multi_queue" } else { ", perhaps multi_queue" }
+        ),
+        _ => format!("cannot open TAP {name:?}: {e}"),
+    }
 }
 
 /// What `serve` prepared before the cores start.
@@ -63,32 +75,16 @@ pub struct Prepared<'a, L, F> {
 }
 
 /// Runs `serve` on the chosen cores; returns when `stop` is set.
-pub fn serve<L, F, A, G>(args: &CoresArgs, p: Prepared<'_, L, F>, make_log: G) -> Result<(), String>
+pub fn serve<L, F, A, G>(args: &Layout, p: Prepared<'_, L, F>, make_log: G) -> Result<(), String>
 where
     L: Lookup<'static> + Copy + Send + Sync,
     F: FnOnce(&str) -> Result<(), String>,
     A: AccessLog,
     G: Fn(usize) -> A + Sync,
 {
-    if args.cores == 0 || args.cores > 256 {
-        return Err("--cores must be in 1..=256".into());
-    }
-    let asked = args.mode.map(|m| match m {
-        ModeArg::Netcore => Asked::NetCore,
-        ModeArg::Perqueue => Asked::PerQueue,
-    });
-    if args.bsp_http && asked != Some(Asked::NetCore) {
-        return Err("--bsp-http only applies to --mode netcore".into());
-    }
+    let asked = args.mode.map(ModeArg::asked);
     let want = plan::queues_wanted(args.cores, asked);
-    let open_err = |e: std::io::Error| {
-        format!(
-            "cannot open TAP {:?}: {e} (run as root, or create it first: sudo ip tuntap add {} mode tap{} user $USER)",
-            p.tap,
-            p.tap,
-            if want > 1 { " multi_queue" } else { "" }
-        )
-    };
+    let open_err = |e: std::io::Error| tap_open_error(p.tap, &e, want > 1);
     let mut queues = if want > 1 {
         match Tap::open_multi(p.tap, p.mac, want) {
             Ok(q) => q,
@@ -123,11 +119,11 @@ where
     }
     let threads = Threads {
         stop: p.stop,
-        pin: !args.no_pin,
+        pin: args.pin,
     };
     // The site type differs with the stats page (one more monomorphisation, no branch
     // per request).
-    let reports = if args.no_stats_page {
+    let reports = if !args.stats_page {
         let plan = Plan::new(mode, args.cores, p.site, p.cfg, p.mac);
         cores::run(&plan, queues, threads, &make_log)
     } else {

@@ -3,16 +3,49 @@
 //! ([`crate::runners`]).
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bareweb_engine::server::{AccessLog, AccessRecord, Config, Sched, Timeouts};
-use bareweb_engine::wire::EthernetAddress;
+use bareweb_engine::server::{AccessLog, AccessRecord};
 use bareweb_host::netif;
 
-use crate::{cores, runners};
+use crate::cores::{self, CoresArgs, Layout};
+use crate::opts::{self, Mac, OrNone, ServerOpts};
+use crate::runners::{self, RunnerArgs};
+use crate::util::{load_site, random_bytes};
 
-use crate::util::{load_site, parse_cidr, parse_ip, parse_mac, random_bytes};
-use crate::{SchedArg, ServeArgs};
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Site directory (built in memory) or a site image written by `bareweb build`.
+    pub site: PathBuf,
+    /// TAP device to use; created if missing (needs CAP_NET_ADMIN).
+    #[arg(long, default_value = "bw0", value_parser = opts::ifname)]
+    pub tap: String,
+    /// Address given to the host side of the TAP (default: the subnet's first free one);
+    /// `none` leaves the host side as it is.
+    #[arg(long, value_name = "A.B.C.D|none")]
+    pub host_ip: Option<OrNone>,
+    /// The server's MAC address (default: a random locally administered one).
+    #[arg(long)]
+    pub mac: Option<Mac>,
+    /// Send every TCP segment as its own frame: no segmentation offload (by default frames
+    /// of up to ~64 KiB go to the TAP and the kernel cuts them into segments).
+    #[arg(long)]
+    pub no_tso: bool,
+    #[command(flatten)]
+    pub server: ServerOpts,
+    #[command(flatten)]
+    pub cores: CoresArgs,
+    #[command(flatten)]
+    pub runner: RunnerArgs,
+}
+
+impl ServeArgs {
+    pub fn check(&self) -> Result<(), String> {
+        self.server.check()?;
+        self.runner.check()
+    }
+}
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -44,43 +77,27 @@ impl AccessLog for Clf {
 
 pub fn serve(a: ServeArgs) -> Result<(), String> {
     let site = load_site(&a.site)?;
-    let (ip, prefix) = parse_cidr(&a.ip)?;
-    let mac = match &a.mac {
-        Some(m) => parse_mac(m)?,
+    let mac = match a.mac {
+        Some(m) => m.ethernet(),
         None => {
             let mut m: [u8; 6] = random_bytes();
             m[0] = (m[0] & 0xfe) | 0x02; // unicast, locally administered
-            EthernetAddress(m)
+            bareweb_engine::wire::EthernetAddress(m)
         }
     };
-    let gateway = a.gw.as_deref().map(parse_ip).transpose()?;
-    let host_ip = match a.host_ip.as_deref() {
-        Some("none") => None,
-        Some(s) => Some(parse_ip(s)?),
+    let cfg = a.server.config(random_bytes());
+    let (ip, prefix) = (cfg.ip, cfg.prefix_len);
+    let host_ip = match a.host_ip {
+        Some(h) => h.addr(),
         None => Some(
             netif::first_free(ip, prefix)
                 .ok_or("no free address for the host side: give --host-ip")?,
         ),
     };
-    let mut cfg = Config::new(ip, prefix, random_bytes());
-    cfg.gateway = gateway;
-    cfg.port = a.port;
-    cfg.tcbs = a.tcbs;
-    cfg.max_per_ip = a.max_per_ip;
-    cfg.syn_backlog = a.syn_backlog;
-    cfg.sched = match a.sched {
-        SchedArg::Imt => Sched::Imt,
-        SchedArg::Ist => Sched::Ist,
-    };
-    cfg.timeouts = Timeouts {
-        request_ms: a.request_timeout * 1000,
-        idle_ms: a.idle_timeout * 1000,
-        ..Timeouts::default()
-    };
     let files = site.len();
     install_signal_handlers();
     let host = host_ip.map_or("unchanged".to_string(), |h| format!("{h}/{prefix}"));
-    let port = a.port;
+    let port = cfg.port;
     let banner = move |on: &str| {
         eprintln!(
             "bareweb: serving {files} files at http://{ip}:{port}/ on {on} (server MAC {mac}, host side {host}); Ctrl-C stops"
@@ -101,18 +118,19 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         banner: &banner,
     };
     let clf = |_| Clf(std::io::BufWriter::new(std::io::stdout()));
-    match (a.runner.runner, a.access_log) {
-        (Some(r), true) => {
-            runners::serve(r, a.runner.threads, a.cores.no_stats_page, prepared, clf)
-        }
-        (Some(r), false) => runners::serve(
-            r,
-            a.runner.threads,
-            a.cores.no_stats_page,
-            prepared,
-            cores::no_log,
-        ),
-        (None, true) => cores::serve(&a.cores, prepared, clf),
-        (None, false) => cores::serve(&a.cores, prepared, cores::no_log),
+    let stats_page = !a.server.no_stats_page;
+    let layout = Layout {
+        cores: a.cores.cores.into(),
+        mode: a.server.mode,
+        bsp_http: a.server.bsp_http,
+        stats_page,
+        pin: !a.cores.no_pin,
+    };
+    let threads = a.runner.threads.into();
+    match (a.runner.runner, a.server.access_log) {
+        (Some(r), true) => runners::serve(r, threads, stats_page, prepared, clf),
+        (Some(r), false) => runners::serve(r, threads, stats_page, prepared, cores::no_log),
+        (None, true) => cores::serve(&layout, prepared, clf),
+        (None, false) => cores::serve(&layout, prepared, cores::no_log),
     }
 }

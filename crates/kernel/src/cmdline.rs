@@ -1,12 +1,17 @@
 //! The kernel command line: `ip=A.B.C.D[/N] gw=A.B.C.D|none port=N sched=imt|ist
-//! tcbs=N max_per_ip=N syn_backlog=N log=access,stats`, the many-core words `cores=N mode=netcore|perqueue
-//! bsp_http=on|off stats_page=on|off apic=auto|xapic`, and `crash=panic|fault|fault-ap|overflow-ap`
-//! which makes the kernel fail on purpose right after boot (the tests use it to prove that
-//! failures are reported and stop QEMU).
+//! tcbs=N max_per_ip=N syn_backlog=N request_timeout=S idle_timeout=S log=access,stats`,
+//! the many-core words `cores=N mode=netcore|perqueue bsp_http=on|off stats_page=on|off
+//! apic=auto|xapic`, and `crash=panic|fault|fault-ap|overflow-ap` which makes the kernel
+//! fail on purpose right after boot (the tests use it to prove that failures are reported
+//! and stop QEMU).
 //!
 //! Defaults work under QEMU user networking (10.0.2.15/24, gateway 10.0.2.2, port 80).
 //! A bad value is reported on the console and its default kept; an unknown key is
 //! reported and ignored. Nothing here panics on any input.
+//!
+//! `bareweb run` and `bareweb build` compile this same file into the host binary
+//! (crates/cli/src/opts.rs) to refuse a bad word before boot, so it depends only on the
+//! engine and `core`: keep it free of kernel-only modules.
 
 use bareweb_engine::server::Sched;
 use bareweb_engine::wire::Ipv4Address;
@@ -30,6 +35,10 @@ pub struct Settings {
     pub max_per_ip: Option<usize>,
     /// Half-open connections before SYN cookies (None: half the TCBs).
     pub syn_backlog: Option<usize>,
+    /// Seconds a client has to send a whole request head (then 408).
+    pub request_timeout_s: u64,
+    /// Seconds an idle keep-alive connection is kept.
+    pub idle_timeout_s: u64,
     /// Print an access log line per response on the console (slow: one VM exit a byte).
     pub log_access: bool,
     /// Print a counters line every second.
@@ -84,6 +93,8 @@ impl Default for Settings {
             tcbs: 1024,
             max_per_ip: None,
             syn_backlog: None,
+            request_timeout_s: 10,
+            idle_timeout_s: 30,
             log_access: false,
             log_stats: false,
             crash: None,
@@ -197,6 +208,8 @@ pub fn parse_over<'a>(
             "tcbs" => count(v).map(|n| s.tcbs = n).is_some(),
             "max_per_ip" => count(v).map(|n| s.max_per_ip = Some(n)).is_some(),
             "syn_backlog" => count(v).map(|n| s.syn_backlog = Some(n)).is_some(),
+            "request_timeout" => seconds(v).map(|n| s.request_timeout_s = n).is_some(),
+            "idle_timeout" => seconds(v).map(|n| s.idle_timeout_s = n).is_some(),
             "log" => {
                 let mut all = true;
                 for item in v.split(',') {
@@ -284,6 +297,11 @@ fn count(v: &str) -> Option<usize> {
         .filter(|n| (1..=1 << 20).contains(n))
 }
 
+/// A timeout in seconds: 1 to 86400, as `bareweb serve` checks them.
+fn seconds(v: &str) -> Option<u64> {
+    v.parse::<u64>().ok().filter(|n| (1..=86_400).contains(n))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,7 +329,7 @@ mod tests {
     fn every_key() {
         let (s, c) = parse_all(
             "ip=192.168.1.50/16 gw=none port=8080 sched=ist tcbs=64 max_per_ip=7 syn_backlog=5 log=access,stats crash=fault \
-             cores=3 mode=netcore bsp_http=on stats_page=off apic=xapic",
+             request_timeout=5 idle_timeout=60 cores=3 mode=netcore bsp_http=on stats_page=off apic=xapic",
         );
         assert!(c.is_empty(), "{c:?}");
         assert_eq!((s.cores, s.mode), (Some(3), Some(CoreMode::NetCore)));
@@ -322,6 +340,7 @@ mod tests {
         assert_eq!(s.gateway, None);
         assert_eq!((s.port, s.sched, s.tcbs), (8080, Sched::Ist, 64));
         assert_eq!((s.max_per_ip, s.syn_backlog), (Some(7), Some(5)));
+        assert_eq!((s.request_timeout_s, s.idle_timeout_s), (5, 60));
         assert!(s.log_access && s.log_stats);
         assert_eq!(s.crash, Some(Crash::Fault));
         assert_eq!(parse_all("ip=10.0.0.2").0.prefix, 24);
@@ -340,6 +359,8 @@ mod tests {
             "port=65536",
             "sched=rr",
             "tcbs=0",
+            "request_timeout=0",
+            "idle_timeout=86401",
             "log=loud",
             "crash=maybe",
             "ip=1..2.3",
