@@ -1,10 +1,12 @@
 //! The kernel command line: `ip=A.B.C.D[/N] gw=A.B.C.D|none port=N sched=imt|ist
 //! tcbs=N max_per_ip=N syn_backlog=N request_timeout=S idle_timeout=S log=access,stats`,
 //! the many-core words `cores=N mode=netcore|perqueue bsp_http=on|off stats_page=on|off
-//! apic=auto|xapic`, the UDP protocol's words `udp_port=N udp_ids=N udp_burst=N
-//! udp_rate=N udp_paper=on|off` (off unless `udp_port` is given), and
-//! `crash=panic|fault|fault-ap|overflow-ap` which makes the kernel fail on purpose right
-//! after boot (the tests use it to prove that failures are reported and stop QEMU).
+//! apic=auto|xapic`, the bonding words (issue 14) `bond=off|split|spread
+//! bond_policy=per-client|size|least-queued bond_monitor_ms=N`, the UDP protocol's words
+//! `udp_port=N udp_ids=N udp_burst=N udp_rate=N udp_paper=on|off` (off unless `udp_port`
+//! is given), and `crash=panic|fault|fault-ap|overflow-ap` which makes the kernel fail on
+//! purpose right after boot (the tests use it to prove that failures are reported and stop
+//! QEMU).
 //!
 //! Defaults work under QEMU user networking (10.0.2.15/24, gateway 10.0.2.2, port 80).
 //! A bad value is reported on the console and its default kept; an unknown key is
@@ -14,6 +16,7 @@
 //! (crates/cli/src/opts.rs) to refuse a bad word before boot, so it depends only on the
 //! engine and `core`: keep it free of kernel-only modules.
 
+use bareweb_engine::bond::{Mode as BondMode, Policy as BondPolicy};
 use bareweb_engine::server::Sched;
 use bareweb_engine::wire::Ipv4Address;
 
@@ -57,6 +60,12 @@ pub struct Settings {
     pub stats_page: bool,
     /// Use x2APIC when the CPU offers it (`apic=xapic` forces the memory-mapped xAPIC).
     pub x2apic: bool,
+    /// How the NICs are used (default: `spread` when two or more are found, else `off`).
+    pub bond: Option<BondMode>,
+    /// How a connection's send NIC is chosen.
+    pub bond_policy: BondPolicy,
+    /// Milliseconds between two readings of the NICs' links.
+    pub bond_monitor_ms: u32,
     /// Paper 001's stateless UDP protocol (`udp_*` words); served when `udp_port` is set.
     pub udp: Udp,
 }
@@ -141,6 +150,9 @@ impl Default for Settings {
                 rate: 20_000,
                 paper: false,
             },
+            bond: None,
+            bond_policy: BondPolicy::PerClient,
+            bond_monitor_ms: 100,
         }
     }
 }
@@ -305,6 +317,29 @@ pub fn parse_over<'a>(
                 }
                 _ => false,
             },
+            "bond" => match v {
+                "off" => Some(BondMode::Off),
+                "split" => Some(BondMode::Split),
+                "spread" => Some(BondMode::Spread),
+                _ => None,
+            }
+            .map(|m| s.bond = Some(m))
+            .is_some(),
+            "bond_policy" => match v {
+                "per-client" => Some(BondPolicy::PerClient),
+                "size" => Some(BondPolicy::Size),
+                "least-queued" => Some(BondPolicy::LeastQueued),
+                _ => None,
+            }
+            .map(|p| s.bond_policy = p)
+            .is_some(),
+            "bond_monitor_ms" => match v.parse::<u32>() {
+                Ok(n) if (1..=60_000).contains(&n) => {
+                    s.bond_monitor_ms = n;
+                    true
+                }
+                _ => false,
+            },
             "udp_ids" => match v.parse::<u16>() {
                 Ok(n) if n != 0 => {
                     s.udp.ids = n;
@@ -390,9 +425,20 @@ mod tests {
     fn every_key() {
         let (s, c) = parse_all(
             "ip=192.168.1.50/16 gw=none port=8080 sched=ist tcbs=64 max_per_ip=7 syn_backlog=5 log=access,stats crash=fault \
-             request_timeout=5 idle_timeout=60 cores=3 mode=netcore bsp_http=on stats_page=off apic=xapic",
+             request_timeout=5 idle_timeout=60 cores=3 mode=netcore bsp_http=on stats_page=off apic=xapic \
+             bond=split bond_policy=least-queued bond_monitor_ms=250",
         );
         assert!(c.is_empty(), "{c:?}");
+        assert_eq!(s.bond, Some(BondMode::Split));
+        assert_eq!(
+            (s.bond_policy, s.bond_monitor_ms),
+            (BondPolicy::LeastQueued, 250)
+        );
+        assert_eq!(parse_all("bond=off").0.bond, Some(BondMode::Off));
+        assert_eq!(
+            parse_all("bond_policy=size").0.bond_policy,
+            BondPolicy::Size
+        );
         assert_eq!((s.cores, s.mode), (Some(3), Some(CoreMode::NetCore)));
         assert!(s.bsp_http && !s.stats_page && !s.x2apic);
         assert_eq!(parse_all("mode=perqueue").0.mode, Some(CoreMode::PerQueue));
@@ -451,6 +497,10 @@ mod tests {
             "udp_burst=0",
             "udp_rate=-1",
             "udp_paper=1",
+            "bond=on",
+            "bond_policy=random",
+            "bond_monitor_ms=0",
+            "bond_monitor_ms=60001",
         ] {
             let (s, c) = parse_all(w);
             assert_eq!(c, [(w.into(), "bad value, default kept")], "{w}");

@@ -35,6 +35,11 @@
 //! - **UDP requests (paper 001)**: a datagram for the stateless protocol's port goes to
 //!   the next HTTP core round robin, with no mapping (nothing outlives the answer); the
 //!   core's id in every packet says which core answered.
+//! - **Several NICs** (issue 14): an HTTP core's server names each frame's NIC
+//!   (`TxRing::select`, its connection's send-id) and writes that NIC's MAC as the source;
+//!   the DLIST slot keeps the NIC and core 0's drain selects it on the device (a
+//!   `bond::BondTx`) before posting. Core 0 classifies frames for the set's receive MAC,
+//!   which a failover changes.
 //! - **Capacity**: core 0 dispatches a SYN only to a core with fewer mappings than TCBs.
 //!   A TCB exists only after its mapping and is freed before its note, so the chosen core
 //!   always has a free TCB; when every core is full core 0 drops the SYN (the client
@@ -65,6 +70,8 @@ use crate::wire::EthernetAddress;
 #[derive(Debug, Clone, Copy)]
 pub struct Addressing {
     iface: Interface,
+    /// The NIC set, if any: frames are for its receive NIC's MAC, which may change.
+    bond: Option<&'static crate::bond::Bond>,
     /// The servers' SYN cookies (same key): an ACK returning one opens a connection.
     cookies: SynCookies,
     /// A mapping silent this long is dropped (longer than any TCB outlives silence).
@@ -75,6 +82,7 @@ impl Addressing {
     /// From the servers' configuration (every core's is the same but for `tcbs`).
     pub fn new(cfg: &Config, mac: EthernetAddress) -> Addressing {
         Addressing {
+            bond: cfg.bond.map(|r| r.bond),
             cookies: SynCookies::new(cfg.isn_key),
             iface: Interface {
                 mac,
@@ -454,6 +462,9 @@ impl<R: RxRing, C: Clock> RxRing for Dispatch<R, C> {
         let t0 = self.clock.now_ns();
         self.apply_notes();
         self.sweep(t0);
+        if let Some(b) = self.addr.bond {
+            self.addr.iface.mac = b.mac(usize::from(b.links().receive));
+        }
         let mut local = 0;
         let mut forwarded = 0u64;
         for _ in 0..DISPATCH_BURSTS {
@@ -530,6 +541,10 @@ impl<T: TxRing, C: Clock> TxRing for Drain<T, C> {
         self.inner.slot()
     }
 
+    fn select(&mut self, nic: u8) {
+        self.inner.select(nic)
+    }
+
     fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
         self.inner.post(head_len, body)
     }
@@ -551,6 +566,7 @@ impl<T: TxRing, C: Clock> TxRing for Drain<T, C> {
             for _ in 0..avail {
                 let Some(f) = ring.peek(0) else { break };
                 let head = &f.head[..usize::from(f.head_len).min(TX_HEAD_ROOM)];
+                self.inner.select(f.nic);
                 if replay(&mut self.inner, head, f.body, None) == Err(ReplayError::NoSlot) {
                     break 'rings; // the NIC is full: the rest waits for the next flush
                 }

@@ -1,6 +1,7 @@
 //! The server's configuration: addresses, ports, capacities, scheduling policy, timeouts,
 //! the ISN secret and the UDP protocol's settings. Fixed at [`Server::new`](super::Server::new).
 
+use crate::bond::BondRole;
 use crate::http;
 use crate::wire::Ipv4Address;
 
@@ -73,6 +74,8 @@ pub struct Config {
     pub server_name: &'static str,
     /// The stateless UDP protocol (paper 001, `crate::udp`): off unless given.
     pub udp: Option<crate::udp::Config>,
+    /// The NIC set this server sends on (issue 14), or `None`: one NIC, as always.
+    pub bond: Option<BondRole>,
 }
 
 impl Config {
@@ -93,6 +96,7 @@ impl Config {
             timeouts: Timeouts::default(),
             server_name: "bareweb",
             udp: None,
+            bond: None,
         }
     }
 }

@@ -5,8 +5,8 @@
 //! counted.
 //!
 //! Every frame of an answer leaves through [`Server::udp_send`], the one place a UDP
-//! frame is posted: a platform with several NICs chooses the sending one there (as TCP
-//! chooses per connection), without touching the protocol.
+//! frame is posted: on a NIC set (issue 14) it asks `Server::via_datagram` for the send
+//! NIC of each packet by the set's policy, as TCP does per connection.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -192,6 +192,8 @@ impl<L: Lookup<'static>> Server<L> {
 
     /// Posts one packet of an answer; false when the transmit ring had no slot.
     fn udp_send<T: TxRing>(&mut self, to: To, p: &Packet<'static>, tx: &mut T) -> bool {
+        let len = HEADER_LEN + p.payload.len();
+        self.via_datagram(to.ip.0, len, tx);
         let Some(u) = self.udp.as_ref() else {
             return false;
         };
