@@ -99,6 +99,30 @@ def test_second_client_written_from_the_spec(udp_server, tmp_path):
         assert res["sha256"] == hashlib.sha256(f.read_bytes()).hexdigest(), url_path(f)
 
 
+def test_load_generator_with_the_papers_parameters(udp_server, tmp_path):
+    """`bareweb load --udp`: the paper's schedule (8 requests every 9/4 ms, 3,555/s) for
+    1.5 s, every body checked, then a closed loop over two files; JSON reports."""
+    ns = udp_server.ns
+    url = f"bwudp://{SERVER_IP}:{UDP_PORT}"
+    r = ns.run(BIN, "load", "--udp", f"{url}/files/4k.html", "--frequency", "9", "--maxreq", "8",
+               "--seconds", "1.5", "--verify", SITE, "--json", "-q", timeout=60)
+    rep = json.loads(r.stdout)
+    assert rep["offered_per_sec"] == pytest.approx(3555.6, rel=0.01)
+    assert rep["started"] >= 0.9 * 1.5 * 3555, rep
+    assert rep["completed"] == rep["started"] and rep["verify_errors"] == 0, rep
+    assert rep["failed_timeout"] + rep["bad_status"] == 0, rep
+    assert rep["max_parallel"] >= 1 and rep["time_max_ms"] > 0, rep
+    r = ns.run(BIN, "load", "--udp", f"{url}/files/4k.html", f"{url}/files/1m.bin", "--parallel",
+               "4", "--fetches", "40", "--verify", SITE, "--json", "-q", timeout=60)
+    rep = json.loads(r.stdout)
+    assert rep["completed"] == 40 and rep["verify_errors"] == 0, rep
+    assert rep["subsequent_gets"] > 0 and rep["max_parallel"] == 4, rep
+    # Text report.
+    r = ns.run(BIN, "load", "--udp", f"{url}/index.html", "--rate", "200", "--fetches", "50",
+               "-q", timeout=60)
+    assert "50 requests completed" in r.stdout and "max parallel" in r.stdout, r.stdout
+
+
 def test_get_says_why_it_fails(udp_server, tmp_path):
     ns = udp_server.ns
     r = bareweb_get(ns, "/nope", tmp_path / "x")

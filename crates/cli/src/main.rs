@@ -20,6 +20,7 @@ mod cores;
 mod get;
 mod image;
 mod load;
+mod load_udp;
 mod opts;
 mod run;
 mod runners;

@@ -9,7 +9,9 @@
 //! - [`limit`]: the per-source rate limit (fixed table of token buckets);
 //! - [`ids`]: the request-id stack (the paper's "max parallel");
 //! - [`client`]: one transfer as a state machine (used by `bareweb get`, the load
-//!   generator and the bare client).
+//!   generator and the bare client);
+//! - [`load`]: the load generator's schedule (the paper's frequency and maxreq), slots and
+//!   counters, shared by the socket client and the bare client.
 //!
 //! The server's glue (a datagram in, frames out) is `server::udp`; frames are built by
 //! `iface::egress::Egress::udp`, with the body borrowed from the site image and its
@@ -24,6 +26,8 @@ pub mod client;
 pub mod ids;
 #[cfg(any(test, feature = "alloc"))]
 pub mod limit;
+#[cfg(any(test, feature = "alloc"))]
+pub mod load;
 pub mod token;
 pub mod wire;
 

@@ -1,8 +1,11 @@
 //! Clients of paper 001's stateless UDP protocol over ordinary sockets (any Linux host):
 //! [`fetch`], one file as `bareweb get bwudp://…` does it, and the load generator of
-//! `bareweb load --udp`. Both drive the engine's client state machine
+//! `bareweb load --udp` ([`load`], reported by [`report`]). Both drive the engine's client state machine
 //! (`bareweb_engine::udp::client::Transfer`), which owns every protocol decision; this
 //! module only moves datagrams and keeps time.
+
+pub mod load;
+pub mod report;
 
 use std::net::{SocketAddrV4, ToSocketAddrs, UdpSocket};
 use std::time::{Duration, Instant};
