@@ -103,3 +103,33 @@ def test_every_file_over_ten_percent_loss_and_five_percent_duplication(smp, mode
         k.close()
     print("\n".join(lines))
     assert any(" 0 re-requested" not in line for line in lines), lines
+
+
+def test_bare_client_booted_as_a_kernel(tmp_path):
+    """`bareweb load --udp --kernel`: the bare client boots under QEMU on a TAP bridged
+    with the kernel server's TAP (two bare machines, as in the paper), runs the paper's
+    schedule and reports; every request completed."""
+    k = Kernel(nic="virtio", extra=["--udp-port", str(UDP_PORT), "--udp-paper-mode"])
+    try:
+        ns = k.ns
+        ns.ip("tuntap", "add", "bwkc0", "mode", "tap")
+        ns.ip("link", "add", "bwkbr", "type", "bridge")
+        # The server's TAP carries the host's address: move it to the bridge.
+        ns.ip("addr", "flush", "dev", k.tap)
+        for d in (k.tap, "bwkc0"):
+            ns.ip("link", "set", d, "master", "bwkbr")
+        ns.ip("addr", "add", f"{HOST_IP}/24", "dev", "bwkbr")
+        for d in ("bwkbr", "bwkc0"):
+            ns.ip("link", "set", d, "up")
+        r = ns.run(BIN, "load", "--udp", "--kernel", "--tap", "bwkc0", "--ip", "10.0.0.3/24",
+                   f"bwudp://{SERVER_IP}:{UDP_PORT}/files/4k.html", "--frequency", "40",
+                   "--maxreq", "4", "--seconds", "2", "--json", "-q", check=False, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        rep = json.loads(r.stdout)
+        k.check_alive()
+    finally:
+        k.close()
+    print(rep)
+    assert rep["client"] == "bare kernel", rep
+    assert rep["started"] >= 700 and rep["completed"] == rep["started"], rep
+    assert rep["bytes"] == rep["completed"] * 4096, rep

@@ -8,6 +8,9 @@ import json
 import os
 import pathlib
 import re
+import signal
+import subprocess
+import time
 
 import pytest
 
@@ -121,6 +124,70 @@ def test_load_generator_with_the_papers_parameters(udp_server, tmp_path):
     r = ns.run(BIN, "load", "--udp", f"{url}/index.html", "--rate", "200", "--fetches", "50",
                "-q", timeout=60)
     assert "50 requests completed" in r.stdout and "max parallel" in r.stdout, r.stdout
+
+
+class Bridged:
+    """A namespace with two TAPs on one bridge: the server's (`bw0`) and the bare
+    client's (`bwc0`), so the client reaches the server with no IP stack in between."""
+
+    def __init__(self, extra=()):
+        self.ns = Netns("bwtb")
+        try:
+            for tap in ("bw0", "bwc0"):
+                self.ns.ip("tuntap", "add", tap, "mode", "tap")
+            self.ns.ip("link", "add", "br0", "type", "bridge")
+            for tap in ("bw0", "bwc0"):
+                self.ns.ip("link", "set", tap, "master", "br0")
+            for d in ("br0", "bw0", "bwc0"):
+                self.ns.ip("link", "set", d, "up")
+            self.log = open(f"/tmp/{self.ns.name}.log", "w+")
+            self.proc = subprocess.Popen(
+                self.ns.cmd(BIN, "serve", SITE, "--tap", "bw0", "--host-ip", "none", "--ip",
+                            f"{SERVER_IP}/24", "--mac", "02:00:00:00:00:02", "--udp-port",
+                            str(UDP_PORT), *extra),
+                stdout=self.log, stderr=subprocess.STDOUT)
+            deadline = time.time() + 20
+            while "serving" not in open(self.log.name).read():
+                assert self.proc.poll() is None and time.time() < deadline, self.output()
+                time.sleep(0.1)
+        except BaseException:
+            self.close()
+            raise
+
+    def output(self):
+        return open(self.log.name).read()
+
+    def close(self):
+        if getattr(self, "proc", None) and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.ns.close()
+
+
+def test_bare_client_on_its_own_tap():
+    """`bareweb load --udp --tap`: the load generator on the engine's own frames (ARP,
+    UDP, fresh ports) through a TAP bridged with the server's: the paper's schedule and a
+    closed loop over a small and a large file, every request completed."""
+    b = Bridged(["--udp-paper-mode"])
+    try:
+        url = f"bwudp://{SERVER_IP}:{UDP_PORT}"
+        r = b.ns.run(BIN, "load", "--udp", "--tap", "bwc0", "--ip", "10.0.0.3/24",
+                     f"{url}/files/4k.html", "--frequency", "9", "--maxreq", "8", "--seconds",
+                     "1", "--json", "-q", timeout=60)
+        paper = json.loads(r.stdout)
+        r = b.ns.run(BIN, "load", "--udp", "--tap", "bwc0", "--ip", "10.0.0.3/24",
+                     f"{url}/files/4k.html", f"{url}/files/1m.bin", "--parallel", "4",
+                     "--fetches", "20", "--json", "-q", timeout=60)
+        closed = json.loads(r.stdout)
+    finally:
+        b.close()
+    print(paper, closed)
+    assert paper["client"] == "bare" and paper["started"] >= 3000, paper
+    assert paper["completed"] == paper["started"] and paper["failed_timeout"] == 0, paper
+    assert closed["completed"] == 20 and closed["bytes"] == 10 * 4096 + 10 * 1048576, closed
 
 
 def test_get_says_why_it_fails(udp_server, tmp_path):

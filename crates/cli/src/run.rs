@@ -546,6 +546,48 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     }
 }
 
+/// Boots the kernel of `a` under QEMU for a run that ends by itself (the bare client's,
+/// `bareweb load --udp --kernel`): no banner, the console to `a.serial_log`, QEMU killed
+/// after `limit`. Returns QEMU's exit status (33: the kernel finished, 35: it failed).
+pub fn boot_until_done(a: &RunArgs, limit: Duration) -> Result<std::process::ExitStatus, String> {
+    let dir = TempDir::new()?;
+    let kernel = dir.0.join("bareweb-kernel.elf");
+    let image = dir.0.join("site.bws");
+    std::fs::write(&kernel, KERNEL).map_err(|e| format!("cannot write the kernel: {e}"))?;
+    site_image(&a.site, &image)?;
+    let (accel, _) = choose_accel(a.accel);
+    let args = qemu_args(a, accel, &kernel, &image)?;
+    let mut cmd = Command::new(&a.qemu);
+    cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::null());
+    // SAFETY: prctl is async-signal-safe and only affects the child being started.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e} ({QEMU_HINT})", a.qemu))?;
+    let t0 = std::time::Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Ok(s),
+            Ok(None) if t0.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the kernel did not finish in {} s",
+                    limit.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(format!("waiting for QEMU: {e}")),
+        }
+    }
+}
+
 static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_stop(_: libc::c_int) {

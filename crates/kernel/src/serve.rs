@@ -390,6 +390,9 @@ impl Start {
         let Some(mac) = nics.first().map(Nic::mac) else {
             fatal!("{} at {}: no queue pair", D::NAME, dev.addr)
         };
+        if self.settings.client.on {
+            crate::client::run(&self.settings, self.clock, nics);
+        }
         let decision = plan::decide(self.cores, asked, self.settings.bsp_http, nics.len());
         kprintln!("mode: {} ({})", decision.mode.name(), decision.why);
         let t = crate::arch::cpu::rdtsc();

@@ -206,6 +206,11 @@ impl Load {
         self.counters.started + self.counters.skipped >= self.cfg.requests && self.busy == 0
     }
 
+    /// Starts no more requests (the run's time is up); those in progress go on.
+    pub fn stop_starting(&mut self) {
+        self.cfg.requests = self.counters.started + self.counters.skipped;
+    }
+
     /// The token to use in GETs (the newest any transfer learned).
     pub fn token(&self) -> Option<&[u8; TOKEN_LEN]> {
         self.token.as_ref()

@@ -11,7 +11,9 @@
 //! - [`client`]: one transfer as a state machine (used by `bareweb get`, the load
 //!   generator and the bare client);
 //! - [`load`]: the load generator's schedule (the paper's frequency and maxreq), slots and
-//!   counters, shared by the socket client and the bare client.
+//!   counters, shared by the socket client and the bare client;
+//! - [`bare`]: the bare client: that load generator on the engine's own frames over a
+//!   `Nic` (a TAP of its own on the host, or the kernel booted as a client).
 //!
 //! The server's glue (a datagram in, frames out) is `server::udp`; frames are built by
 //! `iface::egress::Egress::udp`, with the body borrowed from the site image and its
@@ -19,6 +21,8 @@
 //! per request, or panics on what a peer sends.
 
 pub mod answer;
+#[cfg(any(test, feature = "alloc"))]
+pub mod bare;
 #[cfg(test)]
 mod capture_tests;
 pub mod client;
