@@ -235,20 +235,13 @@ impl BareClient {
             worked = true;
         }
         let mut timeouts: [(u32, Outcome); 32] = [(0, Outcome::Going(None)); 32];
-        loop {
-            // At most 32 slots' timeouts per pass, without allocating.
-            let Some(load) = self.load.as_mut() else {
-                break;
-            };
-            if load.next_deadline() > now {
-                break;
-            }
+        // At most 32 slots' timeouts per pass, without allocating.
+        while let Some(load) = self.load.as_mut().filter(|l| l.next_deadline() <= now) {
             let mut n = 0;
             load.on_timeouts(now, |i, o| {
-                if n < timeouts.len() {
-                    timeouts[n] = (i, o);
-                    n += 1;
-                }
+                timeouts[n] = (i, o);
+                n += 1;
+                n < timeouts.len()
             });
             for &(i, o) in &timeouts[..n] {
                 match o {

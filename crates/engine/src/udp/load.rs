@@ -300,9 +300,11 @@ impl Load {
         self.apply(i, step, now)
     }
 
-    /// Gives every busy slot whose deadline passed its timeout; `then(slot, outcome)` is
+    /// Gives busy slots whose deadline passed their timeout; `then(slot, outcome)` is
     /// called for each: a GET to send again, or the request given up (its slot is free).
-    pub fn on_timeouts(&mut self, now: u64, mut then: impl FnMut(u32, Outcome)) {
+    /// When `then` returns false no more slots are taken this call (a caller with a fixed
+    /// buffer calls again).
+    pub fn on_timeouts(&mut self, now: u64, mut then: impl FnMut(u32, Outcome) -> bool) {
         if self.next_deadline() > now {
             return;
         }
@@ -312,9 +314,12 @@ impl Load {
                 continue;
             }
             let step = s.transfer.on_timeout(now);
-            match self.apply(i, step, now) {
-                Outcome::Going(None) => {}
+            let more = match self.apply(i, step, now) {
+                Outcome::Going(None) => true,
                 o => then(i, o),
+            };
+            if !more {
+                return;
             }
         }
     }
@@ -495,7 +500,10 @@ mod tests {
         l.start(0).unwrap();
         let mut seen = Vec::new();
         for t in [10, 20, 30] {
-            l.on_timeouts(t, |_, o| seen.push(o));
+            l.on_timeouts(t, |_, o| {
+                seen.push(o);
+                true
+            });
         }
         assert_eq!(
             seen,

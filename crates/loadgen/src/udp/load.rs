@@ -176,7 +176,10 @@ pub fn run(cfg: &UdpLoadConfig, progress: &mut dyn FnMut(f64, &Load)) -> Result<
             break;
         }
         timeouts.clear();
-        load.on_timeouts(t, |i, o| timeouts.push((i, o)));
+        load.on_timeouts(t, |i, o| {
+            timeouts.push((i, o));
+            true
+        });
         for &(i, o) in &timeouts {
             let io = &mut ios[i as usize];
             match o {
