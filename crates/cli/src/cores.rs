@@ -8,6 +8,7 @@
 use std::sync::atomic::AtomicBool;
 
 use bareweb_engine::cores::board::WithStatsPage;
+use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::cores::plan::{self, Mode, Plan};
 use bareweb_engine::resource::Lookup;
 use bareweb_engine::server::{AccessLog, Config, NoLog};
@@ -36,7 +37,8 @@ pub struct Layout {
     pub cores: usize,
     pub mode: Option<ModeArg>,
     pub bsp_http: bool,
-    pub stats_page: bool,
+    /// The server's own pages (stats, metrics, health check).
+    pub pages: PageSettings,
     pub pin: bool,
 }
 
@@ -122,13 +124,18 @@ where
         pin: args.pin,
     };
     // The site type differs with the stats page (one more monomorphisation, no branch
-    // per request).
-    let reports = if !args.stats_page {
+    // per request); the board is there when any of the server's pages is on.
+    let pages = args.pages;
+    let reports = if pages.stats {
+        let site = WithStatsPage(p.site, pages.base);
+        let plan = Plan::new(mode, args.cores, site, p.cfg, p.mac);
+        cores::run(&plan.with_board(pages), queues, threads, &make_log)
+    } else if pages.any() {
+        let plan = Plan::new(mode, args.cores, p.site, p.cfg, p.mac);
+        cores::run(&plan.with_board(pages), queues, threads, &make_log)
+    } else {
         let plan = Plan::new(mode, args.cores, p.site, p.cfg, p.mac);
         cores::run(&plan, queues, threads, &make_log)
-    } else {
-        let plan = Plan::new(mode, args.cores, WithStatsPage(p.site), p.cfg, p.mac);
-        cores::run(&plan.with_board(true), queues, threads, &make_log)
     };
     print_summary(mode, &reports);
     Ok(())
