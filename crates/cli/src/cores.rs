@@ -3,19 +3,24 @@
 //! be had), lets the engine's `cores::plan` decide the mode from what it got (one core: the
 //! single server, whatever was asked, with a word why), runs one thread per core (pinned
 //! unless `--no-pin`), and at stop prints per-core counters, the time split, and the totals
-//! (as `name value` lines, as one core did).
+//! (as `name value` lines, as one core did). With several TAPs (issue 14) every core's
+//! queue pair is a `bond::BondNic` over its queue of each TAP, core 0's with the link
+//! monitor, and the summary adds a line per NIC.
 
 use std::sync::atomic::AtomicBool;
 
+use bareweb_engine::bond::{Bond, BondNic, BondRole, LinkWatch, Mode as BondMode, Policy};
 use bareweb_engine::cores::board::WithStatsPage;
 use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::cores::plan::{self, Mode, Plan};
+use bareweb_engine::nic::LinkSense;
 use bareweb_engine::resource::Lookup;
 use bareweb_engine::server::{AccessLog, Config, NoLog};
 use bareweb_engine::stats::Stats;
 use bareweb_engine::wire::EthernetAddress;
-use bareweb_host::cores::{self, CoreReport, Threads};
-use bareweb_host::Tap;
+use bareweb_host::cores::{self, CoreReport, HostQueue, Threads};
+use bareweb_host::netif::TapLink;
+use bareweb_host::{SystemClock, Tap};
 
 use crate::opts::ModeArg;
 
@@ -65,11 +70,15 @@ pub fn tap_open_error(name: &str, e: &std::io::Error, multi: bool) -> String {
 pub struct Prepared<'a, L, F> {
     pub site: L,
     pub cfg: Config,
-    pub mac: EthernetAddress,
-    pub tap: &'a str,
+    /// One MAC per TAP.
+    pub macs: &'a [EthernetAddress],
+    /// The TAPs (more than one: a NIC set, with `bonding`).
+    pub taps: &'a [String],
+    /// Mode, policy and link check interval of the NIC set, if the TAPs are one.
+    pub bonding: Option<(BondMode, Policy, u32)>,
     /// Offer TCP segmentation offload to the engine (`--no-tso` turns it off).
     pub tso: bool,
-    /// Configures the host side of the TAP once it exists (given its kernel name).
+    /// Configures the host side of the TAPs once they exist (given their kernel names).
     pub configure: F,
     pub stop: &'static AtomicBool,
     /// Prints the start banner, given where the server runs.
@@ -80,65 +89,178 @@ pub struct Prepared<'a, L, F> {
 pub fn serve<L, F, A, G>(args: &Layout, p: Prepared<'_, L, F>, make_log: G) -> Result<(), String>
 where
     L: Lookup<'static> + Copy + Send + Sync,
-    F: FnOnce(&str) -> Result<(), String>,
+    F: FnOnce(&[String]) -> Result<(), String>,
     A: AccessLog,
     G: Fn(usize) -> A + Sync,
 {
     let asked = args.mode.map(ModeArg::asked);
     let want = plan::queues_wanted(args.cores, asked);
-    let open_err = |e: std::io::Error| tap_open_error(p.tap, &e, want > 1);
-    let mut queues = if want > 1 {
-        match Tap::open_multi(p.tap, p.mac, want) {
-            Ok(q) => q,
-            // Per-queue is only the default when the device offers a queue per core.
-            Err(e) if asked.is_none() => {
-                eprintln!("bareweb: {} offers no queue per core ({e})", p.tap);
-                vec![Tap::open(p.tap, p.mac).map_err(open_err)?]
+    // Every TAP's queues, NIC k's at k.
+    let mut nics: Vec<Vec<Tap>> = Vec::with_capacity(p.taps.len());
+    for (tap, &mac) in p.taps.iter().zip(p.macs) {
+        let open_err = |e: std::io::Error| tap_open_error(tap, &e, want > 1);
+        let queues = if want > 1 {
+            match Tap::open_multi(tap, mac, want) {
+                Ok(q) => q,
+                // Per-queue is only the default when the device offers a queue per core.
+                Err(e) if asked.is_none() => {
+                    eprintln!("bareweb: {tap} offers no queue per core ({e})");
+                    vec![Tap::open(tap, mac).map_err(open_err)?]
+                }
+                Err(e) => return Err(open_err(e)),
             }
-            Err(e) => return Err(open_err(e)),
-        }
-    } else {
-        vec![Tap::open(p.tap, p.mac).map_err(open_err)?]
-    };
-    let decision = plan::decide(args.cores, asked, args.bsp_http, queues.len());
+        } else {
+            vec![Tap::open(tap, mac).map_err(open_err)?]
+        };
+        nics.push(queues);
+    }
+    // A set has as many queue pairs as its NIC with the fewest.
+    let got = nics.iter().map(Vec::len).min().unwrap_or(1);
+    let decision = plan::decide(args.cores, asked, args.bsp_http, got);
     if decision.worth_saying() {
         eprintln!("bareweb: mode {}: {}", decision.mode.name(), decision.why);
     }
     let mode = decision.mode;
-    for q in &mut queues {
-        q.set_tso(p.tso);
+    let used = match mode {
+        Mode::NetCore { .. } => 1,
+        _ => got,
+    };
+    for queues in &mut nics {
+        queues.truncate(used);
+        for q in queues.iter_mut() {
+            q.set_tso(p.tso);
+        }
     }
-    let name = queues[0].name().to_string();
-    (p.configure)(&name)?;
+    let names: Vec<String> = nics.iter().map(|q| q[0].name().to_string()).collect();
+    (p.configure)(&names)?;
+    let on = names.join(" + ");
     match mode {
-        Mode::PerQueue => (p.banner)(&format!("{name}, {} cores, one TAP queue each", args.cores)),
+        Mode::PerQueue => (p.banner)(&format!("{on}, {} cores, one TAP queue each", args.cores)),
         Mode::NetCore { bsp_http } => (p.banner)(&format!(
-            "{name}, {} cores: core 0 owns the TAP{}",
+            "{on}, {} cores: core 0 owns the TAP{}{}",
             args.cores,
+            if names.len() > 1 { "s" } else { "" },
             if bsp_http { " and serves HTTP" } else { "" }
         )),
-        Mode::Single => (p.banner)(&name),
+        Mode::Single => (p.banner)(&on),
     }
     let threads = Threads {
         stop: p.stop,
         pin: args.pin,
     };
+    let mut cfg = p.cfg;
+    let Some((bmode, policy, monitor_ms)) = p.bonding else {
+        let queues = nics.swap_remove(0);
+        let reports = run_plan(
+            args, mode, p.site, cfg, p.macs[0], queues, threads, &make_log,
+        );
+        print_summary(mode, &reports);
+        return Ok(());
+    };
+    let bond = Bond::new(bmode, policy, p.macs, monitor_ms, args.cores)
+        .map_err(|e| e.to_string())?
+        .leak();
+    cfg.bond = Some(BondRole {
+        bond,
+        core: 0,
+        announcer: true,
+    });
+    eprintln!(
+        "bareweb: bond {}: {} receives, {} send; policy {}, links read every {monitor_ms} ms",
+        bmode.name(),
+        names[0],
+        match bmode {
+            BondMode::Split => names[1..].join(", "),
+            _ => names.join(", "),
+        },
+        policy.name()
+    );
+    // Queue pair q of every NIC, one set per core; core 0's watches the links.
+    let mut sets = Vec::with_capacity(used);
+    for q in 0..used {
+        let members: Vec<Tap> = nics.iter_mut().map(|queues| queues.remove(0)).collect();
+        let mut set = BondNic::from_nics(bond, q, members, Tap::into_rings);
+        if q == 0 {
+            let links = names
+                .iter()
+                .map(|n| {
+                    TapLink::new(n)
+                        .map(|l| Box::new(l) as Box<dyn LinkSense>)
+                        .map_err(|e| format!("cannot watch {n}'s link: {e}"))
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            set = set.with_watch(LinkWatch::new(bond, links, Box::new(SystemClock::new())));
+        }
+        sets.push(set);
+    }
+    let reports = run_plan(args, mode, p.site, cfg, p.macs[0], sets, threads, &make_log);
+    print_summary(mode, &reports);
+    print_nics(bond, &names);
+    Ok(())
+}
+
+/// Runs the cores of the plan made from `mode`, `site` and `cfg` over `queues` (with the
+/// stats page and its board when asked).
+#[allow(clippy::too_many_arguments)]
+fn run_plan<Q, L, A, G>(
+    args: &Layout,
+    mode: Mode,
+    site: L,
+    cfg: Config,
+    mac: EthernetAddress,
+    queues: Vec<Q>,
+    threads: Threads<'_>,
+    make_log: &G,
+) -> Vec<CoreReport>
+where
+    Q: HostQueue,
+    Q::Rx: Send,
+    Q::Tx: Send,
+    L: Lookup<'static> + Copy + Send + Sync,
+    A: AccessLog,
+    G: Fn(usize) -> A + Sync,
+{
     // The site type differs with the stats page (one more monomorphisation, no branch
     // per request); the board is there when any of the server's pages is on.
     let pages = args.pages;
-    let reports = if pages.stats {
-        let site = WithStatsPage(p.site, pages.base);
-        let plan = Plan::new(mode, args.cores, site, p.cfg, p.mac);
-        cores::run(&plan.with_board(pages), queues, threads, &make_log)
+    if pages.stats {
+        let plan = Plan::new(mode, args.cores, WithStatsPage(site, pages.base), cfg, mac);
+        cores::run(&plan.with_board(pages), queues, threads, make_log)
     } else if pages.any() {
-        let plan = Plan::new(mode, args.cores, p.site, p.cfg, p.mac);
-        cores::run(&plan.with_board(pages), queues, threads, &make_log)
+        let plan = Plan::new(mode, args.cores, site, cfg, mac);
+        cores::run(&plan.with_board(pages), queues, threads, make_log)
     } else {
-        let plan = Plan::new(mode, args.cores, p.site, p.cfg, p.mac);
-        cores::run(&plan, queues, threads, &make_log)
-    };
-    print_summary(mode, &reports);
-    Ok(())
+        let plan = Plan::new(mode, args.cores, site, cfg, mac);
+        cores::run(&plan, queues, threads, make_log)
+    }
+}
+
+/// A line per NIC of the set: its role and link now, its counters over every core.
+fn print_nics(bond: &Bond, names: &[String]) {
+    let links = bond.links();
+    let send = bond.senders(links);
+    eprintln!(
+        "  per NIC (bond {}, policy {}):",
+        bond.mode().name(),
+        bond.policy().name()
+    );
+    for (k, name) in names.iter().enumerate().take(bond.count()) {
+        let role = match (usize::from(links.receive) == k, send & (1 << k) != 0) {
+            (true, true) => "receive+send",
+            (true, false) => "receive",
+            (false, true) => "send",
+            (false, false) => "idle",
+        };
+        let (downs, ups, _) = bond.events(k);
+        let c = bond.counts(k);
+        let counts: Vec<String> = c.fields().iter().map(|(n, v)| format!("{n}={v}")).collect();
+        eprintln!(
+            "  nic {k} {name} {} {role} link={} link_downs={downs} link_ups={ups} {}",
+            bond.mac(k),
+            if links.is_up(k) { "up" } else { "down" },
+            counts.join(" ")
+        );
+    }
 }
 
 pub fn pct(part: u64, whole: u64) -> f64 {

@@ -228,6 +228,51 @@ impl ModeArg {
     }
 }
 
+/// How the NICs of a set are used (paper 002's configurations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BondArg {
+    /// One NIC receives and sends (the others are not used).
+    Off,
+    /// One NIC only receives (and answers ARP), the others only send.
+    Split,
+    /// One NIC receives, every NIC sends.
+    Spread,
+}
+
+impl BondArg {
+    pub fn mode(self) -> bareweb_engine::bond::Mode {
+        use bareweb_engine::bond::Mode;
+        match self {
+            BondArg::Off => Mode::Off,
+            BondArg::Split => Mode::Split,
+            BondArg::Spread => Mode::Spread,
+        }
+    }
+}
+
+/// How a connection's send NIC is chosen at its SYN.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum PolicyArg {
+    /// The paper's: a client's connections on one NIC, clients spread n/2 per NIC.
+    #[default]
+    PerClient,
+    /// Frames without payload on one NIC, data on the others.
+    Size,
+    /// The NIC with the fewest response bytes waiting to be acknowledged.
+    LeastQueued,
+}
+
+impl PolicyArg {
+    pub fn policy(self) -> bareweb_engine::bond::Policy {
+        use bareweb_engine::bond::Policy;
+        match self {
+            PolicyArg::PerClient => Policy::PerClient,
+            PolicyArg::Size => Policy::Size,
+            PolicyArg::LeastQueued => Policy::LeastQueued,
+        }
+    }
+}
+
 /// The command-line spelling of a `ValueEnum` value (`qboot`, `e1000`), for messages.
 pub fn value_name(v: impl ValueEnum) -> String {
     v.to_possible_value()
@@ -289,6 +334,20 @@ pub struct ServerOpts {
     /// Network-core mode: core 0 serves HTTP too.
     #[arg(long)]
     pub bsp_http: bool,
+    /// With two NICs or more (serve: --tap twice; run: --net twice), how they are used
+    /// (paper 002): `split` one NIC only receives and the others only send, `spread` one
+    /// receives and all send, `off` the first NIC alone [spread with two NICs or more].
+    #[arg(long, value_enum)]
+    pub bond: Option<BondArg>,
+    /// How a connection's send NIC is chosen at its SYN: `per-client` (the paper's: one
+    /// NIC per client, clients spread evenly), `size` (frames without payload on one NIC,
+    /// data on the others), `least-queued` (the NIC with the fewest response bytes
+    /// waiting) [per-client].
+    #[arg(long, value_enum)]
+    pub bond_policy: Option<PolicyArg>,
+    /// Milliseconds between two readings of every NIC's link (failover), 1 to 60000 [100].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(1..=60_000))]
+    pub bond_monitor_ms: Option<u32>,
 }
 
 impl ServerOpts {
@@ -315,6 +374,40 @@ impl ServerOpts {
             || self.no_stats_page
             || self.mode.is_some()
             || self.bsp_http
+            || self.bond.is_some()
+            || self.bond_policy.is_some()
+            || self.bond_monitor_ms.is_some()
+    }
+
+    /// The bonding asked for with `nics` NICs: `None` for one NIC (or `--bond off`), else
+    /// the mode, policy and link check interval; an error for `split`/`spread` with one.
+    pub fn bonding(
+        &self,
+        nics: usize,
+    ) -> Result<
+        Option<(
+            bareweb_engine::bond::Mode,
+            bareweb_engine::bond::Policy,
+            u32,
+        )>,
+        String,
+    > {
+        let mode = match (self.bond, nics) {
+            (Some(BondArg::Off), _) => return Ok(None),
+            (Some(b), n) if n < 2 => {
+                return Err(format!(
+                    "--bond {} needs two NICs or more (give --tap or --net twice)",
+                    value_name(b)
+                ))
+            }
+            (None, n) if n < 2 => return Ok(None),
+            (b, _) => b.unwrap_or(BondArg::Spread),
+        };
+        Ok(Some((
+            mode.mode(),
+            self.bond_policy.unwrap_or_default().policy(),
+            self.bond_monitor_ms.unwrap_or(100),
+        )))
     }
 
     /// The engine configuration for `serve` (its defaults: 10.0.0.2/24, no router).
@@ -385,6 +478,15 @@ impl ServerOpts {
         }
         if self.bsp_http {
             w.push("bsp_http=on".into());
+        }
+        if let Some(b) = self.bond {
+            w.push(format!("bond={}", value_name(b)));
+        }
+        if let Some(p) = self.bond_policy {
+            w.push(format!("bond_policy={}", value_name(p)));
+        }
+        if let Some(ms) = self.bond_monitor_ms {
+            w.push(format!("bond_monitor_ms={ms}"));
         }
         w
     }
@@ -500,9 +602,15 @@ mod tests {
             no_stats_page: true,
             mode: Some(ModeArg::Netcore),
             bsp_http: true,
+            bond: Some(BondArg::Split),
+            bond_policy: Some(PolicyArg::LeastQueued),
+            bond_monitor_ms: Some(40),
         };
         let line = o.kernel_words(true).join(" ");
         let s = kernel_settings(&line).unwrap();
+        assert_eq!(s.bond, Some(BondArg::Split.mode()));
+        assert_eq!(s.bond_policy, PolicyArg::LeastQueued.policy());
+        assert_eq!(s.bond_monitor_ms, 40);
         assert_eq!(s.ip, Ipv4Address([10, 1, 2, 3]));
         assert_eq!((s.prefix, s.gateway, s.port), (16, None, 8080));
         assert_eq!((s.sched, s.tcbs), (Sched::Ist, 64));
@@ -518,6 +626,29 @@ mod tests {
             assert!(kernel_settings(bad).is_err(), "{bad}");
         }
         assert!(kernel_settings("crash=panic cores=2").is_ok());
+    }
+
+    #[test]
+    fn bonding_needs_two_nics() {
+        let o = |bond| ServerOpts {
+            bond,
+            ..ServerOpts::default()
+        };
+        use bareweb_engine::bond::{Mode, Policy};
+        assert_eq!(o(None).bonding(1), Ok(None));
+        assert_eq!(
+            o(None).bonding(2),
+            Ok(Some((Mode::Spread, Policy::PerClient, 100)))
+        );
+        assert_eq!(o(Some(BondArg::Off)).bonding(2), Ok(None));
+        assert!(o(Some(BondArg::Split))
+            .bonding(1)
+            .unwrap_err()
+            .contains("--bond split needs two NICs"));
+        assert_eq!(
+            o(Some(BondArg::Split)).bonding(3).unwrap().map(|b| b.0),
+            Some(Mode::Split)
+        );
     }
 
     #[test]

@@ -78,7 +78,7 @@ pub fn serve<L, F, A, G>(
 ) -> Result<(), String>
 where
     L: Lookup<'static> + Copy + Send + Sync,
-    F: FnOnce(&str) -> Result<(), String>,
+    F: FnOnce(&[String]) -> Result<(), String>,
     A: AccessLog,
     G: Fn(usize) -> A + Sync,
 {
@@ -93,11 +93,12 @@ where
         };
         return cores::serve(&args, p, make_log);
     };
-    let mut tap = Tap::open(p.tap, p.mac).map_err(|e| cores::tap_open_error(p.tap, &e, false))?;
+    let (name, mac) = (&p.taps[0], p.macs[0]);
+    let mut tap = Tap::open(name, mac).map_err(|e| cores::tap_open_error(name, &e, false))?;
     tap.set_tso(p.tso);
     let caps = tap.caps();
     let name = tap.name().to_string();
-    (p.configure)(&name)?;
+    (p.configure)(std::slice::from_ref(&name))?;
     let board: Option<&'static Board> = pages.any().then(|| {
         let b = Board::new(runner.name(), &runner.roles(threads)).with_pages(pages);
         &*Box::leak(Box::new(b))
@@ -114,7 +115,7 @@ where
         let plan = Shared {
             site: WithStatsPage(p.site, pages.base),
             cfg: p.cfg,
-            mac: p.mac,
+            mac,
             board,
             stop: p.stop,
             caps,
@@ -124,7 +125,7 @@ where
         let plan = Shared {
             site: p.site,
             cfg: p.cfg,
-            mac: p.mac,
+            mac,
             board,
             stop: p.stop,
             caps,

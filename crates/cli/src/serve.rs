@@ -14,6 +14,7 @@ use crate::cores::{self, CoresArgs, Layout};
 use crate::opts::{self, Mac, OrNone, ServerOpts};
 use crate::runners::{self, RunnerArgs};
 use crate::util::{load_site, random_bytes};
+use bareweb_engine::wire::EthernetAddress;
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -22,16 +23,24 @@ pub struct ServeArgs {
     /// The site configuration [default: SITE/bareweb.toml if there is one].
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// TAP device to use; created if missing (needs CAP_NET_ADMIN).
-    #[arg(long, default_value = "bw0", value_parser = opts::ifname)]
-    pub tap: String,
+    /// TAP device to use; created if missing (needs CAP_NET_ADMIN). Given twice or more,
+    /// a set of NICs (paper 002's bonding, see --bond): one receives, several send.
+    #[arg(long = "tap", value_name = "NAME", default_value = "bw0", value_parser = opts::ifname)]
+    pub taps: Vec<String>,
     /// Address given to the host side of the TAP (default: the subnet's first free one);
-    /// `none` leaves the host side as it is.
+    /// `none` leaves the host side as it is. With several TAPs the address goes on the
+    /// bridge they are put on (--bridge).
     #[arg(long, value_name = "A.B.C.D|none")]
     pub host_ip: Option<OrNone>,
-    /// The server's MAC address (default: a random locally administered one).
-    #[arg(long)]
-    pub mac: Option<Mac>,
+    /// With several TAPs: the bridge the host puts them on (one link, as a switch joins a
+    /// server's NICs), created if missing and removed at stop if it was [the first TAP's
+    /// name + "br"]. Not used with --host-ip none (the caller bridged them).
+    #[arg(long, value_parser = opts::ifname)]
+    pub bridge: Option<String>,
+    /// The server's MAC address, once per --tap for a NIC set, in the same order (default:
+    /// random locally administered ones).
+    #[arg(long = "mac", value_name = "MAC")]
+    pub macs: Vec<Mac>,
     /// Send every TCP segment as its own frame: no segmentation offload (by default frames
     /// of up to ~64 KiB go to the TAP and the kernel cuts them into segments).
     #[arg(long)]
@@ -47,7 +56,32 @@ pub struct ServeArgs {
 impl ServeArgs {
     pub fn check(&self) -> Result<(), String> {
         self.server.check()?;
-        self.runner.check()
+        self.runner.check()?;
+        if self.macs.len() > self.taps.len() {
+            return Err(format!(
+                "{} --mac for {} --tap: give one MAC per TAP",
+                self.macs.len(),
+                self.taps.len()
+            ));
+        }
+        if let Some(t) = self
+            .taps
+            .iter()
+            .enumerate()
+            .find_map(|(i, t)| self.taps[..i].contains(t).then_some(t))
+        {
+            return Err(format!("--tap {t} is given twice"));
+        }
+        let bonded = self.server.bonding(self.taps.len())?.is_some();
+        if bonded && self.runner.runner.is_some() {
+            return Err(
+                "--runner serves on one TAP: it does not go with a NIC set (--bond)".into(),
+            );
+        }
+        if self.bridge.is_some() && self.taps.len() < 2 {
+            return Err("--bridge joins several TAPs: give --tap twice or more".into());
+        }
+        Ok(())
     }
 }
 
@@ -79,16 +113,42 @@ impl AccessLog for Clf {
     }
 }
 
+/// A random unicast, locally administered MAC.
+fn random_mac() -> EthernetAddress {
+    let mut m: [u8; 6] = random_bytes();
+    m[0] = (m[0] & 0xfe) | 0x02;
+    EthernetAddress(m)
+}
+
 pub fn serve(a: ServeArgs) -> Result<(), String> {
     let site = load_site(&a.site, a.config.as_deref())?;
-    let mac = match a.mac {
-        Some(m) => m.ethernet(),
-        None => {
-            let mut m: [u8; 6] = random_bytes();
-            m[0] = (m[0] & 0xfe) | 0x02; // unicast, locally administered
-            bareweb_engine::wire::EthernetAddress(m)
-        }
+    let bonding = a.server.bonding(a.taps.len())?;
+    // `--bond off` (or one TAP): the first TAP alone, as always.
+    let taps = if bonding.is_some() {
+        &a.taps[..]
+    } else {
+        &a.taps[..1]
     };
+    if bonding.is_none() && a.taps.len() > 1 {
+        eprintln!(
+            "bareweb: --bond off: serving on {} alone ({} not used)",
+            a.taps[0],
+            a.taps[1..].join(", ")
+        );
+    }
+    let mut macs: Vec<EthernetAddress> = Vec::with_capacity(taps.len());
+    for i in 0..taps.len() {
+        let m = match a.macs.get(i) {
+            Some(m) => m.ethernet(),
+            None => loop {
+                let m = random_mac();
+                if !macs.contains(&m) {
+                    break m;
+                }
+            },
+        };
+        macs.push(m);
+    }
     let cfg = a.server.config(random_bytes());
     let (ip, prefix) = (cfg.ip, cfg.prefix_len);
     let host_ip = match a.host_ip {
@@ -102,21 +162,55 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     install_signal_handlers();
     let host = host_ip.map_or("unchanged".to_string(), |h| format!("{h}/{prefix}"));
     let port = cfg.port;
+    let macs_text = macs
+        .iter()
+        .map(|m| m.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
     let banner = move |on: &str| {
         eprintln!(
-            "bareweb: serving {files} files at http://{ip}:{port}/ on {on} (server MAC {mac}, host side {host}); Ctrl-C stops"
+            "bareweb: serving {files} files at http://{ip}:{port}/ on {on} (server MAC {macs_text}, host side {host}); Ctrl-C stops"
         )
     };
+    let bridge =
+        match (&a.bridge, taps.len()) {
+            (Some(b), _) => Some(b.clone()),
+            (None, 1) => None,
+            (None, _) => {
+                let b = format!("{}br", taps[0]);
+                Some(opts::ifname(&b).map_err(|_| {
+                    format!("{b:?} is too long for a bridge name: give --bridge NAME")
+                })?)
+            }
+        };
+    let mut made_bridge = None;
     let prepared = cores::Prepared {
         site,
         cfg,
-        mac,
-        tap: &a.tap,
+        macs: &macs,
+        taps,
+        bonding,
         tso: !a.no_tso,
-        configure: |name: &str| match host_ip {
-            Some(h) => netif::configure(name, h, prefix)
-                .map_err(|e| format!("cannot configure {name}: {e}")),
-            None => Ok(()),
+        configure: |names: &[String]| {
+            let Some(h) = host_ip else { return Ok(()) };
+            let on = match &bridge {
+                // Several TAPs: one link, the bridge, holds the host side.
+                Some(br) => {
+                    if netif::bridge_create(br)
+                        .map_err(|e| format!("cannot create bridge {br}: {e}"))?
+                    {
+                        made_bridge = Some(br.clone());
+                    }
+                    for n in names {
+                        netif::bridge_add(br, n)
+                            .and_then(|()| netif::set_up(n))
+                            .map_err(|e| format!("cannot put {n} on bridge {br}: {e}"))?;
+                    }
+                    br.as_str()
+                }
+                None => names[0].as_str(),
+            };
+            netif::configure(on, h, prefix).map_err(|e| format!("cannot configure {on}: {e}"))
         },
         stop: &STOP,
         banner: &banner,
@@ -133,10 +227,16 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         pin: !a.cores.no_pin,
     };
     let threads = a.runner.threads.into();
-    match (a.runner.runner, a.server.access_log) {
+    let r = match (a.runner.runner, a.server.access_log) {
         (Some(r), true) => runners::serve(r, threads, pages, prepared, clf),
         (Some(r), false) => runners::serve(r, threads, pages, prepared, cores::no_log),
         (None, true) => cores::serve(&layout, prepared, clf),
         (None, false) => cores::serve(&layout, prepared, cores::no_log),
+    };
+    if let Some(br) = made_bridge {
+        if let Err(e) = netif::bridge_remove(&br) {
+            eprintln!("bareweb: cannot remove bridge {br}: {e}");
+        }
     }
+    r
 }
