@@ -287,7 +287,6 @@ fn kernel(
     std::fs::create_dir_all(&site).map_err(|e| format!("{}: {e}", site.display()))?;
     std::fs::write(site.join("index.html"), b"bare client\n")
         .map_err(|e| format!("{}: {e}", site.display()))?;
-    let serial = dir.join("console.log");
     let paths: Vec<&str> = urls.iter().map(|u| u.path.as_str()).collect();
     let mut words = format!(
         "client=udp server={} paths={} requests={} seconds={} rto_ms={} tries={} pad={}",
@@ -326,8 +325,6 @@ fn kernel(
         "--gw".into(),
         gw,
         "--headless".into(),
-        "--serial-log".into(),
-        serial.display().to_string(),
         "--append".into(),
         words,
     ];
@@ -340,10 +337,9 @@ fn kernel(
         eprintln!("bareweb: booting the bare client under QEMU on {tap}");
     }
     let limit = Duration::from_secs_f64(a.seconds + 120.0);
-    let status = crate::run::boot_until_done(&run.run, limit);
-    let console = std::fs::read_to_string(&serial).unwrap_or_default();
+    let booted = crate::launch::boot_until_done(&run.run, limit);
     let _ = std::fs::remove_dir_all(&dir);
-    let status = status?;
+    let (status, console) = booted?;
     let Some(line) = console.lines().find(|l| l.starts_with("client: report ")) else {
         let tail: String = console
             .lines()

@@ -19,6 +19,7 @@ mod bootimage;
 mod cores;
 mod get;
 mod image;
+mod launch;
 mod load;
 mod load_udp;
 mod opts;
@@ -100,7 +101,7 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Build(a) => image::build(&a),
         Cmd::Serve(a) => serve::serve(a),
-        Cmd::Run(a) => match run::run(a) {
+        Cmd::Run(a) => match launch::run(a) {
             Ok(code) => return code,
             Err(e) => Err(e),
         },

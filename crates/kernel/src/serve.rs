@@ -31,6 +31,7 @@ use core::sync::atomic::AtomicBool;
 
 use bareweb_engine::cores::board::{Board, WithStatsPage};
 use bareweb_engine::cores::netcore::{Dispatch, Drain, NetCoreNic};
+use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
 use bareweb_engine::cores::run::{run_core, run_core_ticking, CoreCtx};
 use bareweb_engine::cores::{CoreQueue, DispatchCounters};
@@ -141,6 +142,11 @@ pub fn boot(info: &BootInfo) -> ! {
     };
     let ms = |t: u64| (crate::arch::cpu::rdtsc() - t) * 1000 / clock.hz;
     kprintln!("site: {} files checked in {} ms", site.len(), ms(t_site));
+    // The site's configuration can turn the stats page off too (bareweb.toml [stats]).
+    let settings = Settings {
+        stats_page: settings.stats_page && site.pages().stats.or(true),
+        ..settings
+    };
     let t_smp = crate::arch::cpu::rdtsc();
     let cores = start_cores(&settings, &procs, &clock);
     kprintln!("smp: {cores} core(s) running in {} ms", ms(t_smp));
@@ -349,9 +355,16 @@ impl Start {
         cfg
     }
 
+    /// The server's own pages: the stats page as the command line and the site say;
+    /// metrics and the health check only if the site's configuration turns them on.
+    fn page_settings(&self) -> PageSettings {
+        PageSettings::resolve(&self.site.pages(), self.settings.stats_page, false, false)
+    }
+
     fn pages(&self) -> Pages {
-        if self.settings.stats_page {
-            Pages::WithStats(WithStatsPage(self.site))
+        let p = self.page_settings();
+        if p.stats {
+            Pages::WithStats(WithStatsPage(self.site, p.base))
         } else {
             Pages::Plain(self.site)
         }
@@ -397,7 +410,7 @@ impl Start {
         kprintln!("mode: {} ({})", decision.mode.name(), decision.why);
         let t = crate::arch::cpu::rdtsc();
         let plan = Plan::new(decision.mode, self.cores, self.pages(), self.config(), mac)
-            .with_board(self.settings.stats_page);
+            .with_board(self.page_settings());
         match decision.mode {
             Mode::NetCore { .. } => match nics.pop() {
                 Some(nic) if nics.is_empty() => self.netcore(&plan, nic, t),
