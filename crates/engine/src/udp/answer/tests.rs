@@ -26,6 +26,9 @@ fn site() -> Site {
         last_modified: 1_700_000_000,
         identity: body((0..n).map(|i| (i * 7 + i / 251) as u8).collect()),
         gzip: None,
+        br: None,
+        zstd: None,
+        headers: "",
     };
     Site(vec![
         ("/4k", res(4096)),

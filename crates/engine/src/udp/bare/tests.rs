@@ -33,6 +33,9 @@ fn file(n: usize) -> Resource<'static> {
             block_sums: Vec::leak(sums),
         },
         gzip: None,
+        br: None,
+        zstd: None,
+        headers: "",
     }
 }
 
