@@ -36,7 +36,7 @@ use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
 use bareweb_engine::cores::run::{run_core, run_core_ticking, CoreCtx};
 use bareweb_engine::cores::{CoreQueue, DispatchCounters};
 use bareweb_engine::nic::{Clock, Nic, NicCaps, NicCounters};
-use bareweb_engine::resource::{Found, Lookup};
+use bareweb_engine::resource::{Found, Lookup, Redirect, Resource};
 use bareweb_engine::ring::Doze;
 use bareweb_engine::server::{AccessLog, AccessRecord, Config, Server, Timeouts};
 use bareweb_engine::site::Site;
@@ -271,6 +271,27 @@ impl Lookup<'static> for Pages {
         match self {
             Pages::Plain(s) => s.lookup(path),
             Pages::WithStats(s) => s.lookup(path),
+        }
+    }
+
+    fn redirect(&self, path: &[u8]) -> Option<Redirect<'static>> {
+        match self {
+            Pages::Plain(s) => s.redirect(path),
+            Pages::WithStats(s) => s.redirect(path),
+        }
+    }
+
+    fn error_page(&self, status: u16) -> Option<Resource<'static>> {
+        match self {
+            Pages::Plain(s) => s.error_page(status),
+            Pages::WithStats(s) => s.error_page(status),
+        }
+    }
+
+    fn common_headers(&self) -> &'static str {
+        match self {
+            Pages::Plain(s) => s.common_headers(),
+            Pages::WithStats(s) => s.common_headers(),
         }
     }
 }
