@@ -5,15 +5,18 @@
 //! boots them: PVH `-kernel`, the site as `-initrd` (boot module 0), the settings as the
 //! kernel command line. The console is COM1 (the terminal, or a file).
 
+use std::fmt;
+use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use bareweb_engine::cores::plan::{self, Asked};
+use bareweb_engine::cores::plan;
 use bareweb_engine::site::{self, Site};
 
-use crate::util::{parse_cidr, parse_ip};
+use crate::opts::{self, kernel_cmdline, value_name, Mac, MemSize, ModeArg, ServerOpts};
 
 /// The kernel ELF this binary was built with.
 pub static KERNEL: &[u8] = include_bytes!(env!("BAREWEB_KERNEL_ELF"));
@@ -39,62 +42,29 @@ pub struct RunArgs {
     pub machine: Machine,
     /// Network: `user` (QEMU user networking, no root; forwards --listen to the server)
     /// or `tap:IFNAME` (a TAP device the caller prepared).
-    #[arg(long, default_value = "user")]
-    pub net: String,
+    #[arg(long, default_value = "user", value_name = "user|tap:IFNAME")]
+    pub net: Net,
     /// Host address forwarded to the server with `--net user`.
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    pub listen: String,
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "A.B.C.D:PORT")]
+    pub listen: SocketAddrV4,
     /// NIC model.
     #[arg(long, value_enum, default_value_t = NicModel::Virtio)]
     pub nic: NicModel,
-    /// Virtual CPUs (QEMU -smp); the kernel serves on every one of them (see --mode).
-    #[arg(long, default_value_t = 1)]
+    /// Virtual CPUs (QEMU -smp), 1 to 32; the kernel serves on every one (see --mode).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=32))]
     pub smp: u32,
-    /// How the cores share the NIC: `perqueue` (a virtio-net queue pair and a server per
-    /// core; needs --nic virtio and a TAP that can be multi-queue; the default when it
-    /// can) or `netcore` (the papers' design: core 0 owns the NIC and hands connections to
-    /// HTTP cores round robin; the default otherwise). With one core either is the
-    /// one-core server (the kernel says so on its console).
-    #[arg(long, value_enum)]
-    pub mode: Option<ModeArg>,
-    /// Network-core mode: core 0 serves HTTP too.
-    #[arg(long)]
-    pub bsp_http: bool,
-    /// Do not answer /.well-known/bareweb/ (HTML) and /.well-known/bareweb/stats (JSON).
-    #[arg(long)]
-    pub no_stats_page: bool,
-    /// Guest memory (QEMU -m syntax).
+    /// Guest memory (QEMU -m syntax: 256M, 1G).
     #[arg(long, default_value = "256M")]
-    pub mem: String,
-    /// The server's address and prefix (QEMU user networking's guest address by default).
-    #[arg(long, default_value = "10.0.2.15/24")]
-    pub ip: String,
-    /// Router for off-link clients, or `none`.
-    #[arg(long, default_value = "10.0.2.2")]
-    pub gw: String,
-    /// TCP port the server listens on inside the VM (1-65535).
-    #[arg(long, default_value_t = 80, value_parser = clap::value_parser!(u16).range(1..))]
-    pub port: u16,
-    /// HTTP scheduling policy: imt or ist (paper 004).
-    #[arg(long, default_value = "imt")]
-    pub sched: String,
-    /// Most connections at once (TCBs per core), 1 to 1048576.
-    #[arg(long, default_value_t = 1024, value_parser = crate::parse_tcbs)]
-    pub tcbs: usize,
-    /// Most connections from one client address at once; default half of --tcbs. (With
-    /// QEMU user networking every client comes from one address.)
-    #[arg(long, value_parser = crate::parse_tcbs)]
-    pub max_per_ip: Option<usize>,
-    /// Half-open connections held at once before SYN cookies; default half of --tcbs.
-    #[arg(long, value_parser = crate::parse_tcbs)]
-    pub syn_backlog: Option<usize>,
-    /// Kernel logging on the console: comma list of `access` (a line per response,
-    /// slow), `stats` (counters every second).
-    #[arg(long, default_value = "")]
-    pub log: String,
-    /// More kernel command line words (see docs/kernel.md), e.g. `crash=panic`.
-    #[arg(long, default_value = "")]
-    pub append: String,
+    pub mem: MemSize,
+    #[command(flatten)]
+    pub server: ServerOpts,
+    /// A line of counters every second on the kernel console.
+    #[arg(long)]
+    pub stats_log: bool,
+    /// More kernel command line words (see docs/kernel.md), e.g. `crash=panic`; checked
+    /// against the kernel's own parser before boot.
+    #[arg(long, value_name = "WORDS", value_parser = opts::kernel_words)]
+    pub append: Option<String>,
     /// Do not show the console on the terminal (write it to --serial-log, or drop it).
     #[arg(long)]
     pub headless: bool,
@@ -103,13 +73,69 @@ pub struct RunArgs {
     pub serial_log: Option<PathBuf>,
     /// The server's MAC address (QEMU's default otherwise).
     #[arg(long)]
-    pub mac: Option<String>,
+    pub mac: Option<Mac>,
     /// QEMU binary.
     #[arg(long, default_value = "qemu-system-x86_64")]
     pub qemu: String,
     /// Print the QEMU command line and exit without running it.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// `--net`: QEMU user networking, or a TAP the caller prepared.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Net {
+    User,
+    Tap(String),
+}
+
+impl FromStr for Net {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "user" => Ok(Net::User),
+            _ => match s.strip_prefix("tap:") {
+                Some(name) => opts::ifname(name).map(Net::Tap),
+                None => Err(format!("{s:?}: expected `user` or `tap:IFNAME`")),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Net {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Net::User => f.write_str("user"),
+            Net::Tap(n) => write!(f, "tap:{n}"),
+        }
+    }
+}
+
+impl RunArgs {
+    /// Checks that need more than one option (usage errors).
+    pub fn check(&self) -> Result<(), String> {
+        self.server.check()?;
+        self.cores_plan().map(|_| ())?;
+        opts::kernel_settings(&self.cmdline())?;
+        Ok(())
+    }
+
+    /// The kernel command line: the shared options given, `--stats-log`, `--append`.
+    pub fn cmdline(&self) -> String {
+        let mut w = self.server.kernel_words(self.stats_log);
+        w.extend(self.append.iter().cloned());
+        w.join(" ")
+    }
+
+    /// The settings the kernel will boot with.
+    pub fn settings(&self) -> Result<kernel_cmdline::Settings, String> {
+        opts::kernel_settings(&self.cmdline())
+    }
+
+    /// The cores plan for these options (errors for impossible combinations).
+    pub fn cores_plan(&self) -> Result<CoresPlan, String> {
+        cores_plan(self)
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
@@ -127,21 +153,9 @@ pub enum Machine {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
-pub enum ModeArg {
-    Netcore,
-    Perqueue,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
 pub enum NicModel {
     Virtio,
     E1000,
-}
-
-/// The command-line spelling of an option's value (`qboot`, `e1000`), for messages.
-fn value_name(v: impl clap::ValueEnum) -> String {
-    v.to_possible_value()
-        .map_or_else(String::new, |p| p.get_name().to_string())
 }
 
 /// Whether KVM can be used, and if not (or if it is the wrong kind), why.
@@ -187,43 +201,9 @@ pub fn qemu_args(
     kernel: &Path,
     image: &Path,
 ) -> Result<Vec<String>, String> {
-    let (ip, prefix) = parse_cidr(&a.ip)?;
-    if a.gw != "none" {
-        parse_ip(&a.gw)?;
-    }
-    if !matches!(a.sched.as_str(), "imt" | "ist") {
-        return Err(format!("--sched must be imt or ist, not {:?}", a.sched));
-    }
-    let mut cmdline = format!(
-        "ip={ip}/{prefix} gw={} port={} sched={} tcbs={}",
-        a.gw, a.port, a.sched, a.tcbs
-    );
-    if let Some(n) = a.max_per_ip {
-        cmdline.push_str(&format!(" max_per_ip={n}"));
-    }
-    if let Some(n) = a.syn_backlog {
-        cmdline.push_str(&format!(" syn_backlog={n}"));
-    }
+    let settings = a.settings()?;
+    let cmdline = a.cmdline();
     let plan = cores_plan(a)?;
-    if let Some(m) = a.mode {
-        cmdline.push_str(match m {
-            ModeArg::Netcore => " mode=netcore",
-            ModeArg::Perqueue => " mode=perqueue",
-        });
-    }
-    if a.bsp_http {
-        cmdline.push_str(" bsp_http=on");
-    }
-    if a.no_stats_page {
-        cmdline.push_str(" stats_page=off");
-    }
-    if !a.log.is_empty() {
-        cmdline.push_str(&format!(" log={}", a.log));
-    }
-    if !a.append.trim().is_empty() {
-        cmdline.push(' ');
-        cmdline.push_str(a.append.trim());
-    }
     let mut v: Vec<String> = Vec::new();
     let mut push = |s: &str| v.push(s.to_string());
     for s in [
@@ -276,7 +256,7 @@ pub fn qemu_args(
         }
     }
     push("-m");
-    push(&a.mem);
+    push(&a.mem.to_string());
     push("-smp");
     push(&a.smp.to_string());
     push("-kernel");
@@ -294,37 +274,26 @@ pub fn qemu_args(
         (None, false) => push("stdio"),
     }
     push("-netdev");
-    if a.net == "user" {
-        let (host, hport) = a
-            .listen
-            .rsplit_once(':')
-            .ok_or(format!("--listen must be ADDR:PORT, not {:?}", a.listen))?;
-        hport
-            .parse::<u16>()
-            .map_err(|_| format!("bad port in --listen {:?}", a.listen))?;
-        push(&format!(
-            "user,id=n0,hostfwd=tcp:{host}:{hport}-{ip}:{}",
-            a.port
-        ));
-    } else if let Some(ifname) = a.net.strip_prefix("tap:") {
-        if ifname.is_empty() || ifname.len() > 15 || ifname.contains(',') {
-            return Err(format!("bad TAP name {ifname:?}"));
+    match &a.net {
+        Net::User => push(&format!(
+            "user,id=n0,hostfwd=tcp:{}:{}-{}:{}",
+            a.listen.ip(),
+            a.listen.port(),
+            settings.ip,
+            settings.port
+        )),
+        Net::Tap(ifname) => {
+            let queues = match plan.queues {
+                1 => String::new(),
+                n => format!(",queues={n}"),
+            };
+            push(&format!(
+                "tap,id=n0,ifname={ifname},script=no,downscript=no,vhost=off{queues}"
+            ));
         }
-        let queues = match plan.queues {
-            1 => String::new(),
-            n => format!(",queues={n}"),
-        };
-        push(&format!(
-            "tap,id=n0,ifname={ifname},script=no,downscript=no,vhost=off{queues}"
-        ));
-    } else {
-        return Err(format!("--net must be user or tap:IFNAME, not {:?}", a.net));
     }
-    let mac = match &a.mac {
-        Some(m) => {
-            crate::util::parse_mac(m)?;
-            format!(",mac={m}")
-        }
+    let mac = match a.mac {
+        Some(m) => format!(",mac={m}"),
         None => String::new(),
     };
     let mq = match plan.queues {
@@ -375,13 +344,11 @@ fn tap_kind(ifname: &str) -> TapKind {
 
 /// The cores plan for `a` (errors for impossible combinations).
 pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
-    if a.smp == 0 || a.smp > 32 {
-        return Err("--smp must be in 1..=32 (the kernel uses at most 32 cores)".into());
-    }
-    if a.bsp_http && a.mode != Some(ModeArg::Netcore) {
-        return Err("--bsp-http only applies to --mode netcore".into());
-    }
-    let tap = a.net.strip_prefix("tap:").map(tap_kind);
+    let mode = a.server.mode;
+    let tap = match &a.net {
+        Net::Tap(name) => Some(tap_kind(name)),
+        Net::User => None,
+    };
     // QEMU opens a multi-queue TAP only with queues >= 2 (IFF_MULTI_QUEUE is set only
     // then); a kernel that uses fewer pairs leaves the others off and QEMU detaches their
     // TAP queues, so everything arrives on the pairs in use.
@@ -393,13 +360,10 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
     if a.smp == 1 {
         // Whatever --mode says, one core is the single server: the kernel's plan (the
         // engine's) falls back and says so, as `serve --cores 1` does.
-        let asked = a.mode.map(|m| match m {
-            ModeArg::Netcore => Asked::NetCore,
-            ModeArg::Perqueue => Asked::PerQueue,
-        });
+        let asked = mode.map(ModeArg::asked);
         return Ok(CoresPlan {
             queues: min_queues,
-            note: plan::decide(1, asked, a.bsp_http, 1).why.to_string(),
+            note: plan::decide(1, asked, a.server.bsp_http, 1).why.to_string(),
         });
     }
     let why_not = match (a.nic, tap) {
@@ -409,11 +373,11 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
         }
         (NicModel::Virtio, Some(TapKind::SingleQueue)) => Some(format!(
             "TAP {} is single-queue (create it with `ip tuntap add NAME mode tap multi_queue`)",
-            a.net.trim_start_matches("tap:")
+            a.net.to_string().trim_start_matches("tap:")
         )),
         _ => None,
     };
-    match (a.mode, why_not) {
+    match (mode, why_not) {
         (Some(ModeArg::Netcore), _) => Ok(CoresPlan {
             queues: min_queues,
             note: format!("{} cores, network-core mode (asked for)", a.smp),
@@ -502,16 +466,16 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     if a.smp > 1 {
         eprintln!("bareweb: {}", cores_plan(&a)?.note);
     }
-    let (ip, _) = parse_cidr(&a.ip)?;
-    if a.net == "user" {
+    let settings = a.settings()?;
+    if a.net == Net::User {
         eprintln!(
-            "bareweb: serving at http://{}/ (forwarded to {ip}:{}); Ctrl-C stops",
-            a.listen, a.port
+            "bareweb: serving at http://{}/ (forwarded to {}:{}); Ctrl-C stops",
+            a.listen, settings.ip, settings.port
         );
     } else {
         eprintln!(
-            "bareweb: serving at http://{ip}:{}/ on {}; Ctrl-C stops",
-            a.port, a.net
+            "bareweb: serving at http://{}:{}/ on {}; Ctrl-C stops",
+            settings.ip, settings.port, a.net
         );
     }
     let mut cmd = Command::new(&a.qemu);
@@ -643,11 +607,11 @@ mod tests {
                 .to_string();
             assert!(e.contains("from 1 to 1048576"), "{e}");
         }
-        assert_eq!(args(&["--tcbs", "1"]).tcbs, 1);
-        assert_eq!(args(&["--tcbs", "1048576"]).tcbs, 1 << 20);
+        assert_eq!(args(&["--tcbs", "1"]).server.tcbs, Some(1));
+        assert_eq!(args(&["--tcbs", "1048576"]).server.tcbs, Some(1 << 20));
         assert!(qemu(&["--tcbs", "64"]).unwrap().contains("tcbs=64"));
         assert!(Cli::try_parse_from(["bareweb", "site", "--port", "0"]).is_err());
-        assert_eq!(args(&["--port", "8080"]).port, 8080);
+        assert_eq!(args(&["--port", "8080"]).server.port, Some(8080));
     }
 
     #[test]
@@ -679,7 +643,7 @@ mod tests {
         ])
         .unwrap();
         assert!(
-            words.contains("mode=netcore bsp_http=on stats_page=off"),
+            words.contains("-append stats_page=off mode=netcore bsp_http=on -device"),
             "{words}"
         );
         // One core with a mode: the kernel serves on its one core and says why (as
@@ -707,7 +671,12 @@ mod tests {
             &["--machine", "pc", "--smp", "2", "--bsp-http"],
             &["--machine", "pc", "--smp", "33"],
         ] {
-            assert!(qemu(bad).is_err(), "{bad:?}");
+            let mut v = vec!["bareweb", "site"];
+            v.extend_from_slice(bad);
+            let checked = Cli::try_parse_from(v)
+                .map_err(|e| e.to_string())
+                .and_then(|c| c.run.check());
+            assert!(checked.is_err(), "{bad:?}");
         }
     }
 }

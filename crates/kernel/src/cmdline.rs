@@ -1,13 +1,21 @@
 //! The kernel command line: `ip=A.B.C.D[/N] gw=A.B.C.D|none port=N sched=imt|ist
-//! tcbs=N max_per_ip=N syn_backlog=N log=access,stats`, the many-core words `cores=N mode=netcore|perqueue
-//! bsp_http=on|off stats_page=on|off apic=auto|xapic`, and `crash=panic|fault|fault-ap|overflow-ap`
-//! which makes the kernel fail on purpose right after boot (the tests use it to prove that
-//! failures are reported and stop QEMU).
+//! tcbs=N max_per_ip=N syn_backlog=N request_timeout=S idle_timeout=S log=access,stats`,
+//! the many-core words `cores=N mode=netcore|perqueue bsp_http=on|off stats_page=on|off
+//! apic=auto|xapic`, the bonding words (issue 14) `bond=off|split|spread
+//! bond_policy=per-client|size|least-queued bond_monitor_ms=N`, and
+//! `crash=panic|fault|fault-ap|overflow-ap` which makes the kernel
+//! fail on purpose right after boot (the tests use it to prove that failures are reported
+//! and stop QEMU).
 //!
 //! Defaults work under QEMU user networking (10.0.2.15/24, gateway 10.0.2.2, port 80).
 //! A bad value is reported on the console and its default kept; an unknown key is
 //! reported and ignored. Nothing here panics on any input.
+//!
+//! `bareweb run` and `bareweb build` compile this same file into the host binary
+//! (crates/cli/src/opts.rs) to refuse a bad word before boot, so it depends only on the
+//! engine and `core`: keep it free of kernel-only modules.
 
+use bareweb_engine::bond::{Mode as BondMode, Policy as BondPolicy};
 use bareweb_engine::server::Sched;
 use bareweb_engine::wire::Ipv4Address;
 
@@ -30,6 +38,10 @@ pub struct Settings {
     pub max_per_ip: Option<usize>,
     /// Half-open connections before SYN cookies (None: half the TCBs).
     pub syn_backlog: Option<usize>,
+    /// Seconds a client has to send a whole request head (then 408).
+    pub request_timeout_s: u64,
+    /// Seconds an idle keep-alive connection is kept.
+    pub idle_timeout_s: u64,
     /// Print an access log line per response on the console (slow: one VM exit a byte).
     pub log_access: bool,
     /// Print a counters line every second.
@@ -47,6 +59,12 @@ pub struct Settings {
     pub stats_page: bool,
     /// Use x2APIC when the CPU offers it (`apic=xapic` forces the memory-mapped xAPIC).
     pub x2apic: bool,
+    /// How the NICs are used (default: `spread` when two or more are found, else `off`).
+    pub bond: Option<BondMode>,
+    /// How a connection's send NIC is chosen.
+    pub bond_policy: BondPolicy,
+    /// Milliseconds between two readings of the NICs' links.
+    pub bond_monitor_ms: u32,
 }
 
 /// How several cores share the NIC.
@@ -84,6 +102,8 @@ impl Default for Settings {
             tcbs: 1024,
             max_per_ip: None,
             syn_backlog: None,
+            request_timeout_s: 10,
+            idle_timeout_s: 30,
             log_access: false,
             log_stats: false,
             crash: None,
@@ -92,6 +112,9 @@ impl Default for Settings {
             bsp_http: false,
             stats_page: true,
             x2apic: true,
+            bond: None,
+            bond_policy: BondPolicy::PerClient,
+            bond_monitor_ms: 100,
         }
     }
 }
@@ -197,6 +220,8 @@ pub fn parse_over<'a>(
             "tcbs" => count(v).map(|n| s.tcbs = n).is_some(),
             "max_per_ip" => count(v).map(|n| s.max_per_ip = Some(n)).is_some(),
             "syn_backlog" => count(v).map(|n| s.syn_backlog = Some(n)).is_some(),
+            "request_timeout" => seconds(v).map(|n| s.request_timeout_s = n).is_some(),
+            "idle_timeout" => seconds(v).map(|n| s.idle_timeout_s = n).is_some(),
             "log" => {
                 let mut all = true;
                 for item in v.split(',') {
@@ -247,6 +272,29 @@ pub fn parse_over<'a>(
                 _ => false,
             },
             "bsp_http" => on_off(v).map(|b| s.bsp_http = b).is_some(),
+            "bond" => match v {
+                "off" => Some(BondMode::Off),
+                "split" => Some(BondMode::Split),
+                "spread" => Some(BondMode::Spread),
+                _ => None,
+            }
+            .map(|m| s.bond = Some(m))
+            .is_some(),
+            "bond_policy" => match v {
+                "per-client" => Some(BondPolicy::PerClient),
+                "size" => Some(BondPolicy::Size),
+                "least-queued" => Some(BondPolicy::LeastQueued),
+                _ => None,
+            }
+            .map(|p| s.bond_policy = p)
+            .is_some(),
+            "bond_monitor_ms" => match v.parse::<u32>() {
+                Ok(n) if (1..=60_000).contains(&n) => {
+                    s.bond_monitor_ms = n;
+                    true
+                }
+                _ => false,
+            },
             "stats_page" => on_off(v).map(|b| s.stats_page = b).is_some(),
             "apic" => match v {
                 "auto" => {
@@ -284,6 +332,11 @@ fn count(v: &str) -> Option<usize> {
         .filter(|n| (1..=1 << 20).contains(n))
 }
 
+/// A timeout in seconds: 1 to 86400, as `bareweb serve` checks them.
+fn seconds(v: &str) -> Option<u64> {
+    v.parse::<u64>().ok().filter(|n| (1..=86_400).contains(n))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,9 +364,20 @@ mod tests {
     fn every_key() {
         let (s, c) = parse_all(
             "ip=192.168.1.50/16 gw=none port=8080 sched=ist tcbs=64 max_per_ip=7 syn_backlog=5 log=access,stats crash=fault \
-             cores=3 mode=netcore bsp_http=on stats_page=off apic=xapic",
+             request_timeout=5 idle_timeout=60 cores=3 mode=netcore bsp_http=on stats_page=off apic=xapic \
+             bond=split bond_policy=least-queued bond_monitor_ms=250",
         );
         assert!(c.is_empty(), "{c:?}");
+        assert_eq!(s.bond, Some(BondMode::Split));
+        assert_eq!(
+            (s.bond_policy, s.bond_monitor_ms),
+            (BondPolicy::LeastQueued, 250)
+        );
+        assert_eq!(parse_all("bond=off").0.bond, Some(BondMode::Off));
+        assert_eq!(
+            parse_all("bond_policy=size").0.bond_policy,
+            BondPolicy::Size
+        );
         assert_eq!((s.cores, s.mode), (Some(3), Some(CoreMode::NetCore)));
         assert!(s.bsp_http && !s.stats_page && !s.x2apic);
         assert_eq!(parse_all("mode=perqueue").0.mode, Some(CoreMode::PerQueue));
@@ -322,6 +386,7 @@ mod tests {
         assert_eq!(s.gateway, None);
         assert_eq!((s.port, s.sched, s.tcbs), (8080, Sched::Ist, 64));
         assert_eq!((s.max_per_ip, s.syn_backlog), (Some(7), Some(5)));
+        assert_eq!((s.request_timeout_s, s.idle_timeout_s), (5, 60));
         assert!(s.log_access && s.log_stats);
         assert_eq!(s.crash, Some(Crash::Fault));
         assert_eq!(parse_all("ip=10.0.0.2").0.prefix, 24);
@@ -340,6 +405,8 @@ mod tests {
             "port=65536",
             "sched=rr",
             "tcbs=0",
+            "request_timeout=0",
+            "idle_timeout=86401",
             "log=loud",
             "crash=maybe",
             "ip=1..2.3",
@@ -350,6 +417,10 @@ mod tests {
             "bsp_http=yes",
             "stats_page=",
             "apic=x3apic",
+            "bond=on",
+            "bond_policy=random",
+            "bond_monitor_ms=0",
+            "bond_monitor_ms=60001",
         ] {
             let (s, c) = parse_all(w);
             assert_eq!(c, [(w.into(), "bad value, default kept")], "{w}");

@@ -37,7 +37,7 @@ use bareweb_engine::cores::{CoreQueue, DispatchCounters};
 use bareweb_engine::nic::{Clock, Nic, NicCaps, NicCounters};
 use bareweb_engine::resource::{Found, Lookup};
 use bareweb_engine::ring::Doze;
-use bareweb_engine::server::{AccessLog, AccessRecord, Config, Server};
+use bareweb_engine::server::{AccessLog, AccessRecord, Config, Server, Timeouts};
 use bareweb_engine::site::Site;
 use bareweb_engine::tcp::port_table::Peer;
 use bareweb_engine::wire::EthernetAddress;
@@ -340,6 +340,11 @@ impl Start {
         cfg.tcbs = s.tcbs;
         cfg.max_per_ip = s.max_per_ip;
         cfg.syn_backlog = s.syn_backlog;
+        cfg.timeouts = Timeouts {
+            request_ms: s.request_timeout_s * 1000,
+            idle_ms: s.idle_timeout_s * 1000,
+            ..Timeouts::default()
+        };
         cfg
     }
 

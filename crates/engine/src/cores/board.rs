@@ -16,6 +16,7 @@ use core::fmt::{self, Write as _};
 use core::sync::atomic::{fence, AtomicU64, Ordering};
 
 use super::DispatchCounters;
+use crate::bond::Bond;
 use crate::http::{self, Method, Request};
 use crate::nic::NicCounters;
 use crate::resource::{Body, Found, Lookup, Resource};
@@ -92,6 +93,8 @@ pub struct Board {
     mode: &'static str,
     roles: Box<[Role]>,
     rows: Box<[Row]>,
+    /// The NIC set (issue 14), whose per-NIC counters and links the page shows.
+    bond: Option<&'static Bond>,
 }
 
 impl Board {
@@ -108,7 +111,20 @@ impl Board {
                     words: core::array::from_fn(|_| AtomicU64::new(0)),
                 })
                 .collect(),
+            bond: None,
         }
+    }
+
+    /// The board with a NIC set's part: the JSON gets a `bond` object (configuration,
+    /// receive NIC, each NIC's link, role and counters summed over the cores).
+    pub fn with_bond(mut self, bond: Option<&'static Bond>) -> Board {
+        self.bond = bond;
+        self
+    }
+
+    /// The NIC set shown, if any.
+    pub fn bond(&self) -> Option<&'static Bond> {
+        self.bond
     }
 
     /// Number of cores.
@@ -214,7 +230,12 @@ impl Board {
         }
         w.write_str("],\"total\":{")?;
         write_row(w, &total)?;
-        w.write_str("}}")
+        w.write_str("}")?;
+        if let Some(b) = self.bond {
+            w.write_str(",\"bond\":")?;
+            b.write_json(w)?;
+        }
+        w.write_str("}")
     }
 }
 

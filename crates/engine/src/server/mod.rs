@@ -10,6 +10,8 @@
 //! - `input.rs`: receive path (the papers' RCV task): ARP, ICMP, LISTEN, segment arrival;
 //! - `send.rs`: the HTTP step (the papers' HTTP task) and everything a connection sends;
 //! - `timers.rs`: the 10 ms scan: request and idle timeouts, then TCP's own timer;
+//! - `bond.rs`: on a set of NICs (issue 14), the send-id, the NIC each frame leaves from,
+//!   and failover;
 //! - [`config`]: [`Config`], [`Timeouts`], [`Sched`].
 //!
 //! Scheduling follows paper 004: the receive path has priority. With [`Sched::Imt`] the
@@ -21,6 +23,7 @@ use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
 
+mod bond;
 pub mod config;
 mod input;
 mod send;
@@ -133,6 +136,8 @@ pub struct Server<L: Lookup<'static>> {
     /// Connections freed (or segments that found none) this round: [`Server::closed`].
     closed: Vec<(Peer, u64)>,
     dynamic: Option<Dynamic>,
+    /// The NIC set this server sends on, if any.
+    bond: Option<bond::ServerBond>,
 }
 
 impl<L: Lookup<'static>> Server<L> {
@@ -145,8 +150,10 @@ impl<L: Lookup<'static>> Server<L> {
         );
         assert!(cfg.rx_buffer >= 1024, "rx_buffer too small");
         let n = cfg.tcbs;
+        let bond = cfg.bond.map(bond::ServerBond::new);
         let iface = Interface {
-            mac,
+            // On a NIC set, ARP gives the receive NIC's MAC.
+            mac: bond.as_ref().map_or(mac, |b| b.receive_mac()),
             ip: cfg.ip,
             prefix_len: cfg.prefix_len,
             gateway: cfg.gateway.is_some(),
@@ -178,6 +185,7 @@ impl<L: Lookup<'static>> Server<L> {
             // A round frees at most the TCBs in use plus those its frames open.
             closed: Vec::with_capacity(n + (ROUND_BUDGET as usize) * RX_BURST),
             dynamic: None,
+            bond,
             site,
             cfg,
         }
@@ -239,6 +247,7 @@ impl<L: Lookup<'static>> Server<L> {
         self.tso_max = nic.caps().tso_max.min(TSO_LIMIT) as u32;
         self.closed.clear();
         let (rx, tx) = nic.split();
+        self.bond_sync(tx);
         let mut worked = false;
         let mut frames = [RxFrame { buf: 0, len: 0 }; RX_BURST];
         // Bounded so timers run and the transmit ring is flushed at least every
@@ -290,6 +299,7 @@ impl<L: Lookup<'static>> Server<L> {
             self.times.busy_polls += 1;
         }
         self.end_round(tx, log);
+        self.bond_publish();
         tx.flush();
         worked
     }
@@ -364,6 +374,7 @@ impl<L: Lookup<'static>> Server<L> {
         if self.closed.len() < self.closed.capacity() {
             self.closed.push((peer, self.stats.rx_frames));
         }
+        self.bond_release(id);
         self.tcbs.0[idx] = Tcb::free();
         if queued {
             self.run.retain(|&x| x != id);

@@ -103,10 +103,12 @@ impl<L: Lookup<'static>> Server<L> {
         self.count_response(resp.status);
         let t = &mut self.tcbs.0[idx];
         let start = t.tcp.queue(resp.head_len as u32);
-        t.http.resp = Some(Sending::new(start, resp.head_len, None));
+        let r = Sending::new(start, resp.head_len, None);
+        t.http.resp = Some(r);
         t.tcp.close();
         t.http.rx_len = 0;
         t.http.request_start_ns = 0;
+        self.bond_queued(id, r.wire_len());
         self.enqueue(id);
     }
 }
