@@ -123,8 +123,9 @@ pub struct Server<L: Lookup<'static>> {
     isn: IsnGenerator,
     stats: Stats,
     next_tick_ns: u64,
-    /// The earliest TCP timer deadline known (`u64::MAX`: none): every place that may arm
-    /// a connection's timer lowers it (`note_timer`), the scan recomputes it.
+    /// The earliest precise TCP timer deadline known (a loss probe's; `u64::MAX`: none):
+    /// every place that may arm a connection's timer lowers it (`note_timer`), the scan
+    /// recomputes it.
     next_timer_ns: u64,
     now_ns: u64,
     unix_secs: u64,
@@ -305,7 +306,7 @@ impl<L: Lookup<'static>> Server<L> {
     }
 
     /// The end of a round (both `poll` and the split API's `tick`): scan the timers if
-    /// the periodic tick or a TCP deadline is due.
+    /// the periodic tick or a loss probe is due.
     fn end_round<T: TxRing, A: AccessLog>(&mut self, tx: &mut T, log: &mut A) {
         if self.now_ns >= self.next_tick_ns || self.now_ns >= self.next_timer_ns {
             self.next_tick_ns = self.now_ns + TICK_NS;
@@ -319,9 +320,10 @@ impl<L: Lookup<'static>> Server<L> {
         self.next_tick_ns.min(self.next_timer_ns)
     }
 
-    /// Connection `id`'s timer may have been armed: the scan comes no later than it.
+    /// Connection `id`'s timer may have been armed: if it needs better than the tick (a
+    /// loss probe), the scan comes no later than it.
     fn note_timer(&mut self, id: u32) {
-        if let Some(at) = self.tcbs.0[id as usize].tcp.timer().deadline() {
+        if let Some(at) = self.tcbs.0[id as usize].tcp.timer().precise_deadline() {
             self.next_timer_ns = self.next_timer_ns.min(at);
         }
     }

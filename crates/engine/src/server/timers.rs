@@ -1,4 +1,4 @@
-//! The timer scan over all TCBs, every 10 ms and whenever a TCP deadline comes sooner:
+//! The timer scan over all TCBs, every 10 ms and whenever a loss probe is due sooner:
 //! HTTP's request timeout (408 and close) and idle keep-alive close first, then the TCP
 //! connection's own timer (SYN-ACK and data retransmission, tail loss probe, persist
 //! probe, stall abort; [`TimerAction`]).
@@ -11,7 +11,8 @@ use crate::tcp::output::TimerAction;
 use crate::wire::Ipv4Address;
 
 impl<L: Lookup<'static>> Server<L> {
-    /// Fires what is due; returns the earliest TCP deadline left (`u64::MAX`: none).
+    /// Fires what is due; returns the earliest precise TCP deadline left (a loss probe's;
+    /// `u64::MAX`: none).
     pub(super) fn timers<T: TxRing, A: AccessLog>(&mut self, tx: &mut T, log: &mut A) -> u64 {
         let now = self.now_ns;
         let to = self.cfg.timeouts;
@@ -77,7 +78,7 @@ impl<L: Lookup<'static>> Server<L> {
             }
             let t = &self.tcbs.0[idx];
             if t.in_use() {
-                next = next.min(t.tcp.timer().deadline().unwrap_or(u64::MAX));
+                next = next.min(t.tcp.timer().precise_deadline().unwrap_or(u64::MAX));
             }
         }
         next
