@@ -316,3 +316,39 @@ table netdev bwloss {
         counters = s.stop()
         s.ns.close()
     assert counters["tcp_rto_retransmits"] + counters["tcp_fast_retransmits"] > 0, counters
+
+
+def test_metrics_and_healthz_on_serve(server):
+    """`serve` answers /metrics (Prometheus text, the stats JSON's counters per core) and
+    /healthz by default (issue 17)."""
+    server.ns.run("curl", "-sS", "-o", "/dev/null", URL + "/")
+    r = server.ns.run("curl", "-sS", "-D", "-", URL + "/metrics")
+    head, _, body = r.stdout.replace("\r\n", "\n").partition("\n\n")
+    status, h = headers_of(head + "\n\n")
+    assert status == "HTTP/1.1 200 OK", r.stdout[:300]
+    assert h["content-type"].startswith("text/plain; version=0.0.4")
+    assert "# TYPE bareweb_http_requests counter" in body
+    m = re.search(r'^bareweb_http_requests\{core="0",role="[a-z+]+"\} (\d+)$', body, re.M)
+    assert m and int(m.group(1)) >= 1, body[:500]
+    stats = json.loads(server.ns.run("curl", "-sS", URL + "/.well-known/bareweb/stats").stdout)
+    assert "http_requests" in stats["total"]["counters"]
+    r = server.ns.run("curl", "-sS", "-w", " %{http_code}", URL + "/healthz")
+    assert r.stdout == "ok\n 200"
+
+
+def test_a_second_server_on_a_taken_subnet_is_refused():
+    """The host side's "first free" address is checked (issue 17: two servers both took
+    10.77.0.1): another interface already on the subnet is said, and serve stops."""
+    from conftest import BIN, Netns, require_root
+    require_root()
+    ns = Netns("bwq")
+    try:
+        ns.ip("link", "add", "d0", "type", "veth", "peer", "name", "d1")
+        ns.ip("addr", "add", "10.0.0.1/24", "dev", "d0")
+        ns.ip("link", "set", "d0", "up")
+        r = ns.run(BIN, "serve", SITE, "--tap", "bw0", "--ip", f"{SERVER_IP}/24",
+                   check=False, timeout=60)
+        assert r.returncode == 1, r.stderr
+        assert "already on d0 (10.0.0.1)" in r.stderr, r.stderr
+    finally:
+        ns.close()

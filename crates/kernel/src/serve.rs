@@ -31,11 +31,12 @@ use core::sync::atomic::AtomicBool;
 
 use bareweb_engine::cores::board::{Board, WithStatsPage};
 use bareweb_engine::cores::netcore::{Dispatch, Drain, NetCoreNic};
+use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
 use bareweb_engine::cores::run::{run_core, run_core_ticking, CoreCtx};
 use bareweb_engine::cores::{CoreQueue, DispatchCounters};
 use bareweb_engine::nic::{Clock, Nic, NicCaps, NicCounters};
-use bareweb_engine::resource::{Found, Lookup};
+use bareweb_engine::resource::{Found, Lookup, Redirect, Resource};
 use bareweb_engine::ring::Doze;
 use bareweb_engine::server::{AccessLog, AccessRecord, Config, Server, Timeouts};
 use bareweb_engine::site::Site;
@@ -141,6 +142,11 @@ pub fn boot(info: &BootInfo) -> ! {
     };
     let ms = |t: u64| (crate::arch::cpu::rdtsc() - t) * 1000 / clock.hz;
     kprintln!("site: {} files checked in {} ms", site.len(), ms(t_site));
+    // The site's configuration can turn the stats page off too (bareweb.toml [stats]).
+    let settings = Settings {
+        stats_page: settings.stats_page && site.pages().stats.or(true),
+        ..settings
+    };
     let t_smp = crate::arch::cpu::rdtsc();
     let cores = start_cores(&settings, &procs, &clock);
     kprintln!("smp: {cores} core(s) running in {} ms", ms(t_smp));
@@ -267,6 +273,27 @@ impl Lookup<'static> for Pages {
             Pages::WithStats(s) => s.lookup(path),
         }
     }
+
+    fn redirect(&self, path: &[u8]) -> Option<Redirect<'static>> {
+        match self {
+            Pages::Plain(s) => s.redirect(path),
+            Pages::WithStats(s) => s.redirect(path),
+        }
+    }
+
+    fn error_page(&self, status: u16) -> Option<Resource<'static>> {
+        match self {
+            Pages::Plain(s) => s.error_page(status),
+            Pages::WithStats(s) => s.error_page(status),
+        }
+    }
+
+    fn common_headers(&self) -> &'static str {
+        match self {
+            Pages::Plain(s) => s.common_headers(),
+            Pages::WithStats(s) => s.common_headers(),
+        }
+    }
 }
 
 /// Common Log Format lines on the console (one VM exit per byte: for debugging), when on.
@@ -348,9 +375,16 @@ impl Start {
         cfg
     }
 
+    /// The server's own pages: the stats page as the command line and the site say;
+    /// metrics and the health check only if the site's configuration turns them on.
+    fn page_settings(&self) -> PageSettings {
+        PageSettings::resolve(&self.site.pages(), self.settings.stats_page, false, false)
+    }
+
     fn pages(&self) -> Pages {
-        if self.settings.stats_page {
-            Pages::WithStats(WithStatsPage(self.site))
+        let p = self.page_settings();
+        if p.stats {
+            Pages::WithStats(WithStatsPage(self.site, p.base))
         } else {
             Pages::Plain(self.site)
         }
@@ -393,7 +427,7 @@ impl Start {
         kprintln!("mode: {} ({})", decision.mode.name(), decision.why);
         let t = crate::arch::cpu::rdtsc();
         let plan = Plan::new(decision.mode, self.cores, self.pages(), self.config(), mac)
-            .with_board(self.settings.stats_page);
+            .with_board(self.page_settings());
         match decision.mode {
             Mode::NetCore { .. } => match nics.pop() {
                 Some(nic) if nics.is_empty() => self.netcore(&plan, nic, t),
