@@ -232,7 +232,7 @@ impl<L: Lookup<'static>> Server<L> {
         };
         let mut tcp = Connection::accept(&syn, ack.wrapping_sub(1), now)
             .with_ts_offset(self.isn.ts_offset(ends.0, ends.1));
-        tcp.syn_ack(now);
+        tcp.syn_ack_sent(now);
         self.open(id, peer, src_mac, tcp); // half-open until the ACK below establishes it
         self.stats.tcp_syncookies_ok += 1;
         self.segment_arrives(id, src_mac, seg, tx);
@@ -288,6 +288,7 @@ impl<L: Lookup<'static>> Server<L> {
         let rx_space = self.rx_space(id);
         let was_half_open = self.tcbs.0[idx].tcp.state() == crate::tcp::State::SynReceived;
         let out = self.tcbs.0[idx].tcp.input(seg, now, rx_space);
+        self.note_timer(id);
         if was_half_open && self.tcbs.0[idx].tcp.state() != crate::tcp::State::SynReceived {
             self.half_open = self.half_open.saturating_sub(1); // established, or reset
         }

@@ -73,8 +73,12 @@ const RX_BURST: usize = 32;
 const DYN_SLOTS: usize = 4;
 /// Bytes of one dynamic-response buffer.
 pub const DYN_MAX: usize = 64 * 1024;
-/// Interval of the timer scan over all TCBs.
+/// Interval of the timer scan over all TCBs (HTTP's timeouts, the stall abort); a TCP
+/// timer due sooner brings the scan forward (`next_timer_ns`).
 const TICK_NS: u64 = 10_000_000;
+/// The shortest gap between two timer scans: the resolution of TCP's timers (a loss in
+/// recovery is declared about a millisecond after its retransmission on a LAN).
+const TIMER_GRAIN_NS: u64 = 250_000;
 
 struct TcbArray(Vec<Tcb>);
 
@@ -121,6 +125,10 @@ pub struct Server<L: Lookup<'static>> {
     isn: IsnGenerator,
     stats: Stats,
     next_tick_ns: u64,
+    /// The earliest precise TCP timer deadline known (a loss probe's; `u64::MAX`: none):
+    /// every place that may arm a connection's timer lowers it (`note_timer`), the scan
+    /// recomputes it.
+    next_timer_ns: u64,
     now_ns: u64,
     unix_secs: u64,
     /// Largest TCP payload of one frame the NIC segments itself (0: no offload), from
@@ -174,6 +182,7 @@ impl<L: Lookup<'static>> Server<L> {
             head_slab: vec![0; n * http::HEAD_MAX],
             stats: Stats::default(),
             next_tick_ns: 0,
+            next_timer_ns: u64::MAX,
             now_ns: 0,
             unix_secs: 0,
             tso_max: 0,
@@ -302,12 +311,26 @@ impl<L: Lookup<'static>> Server<L> {
         worked
     }
 
-    /// The end of a round (both `poll` and the split API's `tick`): fire the timers if
-    /// their tick is due.
+    /// The end of a round (both `poll` and the split API's `tick`): scan the timers if
+    /// the periodic tick or a loss probe is due.
     fn end_round<T: TxRing, A: AccessLog>(&mut self, tx: &mut T, log: &mut A) {
-        if self.now_ns >= self.next_tick_ns {
+        if self.now_ns >= self.next_tick_ns || self.now_ns >= self.next_timer_ns {
             self.next_tick_ns = self.now_ns + TICK_NS;
-            self.timers(tx, log);
+            self.next_timer_ns = self.timers(tx, log).max(self.now_ns + TIMER_GRAIN_NS);
+        }
+    }
+
+    /// When the next timer scan is due (monotonic ns): a platform that sleeps while idle
+    /// wakes by then, so TCP's timers (a loss probe a few milliseconds out) keep time.
+    pub fn next_timer_ns(&self) -> u64 {
+        self.next_tick_ns.min(self.next_timer_ns)
+    }
+
+    /// Connection `id`'s timer may have been armed: if it needs better than the tick (a
+    /// loss probe), the scan comes no later than it.
+    fn note_timer(&mut self, id: u32) {
+        if let Some(at) = self.tcbs.0[id as usize].tcp.timer().precise_deadline() {
+            self.next_timer_ns = self.next_timer_ns.min(at);
         }
     }
 
