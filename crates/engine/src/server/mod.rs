@@ -141,6 +141,8 @@ pub struct Server<L: Lookup<'static>> {
     dynamic: Option<Dynamic>,
     /// The stateless UDP protocol, when served.
     udp: Option<udp::UdpServer>,
+    /// The request id another core gave the frame being handled (network-core mode).
+    rx_tag: Option<u16>,
     /// The NIC set this server sends on, if any.
     bond: Option<bond::ServerBond>,
 }
@@ -192,6 +194,7 @@ impl<L: Lookup<'static>> Server<L> {
             closed: Vec::with_capacity(n + (ROUND_BUDGET as usize) * RX_BURST),
             dynamic: None,
             udp: cfg.udp.map(|u| udp::UdpServer::new(u, cfg.isn_key)),
+            rx_tag: None,
             bond,
             site,
             cfg,
@@ -278,7 +281,12 @@ impl<L: Lookup<'static>> Server<L> {
             }
             let n = rx.burst(&mut frames[..room]);
             for f in &frames[..n] {
+                self.rx_tag = rx.request_tag(f);
                 self.handle_frame(rx.bytes(f), tx, log);
+                if let Some(tag) = self.rx_tag.take() {
+                    // Its answer is posted: the core that tagged it frees the id.
+                    tx.request_done(tag);
+                }
                 rx.recycle(*f);
             }
             if n > 0 {
