@@ -88,6 +88,9 @@ def test_every_file_with_bareweb_get(cores, tmp_path):
         # Core 0 dispatches; the HTTP cores 1.. answer, round robin.
         assert seen == set(range(1, n)), seen
         assert counters["udp_packets"] > 0
+        # Core 0's request ids (paper 001 §5): every one taken came back, none lacked.
+        assert counters["udp_core0_done"] == counters["udp_dispatched"] > 0, counters
+        assert counters["udp_core0_no_id"] == 0 and counters["udp_core0_ids_max"] >= 1, counters
     elif cores:
         assert seen <= {0, 1}, seen
     else:

@@ -280,7 +280,14 @@ impl<L: Lookup<'static>> Server<L> {
                 break;
             }
             let n = rx.burst(&mut frames[..room]);
+            // A UDP protocol request is answered inside its frame's handling: that time is
+            // the paper's HTTP work, not receiving (one more clock read per frame, and
+            // only on a server that serves the protocol).
+            let timed = self.udp.is_some() && n > 0;
+            let mut t = if timed { clock.now_ns() } else { 0 };
+            let mut udp_ns = 0;
             for f in &frames[..n] {
+                let before = self.stats.udp_datagrams;
                 self.rx_tag = rx.request_tag(f);
                 self.handle_frame(rx.bytes(f), tx, log);
                 if let Some(tag) = self.rx_tag.take() {
@@ -288,9 +295,17 @@ impl<L: Lookup<'static>> Server<L> {
                     tx.request_done(tag);
                 }
                 rx.recycle(*f);
+                if timed {
+                    let t2 = clock.now_ns();
+                    if self.stats.udp_datagrams != before {
+                        udp_ns += t2.saturating_sub(t);
+                    }
+                    t = t2;
+                }
             }
             if n > 0 {
                 mark = self.times.add_rcv(mark, clock.now_ns());
+                self.times.rcv_to_http(udp_ns);
             }
             // IMT: one HTTP step, then receive again; IST: one pass over the run list.
             let steps = match self.cfg.sched {
