@@ -205,8 +205,11 @@ def test_get_says_why_it_fails(udp_server, tmp_path):
     assert not (tmp_path / "x").exists(), "nothing written on failure"
 
 
-def test_every_file_over_ten_percent_loss_and_five_percent_duplication(tmp_path):
-    s = Server(extra=["--udp-port", str(UDP_PORT), "--gw", HOST_IP])
+@pytest.mark.parametrize("cores", [[], ["--cores", "2", "--mode", "netcore", "--no-pin"],
+                                   ["--cores", "2", "--mode", "perqueue", "--no-pin"]],
+                         ids=["single", "netcore2", "perqueue2"])
+def test_every_file_over_ten_percent_loss_and_five_percent_duplication(cores, tmp_path):
+    s = Server(extra=["--udp-port", str(UDP_PORT), "--gw", HOST_IP, *cores])
     routed = None
     try:
         routed = Routed(s.ns, "bw0", loss=10, dup=5, netns_class=ClientNetns)
