@@ -481,17 +481,21 @@ def cmd_parallel(args):
 
 
 def cmd_sniff(args):
-    """sniff IFACE SECONDS SERVER_IP: every frame on IFACE for SECONDS (AF_PACKET): the
-    server's IPv4 frames counted by source MAC, with and without TCP payload, and its ARP
-    frames as (operation, Ethernet source, sender hardware address)."""
+    """sniff IFACE SECONDS SERVER_IP: every frame on IFACE for SECONDS, or until SIGTERM
+    (AF_PACKET): the server's IPv4 frames counted by source MAC, with and without TCP
+    payload, and its ARP frames as (operation, Ethernet source, sender hardware
+    address)."""
+    import signal
     iface, secs, server = args[0], float(args[1]), socket.inet_aton(args[2])
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
     s.bind((iface, 0))
     s.settimeout(0.2)
     mac = lambda b: ":".join(f"{x:02x}" for x in b)
     data, control, arps = {}, {}, []
     end = time.monotonic() + secs
-    while time.monotonic() < end:
+    while time.monotonic() < end and not stop:
         try:
             f, addr = s.recvfrom(70000)
         except socket.timeout:

@@ -33,6 +33,7 @@ pub mod drivers;
 pub mod embedded;
 pub mod exit;
 pub mod mem;
+pub mod nics;
 pub mod pci;
 pub mod serve;
 
