@@ -517,6 +517,32 @@ def cmd_sniff(args):
     out({"data": data, "control": control, "arps": arps[:50]})
 
 
+def cmd_stream(args):
+    """stream PATH SECONDS: fetches PATH again and again on one keep-alive connection for
+    SECONDS, timing every read; reports the gaps of more than 5 ms between reads (each as
+    [start, end] on the system's monotonic clock, which other processes share), bytes
+    and fetches. bench/bond.py times a link failure's recovery with it."""
+    path, secs = args[0], float(args[1])
+    end = time.monotonic() + secs
+    c = http.client.HTTPConnection(SERVER, PORT, timeout=30)
+    gaps, fetches, total, last = [], 0, 0, time.monotonic()
+    while time.monotonic() < end:
+        c.request("GET", path)
+        r = c.getresponse()
+        while True:
+            b = r.read(16384)
+            now = time.monotonic()
+            if now - last > 0.005:
+                gaps.append([round(last, 4), round(now, 4)])
+            last = now
+            if not b:
+                break
+            total += len(b)
+        fetches += 1
+    c.close()
+    out({"gaps": gaps, "bytes": total, "fetches": fetches})
+
+
 if __name__ == "__main__":
     cmds = {k[4:]: v for k, v in globals().items() if k.startswith("cmd_")}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
