@@ -14,8 +14,6 @@
 use std::path::Path;
 use std::process::Command;
 
-use bareweb_engine::site::{self, Site};
-
 use crate::image::{kind_of, BuildArgs, Kind};
 use crate::run::KERNEL;
 
@@ -108,22 +106,9 @@ pub fn elf_with_site(kernel: &[u8], site: &[u8], cmdline: &str) -> Result<Vec<u8
     Ok(out)
 }
 
-/// Builds the site image of `dir` (or reads an image) and checks it.
-fn site_bytes(path: &Path) -> Result<(Vec<u8>, usize), String> {
-    let bytes = if path.is_dir() {
-        site::build_from_dir(path).map_err(|e| format!("cannot build {}: {e}", path.display()))?
-    } else {
-        std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?
-    };
-    let n = Site::load(&bytes)
-        .map_err(|e| format!("{} is not a usable site image: {e}", path.display()))?
-        .len();
-    Ok((bytes, n))
-}
-
 /// `bareweb build SITE -o X.elf` and/or `--iso X.iso` (or `-o X.iso`).
 pub fn build(a: &BuildArgs) -> Result<(), String> {
-    let (image, files) = site_bytes(&a.site)?;
+    let (image, files) = crate::util::site_image(&a.site, a.config.as_deref())?;
     let cmdline = a.cmdline();
     let elf = elf_with_site(KERNEL, &image, &cmdline)?;
     let output = &a.output;

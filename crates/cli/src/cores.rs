@@ -11,6 +11,7 @@ use std::sync::atomic::AtomicBool;
 
 use bareweb_engine::bond::{Bond, BondNic, BondRole, LinkWatch, Mode as BondMode, Policy};
 use bareweb_engine::cores::board::WithStatsPage;
+use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::cores::plan::{self, Mode, Plan};
 use bareweb_engine::nic::LinkSense;
 use bareweb_engine::resource::Lookup;
@@ -41,7 +42,8 @@ pub struct Layout {
     pub cores: usize,
     pub mode: Option<ModeArg>,
     pub bsp_http: bool,
-    pub stats_page: bool,
+    /// The server's own pages (stats, metrics, health check).
+    pub pages: PageSettings,
     pub pin: bool,
 }
 
@@ -219,13 +221,17 @@ where
     G: Fn(usize) -> A + Sync,
 {
     // The site type differs with the stats page (one more monomorphisation, no branch
-    // per request).
-    if !args.stats_page {
+    // per request); the board is there when any of the server's pages is on.
+    let pages = args.pages;
+    if pages.stats {
+        let plan = Plan::new(mode, args.cores, WithStatsPage(site, pages.base), cfg, mac);
+        cores::run(&plan.with_board(pages), queues, threads, make_log)
+    } else if pages.any() {
+        let plan = Plan::new(mode, args.cores, site, cfg, mac);
+        cores::run(&plan.with_board(pages), queues, threads, make_log)
+    } else {
         let plan = Plan::new(mode, args.cores, site, cfg, mac);
         cores::run(&plan, queues, threads, make_log)
-    } else {
-        let plan = Plan::new(mode, args.cores, WithStatsPage(site), cfg, mac);
-        cores::run(&plan.with_board(true), queues, threads, make_log)
     }
 }
 

@@ -4,8 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use bareweb_engine::site::{self, Site};
-
 use crate::opts::{self, ServerOpts};
 
 /// What `build` writes.
@@ -36,6 +34,9 @@ pub struct BuildArgs {
     /// a bootable ISO (GRUB, BIOS), anything else a site image for `serve` and `run`.
     #[arg(short, long, default_value = "site.bws")]
     pub output: PathBuf,
+    /// The site configuration [default: SITE/bareweb.toml if there is one].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Also write a bootable ISO (GRUB, BIOS) with the kernel and the site.
     #[arg(long, value_name = "NAME.iso")]
     pub iso: Option<PathBuf>,
@@ -91,17 +92,12 @@ pub fn build(a: &BuildArgs) -> Result<(), String> {
     if a.bootable() {
         return crate::bootimage::build(a);
     }
-    let (dir, out) = (&a.site, &a.output);
-    let image =
-        site::build_from_dir(dir).map_err(|e| format!("cannot build {}: {e}", dir.display()))?;
-    let loaded =
-        Site::load(&image).map_err(|e| format!("built image does not load (a bug): {e}"))?;
+    let out = &a.output;
+    if !a.site.is_dir() {
+        return Err(format!("{} is not a directory", a.site.display()));
+    }
+    let (image, files) = crate::util::site_image(&a.site, a.config.as_deref())?;
     std::fs::write(out, &image).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-    println!(
-        "{}: {} files, {} bytes",
-        out.display(),
-        loaded.len(),
-        image.len()
-    );
+    println!("{}: {files} files, {} bytes", out.display(), image.len());
     Ok(())
 }

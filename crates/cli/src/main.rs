@@ -18,6 +18,7 @@ mod bench;
 mod bootimage;
 mod cores;
 mod image;
+mod launch;
 mod load;
 mod opts;
 mod run;
@@ -95,7 +96,7 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Build(a) => image::build(&a),
         Cmd::Serve(a) => serve::serve(a),
-        Cmd::Run(a) => match run::run(a) {
+        Cmd::Run(a) => match launch::run(a) {
             Ok(code) => return code,
             Err(e) => Err(e),
         },

@@ -1,22 +1,19 @@
 //! `bareweb run`: boots the bare-machine kernel with a site under QEMU.
 //!
-//! The kernel ELF is carried inside this binary (crates/cli/build.rs builds it), the site
-//! is built into an image, both are written to a private temporary directory and QEMU
-//! boots them: PVH `-kernel`, the site as `-initrd` (boot module 0), the settings as the
-//! kernel command line. The console is COM1 (the terminal, or a file).
+//! The options and the QEMU command line; starting QEMU, watching its console and
+//! translating its failures is [`crate::launch`]. The kernel ELF is carried inside this
+//! binary (crates/cli/build.rs builds it); QEMU boots it with PVH `-kernel`, the site as
+//! `-initrd` (boot module 0), the settings as the kernel command line (or a single-file
+//! `.elf`, or an `.iso` from `-cdrom`). The console is COM1 on QEMU's stdio.
 
 use std::fmt;
 use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use bareweb_engine::cores::plan;
-use bareweb_engine::site::{self, Site};
 
-use crate::opts::{self, kernel_cmdline, value_name, Mac, MemSize, ModeArg, ServerOpts};
+use crate::opts::{self, kernel_cmdline, Mac, MemSize, ModeArg, ServerOpts};
 
 /// The kernel ELF this binary was built with.
 pub static KERNEL: &[u8] = include_bytes!(env!("BAREWEB_KERNEL_ELF"));
@@ -32,6 +29,9 @@ pub const KERNEL_FAILED: i32 = (0x11 << 1) | 1;
 pub struct RunArgs {
     /// Site directory, or an image written by `bareweb build`.
     pub site: PathBuf,
+    /// The site configuration [default: SITE/bareweb.toml if there is one].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Virtualisation: auto picks KVM when /dev/kvm is usable and hardware-backed, TCG
     /// otherwise (see README: what each costs here).
     #[arg(long, value_enum, default_value_t = Accel::Auto)]
@@ -123,6 +123,27 @@ impl RunArgs {
     /// Checks that need more than one option (usage errors).
     pub fn check(&self) -> Result<(), String> {
         self.server.check()?;
+        self.check_nets()?;
+        self.cores_plan().map(|_| ())?;
+        opts::kernel_settings(&self.cmdline())?;
+        if crate::image::kind_of(&self.site) == crate::image::Kind::Iso {
+            if !self.cmdline().is_empty() {
+                return Err(format!(
+                    "{} is an ISO: GRUB boots it with the command line built in; give the \
+                     server options to `bareweb build --iso`, or run the site directory or its .elf",
+                    self.site.display()
+                ));
+            }
+            if self.config.is_some() {
+                return Err("--config applies to a site directory, not an ISO".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The NICs: at most four, all `user` (one hub) or all TAPs, each TAP once, at most a
+    /// MAC each, and `--bond` only with two or more.
+    fn check_nets(&self) -> Result<(), String> {
         let n = self.nets.len();
         if n > bareweb_engine::bond::MAX_NICS {
             return Err(format!(
@@ -152,10 +173,16 @@ impl RunArgs {
                 self.macs.len()
             ));
         }
-        self.server.bonding(n)?;
-        self.cores_plan().map(|_| ())?;
-        opts::kernel_settings(&self.cmdline())?;
-        Ok(())
+        self.server.bonding(n).map(|_| ())
+    }
+
+    /// The NICs' networks as the user gave them (`tap:a + tap:b`).
+    pub fn nets_text(&self) -> String {
+        self.nets
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(" + ")
     }
 
     /// The kernel command line: the shared options given, `--stats-log`, `--append`.
@@ -165,7 +192,9 @@ impl RunArgs {
         w.join(" ")
     }
 
-    /// The settings the kernel will boot with.
+    /// The settings the kernel will boot with (over the kernel's defaults: see
+    /// `crate::launch` for an image's built-in line).
+    #[cfg(test)]
     pub fn settings(&self) -> Result<kernel_cmdline::Settings, String> {
         opts::kernel_settings(&self.cmdline())
     }
@@ -232,14 +261,25 @@ pub fn choose_accel(a: Accel) -> (Accel, String) {
 
 const QBOOT_PATHS: &[&str] = &["/usr/share/qemu/qboot.rom", "/usr/share/qboot/bios.bin"];
 
-/// The QEMU arguments for a kernel, a site image and the settings.
+/// What QEMU boots.
+pub enum Boot<'p> {
+    /// A kernel ELF (PVH), with the site image as the initrd or embedded in it.
+    Kernel {
+        kernel: &'p Path,
+        initrd: Option<&'p Path>,
+    },
+    /// A bootable ISO (GRUB, BIOS) written by `bareweb build --iso`.
+    Cdrom(&'p Path),
+}
+
+/// The QEMU arguments for what boots, under `settings` (the kernel's, as it will parse
+/// them). The console is QEMU's stdio: `bareweb run` reads it (see `crate::launch`).
 pub fn qemu_args(
     a: &RunArgs,
     accel: Accel,
-    kernel: &Path,
-    image: &Path,
+    boot: &Boot<'_>,
+    settings: &kernel_cmdline::Settings,
 ) -> Result<Vec<String>, String> {
-    let settings = a.settings()?;
     let cmdline = a.cmdline();
     let plan = cores_plan(a)?;
     let mut v: Vec<String> = Vec::new();
@@ -257,7 +297,12 @@ pub fn qemu_args(
     ] {
         push(s);
     }
-    match a.machine {
+    // qboot boots kernels only, not CDs: a CD gets SeaBIOS.
+    let machine = match (boot, a.machine) {
+        (Boot::Cdrom(_), Machine::Qboot) => Machine::Pc,
+        (_, m) => m,
+    };
+    match machine {
         Machine::Qboot => {
             let rom = QBOOT_PATHS
                 .iter()
@@ -297,20 +342,26 @@ pub fn qemu_args(
     push(&a.mem.to_string());
     push("-smp");
     push(&a.smp.to_string());
-    push("-kernel");
-    push(&kernel.to_string_lossy());
-    push("-initrd");
-    push(&image.to_string_lossy());
-    push("-append");
-    push(&cmdline);
+    match boot {
+        Boot::Kernel { kernel, initrd } => {
+            push("-kernel");
+            push(&kernel.to_string_lossy());
+            if let Some(i) = initrd {
+                push("-initrd");
+                push(&i.to_string_lossy());
+            }
+            push("-append");
+            push(&cmdline);
+        }
+        Boot::Cdrom(iso) => {
+            push("-cdrom");
+            push(&iso.to_string_lossy());
+        }
+    }
     push("-device");
     push("isa-debug-exit,iobase=0xf4,iosize=0x04");
     push("-serial");
-    match (&a.serial_log, a.headless) {
-        (Some(f), _) => push(&format!("file:{}", f.display())),
-        (None, true) => push("null"),
-        (None, false) => push("stdio"),
-    }
+    push("stdio");
     if let Some(m) = &a.monitor {
         push("-monitor");
         push(&format!("unix:{},server=on,wait=off", m.display()));
@@ -463,175 +514,8 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
     }
 }
 
-/// A private temporary directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Result<TempDir, String> {
-        let base = std::env::temp_dir();
-        for i in 0..100u32 {
-            let p = base.join(format!("bareweb-run-{}-{i}", std::process::id()));
-            if std::fs::create_dir(&p).is_ok() {
-                return Ok(TempDir(p));
-            }
-        }
-        Err(format!("cannot create a directory in {}", base.display()))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Writes the site image (built from a directory, or checked if it is a file).
-fn site_image(site: &Path, out: &Path) -> Result<usize, String> {
-    let bytes = if site.is_dir() {
-        site::build_from_dir(site).map_err(|e| format!("cannot build {}: {e}", site.display()))?
-    } else {
-        std::fs::read(site).map_err(|e| format!("cannot read {}: {e}", site.display()))?
-    };
-    let files = Site::load(&bytes)
-        .map_err(|e| format!("{} is not a usable site image: {e}", site.display()))?
-        .len();
-    std::fs::write(out, &bytes).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-    Ok(files)
-}
-
-pub fn run(a: RunArgs) -> Result<ExitCode, String> {
-    let dir = TempDir::new()?;
-    let kernel = dir.0.join("bareweb-kernel.elf");
-    let image = dir.0.join("site.bws");
-    std::fs::write(&kernel, KERNEL).map_err(|e| format!("cannot write the kernel: {e}"))?;
-    let files = site_image(&a.site, &image)?;
-    let (accel, why) = choose_accel(a.accel);
-    let args = qemu_args(&a, accel, &kernel, &image)?;
-    if a.dry_run {
-        eprintln!("bareweb: accel {why}");
-        if a.smp > 1 {
-            eprintln!("bareweb: {}", cores_plan(&a)?.note);
-        }
-        println!("{} {}", a.qemu, shell_words(&args));
-        return Ok(ExitCode::SUCCESS);
-    }
-    if !qemu_present(&a.qemu) {
-        return Err(format!(
-            "{} not found: install QEMU ({QEMU_HINT}; `cargo xtask setup` does it as root)",
-            a.qemu
-        ));
-    }
-    eprintln!(
-        "bareweb: booting the kernel ({} KiB) with {files} files under QEMU: accel {why}; machine {}, NIC {}",
-        KERNEL.len() / 1024,
-        value_name(a.machine),
-        value_name(a.nic)
-    );
-    if a.smp > 1 {
-        eprintln!("bareweb: {}", cores_plan(&a)?.note);
-    }
-    let settings = a.settings()?;
-    let nets = a
-        .nets
-        .iter()
-        .map(|n| n.to_string())
-        .collect::<Vec<_>>()
-        .join(" + ");
-    if a.nets[0] == Net::User {
-        eprintln!(
-            "bareweb: serving at http://{}/ (forwarded to {}:{}){}; Ctrl-C stops",
-            a.listen,
-            settings.ip,
-            settings.port,
-            if a.nets.len() > 1 {
-                format!(", {} NICs on one QEMU hub", a.nets.len())
-            } else {
-                String::new()
-            }
-        );
-    } else {
-        eprintln!(
-            "bareweb: serving at http://{}:{}/ on {nets}; Ctrl-C stops",
-            settings.ip, settings.port
-        );
-    }
-    let mut cmd = Command::new(&a.qemu);
-    cmd.args(&args)
-        .stdin(if a.headless || a.serial_log.is_some() {
-            Stdio::null()
-        } else {
-            Stdio::inherit()
-        });
-    // QEMU must not outlive us (tests stop `bareweb run` by PID).
-    // SAFETY: prctl is async-signal-safe and only affects the child being started.
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(format!(
-                "{} not found: install QEMU ({QEMU_HINT}; `cargo xtask setup` does it as root)",
-                a.qemu
-            ))
-        }
-        Err(e) => return Err(format!("cannot start {}: {e}", a.qemu)),
-    };
-    // Ctrl-C reaches QEMU too (same process group) and it exits; SIGTERM reaches only
-    // us: pass it on. Either way we wait for QEMU and then remove the temporary files.
-    install_stop_handlers();
-    let mut forwarded = None;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) => {}
-            Err(e) => return Err(format!("waiting for QEMU: {e}")),
-        }
-        if STOP.load(Ordering::Relaxed) {
-            let t = *forwarded.get_or_insert_with(std::time::Instant::now);
-            if t.elapsed() < Duration::from_millis(20) {
-                // SAFETY: kill(2) on our own child's pid.
-                unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-            } else if t.elapsed() > Duration::from_secs(3) {
-                let _ = child.kill();
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    match status.code() {
-        Some(0) => Ok(ExitCode::SUCCESS),
-        Some(KERNEL_FAILED) => Err(
-            "the kernel stopped on a panic or CPU exception (its report is on the console)".into(),
-        ),
-        Some(c) => Err(format!("QEMU exited with status {c}")),
-        None => Ok(ExitCode::SUCCESS), // stopped by a signal (Ctrl-C, SIGTERM): normal
-    }
-}
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-fn install_stop_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: on_stop only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(
-                sig,
-                on_stop as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            )
-        };
-    }
-}
-
 /// Whether `qemu` names an executable (a path, or a name found on PATH).
-fn qemu_present(qemu: &str) -> bool {
+pub fn qemu_present(qemu: &str) -> bool {
     if qemu.contains('/') {
         return Path::new(qemu).is_file();
     }
@@ -639,7 +523,7 @@ fn qemu_present(qemu: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(qemu).is_file()))
 }
 
-fn shell_words(args: &[String]) -> String {
+pub fn shell_words(args: &[String]) -> String {
     args.iter()
         .map(|s| {
             if s.is_empty() || s.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'') {
@@ -671,7 +555,11 @@ mod tests {
 
     fn qemu(words: &[&str]) -> Result<String, String> {
         let a = args(words);
-        qemu_args(&a, Accel::Tcg, Path::new("k"), Path::new("s")).map(|v| v.join(" "))
+        let boot = Boot::Kernel {
+            kernel: Path::new("k"),
+            initrd: Some(Path::new("s")),
+        };
+        qemu_args(&a, Accel::Tcg, &boot, &a.settings()?).map(|v| v.join(" "))
     }
 
     #[test]
@@ -689,6 +577,73 @@ mod tests {
         assert!(qemu(&["--tcbs", "64"]).unwrap().contains("tcbs=64"));
         assert!(Cli::try_parse_from(["bareweb", "site", "--port", "0"]).is_err());
         assert_eq!(args(&["--port", "8080"]).server.port, Some(8080));
+    }
+
+    #[test]
+    fn several_nics_reach_qemu_and_bad_sets_are_refused() {
+        // Two user networks: one slirp on one hub, a hub port and a device per NIC.
+        let two = qemu(&["--machine", "pc", "--net", "user", "--net", "user"]).unwrap();
+        assert!(two.contains("-netdev user,id=u0,hostfwd=tcp:127.0.0.1:8080-10.0.2.15:80"));
+        assert!(
+            two.contains("-netdev hubport,id=h0,hubid=0,netdev=u0"),
+            "{two}"
+        );
+        assert!(
+            two.contains("-netdev hubport,id=n1,hubid=0 -device virtio-net-pci,netdev=n1,id=nic1")
+        );
+        // TAPs: one netdev each, MACs in order, the monitor, the bond words.
+        let taps = qemu(&[
+            "--machine",
+            "pc",
+            "--net",
+            "tap:bwa",
+            "--net",
+            "tap:bwb",
+            "--nic",
+            "e1000",
+            "--mac",
+            "02:00:00:00:00:01",
+            "--mac",
+            "02:00:00:00:00:02",
+            "--bond",
+            "split",
+            "--bond-policy",
+            "size",
+            "--monitor",
+            "/tmp/m",
+        ])
+        .unwrap();
+        assert!(taps.contains("tap,id=n1,ifname=bwb,"), "{taps}");
+        assert!(
+            taps.contains("e1000,netdev=n1,id=nic1,mac=02:00:00:00:00:02"),
+            "{taps}"
+        );
+        assert!(
+            taps.contains("-monitor unix:/tmp/m,server=on,wait=off"),
+            "{taps}"
+        );
+        assert!(taps.contains("bond=split bond_policy=size"), "{taps}");
+        for (bad, why) in [
+            (&["--net", "user", "--net", "tap:bwa"][..], "do not mix"),
+            (&["--net", "tap:bwa", "--net", "tap:bwa"], "given twice"),
+            (&["--bond", "spread"], "needs two NICs"),
+            (
+                &["--mac", "02:00:00:00:00:01", "--mac", "02:00:00:00:00:02"],
+                "one MAC per NIC",
+            ),
+            (
+                &[
+                    "--net", "user", "--net", "user", "--net", "user", "--net", "user", "--net",
+                    "user",
+                ],
+                "4 NICs at most",
+            ),
+        ] {
+            let mut v = vec!["bareweb", "site"];
+            v.extend_from_slice(bad);
+            let e = Cli::try_parse_from(v).unwrap().run.check().unwrap_err();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! `serve` is exactly as before.
 
 use bareweb_engine::cores::board::{Board, WithStatsPage};
+use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::nic::Nic;
 use bareweb_engine::resource::Lookup;
 use bareweb_engine::server::AccessLog;
@@ -71,7 +72,7 @@ impl RunnerArg {
 pub fn serve<L, F, A, G>(
     arg: RunnerArg,
     threads: usize,
-    stats_page: bool,
+    pages: PageSettings,
     p: Prepared<'_, L, F>,
     make_log: G,
 ) -> Result<(), String>
@@ -87,7 +88,7 @@ where
             cores: threads,
             mode: (threads > 1).then_some(ModeArg::Perqueue),
             bsp_http: false,
-            stats_page,
+            pages,
             pin: true,
         };
         return cores::serve(&args, p, make_log);
@@ -98,8 +99,10 @@ where
     let caps = tap.caps();
     let name = tap.name().to_string();
     (p.configure)(std::slice::from_ref(&name))?;
-    let board: Option<&'static Board> = stats_page
-        .then(|| &*Box::leak(Box::new(Board::new(runner.name(), &runner.roles(threads)))));
+    let board: Option<&'static Board> = pages.any().then(|| {
+        let b = Board::new(runner.name(), &runner.roles(threads)).with_pages(pages);
+        &*Box::leak(Box::new(b))
+    });
     (p.banner)(&format!(
         "{name}, runner {} with {threads} thread{}",
         runner.name(),
@@ -108,9 +111,9 @@ where
     let (rx, txs) = tap
         .into_senders(threads)
         .map_err(|e| format!("cannot duplicate the TAP's fd: {e}"))?;
-    let reports = if board.is_some() {
+    let reports = if pages.stats {
         let plan = Shared {
-            site: WithStatsPage(p.site),
+            site: WithStatsPage(p.site, pages.base),
             cfg: p.cfg,
             mac,
             board,

@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::server::{AccessLog, AccessRecord};
 use bareweb_host::netif;
 
@@ -19,6 +20,9 @@ use bareweb_engine::wire::EthernetAddress;
 pub struct ServeArgs {
     /// Site directory (built in memory) or a site image written by `bareweb build`.
     pub site: PathBuf,
+    /// The site configuration [default: SITE/bareweb.toml if there is one].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// TAP device to use; created if missing (needs CAP_NET_ADMIN). Given twice or more,
     /// a set of NICs (paper 002's bonding, see --bond): one receives, several send.
     #[arg(long = "tap", value_name = "NAME", default_value = "bw0", value_parser = opts::ifname)]
@@ -117,7 +121,7 @@ fn random_mac() -> EthernetAddress {
 }
 
 pub fn serve(a: ServeArgs) -> Result<(), String> {
-    let site = load_site(&a.site)?;
+    let site = load_site(&a.site, a.config.as_deref())?;
     let bonding = a.server.bonding(a.taps.len())?;
     // `--bond off` (or one TAP): the first TAP alone, as always.
     let taps = if bonding.is_some() {
@@ -212,18 +216,20 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         banner: &banner,
     };
     let clf = |_| Clf(std::io::BufWriter::new(std::io::stdout()));
-    let stats_page = !a.server.no_stats_page;
+    // The stats page is off if the command line or the site's configuration says so;
+    // metrics and the health check are on unless the configuration turns them off.
+    let pages = PageSettings::resolve(&site.pages(), !a.server.no_stats_page, true, true);
     let layout = Layout {
         cores: a.cores.cores.into(),
         mode: a.server.mode,
         bsp_http: a.server.bsp_http,
-        stats_page,
+        pages,
         pin: !a.cores.no_pin,
     };
     let threads = a.runner.threads.into();
     let r = match (a.runner.runner, a.server.access_log) {
-        (Some(r), true) => runners::serve(r, threads, stats_page, prepared, clf),
-        (Some(r), false) => runners::serve(r, threads, stats_page, prepared, cores::no_log),
+        (Some(r), true) => runners::serve(r, threads, pages, prepared, clf),
+        (Some(r), false) => runners::serve(r, threads, pages, prepared, cores::no_log),
         (None, true) => cores::serve(&layout, prepared, clf),
         (None, false) => cores::serve(&layout, prepared, cores::no_log),
     };

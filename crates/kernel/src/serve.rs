@@ -32,6 +32,7 @@ use core::sync::atomic::AtomicBool;
 use bareweb_engine::bond::{Bond, BondRole, Mode as BondMode, Policy as BondPolicy};
 use bareweb_engine::cores::board::{Board, WithStatsPage};
 use bareweb_engine::cores::netcore::{Dispatch, Drain, NetCoreNic};
+use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
 use bareweb_engine::cores::run::{run_core, run_core_ticking, CoreCtx};
 use bareweb_engine::cores::{CoreQueue, DispatchCounters};
@@ -143,6 +144,11 @@ pub fn boot(info: &BootInfo) -> ! {
     };
     let ms = |t: u64| (crate::arch::cpu::rdtsc() - t) * 1000 / clock.hz;
     kprintln!("site: {} files checked in {} ms", site.len(), ms(t_site));
+    // The site's configuration can turn the stats page off too (bareweb.toml [stats]).
+    let settings = Settings {
+        stats_page: settings.stats_page && site.pages().stats.or(true),
+        ..settings
+    };
     let t_smp = crate::arch::cpu::rdtsc();
     let cores = start_cores(&settings, &procs, &clock);
     kprintln!("smp: {cores} core(s) running in {} ms", ms(t_smp));
@@ -353,9 +359,16 @@ impl Start {
         cfg
     }
 
+    /// The server's own pages: the stats page as the command line and the site say;
+    /// metrics and the health check only if the site's configuration turns them on.
+    fn page_settings(&self) -> PageSettings {
+        PageSettings::resolve(&self.site.pages(), self.settings.stats_page, false, false)
+    }
+
     fn pages(&self) -> Pages {
-        if self.settings.stats_page {
-            Pages::WithStats(WithStatsPage(self.site))
+        let p = self.page_settings();
+        if p.stats {
+            Pages::WithStats(WithStatsPage(self.site, p.base))
         } else {
             Pages::Plain(self.site)
         }
@@ -428,10 +441,9 @@ impl Start {
         let t = crate::arch::cpu::rdtsc();
         let mut cfg = self.config();
         let mac = opened.macs[0];
-        let stats_page = self.settings.stats_page;
         let Some((mode, policy, ms)) = bonding else {
-            let plan =
-                Plan::new(decision.mode, self.cores, self.pages(), cfg, mac).with_board(stats_page);
+            let plan = Plan::new(decision.mode, self.cores, self.pages(), cfg, mac)
+                .with_board(self.page_settings());
             let mut nics = opened.nics.into_iter().next().unwrap_or_default();
             match decision.mode {
                 Mode::NetCore { .. } => match nics.pop() {
@@ -460,8 +472,8 @@ impl Start {
             D::NAME,
             policy.name()
         );
-        let plan =
-            Plan::new(decision.mode, self.cores, self.pages(), cfg, mac).with_board(stats_page);
+        let plan = Plan::new(decision.mode, self.cores, self.pages(), cfg, mac)
+            .with_board(self.page_settings());
         let name = alloc::format!("{} {}", bond.count(), D::NAME);
         match decision.mode {
             Mode::NetCore { .. } => {

@@ -25,6 +25,7 @@ use core::fmt;
 
 use super::board::{Board, Role};
 use super::netcore::{links_dozing, Addressing, NetCoreNic, NetCoreSetup, RingNic, RingSizes};
+use super::pages::PageSettings;
 use crate::nic::{Clock, RxRing, TxRing};
 use crate::resource::Lookup;
 use crate::ring::Doze;
@@ -229,7 +230,8 @@ pub struct Plan<L> {
     pub mac: EthernetAddress,
     /// The board every core publishes to, if any.
     pub board: Option<&'static Board>,
-    /// Whether the servers answer `/.well-known/bareweb/stats` from the board.
+    /// Whether the servers answer any of their own pages (stats JSON, metrics, health
+    /// check: the board's `PageSettings`) from the board.
     pub stats_page: bool,
 }
 
@@ -248,13 +250,14 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
     }
 
     /// The plan with a board of one row per core (allocated now and kept for the life of
-    /// the program); the servers answer the stats page from it when `stats_page`.
-    pub fn with_board(mut self, stats_page: bool) -> Self {
-        let board =
-            Board::new(self.mode.name(), &self.roles()).with_bond(self.cfg.bond.map(|r| r.bond));
+    /// the program); the servers answer the pages `pages` turns on from it.
+    pub fn with_board(mut self, pages: PageSettings) -> Self {
+        let board = Board::new(self.mode.name(), &self.roles())
+            .with_bond(self.cfg.bond.map(|r| r.bond))
+            .with_pages(pages);
         let board: &'static Board = Box::leak(Box::new(board));
         self.board = Some(board);
-        self.stats_page = stats_page;
+        self.stats_page = pages.any();
         self
     }
 

@@ -49,8 +49,8 @@ use crate::tcp::tcb::Tcb;
 /// about every request target before the site, and lends it a buffer of [`DYN_MAX`]
 /// bytes that the connection keeps until the response is acknowledged.
 pub trait DynamicPage: Send {
-    /// Whether this page answers `target`.
-    fn claims(&self, target: &[u8]) -> bool;
+    /// Whether this page answers `target` for the client at `peer`.
+    fn claims(&self, target: &[u8], peer: [u8; 4]) -> bool;
     /// Writes the whole response (head and inline body) into `out`. `own` are the
     /// counters of the serving server, current now.
     fn respond(

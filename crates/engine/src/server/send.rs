@@ -62,19 +62,21 @@ impl<L: Lookup<'static>> Server<L> {
         let mut dyn_slot = NO_DYN;
         let (resp, consumed) = match http::parse(rx) {
             Parse::Complete { request, len } => match self.dynamic.as_mut() {
-                Some(d) if d.page.claims(request.target) => match d.free.pop() {
-                    Some(slot) => {
-                        dyn_slot = slot;
-                        let s = usize::from(slot);
-                        let out = &mut d.pool[s * DYN_MAX..(s + 1) * DYN_MAX];
-                        let own = (&self.stats, &self.times, &self.stay);
-                        (d.page.respond(own, &request, now, name, out), len)
+                Some(d) if d.page.claims(request.target, self.tcbs.0[idx].peer.ip) => {
+                    match d.free.pop() {
+                        Some(slot) => {
+                            dyn_slot = slot;
+                            let s = usize::from(slot);
+                            let out = &mut d.pool[s * DYN_MAX..(s + 1) * DYN_MAX];
+                            let own = (&self.stats, &self.times, &self.stay);
+                            (d.page.respond(own, &request, now, name, out), len)
+                        }
+                        None => (
+                            http::respond_error(Status::SERVICE_UNAVAILABLE, now, name, head),
+                            len,
+                        ),
                     }
-                    None => (
-                        http::respond_error(Status::SERVICE_UNAVAILABLE, now, name, head),
-                        len,
-                    ),
-                },
+                }
                 _ => (http::respond(&request, &self.site, now, name, head), len),
             },
             Parse::Partial => {
@@ -105,7 +107,7 @@ impl<L: Lookup<'static>> Server<L> {
             peer: Ipv4Address(self.tcbs.0[idx].peer.ip),
             request_line: &rx[..line_end],
             status: resp.status,
-            bytes: sending.body_len() as usize,
+            bytes: resp.content_len as usize,
             unix_secs: now,
         });
         self.count_response(resp.status);

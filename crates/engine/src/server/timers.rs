@@ -89,7 +89,7 @@ impl<L: Lookup<'static>> Server<L> {
             peer: Ipv4Address(self.tcbs.0[idx].peer.ip),
             request_line: b"",
             status: resp.status,
-            bytes: 0,
+            bytes: resp.content_len as usize,
             unix_secs: self.unix_secs,
         });
         self.count_response(resp.status);

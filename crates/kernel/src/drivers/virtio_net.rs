@@ -334,13 +334,11 @@ impl VirtioNet {
         } else {
             EthernetAddress([0x02, 0x00, 0x00, 0x00, 0x00, 0x01])
         };
-        let status = (wanted & F_STATUS != 0 && device_len >= 8)
+        let status = (wanted & F_STATUS != 0 && device_len >= 8).then(|| {
             // SAFETY: offset 6 of a device configuration of at least 8 bytes (checked).
-            .then(|| {
-                unsafe { regs.device.add(CFG_STATUS) }
-                    .cast::<u16>()
-                    .cast_const()
-            });
+            let p = unsafe { regs.device.add(CFG_STATUS) };
+            p.cast::<u16>().cast_const()
+        });
         let mut nics = Vec::with_capacity(pairs as usize);
         for k in 0..pairs {
             let rxq = setup_queue(&regs, 2 * k, event_idx, MAX_QUEUE)?;
