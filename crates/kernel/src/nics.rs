@@ -3,20 +3,48 @@
 //! with as many queue pairs as the plan can use; with two or more and bonding on, one
 //! `bond::BondNic` per core over that core's queue pair of every NIC, core 0's with the
 //! link monitor (each device's link from [`Driver::link`], read every
-//! `bond_monitor_ms`). Runs once at start on the boot CPU; nothing here is on the request
-//! path.
+//! `bond_monitor_ms`); and the console's `bond:` counters line. Runs once at start on the
+//! boot CPU (the line once a second on core 0); nothing here is on the request path.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use bareweb_engine::bond::{Bond, BondNic, BondRx, BondTx, LinkWatch, MAX_NICS};
+use bareweb_engine::bond::{
+    Bond, BondNic, BondRx, BondTx, LinkWatch, Mode as BondMode, Policy as BondPolicy, MAX_NICS,
+};
+use bareweb_engine::cores::board::Board;
 use bareweb_engine::nic::{Nic, NicCounters};
 use bareweb_engine::wire::EthernetAddress;
 
 use crate::clock::TscClock;
+use crate::cmdline::Settings;
 use crate::drivers::Driver;
 use crate::pci::Device;
 use crate::{fatal, kprintln};
+
+/// The bonding the command line asks for with `found` NICs of one driver: `bond=`
+/// (default `spread` with two or more), `off` or one NIC meaning none.
+pub fn bonding(s: &Settings, found: usize) -> Option<(BondMode, BondPolicy, u32)> {
+    let mode = s.bond.unwrap_or(if found > 1 {
+        BondMode::Spread
+    } else {
+        BondMode::Off
+    });
+    if mode == BondMode::Off {
+        if found > 1 {
+            kprintln!("bond: off: serving on NIC 0 alone ({found} found)");
+        }
+        return None;
+    }
+    if found < 2 {
+        kprintln!(
+            "bond: {} needs two NICs, {found} found: serving on one",
+            mode.name()
+        );
+        return None;
+    }
+    Some((mode, s.bond_policy, s.bond_monitor_ms))
+}
 
 /// The NICs opened: NIC k's queue pairs at k.
 pub struct Opened<D> {
@@ -106,4 +134,24 @@ pub fn sets<D: Driver>(
             }
         })
         .collect()
+}
+
+/// With a NIC set, a second line: `bond: receive=K elections=N` and per NIC k
+/// `nick_link=0|1 nick_tx=frames nick_moved=connections nick_garps=N`.
+pub fn print_bond(board: &Board) {
+    let Some(b) = board.bond() else { return };
+    let l = b.links();
+    let (_, _, elections) = b.events(0);
+    crate::kprint!("bond: receive={} elections={elections}", l.receive);
+    for k in 0..b.count() {
+        let c = b.counts(k);
+        crate::kprint!(
+            " nic{k}_link={} nic{k}_tx={} nic{k}_moved={} nic{k}_garps={}",
+            u8::from(l.is_up(k)),
+            c.tx_frames,
+            c.moved_off,
+            c.garps
+        );
+    }
+    kprintln!();
 }

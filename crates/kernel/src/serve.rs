@@ -29,7 +29,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::AtomicBool;
 
-use bareweb_engine::bond::{Bond, BondRole, Mode as BondMode, Policy as BondPolicy};
+use bareweb_engine::bond::{Bond, BondRole};
 use bareweb_engine::cores::board::{Board, WithStatsPage};
 use bareweb_engine::cores::netcore::{Dispatch, Drain, NetCoreNic};
 use bareweb_engine::cores::pages::PageSettings;
@@ -37,7 +37,7 @@ use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
 use bareweb_engine::cores::run::{run_core, run_core_ticking, CoreCtx};
 use bareweb_engine::cores::{CoreQueue, DispatchCounters};
 use bareweb_engine::nic::{Clock, Nic, NicCaps, NicCounters, RxRing, TxRing};
-use bareweb_engine::resource::{Found, Lookup};
+use bareweb_engine::resource::{Found, Lookup, Redirect, Resource};
 use bareweb_engine::ring::Doze;
 use bareweb_engine::server::{AccessLog, AccessRecord, Config, Server, Timeouts};
 use bareweb_engine::site::Site;
@@ -275,6 +275,27 @@ impl Lookup<'static> for Pages {
             Pages::WithStats(s) => s.lookup(path),
         }
     }
+
+    fn redirect(&self, path: &[u8]) -> Option<Redirect<'static>> {
+        match self {
+            Pages::Plain(s) => s.redirect(path),
+            Pages::WithStats(s) => s.redirect(path),
+        }
+    }
+
+    fn error_page(&self, status: u16) -> Option<Resource<'static>> {
+        match self {
+            Pages::Plain(s) => s.error_page(status),
+            Pages::WithStats(s) => s.error_page(status),
+        }
+    }
+
+    fn common_headers(&self) -> &'static str {
+        match self {
+            Pages::Plain(s) => s.common_headers(),
+            Pages::WithStats(s) => s.common_headers(),
+        }
+    }
 }
 
 /// Common Log Format lines on the console (one VM exit per byte: for debugging), when on.
@@ -387,31 +408,6 @@ impl Start {
         }
     }
 
-    /// The bonding the command line asks for with `found` NICs of one driver: `bond=`
-    /// (default `spread` with two or more), `off` or one NIC meaning none.
-    fn bonding(&self, found: usize) -> Option<(BondMode, BondPolicy, u32)> {
-        let s = &self.settings;
-        let mode = s.bond.unwrap_or(if found > 1 {
-            BondMode::Spread
-        } else {
-            BondMode::Off
-        });
-        if mode == BondMode::Off {
-            if found > 1 {
-                kprintln!("bond: off: serving on NIC 0 alone ({found} found)");
-            }
-            return None;
-        }
-        if found < 2 {
-            kprintln!(
-                "bond: {} needs two NICs, {found} found: serving on one",
-                mode.name()
-            );
-            return None;
-        }
-        Some((mode, s.bond_policy, s.bond_monitor_ms))
-    }
-
     /// Brings the NICs up with as many queue pairs as the plan can use (every NIC of the
     /// driver when bonding, else the first), lets the engine's plan choose the mode from
     /// what they gave, and serves; on a NIC set, every core's queue pair is a `BondNic`.
@@ -426,7 +422,7 @@ impl Start {
         });
         let want = plan::queues_wanted(self.cores, asked);
         let found = devs.iter().filter(|d| D::matches(d)).count();
-        let bonding = self.bonding(found);
+        let bonding = nics::bonding(&self.settings, found);
         let max = if bonding.is_some() { found } else { 1 };
         let opened = nics::open::<D>(devs, want, max, self.clock.hz);
         let queues = opened.nics.first().map_or(0, Vec::len);
@@ -720,27 +716,7 @@ pub fn print_stats(board: &Board, clock: &TscClock) {
         mem::late_allocs(),
         stack
     );
-    print_bond(board);
-}
-
-/// With a NIC set, a second line: `bond: receive=K elections=N` and per NIC k
-/// `nick_link=0|1 nick_tx=frames nick_moved=connections nick_garps=N`.
-fn print_bond(board: &Board) {
-    let Some(b) = board.bond() else { return };
-    let l = b.links();
-    let (_, _, elections) = b.events(0);
-    crate::kprint!("bond: receive={} elections={elections}", l.receive);
-    for k in 0..b.count() {
-        let c = b.counts(k);
-        crate::kprint!(
-            " nic{k}_link={} nic{k}_tx={} nic{k}_moved={} nic{k}_garps={}",
-            u8::from(l.is_up(k)),
-            c.tx_frames,
-            c.moved_off,
-            c.garps
-        );
-    }
-    kprintln!();
+    nics::print_bond(board);
 }
 
 /// Recursion that only a stack's end stops (`crash=overflow-ap`).

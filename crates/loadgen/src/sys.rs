@@ -275,10 +275,10 @@ extern "C" fn on_stop(_: libc::c_int) {
     STOP.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// From now on SIGINT and SIGTERM only set a flag ([`stop_requested`]), so a long run
-/// can stop between steps and clean up (namespaces, servers) instead of dying.
+/// From now on SIGINT, SIGTERM and SIGHUP only set a flag ([`stop_requested`]), so a long
+/// run can stop between steps and clean up (namespaces, servers) instead of dying.
 pub fn catch_stop_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: on_stop only stores to an atomic, which is async-signal-safe.
         unsafe {
             libc::signal(
