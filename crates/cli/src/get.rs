@@ -4,18 +4,23 @@
 //!
 //! - `http://HOST[:PORT]/PATH`: HTTP/1.1 over TCP, one request, `Connection: close`,
 //!   `Accept-Encoding: identity` (the body written is the file's bytes).
+//! - `bwudp://HOST[:PORT]/PATH`: paper 001's stateless UDP protocol
+//!   (docs/udp-protocol.md) over an ordinary UDP socket, reliable over loss, duplication
+//!   and reordering through subsequent GETs (UDP port 80 when none is given).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use bareweb_engine::udp::client::Timing;
 use bareweb_loadgen::parse_url;
+use bareweb_loadgen::udp as bwudp;
 use sha2::{Digest, Sha256};
 
 #[derive(clap::Args)]
 pub struct GetArgs {
-    /// What to fetch: http://HOST[:PORT]/PATH.
+    /// What to fetch: http://HOST[:PORT]/PATH or bwudp://HOST[:PORT]/PATH.
     pub url: String,
     /// Write the body to this file (`-`: standard output).
     #[arg(short, long)]
@@ -34,9 +39,24 @@ pub struct GetArgs {
     /// this directory (as `bareweb load --verify`).
     #[arg(long, value_name = "DIR")]
     pub verify: Option<PathBuf>,
-    /// Print the transfer's size and time on standard error.
+    /// Print the transfer's size and time (bwudp: and its GETs, packets, duplicates,
+    /// re-requested packets, timeouts) on standard error.
     #[arg(short, long)]
     pub verbose: bool,
+    /// bwudp: seconds before a GET is sent again (doubling per timeout, up to 1 s),
+    /// 0.001 to 10.
+    #[arg(long, default_value_t = 0.05, value_parser = parse_rto)]
+    pub rto: f64,
+    /// bwudp: timeouts in a row without a new packet before giving up, 1 to 100.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub tries: u32,
+}
+
+fn parse_rto(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.001..=10.0).contains(&v) => Ok(v),
+        _ => Err("expected seconds from 0.001 to 10".into()),
+    }
 }
 
 fn parse_timeout(s: &str) -> Result<f64, String> {
@@ -51,10 +71,13 @@ fn parse_timeout(s: &str) -> Result<f64, String> {
 enum Scheme {
     /// `http://`
     Http,
+    /// `bwudp://`
+    BwUdp,
 }
 
 impl Scheme {
-    const ALL: &'static [(&'static str, Scheme)] = &[("http", Scheme::Http)];
+    const ALL: &'static [(&'static str, Scheme)] =
+        &[("http", Scheme::Http), ("bwudp", Scheme::BwUdp)];
 
     fn of(url: &str) -> Result<Scheme, String> {
         let Some((name, _)) = url.split_once("://") else {
@@ -88,6 +111,7 @@ struct Got {
 pub fn get(a: GetArgs) -> Result<(), String> {
     let got = match Scheme::of(&a.url)? {
         Scheme::Http => get_http(&a)?,
+        Scheme::BwUdp => get_bwudp(&a)?,
     };
     if a.verbose {
         eprintln!("bareweb: {}", got.summary);
@@ -209,6 +233,39 @@ fn get_http(a: &GetArgs) -> Result<Got, String> {
     })
 }
 
+fn get_bwudp(a: &GetArgs) -> Result<Got, String> {
+    let (target, path) = bwudp::parse_url(&a.url)?;
+    let rto = (a.rto * 1e9) as u64;
+    let timing = Timing {
+        rto_ns: rto,
+        rto_max_ns: rto.max(1_000_000_000),
+        tries: a.tries,
+    };
+    let f = bwudp::fetch(&target, &path, timing).map_err(|e| format!("{}: {e}", a.url))?;
+    let c = f.counts;
+    Ok(Got {
+        summary: format!(
+            "{} bytes in {:.1} ms from {}: {} GETs, {} packets, {} duplicates, {} re-requested, {} timeouts, {} bad{}",
+            f.body.len(),
+            f.elapsed.as_secs_f64() * 1e3,
+            target.addr,
+            c.gets,
+            c.packets,
+            c.duplicates,
+            c.rerequested,
+            c.timeouts,
+            c.bad,
+            if c.bounded > 0 {
+                ", first answer bounded (address not yet proven)"
+            } else {
+                ""
+            },
+        ),
+        head: f.head,
+        body: f.body,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,9 +274,10 @@ mod tests {
     fn schemes() {
         assert_eq!(Scheme::of("http://h/x"), Ok(Scheme::Http));
         assert_eq!(Scheme::of("HTTP://h/x"), Ok(Scheme::Http));
+        assert_eq!(Scheme::of("bwudp://h/x"), Ok(Scheme::BwUdp));
         let e = Scheme::of("ftp://h/x").unwrap_err();
         assert!(
-            e.contains("does not speak ftp://") && e.contains("http://"),
+            e.contains("does not speak ftp://") && e.contains("http://, bwudp://"),
             "{e}"
         );
         assert!(Scheme::of("h/x").unwrap_err().contains("not a URL"));
@@ -268,6 +326,8 @@ mod tests {
             expect_status: None,
             verify: None,
             verbose: false,
+            rto: 0.05,
+            tries: 8,
         };
         let got = get_http(&a).unwrap();
         assert_eq!(got.body, b"hello");

@@ -1,8 +1,8 @@
 //! `bareweb`: the command line. Each subcommand lives in its own module:
 //! `build` in [`image`] and [`bootimage`], `serve` in [`serve`] (its runners in
 //! [`runners`]), `run` in [`run`] and [`launch`], `get` in [`get`], `load` and
-//! `surge-site` in [`load`], `bench` in [`bench`]; the options the server commands share,
-//! and every value type, in [`opts`].
+//! `surge-site` in [`load`] (UDP in [`load_udp`]), `bench` in [`bench`]; the options the
+//! server commands share, and every value type, in [`opts`].
 //!
 //! Exit codes: 0 done, 1 failed (the reason on stderr), 2 a usage error in clap's format
 //! (a bad value, or options that do not go together: each command's `check` runs right
@@ -22,6 +22,7 @@ mod get;
 mod image;
 mod launch;
 mod load;
+mod load_udp;
 mod opts;
 mod run;
 mod runners;
@@ -48,7 +49,8 @@ enum Cmd {
     Serve(serve::ServeArgs),
     /// Boot the bare-machine kernel with a site under QEMU (no root needed).
     Run(run::RunArgs),
-    /// Fetch one file (http://HOST[:PORT]/PATH) and write its body, checked.
+    /// Fetch one file (http://HOST[:PORT]/PATH or bwudp://HOST[:PORT]/PATH, paper 001's
+    /// stateless UDP protocol) and write its body, checked.
     Get(get::GetArgs),
     /// Load a web server like http_load / httperf: rate, parallel or Surge session mode.
     Load(load::LoadArgs),

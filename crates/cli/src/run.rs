@@ -367,11 +367,16 @@ pub fn qemu_args(
         push(&format!("unix:{},server=on,wait=off", m.display()));
     }
     let user = format!(
-        "user,id={{id}},hostfwd=tcp:{}:{}-{}:{}",
+        "user,id={{id}},hostfwd=tcp:{}:{}-{}:{}{}",
         a.listen.ip(),
         a.listen.port(),
         settings.ip,
-        settings.port
+        settings.port,
+        // The UDP protocol's port, forwarded from the same host address, same number.
+        match settings.udp.port {
+            Some(u) => format!(",hostfwd=udp:{}:{u}-{}:{u}", a.listen.ip(), settings.ip),
+            None => String::new(),
+        }
     );
     let several = a.nets.len() > 1;
     if several && a.nets[0] == Net::User {

@@ -188,9 +188,10 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         .map(|m| m.to_string())
         .collect::<Vec<_>>()
         .join(", ");
+    let udp = a.server.udp_banner(ip);
     let banner = move |on: &str| {
         eprintln!(
-            "bareweb: serving {files} files at http://{ip}:{port}/ on {on} (server MAC {macs_text}, host side {host}); Ctrl-C stops"
+            "bareweb: serving {files} files at http://{ip}:{port}/{udp} on {on} (server MAC {macs_text}, host side {host}); Ctrl-C stops"
         )
     };
     let bridge =

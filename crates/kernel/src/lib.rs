@@ -26,6 +26,7 @@ extern crate alloc;
 pub mod acpi;
 pub mod arch;
 pub mod boot_info;
+pub mod client;
 pub mod clock;
 pub mod cmdline;
 pub mod console;

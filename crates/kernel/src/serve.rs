@@ -377,6 +377,7 @@ impl Start {
             idle_ms: s.idle_timeout_s * 1000,
             ..Timeouts::default()
         };
+        cfg.udp = s.udp.config();
         cfg
     }
 
@@ -425,6 +426,11 @@ impl Start {
         let bonding = nics::bonding(&self.settings, found);
         let max = if bonding.is_some() { found } else { 1 };
         let opened = nics::open::<D>(devs, want, max, self.clock.hz);
+        if self.settings.client.on {
+            // The UDP client (issue 13) on the first NIC.
+            let first = opened.nics.into_iter().next().unwrap_or_default();
+            crate::client::run(&self.settings, self.clock, first);
+        }
         let queues = opened.nics.first().map_or(0, Vec::len);
         let decision = plan::decide(self.cores, asked, self.settings.bsp_http, queues);
         kprintln!(
@@ -629,10 +635,11 @@ impl Start {
         }
         let s = &self.settings;
         kprintln!(
-            "bareweb: ready: serving {} files at http://{}:{}/ on {nic} (MAC {mac}, {}/{} gw {}), sched {:?}, {} TCBs per core, {plan}, stats page {}, heap used {} KiB",
+            "bareweb: ready: serving {} files at http://{}:{}/{} on {nic} (MAC {mac}, {}/{} gw {}), sched {:?}, {} TCBs per core, {plan}, stats page {}, heap used {} KiB",
             self.site.len(),
             s.ip,
             s.port,
+            UdpUrl(s.ip, s.udp),
             s.ip,
             s.prefix,
             Gw(s.gateway),
@@ -675,6 +682,23 @@ impl Start {
     }
 }
 
+/// ` and bwudp://IP:PORT/` when the UDP protocol is served (nothing otherwise).
+struct UdpUrl(bareweb_engine::wire::Ipv4Address, crate::cmdline::Udp);
+
+impl core::fmt::Display for UdpUrl {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.1.port {
+            Some(p) => write!(
+                f,
+                " and bwudp://{}:{p}/{}",
+                self.0,
+                if self.1.paper { " (paper mode)" } else { "" }
+            ),
+            None => Ok(()),
+        }
+    }
+}
+
 /// One line of `key=value` counters on the console: the engine's and the devices', summed
 /// over every core's published row.
 pub fn print_stats(board: &Board, clock: &TscClock) {
@@ -691,7 +715,7 @@ pub fn print_stats(board: &Board, clock: &TscClock) {
     };
     let stack = (0..board.cores()).map(smp::stack_used).max().unwrap_or(0);
     kprintln!(
-        "stats: uptime_ms={} cores={} http_requests={} http_2xx={} rx_frames={} tx_frames={} tcbs_in_use={} tcp_accepted={} tcp_rto_retransmits={} tx_ring_full={} nic_rx={} nic_tx={} doorbells={} rx_doorbells={} suppressed={} rx_bad={} tx_bad={} tx_full={} dispatched={} drained={} conn_map={} late_allocs={} stack_max={}",
+        "stats: uptime_ms={} cores={} http_requests={} http_2xx={} rx_frames={} tx_frames={} tcbs_in_use={} tcp_accepted={} tcp_rto_retransmits={} tx_ring_full={} nic_rx={} nic_tx={} doorbells={} rx_doorbells={} suppressed={} rx_bad={} tx_bad={} tx_full={} dispatched={} drained={} conn_map={} udp_initial={} udp_subsequent={} udp_packets={} udp_bounded={} udp_rate_limited={} udp_ids_max={} late_allocs={} stack_max={}",
         clock.now_ns() / 1_000_000,
         board.cores(),
         st("http_requests"),
@@ -713,6 +737,15 @@ pub fn print_stats(board: &Board, clock: &TscClock) {
         nic("dispatched"),
         nic("drained"),
         nic("conn_map"),
+        st("udp_initial"),
+        st("udp_subsequent"),
+        st("udp_packets"),
+        st("udp_bounded"),
+        st("udp_rate_limited"),
+        (0..board.cores())
+            .map(|c| board.snapshot(c).stat("udp_ids_max"))
+            .max()
+            .unwrap_or(0),
         mem::late_allocs(),
         stack
     );

@@ -33,6 +33,10 @@ pub struct Idle {
     /// Connections the core's server holds (a platform may nap shorter when some are
     /// open, since frames for them can come from other cores' rings).
     pub connections: usize,
+    /// Microseconds until the server's next timer scan is due (0: now): a platform that
+    /// sleeps wakes by then, or a loss probe a few milliseconds out would wait for the
+    /// sleep to end.
+    pub timer_in_us: u64,
 }
 
 /// What one core did, returned when it stops.
@@ -120,6 +124,7 @@ where
             let state = Idle {
                 polls: idle_run,
                 connections: server.active(),
+                timer_in_us: server.next_timer_ns().saturating_sub(now) / 1000,
             };
             idle(nic, state);
         }

@@ -15,7 +15,8 @@
 //!   was lost on the dead link TCP retransmits), and, on the announcing core, sends a
 //!   gratuitous ARP for each one the monitor asked for.
 //! - **Datagrams** ([`Server::via_datagram`]): the seam for a protocol without
-//!   connections (issue 13's UDP server): a send NIC per datagram by the same policy.
+//!   connections: issue 13's UDP server (`server/udp.rs`) asks it for every packet of an
+//!   answer, a send NIC per datagram by the same policy.
 //!
 //! Without a set (`Config::bond` is `None`) every function here returns at its first line.
 
@@ -103,7 +104,6 @@ impl<L: Lookup<'static>> Server<L> {
     /// (per client: one NIC per client address; by size; least queued) and selects it, so
     /// the frame built next on `tx` with `self.egress` leaves from it with its MAC. Without
     /// a NIC set it does nothing.
-    #[allow(dead_code)] // used by the UDP server (issue 13) once it lands
     pub(super) fn via_datagram<T: TxRing>(&mut self, client: [u8; 4], len: usize, tx: &mut T) {
         if let Some(b) = &self.bond {
             let k = b.chooser.datagram(client_hash(client), len);

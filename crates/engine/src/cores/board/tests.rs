@@ -246,3 +246,17 @@ fn lock_wait_is_its_own_part_of_the_split() {
     // Rows that never wait report 0, so Main is as before for the other modes.
     assert!(j.contains("\"core\":0,\"role\":\"net\",\"requests\":0,\"elapsed_ns\":0,\"rcv_ns\":0,\"http_ns\":0,\"send_ns\":0,\"lock_ns\":0,\"main_ns\":0,"));
 }
+
+#[test]
+fn the_time_split_reads_the_dispatch_and_drain_words() {
+    assert_eq!(NIC_NAMES[NIC_DISPATCH_NS], "dispatch_ns");
+    assert_eq!(NIC_NAMES[NIC_DRAIN_NS], "drain_ns");
+    let d = DispatchCounters {
+        dispatch_ns: 7,
+        drain_ns: 11,
+        conn_map_expired: 1000,
+        ..DispatchCounters::default()
+    };
+    let w = nic_words(&NicCounters::default(), &d);
+    assert_eq!((w[NIC_DISPATCH_NS], w[NIC_DRAIN_NS]), (7, 11));
+}
