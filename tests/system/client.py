@@ -482,9 +482,9 @@ def cmd_parallel(args):
 
 def cmd_sniff(args):
     """sniff IFACE SECONDS SERVER_IP: every frame on IFACE for SECONDS, or until SIGTERM
-    (AF_PACKET): the server's IPv4 frames counted by source MAC, with and without TCP
-    payload, and its ARP frames as (operation, Ethernet source, sender hardware
-    address)."""
+    (AF_PACKET): the server's TCP frames counted by source MAC, with and without payload,
+    its UDP datagrams by source MAC and size (128 payload bytes or more: big), and its ARP
+    frames as (operation, Ethernet source, sender hardware address)."""
     import signal
     iface, secs, server = args[0], float(args[1]), socket.inet_aton(args[2])
     stop = []
@@ -493,7 +493,7 @@ def cmd_sniff(args):
     s.bind((iface, 0))
     s.settimeout(0.2)
     mac = lambda b: ":".join(f"{x:02x}" for x in b)
-    data, control, arps = {}, {}, []
+    data, control, arps, udp = {}, {}, [], {}
     end = time.monotonic() + secs
     while time.monotonic() < end and not stop:
         try:
@@ -506,6 +506,12 @@ def cmd_sniff(args):
         if etype == 0x0806 and len(f) >= 42 and f[28:32] == server:
             op = struct.unpack("!H", f[20:22])[0]
             arps.append(["request" if op == 1 else "reply", src, mac(f[22:28])])
+        elif etype == 0x0800 and len(f) >= 42 and f[26:30] == server and f[23] == 17:
+            ihl = (f[14] & 15) * 4
+            size = "big" if struct.unpack("!H", f[14 + ihl + 4:14 + ihl + 6])[0] - 8 >= 128 \
+                else "small"
+            u = udp.setdefault(src, {})
+            u[size] = u.get(size, 0) + 1
         elif etype == 0x0800 and len(f) >= 34 and f[26:30] == server and f[23] == 6:
             ihl = (f[14] & 15) * 4
             tot = struct.unpack("!H", f[16:18])[0]
@@ -514,7 +520,7 @@ def cmd_sniff(args):
             payload = tot - ihl - doff
             d = data if payload > 0 else control
             d[src] = d.get(src, 0) + 1
-    out({"data": data, "control": control, "arps": arps[:50]})
+    out({"data": data, "control": control, "arps": arps[:50], "udp": udp})
 
 
 def cmd_stream(args):

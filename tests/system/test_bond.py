@@ -194,6 +194,31 @@ def test_a_tap_down_under_twenty_downloads_moves_connections_and_the_address(cor
         s.close()
 
 
+def test_udp_answers_leave_by_the_sets_policy(tmp_path):
+    """Issue 13's UDP protocol on a NIC set: every datagram of an answer gets its NIC from
+    the set's policy (`size`: data datagrams on the data NIC, small ones on the control
+    NIC) and leaves with that NIC's MAC; every file arrives intact."""
+    from conftest import BIN
+    port = 7000
+    s = BondServer("spread", extra=["--udp-port", str(port), "--bond-policy", "size"])
+    try:
+        cap = s.sniff(60)
+        for path in ["/files/1m.bin", "/files/4k.html", "/index.html"]:
+            out = tmp_path / "got"
+            r = s.ns.run(BIN, "get", f"bwudp://{SERVER_IP}:{port}{path}", "-o", out,
+                         check=False)
+            assert r.returncode == 0, r.stderr
+            assert hashlib.sha256(out.read_bytes()).hexdigest() == sha(path), path
+        c = cap.result()
+        udp = c["udp"]
+        assert udp.get(MACS[1], {}).get("big", 0) > 700, c
+        assert udp.get(MACS[0], {}).get("big", 0) == 0, f"data only on the data NIC: {c}"
+        st = s.stats()["bond"]
+        assert st["policy"] == "size" and st["nics"][1]["tx_frames"] > 700, st
+    finally:
+        s.close()
+
+
 def test_bond_options_are_checked():
     from conftest import BIN
     require_root()
