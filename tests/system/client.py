@@ -531,6 +531,10 @@ def cmd_stream(args):
     path, secs = args[0], float(args[1])
     end = time.monotonic() + secs
     c = http.client.HTTPConnection(SERVER, PORT, timeout=30)
+    c.connect()
+    # A small receive buffer: what the client reads follows what arrives, so a stall of
+    # the sender shows as a gap between reads instead of being covered by buffered data.
+    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
     gaps, fetches, total, last = [], 0, 0, time.monotonic()
     while time.monotonic() < end:
         c.request("GET", path)
