@@ -11,6 +11,9 @@ parallel requests, send list (DLIST) high-water mark, processing time at the cli
 
     sudo python3 bench/udp_paper.py [--secs 2] [--rounds 1] [--parallel 16] [--out FILE]
     sudo python3 bench/udp_paper.py --quick      # 4 KiB and 32 KiB, two configurations
+    sudo python3 bench/udp_paper.py --sizes 4,8 --json a.json   # a run per group of sizes,
+    sudo python3 bench/udp_paper.py --sizes 16,32 --json b.json # each side by side, then
+    python3 bench/udp_paper.py --report a.json b.json           # their tables together
 
 Every server runs for the whole bench in its own namespace (prefix bwup) with a bridge
 holding its TAP, the bare client's TAP and the host address 10.0.0.1; loads interleave
@@ -145,25 +148,27 @@ def make_site(d, multiples):
     (d / "index.html").write_text("<!doctype html><title>udp bench</title>\n")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--secs", type=float, default=2.0)
-    ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--parallel", type=int, default=16)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=None)
-    a = ap.parse_args()
-    if os.geteuid() != 0:
-        sys.exit("needs root (network namespaces, TAP)")
-    if not BIN.exists():
-        sys.exit("build first: cargo build --release -p bareweb")
-    multiples = [1, 8] if a.quick else MULTIPLES
-    configs = [CONFIGS[0], CONFIGS[3]] if a.quick else CONFIGS
+def server_summary(f):
+    """Core 0's request ids and server processing time, the DLIST high-water mark."""
+    c0 = (f.get("cores") or [{}])[0].get("nic", {})
+    done = c0.get("udp_done", 0)
+    return {
+        "done": done,
+        "ids_max": c0.get("udp_ids_max", 0),
+        "srv_mean_ms": c0.get("udp_time_sum_ns", 0) / max(1, done) / 1e6,
+        "srv_max_ms": c0.get("udp_time_max_ns", 0) / 1e6,
+        "dlist": max((c.get("nic", {}).get("tx_ring_high", 0) for c in f.get("cores", [])[1:]
+                      if c.get("role") == "http"), default=None),
+    }
+
+
+def measure(a, multiples, configs):
+    """One bench run: every server up at once, the loads interleaved within each size."""
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="bwup-site-"))
     servers = []
-    res = {}  # (config, load, multiple) -> [run]
+    res = []  # [config, load, multiple, run]
     splits = {}  # config -> split of its 4K UDP bare run (the paper's Fig. 9)
-    paper = {}  # (config, client) -> run at the paper's schedule
+    paper = []  # [config, client, run] at the paper's schedule
     load0 = os.getloadavg()
     t_start = time.time()
     try:
@@ -177,41 +182,70 @@ def main():
                         before = s.stats()
                         r = s.load(load, path, a.secs, a.parallel)
                         after = s.stats()
-                        res.setdefault((s.name, load, n), []).append(r)
+                        res.append([s.name, load, n, r])
                         if n == 1 and load == "udp bare":
                             splits[s.name] = split(before, after)
                         print(f"round {rnd + 1} {4 * n:3}K {load:16} {s.name:24} "
                               f"{r.get('rps', 0):9.0f} req/s {r.get('error', '')}", flush=True)
+            if 1 not in multiples:
+                continue
             for client in ("udp socket", "udp bare"):
                 for s in servers:
                     r = s.load(client, "/files/4k.bin", a.secs, a.parallel, paper=True)
-                    paper.setdefault((s.name, client), []).append(r)
+                    paper.append([s.name, client, r])
                     print(f"round {rnd + 1} paper schedule {client:10} {s.name:24} "
                           f"{r.get('rps', 0):7.0f} req/s, max parallel {r.get('max_parallel')}, "
                           f"client time mean {r.get('time_mean_ms', 0):.2f} ms", flush=True)
-        finals = {s.name: s.stats() for s in servers}
+        finals = {s.name: server_summary(s.stats()) for s in servers}
     finally:
         for s in servers:
             s.close()
         shutil.rmtree(tmp, ignore_errors=True)
     load1 = os.getloadavg()
+    cmd = (f"sudo python3 bench/udp_paper.py --secs {a.secs:g} --rounds {a.rounds} --parallel "
+           f"{a.parallel} --sizes {','.join(str(4 * n) for n in multiples)}"
+           + (" --quick" if a.quick else ""))
+    return {"cmd": cmd, "cpus": os.cpu_count(), "load0": load0[0], "load1": load1[0],
+            "duration": time.time() - t_start, "secs": a.secs, "rounds": a.rounds,
+            "parallel": a.parallel, "multiples": multiples, "configs": [c[0] for c in configs],
+            "res": res, "splits": splits, "paper": paper, "finals": finals}
+
+
+def render(chunks):
+    """The markdown tables of one or more runs (e.g. one per group of sizes)."""
+    multiples = sorted({n for c in chunks for n in c["multiples"]})
+    configs = []
+    for c in chunks:
+        configs += [n for n in c["configs"] if n not in configs]
+    res, splits, paper, finals = {}, {}, {}, {}
+    for c in chunks:
+        for name, load, n, r in c["res"]:
+            res.setdefault((name, load, n), []).append(r)
+        splits.update(c["splits"])
+        for name, client, r in c["paper"]:
+            paper.setdefault((name, client), []).append(r)
+        if c["paper"]:
+            finals.update(c["finals"])
 
     def med(runs, key="rps"):
         v = [r[key] for r in runs if key in r]
         return statistics.median(v) if v else float("nan")
 
-    out = [f"`sudo python3 bench/udp_paper.py --secs {a.secs:g} --rounds {a.rounds} --parallel "
-           f"{a.parallel}{' --quick' if a.quick else ''}`: {os.cpu_count()} CPUs shared by the "
-           f"servers, the clients and other work (load average {load0[0]:.1f} at the start, "
-           f"{load1[0]:.1f} at the end), {time.time() - t_start:.0f} s. Closed loop: {a.parallel} "
-           f"requests in flight; medians of {a.rounds} interleaved round(s). Requests/s:", ""]
+    out = []
+    for c in chunks:
+        out.append(f"- `{c['cmd']}`: {c['cpus']} CPUs shared by the servers, the clients and "
+                   f"other work (load average {c['load0']:.1f} at the start, {c['load1']:.1f} at "
+                   f"the end), {c['duration']:.0f} s.")
+    c = chunks[0]
+    out += ["", f"Closed loop: {c['parallel']} requests in flight, {c['secs']:g} s per run; "
+            f"medians of {c['rounds']} interleaved round(s). Requests/s:", ""]
     for load in LOADS:
         out.append(f"**{load}**" + (" (the bare client: the engine's frames on a TAP bridged with "
                                     "the server's)" if load == "udp bare" else ""))
         out.append("")
         out.append("| configuration | " + " | ".join(f"{4 * n} KiB" for n in multiples) + " |")
         out.append("|---|" + "---|" * len(multiples))
-        for name, _, _ in configs:
+        for name in configs:
             cells = []
             for n in multiples:
                 runs = res.get((name, load, n), [])
@@ -219,21 +253,23 @@ def main():
                 cells.append(f"{med(runs):.0f}" + (f" ({bad} err)" if bad else ""))
             out.append(f"| {name} | " + " | ".join(cells) + " |")
         out.append("")
-    out.append("UDP (bare client) over TCP keep-alive, same configuration and size:")
-    out.append("")
-    out.append("| configuration | " + " | ".join(f"{4 * n} KiB" for n in multiples) + " |")
-    out.append("|---|" + "---|" * len(multiples))
-    for name, _, _ in configs:
-        out.append(f"| {name} | " + " | ".join(
-            f"{med(res.get((name, 'udp bare', n), [])) / max(1e-9, med(res.get((name, 'tcp keep-alive', n), []))):.2f}x"
-            for n in multiples) + " |")
-    out.append("")
+    for num, den in (("udp bare", "tcp keep-alive"), ("udp bare", "tcp per request"),
+                     ("udp bare", "udp socket")):
+        out.append(f"Ratio {num} / {den}, same configuration and size:")
+        out.append("")
+        out.append("| configuration | " + " | ".join(f"{4 * n} KiB" for n in multiples) + " |")
+        out.append("|---|" + "---|" * len(multiples))
+        for name in configs:
+            out.append(f"| {name} | " + " | ".join(
+                f"{med(res.get((name, num, n), [])) / max(1e-9, med(res.get((name, den, n), []))):.2f}x"
+                for n in multiples) + " |")
+        out.append("")
     out.append("Per-core time during the 4 KiB bare-client run (paper Fig. 9): RCV / HTTP / SEND "
                "(core 0 draining the DLISTs) / idle, % of the run:")
     out.append("")
     out.append("| configuration | cores |")
     out.append("|---|---|")
-    for name, _, _ in configs:
+    for name in configs:
         sp = splits.get(name, [])
         out.append(f"| {name} | " + "<br>".join(
             f"core {i} ({c['role']}): {c['rcv']:.0f} / {c['http']:.0f} / {c['send']:.0f} / "
@@ -243,27 +279,60 @@ def main():
                "Figs. 10 and 12). Max parallel and processing time at the client; in "
                "network-core mode also core 0's request ids out at once and the time from a "
                "request's arrival at core 0 to its answer's last frame on the TAP (over the "
-               "whole bench); DLIST high-water mark: most frames waiting in an HTTP core's send "
-               "ring (whole bench):")
+               "whole run holding the 4 KiB loads); DLIST high-water mark: most frames waiting "
+               "in an HTTP core's send ring (same run):")
     out.append("")
     out.append("| configuration | client | req/s | max parallel (client) | client time mean / max "
                "| core 0 ids max | server time mean / max | DLIST high |")
     out.append("|---|---|---|---|---|---|---|---|")
-    for name, _, _ in configs:
+    for name in configs:
         f = finals.get(name, {})
-        c0 = (f.get("cores") or [{}])[0].get("nic", {})
-        done = c0.get("udp_done", 0)
-        srv = (f"{c0.get('udp_time_sum_ns', 0) / max(1, done) / 1e6:.2f} / "
-               f"{c0.get('udp_time_max_ns', 0) / 1e6:.2f} ms") if done else "n/a"
-        ids = c0.get("udp_ids_max", 0) if done else "n/a"
-        dlist = max((c.get("nic", {}).get("tx_ring_high", 0) for c in f.get("cores", [])[1:]
-                     if c.get("role") == "http"), default="n/a")
+        done = f.get("done", 0)
+        srv = f"{f['srv_mean_ms']:.2f} / {f['srv_max_ms']:.2f} ms" if done else "n/a"
+        ids = f["ids_max"] if done else "n/a"
+        dlist = f.get("dlist") if f.get("dlist") is not None else "n/a"
         for client in ("udp socket", "udp bare"):
             runs = paper.get((name, client), [])
             out.append(f"| {name} | {client.split()[1]} | {med(runs):.0f} | "
                        f"{med(runs, 'max_parallel'):.0f} | {med(runs, 'time_mean_ms'):.2f} / "
                        f"{med(runs, 'time_max_ms'):.2f} ms | {ids} | {srv} | {dlist} |")
-    table = "\n".join(out)
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--secs", type=float, default=2.0)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--parallel", type=int, default=16)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sizes", default=None,
+                    help="KiB sizes to run, e.g. 4,8 (default all: 4,8,16,32,64,128); a long "
+                         "bench splits into runs by size, each one side by side")
+    ap.add_argument("--out", default=None, help="write the markdown tables here")
+    ap.add_argument("--json", default=None, help="write the raw results here (for --report)")
+    ap.add_argument("--report", nargs="+", default=None,
+                    help="no measuring: the tables of these --json files together")
+    a = ap.parse_args()
+    if a.report:
+        table = render([json.loads(pathlib.Path(f).read_text()) for f in a.report])
+        print(table)
+        if a.out:
+            pathlib.Path(a.out).write_text(table + "\n")
+        return
+    if os.geteuid() != 0:
+        sys.exit("needs root (network namespaces, TAP)")
+    if not BIN.exists():
+        sys.exit("build first: cargo build --release -p bareweb")
+    multiples = [1, 8] if a.quick else MULTIPLES
+    if a.sizes:
+        multiples = sorted(int(k) // 4 for k in a.sizes.split(","))
+        if any(n not in MULTIPLES for n in multiples):
+            sys.exit(f"--sizes: KiB among {','.join(str(4 * n) for n in MULTIPLES)}")
+    configs = [CONFIGS[0], CONFIGS[3]] if a.quick else CONFIGS
+    run = measure(a, multiples, configs)
+    if a.json:
+        pathlib.Path(a.json).write_text(json.dumps(run))
+    table = render([run])
     print("\n" + table)
     if a.out:
         pathlib.Path(a.out).write_text(table + "\n")
