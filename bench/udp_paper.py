@@ -78,7 +78,7 @@ class Server:
             stdout=self.log, stderr=subprocess.STDOUT)
         for _ in range(100):
             r = sh("ip", "netns", "exec", self.ns, "curl", "-s", "-o", "/dev/null", "-w",
-                   "%{http_code}", "--max-time", "1", "http://10.0.0.2/files/4k.bin", check=False)
+                   "%{http_code}", "--max-time", "1", "http://10.0.0.2/index.html", check=False)
             if r.stdout == "200":
                 return
             time.sleep(0.1)
@@ -275,6 +275,8 @@ def render(chunks):
             f"core {i} ({c['role']}): {c['rcv']:.0f} / {c['http']:.0f} / {c['send']:.0f} / "
             f"{c['main']:.0f}" for i, c in enumerate(sp)) + " |")
     out.append("")
+    if not paper:
+        return "\n".join(out)
     out.append("The paper's schedule on 4 KiB (8 requests every 9/4 ms: 3,555/s offered; paper "
                "Figs. 10 and 12). Max parallel and processing time at the client; in "
                "network-core mode also core 0's request ids out at once and the time from a "
