@@ -63,6 +63,14 @@ pub struct RunArgs {
     /// Do not answer /.well-known/bareweb/ (HTML) and /.well-known/bareweb/stats (JSON).
     #[arg(long)]
     pub no_stats_page: bool,
+    /// Microseconds an idle core keeps polling before it halts until its NIC, its timer
+    /// or another core wakes it (adaptive: up to this long), 0 to 1000000.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub idle_poll_us: u64,
+    /// Never halt: every core polls all the time, as in the papers (a host CPU per core
+    /// even with no traffic).
+    #[arg(long)]
+    pub poll_always: bool,
     /// Guest memory (QEMU -m syntax).
     #[arg(long, default_value = "256M")]
     pub mem: String,
@@ -216,6 +224,11 @@ pub fn qemu_args(
     }
     if a.no_stats_page {
         cmdline.push_str(" stats_page=off");
+    }
+    if a.poll_always {
+        cmdline.push_str(" poll=always");
+    } else if a.idle_poll_us != 200 {
+        cmdline.push_str(&format!(" idle_poll_us={}", a.idle_poll_us));
     }
     if !a.log.is_empty() {
         cmdline.push_str(&format!(" log={}", a.log));
@@ -647,6 +660,12 @@ mod tests {
         assert_eq!(args(&["--tcbs", "1048576"]).tcbs, 1 << 20);
         assert!(qemu(&["--tcbs", "64"]).unwrap().contains("tcbs=64"));
         assert!(Cli::try_parse_from(["bareweb", "site", "--port", "0"]).is_err());
+        assert!(qemu(&["--poll-always"]).unwrap().contains("poll=always"));
+        assert!(qemu(&["--idle-poll-us", "50"])
+            .unwrap()
+            .contains("idle_poll_us=50"));
+        assert!(!qemu(&[]).unwrap().contains("idle_poll_us"));
+        assert!(Cli::try_parse_from(["bareweb", "site", "--idle-poll-us", "1000001"]).is_err());
         assert_eq!(args(&["--port", "8080"]).port, 8080);
     }
 

@@ -5,6 +5,8 @@
 //! assumed invariant (CPUID 0x8000_0007 EDX bit 8 says so on this KVM; the boot banner
 //! reports it).
 
+use core::sync::atomic::{AtomicU64, Ordering};
+
 use bareweb_engine::nic::Clock;
 
 use crate::arch::cpu::{cpuid, inb, outb, rdtsc};
@@ -193,10 +195,20 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// The TSC frequency once calibrated (for code that has no clock at hand: drivers'
+/// bounded waits at bring-up).
+static TSC_HZ: AtomicU64 = AtomicU64::new(1_000_000_000);
+
+/// TSC ticks per second (a 1 GHz guess before calibration).
+pub fn tsc_hz() -> u64 {
+    TSC_HZ.load(Ordering::Relaxed)
+}
+
 impl TscClock {
     /// Calibrates the TSC and reads the RTC.
     pub fn init() -> TscClock {
         let (hz, calibrated) = calibrate();
+        TSC_HZ.store(hz, Ordering::Relaxed);
         let invariant =
             cpuid(0x8000_0000, 0).0 >= 0x8000_0007 && cpuid(0x8000_0007, 0).3 & (1 << 8) != 0;
         let unix0 = rtc_unix();
@@ -213,6 +225,12 @@ impl TscClock {
     /// TSC ticks since boot.
     pub fn ticks(&self) -> u64 {
         rdtsc().wrapping_sub(self.tsc0)
+    }
+
+    /// The TSC value at monotonic time `ns` (`now_ns`'s scale); saturates far out.
+    pub fn tsc_at(&self, ns: u64) -> u64 {
+        let ticks = (ns as u128 * self.hz as u128 / 1_000_000_000).min(u64::MAX as u128) as u64;
+        self.tsc0.saturating_add(ticks)
     }
 }
 

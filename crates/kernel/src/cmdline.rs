@@ -1,6 +1,7 @@
 //! The kernel command line: `ip=A.B.C.D[/N] gw=A.B.C.D|none port=N sched=imt|ist
 //! tcbs=N max_per_ip=N syn_backlog=N log=access,stats`, the many-core words `cores=N mode=netcore|perqueue
-//! bsp_http=on|off stats_page=on|off apic=auto|xapic`, and `crash=panic|fault|fault-ap|overflow-ap`
+//! bsp_http=on|off stats_page=on|off apic=auto|xapic`, idling `poll=idle|always idle_poll_us=N`,
+//! and `crash=panic|fault|fault-ap|overflow-ap`
 //! which makes the kernel fail on purpose right after boot (the tests use it to prove that
 //! failures are reported and stop QEMU).
 //!
@@ -47,7 +48,15 @@ pub struct Settings {
     pub stats_page: bool,
     /// Use x2APIC when the CPU offers it (`apic=xapic` forces the memory-mapped xAPIC).
     pub x2apic: bool,
+    /// Never halt an idle core (`poll=always`): the papers' behaviour, one host CPU per
+    /// core whatever the load.
+    pub poll_always: bool,
+    /// Longest idle spell before a core halts, µs (`idle_poll_us=`, 0 to 1000000).
+    pub idle_poll_us: u64,
 }
+
+/// The default idle spell before halting, µs (chosen by measurement: docs/kernel.md).
+pub const IDLE_POLL_US: u64 = 200;
 
 /// How several cores share the NIC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +101,8 @@ impl Default for Settings {
             bsp_http: false,
             stats_page: true,
             x2apic: true,
+            poll_always: false,
+            idle_poll_us: IDLE_POLL_US,
         }
     }
 }
@@ -248,6 +259,24 @@ pub fn parse_over<'a>(
             },
             "bsp_http" => on_off(v).map(|b| s.bsp_http = b).is_some(),
             "stats_page" => on_off(v).map(|b| s.stats_page = b).is_some(),
+            "poll" => match v {
+                "always" => {
+                    s.poll_always = true;
+                    true
+                }
+                "idle" => {
+                    s.poll_always = false;
+                    true
+                }
+                _ => false,
+            },
+            "idle_poll_us" => match v.parse::<u64>() {
+                Ok(n) if n <= 1_000_000 => {
+                    s.idle_poll_us = n;
+                    true
+                }
+                _ => false,
+            },
             "apic" => match v {
                 "auto" => {
                     s.x2apic = true;
@@ -311,8 +340,10 @@ mod tests {
     fn every_key() {
         let (s, c) = parse_all(
             "ip=192.168.1.50/16 gw=none port=8080 sched=ist tcbs=64 max_per_ip=7 syn_backlog=5 log=access,stats crash=fault \
-             cores=3 mode=netcore bsp_http=on stats_page=off apic=xapic",
+             cores=3 mode=netcore bsp_http=on stats_page=off apic=xapic poll=always idle_poll_us=50",
         );
+        assert!(s.poll_always && s.idle_poll_us == 50);
+        assert!(!parse_all("poll=always poll=idle").0.poll_always);
         assert!(c.is_empty(), "{c:?}");
         assert_eq!((s.cores, s.mode), (Some(3), Some(CoreMode::NetCore)));
         assert!(s.bsp_http && !s.stats_page && !s.x2apic);
@@ -350,6 +381,9 @@ mod tests {
             "bsp_http=yes",
             "stats_page=",
             "apic=x3apic",
+            "poll=never",
+            "idle_poll_us=-1",
+            "idle_poll_us=1000001",
         ] {
             let (s, c) = parse_all(w);
             assert_eq!(c, [(w.into(), "bad value, default kept")], "{w}");

@@ -13,7 +13,8 @@
 //!   e1000, each a `Nic` per queue pair and a [`drivers::Driver`].
 //! - [`serve`]: brings the NIC up, takes the engine's plan for the cores (mode, roles,
 //!   servers, network-core wiring: `cores::plan`, shared with the host) and runs the
-//!   engine's per-core loop on every core.
+//!   engine's per-core loop on every core; [`rest`]: how an idle core polls, then halts
+//!   until its NIC, its timer or another core wakes it.
 //!
 //! `unsafe` lives here and only here (the engine has none but its ring): every block says
 //! why it holds.
@@ -34,6 +35,7 @@ pub mod embedded;
 pub mod exit;
 pub mod mem;
 pub mod pci;
+pub mod rest;
 pub mod serve;
 
 #[cfg(target_os = "none")]

@@ -21,9 +21,11 @@
 //!   `NetCoreNic` (ARP/ICMP, SYN dispatch round robin, draining the send rings), cores 1..
 //!   run a `Server` over `RingNic`; `bsp_http=on` puts core 0 in the round robin.
 //!
-//! Every core runs the engine's `cores::run` loop and polls without sleeping, as the
-//! papers' cores do; every core publishes to one stats `Board`, which the stats page and
-//! the console's `log=stats` line read.
+//! Every core runs the engine's `cores::run` loop: it polls while there is work and, after
+//! an idle spell, halts until its NIC, its timer or another core wakes it ([`crate::rest`];
+//! `poll=always` polls without ever halting, as the papers' cores do). Every core
+//! publishes to one stats `Board`, which the stats page and the console's `log=stats`
+//! line read.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -32,7 +34,7 @@ use core::sync::atomic::AtomicBool;
 use bareweb_engine::cores::board::{Board, WithStatsPage};
 use bareweb_engine::cores::netcore::{Dispatch, Drain, NetCoreNic};
 use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
-use bareweb_engine::cores::run::{run_core, run_core_ticking, CoreCtx};
+use bareweb_engine::cores::run::{run_core_hooked, CoreCtx};
 use bareweb_engine::cores::{CoreQueue, DispatchCounters};
 use bareweb_engine::nic::{Clock, Nic, NicCaps, NicCounters};
 use bareweb_engine::resource::{Found, Lookup};
@@ -42,14 +44,15 @@ use bareweb_engine::site::Site;
 use bareweb_engine::tcp::port_table::Peer;
 use bareweb_engine::wire::EthernetAddress;
 
-use crate::arch::{apic, smp};
+use crate::arch::{apic, ioapic, irq, smp};
 use crate::boot_info::{BootInfo, Region};
 use crate::clock::TscClock;
 use crate::cmdline::{self, CoreMode, Settings};
 use crate::drivers::e1000::E1000;
 use crate::drivers::virtio_net::VirtioNet;
-use crate::drivers::Driver;
+use crate::drivers::{Arm, Driver};
 use crate::pci::{self, Device};
+use crate::rest::{self, Policy, Rest, Sleeper};
 use crate::{acpi, embedded, fatal, kprintln, mem};
 
 /// Whether a driver here drives `d`. The drivers, in one list with [`Start::serve_found`]:
@@ -144,6 +147,7 @@ pub fn boot(info: &BootInfo) -> ! {
     let t_smp = crate::arch::cpu::rdtsc();
     let cores = start_cores(&settings, &procs, &clock);
     kprintln!("smp: {cores} core(s) running in {} ms", ms(t_smp));
+    let timer = wake_setup(&settings, &procs, &clock);
     if matches!(
         settings.crash,
         Some(cmdline::Crash::FaultAp | cmdline::Crash::OverflowAp)
@@ -172,6 +176,7 @@ pub fn boot(info: &BootInfo) -> ! {
         settings,
         clock,
         cores,
+        timer,
     };
     match found {
         Some(d) => ctx.serve_found(&d),
@@ -245,12 +250,66 @@ fn start_cores(
     smp::cores()
 }
 
+/// Interrupts for waking halted cores: the legacy PICs masked, every I/O APIC line masked
+/// (the NIC's is routed when the driver opens it), and the timer mode. Returns the timer,
+/// or None when cores will not halt (`poll=always`, or no local APIC).
+fn wake_setup(
+    s: &Settings,
+    procs: &Result<acpi::Processors, acpi::Error>,
+    clock: &TscClock,
+) -> Option<apic::Timer> {
+    irq::mask_legacy_pic();
+    let chips = match procs {
+        Ok(p) => {
+            acpi::keep_overrides(p);
+            ioapic::init(p.ioapics())
+        }
+        Err(_) => 0,
+    };
+    if s.poll_always {
+        kprintln!("idle: poll=always: cores never halt");
+        return None;
+    }
+    if apic::current() == apic::Mode::None {
+        kprintln!("idle: no local APIC: cores poll without halting");
+        return None;
+    }
+    let timer = if apic::has_tsc_deadline() {
+        apic::Timer::TscDeadline
+    } else {
+        apic::Timer::OneShot {
+            hz: apic::measure_timer_hz(clock.hz, 100),
+            tsc_hz: clock.hz,
+        }
+    };
+    if timer
+        == (apic::Timer::OneShot {
+            hz: 0,
+            tsc_hz: clock.hz,
+        })
+    {
+        kprintln!("idle: the local APIC timer does not count: cores poll without halting");
+        return None;
+    }
+    kprintln!(
+        "idle: halt after {} us idle (adaptive), timer {}, {chips} I/O APIC(s)",
+        s.idle_poll_us,
+        match timer {
+            apic::Timer::TscDeadline => alloc::string::String::from("TSC-deadline"),
+            apic::Timer::OneShot { hz, .. } => alloc::format!("one-shot at {} MHz", hz / 1_000_000),
+        }
+    );
+    Some(timer)
+}
+
 /// What every plan needs.
 struct Start {
     site: Site<'static>,
     settings: Settings,
     clock: TscClock,
     cores: usize,
+    /// The idle cores' timer (None: cores poll and never halt).
+    timer: Option<apic::Timer>,
 }
 
 /// The site, with or without the stats page (`stats_page=`): one type for every core.
@@ -292,8 +351,31 @@ fn isn_key() -> [u8; 16] {
 }
 
 /// Core 0's queue pair in network-core mode: the engine's `NetCoreNic` over the driver's
-/// two sides, reporting the device's counters (doorbells) to the board as well.
-struct Core0<D: Driver>(NetCoreNic<D::Rx, D::Tx, TscClock>);
+/// two sides, reporting the device's counters (doorbells) to the board as well, and its
+/// doze (HTTP cores wake it when they leave frames or close notes on their rings).
+struct Core0<D: Driver>(NetCoreNic<D::Rx, D::Tx, TscClock>, Doze);
+
+impl<D: Driver> Sleeper for Core0<D> {
+    fn arm(&mut self) -> Arm {
+        self.1.announce();
+        if self.0.output_pending() {
+            self.1.awake();
+            return Arm::Pending;
+        }
+        match D::arm(self.0.inner_mut().0) {
+            Arm::Pending => {
+                self.1.awake();
+                Arm::Pending
+            }
+            a => a,
+        }
+    }
+
+    fn disarm(&mut self) {
+        D::disarm(self.0.inner_mut().0);
+        self.1.awake();
+    }
+}
 
 impl<D: Driver> Nic for Core0<D> {
     type Rx = Dispatch<D::Rx, TscClock>;
@@ -371,15 +453,22 @@ impl Start {
             CoreMode::PerQueue => Asked::PerQueue,
         });
         let want = plan::queues_wanted(self.cores, asked);
-        let (mut nics, offered) = match D::open(dev, want) {
+        // Queue pair k belongs to core k: its receive interrupt wakes that core.
+        let wake: Vec<u32> = match self.timer {
+            Some(_) => (0..self.cores).map(smp::apic_id).collect(),
+            None => Vec::new(),
+        };
+        let (mut nics, offered) = match D::open(dev, want, &wake) {
             Ok(n) => n,
             Err(e) => fatal!("{} at {}: {e:?}", D::NAME, dev.addr),
         };
         kprintln!(
-            "nic: {} up in {} ms, {} of {offered} queue pair(s)",
+            "nic: {} up in {} ms, {} of {offered} queue pair(s), wake-ups by {}",
             D::NAME,
             (crate::arch::cpu::rdtsc() - t_nic) * 1000 / self.clock.hz,
-            nics.len()
+            nics.len(),
+            nics.first_mut()
+                .map_or(crate::drivers::Wake::None, |n| D::wake(n.split().0))
         );
         let Some(mac) = nics.first().map(Nic::mac) else {
             fatal!("{} at {}: no queue pair", D::NAME, dev.addr)
@@ -438,8 +527,14 @@ impl Start {
     fn netcore<D: Driver>(self, plan: &Plan<Pages>, nic: D, t: u64) -> ! {
         let board = plan.board.expect("the kernel's plan has a board");
         let (rx, tx) = nic.into_rings();
-        // The kernel's cores poll without sleeping: doze-less links (a nudge is a branch).
-        let queues = plan.netcore(rx, tx, self.clock, &Doze::none(), |_| Doze::none());
+        // Halting cores wake each other with an IPI when a ring gets work; cores that
+        // never halt get doze-less links (a nudge is a branch).
+        let doze = |core: usize| match self.timer {
+            Some(_) => rest::ipi_doze(smp::apic_id(core)),
+            None => Doze::none(),
+        };
+        let doze0 = doze(0);
+        let queues = plan.netcore(rx, tx, self.clock, &doze0, doze);
         let mut jobs: Vec<smp::Job> = Vec::with_capacity(plan.cores);
         for (i, ring) in queues.http.into_iter().enumerate() {
             let core = i + 1;
@@ -453,11 +548,11 @@ impl Start {
             plan.cores - 1
         );
         self.start_serving(t, D::NAME, plan.mac, &what, jobs);
-        self.run_core0(server, Core0::<D>(queues.core0), board)
+        self.run_core0(server, Core0::<D>(queues.core0, doze0), board)
     }
 
     /// A job for application core `core`: serve over `nic` forever, polling.
-    fn ap_job<N: CoreQueue + Send + 'static>(
+    fn ap_job<N: CoreQueue + Sleeper + Send + 'static>(
         &self,
         core: usize,
         mut server: Server<Pages>,
@@ -466,6 +561,7 @@ impl Start {
     ) -> smp::Job {
         let clock = self.clock;
         let log_access = self.settings.log_access;
+        let mut rest = self.rest(core);
         let crash = if core + 1 == self.cores {
             self.settings.crash
         } else {
@@ -490,13 +586,15 @@ impl Start {
                 board: Some(board),
                 stop: &STOP,
             };
-            run_core(
+            run_core_hooked(
                 &mut server,
                 &mut nic,
                 &clock,
                 &mut ConsoleLog(log_access),
                 &ctx,
-                |_, _| crate::arch::cpu::relax(),
+                &mut rest,
+                u64::MAX,
+                |_, _| {},
             );
         })
     }
@@ -538,8 +636,18 @@ impl Start {
         );
     }
 
+    /// Core `core`'s idle policy.
+    fn rest(&self, core: usize) -> Rest {
+        let policy = Policy {
+            poll_always: self.timer.is_none(),
+            idle_poll_us: self.settings.idle_poll_us,
+        };
+        let timer = self.timer.unwrap_or(apic::Timer::TscDeadline);
+        Rest::new(core, policy, timer, self.clock)
+    }
+
     /// Core 0's loop, with the console counters line every second when `log=stats`.
-    fn run_core0<N: CoreQueue>(
+    fn run_core0<N: CoreQueue + Sleeper>(
         self,
         mut server: Server<Pages>,
         mut nic: N,
@@ -556,13 +664,14 @@ impl Start {
             u64::MAX
         };
         let clock = self.clock;
-        run_core_ticking(
+        let mut rest = self.rest(0);
+        run_core_hooked(
             &mut server,
             &mut nic,
             &clock,
             &mut ConsoleLog(self.settings.log_access),
             &ctx,
-            |_, _| crate::arch::cpu::relax(),
+            &mut rest,
             every,
             |_, _| print_stats(board, &clock),
         );
@@ -585,8 +694,13 @@ pub fn print_stats(board: &Board, clock: &TscClock) {
             .sum::<u64>()
     };
     let stack = (0..board.cores()).map(smp::stack_used).max().unwrap_or(0);
+    let sl = |f: fn(&bareweb_engine::cores::run::SleepCounters) -> u64| {
+        (0..board.cores())
+            .map(|c| f(&board.snapshot(c).sleeps()))
+            .sum::<u64>()
+    };
     kprintln!(
-        "stats: uptime_ms={} cores={} http_requests={} http_2xx={} rx_frames={} tx_frames={} tcbs_in_use={} tcp_accepted={} tcp_rto_retransmits={} tx_ring_full={} nic_rx={} nic_tx={} doorbells={} rx_doorbells={} suppressed={} rx_bad={} tx_bad={} tx_full={} dispatched={} drained={} conn_map={} late_allocs={} stack_max={}",
+        "stats: uptime_ms={} cores={} http_requests={} http_2xx={} rx_frames={} tx_frames={} tcbs_in_use={} tcp_accepted={} tcp_rto_retransmits={} tx_ring_full={} nic_rx={} nic_tx={} doorbells={} rx_doorbells={} suppressed={} rx_bad={} tx_bad={} tx_full={} dispatched={} drained={} conn_map={} late_allocs={} stack_max={} sleeps={} slept_ms={} wakes_device={} wakes_timer={} wakes_core={}",
         clock.now_ns() / 1_000_000,
         board.cores(),
         st("http_requests"),
@@ -609,7 +723,12 @@ pub fn print_stats(board: &Board, clock: &TscClock) {
         nic("drained"),
         nic("conn_map"),
         mem::late_allocs(),
-        stack
+        stack,
+        sl(|s| s.sleeps),
+        sl(|s| s.slept_ns) / 1_000_000,
+        sl(|s| s.woken_by_device),
+        sl(|s| s.woken_by_timer),
+        sl(|s| s.woken_by_core),
     );
 }
 

@@ -10,6 +10,7 @@
 //! - `input.rs`: receive path (the papers' RCV task): ARP, ICMP, LISTEN, segment arrival;
 //! - `send.rs`: the HTTP step (the papers' HTTP task) and everything a connection sends;
 //! - `timers.rs`: the 10 ms scan: request and idle timeouts, then TCP's own timer;
+//! - `deadline.rs`: when that scan next has work (for a platform that sleeps meanwhile);
 //! - [`config`]: [`Config`], [`Timeouts`], [`Sched`].
 //!
 //! Scheduling follows paper 004: the receive path has priority. With [`Sched::Imt`] the
@@ -22,6 +23,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 pub mod config;
+mod deadline;
 mod input;
 mod send;
 pub mod split;

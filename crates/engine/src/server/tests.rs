@@ -13,6 +13,7 @@ use crate::tcp::seq;
 use crate::wire::{tcp as wtcp, EtherType, EthernetAddress, EthernetFrame, IpProtocol, Ipv4Packet};
 use crate::wire::{Ipv4Address, TcpPacket};
 
+mod deadline;
 mod pressure;
 mod split;
 mod state;

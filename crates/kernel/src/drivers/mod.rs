@@ -1,12 +1,14 @@
 //! Network drivers: each is a type implementing the engine's `Nic` (one RX/TX queue pair,
-//! polled, no interrupts, scatter-gather transmit straight from the site image) plus
-//! [`Driver`]: how it is found on PCI and brought up with as many queue pairs as the plan
-//! wants, and how each of its two sides reports its own device work in the engine's
-//! `NicCounters` (so the counters stay whole when a wrapper, the network core, owns the
-//! sides apart). `serve` is generic over `Driver`: a new driver is a `Driver` impl and one
-//! line in `serve`'s probe list.
+//! polled, scatter-gather transmit straight from the site image) plus [`Driver`]: how it
+//! is found on PCI and brought up with as many queue pairs as the plan wants, how each of
+//! its two sides reports its own device work in the engine's `NicCounters` (so the
+//! counters stay whole when a wrapper, the network core, owns the sides apart), and how
+//! its receive side is armed to wake a halting core by interrupt ([`Arm`]). `serve` is
+//! generic over `Driver`: a new driver is a `Driver` impl and one line in `serve`'s probe
+//! list.
 
 pub mod e1000;
+pub mod virtio;
 pub mod virtio_net;
 pub mod virtqueue;
 
@@ -18,6 +20,41 @@ use bareweb_engine::nic::NicCounters;
 
 use crate::pci::Device;
 
+/// How a queue pair's receive interrupts wake its core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// They do not: the core polls, or wakes by its timer only.
+    None,
+    /// An MSI-X message (this table entry), edge-triggered, aimed at the core: nothing to
+    /// acknowledge.
+    Msi(u16),
+    /// A level-triggered line (this GSI, routed to the core's NIC vector at the I/O APIC)
+    /// that stays asserted until the driver acknowledges the device's interrupt cause.
+    Line(u32),
+}
+
+impl core::fmt::Display for Wake {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Wake::None => f.write_str("none (timer only)"),
+            Wake::Msi(e) => write!(f, "MSI-X entry {e}"),
+            Wake::Line(g) => write!(f, "line GSI {g}"),
+        }
+    }
+}
+
+/// What arming a receive side for a wake-up interrupt found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arm {
+    /// Armed: the next frame interrupts the core (halt now).
+    Armed,
+    /// A frame (or work for the driver) is already there: poll instead of halting.
+    Pending,
+    /// This queue cannot interrupt its core (no MSI-X entry, no routable line): the core
+    /// may halt only until its timer.
+    Unable,
+}
+
 /// A polled NIC driver.
 pub trait Driver: CoreQueue + Send + Sized + 'static {
     /// Why the device could not be brought up.
@@ -28,8 +65,23 @@ pub trait Driver: CoreQueue + Send + Sized + 'static {
     fn matches(dev: &Device) -> bool;
     /// Brings `dev` up with up to `want` queue pairs (at least one; as many as the device
     /// offers if that is fewer, or one if it cannot give `want`). Returns the queue pairs
-    /// and how many the device offered.
-    fn open(dev: &Device, want: usize) -> Result<(Vec<Self>, usize), Self::Error>;
+    /// and how many the device offered. Pair k's wake-up interrupts go to the core with
+    /// APIC id `wake[k]` (an empty slice: the cores poll and never halt for the NIC).
+    fn open(dev: &Device, want: usize, wake: &[u32]) -> Result<(Vec<Self>, usize), Self::Error>;
+    /// Lets the receive side interrupt its core at the next frame (before a halt).
+    fn arm(rx: &mut Self::Rx) -> Arm {
+        let _ = rx;
+        Arm::Unable
+    }
+    /// How the receive side's interrupts reach its core.
+    fn wake(rx: &Self::Rx) -> Wake {
+        let _ = rx;
+        Wake::None
+    }
+    /// Turns the receive side's interrupt off again (after the halt).
+    fn disarm(rx: &mut Self::Rx) {
+        let _ = rx;
+    }
     /// Adds the receive side's device counters (frames, doorbells, bad completions) to `c`.
     fn rx_counters(rx: &Self::Rx, c: &mut NicCounters);
     /// Adds the transmit side's device counters to `c`.

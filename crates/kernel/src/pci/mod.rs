@@ -9,6 +9,8 @@
 
 use core::fmt;
 
+pub mod msix;
+
 use crate::arch::cpu::{inl, outl};
 
 /// Where unassigned memory BARs are put: [start, end).
@@ -123,6 +125,21 @@ impl Device {
         let cmd = self.addr.read16(0x04);
         self.addr
             .write16(0x04, (cmd | 0x0002 | 0x0004 | 0x0400) & !0x0001);
+    }
+
+    /// Lets the function raise its INTx line (clears "interrupt disable" in the command
+    /// register, which [`Device::enable`] sets).
+    pub fn allow_intx(&self) {
+        let cmd = self.addr.read16(0x04);
+        self.addr.write16(0x04, cmd & !0x0400);
+    }
+
+    /// The INTx line the firmware assigned (interrupt line register, an ISA IRQ number on
+    /// PC firmware), if the function has an interrupt pin and a line was set.
+    pub fn intx_line(&self) -> Option<u8> {
+        let r = self.addr.read32(0x3C);
+        let (line, pin) = (r as u8, (r >> 8) as u8);
+        (pin != 0 && line != 0 && line != 0xFF).then_some(line)
     }
 
     /// The capability list: (id, offset) pairs, bounded against loops.

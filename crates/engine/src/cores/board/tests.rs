@@ -217,3 +217,32 @@ fn lock_wait_is_its_own_part_of_the_split() {
     // Rows that never wait report 0, so Main is as before for the other modes.
     assert!(j.contains("\"core\":0,\"role\":\"net\",\"requests\":0,\"elapsed_ns\":0,\"rcv_ns\":0,\"http_ns\":0,\"send_ns\":0,\"lock_ns\":0,\"main_ns\":0,"));
 }
+
+#[test]
+fn sleep_is_its_own_part_of_the_split_with_its_wake_ups() {
+    let b = Board::new("single", &[Role::Single]);
+    b.publish_run(
+        0,
+        &NicCounters::default(),
+        &DispatchCounters::default(),
+        10_000,
+        5,
+    );
+    b.publish_sleeps(
+        0,
+        &crate::cores::run::SleepCounters {
+            sleeps: 4,
+            slept_ns: 6_000,
+            woken_by_device: 2,
+            woken_by_timer: 1,
+            woken_by_core: 1,
+        },
+    );
+    let mut out = vec![0u8; JSON_MAX];
+    let n = b.render_json(&mut out).unwrap();
+    let j = std::str::from_utf8(&out[..n]).unwrap();
+    assert!(
+        j.contains("\"lock_ns\":0,\"main_ns\":4000,\"sleep_ns\":6000,\"busy_polls\":0,\"idle_polls\":5,\"sleeps\":4,\"wakes\":{\"device\":2,\"timer\":1,\"core\":1},"),
+        "{j}"
+    );
+}
