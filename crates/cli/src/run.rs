@@ -33,8 +33,9 @@ pub struct RunArgs {
     /// otherwise (see README: what each costs here).
     #[arg(long, value_enum, default_value_t = Accel::Auto)]
     pub accel: Accel,
-    /// QEMU machine: qboot (pc with the qboot firmware: fastest boot, assigns no PCI
-    /// BARs), pc (SeaBIOS), q35.
+    /// QEMU machine: qboot (pc with the qboot firmware, assigns no PCI BARs), pc
+    /// (SeaBIOS), q35, microvm (no PCI: virtio-net over virtio-mmio, as Firecracker and
+    /// Cloud Hypervisor give it; the fastest to start).
     #[arg(long, value_enum, default_value_t = Machine::Qboot)]
     pub machine: Machine,
     /// Network: `user` (QEMU user networking, no root; forwards --listen to the server)
@@ -71,6 +72,10 @@ pub struct RunArgs {
     /// even with no traffic).
     #[arg(long)]
     pub poll_always: bool,
+    /// Do not use the NIC's transmit offloads (virtio-net checksum and TCP segmentation,
+    /// which QEMU offers with a TAP): every segment its own frame.
+    #[arg(long)]
+    pub no_offload: bool,
     /// Guest memory (QEMU -m syntax).
     #[arg(long, default_value = "256M")]
     pub mem: String,
@@ -132,6 +137,7 @@ pub enum Machine {
     Qboot,
     Pc,
     Q35,
+    Microvm,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
@@ -225,6 +231,9 @@ pub fn qemu_args(
     if a.no_stats_page {
         cmdline.push_str(" stats_page=off");
     }
+    if a.no_offload {
+        cmdline.push_str(" offload=off");
+    }
     if a.poll_always {
         cmdline.push_str(" poll=always");
     } else if a.idle_poll_us != 200 {
@@ -270,6 +279,15 @@ pub fn qemu_args(
         Machine::Q35 => {
             push("-machine");
             push("q35");
+        }
+        Machine::Microvm => {
+            // No option ROMs to run; the kernel masks the legacy PIC and finds its NIC in
+            // the machine's virtio-mmio slots. virtio-mmio version 2 (virtio 1.x): QEMU's
+            // default is the legacy interface, which the kernel does not drive.
+            push("-machine");
+            push("microvm,x-option-roms=off");
+            push("-global");
+            push("virtio-mmio.force-legacy=false");
         }
     }
     match accel {
@@ -347,11 +365,17 @@ pub fn qemu_args(
         n => format!(",mq=on,vectors={}", 2 * n + 2),
     };
     push("-device");
-    match a.nic {
-        NicModel::Virtio => push(&format!(
+    match (a.nic, a.machine) {
+        (NicModel::Virtio, Machine::Microvm) => push(&format!(
+            "virtio-net-device,netdev=n0,rx_queue_size=1024{mac}"
+        )),
+        (NicModel::Virtio, _) => push(&format!(
             "virtio-net-pci,netdev=n0,rx_queue_size=1024{mac}{mq}"
         )),
-        NicModel::E1000 => push(&format!("e1000,netdev=n0{mac}")),
+        (NicModel::E1000, Machine::Microvm) => {
+            return Err("--machine microvm has no PCI bus: use --nic virtio".into())
+        }
+        (NicModel::E1000, _) => push(&format!("e1000,netdev=n0{mac}")),
     }
     Ok(v)
 }
@@ -398,7 +422,10 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
     // QEMU opens a multi-queue TAP only with queues >= 2 (IFF_MULTI_QUEUE is set only
     // then); a kernel that uses fewer pairs leaves the others off and QEMU detaches their
     // TAP queues, so everything arrives on the pairs in use.
-    let min_queues = if a.nic == NicModel::Virtio && tap == Some(TapKind::MultiQueue) {
+    let min_queues = if a.nic == NicModel::Virtio
+        && a.machine != Machine::Microvm
+        && tap == Some(TapKind::MultiQueue)
+    {
         2
     } else {
         1
@@ -417,6 +444,9 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
     }
     let why_not = match (a.nic, tap) {
         (NicModel::E1000, _) => Some("the e1000 has one queue".to_string()),
+        (NicModel::Virtio, _) if a.machine == Machine::Microvm => Some(
+            "virtio-mmio gives a device one interrupt line, which can wake one core".to_string(),
+        ),
         (NicModel::Virtio, None) => {
             Some("QEMU user networking gives the NIC one queue".to_string())
         }
@@ -661,6 +691,7 @@ mod tests {
         assert!(qemu(&["--tcbs", "64"]).unwrap().contains("tcbs=64"));
         assert!(Cli::try_parse_from(["bareweb", "site", "--port", "0"]).is_err());
         assert!(qemu(&["--poll-always"]).unwrap().contains("poll=always"));
+        assert!(qemu(&["--no-offload"]).unwrap().contains("offload=off"));
         assert!(qemu(&["--idle-poll-us", "50"])
             .unwrap()
             .contains("idle_poll_us=50"));
@@ -710,6 +741,18 @@ mod tests {
         );
         let note = cores_plan(&args(&["--mode", "netcore"])).unwrap().note;
         assert!(note.contains("network-core mode needs two"), "{note}");
+        // microvm: virtio-mmio, version 2, one queue pair (network-core mode on 2 cores).
+        let m = qemu(&["--machine", "microvm", "--smp", "2"]).unwrap();
+        assert!(
+            m.contains("-machine microvm,x-option-roms=off -global virtio-mmio.force-legacy=false"),
+            "{m}"
+        );
+        assert!(
+            m.contains("virtio-net-device,netdev=n0") && !m.contains("mq=on"),
+            "{m}"
+        );
+        assert!(qemu(&["--machine", "microvm", "--nic", "e1000"]).is_err());
+        assert!(qemu(&["--machine", "microvm", "--smp", "2", "--mode", "perqueue"]).is_err());
         // Impossible combinations are refused before QEMU starts.
         for bad in [
             &["--machine", "pc", "--smp", "2", "--mode", "perqueue"][..],

@@ -1,7 +1,8 @@
 //! The kernel command line: `ip=A.B.C.D[/N] gw=A.B.C.D|none port=N sched=imt|ist
 //! tcbs=N max_per_ip=N syn_backlog=N log=access,stats`, the many-core words `cores=N mode=netcore|perqueue
-//! bsp_http=on|off stats_page=on|off apic=auto|xapic`, idling `poll=idle|always idle_poll_us=N`,
-//! and `crash=panic|fault|fault-ap|overflow-ap`
+//! bsp_http=on|off stats_page=on|off apic=auto|xapic`, `offload=on|off`, idling `poll=idle|always idle_poll_us=N`,
+//! the virtio-mmio devices of a microVM `virtio_mmio.device=SIZE@BASE:IRQ` (Linux's syntax, as
+//! Firecracker and QEMU's microvm write it), and `crash=panic|fault|fault-ap|overflow-ap`
 //! which makes the kernel fail on purpose right after boot (the tests use it to prove that
 //! failures are reported and stop QEMU).
 //!
@@ -53,7 +54,17 @@ pub struct Settings {
     pub poll_always: bool,
     /// Longest idle spell before a core halts, µs (`idle_poll_us=`, 0 to 1000000).
     pub idle_poll_us: u64,
+    /// Use the NIC's transmit offloads when it has them (`offload=off` sends every segment
+    /// as its own frame with the checksums computed here).
+    pub offload: bool,
+    /// virtio-mmio devices named on the command line: (register base, GSI).
+    pub mmio: [(u64, u32); MAX_MMIO],
+    /// How many of `mmio` are set.
+    pub n_mmio: usize,
 }
+
+/// Most `virtio_mmio.device=` words kept.
+pub const MAX_MMIO: usize = 4;
 
 /// The default idle spell before halting, µs (chosen by measurement: docs/kernel.md).
 pub const IDLE_POLL_US: u64 = 200;
@@ -103,6 +114,9 @@ impl Default for Settings {
             x2apic: true,
             poll_always: false,
             idle_poll_us: IDLE_POLL_US,
+            offload: true,
+            mmio: [(0, 0); MAX_MMIO],
+            n_mmio: 0,
         }
     }
 }
@@ -130,6 +144,28 @@ fn parse_ip(s: &str) -> Option<Ipv4Address> {
         return None;
     }
     Some(Ipv4Address(a))
+}
+
+/// `SIZE@BASE:IRQ[:ID]` (size decimal with an optional K/M suffix, base hex with 0x or
+/// decimal, IRQ decimal): the register base and the GSI. The size must hold a register
+/// page (0x100 bytes at least) and the base be page-aligned to 512 bytes.
+fn parse_mmio(v: &str) -> Option<(u64, u32)> {
+    let (size, rest) = v.split_once('@')?;
+    let (base, rest) = rest.split_once(':')?;
+    let irq = rest.split(':').next()?;
+    let num = |t: &str| match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => t.parse::<u64>().ok(),
+    };
+    let size = match size.as_bytes().last()? {
+        b'K' | b'k' => num(&size[..size.len() - 1])?.checked_mul(1024)?,
+        b'M' | b'm' => num(&size[..size.len() - 1])?.checked_mul(1 << 20)?,
+        _ => num(size)?,
+    };
+    let base = num(base)?;
+    let irq = irq.parse::<u32>().ok()?;
+    (size >= 0x100 && base % 0x200 == 0 && base != 0 && base < 1 << 32 && irq < 256)
+        .then_some((base, irq))
 }
 
 fn on_off(v: &str) -> Option<bool> {
@@ -258,6 +294,7 @@ pub fn parse_over<'a>(
                 _ => false,
             },
             "bsp_http" => on_off(v).map(|b| s.bsp_http = b).is_some(),
+            "offload" => on_off(v).map(|b| s.offload = b).is_some(),
             "stats_page" => on_off(v).map(|b| s.stats_page = b).is_some(),
             "poll" => match v {
                 "always" => {
@@ -273,6 +310,14 @@ pub fn parse_over<'a>(
             "idle_poll_us" => match v.parse::<u64>() {
                 Ok(n) if n <= 1_000_000 => {
                     s.idle_poll_us = n;
+                    true
+                }
+                _ => false,
+            },
+            "virtio_mmio.device" => match parse_mmio(v) {
+                Some(d) if s.n_mmio < MAX_MMIO => {
+                    s.mmio[s.n_mmio] = d;
+                    s.n_mmio += 1;
                     true
                 }
                 _ => false,
@@ -343,6 +388,11 @@ mod tests {
              cores=3 mode=netcore bsp_http=on stats_page=off apic=xapic poll=always idle_poll_us=50",
         );
         assert!(s.poll_always && s.idle_poll_us == 50);
+        assert!(!parse_all("offload=off").0.offload && Settings::default().offload);
+        let (m, c) =
+            parse_all("virtio_mmio.device=512@0xfeb02e00:47 virtio_mmio.device=4K@0xd0000000:5:1");
+        assert!(c.is_empty(), "{c:?}");
+        assert_eq!(&m.mmio[..m.n_mmio], &[(0xFEB0_2E00, 47), (0xD000_0000, 5)]);
         assert!(!parse_all("poll=always poll=idle").0.poll_always);
         assert!(c.is_empty(), "{c:?}");
         assert_eq!((s.cores, s.mode), (Some(3), Some(CoreMode::NetCore)));
@@ -384,6 +434,12 @@ mod tests {
             "poll=never",
             "idle_poll_us=-1",
             "idle_poll_us=1000001",
+            "virtio_mmio.device=512@0xfeb02e00",
+            "virtio_mmio.device=512@0xfeb02e01:5",
+            "virtio_mmio.device=16@0xfeb02e00:5",
+            "virtio_mmio.device=512@0x1feb02e00:5",
+            "virtio_mmio.device=512@zz:5",
+            "virtio_mmio.device=99999999999999999999K@0x1000:5",
         ] {
             let (s, c) = parse_all(w);
             assert_eq!(c, [(w.into(), "bad value, default kept")], "{w}");

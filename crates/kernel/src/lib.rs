@@ -27,6 +27,7 @@ extern crate alloc;
 pub mod acpi;
 pub mod arch;
 pub mod boot_info;
+pub mod boot_trace;
 pub mod clock;
 pub mod cmdline;
 pub mod console;
@@ -88,8 +89,14 @@ macro_rules! fatal {
     }};
 }
 
+/// The TSC when the kernel's Rust code started (the boot budget's "kernel's own part" is
+/// measured from here; the TSC itself counts from the CPU's reset, so its value here is
+/// what firmware and loader took).
+pub static ENTRY_TSC: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
 /// Everything after the entry code: called by `main.rs` with `eax`/`ebx` at entry.
 pub fn start(eax: u32, ebx: u32) -> ! {
+    ENTRY_TSC.store(arch::cpu::rdtsc(), core::sync::atomic::Ordering::Relaxed);
     console::init();
     // SAFETY: first thing on the boot CPU, once.
     unsafe { arch::init_cpu() };
@@ -105,9 +112,11 @@ pub fn start(eax: u32, ebx: u32) -> ! {
         }
     );
     // SAFETY: nothing has been allocated or written yet besides our own statics.
+    boot_trace::mark("cpu");
     let info = match unsafe { boot_info::BootInfo::from_entry(eax, ebx) } {
         Ok(i) => i,
         Err(e) => fatal!("boot: {e}"),
     };
+    boot_trace::mark("bootinfo");
     serve::boot(&info)
 }

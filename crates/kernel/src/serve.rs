@@ -46,11 +46,11 @@ use bareweb_engine::wire::EthernetAddress;
 
 use crate::arch::{apic, ioapic, irq, smp};
 use crate::boot_info::{BootInfo, Region};
-use crate::clock::TscClock;
+use crate::clock::{Calibration, TscClock};
 use crate::cmdline::{self, CoreMode, Settings};
 use crate::drivers::e1000::E1000;
 use crate::drivers::virtio_net::VirtioNet;
-use crate::drivers::{Arm, Driver};
+use crate::drivers::{Arm, Driver, Open};
 use crate::pci::{self, Device};
 use crate::rest::{self, Policy, Rest, Sleeper};
 use crate::{acpi, embedded, fatal, kprintln, mem};
@@ -92,6 +92,7 @@ pub fn boot(info: &BootInfo) -> ! {
     }
     // Firmware tables may lie in RAM the loader calls usable: read them before the heap.
     let procs = acpi::processors(info);
+    crate::boot_trace::mark("acpi");
     let (site_at, site_len, from) = match (emb, info.modules().first()) {
         (Some((a, l, _)), _) => (a, l, "embedded"),
         (None, Some(m)) => (m.start, m.len, "module 0"),
@@ -116,7 +117,20 @@ pub fn boot(info: &BootInfo) -> ! {
         heap.end,
         (heap.end - heap.start) >> 20
     );
-    let clock = TscClock::init();
+    crate::boot_trace::mark("heap");
+    // The local APIC first: the calibration window that overlaps the site check measures
+    // its timer too.
+    let apic_mode = apic::init_bsp(settings.x2apic);
+    let cal = Calibration::begin(apic_mode != apic::Mode::None && !settings.poll_always);
+    let t_site = crate::arch::cpu::rdtsc();
+    // SAFETY: the site lies in RAM below 4 GiB (checked by the loader's placement and
+    // embedded::get), identity-mapped, and excluded from the heap: nothing writes it.
+    let image: &'static [u8] =
+        unsafe { core::slice::from_raw_parts(site_at as *const u8, site_len as usize) };
+    let site = Site::load(image);
+    let site_ticks = crate::arch::cpu::rdtsc() - t_site;
+    let (clock, apic_hz) = cal.finish();
+    crate::boot_trace::mark("site+clock");
     kprintln!(
         "clock: TSC {}.{:03} MHz ({}{}), RTC {}",
         clock.hz / 1_000_000,
@@ -133,21 +147,21 @@ pub fn boot(info: &BootInfo) -> ! {
         },
         bareweb_engine::http::clf_date(bareweb_engine::nic::Clock::unix_secs(&clock))
     );
-    let t_site = crate::arch::cpu::rdtsc();
-    // SAFETY: the site lies in RAM below 4 GiB (checked by the loader's placement and
-    // embedded::get), identity-mapped, and excluded from the heap: nothing writes it.
-    let image: &'static [u8] =
-        unsafe { core::slice::from_raw_parts(site_at as *const u8, site_len as usize) };
-    let site = match Site::load(image) {
+    let site = match site {
         Ok(s) => s,
         Err(e) => fatal!("site image ({from}, {site_len} bytes): {e}"),
     };
     let ms = |t: u64| (crate::arch::cpu::rdtsc() - t) * 1000 / clock.hz;
-    kprintln!("site: {} files checked in {} ms", site.len(), ms(t_site));
+    kprintln!(
+        "site: {} files checked in {} ms",
+        site.len(),
+        site_ticks * 1000 / clock.hz
+    );
     let t_smp = crate::arch::cpu::rdtsc();
-    let cores = start_cores(&settings, &procs, &clock);
+    let cores = start_cores(&settings, &procs, &clock, apic_mode);
     kprintln!("smp: {cores} core(s) running in {} ms", ms(t_smp));
-    let timer = wake_setup(&settings, &procs, &clock);
+    crate::boot_trace::mark("smp");
+    let timer = wake_setup(&settings, &procs, &clock, apic_hz);
     if matches!(
         settings.crash,
         Some(cmdline::Crash::FaultAp | cmdline::Crash::OverflowAp)
@@ -171,6 +185,12 @@ pub fn boot(info: &BootInfo) -> ! {
         }
     });
     kprintln!("pci: scanned in {} ms", ms(t_pci));
+    crate::boot_trace::mark("pci");
+    let mmio = if found.is_none() {
+        mmio_net(&settings, &procs)
+    } else {
+        None
+    };
     let ctx = Start {
         site,
         settings,
@@ -178,10 +198,47 @@ pub fn boot(info: &BootInfo) -> ! {
         cores,
         timer,
     };
-    match found {
-        Some(d) => ctx.serve_found(&d),
-        None => fatal!("no supported NIC (virtio-net or e1000) found on PCI"),
+    match (found, mmio) {
+        (Some(d), _) => ctx.serve_found(&d),
+        (None, Some(slot)) => ctx.serve::<VirtioNet>(
+            &alloc::format!("virtio-mmio {:#x} (GSI {})", slot.base, slot.gsi),
+            |with| VirtioNet::open_mmio(slot, with).map(|n| (n, 1)),
+        ),
+        (None, None) => {
+            fatal!("no supported NIC: no virtio-net or e1000 on PCI, no virtio-mmio network device")
+        }
     }
+}
+
+/// The first virtio-mmio network device: from the command line's `virtio_mmio.device=`
+/// words (Firecracker's and Linux's convention), else by probing the slots of QEMU's
+/// microvm machine (24 register pages from 0xFEB0_0000; their lines are GSIs from the
+/// second I/O APIC's first, 24, or from 5 without it: QEMU hw/i386/microvm.c).
+fn mmio_net(
+    s: &Settings,
+    procs: &Result<acpi::Processors, acpi::Error>,
+) -> Option<crate::drivers::virtio::mmio::Slot> {
+    use crate::drivers::virtio::mmio::{probe, Slot, MICROVM_SLOTS, REGION};
+    let net = |base: u64, gsi: u32| {
+        let (id, version) = probe(base)?;
+        kprintln!("virtio-mmio: {base:#x} device {id} version {version} GSI {gsi}");
+        (id == crate::drivers::virtio_net::DEVICE_ID_NET).then_some(Slot { base, gsi })
+    };
+    if s.n_mmio > 0 {
+        return s.mmio[..s.n_mmio].iter().find_map(|&(b, g)| net(b, g));
+    }
+    let base_gsi = match procs {
+        Ok(p) if p.ioapics().len() >= 2 => p.ioapics()[1].1,
+        _ => 5,
+    };
+    let (first, n) = MICROVM_SLOTS;
+    (0..n).find_map(|i| {
+        let base = first + i as u64 * REGION;
+        match probe(base) {
+            Some((0, _)) | None => None,
+            Some(_) => net(base, base_gsi + i as u32),
+        }
+    })
 }
 
 /// Sets up the APIC and starts the other processors (as many as `cores=` allows); returns
@@ -190,8 +247,8 @@ fn start_cores(
     s: &Settings,
     procs: &Result<acpi::Processors, acpi::Error>,
     clock: &TscClock,
+    mode: apic::Mode,
 ) -> usize {
-    let mode = apic::init_bsp(s.x2apic);
     let me = apic::id();
     smp::set_bsp_apic_id(me);
     let procs = match procs {
@@ -257,6 +314,7 @@ fn wake_setup(
     s: &Settings,
     procs: &Result<acpi::Processors, acpi::Error>,
     clock: &TscClock,
+    apic_hz: u64,
 ) -> Option<apic::Timer> {
     irq::mask_legacy_pic();
     let chips = match procs {
@@ -278,7 +336,7 @@ fn wake_setup(
         apic::Timer::TscDeadline
     } else {
         apic::Timer::OneShot {
-            hz: apic::measure_timer_hz(clock.hz, 100),
+            hz: apic_hz,
             tsc_hz: clock.hz,
         }
     };
@@ -436,17 +494,22 @@ impl Start {
     /// Serves on `dev` with the driver that drives it (see [`drivable`]).
     fn serve_found(self, dev: &Device) -> ! {
         if VirtioNet::matches(dev) {
-            self.serve::<VirtioNet>(dev)
+            self.serve::<VirtioNet>(&dev.addr, |with| VirtioNet::open(dev, with))
         } else if E1000::matches(dev) {
-            self.serve::<E1000>(dev)
+            self.serve::<E1000>(&dev.addr, |with| E1000::open(dev, with))
         } else {
             fatal!("pci: no driver for {}", dev.addr)
         }
     }
 
-    /// Brings `dev` up with as many queue pairs as the plan can use, lets the engine's
-    /// plan choose the mode from what the device gave, and serves.
-    fn serve<D: Driver>(self, dev: &Device) -> ! {
+    /// Brings the device up with `open` (as many queue pairs as the plan can use, wake-up
+    /// targets, offloads; `at` says where it is), lets the engine's plan choose the mode
+    /// from what the device gave, and serves.
+    fn serve<D: Driver>(
+        self,
+        at: &dyn core::fmt::Display,
+        open: impl FnOnce(&Open<'_>) -> Result<(Vec<D>, usize), D::Error>,
+    ) -> ! {
         let t_nic = crate::arch::cpu::rdtsc();
         let asked = self.settings.mode.map(|m| match m {
             CoreMode::NetCore => Asked::NetCore,
@@ -458,22 +521,33 @@ impl Start {
             Some(_) => (0..self.cores).map(smp::apic_id).collect(),
             None => Vec::new(),
         };
-        let (mut nics, offered) = match D::open(dev, want, &wake) {
+        let with = Open {
+            pairs: want,
+            wake: &wake,
+            offload: self.settings.offload,
+        };
+        let (mut nics, offered) = match open(&with) {
             Ok(n) => n,
-            Err(e) => fatal!("{} at {}: {e:?}", D::NAME, dev.addr),
+            Err(e) => fatal!("{} at {at}: {e:?}", D::NAME),
         };
         kprintln!(
-            "nic: {} up in {} ms, {} of {offered} queue pair(s), wake-ups by {}",
+            "nic: {} up in {} ms, {} of {offered} queue pair(s), wake-ups by {}, segmentation offload {}",
             D::NAME,
             (crate::arch::cpu::rdtsc() - t_nic) * 1000 / self.clock.hz,
             nics.len(),
             nics.first_mut()
-                .map_or(crate::drivers::Wake::None, |n| D::wake(n.split().0))
+                .map_or(crate::drivers::Wake::None, |n| D::wake(n.split().0)),
+            match nics.first().map_or(0, |n| n.caps().tso_max) {
+                0 if self.settings.offload => "none offered",
+                0 => "off",
+                _ => "on",
+            }
         );
         let Some(mac) = nics.first().map(Nic::mac) else {
-            fatal!("{} at {}: no queue pair", D::NAME, dev.addr)
+            fatal!("{} at {at}: no queue pair", D::NAME)
         };
         let decision = plan::decide(self.cores, asked, self.settings.bsp_http, nics.len());
+        crate::boot_trace::mark("nic");
         kprintln!("mode: {} ({})", decision.mode.name(), decision.why);
         let t = crate::arch::cpu::rdtsc();
         let plan = Plan::new(decision.mode, self.cores, self.pages(), self.config(), mac)
@@ -611,6 +685,7 @@ impl Start {
     ) {
         let jobs: Vec<Box<smp::Job>> = jobs.into_iter().map(Box::new).collect();
         mem::seal();
+        crate::boot_trace::mark("engine");
         kprintln!(
             "engine: tables allocated in {} ms",
             (crate::arch::cpu::rdtsc() - t) * 1000 / self.clock.hz
@@ -621,6 +696,17 @@ impl Start {
             }
         }
         let s = &self.settings;
+        let entry = crate::ENTRY_TSC.load(core::sync::atomic::Ordering::Relaxed);
+        let us = |t: u64| t / (self.clock.hz / 1_000_000).max(1);
+        kprintln!(
+            "boot: ready {} us after the kernel's first instruction, which came {} us after the CPU's reset (firmware and loader); stages in us:{}",
+            us(crate::arch::cpu::rdtsc().saturating_sub(entry)),
+            us(entry),
+            crate::boot_trace::Stages {
+                since: entry,
+                hz: self.clock.hz
+            }
+        );
         kprintln!(
             "bareweb: ready: serving {} files at http://{}:{}/ on {nic} (MAC {mac}, {}/{} gw {}), sched {:?}, {} TCBs per core, {plan}, stats page {}, heap used {} KiB",
             self.site.len(),
@@ -665,6 +751,8 @@ impl Start {
         };
         let clock = self.clock;
         let mut rest = self.rest(0);
+        // Tell the link our address now: the first packets for us need not wait for ARP.
+        server.announce(&mut nic);
         run_core_hooked(
             &mut server,
             &mut nic,

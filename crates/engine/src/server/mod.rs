@@ -11,6 +11,7 @@
 //! - `send.rs`: the HTTP step (the papers' HTTP task) and everything a connection sends;
 //! - `timers.rs`: the 10 ms scan: request and idle timeouts, then TCP's own timer;
 //! - `deadline.rs`: when that scan next has work (for a platform that sleeps meanwhile);
+//! - `address.rs`: telling the link our address (ARP announcement);
 //! - [`config`]: [`Config`], [`Timeouts`], [`Sched`].
 //!
 //! Scheduling follows paper 004: the receive path has priority. With [`Sched::Imt`] the
@@ -22,6 +23,7 @@ use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
 
+mod address;
 pub mod config;
 mod deadline;
 mod input;

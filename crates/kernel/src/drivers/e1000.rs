@@ -28,7 +28,7 @@ use core::sync::atomic::{fence, Ordering};
 use bareweb_engine::nic::{Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
 use bareweb_engine::wire::EthernetAddress;
 
-use super::{Arm, Driver};
+use super::{Arm, Driver, Open};
 use crate::arch::{ioapic, irq::NIC_VECTOR};
 use crate::pci::{Bar, Device};
 
@@ -665,9 +665,9 @@ impl Driver for E1000 {
 
     /// One queue pair: the 82540EM has one. Its INTx line, found by probing, is routed to
     /// `wake[0]`'s core.
-    fn open(dev: &Device, _want: usize, wake: &[u32]) -> Result<(Vec<E1000>, usize), Error> {
+    fn open(dev: &Device, with: &Open<'_>) -> Result<(Vec<E1000>, usize), Error> {
         let mut nic = E1000::new(dev)?;
-        if let Some(&apic) = wake.first() {
+        if let Some(&apic) = with.wake.first() {
             nic.rx.line = probe_line(dev, &nic.rx.regs, apic);
         }
         Ok((alloc::vec![nic], 1))

@@ -43,6 +43,19 @@ impl core::fmt::Display for Wake {
     }
 }
 
+/// How a driver is asked to bring its device up.
+#[derive(Debug, Clone, Copy)]
+pub struct Open<'a> {
+    /// Queue pairs wanted: at least one is made; as many as the device offers if that is
+    /// fewer, or one if it cannot give this many.
+    pub pairs: usize,
+    /// Pair k's wake-up interrupts go to the core with APIC id `wake[k]` (an empty slice:
+    /// the cores poll and never halt for the NIC).
+    pub wake: &'a [u32],
+    /// Use the device's transmit offloads (checksum, TCP segmentation) when it has them.
+    pub offload: bool,
+}
+
 /// What arming a receive side for a wake-up interrupt found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arm {
@@ -63,11 +76,9 @@ pub trait Driver: CoreQueue + Send + Sized + 'static {
     const NAME: &'static str;
     /// Whether this driver drives PCI function `dev`.
     fn matches(dev: &Device) -> bool;
-    /// Brings `dev` up with up to `want` queue pairs (at least one; as many as the device
-    /// offers if that is fewer, or one if it cannot give `want`). Returns the queue pairs
-    /// and how many the device offered. Pair k's wake-up interrupts go to the core with
-    /// APIC id `wake[k]` (an empty slice: the cores poll and never halt for the NIC).
-    fn open(dev: &Device, want: usize, wake: &[u32]) -> Result<(Vec<Self>, usize), Self::Error>;
+    /// Brings `dev` up as `with` asks (see [`Open`]). Returns the queue pairs and how many
+    /// the device offered.
+    fn open(dev: &Device, with: &Open<'_>) -> Result<(Vec<Self>, usize), Self::Error>;
     /// Lets the receive side interrupt its core at the next frame (before a halt).
     fn arm(rx: &mut Self::Rx) -> Arm {
         let _ = rx;

@@ -300,6 +300,18 @@ pub fn measure_timer_hz(tsc_hz: u64, window_us: u64) -> u64 {
     rates[2]
 }
 
+/// Starts the timer counting down from its largest count, masked (a calibration window).
+pub fn timer_start_count() {
+    write(REG_LVT_TIMER, LVT_MASKED);
+    write(REG_TIMER_DIV, DIV_1);
+    write(REG_TIMER_INIT, u32::MAX);
+}
+
+/// The timer's current count.
+pub fn timer_count() -> u32 {
+    read(REG_TIMER_CUR)
+}
+
 /// Arms this core's timer to raise `vector` at TSC value `at` (`now` is the TSC now).
 pub fn arm_timer(t: Timer, vector: u8, at: u64, now: u64) {
     match t {
