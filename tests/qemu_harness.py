@@ -127,7 +127,7 @@ class Kernel:
         if qemu is None:
             args = [BIN, "run", site, "--net", f"tap:{tap}", "--nic", nic, "--ip",
                     f"{SERVER_IP}/24", "--gw", "none", "--mac", MAC, "--accel", accel,
-                    "--headless", "--serial-log", self.serial, "--log", "stats", *extra]
+                    "--headless", "--serial-log", self.serial, "--stats-log", *extra]
             if machine:
                 args += ["--machine", machine]
             if smp is not None:

@@ -74,6 +74,13 @@ fuzz_target!(|data: &[u8]| {
             data: &gz_data,
             block_sums: &gz_sums,
         }),
+        // The same bytes stand for every coding: the fuzzer exercises the choice.
+        br: Some(Body {
+            data: &gz_data,
+            block_sums: &gz_sums,
+        }),
+        zstd: None,
+        headers: "Cache-Control: no-cache\r\n",
     };
     let site = Site {
         page,
@@ -81,6 +88,9 @@ fuzz_target!(|data: &[u8]| {
             content_type: "text/plain",
             etag: "W/\"t\"",
             gzip: None,
+            br: None,
+            zstd: None,
+            headers: "",
             ..page
         },
         empty: Resource {
@@ -89,6 +99,9 @@ fuzz_target!(|data: &[u8]| {
                 block_sums: &[],
             },
             gzip: None,
+            br: None,
+            zstd: None,
+            headers: "",
             last_modified: NOW + 5,
             ..page
         },

@@ -1,6 +1,8 @@
 //! Site images: `Site::load`, then lookups and a sum over every body. The checksum is
 //! skipped under `cfg(fuzzing)`, so mutations reach the structural checks.
-//! Seed: `crates/engine/src/site/testdata/small.bwsite`.
+//! Also the configured tables: redirects, error pages, common headers, switches.
+//! Seeds: `crates/engine/src/site/testdata/small.bwsite`, and `configured.bwsite` (built by
+//! `bareweb build` from a site with a bareweb.toml: listing, headers, redirects, 404 page).
 #![no_main]
 
 use std::hint::black_box;
@@ -15,8 +17,8 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut acc = 0u64;
     for (path, r) in site.iter_files() {
-        black_box((r.content_type, r.etag, r.last_modified));
-        for body in core::iter::once(r.identity).chain(r.gzip) {
+        black_box((r.content_type, r.etag, r.last_modified, r.headers));
+        for body in core::iter::once(r.identity).chain(r.gzip).chain(r.br).chain(r.zstd) {
             assert!(body.is_consistent());
             let len = body.data.len();
             acc += u64::from(body.sum(0, len));
@@ -34,10 +36,23 @@ fuzz_target!(|data: &[u8]| {
         b"",
         b"x",
         b"/missing",
+        b"/old",
+        b"/docs/x/y",
+        b"/sub/",
     ] {
         if let Found::Resource(r) = site.lookup(path) {
             acc += r.identity.data.len() as u64;
         }
+        if let Some(r) = site.redirect(path) {
+            acc += r.to.len() as u64 + u64::from(r.status);
+            assert!(r.matched <= path.len());
+        }
     }
+    for status in [400u16, 404, 405, 500] {
+        if let Some(r) = site.error_page(status) {
+            acc += r.identity.data.len() as u64;
+        }
+    }
+    black_box((site.common_headers(), site.pages()));
     black_box((acc, site.len(), site.is_empty(), site.bytes().len()));
 });

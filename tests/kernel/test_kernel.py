@@ -285,7 +285,7 @@ def images(tmp_path_factory):
     d = tmp_path_factory.mktemp("images")
     elf, iso = d / "site.elf", d / "site.iso"
     subprocess.run([BIN, "build", SITE, "-o", elf, "--iso", iso, "--ip", f"{SERVER_IP}/24",
-                    "--gw", "none", "--log", "stats"], check=True, capture_output=True, timeout=300)
+                    "--gw", "none", "--stats-log"], check=True, capture_output=True, timeout=300)
     return elf, iso
 
 

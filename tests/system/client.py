@@ -424,6 +424,95 @@ def cmd_loss(args):
     out({"ok": ok, "bad": bad, "times": times})
 
 
+def cmd_parallel(args):
+    """parallel N PATH SHA256 KBPS SRC[,SRC...]: N downloads of PATH at once, connection i
+    from source address SRC[i % len], each reading at most KBPS KiB/s (a small receive
+    buffer makes the server's sends follow the reader, so the downloads last long enough
+    for a link to fail under them; 0: as fast as possible). Reports the intact ones, the
+    failures and each download's time."""
+    n, path, want, kbps = int(args[0]), args[1], args[2], int(args[3])
+    srcs = args[4].split(",") if len(args) > 4 and args[4] else [""]
+    results, lock = {}, threading.Lock()
+    start = threading.Barrier(n, timeout=TIMEOUT)
+
+    def worker(i):
+        t0 = time.monotonic()
+        try:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            if kbps:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32768)
+            s.settimeout(60)
+            s.bind((srcs[i % len(srcs)], 0))
+            s.connect((SERVER, PORT))
+            start.wait()
+            t0 = time.monotonic()
+            s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+            data, got = bytearray(), 0
+            chunk = 16384
+            while True:
+                b = s.recv(chunk)
+                if not b:
+                    break
+                data += b
+                got += len(b)
+                if kbps:
+                    # Sleep until the reader is back on its rate.
+                    ahead = got / (kbps * 1024) - (time.monotonic() - t0)
+                    if ahead > 0:
+                        time.sleep(ahead)
+            s.close()
+            head, _, body = bytes(data).partition(b"\r\n\r\n")
+            ok = head.startswith(b"HTTP/1.1 200") and hashlib.sha256(body).hexdigest() == want
+            r = None if ok else f"{head[:40]!r} body {len(body)} bytes"
+        except Exception as e:  # reported, not swallowed
+            r = repr(e)
+        with lock:
+            results[i] = (r, round(time.monotonic() - t0, 3))
+
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(120)
+    bad = [f"{i}: {r}" for i, (r, _) in sorted(results.items()) if r]
+    bad += [f"{i}: did not finish" for i in range(n) if i not in results]
+    out({"ok": n - len(bad), "bad": bad[:10],
+         "times": [t for _, (_, t) in sorted(results.items())]})
+
+
+def cmd_sniff(args):
+    """sniff IFACE SECONDS SERVER_IP: every frame on IFACE for SECONDS (AF_PACKET): the
+    server's IPv4 frames counted by source MAC, with and without TCP payload, and its ARP
+    frames as (operation, Ethernet source, sender hardware address)."""
+    iface, secs, server = args[0], float(args[1]), socket.inet_aton(args[2])
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+    s.bind((iface, 0))
+    s.settimeout(0.2)
+    mac = lambda b: ":".join(f"{x:02x}" for x in b)
+    data, control, arps = {}, {}, []
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        try:
+            f, addr = s.recvfrom(70000)
+        except socket.timeout:
+            continue
+        if addr[2] == socket.PACKET_OUTGOING or len(f) < 14:
+            continue
+        src, etype = mac(f[6:12]), struct.unpack("!H", f[12:14])[0]
+        if etype == 0x0806 and len(f) >= 42 and f[28:32] == server:
+            op = struct.unpack("!H", f[20:22])[0]
+            arps.append(["request" if op == 1 else "reply", src, mac(f[22:28])])
+        elif etype == 0x0800 and len(f) >= 34 and f[26:30] == server and f[23] == 6:
+            ihl = (f[14] & 15) * 4
+            tot = struct.unpack("!H", f[16:18])[0]
+            tcp = 14 + ihl
+            doff = (f[tcp + 12] >> 4) * 4 if len(f) > tcp + 12 else 0
+            payload = tot - ihl - doff
+            d = data if payload > 0 else control
+            d[src] = d.get(src, 0) + 1
+    out({"data": data, "control": control, "arps": arps[:50]})
+
+
 if __name__ == "__main__":
     cmds = {k[4:]: v for k, v in globals().items() if k.startswith("cmd_")}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:

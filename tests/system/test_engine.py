@@ -316,3 +316,21 @@ table netdev bwloss {
         counters = s.stop()
         s.ns.close()
     assert counters["tcp_rto_retransmits"] + counters["tcp_fast_retransmits"] > 0, counters
+
+
+def test_metrics_and_healthz_on_serve(server):
+    """`serve` answers /metrics (Prometheus text, the stats JSON's counters per core) and
+    /healthz by default (issue 17)."""
+    server.ns.run("curl", "-sS", "-o", "/dev/null", URL + "/")
+    r = server.ns.run("curl", "-sS", "-D", "-", URL + "/metrics")
+    head, _, body = r.stdout.replace("\r\n", "\n").partition("\n\n")
+    status, h = headers_of(head + "\n\n")
+    assert status == "HTTP/1.1 200 OK", r.stdout[:300]
+    assert h["content-type"].startswith("text/plain; version=0.0.4")
+    assert "# TYPE bareweb_http_requests counter" in body
+    m = re.search(r'^bareweb_http_requests\{core="0",role="[a-z+]+"\} (\d+)$', body, re.M)
+    assert m and int(m.group(1)) >= 1, body[:500]
+    stats = json.loads(server.ns.run("curl", "-sS", URL + "/.well-known/bareweb/stats").stdout)
+    assert "http_requests" in stats["total"]["counters"]
+    r = server.ns.run("curl", "-sS", "-w", " %{http_code}", URL + "/healthz")
+    assert r.stdout == "ok\n 200"

@@ -88,8 +88,15 @@ fn qemu_args(
     cmd.args(["run", "examples/site", "--dry-run", "--headless"])
         .args(["--accel", accel, "--machine", machine, "--nic", nic])
         .args(["--listen", &format!("127.0.0.1:{port}")]);
-    if !log.is_empty() {
-        cmd.args(["--log", log]);
+    match log {
+        "" => {}
+        "stats" => {
+            cmd.arg("--stats-log");
+        }
+        "access" => {
+            cmd.arg("--access-log");
+        }
+        _ => return Err(format!("unknown log {log:?}")),
     }
     let out = cmd
         .output()
@@ -98,11 +105,20 @@ fn qemu_args(
         return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }
     let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    // The dry-run line quotes only the -append value; rebuild the words simply.
-    let (before, rest) = line
-        .split_once(" -append '")
-        .ok_or("no -append in dry run")?;
-    let (append, after) = rest.split_once('\'').ok_or("unterminated -append")?;
+    // The dry-run line quotes only an -append value with spaces; rebuild the words simply.
+    let (before, append, after) = match line.split_once(" -append '") {
+        Some((before, rest)) => {
+            let (append, after) = rest.split_once('\'').ok_or("unterminated -append")?;
+            (before, append, after)
+        }
+        None => {
+            let (before, rest) = line
+                .split_once(" -append ")
+                .ok_or("no -append in dry run")?;
+            let (append, after) = rest.split_once(' ').unwrap_or((rest, ""));
+            (before, append, after)
+        }
+    };
     let mut words: Vec<String> = before
         .split_whitespace()
         .skip(1)

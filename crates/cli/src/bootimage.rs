@@ -14,10 +14,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use bareweb_engine::site::{self, Site};
-
+use crate::image::{kind_of, BuildArgs, Kind};
 use crate::run::KERNEL;
-use crate::util::{parse_cidr, parse_ip};
 
 /// Marker at the start of the kernel's site descriptor (crates/kernel/src/embedded.rs).
 const MAGIC: &[u8; 16] = b"BAREWEB-SITE-v1\0";
@@ -25,59 +23,6 @@ const MAGIC: &[u8; 16] = b"BAREWEB-SITE-v1\0";
 const CMDLINE_MAX: usize = 496;
 const PT_LOAD: u32 = 1;
 const PAGE: u64 = 4096;
-
-/// Kernel settings baked into a bootable image as its default command line.
-#[derive(clap::Args, Clone, Default)]
-pub struct BootOpts {
-    /// Also/instead write a bootable ISO (GRUB, BIOS) with the kernel and the site.
-    #[arg(long)]
-    pub iso: Option<std::path::PathBuf>,
-    /// Bootable images: the server's address and prefix (kernel default 10.0.2.15/24).
-    #[arg(long)]
-    pub ip: Option<String>,
-    /// Bootable images: router, or `none` (kernel default 10.0.2.2).
-    #[arg(long)]
-    pub gw: Option<String>,
-    /// Bootable images: TCP port (kernel default 80).
-    #[arg(long)]
-    pub port: Option<u16>,
-    /// Bootable images: imt or ist.
-    #[arg(long)]
-    pub sched: Option<String>,
-    /// Bootable images: kernel console logging (access,stats).
-    #[arg(long)]
-    pub log: Option<String>,
-}
-
-impl BootOpts {
-    /// The default command line these options make.
-    pub fn cmdline(&self) -> Result<String, String> {
-        let mut w = Vec::new();
-        if let Some(ip) = &self.ip {
-            let (a, p) = parse_cidr(ip)?;
-            w.push(format!("ip={a}/{p}"));
-        }
-        if let Some(gw) = &self.gw {
-            if gw != "none" {
-                parse_ip(gw)?;
-            }
-            w.push(format!("gw={gw}"));
-        }
-        if let Some(p) = self.port {
-            w.push(format!("port={p}"));
-        }
-        if let Some(s) = &self.sched {
-            if !matches!(s.as_str(), "imt" | "ist") {
-                return Err(format!("--sched must be imt or ist, not {s:?}"));
-            }
-            w.push(format!("sched={s}"));
-        }
-        if let Some(l) = &self.log {
-            w.push(format!("log={l}"));
-        }
-        Ok(w.join(" "))
-    }
-}
 
 fn u16_at(b: &[u8], at: usize) -> Result<u16, String> {
     b.get(at..at + 2)
@@ -161,30 +106,13 @@ pub fn elf_with_site(kernel: &[u8], site: &[u8], cmdline: &str) -> Result<Vec<u8
     Ok(out)
 }
 
-/// Builds the site image of `dir` (or reads an image) and checks it.
-fn site_bytes(path: &Path) -> Result<(Vec<u8>, usize), String> {
-    let bytes = if path.is_dir() {
-        site::build_from_dir(path).map_err(|e| format!("cannot build {}: {e}", path.display()))?
-    } else {
-        std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?
-    };
-    let n = Site::load(&bytes)
-        .map_err(|e| format!("{} is not a usable site image: {e}", path.display()))?
-        .len();
-    Ok((bytes, n))
-}
-
-/// Whether `build` should write a bootable image rather than a site image.
-pub fn wanted(output: &Path, o: &BootOpts) -> bool {
-    o.iso.is_some() || output.extension().is_some_and(|e| e == "elf")
-}
-
-/// `bareweb build SITE -o X.elf` and/or `--iso X.iso`.
-pub fn build(site: &Path, output: &Path, o: &BootOpts) -> Result<(), String> {
-    let (image, files) = site_bytes(site)?;
-    let cmdline = o.cmdline()?;
+/// `bareweb build SITE -o X.elf` and/or `--iso X.iso` (or `-o X.iso`).
+pub fn build(a: &BuildArgs) -> Result<(), String> {
+    let (image, files) = crate::util::site_image(&a.site, a.config.as_deref())?;
+    let cmdline = a.cmdline();
     let elf = elf_with_site(KERNEL, &image, &cmdline)?;
-    if output.extension().is_some_and(|e| e == "elf") {
+    let output = &a.output;
+    if kind_of(output) == Kind::Elf {
         std::fs::write(output, &elf)
             .map_err(|e| format!("cannot write {}: {e}", output.display()))?;
         println!(
@@ -194,7 +122,11 @@ pub fn build(site: &Path, output: &Path, o: &BootOpts) -> Result<(), String> {
             image.len() / 1024
         );
     }
-    if let Some(iso) = &o.iso {
+    let isos = a
+        .iso
+        .iter()
+        .chain((kind_of(output) == Kind::Iso).then_some(output));
+    for iso in isos {
         write_iso(&elf, iso)?;
         println!(
             "{}: bootable ISO (GRUB, BIOS), {files} files, command line {cmdline:?}",

@@ -3,59 +3,82 @@
 //! be had), lets the engine's `cores::plan` decide the mode from what it got (one core: the
 //! single server, whatever was asked, with a word why), runs one thread per core (pinned
 //! unless `--no-pin`), and at stop prints per-core counters, the time split, and the totals
-//! (as `name value` lines, as one core did).
+//! (as `name value` lines, as one core did). With several TAPs (issue 14) every core's
+//! queue pair is a `bond::BondNic` over its queue of each TAP, core 0's with the link
+//! monitor, and the summary adds a line per NIC.
 
 use std::sync::atomic::AtomicBool;
 
+use bareweb_engine::bond::{Bond, BondNic, BondRole, LinkWatch, Mode as BondMode, Policy};
 use bareweb_engine::cores::board::WithStatsPage;
-use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
+use bareweb_engine::cores::pages::PageSettings;
+use bareweb_engine::cores::plan::{self, Mode, Plan};
+use bareweb_engine::nic::LinkSense;
 use bareweb_engine::resource::Lookup;
 use bareweb_engine::server::{AccessLog, Config, NoLog};
 use bareweb_engine::stats::Stats;
 use bareweb_engine::wire::EthernetAddress;
-use bareweb_host::cores::{self, CoreReport, Threads};
-use bareweb_host::Tap;
-use clap::ValueEnum;
+use bareweb_host::cores::{self, CoreReport, HostQueue, Threads};
+use bareweb_host::netif::TapLink;
+use bareweb_host::{SystemClock, Tap};
 
-/// The many-core options of `serve`.
+use crate::opts::ModeArg;
+
+/// The many-core options of `serve` (`--mode` and `--bsp-http` are the shared
+/// [`crate::opts::ServerOpts`]).
 #[derive(clap::Args)]
 pub struct CoresArgs {
-    /// Cores (threads pinned one per CPU) to serve with.
-    #[arg(long, default_value_t = 1)]
-    pub cores: usize,
-    /// How cores share the work: `perqueue` (a TAP queue per core; the default with more
-    /// than one core) or `netcore` (the papers' design: core 0 owns the NIC and dispatches
-    /// connections round robin to HTTP cores). With one core either is the one-core
-    /// server (said at start).
-    #[arg(long, value_enum)]
-    pub mode: Option<ModeArg>,
-    /// Network-core mode: core 0 serves HTTP too.
-    #[arg(long)]
-    pub bsp_http: bool,
-    /// Do not answer /.well-known/bareweb/ (HTML) and /.well-known/bareweb/stats (JSON).
-    #[arg(long)]
-    pub no_stats_page: bool,
+    /// Cores (threads pinned one per CPU) to serve with, 1 to 256.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub cores: u16,
     /// Leave the core threads unpinned, placed by the OS scheduler (for a server that
     /// shares few CPUs with other busy work, such as a load generator on the same host).
     #[arg(long)]
     pub no_pin: bool,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ModeArg {
-    Netcore,
-    Perqueue,
+/// How `serve` lays the work on cores.
+pub struct Layout {
+    pub cores: usize,
+    pub mode: Option<ModeArg>,
+    pub bsp_http: bool,
+    /// The server's own pages (stats, metrics, health check).
+    pub pages: PageSettings,
+    pub pin: bool,
+}
+
+/// The message for a TAP that cannot be opened: busy, not permitted, or something else.
+pub fn tap_open_error(name: &str, e: &std::io::Error, multi: bool) -> String {
+    let mq = if multi { " multi_queue" } else { "" };
+    match e.raw_os_error() {
+        Some(libc::EBUSY) => format!(
+            "cannot open TAP {name:?}: it is in use by another process (another bareweb serve?); \
+             stop that one or give --tap ANOTHER"
+        ),
+        Some(libc::EPERM) | Some(libc::EACCES) => format!(
+            "cannot open TAP {name:?}: {e} (run as root, or create it first: sudo ip tuntap add {name} mode tap{mq} user $USER)"
+        ),
+        Some(libc::EINVAL) => format!(
+            "cannot open TAP {name:?}: {e} (it exists with other flags{}: delete it with `ip link del {name}`, or give --tap ANOTHER)",
+            if multi { ", perhaps not multi_queue" } else { ", perhaps multi_queue" }
+        ),
+        _ => format!("cannot open TAP {name:?}: {e}"),
+    }
 }
 
 /// What `serve` prepared before the cores start.
 pub struct Prepared<'a, L, F> {
     pub site: L,
     pub cfg: Config,
-    pub mac: EthernetAddress,
-    pub tap: &'a str,
+    /// One MAC per TAP.
+    pub macs: &'a [EthernetAddress],
+    /// The TAPs (more than one: a NIC set, with `bonding`).
+    pub taps: &'a [String],
+    /// Mode, policy and link check interval of the NIC set, if the TAPs are one.
+    pub bonding: Option<(BondMode, Policy, u32)>,
     /// Offer TCP segmentation offload to the engine (`--no-tso` turns it off).
     pub tso: bool,
-    /// Configures the host side of the TAP once it exists (given its kernel name).
+    /// Configures the host side of the TAPs once they exist (given their kernel names).
     pub configure: F,
     pub stop: &'static AtomicBool,
     /// Prints the start banner, given where the server runs.
@@ -63,79 +86,181 @@ pub struct Prepared<'a, L, F> {
 }
 
 /// Runs `serve` on the chosen cores; returns when `stop` is set.
-pub fn serve<L, F, A, G>(args: &CoresArgs, p: Prepared<'_, L, F>, make_log: G) -> Result<(), String>
+pub fn serve<L, F, A, G>(args: &Layout, p: Prepared<'_, L, F>, make_log: G) -> Result<(), String>
 where
     L: Lookup<'static> + Copy + Send + Sync,
-    F: FnOnce(&str) -> Result<(), String>,
+    F: FnOnce(&[String]) -> Result<(), String>,
     A: AccessLog,
     G: Fn(usize) -> A + Sync,
 {
-    if args.cores == 0 || args.cores > 256 {
-        return Err("--cores must be in 1..=256".into());
-    }
-    let asked = args.mode.map(|m| match m {
-        ModeArg::Netcore => Asked::NetCore,
-        ModeArg::Perqueue => Asked::PerQueue,
-    });
-    if args.bsp_http && asked != Some(Asked::NetCore) {
-        return Err("--bsp-http only applies to --mode netcore".into());
-    }
+    let asked = args.mode.map(ModeArg::asked);
     let want = plan::queues_wanted(args.cores, asked);
-    let open_err = |e: std::io::Error| {
-        format!(
-            "cannot open TAP {:?}: {e} (run as root, or create it first: sudo ip tuntap add {} mode tap{} user $USER)",
-            p.tap,
-            p.tap,
-            if want > 1 { " multi_queue" } else { "" }
-        )
-    };
-    let mut queues = if want > 1 {
-        match Tap::open_multi(p.tap, p.mac, want) {
-            Ok(q) => q,
-            // Per-queue is only the default when the device offers a queue per core.
-            Err(e) if asked.is_none() => {
-                eprintln!("bareweb: {} offers no queue per core ({e})", p.tap);
-                vec![Tap::open(p.tap, p.mac).map_err(open_err)?]
+    // Every TAP's queues, NIC k's at k.
+    let mut nics: Vec<Vec<Tap>> = Vec::with_capacity(p.taps.len());
+    for (tap, &mac) in p.taps.iter().zip(p.macs) {
+        let open_err = |e: std::io::Error| tap_open_error(tap, &e, want > 1);
+        let queues = if want > 1 {
+            match Tap::open_multi(tap, mac, want) {
+                Ok(q) => q,
+                // Per-queue is only the default when the device offers a queue per core.
+                Err(e) if asked.is_none() => {
+                    eprintln!("bareweb: {tap} offers no queue per core ({e})");
+                    vec![Tap::open(tap, mac).map_err(open_err)?]
+                }
+                Err(e) => return Err(open_err(e)),
             }
-            Err(e) => return Err(open_err(e)),
-        }
-    } else {
-        vec![Tap::open(p.tap, p.mac).map_err(open_err)?]
-    };
-    let decision = plan::decide(args.cores, asked, args.bsp_http, queues.len());
+        } else {
+            vec![Tap::open(tap, mac).map_err(open_err)?]
+        };
+        nics.push(queues);
+    }
+    // A set has as many queue pairs as its NIC with the fewest.
+    let got = nics.iter().map(Vec::len).min().unwrap_or(1);
+    let decision = plan::decide(args.cores, asked, args.bsp_http, got);
     if decision.worth_saying() {
         eprintln!("bareweb: mode {}: {}", decision.mode.name(), decision.why);
     }
     let mode = decision.mode;
-    for q in &mut queues {
-        q.set_tso(p.tso);
+    let used = match mode {
+        Mode::NetCore { .. } => 1,
+        _ => got,
+    };
+    for queues in &mut nics {
+        queues.truncate(used);
+        for q in queues.iter_mut() {
+            q.set_tso(p.tso);
+        }
     }
-    let name = queues[0].name().to_string();
-    (p.configure)(&name)?;
+    let names: Vec<String> = nics.iter().map(|q| q[0].name().to_string()).collect();
+    (p.configure)(&names)?;
+    let on = names.join(" + ");
     match mode {
-        Mode::PerQueue => (p.banner)(&format!("{name}, {} cores, one TAP queue each", args.cores)),
+        Mode::PerQueue => (p.banner)(&format!("{on}, {} cores, one TAP queue each", args.cores)),
         Mode::NetCore { bsp_http } => (p.banner)(&format!(
-            "{name}, {} cores: core 0 owns the TAP{}",
+            "{on}, {} cores: core 0 owns the TAP{}{}",
             args.cores,
+            if names.len() > 1 { "s" } else { "" },
             if bsp_http { " and serves HTTP" } else { "" }
         )),
-        Mode::Single => (p.banner)(&name),
+        Mode::Single => (p.banner)(&on),
     }
     let threads = Threads {
         stop: p.stop,
-        pin: !args.no_pin,
+        pin: args.pin,
     };
-    // The site type differs with the stats page (one more monomorphisation, no branch
-    // per request).
-    let reports = if args.no_stats_page {
-        let plan = Plan::new(mode, args.cores, p.site, p.cfg, p.mac);
-        cores::run(&plan, queues, threads, &make_log)
-    } else {
-        let plan = Plan::new(mode, args.cores, WithStatsPage(p.site), p.cfg, p.mac);
-        cores::run(&plan.with_board(true), queues, threads, &make_log)
+    let mut cfg = p.cfg;
+    let Some((bmode, policy, monitor_ms)) = p.bonding else {
+        let queues = nics.swap_remove(0);
+        let reports = run_plan(
+            args, mode, p.site, cfg, p.macs[0], queues, threads, &make_log,
+        );
+        print_summary(mode, &reports);
+        return Ok(());
     };
+    let bond = Bond::new(bmode, policy, p.macs, monitor_ms, args.cores)
+        .map_err(|e| e.to_string())?
+        .leak();
+    cfg.bond = Some(BondRole {
+        bond,
+        core: 0,
+        announcer: true,
+    });
+    eprintln!(
+        "bareweb: bond {}: {} receives, {} send; policy {}, links read every {monitor_ms} ms",
+        bmode.name(),
+        names[0],
+        match bmode {
+            BondMode::Split => names[1..].join(", "),
+            _ => names.join(", "),
+        },
+        policy.name()
+    );
+    // Queue pair q of every NIC, one set per core; core 0's watches the links.
+    let mut sets = Vec::with_capacity(used);
+    for q in 0..used {
+        let members: Vec<Tap> = nics.iter_mut().map(|queues| queues.remove(0)).collect();
+        let mut set = BondNic::from_nics(bond, q, members, Tap::into_rings);
+        if q == 0 {
+            let links = names
+                .iter()
+                .map(|n| {
+                    TapLink::new(n)
+                        .map(|l| Box::new(l) as Box<dyn LinkSense>)
+                        .map_err(|e| format!("cannot watch {n}'s link: {e}"))
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            set = set.with_watch(LinkWatch::new(bond, links, Box::new(SystemClock::new())));
+        }
+        sets.push(set);
+    }
+    let reports = run_plan(args, mode, p.site, cfg, p.macs[0], sets, threads, &make_log);
     print_summary(mode, &reports);
+    print_nics(bond, &names);
     Ok(())
+}
+
+/// Runs the cores of the plan made from `mode`, `site` and `cfg` over `queues` (with the
+/// stats page and its board when asked).
+#[allow(clippy::too_many_arguments)]
+fn run_plan<Q, L, A, G>(
+    args: &Layout,
+    mode: Mode,
+    site: L,
+    cfg: Config,
+    mac: EthernetAddress,
+    queues: Vec<Q>,
+    threads: Threads<'_>,
+    make_log: &G,
+) -> Vec<CoreReport>
+where
+    Q: HostQueue,
+    Q::Rx: Send,
+    Q::Tx: Send,
+    L: Lookup<'static> + Copy + Send + Sync,
+    A: AccessLog,
+    G: Fn(usize) -> A + Sync,
+{
+    // The site type differs with the stats page (one more monomorphisation, no branch
+    // per request); the board is there when any of the server's pages is on.
+    let pages = args.pages;
+    if pages.stats {
+        let plan = Plan::new(mode, args.cores, WithStatsPage(site, pages.base), cfg, mac);
+        cores::run(&plan.with_board(pages), queues, threads, make_log)
+    } else if pages.any() {
+        let plan = Plan::new(mode, args.cores, site, cfg, mac);
+        cores::run(&plan.with_board(pages), queues, threads, make_log)
+    } else {
+        let plan = Plan::new(mode, args.cores, site, cfg, mac);
+        cores::run(&plan, queues, threads, make_log)
+    }
+}
+
+/// A line per NIC of the set: its role and link now, its counters over every core.
+fn print_nics(bond: &Bond, names: &[String]) {
+    let links = bond.links();
+    let send = bond.senders(links);
+    eprintln!(
+        "  per NIC (bond {}, policy {}):",
+        bond.mode().name(),
+        bond.policy().name()
+    );
+    for (k, name) in names.iter().enumerate().take(bond.count()) {
+        let role = match (usize::from(links.receive) == k, send & (1 << k) != 0) {
+            (true, true) => "receive+send",
+            (true, false) => "receive",
+            (false, true) => "send",
+            (false, false) => "idle",
+        };
+        let (downs, ups, _) = bond.events(k);
+        let c = bond.counts(k);
+        let counts: Vec<String> = c.fields().iter().map(|(n, v)| format!("{n}={v}")).collect();
+        eprintln!(
+            "  nic {k} {name} {} {role} link={} link_downs={downs} link_ups={ups} {}",
+            bond.mac(k),
+            if links.is_up(k) { "up" } else { "down" },
+            counts.join(" ")
+        );
+    }
 }
 
 pub fn pct(part: u64, whole: u64) -> f64 {

@@ -1,21 +1,110 @@
-//! `bareweb build`: a site directory into an image file.
+//! `bareweb build`: a site directory into an image file — a site image (`.bws`, for
+//! `serve` and `run`), or with `-o NAME.elf` / `--iso NAME.iso` a bootable image
+//! ([`crate::bootimage`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use bareweb_engine::site::{self, Site};
+use crate::bare::KernelOpts;
+use crate::opts::{self, ServerOpts};
 
-/// Builds the image of `dir` and writes it to `out`, after checking that it loads.
-pub fn build(dir: &Path, out: &Path) -> Result<(), String> {
-    let image =
-        site::build_from_dir(dir).map_err(|e| format!("cannot build {}: {e}", dir.display()))?;
-    let loaded =
-        Site::load(&image).map_err(|e| format!("built image does not load (a bug): {e}"))?;
+/// What `build` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The site alone (any name but `.elf`/`.iso`; `.bws` by convention).
+    Site,
+    /// The kernel with the site inside: one file that boots (PVH, multiboot2).
+    Elf,
+    /// That ELF in a GRUB rescue image (BIOS): a CD or USB stick.
+    Iso,
+}
+
+/// The kind of file `path` names, by its extension, in any case.
+pub fn kind_of(path: &Path) -> Kind {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("elf") => Kind::Elf,
+        Some(e) if e.eq_ignore_ascii_case("iso") => Kind::Iso,
+        _ => Kind::Site,
+    }
+}
+
+#[derive(clap::Args, Clone)]
+pub struct BuildArgs {
+    /// The site directory.
+    pub site: PathBuf,
+    /// Where to write: `NAME.elf` a bootable ELF (kernel and site in one file), `NAME.iso`
+    /// a bootable ISO (GRUB, BIOS), anything else a site image for `serve` and `run`.
+    #[arg(short, long, default_value = "site.bws")]
+    pub output: PathBuf,
+    /// The site configuration [default: SITE/bareweb.toml if there is one].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Also write a bootable ISO (GRUB, BIOS) with the kernel and the site.
+    #[arg(long, value_name = "NAME.iso")]
+    pub iso: Option<PathBuf>,
+    /// Bootable images: the server's settings, baked in as the kernel's command line (a
+    /// boot loader's words override them).
+    #[command(flatten)]
+    pub server: ServerOpts,
+    /// Bootable images: the kernel's own settings.
+    #[command(flatten)]
+    pub kernel: KernelOpts,
+    /// Bootable images: a line of counters every second on the kernel console.
+    #[arg(long)]
+    pub stats_log: bool,
+    /// Bootable images: more kernel command line words (docs/kernel.md), checked here.
+    #[arg(long, value_name = "WORDS", value_parser = opts::kernel_words)]
+    pub append: Option<String>,
+}
+
+impl BuildArgs {
+    /// Whether a bootable image is asked for.
+    pub fn bootable(&self) -> bool {
+        self.iso.is_some() || kind_of(&self.output) != Kind::Site
+    }
+
+    /// The kernel command line baked into a bootable image.
+    pub fn cmdline(&self) -> String {
+        let mut w = self.server.kernel_words(self.stats_log);
+        w.extend(self.kernel.kernel_words());
+        w.extend(self.append.iter().cloned());
+        w.join(" ")
+    }
+
+    pub fn check(&self) -> Result<(), String> {
+        self.server.check()?;
+        if let Some(iso) = &self.iso {
+            if kind_of(iso) != Kind::Iso {
+                return Err(format!(
+                    "--iso {}: the name must end in .iso",
+                    iso.display()
+                ));
+            }
+        }
+        if !self.bootable()
+            && (self.server.any() || self.kernel.any() || self.stats_log || self.append.is_some())
+        {
+            return Err(format!(
+                "server options go into bootable images only (-o NAME.elf or --iso NAME.iso); \
+                 {} is a site image, which carries the site alone (give the options to serve or run)",
+                self.output.display()
+            ));
+        }
+        opts::kernel_settings(&self.cmdline())?;
+        Ok(())
+    }
+}
+
+/// `bareweb build`: the site image, or a bootable image when one is asked for.
+pub fn build(a: &BuildArgs) -> Result<(), String> {
+    if a.bootable() {
+        return crate::bootimage::build(a);
+    }
+    let out = &a.output;
+    if !a.site.is_dir() {
+        return Err(format!("{} is not a directory", a.site.display()));
+    }
+    let (image, files) = crate::util::site_image(&a.site, a.config.as_deref())?;
     std::fs::write(out, &image).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-    println!(
-        "{}: {} files, {} bytes",
-        out.display(),
-        loaded.len(),
-        image.len()
-    );
+    println!("{}: {files} files, {} bytes", out.display(), image.len());
     Ok(())
 }

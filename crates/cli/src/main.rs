@@ -1,18 +1,27 @@
 //! `bareweb`: the command line. Each subcommand lives in its own module:
-//! `build` in [`image`], `serve` in [`serve`] (its runners in [`runners`]), `run` in
-//! [`run`], `load` and `surge-site` in [`load`], `bench` in [`bench`]; shared parsing in
-//! [`util`].
+//! `build` in [`image`] and [`bootimage`], `serve` in [`serve`] (its runners in
+//! [`runners`]), `run` in [`run`], `load` and `surge-site` in [`load`], `bench` in
+//! [`bench`]; the options the server commands share, and every value type, in [`opts`].
+//!
+//! Exit codes: 0 done, 1 failed (the reason on stderr), 2 a usage error in clap's format
+//! (a bad value, or options that do not go together: each command's `check` runs right
+//! after parsing, before anything starts).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+// The kernel's command-line parser (compiled in by `opts`) names `alloc` in its tests.
+extern crate alloc;
 
+use clap::{CommandFactory, Parser, Subcommand};
+
+mod bare;
 mod bench;
 mod bootimage;
 mod cores;
 mod image;
+mod launch;
 mod load;
+mod opts;
 mod run;
 mod runners;
 mod serve;
@@ -31,18 +40,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Build a site image from a directory.
-    Build {
-        /// The site directory.
-        site: PathBuf,
-        /// Where to write the image (`.elf`: one bootable file, kernel and site).
-        #[arg(short, long, default_value = "site.bws")]
-        output: PathBuf,
-        #[command(flatten)]
-        boot: bootimage::BootOpts,
-    },
+    /// Build a site image from a directory (`-o NAME.elf`, `--iso NAME.iso`: bootable, the
+    /// kernel and the site in one file).
+    Build(image::BuildArgs),
     /// Serve a site (directory or image) on a TAP device with bareweb's own stack.
-    Serve(ServeArgs),
+    Serve(serve::ServeArgs),
     /// Boot the bare-machine kernel with a site under QEMU (no root needed).
     Run(run::RunArgs),
     /// Load a web server like http_load / httperf: rate, parallel or Surge session mode.
@@ -53,79 +55,49 @@ enum Cmd {
     Bench(bench::BenchArgs),
 }
 
-#[derive(clap::Args)]
-struct ServeArgs {
-    /// Site directory (built in memory) or a site image written by `bareweb build`.
-    site: PathBuf,
-    /// TAP device to use; created if missing (needs CAP_NET_ADMIN).
-    #[arg(long, default_value = "bw0")]
-    tap: String,
-    /// The server's address and prefix.
-    #[arg(long, default_value = "10.0.0.2/24")]
-    ip: String,
-    /// Address given to the host side of the TAP (default: the subnet's first free one);
-    /// `none` leaves the host side as it is.
-    #[arg(long)]
-    host_ip: Option<String>,
-    /// TCP port to serve (1-65535).
-    #[arg(long, default_value_t = 80, value_parser = clap::value_parser!(u16).range(1..))]
-    port: u16,
-    /// Router for clients beyond the link.
-    #[arg(long)]
-    gw: Option<String>,
-    /// HTTP scheduling policy (paper 004): imt looks at receive after every HTTP step,
-    /// ist serves the whole run list in one pass.
-    #[arg(long, value_enum, default_value_t = SchedArg::Imt)]
-    sched: SchedArg,
-    /// Number of TCBs (most connections at once), 1 to 1048576 (~9.3 KiB each).
-    #[arg(long, default_value_t = 1024, value_parser = parse_tcbs)]
-    tcbs: usize,
-    /// Most connections from one client address at once (a SYN beyond it is refused with
-    /// a RST); default half of --tcbs. 1 to 1048576.
-    #[arg(long, value_parser = parse_tcbs)]
-    max_per_ip: Option<usize>,
-    /// Half-open connections held at once; past it SYNs are answered with SYN cookies and
-    /// no TCB (RFC 4987). Default half of --tcbs. 1 to 1048576.
-    #[arg(long, value_parser = parse_tcbs)]
-    syn_backlog: Option<usize>,
-    /// Print an access log line (Common Log Format) per response to stdout.
-    #[arg(long)]
-    access_log: bool,
-    /// Seconds a client has from connecting to finish sending its request head (then 408 and
-    /// close), 1 to 86400.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=86_400))]
-    request_timeout: u64,
-    /// Seconds an idle keep-alive connection is kept, 1 to 86400.
-    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
-    idle_timeout: u64,
-    /// The server's MAC address (default: a locally administered one).
-    #[arg(long)]
-    mac: Option<String>,
-    /// Send every TCP segment as its own frame: no segmentation offload (by default frames
-    /// of up to ~64 KiB go to the TAP and the kernel cuts them into segments).
-    #[arg(long)]
-    no_tso: bool,
-    #[command(flatten)]
-    cores: cores::CoresArgs,
-    #[command(flatten)]
-    runner: runners::RunnerArgs,
+impl Cmd {
+    /// Checks that need more than one option: a failure is a usage error.
+    fn check(&self) -> Result<(), String> {
+        match self {
+            Cmd::Build(a) => a.check(),
+            Cmd::Serve(a) => a.check(),
+            Cmd::Run(a) => a.check(),
+            Cmd::Load(_) | Cmd::SurgeSite(_) | Cmd::Bench(_) => Ok(()),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Cmd::Build(_) => "build",
+            Cmd::Serve(_) => "serve",
+            Cmd::Run(_) => "run",
+            Cmd::Load(_) => "load",
+            Cmd::SurgeSite(_) => "surge-site",
+            Cmd::Bench(_) => "bench",
+        }
+    }
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum SchedArg {
-    Imt,
-    Ist,
+/// Exits with clap's usage error for subcommand `sub` (exit code 2).
+fn usage_error(sub: &str, msg: &str) -> ! {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let sub = cmd
+        .find_subcommand_mut(sub)
+        .expect("every command has a subcommand entry");
+    sub.error(clap::error::ErrorKind::ArgumentConflict, msg)
+        .exit()
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(msg) = cli.cmd.check() {
+        usage_error(cli.cmd.name(), &msg);
+    }
     let r = match cli.cmd {
-        Cmd::Build { site, output, boot } if bootimage::wanted(&output, &boot) => {
-            bootimage::build(&site, &output, &boot)
-        }
-        Cmd::Build { site, output, .. } => image::build(&site, &output),
+        Cmd::Build(a) => image::build(&a),
         Cmd::Serve(a) => serve::serve(a),
-        Cmd::Run(a) => match run::run(a) {
+        Cmd::Run(a) => match launch::run(a) {
             Ok(code) => return code,
             Err(e) => Err(e),
         },
@@ -139,17 +111,5 @@ fn main() -> ExitCode {
             eprintln!("bareweb: {e}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// Most TCBs a server may be given: ~9.3 KiB each, so 1 Mi is ~9.3 GiB (the kernel's
-/// `tcbs=` has the same bound).
-const MAX_TCBS: usize = 1 << 20;
-
-/// `--tcbs`: a count from 1 to [`MAX_TCBS`], refused with a clear message otherwise.
-pub(crate) fn parse_tcbs(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if (1..=MAX_TCBS).contains(&n) => Ok(n),
-        _ => Err(format!("expected a number of TCBs from 1 to {MAX_TCBS}")),
     }
 }

@@ -5,6 +5,7 @@
 //! `serve` is exactly as before.
 
 use bareweb_engine::cores::board::{Board, WithStatsPage};
+use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::nic::Nic;
 use bareweb_engine::resource::Lookup;
 use bareweb_engine::server::AccessLog;
@@ -13,7 +14,8 @@ use bareweb_host::runners::{self, Runner};
 use bareweb_host::Tap;
 use clap::ValueEnum;
 
-use crate::cores::{self, CoresArgs, ModeArg, Prepared};
+use crate::cores::{self, Layout, Prepared};
+use crate::opts::ModeArg;
 
 /// The runner options of `serve`.
 #[derive(clap::Args)]
@@ -25,9 +27,24 @@ pub struct RunnerArgs {
     /// (ours: a whole server per thread, pinned, nothing shared; `--cores N`).
     #[arg(long, value_enum, conflicts_with_all = ["cores", "mode", "bsp_http"])]
     pub runner: Option<RunnerArg>,
-    /// Threads of the runner (serial: 1).
-    #[arg(long, requires = "runner", default_value_t = 1)]
-    pub threads: usize,
+    /// Threads of the runner (serial: 1), 1 to 256.
+    #[arg(long, requires = "runner", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: u16,
+}
+
+impl RunnerArgs {
+    /// `--threads` within what the runner takes.
+    pub fn check(&self) -> Result<(), String> {
+        match self.runner.and_then(RunnerArg::runner) {
+            Some(r) if usize::from(self.threads) > r.max_threads() => Err(format!(
+                "--runner {} takes 1 to {} threads",
+                r.name(),
+                r.max_threads()
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -55,46 +72,37 @@ impl RunnerArg {
 pub fn serve<L, F, A, G>(
     arg: RunnerArg,
     threads: usize,
-    no_stats_page: bool,
+    pages: PageSettings,
     p: Prepared<'_, L, F>,
     make_log: G,
 ) -> Result<(), String>
 where
     L: Lookup<'static> + Copy + Send + Sync,
-    F: FnOnce(&str) -> Result<(), String>,
+    F: FnOnce(&[String]) -> Result<(), String>,
     A: AccessLog,
     G: Fn(usize) -> A + Sync,
 {
     let Some(runner) = arg.runner() else {
         // pinned: the many-core server, per-queue mode with more than one thread.
-        let args = CoresArgs {
+        let args = Layout {
             cores: threads,
             mode: (threads > 1).then_some(ModeArg::Perqueue),
             bsp_http: false,
-            no_stats_page,
-            no_pin: false,
+            pages,
+            pin: true,
         };
         return cores::serve(&args, p, make_log);
     };
-    if threads == 0 || threads > runner.max_threads() {
-        return Err(format!(
-            "--runner {} takes 1..={} threads",
-            runner.name(),
-            runner.max_threads()
-        ));
-    }
-    let mut tap = Tap::open(p.tap, p.mac).map_err(|e| {
-        format!(
-            "cannot open TAP {:?}: {e} (run as root, or create it first: sudo ip tuntap add {} mode tap user $USER)",
-            p.tap, p.tap
-        )
-    })?;
+    let (name, mac) = (&p.taps[0], p.macs[0]);
+    let mut tap = Tap::open(name, mac).map_err(|e| cores::tap_open_error(name, &e, false))?;
     tap.set_tso(p.tso);
     let caps = tap.caps();
     let name = tap.name().to_string();
-    (p.configure)(&name)?;
-    let board: Option<&'static Board> = (!no_stats_page)
-        .then(|| &*Box::leak(Box::new(Board::new(runner.name(), &runner.roles(threads)))));
+    (p.configure)(std::slice::from_ref(&name))?;
+    let board: Option<&'static Board> = pages.any().then(|| {
+        let b = Board::new(runner.name(), &runner.roles(threads)).with_pages(pages);
+        &*Box::leak(Box::new(b))
+    });
     (p.banner)(&format!(
         "{name}, runner {} with {threads} thread{}",
         runner.name(),
@@ -103,11 +111,11 @@ where
     let (rx, txs) = tap
         .into_senders(threads)
         .map_err(|e| format!("cannot duplicate the TAP's fd: {e}"))?;
-    let reports = if board.is_some() {
+    let reports = if pages.stats {
         let plan = Shared {
-            site: WithStatsPage(p.site),
+            site: WithStatsPage(p.site, pages.base),
             cfg: p.cfg,
-            mac: p.mac,
+            mac,
             board,
             stop: p.stop,
             caps,
@@ -117,7 +125,7 @@ where
         let plan = Shared {
             site: p.site,
             cfg: p.cfg,
-            mac: p.mac,
+            mac,
             board,
             stop: p.stop,
             caps,

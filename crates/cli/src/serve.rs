@@ -3,16 +3,87 @@
 //! ([`crate::runners`]).
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bareweb_engine::server::{AccessLog, AccessRecord, Config, Sched, Timeouts};
-use bareweb_engine::wire::EthernetAddress;
+use bareweb_engine::cores::pages::PageSettings;
+use bareweb_engine::server::{AccessLog, AccessRecord};
 use bareweb_host::netif;
 
-use crate::{cores, runners};
+use crate::cores::{self, CoresArgs, Layout};
+use crate::opts::{self, Mac, OrNone, ServerOpts};
+use crate::runners::{self, RunnerArgs};
+use crate::util::{load_site, random_bytes};
+use bareweb_engine::wire::EthernetAddress;
 
-use crate::util::{load_site, parse_cidr, parse_ip, parse_mac, random_bytes};
-use crate::{SchedArg, ServeArgs};
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Site directory (built in memory) or a site image written by `bareweb build`.
+    pub site: PathBuf,
+    /// The site configuration [default: SITE/bareweb.toml if there is one].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// TAP device to use; created if missing (needs CAP_NET_ADMIN). Given twice or more,
+    /// a set of NICs (paper 002's bonding, see --bond): one receives, several send.
+    #[arg(long = "tap", value_name = "NAME", default_value = "bw0", value_parser = opts::ifname)]
+    pub taps: Vec<String>,
+    /// Address given to the host side of the TAP (default: the subnet's first free one);
+    /// `none` leaves the host side as it is. With several TAPs the address goes on the
+    /// bridge they are put on (--bridge).
+    #[arg(long, value_name = "A.B.C.D|none")]
+    pub host_ip: Option<OrNone>,
+    /// With several TAPs: the bridge the host puts them on (one link, as a switch joins a
+    /// server's NICs), created if missing and removed at stop if it was [the first TAP's
+    /// name + "br"]. Not used with --host-ip none (the caller bridged them).
+    #[arg(long, value_parser = opts::ifname)]
+    pub bridge: Option<String>,
+    /// The server's MAC address, once per --tap for a NIC set, in the same order (default:
+    /// random locally administered ones).
+    #[arg(long = "mac", value_name = "MAC")]
+    pub macs: Vec<Mac>,
+    /// Send every TCP segment as its own frame: no segmentation offload (by default frames
+    /// of up to ~64 KiB go to the TAP and the kernel cuts them into segments).
+    #[arg(long)]
+    pub no_tso: bool,
+    #[command(flatten)]
+    pub server: ServerOpts,
+    #[command(flatten)]
+    pub cores: CoresArgs,
+    #[command(flatten)]
+    pub runner: RunnerArgs,
+}
+
+impl ServeArgs {
+    pub fn check(&self) -> Result<(), String> {
+        self.server.check()?;
+        self.runner.check()?;
+        if self.macs.len() > self.taps.len() {
+            return Err(format!(
+                "{} --mac for {} --tap: give one MAC per TAP",
+                self.macs.len(),
+                self.taps.len()
+            ));
+        }
+        if let Some(t) = self
+            .taps
+            .iter()
+            .enumerate()
+            .find_map(|(i, t)| self.taps[..i].contains(t).then_some(t))
+        {
+            return Err(format!("--tap {t} is given twice"));
+        }
+        let bonded = self.server.bonding(self.taps.len())?.is_some();
+        if bonded && self.runner.runner.is_some() {
+            return Err(
+                "--runner serves on one TAP: it does not go with a NIC set (--bond)".into(),
+            );
+        }
+        if self.bridge.is_some() && self.taps.len() < 2 {
+            return Err("--bridge joins several TAPs: give --tap twice or more".into());
+        }
+        Ok(())
+    }
+}
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -42,77 +113,130 @@ impl AccessLog for Clf {
     }
 }
 
+/// A random unicast, locally administered MAC.
+fn random_mac() -> EthernetAddress {
+    let mut m: [u8; 6] = random_bytes();
+    m[0] = (m[0] & 0xfe) | 0x02;
+    EthernetAddress(m)
+}
+
 pub fn serve(a: ServeArgs) -> Result<(), String> {
-    let site = load_site(&a.site)?;
-    let (ip, prefix) = parse_cidr(&a.ip)?;
-    let mac = match &a.mac {
-        Some(m) => parse_mac(m)?,
-        None => {
-            let mut m: [u8; 6] = random_bytes();
-            m[0] = (m[0] & 0xfe) | 0x02; // unicast, locally administered
-            EthernetAddress(m)
-        }
+    let site = load_site(&a.site, a.config.as_deref())?;
+    let bonding = a.server.bonding(a.taps.len())?;
+    // `--bond off` (or one TAP): the first TAP alone, as always.
+    let taps = if bonding.is_some() {
+        &a.taps[..]
+    } else {
+        &a.taps[..1]
     };
-    let gateway = a.gw.as_deref().map(parse_ip).transpose()?;
-    let host_ip = match a.host_ip.as_deref() {
-        Some("none") => None,
-        Some(s) => Some(parse_ip(s)?),
+    if bonding.is_none() && a.taps.len() > 1 {
+        eprintln!(
+            "bareweb: --bond off: serving on {} alone ({} not used)",
+            a.taps[0],
+            a.taps[1..].join(", ")
+        );
+    }
+    let mut macs: Vec<EthernetAddress> = Vec::with_capacity(taps.len());
+    for i in 0..taps.len() {
+        let m = match a.macs.get(i) {
+            Some(m) => m.ethernet(),
+            None => loop {
+                let m = random_mac();
+                if !macs.contains(&m) {
+                    break m;
+                }
+            },
+        };
+        macs.push(m);
+    }
+    let cfg = a.server.config(random_bytes());
+    let (ip, prefix) = (cfg.ip, cfg.prefix_len);
+    let host_ip = match a.host_ip {
+        Some(h) => h.addr(),
         None => Some(
             netif::first_free(ip, prefix)
                 .ok_or("no free address for the host side: give --host-ip")?,
         ),
     };
-    let mut cfg = Config::new(ip, prefix, random_bytes());
-    cfg.gateway = gateway;
-    cfg.port = a.port;
-    cfg.tcbs = a.tcbs;
-    cfg.max_per_ip = a.max_per_ip;
-    cfg.syn_backlog = a.syn_backlog;
-    cfg.sched = match a.sched {
-        SchedArg::Imt => Sched::Imt,
-        SchedArg::Ist => Sched::Ist,
-    };
-    cfg.timeouts = Timeouts {
-        request_ms: a.request_timeout * 1000,
-        idle_ms: a.idle_timeout * 1000,
-        ..Timeouts::default()
-    };
     let files = site.len();
     install_signal_handlers();
     let host = host_ip.map_or("unchanged".to_string(), |h| format!("{h}/{prefix}"));
-    let port = a.port;
+    let port = cfg.port;
+    let macs_text = macs
+        .iter()
+        .map(|m| m.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
     let banner = move |on: &str| {
         eprintln!(
-            "bareweb: serving {files} files at http://{ip}:{port}/ on {on} (server MAC {mac}, host side {host}); Ctrl-C stops"
+            "bareweb: serving {files} files at http://{ip}:{port}/ on {on} (server MAC {macs_text}, host side {host}); Ctrl-C stops"
         )
     };
+    let bridge =
+        match (&a.bridge, taps.len()) {
+            (Some(b), _) => Some(b.clone()),
+            (None, 1) => None,
+            (None, _) => {
+                let b = format!("{}br", taps[0]);
+                Some(opts::ifname(&b).map_err(|_| {
+                    format!("{b:?} is too long for a bridge name: give --bridge NAME")
+                })?)
+            }
+        };
+    let mut made_bridge = None;
     let prepared = cores::Prepared {
         site,
         cfg,
-        mac,
-        tap: &a.tap,
+        macs: &macs,
+        taps,
+        bonding,
         tso: !a.no_tso,
-        configure: |name: &str| match host_ip {
-            Some(h) => netif::configure(name, h, prefix)
-                .map_err(|e| format!("cannot configure {name}: {e}")),
-            None => Ok(()),
+        configure: |names: &[String]| {
+            let Some(h) = host_ip else { return Ok(()) };
+            let on = match &bridge {
+                // Several TAPs: one link, the bridge, holds the host side.
+                Some(br) => {
+                    if netif::bridge_create(br)
+                        .map_err(|e| format!("cannot create bridge {br}: {e}"))?
+                    {
+                        made_bridge = Some(br.clone());
+                    }
+                    for n in names {
+                        netif::bridge_add(br, n)
+                            .and_then(|()| netif::set_up(n))
+                            .map_err(|e| format!("cannot put {n} on bridge {br}: {e}"))?;
+                    }
+                    br.as_str()
+                }
+                None => names[0].as_str(),
+            };
+            netif::configure(on, h, prefix).map_err(|e| format!("cannot configure {on}: {e}"))
         },
         stop: &STOP,
         banner: &banner,
     };
     let clf = |_| Clf(std::io::BufWriter::new(std::io::stdout()));
-    match (a.runner.runner, a.access_log) {
-        (Some(r), true) => {
-            runners::serve(r, a.runner.threads, a.cores.no_stats_page, prepared, clf)
+    // The stats page is off if the command line or the site's configuration says so;
+    // metrics and the health check are on unless the configuration turns them off.
+    let pages = PageSettings::resolve(&site.pages(), !a.server.no_stats_page, true, true);
+    let layout = Layout {
+        cores: a.cores.cores.into(),
+        mode: a.server.mode,
+        bsp_http: a.server.bsp_http,
+        pages,
+        pin: !a.cores.no_pin,
+    };
+    let threads = a.runner.threads.into();
+    let r = match (a.runner.runner, a.server.access_log) {
+        (Some(r), true) => runners::serve(r, threads, pages, prepared, clf),
+        (Some(r), false) => runners::serve(r, threads, pages, prepared, cores::no_log),
+        (None, true) => cores::serve(&layout, prepared, clf),
+        (None, false) => cores::serve(&layout, prepared, cores::no_log),
+    };
+    if let Some(br) = made_bridge {
+        if let Err(e) = netif::bridge_remove(&br) {
+            eprintln!("bareweb: cannot remove bridge {br}: {e}");
         }
-        (Some(r), false) => runners::serve(
-            r,
-            a.runner.threads,
-            a.cores.no_stats_page,
-            prepared,
-            cores::no_log,
-        ),
-        (None, true) => cores::serve(&a.cores, prepared, clf),
-        (None, false) => cores::serve(&a.cores, prepared, cores::no_log),
     }
+    r
 }

@@ -16,6 +16,8 @@
 //!   `Server::poll` (or the split API for paper 003's runners).
 //! - [`cores`]: many cores: network-core dispatch and rings, the stats board, the per-core
 //!   loop. [`ring`]: the lock-free SPSC ring. [`stats`]: counters.
+//! - [`bond`]: one server on a set of NICs (paper 002): the receive NIC, send NICs chosen
+//!   per connection (the send-id), the NIC set as one `Nic`, link monitoring and failover.
 //!
 //! The engine never touches a port, a register or a file descriptor: hardware is reached
 //! through the traits in [`nic`], implemented by the `kernel` and `host` crates.
@@ -26,6 +28,8 @@
 #[cfg(any(test, feature = "alloc"))]
 extern crate alloc;
 
+#[cfg(any(test, feature = "alloc"))]
+pub mod bond;
 #[cfg(test)]
 mod capture_tests;
 #[cfg(any(test, feature = "alloc"))]

@@ -6,8 +6,10 @@
 //!
 //! - **Queue pairs.** A `Nic` value is *one* RX/TX queue pair. A device with a queue per
 //!   core hands each core its own value; nothing on the request path is shared.
-//! - **Several NICs.** The engine sends on the queue it is given for a connection; a core
-//!   that owns queues of two NICs (bonding) holds two values.
+//! - **Several NICs** (bonding, issue 14). A core that serves on a set of NICs holds one
+//!   queue pair of each, wrapped as one `Nic` (`bond::BondNic`); the engine names the NIC a
+//!   frame leaves from with [`TxRing::select`] (a connection's send-id) before building
+//!   it, and the link monitor reads each NIC's link through [`LinkSense`].
 //! - **Batched receive.** [`RxRing::burst`] returns up to a budget of frames at once;
 //!   buffers are loaned to the engine and given back with [`RxRing::recycle`].
 //! - **Scatter-gather transmit.** A frame is a small header written into a driver slot
@@ -70,6 +72,23 @@ pub trait TxRing {
     fn room(&mut self) -> usize {
         usize::MAX
     }
+    /// Bonding (issue 14): the frames that follow, until the next call, leave on NIC `nic`
+    /// of the set behind this ring (a connection's send-id; the engine writes that NIC's
+    /// MAC as their source). A ring that is one NIC's ignores it, as the default does; a
+    /// ring that carries frames to another core for sending (network-core mode) keeps the
+    /// choice with each frame.
+    fn select(&mut self, nic: u8) {
+        let _ = nic;
+    }
+}
+
+/// A NIC's link as its driver senses it (issue 14's failover): virtio-net's status field,
+/// e1000's STATUS.LU, a TAP's carrier. The link monitor reads it on one core every
+/// `--bond-monitor-ms`; a reading may cost a register read (a VM exit), never more, and is
+/// never on the request path.
+pub trait LinkSense: Send {
+    /// Whether the link is up now.
+    fn link_up(&mut self) -> bool;
 }
 
 /// Bytes a transmit slot holds at least: Ethernet + IPv4 + TCP with options + the part of

@@ -93,6 +93,46 @@ pub struct Resource<'a> {
     pub identity: Body<'a>,
     /// A gzip-encoded body, present when it is smaller than the identity body.
     pub gzip: Option<Body<'a>>,
+    /// A brotli-encoded body, present when it is smaller than the identity body.
+    pub br: Option<Body<'a>>,
+    /// A zstd-encoded body, present when it is smaller than the identity body.
+    pub zstd: Option<Body<'a>>,
+    /// Header lines sent with this file (`Name: value` CRLF each), resolved from the
+    /// site's configuration when the image was built; empty for none.
+    pub headers: &'a str,
+}
+
+impl<'a> Resource<'a> {
+    /// A resource with only an identity body and no configured headers.
+    pub const fn plain(
+        content_type: &'a str,
+        etag: &'a str,
+        last_modified: u64,
+        identity: Body<'a>,
+    ) -> Resource<'a> {
+        Resource {
+            content_type,
+            etag,
+            last_modified,
+            identity,
+            gzip: None,
+            br: None,
+            zstd: None,
+            headers: "",
+        }
+    }
+}
+
+/// A configured redirect that matched a request path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Redirect<'a> {
+    /// 301, 302, 303, 307 or 308.
+    pub status: u16,
+    /// The start of the `Location` value.
+    pub to: &'a str,
+    /// How many leading bytes of the path matched: the rest of the path follows `to`
+    /// (all of it matched for an exact redirect).
+    pub matched: usize,
 }
 
 /// The answer of a site lookup for a normalised path.
@@ -111,6 +151,22 @@ pub enum Found<'a> {
 pub trait Lookup<'a> {
     /// Resolves `path`.
     fn lookup(&self, path: &[u8]) -> Found<'a>;
+
+    /// A configured redirect for `path`, checked before the lookup.
+    fn redirect(&self, _path: &[u8]) -> Option<Redirect<'a>> {
+        None
+    }
+
+    /// The file sent as the body of an error response with `status`, if the site has one.
+    fn error_page(&self, _status: u16) -> Option<Resource<'a>> {
+        None
+    }
+
+    /// Header lines (`Name: value` CRLF each) for responses that are not a file's:
+    /// redirects and error pages.
+    fn common_headers(&self) -> &'a str {
+        ""
+    }
 }
 
 #[cfg(test)]

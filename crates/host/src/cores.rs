@@ -2,8 +2,9 @@
 //! engine's per-core loop (`cores::run::run_core`) over its own queue pair. What each core
 //! is (its role, its server, the network core's rings) comes from the engine's
 //! `cores::plan`, as on the bare machine; this module only starts the threads, pins them
-//! and idles them. It is generic over the device ([`HostQueue`]: the TAP today), so
-//! another device (AF_XDP) plugs in without a copy of this module.
+//! and idles them. It is generic over the device ([`HostQueue`]: the TAP, and a set of
+//! TAPs bonded into one queue pair per core, issue 14), so another device (AF_XDP) plugs
+//! in without a copy of this module.
 //!
 //! - **Per-queue mode** (and one core): thread `k` owns queue `k` and a whole `Server`.
 //!   Nothing is shared on the request path.
@@ -24,6 +25,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::AtomicBool;
 
+use bareweb_engine::bond::BondNic;
 use bareweb_engine::cores::board::{Board, Role};
 use bareweb_engine::cores::netcore::RingNic;
 use bareweb_engine::cores::plan::{Mode, Plan};
@@ -35,15 +37,16 @@ use bareweb_engine::server::{AccessLog, Config, Server};
 use bareweb_engine::stats::{CoreTimes, Stats, Stay};
 use bareweb_engine::wire::EthernetAddress;
 
+use crate::tap::{TapRx, TapTx};
 use crate::wake::{wait_fds_us, Wake};
 use crate::{SystemClock, Tap};
 
 /// A device queue pair the core threads can drive: the engine's [`Nic`] plus what a thread
 /// needs to idle on it and to hand its two sides to the network core.
 pub trait HostQueue: CoreQueue + Send {
-    /// The descriptor that becomes readable when a frame arrives (an idle thread polls it,
-    /// core 0 of network-core mode together with its eventfd).
-    fn rx_fd(&self) -> RawFd;
+    /// The descriptors that become readable when a frame arrives (an idle thread polls
+    /// them, core 0 of network-core mode together with its eventfd).
+    fn rx_fds(&self) -> Vec<RawFd>;
     /// Waits up to `timeout_ms` for a frame to arrive.
     fn wait(&self, timeout_ms: i32);
     /// The two sides, owned apart (network-core mode's core 0 wraps them).
@@ -53,8 +56,8 @@ pub trait HostQueue: CoreQueue + Send {
 impl CoreQueue for Tap {}
 
 impl HostQueue for Tap {
-    fn rx_fd(&self) -> RawFd {
-        Tap::rx_fd(self)
+    fn rx_fds(&self) -> Vec<RawFd> {
+        vec![Tap::rx_fd(self)]
     }
 
     fn wait(&self, timeout_ms: i32) {
@@ -63,6 +66,24 @@ impl HostQueue for Tap {
 
     fn into_rings(self) -> (Self::Rx, Self::Tx) {
         Tap::into_rings(self)
+    }
+}
+
+/// A TAP queue of every NIC of a set (issue 14): its receive side is the receive NIC's,
+/// but an idle thread waits on every TAP (a failover may move the receive NIC, and the
+/// others' frames are drained and counted).
+impl HostQueue for BondNic<TapRx, TapTx> {
+    fn rx_fds(&self) -> Vec<RawFd> {
+        self.rings().0.iter().map(TapRx::raw_fd).collect()
+    }
+
+    fn wait(&self, timeout_ms: i32) {
+        let fds = self.rx_fds();
+        wait_fds_us(&fds, u64::try_from(timeout_ms).unwrap_or(0) * 1000);
+    }
+
+    fn into_rings(self) -> (Self::Rx, Self::Tx) {
+        BondNic::into_rings(self)
     }
 }
 
@@ -294,8 +315,9 @@ where
     let wakes: Vec<Wake> = (1..plan.cores)
         .map(|_| Wake::new().expect("eventfd for an HTTP core"))
         .collect();
-    // The descriptor stays open as long as core 0's queue pair owns the receive side.
-    let rx_fd = queue.rx_fd();
+    // The descriptors stay open as long as core 0's queue pair owns the receive side.
+    let mut fds = queue.rx_fds();
+    fds.push(wake0.raw_fd());
     let (rx, tx) = queue.into_rings();
     let queues = plan.netcore(rx, tx, clock, &doze0, |k| wakes[k - 1].doze());
     std::thread::scope(|s| {
@@ -334,7 +356,7 @@ where
                                     } else {
                                         SLEEP_BUSY_US
                                     };
-                                    wait_fds_us(&[rx_fd, wake0.raw_fd()], us);
+                                    wait_fds_us(&fds, us);
                                     wake0.clear();
                                 }
                                 doze0.awake();

@@ -1,5 +1,7 @@
 //! Configuring the host side of the TAP: bring it up and give it an IPv4 address, with
-//! the same ioctls `ip link set up` and `ip addr add` use.
+//! the same ioctls `ip link set up` and `ip addr add` use; for a NIC set (issue 14), the
+//! bridge the TAPs share (`brctl`'s ioctls) and each TAP's link, as the link monitor
+//! reads it ([`TapLink`]: up and carrier, `SIOCGIFFLAGS`).
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -66,6 +68,165 @@ fn set_addr(sock: &OwnedFd, name: &str, req: libc::c_ulong, ip: Ipv4Address) -> 
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+fn get_flags(sock: &OwnedFd, name: &str) -> io::Result<libc::c_short> {
+    use std::os::fd::AsRawFd;
+    let mut f = IfReqFlags {
+        name: name_bytes(name)?,
+        flags: 0,
+        _pad: [0; 22],
+    };
+    // SAFETY: SIOCGIFFLAGS writes the flags member of the ifreq, laid out as IfReqFlags.
+    let rc = unsafe {
+        libc::ioctl(
+            sock.as_raw_fd(),
+            libc::SIOCGIFFLAGS,
+            &mut f as *mut IfReqFlags,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(f.flags)
+}
+
+/// Brings interface `name` up (`ip link set NAME up`).
+pub fn set_up(name: &str) -> io::Result<()> {
+    set_flag_up(name, true)
+}
+
+/// Brings interface `name` up or down.
+fn set_flag_up(name: &str, up: bool) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let sock = control_socket()?;
+    let flags = get_flags(&sock, name)?;
+    let up_bit = libc::IFF_UP as libc::c_short;
+    let mut f = IfReqFlags {
+        name: name_bytes(name)?,
+        flags: if up { flags | up_bit } else { flags & !up_bit },
+        _pad: [0; 22],
+    };
+    // SAFETY: SIOCSIFFLAGS reads the flags member of the ifreq, laid out as IfReqFlags.
+    let rc = unsafe {
+        libc::ioctl(
+            sock.as_raw_fd(),
+            libc::SIOCSIFFLAGS,
+            &mut f as *mut IfReqFlags,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `SIOCBRADDBR`, `SIOCBRDELBR`, `SIOCBRADDIF` (linux/sockios.h): the bridge ioctls.
+const SIOCBRADDBR: libc::c_ulong = 0x89a0;
+const SIOCBRDELBR: libc::c_ulong = 0x89a1;
+const SIOCBRADDIF: libc::c_ulong = 0x89a2;
+
+#[repr(C)]
+struct IfReqIndex {
+    name: [u8; libc::IFNAMSIZ],
+    index: libc::c_int,
+    _pad: [u8; 20],
+}
+
+/// Creates bridge `name` if it does not exist; returns whether it was created.
+pub fn bridge_create(name: &str) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let sock = control_socket()?;
+    let b = name_bytes(name)?;
+    // SAFETY: SIOCBRADDBR reads a NUL-terminated interface name (b is IFNAMSIZ bytes with
+    // the name shorter than that, checked by name_bytes).
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCBRADDBR, b.as_ptr()) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EEXIST) => Ok(false),
+            _ => Err(e),
+        };
+    }
+    Ok(true)
+}
+
+/// Deletes bridge `name` (it must be down: [`bridge_create`]'s undo).
+pub fn bridge_delete(name: &str) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let sock = control_socket()?;
+    let b = name_bytes(name)?;
+    // SAFETY: as bridge_create.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCBRDELBR, b.as_ptr()) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Takes bridge `name` down and deletes it (its ports leave it).
+pub fn bridge_remove(name: &str) -> io::Result<()> {
+    set_flag_up(name, false)?;
+    bridge_delete(name)
+}
+
+/// Puts interface `port` on bridge `bridge` (`ip link set PORT master BRIDGE`); an
+/// interface already on it is left as it is.
+pub fn bridge_add(bridge: &str, port: &str) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let sock = control_socket()?;
+    let cname = std::ffi::CString::new(port)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"))?;
+    // SAFETY: if_nametoindex reads a NUL-terminated string.
+    let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+    if index == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut r = IfReqIndex {
+        name: name_bytes(bridge)?,
+        index: index as libc::c_int,
+        _pad: [0; 20],
+    };
+    // SAFETY: SIOCBRADDIF reads the ifreq's name and ifindex, laid out as IfReqIndex.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCBRADDIF, &mut r as *mut IfReqIndex) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        // EBUSY: the port is already on a bridge (this one, if serve ran before).
+        return match e.raw_os_error() {
+            Some(libc::EBUSY) => Ok(()),
+            _ => Err(e),
+        };
+    }
+    Ok(())
+}
+
+/// A TAP's link as the bond's link monitor reads it: up (`ip link set NAME up`) and
+/// with carrier (`IFF_RUNNING`: a TAP has carrier while a process holds it open, unless
+/// `ip link set NAME carrier off`). One `SIOCGIFFLAGS` per reading.
+pub struct TapLink {
+    sock: OwnedFd,
+    name: String,
+}
+
+impl TapLink {
+    /// The link of interface `name`.
+    pub fn new(name: &str) -> io::Result<TapLink> {
+        name_bytes(name)?;
+        Ok(TapLink {
+            sock: control_socket()?,
+            name: name.to_string(),
+        })
+    }
+}
+
+impl bareweb_engine::nic::LinkSense for TapLink {
+    fn link_up(&mut self) -> bool {
+        // An interface that cannot be asked (deleted) is down.
+        get_flags(&self.sock, &self.name).is_ok_and(|f| {
+            let want = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+            f & want == want
+        })
+    }
 }
 
 /// Gives interface `name` the address `ip/prefix_len` and brings it up.

@@ -81,7 +81,7 @@ pub fn wait_fds_us(fds: &[RawFd], us: u64) {
         fd: -1,
         events: libc::POLLIN,
         revents: 0,
-    }; 4];
+    }; 8];
     let n = fds.len().min(p.len());
     for (slot, &fd) in p.iter_mut().zip(&fds[..n]) {
         slot.fd = fd;

@@ -31,8 +31,8 @@ pub fn write(f: &mut core::fmt::Formatter<'_>, since: u64, hz: u64) -> core::fmt
     let n = N.load(Ordering::Acquire);
     let mut prev = since;
     let per_us = (hz / 1_000_000).max(1);
-    for i in 0..n {
-        let t = TSCS[i].load(Ordering::Relaxed);
+    for (i, tsc) in TSCS.iter().enumerate().take(n) {
+        let t = tsc.load(Ordering::Relaxed);
         // SAFETY: index i < N was written before N was published (mark).
         let name = unsafe { (*core::ptr::addr_of!(TABLE))[i] };
         write!(f, " {name}={}", t.saturating_sub(prev) / per_us)?;

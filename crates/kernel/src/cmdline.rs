@@ -1,15 +1,23 @@
 //! The kernel command line: `ip=A.B.C.D[/N] gw=A.B.C.D|none port=N sched=imt|ist
-//! tcbs=N max_per_ip=N syn_backlog=N log=access,stats`, the many-core words `cores=N mode=netcore|perqueue
-//! bsp_http=on|off stats_page=on|off apic=auto|xapic`, `offload=on|off`, idling `poll=idle|always idle_poll_us=N`,
-//! the virtio-mmio devices of a microVM `virtio_mmio.device=SIZE@BASE:IRQ` (Linux's syntax, as
-//! Firecracker and QEMU's microvm write it), and `crash=panic|fault|fault-ap|overflow-ap`
-//! which makes the kernel fail on purpose right after boot (the tests use it to prove that
-//! failures are reported and stop QEMU).
+//! tcbs=N max_per_ip=N syn_backlog=N request_timeout=S idle_timeout=S log=access,stats`,
+//! the many-core words `cores=N mode=netcore|perqueue bsp_http=on|off stats_page=on|off
+//! apic=auto|xapic`, the bonding words (issue 14) `bond=off|split|spread
+//! bond_policy=per-client|size|least-queued bond_monitor_ms=N`, issue 16's `offload=on|off`,
+//! idling `poll=idle|always idle_poll_us=N` and the virtio-mmio devices of a microVM
+//! `virtio_mmio.device=SIZE@BASE:IRQ` (Linux's syntax, as Firecracker writes it), and
+//! `crash=panic|fault|fault-ap|overflow-ap` which makes the kernel
+//! fail on purpose right after boot (the tests use it to prove that failures are reported
+//! and stop QEMU).
 //!
 //! Defaults work under QEMU user networking (10.0.2.15/24, gateway 10.0.2.2, port 80).
 //! A bad value is reported on the console and its default kept; an unknown key is
 //! reported and ignored. Nothing here panics on any input.
+//!
+//! `bareweb run` and `bareweb build` compile this same file into the host binary
+//! (crates/cli/src/opts.rs) to refuse a bad word before boot, so it depends only on the
+//! engine and `core`: keep it free of kernel-only modules.
 
+use bareweb_engine::bond::{Mode as BondMode, Policy as BondPolicy};
 use bareweb_engine::server::Sched;
 use bareweb_engine::wire::Ipv4Address;
 
@@ -32,6 +40,10 @@ pub struct Settings {
     pub max_per_ip: Option<usize>,
     /// Half-open connections before SYN cookies (None: half the TCBs).
     pub syn_backlog: Option<usize>,
+    /// Seconds a client has to send a whole request head (then 408).
+    pub request_timeout_s: u64,
+    /// Seconds an idle keep-alive connection is kept.
+    pub idle_timeout_s: u64,
     /// Print an access log line per response on the console (slow: one VM exit a byte).
     pub log_access: bool,
     /// Print a counters line every second.
@@ -61,6 +73,12 @@ pub struct Settings {
     pub mmio: [(u64, u32); MAX_MMIO],
     /// How many of `mmio` are set.
     pub n_mmio: usize,
+    /// How the NICs are used (default: `spread` when two or more are found, else `off`).
+    pub bond: Option<BondMode>,
+    /// How a connection's send NIC is chosen.
+    pub bond_policy: BondPolicy,
+    /// Milliseconds between two readings of the NICs' links.
+    pub bond_monitor_ms: u32,
 }
 
 /// Most `virtio_mmio.device=` words kept.
@@ -104,6 +122,8 @@ impl Default for Settings {
             tcbs: 1024,
             max_per_ip: None,
             syn_backlog: None,
+            request_timeout_s: 10,
+            idle_timeout_s: 30,
             log_access: false,
             log_stats: false,
             crash: None,
@@ -117,6 +137,9 @@ impl Default for Settings {
             offload: true,
             mmio: [(0, 0); MAX_MMIO],
             n_mmio: 0,
+            bond: None,
+            bond_policy: BondPolicy::PerClient,
+            bond_monitor_ms: 100,
         }
     }
 }
@@ -244,6 +267,8 @@ pub fn parse_over<'a>(
             "tcbs" => count(v).map(|n| s.tcbs = n).is_some(),
             "max_per_ip" => count(v).map(|n| s.max_per_ip = Some(n)).is_some(),
             "syn_backlog" => count(v).map(|n| s.syn_backlog = Some(n)).is_some(),
+            "request_timeout" => seconds(v).map(|n| s.request_timeout_s = n).is_some(),
+            "idle_timeout" => seconds(v).map(|n| s.idle_timeout_s = n).is_some(),
             "log" => {
                 let mut all = true;
                 for item in v.split(',') {
@@ -295,6 +320,29 @@ pub fn parse_over<'a>(
             },
             "bsp_http" => on_off(v).map(|b| s.bsp_http = b).is_some(),
             "offload" => on_off(v).map(|b| s.offload = b).is_some(),
+            "bond" => match v {
+                "off" => Some(BondMode::Off),
+                "split" => Some(BondMode::Split),
+                "spread" => Some(BondMode::Spread),
+                _ => None,
+            }
+            .map(|m| s.bond = Some(m))
+            .is_some(),
+            "bond_policy" => match v {
+                "per-client" => Some(BondPolicy::PerClient),
+                "size" => Some(BondPolicy::Size),
+                "least-queued" => Some(BondPolicy::LeastQueued),
+                _ => None,
+            }
+            .map(|p| s.bond_policy = p)
+            .is_some(),
+            "bond_monitor_ms" => match v.parse::<u32>() {
+                Ok(n) if (1..=60_000).contains(&n) => {
+                    s.bond_monitor_ms = n;
+                    true
+                }
+                _ => false,
+            },
             "stats_page" => on_off(v).map(|b| s.stats_page = b).is_some(),
             "poll" => match v {
                 "always" => {
@@ -358,6 +406,11 @@ fn count(v: &str) -> Option<usize> {
         .filter(|n| (1..=1 << 20).contains(n))
 }
 
+/// A timeout in seconds: 1 to 86400, as `bareweb serve` checks them.
+fn seconds(v: &str) -> Option<u64> {
+    v.parse::<u64>().ok().filter(|n| (1..=86_400).contains(n))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,16 +438,28 @@ mod tests {
     fn every_key() {
         let (s, c) = parse_all(
             "ip=192.168.1.50/16 gw=none port=8080 sched=ist tcbs=64 max_per_ip=7 syn_backlog=5 log=access,stats crash=fault \
-             cores=3 mode=netcore bsp_http=on stats_page=off apic=xapic poll=always idle_poll_us=50",
+             request_timeout=5 idle_timeout=60 cores=3 mode=netcore bsp_http=on stats_page=off apic=xapic \
+             bond=split bond_policy=least-queued bond_monitor_ms=250 poll=always idle_poll_us=50",
         );
+        assert!(c.is_empty(), "{c:?}");
         assert!(s.poll_always && s.idle_poll_us == 50);
         assert!(!parse_all("offload=off").0.offload && Settings::default().offload);
-        let (m, c) =
+        let (m, mc) =
             parse_all("virtio_mmio.device=512@0xfeb02e00:47 virtio_mmio.device=4K@0xd0000000:5:1");
-        assert!(c.is_empty(), "{c:?}");
+        assert!(mc.is_empty(), "{mc:?}");
         assert_eq!(&m.mmio[..m.n_mmio], &[(0xFEB0_2E00, 47), (0xD000_0000, 5)]);
         assert!(!parse_all("poll=always poll=idle").0.poll_always);
         assert!(c.is_empty(), "{c:?}");
+        assert_eq!(s.bond, Some(BondMode::Split));
+        assert_eq!(
+            (s.bond_policy, s.bond_monitor_ms),
+            (BondPolicy::LeastQueued, 250)
+        );
+        assert_eq!(parse_all("bond=off").0.bond, Some(BondMode::Off));
+        assert_eq!(
+            parse_all("bond_policy=size").0.bond_policy,
+            BondPolicy::Size
+        );
         assert_eq!((s.cores, s.mode), (Some(3), Some(CoreMode::NetCore)));
         assert!(s.bsp_http && !s.stats_page && !s.x2apic);
         assert_eq!(parse_all("mode=perqueue").0.mode, Some(CoreMode::PerQueue));
@@ -403,6 +468,7 @@ mod tests {
         assert_eq!(s.gateway, None);
         assert_eq!((s.port, s.sched, s.tcbs), (8080, Sched::Ist, 64));
         assert_eq!((s.max_per_ip, s.syn_backlog), (Some(7), Some(5)));
+        assert_eq!((s.request_timeout_s, s.idle_timeout_s), (5, 60));
         assert!(s.log_access && s.log_stats);
         assert_eq!(s.crash, Some(Crash::Fault));
         assert_eq!(parse_all("ip=10.0.0.2").0.prefix, 24);
@@ -421,6 +487,8 @@ mod tests {
             "port=65536",
             "sched=rr",
             "tcbs=0",
+            "request_timeout=0",
+            "idle_timeout=86401",
             "log=loud",
             "crash=maybe",
             "ip=1..2.3",
@@ -440,6 +508,10 @@ mod tests {
             "virtio_mmio.device=512@0x1feb02e00:5",
             "virtio_mmio.device=512@zz:5",
             "virtio_mmio.device=99999999999999999999K@0x1000:5",
+            "bond=on",
+            "bond_policy=random",
+            "bond_monitor_ms=0",
+            "bond_monitor_ms=60001",
         ] {
             let (s, c) = parse_all(w);
             assert_eq!(c, [(w.into(), "bad value, default kept")], "{w}");

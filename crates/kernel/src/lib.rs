@@ -111,8 +111,8 @@ pub fn start(eax: u32, ebx: u32) -> ! {
             "under a hypervisor: polling loops spin without PAUSE"
         }
     );
-    // SAFETY: nothing has been allocated or written yet besides our own statics.
     boot_trace::mark("cpu");
+    // SAFETY: nothing has been allocated or written yet besides our own statics.
     let info = match unsafe { boot_info::BootInfo::from_entry(eax, ebx) } {
         Ok(i) => i,
         Err(e) => fatal!("boot: {e}"),

@@ -95,13 +95,14 @@ unsafe impl GlobalAlloc for Bump {
 pub unsafe fn zero(p: *mut u8, len: usize) {
     let mut at = p as usize;
     let end = at + len;
-    // SAFETY (all writes below): inside [p, p + len), the caller's memory.
     while at < end && at % 8 != 0 {
+        // SAFETY: at lies inside [p, p + len), the caller's memory.
         unsafe { core::ptr::write_volatile(at as *mut u8, 0) };
         at += 1;
     }
     while at + 64 <= end {
         let q = at as *mut u64;
+        // SAFETY: the 64 bytes at q lie inside [p, p + len), 8-aligned.
         unsafe {
             core::ptr::write_volatile(q, 0);
             core::ptr::write_volatile(q.add(1), 0);
@@ -115,10 +116,12 @@ pub unsafe fn zero(p: *mut u8, len: usize) {
         at += 64;
     }
     while at + 8 <= end {
+        // SAFETY: the 8 bytes at `at` lie inside [p, p + len), 8-aligned.
         unsafe { core::ptr::write_volatile(at as *mut u64, 0) };
         at += 8;
     }
     while at < end {
+        // SAFETY: at lies inside [p, p + len).
         unsafe { core::ptr::write_volatile(at as *mut u8, 0) };
         at += 1;
     }

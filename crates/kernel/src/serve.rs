@@ -33,13 +33,14 @@ use core::sync::atomic::AtomicBool;
 
 use bareweb_engine::cores::board::{Board, WithStatsPage};
 use bareweb_engine::cores::netcore::{Dispatch, Drain, NetCoreNic};
+use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
 use bareweb_engine::cores::run::{run_core_hooked, CoreCtx};
 use bareweb_engine::cores::{CoreQueue, DispatchCounters};
 use bareweb_engine::nic::{Clock, Nic, NicCaps, NicCounters};
 use bareweb_engine::resource::{Found, Lookup};
 use bareweb_engine::ring::Doze;
-use bareweb_engine::server::{AccessLog, AccessRecord, Config, Server};
+use bareweb_engine::server::{AccessLog, AccessRecord, Config, Server, Timeouts};
 use bareweb_engine::site::Site;
 use bareweb_engine::tcp::port_table::Peer;
 use bareweb_engine::wire::EthernetAddress;
@@ -157,6 +158,11 @@ pub fn boot(info: &BootInfo) -> ! {
         site.len(),
         site_ticks * 1000 / clock.hz
     );
+    // The site's configuration can turn the stats page off too (bareweb.toml [stats]).
+    let settings = Settings {
+        stats_page: settings.stats_page && site.pages().stats.or(true),
+        ..settings
+    };
     let t_smp = crate::arch::cpu::rdtsc();
     let cores = start_cores(&settings, &procs, &clock, apic_mode);
     kprintln!("smp: {cores} core(s) running in {} ms", ms(t_smp));
@@ -480,12 +486,24 @@ impl Start {
         cfg.tcbs = s.tcbs;
         cfg.max_per_ip = s.max_per_ip;
         cfg.syn_backlog = s.syn_backlog;
+        cfg.timeouts = Timeouts {
+            request_ms: s.request_timeout_s * 1000,
+            idle_ms: s.idle_timeout_s * 1000,
+            ..Timeouts::default()
+        };
         cfg
     }
 
+    /// The server's own pages: the stats page as the command line and the site say;
+    /// metrics and the health check only if the site's configuration turns them on.
+    fn page_settings(&self) -> PageSettings {
+        PageSettings::resolve(&self.site.pages(), self.settings.stats_page, false, false)
+    }
+
     fn pages(&self) -> Pages {
-        if self.settings.stats_page {
-            Pages::WithStats(WithStatsPage(self.site))
+        let p = self.page_settings();
+        if p.stats {
+            Pages::WithStats(WithStatsPage(self.site, p.base))
         } else {
             Pages::Plain(self.site)
         }
@@ -551,7 +569,7 @@ impl Start {
         kprintln!("mode: {} ({})", decision.mode.name(), decision.why);
         let t = crate::arch::cpu::rdtsc();
         let plan = Plan::new(decision.mode, self.cores, self.pages(), self.config(), mac)
-            .with_board(self.settings.stats_page);
+            .with_board(self.page_settings());
         match decision.mode {
             Mode::NetCore { .. } => match nics.pop() {
                 Some(nic) if nics.is_empty() => self.netcore(&plan, nic, t),

@@ -16,11 +16,14 @@ use core::fmt::{self, Write as _};
 use core::sync::atomic::{fence, AtomicU64, Ordering};
 
 use super::DispatchCounters;
-use crate::http::{self, Method, Request};
+use crate::bond::Bond;
+use crate::http::{self, Request};
 use crate::nic::NicCounters;
 use crate::resource::{Body, Found, Lookup, Resource};
 use crate::server::{DynamicPage, Server};
 use crate::stats::{CoreTimes, Stats, Stay, STATS_FIELDS, STAY_BUCKETS};
+
+use super::pages::{self, PageSettings};
 
 /// Largest stats response (head and JSON) a server renders; more cores than fit get a 500.
 pub const JSON_MAX: usize = crate::server::DYN_MAX;
@@ -47,7 +50,8 @@ pub enum Role {
 }
 
 impl Role {
-    fn name(self) -> &'static str {
+    /// The role as the page and the metrics name it.
+    pub fn name(self) -> &'static str {
         match self {
             Role::Single => "single",
             Role::Net => "net",
@@ -94,6 +98,9 @@ pub struct Board {
     mode: &'static str,
     roles: Box<[Role]>,
     rows: Box<[Row]>,
+    pages: PageSettings,
+    /// The NIC set (issue 14), whose per-NIC counters and links the page shows.
+    bond: Option<&'static Bond>,
 }
 
 impl Board {
@@ -110,7 +117,85 @@ impl Board {
                     words: core::array::from_fn(|_| AtomicU64::new(0)),
                 })
                 .collect(),
+            pages: PageSettings::default(),
+            bond: None,
         }
+    }
+
+    /// The board with a NIC set's part: the JSON gets a `bond` object (configuration,
+    /// receive NIC, each NIC's link, role and counters summed over the cores).
+    pub fn with_bond(mut self, bond: Option<&'static Bond>) -> Board {
+        self.bond = bond;
+        self
+    }
+
+    /// The NIC set shown, if any.
+    pub fn bond(&self) -> Option<&'static Bond> {
+        self.bond
+    }
+
+    /// The board with `pages` saying which of the server's own pages answer.
+    pub fn with_pages(mut self, pages: PageSettings) -> Board {
+        self.pages = pages;
+        self
+    }
+
+    /// Which of the server's own pages answer, and for whom.
+    pub fn pages(&self) -> &PageSettings {
+        &self.pages
+    }
+
+    /// Core `core`'s role (`Single` for a core out of range).
+    pub fn role(&self, core: usize) -> Role {
+        self.roles.get(core).copied().unwrap_or(Role::Single)
+    }
+
+    /// Every metric a row carries: name, word index, and `counter` or `gauge` (the
+    /// stay-time histogram stays in the JSON).
+    pub fn metric_names(&self) -> impl Iterator<Item = (&'static str, usize, &'static str)> {
+        let kind = |n: &str| {
+            if n.ends_with("_max")
+                || n.ends_with("_high")
+                || n.ends_with("_slots")
+                || n == "conn_map"
+                || n == "parallel"
+                || n == "max_parallel"
+            {
+                "gauge"
+            } else {
+                "counter"
+            }
+        };
+        let stats = Stats::default()
+            .fields()
+            .into_iter()
+            .enumerate()
+            .map(move |(i, (n, _))| (n, i, kind(n)));
+        let other: [(&'static str, usize); 11] = [
+            ("rcv_ns", AT_TIMES),
+            ("http_ns", AT_TIMES + 1),
+            ("busy_polls", AT_TIMES + 2),
+            ("stay_count", AT_STAY),
+            ("stay_total_ns", AT_STAY + 1),
+            ("stay_max_ns", AT_STAY + 2),
+            ("parallel", AT_STAY + 3),
+            ("max_parallel", AT_STAY + 4),
+            ("elapsed_ns", AT_RUN),
+            ("idle_polls", AT_RUN + 1),
+            ("lock_ns", AT_RUN + 2),
+        ];
+        let nic = NIC_NAMES
+            .iter()
+            .enumerate()
+            .map(move |(i, n)| (*n, AT_NIC + i, kind(n)));
+        stats
+            .chain(other.into_iter().map(move |(n, i)| (n, i, kind(n))))
+            .chain(nic)
+    }
+
+    /// The word at `index` of core `core`'s row, read consistently.
+    pub fn word(&self, core: usize, index: usize) -> u64 {
+        self.snapshot(core).words.get(index).copied().unwrap_or(0)
     }
 
     /// Number of cores.
@@ -233,7 +318,12 @@ impl Board {
         }
         w.write_str("],\"total\":{")?;
         write_row(w, &total)?;
-        w.write_str("}}")
+        w.write_str("}")?;
+        if let Some(b) = self.bond {
+            w.write_str(",\"bond\":")?;
+            b.write_json(w)?;
+        }
+        w.write_str("}")
     }
 }
 
@@ -399,12 +489,13 @@ impl fmt::Write for SliceWriter<'_> {
     }
 }
 
-/// Path of the JSON.
+/// Path of the JSON (at the default place).
 pub const STATS_PATH: &[u8] = b"/.well-known/bareweb/stats";
-/// Path of the HTML page.
+/// Path of the HTML page (at the default place).
 pub const PAGE_PATH: &[u8] = b"/.well-known/bareweb/";
 
-/// Whether a request target asks for the JSON (the exact path, with or without a query).
+/// Whether a request target asks for the JSON at its default place (the exact path, with
+/// or without a query).
 pub fn is_stats_target(target: &[u8]) -> bool {
     match target.strip_prefix(STATS_PATH) {
         Some(rest) => rest.is_empty() || rest[0] == b'?',
@@ -427,8 +518,8 @@ impl StatsPage {
 }
 
 impl DynamicPage for StatsPage {
-    fn claims(&self, target: &[u8]) -> bool {
-        is_stats_target(target)
+    fn claims(&self, target: &[u8], peer: [u8; 4]) -> bool {
+        self.board.pages().page_for(target, peer).is_some()
     }
 
     fn respond(
@@ -440,7 +531,11 @@ impl DynamicPage for StatsPage {
         out: &mut [u8],
     ) -> http::Response<'static> {
         self.board.publish_server(self.core, stats, times, stay);
-        respond_stats(self.board, request, now_unix, server_name, out)
+        // `claims` checked the client; here only which page.
+        match self.board.pages().kind(request.target) {
+            Some(page) => pages::respond(page, self.board, request, now_unix, server_name, out),
+            None => http::respond_error(http::Status::NOT_FOUND, now_unix, server_name, out),
+        }
     }
 }
 
@@ -453,9 +548,6 @@ impl<L: Lookup<'static>> Server<L> {
     }
 }
 
-/// Room reserved for the head in front of the JSON while rendering.
-const HEAD_ROOM: usize = 512;
-
 /// Writes the whole stats response (head and, unless HEAD, the JSON) into `out`
 /// ([`JSON_MAX`] bytes). Its `head_len` covers everything; it has no stored body.
 pub fn respond_stats(
@@ -465,78 +557,60 @@ pub fn respond_stats(
     server: &str,
     out: &mut [u8],
 ) -> http::Response<'static> {
-    let close = !req.keep_alive || req.has_body;
-    if !matches!(req.method, Method::Get | Method::Head) {
-        return http::respond_error(http::Status::METHOD_NOT_ALLOWED, now_unix, server, out);
-    }
-    let Some(body_len) = out.get_mut(HEAD_ROOM..).and_then(|b| board.render_json(b)) else {
-        return http::respond_error(http::Status::INTERNAL_SERVER_ERROR, now_unix, server, out);
-    };
-    let mut head = [0u8; HEAD_ROOM];
-    let mut w = SliceWriter {
-        buf: &mut head,
-        len: 0,
-    };
-    let date = http::imf_date(now_unix);
-    let date = core::str::from_utf8(&date).unwrap_or("");
-    let conn = match (close, req.version) {
-        (true, _) => "Connection: close\r\n",
-        (false, http::Version::Http10) => "Connection: keep-alive\r\n",
-        (false, _) => "",
-    };
-    let ok = write!(
-        w,
-        "HTTP/1.1 200 OK\r\nDate: {date}\r\nServer: {server}\r\n\
-         Content-Type: application/json\r\nContent-Length: {body_len}\r\n\
-         Cache-Control: no-store\r\n{conn}\r\n"
-    );
-    let head_len = w.len;
-    if ok.is_err() {
-        return http::respond_error(http::Status::INTERNAL_SERVER_ERROR, now_unix, server, out);
-    }
-    let send_body = req.method == Method::Get;
-    out[..head_len].copy_from_slice(&head[..head_len]);
-    if send_body {
-        out.copy_within(HEAD_ROOM..HEAD_ROOM + body_len, head_len);
-    }
-    http::Response {
-        status: http::Status::OK.code(),
-        head_len: head_len + if send_body { body_len } else { 0 },
-        body: None,
-        close,
-    }
+    pages::respond(pages::Page::Json, board, req, now_unix, server, out)
 }
 
 /// The HTML page: inline CSS, JS and SVG, no external assets.
 pub const PAGE_HTML: &str = include_str!("stats.html");
 
-/// A site with the stats page added at [`PAGE_PATH`] (and a redirect from the path
-/// without its slash); every other path is the inner site's.
+/// A site with the stats page added at `BASE/` (the second field, without its slash;
+/// [`PAGE_PATH`] by default) and a redirect from `BASE`; every other path is the inner
+/// site's.
 #[derive(Debug, Clone, Copy)]
-pub struct WithStatsPage<L>(pub L);
+pub struct WithStatsPage<L>(pub L, pub &'static str);
+
+impl<L> WithStatsPage<L> {
+    /// The stats page at its default place.
+    pub fn new(site: L) -> Self {
+        WithStatsPage(site, pages::DEFAULT_BASE)
+    }
+}
 
 /// Entity tag of the page: changes with the crate version.
 const PAGE_ETAG: &str = concat!("\"bareweb-stats-", env!("CARGO_PKG_VERSION"), "\"");
 
 impl<L: Lookup<'static>> Lookup<'static> for WithStatsPage<L> {
     fn lookup(&self, path: &[u8]) -> Found<'static> {
-        if path == PAGE_PATH {
+        let base = self.1.as_bytes();
+        let page = path.strip_prefix(base);
+        if page == Some(b"/") {
             // No stored block sums: the (rarely sent) page's checksums are summed on the spot.
-            return Found::Resource(Resource {
-                content_type: "text/html; charset=utf-8",
-                etag: PAGE_ETAG,
-                last_modified: 1_767_225_600, // 2026-01-01, the page's version date
-                identity: Body {
+            return Found::Resource(Resource::plain(
+                "text/html; charset=utf-8",
+                PAGE_ETAG,
+                1_767_225_600, // 2026-01-01, the page's version date
+                Body {
                     data: PAGE_HTML.as_bytes(),
                     block_sums: &[],
                 },
-                gzip: None,
-            });
+            ));
         }
-        if path == &PAGE_PATH[..PAGE_PATH.len() - 1] {
+        if page == Some(b"") {
             return Found::AddSlash;
         }
         self.0.lookup(path)
+    }
+
+    fn redirect(&self, path: &[u8]) -> Option<crate::resource::Redirect<'static>> {
+        self.0.redirect(path)
+    }
+
+    fn error_page(&self, status: u16) -> Option<Resource<'static>> {
+        self.0.error_page(status)
+    }
+
+    fn common_headers(&self) -> &'static str {
+        self.0.common_headers()
     }
 }
 

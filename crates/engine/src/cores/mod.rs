@@ -21,6 +21,7 @@ pub mod board;
 // Under `cfg(loom)` (the ring's model test) the ring lends no references, only closures.
 #[cfg(not(loom))]
 pub mod netcore;
+pub mod pages;
 #[cfg(not(loom))]
 pub mod plan;
 pub mod replay;

@@ -32,6 +32,11 @@
 //!   otherwise a newer frame (a new SYN from a reused port) is in flight and the mapping
 //!   stays. A mapping whose note was lost is dropped after more silence than any TCB
 //!   survives (the server's stall timeout), so the map cannot leak.
+//! - **Several NICs** (issue 14): an HTTP core's server names each frame's NIC
+//!   (`TxRing::select`, its connection's send-id) and writes that NIC's MAC as the source;
+//!   the DLIST slot keeps the NIC and core 0's drain selects it on the device (a
+//!   `bond::BondTx`) before posting. Core 0 classifies frames for the set's receive MAC,
+//!   which a failover changes.
 //! - **Capacity**: core 0 dispatches a SYN only to a core with fewer mappings than TCBs.
 //!   A TCB exists only after its mapping and is freed before its note, so the chosen core
 //!   always has a free TCB; when every core is full core 0 drops the SYN (the client
@@ -62,6 +67,8 @@ use crate::wire::EthernetAddress;
 #[derive(Debug, Clone, Copy)]
 pub struct Addressing {
     iface: Interface,
+    /// The NIC set, if any: frames are for its receive NIC's MAC, which may change.
+    bond: Option<&'static crate::bond::Bond>,
     /// The servers' SYN cookies (same key): an ACK returning one opens a connection.
     cookies: SynCookies,
     /// A mapping silent this long is dropped (longer than any TCB outlives silence).
@@ -72,6 +79,7 @@ impl Addressing {
     /// From the servers' configuration (every core's is the same but for `tcbs`).
     pub fn new(cfg: &Config, mac: EthernetAddress) -> Addressing {
         Addressing {
+            bond: cfg.bond.map(|r| r.bond),
             cookies: SynCookies::new(cfg.isn_key),
             iface: Interface {
                 mac,
@@ -430,6 +438,9 @@ impl<R: RxRing, C: Clock> RxRing for Dispatch<R, C> {
         let t0 = self.clock.now_ns();
         self.apply_notes();
         self.sweep(t0);
+        if let Some(b) = self.addr.bond {
+            self.addr.iface.mac = b.mac(usize::from(b.links().receive));
+        }
         let mut local = 0;
         let mut forwarded = 0u64;
         for _ in 0..DISPATCH_BURSTS {
@@ -506,6 +517,10 @@ impl<T: TxRing, C: Clock> TxRing for Drain<T, C> {
         self.inner.slot()
     }
 
+    fn select(&mut self, nic: u8) {
+        self.inner.select(nic)
+    }
+
     fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
         self.inner.post(head_len, body)
     }
@@ -527,6 +542,7 @@ impl<T: TxRing, C: Clock> TxRing for Drain<T, C> {
             for _ in 0..avail {
                 let Some(f) = ring.peek(0) else { break };
                 let head = &f.head[..usize::from(f.head_len).min(TX_HEAD_ROOM)];
+                self.inner.select(f.nic);
                 if replay(&mut self.inner, head, f.body, None) == Err(ReplayError::NoSlot) {
                     break 'rings; // the NIC is full: the rest waits for the next flush
                 }

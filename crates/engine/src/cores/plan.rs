@@ -25,6 +25,7 @@ use core::fmt;
 
 use super::board::{Board, Role};
 use super::netcore::{links_dozing, Addressing, NetCoreNic, NetCoreSetup, RingNic, RingSizes};
+use super::pages::PageSettings;
 use crate::nic::{Clock, RxRing, TxRing};
 use crate::resource::Lookup;
 use crate::ring::Doze;
@@ -229,7 +230,8 @@ pub struct Plan<L> {
     pub mac: EthernetAddress,
     /// The board every core publishes to, if any.
     pub board: Option<&'static Board>,
-    /// Whether the servers answer `/.well-known/bareweb/stats` from the board.
+    /// Whether the servers answer any of their own pages (stats JSON, metrics, health
+    /// check: the board's `PageSettings`) from the board.
     pub stats_page: bool,
 }
 
@@ -248,12 +250,14 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
     }
 
     /// The plan with a board of one row per core (allocated now and kept for the life of
-    /// the program); the servers answer the stats page from it when `stats_page`.
-    pub fn with_board(mut self, stats_page: bool) -> Self {
-        let board: &'static Board =
-            Box::leak(Box::new(Board::new(self.mode.name(), &self.roles())));
+    /// the program); the servers answer the pages `pages` turns on from it.
+    pub fn with_board(mut self, pages: PageSettings) -> Self {
+        let board = Board::new(self.mode.name(), &self.roles())
+            .with_bond(self.cfg.bond.map(|r| r.bond))
+            .with_pages(pages);
+        let board: &'static Board = Box::leak(Box::new(board));
         self.board = Some(board);
-        self.stats_page = stats_page;
+        self.stats_page = pages.any();
         self
     }
 
@@ -270,9 +274,14 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
     /// Core `core`'s server configuration: the plan's, except for a network core that
     /// serves no HTTP, whose own server then only answers ARP, ICMP, strays, and with a SYN
     /// cookie the SYNs no HTTP core has room for (one TCB, never used for a connection:
-    /// the ACK returning the cookie is dispatched to an HTTP core).
+    /// the ACK returning the cookie is dispatched to an HTTP core). On a NIC set each
+    /// server publishes its counters as its core's, and core 0's sends the gratuitous ARPs.
     pub fn config(&self, core: usize) -> Config {
         let mut cfg = self.cfg.clone();
+        if let Some(r) = cfg.bond.as_mut() {
+            r.core = core;
+            r.announcer = core == 0;
+        }
         if self.role(core) == Role::Net {
             cfg.tcbs = 1;
             cfg.syn_backlog = Some(0);

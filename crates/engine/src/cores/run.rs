@@ -394,7 +394,7 @@ mod tests {
 
     impl<N> IdleHook<N> for Napper<'_> {
         fn idle(&mut self, _: &mut N, state: Idle, quiet: &mut dyn Quiet) {
-            if state.polls % 3 != 0 {
+            if !state.polls.is_multiple_of(3) {
                 return;
             }
             let wake = quiet.wake_at_ns();
@@ -447,7 +447,7 @@ mod tests {
         );
         assert_eq!(hook.seen.len(), 4);
         for &(polls, idle_ns, wake) in &hook.seen {
-            assert_eq!(polls % 3, 0);
+            assert!(polls.is_multiple_of(3));
             assert!(
                 idle_ns > 0,
                 "the spell has lasted since its first empty poll"

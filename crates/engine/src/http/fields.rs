@@ -62,8 +62,41 @@ pub fn qvalue(b: &[u8]) -> Option<u16> {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AcceptEncoding {
     gzip: Option<u16>,
+    br: Option<u16>,
+    zstd: Option<u16>,
     identity: Option<u16>,
     any: Option<u16>,
+}
+
+/// A content coding the site may hold a variant in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coding {
+    /// gzip (RFC 9110 8.4.1.3).
+    Gzip,
+    /// Brotli (RFC 7932).
+    Br,
+    /// Zstandard (RFC 8878).
+    Zstd,
+}
+
+impl Coding {
+    /// The `Content-Encoding` token.
+    pub fn token(self) -> &'static [u8] {
+        match self {
+            Coding::Gzip => b"gzip",
+            Coding::Br => b"br",
+            Coding::Zstd => b"zstd",
+        }
+    }
+
+    /// What the entity tag of this variant gets before its closing quote.
+    pub fn etag_suffix(self) -> &'static [u8] {
+        match self {
+            Coding::Gzip => b"-gz",
+            Coding::Br => b"-br",
+            Coding::Zstd => b"-zst",
+        }
+    }
 }
 
 impl AcceptEncoding {
@@ -86,6 +119,10 @@ impl AcceptEncoding {
             let slot =
                 if coding.eq_ignore_ascii_case(b"gzip") || coding.eq_ignore_ascii_case(b"x-gzip") {
                     &mut self.gzip
+                } else if coding.eq_ignore_ascii_case(b"br") {
+                    &mut self.br
+                } else if coding.eq_ignore_ascii_case(b"zstd") {
+                    &mut self.zstd
                 } else if coding.eq_ignore_ascii_case(b"identity") {
                     &mut self.identity
                 } else if coding == b"*" {
@@ -103,9 +140,30 @@ impl AcceptEncoding {
     /// weight, so `gzip;q=0.5` alone selects gzip. A request without the field gets
     /// identity (any coding would be allowed, but identity is the safe choice).
     pub fn gzip_preferred(&self) -> bool {
-        let gzip = self.gzip.or(self.any).unwrap_or(0);
+        self.acceptable(Coding::Gzip).is_some()
+    }
+
+    /// The weight of `coding` if it is acceptable and not less preferred than identity
+    /// (see [`Self::gzip_preferred`]), else `None`.
+    pub fn acceptable(&self, coding: Coding) -> Option<u16> {
+        let q = match coding {
+            Coding::Gzip => self.gzip,
+            Coding::Br => self.br,
+            Coding::Zstd => self.zstd,
+        }
+        .or(self.any)
+        .unwrap_or(0);
         let identity = self.identity.or(self.any).unwrap_or(0);
-        gzip > 0 && gzip >= identity
+        (q > 0 && q >= identity).then_some(q)
+    }
+
+    /// Chooses among the variants a resource has (coding and body length): the highest
+    /// weight acceptable, the smaller body on a tie; `None` sends identity.
+    pub fn choose(&self, have: &[(Coding, usize)]) -> Option<Coding> {
+        have.iter()
+            .filter_map(|&(c, len)| self.acceptable(c).map(|q| (q, len, c)))
+            .min_by_key(|&(q, len, _)| (core::cmp::Reverse(q), len))
+            .map(|(_, _, c)| c)
     }
 }
 

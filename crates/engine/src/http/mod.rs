@@ -38,7 +38,7 @@
 
 pub mod conn;
 mod date;
-mod fields;
+pub(crate) mod fields;
 pub mod log;
 mod range;
 mod request;
@@ -48,6 +48,7 @@ mod target;
 pub use date::{clf_date, ClfDate};
 /// IMF-fixdate (`Date` field) of a Unix time; used by dynamic responses (`cores::board`).
 pub use date::{format as imf_date, IMF_LEN};
+pub use fields::{is_tchar, AcceptEncoding, Coding};
 pub use request::{parse, Method, Parse, Request, Version};
 pub use response::{respond, respond_error, BodySlice, Response};
 
@@ -107,6 +108,15 @@ impl Status {
     /// 505 HTTP Version Not Supported.
     pub const HTTP_VERSION_NOT_SUPPORTED: Status = Status(505);
 
+    /// A redirect status: 301, 302, 303, 307 or 308 (anything else is 301; the site
+    /// loader admits only those).
+    pub const fn redirect(code: u16) -> Status {
+        match code {
+            302 | 303 | 307 | 308 => Status(code),
+            _ => Status::MOVED_PERMANENTLY,
+        }
+    }
+
     /// The numeric code.
     pub const fn code(self) -> u16 {
         self.0
@@ -118,6 +128,10 @@ impl Status {
             200 => "OK",
             206 => "Partial Content",
             301 => "Moved Permanently",
+            302 => "Found",
+            303 => "See Other",
+            307 => "Temporary Redirect",
+            308 => "Permanent Redirect",
             304 => "Not Modified",
             400 => "Bad Request",
             404 => "Not Found",

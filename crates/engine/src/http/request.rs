@@ -67,8 +67,8 @@ pub struct Request<'b> {
     pub range: Option<&'b [u8]>,
     /// `If-Range` (an empty value, which never matches, if there were several).
     pub if_range: Option<&'b [u8]>,
-    /// `Accept-Encoding` prefers gzip over identity (see `fields::AcceptEncoding`).
-    pub accept_gzip: bool,
+    /// What `Accept-Encoding` says (all its lines), for choosing an encoded variant.
+    pub accept: AcceptEncoding,
     /// `Host`, validated; at most one (RFC 9112 3.2).
     pub host: Option<&'b [u8]>,
     /// The request announces content (`Content-Length` > 0 or `Transfer-Encoding`). We
@@ -252,7 +252,7 @@ fn parse_inner(buf: &[u8]) -> Step<(Request<'_>, usize)> {
         if_modified_since: None,
         range: None,
         if_range: None,
-        accept_gzip: false,
+        accept: AcceptEncoding::default(),
         host: None,
         has_body: false,
     };
@@ -325,7 +325,7 @@ fn parse_inner(buf: &[u8]) -> Step<(Request<'_>, usize)> {
         Version::Http11 => !close,
         Version::Http10 => keep_alive && !close,
     };
-    req.accept_gzip = accept.gzip_preferred();
+    req.accept = accept;
     Ok(Some((req, fields_start + fields_len)))
 }
 

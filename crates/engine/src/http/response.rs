@@ -6,11 +6,11 @@
 //! compare against the validator of the variant that would be sent: a honoured range
 //! always selects the identity body, since ranges of a gzip stream are not offered.
 
-use super::fields::{self, EntityTag};
+use super::fields::{self, Coding, EntityTag};
 use super::range::{self, Spec};
 use super::target::{self, Target};
 use super::{date, Method, Request, Status, Version, MAX_PATH};
-use crate::resource::{Body, Found, Lookup, Resource};
+use crate::resource::{Body, Found, Lookup, Redirect, Resource};
 
 /// The bytes of a stored body that follow the head on the wire: `body.data[start..end]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +36,9 @@ pub struct Response<'a> {
     pub body: Option<BodySlice<'a>>,
     /// Close the connection once the response is sent.
     pub close: bool,
+    /// Bytes of content on the wire (an inline page's or the stored body slice's; 0 for
+    /// HEAD and 304), for the access log.
+    pub content_len: u64,
 }
 
 /// Appends to a fixed buffer; once something does not fit, everything after is dropped
@@ -190,17 +193,21 @@ const FALLBACK: &[u8] =
     b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
 /// Turns a finished writer into the response, or into a bare 500 if it overflowed.
+/// `inline` is the length of a page body written into the head (0 for none).
 fn finish<'a>(
     w: Writer<'_>,
     status: Status,
     close: bool,
     body: Option<BodySlice<'a>>,
+    inline: u64,
 ) -> Response<'a> {
     if !w.overflow {
+        let body = body.filter(|b| b.start < b.end);
         return Response {
             status: status.code(),
             head_len: w.len,
-            body: body.filter(|b| b.start < b.end),
+            content_len: inline + body.map_or(0, |b| (b.end - b.start) as u64),
+            body,
             close,
         };
     }
@@ -216,6 +223,16 @@ fn finish<'a>(
         head_len,
         body: None,
         close: true,
+        content_len: 0,
+    }
+}
+
+/// The length of the inline page `page` wrote for `status` (0 for HEAD).
+fn inline_len(ctx: &Ctx<'_>, status: Status) -> u64 {
+    if ctx.head_only {
+        0
+    } else {
+        page_len(status)
     }
 }
 
@@ -241,7 +258,8 @@ pub fn respond_error(
         overflow: false,
     };
     page(&mut w, &ctx, status, |_| {});
-    finish(w, status, true, None)
+    let inline = inline_len(&ctx, status);
+    finish(w, status, true, None, inline)
 }
 
 /// Chooses the response to `req` from `site` and writes its head into `head` (at least
@@ -268,10 +286,7 @@ pub fn respond<'a, L: Lookup<'a>>(
         len: 0,
         overflow: false,
     };
-    let error = |mut w: Writer<'_>, status: Status| {
-        let close = page(&mut w, &ctx, status, |_| {});
-        finish(w, status, close, None)
-    };
+    let error = |w: Writer<'_>, status: Status| error_response(w, &ctx, req, site, status);
     match req.method {
         Method::Get | Method::Head => {}
         Method::Other => return error(w, Status::METHOD_NOT_ALLOWED),
@@ -286,29 +301,124 @@ pub fn respond<'a, L: Lookup<'a>>(
         Err(target::Error::Bad) => return error(w, Status::BAD_REQUEST),
         Err(target::Error::TooLong) => return error(w, Status::URI_TOO_LONG),
     };
+    if let Some(r) = site.redirect(path) {
+        return redirect(w, &ctx, site.common_headers(), r, path, t);
+    }
     match site.lookup(path) {
         Found::NotFound => error(w, Status::NOT_FOUND),
-        Found::AddSlash => redirect(w, &ctx, path, t),
+        Found::AddSlash => {
+            let add_slash = Redirect {
+                status: Status::MOVED_PERMANENTLY.code(),
+                to: "",
+                matched: 0,
+            };
+            redirect(w, &ctx, site.common_headers(), add_slash, path, t)
+        }
         Found::Resource(res) => serve(w, &ctx, req, &res),
     }
 }
 
-/// 301 to the normalised path plus `/`, keeping the query.
-fn redirect<'a>(mut w: Writer<'_>, ctx: &Ctx<'_>, path: &[u8], t: Target<'_>) -> Response<'a> {
-    let status = Status::MOVED_PERMANENTLY;
+/// An error response: the site's page for `status` when it has one (sent with that
+/// status, in the encoding the client prefers), else the built-in small page; with the
+/// site's common header lines either way.
+fn error_response<'a, L: Lookup<'a>>(
+    mut w: Writer<'_>,
+    ctx: &Ctx<'_>,
+    req: &Request<'_>,
+    site: &L,
+    status: Status,
+) -> Response<'a> {
+    let common = site.common_headers();
+    let Some(res) = site.error_page(status.code()) else {
+        let close = page(&mut w, ctx, status, |w| w.raw(common.as_bytes()));
+        return finish(w, status, close, None, inline_len(ctx, status));
+    };
+    let close = ctx.close || status.always_closes();
+    let (body, coding) = pick(req, &res);
+    ctx.begin(&mut w, status);
+    w.raw(b"Content-Type: ");
+    w.text(res.content_type.as_bytes());
+    w.raw(b"\r\n");
+    w.num_field(b"Content-Length", body.data.len() as u64);
+    if let Some(c) = coding {
+        w.field(b"Content-Encoding", c.token());
+    }
+    if has_variants(&res) {
+        w.field(b"Vary", b"Accept-Encoding");
+    }
+    if status == Status::METHOD_NOT_ALLOWED {
+        w.field(b"Allow", b"GET, HEAD");
+    }
+    w.raw(common.as_bytes());
+    ctx.end(&mut w, close);
+    let slice = (!ctx.head_only).then_some(BodySlice {
+        body,
+        start: 0,
+        end: body.data.len(),
+    });
+    finish(w, status, close, slice, 0)
+}
+
+/// A redirect: to the normalised path plus `/` (`r.to` empty), or a configured one to
+/// `r.to` followed by the unmatched rest of the path; the query is kept either way.
+fn redirect<'a>(
+    mut w: Writer<'_>,
+    ctx: &Ctx<'_>,
+    common: &str,
+    r: Redirect<'_>,
+    path: &[u8],
+    t: Target<'_>,
+) -> Response<'a> {
+    let status = Status::redirect(r.status);
     let close = page(&mut w, ctx, status, |w| {
         w.raw(b"Location: ");
-        target::encode_path(path, |p| w.raw(p));
-        if !path.ends_with(b"/") {
-            w.raw(b"/");
+        if r.to.is_empty() {
+            target::encode_path(path, |p| w.raw(p));
+            if !path.ends_with(b"/") {
+                w.raw(b"/");
+            }
+        } else {
+            w.text(r.to.as_bytes());
+            let rest = path.get(r.matched..).unwrap_or_default();
+            target::encode_path(rest, |p| w.raw(p));
         }
         if let Some(q) = t.query {
-            w.raw(b"?");
+            w.raw(if r.to.contains('?') { b"&" } else { b"?" });
             target::encode_query(q, |p| w.raw(p));
         }
         w.raw(b"\r\n");
+        w.raw(common.as_bytes());
     });
-    finish(w, status, close, None)
+    let inline = inline_len(ctx, status);
+    finish(w, status, close, None, inline)
+}
+
+/// Whether `res` has any encoded variant (so responses vary on Accept-Encoding).
+fn has_variants(res: &Resource<'_>) -> bool {
+    res.gzip.is_some() || res.br.is_some() || res.zstd.is_some()
+}
+
+/// The body to send for `res` as the request's `Accept-Encoding` prefers, and its coding
+/// (`None`: identity).
+fn pick<'a>(req: &Request<'_>, res: &Resource<'a>) -> (Body<'a>, Option<Coding>) {
+    let mut have = [(Coding::Gzip, 0usize); 3];
+    let mut n = 0;
+    for (c, b) in [
+        (Coding::Br, res.br),
+        (Coding::Zstd, res.zstd),
+        (Coding::Gzip, res.gzip),
+    ] {
+        if let Some(b) = b {
+            have[n] = (c, b.data.len());
+            n += 1;
+        }
+    }
+    match req.accept.choose(&have[..n]) {
+        Some(Coding::Gzip) => (res.gzip.unwrap_or(res.identity), Some(Coding::Gzip)),
+        Some(Coding::Br) => (res.br.unwrap_or(res.identity), Some(Coding::Br)),
+        Some(Coding::Zstd) => (res.zstd.unwrap_or(res.identity), Some(Coding::Zstd)),
+        None => (res.identity, None),
+    }
 }
 
 /// Whether `If-Range` (RFC 9110 13.1.5) lets the range through: absent, or an entity-tag
@@ -356,7 +466,7 @@ fn serve<'a>(
         res.last_modified
     };
     let ours = EntityTag::of_stored(res.etag);
-    let vary = res.gzip.is_some();
+    let vary = has_variants(res);
 
     // RFC 9110 14.2: "A server MUST ignore a Range header field received with a request
     // method that is unrecognized or for which range handling is not defined" (only GET).
@@ -366,10 +476,11 @@ fn serve<'a>(
         }
         _ => None,
     };
-    let (body, suffix, gzip): (Body<'a>, &[u8], bool) = match (range, res.gzip) {
-        (None, Some(gz)) if req.accept_gzip => (gz, b"-gz", true),
-        _ => (res.identity, b"", false),
+    let (body, coding) = match range {
+        None => pick(req, res),
+        Some(_) => (res.identity, None),
     };
+    let suffix = coding.map_or(&b""[..], Coding::etag_suffix);
 
     // RFC 9110 13.2.2 steps 3-4; If-Modified-Since only without If-None-Match (13.1.3).
     let not_modified = match (req.if_none_match, req.if_modified_since) {
@@ -387,8 +498,9 @@ fn serve<'a>(
         if vary {
             w.field(b"Vary", b"Accept-Encoding");
         }
+        w.raw(res.headers.as_bytes());
         ctx.end(&mut w, ctx.close);
-        return finish(w, status, ctx.close, None);
+        return finish(w, status, ctx.close, None, 0);
     }
 
     let total = body.data.len();
@@ -406,8 +518,10 @@ fn serve<'a>(
                 if vary {
                     w.field(b"Vary", b"Accept-Encoding");
                 }
+                w.raw(res.headers.as_bytes());
             });
-            return finish(w, status, close, None);
+            let inline = inline_len(ctx, status);
+            return finish(w, status, close, None, inline);
         }
     };
     ctx.begin(&mut w, status);
@@ -417,8 +531,8 @@ fn serve<'a>(
     w.num_field(b"Content-Length", (end - start) as u64);
     w.field(b"Last-Modified", &date::format(lm));
     write_etag(&mut w, res.etag, suffix);
-    if gzip {
-        w.field(b"Content-Encoding", b"gzip");
+    if let Some(c) = coding {
+        w.field(b"Content-Encoding", c.token());
     } else {
         // Ranges are served of the identity body only; a gzip response does not invite
         // a client to resume it with a Range (which would get identity bytes).
@@ -436,9 +550,10 @@ fn serve<'a>(
         w.num(total as u64);
         w.raw(b"\r\n");
     }
+    w.raw(res.headers.as_bytes());
     ctx.end(&mut w, ctx.close);
     let slice = (!ctx.head_only).then_some(BodySlice { body, start, end });
-    finish(w, status, ctx.close, slice)
+    finish(w, status, ctx.close, slice, 0)
 }
 
 #[cfg(test)]

@@ -79,6 +79,27 @@ impl Egress {
         }
     }
 
+    /// Frames built from now on carry `mac` as their source (and as the ARP sender's): a
+    /// bonded server sets the MAC of the NIC each frame leaves from (issue 14).
+    pub fn set_mac(&mut self, mac: EthernetAddress) {
+        self.mac = mac;
+    }
+
+    /// A gratuitous ARP (RFC 5227 §3 "ARP Announcement"): a broadcast request whose sender
+    /// and target protocol addresses are both ours and whose sender hardware address is
+    /// our MAC, so every neighbour that has our address in its table updates it. Linux
+    /// sends this form when its bonding driver notifies peers.
+    pub fn gratuitous_arp<T: TxRing>(&self, tx: &mut T) -> Sent {
+        let announce = ArpRepr {
+            operation: ArpOperation::Request,
+            source_hardware_addr: self.mac,
+            source_protocol_addr: self.ip,
+            target_hardware_addr: EthernetAddress([0; 6]),
+            target_protocol_addr: self.ip,
+        };
+        self.arp(tx, EthernetAddress([0xFF; 6]), &announce)
+    }
+
     /// The ARP reply to `request`, sent to `dst_mac`.
     pub fn arp_reply<T: TxRing>(
         &self,
@@ -93,6 +114,11 @@ impl Egress {
             target_hardware_addr: request.source_hardware_addr,
             target_protocol_addr: request.source_protocol_addr,
         };
+        self.arp(tx, dst_mac, &reply)
+    }
+
+    /// An ARP packet from our MAC to `dst_mac`.
+    fn arp<T: TxRing>(&self, tx: &mut T, dst_mac: EthernetAddress, repr: &ArpRepr) -> Sent {
         let Some(buf) = tx.slot() else {
             return Sent::NoSlot;
         };
@@ -104,7 +130,7 @@ impl Egress {
             ethertype: EtherType::Arp,
         }
         .emit(&mut frame);
-        reply.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
+        repr.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
         post(tx, len, &[])
     }
 

@@ -1,6 +1,7 @@
 //! The server's configuration: addresses, port, capacities, scheduling policy, timeouts
 //! and the ISN secret. Fixed at [`Server::new`](super::Server::new).
 
+use crate::bond::BondRole;
 use crate::http;
 use crate::wire::Ipv4Address;
 
@@ -71,6 +72,8 @@ pub struct Config {
     pub timeouts: Timeouts,
     /// Value of the `Server` header.
     pub server_name: &'static str,
+    /// The NIC set this server sends on (issue 14), or `None`: one NIC, as always.
+    pub bond: Option<BondRole>,
 }
 
 impl Config {
@@ -90,6 +93,7 @@ impl Config {
             isn_key,
             timeouts: Timeouts::default(),
             server_name: "bareweb",
+            bond: None,
         }
     }
 }

@@ -19,6 +19,7 @@ impl<L: Lookup<'static>> Server<L> {
         self.stats.rx_frames += 1;
         match ingress(&self.iface, bytes) {
             Ingress::ArpRequest { request, src_mac } => {
+                self.via_receive(tx);
                 let sent = self.egress.arp_reply(tx, src_mac, &request);
                 self.count_sent(sent);
                 if matches!(sent, Sent::Frame | Sent::Refused) {
@@ -32,6 +33,7 @@ impl<L: Lookup<'static>> Server<L> {
                 seq_no,
                 data,
             } => {
+                self.via_stateless(tx);
                 let sent = self
                     .egress
                     .echo_reply(tx, src_mac, src, (ident, seq_no, data));
@@ -135,6 +137,7 @@ impl<L: Lookup<'static>> Server<L> {
                 self.cfg.rx_buffer as u32,
                 now,
             );
+            self.via_stateless(tx);
             let sent = self.egress.tcp_bare(tx, src_mac, src, &repr);
             self.count_sent(sent);
             self.stats.tcp_syncookies_sent += 1;
@@ -166,6 +169,7 @@ impl<L: Lookup<'static>> Server<L> {
         t.peer_mac = src_mac;
         self.ports.insert(&mut self.tcbs, id);
         self.per_ip.add(peer.ip);
+        self.bond_assign(id, peer.ip);
         self.half_open += 1;
         self.stats.tcp_accepted += 1;
         self.stats.tcbs_in_use = self.active() as u64;
@@ -357,6 +361,7 @@ impl<L: Lookup<'static>> Server<L> {
         tx: &mut T,
     ) {
         let repr = egress::reset_for(seg);
+        self.via_stateless(tx);
         let sent = self.egress.tcp_bare(tx, dst_mac, dst, &repr);
         self.count_sent(sent);
         self.stats.tcp_rst_sent += 1;

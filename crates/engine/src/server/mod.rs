@@ -12,6 +12,8 @@
 //! - `timers.rs`: the 10 ms scan: request and idle timeouts, then TCP's own timer;
 //! - `deadline.rs`: when that scan next has work (for a platform that sleeps meanwhile);
 //! - `address.rs`: telling the link our address (ARP announcement);
+//! - `bond.rs`: on a set of NICs (issue 14), the send-id, the NIC each frame leaves from,
+//!   and failover;
 //! - [`config`]: [`Config`], [`Timeouts`], [`Sched`].
 //!
 //! Scheduling follows paper 004: the receive path has priority. With [`Sched::Imt`] the
@@ -24,6 +26,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 mod address;
+mod bond;
 pub mod config;
 mod deadline;
 mod input;
@@ -50,8 +53,8 @@ use crate::tcp::tcb::Tcb;
 /// about every request target before the site, and lends it a buffer of [`DYN_MAX`]
 /// bytes that the connection keeps until the response is acknowledged.
 pub trait DynamicPage: Send {
-    /// Whether this page answers `target`.
-    fn claims(&self, target: &[u8]) -> bool;
+    /// Whether this page answers `target` for the client at `peer`.
+    fn claims(&self, target: &[u8], peer: [u8; 4]) -> bool;
     /// Writes the whole response (head and inline body) into `out`. `own` are the
     /// counters of the serving server, current now.
     fn respond(
@@ -130,6 +133,8 @@ pub struct Server<L: Lookup<'static>> {
     /// Connections freed (or segments that found none) this round: [`Server::closed`].
     closed: Vec<(Peer, u64)>,
     dynamic: Option<Dynamic>,
+    /// The NIC set this server sends on, if any.
+    bond: Option<bond::ServerBond>,
 }
 
 impl<L: Lookup<'static>> Server<L> {
@@ -142,8 +147,10 @@ impl<L: Lookup<'static>> Server<L> {
         );
         assert!(cfg.rx_buffer >= 1024, "rx_buffer too small");
         let n = cfg.tcbs;
+        let bond = cfg.bond.map(bond::ServerBond::new);
         let iface = Interface {
-            mac,
+            // On a NIC set, ARP gives the receive NIC's MAC.
+            mac: bond.as_ref().map_or(mac, |b| b.receive_mac()),
             ip: cfg.ip,
             prefix_len: cfg.prefix_len,
             gateway: cfg.gateway.is_some(),
@@ -174,6 +181,7 @@ impl<L: Lookup<'static>> Server<L> {
             // A round frees at most the TCBs in use plus those its frames open.
             closed: Vec::with_capacity(n + (ROUND_BUDGET as usize) * RX_BURST),
             dynamic: None,
+            bond,
             site,
             cfg,
         }
@@ -235,6 +243,7 @@ impl<L: Lookup<'static>> Server<L> {
         self.tso_max = nic.caps().tso_max.min(TSO_LIMIT) as u32;
         self.closed.clear();
         let (rx, tx) = nic.split();
+        self.bond_sync(tx);
         let mut worked = false;
         let mut frames = [RxFrame { buf: 0, len: 0 }; RX_BURST];
         // Bounded so timers run and the transmit ring is flushed at least every
@@ -286,6 +295,7 @@ impl<L: Lookup<'static>> Server<L> {
             self.times.busy_polls += 1;
         }
         self.end_round(tx, log);
+        self.bond_publish();
         tx.flush();
         worked
     }
@@ -347,6 +357,7 @@ impl<L: Lookup<'static>> Server<L> {
         if self.closed.len() < self.closed.capacity() {
             self.closed.push((peer, self.stats.rx_frames));
         }
+        self.bond_release(id);
         self.tcbs.0[idx] = Tcb::free();
         if queued {
             self.run.retain(|&x| x != id);

@@ -29,6 +29,7 @@ impl<L: Lookup<'static>> Server<L> {
                 t.http.resp = None;
                 let slot = core::mem::replace(&mut t.http.dyn_slot, NO_DYN);
                 self.release_dyn(slot);
+                self.bond_acked(id, r.wire_len());
             }
         }
         let t = &self.tcbs.0[idx];
@@ -61,19 +62,21 @@ impl<L: Lookup<'static>> Server<L> {
         let mut dyn_slot = NO_DYN;
         let (resp, consumed) = match http::parse(rx) {
             Parse::Complete { request, len } => match self.dynamic.as_mut() {
-                Some(d) if d.page.claims(request.target) => match d.free.pop() {
-                    Some(slot) => {
-                        dyn_slot = slot;
-                        let s = usize::from(slot);
-                        let out = &mut d.pool[s * DYN_MAX..(s + 1) * DYN_MAX];
-                        let own = (&self.stats, &self.times, &self.stay);
-                        (d.page.respond(own, &request, now, name, out), len)
+                Some(d) if d.page.claims(request.target, self.tcbs.0[idx].peer.ip) => {
+                    match d.free.pop() {
+                        Some(slot) => {
+                            dyn_slot = slot;
+                            let s = usize::from(slot);
+                            let out = &mut d.pool[s * DYN_MAX..(s + 1) * DYN_MAX];
+                            let own = (&self.stats, &self.times, &self.stay);
+                            (d.page.respond(own, &request, now, name, out), len)
+                        }
+                        None => (
+                            http::respond_error(Status::SERVICE_UNAVAILABLE, now, name, head),
+                            len,
+                        ),
                     }
-                    None => (
-                        http::respond_error(Status::SERVICE_UNAVAILABLE, now, name, head),
-                        len,
-                    ),
-                },
+                }
                 _ => (http::respond(&request, &self.site, now, name, head), len),
             },
             Parse::Partial => {
@@ -104,7 +107,7 @@ impl<L: Lookup<'static>> Server<L> {
             peer: Ipv4Address(self.tcbs.0[idx].peer.ip),
             request_line: &rx[..line_end],
             status: resp.status,
-            bytes: sending.body_len() as usize,
+            bytes: resp.content_len as usize,
             unix_secs: now,
         });
         self.count_response(resp.status);
@@ -126,9 +129,12 @@ impl<L: Lookup<'static>> Server<L> {
         let r = Sending { start, ..sending };
         self.stats.http_bytes += u64::from(r.wire_len());
         t.http.resp = Some(r);
+        let close = resp.close || (t.tcp.state().peer_closed() && t.http.rx_len == 0);
+        self.bond_queued(id, r.wire_len());
+        let t = &mut self.tcbs.0[idx];
         // Close after this response when HTTP says so, or when the client has already
         // half-closed and sent nothing more: then the FIN rides the last data segment.
-        if resp.close || (t.tcp.state().peer_closed() && t.http.rx_len == 0) {
+        if close {
             t.tcp.close();
         }
     }
@@ -204,6 +210,7 @@ impl<L: Lookup<'static>> Server<L> {
     /// slab (or its dynamic buffer), body bytes borrowed from the site image. Returns false
     /// when the ring had no slot.
     pub(super) fn emit<T: TxRing>(&mut self, id: u32, seg: &Segment, tx: &mut T) -> bool {
+        self.via_conn(id, seg.len > 0, tx);
         let idx = id as usize;
         let rx_space = self.rx_space(id);
         let port = self.cfg.port;
@@ -237,6 +244,7 @@ impl<L: Lookup<'static>> Server<L> {
     /// RST on an existing connection with a given sequence number (the caller frees the
     /// TCB where the connection ends; in SYN-RECEIVED an unacceptable ACK keeps it).
     pub(super) fn send_reset_raw<T: TxRing>(&mut self, id: u32, seq_number: u32, tx: &mut T) {
+        self.via_conn(id, false, tx);
         let t = &self.tcbs.0[id as usize];
         let repr = egress::reset(self.cfg.port, t.peer.port, seq_number, None);
         let (mac, ip) = (t.peer_mac, Ipv4Address(t.peer.ip));

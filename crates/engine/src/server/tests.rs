@@ -13,6 +13,7 @@ use crate::tcp::seq;
 use crate::wire::{tcp as wtcp, EtherType, EthernetAddress, EthernetFrame, IpProtocol, Ipv4Packet};
 use crate::wire::{Ipv4Address, TcpPacket};
 
+mod bond;
 mod deadline;
 mod pressure;
 mod split;
@@ -52,6 +53,9 @@ impl TestSite {
             last_modified: 1_700_000_000,
             identity: body(data),
             gzip: None,
+            br: None,
+            zstd: None,
+            headers: "",
         };
         TestSite {
             files: vec![
@@ -636,4 +640,47 @@ fn one_mib_download_with_offload_survives_loss_dup_reorder_corruption() {
     assert!(got == want, "body differs");
     assert!(stats.tx_tso_frames > 0);
     assert!(stats.tcp_rto_retransmits + stats.tcp_fast_retransmits > 0);
+}
+
+/// Records the status and byte count of every access record.
+#[derive(Default)]
+struct Recorded(Vec<(u16, usize)>);
+
+impl crate::server::AccessLog for Recorded {
+    fn record(&mut self, r: &crate::server::AccessRecord<'_>) {
+        self.0.push((r.status, r.bytes));
+    }
+}
+
+#[test]
+fn the_access_log_counts_an_error_pages_bytes() {
+    // A 404's small page is content on the wire like a file's body (issue 17: the log
+    // said 0 for a 404 that sent 107 bytes).
+    let mut s = server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let clock = ManualClock(1_000_000);
+    let (cseq, sseq) = handshake(&mut s, &mut nic, &clock, 40100);
+    let req = b"GET /missing HTTP/1.1\r\nHost: x\r\n\r\n";
+    nic.rx.inbox.push_back(tcp_frame(
+        40100,
+        cseq,
+        Some(sseq),
+        flags(false, true, false, false),
+        req,
+        None,
+    ));
+    let mut log = Recorded::default();
+    s.poll(&mut nic, &clock, &mut log);
+    let sent: Vec<u8> = nic
+        .tx
+        .outbox
+        .drain(..)
+        .filter_map(|f| parse_out(&f))
+        .flat_map(|o| o.payload)
+        .collect();
+    let text = String::from_utf8_lossy(&sent);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 404 Not Found"), "{head}");
+    assert_eq!(log.0, [(404, body.len())]);
+    assert_eq!(body.len(), 107);
 }

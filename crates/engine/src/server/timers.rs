@@ -89,16 +89,18 @@ impl<L: Lookup<'static>> Server<L> {
             peer: Ipv4Address(self.tcbs.0[idx].peer.ip),
             request_line: b"",
             status: resp.status,
-            bytes: 0,
+            bytes: resp.content_len as usize,
             unix_secs: self.unix_secs,
         });
         self.count_response(resp.status);
         let t = &mut self.tcbs.0[idx];
         let start = t.tcp.queue(resp.head_len as u32);
-        t.http.resp = Some(Sending::new(start, resp.head_len, None));
+        let r = Sending::new(start, resp.head_len, None);
+        t.http.resp = Some(r);
         t.tcp.close();
         t.http.rx_len = 0;
         t.http.request_start_ns = 0;
+        self.bond_queued(id, r.wire_len());
         self.enqueue(id);
     }
 }

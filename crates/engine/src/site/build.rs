@@ -1,14 +1,15 @@
-//! The site image builder (std only): turns a directory, or a list of files, into image
-//! bytes that [`super::Site::load`] accepts. Output depends only on the inputs (paths,
-//! contents, modification times), so the same tree gives the same image.
+//! The site image writer (std only): lays out a [`Spec`] — files with their content types,
+//! encoded variants and header lines, directory listings, redirects, error pages and the
+//! server-page switches, all resolved beforehand — as image bytes that
+//! [`super::Site::load`] accepts. Output depends only on the spec, so the same input gives
+//! the same image. Reading a directory and a `bareweb.toml` into a spec is the host-side
+//! crate `bareweb-site`'s job; [`build_from_files`] is the small form for tests.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::fs;
 use std::io::{self, Write};
 use std::ops::Range;
-use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
+use std::path::PathBuf;
 
 use flate2::{Compression, GzBuilder};
 
@@ -38,6 +39,8 @@ pub enum BuildError {
     Duplicate(String),
     /// A path is both a file and a directory of other files.
     FileAndDir(String),
+    /// A configured item is invalid (a redirect, an error page, header lines).
+    Invalid(String),
     /// The image would exceed a format limit (string area or entry count over `u32`).
     TooLarge {
         /// What is too large.
@@ -58,6 +61,7 @@ impl fmt::Display for BuildError {
                 write!(f, "{path:?} is both a file and a directory")
             }
             BuildError::TooLarge { what, size } => write!(f, "{what} too large ({size})"),
+            BuildError::Invalid(why) => f.write_str(why),
         }
     }
 }
@@ -100,8 +104,8 @@ pub fn content_type(name: &str) -> &'static str {
     }
 }
 
-/// Whether a gzip variant is worth trying for this content type.
-fn compressible(ctype: &str) -> bool {
+/// Whether an encoded variant is worth trying for this content type.
+pub fn compressible(ctype: &str) -> bool {
     ctype.starts_with("text/")
         || [
             "application/json",
@@ -111,54 +115,6 @@ fn compressible(ctype: &str) -> bool {
             "image/x-icon",
         ]
         .contains(&ctype)
-}
-
-/// Builds an image from the files under `dir`, which becomes the site root.
-///
-/// Each regular file is read once; its URL path is its path under `dir` with `/`
-/// separators, its modification time becomes `Last-Modified`. Entries whose name starts
-/// with `.` are skipped, and so are symbolic links (never followed, whether they point
-/// inside `dir` or not) and special files. Directories holding no file get no entry.
-pub fn build_from_dir(dir: &Path) -> Result<Vec<u8>, BuildError> {
-    let mut files = Vec::new();
-    walk(dir, "", &mut files)?;
-    build_from_files(&files)
-}
-
-fn walk(dir: &Path, url: &str, out: &mut Vec<(String, Vec<u8>, u64)>) -> Result<(), BuildError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |error| BuildError::Io { path, error }
-    };
-    let mut children = fs::read_dir(dir)
-        .and_then(|rd| rd.collect::<Result<Vec<_>, _>>())
-        .map_err(io(dir))?;
-    children.sort_by_key(|c| c.file_name());
-    for child in children {
-        let path = child.path();
-        let name = child
-            .file_name()
-            .into_string()
-            .map_err(|_| BuildError::NotUtf8(path.clone()))?;
-        if name.starts_with('.') {
-            continue;
-        }
-        let meta = fs::symlink_metadata(&path).map_err(io(&path))?;
-        let child_url = format!("{url}/{name}");
-        if meta.file_type().is_dir() {
-            walk(&path, &child_url, out)?;
-        } else if meta.file_type().is_file() {
-            let data = fs::read(&path).map_err(io(&path))?;
-            let mtime = meta
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_secs());
-            out.push((child_url, data, mtime));
-        }
-        // Symlinks, sockets, FIFOs, devices: skipped.
-    }
-    Ok(())
 }
 
 /// Checks a URL path given to the builder.
@@ -185,34 +141,134 @@ fn check_path(path: &str) -> Result<(), BuildError> {
     Ok(())
 }
 
-enum Item<'f> {
-    File { data: &'f [u8], mtime: u64 },
-    Dir,
+/// One file of a [`Spec`], or a directory listing (its `path` the directory's).
+#[derive(Debug, Clone, Default)]
+pub struct FileSpec {
+    /// URL path.
+    pub path: String,
+    /// The identity body.
+    pub data: Vec<u8>,
+    /// Modification time, Unix seconds.
+    pub mtime: u64,
+    /// `Content-Type` value.
+    pub content_type: String,
+    /// Header lines for this file (`Name: value` CRLF each).
+    pub headers: String,
+    /// Encoded variants, each kept only if smaller than `data`.
+    pub gzip: Option<Vec<u8>>,
+    /// Brotli variant.
+    pub br: Option<Vec<u8>>,
+    /// Zstd variant.
+    pub zstd: Option<Vec<u8>>,
 }
 
-/// Builds an image from `(url path, contents, mtime in Unix seconds)` triples. Paths start
+/// A configured redirect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedirectSpec {
+    /// The path matched (exact), or the prefix matched.
+    pub from: String,
+    /// The `Location` value (for a prefix, the rest of the path is appended).
+    pub to: String,
+    /// 301, 302, 303, 307 or 308.
+    pub status: u16,
+    /// Match a prefix rather than the whole path.
+    pub prefix: bool,
+}
+
+/// Everything an image holds, resolved: the writer decides nothing but the layout.
+#[derive(Debug, Clone, Default)]
+pub struct Spec {
+    /// The files.
+    pub files: Vec<FileSpec>,
+    /// Directory listings, `path` naming the directory (`/` or `/a/b`); only for
+    /// directories without an index file.
+    pub listings: Vec<FileSpec>,
+    /// Names a directory's index file may have, in order of preference (default
+    /// `index.html`).
+    pub index_names: Vec<String>,
+    /// Redirects.
+    pub redirects: Vec<RedirectSpec>,
+    /// Error pages: status and the path of the file sent with it.
+    pub error_pages: Vec<(u16, String)>,
+    /// Header lines for responses that are not a file's (redirects, error pages).
+    pub common_headers: String,
+    /// The stats page and JSON: `None` the platform's default.
+    pub stats: Option<bool>,
+    /// `/metrics`.
+    pub metrics: Option<bool>,
+    /// `/healthz`.
+    pub healthz: Option<bool>,
+    /// The stats page's path (without trailing slash), `None` the default.
+    pub stats_path: Option<String>,
+    /// Clients allowed the stats JSON and metrics.
+    pub stats_allow: Option<([u8; 4], u8)>,
+}
+
+enum Item<'f> {
+    File(&'f FileSpec),
+    Dir(Option<&'f FileSpec>),
+}
+
+/// Builds an image from `(url path, contents, mtime in Unix seconds)` triples, with the
+/// content type from the extension and a gzip variant of compressible types. Paths start
 /// with `/` and have no empty, `.` or `..` segments; the directories they imply get
 /// entries of their own.
 pub fn build_from_files(files: &[(String, Vec<u8>, u64)]) -> Result<Vec<u8>, BuildError> {
+    let files = files
+        .iter()
+        .map(|(path, data, mtime)| {
+            let ctype = content_type(path);
+            FileSpec {
+                path: path.clone(),
+                gzip: compressible(ctype)
+                    .then(|| gzip(data))
+                    .filter(|g| g.len() < data.len()),
+                data: data.clone(),
+                mtime: *mtime,
+                content_type: ctype.to_string(),
+                ..FileSpec::default()
+            }
+        })
+        .collect();
+    build(&Spec {
+        files,
+        ..Spec::default()
+    })
+}
+
+fn invalid<T>(why: String) -> Result<T, BuildError> {
+    Err(BuildError::Invalid(why))
+}
+
+/// Lays out `spec` as an image.
+pub fn build(spec: &Spec) -> Result<Vec<u8>, BuildError> {
     // Every path, sorted by bytes (String's order), with the directories files imply.
     let mut items: BTreeMap<&str, Item<'_>> = BTreeMap::new();
-    items.insert("/", Item::Dir);
-    for (path, data, mtime) in files {
+    items.insert("/", Item::Dir(None));
+    for f in &spec.files {
+        let path = &f.path;
         check_path(path)?;
         for (pos, _) in path.match_indices('/').skip(1) {
             let dir = &path[..pos];
-            if let Item::File { .. } = items.entry(dir).or_insert(Item::Dir) {
+            if let Item::File(_) = items.entry(dir).or_insert(Item::Dir(None)) {
                 return Err(BuildError::FileAndDir(dir.to_string()));
             }
         }
-        let item = Item::File {
-            data,
-            mtime: *mtime,
-        };
-        match items.insert(path, item) {
+        match items.insert(path, Item::File(f)) {
             None => {}
-            Some(Item::File { .. }) => return Err(BuildError::Duplicate(path.clone())),
-            Some(Item::Dir) => return Err(BuildError::FileAndDir(path.clone())),
+            Some(Item::File(_)) => return Err(BuildError::Duplicate(path.clone())),
+            Some(Item::Dir(_)) => return Err(BuildError::FileAndDir(path.clone())),
+        }
+    }
+    for l in &spec.listings {
+        match items.get_mut(l.path.as_str()) {
+            Some(Item::Dir(slot)) => *slot = Some(l),
+            _ => {
+                return invalid(format!(
+                    "listing for {:?}, which is not a directory",
+                    l.path
+                ))
+            }
         }
     }
     let items: Vec<(&str, Item<'_>)> = items.into_iter().collect();
@@ -222,6 +278,95 @@ pub fn build_from_files(files: &[(String, Vec<u8>, u64)]) -> Result<Vec<u8>, Bui
             size: items.len() as u64,
         });
     }
+    let find_file = |p: &str| {
+        items
+            .binary_search_by(|(q, _)| (*q).cmp(p))
+            .ok()
+            .filter(|&i| matches!(items[i].1, Item::File(_)))
+    };
+    let default_index = [format::INDEX_NAME.to_string()];
+    let index_names: &[String] = if spec.index_names.is_empty() {
+        &default_index
+    } else {
+        &spec.index_names
+    };
+    for n in index_names {
+        if n.is_empty() || n.contains('/') || n == "." || n == ".." {
+            return invalid(format!("index name {n:?} is not a file name"));
+        }
+    }
+    for f in spec.files.iter().chain(&spec.listings) {
+        if !format::is_header_block(f.headers.as_bytes()) {
+            return invalid(format!("header lines of {:?} are malformed", f.path));
+        }
+        if f.headers.len() > format::MAX_FILE_HEADERS {
+            return invalid(format!(
+                "{:?} gets {} bytes of header lines; at most {} fit a response head",
+                f.path,
+                f.headers.len(),
+                format::MAX_FILE_HEADERS
+            ));
+        }
+    }
+    if !format::is_header_block(spec.common_headers.as_bytes()) {
+        return invalid("the common header lines are malformed".into());
+    }
+    if spec.common_headers.len() > format::MAX_COMMON_HEADERS {
+        return invalid(format!(
+            "{} bytes of header lines for every path; at most {} fit a redirect's head",
+            spec.common_headers.len(),
+            format::MAX_COMMON_HEADERS
+        ));
+    }
+
+    // Redirects: exact ones sorted, then prefixes longest first.
+    let mut redirects: Vec<&RedirectSpec> = spec.redirects.iter().collect();
+    redirects.sort_by(|a, b| {
+        (
+            a.prefix,
+            std::cmp::Reverse(if a.prefix { a.from.len() } else { 0 }),
+            &a.from,
+        )
+            .cmp(&(
+                b.prefix,
+                std::cmp::Reverse(if b.prefix { b.from.len() } else { 0 }),
+                &b.from,
+            ))
+    });
+    for w in redirects.windows(2) {
+        if !w[0].prefix && !w[1].prefix && w[0].from == w[1].from {
+            return invalid(format!("two redirects from {:?}", w[0].from));
+        }
+    }
+    for r in &redirects {
+        if !r.from.starts_with('/') {
+            return invalid(format!("redirect from {:?}: not a path", r.from));
+        }
+        if r.to.is_empty() || !r.to.bytes().all(|b| (0x21..0x7f).contains(&b)) {
+            return invalid(format!(
+                "redirect to {:?}: empty or not visible ASCII (percent-encode it)",
+                r.to
+            ));
+        }
+        if !format::REDIRECT_STATUSES.contains(&u32::from(r.status)) {
+            return invalid(format!(
+                "redirect from {:?}: status {} is not 301, 302, 303, 307 or 308",
+                r.from, r.status
+            ));
+        }
+    }
+    let mut errors = Vec::new();
+    for (status, path) in &spec.error_pages {
+        if !(400..=599).contains(status) {
+            return invalid(format!("error page for {status}: not a 4xx or 5xx status"));
+        }
+        let Some(i) = find_file(path) else {
+            return invalid(format!(
+                "error page for {status}: {path:?} is not a file of the site"
+            ));
+        };
+        errors.push((*status, i as u32));
+    }
 
     // String area, each distinct string once.
     let mut strings = Strings::default();
@@ -229,23 +374,36 @@ pub fn build_from_files(files: &[(String, Vec<u8>, u64)]) -> Result<Vec<u8>, Bui
         path: (u32, u32),
         ctype: (u32, u32),
         etag: (u32, u32),
+        headers: (u32, u32),
     }
     let mut metas = Vec::with_capacity(items.len());
     for (path, item) in &items {
         let path_ref = strings.add(path);
-        let (ctype, etag) = match item {
-            Item::File { data, .. } => (
-                strings.add(content_type(path)),
-                strings.add(&format!("\"{:016x}\"", format::fnv1a(data))),
+        let rep = match item {
+            Item::File(f) | Item::Dir(Some(f)) => Some(f),
+            Item::Dir(None) => None,
+        };
+        let (ctype, etag, headers) = match rep {
+            Some(f) => (
+                strings.add(&f.content_type),
+                strings.add(&format!("\"{:016x}\"", format::fnv1a(&f.data))),
+                strings.add(&f.headers),
             ),
-            Item::Dir => ((0, 0), (0, 0)),
+            None => ((0, 0), (0, 0), (0, 0)),
         };
         metas.push(Meta {
             path: path_ref,
             ctype,
             etag,
+            headers,
         });
     }
+    let redirect_refs: Vec<_> = redirects
+        .iter()
+        .map(|r| (strings.add(&r.from), strings.add(&r.to)))
+        .collect();
+    let common = strings.add(&spec.common_headers);
+    let stats_path = strings.add(spec.stats_path.as_deref().unwrap_or(""));
     if strings.bytes.len() > u32::MAX as usize {
         return Err(BuildError::TooLarge {
             what: "string area",
@@ -254,10 +412,33 @@ pub fn build_from_files(files: &[(String, Vec<u8>, u64)]) -> Result<Vec<u8>, Bui
     }
 
     let entries_off = format::HEADER_LEN;
-    let strings_off = entries_off + items.len() * format::ENTRY_LEN;
+    let redirects_off = entries_off + items.len() * format::ENTRY_LEN;
+    let errors_off = redirects_off + redirects.len() * format::REDIRECT_LEN;
+    let strings_off = errors_off + errors.len() * format::ERROR_LEN;
     let data_off = align(strings_off + strings.bytes.len(), format::BODY_ALIGN);
     let mut image = vec![0u8; data_off];
     image[strings_off..strings_off + strings.bytes.len()].copy_from_slice(&strings.bytes);
+    for (i, (r, (from, to))) in redirects.iter().zip(&redirect_refs).enumerate() {
+        let at = redirects_off + i * format::REDIRECT_LEN;
+        let rec = &mut image[at..at + format::REDIRECT_LEN];
+        put32(rec, format::redirect::FROM_OFF, from.0);
+        put32(rec, format::redirect::FROM_LEN, from.1);
+        put32(rec, format::redirect::TO_OFF, to.0);
+        put32(rec, format::redirect::TO_LEN, to.1);
+        put32(rec, format::redirect::STATUS, u32::from(r.status));
+        let kind = if r.prefix {
+            format::REDIRECT_PREFIX
+        } else {
+            format::REDIRECT_EXACT
+        };
+        put32(rec, format::redirect::KIND, kind);
+    }
+    for (i, (status, entry)) in errors.iter().enumerate() {
+        let at = errors_off + i * format::ERROR_LEN;
+        let rec = &mut image[at..at + format::ERROR_LEN];
+        put32(rec, format::error_page::STATUS, u32::from(*status));
+        put32(rec, format::error_page::ENTRY, *entry);
+    }
 
     // Data area and entries.
     for (i, ((path, item), meta)) in items.iter().zip(&metas).enumerate() {
@@ -265,39 +446,61 @@ pub fn build_from_files(files: &[(String, Vec<u8>, u64)]) -> Result<Vec<u8>, Bui
         let mut e = [0u8; format::ENTRY_LEN];
         put32(&mut e, entry::PATH_OFF, meta.path.0);
         put32(&mut e, entry::PATH_LEN, meta.path.1);
-        match item {
-            Item::Dir => {
+        let rep = match item {
+            Item::Dir(listing) => {
                 put32(&mut e, entry::KIND, format::KIND_DIR);
                 let dir = if *path == "/" { "" } else { path };
-                let target = format!("{dir}/{}", format::INDEX_NAME);
-                let index = items
-                    .binary_search_by(|(p, _)| (*p).cmp(target.as_str()))
-                    .ok()
-                    .filter(|&i| matches!(items[i].1, Item::File { .. }))
+                let index = index_names
+                    .iter()
+                    .find_map(|n| find_file(&format!("{dir}/{n}")))
                     .map_or(format::NO_INDEX, |i| i as u32);
                 put32(&mut e, entry::INDEX, index);
+                listing.filter(|_| index == format::NO_INDEX)
             }
-            Item::File { data, mtime } => {
+            Item::File(f) => {
                 put32(&mut e, entry::KIND, format::KIND_FILE);
                 put32(&mut e, entry::INDEX, format::NO_INDEX);
-                put32(&mut e, entry::CTYPE_OFF, meta.ctype.0);
-                put32(&mut e, entry::CTYPE_LEN, meta.ctype.1);
-                put32(&mut e, entry::ETAG_OFF, meta.etag.0);
-                put32(&mut e, entry::ETAG_LEN, meta.etag.1);
-                put64(&mut e, entry::LAST_MODIFIED, *mtime);
-                let (off, sums) = push_body(&mut image, data);
-                put64(&mut e, entry::BODY_OFF, off);
-                put64(&mut e, entry::BODY_LEN, data.len() as u64);
-                put64(&mut e, entry::SUMS_OFF, sums);
-                if compressible(content_type(path)) {
-                    let gz = gzip(data);
-                    if gz.len() < data.len() {
-                        let (off, sums) = push_body(&mut image, &gz);
-                        put64(&mut e, entry::GZIP_OFF, off);
-                        put64(&mut e, entry::GZIP_LEN, gz.len() as u64);
-                        put64(&mut e, entry::GZIP_SUMS_OFF, sums);
-                    }
-                }
+                Some(*f)
+            }
+        };
+        if let Some(f) = rep {
+            put32(&mut e, entry::CTYPE_OFF, meta.ctype.0);
+            put32(&mut e, entry::CTYPE_LEN, meta.ctype.1);
+            put32(&mut e, entry::ETAG_OFF, meta.etag.0);
+            put32(&mut e, entry::ETAG_LEN, meta.etag.1);
+            put32(&mut e, entry::HEADERS_OFF, meta.headers.0);
+            put32(&mut e, entry::HEADERS_LEN, meta.headers.1);
+            put64(&mut e, entry::LAST_MODIFIED, f.mtime);
+            let (off, sums) = push_body(&mut image, &f.data);
+            put64(&mut e, entry::BODY_OFF, off);
+            put64(&mut e, entry::BODY_LEN, f.data.len() as u64);
+            put64(&mut e, entry::SUMS_OFF, sums);
+            let variants = [
+                (
+                    &f.gzip,
+                    entry::GZIP_OFF,
+                    entry::GZIP_LEN,
+                    entry::GZIP_SUMS_OFF,
+                ),
+                (&f.br, entry::BR_OFF, entry::BR_LEN, entry::BR_SUMS_OFF),
+                (
+                    &f.zstd,
+                    entry::ZSTD_OFF,
+                    entry::ZSTD_LEN,
+                    entry::ZSTD_SUMS_OFF,
+                ),
+            ];
+            for (v, off_r, len_r, sums_r) in variants {
+                let Some(v) = v
+                    .as_ref()
+                    .filter(|v| !v.is_empty() && v.len() < f.data.len())
+                else {
+                    continue;
+                };
+                let (off, sums) = push_body(&mut image, v);
+                put64(&mut e, off_r, off);
+                put64(&mut e, len_r, v.len() as u64);
+                put64(&mut e, sums_r, sums);
             }
         }
         image[at..at + format::ENTRY_LEN].copy_from_slice(&e);
@@ -312,10 +515,34 @@ pub fn build_from_files(files: &[(String, Vec<u8>, u64)]) -> Result<Vec<u8>, Bui
     put32(&mut image, header::ENTRY_COUNT, items.len() as u32);
     put32(&mut image, header::ENTRY_LEN, format::ENTRY_LEN as u32);
     put64(&mut image, header::ENTRIES_OFF, entries_off as u64);
+    put64(&mut image, header::REDIRECTS_OFF, redirects_off as u64);
+    put32(&mut image, header::REDIRECT_COUNT, redirects.len() as u32);
+    put64(&mut image, header::ERRORS_OFF, errors_off as u64);
+    put32(&mut image, header::ERROR_COUNT, errors.len() as u32);
     put64(&mut image, header::STRINGS_OFF, strings_off as u64);
     put64(&mut image, header::STRINGS_LEN, strings.bytes.len() as u64);
     put64(&mut image, header::DATA_OFF, data_off as u64);
     put64(&mut image, header::DATA_LEN, image_len - data_off as u64);
+    let switch = |v: Option<bool>| match v {
+        None => format::SWITCH_DEFAULT,
+        Some(true) => format::SWITCH_ON,
+        Some(false) => format::SWITCH_OFF,
+    };
+    let flags = switch(spec.stats) << format::flags::STATS
+        | switch(spec.metrics) << format::flags::METRICS
+        | switch(spec.healthz) << format::flags::HEALTHZ;
+    put32(&mut image, header::FLAGS, flags);
+    if let Some((net, len)) = spec.stats_allow {
+        if len > 32 {
+            return invalid(format!("stats allow prefix /{len} is longer than 32"));
+        }
+        image[header::STATS_ALLOW].copy_from_slice(&net);
+        put32(&mut image, header::STATS_ALLOW_PREFIX, u32::from(len));
+    }
+    put32(&mut image, header::COMMON_HEADERS_OFF, common.0);
+    put32(&mut image, header::COMMON_HEADERS_LEN, common.1);
+    put32(&mut image, header::STATS_PATH_OFF, stats_path.0);
+    put32(&mut image, header::STATS_PATH_LEN, stats_path.1);
     let sum = format::image_checksum(&image);
     put64(&mut image, header::CHECKSUM, sum);
     Ok(image)
@@ -357,7 +584,9 @@ fn push_body(image: &mut Vec<u8>, data: &[u8]) -> (u64, u64) {
     (off as u64, sums_off as u64)
 }
 
-fn gzip(data: &[u8]) -> Vec<u8> {
+/// `data` gzip-compressed (best compression, mtime 0, so the output depends on `data`
+/// alone).
+pub fn gzip(data: &[u8]) -> Vec<u8> {
     let mut enc = GzBuilder::new()
         .mtime(0)
         .write(Vec::with_capacity(data.len() / 2), Compression::best());

@@ -12,13 +12,47 @@ use core::ops::Range;
 pub const MAGIC: [u8; 8] = *b"BWSITE\0\0";
 
 /// The format version this code writes and reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
-/// Length of the version-1 header in bytes.
-pub const HEADER_LEN: usize = 80;
+/// Length of the version-2 header in bytes.
+pub const HEADER_LEN: usize = 136;
 
-/// Length of one version-1 entry in bytes.
-pub const ENTRY_LEN: usize = 88;
+/// Length of one version-2 entry in bytes.
+pub const ENTRY_LEN: usize = 144;
+
+/// Length of one redirect record in bytes.
+pub const REDIRECT_LEN: usize = 24;
+
+/// Length of one error-page record in bytes.
+pub const ERROR_LEN: usize = 8;
+
+/// `kind` of a redirect matching the whole path.
+pub const REDIRECT_EXACT: u32 = 1;
+
+/// `kind` of a redirect matching a path prefix (the rest is appended to its target).
+pub const REDIRECT_PREFIX: u32 = 2;
+
+/// Redirect status codes a record may carry.
+pub const REDIRECT_STATUSES: [u32; 5] = [301, 302, 303, 307, 308];
+
+/// Two-bit switch values in the header's `flags` (see [`flags`]).
+pub const SWITCH_DEFAULT: u32 = 0;
+/// The switch is on.
+pub const SWITCH_ON: u32 = 1;
+/// The switch is off.
+pub const SWITCH_OFF: u32 = 2;
+
+/// Bit positions of the two-bit switches in the header's `flags`.
+pub mod flags {
+    /// The stats page and JSON (default on).
+    pub const STATS: u32 = 0;
+    /// `/metrics` in Prometheus text format (default: the platform's).
+    pub const METRICS: u32 = 2;
+    /// `/healthz` (default: the platform's).
+    pub const HEALTHZ: u32 = 4;
+    /// Bits that must be zero.
+    pub const RESERVED: u32 = !0b11_1111;
+}
 
 /// Bodies start at image offsets that are multiples of this (and so does the data area).
 pub const BODY_ALIGN: usize = 64;
@@ -33,7 +67,7 @@ pub const KIND_DIR: u32 = 2;
 /// `index` value meaning "no entry": a file's `index`, or a directory without `index.html`.
 pub const NO_INDEX: u32 = u32::MAX;
 
-/// The file a directory path ending in `/` resolves to.
+/// The file a directory path ending in `/` resolves to when the site names no other.
 pub const INDEX_NAME: &str = "index.html";
 
 /// Byte offsets of the header fields.
@@ -64,6 +98,59 @@ pub mod header {
     pub const DATA_OFF: Range<usize> = 64..72;
     /// `u64`, length of the data area; it ends the image.
     pub const DATA_LEN: Range<usize> = 72..80;
+    /// `u64`, image offset of the redirect table (after the entries).
+    pub const REDIRECTS_OFF: Range<usize> = 80..88;
+    /// `u32`, number of redirect records.
+    pub const REDIRECT_COUNT: Range<usize> = 88..92;
+    /// `u32`, number of error-page records.
+    pub const ERROR_COUNT: Range<usize> = 92..96;
+    /// `u64`, image offset of the error-page table (after the redirects).
+    pub const ERRORS_OFF: Range<usize> = 96..104;
+    /// `u32`, two-bit switches (see [`super::flags`]).
+    pub const FLAGS: Range<usize> = 104..108;
+    /// `[u8; 4]`, the network whose clients may read the stats JSON and metrics.
+    pub const STATS_ALLOW: Range<usize> = 108..112;
+    /// `u32`, its prefix length (0: everyone).
+    pub const STATS_ALLOW_PREFIX: Range<usize> = 112..116;
+    /// `u32`, string offset of the header lines sent with every response that is not a
+    /// file's (redirects, error pages).
+    pub const COMMON_HEADERS_OFF: Range<usize> = 116..120;
+    /// `u32`, their length.
+    pub const COMMON_HEADERS_LEN: Range<usize> = 120..124;
+    /// `u32`, string offset of the stats page's path (empty: the default).
+    pub const STATS_PATH_OFF: Range<usize> = 124..128;
+    /// `u32`, its length.
+    pub const STATS_PATH_LEN: Range<usize> = 128..132;
+    /// `u32`, must be zero.
+    pub const RESERVED: Range<usize> = 132..136;
+}
+
+/// Byte offsets of the fields of a redirect record.
+pub mod redirect {
+    use super::Range;
+
+    /// `u32`, string offset of the path (or path prefix) matched.
+    pub const FROM_OFF: Range<usize> = 0..4;
+    /// `u32`, its length.
+    pub const FROM_LEN: Range<usize> = 4..8;
+    /// `u32`, string offset of the `Location` value.
+    pub const TO_OFF: Range<usize> = 8..12;
+    /// `u32`, its length.
+    pub const TO_LEN: Range<usize> = 12..16;
+    /// `u32`, the status code (one of [`super::REDIRECT_STATUSES`]).
+    pub const STATUS: Range<usize> = 16..20;
+    /// `u32`, [`super::REDIRECT_EXACT`] or [`super::REDIRECT_PREFIX`].
+    pub const KIND: Range<usize> = 20..24;
+}
+
+/// Byte offsets of the fields of an error-page record.
+pub mod error_page {
+    use super::Range;
+
+    /// `u32`, the status code (400 to 599).
+    pub const STATUS: Range<usize> = 0..4;
+    /// `u32`, the entry index of the file sent as its body.
+    pub const ENTRY: Range<usize> = 4..8;
 }
 
 /// Byte offsets of the fields of one entry, relative to the entry's start.
@@ -100,6 +187,61 @@ pub mod entry {
     pub const GZIP_LEN: Range<usize> = 72..80;
     /// `u64`, image offset of the gzip body's block sums (0 when there is none).
     pub const GZIP_SUMS_OFF: Range<usize> = 80..88;
+    /// `u64`, image offset of the brotli body (0 when there is none).
+    pub const BR_OFF: Range<usize> = 88..96;
+    /// `u64`, length of the brotli body (0 when there is none).
+    pub const BR_LEN: Range<usize> = 96..104;
+    /// `u64`, image offset of the brotli body's block sums (0 when there is none).
+    pub const BR_SUMS_OFF: Range<usize> = 104..112;
+    /// `u64`, image offset of the zstd body (0 when there is none).
+    pub const ZSTD_OFF: Range<usize> = 112..120;
+    /// `u64`, length of the zstd body (0 when there is none).
+    pub const ZSTD_LEN: Range<usize> = 120..128;
+    /// `u64`, image offset of the zstd body's block sums (0 when there is none).
+    pub const ZSTD_SUMS_OFF: Range<usize> = 128..136;
+    /// `u32`, string offset of the header lines sent with this file (`Name: value` CRLF
+    /// each, from the site's configuration).
+    pub const HEADERS_OFF: Range<usize> = 136..140;
+    /// `u32`, their length (0: none).
+    pub const HEADERS_LEN: Range<usize> = 140..144;
+}
+
+/// Most bytes of header lines a file may carry, so its head always fits
+/// [`crate::http::HEAD_MAX`] (the fields bareweb writes itself take under 400).
+pub const MAX_FILE_HEADERS: usize = 512;
+
+/// Most bytes of common header lines (a redirect's head also holds its `Location` and a
+/// small page).
+pub const MAX_COMMON_HEADERS: usize = 384;
+
+/// The magic number a zstd frame starts with.
+pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// Whether `block` is a sequence of header lines, each `name: value` CRLF with a token
+/// name and a value of visible ASCII, SP or HTAB (so it cannot break the message framing).
+pub fn is_header_block(block: &[u8]) -> bool {
+    let mut rest = block;
+    while !rest.is_empty() {
+        let Some(end) = rest.windows(2).position(|w| w == b"\r\n") else {
+            return false;
+        };
+        let line = &rest[..end];
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            return false;
+        };
+        let (name, value) = (&line[..colon], &line[colon + 1..]);
+        if name.is_empty() || !name.iter().all(|&b| crate::http::fields::is_tchar(b)) {
+            return false;
+        }
+        if !value
+            .iter()
+            .all(|&b| b == b'\t' || (0x20..0x7f).contains(&b))
+        {
+            return false;
+        }
+        rest = &rest[end + 2..];
+    }
+    true
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;

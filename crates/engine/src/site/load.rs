@@ -5,10 +5,10 @@
 //! checksum (skipped under `cfg(fuzzing)`), entry length, section layout, then each entry
 //! in table order, then each directory's `index`. The first failure is returned.
 
-use core::fmt;
 use core::ops::Range;
 
 use super::format::{self, entry, header, le_u32, le_u64};
+use super::load_tables as tables;
 use crate::resource::Body;
 
 /// Why an image was refused. Every variant carries the offending value.
@@ -70,6 +70,22 @@ pub enum LoadError {
         /// What is wrong with it.
         error: EntryError,
     },
+    /// A redirect record is invalid.
+    Redirect {
+        /// Index of the record.
+        index: u32,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// An error-page record is invalid.
+    ErrorPage {
+        /// Index of the record.
+        index: u32,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// A header field (flags, stats settings, common headers) is invalid.
+    Settings(&'static str),
 }
 
 /// The sections of an image after the header.
@@ -77,6 +93,10 @@ pub enum LoadError {
 pub enum Section {
     /// The entry table.
     Entries,
+    /// The redirect table.
+    Redirects,
+    /// The error-page table.
+    Errors,
     /// The string area.
     Strings,
     /// The data area (bodies and block sums).
@@ -104,6 +124,16 @@ pub enum Field {
     Gzip,
     /// The gzip body's block sums.
     GzipSums,
+    /// The brotli body.
+    Br,
+    /// The brotli body's block sums.
+    BrSums,
+    /// The zstd body.
+    Zstd,
+    /// The zstd body's block sums.
+    ZstdSums,
+    /// The configured header lines.
+    Headers,
 }
 
 /// What is wrong with one entry.
@@ -159,132 +189,10 @@ pub enum EntryError {
     Index(u32),
     /// The gzip body does not begin with the gzip magic `1f 8b`.
     NotGzip([u8; 2]),
-}
-
-impl fmt::Display for Section {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Section::Entries => "entry table",
-            Section::Strings => "string area",
-            Section::Data => "data area",
-        })
-    }
-}
-
-impl fmt::Display for Field {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Field::Path => "path",
-            Field::Index => "index",
-            Field::ContentType => "content type",
-            Field::Etag => "etag",
-            Field::LastModified => "last-modified",
-            Field::Body => "body",
-            Field::BodySums => "body block sums",
-            Field::Gzip => "gzip body",
-            Field::GzipSums => "gzip block sums",
-        })
-    }
-}
-
-impl fmt::Display for EntryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            EntryError::OutOfBounds {
-                field,
-                offset,
-                len,
-                start,
-                end,
-            } => write!(
-                f,
-                "{field} out of bounds (offset {offset}, len {len}, allowed {start}..{end})"
-            ),
-            EntryError::Misaligned { field, offset } => {
-                write!(
-                    f,
-                    "{field} misaligned (offset {offset}, not a multiple of 64)"
-                )
-            }
-            EntryError::NotUtf8(field) => write!(f, "{field} is not UTF-8"),
-            EntryError::BadPath(rule) => write!(f, "bad path: {rule}"),
-            EntryError::Empty(field) => write!(f, "{field} is empty"),
-            EntryError::BadText { field, byte, at } => {
-                write!(f, "{field} has byte {byte:#04x} at {at}")
-            }
-            EntryError::NotSorted => f.write_str("path not greater than the previous entry's"),
-            EntryError::Kind(kind) => write!(f, "unknown kind {kind}"),
-            EntryError::Reserved { field, value } => {
-                write!(f, "{field} must be unset for this kind but is {value}")
-            }
-            EntryError::Index(index) => {
-                write!(f, "index {index} does not name this directory's index.html")
-            }
-            EntryError::NotGzip([a, b]) => {
-                write!(f, "gzip body starts with {a:02x} {b:02x}, not 1f 8b")
-            }
-        }
-    }
-}
-
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            LoadError::TooShort { len } => write!(
-                f,
-                "image too short ({len} bytes, header needs {})",
-                format::HEADER_LEN
-            ),
-            LoadError::Magic(m) => write!(f, "not a site image (magic {m:02x?})"),
-            LoadError::Version(v) => write!(
-                f,
-                "unsupported version {v} (this build reads {})",
-                format::VERSION
-            ),
-            LoadError::HeaderLen(l) => write!(
-                f,
-                "header length {l}, version {} needs {}",
-                format::VERSION,
-                format::HEADER_LEN
-            ),
-            LoadError::ImageLen { declared, actual } => {
-                write!(f, "header says {declared} bytes, image has {actual}")
-            }
-            LoadError::Checksum { stored, computed } => {
-                write!(
-                    f,
-                    "checksum mismatch (stored {stored:016x}, computed {computed:016x})"
-                )
-            }
-            LoadError::EntryLen(l) => write!(
-                f,
-                "entry length {l}, version {} needs {}",
-                format::VERSION,
-                format::ENTRY_LEN
-            ),
-            LoadError::Section {
-                section,
-                offset,
-                len,
-                min,
-                max,
-            } => write!(
-                f,
-                "{section} out of place (offset {offset}, len {len}, allowed {min}..{max})"
-            ),
-            LoadError::Trailing {
-                data_end,
-                image_len,
-            } => write!(
-                f,
-                "data area ends at {data_end}, not at the image end {image_len}"
-            ),
-            LoadError::DataMisaligned(off) => {
-                write!(f, "data area at {off}, not a multiple of 64")
-            }
-            LoadError::Entry { index, error } => write!(f, "entry {index} {error}"),
-        }
-    }
+    /// The zstd body does not start with the zstd magic.
+    NotZstd,
+    /// The header lines are not `name: value` CRLF lines of header-safe bytes.
+    BadHeaders,
 }
 
 impl core::error::Error for LoadError {}
@@ -293,12 +201,15 @@ impl core::error::Error for LoadError {}
 pub(super) struct Checked<'a> {
     pub entries: &'a [u8],
     pub strings: &'a [u8],
+    pub redirects: &'a [u8],
+    pub errors: &'a [u8],
     pub count: usize,
     pub files: usize,
+    pub exact_redirects: usize,
 }
 
 /// `a + b`, or `u64::MAX` (which fails every bounds check) on overflow.
-fn end(a: u64, b: u64) -> u64 {
+pub(super) fn end(a: u64, b: u64) -> u64 {
     a.saturating_add(b)
 }
 
@@ -360,7 +271,13 @@ pub(super) fn check(image: &[u8]) -> Result<Checked<'_>, LoadError> {
     // Sections: header <= entries <= strings <= data, data ends the image.
     let count = le_u32(image, header::ENTRY_COUNT);
     let entries_off = le_u64(image, header::ENTRIES_OFF);
-    let entries_len = u64::from(count) * format::ENTRY_LEN as u64; // < 2^39, no overflow
+    let entries_len = u64::from(count) * format::ENTRY_LEN as u64; // < 2^40, no overflow
+    let redirect_count = le_u32(image, header::REDIRECT_COUNT);
+    let redirects_off = le_u64(image, header::REDIRECTS_OFF);
+    let redirects_len = u64::from(redirect_count) * format::REDIRECT_LEN as u64;
+    let error_count = le_u32(image, header::ERROR_COUNT);
+    let errors_off = le_u64(image, header::ERRORS_OFF);
+    let errors_len = u64::from(error_count) * format::ERROR_LEN as u64;
     let strings_off = le_u64(image, header::STRINGS_OFF);
     let strings_len = le_u64(image, header::STRINGS_LEN);
     let data_off = le_u64(image, header::DATA_OFF);
@@ -368,6 +285,8 @@ pub(super) fn check(image: &[u8]) -> Result<Checked<'_>, LoadError> {
     let mut min = format::HEADER_LEN as u64;
     for (section, offset, len) in [
         (Section::Entries, entries_off, entries_len),
+        (Section::Redirects, redirects_off, redirects_len),
+        (Section::Errors, errors_off, errors_len),
         (Section::Strings, strings_off, strings_len),
         (Section::Data, data_off, data_len),
     ] {
@@ -396,6 +315,8 @@ pub(super) fn check(image: &[u8]) -> Result<Checked<'_>, LoadError> {
 
     let entries = sub(image, entries_off, entries_len);
     let strings = sub(image, strings_off, strings_len);
+    let redirects = sub(image, redirects_off, redirects_len);
+    let errors = sub(image, errors_off, errors_len);
     let ctx = Ctx {
         image,
         strings,
@@ -430,7 +351,7 @@ pub(super) fn check(image: &[u8]) -> Result<Checked<'_>, LoadError> {
         let ok = target.is_some_and(|t| {
             let dir = ctx.string(raw, entry::PATH_OFF, entry::PATH_LEN);
             let file = ctx.string(t, entry::PATH_OFF, entry::PATH_LEN);
-            is_index_of(dir, file)
+            is_child_of(dir, file)
         });
         if !ok {
             return Err(LoadError::Entry {
@@ -439,22 +360,27 @@ pub(super) fn check(image: &[u8]) -> Result<Checked<'_>, LoadError> {
             });
         }
     }
+    let exact_redirects = tables::check_redirects(strings, redirects)?;
+    tables::check_error_pages(entries, errors)?;
+    tables::check_settings(image, strings)?;
     Ok(Checked {
         entries,
         strings,
+        redirects,
+        errors,
         count: count as usize,
         files,
+        exact_redirects,
     })
 }
 
-/// Whether `file` is `dir` + `/index.html` (`/index.html` for the root `/`).
-pub(super) fn is_index_of(dir: &[u8], file: &[u8]) -> bool {
+/// Whether `file` is a direct child of `dir` (`/x` for the root `/`).
+pub(super) fn is_child_of(dir: &[u8], file: &[u8]) -> bool {
     let dir = if dir == b"/" { &[][..] } else { dir };
-    let name = format::INDEX_NAME.as_bytes();
-    file.len() == dir.len() + 1 + name.len()
+    file.len() > dir.len() + 1
         && file.starts_with(dir)
         && file[dir.len()] == b'/'
-        && file.ends_with(name)
+        && !file[dir.len() + 1..].contains(&b'/')
 }
 
 struct Ctx<'a> {
@@ -592,34 +518,18 @@ impl<'a> Ctx<'a> {
                         value: u64::from(index),
                     });
                 }
-                self.header_text(raw, Field::ContentType, entry::CTYPE_OFF, entry::CTYPE_LEN)?;
-                self.header_text(raw, Field::Etag, entry::ETAG_OFF, entry::ETAG_LEN)?;
-                self.body(
-                    raw,
-                    (Field::Body, entry::BODY_OFF, entry::BODY_LEN),
-                    (Field::BodySums, entry::SUMS_OFF),
-                )?;
-                if le_u64(raw, entry::GZIP_LEN) == 0 {
-                    for (field, range) in [
-                        (Field::Gzip, entry::GZIP_OFF),
-                        (Field::GzipSums, entry::GZIP_SUMS_OFF),
-                    ] {
-                        zero(raw, field, range)?;
-                    }
-                } else {
-                    let gz = self.body(
-                        raw,
-                        (Field::Gzip, entry::GZIP_OFF, entry::GZIP_LEN),
-                        (Field::GzipSums, entry::GZIP_SUMS_OFF),
-                    )?;
-                    if !gz.starts_with(&[0x1f, 0x8b]) {
-                        let first = [
-                            gz.first().copied().unwrap_or(0),
-                            gz.get(1).copied().unwrap_or(0),
-                        ];
-                        return Err(EntryError::NotGzip(first));
-                    }
+                self.representation(raw)?;
+            }
+            format::KIND_DIR if le_u32(raw, entry::CTYPE_LEN) != 0 => {
+                // A directory listing: the same fields as a file, and no index.
+                let index = le_u32(raw, entry::INDEX);
+                if index != format::NO_INDEX {
+                    return Err(EntryError::Reserved {
+                        field: Field::Index,
+                        value: u64::from(index),
+                    });
                 }
+                self.representation(raw)?;
             }
             format::KIND_DIR => {
                 // Everything but path, kind and index must be zero.
@@ -636,6 +546,16 @@ impl<'a> Ctx<'a> {
                     (Field::Gzip, entry::GZIP_OFF),
                     (Field::Gzip, entry::GZIP_LEN),
                     (Field::GzipSums, entry::GZIP_SUMS_OFF),
+                    (Field::Br, entry::BR_OFF),
+                    (Field::Br, entry::BR_LEN),
+                    (Field::BrSums, entry::BR_SUMS_OFF),
+                    (Field::Zstd, entry::ZSTD_OFF),
+                    (Field::Zstd, entry::ZSTD_LEN),
+                    (Field::ZstdSums, entry::ZSTD_SUMS_OFF),
+                    (
+                        Field::Headers,
+                        entry::HEADERS_OFF.start..entry::HEADERS_LEN.end,
+                    ),
                 ] {
                     zero(raw, field, range)?;
                 }
@@ -643,6 +563,70 @@ impl<'a> Ctx<'a> {
             kind => return Err(EntryError::Kind(kind)),
         }
         Ok(path)
+    }
+}
+
+impl<'a> Ctx<'a> {
+    /// Checks what a file (or a directory listing) carries: content type, entity tag,
+    /// header lines, the identity body and the encoded variants.
+    fn representation(&self, raw: &[u8]) -> Result<(), EntryError> {
+        self.header_text(raw, Field::ContentType, entry::CTYPE_OFF, entry::CTYPE_LEN)?;
+        self.header_text(raw, Field::Etag, entry::ETAG_OFF, entry::ETAG_LEN)?;
+        let headers =
+            self.checked_string(raw, Field::Headers, entry::HEADERS_OFF, entry::HEADERS_LEN)?;
+        if !format::is_header_block(headers) {
+            return Err(EntryError::BadHeaders);
+        }
+        self.body(
+            raw,
+            (Field::Body, entry::BODY_OFF, entry::BODY_LEN),
+            (Field::BodySums, entry::SUMS_OFF),
+        )?;
+        let variants = [
+            (
+                Field::Gzip,
+                Field::GzipSums,
+                entry::GZIP_OFF,
+                entry::GZIP_LEN,
+                entry::GZIP_SUMS_OFF,
+            ),
+            (
+                Field::Br,
+                Field::BrSums,
+                entry::BR_OFF,
+                entry::BR_LEN,
+                entry::BR_SUMS_OFF,
+            ),
+            (
+                Field::Zstd,
+                Field::ZstdSums,
+                entry::ZSTD_OFF,
+                entry::ZSTD_LEN,
+                entry::ZSTD_SUMS_OFF,
+            ),
+        ];
+        for (field, sums_field, off, len, sums) in variants {
+            if le_u64(raw, len.clone()) == 0 {
+                zero(raw, field, off)?;
+                zero(raw, sums_field, sums)?;
+                continue;
+            }
+            let data = self.body(raw, (field, off, len), (sums_field, sums))?;
+            match field {
+                Field::Gzip if !data.starts_with(&[0x1f, 0x8b]) => {
+                    let first = [
+                        data.first().copied().unwrap_or(0),
+                        data.get(1).copied().unwrap_or(0),
+                    ];
+                    return Err(EntryError::NotGzip(first));
+                }
+                Field::Zstd if !data.starts_with(&format::ZSTD_MAGIC) => {
+                    return Err(EntryError::NotZstd)
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 }
 

@@ -31,9 +31,13 @@
 mod build;
 pub mod format;
 mod load;
+mod load_display;
+mod load_tables;
 
 #[cfg(feature = "std")]
-pub use build::{build_from_dir, build_from_files, content_type, BuildError};
+pub use build::{
+    build, build_from_files, content_type, gzip, BuildError, FileSpec, RedirectSpec, Spec,
+};
 pub use load::{EntryError, Field, LoadError, Section};
 
 use core::ops::Range;
@@ -41,7 +45,7 @@ use core::ops::Range;
 use format::{entry, le_u32, le_u64};
 use load::sub;
 
-use crate::resource::{Body, Found, Lookup, Resource, BLOCK};
+use crate::resource::{Body, Found, Lookup, Redirect, Resource, BLOCK};
 
 /// A loaded, validated site image. Cheap to copy: it only borrows the image.
 #[derive(Debug, Clone, Copy)]
@@ -49,8 +53,50 @@ pub struct Site<'a> {
     image: &'a [u8],
     entries: &'a [u8],
     strings: &'a [u8],
+    redirects: &'a [u8],
+    errors: &'a [u8],
     count: usize,
     files: usize,
+    /// Redirect records before this index are exact (sorted); the rest are prefixes.
+    exact_redirects: usize,
+}
+
+/// A two-bit switch of the image: unset (the platform decides), on, or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Switch {
+    /// Not set by the site: the platform's default.
+    Default,
+    /// On.
+    On,
+    /// Off.
+    Off,
+}
+
+impl Switch {
+    /// The switch's value, `default` when unset.
+    pub fn or(self, default: bool) -> bool {
+        match self {
+            Switch::Default => default,
+            Switch::On => true,
+            Switch::Off => false,
+        }
+    }
+}
+
+/// What the site's configuration says about the server's own pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pages<'a> {
+    /// The stats page and JSON.
+    pub stats: Switch,
+    /// `/metrics`.
+    pub metrics: Switch,
+    /// `/healthz`.
+    pub healthz: Switch,
+    /// Where the stats page lives (empty: the default, `/.well-known/bareweb`).
+    pub stats_path: &'a str,
+    /// Clients allowed the stats JSON and metrics: a network and prefix length (0:
+    /// everyone).
+    pub stats_allow: ([u8; 4], u8),
 }
 
 impl<'a> Site<'a> {
@@ -65,9 +111,75 @@ impl<'a> Site<'a> {
             image,
             entries: c.entries,
             strings: c.strings,
+            redirects: c.redirects,
+            errors: c.errors,
             count: c.count,
             files: c.files,
+            exact_redirects: c.exact_redirects,
         })
+    }
+
+    /// The site's settings for the server's own pages.
+    pub fn pages(&self) -> Pages<'a> {
+        let flags = le_u32(self.image, format::header::FLAGS);
+        let switch = |at: u32| match (flags >> at) & 3 {
+            format::SWITCH_ON => Switch::On,
+            format::SWITCH_OFF => Switch::Off,
+            _ => Switch::Default,
+        };
+        let mut net = [0u8; 4];
+        net.copy_from_slice(
+            self.image
+                .get(format::header::STATS_ALLOW)
+                .unwrap_or(&[0; 4]),
+        );
+        Pages {
+            stats: switch(format::flags::STATS),
+            metrics: switch(format::flags::METRICS),
+            healthz: switch(format::flags::HEALTHZ),
+            stats_path: self.header_string(
+                format::header::STATS_PATH_OFF,
+                format::header::STATS_PATH_LEN,
+            ),
+            stats_allow: (
+                net,
+                le_u32(self.image, format::header::STATS_ALLOW_PREFIX) as u8,
+            ),
+        }
+    }
+
+    fn header_string(&self, off: Range<usize>, len: Range<usize>) -> &'a str {
+        let b = sub(
+            self.strings,
+            u64::from(le_u32(self.image, off)),
+            u64::from(le_u32(self.image, len)),
+        );
+        core::str::from_utf8(b).unwrap_or("")
+    }
+
+    /// Number of configured redirects.
+    pub fn redirect_count(&self) -> usize {
+        self.redirects.len() / format::REDIRECT_LEN
+    }
+
+    fn redirect_at(&self, i: usize) -> (&'a [u8], &'a str, u16) {
+        let r = self
+            .redirects
+            .get(i * format::REDIRECT_LEN..(i + 1) * format::REDIRECT_LEN)
+            .unwrap_or(&[]);
+        let s = |off, len| {
+            sub(
+                self.strings,
+                u64::from(le_u32(r, off)),
+                u64::from(le_u32(r, len)),
+            )
+        };
+        let to = core::str::from_utf8(s(format::redirect::TO_OFF, format::redirect::TO_LEN));
+        (
+            s(format::redirect::FROM_OFF, format::redirect::FROM_LEN),
+            to.unwrap_or(""),
+            le_u32(r, format::redirect::STATUS) as u16,
+        )
     }
 
     /// Number of files (directories not counted).
@@ -130,7 +242,10 @@ impl<'a> Site<'a> {
     /// which `load` rules out.
     fn resource(&self, raw: &[u8]) -> Option<Resource<'a>> {
         let text = |off, len| core::str::from_utf8(self.string(raw, off, len)).ok();
-        let gzip_len = le_u64(raw, entry::GZIP_LEN);
+        let variant = |off, len: Range<usize>, sums| {
+            let l = le_u64(raw, len);
+            (l != 0).then(|| self.body(le_u64(raw, off), l, le_u64(raw, sums)))
+        };
         Some(Resource {
             content_type: text(entry::CTYPE_OFF, entry::CTYPE_LEN)?,
             etag: text(entry::ETAG_OFF, entry::ETAG_LEN)?,
@@ -140,13 +255,10 @@ impl<'a> Site<'a> {
                 le_u64(raw, entry::BODY_LEN),
                 le_u64(raw, entry::SUMS_OFF),
             ),
-            gzip: (gzip_len != 0).then(|| {
-                self.body(
-                    le_u64(raw, entry::GZIP_OFF),
-                    gzip_len,
-                    le_u64(raw, entry::GZIP_SUMS_OFF),
-                )
-            }),
+            gzip: variant(entry::GZIP_OFF, entry::GZIP_LEN, entry::GZIP_SUMS_OFF),
+            br: variant(entry::BR_OFF, entry::BR_LEN, entry::BR_SUMS_OFF),
+            zstd: variant(entry::ZSTD_OFF, entry::ZSTD_LEN, entry::ZSTD_SUMS_OFF),
+            headers: text(entry::HEADERS_OFF, entry::HEADERS_LEN)?,
         })
     }
 
@@ -168,7 +280,8 @@ impl<'a> Site<'a> {
 
 impl<'a> Lookup<'a> for Site<'a> {
     /// `/a/b` is a file, or a directory (answer [`Found::AddSlash`]); `/a/` is the
-    /// `index.html` of directory `/a` (not found when it has none); `/` is `/index.html`.
+    /// index file of directory `/a` (`index.html` unless the site names others), or its
+    /// listing when the site was built with listings, else not found; `/` is the root's.
     fn lookup(&self, path: &[u8]) -> Found<'a> {
         let found = match path {
             [b'/'] => self.find(b"/").map(|raw| (raw, true)),
@@ -190,6 +303,8 @@ impl<'a> Lookup<'a> for Site<'a> {
             (format::KIND_FILE, false) => raw,
             (format::KIND_DIR, false) => return Found::AddSlash,
             (format::KIND_DIR, true) => match le_u32(raw, entry::INDEX) {
+                // A directory with a listing carries it as its own body.
+                format::NO_INDEX if le_u32(raw, entry::CTYPE_LEN) != 0 => raw,
                 format::NO_INDEX => return Found::NotFound,
                 i => self.raw(i as usize),
             },
@@ -199,6 +314,49 @@ impl<'a> Lookup<'a> for Site<'a> {
             Some(r) => Found::Resource(r),
             None => Found::NotFound,
         }
+    }
+
+    /// Exact redirects by binary search, then prefixes in table order (longest first as
+    /// built).
+    fn redirect(&self, path: &[u8]) -> Option<Redirect<'a>> {
+        let (mut lo, mut hi) = (0usize, self.exact_redirects);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let (from, to, status) = self.redirect_at(mid);
+            match from.cmp(path) {
+                core::cmp::Ordering::Less => lo = mid + 1,
+                core::cmp::Ordering::Greater => hi = mid,
+                core::cmp::Ordering::Equal => {
+                    return Some(Redirect {
+                        status,
+                        to,
+                        matched: path.len(),
+                    })
+                }
+            }
+        }
+        (self.exact_redirects..self.redirect_count()).find_map(|i| {
+            let (from, to, status) = self.redirect_at(i);
+            path.starts_with(from).then_some(Redirect {
+                status,
+                to,
+                matched: from.len(),
+            })
+        })
+    }
+
+    fn error_page(&self, status: u16) -> Option<Resource<'a>> {
+        self.errors
+            .chunks_exact(format::ERROR_LEN)
+            .find(|r| le_u32(r, format::error_page::STATUS) == u32::from(status))
+            .and_then(|r| self.resource(self.raw(le_u32(r, format::error_page::ENTRY) as usize)))
+    }
+
+    fn common_headers(&self) -> &'a str {
+        self.header_string(
+            format::header::COMMON_HEADERS_OFF,
+            format::header::COMMON_HEADERS_LEN,
+        )
     }
 }
 

@@ -2,6 +2,8 @@
 //! allocated at start with room for every TCB twice over, so it never fills. The server
 //! refuses a connection beyond `--max-per-ip` from one address (issue 15: one client must
 //! not take every TCB). Keyed SipHash: an attacker cannot aim its addresses at one bucket.
+//! Each live address also carries a one-byte tag, forgotten with its last connection: the
+//! send NIC of a bonded server's per-client policy (issue 14).
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -11,11 +13,13 @@ use siphasher::sip::SipHasher13;
 
 /// An empty slot's count.
 const EMPTY: u32 = 0;
+/// A live address's tag before one is set.
+pub const NO_TAG: u8 = u8::MAX;
 
 /// Live connections per IPv4 address.
 pub struct PerIp {
-    /// (address, count); count 0 marks an empty slot.
-    slots: Vec<([u8; 4], u32)>,
+    /// (address, count, tag); count 0 marks an empty slot.
+    slots: Vec<([u8; 4], u32, u8)>,
     mask: usize,
     key: [u8; 16],
 }
@@ -25,7 +29,7 @@ impl PerIp {
     pub fn new(entries: usize, key: [u8; 16]) -> PerIp {
         let cap = (2 * entries.max(1)).next_power_of_two();
         PerIp {
-            slots: vec![([0; 4], EMPTY); cap],
+            slots: vec![([0; 4], EMPTY, NO_TAG); cap],
             mask: cap - 1,
             key,
         }
@@ -55,7 +59,22 @@ impl PerIp {
     /// One more connection from `ip`.
     pub fn add(&mut self, ip: [u8; 4]) {
         let i = self.find(ip);
-        self.slots[i] = (ip, self.slots[i].1 + 1);
+        let (_, n, tag) = self.slots[i];
+        self.slots[i] = (ip, n + 1, if n == EMPTY { NO_TAG } else { tag });
+    }
+
+    /// The tag of `ip` (`None` if it has no connection or no tag was set).
+    pub fn tag(&self, ip: [u8; 4]) -> Option<u8> {
+        let (_, n, tag) = self.slots[self.find(ip)];
+        (n != EMPTY && tag != NO_TAG).then_some(tag)
+    }
+
+    /// Tags `ip`, if it has a connection (the tag goes with its last one).
+    pub fn set_tag(&mut self, ip: [u8; 4], tag: u8) {
+        let i = self.find(ip);
+        if self.slots[i].1 != EMPTY {
+            self.slots[i].2 = tag;
+        }
     }
 
     /// One connection fewer from `ip` (nothing if it has none).
@@ -104,14 +123,21 @@ mod tests {
         let mut t = PerIp::new(4, [1; 16]);
         let a = [10, 0, 0, 1];
         assert_eq!(t.count(a), 0);
+        t.set_tag(a, 1); // no connection: nothing to tag
+        assert_eq!(t.tag(a), None);
         t.add(a);
+        assert_eq!(t.tag(a), None);
+        t.set_tag(a, 1);
         t.add(a);
         assert_eq!(t.count(a), 2);
+        assert_eq!(t.tag(a), Some(1), "kept while the address has connections");
         t.remove(a);
         assert_eq!(t.count(a), 1);
         t.remove(a);
         t.remove(a); // none left: nothing happens
         assert_eq!(t.count(a), 0);
+        t.add(a);
+        assert_eq!(t.tag(a), None, "forgotten with the last connection");
     }
 
     #[test]
@@ -126,6 +152,7 @@ mod tests {
             let live: u32 = model.values().sum();
             if (x >> 8).is_multiple_of(2) && live < 64 {
                 t.add(ip);
+                t.set_tag(ip, ip[3]);
                 *model.entry(ip).or_default() += 1;
             } else if let Some(n) = model.get_mut(&ip) {
                 t.remove(ip);
@@ -136,6 +163,7 @@ mod tests {
             }
             for (ip, n) in &model {
                 assert_eq!(t.count(*ip), *n);
+                assert_eq!(t.tag(*ip), Some(ip[3]), "a tag moves with its slot");
             }
         }
     }

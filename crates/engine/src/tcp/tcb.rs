@@ -30,6 +30,9 @@ pub struct Tcb {
     pub chain: u32,
     /// On the run list.
     pub queued: bool,
+    /// The paper's send-id (issue 14): the NIC of a bonded server's set this connection's
+    /// frames leave from, chosen at its SYN (0 without bonding).
+    pub send: u8,
 }
 
 /// The most bytes a TCB may take: the server allocates one per `--tcbs` at start (plus its
@@ -50,6 +53,7 @@ impl Tcb {
             peer_mac: EthernetAddress([0; 6]),
             chain: NONE,
             queued: false,
+            send: 0,
         }
     }
 

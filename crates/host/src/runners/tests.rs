@@ -256,7 +256,7 @@ fn exercise(
     tso: bool,
 ) -> (Vec<CoreReport>, &'static Board) {
     let image: &'static [u8] = Vec::leak(site::build_from_files(&files()).unwrap());
-    let site = WithStatsPage(Site::load(image).unwrap());
+    let site = WithStatsPage::new(Site::load(image).unwrap());
     let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
     cfg.tcbs = 512;
     let board: &'static Board =

@@ -127,7 +127,7 @@ fn page_is_served_and_self_contained() {
             Found::NotFound
         }
     }
-    let site = WithStatsPage(Nothing);
+    let site = WithStatsPage::new(Nothing);
     let Found::Resource(r) = site.lookup(PAGE_PATH) else {
         panic!("no page")
     };

@@ -26,9 +26,11 @@ impl Default for InFrame {
     }
 }
 
-/// A frame on its way from an HTTP core to the NIC: head bytes and a borrowed body.
+/// A frame on its way from an HTTP core to the NIC: head bytes and a borrowed body, and
+/// the NIC of a set it leaves from (`TxRing::select`; 0 with one NIC).
 pub struct OutFrame {
     pub(super) head_len: u16,
+    pub(super) nic: u8,
     pub(super) body: &'static [u8],
     pub(super) head: [u8; TX_HEAD_ROOM],
 }
@@ -37,6 +39,7 @@ impl Default for OutFrame {
     fn default() -> Self {
         OutFrame {
             head_len: 0,
+            nic: 0,
             body: &[],
             head: [0; TX_HEAD_ROOM],
         }
@@ -148,6 +151,7 @@ impl RingNic {
                 notes_lost: 0,
                 net: ends.net,
                 posted: false,
+                nic: 0,
             },
             own: ends.own,
             mac,
@@ -219,6 +223,8 @@ pub struct DlistTx {
     pub(super) net: Doze,
     /// Frames committed since the last flush.
     pub(super) posted: bool,
+    /// The NIC the next frames leave from (`select`), kept with each frame.
+    pub(super) nic: u8,
 }
 
 impl TxRing for DlistTx {
@@ -230,6 +236,7 @@ impl TxRing for DlistTx {
         // The same slot `slot` lent: the ring's tail has not moved since.
         let s = self.ring.slot().ok_or(TxFull)?;
         s.head_len = head_len.min(TX_HEAD_ROOM) as u16;
+        s.nic = self.nic;
         s.body = body;
         self.ring.commit();
         self.posted = true;
@@ -238,6 +245,10 @@ impl TxRing for DlistTx {
 
     fn room(&mut self) -> usize {
         self.ring.free()
+    }
+
+    fn select(&mut self, nic: u8) {
+        self.nic = nic;
     }
 
     fn flush(&mut self) {

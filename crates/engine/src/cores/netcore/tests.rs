@@ -408,6 +408,9 @@ fn site() -> OnePage {
             block_sums: Vec::leak(sums),
         },
         gzip: None,
+        br: None,
+        zstd: None,
+        headers: "",
     })
 }
 

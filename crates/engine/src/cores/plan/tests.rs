@@ -162,7 +162,7 @@ fn roles_and_each_cores_configuration() {
     assert_eq!(p.config(0).tcbs, 8);
     assert_eq!(plan(Mode::PerQueue, 2).roles(), [Role::Queue, Role::Queue]);
     assert_eq!(plan(Mode::Single, 1).roles(), [Role::Single]);
-    let p = plan(Mode::PerQueue, 2).with_board(true);
+    let p = plan(Mode::PerQueue, 2).with_board(crate::cores::pages::PageSettings::default());
     let board = p.board.expect("a board");
     assert_eq!(board.cores(), 2);
     assert!(plan(Mode::Single, 1).board.is_none());

@@ -38,7 +38,7 @@ fn curl() {
             if_modified_since: None,
             range: None,
             if_range: None,
-            accept_gzip: false,
+            accept: fields::AcceptEncoding::default(),
             host: Some(b"10.0.0.2"),
             has_body: false,
         }
@@ -51,16 +51,16 @@ fn wget_python_firefox_ab() {
     assert_eq!(len, WGET.len());
     assert_eq!(r.target, b"/docs/index.html");
     assert_eq!(r.host, Some(&b"10.0.0.2:8080"[..]));
-    assert!(r.keep_alive && !r.accept_gzip);
+    assert!(r.keep_alive && !r.accept.gzip_preferred());
 
     let (r, len) = complete(PYTHON);
     assert_eq!(len, PYTHON.len());
     assert_eq!(r.target, b"/x");
-    assert!(r.keep_alive && !r.accept_gzip && !r.has_body);
+    assert!(r.keep_alive && !r.accept.gzip_preferred() && !r.has_body);
 
     let (r, _) = complete(FIREFOX);
     assert_eq!(r.target, b"/style.css?v=3");
-    assert!(r.accept_gzip && r.keep_alive);
+    assert!(r.accept.gzip_preferred() && r.keep_alive);
     assert_eq!(r.if_none_match, Some(&b"\"5f3a-1c2b-gz\""[..]));
     assert_eq!(
         r.if_modified_since,

@@ -85,6 +85,9 @@ impl<'a> Site<'a> {
             last_modified: LM,
             identity: s.html(),
             gzip: Some(s.gz()),
+            br: None,
+            zstd: None,
+            headers: "",
         };
         let txt = Resource {
             content_type: "text/plain; charset=utf-8",
@@ -92,6 +95,9 @@ impl<'a> Site<'a> {
             last_modified: LM,
             identity: s.txt(),
             gzip: None,
+            br: None,
+            zstd: None,
+            headers: "",
         };
         let empty = Resource {
             content_type: "application/octet-stream",
@@ -102,6 +108,9 @@ impl<'a> Site<'a> {
                 block_sums: &[],
             },
             gzip: None,
+            br: None,
+            zstd: None,
+            headers: "",
         };
         let future = Resource {
             last_modified: NOW + 1000,

@@ -1,10 +1,10 @@
-//! The site image builder (std): a directory or files in, an image that loads to the same
-//! content out; content types, gzip variants, errors.
+//! The site image writer (std): files in, an image that loads to the same content out;
+//! content types, gzip variants, errors. (Directories and bareweb.toml: crates/site.)
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, UNIX_EPOCH};
-use std::{fs, process};
+use std::path::Path;
+
+use std::fs;
 
 use super::*;
 
@@ -149,124 +149,4 @@ fn build_errors() {
         build_from_files(&[f("/a/b/c"), f("/a/b")]),
         Err(BuildError::FileAndDir(p)) if p == "/a/b"
     ));
-    assert!(matches!(
-        build_from_dir(Path::new("/nonexistent/bareweb/site")),
-        Err(BuildError::Io { .. })
-    ));
-}
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static N: AtomicU32 = AtomicU32::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("bareweb-site-{tag}-{}-{n}", process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn write(&self, rel: &str, data: &[u8], mtime: u64) {
-        let path = self.0.join(rel);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(&path, data).unwrap();
-        let f = fs::File::options().write(true).open(&path).unwrap();
-        f.set_modified(UNIX_EPOCH + Duration::from_secs(mtime))
-            .unwrap();
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-#[test]
-fn build_from_a_directory() {
-    let dir = TempDir::new("dir");
-    for (path, data, mtime) in fixture_files() {
-        dir.write(&path[1..], &data, mtime);
-    }
-    dir.write(".hidden", b"secret", 1);
-    dir.write(".git/config", b"secret", 1);
-    dir.write("docs/.DS_Store", b"secret", 1);
-    fs::create_dir_all(dir.0.join("empty/inner")).unwrap();
-    #[cfg(unix)]
-    {
-        std::os::unix::fs::symlink("/etc/passwd", dir.0.join("passwd")).unwrap();
-        std::os::unix::fs::symlink("index.html", dir.0.join("link.html")).unwrap();
-        std::os::unix::fs::symlink("/etc", dir.0.join("etc")).unwrap();
-    }
-    let image = build_from_dir(&dir.0).unwrap();
-    let site = load_ok(&image);
-    let got: Vec<&str> = site.iter_files().map(|(p, _)| p).collect();
-    let mut want: Vec<String> = fixture_files().into_iter().map(|f| f.0).collect();
-    want.sort();
-    assert_eq!(got, want);
-    for (path, data, mtime) in fixture_files() {
-        let r = resource(&site, &path);
-        assert_eq!(r.identity.data, &data[..]);
-        assert_eq!(r.last_modified, mtime, "{path}");
-    }
-    for p in [
-        "/.hidden",
-        "/.git",
-        "/.git/config",
-        "/docs/.DS_Store",
-        "/empty",
-        "/empty/",
-        "/passwd",
-        "/link.html",
-        "/etc",
-        "/etc/passwd",
-    ] {
-        assert_eq!(site.lookup(p.as_bytes()), Found::NotFound, "{p}");
-    }
-}
-
-#[test]
-fn example_site() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/site");
-    let image = build_from_dir(&root).unwrap();
-    let site = load_ok(&image);
-
-    let big = resource(&site, "/files/1m.bin");
-    assert_eq!(big.identity.data.len(), 1_048_576);
-    let on_disk = fs::read(root.join("files/1m.bin")).unwrap();
-    assert_eq!(big.identity.data, &on_disk[..]);
-    assert_eq!(big.gzip, None);
-    assert_eq!(big.content_type, "application/octet-stream");
-    assert!(big.identity.is_consistent());
-    assert_eq!(
-        big.identity.sum(0, 1_048_576),
-        crate::wire::checksum::sum(&on_disk)
-    );
-
-    let four_k = resource(&site, "/files/4k.html");
-    assert_eq!(four_k.identity.data.len(), 4096);
-    assert!(four_k.gzip.is_some());
-
-    assert_eq!(
-        site.lookup(b"/"),
-        Found::Resource(resource(&site, "/index.html"))
-    );
-    assert_eq!(site.lookup(b"/docs"), Found::AddSlash);
-    assert_eq!(
-        site.lookup(b"/docs/"),
-        Found::Resource(resource(&site, "/docs/index.html"))
-    );
-    assert_eq!(site.lookup(b"/files/"), Found::NotFound);
-    assert_eq!(resource(&site, "/gradient.png").gzip, None);
-    assert!(resource(&site, "/favicon.ico").gzip.is_some());
-    assert!(resource(&site, "/style.css").gzip.is_some());
-    assert_eq!(resource(&site, "/logo.svg").content_type, "image/svg+xml");
-    assert_eq!(
-        resource(&site, "/robots.txt").content_type,
-        "text/plain; charset=utf-8"
-    );
-    assert!(site.len() >= 10);
-    exercise(&site);
 }

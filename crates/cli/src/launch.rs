@@ -1,0 +1,473 @@
+//! `bareweb run`, honestly: everything that can be checked is checked before QEMU starts
+//! (the site or image, the memory it needs, the listen port, QEMU itself), "serving" is
+//! said only once the kernel's console says `bareweb: ready`, and a QEMU failure is
+//! translated into its cause and a fix.
+//!
+//! QEMU's stdio is the kernel's console (COM1): a thread reads it line by line, copies it
+//! to the terminal or `--serial-log` (or drops it with `--headless`) and watches for the
+//! ready line; another keeps QEMU's stderr for the translation. The temporary directory
+//! (kernel, site image) goes on every way out: normal exit, Ctrl-C, SIGTERM, SIGHUP, a
+//! closed pipe on the console (SIGPIPE is ignored by Rust, so the write fails and we stop),
+//! and a panic (the hook removes it; QEMU dies with us through PR_SET_PDEATHSIG).
+//! `--dry-run` keeps it and says where.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::image::{kind_of, Kind};
+use crate::opts::{kernel_cmdline, value_name};
+use crate::run::{
+    choose_accel, cores_plan, qemu_args, qemu_present, shell_words, Boot, Net, RunArgs, KERNEL,
+    KERNEL_FAILED, QEMU_HINT,
+};
+
+/// What `bareweb run` was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// A site directory: built now.
+    Dir,
+    /// A site image (`bareweb build -o X.bws`).
+    SiteImage,
+    /// A single-file bootable ELF (`bareweb build -o X.elf`).
+    Elf,
+    /// A bootable ISO (`bareweb build --iso X.iso`).
+    Iso,
+}
+
+/// What `path` is, by its content (the extension, in any case, only for an ISO).
+pub fn input_kind(path: &Path) -> Result<Input, String> {
+    if path.is_dir() {
+        return Ok(Input::Dir);
+    }
+    let mut head = [0u8; 8];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    match &head[..n] {
+        [0x7f, b'E', b'L', b'F', ..] => Ok(Input::Elf),
+        [b'B', b'W', b'S', b'I', b'T', b'E', 0, 0] => Ok(Input::SiteImage),
+        _ if kind_of(path) == Kind::Iso => Ok(Input::Iso),
+        _ => Err(format!(
+            "{} is not a site directory, a site image, a bootable .elf or an .iso \
+             (write one with `bareweb build`)",
+            path.display()
+        )),
+    }
+}
+
+/// The command line baked into a bootable image (`.elf` or `.iso`) by `bareweb build`.
+pub fn baked_cmdline(bytes: &[u8]) -> Option<String> {
+    const MAGIC: &[u8; 16] = b"BAREWEB-SITE-v1\0";
+    let at = bytes.windows(MAGIC.len()).position(|w| w == MAGIC)?;
+    let d = bytes.get(at..at + 40)?;
+    let len = u64::from_le_bytes(d[32..40].try_into().ok()?) as usize;
+    let line = bytes.get(at + 40..at + 40 + len.min(496))?;
+    String::from_utf8(line.to_vec()).ok()
+}
+
+/// Memory the VM needs, in bytes: firmware, low memory and the kernel; the site image;
+/// per core the TCBs (~10 KiB each with their buffers) and ~8 MiB of rings and stacks.
+pub fn memory_needed(image_len: u64, tcbs: usize, cores: u32) -> u64 {
+    let per_core = tcbs as u64 * 10 * 1024 + (8 << 20);
+    (24 << 20) + KERNEL.len() as u64 + image_len + u64::from(cores) * per_core
+}
+
+/// Where the files QEMU boots live: removed on drop unless kept (`--dry-run`).
+struct Work {
+    dir: PathBuf,
+    keep: bool,
+}
+
+/// The work directory, for the panic hook and the signal path.
+static WORK_DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+impl Work {
+    fn new(keep: bool) -> Result<Work, String> {
+        let base = std::env::temp_dir();
+        for i in 0..100u32 {
+            let p = base.join(format!("bareweb-run-{}-{i}", std::process::id()));
+            if std::fs::create_dir(&p).is_ok() {
+                if !keep {
+                    *WORK_DIR.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone());
+                    let prev = std::panic::take_hook();
+                    std::panic::set_hook(Box::new(move |info| {
+                        remove_work_dir();
+                        prev(info);
+                    }));
+                }
+                return Ok(Work { dir: p, keep });
+            }
+        }
+        Err(format!("cannot create a directory in {}", base.display()))
+    }
+}
+
+fn remove_work_dir() {
+    let dir = WORK_DIR.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(d) = dir {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        if !self.keep {
+            remove_work_dir();
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn install_stop_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: on_stop only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            libc::signal(
+                sig,
+                on_stop as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            )
+        };
+    }
+}
+
+/// QEMU's complaint turned into its cause and a fix, when we know it.
+pub fn explain(stderr: &str, a: &RunArgs) -> Option<String> {
+    let s = stderr;
+    if s.contains("Could not set up host forwarding rule") {
+        return Some(format!(
+            "{} is already in use (another server?): give another with --listen 127.0.0.1:PORT",
+            a.listen
+        ));
+    }
+    if s.contains("initrd is too large") || s.contains("not enough space") {
+        return Some(format!(
+            "the site does not fit in --mem {}: give more, e.g. --mem {}M",
+            a.mem,
+            a.mem.mib() * 2
+        ));
+    }
+    if s.contains("Could not access KVM") || s.contains("failed to initialize kvm") {
+        return Some("KVM is not usable here: use --accel tcg (or --accel auto)".into());
+    }
+    if s.contains("Device or resource busy") {
+        return Some(format!(
+            "{} is busy: another process has the TAP open (another bareweb run or serve?)",
+            a.net
+        ));
+    }
+    if s.contains("could not configure /dev/net/tun") || s.contains("Operation not permitted") {
+        return Some(format!(
+            "QEMU may not open {}: create it for your user first (sudo ip tuntap add NAME mode tap user $USER) or run as root",
+            a.net
+        ));
+    }
+    if s.contains("cannot set up guest memory") {
+        return Some(format!(
+            "the host cannot give the VM --mem {}: give less",
+            a.mem
+        ));
+    }
+    if s.contains("Could not open option rom") || s.contains("could not load PC BIOS") {
+        return Some(
+            "QEMU's firmware is missing: use --machine pc, or install qemu-system-data".into(),
+        );
+    }
+    None
+}
+
+/// Checks the host side of `--listen` is free (then lets it go for QEMU to take).
+fn check_listen(a: &RunArgs) -> Result<(), String> {
+    if a.net != Net::User {
+        return Ok(());
+    }
+    match TcpListener::bind(a.listen) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(format!(
+            "{} is already in use (another server?): give another with --listen 127.0.0.1:PORT",
+            a.listen
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(format!(
+            "{}: port {} needs root; give a port from 1024 up with --listen",
+            a.listen,
+            a.listen.port()
+        )),
+        Err(e) => Err(format!("cannot listen on {}: {e}", a.listen)),
+    }
+}
+
+/// Where the console goes.
+enum Sink {
+    Terminal,
+    File(std::fs::File),
+    Drop,
+}
+
+pub fn run(a: RunArgs) -> Result<ExitCode, String> {
+    let input = input_kind(&a.site)?;
+    let work = Work::new(a.dry_run)?;
+    let kernel = work.dir.join("bareweb-kernel.elf");
+    let image = work.dir.join("site.bws");
+    let (boot, baked, image_len, files) = match input {
+        Input::Dir | Input::SiteImage => {
+            let (bytes, files) = crate::util::site_image(&a.site, a.config.as_deref())?;
+            std::fs::write(&kernel, KERNEL).map_err(|e| format!("cannot write the kernel: {e}"))?;
+            std::fs::write(&image, &bytes)
+                .map_err(|e| format!("cannot write {}: {e}", image.display()))?;
+            let b = Boot::Kernel {
+                kernel: &kernel,
+                initrd: Some(&image),
+            };
+            (b, String::new(), bytes.len() as u64, Some(files))
+        }
+        Input::Elf | Input::Iso => {
+            if a.config.is_some() {
+                return Err(format!(
+                    "--config applies to a site directory; {} has its configuration built in",
+                    a.site.display()
+                ));
+            }
+            let bytes = std::fs::read(&a.site)
+                .map_err(|e| format!("cannot read {}: {e}", a.site.display()))?;
+            let baked = baked_cmdline(&bytes).ok_or(format!(
+                "{} holds no bareweb kernel with a site (write one with `bareweb build -o NAME.elf` or `--iso NAME.iso`)",
+                a.site.display()
+            ))?;
+            let b = if input == Input::Elf {
+                Boot::Kernel {
+                    kernel: &a.site,
+                    initrd: None,
+                }
+            } else {
+                Boot::Cdrom(&a.site)
+            };
+            (b, baked, bytes.len() as u64, None)
+        }
+    };
+    // The settings the kernel will have: the image's built-in words, then ours.
+    let mut complaint = None;
+    let base = kernel_cmdline::parse(&baked, |_| {});
+    let words = a.cmdline();
+    let settings = kernel_cmdline::parse_over(base, &words, |c| {
+        complaint.get_or_insert(format!("kernel command line word {:?}: {}", c.word, c.why));
+    });
+    if let Some(c) = complaint {
+        return Err(c);
+    }
+    let need = memory_needed(image_len, settings.tcbs, a.smp);
+    if need > a.mem.0 {
+        return Err(format!(
+            "--mem {} is too small: the site image is {} KiB and {} TCBs on {} core(s) need about {} MiB in all; give --mem {}M or more",
+            a.mem,
+            image_len / 1024,
+            settings.tcbs,
+            a.smp,
+            need.div_ceil(1 << 20),
+            need.div_ceil(1 << 20).next_power_of_two().max(64)
+        ));
+    }
+    let (accel, why) = choose_accel(a.accel);
+    let args = qemu_args(&a, accel, &boot, &settings)?;
+    if a.dry_run {
+        eprintln!("bareweb: accel {why}");
+        if a.smp > 1 {
+            eprintln!("bareweb: {}", cores_plan(&a)?.note);
+        }
+        eprintln!(
+            "bareweb: dry run: the files QEMU boots are kept in {} (remove it when done)",
+            work.dir.display()
+        );
+        println!("{} {}", a.qemu, shell_words(&args));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !qemu_present(&a.qemu) {
+        return Err(format!(
+            "{} not found: install QEMU ({QEMU_HINT}; `cargo xtask setup` does it as root)",
+            a.qemu
+        ));
+    }
+    check_listen(&a)?;
+    let what = match files {
+        Some(n) => format!("the kernel ({} KiB) with {n} files", KERNEL.len() / 1024),
+        None => format!("{}", a.site.display()),
+    };
+    eprintln!(
+        "bareweb: booting {what} under QEMU: accel {why}; machine {}, NIC {}",
+        value_name(a.machine),
+        value_name(a.nic)
+    );
+    if a.smp > 1 {
+        eprintln!("bareweb: {}", cores_plan(&a)?.note);
+    }
+    let serving = if a.net == Net::User {
+        format!(
+            "bareweb: serving at http://{}/ (forwarded to {}:{}); Ctrl-C stops",
+            a.listen, settings.ip, settings.port
+        )
+    } else {
+        format!(
+            "bareweb: serving at http://{}:{}/ on {}; Ctrl-C stops",
+            settings.ip, settings.port, a.net
+        )
+    };
+    let sink = match (&a.serial_log, a.headless) {
+        (Some(f), _) => Sink::File(
+            std::fs::File::create(f).map_err(|e| format!("cannot write {}: {e}", f.display()))?,
+        ),
+        (None, true) => Sink::Drop,
+        (None, false) => Sink::Terminal,
+    };
+    install_stop_handlers();
+    let mut cmd = Command::new(&a.qemu);
+    cmd.args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // QEMU must not outlive us (tests stop `bareweb run` by PID).
+    // SAFETY: prctl is async-signal-safe and only affects the child being started.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "{} not found: install QEMU ({QEMU_HINT}; `cargo xtask setup` does it as root)",
+                a.qemu
+            ))
+        }
+        Err(e) => return Err(format!("cannot start {}: {e}", a.qemu)),
+    };
+    let ready = Arc::new(AtomicBool::new(false));
+    let console = child.stdout.take().map(|out| {
+        let ready = Arc::clone(&ready);
+        std::thread::spawn(move || copy_console(out, sink, &ready, &serving))
+    });
+    let err_text = Arc::new(Mutex::new(String::new()));
+    let errors = child.stderr.take().map(|err| {
+        let text = Arc::clone(&err_text);
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                let mut t = text.lock().unwrap_or_else(|e| e.into_inner());
+                t.push_str(&line);
+                t.push('\n');
+            }
+        })
+    });
+    // Ctrl-C reaches QEMU too (same process group) and it exits; SIGTERM and SIGHUP reach
+    // only us: pass them on. Either way we wait for QEMU, then remove the files.
+    let mut forwarded: Option<Instant> = None;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) => {}
+            Err(e) => return Err(format!("waiting for QEMU: {e}")),
+        }
+        if STOP.load(Ordering::Relaxed) {
+            let t = *forwarded.get_or_insert_with(Instant::now);
+            if t.elapsed() < Duration::from_millis(20) {
+                // SAFETY: kill(2) on our own child's pid.
+                unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            } else if t.elapsed() > Duration::from_secs(3) {
+                let _ = child.kill();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    if let Some(t) = console {
+        let _ = t.join();
+    }
+    if let Some(t) = errors {
+        let _ = t.join();
+    }
+    let stderr = err_text.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    drop(work);
+    match status.code() {
+        Some(0) => Ok(ExitCode::SUCCESS),
+        Some(KERNEL_FAILED) => Err(
+            "the kernel stopped on a panic or CPU exception (its report is on the console)".into(),
+        ),
+        Some(c) => Err(match explain(&stderr, &a) {
+            Some(why) => why,
+            None if !ready.load(Ordering::Relaxed) => {
+                format!("QEMU exited with status {c} before the kernel was ready (its words above)")
+            }
+            None => format!("QEMU exited with status {c}"),
+        }),
+        None => Ok(ExitCode::SUCCESS), // stopped by a signal (Ctrl-C, SIGTERM): normal
+    }
+}
+
+/// Copies the console line by line to `sink`; says `serving` once the kernel is ready.
+/// A sink that fails (a closed pipe) stops the run.
+fn copy_console(out: impl std::io::Read, mut sink: Sink, ready: &AtomicBool, serving: &str) {
+    let mut r = BufReader::new(out);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match r.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let ok = match &mut sink {
+            Sink::Terminal => {
+                let mut o = std::io::stdout().lock();
+                o.write_all(&line).and_then(|_| o.flush())
+            }
+            Sink::File(f) => f.write_all(&line).and_then(|_| f.flush()),
+            Sink::Drop => Ok(()),
+        };
+        if ok.is_err() {
+            STOP.store(true, Ordering::Relaxed);
+            sink = Sink::Drop;
+        }
+        if !ready.load(Ordering::Relaxed) && line.windows(15).any(|w| w == b"bareweb: ready:") {
+            ready.store(true, Ordering::Relaxed);
+            eprintln!("{serving}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_line_is_found_in_an_elf() {
+        let elf =
+            crate::bootimage::elf_with_site(KERNEL, b"site", "ip=10.9.8.7/24 port=81").unwrap();
+        assert_eq!(
+            baked_cmdline(&elf).as_deref(),
+            Some("ip=10.9.8.7/24 port=81")
+        );
+        assert_eq!(baked_cmdline(KERNEL).as_deref(), Some(""));
+        assert_eq!(baked_cmdline(b"nothing here"), None);
+    }
+
+    #[test]
+    fn memory_grows_with_the_site_the_tcbs_and_the_cores() {
+        let base = memory_needed(0, 1024, 1);
+        assert!(base < 64 << 20, "{base}");
+        assert!(memory_needed(20 << 20, 1024, 1) > 16 << 20);
+        assert!(memory_needed(0, 8192, 2) > memory_needed(0, 1024, 2));
+        assert!(
+            memory_needed(0, 8192, 1) < 1 << 30,
+            "the bench's 8192 TCBs fit 1G"
+        );
+    }
+}

@@ -1,0 +1,141 @@
+//! The command line as a user meets it (issue 17, "one validation style"): every bad value
+//! or impossible combination is a clap usage error — exit code 2, clap's `error:` format,
+//! the option named — before anything starts; the same option has the same name and
+//! meaning in `serve`, `run` and `build`.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn bareweb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bareweb"))
+        .args(args)
+        .output()
+        .expect("run bareweb")
+}
+
+fn site() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/site")
+        .display()
+        .to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Exit code 2 and clap's format, naming `what`.
+fn usage_error(args: &[&str], what: &str) {
+    let o = bareweb(args);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+    assert!(e.starts_with("error: "), "{args:?}: {e}");
+    assert!(e.contains("--help"), "{args:?}: {e}");
+    assert!(e.contains(what), "{args:?} should mention {what:?}: {e}");
+}
+
+#[test]
+fn bad_values_are_usage_errors_in_every_command() {
+    let s = site();
+    for cmd in ["serve", "run"] {
+        usage_error(&[cmd, &s, "--tcbs", "0"], "--tcbs");
+        usage_error(&[cmd, &s, "--sched", "foo"], "--sched");
+        usage_error(&[cmd, &s, "--ip", "+10.0.02.+15/24"], "--ip");
+        usage_error(&[cmd, &s, "--ip", "10.0.0.2/33"], "--ip");
+        usage_error(&[cmd, &s, "--gw", "10.0.0.256"], "--gw");
+        usage_error(&[cmd, &s, "--mac", "1:2:3:4:5:+6"], "--mac");
+        usage_error(&[cmd, &s, "--port", "0"], "--port");
+        usage_error(&[cmd, &s, "--request-timeout", "0"], "--request-timeout");
+        usage_error(
+            &[cmd, &s, "--bsp-http"],
+            "--bsp-http only applies to --mode netcore",
+        );
+        // One spelling for the access log everywhere: the old `run --log` is gone.
+        usage_error(&[cmd, &s, "--log", "foo"], "--log");
+    }
+    usage_error(&["serve", &s, "--tap", "a/b"], "--tap");
+    usage_error(&["serve", &s, "--cores", "0"], "--cores");
+    usage_error(
+        &["serve", &s, "--runner", "serial", "--threads", "2"],
+        "1 to 1 threads",
+    );
+    usage_error(&["run", &s, "--smp", "33"], "--smp");
+    usage_error(&["run", &s, "--mem", "16"], "--mem");
+    usage_error(&["run", &s, "--listen", "127.0.0.1"], "--listen");
+    usage_error(&["run", &s, "--net", "tap:"], "--net");
+    usage_error(&["run", &s, "--smp", "2", "--mode", "perqueue"], "perqueue");
+    // Kernel command-line words are checked with the kernel's own parser before boot.
+    usage_error(&["run", &s, "--append", "log=foo"], "log=foo");
+    usage_error(&["run", &s, "--append", "colour=blue"], "unknown key");
+    usage_error(
+        &["build", &s, "-o", "x.elf", "--append", "crash=maybe"],
+        "crash=maybe",
+    );
+    usage_error(&["build", &s, "-o", "x.elf", "--sched", "foo"], "--sched");
+    // A plain site image carries no server settings: say so rather than drop them.
+    usage_error(
+        &["build", &s, "-o", "x.bws", "--ip", "10.0.0.2/24"],
+        "bootable images only",
+    );
+    usage_error(&["build", &s, "--iso", "x.img"], ".iso");
+}
+
+#[test]
+fn gw_none_and_access_log_mean_the_same_everywhere() {
+    let s = site();
+    // serve takes `--gw none` (it fails later, on the missing site, not on the option).
+    let o = bareweb(&["serve", "/nonexistent-site", "--gw", "none", "--access-log"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("/nonexistent-site"), "{}", stderr(&o));
+    // run: the same options become the kernel's words.
+    let o = bareweb(&[
+        "run",
+        &s,
+        "--dry-run",
+        "--accel",
+        "tcg",
+        "--machine",
+        "pc",
+        "--gw",
+        "none",
+        "--access-log",
+        "--stats-log",
+        "--request-timeout",
+        "5",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let line = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        line.contains("-append 'gw=none request_timeout=5 log=access,stats'"),
+        "{line}"
+    );
+}
+
+#[test]
+fn build_writes_what_the_extension_says_in_any_case() {
+    let dir = std::env::temp_dir().join(format!("bareweb-usage-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let elf = dir.join("x.ELF");
+    let o = bareweb(&[
+        "build",
+        &site(),
+        "-o",
+        elf.to_str().unwrap(),
+        "--gw",
+        "none",
+        "--access-log",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bytes = std::fs::read(&elf).unwrap();
+    assert_eq!(
+        &bytes[..4],
+        b"\x7fELF",
+        "-o x.ELF must write a bootable ELF"
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("\"gw=none log=access\""),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

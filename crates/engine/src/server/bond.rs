@@ -1,0 +1,229 @@
+//! The server's side of bonding (issue 14, paper 002): the send-id of each connection,
+//! the NIC every frame leaves from, and what a failover asks of the server.
+//!
+//! - **The send-id.** [`Server::bond_assign`] gives a new connection its send NIC (the
+//!   set's policy, [`Chooser`]) when its TCB is made; it stays in the TCB (`Tcb::send`).
+//! - **Every frame names its NIC** ([`Server::via`]): before a frame is built the transmit
+//!   ring is told the NIC (`TxRing::select`) and the egress writes that NIC's MAC as the
+//!   source. A connection's frames go to its send-id (under the `size` policy, frames
+//!   without payload to the control NIC); ARP replies and gratuitous ARPs to the receive
+//!   NIC; frames of no connection (RSTs, SYN-cookie SYN-ACKs, echo replies) to the control
+//!   NIC.
+//! - **Failover** ([`Server::bond_sync`], once per round): when the set's live word has
+//!   moved, the server takes the new receive NIC's MAC as its own (ARP, ingress), moves
+//!   the connections of NICs that no longer send to others (counted in `moved_off`; what
+//!   was lost on the dead link TCP retransmits), and, on the announcing core, sends a
+//!   gratuitous ARP for each one the monitor asked for.
+//! - **Datagrams** ([`Server::via_datagram`]): the seam for a protocol without
+//!   connections (issue 13's UDP server): a send NIC per datagram by the same policy.
+//!
+//! Without a set (`Config::bond` is `None`) every function here returns at its first line.
+
+use super::Server;
+use crate::bond::{BondRole, Chooser, Links, NicCounts, Part, Policy, MAX_NICS};
+use crate::nic::TxRing;
+use crate::resource::Lookup;
+
+/// A server's bonding state.
+pub(super) struct ServerBond {
+    role: BondRole,
+    /// The live word as last applied.
+    seen: Links,
+    chooser: Chooser,
+    /// The server's part of the per-NIC counters (`conns` is the chooser's).
+    counts: [NicCounts; MAX_NICS],
+    dirty: bool,
+}
+
+impl ServerBond {
+    pub(super) fn new(role: BondRole) -> ServerBond {
+        let b = role.bond;
+        let seen = b.links();
+        ServerBond {
+            role,
+            seen,
+            chooser: Chooser::new(b.policy(), b.count(), b.senders(seen), seen.receive),
+            counts: Default::default(),
+            dirty: true,
+        }
+    }
+
+    /// The MAC ARP gives for our address now (the receive NIC's).
+    pub(super) fn receive_mac(&self) -> crate::wire::EthernetAddress {
+        self.role.bond.mac(usize::from(self.seen.receive))
+    }
+}
+
+/// Linux bonding's `_simple_hash` of an address: its bytes xor-ed.
+fn client_hash(ip: [u8; 4]) -> u32 {
+    u32::from(ip[0] ^ ip[1] ^ ip[2] ^ ip[3])
+}
+
+impl<L: Lookup<'static>> Server<L> {
+    /// Frames built from now on leave from NIC `k`: the ring is told, and the egress writes
+    /// `k`'s MAC as their source.
+    pub(super) fn via<T: TxRing>(&mut self, k: u8, tx: &mut T) {
+        if let Some(b) = &self.bond {
+            tx.select(k);
+            self.egress.set_mac(b.role.bond.mac(usize::from(k)));
+        }
+    }
+
+    /// The next frame is connection `id`'s (with payload or not).
+    pub(super) fn via_conn<T: TxRing>(&mut self, id: u32, has_payload: bool, tx: &mut T) {
+        if let Some(b) = &self.bond {
+            let k = b
+                .chooser
+                .frame_nic(self.tcbs.0[id as usize].send, has_payload);
+            self.via(k, tx);
+        }
+    }
+
+    /// The next frame is an ARP (it leaves from the receive NIC, with its MAC).
+    pub(super) fn via_receive<T: TxRing>(&mut self, tx: &mut T) {
+        if let Some(b) = &self.bond {
+            let k = b.seen.receive;
+            self.via(k, tx);
+        }
+    }
+
+    /// The next frame belongs to no connection.
+    pub(super) fn via_stateless<T: TxRing>(&mut self, tx: &mut T) {
+        if let Some(b) = &self.bond {
+            let k = b.chooser.stateless();
+            self.via(k, tx);
+        }
+    }
+
+    /// The seam for a protocol without connections (issue 13's UDP server): chooses the
+    /// send NIC for one datagram of `len` payload bytes to `client` by the set's policy
+    /// (per client: one NIC per client address; by size; least queued) and selects it, so
+    /// the frame built next on `tx` with `self.egress` leaves from it with its MAC. Without
+    /// a NIC set it does nothing.
+    #[allow(dead_code)] // used by the UDP server (issue 13) once it lands
+    pub(super) fn via_datagram<T: TxRing>(&mut self, client: [u8; 4], len: usize, tx: &mut T) {
+        if let Some(b) = &self.bond {
+            let k = b.chooser.datagram(client_hash(client), len);
+            self.via(k, tx);
+        }
+    }
+
+    /// Gives the new connection in TCB `id` (from `ip`, already counted in the per-address
+    /// table) its send NIC.
+    pub(super) fn bond_assign(&mut self, id: u32, ip: [u8; 4]) {
+        let Some(b) = self.bond.as_mut() else { return };
+        let client = self.per_ip.tag(ip);
+        let k = b.chooser.pick(client);
+        if b.role.bond.policy() == Policy::PerClient {
+            self.per_ip.set_tag(ip, k);
+        }
+        b.chooser.opened(k);
+        b.counts[usize::from(k)].assigned += 1;
+        b.dirty = true;
+        self.tcbs.0[id as usize].send = k;
+    }
+
+    /// Connection `id` ends (before its TCB is cleared).
+    pub(super) fn bond_release(&mut self, id: u32) {
+        let Some(b) = self.bond.as_mut() else { return };
+        let t = &self.tcbs.0[id as usize];
+        b.chooser.closed(t.send);
+        if let Some(r) = t.http.resp {
+            b.chooser.acked(t.send, r.wire_len());
+        }
+        b.dirty = true;
+    }
+
+    /// A response of `bytes` was queued on connection `id`.
+    pub(super) fn bond_queued(&mut self, id: u32, bytes: u32) {
+        if let Some(b) = self.bond.as_mut() {
+            b.chooser.queued(self.tcbs.0[id as usize].send, bytes);
+        }
+    }
+
+    /// Connection `id`'s response of `bytes` is acknowledged whole.
+    pub(super) fn bond_acked(&mut self, id: u32, bytes: u32) {
+        if let Some(b) = self.bond.as_mut() {
+            b.chooser.acked(self.tcbs.0[id as usize].send, bytes);
+        }
+    }
+
+    /// Applies what the link monitor published since the last round (see the module doc).
+    pub(super) fn bond_sync<T: TxRing>(&mut self, tx: &mut T) {
+        let Some(b) = self.bond.as_mut() else { return };
+        let now = b.role.bond.links();
+        if now == b.seen {
+            return;
+        }
+        let old = core::mem::replace(&mut b.seen, now);
+        let senders = b.role.bond.senders(now);
+        let moved = senders != b.chooser.senders() || now.receive != old.receive;
+        b.chooser.set_senders(senders, now.receive);
+        let announce = b.role.announcer && now.announce != old.announce;
+        self.iface.mac = b.receive_mac();
+        if moved {
+            self.bond_move();
+        }
+        if announce {
+            self.via_receive(tx);
+            let sent = self.egress.gratuitous_arp(tx);
+            self.count_sent(sent);
+            if let Some(b) = self.bond.as_mut() {
+                if sent.done() {
+                    b.counts[usize::from(b.seen.receive)].garps += 1;
+                    b.dirty = true;
+                }
+            }
+        }
+    }
+
+    /// Moves every connection whose NIC no longer sends to one that does. A client's
+    /// connections move together under the per-client policy (the first one moved picks
+    /// the client's new NIC).
+    fn bond_move(&mut self) {
+        let Some(b) = self.bond.as_mut() else { return };
+        let per_client = b.role.bond.policy() == Policy::PerClient;
+        for id in 0..self.tcbs.0.len() {
+            let t = &self.tcbs.0[id];
+            if !t.in_use() || b.chooser.sends(t.send) {
+                continue;
+            }
+            let (old, ip, resp) = (t.send, t.peer.ip, t.http.resp);
+            let client = self.per_ip.tag(ip).filter(|&k| b.chooser.sends(k));
+            let k = b.chooser.pick(client);
+            if per_client {
+                self.per_ip.set_tag(ip, k);
+            }
+            b.chooser.closed(old);
+            b.chooser.opened(k);
+            if let Some(r) = resp {
+                b.chooser.acked(old, r.wire_len());
+                b.chooser.queued(k, r.wire_len());
+            }
+            b.counts[usize::from(old)].moved_off += 1;
+            b.counts[usize::from(k)].assigned += 1;
+            b.dirty = true;
+            self.tcbs.0[id].send = k;
+        }
+    }
+
+    /// Publishes the server's per-NIC counters if they changed (end of a round).
+    pub(super) fn bond_publish(&mut self) {
+        let Some(b) = self.bond.as_mut() else { return };
+        if !core::mem::take(&mut b.dirty) {
+            return;
+        }
+        for k in 0..MAX_NICS {
+            b.counts[k].conns = u64::from(b.chooser.conns(k));
+        }
+        b.role
+            .bond
+            .publish_counts(b.role.core, Part::Server, &b.counts);
+    }
+
+    /// The send NIC of connection `id` (for tests and the platform's reports).
+    pub fn send_nic(&self, id: u32) -> Option<u8> {
+        let t = self.tcbs.0.get(id as usize)?;
+        (self.bond.is_some() && t.in_use()).then_some(t.send)
+    }
+}

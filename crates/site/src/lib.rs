@@ -1,0 +1,380 @@
+//! bareweb's site builder, on the host: a directory (and its `bareweb.toml`, or another
+//! configuration file) into a site image the engine serves, with a report of everything
+//! it left out and why.
+//!
+//! What it does with a directory ([`build_dir`]):
+//! - regular files become files of the site, with a content type from the shared MIME
+//!   database (`mime_guess`, overridable per extension in `[types]`) and, for
+//!   compressible types, gzip, brotli and zstd variants kept when smaller;
+//! - symbolic links are followed when their target stays inside the site directory, and
+//!   refused (left out, listed) when it leaves it; a link loop is refused too;
+//! - names starting with `.` are left out and listed, except under `/.well-known/`
+//!   (security.txt, ACME challenges, assetlinks.json must be served);
+//! - sockets, FIFOs and devices are left out and listed; `bareweb.toml` at the root is the
+//!   configuration, not content;
+//! - the configuration ([`config`]) is resolved into the image: each file's header lines,
+//!   the redirect and error-page tables, index names, listings, the server pages'
+//!   switches. Nothing of it is parsed or matched per request.
+//!
+//! The image layout itself is the engine's (`bareweb_engine::site::build`).
+
+pub mod config;
+mod listing;
+
+use std::fmt;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use bareweb_engine::site::{self, FileSpec, RedirectSpec, Spec};
+
+pub use config::{Config, ConfigError};
+
+/// The configuration file looked for at the site's root.
+pub const CONFIG_NAME: &str = "bareweb.toml";
+
+/// Something the builder left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The path under the site directory.
+    pub path: PathBuf,
+    /// Why it was left out.
+    pub why: String,
+}
+
+/// A built image and what went into it.
+#[derive(Debug, Clone)]
+pub struct Built {
+    /// The image bytes.
+    pub image: Vec<u8>,
+    /// Files in the site.
+    pub files: usize,
+    /// What was left out.
+    pub skipped: Vec<Skipped>,
+    /// The configuration used (its file is `None` when there was none).
+    pub config: Config,
+}
+
+impl Built {
+    /// The report `bareweb build` prints: one line per thing left out.
+    pub fn skipped_lines(&self) -> Vec<String> {
+        self.skipped
+            .iter()
+            .map(|s| format!("skipped {}: {}", s.path.display(), s.why))
+            .collect()
+    }
+}
+
+/// Why a site could not be built.
+#[derive(Debug)]
+pub enum Error {
+    /// Reading the directory or a file failed.
+    Io(PathBuf, std::io::Error),
+    /// The configuration is invalid.
+    Config(ConfigError),
+    /// A file name is not UTF-8.
+    NotUtf8(PathBuf),
+    /// The image could not be laid out (a configured error page missing, a limit).
+    Image(site::BuildError),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io(p, e) => write!(f, "{}: {e}", p.display()),
+            Error::Config(e) => e.fmt(f),
+            Error::NotUtf8(p) => write!(f, "{}: file name is not UTF-8", p.display()),
+            Error::Image(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Builds the site in `dir` with the configuration in `config`, or `dir/bareweb.toml` if
+/// there is one.
+pub fn build_dir(dir: &Path, config: Option<&Path>) -> Result<Built, Error> {
+    let io = |p: &Path| {
+        let p = p.to_path_buf();
+        move |e| Error::Io(p, e)
+    };
+    let root = fs::canonicalize(dir).map_err(io(dir))?;
+    if !root.is_dir() {
+        return Err(Error::Io(
+            dir.to_path_buf(),
+            std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+        ));
+    }
+    let default_config = root.join(CONFIG_NAME);
+    let config = match config {
+        Some(f) => Config::read(f).map_err(Error::Config)?,
+        None if default_config.is_file() => Config::read(&default_config).map_err(Error::Config)?,
+        None => Config::default(),
+    };
+    let mut w = Walk {
+        root: root.clone(),
+        files: Vec::new(),
+        dirs: vec!["/".to_string()],
+        skipped: Vec::new(),
+        visiting: vec![root.clone()],
+    };
+    w.walk(&root, "")?;
+    let mut spec = Spec {
+        index_names: config.index.clone(),
+        common_headers: config.common_headers(),
+        stats: config.stats,
+        metrics: config.metrics,
+        healthz: config.healthz,
+        stats_path: config.stats_path.clone(),
+        stats_allow: config.stats_allow.map(|(ip, len)| (ip.octets(), len)),
+        ..Spec::default()
+    };
+    for (path, data, mtime) in w.files {
+        let content_type = content_type(&path, &config);
+        let file = encoded(FileSpec {
+            headers: config.headers_for(&path),
+            path,
+            data,
+            mtime,
+            content_type,
+            ..FileSpec::default()
+        });
+        spec.files.push(file);
+    }
+    let index_names: Vec<String> = if config.index.is_empty() {
+        vec!["index.html".into()]
+    } else {
+        config.index.clone()
+    };
+    if config.listing {
+        for d in &w.dirs {
+            let prefix = if d == "/" {
+                "/".to_string()
+            } else {
+                format!("{d}/")
+            };
+            let has_index = index_names
+                .iter()
+                .any(|n| spec.files.iter().any(|f| f.path == format!("{prefix}{n}")));
+            if has_index {
+                continue;
+            }
+            let html = listing::page(d, &spec.files, &w.dirs);
+            spec.listings.push(encoded(FileSpec {
+                path: d.clone(),
+                data: html.into_bytes(),
+                mtime: 0,
+                content_type: "text/html; charset=utf-8".into(),
+                headers: config.headers_for(&prefix),
+                ..FileSpec::default()
+            }));
+        }
+    }
+    // 404.html at the root is the 404 page unless the configuration names another.
+    let mut errors = config.errors.clone();
+    if !errors.iter().any(|(s, _)| *s == 404) && spec.files.iter().any(|f| f.path == "/404.html") {
+        errors.push((404, "/404.html".into()));
+    }
+    for (status, path) in &errors {
+        if !spec.files.iter().any(|f| &f.path == path) {
+            return Err(Error::Config(ConfigError {
+                file: config
+                    .file
+                    .clone()
+                    .unwrap_or_else(|| default_config.clone()),
+                line: None,
+                message: format!("error page for {status}: {path} is not a file of the site"),
+            }));
+        }
+    }
+    spec.error_pages = errors;
+    spec.redirects = config
+        .redirects
+        .iter()
+        .map(|r| RedirectSpec {
+            from: r.from.clone(),
+            to: r.to.clone(),
+            status: r.status,
+            prefix: r.prefix,
+        })
+        .collect();
+    let image = site::build(&spec).map_err(Error::Image)?;
+    Ok(Built {
+        image,
+        files: spec.files.len(),
+        skipped: w.skipped,
+        config,
+    })
+}
+
+struct Walk {
+    /// The site directory, canonical.
+    root: PathBuf,
+    files: Vec<(String, Vec<u8>, u64)>,
+    dirs: Vec<String>,
+    skipped: Vec<Skipped>,
+    /// Canonical directories being walked (a link back to one is a loop).
+    visiting: Vec<PathBuf>,
+}
+
+impl Walk {
+    fn skip(&mut self, path: &Path, why: impl Into<String>) {
+        let rel = path.strip_prefix(&self.root).unwrap_or(path).to_path_buf();
+        self.skipped.push(Skipped {
+            path: rel,
+            why: why.into(),
+        });
+    }
+
+    fn walk(&mut self, dir: &Path, url: &str) -> Result<(), Error> {
+        let io = |p: &Path| {
+            let p = p.to_path_buf();
+            move |e| Error::Io(p, e)
+        };
+        let mut children = fs::read_dir(dir)
+            .and_then(|rd| rd.collect::<Result<Vec<_>, _>>())
+            .map_err(io(dir))?;
+        children.sort_by_key(|c| c.file_name());
+        for child in children {
+            let path = child.path();
+            let name = child
+                .file_name()
+                .into_string()
+                .map_err(|_| Error::NotUtf8(path.clone()))?;
+            let child_url = format!("{url}/{name}");
+            if url.is_empty() && name == CONFIG_NAME {
+                continue; // the configuration, not content
+            }
+            let in_well_known =
+                child_url.starts_with("/.well-known/") || child_url == "/.well-known";
+            if name.starts_with('.') && !in_well_known {
+                self.skip(
+                    &path,
+                    "hidden (a name starting with '.'; only /.well-known/ is served)",
+                );
+                continue;
+            }
+            let meta = fs::symlink_metadata(&path).map_err(io(&path))?;
+            let (real, meta) = if meta.file_type().is_symlink() {
+                let Ok(target) = fs::canonicalize(&path) else {
+                    self.skip(&path, "symbolic link to nothing (dangling)");
+                    continue;
+                };
+                if !target.starts_with(&self.root) {
+                    self.skip(
+                        &path,
+                        format!(
+                            "symbolic link to {}, outside the site: refused",
+                            target.display()
+                        ),
+                    );
+                    continue;
+                }
+                let m = fs::metadata(&target).map_err(io(&path))?;
+                (target, m)
+            } else {
+                (path.clone(), meta)
+            };
+            if meta.is_dir() {
+                let canon = fs::canonicalize(&real).map_err(io(&real))?;
+                if self.visiting.contains(&canon) {
+                    self.skip(&path, "symbolic link loop (a directory containing itself)");
+                    continue;
+                }
+                self.visiting.push(canon);
+                self.dirs.push(child_url.clone());
+                self.walk(&real, &child_url)?;
+                self.visiting.pop();
+            } else if meta.is_file() {
+                let data = fs::read(&real).map_err(io(&path))?;
+                let mtime = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_secs());
+                self.files.push((child_url, data, mtime));
+            } else {
+                self.skip(&path, "not a regular file (socket, FIFO or device)");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The content type of `path`: the configuration's `[types]`, else the MIME database,
+/// else `application/octet-stream`; text types in UTF-8.
+pub fn content_type(path: &str, config: &Config) -> String {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let ext = match name.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() => ext.to_ascii_lowercase(),
+        _ => String::new(),
+    };
+    if let Some(t) = config.types.get(&ext) {
+        return t.clone();
+    }
+    // Where the database lags current practice: source maps are JSON (mime_guess says
+    // text/plain).
+    if ext == "map" {
+        return "application/json".into();
+    }
+    let Some(m) = mime_guess::from_ext(&ext).first() else {
+        return "application/octet-stream".into();
+    };
+    let essence = m.essence_str();
+    let texty = m.type_() == mime_guess::mime::TEXT
+        || ["application/javascript", "image/svg+xml"].contains(&essence);
+    match essence {
+        // The current registrations (RFC 9239) for what mime_guess still calls
+        // application/javascript.
+        "application/javascript" => "text/javascript; charset=utf-8".into(),
+        e if texty => format!("{e}; charset=utf-8"),
+        e => e.to_string(),
+    }
+}
+
+/// Whether a content type is worth compressing.
+fn compressible(ctype: &str) -> bool {
+    let essence = ctype.split(';').next().unwrap_or("").trim();
+    essence.starts_with("text/")
+        || essence.ends_with("+json")
+        || essence.ends_with("+xml")
+        || [
+            "application/json",
+            "application/xml",
+            "application/javascript",
+            "application/wasm",
+            "application/manifest+json",
+            "application/yaml",
+            "application/x-yaml",
+            "image/svg+xml",
+            "image/x-icon",
+            "image/vnd.microsoft.icon",
+            "font/ttf",
+            "font/otf",
+        ]
+        .contains(&essence)
+}
+
+/// Adds gzip, brotli and zstd variants to a compressible file (each kept by the image
+/// writer only when smaller than the identity body).
+fn encoded(mut f: FileSpec) -> FileSpec {
+    if f.data.len() < 32 || !compressible(&f.content_type) {
+        return f;
+    }
+    f.gzip = Some(site::gzip(&f.data));
+    let mut br = Vec::new();
+    {
+        let params = brotli::enc::BrotliEncoderParams {
+            quality: 11,
+            lgwin: 22,
+            ..Default::default()
+        };
+        let mut w = brotli::CompressorWriter::with_params(&mut br, 4096, &params);
+        // Writing to a Vec cannot fail.
+        w.write_all(&f.data).expect("brotli into a Vec");
+    }
+    f.br = Some(br);
+    f.zstd = zstd::bulk::compress(&f.data, 19).ok();
+    f
+}

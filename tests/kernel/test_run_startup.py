@@ -1,0 +1,138 @@
+"""`bareweb run` as a new user meets it (issue 17, "honest start-up"): what can be checked
+is checked before QEMU starts, "serving" is said only once the kernel is ready, QEMU's
+failures come back as their cause, bootable images written by `bareweb build` run as they
+are, and nothing is left behind on any way out. QEMU user networking on a free loopback
+port: no root, no namespace.
+"""
+import glob
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+from qemu_harness import BIN, SITE, require
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start(*args):
+    return subprocess.Popen([BIN, "run", *args, "--headless", "--accel", "tcg"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_serving(p, limit=120):
+    """Lines of stderr up to and including the `serving` one."""
+    lines = []
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        line = p.stderr.readline()
+        if not line:
+            break
+        lines.append(line)
+        if "serving at" in line:
+            return lines
+    raise AssertionError("no `serving` line:\n" + "".join(lines))
+
+
+def get(port, path="/"):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=60) as r:
+        return r.status, r.read()
+
+
+def stop(p):
+    p.send_signal(signal.SIGHUP)  # a closed terminal: the run must clean up as for Ctrl-C
+    try:
+        p.wait(30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        raise
+
+
+def work_dirs(pid):
+    return glob.glob(f"/tmp/bareweb-run-{pid}-*")
+
+
+def test_port_in_use_and_too_little_memory_are_said_before_qemu(tmp_path):
+    require()
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    port = s.getsockname()[1]
+    r = subprocess.run([BIN, "run", SITE, "--listen", f"127.0.0.1:{port}", "--headless"],
+                       capture_output=True, text=True, timeout=120)
+    s.close()
+    assert r.returncode == 1, r.stderr
+    assert f"127.0.0.1:{port} is already in use" in r.stderr, r.stderr
+    assert "serving" not in r.stderr and "booting" not in r.stderr, r.stderr
+    big = tmp_path / "big"
+    big.mkdir()
+    (big / "data.bin").write_bytes(os.urandom(20 << 20))
+    r = subprocess.run([BIN, "run", big, "--mem", "32M", "--listen", f"127.0.0.1:{free_port()}",
+                        "--headless"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert "--mem 32M is too small" in r.stderr and "give --mem" in r.stderr, r.stderr
+    assert "booting" not in r.stderr, r.stderr
+
+
+def test_serving_only_when_ready_and_nothing_left_behind():
+    require()
+    port = free_port()
+    p = start(SITE, "--listen", f"127.0.0.1:{port}")
+    try:
+        wait_serving(p)
+        # Said only once the kernel is ready: the very first request is answered.
+        assert get(port)[0] == 200
+        assert work_dirs(p.pid), "the kernel and site are in a work directory while it runs"
+    finally:
+        stop(p)
+    assert not work_dirs(p.pid), "SIGHUP left the work directory behind"
+
+
+def test_a_kernel_failure_is_said_as_one():
+    require()
+    r = subprocess.run([BIN, "run", SITE, "--append", "crash=panic", "--headless",
+                        "--accel", "tcg", "--listen", f"127.0.0.1:{free_port()}"],
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 1
+    assert "kernel stopped on a panic" in r.stderr, r.stderr
+    assert "serving" not in r.stderr, r.stderr
+
+
+def test_elf_and_iso_from_build_run_as_they_are(tmp_path):
+    require()
+    elf, iso = tmp_path / "site.ELF", tmp_path / "site.ISO"
+    subprocess.run([BIN, "build", SITE, "-o", elf, "--iso", iso.with_suffix(".iso")],
+                   check=True, capture_output=True, timeout=300)
+    (tmp_path / "site.iso").rename(iso)
+    for image in (elf, iso):
+        port = free_port()
+        p = start(image, "--listen", f"127.0.0.1:{port}")
+        try:
+            wait_serving(p, limit=240)
+            status, body = get(port)
+            assert status == 200 and body == (SITE / "index.html").read_bytes()
+        finally:
+            stop(p)
+    # An ISO carries its command line: options for it are a usage error.
+    r = subprocess.run([BIN, "run", iso, "--port", "81"], capture_output=True, text=True)
+    assert r.returncode == 2 and "ISO" in r.stderr, r.stderr
+
+
+def test_dry_run_keeps_its_files_where_it_says(tmp_path):
+    require()
+    r = subprocess.run([BIN, "run", SITE, "--dry-run"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    kept = [w for w in r.stdout.split() if w.endswith("bareweb-kernel.elf")]
+    assert kept and os.path.exists(kept[0]), r.stdout
+    d = os.path.dirname(kept[0])
+    assert d in r.stderr, r.stderr
+    subprocess.run(["rm", "-rf", d], check=True)
