@@ -60,7 +60,7 @@ fn main() -> ExitCode {
             eprintln!("  test   install what the tests need, then run every test");
             eprintln!("  setup  only install (rustup target, Debian packages when root)");
             eprintln!("  fuzz [SECS]  run every fuzz target SECS seconds (default 60)");
-            eprintln!("  kernel-bench [--runs N] [--accel kvm,tcg] [--machine qboot,pc,q35] [--skip-boot] [--skip-load]");
+            eprintln!("  kernel-bench [--runs N] [--accel kvm,tcg] [--machine microvm,qboot,pc,q35] [--skip-boot] [--skip-load]");
             eprintln!(
                 "         measure the kernel's budgets: size, boot to first 200, doorbells/request"
             );

@@ -250,16 +250,20 @@ impl E1000 {
 }
 
 /// Finds which I/O APIC line (GSI) the device's INTx reaches, by making it interrupt on
-/// purpose (ICS) with one candidate line routed at a time to this core and seeing whether
-/// the interrupt comes (Linux's IRQ probing, `probe_irq_on`). The interrupt line register
-/// alone is not enough: QEMU's qboot writes one off by one from QEMU's i440FX routing
-/// (SeaBIOS's is right), and on Q35 the PCI lines reach the I/O APIC as GSIs 16-23.
-/// Candidates: the firmware's line (through the MADT's overrides), GSIs 16-23, the PCI
-/// link lines 5, 9, 10, 11. Returns the line, routed (masked until armed), or None.
+/// purpose (ICS) with every candidate line routed, level-triggered, to this core while its
+/// interrupts are off, and reading which line's Remote IRR bit the delivery set (Linux's
+/// IRQ probing, `probe_irq_on`, in I/O APIC terms). The interrupt line register alone is
+/// not enough: QEMU's qboot writes one off by one from QEMU's i440FX routing (SeaBIOS's
+/// is right), and on Q35 the PCI lines reach the I/O APIC as GSIs 16-23. Candidates: the
+/// firmware's line (through the MADT's overrides), GSIs 16-23, the PCI link lines 5, 9,
+/// 10, 11; a line already delivering before the device is made to (another device's) is
+/// not taken. Waits up to 100 ms (QEMU's e1000 holds an interrupt back while its
+/// mitigation timer runs, and that timer needs QEMU's I/O thread, which a busy host may
+/// not run for a while). Returns the line, routed and masked until armed, or None.
 /// Runs on the core `apic` names (the boot CPU, before the cores serve).
 fn probe_line(dev: &Device, regs: &Regs, apic: u32) -> Option<u32> {
     const ICS: usize = 0x00C8;
-    let mut candidates = [0u32; 13];
+    let mut cand = [0u32; 13];
     let mut n = 0;
     let firmware = dev.intx_line().map(crate::acpi::isa_irq);
     for g in firmware
@@ -268,44 +272,50 @@ fn probe_line(dev: &Device, regs: &Regs, apic: u32) -> Option<u32> {
         .chain(16..24)
         .chain([5, 9, 10, 11])
     {
-        if !candidates[..n].contains(&g) {
-            candidates[n] = g;
+        if !cand[..n].contains(&g) && ioapic::route(g, NIC_VECTOR, apic, true, false) {
+            cand[n] = g;
             n += 1;
         }
     }
+    let cand = &cand[..n];
+    let busy = |g: u32| ioapic::delivered(g);
     dev.allow_intx();
-    let core = crate::arch::smp::core_index().unwrap_or(0);
-    let cause = crate::arch::irq::Cause::Device;
-    for &gsi in &candidates[..n] {
-        let (level, low) = match firmware {
-            Some((g, level, low)) if g == gsi => (level, low),
-            _ => (true, false), // QEMU's I/O APIC ignores polarity; level as PCI lines are
-        };
-        if !ioapic::route(gsi, NIC_VECTOR, apic, level, low) {
-            continue;
-        }
-        crate::arch::irq::set_level_line(core, Some(gsi));
-        let before = crate::arch::irq::count(core, cause);
-        regs.w(IMS, IMS_RX);
-        regs.w(ICS, 1 << 7);
-        ioapic::unmask(gsi);
-        // QEMU's e1000 defers an interrupt while its mitigation timer runs (at least
-        // 500 × 256 ns after the last one): wait up to 1 ms for it.
-        let end = crate::arch::cpu::rdtsc() + crate::clock::tsc_hz() / 1000;
-        while crate::arch::irq::count(core, cause) == before && crate::arch::cpu::rdtsc() < end {
-            crate::arch::irq::window();
-        }
-        regs.w(IMC, 0xFFFF_FFFF);
-        let _ = regs.r(ICR);
-        ioapic::mask(gsi);
-        crate::arch::irq::window(); // a second delivery racing the mask is taken now
-        if crate::arch::irq::count(core, cause) != before {
-            return Some(gsi);
-        }
-        crate::arch::irq::set_level_line(core, None);
-        ioapic::route(gsi, 0, apic, false, false); // leave it masked and unused
+    regs.w(IMC, 0xFFFF_FFFF);
+    let _ = regs.r(ICR);
+    cand.iter().for_each(|&g| ioapic::unmask(g));
+    // Lines already raised by someone else.
+    let mut others = [false; 13];
+    for (i, &g) in cand.iter().enumerate() {
+        others[i] = busy(g);
     }
-    None
+    regs.w(IMS, IMS_RX);
+    regs.w(ICS, 1 << 7);
+    let end = crate::arch::cpu::rdtsc() + crate::clock::tsc_hz() / 10;
+    let mut found = None;
+    while found.is_none() && crate::arch::cpu::rdtsc() < end {
+        found = cand
+            .iter()
+            .enumerate()
+            .find(|&(i, &g)| !others[i] && busy(g))
+            .map(|(_, &g)| g);
+    }
+    regs.w(IMC, 0xFFFF_FFFF);
+    let _ = regs.r(ICR);
+    cand.iter().for_each(|&g| ioapic::mask(g));
+    // The delivered interrupt is pending at the local APIC: take it (the handler's EOI
+    // ends it at the I/O APIC too).
+    crate::arch::irq::window();
+    for &g in cand.iter().filter(|&&g| Some(g) != found) {
+        ioapic::route(g, 0, apic, false, false); // left masked and unused
+    }
+    let g = found?;
+    let (level, low) = match firmware {
+        Some((fg, level, low)) if fg == g => (level, low),
+        _ => (true, false), // QEMU's I/O APIC ignores polarity
+    };
+    ioapic::route(g, NIC_VECTOR, apic, level, low);
+    crate::arch::irq::set_level_line(crate::arch::smp::core_index().unwrap_or(0), Some(g));
+    Some(g)
 }
 
 fn read_mac(regs: Regs) -> EthernetAddress {

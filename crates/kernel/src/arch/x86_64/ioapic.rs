@@ -19,6 +19,7 @@ const REDIR_BASE: u32 = 0x10;
 const MASKED: u32 = 1 << 16;
 const LEVEL: u32 = 1 << 15;
 const ACTIVE_LOW: u32 = 1 << 13;
+const REMOTE_IRR: u32 = 1 << 14;
 
 struct Chip {
     addr: AtomicU64,
@@ -129,6 +130,15 @@ fn set_mask(gsi: u32, masked: bool) {
             let lo = if masked { lo | MASKED } else { lo & !MASKED };
             write(addr, REDIR_BASE + 2 * line, lo);
         });
+    }
+}
+
+/// Whether `gsi`'s level-triggered interrupt has been delivered and not yet ended by an
+/// EOI (the redirection entry's Remote IRR bit): IRQ probing reads it with interrupts off.
+pub fn delivered(gsi: u32) -> bool {
+    match find(gsi) {
+        Some((addr, line)) => with_lock(|| read(addr, REDIR_BASE + 2 * line)) & REMOTE_IRR != 0,
+        None => false,
     }
 }
 
