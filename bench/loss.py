@@ -1,11 +1,21 @@
 #!/usr/bin/env python3
 """1 MiB downloads over a lossy link: bareweb (host platform on a TAP, with and without
-segmentation offload) next to nginx on Linux (a veth into a second namespace, offloads
-off), the same nftables rules dropping a given share of frames each way on the client's
-device. `bareweb-no-tso` and `nginx` put MTU-sized packets on the lossy hop, as a wire
-does; `bareweb` (offload on) hands the TAP frames of up to 64 KiB, each dropped whole.
+segmentation offload) next to nginx on Linux (a veth into a second namespace), the same
+nftables rules dropping a given share of packets each way on the client's link.
 
-    sudo python3 bench/loss.py [--loss 1,5,10] [--n 20] [--servers bareweb,bareweb-no-tso,nginx]
+The path is routed, as on a real network: the server's link (bareweb's TAP, or nginx's
+veth) ends in a router namespace, and the client sits behind a second veth whose
+offloads are off, so every packet on the lossy hop is one MTU-sized packet whatever the
+server hands its device: bareweb's offloaded 64 KiB frames are cut into segments by the
+router (as a NIC's TSO would on a wire) before the loss, and so are Linux's GSO frames.
+`--hop` puts the loss on the server's own link instead (the older set-up): there
+bareweb's offloaded frames are dropped whole.
+
+    sudo python3 bench/loss.py [--loss 1,5,10] [--n 20] [--servers bareweb,nginx-cubic,nginx-bbr]
+
+nginx runs with Linux's CUBIC (`nginx-cubic`, upstream Linux's default) and BBR
+(`nginx-bbr`; this machine's default, and far better at high loss), each set in nginx's
+namespace; ratios are against the better of them per loss rate (the peer at its best).
 
 Each download is a new connection (`Connection: close`) fetching /files/1m.bin of the
 example site, checked by SHA-256; the times are per download, sequential. Servers and
@@ -49,11 +59,32 @@ table netdev bwloss {{
 """
 
 
-def apply_loss(ns, loss):
-    r = subprocess.run(ns.cmd("nft", "-f", "-"), input=loss_rules(loss), text=True,
+def apply_loss(ns, loss, dev="bw0"):
+    r = subprocess.run(ns.cmd("nft", "-f", "-"), input=loss_rules(loss, dev), text=True,
                        capture_output=True)
     if r.returncode != 0:
         sys.exit(f"nft: {r.stderr}")
+
+
+ROUTER_IP = "10.99.0.1"
+CLIENT_IP = "10.99.0.2"
+
+
+def add_client(router):
+    """A client namespace behind a veth from `router` (which forwards), offloads off on
+    both ends: what crosses it is MTU-sized packets. Returns the client namespace."""
+    client = Netns("bwc")
+    subprocess.run(["ip", "-n", router.name, "link", "add", "bwr0", "type", "veth", "peer",
+                    "name", "bwc0", "netns", client.name], check=True)
+    router.ip("addr", "add", f"{ROUTER_IP}/24", "dev", "bwr0")
+    router.ip("link", "set", "bwr0", "up")
+    client.ip("addr", "add", f"{CLIENT_IP}/24", "dev", "bwc0")
+    client.ip("link", "set", "bwc0", "up")
+    client.ip("route", "add", "default", "via", ROUTER_IP)
+    router.run("sysctl", "-qw", "net.ipv4.ip_forward=1")
+    for ns, dev in ((router, "bwr0"), (client, "bwc0")):
+        ns.run("ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off")
+    return client
 
 
 class Nginx:
@@ -123,27 +154,61 @@ http {{
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def start(kind):
+def start(kind, routed):
+    gw = ["--gw", HOST_IP] if routed else []
     if kind == "bareweb":
-        return Server(prefix="bwl")
+        return Server(extra=gw, prefix="bwl")
     if kind == "bareweb-no-tso":
-        return Server(extra=["--no-tso"], prefix="bwl")
-    if kind == "nginx":
-        return Nginx()
+        return Server(extra=["--no-tso", *gw], prefix="bwl")
+    if kind in ("nginx", "nginx-cubic", "nginx-bbr"):
+        n = Nginx()
+        if routed:
+            n.srv.ip("route", "add", "default", "via", HOST_IP)
+        # Linux's congestion control for nginx's connections: the machine's default
+        # (`nginx`), or CUBIC (upstream Linux's default) or BBR by name.
+        if kind != "nginx":
+            allow_congestion_control(kind[6:])
+            n.srv.run("sysctl", "-qw", f"net.ipv4.tcp_congestion_control={kind[6:]}")
+        return n
     sys.exit(f"unknown server {kind}")
 
 
-def round_of(kind, loss, n, want):
-    s = start(kind)
+ALLOWED = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+ALLOWED_BEFORE = []
+
+
+def allow_congestion_control(name):
+    """A namespace may only pick an algorithm the host allows (else EPERM): add `name` to
+    the host's allowed list (what unprivileged programs may choose; the default stays as it
+    is), restored at exit."""
+    now = pathlib.Path(ALLOWED).read_text().split()
+    if name not in now:
+        if not ALLOWED_BEFORE:
+            ALLOWED_BEFORE.append(" ".join(now))
+        pathlib.Path(ALLOWED).write_text(" ".join(now + [name]))
+
+
+def restore_allowed():
+    if ALLOWED_BEFORE:
+        pathlib.Path(ALLOWED).write_text(ALLOWED_BEFORE[0])
+
+
+def round_of(kind, loss, n, want, routed=True):
+    s = start(kind, routed)
+    client = None
     try:
-        apply_loss(s.ns, loss)
-        res = s.ns.client("loss", str(n), FILE, want, timeout=n * 130)
+        if routed:
+            client = add_client(s.ns)
+            apply_loss(client, loss, "bwc0")
+        else:
+            client = s.ns
+            apply_loss(s.ns, loss)
+        res = client.client("loss", str(n), FILE, want, timeout=n * 130)
         counters = s.stop()
     finally:
-        if isinstance(s, Server):
-            s.close()
-        else:
-            s.close()
+        s.close()
+        if routed and client is not None:
+            client.close()
     if res["ok"] != n:
         print(f"  {kind} {loss}%: {n - res['ok']} of {n} failed: {res['bad'][:3]}", flush=True)
     return res["times"], {k: counters.get(k, 0) for k in COUNTERS if k in counters}
@@ -154,7 +219,11 @@ def main():
     ap.add_argument("--loss", default="1,5,10", help="percent dropped each way, comma list")
     ap.add_argument("--n", type=int, default=20, help="downloads per server and loss rate")
     ap.add_argument("--rounds", type=int, default=2, help="rounds the downloads are split in")
-    ap.add_argument("--servers", default="bareweb,bareweb-no-tso,nginx")
+    ap.add_argument("--servers", default="bareweb,bareweb-no-tso,nginx-cubic,nginx-bbr",
+                    help="bareweb, bareweb-no-tso, nginx (the machine's default congestion "
+                    "control), nginx-cubic, nginx-bbr")
+    ap.add_argument("--hop", action="store_true",
+                    help="drop on the server's own link (offloaded frames dropped whole)")
     a = ap.parse_args()
     want = hashlib.sha256((SITE / FILE.lstrip("/")).read_bytes()).hexdigest()
     losses = [int(x) for x in a.loss.split(",")]
@@ -166,23 +235,26 @@ def main():
     for r in range(a.rounds):
         for loss in losses:
             for kind in kinds:
-                t, c = round_of(kind, loss, per_round, want)
+                t, c = round_of(kind, loss, per_round, want, routed=not a.hop)
                 times[(kind, loss)] += t
                 for k, v in c.items():
                     counters[(kind, loss)][k] = counters[(kind, loss)].get(k, 0) + v
                 print(f"  round {r + 1} {kind} {loss}%: median {statistics.median(t):.3f} s",
                       flush=True)
     print(f"\n{a.rounds * per_round} downloads of 1 MiB per cell, {time.time() - t0:.0f} s in all\n")
-    print("| loss each way | server | median s | mean s | max s | median vs nginx |")
-    print("|---|---|---|---|---|---|")
+    print("| loss each way | server | median s | mean s | p90 s | max s | median vs best nginx |")
+    print("|---|---|---|---|---|---|---|")
     for loss in losses:
-        base = statistics.median(times[("nginx", loss)]) if "nginx" in kinds else None
+        peers = [k for k in kinds if k.startswith("nginx")]
+        best = min(peers, key=lambda k: statistics.median(times[(k, loss)])) if peers else None
+        base = statistics.median(times[(best, loss)]) if best else None
         for kind in kinds:
-            t = times[(kind, loss)]
+            t = sorted(times[(kind, loss)])
             med = statistics.median(t)
-            ratio = f"{med / base:.2f}x" if base else "-"
-            print(f"| {loss}% | {kind} | {med:.3f} | {statistics.mean(t):.3f} | {max(t):.3f} "
-                  f"| {ratio} |")
+            ratio = f"{med / base:.2f}x ({best})" if base else "-"
+            p90 = t[min(len(t) - 1, int(0.9 * len(t)))]
+            print(f"| {loss}% | {kind} | {med:.3f} | {statistics.mean(t):.3f} | {p90:.3f} "
+                  f"| {max(t):.3f} | {ratio} |")
     print()
     for (kind, loss), c in counters.items():
         if c:
@@ -190,4 +262,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        restore_allowed()

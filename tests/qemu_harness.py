@@ -105,10 +105,11 @@ class Kernel:
     log_tail = 6000
 
     def __init__(self, nic="virtio", extra=(), site=SITE, machine=None, wait=True, accel=ACCEL,
-                 qemu=None, smp=None, multi_queue=False):
+                 qemu=None, smp=None, multi_queue=False, gw="none"):
         """`qemu`: instead of `bareweb run`, these QEMU arguments (a bootable image built
         by `bareweb build`), with the TAP, NIC and console added here. `smp`: `--smp N`;
-        `multi_queue`: the TAP is created multi-queue."""
+        `multi_queue`: the TAP is created multi-queue; `gw`: the kernel's router (`none`:
+        clients on the TAP's link only)."""
         require()
         self.ns = self.netns()
         self.nic = nic
@@ -126,7 +127,7 @@ class Kernel:
         self.stderr = open(f"/tmp/{self.ns.name}.stderr", "w+")
         if qemu is None:
             args = [BIN, "run", site, "--net", f"tap:{tap}", "--nic", nic, "--ip",
-                    f"{SERVER_IP}/24", "--gw", "none", "--mac", MAC, "--accel", accel,
+                    f"{SERVER_IP}/24", "--gw", gw, "--mac", MAC, "--accel", accel,
                     "--headless", "--serial-log", self.serial, "--stats-log", *extra]
             if machine:
                 args += ["--machine", machine]

@@ -39,6 +39,10 @@ fuzz_target!(|data: &[u8]| {
     let mac = EthernetAddress([2, 0, 0, 0, 0, 2]);
     let mut cfg = Config::new(Ipv4Address([10, 0, 0, 2]), 24, [0x42; 16]);
     cfg.tcbs = 4;
+    // The UDP protocol on port 8081 (bounds on, ids few), so frames reach it too.
+    let mut udp = bareweb_engine::udp::Config::new(8081);
+    udp.ids = 2;
+    cfg.udp = Some(udp);
     let mut server = Server::new(cfg, site(), mac);
     let mut nic = FakeNic::new(mac);
     // Half the inputs (by length) run with segmentation offload, whose frames the fake

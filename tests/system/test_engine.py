@@ -334,3 +334,21 @@ def test_metrics_and_healthz_on_serve(server):
     assert "http_requests" in stats["total"]["counters"]
     r = server.ns.run("curl", "-sS", "-w", " %{http_code}", URL + "/healthz")
     assert r.stdout == "ok\n 200"
+
+
+def test_a_second_server_on_a_taken_subnet_is_refused():
+    """The host side's "first free" address is checked (issue 17: two servers both took
+    10.77.0.1): another interface already on the subnet is said, and serve stops."""
+    from conftest import BIN, Netns, require_root
+    require_root()
+    ns = Netns("bwq")
+    try:
+        ns.ip("link", "add", "d0", "type", "veth", "peer", "name", "d1")
+        ns.ip("addr", "add", "10.0.0.1/24", "dev", "d0")
+        ns.ip("link", "set", "d0", "up")
+        r = ns.run(BIN, "serve", SITE, "--tap", "bw0", "--ip", f"{SERVER_IP}/24",
+                   check=False, timeout=60)
+        assert r.returncode == 1, r.stderr
+        assert "already on d0 (10.0.0.1)" in r.stderr, r.stderr
+    finally:
+        ns.close()

@@ -19,6 +19,8 @@ pub const TARGETS: &[&str] = &[
     "icmp",
     "tcp",
     "udp",
+    "udp_request",
+    "udp_client",
     "http_request",
     "site_load",
     "server",

@@ -35,6 +35,8 @@ const APT_PACKAGES: &[&str] = &[
     "grub-common",
     "xorriso",
     "mtools",
+    // tests/system/test_browser.py (issue 17): what a browser sees, headless.
+    "chromium",
 ];
 
 fn main() -> ExitCode {

@@ -311,13 +311,19 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     }
     let serving = if a.net == Net::User {
         format!(
-            "bareweb: serving at http://{}/ (forwarded to {}:{}); Ctrl-C stops",
-            a.listen, settings.ip, settings.port
+            "bareweb: serving at http://{}/{} (forwarded to {}:{}); Ctrl-C stops",
+            a.listen,
+            a.server.udp_banner(a.listen.ip()),
+            settings.ip,
+            settings.port
         )
     } else {
         format!(
-            "bareweb: serving at http://{}:{}/ on {}; Ctrl-C stops",
-            settings.ip, settings.port, a.net
+            "bareweb: serving at http://{}:{}/{} on {}; Ctrl-C stops",
+            settings.ip,
+            settings.port,
+            a.server.udp_banner(settings.ip),
+            a.net
         )
     };
     let sink = match (&a.serial_log, a.headless) {
@@ -410,6 +416,84 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
             None => format!("QEMU exited with status {c}"),
         }),
         None => Ok(ExitCode::SUCCESS), // stopped by a signal (Ctrl-C, SIGTERM): normal
+    }
+}
+
+/// Boots the kernel with the site directory of `a` for a run that ends by itself (the
+/// bare client's, `bareweb load --udp --kernel`): no banner, QEMU killed after `limit`.
+/// Returns QEMU's exit status (33: the kernel finished; 35: it failed) and the console.
+pub fn boot_until_done(
+    a: &RunArgs,
+    limit: Duration,
+) -> Result<(std::process::ExitStatus, String), String> {
+    let work = Work::new(false)?;
+    let kernel = work.dir.join("bareweb-kernel.elf");
+    let image = work.dir.join("site.bws");
+    let (bytes, _) = crate::util::site_image(&a.site, None)?;
+    std::fs::write(&kernel, KERNEL).map_err(|e| format!("cannot write the kernel: {e}"))?;
+    std::fs::write(&image, &bytes).map_err(|e| format!("cannot write {}: {e}", image.display()))?;
+    let boot = Boot::Kernel {
+        kernel: &kernel,
+        initrd: Some(&image),
+    };
+    let mut complaint = None;
+    let settings = kernel_cmdline::parse(&a.cmdline(), |c| {
+        complaint.get_or_insert(format!("kernel command line word {:?}: {}", c.word, c.why));
+    });
+    if let Some(c) = complaint {
+        return Err(c);
+    }
+    let (accel, _) = choose_accel(a.accel);
+    let args = qemu_args(a, accel, &boot, &settings)?;
+    let mut cmd = Command::new(&a.qemu);
+    cmd.args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: prctl is async-signal-safe and only affects the child being started.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e} ({QEMU_HINT})", a.qemu))?;
+    let read = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let out = read(child.stdout.take().map(|o| Box::new(o) as _));
+    let err = read(child.stderr.take().map(|o| Box::new(o) as _));
+    let t0 = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Ok(s),
+            Ok(None) if t0.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break Err(format!(
+                    "the kernel did not finish in {} s",
+                    limit.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => break Err(format!("waiting for QEMU: {e}")),
+        }
+    };
+    let console = out.join().unwrap_or_default();
+    let errors = err.join().unwrap_or_default();
+    drop(work);
+    match status {
+        Ok(s) => Ok((s, console)),
+        Err(e) => Err(format!("{e}; QEMU said: {}", errors.trim())),
     }
 }
 

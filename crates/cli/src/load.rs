@@ -69,6 +69,8 @@ pub struct LoadArgs {
     /// No progress lines on stderr.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    #[command(flatten)]
+    pub udp: crate::load_udp::UdpLoadArgs,
 }
 
 /// `bareweb surge-site`: write a Surge file set as a site directory.
@@ -118,7 +120,8 @@ fn expect_for(dir: &Path, path: &str) -> Result<Expect, String> {
     })
 }
 
-pub fn build_config(a: &LoadArgs) -> Result<LoadConfig, String> {
+/// The URLs given and those of `--url-file`.
+fn url_list(a: &LoadArgs) -> Result<Vec<String>, String> {
     let mut urls = a.urls.clone();
     if let Some(f) = &a.url_file {
         let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
@@ -129,6 +132,11 @@ pub fn build_config(a: &LoadArgs) -> Result<LoadConfig, String> {
                 .map(String::from),
         );
     }
+    Ok(urls)
+}
+
+pub fn build_config(a: &LoadArgs) -> Result<LoadConfig, String> {
+    let urls = url_list(a)?;
     if urls.is_empty() {
         return Err("no URL given".into());
     }
@@ -187,6 +195,10 @@ pub fn build_config(a: &LoadArgs) -> Result<LoadConfig, String> {
 }
 
 pub fn load(a: LoadArgs) -> Result<(), String> {
+    if a.udp.udp {
+        let urls = url_list(&a)?;
+        return crate::load_udp::load(&a, urls);
+    }
     let cfg = build_config(&a)?;
     let tty = std::io::stderr().is_terminal();
     let mut progress = |p: &bareweb_loadgen::Progress| {

@@ -1,7 +1,8 @@
 //! `bareweb`: the command line. Each subcommand lives in its own module:
 //! `build` in [`image`] and [`bootimage`], `serve` in [`serve`] (its runners in
-//! [`runners`]), `run` in [`run`], `load` and `surge-site` in [`load`], `bench` in
-//! [`bench`]; the options the server commands share, and every value type, in [`opts`].
+//! [`runners`]), `run` in [`run`] and [`launch`], `get` in [`get`], `load` and
+//! `surge-site` in [`load`] (UDP in [`load_udp`]), `bench` in [`bench`]; the options the
+//! server commands share, and every value type, in [`opts`].
 //!
 //! Exit codes: 0 done, 1 failed (the reason on stderr), 2 a usage error in clap's format
 //! (a bad value, or options that do not go together: each command's `check` runs right
@@ -18,9 +19,11 @@ mod bare;
 mod bench;
 mod bootimage;
 mod cores;
+mod get;
 mod image;
 mod launch;
 mod load;
+mod load_udp;
 mod opts;
 mod run;
 mod runners;
@@ -47,6 +50,9 @@ enum Cmd {
     Serve(serve::ServeArgs),
     /// Boot the bare-machine kernel with a site under QEMU (no root needed).
     Run(run::RunArgs),
+    /// Fetch one file (http://HOST[:PORT]/PATH or bwudp://HOST[:PORT]/PATH, paper 001's
+    /// stateless UDP protocol) and write its body, checked.
+    Get(get::GetArgs),
     /// Load a web server like http_load / httperf: rate, parallel or Surge session mode.
     Load(load::LoadArgs),
     /// Write a Surge-model file set (heavy-tailed sizes, Zipf popularity) as a site.
@@ -62,7 +68,7 @@ impl Cmd {
             Cmd::Build(a) => a.check(),
             Cmd::Serve(a) => a.check(),
             Cmd::Run(a) => a.check(),
-            Cmd::Load(_) | Cmd::SurgeSite(_) | Cmd::Bench(_) => Ok(()),
+            Cmd::Get(_) | Cmd::Load(_) | Cmd::SurgeSite(_) | Cmd::Bench(_) => Ok(()),
         }
     }
 
@@ -71,6 +77,7 @@ impl Cmd {
             Cmd::Build(_) => "build",
             Cmd::Serve(_) => "serve",
             Cmd::Run(_) => "run",
+            Cmd::Get(_) => "get",
             Cmd::Load(_) => "load",
             Cmd::SurgeSite(_) => "surge-site",
             Cmd::Bench(_) => "bench",
@@ -101,6 +108,7 @@ fn main() -> ExitCode {
             Ok(code) => return code,
             Err(e) => Err(e),
         },
+        Cmd::Get(a) => get::get(a),
         Cmd::Load(a) => load::load(a),
         Cmd::SurgeSite(a) => load::surge_site(a),
         Cmd::Bench(a) => bench::bench(a),

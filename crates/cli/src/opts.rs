@@ -334,6 +334,26 @@ pub struct ServerOpts {
     /// Network-core mode: core 0 serves HTTP too.
     #[arg(long)]
     pub bsp_http: bool,
+    /// Also serve paper 001's stateless UDP protocol (docs/udp-protocol.md) on this UDP
+    /// port, 1 to 65535 [off].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    pub udp_port: Option<u16>,
+    /// Packets the server sends per UDP GET (the paper's n, 4 to 8 there), 1 to 64 [8].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=64))]
+    pub udp_burst: Option<u8>,
+    /// Request ids on the UDP server's stack (most UDP requests in progress at once), 1 to
+    /// 65535 [5000].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub udp_ids: Option<u16>,
+    /// UDP GETs answered per second per client address that proved it receives our
+    /// packets, 0 for no limit (unproven addresses: 16 per second) [20000].
+    #[arg(long, value_name = "N")]
+    pub udp_rate: Option<u32>,
+    /// Paper 001 as written: no amplification bound, no address tokens, no rate limit. A
+    /// small spoofed GET then draws up to n large packets at its claimed source: only on a
+    /// network you trust (docs/security.md).
+    #[arg(long)]
+    pub udp_paper_mode: bool,
     /// With two NICs or more (serve: --tap twice; run: --net twice), how they are used
     /// (paper 002): `split` one NIC only receives and the others only send, `spread` one
     /// receives and all send, `off` the first NIC alone [spread with two NICs or more].
@@ -356,6 +376,15 @@ impl ServerOpts {
         if self.bsp_http && self.mode != Some(ModeArg::Netcore) {
             return Err("--bsp-http only applies to --mode netcore".into());
         }
+        let udp_tuning = self.udp_burst.is_some()
+            || self.udp_ids.is_some()
+            || self.udp_rate.is_some()
+            || self.udp_paper_mode;
+        if udp_tuning && self.udp_port.is_none() {
+            return Err(
+                "--udp-burst, --udp-ids, --udp-rate and --udp-paper-mode need --udp-port".into(),
+            );
+        }
         Ok(())
     }
 
@@ -374,9 +403,38 @@ impl ServerOpts {
             || self.no_stats_page
             || self.mode.is_some()
             || self.bsp_http
+            || self.udp_port.is_some()
             || self.bond.is_some()
             || self.bond_policy.is_some()
             || self.bond_monitor_ms.is_some()
+    }
+
+    /// The UDP protocol's configuration, when `--udp-port` is given (core 0's: the plan
+    /// gives each core its id).
+    pub fn udp(&self) -> Option<bareweb_engine::udp::Config> {
+        let d = bareweb_engine::udp::Config::new(self.udp_port?);
+        Some(bareweb_engine::udp::Config {
+            burst: self.udp_burst.unwrap_or(d.burst),
+            ids: self.udp_ids.unwrap_or(d.ids),
+            rate: self.udp_rate.unwrap_or(d.rate),
+            paper_mode: self.udp_paper_mode,
+            ..d
+        })
+    }
+
+    /// ` and bwudp://IP:PORT/` for a start banner when the UDP protocol is served.
+    pub fn udp_banner(&self, host: impl fmt::Display) -> String {
+        match self.udp_port {
+            Some(p) => format!(
+                " and bwudp://{host}:{p}/{}",
+                if self.udp_paper_mode {
+                    " (UDP paper mode: no bounds)"
+                } else {
+                    ""
+                }
+            ),
+            None => String::new(),
+        }
     }
 
     /// The bonding asked for with `nics` NICs: `None` for one NIC (or `--bond off`), else
@@ -428,6 +486,7 @@ impl ServerOpts {
             idle_ms: self.idle_timeout.unwrap_or(30) * 1000,
             ..Timeouts::default()
         };
+        cfg.udp = self.udp();
         cfg
     }
 
@@ -478,6 +537,21 @@ impl ServerOpts {
         }
         if self.bsp_http {
             w.push("bsp_http=on".into());
+        }
+        if let Some(u) = self.udp() {
+            w.push(format!("udp_port={}", u.port));
+            for (k, v, given) in [
+                ("udp_burst", u32::from(u.burst), self.udp_burst.is_some()),
+                ("udp_ids", u32::from(u.ids), self.udp_ids.is_some()),
+                ("udp_rate", u.rate, self.udp_rate.is_some()),
+            ] {
+                if given {
+                    w.push(format!("{k}={v}"));
+                }
+            }
+            if u.paper_mode {
+                w.push("udp_paper=on".into());
+            }
         }
         if let Some(b) = self.bond {
             w.push(format!("bond={}", value_name(b)));
@@ -602,12 +676,22 @@ mod tests {
             no_stats_page: true,
             mode: Some(ModeArg::Netcore),
             bsp_http: true,
+            udp_port: Some(8081),
+            udp_burst: Some(4),
+            udp_ids: Some(100),
+            udp_rate: Some(0),
+            udp_paper_mode: true,
             bond: Some(BondArg::Split),
             bond_policy: Some(PolicyArg::LeastQueued),
             bond_monitor_ms: Some(40),
         };
         let line = o.kernel_words(true).join(" ");
         let s = kernel_settings(&line).unwrap();
+        assert_eq!(
+            s.udp.config(),
+            o.udp(),
+            "the kernel's UDP settings are serve's"
+        );
         assert_eq!(s.bond, Some(BondArg::Split.mode()));
         assert_eq!(s.bond_policy, PolicyArg::LeastQueued.policy());
         assert_eq!(s.bond_monitor_ms, 40);

@@ -331,11 +331,16 @@ pub fn qemu_args(
     push("-netdev");
     match &a.net {
         Net::User => push(&format!(
-            "user,id=n0,hostfwd=tcp:{}:{}-{}:{}",
+            "user,id=n0,hostfwd=tcp:{}:{}-{}:{}{}",
             a.listen.ip(),
             a.listen.port(),
             settings.ip,
-            settings.port
+            settings.port,
+            // The UDP protocol's port, forwarded from the same host address, same number.
+            match settings.udp.port {
+                Some(u) => format!(",hostfwd=udp:{}:{u}-{}:{u}", a.listen.ip(), settings.ip),
+                None => String::new(),
+            }
         )),
         Net::Tap(ifname) => {
             let queues = match plan.queues {

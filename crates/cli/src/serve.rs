@@ -92,7 +92,8 @@ extern "C" fn on_signal(_: libc::c_int) {
 }
 
 fn install_signal_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
+    // SIGHUP (the terminal closed) stops like Ctrl-C: the TAPs, a bridge, the threads go.
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: on_signal only stores to an atomic, which is async-signal-safe.
         unsafe {
             libc::signal(
@@ -153,10 +154,30 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     let (ip, prefix) = (cfg.ip, cfg.prefix_len);
     let host_ip = match a.host_ip {
         Some(h) => h.addr(),
-        None => Some(
-            netif::first_free(ip, prefix)
-                .ok_or("no free address for the host side: give --host-ip")?,
-        ),
+        None => {
+            // Another interface on this subnet (another serve's TAP): its host address
+            // would be ours too, and the routes to the subnet ambiguous.
+            // Our own TAPs and bridge (left from an earlier run of this same serve) are not
+            // another server.
+            let default_bridge = format!("{}br", a.taps[0]);
+            let ours = |n: &str| {
+                a.taps.iter().any(|t| t == n)
+                    || a.bridge.as_deref() == Some(n)
+                    || n == default_bridge
+            };
+            if let Some((name, addr)) =
+                netif::subnet_taken(ip, prefix, "").filter(|(n, _)| !ours(n))
+            {
+                return Err(format!(
+                    "the subnet of {ip}/{prefix} is already on {name} ({addr}): another server? \
+                     Give another --ip subnet, or the host side's address with --host-ip (none: leave it)"
+                ));
+            }
+            Some(
+                netif::first_free(ip, prefix)
+                    .ok_or("no free address for the host side: give --host-ip")?,
+            )
+        }
     };
     let files = site.len();
     install_signal_handlers();
@@ -167,9 +188,10 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         .map(|m| m.to_string())
         .collect::<Vec<_>>()
         .join(", ");
+    let udp = a.server.udp_banner(ip);
     let banner = move |on: &str| {
         eprintln!(
-            "bareweb: serving {files} files at http://{ip}:{port}/ on {on} (server MAC {macs_text}, host side {host}); Ctrl-C stops"
+            "bareweb: serving {files} files at http://{ip}:{port}/{udp} on {on} (server MAC {macs_text}, host side {host}); Ctrl-C stops"
         )
     };
     let bridge =

@@ -139,3 +139,61 @@ fn build_writes_what_the_extension_says_in_any_case() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn udp_options_are_checked_and_become_kernel_words() {
+    let s = site();
+    for cmd in ["serve", "run"] {
+        usage_error(&[cmd, &s, "--udp-port", "0"], "--udp-port");
+        usage_error(
+            &[cmd, &s, "--udp-port", "1", "--udp-burst", "65"],
+            "--udp-burst",
+        );
+        usage_error(&[cmd, &s, "--udp-port", "1", "--udp-ids", "0"], "--udp-ids");
+        usage_error(&[cmd, &s, "--udp-burst", "4"], "need --udp-port");
+        usage_error(&[cmd, &s, "--udp-paper-mode"], "need --udp-port");
+    }
+    let o = bareweb(&[
+        "run",
+        &s,
+        "--dry-run",
+        "--accel",
+        "tcg",
+        "--machine",
+        "pc",
+        "--udp-port",
+        "8081",
+        "--udp-burst",
+        "4",
+        "--udp-paper-mode",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let line = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        line.contains("udp_port=8081 udp_burst=4 udp_paper=on"),
+        "{line}"
+    );
+    assert!(
+        line.contains("hostfwd=udp:127.0.0.1:8081-10.0.2.15:8081"),
+        "{line}"
+    );
+}
+
+#[test]
+fn get_says_which_schemes_it_speaks() {
+    let o = bareweb(&["get", "ftp://example/x", "-o", "/dev/null"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("does not speak ftp://"),
+        "{}",
+        stderr(&o)
+    );
+    let o = bareweb(&["get", "bwudp://127.0.0.1:0/x", "-o", "/dev/null"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("bad port"), "{}", stderr(&o));
+    usage_error(&["get", "bwudp://h/x"], "--output");
+    usage_error(
+        &["get", "bwudp://h/x", "-o", "f", "--tries", "0"],
+        "--tries",
+    );
+}

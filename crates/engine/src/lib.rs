@@ -12,6 +12,8 @@
 //!   timer actions), RTT, NewReno, the TCB, the port table, ISNs.
 //! - [`http`]: request parsing and response choice (pure functions), the HTTP side of a
 //!   connection (`http::conn`), the access record (`http::log`).
+//! - [`udp`]: paper 001's stateless UDP web protocol: its formats, the answer to a request,
+//!   tokens, the rate limit, the request-id stack, and the client's state machine.
 //! - [`server`]: one core's server, the glue that applies what the layers decide, driven by
 //!   `Server::poll` (or the split API for paper 003's runners).
 //! - [`cores`]: many cores: network-core dispatch and rings, the stats board, the per-core
@@ -48,4 +50,5 @@ pub mod server;
 pub mod site;
 pub mod stats;
 pub mod tcp;
+pub mod udp;
 pub mod wire;

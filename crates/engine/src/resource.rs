@@ -147,7 +147,8 @@ pub enum Found<'a> {
 }
 
 /// Anything that can resolve a normalised path (starts with `/`, no `.`/`..` segments,
-/// percent-decoded) to a resource. Implemented by the site image.
+/// percent-decoded) to a resource. Implemented by the site image. A wrapper around another
+/// `Lookup` must forward every method, not only `lookup` (the defaults answer "none").
 pub trait Lookup<'a> {
     /// Resolves `path`.
     fn lookup(&self, path: &[u8]) -> Found<'a>;

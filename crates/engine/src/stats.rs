@@ -4,7 +4,7 @@
 //! publishes all of them to the shared board in `cores::board`.
 
 /// Number of counters in [`Stats::fields`].
-pub const STATS_FIELDS: usize = 45;
+pub const STATS_FIELDS: usize = 57;
 
 /// All counters of one engine instance.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -103,6 +103,30 @@ pub struct Stats {
     pub tcbs_max: u64,
     /// Highest number of requests on the run list at once.
     pub run_list_max: u64,
+    /// UDP protocol (paper 001): datagrams for its port.
+    pub udp_datagrams: u64,
+    /// Initial GETs answered (a Get-Ack sent).
+    pub udp_initial: u64,
+    /// Subsequent GETs answered.
+    pub udp_subsequent: u64,
+    /// Packets sent (Get-Acks, heads, data, errors).
+    pub udp_packets: u64,
+    /// Answers cut short by the amplification bound (3x to an unproven source).
+    pub udp_bounded: u64,
+    /// Requests not answered at all: not even a Get-Ack fit the bound.
+    pub udp_bounded_silent: u64,
+    /// Requests refused as malformed (answered with an Error packet within the bound).
+    pub udp_malformed: u64,
+    /// Requests refused for their start packet (0 or past the end).
+    pub udp_bad_start: u64,
+    /// Requests whose `BW-Token` did not verify (treated as unproven).
+    pub udp_token_bad: u64,
+    /// Requests dropped by the per-source rate limit.
+    pub udp_rate_limited: u64,
+    /// Requests dropped because no request id was free.
+    pub udp_no_id: u64,
+    /// Most request ids out at once (the paper's max parallel).
+    pub udp_ids_max: u64,
 }
 
 impl Stats {
@@ -157,6 +181,18 @@ impl Stats {
             ("tcbs_in_use", self.tcbs_in_use),
             ("tcbs_max", self.tcbs_max),
             ("run_list_max", self.run_list_max),
+            ("udp_datagrams", self.udp_datagrams),
+            ("udp_initial", self.udp_initial),
+            ("udp_subsequent", self.udp_subsequent),
+            ("udp_packets", self.udp_packets),
+            ("udp_bounded", self.udp_bounded),
+            ("udp_bounded_silent", self.udp_bounded_silent),
+            ("udp_malformed", self.udp_malformed),
+            ("udp_bad_start", self.udp_bad_start),
+            ("udp_token_bad", self.udp_token_bad),
+            ("udp_rate_limited", self.udp_rate_limited),
+            ("udp_no_id", self.udp_no_id),
+            ("udp_ids_max", self.udp_ids_max),
         ]
     }
 }

@@ -47,8 +47,8 @@ pub trait HostQueue: CoreQueue + Send {
     /// The descriptors that become readable when a frame arrives (an idle thread polls
     /// them, core 0 of network-core mode together with its eventfd).
     fn rx_fds(&self) -> Vec<RawFd>;
-    /// Waits up to `timeout_ms` for a frame to arrive.
-    fn wait(&self, timeout_ms: i32);
+    /// Waits up to `us` microseconds for a frame to arrive.
+    fn wait_us(&self, us: u64);
     /// The two sides, owned apart (network-core mode's core 0 wraps them).
     fn into_rings(self) -> (Self::Rx, Self::Tx);
 }
@@ -60,8 +60,8 @@ impl HostQueue for Tap {
         vec![Tap::rx_fd(self)]
     }
 
-    fn wait(&self, timeout_ms: i32) {
-        Tap::wait(self, timeout_ms)
+    fn wait_us(&self, us: u64) {
+        Tap::wait_us(self, us)
     }
 
     fn into_rings(self) -> (Self::Rx, Self::Tx) {
@@ -77,9 +77,8 @@ impl HostQueue for BondNic<TapRx, TapTx> {
         self.rings().0.iter().map(TapRx::raw_fd).collect()
     }
 
-    fn wait(&self, timeout_ms: i32) {
-        let fds = self.rx_fds();
-        wait_fds_us(&fds, u64::try_from(timeout_ms).unwrap_or(0) * 1000);
+    fn wait_us(&self, us: u64) {
+        wait_fds_us(&self.rx_fds(), us);
     }
 
     fn into_rings(self) -> (Self::Rx, Self::Tx) {
@@ -262,9 +261,10 @@ where
                             board: plan.board,
                             stop: threads.stop,
                         };
-                        // Sleep on the queue's fd when idle, as the one-core server does.
-                        let run = run_core(&mut server, &mut q, &clock, &mut log, &ctx, |q, _| {
-                            q.wait(10)
+                        // Sleep on the queue's fd when idle, as the one-core server does,
+                        // until the next timer at the latest.
+                        let run = run_core(&mut server, &mut q, &clock, &mut log, &ctx, |q, i| {
+                            q.wait_us(i.timer_in_us.clamp(1, SLEEP_IDLE_US))
                         });
                         report(core, plan.role(core), &server, &q, run)
                     })
@@ -356,6 +356,7 @@ where
                                     } else {
                                         SLEEP_BUSY_US
                                     };
+                                    let us = us.min(i.timer_in_us.max(1));
                                     wait_fds_us(&fds, us);
                                     wake0.clear();
                                 }
@@ -395,11 +396,12 @@ where
                                 }
                                 n.doze().announce();
                                 if !n.input_pending() {
-                                    wake.wait_us(if i.connections == 0 {
+                                    let us = if i.connections == 0 {
                                         SLEEP_IDLE_US
                                     } else {
                                         SLEEP_BUSY_US
-                                    });
+                                    };
+                                    wake.wait_us(us.min(i.timer_in_us.max(1)));
                                 }
                                 n.doze().awake();
                             },

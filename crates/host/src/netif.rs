@@ -276,6 +276,68 @@ pub fn configure(name: &str, ip: Ipv4Address, prefix_len: u8) -> io::Result<()> 
     Ok(())
 }
 
+/// Every IPv4 address on an interface of this network namespace: (interface, address,
+/// prefix length).
+pub fn local_ipv4() -> Vec<(String, Ipv4Address, u8)> {
+    let mut out = Vec::new();
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `head` with a list we free below with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return out;
+    }
+    let mut p = head;
+    while !p.is_null() {
+        // SAFETY: `p` is a node of the list getifaddrs returned, alive until freeifaddrs.
+        let ifa = unsafe { &*p };
+        p = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_netmask.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: a non-null ifa_addr points to a sockaddr whose family says its type.
+        if i32::from(unsafe { (*ifa.ifa_addr).sa_family }) != libc::AF_INET {
+            continue;
+        }
+        // SAFETY: AF_INET: both are sockaddr_in.
+        let (addr, mask) = unsafe {
+            (
+                (*(ifa.ifa_addr as *const libc::sockaddr_in))
+                    .sin_addr
+                    .s_addr,
+                (*(ifa.ifa_netmask as *const libc::sockaddr_in))
+                    .sin_addr
+                    .s_addr,
+            )
+        };
+        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+        let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) }
+            .to_string_lossy()
+            .into_owned();
+        out.push((
+            name,
+            Ipv4Address(addr.to_ne_bytes()),
+            u32::from_be(mask).count_ones() as u8,
+        ));
+    }
+    // SAFETY: `head` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(head) };
+    out
+}
+
+/// An interface other than `tap` that already has an address in `ip/prefix_len`'s subnet:
+/// a second server on the same subnet would take the same host address, and the routes
+/// to the subnet would be ambiguous.
+pub fn subnet_taken(ip: Ipv4Address, prefix_len: u8, tap: &str) -> Option<(String, Ipv4Address)> {
+    if prefix_len == 0 {
+        return None;
+    }
+    let mask = u32::MAX << (32 - u32::from(prefix_len.min(32)));
+    let net = u32::from_be_bytes(ip.0) & mask;
+    local_ipv4()
+        .into_iter()
+        .find(|(name, a, _)| name != tap && u32::from_be_bytes(a.0) & mask == net)
+        .map(|(name, a, _)| (name, a))
+}
+
 /// The first host address of `ip/prefix_len` that is not `ip` (the host side's default).
 pub fn first_free(ip: Ipv4Address, prefix_len: u8) -> Option<Ipv4Address> {
     if prefix_len >= 31 {
@@ -308,5 +370,18 @@ mod tests {
             Some(Ipv4Address([192, 168, 7, 10]))
         );
         assert_eq!(first_free(Ipv4Address([10, 0, 0, 1]), 31), None);
+    }
+
+    #[test]
+    fn loopback_is_a_local_address_and_its_subnet_is_taken() {
+        let all = local_ipv4();
+        assert!(
+            all.iter()
+                .any(|(_, a, len)| *a == Ipv4Address([127, 0, 0, 1]) && *len == 8),
+            "{all:?}"
+        );
+        let taken = subnet_taken(Ipv4Address([127, 9, 9, 9]), 8, "bw-none");
+        assert_eq!(taken.map(|(_, a)| a), Some(Ipv4Address([127, 0, 0, 1])));
+        assert_eq!(subnet_taken(Ipv4Address([127, 9, 9, 9]), 8, "lo"), None);
     }
 }

@@ -195,9 +195,9 @@ impl Tap {
         (self.tx.frames, self.tx.errors)
     }
 
-    /// Waits up to `timeout_ms` for a frame to arrive.
-    pub fn wait(&self, timeout_ms: i32) {
-        self.rx.wait(timeout_ms)
+    /// Waits up to `us` microseconds for a frame to arrive.
+    pub fn wait_us(&self, us: u64) {
+        self.rx.wait_us(us)
     }
 
     /// The receive side's descriptor (to poll it with others).

@@ -2,12 +2,15 @@
 //! tcbs=N max_per_ip=N syn_backlog=N request_timeout=S idle_timeout=S log=access,stats`,
 //! the many-core words `cores=N mode=netcore|perqueue bsp_http=on|off stats_page=on|off
 //! apic=auto|xapic`, the bonding words (issue 14) `bond=off|split|spread
-//! bond_policy=per-client|size|least-queued bond_monitor_ms=N`, issue 16's `offload=on|off`,
-//! idling `poll=idle|always idle_poll_us=N` and the virtio-mmio devices of a microVM
-//! `virtio_mmio.device=SIZE@BASE:IRQ` (Linux's syntax, as Firecracker writes it), and
-//! `crash=panic|fault|fault-ap|overflow-ap` which makes the kernel
-//! fail on purpose right after boot (the tests use it to prove that failures are reported
-//! and stop QEMU).
+//! bond_policy=per-client|size|least-queued bond_monitor_ms=N`, the UDP protocol's words
+//! `udp_port=N udp_ids=N udp_burst=N udp_rate=N udp_paper=on|off` (off unless `udp_port`
+//! is given), the bare UDP client's words (`client=udp server=A.B.C.D:PORT paths=/a,/b`,
+//! `frequency=F maxreq=M | rate=R | parallel=N`, `requests= seconds= slots= rto_ms=
+//! tries= pad=`: see [`UdpClient`]), issue 16's `offload=on|off`, idling `poll=idle|always
+//! idle_poll_us=N` and the virtio-mmio devices of a microVM `virtio_mmio.device=SIZE@BASE:IRQ`
+//! (Linux's syntax, as Firecracker writes it), and `crash=panic|fault|fault-ap|overflow-ap`
+//! which makes the kernel fail on purpose right after boot (the tests use it to prove that
+//! failures are reported and stop QEMU).
 //!
 //! Defaults work under QEMU user networking (10.0.2.15/24, gateway 10.0.2.2, port 80).
 //! A bad value is reported on the console and its default kept; an unknown key is
@@ -79,6 +82,137 @@ pub struct Settings {
     pub bond_policy: BondPolicy,
     /// Milliseconds between two readings of the NICs' links.
     pub bond_monitor_ms: u32,
+    /// Paper 001's stateless UDP protocol (`udp_*` words); served when `udp_port` is set.
+    pub udp: Udp,
+    /// The bare UDP client (`client=udp` and its words): boot into the load generator of
+    /// paper 001 instead of the server.
+    pub client: UdpClient,
+}
+
+/// Most octets of `paths=`.
+pub const PATHS_MAX: usize = 480;
+
+/// The bare client's words: `client=udp server=A.B.C.D:PORT paths=/a,/b` and the schedule
+/// (`frequency=F maxreq=M`, `rate=R` or `parallel=N`), `requests=N seconds=S slots=N
+/// rto_ms=N tries=N pad=on|off`; its own address is `ip=` (and `gw=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpClient {
+    /// `client=udp`.
+    pub on: bool,
+    /// `server=A.B.C.D:PORT`.
+    pub server: Option<(Ipv4Address, u16)>,
+    /// `paths=` (comma-separated URL paths).
+    paths: [u8; PATHS_MAX],
+    paths_len: usize,
+    /// `frequency=F maxreq=M`: the paper's schedule.
+    pub frequency: Option<u32>,
+    /// Requests per period.
+    pub maxreq: Option<u32>,
+    /// `rate=R`: requests per second.
+    pub rate: Option<u32>,
+    /// `parallel=N`: a closed loop of N requests.
+    pub parallel: Option<u32>,
+    /// `requests=N`: most requests started [1000000].
+    pub requests: u64,
+    /// `seconds=S`: requests start for this long [10].
+    pub seconds: u32,
+    /// `slots=N`: most requests in progress [4096].
+    pub slots: u32,
+    /// `rto_ms=N`: first retransmission timeout [50].
+    pub rto_ms: u32,
+    /// `tries=N`: timeouts in a row before a request is given up [8].
+    pub tries: u32,
+    /// `pad=on|off`: pad initial GETs to 1200 octets [on].
+    pub pad: bool,
+}
+
+impl Default for UdpClient {
+    fn default() -> Self {
+        UdpClient {
+            on: false,
+            server: None,
+            paths: [0; PATHS_MAX],
+            paths_len: 0,
+            frequency: None,
+            maxreq: None,
+            rate: None,
+            parallel: None,
+            requests: 1_000_000,
+            seconds: 10,
+            slots: 4096,
+            rto_ms: 50,
+            tries: 8,
+            pad: true,
+        }
+    }
+}
+
+impl UdpClient {
+    /// The paths, each starting with `/` (`["/"]` when none were given).
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        let text = core::str::from_utf8(&self.paths[..self.paths_len]).unwrap_or("");
+        let none = text.is_empty();
+        text.split(',')
+            .filter(|p| !p.is_empty())
+            .chain(none.then_some("/"))
+    }
+
+    fn set_paths(&mut self, v: &str) -> bool {
+        let ok = v.len() <= PATHS_MAX
+            && v.split(',')
+                .all(|p| p.starts_with('/') && p.bytes().all(|c| c > b' ' && c != 0x7f));
+        if ok {
+            self.paths[..v.len()].copy_from_slice(v.as_bytes());
+            self.paths_len = v.len();
+        }
+        ok
+    }
+
+    /// Why the words cannot make a run, if they cannot.
+    pub fn problem(&self) -> Option<&'static str> {
+        let schedules = [
+            self.frequency.is_some() || self.maxreq.is_some(),
+            self.rate.is_some(),
+            self.parallel.is_some(),
+        ];
+        if self.server.is_none() {
+            Some("client=udp needs server=A.B.C.D:PORT")
+        } else if schedules.iter().filter(|&&b| b).count() > 1 {
+            Some("give one of frequency=/maxreq=, rate= or parallel=")
+        } else if self.frequency.is_some() != self.maxreq.is_some() {
+            Some("frequency= and maxreq= go together")
+        } else {
+            None
+        }
+    }
+}
+
+/// The UDP protocol's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Udp {
+    /// `udp_port=N`: serve it on this port.
+    pub port: Option<u16>,
+    /// `udp_ids=N`: request ids, 1 to 65535.
+    pub ids: u16,
+    /// `udp_burst=N`: packets per GET, 1 to 64.
+    pub burst: u8,
+    /// `udp_rate=N`: GETs per second per proven address (0: no limit).
+    pub rate: u32,
+    /// `udp_paper=on`: no amplification bound, token or rate limit.
+    pub paper: bool,
+}
+
+impl Udp {
+    /// The engine's configuration, when the protocol is on.
+    pub fn config(&self) -> Option<bareweb_engine::udp::Config> {
+        self.port.map(|p| bareweb_engine::udp::Config {
+            ids: self.ids,
+            burst: self.burst,
+            rate: self.rate,
+            paper_mode: self.paper,
+            ..bareweb_engine::udp::Config::new(p)
+        })
+    }
 }
 
 /// Most `virtio_mmio.device=` words kept.
@@ -137,9 +271,17 @@ impl Default for Settings {
             offload: true,
             mmio: [(0, 0); MAX_MMIO],
             n_mmio: 0,
+            udp: Udp {
+                port: None,
+                ids: 5000,
+                burst: 8,
+                rate: 20_000,
+                paper: false,
+            },
             bond: None,
             bond_policy: BondPolicy::PerClient,
             bond_monitor_ms: 100,
+            client: UdpClient::default(),
         }
     }
 }
@@ -320,6 +462,13 @@ pub fn parse_over<'a>(
             },
             "bsp_http" => on_off(v).map(|b| s.bsp_http = b).is_some(),
             "offload" => on_off(v).map(|b| s.offload = b).is_some(),
+            "udp_port" => match v.parse::<u16>() {
+                Ok(p) if p != 0 => {
+                    s.udp.port = Some(p);
+                    true
+                }
+                _ => false,
+            },
             "bond" => match v {
                 "off" => Some(BondMode::Off),
                 "split" => Some(BondMode::Split),
@@ -343,6 +492,62 @@ pub fn parse_over<'a>(
                 }
                 _ => false,
             },
+            "udp_ids" => match v.parse::<u16>() {
+                Ok(n) if n != 0 => {
+                    s.udp.ids = n;
+                    true
+                }
+                _ => false,
+            },
+            "udp_burst" => match v.parse::<u8>() {
+                Ok(n) if (1..=bareweb_engine::udp::MAX_BURST).contains(&n) => {
+                    s.udp.burst = n;
+                    true
+                }
+                _ => false,
+            },
+            "udp_rate" => v.parse::<u32>().map(|n| s.udp.rate = n).is_ok(),
+            "client" => {
+                v == "udp" && {
+                    s.client.on = true;
+                    true
+                }
+            }
+            "server" => match v.split_once(':') {
+                Some((ip, port)) => match (parse_ip(ip), port.parse::<u16>()) {
+                    (Some(ip), Ok(p)) if p != 0 => {
+                        s.client.server = Some((ip, p));
+                        true
+                    }
+                    _ => false,
+                },
+                None => false,
+            },
+            "paths" => s.client.set_paths(v),
+            "frequency" => positive(v, 4_000_000)
+                .map(|n| s.client.frequency = Some(n))
+                .is_some(),
+            "maxreq" => positive(v, 100_000)
+                .map(|n| s.client.maxreq = Some(n))
+                .is_some(),
+            "rate" => positive(v, 10_000_000)
+                .map(|n| s.client.rate = Some(n))
+                .is_some(),
+            "parallel" => positive(v, 65_536)
+                .map(|n| s.client.parallel = Some(n))
+                .is_some(),
+            "slots" => positive(v, 65_536).map(|n| s.client.slots = n).is_some(),
+            "requests" => v
+                .parse::<u64>()
+                .ok()
+                .filter(|&n| n > 0)
+                .map(|n| s.client.requests = n)
+                .is_some(),
+            "seconds" => positive(v, 86_400).map(|n| s.client.seconds = n).is_some(),
+            "rto_ms" => positive(v, 10_000).map(|n| s.client.rto_ms = n).is_some(),
+            "tries" => positive(v, 100).map(|n| s.client.tries = n).is_some(),
+            "pad" => on_off(v).map(|b| s.client.pad = b).is_some(),
+            "udp_paper" => on_off(v).map(|b| s.udp.paper = b).is_some(),
             "stats_page" => on_off(v).map(|b| s.stats_page = b).is_some(),
             "poll" => match v {
                 "always" => {
@@ -404,6 +609,11 @@ fn count(v: &str) -> Option<usize> {
     v.parse::<usize>()
         .ok()
         .filter(|n| (1..=1 << 20).contains(n))
+}
+
+/// A number from 1 to `max`.
+fn positive(v: &str, max: u32) -> Option<u32> {
+    v.parse::<u32>().ok().filter(|n| (1..=max).contains(n))
 }
 
 /// A timeout in seconds: 1 to 86400, as `bareweb serve` checks them.
@@ -472,6 +682,18 @@ mod tests {
         assert!(s.log_access && s.log_stats);
         assert_eq!(s.crash, Some(Crash::Fault));
         assert_eq!(parse_all("ip=10.0.0.2").0.prefix, 24);
+        let (s, c) = parse_all("udp_port=8081 udp_ids=100 udp_burst=4 udp_rate=0 udp_paper=on");
+        assert!(c.is_empty(), "{c:?}");
+        let u = s.udp.config().unwrap();
+        assert_eq!(
+            (u.port, u.ids, u.burst, u.rate, u.paper_mode),
+            (8081, 100, 4, 0, true)
+        );
+        assert_eq!(
+            Settings::default().udp.config(),
+            None,
+            "off unless udp_port is given"
+        );
     }
 
     #[test]
@@ -508,6 +730,21 @@ mod tests {
             "virtio_mmio.device=512@0x1feb02e00:5",
             "virtio_mmio.device=512@zz:5",
             "virtio_mmio.device=99999999999999999999K@0x1000:5",
+            "udp_port=0",
+            "udp_port=70000",
+            "udp_ids=0",
+            "udp_burst=65",
+            "udp_burst=0",
+            "udp_rate=-1",
+            "udp_paper=1",
+            "client=tcp",
+            "server=10.0.0.2",
+            "server=10.0.0.2:0",
+            "paths=a,b",
+            "paths=/a,,/b",
+            "frequency=0",
+            "rate=-1",
+            "pad=yes",
             "bond=on",
             "bond_policy=random",
             "bond_monitor_ms=0",

@@ -28,6 +28,7 @@ pub mod acpi;
 pub mod arch;
 pub mod boot_info;
 pub mod boot_trace;
+pub mod client;
 pub mod clock;
 pub mod cmdline;
 pub mod console;

@@ -38,7 +38,7 @@ use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
 use bareweb_engine::cores::run::{run_core_hooked, CoreCtx};
 use bareweb_engine::cores::{CoreQueue, DispatchCounters};
 use bareweb_engine::nic::{Clock, Nic, NicCaps, NicCounters};
-use bareweb_engine::resource::{Found, Lookup};
+use bareweb_engine::resource::{Found, Lookup, Redirect, Resource};
 use bareweb_engine::ring::Doze;
 use bareweb_engine::server::{AccessLog, AccessRecord, Config, Server, Timeouts};
 use bareweb_engine::site::Site;
@@ -390,6 +390,27 @@ impl Lookup<'static> for Pages {
             Pages::WithStats(s) => s.lookup(path),
         }
     }
+
+    fn redirect(&self, path: &[u8]) -> Option<Redirect<'static>> {
+        match self {
+            Pages::Plain(s) => s.redirect(path),
+            Pages::WithStats(s) => s.redirect(path),
+        }
+    }
+
+    fn error_page(&self, status: u16) -> Option<Resource<'static>> {
+        match self {
+            Pages::Plain(s) => s.error_page(status),
+            Pages::WithStats(s) => s.error_page(status),
+        }
+    }
+
+    fn common_headers(&self) -> &'static str {
+        match self {
+            Pages::Plain(s) => s.common_headers(),
+            Pages::WithStats(s) => s.common_headers(),
+        }
+    }
 }
 
 /// Common Log Format lines on the console (one VM exit per byte: for debugging), when on.
@@ -491,6 +512,7 @@ impl Start {
             idle_ms: s.idle_timeout_s * 1000,
             ..Timeouts::default()
         };
+        cfg.udp = s.udp.config();
         cfg
     }
 
@@ -564,6 +586,9 @@ impl Start {
         let Some(mac) = nics.first().map(Nic::mac) else {
             fatal!("{} at {at}: no queue pair", D::NAME)
         };
+        if self.settings.client.on {
+            crate::client::run(&self.settings, self.clock, nics);
+        }
         let decision = plan::decide(self.cores, asked, self.settings.bsp_http, nics.len());
         crate::boot_trace::mark("nic");
         kprintln!("mode: {} ({})", decision.mode.name(), decision.why);
@@ -726,10 +751,11 @@ impl Start {
             }
         );
         kprintln!(
-            "bareweb: ready: serving {} files at http://{}:{}/ on {nic} (MAC {mac}, {}/{} gw {}), sched {:?}, {} TCBs per core, {plan}, stats page {}, heap used {} KiB",
+            "bareweb: ready: serving {} files at http://{}:{}/{} on {nic} (MAC {mac}, {}/{} gw {}), sched {:?}, {} TCBs per core, {plan}, stats page {}, heap used {} KiB",
             self.site.len(),
             s.ip,
             s.port,
+            UdpUrl(s.ip, s.udp),
             s.ip,
             s.prefix,
             Gw(s.gateway),
@@ -785,6 +811,23 @@ impl Start {
     }
 }
 
+/// ` and bwudp://IP:PORT/` when the UDP protocol is served (nothing otherwise).
+struct UdpUrl(bareweb_engine::wire::Ipv4Address, crate::cmdline::Udp);
+
+impl core::fmt::Display for UdpUrl {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.1.port {
+            Some(p) => write!(
+                f,
+                " and bwudp://{}:{p}/{}",
+                self.0,
+                if self.1.paper { " (paper mode)" } else { "" }
+            ),
+            None => Ok(()),
+        }
+    }
+}
+
 /// One line of `key=value` counters on the console: the engine's and the devices', summed
 /// over every core's published row.
 pub fn print_stats(board: &Board, clock: &TscClock) {
@@ -806,7 +849,7 @@ pub fn print_stats(board: &Board, clock: &TscClock) {
             .sum::<u64>()
     };
     kprintln!(
-        "stats: uptime_ms={} cores={} http_requests={} http_2xx={} rx_frames={} tx_frames={} tcbs_in_use={} tcp_accepted={} tcp_rto_retransmits={} tx_ring_full={} nic_rx={} nic_tx={} doorbells={} rx_doorbells={} suppressed={} rx_bad={} tx_bad={} tx_full={} dispatched={} drained={} conn_map={} late_allocs={} stack_max={} sleeps={} slept_ms={} wakes_device={} wakes_timer={} wakes_core={}",
+        "stats: uptime_ms={} cores={} http_requests={} http_2xx={} rx_frames={} tx_frames={} tcbs_in_use={} tcp_accepted={} tcp_rto_retransmits={} tx_ring_full={} nic_rx={} nic_tx={} doorbells={} rx_doorbells={} suppressed={} rx_bad={} tx_bad={} tx_full={} dispatched={} drained={} conn_map={} udp_initial={} udp_subsequent={} udp_packets={} udp_bounded={} udp_rate_limited={} udp_ids_max={} late_allocs={} stack_max={} sleeps={} slept_ms={} wakes_device={} wakes_timer={} wakes_core={}",
         clock.now_ns() / 1_000_000,
         board.cores(),
         st("http_requests"),
@@ -828,6 +871,15 @@ pub fn print_stats(board: &Board, clock: &TscClock) {
         nic("dispatched"),
         nic("drained"),
         nic("conn_map"),
+        st("udp_initial"),
+        st("udp_subsequent"),
+        st("udp_packets"),
+        st("udp_bounded"),
+        st("udp_rate_limited"),
+        (0..board.cores())
+            .map(|c| board.snapshot(c).stat("udp_ids_max"))
+            .max()
+            .unwrap_or(0),
         mem::late_allocs(),
         stack,
         sl(|s| s.sleeps),

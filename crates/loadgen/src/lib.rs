@@ -8,6 +8,8 @@
 //! - [`hist`]: fixed-size latency histograms; [`rng`]: seeded distributions.
 //! - [`bench`]: `bareweb bench`, the side-by-side harness (namespaces, servers under
 //!   test, interleaved runs, tables, plots, docs/performance.md).
+//! - [`udp`]: clients of paper 001's stateless UDP protocol: one file (`bareweb get
+//!   bwudp://…`) and the load generator of `bareweb load --udp`.
 //! - [`sys`]: the Linux calls, the only `unsafe` of the crate.
 
 pub mod bench;
@@ -18,6 +20,7 @@ pub mod report;
 pub mod rng;
 pub mod surge;
 pub mod sys;
+pub mod udp;
 
 pub use load::{parse_url, run, Expect, LoadConfig, Mode, Progress, Target, UrlEntry};
 pub use report::{ErrorKind, Report};

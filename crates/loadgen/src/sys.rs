@@ -1,5 +1,6 @@
 //! The few Linux calls the load generator's loop needs, wrapped so the rest of the crate
-//! has no `unsafe`: non-blocking TCP sockets, epoll, per-thread CPU time. Every wrapper
+//! has no `unsafe`: non-blocking TCP sockets, epoll, a nanosecond timer, per-thread CPU
+//! time. Every wrapper
 //! returns `io::Result` (errno) and never panics.
 
 use std::io;
@@ -51,6 +52,17 @@ impl Epoll {
     pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
         let mut ev = libc::epoll_event {
             events: IN | OUT | RDHUP | ET,
+            u64: token,
+        };
+        // SAFETY: `ev` is a valid epoll_event that outlives the call; the kernel copies it.
+        cvt(unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
+        Ok(())
+    }
+
+    /// Registers `fd` level-triggered for input only, tagged `token` (UDP sockets, timers).
+    pub fn add_in(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events: IN,
             u64: token,
         };
         // SAFETY: `ev` is a valid epoll_event that outlives the call; the kernel copies it.
@@ -275,10 +287,10 @@ extern "C" fn on_stop(_: libc::c_int) {
     STOP.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// From now on SIGINT and SIGTERM only set a flag ([`stop_requested`]), so a long run
-/// can stop between steps and clean up (namespaces, servers) instead of dying.
+/// From now on SIGINT, SIGTERM and SIGHUP only set a flag ([`stop_requested`]), so a long
+/// run can stop between steps and clean up (namespaces, servers) instead of dying.
 pub fn catch_stop_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: on_stop only stores to an atomic, which is async-signal-safe.
         unsafe {
             libc::signal(
@@ -291,4 +303,59 @@ pub fn catch_stop_signals() {
 
 pub fn stop_requested() -> bool {
     STOP.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A monotonic timer (timerfd) that an epoll loop can wait on with nanosecond precision
+/// (epoll_wait's own timeout has whole milliseconds); closed on drop.
+pub struct Timer {
+    fd: RawFd,
+}
+
+impl Timer {
+    pub fn new() -> io::Result<Timer> {
+        // SAFETY: plain syscall with flag arguments; the returned fd is owned here.
+        let fd = cvt(unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        })?;
+        Ok(Timer { fd })
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.fd
+    }
+
+    /// Fires once, `ns` nanoseconds from now (at least 1).
+    pub fn arm_in(&self, ns: u64) -> io::Result<()> {
+        let ns = ns.max(1);
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: (ns / 1_000_000_000) as libc::time_t,
+                tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+            },
+        };
+        // SAFETY: `spec` is a valid itimerspec; the old value is not asked for (null).
+        cvt(unsafe { libc::timerfd_settime(self.fd, 0, &spec, std::ptr::null_mut()) })?;
+        Ok(())
+    }
+
+    /// Clears an expiry (the fd is readable until then).
+    pub fn clear(&self) {
+        let mut buf = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into a valid 8-byte buffer from our own fd.
+        unsafe { libc::read(self.fd, buf.as_mut_ptr().cast(), buf.len()) };
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        // SAFETY: the fd is owned by this value and closed exactly once.
+        unsafe { libc::close(self.fd) };
+    }
 }

@@ -67,7 +67,10 @@ impl Role {
 const N_STATS: usize = STATS_FIELDS;
 const N_TIMES: usize = 3;
 const N_STAY: usize = 5 + STAY_BUCKETS;
-const N_NIC: usize = 23;
+const N_NIC: usize = 24;
+/// Where the network core's dispatch and drain times are among the NIC words.
+const NIC_DISPATCH_NS: usize = 12;
+const NIC_DRAIN_NS: usize = 13;
 const N_RUN: usize = 3;
 const N_SLEEP: usize = 5;
 const AT_TIMES: usize = N_STATS;
@@ -386,6 +389,7 @@ const NIC_NAMES: [&str; N_NIC] = [
     "device_rx_bad",
     "device_tx_bad",
     "device_tx_full",
+    "udp_dispatched",
 ];
 
 fn nic_words(n: &NicCounters, d: &DispatchCounters) -> [u64; N_NIC] {
@@ -413,6 +417,7 @@ fn nic_words(n: &NicCounters, d: &DispatchCounters) -> [u64; N_NIC] {
         n.device_rx_bad,
         n.device_tx_bad,
         n.device_tx_full,
+        d.udp_dispatched,
     ]
 }
 
@@ -422,9 +427,9 @@ fn write_row(w: &mut SliceWriter<'_>, words: &[u64; WORDS]) -> fmt::Result {
     let nic = &words[AT_NIC..AT_NIC + N_NIC];
     let elapsed = words[AT_RUN];
     // Network-core work is part of RCV (dispatch) and its own SEND (draining DLISTs).
-    let rcv = words[AT_TIMES] + nic[11];
+    let rcv = words[AT_TIMES] + nic[NIC_DISPATCH_NS];
     let http = words[AT_TIMES + 1];
-    let send = nic[12];
+    let send = nic[NIC_DRAIN_NS];
     let lock = words[AT_RUN + 2];
     let sl = &words[AT_SLEEP..AT_SLEEP + N_SLEEP];
     let sleep = sl[1];

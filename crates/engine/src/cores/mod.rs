@@ -73,4 +73,6 @@ pub struct DispatchCounters {
     pub drain_ns: u64,
     /// Connection-closed notes lost because the note ring was full.
     pub notes_lost: u64,
+    /// Requests of the stateless UDP protocol handed to HTTP cores.
+    pub udp_dispatched: u64,
 }

@@ -32,6 +32,9 @@
 //!   otherwise a newer frame (a new SYN from a reused port) is in flight and the mapping
 //!   stays. A mapping whose note was lost is dropped after more silence than any TCB
 //!   survives (the server's stall timeout), so the map cannot leak.
+//! - **UDP requests (paper 001)**: a datagram for the stateless protocol's port goes to
+//!   the next HTTP core round robin, with no mapping (nothing outlives the answer); the
+//!   core's id in every packet says which core answered.
 //! - **Several NICs** (issue 14): an HTTP core's server names each frame's NIC
 //!   (`TxRing::select`, its connection's send-id) and writes that NIC's MAC as the source;
 //!   the DLIST slot keeps the NIC and core 0's drain selects it on the device (a
@@ -87,6 +90,7 @@ impl Addressing {
                 prefix_len: cfg.prefix_len,
                 gateway: cfg.gateway.is_some(),
                 port: cfg.port,
+                udp_port: cfg.udp.map(|u| u.port),
             },
             // The stall timeout frees any TCB that long after the peer's last frame, and
             // a half-open one is gone after 1+2+4+8 s; add a margin for timer ticks.
@@ -132,6 +136,10 @@ pub struct Dispatch<R: RxRing, C: Clock> {
     caps: Vec<u32>,
     targets: Vec<u16>,
     next: usize,
+    /// The next core for a UDP request (round robin over `targets`).
+    next_udp: usize,
+    /// UDP requests handed to cores.
+    udp_dispatched: u64,
     next_sweep_ns: u64,
     dispatched: u64,
     ring_full: u64,
@@ -202,6 +210,8 @@ impl<R: RxRing, T: TxRing, C: Clock + Clone> NetCoreNic<R, T, C> {
                 caps,
                 targets,
                 next: 0,
+                next_udp: 0,
+                udp_dispatched: 0,
                 next_sweep_ns: 0,
                 dispatched: 0,
                 ring_full: 0,
@@ -250,6 +260,8 @@ impl<R: RxRing, T: TxRing, C: Clock + Clone> NetCoreNic<R, T, C> {
 enum Class {
     /// Core 0's own server.
     Local,
+    /// A request of the stateless UDP protocol: any HTTP core may answer it.
+    Udp,
     /// A TCP segment for our port from `peer`; `syn` when it may open a connection;
     /// `cookie_ack` (its sequence and acknowledgment numbers) when it is a bare ACK that
     /// could return a SYN cookie (an HTTP core past its SYN backlog sent one and kept no
@@ -274,6 +286,7 @@ fn classify(addr: &Addressing, bytes: &[u8]) -> Class {
     // The same classification the servers make (`iface::ingress`), and the same rule for
     // which SYN opens a connection: a SYN given to a core is one its LISTEN accepts.
     match ingress(&addr.iface, bytes) {
+        Ingress::Udp { .. } => Class::Udp,
         Ingress::Tcp {
             src,
             seg,
@@ -354,16 +367,27 @@ impl<R: RxRing, C: Clock> Dispatch<R, C> {
     }
 
     fn route(&mut self, class: Class, now: u64) -> Route {
-        let Class::Tcp {
-            peer,
-            syn,
-            cookie_ack,
-        } = class
-        else {
-            return Route::To {
-                core: 0,
-                conn: None,
-            };
+        let (peer, syn, cookie_ack) = match class {
+            Class::Tcp {
+                peer,
+                syn,
+                cookie_ack,
+            } => (peer, syn, cookie_ack),
+            Class::Udp => {
+                // Paper 001 Fig. 3: each request to the next HTTP core, round robin; the
+                // request leaves nothing behind, so no mapping.
+                let n = self.targets.len().max(1);
+                let core = self.targets.get(self.next_udp % n).map_or(0, |&c| c.into());
+                self.next_udp = (self.next_udp + 1) % n;
+                self.udp_dispatched += 1;
+                return Route::To { core, conn: None };
+            }
+            Class::Local => {
+                return Route::To {
+                    core: 0,
+                    conn: None,
+                }
+            }
         };
         let id = match self.map.find(peer) {
             Some(id) => id,
@@ -614,6 +638,7 @@ impl<R: RxRing, T: TxRing, C: Clock> CoreQueue for NetCoreNic<R, T, C> {
             dispatch_ns: rx.dispatch_ns,
             drain_ns: self.tx.drain_ns,
             notes_lost: self.tx.notes_lost,
+            udp_dispatched: rx.udp_dispatched,
         }
     }
 }

@@ -271,8 +271,8 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
         self.mode.roles(self.cores)
     }
 
-    /// Core `core`'s server configuration: the plan's, except for a network core that
-    /// serves no HTTP, whose own server then only answers ARP, ICMP, strays, and with a SYN
+    /// Core `core`'s server configuration: the plan's with the core's id for the UDP
+    /// protocol, except for a network core that serves no HTTP, whose own server then only answers ARP, ICMP, strays, and with a SYN
     /// cookie the SYNs no HTTP core has room for (one TCB, never used for a connection:
     /// the ACK returning the cookie is dispatched to an HTTP core). On a NIC set each
     /// server publishes its counters as its core's, and core 0's sends the gratuitous ARPs.
@@ -285,6 +285,10 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
         if self.role(core) == Role::Net {
             cfg.tcbs = 1;
             cfg.syn_backlog = Some(0);
+        }
+        // The UDP protocol's packets say which core answered (paper 001 Fig. 7a).
+        if let Some(u) = cfg.udp.as_mut() {
+            u.core = core.min(255) as u8;
         }
         cfg
     }

@@ -42,6 +42,10 @@ pub struct Idle {
     pub connections: usize,
     /// Nanoseconds since the first empty poll of this idle spell.
     pub idle_ns: u64,
+    /// Microseconds until the server's next timer scan is due (0: now): a platform that
+    /// sleeps wakes by then, or a loss probe a few milliseconds out would wait for the
+    /// sleep to end.
+    pub timer_in_us: u64,
 }
 
 /// What the loop offers an idle hook about to sleep.
@@ -251,6 +255,7 @@ where
                 polls: idle_run,
                 connections: server.active(),
                 idle_ns: now - idle_since,
+                timer_in_us: server.next_timer_ns().saturating_sub(now) / 1000,
             };
             let mut moment = Moment {
                 server,

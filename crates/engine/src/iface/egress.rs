@@ -1,5 +1,5 @@
 //! Frames out: Ethernet and IPv4 headers, ARP and ICMP replies, TCP segments and bare RSTs,
-//! each built in a transmit slot and posted. A TCP segment's payload is head bytes copied
+//! UDP datagrams of the stateless protocol, each built in a transmit slot and posted. A TCP segment's payload is head bytes copied
 //! into the slot and a body slice of the site image posted beside it (never copied); its
 //! checksum is the header's sum combined with the body's stored block sums, or, for a
 //! frame the device segments (offload), the folded pseudo-header sum the device completes.
@@ -8,8 +8,9 @@ use super::Interface;
 use crate::nic::{Tso, TxRing, TX_HEAD_ROOM};
 use crate::wire::tcp::{self as wtcp, ParsedRepr as TcpRepr};
 use crate::wire::{
-    arp, checksum, ethernet, ipv4, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetAddress,
-    EthernetFrame, IcmpPacket, IcmpRepr, IpProtocol, Ipv4Address, Ipv4Packet, Ipv4Repr,
+    arp, checksum, ethernet, ipv4, udp, ArpOperation, ArpPacket, ArpRepr, EtherType,
+    EthernetAddress, EthernetFrame, IcmpPacket, IcmpRepr, IpProtocol, Ipv4Address, Ipv4Packet,
+    Ipv4Repr,
 };
 
 /// Ethernet + IPv4 header bytes in front of a TCP header.
@@ -260,6 +261,56 @@ impl Egress {
         buf[L2L3 + TCP_CHECKSUM_AT..L2L3 + TCP_CHECKSUM_AT + 2]
             .copy_from_slice(&(!sum).to_be_bytes());
         post(tx, len, &[])
+    }
+
+    /// A UDP datagram from `src_port`: the parts in `copied` (the protocol's data header, a
+    /// token or an HTTP head) written into a slot after the UDP header, then `body` posted
+    /// beside it (a slice of the site image, never copied) whose one's-complement sum is
+    /// `body_sum`. The checksum costs the copied octets and one addition for the body.
+    #[allow(clippy::too_many_arguments)]
+    pub fn udp<T: TxRing>(
+        &self,
+        tx: &mut T,
+        dst_mac: EthernetAddress,
+        dst: Ipv4Address,
+        (src_port, dst_port): (u16, u16),
+        copied: &[&[u8]],
+        body: &'static [u8],
+        body_sum: u16,
+    ) -> Sent {
+        let copied_len: usize = copied.iter().map(|c| c.len()).sum();
+        let udp_len = udp::HEADER_LEN + copied_len + body.len();
+        let frame_head = L2L3 + udp::HEADER_LEN + copied_len;
+        if frame_head > TX_HEAD_ROOM || udp_len > usize::from(u16::MAX) - ipv4::HEADER_LEN {
+            return Sent::TooBig;
+        }
+        let Some(buf) = tx.slot() else {
+            return Sent::NoSlot;
+        };
+        let buf = &mut buf[..frame_head];
+        self.write_l2l3(buf, dst_mac, dst, IpProtocol::Udp, udp_len);
+        let (hdr, rest) = buf[L2L3..].split_at_mut(udp::HEADER_LEN);
+        hdr[0..2].copy_from_slice(&src_port.to_be_bytes());
+        hdr[2..4].copy_from_slice(&dst_port.to_be_bytes());
+        hdr[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
+        hdr[6..8].fill(0);
+        let mut at = 0;
+        for c in copied {
+            rest[at..at + c.len()].copy_from_slice(c);
+            at += c.len();
+        }
+        let acc = checksum::pseudo_header_v4(self.ip.0, dst.0, 17, udp_len as u16);
+        let mut sum = checksum::fold(checksum::accumulate(acc, &buf[L2L3..]));
+        if !body.is_empty() {
+            sum = checksum::combine(sum, body_sum, udp::HEADER_LEN + copied_len);
+        }
+        // RFC 768: a computed zero is sent as all ones (zero means "no checksum").
+        let field = match !sum {
+            0 => 0xffff,
+            c => c,
+        };
+        buf[L2L3 + 6..L2L3 + 8].copy_from_slice(&field.to_be_bytes());
+        post(tx, frame_head, body)
     }
 
     /// Writes Ethernet and IPv4 headers for an IPv4 payload of `payload_len` bytes.

@@ -1,4 +1,4 @@
-//! Received frames, classified: Ethernet → ARP | IPv4 → ICMP | TCP. Every check a frame
+//! Received frames, classified: Ethernet → ARP | IPv4 → ICMP | TCP | UDP. Every check a frame
 //! must pass before it reaches a protocol's logic is here, once: addresses, fragments,
 //! source sanity, the route back, the TCP checksum. Nothing a peer sends makes it panic.
 
@@ -6,7 +6,7 @@ use super::Interface;
 use crate::wire::tcp::{self as wtcp, Options, ParsedRepr as TcpRepr};
 use crate::wire::{
     ArpOperation, ArpPacket, ArpRepr, Error, EtherType, EthernetAddress, EthernetFrame, IcmpPacket,
-    IcmpRepr, IpProtocol, Ipv4Address, Ipv4Packet, Ipv4Repr, TcpPacket,
+    IcmpRepr, IpProtocol, Ipv4Address, Ipv4Packet, Ipv4Repr, TcpPacket, UdpPacket, UdpRepr,
 };
 
 /// Why a frame was dropped (each is a counter).
@@ -80,6 +80,17 @@ pub enum Ingress<'a> {
         src: Ipv4Address,
         /// The segment.
         seg: TcpRepr<'a>,
+    },
+    /// A UDP datagram for the stateless protocol's port, checksum verified.
+    Udp {
+        /// The frame's source MAC (the client, or the gateway).
+        src_mac: EthernetAddress,
+        /// The client's IP.
+        src: Ipv4Address,
+        /// The client's port.
+        src_port: u16,
+        /// The datagram's payload.
+        payload: &'a [u8],
     },
     /// Dropped, for this reason.
     Drop(Drop),
@@ -171,6 +182,21 @@ fn ipv4<'a>(
                 src,
                 seg,
                 options_ok,
+            })
+        }
+        IpProtocol::Udp => {
+            let packet = UdpPacket::new_checked(body)?;
+            let repr = UdpRepr::parse(&packet, src, iface.ip)?;
+            if Some(repr.dst_port) != iface.udp_port || repr.src_port == 0 {
+                return Err(Drop::NotForUs);
+            }
+            // `check_len` bounded the length field by the buffer.
+            let end = usize::from(packet.len());
+            Ok(Ingress::Udp {
+                src_mac,
+                src,
+                src_port: repr.src_port,
+                payload: body.get(crate::wire::udp::HEADER_LEN..end).unwrap_or(&[]),
             })
         }
         _ => Err(Drop::NotForUs),

@@ -3,12 +3,13 @@
 //!
 //! - [`ingress`](mod@ingress): a received frame → what it is for us ([`Ingress`]): an ARP request for
 //!   our address, an ICMP echo request, a TCP segment for our port (checksum verified,
-//!   parsed into a [`TcpRepr`](crate::wire::tcp::ParsedRepr)) or for a closed one, or a
-//!   drop with its reason. Also [`admissible_syn`]: the one rule for which segment may
+//!   parsed into a [`TcpRepr`](crate::wire::tcp::ParsedRepr)) or for a closed one, a UDP
+//!   datagram for the stateless protocol's port, or a drop with its reason. Also [`admissible_syn`]: the one rule for which segment may
 //!   open a connection, used by the server's LISTEN and by network-core dispatch.
 //! - [`egress`](mod@egress): frames out: ARP reply, ICMP echo reply, TCP segments (header + head bytes
 //!   copied + body borrowed from the site image, checksum from the stored block sums, or
-//!   a partial checksum for segmentation offload) and bare RSTs.
+//!   a partial checksum for segmentation offload), bare RSTs, and UDP datagrams of the
+//!   stateless protocol (header copied, body borrowed, checksum from block sums).
 
 pub mod egress;
 pub mod ingress;
@@ -32,4 +33,6 @@ pub struct Interface {
     pub gateway: bool,
     /// The TCP port served.
     pub port: u16,
+    /// The UDP port of the stateless protocol (`crate::udp`), if served.
+    pub udp_port: Option<u16>,
 }

@@ -100,7 +100,6 @@ impl<L: Lookup<'static>> Server<L> {
     /// (per client: one NIC per client address; by size; least queued) and selects it, so
     /// the frame built next on `tx` with `self.egress` leaves from it with its MAC. Without
     /// a NIC set it does nothing.
-    #[allow(dead_code)] // used by the UDP server (issue 13) once it lands
     pub(super) fn via_datagram<T: TxRing>(&mut self, client: [u8; 4], len: usize, tx: &mut T) {
         if let Some(b) = &self.bond {
             let k = b.chooser.datagram(client_hash(client), len);

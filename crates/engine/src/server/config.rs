@@ -1,5 +1,5 @@
-//! The server's configuration: addresses, port, capacities, scheduling policy, timeouts
-//! and the ISN secret. Fixed at [`Server::new`](super::Server::new).
+//! The server's configuration: addresses, ports, capacities, scheduling policy, timeouts,
+//! the ISN secret and the UDP protocol's settings. Fixed at [`Server::new`](super::Server::new).
 
 use crate::bond::BondRole;
 use crate::http;
@@ -72,6 +72,8 @@ pub struct Config {
     pub timeouts: Timeouts,
     /// Value of the `Server` header.
     pub server_name: &'static str,
+    /// The stateless UDP protocol (paper 001, `crate::udp`): off unless given.
+    pub udp: Option<crate::udp::Config>,
     /// The NIC set this server sends on (issue 14), or `None`: one NIC, as always.
     pub bond: Option<BondRole>,
 }
@@ -93,6 +95,7 @@ impl Config {
             isn_key,
             timeouts: Timeouts::default(),
             server_name: "bareweb",
+            udp: None,
             bond: None,
         }
     }

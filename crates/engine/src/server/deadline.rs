@@ -5,8 +5,8 @@
 //! Conservative by construction: every deadline the scan in `timers.rs` can act on is a
 //! candidate (a TCP timer, the request and keep-alive timeouts, the stall abort), whether
 //! or not it applies to the connection's state, so a core may wake early (it polls and
-//! sleeps again) but never late. The scan fires only at its 10 ms ticks, so nothing is due
-//! before the next one.
+//! sleeps again) but never late. The scan runs at its 10 ms ticks (sooner for a loss
+//! probe, `Server::next_timer_ns`), so nothing is due before the next one.
 
 use super::Server;
 use crate::resource::Lookup;
@@ -44,7 +44,9 @@ impl<L: Lookup<'static>> Server<L> {
         if first == u64::MAX {
             first
         } else {
-            first.max(self.next_tick_ns)
+            // Nothing fires before the next scan (the 10 ms tick, or sooner for a loss
+            // probe: `next_timer_ns`).
+            first.max(self.next_timer_ns())
         }
     }
 }

@@ -3,7 +3,7 @@
 //! whose [`Outcome`] is applied: payload stored in the receive slab, replies built, the
 //! TCB freed or put on the run list.
 
-use super::Server;
+use super::{AccessLog, Server};
 use crate::iface::{admissible_syn, egress, ingress, Drop, Ingress, Sent};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
@@ -15,7 +15,12 @@ use crate::wire::tcp::{self as wtcp, ParsedRepr as TcpRepr};
 use crate::wire::{EthernetAddress, Ipv4Address};
 
 impl<L: Lookup<'static>> Server<L> {
-    pub(super) fn handle_frame<T: TxRing>(&mut self, bytes: &[u8], tx: &mut T) {
+    pub(super) fn handle_frame<T: TxRing, A: AccessLog>(
+        &mut self,
+        bytes: &[u8],
+        tx: &mut T,
+        log: &mut A,
+    ) {
         self.stats.rx_frames += 1;
         match ingress(&self.iface, bytes) {
             Ingress::ArpRequest { request, src_mac } => {
@@ -65,6 +70,12 @@ impl<L: Lookup<'static>> Server<L> {
                     self.send_reset_for(src_mac, src, &seg, tx);
                 }
             }
+            Ingress::Udp {
+                src_mac,
+                src,
+                src_port,
+                payload,
+            } => self.udp_datagram((src_mac, src, src_port), payload, tx, log),
             Ingress::Drop(d) => self.count_drop(d),
         }
     }
@@ -221,7 +232,7 @@ impl<L: Lookup<'static>> Server<L> {
         };
         let mut tcp = Connection::accept(&syn, ack.wrapping_sub(1), now)
             .with_ts_offset(self.isn.ts_offset(ends.0, ends.1));
-        tcp.syn_ack(now);
+        tcp.syn_ack_sent(now);
         self.open(id, peer, src_mac, tcp); // half-open until the ACK below establishes it
         self.stats.tcp_syncookies_ok += 1;
         self.segment_arrives(id, src_mac, seg, tx);
@@ -277,6 +288,7 @@ impl<L: Lookup<'static>> Server<L> {
         let rx_space = self.rx_space(id);
         let was_half_open = self.tcbs.0[idx].tcp.state() == crate::tcp::State::SynReceived;
         let out = self.tcbs.0[idx].tcp.input(seg, now, rx_space);
+        self.note_timer(id);
         if was_half_open && self.tcbs.0[idx].tcp.state() != crate::tcp::State::SynReceived {
             self.half_open = self.half_open.saturating_sub(1); // established, or reset
         }

@@ -12,6 +12,7 @@
 //! - `timers.rs`: the 10 ms scan: request and idle timeouts, then TCP's own timer;
 //! - `deadline.rs`: when that scan next has work (for a platform that sleeps meanwhile);
 //! - `address.rs`: telling the link our address (ARP announcement);
+//! - `udp.rs`: the stateless UDP protocol (paper 001): a datagram in, its answer out;
 //! - `bond.rs`: on a set of NICs (issue 14), the send-id, the NIC each frame leaves from,
 //!   and failover;
 //! - [`config`]: [`Config`], [`Timeouts`], [`Sched`].
@@ -33,6 +34,7 @@ mod input;
 mod send;
 pub mod split;
 mod timers;
+mod udp;
 
 pub use config::{Config, Sched, Timeouts};
 pub use split::Ready;
@@ -75,8 +77,12 @@ const RX_BURST: usize = 32;
 const DYN_SLOTS: usize = 4;
 /// Bytes of one dynamic-response buffer.
 pub const DYN_MAX: usize = 64 * 1024;
-/// Interval of the timer scan over all TCBs.
+/// Interval of the timer scan over all TCBs (HTTP's timeouts, the stall abort); a TCP
+/// timer due sooner brings the scan forward (`next_timer_ns`).
 const TICK_NS: u64 = 10_000_000;
+/// The shortest gap between two timer scans: the resolution of TCP's timers (a loss in
+/// recovery is declared about a millisecond after its retransmission on a LAN).
+const TIMER_GRAIN_NS: u64 = 250_000;
 
 struct TcbArray(Vec<Tcb>);
 
@@ -123,6 +129,10 @@ pub struct Server<L: Lookup<'static>> {
     isn: IsnGenerator,
     stats: Stats,
     next_tick_ns: u64,
+    /// The earliest precise TCP timer deadline known (a loss probe's; `u64::MAX`: none):
+    /// every place that may arm a connection's timer lowers it (`note_timer`), the scan
+    /// recomputes it.
+    next_timer_ns: u64,
     now_ns: u64,
     unix_secs: u64,
     /// Largest TCP payload of one frame the NIC segments itself (0: no offload), from
@@ -133,6 +143,8 @@ pub struct Server<L: Lookup<'static>> {
     /// Connections freed (or segments that found none) this round: [`Server::closed`].
     closed: Vec<(Peer, u64)>,
     dynamic: Option<Dynamic>,
+    /// The stateless UDP protocol, when served.
+    udp: Option<udp::UdpServer>,
     /// The NIC set this server sends on, if any.
     bond: Option<bond::ServerBond>,
 }
@@ -155,6 +167,7 @@ impl<L: Lookup<'static>> Server<L> {
             prefix_len: cfg.prefix_len,
             gateway: cfg.gateway.is_some(),
             port: cfg.port,
+            udp_port: cfg.udp.map(|u| u.port),
         };
         Server {
             isn: IsnGenerator::new(cfg.isn_key),
@@ -173,6 +186,7 @@ impl<L: Lookup<'static>> Server<L> {
             head_slab: vec![0; n * http::HEAD_MAX],
             stats: Stats::default(),
             next_tick_ns: 0,
+            next_timer_ns: u64::MAX,
             now_ns: 0,
             unix_secs: 0,
             tso_max: 0,
@@ -181,6 +195,7 @@ impl<L: Lookup<'static>> Server<L> {
             // A round frees at most the TCBs in use plus those its frames open.
             closed: Vec::with_capacity(n + (ROUND_BUDGET as usize) * RX_BURST),
             dynamic: None,
+            udp: cfg.udp.map(|u| udp::UdpServer::new(u, cfg.isn_key)),
             bond,
             site,
             cfg,
@@ -267,7 +282,7 @@ impl<L: Lookup<'static>> Server<L> {
             }
             let n = rx.burst(&mut frames[..room]);
             for f in &frames[..n] {
-                self.handle_frame(rx.bytes(f), tx);
+                self.handle_frame(rx.bytes(f), tx, log);
                 rx.recycle(*f);
             }
             if n > 0 {
@@ -300,12 +315,26 @@ impl<L: Lookup<'static>> Server<L> {
         worked
     }
 
-    /// The end of a round (both `poll` and the split API's `tick`): fire the timers if
-    /// their tick is due.
+    /// The end of a round (both `poll` and the split API's `tick`): scan the timers if
+    /// the periodic tick or a loss probe is due.
     fn end_round<T: TxRing, A: AccessLog>(&mut self, tx: &mut T, log: &mut A) {
-        if self.now_ns >= self.next_tick_ns {
+        if self.now_ns >= self.next_tick_ns || self.now_ns >= self.next_timer_ns {
             self.next_tick_ns = self.now_ns + TICK_NS;
-            self.timers(tx, log);
+            self.next_timer_ns = self.timers(tx, log).max(self.now_ns + TIMER_GRAIN_NS);
+        }
+    }
+
+    /// When the next timer scan is due (monotonic ns): a platform that sleeps while idle
+    /// wakes by then, so TCP's timers (a loss probe a few milliseconds out) keep time.
+    pub fn next_timer_ns(&self) -> u64 {
+        self.next_tick_ns.min(self.next_timer_ns)
+    }
+
+    /// Connection `id`'s timer may have been armed: if it needs better than the tick (a
+    /// loss probe), the scan comes no later than it.
+    fn note_timer(&mut self, id: u32) {
+        if let Some(at) = self.tcbs.0[id as usize].tcp.timer().precise_deadline() {
+            self.next_timer_ns = self.next_timer_ns.min(at);
         }
     }
 

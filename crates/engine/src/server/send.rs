@@ -183,6 +183,7 @@ impl<L: Lookup<'static>> Server<L> {
                 break;
             }
         }
+        self.note_timer(id);
     }
 
     /// Retransmits one segment at snd_una (fast retransmit, partial ACK).
@@ -193,6 +194,7 @@ impl<L: Lookup<'static>> Server<L> {
                 self.tcbs.0[id as usize].tcp.on_sent(&seg, now);
             }
         }
+        self.note_timer(id);
     }
 
     pub(super) fn send_ack<T: TxRing>(&mut self, id: u32, tx: &mut T) {
@@ -204,6 +206,7 @@ impl<L: Lookup<'static>> Server<L> {
         let now = self.now_ns;
         let seg = self.tcbs.0[id as usize].tcp.syn_ack(now);
         self.emit(id, &seg, tx);
+        self.note_timer(id);
     }
 
     /// Builds and posts one segment of connection `id`: head bytes copied from the head

@@ -63,9 +63,10 @@ impl<L: Lookup<'static>> Server<L> {
     }
 
     /// Handles one received frame to completion (replies such as ARP, ICMP, SYN-ACK, RST
-    /// and ACKs are built on `tx`); a connection with work to do joins the ready queue.
+    /// and ACKs are built on `tx`); a connection with work to do joins the ready queue. A
+    /// UDP protocol request is answered here, whole (not access-logged on this path).
     pub fn receive<T: TxRing>(&mut self, frame: &[u8], tx: &mut T) {
-        self.handle_frame(frame, tx);
+        self.handle_frame(frame, tx, &mut super::NoLog);
     }
 
     /// Connections on the ready queue.

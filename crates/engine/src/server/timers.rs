@@ -1,6 +1,7 @@
-//! The timer scan, every 10 ms over all TCBs: HTTP's request timeout (408 and close) and
-//! idle keep-alive close first, then the TCP connection's own timer (SYN-ACK and data
-//! retransmission, tail loss probe, persist probe, stall abort; [`TimerAction`]).
+//! The timer scan over all TCBs, every 10 ms and whenever a loss probe is due sooner:
+//! HTTP's request timeout (408 and close) and idle keep-alive close first, then the TCP
+//! connection's own timer (SYN-ACK and data retransmission, tail loss probe, persist
+//! probe, stall abort; [`TimerAction`]).
 
 use super::{AccessLog, AccessRecord, Server};
 use crate::http::{self, conn::Sending, Status};
@@ -10,10 +11,13 @@ use crate::tcp::output::TimerAction;
 use crate::wire::Ipv4Address;
 
 impl<L: Lookup<'static>> Server<L> {
-    pub(super) fn timers<T: TxRing, A: AccessLog>(&mut self, tx: &mut T, log: &mut A) {
+    /// Fires what is due; returns the earliest precise TCP deadline left (a loss probe's;
+    /// `u64::MAX`: none).
+    pub(super) fn timers<T: TxRing, A: AccessLog>(&mut self, tx: &mut T, log: &mut A) -> u64 {
         let now = self.now_ns;
         let to = self.cfg.timeouts;
         let ms = |x: u64| x * 1_000_000;
+        let mut next = u64::MAX;
         for id in 0..self.tcbs.0.len() as u32 {
             let idx = id as usize;
             let t = &self.tcbs.0[idx];
@@ -72,7 +76,12 @@ impl<L: Lookup<'static>> Server<L> {
                     self.free_tcb(id);
                 }
             }
+            let t = &self.tcbs.0[idx];
+            if t.in_use() {
+                next = next.min(t.tcp.timer().precise_deadline().unwrap_or(u64::MAX));
+            }
         }
+        next
     }
 
     /// 408: the request head did not complete in time. The answer closes the connection.

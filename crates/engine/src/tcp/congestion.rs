@@ -1,8 +1,14 @@
-//! Congestion control: slow start and congestion avoidance (RFC 5681) with NewReno fast
-//! retransmit and fast recovery (RFC 6582), or, when the peer sends SACK, the window rules
-//! of RFC 6675 recovery (no inflation: the connection counts what is in the pipe). Pure
-//! window arithmetic: the connection tells it what was acknowledged and it answers whether
-//! to retransmit.
+//! Congestion control: the window a connection may have in flight, and how a loss changes
+//! it. Slow start with RFC 3465's byte counting (L = 2), then CUBIC (RFC 9438, Linux's
+//! default since 2.6.19: a multiplicative decrease to 0.7 and a window growth that is a
+//! cubic function of the time since the last reduction, never slower than Reno's), the
+//! RFC 6928 initial window. Loss recovery: NewReno fast retransmit and fast recovery
+//! (RFC 6582) when the peer has no SACK; with SACK, RFC 6675 recovery whose sending is
+//! paced by RFC 6937's Proportional Rate Reduction, which ends at ssthresh.
+//!
+//! Pure window arithmetic: the connection says what was acknowledged, delivered, sent
+//! and when, and this answers with the window and whether to retransmit. Byte units,
+//! times in ns; no floating point (the engine runs where there is no FPU state to use).
 
 use super::seq;
 
@@ -15,9 +21,53 @@ pub enum Verdict {
     Retransmit,
 }
 
-/// NewReno state of one connection.
+/// RFC 9438's β_cubic, the window kept on a loss, in thousandths.
+const BETA_MILLI: u64 = 700;
+/// RFC 9438's α_cubic = 3(1 − β)/(1 + β) in thousandths: the Reno-friendly growth per
+/// round trip, in segments, that makes AIMD(α, β) as aggressive as Reno's AIMD(1, 0.5).
+const ALPHA_MILLI: u64 = 529;
+/// RFC 9438's C = 0.4 segments/s³, as 4/10.
+const C_NUM: i128 = 4;
+const C_DEN: i128 = 10;
+
+/// CUBIC's state between two congestion events (RFC 9438 §4.1's variables).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Cubic {
+    /// W_max: the window just before the last reduction (bytes).
+    pub w_max: u32,
+    /// cwnd_prior: the window before the last reduction (bytes), for the Reno-friendly
+    /// region's α (§4.3).
+    pub cwnd_prior: u32,
+    /// W_est: the window Reno would have now, in thousandths of a byte (its growth per
+    /// ACK is under a byte once the window is a few hundred segments).
+    pub w_est_milli: u64,
+    /// What the cubic increase left over below one byte: (target − cwnd)·acked, modulo
+    /// cwnd (with a large window most ACKs add less than a byte).
+    pub carry: u32,
+    /// K: when W_cubic reaches W_max again, in ms from the epoch.
+    pub k_ms: u32,
+    /// Start of the current congestion-avoidance epoch (ns; 0: none yet, the next ACK in
+    /// congestion avoidance starts one).
+    pub epoch_ns: u64,
+    /// When data was last sent (ns): an idle spell shifts the epoch (§5.8: t must not
+    /// count the time the application left the window unused).
+    pub last_send_ns: u64,
+}
+
+/// RFC 6937's counters for one recovery episode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Prr {
+    /// Bytes the peer received since recovery began (acknowledged or SACKed).
+    pub delivered: u32,
+    /// Bytes sent since recovery began (retransmissions and new data).
+    pub out: u32,
+    /// RecoverFS: the flight when recovery began.
+    pub recover_fs: u32,
+}
+
+/// Congestion state of one connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NewReno {
+pub struct Congestion {
     /// Congestion window in bytes.
     pub cwnd: u32,
     /// Slow-start threshold.
@@ -28,23 +78,52 @@ pub struct NewReno {
     pub in_recovery: bool,
     /// SND.MAX when recovery started (RFC 6582 "recover").
     pub recover: u32,
+    /// CUBIC's window function.
+    pub cubic: Cubic,
+    /// Proportional rate reduction in SACK recovery.
+    pub prr: Prr,
 }
 
-impl NewReno {
+impl Congestion {
+    /// No window (a connection not yet accepted).
+    pub const NONE: Congestion = Congestion {
+        cwnd: 0,
+        ssthresh: u32::MAX,
+        dupacks: 0,
+        in_recovery: false,
+        recover: 0,
+        cubic: Cubic {
+            w_max: 0,
+            cwnd_prior: 0,
+            w_est_milli: 0,
+            carry: 0,
+            k_ms: 0,
+            epoch_ns: 0,
+            last_send_ns: 0,
+        },
+        prr: Prr {
+            delivered: 0,
+            out: 0,
+            recover_fs: 0,
+        },
+    };
+
     /// Initial state for a connection with send MSS `mss` whose ISS is `iss`.
-    pub fn new(mss: u32, iss: u32) -> NewReno {
-        NewReno {
+    pub fn new(mss: u32, iss: u32) -> Congestion {
+        Congestion {
             cwnd: initial_window(mss),
-            ssthresh: u32::MAX,
-            dupacks: 0,
-            in_recovery: false,
             recover: iss,
+            ..Congestion::NONE
         }
     }
 
-    /// New data acknowledged: `acked` bytes, up to `ack`; `flight` is what remains in
-    /// flight after it (RFC 5681 §3.1, RFC 6582 §3.2 steps 3–5). With `sack`, a partial
-    /// acknowledgment changes nothing: the scoreboard says what to resend (RFC 6675).
+    /// New data acknowledged: `acked` bytes, up to `ack`, at `now_ns`, with a smoothed
+    /// RTT of `srtt_us`; `flight` is what remains in flight after it (RFC 5681 §3.1, RFC
+    /// 6582 §3.2 steps 3–5). With `sack`, a partial acknowledgment changes nothing here:
+    /// the scoreboard says what to resend and PRR ([`on_recovery_ack`]) the window.
+    ///
+    /// [`on_recovery_ack`]: Congestion::on_recovery_ack
+    #[allow(clippy::too_many_arguments)]
     pub fn on_new_ack(
         &mut self,
         acked: u32,
@@ -52,12 +131,23 @@ impl NewReno {
         flight: u32,
         mss: u32,
         sack: bool,
+        now_ns: u64,
+        srtt_us: u32,
     ) -> Verdict {
         self.dupacks = 0;
         if self.in_recovery {
             if seq::ge(ack, self.recover) {
-                // Full acknowledgment: deflate.
-                self.cwnd = self.ssthresh.min(flight.max(mss) + mss);
+                // Full acknowledgment: deflate. NewReno takes RFC 6582 step 6's first
+                // option (no burst after the inflation); SACK recovery never inflated, and
+                // ends at ssthresh as RFC 6937 does: the first option would leave one or
+                // two segments after a recovery whose full ACK covered all that was in
+                // flight, and a window that small is lost whole by the next two losses
+                // (measured at 10% loss: timeouts).
+                self.cwnd = if sack {
+                    self.ssthresh
+                } else {
+                    self.ssthresh.min(flight.max(mss) + mss)
+                };
                 self.in_recovery = false;
                 Verdict::Continue
             } else if sack {
@@ -71,7 +161,7 @@ impl NewReno {
                 Verdict::Retransmit
             }
         } else {
-            self.grow(acked, mss);
+            self.grow(acked, mss, now_ns, srtt_us);
             // Keep `recover` just behind the ACKs outside recovery: left at the ISS it
             // would fall more than 2^31 behind after 2 GiB and the "ACK above recover"
             // test of a new recovery would fail (no fast retransmit, only timeouts). Moving
@@ -107,9 +197,9 @@ impl NewReno {
 
     /// A loss was detected at `ack` (three duplicates, or the SACK scoreboard): enter fast
     /// recovery, unless already in it or the ACK is below `recover` (RFC 6582 §3.2 step 1,
-    /// RFC 6675 §5: no second reduction for losses of one window). Returns
-    /// whether it entered. NewReno inflates the window by the three duplicates; with
-    /// `sack` the window is ssthresh (RFC 6675 §5 step 4.2).
+    /// RFC 6675 §5: no second reduction for losses of one window). Returns whether it
+    /// entered. The window is reduced as CUBIC says (§4.6); NewReno then inflates it by the
+    /// three duplicates, while SACK recovery starts PRR with RecoverFS = `flight`.
     pub fn enter_recovery(
         &mut self,
         ack: u32,
@@ -123,9 +213,14 @@ impl NewReno {
         if self.in_recovery || seq::lt(ack, self.recover) {
             return false;
         }
-        self.ssthresh = loss_ssthresh(flight, mss);
+        self.reduce(flight, mss);
         self.recover = snd_max;
         self.cwnd = if sack {
+            self.prr = Prr {
+                delivered: 0,
+                out: 0,
+                recover_fs: flight.max(1),
+            };
             self.ssthresh
         } else {
             self.ssthresh + 3 * mss
@@ -134,143 +229,166 @@ impl NewReno {
         true
     }
 
+    /// An ACK in SACK recovery delivered `delivered` bytes (newly acknowledged plus newly
+    /// SACKed) and left `pipe` bytes in the network: RFC 6937 sets the window so that what
+    /// is sent in recovery follows what arrives, in proportion ssthresh/RecoverFS while the
+    /// pipe is above ssthresh, and grows back towards ssthresh (slow start, at most one
+    /// segment beyond what was delivered: PRR-SSRB) once it is below.
+    pub fn on_recovery_ack(&mut self, delivered: u32, pipe: u32, mss: u32) {
+        let p = &mut self.prr;
+        p.delivered = p.delivered.saturating_add(delivered);
+        let sndcnt = if pipe > self.ssthresh {
+            let due = (u64::from(p.delivered) * u64::from(self.ssthresh))
+                .div_ceil(u64::from(p.recover_fs));
+            due.saturating_sub(u64::from(p.out))
+                .min(u64::from(u32::MAX)) as u32
+        } else {
+            let limit = p.delivered.saturating_sub(p.out).max(delivered) + mss;
+            (self.ssthresh - pipe).min(limit)
+        };
+        self.cwnd = pipe.saturating_add(sndcnt);
+    }
+
+    /// `len` bytes went out at `now_ns` (PRR counts them in recovery; CUBIC notes the
+    /// time, and `idle` — nothing was in flight before — shifts its epoch by the idle
+    /// spell, as Linux does on `CA_EVENT_TX_START`).
+    pub fn on_sent(&mut self, len: u32, now_ns: u64, idle: bool) {
+        if self.in_recovery {
+            self.prr.out = self.prr.out.saturating_add(len);
+        }
+        let c = &mut self.cubic;
+        if idle && c.epoch_ns != 0 && c.last_send_ns != 0 {
+            let gap = now_ns.saturating_sub(c.last_send_ns);
+            c.epoch_ns = c.epoch_ns.saturating_add(gap).min(now_ns);
+        }
+        c.last_send_ns = now_ns;
+    }
+
     /// The retransmission timer expired with `flight` bytes outstanding (RFC 5681 §3.1:
-    /// loss window of one segment; RFC 6582 §3.2 step 4's `recover`).
+    /// loss window of one segment, ssthresh from CUBIC's β, RFC 9438 §4.8; RFC 6582 §3.2
+    /// step 4's `recover`).
     pub fn on_timeout(&mut self, flight: u32, snd_max: u32, mss: u32) {
-        self.ssthresh = loss_ssthresh(flight, mss);
+        if !self.in_recovery {
+            self.reduce(flight, mss);
+        }
+        // After a timeout CUBIC's next epoch starts from the window it then has (§4.8:
+        // K = 0, W_max = cwnd at the start of congestion avoidance).
+        self.cubic.w_max = 0;
         self.cwnd = mss;
         self.in_recovery = false;
         self.dupacks = 0;
         self.recover = snd_max;
     }
 
-    /// Window growth on an ACK of `acked` new bytes outside recovery (RFC 5681 §3.1), with
-    /// RFC 3465's byte counting limit L = 2 segments in slow start: a receiver that
-    /// acknowledges every other segment (RFC 9293's delayed ACK) still doubles the window
-    /// each round trip.
-    fn grow(&mut self, acked: u32, mss: u32) {
+    /// A congestion event (RFC 9438 §4.6–4.7): W_max with fast convergence, cwnd_prior,
+    /// ssthresh = β · FlightSize (at least two segments), a new epoch to come.
+    fn reduce(&mut self, flight: u32, mss: u32) {
+        let c = &mut self.cubic;
+        let cwnd = self.cwnd;
+        c.w_max = if cwnd < c.w_max {
+            // Fast convergence: the saturation point fell; make room for others.
+            (u64::from(cwnd) * (1000 + BETA_MILLI) / 2000) as u32
+        } else {
+            cwnd
+        };
+        c.cwnd_prior = cwnd;
+        c.epoch_ns = 0;
+        self.ssthresh = loss_ssthresh(flight, mss);
+    }
+
+    /// Window growth on an ACK of `acked` new bytes outside recovery: slow start below
+    /// ssthresh (RFC 5681 §3.1 with RFC 3465's L = 2, so a receiver that acknowledges every
+    /// other segment still doubles the window each round trip), CUBIC above it.
+    fn grow(&mut self, acked: u32, mss: u32, now_ns: u64, srtt_us: u32) {
         if self.cwnd < self.ssthresh {
             self.cwnd = self.cwnd.saturating_add(acked.min(2 * mss));
         } else {
-            let inc = (u64::from(mss) * u64::from(mss) / u64::from(self.cwnd.max(1))).max(1);
-            self.cwnd = self.cwnd.saturating_add(inc as u32);
+            self.cubic_grow(acked, mss, now_ns, srtt_us);
         }
     }
-}
 
-/// Initial congestion window (RFC 5681 §3.1).
-pub fn initial_window(mss: u32) -> u32 {
-    if mss > 2190 {
-        2 * mss
-    } else if mss > 1095 {
-        3 * mss
-    } else {
-        4 * mss
+    /// RFC 9438 §4.2–4.5 on one ACK in congestion avoidance: the target W_cubic(t + RTT),
+    /// bounded to [cwnd, 1.5·cwnd], approached by (target − cwnd)/cwnd per segment
+    /// acknowledged; and never less than W_est, the window Reno would have (α_cubic per
+    /// round trip, 1 once past cwnd_prior).
+    fn cubic_grow(&mut self, acked: u32, mss: u32, now_ns: u64, srtt_us: u32) {
+        let cwnd = u64::from(self.cwnd.max(1));
+        let mss64 = u64::from(mss.max(1));
+        let c = &mut self.cubic;
+        if c.epoch_ns == 0 {
+            c.epoch_ns = now_ns.max(1);
+            if u64::from(c.w_max) <= cwnd {
+                c.w_max = self.cwnd;
+                c.k_ms = 0;
+            } else {
+                // K = ∛((W_max − cwnd_epoch)/C) s, in ms: ∛((ΔW/MSS)·10⁹/C).
+                let dw = u128::from(u64::from(c.w_max) - cwnd);
+                let k3 = dw * 1_000_000_000 * C_DEN as u128 / (C_NUM as u128 * u128::from(mss64));
+                c.k_ms = icbrt(k3.min(u128::from(u64::MAX)) as u64).min(u64::from(u32::MAX)) as u32;
+            }
+            c.w_est_milli = u64::from(self.cwnd) * 1000;
+            c.carry = 0;
+        }
+        // W_cubic(t) = C·(t − K)³ + W_max, in bytes, t in ms since the epoch.
+        let (w_max, k_ms) = (i128::from(c.w_max), i128::from(c.k_ms));
+        let w_cubic = |t_ns: u64| {
+            let d = (t_ns / 1_000_000).min(1 << 30) as i128 - k_ms;
+            w_max + C_NUM * i128::from(mss) * d * d * d / (C_DEN * 1_000_000_000)
+        };
+        let t_ns = now_ns.saturating_sub(c.epoch_ns);
+        let ahead = w_cubic(t_ns + u64::from(srtt_us) * 1000);
+        let target = (ahead.clamp(0, i128::from(u32::MAX)) as u64).clamp(cwnd, cwnd * 3 / 2);
+        let grow = (target - cwnd) * u64::from(acked) + u64::from(c.carry);
+        let mut next = cwnd + grow / cwnd;
+        c.carry = (grow % cwnd) as u32;
+        // The Reno-friendly region (§4.3).
+        let est = c.w_est_milli / 1000;
+        let alpha = if est >= u64::from(c.cwnd_prior) {
+            1000
+        } else {
+            ALPHA_MILLI
+        };
+        c.w_est_milli = c
+            .w_est_milli
+            .saturating_add(alpha * mss64 * u64::from(acked) / cwnd);
+        let est = c.w_est_milli / 1000;
+        if w_cubic(t_ns) < i128::from(est.min(u64::from(u32::MAX))) {
+            next = next.max(est);
+        }
+        self.cwnd = next.min(u64::from(u32::MAX)) as u32;
     }
 }
 
-/// Congestion response to a loss (RFC 5681 eqn. 4).
+/// Initial congestion window: RFC 6928's min(10·MSS, max(2·MSS, 14600)), as Linux uses
+/// since 2.6.39. RFC 5681's three segments made a 1 MiB download spend more round trips in
+/// slow start, and a loss early in it left too few segments behind to draw the SACKs that
+/// repair it.
+pub fn initial_window(mss: u32) -> u32 {
+    (10 * mss).min((2 * mss).max(14_600))
+}
+
+/// The slow-start threshold after a loss (RFC 9438 §4.6: β_cubic · FlightSize, at least
+/// two segments).
 pub fn loss_ssthresh(flight: u32, mss: u32) -> u32 {
-    (flight / 2).max(2 * mss)
+    ((u64::from(flight) * BETA_MILLI / 1000) as u32).max(2 * mss)
+}
+
+/// The integer cube root of `x` (the largest r with r³ ≤ x), bit by bit.
+fn icbrt(x: u64) -> u64 {
+    let mut r: u64 = 0;
+    let mut rem = x;
+    let mut s: i32 = 63;
+    while s >= 0 {
+        r <<= 1;
+        let b = 3 * r * (r + 1) + 1;
+        if (rem >> s) >= b {
+            rem -= b << s;
+            r += 1;
+        }
+        s -= 3;
+    }
+    r
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slow_start_then_avoidance() {
-        let mut c = NewReno::new(1000, 0);
-        assert_eq!(c.cwnd, 4000);
-        c.ssthresh = 6000;
-        c.on_new_ack(5000, 5000, 0, 1000, false);
-        assert_eq!(c.cwnd, 6000); // at most two MSS per ACK (RFC 3465, L = 2): ssthresh
-        c.on_new_ack(1000, 6000, 0, 1000, false); // avoidance: mss*mss/cwnd = 166
-        assert_eq!(c.cwnd, 6166);
-        c.on_new_ack(1000, 7000, 0, 1000, false); // 1_000_000 / 6166 = 162
-        assert_eq!(c.cwnd, 6328);
-        assert_eq!(loss_ssthresh(10_000, 1000), 5000);
-        assert_eq!(loss_ssthresh(1000, 1000), 2000);
-    }
-
-    #[test]
-    fn initial_window_by_mss() {
-        assert_eq!(initial_window(536), 2144);
-        assert_eq!(initial_window(1460), 4380);
-        assert_eq!(initial_window(4000), 8000);
-    }
-
-    #[test]
-    fn three_dup_acks_enter_recovery_once() {
-        let mut c = NewReno::new(1000, 0);
-        assert_eq!(
-            c.on_dup_ack(100, 8000, 8100, 1000, false),
-            Verdict::Continue
-        );
-        assert_eq!(
-            c.on_dup_ack(100, 8000, 8100, 1000, false),
-            Verdict::Continue
-        );
-        assert_eq!(
-            c.on_dup_ack(100, 8000, 8100, 1000, false),
-            Verdict::Retransmit
-        );
-        assert!(c.in_recovery);
-        assert_eq!((c.ssthresh, c.cwnd, c.recover), (4000, 7000, 8100));
-        assert_eq!(
-            c.on_dup_ack(100, 8000, 8100, 1000, false),
-            Verdict::Continue
-        );
-        assert_eq!(c.cwnd, 8000, "inflation by one MSS per further duplicate");
-        // Partial ACK: retransmit, deflate.
-        assert_eq!(
-            c.on_new_ack(1000, 1100, 7000, 1000, false),
-            Verdict::Retransmit
-        );
-        assert_eq!(c.cwnd, 8000);
-        // Full ACK: out of recovery, cwnd = min(ssthresh, flight + mss).
-        assert_eq!(c.on_new_ack(7000, 8100, 0, 1000, false), Verdict::Continue);
-        assert!(!c.in_recovery);
-        assert_eq!(c.cwnd, 2000);
-    }
-
-    #[test]
-    fn no_recovery_for_acks_below_recover() {
-        let mut c = NewReno::new(1000, 0);
-        c.on_timeout(8000, 9000, 1000);
-        assert_eq!((c.cwnd, c.ssthresh, c.recover), (1000, 4000, 9000));
-        for _ in 0..3 {
-            assert_eq!(
-                c.on_dup_ack(5000, 4000, 9000, 1000, false),
-                Verdict::Continue
-            );
-        }
-        assert!(
-            !c.in_recovery,
-            "RFC 6582: duplicates below recover start no recovery"
-        );
-    }
-
-    #[test]
-    fn sack_recovery_neither_inflates_nor_deflates() {
-        let mut c = NewReno::new(1000, 0);
-        assert!(c.enter_recovery(100, 8000, 8100, 1000, true));
-        assert_eq!((c.ssthresh, c.cwnd, c.recover), (4000, 4000, 8100));
-        assert!(
-            !c.enter_recovery(100, 8000, 8100, 1000, true),
-            "once per window"
-        );
-        assert_eq!(c.on_dup_ack(100, 8000, 8100, 1000, true), Verdict::Continue);
-        assert_eq!(c.cwnd, 4000, "no inflation: the pipe is counted instead");
-        assert_eq!(
-            c.on_new_ack(1000, 1100, 7000, 1000, true),
-            Verdict::Continue
-        );
-        assert_eq!(
-            c.cwnd, 4000,
-            "a partial ACK: the scoreboard says what to resend"
-        );
-        assert_eq!(c.on_new_ack(7000, 8100, 0, 1000, true), Verdict::Continue);
-        assert!(!c.in_recovery);
-    }
-}
+mod tests;

@@ -14,7 +14,7 @@
 //! Heads up! Read RFC 9293 §3.10.7 before changing [`Connection::input`]; its steps are
 //! named after the RFC's "first" to "eighth".
 
-use super::congestion::{NewReno, Verdict};
+use super::congestion::{Congestion, Verdict};
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
 use super::seq;
@@ -141,7 +141,7 @@ pub struct Connection {
     /// The application closed: a FIN follows the stream at `send_end`.
     pub(super) fin_queued: bool,
     /// Congestion control.
-    pub(super) cc: NewReno,
+    pub(super) cc: Congestion,
     /// RTT estimation and RTO.
     pub(super) rtt: RttEstimator,
     /// Retransmission or persist timer.
@@ -159,8 +159,9 @@ pub struct Connection {
     /// SND.MAX when the last retransmission went out: a SACK above it means data sent
     /// after every retransmission arrived, so a hole still below HighRxt was lost again.
     pub(super) rxt_fence: u32,
-    /// A tail loss probe is out and unanswered (RFC 8985 §7).
-    pub(super) tlp_out: bool,
+    /// Loss probes sent since the last progress: each waits twice as long as the one
+    /// before, until that would be the RTO (RFC 8985 §7 sends one; see docs/tcp.md).
+    pub(super) probes: u8,
     /// When the last challenge ACK went out (0: never).
     pub(super) last_challenge_ns: u64,
     /// After a retransmission timeout with SACK: everything outstanding then (up to the
@@ -199,13 +200,7 @@ impl Connection {
             mss: DEFAULT_MSS,
             send_end: 0,
             fin_queued: false,
-            cc: NewReno {
-                cwnd: 0,
-                ssthresh: u32::MAX,
-                dupacks: 0,
-                in_recovery: false,
-                recover: 0,
-            },
+            cc: Congestion::NONE,
             rtt: RttEstimator::new(),
             timer: Timer::Idle,
             retries: 0,
@@ -214,7 +209,7 @@ impl Connection {
             sb: Scoreboard::new(),
             high_rxt: 0,
             rxt_fence: 0,
-            tlp_out: false,
+            probes: 0,
             last_challenge_ns: 0,
             rto_recovery: false,
         }
@@ -251,7 +246,7 @@ impl Connection {
         // Every segment carries the timestamps option: a full one has that much less room.
         let mss = if c.ts_ok { mss - TS_OPTION_LEN } else { mss };
         c.mss = mss;
-        c.cc = NewReno::new(mss, iss);
+        c.cc = Congestion::new(mss, iss);
         c.last_heard_ns = now_ns;
         c
     }
@@ -328,7 +323,7 @@ impl Connection {
         &self.sb
     }
     /// The congestion controller.
-    pub fn congestion(&self) -> &NewReno {
+    pub fn congestion(&self) -> &Congestion {
         &self.cc
     }
     /// The RTT estimator.
@@ -511,6 +506,10 @@ impl Connection {
             self.snd_wl1 = seg_seq;
             self.snd_wl2 = ack;
             self.timer = Timer::Idle;
+            // The first RTT sample: our timed SYN-ACK, or the ACK's timestamp echo.
+            if !self.rtt.on_ack(ack, now_ns) {
+                self.ts_rtt_sample(seg_ts, now_ns);
+            }
             if self.retries > 0 {
                 // RFC 6298 §5.7: the SYN-ACK timed out, so the RTO is re-initialised to
                 // 3 s when data transmission begins (no sample came: Karn).
@@ -535,6 +534,7 @@ impl Connection {
         }
         let new_wnd = u32::from(seg.window_len) << self.snd_shift;
         let was_in_recovery = self.cc.in_recovery;
+        let sacked_before = self.sb.sacked();
         let rxt_arrived;
         if seq::gt(ack, self.snd_una) {
             let acked = ack.wrapping_sub(self.snd_una);
@@ -544,7 +544,7 @@ impl Connection {
             }
             self.snd_una = ack;
             self.sb.advance(ack);
-            self.tlp_out = false;
+            self.probes = 0;
             if self.rto_recovery && seq::ge(ack, self.cc.recover) {
                 self.rto_recovery = false;
             }
@@ -552,9 +552,15 @@ impl Connection {
                 self.snd_nxt = self.snd_una;
             }
             rxt_arrived = self.take_sack(seg);
-            let verdict = self
-                .cc
-                .on_new_ack(acked, ack, self.flight(), self.mss, self.sack_ok);
+            let verdict = self.cc.on_new_ack(
+                acked,
+                ack,
+                self.flight(),
+                self.mss,
+                self.sack_ok,
+                now_ns,
+                self.rtt.srtt_us,
+            );
             out.retransmit = verdict == Verdict::Retransmit;
             self.retries = 0;
             self.last_heard_ns = now_ns;
@@ -582,12 +588,21 @@ impl Connection {
         if self.sack_ok && !self.sb.is_empty() {
             self.sack_loss(ack, rxt_arrived, &mut out);
         }
+        if self.sack_ok && self.cc.in_recovery {
+            // RFC 6937: what this ACK says arrived (acknowledged, plus newly SACKed, less
+            // what was SACKed before and is now acknowledged) paces what recovery sends.
+            let delivered = (u64::from(out.acked) + u64::from(self.sb.sacked()))
+                .saturating_sub(u64::from(sacked_before))
+                .min(u64::from(u32::MAX)) as u32;
+            let pipe = self.pipe();
+            self.cc.on_recovery_ack(delivered, pipe, self.mss);
+        }
         if self.cc.in_recovery && !was_in_recovery {
             // Recovery begins: the segment at SND.UNA goes now (`out.retransmit`), the
             // other holes as the pipe allows; its ACK will be ambiguous (Karn).
             self.high_rxt = self.snd_una;
             self.rxt_fence = self.snd_max;
-            self.tlp_out = false;
+            self.probes = 0;
             self.rtt.stop();
             if self.sack_ok {
                 self.timer = self.data_timer(now_ns); // the recovery probe (output.rs)

@@ -92,10 +92,21 @@ impl RttEstimator {
         if self.srtt_us == 0 || k == 1 {
             return self.sample(rtt_us);
         }
-        let rtt = rtt_us.max(1);
-        let diff = self.srtt_us.abs_diff(rtt);
-        self.rttvar_us = (self.rttvar_us - self.rttvar_us / (4 * k)).saturating_add(diff / (4 * k));
-        self.srtt_us = (self.srtt_us - self.srtt_us / (8 * k)).saturating_add(rtt / (8 * k));
+        self.smooth(rtt_us, k);
+    }
+
+    /// SRTT ← SRTT + (R − SRTT)/(8k), RTTVAR ← RTTVAR + (|SRTT − R| − RTTVAR)/(4k), in
+    /// 64 bits and rounded to nearest: in whole µs with truncation, samples under 8 µs
+    /// (a timestamp echo within the same millisecond tick is 0 ms) drove SRTT to 0, which
+    /// means "no sample" and turned the loss probes off.
+    fn smooth(&mut self, rtt_us: u32, k: u32) {
+        let (k, r) = (u64::from(k), u64::from(rtt_us.max(1)));
+        let (srtt, var) = (u64::from(self.srtt_us), u64::from(self.rttvar_us));
+        let diff = srtt.abs_diff(r);
+        let var = ((4 * k - 1) * var + diff + 2 * k) / (4 * k);
+        let srtt = ((8 * k - 1) * srtt + r + 4 * k) / (8 * k);
+        self.rttvar_us = var.min(u64::from(u32::MAX)) as u32;
+        self.srtt_us = srtt.clamp(1, u64::from(u32::MAX)) as u32;
         self.update_rto();
     }
 
@@ -105,12 +116,10 @@ impl RttEstimator {
         if self.srtt_us == 0 {
             self.srtt_us = rtt;
             self.rttvar_us = rtt / 2;
+            self.update_rto();
         } else {
-            let diff = self.srtt_us.abs_diff(rtt);
-            self.rttvar_us = (3 * (self.rttvar_us / 4)).saturating_add(diff / 4);
-            self.srtt_us = (7 * (self.srtt_us / 8)).saturating_add(rtt / 8);
+            self.smooth(rtt, 1);
         }
-        self.update_rto();
     }
 
     fn update_rto(&mut self) {
@@ -153,6 +162,34 @@ mod tests {
             t.backoff();
         }
         assert_eq!(t.rto_ms, RTO_MAX_MS);
+    }
+
+    #[test]
+    fn smoothing_rounds_to_nearest_and_never_reaches_zero() {
+        let mut t = RttEstimator::default();
+        t.sample(100);
+        assert_eq!((t.srtt_us, t.rttvar_us), (100, 50));
+        // 0 is taken as 1 µs: SRTT 100 + (1 − 100)/8 = 87.625, RTTVAR 50 + (99 − 50)/4 =
+        // 62.25.
+        t.sample(0);
+        assert_eq!((t.srtt_us, t.rttvar_us), (88, 62));
+        // Truncating 7/8 of a few µs would reach 0, which means "no sample". Rounded, SRTT
+        // stops where a step is half a µs (5 + (1 − 5)/8 = 4.5, rounded up).
+        for _ in 0..100 {
+            t.sample(0);
+        }
+        assert_eq!(t.srtt_us, 5);
+        // Timestamp samples, k per RTT, divide the gains by k (RFC 7323 Appendix G):
+        // SRTT 8000 + (1 − 8000)/80 = 7900.0125, RTTVAR 4000 + (7999 − 4000)/40 = 4099.975.
+        let mut t = RttEstimator::default();
+        t.sample(8000);
+        t.sample_scaled(0, 10);
+        assert_eq!((t.srtt_us, t.rttvar_us), (7900, 4100));
+        for _ in 0..10_000 {
+            t.sample_scaled(0, 10);
+        }
+        assert!(t.srtt_us > 0);
+        assert_eq!(t.rto_ms, RTO_MIN_MS);
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub struct Tcb {
 
 /// The most bytes a TCB may take: the server allocates one per `--tcbs` at start (plus its
 /// receive and head slabs); growing it is a memory decision, made here on purpose.
-pub const TCB_SIZE_MAX: usize = 320;
+pub const TCB_SIZE_MAX: usize = 384;
 const _: () = assert!(core::mem::size_of::<Tcb>() <= TCB_SIZE_MAX);
 
 impl Tcb {

@@ -61,6 +61,18 @@ impl Timer {
         }
     }
 
+    /// The deadline if it needs better than the server's 10 ms tick: a loss probe's
+    /// (milliseconds out, and the point is to be on time). A retransmission timeout is
+    /// 200 ms or more and a persist probe as long: a tick late is within their slack, and
+    /// scanning the TCB array for each of hundreds of half-open connections' SYN-ACK
+    /// deadlines would cost a server under a SYN flood more than it saves.
+    pub fn precise_deadline(self) -> Option<u64> {
+        match self {
+            Timer::LossProbe { at } => Some(at),
+            _ => None,
+        }
+    }
+
     /// Whether the deadline has passed at `now_ns`.
     pub fn expired(self, now_ns: u64) -> bool {
         self.deadline().is_some_and(|at| now_ns >= at)

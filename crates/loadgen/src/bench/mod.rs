@@ -22,6 +22,7 @@ pub mod servers;
 pub mod table;
 pub mod topo;
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -277,8 +278,11 @@ fn run_one(
 /// Runs a whole bench and writes its results folder.
 pub fn bench(o: &Options) -> Result<Results, String> {
     servers::preflight()?;
-    // Ctrl-C or SIGTERM: stop after the current run and clean up on the way out.
+    // Ctrl-C, SIGTERM or SIGHUP: stop after the current run and clean up on the way out;
+    // a panic (stderr a closed pipe: `bench ... 2>&1 | head`) removes the namespaces and
+    // their servers before the process aborts.
     sys::catch_stop_signals();
+    topo::clean_up_on_panic();
     let s = &o.scenario;
     let variants = s.variants();
     let kinds: Vec<Box<dyn servers::ServerKind>> = variants
@@ -424,7 +428,8 @@ pub fn write_outputs(r: &Results, out: &Path, doc: Option<&Path>) -> Result<(), 
     let pngs = plot::all(r, out)?;
     let md = table::report(r, &pngs, "");
     std::fs::write(out.join("report.md"), &md).map_err(|e| e.to_string())?;
-    println!("{md}");
+    // A closed stdout (`bench ... | head`) is not an error of the bench.
+    let _ = writeln!(std::io::stdout(), "{md}");
     if let Some(doc) = doc {
         doc::update(doc, r, out, &pngs)?;
         eprintln!("bench {}: updated {}", r.name, doc.display());

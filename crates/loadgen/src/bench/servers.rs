@@ -276,6 +276,7 @@ fn spawn_in(ns: &str, cmd: &[String], log: &Path) -> Result<Child, String> {
 /// Waits up to `secs` until `url` answers 200 from the client namespace.
 fn wait_ready(inst: &mut Instance, url: &str, secs: u64) -> Result<(), String> {
     let end = Instant::now() + Duration::from_secs(secs);
+    let mut last = String::new();
     while Instant::now() < end {
         if !inst.alive() {
             let log = std::fs::read_to_string(&inst.log).unwrap_or_default();
@@ -297,13 +298,21 @@ fn wait_ready(inst: &mut Instance, url: &str, secs: u64) -> Result<(), String> {
                 url,
             ])
             .output();
+        if let Ok(o) = &r {
+            last = String::from_utf8_lossy(&o.stdout).into_owned();
+        }
         if r.is_ok_and(|o| o.stdout == b"200") {
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    let why = match last.as_str() {
+        "403" => " (403: its worker may not read the site: is a folder above --out closed to other users?)",
+        "000" | "" => " (no answer at all)",
+        _ => "",
+    };
     Err(format!(
-        "{} did not answer 200 at {url} within 15 s (log {})",
+        "{} did not answer 200 at {url} within 15 s: last answer {last:?}{why} (log {})",
         inst.name,
         inst.log.display()
     ))
@@ -611,12 +620,20 @@ impl ServerKind for Nginx {
         let site = ctx.site.display();
         let cores = ctx.cores;
         let nopush = if self.nopush { "on" } else { "off" };
+        // Workers as root (the bench runs as root), like lighttpd and h2o here: nginx's
+        // default user cannot enter a results folder only root may (mktemp -d).
+        // SAFETY: geteuid has no preconditions.
+        let user = if unsafe { libc::geteuid() } == 0 {
+            "user root;\n"
+        } else {
+            ""
+        };
         start_kernel_server(ctx, name, self.describe(cores), &|ip| {
             let conf = dir.join("nginx.conf");
             write(
                 &conf,
                 &format!(
-                    "worker_processes {cores};
+                    "{user}worker_processes {cores};
 pid {d}/nginx.pid;
 error_log {d}/error.log;
 worker_rlimit_nofile 65536;

@@ -37,6 +37,7 @@ impl Netns {
             let _ = sh(&["ip", "netns", "del", name]);
         }
         sh(&["ip", "netns", "add", name])?;
+        remember(name);
         let ns = Netns {
             name: name.to_string(),
         };
@@ -77,10 +78,57 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
+        forget(&self.name);
         if let Err(e) = sh(&["ip", "netns", "del", &self.name]) {
             eprintln!("bench: {e}");
         }
     }
+}
+
+/// Namespaces alive now. The release build aborts on a panic (no unwinding, so no `Drop`):
+/// the hook [`clean_up_on_panic`] installs removes them, and the processes in them, first.
+static LIVE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn remember(name: &str) {
+    LIVE.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(name.to_string());
+}
+
+fn forget(name: &str) {
+    LIVE.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|n| n != name);
+}
+
+/// Kills every process in each live namespace and deletes the namespaces.
+pub fn clean_up_all() {
+    let names: Vec<String> = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|e| e.into_inner()));
+    for name in names.iter().rev() {
+        if let Ok(o) = std::process::Command::new("ip")
+            .args(["netns", "pids", name])
+            .output()
+        {
+            for pid in String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok())
+            {
+                // SAFETY: kill(2) on a process of a namespace this bench made.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+        let _ = sh(&["ip", "netns", "del", name]);
+    }
+}
+
+/// From now on a panic (a closed pipe on stderr, say) first removes the namespaces and
+/// the servers in them.
+pub fn clean_up_on_panic() {
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        clean_up_all();
+        prev(info);
+    }));
 }
 
 /// Joins `a` and `b` with a veth pair: `a` gets 10.77.`net`.1/24, `b` 10.77.`net`.2/24.

@@ -246,3 +246,17 @@ fn sleep_is_its_own_part_of_the_split_with_its_wake_ups() {
         "{j}"
     );
 }
+
+#[test]
+fn the_time_split_reads_the_dispatch_and_drain_words() {
+    assert_eq!(NIC_NAMES[NIC_DISPATCH_NS], "dispatch_ns");
+    assert_eq!(NIC_NAMES[NIC_DRAIN_NS], "drain_ns");
+    let d = DispatchCounters {
+        dispatch_ns: 7,
+        drain_ns: 11,
+        conn_map_expired: 1000,
+        ..DispatchCounters::default()
+    };
+    let w = nic_words(&NicCounters::default(), &d);
+    assert_eq!((w[NIC_DISPATCH_NS], w[NIC_DRAIN_NS]), (7, 11));
+}

@@ -775,3 +775,5 @@ fn an_ack_returning_a_syn_cookie_is_dispatched_like_a_syn() {
     assert_eq!(core0.map().core_of(peer(3000)), Some(1));
     assert_eq!(clist(&mut http[0]), vec![good]);
 }
+
+mod udp;

@@ -336,8 +336,8 @@ fn a_full_ring_puts_the_connection_back_on_the_ready_queue() {
         .map(|o| o.payload.len())
         .collect();
     assert_eq!(
-        lens, [1460; 3],
-        "the initial window (RFC 5681: 3 MSS), once"
+        lens, [1460; 10],
+        "the initial window (RFC 6928: 10 MSS), once"
     );
     assert_eq!(s.ready_len(), 0);
 }

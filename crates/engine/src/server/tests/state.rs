@@ -1,6 +1,7 @@
 //! TCP state machine cases, each against a scripted client: the persist timer and a client
 //! that never reads, fast retransmit on exactly three duplicate ACKs, the retransmission
-//! timer's backoff up to the stall abort, window scaling, the idle keep-alive timeout.
+//! timer's backoff up to the stall abort, a loss probe at its own deadline between the
+//! periodic timer scans, window scaling, the idle keep-alive timeout.
 
 use super::*;
 
@@ -36,6 +37,11 @@ fn frame(
         sack_permitted: false,
         timestamps: None,
     };
+    emit(&repr, payload)
+}
+
+/// The frame of `repr` carrying `payload`.
+fn emit(repr: &wtcp::Repr, payload: &[u8]) -> Vec<u8> {
     let hl = repr.header_len();
     let mut f = vec![0u8; L2L3 + hl + payload.len()];
     write_l2l3(
@@ -139,9 +145,14 @@ fn zero_window_is_probed_with_backoff_and_data_flows_when_it_opens() {
         probes.push((at - t0) / MS);
         Some(frame(sport, cseq, Some(sseq), ACK, &[], 0, None, None))
     });
-    // Persist timer: initial RTO 1 s, doubling each time, none wasted.
-    assert_eq!(probes, [1000, 3000, 7000, 15000, 31000], "probe times (ms)");
-    assert_eq!(s.stats().tcp_window_probes, 5);
+    // Persist timer: the RTO after the handshake's RTT sample (its 200 ms floor), doubling
+    // each time, none wasted.
+    assert_eq!(
+        probes,
+        [200, 600, 1400, 3000, 6200, 12_600, 25_400],
+        "probe times (ms)"
+    );
+    assert_eq!(s.stats().tcp_window_probes, 7);
     assert_eq!(s.stats().tcp_fast_retransmits, 0);
     assert_eq!(s.active(), 1);
     // The window opens: full segments flow from the first unacknowledged byte.
@@ -183,17 +194,15 @@ fn three_duplicate_acks_trigger_one_fast_retransmit() {
     let clock = ManualClock(1_000 * MS);
     let mut c = Conn::open(&mut s, &mut nic, &clock, 41002);
     let out = c.send(&mut s, &mut nic, &clock, c.sseq, GET_BIG, 65535);
-    // Initial window: 3 segments of 1460 (RFC 5681 §3.1, MSS 1460).
-    assert_eq!(out.len(), 3, "{out:?}");
+    // Initial window: 10 segments of 1460 (RFC 6928, MSS 1460).
+    assert_eq!(out.len(), 10, "{out:?}");
     assert!(out.iter().all(|o| o.payload.len() == 1460));
     let s0 = c.sseq;
     let seg = |i: u32| s0.wrapping_add(1460 * i);
-    // ACK of the first segment: slow start sends two more (4 in flight).
+    let seqs = |out: &[Out]| out.iter().map(|o| o.seq).collect::<Vec<_>>();
+    // ACK of the first segment: slow start sends two more (11 in flight).
     let out = c.send(&mut s, &mut nic, &clock, seg(1), &[], 65535);
-    assert_eq!(
-        out.iter().map(|o| o.seq).collect::<Vec<_>>(),
-        [seg(3), seg(4)]
-    );
+    assert_eq!(seqs(&out), [seg(10), seg(11)]);
     // The second segment was "lost": the client repeats ACK seg(1). Two duplicates do
     // nothing; the third retransmits exactly that segment, before any timer.
     for _ in 0..2 {
@@ -203,19 +212,22 @@ fn three_duplicate_acks_trigger_one_fast_retransmit() {
     }
     let out = c.send(&mut s, &mut nic, &clock, seg(1), &[], 65535);
     assert_eq!((out[0].seq, out[0].payload.len()), (seg(1), 1460));
-    // RFC 5681 §3.2 step 3: cwnd = ssthresh + 3 MSS = 2920 + 4380 exceeds the 4 segments
-    // in flight by one, so one segment of new data may follow the retransmission.
-    let seqs: Vec<u32> = out.iter().map(|o| o.seq).collect();
-    assert_eq!(seqs, [seg(1), seg(5)]);
+    // RFC 5681 §3.2 step 3 with CUBIC's β: cwnd = 0.7 · 16 060 + 3 MSS = 15 622, below
+    // the 11 segments (16 060) in flight: only the retransmission.
+    assert_eq!(seqs(&out), [seg(1)]);
     assert_eq!(s.stats().tcp_fast_retransmits, 1);
     assert_eq!(s.stats().tcp_rto_retransmits, 0);
-    // A fourth duplicate inflates cwnd by one MSS (step 4): one more new segment.
+    // Further duplicates inflate cwnd by one MSS each (step 4): 1022 bytes of room after
+    // the fourth, a silly segment held back; a full one after the fifth.
     let out = c.send(&mut s, &mut nic, &clock, seg(1), &[], 65535);
-    assert_eq!(out.iter().map(|o| o.seq).collect::<Vec<_>>(), [seg(6)]);
-    // An ACK of everything up to `recover` (seg(5)) is a full ACK: recovery ends with
-    // cwnd = ssthresh (RFC 6582 §3.2 step 3), no further retransmission.
-    let out = c.send(&mut s, &mut nic, &clock, seg(5), &[], 65535);
-    assert!(out.iter().all(|o| o.seq != seg(1)), "no retransmission");
+    assert!(out.is_empty(), "{out:?}");
+    let out = c.send(&mut s, &mut nic, &clock, seg(1), &[], 65535);
+    assert_eq!(seqs(&out), [seg(12)]);
+    // An ACK of everything up to `recover` (seg(12)) is a full ACK: recovery ends with
+    // cwnd = min(ssthresh, flight + MSS) = 2 MSS (RFC 6582 §3.2 step 6), no further
+    // retransmission: one new segment joins the one in flight.
+    let out = c.send(&mut s, &mut nic, &clock, seg(12), &[], 65535);
+    assert_eq!(seqs(&out), [seg(13)], "no retransmission");
     assert_eq!(s.stats().tcp_fast_retransmits, 1);
 }
 
@@ -240,13 +252,76 @@ fn unanswered_data_is_retransmitted_with_backoff_then_aborted() {
         }
         None
     });
-    // RFC 6298 §5.5: the RTO doubles (1, 2, 4, 8, 16 s), then the stall timeout (60 s
-    // without progress) aborts before the sixth retransmission at 63 s.
-    assert_eq!(resent, [1000, 3000, 7000, 15000, 31000]);
+    // RFC 6298 §5.5: the RTO from the handshake's sample (200 ms, the floor) doubles (0.4,
+    // 0.8, ... 25.6 s), then the stall timeout (60 s without progress) aborts before the
+    // ninth retransmission at 102.2 s.
+    assert_eq!(resent, [200, 600, 1400, 3000, 6200, 12_600, 25_400, 51_000]);
     let at = rst_at.expect("a RST");
     assert!((60_000..=60_020).contains(&at), "RST at {at} ms");
     assert_eq!(s.active(), 0);
-    assert_eq!(s.stats().tcp_rto_retransmits, 5);
+    assert_eq!(s.stats().tcp_rto_retransmits, 8);
+}
+
+#[test]
+fn a_loss_probe_goes_at_its_deadline_between_the_periodic_scans() {
+    // The timer scan runs every 10 ms, and sooner when a TCP deadline comes first: a loss
+    // probe 4 ms out goes at 4 ms, and a platform that sleeps is told to wake by then.
+    let mut s = server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let mut clock = ManualClock(1_000 * MS);
+    let sport = 41010;
+    let syn = wtcp::Repr {
+        src_port: sport,
+        dst_port: 80,
+        seq_number: 1000,
+        ack_number: None,
+        flags: wtcp::Flags {
+            syn: true,
+            ack: false,
+            ..ACK
+        },
+        window_len: 65535,
+        max_seg_size: Some(1460),
+        window_scale: None,
+        sack_permitted: true,
+        timestamps: None,
+    };
+    nic.rx.inbox.push_back(emit(&syn, &[]));
+    let out = run(&mut s, &mut nic, &clock);
+    assert!(out[0].syn, "{out:?}");
+    let sseq = out[0].seq.wrapping_add(1);
+    let mut c = Conn {
+        sport,
+        cseq: 1001,
+        sseq,
+    };
+    // The completing ACK 1 ms after the SYN-ACK: the handshake's RTT sample, 1 ms.
+    clock.0 += MS;
+    assert!(c
+        .send(&mut s, &mut nic, &clock, sseq, &[], 65535)
+        .is_empty());
+    clock.0 += MS;
+    let t1 = clock.0;
+    let out = c.send(&mut s, &mut nic, &clock, sseq, GET_BIG, 65535);
+    assert_eq!(out.len(), 10, "the initial window");
+    let next = sseq.wrapping_add(10 * 1460);
+    // PTO = 2·SRTT + 2 ms = 4 ms, before the next periodic scan (10 ms after the last).
+    assert_eq!(s.next_timer_ns(), t1 + 4 * MS);
+    clock.0 = t1 + 4 * MS - 1;
+    assert!(run(&mut s, &mut nic, &clock).is_empty());
+    clock.0 = t1 + 4 * MS;
+    let out = run(&mut s, &mut nic, &clock);
+    assert_eq!(
+        out.iter()
+            .map(|o| (o.seq, o.payload.len()))
+            .collect::<Vec<_>>(),
+        [(next, 1460)],
+        "the probe: a segment of new data"
+    );
+    assert_eq!(s.stats().tcp_loss_probes, 1);
+    assert_eq!(s.stats().tcp_rto_retransmits, 0);
+    // Unanswered, the next probe waits twice as long: 8 ms, still before the periodic scan.
+    assert_eq!(s.next_timer_ns(), t1 + 12 * MS);
 }
 
 #[test]
@@ -278,7 +353,7 @@ fn peer_window_is_scaled_by_its_shift() {
     let r = wtcp::Repr::parse(&t).unwrap();
     assert_eq!(r.options.window_scale, Some(0));
     let sseq = t.seq_number().wrapping_add(1);
-    // Window field 3 with shift 10: 3072 bytes. cwnd (4380) would allow three segments;
+    // Window field 3 with shift 10: 3072 bytes. cwnd (14 600) would allow ten segments;
     // the scaled window allows two full ones (the third would be a silly 152 bytes).
     let mut c = Conn {
         sport: 41004,

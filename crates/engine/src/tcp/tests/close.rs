@@ -39,27 +39,23 @@ fn the_fin_rides_the_last_data_segment() {
     );
     assert_eq!(c.flight(), 101, "the FIN occupies one sequence number");
     assert!(c.is_closing());
-    assert_eq!(c.timer(), Timer::Retransmit { at: SEC });
+    // The RTO from the handshake's sample: its 200 ms floor.
+    assert_eq!(c.timer(), Timer::Retransmit { at: 200 * MS });
 }
 
 #[test]
 fn the_fin_waits_for_the_last_segment() {
     let mut c = established();
-    c.queue(5000);
+    c.queue(15_000);
     c.close();
+    // The initial window: ten segments, the FIN not among them.
     let segs = send_all(&mut c, 0);
-    assert_eq!(
-        segs,
-        [
-            out(LOCAL_SEQ, 1460, false),
-            out(LOCAL_SEQ + 1460, 1460, false),
-            out(LOCAL_SEQ + 2920, 1460, false)
-        ]
-    );
+    assert_eq!(segs.len(), 10);
+    assert!(segs.iter().all(|s| s.len == 1460 && !s.fin));
     assert_eq!(c.state(), State::Established, "no FIN sent yet");
-    recv_ack(&mut c, 10 * MS, LOCAL_SEQ + 4380);
+    recv_ack(&mut c, 10 * MS, LOCAL_SEQ + 14_600);
     let segs = send_all(&mut c, 10 * MS);
-    assert_eq!(segs, [out(LOCAL_SEQ + 4380, 620, true)]);
+    assert_eq!(segs, [out(LOCAL_SEQ + 14_600, 400, true)]);
     assert_eq!(c.state(), State::FinWait1);
 }
 

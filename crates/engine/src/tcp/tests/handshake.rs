@@ -1,8 +1,9 @@
 //! The passive open (RFC 9293 §3.10.7.2–4): what `accept` takes from the SYN (MSS with its
 //! default and clamp, window scale with its clamp, the unscaled SYN window, the initial
 //! window), the SYN-ACK, SYN-RECEIVED → ESTABLISHED on an acceptable ACK (with data, with
-//! a FIN), the RST for an unacceptable ACK, a retransmitted SYN, and the SYN-ACK timer's
-//! backoff and expiry.
+//! a FIN), the RST for an unacceptable ACK, a retransmitted SYN, the SYN-ACK timer's
+//! backoff and expiry, and the handshake's RTT sample (the first SYN-ACK timed, none sent
+//! again, nor a SYN cookie's).
 
 use super::*;
 use crate::tcp::conn::{Reply, DEFAULT_MSS, MIN_MSS, OUR_MSS};
@@ -114,14 +115,14 @@ fn the_syn_window_is_never_scaled() {
 
 #[test]
 fn accept_sets_the_initial_window_by_mss() {
-    // RFC 5681 §3.1: 4*MSS up to 1095, 3*MSS up to 2190 (our MSS cap, 1460, is below
-    // the 2*MSS case).
+    // RFC 6928: min(10 MSS, max(2 MSS, 14 600)); our MSS cap, 1460, keeps it at ten
+    // segments (the 14 600 bound is exactly ten of ours).
     for (mss, iw) in [
-        (536, 2144),
-        (1095, 4380),
-        (1096, 3288),
-        (1460, 4380),
-        (64, 256),
+        (536, 5360),
+        (1095, 10_950),
+        (1096, 10_960),
+        (1460, 14_600),
+        (64, 640),
     ] {
         let c = Connection::accept(&syn_with(Some(mss), None), ISS, 0);
         assert_eq!(c.congestion().cwnd, iw, "mss {mss}");
@@ -389,16 +390,57 @@ fn syn_received_is_not_cut_by_the_stall_bound() {
 }
 
 #[test]
-fn the_handshake_gives_no_rtt_sample() {
+fn the_handshake_gives_the_first_rtt_sample() {
+    // The first SYN-ACK is timed: the ACK that completes the handshake is the first
+    // sample (RFC 6298 §2.2), so the first data already runs under a measured RTO.
     let mut c = syn_received();
-    recv(&mut c, 40 * MS, RECV_TEMPL);
+    assert!(c.rtt().timing());
+    assert!(recv(&mut c, 100 * MS, RECV_TEMPL).established);
+    let r = c.rtt();
+    assert_eq!((r.srtt_us, r.rttvar_us, r.rto_ms), (100_000, 50_000, 300));
+    assert!(!r.timing());
+    // An ACK at once: a sample of 0, taken as 1 µs (0 means "no sample").
+    let c = established();
+    assert_eq!((c.rtt().srtt_us, c.rtt().rttvar_us), (1, 0));
+    assert_eq!(c.rtt().rto_ns(), 200 * MS, "the floor");
+}
+
+#[test]
+fn a_retransmitted_syn_ack_gives_no_rtt_sample() {
+    // Karn: the ACK may answer either SYN-ACK. RFC 6298 §2.1 then §5.7: 1 s until the
+    // first sample, 3 s once the handshake's segment timed out.
+    let mut c = syn_received();
+    assert_eq!(c.on_timer(SEC, STALL, RETRIES), TimerAction::ResendSynAck);
+    c.syn_ack(SEC);
+    assert!(!c.rtt().timing());
+    assert!(recv(&mut c, SEC + 40 * MS, RECV_TEMPL).established);
+    assert_eq!(c.rtt().srtt_us, 0);
+    assert_eq!(c.rtt().rto_ns(), 3 * SEC);
+    // A SYN-ACK sent again for a retransmitted SYN before any timeout is not timed either.
+    let mut c = syn_received();
+    recv(&mut c, 10 * MS, SYN_TEMPL);
+    c.syn_ack(10 * MS);
+    assert!(!c.rtt().timing());
+    assert!(recv(&mut c, 40 * MS, RECV_TEMPL).established);
     assert_eq!(c.rtt().srtt_us, 0);
     assert_eq!(
         c.rtt().rto_ns(),
         SEC,
         "RFC 6298 §2.1: 1 s until the first sample"
     );
+}
+
+#[test]
+fn a_syn_cookies_syn_ack_is_not_timed() {
+    // A SYN cookie's TCB is made when the ACK returns, long after its SYN-ACK went:
+    // `syn_ack_sent` does the bookkeeping without timing.
+    let mut c = Connection::accept(&SYN_TEMPL, ISS, 0);
+    c.syn_ack_sent(0);
     assert!(!c.rtt().timing());
+    assert_eq!(c.timer(), Timer::Retransmit { at: SEC });
+    assert!(recv(&mut c, 40 * MS, RECV_TEMPL).established);
+    assert_eq!(c.rtt().srtt_us, 0);
+    assert_eq!(c.rtt().rto_ns(), SEC);
 }
 
 #[test]

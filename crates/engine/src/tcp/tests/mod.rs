@@ -6,16 +6,18 @@
 //! Conventions: our ISS is [`ISS`], the peer's is [`IRS`]; [`LOCAL_SEQ`] is the first octet
 //! of our stream, [`REMOTE_SEQ`] the first of the peer's. Times are in ns from 0 ([`MS`]).
 //!
-//! - [`handshake`]: accept (options), SYN-RECEIVED, the SYN-ACK timer;
+//! - [`handshake`]: accept (options), SYN-RECEIVED, the SYN-ACK timer, the handshake's RTT
+//!   sample;
 //! - [`established`]: acceptability (RFC 9293 §3.10.7.4), receiving data;
 //! - [`close`]: both closing orders, simultaneous close, FINs in and out of order;
 //! - [`rst_syn`]: RFC 5961 §3.2 (RST) and §4 (SYN), ACKs of unsent data;
-//! - [`window`]: the send window, initial window, slow start, congestion avoidance, SWS
-//!   avoidance, the SND.WL1/WL2 rule, window scaling;
+//! - [`window`]: the send window, initial window, slow start, CUBIC congestion avoidance,
+//!   SWS avoidance, the SND.WL1/WL2 rule, window scaling;
 //! - [`offload`]: frames larger than the MSS;
 //! - [`retransmit`]: RFC 6298 timing, backoff and go-back-N, aborts;
 //! - [`recovery`]: RFC 5681 §3.2 / RFC 6582 NewReno;
-//! - [`sack`]: RFC 6675 SACK recovery and RFC 8985 tail loss probes;
+//! - [`sack`]: RFC 6675 SACK recovery paced by RFC 6937 PRR, and loss probes (RFC 8985's
+//!   tail loss probe, and in recovery);
 //! - [`timestamps`]: RFC 7323 negotiation, TS.Recent, PAWS, RTT samples from TSecr;
 //! - [`persist`]: zero windows and probes;
 //! - [`header`]: the header built for a segment;
@@ -179,8 +181,23 @@ pub fn established_with(syn: &ParsedRepr<'_>, window: u16) -> Connection {
 }
 
 /// The default connection: established at time 0, MSS 1460, window 65535, no scaling.
+/// Its SYN-ACK was timed and the completing ACK came at once: the handshake's RTT sample
+/// of 0 (taken as 1 µs) leaves SRTT 1 µs, RTTVAR 0 and the RTO at its 200 ms floor.
 pub fn established() -> Connection {
     established_with(&SYN_TEMPL, 65_535)
+}
+
+/// [`established`] without an RTT sample: its SYN-ACK untimed, as a SYN cookie's TCB's is
+/// ([`Connection::syn_ack_sent`]), and no timestamps to echo, so the RTO is still the
+/// initial 1 s (RFC 6298 §2.1) and the first data sample is the first sample.
+pub fn established_unsampled() -> Connection {
+    let mut c = Connection::accept(&SYN_TEMPL, ISS, 0);
+    let s = c.syn_ack_sent(0);
+    assert!(s.syn && s.seq == ISS);
+    assert!(c.input(&RECV_TEMPL, 0, RX).established);
+    assert_eq!(c.rtt().srtt_us, 0);
+    assert_eq!(c.rtt().rto_ns(), SEC);
+    c
 }
 
 /// Feeds `seg` at `now` with the default receive space.

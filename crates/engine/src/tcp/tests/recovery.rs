@@ -1,8 +1,9 @@
 //! Fast retransmit and fast recovery (RFC 5681 §3.2 with RFC 6582 NewReno): the duplicate
 //! ACK definition of RFC 5681 §2 (no data, no FIN, same non-zero window, data
-//! outstanding), the third duplicate retransmitting one MSS at SND.UNA, inflation, partial
-//! ACKs retransmitting the next hole and deflating, the full ACK leaving recovery, and no
-//! new recovery for duplicates below `recover` (after a recovery or a timeout).
+//! outstanding), the third duplicate retransmitting one MSS at SND.UNA with CUBIC's
+//! reduction (ssthresh = 0.7 · FlightSize, RFC 9438 §4.6), inflation, partial ACKs
+//! retransmitting the next hole and deflating, the full ACK leaving recovery, and no new
+//! recovery for duplicates below `recover` (after a recovery or a timeout).
 
 use super::*;
 use crate::tcp::output::TimerAction;
@@ -50,8 +51,8 @@ fn the_third_duplicate_ack_retransmits() {
     assert_eq!(o.acked, 0);
     let cc = c.congestion();
     assert!(cc.in_recovery);
-    assert_eq!(cc.ssthresh, 7300, "flight / 2");
-    assert_eq!(cc.cwnd, 7300 + 3 * 1460);
+    assert_eq!(cc.ssthresh, 10_220, "β_cubic · flight: 0.7 · 14 600");
+    assert_eq!(cc.cwnd, 10_220 + 3 * 1460);
     assert_eq!(cc.recover, LOCAL_SEQ + 14_600);
     assert!(
         !c.rtt().timing(),
@@ -74,17 +75,21 @@ fn a_fast_retransmission_moves_nothing() {
 #[test]
 fn further_duplicates_inflate_the_window() {
     let mut c = in_recovery();
-    assert_eq!(c.congestion().cwnd, 11_680);
+    assert_eq!(c.congestion().cwnd, 14_600);
     assert_eq!(c.next_segment(10 * MS, 0), None, "14 600 in flight");
-    for (n, cwnd) in [(4, 13_140), (5, 14_600), (6, 16_060)] {
+    for (n, cwnd) in [(4, 16_060), (5, 17_520), (6, 18_980)] {
         let o = dup(&mut c);
         assert!(!o.retransmit, "dup {n}");
         assert_eq!(c.congestion().cwnd, cwnd);
     }
-    // One MSS of room: new data goes out.
+    // Three MSS of room: new data goes out.
     assert_eq!(
         send_all(&mut c, 20 * MS),
-        [out(LOCAL_SEQ + 14_600, 1460, false)]
+        [
+            out(LOCAL_SEQ + 14_600, 1460, false),
+            out(LOCAL_SEQ + 16_060, 1460, false),
+            out(LOCAL_SEQ + 17_520, 1460, false)
+        ]
     );
 }
 
@@ -96,13 +101,17 @@ fn a_partial_ack_retransmits_the_next_hole_and_deflates() {
     assert_eq!(o.acked, 2920);
     let cc = c.congestion();
     assert!(cc.in_recovery);
-    assert_eq!(cc.cwnd, 11_680 - 2920 + 1460);
+    assert_eq!(cc.cwnd, 14_600 - 2920 + 1460);
     assert_eq!(cc.dupacks, 0);
     assert_eq!(
         c.retransmit_segment(),
         Some(out(LOCAL_SEQ + 2920, 1460, false))
     );
-    assert_eq!(c.rtt().srtt_us, 0, "no sample during recovery");
+    assert_eq!(
+        c.rtt().srtt_us,
+        1,
+        "no sample during recovery: still the handshake's"
+    );
 }
 
 #[test]
@@ -113,34 +122,34 @@ fn a_full_ack_leaves_recovery() {
     assert_eq!(o.acked, 14_600);
     let cc = c.congestion();
     assert!(!cc.in_recovery);
-    // min(ssthresh 7300, max(flight 0, MSS) + MSS).
+    // min(ssthresh 10 220, max(flight 0, MSS) + MSS).
     assert_eq!(cc.cwnd, 2920);
-    assert_eq!(cc.ssthresh, 7300);
+    assert_eq!(cc.ssthresh, 10_220);
 }
 
 #[test]
 fn a_full_ack_with_data_still_in_flight() {
     let mut c = in_recovery();
-    for _ in 0..6 {
+    for _ in 0..7 {
         dup(&mut c);
     }
-    // cwnd 11 680 + 6 * 1460 = 20 440: 5840 new bytes go out.
-    assert_eq!(c.congestion().cwnd, 20_440);
+    // cwnd 14 600 + 7 * 1460 = 24 820: 10 220 new bytes go out.
+    assert_eq!(c.congestion().cwnd, 24_820);
     send_all(&mut c, 20 * MS);
-    assert_eq!(c.snd_nxt(), LOCAL_SEQ + 20_440);
+    assert_eq!(c.snd_nxt(), LOCAL_SEQ + 24_820);
     recv_ack(&mut c, 30 * MS, LOCAL_SEQ + 14_600);
     assert!(!c.congestion().in_recovery);
-    // min(7300, 5840 + 1460).
-    assert_eq!(c.congestion().cwnd, 7300);
+    // min(10 220, 10 220 + 1460).
+    assert_eq!(c.congestion().cwnd, 10_220);
     let mut c = in_recovery();
     for _ in 0..3 {
         dup(&mut c);
     }
     send_all(&mut c, 20 * MS);
-    assert_eq!(c.snd_nxt(), LOCAL_SEQ + 14_600 + 1460);
+    assert_eq!(c.snd_nxt(), LOCAL_SEQ + 14_600 + 4380);
     recv_ack(&mut c, 30 * MS, LOCAL_SEQ + 14_600);
-    // min(7300, 1460 + 1460).
-    assert_eq!(c.congestion().cwnd, 2920);
+    // min(10 220, 4380 + 1460).
+    assert_eq!(c.congestion().cwnd, 5840);
 }
 
 #[test]
@@ -272,10 +281,19 @@ fn duplicates_of_recover_itself_start_a_new_recovery() {
 #[test]
 fn a_timeout_in_recovery_ends_it() {
     let mut c = in_recovery();
+    // Inflation lets new data go: 24 820 in flight when the timer fires.
+    for _ in 0..7 {
+        dup(&mut c);
+    }
+    send_all(&mut c, 20 * MS);
+    assert_eq!(c.flight(), 24_820);
     assert_eq!(c.on_timer(SEC, STALL, RETRIES), TimerAction::Retransmit);
     let cc = c.congestion();
     assert!(!cc.in_recovery);
     assert_eq!((cc.cwnd, cc.dupacks), (1460, 0));
+    // The loss was answered when recovery began: ssthresh is not reduced again (0.7 of
+    // the 24 820 in flight now would be 17 374).
+    assert_eq!(cc.ssthresh, 10_220);
 }
 
 #[test]
@@ -308,7 +326,7 @@ fn the_fin_alone_is_retransmitted() {
 #[test]
 fn an_unsent_fin_is_not_retransmitted() {
     let mut c = established();
-    c.queue(5000);
+    c.queue(20_000);
     c.close();
     send_all(&mut c, 0);
     assert_eq!(c.state(), State::Established);
@@ -337,10 +355,10 @@ fn a_fast_retransmission_stays_within_what_was_sent() {
 fn a_partial_ack_of_less_than_one_mss_adds_nothing_back() {
     // RFC 6582 §3.2 step 5: one MSS is added back only for a partial ACK of at least one.
     let mut c = in_recovery();
-    assert_eq!(c.congestion().cwnd, 11_680);
+    assert_eq!(c.congestion().cwnd, 14_600);
     let o = recv_ack(&mut c, 30 * MS, LOCAL_SEQ + 500);
     assert!(o.retransmit);
-    assert_eq!(c.congestion().cwnd, 11_680 - 500);
+    assert_eq!(c.congestion().cwnd, 14_600 - 500);
 }
 
 #[test]

@@ -1,26 +1,31 @@
-//! Retransmission (RFC 6298): the initial RTO of 1 s, samples from the ACK of the timed
-//! octets (the first MSS of new octets past SND.MAX, one sample at a time), Karn's rule,
-//! the 200 ms floor and 60 s cap, backoff, the timer re-armed by new ACKs and stopped when
-//! all is acknowledged, go-back-N on expiry with the RFC 5681 loss window, the FIN sent
-//! again, and the two aborts (retries, stall).
+//! Retransmission (RFC 6298): the initial RTO of 1 s (a handshake without a sample) or the
+//! one the handshake's sample gives, samples from the ACK of the timed octets (the first
+//! MSS of new octets past SND.MAX, one sample at a time) smoothed to the nearest µs,
+//! Karn's rule, the 200 ms floor and 60 s cap, backoff, the timer re-armed by new ACKs and
+//! stopped when all is acknowledged, go-back-N on expiry with the RFC 5681 loss window and
+//! CUBIC's ssthresh, the FIN sent again, and the two aborts (retries, stall).
+//!
+//! Most tests start from a handshake that gave no sample ([`established_unsampled`]), so
+//! that a data sample is the first one and the RTO starts at 1 s.
 
 use super::*;
 use crate::tcp::output::TimerAction;
 use crate::tcp::rtt::{RTO_MAX_MS, RTO_MIN_MS};
 use crate::tcp::timer::Timer;
 
-/// Established with 4380 bytes (three segments) in flight sent at time 0 and 10 000
-/// queued.
+/// Established without an RTT sample (RTO 1 s), cwnd three segments, 4380 bytes (three
+/// segments) in flight sent at time 0 and 10 000 queued.
 fn three_in_flight() -> Connection {
-    let mut c = established();
+    let mut c = established_unsampled();
+    set_cwnd(&mut c, 3 * 1460);
     c.queue(10_000);
     assert_eq!(send_all(&mut c, 0).len(), 3);
     c
 }
 
 #[test]
-fn the_initial_rto_is_one_second() {
-    let mut c = established();
+fn without_a_handshake_sample_the_initial_rto_is_one_second() {
+    let mut c = established_unsampled();
     c.queue(100);
     send_all(&mut c, 5 * MS);
     assert_eq!(c.timer(), Timer::Retransmit { at: 5 * MS + SEC });
@@ -32,8 +37,31 @@ fn the_initial_rto_is_one_second() {
 }
 
 #[test]
-fn the_first_sample_sets_srtt_and_rttvar() {
+fn after_the_handshakes_sample_data_runs_under_the_measured_rto() {
+    // The handshake's sample (an ACK at once: 1 µs) puts the RTO at its floor.
     let mut c = established();
+    c.queue(100);
+    send_all(&mut c, 5 * MS);
+    assert_eq!(
+        c.timer(),
+        Timer::Retransmit {
+            at: 5 * MS + u64::from(RTO_MIN_MS) * MS
+        }
+    );
+    assert!(c.rtt().timing());
+    assert_eq!(
+        c.on_timer(5 * MS + 200 * MS - 1, STALL, RETRIES),
+        TimerAction::None
+    );
+    assert_eq!(
+        c.on_timer(5 * MS + 200 * MS, STALL, RETRIES),
+        TimerAction::Retransmit
+    );
+}
+
+#[test]
+fn the_first_sample_sets_srtt_and_rttvar() {
+    let mut c = established_unsampled();
     c.queue(100);
     send_all(&mut c, 0);
     let o = recv_ack(&mut c, 100 * MS, LOCAL_SEQ + 100);
@@ -42,6 +70,19 @@ fn the_first_sample_sets_srtt_and_rttvar() {
     assert_eq!((r.srtt_us, r.rttvar_us, r.rto_ms), (100_000, 50_000, 300));
     assert!(!r.timing());
     assert_eq!(c.timer(), Timer::Idle, "all acknowledged: the timer stops");
+}
+
+#[test]
+fn a_data_sample_is_smoothed_into_the_handshakes() {
+    // SRTT 1 µs and RTTVAR 0 from the handshake; a 100 ms sample: SRTT + (R − SRTT)/8 =
+    // 12 500.875 and RTTVAR + (|SRTT − R| − RTTVAR)/4 = 24 999.75, rounded to nearest.
+    let mut c = established();
+    c.queue(100);
+    send_all(&mut c, 0);
+    recv_ack(&mut c, 100 * MS, LOCAL_SEQ + 100);
+    let r = c.rtt();
+    assert_eq!((r.srtt_us, r.rttvar_us), (12_501, 25_000));
+    assert_eq!(r.rto_ms, RTO_MIN_MS, "112.5 ms, floored");
 }
 
 #[test]
@@ -64,12 +105,12 @@ fn sending_more_does_not_restart_a_running_timer() {
     set_cwnd(&mut c, 2920);
     send_all(&mut c, 50 * MS);
     assert_eq!(c.flight(), 2920);
-    assert_eq!(c.timer(), Timer::Retransmit { at: SEC });
+    assert_eq!(c.timer(), Timer::Retransmit { at: 200 * MS });
 }
 
 #[test]
 fn only_one_segment_is_timed_at_a_time() {
-    let mut c = established();
+    let mut c = established_unsampled();
     c.queue(10_000);
     let s1 = send_one(&mut c, 0);
     let s2 = send_one(&mut c, 10 * MS);
@@ -98,7 +139,7 @@ fn an_ack_short_of_the_timed_octets_gives_no_sample() {
 
 #[test]
 fn an_offloaded_frame_is_timed_on_its_first_segment() {
-    let mut c = established();
+    let mut c = established_unsampled();
     c.queue(4380);
     assert_eq!(
         send_all_max(&mut c, 0, 65_535),
@@ -171,7 +212,7 @@ fn timing_restarts_only_with_new_octets_past_snd_max() {
 
 #[test]
 fn a_frame_straddling_snd_max_is_timed_from_snd_max() {
-    let mut c = established();
+    let mut c = established_unsampled();
     set_cwnd(&mut c, 2920);
     c.queue(10_000);
     send_all(&mut c, 0);
@@ -226,16 +267,18 @@ fn rto_expiry_goes_back_to_snd_una() {
     c.queue(100_000);
     send_all(&mut c, 0);
     assert_eq!(c.flight(), 29_200);
-    assert_eq!(c.on_timer(SEC, STALL, RETRIES), TimerAction::Retransmit);
+    let rto = 200 * MS;
+    assert_eq!(c.on_timer(rto - 1, STALL, RETRIES), TimerAction::None);
+    assert_eq!(c.on_timer(rto, STALL, RETRIES), TimerAction::Retransmit);
     assert_eq!(c.snd_nxt(), LOCAL_SEQ, "go-back-N");
     assert_eq!(c.snd_max(), LOCAL_SEQ + 29_200);
     let cc = c.congestion();
     assert_eq!(cc.cwnd, 1460, "RFC 5681 §3.1: loss window of one segment");
-    assert_eq!(cc.ssthresh, 14_600, "flight / 2");
+    assert_eq!(cc.ssthresh, 20_440, "RFC 9438 §4.8: β_cubic · flight");
     assert_eq!(cc.recover, LOCAL_SEQ + 29_200);
     assert_eq!(c.retries(), 1);
-    assert_eq!(c.timer(), Timer::Retransmit { at: 3 * SEC });
-    assert_eq!(send_all(&mut c, SEC), [out(LOCAL_SEQ, 1460, false)]);
+    assert_eq!(c.timer(), Timer::Retransmit { at: rto + 2 * rto });
+    assert_eq!(send_all(&mut c, rto), [out(LOCAL_SEQ, 1460, false)]);
 }
 
 #[test]

@@ -201,12 +201,18 @@ fn tsecr_gives_rtt_samples_after_a_retransmission() {
     assert_eq!(c.on_timer(rto, STALL, RETRIES), TimerAction::Retransmit);
     let again = send_one(&mut c, rto);
     assert_eq!(again.seq, LOCAL_SEQ);
-    assert_eq!(c.rtt().srtt_us, 0, "no sample yet");
-    // The ACK of the retransmission arrives 30 ms after it, echoing its TSval.
+    assert!(!c.rtt().timing());
+    assert_eq!(
+        c.rtt().srtt_us,
+        1,
+        "only the handshake's sample (0, taken as 1 µs)"
+    );
+    // The ACK of the retransmission arrives 30 ms after it, echoing its TSval: smoothed
+    // in, 1 + (30 000 − 1)/8 = 3750.875.
     let tsval_rxt = OFF + (rto / TS_TICK_NS) as u32;
     let ack = with_ts(ack_of(&c, LOCAL_SEQ + 1000), PEER_TS + 2, tsval_rxt);
     recv(&mut c, rto + 30 * MS, ack);
-    assert_eq!(c.rtt().srtt_us, 30_000);
+    assert_eq!(c.rtt().srtt_us, 3751);
     // An echo from the future (a forged or broken TSecr) gives no sample.
     c.queue(1000);
     send_one(&mut c, rto + 40 * MS);
@@ -217,5 +223,28 @@ fn tsecr_gives_rtt_samples_after_a_retransmission() {
         tsval_rxt + 100_000,
     );
     recv(&mut c, rto + 50 * MS, bogus);
-    assert_eq!(c.rtt().srtt_us, 30_000);
+    assert_eq!(c.rtt().srtt_us, 3751);
+}
+
+#[test]
+fn tsecr_gives_the_handshake_sample_after_a_retransmitted_syn_ack() {
+    // The SYN-ACK sent again is not timed (Karn), but the ACK's echo says which one it
+    // answers: the first sample, so RFC 6298 §5.7's 3 s does not apply.
+    let mut c = Connection::accept(&TS_SYN, ISS, 0).with_ts_offset(OFF);
+    c.syn_ack(0);
+    assert_eq!(c.on_timer(SEC, STALL, RETRIES), TimerAction::ResendSynAck);
+    c.syn_ack(SEC);
+    assert!(!c.rtt().timing());
+    // The ACK answers the second SYN-ACK (TSval OFF + 1000 ms), 40 ms after it.
+    let ack = with_ts(RECV_TEMPL, PEER_TS + 1, OFF + (SEC / TS_TICK_NS) as u32);
+    assert!(recv(&mut c, SEC + 40 * MS, ack).established);
+    let r = c.rtt();
+    assert_eq!((r.srtt_us, r.rttvar_us), (40_000, 20_000));
+    assert_eq!(r.rto_ms, 200, "40 + 4 · 20 ms, floored; not 3 s");
+    // A SYN cookie's TCB: its SYN-ACK untimed, the echo gives the sample.
+    let mut c = Connection::accept(&TS_SYN, ISS, 0).with_ts_offset(OFF);
+    c.syn_ack_sent(0);
+    let ack = with_ts(RECV_TEMPL, PEER_TS + 1, OFF);
+    assert!(recv(&mut c, 25 * MS, ack).established);
+    assert_eq!(c.rtt().srtt_us, 25_000);
 }

@@ -1,7 +1,8 @@
 //! The send side's windows: what goes out is bounded by min(cwnd, SND.WND); the initial
-//! window (RFC 5681 §3.1), slow start and congestion avoidance growth, sender-side silly
-//! window avoidance (RFC 9293 §3.8.6.2.1), the SND.WL1/WL2 window update rule
-//! (RFC 9293 §3.10.7.4) and the peer's window scale (RFC 7323 §2.3) on later segments.
+//! window (RFC 6928), slow start (RFC 5681 §3.1, RFC 3465) and CUBIC's congestion
+//! avoidance growth (RFC 9438), sender-side silly window avoidance (RFC 9293 §3.8.6.2.1),
+//! the SND.WL1/WL2 window update rule (RFC 9293 §3.10.7.4) and the peer's window scale
+//! (RFC 7323 §2.3) on later segments.
 
 use super::*;
 
@@ -13,41 +14,38 @@ fn syn_mss(mss: Option<u16>) -> ParsedRepr<'static> {
 }
 
 #[test]
-fn the_initial_window_is_three_segments_of_1460() {
+fn the_initial_window_is_ten_segments_of_1460() {
+    // RFC 6928: min(10 MSS, max(2 MSS, 14 600)).
     let mut c = established();
-    c.queue(10_000);
+    c.queue(20_000);
     let segs = send_all(&mut c, 0);
-    assert_eq!(
-        segs,
-        [
-            out(LOCAL_SEQ, 1460, false),
-            out(LOCAL_SEQ + 1460, 1460, false),
-            out(LOCAL_SEQ + 2920, 1460, false)
-        ]
-    );
-    assert_eq!(c.flight(), 4380);
+    let want: Vec<Segment> = (0..10)
+        .map(|i| out(LOCAL_SEQ + i * 1460, 1460, false))
+        .collect();
+    assert_eq!(segs, want);
+    assert_eq!(c.flight(), 14_600);
 }
 
 #[test]
-fn the_initial_window_is_four_segments_of_536() {
+fn the_initial_window_is_ten_segments_of_536() {
     let mut c = established_with(&syn_mss(None), 65_535);
     c.queue(10_000);
     let segs = send_all(&mut c, 0);
-    assert_eq!(segs.len(), 4);
+    assert_eq!(segs.len(), 10);
     assert!(segs.iter().all(|s| s.len == 536));
-    assert_eq!(c.flight(), 2144);
+    assert_eq!(c.flight(), 5360);
 }
 
 #[test]
-fn the_initial_window_is_four_segments_up_to_1095() {
-    let mut c = established_with(&syn_mss(Some(1000)), 65_535);
-    c.queue(10_000);
-    assert_eq!(send_all(&mut c, 0).len(), 4);
-    assert_eq!(c.flight(), 4000);
-    let mut c = established_with(&syn_mss(Some(1200)), 65_535);
-    c.queue(10_000);
-    assert_eq!(send_all(&mut c, 0).len(), 3);
-    assert_eq!(c.flight(), 3600);
+fn the_initial_window_is_ten_segments_of_any_mss_we_accept() {
+    // 14 600 bytes would cap it only above an MSS of 1460, which is ours (the largest
+    // accepted): every MSS gets ten segments.
+    for (mss, iw) in [(1000, 10_000), (1200, 12_000), (64, 640)] {
+        let mut c = established_with(&syn_mss(Some(mss)), 65_535);
+        c.queue(20_000);
+        assert_eq!(send_all(&mut c, 0).len(), 10, "mss {mss}");
+        assert_eq!(c.flight(), iw, "mss {mss}");
+    }
 }
 
 #[test]
@@ -62,7 +60,7 @@ fn the_peer_window_bounds_what_is_sent() {
             out(LOCAL_SEQ + 1460, 1460, false)
         ]
     );
-    assert_eq!(c.flight(), 2920, "min(cwnd 4380, wnd 2920)");
+    assert_eq!(c.flight(), 2920, "min(cwnd 14 600, wnd 2920)");
 }
 
 #[test]
@@ -76,21 +74,22 @@ fn the_congestion_window_bounds_what_is_sent() {
 
 #[test]
 fn slow_start_adds_at_most_two_mss_per_ack() {
+    const IW: u32 = 14_600;
     let mut c = established();
     c.queue(20_000);
     send_all(&mut c, 0);
     recv_ack(&mut c, MS, LOCAL_SEQ + 1460);
-    assert_eq!(c.congestion().cwnd, 4380 + 1460);
+    assert_eq!(c.congestion().cwnd, IW + 1460);
     // One ACK for two segments adds two (RFC 3465 byte counting, L = 2 segments).
     recv_ack(&mut c, 2 * MS, LOCAL_SEQ + 4380);
-    assert_eq!(c.congestion().cwnd, 4380 + 3 * 1460);
+    assert_eq!(c.congestion().cwnd, IW + 3 * 1460);
     // Partial-segment ACKs add what they acknowledge.
     send_all(&mut c, 3 * MS);
     recv_ack(&mut c, 4 * MS, LOCAL_SEQ + 4380 + 100);
-    assert_eq!(c.congestion().cwnd, 4380 + 3 * 1460 + 100);
+    assert_eq!(c.congestion().cwnd, IW + 3 * 1460 + 100);
     // More than two segments in one ACK still adds two.
     recv_ack(&mut c, 5 * MS, LOCAL_SEQ + 4380 + 100 + 4 * 1460);
-    assert_eq!(c.congestion().cwnd, 4380 + 5 * 1460 + 100);
+    assert_eq!(c.congestion().cwnd, IW + 5 * 1460 + 100);
 }
 
 #[test]
@@ -98,27 +97,91 @@ fn slow_start_doubles_per_round_trip() {
     let mut c = established();
     c.queue(100_000);
     let first = send_all(&mut c, 0);
-    assert_eq!(first.len(), 3);
+    assert_eq!(first.len(), 10);
     for s in &first {
         recv_ack(&mut c, 10 * MS, s.seq + s.len);
     }
-    assert_eq!(c.congestion().cwnd, 6 * 1460);
+    assert_eq!(c.congestion().cwnd, 20 * 1460);
     let second = send_all(&mut c, 10 * MS);
-    assert_eq!(second.len(), 6);
-    assert_eq!(second[0].seq, LOCAL_SEQ + 4380);
+    assert_eq!(second.len(), 20);
+    assert_eq!(second[0].seq, LOCAL_SEQ + 14_600);
 }
 
 #[test]
-fn congestion_avoidance_adds_mss_squared_over_cwnd() {
+fn congestion_avoidance_before_any_loss_adds_mss_squared_over_cwnd() {
+    // RFC 9438 §4.3: CUBIC's window is never below W_est, the window Reno would have,
+    // which grows by α_cubic segments per window; α_cubic is 1 once W_est reaches
+    // cwnd_prior, the window before the last reduction, and with no reduction yet that
+    // is from the start: Reno's MSS²/cwnd per segment acknowledged. The cubic curve,
+    // which starts at the window of the epoch, adds nothing within the same millisecond.
     let mut c = established();
-    c.cc.ssthresh = 4380;
+    c.cc.ssthresh = 14_600;
     c.queue(20_000);
     send_all(&mut c, 0);
     recv_ack(&mut c, MS, LOCAL_SEQ + 1460);
-    assert_eq!(c.congestion().cwnd, 4380 + 1460 * 1460 / 4380);
-    assert_eq!(c.congestion().cwnd, 4866);
+    assert_eq!(c.congestion().cwnd, 14_600 + 1460 * 1460 / 14_600);
+    assert_eq!(c.congestion().cwnd, 14_746);
     recv_ack(&mut c, MS, LOCAL_SEQ + 2920);
-    assert_eq!(c.congestion().cwnd, 4866 + 1460 * 1460 / 4866);
+    assert_eq!(c.congestion().cwnd, 14_746 + 1460 * 1460 / 14_746);
+}
+
+/// Established, ten segments sent at 0, the first lost: NewReno recovery with six more
+/// duplicates, which inflate the window enough for six new segments (s(10)..s(16)),
+/// then the full ACK at 20 ms leaves recovery with those six in flight and
+/// cwnd = min(ssthresh, flight + MSS) = ssthresh: congestion avoidance from the next ACK.
+fn out_of_recovery_at_ssthresh() -> Connection {
+    let mut c = established();
+    c.queue(100_000);
+    assert_eq!(send_all(&mut c, 0).len(), 10);
+    for _ in 0..9 {
+        recv_ack(&mut c, 10 * MS, LOCAL_SEQ);
+    }
+    let r = c.retransmit_segment().unwrap();
+    c.on_sent(&r, 10 * MS);
+    assert_eq!(send_all(&mut c, 10 * MS).len(), 6);
+    recv_ack(&mut c, 20 * MS, LOCAL_SEQ + 14_600);
+    let cc = c.congestion();
+    assert!(!cc.in_recovery);
+    // β_cubic = 0.7 of the 14 600 in flight at the loss.
+    assert_eq!((cc.cwnd, cc.ssthresh), (10_220, 10_220));
+    assert_eq!((cc.cubic.w_max, cc.cubic.cwnd_prior), (14_600, 14_600));
+    c
+}
+
+#[test]
+fn after_a_loss_congestion_avoidance_grows_at_cubics_reno_friendly_rate() {
+    // RFC 9438 §4.3: below cwnd_prior W_est grows by α_cubic = 3(1 − β)/(1 + β) = 0.529
+    // segment per window, so CUBIC with β = 0.7 is no more aggressive than Reno (one
+    // segment per window after halving). Right after the loss the cubic curve is at the
+    // reduced window (W_cubic(0) = W_max − C·K³ = cwnd), so W_est leads.
+    let mut c = out_of_recovery_at_ssthresh();
+    recv_ack(&mut c, 20 * MS, LOCAL_SEQ + 16_060);
+    assert_eq!(
+        c.congestion().cwnd,
+        10_220 + 529 * 1460 * 1460 / 1000 / 10_220
+    );
+    assert_eq!(c.congestion().cwnd, 10_330, "Reno would have 10 428");
+    recv_ack(&mut c, 20 * MS, LOCAL_SEQ + 17_520);
+    // W_est is kept in thousandths of a byte: 10 330.334 + 109.159.
+    assert_eq!(c.congestion().cwnd, 10_439, "Reno would have 10 536");
+}
+
+#[test]
+fn congestion_avoidance_follows_the_cubic_curve_in_time() {
+    // K = ∛((W_max − cwnd)/C) = ∛(3 segments / 0.4) s = 1.957 s after the epoch (the first
+    // ACK in congestion avoidance) the curve is back at W_max: an ACK then moves the window
+    // (W_max − cwnd)/cwnd of a segment per segment acknowledged towards it, far more than
+    // W_est's α_cubic·MSS/cwnd.
+    let mut c = out_of_recovery_at_ssthresh();
+    recv_ack(&mut c, 20 * MS, LOCAL_SEQ + 16_060);
+    assert_eq!(c.congestion().cubic.k_ms, 1957);
+    assert_eq!(c.congestion().cubic.epoch_ns, 20 * MS);
+    let before = c.congestion().cwnd;
+    assert_eq!(before, 10_330);
+    recv_ack(&mut c, 20 * MS + 1957 * MS, LOCAL_SEQ + 17_520);
+    let grown = c.congestion().cwnd - before;
+    // W_cubic(K + SRTT) is W_max to the byte; (14 600 − 10 330) · 1460 / 10 330 = 603.
+    assert_eq!(grown, 603);
 }
 
 #[test]
@@ -169,12 +232,12 @@ fn sws_avoidance_lets_the_end_of_the_stream_go() {
 #[test]
 fn a_window_update_reopens_the_flow() {
     let mut c = established_with(&SYN_TEMPL, 1460);
-    c.queue(10_000);
+    c.queue(20_000);
     assert_eq!(send_all(&mut c, 0).len(), 1);
     recv_ack_wnd(&mut c, MS, LOCAL_SEQ, 65_535);
     assert_eq!(c.snd_wnd(), 65_535);
     let segs = send_all(&mut c, MS);
-    assert_eq!(segs.len(), 2, "cwnd 4380 with 1460 in flight");
+    assert_eq!(segs.len(), 9, "cwnd 14 600 with 1460 in flight");
     assert_eq!(segs[0].seq, LOCAL_SEQ + 1460);
 }
 

@@ -1,0 +1,404 @@
+//! `bareweb load --udp`: the load generator for paper 001's stateless UDP protocol, with
+//! the paper's parameters (`--frequency F --maxreq M`: M requests every F quarter
+//! milliseconds), a plain `--rate`, or a closed loop (`--parallel N`). Over ordinary
+//! sockets ([`bareweb_loadgen::udp::load`]), or, with `--tap`, as the bare client: the
+//! engine's own frames on a TAP of its own, no OS stack in the path.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use bareweb_engine::udp::client::Timing;
+use bareweb_engine::udp::load::{Config, Load, Schedule};
+use bareweb_loadgen::udp::load::{UdpLoadConfig, UdpUrl};
+use bareweb_loadgen::udp::{self as bwudp, report::UdpReport};
+
+use crate::load::LoadArgs;
+
+/// The UDP protocol's load options (with `--udp`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct UdpLoadArgs {
+    /// Load paper 001's stateless UDP protocol: the URLs are bwudp://HOST[:PORT]/PATH.
+    #[arg(long)]
+    pub udp: bool,
+    /// The paper's schedule: every F units of 1/4 ms, start --maxreq requests (9 and 8:
+    /// 3,555 requests per second), 1 to 4000000.
+    #[arg(long, value_name = "F", requires_all = ["udp", "maxreq"],
+          value_parser = clap::value_parser!(u32).range(1..=4_000_000))]
+    pub frequency: Option<u32>,
+    /// Requests per --frequency period, 1 to 100000.
+    #[arg(long, value_name = "M", requires_all = ["udp", "frequency"],
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub maxreq: Option<u32>,
+    /// Seconds before a GET is sent again (doubling per timeout, up to 1 s).
+    #[arg(long, default_value_t = 0.05, requires = "udp")]
+    pub udp_rto: f64,
+    /// Timeouts in a row without a new packet before a request is given up, 1 to 100.
+    #[arg(long, default_value_t = 8, requires = "udp",
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub udp_tries: u32,
+    /// Send initial GETs unpadded (the paper's client; a server with the amplification
+    /// bound then answers an unproven address with the Get-Ack only).
+    #[arg(long, requires = "udp")]
+    pub no_pad: bool,
+    /// The bare client: speak through this TAP device with the engine's own frames (no
+    /// OS stack in the path); created if missing and brought up, but not addressed or
+    /// bridged (put it on the server's link yourself, e.g. a bridge with the server's TAP).
+    #[arg(long, requires_all = ["udp", "ip"], value_parser = crate::opts::ifname)]
+    pub tap: Option<String>,
+    /// The bare client's address and prefix on that link.
+    #[arg(long, value_name = "A.B.C.D/N", requires = "tap")]
+    pub ip: Option<crate::opts::Cidr>,
+    /// The bare client's router, for a server off its link.
+    #[arg(long, value_name = "A.B.C.D", requires = "tap")]
+    pub gw: Option<std::net::Ipv4Addr>,
+    /// The bare client's MAC (default: a random locally administered one).
+    #[arg(long, requires = "tap")]
+    pub mac: Option<crate::opts::Mac>,
+    /// The bare client booted as a kernel under QEMU (TCG unless KVM is hardware-backed)
+    /// on the TAP given with --tap (which must exist, on the server's link), instead of a
+    /// process on it: no operating system at all in the client.
+    #[arg(long, requires = "tap")]
+    pub kernel: bool,
+}
+
+fn schedule(a: &LoadArgs) -> Result<Schedule, String> {
+    match (a.udp.frequency, a.udp.maxreq, a.rate, a.parallel) {
+        (Some(frequency), Some(maxreq), None, None) => Ok(Schedule::Paper { frequency, maxreq }),
+        (None, None, Some(r), None) if r > 0.0 && r.is_finite() => Ok(Schedule::Interval {
+            interval_ns: (1e9 / r).max(1.0) as u64,
+        }),
+        (None, None, Some(_), None) => Err("--rate must be a positive number".into()),
+        (None, None, None, _) => Ok(Schedule::Closed),
+        _ => Err("give one of --frequency/--maxreq, --rate or --parallel".into()),
+    }
+}
+
+fn slots(a: &LoadArgs, s: &Schedule) -> usize {
+    match (s, a.parallel, a.max_conns) {
+        (Schedule::Closed, p, _) => p.unwrap_or(1),
+        (_, _, Some(m)) => m,
+        _ => 4096,
+    }
+}
+
+/// The run's URLs: every one must be bwudp:// and name the same server.
+fn urls(a: &LoadArgs, list: &[String]) -> Result<(bwudp::UdpTarget, Vec<UdpUrl>), String> {
+    let (target, _) = bwudp::parse_url(&list[0])?;
+    let mut out = Vec::new();
+    for u in list {
+        let (t, path) = bwudp::parse_url(u)?;
+        if t.addr != target.addr {
+            return Err(format!(
+                "{u}: every URL must name {} (one server per run)",
+                target.addr
+            ));
+        }
+        let expect = match &a.verify {
+            Some(dir) => {
+                let clean = path.split(['?', '#']).next().unwrap_or("/");
+                let mut p = dir.join(clean.trim_start_matches('/'));
+                if clean.ends_with('/') {
+                    p = p.join("index.html");
+                }
+                Some(std::fs::read(&p).map_err(|e| format!("--verify: {}: {e}", p.display()))?)
+            }
+            None => None,
+        };
+        out.push(UdpUrl { path, expect });
+    }
+    Ok((target, out))
+}
+
+pub fn load(a: &LoadArgs, list: Vec<String>) -> Result<(), String> {
+    if list.is_empty() {
+        return Err("no URL given".into());
+    }
+    if !(0.001..=10.0).contains(&a.udp.udp_rto) {
+        return Err("--udp-rto must be from 0.001 to 10 seconds".into());
+    }
+    let sched = schedule(a)?;
+    let (target, urls) = urls(a, &list)?;
+    let rto = (a.udp.udp_rto * 1e9) as u64;
+    let load = Config {
+        schedule: sched,
+        slots: slots(a, &sched),
+        requests: a.fetches,
+        timing: Timing {
+            rto_ns: rto,
+            rto_max_ns: rto.max(1_000_000_000),
+            tries: a.udp.udp_tries,
+        },
+    };
+    if let Some(tap) = &a.udp.tap {
+        let report = if a.udp.kernel {
+            kernel(a, tap, target, urls, load)?
+        } else {
+            bare(a, tap, target, urls, load)?
+        };
+        return emit(a, &report);
+    }
+    let cfg = UdpLoadConfig {
+        target,
+        urls,
+        load,
+        seconds: a.seconds,
+        pad: !a.udp.no_pad,
+        progress_every: (!a.quiet).then_some(Duration::from_secs(1)),
+    };
+    let tty = std::io::stderr().is_terminal();
+    let mut last = (0.0, 0u64);
+    let mut progress = |t: f64, l: &Load| {
+        let c = &l.counters;
+        let rate = (c.completed - last.1) as f64 / (t - last.0).max(1e-9);
+        last = (t, c.completed);
+        let line = format!(
+            "[{t:6.1}s] {} requests done ({rate:.0}/s), {} in progress, {} failed, {} lost packets",
+            c.completed,
+            l.busy(),
+            c.failed_timeout + c.failed_refused + c.failed_other,
+            c.rerequested
+        );
+        let mut e = std::io::stderr().lock();
+        let _ = if tty {
+            write!(e, "\r{line}   ")
+        } else {
+            writeln!(e, "{line}")
+        };
+    };
+    let report = bareweb_loadgen::udp::load::run(&cfg, &mut progress)?;
+    if tty && !a.quiet {
+        eprintln!();
+    }
+    emit(a, &report)
+}
+
+/// The bare client on TAP `tap`: the engine's own frames, polled by this thread, which
+/// sleeps in ppoll on the TAP between events (microsecond timeouts).
+fn bare(
+    a: &LoadArgs,
+    tap: &str,
+    target: bwudp::UdpTarget,
+    urls: Vec<UdpUrl>,
+    load: Config,
+) -> Result<UdpReport, String> {
+    use bareweb_engine::nic::Clock;
+    use bareweb_engine::udp::bare::{BareClient, BareConfig};
+    use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
+    use bareweb_host::{netif, SystemClock, Tap};
+
+    if urls.iter().any(|u| u.expect.is_some()) {
+        return Err(
+            "--verify is for the socket client; the bare client checks sizes and statuses".into(),
+        );
+    }
+    let cidr = a.udp.ip.ok_or("--tap needs --ip")?;
+    let mac = match a.udp.mac {
+        Some(m) => m.ethernet(),
+        None => {
+            let mut m: [u8; 6] = crate::util::random_bytes();
+            m[0] = (m[0] & 0xfe) | 0x02;
+            EthernetAddress(m)
+        }
+    };
+    let mut nic = Tap::open(tap, mac).map_err(|e| format!("cannot open TAP {tap:?}: {e}"))?;
+    netif::set_up(nic.name()).map_err(|e| format!("cannot bring {tap} up: {e}"))?;
+    let mut client = BareClient::new(BareConfig {
+        mac,
+        ip: cidr.addr(),
+        prefix_len: cidr.prefix,
+        gateway: a.udp.gw.map(|g| Ipv4Address(g.octets())),
+        server: Ipv4Address(target.addr.ip().octets()),
+        port: target.addr.port(),
+        host: target.host.clone(),
+        paths: urls.into_iter().map(|u| u.path).collect(),
+        load,
+        pad: !a.udp.no_pad,
+    });
+    let clock = SystemClock::new();
+    let cpu0 = bareweb_loadgen::sys::thread_cpu_secs();
+    let run_ns = (a.seconds * 1e9) as u64;
+    let mut next_progress = 1_000_000_000u64;
+    let mut last = (0u64, 0u64);
+    loop {
+        let now = clock.now_ns();
+        let worked = client.poll(&mut nic, now);
+        match client.load() {
+            None if now > 3_000_000_000 => {
+                return Err(format!(
+                    "no ARP answer from {} on {tap} in 3 s (is the TAP on the server's link?)",
+                    target.addr.ip()
+                ))
+            }
+            Some(l) if !a.quiet && now >= next_progress => {
+                let c = &l.counters;
+                eprintln!(
+                    "[{:6.1}s] {} requests done ({:.0}/s), {} in progress, {} lost packets",
+                    now as f64 / 1e9,
+                    c.completed,
+                    (c.completed - last.1) as f64 / ((now - last.0) as f64 / 1e9),
+                    l.busy(),
+                    c.rerequested
+                );
+                last = (now, c.completed);
+                next_progress += 1_000_000_000;
+            }
+            _ => {}
+        }
+        if client.started_ns() > 0 && now >= client.started_ns() + run_ns {
+            client.stop_starting();
+        }
+        if client.finished() {
+            break;
+        }
+        if !worked {
+            let wake = client.next_wakeup().min(next_progress);
+            let us = wake.saturating_sub(clock.now_ns()) / 1000;
+            if us > 0 {
+                bareweb_host::wake::wait_fds_us(&[nic.rx_fd()], us.min(10_000));
+            }
+        }
+    }
+    let l = client.load().expect("finished implies started");
+    let elapsed = (clock.now_ns() - client.started_ns()) as f64 / 1e9;
+    let mut r = UdpReport::from_counters("bare", &load.schedule, load.slots, &l.counters, elapsed);
+    r.client_cpu_secs = bareweb_loadgen::sys::thread_cpu_secs() - cpu0;
+    Ok(r)
+}
+
+/// The bare client as a kernel under QEMU on `tap`: the run's settings become the
+/// kernel's `client=udp` words; its console's report line becomes the report.
+fn kernel(
+    a: &LoadArgs,
+    tap: &str,
+    target: bwudp::UdpTarget,
+    urls: Vec<UdpUrl>,
+    load: Config,
+) -> Result<UdpReport, String> {
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Run {
+        #[command(flatten)]
+        run: crate::run::RunArgs,
+    }
+    let cidr = a.udp.ip.ok_or("--tap needs --ip")?;
+    let dir = std::env::temp_dir().join(format!("bareweb-client-{}", std::process::id()));
+    let site = dir.join("site");
+    std::fs::create_dir_all(&site).map_err(|e| format!("{}: {e}", site.display()))?;
+    std::fs::write(site.join("index.html"), b"bare client\n")
+        .map_err(|e| format!("{}: {e}", site.display()))?;
+    let paths: Vec<&str> = urls.iter().map(|u| u.path.as_str()).collect();
+    let mut words = format!(
+        "client=udp server={} paths={} requests={} seconds={} rto_ms={} tries={} pad={}",
+        target.addr,
+        paths.join(","),
+        load.requests,
+        a.seconds.ceil().max(1.0) as u64,
+        (load.timing.rto_ns / 1_000_000).max(1),
+        load.timing.tries,
+        if a.udp.no_pad { "off" } else { "on" },
+    );
+    match load.schedule {
+        Schedule::Paper { frequency, maxreq } => {
+            words += &format!(
+                " frequency={frequency} maxreq={maxreq} slots={}",
+                load.slots
+            )
+        }
+        Schedule::Interval { interval_ns } => {
+            words += &format!(
+                " rate={} slots={}",
+                1_000_000_000 / interval_ns.max(1),
+                load.slots
+            )
+        }
+        Schedule::Closed => words += &format!(" parallel={}", load.slots),
+    }
+    let gw = a.udp.gw.map_or("none".to_string(), |g| g.to_string());
+    let mut argv = vec![
+        "run".to_string(),
+        site.display().to_string(),
+        "--net".into(),
+        format!("tap:{tap}"),
+        "--ip".into(),
+        cidr.to_string(),
+        "--gw".into(),
+        gw,
+        "--headless".into(),
+        "--append".into(),
+        words,
+    ];
+    if let Some(m) = a.udp.mac {
+        argv.push("--mac".into());
+        argv.push(m.to_string());
+    }
+    let run = Run::try_parse_from(&argv).map_err(|e| format!("the kernel's settings: {e}"))?;
+    if !a.quiet {
+        eprintln!("bareweb: booting the bare client under QEMU on {tap}");
+    }
+    let limit = Duration::from_secs_f64(a.seconds + 120.0);
+    let booted = crate::launch::boot_until_done(&run.run, limit);
+    let _ = std::fs::remove_dir_all(&dir);
+    let (status, console) = booted?;
+    let Some(line) = console.lines().find(|l| l.starts_with("client: report ")) else {
+        let tail: String = console
+            .lines()
+            .rev()
+            .take(15)
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Err(format!(
+            "the bare client gave no report (QEMU {status}); its console ended with:\n{tail}"
+        ));
+    };
+    let kv: std::collections::HashMap<&str, u64> = line
+        .split_whitespace()
+        .skip(2)
+        .filter_map(|w| {
+            let (k, v) = w.split_once('=')?;
+            Some((k, v.parse().ok()?))
+        })
+        .collect();
+    let g = |k: &str| kv.get(k).copied().unwrap_or(0);
+    let c = bareweb_engine::udp::load::Counters {
+        started: g("started"),
+        completed: g("completed"),
+        failed_status: g("failed_status"),
+        failed_timeout: g("failed_timeout"),
+        failed_refused: g("failed_refused"),
+        failed_other: g("failed_other"),
+        skipped: g("skipped"),
+        bytes: g("bytes"),
+        packets: g("packets"),
+        duplicates: g("duplicates"),
+        rerequested: g("rerequested"),
+        gets: g("gets"),
+        timeouts: g("timeouts"),
+        bounded: g("bounded"),
+        bad: g("bad"),
+        max_parallel: g("max_parallel"),
+        time_sum_ns: g("time_sum_ns"),
+        time_max_ns: g("time_max_ns"),
+        ..Default::default()
+    };
+    let elapsed = g("elapsed_ns") as f64 / 1e9;
+    let mut r = UdpReport::from_counters("bare kernel", &load.schedule, load.slots, &c, elapsed);
+    // The histogram stays in the guest: its quantiles come in the report line.
+    r.time_p50_ms = g("time_p50_ns") as f64 / 1e6;
+    r.time_p99_ms = g("time_p99_ns") as f64 / 1e6;
+    Ok(r)
+}
+
+/// Prints (and writes) a report.
+pub fn emit(a: &LoadArgs, report: &UdpReport) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
+    if let Some(f) = &a.json_out {
+        std::fs::write(f, &json).map_err(|e| format!("{}: {e}", f.display()))?;
+    }
+    if a.json {
+        println!("{json}");
+    } else {
+        print!("{}", report.text());
+    }
+    Ok(())
+}

@@ -1,0 +1,424 @@
+//! The bare client (paper 001 §4.2.3: "the bare UDP client"): the load generator of
+//! [`super::load`] speaking the protocol with the engine's own frames over a [`Nic`], with
+//! no operating system in its path. The host runs it on a TAP of its own (`bareweb load
+//! --udp --tap`), the kernel boots into it (`client=udp`); both call [`BareClient::poll`]
+//! in a loop.
+//!
+//! It owns an address on the link and little else: it resolves the server's (or the
+//! router's) MAC with ARP before the first request, answers ARP for its own address, picks
+//! a fresh UDP source port for every request (the port indexes the request, as in the
+//! paper) from a table of all 65,536 ports allocated at start, and builds each GET in a
+//! transmit slot. Datagrams from the server's port to ours are checked (IPv4 header
+//! checksum and UDP checksum) and handed to the request's transfer. Nothing allocates
+//! after [`BareClient::new`].
+
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::client::Sink;
+use super::load::{Config, Load, Outcome};
+use super::wire::{write_request, Start, MAX_REQUEST, PAD_TO};
+use crate::iface::egress::{self, Egress};
+use crate::iface::Interface;
+use crate::nic::{Nic, RxFrame, RxRing, TxRing};
+use crate::wire::{
+    arp, ethernet, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame,
+    IpProtocol, Ipv4Address, Ipv4Packet, UdpPacket,
+};
+
+/// Where the client is and what it asks for.
+#[derive(Debug, Clone)]
+pub struct BareConfig {
+    /// The client's MAC (its NIC's).
+    pub mac: EthernetAddress,
+    /// The client's address and prefix.
+    pub ip: Ipv4Address,
+    /// Prefix length of the link.
+    pub prefix_len: u8,
+    /// The router, for a server off the link.
+    pub gateway: Option<Ipv4Address>,
+    /// The server.
+    pub server: Ipv4Address,
+    /// The server's UDP port.
+    pub port: u16,
+    /// The `Host` field.
+    pub host: String,
+    /// Paths, fetched round robin.
+    pub paths: Vec<String>,
+    /// Schedule, slots, requests, timing.
+    pub load: Config,
+    /// Pad initial GETs to 1200 octets.
+    pub pad: bool,
+}
+
+/// Source ports the client uses (a fresh one per request).
+const PORT_FIRST: u16 = 1024;
+const ARP_EVERY_NS: u64 = 200_000_000;
+const RX_BURST: usize = 32;
+
+/// Counters of the client's own frames (besides the load's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FrameCounts {
+    /// Frames received.
+    pub rx: u64,
+    /// Frames sent.
+    pub tx: u64,
+    /// Frames not sent: the transmit ring was full.
+    pub tx_full: u64,
+    /// Received frames that were not for a request (other traffic, late, bad checksums).
+    pub ignored: u64,
+    /// ARP requests sent for the server's (or the router's) MAC.
+    pub arp_requests: u64,
+}
+
+/// The sink of a request: the HTTP status of its head.
+struct Status(u16);
+
+impl Sink for Status {
+    fn begin(&mut self, _: u64) -> bool {
+        true
+    }
+    fn head(&mut self, head: &[u8]) {
+        self.0 = head
+            .get(9..12)
+            .and_then(|c| core::str::from_utf8(c).ok()?.parse().ok())
+            .unwrap_or(0);
+    }
+    fn data(&mut self, _: u64, _: &[u8]) {}
+}
+
+/// The client.
+pub struct BareClient {
+    cfg: BareConfig,
+    egress: Egress,
+    /// The next hop's MAC, once ARP answered.
+    next_hop_mac: Option<EthernetAddress>,
+    next_arp_ns: u64,
+    load: Option<Load>,
+    /// Port → slot + 1 (0: none).
+    ports: Vec<u32>,
+    /// Slot → its port.
+    slot_port: Vec<u16>,
+    /// Slot → status seen in its head.
+    status: Vec<u16>,
+    next_port: u16,
+    started_ns: u64,
+    /// Frame counters.
+    pub frames: FrameCounts,
+    req: Vec<u8>,
+}
+
+impl BareClient {
+    /// A client; allocates its tables now.
+    pub fn new(cfg: BareConfig) -> BareClient {
+        let iface = Interface {
+            mac: cfg.mac,
+            ip: cfg.ip,
+            prefix_len: cfg.prefix_len,
+            gateway: cfg.gateway.is_some(),
+            port: 0,
+            udp_port: None,
+        };
+        let slots = cfg.load.slots.max(1);
+        BareClient {
+            egress: Egress::new(&iface),
+            next_hop_mac: None,
+            next_arp_ns: 0,
+            load: None,
+            ports: vec![0; 65536],
+            slot_port: vec![0; slots],
+            status: vec![0; slots],
+            next_port: PORT_FIRST,
+            started_ns: 0,
+            frames: FrameCounts::default(),
+            req: vec![0; MAX_REQUEST],
+            cfg,
+        }
+    }
+
+    /// The load (counters, slots), once the server's MAC is known and the run started.
+    pub fn load(&self) -> Option<&Load> {
+        self.load.as_ref()
+    }
+
+    /// When requests began (after ARP).
+    pub fn started_ns(&self) -> u64 {
+        self.started_ns
+    }
+
+    /// Whether every request has finished (the run is over).
+    pub fn finished(&self) -> bool {
+        self.load.as_ref().is_some_and(Load::finished)
+    }
+
+    /// Stops starting requests: what is in progress may finish (the run's time is up).
+    pub fn stop_starting(&mut self) {
+        if let Some(l) = self.load.as_mut() {
+            l.stop_starting();
+        }
+    }
+
+    fn next_hop(&self) -> Ipv4Address {
+        match self.cfg.gateway {
+            Some(g) if !self.cfg.server.in_subnet(self.cfg.ip, self.cfg.prefix_len) => g,
+            _ => self.cfg.server,
+        }
+    }
+
+    /// One round: receive and handle a burst, start what the schedule says, run timeouts,
+    /// flush. Returns whether anything happened.
+    pub fn poll<N: Nic>(&mut self, nic: &mut N, now: u64) -> bool {
+        let (rx, tx) = nic.split();
+        let mut frames = [RxFrame { buf: 0, len: 0 }; RX_BURST];
+        let n = rx.burst(&mut frames);
+        for f in &frames[..n] {
+            self.frames.rx += 1;
+            self.frame(rx.bytes(f), now, tx);
+            rx.recycle(*f);
+        }
+        let mut worked = n > 0;
+        if self.next_hop_mac.is_none() {
+            if now >= self.next_arp_ns {
+                self.next_arp_ns = now + ARP_EVERY_NS;
+                self.arp_request(tx);
+                worked = true;
+            }
+        } else {
+            worked |= self.schedule(now, tx);
+        }
+        tx.flush();
+        worked
+    }
+
+    /// The next time something is due (a request to start or a timeout).
+    pub fn next_wakeup(&self) -> u64 {
+        match &self.load {
+            None => self.next_arp_ns,
+            Some(l) => l.next_due().min(l.next_deadline()),
+        }
+    }
+
+    fn schedule<T: TxRing>(&mut self, now: u64, tx: &mut T) -> bool {
+        if self.load.is_none() {
+            self.load = Some(Load::new(self.cfg.load, self.cfg.paths.len(), now));
+            self.started_ns = now.max(1);
+        }
+        let mut worked = false;
+        let due = self.load.as_mut().map_or(0, |l| l.due(now));
+        for _ in 0..due {
+            let Some((i, start)) = self.load.as_mut().and_then(|l| l.start(now)) else {
+                continue;
+            };
+            // A fresh port: skip those still held by a request in progress.
+            let mut port = self.next_port;
+            while self.ports[usize::from(port)] != 0 {
+                port = if port == u16::MAX {
+                    PORT_FIRST
+                } else {
+                    port + 1
+                };
+            }
+            self.next_port = if port == u16::MAX {
+                PORT_FIRST
+            } else {
+                port + 1
+            };
+            let old = self.slot_port[i as usize];
+            if self.ports[usize::from(old)] == i + 1 {
+                self.ports[usize::from(old)] = 0;
+            }
+            self.ports[usize::from(port)] = i + 1;
+            self.slot_port[i as usize] = port;
+            self.status[i as usize] = 0;
+            self.send(i, start, tx);
+            worked = true;
+        }
+        let mut timeouts: [(u32, Outcome); 32] = [(0, Outcome::Going(None)); 32];
+        // At most 32 slots' timeouts per pass, without allocating.
+        while let Some(load) = self.load.as_mut().filter(|l| l.next_deadline() <= now) {
+            let mut n = 0;
+            load.on_timeouts(now, |i, o| {
+                timeouts[n] = (i, o);
+                n += 1;
+                n < timeouts.len()
+            });
+            for &(i, o) in &timeouts[..n] {
+                match o {
+                    Outcome::Going(Some(start)) => self.send(i, start, tx),
+                    Outcome::Finished(_) => self.release(i),
+                    Outcome::Going(None) => {}
+                }
+            }
+            worked |= n > 0;
+            if n < timeouts.len() {
+                break;
+            }
+        }
+        worked
+    }
+
+    fn release(&mut self, i: u32) {
+        let p = self.slot_port[i as usize];
+        if self.ports[usize::from(p)] == i + 1 {
+            self.ports[usize::from(p)] = 0;
+        }
+    }
+
+    fn send<T: TxRing>(&mut self, i: u32, start: Start, tx: &mut T) {
+        let (Some(load), Some(mac)) = (self.load.as_ref(), self.next_hop_mac) else {
+            return;
+        };
+        let path = &self.cfg.paths[load.slot(i).url as usize];
+        let pad = if self.cfg.pad && start == Start::Initial {
+            PAD_TO
+        } else {
+            0
+        };
+        let Some(n) = write_request(
+            &mut self.req,
+            &self.cfg.host,
+            path,
+            start,
+            load.token(),
+            pad,
+        ) else {
+            return;
+        };
+        let ports = (self.slot_port[i as usize], self.cfg.port);
+        let sent = self
+            .egress
+            .udp(tx, mac, self.cfg.server, ports, &[&self.req[..n]], &[], 0);
+        match sent {
+            egress::Sent::Frame => self.frames.tx += 1,
+            _ => self.frames.tx_full += 1,
+        }
+    }
+
+    fn arp_request<T: TxRing>(&mut self, tx: &mut T) {
+        let target = self.next_hop();
+        let req = ArpRepr {
+            operation: ArpOperation::Request,
+            source_hardware_addr: self.cfg.mac,
+            source_protocol_addr: self.cfg.ip,
+            target_hardware_addr: EthernetAddress([0; 6]),
+            target_protocol_addr: target,
+        };
+        if self.arp_frame(tx, EthernetAddress([0xff; 6]), &req) {
+            self.frames.arp_requests += 1;
+        }
+    }
+
+    fn arp_frame<T: TxRing>(&mut self, tx: &mut T, dst: EthernetAddress, r: &ArpRepr) -> bool {
+        let Some(buf) = tx.slot() else {
+            self.frames.tx_full += 1;
+            return false;
+        };
+        let len = ethernet::HEADER_LEN + arp::BUFFER_LEN;
+        let mut frame = EthernetFrame::new_unchecked(&mut buf[..len]);
+        ethernet::Repr {
+            src_addr: self.cfg.mac,
+            dst_addr: dst,
+            ethertype: EtherType::Arp,
+        }
+        .emit(&mut frame);
+        r.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
+        let ok = tx.post(len, &[]).is_ok();
+        if ok {
+            self.frames.tx += 1;
+        }
+        ok
+    }
+
+    fn frame<T: TxRing>(&mut self, bytes: &[u8], now: u64, tx: &mut T) {
+        let Ok(eth) = EthernetFrame::new_checked(bytes) else {
+            self.frames.ignored += 1;
+            return;
+        };
+        if eth.dst_addr() != self.cfg.mac && !eth.dst_addr().is_broadcast() {
+            self.frames.ignored += 1;
+            return;
+        }
+        let payload = &bytes[ethernet::HEADER_LEN..];
+        match eth.ethertype() {
+            EtherType::Arp => self.arp(payload, tx),
+            EtherType::Ipv4 => self.ipv4(payload, now, tx),
+            _ => self.frames.ignored += 1,
+        }
+    }
+
+    fn arp<T: TxRing>(&mut self, payload: &[u8], tx: &mut T) {
+        let Some(r) = ArpPacket::new_checked(payload)
+            .ok()
+            .and_then(|p| ArpRepr::parse(&p).ok())
+        else {
+            self.frames.ignored += 1;
+            return;
+        };
+        if r.source_protocol_addr == self.next_hop() && r.operation == ArpOperation::Reply {
+            self.next_hop_mac = Some(r.source_hardware_addr);
+        }
+        if r.operation == ArpOperation::Request && r.target_protocol_addr == self.cfg.ip {
+            let reply = ArpRepr {
+                operation: ArpOperation::Reply,
+                source_hardware_addr: self.cfg.mac,
+                source_protocol_addr: self.cfg.ip,
+                target_hardware_addr: r.source_hardware_addr,
+                target_protocol_addr: r.source_protocol_addr,
+            };
+            self.arp_frame(tx, r.source_hardware_addr, &reply);
+        }
+    }
+
+    fn ipv4<T: TxRing>(&mut self, payload: &[u8], now: u64, tx: &mut T) {
+        let Ok(ip) = Ipv4Packet::new_checked(payload) else {
+            self.frames.ignored += 1;
+            return;
+        };
+        let ok = !ip.is_fragment()
+            && ip.verify_checksum()
+            && ip.dst_addr() == self.cfg.ip
+            && ip.src_addr() == self.cfg.server
+            && ip.next_header() == IpProtocol::Udp;
+        let body = payload
+            .get(usize::from(ip.header_len())..usize::from(ip.total_len()))
+            .unwrap_or(&[]);
+        let udp = match UdpPacket::new_checked(body) {
+            Ok(u) if ok && u.src_port() == self.cfg.port => u,
+            _ => {
+                self.frames.ignored += 1;
+                return;
+            }
+        };
+        if !udp.verify_checksum(self.cfg.server, self.cfg.ip) {
+            self.frames.ignored += 1;
+            return;
+        }
+        let slot = self.ports[usize::from(udp.dst_port())];
+        let (Some(load), true) = (self.load.as_mut(), slot != 0) else {
+            self.frames.ignored += 1;
+            return;
+        };
+        let i = slot - 1;
+        let mut sink = Status(self.status[i as usize]);
+        let end = usize::from(udp.len());
+        let data = body.get(8..end).unwrap_or(&[]);
+        let outcome = load.on_packet(i, data, now, &mut sink);
+        self.status[i as usize] = sink.0;
+        match outcome {
+            Outcome::Going(Some(start)) => self.send(i, start, tx),
+            Outcome::Going(None) => {}
+            Outcome::Finished(ok) => {
+                if ok && !(200..300).contains(&sink.0) {
+                    if let Some(l) = self.load.as_mut() {
+                        l.count_bad_status();
+                    }
+                }
+                self.release(i);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,134 @@
+//! The bare UDP client (paper 001's "bare PC" client): booted with `client=udp`, the
+//! kernel runs the engine's load generator (`udp::bare::BareClient`) on core 0 over the
+//! NIC, polling without sleeping as the paper's client did, prints its report on the
+//! console (`client: report k=v …`, read by `bareweb load --udp --kernel`) and stops QEMU
+//! (exit status 33). The other cores stay parked.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use bareweb_engine::nic::Clock;
+use bareweb_engine::udp::bare::{BareClient, BareConfig};
+use bareweb_engine::udp::client::Timing;
+use bareweb_engine::udp::load::{Config, Counters, Schedule};
+
+use crate::clock::TscClock;
+use crate::cmdline::Settings;
+use crate::drivers::Driver;
+use crate::{exit, fatal, kprintln, mem};
+
+/// Runs the client over the first queue pair of `nics`; never returns.
+pub fn run<D: Driver>(s: &Settings, clock: TscClock, mut nics: Vec<D>) -> ! {
+    let c = &s.client;
+    if let Some(p) = c.problem() {
+        fatal!("client: {p}");
+    }
+    let Some((server, port)) = c.server else {
+        fatal!("client: no server")
+    };
+    if nics.is_empty() {
+        fatal!("client: no queue pair");
+    }
+    let mut nic = nics.swap_remove(0);
+    let schedule = match (c.frequency, c.maxreq, c.rate, c.parallel) {
+        (Some(frequency), Some(maxreq), _, _) => Schedule::Paper { frequency, maxreq },
+        (_, _, Some(r), _) => Schedule::Interval {
+            interval_ns: 1_000_000_000 / u64::from(r),
+        },
+        _ => Schedule::Closed,
+    };
+    let slots = match schedule {
+        Schedule::Closed => c.parallel.unwrap_or(1),
+        _ => c.slots,
+    } as usize;
+    let rto = u64::from(c.rto_ms) * 1_000_000;
+    let load = Config {
+        schedule,
+        slots,
+        requests: c.requests,
+        timing: Timing {
+            rto_ns: rto,
+            rto_max_ns: rto.max(1_000_000_000),
+            tries: c.tries,
+        },
+    };
+    let paths: Vec<String> = c.paths().map(String::from).collect();
+    let mut client = BareClient::new(BareConfig {
+        mac: nic.mac(),
+        ip: s.ip,
+        prefix_len: s.prefix,
+        gateway: s.gateway,
+        server,
+        port,
+        host: format!("{server}:{port}"),
+        paths,
+        load,
+        pad: c.pad,
+    });
+    mem::seal();
+    kprintln!(
+        "bareweb: client: {} paths from {server}:{port} as {}/{} (MAC {}), {:?}, {} slots, {} requests in {} s",
+        c.paths().count(),
+        s.ip,
+        s.prefix,
+        nic.mac(),
+        schedule,
+        slots,
+        c.requests,
+        c.seconds
+    );
+    let run_ns = u64::from(c.seconds) * 1_000_000_000;
+    let t0 = clock.now_ns();
+    loop {
+        let now = clock.now_ns();
+        client.poll(&mut nic, now);
+        if client.load().is_none() && now - t0 > 5_000_000_000 {
+            fatal!("client: no ARP answer from the server (or its router) in 5 s");
+        }
+        if client.started_ns() > 0 && now >= client.started_ns() + run_ns {
+            client.stop_starting();
+        }
+        if client.finished() {
+            break;
+        }
+        crate::arch::cpu::relax();
+    }
+    let elapsed = clock.now_ns() - client.started_ns();
+    let Some(l) = client.load() else {
+        fatal!("client: finished without a load")
+    };
+    report(&l.counters, elapsed, &client);
+    kprintln!("bareweb: client: done");
+    exit::finish()
+}
+
+/// The counters as one console line of `key=value` words.
+fn report(k: &Counters, elapsed_ns: u64, c: &BareClient) {
+    kprintln!(
+        "client: report elapsed_ns={elapsed_ns} started={} completed={} failed_status={} failed_timeout={} failed_refused={} failed_other={} skipped={} bytes={} packets={} duplicates={} rerequested={} gets={} timeouts={} bounded={} bad={} max_parallel={} time_sum_ns={} time_max_ns={} time_p50_ns={} time_p99_ns={} frames_rx={} frames_tx={} tx_full={}",
+        k.started,
+        k.completed,
+        k.failed_status,
+        k.failed_timeout,
+        k.failed_refused,
+        k.failed_other,
+        k.skipped,
+        k.bytes,
+        k.packets,
+        k.duplicates,
+        k.rerequested,
+        k.gets,
+        k.timeouts,
+        k.bounded,
+        k.bad,
+        k.max_parallel,
+        k.time_sum_ns,
+        k.time_max_ns,
+        k.time_quantile_ns(500),
+        k.time_quantile_ns(990),
+        c.frames.rx,
+        c.frames.tx,
+        c.frames.tx_full,
+    );
+}

@@ -1,0 +1,210 @@
+//! Clients of paper 001's stateless UDP protocol over ordinary sockets (any Linux host):
+//! [`fetch`], one file as `bareweb get bwudp://…` does it, and the load generator of
+//! `bareweb load --udp` ([`load`], reported by [`report`]). Both drive the engine's client state machine
+//! (`bareweb_engine::udp::client::Transfer`), which owns every protocol decision; this
+//! module only moves datagrams and keeps time.
+
+pub mod load;
+pub mod report;
+
+use std::net::{SocketAddrV4, ToSocketAddrs, UdpSocket};
+use std::time::{Duration, Instant};
+
+use bareweb_engine::udp::client::{Counts, Failure, Sink, Step, Timing, Transfer};
+use bareweb_engine::udp::wire::{write_request, Start, DEFAULT_PORT, MAX_REQUEST, PAD_TO};
+
+/// Where a `bwudp://` URL points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UdpTarget {
+    /// The server's address and UDP port.
+    pub addr: SocketAddrV4,
+    /// The authority as written (the `Host` field).
+    pub host: String,
+}
+
+/// Splits `bwudp://host[:port]/path` (port 80 by default) into a target and a path.
+pub fn parse_url(url: &str) -> Result<(UdpTarget, String), String> {
+    let rest = url
+        .strip_prefix("bwudp://")
+        .ok_or_else(|| format!("{url:?}: not a bwudp:// URL"))?;
+    let (hostport, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    if hostport.is_empty() {
+        return Err(format!("{url:?}: no host"));
+    }
+    let (host, port) = match hostport.rsplit_once(':') {
+        Some((h, p)) => (
+            h,
+            p.parse::<u16>()
+                .ok()
+                .filter(|&p| p != 0)
+                .ok_or_else(|| format!("{url:?}: bad port {p:?}"))?,
+        ),
+        None => (hostport, DEFAULT_PORT),
+    };
+    let addr = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("{url:?}: cannot resolve {host:?}: {e}"))?
+        .find_map(|a| match a {
+            std::net::SocketAddr::V4(v4) => Some(v4),
+            _ => None,
+        })
+        .ok_or_else(|| format!("{url:?}: {host:?} has no IPv4 address"))?;
+    if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(format!("{url:?}: path has spaces or control characters"));
+    }
+    Ok((
+        UdpTarget {
+            addr,
+            host: hostport.to_string(),
+        },
+        path.to_string(),
+    ))
+}
+
+/// A fetched file.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The HTTP response head (packet 1).
+    pub head: Vec<u8>,
+    /// The body.
+    pub body: Vec<u8>,
+    /// What the transfer counted.
+    pub counts: Counts,
+    /// Wall time from the first GET to the last packet.
+    pub elapsed: Duration,
+}
+
+/// Largest body [`fetch`] keeps in memory.
+pub const FETCH_MAX: u64 = 1 << 32;
+
+#[derive(Default)]
+struct Buffer {
+    head: Vec<u8>,
+    body: Vec<u8>,
+}
+
+impl Sink for Buffer {
+    fn begin(&mut self, total: u64) -> bool {
+        if total >= FETCH_MAX {
+            return false;
+        }
+        self.body = vec![0; total as usize];
+        true
+    }
+    fn head(&mut self, head: &[u8]) {
+        self.head = head.to_vec();
+    }
+    fn data(&mut self, offset: u64, bytes: &[u8]) {
+        let o = offset as usize;
+        if let Some(dst) = self.body.get_mut(o..o + bytes.len()) {
+            dst.copy_from_slice(bytes);
+        }
+    }
+}
+
+/// Why [`fetch`] failed.
+#[derive(Debug)]
+pub enum FetchError {
+    /// A socket call failed.
+    Io(std::io::Error),
+    /// The transfer gave up (the state machine's reason), with what it had counted.
+    Transfer(Failure, Counts),
+    /// The request cannot be written (a path too long for one datagram, or bad octets).
+    Request,
+}
+
+impl std::fmt::Display for FetchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FetchError::Io(e) => write!(f, "{e}"),
+            FetchError::Request => f.write_str("the request does not fit one datagram"),
+            FetchError::Transfer(Failure::Timeout, c) if c.packets == 0 => write!(
+                f,
+                "no answer after {} GETs (is a server there with --udp-port?)",
+                c.gets
+            ),
+            FetchError::Transfer(Failure::Timeout, c) => write!(
+                f,
+                "the transfer stalled: {} packets, then {} timeouts in a row",
+                c.packets, c.timeouts
+            ),
+            FetchError::Transfer(Failure::Refused(e), _) => {
+                write!(f, "the server refused the request: {}", e.text())
+            }
+            FetchError::Transfer(Failure::RefusedUnknown(c), _) => {
+                write!(f, "the server refused the request (error code {c})")
+            }
+            FetchError::Transfer(Failure::Inconsistent, _) => {
+                f.write_str("the server's answers contradict each other")
+            }
+            FetchError::Transfer(Failure::TooLarge, _) => {
+                write!(
+                    f,
+                    "the file is too large for this client ({FETCH_MAX} bytes at most)"
+                )
+            }
+        }
+    }
+}
+
+/// Fetches `path` from `target` over a socket of its own (a fresh port: nothing of an
+/// earlier transfer can reach it).
+pub fn fetch(target: &UdpTarget, path: &str, timing: Timing) -> Result<Fetched, FetchError> {
+    let sock = UdpSocket::bind("0.0.0.0:0").map_err(FetchError::Io)?;
+    sock.connect(target.addr).map_err(FetchError::Io)?;
+    let t0 = Instant::now();
+    let now = || t0.elapsed().as_nanos() as u64;
+    let mut t = Transfer::new(timing, None);
+    let mut sink = Buffer::default();
+    let mut req = [0u8; MAX_REQUEST];
+    let mut buf = [0u8; 2048];
+    let mut step = t.begin(now());
+    loop {
+        match step {
+            Step::Send(start) => {
+                let pad = if start == Start::Initial { PAD_TO } else { 0 };
+                let n = write_request(&mut req, &target.host, path, start, t.token(), pad)
+                    .ok_or(FetchError::Request)?;
+                // A send refused by a full socket buffer is like a lost datagram.
+                let _ = sock.send(&req[..n]);
+            }
+            Step::Done => {
+                return Ok(Fetched {
+                    head: sink.head,
+                    body: sink.body,
+                    counts: t.counts,
+                    elapsed: t0.elapsed(),
+                })
+            }
+            Step::Failed(f) => return Err(FetchError::Transfer(f, t.counts)),
+            Step::Wait => {}
+        }
+        let wait = t.deadline().saturating_sub(now()).max(1_000);
+        sock.set_read_timeout(Some(Duration::from_nanos(wait)))
+            .map_err(FetchError::Io)?;
+        step = match sock.recv(&mut buf) {
+            Ok(n) => match t.on_packet(&buf[..n], now(), &mut sink) {
+                // Datagrams that bring nothing must not hold the timeout off.
+                Step::Wait if now() >= t.deadline() => t.on_timeout(now()),
+                s => s,
+            },
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                t.on_timeout(now())
+            }
+            // ICMP port unreachable from an earlier datagram: no server (yet); wait.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                std::thread::sleep(Duration::from_nanos(wait.min(50_000_000)));
+                t.on_timeout(now())
+            }
+            Err(e) => return Err(FetchError::Io(e)),
+        };
+    }
+}
