@@ -18,14 +18,18 @@
 //! - **Never longer than 1 s**: a halt is bounded even with nothing due, so a stats row is
 //!   at most a second behind and no lost wake-up could stall a core for good.
 
+use bareweb_engine::bond::BondNic;
+use bareweb_engine::cores::board::Board;
 use bareweb_engine::cores::netcore::RingNic;
 use bareweb_engine::cores::run::{Idle, IdleHook, Quiet, SleepCounters};
-use bareweb_engine::nic::Clock;
+use bareweb_engine::nic::{Clock, Nic, RxRing, TxRing};
 use bareweb_engine::ring::Doze;
 
-use crate::arch::{apic, cpu, irq};
+use crate::arch::{apic, cpu, ioapic, irq};
 use crate::clock::TscClock;
-use crate::drivers::{Arm, Driver};
+use crate::cmdline::Settings;
+use crate::drivers::{Arm, Driver, WakeRx};
+use crate::{acpi, kprintln};
 
 /// Longest halt, in ns.
 const HALT_MAX_NS: u64 = 1_000_000_000;
@@ -130,12 +134,96 @@ impl<N: Sleeper> IdleHook<N> for Rest {
 /// A queue pair of driver `D` owned by one core: its receive interrupt.
 impl<D: Driver> Sleeper for D {
     fn arm(&mut self) -> Arm {
-        D::arm(self.split().0)
+        self.split().0.arm()
     }
 
     fn disarm(&mut self) {
-        D::disarm(self.split().0);
+        self.split().0.disarm();
     }
+}
+
+/// A core's queue pair of every NIC of a set (bonding): each NIC's receive interrupt.
+impl<R: RxRing + WakeRx, T: TxRing> Sleeper for BondNic<R, T> {
+    fn arm(&mut self) -> Arm {
+        self.split().0.arm()
+    }
+
+    fn disarm(&mut self) {
+        self.split().0.disarm();
+    }
+}
+
+/// Interrupts for waking halted cores: the legacy PICs masked, every I/O APIC line masked
+/// (the NIC's is routed when the driver opens it), and the timer mode (`apic_hz`: the
+/// local APIC timer's rate measured at boot). Returns the timer, or None when cores will
+/// not halt (`poll=always`, no local APIC, a timer that does not count).
+pub fn wake_setup(
+    s: &Settings,
+    procs: &Result<acpi::Processors, acpi::Error>,
+    clock: &TscClock,
+    apic_hz: u64,
+) -> Option<apic::Timer> {
+    irq::mask_legacy_pic();
+    let chips = match procs {
+        Ok(p) => {
+            acpi::keep_overrides(p);
+            ioapic::init(p.ioapics())
+        }
+        Err(_) => 0,
+    };
+    if s.poll_always {
+        kprintln!("idle: poll=always: cores never halt");
+        return None;
+    }
+    if apic::current() == apic::Mode::None {
+        kprintln!("idle: no local APIC: cores poll without halting");
+        return None;
+    }
+    let timer = if apic::has_tsc_deadline() {
+        apic::Timer::TscDeadline
+    } else if apic_hz == 0 {
+        kprintln!("idle: the local APIC timer does not count: cores poll without halting");
+        return None;
+    } else {
+        apic::Timer::OneShot {
+            hz: apic_hz,
+            tsc_hz: clock.hz,
+        }
+    };
+    match timer {
+        apic::Timer::TscDeadline => kprintln!(
+            "idle: halt after {} us idle (adaptive), timer TSC-deadline, {chips} I/O APIC(s)",
+            s.idle_poll_us
+        ),
+        apic::Timer::OneShot { hz, .. } => kprintln!(
+            "idle: halt after {} us idle (adaptive), timer one-shot at {} MHz, {chips} I/O APIC(s)",
+            s.idle_poll_us,
+            hz / 1_000_000
+        ),
+    }
+    Some(timer)
+}
+
+/// The `log=stats` second line: every core's sleeps summed (`idle: sleeps= slept_ms=
+/// wakes_device= wakes_timer= wakes_core=`).
+pub fn print_sleeps(board: &Board) {
+    let mut t = SleepCounters::default();
+    for c in 0..board.cores() {
+        let s = board.snapshot(c).sleeps();
+        t.sleeps += s.sleeps;
+        t.slept_ns += s.slept_ns;
+        t.woken_by_device += s.woken_by_device;
+        t.woken_by_timer += s.woken_by_timer;
+        t.woken_by_core += s.woken_by_core;
+    }
+    kprintln!(
+        "idle: sleeps={} slept_ms={} wakes_device={} wakes_timer={} wakes_core={}",
+        t.sleeps,
+        t.slept_ns / 1_000_000,
+        t.woken_by_device,
+        t.woken_by_timer,
+        t.woken_by_core
+    );
 }
 
 /// An HTTP core of the network-core mode: woken by core 0 when it forwards a frame.

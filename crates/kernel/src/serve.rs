@@ -25,33 +25,34 @@
 //! an idle spell, halts until its NIC, its timer or another core wakes it ([`crate::rest`];
 //! `poll=always` polls without ever halting, as the papers' cores do). Every core
 //! publishes to one stats `Board`, which the stats page and the console's `log=stats`
-//! line read.
+//! line read. Without a PCI NIC, a virtio-mmio one (a microVM) is looked for.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::AtomicBool;
 
+use bareweb_engine::bond::{Bond, BondRole};
 use bareweb_engine::cores::board::{Board, WithStatsPage};
-use bareweb_engine::cores::netcore::{Dispatch, Drain, NetCoreNic};
 use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
 use bareweb_engine::cores::run::{run_core_hooked, CoreCtx};
-use bareweb_engine::cores::{CoreQueue, DispatchCounters};
-use bareweb_engine::nic::{Clock, Nic, NicCaps, NicCounters};
+use bareweb_engine::cores::CoreQueue;
+use bareweb_engine::nic::{Clock, NicCounters, RxRing, TxRing};
 use bareweb_engine::resource::{Found, Lookup, Redirect, Resource};
 use bareweb_engine::ring::Doze;
 use bareweb_engine::server::{AccessLog, AccessRecord, Config, Server, Timeouts};
 use bareweb_engine::site::Site;
-use bareweb_engine::tcp::port_table::Peer;
 use bareweb_engine::wire::EthernetAddress;
 
-use crate::arch::{apic, ioapic, irq, smp};
+use crate::arch::{apic, smp};
 use crate::boot_info::{BootInfo, Region};
 use crate::clock::{Calibration, TscClock};
 use crate::cmdline::{self, CoreMode, Settings};
 use crate::drivers::e1000::E1000;
 use crate::drivers::virtio_net::VirtioNet;
-use crate::drivers::{Arm, Driver, Open};
+use crate::drivers::Driver;
+use crate::drivers::{Open, WakeRx};
+use crate::nics;
 use crate::pci::{self, Device};
 use crate::rest::{self, Policy, Rest, Sleeper};
 use crate::{acpi, embedded, fatal, kprintln, mem};
@@ -164,10 +165,10 @@ pub fn boot(info: &BootInfo) -> ! {
         ..settings
     };
     let t_smp = crate::arch::cpu::rdtsc();
-    let cores = start_cores(&settings, &procs, &clock, apic_mode);
+    let cores = crate::cores::start_cores(&settings, &procs, &clock, apic_mode);
     kprintln!("smp: {cores} core(s) running in {} ms", ms(t_smp));
     crate::boot_trace::mark("smp");
-    let timer = wake_setup(&settings, &procs, &clock, apic_hz);
+    let timer = rest::wake_setup(&settings, &procs, &clock, apic_hz);
     if matches!(
         settings.crash,
         Some(cmdline::Crash::FaultAp | cmdline::Crash::OverflowAp)
@@ -176,7 +177,7 @@ pub fn boot(info: &BootInfo) -> ! {
         kprintln!("crash: there is no application core to fail");
     }
     let t_pci = crate::arch::cpu::rdtsc();
-    let mut found = None;
+    let mut found: Vec<Device> = Vec::new();
     pci::enumerate(|d| {
         kprintln!(
             "pci: {} {:04x}:{:04x} class {:02x}{:02x}",
@@ -186,17 +187,12 @@ pub fn boot(info: &BootInfo) -> ! {
             d.class.0,
             d.class.1
         );
-        if found.is_none() && drivable(d) {
-            found = Some(*d);
+        if drivable(d) {
+            found.push(*d);
         }
     });
     kprintln!("pci: scanned in {} ms", ms(t_pci));
     crate::boot_trace::mark("pci");
-    let mmio = if found.is_none() {
-        mmio_net(&settings, &procs)
-    } else {
-        None
-    };
     let ctx = Start {
         site,
         settings,
@@ -204,166 +200,16 @@ pub fn boot(info: &BootInfo) -> ! {
         cores,
         timer,
     };
-    match (found, mmio) {
-        (Some(d), _) => ctx.serve_found(&d),
-        (None, Some(slot)) => ctx.serve::<VirtioNet>(
-            &alloc::format!("virtio-mmio {:#x} (GSI {})", slot.base, slot.gsi),
-            |with| VirtioNet::open_mmio(slot, with).map(|n| (n, 1)),
-        ),
-        (None, None) => {
-            fatal!("no supported NIC: no virtio-net or e1000 on PCI, no virtio-mmio network device")
+    if found.is_empty() {
+        // No PCI NIC: a microVM's virtio-mmio one, if there is one.
+        match crate::drivers::virtio::mmio::find_net(&ctx.settings, &procs) {
+            Some(slot) => ctx.serve_mmio(slot),
+            None => fatal!(
+                "no supported NIC: no virtio-net or e1000 on PCI, no virtio-mmio network device"
+            ),
         }
     }
-}
-
-/// The first virtio-mmio network device: from the command line's `virtio_mmio.device=`
-/// words (Firecracker's and Linux's convention), else by probing the slots of QEMU's
-/// microvm machine (24 register pages from 0xFEB0_0000; their lines are GSIs from the
-/// second I/O APIC's first, 24, or from 5 without it: QEMU hw/i386/microvm.c).
-fn mmio_net(
-    s: &Settings,
-    procs: &Result<acpi::Processors, acpi::Error>,
-) -> Option<crate::drivers::virtio::mmio::Slot> {
-    use crate::drivers::virtio::mmio::{probe, Slot, MICROVM_SLOTS, REGION};
-    let net = |base: u64, gsi: u32| {
-        let (id, version) = probe(base)?;
-        kprintln!("virtio-mmio: {base:#x} device {id} version {version} GSI {gsi}");
-        (id == crate::drivers::virtio_net::DEVICE_ID_NET).then_some(Slot { base, gsi })
-    };
-    if s.n_mmio > 0 {
-        return s.mmio[..s.n_mmio].iter().find_map(|&(b, g)| net(b, g));
-    }
-    let base_gsi = match procs {
-        Ok(p) if p.ioapics().len() >= 2 => p.ioapics()[1].1,
-        _ => 5,
-    };
-    let (first, n) = MICROVM_SLOTS;
-    (0..n).find_map(|i| {
-        let base = first + i as u64 * REGION;
-        match probe(base) {
-            Some((0, _)) | None => None,
-            Some(_) => net(base, base_gsi + i as u32),
-        }
-    })
-}
-
-/// Sets up the APIC and starts the other processors (as many as `cores=` allows); returns
-/// how many cores run.
-fn start_cores(
-    s: &Settings,
-    procs: &Result<acpi::Processors, acpi::Error>,
-    clock: &TscClock,
-    mode: apic::Mode,
-) -> usize {
-    let me = apic::id();
-    smp::set_bsp_apic_id(me);
-    let procs = match procs {
-        Ok(p) => p,
-        Err(e) => {
-            kprintln!("smp: {e}: serving on the boot CPU only");
-            return 1;
-        }
-    };
-    let ids = procs.apic_ids();
-    kprintln!(
-        "smp: {} processor(s) in the ACPI MADT (RSDP {}){}, APIC ids {:?}, boot CPU {me}, {:?}",
-        ids.len(),
-        procs.source,
-        if procs.over > 0 {
-            ", more than the kernel uses"
-        } else {
-            ""
-        },
-        ids,
-        mode
-    );
-    if mode == apic::Mode::None {
-        kprintln!("smp: no local APIC: serving on the boot CPU only");
-        return 1;
-    }
-    let limit = s.cores.unwrap_or(usize::MAX).min(smp::MAX_CPUS);
-    let mut aps = [0u32; smp::MAX_CPUS];
-    let mut n = 0;
-    for &id in ids {
-        if id != me && n + 1 < limit {
-            aps[n] = id;
-            n += 1;
-        }
-    }
-    // SAFETY: once, on the boot CPU; heap, IDT, APIC and clock are up; page 8 is ours.
-    unsafe {
-        smp::start_aps(&aps[..n], clock.hz, |id, r| match r {
-            smp::Start::Up(core, us, sipis) => {
-                let (off, adj) = smp::tsc_offset(core);
-                kprintln!(
-                    "smp: core {core} up (APIC id {id}) {us} us after INIT, {sipis} STARTUP IPI(s); TSC offset from core 0: {off} cycles{}",
-                    if adj {
-                        " (corrected with IA32_TSC_ADJUST)"
-                    } else {
-                        ""
-                    }
-                );
-            }
-            smp::Start::NoAnswer => {
-                kprintln!("smp: the processor with APIC id {id} did not start: not used")
-            }
-            smp::Start::NoMemory => kprintln!("smp: no memory for APIC id {id}'s stack"),
-        });
-    }
-    smp::cores()
-}
-
-/// Interrupts for waking halted cores: the legacy PICs masked, every I/O APIC line masked
-/// (the NIC's is routed when the driver opens it), and the timer mode. Returns the timer,
-/// or None when cores will not halt (`poll=always`, or no local APIC).
-fn wake_setup(
-    s: &Settings,
-    procs: &Result<acpi::Processors, acpi::Error>,
-    clock: &TscClock,
-    apic_hz: u64,
-) -> Option<apic::Timer> {
-    irq::mask_legacy_pic();
-    let chips = match procs {
-        Ok(p) => {
-            acpi::keep_overrides(p);
-            ioapic::init(p.ioapics())
-        }
-        Err(_) => 0,
-    };
-    if s.poll_always {
-        kprintln!("idle: poll=always: cores never halt");
-        return None;
-    }
-    if apic::current() == apic::Mode::None {
-        kprintln!("idle: no local APIC: cores poll without halting");
-        return None;
-    }
-    let timer = if apic::has_tsc_deadline() {
-        apic::Timer::TscDeadline
-    } else {
-        apic::Timer::OneShot {
-            hz: apic_hz,
-            tsc_hz: clock.hz,
-        }
-    };
-    if timer
-        == (apic::Timer::OneShot {
-            hz: 0,
-            tsc_hz: clock.hz,
-        })
-    {
-        kprintln!("idle: the local APIC timer does not count: cores poll without halting");
-        return None;
-    }
-    kprintln!(
-        "idle: halt after {} us idle (adaptive), timer {}, {chips} I/O APIC(s)",
-        s.idle_poll_us,
-        match timer {
-            apic::Timer::TscDeadline => alloc::string::String::from("TSC-deadline"),
-            apic::Timer::OneShot { hz, .. } => alloc::format!("one-shot at {} MHz", hz / 1_000_000),
-        }
-    );
-    Some(timer)
+    ctx.serve_found(&found)
 }
 
 /// What every plan needs.
@@ -435,68 +281,6 @@ fn isn_key() -> [u8; 16] {
     k
 }
 
-/// Core 0's queue pair in network-core mode: the engine's `NetCoreNic` over the driver's
-/// two sides, reporting the device's counters (doorbells) to the board as well, and its
-/// doze (HTTP cores wake it when they leave frames or close notes on their rings).
-struct Core0<D: Driver>(NetCoreNic<D::Rx, D::Tx, TscClock>, Doze);
-
-impl<D: Driver> Sleeper for Core0<D> {
-    fn arm(&mut self) -> Arm {
-        self.1.announce();
-        if self.0.output_pending() {
-            self.1.awake();
-            return Arm::Pending;
-        }
-        match D::arm(self.0.inner_mut().0) {
-            Arm::Pending => {
-                self.1.awake();
-                Arm::Pending
-            }
-            a => a,
-        }
-    }
-
-    fn disarm(&mut self) {
-        D::disarm(self.0.inner_mut().0);
-        self.1.awake();
-    }
-}
-
-impl<D: Driver> Nic for Core0<D> {
-    type Rx = Dispatch<D::Rx, TscClock>;
-    type Tx = Drain<D::Tx, TscClock>;
-
-    fn split(&mut self) -> (&mut Self::Rx, &mut Self::Tx) {
-        self.0.split()
-    }
-
-    fn mac(&self) -> EthernetAddress {
-        self.0.mac()
-    }
-
-    fn caps(&self) -> NicCaps {
-        self.0.caps()
-    }
-
-    fn counters(&self) -> NicCounters {
-        let mut c = self.0.counters();
-        let (r, t) = self.0.inner();
-        D::rx_counters(r, &mut c);
-        D::tx_counters(t, &mut c);
-        c
-    }
-}
-
-impl<D: Driver> CoreQueue for Core0<D> {
-    fn connections_closed(&mut self, closed: &[(Peer, u64)]) {
-        self.0.connections_closed(closed);
-    }
-
-    fn dispatch_counters(&self) -> DispatchCounters {
-        self.0.dispatch_counters()
-    }
-}
-
 impl Start {
     fn config(&self) -> Config {
         let s = &self.settings;
@@ -531,81 +315,167 @@ impl Start {
         }
     }
 
-    /// Serves on `dev` with the driver that drives it (see [`drivable`]).
-    fn serve_found(self, dev: &Device) -> ! {
+    /// Serves on the NICs `devs` (every drivable one found, in PCI order) with the driver
+    /// of the first (see [`drivable`]); a set is of one driver.
+    fn serve_found(self, devs: &[Device]) -> ! {
+        let dev = &devs[0];
         if VirtioNet::matches(dev) {
-            self.serve::<VirtioNet>(&dev.addr, |with| VirtioNet::open(dev, with))
+            self.serve::<VirtioNet>(devs)
         } else if E1000::matches(dev) {
-            self.serve::<E1000>(&dev.addr, |with| E1000::open(dev, with))
+            self.serve::<E1000>(devs)
         } else {
             fatal!("pci: no driver for {}", dev.addr)
         }
     }
 
-    /// Brings the device up with `open` (as many queue pairs as the plan can use, wake-up
-    /// targets, offloads; `at` says where it is), lets the engine's plan choose the mode
-    /// from what the device gave, and serves.
-    fn serve<D: Driver>(
-        self,
-        at: &dyn core::fmt::Display,
-        open: impl FnOnce(&Open<'_>) -> Result<(Vec<D>, usize), D::Error>,
-    ) -> ! {
-        let t_nic = crate::arch::cpu::rdtsc();
+    /// Brings the NICs up with as many queue pairs as the plan can use (every NIC of the
+    /// driver when bonding, else the first), lets the engine's plan choose the mode from
+    /// what they gave, and serves; on a NIC set, every core's queue pair is a `BondNic`.
+    fn serve<D: Driver>(self, devs: &[Device]) -> !
+    where
+        D::Rx: Send,
+        D::Tx: Send,
+    {
         let asked = self.settings.mode.map(|m| match m {
             CoreMode::NetCore => Asked::NetCore,
             CoreMode::PerQueue => Asked::PerQueue,
         });
         let want = plan::queues_wanted(self.cores, asked);
-        // Queue pair k belongs to core k: its receive interrupt wakes that core.
-        let wake: Vec<u32> = match self.timer {
-            Some(_) => (0..self.cores).map(smp::apic_id).collect(),
-            None => Vec::new(),
-        };
+        let found = devs.iter().filter(|d| D::matches(d)).count();
+        let bonding = nics::bonding(&self.settings, found);
+        let max = if bonding.is_some() { found } else { 1 };
+        let wake = self.wake_targets();
         let with = Open {
             pairs: want,
             wake: &wake,
             offload: self.settings.offload,
         };
-        let (mut nics, offered) = match open(&with) {
-            Ok(n) => n,
-            Err(e) => fatal!("{} at {at}: {e:?}", D::NAME),
-        };
-        kprintln!(
-            "nic: {} up in {} ms, {} of {offered} queue pair(s), wake-ups by {}, segmentation offload {}",
-            D::NAME,
-            (crate::arch::cpu::rdtsc() - t_nic) * 1000 / self.clock.hz,
-            nics.len(),
-            nics.first_mut()
-                .map_or(crate::drivers::Wake::None, |n| D::wake(n.split().0)),
-            match nics.first().map_or(0, |n| n.caps().tso_max) {
-                0 if self.settings.offload => "none offered",
-                0 => "off",
-                _ => "on",
-            }
-        );
-        let Some(mac) = nics.first().map(Nic::mac) else {
-            fatal!("{} at {at}: no queue pair", D::NAME)
-        };
-        if self.settings.client.on {
-            crate::client::run(&self.settings, self.clock, nics);
+        let opened = nics::open::<D>(devs, &with, max, self.clock.hz);
+        self.serve_opened(opened, bonding, asked)
+    }
+
+    /// Queue pair k belongs to core k: its receive interrupt wakes that core (none when
+    /// the cores never halt).
+    fn wake_targets(&self) -> Vec<u32> {
+        match self.timer {
+            Some(_) => (0..self.cores).map(smp::apic_id).collect(),
+            None => Vec::new(),
         }
-        let decision = plan::decide(self.cores, asked, self.settings.bsp_http, nics.len());
-        crate::boot_trace::mark("nic");
-        kprintln!("mode: {} ({})", decision.mode.name(), decision.why);
+    }
+
+    /// Serves on the virtio-net device of a virtio-mmio slot (a microVM): one queue pair.
+    fn serve_mmio(self, slot: crate::drivers::virtio::mmio::Slot) -> ! {
+        let wake = self.wake_targets();
+        let with = Open {
+            pairs: 1,
+            wake: &wake,
+            offload: self.settings.offload,
+        };
         let t = crate::arch::cpu::rdtsc();
-        let plan = Plan::new(decision.mode, self.cores, self.pages(), self.config(), mac)
+        let queues = match VirtioNet::open_mmio(slot, &with) {
+            Ok(q) => q,
+            Err(e) => fatal!("virtio-net at virtio-mmio {:#x}: {e:?}", slot.base),
+        };
+        let at = alloc::format!("virtio-mmio {:#x} (GSI {})", slot.base, slot.gsi);
+        let opened = nics::opened(queues, 1, &at, self.settings.offload, t, self.clock.hz);
+        let asked = self.settings.mode.map(|m| match m {
+            CoreMode::NetCore => Asked::NetCore,
+            CoreMode::PerQueue => Asked::PerQueue,
+        });
+        self.serve_opened::<VirtioNet>(opened, None, asked)
+    }
+
+    /// Serves on the NICs opened (see [`Start::serve`]).
+    fn serve_opened<D: Driver>(
+        self,
+        opened: nics::Opened<D>,
+        bonding: Option<(
+            bareweb_engine::bond::Mode,
+            bareweb_engine::bond::Policy,
+            u32,
+        )>,
+        asked: Option<Asked>,
+    ) -> !
+    where
+        D::Rx: Send,
+        D::Tx: Send,
+    {
+        if self.settings.client.on {
+            // The UDP client (issue 13) on the first NIC.
+            let first = opened.nics.into_iter().next().unwrap_or_default();
+            crate::client::run(&self.settings, self.clock, first);
+        }
+        let queues = opened.nics.first().map_or(0, Vec::len);
+        let decision = plan::decide(self.cores, asked, self.settings.bsp_http, queues);
+        crate::boot_trace::mark("nic");
+        kprintln!(
+            "mode: {} ({}), {} of {} queue pair(s)",
+            decision.mode.name(),
+            decision.why,
+            queues,
+            opened.offered
+        );
+        let t = crate::arch::cpu::rdtsc();
+        let mut cfg = self.config();
+        let mac = opened.macs[0];
+        let Some((mode, policy, ms)) = bonding else {
+            let plan = Plan::new(decision.mode, self.cores, self.pages(), cfg, mac)
+                .with_board(self.page_settings());
+            let mut nics = opened.nics.into_iter().next().unwrap_or_default();
+            match decision.mode {
+                Mode::NetCore { .. } => match nics.pop() {
+                    Some(nic) if nics.is_empty() => {
+                        let (rx, tx) = nic.into_rings();
+                        self.netcore(&plan, rx, tx, nics::device_counters::<D>, D::NAME, t)
+                    }
+                    _ => fatal!("netcore: {} queue pairs for one NIC owner", nics.len() + 1),
+                },
+                Mode::Single | Mode::PerQueue => self.per_queue(&plan, nics, D::NAME, t),
+            }
+        };
+        let bond = match Bond::new(mode, policy, &opened.macs, ms, self.cores) {
+            Ok(b) => b.leak(),
+            Err(e) => fatal!("bond: {e}"),
+        };
+        cfg.bond = Some(BondRole {
+            bond,
+            core: 0,
+            announcer: true,
+        });
+        kprintln!(
+            "bond: {} over {} {} NICs, NIC 0 receives, policy {}, links read every {ms} ms",
+            mode.name(),
+            bond.count(),
+            D::NAME,
+            policy.name()
+        );
+        let plan = Plan::new(decision.mode, self.cores, self.pages(), cfg, mac)
             .with_board(self.page_settings());
+        let name = alloc::format!("{} {}", bond.count(), D::NAME);
         match decision.mode {
-            Mode::NetCore { .. } => match nics.pop() {
-                Some(nic) if nics.is_empty() => self.netcore(&plan, nic, t),
-                _ => fatal!("netcore: {} queue pairs for one NIC owner", nics.len() + 1),
-            },
-            Mode::Single | Mode::PerQueue => self.per_queue(&plan, nics, t),
+            Mode::NetCore { .. } => {
+                let mut sets = nics::sets(bond, opened, 1, self.clock);
+                let Some(set) = sets.pop() else {
+                    fatal!("netcore: no queue pair for the NIC owner")
+                };
+                let (rx, tx) = set.into_rings();
+                self.netcore(&plan, rx, tx, nics::bond_counters::<D>, &name, t)
+            }
+            Mode::Single | Mode::PerQueue => {
+                let sets = nics::sets(bond, opened, plan.cores, self.clock);
+                self.per_queue(&plan, sets, &name, t)
+            }
         }
     }
 
     /// A core per queue pair, each with a whole `Server` (one core: the single server).
-    fn per_queue<D: Driver>(self, plan: &Plan<Pages>, nics: Vec<D>, t: u64) -> ! {
+    fn per_queue<N: CoreQueue + Sleeper + Send + 'static>(
+        self,
+        plan: &Plan<Pages>,
+        nics: Vec<N>,
+        name: &str,
+        t: u64,
+    ) -> ! {
         let n = nics.len();
         if n != plan.cores {
             fatal!(
@@ -628,22 +498,28 @@ impl Start {
         }
         let what = match plan.mode {
             Mode::Single => "one core".into(),
-            _ => alloc::format!(
-                "perqueue: {n} cores, a {} queue pair and a server each",
-                D::NAME
-            ),
+            _ => alloc::format!("perqueue: {n} cores, a {name} queue pair and a server each"),
         };
-        self.start_serving(t, D::NAME, mac, &what, jobs);
+        self.start_serving(t, name, mac, &what, jobs);
         match mine {
             Some((server, nic)) => self.run_core0(server, nic, board),
             None => fatal!("{}: no queue pair for core 0", plan.mode.name()),
         }
     }
 
-    /// Network-core mode: core 0 owns `nic`, HTTP cores are fed by the engine's rings.
-    fn netcore<D: Driver>(self, plan: &Plan<Pages>, nic: D, t: u64) -> ! {
+    /// Network-core mode: core 0 owns the device's two sides `rx` and `tx` (a driver's or
+    /// a NIC set's, whose counters `device` reads), HTTP cores are fed by the engine's
+    /// rings.
+    fn netcore<R: RxRing + WakeRx + 'static, T: TxRing + 'static>(
+        self,
+        plan: &Plan<Pages>,
+        rx: R,
+        tx: T,
+        device: fn(&R, &T, &mut NicCounters),
+        name: &str,
+        t: u64,
+    ) -> ! {
         let board = plan.board.expect("the kernel's plan has a board");
-        let (rx, tx) = nic.into_rings();
         // Halting cores wake each other with an IPI when a ring gets work; cores that
         // never halt get doze-less links (a nudge is a branch).
         let doze = |core: usize| match self.timer {
@@ -664,8 +540,13 @@ impl Start {
             if bsp_http { " and serves HTTP" } else { "" },
             plan.cores - 1
         );
-        self.start_serving(t, D::NAME, plan.mac, &what, jobs);
-        self.run_core0(server, Core0::<D>(queues.core0, doze0), board)
+        self.start_serving(t, name, plan.mac, &what, jobs);
+        let nic = crate::cores::Core0 {
+            nic: queues.core0,
+            device,
+            doze: doze0,
+        };
+        self.run_core0(server, nic, board)
     }
 
     /// A job for application core `core`: serve over `nic` forever, polling.
@@ -843,13 +724,8 @@ pub fn print_stats(board: &Board, clock: &TscClock) {
             .sum::<u64>()
     };
     let stack = (0..board.cores()).map(smp::stack_used).max().unwrap_or(0);
-    let sl = |f: fn(&bareweb_engine::cores::run::SleepCounters) -> u64| {
-        (0..board.cores())
-            .map(|c| f(&board.snapshot(c).sleeps()))
-            .sum::<u64>()
-    };
     kprintln!(
-        "stats: uptime_ms={} cores={} http_requests={} http_2xx={} rx_frames={} tx_frames={} tcbs_in_use={} tcp_accepted={} tcp_rto_retransmits={} tx_ring_full={} nic_rx={} nic_tx={} doorbells={} rx_doorbells={} suppressed={} rx_bad={} tx_bad={} tx_full={} dispatched={} drained={} conn_map={} udp_initial={} udp_subsequent={} udp_packets={} udp_bounded={} udp_rate_limited={} udp_ids_max={} late_allocs={} stack_max={} sleeps={} slept_ms={} wakes_device={} wakes_timer={} wakes_core={}",
+        "stats: uptime_ms={} cores={} http_requests={} http_2xx={} rx_frames={} tx_frames={} tcbs_in_use={} tcp_accepted={} tcp_rto_retransmits={} tx_ring_full={} nic_rx={} nic_tx={} doorbells={} rx_doorbells={} suppressed={} rx_bad={} tx_bad={} tx_full={} dispatched={} drained={} conn_map={} udp_initial={} udp_subsequent={} udp_packets={} udp_bounded={} udp_rate_limited={} udp_ids_max={} late_allocs={} stack_max={}",
         clock.now_ns() / 1_000_000,
         board.cores(),
         st("http_requests"),
@@ -881,13 +757,10 @@ pub fn print_stats(board: &Board, clock: &TscClock) {
             .max()
             .unwrap_or(0),
         mem::late_allocs(),
-        stack,
-        sl(|s| s.sleeps),
-        sl(|s| s.slept_ns) / 1_000_000,
-        sl(|s| s.woken_by_device),
-        sl(|s| s.woken_by_timer),
-        sl(|s| s.woken_by_core),
+        stack
     );
+    nics::print_bond(board);
+    rest::print_sleeps(board);
 }
 
 /// Recursion that only a stack's end stops (`crash=overflow-ap`).

@@ -25,7 +25,10 @@ use alloc::vec::Vec;
 use core::ptr::{read_volatile, write_volatile};
 use core::sync::atomic::{fence, Ordering};
 
-use bareweb_engine::nic::{Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
+use alloc::boxed::Box;
+use bareweb_engine::nic::{
+    LinkSense, Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM,
+};
 use bareweb_engine::wire::EthernetAddress;
 
 use super::{Arm, Driver, Open};
@@ -38,6 +41,7 @@ pub const VENDOR: u16 = 0x8086;
 pub const DEVICES: [u16; 2] = [0x100E, 0x100F];
 
 const CTRL: usize = 0x0000;
+const STATUS: usize = 0x0008;
 const EERD: usize = 0x0014;
 const ICR: usize = 0x00C0;
 const IMS: usize = 0x00D0;
@@ -60,6 +64,8 @@ const MTA: usize = 0x5200;
 const RAL0: usize = 0x5400;
 const RAH0: usize = 0x5404;
 
+/// STATUS.LU: link up (§13.4.2).
+const STATUS_LU: u32 = 1 << 1;
 const CTRL_SLU: u32 = 1 << 6;
 const CTRL_ASDE: u32 = 1 << 5;
 const CTRL_RST: u32 = 1 << 26;
@@ -203,6 +209,19 @@ pub struct E1000Tx {
 unsafe impl Send for E1000Rx {}
 // SAFETY: as E1000Rx: its ring and head slots are its own, and it writes only TDT.
 unsafe impl Send for E1000Tx {}
+
+/// The link of an 82540EM: STATUS.LU, one register read (QEMU clears it on `set_link off`).
+pub struct E1000Link(Regs);
+
+// SAFETY: reading STATUS has no side effect and touches no memory the queue pairs own; the
+// register block stays mapped for the life of the program.
+unsafe impl Send for E1000Link {}
+
+impl LinkSense for E1000Link {
+    fn link_up(&mut self) -> bool {
+        self.0.r(STATUS) & STATUS_LU != 0
+    }
+}
 
 /// An 82540EM as one engine queue pair.
 pub struct E1000 {
@@ -385,9 +404,11 @@ impl E1000Rx {
         let st = unsafe { read_volatile(core::ptr::addr_of!((*self.ring.add(self.next)).status)) };
         st & STA_DD != 0
     }
+}
 
+impl super::WakeRx for E1000Rx {
     /// Lets the device interrupt the core at the next frame; see [`Arm`].
-    pub fn arm(&mut self) -> Arm {
+    fn arm(&mut self) -> Arm {
         let Some(gsi) = self.line else {
             return Arm::Unable;
         };
@@ -404,7 +425,7 @@ impl E1000Rx {
     }
 
     /// Interrupts off again, the line lowered.
-    pub fn disarm(&mut self) {
+    fn disarm(&mut self) {
         if let Some(gsi) = self.line {
             self.regs.w(IMC, 0xFFFF_FFFF);
             ioapic::mask(gsi);
@@ -412,6 +433,12 @@ impl E1000Rx {
         }
     }
 
+    fn wake(&self) -> super::Wake {
+        self.line.map_or(super::Wake::None, super::Wake::Line)
+    }
+}
+
+impl E1000Rx {
     fn posted(&self) -> usize {
         (self.tail + RING - self.next) % RING
     }
@@ -683,18 +710,6 @@ impl Driver for E1000 {
         Ok((alloc::vec![nic], 1))
     }
 
-    fn arm(rx: &mut E1000Rx) -> Arm {
-        rx.arm()
-    }
-
-    fn wake(rx: &E1000Rx) -> super::Wake {
-        rx.line.map_or(super::Wake::None, super::Wake::Line)
-    }
-
-    fn disarm(rx: &mut E1000Rx) {
-        rx.disarm();
-    }
-
     fn rx_counters(rx: &E1000Rx, c: &mut NicCounters) {
         c.device_rx_frames += rx.frames;
         c.doorbells += rx.doorbells;
@@ -710,6 +725,10 @@ impl Driver for E1000 {
 
     fn into_rings(self) -> (E1000Rx, E1000Tx) {
         (self.rx, self.tx)
+    }
+
+    fn link(&self) -> Box<dyn LinkSense> {
+        Box::new(E1000Link(self.rx.regs))
     }
 }
 

@@ -12,11 +12,12 @@ pub mod virtio;
 pub mod virtio_net;
 pub mod virtqueue;
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt::Debug;
 
 use bareweb_engine::cores::CoreQueue;
-use bareweb_engine::nic::NicCounters;
+use bareweb_engine::nic::{LinkSense, NicCounters};
 
 use crate::pci::Device;
 
@@ -68,8 +69,48 @@ pub enum Arm {
     Unable,
 }
 
+/// A receive side that can wake its core by interrupt (issue 16).
+pub trait WakeRx {
+    /// Lets the device interrupt the core at the next frame (before a halt); see [`Arm`].
+    fn arm(&mut self) -> Arm;
+    /// Turns the interrupt off again (after the halt, or when arming found a frame).
+    fn disarm(&mut self);
+    /// How the interrupts reach the core.
+    fn wake(&self) -> Wake;
+}
+
+/// A NIC set's receive side (bonding): every NIC's (pending if any has a frame).
+impl<R: WakeRx> WakeRx for bareweb_engine::bond::BondRx<R> {
+    fn arm(&mut self) -> Arm {
+        let mut all = Arm::Unable;
+        for r in self.rings_mut() {
+            match r.arm() {
+                Arm::Pending => {
+                    self.disarm();
+                    return Arm::Pending;
+                }
+                Arm::Armed => all = Arm::Armed,
+                Arm::Unable => {}
+            }
+        }
+        all
+    }
+
+    fn disarm(&mut self) {
+        for r in self.rings_mut() {
+            r.disarm();
+        }
+    }
+
+    fn wake(&self) -> Wake {
+        self.rings().first().map_or(Wake::None, WakeRx::wake)
+    }
+}
+
 /// A polled NIC driver.
-pub trait Driver: CoreQueue + Send + Sized + 'static {
+pub trait Driver:
+    CoreQueue + bareweb_engine::nic::Nic<Rx: WakeRx> + Send + Sized + 'static
+{
     /// Why the device could not be brought up.
     type Error: Debug;
     /// Short name for the console ("virtio-net", "e1000").
@@ -79,26 +120,15 @@ pub trait Driver: CoreQueue + Send + Sized + 'static {
     /// Brings `dev` up as `with` asks (see [`Open`]). Returns the queue pairs and how many
     /// the device offered.
     fn open(dev: &Device, with: &Open<'_>) -> Result<(Vec<Self>, usize), Self::Error>;
-    /// Lets the receive side interrupt its core at the next frame (before a halt).
-    fn arm(rx: &mut Self::Rx) -> Arm {
-        let _ = rx;
-        Arm::Unable
-    }
-    /// How the receive side's interrupts reach its core.
-    fn wake(rx: &Self::Rx) -> Wake {
-        let _ = rx;
-        Wake::None
-    }
-    /// Turns the receive side's interrupt off again (after the halt).
-    fn disarm(rx: &mut Self::Rx) {
-        let _ = rx;
-    }
     /// Adds the receive side's device counters (frames, doorbells, bad completions) to `c`.
     fn rx_counters(rx: &Self::Rx, c: &mut NicCounters);
     /// Adds the transmit side's device counters to `c`.
     fn tx_counters(tx: &Self::Tx, c: &mut NicCounters);
     /// The two sides, for a wrapper that owns them apart (the network core).
     fn into_rings(self) -> (Self::Rx, Self::Tx);
+    /// The device's link, as the bonding link monitor reads it (issue 14): a register
+    /// read per reading, never on the request path. Any queue pair of the device gives it.
+    fn link(&self) -> Box<dyn LinkSense>;
 }
 
 /// A driver's queue-pair counters: both sides' (each driver's `Nic::counters`).

@@ -4,13 +4,14 @@
 //! Heads up! read virtio 1.2 §2.7 (split virtqueues), §3.1 (initialisation) and §5.1
 //! (network device).
 //!
-//! - Features: VERSION_1 (required), MAC, RING_EVENT_IDX; CTRL_VQ and MQ only when more
-//!   than one queue pair is asked for; CSUM and HOST_TSO4 together when offered (and not
-//!   turned off: `offload=off`): the engine then posts frames of up to ~64 KiB of TCP
-//!   payload with a partial checksum (`post_tso`, header flags NEEDS_CSUM, gso_type
-//!   TCPV4) and the device cuts them, as the host platform's TAP does. Every other frame
-//!   carries complete checksums (the body part from the site image's block sums); receive
-//!   offloads are not negotiated, so received frames are whole with complete checksums.
+//! - Features: VERSION_1 (required), MAC, RING_EVENT_IDX, STATUS (the link state, for the
+//!   bonding link monitor); CTRL_VQ and MQ only when more than one queue pair is asked
+//!   for; CSUM and HOST_TSO4 together when offered (and not turned off: `offload=off`):
+//!   the engine then posts frames of up to ~64 KiB of TCP payload with a partial checksum
+//!   (`post_tso`, header flags NEEDS_CSUM, gso_type TCPV4) and the device cuts them, as
+//!   the host platform's TAP does. Every other frame carries complete checksums (the body
+//!   part from the site image's block sums); receive offloads are not negotiated, so
+//!   received frames are whole with complete checksums.
 //! - Multiqueue (§5.1.6.5.5): with N pairs, receiveq k = 2k, transmitq k = 2k+1, the
 //!   control queue 2·max_virtqueue_pairs; after DRIVER_OK the driver sends
 //!   VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET(N) and waits for its ack. Each pair is returned as its
@@ -34,9 +35,10 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::ptr::{read_volatile, write_volatile};
 
+use alloc::boxed::Box;
 use bareweb_engine::iface::egress::TSO_LIMIT;
 use bareweb_engine::nic::{
-    Nic, NicCaps, NicCounters, RxFrame, RxRing, Tso, TxFull, TxRing, TX_HEAD_ROOM,
+    LinkSense, Nic, NicCaps, NicCounters, RxFrame, RxRing, Tso, TxFull, TxRing, TX_HEAD_ROOM,
 };
 use bareweb_engine::wire::EthernetAddress;
 
@@ -60,12 +62,16 @@ pub const DEVICE_ID_NET: u32 = 1;
 const F_CSUM: u64 = 1 << 0;
 const F_MAC: u64 = 1 << 5;
 const F_HOST_TSO4: u64 = 1 << 11;
+const F_STATUS: u64 = 1 << 16;
 const F_CTRL_VQ: u64 = 1 << 17;
 const F_MQ: u64 = 1 << 22;
 const F_EVENT_IDX: u64 = 1 << 29;
 
-/// Device configuration: `max_virtqueue_pairs` (u16) offset.
+/// Device configuration: `status` (u16) and `max_virtqueue_pairs` (u16) offsets.
+const CFG_STATUS: usize = 6;
 const CFG_MAX_PAIRS: usize = 8;
+/// `status`: VIRTIO_NET_S_LINK_UP.
+const S_LINK_UP: u16 = 1;
 /// Control command: class VIRTIO_NET_CTRL_MQ, command VQ_PAIRS_SET, and the ack.
 const CTRL_MQ: u8 = 4;
 const CTRL_MQ_VQ_PAIRS_SET: u8 = 0;
@@ -128,6 +134,35 @@ pub struct VirtioNet {
     mac: EthernetAddress,
     /// TCP segmentation offload negotiated (VIRTIO_NET_F_CSUM and HOST_TSO4).
     tso: bool,
+    /// The device configuration's `status` field, when VIRTIO_NET_F_STATUS was negotiated.
+    status: Option<*const u16>,
+}
+
+// SAFETY: its queues are Send (above); `status` points at read-only device configuration
+// that stays mapped and that no queue pair owns.
+unsafe impl Send for VirtioNet {}
+
+/// The link of a virtio-net device: the configuration's `status` field (virtio 1.2
+/// §5.1.4: VIRTIO_NET_S_LINK_UP; QEMU clears it on `set_link off`). Without
+/// VIRTIO_NET_F_STATUS the link "is assumed active" (§5.1.4.2).
+pub struct VirtioLink(Option<*const u16>);
+
+// SAFETY: the field is read-only device configuration, mapped for the life of the
+// program; reading it touches nothing the queue pairs own.
+unsafe impl Send for VirtioLink {}
+
+impl LinkSense for VirtioLink {
+    fn link_up(&mut self) -> bool {
+        match self.0 {
+            Some(p) => {
+                // SAFETY: `status` lies inside the device configuration region (checked
+                // against its length at bring-up), naturally aligned.
+                let status: u16 = unsafe { read_volatile(p) };
+                status & S_LINK_UP != 0
+            }
+            None => true,
+        }
+    }
 }
 
 impl VirtioNet {
@@ -151,7 +186,7 @@ impl VirtioNet {
     ) -> Result<Vec<VirtioNet>, Error> {
         let mut offered = 0;
         let tso = F_CSUM | F_HOST_TSO4;
-        let base = F_MAC | F_EVENT_IDX | if offload { tso } else { 0 };
+        let base = F_MAC | F_EVENT_IDX | F_STATUS | if offload { tso } else { 0 };
         let wanted = virtio::negotiate(t, |o| {
             offered = o;
             let w = o & (base | F_MQ | F_CTRL_VQ);
@@ -183,6 +218,11 @@ impl VirtioNet {
         } else {
             EthernetAddress([0x02, 0x00, 0x00, 0x00, 0x00, 0x01])
         };
+        let status = if wanted & F_STATUS != 0 {
+            t.config_ptr(CFG_STATUS, 2).map(|p| p.cast::<u16>())
+        } else {
+            None
+        };
         let wakes: Vec<Wake> = (0..pairs)
             .map(|k| match wake.get(k as usize) {
                 Some(&apic) => t.wake_for(k, apic),
@@ -201,6 +241,7 @@ impl VirtioNet {
                 tx: VirtioTx::new(txq)?,
                 mac,
                 tso: wanted & tso == tso,
+                status,
             });
         }
         let ctrl = if pairs > 1 {
@@ -348,9 +389,11 @@ impl VirtioRx {
             }
         }
     }
+}
 
+impl super::WakeRx for VirtioRx {
     /// Lets the device interrupt the core at the next received frame; see [`Arm`].
-    pub fn arm(&mut self) -> Arm {
+    fn arm(&mut self) -> Arm {
         if self.wake == Wake::None {
             return Arm::Unable;
         }
@@ -370,12 +413,16 @@ impl VirtioRx {
     }
 
     /// Interrupts off again (after a halt, or when arming found a frame).
-    pub fn disarm(&mut self) {
+    fn disarm(&mut self) {
         self.q.keep_interrupts_off();
         if let Wake::Line(gsi) = self.wake {
             ioapic::mask(gsi);
             self.ack_line();
         }
+    }
+
+    fn wake(&self) -> Wake {
+        self.wake
     }
 }
 
@@ -639,18 +686,6 @@ impl Driver for VirtioNet {
         Ok((nics, usize::from(offered)))
     }
 
-    fn arm(rx: &mut VirtioRx) -> Arm {
-        rx.arm()
-    }
-
-    fn wake(rx: &VirtioRx) -> super::Wake {
-        rx.wake
-    }
-
-    fn disarm(rx: &mut VirtioRx) {
-        rx.disarm();
-    }
-
     fn rx_counters(rx: &VirtioRx, c: &mut NicCounters) {
         c.device_rx_frames += rx.frames;
         c.doorbells += rx.q.doorbells;
@@ -669,6 +704,10 @@ impl Driver for VirtioNet {
 
     fn into_rings(self) -> (VirtioRx, VirtioTx) {
         VirtioNet::into_rings(self)
+    }
+
+    fn link(&self) -> Box<dyn LinkSense> {
+        Box::new(VirtioLink(self.status))
     }
 }
 

@@ -164,6 +164,10 @@ impl Transport for MmioTransport {
         unsafe { read_volatile(self.base.add(CONFIG + off)) }
     }
 
+    fn config_ptr(&self, off: usize, len: usize) -> Option<*const u8> {
+        (off + len <= self.config_len()).then(|| self.base.wrapping_add(CONFIG + off).cast_const())
+    }
+
     fn wake_for(&mut self, k: u16, apic: u32) -> Wake {
         // One line per device: only the first queue pair's core can be woken by it.
         if k != 0 || self.gsi == 0 {
@@ -187,4 +191,34 @@ impl Transport for MmioTransport {
             ))
         }
     }
+}
+
+/// The first virtio-mmio network device: from the command line's `virtio_mmio.device=`
+/// words (Firecracker's and Linux's convention), else by probing the slots of QEMU's
+/// microvm machine (24 register pages from 0xFEB0_0000; their lines are GSIs from the
+/// second I/O APIC's first, 24, or from 5 without it: QEMU hw/i386/microvm.c).
+pub fn find_net(
+    s: &crate::cmdline::Settings,
+    procs: &Result<crate::acpi::Processors, crate::acpi::Error>,
+) -> Option<Slot> {
+    let net = |base: u64, gsi: u32| {
+        let (id, version) = probe(base)?;
+        crate::kprintln!("virtio-mmio: {base:#x} device {id} version {version} GSI {gsi}");
+        (id == super::super::virtio_net::DEVICE_ID_NET).then_some(Slot { base, gsi })
+    };
+    if s.n_mmio > 0 {
+        return s.mmio[..s.n_mmio].iter().find_map(|&(b, g)| net(b, g));
+    }
+    let base_gsi = match procs {
+        Ok(p) if p.ioapics().len() >= 2 => p.ioapics()[1].1,
+        _ => 5,
+    };
+    let (first, n) = MICROVM_SLOTS;
+    (0..n).find_map(|i| {
+        let base = first + i as u64 * REGION;
+        match probe(base) {
+            Some((0, _)) | None => None,
+            Some(_) => net(base, base_gsi + i as u32),
+        }
+    })
 }

@@ -118,6 +118,9 @@ pub trait Transport {
     fn config_len(&self) -> usize;
     /// Byte `off` of the device-specific configuration (0 past its end).
     fn config8(&self, off: usize) -> u8;
+    /// Where `len` bytes at `off` of the device-specific configuration are mapped, if the
+    /// region holds them (a field read later, e.g. the link status).
+    fn config_ptr(&self, off: usize, len: usize) -> Option<*const u8>;
     /// How queue pair `k`'s receive interrupts can reach the core with APIC id `apic`
     /// (set up now: an MSI-X entry aimed at that core, or the device's line routed to
     /// it); [`Wake::None`] when they cannot.

@@ -192,6 +192,11 @@ impl Transport for PciTransport {
         unsafe { read_volatile(self.device.add(off)) }
     }
 
+    fn config_ptr(&self, off: usize, len: usize) -> Option<*const u8> {
+        // The region lies inside its BAR (checked at `new`); in it, so does the field.
+        (off + len <= self.device_len).then(|| self.device.wrapping_add(off).cast_const())
+    }
+
     fn wake_for(&mut self, k: u16, apic: u32) -> Wake {
         match &self.msix {
             Some(m) if m.set(k, apic, NIC_VECTOR) => Wake::Msi(k),
