@@ -283,10 +283,11 @@ def test_kvm_smoke_when_present():
 def images(tmp_path_factory):
     require()
     d = tmp_path_factory.mktemp("images")
-    elf, iso = d / "site.elf", d / "site.iso"
-    subprocess.run([BIN, "build", SITE, "-o", elf, "--iso", iso, "--ip", f"{SERVER_IP}/24",
-                    "--gw", "none", "--stats-log"], check=True, capture_output=True, timeout=300)
-    return elf, iso
+    elf, iso, disk = d / "site.elf", d / "site.iso", d / "site.img"
+    subprocess.run([BIN, "build", SITE, "-o", elf, "--iso", iso, "--disk", disk, "--ip",
+                    f"{SERVER_IP}/24", "--gw", "none", "--stats-log"], check=True,
+                   capture_output=True, timeout=300)
+    return elf, iso, disk
 
 
 def fetch_all(k, tmp_path):
@@ -302,7 +303,7 @@ def fetch_all(k, tmp_path):
 def test_single_file_elf_boots_and_serves(images, nic, tmp_path):
     """`bareweb build SITE -o site.elf`: one file (kernel + site + command line) booted
     with QEMU -kernel and nothing else."""
-    elf, _ = images
+    elf, _, _ = images
     k = Kernel(nic=nic, qemu=["-machine", "pc", "-bios", "qboot.rom", "-kernel", elf])
     try:
         assert "(embedded)" in k.log() and f"ip={SERVER_IP}/24" in k.log(), k.report()
@@ -315,7 +316,7 @@ def test_single_file_elf_boots_and_serves(images, nic, tmp_path):
 def test_iso_boots_from_cdrom_with_grub_and_serves(images, tmp_path):
     """`bareweb build SITE --iso site.iso`: SeaBIOS boots the CD, GRUB loads the kernel by
     multiboot2, the kernel serves the site embedded in it."""
-    _, iso = images
+    _, iso, _ = images
     k = Kernel(qemu=["-machine", "pc", "-cdrom", iso, "-boot", "d"], wait=False)
     try:
         k.wait_ready(limit=300)
@@ -323,6 +324,41 @@ def test_iso_boots_from_cdrom_with_grub_and_serves(images, tmp_path):
         fetch_all(k, tmp_path)
         k.check_alive()
         print(f"\niso: ready {k.boot_secs:.2f} s after QEMU started")
+    finally:
+        k.close()
+
+
+OVMF = "/usr/share/ovmf/OVMF.fd"
+BOOTS = {
+    # (firmware, QEMU arguments for the image), by image
+    "iso-uefi": lambda iso, disk: ["-machine", "q35", "-bios", OVMF, "-cdrom", iso],
+    "disk-uefi": lambda iso, disk: ["-machine", "q35", "-bios", OVMF,
+                                    "-drive", f"file={disk},format=raw,snapshot=on"],
+    "disk-bios": lambda iso, disk: ["-machine", "pc",
+                                    "-drive", f"file={disk},format=raw,snapshot=on"],
+}
+
+
+@pytest.mark.parametrize("boot", list(BOOTS))
+def test_iso_and_disk_image_boot_on_uefi_and_bios_and_serve(images, boot, tmp_path):
+    """Issue 16: `bareweb build --iso` is one image for BIOS and UEFI, and `--disk` the
+    same as a raw disk (USB sticks, cloud VMs). OVMF boots GRUB EFI from the CD and from
+    the disk, SeaBIOS boots the disk's MBR; GRUB loads the kernel by multiboot2, which
+    takes its memory map and ACPI tables from GRUB's tags and maps the 64-bit BAR OVMF
+    puts above 4 GiB. Every file is served."""
+    if "uefi" in boot and not pathlib.Path(OVMF).exists():
+        pytest.fail(f"{OVMF} missing: apt-get install ovmf (cargo xtask setup does it)")
+    _, iso, disk = images
+    k = Kernel(qemu=BOOTS[boot](iso, disk), wait=False)
+    try:
+        k.wait_ready(limit=300)
+        log = k.log()
+        assert "boot: multiboot2" in log and "RSDP from the loader" in log, k.report()
+        if "uefi" in boot:
+            assert "(above 4 GiB): mapped" in log, k.report()
+        fetch_all(k, tmp_path)
+        k.check_alive()
+        print(f"\n{boot}: ready {k.boot_secs:.2f} s after QEMU started")
     finally:
         k.close()
 

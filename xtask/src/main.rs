@@ -29,9 +29,12 @@ const APT_PACKAGES: &[&str] = &[
     "wget",
     "python3",
     // The bare-machine kernel (issue 3): QEMU for `bareweb run` and tests/kernel, GRUB
-    // and xorriso for `bareweb build --iso`.
+    // (BIOS and UEFI) and xorriso for `bareweb build --iso/--disk`, OVMF to boot them
+    // under UEFI (issue 16).
     "qemu-system-x86",
     "grub-pc-bin",
+    "grub-efi-amd64-bin",
+    "ovmf",
     "grub-common",
     "xorriso",
     "mtools",

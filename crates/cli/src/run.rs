@@ -42,6 +42,10 @@ pub struct RunArgs {
     /// Cloud Hypervisor give it; the fastest to start).
     #[arg(long, value_enum, default_value_t = Machine::Qboot)]
     pub machine: Machine,
+    /// Firmware: bios (qboot or SeaBIOS, as --machine says), uefi (OVMF, Debian package
+    /// ovmf; on q35 unless --machine pc: boots an .iso or .img from `bareweb build`).
+    #[arg(long, value_enum, default_value_t = Firmware::Bios)]
+    pub firmware: Firmware,
     /// Network: `user` (QEMU user networking, no root; forwards --listen to the server)
     /// or `tap:IFNAME` (a TAP device the caller prepared). Given twice or more, the VM
     /// has that many NICs (paper 002's bonding, see --bond): `user` each time puts them
@@ -130,16 +134,19 @@ impl RunArgs {
         self.check_nets()?;
         self.cores_plan().map(|_| ())?;
         opts::kernel_settings(&self.cmdline())?;
-        if crate::image::kind_of(&self.site) == crate::image::Kind::Iso {
+        let kind = crate::image::kind_of(&self.site);
+        if matches!(kind, crate::image::Kind::Iso | crate::image::Kind::Disk) {
             if !self.cmdline().is_empty() {
                 return Err(format!(
-                    "{} is an ISO: GRUB boots it with the command line built in; give the \
-                     server options to `bareweb build --iso`, or run the site directory or its .elf",
+                    "{} is an ISO or disk image: GRUB boots it with the command line built in; give the \
+                     server options to `bareweb build --iso/--disk`, or run the site directory or its .elf",
                     self.site.display()
                 ));
             }
             if self.config.is_some() {
-                return Err("--config applies to a site directory, not an ISO".into());
+                return Err(
+                    "--config applies to a site directory, not an ISO or disk image".into(),
+                );
             }
         }
         Ok(())
@@ -219,6 +226,15 @@ pub enum Accel {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum Firmware {
+    Bios,
+    Uefi,
+}
+
+/// Where Debian's ovmf package puts the one-file OVMF firmware.
+const OVMF_PATHS: &[&str] = &["/usr/share/ovmf/OVMF.fd", "/usr/share/qemu/OVMF.fd"];
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
 pub enum Machine {
     Qboot,
     Pc,
@@ -275,8 +291,10 @@ pub enum Boot<'p> {
         kernel: &'p Path,
         initrd: Option<&'p Path>,
     },
-    /// A bootable ISO (GRUB, BIOS) written by `bareweb build --iso`.
+    /// A bootable ISO (GRUB, BIOS and UEFI) written by `bareweb build --iso`.
     Cdrom(&'p Path),
+    /// A bootable raw disk image (the same) written by `bareweb build --disk`.
+    Disk(&'p Path),
 }
 
 /// The QEMU arguments for what boots, under `settings` (the kernel's, as it will parse
@@ -304,14 +322,36 @@ pub fn qemu_args(
     ] {
         push(s);
     }
-    // qboot boots kernels only, not CDs: a CD gets SeaBIOS.
-    let machine = match (boot, a.machine) {
-        (Boot::Cdrom(_), Machine::Qboot) => Machine::Pc,
-        (Boot::Cdrom(_), Machine::Microvm) => {
-            return Err("--machine microvm boots kernels, not CDs: run the site or its .elf".into())
+    // qboot boots kernels only, not CDs or disks: those get SeaBIOS, or under UEFI OVMF
+    // on q35 (the machine UEFI PCs resemble).
+    let image = matches!(boot, Boot::Cdrom(_) | Boot::Disk(_));
+    let uefi = a.firmware == Firmware::Uefi;
+    if uefi && !image {
+        return Err(
+            "--firmware uefi boots an .iso or .img (bareweb build --iso / --disk): \
+                    the kernel alone boots by PVH, which OVMF does not load"
+                .into(),
+        );
+    }
+    let machine = match (image, a.machine) {
+        (true, Machine::Qboot) if uefi => Machine::Q35,
+        (true, Machine::Qboot) => Machine::Pc,
+        (true, Machine::Microvm) => {
+            return Err(
+                "--machine microvm boots kernels, not CDs or disks: run the site or its .elf"
+                    .into(),
+            )
         }
         (_, m) => m,
     };
+    if uefi {
+        let fd = OVMF_PATHS
+            .iter()
+            .find(|p| Path::new(p).exists())
+            .ok_or("OVMF firmware not found (Debian: sudo apt-get install ovmf)")?;
+        push("-bios");
+        push(fd);
+    }
     match machine {
         Machine::Qboot => {
             let rom = QBOOT_PATHS
@@ -375,6 +415,14 @@ pub fn qemu_args(
         Boot::Cdrom(iso) => {
             push("-cdrom");
             push(&iso.to_string_lossy());
+        }
+        Boot::Disk(img) => {
+            // snapshot=on: the guest's writes (it makes none) never reach the user's file.
+            push("-drive");
+            push(&format!(
+                "file={},format=raw,snapshot=on",
+                img.to_string_lossy().replace(',', ",,")
+            ));
         }
     }
     push("-device");
@@ -694,6 +742,35 @@ mod tests {
             let e = Cli::try_parse_from(v).unwrap().run.check().unwrap_err();
             assert!(e.contains(why), "{bad:?}: {e}");
         }
+    }
+
+    #[test]
+    fn uefi_boots_images_with_ovmf_on_q35() {
+        let boot_with = |words: &[&str], boot: &Boot<'_>| {
+            let a = args(words);
+            qemu_args(&a, Accel::Tcg, boot, &a.settings().unwrap()).map(|v| v.join(" "))
+        };
+        let disk = Boot::Disk(Path::new("site,1.img"));
+        let cd = Boot::Cdrom(Path::new("site.iso"));
+        if OVMF_PATHS.iter().any(|p| Path::new(p).exists()) {
+            let d = boot_with(&["--firmware", "uefi"], &disk).unwrap();
+            assert!(d.contains("-machine q35") && d.contains("OVMF.fd"), "{d}");
+            assert!(
+                d.contains("-drive file=site,,1.img,format=raw,snapshot=on"),
+                "{d}"
+            );
+            let c = boot_with(&["--firmware", "uefi", "--machine", "pc"], &cd).unwrap();
+            assert!(
+                c.contains("-machine pc") && c.contains("-cdrom site.iso"),
+                "{c}"
+            );
+        }
+        // BIOS: SeaBIOS on pc (qboot boots kernels only); the kernel alone is no UEFI image.
+        let b = boot_with(&[], &disk).unwrap();
+        assert!(b.contains("-machine pc") && !b.contains("OVMF"), "{b}");
+        let e = qemu(&["--firmware", "uefi"]).unwrap_err();
+        assert!(e.contains("--iso"), "{e}");
+        assert!(boot_with(&["--machine", "microvm"], &disk).is_err());
     }
 
     #[test]

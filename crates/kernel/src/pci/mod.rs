@@ -5,7 +5,9 @@
 //!
 //! Unassigned memory BARs get addresses from [`MMIO_WINDOW`], inside the PCI hole of
 //! QEMU's pc and q35 machines (which ends at 0xFEC0_0000, the I/O APIC) and inside our
-//! identity map (uncached there). 64-bit BARs are placed below 4 GiB too.
+//! identity map (uncached there). 64-bit BARs are placed below 4 GiB too. A BAR the
+//! firmware put above 4 GiB (UEFI firmware does: OVMF's 64-bit window) is kept there and
+//! identity-mapped uncached ([`crate::arch::paging::map_mmio`]).
 
 use core::fmt;
 
@@ -233,6 +235,19 @@ fn read_bars(a: Address, alloc: &mut BarAllocator) -> [Bar; 6] {
                     a.write32(off + 4, 0);
                 }
                 addr = at;
+            }
+        }
+        if addr.saturating_add(size) > 1 << 32 {
+            // A 64-bit BAR the firmware put above 4 GiB (OVMF does): map it, or leave the
+            // BAR out (a driver then finds its registers missing and says so).
+            // SAFETY: the boot CPU scans PCI alone; a BAR is device memory.
+            match unsafe { crate::arch::paging::map_mmio(addr, size) } {
+                Ok(()) => crate::kprintln!("pci: {a} BAR{i} at {addr:#x} (above 4 GiB): mapped"),
+                Err(e) => {
+                    crate::kprintln!("pci: {a} BAR{i} at {addr:#x} not mapped: {e:?}");
+                    i += if is64 { 2 } else { 1 };
+                    continue;
+                }
             }
         }
         bars[i] = Bar::Mem { addr, size, is64 };

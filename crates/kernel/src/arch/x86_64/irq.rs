@@ -183,12 +183,25 @@ pub fn set_level_line(core: usize, gsi: Option<u32>) {
     }
 }
 
-/// Masks both legacy 8259 PICs (firmware may have left the PIT's IRQ 0 unmasked: in
-/// virtual-wire mode it would reach a halted core as vector 8, a "double fault").
+/// Moves both legacy 8259 PICs' vectors to 0x20..0x2F and masks every line. Firmware
+/// leaves them at the BIOS's 0x08..0x0F and 0x70..0x77, where an interrupt latched
+/// before the mask (SeaBIOS booting from a disk left one) would reach a halted core as an
+/// exception (IRQ 5 as vector 13, a "general protection fault"); at 0x20.. it is a
+/// stray interrupt, counted and ignored. (The PIT's IRQ 0 left unmasked would otherwise
+/// come as vector 8, a "double fault".)
 pub fn mask_legacy_pic() {
-    // SAFETY: ports 0x21 and 0xA1 are the PICs' interrupt mask registers; masking every
-    // line changes nothing else (the kernel uses no PIC interrupt).
+    // SAFETY: ports 0x20/0x21 and 0xA0/0xA1 are the PICs' command and data registers; the
+    // initialisation words (ICW1-4: edge, cascade on IRQ 2, 8086 mode) change nothing but
+    // the PICs, whose lines all end masked (the kernel uses no PIC interrupt).
     unsafe {
+        cpu::outb(0x20, 0x11);
+        cpu::outb(0xA0, 0x11);
+        cpu::outb(0x21, 0x20);
+        cpu::outb(0xA1, 0x28);
+        cpu::outb(0x21, 0x04);
+        cpu::outb(0xA1, 0x02);
+        cpu::outb(0x21, 0x01);
+        cpu::outb(0xA1, 0x01);
         cpu::outb(0x21, 0xFF);
         cpu::outb(0xA1, 0xFF);
     }
