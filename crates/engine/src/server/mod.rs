@@ -277,6 +277,15 @@ impl<L: Lookup<'static>> Server<L> {
                 break;
             }
             let n = rx.burst(&mut frames[..room]);
+            if n > 0 {
+                // The frames are stamped with a reading taken after they were taken: one
+                // taken before could be older than the frames themselves (the core paused
+                // in between), and in network-core mode older than core 0's SYN-ACK of a
+                // SYN cookie — our TSvals would go backwards, the peer's PAWS would drop
+                // them, and the cookie could look a period from the future (docs/tcp.md,
+                // "Time across cores").
+                self.now_ns = self.now_ns.max(clock.now_ns());
+            }
             for f in &frames[..n] {
                 self.handle_frame(rx.bytes(f), tx, log);
                 rx.recycle(*f);
