@@ -4,7 +4,6 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use bareweb_engine::cores::pages::PageSettings;
@@ -14,7 +13,7 @@ use bareweb_host::netif;
 use crate::cores::{self, CoresArgs, Layout};
 use crate::opts::{self, Mac, OrNone, ServerOpts};
 use crate::runners::{self, RunnerArgs};
-use crate::util::{load_site, random_bytes};
+use crate::util::{catch_stop_signals, load_site, random_bytes, stop_flag};
 use bareweb_engine::wire::EthernetAddress;
 
 #[derive(clap::Args)]
@@ -83,25 +82,6 @@ impl ServeArgs {
             return Err("--bridge joins several TAPs: give --tap twice or more".into());
         }
         Ok(())
-    }
-}
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-fn install_signal_handlers() {
-    // SIGHUP (the terminal closed) stops like Ctrl-C: the TAPs, a bridge, the threads go.
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: on_signal only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(
-                sig,
-                on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            )
-        };
     }
 }
 
@@ -205,7 +185,8 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         }
     };
     let files = site.len();
-    install_signal_handlers();
+    // SIGHUP (the terminal closed) stops like Ctrl-C: the TAPs, a bridge, the threads go.
+    catch_stop_signals();
     clean_up_on_panic();
     let host = host_ip.map_or("unchanged".to_string(), |h| format!("{h}/{prefix}"));
     let port = cfg.port;
@@ -268,7 +249,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
             };
             netif::configure(on, h, prefix).map_err(|e| format!("cannot configure {on}: {e}"))
         },
-        stop: &STOP,
+        stop: stop_flag(),
         banner: &banner,
     };
     let clf = |_| Clf(std::io::BufWriter::new(std::io::stdout()));
