@@ -15,7 +15,8 @@
 //!   was lost on the dead link TCP retransmits), and, on the announcing core, sends a
 //!   gratuitous ARP for each one the monitor asked for.
 //! - **Datagrams** ([`Server::via_datagram`]): the seam for a protocol without
-//!   connections (issue 13's UDP server): a send NIC per datagram by the same policy.
+//!   connections: issue 13's UDP server (`server/udp.rs`) asks it for every packet of an
+//!   answer, a send NIC per datagram by the same policy.
 //!
 //! Without a set (`Config::bond` is `None`) every function here returns at its first line.
 
@@ -33,6 +34,8 @@ pub(super) struct ServerBond {
     /// The server's part of the per-NIC counters (`conns` is the chooser's).
     counts: [NicCounts; MAX_NICS],
     dirty: bool,
+    /// Gratuitous ARPs asked for and not yet sent (a full transmit ring defers them).
+    garps_due: u8,
 }
 
 impl ServerBond {
@@ -45,6 +48,7 @@ impl ServerBond {
             chooser: Chooser::new(b.policy(), b.count(), b.senders(seen), seen.receive),
             counts: Default::default(),
             dirty: true,
+            garps_due: 0,
         }
     }
 
@@ -147,32 +151,47 @@ impl<L: Lookup<'static>> Server<L> {
         }
     }
 
-    /// Applies what the link monitor published since the last round (see the module doc).
+    /// Applies what the link monitor published since the last round (see the module
+    /// doc), and sends the gratuitous ARPs still due.
     pub(super) fn bond_sync<T: TxRing>(&mut self, tx: &mut T) {
         let Some(b) = self.bond.as_mut() else { return };
         let now = b.role.bond.links();
-        if now == b.seen {
-            return;
+        if now != b.seen {
+            let old = core::mem::replace(&mut b.seen, now);
+            let senders = b.role.bond.senders(now);
+            let moved = senders != b.chooser.senders() || now.receive != old.receive;
+            b.chooser.set_senders(senders, now.receive);
+            if b.role.announcer {
+                // One gratuitous ARP per step of the counter (several readings may pass
+                // during one long round; the monitor asks for at most ANNOUNCES in a row).
+                let asked = now.announce.wrapping_sub(old.announce);
+                b.garps_due = b
+                    .garps_due
+                    .saturating_add(asked)
+                    .min(crate::bond::monitor::ANNOUNCES);
+            }
+            self.iface.mac = b.receive_mac();
+            if moved {
+                self.bond_move();
+            }
         }
-        let old = core::mem::replace(&mut b.seen, now);
-        let senders = b.role.bond.senders(now);
-        let moved = senders != b.chooser.senders() || now.receive != old.receive;
-        b.chooser.set_senders(senders, now.receive);
-        let announce = b.role.announcer && now.announce != old.announce;
-        self.iface.mac = b.receive_mac();
-        if moved {
-            self.bond_move();
-        }
-        if announce {
+        self.bond_announce(tx);
+    }
+
+    /// Sends the gratuitous ARPs due, on the receive NIC; one the ring has no slot for
+    /// stays due for the next round.
+    fn bond_announce<T: TxRing>(&mut self, tx: &mut T) {
+        while self.bond.as_ref().is_some_and(|b| b.garps_due > 0) {
             self.via_receive(tx);
             let sent = self.egress.gratuitous_arp(tx);
             self.count_sent(sent);
-            if let Some(b) = self.bond.as_mut() {
-                if sent.done() {
-                    b.counts[usize::from(b.seen.receive)].garps += 1;
-                    b.dirty = true;
-                }
+            let Some(b) = self.bond.as_mut() else { return };
+            if !sent.done() {
+                return;
             }
+            b.garps_due -= 1;
+            b.counts[usize::from(b.seen.receive)].garps += 1;
+            b.dirty = true;
         }
     }
 

@@ -713,3 +713,86 @@ fn per_queue_mode_bonds_and_fails_over() {
         failover_in(PlanMode::PerQueue, 2, fail);
     }
 }
+
+#[test]
+fn one_gratuitous_arp_for_each_one_asked_even_if_the_server_was_late() {
+    let macs: Vec<_> = (0..2).map(nic_mac).collect();
+    let bond = Bond::new(Mode::Spread, Policy::PerClient, &macs, 10, 1)
+        .unwrap()
+        .leak();
+    let pairs = (0..2).map(|_| (Fq::default(), Fq::default())).collect();
+    // No monitor on this set: the test publishes the word itself.
+    let mut nic = BondNic::new(bond, 0, pairs, NicCaps::default());
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = 4;
+    cfg.bond = Some(BondRole {
+        bond,
+        core: 0,
+        announcer: true,
+    });
+    let mut server = Server::new(cfg, TestSite::new(), nic_mac(0));
+    let clock = ManualClock(1_000_000);
+    let mut m = crate::bond::Monitor::new(2);
+    m.observe(0b11);
+    m.observe(0b11); // two readings before the server's next round
+    bond.publish(m.links());
+    server.poll(&mut nic, &clock, &mut NoLog);
+    let (_, tx) = nic.split();
+    let garps = tx.rings_mut()[0].outbox.len();
+    assert_eq!(garps, 2, "both asked for");
+    assert!(tx.rings_mut()[1].outbox.is_empty());
+    // A server that does not announce (another core's) sends none.
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = 4;
+    cfg.bond = Some(BondRole {
+        bond,
+        core: 0,
+        announcer: false,
+    });
+    let mut quiet = Server::new(cfg, TestSite::new(), nic_mac(0));
+    m.observe(0b11);
+    bond.publish(m.links());
+    quiet.poll(&mut nic, &clock, &mut NoLog);
+    assert_eq!(nic.split().1.rings_mut()[0].outbox.len(), garps);
+}
+
+#[test]
+fn a_gratuitous_arp_the_ring_has_no_room_for_waits_for_the_next_round() {
+    let macs: Vec<_> = (0..2).map(nic_mac).collect();
+    let bond = Bond::new(Mode::Spread, Policy::PerClient, &macs, 10, 1)
+        .unwrap()
+        .leak();
+    let pairs = (0..2).map(|_| (Fq::default(), Fq::default())).collect();
+    let mut nic = BondNic::new(bond, 0, pairs, NicCaps::default());
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = 4;
+    cfg.bond = Some(BondRole {
+        bond,
+        core: 0,
+        announcer: true,
+    });
+    let mut server = Server::new(cfg, TestSite::new(), nic_mac(0));
+    let clock = ManualClock(1_000_000);
+    nic.split().1.rings_mut()[0].room = Some(0);
+    let mut m = crate::bond::Monitor::new(2);
+    m.observe(0b11);
+    bond.publish(m.links());
+    server.poll(&mut nic, &clock, &mut NoLog);
+    assert!(
+        nic.split().1.rings_mut()[0].outbox.is_empty(),
+        "no room: not sent"
+    );
+    nic.split().1.rings_mut()[0].room = None;
+    server.poll(&mut nic, &clock, &mut NoLog);
+    assert_eq!(
+        nic.split().1.rings_mut()[0].outbox.len(),
+        1,
+        "sent a round later"
+    );
+    server.poll(&mut nic, &clock, &mut NoLog);
+    assert_eq!(
+        nic.split().1.rings_mut()[0].outbox.len(),
+        1,
+        "and only once"
+    );
+}
