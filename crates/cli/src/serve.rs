@@ -288,11 +288,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
 }
 
 /// `serve --xdp`: the same server on an interface's queues through AF_XDP.
-fn serve_on_xdp(
-    a: &ServeArgs,
-    x: &XdpArg,
-    site: Site<'static>,
-) -> Result<(), String> {
+fn serve_on_xdp(a: &ServeArgs, x: &XdpArg, site: Site<'static>) -> Result<(), String> {
     let cfg = a.server.config(random_bytes());
     let udp = a.server.udp_banner(cfg.ip);
     let files = site.len();
@@ -317,7 +313,9 @@ fn serve_on_xdp(
         udp,
     };
     if a.server.access_log {
-        serve_xdp::serve(&layout, s, |_| Clf(std::io::BufWriter::new(std::io::stdout())))
+        serve_xdp::serve(&layout, s, |_| {
+            Clf(std::io::BufWriter::new(std::io::stdout()))
+        })
     } else {
         serve_xdp::serve(&layout, s, cores::no_log)
     }

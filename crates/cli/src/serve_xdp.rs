@@ -124,11 +124,7 @@ where
     }
     let got = sockets.len();
     // One core per queue unless --cores says otherwise (network-core mode: --cores).
-    let cores = if netcore || s.cores > 1 {
-        s.cores
-    } else {
-        got
-    };
+    let cores = if netcore || s.cores > 1 { s.cores } else { got };
     if !netcore && cores != got {
         return Err(format!(
             "--cores {cores} with {got} queue{} of {iface}: per-queue mode runs one core per queue \

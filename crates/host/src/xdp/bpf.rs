@@ -194,37 +194,37 @@ pub fn program(ip: Ipv4Address, steer: Steer) -> Vec<Insn> {
     let eth_arp = i32::from(u16::from_ne_bytes(0x0806u16.to_be_bytes()));
     // Registers: r6 ctx, r2 data, r3 data_end, r4 bound, r5 loaded field, r7 the address.
     let mut p = vec![
-        insn(ALU64_MOV_X, 6, 1, 0, 0),      // 0: r6 = ctx
-        insn(LDX_MEM_W, 2, 6, 0, 0),        // 1: r2 = ctx->data
-        insn(LDX_MEM_W, 3, 6, 4, 0),        // 2: r3 = ctx->data_end
-        insn(ALU_MOV_K, 7, 0, 0, ip),       // 3: w7 = server address
-        insn(ALU64_MOV_X, 4, 2, 0, 0),      // 4: r4 = data
-        insn(ALU64_ADD_K, 4, 0, 0, 14),     // 5: r4 += 14
-        insn(JMP_JGT_X, 4, 3, 0, 0),        // 6: if r4 > end goto pass (patched)
-        insn(LDX_MEM_H, 5, 2, 12, 0),       // 7: r5 = ethertype
-        insn(JMP_JEQ_K, 5, 0, 0, eth_arp),  // 8: if ARP goto arp (patched)
-        insn(JMP_JEQ_K, 5, 0, 1, eth_ip),   // 9: if IPv4 goto ipv4 (+1)
-        insn(JMP_JA, 0, 0, 0, 0),           // 10: goto pass (patched)
-        insn(ALU64_MOV_X, 4, 2, 0, 0),      // 11: ipv4: r4 = data
-        insn(ALU64_ADD_K, 4, 0, 0, 34),     // 12: r4 += 34
-        insn(JMP_JGT_X, 4, 3, 0, 0),        // 13: if r4 > end goto pass (patched)
-        insn(LDX_MEM_W, 5, 2, 30, 0),       // 14: r5 = IPv4 destination
-        insn(JMP_JNE_X, 5, 7, 0, 0),        // 15: if r5 != w7 goto pass (patched)
-        insn(JMP_JA, 0, 0, 0, 0),           // 16: goto ours (patched)
-        insn(ALU64_MOV_X, 4, 2, 0, 0),      // 17: arp: r4 = data
-        insn(ALU64_ADD_K, 4, 0, 0, 42),     // 18: r4 += 42
-        insn(JMP_JGT_X, 4, 3, 0, 0),        // 19: if r4 > end goto pass (patched)
-        insn(LDX_MEM_W, 5, 2, 38, 0),       // 20: r5 = ARP target protocol address
-        insn(JMP_JNE_X, 5, 7, 0, 0),        // 21: if r5 != w7 goto pass (patched)
+        insn(ALU64_MOV_X, 6, 1, 0, 0),     // 0: r6 = ctx
+        insn(LDX_MEM_W, 2, 6, 0, 0),       // 1: r2 = ctx->data
+        insn(LDX_MEM_W, 3, 6, 4, 0),       // 2: r3 = ctx->data_end
+        insn(ALU_MOV_K, 7, 0, 0, ip),      // 3: w7 = server address
+        insn(ALU64_MOV_X, 4, 2, 0, 0),     // 4: r4 = data
+        insn(ALU64_ADD_K, 4, 0, 0, 14),    // 5: r4 += 14
+        insn(JMP_JGT_X, 4, 3, 0, 0),       // 6: if r4 > end goto pass (patched)
+        insn(LDX_MEM_H, 5, 2, 12, 0),      // 7: r5 = ethertype
+        insn(JMP_JEQ_K, 5, 0, 0, eth_arp), // 8: if ARP goto arp (patched)
+        insn(JMP_JEQ_K, 5, 0, 1, eth_ip),  // 9: if IPv4 goto ipv4 (+1)
+        insn(JMP_JA, 0, 0, 0, 0),          // 10: goto pass (patched)
+        insn(ALU64_MOV_X, 4, 2, 0, 0),     // 11: ipv4: r4 = data
+        insn(ALU64_ADD_K, 4, 0, 0, 34),    // 12: r4 += 34
+        insn(JMP_JGT_X, 4, 3, 0, 0),       // 13: if r4 > end goto pass (patched)
+        insn(LDX_MEM_W, 5, 2, 30, 0),      // 14: r5 = IPv4 destination
+        insn(JMP_JNE_X, 5, 7, 0, 0),       // 15: if r5 != w7 goto pass (patched)
+        insn(JMP_JA, 0, 0, 0, 0),          // 16: goto ours (patched)
+        insn(ALU64_MOV_X, 4, 2, 0, 0),     // 17: arp: r4 = data
+        insn(ALU64_ADD_K, 4, 0, 0, 42),    // 18: r4 += 42
+        insn(JMP_JGT_X, 4, 3, 0, 0),       // 19: if r4 > end goto pass (patched)
+        insn(LDX_MEM_W, 5, 2, 38, 0),      // 20: r5 = ARP target protocol address
+        insn(JMP_JNE_X, 5, 7, 0, 0),       // 21: if r5 != w7 goto pass (patched)
     ];
     let ours = p.len();
     match steer {
         Steer::Map(fd) => p.extend([
-            insn(LDX_MEM_W, 2, 6, 16, 0),             // r2 = ctx->rx_queue_index
-            insn(LD_IMM64, 1, PSEUDO_MAP_FD, 0, fd),  // r1 = &map
-            insn(0, 0, 0, 0, 0),                      //    (second half of ld_imm64)
+            insn(LDX_MEM_W, 2, 6, 16, 0),                // r2 = ctx->rx_queue_index
+            insn(LD_IMM64, 1, PSEUDO_MAP_FD, 0, fd),     // r1 = &map
+            insn(0, 0, 0, 0, 0),                         //    (second half of ld_imm64)
             insn(ALU64_MOV_K, 3, 0, 0, XDP_PASS as i32), // r3 = fallback action
-            insn(JMP_CALL, 0, 0, 0, FN_REDIRECT_MAP), // r0 = bpf_redirect_map(r1, r2, r3)
+            insn(JMP_CALL, 0, 0, 0, FN_REDIRECT_MAP),    // r0 = bpf_redirect_map(r1, r2, r3)
             insn(JMP_EXIT, 0, 0, 0, 0),
         ]),
         Steer::Mark => p.extend([
@@ -426,20 +426,49 @@ mod tests {
             return;
         }
         let server = [192, 168, 1, 200];
-        let prog = load(&program(Ipv4Address(server), Steer::Mark)).expect("the verifier accepts it");
+        let prog =
+            load(&program(Ipv4Address(server), Steer::Mark)).expect("the verifier accepts it");
         let run = |f: &[u8]| test_run(prog.as_raw_fd(), f).expect("test run");
         let cases: Vec<(&str, Vec<u8>, u32)> = vec![
             ("TCP to the server", frame(0x0800, &ipv4(server, 6)), XDP_TX),
-            ("UDP to the server", frame(0x0800, &ipv4(server, 17)), XDP_TX),
-            ("ICMP to the server", frame(0x0800, &ipv4(server, 1)), XDP_TX),
+            (
+                "UDP to the server",
+                frame(0x0800, &ipv4(server, 17)),
+                XDP_TX,
+            ),
+            (
+                "ICMP to the server",
+                frame(0x0800, &ipv4(server, 1)),
+                XDP_TX,
+            ),
             ("ARP for the server", frame(0x0806, &arp(server)), XDP_TX),
-            ("TCP to the host", frame(0x0800, &ipv4([192, 168, 1, 1], 6)), XDP_PASS),
-            ("ARP for the host", frame(0x0806, &arp([192, 168, 1, 1])), XDP_PASS),
-            ("address one bit off", frame(0x0800, &ipv4([192, 168, 1, 201], 6)), XDP_PASS),
+            (
+                "TCP to the host",
+                frame(0x0800, &ipv4([192, 168, 1, 1], 6)),
+                XDP_PASS,
+            ),
+            (
+                "ARP for the host",
+                frame(0x0806, &arp([192, 168, 1, 1])),
+                XDP_PASS,
+            ),
+            (
+                "address one bit off",
+                frame(0x0800, &ipv4([192, 168, 1, 201], 6)),
+                XDP_PASS,
+            ),
             ("IPv6", frame(0x86dd, &[0x60; 60]), XDP_PASS),
             ("VLAN-tagged", frame(0x8100, &ipv4(server, 6)), XDP_PASS),
-            ("IPv4 cut before the address", frame(0x0800, &ipv4(server, 6)[..19]), XDP_PASS),
-            ("ARP cut before the target", frame(0x0806, &arp(server)[..27]), XDP_PASS),
+            (
+                "IPv4 cut before the address",
+                frame(0x0800, &ipv4(server, 6)[..19]),
+                XDP_PASS,
+            ),
+            (
+                "ARP cut before the target",
+                frame(0x0806, &arp(server)[..27]),
+                XDP_PASS,
+            ),
             ("header only", frame(0x0800, &[]), XDP_PASS),
         ];
         for (what, f, want) in cases {

@@ -90,8 +90,7 @@ impl Drop for Xdp {
         // A link detaches when its descriptor closes (the field's drop). A netlink
         // attachment is removed here, if it is still ours.
         if let Some(flags) = self.netlink_flags {
-            if matches!(netlink::current(self.ifindex), Ok(Some(c)) if c.prog_id == self.prog_id)
-            {
+            if matches!(netlink::current(self.ifindex), Ok(Some(c)) if c.prog_id == self.prog_id) {
                 if let Err(e) = netlink::set(self.ifindex, -1, flags) {
                     eprintln!(
                         "bareweb: cannot detach the XDP program from {}: {e}",
@@ -105,7 +104,9 @@ impl Drop for Xdp {
 }
 
 fn sys_path(iface: &str, what: &str) -> std::path::PathBuf {
-    std::path::Path::new("/sys/class/net").join(iface).join(what)
+    std::path::Path::new("/sys/class/net")
+        .join(iface)
+        .join(what)
 }
 
 /// The interface's MAC, from sysfs.
@@ -328,8 +329,8 @@ pub fn open(spec: &Spec) -> Result<(Xdp, Vec<XskQueue>), String> {
             format!("cannot create the XDP socket map: {e}")
         }
     })?;
-    let prog = bpf::load(&bpf::program(spec.ip, bpf::Steer::Map(map.as_raw_fd())))
-        .map_err(|e| {
+    let prog =
+        bpf::load(&bpf::program(spec.ip, bpf::Steer::Map(map.as_raw_fd()))).map_err(|e| {
             if is_perm(&e) {
                 no_permission("cannot load the XDP program", &e)
             } else {
@@ -352,7 +353,12 @@ pub fn open(spec: &Spec) -> Result<(Xdp, Vec<XskQueue>), String> {
         ),
         Mode::Auto => match attach(spec, ifindex, prog.as_raw_fd(), native) {
             Ok(a) => ("native", a),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::EINVAL)) => {
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EOPNOTSUPP) | Some(libc::EINVAL)
+                ) =>
+            {
                 notes.push(format!(
                     "{iface}'s driver has no native XDP ({e}): the generic path, copy mode"
                 ));

@@ -52,10 +52,7 @@ impl Mmap {
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(Mmap {
-            ptr: p.cast(),
-            len,
-        })
+        Ok(Mmap { ptr: p.cast(), len })
     }
 
     pub fn ptr(&self) -> *mut u8 {

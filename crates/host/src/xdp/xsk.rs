@@ -87,15 +87,8 @@ fn getsockopt<T: Default>(fd: RawFd, name: libc::c_int) -> io::Result<T> {
     let mut v = T::default();
     let mut len = std::mem::size_of::<T>() as libc::socklen_t;
     // SAFETY: the kernel writes at most `len` bytes into a live `T`.
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_XDP,
-            name,
-            (&mut v as *mut T).cast(),
-            &mut len,
-        )
-    };
+    let r =
+        unsafe { libc::getsockopt(fd, libc::SOL_XDP, name, (&mut v as *mut T).cast(), &mut len) };
     if r < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -445,10 +438,7 @@ impl RxRing for XskRx {
         // not touch until we put it on the fill ring again; the UMEM lives as long as the
         // socket, which `self` holds.
         unsafe {
-            std::slice::from_raw_parts(
-                self.sock.umem.ptr().add(start as usize),
-                len as usize,
-            )
+            std::slice::from_raw_parts(self.sock.umem.ptr().add(start as usize), len as usize)
         }
     }
 
@@ -492,7 +482,10 @@ impl XskTx {
         // borrow unique.
         unsafe {
             std::slice::from_raw_parts_mut(
-                self.sock.umem.ptr().add((u64::from(frame) * FRAME) as usize),
+                self.sock
+                    .umem
+                    .ptr()
+                    .add((u64::from(frame) * FRAME) as usize),
                 FRAME as usize,
             )
         }

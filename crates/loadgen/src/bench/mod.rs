@@ -361,7 +361,14 @@ pub fn bench(o: &Options) -> Result<Results, String> {
         for (j, t) in tunings.into_iter().enumerate() {
             net += 1;
             let ctx = servers::StartCtx {
-                tag: format!("{prefix}{i}{}", if j == 0 { String::new() } else { format!("x{j}") }),
+                tag: format!(
+                    "{prefix}{i}{}",
+                    if j == 0 {
+                        String::new()
+                    } else {
+                        format!("x{j}")
+                    }
+                ),
                 net,
                 site: &site,
                 cores: s.cores,
@@ -375,7 +382,8 @@ pub fn bench(o: &Options) -> Result<Results, String> {
                 "bench {}: starting {}{}",
                 s.name,
                 variants[i].name,
-                t.as_ref().map_or(String::new(), |t| format!(" [{}]", k.describe_tuned(t)))
+                t.as_ref()
+                    .map_or(String::new(), |t| format!(" [{}]", k.describe_tuned(t)))
             );
             let inst = k.start(&ctx)?;
             inst.pause();
@@ -441,16 +449,23 @@ pub fn bench(o: &Options) -> Result<Results, String> {
         .zip(&kinds)
         .map(|((sl, v), k)| ServerInfo {
             name: v.name.clone(),
-            label: match search.as_ref().filter(|x| x.searched.iter().any(|y| y.server == v.name)) {
+            label: match search
+                .as_ref()
+                .filter(|x| x.searched.iter().any(|y| y.server == v.name))
+            {
                 Some(x) => {
                     let per: Vec<String> = sl
                         .by_series
                         .iter()
                         .filter_map(|(se, _)| {
-                            x.choice(&v.name, se).map(|t| format!("`{se}`: {}", k.describe_tuned(t)))
+                            x.choice(&v.name, se)
+                                .map(|t| format!("`{se}`: {}", k.describe_tuned(t)))
                         })
                         .collect();
-                    format!("the best configuration found per series (search below): {}", per.join("; "))
+                    format!(
+                        "the best configuration found per series (search below): {}",
+                        per.join("; ")
+                    )
                 }
                 None => sl.insts[0].label.clone(),
             },

@@ -437,7 +437,8 @@ mod tests {
             format!("runners=['pool']\n{ok}"),
             format!("runners=['pool']\nthreads=[0]\n{bw}"),
             format!("threads=[2]\n{bw}"),
-            format!("{ok}[search]\nservers=['bareweb']\n").replace("servers=['nginx']", "servers=['nginx','bareweb']"),
+            format!("{ok}[search]\nservers=['bareweb']\n")
+                .replace("servers=['nginx']", "servers=['nginx','bareweb']"),
             format!("{ok}[search]\nseries=['nope']\n"),
             format!("{ok}[search]\nseconds=0\n"),
         ] {

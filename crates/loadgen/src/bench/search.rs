@@ -376,7 +376,11 @@ pub fn section(s: &mut String, search: &Search, points: &[Point]) {
                         None => "–".into(),
                     })
                     .collect();
-                let mark = if ti == chosen.tuning { " **(best)**" } else { "" };
+                let mark = if ti == chosen.tuning {
+                    " **(best)**"
+                } else {
+                    ""
+                };
                 let _ = writeln!(s, "| {label}{mark} | {} |", cells.join(" | "));
             }
             for (ti, why) in &sv.failed {
