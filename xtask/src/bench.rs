@@ -1,8 +1,8 @@
 //! `cargo xtask test` stage (alone: `cargo xtask bench-smoke`): `bareweb bench --smoke`
-//! end to end (namespaces, TAP, bareweb, nginx, lighttpd, h2o), then checks that it
-//! produced the table with the ratio to nginx and at least one PNG, and that no server
-//! sent a wrong body, status or framing. Needs root; under CI=true it fails rather than
-//! skips.
+//! end to end (namespaces, TAP, AF_XDP, bareweb, nginx, lighttpd, h2o), then checks that
+//! it produced the table with the ratio to nginx, the peer search's choice, at least one
+//! PNG, and that no server sent a wrong body, status or framing. Needs root; under CI=true
+//! it fails rather than skips.
 
 use std::path::Path;
 use std::process::Command;
@@ -45,6 +45,20 @@ pub fn bench_smoke() -> Result<(), String> {
     if !report.contains("vs nginx") || ratio_rows == 0 {
         return Err(format!(
             "bench smoke: no table with ratios to nginx in {}/report.md",
+            out.display()
+        ));
+    }
+    // The peer search ran and the report names the configuration it chose (issue 18), and
+    // bareweb on AF_XDP is in the table.
+    if !report.contains("#### Configuration search") || !report.contains("**(best)**") {
+        return Err(format!(
+            "bench smoke: no configuration search with a chosen best in {}/report.md",
+            out.display()
+        ));
+    }
+    if !rows.iter().any(|l| l.contains("| bareweb-xdp |")) {
+        return Err(format!(
+            "bench smoke: no bareweb-xdp rows in {}/report.md",
             out.display()
         ));
     }
