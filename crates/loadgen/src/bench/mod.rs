@@ -457,9 +457,9 @@ pub fn bench(o: &Options) -> Result<Results, String> {
                     let per: Vec<String> = sl
                         .by_series
                         .iter()
-                        .filter_map(|(se, _)| {
-                            x.choice(&v.name, se)
-                                .map(|t| format!("`{se}`: {}", k.describe_tuned(t)))
+                        .map(|(se, at)| match x.choice(&v.name, se) {
+                            Some(t) => format!("`{se}`: {}", k.describe_tuned(t)),
+                            None => format!("`{se}` (not searched): {}", sl.insts[*at].label),
                         })
                         .collect();
                     format!(

@@ -215,6 +215,12 @@ pub fn run(
         seconds: spec.seconds,
         ..Search::default()
     };
+    // Absolute: the servers run with other working directories (nginx resolves a
+    // relative path against its prefix).
+    let work = std::fs::canonicalize(&o.out)
+        .map_err(|e| format!("{}: {e}", o.out.display()))?
+        .join("servers");
+    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
     let mut n = 0usize;
     for (name, kind) in chosen_kinds {
         let tunings = kind.tunings(&workers);
@@ -228,8 +234,6 @@ pub fn run(
             if sys::stop_requested() {
                 return Err("interrupted; servers and namespaces removed".into());
             }
-            let work = o.out.join("servers");
-            std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
             let ctx = StartCtx {
                 tag: format!("{prefix}s{n}"),
                 net: 100 + (n % 100) as u8,
@@ -278,6 +282,12 @@ pub fn run(
                 );
                 out.trials.push(tr);
             }
+        }
+        if searched.failed.len() == tunings.len() {
+            return Err(format!(
+                "search: no configuration of {name} started; the first said: {}",
+                searched.failed.first().map_or("", |(_, e)| e.as_str())
+            ));
         }
         for se in &series {
             let rate = points
