@@ -29,10 +29,11 @@ first response byte), averaged over the clients; the table shows medians over ro
 the gain of spread over off, next to the paper's (Fig. 8-11: 44 % connection time and 29 %
 first response for 1 MB with two clients, 42 % and 21 % with three).
 
-**Recovery.** One client streams a 1 MiB file on a keep-alive connection
-(client.py stream); after 1 s a TAP is taken down (`ip link set T down`): the send NIC
-(`--bond split`, so the connection's NIC is known) or the receive NIC (`spread`). The
-recovery time is from the link going down to the next byte the client reads; median of
+**Recovery.** One client streams a 1 MiB file again and again on a keep-alive connection
+with a 64 KiB receive buffer (client.py stream); after 1.5 s a TAP is taken down (`ip
+link set T down`): the send NIC (`--bond split`, so the connection's NIC is known) or the
+receive NIC (`spread`). The recovery time is from the link going down to the end of the
+longest stall of the client's reads that follows (data flowing again); median of
 `--recovery-runs` runs, for `--bond-monitor-ms` 100 (the default) and 20.
 
 Needs root (namespaces, TAP, veth, ifb, tc). Everything it starts runs in namespaces it
@@ -244,10 +245,14 @@ def recovery(args, bed, site):
                 if p.returncode != 0:
                     raise RuntimeError(f"stream failed: {e[-500:]}")
                 r = json.loads(o.strip().splitlines()[-1])
-                after = [g for g in r["gaps"] if g[1] > t_down]
-                # The stall the failure fell into (or none: the next read came at once).
-                stall = next((g for g in after if g[0] <= t_down + 0.005), None)
-                times.append(1000 * ((stall[1] if stall else t_down) - t_down))
+                # The longest stall of the stream that ends after the link went down (the
+                # client may read what was already on its way for a moment first): data
+                # flows again at its end.
+                after = [g for g in r["gaps"] if g[1] > t_down and g[0] < t_down + 1.0]
+                stall = max(after, key=lambda g: g[1] - g[0], default=None)
+                if stall is None:
+                    raise RuntimeError(f"no stall after the link went down: {r}")
+                times.append(1000 * (stall[1] - t_down))
             out[(monitor, name)] = times
             print(f"recovery, {name} down, monitor {monitor} ms: "
                   f"{', '.join(f'{t:.0f}' for t in times)} ms", flush=True)

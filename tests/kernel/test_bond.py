@@ -87,7 +87,9 @@ class BondKernel(Kernel):
         from qemu_harness import CLIENT
         p = subprocess.Popen(self.ns.cmd("python3", CLIENT, "sniff", BRIDGE, seconds, SERVER_IP),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(0.3)
+        # Traffic starts once the capture's socket is bound (it says so on stderr).
+        line = p.stderr.readline()
+        assert line == "ready\n", line + p.stderr.read()
         return p
 
 

@@ -484,16 +484,23 @@ def cmd_sniff(args):
     """sniff IFACE SECONDS SERVER_IP: every frame on IFACE for SECONDS, or until SIGTERM
     (AF_PACKET): the server's TCP frames counted by source MAC, with and without payload,
     its UDP datagrams by source MAC and size (128 payload bytes or more: big), and its ARP
-    frames as (operation, Ethernet source, sender hardware address)."""
+    frames as (operation, Ethernet source, sender hardware address). Prints `ready` on
+    stderr once its socket is bound."""
     import signal
     iface, secs, server = args[0], float(args[1]), socket.inet_aton(args[2])
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+    # Room for what arrives while Python is slow (a TAP's frames are up to 64 KiB: the
+    # default buffer holds three): root may set more than rmem_max.
+    s.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE
     s.bind((iface, 0))
     s.settimeout(0.2)
+    # The caller waits for this line before it starts the traffic (a fixed sleep was too
+    # short on a loaded machine: the capture then saw nothing).
+    print("ready", file=sys.stderr, flush=True)
     mac = lambda b: ":".join(f"{x:02x}" for x in b)
-    data, control, arps, udp = {}, {}, [], {}
+    data, data_bytes, control, arps, udp = {}, {}, {}, [], {}
     end = time.monotonic() + secs
     while time.monotonic() < end and not stop:
         try:
@@ -520,7 +527,9 @@ def cmd_sniff(args):
             payload = tot - ihl - doff
             d = data if payload > 0 else control
             d[src] = d.get(src, 0) + 1
-    out({"data": data, "control": control, "arps": arps[:50], "udp": udp})
+            data_bytes[src] = data_bytes.get(src, 0) + max(payload, 0)
+    out({"data": data, "data_bytes": data_bytes, "control": control, "arps": arps[:50],
+         "udp": udp})
 
 
 def cmd_stream(args):
@@ -531,6 +540,10 @@ def cmd_stream(args):
     path, secs = args[0], float(args[1])
     end = time.monotonic() + secs
     c = http.client.HTTPConnection(SERVER, PORT, timeout=30)
+    c.connect()
+    # A small receive buffer: what the client reads follows what arrives, so a stall of
+    # the sender shows as a gap between reads instead of being covered by buffered data.
+    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
     gaps, fetches, total, last = [], 0, 0, time.monotonic()
     while time.monotonic() < end:
         c.request("GET", path)

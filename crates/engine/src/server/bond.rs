@@ -20,6 +20,8 @@
 //!
 //! Without a set (`Config::bond` is `None`) every function here returns at its first line.
 
+use alloc::vec::Vec;
+
 use super::Server;
 use crate::bond::{BondRole, Chooser, Links, NicCounts, Part, Policy, MAX_NICS};
 use crate::nic::TxRing;
@@ -36,10 +38,12 @@ pub(super) struct ServerBond {
     dirty: bool,
     /// Gratuitous ARPs asked for and not yet sent (a full transmit ring defers them).
     garps_due: u8,
+    /// The connections moved in this round (room for every TCB, allocated at start).
+    moved: Vec<u32>,
 }
 
 impl ServerBond {
-    pub(super) fn new(role: BondRole) -> ServerBond {
+    pub(super) fn new(role: BondRole, tcbs: usize) -> ServerBond {
         let b = role.bond;
         let seen = b.links();
         ServerBond {
@@ -49,6 +53,7 @@ impl ServerBond {
             counts: Default::default(),
             dirty: true,
             garps_due: 0,
+            moved: Vec::with_capacity(tcbs),
         }
     }
 
@@ -170,12 +175,42 @@ impl<L: Lookup<'static>> Server<L> {
                     .saturating_add(asked)
                     .min(crate::bond::monitor::ANNOUNCES);
             }
+            let elected = now.receive != old.receive;
             self.iface.mac = b.receive_mac();
             if moved {
                 self.bond_move();
             }
+            self.bond_announce(tx);
+            self.bond_kick(elected, tx);
+        } else {
+            self.bond_announce(tx);
         }
-        self.bond_announce(tx);
+    }
+
+    /// After a failover, one segment at SND.UNA now, on the connection's (new) NIC, for
+    /// every connection with data in flight that the failure touched: those moved off a
+    /// dead NIC (what was in flight there is lost), and after an election every
+    /// connection (the client's ACKs went to the dead MAC until the gratuitous ARP, sent
+    /// just before). The client's answer, to the new MAC, restarts the flow at once and
+    /// its SACKs show what else was lost, instead of waiting for the loss probe or the
+    /// retransmission timer (200 ms or more). A segment it already had costs a duplicate.
+    fn bond_kick<T: TxRing>(&mut self, elected: bool, tx: &mut T) {
+        let Some(b) = self.bond.as_mut() else { return };
+        let mut ids = core::mem::take(&mut b.moved);
+        if elected {
+            ids.clear();
+            ids.extend((0..self.tcbs.0.len() as u32).filter(|&i| self.tcbs.0[i as usize].in_use()));
+        }
+        for &id in &ids {
+            let c = &self.tcbs.0[id as usize].tcp;
+            if c.state().is_synchronized() && c.flight() > 0 {
+                self.retransmit_una(id, tx);
+            }
+        }
+        ids.clear();
+        if let Some(b) = self.bond.as_mut() {
+            b.moved = ids;
+        }
     }
 
     /// Sends the gratuitous ARPs due, on the receive NIC; one the ring has no slot for
@@ -221,6 +256,9 @@ impl<L: Lookup<'static>> Server<L> {
             b.counts[usize::from(old)].moved_off += 1;
             b.counts[usize::from(k)].assigned += 1;
             b.dirty = true;
+            if b.moved.len() < b.moved.capacity() {
+                b.moved.push(id as u32);
+            }
             self.tcbs.0[id].send = k;
         }
     }
