@@ -141,8 +141,7 @@ impl ServerKind for Nginx {
         };
         // Workers as root (the bench runs as root), like lighttpd and h2o here: nginx's
         // default user cannot enter a results folder only root may (mktemp -d).
-        // SAFETY: geteuid has no preconditions.
-        let user = if unsafe { libc::geteuid() } == 0 {
+        let user = if crate::sys::is_root() {
             "user root;\n"
         } else {
             ""

@@ -146,7 +146,7 @@ impl Instance {
             .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
-    fn signal_tree(&self, sig: i32) {
+    fn signal_tree(&self, sig: sys::Signal) {
         for p in self.pids() {
             sys::kill(p, sig);
         }
@@ -155,13 +155,13 @@ impl Instance {
     /// Stops a pausable server's processes until [`Instance::resume`].
     pub fn pause(&self) {
         if self.pausable {
-            self.signal_tree(libc::SIGSTOP);
+            self.signal_tree(sys::Signal::STOP);
         }
     }
 
     pub fn resume(&self) {
         if self.pausable {
-            self.signal_tree(libc::SIGCONT);
+            self.signal_tree(sys::Signal::CONT);
         }
     }
 
@@ -171,7 +171,7 @@ impl Instance {
             return;
         };
         let pids = procfs::tree(child.id() as i32);
-        sys::kill(child.id() as i32, libc::SIGTERM);
+        sys::kill(child.id() as i32, sys::Signal::TERM);
         let end = Instant::now() + Duration::from_secs(3);
         while Instant::now() < end {
             if let Ok(Some(_)) = child.try_wait() {
@@ -181,7 +181,7 @@ impl Instance {
         }
         for p in pids.iter().rev() {
             if std::path::Path::new(&format!("/proc/{p}")).exists() {
-                sys::kill(*p, libc::SIGKILL);
+                sys::kill(*p, sys::Signal::KILL);
             }
         }
         let _ = child.kill();
