@@ -364,6 +364,7 @@ impl Start {
         cfg.gateway = s.gateway;
         cfg.port = s.port;
         cfg.sched = s.sched;
+        cfg.congestion = s.cc;
         cfg.tcbs = s.tcbs;
         cfg.max_per_ip = s.max_per_ip;
         cfg.syn_backlog = s.syn_backlog;
@@ -567,7 +568,7 @@ impl Start {
         }
         let s = &self.settings;
         kprintln!(
-            "bareweb: ready: serving {} files at http://{}:{}/{} on {nic} (MAC {mac}, {}/{} gw {}), sched {:?}, {} TCBs per core, {plan}, stats page {}, heap used {} KiB",
+            "bareweb: ready: serving {} files at http://{}:{}/{} on {nic} (MAC {mac}, {}/{} gw {}), sched {:?}, cc {:?}, {} TCBs per core, {plan}, stats page {}, heap used {} KiB",
             self.site.len(),
             s.ip,
             s.port,
@@ -576,6 +577,7 @@ impl Start {
             s.prefix,
             Gw(s.gateway),
             s.sched,
+            s.cc,
             s.tcbs,
             if s.stats_page { "on" } else { "off" },
             mem::used() >> 10

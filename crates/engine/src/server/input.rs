@@ -159,8 +159,9 @@ impl<L: Lookup<'static>> Server<L> {
             return self.no_connection(peer);
         };
         let iss = self.isn.isn(ends.0, ends.1, now);
-        let tcp =
-            Connection::accept(seg, iss, now).with_ts_offset(self.isn.ts_offset(ends.0, ends.1));
+        let tcp = Connection::accept(seg, iss, now)
+            .with_ts_offset(self.isn.ts_offset(ends.0, ends.1))
+            .with_congestion(self.cfg.congestion);
         self.open(id, peer, src_mac, tcp);
         self.send_syn_ack(id, tx);
     }
@@ -231,7 +232,8 @@ impl<L: Lookup<'static>> Server<L> {
             ..*seg
         };
         let mut tcp = Connection::accept(&syn, ack.wrapping_sub(1), now)
-            .with_ts_offset(self.isn.ts_offset(ends.0, ends.1));
+            .with_ts_offset(self.isn.ts_offset(ends.0, ends.1))
+            .with_congestion(self.cfg.congestion);
         tcp.syn_ack_sent(now);
         self.open(id, peer, src_mac, tcp); // half-open until the ACK below establishes it
         self.stats.tcp_syncookies_ok += 1;
