@@ -90,6 +90,18 @@ class Netns:
             raise AssertionError(f"client {args[0]} failed: {r.stderr[-2000:]}")
         return json.loads(r.stdout.strip().splitlines()[-1])
 
+    def wait_established(self, n, port=80, timeout=60):
+        """Waits until `n` TCP connections to `port` are established in this namespace
+        (clients that have connected), so what a test does next happens under them."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            r = self.run("ss", "-Htn", "state", "established", f"( dport = :{port} )",
+                         check=False)
+            if len(r.stdout.splitlines()) >= n:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"{n} connections to port {port} not established in {timeout} s")
+
     def close(self):
         subprocess.run(["ip", "netns", "del", self.name], check=False)
 
@@ -116,10 +128,7 @@ class Kernel:
         self.smp = smp
         tap = self.tap
         try:
-            self.ns.ip("tuntap", "add", "dev", tap, "mode", "tap",
-                       *(["multi_queue"] if multi_queue else []))
-            self.ns.ip("addr", "add", f"{HOST_IP}/24", "dev", tap)
-            self.ns.ip("link", "set", tap, "up")
+            self.setup_net(multi_queue)
         except Exception:
             self.ns.close()
             raise
@@ -153,6 +162,15 @@ class Kernel:
                 self.ns.close()
                 self.stderr.close()
                 raise
+
+    def setup_net(self, multi_queue):
+        """The TAP (with the host side's address) the kernel's NIC attaches to, made in
+        the namespace before QEMU starts (a subclass may make more: tests/kernel's bond)."""
+        tap = self.tap
+        self.ns.ip("tuntap", "add", "dev", tap, "mode", "tap",
+                   *(["multi_queue"] if multi_queue else []))
+        self.ns.ip("addr", "add", f"{HOST_IP}/24", "dev", tap)
+        self.ns.ip("link", "set", tap, "up")
 
     def log(self):
         try:

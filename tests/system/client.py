@@ -481,17 +481,28 @@ def cmd_parallel(args):
 
 
 def cmd_sniff(args):
-    """sniff IFACE SECONDS SERVER_IP: every frame on IFACE for SECONDS (AF_PACKET): the
-    server's IPv4 frames counted by source MAC, with and without TCP payload, and its ARP
-    frames as (operation, Ethernet source, sender hardware address)."""
+    """sniff IFACE SECONDS SERVER_IP: every frame on IFACE for SECONDS, or until SIGTERM
+    (AF_PACKET): the server's TCP frames counted by source MAC, with and without payload,
+    its UDP datagrams by source MAC and size (128 payload bytes or more: big), and its ARP
+    frames as (operation, Ethernet source, sender hardware address). Prints `ready` on
+    stderr once its socket is bound."""
+    import signal
     iface, secs, server = args[0], float(args[1]), socket.inet_aton(args[2])
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+    # Room for what arrives while Python is slow (a TAP's frames are up to 64 KiB: the
+    # default buffer holds three): root may set more than rmem_max.
+    s.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE
     s.bind((iface, 0))
     s.settimeout(0.2)
+    # The caller waits for this line before it starts the traffic (a fixed sleep was too
+    # short on a loaded machine: the capture then saw nothing).
+    print("ready", file=sys.stderr, flush=True)
     mac = lambda b: ":".join(f"{x:02x}" for x in b)
-    data, control, arps = {}, {}, []
+    data, data_bytes, control, arps, udp = {}, {}, {}, [], {}
     end = time.monotonic() + secs
-    while time.monotonic() < end:
+    while time.monotonic() < end and not stop:
         try:
             f, addr = s.recvfrom(70000)
         except socket.timeout:
@@ -502,6 +513,12 @@ def cmd_sniff(args):
         if etype == 0x0806 and len(f) >= 42 and f[28:32] == server:
             op = struct.unpack("!H", f[20:22])[0]
             arps.append(["request" if op == 1 else "reply", src, mac(f[22:28])])
+        elif etype == 0x0800 and len(f) >= 42 and f[26:30] == server and f[23] == 17:
+            ihl = (f[14] & 15) * 4
+            size = "big" if struct.unpack("!H", f[14 + ihl + 4:14 + ihl + 6])[0] - 8 >= 128 \
+                else "small"
+            u = udp.setdefault(src, {})
+            u[size] = u.get(size, 0) + 1
         elif etype == 0x0800 and len(f) >= 34 and f[26:30] == server and f[23] == 6:
             ihl = (f[14] & 15) * 4
             tot = struct.unpack("!H", f[16:18])[0]
@@ -510,7 +527,39 @@ def cmd_sniff(args):
             payload = tot - ihl - doff
             d = data if payload > 0 else control
             d[src] = d.get(src, 0) + 1
-    out({"data": data, "control": control, "arps": arps[:50]})
+            data_bytes[src] = data_bytes.get(src, 0) + max(payload, 0)
+    out({"data": data, "data_bytes": data_bytes, "control": control, "arps": arps[:50],
+         "udp": udp})
+
+
+def cmd_stream(args):
+    """stream PATH SECONDS: fetches PATH again and again on one keep-alive connection for
+    SECONDS, timing every read; reports the gaps of more than 5 ms between reads (each as
+    [start, end] on the system's monotonic clock, which other processes share), bytes
+    and fetches. bench/bond.py times a link failure's recovery with it."""
+    path, secs = args[0], float(args[1])
+    end = time.monotonic() + secs
+    c = http.client.HTTPConnection(SERVER, PORT, timeout=30)
+    c.connect()
+    # A small receive buffer: what the client reads follows what arrives, so a stall of
+    # the sender shows as a gap between reads instead of being covered by buffered data.
+    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    gaps, fetches, total, last = [], 0, 0, time.monotonic()
+    while time.monotonic() < end:
+        c.request("GET", path)
+        r = c.getresponse()
+        while True:
+            b = r.read(16384)
+            now = time.monotonic()
+            if now - last > 0.005:
+                gaps.append([round(last, 4), round(now, 4)])
+            last = now
+            if not b:
+                break
+            total += len(b)
+        fetches += 1
+    c.close()
+    out({"gaps": gaps, "bytes": total, "fetches": fetches})
 
 
 if __name__ == "__main__":

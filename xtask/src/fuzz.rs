@@ -27,6 +27,8 @@ pub const TARGETS: &[&str] = &[
     // The split round the parallel runners drive (issue 5).
     "server_split",
     "netcore",
+    // A bonded server on three NICs with flapping links (issue 14).
+    "bond",
     // The bare-machine kernel's parsers.
     "kernel_cmdline",
     "kernel_multiboot2",

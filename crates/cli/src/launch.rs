@@ -163,13 +163,13 @@ pub fn explain(stderr: &str, a: &RunArgs) -> Option<String> {
     if s.contains("Device or resource busy") {
         return Some(format!(
             "{} is busy: another process has the TAP open (another bareweb run or serve?)",
-            a.net
+            a.nets_text()
         ));
     }
     if s.contains("could not configure /dev/net/tun") || s.contains("Operation not permitted") {
         return Some(format!(
             "QEMU may not open {}: create it for your user first (sudo ip tuntap add NAME mode tap user $USER) or run as root",
-            a.net
+            a.nets_text()
         ));
     }
     if s.contains("cannot set up guest memory") {
@@ -188,7 +188,7 @@ pub fn explain(stderr: &str, a: &RunArgs) -> Option<String> {
 
 /// Checks the host side of `--listen` is free (then lets it go for QEMU to take).
 fn check_listen(a: &RunArgs) -> Result<(), String> {
-    if a.net != Net::User {
+    if a.nets[0] != Net::User {
         return Ok(());
     }
     match TcpListener::bind(a.listen) {
@@ -309,13 +309,18 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     if a.smp > 1 {
         eprintln!("bareweb: {}", cores_plan(&a)?.note);
     }
-    let serving = if a.net == Net::User {
+    let serving = if a.nets[0] == Net::User {
         format!(
-            "bareweb: serving at http://{}/{} (forwarded to {}:{}); Ctrl-C stops",
+            "bareweb: serving at http://{}/{} (forwarded to {}:{}){}; Ctrl-C stops",
             a.listen,
             a.server.udp_banner(a.listen.ip()),
             settings.ip,
-            settings.port
+            settings.port,
+            if a.nets.len() > 1 {
+                format!(", {} NICs on one QEMU hub", a.nets.len())
+            } else {
+                String::new()
+            }
         )
     } else {
         format!(
@@ -323,7 +328,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
             settings.ip,
             settings.port,
             a.server.udp_banner(settings.ip),
-            a.net
+            a.nets_text()
         )
     };
     let sink = match (&a.serial_log, a.headless) {

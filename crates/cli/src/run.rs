@@ -41,9 +41,12 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = Machine::Qboot)]
     pub machine: Machine,
     /// Network: `user` (QEMU user networking, no root; forwards --listen to the server)
-    /// or `tap:IFNAME` (a TAP device the caller prepared).
-    #[arg(long, default_value = "user", value_name = "user|tap:IFNAME")]
-    pub net: Net,
+    /// or `tap:IFNAME` (a TAP device the caller prepared). Given twice or more, the VM
+    /// has that many NICs (paper 002's bonding, see --bond): `user` each time puts them
+    /// all on one QEMU hub with user networking, `tap:` names one TAP per NIC (put them
+    /// on one bridge).
+    #[arg(long = "net", default_value = "user", value_name = "user|tap:IFNAME")]
+    pub nets: Vec<Net>,
     /// Host address forwarded to the server with `--net user`.
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "A.B.C.D:PORT")]
     pub listen: SocketAddrV4,
@@ -71,9 +74,14 @@ pub struct RunArgs {
     /// Write the console to this file.
     #[arg(long)]
     pub serial_log: Option<PathBuf>,
-    /// The server's MAC address (QEMU's default otherwise).
-    #[arg(long)]
-    pub mac: Option<Mac>,
+    /// The server's MAC address, once per --net in the same order (QEMU's defaults
+    /// otherwise: 52:54:00:12:34:56 and up).
+    #[arg(long = "mac", value_name = "MAC")]
+    pub macs: Vec<Mac>,
+    /// A QEMU monitor (HMP) on this Unix socket, e.g. to take a NIC's link down:
+    /// `echo "set_link nic1 off" | socat - UNIX-CONNECT:PATH` (NIC k is `nic{k}`).
+    #[arg(long, value_name = "PATH")]
+    pub monitor: Option<PathBuf>,
     /// QEMU binary.
     #[arg(long, default_value = "qemu-system-x86_64")]
     pub qemu: String,
@@ -115,6 +123,7 @@ impl RunArgs {
     /// Checks that need more than one option (usage errors).
     pub fn check(&self) -> Result<(), String> {
         self.server.check()?;
+        self.check_nets()?;
         self.cores_plan().map(|_| ())?;
         opts::kernel_settings(&self.cmdline())?;
         if crate::image::kind_of(&self.site) == crate::image::Kind::Iso {
@@ -130,6 +139,50 @@ impl RunArgs {
             }
         }
         Ok(())
+    }
+
+    /// The NICs: at most four, all `user` (one hub) or all TAPs, each TAP once, at most a
+    /// MAC each, and `--bond` only with two or more.
+    fn check_nets(&self) -> Result<(), String> {
+        let n = self.nets.len();
+        if n > bareweb_engine::bond::MAX_NICS {
+            return Err(format!(
+                "{n} --net: the kernel drives {} NICs at most",
+                bareweb_engine::bond::MAX_NICS
+            ));
+        }
+        let users = self.nets.iter().filter(|n| **n == Net::User).count();
+        if users != 0 && users != n {
+            return Err(
+                "--net user and --net tap: do not mix: a NIC set is on one link (a QEMU hub \
+                 with user networking, or TAPs on one bridge)"
+                    .into(),
+            );
+        }
+        if let Some(t) = self
+            .nets
+            .iter()
+            .enumerate()
+            .find_map(|(i, t)| (*t != Net::User && self.nets[..i].contains(t)).then_some(t))
+        {
+            return Err(format!("--net {t} is given twice"));
+        }
+        if self.macs.len() > n {
+            return Err(format!(
+                "{} --mac for {n} --net: give one MAC per NIC",
+                self.macs.len()
+            ));
+        }
+        self.server.bonding(n).map(|_| ())
+    }
+
+    /// The NICs' networks as the user gave them (`tap:a + tap:b`).
+    pub fn nets_text(&self) -> String {
+        self.nets
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(" + ")
     }
 
     /// The kernel command line: the shared options given, `--stats-log`, `--append`.
@@ -309,33 +362,34 @@ pub fn qemu_args(
     push("isa-debug-exit,iobase=0xf4,iosize=0x04");
     push("-serial");
     push("stdio");
-    push("-netdev");
-    match &a.net {
-        Net::User => push(&format!(
-            "user,id=n0,hostfwd=tcp:{}:{}-{}:{}{}",
-            a.listen.ip(),
-            a.listen.port(),
-            settings.ip,
-            settings.port,
-            // The UDP protocol's port, forwarded from the same host address, same number.
-            match settings.udp.port {
-                Some(u) => format!(",hostfwd=udp:{}:{u}-{}:{u}", a.listen.ip(), settings.ip),
-                None => String::new(),
-            }
-        )),
-        Net::Tap(ifname) => {
-            let queues = match plan.queues {
-                1 => String::new(),
-                n => format!(",queues={n}"),
-            };
-            push(&format!(
-                "tap,id=n0,ifname={ifname},script=no,downscript=no,vhost=off{queues}"
-            ));
-        }
+    if let Some(m) = &a.monitor {
+        push("-monitor");
+        push(&format!("unix:{},server=on,wait=off", m.display()));
     }
-    let mac = match a.mac {
-        Some(m) => format!(",mac={m}"),
-        None => String::new(),
+    let user = format!(
+        "user,id={{id}},hostfwd=tcp:{}:{}-{}:{}{}",
+        a.listen.ip(),
+        a.listen.port(),
+        settings.ip,
+        settings.port,
+        // The UDP protocol's port, forwarded from the same host address, same number.
+        match settings.udp.port {
+            Some(u) => format!(",hostfwd=udp:{}:{u}-{}:{u}", a.listen.ip(), settings.ip),
+            None => String::new(),
+        }
+    );
+    let several = a.nets.len() > 1;
+    if several && a.nets[0] == Net::User {
+        // One user network for every NIC: a QEMU hub joins them (it repeats every frame to
+        // every port, as a hub does), so they share one link as on a switch.
+        push("-netdev");
+        push(&user.replace("{id}", "u0"));
+        push("-netdev");
+        push("hubport,id=h0,hubid=0,netdev=u0");
+    }
+    let queues = match plan.queues {
+        1 => String::new(),
+        n => format!(",queues={n}"),
     };
     let mq = match plan.queues {
         1 => String::new(),
@@ -343,12 +397,26 @@ pub fn qemu_args(
         // (QEMU's recommendation; the kernel polls and uses none).
         n => format!(",mq=on,vectors={}", 2 * n + 2),
     };
-    push("-device");
-    match a.nic {
-        NicModel::Virtio => push(&format!(
-            "virtio-net-pci,netdev=n0,rx_queue_size=1024{mac}{mq}"
-        )),
-        NicModel::E1000 => push(&format!("e1000,netdev=n0{mac}")),
+    for (k, net) in a.nets.iter().enumerate() {
+        push("-netdev");
+        match net {
+            Net::User if several => push(&format!("hubport,id=n{k},hubid=0")),
+            Net::User => push(&user.replace("{id}", &format!("n{k}"))),
+            Net::Tap(ifname) => push(&format!(
+                "tap,id=n{k},ifname={ifname},script=no,downscript=no,vhost=off{queues}"
+            )),
+        }
+        let mac = match a.macs.get(k) {
+            Some(m) => format!(",mac={m}"),
+            None => String::new(),
+        };
+        push("-device");
+        match a.nic {
+            NicModel::Virtio => push(&format!(
+                "virtio-net-pci,netdev=n{k},id=nic{k},rx_queue_size=1024{mac}{mq}"
+            )),
+            NicModel::E1000 => push(&format!("e1000,netdev=n{k},id=nic{k}{mac}")),
+        }
     }
     Ok(v)
 }
@@ -386,10 +454,21 @@ fn tap_kind(ifname: &str) -> TapKind {
 /// The cores plan for `a` (errors for impossible combinations).
 pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
     let mode = a.server.mode;
-    let tap = match &a.net {
-        Net::Tap(name) => Some(tap_kind(name)),
-        Net::User => None,
-    };
+    // Every NIC of a set gets the same queues: the least multi-queue TAP decides.
+    let tap = a
+        .nets
+        .iter()
+        .map(|n| match n {
+            Net::Tap(name) => Some(tap_kind(name)),
+            Net::User => None,
+        })
+        .min_by_key(|k| match k {
+            None => 0,
+            Some(TapKind::SingleQueue) => 1,
+            Some(TapKind::Missing) => 2,
+            Some(TapKind::MultiQueue) => 3,
+        })
+        .flatten();
     // QEMU opens a multi-queue TAP only with queues >= 2 (IFF_MULTI_QUEUE is set only
     // then); a kernel that uses fewer pairs leaves the others off and QEMU detaches their
     // TAP queues, so everything arrives on the pairs in use.
@@ -412,10 +491,10 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
         (NicModel::Virtio, None) => {
             Some("QEMU user networking gives the NIC one queue".to_string())
         }
-        (NicModel::Virtio, Some(TapKind::SingleQueue)) => Some(format!(
-            "TAP {} is single-queue (create it with `ip tuntap add NAME mode tap multi_queue`)",
-            a.net.to_string().trim_start_matches("tap:")
-        )),
+        (NicModel::Virtio, Some(TapKind::SingleQueue)) => Some(
+            "a TAP is single-queue (create it with `ip tuntap add NAME mode tap multi_queue`)"
+                .to_string(),
+        ),
         _ => None,
     };
     match (mode, why_not) {
@@ -503,6 +582,73 @@ mod tests {
         assert!(qemu(&["--tcbs", "64"]).unwrap().contains("tcbs=64"));
         assert!(Cli::try_parse_from(["bareweb", "site", "--port", "0"]).is_err());
         assert_eq!(args(&["--port", "8080"]).server.port, Some(8080));
+    }
+
+    #[test]
+    fn several_nics_reach_qemu_and_bad_sets_are_refused() {
+        // Two user networks: one slirp on one hub, a hub port and a device per NIC.
+        let two = qemu(&["--machine", "pc", "--net", "user", "--net", "user"]).unwrap();
+        assert!(two.contains("-netdev user,id=u0,hostfwd=tcp:127.0.0.1:8080-10.0.2.15:80"));
+        assert!(
+            two.contains("-netdev hubport,id=h0,hubid=0,netdev=u0"),
+            "{two}"
+        );
+        assert!(
+            two.contains("-netdev hubport,id=n1,hubid=0 -device virtio-net-pci,netdev=n1,id=nic1")
+        );
+        // TAPs: one netdev each, MACs in order, the monitor, the bond words.
+        let taps = qemu(&[
+            "--machine",
+            "pc",
+            "--net",
+            "tap:bwa",
+            "--net",
+            "tap:bwb",
+            "--nic",
+            "e1000",
+            "--mac",
+            "02:00:00:00:00:01",
+            "--mac",
+            "02:00:00:00:00:02",
+            "--bond",
+            "split",
+            "--bond-policy",
+            "size",
+            "--monitor",
+            "/tmp/m",
+        ])
+        .unwrap();
+        assert!(taps.contains("tap,id=n1,ifname=bwb,"), "{taps}");
+        assert!(
+            taps.contains("e1000,netdev=n1,id=nic1,mac=02:00:00:00:00:02"),
+            "{taps}"
+        );
+        assert!(
+            taps.contains("-monitor unix:/tmp/m,server=on,wait=off"),
+            "{taps}"
+        );
+        assert!(taps.contains("bond=split bond_policy=size"), "{taps}");
+        for (bad, why) in [
+            (&["--net", "user", "--net", "tap:bwa"][..], "do not mix"),
+            (&["--net", "tap:bwa", "--net", "tap:bwa"], "given twice"),
+            (&["--bond", "spread"], "needs two NICs"),
+            (
+                &["--mac", "02:00:00:00:00:01", "--mac", "02:00:00:00:00:02"],
+                "one MAC per NIC",
+            ),
+            (
+                &[
+                    "--net", "user", "--net", "user", "--net", "user", "--net", "user", "--net",
+                    "user",
+                ],
+                "4 NICs at most",
+            ),
+        ] {
+            let mut v = vec!["bareweb", "site"];
+            v.extend_from_slice(bad);
+            let e = Cli::try_parse_from(v).unwrap().run.check().unwrap_err();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub mod drivers;
 pub mod embedded;
 pub mod exit;
 pub mod mem;
+pub mod nics;
 pub mod pci;
 pub mod serve;
 

@@ -29,13 +29,14 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::AtomicBool;
 
+use bareweb_engine::bond::{Bond, BondRole};
 use bareweb_engine::cores::board::{Board, WithStatsPage};
 use bareweb_engine::cores::netcore::{Dispatch, Drain, NetCoreNic};
 use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
 use bareweb_engine::cores::run::{run_core, run_core_ticking, CoreCtx};
 use bareweb_engine::cores::{CoreQueue, DispatchCounters};
-use bareweb_engine::nic::{Clock, Nic, NicCaps, NicCounters};
+use bareweb_engine::nic::{Clock, Nic, NicCaps, NicCounters, RxRing, TxRing};
 use bareweb_engine::resource::{Found, Lookup, Redirect, Resource};
 use bareweb_engine::ring::Doze;
 use bareweb_engine::server::{AccessLog, AccessRecord, Config, Server, Timeouts};
@@ -50,6 +51,7 @@ use crate::cmdline::{self, CoreMode, Settings};
 use crate::drivers::e1000::E1000;
 use crate::drivers::virtio_net::VirtioNet;
 use crate::drivers::Driver;
+use crate::nics;
 use crate::pci::{self, Device};
 use crate::{acpi, embedded, fatal, kprintln, mem};
 
@@ -158,7 +160,7 @@ pub fn boot(info: &BootInfo) -> ! {
         kprintln!("crash: there is no application core to fail");
     }
     let t_pci = crate::arch::cpu::rdtsc();
-    let mut found = None;
+    let mut found: Vec<Device> = Vec::new();
     pci::enumerate(|d| {
         kprintln!(
             "pci: {} {:04x}:{:04x} class {:02x}{:02x}",
@@ -168,8 +170,8 @@ pub fn boot(info: &BootInfo) -> ! {
             d.class.0,
             d.class.1
         );
-        if found.is_none() && drivable(d) {
-            found = Some(*d);
+        if drivable(d) {
+            found.push(*d);
         }
     });
     kprintln!("pci: scanned in {} ms", ms(t_pci));
@@ -179,10 +181,10 @@ pub fn boot(info: &BootInfo) -> ! {
         clock,
         cores,
     };
-    match found {
-        Some(d) => ctx.serve_found(&d),
-        None => fatal!("no supported NIC (virtio-net or e1000) found on PCI"),
+    if found.is_empty() {
+        fatal!("no supported NIC (virtio-net or e1000) found on PCI");
     }
+    ctx.serve_found(&found)
 }
 
 /// Sets up the APIC and starts the other processors (as many as `cores=` allows); returns
@@ -318,42 +320,45 @@ fn isn_key() -> [u8; 16] {
     k
 }
 
-/// Core 0's queue pair in network-core mode: the engine's `NetCoreNic` over the driver's
-/// two sides, reporting the device's counters (doorbells) to the board as well.
-struct Core0<D: Driver>(NetCoreNic<D::Rx, D::Tx, TscClock>);
+/// Core 0's queue pair in network-core mode: the engine's `NetCoreNic` over the device's
+/// two sides (a driver's, or a NIC set's), reporting the device's counters (doorbells) to
+/// the board as well, through `device`.
+struct Core0<R: RxRing, T: TxRing> {
+    nic: NetCoreNic<R, T, TscClock>,
+    device: fn(&R, &T, &mut NicCounters),
+}
 
-impl<D: Driver> Nic for Core0<D> {
-    type Rx = Dispatch<D::Rx, TscClock>;
-    type Tx = Drain<D::Tx, TscClock>;
+impl<R: RxRing, T: TxRing> Nic for Core0<R, T> {
+    type Rx = Dispatch<R, TscClock>;
+    type Tx = Drain<T, TscClock>;
 
     fn split(&mut self) -> (&mut Self::Rx, &mut Self::Tx) {
-        self.0.split()
+        self.nic.split()
     }
 
     fn mac(&self) -> EthernetAddress {
-        self.0.mac()
+        self.nic.mac()
     }
 
     fn caps(&self) -> NicCaps {
-        self.0.caps()
+        self.nic.caps()
     }
 
     fn counters(&self) -> NicCounters {
-        let mut c = self.0.counters();
-        let (r, t) = self.0.inner();
-        D::rx_counters(r, &mut c);
-        D::tx_counters(t, &mut c);
+        let mut c = self.nic.counters();
+        let (r, t) = self.nic.inner();
+        (self.device)(r, t, &mut c);
         c
     }
 }
 
-impl<D: Driver> CoreQueue for Core0<D> {
+impl<R: RxRing, T: TxRing> CoreQueue for Core0<R, T> {
     fn connections_closed(&mut self, closed: &[(Peer, u64)]) {
-        self.0.connections_closed(closed);
+        self.nic.connections_closed(closed);
     }
 
     fn dispatch_counters(&self) -> DispatchCounters {
-        self.0.dispatch_counters()
+        self.nic.dispatch_counters()
     }
 }
 
@@ -392,58 +397,111 @@ impl Start {
         }
     }
 
-    /// Serves on `dev` with the driver that drives it (see [`drivable`]).
-    fn serve_found(self, dev: &Device) -> ! {
+    /// Serves on the NICs `devs` (every drivable one found, in PCI order) with the driver
+    /// of the first (see [`drivable`]); a set is of one driver.
+    fn serve_found(self, devs: &[Device]) -> ! {
+        let dev = &devs[0];
         if VirtioNet::matches(dev) {
-            self.serve::<VirtioNet>(dev)
+            self.serve::<VirtioNet>(devs)
         } else if E1000::matches(dev) {
-            self.serve::<E1000>(dev)
+            self.serve::<E1000>(devs)
         } else {
             fatal!("pci: no driver for {}", dev.addr)
         }
     }
 
-    /// Brings `dev` up with as many queue pairs as the plan can use, lets the engine's
-    /// plan choose the mode from what the device gave, and serves.
-    fn serve<D: Driver>(self, dev: &Device) -> ! {
-        let t_nic = crate::arch::cpu::rdtsc();
+    /// Brings the NICs up with as many queue pairs as the plan can use (every NIC of the
+    /// driver when bonding, else the first), lets the engine's plan choose the mode from
+    /// what they gave, and serves; on a NIC set, every core's queue pair is a `BondNic`.
+    fn serve<D: Driver>(self, devs: &[Device]) -> !
+    where
+        D::Rx: Send,
+        D::Tx: Send,
+    {
         let asked = self.settings.mode.map(|m| match m {
             CoreMode::NetCore => Asked::NetCore,
             CoreMode::PerQueue => Asked::PerQueue,
         });
         let want = plan::queues_wanted(self.cores, asked);
-        let (mut nics, offered) = match D::open(dev, want) {
-            Ok(n) => n,
-            Err(e) => fatal!("{} at {}: {e:?}", D::NAME, dev.addr),
-        };
-        kprintln!(
-            "nic: {} up in {} ms, {} of {offered} queue pair(s)",
-            D::NAME,
-            (crate::arch::cpu::rdtsc() - t_nic) * 1000 / self.clock.hz,
-            nics.len()
-        );
-        let Some(mac) = nics.first().map(Nic::mac) else {
-            fatal!("{} at {}: no queue pair", D::NAME, dev.addr)
-        };
+        let found = devs.iter().filter(|d| D::matches(d)).count();
+        let bonding = nics::bonding(&self.settings, found);
+        let max = if bonding.is_some() { found } else { 1 };
+        let opened = nics::open::<D>(devs, want, max, self.clock.hz);
         if self.settings.client.on {
-            crate::client::run(&self.settings, self.clock, nics);
+            // The UDP client (issue 13) on the first NIC.
+            let first = opened.nics.into_iter().next().unwrap_or_default();
+            crate::client::run(&self.settings, self.clock, first);
         }
-        let decision = plan::decide(self.cores, asked, self.settings.bsp_http, nics.len());
-        kprintln!("mode: {} ({})", decision.mode.name(), decision.why);
+        let queues = opened.nics.first().map_or(0, Vec::len);
+        let decision = plan::decide(self.cores, asked, self.settings.bsp_http, queues);
+        kprintln!(
+            "mode: {} ({}), {} of {} queue pair(s)",
+            decision.mode.name(),
+            decision.why,
+            queues,
+            opened.offered
+        );
         let t = crate::arch::cpu::rdtsc();
-        let plan = Plan::new(decision.mode, self.cores, self.pages(), self.config(), mac)
+        let mut cfg = self.config();
+        let mac = opened.macs[0];
+        let Some((mode, policy, ms)) = bonding else {
+            let plan = Plan::new(decision.mode, self.cores, self.pages(), cfg, mac)
+                .with_board(self.page_settings());
+            let mut nics = opened.nics.into_iter().next().unwrap_or_default();
+            match decision.mode {
+                Mode::NetCore { .. } => match nics.pop() {
+                    Some(nic) if nics.is_empty() => {
+                        let (rx, tx) = nic.into_rings();
+                        self.netcore(&plan, rx, tx, nics::device_counters::<D>, D::NAME, t)
+                    }
+                    _ => fatal!("netcore: {} queue pairs for one NIC owner", nics.len() + 1),
+                },
+                Mode::Single | Mode::PerQueue => self.per_queue(&plan, nics, D::NAME, t),
+            }
+        };
+        let bond = match Bond::new(mode, policy, &opened.macs, ms, self.cores) {
+            Ok(b) => b.leak(),
+            Err(e) => fatal!("bond: {e}"),
+        };
+        cfg.bond = Some(BondRole {
+            bond,
+            core: 0,
+            announcer: true,
+        });
+        kprintln!(
+            "bond: {} over {} {} NICs, NIC 0 receives, policy {}, links read every {ms} ms",
+            mode.name(),
+            bond.count(),
+            D::NAME,
+            policy.name()
+        );
+        let plan = Plan::new(decision.mode, self.cores, self.pages(), cfg, mac)
             .with_board(self.page_settings());
+        let name = alloc::format!("{} {}", bond.count(), D::NAME);
         match decision.mode {
-            Mode::NetCore { .. } => match nics.pop() {
-                Some(nic) if nics.is_empty() => self.netcore(&plan, nic, t),
-                _ => fatal!("netcore: {} queue pairs for one NIC owner", nics.len() + 1),
-            },
-            Mode::Single | Mode::PerQueue => self.per_queue(&plan, nics, t),
+            Mode::NetCore { .. } => {
+                let mut sets = nics::sets(bond, opened, 1, self.clock);
+                let Some(set) = sets.pop() else {
+                    fatal!("netcore: no queue pair for the NIC owner")
+                };
+                let (rx, tx) = set.into_rings();
+                self.netcore(&plan, rx, tx, nics::bond_counters::<D>, &name, t)
+            }
+            Mode::Single | Mode::PerQueue => {
+                let sets = nics::sets(bond, opened, plan.cores, self.clock);
+                self.per_queue(&plan, sets, &name, t)
+            }
         }
     }
 
     /// A core per queue pair, each with a whole `Server` (one core: the single server).
-    fn per_queue<D: Driver>(self, plan: &Plan<Pages>, nics: Vec<D>, t: u64) -> ! {
+    fn per_queue<N: CoreQueue + Send + 'static>(
+        self,
+        plan: &Plan<Pages>,
+        nics: Vec<N>,
+        name: &str,
+        t: u64,
+    ) -> ! {
         let n = nics.len();
         if n != plan.cores {
             fatal!(
@@ -466,22 +524,28 @@ impl Start {
         }
         let what = match plan.mode {
             Mode::Single => "one core".into(),
-            _ => alloc::format!(
-                "perqueue: {n} cores, a {} queue pair and a server each",
-                D::NAME
-            ),
+            _ => alloc::format!("perqueue: {n} cores, a {name} queue pair and a server each"),
         };
-        self.start_serving(t, D::NAME, mac, &what, jobs);
+        self.start_serving(t, name, mac, &what, jobs);
         match mine {
             Some((server, nic)) => self.run_core0(server, nic, board),
             None => fatal!("{}: no queue pair for core 0", plan.mode.name()),
         }
     }
 
-    /// Network-core mode: core 0 owns `nic`, HTTP cores are fed by the engine's rings.
-    fn netcore<D: Driver>(self, plan: &Plan<Pages>, nic: D, t: u64) -> ! {
+    /// Network-core mode: core 0 owns the device's two sides `rx` and `tx` (a driver's or
+    /// a NIC set's, whose counters `device` reads), HTTP cores are fed by the engine's
+    /// rings.
+    fn netcore<R: RxRing + 'static, T: TxRing + 'static>(
+        self,
+        plan: &Plan<Pages>,
+        rx: R,
+        tx: T,
+        device: fn(&R, &T, &mut NicCounters),
+        name: &str,
+        t: u64,
+    ) -> ! {
         let board = plan.board.expect("the kernel's plan has a board");
-        let (rx, tx) = nic.into_rings();
         // The kernel's cores poll without sleeping: doze-less links (a nudge is a branch).
         let queues = plan.netcore(rx, tx, self.clock, &Doze::none(), |_| Doze::none());
         let mut jobs: Vec<smp::Job> = Vec::with_capacity(plan.cores);
@@ -496,8 +560,12 @@ impl Start {
             if bsp_http { " and serves HTTP" } else { "" },
             plan.cores - 1
         );
-        self.start_serving(t, D::NAME, plan.mac, &what, jobs);
-        self.run_core0(server, Core0::<D>(queues.core0), board)
+        self.start_serving(t, name, plan.mac, &what, jobs);
+        let nic = Core0 {
+            nic: queues.core0,
+            device,
+        };
+        self.run_core0(server, nic, board)
     }
 
     /// A job for application core `core`: serve over `nic` forever, polling.
@@ -683,6 +751,7 @@ pub fn print_stats(board: &Board, clock: &TscClock) {
         mem::late_allocs(),
         stack
     );
+    nics::print_bond(board);
 }
 
 /// Recursion that only a stack's end stops (`crash=overflow-ap`).

@@ -15,9 +15,12 @@
 //!   was lost on the dead link TCP retransmits), and, on the announcing core, sends a
 //!   gratuitous ARP for each one the monitor asked for.
 //! - **Datagrams** ([`Server::via_datagram`]): the seam for a protocol without
-//!   connections (issue 13's UDP server): a send NIC per datagram by the same policy.
+//!   connections: issue 13's UDP server (`server/udp.rs`) asks it for every packet of an
+//!   answer, a send NIC per datagram by the same policy.
 //!
 //! Without a set (`Config::bond` is `None`) every function here returns at its first line.
+
+use alloc::vec::Vec;
 
 use super::Server;
 use crate::bond::{BondRole, Chooser, Links, NicCounts, Part, Policy, MAX_NICS};
@@ -33,10 +36,14 @@ pub(super) struct ServerBond {
     /// The server's part of the per-NIC counters (`conns` is the chooser's).
     counts: [NicCounts; MAX_NICS],
     dirty: bool,
+    /// Gratuitous ARPs asked for and not yet sent (a full transmit ring defers them).
+    garps_due: u8,
+    /// The connections moved in this round (room for every TCB, allocated at start).
+    moved: Vec<u32>,
 }
 
 impl ServerBond {
-    pub(super) fn new(role: BondRole) -> ServerBond {
+    pub(super) fn new(role: BondRole, tcbs: usize) -> ServerBond {
         let b = role.bond;
         let seen = b.links();
         ServerBond {
@@ -45,6 +52,8 @@ impl ServerBond {
             chooser: Chooser::new(b.policy(), b.count(), b.senders(seen), seen.receive),
             counts: Default::default(),
             dirty: true,
+            garps_due: 0,
+            moved: Vec::with_capacity(tcbs),
         }
     }
 
@@ -147,32 +156,77 @@ impl<L: Lookup<'static>> Server<L> {
         }
     }
 
-    /// Applies what the link monitor published since the last round (see the module doc).
+    /// Applies what the link monitor published since the last round (see the module
+    /// doc), and sends the gratuitous ARPs still due.
     pub(super) fn bond_sync<T: TxRing>(&mut self, tx: &mut T) {
         let Some(b) = self.bond.as_mut() else { return };
         let now = b.role.bond.links();
-        if now == b.seen {
-            return;
+        if now != b.seen {
+            let old = core::mem::replace(&mut b.seen, now);
+            let senders = b.role.bond.senders(now);
+            let moved = senders != b.chooser.senders() || now.receive != old.receive;
+            b.chooser.set_senders(senders, now.receive);
+            if b.role.announcer {
+                // One gratuitous ARP per step of the counter (several readings may pass
+                // during one long round; the monitor asks for at most ANNOUNCES in a row).
+                let asked = now.announce.wrapping_sub(old.announce);
+                b.garps_due = b
+                    .garps_due
+                    .saturating_add(asked)
+                    .min(crate::bond::monitor::ANNOUNCES);
+            }
+            let elected = now.receive != old.receive;
+            self.iface.mac = b.receive_mac();
+            if moved {
+                self.bond_move();
+            }
+            self.bond_announce(tx);
+            self.bond_kick(elected, tx);
+        } else {
+            self.bond_announce(tx);
         }
-        let old = core::mem::replace(&mut b.seen, now);
-        let senders = b.role.bond.senders(now);
-        let moved = senders != b.chooser.senders() || now.receive != old.receive;
-        b.chooser.set_senders(senders, now.receive);
-        let announce = b.role.announcer && now.announce != old.announce;
-        self.iface.mac = b.receive_mac();
-        if moved {
-            self.bond_move();
+    }
+
+    /// After a failover, one segment at SND.UNA now, on the connection's (new) NIC, for
+    /// every connection with data in flight that the failure touched: those moved off a
+    /// dead NIC (what was in flight there is lost), and after an election every
+    /// connection (the client's ACKs went to the dead MAC until the gratuitous ARP, sent
+    /// just before). The client's answer, to the new MAC, restarts the flow at once and
+    /// its SACKs show what else was lost, instead of waiting for the loss probe or the
+    /// retransmission timer (200 ms or more). A segment it already had costs a duplicate.
+    fn bond_kick<T: TxRing>(&mut self, elected: bool, tx: &mut T) {
+        let Some(b) = self.bond.as_mut() else { return };
+        let mut ids = core::mem::take(&mut b.moved);
+        if elected {
+            ids.clear();
+            ids.extend((0..self.tcbs.0.len() as u32).filter(|&i| self.tcbs.0[i as usize].in_use()));
         }
-        if announce {
+        for &id in &ids {
+            let c = &self.tcbs.0[id as usize].tcp;
+            if c.state().is_synchronized() && c.flight() > 0 {
+                self.retransmit_una(id, tx);
+            }
+        }
+        ids.clear();
+        if let Some(b) = self.bond.as_mut() {
+            b.moved = ids;
+        }
+    }
+
+    /// Sends the gratuitous ARPs due, on the receive NIC; one the ring has no slot for
+    /// stays due for the next round.
+    fn bond_announce<T: TxRing>(&mut self, tx: &mut T) {
+        while self.bond.as_ref().is_some_and(|b| b.garps_due > 0) {
             self.via_receive(tx);
             let sent = self.egress.gratuitous_arp(tx);
             self.count_sent(sent);
-            if let Some(b) = self.bond.as_mut() {
-                if sent.done() {
-                    b.counts[usize::from(b.seen.receive)].garps += 1;
-                    b.dirty = true;
-                }
+            let Some(b) = self.bond.as_mut() else { return };
+            if !sent.done() {
+                return;
             }
+            b.garps_due -= 1;
+            b.counts[usize::from(b.seen.receive)].garps += 1;
+            b.dirty = true;
         }
     }
 
@@ -202,6 +256,9 @@ impl<L: Lookup<'static>> Server<L> {
             b.counts[usize::from(old)].moved_off += 1;
             b.counts[usize::from(k)].assigned += 1;
             b.dirty = true;
+            if b.moved.len() < b.moved.capacity() {
+                b.moved.push(id as u32);
+            }
             self.tcbs.0[id].send = k;
         }
     }

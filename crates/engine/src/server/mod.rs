@@ -160,7 +160,7 @@ impl<L: Lookup<'static>> Server<L> {
         );
         assert!(cfg.rx_buffer >= 1024, "rx_buffer too small");
         let n = cfg.tcbs;
-        let bond = cfg.bond.map(bond::ServerBond::new);
+        let bond = cfg.bond.map(|r| bond::ServerBond::new(r, cfg.tcbs));
         let iface = Interface {
             // On a NIC set, ARP gives the receive NIC's MAC.
             mac: bond.as_ref().map_or(mac, |b| b.receive_mac()),

@@ -22,7 +22,10 @@ use alloc::vec::Vec;
 use core::ptr::{read_volatile, write_volatile};
 use core::sync::atomic::{fence, Ordering};
 
-use bareweb_engine::nic::{Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
+use alloc::boxed::Box;
+use bareweb_engine::nic::{
+    LinkSense, Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM,
+};
 use bareweb_engine::wire::EthernetAddress;
 
 use super::Driver;
@@ -34,6 +37,7 @@ pub const VENDOR: u16 = 0x8086;
 pub const DEVICES: [u16; 2] = [0x100E, 0x100F];
 
 const CTRL: usize = 0x0000;
+const STATUS: usize = 0x0008;
 const EERD: usize = 0x0014;
 const IMC: usize = 0x00D8;
 const RCTL: usize = 0x0100;
@@ -54,6 +58,8 @@ const MTA: usize = 0x5200;
 const RAL0: usize = 0x5400;
 const RAH0: usize = 0x5404;
 
+/// STATUS.LU: link up (§13.4.2).
+const STATUS_LU: u32 = 1 << 1;
 const CTRL_SLU: u32 = 1 << 6;
 const CTRL_ASDE: u32 = 1 << 5;
 const CTRL_RST: u32 = 1 << 26;
@@ -191,6 +197,19 @@ pub struct E1000Tx {
 unsafe impl Send for E1000Rx {}
 // SAFETY: as E1000Rx: its ring and head slots are its own, and it writes only TDT.
 unsafe impl Send for E1000Tx {}
+
+/// The link of an 82540EM: STATUS.LU, one register read (QEMU clears it on `set_link off`).
+pub struct E1000Link(Regs);
+
+// SAFETY: reading STATUS has no side effect and touches no memory the queue pairs own; the
+// register block stays mapped for the life of the program.
+unsafe impl Send for E1000Link {}
+
+impl LinkSense for E1000Link {
+    fn link_up(&mut self) -> bool {
+        self.0.r(STATUS) & STATUS_LU != 0
+    }
+}
 
 /// An 82540EM as one engine queue pair.
 pub struct E1000 {
@@ -575,6 +594,10 @@ impl Driver for E1000 {
 
     fn into_rings(self) -> (E1000Rx, E1000Tx) {
         (self.rx, self.tx)
+    }
+
+    fn link(&self) -> Box<dyn LinkSense> {
+        Box::new(E1000Link(self.rx.regs))
     }
 }
 

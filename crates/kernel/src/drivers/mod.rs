@@ -10,11 +10,12 @@ pub mod e1000;
 pub mod virtio_net;
 pub mod virtqueue;
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt::Debug;
 
 use bareweb_engine::cores::CoreQueue;
-use bareweb_engine::nic::NicCounters;
+use bareweb_engine::nic::{LinkSense, NicCounters};
 
 use crate::pci::Device;
 
@@ -36,6 +37,9 @@ pub trait Driver: CoreQueue + Send + Sized + 'static {
     fn tx_counters(tx: &Self::Tx, c: &mut NicCounters);
     /// The two sides, for a wrapper that owns them apart (the network core).
     fn into_rings(self) -> (Self::Rx, Self::Tx);
+    /// The device's link, as the bonding link monitor reads it (issue 14): a register
+    /// read per reading, never on the request path. Any queue pair of the device gives it.
+    fn link(&self) -> Box<dyn LinkSense>;
 }
 
 /// A driver's queue-pair counters: both sides' (each driver's `Nic::counters`).

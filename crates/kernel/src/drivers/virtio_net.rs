@@ -3,8 +3,9 @@
 //! Heads up! read virtio 1.2 §4.1 (PCI transport), §2.7 (split virtqueues) and §5.1
 //! (network device).
 //!
-//! - Features: VERSION_1 (required), MAC, RING_EVENT_IDX; CTRL_VQ and MQ only when more
-//!   than one queue pair is asked for. No offloads: the engine computes every checksum (the
+//! - Features: VERSION_1 (required), MAC, RING_EVENT_IDX, STATUS (the link state, for the
+//!   bonding link monitor); CTRL_VQ and MQ only when more than one queue pair is asked
+//!   for. No offloads: the engine computes every checksum (the
 //!   body part from the site image's stored block sums).
 //! - Multiqueue (§5.1.6.5.5): with N pairs, receiveq k = 2k, transmitq k = 2k+1, the
 //!   control queue 2·max_virtqueue_pairs; after DRIVER_OK the driver sends
@@ -26,7 +27,10 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::ptr::{read_volatile, write_volatile};
 
-use bareweb_engine::nic::{Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
+use alloc::boxed::Box;
+use bareweb_engine::nic::{
+    LinkSense, Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM,
+};
 use bareweb_engine::wire::EthernetAddress;
 
 use super::virtqueue::{QueueError, VirtQueue, F_NEXT, F_WRITE};
@@ -39,12 +43,16 @@ pub const VENDOR: u16 = 0x1AF4;
 pub const DEVICES: [u16; 2] = [0x1000, 0x1041];
 
 const F_MAC: u64 = 1 << 5;
+const F_STATUS: u64 = 1 << 16;
 const F_CTRL_VQ: u64 = 1 << 17;
 const F_MQ: u64 = 1 << 22;
 const F_EVENT_IDX: u64 = 1 << 29;
 
-/// Device configuration: `max_virtqueue_pairs` (u16) offset.
+/// Device configuration: `status` (u16) and `max_virtqueue_pairs` (u16) offsets.
+const CFG_STATUS: usize = 6;
 const CFG_MAX_PAIRS: usize = 8;
+/// `status`: VIRTIO_NET_S_LINK_UP.
+const S_LINK_UP: u16 = 1;
 /// Control command: class VIRTIO_NET_CTRL_MQ, command VQ_PAIRS_SET, and the ack.
 const CTRL_MQ: u8 = 4;
 const CTRL_MQ_VQ_PAIRS_SET: u8 = 0;
@@ -179,6 +187,35 @@ pub struct VirtioNet {
     rx: VirtioRx,
     tx: VirtioTx,
     mac: EthernetAddress,
+    /// The device configuration's `status` field, when VIRTIO_NET_F_STATUS was negotiated.
+    status: Option<*const u16>,
+}
+
+// SAFETY: its queues are Send (above); `status` points at read-only device configuration
+// that stays mapped and that no queue pair owns.
+unsafe impl Send for VirtioNet {}
+
+/// The link of a virtio-net device: the configuration's `status` field (virtio 1.2
+/// §5.1.4: VIRTIO_NET_S_LINK_UP; QEMU clears it on `set_link off`). Without
+/// VIRTIO_NET_F_STATUS the link "is assumed active" (§5.1.4.2).
+pub struct VirtioLink(Option<*const u16>);
+
+// SAFETY: the field is read-only device configuration, mapped for the life of the
+// program; reading it touches nothing the queue pairs own.
+unsafe impl Send for VirtioLink {}
+
+impl LinkSense for VirtioLink {
+    fn link_up(&mut self) -> bool {
+        match self.0 {
+            Some(p) => {
+                // SAFETY: `status` lies inside the device configuration region (checked
+                // against its length at bring-up), naturally aligned.
+                let status: u16 = unsafe { read_volatile(p) };
+                status & S_LINK_UP != 0
+            }
+            None => true,
+        }
+    }
 }
 
 fn bar_addr(dev: &Device, bar: u8, off: u32, len: u32) -> Option<*mut u8> {
@@ -272,7 +309,7 @@ impl VirtioNet {
             1
         };
         let pairs = choose(max_pairs).clamp(1, max_pairs);
-        let mut wanted = offered & (F_VERSION_1 | F_MAC | F_EVENT_IDX);
+        let mut wanted = offered & (F_VERSION_1 | F_MAC | F_EVENT_IDX | F_STATUS);
         if pairs > 1 {
             wanted |= F_MQ | F_CTRL_VQ;
         }
@@ -297,6 +334,11 @@ impl VirtioNet {
         } else {
             EthernetAddress([0x02, 0x00, 0x00, 0x00, 0x00, 0x01])
         };
+        let status = (wanted & F_STATUS != 0 && device_len >= 8).then(|| {
+            // SAFETY: offset 6 of a device configuration of at least 8 bytes (checked).
+            let p = unsafe { regs.device.add(CFG_STATUS) };
+            p.cast::<u16>().cast_const()
+        });
         let mut nics = Vec::with_capacity(pairs as usize);
         for k in 0..pairs {
             let rxq = setup_queue(&regs, 2 * k, event_idx, MAX_QUEUE)?;
@@ -305,6 +347,7 @@ impl VirtioNet {
                 rx: VirtioRx::new(rxq)?,
                 tx: VirtioTx::new(txq)?,
                 mac,
+                status,
             });
         }
         let ctrl = if pairs > 1 {
@@ -658,6 +701,10 @@ impl Driver for VirtioNet {
 
     fn into_rings(self) -> (VirtioRx, VirtioTx) {
         VirtioNet::into_rings(self)
+    }
+
+    fn link(&self) -> Box<dyn LinkSense> {
+        Box::new(VirtioLink(self.status))
     }
 }
 

@@ -78,6 +78,35 @@ fn json_has_every_core_and_totals() {
 }
 
 #[test]
+fn json_has_the_nic_set_when_there_is_one() {
+    use crate::bond::{Bond, Mode, Policy};
+    use crate::wire::EthernetAddress;
+    let macs = [
+        EthernetAddress([2, 0, 0, 0, 0, 1]),
+        EthernetAddress([2, 0, 0, 0, 0, 2]),
+    ];
+    let bond = Bond::new(Mode::Split, Policy::Size, &macs, 100, 2)
+        .unwrap()
+        .leak();
+    let b = Board::new("perqueue", &[Role::Queue, Role::Queue]).with_bond(Some(bond));
+    let mut out = vec![0u8; JSON_MAX];
+    let n = b.render_json(&mut out).unwrap();
+    let j = std::str::from_utf8(&out[..n]).unwrap();
+    let at = j
+        .find(",\"bond\":{\"mode\":\"split\",\"policy\":\"size\"")
+        .expect(j);
+    assert!(
+        j[at..].contains("\"role\":\"receive\"") && j.ends_with("}]}}"),
+        "{j}"
+    );
+    assert_eq!(j.matches('{').count(), j.matches('}').count());
+    // No set: no `bond` object.
+    let plain = Board::new("single", &[Role::Single]);
+    let n = plain.render_json(&mut out).unwrap();
+    assert!(!std::str::from_utf8(&out[..n]).unwrap().contains("\"bond\""));
+}
+
+#[test]
 fn stats_target_is_exact() {
     assert!(is_stats_target(b"/.well-known/bareweb/stats"));
     assert!(is_stats_target(b"/.well-known/bareweb/stats?t=1"));

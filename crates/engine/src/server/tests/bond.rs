@@ -63,6 +63,10 @@ struct Client {
     /// Source MACs of the TCP frames it got (with payload / without).
     data_from: Vec<EthernetAddress>,
     control_from: Vec<EthernetAddress>,
+    /// Data frames as (round, source MAC, sequence number).
+    seqs: Vec<(u32, EthernetAddress, u32)>,
+    /// The simulation's round, as the client last saw it.
+    round: u32,
 }
 
 impl Client {
@@ -81,6 +85,8 @@ impl Client {
             closed: false,
             data_from: Vec::new(),
             control_from: Vec::new(),
+            seqs: Vec::new(),
+            round: 0,
         }
     }
 
@@ -132,6 +138,7 @@ impl Client {
     /// What the client sends this round (a retry every 300 ms until answered, an ACK
     /// whenever it got something).
     fn act(&mut self, round: u32, got: bool) -> Option<Vec<u8>> {
+        self.round = round + 1;
         if self.done {
             // Acknowledge the server's FIN with ours, once (the server frees the TCB).
             if self.closed {
@@ -200,6 +207,7 @@ impl Client {
             self.control_from.push(eth.src_addr());
         } else {
             self.data_from.push(eth.src_addr());
+            self.seqs.push((self.round, eth.src_addr(), t.seq_number()));
         }
         if t.syn() {
             if !self.established {
@@ -712,4 +720,120 @@ fn per_queue_mode_bonds_and_fails_over() {
     for fail in [1, 0] {
         failover_in(PlanMode::PerQueue, 2, fail);
     }
+}
+
+#[test]
+fn one_gratuitous_arp_for_each_one_asked_even_if_the_server_was_late() {
+    let macs: Vec<_> = (0..2).map(nic_mac).collect();
+    let bond = Bond::new(Mode::Spread, Policy::PerClient, &macs, 10, 1)
+        .unwrap()
+        .leak();
+    let pairs = (0..2).map(|_| (Fq::default(), Fq::default())).collect();
+    // No monitor on this set: the test publishes the word itself.
+    let mut nic = BondNic::new(bond, 0, pairs, NicCaps::default());
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = 4;
+    cfg.bond = Some(BondRole {
+        bond,
+        core: 0,
+        announcer: true,
+    });
+    let mut server = Server::new(cfg, TestSite::new(), nic_mac(0));
+    let clock = ManualClock(1_000_000);
+    let mut m = crate::bond::Monitor::new(2);
+    m.observe(0b11);
+    m.observe(0b11); // two readings before the server's next round
+    bond.publish(m.links());
+    server.poll(&mut nic, &clock, &mut NoLog);
+    let (_, tx) = nic.split();
+    let garps = tx.rings_mut()[0].outbox.len();
+    assert_eq!(garps, 2, "both asked for");
+    assert!(tx.rings_mut()[1].outbox.is_empty());
+    // A server that does not announce (another core's) sends none.
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = 4;
+    cfg.bond = Some(BondRole {
+        bond,
+        core: 0,
+        announcer: false,
+    });
+    let mut quiet = Server::new(cfg, TestSite::new(), nic_mac(0));
+    m.observe(0b11);
+    bond.publish(m.links());
+    quiet.poll(&mut nic, &clock, &mut NoLog);
+    assert_eq!(nic.split().1.rings_mut()[0].outbox.len(), garps);
+}
+
+#[test]
+fn a_gratuitous_arp_the_ring_has_no_room_for_waits_for_the_next_round() {
+    let macs: Vec<_> = (0..2).map(nic_mac).collect();
+    let bond = Bond::new(Mode::Spread, Policy::PerClient, &macs, 10, 1)
+        .unwrap()
+        .leak();
+    let pairs = (0..2).map(|_| (Fq::default(), Fq::default())).collect();
+    let mut nic = BondNic::new(bond, 0, pairs, NicCaps::default());
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = 4;
+    cfg.bond = Some(BondRole {
+        bond,
+        core: 0,
+        announcer: true,
+    });
+    let mut server = Server::new(cfg, TestSite::new(), nic_mac(0));
+    let clock = ManualClock(1_000_000);
+    nic.split().1.rings_mut()[0].room = Some(0);
+    let mut m = crate::bond::Monitor::new(2);
+    m.observe(0b11);
+    bond.publish(m.links());
+    server.poll(&mut nic, &clock, &mut NoLog);
+    assert!(
+        nic.split().1.rings_mut()[0].outbox.is_empty(),
+        "no room: not sent"
+    );
+    nic.split().1.rings_mut()[0].room = None;
+    server.poll(&mut nic, &clock, &mut NoLog);
+    assert_eq!(
+        nic.split().1.rings_mut()[0].outbox.len(),
+        1,
+        "sent a round later"
+    );
+    server.poll(&mut nic, &clock, &mut NoLog);
+    assert_eq!(
+        nic.split().1.rings_mut()[0].outbox.len(),
+        1,
+        "and only once"
+    );
+}
+
+#[test]
+fn a_moved_connection_retransmits_at_once_on_its_new_nic() {
+    let mut sim = Sim::new(Mode::Spread, Policy::PerClient, 2, 2);
+    while sim.clients.iter().any(|c| c.data.len() < 100_000) {
+        sim.step();
+        assert!(sim.round < 20_000);
+    }
+    let on1 = sim
+        .clients
+        .iter()
+        .position(|c| *c.data_from.last().unwrap() == nic_mac(1))
+        .expect("a client on NIC 1");
+    sim.link(1, false);
+    let down_at = sim.round;
+    // The next link reading (10 ms) moves it; the kick follows in the same round.
+    for _ in 0..15 {
+        sim.step();
+    }
+    let c = &sim.clients[on1];
+    let first = c
+        .seqs
+        .iter()
+        .find(|(r, m, _)| *r > down_at && *m == nic_mac(0))
+        .expect("data on NIC 0 after the failure");
+    assert!(
+        first.0 <= down_at + 13,
+        "resumed {} rounds (ms) after the link went down, before any timer",
+        first.0 - down_at
+    );
+    sim.run_until_done(100_000);
+    sim.assert_bodies();
 }

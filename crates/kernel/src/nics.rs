@@ -1,0 +1,157 @@
+//! The NICs the kernel serves on (issue 14): every PCI function the first driver found
+//! drives (two virtio-net or two e1000 for a set; a set is of one driver), each opened
+//! with as many queue pairs as the plan can use; with two or more and bonding on, one
+//! `bond::BondNic` per core over that core's queue pair of every NIC, core 0's with the
+//! link monitor (each device's link from [`Driver::link`], read every
+//! `bond_monitor_ms`); and the console's `bond:` counters line. Runs once at start on the
+//! boot CPU (the line once a second on core 0); nothing here is on the request path.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+use bareweb_engine::bond::{
+    Bond, BondNic, BondRx, BondTx, LinkWatch, Mode as BondMode, Policy as BondPolicy, MAX_NICS,
+};
+use bareweb_engine::cores::board::Board;
+use bareweb_engine::nic::{Nic, NicCounters};
+use bareweb_engine::wire::EthernetAddress;
+
+use crate::clock::TscClock;
+use crate::cmdline::Settings;
+use crate::drivers::Driver;
+use crate::pci::Device;
+use crate::{fatal, kprintln};
+
+/// The bonding the command line asks for with `found` NICs of one driver: `bond=`
+/// (default `spread` with two or more), `off` or one NIC meaning none.
+pub fn bonding(s: &Settings, found: usize) -> Option<(BondMode, BondPolicy, u32)> {
+    let mode = s.bond.unwrap_or(if found > 1 {
+        BondMode::Spread
+    } else {
+        BondMode::Off
+    });
+    if mode == BondMode::Off {
+        if found > 1 {
+            kprintln!("bond: off: serving on NIC 0 alone ({found} found)");
+        }
+        return None;
+    }
+    if found < 2 {
+        kprintln!(
+            "bond: {} needs two NICs, {found} found: serving on one",
+            mode.name()
+        );
+        return None;
+    }
+    Some((mode, s.bond_policy, s.bond_monitor_ms))
+}
+
+/// The NICs opened: NIC k's queue pairs at k.
+pub struct Opened<D> {
+    /// Every NIC's queue pairs (as many for each: the fewest any NIC gave).
+    pub nics: Vec<Vec<D>>,
+    /// Queue pairs the first NIC offered.
+    pub offered: usize,
+    /// Every NIC's MAC.
+    pub macs: Vec<EthernetAddress>,
+}
+
+/// Opens up to `max` of `devs` (those `D` drives, in PCI order) with `want` queue pairs
+/// each. Stops the machine if one cannot be brought up.
+pub fn open<D: Driver>(devs: &[Device], want: usize, max: usize, hz: u64) -> Opened<D> {
+    let mut nics: Vec<Vec<D>> = Vec::new();
+    let mut offered = 0;
+    for dev in devs
+        .iter()
+        .filter(|d| D::matches(d))
+        .take(max.clamp(1, MAX_NICS))
+    {
+        let t = crate::arch::cpu::rdtsc();
+        let (queues, o) = match D::open(dev, want) {
+            Ok(n) => n,
+            Err(e) => fatal!("{} at {}: {e:?}", D::NAME, dev.addr),
+        };
+        let Some(mac) = queues.first().map(Nic::mac) else {
+            fatal!("{} at {}: no queue pair", D::NAME, dev.addr)
+        };
+        kprintln!(
+            "nic: {} {} at {} up in {} ms, MAC {mac}, {} of {o} queue pair(s)",
+            D::NAME,
+            nics.len(),
+            dev.addr,
+            (crate::arch::cpu::rdtsc() - t) * 1000 / hz,
+            queues.len()
+        );
+        if nics.is_empty() {
+            offered = o;
+        }
+        nics.push(queues);
+    }
+    let got = nics.iter().map(Vec::len).min().unwrap_or(0);
+    for q in &mut nics {
+        q.truncate(got);
+    }
+    let macs = nics.iter().map(|q| q[0].mac()).collect();
+    Opened {
+        nics,
+        offered,
+        macs,
+    }
+}
+
+/// One queue pair's device counters (both sides), for `BondNic::with_device_counters`.
+pub fn device_counters<D: Driver>(r: &D::Rx, t: &D::Tx, c: &mut NicCounters) {
+    D::rx_counters(r, c);
+    D::tx_counters(t, c);
+}
+
+/// A NIC set's device counters, summed over its NICs (network-core mode's core 0).
+pub fn bond_counters<D: Driver>(r: &BondRx<D::Rx>, t: &BondTx<D::Tx>, c: &mut NicCounters) {
+    for (r, t) in r.rings().iter().zip(t.rings()) {
+        device_counters::<D>(r, t, c);
+    }
+}
+
+/// One `BondNic` per queue pair `q` (core `q`'s), over queue pair `q` of every NIC of
+/// `opened`, for `queues` cores; core 0's reads every NIC's link.
+pub fn sets<D: Driver>(
+    bond: &'static Bond,
+    opened: Opened<D>,
+    queues: usize,
+    clock: TscClock,
+) -> Vec<BondNic<D::Rx, D::Tx>> {
+    let links = opened.nics.iter().map(|q| q[0].link()).collect();
+    let mut watch = Some(LinkWatch::new(bond, links, Box::new(clock)));
+    let mut per_nic: Vec<_> = opened.nics.into_iter().map(Vec::into_iter).collect();
+    (0..queues)
+        .map(|core| {
+            let members: Vec<D> = per_nic.iter_mut().filter_map(Iterator::next).collect();
+            let set = BondNic::from_nics(bond, core, members, D::into_rings)
+                .with_device_counters(device_counters::<D>);
+            match watch.take() {
+                Some(w) => set.with_watch(w),
+                None => set,
+            }
+        })
+        .collect()
+}
+
+/// With a NIC set, a second line: `bond: receive=K elections=N` and per NIC k
+/// `nick_link=0|1 nick_tx=frames nick_moved=connections nick_garps=N`.
+pub fn print_bond(board: &Board) {
+    let Some(b) = board.bond() else { return };
+    let l = b.links();
+    let (_, _, elections) = b.events(0);
+    crate::kprint!("bond: receive={} elections={elections}", l.receive);
+    for k in 0..b.count() {
+        let c = b.counts(k);
+        crate::kprint!(
+            " nic{k}_link={} nic{k}_tx={} nic{k}_moved={} nic{k}_garps={}",
+            u8::from(l.is_up(k)),
+            c.tx_frames,
+            c.moved_off,
+            c.garps
+        );
+    }
+    kprintln!();
+}

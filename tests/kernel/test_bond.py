@@ -1,0 +1,175 @@
+"""Bonding on the bare machine (issue 14, paper 002): `bareweb run --net tap:A --net tap:B
+--bond split|spread` under QEMU with two virtio-net or two e1000 NICs whose TAPs sit on
+one bridge in the test's namespace (which also holds the client addresses). A capture on
+the bridge shows which MAC every frame left from; failover is QEMU's monitor `set_link`
+taking a send NIC down, back up, then the receive NIC down, under 20 parallel 1 MiB
+downloads. Both many-core modes run the failover too (two CPUs: network-core mode, and
+per-queue mode on multi-queue TAPs)."""
+import hashlib
+import json
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import HOST_IP, MAC, SERVER_IP, SITE, Kernel
+
+# NIC 0's MAC is the harness's (`bareweb run --mac MAC`), NIC 1's is given here.
+MACS = [MAC, "02:00:00:00:0c:01"]
+TAPS = ["bwk0", "bwk1"]
+BRIDGE = "bwkbr"
+CLIENTS = ["10.0.0.11", "10.0.0.12", "10.0.0.13", "10.0.0.14"]
+BIG = "/files/1m.bin"
+
+
+def sha(path):
+    return hashlib.sha256((SITE / path.lstrip("/")).read_bytes()).hexdigest()
+
+
+def site_files():
+    return sorted("/" + p.relative_to(SITE).as_posix() for p in SITE.rglob("*")
+                  if p.is_file() and not p.name.startswith("."))
+
+
+class BondKernel(Kernel):
+    """The kernel with two NICs on TAPs bridged in its namespace, and a QEMU monitor."""
+
+    def __init__(self, nic, bond, smp=None, mode=None, multi_queue=False):
+        self.monitor = None
+        extra = ["--bond", bond, "--bond-monitor-ms", "20", "--net", f"tap:{TAPS[1]}",
+                 "--mac", MACS[1], "--monitor", "{monitor}"]
+        if mode:
+            extra += ["--mode", mode]
+        self.bond = bond
+        self._extra = extra
+        # The monitor's socket is named after the namespace, known only once it exists:
+        # `setup_net` (run before QEMU starts) replaces the placeholder in this list.
+        super().__init__(nic=nic, extra=extra, smp=smp, multi_queue=multi_queue)
+
+    def setup_net(self, multi_queue):
+        mq = ["multi_queue"] if multi_queue else []
+        self.ns.ip("link", "add", BRIDGE, "type", "bridge")
+        for tap in TAPS:
+            self.ns.ip("tuntap", "add", "dev", tap, "mode", "tap", *mq)
+            self.ns.ip("link", "set", tap, "master", BRIDGE)
+            self.ns.ip("link", "set", tap, "up")
+        for ip in [HOST_IP, *CLIENTS]:
+            self.ns.ip("addr", "add", f"{ip}/24", "dev", BRIDGE)
+        self.ns.ip("link", "set", BRIDGE, "up")
+        self.monitor = f"/tmp/{self.ns.name}.monitor"
+        self._extra[self._extra.index("{monitor}")] = self.monitor
+
+    def hmp(self, command):
+        """One QEMU monitor command; returns its output."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(self.monitor)
+        out = b""
+        try:
+            while b"(qemu)" not in out:
+                out += s.recv(4096)
+            s.sendall(command.encode() + b"\n")
+            out = b""
+            while b"(qemu)" not in out:
+                out += s.recv(4096)
+        finally:
+            s.close()
+        return out.decode(errors="replace")
+
+    def neighbour(self):
+        r = self.ns.run("ip", "neigh", "show", SERVER_IP)
+        words = r.stdout.split()
+        return words[words.index("lladdr") + 1] if "lladdr" in words else None
+
+    def sniff(self, seconds):
+        from qemu_harness import CLIENT
+        p = subprocess.Popen(self.ns.cmd("python3", CLIENT, "sniff", BRIDGE, seconds, SERVER_IP),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Traffic starts once the capture's socket is bound (it says so on stderr).
+        line = p.stderr.readline()
+        assert line == "ready\n", line + p.stderr.read()
+        return p
+
+
+def capture_result(p, seconds):
+    """The capture's counts; it is stopped now (SIGTERM), having seen what came before."""
+    time.sleep(0.2)
+    p.terminate()
+    out, err = p.communicate(timeout=seconds + 60)
+    assert p.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("nic", ["virtio", "e1000"])
+@pytest.mark.parametrize("bond", ["spread", "split"])
+def test_every_file_intact_and_frames_leave_from_the_right_macs(nic, bond):
+    k = BondKernel(nic, bond)
+    try:
+        cap = k.sniff(60)
+        r = k.ns.client("parallel", "4", BIG, sha(BIG), "0", ",".join(CLIENTS[:2]))
+        assert r["ok"] == 4, r
+        for path in site_files():
+            got = k.ns.client("get", path)
+            assert got["status"] == 200 and got["sha256"] == sha(path), path
+        c = capture_result(cap, 60)
+        if bond == "spread":
+            assert set(c["data"]) == set(MACS), f"data from both NICs: {c}"
+        else:
+            assert set(c["data"]) == {MACS[1]}, f"data only from the send NIC: {c}"
+            assert set(c["control"]) == {MACS[1]}, c
+        assert c["arps"] and all(a[1] == MACS[0] and a[2] == MACS[0] for a in c["arps"]), c
+        assert k.neighbour() == MACS[0]
+        st = k.stats_json()["bond"]
+        assert (st["mode"], st["receive"], st["nics"][0]["garps"]) == (bond, 0, 3), st
+        k.check_log()
+    finally:
+        k.close()
+
+
+FAILOVER = [
+    ("virtio", None, None, False),
+    ("e1000", None, None, False),
+    ("virtio", 2, "netcore", False),
+    ("virtio", 2, "perqueue", True),
+]
+
+
+@pytest.mark.parametrize("nic,smp,mode,mq", FAILOVER,
+                         ids=["virtio", "e1000", "virtio-netcore-2", "virtio-perqueue-2"])
+def test_set_link_under_twenty_downloads(nic, smp, mode, mq):
+    k = BondKernel(nic, "spread", smp=smp, mode=mode, multi_queue=mq)
+    try:
+        events = []
+
+        def fail():
+            # Once every download is connected (they then take ~5 s each).
+            k.ns.wait_established(20)
+            time.sleep(0.8)
+            events.append(("nic1 off", k.hmp("set_link nic1 off")))
+            time.sleep(0.8)
+            events.append(("nic1 on", k.hmp("set_link nic1 on")))
+            time.sleep(0.8)
+            events.append(("nic0 off", k.hmp("set_link nic0 off")))
+
+        t = threading.Thread(target=fail)
+        t.start()
+        # 20 downloads of 1 MiB at 200 KiB/s each from four client addresses: ~5 s each,
+        # so every link change falls in the middle of them.
+        r = k.ns.client("parallel", "20", BIG, sha(BIG), "200", ",".join(CLIENTS))
+        t.join()
+        assert r["ok"] == 20, (r, k.report())
+        assert len(events) == 3, events
+        assert min(r["times"]) > 3.0, "the downloads outlived the link changes"
+        assert k.neighbour() == MACS[1], "the neighbour table moved to the new receive MAC"
+        st = k.stats_json()["bond"]
+        n0, n1 = st["nics"]
+        assert st["receive"] == 1 and st["elections"] == 1, st
+        assert (n0["link"], n0["link_downs"]) == ("down", 1), n0
+        assert (n1["link"], n1["link_downs"], n1["link_ups"]) == ("up", 1, 1), n1
+        assert n1["moved_off"] >= 1 and n0["moved_off"] >= 1, st
+        assert n1["garps"] == 3, n1
+        k.check_log()
+    finally:
+        k.close()
