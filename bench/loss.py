@@ -11,10 +11,10 @@ router (as a NIC's TSO would on a wire) before the loss, and so are Linux's GSO 
 `--hop` puts the loss on the server's own link instead (the older set-up): there
 bareweb's offloaded frames are dropped whole.
 
-    sudo python3 bench/loss.py [--loss 1,5,10] [--n 20] [--servers bareweb,bareweb-cubic,nginx-cubic,nginx-bbr]
+    sudo python3 bench/loss.py [--loss 1,5,10] [--n 20] [--servers bareweb,bareweb-bbr,nginx-cubic,nginx-bbr]
 
-bareweb runs with its default congestion control (BBR) and with the other named
-(`bareweb-cubic`; `bareweb-bbr` names BBR; `-no-tso` turns segmentation offload off).
+`bareweb` runs with its default congestion control (CUBIC), `bareweb-bbr` with BBR
+(`bareweb-cubic` names CUBIC; a `-no-tso` suffix turns segmentation offload off).
 
 nginx runs with Linux's CUBIC (`nginx-cubic`, upstream Linux's default) and BBR
 (`nginx-bbr`; this machine's default, and far better at high loss), each set in nginx's
@@ -231,7 +231,7 @@ def main():
     ap.add_argument("--loss", default="1,5,10", help="percent dropped each way, comma list")
     ap.add_argument("--n", type=int, default=20, help="downloads per server and loss rate")
     ap.add_argument("--rounds", type=int, default=2, help="rounds the downloads are split in")
-    ap.add_argument("--servers", default="bareweb,bareweb-cubic,nginx-cubic,nginx-bbr",
+    ap.add_argument("--servers", default="bareweb,bareweb-bbr,nginx-cubic,nginx-bbr",
                     help="bareweb (its default congestion control), bareweb-bbr, "
                     "bareweb-cubic, each with -no-tso for no segmentation offload; nginx (the "
                     "machine's default congestion control), nginx-cubic, nginx-bbr")

@@ -23,10 +23,11 @@ use super::seq;
 /// Which congestion control a connection runs (the server's `--cc`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Algorithm {
-    /// CUBIC with PRR; not paced.
+    /// CUBIC with PRR; not paced. The default: on a clean link it is the faster of the
+    /// two here (docs/performance.md, "Loss recovery").
+    #[default]
     Cubic,
     /// BBR v1; paced.
-    #[default]
     Bbr,
 }
 
