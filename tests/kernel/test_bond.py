@@ -4,13 +4,15 @@ one bridge in the test's namespace (which also holds the client addresses). A ca
 the bridge shows which MAC every frame left from; failover is QEMU's monitor `set_link`
 taking a send NIC down, back up, then the receive NIC down, under 20 parallel 1 MiB
 downloads. Both many-core modes run the failover too (two CPUs: network-core mode, and
-per-queue mode on multi-queue TAPs)."""
+per-queue mode on multi-queue TAPs). And `--net user` twice: one QEMU hub, no root."""
 import hashlib
 import json
+import signal
 import socket
 import subprocess
 import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -173,3 +175,58 @@ def test_set_link_under_twenty_downloads(nic, smp, mode, mq):
         k.check_log()
     finally:
         k.close()
+
+
+def test_two_user_networks_on_one_hub_serve_tcp_and_udp(tmp_path):
+    """`run --net user --net user` (no root, no TAP): both NICs on one QEMU hub with user
+    networking. The receive NIC alone reads (the hub gives NIC 1 every frame too, and it
+    drops them all, counted); with `--bond-policy size` the data of a TCP download and of
+    a UDP one (issue 13's protocol, on the same forwarded port number) leave from NIC 1,
+    and both arrive intact."""
+    from qemu_harness import BIN, require
+    require()
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind(("127.0.0.1", 0))
+    uport = u.getsockname()[1]
+    u.close()
+    p = subprocess.Popen([BIN, "run", SITE, "--net", "user", "--net", "user", "--bond",
+                          "spread", "--bond-policy", "size", "--udp-port", str(uport),
+                          "--listen", f"127.0.0.1:{port}", "--headless", "--accel", "tcg"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines, deadline = [], time.time() + 180
+        while time.time() < deadline:
+            line = p.stderr.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "serving at" in line:
+                break
+        assert lines and "serving at" in lines[-1], "".join(lines)
+        assert "2 NICs on one QEMU hub" in lines[-1], lines[-1]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{BIG}", timeout=120) as r:
+            assert hashlib.sha256(r.read()).hexdigest() == sha(BIG)
+        out = tmp_path / "udp.bin"
+        r = subprocess.run([BIN, "get", f"bwudp://127.0.0.1:{uport}{BIG}", "-o", out],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert hashlib.sha256(out.read_bytes()).hexdigest() == sha(BIG)
+        stats = f"http://127.0.0.1:{port}/.well-known/bareweb/stats?json"
+        with urllib.request.urlopen(stats, timeout=60) as r:
+            st = json.loads(r.read())["bond"]
+        n0, n1 = st["nics"]
+        assert (st["mode"], st["policy"], st["receive"]) == ("spread", "size", 0), st
+        assert n1["tx_bytes"] >= 2 << 20, f"both files' data from the data NIC: {st}"
+        assert n0["tx_bytes"] < 256 << 10, f"only small frames from the control NIC: {st}"
+        assert n0["rx_frames"] > 0 and n1["rx_frames"] == 0 and n1["rx_ignored"] > 0, st
+    finally:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()

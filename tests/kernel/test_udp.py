@@ -88,10 +88,12 @@ class ClientNetns(Netns):
     prefix = "bwkc"
 
 
-@pytest.mark.parametrize("smp,mode", [(1, None), (3, "netcore")], ids=["single", "netcore3"])
-def test_every_file_over_ten_percent_loss_and_five_percent_duplication(smp, mode, tmp_path):
+@pytest.mark.parametrize("smp,mode,mq", [(1, None, False), (3, "netcore", False),
+                                         (2, "perqueue", True)],
+                         ids=["single", "netcore3", "perqueue2"])
+def test_every_file_over_ten_percent_loss_and_five_percent_duplication(smp, mode, mq, tmp_path):
     extra = ["--udp-port", str(UDP_PORT)] + (["--mode", mode] if mode else [])
-    k = Kernel(nic="virtio", smp=smp, extra=extra, gw=HOST_IP)
+    k = Kernel(nic="virtio", smp=smp, multi_queue=mq, extra=extra, gw=HOST_IP)
     routed = None
     try:
         routed = Routed(k.ns, k.tap, loss=10, dup=5, netns_class=ClientNetns)

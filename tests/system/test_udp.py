@@ -88,6 +88,9 @@ def test_every_file_with_bareweb_get(cores, tmp_path):
         # Core 0 dispatches; the HTTP cores 1.. answer, round robin.
         assert seen == set(range(1, n)), seen
         assert counters["udp_packets"] > 0
+        # Core 0's request ids (paper 001 §5): every one taken came back, none lacked.
+        assert counters["udp_core0_done"] == counters["udp_dispatched"] > 0, counters
+        assert counters["udp_core0_no_id"] == 0 and counters["udp_core0_ids_max"] >= 1, counters
     elif cores:
         assert seen <= {0, 1}, seen
     else:
@@ -202,8 +205,11 @@ def test_get_says_why_it_fails(udp_server, tmp_path):
     assert not (tmp_path / "x").exists(), "nothing written on failure"
 
 
-def test_every_file_over_ten_percent_loss_and_five_percent_duplication(tmp_path):
-    s = Server(extra=["--udp-port", str(UDP_PORT), "--gw", HOST_IP])
+@pytest.mark.parametrize("cores", [[], ["--cores", "2", "--mode", "netcore", "--no-pin"],
+                                   ["--cores", "2", "--mode", "perqueue", "--no-pin"]],
+                         ids=["single", "netcore2", "perqueue2"])
+def test_every_file_over_ten_percent_loss_and_five_percent_duplication(cores, tmp_path):
+    s = Server(extra=["--udp-port", str(UDP_PORT), "--gw", HOST_IP, *cores])
     routed = None
     try:
         routed = Routed(s.ns, "bw0", loss=10, dup=5, netns_class=ClientNetns)
@@ -346,3 +352,22 @@ def test_captured_answers_match_the_spec():
             st, ver, rid, core, flags, unit, fa, fb = parse_header(p)
             got.append((STATES.get(st), ver, rid, core, flags, unit, fa, fb, len(p) - 16))
         assert got == want[e["name"]], f"{e['name']}: captured {got}, spec {want[e['name']]}"
+
+
+def test_the_papers_bench_runs(tmp_path):
+    """bench/udp_paper.py, smallest form (two servers, 4 KiB, 0.3 s a load): every load
+    answers with no errors and the report has the per-core split and core 0's request ids,
+    so the bench docs/performance.md quotes keeps working. Not a measurement."""
+    raw = tmp_path / "run.json"
+    r = subprocess.run(["python3", ROOT / "bench" / "udp_paper.py", "--quick", "--secs", "0.3",
+                        "--sizes", "4", "--json", raw], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    run = json.loads(raw.read_text())
+    assert len(run["res"]) == 2 * 4 and len(run["paper"]) == 2 * 2, run
+    for name, load, _, res in run["res"] + [[p[0], p[1], 1, p[2]] for p in run["paper"]]:
+        assert "error" not in res and res["rps"] > 0 and res["errors"] == 0, (name, load, res)
+    net = run["finals"]["netcore: 1 HTTP core"]
+    assert net["done"] > 0 and net["ids_max"] >= 1 and net["dlist"] >= 1, net
+    assert [c["role"] for c in run["splits"]["netcore: 1 HTTP core"]] == ["net", "http"], run
+    assert "| netcore: 1 HTTP core | bare |" in r.stdout, r.stdout[-2000:]

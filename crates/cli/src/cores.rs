@@ -302,6 +302,21 @@ fn print_summary(mode: Mode, reports: &[CoreReport]) {
             );
         }
     }
+    // Paper 001's request ids in network-core mode live on core 0 (one line, as `name
+    // value` words the tests and scripts read like the totals).
+    if let Some(r) = reports.iter().find(|r| r.dispatch.udp_dispatched > 0) {
+        let d = &r.dispatch;
+        eprintln!("  {:22} {}", "udp_dispatched", d.udp_dispatched);
+        eprintln!("  {:22} {}", "udp_core0_no_id", d.udp_no_id);
+        eprintln!("  {:22} {}", "udp_core0_ids_max", d.udp_ids_max);
+        eprintln!("  {:22} {}", "udp_core0_done", d.udp_done);
+        eprintln!(
+            "  {:22} {}",
+            "udp_core0_time_mean_ns",
+            d.udp_time_sum_ns.checked_div(d.udp_done).unwrap_or(0)
+        );
+        eprintln!("  {:22} {}", "udp_core0_time_max_ns", d.udp_time_max_ns);
+    }
     print_totals(reports);
 }
 

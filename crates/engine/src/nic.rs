@@ -39,6 +39,13 @@ pub trait RxRing {
     fn bytes(&self, f: &RxFrame) -> &[u8];
     /// Gives a buffer back to the device (re-posting is deferred to the next burst).
     fn recycle(&mut self, f: RxFrame);
+    /// The request id another core gave this frame (network-core mode: core 0 tags each UDP
+    /// protocol request with an id from its stack, paper 001 §5). A device's frames have
+    /// none, as the default says.
+    fn request_tag(&self, f: &RxFrame) -> Option<u16> {
+        let _ = f;
+        None
+    }
 }
 
 /// The transmit ring is full: the frame was not sent (counted by the engine).
@@ -79,6 +86,11 @@ pub trait TxRing {
     /// choice with each frame.
     fn select(&mut self, nic: u8) {
         let _ = nic;
+    }
+    /// The answer to the request tagged `tag` ([`RxRing::request_tag`]) is all posted: the
+    /// core that tagged it frees the id once it has sent these frames. A device ignores it.
+    fn request_done(&mut self, tag: u16) {
+        let _ = tag;
     }
 }
 

@@ -204,7 +204,8 @@ impl Stats {
 pub struct CoreTimes {
     /// Receiving: reading a burst and handling its frames (Ethernet through TCP input).
     pub rcv_ns: u64,
-    /// HTTP steps: parsing requests, choosing responses, sending segments.
+    /// HTTP steps: parsing requests, choosing responses, sending segments; and answering
+    /// the UDP protocol's requests.
     pub http_ns: u64,
     /// Poll rounds that found work.
     pub busy_polls: u64,
@@ -256,5 +257,13 @@ impl CoreTimes {
     pub fn add_http(&mut self, from: u64, to: u64) -> u64 {
         self.http_ns += to.saturating_sub(from);
         to
+    }
+
+    /// Moves `ns` just counted as RCV to HTTP (UDP protocol requests, answered while their
+    /// frame is handled).
+    pub fn rcv_to_http(&mut self, ns: u64) {
+        let ns = ns.min(self.rcv_ns);
+        self.rcv_ns -= ns;
+        self.http_ns += ns;
     }
 }

@@ -67,7 +67,7 @@ impl Role {
 const N_STATS: usize = STATS_FIELDS;
 const N_TIMES: usize = 3;
 const N_STAY: usize = 5 + STAY_BUCKETS;
-const N_NIC: usize = 24;
+const N_NIC: usize = 29;
 /// Where the network core's dispatch and drain times are among the NIC words.
 const NIC_DISPATCH_NS: usize = 12;
 const NIC_DRAIN_NS: usize = 13;
@@ -371,6 +371,11 @@ const NIC_NAMES: [&str; N_NIC] = [
     "device_tx_bad",
     "device_tx_full",
     "udp_dispatched",
+    "udp_no_id",
+    "udp_ids_max",
+    "udp_done",
+    "udp_time_sum_ns",
+    "udp_time_max_ns",
 ];
 
 fn nic_words(n: &NicCounters, d: &DispatchCounters) -> [u64; N_NIC] {
@@ -399,6 +404,11 @@ fn nic_words(n: &NicCounters, d: &DispatchCounters) -> [u64; N_NIC] {
         n.device_tx_bad,
         n.device_tx_full,
         d.udp_dispatched,
+        d.udp_no_id,
+        d.udp_ids_max,
+        d.udp_done,
+        d.udp_time_sum_ns,
+        d.udp_time_max_ns,
     ]
 }
 

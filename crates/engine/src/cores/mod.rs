@@ -75,4 +75,14 @@ pub struct DispatchCounters {
     pub notes_lost: u64,
     /// Requests of the stateless UDP protocol handed to HTTP cores.
     pub udp_dispatched: u64,
+    /// UDP requests dropped because core 0's request-id stack was empty.
+    pub udp_no_id: u64,
+    /// Most request ids out at once (paper 001 Fig. 10's max parallel).
+    pub udp_ids_max: u64,
+    /// UDP requests whose answer core 0 has sent (ids given back).
+    pub udp_done: u64,
+    /// Sum of their times from arrival at core 0 to the answer's last frame on the NIC.
+    pub udp_time_sum_ns: u64,
+    /// Longest such time.
+    pub udp_time_max_ns: u64,
 }

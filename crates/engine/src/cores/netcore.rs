@@ -47,9 +47,11 @@
 
 use alloc::vec::Vec;
 
+mod ids;
 mod links;
 mod map;
 
+pub use ids::{CoreIds, Done};
 pub use links::{
     links, links_dozing, ClistRx, Closed, DlistTx, HttpEnds, InFrame, NetEnds, OutFrame, RingNic,
     RingSizes, FRAME_MAX,
@@ -76,6 +78,8 @@ pub struct Addressing {
     cookies: SynCookies,
     /// A mapping silent this long is dropped (longer than any TCB outlives silence).
     expire_ns: u64,
+    /// Request ids of the UDP protocol, when served (core 0 owns the stack).
+    udp_ids: Option<u16>,
 }
 
 impl Addressing {
@@ -95,6 +99,7 @@ impl Addressing {
             // The stall timeout frees any TCB that long after the peer's last frame, and
             // a half-open one is gone after 1+2+4+8 s; add a margin for timer ticks.
             expire_ns: (cfg.timeouts.stall_ms.max(16_000) + 2_000) * 1_000_000,
+            udp_ids: cfg.udp.map(|u| u.ids),
         }
     }
 }
@@ -140,6 +145,8 @@ pub struct Dispatch<R: RxRing, C: Clock> {
     next_udp: usize,
     /// UDP requests handed to cores.
     udp_dispatched: u64,
+    /// Paper 001's request-id stack (when the UDP protocol is served).
+    ids: Option<CoreIds>,
     next_sweep_ns: u64,
     dispatched: u64,
     ring_full: u64,
@@ -155,6 +162,8 @@ pub struct Drain<T: TxRing, C: Clock> {
     clock: C,
     dlists: Vec<Consumer<OutFrame>>,
     local_notes: Producer<Closed>,
+    /// Answered UDP requests, released once their frames are drained.
+    ids: ids::DrainIds,
     next: usize,
     drained: u64,
     drain_ns: u64,
@@ -190,12 +199,16 @@ impl<R: RxRing, T: TxRing, C: Clock + Clone> NetCoreNic<R, T, C> {
         let mut dozes = Vec::with_capacity(http);
         let mut notes = Vec::with_capacity(http);
         let mut dlists = Vec::with_capacity(http);
+        let mut done = Vec::with_capacity(http);
         for e in setup.ends {
             clists.push(e.clist);
             dozes.push((e.http, false));
             notes.push(e.notes);
             dlists.push(e.dlist);
+            done.push((e.done, 0));
         }
+        let n_ids = setup.addressing.udp_ids.unwrap_or(1);
+        let (rp, rc) = channel(usize::from(n_ids));
         NetCoreNic {
             rx: Dispatch {
                 inner: rx,
@@ -212,6 +225,7 @@ impl<R: RxRing, T: TxRing, C: Clock + Clone> NetCoreNic<R, T, C> {
                 next: 0,
                 next_udp: 0,
                 udp_dispatched: 0,
+                ids: setup.addressing.udp_ids.map(|n| CoreIds::new(n, rc)),
                 next_sweep_ns: 0,
                 dispatched: 0,
                 ring_full: 0,
@@ -224,6 +238,11 @@ impl<R: RxRing, T: TxRing, C: Clock + Clone> NetCoreNic<R, T, C> {
                 clock,
                 dlists,
                 local_notes: lp,
+                ids: ids::DrainIds {
+                    done,
+                    released: rp,
+                    lost: 0,
+                },
                 next: 0,
                 drained: 0,
                 drain_ns: 0,
@@ -276,8 +295,13 @@ enum Class {
 /// What to do with a received frame.
 #[derive(Clone, Copy)]
 enum Route {
-    /// Give it to `core`'s server (0: core 0's own), for mapping `conn` if any.
-    To { core: usize, conn: Option<u32> },
+    /// Give it to `core`'s server (0: core 0's own), for mapping `conn` if any, tagged with
+    /// a UDP request id if any.
+    To {
+        core: usize,
+        conn: Option<u32>,
+        tag: u16,
+    },
     /// Drop it: a SYN no core has room for.
     Drop,
 }
@@ -375,17 +399,30 @@ impl<R: RxRing, C: Clock> Dispatch<R, C> {
             } => (peer, syn, cookie_ack),
             Class::Udp => {
                 // Paper 001 Fig. 3: each request to the next HTTP core, round robin; the
-                // request leaves nothing behind, so no mapping.
+                // request leaves nothing behind, so no mapping. Its id comes from core 0's
+                // stack (§5); one that core 0 keeps (`--bsp-http`) uses its server's own.
                 let n = self.targets.len().max(1);
                 let core = self.targets.get(self.next_udp % n).map_or(0, |&c| c.into());
                 self.next_udp = (self.next_udp + 1) % n;
+                let tag = match (&mut self.ids, core) {
+                    (Some(ids), 1..) => match ids.take(now) {
+                        Some(t) => t,
+                        None => return Route::Drop,
+                    },
+                    _ => 0,
+                };
                 self.udp_dispatched += 1;
-                return Route::To { core, conn: None };
+                return Route::To {
+                    core,
+                    conn: None,
+                    tag,
+                };
             }
             Class::Local => {
                 return Route::To {
                     core: 0,
                     conn: None,
+                    tag: 0,
                 }
             }
         };
@@ -403,6 +440,7 @@ impl<R: RxRing, C: Clock> Dispatch<R, C> {
                         return Route::To {
                             core: 0,
                             conn: None,
+                            tag: 0,
                         };
                     }
                     None => match self.pick_over() {
@@ -426,6 +464,7 @@ impl<R: RxRing, C: Clock> Dispatch<R, C> {
                 return Route::To {
                     core: 0,
                     conn: None,
+                    tag: 0,
                 }
             }
         };
@@ -434,6 +473,7 @@ impl<R: RxRing, C: Clock> Dispatch<R, C> {
         Route::To {
             core: usize::from(c.core),
             conn: Some(id),
+            tag: 0,
         }
     }
 
@@ -461,6 +501,9 @@ impl<R: RxRing, C: Clock> RxRing for Dispatch<R, C> {
     fn burst(&mut self, out: &mut [RxFrame]) -> usize {
         let t0 = self.clock.now_ns();
         self.apply_notes();
+        if let Some(ids) = &mut self.ids {
+            ids.apply_released();
+        }
         self.sweep(t0);
         if let Some(b) = self.addr.bond {
             self.addr.iface.mac = b.mac(usize::from(b.links().receive));
@@ -480,12 +523,12 @@ impl<R: RxRing, C: Clock> RxRing for Dispatch<R, C> {
                 let f = out[i];
                 let class = classify(&self.addr, self.inner.bytes(&f));
                 match self.route(class, t0) {
-                    Route::To { core: 0, conn } => {
+                    Route::To { core: 0, conn, .. } => {
                         self.delivered(0, conn);
                         out[local] = f;
                         local += 1;
                     }
-                    Route::To { core, conn } => {
+                    Route::To { core, conn, tag } => {
                         let bytes = self.inner.bytes(&f);
                         let ring = &mut self.clists[core - 1];
                         let mut sent = false;
@@ -493,8 +536,14 @@ impl<R: RxRing, C: Clock> RxRing for Dispatch<R, C> {
                             let len = bytes.len().min(FRAME_MAX);
                             slot.bytes[..len].copy_from_slice(&bytes[..len]);
                             slot.len = len as u16;
+                            slot.tag = tag;
                             ring.commit();
                             sent = true;
+                        }
+                        if !sent && tag != 0 {
+                            if let Some(ids) = &mut self.ids {
+                                ids.untake(tag);
+                            }
                         }
                         if sent {
                             self.delivered(core, conn);
@@ -558,7 +607,8 @@ impl<T: TxRing, C: Clock> TxRing for Drain<T, C> {
         let mut moved = 0u64;
         let mut t0 = 0;
         'rings: for k in 0..n {
-            let ring = &mut self.dlists[(self.next + k) % n];
+            let at = (self.next + k) % n;
+            let ring = &mut self.dlists[at];
             let avail = ring.available().min(DRAIN_BUDGET);
             if avail > 0 && moved == 0 {
                 t0 = self.clock.now_ns();
@@ -573,8 +623,11 @@ impl<T: TxRing, C: Clock> TxRing for Drain<T, C> {
                 // Sent, or refused by the device (lost; TCP retransmits it).
                 ring.pop();
                 moved += 1;
+                self.ids.drained(at, 1);
             }
         }
+        let clock = &self.clock;
+        self.ids.release(|| clock.now_ns());
         if n > 0 {
             self.next = (self.next + 1) % n;
         }
@@ -639,6 +692,11 @@ impl<R: RxRing, T: TxRing, C: Clock> CoreQueue for NetCoreNic<R, T, C> {
             drain_ns: self.tx.drain_ns,
             notes_lost: self.tx.notes_lost,
             udp_dispatched: rx.udp_dispatched,
+            udp_no_id: rx.ids.as_ref().map_or(0, |i| i.no_id),
+            udp_ids_max: rx.ids.as_ref().map_or(0, CoreIds::high),
+            udp_done: rx.ids.as_ref().map_or(0, |i| i.completed),
+            udp_time_sum_ns: rx.ids.as_ref().map_or(0, |i| i.time_sum_ns),
+            udp_time_max_ns: rx.ids.as_ref().map_or(0, |i| i.time_max_ns),
         }
     }
 }

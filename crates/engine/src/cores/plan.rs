@@ -318,7 +318,8 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
         let Mode::NetCore { bsp_http } = self.mode else {
             panic!("Plan::netcore in {} mode", self.mode.name());
         };
-        let sizes = RingSizes::for_tcbs(self.cfg.tcbs);
+        let sizes =
+            RingSizes::for_tcbs(self.cfg.tcbs).with_udp_ids(self.cfg.udp.map_or(0, |u| u.ids));
         let (ends, http): (Vec<_>, Vec<_>) = (1..self.cores)
             .map(|k| links_dozing(sizes, net, http_doze(k)))
             .unzip();

@@ -146,6 +146,8 @@ pub struct Server<L: Lookup<'static>> {
     dynamic: Option<Dynamic>,
     /// The stateless UDP protocol, when served.
     udp: Option<udp::UdpServer>,
+    /// The request id another core gave the frame being handled (network-core mode).
+    rx_tag: Option<u16>,
     /// The NIC set this server sends on, if any.
     bond: Option<bond::ServerBond>,
 }
@@ -199,6 +201,7 @@ impl<L: Lookup<'static>> Server<L> {
             closed: Vec::with_capacity(n + (ROUND_BUDGET as usize) * RX_BURST),
             dynamic: None,
             udp: cfg.udp.map(|u| udp::UdpServer::new(u, cfg.isn_key)),
+            rx_tag: None,
             bond,
             site,
             cfg,
@@ -284,12 +287,32 @@ impl<L: Lookup<'static>> Server<L> {
                 break;
             }
             let n = rx.burst(&mut frames[..room]);
+            // A UDP protocol request is answered inside its frame's handling: that time is
+            // the paper's HTTP work, not receiving (one more clock read per frame, and
+            // only on a server that serves the protocol).
+            let timed = self.udp.is_some() && n > 0;
+            let mut t = if timed { clock.now_ns() } else { 0 };
+            let mut udp_ns = 0;
             for f in &frames[..n] {
+                let before = self.stats.udp_datagrams;
+                self.rx_tag = rx.request_tag(f);
                 self.handle_frame(rx.bytes(f), tx, log);
+                if let Some(tag) = self.rx_tag.take() {
+                    // Its answer is posted: the core that tagged it frees the id.
+                    tx.request_done(tag);
+                }
                 rx.recycle(*f);
+                if timed {
+                    let t2 = clock.now_ns();
+                    if self.stats.udp_datagrams != before {
+                        udp_ns += t2.saturating_sub(t);
+                    }
+                    t = t2;
+                }
             }
             if n > 0 {
                 mark = self.times.add_rcv(mark, clock.now_ns());
+                self.times.rcv_to_http(udp_ns);
             }
             // IMT: one HTTP step, then receive again; IST: one pass over the run list.
             let steps = match self.cfg.sched {

@@ -100,9 +100,18 @@ impl<L: Lookup<'static>> Server<L> {
                 return self.udp_refuse(to, ErrorCode::Malformed, 0, 0, budget, tx);
             }
         };
-        let Some(id) = u.ids.pop() else {
-            self.stats.udp_no_id += 1;
-            return;
+        // In network-core mode core 0 gave the request its id (and frees it once the
+        // answer is sent); otherwise it comes from this server's stack.
+        let tagged = self.rx_tag;
+        let id = match tagged {
+            Some(t) => t,
+            None => match u.ids.pop() {
+                Some(id) => id,
+                None => {
+                    self.stats.udp_no_id += 1;
+                    return;
+                }
+            },
         };
         self.stats.udp_ids_max = self.stats.udp_ids_max.max(u.ids.high as u64);
         let params = Params {
@@ -151,7 +160,7 @@ impl<L: Lookup<'static>> Server<L> {
                 }
             }
         }
-        if let Some(u) = self.udp.as_mut() {
+        if let (Some(u), None) = (self.udp.as_mut(), tagged) {
             u.ids.push(id);
         }
     }

@@ -1,7 +1,8 @@
 //! The rings between core 0 and one HTTP core (CLIST for frames in, DLIST for frames out,
-//! notes for closed connections), and the HTTP core's queue pair over them ([`RingNic`]):
+//! notes for closed connections, done for answered UDP requests), and the HTTP core's queue pair over them ([`RingNic`]):
 //! the ordinary `Server` polls it as it would a device.
 
+use super::ids::Done;
 use crate::cores::{CoreQueue, DispatchCounters};
 use crate::nic::{Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
 use crate::ring::{channel, Consumer, Doze, Producer};
@@ -14,6 +15,8 @@ pub const FRAME_MAX: usize = 2048;
 /// A received frame on its way to an HTTP core, copied out of the NIC buffer.
 pub struct InFrame {
     pub(super) len: u16,
+    /// The request id core 0 gave a UDP protocol request (0: none).
+    pub(super) tag: u16,
     pub(super) bytes: [u8; FRAME_MAX],
 }
 
@@ -21,6 +24,7 @@ impl Default for InFrame {
     fn default() -> Self {
         InFrame {
             len: 0,
+            tag: 0,
             bytes: [0; FRAME_MAX],
         }
     }
@@ -64,6 +68,8 @@ pub struct RingSizes {
     pub dlist: usize,
     /// Slots of each note ring (closed connections); at least the core's TCBs.
     pub notes: usize,
+    /// Slots of each done ring (UDP requests answered): at least every request id.
+    pub done: usize,
 }
 
 impl RingSizes {
@@ -73,7 +79,14 @@ impl RingSizes {
             clist: 1024,
             dlist: 1024,
             notes: (2 * tcbs).max(64),
+            done: 2,
         }
+    }
+
+    /// The sizes with room for `ids` UDP request ids in the done rings.
+    pub fn with_udp_ids(mut self, ids: u16) -> RingSizes {
+        self.done = usize::from(ids).max(2);
+        self
     }
 }
 
@@ -82,6 +95,7 @@ pub struct NetEnds {
     pub(super) clist: Producer<InFrame>,
     pub(super) dlist: Consumer<OutFrame>,
     pub(super) notes: Consumer<Closed>,
+    pub(super) done: Consumer<Done>,
     /// The HTTP core's doze, nudged after forwarding to it.
     pub(super) http: Doze,
 }
@@ -91,6 +105,7 @@ pub struct HttpEnds {
     pub(super) clist: Consumer<InFrame>,
     pub(super) dlist: Producer<OutFrame>,
     pub(super) notes: Producer<Closed>,
+    pub(super) done: Producer<Done>,
     /// This core's own doze (it announces sleep on it).
     pub(super) own: Doze,
     /// Core 0's doze, nudged after a flush that put frames on the DLIST.
@@ -109,17 +124,20 @@ pub fn links_dozing(sizes: RingSizes, net: &Doze, http: Doze) -> (NetEnds, HttpE
     let (cp, cc) = channel(sizes.clist);
     let (dp, dc) = channel(sizes.dlist);
     let (np, nc) = channel(sizes.notes);
+    let (op, oc) = channel(sizes.done);
     (
         NetEnds {
             clist: cp,
             dlist: dc,
             notes: nc,
+            done: oc,
             http: http.clone(),
         },
         HttpEnds {
             clist: cc,
             dlist: dp,
             notes: np,
+            done: op,
             own: http,
             net: net.clone(),
         },
@@ -149,6 +167,9 @@ impl RingNic {
                 ring: ends.dlist,
                 notes: ends.notes,
                 notes_lost: 0,
+                done: ends.done,
+                pushed: 0,
+                done_lost: 0,
                 net: ends.net,
                 posted: false,
                 nic: 0,
@@ -204,6 +225,14 @@ impl RxRing for ClistRx {
         }
     }
 
+    fn request_tag(&self, f: &RxFrame) -> Option<u16> {
+        let i = f.buf.wrapping_sub(self.ring.head() as u32) as usize;
+        if i >= self.loaned {
+            return None;
+        }
+        self.ring.peek(i).map(|s| s.tag).filter(|&t| t != 0)
+    }
+
     fn recycle(&mut self, f: RxFrame) {
         // The server recycles in the order it was loaned; the slot is released to core 0.
         if self.loaned > 0 && f.buf == self.ring.head() as u32 {
@@ -220,6 +249,12 @@ pub struct DlistTx {
     pub(super) ring: Producer<OutFrame>,
     pub(super) notes: Producer<Closed>,
     pub(super) notes_lost: u64,
+    /// Answered UDP requests, to core 0 (which then frees their ids).
+    pub(super) done: Producer<Done>,
+    /// Frames committed so far.
+    pub(super) pushed: u64,
+    /// Done entries lost to a full ring (cannot happen: it has room for every id).
+    pub(super) done_lost: u64,
     pub(super) net: Doze,
     /// Frames committed since the last flush.
     pub(super) posted: bool,
@@ -240,7 +275,19 @@ impl TxRing for DlistTx {
         s.body = body;
         self.ring.commit();
         self.posted = true;
+        self.pushed += 1;
         Ok(())
+    }
+
+    fn request_done(&mut self, tag: u16) {
+        let d = Done {
+            tag,
+            pos: self.pushed,
+        };
+        if self.done.push(d).is_err() {
+            self.done_lost += 1;
+        }
+        self.posted = true; // core 0 must look, even if the answer had no frame
     }
 
     fn room(&mut self) -> usize {

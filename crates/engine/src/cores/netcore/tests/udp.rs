@@ -59,7 +59,7 @@ fn udp_requests_go_round_robin_and_each_core_signs_its_packets() {
     let clock = TestClock(Rc::new(Cell::new(1_000_000)));
     let (ends, nics): (Vec<_>, Vec<_>) = (0..2)
         .map(|_| {
-            let (n, h) = links(RingSizes::for_tcbs(8));
+            let (n, h) = links(RingSizes::for_tcbs(8).with_udp_ids(5000));
             (n, RingNic::new(h, SERVER_MAC))
         })
         .unzip();
@@ -114,4 +114,74 @@ fn udp_requests_go_round_robin_and_each_core_signs_its_packets() {
     assert_eq!(s0.stats().udp_datagrams, 0, "core 0's server answered none");
     assert_eq!(http[0].0.stats().udp_initial, 2);
     assert_eq!(http[1].0.stats().udp_initial, 2);
+    // Paper 001 §5: core 0 popped an id per request (each its own), the HTTP cores
+    // answered with it, and core 0 pushed it back once it had sent the last packet.
+    let mut ids: Vec<u16> = packets.iter().map(|p| p.1.request_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(
+        ids,
+        [1, 2, 3, 4],
+        "four requests in flight at once, four ids"
+    );
+    s0.poll(&mut n0, &clock, &mut NoLog);
+    let d = n0.dispatch_counters();
+    assert_eq!((d.udp_done, d.udp_ids_max, d.udp_no_id), (4, 4, 0));
+    assert!(d.udp_time_max_ns <= d.udp_time_sum_ns);
+    // The ids are back on the stack: the next request gets id 4 again (the top).
+    n0.inner_mut().0.inbox.push_back(udp_request(6000, "/"));
+    s0.poll(&mut n0, &clock, &mut NoLog);
+    for (s, n) in &mut http {
+        s.poll(n, &clock, &mut NoLog);
+    }
+    s0.poll(&mut n0, &clock, &mut NoLog);
+    let out = core::mem::take(&mut n0.inner_mut().1.outbox);
+    let again: Vec<_> = out.iter().filter_map(|f| answer(f)).collect();
+    assert!(
+        again.iter().all(|p| p.1.request_id == 4),
+        "{:?}",
+        again[0].1
+    );
+    assert_eq!(
+        http[0].0.stats().udp_ids_max,
+        0,
+        "the HTTP cores' own stacks unused"
+    );
+}
+
+#[test]
+fn a_full_id_stack_drops_requests_and_an_unsent_id_comes_back() {
+    let clock = TestClock(Rc::new(Cell::new(1_000_000)));
+    let (ends, mut nics): (Vec<_>, Vec<_>) = (0..1)
+        .map(|_| {
+            let (n, h) = links(RingSizes::for_tcbs(8).with_udp_ids(2));
+            (n, RingNic::new(h, SERVER_MAC))
+        })
+        .unzip();
+    let mut cfg = udp_config(8, 0);
+    cfg.udp.as_mut().unwrap().ids = 2;
+    let mut n0: Core0 = NetCoreNic::new(
+        FakeQueues::default(),
+        FakeQueues::default(),
+        SERVER_MAC,
+        clock.clone(),
+        NetCoreSetup {
+            ends,
+            http_tcbs: 8,
+            bsp_tcbs: None,
+            addressing: Addressing::new(&cfg, SERVER_MAC),
+        },
+    );
+    let local = dispatch(
+        &mut n0,
+        (0..5).map(|i| udp_request(7000 + i, "/")).collect(),
+    );
+    assert!(local.is_empty());
+    let d = n0.dispatch_counters();
+    assert_eq!((d.udp_dispatched, d.udp_no_id, d.udp_ids_max), (2, 3, 2));
+    assert_eq!(
+        clist(&mut nics[0]).len(),
+        2,
+        "only the two with an id went on"
+    );
 }
