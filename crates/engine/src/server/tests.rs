@@ -16,6 +16,7 @@ use crate::wire::{Ipv4Address, TcpPacket};
 // Uses the network-core rings and the planner, which the loom build leaves out.
 #[cfg(not(loom))]
 mod bond;
+mod deadline;
 mod pacing;
 mod pressure;
 mod split;
