@@ -167,8 +167,15 @@ def test_syn_flood_and_silent_clients_leave_a_client_served(kernel):
     512); a client on a second address fetches / every 50 ms throughout and is answered
     every time, within 1 s under KVM (a SYN or SYN-ACK lost would take 1 s more; TCG's
     emulated CPU is given 5 s). The flood outruns virtio-net's transmit ring: the engine
-    stops receiving while the ring is full (`rx_held`) rather than answer and drop."""
-    kvm = "kvm" in accel_line().lower().split("(")[0]
+    stops receiving while the ring is full (`rx_held`) rather than answer and drop.
+
+    How many of the flood's SYNs reach the guest depends on the host: on a loaded one QEMU
+    reads the TAP more slowly and its queue overflows (once 25,753 of 50,000 got through).
+    So cookies are counted against the frames the engine received during the flood, which
+    must outnumber the 1,024 TCBs several times over."""
+    # The accel line names the accelerator first, then why ("tcg, because /dev/kvm is
+    # kvm_pvm …": a "kvm" further on does not make it KVM).
+    kvm = accel_line().lower().startswith("kvm")
     bound = 1.0 if kvm else 5.0
     ns = kernel.ns
     probe_ip = "10.0.0.3"
@@ -177,17 +184,27 @@ def test_syn_flood_and_silent_clients_leave_a_client_served(kernel):
     env = {"BW_PROBE_IP": probe_ip, "BW_PROBE_TIMEOUT": str(bound)}
     before = kernel.stats_json()["total"]["counters"]
     flood = ns.client("synflood", TAP, MAC, "50000", "20", timeout=120, env=env)
+    mid = kernel.stats_json()["total"]["counters"]
     silent = ns.client("silent", "1100", "8", timeout=120, env=env)
     time.sleep(1)
     after = kernel.stats_json()["total"]["counters"]
-    grew = {k: after[k] - before[k] for k in ("tcp_syncookies_sent", "tcp_syncookies_ok",
-                                                "tcp_per_ip_refused", "tcp_evicted", "rx_held",
-                                                "tx_ring_full")}
-    print(f"\n{kernel.nic}: flood {flood}\nsilent {silent}\n{grew}")
+    keys = ("rx_frames", "tcp_syncookies_sent", "tcp_syncookies_ok", "tcp_accepted",
+            "tcp_no_tcb", "tcp_per_ip_refused", "tcp_evicted", "rx_held", "tx_ring_full")
+    in_flood = {k: mid[k] - before[k] for k in keys}
+    grew = {k: after[k] - before[k] for k in keys}
+    print(f"\n{kernel.nic}: flood {flood}\nsilent {silent}\nduring the flood {in_flood}"
+          f"\nin all {grew}")
     assert flood["sent"] >= 20000, flood
     assert flood["probes"] >= 20 and flood["probes_ok"] == flood["probes"], flood
     assert flood["probe_max_s"] < bound, flood
-    assert grew["tcp_syncookies_sent"] > 0.9 * flood["sent"] - 600, grew
+    # Every frame the engine received during the flood was one of its SYNs but for the
+    # probes' and the stats requests' few hundred. Past the 512 half-open connections of
+    # the SYN backlog, each SYN must have been answered with a cookie: none dropped for
+    # want of a TCB.
+    received = in_flood["rx_frames"]
+    assert received >= 5000, (received, "the flood barely reached the guest", in_flood)
+    assert in_flood["tcp_syncookies_sent"] > 0.9 * received - 600, in_flood
+    assert in_flood["tcp_no_tcb"] == 0, in_flood
     assert silent["probes"] >= 30 and silent["probes_ok"] == silent["probes"], silent
     assert grew["tcp_per_ip_refused"] > 0, grew
     assert silent["probe_max_s"] < bound, silent

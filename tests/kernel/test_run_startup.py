@@ -5,11 +5,14 @@ are, and nothing is left behind on any way out. QEMU user networking on a free l
 port: no root, no namespace.
 """
 import glob
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 
 from qemu_harness import BIN, SITE, require
@@ -136,3 +139,58 @@ def test_dry_run_keeps_its_files_where_it_says(tmp_path):
     d = os.path.dirname(kept[0])
     assert d in r.stderr, r.stderr
     subprocess.run(["rm", "-rf", d], check=True)
+
+
+def test_metrics_and_healthz_on_the_bare_machine(tmp_path):
+    """The kernel's /metrics (Prometheus text, the stats JSON's counters per core) and
+    /healthz (issue 17): off in an image unless its bareweb.toml turns them on; on, the
+    metrics only for `--stats-allow` (QEMU user networking's clients come from 10.0.2.2),
+    the health check for everyone."""
+    require()
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("<!doctype html><title>m</title><p>metrics\n")
+    (site / "bareweb.toml").write_text("metrics = true\nhealthz = true\n")
+
+    def boot(site, *args):
+        port = free_port()
+        p = start(site, "--listen", f"127.0.0.1:{port}", *args)
+        wait_serving(p)
+        return p, port
+
+    def status(port, path):
+        try:
+            return get(port, path)
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    p, port = boot(site, "--stats-allow", "10.0.2.2")
+    try:
+        assert get(port)[0] == 200
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60) as r:
+            assert r.status == 200
+            assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+            body = r.read().decode()
+        assert "# TYPE bareweb_http_requests counter" in body, body[:500]
+        m = re.search(r'^bareweb_http_requests\{core="0",role="[a-z+]+"\} (\d+)$', body, re.M)
+        assert m and int(m.group(1)) >= 1, body[:500]
+        stats = json.loads(get(port, "/.well-known/bareweb/stats")[1])
+        assert stats["total"]["counters"]["http_requests"] >= int(m.group(1))
+        assert get(port, "/healthz") == (200, b"ok\n")
+    finally:
+        stop(p)
+    # A source outside --stats-allow: the site's 404 for the metrics and the JSON.
+    p, port = boot(site, "--stats-allow", "192.168.0.0/16")
+    try:
+        assert status(port, "/metrics")[0] == 404
+        assert status(port, "/.well-known/bareweb/stats")[0] == 404
+        assert get(port, "/healthz") == (200, b"ok\n")
+    finally:
+        stop(p)
+    # Without a configuration that turns them on, an image answers neither.
+    p, port = boot(SITE)
+    try:
+        assert status(port, "/metrics")[0] == 404
+        assert status(port, "/healthz")[0] == 404
+    finally:
+        stop(p)

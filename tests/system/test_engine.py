@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import HOST_IP, SERVER_IP, SITE, Server
+from conftest import BIN, HOST_IP, SERVER_IP, SITE, Server
 
 URL = f"http://{SERVER_IP}"
 
@@ -334,6 +334,50 @@ def test_metrics_and_healthz_on_serve(server):
     assert "http_requests" in stats["total"]["counters"]
     r = server.ns.run("curl", "-sS", "-w", " %{http_code}", URL + "/healthz")
     assert r.stdout == "ok\n 200"
+
+
+def test_stats_allow_limits_the_stats_and_metrics_to_a_source_network():
+    """`--stats-allow A.B.C.D/N` (issue 17: "the stats page can be limited to a source
+    prefix", from the command line as well as bareweb.toml's [stats] allow): a client
+    outside it gets the site's 404 for the JSON and /metrics, one inside gets them; the
+    health check answers everyone."""
+    s = Server(extra=["--stats-allow", "10.0.0.128/25"], prefix="bwa")
+    try:
+        # The host side (10.0.0.1) is outside; a second address on it, 10.0.0.200, inside.
+        s.ns.ip("addr", "add", "10.0.0.200/24", "dev", "bw0")
+        code = "%{http_code}"
+        for path in ("/metrics", "/.well-known/bareweb/stats"):
+            out = s.ns.run("curl", "-sS", "-o", "/dev/null", "-w", code, URL + path).stdout
+            assert out == "404", (path, out)
+            out = s.ns.run("curl", "-sS", "-o", "/dev/null", "-w", code,
+                           "--interface", "10.0.0.200", URL + path).stdout
+            assert out == "200", (path, out)
+        assert s.ns.run("curl", "-sS", URL + "/healthz").stdout == "ok\n"
+    finally:
+        s.close()
+    r = subprocess.run([str(BIN), "serve", str(SITE), "--stats-allow", "10.0.0.0/33"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--stats-allow" in r.stderr, r.stderr
+
+
+def test_a_panic_leaves_no_tap_bridge_or_address_behind():
+    """`serve` that panics once serving (BAREWEB_CRASH=panic, as the kernel's crash=panic)
+    on two TAPs and the bridge it makes for them (issue 17: clean-up on every exit path):
+    the release build aborts, and still no TAP, bridge or host address is left."""
+    from conftest import Netns, require_root
+    require_root()
+    ns = Netns("bwp")
+    try:
+        r = ns.run("env", "BAREWEB_CRASH=panic", BIN, "serve", SITE, "--tap", "bw0",
+                   "--tap", "bw1", "--ip", f"{SERVER_IP}/24", check=False, timeout=60)
+        assert r.returncode != 0, r.stderr
+        assert "bareweb: serving" in r.stderr and "failing on purpose" in r.stderr, r.stderr
+        links = ns.run("ip", "-o", "link", "show").stdout
+        assert [ln.split(":")[1].strip() for ln in links.splitlines()] == ["lo"], links
+        addrs = ns.run("ip", "-o", "-4", "addr", "show").stdout
+        assert "10.0.0." not in addrs, addrs
+    finally:
+        ns.close()
 
 
 def test_a_second_server_on_a_taken_subnet_is_refused():

@@ -15,6 +15,15 @@ def second_address(s):
     s.ns.run("ip", "addr", "add", f"{PROBE_IP}/24", "dev", "bw0")
 
 
+def client_tcp_counters(ns):
+    """The client side's TCP counters in the namespace (`nstat`): segments its PAWS dropped,
+    its retransmission timeouts, SYN retransmissions."""
+    names = ["TcpExtPAWSEstab", "TcpExtTCPTimeouts", "TcpExtTCPSynRetrans", "TcpRetransSegs"]
+    out = ns.run("nstat", "-asz", *names).stdout
+    got = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()[1:] if line.strip()}
+    return {n: got.get(n, 0) for n in names}
+
+
 def test_syn_flood_is_answered_with_cookies_and_clients_are_served():
     s = Server()  # 1024 TCBs, SYN backlog 512
     try:
@@ -69,11 +78,16 @@ def test_network_core_mode_serves_a_client_after_a_flood_and_among_silent_ones()
         env = {"BW_PROBE_IP": PROBE_IP}
         flood = s.ns.client("synflood", "bw0", s.mac, "50000", "20", timeout=90, env=env)
         silent = s.ns.client("silent", "1100", "8", timeout=90, env=env)
+        peer = client_tcp_counters(s.ns)
     finally:
         counters = s.stop()
         s.ns.close()
-    print("netcore", flood, silent,
+    print("netcore", flood, silent, peer,
           {k: v for k, v in counters.items() if k.startswith(("tcp_", "tcbs", "dispatch"))})
+    # The clients' Linux dropped none of our segments as old (PAWS): a connection opened by
+    # a cookie core 0 sent is stamped by an HTTP core, whose TSvals must not go back behind
+    # core 0's SYN-ACK (the probe then waited for our retransmission timeout).
+    assert peer["TcpExtPAWSEstab"] == 0, peer
     for res in (flood, silent):
         assert res["probes"] >= 20 and res["probes_ok"] == res["probes"], res
         assert res["probe_max_s"] < 1.0, res

@@ -1,11 +1,16 @@
 //! `cargo xtask test` stage (alone: `cargo xtask bench-smoke`): `bareweb bench --smoke`
 //! end to end (namespaces, TAP, bareweb, nginx, lighttpd, h2o), then checks that it
 //! produced the table with the ratio to nginx and at least one PNG, and that no server
-//! sent a wrong body, status or framing. Needs root; under CI=true it fails rather than
-//! skips.
+//! sent a wrong body, status or framing. It runs the bench as a new user would (issue 17):
+//! the results folder made like `mktemp -d` (mode 0700 under /tmp, which nginx's worker
+//! could not read), and stdout a pipe closed before the bench writes its report (as `|
+//! head -3` or `| true` leave it): the bench must still succeed and leave no namespace,
+//! no process in one and nothing in /run/netns behind. Needs root; under CI=true it fails
+//! rather than skips.
 
-use std::path::Path;
-use std::process::Command;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use crate::{in_ci, is_root, run};
 
@@ -22,13 +27,83 @@ pub fn bench_smoke() -> Result<(), String> {
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     run(Command::new(cargo).args(["build", "--release", "-p", "bareweb"]))?;
-    let out = Path::new("target/bench-smoke");
-    if out.exists() {
-        std::fs::remove_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let kept = Path::new("target/bench-smoke");
+    let out = std::env::temp_dir().join(format!("bareweb-bench-smoke.{}", std::process::id()));
+    for d in [kept, out.as_path()] {
+        if d.exists() {
+            std::fs::remove_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        }
     }
-    run(Command::new("target/release/bareweb")
-        .args(["bench", "--smoke", "--out"])
-        .arg(out))?;
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&out)
+        .map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut cmd = Command::new("target/release/bareweb");
+    cmd.args(["bench", "--smoke", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped());
+    eprintln!("+ {cmd:?} | true");
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+    drop(child.stdout.take()); // `| true`: the report goes into a closed pipe
+    let status = child.wait().map_err(|e| e.to_string())?;
+    let left = left_behind(child.id(), &out);
+    if !status.success() {
+        return Err(format!(
+            "bareweb bench --smoke with a closed stdout failed with {status}{left}"
+        ));
+    }
+    if !left.is_empty() {
+        return Err(format!("bench smoke left things behind:{left}"));
+    }
+    check_results(&out)?;
+    // The results stay in target/bench-smoke for a look; the temporary folder goes.
+    std::fs::create_dir_all(kept.join("runs")).map_err(|e| e.to_string())?;
+    for sub in ["", "runs"] {
+        for e in std::fs::read_dir(out.join(sub))
+            .map_err(|e| e.to_string())?
+            .flatten()
+        {
+            if e.path().is_file() {
+                let _ = std::fs::copy(e.path(), kept.join(sub).join(e.file_name()));
+            }
+        }
+    }
+    std::fs::remove_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))
+}
+
+/// What a bench with process id `pid` and results folder `out` left behind: namespaces
+/// (named `bwl` + pid % 100000 + ...) and processes whose command line names `out` (the
+/// servers it started); empty when nothing.
+fn left_behind(pid: u32, out: &Path) -> String {
+    let prefix = format!("bwl{}", pid % 100_000);
+    let mut left = String::new();
+    for e in std::fs::read_dir("/run/netns")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with(&prefix) {
+            left += &format!("\n  namespace {name}");
+        }
+    }
+    let needle = out.to_string_lossy().into_owned();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let cmdline: PathBuf = e.path().join("cmdline");
+        if let Ok(b) = std::fs::read(&cmdline) {
+            let text = String::from_utf8_lossy(&b).replace('\0', " ");
+            if text.contains(&needle) {
+                left += &format!("\n  process {}: {text}", e.file_name().to_string_lossy());
+            }
+        }
+    }
+    left
+}
+
+/// The report has ratios to nginx and a PNG, and no server answered wrongly.
+fn check_results(out: &Path) -> Result<(), String> {
     let report = std::fs::read_to_string(out.join("report.md"))
         .map_err(|e| format!("bench smoke wrote no report.md: {e}"))?;
     // A data row of nginx's own ratio is "1.00×"; another server's row has a number too.

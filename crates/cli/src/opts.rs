@@ -66,6 +66,15 @@ impl FromStr for Cidr {
     }
 }
 
+/// A client network, `A.B.C.D/N` or one address `A.B.C.D` (`/32`): `--stats-allow`.
+pub fn network(s: &str) -> Result<Cidr, String> {
+    if s.contains('/') {
+        s.parse()
+    } else {
+        format!("{s}/32").parse()
+    }
+}
+
 impl fmt::Display for Cidr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.ip, self.prefix)
@@ -325,6 +334,11 @@ pub struct ServerOpts {
     /// Do not answer /.well-known/bareweb/ (HTML) and /.well-known/bareweb/stats (JSON).
     #[arg(long)]
     pub no_stats_page: bool,
+    /// Only clients in this network may read the stats JSON and /metrics (others get the
+    /// site's answer, normally 404), A.B.C.D/N or one address [the site's `[stats] allow`;
+    /// everyone].
+    #[arg(long, value_name = "A.B.C.D/N", value_parser = network)]
+    pub stats_allow: Option<Cidr>,
     /// How several cores share the NIC: `perqueue` (a queue pair and a whole server per
     /// core; the default when the NIC has a queue per core) or `netcore` (the papers'
     /// design: core 0 owns the NIC and hands connections to HTTP cores round robin). With
@@ -401,6 +415,7 @@ impl ServerOpts {
             || self.idle_timeout.is_some()
             || self.access_log
             || self.no_stats_page
+            || self.stats_allow.is_some()
             || self.mode.is_some()
             || self.bsp_http
             || self.udp_port.is_some()
@@ -531,6 +546,9 @@ impl ServerOpts {
         }
         if self.no_stats_page {
             w.push("stats_page=off".into());
+        }
+        if let Some(n) = self.stats_allow {
+            w.push(format!("stats_allow={n}"));
         }
         if let Some(m) = self.mode {
             w.push(format!("mode={}", value_name(m)));
@@ -674,6 +692,7 @@ mod tests {
             idle_timeout: Some(7),
             access_log: true,
             no_stats_page: true,
+            stats_allow: Some(network("10.9.0.0/16").unwrap()),
             mode: Some(ModeArg::Netcore),
             bsp_http: true,
             udp_port: Some(8081),
@@ -702,6 +721,9 @@ mod tests {
         assert_eq!((s.request_timeout_s, s.idle_timeout_s), (5, 7));
         assert!(s.log_access && s.log_stats && !s.stats_page && s.bsp_http);
         assert_eq!(s.mode, Some(kernel_cmdline::CoreMode::NetCore));
+        assert_eq!(s.stats_allow, Some((Ipv4Address([10, 9, 0, 0]), 16)));
+        assert_eq!(network("10.0.2.2").unwrap().to_string(), "10.0.2.2/32");
+        assert!(network("10.0.2.0/33").is_err() && network("10.0.2/8").is_err());
         assert_eq!(
             ServerOpts::default().kernel_words(false),
             Vec::<String>::new()

@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::server::{AccessLog, AccessRecord};
@@ -104,6 +105,30 @@ fn install_signal_handlers() {
     }
 }
 
+/// The bridge this serve made, for [`clean_up_on_panic`] (the release build aborts on a
+/// panic: no unwinding, no `Drop`). The TAPs need nothing: serve's TAPs are not
+/// persistent, so the kernel removes them, and the host address on them, when the
+/// process's descriptors close, however it ends.
+static MADE_BRIDGE: Mutex<Option<String>> = Mutex::new(None);
+
+/// A panic removes the bridge serve made before the process aborts.
+fn clean_up_on_panic() {
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if let Some(br) = MADE_BRIDGE.try_lock().ok().and_then(|mut b| b.take()) {
+            let _ = netif::bridge_remove(&br);
+        }
+        prev(info);
+    }));
+}
+
+/// `BAREWEB_CRASH=panic`: panic once serving (TAPs open and configured, a bridge made),
+/// as the kernel's `crash=panic` word; the tests use it to prove a panic leaves nothing
+/// behind.
+fn crash_requested() -> bool {
+    std::env::var("BAREWEB_CRASH").is_ok_and(|v| v == "panic")
+}
+
 /// Common Log Format lines on stdout.
 struct Clf(std::io::BufWriter<std::io::Stdout>);
 
@@ -181,6 +206,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     };
     let files = site.len();
     install_signal_handlers();
+    clean_up_on_panic();
     let host = host_ip.map_or("unchanged".to_string(), |h| format!("{h}/{prefix}"));
     let port = cfg.port;
     let macs_text = macs
@@ -189,10 +215,15 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         .collect::<Vec<_>>()
         .join(", ");
     let udp = a.server.udp_banner(ip);
+    let crash = crash_requested();
     let banner = move |on: &str| {
         eprintln!(
             "bareweb: serving {files} files at http://{ip}:{port}/{udp} on {on} (server MAC {macs_text}, host side {host}); Ctrl-C stops"
-        )
+        );
+        assert!(
+            !crash,
+            "BAREWEB_CRASH=panic: failing on purpose once serving"
+        );
     };
     let bridge =
         match (&a.bridge, taps.len()) {
@@ -222,6 +253,9 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
                         .map_err(|e| format!("cannot create bridge {br}: {e}"))?
                     {
                         made_bridge = Some(br.clone());
+                        if let Ok(mut b) = MADE_BRIDGE.lock() {
+                            *b = Some(br.clone());
+                        }
                     }
                     for n in names {
                         netif::bridge_add(br, n)
@@ -239,8 +273,12 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     };
     let clf = |_| Clf(std::io::BufWriter::new(std::io::stdout()));
     // The stats page is off if the command line or the site's configuration says so;
-    // metrics and the health check are on unless the configuration turns them off.
-    let pages = PageSettings::resolve(&site.pages(), !a.server.no_stats_page, true, true);
+    // metrics and the health check are on unless the configuration turns them off;
+    // --stats-allow over the configuration's [stats] allow.
+    let mut pages = PageSettings::resolve(&site.pages(), !a.server.no_stats_page, true, true);
+    if let Some(n) = a.server.stats_allow {
+        pages.allow = (n.ip.octets(), n.prefix);
+    }
     let layout = Layout {
         cores: a.cores.cores.into(),
         mode: a.server.mode,
@@ -256,6 +294,9 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         (None, false) => cores::serve(&layout, prepared, cores::no_log),
     };
     if let Some(br) = made_bridge {
+        if let Ok(mut b) = MADE_BRIDGE.lock() {
+            *b = None;
+        }
         if let Err(e) = netif::bridge_remove(&br) {
             eprintln!("bareweb: cannot remove bridge {br}: {e}");
         }

@@ -2,93 +2,128 @@
 //! the same ioctls `ip link set up` and `ip addr add` use; for a NIC set (issue 14), the
 //! bridge the TAPs share (`brctl`'s ioctls) and each TAP's link, as the link monitor
 //! reads it ([`TapLink`]: up and carrier, `SIOCGIFFLAGS`).
+//!
+//! The socket, name-to-index lookup and errors are `rustix`'s; the interface ioctls go
+//! through `rustix::ioctl` with the `struct ifreq` layouts here, and stay `unsafe` (an
+//! ioctl's argument type is a promise rustix cannot check). The list of local addresses
+//! ([`local_ipv4`]) is libc's `getifaddrs`: rustix has no such call, and the other ways
+//! (netlink messages, SIOCGIFCONF) would be more hand-written code, not less.
 
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 use bareweb_engine::wire::Ipv4Address;
+use rustix::io::Errno;
+use rustix::ioctl::{ioctl, Opcode, Setter, Updater};
+use rustix::net::{AddressFamily, SocketFlags, SocketType};
 
+/// Interface names hold at most 15 bytes and a NUL.
+const IFNAMSIZ: usize = 16;
+
+/// The requests of linux/sockios.h used here.
+const SIOCGIFFLAGS: Opcode = 0x8913;
+const SIOCSIFFLAGS: Opcode = 0x8914;
+const SIOCSIFADDR: Opcode = 0x8916;
+const SIOCSIFNETMASK: Opcode = 0x891c;
+const SIOCBRADDBR: Opcode = 0x89a0;
+const SIOCBRDELBR: Opcode = 0x89a1;
+const SIOCBRADDIF: Opcode = 0x89a2;
+
+const IFF_UP: i16 = 0x1;
+const IFF_RUNNING: i16 = 0x40;
+
+/// `struct sockaddr_in`.
+#[repr(C)]
+struct SockaddrIn {
+    family: u16,
+    port: u16,
+    addr: [u8; 4],
+    zero: [u8; 8],
+}
+
+/// `struct ifreq` with its union as `ifr_addr` (a `sockaddr_in`): 40 bytes.
 #[repr(C)]
 struct IfReqAddr {
-    name: [u8; libc::IFNAMSIZ],
-    addr: libc::sockaddr_in,
+    name: [u8; IFNAMSIZ],
+    addr: SockaddrIn,
     _pad: [u8; 8],
 }
 
+/// `struct ifreq` with its union as `ifr_flags`.
 #[repr(C)]
 struct IfReqFlags {
-    name: [u8; libc::IFNAMSIZ],
-    flags: libc::c_short,
+    name: [u8; IFNAMSIZ],
+    flags: i16,
     _pad: [u8; 22],
 }
 
-fn control_socket() -> io::Result<OwnedFd> {
-    // SAFETY: plain socket(2) call; the result is checked before use.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fd is a fresh descriptor nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+/// `struct ifreq` with its union as `ifr_ifindex`.
+#[repr(C)]
+struct IfReqIndex {
+    name: [u8; IFNAMSIZ],
+    index: i32,
+    _pad: [u8; 20],
 }
 
-fn name_bytes(name: &str) -> io::Result<[u8; libc::IFNAMSIZ]> {
-    if name.is_empty() || name.len() >= libc::IFNAMSIZ {
+fn control_socket() -> io::Result<OwnedFd> {
+    Ok(rustix::net::socket_with(
+        AddressFamily::INET,
+        SocketType::DGRAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )?)
+}
+
+fn name_bytes(name: &str) -> io::Result<[u8; IFNAMSIZ]> {
+    if name.is_empty() || name.len() >= IFNAMSIZ {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "bad interface name",
         ));
     }
-    let mut b = [0u8; libc::IFNAMSIZ];
+    let mut b = [0u8; IFNAMSIZ];
     b[..name.len()].copy_from_slice(name.as_bytes());
     Ok(b)
 }
 
-fn sockaddr(ip: Ipv4Address) -> libc::sockaddr_in {
-    libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: 0,
-        sin_addr: libc::in_addr {
-            s_addr: u32::from_ne_bytes(ip.0),
-        },
-        sin_zero: [0; 8],
-    }
-}
-
-fn set_addr(sock: &OwnedFd, name: &str, req: libc::c_ulong, ip: Ipv4Address) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let mut r = IfReqAddr {
+fn set_addr<const REQ: Opcode>(sock: &OwnedFd, name: &str, ip: Ipv4Address) -> io::Result<()> {
+    let r = IfReqAddr {
         name: name_bytes(name)?,
-        addr: sockaddr(ip),
+        addr: SockaddrIn {
+            family: AddressFamily::INET.as_raw(),
+            port: 0,
+            addr: ip.0,
+            zero: [0; 8],
+        },
         _pad: [0; 8],
     };
-    // SAFETY: the request reads an ifreq whose union starts with a sockaddr, as laid out.
-    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), req, &mut r as *mut IfReqAddr) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    // SAFETY: SIOCSIFADDR and SIOCSIFNETMASK (the only REQs given) read an ifreq whose
+    // union starts with a sockaddr_in, as IfReqAddr lays it out.
+    unsafe { ioctl(sock, Setter::<REQ, IfReqAddr>::new(r))? };
     Ok(())
 }
 
-fn get_flags(sock: &OwnedFd, name: &str) -> io::Result<libc::c_short> {
-    use std::os::fd::AsRawFd;
+fn get_flags(sock: &OwnedFd, name: &str) -> io::Result<i16> {
     let mut f = IfReqFlags {
         name: name_bytes(name)?,
         flags: 0,
         _pad: [0; 22],
     };
-    // SAFETY: SIOCGIFFLAGS writes the flags member of the ifreq, laid out as IfReqFlags.
-    let rc = unsafe {
-        libc::ioctl(
-            sock.as_raw_fd(),
-            libc::SIOCGIFFLAGS,
-            &mut f as *mut IfReqFlags,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    // SAFETY: SIOCGIFFLAGS reads the name and writes the flags of an ifreq, laid out as
+    // IfReqFlags; `f` lives across the call.
+    unsafe { ioctl(sock, Updater::<SIOCGIFFLAGS, IfReqFlags>::new(&mut f))? };
     Ok(f.flags)
+}
+
+fn set_flags(sock: &OwnedFd, name: &str, flags: i16) -> io::Result<()> {
+    let f = IfReqFlags {
+        name: name_bytes(name)?,
+        flags,
+        _pad: [0; 22],
+    };
+    // SAFETY: SIOCSIFFLAGS reads the name and flags of an ifreq, laid out as IfReqFlags.
+    unsafe { ioctl(sock, Setter::<SIOCSIFFLAGS, IfReqFlags>::new(f))? };
+    Ok(())
 }
 
 /// Brings interface `name` up (`ip link set NAME up`).
@@ -98,70 +133,38 @@ pub fn set_up(name: &str) -> io::Result<()> {
 
 /// Brings interface `name` up or down.
 fn set_flag_up(name: &str, up: bool) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
     let sock = control_socket()?;
     let flags = get_flags(&sock, name)?;
-    let up_bit = libc::IFF_UP as libc::c_short;
-    let mut f = IfReqFlags {
-        name: name_bytes(name)?,
-        flags: if up { flags | up_bit } else { flags & !up_bit },
-        _pad: [0; 22],
-    };
-    // SAFETY: SIOCSIFFLAGS reads the flags member of the ifreq, laid out as IfReqFlags.
-    let rc = unsafe {
-        libc::ioctl(
-            sock.as_raw_fd(),
-            libc::SIOCSIFFLAGS,
-            &mut f as *mut IfReqFlags,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    set_flags(
+        &sock,
+        name,
+        if up { flags | IFF_UP } else { flags & !IFF_UP },
+    )
 }
 
-/// `SIOCBRADDBR`, `SIOCBRDELBR`, `SIOCBRADDIF` (linux/sockios.h): the bridge ioctls.
-const SIOCBRADDBR: libc::c_ulong = 0x89a0;
-const SIOCBRDELBR: libc::c_ulong = 0x89a1;
-const SIOCBRADDIF: libc::c_ulong = 0x89a2;
-
-#[repr(C)]
-struct IfReqIndex {
-    name: [u8; libc::IFNAMSIZ],
-    index: libc::c_int,
-    _pad: [u8; 20],
+/// A bridge ioctl that takes an interface name (SIOCBRADDBR, SIOCBRDELBR).
+fn bridge_ioctl<const REQ: Opcode>(name: &str) -> Result<(), Errno> {
+    let sock = control_socket().map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
+    let b = name_bytes(name).map_err(|_| Errno::INVAL)?;
+    // SAFETY: SIOCBRADDBR and SIOCBRDELBR (the only REQs given) read a NUL-terminated
+    // interface name (b is IFNAMSIZ bytes with the name shorter than that).
+    unsafe { ioctl(&sock, Setter::<REQ, [u8; IFNAMSIZ]>::new(b)) }
 }
 
 /// Creates bridge `name` if it does not exist; returns whether it was created.
 pub fn bridge_create(name: &str) -> io::Result<bool> {
-    use std::os::fd::AsRawFd;
-    let sock = control_socket()?;
-    let b = name_bytes(name)?;
-    // SAFETY: SIOCBRADDBR reads a NUL-terminated interface name (b is IFNAMSIZ bytes with
-    // the name shorter than that, checked by name_bytes).
-    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCBRADDBR, b.as_ptr()) };
-    if rc < 0 {
-        let e = io::Error::last_os_error();
-        return match e.raw_os_error() {
-            Some(libc::EEXIST) => Ok(false),
-            _ => Err(e),
-        };
+    name_bytes(name)?;
+    match bridge_ioctl::<SIOCBRADDBR>(name) {
+        Ok(()) => Ok(true),
+        Err(Errno::EXIST) => Ok(false),
+        Err(e) => Err(e.into()),
     }
-    Ok(true)
 }
 
 /// Deletes bridge `name` (it must be down: [`bridge_create`]'s undo).
 pub fn bridge_delete(name: &str) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let sock = control_socket()?;
-    let b = name_bytes(name)?;
-    // SAFETY: as bridge_create.
-    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCBRDELBR, b.as_ptr()) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    name_bytes(name)?;
+    Ok(bridge_ioctl::<SIOCBRDELBR>(name)?)
 }
 
 /// Takes bridge `name` down and deletes it (its ports leave it).
@@ -173,31 +176,19 @@ pub fn bridge_remove(name: &str) -> io::Result<()> {
 /// Puts interface `port` on bridge `bridge` (`ip link set PORT master BRIDGE`); an
 /// interface already on it is left as it is.
 pub fn bridge_add(bridge: &str, port: &str) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
     let sock = control_socket()?;
-    let cname = std::ffi::CString::new(port)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"))?;
-    // SAFETY: if_nametoindex reads a NUL-terminated string.
-    let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
-    if index == 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let mut r = IfReqIndex {
+    let index = rustix::net::netdevice::name_to_index(&sock, port)?;
+    let r = IfReqIndex {
         name: name_bytes(bridge)?,
-        index: index as libc::c_int,
+        index: index as i32,
         _pad: [0; 20],
     };
     // SAFETY: SIOCBRADDIF reads the ifreq's name and ifindex, laid out as IfReqIndex.
-    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCBRADDIF, &mut r as *mut IfReqIndex) };
-    if rc < 0 {
-        let e = io::Error::last_os_error();
+    match unsafe { ioctl(&sock, Setter::<SIOCBRADDIF, IfReqIndex>::new(r)) } {
         // EBUSY: the port is already on a bridge (this one, if serve ran before).
-        return match e.raw_os_error() {
-            Some(libc::EBUSY) => Ok(()),
-            _ => Err(e),
-        };
+        Ok(()) | Err(Errno::BUSY) => Ok(()),
+        Err(e) => Err(e.into()),
     }
-    Ok(())
 }
 
 /// A TAP's link as the bond's link monitor reads it: up (`ip link set NAME up`) and
@@ -222,58 +213,23 @@ impl TapLink {
 impl bareweb_engine::nic::LinkSense for TapLink {
     fn link_up(&mut self) -> bool {
         // An interface that cannot be asked (deleted) is down.
-        get_flags(&self.sock, &self.name).is_ok_and(|f| {
-            let want = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
-            f & want == want
-        })
+        get_flags(&self.sock, &self.name)
+            .is_ok_and(|f| f & (IFF_UP | IFF_RUNNING) == IFF_UP | IFF_RUNNING)
     }
 }
 
 /// Gives interface `name` the address `ip/prefix_len` and brings it up.
 pub fn configure(name: &str, ip: Ipv4Address, prefix_len: u8) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
     let sock = control_socket()?;
-    set_addr(&sock, name, libc::SIOCSIFADDR, ip)?;
+    set_addr::<SIOCSIFADDR>(&sock, name, ip)?;
     let mask = if prefix_len == 0 {
         0
     } else {
         u32::MAX << (32 - u32::from(prefix_len.min(32)))
     };
-    set_addr(
-        &sock,
-        name,
-        libc::SIOCSIFNETMASK,
-        Ipv4Address(mask.to_be_bytes()),
-    )?;
-    let mut f = IfReqFlags {
-        name: name_bytes(name)?,
-        flags: 0,
-        _pad: [0; 22],
-    };
-    // SAFETY: SIOCGIFFLAGS/SIOCSIFFLAGS read and write the flags member of the ifreq.
-    let rc = unsafe {
-        libc::ioctl(
-            sock.as_raw_fd(),
-            libc::SIOCGIFFLAGS,
-            &mut f as *mut IfReqFlags,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    f.flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
-    // SAFETY: as above.
-    let rc = unsafe {
-        libc::ioctl(
-            sock.as_raw_fd(),
-            libc::SIOCSIFFLAGS,
-            &mut f as *mut IfReqFlags,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    set_addr::<SIOCSIFNETMASK>(&sock, name, Ipv4Address(mask.to_be_bytes()))?;
+    let flags = get_flags(&sock, name)?;
+    set_flags(&sock, name, flags | IFF_UP | IFF_RUNNING)
 }
 
 /// Every IPv4 address on an interface of this network namespace: (interface, address,

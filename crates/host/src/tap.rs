@@ -12,10 +12,15 @@
 //! it whole to a local socket): one system call instead of one per 1460 bytes. We never
 //! enable offloads towards us (`TUNSETOFFLOAD`), so received frames are single segments
 //! with complete checksums, as the engine expects.
+//!
+//! System calls through `rustix` (open, read, writev, poll: safe, on owned descriptors);
+//! the one `unsafe` left is `TUNSETIFF`, an ioctl whose argument rustix cannot type for
+//! us (its `ioctl` is `unsafe` for that reason).
 
-use std::ffi::CString;
-use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::io::{self, IoSlice};
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use rustix::fs::{Mode, OFlags};
 
 use bareweb_engine::nic::{Nic, NicCaps, RxFrame, RxRing, Tso, TxFull, TxRing, TX_HEAD_ROOM};
 use bareweb_engine::wire::EthernetAddress;
@@ -25,10 +30,12 @@ const RX_BUF: usize = 2048;
 /// Receive buffers in the pool.
 const RX_POOL: usize = 64;
 
-const IFF_TAP: libc::c_short = 0x0002;
-const IFF_NO_PI: libc::c_short = 0x1000;
-const IFF_MULTI_QUEUE: libc::c_short = 0x0100;
-const IFF_VNET_HDR: libc::c_short = 0x4000;
+const IFF_TAP: i16 = 0x0002;
+const IFF_NO_PI: i16 = 0x1000;
+const IFF_MULTI_QUEUE: i16 = 0x0100;
+const IFF_VNET_HDR: i16 = 0x4000;
+/// Interface names hold at most 15 bytes and a NUL.
+const IFNAMSIZ: usize = 16;
 
 /// `struct virtio_net_hdr` without `num_buffers`: the TAP's default header size.
 const VNET_HDR_LEN: usize = 10;
@@ -39,12 +46,14 @@ const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
 /// Largest TCP payload of one offloaded frame: the IPv4 total length (16 bits) must hold
 /// it with a 20-byte IPv4 header and up to 60 bytes of TCP header.
 pub const TSO_MAX: usize = 65535 - 20 - 60;
-const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+/// `_IOW('T', 202, int)` (linux/if_tun.h); the kernel reads and writes a `struct ifreq`.
+const TUNSETIFF: rustix::ioctl::Opcode = 0x4004_54ca;
 
+/// `struct ifreq` with its union as `ifr_flags`: 40 bytes.
 #[repr(C)]
 struct IfReq {
-    name: [u8; libc::IFNAMSIZ],
-    flags: libc::c_short,
+    name: [u8; IFNAMSIZ],
+    flags: i16,
     _pad: [u8; 22],
 }
 
@@ -102,43 +111,31 @@ impl Tap {
             .collect()
     }
 
-    fn open_flags(name: &str, mac: EthernetAddress, flags: libc::c_short) -> io::Result<Tap> {
-        if name.is_empty() || name.len() >= libc::IFNAMSIZ {
+    fn open_flags(name: &str, mac: EthernetAddress, flags: i16) -> io::Result<Tap> {
+        if name.is_empty() || name.len() >= IFNAMSIZ {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "interface name must be 1..15 bytes",
             ));
         }
-        let path = CString::new("/dev/net/tun").expect("static path");
-        // SAFETY: path is a valid NUL-terminated string; open has no other preconditions.
-        let raw = unsafe {
-            libc::open(
-                path.as_ptr(),
-                libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
-            )
-        };
-        if raw < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: raw is a freshly opened fd that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = rustix::fs::open(
+            "/dev/net/tun",
+            OFlags::RDWR | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
         let mut req = IfReq {
-            name: [0; libc::IFNAMSIZ],
+            name: [0; IFNAMSIZ],
             flags,
             _pad: [0; 22],
         };
         req.name[..name.len()].copy_from_slice(name.as_bytes());
-        // SAFETY: TUNSETIFF reads and writes an ifreq, which IfReq lays out (name, flags,
-        // padding to 40 bytes); the pointer is valid for the call.
-        let r = unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETIFF, &mut req as *mut IfReq) };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
+        // SAFETY: TUNSETIFF reads and writes a `struct ifreq`, which IfReq lays out (name,
+        // flags, padding to 40 bytes); `req` lives across the call.
+        unsafe {
+            let set = rustix::ioctl::Updater::<TUNSETIFF, IfReq>::new(&mut req);
+            rustix::ioctl::ioctl(&fd, set)?;
         }
-        let len = req
-            .name
-            .iter()
-            .position(|&b| b == 0)
-            .unwrap_or(libc::IFNAMSIZ);
+        let len = req.name.iter().position(|&b| b == 0).unwrap_or(IFNAMSIZ);
         let actual = String::from_utf8_lossy(&req.name[..len]).into_owned();
         let tx_fd = fd.try_clone()?;
         Ok(Tap {
@@ -217,15 +214,14 @@ impl TapRx {
         crate::wake::wait_fds_us(&[self.fd.as_raw_fd()], us);
     }
 
-    /// Waits up to `timeout_ms` for a frame to arrive.
+    /// Waits up to `timeout_ms` (negative: forever) for a frame to arrive.
     pub fn wait(&self, timeout_ms: i32) {
-        let mut p = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: p is a valid pollfd array of length 1 for the duration of the call.
-        unsafe { libc::poll(&mut p, 1, timeout_ms) };
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        let t = (timeout_ms >= 0).then(|| Timespec {
+            tv_sec: i64::from(timeout_ms / 1000),
+            tv_nsec: i64::from(timeout_ms % 1000) * 1_000_000,
+        });
+        let _ = poll(&mut [PollFd::new(&self.fd, PollFlags::IN)], t.as_ref());
     }
 }
 
@@ -235,14 +231,15 @@ impl RxRing for TapRx {
         while n < out.len() {
             let Some(id) = self.free.pop() else { break };
             let buf = &mut self.bufs[id as usize];
-            // SAFETY: buf is a valid writable buffer of RX_BUF bytes owned by us.
-            let r = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), RX_BUF) };
-            if r <= 0 {
-                self.free.push(id);
-                break;
-            }
+            let r = match rustix::io::read(&self.fd, &mut buf[..]) {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    self.free.push(id);
+                    break;
+                }
+            };
             // The frame follows the virtio-net header (ignored: no offloads towards us).
-            let Some(len) = (r as usize).checked_sub(VNET_HDR_LEN) else {
+            let Some(len) = r.checked_sub(VNET_HDR_LEN) else {
                 self.free.push(id);
                 continue;
             };
@@ -324,23 +321,12 @@ impl TapTx {
     fn write(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
         let head_len = head_len.min(TX_HEAD_ROOM);
         let iov = [
-            libc::iovec {
-                iov_base: self.vnet.as_mut_ptr().cast(),
-                iov_len: VNET_HDR_LEN,
-            },
-            libc::iovec {
-                iov_base: self.slot.as_mut_ptr().cast(),
-                iov_len: head_len,
-            },
-            libc::iovec {
-                iov_base: body.as_ptr() as *mut libc::c_void,
-                iov_len: body.len(),
-            },
+            IoSlice::new(&self.vnet),
+            IoSlice::new(&self.slot[..head_len]),
+            IoSlice::new(body),
         ];
         let cnt = if body.is_empty() { 2 } else { 3 };
-        // SAFETY: the iovecs point at live buffers of the given lengths; writev only reads.
-        let r = unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), cnt) };
-        if r < 0 {
+        if rustix::io::writev(&self.fd, &iov[..cnt]).is_err() {
             self.errors += 1;
             return Err(TxFull);
         }

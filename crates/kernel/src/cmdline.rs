@@ -1,7 +1,7 @@
 //! The kernel command line: `ip=A.B.C.D[/N] gw=A.B.C.D|none port=N sched=imt|ist
 //! tcbs=N max_per_ip=N syn_backlog=N request_timeout=S idle_timeout=S log=access,stats`,
 //! the many-core words `cores=N mode=netcore|perqueue bsp_http=on|off stats_page=on|off
-//! apic=auto|xapic`, the bonding words (issue 14) `bond=off|split|spread
+//! apic=auto|xapic`, `stats_allow=A.B.C.D[/N]` (who may read the stats JSON and metrics), the bonding words (issue 14) `bond=off|split|spread
 //! bond_policy=per-client|size|least-queued bond_monitor_ms=N`, the UDP protocol's words
 //! `udp_port=N udp_ids=N udp_burst=N udp_rate=N udp_paper=on|off` (off unless `udp_port`
 //! is given), the bare UDP client's words (`client=udp server=A.B.C.D:PORT paths=/a,/b`,
@@ -60,6 +60,9 @@ pub struct Settings {
     pub bsp_http: bool,
     /// Answer `/.well-known/bareweb/` and `/.well-known/bareweb/stats`.
     pub stats_page: bool,
+    /// The clients allowed the stats JSON and metrics, a network and prefix length (over
+    /// the site's `[stats] allow`; None: the site's).
+    pub stats_allow: Option<(Ipv4Address, u8)>,
     /// Use x2APIC when the CPU offers it (`apic=xapic` forces the memory-mapped xAPIC).
     pub x2apic: bool,
     /// How the NICs are used (default: `spread` when two or more are found, else `off`).
@@ -245,6 +248,7 @@ impl Default for Settings {
             mode: None,
             bsp_http: false,
             stats_page: true,
+            stats_allow: None,
             x2apic: true,
             udp: Udp {
                 port: None,
@@ -501,6 +505,16 @@ pub fn parse_over<'a>(
             "pad" => on_off(v).map(|b| s.client.pad = b).is_some(),
             "udp_paper" => on_off(v).map(|b| s.udp.paper = b).is_some(),
             "stats_page" => on_off(v).map(|b| s.stats_page = b).is_some(),
+            "stats_allow" => {
+                let (ip, len) = v.split_once('/').unwrap_or((v, "32"));
+                match (parse_ip(ip), len.parse::<u8>().ok().filter(|l| *l <= 32)) {
+                    (Some(ip), Some(len)) => {
+                        s.stats_allow = Some((ip, len));
+                        true
+                    }
+                    _ => false,
+                }
+            }
             "apic" => match v {
                 "auto" => {
                     s.x2apic = true;
@@ -600,6 +614,15 @@ mod tests {
         assert!(s.log_access && s.log_stats);
         assert_eq!(s.crash, Some(Crash::Fault));
         assert_eq!(parse_all("ip=10.0.0.2").0.prefix, 24);
+        assert_eq!(
+            parse_all("stats_allow=10.1.0.0/16").0.stats_allow,
+            Some((Ipv4Address([10, 1, 0, 0]), 16))
+        );
+        assert_eq!(
+            parse_all("stats_allow=10.0.2.2").0.stats_allow,
+            Some((Ipv4Address([10, 0, 2, 2]), 32)),
+            "an address alone is that one client"
+        );
         let (s, c) = parse_all("udp_port=8081 udp_ids=100 udp_burst=4 udp_rate=0 udp_paper=on");
         assert!(c.is_empty(), "{c:?}");
         let u = s.udp.config().unwrap();
@@ -638,6 +661,8 @@ mod tests {
             "mode=fast",
             "bsp_http=yes",
             "stats_page=",
+            "stats_allow=10.0.0.0/33",
+            "stats_allow=10.0.0/8",
             "apic=x3apic",
             "udp_port=0",
             "udp_port=70000",

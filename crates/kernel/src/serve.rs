@@ -382,9 +382,15 @@ impl Start {
     }
 
     /// The server's own pages: the stats page as the command line and the site say;
-    /// metrics and the health check only if the site's configuration turns them on.
+    /// metrics and the health check only if the site's configuration turns them on; who
+    /// may read the stats and metrics as `stats_allow=` says, else the site.
     fn page_settings(&self) -> PageSettings {
-        PageSettings::resolve(&self.site.pages(), self.settings.stats_page, false, false)
+        let mut p =
+            PageSettings::resolve(&self.site.pages(), self.settings.stats_page, false, false);
+        if let Some((net, len)) = self.settings.stats_allow {
+            p.allow = (net.0, len);
+        }
+        p
     }
 
     fn pages(&self) -> Pages {

@@ -5,12 +5,14 @@
 //!   reporting what http_load reports ([`report`]).
 //! - [`surge`]: the Surge workload model and the matching site generator.
 //! - [`http`]: the incremental HTTP/1.x response reader the generator checks framing with.
-//! - [`hist`]: fixed-size latency histograms; [`rng`]: seeded distributions.
+//! - [`hist`]: latency histograms (HdrHistogram); [`rng`]: seeded distributions.
 //! - [`bench`]: `bareweb bench`, the side-by-side harness (namespaces, servers under
 //!   test, interleaved runs, tables, plots, docs/performance.md).
 //! - [`udp`]: clients of paper 001's stateless UDP protocol: one file (`bareweb get
 //!   bwudp://…`) and the load generator of `bareweb load --udp`.
-//! - [`sys`]: the Linux calls, the only `unsafe` of the crate.
+//! - [`sys`]: the Linux calls, on `rustix` and `signal-hook`: the crate has no `unsafe`.
+
+#![forbid(unsafe_code)]
 
 pub mod bench;
 pub mod hist;

@@ -18,7 +18,7 @@
 //! `timeout` or is counted as a timeout.
 
 use std::net::{SocketAddrV4, ToSocketAddrs};
-use std::os::fd::RawFd;
+use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
@@ -197,7 +197,7 @@ struct Pending {
 
 struct Slot {
     gen: u32,
-    fd: RawFd,
+    fd: Option<OwnedFd>,
     phase: Phase,
     conn_start: u64,
     wbuf: Vec<u8>,
@@ -222,7 +222,7 @@ impl Slot {
     fn new(wcap: usize) -> Slot {
         Slot {
             gen: 0,
-            fd: -1,
+            fd: None,
             phase: Phase::Free,
             conn_start: 0,
             wbuf: Vec::with_capacity(wcap),
@@ -444,14 +444,14 @@ pub fn run(cfg: &LoadConfig, progress: &mut dyn FnMut(&Progress)) -> Result<Repo
             now = now_ns();
         }
         for ev in &events[..n] {
-            let (i, gen) = ((ev.u64 & 0xffff_ffff) as usize, (ev.u64 >> 32) as u32);
+            let (tok, flags) = sys::event_parts(ev);
+            let (i, gen) = ((tok & 0xffff_ffff) as usize, (tok >> 32) as u32);
             let Some(slot) = slots.get_mut(i) else {
                 continue;
             };
-            if slot.gen != gen || slot.fd < 0 {
+            if slot.gen != gen || slot.fd.is_none() {
                 continue; // a stale event for a connection already closed
             }
-            let flags = ev.events;
             on_event(&mut ctx, slot, i, flags, &mut rbuf, now);
             last_event = now;
         }
@@ -470,9 +470,8 @@ pub fn run(cfg: &LoadConfig, progress: &mut dyn FnMut(&Progress)) -> Result<Repo
         ) {
             unfinished += slot.p_len as u64;
         }
-        if slot.fd >= 0 {
-            sys::close(slot.fd, true);
-            slot.fd = -1;
+        if let Some(fd) = slot.fd.take() {
+            sys::close(fd, true);
         }
     }
     let cpu = sys::thread_cpu_secs() - cpu0;
@@ -568,18 +567,19 @@ fn connect(ctx: &mut Ctx, slots: &mut [Slot], i: usize, now: u64) {
             let fd = match c {
                 sys::Connect::Done(fd) | sys::Connect::Pending(fd) => fd,
             };
-            slot.fd = fd;
+            let added = ctx.epoll.add(&fd, token(i, slot.gen));
+            slot.fd = Some(fd);
             ctx.connections += 1;
             ctx.open += 1;
             ctx.max_parallel = ctx.max_parallel.max(ctx.open);
-            if let Err(e) = ctx.epoll.add(fd, token(i, slot.gen)) {
+            if let Err(e) = added {
                 eprintln!("bareweb load: epoll_ctl: {e}");
                 fail(ctx, slot, i, ErrorKind::ConnectFailed, now);
             }
             // Writability (or an error) is reported by epoll even if already connected.
         }
         Err(e) => {
-            let kind = if e.raw_os_error() == Some(libc::ECONNREFUSED) {
+            let kind = if e.raw_os_error() == Some(sys::Errno::CONNREFUSED.raw_os_error()) {
                 ErrorKind::Refused
             } else {
                 ErrorKind::ConnectFailed
@@ -600,7 +600,7 @@ fn launch_fetch(ctx: &mut Ctx, slots: &mut [Slot], now: u64) {
     // Reuse an idle keep-alive connection when there is one.
     while let Some((i, gen)) = ctx.idle.pop() {
         let slot = &mut slots[i as usize];
-        if slot.gen == gen && slot.phase == Phase::Idle && slot.fd >= 0 {
+        if slot.gen == gen && slot.phase == Phase::Idle && slot.fd.is_some() {
             slot.wbuf.clear();
             slot.woff = 0;
             queue(ctx, slot, url);
@@ -676,7 +676,8 @@ fn begin_response(ctx: &Ctx, slot: &mut Slot) {
 /// Writes what is left of the write buffer.
 fn flush(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
     while slot.woff < slot.wbuf.len() {
-        match sys::write(slot.fd, &slot.wbuf[slot.woff..]) {
+        let Some(fd) = &slot.fd else { return };
+        match sys::write(fd, &slot.wbuf[slot.woff..]) {
             Ok(n) => slot.woff += n,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -694,9 +695,9 @@ fn on_event(ctx: &mut Ctx, slot: &mut Slot, i: usize, flags: u32, rbuf: &mut [u8
         if flags & (sys::OUT | sys::ERR | sys::HUP) == 0 {
             return;
         }
-        let err = sys::so_error(slot.fd);
+        let err = slot.fd.as_ref().map_or(0, sys::so_error);
         if err != 0 {
-            let kind = if err == libc::ECONNREFUSED {
+            let kind = if err == sys::Errno::CONNREFUSED.raw_os_error() {
                 ErrorKind::Refused
             } else {
                 ErrorKind::ConnectFailed
@@ -706,12 +707,12 @@ fn on_event(ctx: &mut Ctx, slot: &mut Slot, i: usize, flags: u32, rbuf: &mut [u8
         }
         ctx.connect.record(now - slot.conn_start);
         start_send(ctx, slot, i, now);
-        if slot.fd < 0 {
+        if slot.fd.is_none() {
             return;
         }
     } else if slot.phase == Phase::Sending && flags & sys::OUT != 0 {
         flush(ctx, slot, i, now);
-        if slot.fd < 0 {
+        if slot.fd.is_none() {
             return;
         }
     }
@@ -723,10 +724,8 @@ fn on_event(ctx: &mut Ctx, slot: &mut Slot, i: usize, flags: u32, rbuf: &mut [u8
 /// Reads until the socket would block, feeding the parser.
 fn read_all(ctx: &mut Ctx, slot: &mut Slot, i: usize, rbuf: &mut [u8], now: u64) {
     loop {
-        if slot.fd < 0 {
-            return;
-        }
-        let n = match sys::read(slot.fd, rbuf) {
+        let Some(fd) = &slot.fd else { return };
+        let n = match sys::read(fd, rbuf) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -781,7 +780,7 @@ fn read_all(ctx: &mut Ctx, slot: &mut Slot, i: usize, rbuf: &mut [u8], now: u64)
             }
             if slot.parser.is_done() {
                 complete(ctx, slot, i, now);
-                if slot.fd < 0 {
+                if slot.fd.is_none() {
                     return;
                 }
             }
@@ -898,7 +897,7 @@ fn wake(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) -> bool {
         return false;
     };
     plan_burst(ctx, slot, params);
-    if slot.fd >= 0 {
+    if slot.fd.is_some() {
         start_send(ctx, slot, i, now);
         false
     } else {
@@ -921,18 +920,16 @@ fn fail(ctx: &mut Ctx, slot: &mut Slot, i: usize, kind: ErrorKind, _now: u64) {
 }
 
 fn release_fd(ctx: &mut Ctx, slot: &mut Slot) {
-    if slot.fd >= 0 {
-        sys::close(slot.fd, false);
-        slot.fd = -1;
+    if let Some(fd) = slot.fd.take() {
+        sys::close(fd, false);
         ctx.open -= 1;
     }
 }
 
 /// Closes the connection and frees the slot (unless a session still owns it).
 fn close_conn(ctx: &mut Ctx, slot: &mut Slot, i: usize, abort: bool) {
-    if slot.fd >= 0 {
-        sys::close(slot.fd, abort);
-        slot.fd = -1;
+    if let Some(fd) = slot.fd.take() {
+        sys::close(fd, abort);
         ctx.open -= 1;
     }
     if slot.in_session {

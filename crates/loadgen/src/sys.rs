@@ -1,361 +1,308 @@
-//! The few Linux calls the load generator's loop needs, wrapped so the rest of the crate
-//! has no `unsafe`: non-blocking TCP sockets, epoll, a nanosecond timer, per-thread CPU
-//! time. Every wrapper
-//! returns `io::Result` (errno) and never panics.
+//! The Linux calls the load generator's loop needs — non-blocking TCP sockets, epoll, a
+//! nanosecond timer, per-thread CPU time, namespaces, signals — on `rustix` (typed
+//! system calls, owned descriptors) and `signal-hook` (signal flags): no `unsafe` here or
+//! anywhere in the crate. Every call returns `io::Result` and never panics; descriptors
+//! are [`OwnedFd`]s, closed when dropped.
 
 use std::io;
 use std::net::SocketAddrV4;
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
+use rustix::event::epoll;
+use rustix::net::{self, sockopt, AddressFamily, SendFlags, SocketFlags, SocketType};
+use rustix::time::{Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec};
 
-fn cvt_size(r: libc::ssize_t) -> io::Result<usize> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r as usize)
-    }
-}
+pub use rustix::io::Errno;
+pub use rustix::process::Signal;
 
 /// An epoll instance; closed on drop.
 pub struct Epoll {
-    fd: RawFd,
+    fd: OwnedFd,
 }
 
-pub const IN: u32 = libc::EPOLLIN as u32;
-pub const OUT: u32 = libc::EPOLLOUT as u32;
-pub const ERR: u32 = libc::EPOLLERR as u32;
-pub const HUP: u32 = libc::EPOLLHUP as u32;
-pub const RDHUP: u32 = libc::EPOLLRDHUP as u32;
-const ET: u32 = libc::EPOLLET as u32;
+pub const IN: u32 = epoll::EventFlags::IN.bits();
+pub const OUT: u32 = epoll::EventFlags::OUT.bits();
+pub const ERR: u32 = epoll::EventFlags::ERR.bits();
+pub const HUP: u32 = epoll::EventFlags::HUP.bits();
+pub const RDHUP: u32 = epoll::EventFlags::RDHUP.bits();
 
-pub type Event = libc::epoll_event;
+pub type Event = epoll::Event;
 
 pub fn empty_event() -> Event {
-    libc::epoll_event { events: 0, u64: 0 }
+    epoll::Event {
+        flags: epoll::EventFlags::empty(),
+        data: epoll::EventData::new_u64(0),
+    }
+}
+
+/// An event's token and flags (`IN`, `OUT`...).
+pub fn event_parts(ev: &Event) -> (u64, u32) {
+    let (data, flags) = (ev.data, ev.flags);
+    (data.u64(), flags.bits())
 }
 
 impl Epoll {
     pub fn new() -> io::Result<Epoll> {
-        // SAFETY: plain syscall with a flag argument; the returned fd is owned here.
-        let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        let fd = epoll::create(epoll::CreateFlags::CLOEXEC)?;
         Ok(Epoll { fd })
     }
 
     /// Registers `fd` edge-triggered for input, output and peer close, tagged `token`.
-    pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
-        let mut ev = libc::epoll_event {
-            events: IN | OUT | RDHUP | ET,
-            u64: token,
-        };
-        // SAFETY: `ev` is a valid epoll_event that outlives the call; the kernel copies it.
-        cvt(unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
+    pub fn add(&self, fd: impl AsFd, token: u64) -> io::Result<()> {
+        use epoll::EventFlags as F;
+        epoll::add(
+            &self.fd,
+            fd,
+            epoll::EventData::new_u64(token),
+            F::IN | F::OUT | F::RDHUP | F::ET,
+        )?;
         Ok(())
     }
 
     /// Registers `fd` level-triggered for input only, tagged `token` (UDP sockets, timers).
-    pub fn add_in(&self, fd: RawFd, token: u64) -> io::Result<()> {
-        let mut ev = libc::epoll_event {
-            events: IN,
-            u64: token,
-        };
-        // SAFETY: `ev` is a valid epoll_event that outlives the call; the kernel copies it.
-        cvt(unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
+    pub fn add_in(&self, fd: impl AsFd, token: u64) -> io::Result<()> {
+        epoll::add(
+            &self.fd,
+            fd,
+            epoll::EventData::new_u64(token),
+            epoll::EventFlags::IN,
+        )?;
         Ok(())
     }
 
     /// Waits up to `timeout_ms` (-1: forever) and fills `events`; returns how many.
     pub fn wait(&self, events: &mut [Event], timeout_ms: i32) -> io::Result<usize> {
-        let max = events.len().min(i32::MAX as usize) as libc::c_int;
-        // SAFETY: `events` is a valid, writable buffer of `max` epoll_event entries.
-        let r = unsafe { libc::epoll_wait(self.fd, events.as_mut_ptr(), max, timeout_ms) };
-        match cvt(r) {
-            Ok(n) => Ok(n as usize),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
-            Err(e) => Err(e),
+        let t = (timeout_ms >= 0).then(|| Timespec {
+            tv_sec: i64::from(timeout_ms / 1000),
+            tv_nsec: i64::from(timeout_ms % 1000) * 1_000_000,
+        });
+        match epoll::wait(&self.fd, events, t.as_ref()) {
+            Ok(n) => Ok(n),
+            Err(Errno::INTR) => Ok(0),
+            Err(e) => Err(e.into()),
         }
-    }
-}
-
-impl Drop for Epoll {
-    fn drop(&mut self) {
-        // SAFETY: the fd is owned by this value and closed exactly once.
-        unsafe { libc::close(self.fd) };
     }
 }
 
 /// Outcome of starting a non-blocking connect.
 pub enum Connect {
     /// Connected at once (possible on loopback).
-    Done(RawFd),
+    Done(OwnedFd),
     /// In progress: wait for writability, then check [`so_error`].
-    Pending(RawFd),
+    Pending(OwnedFd),
 }
 
 /// Opens a non-blocking TCP socket with TCP_NODELAY and starts connecting to `addr`.
 pub fn connect(addr: SocketAddrV4) -> io::Result<Connect> {
-    // SAFETY: plain syscall; the returned fd is owned by the caller.
-    let fd = cvt(unsafe {
-        libc::socket(
-            libc::AF_INET,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    })?;
-    let one: libc::c_int = 1;
-    // SAFETY: `one` is a c_int living across the call; its size is passed.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            &one as *const _ as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    let sa = libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: addr.port().to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from_ne_bytes(addr.ip().octets()),
-        },
-        sin_zero: [0; 8],
-    };
-    // SAFETY: `sa` is a valid sockaddr_in and its exact size is passed.
-    let r = unsafe {
-        libc::connect(
-            fd,
-            &sa as *const libc::sockaddr_in as *const libc::sockaddr,
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        return Ok(Connect::Done(fd));
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EINPROGRESS) {
-        Ok(Connect::Pending(fd))
-    } else {
-        close(fd, false);
-        Err(e)
+    let fd = net::socket_with(
+        AddressFamily::INET,
+        SocketType::STREAM,
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+        None,
+    )?;
+    // Best effort, as before: a socket without it still works.
+    let _ = sockopt::set_tcp_nodelay(&fd, true);
+    match net::connect(&fd, &addr) {
+        Ok(()) => Ok(Connect::Done(fd)),
+        Err(Errno::INPROGRESS) => Ok(Connect::Pending(fd)),
+        Err(e) => Err(e.into()), // `fd` is closed on the way out
     }
 }
 
-/// The pending error of a socket (0 when a connect succeeded).
-pub fn so_error(fd: RawFd) -> i32 {
-    let mut err: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `err` and `len` are valid for writes and `len` holds err's size.
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_ERROR,
-            &mut err as *mut _ as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    if r < 0 {
-        io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO)
-    } else {
-        err
+/// The pending error of a socket (0 when a connect succeeded), as an errno.
+pub fn so_error(fd: impl AsFd) -> i32 {
+    match sockopt::socket_error(fd) {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) | Err(e) => e.raw_os_error(),
     }
 }
 
-pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
-    cvt_size(unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) })
+pub fn read(fd: impl AsFd, buf: &mut [u8]) -> io::Result<usize> {
+    Ok(rustix::io::read(fd, buf)?)
 }
 
-pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
-    // SAFETY: `buf` is valid for reads of `buf.len()` bytes. MSG_NOSIGNAL: a closed peer
-    // gives EPIPE, not SIGPIPE.
-    cvt_size(unsafe {
-        libc::send(
-            fd,
-            buf.as_ptr() as *const libc::c_void,
-            buf.len(),
-            libc::MSG_NOSIGNAL,
-        )
-    })
+/// Sends `buf`. MSG_NOSIGNAL: a closed peer gives EPIPE, not SIGPIPE.
+pub fn write(fd: impl AsFd, buf: &[u8]) -> io::Result<usize> {
+    Ok(net::send(fd, buf, SendFlags::NOSIGNAL)?)
 }
 
 /// Closes `fd`; with `abort` the connection is reset (SO_LINGER 0) instead of closed
 /// gracefully, so a timed-out or broken connection leaves no state behind.
-pub fn close(fd: RawFd, abort: bool) {
+pub fn close(fd: OwnedFd, abort: bool) {
     if abort {
-        let lg = libc::linger {
-            l_onoff: 1,
-            l_linger: 0,
-        };
-        // SAFETY: `lg` is a valid linger struct living across the call; its size is passed.
-        unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_LINGER,
-                &lg as *const _ as *const libc::c_void,
-                std::mem::size_of::<libc::linger>() as libc::socklen_t,
-            )
-        };
+        let _ = sockopt::set_socket_linger(&fd, Some(Duration::ZERO));
     }
-    // SAFETY: the caller owns `fd` and never uses it after this call.
-    unsafe { libc::close(fd) };
+    drop(fd);
+}
+
+fn secs(t: Timespec) -> f64 {
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
 /// CPU time (user + system) used by the calling thread so far, in seconds.
 pub fn thread_cpu_secs() -> f64 {
-    // SAFETY: rusage is plain old data; all-zero is a valid value.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is valid for writes.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    secs(rustix::time::clock_gettime(
+        rustix::time::ClockId::ThreadCPUTime,
+    ))
 }
 
 /// Raises this process's open-file limit to its hard limit (a run may hold thousands
 /// of sockets); returns the soft limit in force afterwards.
 pub fn raise_nofile() -> u64 {
-    // SAFETY: rlimit is plain old data.
-    let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
-    // SAFETY: `rl` is valid for writes.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
-        return 1024;
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut rl = getrlimit(Resource::Nofile);
+    if rl.current < rl.maximum || (rl.current.is_some() && rl.maximum.is_none()) {
+        rl.current = rl.maximum;
+        let _ = setrlimit(Resource::Nofile, rl);
     }
-    if rl.rlim_cur < rl.rlim_max {
-        rl.rlim_cur = rl.rlim_max;
-        // SAFETY: `rl` is a valid rlimit read above.
-        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) };
-    }
-    rl.rlim_cur
+    getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX)
 }
 
 /// Clock ticks per second of /proc's CPU times.
 pub fn clk_tck() -> f64 {
-    // SAFETY: sysconf only reads a configuration value.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
+    match rustix::param::clock_ticks_per_second() {
+        0 => 100.0,
+        t => t as f64,
     }
 }
 
-/// CPU time (user + system) of the children this process has waited for, in seconds.
+/// CPU time (user + system) of the children this process has waited for, in seconds:
+/// /proc/self/stat's cutime and cstime (rustix has no getrusage; clock-tick resolution).
 pub fn children_cpu_secs() -> f64 {
-    // SAFETY: rusage is plain old data; all-zero is a valid value.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is valid for writes.
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the command name in parentheses: state is field 3, cutime 16, cstime 17.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    (tick(16 - 3) + tick(17 - 3)) as f64 / clk_tck()
 }
 
 /// Moves the calling thread into the network namespace at `path` (e.g.
 /// /run/netns/NAME). Only this thread changes namespace.
 pub fn enter_netns(path: &std::path::Path) -> io::Result<()> {
     let f = std::fs::File::open(path)?;
-    use std::os::fd::AsRawFd;
-    // SAFETY: `f` is an open namespace file for the duration of the call.
-    cvt(unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) })?;
+    rustix::thread::move_into_link_name_space(
+        f.as_fd(),
+        Some(rustix::thread::LinkNameSpaceType::Network),
+    )?;
     Ok(())
 }
 
 /// Sends `sig` to process `pid`.
-pub fn kill(pid: i32, sig: i32) -> bool {
-    // SAFETY: plain syscall; the caller names a process it started.
-    unsafe { libc::kill(pid, sig) == 0 }
+pub fn kill(pid: i32, sig: Signal) -> bool {
+    rustix::process::Pid::from_raw(pid)
+        .is_some_and(|p| rustix::process::kill_process(p, sig).is_ok())
 }
 
 /// Effective user id is root.
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }
 
-static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-extern "C" fn on_stop(_: libc::c_int) {
-    STOP.store(true, std::sync::atomic::Ordering::Relaxed);
+fn stop_flag() -> &'static Arc<AtomicBool> {
+    static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    STOP.get_or_init(|| Arc::new(AtomicBool::new(false)))
 }
 
 /// From now on SIGINT, SIGTERM and SIGHUP only set a flag ([`stop_requested`]), so a long
 /// run can stop between steps and clean up (namespaces, servers) instead of dying.
 pub fn catch_stop_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: on_stop only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(
-                sig,
-                on_stop as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            )
-        };
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(stop_flag())) {
+            eprintln!("bareweb: cannot catch signal {sig}: {e}");
+        }
     }
 }
 
 pub fn stop_requested() -> bool {
-    STOP.load(std::sync::atomic::Ordering::Relaxed)
+    stop_flag().load(Ordering::Relaxed)
 }
 
 /// A monotonic timer (timerfd) that an epoll loop can wait on with nanosecond precision
 /// (epoll_wait's own timeout has whole milliseconds); closed on drop.
 pub struct Timer {
-    fd: RawFd,
+    fd: OwnedFd,
 }
 
 impl Timer {
     pub fn new() -> io::Result<Timer> {
-        // SAFETY: plain syscall with flag arguments; the returned fd is owned here.
-        let fd = cvt(unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-            )
-        })?;
+        let fd = rustix::time::timerfd_create(
+            TimerfdClockId::Monotonic,
+            TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+        )?;
         Ok(Timer { fd })
     }
 
-    pub fn fd(&self) -> RawFd {
-        self.fd
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 
     /// Fires once, `ns` nanoseconds from now (at least 1).
     pub fn arm_in(&self, ns: u64) -> io::Result<()> {
         let ns = ns.max(1);
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec {
+        let spec = Itimerspec {
+            it_interval: Timespec {
                 tv_sec: 0,
                 tv_nsec: 0,
             },
-            it_value: libc::timespec {
-                tv_sec: (ns / 1_000_000_000) as libc::time_t,
-                tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+            it_value: Timespec {
+                tv_sec: (ns / 1_000_000_000) as i64,
+                tv_nsec: (ns % 1_000_000_000) as i64,
             },
         };
-        // SAFETY: `spec` is a valid itimerspec; the old value is not asked for (null).
-        cvt(unsafe { libc::timerfd_settime(self.fd, 0, &spec, std::ptr::null_mut()) })?;
+        rustix::time::timerfd_settime(&self.fd, TimerfdTimerFlags::empty(), &spec)?;
         Ok(())
     }
 
     /// Clears an expiry (the fd is readable until then).
     pub fn clear(&self) {
         let mut buf = [0u8; 8];
-        // SAFETY: reads at most 8 bytes into a valid 8-byte buffer from our own fd.
-        unsafe { libc::read(self.fd, buf.as_mut_ptr().cast(), buf.len()) };
+        let _ = rustix::io::read(&self.fd, &mut buf);
     }
 }
 
-impl Drop for Timer {
-    fn drop(&mut self) {
-        // SAFETY: the fd is owned by this value and closed exactly once.
-        unsafe { libc::close(self.fd) };
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timer_fires_through_epoll_and_a_refused_connect_is_said() {
+        let ep = Epoll::new().unwrap();
+        let t = Timer::new().unwrap();
+        ep.add_in(t.fd(), 7).unwrap();
+        t.arm_in(1_000_000).unwrap();
+        let mut evs = [empty_event(); 4];
+        let n = ep.wait(&mut evs, 1000).unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(event_parts(&evs[0]), (7, IN));
+        t.clear();
+        assert_eq!(ep.wait(&mut evs, 0).unwrap(), 0, "cleared");
+        // A port nobody listens on: refused, at once or through SO_ERROR.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = match l.local_addr().unwrap() {
+            std::net::SocketAddr::V4(a) => a,
+            _ => unreachable!(),
+        };
+        drop(l);
+        let refused = Errno::CONNREFUSED.raw_os_error();
+        match connect(addr) {
+            Ok(Connect::Pending(fd)) => {
+                ep.add(&fd, 9).unwrap();
+                let n = ep.wait(&mut evs, 1000).unwrap();
+                assert!(n == 1 && event_parts(&evs[0]).1 & ERR != 0);
+                assert_eq!(so_error(&fd), refused);
+                close(fd, true);
+            }
+            Ok(Connect::Done(_)) => panic!("connected to a closed port"),
+            Err(e) => assert_eq!(e.raw_os_error(), Some(refused)),
+        }
+        assert!(thread_cpu_secs() > 0.0 && clk_tck() >= 1.0);
+        assert!(raise_nofile() >= 1024);
     }
 }

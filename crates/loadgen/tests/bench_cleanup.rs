@@ -8,8 +8,7 @@ use bareweb_loadgen::bench::topo::{clean_up_all, Netns};
 
 #[test]
 fn namespaces_and_their_processes_go_on_clean_up() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !bareweb_loadgen::sys::is_root() {
         assert!(
             std::env::var("CI").map_or(true, |v| v != "true"),
             "needs root for ip netns, and CI=true forbids skipping"

@@ -7,9 +7,9 @@ use super::{AccessLog, Server};
 use crate::iface::{admissible_syn, egress, ingress, Drop, Ingress, Sent};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
-use crate::tcp::conn::{Connection, Reply};
+use crate::tcp::conn::{Connection, Reply, TS_TICK_NS};
 use crate::tcp::port_table::Peer;
-use crate::tcp::syncookie::Ends;
+use crate::tcp::syncookie::{Ends, SKEW_NS};
 use crate::tcp::tcb::Tcb;
 use crate::wire::tcp::{self as wtcp, ParsedRepr as TcpRepr};
 use crate::wire::{EthernetAddress, Ipv4Address};
@@ -230,8 +230,19 @@ impl<L: Lookup<'static>> Server<L> {
             payload: &[],
             ..*seg
         };
-        let mut tcp = Connection::accept(&syn, ack.wrapping_sub(1), now)
-            .with_ts_offset(self.isn.ts_offset(ends.0, ends.1));
+        let offset = self.isn.ts_offset(ends.0, ends.1);
+        let mut tcp = Connection::accept(&syn, ack.wrapping_sub(1), now).with_ts_offset(offset);
+        // The SYN-ACK may have been stamped by another core (network-core mode's core 0),
+        // whose clock may run a little ahead of ours: the ACK echoes its TSval. Stamp this
+        // connection's clock that much later, so no TSval of ours goes back behind it (the
+        // peer's PAWS would drop the segment). At most the skew two cores can have; an echo
+        // further ahead is no echo of ours and is not followed.
+        if let Some((_, echoed)) = seg.options.timestamps {
+            let ahead = echoed.wrapping_sub(tcp.ts_now(now));
+            if (1..=(SKEW_NS / TS_TICK_NS) as i32).contains(&(ahead as i32)) {
+                tcp = tcp.with_ts_offset(offset.wrapping_add(ahead));
+            }
+        }
         tcp.syn_ack_sent(now);
         self.open(id, peer, src_mac, tcp); // half-open until the ACK below establishes it
         self.stats.tcp_syncookies_ok += 1;

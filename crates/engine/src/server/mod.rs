@@ -280,11 +280,21 @@ impl<L: Lookup<'static>> Server<L> {
                 break;
             }
             let n = rx.burst(&mut frames[..room]);
+            let taken = if n > 0 { clock.now_ns() } else { 0 };
+            if n > 0 {
+                // The frames are stamped with a reading taken after they were taken: one
+                // taken before could be older than the frames themselves (the core paused
+                // in between), and in network-core mode older than core 0's SYN-ACK of a
+                // SYN cookie — our TSvals would go backwards, the peer's PAWS would drop
+                // them, and the cookie could look a period from the future (docs/tcp.md,
+                // "Time across cores").
+                self.now_ns = self.now_ns.max(taken);
+            }
             // A UDP protocol request is answered inside its frame's handling: that time is
             // the paper's HTTP work, not receiving (one more clock read per frame, and
             // only on a server that serves the protocol).
             let timed = self.udp.is_some() && n > 0;
-            let mut t = if timed { clock.now_ns() } else { 0 };
+            let mut t = taken;
             let mut udp_ns = 0;
             for f in &frames[..n] {
                 let before = self.stats.udp_datagrams;

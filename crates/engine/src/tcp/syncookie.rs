@@ -5,6 +5,17 @@
 //! TCB is kept; the TCB is made when an ACK returns the cookie (ACK − 1) intact within
 //! two periods.
 //!
+//! In network-core mode core 0 mints the cookie and an HTTP core checks it, each with its
+//! own reading of the clock. Readings are taken after the frames (`Server::poll`), so the
+//! checking core's is the later one; but two cores' clocks (each core's TSC) may disagree
+//! by a little. A cookie minted just after a period began would then look a period from
+//! the future to a core whose clock is still in the last one, and be refused (a RST to a
+//! genuine client). So within [`SKEW_NS`] of the next period's start, that period is
+//! accepted too. This costs nothing in forgery resistance: a cookie names its period in
+//! its top four bits, so a guess is checked against one period's MAC whatever the set of
+//! periods accepted — still 2^-21 per guess — and a genuine cookie of a period that has
+//! not begun can only come from a core whose clock has begun it. Old cookies live no longer.
+//!
 //! ```text
 //!  31    28 27 26 25    22 21  20                                0
 //! ┌────────┬─────┬────────┬───┬──────────────────────────────────┐
@@ -26,6 +37,9 @@ use crate::wire::tcp::Options;
 pub const MSS_TABLE: [u16; 4] = [536, 1220, 1440, 1460];
 /// Length of one time period.
 pub const PERIOD_NS: u64 = 64_000_000_000;
+/// How far two cores' clocks may disagree (TSCs of one machine differ by microseconds;
+/// this is generous): a cookie from this far in the future is genuine.
+pub const SKEW_NS: u64 = 100_000_000;
 const MAC_BITS: u32 = 21;
 const MAC_MASK: u32 = (1 << MAC_BITS) - 1;
 const NO_WS: u32 = 15;
@@ -114,7 +128,8 @@ impl SynCookies {
 
     /// What the cookie `cookie` (the ACK's acknowledgment number − 1) of a connection whose
     /// client ISN was `client_isn` (its sequence number − 1) stands for, if it is genuine and
-    /// at most two periods old.
+    /// at most two periods old (or from the next period, when `now_ns` is within
+    /// [`SKEW_NS`] of its start: another core's clock may be there already).
     pub fn check(
         &self,
         ends: Ends,
@@ -125,10 +140,10 @@ impl SynCookies {
         let now = now_ns / PERIOD_NS;
         let bits = cookie & !MAC_MASK;
         let t = u64::from(cookie >> 28);
-        // The newest period at or before now whose low four bits are t: now or the one before.
-        let period = (0..2)
-            .map(|back| now.wrapping_sub(back))
-            .find(|p| p & 15 == t && *p <= now)?;
+        // The period whose low four bits are t among the one before now, now, and the next
+        // if it begins within SKEW_NS: at most three, so t names one.
+        let newest = now_ns.saturating_add(SKEW_NS) / PERIOD_NS;
+        let period = (now.saturating_sub(1)..=newest).find(|p| p & 15 == t)?;
         if self.mac(ends, client_isn, bits, period) != cookie & MAC_MASK {
             return None;
         }
@@ -185,6 +200,43 @@ mod tests {
         assert!(c.check(ENDS, 1, cookie, T0 + PERIOD_NS).is_some());
         assert!(c.check(ENDS, 1, cookie, T0 + 2 * PERIOD_NS).is_none());
         assert!(c.check(ENDS, 1, cookie, T0 + 16 * PERIOD_NS).is_none());
+    }
+
+    #[test]
+    fn a_cookie_from_a_clock_slightly_ahead_is_genuine() {
+        // Minted 0.5 ms into a period by a core whose clock is 3 ms ahead of ours.
+        let c = SynCookies::new([9; 16]);
+        let o = opts(Some(1460), None, false);
+        let minted = 1_000 * PERIOD_NS + 500_000;
+        let cookie = c.make(ENDS, 1, &o, minted);
+        assert!(c.check(ENDS, 1, cookie, minted - 3_000_000).is_some());
+        assert!(c
+            .check(ENDS, 1, cookie, minted - SKEW_NS + 400_000)
+            .is_some());
+        // From further in the future than any core's clock can be: no cookie of ours.
+        assert!(c
+            .check(ENDS, 1, cookie, minted - SKEW_NS - 600_000)
+            .is_none());
+        assert!(c.check(ENDS, 1, cookie, minted - PERIOD_NS).is_none());
+        // And it still lives two periods, no longer.
+        assert!(c.check(ENDS, 1, cookie, minted + PERIOD_NS).is_some());
+        assert!(c.check(ENDS, 1, cookie, minted + 2 * PERIOD_NS).is_none());
+    }
+
+    #[test]
+    fn near_a_boundary_forgeries_rarely_pass() {
+        // Three periods are accepted here, but a guess names one: still 2^-21 per guess.
+        let c = SynCookies::new([3; 16]);
+        let now = 1_001 * PERIOD_NS - SKEW_NS / 2;
+        let mut x: u32 = 7;
+        let mut passed = 0;
+        for _ in 0..1 << 20 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            passed += u32::from(c.check(ENDS, 42, x, now).is_some());
+        }
+        assert!(passed <= 8, "{passed} forgeries passed");
     }
 
     #[test]

@@ -128,7 +128,7 @@ impl Instance {
             .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
-    fn signal_tree(&self, sig: i32) {
+    fn signal_tree(&self, sig: sys::Signal) {
         for p in self.pids() {
             sys::kill(p, sig);
         }
@@ -137,13 +137,13 @@ impl Instance {
     /// Stops a pausable server's processes until [`Instance::resume`].
     pub fn pause(&self) {
         if self.pausable {
-            self.signal_tree(libc::SIGSTOP);
+            self.signal_tree(sys::Signal::STOP);
         }
     }
 
     pub fn resume(&self) {
         if self.pausable {
-            self.signal_tree(libc::SIGCONT);
+            self.signal_tree(sys::Signal::CONT);
         }
     }
 
@@ -153,7 +153,7 @@ impl Instance {
             return;
         };
         let pids = procfs::tree(child.id() as i32);
-        sys::kill(child.id() as i32, libc::SIGTERM);
+        sys::kill(child.id() as i32, sys::Signal::TERM);
         let end = Instant::now() + Duration::from_secs(3);
         while Instant::now() < end {
             if let Ok(Some(_)) = child.try_wait() {
@@ -163,7 +163,7 @@ impl Instance {
         }
         for p in pids.iter().rev() {
             if std::path::Path::new(&format!("/proc/{p}")).exists() {
-                sys::kill(*p, libc::SIGKILL);
+                sys::kill(*p, sys::Signal::KILL);
             }
         }
         let _ = child.kill();
@@ -622,12 +622,7 @@ impl ServerKind for Nginx {
         let nopush = if self.nopush { "on" } else { "off" };
         // Workers as root (the bench runs as root), like lighttpd and h2o here: nginx's
         // default user cannot enter a results folder only root may (mktemp -d).
-        // SAFETY: geteuid has no preconditions.
-        let user = if unsafe { libc::geteuid() } == 0 {
-            "user root;\n"
-        } else {
-            ""
-        };
+        let user = if sys::is_root() { "user root;\n" } else { "" };
         start_kernel_server(ctx, name, self.describe(cores), &|ip| {
             let conf = dir.join("nginx.conf");
             write(

@@ -113,8 +113,8 @@ pub fn clean_up_all() {
                 .split_whitespace()
                 .filter_map(|p| p.parse::<i32>().ok())
             {
-                // SAFETY: kill(2) on a process of a namespace this bench made.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                // A process of a namespace this bench made.
+                sys::kill(pid, sys::Signal::KILL);
             }
         }
         let _ = sh(&["ip", "netns", "del", name]);

@@ -7,7 +7,6 @@
 //! `--verify` gave them.
 
 use std::net::UdpSocket;
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use bareweb_engine::udp::client::Sink;
@@ -221,7 +220,7 @@ pub fn run(cfg: &UdpLoadConfig, progress: &mut dyn FnMut(f64, &Load)) -> Result<
         }
         .map_err(|e| format!("epoll: {e}"))?;
         for ev in &events[..n] {
-            let token = ev.u64;
+            let token = sys::event_parts(ev).0;
             if token == TIMER {
                 timer.clear();
                 continue;
@@ -271,6 +270,6 @@ fn open(cfg: &UdpLoadConfig, epoll: &Epoll, i: u32) -> std::io::Result<UdpSocket
     let s = UdpSocket::bind("0.0.0.0:0")?;
     s.connect(cfg.target.addr)?;
     s.set_nonblocking(true)?;
-    epoll.add_in(s.as_raw_fd(), u64::from(i))?;
+    epoll.add_in(&s, u64::from(i))?;
     Ok(s)
 }

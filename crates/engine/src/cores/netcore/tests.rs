@@ -46,6 +46,19 @@ fn flags(syn: bool, ack: bool, fin: bool, rst: bool) -> wtcp::Flags {
 }
 
 fn tcp_frame(sport: u16, seq: u32, ack: Option<u32>, f: wtcp::Flags, payload: &[u8]) -> Vec<u8> {
+    tcp_frame_ts((CLIENT_IP, sport), seq, ack, f, payload, None)
+}
+
+/// [`tcp_frame`] from `src` (address, port), with the timestamps option `(TSval, TSecr)`
+/// if `ts`.
+fn tcp_frame_ts(
+    (src, sport): (Ipv4Address, u16),
+    seq: u32,
+    ack: Option<u32>,
+    f: wtcp::Flags,
+    payload: &[u8],
+    ts: Option<(u32, u32)>,
+) -> Vec<u8> {
     let repr = wtcp::Repr {
         src_port: sport,
         dst_port: 80,
@@ -56,7 +69,7 @@ fn tcp_frame(sport: u16, seq: u32, ack: Option<u32>, f: wtcp::Flags, payload: &[
         max_seg_size: f.syn.then_some(1460),
         window_scale: None,
         sack_permitted: false,
-        timestamps: None,
+        timestamps: ts,
     };
     let hl = repr.header_len();
     let mut buf = vec![0u8; L2L3 + hl + payload.len()];
@@ -68,7 +81,7 @@ fn tcp_frame(sport: u16, seq: u32, ack: Option<u32>, f: wtcp::Flags, payload: &[
     }
     .emit(&mut eth);
     Ipv4Repr {
-        src_addr: CLIENT_IP,
+        src_addr: src,
         dst_addr: SERVER_IP,
         next_header: IpProtocol::Tcp,
         payload_len: hl + payload.len(),
@@ -79,7 +92,7 @@ fn tcp_frame(sport: u16, seq: u32, ack: Option<u32>, f: wtcp::Flags, payload: &[
     ));
     repr.emit_header(&mut buf[L2L3..]);
     buf[L2L3 + hl..].copy_from_slice(payload);
-    TcpPacket::new_unchecked(&mut buf[L2L3..]).fill_checksum(CLIENT_IP, SERVER_IP);
+    TcpPacket::new_unchecked(&mut buf[L2L3..]).fill_checksum(src, SERVER_IP);
     buf
 }
 
@@ -776,4 +789,5 @@ fn an_ack_returning_a_syn_cookie_is_dispatched_like_a_syn() {
     assert_eq!(clist(&mut http[0]), vec![good]);
 }
 
+mod clocks;
 mod udp;
