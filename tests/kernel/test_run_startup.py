@@ -112,11 +112,11 @@ def test_a_kernel_failure_is_said_as_one():
 
 def test_elf_and_iso_from_build_run_as_they_are(tmp_path):
     require()
-    elf, iso = tmp_path / "site.ELF", tmp_path / "site.ISO"
-    subprocess.run([BIN, "build", SITE, "-o", elf, "--iso", iso.with_suffix(".iso")],
-                   check=True, capture_output=True, timeout=300)
+    elf, iso, disk = tmp_path / "site.ELF", tmp_path / "site.ISO", tmp_path / "site.img"
+    subprocess.run([BIN, "build", SITE, "-o", elf, "--iso", iso.with_suffix(".iso"),
+                    "--disk", disk], check=True, capture_output=True, timeout=300)
     (tmp_path / "site.iso").rename(iso)
-    for image in (elf, iso):
+    for image in (elf, iso, disk):
         port = free_port()
         p = start(image, "--listen", f"127.0.0.1:{port}")
         try:

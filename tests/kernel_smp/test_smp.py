@@ -101,7 +101,8 @@ def test_stats_counters_add_up_to_the_clients_requests(smp_kernel):
     assert sum(c["counters"]["http_2xx"] for c in after["cores"]) >= n
     for c in after["cores"]:
         assert c["elapsed_ns"] > 0
-        split = c["rcv_ns"] + c["http_ns"] + c["send_ns"] + c["main_ns"]
+        # Main is idle polling; time halted is its own part (issue 16).
+        split = c["rcv_ns"] + c["http_ns"] + c["send_ns"] + c["main_ns"] + c["sleep_ns"]
         assert abs(split - c["elapsed_ns"]) <= max(1, c["elapsed_ns"] // 100), c
     assert after["total"]["stay"]["count"] >= n
     # The drivers' doorbells are on the board: requests cost a bounded number of them.

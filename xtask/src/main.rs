@@ -29,9 +29,12 @@ const APT_PACKAGES: &[&str] = &[
     "wget",
     "python3",
     // The bare-machine kernel (issue 3): QEMU for `bareweb run` and tests/kernel, GRUB
-    // and xorriso for `bareweb build --iso`.
+    // (BIOS and UEFI) and xorriso for `bareweb build --iso/--disk`, OVMF to boot them
+    // under UEFI (issue 16).
     "qemu-system-x86",
     "grub-pc-bin",
+    "grub-efi-amd64-bin",
+    "ovmf",
     "grub-common",
     "xorriso",
     "mtools",
@@ -62,7 +65,7 @@ fn main() -> ExitCode {
             eprintln!("  test   install what the tests need, then run every test");
             eprintln!("  setup  only install (rustup target, Debian packages when root)");
             eprintln!("  fuzz [SECS]  run every fuzz target SECS seconds (default 60)");
-            eprintln!("  kernel-bench [--runs N] [--accel kvm,tcg] [--machine qboot,pc,q35] [--skip-boot] [--skip-load]");
+            eprintln!("  kernel-bench [--runs N] [--accel kvm,tcg] [--machine microvm,qboot,pc,q35] [--skip-boot] [--skip-load]");
             eprintln!(
                 "         measure the kernel's budgets: size, boot to first 200, doorbells/request"
             );

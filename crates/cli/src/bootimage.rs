@@ -1,4 +1,4 @@
-//! `bareweb build SITE -o site.elf` and `bareweb build SITE --iso site.iso`: bootable
+//! `bareweb build SITE -o site.elf`, `--iso site.iso` and `--disk site.img`: bootable
 //! images holding the kernel and the site in one file, as paper 004's application object.
 //!
 //! - ELF: the kernel ELF (carried in this binary) plus the site image as one more
@@ -8,8 +8,17 @@
 //!   found by its marker, is patched with the segment's address, length and a default
 //!   command line (--ip/--gw/--port/...). PVH loaders (QEMU `-kernel`, qboot) and GRUB's
 //!   multiboot2 loader both load every PT_LOAD segment, so the one file boots and serves.
-//! - ISO: that ELF in a GRUB (BIOS, multiboot2) rescue image made by `grub-mkrescue`
-//!   (grub-pc-bin, xorriso, mtools), for a CD, a USB stick or QEMU `-cdrom`.
+//! - ISO: that ELF in a GRUB rescue image made by `grub-mkrescue` (grub-pc-bin,
+//!   grub-efi-amd64-bin, xorriso, mtools), for a CD or QEMU `-cdrom`. One image for both
+//!   firmwares: an El Torito entry for BIOS (GRUB i386-pc) and one for UEFI (an EFI system
+//!   image with GRUB x86_64-efi as BOOTX64.EFI); both load the kernel by multiboot2 with
+//!   the same grub.cfg. GRUB EFI rather than an EFI entry of our own: the kernel already
+//!   boots by multiboot2, which GRUB on UEFI speaks too (it exits boot services and hands
+//!   over the memory map and the ACPI RSDP in multiboot2 tags), so one kernel entry serves
+//!   every firmware and loader.
+//! - Disk: the same image, which grub-mkrescue makes hybrid (an MBR with GRUB's boot code
+//!   and a partition holding the EFI system image), padded to whole MiB: `dd` to a USB
+//!   stick, or a cloud VM's raw disk.
 
 use std::path::Path;
 use std::process::Command;
@@ -129,12 +138,40 @@ pub fn build(a: &BuildArgs) -> Result<(), String> {
     for iso in isos {
         write_iso(&elf, iso)?;
         println!(
-            "{}: bootable ISO (GRUB, BIOS), {files} files, command line {cmdline:?}",
+            "{}: bootable ISO (GRUB, BIOS and UEFI), {files} files, command line {cmdline:?}",
             iso.display()
+        );
+    }
+    let disks = a
+        .disk
+        .iter()
+        .chain((kind_of(output) == Kind::Disk).then_some(output));
+    for disk in disks {
+        // The hybrid ISO is a disk too: an MBR with GRUB's boot code (BIOS) and a partition
+        // holding the EFI system image (UEFI). Padded to whole MiB: cloud importers and
+        // some USB writers want sizes in whole sectors or MiB.
+        write_iso(&elf, disk)?;
+        let len = std::fs::metadata(disk).map_err(|e| e.to_string())?.len();
+        let padded = len.div_ceil(1 << 20) << 20;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(disk)
+            .and_then(|f| f.set_len(padded))
+            .map_err(|e| format!("cannot pad {}: {e}", disk.display()))?;
+        println!(
+            "{}: bootable disk image (GRUB, BIOS and UEFI; dd it to a USB stick), {} MiB, {files} files, command line {cmdline:?}",
+            disk.display(),
+            padded >> 20
         );
     }
     Ok(())
 }
+
+/// The GRUB platforms an image must boot on, and their Debian packages.
+const GRUB_PLATFORMS: [(&str, &str); 2] = [
+    ("i386-pc", "grub-pc-bin"),
+    ("x86_64-efi", "grub-efi-amd64-bin"),
+];
 
 const GRUB_CFG: &str = "\
 set timeout=0
@@ -155,17 +192,30 @@ fn write_iso(elf: &[u8], iso: &Path) -> Result<(), String> {
         std::fs::create_dir_all(dir.join("boot/grub")).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("boot/bareweb.elf"), elf).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("boot/grub/grub.cfg"), GRUB_CFG).map_err(|e| e.to_string())?;
+        // grub-mkrescue puts in every platform it finds installed: insist on both, or an
+        // image that silently fails on UEFI PCs would be written.
+        for (platform, package) in GRUB_PLATFORMS {
+            if !Path::new("/usr/lib/grub")
+                .join(platform)
+                .join("modinfo.sh")
+                .exists()
+            {
+                return Err(format!(
+                    "GRUB for {platform} is not installed (/usr/lib/grub/{platform}): sudo apt-get install {package}"
+                ));
+            }
+        }
         let out = Command::new("grub-mkrescue")
             .arg("-o")
             .arg(iso)
             .arg(&dir)
             .output()
             .map_err(|e| {
-                format!("cannot run grub-mkrescue ({e}): sudo apt-get install grub-pc-bin grub-common xorriso mtools")
+                format!("cannot run grub-mkrescue ({e}): sudo apt-get install grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools")
             })?;
         if !out.status.success() {
             return Err(format!(
-                "grub-mkrescue failed: {} (needs grub-pc-bin, xorriso, mtools)",
+                "grub-mkrescue failed: {} (needs grub-pc-bin, grub-efi-amd64-bin, xorriso, mtools)",
                 String::from_utf8_lossy(&out.stderr).trim()
             ));
         }

@@ -1,9 +1,10 @@
 //! `bareweb build`: a site directory into an image file — a site image (`.bws`, for
-//! `serve` and `run`), or with `-o NAME.elf` / `--iso NAME.iso` a bootable image
-//! ([`crate::bootimage`]).
+//! `serve` and `run`), or with `-o NAME.elf` / `--iso NAME.iso` / `--disk NAME.img` a
+//! bootable image ([`crate::bootimage`]).
 
 use std::path::{Path, PathBuf};
 
+use crate::bare::KernelOpts;
 use crate::opts::{self, ServerOpts};
 
 /// What `build` writes.
@@ -13,8 +14,10 @@ pub enum Kind {
     Site,
     /// The kernel with the site inside: one file that boots (PVH, multiboot2).
     Elf,
-    /// That ELF in a GRUB rescue image (BIOS): a CD or USB stick.
+    /// That ELF in a GRUB rescue image (BIOS and UEFI): a CD.
     Iso,
+    /// The same image as a raw disk (BIOS and UEFI): a USB stick, a cloud VM's disk.
+    Disk,
 }
 
 /// The kind of file `path` names, by its extension, in any case.
@@ -22,6 +25,7 @@ pub fn kind_of(path: &Path) -> Kind {
     match path.extension().and_then(|e| e.to_str()) {
         Some(e) if e.eq_ignore_ascii_case("elf") => Kind::Elf,
         Some(e) if e.eq_ignore_ascii_case("iso") => Kind::Iso,
+        Some(e) if e.eq_ignore_ascii_case("img") => Kind::Disk,
         _ => Kind::Site,
     }
 }
@@ -31,19 +35,27 @@ pub struct BuildArgs {
     /// The site directory.
     pub site: PathBuf,
     /// Where to write: `NAME.elf` a bootable ELF (kernel and site in one file), `NAME.iso`
-    /// a bootable ISO (GRUB, BIOS), anything else a site image for `serve` and `run`.
+    /// a bootable ISO (GRUB, BIOS and UEFI), `NAME.img` a bootable raw disk image (the
+    /// same, for USB sticks and cloud VMs), anything else a site image for `serve` and `run`.
     #[arg(short, long, default_value = "site.bws")]
     pub output: PathBuf,
     /// The site configuration [default: SITE/bareweb.toml if there is one].
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Also write a bootable ISO (GRUB, BIOS) with the kernel and the site.
+    /// Also write a bootable ISO (GRUB, BIOS and UEFI) with the kernel and the site.
     #[arg(long, value_name = "NAME.iso")]
     pub iso: Option<PathBuf>,
+    /// Also write a bootable raw disk image (BIOS and UEFI: `dd` it to a USB stick, or
+    /// import it as a cloud VM's disk) with the kernel and the site.
+    #[arg(long, value_name = "NAME.img")]
+    pub disk: Option<PathBuf>,
     /// Bootable images: the server's settings, baked in as the kernel's command line (a
     /// boot loader's words override them).
     #[command(flatten)]
     pub server: ServerOpts,
+    /// Bootable images: the kernel's own settings.
+    #[command(flatten)]
+    pub kernel: KernelOpts,
     /// Bootable images: a line of counters every second on the kernel console.
     #[arg(long)]
     pub stats_log: bool,
@@ -55,12 +67,13 @@ pub struct BuildArgs {
 impl BuildArgs {
     /// Whether a bootable image is asked for.
     pub fn bootable(&self) -> bool {
-        self.iso.is_some() || kind_of(&self.output) != Kind::Site
+        self.iso.is_some() || self.disk.is_some() || kind_of(&self.output) != Kind::Site
     }
 
     /// The kernel command line baked into a bootable image.
     pub fn cmdline(&self) -> String {
         let mut w = self.server.kernel_words(self.stats_log);
+        w.extend(self.kernel.kernel_words());
         w.extend(self.append.iter().cloned());
         w.join(" ")
     }
@@ -75,9 +88,19 @@ impl BuildArgs {
                 ));
             }
         }
-        if !self.bootable() && (self.server.any() || self.stats_log || self.append.is_some()) {
+        if let Some(disk) = &self.disk {
+            if kind_of(disk) != Kind::Disk {
+                return Err(format!(
+                    "--disk {}: the name must end in .img",
+                    disk.display()
+                ));
+            }
+        }
+        if !self.bootable()
+            && (self.server.any() || self.kernel.any() || self.stats_log || self.append.is_some())
+        {
             return Err(format!(
-                "server options go into bootable images only (-o NAME.elf or --iso NAME.iso); \
+                "server options go into bootable images only (-o NAME.elf, --iso NAME.iso or --disk NAME.img); \
                  {} is a site image, which carries the site alone (give the options to serve or run)",
                 self.output.display()
             ));

@@ -37,6 +37,8 @@ pub enum Input {
     Elf,
     /// A bootable ISO (`bareweb build --iso X.iso`).
     Iso,
+    /// A bootable raw disk image (`bareweb build --disk X.img`).
+    Disk,
 }
 
 /// What `path` is, by its content (the extension, in any case, only for an ISO).
@@ -52,8 +54,9 @@ pub fn input_kind(path: &Path) -> Result<Input, String> {
         [0x7f, b'E', b'L', b'F', ..] => Ok(Input::Elf),
         [b'B', b'W', b'S', b'I', b'T', b'E', 0, 0] => Ok(Input::SiteImage),
         _ if kind_of(path) == Kind::Iso => Ok(Input::Iso),
+        _ if kind_of(path) == Kind::Disk => Ok(Input::Disk),
         _ => Err(format!(
-            "{} is not a site directory, a site image, a bootable .elf or an .iso \
+            "{} is not a site directory, a site image, a bootable .elf, .iso or .img \
              (write one with `bareweb build`)",
             path.display()
         )),
@@ -230,7 +233,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
             };
             (b, String::new(), bytes.len() as u64, Some(files))
         }
-        Input::Elf | Input::Iso => {
+        Input::Elf | Input::Iso | Input::Disk => {
             if a.config.is_some() {
                 return Err(format!(
                     "--config applies to a site directory; {} has its configuration built in",
@@ -243,13 +246,13 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
                 "{} holds no bareweb kernel with a site (write one with `bareweb build -o NAME.elf` or `--iso NAME.iso`)",
                 a.site.display()
             ))?;
-            let b = if input == Input::Elf {
-                Boot::Kernel {
+            let b = match input {
+                Input::Elf => Boot::Kernel {
                     kernel: &a.site,
                     initrd: None,
-                }
-            } else {
-                Boot::Cdrom(&a.site)
+                },
+                Input::Disk => Boot::Disk(&a.site),
+                _ => Boot::Cdrom(&a.site),
             };
             (b, baked, bytes.len() as u64, None)
         }

@@ -15,6 +15,7 @@ extern crate alloc;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+mod bare;
 mod bench;
 mod bootimage;
 mod cores;
@@ -27,6 +28,7 @@ mod opts;
 mod run;
 mod runners;
 mod serve;
+mod serve_xdp;
 mod util;
 
 #[derive(Parser)]
@@ -42,8 +44,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Build a site image from a directory (`-o NAME.elf`, `--iso NAME.iso`: bootable, the
-    /// kernel and the site in one file).
+    /// Build a site image from a directory (`-o NAME.elf`, `--iso NAME.iso`, `--disk
+    /// NAME.img`: bootable, the kernel and the site in one file).
     Build(image::BuildArgs),
     /// Serve a site (directory or image) on a TAP device with bareweb's own stack.
     Serve(serve::ServeArgs),

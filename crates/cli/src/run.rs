@@ -13,6 +13,7 @@ use std::str::FromStr;
 
 use bareweb_engine::cores::plan;
 
+use crate::bare::KernelOpts;
 use crate::opts::{self, kernel_cmdline, Mac, MemSize, ModeArg, ServerOpts};
 
 /// The kernel ELF this binary was built with.
@@ -36,10 +37,15 @@ pub struct RunArgs {
     /// otherwise (see README: what each costs here).
     #[arg(long, value_enum, default_value_t = Accel::Auto)]
     pub accel: Accel,
-    /// QEMU machine: qboot (pc with the qboot firmware: fastest boot, assigns no PCI
-    /// BARs), pc (SeaBIOS), q35.
+    /// QEMU machine: qboot (pc with the qboot firmware, assigns no PCI BARs), pc
+    /// (SeaBIOS), q35, microvm (no PCI: virtio-net over virtio-mmio, as Firecracker and
+    /// Cloud Hypervisor give it; the fastest to start).
     #[arg(long, value_enum, default_value_t = Machine::Qboot)]
     pub machine: Machine,
+    /// Firmware: bios (qboot or SeaBIOS, as --machine says), uefi (OVMF, Debian package
+    /// ovmf; on q35 unless --machine pc: boots an .iso or .img from `bareweb build`).
+    #[arg(long, value_enum, default_value_t = Firmware::Bios)]
+    pub firmware: Firmware,
     /// Network: `user` (QEMU user networking, no root; forwards --listen to the server)
     /// or `tap:IFNAME` (a TAP device the caller prepared). Given twice or more, the VM
     /// has that many NICs (paper 002's bonding, see --bond): `user` each time puts them
@@ -61,6 +67,8 @@ pub struct RunArgs {
     pub mem: MemSize,
     #[command(flatten)]
     pub server: ServerOpts,
+    #[command(flatten)]
+    pub kernel: KernelOpts,
     /// A line of counters every second on the kernel console.
     #[arg(long)]
     pub stats_log: bool,
@@ -126,16 +134,19 @@ impl RunArgs {
         self.check_nets()?;
         self.cores_plan().map(|_| ())?;
         opts::kernel_settings(&self.cmdline())?;
-        if crate::image::kind_of(&self.site) == crate::image::Kind::Iso {
+        let kind = crate::image::kind_of(&self.site);
+        if matches!(kind, crate::image::Kind::Iso | crate::image::Kind::Disk) {
             if !self.cmdline().is_empty() {
                 return Err(format!(
-                    "{} is an ISO: GRUB boots it with the command line built in; give the \
-                     server options to `bareweb build --iso`, or run the site directory or its .elf",
+                    "{} is an ISO or disk image: GRUB boots it with the command line built in; give the \
+                     server options to `bareweb build --iso/--disk`, or run the site directory or its .elf",
                     self.site.display()
                 ));
             }
             if self.config.is_some() {
-                return Err("--config applies to a site directory, not an ISO".into());
+                return Err(
+                    "--config applies to a site directory, not an ISO or disk image".into(),
+                );
             }
         }
         Ok(())
@@ -185,9 +196,11 @@ impl RunArgs {
             .join(" + ")
     }
 
-    /// The kernel command line: the shared options given, `--stats-log`, `--append`.
+    /// The kernel command line: the shared options given, the kernel's own, `--stats-log`,
+    /// `--append`.
     pub fn cmdline(&self) -> String {
         let mut w = self.server.kernel_words(self.stats_log);
+        w.extend(self.kernel.kernel_words());
         w.extend(self.append.iter().cloned());
         w.join(" ")
     }
@@ -213,10 +226,20 @@ pub enum Accel {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum Firmware {
+    Bios,
+    Uefi,
+}
+
+/// Where Debian's ovmf package puts the one-file OVMF firmware.
+const OVMF_PATHS: &[&str] = &["/usr/share/ovmf/OVMF.fd", "/usr/share/qemu/OVMF.fd"];
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
 pub enum Machine {
     Qboot,
     Pc,
     Q35,
+    Microvm,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
@@ -268,8 +291,10 @@ pub enum Boot<'p> {
         kernel: &'p Path,
         initrd: Option<&'p Path>,
     },
-    /// A bootable ISO (GRUB, BIOS) written by `bareweb build --iso`.
+    /// A bootable ISO (GRUB, BIOS and UEFI) written by `bareweb build --iso`.
     Cdrom(&'p Path),
+    /// A bootable raw disk image (the same) written by `bareweb build --disk`.
+    Disk(&'p Path),
 }
 
 /// The QEMU arguments for what boots, under `settings` (the kernel's, as it will parse
@@ -297,11 +322,36 @@ pub fn qemu_args(
     ] {
         push(s);
     }
-    // qboot boots kernels only, not CDs: a CD gets SeaBIOS.
-    let machine = match (boot, a.machine) {
-        (Boot::Cdrom(_), Machine::Qboot) => Machine::Pc,
+    // qboot boots kernels only, not CDs or disks: those get SeaBIOS, or under UEFI OVMF
+    // on q35 (the machine UEFI PCs resemble).
+    let image = matches!(boot, Boot::Cdrom(_) | Boot::Disk(_));
+    let uefi = a.firmware == Firmware::Uefi;
+    if uefi && !image {
+        return Err(
+            "--firmware uefi boots an .iso or .img (bareweb build --iso / --disk): \
+                    the kernel alone boots by PVH, which OVMF does not load"
+                .into(),
+        );
+    }
+    let machine = match (image, a.machine) {
+        (true, Machine::Qboot) if uefi => Machine::Q35,
+        (true, Machine::Qboot) => Machine::Pc,
+        (true, Machine::Microvm) => {
+            return Err(
+                "--machine microvm boots kernels, not CDs or disks: run the site or its .elf"
+                    .into(),
+            )
+        }
         (_, m) => m,
     };
+    if uefi {
+        let fd = OVMF_PATHS
+            .iter()
+            .find(|p| Path::new(p).exists())
+            .ok_or("OVMF firmware not found (Debian: sudo apt-get install ovmf)")?;
+        push("-bios");
+        push(fd);
+    }
     match machine {
         Machine::Qboot => {
             let rom = QBOOT_PATHS
@@ -320,6 +370,15 @@ pub fn qemu_args(
         Machine::Q35 => {
             push("-machine");
             push("q35");
+        }
+        Machine::Microvm => {
+            // No option ROMs to run; the kernel finds its NIC in the machine's virtio-mmio
+            // slots. virtio-mmio version 2 (virtio 1.x): QEMU's default is the legacy
+            // interface, which the kernel does not drive.
+            push("-machine");
+            push("microvm,x-option-roms=off");
+            push("-global");
+            push("virtio-mmio.force-legacy=false");
         }
     }
     match accel {
@@ -356,6 +415,14 @@ pub fn qemu_args(
         Boot::Cdrom(iso) => {
             push("-cdrom");
             push(&iso.to_string_lossy());
+        }
+        Boot::Disk(img) => {
+            // snapshot=on: the guest's writes (it makes none) never reach the user's file.
+            push("-drive");
+            push(&format!(
+                "file={},format=raw,snapshot=on",
+                img.to_string_lossy().replace(',', ",,")
+            ));
         }
     }
     push("-device");
@@ -411,11 +478,17 @@ pub fn qemu_args(
             None => String::new(),
         };
         push("-device");
-        match a.nic {
-            NicModel::Virtio => push(&format!(
+        match (a.nic, machine) {
+            (NicModel::Virtio, Machine::Microvm) => push(&format!(
+                "virtio-net-device,netdev=n{k},id=nic{k},rx_queue_size=1024{mac}"
+            )),
+            (NicModel::Virtio, _) => push(&format!(
                 "virtio-net-pci,netdev=n{k},id=nic{k},rx_queue_size=1024{mac}{mq}"
             )),
-            NicModel::E1000 => push(&format!("e1000,netdev=n{k},id=nic{k}{mac}")),
+            (NicModel::E1000, Machine::Microvm) => {
+                return Err("--machine microvm has no PCI bus: use --nic virtio".into())
+            }
+            (NicModel::E1000, _) => push(&format!("e1000,netdev=n{k},id=nic{k}{mac}")),
         }
     }
     Ok(v)
@@ -472,7 +545,10 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
     // QEMU opens a multi-queue TAP only with queues >= 2 (IFF_MULTI_QUEUE is set only
     // then); a kernel that uses fewer pairs leaves the others off and QEMU detaches their
     // TAP queues, so everything arrives on the pairs in use.
-    let min_queues = if a.nic == NicModel::Virtio && tap == Some(TapKind::MultiQueue) {
+    let min_queues = if a.nic == NicModel::Virtio
+        && a.machine != Machine::Microvm
+        && tap == Some(TapKind::MultiQueue)
+    {
         2
     } else {
         1
@@ -488,6 +564,9 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
     }
     let why_not = match (a.nic, tap) {
         (NicModel::E1000, _) => Some("the e1000 has one queue".to_string()),
+        (NicModel::Virtio, _) if a.machine == Machine::Microvm => Some(
+            "virtio-mmio gives a device one interrupt line, which can wake one core".to_string(),
+        ),
         (NicModel::Virtio, None) => {
             Some("QEMU user networking gives the NIC one queue".to_string())
         }
@@ -577,6 +656,20 @@ mod tests {
                 .to_string();
             assert!(e.contains("from 1 to 1048576"), "{e}");
         }
+        assert!(qemu(&["--poll-always"]).unwrap().contains("poll=always"));
+        assert!(qemu(&["--no-offload"]).unwrap().contains("offload=off"));
+        assert!(qemu(&["--idle-poll-us", "50"])
+            .unwrap()
+            .contains("idle_poll_us=50"));
+        assert!(!qemu(&[]).unwrap().contains("idle_poll_us"));
+        for bad in [
+            &["--idle-poll-us", "1000001"][..],
+            &["--poll-always", "--idle-poll-us", "5"],
+        ] {
+            let mut v = vec!["bareweb", "site"];
+            v.extend_from_slice(bad);
+            assert!(Cli::try_parse_from(v).is_err(), "{bad:?}");
+        }
         assert_eq!(args(&["--tcbs", "1"]).server.tcbs, Some(1));
         assert_eq!(args(&["--tcbs", "1048576"]).server.tcbs, Some(1 << 20));
         assert!(qemu(&["--tcbs", "64"]).unwrap().contains("tcbs=64"));
@@ -652,7 +745,52 @@ mod tests {
     }
 
     #[test]
+    fn uefi_boots_images_with_ovmf_on_q35() {
+        let boot_with = |words: &[&str], boot: &Boot<'_>| {
+            let a = args(words);
+            qemu_args(&a, Accel::Tcg, boot, &a.settings().unwrap()).map(|v| v.join(" "))
+        };
+        let disk = Boot::Disk(Path::new("site,1.img"));
+        let cd = Boot::Cdrom(Path::new("site.iso"));
+        if OVMF_PATHS.iter().any(|p| Path::new(p).exists()) {
+            let d = boot_with(&["--firmware", "uefi"], &disk).unwrap();
+            assert!(d.contains("-machine q35") && d.contains("OVMF.fd"), "{d}");
+            assert!(
+                d.contains("-drive file=site,,1.img,format=raw,snapshot=on"),
+                "{d}"
+            );
+            let c = boot_with(&["--firmware", "uefi", "--machine", "pc"], &cd).unwrap();
+            assert!(
+                c.contains("-machine pc") && c.contains("-cdrom site.iso"),
+                "{c}"
+            );
+        }
+        // BIOS: SeaBIOS on pc (qboot boots kernels only); the kernel alone is no UEFI image.
+        let b = boot_with(&[], &disk).unwrap();
+        assert!(b.contains("-machine pc") && !b.contains("OVMF"), "{b}");
+        let e = qemu(&["--firmware", "uefi"]).unwrap_err();
+        assert!(e.contains("--iso"), "{e}");
+        assert!(boot_with(&["--machine", "microvm"], &disk).is_err());
+    }
+
+    #[test]
     fn cores_and_modes_reach_qemu_and_the_kernel() {
+        // microvm: virtio-mmio, version 2, one queue pair (network-core mode on 2 cores).
+        let m = qemu(&["--machine", "microvm", "--smp", "2"]).unwrap();
+        assert!(
+            m.contains("-machine microvm,x-option-roms=off -global virtio-mmio.force-legacy=false"),
+            "{m}"
+        );
+        assert!(
+            m.contains("virtio-net-device,netdev=n0") && !m.contains("mq=on"),
+            "{m}"
+        );
+        assert!(qemu(&["--machine", "microvm", "--nic", "e1000"]).is_err());
+        assert!(
+            args(&["--machine", "microvm", "--smp", "2", "--mode", "perqueue"])
+                .cores_plan()
+                .is_err()
+        );
         // One core: nothing new.
         let one = qemu(&["--machine", "pc"]).unwrap();
         assert!(one.contains("-smp 1") && !one.contains("queues=") && !one.contains("mode="));

@@ -1,10 +1,12 @@
-//! The processors of the machine, from the ACPI MADT: the `acpi` crate finds and checks the
-//! RSDP, the RSDT/XSDT and the MADT (signature, length, checksum); [`parse_madt`] reads the
-//! MADT's entries from its bytes with every length checked (the crate's own entry walk
-//! trusts them: a zero length would make it stand still).
+//! The processors and interrupt controllers of the machine, from the ACPI MADT: the `acpi`
+//! crate finds and checks the RSDP, the RSDT/XSDT and the MADT (signature, length,
+//! checksum); [`parse_madt`] reads the MADT's entries from its bytes with every length
+//! checked (the crate's own entry walk trusts them: a zero length would make it stand
+//! still).
 //!
 //! Heads up! read ACPI 6.5 §5.2.5 (RSDP), §5.2.12 (MADT: Processor Local APIC structure,
-//! type 0, and Processor Local x2APIC structure, type 9; flag bit 0 = enabled).
+//! type 0, and Processor Local x2APIC structure, type 9; flag bit 0 = enabled; I/O APIC,
+//! type 1; Interrupt Source Override, type 2, with its MPS INTI flags).
 //!
 //! Where the RSDP comes from, in order: the loader (PVH `rsdp_paddr`, multiboot2 tags
 //! 14/15), else the BIOS areas (EBDA and 0xE0000-0xFFFFF). Firmware tables are read in
@@ -17,6 +19,7 @@
 
 use core::fmt;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use acpi::madt::Madt;
 use acpi::{AcpiHandler, AcpiTables, PhysicalMapping};
@@ -58,7 +61,15 @@ impl AcpiHandler for Identity {
     fn unmap_physical_region<T>(_region: &PhysicalMapping<Self, T>) {}
 }
 
-/// The enabled processors: APIC ids in MADT order.
+/// Most I/O APICs and interrupt source overrides kept.
+const MAX_IOAPICS: usize = 4;
+const MAX_OVERRIDES: usize = 16;
+
+/// An ISA interrupt's line as the MADT remaps it: (ISA IRQ, GSI, MPS INTI flags).
+pub type Override = (u8, u32, u16);
+
+/// The enabled processors (APIC ids in MADT order), the I/O APICs and the ISA interrupt
+/// overrides.
 pub struct Processors {
     ids: [u32; MAX_CPUS],
     n: usize,
@@ -66,6 +77,10 @@ pub struct Processors {
     pub over: usize,
     /// Where the RSDP was found.
     pub source: &'static str,
+    ioapics: [(u64, u32); MAX_IOAPICS],
+    n_ioapics: usize,
+    overrides: [Override; MAX_OVERRIDES],
+    n_overrides: usize,
 }
 
 impl Processors {
@@ -73,6 +88,50 @@ impl Processors {
     pub fn apic_ids(&self) -> &[u32] {
         &self.ids[..self.n]
     }
+
+    /// The I/O APICs: (register address, first GSI).
+    pub fn ioapics(&self) -> &[(u64, u32)] {
+        &self.ioapics[..self.n_ioapics]
+    }
+
+    /// The interrupt source overrides of ISA (bus 0) interrupts.
+    pub fn overrides(&self) -> &[Override] {
+        &self.overrides[..self.n_overrides]
+    }
+}
+
+/// The overrides, for [`isa_irq`]: ISA IRQ i is word i (0: none; else GSI + 1 in bits
+/// 0..32 and the flags in bits 32..48).
+static ISA: [AtomicU64; 16] = [const { AtomicU64::new(0) }; 16];
+
+/// Keeps the MADT's ISA overrides for [`isa_irq`] (once, at boot).
+pub fn keep_overrides(p: &Processors) {
+    for &(irq, gsi, flags) in p.overrides() {
+        if let Some(w) = ISA.get(irq as usize) {
+            w.store((gsi as u64 + 1) | (flags as u64) << 32, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The GSI, trigger and polarity of a PCI function's INTx line as PC firmware reports it
+/// (an ISA IRQ number in the interrupt line register): the MADT's override when there is
+/// one (QEMU's says level, active high for the PCI link lines 5, 9, 10, 11), else the
+/// same number, level-triggered and active low as PCI interrupts are. Returns
+/// (gsi, level, active_low).
+pub fn isa_irq(irq: u8) -> (u32, bool, bool) {
+    let w = ISA
+        .get(irq as usize)
+        .map_or(0, |w| w.load(Ordering::Relaxed));
+    if w == 0 {
+        return (irq as u32, true, true);
+    }
+    let gsi = (w as u32).wrapping_sub(1);
+    let flags = (w >> 32) as u16;
+    // MPS INTI flags: polarity bits 0-1 (01 high, 11 low), trigger bits 2-3 (01 edge,
+    // 11 level); 00 "conforms to the bus", which for PCI means level, active low.
+    let low = !matches!(flags & 3, 1);
+    let level = !matches!((flags >> 2) & 3, 1);
+    (gsi, level, low)
 }
 
 /// Why no processor list could be read.
@@ -142,7 +201,12 @@ pub fn parse_madt(table: &[u8]) -> Result<Processors, Error> {
         n: 0,
         over: 0,
         source: "",
+        ioapics: [(0, 0); MAX_IOAPICS],
+        n_ioapics: 0,
+        overrides: [(0, 0, 0); MAX_OVERRIDES],
+        n_overrides: 0,
     };
+    let u16_at = |e: &[u8], at: usize| e.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
     let u32_at = |e: &[u8], at: usize| {
         e.get(at..at + 4)
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -156,6 +220,24 @@ pub fn parse_madt(table: &[u8]) -> Result<Processors, Error> {
         let (id, flags) = match e[0] {
             0 if len >= 8 => (e[3] as u32, u32_at(e, 4)),
             9 if len >= 16 => (u32_at(e, 4).unwrap_or(0), u32_at(e, 8)),
+            1 if len >= 12 => {
+                if let (Some(addr), Some(base)) = (u32_at(e, 4), u32_at(e, 8)) {
+                    if p.n_ioapics < MAX_IOAPICS {
+                        p.ioapics[p.n_ioapics] = (addr as u64, base);
+                        p.n_ioapics += 1;
+                    }
+                }
+                continue;
+            }
+            2 if len >= 10 && e[2] == 0 => {
+                if let (Some(gsi), Some(fl)) = (u32_at(e, 4), u16_at(e, 8)) {
+                    if p.n_overrides < MAX_OVERRIDES && e[3] < 16 {
+                        p.overrides[p.n_overrides] = (e[3], gsi, fl);
+                        p.n_overrides += 1;
+                    }
+                }
+                continue;
+            }
             _ => continue,
         };
         if flags.unwrap_or(0) & 1 == 0 || p.apic_ids().contains(&id) {
@@ -212,6 +294,14 @@ mod tests {
         let p = parse_madt(include_bytes!("../testdata/madt-qboot-smp4.bin")).unwrap();
         assert_eq!(p.apic_ids(), &[0, 1, 2, 3]);
         assert_eq!(p.over, 0);
+        assert_eq!(p.ioapics(), &[(0xFEC0_0000, 0)]);
+        // IRQ 0 (the PIT) on GSI 2; the PCI link lines level-triggered, active high.
+        assert!(p.overrides().contains(&(0, 2, 0)), "{:?}", p.overrides());
+        assert!(
+            p.overrides().contains(&(11, 11, 0xD)),
+            "{:?}",
+            p.overrides()
+        );
         // SeaBIOS on q35, -smp 2.
         let p = parse_madt(include_bytes!("../testdata/madt-q35-smp2.bin")).unwrap();
         assert_eq!(p.apic_ids(), &[0, 1]);

@@ -1,9 +1,16 @@
 //! Time: the TSC, calibrated once at boot against the PIT, for monotonic nanoseconds; the
 //! CMOS real-time clock, read once at boot, for wall time (the `Date` header).
 //!
+//! The calibration window overlaps other boot work ([`Calibration`]: started before the
+//! site check, read after it), so it costs no dedicated wait when that work is long enough
+//! (issue 16's boot budget): one long window with bracketed end points instead of five
+//! 1 ms windows waited out. The local APIC timer's rate is measured in the same window.
+//!
 //! `now_ns` is one `rdtsc` and a multiply, no port access and no VM exit. The TSC is
 //! assumed invariant (CPUID 0x8000_0007 EDX bit 8 says so on this KVM; the boot banner
 //! reports it).
+
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use bareweb_engine::nic::Clock;
 
@@ -51,6 +58,132 @@ fn calibrate() -> (u64, bool) {
     }
     runs.sort_unstable();
     (runs[ROUNDS / 2], true)
+}
+
+/// Shortest overlapped window, in PIT ticks (2 ms: ±1 µs end points give 0.05%).
+const WINDOW_MIN: u16 = 2386;
+
+/// A TSC (and APIC timer) calibration under way: PIT channel 2 counts down from 0xFFFF
+/// while the kernel does other boot work; [`Calibration::finish`] reads the end points.
+pub struct Calibration {
+    /// The hypervisor's exact frequencies (TSC, APIC bus), when it tells them.
+    told: Option<(u64, u64)>,
+    /// Start: (TSC, PIT count, APIC timer count).
+    start: (u64, u16, u32),
+    apic: bool,
+}
+
+/// One end point: (TSC midway, PIT count, APIC count), read back to back and bracketed
+/// by TSC reads; the tightest of a few tries (a vCPU descheduled inside one is retried).
+fn end_point(apic: bool) -> (u64, u16, u32) {
+    let mut best = (0, 0, 0, u64::MAX);
+    for _ in 0..4 {
+        let a = rdtsc();
+        let c = pit_read();
+        let t = if apic {
+            crate::arch::apic::timer_count()
+        } else {
+            0
+        };
+        let b = rdtsc();
+        if b - a < best.3 {
+            best = (a + (b - a) / 2, c, t, b - a);
+        }
+    }
+    (best.0, best.1, best.2)
+}
+
+/// Whether PIT channel 2 reached its terminal count (OUT2 high in mode 0): a window
+/// longer than 0xFFFF ticks (55 ms) cannot be measured by the count.
+fn pit_wrapped() -> bool {
+    // SAFETY: port 0x61 bit 5 reads channel 2's output; reading changes nothing.
+    unsafe { inb(0x61) & 0x20 != 0 }
+}
+
+impl Calibration {
+    /// Starts the calibration (the PIT, and the local APIC timer counting down masked if
+    /// `apic`, which must be enabled already).
+    pub fn begin(apic: bool) -> Calibration {
+        let (hv_max, _, _, _) = cpuid(0x4000_0000, 0);
+        if (0x4000_0010..0x4000_0100).contains(&hv_max) {
+            let (tsc_khz, bus_khz, _, _) = cpuid(0x4000_0010, 0);
+            if tsc_khz > 10_000 {
+                return Calibration {
+                    told: Some((tsc_khz as u64 * 1000, bus_khz as u64 * 1000)),
+                    start: (0, 0, 0),
+                    apic,
+                };
+            }
+        }
+        pit_start();
+        if apic {
+            crate::arch::apic::timer_start_count();
+        }
+        Calibration {
+            told: None,
+            start: end_point(apic),
+            apic,
+        }
+    }
+
+    /// Ends the window (waiting until it is at least 2 ms long) and returns the clock and
+    /// the APIC timer's ticks per second (0 if not measured).
+    pub fn finish(self) -> (TscClock, u64) {
+        let (hz, calibrated, apic_hz) = match self.told {
+            Some((tsc, bus)) => (tsc, true, if self.apic { bus } else { 0 }),
+            None => self.measure(),
+        };
+        TSC_HZ.store(hz, Ordering::Relaxed);
+        let invariant =
+            cpuid(0x8000_0000, 0).0 >= 0x8000_0007 && cpuid(0x8000_0007, 0).3 & (1 << 8) != 0;
+        let unix0 = rtc_unix();
+        let clock = TscClock {
+            tsc0: rdtsc(),
+            hz,
+            mult: (1_000_000_000u128 << 32).div_ceil(hz as u128) as u64,
+            unix0,
+            invariant,
+            calibrated,
+        };
+        (clock, apic_hz)
+    }
+
+    fn measure(&self) -> (u64, bool, u64) {
+        let (t0, c0, a0) = self.start;
+        let mut polls = 0u32;
+        let (t1, c1, a1) = loop {
+            let e = end_point(self.apic);
+            if c0.wrapping_sub(e.1) >= WINDOW_MIN || pit_wrapped() {
+                break e;
+            }
+            polls += 1;
+            if polls > 1_000_000 {
+                return (fallback_hz(), false, 0); // no PIT
+            }
+        };
+        if pit_wrapped() {
+            // The work in between took longer than the PIT can count: classic windows.
+            let (hz, ok) = calibrate();
+            let apic_hz = if self.apic {
+                crate::arch::apic::measure_timer_hz(hz, 100)
+            } else {
+                0
+            };
+            return (hz, ok, apic_hz);
+        }
+        let ticks = c0.wrapping_sub(c1) as u128;
+        let tsc = (t1 - t0).max(1) as u128;
+        let hz = (tsc * PIT_HZ as u128 / ticks) as u64;
+        if hz < 10_000_000 {
+            return (fallback_hz(), false, 0);
+        }
+        let apic_hz = if self.apic {
+            (a0.wrapping_sub(a1) as u128 * hz as u128 / tsc) as u64
+        } else {
+            0
+        };
+        (hz, true, apic_hz)
+    }
 }
 
 fn pit_read() -> u16 {
@@ -193,26 +326,25 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-impl TscClock {
-    /// Calibrates the TSC and reads the RTC.
-    pub fn init() -> TscClock {
-        let (hz, calibrated) = calibrate();
-        let invariant =
-            cpuid(0x8000_0000, 0).0 >= 0x8000_0007 && cpuid(0x8000_0007, 0).3 & (1 << 8) != 0;
-        let unix0 = rtc_unix();
-        TscClock {
-            tsc0: rdtsc(),
-            hz,
-            mult: (1_000_000_000u128 << 32).div_ceil(hz as u128) as u64,
-            unix0,
-            invariant,
-            calibrated,
-        }
-    }
+/// The TSC frequency once calibrated (for code that has no clock at hand: drivers'
+/// bounded waits at bring-up).
+static TSC_HZ: AtomicU64 = AtomicU64::new(1_000_000_000);
 
+/// TSC ticks per second (a 1 GHz guess before calibration).
+pub fn tsc_hz() -> u64 {
+    TSC_HZ.load(Ordering::Relaxed)
+}
+
+impl TscClock {
     /// TSC ticks since boot.
     pub fn ticks(&self) -> u64 {
         rdtsc().wrapping_sub(self.tsc0)
+    }
+
+    /// The TSC value at monotonic time `ns` (`now_ns`'s scale); saturates far out.
+    pub fn tsc_at(&self, ns: u64) -> u64 {
+        let ticks = (ns as u128 * self.hz as u128 / 1_000_000_000).min(u64::MAX as u128) as u64;
+        self.tsc0.saturating_add(ticks)
     }
 }
 

@@ -1,14 +1,17 @@
 //! The kernel command line: `ip=A.B.C.D[/N] gw=A.B.C.D|none port=N sched=imt|ist
-//! tcbs=N max_per_ip=N syn_backlog=N request_timeout=S idle_timeout=S log=access,stats`,
+//! cc=bbr|cubic tcbs=N max_per_ip=N syn_backlog=N request_timeout=S idle_timeout=S
+//! log=access,stats`,
 //! the many-core words `cores=N mode=netcore|perqueue bsp_http=on|off stats_page=on|off
 //! apic=auto|xapic`, `stats_allow=A.B.C.D[/N]` (who may read the stats JSON and metrics), the bonding words (issue 14) `bond=off|split|spread
 //! bond_policy=per-client|size|least-queued bond_monitor_ms=N`, the UDP protocol's words
 //! `udp_port=N udp_ids=N udp_burst=N udp_rate=N udp_paper=on|off` (off unless `udp_port`
 //! is given), the bare UDP client's words (`client=udp server=A.B.C.D:PORT paths=/a,/b`,
 //! `frequency=F maxreq=M | rate=R | parallel=N`, `requests= seconds= slots= rto_ms=
-//! tries= pad=`: see [`UdpClient`]), and `crash=panic|fault|fault-ap|overflow-ap` which makes the kernel fail on
-//! purpose right after boot (the tests use it to prove that failures are reported and stop
-//! QEMU).
+//! tries= pad=`: see [`UdpClient`]), issue 16's `offload=on|off`, idling `poll=idle|always
+//! idle_poll_us=N` and the virtio-mmio devices of a microVM `virtio_mmio.device=SIZE@BASE:IRQ`
+//! (Linux's syntax, as Firecracker writes it), and `crash=panic|fault|fault-ap|overflow-ap`
+//! which makes the kernel fail on purpose right after boot (the tests use it to prove that
+//! failures are reported and stop QEMU).
 //!
 //! Defaults work under QEMU user networking (10.0.2.15/24, gateway 10.0.2.2, port 80).
 //! A bad value is reported on the console and its default kept; an unknown key is
@@ -20,6 +23,7 @@
 
 use bareweb_engine::bond::{Mode as BondMode, Policy as BondPolicy};
 use bareweb_engine::server::Sched;
+use bareweb_engine::tcp::Algorithm;
 use bareweb_engine::wire::Ipv4Address;
 
 /// The settings the command line controls.
@@ -35,6 +39,8 @@ pub struct Settings {
     pub port: u16,
     /// HTTP scheduling policy.
     pub sched: Sched,
+    /// TCP congestion control.
+    pub cc: Algorithm,
     /// Number of TCBs.
     pub tcbs: usize,
     /// Most connections from one client address (None: half the TCBs).
@@ -65,6 +71,18 @@ pub struct Settings {
     pub stats_allow: Option<(Ipv4Address, u8)>,
     /// Use x2APIC when the CPU offers it (`apic=xapic` forces the memory-mapped xAPIC).
     pub x2apic: bool,
+    /// Never halt an idle core (`poll=always`): the papers' behaviour, one host CPU per
+    /// core whatever the load.
+    pub poll_always: bool,
+    /// Longest idle spell before a core halts, µs (`idle_poll_us=`, 0 to 1000000).
+    pub idle_poll_us: u64,
+    /// Use the NIC's transmit offloads when it has them (`offload=off` sends every segment
+    /// as its own frame with the checksums computed here).
+    pub offload: bool,
+    /// virtio-mmio devices named on the command line: (register base, GSI).
+    pub mmio: [(u64, u32); MAX_MMIO],
+    /// How many of `mmio` are set.
+    pub n_mmio: usize,
     /// How the NICs are used (default: `spread` when two or more are found, else `off`).
     pub bond: Option<BondMode>,
     /// How a connection's send NIC is chosen.
@@ -204,6 +222,12 @@ impl Udp {
     }
 }
 
+/// Most `virtio_mmio.device=` words kept.
+pub const MAX_MMIO: usize = 4;
+
+/// The default idle spell before halting, µs (chosen by measurement: docs/kernel.md).
+pub const IDLE_POLL_US: u64 = 200;
+
 /// How several cores share the NIC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CoreMode {
@@ -236,6 +260,7 @@ impl Default for Settings {
             gateway: Some(Ipv4Address([10, 0, 2, 2])),
             port: 80,
             sched: Sched::Imt,
+            cc: Algorithm::default(),
             tcbs: 1024,
             max_per_ip: None,
             syn_backlog: None,
@@ -250,6 +275,11 @@ impl Default for Settings {
             stats_page: true,
             stats_allow: None,
             x2apic: true,
+            poll_always: false,
+            idle_poll_us: IDLE_POLL_US,
+            offload: true,
+            mmio: [(0, 0); MAX_MMIO],
+            n_mmio: 0,
             udp: Udp {
                 port: None,
                 ids: 5000,
@@ -288,6 +318,28 @@ fn parse_ip(s: &str) -> Option<Ipv4Address> {
         return None;
     }
     Some(Ipv4Address(a))
+}
+
+/// `SIZE@BASE:IRQ[:ID]` (size decimal with an optional K/M suffix, base hex with 0x or
+/// decimal, IRQ decimal): the register base and the GSI. The size must hold a register
+/// page (0x100 bytes at least) and the base be page-aligned to 512 bytes.
+fn parse_mmio(v: &str) -> Option<(u64, u32)> {
+    let (size, rest) = v.split_once('@')?;
+    let (base, rest) = rest.split_once(':')?;
+    let irq = rest.split(':').next()?;
+    let num = |t: &str| match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => t.parse::<u64>().ok(),
+    };
+    let size = match size.as_bytes().last()? {
+        b'K' | b'k' => num(&size[..size.len() - 1])?.checked_mul(1024)?,
+        b'M' | b'm' => num(&size[..size.len() - 1])?.checked_mul(1 << 20)?,
+        _ => num(size)?,
+    };
+    let base = num(base)?;
+    let irq = irq.parse::<u32>().ok()?;
+    (size >= 0x100 && base % 0x200 == 0 && base != 0 && base < 1 << 32 && irq < 256)
+        .then_some((base, irq))
 }
 
 fn on_off(v: &str) -> Option<bool> {
@@ -363,6 +415,17 @@ pub fn parse_over<'a>(
                 }
                 _ => false,
             },
+            "cc" => match v {
+                "bbr" => {
+                    s.cc = Algorithm::Bbr;
+                    true
+                }
+                "cubic" => {
+                    s.cc = Algorithm::Cubic;
+                    true
+                }
+                _ => false,
+            },
             "tcbs" => count(v).map(|n| s.tcbs = n).is_some(),
             "max_per_ip" => count(v).map(|n| s.max_per_ip = Some(n)).is_some(),
             "syn_backlog" => count(v).map(|n| s.syn_backlog = Some(n)).is_some(),
@@ -418,6 +481,7 @@ pub fn parse_over<'a>(
                 _ => false,
             },
             "bsp_http" => on_off(v).map(|b| s.bsp_http = b).is_some(),
+            "offload" => on_off(v).map(|b| s.offload = b).is_some(),
             "udp_port" => match v.parse::<u16>() {
                 Ok(p) if p != 0 => {
                     s.udp.port = Some(p);
@@ -505,6 +569,32 @@ pub fn parse_over<'a>(
             "pad" => on_off(v).map(|b| s.client.pad = b).is_some(),
             "udp_paper" => on_off(v).map(|b| s.udp.paper = b).is_some(),
             "stats_page" => on_off(v).map(|b| s.stats_page = b).is_some(),
+            "poll" => match v {
+                "always" => {
+                    s.poll_always = true;
+                    true
+                }
+                "idle" => {
+                    s.poll_always = false;
+                    true
+                }
+                _ => false,
+            },
+            "idle_poll_us" => match v.parse::<u64>() {
+                Ok(n) if n <= 1_000_000 => {
+                    s.idle_poll_us = n;
+                    true
+                }
+                _ => false,
+            },
+            "virtio_mmio.device" => match parse_mmio(v) {
+                Some(d) if s.n_mmio < MAX_MMIO => {
+                    s.mmio[s.n_mmio] = d;
+                    s.n_mmio += 1;
+                    true
+                }
+                _ => false,
+            },
             "stats_allow" => {
                 let (ip, len) = v.split_once('/').unwrap_or((v, "32"));
                 match (parse_ip(ip), len.parse::<u8>().ok().filter(|l| *l <= 32)) {
@@ -587,10 +677,18 @@ mod tests {
     #[test]
     fn every_key() {
         let (s, c) = parse_all(
-            "ip=192.168.1.50/16 gw=none port=8080 sched=ist tcbs=64 max_per_ip=7 syn_backlog=5 log=access,stats crash=fault \
+            "ip=192.168.1.50/16 gw=none port=8080 sched=ist cc=cubic tcbs=64 max_per_ip=7 syn_backlog=5 log=access,stats crash=fault \
              request_timeout=5 idle_timeout=60 cores=3 mode=netcore bsp_http=on stats_page=off apic=xapic \
-             bond=split bond_policy=least-queued bond_monitor_ms=250",
+             bond=split bond_policy=least-queued bond_monitor_ms=250 poll=always idle_poll_us=50",
         );
+        assert!(c.is_empty(), "{c:?}");
+        assert!(s.poll_always && s.idle_poll_us == 50);
+        assert!(!parse_all("offload=off").0.offload && Settings::default().offload);
+        let (m, mc) =
+            parse_all("virtio_mmio.device=512@0xfeb02e00:47 virtio_mmio.device=4K@0xd0000000:5:1");
+        assert!(mc.is_empty(), "{mc:?}");
+        assert_eq!(&m.mmio[..m.n_mmio], &[(0xFEB0_2E00, 47), (0xD000_0000, 5)]);
+        assert!(!parse_all("poll=always poll=idle").0.poll_always);
         assert!(c.is_empty(), "{c:?}");
         assert_eq!(s.bond, Some(BondMode::Split));
         assert_eq!(
@@ -609,6 +707,8 @@ mod tests {
         assert_eq!((s.ip, s.prefix), (Ipv4Address([192, 168, 1, 50]), 16));
         assert_eq!(s.gateway, None);
         assert_eq!((s.port, s.sched, s.tcbs), (8080, Sched::Ist, 64));
+        assert_eq!(s.cc, Algorithm::Cubic);
+        assert_eq!(parse_all("cc=bbr").0.cc, Algorithm::Bbr);
         assert_eq!((s.max_per_ip, s.syn_backlog), (Some(7), Some(5)));
         assert_eq!((s.request_timeout_s, s.idle_timeout_s), (5, 60));
         assert!(s.log_access && s.log_stats);
@@ -649,6 +749,7 @@ mod tests {
             "port=0",
             "port=65536",
             "sched=rr",
+            "cc=reno",
             "tcbs=0",
             "request_timeout=0",
             "idle_timeout=86401",
@@ -664,6 +765,15 @@ mod tests {
             "stats_allow=10.0.0.0/33",
             "stats_allow=10.0.0/8",
             "apic=x3apic",
+            "poll=never",
+            "idle_poll_us=-1",
+            "idle_poll_us=1000001",
+            "virtio_mmio.device=512@0xfeb02e00",
+            "virtio_mmio.device=512@0xfeb02e01:5",
+            "virtio_mmio.device=16@0xfeb02e00:5",
+            "virtio_mmio.device=512@0x1feb02e00:5",
+            "virtio_mmio.device=512@zz:5",
+            "virtio_mmio.device=99999999999999999999K@0x1000:5",
             "udp_port=0",
             "udp_port=70000",
             "udp_ids=0",

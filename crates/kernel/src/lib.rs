@@ -13,7 +13,8 @@
 //!   e1000, each a `Nic` per queue pair and a [`drivers::Driver`].
 //! - [`serve`]: brings the NIC up, takes the engine's plan for the cores (mode, roles,
 //!   servers, network-core wiring: `cores::plan`, shared with the host) and runs the
-//!   engine's per-core loop on every core.
+//!   engine's per-core loop on every core; [`rest`]: how an idle core polls, then halts
+//!   until its NIC, its timer or another core wakes it.
 //!
 //! `unsafe` lives here and only here (the engine has none but its ring): every block says
 //! why it holds.
@@ -26,16 +27,19 @@ extern crate alloc;
 pub mod acpi;
 pub mod arch;
 pub mod boot_info;
+pub mod boot_trace;
 pub mod client;
 pub mod clock;
 pub mod cmdline;
 pub mod console;
+pub mod cores;
 pub mod drivers;
 pub mod embedded;
 pub mod exit;
 pub mod mem;
 pub mod nics;
 pub mod pci;
+pub mod rest;
 pub mod serve;
 
 #[cfg(target_os = "none")]
@@ -88,8 +92,14 @@ macro_rules! fatal {
     }};
 }
 
+/// The TSC when the kernel's Rust code started (the boot budget's "kernel's own part" is
+/// measured from here; the TSC itself counts from the CPU's reset, so its value here is
+/// what firmware and loader took).
+pub static ENTRY_TSC: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
 /// Everything after the entry code: called by `main.rs` with `eax`/`ebx` at entry.
 pub fn start(eax: u32, ebx: u32) -> ! {
+    ENTRY_TSC.store(arch::cpu::rdtsc(), core::sync::atomic::Ordering::Relaxed);
     console::init();
     // SAFETY: first thing on the boot CPU, once.
     unsafe { arch::init_cpu() };
@@ -104,10 +114,12 @@ pub fn start(eax: u32, ebx: u32) -> ! {
             "under a hypervisor: polling loops spin without PAUSE"
         }
     );
+    boot_trace::mark("cpu");
     // SAFETY: nothing has been allocated or written yet besides our own statics.
     let info = match unsafe { boot_info::BootInfo::from_entry(eax, ebx) } {
         Ok(i) => i,
         Err(e) => fatal!("boot: {e}"),
     };
+    boot_trace::mark("bootinfo");
     serve::boot(&info)
 }

@@ -71,7 +71,60 @@ unsafe impl GlobalAlloc for Bump {
         }
     }
 
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded to alloc.
+        let p = unsafe { self.alloc(layout) };
+        if !p.is_null() {
+            // SAFETY: alloc returned layout.size() bytes at p, ours alone.
+            unsafe { zero(p, layout.size()) };
+        }
+        p
+    }
+
     unsafe fn dealloc(&self, _ptr: *mut u8, _layout: Layout) {}
+}
+
+/// Zeroes `len` bytes at `p` with 8-byte stores, 64 bytes per turn. Boot zeroes ~14 MiB
+/// of tables and rings per serving core; QEMU's TCG runs `rep stosq` (what `write_bytes`
+/// becomes) one iteration per pass through its translated code, several times slower than
+/// a loop of plain stores (measured: docs/kernel.md, boot budget). Volatile stores keep
+/// the loop from being turned back into `memset`.
+///
+/// # Safety
+/// `[p, p + len)` must be writable memory that nothing else uses.
+pub unsafe fn zero(p: *mut u8, len: usize) {
+    let mut at = p as usize;
+    let end = at + len;
+    while at < end && at % 8 != 0 {
+        // SAFETY: at lies inside [p, p + len), the caller's memory.
+        unsafe { core::ptr::write_volatile(at as *mut u8, 0) };
+        at += 1;
+    }
+    while at + 64 <= end {
+        let q = at as *mut u64;
+        // SAFETY: the 64 bytes at q lie inside [p, p + len), 8-aligned.
+        unsafe {
+            core::ptr::write_volatile(q, 0);
+            core::ptr::write_volatile(q.add(1), 0);
+            core::ptr::write_volatile(q.add(2), 0);
+            core::ptr::write_volatile(q.add(3), 0);
+            core::ptr::write_volatile(q.add(4), 0);
+            core::ptr::write_volatile(q.add(5), 0);
+            core::ptr::write_volatile(q.add(6), 0);
+            core::ptr::write_volatile(q.add(7), 0);
+        }
+        at += 64;
+    }
+    while at + 8 <= end {
+        // SAFETY: the 8 bytes at `at` lie inside [p, p + len), 8-aligned.
+        unsafe { core::ptr::write_volatile(at as *mut u64, 0) };
+        at += 8;
+    }
+    while at < end {
+        // SAFETY: at lies inside [p, p + len).
+        unsafe { core::ptr::write_volatile(at as *mut u8, 0) };
+        at += 1;
+    }
 }
 
 const LOW_4G: u64 = 1 << 32;

@@ -18,7 +18,7 @@ use bareweb_engine::wire::EthernetAddress;
 
 use crate::clock::TscClock;
 use crate::cmdline::Settings;
-use crate::drivers::Driver;
+use crate::drivers::{Driver, Open, WakeRx};
 use crate::pci::Device;
 use crate::{fatal, kprintln};
 
@@ -56,9 +56,9 @@ pub struct Opened<D> {
     pub macs: Vec<EthernetAddress>,
 }
 
-/// Opens up to `max` of `devs` (those `D` drives, in PCI order) with `want` queue pairs
-/// each. Stops the machine if one cannot be brought up.
-pub fn open<D: Driver>(devs: &[Device], want: usize, max: usize, hz: u64) -> Opened<D> {
+/// Opens up to `max` of `devs` (those `D` drives, in PCI order) as `with` asks (queue
+/// pairs, wake-up targets, offloads). Stops the machine if one cannot be brought up.
+pub fn open<D: Driver>(devs: &[Device], with: &Open<'_>, max: usize, hz: u64) -> Opened<D> {
     let mut nics: Vec<Vec<D>> = Vec::new();
     let mut offered = 0;
     for dev in devs
@@ -67,21 +67,14 @@ pub fn open<D: Driver>(devs: &[Device], want: usize, max: usize, hz: u64) -> Ope
         .take(max.clamp(1, MAX_NICS))
     {
         let t = crate::arch::cpu::rdtsc();
-        let (queues, o) = match D::open(dev, want) {
+        let (mut queues, o) = match D::open(dev, with) {
             Ok(n) => n,
             Err(e) => fatal!("{} at {}: {e:?}", D::NAME, dev.addr),
         };
-        let Some(mac) = queues.first().map(Nic::mac) else {
+        if queues.is_empty() {
             fatal!("{} at {}: no queue pair", D::NAME, dev.addr)
-        };
-        kprintln!(
-            "nic: {} {} at {} up in {} ms, MAC {mac}, {} of {o} queue pair(s)",
-            D::NAME,
-            nics.len(),
-            dev.addr,
-            (crate::arch::cpu::rdtsc() - t) * 1000 / hz,
-            queues.len()
-        );
+        }
+        say::<D>(nics.len(), &dev.addr, &mut queues, o, with.offload, t, hz);
         if nics.is_empty() {
             offered = o;
         }
@@ -96,6 +89,54 @@ pub fn open<D: Driver>(devs: &[Device], want: usize, max: usize, hz: u64) -> Ope
         nics,
         offered,
         macs,
+    }
+}
+
+/// The console's `nic:` line for NIC `k` at `at`: bring-up time, MAC, queue pairs, how
+/// its interrupts wake a halted core, whether it segments.
+fn say<D: Driver>(
+    k: usize,
+    at: &dyn core::fmt::Display,
+    queues: &mut [D],
+    offered: usize,
+    offload: bool,
+    t: u64,
+    hz: u64,
+) {
+    let Some(q) = queues.first_mut() else { return };
+    let (mac, tso) = (q.mac(), q.caps().tso_max);
+    let wake = q.split().0.wake();
+    kprintln!(
+        "nic: {} {k} at {at} up in {} ms, MAC {mac}, {} of {offered} queue pair(s), wake-ups by {wake}, segmentation offload {}",
+        D::NAME,
+        (crate::arch::cpu::rdtsc() - t) * 1000 / hz,
+        queues.len(),
+        match tso {
+            0 if offload => "none offered",
+            0 => "off",
+            _ => "on",
+        }
+    );
+}
+
+/// One NIC opened some other way than from PCI (a microVM's virtio-mmio device, at `at`),
+/// as [`Opened`].
+pub fn opened<D: Driver>(
+    mut queues: Vec<D>,
+    offered: usize,
+    at: &str,
+    offload: bool,
+    t: u64,
+    hz: u64,
+) -> Opened<D> {
+    let Some(mac) = queues.first().map(Nic::mac) else {
+        fatal!("{} at {at}: no queue pair", D::NAME)
+    };
+    say::<D>(0, &at, &mut queues, offered, offload, t, hz);
+    Opened {
+        nics: alloc::vec![queues],
+        offered,
+        macs: alloc::vec![mac],
     }
 }
 

@@ -21,9 +21,11 @@
 //!   `NetCoreNic` (ARP/ICMP, SYN dispatch round robin, draining the send rings), cores 1..
 //!   run a `Server` over `RingNic`; `bsp_http=on` puts core 0 in the round robin.
 //!
-//! Every core runs the engine's `cores::run` loop and polls without sleeping, as the
-//! papers' cores do; every core publishes to one stats `Board`, which the stats page and
-//! the console's `log=stats` line read.
+//! Every core runs the engine's `cores::run` loop: it polls while there is work and, after
+//! an idle spell, halts until its NIC, its timer or another core wakes it ([`crate::rest`];
+//! `poll=always` polls without ever halting, as the papers' cores do). Every core
+//! publishes to one stats `Board`, which the stats page and the console's `log=stats`
+//! line read. Without a PCI NIC, a virtio-mmio one (a microVM) is looked for.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -31,28 +33,28 @@ use core::sync::atomic::AtomicBool;
 
 use bareweb_engine::bond::{Bond, BondRole};
 use bareweb_engine::cores::board::{Board, WithStatsPage};
-use bareweb_engine::cores::netcore::{Dispatch, Drain, NetCoreNic};
 use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
-use bareweb_engine::cores::run::{run_core, run_core_ticking, CoreCtx};
-use bareweb_engine::cores::{CoreQueue, DispatchCounters};
-use bareweb_engine::nic::{Clock, Nic, NicCaps, NicCounters, RxRing, TxRing};
+use bareweb_engine::cores::run::{run_core_hooked, CoreCtx};
+use bareweb_engine::cores::CoreQueue;
+use bareweb_engine::nic::{Clock, NicCounters, RxRing, TxRing};
 use bareweb_engine::resource::{Found, Lookup, Redirect, Resource};
 use bareweb_engine::ring::Doze;
 use bareweb_engine::server::{AccessLog, AccessRecord, Config, Server, Timeouts};
 use bareweb_engine::site::Site;
-use bareweb_engine::tcp::port_table::Peer;
 use bareweb_engine::wire::EthernetAddress;
 
 use crate::arch::{apic, smp};
 use crate::boot_info::{BootInfo, Region};
-use crate::clock::TscClock;
+use crate::clock::{Calibration, TscClock};
 use crate::cmdline::{self, CoreMode, Settings};
 use crate::drivers::e1000::E1000;
 use crate::drivers::virtio_net::VirtioNet;
 use crate::drivers::Driver;
+use crate::drivers::{Open, WakeRx};
 use crate::nics;
 use crate::pci::{self, Device};
+use crate::rest::{self, Policy, Rest, Sleeper};
 use crate::{acpi, embedded, fatal, kprintln, mem};
 
 /// Whether a driver here drives `d`. The drivers, in one list with [`Start::serve_found`]:
@@ -92,6 +94,7 @@ pub fn boot(info: &BootInfo) -> ! {
     }
     // Firmware tables may lie in RAM the loader calls usable: read them before the heap.
     let procs = acpi::processors(info);
+    crate::boot_trace::mark("acpi");
     let (site_at, site_len, from) = match (emb, info.modules().first()) {
         (Some((a, l, _)), _) => (a, l, "embedded"),
         (None, Some(m)) => (m.start, m.len, "module 0"),
@@ -116,7 +119,20 @@ pub fn boot(info: &BootInfo) -> ! {
         heap.end,
         (heap.end - heap.start) >> 20
     );
-    let clock = TscClock::init();
+    crate::boot_trace::mark("heap");
+    // The local APIC first: the calibration window that overlaps the site check measures
+    // its timer too.
+    let apic_mode = apic::init_bsp(settings.x2apic);
+    let cal = Calibration::begin(apic_mode != apic::Mode::None && !settings.poll_always);
+    let t_site = crate::arch::cpu::rdtsc();
+    // SAFETY: the site lies in RAM below 4 GiB (checked by the loader's placement and
+    // embedded::get), identity-mapped, and excluded from the heap: nothing writes it.
+    let image: &'static [u8] =
+        unsafe { core::slice::from_raw_parts(site_at as *const u8, site_len as usize) };
+    let site = Site::load(image);
+    let site_ticks = crate::arch::cpu::rdtsc() - t_site;
+    let (clock, apic_hz) = cal.finish();
+    crate::boot_trace::mark("site+clock");
     kprintln!(
         "clock: TSC {}.{:03} MHz ({}{}), RTC {}",
         clock.hz / 1_000_000,
@@ -133,25 +149,26 @@ pub fn boot(info: &BootInfo) -> ! {
         },
         bareweb_engine::http::clf_date(bareweb_engine::nic::Clock::unix_secs(&clock))
     );
-    let t_site = crate::arch::cpu::rdtsc();
-    // SAFETY: the site lies in RAM below 4 GiB (checked by the loader's placement and
-    // embedded::get), identity-mapped, and excluded from the heap: nothing writes it.
-    let image: &'static [u8] =
-        unsafe { core::slice::from_raw_parts(site_at as *const u8, site_len as usize) };
-    let site = match Site::load(image) {
+    let site = match site {
         Ok(s) => s,
         Err(e) => fatal!("site image ({from}, {site_len} bytes): {e}"),
     };
     let ms = |t: u64| (crate::arch::cpu::rdtsc() - t) * 1000 / clock.hz;
-    kprintln!("site: {} files checked in {} ms", site.len(), ms(t_site));
+    kprintln!(
+        "site: {} files checked in {} ms",
+        site.len(),
+        site_ticks * 1000 / clock.hz
+    );
     // The site's configuration can turn the stats page off too (bareweb.toml [stats]).
     let settings = Settings {
         stats_page: settings.stats_page && site.pages().stats.or(true),
         ..settings
     };
     let t_smp = crate::arch::cpu::rdtsc();
-    let cores = start_cores(&settings, &procs, &clock);
+    let cores = crate::cores::start_cores(&settings, &procs, &clock, apic_mode);
     kprintln!("smp: {cores} core(s) running in {} ms", ms(t_smp));
+    crate::boot_trace::mark("smp");
+    let timer = rest::wake_setup(&settings, &procs, &clock, apic_hz);
     if matches!(
         settings.crash,
         Some(cmdline::Crash::FaultAp | cmdline::Crash::OverflowAp)
@@ -175,82 +192,24 @@ pub fn boot(info: &BootInfo) -> ! {
         }
     });
     kprintln!("pci: scanned in {} ms", ms(t_pci));
+    crate::boot_trace::mark("pci");
     let ctx = Start {
         site,
         settings,
         clock,
         cores,
+        timer,
     };
     if found.is_empty() {
-        fatal!("no supported NIC (virtio-net or e1000) found on PCI");
+        // No PCI NIC: a microVM's virtio-mmio one, if there is one.
+        match crate::drivers::virtio::mmio::find_net(&ctx.settings, &procs) {
+            Some(slot) => ctx.serve_mmio(slot),
+            None => fatal!(
+                "no supported NIC: no virtio-net or e1000 on PCI, no virtio-mmio network device"
+            ),
+        }
     }
     ctx.serve_found(&found)
-}
-
-/// Sets up the APIC and starts the other processors (as many as `cores=` allows); returns
-/// how many cores run.
-fn start_cores(
-    s: &Settings,
-    procs: &Result<acpi::Processors, acpi::Error>,
-    clock: &TscClock,
-) -> usize {
-    let mode = apic::init_bsp(s.x2apic);
-    let me = apic::id();
-    smp::set_bsp_apic_id(me);
-    let procs = match procs {
-        Ok(p) => p,
-        Err(e) => {
-            kprintln!("smp: {e}: serving on the boot CPU only");
-            return 1;
-        }
-    };
-    let ids = procs.apic_ids();
-    kprintln!(
-        "smp: {} processor(s) in the ACPI MADT (RSDP {}){}, APIC ids {:?}, boot CPU {me}, {:?}",
-        ids.len(),
-        procs.source,
-        if procs.over > 0 {
-            ", more than the kernel uses"
-        } else {
-            ""
-        },
-        ids,
-        mode
-    );
-    if mode == apic::Mode::None {
-        kprintln!("smp: no local APIC: serving on the boot CPU only");
-        return 1;
-    }
-    let limit = s.cores.unwrap_or(usize::MAX).min(smp::MAX_CPUS);
-    let mut aps = [0u32; smp::MAX_CPUS];
-    let mut n = 0;
-    for &id in ids {
-        if id != me && n + 1 < limit {
-            aps[n] = id;
-            n += 1;
-        }
-    }
-    // SAFETY: once, on the boot CPU; heap, IDT, APIC and clock are up; page 8 is ours.
-    unsafe {
-        smp::start_aps(&aps[..n], clock.hz, |id, r| match r {
-            smp::Start::Up(core, us, sipis) => {
-                let (off, adj) = smp::tsc_offset(core);
-                kprintln!(
-                    "smp: core {core} up (APIC id {id}) {us} us after INIT, {sipis} STARTUP IPI(s); TSC offset from core 0: {off} cycles{}",
-                    if adj {
-                        " (corrected with IA32_TSC_ADJUST)"
-                    } else {
-                        ""
-                    }
-                );
-            }
-            smp::Start::NoAnswer => {
-                kprintln!("smp: the processor with APIC id {id} did not start: not used")
-            }
-            smp::Start::NoMemory => kprintln!("smp: no memory for APIC id {id}'s stack"),
-        });
-    }
-    smp::cores()
 }
 
 /// What every plan needs.
@@ -259,6 +218,8 @@ struct Start {
     settings: Settings,
     clock: TscClock,
     cores: usize,
+    /// The idle cores' timer (None: cores poll and never halt).
+    timer: Option<apic::Timer>,
 }
 
 /// The site, with or without the stats page (`stats_page=`): one type for every core.
@@ -320,48 +281,6 @@ fn isn_key() -> [u8; 16] {
     k
 }
 
-/// Core 0's queue pair in network-core mode: the engine's `NetCoreNic` over the device's
-/// two sides (a driver's, or a NIC set's), reporting the device's counters (doorbells) to
-/// the board as well, through `device`.
-struct Core0<R: RxRing, T: TxRing> {
-    nic: NetCoreNic<R, T, TscClock>,
-    device: fn(&R, &T, &mut NicCounters),
-}
-
-impl<R: RxRing, T: TxRing> Nic for Core0<R, T> {
-    type Rx = Dispatch<R, TscClock>;
-    type Tx = Drain<T, TscClock>;
-
-    fn split(&mut self) -> (&mut Self::Rx, &mut Self::Tx) {
-        self.nic.split()
-    }
-
-    fn mac(&self) -> EthernetAddress {
-        self.nic.mac()
-    }
-
-    fn caps(&self) -> NicCaps {
-        self.nic.caps()
-    }
-
-    fn counters(&self) -> NicCounters {
-        let mut c = self.nic.counters();
-        let (r, t) = self.nic.inner();
-        (self.device)(r, t, &mut c);
-        c
-    }
-}
-
-impl<R: RxRing, T: TxRing> CoreQueue for Core0<R, T> {
-    fn connections_closed(&mut self, closed: &[(Peer, u64)]) {
-        self.nic.connections_closed(closed);
-    }
-
-    fn dispatch_counters(&self) -> DispatchCounters {
-        self.nic.dispatch_counters()
-    }
-}
-
 impl Start {
     fn config(&self) -> Config {
         let s = &self.settings;
@@ -369,6 +288,7 @@ impl Start {
         cfg.gateway = s.gateway;
         cfg.port = s.port;
         cfg.sched = s.sched;
+        cfg.congestion = s.cc;
         cfg.tcbs = s.tcbs;
         cfg.max_per_ip = s.max_per_ip;
         cfg.syn_backlog = s.syn_backlog;
@@ -431,7 +351,62 @@ impl Start {
         let found = devs.iter().filter(|d| D::matches(d)).count();
         let bonding = nics::bonding(&self.settings, found);
         let max = if bonding.is_some() { found } else { 1 };
-        let opened = nics::open::<D>(devs, want, max, self.clock.hz);
+        let wake = self.wake_targets();
+        let with = Open {
+            pairs: want,
+            wake: &wake,
+            offload: self.settings.offload,
+        };
+        let opened = nics::open::<D>(devs, &with, max, self.clock.hz);
+        self.serve_opened(opened, bonding, asked)
+    }
+
+    /// Queue pair k belongs to core k: its receive interrupt wakes that core (none when
+    /// the cores never halt).
+    fn wake_targets(&self) -> Vec<u32> {
+        match self.timer {
+            Some(_) => (0..self.cores).map(smp::apic_id).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Serves on the virtio-net device of a virtio-mmio slot (a microVM): one queue pair.
+    fn serve_mmio(self, slot: crate::drivers::virtio::mmio::Slot) -> ! {
+        let wake = self.wake_targets();
+        let with = Open {
+            pairs: 1,
+            wake: &wake,
+            offload: self.settings.offload,
+        };
+        let t = crate::arch::cpu::rdtsc();
+        let queues = match VirtioNet::open_mmio(slot, &with) {
+            Ok(q) => q,
+            Err(e) => fatal!("virtio-net at virtio-mmio {:#x}: {e:?}", slot.base),
+        };
+        let at = alloc::format!("virtio-mmio {:#x} (GSI {})", slot.base, slot.gsi);
+        let opened = nics::opened(queues, 1, &at, self.settings.offload, t, self.clock.hz);
+        let asked = self.settings.mode.map(|m| match m {
+            CoreMode::NetCore => Asked::NetCore,
+            CoreMode::PerQueue => Asked::PerQueue,
+        });
+        self.serve_opened::<VirtioNet>(opened, None, asked)
+    }
+
+    /// Serves on the NICs opened (see [`Start::serve`]).
+    fn serve_opened<D: Driver>(
+        self,
+        opened: nics::Opened<D>,
+        bonding: Option<(
+            bareweb_engine::bond::Mode,
+            bareweb_engine::bond::Policy,
+            u32,
+        )>,
+        asked: Option<Asked>,
+    ) -> !
+    where
+        D::Rx: Send,
+        D::Tx: Send,
+    {
         if self.settings.client.on {
             // The UDP client (issue 13) on the first NIC.
             let first = opened.nics.into_iter().next().unwrap_or_default();
@@ -439,6 +414,7 @@ impl Start {
         }
         let queues = opened.nics.first().map_or(0, Vec::len);
         let decision = plan::decide(self.cores, asked, self.settings.bsp_http, queues);
+        crate::boot_trace::mark("nic");
         kprintln!(
             "mode: {} ({}), {} of {} queue pair(s)",
             decision.mode.name(),
@@ -500,7 +476,7 @@ impl Start {
     }
 
     /// A core per queue pair, each with a whole `Server` (one core: the single server).
-    fn per_queue<N: CoreQueue + Send + 'static>(
+    fn per_queue<N: CoreQueue + Sleeper + Send + 'static>(
         self,
         plan: &Plan<Pages>,
         nics: Vec<N>,
@@ -541,7 +517,7 @@ impl Start {
     /// Network-core mode: core 0 owns the device's two sides `rx` and `tx` (a driver's or
     /// a NIC set's, whose counters `device` reads), HTTP cores are fed by the engine's
     /// rings.
-    fn netcore<R: RxRing + 'static, T: TxRing + 'static>(
+    fn netcore<R: RxRing + WakeRx + 'static, T: TxRing + 'static>(
         self,
         plan: &Plan<Pages>,
         rx: R,
@@ -551,8 +527,14 @@ impl Start {
         t: u64,
     ) -> ! {
         let board = plan.board.expect("the kernel's plan has a board");
-        // The kernel's cores poll without sleeping: doze-less links (a nudge is a branch).
-        let queues = plan.netcore(rx, tx, self.clock, &Doze::none(), |_| Doze::none());
+        // Halting cores wake each other with an IPI when a ring gets work; cores that
+        // never halt get doze-less links (a nudge is a branch).
+        let doze = |core: usize| match self.timer {
+            Some(_) => rest::ipi_doze(smp::apic_id(core)),
+            None => Doze::none(),
+        };
+        let doze0 = doze(0);
+        let queues = plan.netcore(rx, tx, self.clock, &doze0, doze);
         let mut jobs: Vec<smp::Job> = Vec::with_capacity(plan.cores);
         for (i, ring) in queues.http.into_iter().enumerate() {
             let core = i + 1;
@@ -566,15 +548,16 @@ impl Start {
             plan.cores - 1
         );
         self.start_serving(t, name, plan.mac, &what, jobs);
-        let nic = Core0 {
+        let nic = crate::cores::Core0 {
             nic: queues.core0,
             device,
+            doze: doze0,
         };
         self.run_core0(server, nic, board)
     }
 
     /// A job for application core `core`: serve over `nic` forever, polling.
-    fn ap_job<N: CoreQueue + Send + 'static>(
+    fn ap_job<N: CoreQueue + Sleeper + Send + 'static>(
         &self,
         core: usize,
         mut server: Server<Pages>,
@@ -583,6 +566,7 @@ impl Start {
     ) -> smp::Job {
         let clock = self.clock;
         let log_access = self.settings.log_access;
+        let mut rest = self.rest(core);
         let crash = if core + 1 == self.cores {
             self.settings.crash
         } else {
@@ -607,13 +591,15 @@ impl Start {
                 board: Some(board),
                 stop: &STOP,
             };
-            run_core(
+            run_core_hooked(
                 &mut server,
                 &mut nic,
                 &clock,
                 &mut ConsoleLog(log_access),
                 &ctx,
-                |_, _| crate::arch::cpu::relax(),
+                &mut rest,
+                u64::MAX,
+                |_, _| {},
             );
         })
     }
@@ -630,6 +616,7 @@ impl Start {
     ) {
         let jobs: Vec<Box<smp::Job>> = jobs.into_iter().map(Box::new).collect();
         mem::seal();
+        crate::boot_trace::mark("engine");
         kprintln!(
             "engine: tables allocated in {} ms",
             (crate::arch::cpu::rdtsc() - t) * 1000 / self.clock.hz
@@ -640,8 +627,19 @@ impl Start {
             }
         }
         let s = &self.settings;
+        let entry = crate::ENTRY_TSC.load(core::sync::atomic::Ordering::Relaxed);
+        let us = |t: u64| t / (self.clock.hz / 1_000_000).max(1);
         kprintln!(
-            "bareweb: ready: serving {} files at http://{}:{}/{} on {nic} (MAC {mac}, {}/{} gw {}), sched {:?}, {} TCBs per core, {plan}, stats page {}, heap used {} KiB",
+            "boot: ready {} us after the kernel's first instruction, which came {} us after the CPU's reset (firmware and loader); stages in us:{}",
+            us(crate::arch::cpu::rdtsc().saturating_sub(entry)),
+            us(entry),
+            crate::boot_trace::Stages {
+                since: entry,
+                hz: self.clock.hz
+            }
+        );
+        kprintln!(
+            "bareweb: ready: serving {} files at http://{}:{}/{} on {nic} (MAC {mac}, {}/{} gw {}), sched {:?}, cc {:?}, {} TCBs per core, {plan}, stats page {}, heap used {} KiB",
             self.site.len(),
             s.ip,
             s.port,
@@ -650,14 +648,25 @@ impl Start {
             s.prefix,
             Gw(s.gateway),
             s.sched,
+            s.cc,
             s.tcbs,
             if s.stats_page { "on" } else { "off" },
             mem::used() >> 10
         );
     }
 
+    /// Core `core`'s idle policy.
+    fn rest(&self, core: usize) -> Rest {
+        let policy = Policy {
+            poll_always: self.timer.is_none(),
+            idle_poll_us: self.settings.idle_poll_us,
+        };
+        let timer = self.timer.unwrap_or(apic::Timer::TscDeadline);
+        Rest::new(core, policy, timer, self.clock)
+    }
+
     /// Core 0's loop, with the console counters line every second when `log=stats`.
-    fn run_core0<N: CoreQueue>(
+    fn run_core0<N: CoreQueue + Sleeper>(
         self,
         mut server: Server<Pages>,
         mut nic: N,
@@ -674,13 +683,16 @@ impl Start {
             u64::MAX
         };
         let clock = self.clock;
-        run_core_ticking(
+        let mut rest = self.rest(0);
+        // Tell the link our address now: the first packets for us need not wait for ARP.
+        server.announce(&mut nic);
+        run_core_hooked(
             &mut server,
             &mut nic,
             &clock,
             &mut ConsoleLog(self.settings.log_access),
             &ctx,
-            |_, _| crate::arch::cpu::relax(),
+            &mut rest,
             every,
             |_, _| print_stats(board, &clock),
         );
@@ -756,6 +768,7 @@ pub fn print_stats(board: &Board, clock: &TscClock) {
         stack
     );
     nics::print_bond(board);
+    rest::print_sleeps(board);
 }
 
 /// Recursion that only a stack's end stops (`crash=overflow-ap`).

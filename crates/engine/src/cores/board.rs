@@ -72,12 +72,14 @@ const N_NIC: usize = 29;
 const NIC_DISPATCH_NS: usize = 12;
 const NIC_DRAIN_NS: usize = 13;
 const N_RUN: usize = 3;
+const N_SLEEP: usize = 5;
 const AT_TIMES: usize = N_STATS;
 const AT_STAY: usize = AT_TIMES + N_TIMES;
 const AT_NIC: usize = AT_STAY + N_STAY;
 const AT_RUN: usize = AT_NIC + N_NIC;
+const AT_SLEEP: usize = AT_RUN + N_RUN;
 /// Words in a row.
-const WORDS: usize = AT_RUN + N_RUN;
+const WORDS: usize = AT_SLEEP + N_SLEEP;
 
 /// Reader attempts before a row is taken as it is.
 const READ_TRIES: u32 = 64;
@@ -245,6 +247,23 @@ impl Board {
             store(&w[AT_NIC..], &nic_words(n, d));
             store(&w[AT_RUN..], &[elapsed_ns, idle_polls]);
         });
+    }
+
+    /// Publishes how core `core` slept (the kernel's halts; zeros where cores never
+    /// sleep). Sleep is its own part of the time split, taken out of Main. Only core
+    /// `core` may call this.
+    pub fn publish_sleeps(&self, core: usize, s: &super::run::SleepCounters) {
+        let Some(row) = self.rows.get(core) else {
+            return;
+        };
+        let words = [
+            s.sleeps,
+            s.slept_ns,
+            s.woken_by_device,
+            s.woken_by_timer,
+            s.woken_by_core,
+        ];
+        row.write(|w| store(&w[AT_SLEEP..], &words));
     }
 
     /// Publishes the time core `core` waited for a lock (the shared-server runners' one
@@ -422,14 +441,22 @@ fn write_row(w: &mut SliceWriter<'_>, words: &[u64; WORDS]) -> fmt::Result {
     let http = words[AT_TIMES + 1];
     let send = nic[NIC_DRAIN_NS];
     let lock = words[AT_RUN + 2];
-    let main = elapsed.saturating_sub(rcv + http + send + lock);
+    let sl = &words[AT_SLEEP..AT_SLEEP + N_SLEEP];
+    let sleep = sl[1];
+    let main = elapsed.saturating_sub(rcv + http + send + lock + sleep);
     write!(
         w,
         "\"requests\":{},\"elapsed_ns\":{elapsed},\"rcv_ns\":{rcv},\"http_ns\":{http},\
-         \"send_ns\":{send},\"lock_ns\":{lock},\"main_ns\":{main},\"busy_polls\":{},\"idle_polls\":{},",
+         \"send_ns\":{send},\"lock_ns\":{lock},\"main_ns\":{main},\"sleep_ns\":{sleep},\
+         \"busy_polls\":{},\"idle_polls\":{},\"sleeps\":{},\"wakes\":{{\"device\":{},\
+         \"timer\":{},\"core\":{}}},",
         words[stat_index("http_requests")],
         words[AT_TIMES + 2],
         words[AT_RUN + 1],
+        sl[0],
+        sl[2],
+        sl[3],
+        sl[4],
     )?;
     let st = &words[AT_STAY..AT_STAY + N_STAY];
     write!(
@@ -636,6 +663,18 @@ impl Snapshot {
             .iter()
             .position(|n| *n == name)
             .map_or(0, |i| self.words[AT_NIC + i])
+    }
+
+    /// How the core slept (all zero where cores never sleep).
+    pub fn sleeps(&self) -> super::run::SleepCounters {
+        let w = &self.words[AT_SLEEP..AT_SLEEP + N_SLEEP];
+        super::run::SleepCounters {
+            sleeps: w[0],
+            slept_ns: w[1],
+            woken_by_device: w[2],
+            woken_by_timer: w[3],
+            woken_by_core: w[4],
+        }
     }
 }
 

@@ -1,6 +1,13 @@
 //! The per-core loop both platforms run: poll the core's `Server` over its queue pair,
 //! decide idle or busy, publish to the stats board, and let the platform idle its way
-//! (the kernel: `pause`/`hlt`; the host: spin, then sleep or wait on the device).
+//! (the kernel: poll, then halt until an interrupt; the host: spin, then sleep or wait on
+//! the device).
+//!
+//! A platform that sleeps long (the kernel halts a core until its NIC or a timer wakes
+//! it) implements [`IdleHook`]: at an empty poll it is handed a [`Quiet`], through which it
+//! asks when the core must run again (the server's next timer deadline, the loop's next
+//! tick) and has the core's row published before it sleeps, and it reports its sleeps as
+//! [`SleepCounters`] for the board. A closure `FnMut(&mut N, Idle)` is the simple hook.
 //!
 //! Never allocates; stops when the platform's stop flag is set.
 
@@ -33,10 +40,56 @@ pub struct Idle {
     /// Connections the core's server holds (a platform may nap shorter when some are
     /// open, since frames for them can come from other cores' rings).
     pub connections: usize,
+    /// Nanoseconds since the first empty poll of this idle spell.
+    pub idle_ns: u64,
     /// Microseconds until the server's next timer scan is due (0: now): a platform that
     /// sleeps wakes by then, or a loss probe a few milliseconds out would wait for the
     /// sleep to end.
     pub timer_in_us: u64,
+}
+
+/// What the loop offers an idle hook about to sleep.
+pub trait Quiet {
+    /// The monotonic time (ns) by which the core must poll again: the server's next timer
+    /// deadline or the loop's next tick; 0 if work waits already, `u64::MAX` if nothing is
+    /// due. Scans the server's connections: ask once per sleep, not per poll.
+    fn wake_at_ns(&mut self) -> u64;
+    /// Publishes the core's row to the board now, so it is current while the core sleeps.
+    fn publish(&mut self);
+}
+
+/// How a core's sleeps went (zero for a platform that never sleeps), on the board.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SleepCounters {
+    /// Times the core slept (halted, or waited on the device).
+    pub sleeps: u64,
+    /// Nanoseconds asleep.
+    pub slept_ns: u64,
+    /// Sleeps ended by the device (a NIC interrupt).
+    pub woken_by_device: u64,
+    /// Sleeps ended by the timer (a deadline).
+    pub woken_by_timer: u64,
+    /// Sleeps ended by another core (a wake-up from a ring producer).
+    pub woken_by_core: u64,
+}
+
+/// A platform's idle policy, called after every empty poll.
+pub trait IdleHook<N> {
+    /// The poll found nothing to do: spin, sleep or wait, as the platform does.
+    fn idle(&mut self, nic: &mut N, state: Idle, quiet: &mut dyn Quiet);
+    /// The sleeps so far, for the board.
+    fn sleeps(&self) -> SleepCounters {
+        SleepCounters::default()
+    }
+}
+
+/// A closure as an idle hook: called with the queue pair and the idle state.
+pub struct Simple<F>(pub F);
+
+impl<N, F: FnMut(&mut N, Idle)> IdleHook<N> for Simple<F> {
+    fn idle(&mut self, nic: &mut N, state: Idle, _: &mut dyn Quiet) {
+        (self.0)(nic, state)
+    }
 }
 
 /// What one core did, returned when it stops.
@@ -80,7 +133,70 @@ pub fn run_core_ticking<L, N, C, A>(
     clock: &C,
     log: &mut A,
     ctx: &CoreCtx<'_>,
-    mut idle: impl FnMut(&mut N, Idle),
+    idle: impl FnMut(&mut N, Idle),
+    every_ns: u64,
+    tick: impl FnMut(&Server<L>, &N),
+) -> RunSummary
+where
+    L: Lookup<'static>,
+    N: CoreQueue,
+    C: Clock,
+    A: AccessLog,
+{
+    run_core_hooked(
+        server,
+        nic,
+        clock,
+        log,
+        ctx,
+        &mut Simple(idle),
+        every_ns,
+        tick,
+    )
+}
+
+/// The quiet moment of one core's loop: what an [`IdleHook`] may ask before it sleeps.
+struct Moment<'a, L: Lookup<'static>> {
+    server: &'a Server<L>,
+    ctx: &'a CoreCtx<'a>,
+    /// The queue pair's counters as of this empty poll (the hook holds the queue pair).
+    counters: (NicCounters, DispatchCounters),
+    next_tick: u64,
+    elapsed_ns: u64,
+    idle_polls: u64,
+    sleeps: SleepCounters,
+}
+
+impl<L: Lookup<'static>> Quiet for Moment<'_, L> {
+    fn wake_at_ns(&mut self) -> u64 {
+        self.server.next_deadline_ns().min(self.next_tick)
+    }
+
+    fn publish(&mut self) {
+        if let Some(board) = self.ctx.board {
+            publish(
+                board,
+                self.ctx.core,
+                self.server,
+                &self.counters,
+                self.elapsed_ns,
+                self.idle_polls,
+                &self.sleeps,
+            );
+        }
+    }
+}
+
+/// [`run_core_ticking`] with an [`IdleHook`]: the loop of a platform that sleeps (the
+/// kernel's halting cores).
+#[allow(clippy::too_many_arguments)]
+pub fn run_core_hooked<L, N, C, A, H>(
+    server: &mut Server<L>,
+    nic: &mut N,
+    clock: &C,
+    log: &mut A,
+    ctx: &CoreCtx<'_>,
+    hook: &mut H,
     every_ns: u64,
     mut tick: impl FnMut(&Server<L>, &N),
 ) -> RunSummary
@@ -89,11 +205,13 @@ where
     N: CoreQueue,
     C: Clock,
     A: AccessLog,
+    H: IdleHook<N>,
 {
     let start = clock.now_ns();
     let mut next_tick = start.saturating_add(every_ns);
     let mut idle_polls = 0u64;
     let mut idle_run = 0u32;
+    let mut idle_since = start;
     let mut next_publish = start;
     let mut last = activity(&nic.dispatch_counters());
     while !ctx.stop.load(Ordering::Relaxed) {
@@ -109,7 +227,16 @@ where
             if now >= next_publish {
                 next_publish = now + PUBLISH_NS;
                 let counters = (nic.counters(), dispatch);
-                publish(board, ctx.core, server, &counters, now - start, idle_polls);
+                let sleeps = hook.sleeps();
+                publish(
+                    board,
+                    ctx.core,
+                    server,
+                    &counters,
+                    now - start,
+                    idle_polls,
+                    &sleeps,
+                );
             }
         }
         if now >= next_tick {
@@ -120,13 +247,26 @@ where
             idle_run = 0;
         } else {
             idle_polls += 1;
+            if idle_run == 0 {
+                idle_since = now;
+            }
             idle_run = idle_run.saturating_add(1);
             let state = Idle {
                 polls: idle_run,
                 connections: server.active(),
+                idle_ns: now - idle_since,
                 timer_in_us: server.next_timer_ns().saturating_sub(now) / 1000,
             };
-            idle(nic, state);
+            let mut moment = Moment {
+                server,
+                ctx,
+                counters: (nic.counters(), dispatch),
+                next_tick,
+                elapsed_ns: now - start,
+                idle_polls,
+                sleeps: hook.sleeps(),
+            };
+            hook.idle(nic, state, &mut moment);
         }
     }
     let elapsed_ns = clock.now_ns().saturating_sub(start);
@@ -138,6 +278,7 @@ where
             &(nic.counters(), nic.dispatch_counters()),
             elapsed_ns,
             idle_polls,
+            &hook.sleeps(),
         );
     }
     RunSummary {
@@ -153,9 +294,11 @@ fn publish<L: Lookup<'static>>(
     (nic, dispatch): &(NicCounters, DispatchCounters),
     elapsed_ns: u64,
     idle_polls: u64,
+    sleeps: &SleepCounters,
 ) {
     board.publish_server(core, server.stats(), server.times(), server.stay());
     board.publish_run(core, nic, dispatch, elapsed_ns, idle_polls);
+    board.publish_sleeps(core, sleeps);
 }
 
 #[cfg(test)]
@@ -243,5 +386,85 @@ mod tests {
         stop.store(true, Ordering::Relaxed);
         let s = run_core(&mut server, &mut nic, &clock, &mut NoLog, &ctx, |_, _| {});
         assert_eq!(s.idle_polls, 0);
+    }
+
+    /// A hook that sleeps (moves the clock) at every 3rd empty poll and records what the
+    /// loop told it.
+    struct Napper<'a> {
+        clock: &'a Steps,
+        stop: &'a AtomicBool,
+        seen: Vec<(u32, u64, u64)>,
+        sleeps: SleepCounters,
+    }
+
+    impl<N> IdleHook<N> for Napper<'_> {
+        fn idle(&mut self, _: &mut N, state: Idle, quiet: &mut dyn Quiet) {
+            if !state.polls.is_multiple_of(3) {
+                return;
+            }
+            let wake = quiet.wake_at_ns();
+            quiet.publish();
+            self.seen.push((state.polls, state.idle_ns, wake));
+            self.sleeps.sleeps += 1;
+            self.sleeps.slept_ns += 5_000_000;
+            self.sleeps.woken_by_timer += 1;
+            self.clock.0.set(self.clock.0.get() + 5_000_000);
+            if self.seen.len() == 4 {
+                self.stop.store(true, Ordering::Relaxed);
+            }
+        }
+
+        fn sleeps(&self) -> SleepCounters {
+            self.sleeps
+        }
+    }
+
+    #[test]
+    fn a_sleeping_hook_is_told_the_next_tick_and_its_sleeps_reach_the_board() {
+        let mac = EthernetAddress([2, 0, 0, 0, 0, 2]);
+        let mut cfg = Config::new(Ipv4Address([10, 0, 0, 2]), 24, [0x42; 16]);
+        cfg.tcbs = 4;
+        let mut server = Server::new(cfg, Empty, mac);
+        let mut nic = FakeNic::new(mac);
+        let board = Board::new("single", &[Role::Single]);
+        let stop = AtomicBool::new(false);
+        let ctx = CoreCtx {
+            core: 0,
+            board: Some(&board),
+            stop: &stop,
+        };
+        let clock = Steps(Cell::new(0));
+        let mut hook = Napper {
+            clock: &clock,
+            stop: &stop,
+            seen: Vec::new(),
+            sleeps: SleepCounters::default(),
+        };
+        run_core_hooked(
+            &mut server,
+            &mut nic,
+            &clock,
+            &mut NoLog,
+            &ctx,
+            &mut hook,
+            1_000_000_000,
+            |_, _| {},
+        );
+        assert_eq!(hook.seen.len(), 4);
+        for &(polls, idle_ns, wake) in &hook.seen {
+            assert!(polls.is_multiple_of(3));
+            assert!(
+                idle_ns > 0,
+                "the spell has lasted since its first empty poll"
+            );
+            // No connection: nothing is due but the loop's own tick (1 s after start).
+            assert_eq!(wake, 1_000_000_000 + 1_000_000);
+        }
+        let snap = board.snapshot(0);
+        assert_eq!(snap.sleeps().sleeps, 4, "published after the last sleep");
+        let mut buf = vec![0u8; JSON_MAX];
+        let n = board.render_json(&mut buf).unwrap();
+        let json = core::str::from_utf8(&buf[..n]).unwrap();
+        assert!(json.contains("\"sleep_ns\":20000000,"), "{json}");
     }
 }

@@ -135,6 +135,33 @@ impl Egress {
         post(tx, len, &[])
     }
 
+    /// An ARP announcement of our address (RFC 5227 §2.3: a broadcast request whose sender
+    /// and target address are both ours): neighbours (and QEMU's user networking) learn
+    /// our MAC without asking, so the first packets to a server that just started are not
+    /// held up by ARP.
+    pub fn arp_announce<T: TxRing>(&self, tx: &mut T) -> Sent {
+        let req = ArpRepr {
+            operation: ArpOperation::Request,
+            source_hardware_addr: self.mac,
+            source_protocol_addr: self.ip,
+            target_hardware_addr: EthernetAddress([0; 6]),
+            target_protocol_addr: self.ip,
+        };
+        let Some(buf) = tx.slot() else {
+            return Sent::NoSlot;
+        };
+        let len = ethernet::HEADER_LEN + arp::BUFFER_LEN;
+        let mut frame = EthernetFrame::new_unchecked(&mut buf[..len]);
+        ethernet::Repr {
+            src_addr: self.mac,
+            dst_addr: EthernetAddress::BROADCAST,
+            ethertype: EtherType::Arp,
+        }
+        .emit(&mut frame);
+        req.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
+        post(tx, len, &[])
+    }
+
     /// The echo reply to an echo request.
     pub fn echo_reply<T: TxRing>(
         &self,

@@ -5,7 +5,10 @@
 //! §13 (registers); Linux e1000_main.c `e1000_clean_rx_irq`/`e1000_xmit_frame` for the
 //! batching this follows.
 //!
-//! - Legacy descriptors, one RX and one TX ring of 256 each, interrupts masked (IMC).
+//! - Legacy descriptors, one RX and one TX ring of 256 each, interrupts masked (IMC) while
+//!   the core polls. To wake a halting core the receive causes (RXT0, RXO, RXDMT0) are
+//!   enabled in IMS just before it halts ([`E1000Rx::arm`]): the INTx line, routed through
+//!   the I/O APIC to that core, is level-triggered and stays up until ICR is read.
 //! - Receive: buffers are not tied to ring positions: the driver keeps a shadow of which
 //!   buffer each descriptor holds, loans buffers to the engine by id and refills the
 //!   ring from recycled buffers in a batch, writing RDT once per refill batch.
@@ -28,7 +31,8 @@ use bareweb_engine::nic::{
 };
 use bareweb_engine::wire::EthernetAddress;
 
-use super::Driver;
+use super::{Arm, Driver, Open};
+use crate::arch::{ioapic, irq::NIC_VECTOR};
 use crate::pci::{Bar, Device};
 
 /// Intel.
@@ -39,6 +43,8 @@ pub const DEVICES: [u16; 2] = [0x100E, 0x100F];
 const CTRL: usize = 0x0000;
 const STATUS: usize = 0x0008;
 const EERD: usize = 0x0014;
+const ICR: usize = 0x00C0;
+const IMS: usize = 0x00D0;
 const IMC: usize = 0x00D8;
 const RCTL: usize = 0x0100;
 const TCTL: usize = 0x0400;
@@ -68,6 +74,10 @@ const RCTL_BAM: u32 = 1 << 15;
 const RCTL_SECRC: u32 = 1 << 26;
 const TCTL_EN: u32 = 1 << 1;
 const TCTL_PSP: u32 = 1 << 3;
+
+/// Interrupt causes that mean "a frame came": receiver timer (RXT0), overrun (RXO),
+/// descriptors below the threshold (RXDMT0).
+const IMS_RX: u32 = 1 << 7 | 1 << 6 | 1 << 4;
 
 const STA_DD: u8 = 1;
 const STA_EOP: u8 = 2;
@@ -170,6 +180,8 @@ pub struct E1000Rx {
     frames: u64,
     bad: u64,
     doorbells: u64,
+    /// The INTx line (GSI) routed to the core that owns this side, if any.
+    line: Option<u32>,
 }
 
 /// Transmit side.
@@ -256,6 +268,75 @@ impl E1000 {
     }
 }
 
+/// Finds which I/O APIC line (GSI) the device's INTx reaches, by making it interrupt on
+/// purpose (ICS) with every candidate line routed, level-triggered, to this core while its
+/// interrupts are off, and reading which line's Remote IRR bit the delivery set (Linux's
+/// IRQ probing, `probe_irq_on`, in I/O APIC terms). The interrupt line register alone is
+/// not enough: QEMU's qboot writes one off by one from QEMU's i440FX routing (SeaBIOS's
+/// is right), and on Q35 the PCI lines reach the I/O APIC as GSIs 16-23. Candidates: the
+/// firmware's line (through the MADT's overrides), GSIs 16-23, the PCI link lines 5, 9,
+/// 10, 11; a line already delivering before the device is made to (another device's) is
+/// not taken. Waits up to 100 ms (QEMU's e1000 holds an interrupt back while its
+/// mitigation timer runs, and that timer needs QEMU's I/O thread, which a busy host may
+/// not run for a while). Returns the line, routed and masked until armed, or None.
+/// Runs on the core `apic` names (the boot CPU, before the cores serve).
+fn probe_line(dev: &Device, regs: &Regs, apic: u32) -> Option<u32> {
+    const ICS: usize = 0x00C8;
+    let mut cand = [0u32; 13];
+    let mut n = 0;
+    let firmware = dev.intx_line().map(crate::acpi::isa_irq);
+    for g in firmware
+        .map(|(g, ..)| g)
+        .into_iter()
+        .chain(16..24)
+        .chain([5, 9, 10, 11])
+    {
+        if !cand[..n].contains(&g) && ioapic::route(g, NIC_VECTOR, apic, true, false) {
+            cand[n] = g;
+            n += 1;
+        }
+    }
+    let cand = &cand[..n];
+    let busy = |g: u32| ioapic::delivered(g);
+    dev.allow_intx();
+    regs.w(IMC, 0xFFFF_FFFF);
+    let _ = regs.r(ICR);
+    cand.iter().for_each(|&g| ioapic::unmask(g));
+    // Lines already raised by someone else.
+    let mut others = [false; 13];
+    for (i, &g) in cand.iter().enumerate() {
+        others[i] = busy(g);
+    }
+    regs.w(IMS, IMS_RX);
+    regs.w(ICS, 1 << 7);
+    let end = crate::arch::cpu::rdtsc() + crate::clock::tsc_hz() / 10;
+    let mut found = None;
+    while found.is_none() && crate::arch::cpu::rdtsc() < end {
+        found = cand
+            .iter()
+            .enumerate()
+            .find(|&(i, &g)| !others[i] && busy(g))
+            .map(|(_, &g)| g);
+    }
+    regs.w(IMC, 0xFFFF_FFFF);
+    let _ = regs.r(ICR);
+    cand.iter().for_each(|&g| ioapic::mask(g));
+    // The delivered interrupt is pending at the local APIC: take it (the handler's EOI
+    // ends it at the I/O APIC too).
+    crate::arch::irq::window();
+    for &g in cand.iter().filter(|&&g| Some(g) != found) {
+        ioapic::route(g, 0, apic, false, false); // left masked and unused
+    }
+    let g = found?;
+    let (level, low) = match firmware {
+        Some((fg, level, low)) if fg == g => (level, low),
+        _ => (true, false), // QEMU's I/O APIC ignores polarity
+    };
+    ioapic::route(g, NIC_VECTOR, apic, level, low);
+    crate::arch::irq::set_level_line(crate::arch::smp::core_index().unwrap_or(0), Some(g));
+    Some(g)
+}
+
 fn read_mac(regs: Regs) -> EthernetAddress {
     let lo = regs.r(RAL0);
     let hi = regs.r(RAH0);
@@ -305,6 +386,7 @@ impl E1000Rx {
             frames: 0,
             bad: 0,
             doorbells: 0,
+            line: None,
         };
         regs.w(RXCSUM, 0);
         // BSIZE 00 = 2048-byte buffers; broadcast accepted; CRC stripped.
@@ -313,6 +395,50 @@ impl E1000Rx {
         Ok(rx)
     }
 
+    /// Whether the descriptor the driver reads next has been written back (a frame).
+    fn frame_waiting(&self) -> bool {
+        if self.next == self.tail {
+            return false;
+        }
+        // SAFETY: next < RING, a descriptor of our ring; only the status byte is read.
+        let st = unsafe { read_volatile(core::ptr::addr_of!((*self.ring.add(self.next)).status)) };
+        st & STA_DD != 0
+    }
+}
+
+impl super::WakeRx for E1000Rx {
+    /// Lets the device interrupt the core at the next frame; see [`Arm`].
+    fn arm(&mut self) -> Arm {
+        let Some(gsi) = self.line else {
+            return Arm::Unable;
+        };
+        let _ = self.regs.r(ICR); // read-to-clear: causes of frames already handled
+        ioapic::unmask(gsi);
+        self.regs.w(IMS, IMS_RX);
+        fence(Ordering::SeqCst);
+        if self.frame_waiting() {
+            self.disarm();
+            Arm::Pending
+        } else {
+            Arm::Armed
+        }
+    }
+
+    /// Interrupts off again, the line lowered.
+    fn disarm(&mut self) {
+        if let Some(gsi) = self.line {
+            self.regs.w(IMC, 0xFFFF_FFFF);
+            ioapic::mask(gsi);
+            let _ = self.regs.r(ICR);
+        }
+    }
+
+    fn wake(&self) -> super::Wake {
+        self.line.map_or(super::Wake::None, super::Wake::Line)
+    }
+}
+
+impl E1000Rx {
     fn posted(&self) -> usize {
         (self.tail + RING - self.next) % RING
     }
@@ -574,9 +700,14 @@ impl Driver for E1000 {
         E1000::matches(dev)
     }
 
-    /// One queue pair: the 82540EM has one.
-    fn open(dev: &Device, _want: usize) -> Result<(Vec<E1000>, usize), Error> {
-        Ok((alloc::vec![E1000::new(dev)?], 1))
+    /// One queue pair: the 82540EM has one. Its INTx line, found by probing, is routed to
+    /// `wake[0]`'s core.
+    fn open(dev: &Device, with: &Open<'_>) -> Result<(Vec<E1000>, usize), Error> {
+        let mut nic = E1000::new(dev)?;
+        if let Some(&apic) = with.wake.first() {
+            nic.rx.line = probe_line(dev, &nic.rx.regs, apic);
+        }
+        Ok((alloc::vec![nic], 1))
     }
 
     fn rx_counters(rx: &E1000Rx, c: &mut NicCounters) {

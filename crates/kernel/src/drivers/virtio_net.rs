@@ -1,12 +1,17 @@
-//! virtio-net over PCI, virtio 1.x ("modern") transport only, polled.
+//! virtio-net, virtio 1.x ("modern") only, over either transport ([`super::virtio`]: PCI,
+//! or MMIO on microVMs), polled; receive interrupts only to wake a halted core.
 //!
-//! Heads up! read virtio 1.2 §4.1 (PCI transport), §2.7 (split virtqueues) and §5.1
+//! Heads up! read virtio 1.2 §2.7 (split virtqueues), §3.1 (initialisation) and §5.1
 //! (network device).
 //!
 //! - Features: VERSION_1 (required), MAC, RING_EVENT_IDX, STATUS (the link state, for the
 //!   bonding link monitor); CTRL_VQ and MQ only when more than one queue pair is asked
-//!   for. No offloads: the engine computes every checksum (the
-//!   body part from the site image's stored block sums).
+//!   for; CSUM and HOST_TSO4 together when offered (and not turned off: `offload=off`):
+//!   the engine then posts frames of up to ~64 KiB of TCP payload with a partial checksum
+//!   (`post_tso`, header flags NEEDS_CSUM, gso_type TCPV4) and the device cuts them, as
+//!   the host platform's TAP does. Every other frame carries complete checksums (the body
+//!   part from the site image's block sums); receive offloads are not negotiated, so
+//!   received frames are whole with complete checksums.
 //! - Multiqueue (§5.1.6.5.5): with N pairs, receiveq k = 2k, transmitq k = 2k+1, the
 //!   control queue 2·max_virtqueue_pairs; after DRIVER_OK the driver sends
 //!   VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET(N) and waits for its ack. Each pair is returned as its
@@ -19,6 +24,9 @@
 //!   slot `s` (one buffer), `2s+1` = the body, pointing straight into the site image.
 //!   No body byte is copied. One `publish` per `flush`, which notifies only when the
 //!   device's `avail_event` asks (so a device already working costs no exit).
+//! - Wake-ups: pair k's receive queue interrupts the core that owns it (an MSI-X entry
+//!   aimed at that core, or on MMIO the device's line through the I/O APIC), but only when
+//!   the core arms it before halting ([`VirtioRx::arm`]); every poll turns it off again.
 //! - Device memory is untrusted: used-ring ids are checked against the driver's own
 //!   record of what is in flight, lengths against the buffer size; anything else is
 //!   counted and dropped, never followed.
@@ -28,21 +36,32 @@ use alloc::vec::Vec;
 use core::ptr::{read_volatile, write_volatile};
 
 use alloc::boxed::Box;
+use bareweb_engine::iface::egress::TSO_LIMIT;
 use bareweb_engine::nic::{
-    LinkSense, Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM,
+    LinkSense, Nic, NicCaps, NicCounters, RxFrame, RxRing, Tso, TxFull, TxRing, TX_HEAD_ROOM,
 };
 use bareweb_engine::wire::EthernetAddress;
 
+use super::virtio::mmio::{MmioTransport, Slot};
+use super::virtio::pci::PciTransport;
+use super::virtio::{self, Transport, Wake, S_ACKNOWLEDGE, S_DRIVER, S_DRIVER_OK, S_FEATURES_OK};
 use super::virtqueue::{QueueError, VirtQueue, F_NEXT, F_WRITE};
-use super::Driver;
-use crate::pci::{Bar, Device};
+use super::{Arm, Driver, Open};
+use crate::arch::ioapic;
+use crate::pci::Device;
+
+pub use super::virtio::Error;
 
 /// PCI vendor of virtio devices.
 pub const VENDOR: u16 = 0x1AF4;
 /// Transitional and modern virtio-net device ids.
 pub const DEVICES: [u16; 2] = [0x1000, 0x1041];
+/// virtio device id of a network card (the MMIO transport's DeviceID).
+pub const DEVICE_ID_NET: u32 = 1;
 
+const F_CSUM: u64 = 1 << 0;
 const F_MAC: u64 = 1 << 5;
+const F_HOST_TSO4: u64 = 1 << 11;
 const F_STATUS: u64 = 1 << 16;
 const F_CTRL_VQ: u64 = 1 << 17;
 const F_MQ: u64 = 1 << 22;
@@ -59,99 +78,19 @@ const CTRL_MQ_VQ_PAIRS_SET: u8 = 0;
 const CTRL_OK: u8 = 0;
 /// Most queue pairs a device may announce (virtio: 0x8000).
 const MAX_PAIRS: u16 = 0x8000;
-const F_VERSION_1: u64 = 1 << 32;
-
-const S_ACKNOWLEDGE: u8 = 1;
-const S_DRIVER: u8 = 2;
-const S_DRIVER_OK: u8 = 4;
-const S_FEATURES_OK: u8 = 8;
-const S_FAILED: u8 = 128;
 
 /// virtio_net_hdr with num_buffers: 12 bytes under VERSION_1.
 const NET_HDR: usize = 12;
+/// virtio_net_hdr.flags: the device completes the checksum from `csum_start`.
+const HDR_F_NEEDS_CSUM: u8 = 1;
+/// virtio_net_hdr.gso_type: TCP over IPv4 segmentation.
+const HDR_GSO_TCPV4: u8 = 1;
 /// Receive buffer: header + a 1514-byte frame fits.
 const RX_BUF: usize = 2048;
 /// Transmit slot stride: header + head room, cache-line rounded.
 const TX_SLOT: usize = (NET_HDR + TX_HEAD_ROOM + 63) & !63;
 /// Most entries per queue we use.
 const MAX_QUEUE: u16 = 1024;
-
-/// Why the device could not be brought up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Error {
-    /// A virtio PCI capability is missing or points outside its BAR.
-    MissingCapability(&'static str),
-    /// The device lacks VIRTIO_F_VERSION_1 (legacy-only devices are not supported).
-    NotModern,
-    /// The device refused FEATURES_OK.
-    FeaturesRejected,
-    /// The device did not reset.
-    NoReset,
-    /// A queue has size 0 or could not be allocated.
-    Queue(u16, QueueError),
-    /// The heap is exhausted.
-    NoMemory,
-    /// A queue's notification register lies outside the notification capability.
-    BadNotifyOffset(u16),
-    /// The device did not acknowledge VQ_PAIRS_SET (the ack byte, or none in time).
-    MqRefused(u8),
-}
-
-struct Regs {
-    common: *mut u8,
-    device: *mut u8,
-    notify: *mut u8,
-    notify_len: u32,
-    notify_mult: u32,
-}
-
-impl Regs {
-    fn r8(&self, off: usize) -> u8 {
-        // SAFETY: off is a field of the common configuration structure, inside its BAR.
-        unsafe { read_volatile(self.common.add(off)) }
-    }
-    fn w8(&self, off: usize, v: u8) {
-        // SAFETY: as r8.
-        unsafe { write_volatile(self.common.add(off), v) }
-    }
-    fn r16(&self, off: usize) -> u16 {
-        // SAFETY: as r8; fields are naturally aligned.
-        unsafe { read_volatile(self.common.add(off).cast()) }
-    }
-    fn w16(&self, off: usize, v: u16) {
-        // SAFETY: as r16.
-        unsafe { write_volatile(self.common.add(off).cast(), v) }
-    }
-    fn r32(&self, off: usize) -> u32 {
-        // SAFETY: as r16.
-        unsafe { read_volatile(self.common.add(off).cast()) }
-    }
-    fn w32(&self, off: usize, v: u32) {
-        // SAFETY: as r16.
-        unsafe { write_volatile(self.common.add(off).cast(), v) }
-    }
-    fn w64(&self, off: usize, v: u64) {
-        self.w32(off, v as u32);
-        self.w32(off + 4, (v >> 32) as u32);
-    }
-}
-
-// Common configuration offsets (virtio 1.2 §4.1.4.3).
-const DEVICE_FEATURE_SELECT: usize = 0;
-const DEVICE_FEATURE: usize = 4;
-const DRIVER_FEATURE_SELECT: usize = 8;
-const DRIVER_FEATURE: usize = 12;
-const MSIX_CONFIG: usize = 16;
-const DEVICE_STATUS: usize = 20;
-const QUEUE_SELECT: usize = 22;
-const QUEUE_SIZE: usize = 24;
-const QUEUE_MSIX_VECTOR: usize = 26;
-const QUEUE_ENABLE: usize = 28;
-const QUEUE_NOTIFY_OFF: usize = 30;
-const QUEUE_DESC: usize = 32;
-const QUEUE_DRIVER: usize = 40;
-const QUEUE_DEVICE: usize = 48;
-const NO_VECTOR: u16 = 0xFFFF;
 
 /// Receive side.
 pub struct VirtioRx {
@@ -162,6 +101,10 @@ pub struct VirtioRx {
     to_post: Vec<u16>,
     frames: u64,
     bad: u64,
+    /// How this queue's interrupts wake its core.
+    wake: Wake,
+    /// A line-triggered transport's (InterruptStatus, InterruptACK) registers.
+    ack: Option<(*mut u32, *mut u32)>,
 }
 
 /// Transmit side.
@@ -172,6 +115,8 @@ pub struct VirtioTx {
     free: Vec<u16>,
     current: Option<u16>,
     frames: u64,
+    /// Of which offloaded (segmented by the device).
+    tso_frames: u64,
     bad: u64,
     full: u64,
 }
@@ -187,6 +132,8 @@ pub struct VirtioNet {
     rx: VirtioRx,
     tx: VirtioTx,
     mac: EthernetAddress,
+    /// TCP segmentation offload negotiated (VIRTIO_NET_F_CSUM and HOST_TSO4).
+    tso: bool,
     /// The device configuration's `status` field, when VIRTIO_NET_F_STATUS was negotiated.
     status: Option<*const u16>,
 }
@@ -218,147 +165,91 @@ impl LinkSense for VirtioLink {
     }
 }
 
-fn bar_addr(dev: &Device, bar: u8, off: u32, len: u32) -> Option<*mut u8> {
-    match dev.bars.get(bar as usize)? {
-        Bar::Mem { addr, size, .. } if *addr != 0 && off as u64 + len as u64 <= *size => {
-            Some((*addr + off as u64) as *mut u8)
-        }
-        _ => None,
-    }
-}
-
 impl VirtioNet {
-    /// Whether `dev` is a virtio-net function.
+    /// Whether `dev` is a virtio-net PCI function.
     pub fn matches(dev: &Device) -> bool {
         dev.vendor == VENDOR && DEVICES.contains(&dev.device)
     }
 
-    /// Brings the device up (virtio 1.2 §3.1.1) with one queue pair posted.
-    pub fn new(dev: &Device) -> Result<VirtioNet, Error> {
-        let mut v = Self::new_multi(dev, |_| 1)?;
-        v.pop().ok_or(Error::Queue(0, QueueError::BadSize(0)))
-    }
-
-    /// Brings the device up with `choose(offered)` queue pairs (clamped to 1..=offered),
-    /// where `offered` is the device's `max_virtqueue_pairs` (1 without VIRTIO_NET_F_MQ),
-    /// each returned as its own queue pair, receive buffers posted.
-    pub fn new_multi(
-        dev: &Device,
+    /// Brings the device up over transport `t` (virtio 1.2 §3.1.1) with `choose(offered)`
+    /// queue pairs (clamped to 1..=offered), where `offered` is the device's
+    /// `max_virtqueue_pairs` (1 without VIRTIO_NET_F_MQ), each returned as its own queue
+    /// pair, receive buffers posted. Pair k's receive interrupts are aimed at the core
+    /// with APIC id `wake[k]` (none for pairs past the slice's end: they are polled).
+    /// With `offload`, checksum and TCP segmentation offload are used when the device
+    /// offers both (QEMU does with a TAP backend, not with user networking).
+    pub fn bring_up<T: Transport>(
+        t: &mut T,
         choose: impl FnOnce(u16) -> u16,
+        wake: &[u32],
+        offload: bool,
     ) -> Result<Vec<VirtioNet>, Error> {
-        dev.enable();
-        let (mut common, mut device, mut notify, mut mult) = (None, None, None, 0);
-        let (mut device_len, mut notify_len) = (0, 0);
-        for (id, at) in dev.capabilities() {
-            if id != 0x09 {
-                continue;
+        let mut offered = 0;
+        let tso = F_CSUM | F_HOST_TSO4;
+        let base = F_MAC | F_EVENT_IDX | F_STATUS | if offload { tso } else { 0 };
+        let wanted = virtio::negotiate(t, |o| {
+            offered = o;
+            let w = o & (base | F_MQ | F_CTRL_VQ);
+            // Segmentation needs the checksum offload too: both or neither.
+            if w & tso == tso {
+                w
+            } else {
+                w & !tso
             }
-            let a = dev.addr;
-            let cfg_type = a.read8(at + 3);
-            let bar = a.read8(at + 4);
-            let off = a.read32(at + 8);
-            let len = a.read32(at + 12);
-            match cfg_type {
-                1 if common.is_none() => common = bar_addr(dev, bar, off, len.max(56)),
-                2 if notify.is_none() => {
-                    notify = bar_addr(dev, bar, off, len);
-                    notify_len = len;
-                    mult = a.read32(at + 16);
-                }
-                4 if device.is_none() => {
-                    device = bar_addr(dev, bar, off, len.max(6));
-                    device_len = len;
-                }
-                _ => {}
-            }
-        }
-        let regs = Regs {
-            common: common.ok_or(Error::MissingCapability("common configuration"))?,
-            device: device.ok_or(Error::MissingCapability("device configuration"))?,
-            notify: notify.ok_or(Error::MissingCapability("notification"))?,
-            notify_len,
-            notify_mult: mult,
-        };
-        regs.w8(DEVICE_STATUS, 0);
-        let mut spins = 0;
-        while regs.r8(DEVICE_STATUS) != 0 {
-            spins += 1;
-            if spins > 1_000_000 {
-                return Err(Error::NoReset);
-            }
-        }
-        regs.w8(DEVICE_STATUS, S_ACKNOWLEDGE);
-        regs.w8(DEVICE_STATUS, S_ACKNOWLEDGE | S_DRIVER);
-        regs.w32(DEVICE_FEATURE_SELECT, 0);
-        let lo = regs.r32(DEVICE_FEATURE) as u64;
-        regs.w32(DEVICE_FEATURE_SELECT, 1);
-        let hi = regs.r32(DEVICE_FEATURE) as u64;
-        let offered = lo | hi << 32;
-        if offered & F_VERSION_1 == 0 {
-            regs.w8(DEVICE_STATUS, S_FAILED);
-            return Err(Error::NotModern);
-        }
+        })?;
         // The device's pair count is device data: kept within what virtio allows and
         // what the configuration region holds.
-        let max_pairs = if offered & (F_MQ | F_CTRL_VQ) == F_MQ | F_CTRL_VQ && device_len >= 10 {
-            // SAFETY: max_virtqueue_pairs is the u16 at offset 8 of the device
-            // configuration, which is at least 10 bytes long (checked).
-            let n = unsafe { read_volatile(regs.device.add(CFG_MAX_PAIRS).cast::<u16>()) };
+        let mq = F_MQ | F_CTRL_VQ;
+        let max_pairs = if offered & mq == mq && t.config_len() >= CFG_MAX_PAIRS + 2 {
+            let n = u16::from_le_bytes([t.config8(CFG_MAX_PAIRS), t.config8(CFG_MAX_PAIRS + 1)]);
             n.clamp(1, MAX_PAIRS)
         } else {
             1
         };
         let pairs = choose(max_pairs).clamp(1, max_pairs);
-        let mut wanted = offered & (F_VERSION_1 | F_MAC | F_EVENT_IDX | F_STATUS);
-        if pairs > 1 {
-            wanted |= F_MQ | F_CTRL_VQ;
+        if pairs == 1 && wanted & mq != 0 {
+            // Negotiated for nothing: renegotiate without multiqueue.
+            virtio::negotiate(t, |_| wanted & !mq)?;
         }
-        regs.w32(DRIVER_FEATURE_SELECT, 0);
-        regs.w32(DRIVER_FEATURE, wanted as u32);
-        regs.w32(DRIVER_FEATURE_SELECT, 1);
-        regs.w32(DRIVER_FEATURE, (wanted >> 32) as u32);
-        regs.w8(DEVICE_STATUS, S_ACKNOWLEDGE | S_DRIVER | S_FEATURES_OK);
-        if regs.r8(DEVICE_STATUS) & S_FEATURES_OK == 0 {
-            regs.w8(DEVICE_STATUS, S_FAILED);
-            return Err(Error::FeaturesRejected);
-        }
-        regs.w16(MSIX_CONFIG, NO_VECTOR);
+        let wanted = if pairs == 1 { wanted & !mq } else { wanted };
         let event_idx = wanted & F_EVENT_IDX != 0;
         let mac = if wanted & F_MAC != 0 {
-            let mut m = [0u8; 6];
-            for (i, b) in m.iter_mut().enumerate() {
-                // SAFETY: the MAC is the first 6 bytes of the device configuration.
-                *b = unsafe { read_volatile(regs.device.add(i)) };
-            }
-            EthernetAddress(m)
+            EthernetAddress(core::array::from_fn(|i| t.config8(i)))
         } else {
             EthernetAddress([0x02, 0x00, 0x00, 0x00, 0x00, 0x01])
         };
-        let status = (wanted & F_STATUS != 0 && device_len >= 8).then(|| {
-            // SAFETY: offset 6 of a device configuration of at least 8 bytes (checked).
-            let p = unsafe { regs.device.add(CFG_STATUS) };
-            p.cast::<u16>().cast_const()
-        });
+        let status = if wanted & F_STATUS != 0 {
+            t.config_ptr(CFG_STATUS, 2).map(|p| p.cast::<u16>())
+        } else {
+            None
+        };
+        let wakes: Vec<Wake> = (0..pairs)
+            .map(|k| match wake.get(k as usize) {
+                Some(&apic) => t.wake_for(k, apic),
+                None => Wake::None,
+            })
+            .collect();
+        t.interrupts_on();
+        let ack = t.interrupt_ack();
         let mut nics = Vec::with_capacity(pairs as usize);
         for k in 0..pairs {
-            let rxq = setup_queue(&regs, 2 * k, event_idx, MAX_QUEUE)?;
-            let txq = setup_queue(&regs, 2 * k + 1, event_idx, MAX_QUEUE)?;
+            let w = wakes[k as usize];
+            let rxq = setup_queue(t, 2 * k, event_idx, MAX_QUEUE, w)?;
+            let txq = setup_queue(t, 2 * k + 1, event_idx, MAX_QUEUE, Wake::None)?;
             nics.push(VirtioNet {
-                rx: VirtioRx::new(rxq)?,
+                rx: VirtioRx::new(rxq, w, ack)?,
                 tx: VirtioTx::new(txq)?,
                 mac,
+                tso: wanted & tso == tso,
                 status,
             });
         }
         let ctrl = if pairs > 1 {
-            Some(setup_queue(&regs, 2 * max_pairs, event_idx, 64)?)
+            Some(setup_queue(t, 2 * max_pairs, event_idx, 64, Wake::None)?)
         } else {
             None
         };
-        regs.w8(
-            DEVICE_STATUS,
-            S_ACKNOWLEDGE | S_DRIVER | S_FEATURES_OK | S_DRIVER_OK,
-        );
+        t.set_status(S_ACKNOWLEDGE | S_DRIVER | S_FEATURES_OK | S_DRIVER_OK);
         if let Some(mut q) = ctrl {
             set_pairs(&mut q, pairs)?;
         }
@@ -367,6 +258,13 @@ impl VirtioNet {
             nic.rx.q.publish();
         }
         Ok(nics)
+    }
+
+    /// Brings up the virtio-net device of a virtio-mmio slot (one queue pair: the device
+    /// has one interrupt line, which can wake one core).
+    pub fn open_mmio(slot: Slot, with: &Open<'_>) -> Result<Vec<VirtioNet>, Error> {
+        let mut t = MmioTransport::new(slot)?;
+        VirtioNet::bring_up(&mut t, |_| 1, with.wake, with.offload)
     }
 
     /// The queue pair's two sides, for a wrapper that owns them apart (the network core).
@@ -413,9 +311,14 @@ fn set_pairs(q: &mut VirtQueue, pairs: u16) -> Result<(), Error> {
     }
 }
 
-fn setup_queue(regs: &Regs, index: u16, event_idx: bool, limit: u16) -> Result<VirtQueue, Error> {
-    regs.w16(QUEUE_SELECT, index);
-    let max = regs.r16(QUEUE_SIZE);
+fn setup_queue<T: Transport>(
+    t: &mut T,
+    index: u16,
+    event_idx: bool,
+    limit: u16,
+    wake: Wake,
+) -> Result<VirtQueue, Error> {
+    let max = t.queue_max(index);
     if max == 0 {
         return Err(Error::Queue(index, QueueError::BadSize(0)));
     }
@@ -424,22 +327,11 @@ fn setup_queue(regs: &Regs, index: u16, event_idx: bool, limit: u16) -> Result<V
     while size * 2 <= max.min(limit) {
         size *= 2;
     }
-    let notify_off = regs.r16(QUEUE_NOTIFY_OFF) as u64 * regs.notify_mult as u64;
-    if notify_off + 2 > regs.notify_len as u64 {
-        return Err(Error::BadNotifyOffset(index));
-    }
-    let notify = (regs.notify as u64 + notify_off) as *mut u16;
-    // SAFETY: notify lies inside the notification capability's region (checked just
-    // above), which the capability scan checked against the BAR size.
-    let q = unsafe { VirtQueue::new(size, index, notify, event_idx) }
-        .map_err(|e| Error::Queue(index, e))?;
-    let (d, a, u) = q.addresses();
-    regs.w16(QUEUE_SIZE, size);
-    regs.w16(QUEUE_MSIX_VECTOR, NO_VECTOR);
-    regs.w64(QUEUE_DESC, d);
-    regs.w64(QUEUE_DRIVER, a);
-    regs.w64(QUEUE_DEVICE, u);
-    regs.w16(QUEUE_ENABLE, 1);
+    let mut q = VirtQueue::new(size, index, event_idx).map_err(|e| Error::Queue(index, e))?;
+    let notify = t.queue_enable(index, size, q.addresses(), wake)?;
+    // SAFETY: the transport returned this queue's notification register (PCI: checked
+    // against the notification capability's length; MMIO: QueueNotify of its page).
+    unsafe { q.attach(notify) };
     Ok(q)
 }
 
@@ -455,7 +347,11 @@ fn alloc_bytes(len: usize) -> Result<*mut u8, Error> {
 }
 
 impl VirtioRx {
-    fn new(mut q: VirtQueue) -> Result<VirtioRx, Error> {
+    fn new(
+        mut q: VirtQueue,
+        wake: Wake,
+        ack: Option<(*mut u32, *mut u32)>,
+    ) -> Result<VirtioRx, Error> {
         let n = q.size();
         let bufs = alloc_bytes(n as usize * RX_BUF)?;
         for i in 0..n {
@@ -475,7 +371,58 @@ impl VirtioRx {
             to_post: Vec::with_capacity(n as usize),
             frames: 0,
             bad: 0,
+            wake,
+            ack,
         })
+    }
+
+    /// Lowers a line-triggered transport's interrupt (reads InterruptStatus, writes it
+    /// back to InterruptACK).
+    fn ack_line(&self) {
+        if let Some((status, ack)) = self.ack {
+            // SAFETY: the transport's two registers in the device's page.
+            unsafe {
+                let s = read_volatile(status);
+                if s != 0 {
+                    write_volatile(ack, s);
+                }
+            }
+        }
+    }
+}
+
+impl super::WakeRx for VirtioRx {
+    /// Lets the device interrupt the core at the next received frame; see [`Arm`].
+    fn arm(&mut self) -> Arm {
+        if self.wake == Wake::None {
+            return Arm::Unable;
+        }
+        if !self.to_post.is_empty() {
+            return Arm::Pending; // buffers to give back first: poll once more
+        }
+        if let Wake::Line(gsi) = self.wake {
+            self.ack_line();
+            ioapic::unmask(gsi);
+        }
+        if self.q.arm() {
+            Arm::Armed
+        } else {
+            self.disarm();
+            Arm::Pending
+        }
+    }
+
+    /// Interrupts off again (after a halt, or when arming found a frame).
+    fn disarm(&mut self) {
+        self.q.keep_interrupts_off();
+        if let Wake::Line(gsi) = self.wake {
+            ioapic::mask(gsi);
+            self.ack_line();
+        }
+    }
+
+    fn wake(&self) -> Wake {
+        self.wake
     }
 }
 
@@ -561,6 +508,7 @@ impl VirtioTx {
             free: (0..n).rev().collect(),
             current: None,
             frames: 0,
+            tso_frames: 0,
             bad: 0,
             full: 0,
         })
@@ -576,6 +524,40 @@ impl VirtioTx {
             self.in_flight[s] = false;
             self.free.push(s as u16);
         }
+    }
+}
+
+impl VirtioTx {
+    /// Queues the frame in the current slot behind virtio-net header `hdr`.
+    fn post_with(
+        &mut self,
+        head_len: usize,
+        body: &'static [u8],
+        hdr: [u8; NET_HDR],
+    ) -> Result<(), TxFull> {
+        let Some(s) = self.current.take() else {
+            self.full += 1;
+            return Err(TxFull);
+        };
+        let head_len = head_len.min(TX_HEAD_ROOM);
+        let d = 2 * s;
+        let addr = self.slots as u64 + s as u64 * TX_SLOT as u64;
+        // SAFETY: slot s (not in flight) starts with its NET_HDR header bytes.
+        unsafe { core::ptr::copy_nonoverlapping(hdr.as_ptr(), addr as *mut u8, NET_HDR) };
+        if body.is_empty() {
+            self.q.set_desc(d, addr, (NET_HDR + head_len) as u32, 0, 0);
+        } else {
+            self.q
+                .set_desc(d, addr, (NET_HDR + head_len) as u32, F_NEXT, d + 1);
+            // The body is read by the device in place: identity-mapped, so its virtual
+            // address is its physical one, and it is 'static, so it outlives the DMA.
+            self.q
+                .set_desc(d + 1, body.as_ptr() as u64, body.len() as u32, 0, 0);
+        }
+        self.in_flight[s as usize] = true;
+        self.q.push_avail(d);
+        self.frames += 1;
+        Ok(())
     }
 }
 
@@ -602,26 +584,31 @@ impl TxRing for VirtioTx {
     }
 
     fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
-        let Some(s) = self.current.take() else {
-            self.full += 1;
-            return Err(TxFull);
-        };
-        let head_len = head_len.min(TX_HEAD_ROOM);
-        let d = 2 * s;
-        let addr = self.slots as u64 + s as u64 * TX_SLOT as u64;
-        if body.is_empty() {
-            self.q.set_desc(d, addr, (NET_HDR + head_len) as u32, 0, 0);
-        } else {
-            self.q
-                .set_desc(d, addr, (NET_HDR + head_len) as u32, F_NEXT, d + 1);
-            // The body is read by the device in place: identity-mapped, so its virtual
-            // address is its physical one, and it is 'static, so it outlives the DMA.
-            self.q
-                .set_desc(d + 1, body.as_ptr() as u64, body.len() as u32, 0, 0);
-        }
-        self.in_flight[s as usize] = true;
-        self.q.push_avail(d);
-        self.frames += 1;
+        self.post_with(head_len, body, [0; NET_HDR])
+    }
+
+    fn post_tso(&mut self, head_len: usize, body: &'static [u8], tso: Tso) -> Result<(), TxFull> {
+        let [h0, h1] = tso.header_len.to_le_bytes();
+        let [m0, m1] = tso.mss.to_le_bytes();
+        let [s0, s1] = tso.l4_offset.to_le_bytes();
+        // csum_offset: the TCP checksum field, 16 bytes into the TCP header; the engine
+        // left the pseudo-header sum there (virtio 1.2 §5.1.6.2).
+        let hdr = [
+            HDR_F_NEEDS_CSUM,
+            HDR_GSO_TCPV4,
+            h0,
+            h1,
+            m0,
+            m1,
+            s0,
+            s1,
+            16,
+            0,
+            0,
+            0,
+        ];
+        self.post_with(head_len, body, hdr)?;
+        self.tso_frames += 1;
         Ok(())
     }
 
@@ -656,6 +643,14 @@ impl Nic for VirtioNet {
         self.mac
     }
 
+    fn caps(&self) -> NicCaps {
+        if self.tso {
+            NicCaps::default().with_tso(TSO_LIMIT)
+        } else {
+            NicCaps::default()
+        }
+    }
+
     fn counters(&self) -> NicCounters {
         super::counters::<VirtioNet>(&self.rx, &self.tx)
     }
@@ -669,17 +664,25 @@ impl Driver for VirtioNet {
         VirtioNet::matches(dev)
     }
 
-    /// `want` queue pairs when the device offers that many (virtio-net multiqueue), else one.
-    fn open(dev: &Device, want: usize) -> Result<(Vec<VirtioNet>, usize), Error> {
+    /// `with.pairs` queue pairs when the device offers that many (virtio-net multiqueue),
+    /// else one.
+    fn open(dev: &Device, with: &Open<'_>) -> Result<(Vec<VirtioNet>, usize), Error> {
+        let want = with.pairs;
         let mut offered = 1;
-        let nics = VirtioNet::new_multi(dev, |n| {
-            offered = n;
-            if usize::from(n) >= want {
-                u16::try_from(want).unwrap_or(1)
-            } else {
-                1
-            }
-        })?;
+        let mut t = PciTransport::new(dev)?;
+        let nics = VirtioNet::bring_up(
+            &mut t,
+            |n| {
+                offered = n;
+                if usize::from(n) >= want {
+                    u16::try_from(want).unwrap_or(1)
+                } else {
+                    1
+                }
+            },
+            with.wake,
+            with.offload,
+        )?;
         Ok((nics, usize::from(offered)))
     }
 
@@ -738,17 +741,16 @@ mod tests {
     fn queue(size: u16, index: u16) -> (VirtQueue, Box<u16>) {
         let mut doorbell = Box::new(0u16);
         let p: *mut u16 = &mut *doorbell;
+        let mut q = VirtQueue::new(size, index, true).unwrap();
         // SAFETY: p points at a live u16 for the test's duration.
-        (
-            unsafe { VirtQueue::new(size, index, p, true) }.unwrap(),
-            doorbell,
-        )
+        unsafe { q.attach(super::super::virtio::Notify::u16(p)) };
+        (q, doorbell)
     }
 
     #[test]
     fn receive_checks_ids_and_lengths_from_the_device() {
         let (q, _bell) = queue(8, 0);
-        let mut rx = VirtioRx::new(q).unwrap();
+        let mut rx = VirtioRx::new(q, Wake::None, None).unwrap();
         let mut dev = Device { used_idx: 0 };
         dev.complete(&rx.q, 3, (NET_HDR + 60) as u32); // good
         dev.complete(&rx.q, 3, (NET_HDR + 60) as u32); // same id again: not ours now

@@ -10,9 +10,14 @@
 //! - The available index is published by [`VirtQueue::publish`] once per batch, and the
 //!   device is notified only when its `avail_event` asks for it
 //!   (VIRTIO_RING_F_EVENT_IDX), so a busy device costs no doorbell at all.
-//! - Interrupts are never wanted: `used_event` is kept half the index space ahead.
+//! - Interrupts are off while the core polls: `used_event` is kept half the index space
+//!   ahead. A core about to halt [`arm`](VirtQueue::arm)s its receive queue (`used_event`
+//!   = the next entry it will read) and re-checks the used ring; the next poll turns
+//!   interrupts off again.
 
 use alloc::alloc::{alloc_zeroed, Layout};
+
+use super::virtio::Notify;
 use core::ptr::{read_volatile, write_volatile};
 use core::sync::atomic::{fence, Ordering};
 
@@ -38,7 +43,8 @@ pub struct VirtQueue {
     avail: *mut u16,
     /// flags, idx, ring[size] of (id u32, len u32), avail_event
     used: *mut u8,
-    notify: *mut u16,
+    /// The doorbell, once the device has the queue ([`VirtQueue::attach`]).
+    notify: Option<Notify>,
     index: u16,
     avail_idx: u16,
     published: u16,
@@ -65,16 +71,10 @@ pub enum QueueError {
 }
 
 impl VirtQueue {
-    /// Allocates a zeroed queue of `size` entries whose doorbell is `notify`.
-    ///
-    /// # Safety
-    /// `notify` must be the queue's notification address in mapped device memory.
-    pub unsafe fn new(
-        size: u16,
-        index: u16,
-        notify: *mut u16,
-        event_idx: bool,
-    ) -> Result<VirtQueue, QueueError> {
+    /// Allocates a zeroed queue of `size` entries; the device learns its addresses
+    /// ([`VirtQueue::addresses`]) from the transport, and its doorbell is given by
+    /// [`VirtQueue::attach`] (a publish before that rings nothing).
+    pub fn new(size: u16, index: u16, event_idx: bool) -> Result<VirtQueue, QueueError> {
         if size == 0 || !size.is_power_of_two() || size > 32768 {
             return Err(QueueError::BadSize(size));
         }
@@ -93,7 +93,7 @@ impl VirtQueue {
             avail: unsafe { base.add(avail_off) }.cast(),
             // SAFETY: as above.
             used: unsafe { base.add(used_off) },
-            notify,
+            notify: None,
             index,
             avail_idx: 0,
             published: 0,
@@ -104,6 +104,14 @@ impl VirtQueue {
         };
         q.keep_interrupts_off();
         Ok(q)
+    }
+
+    /// Gives the queue its doorbell.
+    ///
+    /// # Safety
+    /// `notify` must be this queue's notification register in mapped device memory.
+    pub unsafe fn attach(&mut self, notify: Notify) {
+        self.notify = Some(notify);
     }
 
     /// (desc, avail, used offsets, total bytes) for `n` entries.
@@ -179,9 +187,9 @@ impl VirtQueue {
             let flags = unsafe { read_volatile(self.used.cast::<u16>()) };
             flags & 1 == 0 // VIRTQ_USED_F_NO_NOTIFY
         };
-        if kick {
-            // SAFETY: notify is this queue's notification register (constructor contract).
-            unsafe { write_volatile(self.notify, self.index) };
+        if let (true, Some(n)) = (kick, &self.notify) {
+            // SAFETY: notify is this queue's notification register (attach's contract).
+            unsafe { n.ring(self.index) };
             self.doorbells += 1;
         } else {
             self.suppressed += 1;
@@ -211,7 +219,26 @@ impl VirtQueue {
         Some((id, len))
     }
 
-    /// Keeps `used_event` half the index space ahead so the device never interrupts.
+    /// Asks the device to interrupt when it next uses an entry (`used_event` = the next
+    /// entry to read; without event indices, the no-interrupt flag cleared), then looks
+    /// again: returns false if an entry is already there (do not halt, poll).
+    pub fn arm(&self) -> bool {
+        let at = 2 + self.size as usize;
+        // SAFETY: used_event is the u16 after the avail ring entries, inside our area.
+        unsafe { write_volatile(self.avail.add(at), self.last_used) };
+        if !self.event_idx {
+            // SAFETY: avail flags, the first u16 of the avail area.
+            unsafe { write_volatile(self.avail, 0) };
+        }
+        // The request is visible before the used index is read again (virtio 1.2
+        // §2.7.10: a used entry published meanwhile is seen, or it interrupts).
+        fence(Ordering::SeqCst);
+        // SAFETY: used[1] (u16 at offset 2) is the device's used idx.
+        let idx = unsafe { read_volatile(self.used.add(2).cast::<u16>()) };
+        idx == self.last_used
+    }
+
+    /// Keeps `used_event` half the index space ahead so the device does not interrupt.
     pub fn keep_interrupts_off(&self) {
         let at = 2 + self.size as usize;
         // SAFETY: used_event is the u16 after the avail ring entries, inside our area.

@@ -5,9 +5,13 @@
 //!
 //! Unassigned memory BARs get addresses from [`MMIO_WINDOW`], inside the PCI hole of
 //! QEMU's pc and q35 machines (which ends at 0xFEC0_0000, the I/O APIC) and inside our
-//! identity map (uncached there). 64-bit BARs are placed below 4 GiB too.
+//! identity map (uncached there). 64-bit BARs are placed below 4 GiB too. A BAR the
+//! firmware put above 4 GiB (UEFI firmware does: OVMF's 64-bit window) is kept there and
+//! identity-mapped uncached ([`crate::arch::paging::map_mmio`]).
 
 use core::fmt;
+
+pub mod msix;
 
 use crate::arch::cpu::{inl, outl};
 
@@ -125,6 +129,21 @@ impl Device {
             .write16(0x04, (cmd | 0x0002 | 0x0004 | 0x0400) & !0x0001);
     }
 
+    /// Lets the function raise its INTx line (clears "interrupt disable" in the command
+    /// register, which [`Device::enable`] sets).
+    pub fn allow_intx(&self) {
+        let cmd = self.addr.read16(0x04);
+        self.addr.write16(0x04, cmd & !0x0400);
+    }
+
+    /// The INTx line the firmware assigned (interrupt line register, an ISA IRQ number on
+    /// PC firmware), if the function has an interrupt pin and a line was set.
+    pub fn intx_line(&self) -> Option<u8> {
+        let r = self.addr.read32(0x3C);
+        let (line, pin) = (r as u8, (r >> 8) as u8);
+        (pin != 0 && line != 0 && line != 0xFF).then_some(line)
+    }
+
     /// The capability list: (id, offset) pairs, bounded against loops.
     pub fn capabilities(&self) -> impl Iterator<Item = (u8, u8)> + '_ {
         let has = self.addr.read16(0x06) & 0x10 != 0;
@@ -216,6 +235,19 @@ fn read_bars(a: Address, alloc: &mut BarAllocator) -> [Bar; 6] {
                     a.write32(off + 4, 0);
                 }
                 addr = at;
+            }
+        }
+        if addr.saturating_add(size) > 1 << 32 {
+            // A 64-bit BAR the firmware put above 4 GiB (OVMF does): map it, or leave the
+            // BAR out (a driver then finds its registers missing and says so).
+            // SAFETY: the boot CPU scans PCI alone; a BAR is device memory.
+            match unsafe { crate::arch::paging::map_mmio(addr, size) } {
+                Ok(()) => crate::kprintln!("pci: {a} BAR{i} at {addr:#x} (above 4 GiB): mapped"),
+                Err(e) => {
+                    crate::kprintln!("pci: {a} BAR{i} at {addr:#x} not mapped: {e:?}");
+                    i += if is64 { 2 } else { 1 };
+                    continue;
+                }
             }
         }
         bars[i] = Bar::Mem { addr, size, is64 };

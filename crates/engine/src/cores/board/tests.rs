@@ -248,6 +248,35 @@ fn lock_wait_is_its_own_part_of_the_split() {
 }
 
 #[test]
+fn sleep_is_its_own_part_of_the_split_with_its_wake_ups() {
+    let b = Board::new("single", &[Role::Single]);
+    b.publish_run(
+        0,
+        &NicCounters::default(),
+        &DispatchCounters::default(),
+        10_000,
+        5,
+    );
+    b.publish_sleeps(
+        0,
+        &crate::cores::run::SleepCounters {
+            sleeps: 4,
+            slept_ns: 6_000,
+            woken_by_device: 2,
+            woken_by_timer: 1,
+            woken_by_core: 1,
+        },
+    );
+    let mut out = vec![0u8; JSON_MAX];
+    let n = b.render_json(&mut out).unwrap();
+    let j = std::str::from_utf8(&out[..n]).unwrap();
+    assert!(
+        j.contains("\"lock_ns\":0,\"main_ns\":4000,\"sleep_ns\":6000,\"busy_polls\":0,\"idle_polls\":5,\"sleeps\":4,\"wakes\":{\"device\":2,\"timer\":1,\"core\":1},"),
+        "{j}"
+    );
+}
+
+#[test]
 fn the_time_split_reads_the_dispatch_and_drain_words() {
     assert_eq!(NIC_NAMES[NIC_DISPATCH_NS], "dispatch_ns");
     assert_eq!(NIC_NAMES[NIC_DRAIN_NS], "drain_ns");

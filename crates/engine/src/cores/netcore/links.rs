@@ -337,6 +337,11 @@ impl CoreQueue for RingNic {
                 self.tx.notes_lost += 1;
             }
         }
+        // A close that sent nothing (the peer's last ACK) must still reach a sleeping
+        // core 0, or its connection map keeps the entry until something else wakes it.
+        if !closed.is_empty() {
+            self.tx.net.nudge();
+        }
     }
 
     fn dispatch_counters(&self) -> DispatchCounters {

@@ -1,10 +1,13 @@
 //! The local APIC: x2APIC (MSRs) when the CPU offers it, else xAPIC (MMIO at the address
-//! in IA32_APIC_BASE), used only to start and stop the other cores: INIT, STARTUP and NMI
-//! inter-processor interrupts. No interrupt is ever delivered to a vector (IF stays clear;
-//! the drivers poll).
+//! in IA32_APIC_BASE): starting and stopping the other cores (INIT, STARTUP and NMI
+//! inter-processor interrupts), the wake-up IPI between cores, the end-of-interrupt write,
+//! and the one-shot timer of an idle core (TSC-deadline mode where the CPU has it, else
+//! one-shot counting at a rate measured against the TSC at boot). Interrupts reach a
+//! core only while it halts ([`super::irq`]).
 //!
-//! Heads up! read Intel SDM vol. 3A §10.4 (APIC base and enabling), §10.6 (ICR),
-//! §10.12 (x2APIC), §8.4.4 (the INIT-SIPI-SIPI sequence).
+//! Heads up! read Intel SDM vol. 3A §10.4 (APIC base and enabling), §10.5.4 (the APIC
+//! timer, TSC-deadline mode), §10.6 (ICR), §10.8.5 (EOI), §10.12 (x2APIC), §8.4.4 (the
+//! INIT-SIPI-SIPI sequence).
 //!
 //! The mode is chosen once by the boot CPU ([`init_bsp`]) and every other core switches to
 //! the same mode ([`init_ap`]): all APICs of a system must be in one mode.
@@ -22,13 +25,28 @@ const fn x2msr(off: usize) -> u32 {
 }
 
 const REG_ID: usize = 0x20;
+const REG_TPR: usize = 0x80;
+const REG_EOI: usize = 0xB0;
 const REG_SVR: usize = 0xF0;
 const REG_ICR_LO: usize = 0x300;
 const REG_ICR_HI: usize = 0x310;
+const REG_LVT_TIMER: usize = 0x320;
+const REG_LVT_LINT0: usize = 0x350;
+const REG_LVT_ERROR: usize = 0x370;
+const REG_TIMER_INIT: usize = 0x380;
+const REG_TIMER_CUR: usize = 0x390;
+const REG_TIMER_DIV: usize = 0x3E0;
+
+const LVT_MASKED: u32 = 1 << 16;
+const LVT_TSC_DEADLINE: u32 = 0b10 << 17;
+const IA32_TSC_DEADLINE: u32 = 0x6E0;
+/// Divide configuration 1011: the timer counts at the APIC bus rate.
+const DIV_1: u32 = 0b1011;
 
 const SVR_ENABLE: u32 = 1 << 8;
 const SPURIOUS_VECTOR: u32 = 0xFF;
 
+const ICR_FIXED: u32 = 0;
 const ICR_INIT: u32 = 0b101 << 8;
 const ICR_STARTUP: u32 = 0b110 << 8;
 const ICR_NMI: u32 = 0b100 << 8;
@@ -119,6 +137,12 @@ fn enable(m: Mode) {
     }
     let svr = read(REG_SVR);
     write(REG_SVR, svr | SVR_ENABLE | SPURIOUS_VECTOR);
+    // Every interrupt class accepted; the legacy PIC's line (LINT0, ExtINT in virtual-wire
+    // mode) and the timer masked: nothing reaches the core but what the kernel arms.
+    write(REG_TPR, 0);
+    write(REG_LVT_LINT0, LVT_MASKED);
+    write(REG_LVT_TIMER, LVT_MASKED);
+    write(REG_LVT_ERROR, LVT_MASKED);
 }
 
 fn read(off: usize) -> u32 {
@@ -204,4 +228,115 @@ pub fn nmi_all_others() {
 /// The mode in use.
 pub fn current() -> Mode {
     mode()
+}
+
+/// A fixed interrupt on `vector` to the core with APIC id `dest` (the wake-up IPI).
+pub fn send_ipi(dest: u32, vector: u8) {
+    send(dest, ICR_FIXED | ICR_ASSERT | vector as u32);
+}
+
+/// End of interrupt: the in-service interrupt of this core is done.
+pub fn eoi() {
+    write(REG_EOI, 0);
+}
+
+/// Whether the CPU has the TSC-deadline timer mode (CPUID.1:ECX bit 24).
+pub fn has_tsc_deadline() -> bool {
+    cpuid(1, 0).2 & (1 << 24) != 0
+}
+
+/// How this core's one-shot timer is armed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timer {
+    /// IA32_TSC_DEADLINE takes the TSC value to fire at.
+    TscDeadline,
+    /// The initial-count register counts down at this many ticks per second (divide 1).
+    OneShot {
+        /// Timer ticks per second, measured against the TSC.
+        hz: u64,
+        /// TSC ticks per second.
+        tsc_hz: u64,
+    },
+}
+
+/// Measures the timer's count rate against the TSC (`tsc_hz`): the median of five
+/// windows of `window_us` each, every end a (TSC, count) pair read back to back, bracketed
+/// by TSC reads so a pair split by a descheduled vCPU (an MMIO read under an emulator may
+/// wait for a lock) is read again. Masked, so it never interrupts. Returns ticks per
+/// second (0 if the timer did not move).
+pub fn measure_timer_hz(tsc_hz: u64, window_us: u64) -> u64 {
+    write(REG_LVT_TIMER, LVT_MASKED);
+    write(REG_TIMER_DIV, DIV_1);
+    let tight = (tsc_hz / 100_000).max(1); // a pair must be read within 10 µs
+    let pair = || {
+        let mut best = (0, 0, u64::MAX);
+        for _ in 0..8 {
+            let a = super::cpu::rdtsc();
+            let c = read(REG_TIMER_CUR);
+            let b = super::cpu::rdtsc();
+            if b - a < best.2 {
+                best = (a + (b - a) / 2, c, b - a);
+            }
+            if b - a <= tight {
+                break;
+            }
+        }
+        (best.0, best.1)
+    };
+    let mut rates = [0u64; 5];
+    for r in rates.iter_mut() {
+        write(REG_TIMER_INIT, u32::MAX);
+        let (t0, c0) = pair();
+        let end = t0 + tsc_hz / 1_000_000 * window_us;
+        while super::cpu::rdtsc() < end {
+            super::cpu::relax();
+        }
+        let (t1, c1) = pair();
+        let ticks = c0.saturating_sub(c1) as u128;
+        *r = (ticks * tsc_hz as u128 / (t1 - t0).max(1) as u128) as u64;
+    }
+    write(REG_TIMER_INIT, 0);
+    rates.sort_unstable();
+    rates[2]
+}
+
+/// Starts the timer counting down from its largest count, masked (a calibration window).
+pub fn timer_start_count() {
+    write(REG_LVT_TIMER, LVT_MASKED);
+    write(REG_TIMER_DIV, DIV_1);
+    write(REG_TIMER_INIT, u32::MAX);
+}
+
+/// The timer's current count.
+pub fn timer_count() -> u32 {
+    read(REG_TIMER_CUR)
+}
+
+/// Arms this core's timer to raise `vector` at TSC value `at` (`now` is the TSC now).
+pub fn arm_timer(t: Timer, vector: u8, at: u64, now: u64) {
+    match t {
+        Timer::TscDeadline => {
+            write(REG_LVT_TIMER, LVT_TSC_DEADLINE | vector as u32);
+            // SAFETY: CPUID said TSC-deadline mode exists, so the MSR does; the write
+            // only arms this core's timer (SDM §10.5.4.1: the LVT write comes first).
+            unsafe { wrmsr(IA32_TSC_DEADLINE, at.max(1)) };
+        }
+        Timer::OneShot { hz, tsc_hz } => {
+            write(REG_LVT_TIMER, vector as u32);
+            write(REG_TIMER_DIV, DIV_1);
+            let ticks = (at.saturating_sub(now) as u128 * hz as u128 / tsc_hz.max(1) as u128)
+                .clamp(1, u32::MAX as u128);
+            write(REG_TIMER_INIT, ticks as u32);
+        }
+    }
+}
+
+/// Stops this core's timer (a fire already pending stays pending: a spurious wake-up).
+pub fn disarm_timer(t: Timer) {
+    match t {
+        // SAFETY: as in arm_timer; 0 disarms.
+        Timer::TscDeadline => unsafe { wrmsr(IA32_TSC_DEADLINE, 0) },
+        Timer::OneShot { .. } => write(REG_TIMER_INIT, 0),
+    }
+    write(REG_LVT_TIMER, LVT_MASKED);
 }

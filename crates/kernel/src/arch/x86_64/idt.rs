@@ -2,7 +2,8 @@
 //! registers and calls [`bw_exception`], which prints a report on the console and stops
 //! the machine (through isa-debug-exit when QEMU has one, so a test never hangs).
 //!
-//! No device interrupts are used at all: the drivers poll, and the clock is the TSC.
+//! Vectors 32-255 go to [`super::irq`]'s stubs: device, timer and wake-up interrupts,
+//! which reach a core only while it halts (interrupts are off while it polls).
 
 use core::arch::asm;
 use core::cell::UnsafeCell;
@@ -113,7 +114,7 @@ struct Gate {
 }
 const _: () = assert!(size_of::<Gate>() == 16);
 
-struct Idt(UnsafeCell<[Gate; 32]>);
+struct Idt(UnsafeCell<[Gate; 256]>);
 // SAFETY: written once by `init` on the boot CPU before it is loaded; read only by the CPU.
 unsafe impl Sync for Idt {}
 
@@ -126,7 +127,7 @@ static IDT: Idt = Idt(UnsafeCell::new(
         off_mid: 0,
         off_hi: 0,
         _r: 0,
-    }; 32],
+    }; 256],
 ));
 
 #[repr(C, packed)]
@@ -182,7 +183,11 @@ pub unsafe fn init() {
     #[allow(unused_unsafe)]
     let table = unsafe { &*core::ptr::addr_of!(bw_isr_table) };
     for (v, gate) in idt.iter_mut().enumerate() {
-        let a = table[v];
+        let a = if v < 32 {
+            table[v]
+        } else {
+            super::irq::stub(v as u8)
+        };
         *gate = Gate {
             off_lo: a as u16,
             sel: KERNEL_CS,
@@ -200,7 +205,7 @@ pub unsafe fn init() {
 /// the double fault's IST1 names each core's own TSS stack.
 pub fn load() {
     let p = Pointer {
-        limit: (size_of::<[Gate; 32]>() - 1) as u16,
+        limit: (size_of::<[Gate; 256]>() - 1) as u16,
         base: IDT.0.get() as u64,
     };
     // SAFETY: p describes the static IDT, filled with valid gates by `init` before any

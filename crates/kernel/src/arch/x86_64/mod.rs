@@ -1,5 +1,6 @@
 //! x86_64: boot to long mode, descriptor tables, single-instruction helpers, page-table
-//! changes, the local APIC and the start of the other cores.
+//! changes, the local APIC and the start of the other cores, the I/O APIC and the
+//! interrupts that wake a halted core.
 
 pub mod apic;
 pub mod boot;
@@ -7,6 +8,8 @@ pub mod cache;
 pub mod cpu;
 pub mod gdt;
 pub mod idt;
+pub mod ioapic;
+pub mod irq;
 pub mod paging;
 pub mod smp;
 
