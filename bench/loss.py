@@ -174,13 +174,17 @@ def start(kind, routed):
         return Server(extra=extra, prefix="bwl")
     if kind in ("nginx", "nginx-cubic", "nginx-bbr"):
         n = Nginx()
-        if routed:
-            n.srv.ip("route", "add", "default", "via", HOST_IP)
-        # Linux's congestion control for nginx's connections: the machine's default
-        # (`nginx`), or CUBIC (upstream Linux's default) or BBR by name.
-        if kind != "nginx":
-            allow_congestion_control(kind[6:])
-            n.srv.run("sysctl", "-qw", f"net.ipv4.tcp_congestion_control={kind[6:]}")
+        try:
+            if routed:
+                n.srv.ip("route", "add", "default", "via", HOST_IP)
+            # Linux's congestion control for nginx's connections: the machine's default
+            # (`nginx`), or CUBIC (upstream Linux's default) or BBR by name.
+            if kind != "nginx":
+                allow_congestion_control(kind[6:])
+                n.srv.run("sysctl", "-qw", f"net.ipv4.tcp_congestion_control={kind[6:]}")
+        except BaseException:
+            n.close()  # its namespaces and nginx, which round_of's finally never sees
+            raise
         return n
     sys.exit(f"unknown server {kind}")
 
