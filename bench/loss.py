@@ -11,7 +11,10 @@ router (as a NIC's TSO would on a wire) before the loss, and so are Linux's GSO 
 `--hop` puts the loss on the server's own link instead (the older set-up): there
 bareweb's offloaded frames are dropped whole.
 
-    sudo python3 bench/loss.py [--loss 1,5,10] [--n 20] [--servers bareweb,nginx-cubic,nginx-bbr]
+    sudo python3 bench/loss.py [--loss 1,5,10] [--n 20] [--servers bareweb,bareweb-bbr,nginx-cubic,nginx-bbr]
+
+`bareweb` runs with its default congestion control (CUBIC), `bareweb-bbr` with BBR
+(`bareweb-cubic` names CUBIC; a `-no-tso` suffix turns segmentation offload off).
 
 nginx runs with Linux's CUBIC (`nginx-cubic`, upstream Linux's default) and BBR
 (`nginx-bbr`; this machine's default, and far better at high loss), each set in nginx's
@@ -156,19 +159,32 @@ http {{
 
 def start(kind, routed):
     gw = ["--gw", HOST_IP] if routed else []
-    if kind == "bareweb":
-        return Server(extra=gw, prefix="bwl")
-    if kind == "bareweb-no-tso":
-        return Server(extra=["--no-tso", *gw], prefix="bwl")
+    # bareweb with its default congestion control, or with BBR / CUBIC named
+    # (`bareweb-bbr`, `bareweb-cubic`, `bareweb-cubic-no-tso`...), with or without offload.
+    if kind.startswith("bareweb"):
+        extra = list(gw)
+        words = kind.split("-")[1:]
+        for w in words:
+            if w in ("bbr", "cubic"):
+                extra += ["--cc", w]
+        if kind.endswith("no-tso"):
+            extra.append("--no-tso")
+        elif any(w not in ("bbr", "cubic") for w in words):
+            sys.exit(f"unknown server {kind}")
+        return Server(extra=extra, prefix="bwl")
     if kind in ("nginx", "nginx-cubic", "nginx-bbr"):
         n = Nginx()
-        if routed:
-            n.srv.ip("route", "add", "default", "via", HOST_IP)
-        # Linux's congestion control for nginx's connections: the machine's default
-        # (`nginx`), or CUBIC (upstream Linux's default) or BBR by name.
-        if kind != "nginx":
-            allow_congestion_control(kind[6:])
-            n.srv.run("sysctl", "-qw", f"net.ipv4.tcp_congestion_control={kind[6:]}")
+        try:
+            if routed:
+                n.srv.ip("route", "add", "default", "via", HOST_IP)
+            # Linux's congestion control for nginx's connections: the machine's default
+            # (`nginx`), or CUBIC (upstream Linux's default) or BBR by name.
+            if kind != "nginx":
+                allow_congestion_control(kind[6:])
+                n.srv.run("sysctl", "-qw", f"net.ipv4.tcp_congestion_control={kind[6:]}")
+        except BaseException:
+            n.close()  # its namespaces and nginx, which round_of's finally never sees
+            raise
         return n
     sys.exit(f"unknown server {kind}")
 
@@ -219,9 +235,10 @@ def main():
     ap.add_argument("--loss", default="1,5,10", help="percent dropped each way, comma list")
     ap.add_argument("--n", type=int, default=20, help="downloads per server and loss rate")
     ap.add_argument("--rounds", type=int, default=2, help="rounds the downloads are split in")
-    ap.add_argument("--servers", default="bareweb,bareweb-no-tso,nginx-cubic,nginx-bbr",
-                    help="bareweb, bareweb-no-tso, nginx (the machine's default congestion "
-                    "control), nginx-cubic, nginx-bbr")
+    ap.add_argument("--servers", default="bareweb,bareweb-bbr,nginx-cubic,nginx-bbr",
+                    help="bareweb (its default congestion control), bareweb-bbr, "
+                    "bareweb-cubic, each with -no-tso for no segmentation offload; nginx (the "
+                    "machine's default congestion control), nginx-cubic, nginx-bbr")
     ap.add_argument("--hop", action="store_true",
                     help="drop on the server's own link (offloaded frames dropped whole)")
     a = ap.parse_args()

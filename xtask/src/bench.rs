@@ -1,12 +1,12 @@
 //! `cargo xtask test` stage (alone: `cargo xtask bench-smoke`): `bareweb bench --smoke`
-//! end to end (namespaces, TAP, bareweb, nginx, lighttpd, h2o), then checks that it
-//! produced the table with the ratio to nginx and at least one PNG, and that no server
-//! sent a wrong body, status or framing. It runs the bench as a new user would (issue 17):
-//! the results folder made like `mktemp -d` (mode 0700 under /tmp, which nginx's worker
-//! could not read), and stdout a pipe closed before the bench writes its report (as `|
-//! head -3` or `| true` leave it): the bench must still succeed and leave no namespace,
-//! no process in one and nothing in /run/netns behind. Needs root; under CI=true it fails
-//! rather than skips.
+//! end to end (namespaces, TAP, AF_XDP, bareweb, nginx, lighttpd, h2o), then checks that
+//! it produced the table with the ratio to nginx, the peer search's choice, at least one
+//! PNG, and that no server sent a wrong body, status or framing. It runs the bench as a
+//! new user would (issue 17): the results folder made like `mktemp -d` (mode 0700 under
+//! /tmp, which nginx's worker could not read), and stdout a pipe closed before the bench
+//! writes its report (as `| head -3` or `| true` leave it): the bench must still succeed
+//! and leave no namespace, no process in one and nothing in /run/netns behind. Needs
+//! root; under CI=true it fails rather than skips.
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -120,6 +120,20 @@ fn check_results(out: &Path) -> Result<(), String> {
     if !report.contains("vs nginx") || ratio_rows == 0 {
         return Err(format!(
             "bench smoke: no table with ratios to nginx in {}/report.md",
+            out.display()
+        ));
+    }
+    // The peer search ran and the report names the configuration it chose (issue 18), and
+    // bareweb on AF_XDP is in the table.
+    if !report.contains("#### Configuration search") || !report.contains("**(best)**") {
+        return Err(format!(
+            "bench smoke: no configuration search with a chosen best in {}/report.md",
+            out.display()
+        ));
+    }
+    if !rows.iter().any(|l| l.contains("| bareweb-xdp |")) {
+        return Err(format!(
+            "bench smoke: no bareweb-xdp rows in {}/report.md",
             out.display()
         ));
     }

@@ -202,7 +202,7 @@ where
 /// Runs the cores of the plan made from `mode`, `site` and `cfg` over `queues` (with the
 /// stats page and its board when asked).
 #[allow(clippy::too_many_arguments)]
-fn run_plan<Q, L, A, G>(
+pub(crate) fn run_plan<Q, L, A, G>(
     args: &Layout,
     mode: Mode,
     site: L,
@@ -273,7 +273,7 @@ pub fn pct(part: u64, whole: u64) -> f64 {
 
 /// Per-core lines (more than two words each) and then the totals as `  name value`, the
 /// format one core always printed.
-fn print_summary(mode: Mode, reports: &[CoreReport]) {
+pub(crate) fn print_summary(mode: Mode, reports: &[CoreReport]) {
     eprintln!("bareweb: stopped; counters:");
     if reports.len() > 1 {
         eprintln!(

@@ -126,24 +126,6 @@ impl Drop for Work {
     }
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-fn install_stop_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: on_stop only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(
-                sig,
-                on_stop as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            )
-        };
-    }
-}
-
 /// QEMU's complaint turned into its cause and a fix, when we know it.
 pub fn explain(stderr: &str, a: &RunArgs) -> Option<String> {
     let s = stderr;
@@ -341,7 +323,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
         (None, true) => Sink::Drop,
         (None, false) => Sink::Terminal,
     };
-    install_stop_handlers();
+    crate::util::catch_stop_signals();
     let mut cmd = Command::new(&a.qemu);
     cmd.args(&args)
         .stdin(Stdio::null())
@@ -392,7 +374,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
             Ok(None) => {}
             Err(e) => return Err(format!("waiting for QEMU: {e}")),
         }
-        if STOP.load(Ordering::Relaxed) {
+        if crate::util::stop_flag().load(Ordering::Relaxed) {
             let t = *forwarded.get_or_insert_with(Instant::now);
             if t.elapsed() < Duration::from_millis(20) {
                 // SAFETY: kill(2) on our own child's pid.
@@ -525,7 +507,7 @@ fn copy_console(out: impl std::io::Read, mut sink: Sink, ready: &AtomicBool, ser
             Sink::Drop => Ok(()),
         };
         if ok.is_err() {
-            STOP.store(true, Ordering::Relaxed);
+            crate::util::stop_flag().store(true, Ordering::Relaxed);
             sink = Sink::Drop;
         }
         if !ready.load(Ordering::Relaxed) && line.windows(15).any(|w| w == b"bareweb: ready:") {

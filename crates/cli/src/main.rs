@@ -28,6 +28,7 @@ mod opts;
 mod run;
 mod runners;
 mod serve;
+mod serve_xdp;
 mod util;
 
 #[derive(Parser)]

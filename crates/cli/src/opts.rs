@@ -218,6 +218,27 @@ impl SchedArg {
     }
 }
 
+/// TCP congestion control (docs/tcp.md, docs/performance.md "Loss recovery").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum CcArg {
+    /// CUBIC with proportional rate reduction, unpaced (Linux's default).
+    #[default]
+    Cubic,
+    /// BBR v1: a model of the path's bandwidth and delay, paced; keeps its window through
+    /// random loss.
+    Bbr,
+}
+
+impl CcArg {
+    pub fn algorithm(self) -> bareweb_engine::tcp::Algorithm {
+        use bareweb_engine::tcp::Algorithm;
+        match self {
+            CcArg::Bbr => Algorithm::Bbr,
+            CcArg::Cubic => Algorithm::Cubic,
+        }
+    }
+}
+
 /// How several cores share the NIC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ModeArg {
@@ -308,6 +329,10 @@ pub struct ServerOpts {
     /// serves the whole run list in one pass [imt].
     #[arg(long, value_enum)]
     pub sched: Option<SchedArg>,
+    /// TCP congestion control: cubic (Linux's default, unpaced; fastest on a clean link)
+    /// or bbr (paced; far faster through heavy random loss) [cubic].
+    #[arg(long, value_enum)]
+    pub cc: Option<CcArg>,
     /// Number of TCBs (most connections at once, per core), 1 to 1048576 (~9.3 KiB
     /// each) [1024].
     #[arg(long, value_parser = count)]
@@ -408,6 +433,7 @@ impl ServerOpts {
             || self.gw.is_some()
             || self.port.is_some()
             || self.sched.is_some()
+            || self.cc.is_some()
             || self.tcbs.is_some()
             || self.max_per_ip.is_some()
             || self.syn_backlog.is_some()
@@ -496,6 +522,7 @@ impl ServerOpts {
         cfg.max_per_ip = self.max_per_ip;
         cfg.syn_backlog = self.syn_backlog;
         cfg.sched = self.sched.unwrap_or_default().sched();
+        cfg.congestion = self.cc.unwrap_or_default().algorithm();
         cfg.timeouts = Timeouts {
             request_ms: self.request_timeout.unwrap_or(10) * 1000,
             idle_ms: self.idle_timeout.unwrap_or(30) * 1000,
@@ -520,6 +547,9 @@ impl ServerOpts {
         }
         if let Some(s) = self.sched {
             w.push(format!("sched={}", value_name(s)));
+        }
+        if let Some(c) = self.cc {
+            w.push(format!("cc={}", value_name(c)));
         }
         for (k, v) in [
             ("tcbs", self.tcbs),
@@ -685,6 +715,7 @@ mod tests {
             gw: Some(OrNone::None),
             port: Some(8080),
             sched: Some(SchedArg::Ist),
+            cc: Some(CcArg::Cubic),
             tcbs: Some(64),
             max_per_ip: Some(8),
             syn_backlog: Some(16),
@@ -717,6 +748,7 @@ mod tests {
         assert_eq!(s.ip, Ipv4Address([10, 1, 2, 3]));
         assert_eq!((s.prefix, s.gateway, s.port), (16, None, 8080));
         assert_eq!((s.sched, s.tcbs), (Sched::Ist, 64));
+        assert_eq!(s.cc, CcArg::Cubic.algorithm());
         assert_eq!((s.max_per_ip, s.syn_backlog), (Some(8), Some(16)));
         assert_eq!((s.request_timeout_s, s.idle_timeout_s), (5, 7));
         assert!(s.log_access && s.log_stats && !s.stats_page && s.bsp_http);

@@ -4,7 +4,6 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use bareweb_engine::cores::pages::PageSettings;
@@ -14,7 +13,9 @@ use bareweb_host::netif;
 use crate::cores::{self, CoresArgs, Layout};
 use crate::opts::{self, Mac, OrNone, ServerOpts};
 use crate::runners::{self, RunnerArgs};
-use crate::util::{load_site, random_bytes};
+use crate::serve_xdp::{self, XdpArg, XdpModeArg, XdpServe};
+use crate::util::{catch_stop_signals, load_site, random_bytes, stop_flag};
+use bareweb_engine::site::Site;
 use bareweb_engine::wire::EthernetAddress;
 
 #[derive(clap::Args)]
@@ -46,6 +47,22 @@ pub struct ServeArgs {
     /// of up to ~64 KiB go to the TAP and the kernel cuts them into segments).
     #[arg(long)]
     pub no_tso: bool,
+    /// Serve on the queues of interface IFACE through AF_XDP instead of a TAP: the kernel
+    /// keeps every frame not for --ip (ARP, SSH, its own addresses). QUEUES: queues 0..N
+    /// [every receive queue of IFACE], one core each. Needs root (docs/architecture.md,
+    /// "AF_XDP").
+    #[arg(long, value_name = "IFACE[:QUEUES]",
+          conflicts_with_all = ["taps", "host_ip", "bridge", "macs", "no_tso", "runner"])]
+    pub xdp: Option<XdpArg>,
+    /// With --xdp: `auto` (native XDP and zero-copy where the driver has them, else copy
+    /// mode or the generic path, said at start), `zerocopy`, `copy` (native XDP, copy
+    /// mode), `generic` (the generic XDP path: any interface, slowest) [auto].
+    #[arg(long, value_enum, requires = "xdp")]
+    pub xdp_mode: Option<XdpModeArg>,
+    /// With --xdp: attach the program through netlink, as on kernels before 5.9, instead
+    /// of a BPF link (it then outlives a crash; the next start removes it). For tests.
+    #[arg(long, hide = true, requires = "xdp")]
+    pub xdp_netlink: bool,
     #[command(flatten)]
     pub server: ServerOpts,
     #[command(flatten)]
@@ -73,6 +90,9 @@ impl ServeArgs {
         {
             return Err(format!("--tap {t} is given twice"));
         }
+        if self.xdp.is_some() && self.server.bond.is_some() {
+            return Err("--bond joins several TAPs: it does not go with --xdp".into());
+        }
         let bonded = self.server.bonding(self.taps.len())?.is_some();
         if bonded && self.runner.runner.is_some() {
             return Err(
@@ -83,25 +103,6 @@ impl ServeArgs {
             return Err("--bridge joins several TAPs: give --tap twice or more".into());
         }
         Ok(())
-    }
-}
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-fn install_signal_handlers() {
-    // SIGHUP (the terminal closed) stops like Ctrl-C: the TAPs, a bridge, the threads go.
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: on_signal only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(
-                sig,
-                on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            )
-        };
     }
 }
 
@@ -148,6 +149,9 @@ fn random_mac() -> EthernetAddress {
 
 pub fn serve(a: ServeArgs) -> Result<(), String> {
     let site = load_site(&a.site, a.config.as_deref())?;
+    if let Some(x) = &a.xdp {
+        return serve_on_xdp(&a, x, site);
+    }
     let bonding = a.server.bonding(a.taps.len())?;
     // `--bond off` (or one TAP): the first TAP alone, as always.
     let taps = if bonding.is_some() {
@@ -205,7 +209,8 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         }
     };
     let files = site.len();
-    install_signal_handlers();
+    // SIGHUP (the terminal closed) stops like Ctrl-C: the TAPs, a bridge, the threads go.
+    catch_stop_signals();
     clean_up_on_panic();
     let host = host_ip.map_or("unchanged".to_string(), |h| format!("{h}/{prefix}"));
     let port = cfg.port;
@@ -268,7 +273,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
             };
             netif::configure(on, h, prefix).map_err(|e| format!("cannot configure {on}: {e}"))
         },
-        stop: &STOP,
+        stop: stop_flag(),
         banner: &banner,
     };
     let clf = |_| Clf(std::io::BufWriter::new(std::io::stdout()));
@@ -302,4 +307,41 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         }
     }
     r
+}
+
+/// `serve --xdp`: the same server on an interface's queues through AF_XDP.
+fn serve_on_xdp(a: &ServeArgs, x: &XdpArg, site: Site<'static>) -> Result<(), String> {
+    let cfg = a.server.config(random_bytes());
+    let udp = a.server.udp_banner(cfg.ip);
+    let files = site.len();
+    catch_stop_signals();
+    let mut pages = PageSettings::resolve(&site.pages(), !a.server.no_stats_page, true, true);
+    if let Some(n) = a.server.stats_allow {
+        pages.allow = (n.ip.octets(), n.prefix);
+    }
+    let layout = Layout {
+        cores: a.cores.cores.into(),
+        mode: a.server.mode,
+        bsp_http: a.server.bsp_http,
+        pages,
+        pin: !a.cores.no_pin,
+    };
+    let s = XdpServe {
+        site,
+        cfg,
+        arg: x,
+        mode: a.xdp_mode.unwrap_or_default(),
+        netlink: a.xdp_netlink,
+        cores: a.cores.cores.into(),
+        stop: stop_flag(),
+        files,
+        udp,
+    };
+    if a.server.access_log {
+        serve_xdp::serve(&layout, s, |_| {
+            Clf(std::io::BufWriter::new(std::io::stdout()))
+        })
+    } else {
+        serve_xdp::serve(&layout, s, cores::no_log)
+    }
 }

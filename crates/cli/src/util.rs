@@ -2,6 +2,8 @@
 //! parsed in [`crate::opts`].)
 
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
 
 use bareweb_engine::site::Site;
 
@@ -51,4 +53,27 @@ pub fn random_bytes<const N: usize>() -> [u8; N] {
         let _ = std::io::Read::read_exact(&mut f, &mut b);
     }
     b
+}
+
+fn stop_arc() -> &'static Arc<AtomicBool> {
+    static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    STOP.get_or_init(|| Arc::new(AtomicBool::new(false)))
+}
+
+/// The flag SIGINT, SIGTERM and SIGHUP (a closed terminal) set once
+/// [`catch_stop_signals`] ran: `serve` and `run` poll it and stop as for Ctrl-C, removing
+/// what they made.
+pub fn stop_flag() -> &'static AtomicBool {
+    stop_arc()
+}
+
+/// From now on SIGINT, SIGTERM and SIGHUP only set [`stop_flag`] (`signal-hook`: no
+/// hand-written handler).
+pub fn catch_stop_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(stop_arc())) {
+            eprintln!("bareweb: cannot catch signal {sig}: {e}");
+        }
+    }
 }

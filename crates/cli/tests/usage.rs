@@ -40,6 +40,7 @@ fn bad_values_are_usage_errors_in_every_command() {
     for cmd in ["serve", "run"] {
         usage_error(&[cmd, &s, "--tcbs", "0"], "--tcbs");
         usage_error(&[cmd, &s, "--sched", "foo"], "--sched");
+        usage_error(&[cmd, &s, "--cc", "reno"], "--cc");
         usage_error(&[cmd, &s, "--ip", "+10.0.02.+15/24"], "--ip");
         usage_error(&[cmd, &s, "--ip", "10.0.0.2/33"], "--ip");
         usage_error(&[cmd, &s, "--gw", "10.0.0.256"], "--gw");
@@ -72,6 +73,7 @@ fn bad_values_are_usage_errors_in_every_command() {
         "crash=maybe",
     );
     usage_error(&["build", &s, "-o", "x.elf", "--sched", "foo"], "--sched");
+    usage_error(&["run", &s, "--append", "cc=reno"], "cc=reno");
     // A plain site image carries no server settings: say so rather than drop them.
     usage_error(
         &["build", &s, "-o", "x.bws", "--ip", "10.0.0.2/24"],

@@ -1,7 +1,8 @@
 //! bareweb on Linux: the engine's [`Nic`](bareweb_engine::nic::Nic) over a TAP device,
 //! a [`Clock`](bareweb_engine::nic::Clock) from the OS, the threads that drive one
 //! engine instance per core ([`cores`]), and the alternative runners of paper 003 that
-//! share one engine instance between threads ([`runners`]).
+//! share one engine instance between threads ([`runners`]), and the AF_XDP platform
+//! ([`xdp`]): the engine on an interface's own queues, past the kernel's stack.
 //!
 //! This crate owns every system call the host platform makes; the engine makes none.
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -12,6 +13,7 @@ pub mod netif;
 pub mod runners;
 pub mod tap;
 pub mod wake;
+pub mod xdp;
 
 pub use clock::SystemClock;
 pub use tap::Tap;

@@ -2,9 +2,13 @@
 //! timeout) and a producer on another thread writes. Paired with the engine's
 //! [`Doze`](bareweb_engine::ring::Doze), which decides when a write is needed, so a busy
 //! core makes no system call for it.
+//!
+//! The eventfd through `rustix`; the wait is libc's `ppoll` on raw descriptors, because a
+//! core's loop keeps its queues' descriptors in a list while the queues themselves move
+//! into the core's thread (a borrowed-descriptor list would need those lifetimes tied).
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 use bareweb_engine::ring::{Bell, Doze};
@@ -18,13 +22,8 @@ pub struct Wake {
 impl Wake {
     /// A new, unsignalled eventfd (non-blocking, close-on-exec).
     pub fn new() -> io::Result<Wake> {
-        // SAFETY: eventfd takes two integers and returns a new descriptor or -1.
-        let raw = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if raw < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `raw` is a descriptor we just opened and own exclusively.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        use rustix::event::{eventfd, EventfdFlags};
+        let fd = eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC)?;
         Ok(Wake { fd: Arc::new(fd) })
     }
 
@@ -37,16 +36,8 @@ impl Wake {
 
     /// Signals the eventfd (a sleeper polling it wakes).
     pub fn ring(&self) {
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes from a valid u64 to our descriptor. A full counter
-        // (EAGAIN) still leaves the fd readable, which is all a sleeper needs.
-        unsafe {
-            libc::write(
-                self.fd.as_raw_fd(),
-                (&one as *const u64).cast::<libc::c_void>(),
-                8,
-            )
-        };
+        // A full counter (EAGAIN) still leaves the fd readable, all a sleeper needs.
+        let _ = rustix::io::write(&*self.fd, &1u64.to_ne_bytes());
     }
 
     /// The descriptor to poll.
@@ -56,15 +47,8 @@ impl Wake {
 
     /// Resets the counter after a wake-up (a no-op when it was not signalled).
     pub fn clear(&self) {
-        let mut v: u64 = 0;
-        // SAFETY: reads at most 8 bytes into a valid u64; the fd is non-blocking.
-        unsafe {
-            libc::read(
-                self.fd.as_raw_fd(),
-                (&mut v as *mut u64).cast::<libc::c_void>(),
-                8,
-            )
-        };
+        let mut v = [0u8; 8];
+        let _ = rustix::io::read(&*self.fd, &mut v);
     }
 
     /// Sleeps until the eventfd is signalled or `us` microseconds pass, then clears it.

@@ -1,5 +1,6 @@
 //! The kernel command line: `ip=A.B.C.D[/N] gw=A.B.C.D|none port=N sched=imt|ist
-//! tcbs=N max_per_ip=N syn_backlog=N request_timeout=S idle_timeout=S log=access,stats`,
+//! cc=bbr|cubic tcbs=N max_per_ip=N syn_backlog=N request_timeout=S idle_timeout=S
+//! log=access,stats`,
 //! the many-core words `cores=N mode=netcore|perqueue bsp_http=on|off stats_page=on|off
 //! apic=auto|xapic`, `stats_allow=A.B.C.D[/N]` (who may read the stats JSON and metrics), the bonding words (issue 14) `bond=off|split|spread
 //! bond_policy=per-client|size|least-queued bond_monitor_ms=N`, the UDP protocol's words
@@ -22,6 +23,7 @@
 
 use bareweb_engine::bond::{Mode as BondMode, Policy as BondPolicy};
 use bareweb_engine::server::Sched;
+use bareweb_engine::tcp::Algorithm;
 use bareweb_engine::wire::Ipv4Address;
 
 /// The settings the command line controls.
@@ -37,6 +39,8 @@ pub struct Settings {
     pub port: u16,
     /// HTTP scheduling policy.
     pub sched: Sched,
+    /// TCP congestion control.
+    pub cc: Algorithm,
     /// Number of TCBs.
     pub tcbs: usize,
     /// Most connections from one client address (None: half the TCBs).
@@ -256,6 +260,7 @@ impl Default for Settings {
             gateway: Some(Ipv4Address([10, 0, 2, 2])),
             port: 80,
             sched: Sched::Imt,
+            cc: Algorithm::default(),
             tcbs: 1024,
             max_per_ip: None,
             syn_backlog: None,
@@ -406,6 +411,17 @@ pub fn parse_over<'a>(
                 }
                 "ist" => {
                     s.sched = Sched::Ist;
+                    true
+                }
+                _ => false,
+            },
+            "cc" => match v {
+                "bbr" => {
+                    s.cc = Algorithm::Bbr;
+                    true
+                }
+                "cubic" => {
+                    s.cc = Algorithm::Cubic;
                     true
                 }
                 _ => false,
@@ -661,7 +677,7 @@ mod tests {
     #[test]
     fn every_key() {
         let (s, c) = parse_all(
-            "ip=192.168.1.50/16 gw=none port=8080 sched=ist tcbs=64 max_per_ip=7 syn_backlog=5 log=access,stats crash=fault \
+            "ip=192.168.1.50/16 gw=none port=8080 sched=ist cc=cubic tcbs=64 max_per_ip=7 syn_backlog=5 log=access,stats crash=fault \
              request_timeout=5 idle_timeout=60 cores=3 mode=netcore bsp_http=on stats_page=off apic=xapic \
              bond=split bond_policy=least-queued bond_monitor_ms=250 poll=always idle_poll_us=50",
         );
@@ -691,6 +707,8 @@ mod tests {
         assert_eq!((s.ip, s.prefix), (Ipv4Address([192, 168, 1, 50]), 16));
         assert_eq!(s.gateway, None);
         assert_eq!((s.port, s.sched, s.tcbs), (8080, Sched::Ist, 64));
+        assert_eq!(s.cc, Algorithm::Cubic);
+        assert_eq!(parse_all("cc=bbr").0.cc, Algorithm::Bbr);
         assert_eq!((s.max_per_ip, s.syn_backlog), (Some(7), Some(5)));
         assert_eq!((s.request_timeout_s, s.idle_timeout_s), (5, 60));
         assert!(s.log_access && s.log_stats);
@@ -731,6 +749,7 @@ mod tests {
             "port=0",
             "port=65536",
             "sched=rr",
+            "cc=reno",
             "tcbs=0",
             "request_timeout=0",
             "idle_timeout=86401",

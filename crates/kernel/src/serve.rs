@@ -288,6 +288,7 @@ impl Start {
         cfg.gateway = s.gateway;
         cfg.port = s.port;
         cfg.sched = s.sched;
+        cfg.congestion = s.cc;
         cfg.tcbs = s.tcbs;
         cfg.max_per_ip = s.max_per_ip;
         cfg.syn_backlog = s.syn_backlog;
@@ -638,7 +639,7 @@ impl Start {
             }
         );
         kprintln!(
-            "bareweb: ready: serving {} files at http://{}:{}/{} on {nic} (MAC {mac}, {}/{} gw {}), sched {:?}, {} TCBs per core, {plan}, stats page {}, heap used {} KiB",
+            "bareweb: ready: serving {} files at http://{}:{}/{} on {nic} (MAC {mac}, {}/{} gw {}), sched {:?}, cc {:?}, {} TCBs per core, {plan}, stats page {}, heap used {} KiB",
             self.site.len(),
             s.ip,
             s.port,
@@ -647,6 +648,7 @@ impl Start {
             s.prefix,
             Gw(s.gateway),
             s.sched,
+            s.cc,
             s.tcbs,
             if s.stats_page { "on" } else { "off" },
             mem::used() >> 10

@@ -26,6 +26,7 @@ use super::Server;
 use crate::bond::{BondRole, Chooser, Links, NicCounts, Part, Policy, MAX_NICS};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
+use crate::tcp::{seq, Connection, Segment};
 
 /// A server's bonding state.
 pub(super) struct ServerBond {
@@ -187,13 +188,18 @@ impl<L: Lookup<'static>> Server<L> {
         }
     }
 
-    /// After a failover, one segment at SND.UNA now, on the connection's (new) NIC, for
-    /// every connection with data in flight that the failure touched: those moved off a
-    /// dead NIC (what was in flight there is lost), and after an election every
-    /// connection (the client's ACKs went to the dead MAC until the gratuitous ARP, sent
-    /// just before). The client's answer, to the new MAC, restarts the flow at once and
-    /// its SACKs show what else was lost, instead of waiting for the loss probe or the
-    /// retransmission timer (200 ms or more). A segment it already had costs a duplicate.
+    /// After a failover, for every connection with data in flight that the failure
+    /// touched — those moved off a dead NIC (what was in flight there is lost), and after
+    /// an election every connection (the client's ACKs went to the dead MAC until the
+    /// gratuitous ARP, sent just before) — two segments now, on its (new) NIC: the one at
+    /// SND.UNA, then the last one in flight as a tail loss probe sends it (RFC 8985 §7.3),
+    /// or, when that is the same segment, it again. The first alone is in order and the
+    /// client may delay its ACK (Linux did, 40 ms, measured by bench/bond.py); the second
+    /// is out of order or a duplicate, which a TCP answers at once (RFC 9293 §3.10.7.4,
+    /// RFC 5681 §4.2), and that ACK's SACK shows what the dead link lost. So the flow
+    /// restarts one round trip after the failover is seen, instead of after the loss
+    /// probe or the retransmission timer (200 ms or more). A segment the client already
+    /// had costs a duplicate.
     fn bond_kick<T: TxRing>(&mut self, elected: bool, tx: &mut T) {
         let Some(b) = self.bond.as_mut() else { return };
         let mut ids = core::mem::take(&mut b.moved);
@@ -204,7 +210,17 @@ impl<L: Lookup<'static>> Server<L> {
         for &id in &ids {
             let c = &self.tcbs.0[id as usize].tcp;
             if c.state().is_synchronized() && c.flight() > 0 {
+                let tail = tail_segment(c);
                 self.retransmit_una(id, tx);
+                match tail {
+                    Some(seg) => {
+                        if self.emit(id, &seg, tx) {
+                            let now = self.now_ns;
+                            self.tcbs.0[id as usize].tcp.on_sent(&seg, now);
+                        }
+                    }
+                    None => self.retransmit_una(id, tx),
+                }
             }
         }
         ids.clear();
@@ -282,4 +298,21 @@ impl<L: Lookup<'static>> Server<L> {
         let t = self.tcbs.0.get(id as usize)?;
         (self.bond.is_some() && t.in_use()).then_some(t.send)
     }
+}
+
+/// The last segment in flight, as a tail loss probe sends it (RFC 8985 §7.3, the last
+/// case of `tcp::output`'s loss probe), when it starts past the segment at SND.UNA.
+fn tail_segment(c: &Connection) -> Option<Segment> {
+    let fin = c.state().fin_sent() && seq::gt(c.snd_max(), c.send_end());
+    let data_end = if fin { c.send_end() } else { c.snd_max() };
+    let len = data_end.wrapping_sub(c.snd_una()).min(c.mss());
+    let start = data_end.wrapping_sub(len);
+    let una_end = c.snd_una().wrapping_add(c.mss());
+    (len > 0 && !seq::lt(start, una_end)).then_some(Segment {
+        seq: start,
+        len,
+        syn: false,
+        fin,
+        probe: false,
+    })
 }

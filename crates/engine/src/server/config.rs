@@ -1,8 +1,10 @@
 //! The server's configuration: addresses, ports, capacities, scheduling policy, timeouts,
-//! the ISN secret and the UDP protocol's settings. Fixed at [`Server::new`](super::Server::new).
+//! the ISN secret, congestion control and the UDP protocol's settings. Fixed at
+//! [`Server::new`](super::Server::new).
 
 use crate::bond::BondRole;
 use crate::http;
+use crate::tcp::Algorithm;
 use crate::wire::Ipv4Address;
 
 /// Which HTTP scheduling policy the server uses (paper 004 §3.1).
@@ -76,6 +78,8 @@ pub struct Config {
     pub udp: Option<crate::udp::Config>,
     /// The NIC set this server sends on (issue 14), or `None`: one NIC, as always.
     pub bond: Option<BondRole>,
+    /// Congestion control of every connection (`--cc`): BBR (paced) or CUBIC.
+    pub congestion: Algorithm,
 }
 
 impl Config {
@@ -97,6 +101,7 @@ impl Config {
             server_name: "bareweb",
             udp: None,
             bond: None,
+            congestion: Algorithm::default(),
         }
     }
 }

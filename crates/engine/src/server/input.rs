@@ -159,8 +159,9 @@ impl<L: Lookup<'static>> Server<L> {
             return self.no_connection(peer);
         };
         let iss = self.isn.isn(ends.0, ends.1, now);
-        let tcp =
-            Connection::accept(seg, iss, now).with_ts_offset(self.isn.ts_offset(ends.0, ends.1));
+        let tcp = Connection::accept(seg, iss, now)
+            .with_ts_offset(self.isn.ts_offset(ends.0, ends.1))
+            .with_congestion(self.cfg.congestion);
         self.open(id, peer, src_mac, tcp);
         self.send_syn_ack(id, tx);
     }
@@ -231,7 +232,9 @@ impl<L: Lookup<'static>> Server<L> {
             ..*seg
         };
         let offset = self.isn.ts_offset(ends.0, ends.1);
-        let mut tcp = Connection::accept(&syn, ack.wrapping_sub(1), now).with_ts_offset(offset);
+        let mut tcp = Connection::accept(&syn, ack.wrapping_sub(1), now)
+            .with_ts_offset(offset)
+            .with_congestion(self.cfg.congestion);
         // The SYN-ACK may have been stamped by another core (network-core mode's core 0),
         // whose clock may run a little ahead of ours: the ACK echoes its TSval. Stamp this
         // connection's clock that much later, so no TSval of ours goes back behind it (the

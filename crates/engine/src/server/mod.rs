@@ -81,8 +81,9 @@ pub const DYN_MAX: usize = 64 * 1024;
 /// timer due sooner brings the scan forward (`next_timer_ns`).
 const TICK_NS: u64 = 10_000_000;
 /// The shortest gap between two timer scans: the resolution of TCP's timers (a loss in
-/// recovery is declared about a millisecond after its retransmission on a LAN).
-const TIMER_GRAIN_NS: u64 = 250_000;
+/// recovery is declared about a millisecond after its retransmission on a LAN), and of
+/// pacing (a paced segment may leave this much early).
+const TIMER_GRAIN_NS: u64 = crate::tcp::PACING_SLACK_NS;
 
 struct TcbArray(Vec<Tcb>);
 
@@ -124,6 +125,10 @@ pub struct Server<L: Lookup<'static>> {
     syn_backlog: usize,
     free: Vec<u32>,
     run: VecDeque<u32>,
+    /// Connections pacing holds back (BBR), each woken at its pacing deadline.
+    paced: Vec<u32>,
+    /// The earliest pacing deadline on `paced` (`u64::MAX`: none).
+    next_pace_ns: u64,
     rx_slab: Vec<u8>,
     head_slab: Vec<u8>,
     isn: IsnGenerator,
@@ -184,6 +189,8 @@ impl<L: Lookup<'static>> Server<L> {
             syn_backlog: cfg.syn_backlog.unwrap_or((n / 2).max(1)).min(n),
             free: (0..n as u32).rev().collect(),
             run: VecDeque::with_capacity(n),
+            paced: Vec::with_capacity(n),
+            next_pace_ns: u64::MAX,
             rx_slab: vec![0; n * cfg.rx_buffer],
             head_slab: vec![0; n * http::HEAD_MAX],
             stats: Stats::default(),
@@ -348,26 +355,72 @@ impl<L: Lookup<'static>> Server<L> {
         worked
     }
 
-    /// The end of a round (both `poll` and the split API's `tick`): scan the timers if
-    /// the periodic tick or a loss probe is due.
+    /// The end of a round (both `poll` and the split API's `tick`): send what pacing let
+    /// go since, and scan the timers if the periodic tick or a loss probe is due.
     fn end_round<T: TxRing, A: AccessLog>(&mut self, tx: &mut T, log: &mut A) {
+        if self.now_ns >= self.next_pace_ns {
+            self.wake_paced(tx);
+        }
         if self.now_ns >= self.next_tick_ns || self.now_ns >= self.next_timer_ns {
             self.next_tick_ns = self.now_ns + TICK_NS;
             self.next_timer_ns = self.timers(tx, log).max(self.now_ns + TIMER_GRAIN_NS);
         }
     }
 
-    /// When the next timer scan is due (monotonic ns): a platform that sleeps while idle
-    /// wakes by then, so TCP's timers (a loss probe a few milliseconds out) keep time.
+    /// When the next timer scan or paced send is due (monotonic ns): a platform that
+    /// sleeps while idle wakes by then, so TCP's timers (a loss probe a few milliseconds
+    /// out) and pacing keep time.
     pub fn next_timer_ns(&self) -> u64 {
-        self.next_tick_ns.min(self.next_timer_ns)
+        self.next_tick_ns
+            .min(self.next_timer_ns)
+            .min(self.next_pace_ns)
     }
 
-    /// Connection `id`'s timer may have been armed: if it needs better than the tick (a
-    /// loss probe), the scan comes no later than it.
+    /// Connection `id`'s timer may have been armed, or pacing may hold it back: if the
+    /// timer needs better than the tick (a loss probe), the scan comes no later than it;
+    /// a paced connection joins the paced list, woken at its deadline.
     fn note_timer(&mut self, id: u32) {
-        if let Some(at) = self.tcbs.0[id as usize].tcp.timer().precise_deadline() {
+        let t = &mut self.tcbs.0[id as usize];
+        if let Some(at) = t.tcp.timer().precise_deadline() {
             self.next_timer_ns = self.next_timer_ns.min(at);
+        }
+        if let Some(at) = t.tcp.pacing_deadline() {
+            if !t.paced {
+                t.paced = true;
+                self.paced.push(id);
+            }
+            self.next_pace_ns = self.next_pace_ns.min(at);
+        }
+    }
+
+    /// Sends for the paced connections whose deadline has come (at least
+    /// [`TIMER_GRAIN_NS`] apart, like the timer scans); the others wait, and the earliest
+    /// of their deadlines is the next wake-up.
+    fn wake_paced<T: TxRing>(&mut self, tx: &mut T) {
+        let now = self.now_ns;
+        self.next_pace_ns = u64::MAX;
+        let mut next = u64::MAX;
+        let mut i = 0;
+        while i < self.paced.len() {
+            let id = self.paced[i];
+            let t = &mut self.tcbs.0[id as usize];
+            match t.tcp.pacing_deadline() {
+                Some(at) if at > now => {
+                    next = next.min(at);
+                    i += 1;
+                }
+                _ => {
+                    // Due (or no longer held back): off the list, and send. Held back
+                    // again, it joins the list's end and is kept there.
+                    t.paced = false;
+                    self.paced.swap_remove(i);
+                    self.output(id, tx);
+                }
+            }
+        }
+        self.next_pace_ns = self.next_pace_ns.min(next).max(now + TIMER_GRAIN_NS);
+        if self.paced.is_empty() {
+            self.next_pace_ns = u64::MAX;
         }
     }
 
@@ -411,7 +464,7 @@ impl<L: Lookup<'static>> Server<L> {
             self.half_open = self.half_open.saturating_sub(1);
         }
         let t = &self.tcbs.0[idx];
-        let (queued, peer, slot) = (t.queued, t.peer, t.http.dyn_slot);
+        let (queued, paced, peer, slot) = (t.queued, t.paced, t.peer, t.http.dyn_slot);
         if t.http.stay_start_ns != 0 {
             self.stay.parallel = self.stay.parallel.saturating_sub(1);
         }
@@ -423,6 +476,9 @@ impl<L: Lookup<'static>> Server<L> {
         self.tcbs.0[idx] = Tcb::free();
         if queued {
             self.run.retain(|&x| x != id);
+        }
+        if paced {
+            self.paced.retain(|&x| x != id);
         }
         self.free.push(id);
         self.stats.tcp_closed += 1;

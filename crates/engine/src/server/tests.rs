@@ -9,7 +9,7 @@ use crate::fake::{FakeNic, FakeQueues, FaultInjector, Faults};
 use crate::iface::egress::{write_l2l3, L2L3};
 use crate::nic::{Clock, TxRing};
 use crate::resource::{block_sums_into, Body, Found, Resource};
-use crate::tcp::seq;
+use crate::tcp::{seq, Algorithm};
 use crate::wire::{tcp as wtcp, EtherType, EthernetAddress, EthernetFrame, IpProtocol, Ipv4Packet};
 use crate::wire::{Ipv4Address, TcpPacket};
 
@@ -17,6 +17,7 @@ use crate::wire::{Ipv4Address, TcpPacket};
 #[cfg(not(loom))]
 mod bond;
 mod deadline;
+mod pacing;
 mod pressure;
 mod split;
 mod state;
@@ -88,6 +89,13 @@ impl Lookup<'static> for TestSite {
 
 struct ManualClock(u64);
 
+impl ManualClock {
+    /// A client's timestamp clock: ms.
+    fn ts(&self) -> u32 {
+        (self.0 / 1_000_000) as u32 + 1
+    }
+}
+
 impl Clock for ManualClock {
     fn now_ns(&self) -> u64 {
         self.0
@@ -98,7 +106,13 @@ impl Clock for ManualClock {
 }
 
 fn server() -> Server<TestSite> {
+    server_cc(Algorithm::default())
+}
+
+/// [`server`] with congestion control `cc`.
+fn server_cc(cc: Algorithm) -> Server<TestSite> {
     let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.congestion = cc;
     cfg.tcbs = 8;
     cfg.max_per_ip = Some(8); // every test client has one address
     cfg.syn_backlog = Some(8); // SYN cookies only where a test asks for them
@@ -166,6 +180,8 @@ struct Out {
     rst: bool,
     has_ack: bool,
     payload: Vec<u8>,
+    /// TSval of the timestamps option, if any.
+    tsval: Option<u32>,
 }
 
 /// Parses a frame the server sent; frames with bad checksums (corrupted on the way by a
@@ -191,6 +207,10 @@ fn parse_out(frame: &[u8]) -> Option<Out> {
         rst: t.rst(),
         has_ack: t.ack(),
         payload: t.payload().to_vec(),
+        tsval: wtcp::parse_options(t.options())
+            .ok()
+            .and_then(|o| o.timestamps)
+            .map(|(v, _)| v),
     })
 }
 
@@ -456,6 +476,8 @@ struct Receiver {
     snd_nxt: u32,
     data: Vec<u8>,
     fin: bool,
+    /// With timestamps: the server's last TSval, echoed (RFC 7323).
+    ts_recent: Option<u32>,
 }
 
 fn download_through_faults(faults: Faults, sched: Sched) -> (Vec<u8>, Stats) {
@@ -465,7 +487,50 @@ fn download_through_faults(faults: Faults, sched: Sched) -> (Vec<u8>, Stats) {
 /// As [`download_through_faults`], on a device offering segmentation offload of up to
 /// `tso_max` payload bytes (0: none); the faults hit the segments it cuts.
 fn download_through(faults: Faults, sched: Sched, tso_max: usize) -> (Vec<u8>, Stats) {
+    download_with(faults, sched, tso_max, Algorithm::Cubic, BARE)
+}
+
+/// How the receiver of [`download_with`] behaves.
+#[derive(Debug, Clone, Copy)]
+struct Client {
+    /// An ACK for every segment that arrives, in order or not (RFC 5681 §4.2: a
+    /// duplicate ACK at once for out-of-order data), rather than one per round.
+    ack_every_segment: bool,
+    /// RFC 7323 timestamps: every ACK echoes the server's TSval.
+    timestamps: bool,
+}
+
+/// One ACK per round, no options: no duplicate ACKs, so every loss waits for a
+/// retransmission timeout.
+const BARE: Client = Client {
+    ack_every_segment: false,
+    timestamps: false,
+};
+/// What today's clients do: an ACK per segment, timestamps.
+const MODERN: Client = Client {
+    ack_every_segment: true,
+    timestamps: true,
+};
+
+/// [`download_through`] with congestion control `cc` and a receiver that behaves as
+/// `client` says.
+///
+/// The bare receiver runs with CUBIC. Without duplicate ACKs, SACK or timestamps, every
+/// loss costs a retransmission timeout, the go-back-N after it is all retransmissions (no
+/// RTT sample, Karn), and a loss among them is another timeout with the RTO doubled;
+/// BBR's windows are larger (it restores its window when a timeout's recovery ends, as
+/// Linux's does), so more of them carry a loss, and the RTO backed off into the 60 s
+/// stall timeout in 20 of 20 seeds (CUBIC: 2 of 20). With timestamps each ACK is an RTT
+/// sample and the backoff resets.
+fn download_with(
+    faults: Faults,
+    sched: Sched,
+    tso_max: usize,
+    cc: Algorithm,
+    client: Client,
+) -> (Vec<u8>, Stats) {
     let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.congestion = cc;
     cfg.tcbs = 4;
     cfg.sched = sched;
     let mut s = Server::new(cfg, TestSite::new(), SERVER_MAC);
@@ -487,6 +552,7 @@ fn download_through(faults: Faults, sched: Sched, tso_max: usize) -> (Vec<u8>, S
         snd_nxt: 5000,
         data: Vec::new(),
         fin: false,
+        ts_recent: client.timestamps.then_some(0),
     };
     let req = b"GET /big.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     let mut established = false;
@@ -502,22 +568,24 @@ fn download_through(faults: Faults, sched: Sched, tso_max: usize) -> (Vec<u8>, S
         // The client (re)sends its SYN, then its request, every 300 ms until answered.
         if round % 300 != 0 {
         } else if !established {
-            nic.inner_rx().inbox.push_back(tcp_frame(
+            nic.inner_rx().inbox.push_back(tcp_frame_ts(
                 r.sport,
                 r.snd_nxt,
                 None,
                 flags(true, false, false, false),
                 &[],
                 Some(1460),
+                r.ts_recent.map(|_| (clock.ts(), 0)),
             ));
         } else if !req_acked {
-            nic.inner_rx().inbox.push_back(tcp_frame(
+            nic.inner_rx().inbox.push_back(tcp_frame_ts(
                 r.sport,
                 r.snd_nxt,
                 Some(r.rcv_nxt),
                 flags(false, true, false, false),
                 req,
                 None,
+                r.ts_recent.map(|e| (clock.ts(), e)),
             ));
         }
         s.poll(&mut nic, &clock, &mut NoLog);
@@ -527,6 +595,9 @@ fn download_through(faults: Faults, sched: Sched, tso_max: usize) -> (Vec<u8>, S
             let Some(o) = parse_out(&f) else { continue }; // corrupted on the way: dropped
             if o.rst {
                 panic!("server reset the download: {o:?} stats {:?}", s.stats());
+            }
+            if let (Some(_), Some(v)) = (r.ts_recent, o.tsval) {
+                r.ts_recent = Some(v);
             }
             if o.syn {
                 if !established {
@@ -548,22 +619,14 @@ fn download_through(faults: Faults, sched: Sched, tso_max: usize) -> (Vec<u8>, S
                     r.fin = true;
                 }
             }
-            ack_now = true;
+            if client.ack_every_segment {
+                push_ack(&mut nic, &r, req_acked, req.len(), &clock);
+            } else {
+                ack_now = true;
+            }
         }
         if ack_now && established {
-            let seq = if req_acked {
-                r.snd_nxt + req.len() as u32
-            } else {
-                r.snd_nxt
-            };
-            nic.inner_rx().inbox.push_back(tcp_frame(
-                r.sport,
-                seq,
-                Some(r.rcv_nxt),
-                flags(false, true, false, false),
-                &[],
-                None,
-            ));
+            push_ack(&mut nic, &r, req_acked, req.len(), &clock);
         }
         clock.0 += 1_000_000; // 1 ms per round
     }
@@ -580,6 +643,30 @@ fn download_through(faults: Faults, sched: Sched, tso_max: usize) -> (Vec<u8>, S
         .expect("response head")
         + 4;
     (r.data[head_end..].to_vec(), s.stats().clone())
+}
+
+/// The receiver's ACK of what it holds.
+fn push_ack(
+    nic: &mut FaultInjector<FakeQueues, FakeQueues>,
+    r: &Receiver,
+    req_acked: bool,
+    req_len: usize,
+    clock: &ManualClock,
+) {
+    let seq = if req_acked {
+        r.snd_nxt + req_len as u32
+    } else {
+        r.snd_nxt
+    };
+    nic.inner_rx().inbox.push_back(tcp_frame_ts(
+        r.sport,
+        seq,
+        Some(r.rcv_nxt),
+        flags(false, true, false, false),
+        &[],
+        None,
+        r.ts_recent.map(|e| (clock.ts(), e)),
+    ));
 }
 
 #[test]
@@ -606,9 +693,30 @@ fn one_mib_download_survives_loss_dup_reorder_corruption() {
 
 #[test]
 fn clean_download_needs_no_retransmission() {
-    let (got, stats) = download_through_faults(Faults::default(), Sched::Imt);
-    assert!(got == big_file());
-    assert_eq!(stats.tcp_rto_retransmits + stats.tcp_fast_retransmits, 0);
+    for cc in [Algorithm::Cubic, Algorithm::Bbr] {
+        for client in [BARE, MODERN] {
+            let (got, stats) = download_with(Faults::default(), Sched::Imt, 0, cc, client);
+            assert!(got == big_file(), "{cc:?}");
+            assert_eq!(stats.tcp_rto_retransmits + stats.tcp_fast_retransmits, 0);
+        }
+    }
+}
+
+#[test]
+fn bbr_downloads_survive_loss_dup_reorder_corruption() {
+    let want = big_file();
+    for (seed, tso) in [(7, 0), (8, 0), (11, 65455), (12, 65455)] {
+        let faults = Faults {
+            drop_pct: 5,
+            dup_pct: 2,
+            reorder_pct: 3,
+            corrupt_pct: 4,
+            seed,
+        };
+        let (got, stats) = download_with(faults, Sched::Imt, tso, Algorithm::Bbr, MODERN);
+        assert!(got == want, "body differs (seed {seed})");
+        assert!(stats.tcp_fast_retransmits > 0, "{stats:?}");
+    }
 }
 
 #[test]

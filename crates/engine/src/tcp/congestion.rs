@@ -1,16 +1,35 @@
 //! Congestion control: the window a connection may have in flight, and how a loss changes
-//! it. Slow start with RFC 3465's byte counting (L = 2), then CUBIC (RFC 9438, Linux's
-//! default since 2.6.19: a multiplicative decrease to 0.7 and a window growth that is a
-//! cubic function of the time since the last reduction, never slower than Reno's), the
-//! RFC 6928 initial window. Loss recovery: NewReno fast retransmit and fast recovery
-//! (RFC 6582) when the peer has no SACK; with SACK, RFC 6675 recovery whose sending is
-//! paced by RFC 6937's Proportional Rate Reduction, which ends at ssthresh.
+//! it. The loss-recovery state both algorithms share lives here: NewReno fast retransmit
+//! and fast recovery (RFC 6582) when the peer has no SACK, RFC 6675 SACK recovery
+//! otherwise, the loss window after a timeout, the RFC 6928 initial window. The window
+//! itself follows one of two algorithms ([`Algorithm`], the server's `--cc`):
+//!
+//! - CUBIC (RFC 9438, Linux's default since 2.6.19; this module): slow start with RFC
+//!   3465's byte counting (L = 2), then a multiplicative decrease to 0.7 on a loss and a
+//!   window growth that is a cubic function of the time since the last reduction, never
+//!   slower than Reno's; SACK recovery paced by RFC 6937's Proportional Rate Reduction,
+//!   which ends at ssthresh. Not paced.
+//! - BBR v1 ([`super::bbr`]): the window and a pacing rate from a model of the path's
+//!   bandwidth and propagation delay, fed by delivery-rate samples ([`super::rate`]); a
+//!   random loss does not shrink it.
 //!
 //! Pure window arithmetic: the connection says what was acknowledged, delivered, sent
 //! and when, and this answers with the window and whether to retransmit. Byte units,
 //! times in ns; no floating point (the engine runs where there is no FPU state to use).
 
+use super::bbr::{self, Bbr, CaState};
 use super::seq;
+
+/// Which congestion control a connection runs (the server's `--cc`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Algorithm {
+    /// CUBIC with PRR; not paced. The default: on a clean link it is the faster of the
+    /// two here (docs/performance.md, "Loss recovery").
+    #[default]
+    Cubic,
+    /// BBR v1; paced.
+    Bbr,
+}
 
 /// What the congestion controller asks of the sender after an ACK.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,24 +84,49 @@ pub struct Prr {
     pub recover_fs: u32,
 }
 
+/// The algorithm's own state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algo {
+    /// CUBIC's window function and PRR's counters.
+    Cubic {
+        /// CUBIC's window function.
+        cubic: Cubic,
+        /// Proportional rate reduction in SACK recovery.
+        prr: Prr,
+    },
+    /// BBR's model and modes.
+    Bbr(Bbr),
+}
+
 /// Congestion state of one connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Congestion {
     /// Congestion window in bytes.
     pub cwnd: u32,
-    /// Slow-start threshold.
+    /// Slow-start threshold (CUBIC; BBR leaves it unbounded, as Linux's).
     pub ssthresh: u32,
     /// Duplicate ACKs in a row.
     pub dupacks: u8,
     /// In fast recovery.
     pub in_recovery: bool,
+    /// After a retransmission timeout, until the ACKs reach `recover` (Linux's Loss
+    /// state).
+    pub in_loss: bool,
     /// SND.MAX when recovery started (RFC 6582 "recover").
     pub recover: u32,
-    /// CUBIC's window function.
-    pub cubic: Cubic,
-    /// Proportional rate reduction in SACK recovery.
-    pub prr: Prr,
+    /// The algorithm's state.
+    pub algo: Algo,
 }
+
+const NO_CUBIC: Cubic = Cubic {
+    w_max: 0,
+    cwnd_prior: 0,
+    w_est_milli: 0,
+    carry: 0,
+    k_ms: 0,
+    epoch_ns: 0,
+    last_send_ns: 0,
+};
 
 impl Congestion {
     /// No window (a connection not yet accepted).
@@ -91,29 +135,110 @@ impl Congestion {
         ssthresh: u32::MAX,
         dupacks: 0,
         in_recovery: false,
+        in_loss: false,
         recover: 0,
-        cubic: Cubic {
-            w_max: 0,
-            cwnd_prior: 0,
-            w_est_milli: 0,
-            carry: 0,
-            k_ms: 0,
-            epoch_ns: 0,
-            last_send_ns: 0,
-        },
-        prr: Prr {
-            delivered: 0,
-            out: 0,
-            recover_fs: 0,
+        algo: Algo::Cubic {
+            cubic: NO_CUBIC,
+            prr: Prr {
+                delivered: 0,
+                out: 0,
+                recover_fs: 0,
+            },
         },
     };
 
-    /// Initial state for a connection with send MSS `mss` whose ISS is `iss`.
-    pub fn new(mss: u32, iss: u32) -> Congestion {
+    /// Initial state for a connection with send MSS `mss` whose ISS is `iss`, running
+    /// `algorithm`.
+    pub fn new(mss: u32, iss: u32, algorithm: Algorithm) -> Congestion {
+        let algo = match algorithm {
+            Algorithm::Cubic => Congestion::NONE.algo,
+            Algorithm::Bbr => Algo::Bbr(Bbr::new()),
+        };
         Congestion {
             cwnd: initial_window(mss),
             recover: iss,
+            algo,
             ..Congestion::NONE
+        }
+    }
+
+    /// The algorithm running.
+    pub fn algorithm(&self) -> Algorithm {
+        match self.algo {
+            Algo::Cubic { .. } => Algorithm::Cubic,
+            Algo::Bbr(_) => Algorithm::Bbr,
+        }
+    }
+
+    /// CUBIC's state, when it runs.
+    pub fn cubic(&self) -> Option<&Cubic> {
+        match &self.algo {
+            Algo::Cubic { cubic, .. } => Some(cubic),
+            Algo::Bbr(_) => None,
+        }
+    }
+
+    /// PRR's counters, when CUBIC runs.
+    pub fn prr(&self) -> Option<&Prr> {
+        match &self.algo {
+            Algo::Cubic { prr, .. } => Some(prr),
+            Algo::Bbr(_) => None,
+        }
+    }
+
+    /// BBR's state, when it runs.
+    pub fn bbr(&self) -> Option<&Bbr> {
+        match &self.algo {
+            Algo::Bbr(b) => Some(b),
+            Algo::Cubic { .. } => None,
+        }
+    }
+
+    /// The recovery state BBR reads.
+    pub fn ca_state(&self) -> CaState {
+        if self.in_recovery {
+            CaState::Recovery
+        } else if self.in_loss {
+            CaState::Loss
+        } else {
+            CaState::Open
+        }
+    }
+
+    /// The pacing rate (BBR's, in [`bbr::BW_SHIFT`] units), or `None`: not paced.
+    pub fn pacing_rate(&self) -> Option<u32> {
+        match &self.algo {
+            Algo::Bbr(b) if b.pacing_rate() > 0 => Some(b.pacing_rate()),
+            _ => None,
+        }
+    }
+
+    /// The most one offloaded frame should carry (BBR's TSO goal), or `None`: no bound
+    /// of the algorithm's.
+    pub fn tso_goal(&self, mss: u32) -> Option<u32> {
+        match &self.algo {
+            Algo::Bbr(b) if b.pacing_rate() > 0 => Some(b.tso_goal(mss)),
+            _ => None,
+        }
+    }
+
+    /// The connection is established: BBR takes the handshake's RTT sample (µs, from the
+    /// timed SYN-ACK) as its first minimum and sets its first pacing rate from the SRTT.
+    pub fn on_established(&mut self, srtt_us: u32, handshake_rtt_us: Option<u32>, now_ns: u64) {
+        if let Algo::Bbr(b) = &mut self.algo {
+            b.init(self.cwnd, srtt_us, handshake_rtt_us, now_ns);
+        }
+    }
+
+    /// An ACK was processed (BBR's per-ACK update of its model, pacing rate and, unless
+    /// NewReno recovery without SACK holds the window, the window). Returns whether the
+    /// connection must be marked application-limited. Nothing for CUBIC, whose window
+    /// moves in [`on_new_ack`](Self::on_new_ack) and [`on_recovery_ack`](Self::on_recovery_ack).
+    pub fn on_ack(&mut self, a: &bbr::Ack, sack: bool) -> bool {
+        let own_cwnd = sack || !self.in_recovery;
+        match &mut self.algo {
+            Algo::Bbr(b) => b.on_ack(a, &mut self.cwnd, own_cwnd),
+            Algo::Cubic { .. } => false,
         }
     }
 
@@ -143,10 +268,14 @@ impl Congestion {
                 // two segments after a recovery whose full ACK covered all that was in
                 // flight, and a window that small is lost whole by the next two losses
                 // (measured at 10% loss: timeouts).
-                self.cwnd = if sack {
-                    self.ssthresh
-                } else {
-                    self.ssthresh.min(flight.max(mss) + mss)
+                // BBR restores the window it had before recovery on this ACK
+                // (`bbr::Bbr::on_ack`); without SACK, NewReno's inflation is undone first.
+                let bbr = matches!(self.algo, Algo::Bbr(_));
+                self.cwnd = match (sack, bbr) {
+                    (true, false) => self.ssthresh,
+                    (false, false) => self.ssthresh.min(flight.max(mss) + mss),
+                    (true, true) => self.cwnd,
+                    (false, true) => flight.max(mss) + mss,
                 };
                 self.in_recovery = false;
                 Verdict::Continue
@@ -161,7 +290,20 @@ impl Congestion {
                 Verdict::Retransmit
             }
         } else {
-            self.grow(acked, mss, now_ns, srtt_us);
+            if self.in_loss && seq::ge(ack, self.recover) {
+                self.in_loss = false; // what was outstanding at the timeout is delivered
+            }
+            if let Algo::Cubic { cubic, .. } = &mut self.algo {
+                grow(
+                    &mut self.cwnd,
+                    self.ssthresh,
+                    cubic,
+                    acked,
+                    mss,
+                    now_ns,
+                    srtt_us,
+                );
+            }
             // Keep `recover` just behind the ACKs outside recovery: left at the ISS it
             // would fall more than 2^31 behind after 2 GiB and the "ACK above recover"
             // test of a new recovery would fail (no fast retransmit, only timeouts). Moving
@@ -198,8 +340,12 @@ impl Congestion {
     /// A loss was detected at `ack` (three duplicates, or the SACK scoreboard): enter fast
     /// recovery, unless already in it or the ACK is below `recover` (RFC 6582 §3.2 step 1,
     /// RFC 6675 §5: no second reduction for losses of one window). Returns whether it
-    /// entered. The window is reduced as CUBIC says (§4.6); NewReno then inflates it by the
-    /// three duplicates, while SACK recovery starts PRR with RecoverFS = `flight`.
+    /// entered. CUBIC reduces the window (§4.6); NewReno then inflates it by the three
+    /// duplicates, while SACK recovery starts PRR with RecoverFS = `flight`. BBR saves the
+    /// window to restore when recovery ends; with SACK its per-ACK update sets the window
+    /// (packet conservation for a round), without SACK it is the flight plus the two
+    /// duplicates beyond the one the fast retransmission answers, inflated by each further
+    /// duplicate as NewReno's (packet conservation).
     pub fn enter_recovery(
         &mut self,
         ack: u32,
@@ -213,18 +359,28 @@ impl Congestion {
         if self.in_recovery || seq::lt(ack, self.recover) {
             return false;
         }
-        self.reduce(flight, mss);
+        match &mut self.algo {
+            Algo::Cubic { cubic, prr } => {
+                self.ssthresh = reduce(cubic, self.cwnd, flight, mss);
+                self.cwnd = if sack {
+                    *prr = Prr {
+                        delivered: 0,
+                        out: 0,
+                        recover_fs: flight.max(1),
+                    };
+                    self.ssthresh
+                } else {
+                    self.ssthresh + 3 * mss
+                };
+            }
+            Algo::Bbr(b) => {
+                b.save_cwnd(self.cwnd);
+                if !sack {
+                    self.cwnd = flight.saturating_add(2 * mss);
+                }
+            }
+        }
         self.recover = snd_max;
-        self.cwnd = if sack {
-            self.prr = Prr {
-                delivered: 0,
-                out: 0,
-                recover_fs: flight.max(1),
-            };
-            self.ssthresh
-        } else {
-            self.ssthresh + 3 * mss
-        };
         self.in_recovery = true;
         true
     }
@@ -233,9 +389,12 @@ impl Congestion {
     /// SACKed) and left `pipe` bytes in the network: RFC 6937 sets the window so that what
     /// is sent in recovery follows what arrives, in proportion ssthresh/RecoverFS while the
     /// pipe is above ssthresh, and grows back towards ssthresh (slow start, at most one
-    /// segment beyond what was delivered: PRR-SSRB) once it is below.
+    /// segment beyond what was delivered: PRR-SSRB) once it is below. CUBIC only (BBR's
+    /// per-ACK update sets its window).
     pub fn on_recovery_ack(&mut self, delivered: u32, pipe: u32, mss: u32) {
-        let p = &mut self.prr;
+        let Algo::Cubic { prr: p, .. } = &mut self.algo else {
+            return;
+        };
         p.delivered = p.delivered.saturating_add(delivered);
         let sndcnt = if pipe > self.ssthresh {
             let due = (u64::from(p.delivered) * u64::from(self.ssthresh))
@@ -249,114 +408,144 @@ impl Congestion {
         self.cwnd = pipe.saturating_add(sndcnt);
     }
 
-    /// `len` bytes went out at `now_ns` (PRR counts them in recovery; CUBIC notes the
-    /// time, and `idle` — nothing was in flight before — shifts its epoch by the idle
-    /// spell, as Linux does on `CA_EVENT_TX_START`).
-    pub fn on_sent(&mut self, len: u32, now_ns: u64, idle: bool) {
-        if self.in_recovery {
-            self.prr.out = self.prr.out.saturating_add(len);
+    /// `len` bytes went out at `now_ns`; `idle`: nothing was in flight before. CUBIC: PRR
+    /// counts them in recovery, and an idle spell shifts the epoch, as Linux does on
+    /// `CA_EVENT_TX_START`. BBR: a restart while `app_limited` (Linux's same event). The
+    /// connection's `delivered_us` and `seed` are BBR's gain-cycle stamp and random source.
+    pub fn on_sent(
+        &mut self,
+        len: u32,
+        now_ns: u64,
+        idle: bool,
+        app_limited: bool,
+        seed: u32,
+        delivered_us: u32,
+    ) {
+        match &mut self.algo {
+            Algo::Cubic { cubic: c, prr } => {
+                if self.in_recovery {
+                    prr.out = prr.out.saturating_add(len);
+                }
+                if idle && c.epoch_ns != 0 && c.last_send_ns != 0 {
+                    let gap = now_ns.saturating_sub(c.last_send_ns);
+                    c.epoch_ns = c.epoch_ns.saturating_add(gap).min(now_ns);
+                }
+                c.last_send_ns = now_ns;
+            }
+            Algo::Bbr(b) => {
+                if idle && app_limited {
+                    b.on_restart(&mut self.cwnd, now_ns, seed, delivered_us);
+                }
+            }
         }
-        let c = &mut self.cubic;
-        if idle && c.epoch_ns != 0 && c.last_send_ns != 0 {
-            let gap = now_ns.saturating_sub(c.last_send_ns);
-            c.epoch_ns = c.epoch_ns.saturating_add(gap).min(now_ns);
-        }
-        c.last_send_ns = now_ns;
     }
 
     /// The retransmission timer expired with `flight` bytes outstanding (RFC 5681 §3.1:
-    /// loss window of one segment, ssthresh from CUBIC's β, RFC 9438 §4.8; RFC 6582 §3.2
-    /// step 4's `recover`).
+    /// loss window of one segment; CUBIC's ssthresh from β, RFC 9438 §4.8; BBR saves the
+    /// window to restore; RFC 6582 §3.2 step 4's `recover`, and the Loss state until the
+    /// ACKs reach it).
     pub fn on_timeout(&mut self, flight: u32, snd_max: u32, mss: u32) {
-        if !self.in_recovery {
-            self.reduce(flight, mss);
+        match &mut self.algo {
+            Algo::Cubic { cubic, .. } => {
+                if !self.in_recovery {
+                    self.ssthresh = reduce(cubic, self.cwnd, flight, mss);
+                }
+                // After a timeout CUBIC's next epoch starts from the window it then has
+                // (§4.8: K = 0, W_max = cwnd at the start of congestion avoidance).
+                cubic.w_max = 0;
+            }
+            Algo::Bbr(b) => b.on_timeout(self.cwnd, self.in_recovery),
         }
-        // After a timeout CUBIC's next epoch starts from the window it then has (§4.8:
-        // K = 0, W_max = cwnd at the start of congestion avoidance).
-        self.cubic.w_max = 0;
         self.cwnd = mss;
         self.in_recovery = false;
+        self.in_loss = true;
         self.dupacks = 0;
         self.recover = snd_max;
     }
+}
 
-    /// A congestion event (RFC 9438 §4.6–4.7): W_max with fast convergence, cwnd_prior,
-    /// ssthresh = β · FlightSize (at least two segments), a new epoch to come.
-    fn reduce(&mut self, flight: u32, mss: u32) {
-        let c = &mut self.cubic;
-        let cwnd = self.cwnd;
-        c.w_max = if cwnd < c.w_max {
-            // Fast convergence: the saturation point fell; make room for others.
-            (u64::from(cwnd) * (1000 + BETA_MILLI) / 2000) as u32
-        } else {
-            cwnd
-        };
-        c.cwnd_prior = cwnd;
-        c.epoch_ns = 0;
-        self.ssthresh = loss_ssthresh(flight, mss);
-    }
+/// A congestion event (RFC 9438 §4.6–4.7) at window `cwnd`: W_max with fast convergence,
+/// cwnd_prior, a new epoch to come; returns ssthresh = β · FlightSize (at least two
+/// segments).
+fn reduce(c: &mut Cubic, cwnd: u32, flight: u32, mss: u32) -> u32 {
+    c.w_max = if cwnd < c.w_max {
+        // Fast convergence: the saturation point fell; make room for others.
+        (u64::from(cwnd) * (1000 + BETA_MILLI) / 2000) as u32
+    } else {
+        cwnd
+    };
+    c.cwnd_prior = cwnd;
+    c.epoch_ns = 0;
+    loss_ssthresh(flight, mss)
+}
 
-    /// Window growth on an ACK of `acked` new bytes outside recovery: slow start below
-    /// ssthresh (RFC 5681 §3.1 with RFC 3465's L = 2, so a receiver that acknowledges every
-    /// other segment still doubles the window each round trip), CUBIC above it.
-    fn grow(&mut self, acked: u32, mss: u32, now_ns: u64, srtt_us: u32) {
-        if self.cwnd < self.ssthresh {
-            self.cwnd = self.cwnd.saturating_add(acked.min(2 * mss));
-        } else {
-            self.cubic_grow(acked, mss, now_ns, srtt_us);
-        }
+/// Window growth on an ACK of `acked` new bytes outside recovery: slow start below
+/// ssthresh (RFC 5681 §3.1 with RFC 3465's L = 2, so a receiver that acknowledges every
+/// other segment still doubles the window each round trip), CUBIC above it.
+fn grow(
+    cwnd: &mut u32,
+    ssthresh: u32,
+    c: &mut Cubic,
+    acked: u32,
+    mss: u32,
+    now_ns: u64,
+    srtt_us: u32,
+) {
+    if *cwnd < ssthresh {
+        *cwnd = cwnd.saturating_add(acked.min(2 * mss));
+    } else {
+        *cwnd = cubic_grow(*cwnd, c, acked, mss, now_ns, srtt_us);
     }
+}
 
-    /// RFC 9438 §4.2–4.5 on one ACK in congestion avoidance: the target W_cubic(t + RTT),
-    /// bounded to [cwnd, 1.5·cwnd], approached by (target − cwnd)/cwnd per segment
-    /// acknowledged; and never less than W_est, the window Reno would have (α_cubic per
-    /// round trip, 1 once past cwnd_prior).
-    fn cubic_grow(&mut self, acked: u32, mss: u32, now_ns: u64, srtt_us: u32) {
-        let cwnd = u64::from(self.cwnd.max(1));
-        let mss64 = u64::from(mss.max(1));
-        let c = &mut self.cubic;
-        if c.epoch_ns == 0 {
-            c.epoch_ns = now_ns.max(1);
-            if u64::from(c.w_max) <= cwnd {
-                c.w_max = self.cwnd;
-                c.k_ms = 0;
-            } else {
-                // K = ∛((W_max − cwnd_epoch)/C) s, in ms: ∛((ΔW/MSS)·10⁹/C).
-                let dw = u128::from(u64::from(c.w_max) - cwnd);
-                let k3 = dw * 1_000_000_000 * C_DEN as u128 / (C_NUM as u128 * u128::from(mss64));
-                c.k_ms = icbrt(k3.min(u128::from(u64::MAX)) as u64).min(u64::from(u32::MAX)) as u32;
-            }
-            c.w_est_milli = u64::from(self.cwnd) * 1000;
-            c.carry = 0;
-        }
-        // W_cubic(t) = C·(t − K)³ + W_max, in bytes, t in ms since the epoch.
-        let (w_max, k_ms) = (i128::from(c.w_max), i128::from(c.k_ms));
-        let w_cubic = |t_ns: u64| {
-            let d = (t_ns / 1_000_000).min(1 << 30) as i128 - k_ms;
-            w_max + C_NUM * i128::from(mss) * d * d * d / (C_DEN * 1_000_000_000)
-        };
-        let t_ns = now_ns.saturating_sub(c.epoch_ns);
-        let ahead = w_cubic(t_ns + u64::from(srtt_us) * 1000);
-        let target = (ahead.clamp(0, i128::from(u32::MAX)) as u64).clamp(cwnd, cwnd * 3 / 2);
-        let grow = (target - cwnd) * u64::from(acked) + u64::from(c.carry);
-        let mut next = cwnd + grow / cwnd;
-        c.carry = (grow % cwnd) as u32;
-        // The Reno-friendly region (§4.3).
-        let est = c.w_est_milli / 1000;
-        let alpha = if est >= u64::from(c.cwnd_prior) {
-            1000
+/// RFC 9438 §4.2–4.5 on one ACK in congestion avoidance: the target W_cubic(t + RTT),
+/// bounded to [cwnd, 1.5·cwnd], approached by (target − cwnd)/cwnd per segment
+/// acknowledged; and never less than W_est, the window Reno would have (α_cubic per
+/// round trip, 1 once past cwnd_prior). Returns the new window.
+fn cubic_grow(cwnd32: u32, c: &mut Cubic, acked: u32, mss: u32, now_ns: u64, srtt_us: u32) -> u32 {
+    let cwnd = u64::from(cwnd32.max(1));
+    let mss64 = u64::from(mss.max(1));
+    if c.epoch_ns == 0 {
+        c.epoch_ns = now_ns.max(1);
+        if u64::from(c.w_max) <= cwnd {
+            c.w_max = cwnd32;
+            c.k_ms = 0;
         } else {
-            ALPHA_MILLI
-        };
-        c.w_est_milli = c
-            .w_est_milli
-            .saturating_add(alpha * mss64 * u64::from(acked) / cwnd);
-        let est = c.w_est_milli / 1000;
-        if w_cubic(t_ns) < i128::from(est.min(u64::from(u32::MAX))) {
-            next = next.max(est);
+            // K = ∛((W_max − cwnd_epoch)/C) s, in ms: ∛((ΔW/MSS)·10⁹/C).
+            let dw = u128::from(u64::from(c.w_max) - cwnd);
+            let k3 = dw * 1_000_000_000 * C_DEN as u128 / (C_NUM as u128 * u128::from(mss64));
+            c.k_ms = icbrt(k3.min(u128::from(u64::MAX)) as u64).min(u64::from(u32::MAX)) as u32;
         }
-        self.cwnd = next.min(u64::from(u32::MAX)) as u32;
+        c.w_est_milli = u64::from(cwnd32) * 1000;
+        c.carry = 0;
     }
+    // W_cubic(t) = C·(t − K)³ + W_max, in bytes, t in ms since the epoch.
+    let (w_max, k_ms) = (i128::from(c.w_max), i128::from(c.k_ms));
+    let w_cubic = |t_ns: u64| {
+        let d = (t_ns / 1_000_000).min(1 << 30) as i128 - k_ms;
+        w_max + C_NUM * i128::from(mss) * d * d * d / (C_DEN * 1_000_000_000)
+    };
+    let t_ns = now_ns.saturating_sub(c.epoch_ns);
+    let ahead = w_cubic(t_ns + u64::from(srtt_us) * 1000);
+    let target = (ahead.clamp(0, i128::from(u32::MAX)) as u64).clamp(cwnd, cwnd * 3 / 2);
+    let grow = (target - cwnd) * u64::from(acked) + u64::from(c.carry);
+    let mut next = cwnd + grow / cwnd;
+    c.carry = (grow % cwnd) as u32;
+    // The Reno-friendly region (§4.3).
+    let est = c.w_est_milli / 1000;
+    let alpha = if est >= u64::from(c.cwnd_prior) {
+        1000
+    } else {
+        ALPHA_MILLI
+    };
+    c.w_est_milli = c
+        .w_est_milli
+        .saturating_add(alpha * mss64 * u64::from(acked) / cwnd);
+    let est = c.w_est_milli / 1000;
+    if w_cubic(t_ns) < i128::from(est.min(u64::from(u32::MAX))) {
+        next = next.max(est);
+    }
+    next.min(u64::from(u32::MAX)) as u32
 }
 
 /// Initial congestion window: RFC 6928's min(10·MSS, max(2·MSS, 14600)), as Linux uses

@@ -14,7 +14,8 @@
 //! Heads up! Read RFC 9293 §3.10.7 before changing [`Connection::input`]; its steps are
 //! named after the RFC's "first" to "eighth".
 
-use super::congestion::{Congestion, Verdict};
+use super::congestion::{Algorithm, Congestion, Verdict};
+use super::rate::Rate;
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
 use super::seq;
@@ -168,6 +169,13 @@ pub struct Connection {
     /// congestion controller's `recover`) is lost and goes again as holes, skipping what
     /// the peer SACKed, until the ACKs pass it (RFC 8985 §6.3; Linux's Loss state).
     pub(super) rto_recovery: bool,
+    /// Delivery accounting and the tracked range of rate sampling.
+    pub(super) rate: Rate,
+    /// The pacing clock: the earliest time the next segment may leave (ns; BBR only).
+    pub(super) next_send_ns: u64,
+    /// The last [`next_segment`](Connection::next_segment) had a segment to send and
+    /// pacing held it back until `next_send_ns`.
+    pub(super) paced: bool,
 }
 
 impl Default for Connection {
@@ -212,6 +220,9 @@ impl Connection {
             probes: 0,
             last_challenge_ns: 0,
             rto_recovery: false,
+            rate: Rate::new(),
+            next_send_ns: 0,
+            paced: false,
         }
     }
 
@@ -246,7 +257,7 @@ impl Connection {
         // Every segment carries the timestamps option: a full one has that much less room.
         let mss = if c.ts_ok { mss - TS_OPTION_LEN } else { mss };
         c.mss = mss;
-        c.cc = Congestion::new(mss, iss);
+        c.cc = Congestion::new(mss, iss, Algorithm::Cubic);
         c.last_heard_ns = now_ns;
         c
     }
@@ -255,6 +266,12 @@ impl Connection {
     /// the connection's ends, so the SYN-ACK of a SYN cookie and the TCB made later agree).
     pub fn with_ts_offset(mut self, offset: u32) -> Connection {
         self.ts_offset = offset;
+        self
+    }
+
+    /// Runs `algorithm` for congestion control (CUBIC unless told; the server's `--cc`).
+    pub fn with_congestion(mut self, algorithm: Algorithm) -> Connection {
+        self.cc = Congestion::new(self.mss, self.iss, algorithm);
         self
     }
 
@@ -370,6 +387,7 @@ impl Connection {
     pub fn queue(&mut self, len: u32) -> u32 {
         let start = self.send_end;
         if !self.fin_queued {
+            self.check_app_limited();
             self.send_end = self.send_end.wrapping_add(len);
         }
         start
@@ -507,9 +525,13 @@ impl Connection {
             self.snd_wl2 = ack;
             self.timer = Timer::Idle;
             // The first RTT sample: our timed SYN-ACK, or the ACK's timestamp echo.
-            if !self.rtt.on_ack(ack, now_ns) {
+            let timed = self.rtt.on_ack(ack, now_ns);
+            if !timed {
                 self.ts_rtt_sample(seg_ts, now_ns);
             }
+            // (The timed SYN-ACK's is the first sample: SRTT is it, in µs.)
+            let srtt = self.rtt.srtt_us;
+            self.cc.on_established(srtt, timed.then_some(srtt), now_ns);
             if self.retries > 0 {
                 // RFC 6298 §5.7: the SYN-ACK timed out, so the RTO is re-initialised to
                 // 3 s when data transmission begins (no sample came: Karn).
@@ -535,6 +557,7 @@ impl Connection {
         let new_wnd = u32::from(seg.window_len) << self.snd_shift;
         let was_in_recovery = self.cc.in_recovery;
         let sacked_before = self.sb.sacked();
+        let prior_inflight = self.inflight();
         let rxt_arrived;
         if seq::gt(ack, self.snd_una) {
             let acked = ack.wrapping_sub(self.snd_una);
@@ -588,12 +611,13 @@ impl Connection {
         if self.sack_ok && !self.sb.is_empty() {
             self.sack_loss(ack, rxt_arrived, &mut out);
         }
+        // RFC 6937's DeliveredData: what this ACK says arrived (acknowledged, plus newly
+        // SACKed, less what was SACKed before and is now acknowledged).
+        let delivered = (u64::from(out.acked) + u64::from(self.sb.sacked()))
+            .saturating_sub(u64::from(sacked_before))
+            .min(u64::from(u32::MAX)) as u32;
         if self.sack_ok && self.cc.in_recovery {
-            // RFC 6937: what this ACK says arrived (acknowledged, plus newly SACKed, less
-            // what was SACKed before and is now acknowledged) paces what recovery sends.
-            let delivered = (u64::from(out.acked) + u64::from(self.sb.sacked()))
-                .saturating_sub(u64::from(sacked_before))
-                .min(u64::from(u32::MAX)) as u32;
+            // PRR: it paces what recovery sends (CUBIC).
             let pipe = self.pipe();
             self.cc.on_recovery_ack(delivered, pipe, self.mss);
         }
@@ -608,6 +632,9 @@ impl Connection {
                 self.timer = self.data_timer(now_ns); // the recovery probe (output.rs)
             }
         }
+        // The rate sample this ACK completes, and BBR's model, pacing rate and window.
+        let lost = out.retransmit || out.lost_retransmit;
+        self.on_delivery(delivered, prior_inflight, lost, now_ns);
         if out.acked > 0 {
             // Progress: restart the timer (RFC 6298 §5.3), as a tail loss probe where one
             // applies.

@@ -4,7 +4,9 @@
 //!   and the input function (a segment in, an [`Outcome`] out);
 //! - [`output`]: what the connection sends next ([`Segment`]s within the windows, the FIN,
 //!   retransmissions) and what its timer asks ([`TimerAction`]);
-//! - [`state`], [`timer`], [`rtt`] (RFC 6298), [`congestion`] (RFC 5681/6582 NewReno);
+//! - [`state`], [`timer`], [`rtt`] (RFC 6298), [`sack`] (the scoreboard), [`congestion`]
+//!   (the loss-recovery state, CUBIC and PRR) and [`bbr`] (BBR v1), fed by [`rate`]
+//!   (delivery-rate samples); `pacing.rs`: the pacing clock and the per-ACK model update;
 //! - [`tcb`]: the TCB (connection + application part + table links), [`port_table`]
 //!   (client port → TCB), [`per_ip`] (connections per client address), [`seq`] (sequence
 //!   arithmetic), [`isn`] (RFC 6528), [`syncookie`] (RFC 4987).
@@ -16,13 +18,16 @@
 //!
 //! Heads up! Read RFC 9293 §3.10 before changing `conn.rs`.
 
+pub mod bbr;
 pub mod congestion;
 pub mod conn;
 pub mod isn;
 pub mod output;
+mod pacing;
 #[cfg(any(test, feature = "alloc"))]
 pub mod per_ip;
 pub mod port_table;
+pub mod rate;
 pub mod rtt;
 pub mod sack;
 pub mod seq;
@@ -34,7 +39,9 @@ pub mod timer;
 #[cfg(test)]
 mod tests;
 
+pub use congestion::Algorithm;
 pub use conn::{Connection, Outcome, Reply};
 pub use output::{Segment, TimerAction};
+pub use pacing::PACING_SLACK_NS;
 pub use state::State;
 pub use timer::Timer;

@@ -150,7 +150,21 @@ impl Connection {
     /// may carry up to `frame_max` payload bytes when that exceeds the MSS (segmentation
     /// offload: whole segments, cut by the device). Arms the persist timer when a closed
     /// window holds data back. Call [`on_sent`](Self::on_sent) once the segment is out.
+    ///
+    /// With pacing (BBR), a segment is held back until the pacing clock allows it (less
+    /// [`PACING_SLACK_NS`](super::PACING_SLACK_NS)): `None`, and
+    /// [`pacing_deadline`](Self::pacing_deadline) says when to ask again; an offloaded
+    /// frame carries at most BBR's TSO goal.
     pub fn next_segment(&mut self, now_ns: u64, frame_max: u32) -> Option<Segment> {
+        self.paced = false;
+        let seg = self.next_segment_unpaced(now_ns, frame_max)?;
+        if self.pace_holds(now_ns) {
+            return None;
+        }
+        Some(seg)
+    }
+
+    fn next_segment_unpaced(&mut self, now_ns: u64, frame_max: u32) -> Option<Segment> {
         if !self.state.is_synchronized() {
             return None;
         }
@@ -160,6 +174,9 @@ impl Connection {
         } else {
             mss
         };
+        if let Some(goal) = self.cc.tso_goal(mss) {
+            seg_max = seg_max.min(goal.max(mss));
+        }
         let sack_recovery = self.sack_recovery();
         if sack_recovery {
             // RFC 6675 §5 NextSeg rule 1: the holes first.
@@ -377,15 +394,15 @@ impl Connection {
         if seg.syn {
             return; // `syn_ack` did the bookkeeping
         }
+        let idle = self.flight() == 0;
+        let seg_end = seg.seq.wrapping_add(seg.len);
+        self.on_sent_model(seg.seq, seg_end, self.snd_max, idle, now_ns);
         if seg.probe {
-            let probe_end = seg.seq.wrapping_add(seg.len);
-            if seq::gt(probe_end, self.snd_max) {
-                self.snd_max = probe_end;
+            if seq::gt(seg_end, self.snd_max) {
+                self.snd_max = seg_end;
             }
             return;
         }
-        let idle = self.flight() == 0;
-        self.cc.on_sent(seg.len, now_ns, idle);
         if seg.seq != self.snd_nxt {
             // A retransmission of older data (fast retransmit, a hole, a loss probe).
             let end = seg
@@ -410,7 +427,6 @@ impl Connection {
             }
             return;
         }
-        let seg_end = seg.seq.wrapping_add(seg.len);
         if !self.rtt.timing() && seg.len > 0 && seq::gt(seg_end, self.snd_max) {
             // Time this segment's first new octets: never sent before, so the ACK that
             // covers them is unambiguous (Karn) even when the segment begins with

@@ -30,6 +30,8 @@ pub struct Tcb {
     pub chain: u32,
     /// On the run list.
     pub queued: bool,
+    /// On the server's list of connections that pacing holds back.
+    pub paced: bool,
     /// The paper's send-id (issue 14): the NIC of a bonded server's set this connection's
     /// frames leave from, chosen at its SYN (0 without bonding).
     pub send: u8,
@@ -37,7 +39,7 @@ pub struct Tcb {
 
 /// The most bytes a TCB may take: the server allocates one per `--tcbs` at start (plus its
 /// receive and head slabs); growing it is a memory decision, made here on purpose.
-pub const TCB_SIZE_MAX: usize = 384;
+pub const TCB_SIZE_MAX: usize = 448;
 const _: () = assert!(core::mem::size_of::<Tcb>() <= TCB_SIZE_MAX);
 
 impl Tcb {
@@ -53,6 +55,7 @@ impl Tcb {
             peer_mac: EthernetAddress([0; 6]),
             chain: NONE,
             queued: false,
+            paced: false,
             send: 0,
         }
     }

@@ -14,13 +14,16 @@
 //! ([`scenario::Scenario::variants`]); [`runners`] adds the study's own summary.
 
 pub mod doc;
+pub mod peers;
 pub mod plot;
 pub mod procfs;
 pub mod runners;
 pub mod scenario;
+pub mod search;
 pub mod servers;
 pub mod table;
 pub mod topo;
+pub mod xdp;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -94,6 +97,9 @@ pub struct Results {
     /// Busy fraction of each core over one second before any server started.
     #[serde(default)]
     pub background_busy: Vec<f64>,
+    /// The peers' configuration search, when the scenario has one (issue 18).
+    #[serde(default)]
+    pub search: Option<search::Search>,
 }
 
 /// Writes the bench site: a copied directory, exact-size files, a Surge set.
@@ -212,7 +218,7 @@ fn client_args(
     a
 }
 
-fn run_one(
+pub(crate) fn run_one(
     o: &Options,
     p: &Point,
     pi: usize,
@@ -313,48 +319,101 @@ pub fn bench(o: &Options) -> Result<Results, String> {
         Some(p) => p.path.clone(),
         None => "/index.html".into(),
     };
-    let mut instances = Vec::new();
+    let search = match &s.search {
+        Some(spec) => {
+            let named: Vec<(String, &dyn servers::ServerKind)> = variants
+                .iter()
+                .zip(&kinds)
+                .filter(|(v, _)| v.runner.is_none())
+                .map(|(v, k)| (v.name.clone(), k.as_ref()))
+                .collect();
+            Some(search::run(
+                o, spec, &named, &points, &site, &prefix, &probe,
+            )?)
+        }
+        None => None,
+    };
+    // One slot per server under test; a searched peer may run a different configuration
+    // per series: one instance for each configuration chosen.
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut net = 0u8;
     for (i, k) in kinds.iter().enumerate() {
         let work = out.join("servers");
         std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
-        let ctx = servers::StartCtx {
-            tag: format!("{prefix}{i}"),
-            net: (i + 1) as u8,
-            site: &site,
-            cores: s.cores,
-            work: &work,
-            exe: &o.exe,
-            probe: &probe,
-            runner: variants[i].runner.clone(),
-        };
-        eprintln!("bench {}: starting {}", s.name, variants[i].name);
-        let inst = k.start(&ctx)?;
-        inst.pause();
-        instances.push(inst);
-        if sys::stop_requested() {
-            return Err("interrupted".into());
+        let mut tunings: Vec<Option<servers::Tuning>> = Vec::new();
+        let mut by_series = Vec::new();
+        for se in &s.series {
+            let t = search
+                .as_ref()
+                .filter(|_| variants[i].runner.is_none())
+                .and_then(|x| x.choice(&variants[i].name, &se.name))
+                .cloned();
+            let at = match tunings.iter().position(|x| *x == t) {
+                Some(at) => at,
+                None => {
+                    tunings.push(t);
+                    tunings.len() - 1
+                }
+            };
+            by_series.push((se.name.clone(), at));
         }
+        let mut insts = Vec::new();
+        for (j, t) in tunings.into_iter().enumerate() {
+            net += 1;
+            let ctx = servers::StartCtx {
+                tag: format!(
+                    "{prefix}{i}{}",
+                    if j == 0 {
+                        String::new()
+                    } else {
+                        format!("x{j}")
+                    }
+                ),
+                net,
+                site: &site,
+                cores: s.cores,
+                work: &work,
+                exe: &o.exe,
+                probe: &probe,
+                runner: variants[i].runner.clone(),
+                tuning: t.clone(),
+            };
+            eprintln!(
+                "bench {}: starting {}{}",
+                s.name,
+                variants[i].name,
+                t.as_ref()
+                    .map_or(String::new(), |t| format!(" [{}]", k.describe_tuned(t)))
+            );
+            let inst = k.start(&ctx)?;
+            inst.pause();
+            insts.push(inst);
+            if sys::stop_requested() {
+                return Err("interrupted".into());
+            }
+        }
+        slots.push(Slot { insts, by_series });
     }
-    let total = s.rounds as usize * points.len() * instances.len();
+    let total = s.rounds as usize * points.len() * slots.len();
     eprintln!(
         "bench {}: {} runs ({} rounds × {} points × {} servers), about {:.0} s of load",
         s.name,
         total,
         s.rounds,
         points.len(),
-        instances.len(),
+        slots.len(),
         s.load_seconds()
     );
     let mut runs = Vec::new();
     for round in 0..s.rounds {
         for (pi, p) in points.iter().enumerate() {
-            let n = instances.len();
+            let n = slots.len();
             for j in 0..n {
                 // Rotate the order each round and point: A B C, B C A, ...
                 if sys::stop_requested() {
                     return Err("interrupted; servers and namespaces removed".into());
                 }
-                let inst = &mut instances[(j + round as usize + pi) % n];
+                let inst = slots[(j + round as usize + pi) % n].for_series(&p.series);
                 if inst.pausable {
                     inst.resume();
                     std::thread::sleep(std::time::Duration::from_millis(300));
@@ -384,16 +443,36 @@ pub fn bench(o: &Options) -> Result<Results, String> {
             }
         }
     }
-    let servers_info = instances
+    let servers_info = slots
         .iter()
         .zip(&variants)
-        .map(|(i, v)| ServerInfo {
-            name: i.name.clone(),
-            label: i.label.clone(),
+        .zip(&kinds)
+        .map(|((sl, v), k)| ServerInfo {
+            name: v.name.clone(),
+            label: match search
+                .as_ref()
+                .filter(|x| x.searched.iter().any(|y| y.server == v.name))
+            {
+                Some(x) => {
+                    let per: Vec<String> = sl
+                        .by_series
+                        .iter()
+                        .map(|(se, at)| match x.choice(&v.name, se) {
+                            Some(t) => format!("`{se}`: {}", k.describe_tuned(t)),
+                            None => format!("`{se}` (not searched): {}", sl.insts[*at].label),
+                        })
+                        .collect();
+                    format!(
+                        "the best configuration found per series (search below): {}",
+                        per.join("; ")
+                    )
+                }
+                None => sl.insts[0].label.clone(),
+            },
             runner: v.runner.clone(),
         })
         .collect();
-    drop(instances);
+    drop(slots);
     let results = Results {
         name: s.name.clone(),
         title: s.title.clone(),
@@ -406,6 +485,7 @@ pub fn bench(o: &Options) -> Result<Results, String> {
         points,
         runs,
         background_busy,
+        search,
         notes: s
             .notes
             .iter()
@@ -419,6 +499,24 @@ pub fn bench(o: &Options) -> Result<Results, String> {
     };
     write_outputs(&results, &out, o.doc.as_deref())?;
     Ok(results)
+}
+
+/// A server under test: its instance, or one per configuration a search chose for it.
+struct Slot {
+    insts: Vec<servers::Instance>,
+    /// Series name → which instance serves it.
+    by_series: Vec<(String, usize)>,
+}
+
+impl Slot {
+    fn for_series(&mut self, series: &str) -> &mut servers::Instance {
+        let at = self
+            .by_series
+            .iter()
+            .find(|(s, _)| s == series)
+            .map_or(0, |(_, i)| *i);
+        &mut self.insts[at]
+    }
 }
 
 /// results.json, report.md, PNGs, and the doc section.

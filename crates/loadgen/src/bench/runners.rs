@@ -273,6 +273,7 @@ mod tests {
             runs: Vec::new(),
             notes: Vec::new(),
             background_busy: Vec::new(),
+            search: None,
         };
         let mut a = BTreeMap::new();
         // 4 fetches per session at the lightest load: 40, 400, 800 predicted.

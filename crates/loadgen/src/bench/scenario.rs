@@ -20,6 +20,13 @@
 //! surge_max_size = 262144
 //! seed = 1
 //!
+//! [search]                             # optional: each peer's best configuration (bench::search)
+//! seconds = 1.0                        #   per trial run
+//! servers = ["nginx"]                  #   default: every server of the scenario with knobs
+//! series = ["4k-rate"]                 #   default: every series
+//! workers = [1, 2]                     #   default: cores and twice cores, up to the CPUs
+//! paths = 3                            #   trial points per series (first, middle, last file)
+//!
 //! [[series]]
 //! name = "4k-rate"
 //! kind = "rate"                        # rate | parallel | sessions
@@ -123,9 +130,43 @@ pub struct Scenario {
     /// Thread counts for `runners` (default 1).
     #[serde(default)]
     pub threads: Vec<u32>,
+    /// Search each peer's configurations first, and compare with the best per series.
+    #[serde(default)]
+    pub search: Option<SearchSpec>,
     /// Where the file was read from (for relative paths); not in the file.
     #[serde(skip)]
     pub base: PathBuf,
+}
+
+/// The configuration search of a scenario (`[search]`, issue 18): every configuration of
+/// each peer's knobs is run briefly on each series' trial points before the bench, and the
+/// best (highest fetches/s; in rate series, least server CPU per fetch) is the one
+/// measured and compared with.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SearchSpec {
+    /// Seconds per trial run.
+    #[serde(default = "default_search_seconds")]
+    pub seconds: f64,
+    /// Servers to search (default: every server of the scenario that has knobs).
+    #[serde(default)]
+    pub servers: Vec<String>,
+    /// Series to search (default: all); the others use each server's fixed default.
+    #[serde(default)]
+    pub series: Vec<String>,
+    /// Worker counts to try (default: the scenario's cores and twice that, up to the CPUs).
+    #[serde(default)]
+    pub workers: Vec<u32>,
+    /// Trial points per series: its first, middle and last file at its highest load.
+    #[serde(default = "default_search_paths")]
+    pub paths: usize,
+}
+
+fn default_search_seconds() -> f64 {
+    1.0
+}
+fn default_search_paths() -> usize {
+    3
 }
 
 /// Runner names `bareweb serve --runner` takes.
@@ -232,6 +273,27 @@ impl Scenario {
         }
         if !self.threads.is_empty() && self.runners.is_empty() {
             return Err("threads without runners".into());
+        }
+        if let Some(se) = &self.search {
+            if !(se.seconds > 0.0 && se.seconds <= 60.0) {
+                return Err("search.seconds must be in (0, 60]".into());
+            }
+            if se.paths == 0 || se.workers.iter().any(|&w| w == 0 || w > 64) {
+                return Err("search.paths must be >= 1 and search.workers in 1..=64".into());
+            }
+            for s in &se.servers {
+                if !self.servers.contains(s) {
+                    return Err(format!("search.servers: {s:?} is not in servers"));
+                }
+                if super::servers::kind(s)?.tunings(&[1]).is_empty() {
+                    return Err(format!("search.servers: {s:?} has no knobs to search"));
+                }
+            }
+            for n in &se.series {
+                if !self.series.iter().any(|x| &x.name == n) {
+                    return Err(format!("search.series: no series {n:?}"));
+                }
+            }
         }
         if self.rounds == 0 || self.rounds > 100 || self.cores == 0 {
             return Err("rounds must be 1..=100 and cores >= 1".into());
@@ -375,6 +437,10 @@ mod tests {
             format!("runners=['pool']\n{ok}"),
             format!("runners=['pool']\nthreads=[0]\n{bw}"),
             format!("threads=[2]\n{bw}"),
+            format!("{ok}[search]\nservers=['bareweb']\n")
+                .replace("servers=['nginx']", "servers=['nginx','bareweb']"),
+            format!("{ok}[search]\nseries=['nope']\n"),
+            format!("{ok}[search]\nseconds=0\n"),
         ] {
             assert!(Scenario::parse(&bad, base).is_err(), "{bad}");
         }

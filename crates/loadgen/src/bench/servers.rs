@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub use super::peers::{H2o, Lighttpd, Nginx, Tuning};
 use super::procfs;
 use super::topo::{sh, veth, Netns};
 use crate::sys;
@@ -21,6 +22,7 @@ pub const KINDS: &[&str] = &[
     "bareweb",
     "bareweb-no-tso",
     "bareweb-qemu",
+    "bareweb-xdp",
     "bareweb-baseline",
     "nginx",
     "nginx-nopush-off",
@@ -43,12 +45,26 @@ pub struct StartCtx<'a> {
     pub probe: &'a str,
     /// bareweb only: `serve --runner R --threads N` (the runner dimension of a scenario).
     pub runner: Option<(String, u32)>,
+    /// A peer's configuration (nginx, lighttpd, h2o): one a search tries, or the one it
+    /// chose; `None` is the kind's fixed default.
+    pub tuning: Option<Tuning>,
 }
 
 pub trait ServerKind {
     fn name(&self) -> &'static str;
     /// Version and setup for the report, e.g. "nginx/1.22.1, 1 worker, veth".
     fn describe(&self, cores: u32) -> String;
+    /// The same for one configuration of its knobs.
+    fn describe_tuned(&self, t: &Tuning) -> String {
+        let _ = t;
+        self.describe(t.workers)
+    }
+    /// The configurations a search tries, given the worker counts to try (empty: the
+    /// kind has no knobs to search).
+    fn tunings(&self, workers: &[u32]) -> Vec<Tuning> {
+        let _ = workers;
+        Vec::new()
+    }
     /// Whether the server can run here (binary installed).
     fn check(&self) -> Result<(), String>;
     fn start(&self, ctx: &StartCtx) -> Result<Instance, String>;
@@ -74,6 +90,8 @@ pub fn kind(name: &str) -> Result<Box<dyn ServerKind>, String> {
             baseline: false,
         })),
         "nginx" => Ok(Box::new(Nginx { nopush: true })),
+        // bareweb on AF_XDP: `serve --xdp` on a veth between two namespaces.
+        "bareweb-xdp" => Ok(Box::new(super::xdp::BarewebXdp)),
         // The same with tcp_nopush off: with small keep-alive responses TCP_CORK costs
         // nginx about half its throughput on this machine (docs/load.md).
         "nginx-nopush-off" => Ok(Box::new(Nginx { nopush: false })),
@@ -95,7 +113,7 @@ pub struct Instance {
     pub label: String,
     pub client_ns: String,
     pub server_ip: String,
-    child: Option<Child>,
+    pub(super) child: Option<Child>,
     pub log: PathBuf,
     /// A URL path where the server reports its own per-core time split (bareweb's stats
     /// page), read before and after each run.
@@ -104,7 +122,7 @@ pub struct Instance {
     /// bare-machine kernel under QEMU) would otherwise take that core from the others.
     pub pausable: bool,
     // Dropped after the processes are gone (field order).
-    _namespaces: Vec<Netns>,
+    pub(super) _namespaces: Vec<Netns>,
 }
 
 impl Instance {
@@ -260,7 +278,7 @@ impl Drop for Instance {
 }
 
 /// Starts `cmd` inside namespace `ns` with output to `log`.
-fn spawn_in(ns: &str, cmd: &[String], log: &Path) -> Result<Child, String> {
+pub(super) fn spawn_in(ns: &str, cmd: &[String], log: &Path) -> Result<Child, String> {
     let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
     Command::new("ip")
@@ -274,7 +292,7 @@ fn spawn_in(ns: &str, cmd: &[String], log: &Path) -> Result<Child, String> {
 }
 
 /// Waits up to `secs` until `url` answers 200 from the client namespace.
-fn wait_ready(inst: &mut Instance, url: &str, secs: u64) -> Result<(), String> {
+pub(super) fn wait_ready(inst: &mut Instance, url: &str, secs: u64) -> Result<(), String> {
     let end = Instant::now() + Duration::from_secs(secs);
     let mut last = String::new();
     while Instant::now() < end {
@@ -318,7 +336,7 @@ fn wait_ready(inst: &mut Instance, url: &str, secs: u64) -> Result<(), String> {
     ))
 }
 
-fn version(cmd: &[&str]) -> String {
+pub(super) fn version(cmd: &[&str]) -> String {
     Command::new(cmd[0])
         .args(&cmd[1..])
         .output()
@@ -330,7 +348,7 @@ fn version(cmd: &[&str]) -> String {
         .unwrap_or_default()
 }
 
-fn which(bin: &str, pkg: &str) -> Result<(), String> {
+pub(super) fn which(bin: &str, pkg: &str) -> Result<(), String> {
     let found = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
         .unwrap_or(false)
@@ -345,7 +363,7 @@ fn which(bin: &str, pkg: &str) -> Result<(), String> {
 }
 
 /// Common start for kernel servers: namespaces S and C, a veth, config, process.
-fn start_kernel_server(
+pub(super) fn start_kernel_server(
     ctx: &StartCtx,
     kind: &'static str,
     label: String,
@@ -357,7 +375,7 @@ fn start_kernel_server(
     c.tune_client()?;
     let (_, server_ip) = veth(&c, &s, &ctx.tag, ctx.net)?;
     let cmd = make_cmd(&server_ip)?;
-    let log = ctx.work.join(format!("{kind}.log"));
+    let log = ctx.work.join(format!("{kind}-{}.log", ctx.tag));
     let child = spawn_in(&s.name, &cmd, &log)?;
     let mut inst = Instance {
         kind,
@@ -376,7 +394,7 @@ fn start_kernel_server(
     Ok(inst)
 }
 
-fn write(path: &Path, text: &str) -> Result<(), String> {
+pub(super) fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -583,204 +601,6 @@ impl ServerKind for BarewebQemu {
             inst.label = format!("{} [{}]", inst.label, accel.trim().trim_end_matches(','));
         }
         Ok(inst)
-    }
-}
-
-/// nginx from Debian, tuned for static files (sendfile, tcp_nopush unless `nopush` is
-/// false, tcp_nodelay, open_file_cache, no access log).
-pub struct Nginx {
-    pub nopush: bool,
-}
-
-impl ServerKind for Nginx {
-    fn name(&self) -> &'static str {
-        if self.nopush {
-            "nginx"
-        } else {
-            "nginx-nopush-off"
-        }
-    }
-    fn describe(&self, cores: u32) -> String {
-        let v = version(&["nginx", "-v"]);
-        format!(
-            "{} ({cores} worker{}, sendfile, tcp_nopush {}, no access log; veth)",
-            v.trim_start_matches("nginx version: "),
-            if cores == 1 { "" } else { "s" },
-            if self.nopush { "on" } else { "off" }
-        )
-    }
-    fn check(&self) -> Result<(), String> {
-        which("nginx", "nginx")
-    }
-    fn start(&self, ctx: &StartCtx) -> Result<Instance, String> {
-        let name = self.name();
-        let dir = ctx.work.join(name);
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let d = dir.display();
-        let site = ctx.site.display();
-        let cores = ctx.cores;
-        let nopush = if self.nopush { "on" } else { "off" };
-        // Workers as root (the bench runs as root), like lighttpd and h2o here: nginx's
-        // default user cannot enter a results folder only root may (mktemp -d).
-        let user = if sys::is_root() { "user root;\n" } else { "" };
-        start_kernel_server(ctx, name, self.describe(cores), &|ip| {
-            let conf = dir.join("nginx.conf");
-            write(
-                &conf,
-                &format!(
-                    "{user}worker_processes {cores};
-pid {d}/nginx.pid;
-error_log {d}/error.log;
-worker_rlimit_nofile 65536;
-events {{ worker_connections 16384; }}
-http {{
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    access_log off;
-    sendfile on;
-    tcp_nopush {nopush};
-    tcp_nodelay on;
-    keepalive_requests 10000000;
-    keepalive_timeout 60s;
-    open_file_cache max=10000 inactive=60s;
-    open_file_cache_valid 60s;
-    client_body_temp_path {d};
-    proxy_temp_path {d};
-    fastcgi_temp_path {d};
-    uwsgi_temp_path {d};
-    scgi_temp_path {d};
-    server {{ listen {ip}:80 backlog=8192; root {site}; }}
-}}
-"
-                ),
-            )?;
-            Ok(vec![
-                "nginx".into(),
-                "-c".into(),
-                conf.display().to_string(),
-                "-g".into(),
-                "daemon off;".into(),
-            ])
-        })
-    }
-}
-
-/// lighttpd from Debian, tuned for static files.
-pub struct Lighttpd;
-
-impl ServerKind for Lighttpd {
-    fn name(&self) -> &'static str {
-        "lighttpd"
-    }
-    fn describe(&self, cores: u32) -> String {
-        let v = version(&["lighttpd", "-v"]);
-        let v = v
-            .split(" - ")
-            .next()
-            .unwrap_or(&v)
-            .replace(" (ssl)", "")
-            .trim()
-            .to_string();
-        format!(
-            "{v} ({cores} process{}, sendfile, no access log; veth)",
-            if cores == 1 { "" } else { "es" }
-        )
-    }
-    fn check(&self) -> Result<(), String> {
-        which("lighttpd", "lighttpd")
-    }
-    fn start(&self, ctx: &StartCtx) -> Result<Instance, String> {
-        let dir = ctx.work.join("lighttpd");
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let d = dir.display().to_string();
-        let site = ctx.site.display().to_string();
-        let cores = ctx.cores;
-        start_kernel_server(ctx, "lighttpd", self.describe(cores), &|ip| {
-            let conf = dir.join("lighttpd.conf");
-            let workers = if cores > 1 {
-                format!("server.max-worker = {cores}\n")
-            } else {
-                String::new()
-            };
-            write(
-                &conf,
-                &format!(
-                    r#"server.document-root = "{site}"
-server.bind = "{ip}"
-server.port = 80
-server.pid-file = "{d}/lighttpd.pid"
-server.errorlog = "{d}/error.log"
-server.network-backend = "sendfile"
-server.max-connections = 16384
-server.max-fds = 65536
-server.max-keep-alive-requests = 10000000
-server.max-keep-alive-idle = 60
-server.listen-backlog = 8192
-server.stat-cache-engine = "simple"
-index-file.names = ("index.html")
-mimetype.assign = (".html" => "text/html", ".css" => "text/css", ".png" => "image/png", ".svg" => "image/svg+xml", ".txt" => "text/plain", "" => "application/octet-stream")
-{workers}"#
-                ),
-            )?;
-            Ok(vec![
-                "lighttpd".into(),
-                "-D".into(),
-                "-f".into(),
-                conf.display().to_string(),
-            ])
-        })
-    }
-}
-
-/// h2o from Debian, tuned for static files.
-pub struct H2o;
-
-impl ServerKind for H2o {
-    fn name(&self) -> &'static str {
-        "h2o"
-    }
-    fn describe(&self, cores: u32) -> String {
-        let v = version(&["h2o", "--version"]);
-        format!(
-            "{} ({cores} thread{}, no access log; veth)",
-            v.replace("h2o version ", "h2o/"),
-            if cores == 1 { "" } else { "s" }
-        )
-    }
-    fn check(&self) -> Result<(), String> {
-        which("h2o", "h2o")
-    }
-    fn start(&self, ctx: &StartCtx) -> Result<Instance, String> {
-        let dir = ctx.work.join("h2o");
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let d = dir.display().to_string();
-        let site = ctx.site.display().to_string();
-        let cores = ctx.cores;
-        start_kernel_server(ctx, "h2o", self.describe(cores), &|ip| {
-            let conf = dir.join("h2o.conf");
-            write(
-                &conf,
-                &format!(
-                    r#"listen:
-  host: {ip}
-  port: 80
-user: root
-num-threads: {cores}
-max-connections: 16384
-pid-file: {d}/h2o.pid
-error-log: {d}/error.log
-file.send-compressed: OFF
-http1-request-timeout: 60
-hosts:
-  "default":
-    paths:
-      "/":
-        file.dir: {site}
-"#
-                ),
-            )?;
-            Ok(vec!["h2o".into(), "-c".into(), conf.display().to_string()])
-        })
     }
 }
 

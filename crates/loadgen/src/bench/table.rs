@@ -400,6 +400,9 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
     );
     summary(&mut s, r, &agg, &base);
     super::runners::summary(&mut s, r, &agg);
+    if let Some(x) = &r.search {
+        super::search::section(&mut s, x, &r.points);
+    }
     // Bandwidth bound, for the points that fetch one file (a Surge set has no single size).
     if r.points.iter().any(|p| !p.path.is_empty()) {
         bound_section(&mut s, r, &agg);

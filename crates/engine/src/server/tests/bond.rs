@@ -806,7 +806,7 @@ fn a_gratuitous_arp_the_ring_has_no_room_for_waits_for_the_next_round() {
 }
 
 #[test]
-fn a_moved_connection_retransmits_at_once_on_its_new_nic() {
+fn a_moved_connection_sends_snd_una_and_its_tail_at_once_on_its_new_nic() {
     let mut sim = Sim::new(Mode::Spread, Policy::PerClient, 2, 2);
     while sim.clients.iter().any(|c| c.data.len() < 100_000) {
         sim.step();
@@ -833,6 +833,20 @@ fn a_moved_connection_retransmits_at_once_on_its_new_nic() {
         first.0 <= down_at + 13,
         "resumed {} rounds (ms) after the link went down, before any timer",
         first.0 - down_at
+    );
+    // Two segments at once: SND.UNA, then the last one in flight (out of order for the
+    // client, so it answers without delaying its ACK).
+    let kick: Vec<u32> = c
+        .seqs
+        .iter()
+        .filter(|(r, m, _)| *r == first.0 && *m == nic_mac(0))
+        .map(|s| s.2)
+        .collect();
+    assert_eq!(kick.len(), 2, "{kick:?}");
+    let ahead = kick[1].wrapping_sub(kick[0]);
+    assert!(
+        ahead > 0 && ahead < 1 << 30,
+        "the tail after SND.UNA: {kick:?}"
     );
     sim.run_until_done(100_000);
     sim.assert_bodies();

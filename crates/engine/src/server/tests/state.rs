@@ -189,7 +189,7 @@ fn client_that_never_opens_its_window_is_cut_off() {
 
 #[test]
 fn three_duplicate_acks_trigger_one_fast_retransmit() {
-    let mut s = server();
+    let mut s = server_cc(Algorithm::Cubic); // the window arithmetic below is CUBIC's
     let mut nic = FakeNic::new(SERVER_MAC);
     let clock = ManualClock(1_000 * MS);
     let mut c = Conn::open(&mut s, &mut nic, &clock, 41002);
@@ -266,7 +266,9 @@ fn unanswered_data_is_retransmitted_with_backoff_then_aborted() {
 fn a_loss_probe_goes_at_its_deadline_between_the_periodic_scans() {
     // The timer scan runs every 10 ms, and sooner when a TCP deadline comes first: a loss
     // probe 4 ms out goes at 4 ms, and a platform that sleeps is told to wake by then.
-    let mut s = server();
+    // CUBIC: unpaced, the whole initial window goes at once (pacing's own wake-ups:
+    // tests/pacing.rs).
+    let mut s = server_cc(Algorithm::Cubic);
     let mut nic = FakeNic::new(SERVER_MAC);
     let mut clock = ManualClock(1_000 * MS);
     let sport = 41010;

@@ -33,7 +33,7 @@ fn initial_window_by_mss() {
 
 #[test]
 fn slow_start_adds_at_most_two_segments_per_ack() {
-    let mut c = Congestion::new(MSS, 0);
+    let mut c = Congestion::new(MSS, 0, Algorithm::Cubic);
     assert_eq!(c.cwnd, 10 * MSS);
     c.on_new_ack(5 * MSS, 5000, 0, MSS, false, 0, 100);
     assert_eq!(c.cwnd, 12 * MSS, "RFC 3465, L = 2");
@@ -45,29 +45,32 @@ fn slow_start_adds_at_most_two_segments_per_ack() {
 fn a_loss_keeps_seven_tenths_of_the_flight() {
     assert_eq!(loss_ssthresh(10_000, MSS), 7000);
     assert_eq!(loss_ssthresh(1000, MSS), 2000, "at least two segments");
-    let mut c = Congestion::new(MSS, 0);
+    let mut c = Congestion::new(MSS, 0, Algorithm::Cubic);
     c.cwnd = 20 * MSS;
     assert!(c.enter_recovery(100, 20 * MSS, 20_100, MSS, true));
     assert_eq!((c.ssthresh, c.cwnd), (14 * MSS, 14 * MSS));
-    assert_eq!((c.cubic.w_max, c.cubic.cwnd_prior), (20 * MSS, 20 * MSS));
-    assert_eq!(c.prr.recover_fs, 20 * MSS);
+    assert_eq!(
+        (c.cubic().unwrap().w_max, c.cubic().unwrap().cwnd_prior),
+        (20 * MSS, 20 * MSS)
+    );
+    assert_eq!(c.prr().unwrap().recover_fs, 20 * MSS);
 }
 
 #[test]
 fn fast_convergence_lowers_w_max_when_the_window_shrinks() {
-    let mut c = Congestion::new(MSS, 0);
+    let mut c = Congestion::new(MSS, 0, Algorithm::Cubic);
     c.cwnd = 20 * MSS;
     c.enter_recovery(0, 20 * MSS, 20_000, MSS, true);
     c.on_new_ack(20 * MSS, 20_000, 0, MSS, true, 0, 100); // full ACK: out of recovery
     c.cwnd = 10 * MSS; // below the last W_max at the next loss
     c.enter_recovery(20_000, 10 * MSS, 30_000, MSS, true);
-    assert_eq!(c.cubic.w_max, 8500, "W_max · (1 + β)/2");
+    assert_eq!(c.cubic().unwrap().w_max, 8500, "W_max · (1 + β)/2");
 }
 
 /// A connection out of a recovery from W_max = 100 segments, in congestion avoidance at
 /// ssthresh = 70.
 fn after_loss() -> Congestion {
-    let mut c = Congestion::new(MSS, 0);
+    let mut c = Congestion::new(MSS, 0, Algorithm::Cubic);
     c.cwnd = 100 * MSS;
     c.enter_recovery(0, 100 * MSS, 100_000, MSS, true);
     c.on_new_ack(100 * MSS, 100_000, 0, MSS, true, 0, 0);
@@ -88,7 +91,7 @@ fn cubic_returns_to_w_max_after_k() {
         c.on_new_ack(MSS, ack, 0, MSS, false, now, 10_000);
         now += 10 * MS;
     }
-    assert_eq!(c.cubic.k_ms, 4217);
+    assert_eq!(c.cubic().unwrap().k_ms, 4217);
     assert!(c.cwnd > 97 * MSS && c.cwnd <= 100 * MSS, "{}", c.cwnd);
     // Beyond K the window grows past W_max (convex region).
     while now < 8_000 * MS {
@@ -136,27 +139,30 @@ fn growth_is_at_most_half_a_segment_per_segment_acked() {
 #[test]
 fn an_idle_spell_shifts_the_epoch() {
     let mut c = after_loss();
-    c.on_sent(MSS, 10 * MS, false);
+    c.on_sent(MSS, 10 * MS, false, false, 0, 0);
     c.on_new_ack(MSS, 101_000, 0, MSS, false, 10 * MS, 100);
-    let epoch = c.cubic.epoch_ns;
+    let epoch = c.cubic().unwrap().epoch_ns;
     assert_eq!(epoch, 10 * MS);
     // Nothing in flight from 10 ms to 2 s: the curve resumes where it was.
-    c.on_sent(MSS, 2000 * MS, true);
-    assert_eq!(c.cubic.epoch_ns, epoch + 1990 * MS);
+    c.on_sent(MSS, 2000 * MS, true, false, 0, 0);
+    assert_eq!(c.cubic().unwrap().epoch_ns, epoch + 1990 * MS);
 }
 
 #[test]
 fn a_timeout_leaves_one_segment_and_a_fresh_curve() {
-    let mut c = Congestion::new(MSS, 0);
+    let mut c = Congestion::new(MSS, 0, Algorithm::Cubic);
     c.cwnd = 20 * MSS;
     c.on_timeout(20 * MSS, 20_000, MSS);
-    assert_eq!((c.cwnd, c.ssthresh, c.cubic.w_max), (MSS, 14 * MSS, 0));
+    assert_eq!(
+        (c.cwnd, c.ssthresh, c.cubic().unwrap().w_max),
+        (MSS, 14 * MSS, 0)
+    );
     assert_eq!(c.recover, 20_000);
 }
 
 #[test]
 fn three_dup_acks_enter_newreno_recovery_once() {
-    let mut c = Congestion::new(MSS, 0);
+    let mut c = Congestion::new(MSS, 0, Algorithm::Cubic);
     for _ in 0..2 {
         assert_eq!(c.on_dup_ack(100, 8000, 8100, MSS, false), Verdict::Continue);
     }
@@ -186,7 +192,7 @@ fn three_dup_acks_enter_newreno_recovery_once() {
 
 #[test]
 fn no_recovery_for_acks_below_recover() {
-    let mut c = Congestion::new(MSS, 0);
+    let mut c = Congestion::new(MSS, 0, Algorithm::Cubic);
     c.on_timeout(8000, 9000, MSS);
     for _ in 0..3 {
         assert_eq!(
@@ -204,7 +210,7 @@ fn no_recovery_for_acks_below_recover() {
 fn prr_sends_in_proportion_while_the_pipe_is_above_ssthresh() {
     // RFC 6937 Appendix A's first example: RecoverFS 20, ssthresh 10 (here 14 with β 0.7),
     // one segment lost; every ACK delivers one segment.
-    let mut c = Congestion::new(MSS, 0);
+    let mut c = Congestion::new(MSS, 0, Algorithm::Cubic);
     c.cwnd = 20 * MSS;
     c.enter_recovery(0, 20 * MSS, 20_000, MSS, true);
     assert_eq!(c.ssthresh, 14 * MSS);
@@ -213,18 +219,18 @@ fn prr_sends_in_proportion_while_the_pipe_is_above_ssthresh() {
     for _ in 0..10 {
         c.on_recovery_ack(MSS, pipe, MSS);
         let room = c.cwnd.saturating_sub(pipe);
-        c.on_sent(room, 0, false);
+        c.on_sent(room, 0, false, false, 0, 0);
         sent += room;
         pipe = pipe - MSS + room;
     }
     // Ten segments delivered: 10 · 14/20 = 7 sent.
     assert_eq!(sent, 7 * MSS);
-    assert_eq!(c.prr.out, 7 * MSS);
+    assert_eq!(c.prr().unwrap().out, 7 * MSS);
 }
 
 #[test]
 fn prr_slow_starts_back_to_ssthresh_when_the_pipe_fell_below_it() {
-    let mut c = Congestion::new(MSS, 0);
+    let mut c = Congestion::new(MSS, 0, Algorithm::Cubic);
     c.cwnd = 20 * MSS;
     c.enter_recovery(0, 20 * MSS, 20_000, MSS, true);
     // Many losses: only four segments still in the pipe; an ACK delivers one.
@@ -238,7 +244,7 @@ fn prr_slow_starts_back_to_ssthresh_when_the_pipe_fell_below_it() {
 
 #[test]
 fn sack_recovery_ends_at_ssthresh() {
-    let mut c = Congestion::new(MSS, 0);
+    let mut c = Congestion::new(MSS, 0, Algorithm::Cubic);
     c.cwnd = 20 * MSS;
     c.enter_recovery(0, 20 * MSS, 20_000, MSS, true);
     c.on_recovery_ack(MSS, 3 * MSS, MSS);

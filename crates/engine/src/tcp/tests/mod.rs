@@ -21,8 +21,10 @@
 //! - [`timestamps`]: RFC 7323 negotiation, TS.Recent, PAWS, RTT samples from TSecr;
 //! - [`persist`]: zero windows and probes;
 //! - [`header`]: the header built for a segment;
-//! - [`robustness`]: a property test over arbitrary segment sequences.
+//! - [`bbr`]: BBR at the connection level: pacing, the TSO goal, rate samples, loss;
+//! - [`robustness`]: a property test over arbitrary segment sequences (CUBIC and BBR).
 
+mod bbr;
 mod close;
 mod established;
 mod handshake;

@@ -4,11 +4,13 @@
 //! connection never panics and keeps its invariants: SND.UNA ≤ SND.NXT ≤ SND.MAX in
 //! sequence space, nothing beyond what was queued (and the FIN) sent, RCV.NXT only moving
 //! forward by what was delivered, the `deliver` range inside the payload and the receive
-//! space, RTO and cwnd within bounds, and no way back to SYN-RECEIVED or out of CLOSED.
+//! space, RTO and cwnd within bounds, and no way back to SYN-RECEIVED or out of CLOSED;
+//! with CUBIC and with BBR (whose pacing may hold segments back: `Send` then sends less).
 
 use proptest::prelude::*;
 
 use super::*;
+use crate::tcp::congestion::Algorithm;
 use crate::tcp::conn::Reply;
 use crate::tcp::output::TimerAction;
 use crate::tcp::rtt::{RTO_MAX_MS, RTO_MIN_MS};
@@ -393,7 +395,13 @@ impl Run {
     }
 }
 
-fn play(start_established: bool, sack: bool, ts: bool, ops: &[Op]) -> Result<(), TestCaseError> {
+fn play(
+    start_established: bool,
+    sack: bool,
+    ts: bool,
+    bbr: bool,
+    ops: &[Op],
+) -> Result<(), TestCaseError> {
     let syn = ParsedRepr {
         options: Options {
             sack_permitted: sack,
@@ -402,11 +410,16 @@ fn play(start_established: bool, sack: bool, ts: bool, ops: &[Op]) -> Result<(),
         },
         ..SYN_TEMPL
     };
-    let c = if start_established {
-        established_with(&syn, 65_535)
+    let algorithm = if bbr {
+        Algorithm::Bbr
     } else {
-        syn_received_with(&syn)
+        Algorithm::Cubic
     };
+    let mut c = Connection::accept(&syn, ISS, 0).with_congestion(algorithm);
+    c.syn_ack(0);
+    if start_established {
+        prop_assert!(c.input(&RECV_TEMPL, 0, RX).established);
+    }
     let mut run = Run {
         c,
         now: 0,
@@ -433,9 +446,10 @@ proptest! {
         start_established in any::<bool>(),
         sack in any::<bool>(),
         ts in any::<bool>(),
+        bbr in any::<bool>(),
         ops in prop::collection::vec(op(), 1..60),
     ) {
-        play(start_established, sack, ts, &ops)?;
+        play(start_established, sack, ts, bbr, &ops)?;
     }
 }
 
@@ -468,6 +482,8 @@ fn a_long_busy_exchange_keeps_the_invariants() {
     }
     ops.push(Op::Close);
     ops.push(Op::Send(0));
-    play(true, false, false, &ops).unwrap();
-    play(true, true, true, &ops).unwrap();
+    for bbr in [false, true] {
+        play(true, false, false, bbr, &ops).unwrap();
+        play(true, true, true, bbr, &ops).unwrap();
+    }
 }

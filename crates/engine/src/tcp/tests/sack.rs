@@ -101,7 +101,10 @@ fn the_first_sack_above_snd_una_starts_recovery() {
     let cc = c.congestion();
     assert!(cc.in_recovery);
     assert_eq!(cc.ssthresh, 7 * M, "β_cubic · FlightSize");
-    assert_eq!((cc.prr.recover_fs, cc.prr.delivered), (10 * M, M));
+    assert_eq!(
+        (cc.prr().unwrap().recover_fs, cc.prr().unwrap().delivered),
+        (10 * M, M)
+    );
     // RFC 6937: no inflation; cwnd = pipe + ⌈delivered · ssthresh / RecoverFS⌉ − out,
     // the pipe being the eight segments above the SACKed one.
     assert_eq!(c.pipe(), 8 * M);
@@ -173,7 +176,7 @@ fn holes_go_first_lowest_first_then_new_data() {
     let o = recv_sack(&mut c, 2 * MS, s(2), &[(3, 10)]);
     assert!(!o.retransmit);
     assert!(c.congestion().in_recovery);
-    assert_eq!(c.congestion().prr.delivered, 9 * M);
+    assert_eq!(c.congestion().prr().unwrap().delivered, 9 * M);
     assert_eq!(c.pipe(), 6 * M);
     assert_eq!(send_all(&mut c, 2 * MS), [out(s(15), M, false)]);
     // Segment 2 arrives: everything up to 10 is acknowledged; recovery ends when the ACK

@@ -1,0 +1,203 @@
+//! `bareweb serve --xdp IFACE[:QUEUES] [--xdp-mode auto|zerocopy|copy|generic]`: the
+//! engine on an interface's own queues through AF_XDP (issue 18). The host crate's
+//! `xdp::open` attaches the steering program and opens a socket per queue; each socket is
+//! a core's queue pair, run by the same core threads as the TAP ([`crate::cores`]): one
+//! core per queue (per-queue mode), or one queue owned by core 0 (`--mode netcore`). At
+//! stop the program is detached (the `Xdp` guard) and each socket's counters printed.
+
+use std::sync::atomic::AtomicBool;
+
+use bareweb_engine::cores::plan::{self, Mode};
+use bareweb_engine::resource::Lookup;
+use bareweb_engine::server::{AccessLog, Config};
+use bareweb_host::cores::{CoreReport, Threads};
+use bareweb_host::xdp::{self, Bind};
+use clap::ValueEnum;
+
+use crate::cores::{self, Layout};
+use crate::opts::ModeArg;
+
+/// `--xdp IFACE[:QUEUES]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XdpArg {
+    pub iface: String,
+    pub queues: Option<u32>,
+}
+
+impl std::str::FromStr for XdpArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, queues) = match s.split_once(':') {
+            Some((n, q)) => {
+                let q = q
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|q| (1..=256).contains(q))
+                    .ok_or_else(|| format!("{q:?} is not a queue count (1 to 256)"))?;
+                (n, Some(q))
+            }
+            None => (s, None),
+        };
+        let iface = crate::opts::ifname(name)?;
+        Ok(XdpArg { iface, queues })
+    }
+}
+
+/// `--xdp-mode`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum XdpModeArg {
+    /// Native XDP and zero-copy where the driver has them, copy mode or the generic
+    /// path otherwise (said at start).
+    #[default]
+    Auto,
+    /// Native XDP with zero-copy sockets, or an error.
+    Zerocopy,
+    /// Native XDP, sockets in copy mode.
+    Copy,
+    /// The generic XDP path (any interface; slowest).
+    Generic,
+}
+
+impl XdpModeArg {
+    pub fn mode(self) -> xdp::Mode {
+        match self {
+            XdpModeArg::Auto => xdp::Mode::Auto,
+            XdpModeArg::Zerocopy => xdp::Mode::ZeroCopy,
+            XdpModeArg::Copy => xdp::Mode::Copy,
+            XdpModeArg::Generic => xdp::Mode::Generic,
+        }
+    }
+}
+
+/// What `serve` hands over.
+pub struct XdpServe<'a, L> {
+    pub site: L,
+    pub cfg: Config,
+    pub arg: &'a XdpArg,
+    pub mode: XdpModeArg,
+    /// Attach through netlink (the path of kernels before 5.9), not a BPF link.
+    pub netlink: bool,
+    /// `--cores` as given (1 when not given: then one core per queue).
+    pub cores: usize,
+    pub stop: &'static AtomicBool,
+    pub files: usize,
+    pub udp: String,
+}
+
+/// Serves on the interface's queues until `stop` is set.
+pub fn serve<L, A, G>(layout: &Layout, s: XdpServe<'_, L>, make_log: G) -> Result<(), String>
+where
+    L: Lookup<'static> + Copy + Send + Sync,
+    A: AccessLog,
+    G: Fn(usize) -> A + Sync,
+{
+    let iface = s.arg.iface.as_str();
+    let ip = s.cfg.ip;
+    if let Some((_, a, _)) = bareweb_host::netif::local_ipv4()
+        .into_iter()
+        .find(|(_, a, _)| *a == ip)
+    {
+        return Err(format!(
+            "{a} is an address of this host: the server needs an address of its own on {iface}'s link (--ip)"
+        ));
+    }
+    let netcore = layout.mode == Some(ModeArg::Netcore);
+    let queues = match (s.arg.queues, netcore) {
+        (Some(q), true) if q > 1 => {
+            return Err(format!(
+                "--mode netcore: core 0 owns one queue; --xdp {iface}:{q} asks for {q}"
+            ))
+        }
+        (_, true) => Some(1),
+        (q, false) => q,
+    };
+    let spec = xdp::Spec {
+        iface: iface.to_string(),
+        queues,
+        mode: s.mode.mode(),
+        ip,
+        netlink: s.netlink,
+    };
+    let (guard, sockets) = xdp::open(&spec)?;
+    for n in &guard.notes {
+        eprintln!("bareweb: {n}");
+    }
+    let got = sockets.len();
+    // One core per queue unless --cores says otherwise (network-core mode: --cores).
+    let cores = if netcore || s.cores > 1 { s.cores } else { got };
+    if !netcore && cores != got {
+        return Err(format!(
+            "--cores {cores} with {got} queue{} of {iface}: per-queue mode runs one core per queue \
+             (--xdp {iface}:{cores}, or --mode netcore for one queue and {cores} cores)",
+            if got == 1 { "" } else { "s" }
+        ));
+    }
+    let asked = layout.mode.map(ModeArg::asked);
+    let decision = plan::decide(cores, asked, layout.bsp_http, got);
+    if decision.worth_saying() {
+        eprintln!("bareweb: mode {}: {}", decision.mode.name(), decision.why);
+    }
+    let mode = decision.mode;
+    let bind = match guard.bind {
+        Bind::ZeroCopy => "zero-copy",
+        Bind::Copy => "copy mode",
+    };
+    let where_ = match mode {
+        Mode::NetCore { .. } => format!("{cores} cores: core 0 owns queue 0"),
+        Mode::PerQueue => format!("queues 0..{got}, one core each"),
+        Mode::Single => "queue 0".to_string(),
+    };
+    eprintln!(
+        "bareweb: serving {} files at http://{ip}:{}/{} on {iface} through AF_XDP ({where_}; {} XDP, {bind}, program id {}; \
+         server MAC {}: the host keeps every other address on {iface}); Ctrl-C stops",
+        s.files,
+        s.cfg.port,
+        s.udp,
+        guard.attach,
+        guard.prog_id,
+        guard.mac
+    );
+    let threads = Threads {
+        stop: s.stop,
+        pin: layout.pin,
+    };
+    let layout = Layout {
+        cores,
+        mode: layout.mode,
+        bsp_http: layout.bsp_http,
+        pages: layout.pages,
+        pin: layout.pin,
+    };
+    let reports: Vec<CoreReport> = cores::run_plan(
+        &layout, mode, s.site, s.cfg, guard.mac, sockets, threads, &make_log,
+    );
+    cores::print_summary(mode, &reports);
+    let owners = match mode {
+        Mode::NetCore { .. } => &reports[..1.min(reports.len())],
+        _ => &reports[..],
+    };
+    print_sockets(owners);
+    drop(guard);
+    eprintln!("bareweb: XDP program detached from {iface}");
+    Ok(())
+}
+
+/// A line per socket: what its queue pair counted.
+fn print_sockets(reports: &[CoreReport]) {
+    eprintln!("  per AF_XDP socket: core rx_frames tx_frames rx_bad tx_full kicks kicks_saved rx_ring_high tx_in_flight_high");
+    for r in reports {
+        let n = &r.nic;
+        eprintln!(
+            "  core {} {} {} {} {} {} {} {} {}",
+            r.core,
+            n.device_rx_frames,
+            n.device_tx_frames,
+            n.device_rx_bad,
+            n.device_tx_full,
+            n.doorbells,
+            n.doorbells_suppressed,
+            n.rx_ring_high,
+            n.tx_ring_high
+        );
+    }
+}

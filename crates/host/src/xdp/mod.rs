@@ -1,0 +1,454 @@
+//! AF_XDP: the engine on an interface's own queues, bypassing the kernel's network stack
+//! for the server's address only (issue 18).
+//!
+//! [`open`] loads the steering program ([`bpf`]), attaches it to the interface (a BPF
+//! link, natively in the driver when it can, on the generic path otherwise) and opens one
+//! AF_XDP socket per queue ([`xsk`]), each put in the program's socket map at its queue's
+//! index. Each socket is one engine queue pair ([`XskQueue`]: the engine's `Nic`, and the
+//! host's [`HostQueue`](crate::cores::HostQueue)), so the core threads of
+//! [`crate::cores`] drive it exactly as they drive a TAP: one queue per core in per-queue
+//! mode, or one queue owned by core 0 in network-core mode. The returned [`Xdp`] detaches
+//! the program when dropped; a link also detaches on any exit of the process.
+//!
+//! Why our own plumbing: see docs/architecture.md, "AF_XDP".
+
+pub mod bpf;
+pub mod netlink;
+pub mod ring;
+pub mod xsk;
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
+
+pub use xsk::{Bind, XskQueue, XskRx, XskStats, XskTx};
+
+/// How the program is attached and the sockets bound (`--xdp-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Native XDP and zero-copy when the driver has them; otherwise native with copy, or
+    /// the generic path — each step said.
+    Auto,
+    /// Native XDP, zero-copy sockets: an error if the driver has not both.
+    ZeroCopy,
+    /// Native XDP, sockets in copy mode.
+    Copy,
+    /// The generic (skb) XDP path, copy mode: any interface, slowest.
+    Generic,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Auto => "auto",
+            Mode::ZeroCopy => "zerocopy",
+            Mode::Copy => "copy",
+            Mode::Generic => "generic",
+        }
+    }
+}
+
+/// What to open.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The interface.
+    pub iface: String,
+    /// Queues 0..N (default: every receive queue of the interface).
+    pub queues: Option<u32>,
+    pub mode: Mode,
+    /// The server's address: the only one steered to the sockets.
+    pub ip: Ipv4Address,
+    /// Attach through netlink instead of a BPF link (the path for kernels before 5.9;
+    /// the attachment then outlives a crash, and the next start removes it).
+    pub netlink: bool,
+}
+
+/// The program attached to an interface; dropping it detaches it.
+pub struct Xdp {
+    pub iface: String,
+    pub ifindex: u32,
+    /// The interface's MAC: the server's.
+    pub mac: EthernetAddress,
+    /// "native" or "generic".
+    pub attach: &'static str,
+    /// How the sockets are bound.
+    pub bind: Bind,
+    /// Queues the interface has (frames on queues without a socket go to the kernel).
+    pub iface_queues: u32,
+    /// What set-up had to do or fall back to, to be said at start.
+    pub notes: Vec<String>,
+    pub prog_id: u32,
+    link: Option<OwnedFd>,
+    netlink_flags: Option<u32>,
+    _prog: OwnedFd,
+    _map: OwnedFd,
+}
+
+impl Drop for Xdp {
+    fn drop(&mut self) {
+        // A link detaches when its descriptor closes (the field's drop). A netlink
+        // attachment is removed here, if it is still ours.
+        if let Some(flags) = self.netlink_flags {
+            if matches!(netlink::current(self.ifindex), Ok(Some(c)) if c.prog_id == self.prog_id) {
+                if let Err(e) = netlink::set(self.ifindex, -1, flags) {
+                    eprintln!(
+                        "bareweb: cannot detach the XDP program from {}: {e}",
+                        self.iface
+                    );
+                }
+            }
+        }
+        self.link.take();
+    }
+}
+
+fn sys_path(iface: &str, what: &str) -> std::path::PathBuf {
+    std::path::Path::new("/sys/class/net")
+        .join(iface)
+        .join(what)
+}
+
+/// The interface's MAC, from sysfs.
+fn iface_mac(iface: &str) -> Result<EthernetAddress, String> {
+    let text = std::fs::read_to_string(sys_path(iface, "address"))
+        .map_err(|e| format!("cannot read {iface}'s MAC address: {e}"))?;
+    let b: Vec<u8> = text
+        .trim()
+        .split(':')
+        .filter_map(|h| u8::from_str_radix(h, 16).ok())
+        .collect();
+    <[u8; 6]>::try_from(b)
+        .map(EthernetAddress)
+        .map_err(|_| format!("{iface} has no Ethernet address ({:?})", text.trim()))
+}
+
+/// Receive queues of the interface (`/sys/class/net/IFACE/queues/rx-*`).
+pub fn rx_queues(iface: &str) -> u32 {
+    std::fs::read_dir(sys_path(iface, "queues"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with("rx-"))
+                .count() as u32
+        })
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// Whether the interface is one end of a virtual pair (a veth: `iflink` names its peer).
+fn paired(iface: &str) -> bool {
+    let read = |w: &str| std::fs::read_to_string(sys_path(iface, w)).unwrap_or_default();
+    let (link, index) = (read("iflink"), read("ifindex"));
+    !link.trim().is_empty()
+        && link.trim() != index.trim()
+        && std::fs::read_link(sys_path(iface, ""))
+            .or_else(|_| std::fs::read_link(std::path::Path::new("/sys/class/net").join(iface)))
+            .is_ok_and(|p| p.to_string_lossy().contains("/virtual/"))
+}
+
+fn ifindex(iface: &str) -> Result<u32, String> {
+    let c = std::ffi::CString::new(iface).map_err(|_| format!("bad interface name {iface:?}"))?;
+    // SAFETY: if_nametoindex reads a NUL-terminated string.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if i == 0 {
+        return Err(format!(
+            "no interface {iface:?} in this network namespace (`ip link` lists them)"
+        ));
+    }
+    Ok(i)
+}
+
+const FALLBACK_TAP: &str = "or serve on a TAP instead (--tap NAME)";
+
+fn no_permission(what: &str, e: &io::Error) -> String {
+    format!(
+        "{what}: {e}: AF_XDP needs CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF (run as root), {FALLBACK_TAP}"
+    )
+}
+
+fn is_perm(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
+}
+
+/// Whether the process `pid` is a running bareweb: this same program, or one called
+/// bareweb (a reused pid of another program is not).
+fn bareweb_alive(pid: u32) -> bool {
+    let exe = |p: &str| std::fs::read_link(format!("/proc/{p}/exe")).ok();
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    match exe(&pid.to_string()) {
+        Some(e) => exe("self").is_some_and(|me| me == e) || comm.starts_with("bareweb"),
+        None => false,
+    }
+}
+
+/// Looks at what is attached to the interface now: nothing (fine), a bareweb program
+/// left by a run that did not exit (removed, and said), a live bareweb's, or another
+/// program (refused: we never replace what is not ours).
+fn clear_stale(iface: &str, ifindex: u32, notes: &mut Vec<String>) -> Result<(), String> {
+    let cur = match netlink::current(ifindex) {
+        Ok(Some(c)) => c,
+        Ok(None) => return Ok(()),
+        Err(e) => return Err(format!("cannot read {iface}'s XDP state: {e}")),
+    };
+    let info = bpf::prog_info(cur.prog_id).map_err(|e| {
+        if is_perm(&e) {
+            no_permission("cannot inspect the XDP program already attached", &e)
+        } else {
+            format!(
+                "{iface} already has an XDP program (id {}) that cannot be inspected: {e}",
+                cur.prog_id
+            )
+        }
+    })?;
+    if info.name != bpf::PROG_NAME {
+        return Err(format!(
+            "{iface} already has another XDP program attached (id {}, {:?}): bareweb does not replace it; \
+             remove it (`ip link set dev {iface} xdp off`) or give another interface, {FALLBACK_TAP}",
+            cur.prog_id, info.name
+        ));
+    }
+    let owner = info
+        .map_ids
+        .iter()
+        .filter_map(|&m| bpf::map_name(m).ok())
+        .find_map(|n| n.strip_prefix(bpf::MAP_PREFIX)?.parse::<u32>().ok());
+    if let Some(pid) = owner.filter(|&p| p != std::process::id() && bareweb_alive(p)) {
+        return Err(format!(
+            "{iface} is already served by bareweb (pid {pid}): stop that one, or give another --xdp interface"
+        ));
+    }
+    let flags = match cur.mode {
+        netlink::Attached::Generic => bpf::XDP_FLAGS_SKB_MODE,
+        _ => bpf::XDP_FLAGS_DRV_MODE,
+    };
+    netlink::set(ifindex, -1, flags).map_err(|e| match e.raw_os_error() {
+        // A program attached by a link cannot be removed this way: a live process holds it.
+        Some(libc::EBUSY) => format!(
+            "{iface} is already served by a bareweb XDP program (id {}) that a running process holds: \
+             stop it, or give another --xdp interface",
+            cur.prog_id
+        ),
+        _ => format!(
+            "cannot remove the stale bareweb XDP program (id {}) on {iface}: {e}",
+            cur.prog_id
+        ),
+    })?;
+    notes.push(format!(
+        "removed a stale bareweb XDP program (id {}) from {iface}, left by an earlier run{} that did not exit cleanly",
+        cur.prog_id,
+        owner.map_or(String::new(), |p| format!(" (pid {p})"))
+    ));
+    Ok(())
+}
+
+/// `XDP_FLAGS_UPDATE_IF_NOEXIST`: fail rather than replace another program.
+const XDP_FLAGS_UPDATE_IF_NOEXIST: u32 = 1;
+
+/// Attaches `prog` in `flags`' mode: a link, or netlink when asked or when the kernel
+/// has no XDP links. Returns (link, netlink flags).
+fn attach(
+    spec: &Spec,
+    ifindex: u32,
+    prog: RawFd,
+    flags: u32,
+) -> io::Result<(Option<OwnedFd>, Option<u32>)> {
+    if !spec.netlink {
+        match bpf::link_create(prog, ifindex, flags) {
+            Ok(l) => return Ok((Some(l), None)),
+            // EINVAL from a kernel before 5.9 (no XDP link); anything else is an answer.
+            Err(e) if e.raw_os_error() != Some(libc::EINVAL) => return Err(e),
+            Err(_) => {}
+        }
+    }
+    netlink::set(ifindex, prog, flags | XDP_FLAGS_UPDATE_IF_NOEXIST)?;
+    Ok((None, Some(flags)))
+}
+
+fn attach_error(iface: &str, mode: &str, e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => {
+            no_permission(&format!("cannot attach the XDP program to {iface}"), e)
+        }
+        Some(libc::EBUSY) | Some(libc::EEXIST) => format!(
+            "cannot attach the XDP program to {iface}: another XDP program was attached meanwhile ({e}); \
+             remove it (`ip link set dev {iface} xdp off`), {FALLBACK_TAP}"
+        ),
+        Some(libc::EOPNOTSUPP) | Some(libc::EINVAL) if mode == "native" => format!(
+            "{iface}'s driver refused native XDP ({e}): use --xdp-mode generic (slower, any interface), {FALLBACK_TAP}"
+        ),
+        _ => format!("cannot attach the XDP program to {iface} ({mode} mode): {e}"),
+    }
+}
+
+fn socket_error(iface: &str, queue: u32, queues: u32, err: &xsk::SetupError) -> String {
+    let e = &err.err;
+    match (err.step, e.raw_os_error()) {
+        (_, Some(libc::EPERM) | Some(libc::EACCES)) => {
+            no_permission(&format!("cannot open an AF_XDP socket on {iface}"), e)
+        }
+        ("socket", Some(libc::EAFNOSUPPORT)) => format!(
+            "this kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS): {FALLBACK_TAP}"
+        ),
+        ("bind", Some(libc::EBUSY)) => format!(
+            "queue {queue} of {iface} is in use by another AF_XDP socket (another bareweb?) ({e}): \
+             stop that program, give other queues, {FALLBACK_TAP}"
+        ),
+        ("bind", Some(libc::EOPNOTSUPP) | Some(libc::EPROTONOSUPPORT)) => format!(
+            "{iface}'s driver refused zero-copy AF_XDP on queue {queue} ({e}): use --xdp-mode copy, {FALLBACK_TAP}"
+        ),
+        ("bind", Some(libc::EINVAL)) if queue >= queues => format!(
+            "{iface} has no queue {queue} ({queues} receive queues) ({e})"
+        ),
+        ("umem", Some(libc::ENOMEM) | Some(libc::ENOBUFS)) => format!(
+            "cannot register the AF_XDP frame area on {iface}: {e} (the locked-memory limit? `ulimit -l unlimited`)"
+        ),
+        (step, _) => format!("cannot set up the AF_XDP socket on queue {queue} of {iface} ({step}): {e}"),
+    }
+}
+
+/// Attaches the steering program to `spec.iface` and opens a socket on each of its
+/// queues 0..N. The program is detached again if a later step fails.
+pub fn open(spec: &Spec) -> Result<(Xdp, Vec<XskQueue>), String> {
+    let iface = spec.iface.as_str();
+    let ifindex = ifindex(iface)?;
+    let mac = iface_mac(iface)?;
+    let iface_queues = rx_queues(iface);
+    let queues = spec.queues.unwrap_or(iface_queues);
+    if queues == 0 || queues > iface_queues {
+        return Err(format!(
+            "{iface} has {iface_queues} receive queue{}: --xdp {iface}:{queues} asks for more",
+            if iface_queues == 1 { "" } else { "s" }
+        ));
+    }
+    let mut notes = Vec::new();
+    clear_stale(iface, ifindex, &mut notes)?;
+    let map = bpf::create_xskmap(iface_queues, std::process::id()).map_err(|e| {
+        if is_perm(&e) {
+            no_permission("cannot create the XDP socket map", &e)
+        } else {
+            format!("cannot create the XDP socket map: {e}")
+        }
+    })?;
+    let prog =
+        bpf::load(&bpf::program(spec.ip, bpf::Steer::Map(map.as_raw_fd()))).map_err(|e| {
+            if is_perm(&e) {
+                no_permission("cannot load the XDP program", &e)
+            } else {
+                format!("cannot load the XDP program: {e}")
+            }
+        })?;
+    let prog_id = bpf::prog_id(prog.as_raw_fd()).unwrap_or(0);
+    let native = bpf::XDP_FLAGS_DRV_MODE;
+    let generic = bpf::XDP_FLAGS_SKB_MODE;
+    let (attach_name, (link, netlink_flags)) = match spec.mode {
+        Mode::Generic => (
+            "generic",
+            attach(spec, ifindex, prog.as_raw_fd(), generic)
+                .map_err(|e| attach_error(iface, "generic", &e))?,
+        ),
+        Mode::ZeroCopy | Mode::Copy => (
+            "native",
+            attach(spec, ifindex, prog.as_raw_fd(), native)
+                .map_err(|e| attach_error(iface, "native", &e))?,
+        ),
+        Mode::Auto => match attach(spec, ifindex, prog.as_raw_fd(), native) {
+            Ok(a) => ("native", a),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EOPNOTSUPP) | Some(libc::EINVAL)
+                ) =>
+            {
+                notes.push(format!(
+                    "{iface}'s driver has no native XDP ({e}): the generic path, copy mode"
+                ));
+                (
+                    "generic",
+                    attach(spec, ifindex, prog.as_raw_fd(), generic)
+                        .map_err(|e| attach_error(iface, "generic", &e))?,
+                )
+            }
+            Err(e) => return Err(attach_error(iface, "native", &e)),
+        },
+    };
+    let mut xdp = Xdp {
+        iface: iface.to_string(),
+        ifindex,
+        mac,
+        attach: attach_name,
+        bind: Bind::Copy,
+        iface_queues,
+        notes,
+        prog_id,
+        link,
+        netlink_flags,
+        _prog: prog,
+        _map: map,
+    };
+    let want = match spec.mode {
+        Mode::Auto if attach_name == "native" => Bind::ZeroCopy,
+        Mode::ZeroCopy => Bind::ZeroCopy,
+        _ => Bind::Copy,
+    };
+    let mut sockets = Vec::with_capacity(queues as usize);
+    for queue in 0..queues {
+        let mut s = xsk::SocketSpec {
+            ifindex,
+            queue,
+            bind: if sockets.is_empty() { want } else { xdp.bind },
+            mac,
+        };
+        let q = match xsk::XskQueue::open(s) {
+            Ok(q) => q,
+            Err(e)
+                if spec.mode == Mode::Auto
+                    && s.bind == Bind::ZeroCopy
+                    && e.step == "bind"
+                    && matches!(
+                        e.err.raw_os_error(),
+                        Some(libc::EOPNOTSUPP) | Some(libc::EPROTONOSUPPORT) | Some(libc::EINVAL)
+                    ) =>
+            {
+                xdp.notes.push(format!(
+                    "{iface}'s driver has no zero-copy AF_XDP ({}): copy mode",
+                    e.err
+                ));
+                s.bind = Bind::Copy;
+                xsk::XskQueue::open(s).map_err(|e| socket_error(iface, queue, iface_queues, &e))?
+            }
+            Err(e) => return Err(socket_error(iface, queue, iface_queues, &e)),
+        };
+        xdp.bind = q.bind_mode();
+        bpf::map_set_socket(xdp._map.as_raw_fd(), queue, q.raw_fd())
+            .map_err(|e| format!("cannot put the socket of queue {queue} in the XDP map: {e}"))?;
+        sockets.push(q);
+    }
+    if paired(iface) {
+        xdp.notes.push(format!(
+            "{iface} is one end of a pair (a veth?): its peer must send complete checksums \
+             (`ethtool -K PEER tx off`), as a wire does; XDP sees a peer's partial ones as they are"
+        ));
+    }
+    if queues < iface_queues {
+        xdp.notes.push(format!(
+            "{iface} has {iface_queues} receive queues and bareweb serves {queues}: frames for the server that \
+             arrive on the others go to the kernel, which drops them (steer the server's address to queues \
+             0..{queues} with the NIC's flow rules, or serve every queue)"
+        ));
+    }
+    Ok((xdp, sockets))
+}
+
+impl crate::cores::HostQueue for XskQueue {
+    fn rx_fds(&self) -> Vec<RawFd> {
+        vec![self.raw_fd()]
+    }
+
+    fn wait_us(&self, us: u64) {
+        XskQueue::wait_us(self, us)
+    }
+
+    fn into_rings(self) -> (XskRx, XskTx) {
+        XskQueue::into_rings(self)
+    }
+}

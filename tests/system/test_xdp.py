@@ -1,0 +1,265 @@
+"""The AF_XDP platform (issue 18): `bareweb serve --xdp IFACE[:QUEUES]` on one end of a
+veth pair between a server namespace and a client namespace (prefix `bwx`, the PID in
+both names). The server end also holds a host address of the server namespace's own
+kernel (10.0.0.3), which must keep answering: the XDP program steers only the server's
+address (10.0.0.2) to the sockets.
+
+Needs root and a kernel with AF_XDP (Linux 5.9+ for the BPF link); under CI=true a missing
+one fails (require_root, and the first server's start names the cause), never skips."""
+import hashlib
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import BIN, SERVER_IP, SITE, Netns, require_root
+
+CLIENT_IP = "10.0.0.1"
+HOST_ADDR = "10.0.0.3"
+SIDE_S, SIDE_C = "xs0", "xc0"
+BIG = "/files/1m.bin"
+
+
+def sha(path):
+    return hashlib.sha256((SITE / path.lstrip("/")).read_bytes()).hexdigest()
+
+
+def site_files():
+    return sorted("/" + p.relative_to(SITE).as_posix() for p in SITE.rglob("*")
+                  if p.is_file() and not p.name.startswith(".") and p.name != "bareweb.toml")
+
+
+class Pair:
+    """Namespaces S (server) and C (client) joined by a veth with `queues` queue pairs;
+    the client end sends complete checksums, as a wire does (docs/architecture.md)."""
+
+    def __init__(self, queues=1):
+        require_root()
+        self.s = Netns("bwx")
+        self.c = Netns("bwx")
+        q = str(queues)
+        subprocess.run(["ip", "link", "add", SIDE_C, "netns", self.c.name, "numtxqueues", q,
+                        "numrxqueues", q, "type", "veth", "peer", "name", SIDE_S, "netns",
+                        self.s.name, "numtxqueues", q, "numrxqueues", q], check=True)
+        self.c.ip("addr", "add", f"{CLIENT_IP}/24", "dev", SIDE_C)
+        self.c.ip("link", "set", SIDE_C, "up")
+        self.s.ip("addr", "add", f"{HOST_ADDR}/24", "dev", SIDE_S)
+        self.s.ip("link", "set", SIDE_S, "up")
+        self.c.run("ethtool", "-K", SIDE_C, "tx", "off")
+
+    def xdp_prog(self):
+        """The XDP program id attached to the server end now, or None."""
+        r = self.s.run("ip", "-d", "link", "show", SIDE_S)
+        words = r.stdout.split()
+        for i, w in enumerate(words):
+            if w == "prog/xdp" and i + 1 < len(words) and words[i + 1] == "id":
+                return int(words[i + 2])
+        return None
+
+    def close(self):
+        self.s.close()
+        self.c.close()
+
+
+class XdpServer:
+    """`bareweb serve --xdp` in the pair's server namespace."""
+
+    def __init__(self, pair, extra=(), iface=SIDE_S, wait=True):
+        self.pair = pair
+        self.log = open(f"/tmp/{pair.s.name}-{time.monotonic_ns()}.log", "w+")
+        self.proc = subprocess.Popen(
+            pair.s.cmd(BIN, "serve", SITE, "--xdp", iface, "--ip", f"{SERVER_IP}/24", *extra),
+            stdout=self.log, stderr=subprocess.STDOUT)
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self):
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited: {self.output()}")
+            r = self.pair.c.run("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                "--max-time", "1", f"http://{SERVER_IP}/", check=False)
+            if r.stdout == "200":
+                return
+            time.sleep(0.1)
+        self.stop(signal.SIGKILL)
+        raise AssertionError(f"server not ready in 20 s: {self.output()}")
+
+    def exit_output(self, limit=20):
+        """For a start that must fail: its exit status and what it said."""
+        try:
+            code = self.proc.wait(limit)
+        except subprocess.TimeoutExpired:
+            self.stop(signal.SIGKILL)
+            raise AssertionError(f"server did not exit: {self.output()}")
+        return code, self.output()
+
+    def output(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self, sig=signal.SIGINT):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.output()
+
+
+@pytest.fixture(scope="module")
+def served():
+    pair = Pair()
+    srv = XdpServer(pair)
+    yield pair, srv
+    srv.stop()
+    pair.close()
+
+
+def test_every_file_intact_on_keepalive_and_fresh_connections(served):
+    pair, _ = served
+    env = {"BW_SERVER": SERVER_IP}
+    files = site_files()
+    r = pair.c.client("keepalive", "8", "3", *files, env=env)
+    assert r["n_errors"] == 0, r["errors"]
+    for f in files:
+        assert r["digests"][f] == [sha(f)], f
+    r = pair.c.client("cpr", "50", "/files/4k.html", env=env)
+    assert (r["ok"], r["n_errors"], r["digests"]) == (50, 0, [sha("/files/4k.html")]), r
+    r = pair.c.client("parallel", "8", BIG, sha(BIG), "0", "", env=env)
+    assert r["ok"] == 8, r["bad"]
+
+
+def test_the_host_keeps_its_own_address_on_the_shared_interface(served):
+    pair, _ = served
+    assert pair.xdp_prog() is not None
+    # The host's kernel answers ARP and ping for its address, and serves TCP on it, beside
+    # the server on the same interface.
+    listener = subprocess.Popen(pair.s.cmd("python3", "-m", "http.server", "8000", "--bind",
+                                           HOST_ADDR, "--directory", SITE),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        r = pair.c.run("ping", "-c", "2", "-W", "2", HOST_ADDR, check=False)
+        assert r.returncode == 0, r.stdout + r.stderr
+        code = ""
+        for _ in range(50):
+            code = pair.c.run("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time",
+                              "2", f"http://{HOST_ADDR}:8000/index.html", check=False).stdout
+            if code == "200":
+                break
+            time.sleep(0.1)
+        assert code == "200", "the host's own TCP service did not answer beside the server"
+    finally:
+        listener.kill()
+        listener.wait()
+    # The server answers ARP and ping for its address with the interface's MAC.
+    r = pair.c.run("ping", "-c", "2", "-W", "2", SERVER_IP, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    neigh = pair.c.run("ip", "neigh", "show", "dev", SIDE_C).stdout
+    macs = {line.split()[0]: line.split()[2] for line in neigh.splitlines()
+            if "lladdr" in line}
+    mac = pair.s.run("cat", f"/sys/class/net/{SIDE_S}/address").stdout.strip()
+    assert macs.get(SERVER_IP) == mac and macs.get(HOST_ADDR) == mac, neigh
+
+
+def test_ctrl_c_detaches_the_program_and_reports_each_socket():
+    pair = Pair()
+    try:
+        srv = XdpServer(pair)
+        out = srv.output()
+        assert "through AF_XDP" in out and "copy mode" in out, out
+        assert pair.xdp_prog() is not None
+        out = srv.stop()
+        assert srv.proc.returncode == 0, out
+        assert "XDP program detached" in out, out
+        assert "per AF_XDP socket" in out, out
+        assert pair.xdp_prog() is None
+    finally:
+        pair.close()
+
+
+def test_a_killed_server_leaves_no_program_or_the_next_start_removes_it():
+    pair = Pair()
+    try:
+        # A BPF link dies with the process.
+        srv = XdpServer(pair)
+        srv.stop(signal.SIGKILL)
+        assert pair.xdp_prog() is None, "the BPF link outlived kill -9"
+        # Attached the old way (netlink), the program outlives it: the next start finds it
+        # by its name and its dead owner's pid, removes it and says so.
+        srv = XdpServer(pair, ["--xdp-netlink"])
+        stale = pair.xdp_prog()
+        srv.stop(signal.SIGKILL)
+        assert pair.xdp_prog() == stale and stale is not None
+        srv = XdpServer(pair)
+        out = srv.output()
+        assert f"removed a stale bareweb XDP program (id {stale})" in out, out
+        assert pair.xdp_prog() not in (None, stale)
+        srv.stop()
+        assert pair.xdp_prog() is None
+    finally:
+        pair.close()
+
+
+def test_set_up_failures_name_the_cause_and_the_fallback():
+    pair = Pair()
+    try:
+        def fails(extra=(), iface=SIDE_S):
+            code, out = XdpServer(pair, extra, iface=iface, wait=False).exit_output()
+            assert code != 0, out
+            return out
+
+        out = fails(iface="nosuch0")
+        assert "no interface \"nosuch0\"" in out, out
+        out = fails(iface=f"{SIDE_S}:4")
+        assert "has 1 receive queue" in out, out
+        # veth has native XDP but no zero-copy sockets.
+        out = fails(["--xdp-mode", "zerocopy"])
+        assert "refused zero-copy" in out and "--xdp-mode copy" in out and "--tap" in out, out
+        assert pair.xdp_prog() is None, "a failed start left its program attached"
+        # The interface is served already: the second start refuses, the first keeps on.
+        first = XdpServer(pair)
+        prog = pair.xdp_prog()
+        out = fails()
+        assert "already served by bareweb" in out, out
+        assert pair.xdp_prog() == prog
+        first.wait_ready()
+        first.stop()
+    finally:
+        pair.close()
+
+
+def test_the_servers_address_may_not_be_the_hosts():
+    pair = Pair()
+    try:
+        pair.s.ip("addr", "add", f"{SERVER_IP}/24", "dev", SIDE_S)
+        code, out = XdpServer(pair, wait=False).exit_output()
+        assert code != 0 and "is an address of this host" in out, out
+    finally:
+        pair.close()
+
+
+def test_per_queue_mode_serves_every_queue_with_a_core_each():
+    pair = Pair(queues=2)
+    try:
+        srv = XdpServer(pair)
+        assert "queues 0..2, one core each" in srv.output(), srv.output()
+        env = {"BW_SERVER": SERVER_IP}
+        r = pair.c.client("keepalive", "32", "5", "/files/4k.html", "/index.html", env=env)
+        assert r["n_errors"] == 0, r["errors"]
+        assert r["digests"]["/files/4k.html"] == [sha("/files/4k.html")]
+        out = srv.stop()
+        # Per socket: core, rx_frames, ...: both queues received the client's frames.
+        lines = out.split("per AF_XDP socket:")[1].splitlines()[1:3]
+        rx = [int(line.split()[2]) for line in lines]
+        assert len(rx) == 2 and all(n > 0 for n in rx), out
+        totals = {p[0]: int(p[1]) for p in (line.split() for line in out.splitlines())
+                  if len(p) == 2 and p[1].isdigit()}
+        assert totals["http_requests"] >= 320 and totals["http_2xx"] == totals["http_requests"], out
+    finally:
+        pair.close()
