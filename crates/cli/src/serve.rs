@@ -277,20 +277,8 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         banner: &banner,
     };
     let clf = |_| Clf(std::io::BufWriter::new(std::io::stdout()));
-    // The stats page is off if the command line or the site's configuration says so;
-    // metrics and the health check are on unless the configuration turns them off;
-    // --stats-allow over the configuration's [stats] allow.
-    let mut pages = PageSettings::resolve(&site.pages(), !a.server.no_stats_page, true, true);
-    if let Some(n) = a.server.stats_allow {
-        pages.allow = (n.ip.octets(), n.prefix);
-    }
-    let layout = Layout {
-        cores: a.cores.cores.into(),
-        mode: a.server.mode,
-        bsp_http: a.server.bsp_http,
-        pages,
-        pin: !a.cores.no_pin,
-    };
+    let layout = layout(&a, &site);
+    let pages = layout.pages;
     let threads = a.runner.threads.into();
     let r = match (a.runner.runner, a.server.access_log) {
         (Some(r), true) => runners::serve(r, threads, pages, prepared, clf),
@@ -309,23 +297,30 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     r
 }
 
+/// The cores' layout, pages included: the stats page is off if the command line or the
+/// site's configuration says so; metrics and the health check are on unless the
+/// configuration turns them off; --stats-allow over the configuration's [stats] allow.
+fn layout(a: &ServeArgs, site: &Site<'static>) -> Layout {
+    let mut pages = PageSettings::resolve(&site.pages(), !a.server.no_stats_page, true, true);
+    if let Some(n) = a.server.stats_allow {
+        pages.allow = (n.ip.octets(), n.prefix);
+    }
+    Layout {
+        cores: a.cores.cores.into(),
+        mode: a.server.mode,
+        bsp_http: a.server.bsp_http,
+        pages,
+        pin: !a.cores.no_pin,
+    }
+}
+
 /// `serve --xdp`: the same server on an interface's queues through AF_XDP.
 fn serve_on_xdp(a: &ServeArgs, x: &XdpArg, site: Site<'static>) -> Result<(), String> {
     let cfg = a.server.config(random_bytes());
     let udp = a.server.udp_banner(cfg.ip);
     let files = site.len();
     catch_stop_signals();
-    let mut pages = PageSettings::resolve(&site.pages(), !a.server.no_stats_page, true, true);
-    if let Some(n) = a.server.stats_allow {
-        pages.allow = (n.ip.octets(), n.prefix);
-    }
-    let layout = Layout {
-        cores: a.cores.cores.into(),
-        mode: a.server.mode,
-        bsp_http: a.server.bsp_http,
-        pages,
-        pin: !a.cores.no_pin,
-    };
+    let layout = layout(a, &site);
     let s = XdpServe {
         site,
         cfg,
