@@ -210,7 +210,7 @@ pub fn wrk_report(stdout: &str, p: &Point) -> Result<Report, String> {
         bytes: w.bytes,
         bytes_per_sec: w.bytes as f64 / secs,
         bytes_per_fetch: w.bytes as f64 / w.requests.max(1) as f64,
-        first_response: lat.clone(),
+        first_response: lat,
         response: lat,
         timeouts: w.timeout,
         ..Report::default()
