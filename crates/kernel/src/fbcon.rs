@@ -265,7 +265,12 @@ impl Screen {
                 for y in 0..g.lines {
                     // SAFETY: y < lines and width·bytes <= pitch: inside the framebuffer
                     // (caller).
-                    unsafe { crate::mem::zero((g.addr as usize + y * g.pitch) as *mut u8, g.width as usize * bytes) };
+                    unsafe {
+                        crate::mem::zero(
+                            (g.addr as usize + y * g.pitch) as *mut u8,
+                            g.width as usize * bytes,
+                        )
+                    };
                 }
             }
             Mode::EgaText => {
@@ -469,16 +474,28 @@ mod tests {
         );
         let bad = |f: Framebuffer| Geometry::check(&f).unwrap_err();
         assert_eq!(bad(fb(0x8000_0000, 4096, 1024, 768, 8, 1)), Refused::Bpp(8));
-        assert_eq!(bad(fb(0x8000_0000, 4096, 1024, 768, 8, 0)), Refused::Kind(0));
-        assert_eq!(bad(fb(0x8000_0000, 4096, 1024, 768, 32, 7)), Refused::Kind(7));
+        assert_eq!(
+            bad(fb(0x8000_0000, 4096, 1024, 768, 8, 0)),
+            Refused::Kind(0)
+        );
+        assert_eq!(
+            bad(fb(0x8000_0000, 4096, 1024, 768, 32, 7)),
+            Refused::Kind(7)
+        );
         assert_eq!(bad(fb(0x8000_0000, 4095, 1024, 768, 32, 1)), Refused::Pitch);
         assert_eq!(bad(fb(0x8000_0000, 3000, 1024, 768, 24, 1)), Refused::Pitch);
         assert_eq!(bad(fb(0, 4096, 1024, 768, 32, 1)), Refused::Address);
-        assert_eq!(bad(fb(u64::MAX - 10, 4096, 1024, 768, 32, 1)), Refused::Address);
+        assert_eq!(
+            bad(fb(u64::MAX - 10, 4096, 1024, 768, 32, 1)),
+            Refused::Address
+        );
         assert_eq!(bad(fb(1 << 52, 4096, 1024, 768, 32, 1)), Refused::Address);
         assert_eq!(bad(fb(0x8000_0000, 4096, 0, 768, 32, 1)), Refused::Size);
         assert_eq!(bad(fb(0x8000_0000, 4096, 7, 768, 32, 1)), Refused::Size);
-        assert_eq!(bad(fb(0x8000_0000, u32::MAX, 40000, 768, 32, 1)), Refused::Size);
+        assert_eq!(
+            bad(fb(0x8000_0000, u32::MAX, 40000, 768, 32, 1)),
+            Refused::Size
+        );
         assert_eq!(bad(fb(0xb8000, 160, 80, 25, 8, 2)), Refused::Bpp(8));
         assert_eq!(bad(fb(0xb8000, 100, 80, 25, 16, 2)), Refused::Pitch);
         assert_eq!(bad(fb(0xb8000, 1000, 500, 25, 16, 2)), Refused::Size);
@@ -523,17 +540,16 @@ mod tests {
                 [15, 16, 24, 32, 8, 0][(x % 6) as usize],
                 (x >> 40) as u8 % 4,
             );
-            f.rgb = [
-                ((x >> 44) as u8 % 33, (x >> 50) as u8 % 10),
-                (8, 8),
-                (0, 8),
-            ];
+            f.rgb = [((x >> 44) as u8 % 33, (x >> 50) as u8 % 10), (8, 8), (0, 8)];
             if let Ok(g) = Geometry::check(&f) {
                 let (cw, ch, bytes) = match g.mode {
                     Mode::Pixels { bytes, scale, .. } => (8 * scale, 16 * scale, bytes),
                     Mode::EgaText => (1, 1, 2),
                 };
-                assert!(g.cols * cw * bytes <= g.pitch && g.rows * ch <= g.lines, "{f:?}");
+                assert!(
+                    g.cols * cw * bytes <= g.pitch && g.rows * ch <= g.lines,
+                    "{f:?}"
+                );
                 assert!(g.cols <= MAX_COLS && g.rows <= MAX_ROWS);
             }
         }
@@ -554,7 +570,10 @@ mod tests {
 
     /// Reads the screen back: each cell matched against the font (a test's OCR).
     fn read_back(mem: &[u8], g: &Geometry) -> Vec<alloc::string::String> {
-        let Mode::Pixels { bytes, scale, fg, .. } = g.mode else {
+        let Mode::Pixels {
+            bytes, scale, fg, ..
+        } = g.mode
+        else {
             panic!()
         };
         let px = |x: usize, y: usize| {
@@ -600,7 +619,15 @@ mod tests {
         }
         let g = *s.geometry();
         let text = read_back(&mem, &g);
-        assert_eq!(text[..4], ["bareweb kernel 0.1.0", "boot: multiboot2        x", "?t?", ""]);
+        assert_eq!(
+            text[..4],
+            [
+                "bareweb kernel 0.1.0",
+                "boot: multiboot2        x",
+                "?t?",
+                ""
+            ]
+        );
         // Fill past the bottom: the screen jumps up by 2 rows (a quarter of 8).
         for i in 0..7 {
             for b in alloc::format!("line {i}\n").bytes() {
