@@ -35,7 +35,19 @@ struct Shared {
     screen: Screen,
     early: [u8; EARLY_MAX],
     early_len: usize,
+    /// [`print_busy`]'s rate limit: the TSC at the start of the current second, lines
+    /// drawn in it, lines left off the screen since the last one drawn.
+    busy_since: u64,
+    busy_drawn: u32,
+    busy_skipped: u64,
+    /// The TSC's rate (0 until known: no rate limit).
+    tsc_hz: u64,
 }
+
+/// Per-request lines (the access log) drawn on the screen per second at most: drawing a
+/// line costs far more than sending it to the UART (measured: docs/kernel.md), and a
+/// screen scrolling faster than this cannot be read anyway.
+const BUSY_LINES_PER_SEC: u32 = 20;
 
 struct Locked(UnsafeCell<Shared>);
 
@@ -46,6 +58,10 @@ static SHARED: Locked = Locked(UnsafeCell::new(Shared {
     screen: Screen::new(),
     early: [0; EARLY_MAX],
     early_len: 0,
+    busy_since: 0,
+    busy_drawn: 0,
+    busy_skipped: 0,
+    tsc_hz: 0,
 }));
 
 /// Runs `f` on the shared console state.
@@ -99,16 +115,16 @@ fn write_bytes(b: &[u8]) {
     }
 }
 
-/// The console writer; `locked`: LOCK is held, so the screen may be drawn on.
+/// The console writer; `screen`: LOCK is held and the text goes to the screen too.
 struct Console {
-    locked: bool,
+    screen: bool,
 }
 
 impl Write for Console {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         write_bytes(s.as_bytes());
-        if self.locked {
-            // SAFETY: LOCK is held (self.locked).
+        if self.screen {
+            // SAFETY: LOCK is held (self.screen).
             unsafe {
                 with_shared(|sh| {
                     if sh.screen.attached() {
@@ -148,8 +164,62 @@ fn lock() -> bool {
 /// Prints formatted text, whole, under the console lock.
 pub fn print(args: fmt::Arguments<'_>) {
     let locked = lock();
-    let _ = Console { locked }.write_fmt(args);
+    let _ = Console { screen: locked }.write_fmt(args);
     LOCK.store(false, Ordering::Release);
+}
+
+/// Prints a line of per-request output (the access log): whole to the serial port, and
+/// to the screen at most [`BUSY_LINES_PER_SEC`] lines a second; the lines left off the
+/// screen are counted, and the next line drawn says how many.
+pub fn print_busy(args: fmt::Arguments<'_>) {
+    let locked = lock();
+    let screen = locked && {
+        // SAFETY: LOCK is held.
+        unsafe {
+            with_shared(|sh| {
+                if !sh.screen.attached() || sh.tsc_hz == 0 {
+                    return true;
+                }
+                let now = crate::arch::cpu::rdtsc();
+                if now.wrapping_sub(sh.busy_since) >= sh.tsc_hz {
+                    sh.busy_since = now;
+                    sh.busy_drawn = 0;
+                }
+                if sh.busy_drawn >= BUSY_LINES_PER_SEC {
+                    sh.busy_skipped += 1;
+                    return false;
+                }
+                sh.busy_drawn += 1;
+                if sh.busy_skipped > 0 {
+                    let mut note = Note([0; 80], 0);
+                    let _ = writeln!(
+                        note,
+                        "({} lines not drawn: {} a second at most)",
+                        sh.busy_skipped, BUSY_LINES_PER_SEC
+                    );
+                    for &b in &note.0[..note.1] {
+                        sh.screen.write_byte(b);
+                    }
+                    sh.busy_skipped = 0;
+                }
+                true
+            })
+        }
+    };
+    let _ = Console { screen }.write_fmt(args);
+    LOCK.store(false, Ordering::Release);
+}
+
+/// A short line formatted without allocating (cut at its size).
+struct Note([u8; 80], usize);
+
+impl Write for Note {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let n = s.len().min(self.0.len() - self.1);
+        self.0[self.1..self.1 + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.1 += n;
+        Ok(())
+    }
 }
 
 /// Starts drawing the console on the loader's framebuffer, checked first, mapped when it
@@ -215,6 +285,11 @@ macro_rules! kprintln {
 /// other core runs.
 pub fn screen_up(info: &crate::boot_info::BootInfo, tsc_hz: u64) {
     let t = crate::arch::cpu::rdtsc();
+    if lock() {
+        // SAFETY: LOCK is held.
+        unsafe { with_shared(|sh| sh.tsc_hz = tsc_hz) };
+    }
+    LOCK.store(false, Ordering::Release);
     let serial = if serial_present() {
         "serial COM1"
     } else {

@@ -261,7 +261,8 @@ impl Lookup<'static> for Pages {
     }
 }
 
-/// Common Log Format lines on the console (one VM exit per byte: for debugging), when on.
+/// Common Log Format lines on the console (one VM exit per byte: for debugging), when on;
+/// on the screen, rate-limited ([`crate::console::print_busy`]).
 struct ConsoleLog(bool);
 
 impl AccessLog for ConsoleLog {
@@ -269,7 +270,7 @@ impl AccessLog for ConsoleLog {
         if !self.0 {
             return;
         }
-        kprintln!("{}", r.clf());
+        crate::console::print_busy(format_args!("{}\n", r.clf()));
     }
 }
 
