@@ -25,6 +25,7 @@
 //!
 //! Nothing allocates after [`Client::new`].
 
+mod arp;
 pub mod http;
 mod ports;
 
@@ -37,10 +38,7 @@ use crate::nic::{Nic, RxFrame, RxRing, TxRing};
 use crate::tcp::isn::IsnGenerator;
 use crate::tcp::{Connection, Reply, Segment, State, TimerAction};
 use crate::wire::tcp::ParsedRepr as TcpRepr;
-use crate::wire::{
-    arp, ethernet, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame,
-    Ipv4Address,
-};
+use crate::wire::{ethernet, EtherType, EthernetAddress, EthernetFrame, Ipv4Address};
 use ports::Ports;
 
 /// The most bytes of one request.
@@ -184,6 +182,8 @@ struct Tcb {
     req_seq: u32,
     /// Close after the response.
     close: bool,
+    /// On the `owe` list.
+    owes: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -213,6 +213,9 @@ pub struct Client {
     port_tcb: Vec<u32>,
     /// TCBs in use, in no order (index into `tcbs`).
     live: Vec<u32>,
+    /// TCBs that owe an ACK for data of this burst: one ACK each after the burst (as a
+    /// receiver with GRO acknowledges a burst), not one per segment.
+    owe: Vec<u32>,
     /// Counters.
     pub counters: Counters,
 }
@@ -236,6 +239,7 @@ impl Client {
             slot: NONE,
             req_seq: 0,
             close: false,
+            owes: false,
         };
         Client {
             egress: Egress::new(&iface),
@@ -259,6 +263,7 @@ impl Client {
             ports: Ports::new(cfg.ports.0, cfg.ports.1),
             port_tcb: vec![0; 65_536],
             live: Vec::with_capacity(n),
+            owe: Vec::with_capacity(n),
             counters: Counters::default(),
             cfg,
         }
@@ -350,6 +355,7 @@ impl Client {
             slot,
             req_seq,
             close,
+            owes: false,
         };
         self.port_tcb[usize::from(port)] = idx + 1;
         self.live.push(idx);
@@ -370,6 +376,13 @@ impl Client {
             self.counters.rx += 1;
             self.frame(rx.bytes(f), now, tx, h);
             rx.recycle(*f);
+        }
+        while let Some(idx) = self.owe.pop() {
+            self.tcbs[idx as usize].owes = false;
+            if self.tcbs[idx as usize].tcp.ack_pending() {
+                let s = self.tcbs[idx as usize].tcp.ack_segment();
+                self.send(idx, &s, now, tx);
+            }
         }
         let mut worked = n > 0;
         if self.next_hop_mac.is_none() && now >= self.next_arp_ns {
@@ -578,7 +591,12 @@ impl Client {
             self.free_tcb(idx);
             return;
         }
-        self.output(idx, now, tx);
+        self.send_data(idx, now, tx);
+        let t = &mut self.tcbs[idx as usize];
+        if t.tcp.ack_pending() && !t.owes {
+            t.owes = true;
+            self.owe.push(idx);
+        }
     }
 
     /// Response bytes for TCB `idx`'s fetch.
@@ -646,10 +664,16 @@ impl Client {
 
     /// Sends what TCB `idx` may send now, and the ACK it owes if nothing carried it.
     fn output<T: TxRing>(&mut self, idx: u32, now: u64, tx: &mut T) {
-        loop {
-            let Some(s) = self.tcbs[idx as usize].tcp.next_segment(now, 0) else {
-                break;
-            };
+        self.send_data(idx, now, tx);
+        if self.tcbs[idx as usize].tcp.ack_pending() {
+            let s = self.tcbs[idx as usize].tcp.ack_segment();
+            self.send(idx, &s, now, tx);
+        }
+    }
+
+    /// Sends the data (and FIN) TCB `idx` may send now; each segment carries the owed ACK.
+    fn send_data<T: TxRing>(&mut self, idx: u32, now: u64, tx: &mut T) {
+        while let Some(s) = self.tcbs[idx as usize].tcp.next_segment(now, 0) {
             if !self.send(idx, &s, now, tx) {
                 return;
             }
@@ -657,10 +681,6 @@ impl Client {
             if s.fin {
                 break;
             }
-        }
-        if self.tcbs[idx as usize].tcp.ack_pending() {
-            let s = self.tcbs[idx as usize].tcp.ack_segment();
-            self.send(idx, &s, now, tx);
         }
     }
 
@@ -717,64 +737,6 @@ impl Client {
                 self.counters.tx_full += 1;
                 false
             }
-        }
-    }
-
-    fn next_hop(&self) -> Ipv4Address {
-        match self.cfg.gateway {
-            Some(g) if !self.cfg.server.in_subnet(self.cfg.ip, self.cfg.prefix_len) => g,
-            _ => self.cfg.server,
-        }
-    }
-
-    fn arp_request<T: TxRing>(&mut self, tx: &mut T) {
-        let req = ArpRepr {
-            operation: ArpOperation::Request,
-            source_hardware_addr: self.cfg.mac,
-            source_protocol_addr: self.cfg.ip,
-            target_hardware_addr: EthernetAddress([0; 6]),
-            target_protocol_addr: self.next_hop(),
-        };
-        if self.arp_frame(tx, EthernetAddress::BROADCAST, &req) {
-            self.counters.arp_requests += 1;
-        }
-    }
-
-    fn arp_frame<T: TxRing>(&mut self, tx: &mut T, dst: EthernetAddress, r: &ArpRepr) -> bool {
-        let Some(buf) = tx.slot() else {
-            self.counters.tx_full += 1;
-            return false;
-        };
-        let len = ethernet::HEADER_LEN + arp::BUFFER_LEN;
-        let mut frame = EthernetFrame::new_unchecked(&mut buf[..len]);
-        ethernet::Repr {
-            src_addr: self.cfg.mac,
-            dst_addr: dst,
-            ethertype: EtherType::Arp,
-        }
-        .emit(&mut frame);
-        r.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
-        let ok = tx.post(len, &[]).is_ok();
-        if ok {
-            self.counters.tx += 1;
-        }
-        ok
-    }
-
-    fn arp<T: TxRing>(&mut self, payload: &[u8], tx: &mut T) {
-        let Some(r) = ArpPacket::new_checked(payload)
-            .ok()
-            .and_then(|p| ArpRepr::parse(&p).ok())
-        else {
-            self.counters.ignored += 1;
-            return;
-        };
-        if r.source_protocol_addr == self.next_hop() && r.operation == ArpOperation::Reply {
-            self.next_hop_mac = Some(r.source_hardware_addr);
-        }
-        if r.operation == ArpOperation::Request && r.target_protocol_addr == self.cfg.ip {
-            let sent = self.egress.arp_reply(tx, r.source_hardware_addr, &r);
-            self.count(sent);
         }
     }
 }
