@@ -118,6 +118,11 @@ impl Wire {
 }
 
 impl EndRx {
+    /// Frames waiting to be received.
+    pub fn pending(&self) -> usize {
+        self.inbox.len()
+    }
+
     /// Drops every frame waiting to be received (an engine that is gone).
     pub fn clear(&mut self) {
         let mut pool = self.pool.borrow_mut();
