@@ -20,6 +20,7 @@
 //!   client's transport; [`memwire`] (std): two engines wired together in memory.
 //! - [`cores`]: many cores: network-core dispatch and rings, the stats board, the per-core
 //!   loop. [`ring`]: the lock-free SPSC ring. [`stats`]: counters.
+//! - [`dhcp`]: the DHCP client (RFC 2131) as a state machine, its messages and frames.
 //! - [`bond`]: one server on a set of NICs (paper 002): the receive NIC, send NICs chosen
 //!   per connection (the send-id), the NIC set as one `Nic`, link monitoring and failover.
 //!
@@ -40,6 +41,7 @@ mod capture_tests;
 pub mod client;
 #[cfg(any(test, feature = "alloc"))]
 pub mod cores;
+pub mod dhcp;
 #[cfg(any(test, feature = "std"))]
 pub mod fake;
 pub mod http;
