@@ -33,6 +33,7 @@ pub mod clock;
 pub mod cmdline;
 pub mod console;
 pub mod cores;
+pub mod dhcp;
 pub mod drivers;
 pub mod embedded;
 pub mod exit;
