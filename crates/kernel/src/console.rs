@@ -230,6 +230,16 @@ impl Write for Note {
 pub fn attach_screen(fb: &Framebuffer) -> Result<Geometry, Refused> {
     let g = Geometry::check(fb)?;
     let end = g.addr + g.len();
+    // Where a framebuffer can be: the VGA text window for EGA text, else above the first
+    // MiB (the kernel's low pages) and clear of the kernel itself.
+    let k = crate::mem::kernel_span();
+    let placed = match g.mode {
+        crate::fbcon::Mode::EgaText => g.addr >= 0xA_0000 && end <= 0xC_0000,
+        _ => g.addr >= 0x10_0000 && (end <= k.start || g.addr >= k.end),
+    };
+    if !placed {
+        return Err(Refused::Address);
+    }
     if end > 1 << 32 {
         let from = g.addr.max(1 << 32);
         // SAFETY: on the boot CPU before the others run (caller); the range is the
