@@ -685,7 +685,7 @@ impl Bbr {
     }
 
     /// Entering recovery: packet conservation for a round (the flight plus what this ACK
-    /// delivered); leaving it (or the Loss state): the window saved before.
+    /// delivered, at least one MSS); leaving it (or the Loss state): the window saved before.
     fn recover_or_restore(&mut self, a: &Ack, cwnd: u32) -> (u32, bool) {
         let mut w = cwnd;
         if a.state == CaState::Recovery && self.prev_state != CaState::Recovery {
@@ -698,7 +698,10 @@ impl Bbr {
         }
         self.prev_state = a.state;
         if self.packet_conservation {
-            return (w.max(a.inflight.saturating_add(a.acked_sacked)), true);
+            // Linux counts the flight in packets, so a sub-MSS segment in flight still
+            // allows one whole segment: in bytes, never less than one MSS.
+            let floor = a.inflight.saturating_add(a.acked_sacked).max(a.mss.max(1));
+            return (w.max(floor), true);
         }
         (w, false)
     }
