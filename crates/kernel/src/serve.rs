@@ -48,6 +48,7 @@ use crate::arch::{apic, smp};
 use crate::boot_info::{BootInfo, Region};
 use crate::clock::{Calibration, TscClock};
 use crate::cmdline::{self, CoreMode, Settings};
+use crate::drivers::any::AnyNic;
 use crate::drivers::e1000::E1000;
 use crate::drivers::virtio_net::VirtioNet;
 use crate::drivers::Driver;
@@ -60,7 +61,7 @@ use crate::{acpi, embedded, fatal, kprintln, mem};
 /// Whether a driver here drives `d`. The drivers, in one list with [`Start::serve_found`]:
 /// a new driver is a [`Driver`] impl and one more entry in each.
 fn drivable(d: &Device) -> bool {
-    VirtioNet::matches(d) || E1000::matches(d)
+    AnyNic::matches(d)
 }
 
 /// Never set: the kernel's cores run until the machine stops.
@@ -326,10 +327,14 @@ impl Start {
     /// of the first (see [`drivable`]); a set is of one driver.
     fn serve_found(self, devs: &[Device]) -> ! {
         let dev = &devs[0];
-        if VirtioNet::matches(dev) {
-            self.serve::<VirtioNet>(devs)
-        } else if E1000::matches(dev) {
-            self.serve::<E1000>(devs)
+        if AnyNic::matches(dev) {
+            // A set is of one driver: the first's.
+            let same = |d: &&Device| {
+                VirtioNet::matches(d) == VirtioNet::matches(dev)
+                    && E1000::matches(d) == E1000::matches(dev)
+            };
+            let devs: Vec<Device> = devs.iter().filter(same).copied().collect();
+            self.serve(&devs)
         } else {
             fatal!("pci: no driver for {}", dev.addr)
         }
@@ -338,17 +343,13 @@ impl Start {
     /// Brings the NICs up with as many queue pairs as the plan can use (every NIC of the
     /// driver when bonding, else the first), lets the engine's plan choose the mode from
     /// what they gave, and serves; on a NIC set, every core's queue pair is a `BondNic`.
-    fn serve<D: Driver>(self, devs: &[Device]) -> !
-    where
-        D::Rx: Send,
-        D::Tx: Send,
-    {
+    fn serve(self, devs: &[Device]) -> ! {
         let asked = self.settings.mode.map(|m| match m {
             CoreMode::NetCore => Asked::NetCore,
             CoreMode::PerQueue => Asked::PerQueue,
         });
         let want = plan::queues_wanted(self.cores, asked);
-        let found = devs.iter().filter(|d| D::matches(d)).count();
+        let found = devs.len();
         let bonding = nics::bonding(&self.settings, found);
         let max = if bonding.is_some() { found } else { 1 };
         let wake = self.wake_targets();
@@ -357,7 +358,7 @@ impl Start {
             wake: &wake,
             offload: self.settings.offload,
         };
-        let opened = nics::open::<D>(devs, &with, max, self.clock.hz);
+        let opened = nics::open(devs, &with, max, self.clock.hz);
         self.serve_opened(opened, bonding, asked)
     }
 
@@ -380,7 +381,7 @@ impl Start {
         };
         let t = crate::arch::cpu::rdtsc();
         let queues = match VirtioNet::open_mmio(slot, &with) {
-            Ok(q) => q,
+            Ok(q) => q.into_iter().map(AnyNic::from).collect(),
             Err(e) => fatal!("virtio-net at virtio-mmio {:#x}: {e:?}", slot.base),
         };
         let at = alloc::format!("virtio-mmio {:#x} (GSI {})", slot.base, slot.gsi);
@@ -389,24 +390,25 @@ impl Start {
             CoreMode::NetCore => Asked::NetCore,
             CoreMode::PerQueue => Asked::PerQueue,
         });
-        self.serve_opened::<VirtioNet>(opened, None, asked)
+        self.serve_opened(opened, None, asked)
     }
 
     /// Serves on the NICs opened (see [`Start::serve`]).
-    fn serve_opened<D: Driver>(
+    fn serve_opened(
         self,
-        opened: nics::Opened<D>,
+        opened: nics::Opened,
         bonding: Option<(
             bareweb_engine::bond::Mode,
             bareweb_engine::bond::Policy,
             u32,
         )>,
         asked: Option<Asked>,
-    ) -> !
-    where
-        D::Rx: Send,
-        D::Tx: Send,
-    {
+    ) -> ! {
+        let driver = opened
+            .nics
+            .first()
+            .and_then(|q| q.first())
+            .map_or("NIC", AnyNic::name);
         if self.settings.client.on {
             // The UDP client (issue 13) on the first NIC.
             let first = opened.nics.into_iter().next().unwrap_or_default();
@@ -433,11 +435,11 @@ impl Start {
                 Mode::NetCore { .. } => match nics.pop() {
                     Some(nic) if nics.is_empty() => {
                         let (rx, tx) = nic.into_rings();
-                        self.netcore(&plan, rx, tx, nics::device_counters::<D>, D::NAME, t)
+                        self.netcore(&plan, rx, tx, nics::device_counters, driver, t)
                     }
                     _ => fatal!("netcore: {} queue pairs for one NIC owner", nics.len() + 1),
                 },
-                Mode::Single | Mode::PerQueue => self.per_queue(&plan, nics, D::NAME, t),
+                Mode::Single | Mode::PerQueue => self.per_queue(&plan, nics, driver, t),
             }
         };
         let bond = match Bond::new(mode, policy, &opened.macs, ms, self.cores) {
@@ -453,12 +455,12 @@ impl Start {
             "bond: {} over {} {} NICs, NIC 0 receives, policy {}, links read every {ms} ms",
             mode.name(),
             bond.count(),
-            D::NAME,
+            driver,
             policy.name()
         );
         let plan = Plan::new(decision.mode, self.cores, self.pages(), cfg, mac)
             .with_board(self.page_settings());
-        let name = alloc::format!("{} {}", bond.count(), D::NAME);
+        let name = alloc::format!("{} {}", bond.count(), driver);
         match decision.mode {
             Mode::NetCore { .. } => {
                 let mut sets = nics::sets(bond, opened, 1, self.clock);
@@ -466,7 +468,7 @@ impl Start {
                     fatal!("netcore: no queue pair for the NIC owner")
                 };
                 let (rx, tx) = set.into_rings();
-                self.netcore(&plan, rx, tx, nics::bond_counters::<D>, &name, t)
+                self.netcore(&plan, rx, tx, nics::bond_counters, &name, t)
             }
             Mode::Single | Mode::PerQueue => {
                 let sets = nics::sets(bond, opened, plan.cores, self.clock);

@@ -7,6 +7,7 @@
 //! generic over `Driver`: a new driver is a `Driver` impl and one line in `serve`'s probe
 //! list.
 
+pub mod any;
 pub mod e1000;
 pub mod virtio;
 pub mod virtio_net;
