@@ -7,6 +7,7 @@ address (10.0.0.2) to the sockets.
 Needs root and a kernel with AF_XDP (Linux 5.9+ for the BPF link); under CI=true a missing
 one fails (require_root, and the first server's start names the cause), never skips."""
 import hashlib
+import pathlib
 import signal
 import subprocess
 import time
@@ -19,6 +20,7 @@ CLIENT_IP = "10.0.0.1"
 HOST_ADDR = "10.0.0.3"
 SIDE_S, SIDE_C = "xs0", "xc0"
 BIG = "/files/1m.bin"
+FOREIGN = pathlib.Path(__file__).with_name("xdp_foreign.py")
 
 
 def sha(path):
@@ -57,6 +59,16 @@ class Pair:
                 return int(words[i + 2])
         return None
 
+    def foreign(self, *what):
+        """Runs xdp_foreign.py WHAT in the server namespace; returns it once it holds it."""
+        p = subprocess.Popen(self.s.cmd("/usr/bin/python3", FOREIGN, *what),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        line = p.stdout.readline()
+        if line.strip() != "ready":
+            p.kill()
+            raise AssertionError(f"xdp_foreign.py {what}: {line}{p.stdout.read()}")
+        return p
+
     def close(self):
         self.s.close()
         self.c.close()
@@ -65,11 +77,12 @@ class Pair:
 class XdpServer:
     """`bareweb serve --xdp` in the pair's server namespace."""
 
-    def __init__(self, pair, extra=(), iface=SIDE_S, wait=True):
+    def __init__(self, pair, extra=(), iface=SIDE_S, wait=True, pre=()):
         self.pair = pair
         self.log = open(f"/tmp/{pair.s.name}-{time.monotonic_ns()}.log", "w+")
         self.proc = subprocess.Popen(
-            pair.s.cmd(BIN, "serve", SITE, "--xdp", iface, "--ip", f"{SERVER_IP}/24", *extra),
+            pair.s.cmd(*pre, BIN, "serve", SITE, "--xdp", iface, "--ip", f"{SERVER_IP}/24",
+                       *extra),
             stdout=self.log, stderr=subprocess.STDOUT)
         if wait:
             self.wait_ready()
@@ -261,5 +274,74 @@ def test_per_queue_mode_serves_every_queue_with_a_core_each():
         totals = {p[0]: int(p[1]) for p in (line.split() for line in out.splitlines())
                   if len(p) == 2 and p[1].isdigit()}
         assert totals["http_requests"] >= 320 and totals["http_2xx"] == totals["http_requests"], out
+    finally:
+        pair.close()
+
+
+def test_faults_name_the_cause_and_the_fallback_and_leave_others_alone():
+    """No permission, a driver that refuses a mode, a queue in use, someone else's
+    program: each start fails, names the cause and the fallback, and leaves the
+    interface as it found it."""
+    pair = Pair()
+    try:
+        def fails(extra=(), iface=SIDE_S, pre=()):
+            srv = XdpServer(pair, extra, iface=iface, wait=False, pre=pre)
+            code, out = srv.exit_output()
+            assert code != 0, out
+            return out
+
+        # Root without its capabilities (a user's shell): no BPF, no AF_XDP.
+        out = fails(pre=("setpriv", "--bounding-set=-all", "--inh-caps=-all",
+                         "--ambient-caps=-all", "--"))
+        assert "Operation not permitted" in out and "CAP_BPF" in out and "--tap" in out, out
+        assert pair.xdp_prog() is None
+        # A driver without native XDP (a bridge) refuses copy mode's native attach.
+        pair.s.ip("link", "add", "xd0", "type", "bridge")
+        pair.s.ip("link", "set", "xd0", "up")
+        out = fails(["--xdp-mode", "copy"], iface="xd0")
+        assert "refused native XDP" in out and "--xdp-mode generic" in out and "--tap" in out, out
+        # Someone else's program: refused, named, not removed.
+        other = pair.foreign("prog", SIDE_S, "someone_elses")
+        try:
+            prog = pair.xdp_prog()
+            out = fails()
+            assert f"another XDP program attached (id {prog}, \"someone_elses\")" in out, out
+            assert "does not replace it" in out and "--tap" in out, out
+            assert pair.xdp_prog() == prog, "bareweb removed someone else's program"
+        finally:
+            other.kill()
+            other.wait()
+        # The queue is held by another AF_XDP socket: refused, and our program detached.
+        other = pair.foreign("socket", SIDE_S, "0")
+        try:
+            out = fails()
+            assert "queue 0 of xs0 is in use by another AF_XDP socket" in out, out
+            assert "--tap" in out, out
+            assert pair.xdp_prog() is None, "a failed start left its program attached"
+        finally:
+            other.kill()
+            other.wait()
+        # With both gone the interface serves.
+        srv = XdpServer(pair)
+        srv.stop()
+    finally:
+        pair.close()
+
+
+def test_stop_prints_the_kernels_socket_counters_and_busy_polling_serves():
+    pair = Pair()
+    try:
+        srv = XdpServer(pair, ["--xdp-busy-poll", "50"])
+        r = pair.c.client("keepalive", "8", "5", "/files/4k.html", env={"BW_SERVER": SERVER_IP})
+        assert r["n_errors"] == 0, r["errors"]
+        out = srv.stop()
+        assert srv.proc.returncode == 0, out
+        head = ("queue rx_dropped rx_invalid_descs tx_invalid_descs rx_ring_full "
+                "rx_fill_ring_empty_descs tx_ring_empty_descs")
+        assert f"the kernel's XDP_STATISTICS: {head}" in out, out
+        row = out.split(head)[1].splitlines()[1].split()
+        assert row[:2] == ["queue", "0"] and len(row) == 8 and all(v.isdigit() for v in row[2:])
+        # Nothing was refused or lost on a quiet veth.
+        assert row[2:6] == ["0", "0", "0", "0"], out
     finally:
         pair.close()

@@ -40,6 +40,8 @@ const APT_PACKAGES: &[&str] = &[
     "mtools",
     // tests/system/test_browser.py (issue 17): what a browser sees, headless.
     "chromium",
+    // `bareweb bench`'s second client kind (issue 18): wrk beside `bareweb load`.
+    "wrk",
 ];
 
 fn main() -> ExitCode {

@@ -63,6 +63,13 @@ pub struct ServeArgs {
     /// of a BPF link (it then outlives a crash; the next start removes it). For tests.
     #[arg(long, hide = true, requires = "xdp")]
     pub xdp_netlink: bool,
+    /// With --xdp: busy polling, USECS per poll (SO_BUSY_POLL with SO_PREFER_BUSY_POLL):
+    /// the core thread runs the queue's receive processing itself when its ring is
+    /// empty, instead of waiting for the kernel's softirq [0: off]
+    /// (docs/performance.md, "AF_XDP").
+    #[arg(long, value_name = "USECS", requires = "xdp",
+          value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub xdp_busy_poll: Option<u32>,
     #[command(flatten)]
     pub server: ServerOpts,
     #[command(flatten)]
@@ -327,6 +334,7 @@ fn serve_on_xdp(a: &ServeArgs, x: &XdpArg, site: Site<'static>) -> Result<(), St
         arg: x,
         mode: a.xdp_mode.unwrap_or_default(),
         netlink: a.xdp_netlink,
+        busy_poll_us: a.xdp_busy_poll.unwrap_or(0),
         cores: a.cores.cores.into(),
         stop: stop_flag(),
         files,

@@ -77,6 +77,8 @@ pub struct XdpServe<'a, L> {
     pub mode: XdpModeArg,
     /// Attach through netlink (the path of kernels before 5.9), not a BPF link.
     pub netlink: bool,
+    /// `--xdp-busy-poll` microseconds (0: off).
+    pub busy_poll_us: u32,
     /// `--cores` as given (1 when not given: then one core per queue).
     pub cores: usize,
     pub stop: &'static AtomicBool,
@@ -117,11 +119,17 @@ where
         mode: s.mode.mode(),
         ip,
         netlink: s.netlink,
+        busy_poll_us: s.busy_poll_us,
     };
     let (guard, sockets) = xdp::open(&spec)?;
     for n in &guard.notes {
         eprintln!("bareweb: {n}");
     }
+    // The kernel's own counters of each socket (XDP_STATISTICS), read at stop.
+    let handles: Vec<_> = sockets
+        .iter()
+        .filter_map(|q| q.stats_handle().ok())
+        .collect();
     let got = sockets.len();
     // One core per queue unless --cores says otherwise (network-core mode: --cores).
     let cores = if netcore || s.cores > 1 { s.cores } else { got };
@@ -177,9 +185,31 @@ where
         _ => &reports[..],
     };
     print_sockets(owners);
+    print_kernel_stats(&handles);
+    drop(handles);
     drop(guard);
     eprintln!("bareweb: XDP program detached from {iface}");
     Ok(())
+}
+
+/// A line per socket: what the kernel counted (`XDP_STATISTICS`): frames it dropped
+/// because our rings were full or empty, and descriptors it refused.
+fn print_kernel_stats(handles: &[xdp::StatsHandle]) {
+    let mut head = false;
+    for h in handles {
+        let Ok(st) = h.stats() else { continue };
+        let named = st.named();
+        if !head {
+            let names: Vec<_> = named.iter().map(|(n, _)| *n).collect();
+            eprintln!(
+                "  per AF_XDP socket, the kernel's XDP_STATISTICS: queue {}",
+                names.join(" ")
+            );
+            head = true;
+        }
+        let values: Vec<_> = named.iter().map(|(_, v)| v.to_string()).collect();
+        eprintln!("  queue {} {}", h.queue, values.join(" "));
+    }
 }
 
 /// A line per socket: what its queue pair counted.

@@ -22,7 +22,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
 
-pub use xsk::{Bind, XskQueue, XskRx, XskStats, XskTx};
+pub use xsk::{Bind, StatsHandle, XskQueue, XskRx, XskStats, XskTx};
 
 /// How the program is attached and the sockets bound (`--xdp-mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +62,8 @@ pub struct Spec {
     /// Attach through netlink instead of a BPF link (the path for kernels before 5.9;
     /// the attachment then outlives a crash, and the next start removes it).
     pub netlink: bool,
+    /// Busy polling, microseconds per poll (0: none; see [`xsk::SocketSpec`]).
+    pub busy_poll_us: u32,
 }
 
 /// The program attached to an interface; dropping it detaches it.
@@ -203,7 +205,7 @@ fn clear_stale(iface: &str, ifindex: u32, notes: &mut Vec<String>) -> Result<(),
     if info.name != bpf::PROG_NAME {
         return Err(format!(
             "{iface} already has another XDP program attached (id {}, {:?}): bareweb does not replace it; \
-             remove it (`ip link set dev {iface} xdp off`) or give another interface, {FALLBACK_TAP}",
+             remove it yourself if it is not needed (`ip link set dev {iface} xdp off`) or give another interface, {FALLBACK_TAP}",
             cur.prog_id, info.name
         ));
     }
@@ -214,7 +216,8 @@ fn clear_stale(iface: &str, ifindex: u32, notes: &mut Vec<String>) -> Result<(),
         .find_map(|n| n.strip_prefix(bpf::MAP_PREFIX)?.parse::<u32>().ok());
     if let Some(pid) = owner.filter(|&p| p != std::process::id() && bareweb_alive(p)) {
         return Err(format!(
-            "{iface} is already served by bareweb (pid {pid}): stop that one, or give another --xdp interface"
+            "{iface} is already served by bareweb (pid {pid}): its queues are in use; stop that one, \
+             or give another --xdp interface, {FALLBACK_TAP}"
         ));
     }
     let flags = match cur.mode {
@@ -225,7 +228,7 @@ fn clear_stale(iface: &str, ifindex: u32, notes: &mut Vec<String>) -> Result<(),
         // A program attached by a link cannot be removed this way: a live process holds it.
         Some(libc::EBUSY) => format!(
             "{iface} is already served by a bareweb XDP program (id {}) that a running process holds: \
-             stop it, or give another --xdp interface",
+             stop it, or give another --xdp interface, {FALLBACK_TAP}",
             cur.prog_id
         ),
         _ => format!(
@@ -298,6 +301,10 @@ fn socket_error(iface: &str, queue: u32, queues: u32, err: &xsk::SetupError) -> 
         ),
         ("bind", Some(libc::EINVAL)) if queue >= queues => format!(
             "{iface} has no queue {queue} ({queues} receive queues) ({e})"
+        ),
+        ("busy-poll", _) => format!(
+            "cannot set busy polling on the AF_XDP socket of queue {queue} of {iface} ({e}): \
+             serve without --xdp-busy-poll"
         ),
         ("umem", Some(libc::ENOMEM) | Some(libc::ENOBUFS)) => format!(
             "cannot register the AF_XDP frame area on {iface}: {e} (the locked-memory limit? `ulimit -l unlimited`)"
@@ -397,6 +404,7 @@ pub fn open(spec: &Spec) -> Result<(Xdp, Vec<XskQueue>), String> {
             queue,
             bind: if sockets.is_empty() { want } else { xdp.bind },
             mac,
+            busy_poll_us: spec.busy_poll_us,
         };
         let q = match xsk::XskQueue::open(s) {
             Ok(q) => q,

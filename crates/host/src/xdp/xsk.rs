@@ -53,25 +53,58 @@ pub struct SocketSpec {
     pub queue: u32,
     pub bind: Bind,
     pub mac: EthernetAddress,
+    /// Busy polling: microseconds (`SO_BUSY_POLL`), 0 for none. The socket then also
+    /// prefers busy polling (`SO_PREFER_BUSY_POLL`) with a budget of one receive burst,
+    /// and an empty receive burst asks the kernel (`recvfrom`), which runs the queue's
+    /// NAPI poll in this thread.
+    pub busy_poll_us: u32,
 }
 
-/// What the socket counts about itself (`XDP_STATISTICS` and our own).
-#[derive(Debug, Clone, Copy, Default)]
+/// `SO_BUSY_POLL_BUDGET`: frames per busy poll (the engine's receive burst).
+const BUSY_POLL_BUDGET: u32 = 64;
+
+/// What the kernel counts about a socket (`XDP_STATISTICS`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct XskStats {
-    /// Frames the kernel dropped (no room on the RX ring, or no fill-ring frame).
+    /// Frames for the socket the kernel dropped (any reason: the two below, no memory).
     pub rx_dropped: u64,
+    /// Frames dropped because the RX ring was full (we did not read fast enough).
     pub rx_ring_full: u64,
+    /// Times the kernel found no frame on the fill ring (we did not refill fast enough).
     pub rx_fill_empty: u64,
+    /// Descriptors on the RX side the kernel found invalid.
     pub rx_invalid: u64,
+    /// Descriptors we posted on the TX ring that the kernel refused (outside the UMEM,
+    /// too long).
     pub tx_invalid: u64,
+    /// Times the kernel looked at the TX ring and found it empty.
+    pub tx_ring_empty: u64,
+}
+
+impl XskStats {
+    /// The counters with the kernel's names, in its order.
+    pub fn named(&self) -> [(&'static str, u64); 6] {
+        [
+            ("rx_dropped", self.rx_dropped),
+            ("rx_invalid_descs", self.rx_invalid),
+            ("tx_invalid_descs", self.tx_invalid),
+            ("rx_ring_full", self.rx_ring_full),
+            ("rx_fill_ring_empty_descs", self.rx_fill_empty),
+            ("tx_ring_empty_descs", self.tx_ring_empty),
+        ]
+    }
 }
 
 fn sockopt<T>(fd: RawFd, name: libc::c_int, v: &T) -> io::Result<()> {
+    sockopt_level(fd, libc::SOL_XDP, name, v)
+}
+
+fn sockopt_level<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, v: &T) -> io::Result<()> {
     // SAFETY: passes a pointer to a live `T` and its size; the kernel only reads it.
     let r = unsafe {
         libc::setsockopt(
             fd,
-            libc::SOL_XDP,
+            level,
             name,
             (v as *const T).cast(),
             std::mem::size_of::<T>() as libc::socklen_t,
@@ -134,6 +167,8 @@ pub struct XskRx {
     /// Where the kernel put the frame in each receive frame (its headroom).
     offset: Vec<u16>,
     counters: NicCounters,
+    /// Busy polling: an empty burst asks the kernel to poll the queue.
+    busy: bool,
 }
 
 /// Transmit side: the TX ring, the completion ring and the send frames.
@@ -228,6 +263,7 @@ impl XskQueue {
                 free: (0..RX_FRAMES).collect(),
                 offset: vec![0; RX_FRAMES as usize],
                 counters: counters_with(|c| c.rx_ring_slots = u64::from(RX_FRAMES)),
+                busy: spec.busy_poll_us > 0,
             },
             tx: XskTx {
                 sock,
@@ -267,6 +303,17 @@ impl XskQueue {
                 err: io::Error::last_os_error(),
             });
         }
+        if spec.busy_poll_us > 0 {
+            let sol = |name, v: u32| {
+                step(
+                    "busy-poll",
+                    sockopt_level(raw, libc::SOL_SOCKET, name, &(v as libc::c_int)),
+                )
+            };
+            sol(libc::SO_PREFER_BUSY_POLL, 1)?;
+            sol(libc::SO_BUSY_POLL, spec.busy_poll_us)?;
+            sol(libc::SO_BUSY_POLL_BUDGET, BUSY_POLL_BUDGET)?;
+        }
         Ok(q)
     }
 
@@ -286,8 +333,17 @@ impl XskQueue {
     }
 
     /// The kernel's counters for this socket.
-    pub fn stats(&self) -> XskStats {
+    pub fn stats(&self) -> io::Result<XskStats> {
         socket_stats(self.raw_fd())
+    }
+
+    /// A second descriptor of the socket, to read its kernel counters after the queue
+    /// pair went to the core threads (it keeps the socket open until dropped).
+    pub fn stats_handle(&self) -> io::Result<StatsHandle> {
+        Ok(StatsHandle {
+            fd: self.rx.sock.fd.try_clone()?,
+            queue: self.queue,
+        })
     }
 
     /// Waits up to `us` microseconds for a frame to arrive.
@@ -307,17 +363,31 @@ fn counters_with(f: impl FnOnce(&mut NicCounters)) -> NicCounters {
     c
 }
 
-fn socket_stats(fd: RawFd) -> XskStats {
-    match getsockopt::<Stats>(fd, libc::XDP_STATISTICS) {
-        Ok(Stats(s)) => XskStats {
-            rx_dropped: s.rx_dropped,
-            rx_ring_full: s.rx_ring_full,
-            rx_fill_empty: s.rx_fill_ring_empty_descs,
-            rx_invalid: s.rx_invalid_descs,
-            tx_invalid: s.tx_invalid_descs,
-        },
-        Err(_) => XskStats::default(),
+/// A socket's counters, readable from anywhere ([`XskQueue::stats_handle`]).
+pub struct StatsHandle {
+    fd: OwnedFd,
+    /// The interface queue the socket is bound to.
+    pub queue: u32,
+}
+
+impl StatsHandle {
+    /// The kernel's counters now.
+    pub fn stats(&self) -> io::Result<XskStats> {
+        socket_stats(self.fd.as_raw_fd())
     }
+}
+
+/// The kernel's counters (`XDP_STATISTICS`) of the AF_XDP socket `fd` (any descriptor
+/// of it: a duplicate read after the rings were handed to the core threads).
+pub fn socket_stats(fd: RawFd) -> io::Result<XskStats> {
+    getsockopt::<Stats>(fd, libc::XDP_STATISTICS).map(|Stats(s)| XskStats {
+        rx_dropped: s.rx_dropped,
+        rx_ring_full: s.rx_ring_full,
+        rx_fill_empty: s.rx_fill_ring_empty_descs,
+        rx_invalid: s.rx_invalid_descs,
+        tx_invalid: s.tx_invalid_descs,
+        tx_ring_empty: s.tx_ring_empty_descs,
+    })
 }
 
 impl Default for Offsets {
@@ -393,7 +463,13 @@ impl XskRx {
 impl RxRing for XskRx {
     fn burst(&mut self, out: &mut [RxFrame]) -> usize {
         self.refill();
-        let ready = self.rx.ready();
+        let mut ready = self.rx.ready();
+        if ready == 0 && self.busy {
+            // Busy polling: the kernel runs the queue's NAPI poll in this call.
+            self.counters.rx_doorbells += 1;
+            let _ = kick(self.sock.fd.as_raw_fd(), false);
+            ready = self.rx.ready();
+        }
         self.counters.rx_ring_high = self.counters.rx_ring_high.max(u64::from(ready));
         let mut n = 0;
         let mut taken = 0;

@@ -1,0 +1,394 @@
+//! No allocation on the hot path (issue 18; DESIGN.md's rule): a counting global
+//! allocator, and the server engine driven through keep-alive requests and through whole
+//! connections (handshake, GET, close) over an in-memory queue pair that itself never
+//! allocates. After a warm-up, the allocations made inside `Server::poll` must be zero.
+//!
+//! Only the calls into the engine are counted (a thread-local switch around `poll`): the
+//! test's own client builds its frames outside, with the heap if it likes.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bareweb_engine::iface::egress::{write_l2l3, L2L3};
+use bareweb_engine::nic::{Clock, Nic, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
+use bareweb_engine::resource::{block_sums_into, Body, Found, Lookup, Resource};
+use bareweb_engine::server::{Config, NoLog, Server};
+use bareweb_engine::wire::{tcp as wtcp, EthernetAddress, IpProtocol, Ipv4Address};
+use bareweb_engine::wire::{EthernetFrame, Ipv4Packet, TcpPacket};
+
+struct Counting;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn note() {
+    if COUNTING.with(Cell::get) {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note();
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note();
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
+        note();
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const SERVER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
+const CLIENT_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
+const SERVER_IP: Ipv4Address = Ipv4Address([10, 0, 0, 2]);
+const CLIENT_IP: Ipv4Address = Ipv4Address([10, 0, 0, 1]);
+const FILE: usize = 4096;
+
+#[derive(Clone, Copy)]
+struct Site(Resource<'static>);
+
+impl Site {
+    fn new() -> Site {
+        let data: &'static [u8] = Vec::leak((0..FILE).map(|i| (i * 7) as u8).collect());
+        let mut sums = vec![0u8; 2 * Body::blocks_for(data.len())];
+        block_sums_into(data, &mut sums);
+        Site(Resource {
+            content_type: "text/html",
+            etag: "\"e1\"",
+            last_modified: 1_700_000_000,
+            identity: Body {
+                data,
+                block_sums: Vec::leak(sums),
+            },
+            gzip: None,
+            br: None,
+            zstd: None,
+            headers: "",
+        })
+    }
+}
+
+impl Lookup<'static> for Site {
+    fn lookup(&self, path: &[u8]) -> Found<'static> {
+        if path == b"/4k.html" {
+            Found::Resource(self.0)
+        } else {
+            Found::NotFound
+        }
+    }
+}
+
+/// A queue pair over fixed buffers: frames in and out are copied into storage made once.
+struct Pool {
+    frames: Vec<Vec<u8>>,
+    /// Indices of `frames` holding something, in order.
+    queue: Vec<usize>,
+    free: Vec<usize>,
+    slot: Vec<u8>,
+}
+
+impl Pool {
+    fn new(n: usize) -> Pool {
+        Pool {
+            frames: (0..n).map(|_| Vec::with_capacity(8192)).collect(),
+            queue: Vec::with_capacity(n),
+            free: (0..n).rev().collect(),
+            slot: vec![0; TX_HEAD_ROOM],
+        }
+    }
+
+    /// Outside the engine: a frame in.
+    fn push(&mut self, f: &[u8]) {
+        let i = self.free.pop().expect("pool full");
+        self.frames[i].clear();
+        self.frames[i].extend_from_slice(f);
+        self.queue.push(i);
+    }
+
+    /// Outside the engine: every frame out, in order.
+    fn take(&mut self) -> Vec<Vec<u8>> {
+        let out = self.queue.iter().map(|&i| self.frames[i].clone()).collect();
+        self.free.append(&mut self.queue);
+        out
+    }
+}
+
+impl RxRing for Pool {
+    fn burst(&mut self, out: &mut [RxFrame]) -> usize {
+        let n = out.len().min(self.queue.len());
+        for (o, &i) in out.iter_mut().zip(&self.queue[..n]) {
+            *o = RxFrame {
+                buf: i as u32,
+                len: self.frames[i].len() as u32,
+            };
+        }
+        self.queue.drain(..n);
+        n
+    }
+
+    fn bytes(&self, f: &RxFrame) -> &[u8] {
+        &self.frames[f.buf as usize]
+    }
+
+    fn recycle(&mut self, f: RxFrame) {
+        self.free.push(f.buf as usize);
+    }
+}
+
+impl TxRing for Pool {
+    fn slot(&mut self) -> Option<&mut [u8]> {
+        Some(&mut self.slot[..])
+    }
+
+    fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
+        let i = self.free.pop().ok_or(TxFull)?;
+        let f = &mut self.frames[i];
+        f.clear();
+        f.extend_from_slice(&self.slot[..head_len]);
+        f.extend_from_slice(body);
+        self.queue.push(i);
+        Ok(())
+    }
+
+    fn flush(&mut self) {}
+
+    fn room(&mut self) -> usize {
+        self.free.len()
+    }
+}
+
+struct PoolNic {
+    rx: Pool,
+    tx: Pool,
+}
+
+impl Nic for PoolNic {
+    type Rx = Pool;
+    type Tx = Pool;
+
+    fn split(&mut self) -> (&mut Pool, &mut Pool) {
+        (&mut self.rx, &mut self.tx)
+    }
+
+    fn mac(&self) -> EthernetAddress {
+        SERVER_MAC
+    }
+}
+
+struct Ticks(Cell<u64>);
+
+impl Clock for Ticks {
+    fn now_ns(&self) -> u64 {
+        // Every look at the clock moves it 20 µs: timers run as they would.
+        let t = self.0.get() + 20_000;
+        self.0.set(t);
+        t
+    }
+    fn unix_secs(&self) -> u64 {
+        1_700_000_000 + self.0.get() / 1_000_000_000
+    }
+}
+
+struct Seg {
+    seq: u32,
+    ack: u32,
+    syn: bool,
+    fin: bool,
+    len: usize,
+}
+
+fn parse(frame: &[u8]) -> Seg {
+    let eth = EthernetFrame::new_checked(frame).expect("ethernet");
+    let ip = Ipv4Packet::new_checked(eth.payload()).expect("ipv4");
+    let t = TcpPacket::new_checked(ip.payload()).expect("tcp");
+    Seg {
+        seq: t.seq_number(),
+        ack: t.ack_number(),
+        syn: t.syn(),
+        fin: t.fin(),
+        len: t.payload().len(),
+    }
+}
+
+fn frame(sport: u16, seq: u32, ack: Option<u32>, syn: bool, fin: bool, payload: &[u8]) -> Vec<u8> {
+    let repr = wtcp::Repr {
+        src_port: sport,
+        dst_port: 80,
+        seq_number: seq,
+        ack_number: ack,
+        flags: wtcp::Flags {
+            fin,
+            syn,
+            rst: false,
+            psh: !payload.is_empty(),
+            ack: ack.is_some(),
+        },
+        window_len: 65535,
+        max_seg_size: syn.then_some(1460),
+        window_scale: None,
+        sack_permitted: false,
+        timestamps: None,
+    };
+    let hl = repr.header_len();
+    let mut f = vec![0u8; L2L3 + hl + payload.len()];
+    write_l2l3(
+        &mut f,
+        CLIENT_MAC,
+        SERVER_MAC,
+        CLIENT_IP,
+        SERVER_IP,
+        IpProtocol::Tcp,
+        hl + payload.len(),
+    );
+    repr.emit_header(&mut f[L2L3..]);
+    f[L2L3 + hl..].copy_from_slice(payload);
+    TcpPacket::new_unchecked(&mut f[L2L3..]).fill_checksum(CLIENT_IP, SERVER_IP);
+    f
+}
+
+struct Bench {
+    server: Server<Site>,
+    nic: PoolNic,
+    clock: Ticks,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+        cfg.tcbs = 64;
+        Bench {
+            server: Server::new(cfg, Site::new(), SERVER_MAC),
+            nic: PoolNic {
+                rx: Pool::new(64),
+                tx: Pool::new(256),
+            },
+            clock: Ticks(Cell::new(1_000_000_000)),
+        }
+    }
+
+    /// Hands `f` to the server and polls it once, counting the engine's allocations.
+    fn exchange(&mut self, f: Option<&[u8]>) -> Vec<Seg> {
+        if let Some(f) = f {
+            self.nic.rx.push(f);
+        }
+        COUNTING.with(|c| c.set(true));
+        self.server.poll(&mut self.nic, &self.clock, &mut NoLog);
+        COUNTING.with(|c| c.set(false));
+        self.nic.tx.take().iter().map(|f| parse(f)).collect()
+    }
+
+    /// Opens a connection from `sport`: (client next seq, server next seq).
+    fn open(&mut self, sport: u16) -> (u32, u32) {
+        let out = self.exchange(Some(&frame(sport, 1000, None, true, false, &[])));
+        assert!(out.len() == 1 && out[0].syn && out[0].ack == 1001);
+        let srv = out[0].seq.wrapping_add(1);
+        let out = self.exchange(Some(&frame(sport, 1001, Some(srv), false, false, &[])));
+        assert!(out.is_empty());
+        (1001, srv)
+    }
+
+    /// One GET on an open connection, every data segment acknowledged; the next server
+    /// sequence number.
+    fn get(&mut self, sport: u16, cli: u32, mut srv: u32, close: bool) -> u32 {
+        let req: &[u8] = if close {
+            b"GET /4k.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+        } else {
+            b"GET /4k.html HTTP/1.1\r\nHost: t\r\n\r\n"
+        };
+        let mut got = 0;
+        let mut out = self.exchange(Some(&frame(sport, cli, Some(srv), false, false, req)));
+        let cli = cli.wrapping_add(req.len() as u32);
+        let mut fin = false;
+        for _ in 0..16 {
+            if out.is_empty() {
+                break;
+            }
+            for s in &out {
+                assert_eq!(s.seq, srv, "in order, no retransmission");
+                srv = srv.wrapping_add(s.len as u32 + u32::from(s.fin));
+                got += s.len;
+                fin |= s.fin;
+            }
+            out = self.exchange(Some(&frame(sport, cli, Some(srv), false, false, &[])));
+        }
+        assert!(got > FILE, "response of {got} bytes");
+        assert_eq!(fin, close);
+        if close {
+            let out = self.exchange(Some(&frame(sport, cli, Some(srv), false, true, &[])));
+            assert!(out.iter().all(|s| s.ack == cli.wrapping_add(1)));
+        }
+        srv
+    }
+}
+
+fn allocs() -> u64 {
+    ALLOCS.load(Ordering::Relaxed)
+}
+
+#[test]
+fn keep_alive_requests_and_whole_connections_allocate_nothing() {
+    // The counter counts: one allocation while switched on.
+    let before = allocs();
+    COUNTING.with(|c| c.set(true));
+    let v = std::hint::black_box(Vec::<u8>::with_capacity(64));
+    COUNTING.with(|c| c.set(false));
+    drop(v);
+    assert_eq!(
+        allocs() - before,
+        1,
+        "the counting allocator does not count"
+    );
+
+    let mut b = Bench::new();
+    // Keep-alive: one connection, many requests.
+    let (cli, mut srv) = b.open(40_000);
+    let req = b"GET /4k.html HTTP/1.1\r\nHost: t\r\n\r\n".len() as u32;
+    let mut c = cli;
+    for _ in 0..50 {
+        srv = b.get(40_000, c, srv, false);
+        c = c.wrapping_add(req);
+    }
+    let before = allocs();
+    for _ in 0..1000 {
+        srv = b.get(40_000, c, srv, false);
+        c = c.wrapping_add(req);
+    }
+    let keep_alive = allocs() - before;
+
+    // A connection per request: handshake, GET with close, FIN both ways.
+    for port in 41_000..41_050 {
+        let (cli, srv) = b.open(port);
+        b.get(port, cli, srv, true);
+    }
+    let before = allocs();
+    for port in 42_000..42_500 {
+        let (cli, srv) = b.open(port);
+        b.get(port, cli, srv, true);
+    }
+    let per_connection = allocs() - before;
+    assert_eq!(
+        (keep_alive, per_connection),
+        (0, 0),
+        "allocations inside Server::poll: 1000 keep-alive requests, 500 connections"
+    );
+    assert!(b.server.stats().http_requests >= 1600);
+}
