@@ -58,8 +58,8 @@ use crate::pci::{self, Device};
 use crate::rest::{self, Policy, Rest, Sleeper};
 use crate::{acpi, embedded, fatal, kprintln, mem};
 
-/// Whether a driver here drives `d`. The drivers, in one list with [`Start::serve_found`]:
-/// a new driver is a [`Driver`] impl and one more entry in each.
+/// Whether a driver here drives `d` (the list is `drivers::any`'s: a new driver is a
+/// [`Driver`] impl and a variant there).
 fn drivable(d: &Device) -> bool {
     AnyNic::matches(d)
 }
@@ -132,8 +132,8 @@ pub fn boot(info: &BootInfo) -> ! {
         unsafe { core::slice::from_raw_parts(site_at as *const u8, site_len as usize) };
     let site = Site::load(image);
     let site_ticks = crate::arch::cpu::rdtsc() - t_site;
+    crate::boot_trace::mark("site");
     let (clock, apic_hz) = cal.finish();
-    crate::boot_trace::mark("site+clock");
     kprintln!(
         "clock: TSC {}.{:03} MHz ({}{}), RTC {}",
         clock.hz / 1_000_000,
@@ -150,6 +150,7 @@ pub fn boot(info: &BootInfo) -> ! {
         },
         bareweb_engine::http::clf_date(bareweb_engine::nic::Clock::unix_secs(&clock))
     );
+    crate::boot_trace::mark("clock");
     let site = match site {
         Ok(s) => s,
         Err(e) => fatal!("site image ({from}, {site_len} bytes): {e}"),
