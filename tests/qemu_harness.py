@@ -117,12 +117,14 @@ class Kernel:
     log_tail = 6000
 
     def __init__(self, nic="virtio", extra=(), site=SITE, machine=None, wait=True, accel=ACCEL,
-                 qemu=None, smp=None, multi_queue=False, gw="none"):
+                 qemu=None, smp=None, multi_queue=False, gw="none", serial=True):
         """`qemu`: instead of `bareweb run`, these QEMU arguments (a bootable image built
-        by `bareweb build`), with the TAP, NIC and console added here. `smp`: `--smp N`;
-        `multi_queue`: the TAP is created multi-queue; `gw`: the kernel's router (`none`:
-        clients on the TAP's link only)."""
+        by `bareweb build`), with the TAP, NIC and console added here; `serial=False`
+        gives that machine no serial port at all (a PC without one: the kernel is ready
+        when it answers HTTP). `smp`: `--smp N`; `multi_queue`: the TAP is created
+        multi-queue; `gw`: the kernel's router (`none`: clients on the TAP's link only)."""
         require()
+        self.has_serial = serial or qemu is None
         self.ns = self.netns()
         self.nic = nic
         self.smp = smp
@@ -147,7 +149,7 @@ class Kernel:
             args = ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
                     "-no-reboot", "-accel", "tcg", "-cpu", "max", "-m", "256M",
                     "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
-                    "-serial", f"file:{self.serial}",
+                    "-serial", f"file:{self.serial}" if self.has_serial else "none",
                     "-netdev", f"tap,id=n0,ifname={tap},script=no,downscript=no,vhost=off",
                     "-device", f"{dev},netdev=n0,mac={MAC}", *qemu]
         self.t0 = time.time()
@@ -204,7 +206,12 @@ class Kernel:
         deadline = time.time() + limit
         while time.time() < deadline:
             self.check_alive()
-            if "bareweb: ready" in self.log():
+            if self.has_serial and "bareweb: ready" in self.log():
+                self.boot_secs = time.time() - self.t0
+                return
+            if not self.has_serial and self.ns.run(
+                    "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "1",
+                    f"http://{SERVER_IP}/", check=False).stdout == "200":
                 self.boot_secs = time.time() - self.t0
                 return
             time.sleep(0.05)

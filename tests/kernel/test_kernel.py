@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+import screen
 from conftest import (ACCEL, BIN, MAC, ROOT, SERVER_IP, SITE, TAP, Kernel, Netns, accel_line,
                       require)
 
@@ -347,13 +348,23 @@ def test_iso_boots_from_cdrom_with_grub_and_serves(images, tmp_path):
 
 OVMF = "/usr/share/ovmf/OVMF.fd"
 BOOTS = {
-    # (firmware, QEMU arguments for the image), by image
+    # (firmware, QEMU arguments for the image), by image; each machine has a display
+    # (QEMU's std VGA: UEFI's GOP, or VBE under SeaBIOS) for the screen console
     "iso-uefi": lambda iso, disk: ["-machine", "q35", "-bios", OVMF, "-cdrom", iso],
     "disk-uefi": lambda iso, disk: ["-machine", "q35", "-bios", OVMF,
                                     "-drive", f"file={disk},format=raw,snapshot=on"],
     "disk-bios": lambda iso, disk: ["-machine", "pc",
                                     "-drive", f"file={disk},format=raw,snapshot=on"],
 }
+# The machines without a serial port: a PC that has only its screen.
+NO_SERIAL = {"disk-uefi"}
+
+
+def screen_text(k, tmp_path):
+    """The kernel's screen as rows of text (tests/screen.py), right after it is ready."""
+    w, h, px = screen.screendump(k.monitor, tmp_path / "screen.ppm")
+    rows = screen.read_text(w, h, px)
+    return w, h, rows
 
 
 @pytest.mark.parametrize("boot", list(BOOTS))
@@ -362,20 +373,45 @@ def test_iso_and_disk_image_boot_on_uefi_and_bios_and_serve(images, boot, tmp_pa
     same as a raw disk (USB sticks, cloud VMs). OVMF boots GRUB EFI from the CD and from
     the disk, SeaBIOS boots the disk's MBR; GRUB loads the kernel by multiboot2, which
     takes its memory map and ACPI tables from GRUB's tags and maps the 64-bit BAR OVMF
-    puts above 4 GiB. Every file is served."""
+    puts above 4 GiB. Every file is served.
+
+    The screen console: the machine has a display, and the kernel's console is read back
+    from it (screendump, every cell matched against the font): with a serial port every
+    row on the screen is text of the serial console; without one (`disk-uefi`: a PC
+    without a legacy serial port) the screen alone says the kernel is ready, and that it
+    found no serial port."""
     if "uefi" in boot and not pathlib.Path(OVMF).exists():
         pytest.fail(f"{OVMF} missing: apt-get install ovmf (cargo xtask setup does it)")
     _, iso, disk = images
-    k = Kernel(qemu=BOOTS[boot](iso, disk), wait=False)
+    serial = boot not in NO_SERIAL
+    monitor = tmp_path / "monitor.sock"
+    k = Kernel(qemu=[*BOOTS[boot](iso, disk), "-device", "VGA",
+                     "-monitor", f"unix:{monitor},server=on,wait=off"],
+               wait=False, serial=serial)
+    k.monitor = monitor
     try:
         k.wait_ready(limit=300)
-        log = k.log()
-        assert "boot: multiboot2" in log and "RSDP from the loader" in log, k.report()
-        if "uefi" in boot:
-            assert "(above 4 GiB): mapped" in log, k.report()
+        w, h, rows = screen_text(k, tmp_path)
+        shown = "\n".join(rows)
+        assert sum(1 for r in rows if r) >= 10 and "#" not in shown, shown
+        assert "bareweb: ready: serving" in shown, shown
+        if serial:
+            log = k.log()
+            assert "boot: multiboot2" in log and "RSDP from the loader" in log, k.report()
+            assert "boot: memory map from the multiboot2 memory map" in log, k.report()
+            assert f"console: serial COM1; screen {w}x{h}" in log, k.report()
+            if "uefi" in boot:
+                assert "(above 4 GiB): mapped" in log, k.report()
+            flat = log.replace("\n", "")
+            for r in rows:
+                assert r in flat, (r, shown)
+        else:
+            assert (f"console: no serial port (COM1 does not answer); screen {w}x{h}"
+                    in shown), shown
         fetch_all(k, tmp_path)
         k.check_alive()
-        print(f"\n{boot}: ready {k.boot_secs:.2f} s after QEMU started")
+        print(f"\n{boot}: ready {k.boot_secs:.2f} s after QEMU started; screen {w}x{h}, "
+              f"{sum(1 for r in rows if r)} rows of text")
     finally:
         k.close()
 

@@ -134,6 +134,9 @@ fn qemu_args(
     while i < words.len() {
         match words[i].as_str() {
             "-kernel" => {
+                // A dry run keeps its work directory (kernel and site image) for the
+                // command it prints; the bench boots its own ELF, so remove it now.
+                remove_dry_run_dir(words.get(i + 1).map(String::as_str));
                 v.push("-kernel".into());
                 v.push(elf.display().to_string());
                 i += 2;
@@ -147,6 +150,22 @@ fn qemu_args(
         }
     }
     Ok(v)
+}
+
+/// Removes the directory `bareweb run --dry-run` left for the kernel at `kernel`, only if
+/// it is one of run's own (`bareweb-run-*` in the temporary directory).
+fn remove_dry_run_dir(kernel: Option<&str>) {
+    let Some(dir) = kernel.and_then(|k| Path::new(k).parent()) else {
+        return;
+    };
+    let ours = dir.parent() == Some(std::env::temp_dir().as_path())
+        && dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("bareweb-run-"));
+    if ours {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 struct Vm(Child);

@@ -173,12 +173,17 @@ const GRUB_PLATFORMS: [(&str, &str); 2] = [
     ("x86_64-efi", "grub-efi-amd64-bin"),
 ];
 
+/// GRUB's menu. `gfxpayload=keep`: the kernel gets the screen mode as it is, UEFI's GOP
+/// mode under GRUB EFI (no mode switch, the panel's own resolution), the VGA text screen
+/// under GRUB i386-pc; either is the kernel's screen console (tag 8, crates/kernel fbcon).
 const GRUB_CFG: &str = "\
 set timeout=0
 set default=0
 serial --unit=0 --speed=115200
 terminal_input serial console
 terminal_output serial console
+insmod all_video
+set gfxpayload=keep
 menuentry \"bareweb\" {
     multiboot2 /boot/bareweb.elf
     boot

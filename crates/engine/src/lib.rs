@@ -18,6 +18,7 @@
 //!   `Server::poll` (or the split API for paper 003's runners).
 //! - [`cores`]: many cores: network-core dispatch and rings, the stats board, the per-core
 //!   loop. [`ring`]: the lock-free SPSC ring. [`stats`]: counters.
+//! - [`dhcp`]: the DHCP client (RFC 2131) as a state machine, its messages and frames.
 //! - [`bond`]: one server on a set of NICs (paper 002): the receive NIC, send NICs chosen
 //!   per connection (the send-id), the NIC set as one `Nic`, link monitoring and failover.
 //!
@@ -36,6 +37,7 @@ pub mod bond;
 mod capture_tests;
 #[cfg(any(test, feature = "alloc"))]
 pub mod cores;
+pub mod dhcp;
 #[cfg(any(test, feature = "std"))]
 pub mod fake;
 pub mod http;

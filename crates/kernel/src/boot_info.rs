@@ -4,8 +4,9 @@
 //! - PVH: `hvm_start_info` (xen/include/public/arch-x86/hvm/start_info.h), version ≥ 1
 //!   for the memory map; `rsdp_paddr` for ACPI. Told apart by its magic 0x336ec578.
 //! - multiboot2: the information block (already copied to low memory by the entry code),
-//!   tags 1 (command line), 3 (module), 6 (memory map) and 14/15 (a copy of the ACPI
-//!   RSDP, which stays where the copied block is).
+//!   tags 1 (command line), 3 (module), 6 (memory map), 17 (the EFI memory map: used when
+//!   a loader on UEFI gives it without tag 6), 14/15 (a copy of the ACPI RSDP, which stays
+//!   where the copied block is) and 8 (the framebuffer: the screen console, `crate::fbcon`).
 //!
 //! Everything is copied into [`BootInfo`] (fixed arrays, no allocation), reading the
 //! loader's memory with bounds on every count, so later allocations may overwrite it.
@@ -37,6 +38,50 @@ pub struct Module {
     pub start: u64,
     /// Length in bytes.
     pub len: u64,
+}
+
+/// Where the usable-RAM regions came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapSource {
+    /// None given.
+    None,
+    /// PVH `memmap` (E820 entries).
+    Pvh,
+    /// multiboot2 tag 6 (GRUB's, converted from E820 or UEFI's map).
+    Mb2Basic,
+    /// multiboot2 tag 17, UEFI's own memory descriptors (no tag 6 given).
+    Mb2Efi,
+}
+
+impl fmt::Display for MapSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MapSource::None => "none",
+            MapSource::Pvh => "PVH memmap",
+            MapSource::Mb2Basic => "multiboot2 memory map",
+            MapSource::Mb2Efi => "multiboot2 EFI memory map",
+        })
+    }
+}
+
+/// Pixel layout of a linear framebuffer (multiboot2 tag 8), as the loader describes it;
+/// `crate::fbcon` checks it before drawing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Framebuffer {
+    /// Physical address of the first pixel.
+    pub addr: u64,
+    /// Bytes from one line to the next.
+    pub pitch: u32,
+    /// Pixels per line (characters for EGA text).
+    pub width: u32,
+    /// Lines (character rows for EGA text).
+    pub height: u32,
+    /// Bits per pixel.
+    pub bpp: u8,
+    /// 0: indexed colours, 1: direct RGB, 2: EGA text.
+    pub kind: u8,
+    /// Direct RGB: (bit position, bit count) of red, green, blue.
+    pub rgb: [(u8, u8); 3],
 }
 
 /// Which protocol started us.
@@ -96,6 +141,12 @@ pub struct BootInfo {
     pub rsdp: u64,
     /// multiboot2: offset of the RSDP copy inside the information block (0: none).
     rsdp_in_block: usize,
+    /// Where [`BootInfo::regions`] came from.
+    pub map_source: MapSource,
+    /// multiboot2: usable regions in the EFI memory map (tag 17), whether used or not.
+    pub efi_regions: usize,
+    /// The framebuffer the loader set up (multiboot2 tag 8), if any.
+    pub framebuffer: Option<Framebuffer>,
 }
 
 /// Reads `len` bytes of physical memory.
@@ -130,6 +181,9 @@ impl BootInfo {
             cmdline_len: 0,
             rsdp: 0,
             rsdp_in_block: 0,
+            map_source: MapSource::None,
+            efi_regions: 0,
+            framebuffer: None,
         }
     }
 
@@ -193,6 +247,7 @@ impl BootInfo {
                 info.push_region(u64_at(e, 0), u64_at(e, 8));
             }
         }
+        info.map_source = MapSource::Pvh;
         Ok(info)
     }
 
@@ -212,6 +267,7 @@ impl BootInfo {
     /// Parses a multiboot2 information block; bounded by `b`, never panics.
     pub fn multiboot2_bytes(b: &[u8]) -> BootInfo {
         let mut info = BootInfo::empty(Protocol::Multiboot2);
+        let mut efi_map: Option<(usize, usize)> = None;
         let mut off = 8usize;
         while off + 8 <= b.len() {
             let ty = u32_at(b, off);
@@ -241,7 +297,23 @@ impl BootInfo {
                             }
                             e += esize;
                         }
+                        info.map_source = MapSource::Mb2Basic;
                     }
+                }
+                17 if size >= 16 => efi_map = Some((off, size)),
+                8 if size >= 32 => {
+                    info.framebuffer = Some(Framebuffer {
+                        addr: u64_at(tag, 8),
+                        pitch: u32_at(tag, 16),
+                        width: u32_at(tag, 20),
+                        height: u32_at(tag, 24),
+                        bpp: tag[28],
+                        kind: tag[29],
+                        rgb: match tag.get(32..38) {
+                            Some(c) => [(c[0], c[1]), (c[2], c[3]), (c[4], c[5])],
+                            None => [(0, 0); 3],
+                        },
+                    })
                 }
                 // ACPI 2.0+ RSDP copy (15) is preferred over the 1.0 one (14).
                 15 if size >= 8 + 36 => info.rsdp_in_block = off + 8,
@@ -250,7 +322,48 @@ impl BootInfo {
             }
             off += (size + 7) & !7;
         }
+        if let Some((at, size)) = efi_map {
+            let tag = &b[at..at + size];
+            // The basic map (tag 6) wins when both are given: GRUB converts UEFI's map to
+            // it (the same RAM); tag 17 alone is used as it stands.
+            let use_it = info.map_source == MapSource::None;
+            info.efi_regions = info.efi_memory_map(tag, use_it);
+            if use_it && info.efi_regions > 0 {
+                info.map_source = MapSource::Mb2Efi;
+            }
+        }
         info
+    }
+
+    /// Reads the UEFI memory descriptors of multiboot2 tag 17 (`tag`, header included):
+    /// counts the usable ones and, if `push`, adds them as regions. Usable once boot
+    /// services have exited (UEFI 2.10 §7.2, "Memory Type Usage after
+    /// ExitBootServices()"): loader code/data (1, 2), boot services code/data (3, 4) and
+    /// conventional memory (7), as GRUB's own conversion counts them. The loader's data
+    /// we still need (the information block, modules, the kernel) is cut out by
+    /// `crate::mem` or copied already.
+    fn efi_memory_map(&mut self, tag: &[u8], push: bool) -> usize {
+        let dsize = u32_at(tag, 8) as usize;
+        // A descriptor is 40 bytes in UEFI 2.x; firmware may use larger ones (the size
+        // says), never smaller.
+        if dsize < 40 {
+            return 0;
+        }
+        let mut n = 0;
+        let mut e = 16;
+        while e + 40 <= tag.len() {
+            let ty = u32_at(tag, e);
+            let start = u64_at(tag, e + 8);
+            let pages = u64_at(tag, e + 24);
+            if matches!(ty, 1 | 2 | 3 | 4 | 7) && pages > 0 {
+                n += 1;
+                if push {
+                    self.push_region(start, pages.saturating_mul(4096));
+                }
+            }
+            e += dsize;
+        }
+        n
     }
 
     /// # Safety
@@ -273,7 +386,17 @@ impl BootInfo {
     }
 
     fn push_region(&mut self, start: u64, len: u64) {
-        if self.n_regions < MAX_REGIONS && len > 0 {
+        if len == 0 {
+            return;
+        }
+        // UEFI's map cuts RAM into many adjacent descriptors: join them.
+        if let Some(last) = self.regions[..self.n_regions].last_mut() {
+            if last.end == start {
+                last.end = start.saturating_add(len);
+                return;
+            }
+        }
+        if self.n_regions < MAX_REGIONS {
             self.regions[self.n_regions] = Region {
                 start,
                 end: start.saturating_add(len),
@@ -292,6 +415,15 @@ impl BootInfo {
     /// Usable RAM regions.
     pub fn regions(&self) -> &[Region] {
         &self.regions[..self.n_regions]
+    }
+
+    /// The framebuffer's bytes (empty when none): device memory, but kept out of the heap
+    /// even if a loader's map calls it RAM.
+    pub fn framebuffer_span(&self) -> Region {
+        self.framebuffer.map_or(Region::default(), |f| Region {
+            start: f.addr,
+            end: f.addr.saturating_add(f.pitch as u64 * f.height as u64),
+        })
     }
 
     /// Modules, in the loader's order.
@@ -403,9 +535,131 @@ mod tests {
         assert_eq!(BootInfo::multiboot2_bytes(&b).rsdp_in_block, 0);
     }
 
+    fn efi_desc(out: &mut Vec<u8>, ty: u32, start: u64, pages: u64, dsize: usize) {
+        let at = out.len();
+        out.extend_from_slice(&ty.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&start.to_le_bytes());
+        out.extend_from_slice(&0u64.to_le_bytes()); // virtual start
+        out.extend_from_slice(&pages.to_le_bytes());
+        out.extend_from_slice(&0xFu64.to_le_bytes()); // attributes: UC WC WT WB
+        out.resize(at + dsize, 0);
+    }
+
+    /// Tag 17 as GRUB writes it from OVMF's map (48-byte descriptors, version 1).
+    fn efi_map_tag(dsize: usize) -> Vec<u8> {
+        let mut body = Vec::new();
+        body.extend_from_slice(&(dsize as u32).to_le_bytes());
+        body.extend_from_slice(&1u32.to_le_bytes());
+        efi_desc(&mut body, 3, 0, 1, dsize); // boot services code: page 0
+        efi_desc(&mut body, 7, 0x1000, 0x9f, dsize); // conventional, up to 0xa0000
+        efi_desc(&mut body, 0, 0xa0000, 0x60, dsize); // reserved
+        efi_desc(&mut body, 7, 0x10_0000, 0x700, dsize); // conventional, 1..8 MiB
+        efi_desc(&mut body, 10, 0x80_0000, 0x8, dsize); // ACPI NVS
+        efi_desc(&mut body, 2, 0x80_8000, 0x7f8, dsize); // loader data
+        efi_desc(&mut body, 4, 0x100_0000, 0x1000, dsize); // boot services data, adjacent
+        efi_desc(&mut body, 9, 0x200_0000, 0x10, dsize); // ACPI reclaim: kept
+        efi_desc(&mut body, 7, 0x201_0000, 0, dsize); // empty: ignored
+        efi_desc(&mut body, 11, 0xFFC0_0000, 0x400, dsize); // MMIO
+        body
+    }
+
+    #[test]
+    fn efi_memory_map_used_only_without_the_basic_one() {
+        let mut b = alloc::vec![0u8; 8];
+        tag(&mut b, 17, &efi_map_tag(48));
+        tag(&mut b, 0, &[]);
+        let i = BootInfo::multiboot2_bytes(&b);
+        assert_eq!(i.map_source, MapSource::Mb2Efi);
+        assert_eq!(i.efi_regions, 5);
+        assert_eq!(
+            i.regions(),
+            &[
+                Region {
+                    start: 0,
+                    end: 0xa0000
+                },
+                Region {
+                    start: 0x10_0000,
+                    end: 0x80_0000
+                },
+                Region {
+                    start: 0x80_8000,
+                    end: 0x200_0000
+                }
+            ],
+            "usable types joined where adjacent, reserved/ACPI/MMIO left out"
+        );
+        // With the basic map too (GRUB gives both): the basic one is used.
+        let mut g = grub_block();
+        g.truncate(g.len() - 8); // the end tag
+        tag(&mut g, 17, &efi_map_tag(40));
+        tag(&mut g, 0, &[]);
+        let i = BootInfo::multiboot2_bytes(&g);
+        assert_eq!(i.map_source, MapSource::Mb2Basic);
+        assert_eq!(i.efi_regions, 5, "40-byte descriptors read too");
+        assert_eq!(i.regions().len(), 2);
+        // Descriptors smaller than UEFI's 40 bytes: nothing read.
+        let mut b = alloc::vec![0u8; 8];
+        tag(&mut b, 17, &efi_map_tag(48)[..8]);
+        let mut t = efi_map_tag(48);
+        t[..4].copy_from_slice(&24u32.to_le_bytes());
+        tag(&mut b, 17, &t);
+        tag(&mut b, 0, &[]);
+        let i = BootInfo::multiboot2_bytes(&b);
+        assert_eq!((i.map_source, i.regions().len()), (MapSource::None, 0));
+    }
+
+    /// Tag 8 as GRUB EFI writes it for OVMF's GOP mode (1024x768, 32 bpp, BGRX).
+    pub(crate) fn fb_tag(addr: u64, pitch: u32, w: u32, h: u32, bpp: u8, kind: u8) -> Vec<u8> {
+        let mut body = Vec::new();
+        body.extend_from_slice(&addr.to_le_bytes());
+        body.extend_from_slice(&pitch.to_le_bytes());
+        body.extend_from_slice(&w.to_le_bytes());
+        body.extend_from_slice(&h.to_le_bytes());
+        body.extend_from_slice(&[bpp, kind, 0, 0]);
+        body.extend_from_slice(&[16, 8, 8, 8, 0, 8]);
+        body
+    }
+
+    #[test]
+    fn framebuffer_tag() {
+        let mut b = alloc::vec![0u8; 8];
+        tag(&mut b, 8, &fb_tag(0x8000_0000, 4096, 1024, 768, 32, 1));
+        tag(&mut b, 0, &[]);
+        let fb = BootInfo::multiboot2_bytes(&b).framebuffer.unwrap();
+        assert_eq!(
+            fb,
+            Framebuffer {
+                addr: 0x8000_0000,
+                pitch: 4096,
+                width: 1024,
+                height: 768,
+                bpp: 32,
+                kind: 1,
+                rgb: [(16, 8), (8, 8), (0, 8)],
+            }
+        );
+        // EGA text (GRUB i386-pc with gfxpayload=text): no colour fields.
+        let mut b = alloc::vec![0u8; 8];
+        tag(&mut b, 8, &fb_tag(0xb8000, 160, 80, 25, 16, 2)[..24]);
+        tag(&mut b, 0, &[]);
+        let fb = BootInfo::multiboot2_bytes(&b).framebuffer.unwrap();
+        assert_eq!((fb.kind, fb.width, fb.rgb), (2, 80, [(0, 0); 3]));
+        // Shorter than the common part: ignored.
+        let mut b = alloc::vec![0u8; 8];
+        tag(&mut b, 8, &fb_tag(0xb8000, 160, 80, 25, 16, 2)[..20]);
+        tag(&mut b, 0, &[]);
+        assert_eq!(BootInfo::multiboot2_bytes(&b).framebuffer, None);
+    }
+
     #[test]
     fn truncated_and_corrupt_blocks_never_panic() {
-        let good = grub_block();
+        let mut good = grub_block();
+        good.truncate(good.len() - 8);
+        tag(&mut good, 8, &fb_tag(0x8000_0000, 4096, 1024, 768, 32, 1));
+        tag(&mut good, 17, &efi_map_tag(48));
+        tag(&mut good, 0, &[]);
         for cut in 0..good.len() {
             let _ = BootInfo::multiboot2_bytes(&good[..cut]);
         }

@@ -1,20 +1,77 @@
-//! The console: COM1 (16550 UART at port 0x3F8), polled, transmit only.
+//! The console: COM1 (16550 UART at port 0x3F8), polled, transmit only, and the screen
+//! ([`crate::fbcon`]) when the loader set up a framebuffer. Every line goes to both.
 //!
-//! Every port access is a VM exit under virtualisation (~10-20 µs here), so output waits
-//! for the transmitter once per 16 bytes (the FIFO depth), not once per byte, and the hot
-//! path prints nothing unless asked (`log=access`, `log=stats`). A small spin lock makes
-//! lines whole when several cores print (issue 4).
+//! - **Serial**: found by its scratch register (a PC without a legacy port reads 0xFF
+//!   there); when absent, nothing is written to it (no port I/O wasted on missing
+//!   hardware). Every port access is a VM exit under virtualisation (~10-20 µs here), so
+//!   output waits for the transmitter once per 16 bytes (the FIFO depth), not once per
+//!   byte, and the hot path prints nothing unless asked (`log=access`, `log=stats`).
+//! - **Screen**: attached once the heap exists ([`attach_screen`]: a framebuffer above
+//!   4 GiB needs page tables); what was printed before is kept (up to 4 KiB) and drawn
+//!   then, so the screen shows the boot from its first line.
+//!
+//! A small spin lock makes lines whole when several cores print (issue 4), and guards the
+//! screen's text.
 
+use core::cell::UnsafeCell;
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use crate::arch::cpu::{inb, outb};
+use crate::boot_info::Framebuffer;
+use crate::fbcon::{Geometry, Refused, Screen};
 
 const COM1: u16 = 0x3F8;
 const FIFO: usize = 16;
 
 static LOCK: AtomicBool = AtomicBool::new(false);
 static PRESENT: AtomicBool = AtomicBool::new(false);
+
+/// Bytes printed before the screen is attached, kept to draw then.
+const EARLY_MAX: usize = 4096;
+
+/// The screen and the early text: touched only under [`LOCK`].
+struct Shared {
+    screen: Screen,
+    early: [u8; EARLY_MAX],
+    early_len: usize,
+    /// [`print_busy`]'s rate limit: the TSC at the start of the current second, lines
+    /// drawn in it, lines left off the screen since the last one drawn.
+    busy_since: u64,
+    busy_drawn: u32,
+    busy_skipped: u64,
+    /// The TSC's rate (0 until known: no rate limit).
+    tsc_hz: u64,
+}
+
+/// Per-request lines (the access log) drawn on the screen per second at most: drawing a
+/// line costs far more than sending it to the UART (measured: docs/kernel.md), and a
+/// screen scrolling faster than this cannot be read anyway.
+const BUSY_LINES_PER_SEC: u32 = 20;
+
+struct Locked(UnsafeCell<Shared>);
+
+// SAFETY: the contents are only reached through `with_shared`, by the holder of LOCK.
+unsafe impl Sync for Locked {}
+
+static SHARED: Locked = Locked(UnsafeCell::new(Shared {
+    screen: Screen::new(),
+    early: [0; EARLY_MAX],
+    early_len: 0,
+    busy_since: 0,
+    busy_drawn: 0,
+    busy_skipped: 0,
+    tsc_hz: 0,
+}));
+
+/// Runs `f` on the shared console state.
+///
+/// # Safety
+/// The caller holds LOCK (acquired, not given up on).
+unsafe fn with_shared<R>(f: impl FnOnce(&mut Shared) -> R) -> R {
+    // SAFETY: LOCK is held (caller): no other reference exists meanwhile.
+    f(unsafe { &mut *SHARED.0.get() })
+}
 
 /// Sets COM1 to 115200 8N1 with FIFOs on, if a UART answers there.
 pub fn init() {
@@ -35,6 +92,11 @@ pub fn init() {
     PRESENT.store(true, Ordering::Relaxed);
 }
 
+/// Whether a UART answered at COM1.
+pub fn serial_present() -> bool {
+    PRESENT.load(Ordering::Relaxed)
+}
+
 fn write_bytes(b: &[u8]) {
     if !PRESENT.load(Ordering::Relaxed) {
         return;
@@ -53,17 +115,38 @@ fn write_bytes(b: &[u8]) {
     }
 }
 
-struct Console;
+/// The console writer; `screen`: LOCK is held and the text goes to the screen too.
+struct Console {
+    screen: bool,
+}
 
 impl Write for Console {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         write_bytes(s.as_bytes());
+        if self.screen {
+            // SAFETY: LOCK is held (self.screen).
+            unsafe {
+                with_shared(|sh| {
+                    if sh.screen.attached() {
+                        for &b in s.as_bytes() {
+                            sh.screen.write_byte(b);
+                        }
+                    } else {
+                        let n = s.len().min(EARLY_MAX - sh.early_len);
+                        sh.early[sh.early_len..sh.early_len + n]
+                            .copy_from_slice(&s.as_bytes()[..n]);
+                        sh.early_len += n;
+                    }
+                })
+            };
+        }
         Ok(())
     }
 }
 
-/// Prints formatted text, whole, under the console lock.
-pub fn print(args: fmt::Arguments<'_>) {
+/// Takes LOCK; false if a holder seems dead (an exception while printing), in which case
+/// the caller prints to the serial port anyway but leaves the screen alone.
+fn lock() -> bool {
     let mut spins = 0u64;
     while LOCK
         .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -71,12 +154,111 @@ pub fn print(args: fmt::Arguments<'_>) {
     {
         spins += 1;
         if spins > 100_000_000 {
-            break; // a holder died (exception while printing): print anyway
+            return false;
         }
         core::hint::spin_loop();
     }
-    let _ = Console.write_fmt(args);
+    true
+}
+
+/// Prints formatted text, whole, under the console lock.
+pub fn print(args: fmt::Arguments<'_>) {
+    let locked = lock();
+    let _ = Console { screen: locked }.write_fmt(args);
     LOCK.store(false, Ordering::Release);
+}
+
+/// Prints a line of per-request output (the access log): whole to the serial port, and
+/// to the screen at most [`BUSY_LINES_PER_SEC`] lines a second; the lines left off the
+/// screen are counted, and the next line drawn says how many.
+pub fn print_busy(args: fmt::Arguments<'_>) {
+    let locked = lock();
+    let screen = locked && {
+        // SAFETY: LOCK is held.
+        unsafe {
+            with_shared(|sh| {
+                if !sh.screen.attached() || sh.tsc_hz == 0 {
+                    return true;
+                }
+                let now = crate::arch::cpu::rdtsc();
+                if now.wrapping_sub(sh.busy_since) >= sh.tsc_hz {
+                    sh.busy_since = now;
+                    sh.busy_drawn = 0;
+                }
+                if sh.busy_drawn >= BUSY_LINES_PER_SEC {
+                    sh.busy_skipped += 1;
+                    return false;
+                }
+                sh.busy_drawn += 1;
+                if sh.busy_skipped > 0 {
+                    let mut note = Note([0; 80], 0);
+                    let _ = writeln!(
+                        note,
+                        "({} lines not drawn: {} a second at most)",
+                        sh.busy_skipped, BUSY_LINES_PER_SEC
+                    );
+                    for &b in &note.0[..note.1] {
+                        sh.screen.write_byte(b);
+                    }
+                    sh.busy_skipped = 0;
+                }
+                true
+            })
+        }
+    };
+    let _ = Console { screen }.write_fmt(args);
+    LOCK.store(false, Ordering::Release);
+}
+
+/// A short line formatted without allocating (cut at its size).
+struct Note([u8; 80], usize);
+
+impl Write for Note {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let n = s.len().min(self.0.len() - self.1);
+        self.0[self.1..self.1 + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.1 += n;
+        Ok(())
+    }
+}
+
+/// Starts drawing the console on the loader's framebuffer, checked first, mapped when it
+/// lies above the 4 GiB identity map, cleared, then showing what was printed so far.
+/// Returns the checked geometry, or why the screen is not used.
+///
+/// On the boot CPU, once the heap exists, before any other core runs.
+pub fn attach_screen(fb: &Framebuffer) -> Result<Geometry, Refused> {
+    let g = Geometry::check(fb)?;
+    let end = g.addr + g.len();
+    if end > 1 << 32 {
+        let from = g.addr.max(1 << 32);
+        // SAFETY: on the boot CPU before the others run (caller); the range is the
+        // framebuffer, device memory the loader described.
+        if unsafe { crate::arch::paging::map_mmio(from, end - from) }.is_err() {
+            return Err(Refused::Address);
+        }
+    }
+    let locked = lock();
+    if locked {
+        // SAFETY: LOCK is held; the framebuffer is mapped (identity map below 4 GiB, or
+        // just now) and is ours: the loader handed it over, nothing else draws.
+        unsafe {
+            with_shared(|sh| {
+                sh.screen.attach(g);
+                for i in 0..sh.early_len {
+                    let b = sh.early[i];
+                    sh.screen.write_byte(b);
+                }
+                sh.early_len = 0;
+            })
+        };
+    }
+    LOCK.store(false, Ordering::Release);
+    if locked {
+        Ok(g)
+    } else {
+        Err(Refused::Address)
+    }
 }
 
 /// Frees the lock (from the panic and exception paths, which may interrupt a print).
@@ -95,4 +277,36 @@ macro_rules! kprint {
 macro_rules! kprintln {
     () => { $crate::console::print(format_args!("\n")) };
     ($($arg:tt)*) => { $crate::console::print(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// Attaches the screen if the loader gave a framebuffer ([`attach_screen`]) and says on
+/// the console which consoles there are, and what clearing and drawing the screen so far
+/// took (`tsc_hz`: the TSC's rate). On the boot CPU, once the heap exists, before any
+/// other core runs.
+pub fn screen_up(info: &crate::boot_info::BootInfo, tsc_hz: u64) {
+    let t = crate::arch::cpu::rdtsc();
+    if lock() {
+        // SAFETY: LOCK is held.
+        unsafe { with_shared(|sh| sh.tsc_hz = tsc_hz) };
+    }
+    LOCK.store(false, Ordering::Release);
+    let serial = if serial_present() {
+        "serial COM1"
+    } else {
+        "no serial port (COM1 does not answer)"
+    };
+    match info.framebuffer.as_ref().map(attach_screen) {
+        None => crate::kprintln!("console: {serial}; no framebuffer from the loader"),
+        Some(Ok(g)) => crate::kprintln!(
+            "console: {serial}; screen {}x{} {} bpp at {:#x}, {}x{} text (cleared and drawn in {} us)",
+            g.width,
+            g.lines,
+            g.bpp,
+            g.addr,
+            g.cols,
+            g.rows,
+            (crate::arch::cpu::rdtsc() - t) * 1_000_000 / tsc_hz.max(1)
+        ),
+        Some(Err(why)) => crate::kprintln!("console: {serial}; screen not used: {why}"),
+    }
 }

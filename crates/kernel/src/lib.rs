@@ -5,7 +5,7 @@
 //! - [`arch`]: the 32-bit entry (PVH note, multiboot2 header), long mode with identity
 //!   2 MiB pages, GDT/TSS/IDT and exception reports, the local APIC, starting the other
 //!   processors (INIT-SIPI-SIPI, per-core stacks and data), single-instruction helpers.
-//! - [`console`] (COM1), [`exit`] (isa-debug-exit), [`boot_info`] (memory map, command
+//! - [`console`] (COM1 and the screen, [`fbcon`]), [`exit`] (isa-debug-exit), [`boot_info`] (memory map, command
 //!   line, modules), [`mem`] (start-up bump allocator, sealed once the cores serve),
 //!   [`cmdline`], [`clock`] (TSC + CMOS RTC), [`embedded`] (a site carried inside the
 //!   kernel ELF itself), [`acpi`] (the processors, from the MADT).
@@ -36,6 +36,7 @@ pub mod cores;
 pub mod drivers;
 pub mod embedded;
 pub mod exit;
+pub mod fbcon;
 pub mod mem;
 pub mod nics;
 pub mod pci;
@@ -121,5 +122,15 @@ pub fn start(eax: u32, ebx: u32) -> ! {
         Err(e) => fatal!("boot: {e}"),
     };
     boot_trace::mark("bootinfo");
+    kprintln!(
+        "boot: memory map from the {}: {} usable region(s){}",
+        info.map_source,
+        info.regions().len(),
+        match info.efi_regions {
+            0 => "",
+            _ if info.map_source == boot_info::MapSource::Mb2Efi => "",
+            _ => " (an EFI memory map was given too)",
+        }
+    );
     serve::boot(&info)
 }

@@ -101,10 +101,11 @@ pub fn boot(info: &BootInfo) -> ! {
         (None, Some(m)) => (m.start, m.len, "module 0"),
         (None, None) => fatal!("no site: give one as boot module 0 (QEMU -initrd) or embed it (bareweb build -o site.elf)"),
     };
-    let reserved = [Region {
+    let site_span = Region {
         start: site_at,
         end: site_at + site_len,
-    }];
+    };
+    let reserved = [site_span, info.framebuffer_span()];
     let heap = match mem::init(info, &reserved) {
         Some(h) => h,
         None => fatal!("no usable memory for the heap in the memory map"),
@@ -161,6 +162,7 @@ pub fn boot(info: &BootInfo) -> ! {
         site.len(),
         site_ticks * 1000 / clock.hz
     );
+    crate::console::screen_up(info, clock.hz);
     // The site's configuration can turn the stats page off too (bareweb.toml [stats]).
     let settings = Settings {
         stats_page: settings.stats_page && site.pages().stats.or(true),
@@ -261,7 +263,8 @@ impl Lookup<'static> for Pages {
     }
 }
 
-/// Common Log Format lines on the console (one VM exit per byte: for debugging), when on.
+/// Common Log Format lines on the console (one VM exit per byte: for debugging), when on;
+/// on the screen, rate-limited ([`crate::console::print_busy`]).
 struct ConsoleLog(bool);
 
 impl AccessLog for ConsoleLog {
@@ -269,7 +272,7 @@ impl AccessLog for ConsoleLog {
         if !self.0 {
             return;
         }
-        kprintln!("{}", r.clf());
+        crate::console::print_busy(format_args!("{}\n", r.clf()));
     }
 }
 

@@ -104,6 +104,8 @@ pub struct Board {
     pages: PageSettings,
     /// The NIC set (issue 14), whose per-NIC counters and links the page shows.
     bond: Option<&'static Bond>,
+    /// The DHCP client's state, address and counters (issue 16), when `ip=dhcp`.
+    dhcp: Option<&'static crate::dhcp::shared::Shared>,
 }
 
 impl Board {
@@ -122,7 +124,21 @@ impl Board {
                 .collect(),
             pages: PageSettings::default(),
             bond: None,
+            dhcp: None,
         }
+    }
+
+    /// The board with the DHCP client's part: the JSON gets a `dhcp` object (state,
+    /// address, router, server, lease and time left, counters), the metrics
+    /// `bareweb_dhcp_*`.
+    pub fn with_dhcp(mut self, dhcp: Option<&'static crate::dhcp::shared::Shared>) -> Board {
+        self.dhcp = dhcp;
+        self
+    }
+
+    /// The DHCP client's shared state, if the address comes from DHCP.
+    pub fn dhcp(&self) -> Option<&'static crate::dhcp::shared::Shared> {
+        self.dhcp
     }
 
     /// The board with a NIC set's part: the JSON gets a `bond` object (configuration,
@@ -325,6 +341,10 @@ impl Board {
         if let Some(b) = self.bond {
             w.write_str(",\"bond\":")?;
             b.write_json(w)?;
+        }
+        if let Some(d) = self.dhcp {
+            w.write_str(",\"dhcp\":")?;
+            d.write_json(w)?;
         }
         w.write_str("}")
     }

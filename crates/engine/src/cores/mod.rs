@@ -39,6 +39,11 @@ pub trait CoreQueue: Nic {
     fn connections_closed(&mut self, closed: &[(Peer, u64)]) {
         let _ = closed;
     }
+    /// The core's server now serves on `ip`/`prefix_len` (with a router or not): an
+    /// address from DHCP. The network core classifies frames by address and follows.
+    fn set_address(&mut self, ip: crate::wire::Ipv4Address, prefix_len: u8, gateway: bool) {
+        let _ = (ip, prefix_len, gateway);
+    }
     /// The network core's dispatch and send-task counters (zero elsewhere).
     fn dispatch_counters(&self) -> DispatchCounters {
         DispatchCounters::default()

@@ -667,6 +667,11 @@ impl<R: RxRing, T: TxRing, C: Clock> Nic for NetCoreNic<R, T, C> {
 }
 
 impl<R: RxRing, T: TxRing, C: Clock> CoreQueue for NetCoreNic<R, T, C> {
+    fn set_address(&mut self, ip: crate::wire::Ipv4Address, prefix_len: u8, gateway: bool) {
+        let i = &mut self.rx.addr.iface;
+        (i.ip, i.prefix_len, i.gateway) = (ip, prefix_len, gateway);
+    }
+
     /// Core 0's own server's closed connections (with `--bsp-http`, or strays): the
     /// dispatcher forgets their mappings as it does for an HTTP core's notes.
     fn connections_closed(&mut self, closed: &[(Peer, u64)]) {

@@ -152,6 +152,21 @@ pub fn render_metrics(board: &Board, out: &mut [u8]) -> Option<usize> {
             writeln!(w, "bareweb_{name}{{core=\"{core}\",role=\"{role}\"}} {v}").ok()?;
         }
     }
+    if let Some(d) = board.dhcp() {
+        for (name, v) in d.counters() {
+            writeln!(
+                w,
+                "# TYPE bareweb_dhcp_{name} counter\nbareweb_dhcp_{name} {v}"
+            )
+            .ok()?;
+        }
+        let bound = u8::from(d.address().is_some());
+        writeln!(
+            w,
+            "# TYPE bareweb_dhcp_bound gauge\nbareweb_dhcp_bound {bound}"
+        )
+        .ok()?;
+    }
     Some(w.len)
 }
 

@@ -254,6 +254,7 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
     pub fn with_board(mut self, pages: PageSettings) -> Self {
         let board = Board::new(self.mode.name(), &self.roles())
             .with_bond(self.cfg.bond.map(|r| r.bond))
+            .with_dhcp(self.cfg.dhcp)
             .with_pages(pages);
         let board: &'static Board = Box::leak(Box::new(board));
         self.board = Some(board);

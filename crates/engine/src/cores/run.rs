@@ -217,6 +217,10 @@ where
     while !ctx.stop.load(Ordering::Relaxed) {
         let mut worked = server.poll(nic, clock, log);
         nic.connections_closed(server.closed());
+        if server.take_address_change() {
+            let (ip, prefix_len, gateway) = server.address();
+            nic.set_address(ip, prefix_len, gateway);
+        }
         let dispatch = nic.dispatch_counters();
         let a = activity(&dispatch);
         // Core 0 in network-core mode may forward and drain without its server working.

@@ -80,6 +80,11 @@ impl Egress {
         }
     }
 
+    /// The source MAC of the frames built.
+    pub fn mac(&self) -> EthernetAddress {
+        self.mac
+    }
+
     /// Frames built from now on carry `mac` as their source (and as the ARP sender's): a
     /// bonded server sets the MAC of the NIC each frame leaves from (issue 14).
     pub fn set_mac(&mut self, mac: EthernetAddress) {

@@ -80,6 +80,10 @@ pub struct Config {
     pub bond: Option<BondRole>,
     /// Congestion control of every connection (`--cc`): BBR (paced) or CUBIC.
     pub congestion: Algorithm,
+    /// The address comes from DHCP (issue 16): the server follows the address published
+    /// here (answering nothing while there is none); the core whose server is given the
+    /// client (`Server::own_dhcp`) runs it, the others hand it the replies they receive.
+    pub dhcp: Option<&'static crate::dhcp::shared::Shared>,
 }
 
 impl Config {
@@ -102,6 +106,7 @@ impl Config {
             udp: None,
             bond: None,
             congestion: Algorithm::default(),
+            dhcp: None,
         }
     }
 }

@@ -22,7 +22,7 @@ impl<L: Lookup<'static>> Server<L> {
             return 0;
         }
         if self.active() == 0 {
-            return u64::MAX;
+            return self.dhcp_deadline();
         }
         let to = self.cfg.timeouts;
         let ms = |x: u64| x.saturating_mul(1_000_000);
@@ -41,8 +41,9 @@ impl<L: Lookup<'static>> Server<L> {
             }
             first = first.min(at);
         }
-        if first == u64::MAX {
-            first
+        if first == u64::MAX || self.dhcp_deadline() < first {
+            // The DHCP client's deadline (`u64::MAX` without one).
+            self.dhcp_deadline()
         } else {
             // Nothing fires before the next scan (the 10 ms tick, or sooner for a loss
             // probe: `next_timer_ns`).

@@ -22,6 +22,9 @@ impl<L: Lookup<'static>> Server<L> {
         log: &mut A,
     ) {
         self.stats.rx_frames += 1;
+        if self.cfg.dhcp.is_some() && self.dhcp_frame(bytes, tx) {
+            return;
+        }
         match ingress(&self.iface, bytes) {
             Ingress::ArpRequest { request, src_mac } => {
                 self.via_receive(tx);

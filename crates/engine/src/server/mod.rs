@@ -12,6 +12,8 @@
 //! - `timers.rs`: the 10 ms scan: request and idle timeouts, then TCP's own timer;
 //! - `deadline.rs`: when that scan next has work (for a platform that sleeps meanwhile);
 //! - `address.rs`: telling the link our address (ARP announcement);
+//! - `dhcp.rs`: an address from DHCP: replies to the client, its messages out, the
+//!   published address applied;
 //! - `udp.rs`: the stateless UDP protocol (paper 001): a datagram in, its answer out;
 //! - `bond.rs`: on a set of NICs (issue 14), the send-id, the NIC each frame leaves from,
 //!   and failover;
@@ -30,6 +32,7 @@ mod address;
 mod bond;
 pub mod config;
 mod deadline;
+mod dhcp;
 mod input;
 mod send;
 pub mod split;
@@ -158,6 +161,12 @@ pub struct Server<L: Lookup<'static>> {
     rx_tag: Option<u16>,
     /// The NIC set this server sends on, if any.
     bond: Option<bond::ServerBond>,
+    /// The DHCP client, on the core that runs it (`own_dhcp`).
+    dhcp_client: Option<Box<crate::dhcp::Client>>,
+    /// The generation of the published address applied (`Config::dhcp`).
+    dhcp_seen: u32,
+    /// The address changed since [`Server::take_address_change`] last said so.
+    address_changed: bool,
 }
 
 impl<L: Lookup<'static>> Server<L> {
@@ -216,6 +225,9 @@ impl<L: Lookup<'static>> Server<L> {
             udp: cfg.udp.map(|u| udp::UdpServer::new(u, cfg.isn_key)),
             rx_tag: None,
             bond,
+            dhcp_client: None,
+            dhcp_seen: cfg.dhcp.map_or(0, |d| d.generation().wrapping_sub(1)),
+            address_changed: false,
             site,
             cfg,
         }
@@ -300,7 +312,7 @@ impl<L: Lookup<'static>> Server<L> {
         self.closed.clear();
         let (rx, tx) = nic.split();
         self.bond_sync(tx);
-        let mut worked = false;
+        let mut worked = self.dhcp_round(tx);
         let mut frames = [RxFrame { buf: 0, len: 0 }; RX_BURST];
         // Bounded so timers run and the transmit ring is flushed at least every
         // ROUND_BUDGET receive bursts, however busy the link.
@@ -405,6 +417,7 @@ impl<L: Lookup<'static>> Server<L> {
         self.next_tick_ns
             .min(self.next_timer_ns)
             .min(self.next_pace_ns)
+            .min(self.dhcp_deadline())
     }
 
     /// Connection `id`'s timer may have been armed, or pacing may hold it back: if the

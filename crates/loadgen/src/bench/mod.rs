@@ -13,6 +13,7 @@
 //! --threads N`), each one more server in the interleaving, the tables and the plots
 //! ([`scenario::Scenario::variants`]); [`runners`] adds the study's own summary.
 
+pub mod clients;
 pub mod doc;
 pub mod peers;
 pub mod plot;
@@ -226,10 +227,24 @@ pub(crate) fn run_one(
     site: &Path,
     round: u32,
 ) -> Result<Run, String> {
+    run_with(o, p, pi, inst, site, round, clients::LOAD)
+}
+
+/// [`run_one`] with the given client kind ([`clients`]).
+pub(crate) fn run_with(
+    o: &Options,
+    p: &Point,
+    pi: usize,
+    inst: &mut servers::Instance,
+    site: &Path,
+    round: u32,
+    client: &str,
+) -> Result<Run, String> {
+    let row = clients::row_name(&inst.name, client);
     let json = o
         .out
         .join("runs")
-        .join(format!("r{round}-p{pi}-{}.json", inst.name));
+        .join(format!("r{round}-p{pi}-{row}.json"));
     let args = client_args(o, p, inst, site, round, &json);
     let pids = inst.pids();
     let st0 = inst.stats();
@@ -237,27 +252,40 @@ pub(crate) fn run_one(
     let s0 = procfs::cpu_secs(&pids);
     let k0 = procfs::cores();
     let t0 = Instant::now();
-    let out = Command::new("ip")
-        .args(["netns", "exec", &inst.client_ns])
-        .arg(&o.exe)
-        .args(&args)
-        .output()
-        .map_err(|e| format!("cannot start the client: {e}"))?;
+    let report = if client == clients::WRK {
+        let url = inst.url(&p.path);
+        clients::run_wrk(&inst.client_ns, p, &url, o.scenario.timeout, &o.out)
+    } else {
+        Command::new("ip")
+            .args(["netns", "exec", &inst.client_ns])
+            .arg(&o.exe)
+            .args(&args)
+            .output()
+            .map_err(|e| format!("cannot start the client: {e}"))
+            .and_then(|out| {
+                if out.status.success() {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "client failed against {}: {}",
+                        inst.name,
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    ))
+                }
+            })
+            .and_then(|()| {
+                let text = std::fs::read_to_string(&json)
+                    .map_err(|e| format!("{}: {e}", json.display()))?;
+                serde_json::from_str::<Report>(&text)
+                    .map_err(|e| format!("{}: {e}", json.display()))
+            })
+    };
     let wall = t0.elapsed().as_secs_f64();
     let k1 = procfs::cores();
     let s1 = procfs::cpu_secs(&pids);
     let c1 = sys::children_cpu_secs();
     let st1 = inst.stats();
-    if !out.status.success() {
-        return Err(format!(
-            "client failed against {}: {}",
-            inst.name,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    let text = std::fs::read_to_string(&json).map_err(|e| format!("{}: {e}", json.display()))?;
-    let report: Report =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", json.display()))?;
+    let report = report?;
     if !inst.alive() {
         return Err(format!(
             "{} died during a run (log {})",
@@ -267,7 +295,7 @@ pub(crate) fn run_one(
     }
     Ok(Run {
         point: pi,
-        server: inst.name.clone(),
+        server: row,
         round,
         report,
         server_cpu_secs: s1 - s0,
@@ -298,6 +326,8 @@ pub fn bench(o: &Options) -> Result<Results, String> {
     for k in &kinds {
         k.check()?;
     }
+    let client_kinds = clients::of(&s.clients);
+    clients::check(&client_kinds)?;
     std::fs::create_dir_all(o.out.join("runs")).map_err(|e| format!("{}: {e}", o.out.display()))?;
     let out = std::fs::canonicalize(&o.out).map_err(|e| e.to_string())?;
     let site = out.join("site");
@@ -394,31 +424,42 @@ pub fn bench(o: &Options) -> Result<Results, String> {
         }
         slots.push(Slot { insts, by_series });
     }
-    let total = s.rounds as usize * points.len() * slots.len();
+    // Every (server, client) pair that fits a point is one entry of its rotation.
+    let n_slots = slots.len();
+    let pairs = |p: &Point| -> Vec<(usize, &str)> {
+        (0..n_slots)
+            .flat_map(|j| client_kinds.iter().map(move |c| (j, c.as_str())))
+            .filter(|(_, c)| clients::fits(c, p))
+            .collect()
+    };
+    let total = s.rounds as usize * points.iter().map(|p| pairs(p).len()).sum::<usize>();
     eprintln!(
-        "bench {}: {} runs ({} rounds × {} points × {} servers), about {:.0} s of load",
+        "bench {}: {} runs ({} rounds × {} points × {} servers × {} client kinds where they fit), about {:.0} s of load",
         s.name,
         total,
         s.rounds,
         points.len(),
         slots.len(),
+        client_kinds.len(),
         s.load_seconds()
     );
     let mut runs = Vec::new();
     for round in 0..s.rounds {
         for (pi, p) in points.iter().enumerate() {
-            let n = slots.len();
+            let order = pairs(p);
+            let n = order.len();
             for j in 0..n {
                 // Rotate the order each round and point: A B C, B C A, ...
                 if sys::stop_requested() {
                     return Err("interrupted; servers and namespaces removed".into());
                 }
-                let inst = slots[(j + round as usize + pi) % n].for_series(&p.series);
+                let (slot, client) = order[(j + round as usize + pi) % n];
+                let inst = slots[slot].for_series(&p.series);
                 if inst.pausable {
                     inst.resume();
                     std::thread::sleep(std::time::Duration::from_millis(300));
                 }
-                let r = run_one(o, p, pi, inst, &site, round);
+                let r = run_with(o, p, pi, inst, &site, round, client);
                 inst.pause();
                 let r = r?;
                 eprintln!(
@@ -443,7 +484,7 @@ pub fn bench(o: &Options) -> Result<Results, String> {
             }
         }
     }
-    let servers_info = slots
+    let one_client: Vec<ServerInfo> = slots
         .iter()
         .zip(&variants)
         .zip(&kinds)
@@ -470,6 +511,21 @@ pub fn bench(o: &Options) -> Result<Results, String> {
                 None => sl.insts[0].label.clone(),
             },
             runner: v.runner.clone(),
+        })
+        .collect();
+    let servers_info: Vec<ServerInfo> = client_kinds
+        .iter()
+        .flat_map(|c| {
+            let several = client_kinds.len() > 1;
+            one_client.iter().map(move |si| ServerInfo {
+                name: clients::row_name(&si.name, c),
+                label: if several {
+                    format!("{} — client: {}", si.label, clients::describe(c))
+                } else {
+                    si.label.clone()
+                },
+                runner: si.runner.clone(),
+            })
         })
         .collect();
     drop(slots);

@@ -44,11 +44,12 @@ impl Tuning {
             .iter()
             .map(|(k, v)| format!("{k} {}", if *v { "on" } else { "off" }))
             .collect();
-        parts.push(format!(
-            "{} {unit}{}",
-            self.workers,
-            if self.workers == 1 { "" } else { "s" }
-        ));
+        let plural = match (self.workers, unit.ends_with('s')) {
+            (1, _) => "",
+            (_, true) => "es",
+            _ => "s",
+        };
+        parts.push(format!("{} {unit}{plural}", self.workers));
         parts.join(", ")
     }
 }

@@ -133,6 +133,10 @@ pub struct Scenario {
     /// Search each peer's configurations first, and compare with the best per series.
     #[serde(default)]
     pub search: Option<SearchSpec>,
+    /// Client kinds (`load`, `wrk`; default `load`): every server is loaded by each one
+    /// that fits the point, interleaved ([`super::clients`]).
+    #[serde(default)]
+    pub clients: Vec<String>,
     /// Where the file was read from (for relative paths); not in the file.
     #[serde(skip)]
     pub base: PathBuf,
@@ -265,6 +269,14 @@ impl Scenario {
                 ));
             }
         }
+        for c in &self.clients {
+            if !super::clients::KNOWN.contains(&c.as_str()) {
+                return Err(format!(
+                    "unknown client kind {c:?} (known: {})",
+                    super::clients::KNOWN.join(", ")
+                ));
+            }
+        }
         if !self.runners.is_empty() && !self.servers.iter().any(|s| s == "bareweb") {
             return Err("runners apply to the server \"bareweb\", which is not in servers".into());
         }
@@ -389,7 +401,18 @@ impl Scenario {
 
     /// Total run time of the load alone (without start-up), seconds.
     pub fn load_seconds(&self) -> f64 {
-        let per_round: f64 = self.points(&|_| 0).iter().map(|p| p.seconds).sum::<f64>()
+        let clients = super::clients::of(&self.clients);
+        let per_round: f64 = self
+            .points(&|_| 0)
+            .iter()
+            .map(|p| {
+                let n = clients
+                    .iter()
+                    .filter(|c| super::clients::fits(c, p))
+                    .count();
+                p.seconds * n as f64
+            })
+            .sum::<f64>()
             * self.variants().len() as f64;
         per_round * self.rounds as f64
     }

@@ -277,13 +277,18 @@ impl Drop for Instance {
     }
 }
 
-/// Starts `cmd` inside namespace `ns` with output to `log`.
+/// Starts `cmd` inside namespace `ns` with output to `log`, in a process group of its
+/// own: lighttpd with several workers stops them with `kill(0, SIGTERM)`, which in the
+/// bench's group stopped the bench itself (seen: a search "interrupted" after lighttpd's
+/// two-process configuration).
 pub(super) fn spawn_in(ns: &str, cmd: &[String], log: &Path) -> Result<Child, String> {
+    use std::os::unix::process::CommandExt as _;
     let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
     Command::new("ip")
         .args(["netns", "exec", ns])
         .args(cmd)
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)

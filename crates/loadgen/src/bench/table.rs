@@ -287,8 +287,8 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
         );
         for (pi, p) in &pts {
-            let b = agg.get(&(*pi, base.clone()));
             for sv in &r.servers {
+                let b = agg.get(&(*pi, super::clients::base_for(&base, &sv.name)));
                 let Some(a) = agg.get(&(*pi, sv.name.clone())) else {
                     continue;
                 };
@@ -517,7 +517,7 @@ fn summary(s: &mut String, r: &Results, agg: &BTreeMap<(usize, String), Agg>, ba
         for (pi, p) in r.points.iter().enumerate() {
             let (Some(a), Some(b)) = (
                 agg.get(&(pi, sv.name.clone())),
-                agg.get(&(pi, base.to_string())),
+                agg.get(&(pi, super::clients::base_for(base, &sv.name))),
             ) else {
                 continue;
             };

@@ -1,6 +1,9 @@
 //! The first instructions: the PVH ELF note and the multiboot2 header, the 32-bit entry
 //! both loaders jump to, the identity-mapped page tables and the switch to long mode.
 //!
+//! The multiboot2 header asks for a framebuffer (optional: text-only loaders still boot)
+//! for the screen console (`crate::fbcon`).
+//!
 //! Entry state (both protocols): 32-bit protected mode, paging off, interrupts off.
 //! - PVH (QEMU `-kernel`, qboot): `ebx` = physical address of `hvm_start_info`
 //!   (magic 0x336ec578). `eax` is not defined by PVH (qboot leaves 0x2BADB002), so the
@@ -54,6 +57,16 @@ bw_mb2_header:
     .long 0
     .long bw_mb2_header_end - bw_mb2_header
     .long 0x100000000 - (0xe85250d6 + (bw_mb2_header_end - bw_mb2_header))
+    /* framebuffer tag (5), optional (flags 1): a loader that can gives a linear
+       framebuffer (or the EGA text screen) in the information's tag 8, for the screen
+       console; 0x0x0 = no preferred mode (grub.cfg says gfxpayload=keep: UEFI's own). */
+    .short 5
+    .short 1
+    .long 20
+    .long 0
+    .long 0
+    .long 0
+    .p2align 3
     /* end tag */
     .short 0
     .short 0
