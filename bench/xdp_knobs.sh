@@ -7,7 +7,9 @@
 # (utime + stime of its process over the run; softirq work it triggers in other contexts
 # is not in it). Root; needs wrk and ethtool. Bounded: variants x rounds x 2 x SECS.
 #
-#   sudo bench/xdp_knobs.sh ROUNDS SECS VARIANT...
+#   sudo [FILE=/files/1m.bin CONNS=4 MODES=1] bench/xdp_knobs.sh ROUNDS SECS VARIANT...
+#   (FILE: the path fetched [/files/4k.html]; CONNS: wrk's connections [16]; MODES: 1 for
+#   keep-alive only, "1 0" for both [both])
 #   variants: base | busy (--xdp-busy-poll 50) | busydefer (busy + napi_defer_hard_irqs 2,
 #   gro_flush_timeout 200 us) | threaded (the veth's NAPI in its own kernel thread) |
 #   peerxdp (an XDP_PASS program on the client's end: its veth receives in NAPI, with GRO)
@@ -25,6 +27,9 @@ T=bwk$$
 S=${T}s
 C=${T}c
 SERVER=10.99.7.2
+FILE=${FILE:-/files/4k.html}
+CONNS=${CONNS:-16}
+MODES=${MODES:-1 0}
 PIDS=()
 
 cleanup() {
@@ -74,7 +79,7 @@ one() { # variant keepalive(1/0)
     [ "$ka" = 1 ] || { hdr=(-H "Connection: close"); mode=conn-per-req; }
     local t0 out t1
     t0=$(cpu_ticks $srv)
-    out=$(ip netns exec "$C" wrk -t1 -c16 -d${SECS}s "${hdr[@]}" http://$SERVER/files/4k.html)
+    out=$(ip netns exec "$C" wrk -t1 -c"$CONNS" -d"${SECS}"s "${hdr[@]}" "http://$SERVER$FILE")
     t1=$(cpu_ticks $srv)
     kill -INT $srv
     wait $srv || true
@@ -91,9 +96,9 @@ one() { # variant keepalive(1/0)
 }
 
 echo "# uptime: $(uptime)"
-echo "# variant mode fetches/s server_us/fetch"
+echo "# $FILE, $CONNS connections; variant mode fetches/s server_us/fetch"
 for r in $(seq "$ROUNDS"); do
-    for ka in 1 0; do
+    for ka in $MODES; do
         for v in "${VARIANTS[@]}"; do one "$v" $ka; done
     done
     # rotate the order

@@ -117,12 +117,14 @@ class Kernel:
     log_tail = 6000
 
     def __init__(self, nic="virtio", extra=(), site=SITE, machine=None, wait=True, accel=ACCEL,
-                 qemu=None, smp=None, multi_queue=False, gw="none", serial=True):
+                 qemu=None, smp=None, multi_queue=False, gw="none", serial=True, ip=None):
         """`qemu`: instead of `bareweb run`, these QEMU arguments (a bootable image built
         by `bareweb build`), with the TAP, NIC and console added here; `serial=False`
         gives that machine no serial port at all (a PC without one: the kernel is ready
         when it answers HTTP). `smp`: `--smp N`; `multi_queue`: the TAP is created
-        multi-queue; `gw`: the kernel's router (`none`: clients on the TAP's link only)."""
+        multi-queue; `gw`: the kernel's router (`none`: clients on the TAP's link only);
+        `ip`: the kernel's `--ip` (default SERVER_IP/24; `dhcp`: from a DHCP server the
+        test runs, and no `--gw`)."""
         require()
         self.has_serial = serial or qemu is None
         self.ns = self.netns()
@@ -137,8 +139,10 @@ class Kernel:
         self.serial = pathlib.Path(f"/tmp/{self.ns.name}.serial")
         self.stderr = open(f"/tmp/{self.ns.name}.stderr", "w+")
         if qemu is None:
-            args = [BIN, "run", site, "--net", f"tap:{tap}", "--nic", nic, "--ip",
-                    f"{SERVER_IP}/24", "--gw", gw, "--mac", MAC, "--accel", accel,
+            ip = ip or f"{SERVER_IP}/24"
+            route = [] if ip == "dhcp" else ["--gw", gw]
+            args = [BIN, "run", site, "--net", f"tap:{tap}", "--nic", nic, "--ip", ip, *route,
+                    "--mac", MAC, "--accel", accel,
                     "--headless", "--serial-log", self.serial, "--stats-log", *extra]
             if machine:
                 args += ["--machine", machine]

@@ -2,6 +2,7 @@
 network namespace, for each NIC model; clients are curl and tests/system/client.py."""
 import hashlib
 import pathlib
+import re
 import subprocess
 import time
 
@@ -402,6 +403,11 @@ def test_iso_and_disk_image_boot_on_uefi_and_bios_and_serve(images, boot, tmp_pa
             assert f"console: serial COM1; screen {w}x{h}" in log, k.report()
             if "uefi" in boot:
                 assert "(above 4 GiB): mapped" in log, k.report()
+                # GRUB EFI gives UEFI's own map (tag 17) beside its conversion (tag 6):
+                # the kernel's reading of both finds the same usable RAM.
+                m = re.search(r"usable region\(s\), (\d+) KiB; EFI memory map too: "
+                              r"(\d+) usable descriptor\(s\), (\d+) KiB", log)
+                assert m and m[1] == m[3] and int(m[2]) > 0, k.report()
             flat = log.replace("\n", "")
             for r in rows:
                 assert r in flat, (r, shown)

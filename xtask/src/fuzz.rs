@@ -21,6 +21,8 @@ pub const TARGETS: &[&str] = &[
     "udp",
     "udp_request",
     "udp_client",
+    // The engine's client: the active open and its response reader (issue 18).
+    "tcp_client",
     // The DHCP client (issue 16): replies and time in any order.
     "dhcp",
     "http_request",

@@ -38,6 +38,8 @@ const APT_PACKAGES: &[&str] = &[
     "grub-common",
     "xorriso",
     "mtools",
+    // tests/kernel/test_dhcp.py (issue 16): a DHCP server in a namespace for `ip=dhcp`.
+    "dnsmasq",
     // tests/system/test_browser.py (issue 17): what a browser sees, headless.
     "chromium",
     // `bareweb bench`'s second client kind (issue 18): wrk beside `bareweb load`.

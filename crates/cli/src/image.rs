@@ -72,7 +72,13 @@ impl BuildArgs {
 
     /// The kernel command line baked into a bootable image.
     pub fn cmdline(&self) -> String {
-        let mut w = self.server.kernel_words(self.stats_log);
+        let mut w = Vec::new();
+        // An ISO or disk image boots on a LAN or a cloud VM: its address from DHCP unless
+        // --ip says otherwise (issue 16).
+        if self.server.ip.is_none() && (self.iso.is_some() || self.disk.is_some()) {
+            w.push("ip=dhcp".to_string());
+        }
+        w.extend(self.server.kernel_words(self.stats_log));
         w.extend(self.kernel.kernel_words());
         w.extend(self.append.iter().cloned());
         w.join(" ")

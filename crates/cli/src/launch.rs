@@ -308,13 +308,21 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
             }
         )
     } else {
-        format!(
-            "bareweb: serving at http://{}:{}/{} on {}; Ctrl-C stops",
-            settings.ip,
-            settings.port,
-            a.server.udp_banner(settings.ip),
-            a.nets_text()
-        )
+        if settings.dhcp {
+            format!(
+                "bareweb: serving on port {} at the address DHCP gives (the console says it) on {}; Ctrl-C stops",
+                settings.port,
+                a.nets_text()
+            )
+        } else {
+            format!(
+                "bareweb: serving at http://{}:{}/{} on {}; Ctrl-C stops",
+                settings.ip,
+                settings.port,
+                a.server.udp_banner(settings.ip),
+                a.nets_text()
+            )
+        }
     };
     let sink = match (&a.serial_log, a.headless) {
         (Some(f), _) => Sink::File(

@@ -66,6 +66,37 @@ impl FromStr for Cidr {
     }
 }
 
+/// The server's address, `--ip`: `A.B.C.D/N`, or `dhcp` (the kernel's: run and bootable
+/// images get it from a DHCP server).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IpArg {
+    /// A fixed address and prefix.
+    Fixed(Cidr),
+    /// From DHCP.
+    Dhcp,
+}
+
+impl FromStr for IpArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "dhcp" {
+            return Ok(IpArg::Dhcp);
+        }
+        s.parse::<Cidr>()
+            .map(IpArg::Fixed)
+            .map_err(|e| format!("{e}, or dhcp"))
+    }
+}
+
+impl fmt::Display for IpArg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IpArg::Fixed(c) => c.fmt(f),
+            IpArg::Dhcp => f.write_str("dhcp"),
+        }
+    }
+}
+
 /// A client network, `A.B.C.D/N` or one address `A.B.C.D` (`/32`): `--stats-allow`.
 pub fn network(s: &str) -> Result<Cidr, String> {
     if s.contains('/') {
@@ -314,10 +345,11 @@ pub fn value_name(v: impl ValueEnum) -> String {
 /// the defaults are the kernel's (which are `run`'s) except where `serve` says otherwise.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct ServerOpts {
-    /// The server's address and prefix [serve: 10.0.0.2/24; run and images: 10.0.2.15/24,
-    /// QEMU user networking's guest address].
-    #[arg(long, value_name = "A.B.C.D/N")]
-    pub ip: Option<Cidr>,
+    /// The server's address and prefix, or `dhcp` (run and images: from a DHCP server,
+    /// renewed while serving) [serve: 10.0.0.2/24; run and -o X.elf: 10.0.2.15/24, QEMU
+    /// user networking's guest address; --iso and --disk images: dhcp].
+    #[arg(long, value_name = "A.B.C.D/N|dhcp")]
+    pub ip: Option<IpArg>,
     /// Router for clients beyond the link, or `none` [serve: none; run and images:
     /// 10.0.2.2].
     #[arg(long, value_name = "A.B.C.D|none")]
@@ -511,10 +543,14 @@ impl ServerOpts {
 
     /// The engine configuration for `serve` (its defaults: 10.0.0.2/24, no router).
     pub fn config(&self, isn_key: [u8; 16]) -> Config {
-        let ip = self.ip.unwrap_or(Cidr {
-            ip: Ipv4Addr::new(10, 0, 0, 2),
-            prefix: 24,
-        });
+        let ip = match self.ip {
+            Some(IpArg::Fixed(c)) => c,
+            // `serve` refuses dhcp (ServeArgs::check); the default otherwise.
+            _ => Cidr {
+                ip: Ipv4Addr::new(10, 0, 0, 2),
+                prefix: 24,
+            },
+        };
         let mut cfg = Config::new(ip.addr(), ip.prefix, isn_key);
         cfg.gateway = self.gw.and_then(OrNone::addr);
         cfg.port = self.port.unwrap_or(80);

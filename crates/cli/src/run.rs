@@ -647,6 +647,23 @@ mod tests {
     }
 
     #[test]
+    fn ip_dhcp_reaches_the_kernel_and_user_networking_forwards_to_slirps_address() {
+        let a = args(&["--ip", "dhcp"]);
+        assert_eq!(a.server.ip, Some(opts::IpArg::Dhcp));
+        let s = a.settings().unwrap();
+        assert!(s.dhcp);
+        let q = qemu(&["--ip", "dhcp"]).unwrap();
+        assert!(q.contains("ip=dhcp"), "{q}");
+        // slirp's DHCP server gives its first guest 10.0.2.15, where the forward points.
+        assert!(q.contains("-10.0.2.15:80"), "{q}");
+        let e = Cli::try_parse_from(["bareweb", "site", "--ip", "dchp"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("or dhcp"), "{e}");
+    }
+
+    #[test]
     fn tcbs_out_of_range_are_refused_before_anything_starts() {
         for bad in ["0", "1048577", "lots"] {
             let r = Cli::try_parse_from(["bareweb", "site", "--tcbs", bad]);

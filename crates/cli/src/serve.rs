@@ -82,6 +82,12 @@ impl ServeArgs {
     pub fn check(&self) -> Result<(), String> {
         self.server.check()?;
         self.runner.check()?;
+        if self.server.ip == Some(opts::IpArg::Dhcp) {
+            return Err(
+                "--ip dhcp is the bare kernel's (run, build): serve takes a fixed A.B.C.D/N on its TAP"
+                    .into(),
+            );
+        }
         if self.macs.len() > self.taps.len() {
             return Err(format!(
                 "{} --mac for {} --tap: give one MAC per TAP",

@@ -30,7 +30,7 @@ const SERVER: Ipv4Address = Ipv4Address::new(10, 0, 0, 2);
 const CLIENT: Ipv4Address = Ipv4Address::new(10, 0, 0, 1);
 
 /// The frames of a classic pcap file (little-endian, microsecond stamps, Ethernet).
-fn frames(pcap: &[u8]) -> Vec<&[u8]> {
+pub(crate) fn frames(pcap: &[u8]) -> Vec<&[u8]> {
     assert_eq!(&pcap[..4], &[0xd4, 0xc3, 0xb2, 0xa1], "little-endian pcap");
     assert_eq!(
         u32::from_le_bytes(pcap[20..24].try_into().unwrap()),

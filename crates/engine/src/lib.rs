@@ -16,6 +16,8 @@
 //!   tokens, the rate limit, the request-id stack, and the client's state machine.
 //! - [`server`]: one core's server, the glue that applies what the layers decide, driven by
 //!   `Server::poll` (or the split API for paper 003's runners).
+//! - [`client`]: the engine as an HTTP client on its own TCP (active open), the bare load
+//!   client's transport; [`memwire`] (std): two engines wired together in memory.
 //! - [`cores`]: many cores: network-core dispatch and rings, the stats board, the per-core
 //!   loop. [`ring`]: the lock-free SPSC ring. [`stats`]: counters.
 //! - [`dhcp`]: the DHCP client (RFC 2131) as a state machine, its messages and frames.
@@ -36,6 +38,8 @@ pub mod bond;
 #[cfg(test)]
 mod capture_tests;
 #[cfg(any(test, feature = "alloc"))]
+pub mod client;
+#[cfg(any(test, feature = "alloc"))]
 pub mod cores;
 pub mod dhcp;
 #[cfg(any(test, feature = "std"))]
@@ -43,6 +47,8 @@ pub mod fake;
 pub mod http;
 #[cfg(any(test, feature = "alloc"))]
 pub mod iface;
+#[cfg(any(test, feature = "std"))]
+pub mod memwire;
 pub mod nic;
 pub mod resource;
 #[cfg(any(test, feature = "alloc"))]

@@ -143,8 +143,11 @@ pub struct BootInfo {
     rsdp_in_block: usize,
     /// Where [`BootInfo::regions`] came from.
     pub map_source: MapSource,
-    /// multiboot2: usable regions in the EFI memory map (tag 17), whether used or not.
+    /// multiboot2: usable descriptors in the EFI memory map (tag 17), whether used or not.
     pub efi_regions: usize,
+    /// multiboot2: bytes of usable RAM in the EFI memory map (tag 17), to compare with
+    /// the basic map when both are given.
+    pub efi_usable: u64,
     /// The framebuffer the loader set up (multiboot2 tag 8), if any.
     pub framebuffer: Option<Framebuffer>,
 }
@@ -183,6 +186,7 @@ impl BootInfo {
             rsdp_in_block: 0,
             map_source: MapSource::None,
             efi_regions: 0,
+            efi_usable: 0,
             framebuffer: None,
         }
     }
@@ -327,7 +331,7 @@ impl BootInfo {
             // The basic map (tag 6) wins when both are given: GRUB converts UEFI's map to
             // it (the same RAM); tag 17 alone is used as it stands.
             let use_it = info.map_source == MapSource::None;
-            info.efi_regions = info.efi_memory_map(tag, use_it);
+            (info.efi_regions, info.efi_usable) = info.efi_memory_map(tag, use_it);
             if use_it && info.efi_regions > 0 {
                 info.map_source = MapSource::Mb2Efi;
             }
@@ -336,34 +340,42 @@ impl BootInfo {
     }
 
     /// Reads the UEFI memory descriptors of multiboot2 tag 17 (`tag`, header included):
-    /// counts the usable ones and, if `push`, adds them as regions. Usable once boot
+    /// counts the usable ones and their bytes and, if `push`, adds them as regions. Usable once boot
     /// services have exited (UEFI 2.10 §7.2, "Memory Type Usage after
     /// ExitBootServices()"): loader code/data (1, 2), boot services code/data (3, 4) and
     /// conventional memory (7), as GRUB's own conversion counts them. The loader's data
     /// we still need (the information block, modules, the kernel) is cut out by
     /// `crate::mem` or copied already.
-    fn efi_memory_map(&mut self, tag: &[u8], push: bool) -> usize {
+    fn efi_memory_map(&mut self, tag: &[u8], push: bool) -> (usize, u64) {
         let dsize = u32_at(tag, 8) as usize;
         // A descriptor is 40 bytes in UEFI 2.x; firmware may use larger ones (the size
         // says), never smaller.
         if dsize < 40 {
-            return 0;
+            return (0, 0);
         }
-        let mut n = 0;
+        let (mut n, mut bytes) = (0, 0u64);
         let mut e = 16;
         while e + 40 <= tag.len() {
             let ty = u32_at(tag, e);
             let start = u64_at(tag, e + 8);
-            let pages = u64_at(tag, e + 24);
-            if matches!(ty, 1 | 2 | 3 | 4 | 7) && pages > 0 {
+            let len = u64_at(tag, e + 24).saturating_mul(4096);
+            if matches!(ty, 1 | 2 | 3 | 4 | 7) && len > 0 {
                 n += 1;
+                bytes = bytes.saturating_add(len);
                 if push {
-                    self.push_region(start, pages.saturating_mul(4096));
+                    self.push_region(start, len);
                 }
             }
             e += dsize;
         }
-        n
+        (n, bytes)
+    }
+
+    /// Bytes of usable RAM in [`BootInfo::regions`].
+    pub fn usable(&self) -> u64 {
+        self.regions()
+            .iter()
+            .fold(0u64, |t, r| t.saturating_add(r.end - r.start))
     }
 
     /// # Safety
@@ -571,7 +583,11 @@ mod tests {
         tag(&mut b, 0, &[]);
         let i = BootInfo::multiboot2_bytes(&b);
         assert_eq!(i.map_source, MapSource::Mb2Efi);
-        assert_eq!(i.efi_regions, 5);
+        assert_eq!(
+            (i.efi_regions, i.efi_usable),
+            (5, 0xa0000 + 0x70_0000 + 0x17f_8000)
+        );
+        assert_eq!(i.usable(), i.efi_usable);
         assert_eq!(
             i.regions(),
             &[
@@ -598,6 +614,7 @@ mod tests {
         let i = BootInfo::multiboot2_bytes(&g);
         assert_eq!(i.map_source, MapSource::Mb2Basic);
         assert_eq!(i.efi_regions, 5, "40-byte descriptors read too");
+        assert_eq!(i.usable(), 0x9fc00 + 0x7ee_0000, "the basic map's");
         assert_eq!(i.regions().len(), 2);
         // Descriptors smaller than UEFI's 40 bytes: nothing read.
         let mut b = alloc::vec![0u8; 8];

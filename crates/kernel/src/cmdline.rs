@@ -1,4 +1,4 @@
-//! The kernel command line: `ip=A.B.C.D[/N] gw=A.B.C.D|none port=N sched=imt|ist
+//! The kernel command line: `ip=A.B.C.D[/N]|dhcp gw=A.B.C.D|none port=N sched=imt|ist
 //! cc=bbr|cubic tcbs=N max_per_ip=N syn_backlog=N request_timeout=S idle_timeout=S
 //! log=access,stats`,
 //! the many-core words `cores=N mode=netcore|perqueue bsp_http=on|off stats_page=on|off
@@ -29,8 +29,10 @@ use bareweb_engine::wire::Ipv4Address;
 /// The settings the command line controls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settings {
-    /// Our address.
+    /// Our address (with `dhcp`: until a lease gives one).
     pub ip: Ipv4Address,
+    /// `ip=dhcp`: the address, prefix and router come from a DHCP server (issue 16).
+    pub dhcp: bool,
     /// Prefix length of the link.
     pub prefix: u8,
     /// Router for off-link clients (QEMU's user-mode host is one).
@@ -256,6 +258,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             ip: Ipv4Address([10, 0, 2, 15]),
+            dhcp: false,
             prefix: 24,
             gateway: Some(Ipv4Address([10, 0, 2, 2])),
             port: 80,
@@ -375,12 +378,17 @@ pub fn parse_over<'a>(
             continue;
         };
         let ok = match k {
+            "ip" if v == "dhcp" => {
+                s.dhcp = true;
+                true
+            }
             "ip" => {
                 let (ip, len) = v.split_once('/').unwrap_or((v, "24"));
                 match (parse_ip(ip), len.parse::<u8>().ok().filter(|l| *l <= 32)) {
                     (Some(ip), Some(len)) => {
                         s.ip = ip;
                         s.prefix = len;
+                        s.dhcp = false;
                         true
                     }
                     _ => false,
@@ -714,6 +722,9 @@ mod tests {
         assert!(s.log_access && s.log_stats);
         assert_eq!(s.crash, Some(Crash::Fault));
         assert_eq!(parse_all("ip=10.0.0.2").0.prefix, 24);
+        assert!(parse_all("ip=dhcp").0.dhcp);
+        assert!(!parse_all("ip=dhcp ip=10.0.0.3").0.dhcp);
+        assert!(!Settings::default().dhcp);
         assert_eq!(
             parse_all("stats_allow=10.1.0.0/16").0.stats_allow,
             Some((Ipv4Address([10, 1, 0, 0]), 16))

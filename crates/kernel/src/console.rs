@@ -35,13 +35,38 @@ struct Shared {
     screen: Screen,
     early: [u8; EARLY_MAX],
     early_len: usize,
-    /// [`print_busy`]'s rate limit: the TSC at the start of the current second, lines
-    /// drawn in it, lines left off the screen since the last one drawn.
-    busy_since: u64,
-    busy_drawn: u32,
-    busy_skipped: u64,
+    /// [`print_busy`]'s rate limit.
+    busy: RateLimit,
     /// The TSC's rate (0 until known: no rate limit).
     tsc_hz: u64,
+}
+
+/// At most [`BUSY_LINES_PER_SEC`] lines in each second (by the TSC), counting the rest.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct RateLimit {
+    /// The TSC at the start of the current second.
+    since: u64,
+    /// Lines let through in it.
+    drawn: u32,
+    /// Lines refused since the last one let through.
+    skipped: u64,
+}
+
+impl RateLimit {
+    /// Whether a line at TSC `now` may be drawn (`hz`: the TSC's rate): `Some(n)` with
+    /// the lines refused before it, or None (counted).
+    fn allow(&mut self, now: u64, hz: u64) -> Option<u64> {
+        if now.wrapping_sub(self.since) >= hz {
+            self.since = now;
+            self.drawn = 0;
+        }
+        if self.drawn >= BUSY_LINES_PER_SEC {
+            self.skipped += 1;
+            return None;
+        }
+        self.drawn += 1;
+        Some(core::mem::take(&mut self.skipped))
+    }
 }
 
 /// Per-request lines (the access log) drawn on the screen per second at most: drawing a
@@ -58,9 +83,11 @@ static SHARED: Locked = Locked(UnsafeCell::new(Shared {
     screen: Screen::new(),
     early: [0; EARLY_MAX],
     early_len: 0,
-    busy_since: 0,
-    busy_drawn: 0,
-    busy_skipped: 0,
+    busy: RateLimit {
+        since: 0,
+        drawn: 0,
+        skipped: 0,
+    },
     tsc_hz: 0,
 }));
 
@@ -180,27 +207,18 @@ pub fn print_busy(args: fmt::Arguments<'_>) {
                 if !sh.screen.attached() || sh.tsc_hz == 0 {
                     return true;
                 }
-                let now = crate::arch::cpu::rdtsc();
-                if now.wrapping_sub(sh.busy_since) >= sh.tsc_hz {
-                    sh.busy_since = now;
-                    sh.busy_drawn = 0;
-                }
-                if sh.busy_drawn >= BUSY_LINES_PER_SEC {
-                    sh.busy_skipped += 1;
+                let Some(skipped) = sh.busy.allow(crate::arch::cpu::rdtsc(), sh.tsc_hz) else {
                     return false;
-                }
-                sh.busy_drawn += 1;
-                if sh.busy_skipped > 0 {
+                };
+                if skipped > 0 {
                     let mut note = Note([0; 80], 0);
                     let _ = writeln!(
                         note,
-                        "({} lines not drawn: {} a second at most)",
-                        sh.busy_skipped, BUSY_LINES_PER_SEC
+                        "({skipped} lines not drawn: {BUSY_LINES_PER_SEC} a second at most)"
                     );
                     for &b in &note.0[..note.1] {
                         sh.screen.write_byte(b);
                     }
-                    sh.busy_skipped = 0;
                 }
                 true
             })
@@ -230,6 +248,16 @@ impl Write for Note {
 pub fn attach_screen(fb: &Framebuffer) -> Result<Geometry, Refused> {
     let g = Geometry::check(fb)?;
     let end = g.addr + g.len();
+    // Where a framebuffer can be: the VGA text window for EGA text, else above the first
+    // MiB (the kernel's low pages) and clear of the kernel itself.
+    let k = crate::mem::kernel_span();
+    let placed = match g.mode {
+        crate::fbcon::Mode::EgaText => g.addr >= 0xA_0000 && end <= 0xC_0000,
+        _ => g.addr >= 0x10_0000 && (end <= k.start || g.addr >= k.end),
+    };
+    if !placed {
+        return Err(Refused::Address);
+    }
     if end > 1 << 32 {
         let from = g.addr.max(1 << 32);
         // SAFETY: on the boot CPU before the others run (caller); the range is the
@@ -308,5 +336,28 @@ pub fn screen_up(info: &crate::boot_info::BootInfo, tsc_hz: u64) {
             (crate::arch::cpu::rdtsc() - t) * 1_000_000 / tsc_hz.max(1)
         ),
         Some(Err(why)) => crate::kprintln!("console: {serial}; screen not used: {why}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_lines_are_rate_limited_per_second_and_the_rest_counted() {
+        let hz = 1_000_000;
+        let mut r = RateLimit::default();
+        let t0 = 5 * hz;
+        for k in 0..BUSY_LINES_PER_SEC as u64 {
+            assert_eq!(r.allow(t0 + k, hz), Some(0));
+        }
+        assert_eq!(r.allow(t0 + 100, hz), None);
+        assert_eq!(r.allow(t0 + hz - 1, hz), None);
+        // A new second: the next line through says how many were left off.
+        assert_eq!(r.allow(t0 + hz, hz), Some(2));
+        assert_eq!(r.allow(t0 + hz + 1, hz), Some(0));
+        let mut n = Note([0; 80], 0);
+        let _ = write!(n, "{}", "x".repeat(100));
+        assert_eq!(n.1, 80, "a note is cut at its size");
     }
 }

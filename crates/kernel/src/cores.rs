@@ -146,4 +146,8 @@ impl<R: RxRing, T: TxRing> CoreQueue for Core0<R, T> {
     fn dispatch_counters(&self) -> DispatchCounters {
         self.nic.dispatch_counters()
     }
+
+    fn set_address(&mut self, ip: bareweb_engine::wire::Ipv4Address, prefix: u8, gw: bool) {
+        self.nic.set_address(ip, prefix, gw);
+    }
 }

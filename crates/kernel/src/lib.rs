@@ -33,6 +33,7 @@ pub mod clock;
 pub mod cmdline;
 pub mod console;
 pub mod cores;
+pub mod dhcp;
 pub mod drivers;
 pub mod embedded;
 pub mod exit;
@@ -93,6 +94,25 @@ macro_rules! fatal {
     }};
 }
 
+/// What the boot line says of an EFI memory map given beside the basic one: its usable
+/// RAM, which should be the same (GRUB converts the one into the other).
+struct EfiMap<'a>(&'a boot_info::BootInfo);
+
+impl core::fmt::Display for EfiMap<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let i = self.0;
+        if i.efi_regions == 0 || i.map_source == boot_info::MapSource::Mb2Efi {
+            return Ok(());
+        }
+        write!(
+            f,
+            "; EFI memory map too: {} usable descriptor(s), {} KiB",
+            i.efi_regions,
+            i.efi_usable >> 10
+        )
+    }
+}
+
 /// The TSC when the kernel's Rust code started (the boot budget's "kernel's own part" is
 /// measured from here; the TSC itself counts from the CPU's reset, so its value here is
 /// what firmware and loader took).
@@ -123,14 +143,11 @@ pub fn start(eax: u32, ebx: u32) -> ! {
     };
     boot_trace::mark("bootinfo");
     kprintln!(
-        "boot: memory map from the {}: {} usable region(s){}",
+        "boot: memory map from the {}: {} usable region(s), {} KiB{}",
         info.map_source,
         info.regions().len(),
-        match info.efi_regions {
-            0 => "",
-            _ if info.map_source == boot_info::MapSource::Mb2Efi => "",
-            _ => " (an EFI memory map was given too)",
-        }
+        info.usable() >> 10,
+        EfiMap(&info)
     );
     serve::boot(&info)
 }

@@ -37,6 +37,8 @@ use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
 use bareweb_engine::cores::run::{run_core_hooked, CoreCtx};
 use bareweb_engine::cores::CoreQueue;
+use bareweb_engine::dhcp::shared::Shared as DhcpShared;
+use bareweb_engine::dhcp::{Client as DhcpClient, Timing as DhcpTiming};
 use bareweb_engine::nic::{Clock, NicCounters, RxRing, TxRing};
 use bareweb_engine::resource::{Found, Lookup, Redirect, Resource};
 use bareweb_engine::ring::Doze;
@@ -203,6 +205,8 @@ pub fn boot(info: &BootInfo) -> ! {
         clock,
         cores,
         timer,
+        dhcp: None,
+        dhcp_client: None,
     };
     if found.is_empty() {
         // No PCI NIC: a microVM's virtio-mmio one, if there is one.
@@ -224,6 +228,10 @@ struct Start {
     cores: usize,
     /// The idle cores' timer (None: cores poll and never halt).
     timer: Option<apic::Timer>,
+    /// `ip=dhcp`: the address the cores share, once acquired.
+    dhcp: Option<&'static DhcpShared>,
+    /// `ip=dhcp`: the client, bound, until core 0's server takes it.
+    dhcp_client: Option<DhcpClient>,
 }
 
 /// The site, with or without the stats page (`stats_page=`): one type for every core.
@@ -303,7 +311,26 @@ impl Start {
             ..Timeouts::default()
         };
         cfg.udp = s.udp.config();
+        cfg.dhcp = self.dhcp;
         cfg
+    }
+
+    /// `ip=dhcp`: gets a lease on the first NIC before serving (see [`crate::dhcp`]); the
+    /// servers start on its address, core 0's with the client.
+    fn acquire_address(&mut self, opened: &mut nics::Opened) {
+        let clock: &'static TscClock = Box::leak(Box::new(self.clock));
+        let shared: &'static DhcpShared = Box::leak(Box::new(DhcpShared::new().with_clock(clock)));
+        let mac = opened.macs[0];
+        let mut client = DhcpClient::new(mac, crate::dhcp::seed(), DhcpTiming::default());
+        let Some(first) = opened.nics.first_mut() else {
+            fatal!("dhcp: no NIC")
+        };
+        let lease = crate::dhcp::acquire(first, mac, &self.clock, &mut client, shared);
+        self.settings.ip = lease.address;
+        self.settings.prefix = lease.prefix_len;
+        self.settings.gateway = lease.router;
+        self.dhcp = Some(shared);
+        self.dhcp_client = Some(client);
     }
 
     /// The server's own pages: the stats page as the command line and the site say;
@@ -399,8 +426,8 @@ impl Start {
 
     /// Serves on the NICs opened (see [`Start::serve`]).
     fn serve_opened(
-        self,
-        opened: nics::Opened,
+        mut self,
+        mut opened: nics::Opened,
         bonding: Option<(
             bareweb_engine::bond::Mode,
             bareweb_engine::bond::Policy,
@@ -417,6 +444,9 @@ impl Start {
             // The UDP client (issue 13) on the first NIC.
             let first = opened.nics.into_iter().next().unwrap_or_default();
             crate::client::run(&self.settings, self.clock, first);
+        }
+        if self.settings.dhcp {
+            self.acquire_address(&mut opened);
         }
         let queues = opened.nics.first().map_or(0, Vec::len);
         let decision = plan::decide(self.cores, asked, self.settings.bsp_http, queues);
@@ -483,7 +513,7 @@ impl Start {
 
     /// A core per queue pair, each with a whole `Server` (one core: the single server).
     fn per_queue<N: CoreQueue + Sleeper + Send + 'static>(
-        self,
+        mut self,
         plan: &Plan<Pages>,
         nics: Vec<N>,
         name: &str,
@@ -502,8 +532,11 @@ impl Start {
         let mut jobs: Vec<smp::Job> = Vec::with_capacity(n);
         let mut mine = None;
         for (core, nic) in nics.into_iter().enumerate() {
-            let server = plan.server(core);
+            let mut server = plan.server(core);
             if core == 0 {
+                if let Some(c) = self.dhcp_client.take() {
+                    server.own_dhcp(c);
+                }
                 mine = Some((server, nic));
             } else {
                 jobs.push(self.ap_job(core, server, nic, board));
@@ -524,7 +557,7 @@ impl Start {
     /// a NIC set's, whose counters `device` reads), HTTP cores are fed by the engine's
     /// rings.
     fn netcore<R: RxRing + WakeRx + 'static, T: TxRing + 'static>(
-        self,
+        mut self,
         plan: &Plan<Pages>,
         rx: R,
         tx: T,
@@ -546,7 +579,10 @@ impl Start {
             let core = i + 1;
             jobs.push(self.ap_job(core, plan.server(core), ring, board));
         }
-        let server = plan.server(0);
+        let mut server = plan.server(0);
+        if let Some(c) = self.dhcp_client.take() {
+            server.own_dhcp(c);
+        }
         let bsp_http = matches!(plan.mode, Mode::NetCore { bsp_http: true });
         let what = alloc::format!(
             "netcore: core 0 owns the NIC{}, {} HTTP core(s)",
@@ -683,11 +719,14 @@ impl Start {
             board: Some(board),
             stop: &STOP,
         };
-        let every = if self.settings.log_stats {
+        let log_stats = self.settings.log_stats;
+        // The DHCP address's changes are said within a second.
+        let every = if log_stats || self.dhcp.is_some() {
             1_000_000_000
         } else {
             u64::MAX
         };
+        let mut watch = self.dhcp.map(crate::dhcp::Watch::new);
         let clock = self.clock;
         let mut rest = self.rest(0);
         // Tell the link our address now: the first packets for us need not wait for ARP.
@@ -700,7 +739,14 @@ impl Start {
             &ctx,
             &mut rest,
             every,
-            |_, _| print_stats(board, &clock),
+            |_, _| {
+                if let Some(w) = watch.as_mut() {
+                    w.check();
+                }
+                if log_stats {
+                    print_stats(board, &clock);
+                }
+            },
         );
         crate::arch::cpu::halt_forever()
     }

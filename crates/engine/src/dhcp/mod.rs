@@ -14,6 +14,8 @@
 //! sends what it is told, and applies the address to its servers (see
 //! docs/architecture.md, "DHCP"). Nothing here allocates or panics on what a server sends.
 
+#[cfg(test)]
+mod capture_tests;
 pub mod client;
 pub mod frame;
 pub mod shared;

@@ -11,9 +11,36 @@
 use core::fmt::{self, Write};
 use core::sync::atomic::{fence, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
-use super::client::{Counts, Lease, State};
+use super::client::{Change, Counts, Lease, Loss, State};
 use crate::nic::Clock;
 use crate::wire::Ipv4Address;
+
+/// The last change published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// Nothing yet.
+    None,
+    /// A new lease.
+    Acquired,
+    /// The lease extended.
+    Renewed,
+    /// The lease ran out.
+    Expired,
+    /// A server refused to extend it.
+    Nak,
+}
+
+impl Event {
+    /// The event of a change.
+    pub fn of(c: &Change) -> Event {
+        match c {
+            Change::Acquired(_) => Event::Acquired,
+            Change::Renewed(_) => Event::Renewed,
+            Change::Lost(_, Loss::Expired) => Event::Expired,
+            Change::Lost(_, Loss::Nak) => Event::Nak,
+        }
+    }
+}
 
 /// Mailbox slots.
 const SLOTS: usize = 4;
@@ -44,6 +71,10 @@ pub struct Shared {
     router: AtomicU32,
     server: AtomicU32,
     lease_s: AtomicU32,
+    t1_s: AtomicU32,
+    /// The address last lost (for the console).
+    lost: AtomicU32,
+    event: AtomicU8,
     /// When the lease ends (monotonic ns; `u64::MAX`: infinite or none).
     end_ns: AtomicU64,
     state: AtomicU8,
@@ -83,6 +114,9 @@ impl Shared {
             router: AtomicU32::new(0),
             server: AtomicU32::new(0),
             lease_s: AtomicU32::new(0),
+            t1_s: AtomicU32::new(0),
+            lost: AtomicU32::new(0),
+            event: AtomicU8::new(0),
             end_ns: AtomicU64::new(u64::MAX),
             state: AtomicU8::new(0),
             counts: core::array::from_fn(|_| AtomicU64::new(0)),
@@ -108,8 +142,9 @@ impl Shared {
         self.seq.load(Ordering::Acquire)
     }
 
-    /// Publishes `lease` (or its loss, `None`) with its end at `end_ns` (owner only).
-    pub fn publish(&self, lease: Option<&Lease>, end_ns: u64) {
+    /// Publishes `lease` (or its loss, `None`) with its end at `end_ns` (owner only), and
+    /// what happened.
+    pub fn publish(&self, lease: Option<&Lease>, end_ns: u64, event: Event) {
         let s = self.seq.load(Ordering::Relaxed);
         self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
         fence(Ordering::Release);
@@ -124,15 +159,51 @@ impl Shared {
                     .store(l.router.map_or(0, bits), Ordering::Relaxed);
                 self.server.store(bits(l.server), Ordering::Relaxed);
                 self.lease_s.store(l.lease_s, Ordering::Relaxed);
+                self.t1_s.store(l.t1_s, Ordering::Relaxed);
                 self.end_ns.store(end_ns, Ordering::Relaxed);
             }
             None => {
-                self.ip.store(0, Ordering::Relaxed);
+                let old = self.ip.swap(0, Ordering::Relaxed);
+                if old != 0 {
+                    self.lost.store(old, Ordering::Relaxed);
+                }
                 self.prefix.store(0, Ordering::Relaxed);
                 self.end_ns.store(u64::MAX, Ordering::Relaxed);
             }
         }
+        self.event.store(event as u8, Ordering::Relaxed);
         self.seq.store(s.wrapping_add(2), Ordering::Release);
+    }
+
+    /// What the last publication was.
+    pub fn last_event(&self) -> Event {
+        match self.event.load(Ordering::Relaxed) {
+            1 => Event::Acquired,
+            2 => Event::Renewed,
+            3 => Event::Expired,
+            4 => Event::Nak,
+            _ => Event::None,
+        }
+    }
+
+    /// The address last lost.
+    pub fn lost_address(&self) -> Ipv4Address {
+        ip4(self.lost.load(Ordering::Relaxed))
+    }
+
+    /// The lease published, as far as it is kept here (no DNS; T2 not kept: 0).
+    pub fn lease(&self) -> Option<Lease> {
+        let (address, prefix_len, router) = self.address()?;
+        Some(Lease {
+            address,
+            prefix_len,
+            router,
+            server: ip4(self.server.load(Ordering::Relaxed)),
+            dns: None,
+            lease_s: self.lease_s.load(Ordering::Relaxed),
+            t1_s: self.t1_s.load(Ordering::Relaxed),
+            t2_s: 0,
+        })
     }
 
     /// The address published, read consistently.
@@ -315,7 +386,7 @@ mod tests {
             t1_s: 43200,
             t2_s: 75600,
         };
-        s.publish(Some(&l), 86_400_000_000_000);
+        s.publish(Some(&l), 86_400_000_000_000, Event::Acquired);
         assert_ne!(s.generation(), g);
         assert_eq!(
             s.address(),
@@ -331,8 +402,9 @@ mod tests {
             ),
             "{j}"
         );
-        s.publish(None, 0);
+        s.publish(None, 0, Event::Nak);
         assert_eq!(s.address(), None);
+        assert_eq!((s.last_event(), s.lost_address()), (Event::Nak, l.address));
         // The mailbox: four slots, then dropped; taken in full.
         let f: std::vec::Vec<u8> = (0..300u32).map(|i| i as u8).collect();
         for _ in 0..4 {

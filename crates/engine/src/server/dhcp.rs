@@ -12,6 +12,7 @@
 use alloc::boxed::Box;
 
 use super::Server;
+use crate::dhcp::shared::Event;
 use crate::dhcp::wire::{CLIENT_PORT, SERVER_PORT};
 use crate::dhcp::{Actions, Change, Client};
 use crate::iface::{Egress, Sent};
@@ -143,11 +144,11 @@ impl<L: Lookup<'static>> Server<L> {
         let Some(shared) = self.cfg.dhcp else {
             return;
         };
-        match a.change {
-            Some(Change::Acquired(l)) | Some(Change::Renewed(l)) => {
-                shared.publish(Some(&l), c.lease_end_ns());
+        match &a.change {
+            Some(ch @ (Change::Acquired(l) | Change::Renewed(l))) => {
+                shared.publish(Some(l), c.lease_end_ns(), Event::of(ch));
             }
-            Some(Change::Lost(..)) => shared.publish(None, u64::MAX),
+            Some(ch @ Change::Lost(..)) => shared.publish(None, u64::MAX, Event::of(ch)),
             None => {}
         }
         shared.record(c.state(), &c.counts);

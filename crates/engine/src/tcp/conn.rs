@@ -416,8 +416,10 @@ impl Connection {
     /// bytes free in the owner's receive buffer. Never panics, whatever the segment.
     pub fn input(&mut self, seg: &TcpRepr<'_>, now_ns: u64, rx_space: u32) -> Outcome {
         let mut out = Outcome::default();
-        if self.state == State::Closed {
-            return out;
+        match self.state {
+            State::Closed => return out,
+            State::SynSent => return self.input_syn_sent(seg, now_ns), // active.rs
+            _ => {}
         }
         let seg_seq = seg.seq_number;
         let payload_len = seg.payload.len() as u32;
@@ -705,7 +707,7 @@ impl Connection {
     /// or the answer to an ACK too old to believe, §5), at most one per
     /// [`CHALLENGE_ACK_INTERVAL_NS`] per connection (§7; Linux's per-socket limit, which
     /// unlike a global one tells an off-path attacker nothing about other connections).
-    fn challenge_reply(&mut self, now_ns: u64, out: &mut Outcome) -> Reply {
+    pub(super) fn challenge_reply(&mut self, now_ns: u64, out: &mut Outcome) -> Reply {
         if self.last_challenge_ns != 0
             && now_ns.saturating_sub(self.last_challenge_ns) < CHALLENGE_ACK_INTERVAL_NS
         {
@@ -721,7 +723,7 @@ impl Connection {
     /// so Karn's ambiguity does not arise), with the gains divided by the samples expected
     /// per round trip (Appendix G). Used when the timed segment gave no sample: that one is
     /// measured in µs, the timestamp clock in ms.
-    fn ts_rtt_sample(&mut self, seg_ts: Option<(u32, u32)>, now_ns: u64) {
+    pub(super) fn ts_rtt_sample(&mut self, seg_ts: Option<(u32, u32)>, now_ns: u64) {
         let Some((_, tsecr)) = seg_ts else {
             return;
         };

@@ -1,5 +1,7 @@
 //! TCP, integrated with HTTP the way paper 004 describes, as a state machine of its own.
 //!
+//! - [`active`]: the active open (the engine's client): SYN-SENT, the SYN and its
+//!   retransmission, the SYN-ACK's options, simultaneous open;
 //! - [`conn`]: one connection ([`Connection`]): RFC 9293's states, the sequence variables
 //!   and the input function (a segment in, an [`Outcome`] out);
 //! - [`output`]: what the connection sends next ([`Segment`]s within the windows, the FIN,
@@ -18,6 +20,7 @@
 //!
 //! Heads up! Read RFC 9293 §3.10 before changing `conn.rs`.
 
+pub mod active;
 pub mod bbr;
 pub mod congestion;
 pub mod conn;

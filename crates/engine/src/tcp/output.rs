@@ -45,7 +45,8 @@ impl Segment {
 pub enum TimerAction {
     /// Nothing due.
     None,
-    /// Send the SYN-ACK again ([`Connection::syn_ack`]).
+    /// Send the SYN-ACK again ([`Connection::syn_ack`]); in SYN-SENT, our SYN again
+    /// ([`Connection::syn`]).
     ResendSynAck,
     /// Retransmission timeout: SND.NXT went back to SND.UNA (or, with SACK, everything
     /// outstanding became holes); send with [`Connection::next_segment`] as usual.
@@ -60,7 +61,8 @@ pub enum TimerAction {
         /// Sequence number of the RST.
         seq: u32,
     },
-    /// The handshake never completed: free the TCB silently.
+    /// The handshake never completed: free the TCB silently (in SYN-SENT: the connection
+    /// attempt failed).
     Expire,
 }
 
@@ -125,17 +127,19 @@ impl Connection {
     ) -> Repr {
         self.ack_pending = false;
         self.last_ack_sent = self.rcv_nxt;
+        // Only the active open's first SYN acknowledges nothing (RFC 9293 §3.10.1).
+        let ack = self.state != State::SynSent;
         Repr {
             src_port: local_port,
             dst_port: peer_port,
             seq_number: seg.seq,
-            ack_number: Some(self.rcv_nxt),
+            ack_number: ack.then_some(self.rcv_nxt),
             flags: Flags {
                 fin: seg.fin,
                 syn: seg.syn,
                 rst: false,
                 psh: seg.fin || seg.len > 0,
-                ack: true,
+                ack,
             },
             window_len: Connection::rcv_wnd(rx_space) as u16,
             max_seg_size: seg.syn.then_some(OUR_MSS),
@@ -491,10 +495,15 @@ impl Connection {
     pub fn on_timer(&mut self, now_ns: u64, stall_ns: u64, max_retries: u8) -> TimerAction {
         match self.state {
             State::Closed | State::TimeWait => TimerAction::None,
-            State::SynReceived => {
+            State::SynReceived | State::SynSent => {
+                let limit = if self.state == State::SynSent {
+                    super::active::SYN_RETRIES
+                } else {
+                    SYN_ACK_RETRIES
+                };
                 if !self.timer.expired(now_ns) {
                     TimerAction::None
-                } else if self.retries >= SYN_ACK_RETRIES {
+                } else if self.retries >= limit {
                     TimerAction::Expire
                 } else {
                     self.retries += 1;

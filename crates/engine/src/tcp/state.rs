@@ -1,20 +1,28 @@
-//! The connection states of RFC 9293 §3.3.2, as this passive-only server goes through them.
+//! The connection states of RFC 9293 §3.3.2, as the server (passive open) and the engine's
+//! client (active open, `super::active`) go through them.
 //!
 //! ```text
-//!                 SYN in LISTEN (the server's, not a TCB's)
-//!                          │ SYN-ACK
-//!                          ▼
-//!                    SYN-RECEIVED ──ACK──► ESTABLISHED ──FIN in──► CLOSE-WAIT
-//!                                               │ FIN out              │ FIN out
-//!                                               ▼                      ▼
-//!            FIN-WAIT-2 ◄──ACK of FIN── FIN-WAIT-1 ──FIN in──► CLOSING  LAST-ACK
-//!                 │ FIN in                                      │ ACK    │ ACK of FIN
-//!                 ▼                                             ▼        ▼
-//!             TIME-WAIT ◄─────────────────────────────────── TIME-WAIT  CLOSED
+//!   SYN in LISTEN (the server's)           connect (the client's): SYN out
+//!             │ SYN-ACK out                              ▼
+//!             ▼                SYN in, SYN-ACK out
+//!       SYN-RECEIVED ◄───────(simultaneous open)───── SYN-SENT
+//!             │ ACK of our SYN                           │ SYN-ACK in, ACK out
+//!             ▼                                          ▼
+//!       ESTABLISHED ◄────────────────────────────────────┘
+//!             │ (the FINs: below)
+//!
+//!       ESTABLISHED ──FIN in──► CLOSE-WAIT
+//!             │ FIN out              │ FIN out
+//!             ▼                      ▼
+//!  FIN-WAIT-2 ◄──ACK of FIN── FIN-WAIT-1 ──FIN in──► CLOSING  LAST-ACK
+//!       │ FIN in                                      │ ACK    │ ACK of FIN
+//!       ▼                                             ▼        ▼
+//!   TIME-WAIT ◄─────────────────────────────────── TIME-WAIT  CLOSED
 //! ```
 //!
 //! LISTEN belongs to the server (one per port), not to a TCB. TIME-WAIT is entered and left
-//! at once: the TCB is freed when both FINs are acknowledged (docs/tcp.md says why).
+//! at once: the TCB is freed when both FINs are acknowledged (docs/tcp.md says why; for the
+//! client's side, `super::active` says how its ports are reused).
 
 /// Connection states (RFC 9293 §3.3.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -22,6 +30,8 @@ pub enum State {
     /// No connection: the slot is unused.
     #[default]
     Closed,
+    /// Our SYN sent (active open), waiting for the peer's SYN-ACK.
+    SynSent,
     /// SYN received, SYN-ACK sent, waiting for the ACK of our SYN.
     SynReceived,
     /// Both directions open.
@@ -44,7 +54,7 @@ pub enum State {
 impl State {
     /// Whether the handshake has completed (RFC 9293's synchronized states).
     pub fn is_synchronized(self) -> bool {
-        !matches!(self, State::Closed | State::SynReceived)
+        !matches!(self, State::Closed | State::SynSent | State::SynReceived)
     }
 
     /// Whether the peer's FIN has been received.
@@ -125,6 +135,7 @@ mod tests {
     #[test]
     fn predicates() {
         assert!(!State::SynReceived.is_synchronized());
+        assert!(!State::SynSent.is_synchronized() && !State::SynSent.is_done());
         assert!(State::CloseWait.peer_closed() && !State::CloseWait.fin_sent());
         assert!(State::FinWait2.fin_sent() && !State::FinWait2.peer_closed());
         assert!(State::TimeWait.is_done() && !State::LastAck.is_done());

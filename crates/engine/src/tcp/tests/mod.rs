@@ -6,6 +6,7 @@
 //! Conventions: our ISS is [`ISS`], the peer's is [`IRS`]; [`LOCAL_SEQ`] is the first octet
 //! of our stream, [`REMOTE_SEQ`] the first of the peer's. Times are in ns from 0 ([`MS`]).
 //!
+//! - [`active`]: the active open (connect, SYN-SENT, simultaneous open, the client's close);
 //! - [`handshake`]: accept (options), SYN-RECEIVED, the SYN-ACK timer, the handshake's RTT
 //!   sample;
 //! - [`established`]: acceptability (RFC 9293 §3.10.7.4), receiving data;
@@ -24,6 +25,7 @@
 //! - [`bbr`]: BBR at the connection level: pacing, the TSO goal, rate samples, loss;
 //! - [`robustness`]: a property test over arbitrary segment sequences (CUBIC and BBR).
 
+mod active;
 mod bbr;
 mod close;
 mod established;

@@ -1,0 +1,215 @@
+//! The engine microbenchmark (issue 18): the server engine against the engine's own client
+//! over an in-memory wire (`memwire`): no system call, one thread, frames passed by
+//! pointer. This is the software's own cost, with no device, kernel or copy to a NIC.
+//!
+//! Scenarios, each as `total` (client + server + wire, per request) and `server` (only
+//! the time inside `Server::poll` calls that had frames to handle, timed with the TSC
+//! around each call):
+//! - `conn_per_request_4k`: a connection per fetch of a 4 KiB file (SYN, request, response,
+//!   both FINs: the client asks `Connection: close`);
+//! - `keep_alive_4k`: fetches of the 4 KiB file on one kept connection;
+//! - `download_1m`: fetches of a 1 MiB file on one kept connection (throughput: bytes/s).
+//!
+//! `cargo bench -p bareweb-engine --features std --bench engine`; also prints each
+//! scenario's cycles per request (TSC) at the end. `-- --test` runs each once (a smoke).
+
+use std::cell::Cell;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use bareweb_engine::client::{self, http, Client, End, Handler};
+use bareweb_engine::http::log::NoLog;
+use bareweb_engine::memwire::{MemSite, Wire};
+use bareweb_engine::nic::Clock;
+use bareweb_engine::server::{Config, Server};
+use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+const SERVER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
+const CLIENT_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
+const SERVER_IP: Ipv4Address = Ipv4Address([10, 0, 0, 2]);
+const CLIENT_IP: Ipv4Address = Ipv4Address([10, 0, 0, 1]);
+
+/// A clock that moves 1 µs per reading of the benchmark's loop (deterministic timers).
+struct Fake(Cell<u64>);
+
+impl Clock for Fake {
+    fn now_ns(&self) -> u64 {
+        self.0.get()
+    }
+    fn unix_secs(&self) -> u64 {
+        1_700_000_000
+    }
+}
+
+#[derive(Default)]
+struct Count {
+    done: u64,
+    bytes: u64,
+    failed: u64,
+}
+
+impl Handler for Count {
+    fn body(&mut self, _: u32, _: u64, data: &[u8]) {
+        self.bytes += data.len() as u64;
+        black_box(data);
+    }
+    fn end(&mut self, _: u32, end: End, _: u64) {
+        match end {
+            End::Done { status: 200, .. } => self.done += 1,
+            _ => self.failed += 1,
+        }
+    }
+}
+
+fn tsc() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: RDTSC has no preconditions on x86-64.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        Instant::now().elapsed().as_nanos() as u64
+    }
+}
+
+/// TSC ticks per ns, measured against the monotonic clock.
+fn tsc_per_ns() -> f64 {
+    let (t0, c0) = (Instant::now(), tsc());
+    std::thread::sleep(Duration::from_millis(50));
+    let (t1, c1) = (Instant::now(), tsc());
+    (c1 - c0) as f64 / (t1 - t0).as_nanos() as f64
+}
+
+struct Bench {
+    wire: Wire,
+    server: Server<MemSite>,
+    client: Client,
+    clock: Fake,
+    count: Count,
+    /// TSC ticks spent in `Server::poll`.
+    server_ticks: u64,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        let site = MemSite::new(vec![
+            ("/4k.bin", "application/octet-stream", vec![b'z'; 4096]),
+            ("/1m.bin", "application/octet-stream", vec![b'm'; 1 << 20]),
+        ]);
+        let mut cfg = client::Config::new(CLIENT_MAC, CLIENT_IP, 24, SERVER_IP, 80, 1);
+        cfg.tcbs = 4;
+        let mut client = Client::new(cfg);
+        client.set_next_hop_mac(SERVER_MAC);
+        Bench {
+            wire: Wire::new(SERVER_MAC, CLIENT_MAC, 1024),
+            server: Server::new(Config::new(SERVER_IP, 24, [7; 16]), site, SERVER_MAC),
+            client,
+            clock: Fake(Cell::new(1_000_000)),
+            count: Count::default(),
+            server_ticks: 0,
+        }
+    }
+
+    /// One fetch of `path`, run to its end (and, with `close`, to both FINs).
+    fn fetch(&mut self, path: &str, close: bool) {
+        let n = http::write_get(self.client.request_buf(0), "b", path, close).expect("fits");
+        let before = self.count.done;
+        let now = self.clock.0.get();
+        assert!(self
+            .client
+            .get(0, n, close, now, &mut self.wire.b.tx, &mut self.count));
+        for _ in 0..100_000 {
+            let now = self.clock.0.get() + 1_000;
+            self.clock.0.set(now);
+            self.wire.carry();
+            // The server's time is counted for the polls that had frames to handle: a
+            // busy server does not poll an empty ring between requests.
+            let busy = self.wire.a.rx.pending() > 0;
+            let t0 = tsc();
+            self.server.poll(&mut self.wire.a, &self.clock, &mut NoLog);
+            if busy {
+                self.server_ticks += tsc() - t0;
+            }
+            self.wire.carry();
+            self.client.poll(&mut self.wire.b, now, &mut self.count);
+            let settled =
+                !close || (self.client.open_connections() == 0 && self.server.active() == 0);
+            if self.count.done > before && settled && self.wire.idle() {
+                return;
+            }
+        }
+        panic!(
+            "fetch of {path} did not finish (failed: {})",
+            self.count.failed
+        );
+    }
+}
+
+/// Times `iters` fetches: the whole loop, or the server's share.
+fn run(
+    b: &mut Bench,
+    path: &str,
+    close: bool,
+    iters: u64,
+    server_only: bool,
+    per_ns: f64,
+) -> Duration {
+    b.server_ticks = 0;
+    let t0 = Instant::now();
+    for _ in 0..iters {
+        b.fetch(path, close);
+    }
+    let total = t0.elapsed();
+    if server_only {
+        Duration::from_nanos((b.server_ticks as f64 / per_ns) as u64)
+    } else {
+        total
+    }
+}
+
+fn scenarios(c: &mut Criterion) {
+    let per_ns = tsc_per_ns();
+    let cases: [(&str, &str, bool, u64); 3] = [
+        ("conn_per_request_4k", "/4k.bin", true, 4096),
+        ("keep_alive_4k", "/4k.bin", false, 4096),
+        ("download_1m", "/1m.bin", false, 1 << 20),
+    ];
+    let mut summary = Vec::new();
+    for (name, path, close, bytes) in cases {
+        let mut g = c.benchmark_group(name);
+        g.throughput(Throughput::Bytes(bytes));
+        if bytes > 4096 {
+            g.sample_size(20);
+        }
+        let mut b = Bench::new();
+        b.fetch(path, close); // warm: the first connection, tables touched
+        for part in ["total", "server"] {
+            g.bench_function(part, |bn| {
+                bn.iter_custom(|iters| run(&mut b, path, close, iters, part == "server", per_ns))
+            });
+        }
+        g.finish();
+        // Cycles per request over a fixed count, both parts from one run.
+        let n = if bytes > 4096 { 50 } else { 20_000 };
+        b.server_ticks = 0;
+        let c0 = tsc();
+        for _ in 0..n {
+            b.fetch(path, close);
+        }
+        let total = (tsc() - c0) / n;
+        summary.push((name, total, b.server_ticks / n, b.count.failed));
+    }
+    println!("\ncycles per request (TSC at {:.3} GHz):", per_ns);
+    for (name, total, server, failed) in summary {
+        println!(
+            "  {name:22} total {total:>9} cycles ({:>8.0} ns)   server {server:>9} cycles ({:>8.0} ns)   failed {failed}",
+            total as f64 / per_ns,
+            server as f64 / per_ns
+        );
+    }
+}
+
+criterion_group!(benches, scenarios);
+criterion_main!(benches);

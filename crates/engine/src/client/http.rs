@@ -1,0 +1,226 @@
+//! The client's HTTP/1.1: [`write_get`] writes a GET into a buffer, [`Reader`] reads one
+//! response from the bytes of a stream as they come (any split), keeping at most
+//! [`HEAD_MAX`] bytes of its head and handing the body on without copying it. A body is
+//! delimited by `Content-Length`, or by the end of the stream when there is none (and no
+//! body for HEAD-less status codes 1xx, 204 and 304). `Transfer-Encoding` is refused
+//! (the load client asks static files of servers that send lengths); so is any head that
+//! does not parse. Never panics on what a server sends.
+
+/// The most bytes of a response head kept.
+pub const HEAD_MAX: usize = 2048;
+
+/// Writes `GET path HTTP/1.1` with `Host` (and `Connection: close` when `close`) into
+/// `buf`; returns its length, or `None` if it does not fit.
+pub fn write_get(buf: &mut [u8], host: &str, path: &str, close: bool) -> Option<usize> {
+    let parts: [&[u8]; 6] = [
+        b"GET ",
+        path.as_bytes(),
+        b" HTTP/1.1\r\nHost: ",
+        host.as_bytes(),
+        if close {
+            b"\r\nConnection: close\r\n\r\n"
+        } else {
+            b"\r\n\r\n"
+        },
+        b"",
+    ];
+    let mut at = 0;
+    for p in parts {
+        buf.get_mut(at..at + p.len())?.copy_from_slice(p);
+        at += p.len();
+    }
+    Some(at)
+}
+
+/// Why a response could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadResponse {
+    /// The head is not HTTP/1.x, or a field is malformed.
+    Malformed,
+    /// The head is longer than [`HEAD_MAX`].
+    HeadTooLong,
+    /// A transfer coding (chunked) the reader does not decode.
+    TransferEncoding,
+}
+
+/// Where a reader is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Head,
+    Body { left: u64 },
+    UntilClose,
+    Done,
+}
+
+/// What [`Reader::feed`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fed {
+    /// Bytes of the input taken (the rest belongs to what follows the response).
+    pub used: usize,
+    /// Where the body part of the input lies, `[start, end)` of the input.
+    pub body: (usize, usize),
+    /// The response is complete.
+    pub done: bool,
+}
+
+/// Reads one response.
+#[derive(Debug, Clone)]
+pub struct Reader {
+    phase: Phase,
+    head: [u8; HEAD_MAX],
+    head_len: usize,
+    /// The status code (0 until the head is read).
+    pub status: u16,
+    /// The server said `Connection: close` (or spoke HTTP/1.0).
+    pub close: bool,
+    /// Body bytes read.
+    pub body_len: u64,
+}
+
+impl Default for Reader {
+    fn default() -> Self {
+        Reader::new()
+    }
+}
+
+impl Reader {
+    /// A reader waiting for a head.
+    pub const fn new() -> Reader {
+        Reader {
+            phase: Phase::Head,
+            head: [0; HEAD_MAX],
+            head_len: 0,
+            status: 0,
+            close: false,
+            body_len: 0,
+        }
+    }
+
+    /// Ready for the next response.
+    pub fn reset(&mut self) {
+        self.phase = Phase::Head;
+        self.head_len = 0;
+        self.status = 0;
+        self.close = false;
+        self.body_len = 0;
+    }
+
+    /// Whether the response is complete.
+    pub fn done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// Whether nothing of a response has come yet.
+    pub fn untouched(&self) -> bool {
+        self.phase == Phase::Head && self.head_len == 0
+    }
+
+    /// The end of the stream came: a body delimited by it is complete. Returns whether the
+    /// response is complete.
+    pub fn end_of_stream(&mut self) -> bool {
+        if self.phase == Phase::UntilClose {
+            self.phase = Phase::Done;
+        }
+        self.done()
+    }
+
+    /// Takes stream bytes.
+    pub fn feed(&mut self, data: &[u8]) -> Result<Fed, BadResponse> {
+        let mut at = 0;
+        if self.phase == Phase::Head {
+            // Look for the blank line across what is kept and what came.
+            let old = self.head_len;
+            let room = HEAD_MAX - old;
+            let take = data.len().min(room);
+            self.head[old..old + take].copy_from_slice(&data[..take]);
+            self.head_len += take;
+            let from = old.saturating_sub(3);
+            let Some(end) = find_blank_line(&self.head[from..self.head_len]).map(|e| e + from)
+            else {
+                if self.head_len == HEAD_MAX {
+                    return Err(BadResponse::HeadTooLong);
+                }
+                return Ok(Fed {
+                    used: data.len(),
+                    body: (data.len(), data.len()),
+                    done: false,
+                });
+            };
+            at = end - old;
+            self.parse_head(end)?;
+        }
+        let body_start = at;
+        match self.phase {
+            Phase::Body { left } => {
+                let n = ((data.len() - at) as u64).min(left);
+                at += n as usize;
+                self.body_len += n;
+                self.phase = if left == n {
+                    Phase::Done
+                } else {
+                    Phase::Body { left: left - n }
+                };
+            }
+            Phase::UntilClose => {
+                self.body_len += (data.len() - at) as u64;
+                at = data.len();
+            }
+            Phase::Head | Phase::Done => {}
+        }
+        Ok(Fed {
+            used: at,
+            body: (body_start, at),
+            done: self.phase == Phase::Done,
+        })
+    }
+
+    fn parse_head(&mut self, end: usize) -> Result<(), BadResponse> {
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut resp = httparse::Response::new(&mut headers);
+        match resp.parse(&self.head[..end]) {
+            Ok(httparse::Status::Complete(_)) => {}
+            _ => return Err(BadResponse::Malformed),
+        }
+        let status = resp.code.ok_or(BadResponse::Malformed)?;
+        self.status = status;
+        self.close = resp.version == Some(0);
+        let mut length = None;
+        for h in resp.headers.iter() {
+            if h.name.eq_ignore_ascii_case("content-length") {
+                let v = core::str::from_utf8(h.value).map_err(|_| BadResponse::Malformed)?;
+                let n: u64 = v.trim().parse().map_err(|_| BadResponse::Malformed)?;
+                if length.is_some_and(|l| l != n) {
+                    return Err(BadResponse::Malformed);
+                }
+                length = Some(n);
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                return Err(BadResponse::TransferEncoding);
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                let v = h.value;
+                if v.eq_ignore_ascii_case(b"close") {
+                    self.close = true;
+                } else if v.eq_ignore_ascii_case(b"keep-alive") {
+                    self.close = false;
+                }
+            }
+        }
+        let bodiless = status < 200 || status == 204 || status == 304;
+        self.phase = match (bodiless, length) {
+            (true, _) | (false, Some(0)) => Phase::Done,
+            (false, Some(n)) => Phase::Body { left: n },
+            (false, None) => {
+                self.close = true;
+                Phase::UntilClose
+            }
+        };
+        Ok(())
+    }
+}
+
+/// One past the end of the first `\r\n\r\n` in `b`.
+fn find_blank_line(b: &[u8]) -> Option<usize> {
+    b.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
+}
+
+#[cfg(test)]
+mod tests;

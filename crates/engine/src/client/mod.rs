@@ -1,0 +1,745 @@
+//! The engine as an HTTP/1.1 client over its own TCP (issue 18): a load generator's
+//! transport with no operating system in its path. [`Client`] owns an address on a link,
+//! a fixed array of TCBs ([`Connection`] in active open, `tcp::active`), a FIFO free-list
+//! of local ports and, per *slot* (one stream of fetches of the load's schedule), the
+//! request being sent. The owner asks [`Client::get`] for a fetch on a slot, calls
+//! [`Client::poll`] in a loop with its NIC, and hears of each fetch's end, and of the
+//! response body as it comes, through a [`Handler`].
+//!
+//! A fetch runs on the slot's open connection when the previous one kept it
+//! (keep-alive), else on a new connection: a free TCB, the port at the head of the
+//! free-list, an RFC 6528 ISN, our SYN, and the request queued at once (it goes with the
+//! ACK of the SYN-ACK). The response is read by [`http::Reader`]; when it asks to close,
+//! or the fetch said `close`, we close our side (the server usually has: passive close,
+//! CLOSE-WAIT → LAST-ACK). TIME-WAIT is not held (as on the server): a TCB is freed when
+//! both FINs are acknowledged and its port goes to the tail of the free-list, so it comes
+//! back only after every other port was used — with 28,232 ports (Linux's default
+//! ephemeral range, 32768–60999) and 10,000 connections a second, after 2.8 s; a server
+//! still in TIME-WAIT for that 4-tuple takes a new SYN whose ISN is above the old
+//! connection's (RFC 1122 §4.2.2.13), which RFC 6528's clock-driven ISNs give.
+//!
+//! Every way a fetch can fail is counted by the handler's [`End::Failed`] with its
+//! [`Failure`]: refused (RST to our SYN), no answer (the SYN's retries spent),
+//! reset, closed before the response was complete, a response that does not parse,
+//! stalled (the retransmission limit or the stall timeout).
+//!
+//! Nothing allocates after [`Client::new`].
+
+mod arp;
+pub mod http;
+mod ports;
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::iface::egress::{self, Egress, TcpOut};
+use crate::iface::{ingress, Ingress, Interface};
+use crate::nic::{Nic, RxFrame, RxRing, TxRing};
+use crate::tcp::isn::IsnGenerator;
+use crate::tcp::{Connection, Reply, Segment, State, TimerAction};
+use crate::wire::tcp::ParsedRepr as TcpRepr;
+use crate::wire::{ethernet, EtherType, EthernetAddress, EthernetFrame, Ipv4Address};
+use ports::Ports;
+
+/// The most bytes of one request.
+pub const REQUEST_MAX: usize = 1024;
+/// The receive window we advertise: responses are consumed as they come.
+const RX_SPACE: u32 = 65_535;
+const RX_BURST: usize = 32;
+const NONE: u32 = u32::MAX;
+const ARP_EVERY_NS: u64 = 200_000_000;
+/// How often the TCBs' timers are looked at.
+const TIMER_EVERY_NS: u64 = 1_000_000;
+
+/// Where the client is and whom it asks.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The client's MAC (its NIC's).
+    pub mac: EthernetAddress,
+    /// The client's address.
+    pub ip: Ipv4Address,
+    /// Prefix length of the link.
+    pub prefix_len: u8,
+    /// The router, for a server off the link.
+    pub gateway: Option<Ipv4Address>,
+    /// The server.
+    pub server: Ipv4Address,
+    /// The server's TCP port.
+    pub port: u16,
+    /// Slots: fetches that may be in progress at once.
+    pub slots: usize,
+    /// TCBs (at least `slots`; more let closing connections linger while their slots go
+    /// on).
+    pub tcbs: usize,
+    /// Local ports `[first, last]`.
+    pub ports: (u16, u16),
+    /// Key of the ISNs and timestamp offsets.
+    pub isn_key: [u8; 16],
+    /// Give up on a connection that makes no progress for this long.
+    pub stall_ns: u64,
+    /// Retransmissions of one segment before giving up.
+    pub max_retries: u8,
+}
+
+impl Config {
+    /// Defaults: 2 TCBs per slot, Linux's ephemeral range, 10 s stall, 8 retries.
+    pub fn new(
+        mac: EthernetAddress,
+        ip: Ipv4Address,
+        prefix_len: u8,
+        server: Ipv4Address,
+        port: u16,
+        slots: usize,
+    ) -> Config {
+        Config {
+            mac,
+            ip,
+            prefix_len,
+            gateway: None,
+            server,
+            port,
+            slots,
+            tcbs: 2 * slots.max(1),
+            ports: (32_768, 60_999),
+            isn_key: [0x5a; 16],
+            stall_ns: 10_000_000_000,
+            max_retries: 8,
+        }
+    }
+}
+
+/// Why a fetch failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The server answered our SYN with a RST.
+    Refused,
+    /// No SYN-ACK came (the SYN's retries were spent).
+    NoAnswer,
+    /// The server reset the connection.
+    Reset,
+    /// The server closed before the response was complete.
+    Closed,
+    /// The response did not parse.
+    BadResponse,
+    /// The connection made no progress (retransmissions or the stall bound).
+    Stalled,
+    /// No TCB or local port was free (the fetch never started).
+    NoResources,
+}
+
+/// How a fetch ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// A complete response with this status and this many body bytes.
+    Done {
+        /// The HTTP status.
+        status: u16,
+        /// Body bytes.
+        body: u64,
+    },
+    /// The fetch failed.
+    Failed(Failure),
+}
+
+/// The owner's side of the fetches.
+pub trait Handler {
+    /// Body bytes of slot `slot`'s response, at `offset` of the body.
+    fn body(&mut self, slot: u32, offset: u64, data: &[u8]) {
+        let _ = (slot, offset, data);
+    }
+    /// Slot `slot`'s fetch ended at `now_ns`.
+    fn end(&mut self, slot: u32, end: End, now_ns: u64);
+}
+
+/// Frame and connection counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Frames received.
+    pub rx: u64,
+    /// Frames sent.
+    pub tx: u64,
+    /// Frames not sent: no transmit slot, or the ring refused.
+    pub tx_full: u64,
+    /// Received frames not for a connection of ours (counted, ignored or reset).
+    pub ignored: u64,
+    /// Connections opened.
+    pub connections: u64,
+    /// Segments sent again (timeouts, fast retransmit, probes).
+    pub retransmits: u64,
+    /// RSTs sent.
+    pub resets_sent: u64,
+    /// ARP requests sent.
+    pub arp_requests: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Tcb {
+    tcp: Connection,
+    port: u16,
+    /// The slot whose fetch runs on it (NONE once the fetch ended).
+    slot: u32,
+    /// Sequence number of the request's first byte.
+    req_seq: u32,
+    /// Close after the response.
+    close: bool,
+    /// On the `owe` list.
+    owes: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Slot {
+    /// The TCB of the slot's connection (NONE: none open).
+    tcb: u32,
+    req_len: usize,
+    reader: http::Reader,
+    busy: bool,
+}
+
+/// The client.
+pub struct Client {
+    cfg: Config,
+    iface: Interface,
+    egress: Egress,
+    isn: IsnGenerator,
+    next_hop_mac: Option<EthernetAddress>,
+    next_arp_ns: u64,
+    next_timer_ns: u64,
+    tcbs: Vec<Tcb>,
+    free: Vec<u32>,
+    slots: Vec<Slot>,
+    requests: Vec<u8>,
+    ports: Ports,
+    /// Local port → TCB + 1 (0: none).
+    port_tcb: Vec<u32>,
+    /// TCBs in use, in no order (index into `tcbs`).
+    live: Vec<u32>,
+    /// TCBs that owe an ACK for data of this burst: one ACK each after the burst (as a
+    /// receiver with GRO acknowledges a burst), not one per segment.
+    owe: Vec<u32>,
+    /// Counters.
+    pub counters: Counters,
+}
+
+impl Client {
+    /// A client; allocates every table now.
+    pub fn new(cfg: Config) -> Client {
+        let iface = Interface {
+            mac: cfg.mac,
+            ip: cfg.ip,
+            prefix_len: cfg.prefix_len,
+            gateway: cfg.gateway.is_some(),
+            port: 0,
+            udp_port: None,
+        };
+        let slots = cfg.slots.max(1);
+        let n = cfg.tcbs.max(slots);
+        let free_tcb = Tcb {
+            tcp: Connection::closed(),
+            port: 0,
+            slot: NONE,
+            req_seq: 0,
+            close: false,
+            owes: false,
+        };
+        Client {
+            egress: Egress::new(&iface),
+            iface,
+            isn: IsnGenerator::new(cfg.isn_key),
+            next_hop_mac: None,
+            next_arp_ns: 0,
+            next_timer_ns: 0,
+            tcbs: vec![free_tcb; n],
+            free: (0..n as u32).rev().collect(),
+            slots: vec![
+                Slot {
+                    tcb: NONE,
+                    req_len: 0,
+                    reader: http::Reader::new(),
+                    busy: false,
+                };
+                slots
+            ],
+            requests: vec![0; slots * REQUEST_MAX],
+            ports: Ports::new(cfg.ports.0, cfg.ports.1),
+            port_tcb: vec![0; 65_536],
+            live: Vec::with_capacity(n),
+            owe: Vec::with_capacity(n),
+            counters: Counters::default(),
+            cfg,
+        }
+    }
+
+    /// Sets the next hop's MAC without ARP (a link of two, such as the in-memory wire).
+    pub fn set_next_hop_mac(&mut self, mac: EthernetAddress) {
+        self.next_hop_mac = Some(mac);
+    }
+
+    /// Whether the next hop's MAC is known (fetches may start).
+    pub fn ready(&self) -> bool {
+        self.next_hop_mac.is_some()
+    }
+
+    /// Connections open (TCBs in use).
+    pub fn open_connections(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Local ports free.
+    pub fn free_ports(&self) -> usize {
+        self.ports.free()
+    }
+
+    /// Whether slot `slot` has a fetch in progress.
+    pub fn busy(&self, slot: u32) -> bool {
+        self.slots.get(slot as usize).is_some_and(|s| s.busy)
+    }
+
+    /// The request buffer of slot `slot`, to write the next request into (see
+    /// [`http::write_get`]) before [`get`](Self::get).
+    pub fn request_buf(&mut self, slot: u32) -> &mut [u8] {
+        let at = slot as usize * REQUEST_MAX;
+        &mut self.requests[at..at + REQUEST_MAX]
+    }
+
+    /// Starts a fetch on slot `slot` of the `len` request bytes in its
+    /// [`request_buf`](Self::request_buf), on its kept connection or a new one; closes the
+    /// connection after the response when `close`. Returns false if the slot is busy or
+    /// out of range or the next hop is not known yet; a fetch that cannot get a TCB or a
+    /// port ends at once with [`Failure::NoResources`].
+    pub fn get<T: TxRing, H: Handler>(
+        &mut self,
+        slot: u32,
+        len: usize,
+        close: bool,
+        now: u64,
+        tx: &mut T,
+        h: &mut H,
+    ) -> bool {
+        let Some(s) = self.slots.get_mut(slot as usize) else {
+            return false;
+        };
+        if s.busy || self.next_hop_mac.is_none() || len > REQUEST_MAX {
+            return false;
+        }
+        s.busy = true;
+        s.req_len = len;
+        s.reader.reset();
+        let kept = s.tcb;
+        if kept != NONE {
+            let t = &mut self.tcbs[kept as usize];
+            if t.tcp.state() == State::Established && !t.tcp.is_closing() && t.tcp.all_acked() {
+                t.slot = slot;
+                t.close = close;
+                t.req_seq = t.tcp.queue(len as u32);
+                self.output(kept, now, tx);
+                return true;
+            }
+            // Not reusable: let it finish closing on its own.
+            self.detach(kept);
+        }
+        let (Some(idx), Some(port)) = (self.free.last().copied(), self.ports.take()) else {
+            self.slots[slot as usize].busy = false;
+            h.end(slot, End::Failed(Failure::NoResources), now);
+            return true;
+        };
+        self.free.pop();
+        let local = (self.cfg.ip.0, port);
+        let remote = (self.cfg.server.0, self.cfg.port);
+        let iss = self.isn.isn(local, remote, now);
+        let mut tcp =
+            Connection::connect(iss, now).with_ts_offset(self.isn.ts_offset(local, remote));
+        let req_seq = tcp.queue(len as u32);
+        self.tcbs[idx as usize] = Tcb {
+            tcp,
+            port,
+            slot,
+            req_seq,
+            close,
+            owes: false,
+        };
+        self.port_tcb[usize::from(port)] = idx + 1;
+        self.live.push(idx);
+        self.slots[slot as usize].tcb = idx;
+        self.counters.connections += 1;
+        let syn = self.tcbs[idx as usize].tcp.syn(now);
+        self.send(idx, &syn, now, tx);
+        true
+    }
+
+    /// One round: receive and handle a burst, run the timers that are due, ARP while the
+    /// next hop is unknown. Returns whether anything happened.
+    pub fn poll<N: Nic, H: Handler>(&mut self, nic: &mut N, now: u64, h: &mut H) -> bool {
+        let (rx, tx) = nic.split();
+        let mut frames = [RxFrame { buf: 0, len: 0 }; RX_BURST];
+        let n = rx.burst(&mut frames);
+        for f in &frames[..n] {
+            self.counters.rx += 1;
+            self.frame(rx.bytes(f), now, tx, h);
+            rx.recycle(*f);
+        }
+        while let Some(idx) = self.owe.pop() {
+            self.tcbs[idx as usize].owes = false;
+            if self.tcbs[idx as usize].tcp.ack_pending() {
+                let s = self.tcbs[idx as usize].tcp.ack_segment();
+                self.send(idx, &s, now, tx);
+            }
+        }
+        let mut worked = n > 0;
+        if self.next_hop_mac.is_none() && now >= self.next_arp_ns {
+            self.next_arp_ns = now + ARP_EVERY_NS;
+            self.arp_request(tx);
+            worked = true;
+        }
+        if now >= self.next_timer_ns {
+            self.next_timer_ns = now + TIMER_EVERY_NS;
+            worked |= self.timers(now, tx, h);
+        }
+        tx.flush();
+        worked
+    }
+
+    fn timers<T: TxRing, H: Handler>(&mut self, now: u64, tx: &mut T, h: &mut H) -> bool {
+        let mut worked = false;
+        let mut i = 0;
+        while i < self.live.len() {
+            let idx = self.live[i];
+            let t = &mut self.tcbs[idx as usize];
+            let action = t.tcp.on_timer(now, self.cfg.stall_ns, self.cfg.max_retries);
+            match action {
+                TimerAction::None => {}
+                TimerAction::ResendSynAck => {
+                    let s = t.tcp.syn_ack(now);
+                    self.counters.retransmits += 1;
+                    self.send(idx, &s, now, tx);
+                }
+                TimerAction::Retransmit => {
+                    self.counters.retransmits += 1;
+                    self.output(idx, now, tx);
+                }
+                TimerAction::Probe(s) | TimerAction::LossProbe(s) => {
+                    self.counters.retransmits += 1;
+                    if self.send(idx, &s, now, tx) {
+                        self.tcbs[idx as usize].tcp.on_sent(&s, now);
+                    }
+                }
+                TimerAction::Abort { seq } => {
+                    let t = &self.tcbs[idx as usize];
+                    let rst = egress::reset(t.port, self.cfg.port, seq, None);
+                    self.bare(&rst, tx);
+                    self.fail(idx, Failure::Stalled, now, h);
+                    self.free_tcb(idx);
+                    worked = true;
+                    continue; // `live[i]` is another TCB now
+                }
+                TimerAction::Expire => {
+                    let why = if self.tcbs[idx as usize].tcp.state() == State::SynSent {
+                        Failure::NoAnswer
+                    } else {
+                        Failure::Stalled
+                    };
+                    self.fail(idx, why, now, h);
+                    self.free_tcb(idx);
+                    worked = true;
+                    continue;
+                }
+            }
+            worked |= action != TimerAction::None;
+            i += 1;
+        }
+        worked
+    }
+
+    /// Ends the fetch on TCB `idx` (if one runs) with `why`.
+    fn fail<H: Handler>(&mut self, idx: u32, why: Failure, now: u64, h: &mut H) {
+        let slot = self.tcbs[idx as usize].slot;
+        if slot == NONE {
+            return;
+        }
+        self.tcbs[idx as usize].slot = NONE;
+        let s = &mut self.slots[slot as usize];
+        if s.tcb == idx {
+            s.tcb = NONE;
+        }
+        if s.busy {
+            s.busy = false;
+            h.end(slot, End::Failed(why), now);
+        }
+    }
+
+    /// The slot lets go of TCB `idx` (it goes on closing by itself).
+    fn detach(&mut self, idx: u32) {
+        let t = &mut self.tcbs[idx as usize];
+        if t.slot != NONE {
+            if let Some(s) = self.slots.get_mut(t.slot as usize) {
+                if s.tcb == idx {
+                    s.tcb = NONE;
+                }
+            }
+            t.slot = NONE;
+        }
+        t.tcp.close();
+    }
+
+    fn free_tcb(&mut self, idx: u32) {
+        let t = &mut self.tcbs[idx as usize];
+        if t.slot != NONE {
+            if let Some(s) = self.slots.get_mut(t.slot as usize) {
+                if s.tcb == idx {
+                    s.tcb = NONE;
+                }
+            }
+        }
+        self.port_tcb[usize::from(t.port)] = 0;
+        self.ports.give(t.port);
+        t.tcp = Connection::closed();
+        t.slot = NONE;
+        if let Some(at) = self.live.iter().position(|&l| l == idx) {
+            self.live.swap_remove(at);
+        }
+        self.free.push(idx);
+    }
+
+    fn frame<T: TxRing, H: Handler>(&mut self, bytes: &[u8], now: u64, tx: &mut T, h: &mut H) {
+        if let Ok(eth) = EthernetFrame::new_checked(bytes) {
+            if eth.ethertype() == EtherType::Arp
+                && (eth.dst_addr() == self.cfg.mac || eth.dst_addr().is_broadcast())
+            {
+                self.arp(&bytes[ethernet::HEADER_LEN..], tx);
+                return;
+            }
+        }
+        match ingress(&self.iface, bytes) {
+            Ingress::ClosedPort { src, seg, .. }
+                if src == self.cfg.server && seg.src_port == self.cfg.port =>
+            {
+                let idx = self.port_tcb[usize::from(seg.dst_port)];
+                if idx == 0 {
+                    self.counters.ignored += 1;
+                    if !seg.flags.rst {
+                        self.bare(&egress::reset_for(&seg), tx);
+                    }
+                    return;
+                }
+                self.segment(idx - 1, &seg, now, tx, h);
+            }
+            Ingress::Echo {
+                src_mac,
+                src,
+                ident,
+                seq_no,
+                data,
+            } => {
+                let sent = self
+                    .egress
+                    .echo_reply(tx, src_mac, src, (ident, seq_no, data));
+                self.count(sent);
+            }
+            _ => self.counters.ignored += 1,
+        }
+    }
+
+    fn segment<T: TxRing, H: Handler>(
+        &mut self,
+        idx: u32,
+        seg: &TcpRepr<'_>,
+        now: u64,
+        tx: &mut T,
+        h: &mut H,
+    ) {
+        let was = self.tcbs[idx as usize].tcp.state();
+        let out = self.tcbs[idx as usize].tcp.input(seg, now, RX_SPACE);
+        if let Some((a, b)) = out.deliver {
+            self.take(idx, &seg.payload[a..b], now, h);
+        }
+        if out.fin {
+            self.peer_closed(idx, now, h);
+        }
+        match out.reply {
+            Reply::None => {}
+            Reply::Ack => {
+                let s = self.tcbs[idx as usize].tcp.ack_segment();
+                self.send(idx, &s, now, tx);
+            }
+            Reply::SynAck => {
+                let s = self.tcbs[idx as usize].tcp.syn_ack(now);
+                self.send(idx, &s, now, tx);
+            }
+            Reply::Reset { seq } => {
+                let rst = egress::reset(seg.dst_port, seg.src_port, seq, None);
+                self.bare(&rst, tx);
+            }
+        }
+        if out.retransmit || out.lost_retransmit {
+            if let Some(s) = self.tcbs[idx as usize].tcp.retransmit_segment() {
+                self.counters.retransmits += 1;
+                if self.send(idx, &s, now, tx) {
+                    self.tcbs[idx as usize].tcp.on_sent(&s, now);
+                }
+            }
+        }
+        if out.reset {
+            let why = if was == State::SynSent {
+                Failure::Refused
+            } else {
+                Failure::Reset
+            };
+            self.fail(idx, why, now, h);
+        }
+        if self.tcbs[idx as usize].tcp.state().is_done() {
+            // Both FINs acknowledged (or reset): the response, if any, was handled above.
+            self.fail(idx, Failure::Closed, now, h);
+            self.free_tcb(idx);
+            return;
+        }
+        self.send_data(idx, now, tx);
+        let t = &mut self.tcbs[idx as usize];
+        if t.tcp.ack_pending() && !t.owes {
+            t.owes = true;
+            self.owe.push(idx);
+        }
+    }
+
+    /// Response bytes for TCB `idx`'s fetch.
+    fn take<H: Handler>(&mut self, idx: u32, mut data: &[u8], now: u64, h: &mut H) {
+        let slot = self.tcbs[idx as usize].slot;
+        if slot == NONE {
+            return; // the fetch already ended (failed): what follows is ignored
+        }
+        while !data.is_empty() {
+            let s = &mut self.slots[slot as usize];
+            let before = s.reader.body_len;
+            let f = match s.reader.feed(data) {
+                Ok(f) => f,
+                Err(_) => {
+                    self.fail(idx, Failure::BadResponse, now, h);
+                    self.detach(idx);
+                    return;
+                }
+            };
+            if f.body.1 > f.body.0 {
+                h.body(slot, before, &data[f.body.0..f.body.1]);
+            }
+            if f.done {
+                let close = self.tcbs[idx as usize].close || s.reader.close;
+                s.busy = false;
+                let end = End::Done {
+                    status: s.reader.status,
+                    body: s.reader.body_len,
+                };
+                if close {
+                    self.detach(idx);
+                }
+                h.end(slot, end, now);
+                return; // bytes beyond the response: none were asked for (no pipelining)
+            }
+            if f.used == 0 {
+                return;
+            }
+            data = &data[f.used..];
+        }
+    }
+
+    /// The peer's FIN on TCB `idx`.
+    fn peer_closed<H: Handler>(&mut self, idx: u32, now: u64, h: &mut H) {
+        let slot = self.tcbs[idx as usize].slot;
+        if slot != NONE && self.slots[slot as usize].busy {
+            let s = &mut self.slots[slot as usize];
+            if s.reader.end_of_stream() {
+                s.busy = false;
+                let end = End::Done {
+                    status: s.reader.status,
+                    body: s.reader.body_len,
+                };
+                self.tcbs[idx as usize].slot = NONE;
+                if s.tcb == idx {
+                    s.tcb = NONE;
+                }
+                h.end(slot, end, now);
+            } else {
+                self.fail(idx, Failure::Closed, now, h);
+            }
+        }
+        self.detach(idx); // our FIN answers theirs
+    }
+
+    /// Sends what TCB `idx` may send now, and the ACK it owes if nothing carried it.
+    fn output<T: TxRing>(&mut self, idx: u32, now: u64, tx: &mut T) {
+        self.send_data(idx, now, tx);
+        if self.tcbs[idx as usize].tcp.ack_pending() {
+            let s = self.tcbs[idx as usize].tcp.ack_segment();
+            self.send(idx, &s, now, tx);
+        }
+    }
+
+    /// Sends the data (and FIN) TCB `idx` may send now; each segment carries the owed ACK.
+    fn send_data<T: TxRing>(&mut self, idx: u32, now: u64, tx: &mut T) {
+        while let Some(s) = self.tcbs[idx as usize].tcp.next_segment(now, 0) {
+            if !self.send(idx, &s, now, tx) {
+                return;
+            }
+            self.tcbs[idx as usize].tcp.on_sent(&s, now);
+            if s.fin {
+                break;
+            }
+        }
+    }
+
+    /// Builds and posts `seg` of TCB `idx` (payload from its slot's request).
+    fn send<T: TxRing>(&mut self, idx: u32, seg: &Segment, now: u64, tx: &mut T) -> bool {
+        let Some(mac) = self.next_hop_mac else {
+            return false;
+        };
+        let t = &mut self.tcbs[idx as usize];
+        let repr = t.tcp.header(seg, t.port, self.cfg.port, RX_SPACE, now);
+        let mut head: &[u8] = &[];
+        if seg.len > 0 {
+            // Only the slot's request is ever queued, and only while the slot holds it.
+            let off = seg.seq.wrapping_sub(t.req_seq) as usize;
+            let end = off + seg.len as usize;
+            match self.slots.get(t.slot as usize) {
+                Some(s) if s.tcb == idx && end <= s.req_len => {
+                    let base = t.slot as usize * REQUEST_MAX;
+                    head = &self.requests[base + off..base + end];
+                }
+                _ => return false,
+            }
+        }
+        let out = TcpOut {
+            repr,
+            dst_mac: mac,
+            dst: self.cfg.server,
+            head,
+            body: &[],
+            body_sum: 0,
+            tso_mss: None,
+        };
+        let sent = self.egress.tcp(tx, &out);
+        self.count(sent)
+    }
+
+    fn bare<T: TxRing>(&mut self, rst: &crate::wire::tcp::Repr, tx: &mut T) {
+        let Some(mac) = self.next_hop_mac else {
+            return;
+        };
+        let sent = self.egress.tcp_bare(tx, mac, self.cfg.server, rst);
+        if self.count(sent) {
+            self.counters.resets_sent += 1;
+        }
+    }
+
+    fn count(&mut self, sent: egress::Sent) -> bool {
+        match sent {
+            egress::Sent::Frame | egress::Sent::TsoFrame => {
+                self.counters.tx += 1;
+                true
+            }
+            _ => {
+                self.counters.tx_full += 1;
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,248 @@
+//! The client against the engine's own server over the in-memory wire: fetches with a
+//! connection each and kept alive, bodies compared byte for byte, a 256 KiB body, many
+//! slots at once, and the failures (refused, no answer, reset mid-response).
+
+use std::vec::Vec;
+
+use super::*;
+use crate::http::log::NoLog;
+use crate::memwire::{MemSite, Wire};
+use crate::nic::Clock;
+use crate::server::{Config as ServerConfig, Server};
+
+const SERVER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
+const CLIENT_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
+const SERVER_IP: Ipv4Address = Ipv4Address([10, 0, 0, 2]);
+const CLIENT_IP: Ipv4Address = Ipv4Address([10, 0, 0, 1]);
+
+struct At(u64);
+
+impl Clock for At {
+    fn now_ns(&self) -> u64 {
+        self.0
+    }
+    fn unix_secs(&self) -> u64 {
+        1_700_000_000
+    }
+}
+
+/// Collects what the client reports.
+#[derive(Default)]
+struct Record {
+    bodies: Vec<Vec<u8>>,
+    ends: Vec<(u32, End)>,
+}
+
+impl Handler for Record {
+    fn body(&mut self, slot: u32, offset: u64, data: &[u8]) {
+        let b = &mut self.bodies[slot as usize];
+        assert_eq!(offset as usize, b.len(), "body bytes in order");
+        b.extend_from_slice(data);
+    }
+    fn end(&mut self, slot: u32, end: End, _: u64) {
+        self.ends.push((slot, end));
+    }
+}
+
+struct Pair {
+    wire: Wire,
+    server: Server<MemSite>,
+    client: Client,
+    rec: Record,
+    now: u64,
+    site: MemSite,
+    /// Whether the server runs (false: it is gone).
+    serving: bool,
+}
+
+fn site() -> MemSite {
+    let big: Vec<u8> = (0..262_144u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    MemSite::new(vec![
+        ("/index.html", "text/html", b"<h1>hello</h1>\n".to_vec()),
+        ("/4k.bin", "application/octet-stream", vec![b'z'; 4096]),
+        ("/big.bin", "application/octet-stream", big),
+    ])
+}
+
+impl Pair {
+    fn new(slots: usize, port: u16) -> Pair {
+        let mut cfg = ClientConfig::new(CLIENT_MAC, CLIENT_IP, 24, SERVER_IP, port, slots);
+        cfg.ports = (40_000, 40_015);
+        let mut client = Client::new(cfg);
+        client.set_next_hop_mac(SERVER_MAC);
+        let scfg = ServerConfig::new(SERVER_IP, 24, [7; 16]);
+        Pair {
+            wire: Wire::new(SERVER_MAC, CLIENT_MAC, 4096),
+            server: Server::new(scfg, site(), SERVER_MAC),
+            client,
+            rec: Record {
+                bodies: vec![Vec::new(); slots],
+                ends: Vec::new(),
+            },
+            now: 1_000_000,
+            site: site(),
+            serving: true,
+        }
+    }
+
+    fn get(&mut self, slot: u32, path: &str, close: bool) {
+        let n = http::write_get(self.client.request_buf(slot), "t", path, close).unwrap();
+        self.rec.bodies[slot as usize].clear();
+        let tx = &mut self.wire.b.tx;
+        assert!(self.client.get(slot, n, close, self.now, tx, &mut self.rec));
+    }
+
+    /// Runs both engines until the wire is quiet, advancing 10 µs a round.
+    fn run(&mut self) {
+        for _ in 0..100_000 {
+            self.now += 10_000;
+            if self.serving {
+                self.server
+                    .poll(&mut self.wire.a, &At(self.now), &mut NoLog);
+            }
+            self.client.poll(&mut self.wire.b, self.now, &mut self.rec);
+            if !self.serving {
+                self.wire.a.rx.clear();
+            }
+            if self.wire.carry() == 0 && self.wire.idle() {
+                return;
+            }
+        }
+        panic!("the wire never went quiet");
+    }
+
+    /// Runs for `ns` of clock in 50 ms steps.
+    fn run_for(&mut self, ns: u64) {
+        let until = self.now + ns;
+        while self.now < until {
+            self.run();
+            self.now += 50_000_000;
+        }
+    }
+}
+
+use super::Config as ClientConfig;
+
+#[test]
+fn a_fetch_per_connection_gets_the_body_and_frees_everything() {
+    let mut p = Pair::new(1, 80);
+    for i in 0..40 {
+        p.get(0, "/index.html", true);
+        p.run();
+        assert_eq!(
+            p.rec.ends.last(),
+            Some(&(
+                0,
+                End::Done {
+                    status: 200,
+                    body: 15
+                }
+            )),
+            "fetch {i}"
+        );
+        assert_eq!(p.rec.bodies[0], b"<h1>hello</h1>\n");
+        assert_eq!(p.client.open_connections(), 0, "both FINs done, TCB freed");
+    }
+    assert_eq!(p.rec.ends.len(), 40);
+    assert_eq!(p.client.counters.connections, 40);
+    assert_eq!(p.client.counters.retransmits, 0);
+    assert_eq!(p.server.active(), 0);
+    assert_eq!(
+        p.client.free_ports(),
+        16,
+        "every port back on the free-list"
+    );
+}
+
+#[test]
+fn keep_alive_fetches_share_one_connection() {
+    let mut p = Pair::new(1, 80);
+    for path in ["/4k.bin", "/index.html", "/big.bin", "/4k.bin"] {
+        p.get(0, path, false);
+        p.run();
+        let want = p.site.bytes(path).unwrap();
+        assert_eq!(
+            p.rec.ends.last().unwrap().1,
+            End::Done {
+                status: 200,
+                body: want.len() as u64
+            }
+        );
+        assert!(p.rec.bodies[0] == want, "{path}: body differs");
+    }
+    assert_eq!(p.client.counters.connections, 1);
+    assert_eq!(p.client.open_connections(), 1);
+    // The last fetch closes it.
+    p.get(0, "/index.html", true);
+    p.run();
+    assert_eq!(p.client.open_connections(), 0);
+    assert_eq!(p.client.counters.connections, 1);
+}
+
+#[test]
+fn many_slots_at_once_reuse_ports_fifo() {
+    let mut p = Pair::new(8, 80);
+    for round in 0..10 {
+        for s in 0..8 {
+            p.get(s, "/4k.bin", true);
+        }
+        p.run();
+        let done = p
+            .rec
+            .ends
+            .iter()
+            .filter(|(_, e)| {
+                *e == End::Done {
+                    status: 200,
+                    body: 4096,
+                }
+            })
+            .count();
+        assert_eq!(done, 8 * (round + 1));
+    }
+    assert_eq!(p.rec.ends.len(), 80);
+    assert_eq!(p.client.counters.connections, 80);
+}
+
+#[test]
+fn a_closed_port_refuses() {
+    let mut p = Pair::new(1, 81);
+    p.get(0, "/", true);
+    p.run();
+    assert_eq!(p.rec.ends, [(0, End::Failed(Failure::Refused))]);
+    assert_eq!(p.client.open_connections(), 0);
+}
+
+#[test]
+fn no_server_no_answer_after_the_syn_retries() {
+    let mut p = Pair::new(1, 80);
+    p.serving = false;
+    p.get(0, "/", true);
+    p.run_for(14 * 1_000_000_000);
+    assert!(p.rec.ends.is_empty(), "1 + 2 + 4 + 8 s not yet over");
+    p.run_for(2 * 1_000_000_000);
+    assert_eq!(p.rec.ends, [(0, End::Failed(Failure::NoAnswer))]);
+    assert_eq!(p.client.counters.retransmits, 3);
+    assert_eq!(p.client.open_connections(), 0);
+}
+
+#[test]
+fn a_server_that_goes_away_mid_response_is_a_failure() {
+    let mut p = Pair::new(1, 80);
+    p.get(0, "/big.bin", false);
+    // A few rounds: the response has begun.
+    for _ in 0..6 {
+        p.now += 10_000;
+        p.server.poll(&mut p.wire.a, &At(p.now), &mut NoLog);
+        p.client.poll(&mut p.wire.b, p.now, &mut p.rec);
+        p.wire.carry();
+    }
+    assert!(!p.rec.bodies[0].is_empty() && p.rec.ends.is_empty());
+    p.serving = false;
+    p.wire.cut();
+    p.run_for(40 * 1_000_000_000);
+    assert_eq!(p.rec.ends, [(0, End::Failed(Failure::Stalled))]);
+    assert_eq!(p.client.open_connections(), 0);
+}
