@@ -1,4 +1,5 @@
-//! `bareweb load` (the load generator, [`bareweb_loadgen::load`]) and `bareweb
+//! `bareweb load` (the load generator, [`bareweb_loadgen::load`]; on a TAP with the
+//! engine's own TCP: [`crate::load_bare`]) and `bareweb
 //! surge-site` (writes the Surge file set a session run fetches).
 
 use std::io::{IsTerminal, Write};
@@ -200,6 +201,9 @@ pub fn load(a: LoadArgs) -> Result<(), String> {
         return crate::load_udp::load(&a, urls);
     }
     let cfg = build_config(&a)?;
+    if a.udp.tap.is_some() {
+        return crate::load_bare::load(&a, &cfg);
+    }
     let tty = std::io::stderr().is_terminal();
     let mut progress = |p: &bareweb_loadgen::Progress| {
         let line = format!(

@@ -43,7 +43,8 @@ pub struct UdpLoadArgs {
     /// The bare client: speak through this TAP device with the engine's own frames (no
     /// OS stack in the path); created if missing and brought up, but not addressed or
     /// bridged (put it on the server's link yourself, e.g. a bridge with the server's TAP).
-    #[arg(long, requires_all = ["udp", "ip"], value_parser = crate::opts::ifname)]
+    /// With --udp the UDP protocol's client, else the bare HTTP client (its own TCP).
+    #[arg(long, requires = "ip", value_parser = crate::opts::ifname)]
     pub tap: Option<String>,
     /// The bare client's address and prefix on that link.
     #[arg(long, value_name = "A.B.C.D/N", requires = "tap")]

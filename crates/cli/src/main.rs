@@ -23,6 +23,7 @@ mod get;
 mod image;
 mod launch;
 mod load;
+mod load_bare;
 mod load_udp;
 mod opts;
 mod run;

@@ -191,6 +191,9 @@ fn scenarios(c: &mut Criterion) {
             });
         }
         g.finish();
+        if !std::env::args().any(|a| a == "--bench") {
+            continue; // `cargo test --benches`: one pass each, no cycle count
+        }
         // Cycles per request over a fixed count, both parts from one run.
         let n = if bytes > 4096 { 50 } else { 20_000 };
         b.server_ticks = 0;

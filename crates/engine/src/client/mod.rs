@@ -260,7 +260,12 @@ impl Client {
                 slots
             ],
             requests: vec![0; slots * REQUEST_MAX],
-            ports: Ports::new(cfg.ports.0, cfg.ports.1),
+            // Where in the range this client begins: from its key (random per process).
+            ports: Ports::new(
+                cfg.ports.0,
+                cfg.ports.1,
+                usize::from(u16::from_le_bytes([cfg.isn_key[0], cfg.isn_key[1]])),
+            ),
             port_tcb: vec![0; 65_536],
             live: Vec::with_capacity(n),
             owe: Vec::with_capacity(n),
@@ -282,6 +287,19 @@ impl Client {
     /// Connections open (TCBs in use).
     pub fn open_connections(&self) -> usize {
         self.live.len()
+    }
+
+    /// Closes every connection kept open for a slot (the run is over): the FINs go now,
+    /// [`poll`](Self::poll) carries the closes on; [`open_connections`](Self::open_connections)
+    /// says when they are done.
+    pub fn close_all<T: TxRing>(&mut self, now: u64, tx: &mut T) {
+        for slot in 0..self.slots.len() {
+            let idx = self.slots[slot].tcb;
+            if idx != NONE && !self.slots[slot].busy {
+                self.detach(idx);
+                self.output(idx, now, tx);
+            }
+        }
     }
 
     /// Local ports free.

@@ -13,11 +13,17 @@ pub struct Ports {
 }
 
 impl Ports {
-    /// Every port of `[first, last]` free (none if `last < first`).
-    pub fn new(first: u16, last: u16) -> Ports {
+    /// Every port of `[first, last]` free (none if `last < first`), the first taken
+    /// `skip` places into the range (a new process does not begin where the last one
+    /// did, whose connections a server may still hold).
+    pub fn new(first: u16, last: u16, skip: usize) -> Ports {
         let ring: Vec<u16> = (first..=last).collect();
         let len = ring.len();
-        Ports { ring, head: 0, len }
+        Ports {
+            head: skip % len.max(1),
+            ring,
+            len,
+        }
     }
 
     /// The port free longest.
@@ -54,7 +60,7 @@ mod tests {
 
     #[test]
     fn fifo_reuse_and_exhaustion() {
-        let mut p = Ports::new(10, 12);
+        let mut p = Ports::new(10, 12, 0);
         assert_eq!((p.take(), p.take()), (Some(10), Some(11)));
         p.give(10);
         assert_eq!(p.take(), Some(12));
@@ -70,6 +76,11 @@ mod tests {
             (p.take(), p.take(), p.take()),
             (Some(11), Some(10), Some(12))
         );
-        assert_eq!(Ports::new(5, 4).take(), None);
+        assert_eq!(Ports::new(5, 4, 3).take(), None);
+        let mut p = Ports::new(10, 12, 4);
+        assert_eq!(
+            (p.take(), p.take(), p.take()),
+            (Some(11), Some(12), Some(10))
+        );
     }
 }

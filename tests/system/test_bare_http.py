@@ -1,0 +1,107 @@
+"""The bare HTTP load client (issue 18): `bareweb load URL --tap NAME --ip A/N`, the
+engine's own TCP on a TAP of its own, bridged with `bareweb serve`'s TAP in a namespace.
+Bodies are checked (`--verify`), keep-alive and a connection per fetch, parallel and rate
+modes, the same load from the socket client for comparison, and a server killed mid-run:
+every failed fetch counted and the exit status non-zero."""
+import json
+import signal
+import subprocess
+import time
+
+from conftest import BIN, HOST_IP, SERVER_IP, SITE, Netns, require_root
+
+CLIENT_IP = "10.0.0.3"
+
+
+class Bridged:
+    """`bareweb serve` on TAP bw0 and the bare client's TAP bwc0 on one bridge, which also
+    holds the namespace's own address (for the socket client)."""
+
+    def __init__(self):
+        require_root()
+        self.ns = Netns("bwth")
+        self.proc = None
+        try:
+            for tap in ("bw0", "bwc0"):
+                self.ns.ip("tuntap", "add", tap, "mode", "tap")
+            self.ns.ip("link", "add", "br0", "type", "bridge")
+            for tap in ("bw0", "bwc0"):
+                self.ns.ip("link", "set", tap, "master", "br0")
+            for d in ("br0", "bw0", "bwc0"):
+                self.ns.ip("link", "set", d, "up")
+            self.ns.ip("addr", "add", f"{HOST_IP}/24", "dev", "br0")
+            self.log = open(f"/tmp/{self.ns.name}.log", "w+")
+            self.proc = subprocess.Popen(
+                self.ns.cmd(BIN, "serve", SITE, "--tap", "bw0", "--host-ip", "none", "--ip",
+                            f"{SERVER_IP}/24", "--mac", "02:00:00:00:00:02"),
+                stdout=self.log, stderr=subprocess.STDOUT)
+            deadline = time.time() + 20
+            while "serving" not in open(self.log.name).read():
+                assert self.proc.poll() is None and time.time() < deadline, self.output()
+                time.sleep(0.1)
+        except BaseException:
+            self.close()
+            raise
+
+    def output(self):
+        return open(self.log.name).read()
+
+    def bare(self, *args, timeout=60):
+        r = self.ns.run(BIN, "load", "--tap", "bwc0", "--ip", f"{CLIENT_IP}/24", *args,
+                        "--json", "-q", timeout=timeout, check=False)
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        return r
+
+    def close(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.ns.close()
+
+
+def test_bare_client_fetches_and_verifies():
+    b = Bridged()
+    try:
+        url = f"http://{SERVER_IP}"
+        files = (f"{url}/files/4k.html", f"{url}/files/1m.bin", f"{url}/index.html")
+        per_conn = json.loads(b.bare(*files, "--parallel", "4", "--fetches", "60",
+                                     "--verify", SITE).stdout)
+        kept = json.loads(b.bare(*files, "--parallel", "2", "--fetches", "30", "-k",
+                                 "--verify", SITE).stdout)
+        rate = json.loads(b.bare(f"{url}/files/4k.html", "--rate", "200", "--fetches", "100",
+                                 "--verify", SITE).stdout)
+        # The same load from the socket client, through the namespace's own stack.
+        sock = json.loads(b.ns.run(BIN, "load", f"{url}/files/4k.html", "--parallel", "4",
+                                   "--fetches", "200", "--verify", SITE, "--json", "-q",
+                                   timeout=60).stdout)
+    finally:
+        b.close()
+    print(per_conn, kept, rate, sock)
+    assert per_conn["good"] == 60 and per_conn["failed"] == 0, per_conn
+    assert per_conn["connections"] == 60 and per_conn["max_parallel"] == 4, per_conn
+    assert kept["good"] == 30 and kept["failed"] == 0 and kept["connections"] == 2, kept
+    assert rate["good"] == 100 and rate["failed"] == 0 and rate["mode"] == "rate", rate
+    assert sock["fetches"] == 200, sock
+
+
+def test_a_server_killed_mid_run_is_counted_and_fails_the_run():
+    b = Bridged()
+    try:
+        run = subprocess.Popen(
+            b.ns.cmd(BIN, "load", "--tap", "bwc0", "--ip", f"{CLIENT_IP}/24",
+                     f"http://{SERVER_IP}/files/1m.bin", "--parallel", "4", "--seconds", "4",
+                     "--timeout", "1", "--json", "-q"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        b.proc.kill()
+        b.proc.wait(10)
+        out, err = run.communicate(timeout=30)
+    finally:
+        b.close()
+    rep = json.loads(out)
+    print(rep, err)
+    assert run.returncode != 0 and "failed" in err, (run.returncode, err)
+    assert rep["good"] > 0 and rep["failed"] >= 1, rep
