@@ -34,6 +34,36 @@ pub fn lint(cargo: &str) -> Result<(), String> {
     k(&["test", "--lib", "--target", &host])
 }
 
+/// The stripped kernel ELF without a site, as `cargo build --release` (crates/cli/build.rs)
+/// builds it and `bareweb` carries it.
+pub const ELF: &str = "crates/kernel/target/x86_64-unknown-none/release/bareweb-kernel";
+
+/// Its budget (issue 4, held by issue 16): 512 KiB.
+pub const SIZE_BUDGET: u64 = 512 * 1024;
+
+/// The kernel's size against [`SIZE_BUDGET`] (the kernel `bareweb` carries: [`ELF`], or
+/// `BAREWEB_KERNEL`'s when set), printed; an error past the budget. Run after
+/// `cargo build --release -p bareweb`, which builds it.
+pub fn size_check() -> Result<(), String> {
+    let elf = std::env::var("BAREWEB_KERNEL").unwrap_or_else(|_| ELF.into());
+    let size = std::fs::metadata(&elf)
+        .map_err(|e| format!("{elf}: {e} (build it: cargo build --release -p bareweb)"))?
+        .len();
+    let line = format!(
+        "kernel size: {elf}: {size} bytes ({:.1} KiB) of the {} KiB budget",
+        size as f64 / 1024.0,
+        SIZE_BUDGET / 1024
+    );
+    println!("{line}");
+    if size > SIZE_BUDGET {
+        return Err(format!(
+            "{line}: {} bytes over (docs/kernel.md, \"Size\": where the bytes go and how to cut)",
+            size - SIZE_BUDGET
+        ));
+    }
+    Ok(())
+}
+
 /// tests/kernel: `bareweb run` under QEMU on TAPs in network namespaces (root).
 pub fn tests() -> Result<(), String> {
     if !is_root() {

@@ -212,6 +212,7 @@ fn test() -> Result<(), String> {
     run(Command::new(&cargo).args(["test", "--workspace"]))?;
     smp::loom_ring(&cargo)?;
     system_tests(&cargo)?;
+    kernel::size_check()?;
     kernel::tests()?;
     smp::kernel_tests()?;
     // Every parser and the whole server under the fuzzer, briefly (BAREWEB_FUZZ_SECS per

@@ -18,6 +18,7 @@ use bareweb_engine::wire::EthernetAddress;
 
 use crate::clock::TscClock;
 use crate::cmdline::Settings;
+use crate::drivers::any::{AnyNic, AnyRx, AnyTx};
 use crate::drivers::{Driver, Open, WakeRx};
 use crate::pci::Device;
 use crate::{fatal, kprintln};
@@ -47,9 +48,9 @@ pub fn bonding(s: &Settings, found: usize) -> Option<(BondMode, BondPolicy, u32)
 }
 
 /// The NICs opened: NIC k's queue pairs at k.
-pub struct Opened<D> {
+pub struct Opened {
     /// Every NIC's queue pairs (as many for each: the fewest any NIC gave).
-    pub nics: Vec<Vec<D>>,
+    pub nics: Vec<Vec<AnyNic>>,
     /// Queue pairs the first NIC offered.
     pub offered: usize,
     /// Every NIC's MAC.
@@ -58,23 +59,23 @@ pub struct Opened<D> {
 
 /// Opens up to `max` of `devs` (those `D` drives, in PCI order) as `with` asks (queue
 /// pairs, wake-up targets, offloads). Stops the machine if one cannot be brought up.
-pub fn open<D: Driver>(devs: &[Device], with: &Open<'_>, max: usize, hz: u64) -> Opened<D> {
-    let mut nics: Vec<Vec<D>> = Vec::new();
+pub fn open(devs: &[Device], with: &Open<'_>, max: usize, hz: u64) -> Opened {
+    let mut nics: Vec<Vec<AnyNic>> = Vec::new();
     let mut offered = 0;
     for dev in devs
         .iter()
-        .filter(|d| D::matches(d))
+        .filter(|d| AnyNic::matches(d))
         .take(max.clamp(1, MAX_NICS))
     {
         let t = crate::arch::cpu::rdtsc();
-        let (mut queues, o) = match D::open(dev, with) {
+        let (mut queues, o) = match AnyNic::open(dev, with) {
             Ok(n) => n,
-            Err(e) => fatal!("{} at {}: {e:?}", D::NAME, dev.addr),
+            Err(e) => fatal!("NIC at {}: {e:?}", dev.addr),
         };
         if queues.is_empty() {
-            fatal!("{} at {}: no queue pair", D::NAME, dev.addr)
+            fatal!("NIC at {}: no queue pair", dev.addr)
         }
-        say::<D>(nics.len(), &dev.addr, &mut queues, o, with.offload, t, hz);
+        say(nics.len(), &dev.addr, &mut queues, o, with.offload, t, hz);
         if nics.is_empty() {
             offered = o;
         }
@@ -94,21 +95,21 @@ pub fn open<D: Driver>(devs: &[Device], with: &Open<'_>, max: usize, hz: u64) ->
 
 /// The console's `nic:` line for NIC `k` at `at`: bring-up time, MAC, queue pairs, how
 /// its interrupts wake a halted core, whether it segments.
-fn say<D: Driver>(
+fn say(
     k: usize,
     at: &dyn core::fmt::Display,
-    queues: &mut [D],
+    queues: &mut [AnyNic],
     offered: usize,
     offload: bool,
     t: u64,
     hz: u64,
 ) {
     let Some(q) = queues.first_mut() else { return };
-    let (mac, tso) = (q.mac(), q.caps().tso_max);
+    let (mac, tso, name) = (q.mac(), q.caps().tso_max, q.name());
     let wake = q.split().0.wake();
     kprintln!(
         "nic: {} {k} at {at} up in {} ms, MAC {mac}, {} of {offered} queue pair(s), wake-ups by {wake}, segmentation offload {}",
-        D::NAME,
+        name,
         (crate::arch::cpu::rdtsc() - t) * 1000 / hz,
         queues.len(),
         match tso {
@@ -121,18 +122,18 @@ fn say<D: Driver>(
 
 /// One NIC opened some other way than from PCI (a microVM's virtio-mmio device, at `at`),
 /// as [`Opened`].
-pub fn opened<D: Driver>(
-    mut queues: Vec<D>,
+pub fn opened(
+    mut queues: Vec<AnyNic>,
     offered: usize,
     at: &str,
     offload: bool,
     t: u64,
     hz: u64,
-) -> Opened<D> {
+) -> Opened {
     let Some(mac) = queues.first().map(Nic::mac) else {
-        fatal!("{} at {at}: no queue pair", D::NAME)
+        fatal!("NIC at {at}: no queue pair")
     };
-    say::<D>(0, &at, &mut queues, offered, offload, t, hz);
+    say(0, &at, &mut queues, offered, offload, t, hz);
     Opened {
         nics: alloc::vec![queues],
         offered,
@@ -141,34 +142,34 @@ pub fn opened<D: Driver>(
 }
 
 /// One queue pair's device counters (both sides), for `BondNic::with_device_counters`.
-pub fn device_counters<D: Driver>(r: &D::Rx, t: &D::Tx, c: &mut NicCounters) {
-    D::rx_counters(r, c);
-    D::tx_counters(t, c);
+pub fn device_counters(r: &AnyRx, t: &AnyTx, c: &mut NicCounters) {
+    AnyNic::rx_counters(r, c);
+    AnyNic::tx_counters(t, c);
 }
 
 /// A NIC set's device counters, summed over its NICs (network-core mode's core 0).
-pub fn bond_counters<D: Driver>(r: &BondRx<D::Rx>, t: &BondTx<D::Tx>, c: &mut NicCounters) {
+pub fn bond_counters(r: &BondRx<AnyRx>, t: &BondTx<AnyTx>, c: &mut NicCounters) {
     for (r, t) in r.rings().iter().zip(t.rings()) {
-        device_counters::<D>(r, t, c);
+        device_counters(r, t, c);
     }
 }
 
 /// One `BondNic` per queue pair `q` (core `q`'s), over queue pair `q` of every NIC of
 /// `opened`, for `queues` cores; core 0's reads every NIC's link.
-pub fn sets<D: Driver>(
+pub fn sets(
     bond: &'static Bond,
-    opened: Opened<D>,
+    opened: Opened,
     queues: usize,
     clock: TscClock,
-) -> Vec<BondNic<D::Rx, D::Tx>> {
+) -> Vec<BondNic<AnyRx, AnyTx>> {
     let links = opened.nics.iter().map(|q| q[0].link()).collect();
     let mut watch = Some(LinkWatch::new(bond, links, Box::new(clock)));
     let mut per_nic: Vec<_> = opened.nics.into_iter().map(Vec::into_iter).collect();
     (0..queues)
         .map(|core| {
-            let members: Vec<D> = per_nic.iter_mut().filter_map(Iterator::next).collect();
-            let set = BondNic::from_nics(bond, core, members, D::into_rings)
-                .with_device_counters(device_counters::<D>);
+            let members: Vec<AnyNic> = per_nic.iter_mut().filter_map(Iterator::next).collect();
+            let set = BondNic::from_nics(bond, core, members, AnyNic::into_rings)
+                .with_device_counters(device_counters);
             match watch.take() {
                 Some(w) => set.with_watch(w),
                 None => set,

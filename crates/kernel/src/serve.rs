@@ -50,6 +50,7 @@ use crate::arch::{apic, smp};
 use crate::boot_info::{BootInfo, Region};
 use crate::clock::{Calibration, TscClock};
 use crate::cmdline::{self, CoreMode, Settings};
+use crate::drivers::any::AnyNic;
 use crate::drivers::e1000::E1000;
 use crate::drivers::virtio_net::VirtioNet;
 use crate::drivers::Driver;
@@ -59,10 +60,10 @@ use crate::pci::{self, Device};
 use crate::rest::{self, Policy, Rest, Sleeper};
 use crate::{acpi, embedded, fatal, kprintln, mem};
 
-/// Whether a driver here drives `d`. The drivers, in one list with [`Start::serve_found`]:
-/// a new driver is a [`Driver`] impl and one more entry in each.
+/// Whether a driver here drives `d` (the list is `drivers::any`'s: a new driver is a
+/// [`Driver`] impl and a variant there).
 fn drivable(d: &Device) -> bool {
-    VirtioNet::matches(d) || E1000::matches(d)
+    AnyNic::matches(d)
 }
 
 /// Never set: the kernel's cores run until the machine stops.
@@ -134,8 +135,8 @@ pub fn boot(info: &BootInfo) -> ! {
         unsafe { core::slice::from_raw_parts(site_at as *const u8, site_len as usize) };
     let site = Site::load(image);
     let site_ticks = crate::arch::cpu::rdtsc() - t_site;
+    crate::boot_trace::mark("site");
     let (clock, apic_hz) = cal.finish();
-    crate::boot_trace::mark("site+clock");
     kprintln!(
         "clock: TSC {}.{:03} MHz ({}{}), RTC {}",
         clock.hz / 1_000_000,
@@ -152,6 +153,7 @@ pub fn boot(info: &BootInfo) -> ! {
         },
         bareweb_engine::http::clf_date(bareweb_engine::nic::Clock::unix_secs(&clock))
     );
+    crate::boot_trace::mark("clock");
     let site = match site {
         Ok(s) => s,
         Err(e) => fatal!("site image ({from}, {site_len} bytes): {e}"),
@@ -315,7 +317,7 @@ impl Start {
 
     /// `ip=dhcp`: gets a lease on the first NIC before serving (see [`crate::dhcp`]); the
     /// servers start on its address, core 0's with the client.
-    fn acquire_address<D: Driver>(&mut self, opened: &mut nics::Opened<D>) {
+    fn acquire_address(&mut self, opened: &mut nics::Opened) {
         let clock: &'static TscClock = Box::leak(Box::new(self.clock));
         let shared: &'static DhcpShared = Box::leak(Box::new(DhcpShared::new().with_clock(clock)));
         let mac = opened.macs[0];
@@ -356,10 +358,14 @@ impl Start {
     /// of the first (see [`drivable`]); a set is of one driver.
     fn serve_found(self, devs: &[Device]) -> ! {
         let dev = &devs[0];
-        if VirtioNet::matches(dev) {
-            self.serve::<VirtioNet>(devs)
-        } else if E1000::matches(dev) {
-            self.serve::<E1000>(devs)
+        if AnyNic::matches(dev) {
+            // A set is of one driver: the first's.
+            let same = |d: &&Device| {
+                VirtioNet::matches(d) == VirtioNet::matches(dev)
+                    && E1000::matches(d) == E1000::matches(dev)
+            };
+            let devs: Vec<Device> = devs.iter().filter(same).copied().collect();
+            self.serve(&devs)
         } else {
             fatal!("pci: no driver for {}", dev.addr)
         }
@@ -368,17 +374,13 @@ impl Start {
     /// Brings the NICs up with as many queue pairs as the plan can use (every NIC of the
     /// driver when bonding, else the first), lets the engine's plan choose the mode from
     /// what they gave, and serves; on a NIC set, every core's queue pair is a `BondNic`.
-    fn serve<D: Driver>(self, devs: &[Device]) -> !
-    where
-        D::Rx: Send,
-        D::Tx: Send,
-    {
+    fn serve(self, devs: &[Device]) -> ! {
         let asked = self.settings.mode.map(|m| match m {
             CoreMode::NetCore => Asked::NetCore,
             CoreMode::PerQueue => Asked::PerQueue,
         });
         let want = plan::queues_wanted(self.cores, asked);
-        let found = devs.iter().filter(|d| D::matches(d)).count();
+        let found = devs.len();
         let bonding = nics::bonding(&self.settings, found);
         let max = if bonding.is_some() { found } else { 1 };
         let wake = self.wake_targets();
@@ -387,7 +389,7 @@ impl Start {
             wake: &wake,
             offload: self.settings.offload,
         };
-        let opened = nics::open::<D>(devs, &with, max, self.clock.hz);
+        let opened = nics::open(devs, &with, max, self.clock.hz);
         self.serve_opened(opened, bonding, asked)
     }
 
@@ -410,7 +412,7 @@ impl Start {
         };
         let t = crate::arch::cpu::rdtsc();
         let queues = match VirtioNet::open_mmio(slot, &with) {
-            Ok(q) => q,
+            Ok(q) => q.into_iter().map(AnyNic::from).collect(),
             Err(e) => fatal!("virtio-net at virtio-mmio {:#x}: {e:?}", slot.base),
         };
         let at = alloc::format!("virtio-mmio {:#x} (GSI {})", slot.base, slot.gsi);
@@ -419,24 +421,25 @@ impl Start {
             CoreMode::NetCore => Asked::NetCore,
             CoreMode::PerQueue => Asked::PerQueue,
         });
-        self.serve_opened::<VirtioNet>(opened, None, asked)
+        self.serve_opened(opened, None, asked)
     }
 
     /// Serves on the NICs opened (see [`Start::serve`]).
-    fn serve_opened<D: Driver>(
+    fn serve_opened(
         mut self,
-        mut opened: nics::Opened<D>,
+        mut opened: nics::Opened,
         bonding: Option<(
             bareweb_engine::bond::Mode,
             bareweb_engine::bond::Policy,
             u32,
         )>,
         asked: Option<Asked>,
-    ) -> !
-    where
-        D::Rx: Send,
-        D::Tx: Send,
-    {
+    ) -> ! {
+        let driver = opened
+            .nics
+            .first()
+            .and_then(|q| q.first())
+            .map_or("NIC", AnyNic::name);
         if self.settings.client.on {
             // The UDP client (issue 13) on the first NIC.
             let first = opened.nics.into_iter().next().unwrap_or_default();
@@ -466,11 +469,11 @@ impl Start {
                 Mode::NetCore { .. } => match nics.pop() {
                     Some(nic) if nics.is_empty() => {
                         let (rx, tx) = nic.into_rings();
-                        self.netcore(&plan, rx, tx, nics::device_counters::<D>, D::NAME, t)
+                        self.netcore(&plan, rx, tx, nics::device_counters, driver, t)
                     }
                     _ => fatal!("netcore: {} queue pairs for one NIC owner", nics.len() + 1),
                 },
-                Mode::Single | Mode::PerQueue => self.per_queue(&plan, nics, D::NAME, t),
+                Mode::Single | Mode::PerQueue => self.per_queue(&plan, nics, driver, t),
             }
         };
         let bond = match Bond::new(mode, policy, &opened.macs, ms, self.cores) {
@@ -486,12 +489,12 @@ impl Start {
             "bond: {} over {} {} NICs, NIC 0 receives, policy {}, links read every {ms} ms",
             mode.name(),
             bond.count(),
-            D::NAME,
+            driver,
             policy.name()
         );
         let plan = Plan::new(decision.mode, self.cores, self.pages(), cfg, mac)
             .with_board(self.page_settings());
-        let name = alloc::format!("{} {}", bond.count(), D::NAME);
+        let name = alloc::format!("{} {}", bond.count(), driver);
         match decision.mode {
             Mode::NetCore { .. } => {
                 let mut sets = nics::sets(bond, opened, 1, self.clock);
@@ -499,7 +502,7 @@ impl Start {
                     fatal!("netcore: no queue pair for the NIC owner")
                 };
                 let (rx, tx) = set.into_rings();
-                self.netcore(&plan, rx, tx, nics::bond_counters::<D>, &name, t)
+                self.netcore(&plan, rx, tx, nics::bond_counters, &name, t)
             }
             Mode::Single | Mode::PerQueue => {
                 let sets = nics::sets(bond, opened, plan.cores, self.clock);

@@ -134,7 +134,7 @@ impl<L: Lookup<'static>> Server<L> {
         }
         let now = self.now_ns;
         let ends = self.ends(peer);
-        if self.half_open >= self.syn_backlog || self.free.is_empty() {
+        if self.half_open >= self.syn_backlog || !self.tcb_left() {
             // RFC 4987 §3.6: the half-open budget is spent (or every TCB is in use): answer
             // with a SYN cookie and keep nothing. The TCB is made when the ACK brings the
             // cookie back; a flood of spoofed SYNs costs no TCB and no eviction scan.
@@ -157,7 +157,7 @@ impl<L: Lookup<'static>> Server<L> {
             self.stats.tcp_syncookies_sent += 1;
             return self.no_connection(peer);
         }
-        let Some(id) = self.free.pop() else {
+        let Some(id) = self.take_tcb() else {
             self.stats.tcp_no_tcb += 1;
             return self.no_connection(peer);
         };
@@ -214,7 +214,7 @@ impl<L: Lookup<'static>> Server<L> {
             self.stats.tcp_per_ip_refused += 1;
             return false;
         }
-        let Some(id) = self.free.pop().or_else(|| self.evict(tx)) else {
+        let Some(id) = self.take_tcb().or_else(|| self.evict(tx)) else {
             // Every connection is sending: the client's retransmission will try again.
             self.stats.tcp_no_tcb += 1;
             self.no_connection(peer);

@@ -126,12 +126,16 @@ pub struct Server<L: Lookup<'static>> {
     /// TCBs in SYN-RECEIVED.
     half_open: usize,
     syn_backlog: usize,
+    /// Freed TCBs, taken again first (last freed first); past them a new one is made
+    /// ([`Server::take_tcb`]).
     free: Vec<u32>,
     run: VecDeque<u32>,
     /// Connections pacing holds back (BBR), each woken at its pacing deadline.
     paced: Vec<u32>,
     /// The earliest pacing deadline on `paced` (`u64::MAX`: none).
     next_pace_ns: u64,
+    /// Each made TCB's receive buffer and request-head copy, grown with `tcbs` (their
+    /// capacity is reserved up front: growing never allocates).
     rx_slab: Vec<u8>,
     head_slab: Vec<u8>,
     isn: IsnGenerator,
@@ -168,6 +172,11 @@ pub struct Server<L: Lookup<'static>> {
 impl<L: Lookup<'static>> Server<L> {
     /// Allocates every table once. Panics only on a configuration that cannot work
     /// (zero TCBs, more than 2^31 TCBs, a receive buffer smaller than one request).
+    ///
+    /// The TCB array and its buffers (~9 KiB per TCB) are reserved here but written only
+    /// as connections first need them ([`Server::take_tcb`]): a server starts without
+    /// writing ~9 MiB per 1024 TCBs, which was most of the bare-machine kernel's boot
+    /// under an emulator (issue 16), and the timer scan covers only TCBs ever used.
     pub fn new(cfg: Config, site: L, mac: crate::wire::EthernetAddress) -> Server<L> {
         assert!(
             cfg.tcbs > 0 && cfg.tcbs < (1 << 31),
@@ -189,19 +198,19 @@ impl<L: Lookup<'static>> Server<L> {
             isn: IsnGenerator::new(cfg.isn_key),
             iface,
             egress: Egress::new(&iface),
-            tcbs: TcbArray(vec![Tcb::free(); n]),
+            tcbs: TcbArray(Vec::with_capacity(n)),
             ports: PortTable::new(),
             per_ip: PerIp::new(n, cfg.isn_key),
             max_per_ip: cfg.max_per_ip.unwrap_or(n / 2).clamp(1, n) as u32,
             cookies: SynCookies::new(cfg.isn_key),
             half_open: 0,
             syn_backlog: cfg.syn_backlog.unwrap_or((n / 2).max(1)).min(n),
-            free: (0..n as u32).rev().collect(),
+            free: Vec::with_capacity(n),
             run: VecDeque::with_capacity(n),
             paced: Vec::with_capacity(n),
             next_pace_ns: u64::MAX,
-            rx_slab: vec![0; n * cfg.rx_buffer],
-            head_slab: vec![0; n * http::HEAD_MAX],
+            rx_slab: Vec::with_capacity(n * cfg.rx_buffer),
+            head_slab: Vec::with_capacity(n * http::HEAD_MAX),
             stats: Stats::default(),
             next_tick_ns: 0,
             next_timer_ns: u64::MAX,
@@ -236,7 +245,29 @@ impl<L: Lookup<'static>> Server<L> {
 
     /// TCBs in use.
     pub fn active(&self) -> usize {
-        self.cfg.tcbs - self.free.len()
+        self.tcbs.0.len() - self.free.len()
+    }
+
+    /// Whether a new connection can have a TCB ([`Server::take_tcb`] would give one).
+    fn tcb_left(&self) -> bool {
+        !self.free.is_empty() || self.tcbs.0.len() < self.cfg.tcbs
+    }
+
+    /// A free TCB for a new connection: the last one freed, else a new one made (and its
+    /// buffers zeroed, inside the capacity reserved by `new`: no allocation); `None` when
+    /// all `tcbs` are in use.
+    fn take_tcb(&mut self) -> Option<u32> {
+        if let Some(id) = self.free.pop() {
+            return Some(id);
+        }
+        let id = self.tcbs.0.len();
+        if id >= self.cfg.tcbs {
+            return None;
+        }
+        self.tcbs.0.push(Tcb::free());
+        self.rx_slab.resize((id + 1) * self.cfg.rx_buffer, 0);
+        self.head_slab.resize((id + 1) * http::HEAD_MAX, 0);
+        Some(id as u32)
     }
 
     /// Where this core's time went (RCV / HTTP; Main is the rest).

@@ -3,10 +3,11 @@
 //! is found on PCI and brought up with as many queue pairs as the plan wants, how each of
 //! its two sides reports its own device work in the engine's `NicCounters` (so the
 //! counters stay whole when a wrapper, the network core, owns the sides apart), and how
-//! its receive side is armed to wake a halting core by interrupt ([`Arm`]). `serve` is
-//! generic over `Driver`: a new driver is a `Driver` impl and one line in `serve`'s probe
-//! list.
+//! its receive side is armed to wake a halting core by interrupt ([`Arm`]). `serve` runs
+//! them all as one `Driver`, [`any::AnyNic`] (one copy of the engine's per-NIC code, for
+//! the size budget): a new driver is a `Driver` impl and a variant there.
 
+pub mod any;
 pub mod e1000;
 pub mod virtio;
 pub mod virtio_net;

@@ -382,3 +382,42 @@ fn timestamps_are_negotiated_through_a_syn_cookie() {
     }
     assert_eq!(sent[1].2, 1448);
 }
+
+#[test]
+fn tcbs_and_their_buffers_are_made_as_connections_first_need_them() {
+    // Issue 16's boot budget: a new server writes none of its TCB table; each connection
+    // beyond those ever open makes one TCB (and its buffers) in the reserved capacity, a
+    // freed one is taken again first, and the limit holds.
+    let mut s = server();
+    assert_eq!(
+        (s.tcbs.0.len(), s.rx_slab.len(), s.head_slab.len()),
+        (0, 0, 0)
+    );
+    assert!(s.tcbs.0.capacity() >= 8 && s.rx_slab.capacity() >= 8 * s.cfg.rx_buffer);
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let clock = ManualClock(1_000_000);
+    for p in 0..3u16 {
+        let syn = tcp_frame(
+            7000 + p,
+            1,
+            None,
+            flags(true, false, false, false),
+            &[],
+            None,
+        );
+        nic.rx.inbox.push_back(syn);
+        run(&mut s, &mut nic, &clock);
+    }
+    assert_eq!((s.active(), s.tcbs.0.len()), (3, 3));
+    assert_eq!(s.rx_slab.len(), 3 * s.cfg.rx_buffer);
+    assert_eq!(s.head_slab.len(), 3 * http::HEAD_MAX);
+    let cap = s.rx_slab.capacity();
+    s.free_tcb(1);
+    assert_eq!(s.take_tcb(), Some(1), "the freed TCB first");
+    for _ in 3..8 {
+        assert!(s.take_tcb().is_some());
+    }
+    assert_eq!((s.take_tcb(), s.tcbs.0.len()), (None, 8));
+    assert!(!s.tcb_left());
+    assert_eq!(s.rx_slab.capacity(), cap, "growing never reallocated");
+}

@@ -10,8 +10,9 @@
 //!   long mode, loads the boot CPU's page tables (every core shares them) and calls
 //!   [`bw_ap_entry`] on the stack the boot CPU wrote into the trampoline's data words.
 //! - **One core at a time.** The trampoline's data words serve one AP: the boot CPU sends
-//!   INIT, waits 10 ms, sends STARTUP (again after 200 µs if the core has not checked in)
-//!   and waits for the core to check in before the next.
+//!   INIT, waits 10 ms on an old processor and not at all on one that needs no wait (as
+//!   Linux decides: [`init_delay_us`]), sends STARTUP (again after 200 µs if the core has
+//!   not checked in) and waits for the core to check in before the next.
 //! - **Per-core data.** [`PerCpu`] (a static array, `GS.base` points at the core's entry),
 //!   a stack of [`AP_STACK`] bytes with an unmapped guard page below it, and a GDT/TSS with
 //!   its own double-fault stack (`gdt::CpuTables`). The IDT is shared.
@@ -297,6 +298,38 @@ fn delay_us(hz: u64, us: u64) {
     }
 }
 
+/// The wait between INIT and STARTUP, in µs. The MP specification's 10 ms is for the
+/// processors of its time; Linux waits none on Intel family 6, AMD family 0xF and later
+/// and Hygon 0x18 and later (`smp_quirk_init_udelay`, arch/x86/kernel/smpboot.c), nor do
+/// we, nor under a hypervisor (CPUID.1:ECX bit 31: the INIT is emulated, there is nothing
+/// to settle). Issue 16's boot budget: it was 10 ms of boot per application core.
+pub fn init_delay_us() -> u64 {
+    let (_, b, c, d) = cpuid(0, 0);
+    let vendor = |s: &[u8; 12]| {
+        let mut v = [0u8; 12];
+        v[..4].copy_from_slice(&b.to_le_bytes());
+        v[4..8].copy_from_slice(&d.to_le_bytes());
+        v[8..].copy_from_slice(&c.to_le_bytes());
+        &v == s
+    };
+    let eax = cpuid(1, 0).0;
+    let base = (eax >> 8) & 0xF;
+    let family = if base == 0xF {
+        base + ((eax >> 20) & 0xFF)
+    } else {
+        base
+    };
+    let guest = cpuid(1, 0).2 & (1 << 31) != 0;
+    let modern = (vendor(b"GenuineIntel") && family == 6)
+        || (vendor(b"AuthenticAMD") && family >= 0xF)
+        || (vendor(b"HygonGenuine") && family >= 0x18);
+    if guest || modern {
+        0
+    } else {
+        10_000
+    }
+}
+
 /// Starts the cores with APIC ids `aps` (the MADT's processors but the boot CPU), at most
 /// `MAX_CPUS - 1`. Calls `report(apic_id, outcome)` for each. `hz` is the TSC frequency.
 ///
@@ -332,6 +365,7 @@ pub unsafe fn start_aps(aps: &[u32], hz: u64, mut report: impl FnMut(u32, Start)
         word(core::ptr::addr_of!(bw_tramp_entry)).write_volatile(bw_ap_entry as *const () as u64);
     }
     // 3. One core at a time.
+    let init_delay = init_delay_us();
     for (k, &id) in aps[..n].iter().enumerate() {
         let index = k + 1;
         if !ready[index] {
@@ -351,7 +385,7 @@ pub unsafe fn start_aps(aps: &[u32], hz: u64, mut report: impl FnMut(u32, Start)
         core::sync::atomic::fence(Ordering::SeqCst);
         let t0 = rdtsc();
         apic::send_init(id);
-        delay_us(hz, 10_000);
+        delay_us(hz, init_delay);
         let page = (TRAMPOLINE >> 12) as u8;
         apic::send_startup(id, page);
         // Looks at the state before the clock, so a boot CPU descheduled past the

@@ -1,0 +1,263 @@
+//! One queue-pair type over every driver ([`AnyNic`]), so the engine's per-NIC generic
+//! code (`Server::poll` and everything under it, `cores::run`, the network core's
+//! wrappers, bonding) is compiled once for the kernel instead of once per driver and per
+//! mode: with a type per driver the stripped kernel was 790 KB, 218 KB of which was the
+//! e1000's second copy of that code (issue 16's size budget, docs/kernel.md "Size").
+//!
+//! Each ring call is a `match` on which driver it is: one predictable branch per burst or
+//! per posted frame, nothing per byte. A new driver is one more variant here and in
+//! [`AnyNic::matches`]/[`AnyNic::open`].
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::fmt;
+
+use bareweb_engine::cores::CoreQueue;
+use bareweb_engine::nic::{
+    LinkSense, Nic, NicCaps, NicCounters, RxFrame, RxRing, Tso, TxFull, TxRing,
+};
+use bareweb_engine::wire::EthernetAddress;
+
+use super::e1000::{E1000Link, E1000Rx, E1000Tx, E1000};
+use super::virtio_net::{VirtioLink, VirtioNet, VirtioRx, VirtioTx};
+use super::{Arm, Driver, Open, Wake, WakeRx};
+use crate::pci::Device;
+
+/// A receive side of any driver. (The e1000's is larger, its descriptor shadow inline:
+/// there is one per queue pair, and boxing it would add a pointer chase per call.)
+#[allow(clippy::large_enum_variant)]
+pub enum AnyRx {
+    /// virtio-net (PCI or MMIO).
+    Virtio(VirtioRx),
+    /// e1000.
+    E1000(E1000Rx),
+}
+
+/// A transmit side of any driver.
+pub enum AnyTx {
+    /// virtio-net (PCI or MMIO).
+    Virtio(VirtioTx),
+    /// e1000.
+    E1000(E1000Tx),
+}
+
+/// A device's link, for the bonding monitor.
+#[derive(Clone, Copy)]
+enum AnyLink {
+    Virtio(VirtioLink),
+    E1000(E1000Link),
+}
+
+/// A queue pair of any driver.
+pub struct AnyNic {
+    rx: AnyRx,
+    tx: AnyTx,
+    mac: EthernetAddress,
+    caps: NicCaps,
+    link: AnyLink,
+}
+
+impl From<VirtioNet> for AnyNic {
+    fn from(n: VirtioNet) -> AnyNic {
+        let (mac, caps, link) = (n.mac(), n.caps(), AnyLink::Virtio(n.link_sense()));
+        let (rx, tx) = n.into_rings();
+        AnyNic {
+            rx: AnyRx::Virtio(rx),
+            tx: AnyTx::Virtio(tx),
+            mac,
+            caps,
+            link,
+        }
+    }
+}
+
+impl From<E1000> for AnyNic {
+    fn from(n: E1000) -> AnyNic {
+        let (mac, caps, link) = (n.mac(), n.caps(), AnyLink::E1000(n.link_sense()));
+        let (rx, tx) = Driver::into_rings(n);
+        AnyNic {
+            rx: AnyRx::E1000(rx),
+            tx: AnyTx::E1000(tx),
+            mac,
+            caps,
+            link,
+        }
+    }
+}
+
+/// Why a device could not be brought up, with its driver's name.
+pub enum AnyError {
+    /// virtio-net's reason.
+    Virtio(super::virtio::Error),
+    /// e1000's reason.
+    E1000(super::e1000::Error),
+}
+
+impl fmt::Debug for AnyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AnyError::Virtio(e) => write!(f, "virtio-net: {e:?}"),
+            AnyError::E1000(e) => write!(f, "e1000: {e:?}"),
+        }
+    }
+}
+
+impl AnyNic {
+    /// The driver's short name ("virtio-net", "e1000").
+    pub fn name(&self) -> &'static str {
+        match self.rx {
+            AnyRx::Virtio(_) => VirtioNet::NAME,
+            AnyRx::E1000(_) => E1000::NAME,
+        }
+    }
+}
+
+impl Nic for AnyNic {
+    type Rx = AnyRx;
+    type Tx = AnyTx;
+
+    fn split(&mut self) -> (&mut AnyRx, &mut AnyTx) {
+        (&mut self.rx, &mut self.tx)
+    }
+
+    fn mac(&self) -> EthernetAddress {
+        self.mac
+    }
+
+    fn caps(&self) -> NicCaps {
+        self.caps
+    }
+
+    fn counters(&self) -> NicCounters {
+        super::counters::<AnyNic>(&self.rx, &self.tx)
+    }
+}
+
+impl CoreQueue for AnyNic {}
+
+impl Driver for AnyNic {
+    type Error = AnyError;
+    const NAME: &'static str = "NIC";
+
+    fn matches(dev: &Device) -> bool {
+        VirtioNet::matches(dev) || E1000::matches(dev)
+    }
+
+    fn open(dev: &Device, with: &Open<'_>) -> Result<(Vec<AnyNic>, usize), AnyError> {
+        if VirtioNet::matches(dev) {
+            let (q, n) = <VirtioNet as Driver>::open(dev, with).map_err(AnyError::Virtio)?;
+            Ok((q.into_iter().map(AnyNic::from).collect(), n))
+        } else {
+            let (q, n) = <E1000 as Driver>::open(dev, with).map_err(AnyError::E1000)?;
+            Ok((q.into_iter().map(AnyNic::from).collect(), n))
+        }
+    }
+
+    fn rx_counters(rx: &AnyRx, c: &mut NicCounters) {
+        match rx {
+            AnyRx::Virtio(r) => VirtioNet::rx_counters(r, c),
+            AnyRx::E1000(r) => E1000::rx_counters(r, c),
+        }
+    }
+
+    fn tx_counters(tx: &AnyTx, c: &mut NicCounters) {
+        match tx {
+            AnyTx::Virtio(t) => VirtioNet::tx_counters(t, c),
+            AnyTx::E1000(t) => E1000::tx_counters(t, c),
+        }
+    }
+
+    fn into_rings(self) -> (AnyRx, AnyTx) {
+        (self.rx, self.tx)
+    }
+
+    fn link(&self) -> Box<dyn LinkSense> {
+        match self.link {
+            AnyLink::Virtio(l) => Box::new(l),
+            AnyLink::E1000(l) => Box::new(l),
+        }
+    }
+}
+
+impl RxRing for AnyRx {
+    fn burst(&mut self, out: &mut [RxFrame]) -> usize {
+        match self {
+            AnyRx::Virtio(r) => r.burst(out),
+            AnyRx::E1000(r) => r.burst(out),
+        }
+    }
+
+    fn bytes(&self, f: &RxFrame) -> &[u8] {
+        match self {
+            AnyRx::Virtio(r) => r.bytes(f),
+            AnyRx::E1000(r) => r.bytes(f),
+        }
+    }
+
+    fn recycle(&mut self, f: RxFrame) {
+        match self {
+            AnyRx::Virtio(r) => r.recycle(f),
+            AnyRx::E1000(r) => r.recycle(f),
+        }
+    }
+}
+
+impl WakeRx for AnyRx {
+    fn arm(&mut self) -> Arm {
+        match self {
+            AnyRx::Virtio(r) => r.arm(),
+            AnyRx::E1000(r) => r.arm(),
+        }
+    }
+
+    fn disarm(&mut self) {
+        match self {
+            AnyRx::Virtio(r) => r.disarm(),
+            AnyRx::E1000(r) => r.disarm(),
+        }
+    }
+
+    fn wake(&self) -> Wake {
+        match self {
+            AnyRx::Virtio(r) => r.wake(),
+            AnyRx::E1000(r) => r.wake(),
+        }
+    }
+}
+
+impl TxRing for AnyTx {
+    fn slot(&mut self) -> Option<&mut [u8]> {
+        match self {
+            AnyTx::Virtio(t) => t.slot(),
+            AnyTx::E1000(t) => t.slot(),
+        }
+    }
+
+    fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
+        match self {
+            AnyTx::Virtio(t) => t.post(head_len, body),
+            AnyTx::E1000(t) => t.post(head_len, body),
+        }
+    }
+
+    fn flush(&mut self) {
+        match self {
+            AnyTx::Virtio(t) => t.flush(),
+            AnyTx::E1000(t) => t.flush(),
+        }
+    }
+
+    fn post_tso(&mut self, head_len: usize, body: &'static [u8], tso: Tso) -> Result<(), TxFull> {
+        match self {
+            AnyTx::Virtio(t) => t.post_tso(head_len, body, tso),
+            AnyTx::E1000(t) => t.post_tso(head_len, body, tso),
+        }
+    }
+
+    fn room(&mut self) -> usize {
+        match self {
+            AnyTx::Virtio(t) => t.room(),
+            AnyTx::E1000(t) => t.room(),
+        }
+    }
+}
