@@ -3,10 +3,7 @@
 
 use super::Client;
 use crate::nic::TxRing;
-use crate::wire::{
-    arp, ethernet, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame,
-    Ipv4Address,
-};
+use crate::wire::{ArpOperation, ArpPacket, ArpRepr, Ipv4Address};
 
 impl Client {
     pub(super) fn next_hop(&self) -> Ipv4Address {
@@ -17,37 +14,10 @@ impl Client {
     }
 
     pub(super) fn arp_request<T: TxRing>(&mut self, tx: &mut T) {
-        let req = ArpRepr {
-            operation: ArpOperation::Request,
-            source_hardware_addr: self.cfg.mac,
-            source_protocol_addr: self.cfg.ip,
-            target_hardware_addr: EthernetAddress([0; 6]),
-            target_protocol_addr: self.next_hop(),
-        };
-        if self.arp_frame(tx, EthernetAddress::BROADCAST, &req) {
+        let sent = self.egress.arp_request(tx, self.next_hop());
+        if self.count(sent) {
             self.counters.arp_requests += 1;
         }
-    }
-
-    fn arp_frame<T: TxRing>(&mut self, tx: &mut T, dst: EthernetAddress, r: &ArpRepr) -> bool {
-        let Some(buf) = tx.slot() else {
-            self.counters.tx_full += 1;
-            return false;
-        };
-        let len = ethernet::HEADER_LEN + arp::BUFFER_LEN;
-        let mut frame = EthernetFrame::new_unchecked(&mut buf[..len]);
-        ethernet::Repr {
-            src_addr: self.cfg.mac,
-            dst_addr: dst,
-            ethertype: EtherType::Arp,
-        }
-        .emit(&mut frame);
-        r.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
-        let ok = tx.post(len, &[]).is_ok();
-        if ok {
-            self.counters.tx += 1;
-        }
-        ok
     }
 
     pub(super) fn arp<T: TxRing>(&mut self, payload: &[u8], tx: &mut T) {

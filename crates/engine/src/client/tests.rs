@@ -246,3 +246,28 @@ fn a_server_that_goes_away_mid_response_is_a_failure() {
     assert_eq!(p.rec.ends, [(0, End::Failed(Failure::Stalled))]);
     assert_eq!(p.client.open_connections(), 0);
 }
+
+#[test]
+fn the_next_hop_is_found_by_arp_before_the_first_fetch() {
+    let mut p = Pair::new(1, 80);
+    let mut cfg = ClientConfig::new(CLIENT_MAC, CLIENT_IP, 24, SERVER_IP, 80, 1);
+    cfg.ports = (40_000, 40_015);
+    p.client = Client::new(cfg);
+    assert!(!p.client.ready());
+    p.run();
+    assert!(p.client.ready(), "the server answered the ARP request");
+    assert_eq!(p.client.counters.arp_requests, 1);
+    assert_eq!(p.server.stats().arp_replies, 1);
+    p.get(0, "/index.html", true);
+    p.run();
+    assert_eq!(
+        p.rec.ends.last(),
+        Some(&(
+            0,
+            End::Done {
+                status: 200,
+                body: 15
+            }
+        ))
+    );
+}

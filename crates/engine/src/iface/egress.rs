@@ -106,6 +106,18 @@ impl Egress {
         self.arp(tx, EthernetAddress([0xFF; 6]), &announce)
     }
 
+    /// A broadcast ARP request for `target` (a client asking for its next hop).
+    pub fn arp_request<T: TxRing>(&self, tx: &mut T, target: Ipv4Address) -> Sent {
+        let request = ArpRepr {
+            operation: ArpOperation::Request,
+            source_hardware_addr: self.mac,
+            source_protocol_addr: self.ip,
+            target_hardware_addr: EthernetAddress([0; 6]),
+            target_protocol_addr: target,
+        };
+        self.arp(tx, EthernetAddress::BROADCAST, &request)
+    }
+
     /// The ARP reply to `request`, sent to `dst_mac`.
     pub fn arp_reply<T: TxRing>(
         &self,

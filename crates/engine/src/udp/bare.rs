@@ -23,7 +23,7 @@ use crate::iface::egress::{self, Egress};
 use crate::iface::Interface;
 use crate::nic::{Nic, RxFrame, RxRing, TxRing};
 use crate::wire::{
-    arp, ethernet, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame,
+    ethernet, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame,
     IpProtocol, Ipv4Address, Ipv4Packet, UdpPacket,
 };
 
@@ -289,45 +289,25 @@ impl BareClient {
         let sent = self
             .egress
             .udp(tx, mac, self.cfg.server, ports, &[&self.req[..n]], &[], 0);
-        match sent {
-            egress::Sent::Frame => self.frames.tx += 1,
-            _ => self.frames.tx_full += 1,
-        }
+        self.count(sent);
     }
 
     fn arp_request<T: TxRing>(&mut self, tx: &mut T) {
-        let target = self.next_hop();
-        let req = ArpRepr {
-            operation: ArpOperation::Request,
-            source_hardware_addr: self.cfg.mac,
-            source_protocol_addr: self.cfg.ip,
-            target_hardware_addr: EthernetAddress([0; 6]),
-            target_protocol_addr: target,
-        };
-        if self.arp_frame(tx, EthernetAddress([0xff; 6]), &req) {
+        let sent = self.egress.arp_request(tx, self.next_hop());
+        if self.count(sent) {
             self.frames.arp_requests += 1;
         }
     }
 
-    fn arp_frame<T: TxRing>(&mut self, tx: &mut T, dst: EthernetAddress, r: &ArpRepr) -> bool {
-        let Some(buf) = tx.slot() else {
-            self.frames.tx_full += 1;
-            return false;
-        };
-        let len = ethernet::HEADER_LEN + arp::BUFFER_LEN;
-        let mut frame = EthernetFrame::new_unchecked(&mut buf[..len]);
-        ethernet::Repr {
-            src_addr: self.cfg.mac,
-            dst_addr: dst,
-            ethertype: EtherType::Arp,
-        }
-        .emit(&mut frame);
-        r.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
-        let ok = tx.post(len, &[]).is_ok();
-        if ok {
+    /// Counts a frame handed to the ring, or a full ring; whether it left.
+    fn count(&mut self, sent: egress::Sent) -> bool {
+        let left = sent == egress::Sent::Frame;
+        if left {
             self.frames.tx += 1;
+        } else {
+            self.frames.tx_full += 1;
         }
-        ok
+        left
     }
 
     fn frame<T: TxRing>(&mut self, bytes: &[u8], now: u64, tx: &mut T) {
@@ -359,14 +339,8 @@ impl BareClient {
             self.next_hop_mac = Some(r.source_hardware_addr);
         }
         if r.operation == ArpOperation::Request && r.target_protocol_addr == self.cfg.ip {
-            let reply = ArpRepr {
-                operation: ArpOperation::Reply,
-                source_hardware_addr: self.cfg.mac,
-                source_protocol_addr: self.cfg.ip,
-                target_hardware_addr: r.source_hardware_addr,
-                target_protocol_addr: r.source_protocol_addr,
-            };
-            self.arp_frame(tx, r.source_hardware_addr, &reply);
+            let sent = self.egress.arp_reply(tx, r.source_hardware_addr, &r);
+            self.count(sent);
         }
     }
 
