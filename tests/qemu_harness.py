@@ -14,6 +14,7 @@ with a reason otherwise, failing under CI=true.
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import time
 
@@ -48,6 +49,10 @@ def accel_line():
     """What `bareweb run` chooses here, and why (its own words)."""
     r = subprocess.run([BIN, "run", SITE, "--dry-run", "--accel", ACCEL], capture_output=True,
                        text=True, timeout=60)
+    # A dry run keeps its work directory for the command it prints: not needed here.
+    for w in r.stdout.split():
+        if w.endswith("bareweb-kernel.elf"):
+            shutil.rmtree(os.path.dirname(w), ignore_errors=True)
     for line in r.stderr.splitlines():
         if "accel" in line:
             return line.split("accel", 1)[1].strip()
