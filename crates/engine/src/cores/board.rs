@@ -390,22 +390,36 @@ pub trait PlatformCounters: Sync + fmt::Debug {
 /// Most counters of one platform unit that are shown (more are left out).
 pub const PLATFORM_COUNTERS_MAX: usize = 16;
 
-/// Reads unit `i` of `p` into a fixed array (no allocation): its id, and the counters
-/// whose names can go into JSON and a metric name as they are (plain ASCII letters,
-/// digits and `_`).
-pub fn read_platform(
-    p: &dyn PlatformCounters,
-    i: usize,
-) -> Option<(u64, [(&'static str, u64); PLATFORM_COUNTERS_MAX], usize)> {
-    let mut vals = [("", 0u64); PLATFORM_COUNTERS_MAX];
-    let mut n = 0;
-    let id = p.read(i, &mut |name, v| {
-        if n < PLATFORM_COUNTERS_MAX && plain(name) {
-            vals[n] = (name, v);
-            n += 1;
+/// One unit's counters as read for a page, in a fixed array (no allocation).
+pub struct PlatformUnit {
+    /// The unit's id (its queue number).
+    pub id: u64,
+    vals: [(&'static str, u64); PLATFORM_COUNTERS_MAX],
+    n: usize,
+}
+
+impl PlatformUnit {
+    /// The counters whose names can go into JSON and a metric name as they are (plain
+    /// ASCII letters, digits and `_`), at most [`PLATFORM_COUNTERS_MAX`].
+    pub fn counters(&self) -> &[(&'static str, u64)] {
+        &self.vals[..self.n]
+    }
+}
+
+/// Reads unit `i` of `p`, or `None` when it cannot be read now.
+pub fn read_platform(p: &dyn PlatformCounters, i: usize) -> Option<PlatformUnit> {
+    let mut u = PlatformUnit {
+        id: 0,
+        vals: [("", 0); PLATFORM_COUNTERS_MAX],
+        n: 0,
+    };
+    u.id = p.read(i, &mut |name, v| {
+        if u.n < PLATFORM_COUNTERS_MAX && plain(name) {
+            u.vals[u.n] = (name, v);
+            u.n += 1;
         }
     })?;
-    Some((id, vals, n))
+    Some(u)
 }
 
 /// `,"<name>":[{"<unit>":id,"<counter>":v,..},..]`.
@@ -416,15 +430,15 @@ fn write_platform(p: &dyn PlatformCounters, w: &mut impl fmt::Write) -> fmt::Res
     write!(w, ",\"{}\":[", p.name())?;
     let mut first = true;
     for i in 0..p.units() {
-        let Some((id, vals, n)) = read_platform(p, i) else {
+        let Some(u) = read_platform(p, i) else {
             continue;
         };
         if !first {
             w.write_str(",")?;
         }
         first = false;
-        write!(w, "{{\"{}\":{id}", p.unit())?;
-        for (name, v) in &vals[..n] {
+        write!(w, "{{\"{}\":{}", p.unit(), u.id)?;
+        for (name, v) in u.counters() {
             write!(w, ",\"{name}\":{v}")?;
         }
         w.write_str("}")?;

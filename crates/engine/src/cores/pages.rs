@@ -177,8 +177,8 @@ pub fn render_metrics(board: &Board, out: &mut [u8]) -> Option<usize> {
         let mut names: [&str; board::PLATFORM_COUNTERS_MAX] = [""; board::PLATFORM_COUNTERS_MAX];
         let mut n_names = 0;
         for i in 0..p.units() {
-            if let Some((_, vals, n)) = board::read_platform(p, i) {
-                for (name, _) in &vals[..n] {
+            if let Some(u) = board::read_platform(p, i) {
+                for (name, _) in u.counters() {
                     if !names[..n_names].contains(name) && n_names < names.len() {
                         names[n_names] = name;
                         n_names += 1;
@@ -189,11 +189,11 @@ pub fn render_metrics(board: &Board, out: &mut [u8]) -> Option<usize> {
         for name in &names[..n_names] {
             writeln!(w, "# TYPE bareweb_{prefix}_{name} counter").ok()?;
             for i in 0..p.units() {
-                let Some((id, vals, n)) = board::read_platform(p, i) else {
+                let Some(u) = board::read_platform(p, i) else {
                     continue;
                 };
-                if let Some((_, v)) = vals[..n].iter().find(|(k, _)| k == name) {
-                    writeln!(w, "bareweb_{prefix}_{name}{{{unit}=\"{id}\"}} {v}").ok()?;
+                if let Some((_, v)) = u.counters().iter().find(|(k, _)| k == name) {
+                    writeln!(w, "bareweb_{prefix}_{name}{{{unit}=\"{}\"}} {v}", u.id).ok()?;
                 }
             }
         }
