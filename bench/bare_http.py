@@ -30,11 +30,13 @@ def main():
                              "--parallel", "8", "--seconds", "4", *ka, "--json", "-q",
                              timeout=60, check=False)
                 bb = json.loads(r.stdout)
-                sock_rate = s.get("fetches_per_sec") or s["fetches"] / s.get("seconds", 4)
                 print(f"round {rnd} {'keep-alive' if ka else 'per-connection':14} "
-                      f"socket {sock_rate:8.0f}/s   bare {bb['fetches_per_sec']:8.0f}/s "
-                      f"(failed {bb['failed']}, client CPU {bb['client_cpu_us_per_fetch']:.1f} "
-                      f"us/fetch, exit {r.returncode})", flush=True)
+                      f"socket {s['fetches_per_sec']:8.0f}/s p50 {s['response']['p50_ms']:.3f} ms"
+                      f" (client CPU {s['client_cpu_us_per_fetch']:.1f} us/fetch)   "
+                      f"bare {bb['fetches_per_sec']:8.0f}/s p50 {bb['response']['p50_ms']:.3f} ms"
+                      f" (failed {bb['errors_total']}, client CPU "
+                      f"{bb['client_cpu_us_per_fetch']:.1f} us/fetch, exit {r.returncode})",
+                      flush=True)
     finally:
         b.close()
 

@@ -1,8 +1,8 @@
 """The bare HTTP load client (issue 18): `bareweb load URL --tap NAME --ip A/N`, the
 engine's own TCP on a TAP of its own, bridged with `bareweb serve`'s TAP in a namespace.
 Bodies are checked (`--verify`), keep-alive and a connection per fetch, parallel and rate
-modes, the same load from the socket client for comparison, and a server killed mid-run:
-every failed fetch counted and the exit status non-zero."""
+modes, the same load from the socket client for comparison (one report shape for both), and
+a server killed mid-run: every failed fetch counted and the exit status non-zero."""
 import json
 import signal
 import subprocess
@@ -80,10 +80,21 @@ def test_bare_client_fetches_and_verifies():
     finally:
         b.close()
     print(per_conn, kept, rate, sock)
-    assert per_conn["good"] == 60 and per_conn["failed"] == 0, per_conn
+    # One report shape for both clients (the bench parses both with one code).
+    assert set(per_conn) == set(sock), set(per_conn) ^ set(sock)
+    assert per_conn["client"] == "bare-tap" and sock["client"] == "socket"
+    assert per_conn["fetches_ok"] == 60 and per_conn["errors_total"] == 0, per_conn
     assert per_conn["connections"] == 60 and per_conn["max_parallel"] == 4, per_conn
-    assert kept["good"] == 30 and kept["failed"] == 0 and kept["connections"] == 2, kept
-    assert rate["good"] == 100 and rate["failed"] == 0 and rate["mode"] == "rate", rate
+    # Latencies: a connect per connection, a first byte and a whole response per fetch.
+    assert per_conn["connect"]["count"] == 60, per_conn["connect"]
+    assert per_conn["first_response"]["count"] == 60, per_conn["first_response"]
+    r = per_conn["response"]
+    assert 0 < r["min_ms"] <= r["p50_ms"] <= r["p99_ms"] <= r["max_ms"] < 5000, r
+    assert per_conn["first_response"]["mean_ms"] <= r["mean_ms"], per_conn
+    assert kept["fetches_ok"] == 30 and kept["errors_total"] == 0, kept
+    assert kept["connections"] == 2 and kept["connect"]["count"] == 2, kept
+    assert rate["fetches_ok"] == 100 and rate["errors_total"] == 0, rate
+    assert rate["mode"].startswith("rate 200"), rate
     assert sock["fetches"] == 200, sock
 
 
@@ -104,4 +115,5 @@ def test_a_server_killed_mid_run_is_counted_and_fails_the_run():
     rep = json.loads(out)
     print(rep, err)
     assert run.returncode != 0 and "failed" in err, (run.returncode, err)
-    assert rep["good"] > 0 and rep["failed"] >= 1, rep
+    assert rep["fetches_ok"] > 0 and rep["errors_total"] >= 1, rep
+    assert rep["errors_total"] == sum(rep["errors"].values()), rep

@@ -1,6 +1,7 @@
 //! `bareweb load` (the load generator, [`bareweb_loadgen::load`]; on a TAP with the
 //! engine's own TCP: [`crate::load_bare`]) and `bareweb
-//! surge-site` (writes the Surge file set a session run fetches).
+//! surge-site` (writes the Surge file set a session run fetches). Owns the options, the
+//! progress line and the report's printing, which every load client shares.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -204,8 +205,20 @@ pub fn load(a: LoadArgs) -> Result<(), String> {
     if a.udp.tap.is_some() {
         return crate::load_bare::load(&a, &cfg);
     }
+    let mut progress = progress_printer(a.quiet);
+    let report = bareweb_loadgen::run(&cfg, &mut progress)?;
+    progress_done(a.quiet);
+    emit(&a, &report, &report.text())
+}
+
+/// The progress line of an HTTP load run, every second on stderr (over itself on a
+/// terminal); nothing when `quiet`.
+pub fn progress_printer(quiet: bool) -> impl FnMut(&bareweb_loadgen::Progress) {
     let tty = std::io::stderr().is_terminal();
-    let mut progress = |p: &bareweb_loadgen::Progress| {
+    move |p: &bareweb_loadgen::Progress| {
+        if quiet {
+            return;
+        }
         let line = format!(
             "[{:6.1}s] {} fetches ({:.0}/s), {} errors, {} open{}",
             p.elapsed_secs,
@@ -225,19 +238,27 @@ pub fn load(a: LoadArgs) -> Result<(), String> {
         } else {
             writeln!(e, "{line}")
         };
-    };
-    let report = bareweb_loadgen::run(&cfg, &mut progress)?;
-    if tty && !a.quiet {
+    }
+}
+
+/// Ends the progress line (on a terminal).
+pub fn progress_done(quiet: bool) {
+    if !quiet && std::io::stderr().is_terminal() {
         eprintln!();
     }
-    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+}
+
+/// Prints a report (every load client's: HTTP on sockets or bare, UDP): JSON with
+/// `--json`, else `text`; and writes the JSON to `--json-out`.
+pub fn emit<R: serde::Serialize>(a: &LoadArgs, report: &R, text: &str) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
     if let Some(f) = &a.json_out {
         std::fs::write(f, &json).map_err(|e| format!("{}: {e}", f.display()))?;
     }
     if a.json {
         println!("{json}");
     } else {
-        print!("{}", report.text());
+        print!("{text}");
     }
     Ok(())
 }

@@ -184,8 +184,8 @@ fn bare(
 ) -> Result<UdpReport, String> {
     use bareweb_engine::nic::Clock;
     use bareweb_engine::udp::bare::{BareClient, BareConfig};
-    use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
-    use bareweb_host::{netif, SystemClock, Tap};
+    use bareweb_engine::wire::Ipv4Address;
+    use bareweb_host::SystemClock;
 
     if urls.iter().any(|u| u.expect.is_some()) {
         return Err(
@@ -193,16 +193,8 @@ fn bare(
         );
     }
     let cidr = a.udp.ip.ok_or("--tap needs --ip")?;
-    let mac = match a.udp.mac {
-        Some(m) => m.ethernet(),
-        None => {
-            let mut m: [u8; 6] = crate::util::random_bytes();
-            m[0] = (m[0] & 0xfe) | 0x02;
-            EthernetAddress(m)
-        }
-    };
-    let mut nic = Tap::open(tap, mac).map_err(|e| format!("cannot open TAP {tap:?}: {e}"))?;
-    netif::set_up(nic.name()).map_err(|e| format!("cannot bring {tap} up: {e}"))?;
+    let mac = crate::load_bare::client_mac(a);
+    let mut nic = crate::load_bare::open_tap(tap, mac)?;
     let mut client = BareClient::new(BareConfig {
         mac,
         ip: cidr.addr(),
@@ -391,15 +383,6 @@ fn kernel(
 }
 
 /// Prints (and writes) a report.
-pub fn emit(a: &LoadArgs, report: &UdpReport) -> Result<(), String> {
-    let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
-    if let Some(f) = &a.json_out {
-        std::fs::write(f, &json).map_err(|e| format!("{}: {e}", f.display()))?;
-    }
-    if a.json {
-        println!("{json}");
-    } else {
-        print!("{}", report.text());
-    }
-    Ok(())
+fn emit(a: &LoadArgs, report: &UdpReport) -> Result<(), String> {
+    crate::load::emit(a, report, &report.text())
 }

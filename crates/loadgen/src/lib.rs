@@ -2,7 +2,8 @@
 //!
 //! - [`load`]: an http_load / httperf-style generator on one thread with epoll — rate
 //!   mode, parallel mode, connection per fetch or keep-alive, URL lists, Surge sessions —
-//!   reporting what http_load reports ([`report`]).
+//!   reporting what http_load reports ([`report`], counted by [`tally`], which the bare
+//!   client of `bareweb load --tap/--xdp` counts with too).
 //! - [`surge`]: the Surge workload model and the matching site generator.
 //! - [`http`]: the incremental HTTP/1.x response reader the generator checks framing with.
 //! - [`hist`]: latency histograms (HdrHistogram); [`rng`]: seeded distributions.
@@ -22,7 +23,9 @@ pub mod report;
 pub mod rng;
 pub mod surge;
 pub mod sys;
+pub mod tally;
 pub mod udp;
 
 pub use load::{parse_url, run, Expect, LoadConfig, Mode, Progress, Target, UrlEntry};
 pub use report::{ErrorKind, Report};
+pub use tally::Tally;

@@ -23,12 +23,12 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use crate::hist::Histogram;
 use crate::http::{RespError, ResponseParser, Step};
 use crate::report::{ErrorKind, Report};
 use crate::rng::{Rng, Zipf};
 use crate::surge::{SurgeParams, MAX_BURST};
 use crate::sys;
+use crate::tally::{verdict, Tally};
 
 /// Where the server is.
 #[derive(Clone, Debug)]
@@ -257,23 +257,10 @@ struct Ctx<'a> {
     free: Vec<u32>,
     idle: Vec<(u32, u32)>,
     open: u64,
-    max_parallel: u64,
-    connections: u64,
     in_flight: u64,
-    fetches_started: u64,
-    fetches: u64,
-    fetches_ok: u64,
-    bytes: u64,
-    errors: [u64; ErrorKind::ALL.len()],
-    status: Box<[u64; 600]>,
-    sessions_started: u64,
     sessions_active: u64,
-    sessions_completed: u64,
-    sessions_failed: u64,
-    connect: Histogram,
-    first: Histogram,
-    response: Histogram,
-    session: Histogram,
+    /// What the report is made of.
+    t: Tally,
 }
 
 fn token(i: usize, gen: u32) -> u64 {
@@ -336,23 +323,9 @@ pub fn run(cfg: &LoadConfig, progress: &mut dyn FnMut(&Progress)) -> Result<Repo
         free: (0..max_conns as u32).rev().collect(),
         idle: Vec::with_capacity(max_conns),
         open: 0,
-        max_parallel: 0,
-        connections: 0,
         in_flight: 0,
-        fetches_started: 0,
-        fetches: 0,
-        fetches_ok: 0,
-        bytes: 0,
-        errors: [0; ErrorKind::ALL.len()],
-        status: Box::new([0; 600]),
-        sessions_started: 0,
         sessions_active: 0,
-        sessions_completed: 0,
-        sessions_failed: 0,
-        connect: Histogram::new(),
-        first: Histogram::new(),
-        response: Histogram::new(),
-        session: Histogram::new(),
+        t: Tally::new(),
     };
     let mut rbuf = vec![0u8; 256 * 1024];
     let mut events = vec![sys::empty_event(); 1024];
@@ -415,15 +388,15 @@ pub fn run(cfg: &LoadConfig, progress: &mut dyn FnMut(&Progress)) -> Result<Repo
         if now >= next_prog {
             let p = Progress {
                 elapsed_secs: now as f64 / 1e9,
-                fetches: ctx.fetches,
-                errors: ctx.errors.iter().sum(),
+                fetches: ctx.t.fetches,
+                errors: ctx.t.errors.iter().sum(),
                 open: ctx.open,
-                recent_rate: (ctx.fetches - prog_last.1) as f64 * 1e9
+                recent_rate: (ctx.t.fetches - prog_last.1) as f64 * 1e9
                     / (now - prog_last.0).max(1) as f64,
-                sessions: ctx.sessions_completed,
+                sessions: ctx.t.sessions_completed,
             };
             progress(&p);
-            prog_last = (now, ctx.fetches);
+            prog_last = (now, ctx.t.fetches);
             next_prog = now + prog_ns.unwrap_or(u64::MAX / 2);
         }
         // Sleep until the next launch, scan, progress line or the end.
@@ -475,57 +448,9 @@ pub fn run(cfg: &LoadConfig, progress: &mut dyn FnMut(&Progress)) -> Result<Repo
         }
     }
     let cpu = sys::thread_cpu_secs() - cpu0;
-    let secs = end as f64 / 1e9;
-    let errors_total: u64 = ctx.errors.iter().sum();
-    let per_sec = |v: u64| if secs > 0.0 { v as f64 / secs } else { 0.0 };
-    Ok(Report {
-        mode: cfg.describe(),
-        elapsed_secs: secs,
-        fetches_started: ctx.fetches_started,
-        fetches: ctx.fetches,
-        fetches_ok: ctx.fetches_ok,
-        unfinished,
-        fetches_per_sec: per_sec(ctx.fetches),
-        bytes: ctx.bytes,
-        bytes_per_sec: per_sec(ctx.bytes),
-        bytes_per_fetch: if ctx.fetches > 0 {
-            ctx.bytes as f64 / ctx.fetches as f64
-        } else {
-            0.0
-        },
-        connect: ctx.connect.summary(),
-        first_response: ctx.first.summary(),
-        response: ctx.response.summary(),
-        connections: ctx.connections,
-        max_parallel: ctx.max_parallel,
-        timeouts: ErrorKind::ALL
-            .iter()
-            .filter(|k| k.is_timeout())
-            .map(|k| ctx.errors[*k as usize])
-            .sum(),
-        errors_total,
-        errors: ErrorKind::ALL
-            .iter()
-            .filter(|k| ctx.errors[**k as usize] > 0)
-            .map(|k| (k.name().to_string(), ctx.errors[*k as usize]))
-            .collect(),
-        status: (0..600u16)
-            .filter(|c| ctx.status[*c as usize] > 0)
-            .map(|c| (c, ctx.status[c as usize]))
-            .collect(),
-        sessions_started: ctx.sessions_started,
-        sessions_completed: ctx.sessions_completed,
-        sessions_failed: ctx.sessions_failed,
-        sessions_per_sec: per_sec(ctx.sessions_completed),
-        session: ctx.session.summary(),
-        client_cpu_secs: cpu,
-        client_cpu_us_per_fetch: if ctx.fetches > 0 {
-            cpu * 1e6 / ctx.fetches as f64
-        } else {
-            0.0
-        },
-        client_cpu_utilisation: if secs > 0.0 { cpu / secs } else { 0.0 },
-    })
+    Ok(ctx
+        .t
+        .report(cfg.describe(), "socket", end as f64 / 1e9, unfinished, cpu))
 }
 
 /// Queues request `url` on `slot` (its write buffer and pipeline queue).
@@ -569,9 +494,9 @@ fn connect(ctx: &mut Ctx, slots: &mut [Slot], i: usize, now: u64) {
             };
             let added = ctx.epoll.add(&fd, token(i, slot.gen));
             slot.fd = Some(fd);
-            ctx.connections += 1;
+            ctx.t.connections += 1;
             ctx.open += 1;
-            ctx.max_parallel = ctx.max_parallel.max(ctx.open);
+            ctx.t.max_parallel = ctx.t.max_parallel.max(ctx.open);
             if let Err(e) = added {
                 eprintln!("bareweb load: epoll_ctl: {e}");
                 fail(ctx, slot, i, ErrorKind::ConnectFailed, now);
@@ -595,7 +520,7 @@ fn launch_fetch(ctx: &mut Ctx, slots: &mut [Slot], now: u64) {
     } else {
         ctx.rng.below(ctx.cfg.urls.len() as u64) as u32
     };
-    ctx.fetches_started += 1;
+    ctx.t.fetches_started += 1;
     ctx.in_flight += 1;
     // Reuse an idle keep-alive connection when there is one.
     while let Some((i, gen)) = ctx.idle.pop() {
@@ -609,7 +534,7 @@ fn launch_fetch(ctx: &mut Ctx, slots: &mut [Slot], now: u64) {
         }
     }
     let Some(i) = open_slot(ctx, slots) else {
-        ctx.errors[ErrorKind::NoSlot as usize] += 1;
+        ctx.t.errors[ErrorKind::NoSlot as usize] += 1;
         ctx.in_flight -= 1;
         return;
     };
@@ -629,16 +554,16 @@ fn plan_burst(ctx: &mut Ctx, slot: &mut Slot, params: &SurgeParams) {
             None => 0,
         };
         queue(ctx, slot, url);
-        ctx.fetches_started += 1;
+        ctx.t.fetches_started += 1;
         ctx.in_flight += 1;
     }
 }
 
 fn launch_session(ctx: &mut Ctx, slots: &mut [Slot], params: &SurgeParams, now: u64) {
-    ctx.sessions_started += 1;
+    ctx.t.sessions_started += 1;
     let Some(i) = open_slot(ctx, slots) else {
-        ctx.errors[ErrorKind::NoSlot as usize] += 1;
-        ctx.sessions_failed += 1;
+        ctx.t.errors[ErrorKind::NoSlot as usize] += 1;
+        ctx.t.sessions_failed += 1;
         return;
     };
     ctx.sessions_active += 1;
@@ -705,7 +630,7 @@ fn on_event(ctx: &mut Ctx, slot: &mut Slot, i: usize, flags: u32, rbuf: &mut [u8
             fail(ctx, slot, i, kind, now);
             return;
         }
-        ctx.connect.record(now - slot.conn_start);
+        ctx.t.connect.record(now - slot.conn_start);
         start_send(ctx, slot, i, now);
         if slot.fd.is_none() {
             return;
@@ -820,32 +745,20 @@ fn complete(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
     slot.p_head = (slot.p_head + 1) % MAX_BURST;
     slot.p_len -= 1;
     ctx.in_flight -= 1;
-    ctx.fetches += 1;
     let body = slot.parser.body_bytes;
-    ctx.bytes += body;
-    ctx.status[(slot.status as usize).min(599)] += 1;
-    ctx.first.record(slot.first_at.saturating_sub(p.sent_at));
-    ctx.response.record(now.saturating_sub(p.sent_at));
-    let expect = &ctx.cfg.urls[p.url as usize].expect;
-    let verdict = if slot.status != ctx.cfg.expect_status {
-        Some(ErrorKind::BadStatus)
-    } else if let Some(x) = expect {
-        if x.len != body {
-            Some(ErrorKind::LengthMismatch)
-        } else if slot.hasher.finalize_reset().as_slice() != x.sha256 {
-            Some(ErrorKind::Sha256Mismatch)
-        } else {
-            None
-        }
-    } else {
-        None
-    };
-    match verdict {
-        Some(k) => {
-            ctx.errors[k as usize] += 1;
-            slot.session_bad |= slot.in_session;
-        }
-        None => ctx.fetches_ok += 1,
+    let v = verdict(
+        ctx.cfg.expect_status,
+        ctx.cfg.urls[p.url as usize].expect.as_ref(),
+        slot.status,
+        body,
+        || slot.hasher.finalize_reset().into(),
+    );
+    let first = slot.first_at.saturating_sub(p.sent_at);
+    if !ctx
+        .t
+        .response(slot.status, body, first, now.saturating_sub(p.sent_at), v)
+    {
+        slot.session_bad |= slot.in_session;
     }
     if slot.p_len > 0 {
         if slot.close_after {
@@ -861,10 +774,10 @@ fn complete(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
         slot.bursts_left = slot.bursts_left.saturating_sub(1);
         if slot.bursts_left == 0 || slot.session_bad {
             if slot.session_bad {
-                ctx.sessions_failed += 1;
+                ctx.t.sessions_failed += 1;
             } else {
-                ctx.sessions_completed += 1;
-                ctx.session.record(now - slot.session_start);
+                ctx.t.sessions_completed += 1;
+                ctx.t.session.record(now - slot.session_start);
             }
             ctx.sessions_active -= 1;
             slot.in_session = false;
@@ -908,13 +821,13 @@ fn wake(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) -> bool {
 /// Fails every fetch in flight on `slot` with `kind` and closes the connection.
 fn fail(ctx: &mut Ctx, slot: &mut Slot, i: usize, kind: ErrorKind, _now: u64) {
     let n = slot.p_len.max(1) as u64;
-    ctx.errors[kind as usize] += n;
+    ctx.t.errors[kind as usize] += n;
     ctx.in_flight -= slot.p_len as u64;
     slot.p_len = 0;
     if slot.in_session {
         slot.in_session = false;
         ctx.sessions_active -= 1;
-        ctx.sessions_failed += 1;
+        ctx.t.sessions_failed += 1;
     }
     close_conn(ctx, slot, i, true);
 }

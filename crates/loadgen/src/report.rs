@@ -1,7 +1,9 @@
 //! What a load run reports: http_load's figures (fetches/s, bytes/s, connect and
 //! first-response times with min/mean/percentiles/max, max parallel, timeouts, errors by
 //! kind, status codes) plus full response times, sessions and the client's own CPU time.
-//! Serialises to JSON (`--json`) and prints as text.
+//! Serialises to JSON (`--json`) and prints as text. Every HTTP load client reports in
+//! this shape ([`crate::tally::Tally`] makes it), the socket client and the bare clients
+//! alike, and the bench reads it back for each.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -91,6 +93,11 @@ impl ErrorKind {
 pub struct Report {
     /// How the load was made, e.g. "parallel 16, keep-alive".
     pub mode: String,
+    /// The client that made it: "socket" (`bareweb load` on the kernel's TCP), "bare-tap"
+    /// or "bare-xdp" (the engine's own TCP on a TAP or an AF_XDP socket); others (wrk)
+    /// as the bench names them.
+    #[serde(default)]
+    pub client: String,
     /// Wall time from the first launch to the end of the run, seconds.
     pub elapsed_secs: f64,
     /// Fetches begun (requests queued).
@@ -133,6 +140,10 @@ pub struct Report {
     pub client_cpu_us_per_fetch: f64,
     /// Client CPU time / elapsed: near 1.0 means the client was the limit.
     pub client_cpu_utilisation: f64,
+    /// Segments the client's own TCP sent again (the bare clients; 0 for the socket
+    /// client, whose kernel keeps its own count).
+    #[serde(default)]
+    pub retransmits: u64,
 }
 
 impl Report {
@@ -182,8 +193,14 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "{} connections, {} timeouts",
-            self.connections, self.timeouts
+            "{} connections, {} timeouts{}",
+            self.connections,
+            self.timeouts,
+            if self.client.starts_with("bare") {
+                format!(", {} retransmissions", self.retransmits)
+            } else {
+                String::new()
+            }
         );
         if self.errors.is_empty() {
             let _ = writeln!(s, "errors: none");
@@ -203,7 +220,12 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "client CPU: {:.3} s ({:.1} µs/fetch, {:.0}% of one core){}",
+            "client CPU ({}): {:.3} s ({:.1} µs/fetch, {:.0}% of one core){}",
+            if self.client.is_empty() {
+                "?"
+            } else {
+                &self.client
+            },
             self.client_cpu_secs,
             self.client_cpu_us_per_fetch,
             self.client_cpu_utilisation * 100.0,

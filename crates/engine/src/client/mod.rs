@@ -147,6 +147,14 @@ pub trait Handler {
     fn body(&mut self, slot: u32, offset: u64, data: &[u8]) {
         let _ = (slot, offset, data);
     }
+    /// Slot `slot`'s new connection was established at `now_ns` (its request goes now).
+    fn connected(&mut self, slot: u32, now_ns: u64) {
+        let _ = (slot, now_ns);
+    }
+    /// The first byte of slot `slot`'s response came at `now_ns`.
+    fn first_byte(&mut self, slot: u32, now_ns: u64) {
+        let _ = (slot, now_ns);
+    }
     /// Slot `slot`'s fetch ended at `now_ns`.
     fn end(&mut self, slot: u32, end: End, now_ns: u64);
 }
@@ -193,6 +201,8 @@ struct Slot {
     req_len: usize,
     reader: http::Reader,
     busy: bool,
+    /// A byte of the response came.
+    heard: bool,
 }
 
 /// The client.
@@ -256,6 +266,7 @@ impl Client {
                     req_len: 0,
                     reader: http::Reader::new(),
                     busy: false,
+                    heard: false,
                 };
                 slots
             ],
@@ -340,6 +351,7 @@ impl Client {
             return false;
         }
         s.busy = true;
+        s.heard = false;
         s.req_len = len;
         s.reader.reset();
         let kept = s.tcb;
@@ -566,6 +578,10 @@ impl Client {
     ) {
         let was = self.tcbs[idx as usize].tcp.state();
         let out = self.tcbs[idx as usize].tcp.input(seg, now, RX_SPACE);
+        let t = &self.tcbs[idx as usize];
+        if was == State::SynSent && t.tcp.state() == State::Established && t.slot != NONE {
+            h.connected(t.slot, now);
+        }
         if let Some((a, b)) = out.deliver {
             self.take(idx, &seg.payload[a..b], now, h);
         }
@@ -622,6 +638,11 @@ impl Client {
         let slot = self.tcbs[idx as usize].slot;
         if slot == NONE {
             return; // the fetch already ended (failed): what follows is ignored
+        }
+        let s = &mut self.slots[slot as usize];
+        if !s.heard && !data.is_empty() {
+            s.heard = true;
+            h.first_byte(slot, now);
         }
         while !data.is_empty() {
             let s = &mut self.slots[slot as usize];

@@ -31,6 +31,8 @@ impl Clock for At {
 struct Record {
     bodies: Vec<Vec<u8>>,
     ends: Vec<(u32, End)>,
+    /// (slot, event, time): "connected", "first", "end".
+    events: Vec<(u32, &'static str, u64)>,
 }
 
 impl Handler for Record {
@@ -39,8 +41,15 @@ impl Handler for Record {
         assert_eq!(offset as usize, b.len(), "body bytes in order");
         b.extend_from_slice(data);
     }
-    fn end(&mut self, slot: u32, end: End, _: u64) {
+    fn connected(&mut self, slot: u32, now: u64) {
+        self.events.push((slot, "connected", now));
+    }
+    fn first_byte(&mut self, slot: u32, now: u64) {
+        self.events.push((slot, "first", now));
+    }
+    fn end(&mut self, slot: u32, end: End, now: u64) {
         self.ends.push((slot, end));
+        self.events.push((slot, "end", now));
     }
 }
 
@@ -80,6 +89,7 @@ impl Pair {
             rec: Record {
                 bodies: vec![Vec::new(); slots],
                 ends: Vec::new(),
+                events: Vec::new(),
             },
             now: 1_000_000,
             site: site(),
@@ -174,6 +184,27 @@ fn keep_alive_fetches_share_one_connection() {
     }
     assert_eq!(p.client.counters.connections, 1);
     assert_eq!(p.client.open_connections(), 1);
+    // The times a load client measures: connect once, then a first byte before each end.
+    let kinds: Vec<&str> = p.rec.events.iter().map(|e| e.1).collect();
+    assert_eq!(
+        kinds,
+        [
+            "connected",
+            "first",
+            "end",
+            "first",
+            "end",
+            "first",
+            "end",
+            "first",
+            "end"
+        ]
+    );
+    assert!(p.rec.events.windows(2).all(|w| w[0].2 <= w[1].2));
+    assert!(
+        p.rec.events[2].2 > p.rec.events[0].2,
+        "a round trip at least"
+    );
     // The last fetch closes it.
     p.get(0, "/index.html", true);
     p.run();
