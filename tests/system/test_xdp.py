@@ -7,6 +7,7 @@ address (10.0.0.2) to the sockets.
 Needs root and a kernel with AF_XDP (Linux 5.9+ for the BPF link); under CI=true a missing
 one fails (require_root, and the first server's start names the cause), never skips."""
 import hashlib
+import json
 import pathlib
 import signal
 import subprocess
@@ -334,6 +335,16 @@ def test_stop_prints_the_kernels_socket_counters_and_busy_polling_serves():
         srv = XdpServer(pair, ["--xdp-busy-poll", "50"])
         r = pair.c.client("keepalive", "8", "5", "/files/4k.html", env={"BW_SERVER": SERVER_IP})
         assert r["n_errors"] == 0, r["errors"]
+        # While serving, the same counters are on the stats page and in the metrics.
+        base = f"http://{SERVER_IP}"
+        stats = json.loads(pair.c.run("curl", "-sS", base + "/.well-known/bareweb/stats").stdout)
+        (sock,) = stats["xdp"]
+        assert sock["queue"] == 0 and sock["rx_dropped"] == 0, stats["xdp"]
+        assert set(sock) == {"queue", "rx_dropped", "rx_invalid_descs", "tx_invalid_descs",
+                             "rx_ring_full", "rx_fill_ring_empty_descs", "tx_ring_empty_descs"}
+        metrics = pair.c.run("curl", "-sS", base + "/metrics").stdout
+        assert "# TYPE bareweb_xdp_rx_dropped counter" in metrics, metrics
+        assert 'bareweb_xdp_rx_ring_full{queue="0"} 0' in metrics, metrics
         out = srv.stop()
         assert srv.proc.returncode == 0, out
         head = ("queue rx_dropped rx_invalid_descs tx_invalid_descs rx_ring_full "

@@ -126,11 +126,17 @@ where
     for n in &guard.notes {
         eprintln!("bareweb: {n}");
     }
-    // The kernel's own counters of each socket (XDP_STATISTICS), read at stop.
-    let handles: Vec<_> = sockets
-        .iter()
-        .filter_map(|q| q.stats_handle().ok())
-        .collect();
+    // The kernel's own counters of each socket (XDP_STATISTICS): on the stats page and in
+    // the metrics while serving, and printed at stop. Kept for the life of the program,
+    // as the board that shows them is.
+    let counters: &'static xdp::SocketsCounters = Box::leak(Box::new(xdp::SocketsCounters(
+        sockets
+            .iter()
+            .filter_map(|q| q.stats_handle().ok())
+            .collect(),
+    )));
+    let mut cfg = s.cfg;
+    cfg.platform = Some(counters);
     let got = sockets.len();
     // One core per queue unless --cores says otherwise (network-core mode: --cores).
     let cores = if netcore || s.cores > 1 { s.cores } else { got };
@@ -160,7 +166,7 @@ where
         "bareweb: serving {} files at http://{ip}:{}/{} on {iface} through AF_XDP ({where_}; {} XDP, {bind}, program id {}; \
          server MAC {}: the host keeps every other address on {iface}); Ctrl-C stops",
         s.files,
-        s.cfg.port,
+        cfg.port,
         s.udp,
         guard.attach,
         guard.prog_id,
@@ -178,7 +184,7 @@ where
         pin: layout.pin,
     };
     let reports: Vec<CoreReport> = cores::run_plan(
-        &layout, mode, s.site, s.cfg, guard.mac, sockets, threads, &make_log,
+        &layout, mode, s.site, cfg, guard.mac, sockets, threads, &make_log,
     );
     cores::print_summary(mode, &reports);
     let owners = match mode {
@@ -186,8 +192,7 @@ where
         _ => &reports[..],
     };
     print_sockets(owners);
-    print_kernel_stats(&handles);
-    drop(handles);
+    print_kernel_stats(&counters.0);
     drop(guard);
     eprintln!("bareweb: XDP program detached from {iface}");
     Ok(())

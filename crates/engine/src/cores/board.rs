@@ -99,6 +99,9 @@ pub struct Snapshot {
 /// All cores' rows plus what the page says about the run.
 pub struct Board {
     mode: &'static str,
+    /// Counters the platform keeps outside the engine (the kernel's `XDP_STATISTICS` of
+    /// each AF_XDP socket), read when the page is served.
+    platform: Option<&'static dyn PlatformCounters>,
     roles: Box<[Role]>,
     rows: Box<[Row]>,
     pages: PageSettings,
@@ -125,7 +128,21 @@ impl Board {
             pages: PageSettings::default(),
             bond: None,
             dhcp: None,
+            platform: None,
         }
+    }
+
+    /// The board with the platform's own counters: the JSON gets an object named
+    /// [`PlatformCounters::name`] with one entry per unit, the metrics
+    /// `bareweb_<name>_<counter>{<unit>="<id>"}`.
+    pub fn with_platform(mut self, platform: Option<&'static dyn PlatformCounters>) -> Board {
+        self.platform = platform;
+        self
+    }
+
+    /// The platform's own counters, if any.
+    pub fn platform(&self) -> Option<&'static dyn PlatformCounters> {
+        self.platform
     }
 
     /// The board with the DHCP client's part: the JSON gets a `dhcp` object (state,
@@ -346,8 +363,92 @@ impl Board {
             w.write_str(",\"dhcp\":")?;
             d.write_json(w)?;
         }
+        if let Some(p) = self.platform {
+            write_platform(p, w)?;
+        }
         w.write_str("}")
     }
+}
+
+/// Counters a platform keeps outside the engine, shown on the stats page and in the
+/// metrics beside the engine's own: on the host, the kernel's `XDP_STATISTICS` of each
+/// AF_XDP socket (frames it dropped because our rings were full or empty, descriptors it
+/// refused). They are read (a system call per unit on the host) only when a page is
+/// served, never on the request path.
+pub trait PlatformCounters: Sync + fmt::Debug {
+    /// The JSON object's name and the metrics' prefix (`xdp`).
+    fn name(&self) -> &'static str;
+    /// What one unit is, as the JSON key and the metrics label (`queue`).
+    fn unit(&self) -> &'static str;
+    /// How many units there are.
+    fn units(&self) -> usize;
+    /// Unit `i`'s id (its queue number) and its counters, each given to `f` as (name,
+    /// value); `None` when they cannot be read now (the unit is then left out).
+    fn read(&self, i: usize, f: &mut dyn FnMut(&'static str, u64)) -> Option<u64>;
+}
+
+/// Most counters of one platform unit that are shown (more are left out).
+pub const PLATFORM_COUNTERS_MAX: usize = 16;
+
+/// One unit's counters as read for a page, in a fixed array (no allocation).
+pub struct PlatformUnit {
+    /// The unit's id (its queue number).
+    pub id: u64,
+    vals: [(&'static str, u64); PLATFORM_COUNTERS_MAX],
+    n: usize,
+}
+
+impl PlatformUnit {
+    /// The counters whose names can go into JSON and a metric name as they are (plain
+    /// ASCII letters, digits and `_`), at most [`PLATFORM_COUNTERS_MAX`].
+    pub fn counters(&self) -> &[(&'static str, u64)] {
+        &self.vals[..self.n]
+    }
+}
+
+/// Reads unit `i` of `p`, or `None` when it cannot be read now.
+pub fn read_platform(p: &dyn PlatformCounters, i: usize) -> Option<PlatformUnit> {
+    let mut u = PlatformUnit {
+        id: 0,
+        vals: [("", 0); PLATFORM_COUNTERS_MAX],
+        n: 0,
+    };
+    u.id = p.read(i, &mut |name, v| {
+        if u.n < PLATFORM_COUNTERS_MAX && plain(name) {
+            u.vals[u.n] = (name, v);
+            u.n += 1;
+        }
+    })?;
+    Some(u)
+}
+
+/// `,"<name>":[{"<unit>":id,"<counter>":v,..},..]`.
+fn write_platform(p: &dyn PlatformCounters, w: &mut impl fmt::Write) -> fmt::Result {
+    if !plain(p.name()) || !plain(p.unit()) {
+        return Ok(());
+    }
+    write!(w, ",\"{}\":[", p.name())?;
+    let mut first = true;
+    for i in 0..p.units() {
+        let Some(u) = read_platform(p, i) else {
+            continue;
+        };
+        if !first {
+            w.write_str(",")?;
+        }
+        first = false;
+        write!(w, "{{\"{}\":{}", p.unit(), u.id)?;
+        for (name, v) in u.counters() {
+            write!(w, ",\"{name}\":{v}")?;
+        }
+        w.write_str("}")?;
+    }
+    w.write_str("]")
+}
+
+/// Whether `name` can go into JSON and a metric name as it is.
+pub fn plain(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 impl Row {

@@ -255,6 +255,7 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
         let board = Board::new(self.mode.name(), &self.roles())
             .with_bond(self.cfg.bond.map(|r| r.bond))
             .with_dhcp(self.cfg.dhcp)
+            .with_platform(self.cfg.platform)
             .with_pages(pages);
         let board: &'static Board = Box::leak(Box::new(board));
         self.board = Some(board);

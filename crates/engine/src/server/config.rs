@@ -84,6 +84,9 @@ pub struct Config {
     /// here (answering nothing while there is none); the core whose server is given the
     /// client (`Server::own_dhcp`) runs it, the others hand it the replies they receive.
     pub dhcp: Option<&'static crate::dhcp::shared::Shared>,
+    /// Counters the platform keeps outside the engine (the host's AF_XDP sockets'
+    /// `XDP_STATISTICS`), shown on the stats page and in the metrics.
+    pub platform: Option<&'static dyn crate::cores::board::PlatformCounters>,
 }
 
 impl Config {
@@ -107,6 +110,7 @@ impl Config {
             bond: None,
             congestion: Algorithm::default(),
             dhcp: None,
+            platform: None,
         }
     }
 }

@@ -22,7 +22,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
 
-pub use xsk::{Bind, StatsHandle, XskQueue, XskRx, XskStats, XskTx};
+pub use xsk::{Bind, SocketsCounters, StatsHandle, XskQueue, XskRx, XskStats, XskTx};
 
 /// How the program is attached and the sockets bound (`--xdp-mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -364,6 +364,7 @@ fn counters_with(f: impl FnOnce(&mut NicCounters)) -> NicCounters {
 }
 
 /// A socket's counters, readable from anywhere ([`XskQueue::stats_handle`]).
+#[derive(Debug)]
 pub struct StatsHandle {
     fd: OwnedFd,
     /// The interface queue the socket is bound to.
@@ -374,6 +375,32 @@ impl StatsHandle {
     /// The kernel's counters now.
     pub fn stats(&self) -> io::Result<XskStats> {
         socket_stats(self.fd.as_raw_fd())
+    }
+}
+
+/// Every socket's kernel counters, as the stats page and the metrics show them (an `xdp`
+/// array with one object per queue; `bareweb_xdp_<counter>{queue="N"}`). Each page served
+/// reads them afresh: one `getsockopt` per socket.
+#[derive(Debug)]
+pub struct SocketsCounters(pub Vec<StatsHandle>);
+
+impl bareweb_engine::cores::board::PlatformCounters for SocketsCounters {
+    fn name(&self) -> &'static str {
+        "xdp"
+    }
+    fn unit(&self) -> &'static str {
+        "queue"
+    }
+    fn units(&self) -> usize {
+        self.0.len()
+    }
+    fn read(&self, i: usize, f: &mut dyn FnMut(&'static str, u64)) -> Option<u64> {
+        let h = self.0.get(i)?;
+        let st = h.stats().ok()?;
+        for (name, v) in st.named() {
+            f(name, v);
+        }
+        Some(u64::from(h.queue))
     }
 }
 

@@ -289,3 +289,63 @@ fn the_time_split_reads_the_dispatch_and_drain_words() {
     let w = nic_words(&NicCounters::default(), &d);
     assert_eq!((w[NIC_DISPATCH_NS], w[NIC_DRAIN_NS]), (7, 11));
 }
+
+/// Two sockets' counters; the second cannot be read at the moment; a third has a name
+/// that would break the JSON.
+#[derive(Debug)]
+struct Sockets;
+
+impl PlatformCounters for Sockets {
+    fn name(&self) -> &'static str {
+        "xdp"
+    }
+    fn unit(&self) -> &'static str {
+        "queue"
+    }
+    fn units(&self) -> usize {
+        3
+    }
+    fn read(&self, i: usize, f: &mut dyn FnMut(&'static str, u64)) -> Option<u64> {
+        match i {
+            0 => {
+                f("rx_dropped", 4);
+                f("bad\"name", 1);
+                f("tx_ring_empty_descs", 9);
+                Some(0)
+            }
+            1 => None,
+            _ => {
+                f("rx_dropped", 5);
+                Some(7)
+            }
+        }
+    }
+}
+
+#[test]
+fn platform_counters_in_json_and_metrics() {
+    static S: Sockets = Sockets;
+    let b = Board::new("single", &[Role::Single]).with_platform(Some(&S));
+    let mut out = [0u8; 16384];
+    let n = b.render_json(&mut out).unwrap();
+    let j = std::str::from_utf8(&out[..n]).unwrap();
+    assert!(
+        j.ends_with(
+            ",\"xdp\":[{\"queue\":0,\"rx_dropped\":4,\"tx_ring_empty_descs\":9},{\"queue\":7,\"rx_dropped\":5}]}"
+        ),
+        "{j}"
+    );
+    let n = pages::render_metrics(&b, &mut out).unwrap();
+    let m = std::str::from_utf8(&out[..n]).unwrap();
+    let tail = m.split_once("# TYPE bareweb_xdp_rx_dropped").unwrap().1;
+    assert_eq!(
+        tail,
+        " counter\nbareweb_xdp_rx_dropped{queue=\"0\"} 4\nbareweb_xdp_rx_dropped{queue=\"7\"} 5\n\
+         # TYPE bareweb_xdp_tx_ring_empty_descs counter\nbareweb_xdp_tx_ring_empty_descs{queue=\"0\"} 9\n"
+    );
+    assert!(!m.contains("xdp_bad"));
+    // Without: no `xdp` object.
+    let plain = Board::new("single", &[Role::Single]);
+    let n = plain.render_json(&mut out).unwrap();
+    assert!(!std::str::from_utf8(&out[..n]).unwrap().contains("xdp"));
+}
