@@ -66,28 +66,100 @@ pub fn setup() -> Result<(), String> {
     Ok(())
 }
 
-/// Runs every target for `secs` seconds.
+/// Builds every target, then runs them, as many at once as there are CPUs (libFuzzer
+/// uses one each), every one for `secs` seconds. Each run's output goes to
+/// `target/fuzz-logs/<target>.log`; a line per target says how many inputs it ran, and a
+/// failure prints the end of its log.
 pub fn fuzz(secs: u64) -> Result<(), String> {
     setup()?;
     let fuzz_dir = Path::new("fuzz");
     run(Command::new("cargo")
         .args(["+nightly", "fuzz", "build"])
         .current_dir(fuzz_dir))?;
-    for t in TARGETS {
-        let scratch = Path::new("target").join("fuzz-corpus").join(t);
-        std::fs::create_dir_all(&scratch)
-            .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
-        let scratch =
-            std::fs::canonicalize(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
-        run(Command::new("cargo")
-            .args(["+nightly", "fuzz", "run", t])
-            .arg(&scratch)
-            .arg(Path::new("corpus").join(t))
-            .arg("--")
-            .arg(format!("-max_total_time={secs}"))
-            .arg("-print_final_stats=1")
-            .current_dir(fuzz_dir))
-        .map_err(|e| format!("fuzz target {t} failed (input saved in fuzz/artifacts/{t}/): {e}"))?;
+    let logs = Path::new("target").join("fuzz-logs");
+    std::fs::create_dir_all(&logs).map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
+    let logs = std::fs::canonicalize(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    let at_once = std::thread::available_parallelism().map_or(1, |n| n.get());
+    eprintln!(
+        "fuzz: {} targets, {secs} s each, {at_once} at a time (logs in {})",
+        TARGETS.len(),
+        logs.display()
+    );
+    let mut running: Vec<(&str, std::process::Child)> = Vec::new();
+    let mut failed: Vec<String> = Vec::new();
+    let mut next = TARGETS.iter();
+    loop {
+        while running.len() < at_once {
+            let Some(t) = next.next() else { break };
+            running.push((t, start(t, secs, &logs)?));
+        }
+        if running.is_empty() {
+            break;
+        }
+        // Wait for whichever ends first (all end by their time limit).
+        let mut ended = None;
+        while ended.is_none() {
+            for (i, (_, c)) in running.iter_mut().enumerate() {
+                if let Some(st) = c.try_wait().map_err(|e| e.to_string())? {
+                    ended = Some((i, st));
+                    break;
+                }
+            }
+            if ended.is_none() {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+        let (i, st) = ended.expect("set above");
+        let (t, _) = running.swap_remove(i);
+        let log = std::fs::read_to_string(logs.join(format!("{t}.log"))).unwrap_or_default();
+        if st.success() {
+            let runs = log
+                .lines()
+                .find_map(|l| l.strip_prefix("stat::number_of_executed_units:"))
+                .map_or("?", str::trim);
+            eprintln!("fuzz: {t}: ok, {runs} inputs in {secs} s");
+        } else {
+            let tail: Vec<&str> = log.lines().rev().take(60).collect();
+            for l in tail.iter().rev() {
+                eprintln!("  {t}| {l}");
+            }
+            eprintln!("fuzz: {t}: FAILED ({st}); input saved in fuzz/artifacts/{t}/");
+            failed.push(t.to_string());
+        }
     }
-    Ok(())
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "fuzz targets failed: {} (inputs saved in fuzz/artifacts/<target>/; logs in {})",
+            failed.join(", "),
+            logs.display()
+        ))
+    }
+}
+
+/// Starts target `t` for `secs` seconds from its seed corpus, with a scratch corpus for
+/// what it finds, its output to `logs/<t>.log`.
+fn start(t: &str, secs: u64, logs: &Path) -> Result<std::process::Child, String> {
+    let scratch = Path::new("target").join("fuzz-corpus").join(t);
+    std::fs::create_dir_all(&scratch)
+        .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
+    let scratch =
+        std::fs::canonicalize(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let log_path = logs.join(format!("{t}.log"));
+    let log = std::fs::File::create(&log_path)
+        .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
+    let err = log.try_clone().map_err(|e| e.to_string())?;
+    Command::new("cargo")
+        .args(["+nightly", "fuzz", "run", t])
+        .arg(&scratch)
+        .arg(Path::new("corpus").join(t))
+        .arg("--")
+        .arg(format!("-max_total_time={secs}"))
+        .arg("-print_final_stats=1")
+        .current_dir("fuzz")
+        .stdout(log)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| format!("cannot start fuzz target {t}: {e}"))
 }

@@ -216,7 +216,7 @@ fn test() -> Result<(), String> {
     kernel::tests()?;
     smp::kernel_tests()?;
     // Every parser and the whole server under the fuzzer, briefly (BAREWEB_FUZZ_SECS per
-    // target, default 10: 18 targets keep CI under 30 minutes); `cargo xtask fuzz 600` digs deeper.
+    // target, default 10, as many targets at once as there are CPUs: 20 targets keep CI under 30 minutes); `cargo xtask fuzz 600` digs deeper.
     let secs = std::env::var("BAREWEB_FUZZ_SECS")
         .ok()
         .and_then(|s| s.parse().ok())

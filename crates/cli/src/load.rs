@@ -202,7 +202,7 @@ pub fn load(a: LoadArgs) -> Result<(), String> {
         return crate::load_udp::load(&a, urls);
     }
     let cfg = build_config(&a)?;
-    if a.udp.tap.is_some() {
+    if a.udp.tap.is_some() || a.udp.xdp.is_some() {
         return crate::load_bare::load(&a, &cfg);
     }
     let mut progress = progress_printer(a.quiet);

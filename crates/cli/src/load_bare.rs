@@ -21,12 +21,13 @@ use bareweb_engine::client::{http, Client, Config, End, Failure, Handler};
 use bareweb_engine::nic::{Clock, TxRing};
 use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
 use bareweb_host::cores::HostQueue;
-use bareweb_host::{netif, SystemClock, Tap};
+use bareweb_host::{netif, xdp, SystemClock, Tap};
 use bareweb_loadgen::rng::Rng;
 use bareweb_loadgen::{ErrorKind, LoadConfig, Mode, Progress, Report, Tally};
 use sha2::{Digest, Sha256};
 
 use crate::load::LoadArgs;
+use crate::load_udp::XdpQueueArg;
 
 /// The bare client's MAC: `--mac`, or a random locally administered one.
 pub(crate) fn client_mac(a: &LoadArgs) -> EthernetAddress {
@@ -48,7 +49,6 @@ pub(crate) fn open_tap(tap: &str, mac: EthernetAddress) -> Result<Tap, String> {
 }
 
 pub fn load(a: &LoadArgs, cfg: &LoadConfig) -> Result<(), String> {
-    let tap = a.udp.tap.as_deref().ok_or("--tap needed")?;
     if a.udp.kernel {
         return Err(
             "--kernel is for the UDP client (--udp); the bare HTTP client runs as a process".into(),
@@ -57,10 +57,73 @@ pub fn load(a: &LoadArgs, cfg: &LoadConfig) -> Result<(), String> {
     if matches!(cfg.mode, Mode::Sessions { .. }) {
         return Err("the bare client runs --parallel and --rate; Surge sessions need the socket client (no --tap)".into());
     }
+    if let Some(x) = &a.udp.xdp {
+        return load_xdp(a, cfg, x);
+    }
+    let tap = a.udp.tap.as_deref().ok_or("--tap or --xdp needed")?;
     let mac = client_mac(a);
     let mut nic = open_tap(tap, mac)?;
     let report = run(&mut nic, mac, "bare-tap", &format!("TAP {tap}"), a, cfg)?;
     finish(a, &report)
+}
+
+/// The bare client on an AF_XDP socket: the steering program on the interface for the
+/// client's address only, one socket on the queue asked; detached when this returns
+/// (also after Ctrl-C, which ends the run).
+fn load_xdp(a: &LoadArgs, cfg: &LoadConfig, x: &XdpQueueArg) -> Result<(), String> {
+    let iface = x.iface.as_str();
+    let cidr = a.udp.ip.ok_or("--xdp needs --ip")?;
+    let ip = cidr.addr();
+    if let Some((_, h, _)) = netif::local_ipv4().into_iter().find(|(_, h, _)| *h == ip) {
+        return Err(format!(
+            "{h} is an address of this host: the bare client needs an address of its own on {iface}'s link (--ip), \
+             or the host would lose its traffic to it"
+        ));
+    }
+    let spec = xdp::Spec {
+        iface: iface.to_string(),
+        queues: Some(1),
+        first_queue: x.queue,
+        mode: a.udp.xdp_mode.mode(),
+        ip,
+        netlink: false,
+        busy_poll_us: 0,
+    };
+    // Signals caught before the program is attached: Ctrl-C then ends the run, and the
+    // guard's drop detaches the program.
+    crate::util::catch_stop_signals();
+    let (guard, mut sockets) = xdp::open(&spec)?;
+    for n in &guard.notes {
+        eprintln!("bareweb: {n}");
+    }
+    let mut q = sockets.pop().ok_or("no AF_XDP socket was opened")?;
+    if !a.quiet {
+        eprintln!(
+            "bareweb: the bare client at {ip} on {iface} queue {} through AF_XDP ({} XDP, {}, program id {}, MAC {})",
+            x.queue,
+            guard.attach,
+            match guard.bind {
+                xdp::Bind::ZeroCopy => "zero-copy",
+                xdp::Bind::Copy => "copy mode",
+            },
+            guard.prog_id,
+            guard.mac
+        );
+    }
+    let run = run(
+        &mut q,
+        guard.mac,
+        "bare-xdp",
+        &format!("{iface} (AF_XDP)"),
+        a,
+        cfg,
+    );
+    drop(q);
+    drop(guard);
+    if !a.quiet {
+        eprintln!("bareweb: XDP program detached from {iface}");
+    }
+    finish(a, &run?)
 }
 
 /// Prints the report; an error (exit status non-zero) if any fetch failed.

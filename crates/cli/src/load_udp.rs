@@ -14,8 +14,10 @@ use bareweb_loadgen::udp::{self as bwudp, report::UdpReport};
 
 use crate::load::LoadArgs;
 
-/// The UDP protocol's load options (with `--udp`).
+/// The UDP protocol's load options (with `--udp`), and the bare clients' link (`--tap`,
+/// `--xdp`, `--ip`...).
 #[derive(clap::Args, Debug, Clone)]
+#[command(group = clap::ArgGroup::new("bare_link").args(["tap", "xdp"]))]
 pub struct UdpLoadArgs {
     /// Load paper 001's stateless UDP protocol: the URLs are bwudp://HOST[:PORT]/PATH.
     #[arg(long)]
@@ -46,13 +48,25 @@ pub struct UdpLoadArgs {
     /// With --udp the UDP protocol's client, else the bare HTTP client (its own TCP).
     #[arg(long, requires = "ip", value_parser = crate::opts::ifname)]
     pub tap: Option<String>,
-    /// The bare client's address and prefix on that link.
-    #[arg(long, value_name = "A.B.C.D/N", requires = "tap")]
+    /// The bare HTTP client on AF_XDP: an XDP program on IFACE steers the frames for
+    /// --ip (and only those: the host keeps the rest) to an AF_XDP socket on queue QUEUE
+    /// [0]; the client has IFACE's MAC. Detached at exit and on Ctrl-C; a stale one of a
+    /// crashed run is removed (and said). Root (CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF).
+    #[arg(long, value_name = "IFACE[:QUEUE]", requires = "ip", conflicts_with_all = ["tap", "udp", "kernel"])]
+    pub xdp: Option<XdpQueueArg>,
+    /// With --xdp: native XDP and zero-copy where the driver has them, else copy mode
+    /// or the generic path (auto, said at start); or exactly the one asked for.
+    #[arg(long, value_enum, default_value_t, requires = "xdp")]
+    pub xdp_mode: crate::serve_xdp::XdpModeArg,
+    /// The bare client's address and prefix on that link (with --xdp: not an address of
+    /// this host).
+    #[arg(long, value_name = "A.B.C.D/N", requires = "bare_link")]
     pub ip: Option<crate::opts::Cidr>,
     /// The bare client's router, for a server off its link.
-    #[arg(long, value_name = "A.B.C.D", requires = "tap")]
+    #[arg(long, value_name = "A.B.C.D", requires = "bare_link")]
     pub gw: Option<std::net::Ipv4Addr>,
-    /// The bare client's MAC (default: a random locally administered one).
+    /// The bare client's MAC on a TAP (default: a random locally administered one; with
+    /// --xdp the interface's).
     #[arg(long, requires = "tap")]
     pub mac: Option<crate::opts::Mac>,
     /// The bare client booted as a kernel under QEMU (TCG unless KVM is hardware-backed)
@@ -60,6 +74,32 @@ pub struct UdpLoadArgs {
     /// process on it: no operating system at all in the client.
     #[arg(long, requires = "tap")]
     pub kernel: bool,
+}
+
+/// `--xdp IFACE[:QUEUE]`: an interface and one of its receive queues.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XdpQueueArg {
+    pub iface: String,
+    pub queue: u32,
+}
+
+impl std::str::FromStr for XdpQueueArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, queue) = match s.split_once(':') {
+            Some((n, q)) => {
+                let q = q
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|q| *q < 256)
+                    .ok_or_else(|| format!("{q:?} is not a queue number (0 to 255)"))?;
+                (n, q)
+            }
+            None => (s, 0),
+        };
+        let iface = crate::opts::ifname(name)?;
+        Ok(XdpQueueArg { iface, queue })
+    }
 }
 
 fn schedule(a: &LoadArgs) -> Result<Schedule, String> {

@@ -116,6 +116,7 @@ where
     let spec = xdp::Spec {
         iface: iface.to_string(),
         queues,
+        first_queue: 0,
         mode: s.mode.mode(),
         ip,
         netlink: s.netlink,

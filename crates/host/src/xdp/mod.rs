@@ -54,10 +54,13 @@ impl Mode {
 pub struct Spec {
     /// The interface.
     pub iface: String,
-    /// Queues 0..N (default: every receive queue of the interface).
+    /// Queues `first_queue..first_queue + N` (default: every receive queue of the
+    /// interface).
     pub queues: Option<u32>,
+    /// The first queue (0 for the server; the bare load client's `--xdp IFACE:QUEUE`).
+    pub first_queue: u32,
     pub mode: Mode,
-    /// The server's address: the only one steered to the sockets.
+    /// The server's (or the bare client's) address: the only one steered to the sockets.
     pub ip: Ipv4Address,
     /// Attach through netlink instead of a BPF link (the path for kernels before 5.9;
     /// the attachment then outlives a crash, and the next start removes it).
@@ -160,7 +163,7 @@ fn ifindex(iface: &str) -> Result<u32, String> {
     Ok(i)
 }
 
-const FALLBACK_TAP: &str = "or serve on a TAP instead (--tap NAME)";
+const FALLBACK_TAP: &str = "or run on a TAP instead (--tap NAME)";
 
 fn no_permission(what: &str, e: &io::Error) -> String {
     format!(
@@ -320,10 +323,17 @@ pub fn open(spec: &Spec) -> Result<(Xdp, Vec<XskQueue>), String> {
     let ifindex = ifindex(iface)?;
     let mac = iface_mac(iface)?;
     let iface_queues = rx_queues(iface);
-    let queues = spec.queues.unwrap_or(iface_queues);
-    if queues == 0 || queues > iface_queues {
+    let first = spec.first_queue;
+    let queues = spec
+        .queues
+        .unwrap_or(iface_queues - first.min(iface_queues));
+    if queues == 0 || first.saturating_add(queues) > iface_queues {
+        let asked = match first {
+            0 => format!("{queues}"),
+            f => format!("queue {f}"),
+        };
         return Err(format!(
-            "{iface} has {iface_queues} receive queue{}: --xdp {iface}:{queues} asks for more",
+            "{iface} has {iface_queues} receive queue{}: --xdp {iface}:{asked} asks for more",
             if iface_queues == 1 { "" } else { "s" }
         ));
     }
@@ -398,7 +408,7 @@ pub fn open(spec: &Spec) -> Result<(Xdp, Vec<XskQueue>), String> {
         _ => Bind::Copy,
     };
     let mut sockets = Vec::with_capacity(queues as usize);
-    for queue in 0..queues {
+    for queue in first..first + queues {
         let mut s = xsk::SocketSpec {
             ifindex,
             queue,
@@ -438,10 +448,13 @@ pub fn open(spec: &Spec) -> Result<(Xdp, Vec<XskQueue>), String> {
         ));
     }
     if queues < iface_queues {
+        let last = first + queues;
         xdp.notes.push(format!(
-            "{iface} has {iface_queues} receive queues and bareweb serves {queues}: frames for the server that \
-             arrive on the others go to the kernel, which drops them (steer the server's address to queues \
-             0..{queues} with the NIC's flow rules, or serve every queue)"
+            "{iface} has {iface_queues} receive queues and bareweb's sockets are on queues {first}..{last}: \
+             frames for {} that arrive on the others go to the kernel, which drops them (steer that address \
+             to queues {first}..{last} with the NIC's flow rules{})",
+            spec.ip,
+            if first == 0 { ", or serve every queue" } else { "" }
         ));
     }
     Ok((xdp, sockets))
