@@ -318,7 +318,7 @@ pub fn parse_options(opts: &[u8]) -> Result<Options> {
 
 /// The blocks of a SACK option's data: 8 bytes each, one to four (RFC 2018 §3).
 fn sack_blocks(d: &[u8]) -> Option<SackBlocks> {
-    if d.is_empty() || d.len() % 8 != 0 || d.len() > 32 {
+    if d.is_empty() || !d.len().is_multiple_of(8) || d.len() > 32 {
         return None;
     }
     let mut blocks = SackBlocks::NONE;
