@@ -6,6 +6,10 @@
 //! [`Client::poll`] in a loop with its NIC, and hears of each fetch's end, and of the
 //! response body as it comes, through a [`Handler`].
 //!
+//! A slot may also send several requests at once, pipelined on one connection
+//! ([`Client::get_pipelined`]: a Surge session's burst, as httperf sends it); their
+//! responses are read in order and each ends in the handler on its own.
+//!
 //! A fetch runs on the slot's open connection when the previous one kept it
 //! (keep-alive), else on a new connection: a free TCB, the port at the head of the
 //! free-list, an RFC 6528 ISN, our SYN, and the request queued at once (it goes with the
@@ -41,7 +45,8 @@ use crate::wire::tcp::ParsedRepr as TcpRepr;
 use crate::wire::{ethernet, EtherType, EthernetAddress, EthernetFrame, Ipv4Address};
 use ports::Ports;
 
-/// The most bytes of one request.
+/// The most bytes of one request (of a slot's requests, unless
+/// [`Config::request_max`] says more).
 pub const REQUEST_MAX: usize = 1024;
 /// The receive window we advertise: responses are consumed as they come.
 const RX_SPACE: u32 = 65_535;
@@ -79,6 +84,8 @@ pub struct Config {
     pub stall_ns: u64,
     /// Retransmissions of one segment before giving up.
     pub max_retries: u8,
+    /// Bytes of each slot's request buffer (all of a pipelined burst's requests).
+    pub request_max: usize,
 }
 
 impl Config {
@@ -104,6 +111,7 @@ impl Config {
             isn_key: [0x5a; 16],
             stall_ns: 10_000_000_000,
             max_retries: 8,
+            request_max: REQUEST_MAX,
         }
     }
 }
@@ -203,6 +211,8 @@ struct Slot {
     busy: bool,
     /// A byte of the response came.
     heard: bool,
+    /// Responses still to come (pipelined requests), the one being read included.
+    pending: u32,
 }
 
 /// The client.
@@ -267,10 +277,11 @@ impl Client {
                     reader: http::Reader::new(),
                     busy: false,
                     heard: false,
+                    pending: 0,
                 };
                 slots
             ],
-            requests: vec![0; slots * REQUEST_MAX],
+            requests: vec![0; slots * cfg.request_max.max(1)],
             // Where in the range this client begins: from its key (random per process).
             ports: Ports::new(
                 cfg.ports.0,
@@ -326,8 +337,22 @@ impl Client {
     /// The request buffer of slot `slot`, to write the next request into (see
     /// [`http::write_get`]) before [`get`](Self::get).
     pub fn request_buf(&mut self, slot: u32) -> &mut [u8] {
-        let at = slot as usize * REQUEST_MAX;
-        &mut self.requests[at..at + REQUEST_MAX]
+        let max = self.cfg.request_max.max(1);
+        let at = slot as usize * max;
+        &mut self.requests[at..at + max]
+    }
+
+    /// Closes slot `slot`'s kept connection, if it has one and no fetch runs on it (a
+    /// session ended): the FIN goes now.
+    pub fn close_slot<T: TxRing>(&mut self, slot: u32, now: u64, tx: &mut T) {
+        let Some(s) = self.slots.get(slot as usize) else {
+            return;
+        };
+        let idx = s.tcb;
+        if idx != NONE && !s.busy {
+            self.detach(idx);
+            self.output(idx, now, tx);
+        }
     }
 
     /// Starts a fetch on slot `slot` of the `len` request bytes in its
@@ -344,14 +369,36 @@ impl Client {
         tx: &mut T,
         h: &mut H,
     ) -> bool {
+        self.get_pipelined(slot, len, 1, close, now, tx, h)
+    }
+
+    /// [`get`](Self::get) of `count` requests (1 to 64) written one after the other in
+    /// the slot's request buffer, sent at once on one connection; each of their responses
+    /// ends in the handler, in order (a failure ends each one still to come).
+    #[allow(clippy::too_many_arguments)]
+    pub fn get_pipelined<T: TxRing, H: Handler>(
+        &mut self,
+        slot: u32,
+        len: usize,
+        count: u32,
+        close: bool,
+        now: u64,
+        tx: &mut T,
+        h: &mut H,
+    ) -> bool {
         let Some(s) = self.slots.get_mut(slot as usize) else {
             return false;
         };
-        if s.busy || self.next_hop_mac.is_none() || len > REQUEST_MAX {
+        if s.busy
+            || self.next_hop_mac.is_none()
+            || len > self.cfg.request_max
+            || !(1..=64).contains(&count)
+        {
             return false;
         }
         s.busy = true;
         s.heard = false;
+        s.pending = count;
         s.req_len = len;
         s.reader.reset();
         let kept = s.tcb;
@@ -368,8 +415,7 @@ impl Client {
             self.detach(kept);
         }
         let (Some(idx), Some(port)) = (self.free.last().copied(), self.ports.take()) else {
-            self.slots[slot as usize].busy = false;
-            h.end(slot, End::Failed(Failure::NoResources), now);
+            self.end_all(slot, Failure::NoResources, now, h);
             return true;
         };
         self.free.pop();
@@ -490,9 +536,17 @@ impl Client {
         if s.tcb == idx {
             s.tcb = NONE;
         }
+        self.end_all(slot, why, now, h);
+    }
+
+    /// Ends every fetch still to come on slot `slot` with `why`.
+    fn end_all<H: Handler>(&mut self, slot: u32, why: Failure, now: u64, h: &mut H) {
+        let s = &mut self.slots[slot as usize];
         if s.busy {
             s.busy = false;
-            h.end(slot, End::Failed(why), now);
+            for _ in 0..core::mem::take(&mut s.pending) {
+                h.end(slot, End::Failed(why), now);
+            }
         }
     }
 
@@ -660,16 +714,30 @@ impl Client {
             }
             if f.done {
                 let close = self.tcbs[idx as usize].close || s.reader.close;
-                s.busy = false;
                 let end = End::Done {
                     status: s.reader.status,
                     body: s.reader.body_len,
                 };
+                s.pending = s.pending.saturating_sub(1);
+                if s.pending > 0 && !close {
+                    // The next pipelined response follows in the same stream.
+                    s.reader.reset();
+                    s.heard = false;
+                    h.end(slot, end, now);
+                    data = &data[f.used..];
+                    if !data.is_empty() {
+                        self.slots[slot as usize].heard = true;
+                        h.first_byte(slot, now);
+                    }
+                    continue;
+                }
+                h.end(slot, end, now);
+                // The server closes after this one: the rest of a burst cannot come.
+                self.end_all(slot, Failure::Closed, now, h);
                 if close {
                     self.detach(idx);
                 }
-                h.end(slot, end, now);
-                return; // bytes beyond the response: none were asked for (no pipelining)
+                return; // bytes beyond the last response: none were asked for
             }
             if f.used == 0 {
                 return;
@@ -684,16 +752,17 @@ impl Client {
         if slot != NONE && self.slots[slot as usize].busy {
             let s = &mut self.slots[slot as usize];
             if s.reader.end_of_stream() {
-                s.busy = false;
                 let end = End::Done {
                     status: s.reader.status,
                     body: s.reader.body_len,
                 };
+                s.pending = s.pending.saturating_sub(1);
                 self.tcbs[idx as usize].slot = NONE;
                 if s.tcb == idx {
                     s.tcb = NONE;
                 }
                 h.end(slot, end, now);
+                self.end_all(slot, Failure::Closed, now, h);
             } else {
                 self.fail(idx, Failure::Closed, now, h);
             }
@@ -737,7 +806,7 @@ impl Client {
             let end = off + seg.len as usize;
             match self.slots.get(t.slot as usize) {
                 Some(s) if s.tcb == idx && end <= s.req_len => {
-                    let base = t.slot as usize * REQUEST_MAX;
+                    let base = t.slot as usize * self.cfg.request_max.max(1);
                     head = &self.requests[base + off..base + end];
                 }
                 _ => return false,
