@@ -9,6 +9,7 @@ use crate::http::log::NoLog;
 use crate::memwire::{MemSite, Wire};
 use crate::nic::Clock;
 use crate::server::{Config as ServerConfig, Server};
+use crate::wire::Ipv4Address;
 
 const SERVER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
 const CLIENT_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
