@@ -137,6 +137,16 @@ fn check_results(out: &Path) -> Result<(), String> {
             out.display()
         ));
     }
+    // The bare client (issue 18) is in the table: bareweb's and nginx's rows at least.
+    for row in ["| bareweb+bare-tap |", "| nginx+bare-tap |"] {
+        if !rows.iter().any(|l| l.contains(row)) {
+            return Err(format!(
+                "bench smoke: no {} row in {}/report.md",
+                row.trim_matches(|c| c == '|' || c == ' '),
+                out.display()
+            ));
+        }
+    }
     let pngs = std::fs::read_dir(out)
         .map_err(|e| e.to_string())?
         .flatten()

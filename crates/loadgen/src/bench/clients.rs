@@ -10,6 +10,10 @@
 //!   Lua `done` hook that prints them as JSON: requests, bytes (heads included), errors by
 //!   wrk's kinds, and its latency (request to whole response; wrk has no first-byte or
 //!   connect time, so both latency columns carry it).
+//! - `bare-tap`, `bare-xdp`: the bare HTTP load client (`bareweb load --tap` / `--xdp`: the
+//!   engine's own TCP, one thread) on a port of its own bridged to the server's link
+//!   ([`super::bare`], which also says who pays for what); parallel and rate points. Its
+//!   `--json-out` report is the socket client's [`Report`], read by the same code.
 
 use std::path::Path;
 use std::process::Command;
@@ -23,14 +27,31 @@ pub const LOAD: &str = "load";
 /// wrk.
 pub const WRK: &str = "wrk";
 
-/// Every client kind this harness knows.
-pub const KNOWN: &[&str] = &[LOAD, WRK];
+pub use super::bare::{BARE_TAP, BARE_XDP};
 
-/// Checks a scenario's client list: known, and installed.
-pub fn check(clients: &[String]) -> Result<(), String> {
+/// Every client kind this harness knows.
+pub const KNOWN: &[&str] = &[LOAD, WRK, BARE_TAP, BARE_XDP];
+
+/// Checks a scenario's client list: known, and installed (`help`: the text of `bareweb
+/// load --help`, which names the bare client's device options when it has them).
+pub fn check(clients: &[String], help: &str) -> Result<(), String> {
     for c in clients {
         match c.as_str() {
             LOAD => {}
+            BARE_TAP | BARE_XDP => {
+                let opt = if c == BARE_TAP { "--tap" } else { "--xdp" };
+                if !help.contains(opt) {
+                    return Err(format!(
+                        "client kind {c}: this bareweb's `load` has no {opt} (the bare client)"
+                    ));
+                }
+                if c == BARE_XDP && super::servers::which("ethtool", "ethtool").is_err() {
+                    return Err(
+                        "client kind bare-xdp: ethtool is not installed (apt-get install ethtool)"
+                            .into(),
+                    );
+                }
+            }
             WRK => {
                 if !["/usr/bin/wrk", "/usr/local/bin/wrk"]
                     .iter()
@@ -66,6 +87,7 @@ pub fn of(clients: &[String]) -> Vec<String> {
 pub fn fits(client: &str, p: &Point) -> bool {
     match client {
         WRK => p.kind == Kind::Parallel,
+        BARE_TAP | BARE_XDP => super::bare::fits(p),
         _ => true,
     }
 }
@@ -96,6 +118,8 @@ pub fn base_for(base: &str, row: &str) -> String {
 pub fn describe(client: &str) -> &'static str {
     match client {
         WRK => "wrk 4 (`-t1 -cN`, one thread, kernel sockets)",
+        BARE_TAP => "the bare client `bareweb load --tap` (the engine's TCP, one thread, a TAP bridged to the server's link)",
+        BARE_XDP => "the bare client `bareweb load --xdp` (the engine's TCP, one thread, AF_XDP on a veth bridged to the server's link)",
         _ => "`bareweb load` (one epoll thread, kernel sockets)",
     }
 }
@@ -272,6 +296,25 @@ mod tests {
         let c = wrk_command(&point(false), "http://x/", 5.0, &std::env::temp_dir()).unwrap();
         assert!(c.contains(&"Connection: close".to_string()) && c.contains(&"-c16".to_string()));
         assert!(fits(WRK, &point(true)));
-        assert!(check(&["nope".into()]).is_err());
+        assert!(check(&["nope".into()], "").is_err());
+    }
+
+    #[test]
+    fn bare_kinds_pair_and_fit() {
+        assert_eq!(row_name("nginx", BARE_TAP), "nginx+bare-tap");
+        assert_eq!(base_for("nginx", "bareweb-xdp+bare-xdp"), "nginx+bare-xdp");
+        assert_eq!(client_of("bareweb-qemu+bare-tap"), Some(BARE_TAP));
+        let mut p = point(false);
+        assert!(fits(BARE_TAP, &p) && fits(BARE_XDP, &p));
+        p.kind = Kind::Rate;
+        assert!(fits(BARE_TAP, &p) && !fits(WRK, &p));
+        p.kind = Kind::Sessions;
+        assert!(!fits(BARE_TAP, &p) && !fits(BARE_XDP, &p) && fits(LOAD, &p));
+        // A bareweb without the bare client (or without its AF_XDP mode) is refused up front.
+        let help = "  --tap <NAME>  ...";
+        assert!(check(&[BARE_TAP.into()], help).is_ok());
+        let e = check(&[BARE_XDP.into()], help).unwrap_err();
+        assert!(e.contains("--xdp"), "{e}");
+        assert!(check(&[BARE_TAP.into()], "").is_err());
     }
 }

@@ -1,8 +1,9 @@
 //! `bareweb bench`: the side-by-side harness. It builds the bench site, measures the
 //! link, starts every server under test in its own namespaces ([`servers`], [`topo`]),
 //! then runs the same loads against each, interleaved — round by round, point by point,
-//! server after server, the order rotating so drift hits all alike — with `bareweb load`
-//! as the client in the client namespace. Each run records the server's CPU time
+//! server after server, the order rotating so drift hits all alike — with each of the
+//! scenario's client kinds in the client namespace ([`clients`]: `bareweb load` on
+//! sockets, wrk, and the bare client on a TAP or AF_XDP, [`bare`]). Each run records the server's CPU time
 //! (utime + stime of its process tree from /proc), the client's (its rusage), and every
 //! core's busy time. Results go to a folder: `results.json`, `report.md` (tables with
 //! medians and ratios to nginx, the link's bandwidth bound) and PNG plots; with `--doc`
@@ -13,6 +14,7 @@
 //! --threads N`), each one more server in the interleaving, the tables and the plots
 //! ([`scenario::Scenario::variants`]); [`runners`] adds the study's own summary.
 
+pub mod bare;
 pub mod clients;
 pub mod doc;
 pub mod peers;
@@ -255,6 +257,8 @@ pub(crate) fn run_with(
     let report = if client == clients::WRK {
         let url = inst.url(&p.path);
         clients::run_wrk(&inst.client_ns, p, &url, o.scenario.timeout, &o.out)
+    } else if bare::is_bare(client) {
+        run_bare(o, inst, client, &args, &json)
     } else {
         Command::new("ip")
             .args(["netns", "exec", &inst.client_ns])
@@ -309,6 +313,42 @@ pub(crate) fn run_with(
     })
 }
 
+/// Runs the bare client (`client`: bare-tap or bare-xdp) with the socket client's
+/// arguments `socket`; its `--json-out` report. The bare client exits non-zero when a
+/// fetch failed, after writing its report: the failures are the run's errors, as the
+/// socket client's are, and only a run without a report is an error of the bench.
+fn run_bare(
+    o: &Options,
+    inst: &servers::Instance,
+    client: &str,
+    socket: &[String],
+    json: &Path,
+) -> Result<Report, String> {
+    let links = inst
+        .bare
+        .as_ref()
+        .ok_or_else(|| format!("{}: no bare client link (not attached)", inst.name))?;
+    let args = bare::args(client, links, socket);
+    let _ = std::fs::remove_file(json);
+    let out = Command::new("ip")
+        .args(["netns", "exec", &inst.client_ns])
+        .arg(&o.exe)
+        .args(&args)
+        .output()
+        .map_err(|e| format!("cannot start the bare client: {e}"))?;
+    match std::fs::read_to_string(json) {
+        Ok(text) => {
+            serde_json::from_str::<Report>(&text).map_err(|e| format!("{}: {e}", json.display()))
+        }
+        Err(_) => Err(format!(
+            "{client} failed against {} (exit {}): {}",
+            inst.name,
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+    }
+}
+
 /// Runs a whole bench and writes its results folder.
 pub fn bench(o: &Options) -> Result<Results, String> {
     servers::preflight()?;
@@ -326,8 +366,18 @@ pub fn bench(o: &Options) -> Result<Results, String> {
     for k in &kinds {
         k.check()?;
     }
-    let client_kinds = clients::of(&s.clients);
-    clients::check(&client_kinds)?;
+    let client_kinds = s.all_clients();
+    let load_help = Command::new(&o.exe)
+        .args(["load", "--help"])
+        .output()
+        .map(|x| String::from_utf8_lossy(&x.stdout).into_owned())
+        .unwrap_or_default();
+    clients::check(&client_kinds, &load_help)?;
+    let bare_kinds: Vec<String> = client_kinds
+        .iter()
+        .filter(|c| bare::is_bare(c))
+        .cloned()
+        .collect();
     std::fs::create_dir_all(o.out.join("runs")).map_err(|e| format!("{}: {e}", o.out.display()))?;
     let out = std::fs::canonicalize(&o.out).map_err(|e| e.to_string())?;
     let site = out.join("site");
@@ -415,7 +465,13 @@ pub fn bench(o: &Options) -> Result<Results, String> {
                 t.as_ref()
                     .map_or(String::new(), |t| format!(" [{}]", k.describe_tuned(t)))
             );
-            let inst = k.start(&ctx)?;
+            let mut inst = k.start(&ctx)?;
+            if !bare_kinds.is_empty() {
+                bare::attach(&mut inst, &ctx.tag, net, &bare_kinds)?;
+                // The socket clients' way to it now crosses the bridge: still there?
+                let url = inst.url(&probe);
+                servers::wait_ready(&mut inst, &url, 5)?;
+            }
             inst.pause();
             insts.push(inst);
             if sys::stop_requested() {
@@ -426,9 +482,19 @@ pub fn bench(o: &Options) -> Result<Results, String> {
     }
     // Every (server, client) pair that fits a point is one entry of its rotation.
     let n_slots = slots.len();
+    let series_clients: Vec<(String, Vec<String>)> = s
+        .series
+        .iter()
+        .map(|x| (x.name.clone(), s.clients_for(&x.name)))
+        .collect();
     let pairs = |p: &Point| -> Vec<(usize, &str)> {
+        let cs = series_clients
+            .iter()
+            .find(|(n, _)| *n == p.series)
+            .map(|(_, c)| c.as_slice())
+            .unwrap_or(&[]);
         (0..n_slots)
-            .flat_map(|j| client_kinds.iter().map(move |c| (j, c.as_str())))
+            .flat_map(|j| cs.iter().map(move |c| (j, c.as_str())))
             .filter(|(_, c)| clients::fits(c, p))
             .collect()
     };

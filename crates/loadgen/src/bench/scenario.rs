@@ -33,6 +33,8 @@
 //! values = [1000, 2000]                # fetches/s, connections, or sessions/s
 //! path = "/sz/4096.bin"                # or paths = [...] for a file-size sweep
 //! keepalive = false
+//! clients = ["bare-tap"]               # optional: this series' client kinds (default: the
+//!                                      #   scenario's `clients`, bench::clients)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -67,6 +69,9 @@ pub struct Series {
     /// Session mode: think-time multiplier (Surge's think times are seconds long).
     #[serde(default = "default_think_scale")]
     pub think_scale: f64,
+    /// This series' client kinds (default: the scenario's).
+    #[serde(default)]
+    pub clients: Vec<String>,
 }
 
 fn default_fetches() -> u64 {
@@ -269,7 +274,11 @@ impl Scenario {
                 ));
             }
         }
-        for c in &self.clients {
+        for c in self
+            .clients
+            .iter()
+            .chain(self.series.iter().flat_map(|x| &x.clients))
+        {
             if !super::clients::KNOWN.contains(&c.as_str()) {
                 return Err(format!(
                     "unknown client kind {c:?} (known: {})",
@@ -399,14 +408,33 @@ impl Scenario {
         out
     }
 
+    /// The client kinds of series `series`: its own, or the scenario's.
+    pub fn clients_for(&self, series: &str) -> Vec<String> {
+        match self.series.iter().find(|x| x.name == series) {
+            Some(x) if !x.clients.is_empty() => x.clients.clone(),
+            _ => super::clients::of(&self.clients),
+        }
+    }
+
+    /// Every client kind some series uses, the scenario's first.
+    pub fn all_clients(&self) -> Vec<String> {
+        let mut all = super::clients::of(&self.clients);
+        for c in self.series.iter().flat_map(|x| &x.clients) {
+            if !all.contains(c) {
+                all.push(c.clone());
+            }
+        }
+        all
+    }
+
     /// Total run time of the load alone (without start-up), seconds.
     pub fn load_seconds(&self) -> f64 {
-        let clients = super::clients::of(&self.clients);
         let per_round: f64 = self
             .points(&|_| 0)
             .iter()
             .map(|p| {
-                let n = clients
+                let n = self
+                    .clients_for(&p.series)
                     .iter()
                     .filter(|c| super::clients::fits(c, p))
                     .count();
@@ -464,9 +492,34 @@ mod tests {
                 .replace("servers=['nginx']", "servers=['nginx','bareweb']"),
             format!("{ok}[search]\nseries=['nope']\n"),
             format!("{ok}[search]\nseconds=0\n"),
+            format!("{ok}clients=['bare-udp']\n"),
         ] {
             assert!(Scenario::parse(&bad, base).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_series_may_name_its_own_clients() {
+        let text = "name='x'\nservers=['nginx']\nclients=['load','wrk']\nseconds=2\n\
+                    [[series]]\nname='a'\nkind='parallel'\nvalues=[4]\npath='/a'\n\
+                    [[series]]\nname='b'\nkind='parallel'\nvalues=[4]\npath='/a'\nseconds=0.5\nclients=['bare-tap']\n";
+        let s = Scenario::parse(text, Path::new(".")).unwrap();
+        assert_eq!(s.clients_for("a"), ["load", "wrk"]);
+        assert_eq!(s.clients_for("b"), ["bare-tap"]);
+        assert_eq!(s.all_clients(), ["load", "wrk", "bare-tap"]);
+        // 2 s for each of two clients on a, 0.5 s for one on b.
+        assert!(
+            (s.load_seconds() - 4.5).abs() < 1e-9,
+            "{}",
+            s.load_seconds()
+        );
+        let none = text.replace("clients=['load','wrk']\n", "");
+        assert_eq!(
+            Scenario::parse(&none, Path::new("."))
+                .unwrap()
+                .clients_for("a"),
+            ["load"]
+        );
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! Topology: a kernel server (nginx, lighttpd, h2o) runs in namespace `S`, the client in
 //! namespace `C`, joined by a veth pair. bareweb on the host platform owns a TAP device in
 //! `C` and runs its own TCP/IP on it; the client in `C` reaches it over the TAP. Either
-//! way the client crosses one virtual link to the server.
+//! way the client crosses one virtual link to the server. With a bare client kind in the
+//! scenario that link's end in `C` ([`Instance::link`]) is put on a bridge with the bare
+//! clients' own ports ([`super::bare`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -113,6 +115,11 @@ pub struct Instance {
     pub label: String,
     pub client_ns: String,
     pub server_ip: String,
+    /// The device in the client namespace that leads to the server (a veth end or a TAP),
+    /// which [`super::bare::attach`] bridges with the bare clients' ports.
+    pub link: String,
+    /// The bare clients' devices, once attached.
+    pub bare: Option<super::bare::Links>,
     pub(super) child: Option<Child>,
     pub log: PathBuf,
     /// A URL path where the server reports its own per-core time split (bareweb's stats
@@ -353,7 +360,7 @@ pub(super) fn version(cmd: &[&str]) -> String {
         .unwrap_or_default()
 }
 
-pub(super) fn which(bin: &str, pkg: &str) -> Result<(), String> {
+pub(crate) fn which(bin: &str, pkg: &str) -> Result<(), String> {
     let found = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
         .unwrap_or(false)
@@ -388,6 +395,8 @@ pub(super) fn start_kernel_server(
         label,
         client_ns: c.name.clone(),
         server_ip,
+        link: format!("{}a", ctx.tag),
+        bare: None,
         child: Some(child),
         log,
         stats_path: None,
@@ -498,6 +507,8 @@ impl ServerKind for Bareweb {
             label,
             client_ns: c.name.clone(),
             server_ip,
+            link: format!("{}t", ctx.tag),
+            bare: None,
             child: Some(child),
             log,
             stats_path: Some("/.well-known/bareweb/stats"),
@@ -588,6 +599,8 @@ impl ServerKind for BarewebQemu {
             label: self.describe(ctx.cores),
             client_ns: c.name.clone(),
             server_ip,
+            link: tap.clone(),
+            bare: None,
             child: Some(child),
             log,
             stats_path: None,

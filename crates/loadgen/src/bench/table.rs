@@ -33,6 +33,8 @@ pub struct Agg {
     pub response_p50_ms: f64,
     pub server_us: f64,
     pub client_util: f64,
+    /// The client's CPU per fetch, µs (its share of a client-bound run's cost).
+    pub client_us: f64,
     pub server_util: f64,
     pub errors: u64,
     /// Errors by kind, summed over the rounds.
@@ -144,6 +146,7 @@ pub fn aggregate(r: &Results) -> BTreeMap<(usize, String), Agg> {
                 response_p50_ms: m(&|x| x.report.response.p50_ms),
                 server_us: m(&|x| per_fetch_us(x.server_cpu_secs, x.report.fetches)),
                 client_util,
+                client_us: m(&|x| per_fetch_us(x.client_cpu_secs, x.report.fetches)),
                 server_util: m(&|x| x.server_cpu_secs / x.wall_secs.max(1e-9)),
                 errors,
                 error_kinds,
@@ -280,7 +283,7 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
         );
         let _ = writeln!(
             s,
-            "| file | {what} | server | fetches/s | vs {base} | first response p50 / p99 ms | connect ms | response ms | server CPU µs/fetch | vs {base} | client CPU | cores busy | errors | flags |"
+            "| file | {what} | server | fetches/s | vs {base} | first response p50 / p99 ms | connect ms | response ms | server CPU µs/fetch | vs {base} | client CPU, µs/fetch | cores busy | errors | flags |"
         );
         let _ = writeln!(
             s,
@@ -299,7 +302,7 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
                 };
                 let _ = writeln!(
                     s,
-                    "| {file} | {} | {} | {:.0} | {} | {:.3} / {:.3} | {} | {:.3} | {:.1} | {} | {:.0}% | {:.0}% | {} | {} |",
+                    "| {file} | {} | {} | {:.0} | {} | {:.3} / {:.3} | {} | {:.3} | {:.1} | {} | {:.0}%, {:.1} | {:.0}% | {} | {} |",
                     p.level,
                     sv.name,
                     a.fetches_per_sec,
@@ -315,6 +318,7 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
                     a.server_us,
                     b.map_or("–".into(), |b| fmt_ratio(a.server_us, b.server_us)),
                     a.client_util * 100.0,
+                    a.client_us,
                     a.core_busy.iter().sum::<f64>() / a.core_busy.len().max(1) as f64 * 100.0,
                     if a.errors == 0 {
                         "0".to_string()
@@ -387,12 +391,14 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
         s,
         "Columns: fetches/s and times are the client's (`bareweb load`, http_load's definitions: connect = \
          connect() to established, first response = request sent to first response byte, response = to last byte; \
-         connect in parentheses when connections are reused). Server CPU = utime + stime of the server's processes \
+         connect in parentheses when connections are reused; rows `server+client` name another client kind, \
+         compared with {base} under the same client). Server CPU = utime + stime of the server's processes \
          from /proc over the run, per fetch. It is not the whole cost: part of a kernel server's TCP work runs in \
          softirq context and is charged to whichever process was running (often the client), while bareweb's TAP \
-         writes charge the delivery of its packets to the client's socket to bareweb. Cores busy = mean busy time of \
+         writes charge the delivery of its packets to a socket client to bareweb (with a bare client they only \
+         queue them on the client's TAP or veth; bench::bare says who pays for what). Cores busy = mean busy time of \
          all cores over the run, everything on the machine included (client, server, kernel, and any other work on \
-         a shared machine: see the background figure above). Client CPU = the client's utime + stime / wall time: at ≥ {:.0}% of its one core a run is flagged \
+         a shared machine: see the background figure above). Client CPU = the client's utime + stime / wall time, and per fetch: at ≥ {:.0}% of its one core a run is flagged \
          client-bound (the client, not the server, may be the limit). \"vs {base}\" is the ratio to {base} \
          (fetches/s: higher is better; CPU: lower is better). Errors are summed over the rounds; `no_slot` means \
          the client had all its connections open waiting for a server that had fallen behind.\n",
@@ -587,5 +593,91 @@ mod tests {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
         assert_eq!(median(vec![]), 0.0);
+    }
+
+    #[test]
+    fn bare_client_rows_compare_with_nginx_under_the_bare_client() {
+        use crate::bench::{Run, ServerInfo};
+        let point = Point {
+            series: "ka".into(),
+            kind: Kind::Parallel,
+            level: 16.0,
+            path: "/4k".into(),
+            size: 4096,
+            keepalive: true,
+            seconds: 2.0,
+            fetches: 1,
+            think_scale: 0.0,
+        };
+        // (row, fetches in 2 s, server CPU s, client CPU s)
+        let rows = [
+            ("nginx", 20_000, 0.6, 0.8),
+            ("bareweb", 40_000, 0.4, 0.9),
+            ("nginx+bare-tap", 10_000, 0.5, 0.5),
+            ("bareweb+bare-tap", 50_000, 0.25, 1.9),
+        ];
+        let r = Results {
+            name: "t".into(),
+            title: String::new(),
+            command: String::new(),
+            machine: crate::bench::procfs::machine(),
+            link_bps: 1e9,
+            rounds: 1,
+            cores: 1,
+            servers: rows
+                .iter()
+                .map(|x| ServerInfo {
+                    name: x.0.into(),
+                    label: String::new(),
+                    runner: None,
+                })
+                .collect(),
+            points: vec![point],
+            runs: rows
+                .iter()
+                .map(|&(name, n, server, client)| Run {
+                    point: 0,
+                    server: name.into(),
+                    round: 0,
+                    report: crate::report::Report {
+                        fetches: n,
+                        fetches_per_sec: n as f64 / 2.0,
+                        ..Default::default()
+                    },
+                    server_cpu_secs: server,
+                    client_cpu_secs: client,
+                    wall_secs: 2.0,
+                    core_busy: vec![1.0, 1.0],
+                    server_split: Vec::new(),
+                })
+                .collect(),
+            notes: Vec::new(),
+            background_busy: Vec::new(),
+            search: None,
+        };
+        let md = report(&r, &[], "");
+        let row = |name: &str| {
+            md.lines()
+                .find(|l| l.starts_with("| /4k") && l.contains(&format!("| {name} |")))
+                .unwrap_or_else(|| panic!("no row {name} in {md}"))
+                .to_string()
+        };
+        // Against nginx under the same client: 25000 / 5000 fetches/s, 5 / 50 µs per fetch.
+        let b = row("bareweb+bare-tap");
+        assert!(
+            b.contains("| 25000 | 5.00× |") && b.contains("| 5.0 | 0.10× |"),
+            "{b}"
+        );
+        // The client's CPU per fetch (1.9 s / 50000 = 38 µs), and 95% of a core: client-bound.
+        assert!(
+            b.contains("| 95%, 38.0 |") && b.contains("client-bound"),
+            "{b}"
+        );
+        let k = row("bareweb");
+        assert!(
+            k.contains("| 20000 | 2.00× |") && k.contains("| 45%, 22.5 |"),
+            "{k}"
+        );
+        assert!(!k.contains("client-bound"), "{k}");
     }
 }

@@ -97,6 +97,8 @@ impl ServerKind for BarewebXdp {
             label: self.describe(ctx.cores),
             client_ns: c.name.clone(),
             server_ip,
+            link: ea.clone(),
+            bare: None,
             child: Some(child),
             log,
             stats_path: Some("/.well-known/bareweb/stats"),
