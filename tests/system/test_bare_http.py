@@ -19,7 +19,7 @@ class Bridged:
     holds the namespace's own address (for the socket client) and veth end xs0, whose peer
     xc0 (no address, not bridged) is the AF_XDP client's link (xs0 completes checksums)."""
 
-    def __init__(self):
+    def __init__(self, site=SITE):
         require_root()
         self.ns = Netns("bwth")
         self.proc = None
@@ -38,7 +38,7 @@ class Bridged:
             self.ns.ip("addr", "add", f"{HOST_IP}/24", "dev", "br0")
             self.log = open(f"/tmp/{self.ns.name}.log", "w+")
             self.proc = subprocess.Popen(
-                self.ns.cmd(BIN, "serve", SITE, "--tap", "bw0", "--host-ip", "none", "--ip",
+                self.ns.cmd(BIN, "serve", site, "--tap", "bw0", "--host-ip", "none", "--ip",
                             f"{SERVER_IP}/24", "--mac", "02:00:00:00:00:02"),
                 stdout=self.log, stderr=subprocess.STDOUT)
             deadline = time.time() + 20
@@ -202,3 +202,31 @@ def test_ctrl_c_ends_an_af_xdp_run_with_its_report_and_a_kill_leaves_no_program(
         assert b.xdp_prog() is None, "the kill detached it"
     finally:
         b.close()
+
+
+def test_surge_sessions_as_the_socket_client_runs_them(tmp_path):
+    """Session mode on the bare clients (TAP and AF_XDP) and on sockets, the same Surge
+    file set and schedule: every session completes, every body verified, one kept
+    connection per session."""
+    site = tmp_path / "surge"
+    subprocess.run([BIN, "surge-site", site, "--files", "40", "--max-size", "65536"],
+                   check=True, capture_output=True)
+    b = Bridged(site)
+    try:
+        args = (f"http://{SERVER_IP}/", "--sessions-rate", "40", "--sessions", "24", "--surge",
+                site, "--think-scale", "0.01", "--verify", site, "--seconds", "20")
+        bare = json.loads(b.bare(*args).stdout)
+        xdp = json.loads(b.xdp(*args, "--json", "-q").stdout)
+        sock = json.loads(b.ns.run(BIN, "load", *args, "--json", "-q", timeout=60).stdout)
+    finally:
+        b.close()
+    print(bare, xdp, sock)
+    for r in (bare, xdp, sock):
+        assert r["mode"].startswith("surge sessions 40/s"), r
+        assert r["sessions_started"] == 24 and r["sessions_completed"] == 24, r
+        assert r["sessions_failed"] == 0 and r["errors_total"] == 0, r
+        assert r["fetches_ok"] == r["fetches"] == r["fetches_started"] >= 24, r
+        assert r["session"]["count"] == 24 and r["connections"] == 24, r
+        # Bursts: more fetches than sessions' first pages alone, pipelined on one
+        # connection each.
+        assert r["fetches"] > 24, r

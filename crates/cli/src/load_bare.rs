@@ -10,8 +10,12 @@
 //! (`--parallel N`, N fetches in flight) and rate (`--rate R`, a fetch begun every 1/R s on
 //! a free slot of `--max-conns`, a `no_slot` error when none is free), each with a
 //! connection per fetch or kept alive (`-k`), URLs drawn at random from the list with
-//! `--seed`. Session mode (`--sessions-rate`) is refused with a clear error: it is the
-//! socket client's. `--verify DIR` checks each body's length and SHA-256. Every failed
+//! `--seed`; and Surge sessions (`--sessions-rate R --surge DIR`): R sessions begin per
+//! second, each on a slot of its own with one kept connection (a new one if the server
+//! closed it while the session thought), a burst of a page and its embedded objects drawn
+//! by popularity and sent pipelined, a think time, the next burst, and the connection
+//! closed at the session's end; a bad response fails its session, as there.
+//! `--verify DIR` checks each body's length and SHA-256. Every failed
 //! fetch is counted by its reason (the report's `errors`), and the command exits non-zero
 //! if any failed. Ctrl-C ends the run early, with its report.
 
@@ -22,7 +26,8 @@ use bareweb_engine::nic::{Clock, TxRing};
 use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
 use bareweb_host::cores::HostQueue;
 use bareweb_host::{netif, xdp, SystemClock, Tap};
-use bareweb_loadgen::rng::Rng;
+use bareweb_loadgen::rng::{Rng, Zipf};
+use bareweb_loadgen::surge::{SurgeParams, MAX_BURST};
 use bareweb_loadgen::{ErrorKind, LoadConfig, Mode, Progress, Report, Tally};
 use sha2::{Digest, Sha256};
 
@@ -53,9 +58,6 @@ pub fn load(a: &LoadArgs, cfg: &LoadConfig) -> Result<(), String> {
         return Err(
             "--kernel is for the UDP client (--udp); the bare HTTP client runs as a process".into(),
         );
-    }
-    if matches!(cfg.mode, Mode::Sessions { .. }) {
-        return Err("the bare client runs --parallel and --rate; Surge sessions need the socket client (no --tap)".into());
     }
     if let Some(x) = &a.udp.xdp {
         return load_xdp(a, cfg, x);
@@ -141,25 +143,34 @@ fn finish(a: &LoadArgs, r: &Report) -> Result<(), String> {
     Ok(())
 }
 
-/// What the load loop knows of each slot's fetch, and the tally. Every table is sized
-/// once, to the slots: nothing here allocates per fetch.
+/// What the load loop knows of each slot's fetches (a burst of up to [`MAX_BURST`]
+/// pipelined in session mode, else one), and the tally. Every table is sized once, to
+/// the slots: nothing here allocates per fetch.
 struct Fetches<'a> {
     cfg: &'a LoadConfig,
     t: Tally,
-    url: Vec<u32>,
-    /// When the request went: the fetch began on a kept connection, or its new one was
+    /// The URLs of the slot's burst, in order, and which one is being read.
+    urls: Vec<[u32; MAX_BURST]>,
+    at: Vec<u8>,
+    /// Responses of the burst still to come.
+    left: Vec<u32>,
+    /// When the requests went: the fetch began on a kept connection, or its new one was
     /// established (the socket client's moment: after connect).
     sent_at: Vec<u64>,
     first_at: Vec<u64>,
     hash: Vec<Sha256>,
-    /// Slots whose fetch ended, to take again.
+    /// The slot runs a session; a response of it failed its checks.
+    in_session: Vec<bool>,
+    session_bad: Vec<bool>,
+    /// Slots whose burst (or fetch) ended, for the loop to go on with.
     ended: Vec<u32>,
+    /// Fetches begun and not ended.
     in_flight: u64,
 }
 
 impl Fetches<'_> {
-    fn verifying(&self, slot: usize) -> bool {
-        self.cfg.urls[self.url[slot] as usize].expect.is_some()
+    fn url(&self, slot: usize) -> u32 {
+        self.urls[slot][usize::from(self.at[slot]).min(MAX_BURST - 1)]
     }
 }
 
@@ -189,18 +200,19 @@ impl Handler for Fetches<'_> {
     }
 
     fn body(&mut self, slot: u32, _: u64, data: &[u8]) {
-        if self.verifying(slot as usize) {
-            self.hash[slot as usize].update(data);
+        let s = slot as usize;
+        if self.cfg.urls[self.url(s) as usize].expect.is_some() {
+            self.hash[s].update(data);
         }
     }
 
     fn end(&mut self, slot: u32, end: End, now: u64) {
         let s = slot as usize;
-        self.in_flight -= 1;
+        self.in_flight = self.in_flight.saturating_sub(1);
         let sent = self.sent_at[s];
-        match end {
+        let good = match end {
             End::Done { status, body } => {
-                let expect = self.cfg.urls[self.url[s] as usize].expect.as_ref();
+                let expect = self.cfg.urls[self.url(s) as usize].expect.as_ref();
                 let hash = &mut self.hash[s];
                 let v = bareweb_loadgen::tally::verdict(
                     self.cfg.expect_status,
@@ -211,17 +223,193 @@ impl Handler for Fetches<'_> {
                 );
                 let first = self.first_at[s].max(sent) - sent;
                 self.t
-                    .response(status, body, first, now.saturating_sub(sent), v);
+                    .response(status, body, first, now.saturating_sub(sent), v)
             }
-            End::Failed(f) => self.t.error(kind(f, self.first_at[s] != 0), 1),
+            End::Failed(f) => {
+                self.t.error(kind(f, self.first_at[s] != 0), 1);
+                false
+            }
+        };
+        self.session_bad[s] |= !good && self.in_session[s];
+        // The next response of the burst, if any.
+        self.first_at[s] = 0;
+        self.hash[s].reset();
+        self.at[s] = self.at[s].saturating_add(1);
+        self.left[s] = self.left[s].saturating_sub(1);
+        if self.left[s] == 0 {
+            self.ended.push(slot);
         }
-        self.ended.push(slot);
+    }
+}
+
+/// The load loop's state beside the client and its handler.
+struct Load<'a> {
+    cfg: &'a LoadConfig,
+    client: Client,
+    h: Fetches<'a>,
+    rng: Rng,
+    /// Session mode: the Surge model and its popularity.
+    surge: Option<(&'a SurgeParams, Zipf)>,
+    free: Vec<u32>,
+    /// Sessions thinking between bursts, and until when (per slot).
+    thinking: Vec<u32>,
+    think_until: Vec<u64>,
+    bursts_left: Vec<u32>,
+    session_start: Vec<u64>,
+    sessions_active: u64,
+}
+
+impl Load<'_> {
+    /// Begins one fetch (parallel and rate modes) on a free slot.
+    fn begin_fetch<T: TxRing>(&mut self, now: u64, tx: &mut T) -> Result<(), String> {
+        self.h.t.fetches_started += 1;
+        let Some(slot) = self.free.pop() else {
+            self.h.t.error(ErrorKind::NoSlot, 1); // rate mode: none free when one was due
+            return Ok(());
+        };
+        let url = if self.cfg.urls.len() == 1 {
+            0
+        } else {
+            self.rng.below(self.cfg.urls.len() as u64) as u32
+        };
+        self.send(slot, &[url], !self.cfg.keepalive, now, tx)
+    }
+
+    /// Begins one session on a free slot: its first burst.
+    fn begin_session<T: TxRing>(&mut self, now: u64, tx: &mut T) -> Result<(), String> {
+        self.h.t.sessions_started += 1;
+        let Some(slot) = self.free.pop() else {
+            self.h.t.error(ErrorKind::NoSlot, 1);
+            self.h.t.sessions_failed += 1;
+            return Ok(());
+        };
+        let Some((params, _)) = self.surge else {
+            return Ok(());
+        };
+        let s = slot as usize;
+        self.sessions_active += 1;
+        self.h.in_session[s] = true;
+        self.h.session_bad[s] = false;
+        self.session_start[s] = now;
+        self.bursts_left[s] = params.draw_bursts(&mut self.rng);
+        self.burst(slot, now, tx)
+    }
+
+    /// A session's next burst: a page and its embedded objects, drawn by popularity and
+    /// sent pipelined on the session's connection (a new one if the server closed it).
+    fn burst<T: TxRing>(&mut self, slot: u32, now: u64, tx: &mut T) -> Result<(), String> {
+        let Some((params, zipf)) = &self.surge else {
+            return Ok(());
+        };
+        let k = params.draw_burst(&mut self.rng).min(MAX_BURST);
+        let mut urls = [0u32; MAX_BURST];
+        for u in &mut urls[..k] {
+            *u = zipf.sample(&mut self.rng) as u32;
+        }
+        self.h.t.fetches_started += k as u64;
+        self.send(slot, &urls[..k], false, now, tx)
+    }
+
+    /// Writes the requests for `urls` into the slot's buffer and sends them.
+    fn send<T: TxRing>(
+        &mut self,
+        slot: u32,
+        urls: &[u32],
+        close: bool,
+        now: u64,
+        tx: &mut T,
+    ) -> Result<(), String> {
+        let s = slot as usize;
+        let buf = self.client.request_buf(slot);
+        let mut len = 0;
+        for &u in urls {
+            let path = &self.cfg.urls[u as usize].path;
+            let Some(n) = buf
+                .get_mut(len..)
+                .and_then(|b| http::write_get(b, &self.cfg.target.host, path, close))
+            else {
+                return Err(format!("{path}: request too long"));
+            };
+            len += n;
+        }
+        self.h.urls[s][..urls.len()].copy_from_slice(urls);
+        self.h.at[s] = 0;
+        self.h.left[s] = urls.len() as u32;
+        self.h.sent_at[s] = now;
+        self.h.first_at[s] = 0;
+        self.h.hash[s].reset();
+        self.h.in_flight += urls.len() as u64;
+        let n = urls.len() as u32;
+        if !self
+            .client
+            .get_pipelined(slot, len, n, close, now, tx, &mut self.h)
+        {
+            return Err("the client refused a fetch on a free slot".into());
+        }
+        Ok(())
+    }
+
+    /// Goes on with every slot whose burst or fetch ended: a fetch's slot is free again;
+    /// a session thinks before its next burst, or ends (its connection closed).
+    fn settle<T: TxRing>(&mut self, now: u64, tx: &mut T) {
+        while let Some(slot) = self.h.ended.pop() {
+            let s = slot as usize;
+            if !self.h.in_session[s] {
+                self.free.push(slot);
+                continue;
+            }
+            self.bursts_left[s] = self.bursts_left[s].saturating_sub(1);
+            let bad = self.h.session_bad[s];
+            if self.bursts_left[s] == 0 || bad {
+                if bad {
+                    self.h.t.sessions_failed += 1;
+                } else {
+                    self.h.t.sessions_completed += 1;
+                    self.h.t.session.record(now - self.session_start[s]);
+                }
+                self.sessions_active -= 1;
+                self.h.in_session[s] = false;
+                self.client.close_slot(slot, now, tx);
+                self.free.push(slot);
+                continue;
+            }
+            let think = self
+                .surge
+                .as_ref()
+                .map_or(0.0, |(p, _)| p.draw_think(&mut self.rng));
+            self.think_until[s] = now + (think * 1e9) as u64;
+            self.thinking.push(slot);
+        }
+    }
+
+    /// Sessions whose think time is over begin their next burst.
+    fn wake<T: TxRing>(&mut self, now: u64, tx: &mut T) -> Result<(), String> {
+        let mut i = 0;
+        while i < self.thinking.len() {
+            let slot = self.thinking[i];
+            if self.think_until[slot as usize] > now {
+                i += 1;
+                continue;
+            }
+            self.thinking.swap_remove(i);
+            self.burst(slot, now, tx)?;
+        }
+        Ok(())
+    }
+
+    /// The next think time to end.
+    fn next_wake(&self) -> u64 {
+        self.thinking
+            .iter()
+            .map(|&s| self.think_until[s as usize])
+            .min()
+            .unwrap_or(u64::MAX)
     }
 }
 
 /// Runs the load of `cfg` with the engine's client on `nic` (of MAC `mac`; `kind` names
-/// the client in the report, `link` the NIC in messages) until its fetches are done, its
-/// time is up or Ctrl-C.
+/// the client in the report, `link` the NIC in messages) until its fetches (or sessions)
+/// are done, its time is up or Ctrl-C.
 fn run<N: HostQueue>(
     nic: &mut N,
     mac: EthernetAddress,
@@ -234,12 +422,31 @@ fn run<N: HostQueue>(
     if !positive(cfg.seconds) || !positive(cfg.timeout) {
         return Err("--seconds and --timeout must be > 0".into());
     }
-    let (slots, interval_ns) = match cfg.mode {
-        Mode::Parallel(n) => (n.max(1), 0.0),
-        Mode::Rate(r) if positive(r) => (cfg.max_conns.max(1), 1e9 / r),
-        Mode::Rate(_) => return Err("--rate must be a positive number".into()),
-        Mode::Sessions { .. } => return Err("sessions: not in this loop".into()),
+    let (slots, interval_ns, limit, surge) = match &cfg.mode {
+        Mode::Parallel(n) => ((*n).max(1), 0.0, cfg.fetches, None),
+        Mode::Rate(r) if positive(*r) => (cfg.max_conns.max(1), 1e9 / r, cfg.fetches, None),
+        Mode::Sessions { rate, params } if positive(*rate) => {
+            params.check()?;
+            let zipf = Zipf::new(cfg.urls.len(), params.zipf_alpha);
+            (
+                cfg.max_conns.max(1),
+                1e9 / rate,
+                cfg.sessions,
+                Some((params, zipf)),
+            )
+        }
+        _ => return Err("--rate and --sessions-rate must be positive numbers".into()),
     };
+    let burst = if surge.is_some() { MAX_BURST } else { 1 };
+    let longest = cfg
+        .urls
+        .iter()
+        .map(|u| {
+            let mut b = vec![0u8; u.path.len() + cfg.target.host.len() + 64];
+            http::write_get(&mut b, &cfg.target.host, &u.path, true).unwrap_or(b.len())
+        })
+        .max()
+        .unwrap_or(0);
     let cidr = a.udp.ip.ok_or("the bare client needs --ip")?;
     let server = Ipv4Address(cfg.target.addr.ip().octets());
     let mut c = Config::new(
@@ -253,25 +460,40 @@ fn run<N: HostQueue>(
     c.gateway = a.udp.gw.map(|g| Ipv4Address(g.octets()));
     c.stall_ns = (cfg.timeout * 1e9) as u64;
     c.isn_key = crate::util::random_bytes();
-    let mut client = Client::new(c);
-    let mut h = Fetches {
+    c.request_max = (longest * burst).max(bareweb_engine::client::REQUEST_MAX);
+    let mut l = Load {
         cfg,
-        t: Tally::new(),
-        url: vec![0; slots],
-        sent_at: vec![0; slots],
-        first_at: vec![0; slots],
-        hash: vec![Sha256::new(); slots],
-        ended: Vec::with_capacity(slots),
-        in_flight: 0,
+        client: Client::new(c),
+        h: Fetches {
+            cfg,
+            t: Tally::new(),
+            urls: vec![[0; MAX_BURST]; slots],
+            at: vec![0; slots],
+            left: vec![0; slots],
+            sent_at: vec![0; slots],
+            first_at: vec![0; slots],
+            hash: vec![Sha256::new(); slots],
+            in_session: vec![false; slots],
+            session_bad: vec![false; slots],
+            ended: Vec::with_capacity(slots),
+            in_flight: 0,
+        },
+        rng: Rng::new(cfg.seed),
+        surge,
+        free: (0..slots as u32).rev().collect(),
+        thinking: Vec::with_capacity(slots),
+        think_until: vec![u64::MAX; slots],
+        bursts_left: vec![0; slots],
+        session_start: vec![0; slots],
+        sessions_active: 0,
     };
     crate::util::catch_stop_signals();
     let stop = crate::util::stop_flag();
     let mut progress = crate::load::progress_printer(a.quiet);
-    let mut rng = Rng::new(cfg.seed);
     let clock = SystemClock::new();
     let cpu0 = bareweb_loadgen::sys::thread_cpu_secs();
     // ARP for the next hop first; the run's clock starts when it answers.
-    while !client.ready() {
+    while !l.client.ready() {
         let now = clock.now_ns();
         if now > 3_000_000_000 {
             return Err(format!(
@@ -282,83 +504,78 @@ fn run<N: HostQueue>(
         if stop.load(Ordering::Relaxed) {
             return Err("stopped before the server's link answered".into());
         }
-        if !client.poll(nic, now, &mut h) {
+        if !l.client.poll(nic, now, &mut l.h) {
             nic.wait_us(1000);
         }
     }
     let start = clock.now_ns();
     let end_ns = start + (cfg.seconds * 1e9) as u64;
-    let mut free: Vec<u32> = (0..slots as u32).rev().collect();
     let mut launched = 0u64;
     let mut next_progress = start + 1_000_000_000;
+    let mut next_scan = start;
     let mut last = (start, 0u64);
     let end = loop {
         let now = clock.now_ns();
-        let mut worked = client.poll(nic, now, &mut h);
-        free.append(&mut h.ended);
+        let mut worked = l.client.poll(nic, now, &mut l.h);
+        l.settle(now, nic.split().1);
         if now >= end_ns || stop.load(Ordering::Relaxed) {
             break now.min(end_ns);
         }
         // Begin what is due.
-        let mut begun = false;
-        while launched < cfg.fetches {
+        let sent = l.client.counters.tx;
+        while launched < limit {
             if interval_ns > 0.0 {
                 if start + (launched as f64 * interval_ns) as u64 > now {
                     break;
                 }
-            } else if h.in_flight >= slots as u64 {
+            } else if l.h.in_flight >= slots as u64 {
                 break;
             }
             launched += 1;
-            h.t.fetches_started += 1;
-            let Some(slot) = free.pop() else {
-                h.t.error(ErrorKind::NoSlot, 1); // rate mode: none free when one was due
-                continue;
-            };
-            let url = if cfg.urls.len() == 1 {
-                0
+            if l.surge.is_some() {
+                l.begin_session(now, nic.split().1)?;
             } else {
-                rng.below(cfg.urls.len() as u64) as u32
-            };
-            let close = !cfg.keepalive;
-            let path = &cfg.urls[url as usize].path;
-            let Some(n) = http::write_get(client.request_buf(slot), &cfg.target.host, path, close)
-            else {
-                return Err(format!("{path}: request too long"));
-            };
-            let s = slot as usize;
-            h.url[s] = url;
-            h.sent_at[s] = now;
-            h.first_at[s] = 0;
-            h.hash[s].reset();
-            h.in_flight += 1;
-            client.get(slot, n, close, now, nic.split().1, &mut h);
-            free.append(&mut h.ended);
-            begun = true;
+                l.begin_fetch(now, nic.split().1)?;
+            }
+            l.settle(now, nic.split().1);
         }
-        if begun {
+        if now >= next_scan {
+            l.wake(now, nic.split().1)?;
+            l.settle(now, nic.split().1);
+            next_scan = now + 1_000_000;
+        }
+        if l.client.counters.tx != sent {
             nic.split().1.flush();
             worked = true;
         }
-        h.t.max_parallel = h.t.max_parallel.max((slots - free.len()) as u64);
-        if launched >= cfg.fetches && h.in_flight == 0 {
+        l.h.t.max_parallel = l.h.t.max_parallel.max((slots - l.free.len()) as u64);
+        let busy = if l.surge.is_some() {
+            l.sessions_active
+        } else {
+            l.h.in_flight
+        };
+        if launched >= limit && busy == 0 {
             break now;
         }
         if now >= next_progress {
+            let t = &l.h.t;
             progress(&Progress {
                 elapsed_secs: (now - start) as f64 / 1e9,
-                fetches: h.t.fetches,
-                errors: h.t.errors_total(),
-                open: client.open_connections() as u64,
-                recent_rate: (h.t.fetches - last.1) as f64 * 1e9 / (now - last.0).max(1) as f64,
-                sessions: 0,
+                fetches: t.fetches,
+                errors: t.errors_total(),
+                open: l.client.open_connections() as u64,
+                recent_rate: (t.fetches - last.1) as f64 * 1e9 / (now - last.0).max(1) as f64,
+                sessions: t.sessions_completed,
             });
-            last = (now, h.t.fetches);
+            last = (now, t.fetches);
             next_progress += 1_000_000_000;
         }
         if !worked {
-            let mut wake = (now + 1_000_000).min(next_progress).min(end_ns);
-            if interval_ns > 0.0 && launched < cfg.fetches {
+            let mut wake = (now + 1_000_000)
+                .min(next_progress)
+                .min(end_ns)
+                .min(l.next_wake());
+            if interval_ns > 0.0 && launched < limit {
                 wake = wake.min(start + (launched as f64 * interval_ns) as u64);
             }
             let us = wake.saturating_sub(clock.now_ns()) / 1000;
@@ -368,7 +585,7 @@ fn run<N: HostQueue>(
         }
     };
     crate::load::progress_done(a.quiet);
-    let unfinished = h.in_flight;
+    let unfinished = l.h.in_flight;
     // Close the kept connections, for at most a second (fetches still in flight are
     // left: the process ends); what comes now is past the run and not counted.
     struct Past;
@@ -376,21 +593,22 @@ fn run<N: HostQueue>(
         fn end(&mut self, _: u32, _: End, _: u64) {}
     }
     let now = clock.now_ns();
-    client.close_all(now, nic.split().1);
-    while client.open_connections() > unfinished as usize && clock.now_ns() < now + 1_000_000_000 {
-        if !client.poll(nic, clock.now_ns(), &mut Past) {
+    l.client.close_all(now, nic.split().1);
+    while l.client.open_connections() > unfinished as usize && clock.now_ns() < now + 1_000_000_000
+    {
+        if !l.client.poll(nic, clock.now_ns(), &mut Past) {
             nic.wait_us(1000);
         }
     }
     let cpu = bareweb_loadgen::sys::thread_cpu_secs() - cpu0;
-    h.t.connections = client.counters.connections;
-    let mut r = h.t.report(
+    l.h.t.connections = l.client.counters.connections;
+    let mut r = l.h.t.report(
         cfg.describe(),
         kind,
         (end - start) as f64 / 1e9,
         unfinished,
         cpu,
     );
-    r.retransmits = client.counters.retransmits;
+    r.retransmits = l.client.counters.retransmits;
     Ok(r)
 }

@@ -10,8 +10,13 @@
 //! - `keep_alive_4k`: fetches of the 4 KiB file on one kept connection;
 //! - `download_1m`: fetches of a 1 MiB file on one kept connection (throughput: bytes/s).
 //!
-//! `cargo bench -p bareweb-engine --features std --bench engine`; also prints each
-//! scenario's cycles per request (TSC) at the end. `-- --test` runs each once (a smoke).
+//! `cargo bench -p bareweb-engine --features std --bench engine`; also prints, at the end,
+//! each scenario's cycles per request (TSC) and the thread's CPU time per request
+//! (`CLOCK_THREAD_CPUTIME_ID` around the same loop), with the server's share of it: on a
+//! shared machine a preemption inside the loop inflates the TSC figures but not the CPU
+//! time, so the two side by side show whether a run was disturbed. `-- --test` runs each
+//! once (a smoke). To profile one scenario:
+//! `perf record -g <bench binary> --bench conn_per_request_4k/server --profile-time 5`.
 
 use std::cell::Cell;
 use std::hint::black_box;
@@ -72,6 +77,18 @@ fn tsc() -> u64 {
     {
         Instant::now().elapsed().as_nanos() as u64
     }
+}
+
+/// This thread's CPU time in ns (user + system; time preempted is not counted).
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant Linux knows.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// TSC ticks per ns, measured against the monotonic clock.
@@ -194,24 +211,93 @@ fn scenarios(c: &mut Criterion) {
         if !std::env::args().any(|a| a == "--bench") {
             continue; // `cargo test --benches`: one pass each, no cycle count
         }
-        // Cycles per request over a fixed count, both parts from one run.
-        let n = if bytes > 4096 { 50 } else { 20_000 };
-        b.server_ticks = 0;
-        let c0 = tsc();
-        for _ in 0..n {
-            b.fetch(path, close);
+        // Cycles and CPU time per request over a fixed count, both parts from one run, in
+        // short chunks: each figure is the median over the chunks, so a chunk in which the
+        // thread was preempted inside a timed poll does not move it, and the server's
+        // cycles are also given as the least of any chunk (the figure least disturbed by
+        // other work on a shared machine).
+        let (chunks, per_chunk) = if bytes > 4096 { (20, 3) } else { (100, 200) };
+        let n = chunks * per_chunk;
+        let (rx0, tx0) = (b.server.stats().rx_frames, b.server.stats().tx_frames);
+        let mut total = Vec::new();
+        let mut server = Vec::new();
+        let mut cpu = Vec::new();
+        let mut server_cpu = Vec::new();
+        for _ in 0..chunks {
+            b.server_ticks = 0;
+            let (c0, cpu0) = (tsc(), thread_cpu_ns());
+            for _ in 0..per_chunk {
+                b.fetch(path, close);
+            }
+            let (c1, cpu1) = (tsc(), thread_cpu_ns());
+            let ticks = (c1 - c0).max(1) as f64;
+            let cpu_ns = (cpu1 - cpu0) as f64;
+            let per = per_chunk as f64;
+            total.push(ticks / per);
+            server.push(b.server_ticks as f64 / per);
+            cpu.push(cpu_ns / per);
+            // The server's share of the thread's CPU: its share of the TSC ticks.
+            server_cpu.push(cpu_ns * (b.server_ticks as f64 / ticks) / per);
         }
-        let total = (tsc() - c0) / n;
-        summary.push((name, total, b.server_ticks / n, b.count.failed));
+        summary.push(Summary {
+            name,
+            total: median(&mut total),
+            server: median(&mut server),
+            server_min: server.iter().copied().fold(f64::MAX, f64::min),
+            cpu_ns: median(&mut cpu),
+            server_cpu_ns: median(&mut server_cpu),
+            frames: (
+                (b.server.stats().rx_frames - rx0) as f64 / n as f64,
+                (b.server.stats().tx_frames - tx0) as f64 / n as f64,
+            ),
+            failed: b.count.failed,
+        });
     }
-    println!("\ncycles per request (TSC at {:.3} GHz):", per_ns);
-    for (name, total, server, failed) in summary {
+    println!(
+        "\nper request, median of chunks (TSC at {:.3} GHz; CPU = this thread's CPU time):",
+        per_ns
+    );
+    for s in summary {
         println!(
-            "  {name:22} total {total:>9} cycles ({:>8.0} ns)   server {server:>9} cycles ({:>8.0} ns)   failed {failed}",
-            total as f64 / per_ns,
-            server as f64 / per_ns
+            "  {:22} total {:>9.0} cycles ({:>8.0} ns, CPU {:>8.0} ns)   server {:>9.0} cycles \
+             ({:>8.0} ns, CPU {:>8.0} ns; least {:>6.0} cycles)   frames in/out {:.1}/{:.1}   failed {}",
+            s.name,
+            s.total,
+            s.total / per_ns,
+            s.cpu_ns,
+            s.server,
+            s.server / per_ns,
+            s.server_cpu_ns,
+            s.server_min,
+            s.frames.0,
+            s.frames.1,
+            s.failed,
         );
     }
+}
+
+/// The median of `v` (sorted in place).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// One scenario's end-of-run figures, per request (medians over chunks).
+struct Summary {
+    name: &'static str,
+    /// TSC ticks of the whole loop (client, server, wire).
+    total: f64,
+    /// TSC ticks inside the server's busy polls.
+    server: f64,
+    /// The least of them in any chunk.
+    server_min: f64,
+    /// The thread's CPU time for the whole loop, ns.
+    cpu_ns: f64,
+    /// The server's share of it, ns.
+    server_cpu_ns: f64,
+    /// Frames the server received and sent.
+    frames: (f64, f64),
+    failed: u64,
 }
 
 criterion_group!(benches, scenarios);

@@ -3,7 +3,9 @@
 //! [`Wire::carry`]. Frame buffers come from a pool allocated at start and move between
 //! the ends by pointer: after the first frames, nothing allocates and nothing is copied
 //! except what a device would copy (a body posted beside its head is gathered into the
-//! frame, as DMA does). No system call: the engine microbenchmark (`benches/engine.rs`) and
+//! frame, as DMA does). That gather is the wire's work, done in [`Wire::carry`], not in
+//! `post`: a DMA device costs the sender no CPU for it, so neither does this one (the
+//! microbenchmark times the server's `poll` calls alone). No system call: the engine microbenchmark (`benches/engine.rs`) and
 //! the client's tests run the server and the client against each other over it.
 //!
 //! Also [`MemSite`], a site of in-memory files (leaked, so bodies are `'static` as a
@@ -48,8 +50,9 @@ pub struct EndTx {
     pool: Pool,
     /// The slot being written (from `slot`, until `post`).
     cur: Option<Box<[u8; BUF]>>,
-    /// Posted frames, waiting for [`Wire::carry`].
-    sent: VecDeque<(Box<[u8; BUF]>, usize)>,
+    /// Posted frames (slot, head length, body), waiting for [`Wire::carry`] to gather
+    /// them.
+    sent: Posted,
     /// Frames posted.
     pub frames: u64,
     /// Frames refused: no buffer was free, or the frame was larger than one.
@@ -91,11 +94,12 @@ impl Wire {
         }
     }
 
-    /// Moves every posted frame to the other end's inbox; returns how many moved.
+    /// Moves every posted frame to the other end's inbox, gathering each body behind its
+    /// head (as a device's DMA does); returns how many moved.
     pub fn carry(&mut self) -> usize {
         let n = self.a.tx.sent.len() + self.b.tx.sent.len();
-        self.b.rx.inbox.extend(self.a.tx.sent.drain(..));
-        self.a.rx.inbox.extend(self.b.tx.sent.drain(..));
+        gather(&mut self.a.tx.sent, &mut self.b.rx.inbox);
+        gather(&mut self.b.tx.sent, &mut self.a.rx.inbox);
         n
     }
 
@@ -103,7 +107,7 @@ impl Wire {
     pub fn cut(&mut self) {
         for end in [&mut self.a, &mut self.b] {
             let mut pool = end.tx.pool.borrow_mut();
-            pool.extend(end.tx.sent.drain(..).map(|(b, _)| b));
+            pool.extend(end.tx.sent.drain(..).map(|(b, _, _)| b));
             pool.extend(end.rx.inbox.drain(..).map(|(b, _)| b));
         }
     }
@@ -114,6 +118,18 @@ impl Wire {
             && self.b.tx.sent.is_empty()
             && self.a.rx.inbox.is_empty()
             && self.b.rx.inbox.is_empty()
+    }
+}
+
+type Posted = VecDeque<(Box<[u8; BUF]>, usize, &'static [u8])>;
+
+/// Moves the frames of `sent` to `inbox`, each body copied behind its head (`post` checked
+/// that the frame fits a buffer).
+fn gather(sent: &mut Posted, inbox: &mut VecDeque<(Box<[u8; BUF]>, usize)>) {
+    for (mut buf, head_len, body) in sent.drain(..) {
+        let len = head_len + body.len();
+        buf[head_len..len].copy_from_slice(body);
+        inbox.push_back((buf, len));
     }
 }
 
@@ -175,7 +191,7 @@ impl TxRing for EndTx {
 
     fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
         let len = head_len + body.len();
-        let Some(mut buf) = self.cur.take() else {
+        let Some(buf) = self.cur.take() else {
             self.refused += 1;
             return Err(TxFull);
         };
@@ -184,8 +200,7 @@ impl TxRing for EndTx {
             self.refused += 1;
             return Err(TxFull);
         }
-        buf[head_len..len].copy_from_slice(body);
-        self.sent.push_back((buf, len));
+        self.sent.push_back((buf, head_len, body));
         self.frames += 1;
         Ok(())
     }

@@ -6,6 +6,10 @@
 //! [`Client::poll`] in a loop with its NIC, and hears of each fetch's end, and of the
 //! response body as it comes, through a [`Handler`].
 //!
+//! A slot may also send several requests at once, pipelined on one connection
+//! ([`Client::get_pipelined`]: a Surge session's burst, as httperf sends it); their
+//! responses are read in order and each ends in the handler on its own.
+//!
 //! A fetch runs on the slot's open connection when the previous one kept it
 //! (keep-alive), else on a new connection: a free TCB, the port at the head of the
 //! free-list, an RFC 6528 ISN, our SYN, and the request queued at once (it goes with the
@@ -25,9 +29,12 @@
 //!
 //! Nothing allocates after [`Client::new`].
 
+mod api;
 mod arp;
 pub mod http;
 mod ports;
+
+pub use api::{Config, Counters, End, Failure, Handler};
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -38,10 +45,11 @@ use crate::nic::{Nic, RxFrame, RxRing, TxRing};
 use crate::tcp::isn::IsnGenerator;
 use crate::tcp::{Connection, Reply, Segment, State, TimerAction};
 use crate::wire::tcp::ParsedRepr as TcpRepr;
-use crate::wire::{ethernet, EtherType, EthernetAddress, EthernetFrame, Ipv4Address};
+use crate::wire::{ethernet, EtherType, EthernetAddress, EthernetFrame};
 use ports::Ports;
 
-/// The most bytes of one request.
+/// The most bytes of one request (of a slot's requests, unless
+/// [`Config::request_max`] says more).
 pub const REQUEST_MAX: usize = 1024;
 /// The receive window we advertise: responses are consumed as they come.
 const RX_SPACE: u32 = 65_535;
@@ -50,135 +58,6 @@ const NONE: u32 = u32::MAX;
 const ARP_EVERY_NS: u64 = 200_000_000;
 /// How often the TCBs' timers are looked at.
 const TIMER_EVERY_NS: u64 = 1_000_000;
-
-/// Where the client is and whom it asks.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// The client's MAC (its NIC's).
-    pub mac: EthernetAddress,
-    /// The client's address.
-    pub ip: Ipv4Address,
-    /// Prefix length of the link.
-    pub prefix_len: u8,
-    /// The router, for a server off the link.
-    pub gateway: Option<Ipv4Address>,
-    /// The server.
-    pub server: Ipv4Address,
-    /// The server's TCP port.
-    pub port: u16,
-    /// Slots: fetches that may be in progress at once.
-    pub slots: usize,
-    /// TCBs (at least `slots`; more let closing connections linger while their slots go
-    /// on).
-    pub tcbs: usize,
-    /// Local ports `[first, last]`.
-    pub ports: (u16, u16),
-    /// Key of the ISNs and timestamp offsets.
-    pub isn_key: [u8; 16],
-    /// Give up on a connection that makes no progress for this long.
-    pub stall_ns: u64,
-    /// Retransmissions of one segment before giving up.
-    pub max_retries: u8,
-}
-
-impl Config {
-    /// Defaults: 2 TCBs per slot, Linux's ephemeral range, 10 s stall, 8 retries.
-    pub fn new(
-        mac: EthernetAddress,
-        ip: Ipv4Address,
-        prefix_len: u8,
-        server: Ipv4Address,
-        port: u16,
-        slots: usize,
-    ) -> Config {
-        Config {
-            mac,
-            ip,
-            prefix_len,
-            gateway: None,
-            server,
-            port,
-            slots,
-            tcbs: 2 * slots.max(1),
-            ports: (32_768, 60_999),
-            isn_key: [0x5a; 16],
-            stall_ns: 10_000_000_000,
-            max_retries: 8,
-        }
-    }
-}
-
-/// Why a fetch failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure {
-    /// The server answered our SYN with a RST.
-    Refused,
-    /// No SYN-ACK came (the SYN's retries were spent).
-    NoAnswer,
-    /// The server reset the connection.
-    Reset,
-    /// The server closed before the response was complete.
-    Closed,
-    /// The response did not parse.
-    BadResponse,
-    /// The connection made no progress (retransmissions or the stall bound).
-    Stalled,
-    /// No TCB or local port was free (the fetch never started).
-    NoResources,
-}
-
-/// How a fetch ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
-    /// A complete response with this status and this many body bytes.
-    Done {
-        /// The HTTP status.
-        status: u16,
-        /// Body bytes.
-        body: u64,
-    },
-    /// The fetch failed.
-    Failed(Failure),
-}
-
-/// The owner's side of the fetches.
-pub trait Handler {
-    /// Body bytes of slot `slot`'s response, at `offset` of the body.
-    fn body(&mut self, slot: u32, offset: u64, data: &[u8]) {
-        let _ = (slot, offset, data);
-    }
-    /// Slot `slot`'s new connection was established at `now_ns` (its request goes now).
-    fn connected(&mut self, slot: u32, now_ns: u64) {
-        let _ = (slot, now_ns);
-    }
-    /// The first byte of slot `slot`'s response came at `now_ns`.
-    fn first_byte(&mut self, slot: u32, now_ns: u64) {
-        let _ = (slot, now_ns);
-    }
-    /// Slot `slot`'s fetch ended at `now_ns`.
-    fn end(&mut self, slot: u32, end: End, now_ns: u64);
-}
-
-/// Frame and connection counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counters {
-    /// Frames received.
-    pub rx: u64,
-    /// Frames sent.
-    pub tx: u64,
-    /// Frames not sent: no transmit slot, or the ring refused.
-    pub tx_full: u64,
-    /// Received frames not for a connection of ours (counted, ignored or reset).
-    pub ignored: u64,
-    /// Connections opened.
-    pub connections: u64,
-    /// Segments sent again (timeouts, fast retransmit, probes).
-    pub retransmits: u64,
-    /// RSTs sent.
-    pub resets_sent: u64,
-    /// ARP requests sent.
-    pub arp_requests: u64,
-}
 
 #[derive(Debug, Clone)]
 struct Tcb {
@@ -203,6 +82,8 @@ struct Slot {
     busy: bool,
     /// A byte of the response came.
     heard: bool,
+    /// Responses still to come (pipelined requests), the one being read included.
+    pending: u32,
 }
 
 /// The client.
@@ -267,10 +148,11 @@ impl Client {
                     reader: http::Reader::new(),
                     busy: false,
                     heard: false,
+                    pending: 0,
                 };
                 slots
             ],
-            requests: vec![0; slots * REQUEST_MAX],
+            requests: vec![0; slots * cfg.request_max.max(1)],
             // Where in the range this client begins: from its key (random per process).
             ports: Ports::new(
                 cfg.ports.0,
@@ -326,8 +208,22 @@ impl Client {
     /// The request buffer of slot `slot`, to write the next request into (see
     /// [`http::write_get`]) before [`get`](Self::get).
     pub fn request_buf(&mut self, slot: u32) -> &mut [u8] {
-        let at = slot as usize * REQUEST_MAX;
-        &mut self.requests[at..at + REQUEST_MAX]
+        let max = self.cfg.request_max.max(1);
+        let at = slot as usize * max;
+        &mut self.requests[at..at + max]
+    }
+
+    /// Closes slot `slot`'s kept connection, if it has one and no fetch runs on it (a
+    /// session ended): the FIN goes now.
+    pub fn close_slot<T: TxRing>(&mut self, slot: u32, now: u64, tx: &mut T) {
+        let Some(s) = self.slots.get(slot as usize) else {
+            return;
+        };
+        let idx = s.tcb;
+        if idx != NONE && !s.busy {
+            self.detach(idx);
+            self.output(idx, now, tx);
+        }
     }
 
     /// Starts a fetch on slot `slot` of the `len` request bytes in its
@@ -344,14 +240,36 @@ impl Client {
         tx: &mut T,
         h: &mut H,
     ) -> bool {
+        self.get_pipelined(slot, len, 1, close, now, tx, h)
+    }
+
+    /// [`get`](Self::get) of `count` requests (1 to 64) written one after the other in
+    /// the slot's request buffer, sent at once on one connection; each of their responses
+    /// ends in the handler, in order (a failure ends each one still to come).
+    #[allow(clippy::too_many_arguments)]
+    pub fn get_pipelined<T: TxRing, H: Handler>(
+        &mut self,
+        slot: u32,
+        len: usize,
+        count: u32,
+        close: bool,
+        now: u64,
+        tx: &mut T,
+        h: &mut H,
+    ) -> bool {
         let Some(s) = self.slots.get_mut(slot as usize) else {
             return false;
         };
-        if s.busy || self.next_hop_mac.is_none() || len > REQUEST_MAX {
+        if s.busy
+            || self.next_hop_mac.is_none()
+            || len > self.cfg.request_max
+            || !(1..=64).contains(&count)
+        {
             return false;
         }
         s.busy = true;
         s.heard = false;
+        s.pending = count;
         s.req_len = len;
         s.reader.reset();
         let kept = s.tcb;
@@ -368,8 +286,7 @@ impl Client {
             self.detach(kept);
         }
         let (Some(idx), Some(port)) = (self.free.last().copied(), self.ports.take()) else {
-            self.slots[slot as usize].busy = false;
-            h.end(slot, End::Failed(Failure::NoResources), now);
+            self.end_all(slot, Failure::NoResources, now, h);
             return true;
         };
         self.free.pop();
@@ -490,9 +407,17 @@ impl Client {
         if s.tcb == idx {
             s.tcb = NONE;
         }
+        self.end_all(slot, why, now, h);
+    }
+
+    /// Ends every fetch still to come on slot `slot` with `why`.
+    fn end_all<H: Handler>(&mut self, slot: u32, why: Failure, now: u64, h: &mut H) {
+        let s = &mut self.slots[slot as usize];
         if s.busy {
             s.busy = false;
-            h.end(slot, End::Failed(why), now);
+            for _ in 0..core::mem::take(&mut s.pending) {
+                h.end(slot, End::Failed(why), now);
+            }
         }
     }
 
@@ -660,16 +585,30 @@ impl Client {
             }
             if f.done {
                 let close = self.tcbs[idx as usize].close || s.reader.close;
-                s.busy = false;
                 let end = End::Done {
                     status: s.reader.status,
                     body: s.reader.body_len,
                 };
+                s.pending = s.pending.saturating_sub(1);
+                if s.pending > 0 && !close {
+                    // The next pipelined response follows in the same stream.
+                    s.reader.reset();
+                    s.heard = false;
+                    h.end(slot, end, now);
+                    data = &data[f.used..];
+                    if !data.is_empty() {
+                        self.slots[slot as usize].heard = true;
+                        h.first_byte(slot, now);
+                    }
+                    continue;
+                }
+                h.end(slot, end, now);
+                // The server closes after this one: the rest of a burst cannot come.
+                self.end_all(slot, Failure::Closed, now, h);
                 if close {
                     self.detach(idx);
                 }
-                h.end(slot, end, now);
-                return; // bytes beyond the response: none were asked for (no pipelining)
+                return; // bytes beyond the last response: none were asked for
             }
             if f.used == 0 {
                 return;
@@ -684,16 +623,17 @@ impl Client {
         if slot != NONE && self.slots[slot as usize].busy {
             let s = &mut self.slots[slot as usize];
             if s.reader.end_of_stream() {
-                s.busy = false;
                 let end = End::Done {
                     status: s.reader.status,
                     body: s.reader.body_len,
                 };
+                s.pending = s.pending.saturating_sub(1);
                 self.tcbs[idx as usize].slot = NONE;
                 if s.tcb == idx {
                     s.tcb = NONE;
                 }
                 h.end(slot, end, now);
+                self.end_all(slot, Failure::Closed, now, h);
             } else {
                 self.fail(idx, Failure::Closed, now, h);
             }
@@ -737,7 +677,7 @@ impl Client {
             let end = off + seg.len as usize;
             match self.slots.get(t.slot as usize) {
                 Some(s) if s.tcb == idx && end <= s.req_len => {
-                    let base = t.slot as usize * REQUEST_MAX;
+                    let base = t.slot as usize * self.cfg.request_max.max(1);
                     head = &self.requests[base + off..base + end];
                 }
                 _ => return false,

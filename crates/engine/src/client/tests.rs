@@ -9,6 +9,7 @@ use crate::http::log::NoLog;
 use crate::memwire::{MemSite, Wire};
 use crate::nic::Clock;
 use crate::server::{Config as ServerConfig, Server};
+use crate::wire::Ipv4Address;
 
 const SERVER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
 const CLIENT_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
@@ -38,6 +39,9 @@ struct Record {
 impl Handler for Record {
     fn body(&mut self, slot: u32, offset: u64, data: &[u8]) {
         let b = &mut self.bodies[slot as usize];
+        if offset == 0 {
+            b.clear(); // the next of pipelined responses
+        }
         assert_eq!(offset as usize, b.len(), "body bytes in order");
         b.extend_from_slice(data);
     }
@@ -301,4 +305,108 @@ fn the_next_hop_is_found_by_arp_before_the_first_fetch() {
             }
         ))
     );
+}
+
+/// Writes `paths` one after the other in slot 0's request buffer (`close` for those
+/// marked); returns the bytes written.
+fn burst(p: &mut Pair, paths: &[(&str, bool)]) -> usize {
+    let mut at = 0;
+    for (path, close) in paths {
+        let buf = &mut p.client.request_buf(0)[at..];
+        at += http::write_get(buf, "t", path, *close).unwrap();
+    }
+    at
+}
+
+#[test]
+fn a_pipelined_burst_ends_each_response_in_order_on_one_connection() {
+    let mut p = Pair::new(1, 80);
+    let paths = ["/4k.bin", "/index.html", "/big.bin", "/4k.bin"];
+    for round in 0..3 {
+        let list: Vec<(&str, bool)> = paths.iter().map(|p| (*p, false)).collect();
+        let n = burst(&mut p, &list);
+        let tx = &mut p.wire.b.tx;
+        assert!(p
+            .client
+            .get_pipelined(0, n, 4, false, p.now, tx, &mut p.rec));
+        assert!(p.client.busy(0));
+        p.run();
+        assert!(!p.client.busy(0), "every response of the burst came");
+        let ends = &p.rec.ends[round * 4..];
+        let want: Vec<(u32, End)> = paths
+            .iter()
+            .map(|path| {
+                let body = p.site.bytes(path).unwrap().len() as u64;
+                (0, End::Done { status: 200, body })
+            })
+            .collect();
+        assert_eq!(ends, want, "round {round}");
+    }
+    assert_eq!(p.rec.bodies[0], p.site.bytes("/4k.bin").unwrap());
+    assert_eq!(p.client.counters.connections, 1, "one kept connection");
+    // connect once; then a first byte before each end.
+    let firsts = p.rec.events.iter().filter(|e| e.1 == "first").count();
+    assert_eq!(firsts, 12);
+    assert_eq!(
+        p.rec.events.iter().filter(|e| e.1 == "connected").count(),
+        1
+    );
+    // The session ends: its connection closes.
+    p.client.close_slot(0, p.now, &mut p.wire.b.tx);
+    p.run();
+    assert_eq!(p.client.open_connections(), 0);
+    assert_eq!(p.server.active(), 0);
+}
+
+#[test]
+fn a_close_inside_a_burst_fails_the_requests_after_it() {
+    let mut p = Pair::new(1, 80);
+    let n = burst(
+        &mut p,
+        &[
+            ("/index.html", false),
+            ("/4k.bin", true),
+            ("/index.html", false),
+        ],
+    );
+    let tx = &mut p.wire.b.tx;
+    assert!(p
+        .client
+        .get_pipelined(0, n, 3, false, p.now, tx, &mut p.rec));
+    p.run();
+    assert_eq!(
+        p.rec.ends,
+        [
+            (
+                0,
+                End::Done {
+                    status: 200,
+                    body: 15
+                }
+            ),
+            (
+                0,
+                End::Done {
+                    status: 200,
+                    body: 4096
+                }
+            ),
+            (0, End::Failed(Failure::Closed)),
+        ]
+    );
+    assert!(!p.client.busy(0));
+    assert_eq!(p.client.open_connections(), 0);
+}
+
+#[test]
+fn a_burst_that_does_not_fit_or_is_empty_is_refused() {
+    let mut p = Pair::new(1, 80);
+    let tx = &mut p.wire.b.tx;
+    assert!(!p
+        .client
+        .get_pipelined(0, REQUEST_MAX + 1, 2, false, p.now, tx, &mut p.rec));
+    assert!(!p
+        .client
+        .get_pipelined(0, 10, 0, false, p.now, tx, &mut p.rec));
+    assert!(!p.client.busy(0) && p.rec.ends.is_empty());
 }

@@ -39,6 +39,7 @@
 pub mod conn;
 mod date;
 pub(crate) mod fields;
+pub mod head_cache;
 pub mod log;
 mod range;
 mod request;
@@ -49,8 +50,9 @@ pub use date::{clf_date, ClfDate};
 /// IMF-fixdate (`Date` field) of a Unix time; used by dynamic responses (`cores::board`).
 pub use date::{format as imf_date, IMF_LEN};
 pub use fields::{is_tchar, AcceptEncoding, Coding};
+pub use head_cache::HeadCache;
 pub use request::{parse, Method, Parse, Request, Version};
-pub use response::{respond, respond_error, BodySlice, Response};
+pub use response::{respond, respond_cached, respond_error, BodySlice, Response};
 
 /// Bytes of request head (request line, header fields and the empty line) we accept.
 /// A head that does not end within this many bytes is answered 431 (or 414 when the

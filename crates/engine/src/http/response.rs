@@ -7,6 +7,7 @@
 //! always selects the identity body, since ranges of a gzip stream are not offered.
 
 use super::fields::{self, Coding, EntityTag};
+use super::head_cache::{HeadCache, Key};
 use super::range::{self, Spec};
 use super::target::{self, Target};
 use super::{date, Method, Request, Status, Version, MAX_PATH};
@@ -273,6 +274,31 @@ pub fn respond<'a, L: Lookup<'a>>(
     server: &str,
     head: &mut [u8],
 ) -> Response<'a> {
+    respond_in(req, site, now_unix, server, head, None)
+}
+
+/// [`respond`], with a full `200` head taken from `cache` when it holds it (and kept there
+/// when not): the same bytes, without rendering them again. `cache` must be used with
+/// this one `site` only (it remembers the addresses of the site's strings).
+pub fn respond_cached<'a, L: Lookup<'a>>(
+    req: &Request<'_>,
+    site: &L,
+    now_unix: u64,
+    server: &str,
+    head: &mut [u8],
+    cache: &mut HeadCache,
+) -> Response<'a> {
+    respond_in(req, site, now_unix, server, head, Some(cache))
+}
+
+fn respond_in<'a, L: Lookup<'a>>(
+    req: &Request<'_>,
+    site: &L,
+    now_unix: u64,
+    server: &str,
+    head: &mut [u8],
+    cache: Option<&mut HeadCache>,
+) -> Response<'a> {
     let ctx = Ctx {
         now: now_unix,
         server,
@@ -314,7 +340,7 @@ pub fn respond<'a, L: Lookup<'a>>(
             };
             redirect(w, &ctx, site.common_headers(), add_slash, path, t)
         }
-        Found::Resource(res) => serve(w, &ctx, req, &res),
+        Found::Resource(res) => serve(w, &ctx, req, &res, cache),
     }
 }
 
@@ -457,6 +483,7 @@ fn serve<'a>(
     ctx: &Ctx<'_>,
     req: &Request<'_>,
     res: &Resource<'a>,
+    mut cache: Option<&mut HeadCache>,
 ) -> Response<'a> {
     // RFC 9110 8.8.2.1: "An origin server with a clock ... MUST NOT send a Last-Modified
     // date that is later than the server's time of message origination (Date)."
@@ -524,6 +551,23 @@ fn serve<'a>(
             return finish(w, status, close, None, inline);
         }
     };
+    // A full 200 head is the same for every request of this variant in this second.
+    let key = (status == Status::OK).then(|| {
+        let version = ctx.version;
+        Key::new(
+            res, coding, total, vary, ctx.now, ctx.close, version, ctx.server,
+        )
+    });
+    if let (Some(k), Some(c)) = (&key, cache.as_deref_mut()) {
+        if let Some(cached) = c.get(k) {
+            if let Some(dst) = w.buf.get_mut(..cached.len()) {
+                dst.copy_from_slice(cached);
+                w.len = cached.len();
+                let slice = (!ctx.head_only).then_some(BodySlice { body, start, end });
+                return finish(w, status, ctx.close, slice, 0);
+            }
+        }
+    }
     ctx.begin(&mut w, status);
     w.raw(b"Content-Type: ");
     w.text(res.content_type.as_bytes());
@@ -552,6 +596,9 @@ fn serve<'a>(
     }
     w.raw(res.headers.as_bytes());
     ctx.end(&mut w, ctx.close);
+    if let (Some(k), Some(c), false) = (key, cache, w.overflow) {
+        c.put(k, &w.buf[..w.len]);
+    }
     let slice = (!ctx.head_only).then_some(BodySlice { body, start, end });
     finish(w, status, ctx.close, slice, 0)
 }

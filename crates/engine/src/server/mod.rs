@@ -139,6 +139,8 @@ pub struct Server<L: Lookup<'static>> {
     rx_slab: Vec<u8>,
     head_slab: Vec<u8>,
     isn: IsnGenerator,
+    /// Rendered `200` heads of this server's site (`http::head_cache`).
+    head_cache: http::HeadCache,
     stats: Stats,
     next_tick_ns: u64,
     /// The earliest precise TCP timer deadline known (a loss probe's; `u64::MAX`: none):
@@ -211,6 +213,7 @@ impl<L: Lookup<'static>> Server<L> {
             next_pace_ns: u64::MAX,
             rx_slab: Vec::with_capacity(n * cfg.rx_buffer),
             head_slab: Vec::with_capacity(n * http::HEAD_MAX),
+            head_cache: http::HeadCache::new(),
             stats: Stats::default(),
             next_tick_ns: 0,
             next_timer_ns: u64::MAX,

@@ -77,7 +77,11 @@ impl<L: Lookup<'static>> Server<L> {
                         ),
                     }
                 }
-                _ => (http::respond(&request, &self.site, now, name, head), len),
+                _ => {
+                    let cache = &mut self.head_cache;
+                    let r = http::respond_cached(&request, &self.site, now, name, head, cache);
+                    (r, len)
+                }
             },
             Parse::Partial => {
                 let t = &mut self.tcbs.0[idx];

@@ -8,6 +8,7 @@ use super::*;
 use crate::http::{parse, Parse, HEAD_MAX};
 use crate::resource::block_sums_into;
 
+mod cache;
 mod conditional;
 
 const NOW: u64 = 1_700_000_000; // Tue, 14 Nov 2023 22:13:20 GMT

@@ -600,3 +600,57 @@ fn timestamps_round_trip_after_the_other_options() {
     assert_eq!(back.options.mss, Some(1460));
     assert!(back.options.sack_permitted);
 }
+
+/// `emit_header` writes each combination of options as `TcpOption::emit` would, one
+/// option at a time, in the documented order.
+#[test]
+fn emit_header_options_match_one_at_a_time() {
+    for mask in 0..16u8 {
+        let r = Repr {
+            max_seg_size: (mask & 1 != 0).then_some(1460),
+            window_scale: (mask & 2 != 0).then_some(7),
+            sack_permitted: mask & 4 != 0,
+            timestamps: (mask & 8 != 0).then_some((0x0102_0304, 0xa0b0_c0d0)),
+            ..SYN_ACK
+        };
+        let mut fast = vec![0xa5u8; r.header_len()];
+        r.emit_header(&mut fast);
+        let mut want = vec![0u8; r.header_len() - HEADER_LEN];
+        let mut opts = &mut want[..];
+        if let Some(mss) = r.max_seg_size {
+            opts = TcpOption::MaxSegmentSize(mss).emit(opts);
+        }
+        if let Some(shift) = r.window_scale {
+            opts = TcpOption::NoOperation.emit(opts);
+            opts = TcpOption::WindowScale(shift).emit(opts);
+        }
+        if r.sack_permitted {
+            opts = TcpOption::NoOperation.emit(opts);
+            opts = TcpOption::NoOperation.emit(opts);
+            opts = TcpOption::SackPermitted.emit(opts);
+        }
+        if let Some((tsval, tsecr)) = r.timestamps {
+            opts = TcpOption::NoOperation.emit(opts);
+            opts = TcpOption::NoOperation.emit(opts);
+            opts = TcpOption::Timestamps { tsval, tsecr }.emit(opts);
+        }
+        assert!(opts.is_empty());
+        assert_eq!(&fast[HEADER_LEN..], &want[..], "options mask {mask:#b}");
+    }
+}
+
+/// The timestamps-only fast path reads what the general walk reads.
+#[test]
+fn parse_options_fast_path_matches_the_walk() {
+    let ts = [1u8, 1, 8, 10, 0, 0, 0x12, 0x34, 0xff, 0xee, 0xdd, 0xcc];
+    let fast = parse_options(&ts).unwrap();
+    assert_eq!(fast.timestamps, Some((0x1234, 0xffee_ddcc)));
+    // The same bytes with an End of Option List after them take the general walk.
+    let mut walked = ts.to_vec();
+    walked.push(0);
+    assert_eq!(parse_options(&walked).unwrap(), fast);
+    // A timestamps option of the wrong length is still malformed.
+    let mut bad = ts;
+    bad[3] = 9;
+    assert!(parse_options(&bad).is_err());
+}

@@ -1,0 +1,138 @@
+//! The client's public types: where it is ([`Config`]), how a fetch ends ([`End`],
+//! [`Failure`]), what its owner hears ([`Handler`]) and its [`Counters`].
+
+use crate::wire::{EthernetAddress, Ipv4Address};
+
+use super::REQUEST_MAX;
+
+/// Where the client is and whom it asks.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The client's MAC (its NIC's).
+    pub mac: EthernetAddress,
+    /// The client's address.
+    pub ip: Ipv4Address,
+    /// Prefix length of the link.
+    pub prefix_len: u8,
+    /// The router, for a server off the link.
+    pub gateway: Option<Ipv4Address>,
+    /// The server.
+    pub server: Ipv4Address,
+    /// The server's TCP port.
+    pub port: u16,
+    /// Slots: fetches that may be in progress at once.
+    pub slots: usize,
+    /// TCBs (at least `slots`; more let closing connections linger while their slots go
+    /// on).
+    pub tcbs: usize,
+    /// Local ports `[first, last]`.
+    pub ports: (u16, u16),
+    /// Key of the ISNs and timestamp offsets.
+    pub isn_key: [u8; 16],
+    /// Give up on a connection that makes no progress for this long.
+    pub stall_ns: u64,
+    /// Retransmissions of one segment before giving up.
+    pub max_retries: u8,
+    /// Bytes of each slot's request buffer (all of a pipelined burst's requests).
+    pub request_max: usize,
+}
+
+impl Config {
+    /// Defaults: 2 TCBs per slot, Linux's ephemeral range, 10 s stall, 8 retries.
+    pub fn new(
+        mac: EthernetAddress,
+        ip: Ipv4Address,
+        prefix_len: u8,
+        server: Ipv4Address,
+        port: u16,
+        slots: usize,
+    ) -> Config {
+        Config {
+            mac,
+            ip,
+            prefix_len,
+            gateway: None,
+            server,
+            port,
+            slots,
+            tcbs: 2 * slots.max(1),
+            ports: (32_768, 60_999),
+            isn_key: [0x5a; 16],
+            stall_ns: 10_000_000_000,
+            max_retries: 8,
+            request_max: REQUEST_MAX,
+        }
+    }
+}
+
+/// Why a fetch failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The server answered our SYN with a RST.
+    Refused,
+    /// No SYN-ACK came (the SYN's retries were spent).
+    NoAnswer,
+    /// The server reset the connection.
+    Reset,
+    /// The server closed before the response was complete.
+    Closed,
+    /// The response did not parse.
+    BadResponse,
+    /// The connection made no progress (retransmissions or the stall bound).
+    Stalled,
+    /// No TCB or local port was free (the fetch never started).
+    NoResources,
+}
+
+/// How a fetch ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// A complete response with this status and this many body bytes.
+    Done {
+        /// The HTTP status.
+        status: u16,
+        /// Body bytes.
+        body: u64,
+    },
+    /// The fetch failed.
+    Failed(Failure),
+}
+
+/// The owner's side of the fetches.
+pub trait Handler {
+    /// Body bytes of slot `slot`'s response, at `offset` of the body.
+    fn body(&mut self, slot: u32, offset: u64, data: &[u8]) {
+        let _ = (slot, offset, data);
+    }
+    /// Slot `slot`'s new connection was established at `now_ns` (its request goes now).
+    fn connected(&mut self, slot: u32, now_ns: u64) {
+        let _ = (slot, now_ns);
+    }
+    /// The first byte of slot `slot`'s response came at `now_ns`.
+    fn first_byte(&mut self, slot: u32, now_ns: u64) {
+        let _ = (slot, now_ns);
+    }
+    /// Slot `slot`'s fetch ended at `now_ns`.
+    fn end(&mut self, slot: u32, end: End, now_ns: u64);
+}
+
+/// Frame and connection counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Frames received.
+    pub rx: u64,
+    /// Frames sent.
+    pub tx: u64,
+    /// Frames not sent: no transmit slot, or the ring refused.
+    pub tx_full: u64,
+    /// Received frames not for a connection of ours (counted, ignored or reset).
+    pub ignored: u64,
+    /// Connections opened.
+    pub connections: u64,
+    /// Segments sent again (timeouts, fast retransmit, probes).
+    pub retransmits: u64,
+    /// RSTs sent.
+    pub resets_sent: u64,
+    /// ARP requests sent.
+    pub arp_requests: u64,
+}
