@@ -1,8 +1,15 @@
 #!/usr/bin/env python3
-"""The bare HTTP load client against the socket client (issue 18): the same `bareweb serve`
-(TAP bw0 on a bridge that also holds the bare client's TAP bwc0 and the namespace's own
-address), `/files/4k.html`, `--parallel 8 --seconds 4`, a connection per fetch and
-keep-alive, ROUNDS interleaved rounds. Root; builds nothing (uses target/release/bareweb).
+"""The bare HTTP load client validated against the socket client and wrk (issue 18): one
+`bareweb serve --tap` (TAP bw0 on a bridge that also holds the bare client's TAP bwc0, the
+veth end whose peer xc0 the AF_XDP client uses, and the namespace's own address for the
+socket client and wrk), `/files/4k.html`, loads where the client is not the limit:
+
+- `--rate 2000` for 3 s, keep-alive and a connection per fetch: socket, bare-tap, bare-xdp
+  (wrk has no open-loop rate);
+- `--parallel 1` (wrk `-t1 -c1`) for 3 s, keep-alive: socket, bare-tap, bare-xdp, wrk.
+
+ROUNDS interleaved rounds; each line gives fetches/s, the mean and p50 response time and the
+client's CPU per fetch. Root; builds nothing (uses target/release/bareweb).
 
     sudo python3 bench/bare_http.py [ROUNDS]
 
@@ -10,33 +17,59 @@ Run it under `flock /work/coord/bench.lock nice -n -15` on a shared machine and 
 load (`uptime`) with the figures (docs/performance.md)."""
 import json
 import pathlib
+import re
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "system"))
 
-from test_bare_http import BIN, CLIENT_IP, SERVER_IP, Bridged  # noqa: E402
+from test_bare_http import BIN, CLIENT_IP, SERVER_IP, XDP_IP, Bridged  # noqa: E402
+
+URL = f"http://{SERVER_IP}/files/4k.html"
+SECS = "3"
+
+
+def load(b, client, *args):
+    link = {"socket": (), "bare-tap": ("--tap", "bwc0", "--ip", f"{CLIENT_IP}/24"),
+            "bare-xdp": ("--xdp", "xc0", "--ip", f"{XDP_IP}/24")}[client]
+    r = b.ns.run(BIN, "load", *link, URL, *args, "--seconds", SECS, "--json", "-q",
+                 timeout=60, check=False)
+    rep = json.loads(r.stdout)
+    return (rep["fetches_per_sec"], rep["response"]["mean_ms"], rep["response"]["p50_ms"],
+            rep["client_cpu_us_per_fetch"], rep["errors_total"])
+
+
+def ms(v, unit):
+    return float(v) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+
+
+def wrk(b):
+    out = b.ns.run("wrk", "-t1", "-c1", f"-d{SECS}s", "--latency", URL, timeout=60).stdout
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    avg = re.search(r"Latency\s+([\d.]+)(us|ms|s)", out)
+    p50 = re.search(r"50%\s+([\d.]+)(us|ms|s)", out)
+    errs = re.search(r"Non-2xx or 3xx responses: (\d+)|Socket errors: (.*)", out)
+    return rate, ms(*avg.groups()), ms(*p50.groups()), float("nan"), 1 if errs else 0
 
 
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 2
     b = Bridged()
-    url = f"http://{SERVER_IP}/files/4k.html"
+    cases = [
+        ("rate 2000, keep-alive", ("--rate", "2000", "-k"), False),
+        ("rate 2000, conn/fetch", ("--rate", "2000"), False),
+        ("parallel 1, keep-alive", ("--parallel", "1", "-k"), True),
+    ]
     try:
         for rnd in range(rounds):
-            for ka in ([], ["-k"]):
-                s = json.loads(b.ns.run(BIN, "load", url, "--parallel", "8", "--seconds", "4",
-                                        *ka, "--json", "-q", timeout=60).stdout)
-                r = b.ns.run(BIN, "load", "--tap", "bwc0", "--ip", f"{CLIENT_IP}/24", url,
-                             "--parallel", "8", "--seconds", "4", *ka, "--json", "-q",
-                             timeout=60, check=False)
-                bb = json.loads(r.stdout)
-                print(f"round {rnd} {'keep-alive' if ka else 'per-connection':14} "
-                      f"socket {s['fetches_per_sec']:8.0f}/s p50 {s['response']['p50_ms']:.3f} ms"
-                      f" (client CPU {s['client_cpu_us_per_fetch']:.1f} us/fetch)   "
-                      f"bare {bb['fetches_per_sec']:8.0f}/s p50 {bb['response']['p50_ms']:.3f} ms"
-                      f" (failed {bb['errors_total']}, client CPU "
-                      f"{bb['client_cpu_us_per_fetch']:.1f} us/fetch, exit {r.returncode})",
-                      flush=True)
+            for name, args, with_wrk in cases:
+                clients = ["socket", "bare-tap", "bare-xdp"]
+                if rnd % 2:
+                    clients.reverse()
+                for c in clients + (["wrk"] if with_wrk else []):
+                    fps, mean, p50, cpu, errs = wrk(b) if c == "wrk" else load(b, c, *args)
+                    print(f"round {rnd}  {name:23} {c:9} {fps:8.0f}/s  mean {mean:6.3f} ms  "
+                          f"p50 {p50:6.3f} ms  client CPU {cpu:5.1f} us/fetch  errors {errs}",
+                          flush=True)
     finally:
         b.close()
 

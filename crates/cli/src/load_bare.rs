@@ -544,6 +544,8 @@ fn run<N: HostQueue>(
             l.settle(now, nic.split().1);
             next_scan = now + 1_000_000;
         }
+        // ACKs held back for kept connections that no new request carried.
+        l.client.flush_acks(now, nic.split().1);
         if l.client.counters.tx != sent {
             nic.split().1.flush();
             worked = true;

@@ -107,6 +107,9 @@ pub struct Client {
     /// TCBs that owe an ACK for data of this burst: one ACK each after the burst (as a
     /// receiver with GRO acknowledges a burst), not one per segment.
     owe: Vec<u32>,
+    /// Kept connections whose fetch just ended and which owe an ACK: held back so that the
+    /// owner's next request on the slot carries it ([`flush_acks`](Self::flush_acks)).
+    deferred: Vec<u32>,
     /// Counters.
     pub counters: Counters,
 }
@@ -162,6 +165,7 @@ impl Client {
             port_tcb: vec![0; 65_536],
             live: Vec::with_capacity(n),
             owe: Vec::with_capacity(n),
+            deferred: Vec::with_capacity(n),
             counters: Counters::default(),
             cfg,
         }
@@ -317,6 +321,7 @@ impl Client {
     /// next hop is unknown. Returns whether anything happened.
     pub fn poll<N: Nic, H: Handler>(&mut self, nic: &mut N, now: u64, h: &mut H) -> bool {
         let (rx, tx) = nic.split();
+        self.flush_acks(now, tx);
         let mut frames = [RxFrame { buf: 0, len: 0 }; RX_BURST];
         let n = rx.burst(&mut frames);
         for f in &frames[..n] {
@@ -325,11 +330,26 @@ impl Client {
             rx.recycle(*f);
         }
         while let Some(idx) = self.owe.pop() {
-            self.tcbs[idx as usize].owes = false;
-            if self.tcbs[idx as usize].tcp.ack_pending() {
-                let s = self.tcbs[idx as usize].tcp.ack_segment();
-                self.send(idx, &s, now, tx);
+            let t = &self.tcbs[idx as usize];
+            if !t.tcp.ack_pending() {
+                self.tcbs[idx as usize].owes = false;
+                continue;
             }
+            // A kept connection whose response just ended: the owner's next request
+            // (begun right after this poll, as a load loop does) carries the ACK; else
+            // `flush_acks` or the next poll sends it (as a receiver's delayed ACK would).
+            let idle = self
+                .slots
+                .get(t.slot as usize)
+                .is_some_and(|s| s.tcb == idx && !s.busy)
+                && t.tcp.state() == State::Established;
+            if idle {
+                self.deferred.push(idx); // `owes` stays set while it waits there
+                continue;
+            }
+            self.tcbs[idx as usize].owes = false;
+            let s = self.tcbs[idx as usize].tcp.ack_segment();
+            self.send(idx, &s, now, tx);
         }
         let mut worked = n > 0;
         if self.next_hop_mac.is_none() && now >= self.next_arp_ns {
@@ -343,6 +363,20 @@ impl Client {
         }
         tx.flush();
         worked
+    }
+
+    /// Sends the ACKs [`poll`](Self::poll) held back for kept connections that no new
+    /// request carried: call it after beginning the fetches a poll's ends allowed (then
+    /// flush `tx`). The next poll calls it first in any case.
+    pub fn flush_acks<T: TxRing>(&mut self, now: u64, tx: &mut T) {
+        while let Some(idx) = self.deferred.pop() {
+            let t = &mut self.tcbs[idx as usize];
+            t.owes = false;
+            if t.tcp.ack_pending() && t.tcp.state() == State::Established {
+                let s = t.tcp.ack_segment();
+                self.send(idx, &s, now, tx);
+            }
+        }
     }
 
     fn timers<T: TxRing, H: Handler>(&mut self, now: u64, tx: &mut T, h: &mut H) -> bool {

@@ -410,3 +410,49 @@ fn a_burst_that_does_not_fit_or_is_empty_is_refused() {
         .get_pipelined(0, 10, 0, false, p.now, tx, &mut p.rec));
     assert!(!p.client.busy(0) && p.rec.ends.is_empty());
 }
+
+#[test]
+fn the_next_request_carries_the_ack_of_a_kept_connections_response() {
+    let mut p = Pair::new(1, 80);
+    p.get(0, "/4k.bin", false);
+    p.run();
+    for _ in 0..3 {
+        p.get(0, "/4k.bin", false);
+        // Step until the response ended in a client poll.
+        let ends = p.rec.ends.len();
+        while p.rec.ends.len() == ends {
+            p.now += 10_000;
+            p.server.poll(&mut p.wire.a, &At(p.now), &mut NoLog);
+            p.client.poll(&mut p.wire.b, p.now, &mut p.rec);
+            p.wire.carry();
+        }
+        let sent = p.client.counters.tx;
+        // The load loop begins the next fetch at once: one frame, the request with the ACK.
+        p.get(0, "/index.html", false);
+        p.client.flush_acks(p.now, &mut p.wire.b.tx);
+        assert_eq!(p.client.counters.tx, sent + 1, "no separate ACK");
+        p.run();
+        assert_eq!(
+            p.rec.ends.last().unwrap().1,
+            End::Done {
+                status: 200,
+                body: 15
+            }
+        );
+    }
+    // With no next request, the held ACK goes at the next poll.
+    let ends = p.rec.ends.len();
+    p.get(0, "/4k.bin", false);
+    while p.rec.ends.len() == ends {
+        p.now += 10_000;
+        p.server.poll(&mut p.wire.a, &At(p.now), &mut NoLog);
+        p.client.poll(&mut p.wire.b, p.now, &mut p.rec);
+        p.wire.carry();
+    }
+    let sent = p.client.counters.tx;
+    p.client.poll(&mut p.wire.b, p.now, &mut p.rec);
+    assert_eq!(p.client.counters.tx, sent + 1, "the ACK");
+    p.run();
+    assert_eq!(p.client.counters.retransmits, 0);
+    assert_eq!(p.client.counters.connections, 1);
+}

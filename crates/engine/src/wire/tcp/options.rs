@@ -78,16 +78,7 @@ impl<'a> TcpOption<'a> {
             (option_kind::MSS, &[a, b]) => TcpOption::MaxSegmentSize(u16::from_be_bytes([a, b])),
             (option_kind::WS, &[shift]) => TcpOption::WindowScale(shift),
             (option_kind::SACK_PERMITTED, &[]) => TcpOption::SackPermitted,
-            (option_kind::SACK, d) if !d.is_empty() && d.len() % 8 == 0 && d.len() <= 32 => {
-                let mut blocks = SackBlocks::NONE;
-                for b in d.chunks_exact(8) {
-                    blocks.push(
-                        u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
-                        u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
-                    );
-                }
-                TcpOption::Sack(blocks)
-            }
+            (option_kind::SACK, d) => TcpOption::Sack(sack_blocks(d).ok_or(Error::Malformed)?),
             (option_kind::TIMESTAMPS, &[a, b, c, d, e, f, g, h]) => TcpOption::Timestamps {
                 tsval: u32::from_be_bytes([a, b, c, d]),
                 tsecr: u32::from_be_bytes([e, f, g, h]),
@@ -96,7 +87,6 @@ impl<'a> TcpOption<'a> {
                 option_kind::MSS
                 | option_kind::WS
                 | option_kind::SACK_PERMITTED
-                | option_kind::SACK
                 | option_kind::TIMESTAMPS,
                 _,
             ) => return Err(Error::Malformed),
@@ -278,21 +268,65 @@ pub fn parse_options(opts: &[u8]) -> Result<Options> {
             ..Options::NONE
         });
     }
+    // The walk, by kind and data without making a `TcpOption` of each (the SYN's list is
+    // five options; issue 18). Its rules are `TcpOption::parse`'s, and a test holds the two
+    // to the same answers on random bytes.
     let mut out = Options::default();
-    for option in OptionsIter::new(opts) {
-        match option? {
-            TcpOption::MaxSegmentSize(mss) => out.mss = Some(mss),
+    let mut rest = opts;
+    while let [kind, after_kind @ ..] = rest {
+        let kind = *kind;
+        match kind {
+            option_kind::END => break,
+            option_kind::NOP => {
+                rest = after_kind;
+                continue;
+            }
+            _ => {}
+        }
+        let len = usize::from(*after_kind.first().ok_or(Error::Malformed)?);
+        if len < 2 {
+            return Err(Error::Malformed);
+        }
+        let data = rest.get(2..len).ok_or(Error::Malformed)?;
+        match (kind, data) {
+            (option_kind::MSS, &[a, b]) => out.mss = Some(u16::from_be_bytes([a, b])),
             // RFC 7323 §2.3: "If a Window Scale option is received with a shift.cnt
             // value larger than 14, the TCP SHOULD log the error but MUST use 14 instead
             // of the specified value."
-            TcpOption::WindowScale(shift) => {
-                out.window_scale = Some(shift.min(MAX_WINDOW_SCALE));
+            (option_kind::WS, &[shift]) => out.window_scale = Some(shift.min(MAX_WINDOW_SCALE)),
+            (option_kind::SACK_PERMITTED, &[]) => out.sack_permitted = true,
+            (option_kind::SACK, d) => out.sack = sack_blocks(d).ok_or(Error::Malformed)?,
+            (option_kind::TIMESTAMPS, &[a, b, c, d, e, f, g, h]) => {
+                out.timestamps = Some((
+                    u32::from_be_bytes([a, b, c, d]),
+                    u32::from_be_bytes([e, f, g, h]),
+                ));
             }
-            TcpOption::SackPermitted => out.sack_permitted = true,
-            TcpOption::Sack(blocks) => out.sack = blocks,
-            TcpOption::Timestamps { tsval, tsecr } => out.timestamps = Some((tsval, tsecr)),
-            TcpOption::EndOfList | TcpOption::NoOperation | TcpOption::Unknown { .. } => {}
+            (
+                option_kind::MSS
+                | option_kind::WS
+                | option_kind::SACK_PERMITTED
+                | option_kind::TIMESTAMPS,
+                _,
+            ) => return Err(Error::Malformed),
+            _ => {}
         }
+        rest = rest.get(len..).ok_or(Error::Malformed)?;
     }
     Ok(out)
+}
+
+/// The blocks of a SACK option's data: 8 bytes each, one to four (RFC 2018 §3).
+fn sack_blocks(d: &[u8]) -> Option<SackBlocks> {
+    if d.is_empty() || !d.len().is_multiple_of(8) || d.len() > 32 {
+        return None;
+    }
+    let mut blocks = SackBlocks::NONE;
+    for b in d.chunks_exact(8) {
+        blocks.push(
+            u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+            u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
+        );
+    }
+    Some(blocks)
 }

@@ -654,3 +654,60 @@ fn parse_options_fast_path_matches_the_walk() {
     bad[3] = 9;
     assert!(parse_options(&bad).is_err());
 }
+
+/// `parse_options` walks the list itself: on any bytes it answers as the walk over
+/// `TcpOption::parse` does (the reference below), Ok or Malformed alike.
+#[test]
+fn parse_options_agrees_with_the_option_parser() {
+    fn reference(opts: &[u8]) -> Result<Options> {
+        let mut out = Options::default();
+        for option in OptionsIter::new(opts) {
+            match option? {
+                TcpOption::MaxSegmentSize(mss) => out.mss = Some(mss),
+                TcpOption::WindowScale(shift) => {
+                    out.window_scale = Some(shift.min(MAX_WINDOW_SCALE));
+                }
+                TcpOption::SackPermitted => out.sack_permitted = true,
+                TcpOption::Sack(blocks) => out.sack = blocks,
+                TcpOption::Timestamps { tsval, tsecr } => out.timestamps = Some((tsval, tsecr)),
+                TcpOption::EndOfList | TcpOption::NoOperation | TcpOption::Unknown { .. } => {}
+            }
+        }
+        Ok(out)
+    }
+    // A deterministic generator: bytes drawn mostly from option kinds and plausible
+    // lengths, so that valid lists, truncated ones and bad lengths all occur.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let alphabet = [0u8, 1, 2, 3, 4, 5, 8, 10, 18, 34, 9, 4, 2, 1, 1, 0xff];
+    let mut valid = 0;
+    for _ in 0..100_000 {
+        let len = (next() % 41) as usize;
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                let r = next();
+                if r % 3 == 0 {
+                    (r >> 8) as u8
+                } else {
+                    alphabet[(r >> 8) as usize % alphabet.len()]
+                }
+            })
+            .collect();
+        let got = parse_options(&bytes);
+        assert_eq!(got, reference(&bytes), "{bytes:?}");
+        valid += usize::from(got.is_ok_and(|o| o != Options::NONE));
+    }
+    assert!(valid > 200, "too few lists with options: {valid}");
+    // The SYN of the fixture, and SACK lists of each size.
+    assert_eq!(parse_options(&SYN_BYTES[20..]), reference(&SYN_BYTES[20..]));
+    for n in 0..6u8 {
+        let mut sack = std::vec![1u8, 1, 5, 2 + 8 * n];
+        sack.extend((0..8 * n).map(|i| i.wrapping_mul(7)));
+        assert_eq!(parse_options(&sack), reference(&sack), "{n} blocks");
+    }
+}
