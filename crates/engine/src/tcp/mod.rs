@@ -3,7 +3,9 @@
 //! - [`active`]: the active open (the engine's client): SYN-SENT, the SYN and its
 //!   retransmission, the SYN-ACK's options, simultaneous open;
 //! - [`conn`]: one connection ([`Connection`]): RFC 9293's states, the sequence variables
-//!   and the input function (a segment in, an [`Outcome`] out);
+//!   and the input function (a segment in, an [`Outcome`] out), whose ACK step (the
+//!   handshake's completion, RTT samples, SACK, loss detection, the window update) is in
+//!   [`ack`];
 //! - [`output`]: what the connection sends next ([`Segment`]s within the windows, the FIN,
 //!   retransmissions) and what its timer asks ([`TimerAction`]);
 //! - [`state`], [`timer`], [`rtt`] (RFC 6298), [`sack`] (the scoreboard), [`congestion`]
@@ -20,6 +22,7 @@
 //!
 //! Heads up! Read RFC 9293 §3.10 before changing `conn.rs`.
 
+pub mod ack;
 pub mod active;
 pub mod bbr;
 pub mod congestion;
