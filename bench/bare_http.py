@@ -35,7 +35,7 @@ def load(b, client, *args):
                  timeout=60, check=False)
     rep = json.loads(r.stdout)
     return (rep["fetches_per_sec"], rep["response"]["mean_ms"], rep["response"]["p50_ms"],
-            rep["client_cpu_us_per_fetch"], rep["errors_total"])
+            rep["client_cpu_us_per_fetch"], rep["errors"] or 0)
 
 
 def ms(v, unit):

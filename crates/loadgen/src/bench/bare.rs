@@ -150,38 +150,19 @@ pub fn attach(inst: &mut Instance, tag: &str, net: u8, kinds: &[String]) -> Resu
 }
 
 /// The bare client's arguments for point `p` after `load URL`: the socket client's
-/// (`socket`, which [`super::client_args`] made) without what the bare client does not
-/// take, plus its device and address.
+/// (`socket`, which [`super::client_args`] made: the same load, slots and bounds) plus its
+/// device and address.
 pub fn args(client: &str, l: &Links, socket: &[String]) -> Vec<String> {
-    let mut a = Vec::with_capacity(socket.len() + 4);
-    let mut i = 0;
-    while i < socket.len() {
-        // The bare client's slots are its connections: no more than the point needs.
-        if socket[i] == "--max-conns" {
-            a.push(socket[i].clone());
-            a.push(
-                socket[i + 1]
-                    .parse::<u64>()
-                    .map_or("1024".into(), |m| m.min(MAX_SLOTS).to_string()),
-            );
-            i += 2;
-            continue;
-        }
-        a.push(socket[i].clone());
-        i += 1;
-    }
+    let mut a = socket.to_vec();
     a.extend(l.device_args(client));
     a.extend(["--ip".into(), l.client_ip(client)]);
     a
 }
 
-/// Connection slots of a bare client in rate mode (each slot holds a TCB and buffers).
-pub const MAX_SLOTS: u64 = 1024;
-
-/// Whether a bare client can make point `p`'s load (parallel and rate; Surge sessions are
-/// the socket client's).
+/// Whether a bare client can make point `p`'s load: every kind (parallel, rate, and Surge
+/// sessions, which the bare client runs as the socket client does).
 pub fn fits(p: &Point) -> bool {
-    p.kind != Kind::Sessions
+    matches!(p.kind, Kind::Parallel | Kind::Rate | Kind::Sessions)
 }
 
 #[cfg(test)]
@@ -220,19 +201,8 @@ mod tests {
         .map(String::from)
         .to_vec();
         let a = args(BARE_TAP, &l, &socket);
-        assert_eq!(
-            a[..8],
-            [
-                "load",
-                "http://10.77.5.2/4k",
-                "--rate",
-                "500",
-                "--max-conns",
-                "1024",
-                "--keepalive",
-                "--seconds"
-            ]
-        );
+        // The same load, slots and bounds as the socket client's, on its own device.
+        assert_eq!(a[..socket.len()], socket[..]);
         assert_eq!(a[a.len() - 4..], ["--tap", "t0ct", "--ip", "10.77.5.3/24"]);
         let x = args(BARE_XDP, &l, &socket);
         assert_eq!(x[x.len() - 4..], ["--xdp", "t0xa", "--ip", "10.77.5.4/24"]);

@@ -12,7 +12,7 @@
 //!   connect time, so both latency columns carry it).
 //! - `bare-tap`, `bare-xdp`: the bare HTTP load client (`bareweb load --tap` / `--xdp`: the
 //!   engine's own TCP, one thread) on a port of its own bridged to the server's link
-//!   ([`super::bare`], which also says who pays for what); parallel and rate points. Its
+//!   ([`super::bare`], which also says who pays for what); every kind of point. Its
 //!   `--json-out` report is the socket client's [`Report`], read by the same code.
 
 use std::path::Path;
@@ -309,7 +309,7 @@ mod tests {
         p.kind = Kind::Rate;
         assert!(fits(BARE_TAP, &p) && !fits(WRK, &p));
         p.kind = Kind::Sessions;
-        assert!(!fits(BARE_TAP, &p) && !fits(BARE_XDP, &p) && fits(LOAD, &p));
+        assert!(fits(BARE_TAP, &p) && fits(BARE_XDP, &p) && !fits(WRK, &p));
         // A bareweb without the bare client (or without its AF_XDP mode) is refused up front.
         let help = "  --tap <NAME>  ...";
         assert!(check(&[BARE_TAP.into()], help).is_ok());

@@ -17,11 +17,12 @@ const INTRO: &str = "## Side-by-side benchmarks (`bareweb bench`)
 Everything between `<!-- bench:… -->` markers in this file is written by `bareweb bench`
 (crates/loadgen/src/bench); rerun the command shown with a table to refresh it, never edit
 it by hand. How the harness works: each server under test runs in its own network
-namespaces on the same generated files; the client (`bareweb load`, one epoll thread) runs
-in a client namespace across one virtual link (a veth pair for the kernel servers, the TAP
-that bareweb drives for ours); the loads are interleaved round by round with the server
-order rotating, and tables give medians over rounds. See docs/load.md for the load
-generator and the scenario format.
+namespaces on the same generated files; each client kind of the scenario (`bareweb load`,
+one epoll thread, by default; wrk; the bare client) runs in a client namespace across one
+virtual link (a veth pair for the kernel servers, the TAP that bareweb drives for ours;
+with a bare client kind, that link's end is bridged with the bare client's port, crates/loadgen/src/bench/bare.rs);
+the loads are interleaved round by round with the server order rotating, and tables give
+medians over rounds. See docs/load.md for the load generator and the scenario format.
 
 ";
 

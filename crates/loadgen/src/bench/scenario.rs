@@ -6,6 +6,7 @@
 //! name = "smoke"                       # results and doc section are named after it
 //! title = "What this compares"
 //! servers = ["bareweb", "nginx"]       # see bench::servers::KINDS
+//! clients = ["load", "bare-tap"]       # client kinds (bench::clients; default ["load"])
 //! rounds = 1                           # interleaved rounds; tables show medians
 //! cores = 1                            # workers/threads each kernel server may use
 //! seconds = 2.0                        # per run, unless a series says otherwise
