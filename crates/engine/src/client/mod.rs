@@ -321,9 +321,8 @@ impl Client {
         self.free.pop();
         let local = (self.cfg.ip.0, port);
         let remote = (self.cfg.server.0, self.cfg.port);
-        let iss = self.isn.isn(local, remote, now);
-        let mut tcp =
-            Connection::connect(iss, now).with_ts_offset(self.isn.ts_offset(local, remote));
+        let (iss, ts_offset) = self.isn.isn_and_ts_offset(local, remote, now);
+        let mut tcp = Connection::connect(iss, now).with_ts_offset(ts_offset);
         let req_seq = tcp.queue(len as u32);
         self.tcbs[idx as usize] = Tcb {
             tcp,
