@@ -260,6 +260,27 @@ struct Load<'a> {
 }
 
 impl Load<'_> {
+    /// Whether the next fetch or session can start: no free slot is counted by the begin
+    /// functions (`no_slot`); a free slot whose fetch would find no TCB or local port
+    /// (connections still closing hold them) cannot. Without this check such a fetch would
+    /// fail at once and free its slot, and a closed loop would fail every fetch left in a
+    /// tight loop.
+    fn can_begin(&self) -> bool {
+        self.free.last().is_none_or(|&s| self.client.can_start(s))
+    }
+
+    /// A fetch or session was due (rate modes) and could not start: counted as the
+    /// socket client counts one with no free slot.
+    fn no_room(&mut self) {
+        if self.surge.is_some() {
+            self.h.t.sessions_started += 1;
+            self.h.t.sessions_failed += 1;
+        } else {
+            self.h.t.fetches_started += 1;
+        }
+        self.h.t.error(ErrorKind::NoSlot, 1);
+    }
+
     /// Begins one fetch (parallel and rate modes) on a free slot.
     fn begin_fetch<T: TxRing>(&mut self, now: u64, tx: &mut T) -> Result<(), String> {
         self.h.t.fetches_started += 1;
@@ -388,6 +409,11 @@ impl Load<'_> {
         while i < self.thinking.len() {
             let slot = self.thinking[i];
             if self.think_until[slot as usize] > now {
+                i += 1;
+                continue;
+            }
+            if !self.client.can_start(slot) {
+                // No TCB or port for a new connection yet: think until the next scan.
                 i += 1;
                 continue;
             }
@@ -529,6 +555,17 @@ fn run<N: HostQueue>(
                     break;
                 }
             } else if l.h.in_flight >= slots as u64 {
+                break;
+            }
+            if !l.can_begin() {
+                // Every TCB or local port is held by a connection still closing. A closed
+                // loop waits for one, as a socket client's connect would; at a set rate the
+                // fetch (or session) that is due has no slot to run on.
+                if interval_ns > 0.0 {
+                    launched += 1;
+                    l.no_room();
+                    continue;
+                }
                 break;
             }
             launched += 1;

@@ -73,6 +73,14 @@ struct Tcb {
     owes: bool,
 }
 
+impl Tcb {
+    /// A kept connection that can take the next request: established, not closing, and
+    /// every byte sent acknowledged.
+    fn reusable(&self) -> bool {
+        self.tcp.state() == State::Established && !self.tcp.is_closing() && self.tcp.all_acked()
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Slot {
     /// The TCB of the slot's connection (NONE: none open).
@@ -204,6 +212,23 @@ impl Client {
         self.ports.free()
     }
 
+    /// Whether a fetch on slot `slot` would start now rather than end at once with
+    /// [`Failure::NoResources`]: the slot is free and its kept connection can take the
+    /// request, or a TCB and a local port are free for a new one (connections still
+    /// closing hold theirs until the close completes or times out).
+    pub fn can_start(&self, slot: u32) -> bool {
+        let Some(s) = self.slots.get(slot as usize) else {
+            return false;
+        };
+        if s.busy {
+            return false;
+        }
+        if s.tcb != NONE && self.tcbs[s.tcb as usize].reusable() {
+            return true;
+        }
+        !self.free.is_empty() && self.ports.free() > 0
+    }
+
     /// Whether slot `slot` has a fetch in progress.
     pub fn busy(&self, slot: u32) -> bool {
         self.slots.get(slot as usize).is_some_and(|s| s.busy)
@@ -279,7 +304,7 @@ impl Client {
         let kept = s.tcb;
         if kept != NONE {
             let t = &mut self.tcbs[kept as usize];
-            if t.tcp.state() == State::Established && !t.tcp.is_closing() && t.tcp.all_acked() {
+            if t.reusable() {
                 t.slot = slot;
                 t.close = close;
                 t.req_seq = t.tcp.queue(len as u32);
@@ -296,9 +321,8 @@ impl Client {
         self.free.pop();
         let local = (self.cfg.ip.0, port);
         let remote = (self.cfg.server.0, self.cfg.port);
-        let iss = self.isn.isn(local, remote, now);
-        let mut tcp =
-            Connection::connect(iss, now).with_ts_offset(self.isn.ts_offset(local, remote));
+        let (iss, ts_offset) = self.isn.isn_and_ts_offset(local, remote, now);
+        let mut tcp = Connection::connect(iss, now).with_ts_offset(ts_offset);
         let req_seq = tcp.queue(len as u32);
         self.tcbs[idx as usize] = Tcb {
             tcp,

@@ -456,3 +456,42 @@ fn the_next_request_carries_the_ack_of_a_kept_connections_response() {
     assert_eq!(p.client.counters.retransmits, 0);
     assert_eq!(p.client.counters.connections, 1);
 }
+
+/// `can_start` says whether a fetch would start rather than end at once with
+/// `NoResources`: with one local port, a second slot cannot start while the first
+/// slot's connection holds the port, can once its close completes, and a slot whose kept
+/// connection can take the request can start with no port free.
+#[test]
+fn can_start_waits_for_a_port_or_a_tcb_held_by_a_closing_connection() {
+    let mut p = Pair::new(2, 80);
+    let mut cfg = ClientConfig::new(CLIENT_MAC, CLIENT_IP, 24, SERVER_IP, 80, 2);
+    cfg.ports = (40_000, 40_000);
+    p.client = Client::new(cfg);
+    p.client.set_next_hop_mac(SERVER_MAC);
+    assert!(p.client.can_start(0) && p.client.can_start(1));
+    assert!(!p.client.can_start(2), "out of range");
+    p.get(0, "/index.html", true);
+    assert!(!p.client.can_start(0), "busy");
+    assert!(!p.client.can_start(1), "the one port is taken");
+    // Started anyway, the fetch ends at once, as before.
+    let n = http::write_get(p.client.request_buf(1), "t", "/", true).unwrap();
+    assert!(p
+        .client
+        .get(1, n, true, p.now, &mut p.wire.b.tx, &mut p.rec));
+    assert_eq!(p.rec.ends, [(1, End::Failed(Failure::NoResources))]);
+    p.run();
+    assert_eq!(p.client.open_connections(), 0, "closed: port and TCB free");
+    assert!(p.client.can_start(0) && p.client.can_start(1));
+    // A kept connection needs no new port.
+    p.get(1, "/index.html", false);
+    p.run();
+    assert_eq!(p.client.free_ports(), 0);
+    assert!(
+        p.client.can_start(1),
+        "its kept connection takes the next request"
+    );
+    assert!(
+        !p.client.can_start(0),
+        "no port for a connection of its own"
+    );
+}

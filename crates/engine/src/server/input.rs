@@ -161,9 +161,9 @@ impl<L: Lookup<'static>> Server<L> {
             self.stats.tcp_no_tcb += 1;
             return self.no_connection(peer);
         };
-        let iss = self.isn.isn(ends.0, ends.1, now);
+        let (iss, ts_offset) = self.isn.isn_and_ts_offset(ends.0, ends.1, now);
         let tcp = Connection::accept(seg, iss, now)
-            .with_ts_offset(self.isn.ts_offset(ends.0, ends.1))
+            .with_ts_offset(ts_offset)
             .with_congestion(self.cfg.congestion);
         self.open(id, peer, src_mac, tcp);
         self.send_syn_ack(id, tx);

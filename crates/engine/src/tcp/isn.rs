@@ -2,10 +2,16 @@
 //! remoteport, secretkey)`, where M is a timer ticking every 4 µs and F is SipHash-2-4
 //! keyed with a secret chosen at start. Off-path attackers cannot predict it; a reused
 //! 4-tuple still gets a fresh, increasing ISN.
+//!
+//! The same hash gives the connection's timestamp offset (RFC 7323 §7.1): one
+//! SipHash-2-4-128 of the 4-tuple, whose first 64-bit half gives F and whose second gives
+//! the offset. The halves of a keyed PRF's output are as unrelated as two keyed hashes of
+//! different inputs (what Linux computes, with two SipHash calls), at the cost of one hash
+//! and SipHash-128's longer finalisation instead of two whole hashes, per connection.
 
 use core::hash::Hasher;
 
-use siphasher::sip::SipHasher24;
+use siphasher::sip128::{Hasher128, SipHasher24};
 
 /// Computes ISNs for one server.
 #[derive(Clone)]
@@ -21,41 +27,50 @@ impl IsnGenerator {
 
     /// The ISN for a connection at monotonic time `now_ns`.
     pub fn isn(&self, local: ([u8; 4], u16), remote: ([u8; 4], u16), now_ns: u64) -> u32 {
-        let mut h = SipHasher24::new_with_key(&self.key);
-        // One write of the whole 4-tuple: the hash is of the byte stream, so this is the
-        // value four writes of its parts give, without three more trips through the
-        // hasher's tail buffer (a per-connection cost, issue 18).
-        let (b, n) = tuple_bytes(b"", local, remote);
-        h.write(&b[..n]);
-        // Fuzzing builds use F = 0, so the fuzzer can complete handshakes (as smoltcp
-        // skips checksums under cfg(fuzzing)).
-        let f = if cfg!(fuzzing) { 0 } else { h.finish() as u32 };
-        let m = (now_ns / 4000) as u32;
-        m.wrapping_add(f)
+        self.isn_and_ts_offset(local, remote, now_ns).0
     }
 
     /// The offset added to a connection's timestamp clock (RFC 7323 §7.1, as Linux's
     /// `secure_tcp_ts_off`): keyed and per connection, unrelated to its ISN, so TSvals
     /// reveal neither the machine's uptime nor anything of other connections.
     pub fn ts_offset(&self, local: ([u8; 4], u16), remote: ([u8; 4], u16)) -> u32 {
+        self.hash(local, remote).1
+    }
+
+    /// [`isn`](Self::isn) and [`ts_offset`](Self::ts_offset) of a connection, from one
+    /// hash (what a new connection needs).
+    pub fn isn_and_ts_offset(
+        &self,
+        local: ([u8; 4], u16),
+        remote: ([u8; 4], u16),
+        now_ns: u64,
+    ) -> (u32, u32) {
+        let (f, ts_offset) = self.hash(local, remote);
+        // Fuzzing builds use F = 0, so the fuzzer can complete handshakes (as smoltcp
+        // skips checksums under cfg(fuzzing)).
+        let f = if cfg!(fuzzing) { 0 } else { f };
+        let m = (now_ns / 4000) as u32;
+        (m.wrapping_add(f), ts_offset)
+    }
+
+    /// F and the timestamp offset: the low 32 bits of each half of SipHash-2-4-128 of the
+    /// 4-tuple, written in one piece (one trip through the hasher's tail buffer).
+    fn hash(&self, local: ([u8; 4], u16), remote: ([u8; 4], u16)) -> (u32, u32) {
         let mut h = SipHasher24::new_with_key(&self.key);
-        let (b, n) = tuple_bytes(b"ts", local, remote);
-        h.write(&b[..n]);
-        h.finish() as u32
+        h.write(&tuple_bytes(local, remote));
+        let out = h.finish128();
+        (out.h1 as u32, out.h2 as u32)
     }
 }
 
-/// `prefix` (at most 2 bytes), then the local address and port and the remote ones, ports
-/// big-endian; and how many bytes of the array that is.
-fn tuple_bytes(prefix: &[u8], local: ([u8; 4], u16), remote: ([u8; 4], u16)) -> ([u8; 14], usize) {
-    let mut b = [0u8; 14];
-    let p = prefix.len().min(2);
-    b[..p].copy_from_slice(&prefix[..p]);
-    b[p..p + 4].copy_from_slice(&local.0);
-    b[p + 4..p + 6].copy_from_slice(&local.1.to_be_bytes());
-    b[p + 6..p + 10].copy_from_slice(&remote.0);
-    b[p + 10..p + 12].copy_from_slice(&remote.1.to_be_bytes());
-    (b, p + 12)
+/// The local address and port, then the remote ones, ports big-endian.
+fn tuple_bytes(local: ([u8; 4], u16), remote: ([u8; 4], u16)) -> [u8; 12] {
+    let mut b = [0u8; 12];
+    b[..4].copy_from_slice(&local.0);
+    b[4..6].copy_from_slice(&local.1.to_be_bytes());
+    b[6..10].copy_from_slice(&remote.0);
+    b[10..].copy_from_slice(&remote.1.to_be_bytes());
+    b
 }
 
 #[cfg(test)]
@@ -76,18 +91,18 @@ mod tests {
         assert_eq!(g.ts_offset(l, r), g.ts_offset(l, r));
         assert_ne!(g.ts_offset(l, r), g.ts_offset(l, ([10, 0, 0, 1], 40001)));
         assert_ne!(g.ts_offset(l, r), a, "not the ISN's hash");
-        // The values of hashing the parts one write at a time (as before issue 18).
-        let parts = |prefix: &[u8]| {
-            let mut h = SipHasher24::new_with_key(&[7; 16]);
-            h.write(prefix);
-            h.write(&[10, 0, 0, 2]);
-            h.write(&80u16.to_be_bytes());
-            h.write(&[10, 0, 0, 1]);
-            h.write(&40000u16.to_be_bytes());
-            h.finish() as u32
-        };
-        assert_eq!(a, parts(b""));
-        assert_eq!(g.ts_offset(l, r), parts(b"ts"));
+        assert_eq!(g.isn_and_ts_offset(l, r, 0), (a, g.ts_offset(l, r)));
+        // The values of hashing the parts one write at a time: both halves of one
+        // SipHash-2-4-128 of the 4-tuple (before, two SipHash-2-4-64 hashes, the offset's
+        // with a "ts" prefix: the values changed, keyed and per 4-tuple as before).
+        let mut h = SipHasher24::new_with_key(&[7; 16]);
+        h.write(&[10, 0, 0, 2]);
+        h.write(&80u16.to_be_bytes());
+        h.write(&[10, 0, 0, 1]);
+        h.write(&40000u16.to_be_bytes());
+        let parts = h.finish128();
+        assert_eq!(a, parts.h1 as u32);
+        assert_eq!(g.ts_offset(l, r), parts.h2 as u32);
         let other = IsnGenerator::new([8; 16]);
         assert_ne!(other.isn(([10, 0, 0, 2], 80), ([10, 0, 0, 1], 40000), 0), a);
     }
