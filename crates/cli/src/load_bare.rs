@@ -485,7 +485,11 @@ fn run<N: HostQueue>(
     );
     c.gateway = a.udp.gw.map(|g| Ipv4Address(g.octets()));
     c.stall_ns = (cfg.timeout * 1e9) as u64;
-    c.isn_key = crate::util::random_bytes();
+    // One key per boot and a clock from boot: a run's ISNs and timestamps follow on from
+    // the last run's, whose connections a kernel server may still hold in TIME-WAIT on
+    // the ports this run reuses (a fresh key or a clock from 0 made those SYNs wait a
+    // 1 s retransmission).
+    c.isn_key = crate::util::boot_secret("tcp-client-isn-key");
     c.request_max = (longest * burst).max(bareweb_engine::client::REQUEST_MAX);
     let mut l = Load {
         cfg,
@@ -516,12 +520,13 @@ fn run<N: HostQueue>(
     crate::util::catch_stop_signals();
     let stop = crate::util::stop_flag();
     let mut progress = crate::load::progress_printer(a.quiet);
-    let clock = SystemClock::new();
+    let clock = SystemClock::since_boot();
     let cpu0 = bareweb_loadgen::sys::thread_cpu_secs();
     // ARP for the next hop first; the run's clock starts when it answers.
+    let arp_from = clock.now_ns();
     while !l.client.ready() {
         let now = clock.now_ns();
-        if now > 3_000_000_000 {
+        if now > arp_from + 3_000_000_000 {
             return Err(format!(
                 "no ARP answer from {} on {link} in 3 s (is it on the server's link?)",
                 a.udp.gw.map_or(server, |g| Ipv4Address(g.octets()))

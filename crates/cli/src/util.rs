@@ -55,6 +55,46 @@ pub fn random_bytes<const N: usize>() -> [u8; N] {
     b
 }
 
+/// A 16-byte secret kept for the life of the machine's boot in `/run/bareweb/NAME`
+/// (`/run` is emptied at boot), made from `/dev/urandom` by the first process that asks:
+/// a TCP client's ISN key (RFC 6528 wants one per boot, as a kernel has, so that a later
+/// run's connections on reused ports follow on from an earlier run's). Where the file
+/// cannot be made or read (no `/run`, not root), a fresh random key.
+pub fn boot_secret(name: &str) -> [u8; 16] {
+    secret_in(std::path::Path::new("/run/bareweb"), name)
+}
+
+/// [`boot_secret`] kept in `dir`.
+fn secret_in(dir: &std::path::Path, name: &str) -> [u8; 16] {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let path = dir.join(name);
+    let read = |p: &std::path::Path| -> Option<[u8; 16]> {
+        let mut b = [0u8; 16];
+        std::fs::File::open(p).ok()?.read_exact(&mut b).ok()?;
+        Some(b)
+    };
+    if let Some(b) = read(&path) {
+        return b;
+    }
+    let fresh: [u8; 16] = random_bytes();
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
+    // Written under a name of our own, then linked into place: a process racing us
+    // either links first (we then read its key) or finds ours whole.
+    let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(&fresh));
+    if made.is_ok() {
+        let _ = std::fs::hard_link(&tmp, &path);
+    }
+    let _ = std::fs::remove_file(&tmp);
+    read(&path).unwrap_or(fresh)
+}
+
 fn stop_arc() -> &'static Arc<AtomicBool> {
     static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
     STOP.get_or_init(|| Arc::new(AtomicBool::new(false)))
@@ -75,5 +115,35 @@ pub fn catch_stop_signals() {
         if let Err(e) = signal_hook::flag::register(sig, Arc::clone(stop_arc())) {
             eprintln!("bareweb: cannot catch signal {sig}: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod secret_tests {
+    use super::*;
+
+    /// The first call makes the secret (0600, in a 0700 directory), later calls read the
+    /// same bytes; an unusable directory gives a fresh random key each time.
+    #[test]
+    fn a_boot_secret_is_made_once_and_read_back() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("bw-secret-{}", std::process::id()));
+        let a = secret_in(&dir, "k");
+        let b = secret_in(&dir, "k");
+        assert_eq!(a, b);
+        assert_ne!(a, [0; 16]);
+        let mode = std::fs::metadata(dir.join("k"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no scratch file left"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        let bad = std::path::Path::new("/proc/self/no-such-dir");
+        assert_ne!(secret_in(bad, "k"), secret_in(bad, "k"));
     }
 }
