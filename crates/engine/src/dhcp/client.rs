@@ -601,11 +601,14 @@ impl Client {
             self.counts.bad_address += 1;
             return None;
         }
+        // RFC 2131 §4.4.5's defaults: T1 at half the lease, T2 at 7/8 of it (computed
+        // whole: `lease / 8 * 7` truncates first and put T2 before T1 for a 2 s lease).
+        let seven_eighths = (u64::from(lease_s) * 7 / 8) as u32;
         let (t1_s, t2_s) = match (r.t1_s, r.t2_s) {
             (Some(t1), Some(t2)) if t1 < t2 && t2 < lease_s => (t1, t2),
-            (Some(t1), None) if t1 < lease_s / 8 * 7 => (t1, lease_s / 8 * 7),
+            (Some(t1), None) if t1 < seven_eighths => (t1, seven_eighths),
             (None, Some(t2)) if t2 < lease_s => (t2.min(lease_s / 2), t2),
-            _ => (lease_s / 2, lease_s / 8 * 7),
+            _ => (lease_s / 2, seven_eighths),
         };
         let router = r.router.filter(|g| {
             usable(*g, prefix_len) && *g != r.yiaddr && g.in_subnet(r.yiaddr, prefix_len)

@@ -490,6 +490,14 @@ fn lease_times_t1_t2_and_router_are_checked() {
     // A one-second lease works (renew at 0.5 s would be 0 s: at the grant + 0).
     let (l, _) = ack(|s| s.lease = Some(1));
     assert_eq!((l.lease_s, l.t1_s, l.t2_s), (1, 0, 0));
+    // T2 is 7/8 of the lease computed whole, never before T1 (the fuzz target found a 2 s
+    // lease with T1 1 s and T2 0 s when 7/8 was taken of lease / 8).
+    let (l, _) = ack(|s| s.lease = Some(2));
+    assert_eq!((l.t1_s, l.t2_s), (1, 1));
+    let (l, _) = ack(|s| s.lease = Some(15));
+    assert_eq!((l.t1_s, l.t2_s), (7, 13));
+    let (l, _) = ack(|s| (s.lease, s.t1) = (Some(2), Some(1)));
+    assert_eq!((l.t1_s, l.t2_s), (1, 1));
 }
 
 #[test]
