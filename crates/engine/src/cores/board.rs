@@ -24,6 +24,7 @@ use crate::server::{DynamicPage, Server};
 use crate::stats::{CoreTimes, Stats, Stay, STATS_FIELDS, STAY_BUCKETS};
 
 use super::pages::{self, PageSettings};
+use super::platform::PlatformCounters;
 
 /// Largest stats response (head and JSON) a server renders; more cores than fit get a 500.
 pub const JSON_MAX: usize = crate::server::DYN_MAX;
@@ -364,91 +365,10 @@ impl Board {
             d.write_json(w)?;
         }
         if let Some(p) = self.platform {
-            write_platform(p, w)?;
+            super::platform::write_json(p, w)?;
         }
         w.write_str("}")
     }
-}
-
-/// Counters a platform keeps outside the engine, shown on the stats page and in the
-/// metrics beside the engine's own: on the host, the kernel's `XDP_STATISTICS` of each
-/// AF_XDP socket (frames it dropped because our rings were full or empty, descriptors it
-/// refused). They are read (a system call per unit on the host) only when a page is
-/// served, never on the request path.
-pub trait PlatformCounters: Sync + fmt::Debug {
-    /// The JSON object's name and the metrics' prefix (`xdp`).
-    fn name(&self) -> &'static str;
-    /// What one unit is, as the JSON key and the metrics label (`queue`).
-    fn unit(&self) -> &'static str;
-    /// How many units there are.
-    fn units(&self) -> usize;
-    /// Unit `i`'s id (its queue number) and its counters, each given to `f` as (name,
-    /// value); `None` when they cannot be read now (the unit is then left out).
-    fn read(&self, i: usize, f: &mut dyn FnMut(&'static str, u64)) -> Option<u64>;
-}
-
-/// Most counters of one platform unit that are shown (more are left out).
-pub const PLATFORM_COUNTERS_MAX: usize = 16;
-
-/// One unit's counters as read for a page, in a fixed array (no allocation).
-pub struct PlatformUnit {
-    /// The unit's id (its queue number).
-    pub id: u64,
-    vals: [(&'static str, u64); PLATFORM_COUNTERS_MAX],
-    n: usize,
-}
-
-impl PlatformUnit {
-    /// The counters whose names can go into JSON and a metric name as they are (plain
-    /// ASCII letters, digits and `_`), at most [`PLATFORM_COUNTERS_MAX`].
-    pub fn counters(&self) -> &[(&'static str, u64)] {
-        &self.vals[..self.n]
-    }
-}
-
-/// Reads unit `i` of `p`, or `None` when it cannot be read now.
-pub fn read_platform(p: &dyn PlatformCounters, i: usize) -> Option<PlatformUnit> {
-    let mut u = PlatformUnit {
-        id: 0,
-        vals: [("", 0); PLATFORM_COUNTERS_MAX],
-        n: 0,
-    };
-    u.id = p.read(i, &mut |name, v| {
-        if u.n < PLATFORM_COUNTERS_MAX && plain(name) {
-            u.vals[u.n] = (name, v);
-            u.n += 1;
-        }
-    })?;
-    Some(u)
-}
-
-/// `,"<name>":[{"<unit>":id,"<counter>":v,..},..]`.
-fn write_platform(p: &dyn PlatformCounters, w: &mut impl fmt::Write) -> fmt::Result {
-    if !plain(p.name()) || !plain(p.unit()) {
-        return Ok(());
-    }
-    write!(w, ",\"{}\":[", p.name())?;
-    let mut first = true;
-    for i in 0..p.units() {
-        let Some(u) = read_platform(p, i) else {
-            continue;
-        };
-        if !first {
-            w.write_str(",")?;
-        }
-        first = false;
-        write!(w, "{{\"{}\":{}", p.unit(), u.id)?;
-        for (name, v) in u.counters() {
-            write!(w, ",\"{name}\":{v}")?;
-        }
-        w.write_str("}")?;
-    }
-    w.write_str("]")
-}
-
-/// Whether `name` can go into JSON and a metric name as it is.
-pub fn plain(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 impl Row {

@@ -10,7 +10,8 @@
 //! - Per-queue mode needs nothing here: every core runs a `Server` over its own NIC queue
 //!   pair; the device's flow hash keeps a connection on one queue.
 //! - [`board`]: live measurements published per core and read by whichever core serves
-//!   `/.well-known/bareweb/stats`.
+//!   `/.well-known/bareweb/stats`; [`platform`]: counters the platform keeps outside the
+//!   engine (AF_XDP's `XDP_STATISTICS`), shown beside them.
 //! - [`plan`]: the mode, each core's role and server, and the network core's wiring,
 //!   decided in one place for both platforms.
 //! - [`run`]: the per-core loop (poll, measure, publish, idle) both platforms share.
@@ -24,6 +25,7 @@ pub mod netcore;
 pub mod pages;
 #[cfg(not(loom))]
 pub mod plan;
+pub mod platform;
 pub mod replay;
 pub mod run;
 

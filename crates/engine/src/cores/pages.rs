@@ -12,7 +12,8 @@
 
 use core::fmt::{self, Write as _};
 
-use super::board::{self, Board};
+use super::board::Board;
+use super::platform;
 use crate::http::{self, Method, Request};
 use crate::site::Pages;
 
@@ -169,15 +170,15 @@ pub fn render_metrics(board: &Board, out: &mut [u8]) -> Option<usize> {
     }
     if let Some(p) = board
         .platform()
-        .filter(|p| board::plain(p.name()) && board::plain(p.unit()))
+        .filter(|p| platform::plain(p.name()) && platform::plain(p.unit()))
     {
         // Read every unit once, then write family by family (Prometheus wants a
         // family's samples together).
         let (prefix, unit) = (p.name(), p.unit());
-        let mut names: [&str; board::PLATFORM_COUNTERS_MAX] = [""; board::PLATFORM_COUNTERS_MAX];
+        let mut names: [&str; platform::COUNTERS_MAX] = [""; platform::COUNTERS_MAX];
         let mut n_names = 0;
         for i in 0..p.units() {
-            if let Some(u) = board::read_platform(p, i) {
+            if let Some(u) = platform::read(p, i) {
                 for (name, _) in u.counters() {
                     if !names[..n_names].contains(name) && n_names < names.len() {
                         names[n_names] = name;
@@ -189,7 +190,7 @@ pub fn render_metrics(board: &Board, out: &mut [u8]) -> Option<usize> {
         for name in &names[..n_names] {
             writeln!(w, "# TYPE bareweb_{prefix}_{name} counter").ok()?;
             for i in 0..p.units() {
-                let Some(u) = board::read_platform(p, i) else {
+                let Some(u) = platform::read(p, i) else {
                     continue;
                 };
                 if let Some((_, v)) = u.counters().iter().find(|(k, _)| k == name) {

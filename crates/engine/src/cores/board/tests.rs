@@ -290,6 +290,8 @@ fn the_time_split_reads_the_dispatch_and_drain_words() {
     assert_eq!((w[NIC_DISPATCH_NS], w[NIC_DRAIN_NS]), (7, 11));
 }
 
+use crate::cores::platform::PlatformCounters;
+
 /// Two sockets' counters; the second cannot be read at the moment; a third has a name
 /// that would break the JSON.
 #[derive(Debug)]
