@@ -144,6 +144,11 @@ pub fn attach(inst: &mut Instance, tag: &str, net: u8, kinds: &[String]) -> Resu
         ])?;
         ip(&["link", "set", &peer, "up"])?;
         ip(&["link", "set", &l.xdp, "up"])?;
+        if let Some(c) = &inst.pinned {
+            // Its XDP receive in a thread pinned to the client CPUs (`super::pin`), not in
+            // the softirq of the server's transmit.
+            super::pin::client_napi(&ns, &l.xdp, &c.client)?;
+        }
     }
     inst.bare = Some(l);
     Ok(())
