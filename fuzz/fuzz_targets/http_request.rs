@@ -1,6 +1,7 @@
 //! HTTP request heads: `http::parse` over arbitrary bytes (as a pipeline: every complete
 //! request is answered and parsing resumes after it), and `http::respond` against a fake
-//! site, checking what the TCP layer relies on.
+//! site, checking what the TCP layer relies on, and that the parser's fast path agrees
+//! with the general parser.
 #![no_main]
 
 use bareweb_engine::http::{self, Parse};
@@ -110,6 +111,8 @@ fuzz_target!(|data: &[u8]| {
     let mut head = [0u8; http::HEAD_MAX];
     let mut rest = data;
     loop {
+        // The fast path for the common request answers as the general parser does.
+        assert_eq!(http::parse(rest), http::parse_general(rest));
         match http::parse(rest) {
             Parse::Complete { request, len } => {
                 assert!(len > 0 && len <= rest.len() && len <= http::MAX_REQUEST);

@@ -51,7 +51,7 @@ pub use date::{clf_date, ClfDate};
 pub use date::{format as imf_date, IMF_LEN};
 pub use fields::{is_tchar, AcceptEncoding, Coding};
 pub use head_cache::HeadCache;
-pub use request::{parse, Method, Parse, Request, Version};
+pub use request::{parse, parse_general, Method, Parse, Request, Version};
 pub use response::{respond, respond_cached, respond_error, BodySlice, Response};
 
 /// Bytes of request head (request line, header fields and the empty line) we accept.

@@ -199,7 +199,22 @@ fn request_line(b: &[u8]) -> Step<Line<'_>> {
 /// Parses the request at the start of `buf` (the bytes received so far on a connection,
 /// beginning at a request). Never panics, never reads past [`MAX_REQUEST`] bytes.
 pub fn parse(buf: &[u8]) -> Parse<'_> {
-    match parse_inner(buf) {
+    let cut = &buf[..buf.len().min(MAX_REQUEST)];
+    match fast::parse(cut) {
+        Some(step) => outcome(step),
+        None => parse_general(buf),
+    }
+}
+
+/// [`parse`] without its fast path for the common request (`fast`): every request
+/// through the general parser. The same answer on every input (tests and the
+/// `http_request` fuzz target compare them).
+pub fn parse_general(buf: &[u8]) -> Parse<'_> {
+    outcome(parse_inner(buf))
+}
+
+fn outcome(step: Step<(Request<'_>, usize)>) -> Parse<'_> {
+    match step {
         Ok(Some((request, len))) => Parse::Complete { request, len },
         Ok(None) => Parse::Partial,
         Err(status) => Parse::Error(status),
@@ -242,92 +257,132 @@ fn parse_inner(buf: &[u8]) -> Step<(Request<'_>, usize)> {
         Err(httparse::Error::TooManyHeaders) => return Err(Status::HEADER_FIELDS_TOO_LARGE),
         Err(_) => return Err(Status::BAD_REQUEST),
     };
-
-    let mut req = Request {
-        method: Method::from_token(line.method),
-        target: line.target,
-        version: line.version,
-        keep_alive: false,
-        if_none_match: None,
-        if_modified_since: None,
-        range: None,
-        if_range: None,
-        accept: AcceptEncoding::default(),
-        host: None,
-        has_body: false,
-    };
-    let mut close = false;
-    let mut keep_alive = false;
-    let mut content_length: Option<u64> = None;
-    let mut chunked = false;
-    let mut accept = AcceptEncoding::default();
-    // A field that must appear once: a second line makes the value empty, i.e. invalid.
-    fn once<'b>(slot: &mut Option<&'b [u8]>, v: &'b [u8]) {
-        *slot = Some(if slot.is_some() { &[] } else { v });
-    }
+    let mut f = Fields::new();
     for h in headers {
-        let name = h.name.as_bytes();
-        let v = fields::trim_ows(h.value);
+        f.add(h.name.as_bytes(), fields::trim_ows(h.value))?;
+    }
+    f.finish(line, fields_start + fields_len)
+}
+
+/// What the field lines say, gathered line by line (by the general parser and the fast
+/// path alike), and the checks made once all are read.
+struct Fields<'b> {
+    host: Option<&'b [u8]>,
+    if_none_match: Option<&'b [u8]>,
+    if_modified_since: Option<&'b [u8]>,
+    range: Option<&'b [u8]>,
+    if_range: Option<&'b [u8]>,
+    accept: AcceptEncoding,
+    close: bool,
+    keep_alive: bool,
+    content_length: Option<u64>,
+    chunked: bool,
+}
+
+impl<'b> Fields<'b> {
+    fn new() -> Fields<'b> {
+        Fields {
+            host: None,
+            if_none_match: None,
+            if_modified_since: None,
+            range: None,
+            if_range: None,
+            accept: AcceptEncoding::default(),
+            close: false,
+            keep_alive: false,
+            content_length: None,
+            chunked: false,
+        }
+    }
+
+    /// One field line: its name and its value, trimmed.
+    fn add(&mut self, name: &[u8], v: &'b [u8]) -> Result<(), Status> {
+        // A field that must appear once: a second line makes the value empty, i.e. invalid.
+        fn once<'b>(slot: &mut Option<&'b [u8]>, v: &'b [u8]) {
+            *slot = Some(if slot.is_some() { &[] } else { v });
+        }
         if name.eq_ignore_ascii_case(b"host") {
             // RFC 9112 3.2: "A server MUST respond with a 400 (Bad Request) status code
             // to any HTTP/1.1 request message that lacks a Host header field and to any
             // request message that contains more than one Host header field line or a
             // Host header field with an invalid field value."
-            if req.host.is_some() || !fields::valid_host(v) {
+            if self.host.is_some() || !fields::valid_host(v) {
                 return Err(Status::BAD_REQUEST);
             }
-            req.host = Some(v);
+            self.host = Some(v);
         } else if name.eq_ignore_ascii_case(b"connection") {
-            close |= fields::has_token(v, b"close");
-            keep_alive |= fields::has_token(v, b"keep-alive");
+            self.close |= fields::has_token(v, b"close");
+            self.keep_alive |= fields::has_token(v, b"keep-alive");
         } else if name.eq_ignore_ascii_case(b"content-length") {
             // RFC 9112 6.3: an invalid Content-Length is unrecoverable: 400.
             let n = fields::content_length(v).ok_or(Status::BAD_REQUEST)?;
-            if content_length.is_some_and(|m| m != n) {
+            if self.content_length.is_some_and(|m| m != n) {
                 return Err(Status::BAD_REQUEST);
             }
-            content_length = Some(n);
+            self.content_length = Some(n);
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            chunked = true;
+            self.chunked = true;
         } else if name.eq_ignore_ascii_case(b"if-none-match") {
             // Keeping only the first line can only miss a match, so the answer is a full
             // 200 instead of a 304: always correct.
-            req.if_none_match.get_or_insert(v);
+            self.if_none_match.get_or_insert(v);
         } else if name.eq_ignore_ascii_case(b"if-modified-since") {
-            once(&mut req.if_modified_since, v);
+            once(&mut self.if_modified_since, v);
         } else if name.eq_ignore_ascii_case(b"range") {
-            once(&mut req.range, v);
+            once(&mut self.range, v);
         } else if name.eq_ignore_ascii_case(b"if-range") {
-            once(&mut req.if_range, v);
+            once(&mut self.if_range, v);
         } else if name.eq_ignore_ascii_case(b"accept-encoding") {
-            accept.add(v);
+            self.accept.add(v);
         }
+        Ok(())
     }
-    if req.version == Version::Http11 && req.host.is_none() {
-        return Err(Status::BAD_REQUEST);
+
+    /// The request of `line` with these fields, `len` bytes long.
+    fn finish(self, line: Line<'b>, len: usize) -> Step<(Request<'b>, usize)> {
+        let version = line.version;
+        if version == Version::Http11 && self.host.is_none() {
+            return Err(Status::BAD_REQUEST);
+        }
+        let chunked = self.chunked;
+        // RFC 9112 6.1: "A server or client that receives an HTTP/1.0 message containing
+        // a Transfer-Encoding header field MUST treat the message as if the framing is
+        // faulty".
+        if chunked && version == Version::Http10 {
+            return Err(Status::BAD_REQUEST);
+        }
+        let method = Method::from_token(line.method);
+        // We never read request content: a GET or HEAD whose content is small is answered
+        // and the connection closed (the content is discarded with it). Content larger
+        // than one request buffer, or of unbounded length (chunked), is refused: RFC 9110
+        // 15.5.14, "413 (Content Too Large) ... the request content is larger than the
+        // server is willing or able to process". Other methods get 405 whatever their
+        // content.
+        let content_length = self.content_length;
+        let too_large = chunked || content_length.is_some_and(|n| n > MAX_REQUEST as u64);
+        if too_large && matches!(method, Method::Get | Method::Head) {
+            return Err(Status::CONTENT_TOO_LARGE);
+        }
+        let request = Request {
+            method,
+            target: line.target,
+            version,
+            keep_alive: match version {
+                Version::Http11 => !self.close,
+                Version::Http10 => self.keep_alive && !self.close,
+            },
+            if_none_match: self.if_none_match,
+            if_modified_since: self.if_modified_since,
+            range: self.range,
+            if_range: self.if_range,
+            accept: self.accept,
+            host: self.host,
+            has_body: chunked || content_length.is_some_and(|n| n > 0),
+        };
+        Ok(Some((request, len)))
     }
-    // RFC 9112 6.1: "A server or client that receives an HTTP/1.0 message containing a
-    // Transfer-Encoding header field MUST treat the message as if the framing is faulty".
-    if chunked && req.version == Version::Http10 {
-        return Err(Status::BAD_REQUEST);
-    }
-    req.has_body = chunked || content_length.is_some_and(|n| n > 0);
-    // We never read request content: a GET or HEAD whose content is small is answered
-    // and the connection closed (the content is discarded with it). Content larger than
-    // one request buffer, or of unbounded length (chunked), is refused: RFC 9110 15.5.14,
-    // "413 (Content Too Large) ... the request content is larger than the server is
-    // willing or able to process". Other methods get 405 whatever their content.
-    let too_large = chunked || content_length.is_some_and(|n| n > MAX_REQUEST as u64);
-    if too_large && matches!(req.method, Method::Get | Method::Head) {
-        return Err(Status::CONTENT_TOO_LARGE);
-    }
-    req.keep_alive = match req.version {
-        Version::Http11 => !close,
-        Version::Http10 => keep_alive && !close,
-    };
-    req.accept = accept;
-    Ok(Some((req, fields_start + fields_len)))
 }
 
+mod fast;
 #[cfg(test)]
 mod tests;

@@ -8,6 +8,7 @@ use crate::iface::{admissible_syn, egress, ingress, Drop, Ingress, Sent};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
 use crate::tcp::conn::{Connection, Reply, TS_TICK_NS};
+use crate::tcp::per_ip::Place;
 use crate::tcp::port_table::Peer;
 use crate::tcp::syncookie::{Ends, SKEW_NS};
 use crate::tcp::tcb::Tcb;
@@ -127,7 +128,8 @@ impl<L: Lookup<'static>> Server<L> {
             self.stats.drop_malformed += 1;
             return self.no_connection(peer);
         }
-        if self.per_ip.count(src.0) >= self.max_per_ip {
+        let place = self.per_ip.lookup(src.0);
+        if place.count() >= self.max_per_ip {
             self.stats.tcp_per_ip_refused += 1;
             self.send_reset_for(src_mac, src, seg, tx);
             return self.no_connection(peer);
@@ -165,7 +167,7 @@ impl<L: Lookup<'static>> Server<L> {
         let tcp = Connection::accept(seg, iss, now)
             .with_ts_offset(ts_offset)
             .with_congestion(self.cfg.congestion);
-        self.open(id, peer, src_mac, tcp);
+        self.open(id, peer, src_mac, tcp, place);
         self.send_syn_ack(id, tx);
     }
 
@@ -175,15 +177,23 @@ impl<L: Lookup<'static>> Server<L> {
     }
 
     /// Takes TCB `id` for a new connection `tcp` with `peer`, in SYN-RECEIVED: it counts
-    /// as half-open until it leaves that state (`segment_arrives`, `free_tcb`).
-    fn open(&mut self, id: u32, peer: Peer, src_mac: EthernetAddress, tcp: Connection) {
+    /// as half-open until it leaves that state (`segment_arrives`, `free_tcb`). `place` is
+    /// where the per-address count of `peer.ip` was looked up.
+    fn open(
+        &mut self,
+        id: u32,
+        peer: Peer,
+        src_mac: EthernetAddress,
+        tcp: Connection,
+        place: Place,
+    ) {
         let t = &mut self.tcbs.0[id as usize];
         *t = Tcb::free();
         t.tcp = tcp;
         t.peer = peer;
         t.peer_mac = src_mac;
         self.ports.insert(&mut self.tcbs, id);
-        self.per_ip.add(peer.ip);
+        self.per_ip.add_at(place);
         self.bond_assign(id, peer.ip);
         self.half_open += 1;
         self.stats.tcp_accepted += 1;
@@ -210,7 +220,8 @@ impl<L: Lookup<'static>> Server<L> {
         let Some(opts) = self.cookies.check_ack(ends, seg.seq_number, ack, now) else {
             return false;
         };
-        if self.per_ip.count(peer.ip) >= self.max_per_ip {
+        let place = self.per_ip.lookup(peer.ip);
+        if place.count() >= self.max_per_ip {
             self.stats.tcp_per_ip_refused += 1;
             return false;
         }
@@ -250,7 +261,7 @@ impl<L: Lookup<'static>> Server<L> {
             }
         }
         tcp.syn_ack_sent(now);
-        self.open(id, peer, src_mac, tcp); // half-open until the ACK below establishes it
+        self.open(id, peer, src_mac, tcp, place); // half-open until the ACK below establishes it
         self.stats.tcp_syncookies_ok += 1;
         self.segment_arrives(id, src_mac, seg, tx);
         true

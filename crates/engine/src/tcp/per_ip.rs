@@ -22,6 +22,25 @@ pub struct PerIp {
     slots: Vec<([u8; 4], u32, u8)>,
     mask: usize,
     key: [u8; 16],
+    /// Bumped by every change: a [`Place`] from before one is looked up again.
+    changes: u32,
+}
+
+/// Where an address's count lives, as [`PerIp::lookup`] found it: the server checks the
+/// count of a SYN's address and adds its connection with one hash of the address, not two.
+#[derive(Debug, Clone, Copy)]
+pub struct Place {
+    at: usize,
+    count: u32,
+    ip: [u8; 4],
+    changes: u32,
+}
+
+impl Place {
+    /// Live connections from the address when it was looked up.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
 }
 
 impl PerIp {
@@ -32,6 +51,7 @@ impl PerIp {
             slots: vec![([0; 4], EMPTY, NO_TAG); cap],
             mask: cap - 1,
             key,
+            changes: 0,
         }
     }
 
@@ -56,9 +76,36 @@ impl PerIp {
         self.slots[self.find(ip)].1
     }
 
+    /// Where `ip`'s count lives, and the count.
+    pub fn lookup(&self, ip: [u8; 4]) -> Place {
+        let at = self.find(ip);
+        Place {
+            at,
+            count: self.slots[at].1,
+            ip,
+            changes: self.changes,
+        }
+    }
+
     /// One more connection from `ip`.
     pub fn add(&mut self, ip: [u8; 4]) {
         let i = self.find(ip);
+        self.add_in(i, ip);
+    }
+
+    /// One more connection from the address `place` was looked up for (looked up again if
+    /// the table changed since).
+    pub fn add_at(&mut self, place: Place) {
+        let i = if place.changes == self.changes {
+            place.at
+        } else {
+            self.find(place.ip)
+        };
+        self.add_in(i, place.ip);
+    }
+
+    fn add_in(&mut self, i: usize, ip: [u8; 4]) {
+        self.changes = self.changes.wrapping_add(1);
         let (_, n, tag) = self.slots[i];
         self.slots[i] = (ip, n + 1, if n == EMPTY { NO_TAG } else { tag });
     }
@@ -79,6 +126,7 @@ impl PerIp {
 
     /// One connection fewer from `ip` (nothing if it has none).
     pub fn remove(&mut self, ip: [u8; 4]) {
+        self.changes = self.changes.wrapping_add(1);
         let mut i = self.find(ip);
         match self.slots[i].1 {
             EMPTY => return,
@@ -151,7 +199,20 @@ mod tests {
             let ip = [10, 0, 0, (x >> 16) as u8 % 97];
             let live: u32 = model.values().sum();
             if (x >> 8).is_multiple_of(2) && live < 64 {
-                t.add(ip);
+                // Added through a place looked up now, or one a removal made stale.
+                if (x >> 9).is_multiple_of(2) {
+                    let place = t.lookup(ip);
+                    assert_eq!(place.count(), model.get(&ip).copied().unwrap_or(0));
+                    t.add_at(place);
+                } else {
+                    let stale = t.lookup(ip);
+                    if let Some(other) = model.keys().next().copied() {
+                        t.remove(other);
+                        t.add(other);
+                        t.set_tag(other, other[3]);
+                    }
+                    t.add_at(stale);
+                }
                 t.set_tag(ip, ip[3]);
                 *model.entry(ip).or_default() += 1;
             } else if let Some(n) = model.get_mut(&ip) {

@@ -18,6 +18,7 @@ pub mod bare;
 pub mod clients;
 pub mod doc;
 pub mod peers;
+pub mod pin;
 pub mod plot;
 pub mod procfs;
 pub mod runners;
@@ -61,8 +62,13 @@ pub struct Run {
     pub server: String,
     pub round: u32,
     pub report: Report,
-    /// utime + stime of the server's processes during the run.
+    /// The server's CPU during the run: utime + stime of its processes, or in a pinned
+    /// scenario the busy time of its CPUs ([`pin`]).
     pub server_cpu_secs: f64,
+    /// utime + stime of the server's processes (and NAPI threads), when that is not
+    /// `server_cpu_secs` (a pinned scenario).
+    #[serde(default)]
+    pub server_proc_secs: Option<f64>,
     /// utime + stime of the client process (rusage).
     pub client_cpu_secs: f64,
     pub wall_secs: f64,
@@ -103,6 +109,9 @@ pub struct Results {
     /// The peers' configuration search, when the scenario has one (issue 18).
     #[serde(default)]
     pub search: Option<search::Search>,
+    /// The CPUs of a pinned scenario ([`pin`]): server CPU is then their busy time.
+    #[serde(default)]
+    pub pinned: Option<pin::Cpus>,
 }
 
 /// Writes the bench site: a copied directory, exact-size files, a Surge set.
@@ -248,11 +257,12 @@ pub(crate) fn run_with(
         .join("runs")
         .join(format!("r{round}-p{pi}-{row}.json"));
     let args = client_args(o, p, inst, site, round, &json);
-    let pids = inst.pids();
+    let pids = inst.cpu_pids();
     let st0 = inst.stats();
     let c0 = sys::children_cpu_secs();
     let s0 = procfs::cpu_secs(&pids);
     let k0 = procfs::cores();
+    let b0 = pin::ticks();
     let t0 = Instant::now();
     let report = if client == clients::WRK {
         let url = inst.url(&p.path);
@@ -285,6 +295,7 @@ pub(crate) fn run_with(
             })
     };
     let wall = t0.elapsed().as_secs_f64();
+    let b1 = pin::ticks();
     let k1 = procfs::cores();
     let s1 = procfs::cpu_secs(&pids);
     let c1 = sys::children_cpu_secs();
@@ -302,7 +313,11 @@ pub(crate) fn run_with(
         server: row,
         round,
         report,
-        server_cpu_secs: s1 - s0,
+        server_cpu_secs: match &inst.pinned {
+            Some(c) => pin::busy_secs(&b0, &b1, &c.server),
+            None => s1 - s0,
+        },
+        server_proc_secs: inst.pinned.as_ref().map(|_| s1 - s0),
         client_cpu_secs: c1 - c0,
         wall_secs: wall,
         core_busy: procfs::busy_between(&k0, &k1),
@@ -330,12 +345,17 @@ fn run_bare(
         .ok_or_else(|| format!("{}: no bare client link (not attached)", inst.name))?;
     let args = bare::args(client, links, socket);
     let _ = std::fs::remove_file(json);
-    let out = Command::new("ip")
+    let child = Command::new("ip")
         .args(["netns", "exec", &inst.client_ns])
         .arg(&o.exe)
         .args(&args)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .map_err(|e| format!("cannot start the bare client: {e}"))?;
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("the bare client: {e}"))?;
     match std::fs::read_to_string(json) {
         Ok(text) => {
             serde_json::from_str::<Report>(&text).map_err(|e| format!("{}: {e}", json.display()))
@@ -388,6 +408,16 @@ pub fn bench(o: &Options) -> Result<Results, String> {
     };
     let points = s.points(&size_of);
     let prefix = format!("bwl{}", std::process::id() % 100_000);
+    let cpus = pin::for_scenario(s)?;
+    if let Some(c) = &cpus {
+        pin::pin_self(c)?;
+        eprintln!(
+            "bench {}: pinned: servers on CPU {}, the bench and its clients on CPU {}",
+            s.name,
+            pin::Cpus::list(&c.server),
+            pin::Cpus::list(&c.client)
+        );
+    }
     let machine = procfs::machine();
     let k0 = procfs::cores();
     std::thread::sleep(std::time::Duration::from_secs(1));
@@ -465,7 +495,7 @@ pub fn bench(o: &Options) -> Result<Results, String> {
                 t.as_ref()
                     .map_or(String::new(), |t| format!(" [{}]", k.describe_tuned(t)))
             );
-            let mut inst = k.start(&ctx)?;
+            let mut inst = pin::start(k.as_ref(), &ctx, cpus.as_ref())?;
             if !bare_kinds.is_empty() {
                 bare::attach(&mut inst, &ctx.tag, net, &bare_kinds)?;
                 // The socket clients' way to it now crosses the bridge: still there?
@@ -608,6 +638,7 @@ pub fn bench(o: &Options) -> Result<Results, String> {
         runs,
         background_busy,
         search,
+        pinned: cpus,
         notes: s
             .notes
             .iter()

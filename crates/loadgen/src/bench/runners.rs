@@ -273,6 +273,7 @@ mod tests {
             runs: Vec::new(),
             notes: Vec::new(),
             background_busy: Vec::new(),
+            pinned: None,
             search: None,
         };
         let mut a = BTreeMap::new();

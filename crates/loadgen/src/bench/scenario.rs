@@ -9,6 +9,9 @@
 //! clients = ["load", "bare-tap"]       # client kinds (bench::clients; default ["load"])
 //! rounds = 1                           # interleaved rounds; tables show medians
 //! cores = 1                            # workers/threads each kernel server may use
+//! pin = false                          # true: server and client on CPUs of their own, the
+//!                                      #   server's receive steered there, its CPU = its
+//!                                      #   CPUs' busy time (bench::pin)
 //! seconds = 2.0                        # per run, unless a series says otherwise
 //! notes = ["printed under the tables"]
 //! runners = ["serial", "pool"]         # optional: bareweb once per runner and thread count
@@ -143,6 +146,10 @@ pub struct Scenario {
     /// that fits the point, interleaved ([`super::clients`]).
     #[serde(default)]
     pub clients: Vec<String>,
+    /// Each side on CPUs of its own, the server's receive path steered to its CPUs, and
+    /// its CPU measured as its CPUs' busy time ([`super::pin`]).
+    #[serde(default)]
+    pub pin: bool,
     /// Where the file was read from (for relative paths); not in the file.
     #[serde(skip)]
     pub base: PathBuf,

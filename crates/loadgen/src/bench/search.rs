@@ -178,6 +178,7 @@ pub fn run(
     probe: &str,
 ) -> Result<Search, String> {
     let s = &o.scenario;
+    let cpus = super::pin::for_scenario(s)?;
     let t0 = std::time::Instant::now();
     let series: Vec<&str> = s
         .series
@@ -246,7 +247,7 @@ pub fn run(
                 tuning: Some(t.clone()),
             };
             n += 1;
-            let mut inst = match kind.start(&ctx) {
+            let mut inst = match super::pin::start(*kind, &ctx, cpus.as_ref()) {
                 Ok(i) => i,
                 Err(e) => {
                     eprintln!("  {name} [{}]: did not start: {e}", t.label("worker"));

@@ -128,6 +128,12 @@ pub struct Instance {
     /// Stopped (SIGSTOP) outside its own runs: a server that busy-polls a core (the
     /// bare-machine kernel under QEMU) would otherwise take that core from the others.
     pub pausable: bool,
+    /// How its receive path is steered to its CPUs when the scenario pins ([`super::pin`]).
+    pub steer: super::pin::Steer,
+    /// The CPUs of a pinned scenario (`pin = true`), once pinned.
+    pub pinned: Option<super::pin::Cpus>,
+    /// Kernel threads doing its receive work (threaded NAPI), counted as its own.
+    pub napi: Vec<i32>,
     // Dropped after the processes are gone (field order).
     pub(super) _namespaces: Vec<Netns>,
 }
@@ -140,6 +146,13 @@ impl Instance {
     /// The server's process and its descendants (workers).
     pub fn pids(&self) -> Vec<i32> {
         procfs::tree(self.pid())
+    }
+
+    /// [`Instance::pids`] and the kernel threads that do its receive work.
+    pub fn cpu_pids(&self) -> Vec<i32> {
+        let mut p = self.pids();
+        p.extend(&self.napi);
+        p
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -401,6 +414,12 @@ pub(super) fn start_kernel_server(
         log,
         stats_path: None,
         pausable: false,
+        steer: super::pin::Steer::Rps {
+            ns: s.name.clone(),
+            dev: format!("{}b", ctx.tag),
+        },
+        pinned: None,
+        napi: Vec::new(),
         _namespaces: vec![c, s],
     };
     let url = inst.url(ctx.probe);
@@ -513,6 +532,9 @@ impl ServerKind for Bareweb {
             log,
             stats_path: Some("/.well-known/bareweb/stats"),
             pausable: false,
+            steer: super::pin::Steer::None,
+            pinned: None,
+            napi: Vec::new(),
             _namespaces: vec![c],
         };
         let url = inst.url(ctx.probe);
@@ -605,6 +627,9 @@ impl ServerKind for BarewebQemu {
             log,
             stats_path: None,
             pausable: true,
+            steer: super::pin::Steer::None,
+            pinned: None,
+            napi: Vec::new(),
             _namespaces: vec![c],
         };
         let url = inst.url(ctx.probe);

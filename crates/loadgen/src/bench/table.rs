@@ -32,6 +32,9 @@ pub struct Agg {
     pub connect_p50_ms: f64,
     pub response_p50_ms: f64,
     pub server_us: f64,
+    /// In a pinned scenario, the server's process CPU per fetch (`server_us` is then its
+    /// CPUs' busy time).
+    pub server_proc_us: Option<f64>,
     pub client_util: f64,
     /// The client's CPU per fetch, µs (its share of a client-bound run's cost).
     pub client_us: f64,
@@ -145,6 +148,9 @@ pub fn aggregate(r: &Results) -> BTreeMap<(usize, String), Agg> {
                 connect_p50_ms: m(&|x| x.report.connect.p50_ms),
                 response_p50_ms: m(&|x| x.report.response.p50_ms),
                 server_us: m(&|x| per_fetch_us(x.server_cpu_secs, x.report.fetches)),
+                server_proc_us: runs.iter().all(|x| x.server_proc_secs.is_some()).then(|| {
+                    m(&|x| per_fetch_us(x.server_proc_secs.unwrap_or(0.0), x.report.fetches))
+                }),
                 client_util,
                 client_us: m(&|x| per_fetch_us(x.client_cpu_secs, x.report.fetches)),
                 server_util: m(&|x| x.server_cpu_secs / x.wall_secs.max(1e-9)),
@@ -237,6 +243,19 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
                 .join(" / ")
         );
     }
+    if let Some(c) = &r.pinned {
+        let _ = writeln!(
+            s,
+            "**Pinned** (`pin = true`, bench::pin): the servers ran on CPU {}, the bench and its clients on CPU {}; \
+             a kernel server's receive path was steered to its CPU (RPS on its veth), an AF_XDP veth's NAPI ran \
+             in a thread pinned to its receiver's CPU. **Server CPU µs/fetch is the busy time of the server's CPU** \
+             (user, system, irq, softirq) per fetch: all the server cost, wherever the kernel ran it; its \
+             process CPU follows in brackets. Busy time counts anything else on that CPU too: the figures \
+             want a quiet machine.\n",
+            super::pin::Cpus::list(&c.server),
+            super::pin::Cpus::list(&c.client)
+        );
+    }
     let _ = writeln!(s, "| server | setup |\n|---|---|");
     for sv in &r.servers {
         let _ = writeln!(s, "| {} | {} |", sv.name, sv.label);
@@ -302,7 +321,7 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
                 };
                 let _ = writeln!(
                     s,
-                    "| {file} | {} | {} | {:.0} | {} | {:.3} / {:.3} | {} | {:.3} | {:.1} | {} | {:.0}%, {:.1} | {:.0}% | {} | {} |",
+                    "| {file} | {} | {} | {:.0} | {} | {:.3} / {:.3} | {} | {:.3} | {} | {} | {:.0}%, {:.1} | {:.0}% | {} | {} |",
                     p.level,
                     sv.name,
                     a.fetches_per_sec,
@@ -315,7 +334,10 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
                         format!("{:.3}", a.connect_mean_ms)
                     },
                     a.response_mean_ms,
-                    a.server_us,
+                    match a.server_proc_us {
+                        Some(p) => format!("{:.1} ({p:.1})", a.server_us),
+                        None => format!("{:.1}", a.server_us),
+                    },
                     b.map_or("–".into(), |b| fmt_ratio(a.server_us, b.server_us)),
                     a.client_util * 100.0,
                     a.client_us,
@@ -392,17 +414,23 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
         "Columns: fetches/s and times are the client's (`bareweb load`, http_load's definitions: connect = \
          connect() to established, first response = request sent to first response byte, response = to last byte; \
          connect in parentheses when connections are reused; rows `server+client` name another client kind, \
-         compared with {base} under the same client). Server CPU = utime + stime of the server's processes \
-         from /proc over the run, per fetch. It is not the whole cost: part of a kernel server's TCP work runs in \
-         softirq context and is charged to whichever process was running (often the client), while bareweb's TAP \
-         writes charge the delivery of its packets to a socket client to bareweb (with a bare client they only \
-         queue them on the client's TAP or veth; bench::bare says who pays for what). Cores busy = mean busy time of \
+         compared with {base} under the same client). {cpu} Cores busy = mean busy time of \
          all cores over the run, everything on the machine included (client, server, kernel, and any other work on \
          a shared machine: see the background figure above). Client CPU = the client's utime + stime / wall time, and per fetch: at ≥ {:.0}% of its one core a run is flagged \
          client-bound (the client, not the server, may be the limit). \"vs {base}\" is the ratio to {base} \
          (fetches/s: higher is better; CPU: lower is better). Errors are summed over the rounds; `no_slot` means \
          the client had all its connections open waiting for a server that had fallen behind.\n",
-        CLIENT_BOUND * 100.0
+        CLIENT_BOUND * 100.0,
+        cpu = if r.pinned.is_some() {
+            "Server CPU = the busy time of the server's CPU over the run, per fetch (pinned, above), its \
+             process CPU in brackets."
+        } else {
+            "Server CPU = utime + stime of the server's processes from /proc over the run, per fetch. It is \
+             not the whole cost: part of a kernel server's TCP work runs in softirq context and is charged to \
+             whichever process was running (often the client), while bareweb's TAP writes charge the delivery of \
+             its packets to a socket client to bareweb (with a bare client they only queue them on the client's \
+             TAP or veth; bench::bare says who pays for what; `pin = true` charges each server its whole cost)."
+        }
     );
     summary(&mut s, r, &agg, &base);
     super::runners::summary(&mut s, r, &agg);
@@ -645,6 +673,7 @@ mod tests {
                         ..Default::default()
                     },
                     server_cpu_secs: server,
+                    server_proc_secs: None,
                     client_cpu_secs: client,
                     wall_secs: 2.0,
                     core_busy: vec![1.0, 1.0],
@@ -653,6 +682,7 @@ mod tests {
                 .collect(),
             notes: Vec::new(),
             background_busy: Vec::new(),
+            pinned: None,
             search: None,
         };
         let md = report(&r, &[], "");
@@ -679,5 +709,24 @@ mod tests {
             "{k}"
         );
         assert!(!k.contains("client-bound"), "{k}");
+        assert!(!md.contains("**Pinned**"));
+
+        // Pinned: the server CPU is its core's busy time, its process CPU in brackets, and
+        // the report says so.
+        let mut r = r;
+        r.pinned = Some(crate::bench::pin::Cpus {
+            server: vec![1],
+            client: vec![0],
+        });
+        for x in &mut r.runs {
+            x.server_proc_secs = Some(x.server_cpu_secs / 2.0);
+        }
+        let md = report(&r, &[], "");
+        assert!(md.contains("servers ran on CPU 1, the bench and its clients on CPU 0"));
+        let b = md
+            .lines()
+            .find(|l| l.starts_with("| /4k") && l.contains("| bareweb+bare-tap |"))
+            .unwrap();
+        assert!(b.contains("| 5.0 (2.5) | 0.10× |"), "{b}");
     }
 }

@@ -103,6 +103,12 @@ impl ServerKind for BarewebXdp {
             log,
             stats_path: Some("/.well-known/bareweb/stats"),
             pausable: false,
+            steer: super::pin::Steer::Napi {
+                ns: s.name.clone(),
+                dev: eb.clone(),
+            },
+            pinned: None,
+            napi: Vec::new(),
             _namespaces: vec![c, s],
         };
         let url = inst.url(ctx.probe);

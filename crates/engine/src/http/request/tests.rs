@@ -378,3 +378,112 @@ fn arbitrary_bytes_never_panic() {
         let _ = parse(&real);
     }
 }
+
+/// The fast path (`fast`) answers exactly as the general parser on requests built from
+/// plain and awkward pieces, cut anywhere and with single bytes changed.
+#[test]
+fn fast_path_agrees_with_the_general_parser() {
+    const LINES: &[&[u8]] = &[
+        b"GET / HTTP/1.1\r\n",
+        b"GET /4k.bin HTTP/1.1\r\n",
+        b"HEAD /a?b=c HTTP/1.1\r\n",
+        b"GET /x HTTP/1.0\r\n",
+        b"GET /x HTTP/1.2\r\n",
+        b"GET /x HTTP/2.0\r\n",
+        b"GET /\x80\xff HTTP/1.1\r\n",
+        b"GET /a\x7fb HTTP/1.1\r\n",
+        b"GET  / HTTP/1.1\r\n",
+        b"GET / HTTP/1.1\n",
+        b"POST / HTTP/1.1\r\n",
+        b"GETS / HTTP/1.1\r\n",
+        b"\r\nGET / HTTP/1.1\r\n",
+        b"get / HTTP/1.1\r\n",
+    ];
+    const FIELDS: &[&[u8]] = &[
+        b"Host: 10.0.0.2\r\n",
+        b"host:example.org:8080 \r\n",
+        b"Host: a b\r\n",
+        b"Host:\r\n",
+        b"Connection: close\r\n",
+        b"Connection: Keep-Alive, x\r\n",
+        b"Content-Length: 0\r\n",
+        b"Content-Length: 5\r\n",
+        b"Content-Length: 99999\r\n",
+        b"Content-Length: x\r\n",
+        b"Transfer-Encoding: chunked\r\n",
+        b"If-None-Match: \"a\", W/\"b\"\r\n",
+        b"If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n",
+        b"Range: bytes=0-9\r\n",
+        b"If-Range: \"a\"\r\n",
+        b"Accept-Encoding: gzip;q=0.5, br\r\n",
+        b"User-Agent: x\t y \t\r\n",
+        b"X-Obs: caf\xc3\xa9\r\n",
+        b"X-Ctl: a\x01b\r\n",
+        b"X-Space : v\r\n",
+        b"X-Bare: lf\n",
+        b" folded\r\n",
+        b"Bad(name): v\r\n",
+        b": empty name\r\n",
+        b"X-Empty:\r\n",
+    ];
+    let mut x: u64 = 0x0123_4567_89ab_cdef;
+    let mut next = |n: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x >> 11) as usize % n
+    };
+    let mut buf = alloc::vec::Vec::new();
+    let mut fast_taken = 0;
+    for round in 0..40_000 {
+        buf.clear();
+        buf.extend_from_slice(LINES[next(LINES.len())]);
+        // Mostly a Host first, as clients send; now and then over MAX_HEADERS fields.
+        if next(4) != 0 {
+            buf.extend_from_slice(FIELDS[0]);
+        }
+        let fields = if round % 500 == 0 { 40 } else { next(6) };
+        for _ in 0..fields {
+            // Plain fields mostly, so that the fast path has work.
+            let i = if next(3) == 0 {
+                next(FIELDS.len())
+            } else {
+                next(17)
+            };
+            buf.extend_from_slice(FIELDS[i]);
+        }
+        buf.extend_from_slice(if next(8) == 0 { b"\n" } else { b"\r\n" });
+        if next(4) == 0 {
+            buf.extend_from_slice(b"GET /next HTTP/1.1\r\n");
+        }
+        match next(6) {
+            0 => buf.truncate(next(buf.len() + 1)),
+            1 => {
+                let i = next(buf.len());
+                buf[i] = (next(256)) as u8;
+            }
+            _ => {}
+        }
+        let (a, b) = (parse(&buf), parse_general(&buf));
+        assert_eq!(a, b, "{:?}", alloc::string::String::from_utf8_lossy(&buf));
+        let cut = &buf[..buf.len().min(MAX_REQUEST)];
+        fast_taken += usize::from(fast::parse(cut).is_some());
+    }
+    assert!(fast_taken > 5_000, "the fast path took only {fast_taken}");
+    // The captured requests of common clients are plain: the fast path reads them.
+    for req in [CURL, WGET, PYTHON, FIREFOX, HTTP10] {
+        assert!(fast::parse(req).is_some());
+    }
+    // Every prefix of the captured requests, and a head at the size limit.
+    for req in [CURL, WGET, PYTHON, FIREFOX, HTTP10] {
+        for n in 0..=req.len() {
+            assert_eq!(parse(&req[..n]), parse_general(&req[..n]));
+        }
+    }
+    let mut big = alloc::vec::Vec::from(&b"GET / HTTP/1.1\r\nHost: h\r\nX: "[..]);
+    big.resize(MAX_REQUEST - 2, b'a');
+    big.extend_from_slice(b"\r\n\r\n");
+    for n in [MAX_REQUEST - 3, MAX_REQUEST - 2, MAX_REQUEST, big.len()] {
+        assert_eq!(parse(&big[..n]), parse_general(&big[..n]));
+    }
+}
