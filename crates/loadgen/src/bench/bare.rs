@@ -18,7 +18,9 @@
 //! So the bare clients reach each server over the same device the socket clients cross,
 //! one bridge hop more, and the socket clients cross the bridge too in such a run (so all
 //! rows of one run share the topology). A bridge is the cheap honest choice: one software
-//! switch, the same for every server, no routing or NAT, and ARP works as on a LAN.
+//! switch, the same for every server, no routing, NAT or filtering (where br_netfilter is
+//! loaded, as on container hosts, `C`'s bridge-nf-call-* sysctls are turned off: else every
+//! bridged frame runs iptables' hooks in its sender's context), and ARP works as on a LAN.
 //!
 //! Who pays for what (these are all software links, and a software link does the
 //! receiver's work in the sender's context): a write to a TAP (`bareweb serve`'s frames,
@@ -130,6 +132,21 @@ pub fn attach(inst: &mut Instance, tag: &str, net: u8, kinds: &[String]) -> Resu
         ip(&["addr", "add", a, "dev", &l.bridge])?;
     }
     ip(&["link", "set", &l.bridge, "up"])?;
+    // With br_netfilter loaded (container hosts), every bridged frame would go through
+    // iptables' hooks in the sender's context; a switch filters nothing.
+    if std::path::Path::new("/proc/sys/net/bridge/bridge-nf-call-iptables").exists() {
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &ns,
+            "sysctl",
+            "-qw",
+            "net.bridge.bridge-nf-call-iptables=0",
+            "net.bridge.bridge-nf-call-ip6tables=0",
+            "net.bridge.bridge-nf-call-arptables=0",
+        ])?;
+    }
     if kinds.iter().any(|k| k == BARE_TAP) {
         ip(&["tuntap", "add", "dev", &l.tap, "mode", "tap"])?;
         ip(&["link", "set", &l.tap, "master", &l.bridge])?;

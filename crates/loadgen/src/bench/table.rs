@@ -414,17 +414,23 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
         "Columns: fetches/s and times are the client's (`bareweb load`, http_load's definitions: connect = \
          connect() to established, first response = request sent to first response byte, response = to last byte; \
          connect in parentheses when connections are reused; rows `server+client` name another client kind, \
-         compared with {base} under the same client). Server CPU = utime + stime of the server's processes \
-         from /proc over the run, per fetch. It is not the whole cost: part of a kernel server's TCP work runs in \
-         softirq context and is charged to whichever process was running (often the client), while bareweb's TAP \
-         writes charge the delivery of its packets to a socket client to bareweb (with a bare client they only \
-         queue them on the client's TAP or veth; bench::bare says who pays for what). Cores busy = mean busy time of \
+         compared with {base} under the same client). {cpu} Cores busy = mean busy time of \
          all cores over the run, everything on the machine included (client, server, kernel, and any other work on \
          a shared machine: see the background figure above). Client CPU = the client's utime + stime / wall time, and per fetch: at ≥ {:.0}% of its one core a run is flagged \
          client-bound (the client, not the server, may be the limit). \"vs {base}\" is the ratio to {base} \
          (fetches/s: higher is better; CPU: lower is better). Errors are summed over the rounds; `no_slot` means \
          the client had all its connections open waiting for a server that had fallen behind.\n",
-        CLIENT_BOUND * 100.0
+        CLIENT_BOUND * 100.0,
+        cpu = if r.pinned.is_some() {
+            "Server CPU = the busy time of the server's CPU over the run, per fetch (pinned, above), its \
+             process CPU in brackets."
+        } else {
+            "Server CPU = utime + stime of the server's processes from /proc over the run, per fetch. It is \
+             not the whole cost: part of a kernel server's TCP work runs in softirq context and is charged to \
+             whichever process was running (often the client), while bareweb's TAP writes charge the delivery of \
+             its packets to a socket client to bareweb (with a bare client they only queue them on the client's \
+             TAP or veth; bench::bare says who pays for what; `pin = true` charges each server its whole cost)."
+        }
     );
     summary(&mut s, r, &agg, &base);
     super::runners::summary(&mut s, r, &agg);
