@@ -196,6 +196,20 @@ mod tests {
                 );
             }
         }
+        // Every range, of these bytes and of all-ones bytes (the sums that carry most).
+        let ones = [0xffu8; 333];
+        let mut ones_sums = [0u8; 2 * 6];
+        body_of(&ones, &mut ones_sums);
+        let ones_body = Body {
+            data: &ones,
+            block_sums: &ones_sums,
+        };
+        for start in 0..=333 {
+            for end in start..=333 {
+                assert_eq!(body.sum(start, end), checksum::sum(&data[start..end]));
+                assert_eq!(ones_body.sum(start, end), checksum::sum(&ones[start..end]));
+            }
+        }
     }
 
     #[test]

@@ -321,11 +321,17 @@ fn respond_in<'a, L: Lookup<'a>>(
     let Ok(t) = target::split(req.target) else {
         return error(w, Status::BAD_REQUEST);
     };
-    let mut path = [0u8; MAX_PATH];
-    let path = match target::normalise(t.path, &mut path) {
-        Ok(n) => &path[..n],
-        Err(target::Error::Bad) => return error(w, Status::BAD_REQUEST),
-        Err(target::Error::TooLong) => return error(w, Status::URI_TOO_LONG),
+    // A path that normalising would not change is used as it is (`target::is_normal`).
+    let mut buf: [u8; MAX_PATH];
+    let path = if target::is_normal(t.path, MAX_PATH) {
+        t.path
+    } else {
+        buf = [0u8; MAX_PATH];
+        match target::normalise(t.path, &mut buf) {
+            Ok(n) => &buf[..n],
+            Err(target::Error::Bad) => return error(w, Status::BAD_REQUEST),
+            Err(target::Error::TooLong) => return error(w, Status::URI_TOO_LONG),
+        }
     };
     if let Some(r) = site.redirect(path) {
         return redirect(w, &ctx, site.common_headers(), r, path, t);

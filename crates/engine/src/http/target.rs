@@ -150,6 +150,41 @@ pub fn normalise(raw: &[u8], out: &mut [u8]) -> Result<usize, Error> {
     Ok(n.len)
 }
 
+/// Whether [`normalise`] would give `raw` back unchanged into a buffer of `max` bytes: it
+/// begins with `/`, fits, and has no `%`, no NUL, no empty segment but a trailing one,
+/// and no `.` or `..` segment. The common request's path is such, and is then used as it
+/// came, with no copy and no buffer to set up (a test holds this to `normalise`).
+pub fn is_normal(raw: &[u8], max: usize) -> bool {
+    let [b'/', rest @ ..] = raw else {
+        return false;
+    };
+    if raw.len() > max {
+        return false;
+    }
+    // The current segment's length, and how many of its bytes are dots.
+    let mut seg_len = 0usize;
+    let mut dots = 0usize;
+    for &c in rest {
+        match c {
+            b'%' | 0 => return false,
+            b'/' => {
+                if seg_len == 0 || dots == seg_len && seg_len <= 2 {
+                    return false; // "//", "/./" or "/../"
+                }
+                seg_len = 0;
+                dots = 0;
+            }
+            b'.' => {
+                seg_len += 1;
+                dots += 1;
+            }
+            _ => seg_len += 1,
+        }
+    }
+    // The last segment: "." or ".." is rewritten; empty (a trailing '/') is kept.
+    !(seg_len > 0 && dots == seg_len && seg_len <= 2)
+}
+
 /// Whether `c` may appear unescaped in a path we emit: pchar and `/` (RFC 3986 3.3).
 fn path_safe(c: u8) -> bool {
     c.is_ascii_alphanumeric()
@@ -201,6 +236,37 @@ fn encode(bytes: &[u8], safe: impl Fn(u8) -> bool, emit: &mut impl FnMut(&[u8]))
 
 #[cfg(test)]
 mod tests {
+    /// `is_normal` says yes exactly when `normalise` gives the path back unchanged (or
+    /// fails for length only where the buffer is too small), over every path of up to
+    /// five bytes from an alphabet of the bytes that matter, and some longer ones.
+    #[test]
+    fn is_normal_agrees_with_normalise() {
+        let alphabet = [b'/', b'.', b'a', b'%', b'2', b'e', 0];
+        let mut paths: alloc::vec::Vec<alloc::vec::Vec<u8>> = alloc::vec![alloc::vec![]];
+        let mut all = alloc::vec::Vec::new();
+        for _ in 0..5 {
+            let mut next = alloc::vec::Vec::new();
+            for p in &paths {
+                for &c in &alphabet {
+                    let mut q = p.clone();
+                    q.push(c);
+                    next.push(q);
+                }
+            }
+            all.extend(next.iter().cloned());
+            paths = next;
+        }
+        all.push(b"/4k.bin".to_vec());
+        all.push(b"/docs/.../a..b/.x/".to_vec());
+        for p in &all {
+            for max in [3usize, 64] {
+                let mut out = alloc::vec![0u8; max];
+                let same = super::normalise(p, &mut out).is_ok_and(|n| out[..n] == p[..]);
+                assert_eq!(super::is_normal(p, max), same, "{p:?} max {max}");
+            }
+        }
+    }
+
     use super::*;
     use alloc::vec::Vec;
 

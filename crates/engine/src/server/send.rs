@@ -239,8 +239,13 @@ impl<L: Lookup<'static>> Server<L> {
             dst: Ipv4Address(t.peer.ip),
             head: head_buf.get(payload.head.clone()).unwrap_or(&[]),
             body: payload.body,
-            // An offloaded frame's checksum is the device's: no body sum needed.
-            body_sum: if seg.len > mss { 0 } else { payload.body_sum() },
+            // An offloaded frame's checksum is the device's, and a frame without body bytes
+            // (a SYN-ACK, an ACK, a FIN, a head-only segment) has none: no body sum needed.
+            body_sum: if seg.len > mss || payload.body.is_empty() {
+                0
+            } else {
+                payload.body_sum()
+            },
             tso_mss: (seg.len > mss).then_some(mss as u16),
         };
         let sent = self.egress.tcp(tx, &out);
