@@ -230,3 +230,46 @@ def test_surge_sessions_as_the_socket_client_runs_them(tmp_path):
         # Bursts: more fetches than sessions' first pages alone, pipelined on one
         # connection each.
         assert r["fetches"] > 24, r
+
+
+def test_receive_offloads_take_super_frames_whole():
+    """The bare client's TAP takes receive offloads by default (TUNSETOFFLOAD): a 1 MiB body
+    from bareweb (its TSO frames) and from the kernel's TCP (python's http.server on the
+    namespace's address: GSO) arrives in super-frames of many segments, bodies verified;
+    with --no-offload the kernel cuts them into single segments for the client."""
+    b = Bridged()
+    listener = subprocess.Popen(b.ns.cmd("python3", "-m", "http.server", "8000", "--bind", HOST_IP,
+                                         "--directory", SITE),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(50):
+            if b.ns.run("curl", "-s", "-o", "/dev/null", "--max-time", "1",
+                        f"http://{HOST_IP}:8000/index.html", check=False).returncode == 0:
+                break
+            time.sleep(0.1)
+        out = {}
+        for name, url in (("bareweb", f"http://{SERVER_IP}"), ("kernel", f"http://{HOST_IP}:8000")):
+            for offload in (True, False):
+                args = (f"{url}/files/1m.bin", "--parallel", "2", "--fetches", "4", "-k",
+                        "--verify", SITE, *(() if offload else ("--no-offload",)))
+                out[name, offload] = json.loads(b.bare(*args).stdout)
+        # Without -q: what the TAP received, said on stderr.
+        r = b.ns.run(BIN, "load", "--tap", "bwc0", "--ip", f"{CLIENT_IP}/24",
+                     f"http://{SERVER_IP}/files/1m.bin", "--fetches", "2", "--verify", SITE,
+                     "--json", timeout=60)
+    finally:
+        listener.kill()
+        listener.wait()
+        b.close()
+    print(r.stderr)
+    for (name, offload), rep in out.items():
+        print(name, offload, rep["offloaded_frames"], rep["client_cpu_us_per_fetch"])
+        assert rep["fetches_ok"] == 4 and rep["errors_total"] == 0, (name, offload, rep)
+        assert rep["bytes"] == 4 * 1048576, rep
+        if offload:
+            # Each super-frame holds several MSS: far fewer frames than 4 MiB / 1460.
+            assert rep["offloaded_frames"] > 0, (name, rep)
+        else:
+            assert rep["offloaded_frames"] == 0, (name, rep)
+    assert "receive offloads on TAP bwc0:" in r.stderr and " 0 super-frames" not in r.stderr, \
+        r.stderr

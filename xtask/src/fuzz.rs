@@ -19,6 +19,8 @@ pub const TARGETS: &[&str] = &[
     "icmp",
     "tcp",
     "udp",
+    // The virtio-net header of a TAP with receive offloads (the bare client).
+    "vnet",
     "udp_request",
     "udp_client",
     // The engine's client: the active open and its response reader (issue 18).

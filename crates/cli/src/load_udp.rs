@@ -74,6 +74,12 @@ pub struct UdpLoadArgs {
     /// process on it: no operating system at all in the client.
     #[arg(long, requires = "tap")]
     pub kernel: bool,
+    /// The bare HTTP client's TAP takes no receive offloads: every frame it reads is one
+    /// segment of at most 1514 bytes with a complete checksum, verified (the kernel cuts
+    /// a server's TSO/GSO super-frames for it, in the server's context). By default it
+    /// takes them whole, up to 64 KiB per read, their checksum vouched for by the kernel.
+    #[arg(long, requires = "tap", conflicts_with_all = ["udp", "kernel"])]
+    pub no_offload: bool,
 }
 
 /// `--xdp IFACE[:QUEUE]`: an interface and one of its receive queues.

@@ -16,4 +16,4 @@ pub mod wake;
 pub mod xdp;
 
 pub use clock::SystemClock;
-pub use tap::Tap;
+pub use tap::{RxOffloadCounts, Tap};

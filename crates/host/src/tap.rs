@@ -1,7 +1,7 @@
 //! A TAP device as one engine queue pair.
 //!
-//! Receive: `read(2)` on a non-blocking fd into a fixed pool of 2 KiB buffers, up to the
-//! burst budget. Transmit: `writev(2)` of three iovecs, a virtio-net header, the head
+//! Receive: `read(2)` on a non-blocking fd into a fixed pool of 2 KiB buffers (of 64 KiB
+//! with receive offloads), up to the burst budget. Transmit: `writev(2)` of three iovecs, a virtio-net header, the head
 //! slot and the body slice of the site image, so the body is never copied in user space
 //! (the kernel copies it into its skb, as it must for a TAP).
 //!
@@ -9,13 +9,23 @@
 //! `struct virtio_net_hdr` (10 bytes). That is how a TAP takes TCP segmentation offload:
 //! the engine may post one frame of up to [`TSO_MAX`] payload bytes with `gso_type`
 //! TCPV4 and a partial checksum, and the kernel cuts it into MSS-sized segments (or hands
-//! it whole to a local socket): one system call instead of one per 1460 bytes. We never
-//! enable offloads towards us (`TUNSETOFFLOAD`), so received frames are single segments
-//! with complete checksums, as the engine expects.
+//! it whole to a local socket): one system call instead of one per 1460 bytes.
+//!
+//! Towards us, a server's TAP enables no offload (and [`Tap::open`] clears any a
+//! persistent device kept from its last user): its frames are single segments with
+//! complete checksums (it receives small requests; a frame a peer's TCP sent whole is
+//! segmented by the kernel, in the sender's context). The bare load client's TAP enables
+//! receive offloads ([`Tap::enable_rx_offload`]: `TUNSETOFFLOAD` with `TUN_F_CSUM |
+//! TUN_F_TSO4`): the kernel then hands it a server's TSO/GSO super-frames whole (up to
+//! 64 KiB: one `read` instead of one per 1460 bytes, and no segmenting charged to the
+//! server) and frames from this host's memory with a partial checksum (`NEEDS_CSUM`). The
+//! virtio-net header of each frame is checked (`wire::vnet::parse_rx`: a lying header is
+//! counted and its frame dropped), and a frame it vouches for is marked for the engine
+//! ([`RxRing::csum_trusted`]), whose ingress then skips the TCP checksum, and only that.
 //!
 //! System calls through `rustix` (open, read, writev, poll: safe, on owned descriptors);
-//! the one `unsafe` left is `TUNSETIFF`, an ioctl whose argument rustix cannot type for
-//! us (its `ioctl` is `unsafe` for that reason).
+//! the `unsafe` left is `TUNSETIFF` and `TUNSETOFFLOAD`, ioctls whose argument rustix
+//! cannot type for us (its `ioctl` is `unsafe` for that reason).
 
 use std::io::{self, IoSlice};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -23,12 +33,18 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 
 use bareweb_engine::nic::{Nic, NicCaps, RxFrame, RxRing, Tso, TxFull, TxRing, TX_HEAD_ROOM};
-use bareweb_engine::wire::EthernetAddress;
+use bareweb_engine::wire::{vnet, EthernetAddress};
 
 /// Size of one receive buffer (a full Ethernet frame without FCS is 1514 bytes).
 const RX_BUF: usize = 2048;
 /// Receive buffers in the pool.
 const RX_POOL: usize = 64;
+/// Size of one receive buffer with receive offloads: the virtio-net header, an Ethernet
+/// header and the largest IPv4 packet (a 64 KiB super-frame).
+const RX_BIG: usize = VNET_HDR_LEN + 14 + 65_535;
+/// Receive buffers in the pool with receive offloads (2 MiB): a burst of the engine's
+/// client takes at most 32 frames, each given back before the next burst.
+const RX_BIG_POOL: usize = 32;
 
 const IFF_TAP: i16 = 0x0002;
 const IFF_NO_PI: i16 = 0x1000;
@@ -48,6 +64,12 @@ const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
 pub const TSO_MAX: usize = 65535 - 20 - 60;
 /// `_IOW('T', 202, int)` (linux/if_tun.h); the kernel reads and writes a `struct ifreq`.
 const TUNSETIFF: rustix::ioctl::Opcode = 0x4004_54ca;
+/// `_IOW('T', 208, unsigned int)`: the offloads the reader takes (the argument by value).
+const TUNSETOFFLOAD: rustix::ioctl::Opcode = 0x4004_54d0;
+/// TUNSETOFFLOAD: the reader takes partial checksums (every other offload needs it).
+const TUN_F_CSUM: usize = 0x01;
+/// TUNSETOFFLOAD: the reader takes TCP-over-IPv4 super-frames.
+const TUN_F_TSO4: usize = 0x02;
 
 /// `struct ifreq` with its union as `ifr_flags`: 40 bytes.
 #[repr(C)]
@@ -60,10 +82,31 @@ struct IfReq {
 /// Receive side of the TAP.
 pub struct TapRx {
     fd: OwnedFd,
-    bufs: Vec<[u8; RX_BUF]>,
+    /// The pool: `pool` buffers of `buf_size` bytes, one after the other.
+    bufs: Vec<u8>,
+    buf_size: usize,
+    pool: usize,
     free: Vec<u32>,
+    /// Receive offloads are on: headers are read and checked.
+    offload: bool,
+    /// Per buffer: its frame's TCP checksum was vouched for by the kernel.
+    trusted: Vec<bool>,
     /// Frames read.
     pub frames: u64,
+    /// Counters of receive offloads (zero without them).
+    pub offload_counts: RxOffloadCounts,
+}
+
+/// What a TAP with receive offloads received.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RxOffloadCounts {
+    /// Super-frames (GSO: several segments under one header).
+    pub gso_frames: u64,
+    /// Frames whose TCP checksum the kernel vouched for (partial, or verified), the
+    /// super-frames among them.
+    pub csum_trusted: u64,
+    /// Frames dropped for a virtio-net header that lied (`wire::vnet::parse_rx`).
+    pub bad_header: u64,
 }
 
 /// Transmit side of the TAP.
@@ -135,6 +178,9 @@ impl Tap {
             let set = rustix::ioctl::Updater::<TUNSETIFF, IfReq>::new(&mut req);
             rustix::ioctl::ioctl(&fd, set)?;
         }
+        // None towards us, whatever the device's last user (a persistent TAP keeps them)
+        // asked: the frames we read are single segments with complete checksums.
+        set_offload(&fd, 0)?;
         let len = req.name.iter().position(|&b| b == 0).unwrap_or(IFNAMSIZ);
         let actual = String::from_utf8_lossy(&req.name[..len]).into_owned();
         let tx_fd = fd.try_clone()?;
@@ -144,9 +190,14 @@ impl Tap {
             tso: true,
             rx: TapRx {
                 fd,
-                bufs: vec![[0; RX_BUF]; RX_POOL],
+                bufs: vec![0; RX_BUF * RX_POOL],
+                buf_size: RX_BUF,
+                pool: RX_POOL,
                 free: (0..RX_POOL as u32).collect(),
+                offload: false,
+                trusted: vec![false; RX_POOL],
                 frames: 0,
+                offload_counts: RxOffloadCounts::default(),
             },
             tx: TapTx {
                 fd: tx_fd,
@@ -163,6 +214,27 @@ impl Tap {
     /// every frame one segment, as on a device without the offload.
     pub fn set_tso(&mut self, on: bool) {
         self.tso = on;
+    }
+
+    /// Receive offloads (the bare load client's TAP): `TUNSETOFFLOAD` with `TUN_F_CSUM |
+    /// TUN_F_TSO4`, so the kernel hands TCP super-frames of up to 64 KiB whole and frames
+    /// from this host with a partial checksum; the receive pool becomes
+    /// [`RX_BIG_POOL`] buffers of 64 KiB. Call it before the first frame is received.
+    pub fn enable_rx_offload(&mut self) -> io::Result<()> {
+        set_offload(&self.rx.fd, TUN_F_CSUM | TUN_F_TSO4)?;
+        let rx = &mut self.rx;
+        rx.bufs = vec![0; RX_BIG * RX_BIG_POOL];
+        rx.buf_size = RX_BIG;
+        rx.pool = RX_BIG_POOL;
+        rx.free = (0..RX_BIG_POOL as u32).collect();
+        rx.trusted = vec![false; RX_BIG_POOL];
+        rx.offload = true;
+        Ok(())
+    }
+
+    /// What the receive offloads brought (zero without them).
+    pub fn rx_offload_counts(&self) -> RxOffloadCounts {
+        self.rx.offload_counts
     }
 
     /// The interface name the kernel gave.
@@ -203,6 +275,17 @@ impl Tap {
     }
 }
 
+/// `TUNSETOFFLOAD`: the offloads the reader of `fd`'s device takes (`TUN_F_*` flags).
+fn set_offload(fd: &OwnedFd, flags: usize) -> io::Result<()> {
+    // SAFETY: TUNSETOFFLOAD takes an unsigned int by value (no pointer), and the flags are
+    // ones linux/if_tun.h defines.
+    unsafe {
+        let set = rustix::ioctl::IntegerSetter::<TUNSETOFFLOAD>::new_usize(flags);
+        rustix::ioctl::ioctl(fd, set)?;
+    }
+    Ok(())
+}
+
 impl TapRx {
     /// The queue's descriptor (to poll it with others).
     pub fn raw_fd(&self) -> std::os::fd::RawFd {
@@ -230,19 +313,39 @@ impl RxRing for TapRx {
         let mut n = 0;
         while n < out.len() {
             let Some(id) = self.free.pop() else { break };
-            let buf = &mut self.bufs[id as usize];
-            let r = match rustix::io::read(&self.fd, &mut buf[..]) {
+            let at = id as usize * self.buf_size;
+            let Some(buf) = self.bufs.get_mut(at..at + self.buf_size) else {
+                break;
+            };
+            let r = match rustix::io::read(&self.fd, &mut *buf) {
                 Ok(n) if n > 0 => n,
                 _ => {
                     self.free.push(id);
                     break;
                 }
             };
-            // The frame follows the virtio-net header (ignored: no offloads towards us).
+            // The frame follows the virtio-net header.
             let Some(len) = r.checked_sub(VNET_HDR_LEN) else {
                 self.free.push(id);
                 continue;
             };
+            if self.offload {
+                // What the kernel says of the frame, checked against it.
+                let (hdr, frame) = buf[..r].split_at(VNET_HDR_LEN);
+                let c = &mut self.offload_counts;
+                match vnet::parse_rx(hdr, frame) {
+                    Ok(info) => {
+                        c.gso_frames += u64::from(info.gso_size > 0);
+                        c.csum_trusted += u64::from(info.csum_trusted);
+                        self.trusted[id as usize] = info.csum_trusted;
+                    }
+                    Err(_) => {
+                        c.bad_header += 1;
+                        self.free.push(id);
+                        continue;
+                    }
+                }
+            }
             out[n] = RxFrame {
                 buf: id,
                 len: len as u32,
@@ -254,16 +357,24 @@ impl RxRing for TapRx {
     }
 
     fn bytes(&self, f: &RxFrame) -> &[u8] {
-        match self.bufs.get(f.buf as usize) {
-            Some(b) => &b[VNET_HDR_LEN..(VNET_HDR_LEN + f.len as usize).min(RX_BUF)],
-            None => &[],
+        if f.buf as usize >= self.pool {
+            return &[];
         }
+        let at = f.buf as usize * self.buf_size;
+        let len = (f.len as usize).min(self.buf_size - VNET_HDR_LEN);
+        self.bufs
+            .get(at + VNET_HDR_LEN..at + VNET_HDR_LEN + len)
+            .unwrap_or(&[])
     }
 
     fn recycle(&mut self, f: RxFrame) {
-        if (f.buf as usize) < self.bufs.len() && self.free.len() < RX_POOL {
+        if (f.buf as usize) < self.pool && self.free.len() < self.pool {
             self.free.push(f.buf);
         }
+    }
+
+    fn csum_trusted(&self, f: &RxFrame) -> bool {
+        self.offload && self.trusted.get(f.buf as usize).copied().unwrap_or(false)
     }
 }
 

@@ -144,6 +144,10 @@ pub struct Report {
     /// client, whose kernel keeps its own count).
     #[serde(default)]
     pub retransmits: u64,
+    /// Frames the client received as TSO/GSO super-frames, several segments in one (the
+    /// bare client on a TAP with receive offloads; 0 for the others).
+    #[serde(default)]
+    pub offloaded_frames: u64,
 }
 
 impl Report {

@@ -177,6 +177,7 @@ impl Tally {
             },
             client_cpu_utilisation: if secs > 0.0 { cpu / secs } else { 0.0 },
             retransmits: 0,
+            offloaded_frames: 0,
         }
     }
 }

@@ -40,7 +40,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::iface::egress::{self, Egress, TcpOut};
-use crate::iface::{ingress, Ingress, Interface};
+use crate::iface::{ingress_offloaded, Ingress, Interface};
 use crate::nic::{Nic, RxFrame, RxRing, TxRing};
 use crate::tcp::isn::IsnGenerator;
 use crate::tcp::{Connection, Reply, Segment, State, TimerAction};
@@ -350,7 +350,9 @@ impl Client {
         let n = rx.burst(&mut frames);
         for f in &frames[..n] {
             self.counters.rx += 1;
-            self.frame(rx.bytes(f), now, tx, h);
+            let trusted = rx.csum_trusted(f);
+            self.counters.rx_csum_trusted += u64::from(trusted);
+            self.frame(rx.bytes(f), trusted, now, tx, h);
             rx.recycle(*f);
         }
         while let Some(idx) = self.owe.pop() {
@@ -512,7 +514,16 @@ impl Client {
         self.free.push(idx);
     }
 
-    fn frame<T: TxRing, H: Handler>(&mut self, bytes: &[u8], now: u64, tx: &mut T, h: &mut H) {
+    /// One received frame (`trusted`: its TCP checksum is not verified, see
+    /// [`RxRing::csum_trusted`]; a super-frame of many segments is one segment here).
+    fn frame<T: TxRing, H: Handler>(
+        &mut self,
+        bytes: &[u8],
+        trusted: bool,
+        now: u64,
+        tx: &mut T,
+        h: &mut H,
+    ) {
         if let Ok(eth) = EthernetFrame::new_checked(bytes) {
             if eth.ethertype() == EtherType::Arp
                 && (eth.dst_addr() == self.cfg.mac || eth.dst_addr().is_broadcast())
@@ -521,7 +532,7 @@ impl Client {
                 return;
             }
         }
-        match ingress(&self.iface, bytes) {
+        match ingress_offloaded(&self.iface, bytes, trusted) {
             Ingress::ClosedPort { src, seg, .. }
                 if src == self.cfg.server && seg.src_port == self.cfg.port =>
             {

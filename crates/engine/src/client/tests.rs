@@ -495,3 +495,4 @@ fn can_start_waits_for_a_port_or_a_tcb_held_by_a_closing_connection() {
         "no port for a connection of its own"
     );
 }
+mod offload;

@@ -4,7 +4,9 @@
 //! - [`ingress`](mod@ingress): a received frame → what it is for us ([`Ingress`]): an ARP request for
 //!   our address, an ICMP echo request, a TCP segment for our port (checksum verified,
 //!   parsed into a [`TcpRepr`](crate::wire::tcp::ParsedRepr)) or for a closed one, a UDP
-//!   datagram for the stateless protocol's port, or a drop with its reason. Also [`admissible_syn`]: the one rule for which segment may
+//!   datagram for the stateless protocol's port, or a drop with its reason;
+//!   [`ingress_offloaded`] skips the TCP checksum of a frame the device vouched for (the
+//!   bare client's TAP with receive offloads). Also [`admissible_syn`]: the one rule for which segment may
 //!   open a connection, used by the server's LISTEN and by network-core dispatch.
 //! - [`egress`](mod@egress): frames out: ARP reply, ICMP echo reply, TCP segments (header + head bytes
 //!   copied + body borrowed from the site image, checksum from the stored block sums, or
@@ -15,7 +17,7 @@ pub mod egress;
 pub mod ingress;
 
 pub use egress::{Egress, Sent};
-pub use ingress::{admissible_syn, ingress, Drop, Ingress};
+pub use ingress::{admissible_syn, ingress, ingress_offloaded, Drop, Ingress};
 
 use crate::wire::{EthernetAddress, Ipv4Address};
 

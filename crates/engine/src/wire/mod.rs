@@ -19,6 +19,7 @@ pub mod icmp;
 pub mod ipv4;
 pub mod tcp;
 pub mod udp;
+pub mod vnet;
 
 pub use arp::{Operation as ArpOperation, Packet as ArpPacket, Repr as ArpRepr};
 pub use ethernet::{Address as EthernetAddress, EtherType, Frame as EthernetFrame};

@@ -31,11 +31,12 @@
 //! only queue the frame on the client's TAP, and the client's TCP runs in the client. A
 //! kernel server's own receive work still runs in whoever sent to it — the client, with
 //! any client kind — which is why the tables give the server's CPU and the client's CPU
-//! per fetch side by side. The bare clients take no offloads: a server's 64 KiB TSO frames
-//! (bareweb on its TAP, a kernel server's GSO) are cut into segments and checksummed in
-//! software when the bridge forwards them to a bare client, in the sender's context; with
-//! a socket client they reach the local socket whole. That is what a NIC without
-//! segmentation offload would cost the server, and it is charged to every server alike.
+//! per fetch side by side. The bare-tap client's TAP takes receive offloads (`bareweb load`'s
+//! default, docs/load.md): a server's 64 KiB TSO frames (bareweb on its TAP, a kernel
+//! server's GSO) reach it whole, as they reach a local socket, so no server segments or
+//! checksums for it. The bare-xdp client takes none (AF_XDP cannot): for it they are cut
+//! into segments and checksummed in software when the veth hop forwards them, in the
+//! sender's context, which every server pays alike.
 
 use super::scenario::{Kind, Point};
 use super::servers::Instance;
