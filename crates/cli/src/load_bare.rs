@@ -509,6 +509,8 @@ fn run<N: HostQueue>(
     // the ports this run reuses (a fresh key or a clock from 0 made those SYNs wait a
     // 1 s retransmission).
     c.isn_key = crate::util::boot_secret("tcp-client-isn-key");
+    // The ports, though, begin at a random place per run (the key is the boot's).
+    c.port_start = u16::from_le_bytes(crate::util::random_bytes());
     c.request_max = (longest * burst).max(bareweb_engine::client::REQUEST_MAX);
     let mut l = Load {
         cfg,

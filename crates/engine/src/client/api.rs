@@ -27,6 +27,11 @@ pub struct Config {
     pub tcbs: usize,
     /// Local ports `[first, last]`.
     pub ports: (u16, u16),
+    /// Where in `ports` the free-list begins (an offset, modulo the range's length). A
+    /// load client gives a random one per run: a run that began on the last run's ports
+    /// would send its first SYNs on 4-tuples whose connections the server may still hold
+    /// open (fetches that run's time bound cut off).
+    pub port_start: u16,
     /// Key of the ISNs and timestamp offsets.
     pub isn_key: [u8; 16],
     /// Give up on a connection that makes no progress for this long.
@@ -57,6 +62,7 @@ impl Config {
             slots,
             tcbs: 2 * slots.max(1),
             ports: (32_768, 60_999),
+            port_start: 0x5a5a,
             isn_key: [0x5a; 16],
             stall_ns: 10_000_000_000,
             max_retries: 8,

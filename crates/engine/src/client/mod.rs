@@ -164,12 +164,7 @@ impl Client {
                 slots
             ],
             requests: vec![0; slots * cfg.request_max.max(1)],
-            // Where in the range this client begins: from its key (random per process).
-            ports: Ports::new(
-                cfg.ports.0,
-                cfg.ports.1,
-                usize::from(u16::from_le_bytes([cfg.isn_key[0], cfg.isn_key[1]])),
-            ),
+            ports: Ports::new(cfg.ports.0, cfg.ports.1, usize::from(cfg.port_start)),
             port_tcb: vec![0; 65_536],
             live: Vec::with_capacity(n),
             owe: Vec::with_capacity(n),

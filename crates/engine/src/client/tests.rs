@@ -495,4 +495,22 @@ fn can_start_waits_for_a_port_or_a_tcb_held_by_a_closing_connection() {
         "no port for a connection of its own"
     );
 }
+#[test]
+fn the_ports_begin_where_the_config_says() {
+    for start in [0u16, 3, 15, 16 + 5, u16::MAX] {
+        let mut cfg = ClientConfig::new(CLIENT_MAC, CLIENT_IP, 24, SERVER_IP, 80, 1);
+        cfg.ports = (40_000, 40_015);
+        cfg.port_start = start;
+        let mut c = Client::new(cfg);
+        c.set_next_hop_mac(SERVER_MAC);
+        let mut nic = crate::fake::FakeNic::new(CLIENT_MAC);
+        let n = http::write_get(c.request_buf(0), "t", "/", true).unwrap();
+        let mut rec = Record::default();
+        assert!(c.get(0, n, true, 1_000_000, &mut nic.tx, &mut rec));
+        let syn = crate::wire::TcpPacket::new_checked(&nic.tx.outbox[0][34..]).unwrap();
+        assert!(syn.syn());
+        assert_eq!(syn.src_port(), 40_000 + start % 16, "start {start}");
+    }
+}
+
 mod offload;
