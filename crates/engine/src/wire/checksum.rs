@@ -24,12 +24,18 @@ pub fn accumulate(acc: u64, data: &[u8]) -> u64 {
         // any buffer shorter than 2^34 bytes.
         native += (w & 0xffff_ffff) + (w >> 32);
     }
-    let rest = chunks.remainder();
-    let mut pairs = rest.chunks_exact(2);
-    for p in &mut pairs {
-        native += u64::from(u16::from_ne_bytes([p[0], p[1]]));
+    // The last 0-7 bytes: a 4-byte word, a 2-byte word, a byte, each if there (no loop).
+    let mut rest = chunks.remainder();
+    if let [a, b, c, d, more @ ..] = rest {
+        let w = u32::from_ne_bytes([*a, *b, *c, *d]);
+        native += u64::from(w & 0xffff) + u64::from(w >> 16);
+        rest = more;
     }
-    if let [last] = pairs.remainder() {
+    if let [a, b, more @ ..] = rest {
+        native += u64::from(u16::from_ne_bytes([*a, *b]));
+        rest = more;
+    }
+    if let [last] = rest {
         // The zero pad goes after the byte, whatever the machine's byte order.
         native += u64::from(u16::from_ne_bytes([*last, 0]));
     }
@@ -39,12 +45,13 @@ pub fn accumulate(acc: u64, data: &[u8]) -> u64 {
 /// Folds an accumulator into a 16-bit one's-complement sum (not yet inverted).
 #[inline]
 pub fn fold(acc: u64) -> u16 {
-    // End-around carries in fixed steps, no data-dependent loop: 2^32 and 2^16 are both 1
-    // modulo 0xffff, and a positive sum stays positive, so this is the loop of RFC 1071.
-    let acc = (acc & 0xffff_ffff) + (acc >> 32); // < 2^33
-    let acc = (acc & 0xffff) + (acc >> 16); // < 2^17 + 2^16
-    let acc = (acc & 0xffff) + (acc >> 16); // <= 0xffff + 2
-    ((acc & 0xffff) + (acc >> 16)) as u16
+    // Two one's-complement additions with end-around carry (64 -> 32 -> 16 bits), no
+    // data-dependent loop: 2^32 and 2^16 are both 1 modulo 0xffff, and such an addition
+    // gives 0 only from two zeros, so this is RFC 1071's loop, value and zero alike.
+    let (s, c) = (acc as u32).overflowing_add((acc >> 32) as u32);
+    let s = s + u32::from(c); // at most 0xfffffffe + 1
+    let (t, c) = (s as u16).overflowing_add((s >> 16) as u16);
+    t + u16::from(c) // at most 0xfffe + 1
 }
 
 /// One's-complement sum of `data` (folded, not inverted).
