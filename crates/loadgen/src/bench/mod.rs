@@ -262,7 +262,7 @@ pub(crate) fn run_with(
     let c0 = sys::children_cpu_secs();
     let s0 = procfs::cpu_secs(&pids);
     let k0 = procfs::cores();
-    let b0 = pin::ticks();
+    let b0 = pin::not_busy();
     let t0 = Instant::now();
     let report = if client == clients::WRK {
         let url = inst.url(&p.path);
@@ -295,7 +295,7 @@ pub(crate) fn run_with(
             })
     };
     let wall = t0.elapsed().as_secs_f64();
-    let b1 = pin::ticks();
+    let b1 = pin::not_busy();
     let k1 = procfs::cores();
     let s1 = procfs::cpu_secs(&pids);
     let c1 = sys::children_cpu_secs();
@@ -314,7 +314,7 @@ pub(crate) fn run_with(
         round,
         report,
         server_cpu_secs: match &inst.pinned {
-            Some(c) => pin::busy_secs(&b0, &b1, &c.server),
+            Some(c) => pin::busy_secs(&b0, &b1, &c.server, wall),
             None => s1 - s0,
         },
         server_proc_secs: inst.pinned.as_ref().map(|_| s1 - s0),

@@ -18,10 +18,11 @@
 //! - a veth whose frames XDP takes (bareweb-xdp's, the bare-xdp client's) gets threaded
 //!   NAPI (`/sys/class/net/DEV/threaded`), its NAPI threads pinned to the CPUs of the side
 //!   that receives, and counted in that side's CPU;
-//! - a server's CPU per fetch is then the *busy time of the server CPUs* (user, nice,
-//!   system, irq, softirq; not idle, iowait or steal) over the run: everything the server
-//!   costs, wherever the kernel ran it, and nothing of the client's. Its process CPU is
-//!   kept beside it (`server_proc_secs`).
+//! - a server's CPU per fetch is then the *busy time of the server CPUs* over the run
+//!   (the wall time less their idle, iowait and steal time, which NO_HZ measures at idle
+//!   entry and exit rather than at the tick: [`busy_secs`]): everything the server costs,
+//!   wherever the kernel ran it, and nothing of the client's. Its process CPU is kept
+//!   beside it (`server_proc_secs`).
 //!
 //! The price: the busy time of a core counts whatever else runs there, so the figure
 //! wants a quiet machine (the report gives the cores' background busy), and RPS adds an
@@ -88,8 +89,16 @@ pub fn for_scenario(s: &super::scenario::Scenario) -> Result<Option<Cpus>, Strin
     if !s.pin {
         return Ok(None);
     }
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    Cpus::split(cpus, s.cores).map(Some)
+    Cpus::split(online_cpus(), s.cores).map(Some)
+}
+
+/// The machine's CPUs (from /proc/stat), whatever this process's affinity: once the bench
+/// has pinned itself to the client CPUs, `available_parallelism` counts only those.
+pub fn online_cpus() -> usize {
+    match not_busy().len() {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
 }
 
 /// Starts a server of `kind`; in a pinned scenario, moves its processes and threads to
@@ -218,29 +227,33 @@ fn is_napi_of(comm: &str, dev: &str) -> bool {
     }
 }
 
-/// Seconds the `cpus` of /proc/stat were busy (user, nice, system, irq, softirq) between
-/// two [`ticks`] readings.
-pub fn busy_secs(a: &[u64], b: &[u64], cpus: &[usize]) -> f64 {
-    let t: u64 = cpus
-        .iter()
+/// Seconds the `cpus` were busy over `wall` seconds between two [`not_busy`] readings:
+/// the wall time less the time they idled, waited for I/O or were stolen by the
+/// hypervisor. With NO_HZ (Debian's kernels) /proc/stat's idle and iowait are measured
+/// from idle entry and exit, not sampled at the tick as user, system and softirq are; a
+/// server that sleeps and wakes thousands of times a second can fall between ticks, so
+/// busy time is taken as what was not idle.
+pub fn busy_secs(a: &[u64], b: &[u64], cpus: &[usize], wall: f64) -> f64 {
+    cpus.iter()
         .map(|&c| {
-            b.get(c)
+            let idle = b
+                .get(c)
                 .copied()
                 .unwrap_or(0)
-                .saturating_sub(a.get(c).copied().unwrap_or(0))
+                .saturating_sub(a.get(c).copied().unwrap_or(0));
+            (wall - idle as f64 / crate::sys::clk_tck()).max(0.0)
         })
-        .sum();
-    t as f64 / crate::sys::clk_tck()
+        .sum()
 }
 
-/// Per CPU, the busy ticks of /proc/stat so far (user, nice, system, irq, softirq).
-pub fn ticks() -> Vec<u64> {
+/// Per CPU, its idle, iowait and steal time so far (/proc/stat, in clock ticks).
+pub fn not_busy() -> Vec<u64> {
     std::fs::read_to_string("/proc/stat")
-        .map(|s| parse_ticks(&s))
+        .map(|s| parse_not_busy(&s))
         .unwrap_or_default()
 }
 
-fn parse_ticks(stat: &str) -> Vec<u64> {
+fn parse_not_busy(stat: &str) -> Vec<u64> {
     stat.lines()
         .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
         .map(|l| {
@@ -249,9 +262,8 @@ fn parse_ticks(stat: &str) -> Vec<u64> {
                 .skip(1)
                 .map(|x| x.parse().unwrap_or(0))
                 .collect();
-            // user nice system idle iowait irq softirq steal guest guest_nice; guest time
-            // is already inside user.
-            [0, 1, 2, 5, 6]
+            // user nice system idle iowait irq softirq steal guest guest_nice
+            [3, 4, 7]
                 .iter()
                 .map(|&i| v.get(i).copied().unwrap_or(0))
                 .sum()
@@ -289,13 +301,17 @@ mod tests {
     }
 
     #[test]
-    fn busy_ticks_leave_out_idle_iowait_and_steal() {
+    fn busy_is_wall_time_less_idle_iowait_and_steal() {
         let stat = "cpu  10 10 10 10 10 10 10 10 0 0\n\
                     cpu0 1 2 3 100 5 6 7 50 0 0\n\
                     cpu1 10 0 0 900 0 0 0 0 0 0\nintr 5\n";
-        assert_eq!(parse_ticks(stat), vec![1 + 2 + 3 + 6 + 7, 10]);
+        assert_eq!(parse_not_busy(stat), vec![100 + 5 + 50, 900]);
         let hz = crate::sys::clk_tck();
-        let s = busy_secs(&[1, 10], &[1, 10 + hz as u64], &[1]);
-        assert!((s - 1.0).abs() < 1e-9);
+        // CPU 1 idle a quarter of 2 s: busy 1.5 s; CPU 0 idle all along: 0.
+        let idle = (hz / 2.0) as u64;
+        let s = busy_secs(&[0, 0], &[idle, idle], &[1], 2.0);
+        assert!((s - 1.5).abs() < 1e-9, "{s}");
+        assert_eq!(busy_secs(&[0, 0], &[(3.0 * hz) as u64, 0], &[0], 2.0), 0.0);
+        assert!((busy_secs(&[0, 0], &[idle, idle], &[0, 1], 2.0) - 3.0).abs() < 1e-9);
     }
 }

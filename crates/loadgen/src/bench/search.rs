@@ -159,7 +159,7 @@ pub fn workers(spec: &SearchSpec, cores: u32) -> Vec<u32> {
     if !spec.workers.is_empty() {
         return spec.workers.clone();
     }
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let cpus = super::pin::online_cpus() as u32;
     let mut w = vec![cores];
     if cores * 2 <= cpus.max(cores) {
         w.push(cores * 2);

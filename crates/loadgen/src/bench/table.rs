@@ -196,13 +196,13 @@ fn fmt_ratio(v: f64, base: f64) -> String {
 /// The Markdown report; `img` prefixes PNG paths.
 pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
     let agg = aggregate(r);
-    let base = if r.servers.iter().any(|s| s.name == "nginx") {
+    // The baseline server kind (its rows under each client are `nginx`, `nginx+wrk`, ...):
+    // nginx if it ran with any client, else the first server.
+    let kind = |name: &str| name.split_once('+').map_or(name, |(k, _)| k).to_string();
+    let base = if r.servers.iter().any(|s| kind(&s.name) == "nginx") {
         "nginx".to_string()
     } else {
-        r.servers
-            .first()
-            .map(|s| s.name.clone())
-            .unwrap_or_default()
+        r.servers.first().map(|s| kind(&s.name)).unwrap_or_default()
     };
     let m = &r.machine;
     let mut s = String::new();
@@ -249,7 +249,7 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
             "**Pinned** (`pin = true`, bench::pin): the servers ran on CPU {}, the bench and its clients on CPU {}; \
              a kernel server's receive path was steered to its CPU (RPS on its veth), an AF_XDP veth's NAPI ran \
              in a thread pinned to its receiver's CPU. **Server CPU µs/fetch is the busy time of the server's CPU** \
-             (user, system, irq, softirq) per fetch: all the server cost, wherever the kernel ran it; its \
+             (the run's wall time less the CPU's idle, iowait and steal time) per fetch: all the server cost, wherever the kernel ran it; its \
              process CPU follows in brackets. Busy time counts anything else on that CPU too: the figures \
              want a quiet machine.\n",
             super::pin::Cpus::list(&c.server),
@@ -728,5 +728,16 @@ mod tests {
             .find(|l| l.starts_with("| /4k") && l.contains("| bareweb+bare-tap |"))
             .unwrap();
         assert!(b.contains("| 5.0 (2.5) | 0.10× |"), "{b}");
+
+        // Only bare-client rows (no plain `nginx`): still against nginx under that client.
+        r.servers.retain(|x| x.name.ends_with("+bare-tap"));
+        r.runs.retain(|x| x.server.ends_with("+bare-tap"));
+        let md = report(&r, &[], "");
+        let b = md
+            .lines()
+            .find(|l| l.starts_with("| /4k") && l.contains("| bareweb+bare-tap |"))
+            .unwrap();
+        assert!(b.contains("| 25000 | 5.00× |"), "{b}");
+        assert!(md.contains("vs nginx"), "{md}");
     }
 }
