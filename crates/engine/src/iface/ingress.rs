@@ -104,7 +104,12 @@ pub enum Ingress<'a> {
 /// (issue 18).
 #[inline]
 pub fn ingress<'a>(iface: &Interface, bytes: &'a [u8]) -> Ingress<'a> {
-    ingress_offloaded(iface, bytes, false)
+    // `classify` directly, not through `ingress_offloaded`: no call level more for an
+    // `Ingress` to be copied through, should one not be inlined.
+    match classify(iface, bytes, false) {
+        Ok(i) => i,
+        Err(d) => Ingress::Drop(d),
+    }
 }
 
 /// [`ingress`] of a frame whose TCP checksum the device vouched for when `csum_trusted`
