@@ -46,9 +46,16 @@ pub fn list(b: &[u8]) -> impl Iterator<Item = &[u8]> {
         .filter(|e| !e.is_empty())
 }
 
-/// Whether the comma-separated token list `b` contains `token` (case-insensitive).
-pub fn has_token(b: &[u8], token: &[u8]) -> bool {
-    list(b).any(|t| t.eq_ignore_ascii_case(token))
+/// Which of `tokens` the comma-separated token list `b` contains (case-insensitive), in
+/// one pass over the list.
+pub fn has_tokens<const N: usize>(b: &[u8], tokens: [&[u8]; N]) -> [bool; N] {
+    let mut found = [false; N];
+    for t in list(b) {
+        for (f, want) in found.iter_mut().zip(tokens) {
+            *f |= t.eq_ignore_ascii_case(want);
+        }
+    }
+    found
 }
 
 /// `qvalue` of RFC 9110 12.4.2, in thousandths: `( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "."
@@ -356,9 +363,11 @@ mod tests {
         assert_eq!(trim_ows(b"   "), b"");
         let v: alloc::vec::Vec<&[u8]> = list(b" a, ,b ,, c\t,").collect();
         assert_eq!(v, [&b"a"[..], b"b", b"c"]);
-        assert!(has_token(b"keep-alive, Close", b"close"));
-        assert!(has_token(b"Upgrade,KEEP-ALIVE", b"keep-alive"));
-        assert!(!has_token(b"closed, clos", b"close"));
+        assert!(has_tokens(b"keep-alive, Close", [b"close"])[0]);
+        assert!(has_tokens(b"Upgrade,KEEP-ALIVE", [b"keep-alive"])[0]);
+        assert!(!has_tokens(b"closed, clos", [b"close"])[0]);
+        let both = has_tokens(b" Keep-Alive ,, close", [b"close", b"keep-alive", b"x"]);
+        assert_eq!(both, [true, true, false]);
     }
 
     #[test]

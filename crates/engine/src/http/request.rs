@@ -311,8 +311,9 @@ impl<'b> Fields<'b> {
             }
             self.host = Some(v);
         } else if name.eq_ignore_ascii_case(b"connection") {
-            self.close |= fields::has_token(v, b"close");
-            self.keep_alive |= fields::has_token(v, b"keep-alive");
+            let [close, keep_alive] = fields::has_tokens(v, [b"close", b"keep-alive"]);
+            self.close |= close;
+            self.keep_alive |= keep_alive;
         } else if name.eq_ignore_ascii_case(b"content-length") {
             // RFC 9112 6.3: an invalid Content-Length is unrecoverable: 400.
             let n = fields::content_length(v).ok_or(Status::BAD_REQUEST)?;

@@ -57,7 +57,9 @@ impl PerIp {
 
     fn home(&self, ip: [u8; 4]) -> usize {
         let mut h = SipHasher13::new_with_key(&self.key);
-        h.write(&ip);
+        // The four address bytes as one word (the same bytes, in the same order, as
+        // `write(&ip)`: the hasher takes a word little-endian), without the byte loop.
+        h.write_u32(u32::from_le_bytes(ip));
         h.finish() as usize & self.mask
     }
 
@@ -165,6 +167,17 @@ impl PerIp {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    /// The home slot is the keyed hash of the address bytes (written as one word).
+    #[test]
+    fn home_hashes_the_address_bytes() {
+        let t = PerIp::new(64, [3; 16]);
+        for ip in [[10, 0, 0, 1], [192, 168, 7, 255], [0, 0, 0, 0], [255; 4]] {
+            let mut h = SipHasher13::new_with_key(&[3; 16]);
+            h.write(&ip);
+            assert_eq!(t.home(ip), h.finish() as usize & t.mask);
+        }
+    }
 
     #[test]
     fn counts_add_and_remove() {
