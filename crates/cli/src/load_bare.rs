@@ -651,8 +651,8 @@ fn run<N: HostQueue>(
     };
     crate::load::progress_done(a.quiet);
     let unfinished = l.h.in_flight;
-    // Close the kept connections, for at most a second (fetches still in flight are
-    // left: the process ends); what comes now is past the run and not counted.
+    // Close the kept connections, for at most a second; what comes now is past the run
+    // and not counted.
     struct Past;
     impl Handler for Past {
         fn end(&mut self, _: u32, _: End, _: u64) {}
@@ -665,6 +665,10 @@ fn run<N: HostQueue>(
             nic.wait_us(1000);
         }
     }
+    // Whatever is still open (fetches in flight, closes not done) is reset, so the server
+    // is left holding nothing of ours: a later run's SYN on one of these 4-tuples would
+    // otherwise meet a connection it still held and wait out a 1 s retransmission.
+    l.client.abort_all(nic.split().1);
     let cpu = bareweb_loadgen::sys::thread_cpu_secs() - cpu0;
     l.h.t.connections = l.client.counters.connections;
     let mut r = l.h.t.report(

@@ -31,6 +31,7 @@
 
 mod api;
 mod arp;
+mod end;
 pub mod http;
 mod ports;
 
@@ -187,19 +188,6 @@ impl Client {
     /// Connections open (TCBs in use).
     pub fn open_connections(&self) -> usize {
         self.live.len()
-    }
-
-    /// Closes every connection kept open for a slot (the run is over): the FINs go now,
-    /// [`poll`](Self::poll) carries the closes on; [`open_connections`](Self::open_connections)
-    /// says when they are done.
-    pub fn close_all<T: TxRing>(&mut self, now: u64, tx: &mut T) {
-        for slot in 0..self.slots.len() {
-            let idx = self.slots[slot].tcb;
-            if idx != NONE && !self.slots[slot].busy {
-                self.detach(idx);
-                self.output(idx, now, tx);
-            }
-        }
     }
 
     /// Local ports free.

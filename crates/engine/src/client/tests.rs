@@ -514,3 +514,41 @@ fn the_ports_begin_where_the_config_says() {
 }
 
 mod offload;
+
+#[test]
+fn abort_all_leaves_the_server_holding_nothing() {
+    let mut p = Pair::new(2, 80);
+    p.get(0, "/big.bin", true);
+    p.get(1, "/big.bin", false);
+    // A few rounds: both connections established, the bodies under way.
+    for _ in 0..4 {
+        p.now += 10_000;
+        p.server.poll(&mut p.wire.a, &At(p.now), &mut NoLog);
+        p.client.poll(&mut p.wire.b, p.now, &mut p.rec);
+        p.wire.carry();
+    }
+    assert_eq!(p.client.open_connections(), 2);
+    assert_eq!(p.server.active(), 2);
+    assert!(p.rec.ends.is_empty(), "nothing finished yet");
+    assert_eq!(p.client.abort_all(&mut p.wire.b.tx), 2);
+    assert_eq!(p.client.open_connections(), 0);
+    assert_eq!(p.client.free_ports(), 16);
+    assert!(!p.client.busy(0) && !p.client.busy(1));
+    p.run();
+    assert_eq!(p.server.active(), 0, "the RSTs freed the server's TCBs");
+    assert!(p.rec.ends.is_empty(), "the run was over: no ends reported");
+    // The slots take new fetches, answered at once.
+    p.get(0, "/index.html", true);
+    p.run();
+    assert_eq!(
+        p.rec.ends.last(),
+        Some(&(
+            0,
+            End::Done {
+                status: 200,
+                body: 15
+            }
+        ))
+    );
+    assert_eq!(p.client.counters.retransmits, 0);
+}
