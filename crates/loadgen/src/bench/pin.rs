@@ -135,18 +135,14 @@ pub fn pin_self(cpus: &Cpus) -> Result<(), String> {
     pin_pids(&[std::process::id() as i32], &cpus.client)
 }
 
+/// Runs a shell line in namespace `ns` (its own /sys: `ip netns exec` mounts it).
+fn in_ns(ns: &str, line: &str) -> Result<(), String> {
+    sh(&["ip", "netns", "exec", ns, "sh", "-c", line]).map(drop)
+}
+
 /// Turns on threaded NAPI for `dev` in `ns`.
 pub fn threaded_napi(ns: &str, dev: &str) -> Result<(), String> {
-    sh(&[
-        "ip",
-        "netns",
-        "exec",
-        ns,
-        "sh",
-        "-c",
-        &format!("echo 1 > /sys/class/net/{dev}/threaded"),
-    ])
-    .map(drop)
+    in_ns(ns, &format!("echo 1 > /sys/class/net/{dev}/threaded"))
 }
 
 /// Steers a started server's receive path to `cpus`; the NAPI threads found (their
@@ -156,17 +152,12 @@ pub fn steer(s: &Steer, cpus: &[usize]) -> Result<Vec<i32>, String> {
         Steer::None => Ok(Vec::new()),
         Steer::Rps { ns, dev } => {
             let mask = Cpus::mask(cpus);
-            sh(&[
-                "ip",
-                "netns",
-                "exec",
+            in_ns(
                 ns,
-                "sh",
-                "-c",
                 &format!(
                     "for f in /sys/class/net/{dev}/queues/rx-*/rps_cpus; do echo {mask} > $f; done"
                 ),
-            ])?;
+            )?;
             Ok(Vec::new())
         }
         Steer::Napi { ns, dev } => {
