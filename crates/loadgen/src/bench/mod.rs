@@ -345,17 +345,12 @@ fn run_bare(
         .ok_or_else(|| format!("{}: no bare client link (not attached)", inst.name))?;
     let args = bare::args(client, links, socket);
     let _ = std::fs::remove_file(json);
-    let child = Command::new("ip")
+    let out = Command::new("ip")
         .args(["netns", "exec", &inst.client_ns])
         .arg(&o.exe)
         .args(&args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
+        .output()
         .map_err(|e| format!("cannot start the bare client: {e}"))?;
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("the bare client: {e}"))?;
     match std::fs::read_to_string(json) {
         Ok(text) => {
             serde_json::from_str::<Report>(&text).map_err(|e| format!("{}: {e}", json.display()))
