@@ -140,11 +140,6 @@ fn in_ns(ns: &str, line: &str) -> Result<(), String> {
     sh(&["ip", "netns", "exec", ns, "sh", "-c", line]).map(drop)
 }
 
-/// Turns on threaded NAPI for `dev` in `ns`.
-pub fn threaded_napi(ns: &str, dev: &str) -> Result<(), String> {
-    in_ns(ns, &format!("echo 1 > /sys/class/net/{dev}/threaded"))
-}
-
 /// Steers a started server's receive path to `cpus`; the NAPI threads found (their
 /// PIDs count as the server's).
 pub fn steer(s: &Steer, cpus: &[usize]) -> Result<Vec<i32>, String> {
@@ -161,7 +156,7 @@ pub fn steer(s: &Steer, cpus: &[usize]) -> Result<Vec<i32>, String> {
             Ok(Vec::new())
         }
         Steer::Napi { ns, dev } => {
-            threaded_napi(ns, dev)?;
+            in_ns(ns, &format!("echo 1 > /sys/class/net/{dev}/threaded"))?;
             let pids = napi_threads(dev);
             if pids.is_empty() {
                 return Err(format!(
