@@ -108,6 +108,16 @@ impl Pair {
         assert!(self.client.get(slot, n, close, self.now, tx, &mut self.rec));
     }
 
+    /// One round of both engines, 10 µs on, and the wire carried: for a test that stops
+    /// part-way, where [`Pair::run`] would go on until the wire is quiet.
+    fn step(&mut self) {
+        self.now += 10_000;
+        self.server
+            .poll(&mut self.wire.a, &At(self.now), &mut NoLog);
+        self.client.poll(&mut self.wire.b, self.now, &mut self.rec);
+        self.wire.carry();
+    }
+
     /// Runs both engines until the wire is quiet, advancing 10 µs a round.
     fn run(&mut self) {
         for _ in 0..100_000 {
@@ -269,10 +279,7 @@ fn a_server_that_goes_away_mid_response_is_a_failure() {
     p.get(0, "/big.bin", false);
     // A few rounds: the response has begun.
     for _ in 0..6 {
-        p.now += 10_000;
-        p.server.poll(&mut p.wire.a, &At(p.now), &mut NoLog);
-        p.client.poll(&mut p.wire.b, p.now, &mut p.rec);
-        p.wire.carry();
+        p.step();
     }
     assert!(!p.rec.bodies[0].is_empty() && p.rec.ends.is_empty());
     p.serving = false;
@@ -421,10 +428,7 @@ fn the_next_request_carries_the_ack_of_a_kept_connections_response() {
         // Step until the response ended in a client poll.
         let ends = p.rec.ends.len();
         while p.rec.ends.len() == ends {
-            p.now += 10_000;
-            p.server.poll(&mut p.wire.a, &At(p.now), &mut NoLog);
-            p.client.poll(&mut p.wire.b, p.now, &mut p.rec);
-            p.wire.carry();
+            p.step();
         }
         let sent = p.client.counters.tx;
         // The load loop begins the next fetch at once: one frame, the request with the ACK.
@@ -444,10 +448,7 @@ fn the_next_request_carries_the_ack_of_a_kept_connections_response() {
     let ends = p.rec.ends.len();
     p.get(0, "/4k.bin", false);
     while p.rec.ends.len() == ends {
-        p.now += 10_000;
-        p.server.poll(&mut p.wire.a, &At(p.now), &mut NoLog);
-        p.client.poll(&mut p.wire.b, p.now, &mut p.rec);
-        p.wire.carry();
+        p.step();
     }
     let sent = p.client.counters.tx;
     p.client.poll(&mut p.wire.b, p.now, &mut p.rec);
@@ -522,10 +523,7 @@ fn abort_all_leaves_the_server_holding_nothing() {
     p.get(1, "/big.bin", false);
     // A few rounds: both connections established, the bodies under way.
     for _ in 0..4 {
-        p.now += 10_000;
-        p.server.poll(&mut p.wire.a, &At(p.now), &mut NoLog);
-        p.client.poll(&mut p.wire.b, p.now, &mut p.rec);
-        p.wire.carry();
+        p.step();
     }
     assert_eq!(p.client.open_connections(), 2);
     assert_eq!(p.server.active(), 2);
