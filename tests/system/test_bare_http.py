@@ -172,7 +172,11 @@ def test_the_bare_client_on_af_xdp():
     assert per_conn["fetches_ok"] == 60 and per_conn["errors_total"] == 0, per_conn
     assert per_conn["connections"] == 60 and per_conn["connect"]["count"] == 60, per_conn
     assert kept["fetches_ok"] == 150 and kept["errors_total"] == 0, kept
-    assert kept["connections"] <= 4, kept
+    # Kept connections are reused: a new one opens only when a fetch falls due while every
+    # kept one is busy (after a scheduling stall, several fall due at once: CI saw 5), so
+    # never more connections than were ever in flight together, and far fewer than fetches.
+    assert kept["connections"] <= kept["max_parallel"], kept
+    assert kept["connections"] <= 15 and kept["connect"]["count"] == kept["connections"], kept
 
 
 def test_ctrl_c_ends_an_af_xdp_run_with_its_report_and_a_kill_leaves_no_program():
