@@ -173,10 +173,13 @@ def test_the_bare_client_on_af_xdp():
     assert per_conn["connections"] == 60 and per_conn["connect"]["count"] == 60, per_conn
     assert kept["fetches_ok"] == 150 and kept["errors_total"] == 0, kept
     # Kept connections are reused: a new one opens only when a fetch falls due while every
-    # kept one is busy (after a scheduling stall, several fall due at once: CI saw 5), so
-    # never more connections than were ever in flight together, and far fewer than fetches.
+    # kept one is busy, so never more connections than were ever in flight together. How
+    # many that is depends on the scheduler, not on the client: after a stall every fetch
+    # that fell due meanwhile starts at once (CI saw 5; a 60 ms stop of the client makes
+    # 18, a 150 ms one 46), so no fixed bound holds; reuse shows as fewer connections than
+    # fetches.
     assert kept["connections"] <= kept["max_parallel"], kept
-    assert kept["connections"] <= 15 and kept["connect"]["count"] == kept["connections"], kept
+    assert kept["connect"]["count"] == kept["connections"] < kept["fetches_ok"], kept
 
 
 def test_ctrl_c_ends_an_af_xdp_run_with_its_report_and_a_kill_leaves_no_program():
