@@ -182,14 +182,27 @@ def test_the_bare_client_on_af_xdp():
     assert kept["connect"]["count"] == kept["connections"] < kept["fetches_ok"], kept
 
 
+def fetching(run):
+    """Waits for the first progress line (a second into the run) of a `load` started
+    without -q, and returns it once it counts fetches done: the client is attached, past
+    ARP and fetching, however slowly this machine started it (a fixed sleep was a guess)."""
+    seen = []
+    for line in run.stderr:
+        seen.append(line)
+        if line.startswith("[") and " fetches (" in line:
+            assert int(line.split("]")[1].split()[0]) > 0, seen
+            return line
+    raise AssertionError(f"the client ended before its first progress line: {''.join(seen)}")
+
+
 def test_ctrl_c_ends_an_af_xdp_run_with_its_report_and_a_kill_leaves_no_program():
     b = Bridged()
     try:
         args = ("load", "--xdp", "xc0", "--ip", f"{XDP_IP}/24", f"http://{SERVER_IP}/files/4k.html",
-                "--parallel", "2", "-k", "--seconds", "20", "--json", "-q")
+                "--parallel", "2", "-k", "--seconds", "20", "--json")
         run = subprocess.Popen(b.ns.cmd(BIN, *args), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)
+        fetching(run)
         assert b.xdp_prog() is not None, "attached while it runs"
         run.send_signal(signal.SIGINT)
         out, err = run.communicate(timeout=20)
@@ -200,12 +213,16 @@ def test_ctrl_c_ends_an_af_xdp_run_with_its_report_and_a_kill_leaves_no_program(
         # A killed client (no clean-up at all) leaves nothing attached: the BPF link dies
         # with the process.
         run = subprocess.Popen(b.ns.cmd(BIN, *args), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-        time.sleep(1.5)
+                               stderr=subprocess.PIPE, text=True)
+        fetching(run)
         assert b.xdp_prog() is not None
         run.kill()
         run.wait(10)
-        time.sleep(0.2)
+        # The kernel frees the link as the dead process's files close: wait for that
+        # rather than guess how long it takes on a busy machine.
+        deadline = time.time() + 10
+        while b.xdp_prog() is not None and time.time() < deadline:
+            time.sleep(0.05)
         assert b.xdp_prog() is None, "the kill detached it"
     finally:
         b.close()
