@@ -82,6 +82,19 @@ class Bridged:
         self.ns.close()
 
 
+def fetching(run):
+    """Waits for the first progress line (one a second) of a `load` started without -q
+    that counts fetches done: the client is attached, past ARP and fetching, however
+    slowly this machine started it (a fixed sleep was a guess)."""
+    seen = []
+    for line in run.stderr:
+        seen.append(line)
+        if line.startswith("[") and " fetches (" in line and \
+                int(line.split("]")[1].split()[0]) > 0:
+            return line
+    raise AssertionError(f"the client ended before its first progress line: {''.join(seen)}")
+
+
 def test_bare_client_fetches_and_verifies():
     b = Bridged()
     try:
@@ -124,9 +137,9 @@ def test_a_server_killed_mid_run_is_counted_and_fails_the_run():
         run = subprocess.Popen(
             b.ns.cmd(BIN, "load", "--tap", "bwc0", "--ip", f"{CLIENT_IP}/24",
                      f"http://{SERVER_IP}/files/1m.bin", "--parallel", "4", "--seconds", "4",
-                     "--timeout", "1", "--json", "-q"),
+                     "--timeout", "1", "--json"),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)
+        fetching(run)  # a second in, some fetches done (however slow the start), 3 s to go
         b.proc.kill()
         b.proc.wait(10)
         out, err = run.communicate(timeout=30)
@@ -180,19 +193,6 @@ def test_the_bare_client_on_af_xdp():
     # fetches.
     assert kept["connections"] <= kept["max_parallel"], kept
     assert kept["connect"]["count"] == kept["connections"] < kept["fetches_ok"], kept
-
-
-def fetching(run):
-    """Waits for the first progress line (a second into the run) of a `load` started
-    without -q, and returns it once it counts fetches done: the client is attached, past
-    ARP and fetching, however slowly this machine started it (a fixed sleep was a guess)."""
-    seen = []
-    for line in run.stderr:
-        seen.append(line)
-        if line.startswith("[") and " fetches (" in line:
-            assert int(line.split("]")[1].split()[0]) > 0, seen
-            return line
-    raise AssertionError(f"the client ended before its first progress line: {''.join(seen)}")
 
 
 def test_ctrl_c_ends_an_af_xdp_run_with_its_report_and_a_kill_leaves_no_program():
