@@ -6,13 +6,21 @@ downloads over a link that drops 10% of frames each way (nftables).
 
 Bounded: the flood stops after N frames or its time limit, the silent clients after their
 seconds; every probe has a 1 s timeout."""
-from conftest import Server
+import json
+
+from conftest import SERVER_IP, Server
 
 PROBE_IP = "10.0.0.3"
 
 
 def second_address(s):
     s.ns.run("ip", "addr", "add", f"{PROBE_IP}/24", "dev", "bw0")
+
+
+def stats_counters(s):
+    """The server's counters, all cores summed, from its stats JSON."""
+    r = s.ns.run("curl", "-sS", "--max-time", "30", f"http://{SERVER_IP}/.well-known/bareweb/stats")
+    return json.loads(r.stdout)["total"]["counters"]
 
 
 def client_tcp_counters(ns):
@@ -43,8 +51,14 @@ def test_syn_flood_is_answered_with_cookies_and_clients_are_served():
     assert res["probes"] >= 20 and res["probes_ok"] == res["probes"], res
     assert res["probe_max_s"] < 1.0, res
     # The flood's SYNs past the backlog got cookies and no TCB; the TCBs it held never
-    # went past the backlog plus the probes'.
-    assert counters["tcp_syncookies_sent"] >= 0.95 * res["sent"] - 600, counters
+    # went past the backlog plus the probes'. Cookies are counted against the frames the
+    # server received (SYNs but for the probes' and the readiness check's few hundred):
+    # how many of those sent get through depends on the host, whose TAP queue overflows
+    # while the server is not running (a 100 ms SIGSTOP of the server mid-flood: 46,889
+    # cookies for 50,000 sent; 300 ms: 27,164 for 27,945 received).
+    received = counters["rx_frames"]
+    assert received >= 5000, (received, "the flood barely reached the server", counters)
+    assert counters["tcp_syncookies_sent"] >= 0.95 * received - 600, counters
     assert counters["tcbs_max"] <= 512 + 8, counters
     assert counters["tcbs_in_use"] == 0 or counters["tcbs_in_use"] <= 512, counters
 
@@ -76,7 +90,9 @@ def test_network_core_mode_serves_a_client_after_a_flood_and_among_silent_ones()
         second_address(s)
         s.ns.run("ip", "link", "set", "bw0", "txqueuelen", "10000")
         env = {"BW_PROBE_IP": PROBE_IP}
+        before = stats_counters(s)
         flood = s.ns.client("synflood", "bw0", s.mac, "50000", "20", timeout=90, env=env)
+        mid = stats_counters(s)
         silent = s.ns.client("silent", "1100", "8", timeout=90, env=env)
         peer = client_tcp_counters(s.ns)
     finally:
@@ -91,7 +107,10 @@ def test_network_core_mode_serves_a_client_after_a_flood_and_among_silent_ones()
     for res in (flood, silent):
         assert res["probes"] >= 20 and res["probes_ok"] == res["probes"], res
         assert res["probe_max_s"] < 1.0, res
-    assert counters["tcp_syncookies_sent"] >= 0.9 * flood["sent"], counters
+    # As above, against the frames that reached the server during the flood.
+    in_flood = {k: mid[k] - before[k] for k in ("rx_frames", "tcp_syncookies_sent")}
+    assert in_flood["rx_frames"] >= 5000, ("the flood barely reached the server", in_flood)
+    assert in_flood["tcp_syncookies_sent"] >= 0.9 * in_flood["rx_frames"] - 600, in_flood
 
 
 LOSS_RULES = """
