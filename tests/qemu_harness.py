@@ -64,6 +64,21 @@ def parse_stats(line):
     return {k: int(v) for k, v in (w.split("=") for w in line.split()[1:])}
 
 
+def published_requests(fetch, want, timeout=30):
+    """Stats JSON once its request count reaches `want`, and the count it must then show
+    exactly. Every core publishes its own row (every 10 ms while it runs), so a count read
+    after a fixed sleep missed the requests of a core thread or vCPU that a busy host had
+    not run meanwhile. `fetch()` renders a new stats JSON: each is itself a request,
+    counted once answered, so every retry expects one more."""
+    deadline = time.time() + timeout
+    while True:
+        st = fetch()
+        if st["total"]["requests"] >= want or time.time() > deadline:
+            return st, want
+        want += 1
+        time.sleep(0.05)
+
+
 class Netns:
     """A network namespace of its own; `prefix` keeps test directories apart."""
 
