@@ -25,15 +25,17 @@ def request(host, path, start, token=None, pad_to=0, extra=""):
     return data + b"\0" * max(0, pad_to - len(data) - 4) + struct.pack(">I", start)
 
 
-def collect(sock, quiet=0.3):
-    """Datagrams until `quiet` seconds pass without one."""
+def collect(sock, quiet=0.3, first=10.0):
+    """Datagrams until `quiet` seconds pass without one, the first awaited for up to
+    `first` seconds (a server that a busy host has not run yet answers late, not never)."""
     got = []
-    sock.settimeout(quiet)
+    sock.settimeout(first)
     while True:
         try:
             got.append(sock.recv(2048))
         except socket.timeout:
             return got
+        sock.settimeout(quiet)
 
 
 def cmd_exchanges(host, port):
@@ -95,7 +97,9 @@ def cmd_spoof(dev, server_mac, server_ip, port, src_ip):
         raw.send(smac + cmac + b"\x08\x00" + ip + udp)
         sent = 0
         frames = 0
-        end = time.time() + 0.5
+        # Half a second of answer from its first frame, awaited for up to 10 s (from the
+        # send, a server a busy host had not run for 0.5 s looked as if it never answered).
+        end = time.time() + 10
         while time.time() < end:
             try:
                 f = raw.recv(4096)
@@ -105,6 +109,8 @@ def cmd_spoof(dev, server_mac, server_ip, port, src_ip):
                 continue
             if f[30:34] != src or struct.unpack("!H", f[36:38])[0] != sport:
                 continue
+            if not frames:
+                end = time.time() + 0.5
             sent += struct.unpack("!H", f[38:40])[0] - 8
             frames += 1
         results.append({"path": path, "start": start, "request": len(payload),
