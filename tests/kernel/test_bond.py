@@ -145,14 +145,24 @@ def test_set_link_under_twenty_downloads(nic, smp, mode, mq):
     try:
         events = []
 
+        def seen(nic, link):
+            """Each change must be seen by the kernel before the next: a vCPU that a busy
+            host (TCG) did not run within the fixed pause never saw the flap. 30 s at most."""
+            deadline = time.time() + 30
+            while k.stats_json()["bond"]["nics"][nic]["link"] != link and \
+                    time.time() < deadline:
+                time.sleep(0.1)
+
         def fail():
             # Once every download is connected (they then take ~5 s each).
             k.ns.wait_established(20)
             time.sleep(0.8)
             events.append(("nic1 off", k.hmp("set_link nic1 off")))
             time.sleep(0.8)
+            seen(1, "down")
             events.append(("nic1 on", k.hmp("set_link nic1 on")))
             time.sleep(0.8)
+            seen(1, "up")
             events.append(("nic0 off", k.hmp("set_link nic0 off")))
 
         t = threading.Thread(target=fail)
