@@ -172,20 +172,20 @@ fn parallel_connection_per_fetch_counts_and_times() {
     );
     assert_eq!(r.connect.count, 40);
     assert_eq!(r.first_response.count, 40);
-    // The server waits 20 ms before answering: first response is at least that, and on a
-    // loaded machine not absurdly more.
+    // The server waits 20 ms before answering: first response is at least that, and not
+    // absurdly more. Upper bounds on medians: one fetch a busy machine stalls (CI runs
+    // these threads beside other tests) moves a mean or a maximum, not the median.
     assert!(r.first_response.min_ms >= 19.5, "{:?}", r.first_response);
     assert!(
-        r.first_response.mean_ms < 20.0 + 200.0,
+        r.first_response.p50_ms >= 19.5
+            && r.first_response.p50_ms < 20.0 + 200.0
+            && r.first_response.p99_ms <= r.first_response.max_ms + 1e-9,
         "{:?}",
         r.first_response
     );
+    // A connect on loopback is timed alone: well under the server's 20 ms.
     assert!(
-        r.first_response.p50_ms >= 19.5
-            && r.first_response.p99_ms <= r.first_response.max_ms + 1e-9
-    );
-    assert!(
-        r.connect.max_ms < 200.0,
+        r.connect.p50_ms < 19.5,
         "connect on loopback {:?}",
         r.connect
     );
@@ -278,14 +278,15 @@ fn timeouts_and_the_time_bound() {
         r.elapsed_secs
     );
 
-    // Time bound: 0.5 s with fetches that never finish.
+    // Time bound: 0.5 s with fetches that never finish: the run ends at its time bound,
+    // long before their 30 s timeout (the margin is for a busy machine).
     let mut c = config(&srv, &["/x"], Mode::Parallel(4));
     c.seconds = 0.5;
     c.timeout = 30.0;
     let r = go(&c);
     assert_eq!(r.unfinished, 4);
     assert_eq!(r.fetches, 0);
-    assert!((0.5..1.5).contains(&r.elapsed_secs), "{}", r.elapsed_secs);
+    assert!((0.5..10.0).contains(&r.elapsed_secs), "{}", r.elapsed_secs);
 }
 
 #[test]
@@ -332,8 +333,10 @@ fn sessions_think_and_pipeline() {
     assert_eq!(r.sessions_completed, 4);
     assert_eq!(r.fetches_ok, 12);
     assert_eq!(r.connections, 4);
+    // Two thinks of 50 ms: at least 100 ms a session, and (median: a session a busy
+    // machine stalled moves the maximum) not much more.
     assert!(r.session.min_ms >= 99.0, "{:?}", r.session);
-    assert!(r.session.max_ms < 100.0 + 500.0, "{:?}", r.session);
+    assert!(r.session.p50_ms < 100.0 + 500.0, "{:?}", r.session);
 
     // Bursts of up to 16 objects pipelined on one connection: every response is read.
     let params = SurgeParams {
