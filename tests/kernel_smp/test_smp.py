@@ -70,6 +70,10 @@ def test_500_concurrent_connections_right_bytes_no_tcb_left(smp_kernel):
     # No TCB and (network-core mode) no connection mapping left once the clients are gone:
     # the console line needs no request of its own.
     line = k.settled("tcbs_in_use", 0)
+    if line["conn_map"]:
+        # Core 0 applies the HTTP cores' close notes after they free the TCBs: on a busy
+        # host (TCG) its vCPU may not have run since (the host test waits for both too).
+        line = k.settled("conn_map", 0)
     assert line["tcbs_in_use"] == 0, line
     assert line["conn_map"] == 0, line
     assert line["late_allocs"] == 0, line
