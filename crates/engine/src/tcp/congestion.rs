@@ -484,8 +484,9 @@ fn reduce(c: &mut Cubic, cwnd: u32, flight: u32, mss: u32) -> u32 {
 /// ssthresh, CUBIC above it. Slow start counts every byte the ACK covers (up to
 /// ssthresh), as Linux does since 2015 ("tcp: properly handle stretch acks in slow
 /// start"), not RFC 3465's L = 2 segments: a receiver that takes offloaded frames
-/// acknowledges each burst once (the bare client: one ACK per read burst of up to 32
-/// super-frames; Linux with GRO: one per merged packet), and with L = 2 the window grew
+/// acknowledges many segments at once (the bare client: one ACK per read burst, at least
+/// a super-frame of up to 45 segments; Linux with GRO: one per merged packet), and with
+/// L = 2 the window grew
 /// by two segments per round trip instead of doubling (a 1 MiB response on a new
 /// connection to the bare client went in frames of 3–17 KiB over ~40 round trips).
 fn grow(

@@ -2,8 +2,9 @@
 //! the client (active open, offering the window scale its receive window needs, as
 //! `crate::client` does with `Config::rx_window`) and the server (passive open, frames of
 //! up to `TSO_LIMIT` bytes, as on its TAP). The client takes every frame of a burst and
-//! then acknowledges once, as the client does after a read burst of super-frames. Each
-//! round is one burst and its ACK: the round trips the transfer costs.
+//! then acknowledges once (a stretch ACK, as a receiver that reads a burst of
+//! super-frames before it answers sends). Each round is one burst and its ACK: the round
+//! trips the transfer costs.
 //!
 //! Pinned: the SYN offers the scale with an unscaled window; later segments advertise the
 //! scaled window and the server uses all of it; with a window of 1 MiB the server's frames
