@@ -192,6 +192,7 @@ impl<L: Lookup<'static>> Server<L> {
         t.tcp = tcp;
         t.peer = peer;
         t.peer_mac = src_mac;
+        t.per_ip_home = place.home();
         self.ports.insert(&mut self.tcbs, id);
         self.per_ip.add_at(place);
         self.bond_assign(id, peer.ip);

@@ -506,7 +506,8 @@ impl<L: Lookup<'static>> Server<L> {
             return;
         }
         self.ports.remove(&mut self.tcbs, id);
-        self.per_ip.remove(self.tcbs.0[idx].peer.ip);
+        let t = &self.tcbs.0[idx];
+        self.per_ip.remove_from(t.peer.ip, t.per_ip_home);
         if self.tcbs.0[idx].tcp.state() == crate::tcp::State::SynReceived {
             self.half_open = self.half_open.saturating_sub(1);
         }
