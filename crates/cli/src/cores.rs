@@ -129,6 +129,8 @@ where
         queues.truncate(used);
         for q in queues.iter_mut() {
             q.set_tso(p.tso);
+            // The cores poll again straight after their work (Tap::set_one_read_per_burst).
+            q.set_one_read_per_burst(true);
         }
     }
     let names: Vec<String> = nics.iter().map(|q| q[0].name().to_string()).collect();

@@ -71,6 +71,8 @@ pub fn load(a: &LoadArgs, cfg: &LoadConfig) -> Result<(), String> {
     let tap = a.udp.tap.as_deref().ok_or("--tap or --xdp needed")?;
     let mac = client_mac(a);
     let mut nic = open_tap(tap, mac)?;
+    // The load loop polls again straight after its work (Tap::set_one_read_per_burst).
+    nic.set_one_read_per_burst(true);
     if !a.udp.no_offload {
         nic.enable_rx_offload().map_err(|e| {
             format!("cannot enable receive offloads on TAP {tap} (--no-offload goes without): {e}")

@@ -152,6 +152,7 @@ pub fn attach(inst: &mut Instance, tag: &str, net: u8, kinds: &[String]) -> Resu
         ip(&["tuntap", "add", "dev", &l.tap, "mode", "tap"])?;
         ip(&["link", "set", &l.tap, "master", &l.bridge])?;
         ip(&["link", "set", &l.tap, "up"])?;
+        super::topo::no_qdisc(&ns, &l.tap)?;
     }
     if kinds.iter().any(|k| k == BARE_XDP) {
         let peer = l.xdp_peer();

@@ -539,6 +539,8 @@ impl ServerKind for Bareweb {
         };
         let url = inst.url(ctx.probe);
         wait_ready(&mut inst, &url, 15)?;
+        // The TAP bareweb made (up once it answers): no qdisc, as a veth (topo::no_qdisc).
+        super::topo::no_qdisc(&inst.client_ns, &inst.link)?;
         Ok(inst)
     }
 }
@@ -594,6 +596,7 @@ impl ServerKind for BarewebQemu {
         ])?;
         sh(&["ip", "-n", &c.name, "addr", "add", &host_ip, "dev", &tap])?;
         sh(&["ip", "-n", &c.name, "link", "set", &tap, "up"])?;
+        super::topo::no_qdisc(&c.name, &tap)?;
         let server_ip = format!("10.77.{}.2", ctx.net);
         let log = ctx.work.join("bareweb-qemu.log");
         let cmd = vec![

@@ -25,6 +25,18 @@ pub fn sh(args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).to_string())
 }
 
+/// Gives the TAP `dev` in namespace `ns` no queueing discipline (`noqueue`), as a veth
+/// has: a TAP is born with `pfifo_fast`, whose enqueue, lock and dequeue every frame
+/// toward the TAP's reader pays in its sender's context (a server's transmit to the bare
+/// client, a client's transmit to bareweb). Its reader drains the device's own ring; the
+/// qdisc queued nothing (tun never stops its queue: a full ring drops in either case).
+pub fn no_qdisc(ns: &str, dev: &str) -> Result<(), String> {
+    sh(&[
+        "ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "noqueue",
+    ])
+    .map(|_| ())
+}
+
 /// A network namespace, deleted on drop.
 pub struct Netns {
     pub name: String,
