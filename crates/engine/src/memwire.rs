@@ -1,12 +1,21 @@
 //! An in-memory wire between two engines in one thread (std only): [`Wire`] holds two
 //! [`End`]s, each a [`Nic`]; a frame posted on one end is received on the other after
-//! [`Wire::carry`]. Frame buffers come from a pool allocated at start and move between
-//! the ends by pointer: after the first frames, nothing allocates and nothing is copied
-//! except what a device would copy (a body posted beside its head is gathered into the
-//! frame, as DMA does). That gather is the wire's work, done in [`Wire::carry`], not in
-//! `post`: a DMA device costs the sender no CPU for it, so neither does this one (the
-//! microbenchmark times the server's `poll` calls alone). No system call: the engine microbenchmark (`benches/engine.rs`) and
-//! the client's tests run the server and the client against each other over it.
+//! [`Wire::carry`]. No system call: the engine microbenchmark (`benches/engine.rs`) and the
+//! client's tests run the server and the client against each other over it.
+//!
+//! Each end has the rings of a NIC, allocated at start: a transmit ring of head slots
+//! (the engine writes a frame's headers there and posts its body beside them by
+//! reference) and a receive ring of frame buffers, each a fixed array with a stack of free
+//! indexes, as a driver's descriptor rings are (`RxFrame::buf` is the buffer's index). The
+//! engine's ring calls (`slot`, `post`, `burst`, `bytes`, `recycle`) are a few index
+//! operations, no allocation and no shared borrow. [`Wire::carry`] is the device and the
+//! cable: it copies each posted frame, head and body, into a free receive buffer of the
+//! other end (as the two NICs' DMA would: the sender's gathers head and body, the
+//! receiver's writes the frame to memory), and leaves a frame queued while the other end
+//! has no free buffer (a lossless link: the sender's slot stays taken, so its
+//! `TxRing::room` shrinks). A DMA device costs the engines no CPU for those copies, so
+//! neither does this one: the microbenchmark times the server's `poll` calls, and the
+//! copies are in `carry`, outside them.
 //!
 //! [`Wire::with_tso`] gives both ends TCP segmentation offload, as the TAP, virtio-net and
 //! e1000 give the server: a frame posted with [`TxRing::post_tso`] (up to `tso_max`
@@ -18,9 +27,7 @@
 //! Also [`MemSite`], a site of in-memory files (leaked, so bodies are `'static` as a
 //! loaded image's are) for the same uses.
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::rc::Rc;
 use std::vec;
 use std::vec::Vec;
 
@@ -28,15 +35,15 @@ use crate::nic::{Nic, NicCaps, RxFrame, RxRing, Tso, TxFull, TxRing, TX_HEAD_ROO
 use crate::resource::{block_sums_into, Body, Found, Lookup, Resource};
 use crate::wire::EthernetAddress;
 
-/// Bytes of one frame buffer without offload: a 1514-byte frame, or a head slot.
+/// Bytes of one frame without offload (a 1514-byte frame fits), and of a head slot.
 const BUF: usize = TX_HEAD_ROOM;
-/// Frames one end may have received and not yet recycled.
-const LOANED: usize = 256;
 
-type Buf = Box<[u8]>;
-type Pool = Rc<RefCell<Vec<Buf>>>;
+/// A receive buffer's state: lent to the engine by `burst`, not yet recycled.
+const LOANED: u8 = 1;
+/// A receive buffer's state: its frame came with TSO, its checksum trusted.
+const TRUSTED: u8 = 2;
 
-/// One end of the wire: a receive and a transmit ring sharing the wire's buffer pool.
+/// One end of the wire: a receive and a transmit ring.
 pub struct End {
     mac: EthernetAddress,
     /// TCP segmentation offload: the most payload bytes of a `post_tso` frame (0: none).
@@ -47,28 +54,41 @@ pub struct End {
     pub tx: EndTx,
 }
 
-/// An end's receive ring.
+/// An end's receive ring: `n` buffers of `size` bytes in one allocation.
 pub struct EndRx {
-    pool: Pool,
-    /// Received frames (buffer, length, checksum trusted), waiting for `burst`.
-    inbox: Inbox,
-    loaned: Vec<Option<(Buf, bool)>>,
+    size: usize,
+    bufs: Box<[u8]>,
+    /// Each buffer's state (`LOANED`, `TRUSTED`).
+    state: Box<[u8]>,
+    /// Indexes of the free buffers.
+    free: Vec<u32>,
+    /// Received frames (buffer, length), waiting for `burst`.
+    inbox: VecDeque<(u32, u32)>,
 }
 
-/// An end's transmit ring.
+/// An end's transmit ring: `n` head slots of `BUF` bytes in one allocation.
 pub struct EndTx {
-    pool: Pool,
+    bufs: Box<[u8]>,
+    /// Indexes of the free slots.
+    free: Vec<u32>,
     /// The slot being written (from `slot`, until `post`).
-    cur: Option<Buf>,
+    cur: Option<u32>,
     /// TCP segmentation offload: the most payload bytes of a `post_tso` frame (0: none).
     tso_max: usize,
-    /// Posted frames (slot, head length, body), waiting for [`Wire::carry`] to gather
-    /// them.
-    sent: Posted,
+    /// Posted frames, waiting for [`Wire::carry`].
+    sent: VecDeque<Posted>,
     /// Frames posted.
     pub frames: u64,
-    /// Frames refused: no buffer was free, or the frame was larger than one.
+    /// Frames refused: no slot was free, or the frame was larger than a buffer.
     pub refused: u64,
+}
+
+/// A posted frame: its head slot and length, its body, whether posted with TSO.
+struct Posted {
+    slot: u32,
+    head_len: u32,
+    body: &'static [u8],
+    tso: bool,
 }
 
 /// Two ends and the frames between them.
@@ -80,7 +100,8 @@ pub struct Wire {
 }
 
 impl Wire {
-    /// A wire between `mac_a` and `mac_b` with `frames` buffers in its pool.
+    /// A wire between `mac_a` and `mac_b` whose ends have `frames` transmit slots and
+    /// `frames` receive buffers each.
     pub fn new(mac_a: EthernetAddress, mac_b: EthernetAddress, frames: usize) -> Wire {
         Wire::with_tso(mac_a, mac_b, frames, 0)
     }
@@ -94,21 +115,21 @@ impl Wire {
         tso_max: usize,
     ) -> Wire {
         let size = BUF + tso_max;
-        let pool: Pool = Rc::new(RefCell::new(
-            (0..frames)
-                .map(|_| vec![0u8; size].into_boxed_slice())
-                .collect(),
-        ));
+        // Popped from the end: the lowest indexes first.
+        let stack = || (0..frames as u32).rev().collect::<Vec<u32>>();
         let end = |mac| End {
             mac,
             tso_max,
             rx: EndRx {
-                pool: pool.clone(),
+                size,
+                bufs: vec![0u8; frames * size].into_boxed_slice(),
+                state: vec![0u8; frames].into_boxed_slice(),
+                free: stack(),
                 inbox: VecDeque::with_capacity(frames),
-                loaned: (0..LOANED).map(|_| None).collect(),
             },
             tx: EndTx {
-                pool: pool.clone(),
+                bufs: vec![0u8; frames * BUF].into_boxed_slice(),
+                free: stack(),
                 cur: None,
                 tso_max,
                 sent: VecDeque::with_capacity(frames),
@@ -122,21 +143,18 @@ impl Wire {
         }
     }
 
-    /// Moves every posted frame to the other end's inbox, gathering each body behind its
-    /// head (as a device's DMA does); returns how many moved.
+    /// Moves every posted frame the other end has a free buffer for into its receive
+    /// ring, head and body copied (as the devices' DMA does); returns how many moved.
     pub fn carry(&mut self) -> usize {
-        let n = self.a.tx.sent.len() + self.b.tx.sent.len();
-        gather(&mut self.a.tx.sent, &mut self.b.rx.inbox);
-        gather(&mut self.b.tx.sent, &mut self.a.rx.inbox);
-        n
+        carry(&mut self.a.tx, &mut self.b.rx) + carry(&mut self.b.tx, &mut self.a.rx)
     }
 
-    /// Drops every frame on its way (a cut cable, for tests), returning their buffers.
+    /// Drops every frame on its way (a cut cable, for tests), freeing their buffers.
     pub fn cut(&mut self) {
         for end in [&mut self.a, &mut self.b] {
-            let mut pool = end.tx.pool.borrow_mut();
-            pool.extend(end.tx.sent.drain(..).map(|(b, _, _, _)| b));
-            pool.extend(end.rx.inbox.drain(..).map(|(b, _, _)| b));
+            let tx = &mut end.tx;
+            tx.free.extend(tx.sent.drain(..).map(|p| p.slot));
+            end.rx.clear();
         }
     }
 
@@ -149,19 +167,27 @@ impl Wire {
     }
 }
 
-/// Posted frames: buffer, head length, body, whether posted with TSO.
-type Posted = VecDeque<(Buf, usize, &'static [u8], bool)>;
-/// Received frames: buffer, length, whether its checksum is trusted.
-type Inbox = VecDeque<(Buf, usize, bool)>;
-
-/// Moves the frames of `sent` to `inbox`, each body copied behind its head (`post` checked
-/// that the frame fits a buffer); a TSO frame arrives whole, its checksum trusted.
-fn gather(sent: &mut Posted, inbox: &mut Inbox) {
-    for (mut buf, head_len, body, tso) in sent.drain(..) {
-        let len = head_len + body.len();
-        buf[head_len..len].copy_from_slice(body);
-        inbox.push_back((buf, len, tso));
+/// Moves `tx`'s posted frames into `rx`'s free buffers, each head and body copied (`post`
+/// checked that the frame fits a buffer); a TSO frame arrives whole, its checksum trusted.
+fn carry(tx: &mut EndTx, rx: &mut EndRx) -> usize {
+    let mut n = 0;
+    while let Some(p) = tx.sent.front() {
+        let Some(b) = rx.free.pop() else {
+            break; // the receiver has no free buffer: the frame waits
+        };
+        let (head_len, len) = (p.head_len as usize, p.head_len as usize + p.body.len());
+        let at = b as usize * rx.size;
+        let s = p.slot as usize * BUF;
+        let dst = &mut rx.bufs[at..at + len];
+        dst[..head_len].copy_from_slice(&tx.bufs[s..s + head_len]);
+        dst[head_len..].copy_from_slice(p.body);
+        rx.state[b as usize] = if p.tso { TRUSTED } else { 0 };
+        rx.inbox.push_back((b, len as u32));
+        tx.free.push(p.slot);
+        tx.sent.pop_front();
+        n += 1;
     }
+    n
 }
 
 impl EndRx {
@@ -172,47 +198,45 @@ impl EndRx {
 
     /// Drops every frame waiting to be received (an engine that is gone).
     pub fn clear(&mut self) {
-        let mut pool = self.pool.borrow_mut();
-        pool.extend(self.inbox.drain(..).map(|(b, _, _)| b));
+        self.free.extend(self.inbox.drain(..).map(|(b, _)| b));
     }
 }
 
 impl RxRing for EndRx {
     fn burst(&mut self, out: &mut [RxFrame]) -> usize {
         let mut n = 0;
-        let mut i = 0;
-        while n < out.len() && !self.inbox.is_empty() {
-            while i < LOANED && self.loaned[i].is_some() {
-                i += 1;
-            }
-            let (true, Some((buf, len, trusted))) = (i < LOANED, self.inbox.pop_front()) else {
+        for o in out.iter_mut() {
+            let Some((buf, len)) = self.inbox.pop_front() else {
                 break;
             };
-            self.loaned[i] = Some((buf, trusted));
-            out[n] = RxFrame {
-                buf: i as u32,
-                len: len as u32,
-            };
+            self.state[buf as usize] |= LOANED;
+            *o = RxFrame { buf, len };
             n += 1;
         }
         n
     }
 
     fn bytes(&self, f: &RxFrame) -> &[u8] {
-        match self.loaned.get(f.buf as usize) {
-            Some(Some((b, _))) => &b[..(f.len as usize).min(b.len())],
+        match self.state.get(f.buf as usize) {
+            Some(s) if s & LOANED != 0 => {
+                let at = f.buf as usize * self.size;
+                &self.bufs[at..at + (f.len as usize).min(self.size)]
+            }
             _ => &[],
         }
     }
 
     fn recycle(&mut self, f: RxFrame) {
-        if let Some((b, _)) = self.loaned.get_mut(f.buf as usize).and_then(Option::take) {
-            self.pool.borrow_mut().push(b);
+        if let Some(s) = self.state.get_mut(f.buf as usize) {
+            if *s & LOANED != 0 {
+                *s = 0;
+                self.free.push(f.buf);
+            }
         }
     }
 
     fn csum_trusted(&self, f: &RxFrame) -> bool {
-        matches!(self.loaned.get(f.buf as usize), Some(Some((_, true))))
+        self.state.get(f.buf as usize) == Some(&(LOANED | TRUSTED))
     }
 }
 
@@ -221,16 +245,21 @@ impl EndTx {
     /// segmentation offload, so its checksum is partial and the receiver trusts it).
     fn queue(&mut self, head_len: usize, body: &'static [u8], tso: bool) -> Result<(), TxFull> {
         let len = head_len + body.len();
-        let Some(buf) = self.cur.take() else {
+        let Some(slot) = self.cur.take() else {
             self.refused += 1;
             return Err(TxFull);
         };
-        if len > buf.len() || (!tso && len > BUF) || head_len > TX_HEAD_ROOM {
-            self.pool.borrow_mut().push(buf);
+        if len > BUF + self.tso_max || (!tso && len > BUF) || head_len > BUF {
+            self.free.push(slot);
             self.refused += 1;
             return Err(TxFull);
         }
-        self.sent.push_back((buf, head_len, body, tso));
+        self.sent.push_back(Posted {
+            slot,
+            head_len: head_len as u32,
+            body,
+            tso,
+        });
         self.frames += 1;
         Ok(())
     }
@@ -239,9 +268,10 @@ impl EndTx {
 impl TxRing for EndTx {
     fn slot(&mut self) -> Option<&mut [u8]> {
         if self.cur.is_none() {
-            self.cur = self.pool.borrow_mut().pop();
+            self.cur = self.free.pop();
         }
-        self.cur.as_deref_mut().map(|b| &mut b[..])
+        let at = self.cur? as usize * BUF;
+        Some(&mut self.bufs[at..at + BUF])
     }
 
     fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
@@ -260,7 +290,7 @@ impl TxRing for EndTx {
     fn flush(&mut self) {}
 
     fn room(&mut self) -> usize {
-        self.pool.borrow().len() + usize::from(self.cur.is_some())
+        self.free.len() + usize::from(self.cur.is_some())
     }
 }
 
@@ -388,6 +418,38 @@ mod tests {
         assert!(w.a.tx.post(60, &big[..BUF]).is_err());
         assert_eq!(w.a.tx.refused, 2);
         assert_eq!(w.a.tx.room(), 4);
+    }
+
+    #[test]
+    fn a_frame_waits_for_a_free_receive_buffer() {
+        let mut w = Wire::new(A, B, 2);
+        for k in 0..2u8 {
+            w.a.tx.slot().unwrap()[..60].fill(k);
+            w.a.tx.post(60, &[]).unwrap();
+        }
+        assert_eq!(w.a.tx.room(), 0);
+        assert_eq!(w.carry(), 2);
+        assert_eq!(w.a.tx.room(), 2);
+        // B's two buffers are full: a third frame stays on A's ring until one is free.
+        w.a.tx.slot().unwrap()[..60].fill(9);
+        w.a.tx.post(60, &[]).unwrap();
+        assert_eq!(w.carry(), 0);
+        assert_eq!(w.a.tx.room(), 1);
+        let mut out = [RxFrame { buf: 0, len: 0 }; 1];
+        assert_eq!(w.b.rx.burst(&mut out), 1);
+        assert_eq!(w.b.rx.bytes(&out[0]), &[0u8; 60][..]);
+        w.b.rx.recycle(out[0]);
+        w.b.rx.recycle(out[0]); // twice: the buffer is freed once
+        assert_eq!(
+            w.b.rx.bytes(&out[0]),
+            &[] as &[u8],
+            "a recycled buffer is not lent"
+        );
+        assert_eq!(w.carry(), 1);
+        let got = receive(&mut w.b);
+        assert_eq!(got, vec![(vec![1u8; 60], false), (vec![9u8; 60], false)]);
+        assert!(w.idle());
+        assert_eq!((w.a.tx.room(), w.b.rx.free.len()), (2, 2));
     }
 
     #[test]

@@ -227,6 +227,10 @@ impl Egress {
     }
 
     /// A TCP segment with payload: header and head bytes in a slot, the body borrowed.
+    ///
+    /// Always inlined into its two callers (the server's and the client's `emit`), which
+    /// build `seg` just before: inlined, it is not written to memory and read back.
+    #[inline(always)]
     pub fn tcp<T: TxRing>(&self, tx: &mut T, seg: &TcpOut<'_>) -> Sent {
         let tcp_hdr = seg.repr.header_len();
         let payload_len = seg.head.len() + seg.body.len();

@@ -17,7 +17,7 @@ pub mod egress;
 pub mod ingress;
 
 pub use egress::{Egress, Sent};
-pub use ingress::{admissible_syn, ingress, ingress_offloaded, Drop, Ingress};
+pub use ingress::{admissible_syn, classified, ingress, ingress_offloaded, Drop, Ingress};
 
 use crate::wire::{EthernetAddress, Ipv4Address};
 

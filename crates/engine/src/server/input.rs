@@ -4,7 +4,7 @@
 //! TCB freed or put on the run list.
 
 use super::{AccessLog, Server};
-use crate::iface::{admissible_syn, egress, ingress, Drop, Ingress, Sent};
+use crate::iface::{admissible_syn, classified, egress, Drop, Ingress, Sent};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
 use crate::tcp::conn::{Connection, Reply, TS_TICK_NS};
@@ -26,8 +26,8 @@ impl<L: Lookup<'static>> Server<L> {
         if self.cfg.dhcp.is_some() && self.dhcp_frame(bytes, tx) {
             return;
         }
-        match ingress(&self.iface, bytes) {
-            Ingress::ArpRequest { request, src_mac } => {
+        match classified(&self.iface, bytes) {
+            Ok(Ingress::ArpRequest { request, src_mac }) => {
                 self.via_receive(tx);
                 let sent = self.egress.arp_reply(tx, src_mac, &request);
                 self.count_sent(sent);
@@ -35,13 +35,13 @@ impl<L: Lookup<'static>> Server<L> {
                     self.stats.arp_replies += 1;
                 }
             }
-            Ingress::Echo {
+            Ok(Ingress::Echo {
                 src_mac,
                 src,
                 ident,
                 seq_no,
                 data,
-            } => {
+            }) => {
                 self.via_stateless(tx);
                 let sent = self
                     .egress
@@ -51,12 +51,12 @@ impl<L: Lookup<'static>> Server<L> {
                     self.stats.icmp_echo += 1;
                 }
             }
-            Ingress::Tcp {
+            Ok(Ingress::Tcp {
                 src_mac,
                 src,
                 seg,
                 options_ok,
-            } => {
+            }) => {
                 let peer = Peer {
                     ip: src.0,
                     port: seg.src_port,
@@ -66,7 +66,7 @@ impl<L: Lookup<'static>> Server<L> {
                     None => self.listen(src_mac, src, &seg, options_ok, tx),
                 }
             }
-            Ingress::ClosedPort { src_mac, src, seg } => {
+            Ok(Ingress::ClosedPort { src_mac, src, seg }) => {
                 // RFC 9293 §3.10.7.1: a segment for a closed port gets a RST.
                 if seg.flags.rst {
                     self.stats.drop_not_for_us += 1;
@@ -74,13 +74,13 @@ impl<L: Lookup<'static>> Server<L> {
                     self.send_reset_for(src_mac, src, &seg, tx);
                 }
             }
-            Ingress::Udp {
+            Ok(Ingress::Udp {
                 src_mac,
                 src,
                 src_port,
                 payload,
-            } => self.udp_datagram((src_mac, src, src_port), payload, tx, log),
-            Ingress::Drop(d) => self.count_drop(d),
+            }) => self.udp_datagram((src_mac, src, src_port), payload, tx, log),
+            Ok(Ingress::Drop(d)) | Err(d) => self.count_drop(d),
         }
     }
 
@@ -192,6 +192,7 @@ impl<L: Lookup<'static>> Server<L> {
         t.tcp = tcp;
         t.peer = peer;
         t.peer_mac = src_mac;
+        t.per_ip_home = place.home();
         self.ports.insert(&mut self.tcbs, id);
         self.per_ip.add_at(place);
         self.bond_assign(id, peer.ip);

@@ -501,12 +501,12 @@ impl<L: Lookup<'static>> Server<L> {
     fn free_tcb(&mut self, id: u32) {
         let idx = id as usize;
         // A TCB is allocated exactly while the port table holds it (its TCP state may
-        // already be Closed: a RST, the last ACK).
-        if self.ports.find(&self.tcbs, self.tcbs.0[idx].peer) != Some(id) {
+        // already be Closed: a RST, the last ACK): unlinked here, or not there to free.
+        if !self.ports.remove(&mut self.tcbs, id) {
             return;
         }
-        self.ports.remove(&mut self.tcbs, id);
-        self.per_ip.remove(self.tcbs.0[idx].peer.ip);
+        let t = &self.tcbs.0[idx];
+        self.per_ip.remove_from(t.peer.ip, t.per_ip_home);
         if self.tcbs.0[idx].tcp.state() == crate::tcp::State::SynReceived {
             self.half_open = self.half_open.saturating_sub(1);
         }

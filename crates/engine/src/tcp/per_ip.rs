@@ -34,12 +34,20 @@ pub struct Place {
     count: u32,
     ip: [u8; 4],
     changes: u32,
+    home: u32,
 }
 
 impl Place {
     /// Live connections from the address when it was looked up.
     pub fn count(&self) -> u32 {
         self.count
+    }
+
+    /// The address's home slot: the server keeps it with the connection and gives it to
+    /// [`PerIp::remove_from`] when the connection ends, so the address is hashed once per
+    /// connection, not twice (it does not change: the table's key and size are fixed).
+    pub fn home(&self) -> u32 {
+        self.home
     }
 }
 
@@ -65,7 +73,11 @@ impl PerIp {
 
     /// The slot holding `ip`, or the empty slot where it would go.
     fn find(&self, ip: [u8; 4]) -> usize {
-        let mut i = self.home(ip);
+        self.find_from(ip, self.home(ip))
+    }
+
+    /// [`find`](Self::find) from `ip`'s home slot `i`, already known.
+    fn find_from(&self, ip: [u8; 4], mut i: usize) -> usize {
         // The table is never more than half full, so an empty slot ends every probe.
         while self.slots[i].1 != EMPTY && self.slots[i].0 != ip {
             i = (i + 1) & self.mask;
@@ -80,12 +92,14 @@ impl PerIp {
 
     /// Where `ip`'s count lives, and the count.
     pub fn lookup(&self, ip: [u8; 4]) -> Place {
-        let at = self.find(ip);
+        let home = self.home(ip);
+        let at = self.find_from(ip, home);
         Place {
             at,
             count: self.slots[at].1,
             ip,
             changes: self.changes,
+            home: home as u32,
         }
     }
 
@@ -128,8 +142,15 @@ impl PerIp {
 
     /// One connection fewer from `ip` (nothing if it has none).
     pub fn remove(&mut self, ip: [u8; 4]) {
+        self.remove_from(ip, self.home(ip) as u32);
+    }
+
+    /// [`remove`](Self::remove) given `ip`'s home slot ([`Place::home`] of a lookup of
+    /// `ip` in this table); a wrong one is taken as "no connection" or as another probe
+    /// start, never out of bounds.
+    pub fn remove_from(&mut self, ip: [u8; 4], home: u32) {
         self.changes = self.changes.wrapping_add(1);
-        let mut i = self.find(ip);
+        let mut i = self.find_from(ip, home as usize & self.mask);
         match self.slots[i].1 {
             EMPTY => return,
             1 => {}
@@ -229,7 +250,14 @@ mod tests {
                 t.set_tag(ip, ip[3]);
                 *model.entry(ip).or_default() += 1;
             } else if let Some(n) = model.get_mut(&ip) {
-                t.remove(ip);
+                // Removed by address, or from the home a lookup gave (as the server does).
+                if (x >> 10).is_multiple_of(2) {
+                    t.remove(ip);
+                } else {
+                    let home = t.lookup(ip).home();
+                    assert_eq!(home as usize, t.home(ip));
+                    t.remove_from(ip, home);
+                }
                 *n -= 1;
                 if *n == 0 {
                     model.remove(&ip);

@@ -35,6 +35,11 @@ pub struct Tcb {
     /// The paper's send-id (issue 14): the NIC of a bonded server's set this connection's
     /// frames leave from, chosen at its SYN (0 without bonding).
     pub send: u8,
+    /// The per-address table's home slot of `peer.ip` ([`Place::home`]), for removing
+    /// the connection's count without hashing the address again.
+    ///
+    /// [`Place::home`]: super::per_ip::Place::home
+    pub per_ip_home: u32,
 }
 
 /// The most bytes a TCB may take: the server allocates one per `--tcbs` at start (plus its
@@ -57,6 +62,7 @@ impl Tcb {
             queued: false,
             paced: false,
             send: 0,
+            per_ip_home: 0,
         }
     }
 
