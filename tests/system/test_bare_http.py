@@ -239,8 +239,9 @@ def test_surge_sessions_as_the_socket_client_runs_them(tmp_path):
 def test_receive_offloads_take_super_frames_whole():
     """The bare client's TAP takes receive offloads by default (TUNSETOFFLOAD): a 1 MiB body
     from bareweb (its TSO frames) and from the kernel's TCP (python's http.server on the
-    namespace's address: GSO) arrives in super-frames of many segments, bodies verified;
-    with --no-offload the kernel cuts them into single segments for the client."""
+    namespace's address: GSO) arrives in super-frames of many segments, bodies verified
+    (from bareweb, under a scaled window: fewer than 48 per 1 MiB); with --no-offload the
+    kernel cuts them into single segments for the client."""
     b = Bridged()
     listener = subprocess.Popen(b.ns.cmd("python3", "-m", "http.server", "8000", "--bind", HOST_IP,
                                          "--directory", SITE),
@@ -270,10 +271,16 @@ def test_receive_offloads_take_super_frames_whole():
         print(name, offload, rep["offloaded_frames"], rep["client_cpu_us_per_fetch"])
         assert rep["fetches_ok"] == 4 and rep["errors_total"] == 0, (name, offload, rep)
         assert rep["bytes"] == 4 * 1048576, rep
-        if offload:
-            # Each super-frame holds several MSS: far fewer frames than 4 MiB / 1460.
-            assert rep["offloaded_frames"] > 0, (name, rep)
-        else:
+        if not offload:
             assert rep["offloaded_frames"] == 0, (name, rep)
+            continue
+        # Each super-frame holds several MSS: far fewer frames than 4 MiB / 1460.
+        assert rep["offloaded_frames"] > 0, (name, rep)
+        if name == "bareweb":
+            # The client's window is scaled (1 MiB): bareweb's frames reach 64 KiB once
+            # slow start has opened its window, ~32 per 1 MiB on a new connection and ~17
+            # on a kept one. The unscaled 64 KiB window of before took 64 or more (16 KiB
+            # frames, a quarter window, docs/performance.md "The bare client's window").
+            assert rep["offloaded_frames"] < 4 * 48, rep
     assert "receive offloads on TAP bwc0:" in r.stderr and " 0 super-frames" not in r.stderr, \
         r.stderr

@@ -21,7 +21,10 @@
 //! server's TSO/GSO super-frames arrive whole (one read and one ACK for up to 64 KiB, and
 //! the server is not charged for segmenting them for us), frames from this host's memory
 //! with their checksum vouched for; the report's `offloaded_frames` counts the
-//! super-frames. Every failed
+//! super-frames. Each connection advertises a receive window of its share of what the
+//! TAP's queue holds, 64 KiB to 1 MiB ([`rx_window`]; window scaling, RFC 7323), so a
+//! server can send a bulk response in whole 64 KiB frames, not a 64 KiB window at a
+//! time. Every failed
 //! fetch is counted by its reason (the report's `errors`), and the command exits non-zero
 //! if any failed. Ctrl-C ends the run early, with its report.
 
@@ -78,7 +81,9 @@ pub fn load(a: &LoadArgs, cfg: &LoadConfig) -> Result<(), String> {
             format!("cannot enable receive offloads on TAP {tap} (--no-offload goes without): {e}")
         })?;
     }
-    let mut report = run(&mut nic, mac, "bare-tap", &format!("TAP {tap}"), a, cfg)?;
+    let queue = tap_queue_bytes(tap, !a.udp.no_offload);
+    let link = format!("TAP {tap}");
+    let mut report = run(&mut nic, mac, "bare-tap", &link, Some(queue), a, cfg)?;
     let c = nic.rx_offload_counts();
     report.offloaded_frames = c.gso_frames;
     if !a.quiet && !a.udp.no_offload {
@@ -138,6 +143,7 @@ fn load_xdp(a: &LoadArgs, cfg: &LoadConfig, x: &XdpQueueArg) -> Result<(), Strin
         guard.mac,
         "bare-xdp",
         &format!("{iface} (AF_XDP)"),
+        None,
         a,
         cfg,
     );
@@ -457,11 +463,39 @@ impl Load<'_> {
 /// Runs the load of `cfg` with the engine's client on `nic` (of MAC `mac`; `kind` names
 /// the client in the report, `link` the NIC in messages) until its fetches (or sessions)
 /// are done, its time is up or Ctrl-C.
+/// What the TAP's queue to us holds (bytes): `tx_queue_len` frames (the tun driver drops
+/// what finds its ring full), each a super-frame counted at 32 KiB with receive
+/// offloads (half the 64 KiB frames a server sends once its window has opened), else a
+/// 1448-byte segment. Linux's default of 500 frames when the length cannot be read.
+fn tap_queue_bytes(tap: &str, offload: bool) -> u64 {
+    let frames = std::fs::read_to_string(format!("/sys/class/net/{tap}/tx_queue_len"))
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(500);
+    frames * if offload { 32 * 1024 } else { 1448 }
+}
+
+/// The receive window of each of `slots` connections when the link's queue to us holds
+/// `queue` bytes: an equal share of half of it, so that the servers filling every window
+/// do not overflow the queue (a loss, repaired, but a stall; a share of the whole queue
+/// without offloads made 6% of a server's frames retransmissions in 1 MiB downloads), from 64 KiB (the
+/// unscaled most) to 1 MiB. A window of 64 KiB costs a bulk download a round trip between the two
+/// processes per 64 KiB, in frames a quarter that size from bareweb (docs/performance.md,
+/// "The bare client's window"); 1 MiB lets a 1 MiB response go in one round trip once the
+/// server's window has opened.
+pub(crate) fn rx_window(queue: u64, slots: usize) -> u32 {
+    (queue / 2 / slots.max(1) as u64).clamp(65_535, 1 << 20) as u32
+}
+
+/// The load run on `nic`; `queue`: what the link's queue to us holds (bytes), which sets
+/// the receive window ([`rx_window`]; `None`: the engine's 64 KiB default).
 fn run<N: HostQueue>(
     nic: &mut N,
     mac: EthernetAddress,
     kind: &str,
     link: &str,
+    queue: Option<u64>,
     a: &LoadArgs,
     cfg: &LoadConfig,
 ) -> Result<Report, String> {
@@ -514,6 +548,9 @@ fn run<N: HostQueue>(
     // The ports, though, begin at a random place per run (the key is the boot's).
     c.port_start = u16::from_le_bytes(crate::util::random_bytes());
     c.request_max = (longest * burst).max(bareweb_engine::client::REQUEST_MAX);
+    if let Some(q) = queue {
+        c.rx_window = rx_window(q, slots);
+    }
     let mut l = Load {
         cfg,
         client: Client::new(c),
@@ -682,4 +719,21 @@ fn run<N: HostQueue>(
     );
     r.retransmits = l.client.counters.retransmits;
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rx_window;
+
+    #[test]
+    fn the_window_is_a_share_of_the_tap_queue_from_64_kib_to_1_mib() {
+        // 500 super-frames counted at 32 KiB: 1 MiB for up to 7 connections.
+        assert_eq!(rx_window(500 * 32_768, 7), 1 << 20);
+        assert_eq!(rx_window(500 * 32_768, 16), 512_000);
+        assert_eq!(rx_window(500 * 32_768, 2048), 65_535);
+        // Without offloads, 500 segments of 1448: 181,000 bytes each for 2.
+        assert_eq!(rx_window(500 * 1448, 2), 181_000);
+        assert_eq!(rx_window(500 * 1448, 8), 65_535);
+        assert_eq!(rx_window(0, 0), 65_535);
+    }
 }

@@ -3,7 +3,7 @@
 
 use crate::wire::{EthernetAddress, Ipv4Address};
 
-use super::REQUEST_MAX;
+use super::{REQUEST_MAX, RX_WINDOW};
 
 /// Where the client is and whom it asks.
 #[derive(Debug, Clone)]
@@ -40,10 +40,17 @@ pub struct Config {
     pub max_retries: u8,
     /// Bytes of each slot's request buffer (all of a pipelined burst's requests).
     pub request_max: usize,
+    /// The receive window each connection advertises (bytes; up to 65,535 << 14). A
+    /// response is taken as it comes (nothing is buffered), so this bounds only what a
+    /// server may have in flight towards us, and what the link's queue to us must hold.
+    /// Above 65,535 our SYN offers the window scale that can say it (RFC 7323; without
+    /// the server's agreement the window stays at 65,535).
+    pub rx_window: u32,
 }
 
 impl Config {
-    /// Defaults: 2 TCBs per slot, Linux's ephemeral range, 10 s stall, 8 retries.
+    /// Defaults: 2 TCBs per slot, Linux's ephemeral range, 10 s stall, 8 retries, a
+    /// 64 KiB window ([`RX_WINDOW`]).
     pub fn new(
         mac: EthernetAddress,
         ip: Ipv4Address,
@@ -67,6 +74,7 @@ impl Config {
             stall_ns: 10_000_000_000,
             max_retries: 8,
             request_max: REQUEST_MAX,
+            rx_window: RX_WINDOW,
         }
     }
 }

@@ -52,13 +52,23 @@ use ports::Ports;
 /// The most bytes of one request (of a slot's requests, unless
 /// [`Config::request_max`] says more).
 pub const REQUEST_MAX: usize = 1024;
-/// The receive window we advertise: responses are consumed as they come.
-const RX_SPACE: u32 = 65_535;
+/// The receive window a connection advertises unless [`Config::rx_window`] says
+/// otherwise: the most an unscaled window can say.
+pub const RX_WINDOW: u32 = 65_535;
 const RX_BURST: usize = 32;
 const NONE: u32 = u32::MAX;
 const ARP_EVERY_NS: u64 = 200_000_000;
 /// How often the TCBs' timers are looked at.
 const TIMER_EVERY_NS: u64 = 1_000_000;
+
+/// The least window scale shift that can advertise `window` bytes (RFC 7323: at most 14).
+pub fn window_shift(window: u32) -> u8 {
+    let mut s = 0;
+    while s < 14 && (65_535u32 << s) < window {
+        s += 1;
+    }
+    s
+}
 
 #[derive(Debug, Clone)]
 struct Tcb {
@@ -306,6 +316,7 @@ impl Client {
         let remote = (self.cfg.server.0, self.cfg.port);
         let (iss, ts_offset) = self.isn.isn_and_ts_offset(local, remote, now);
         let mut tcp = Connection::connect(iss, now).with_ts_offset(ts_offset);
+        tcp.offer_rcv_shift(window_shift(self.cfg.rx_window));
         let req_seq = tcp.queue(len as u32);
         self.tcbs[idx as usize] = Tcb {
             tcp,
@@ -554,7 +565,9 @@ impl Client {
         h: &mut H,
     ) {
         let was = self.tcbs[idx as usize].tcp.state();
-        let out = self.tcbs[idx as usize].tcp.input(seg, now, RX_SPACE);
+        let out = self.tcbs[idx as usize]
+            .tcp
+            .input(seg, now, self.cfg.rx_window);
         let t = &self.tcbs[idx as usize];
         if was == State::SynSent && t.tcp.state() == State::Established && t.slot != NONE {
             h.connected(t.slot, now);
@@ -721,7 +734,9 @@ impl Client {
             return false;
         };
         let t = &mut self.tcbs[idx as usize];
-        let repr = t.tcp.header(seg, t.port, self.cfg.port, RX_SPACE, now);
+        let repr = t
+            .tcp
+            .header(seg, t.port, self.cfg.port, self.cfg.rx_window, now);
         let mut head: &[u8] = &[];
         if seg.len > 0 {
             // Only the slot's request is ever queued, and only while the slot holds it.

@@ -1,7 +1,7 @@
 //! The active open (RFC 9293 §3.5, §3.10.7.3): the engine as a TCP client, on the same
 //! [`Connection`] as the server's passive open. [`Connection::connect`] makes a connection
-//! in SYN-SENT; [`Connection::syn`] is our SYN (MSS 1460, window scale 0, SACK-permitted
-//! and timestamps offered), timed for the first RTT sample and sent again by the timer
+//! in SYN-SENT; [`Connection::syn`] is our SYN (MSS 1460, window scale 0 or the shift
+//! [`Connection::offer_rcv_shift`] set, SACK-permitted and timestamps offered), timed for the first RTT sample and sent again by the timer
 //! (`TimerAction::ResendSynAck` in SYN-SENT, with RFC 6298 backoff: 1 s, 2 s, 4 s) until
 //! [`SYN_RETRIES`] are spent (`TimerAction::Expire`: the attempt failed).
 //!
@@ -68,6 +68,17 @@ impl Connection {
         c
     }
 
+    /// Before our SYN: offer window scale `shift` (RFC 7323 §2; at most 14) instead of
+    /// 0, so that a window above 64 KiB can be advertised once the peer's SYN-ACK
+    /// answers with the option (if it does not, neither side scales). A receiver of bulk
+    /// data wants it: with 64 KiB in flight, a transfer crosses the path's round trip
+    /// once per 64 KiB.
+    pub fn offer_rcv_shift(&mut self, shift: u8) {
+        if self.state == State::SynSent && self.snd_max == self.iss {
+            self.rcv_shift = shift.min(14);
+        }
+    }
+
     /// Our SYN (first or again): arms the retransmission timer; the first one is timed.
     pub fn syn(&mut self, now_ns: u64) -> Segment {
         self.syn_ack(now_ns)
@@ -115,6 +126,9 @@ impl Connection {
         let o = &seg.options;
         self.offer_ws = o.window_scale.is_some();
         self.snd_shift = o.window_scale.map_or(0, |s| s.min(14));
+        if !self.offer_ws {
+            self.rcv_shift = 0; // scaling needs both SYNs to carry the option
+        }
         self.sack_ok = o.sack_permitted;
         match o.timestamps {
             Some((tsval, _)) => self.ts_recent = tsval,
@@ -155,6 +169,11 @@ impl Connection {
             .with_congestion(self.cc.algorithm());
         c.send_end = c.send_end.wrapping_add(queued);
         c.fin_queued = fin;
+        // Our SYN offered our shift; the SYN-ACK repeats it, and it is in use if the
+        // peer's SYN offered scaling too.
+        if c.offer_ws {
+            c.rcv_shift = self.rcv_shift;
+        }
         c.rtt = self.rtt;
         c.retries = self.retries;
         *self = c;

@@ -119,8 +119,16 @@ pub struct Connection {
     pub(super) max_snd_wnd: u32,
     /// Peer's window scale shift (0 when it sent none).
     pub(super) snd_shift: u8,
-    /// We send a window-scale option (shift 0) on our SYN-ACK: the peer offered one.
+    /// We send a window-scale option on our SYN or SYN-ACK: on the passive side, the
+    /// peer's SYN offered one; on the active side, always (and it stays set only if the
+    /// peer's SYN-ACK answered).
     pub(super) offer_ws: bool,
+    /// Our window scale shift (RFC 7323 §2.2): the one our SYN offered, in use once the
+    /// peer's SYN also carried the option (else 0). The server's is 0 (its receive
+    /// buffer is a request's); a client receiving bulk data sets one
+    /// ([`offer_rcv_shift`](Connection::offer_rcv_shift)) so that its window can exceed
+    /// 64 KiB.
+    pub(super) rcv_shift: u8,
     /// SACK is in use: the peer's SYN offered it, our SYN-ACK answers with it.
     pub(super) sack_ok: bool,
     /// Timestamps are in use (RFC 7323): the peer's SYN carried the option; every segment
@@ -199,6 +207,7 @@ impl Connection {
             max_snd_wnd: 0,
             snd_shift: 0,
             offer_ws: false,
+            rcv_shift: 0,
             sack_ok: false,
             ts_ok: false,
             ts_recent: 0,
@@ -404,10 +413,19 @@ impl Connection {
         self.ack_pending = true;
     }
 
-    /// The window we advertise for `rx_space` free bytes of receive buffer (no scaling:
-    /// the server offers shift 0).
-    pub fn rcv_wnd(rx_space: u32) -> u32 {
-        rx_space.min(65535)
+    /// The window (bytes) we advertise for `rx_space` free bytes of receive buffer: at
+    /// most 65,535 units of our window scale, and a whole number of them (what the
+    /// header's 16 bits can say; with shift 0, as the server uses, `rx_space` up to
+    /// 65,535).
+    pub fn rcv_wnd(&self, rx_space: u32) -> u32 {
+        let s = self.rcv_shift;
+        (rx_space.min(65_535 << s) >> s) << s
+    }
+
+    /// Our window scale shift while it is in use (see
+    /// [`offer_rcv_shift`](Self::offer_rcv_shift)).
+    pub fn rcv_shift(&self) -> u8 {
+        self.rcv_shift
     }
 
     // ------------------------------------------------------------ input
@@ -425,7 +443,7 @@ impl Connection {
         let payload_len = seg.payload.len() as u32;
         let (syn, fin, rst) = (seg.flags.syn, seg.flags.fin, seg.flags.rst);
         let seg_len = payload_len + u32::from(syn) + u32::from(fin);
-        let rcv_wnd = Connection::rcv_wnd(rx_space);
+        let rcv_wnd = self.rcv_wnd(rx_space);
 
         if self.state == State::SynReceived
             && syn

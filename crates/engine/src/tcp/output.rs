@@ -115,7 +115,7 @@ impl Connection {
     }
 
     /// The header of `seg` from port `local_port`, acknowledging RCV.NXT and advertising
-    /// the window of `rx_space` free bytes, with timestamps (TSval of `now_ns`) when they
+    /// the window of `rx_space` free bytes (scaled by our shift once it is in use), with timestamps (TSval of `now_ns`) when they
     /// are in use. Building it pays the owed ACK.
     pub fn header(
         &mut self,
@@ -141,9 +141,14 @@ impl Connection {
                 psh: seg.fin || seg.len > 0,
                 ack,
             },
-            window_len: Connection::rcv_wnd(rx_space) as u16,
+            // A SYN's window is never scaled (RFC 7323 §2.2).
+            window_len: if seg.syn {
+                rx_space.min(65_535) as u16
+            } else {
+                (self.rcv_wnd(rx_space) >> self.rcv_shift) as u16
+            },
             max_seg_size: seg.syn.then_some(OUR_MSS),
-            window_scale: (seg.syn && self.offer_ws).then_some(0),
+            window_scale: (seg.syn && self.offer_ws).then_some(self.rcv_shift),
             sack_permitted: seg.syn && self.sack_ok,
             timestamps: self.ts_ok.then(|| (self.ts_now(now_ns), self.ts_recent)),
         }

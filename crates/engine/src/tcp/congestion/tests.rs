@@ -32,13 +32,20 @@ fn initial_window_by_mss() {
 }
 
 #[test]
-fn slow_start_adds_at_most_two_segments_per_ack() {
+fn slow_start_counts_a_stretch_ack_whole_up_to_ssthresh() {
     let mut c = Congestion::new(MSS, 0, Algorithm::Cubic);
     assert_eq!(c.cwnd, 10 * MSS);
     c.on_new_ack(5 * MSS, 5000, 0, MSS, false, 0, 100);
-    assert_eq!(c.cwnd, 12 * MSS, "RFC 3465, L = 2");
+    assert_eq!(
+        c.cwnd,
+        15 * MSS,
+        "every byte acknowledged, as Linux (no L = 2)"
+    );
     c.on_new_ack(MSS, 6000, 0, MSS, false, 0, 100);
-    assert_eq!(c.cwnd, 13 * MSS);
+    assert_eq!(c.cwnd, 16 * MSS);
+    c.ssthresh = 20 * MSS;
+    c.on_new_ack(10 * MSS, 16_000, 0, MSS, false, 0, 100);
+    assert_eq!(c.cwnd, 20 * MSS, "slow start stops at ssthresh");
 }
 
 #[test]

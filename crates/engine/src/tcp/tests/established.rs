@@ -216,11 +216,11 @@ fn data_is_acceptable_if_its_first_or_last_octet_is_in_the_window() {
 
 #[test]
 fn the_window_is_the_receive_space_capped_at_65535() {
-    assert_eq!(Connection::rcv_wnd(0), 0);
-    assert_eq!(Connection::rcv_wnd(8192), 8192);
-    assert_eq!(Connection::rcv_wnd(65_535), 65_535);
-    assert_eq!(Connection::rcv_wnd(1 << 20), 65_535);
     let mut c = established();
+    assert_eq!(c.rcv_wnd(0), 0);
+    assert_eq!(c.rcv_wnd(8192), 8192);
+    assert_eq!(c.rcv_wnd(65_535), 65_535);
+    assert_eq!(c.rcv_wnd(1 << 20), 65_535);
     let at = |seq| ParsedRepr {
         seq_number: seq,
         ..RECV_TEMPL

@@ -15,6 +15,8 @@
 //! - [`window`]: the send window, initial window, slow start, CUBIC congestion avoidance,
 //!   SWS avoidance, the SND.WL1/WL2 rule, window scaling;
 //! - [`offload`]: frames larger than the MSS;
+//! - [`bulk`]: a 1 MiB download, client connection to server connection (window
+//!   scaling on the receive side, frame sizes, round trips);
 //! - [`retransmit`]: RFC 6298 timing, backoff and go-back-N, aborts;
 //! - [`recovery`]: RFC 5681 §3.2 / RFC 6582 NewReno;
 //! - [`sack`]: RFC 6675 SACK recovery paced by RFC 6937 PRR, and loss probes (RFC 8985's
@@ -27,6 +29,7 @@
 
 mod active;
 mod bbr;
+mod bulk;
 mod close;
 mod established;
 mod handshake;

@@ -1,5 +1,5 @@
 //! The send side's windows: what goes out is bounded by min(cwnd, SND.WND); the initial
-//! window (RFC 6928), slow start (RFC 5681 §3.1, RFC 3465) and CUBIC's congestion
+//! window (RFC 6928), slow start (RFC 5681 §3.1, RFC 3465 without its L limit) and CUBIC's congestion
 //! avoidance growth (RFC 9438), sender-side silly window avoidance (RFC 9293 §3.8.6.2.1),
 //! the SND.WL1/WL2 window update rule (RFC 9293 §3.10.7.4) and the peer's window scale
 //! (RFC 7323 §2.3) on later segments.
@@ -73,23 +73,24 @@ fn the_congestion_window_bounds_what_is_sent() {
 }
 
 #[test]
-fn slow_start_adds_at_most_two_mss_per_ack() {
+fn slow_start_adds_what_each_ack_acknowledges() {
     const IW: u32 = 14_600;
     let mut c = established();
     c.queue(20_000);
     send_all(&mut c, 0);
     recv_ack(&mut c, MS, LOCAL_SEQ + 1460);
     assert_eq!(c.congestion().cwnd, IW + 1460);
-    // One ACK for two segments adds two (RFC 3465 byte counting, L = 2 segments).
+    // One ACK for two segments adds two (RFC 3465 byte counting).
     recv_ack(&mut c, 2 * MS, LOCAL_SEQ + 4380);
     assert_eq!(c.congestion().cwnd, IW + 3 * 1460);
     // Partial-segment ACKs add what they acknowledge.
     send_all(&mut c, 3 * MS);
     recv_ack(&mut c, 4 * MS, LOCAL_SEQ + 4380 + 100);
     assert_eq!(c.congestion().cwnd, IW + 3 * 1460 + 100);
-    // More than two segments in one ACK still adds two.
+    // A stretch ACK (an offloading receiver's one ACK per burst) adds all it covers, not
+    // RFC 3465's L = 2 segments: the window still doubles per round trip.
     recv_ack(&mut c, 5 * MS, LOCAL_SEQ + 4380 + 100 + 4 * 1460);
-    assert_eq!(c.congestion().cwnd, IW + 5 * 1460 + 100);
+    assert_eq!(c.congestion().cwnd, IW + 7 * 1460 + 100);
 }
 
 #[test]
