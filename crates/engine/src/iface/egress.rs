@@ -221,7 +221,7 @@ impl Egress {
             return Sent::NoSlot;
         };
         let buf = &mut buf[..len];
-        self.write_l2l3(buf, dst_mac, dst, IpProtocol::Icmp, icmp_len);
+        self.write_l2l3(buf, &dst_mac, dst, IpProtocol::Icmp, icmp_len);
         reply.emit(&mut IcmpPacket::new_unchecked(&mut buf[L2L3..]));
         post(tx, len, &[])
     }
@@ -245,7 +245,7 @@ impl Egress {
         };
         self.write_l2l3(
             buf,
-            seg.dst_mac,
+            &seg.dst_mac,
             seg.dst,
             IpProtocol::Tcp,
             tcp_hdr + payload_len,
@@ -295,7 +295,7 @@ impl Egress {
         let hl = repr.header_len();
         let len = L2L3 + hl;
         let buf = &mut buf[..len];
-        self.write_l2l3(buf, dst_mac, dst, IpProtocol::Tcp, hl);
+        self.write_l2l3(buf, &dst_mac, dst, IpProtocol::Tcp, hl);
         repr.emit_header(&mut buf[L2L3..]);
         let acc = checksum::pseudo_header_v4(self.ip.0, dst.0, 6, hl as u16);
         let sum = checksum::fold(checksum::accumulate(acc, &buf[L2L3..]));
@@ -329,7 +329,7 @@ impl Egress {
             return Sent::NoSlot;
         };
         let buf = &mut buf[..frame_head];
-        self.write_l2l3(buf, dst_mac, dst, IpProtocol::Udp, udp_len);
+        self.write_l2l3(buf, &dst_mac, dst, IpProtocol::Udp, udp_len);
         let (hdr, rest) = buf[L2L3..].split_at_mut(udp::HEADER_LEN);
         hdr[0..2].copy_from_slice(&src_port.to_be_bytes());
         hdr[2..4].copy_from_slice(&dst_port.to_be_bytes());
@@ -355,16 +355,20 @@ impl Egress {
     }
 
     /// Writes Ethernet and IPv4 headers for an IPv4 payload of `payload_len` bytes.
+    ///
+    /// `dst_mac` by reference: its bytes are copied as they lie (by value, the six bytes
+    /// of a `TcpOut` just built were read back as two 4-byte words, a store-forwarding
+    /// stall on every TCP frame).
     fn write_l2l3(
         &self,
         buf: &mut [u8],
-        dst_mac: EthernetAddress,
+        dst_mac: &EthernetAddress,
         dst: Ipv4Address,
         proto: IpProtocol,
         payload_len: usize,
     ) {
         let Some(h) = buf.get_mut(..L2L3) else {
-            return write_l2l3(buf, self.mac, dst_mac, self.ip, dst, proto, payload_len);
+            return write_l2l3(buf, self.mac, *dst_mac, self.ip, dst, proto, payload_len);
         };
         const IP: usize = ethernet::HEADER_LEN;
         let total = (ipv4::HEADER_LEN + payload_len) as u16;
@@ -495,7 +499,7 @@ mod tests {
                 _ => (x >> 48) as usize % 9000,
             };
             let (mut a, mut b) = ([0u8; L2L3 + 4], [0u8; L2L3 + 4]);
-            e.write_l2l3(&mut a, dst_mac, dst, proto, len);
+            e.write_l2l3(&mut a, &dst_mac, dst, proto, len);
             write_l2l3(&mut b, e.mac, dst_mac, iface.ip, dst, proto, len);
             assert_eq!(a, b, "dst {dst_mac:?} {dst:?} {proto:?} len {len}");
         }

@@ -249,19 +249,21 @@ fn ipv4<'a>(
 #[inline(always)]
 fn tcp_repr<'a>(packet: &TcpPacket<&'a [u8]>, body: &'a [u8]) -> (TcpRepr<'a>, bool) {
     let header_len = usize::from(packet.header_len());
+    let (options, options_ok) = match wtcp::parse_options(packet.options()) {
+        Ok(o) => (o, true),
+        Err(_) => (Options::default(), false),
+    };
     let flags = packet.flags();
-    let mut seg = TcpRepr {
+    let seg = TcpRepr {
         src_port: packet.src_port(),
         dst_port: packet.dst_port(),
         seq_number: packet.seq_number(),
         ack_number: flags.ack.then(|| packet.ack_number()),
         flags,
         window_len: packet.window_len(),
-        options: Options::NONE,
+        options,
         payload: body.get(header_len..).unwrap_or(&[]),
     };
-    // Parsed in place (no `Options` copied out of a `Result`); none when malformed.
-    let options_ok = wtcp::parse_options_into(packet.options(), &mut seg.options).is_ok();
     (seg, options_ok)
 }
 

@@ -51,10 +51,12 @@ impl<L: Lookup<'static>> Server<L> {
                     self.stats.icmp_echo += 1;
                 }
             }
+            // The segment by reference: moved out, it was copied whole right after
+            // `classified` wrote it field by field (a store-forwarding stall per frame).
             Ok(Ingress::Tcp {
                 src_mac,
                 src,
-                seg,
+                ref seg,
                 options_ok,
             }) => {
                 let peer = Peer {
@@ -62,8 +64,8 @@ impl<L: Lookup<'static>> Server<L> {
                     port: seg.src_port,
                 };
                 match self.ports.find(&self.tcbs, peer) {
-                    Some(id) => self.segment_arrives(id, src_mac, &seg, tx),
-                    None => self.listen(src_mac, src, &seg, options_ok, tx),
+                    Some(id) => self.segment_arrives(id, src_mac, seg, tx),
+                    None => self.listen(src_mac, src, seg, options_ok, tx),
                 }
             }
             Ok(Ingress::ClosedPort { src_mac, src, seg }) => {

@@ -163,7 +163,7 @@ impl core::ops::BitOrAssign for Flags {
 mod options;
 
 use options::option_kind;
-pub use options::{parse_options, parse_options_into, Options, OptionsIter, SackBlocks, TcpOption};
+pub use options::{parse_options, Options, OptionsIter, SackBlocks, TcpOption};
 
 /// A view of a TCP segment.
 #[derive(Debug, Clone)]
