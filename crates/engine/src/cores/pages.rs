@@ -172,34 +172,27 @@ pub fn render_metrics(board: &Board, out: &mut [u8]) -> Option<usize> {
         .platform()
         .filter(|p| platform::plain(p.name()) && platform::plain(p.unit()))
     {
-        // Read every unit once, then write family by family (Prometheus wants a
-        // family's samples together).
-        let (prefix, unit) = (p.name(), p.unit());
-        let mut names: [&str; platform::COUNTERS_MAX] = [""; platform::COUNTERS_MAX];
-        let mut n_names = 0;
+        write_platform_metrics(p, &mut w)?;
+    }
+    Some(w.len)
+}
+
+/// The platform's counters as metrics, family by family: every unit read once
+/// ([`platform::Snapshot`]). Not inlined: the snapshot's arrays (~4 KiB) stay off the
+/// stack of a platform without counters (the kernel's).
+#[inline(never)]
+fn write_platform_metrics(p: &dyn platform::PlatformCounters, w: &mut Out<'_>) -> Option<()> {
+    let snap = platform::Snapshot::read(p);
+    let (prefix, unit) = (p.name(), p.unit());
+    for (j, name) in snap.names().iter().enumerate() {
+        writeln!(w, "# TYPE bareweb_{prefix}_{name} counter").ok()?;
         for i in 0..p.units() {
-            if let Some(u) = platform::read(p, i) {
-                for (name, _) in u.counters() {
-                    if !names[..n_names].contains(name) && n_names < names.len() {
-                        names[n_names] = name;
-                        n_names += 1;
-                    }
-                }
-            }
-        }
-        for name in &names[..n_names] {
-            writeln!(w, "# TYPE bareweb_{prefix}_{name} counter").ok()?;
-            for i in 0..p.units() {
-                let Some(u) = platform::read(p, i) else {
-                    continue;
-                };
-                if let Some((_, v)) = u.counters().iter().find(|(k, _)| k == name) {
-                    writeln!(w, "bareweb_{prefix}_{name}{{{unit}=\"{}\"}} {v}", u.id).ok()?;
-                }
+            if let Some((id, v)) = snap.get(i, j) {
+                writeln!(w, "bareweb_{prefix}_{name}{{{unit}=\"{id}\"}} {v}").ok()?;
             }
         }
     }
-    Some(w.len)
+    Some(())
 }
 
 /// Room reserved for the head in front of a rendered body.

@@ -83,6 +83,79 @@ pub fn write_json(p: &dyn PlatformCounters, w: &mut impl fmt::Write) -> fmt::Res
     w.write_str("]")
 }
 
+/// Units a [`Snapshot`] holds (more are read again for each counter that names them).
+pub const UNITS_CACHED: usize = 32;
+
+/// Every unit's counters read once (a system call per unit on the host), so that the
+/// metrics page can write them counter by counter (Prometheus wants each metric's samples
+/// together) without reading each unit once per counter. Fixed arrays: units past
+/// [`UNITS_CACHED`] are read again when asked for (correct, only slower).
+pub struct Snapshot<'a> {
+    p: &'a dyn PlatformCounters,
+    /// The counter names of every readable unit, in order of first appearance.
+    names: [&'static str; COUNTERS_MAX],
+    n_names: usize,
+    /// Per cached unit: its id, or `None` when it could not be read.
+    ids: [Option<u64>; UNITS_CACHED],
+    /// Per cached unit: the value of `names[j]`, and bit `j` of `has` says it has one.
+    vals: [[u64; COUNTERS_MAX]; UNITS_CACHED],
+    has: [u16; UNITS_CACHED],
+}
+
+impl<'a> Snapshot<'a> {
+    /// Reads every unit of `p` once (the cached ones for good, the others to learn their
+    /// names).
+    pub fn read(p: &'a dyn PlatformCounters) -> Snapshot<'a> {
+        let mut s = Snapshot {
+            p,
+            names: [""; COUNTERS_MAX],
+            n_names: 0,
+            ids: [None; UNITS_CACHED],
+            vals: [[0; COUNTERS_MAX]; UNITS_CACHED],
+            has: [0; UNITS_CACHED],
+        };
+        for i in 0..p.units() {
+            let Some(u) = read(p, i) else { continue };
+            for &(name, v) in u.counters() {
+                let j = match s.names[..s.n_names].iter().position(|n| *n == name) {
+                    Some(j) => j,
+                    None if s.n_names < COUNTERS_MAX => {
+                        s.names[s.n_names] = name;
+                        s.n_names += 1;
+                        s.n_names - 1
+                    }
+                    None => continue,
+                };
+                if let (Some(vals), Some(has)) = (s.vals.get_mut(i), s.has.get_mut(i)) {
+                    vals[j] = v;
+                    *has |= 1 << j;
+                }
+            }
+            if let Some(id) = s.ids.get_mut(i) {
+                *id = Some(u.id);
+            }
+        }
+        s
+    }
+
+    /// The counter names, in order of first appearance.
+    pub fn names(&self) -> &[&'static str] {
+        &self.names[..self.n_names]
+    }
+
+    /// Unit `i`'s id and its value of counter `names()[j]`, if it has one.
+    pub fn get(&self, i: usize, j: usize) -> Option<(u64, u64)> {
+        if i < UNITS_CACHED {
+            let id = self.ids[i]?;
+            return (self.has[i] & (1 << j) != 0).then(|| (id, self.vals[i][j]));
+        }
+        let name = *self.names().get(j)?;
+        let u = read(self.p, i)?;
+        let v = u.counters().iter().find(|(k, _)| *k == name)?.1;
+        Some((u.id, v))
+    }
+}
+
 /// Whether `name` can go into JSON and a metric name as it is.
 pub fn plain(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')

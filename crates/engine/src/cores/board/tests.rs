@@ -351,3 +351,57 @@ fn platform_counters_in_json_and_metrics() {
     let n = plain.render_json(&mut out).unwrap();
     assert!(!std::str::from_utf8(&out[..n]).unwrap().contains("xdp"));
 }
+
+/// 40 queues, two counters each, reads counted.
+#[derive(Debug)]
+struct ManyQueues(std::sync::atomic::AtomicUsize);
+
+impl PlatformCounters for ManyQueues {
+    fn name(&self) -> &'static str {
+        "xdp"
+    }
+    fn unit(&self) -> &'static str {
+        "queue"
+    }
+    fn units(&self) -> usize {
+        40
+    }
+    fn read(&self, i: usize, f: &mut dyn FnMut(&'static str, u64)) -> Option<u64> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        f("rx_dropped", i as u64 * 10);
+        f("tx_invalid", i as u64 * 10 + 1);
+        Some(i as u64)
+    }
+}
+
+#[test]
+fn metrics_read_each_platform_unit_once_and_group_each_family() {
+    use crate::cores::platform::UNITS_CACHED;
+    use std::sync::atomic::Ordering;
+    static M: ManyQueues = ManyQueues(std::sync::atomic::AtomicUsize::new(0));
+    let b = Board::new("single", &[Role::Single]).with_platform(Some(&M));
+    let mut out = [0u8; 65536];
+    let n = pages::render_metrics(&b, &mut out).unwrap();
+    let m = std::str::from_utf8(&out[..n]).unwrap();
+    // The cached units once each; the ones past the cache once for their names and once
+    // per counter.
+    let extra = 40 - UNITS_CACHED;
+    assert_eq!(M.0.load(Ordering::Relaxed), UNITS_CACHED + 3 * extra);
+    for (k, name) in ["rx_dropped", "tx_invalid"].iter().enumerate() {
+        let family = m
+            .split_once(&format!("# TYPE bareweb_xdp_{name} counter\n"))
+            .unwrap()
+            .1;
+        for i in 0..40u64 {
+            let line = format!(
+                "bareweb_xdp_{name}{{queue=\"{i}\"}} {}\n",
+                i * 10 + k as u64
+            );
+            let at = family
+                .find(&line)
+                .unwrap_or_else(|| panic!("{line} in {m}"));
+            // Together: no other family's header before this sample.
+            assert!(!family[..at].contains("# TYPE"), "{name} {i}");
+        }
+    }
+}
