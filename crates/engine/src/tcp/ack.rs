@@ -36,24 +36,7 @@ impl Connection {
             self.snd_una = ack;
             self.snd_wnd = u32::from(seg.window_len) << self.snd_shift;
             self.max_snd_wnd = self.max_snd_wnd.max(self.snd_wnd);
-            self.snd_wl1 = seg.seq_number;
-            self.snd_wl2 = ack;
-            self.timer = Timer::Idle;
-            // The first RTT sample: our timed SYN-ACK, or the ACK's timestamp echo.
-            let timed = self.rtt.on_ack(ack, now_ns);
-            if !timed {
-                self.ts_rtt_sample(seg_ts, now_ns);
-            }
-            // (The timed SYN-ACK's is the first sample: SRTT is it, in µs.)
-            let srtt = self.rtt.srtt_us;
-            self.cc.on_established(srtt, timed.then_some(srtt), now_ns);
-            if self.retries > 0 {
-                // RFC 6298 §5.7: the SYN-ACK timed out, so the RTO is re-initialised to
-                // 3 s when data transmission begins (no sample came: Karn).
-                self.rtt.reset_after_handshake_timeout();
-            }
-            self.retries = 0;
-            self.last_heard_ns = now_ns;
+            self.handshake_done(seg.seq_number, ack, seg_ts, now_ns);
             out.established = true;
         }
         if seq::gt(ack, self.snd_max) {
@@ -176,6 +159,37 @@ impl Connection {
     /// so Karn's ambiguity does not arise), with the gains divided by the samples expected
     /// per round trip (Appendix G). Used when the timed segment gave no sample: that one is
     /// measured in µs, the timestamp clock in ms.
+    /// What both opens do when the handshake completes (the peer's ACK of our SYN-ACK in
+    /// SYN-RECEIVED, the SYN-ACK in SYN-SENT), after the send window is set: the window
+    /// update's marks (SND.WL1/WL2), the first RTT sample (our timed SYN or SYN-ACK, else
+    /// the timestamp echo), the congestion controller's start from it, and RFC 6298 §5.7.
+    #[inline]
+    pub(super) fn handshake_done(
+        &mut self,
+        seg_seq: u32,
+        ack: u32,
+        seg_ts: Option<(u32, u32)>,
+        now_ns: u64,
+    ) {
+        self.snd_wl1 = seg_seq;
+        self.snd_wl2 = ack;
+        self.timer = Timer::Idle;
+        let timed = self.rtt.on_ack(ack, now_ns);
+        if !timed {
+            self.ts_rtt_sample(seg_ts, now_ns);
+        }
+        // (The timed segment's is the first sample: SRTT is it, in µs.)
+        let srtt = self.rtt.srtt_us;
+        self.cc.on_established(srtt, timed.then_some(srtt), now_ns);
+        if self.retries > 0 {
+            // RFC 6298 §5.7: the handshake timed out, so the RTO is re-initialised to 3 s
+            // when data transmission begins (no sample came: Karn).
+            self.rtt.reset_after_handshake_timeout();
+        }
+        self.retries = 0;
+        self.last_heard_ns = now_ns;
+    }
+
     pub(super) fn ts_rtt_sample(&mut self, seg_ts: Option<(u32, u32)>, now_ns: u64) {
         let Some((_, tsecr)) = seg_ts else {
             return;

@@ -138,22 +138,8 @@ impl Connection {
         self.mss = if self.ts_ok { mss - TS_OPTION_LEN } else { mss };
         self.snd_wnd = u32::from(seg.window_len); // never scaled in a SYN
         self.max_snd_wnd = self.snd_wnd;
-        self.snd_wl1 = seg.seq_number;
-        self.snd_wl2 = ack;
-        self.timer = Timer::Idle;
         self.cc = Congestion::new(self.mss, self.iss, self.cc.algorithm());
-        let timed = self.rtt.on_ack(ack, now_ns);
-        if !timed {
-            self.ts_rtt_sample(o.timestamps, now_ns);
-        }
-        let srtt = self.rtt.srtt_us;
-        self.cc.on_established(srtt, timed.then_some(srtt), now_ns);
-        if self.retries > 0 {
-            // RFC 6298 §5.7: the SYN timed out; the RTO starts data transmission at 3 s.
-            self.rtt.reset_after_handshake_timeout();
-        }
-        self.retries = 0;
-        self.last_heard_ns = now_ns;
+        self.handshake_done(seg.seq_number, ack, o.timestamps, now_ns);
         self.ack_pending = true; // carried by the first data segment, or sent bare
         out
     }
