@@ -538,7 +538,7 @@ fn run<N: HostQueue>(
         cfg.target.addr.port(),
         slots,
     );
-    c.gateway = a.udp.gw.map(|g| Ipv4Address(g.octets()));
+    c.link.gateway = a.udp.gw.map(|g| Ipv4Address(g.octets()));
     c.stall_ns = (cfg.timeout * 1e9) as u64;
     // One key per boot and a clock from boot: a run's ISNs and timestamps follow on from
     // the last run's, whose connections a kernel server may still hold in TIME-WAIT on

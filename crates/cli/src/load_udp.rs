@@ -228,6 +228,7 @@ fn bare(
     urls: Vec<UdpUrl>,
     load: Config,
 ) -> Result<UdpReport, String> {
+    use bareweb_engine::iface::ClientLink;
     use bareweb_engine::nic::Clock;
     use bareweb_engine::udp::bare::{BareClient, BareConfig};
     use bareweb_engine::wire::Ipv4Address;
@@ -242,12 +243,14 @@ fn bare(
     let mac = crate::load_bare::client_mac(a);
     let mut nic = crate::load_bare::open_tap(tap, mac)?;
     let mut client = BareClient::new(BareConfig {
-        mac,
-        ip: cidr.addr(),
-        prefix_len: cidr.prefix,
-        gateway: a.udp.gw.map(|g| Ipv4Address(g.octets())),
-        server: Ipv4Address(target.addr.ip().octets()),
-        port: target.addr.port(),
+        link: ClientLink {
+            mac,
+            ip: cidr.addr(),
+            prefix_len: cidr.prefix,
+            gateway: a.udp.gw.map(|g| Ipv4Address(g.octets())),
+            server: Ipv4Address(target.addr.ip().octets()),
+            port: target.addr.port(),
+        },
         host: target.host.clone(),
         paths: urls.into_iter().map(|u| u.path).collect(),
         load,

@@ -9,6 +9,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use bareweb_engine::nic::Clock;
+use bareweb_engine::iface::ClientLink;
 use bareweb_engine::udp::bare::{BareClient, BareConfig};
 use bareweb_engine::udp::client::Timing;
 use bareweb_engine::udp::load::{Config, Counters, Schedule};
@@ -55,12 +56,14 @@ pub fn run<D: Driver>(s: &Settings, clock: TscClock, mut nics: Vec<D>) -> ! {
     };
     let paths: Vec<String> = c.paths().map(String::from).collect();
     let mut client = BareClient::new(BareConfig {
-        mac: nic.mac(),
-        ip: s.ip,
-        prefix_len: s.prefix,
-        gateway: s.gateway,
-        server,
-        port,
+        link: ClientLink {
+            mac: nic.mac(),
+            ip: s.ip,
+            prefix_len: s.prefix,
+            gateway: s.gateway,
+            server,
+            port,
+        },
         host: format!("{server}:{port}"),
         paths,
         load,

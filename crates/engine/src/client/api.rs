@@ -1,6 +1,7 @@
 //! The client's public types: where it is ([`Config`]), how a fetch ends ([`End`],
 //! [`Failure`]), what its owner hears ([`Handler`]) and its [`Counters`].
 
+use crate::iface::ClientLink;
 use crate::wire::{EthernetAddress, Ipv4Address};
 
 use super::{REQUEST_MAX, RX_WINDOW};
@@ -8,18 +9,8 @@ use super::{REQUEST_MAX, RX_WINDOW};
 /// Where the client is and whom it asks.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// The client's MAC (its NIC's).
-    pub mac: EthernetAddress,
-    /// The client's address.
-    pub ip: Ipv4Address,
-    /// Prefix length of the link.
-    pub prefix_len: u8,
-    /// The router, for a server off the link.
-    pub gateway: Option<Ipv4Address>,
-    /// The server.
-    pub server: Ipv4Address,
-    /// The server's TCP port.
-    pub port: u16,
+    /// The client's place on its link and the server (its TCP port).
+    pub link: ClientLink,
     /// Slots: fetches that may be in progress at once.
     pub slots: usize,
     /// TCBs (at least `slots`; more let closing connections linger while their slots go
@@ -60,12 +51,14 @@ impl Config {
         slots: usize,
     ) -> Config {
         Config {
-            mac,
-            ip,
-            prefix_len,
-            gateway: None,
-            server,
-            port,
+            link: ClientLink {
+                mac,
+                ip,
+                prefix_len,
+                gateway: None,
+                server,
+                port,
+            },
             slots,
             tcbs: 2 * slots.max(1),
             ports: (32_768, 60_999),

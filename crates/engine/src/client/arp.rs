@@ -7,10 +7,7 @@ use crate::wire::{ArpOperation, ArpPacket, ArpRepr, Ipv4Address};
 
 impl Client {
     pub(super) fn next_hop(&self) -> Ipv4Address {
-        match self.cfg.gateway {
-            Some(g) if !self.cfg.server.in_subnet(self.cfg.ip, self.cfg.prefix_len) => g,
-            _ => self.cfg.server,
-        }
+        self.cfg.link.next_hop()
     }
 
     pub(super) fn arp_request<T: TxRing>(&mut self, tx: &mut T) {
@@ -31,7 +28,7 @@ impl Client {
         if r.source_protocol_addr == self.next_hop() && r.operation == ArpOperation::Reply {
             self.next_hop_mac = Some(r.source_hardware_addr);
         }
-        if r.operation == ArpOperation::Request && r.target_protocol_addr == self.cfg.ip {
+        if r.operation == ArpOperation::Request && r.target_protocol_addr == self.cfg.link.ip {
             let sent = self.egress.arp_reply(tx, r.source_hardware_addr, &r);
             self.count(sent);
         }

@@ -36,7 +36,7 @@ impl Client {
         let mut n = 0;
         while let Some(&idx) = self.live.last() {
             let t = &self.tcbs[idx as usize];
-            let rst = egress::reset(t.port, self.cfg.port, t.tcp.snd_nxt(), None);
+            let rst = egress::reset(t.port, self.cfg.link.port, t.tcp.snd_nxt(), None);
             self.bare(&rst, tx);
             self.free_tcb(idx);
             n += 1;

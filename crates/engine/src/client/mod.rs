@@ -136,14 +136,7 @@ pub struct Client {
 impl Client {
     /// A client; allocates every table now.
     pub fn new(cfg: Config) -> Client {
-        let iface = Interface {
-            mac: cfg.mac,
-            ip: cfg.ip,
-            prefix_len: cfg.prefix_len,
-            gateway: cfg.gateway.is_some(),
-            port: 0,
-            udp_port: None,
-        };
+        let iface = cfg.link.interface();
         let slots = cfg.slots.max(1);
         let n = cfg.tcbs.max(slots);
         let free_tcb = Tcb {
@@ -312,8 +305,8 @@ impl Client {
             return true;
         };
         self.free.pop();
-        let local = (self.cfg.ip.0, port);
-        let remote = (self.cfg.server.0, self.cfg.port);
+        let local = (self.cfg.link.ip.0, port);
+        let remote = (self.cfg.link.server.0, self.cfg.link.port);
         let (iss, ts_offset) = self.isn.isn_and_ts_offset(local, remote, now);
         let mut tcp = Connection::connect(iss, now).with_ts_offset(ts_offset);
         tcp.offer_rcv_shift(window_shift(self.cfg.rx_window));
@@ -425,7 +418,7 @@ impl Client {
                 }
                 TimerAction::Abort { seq } => {
                     let t = &self.tcbs[idx as usize];
-                    let rst = egress::reset(t.port, self.cfg.port, seq, None);
+                    let rst = egress::reset(t.port, self.cfg.link.port, seq, None);
                     self.bare(&rst, tx);
                     self.fail(idx, Failure::Stalled, now, h);
                     self.free_tcb(idx);
@@ -520,7 +513,7 @@ impl Client {
     ) {
         if let Ok(eth) = EthernetFrame::new_checked(bytes) {
             if eth.ethertype() == EtherType::Arp
-                && (eth.dst_addr() == self.cfg.mac || eth.dst_addr().is_broadcast())
+                && (eth.dst_addr() == self.cfg.link.mac || eth.dst_addr().is_broadcast())
             {
                 self.arp(&bytes[ethernet::HEADER_LEN..], tx);
                 return;
@@ -528,7 +521,7 @@ impl Client {
         }
         match ingress_offloaded(&self.iface, bytes, trusted) {
             Ingress::ClosedPort { src, seg, .. }
-                if src == self.cfg.server && seg.src_port == self.cfg.port =>
+                if src == self.cfg.link.server && seg.src_port == self.cfg.link.port =>
             {
                 let idx = self.port_tcb[usize::from(seg.dst_port)];
                 if idx == 0 {
@@ -736,7 +729,7 @@ impl Client {
         let t = &mut self.tcbs[idx as usize];
         let repr = t
             .tcp
-            .header(seg, t.port, self.cfg.port, self.cfg.rx_window, now);
+            .header(seg, t.port, self.cfg.link.port, self.cfg.rx_window, now);
         let mut head: &[u8] = &[];
         if seg.len > 0 {
             // Only the slot's request is ever queued, and only while the slot holds it.
@@ -753,7 +746,7 @@ impl Client {
         let out = TcpOut {
             repr,
             dst_mac: mac,
-            dst: self.cfg.server,
+            dst: self.cfg.link.server,
             head,
             body: &[],
             body_sum: 0,
@@ -767,7 +760,7 @@ impl Client {
         let Some(mac) = self.next_hop_mac else {
             return;
         };
-        let sent = self.egress.tcp_bare(tx, mac, self.cfg.server, rst);
+        let sent = self.egress.tcp_bare(tx, mac, self.cfg.link.server, rst);
         if self.count(sent) {
             self.counters.resets_sent += 1;
         }

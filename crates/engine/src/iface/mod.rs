@@ -38,3 +38,44 @@ pub struct Interface {
     /// The UDP port of the stateless protocol (`crate::udp`), if served.
     pub udp_port: Option<u16>,
 }
+
+/// A client's place on its link and the server it talks to: what the engine's two load
+/// clients (TCP, `crate::client`; the stateless protocol's, `crate::udp::bare`) share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientLink {
+    /// The client's MAC (its NIC's).
+    pub mac: EthernetAddress,
+    /// The client's address.
+    pub ip: Ipv4Address,
+    /// Prefix length of the link.
+    pub prefix_len: u8,
+    /// The router, for a server off the link.
+    pub gateway: Option<Ipv4Address>,
+    /// The server.
+    pub server: Ipv4Address,
+    /// The server's port (TCP or UDP).
+    pub port: u16,
+}
+
+impl ClientLink {
+    /// The interface the client sends from (it serves no port).
+    pub fn interface(&self) -> Interface {
+        Interface {
+            mac: self.mac,
+            ip: self.ip,
+            prefix_len: self.prefix_len,
+            gateway: self.gateway.is_some(),
+            port: 0,
+            udp_port: None,
+        }
+    }
+
+    /// Where the client's frames go, and whom it asks ARP for: the server, or the router
+    /// for a server off the link.
+    pub fn next_hop(&self) -> Ipv4Address {
+        match self.gateway {
+            Some(g) if !self.server.in_subnet(self.ip, self.prefix_len) => g,
+            _ => self.server,
+        }
+    }
+}

@@ -20,7 +20,7 @@ use super::client::Sink;
 use super::load::{Config, Load, Outcome};
 use super::wire::{write_request, Start, MAX_REQUEST, PAD_TO};
 use crate::iface::egress::{self, Egress};
-use crate::iface::Interface;
+use crate::iface::ClientLink;
 use crate::nic::{Nic, RxFrame, RxRing, TxRing};
 use crate::wire::{
     ethernet, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame,
@@ -30,18 +30,8 @@ use crate::wire::{
 /// Where the client is and what it asks for.
 #[derive(Debug, Clone)]
 pub struct BareConfig {
-    /// The client's MAC (its NIC's).
-    pub mac: EthernetAddress,
-    /// The client's address and prefix.
-    pub ip: Ipv4Address,
-    /// Prefix length of the link.
-    pub prefix_len: u8,
-    /// The router, for a server off the link.
-    pub gateway: Option<Ipv4Address>,
-    /// The server.
-    pub server: Ipv4Address,
-    /// The server's UDP port.
-    pub port: u16,
+    /// The client's place on its link and the server (its UDP port).
+    pub link: ClientLink,
     /// The `Host` field.
     pub host: String,
     /// Paths, fetched round robin.
@@ -112,17 +102,9 @@ pub struct BareClient {
 impl BareClient {
     /// A client; allocates its tables now.
     pub fn new(cfg: BareConfig) -> BareClient {
-        let iface = Interface {
-            mac: cfg.mac,
-            ip: cfg.ip,
-            prefix_len: cfg.prefix_len,
-            gateway: cfg.gateway.is_some(),
-            port: 0,
-            udp_port: None,
-        };
         let slots = cfg.load.slots.max(1);
         BareClient {
-            egress: Egress::new(&iface),
+            egress: Egress::new(&cfg.link.interface()),
             next_hop_mac: None,
             next_arp_ns: 0,
             load: None,
@@ -160,10 +142,7 @@ impl BareClient {
     }
 
     fn next_hop(&self) -> Ipv4Address {
-        match self.cfg.gateway {
-            Some(g) if !self.cfg.server.in_subnet(self.cfg.ip, self.cfg.prefix_len) => g,
-            _ => self.cfg.server,
-        }
+        self.cfg.link.next_hop()
     }
 
     /// One round: receive and handle a burst, start what the schedule says, run timeouts,
@@ -285,10 +264,16 @@ impl BareClient {
         ) else {
             return;
         };
-        let ports = (self.slot_port[i as usize], self.cfg.port);
-        let sent = self
-            .egress
-            .udp(tx, mac, self.cfg.server, ports, &[&self.req[..n]], &[], 0);
+        let ports = (self.slot_port[i as usize], self.cfg.link.port);
+        let sent = self.egress.udp(
+            tx,
+            mac,
+            self.cfg.link.server,
+            ports,
+            &[&self.req[..n]],
+            &[],
+            0,
+        );
         self.count(sent);
     }
 
@@ -315,7 +300,7 @@ impl BareClient {
             self.frames.ignored += 1;
             return;
         };
-        if eth.dst_addr() != self.cfg.mac && !eth.dst_addr().is_broadcast() {
+        if eth.dst_addr() != self.cfg.link.mac && !eth.dst_addr().is_broadcast() {
             self.frames.ignored += 1;
             return;
         }
@@ -338,7 +323,7 @@ impl BareClient {
         if r.source_protocol_addr == self.next_hop() && r.operation == ArpOperation::Reply {
             self.next_hop_mac = Some(r.source_hardware_addr);
         }
-        if r.operation == ArpOperation::Request && r.target_protocol_addr == self.cfg.ip {
+        if r.operation == ArpOperation::Request && r.target_protocol_addr == self.cfg.link.ip {
             let sent = self.egress.arp_reply(tx, r.source_hardware_addr, &r);
             self.count(sent);
         }
@@ -351,20 +336,20 @@ impl BareClient {
         };
         let ok = !ip.is_fragment()
             && ip.verify_checksum()
-            && ip.dst_addr() == self.cfg.ip
-            && ip.src_addr() == self.cfg.server
+            && ip.dst_addr() == self.cfg.link.ip
+            && ip.src_addr() == self.cfg.link.server
             && ip.next_header() == IpProtocol::Udp;
         let body = payload
             .get(usize::from(ip.header_len())..usize::from(ip.total_len()))
             .unwrap_or(&[]);
         let udp = match UdpPacket::new_checked(body) {
-            Ok(u) if ok && u.src_port() == self.cfg.port => u,
+            Ok(u) if ok && u.src_port() == self.cfg.link.port => u,
             _ => {
                 self.frames.ignored += 1;
                 return;
             }
         };
-        if !udp.verify_checksum(self.cfg.server, self.cfg.ip) {
+        if !udp.verify_checksum(self.cfg.link.server, self.cfg.link.ip) {
             self.frames.ignored += 1;
             return;
         }

@@ -61,12 +61,14 @@ impl Clock for Manual {
 
 fn client(paths: &[&str], schedule: Schedule, slots: usize, requests: u64) -> BareClient {
     BareClient::new(BareConfig {
-        mac: CLIENT_MAC,
-        ip: CLIENT_IP,
-        prefix_len: 24,
-        gateway: None,
-        server: SERVER_IP,
-        port: 8081,
+        link: ClientLink {
+            mac: CLIENT_MAC,
+            ip: CLIENT_IP,
+            prefix_len: 24,
+            gateway: None,
+            server: SERVER_IP,
+            port: 8081,
+        },
         host: "10.0.0.2:8081".into(),
         paths: paths.iter().map(|p| String::from(*p)).collect(),
         load: Config {
