@@ -92,19 +92,11 @@ pub struct XdpQueueArg {
 impl std::str::FromStr for XdpQueueArg {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let (name, queue) = match s.split_once(':') {
-            Some((n, q)) => {
-                let q = q
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|q| *q < 256)
-                    .ok_or_else(|| format!("{q:?} is not a queue number (0 to 255)"))?;
-                (n, q)
-            }
-            None => (s, 0),
-        };
-        let iface = crate::opts::ifname(name)?;
-        Ok(XdpQueueArg { iface, queue })
+        let (iface, queue) = crate::opts::ifname_and_number(s, "a queue number", 0..=255)?;
+        Ok(XdpQueueArg {
+            iface,
+            queue: queue.unwrap_or(0),
+        })
     }
 }
 

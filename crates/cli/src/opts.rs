@@ -656,6 +656,29 @@ pub fn kernel_words(s: &str) -> Result<String, String> {
     Ok(s.trim().to_string())
 }
 
+/// `IFACE[:N]`: an interface name ([`ifname`]) and, after a colon, a number in `range`
+/// (`what` names it in the error: "a queue number").
+pub fn ifname_and_number(
+    s: &str,
+    what: &str,
+    range: std::ops::RangeInclusive<u32>,
+) -> Result<(String, Option<u32>), String> {
+    let (name, n) = match s.split_once(':') {
+        Some((name, n)) => {
+            let n = n
+                .parse::<u32>()
+                .ok()
+                .filter(|n| range.contains(n))
+                .ok_or_else(|| {
+                    format!("{n:?} is not {what} ({} to {})", range.start(), range.end())
+                })?;
+            (name, Some(n))
+        }
+        None => (s, None),
+    };
+    Ok((ifname(name)?, n))
+}
+
 /// A network interface name as Linux takes it: 1 to 15 bytes, no `/`, `:`, `,` or space.
 pub fn ifname(s: &str) -> Result<String, String> {
     if s.is_empty()
@@ -686,6 +709,29 @@ pub fn kernel_settings(line: &str) -> Result<kernel_cmdline::Settings, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn xdp_interface_and_queue_arguments() {
+        use crate::load_udp::XdpQueueArg;
+        use crate::serve_xdp::XdpArg;
+        let q = |s: &str| s.parse::<XdpQueueArg>().map(|a| (a.iface, a.queue));
+        assert_eq!(q("xc0"), Ok(("xc0".into(), 0)));
+        assert_eq!(q("xc0:255"), Ok(("xc0".into(), 255)));
+        assert_eq!(
+            q("xc0:256"),
+            Err("\"256\" is not a queue number (0 to 255)".into())
+        );
+        let n = |s: &str| s.parse::<XdpArg>().map(|a| (a.iface, a.queues));
+        assert_eq!(n("eth1"), Ok(("eth1".into(), None)));
+        assert_eq!(n("eth1:4"), Ok(("eth1".into(), Some(4))));
+        assert_eq!(
+            n("eth1:0"),
+            Err("\"0\" is not a queue count (1 to 256)".into())
+        );
+        for bad in ["", ":2", "a/b:1", "eth1:-1", "eth1:x", "sixteen-bytes-xx:1"] {
+            assert!(n(bad).is_err() && q(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn addresses_are_parsed_strictly() {

@@ -27,18 +27,7 @@ pub struct XdpArg {
 impl std::str::FromStr for XdpArg {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let (name, queues) = match s.split_once(':') {
-            Some((n, q)) => {
-                let q = q
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|q| (1..=256).contains(q))
-                    .ok_or_else(|| format!("{q:?} is not a queue count (1 to 256)"))?;
-                (n, Some(q))
-            }
-            None => (s, None),
-        };
-        let iface = crate::opts::ifname(name)?;
+        let (iface, queues) = crate::opts::ifname_and_number(s, "a queue count", 1..=256)?;
         Ok(XdpArg { iface, queues })
     }
 }
