@@ -163,7 +163,7 @@ impl Connection {
     /// SYN-RECEIVED, the SYN-ACK in SYN-SENT), after the send window is set: the window
     /// update's marks (SND.WL1/WL2), the first RTT sample (our timed SYN or SYN-ACK, else
     /// the timestamp echo), the congestion controller's start from it, and RFC 6298 §5.7.
-    #[inline]
+    #[inline(always)]
     pub(super) fn handshake_done(
         &mut self,
         seg_seq: u32,
