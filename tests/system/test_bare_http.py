@@ -106,13 +106,16 @@ def test_bare_client_fetches_and_verifies():
                                  "--verify", SITE).stdout)
         rate = json.loads(b.bare(f"{url}/files/4k.html", "--rate", "200", "--fetches", "100",
                                  "--verify", SITE).stdout)
+        # Polling the TAP between frames instead of sleeping: the same fetches, all good.
+        spun = json.loads(b.bare(*files, "--parallel", "2", "--fetches", "60", "-k",
+                                 "--spin-us", "100", "--verify", SITE).stdout)
         # The same load from the socket client, through the namespace's own stack.
         sock = json.loads(b.ns.run(BIN, "load", f"{url}/files/4k.html", "--parallel", "4",
                                    "--fetches", "200", "--verify", SITE, "--json", "-q",
                                    timeout=60).stdout)
     finally:
         b.close()
-    print(per_conn, kept, rate, sock)
+    print(per_conn, kept, rate, spun, sock)
     # One report shape for both clients (the bench parses both with one code).
     assert set(per_conn) == set(sock), set(per_conn) ^ set(sock)
     assert per_conn["client"] == "bare-tap" and sock["client"] == "socket"
@@ -127,6 +130,8 @@ def test_bare_client_fetches_and_verifies():
     assert kept["fetches_ok"] == 30 and kept["errors_total"] == 0, kept
     assert kept["connections"] == 2 and kept["connect"]["count"] == 2, kept
     assert rate["fetches_ok"] == 100 and rate["errors_total"] == 0, rate
+    assert spun["fetches_ok"] == 60 and spun["errors_total"] == 0, spun
+    assert spun["connections"] == 2, spun
     assert rate["mode"].startswith("rate 200"), rate
     assert sock["fetches"] == 200, sock
 

@@ -83,7 +83,17 @@ pub fn load(a: &LoadArgs, cfg: &LoadConfig) -> Result<(), String> {
     }
     let queue = tap_queue_bytes(tap, !a.udp.no_offload);
     let link = format!("TAP {tap}");
-    let mut report = run(&mut nic, mac, "bare-tap", &link, Some(queue), a, cfg)?;
+    let spin_ns = a.udp.spin_us.unwrap_or(SPIN_US_DEFAULT) * 1000;
+    let mut report = run(
+        &mut nic,
+        mac,
+        "bare-tap",
+        &link,
+        Some(queue),
+        spin_ns,
+        a,
+        cfg,
+    )?;
     let c = nic.rx_offload_counts();
     report.offloaded_frames = c.gso_frames;
     if !a.quiet && !a.udp.no_offload {
@@ -144,6 +154,7 @@ fn load_xdp(a: &LoadArgs, cfg: &LoadConfig, x: &XdpQueueArg) -> Result<(), Strin
         "bare-xdp",
         &format!("{iface} (AF_XDP)"),
         None,
+        a.udp.spin_us.unwrap_or(SPIN_US_DEFAULT) * 1000,
         a,
         cfg,
     );
@@ -488,14 +499,23 @@ pub(crate) fn rx_window(queue: u64, slots: usize) -> u32 {
     (queue / 2 / slots.max(1) as u64).clamp(65_535, 1 << 20) as u32
 }
 
+/// `--spin-us`'s default: sleep at once, as the socket clients (`bareweb load`, wrk) do in
+/// `epoll_wait`. Polling instead (the bench's client kind `bare-tap-spin`) spares a server
+/// the client's wake-ups but changes a kernel server's receive batching: measured, and why,
+/// in docs/performance.md ("A client that polls").
+const SPIN_US_DEFAULT: u64 = 0;
+
 /// The load run on `nic`; `queue`: what the link's queue to us holds (bytes), which sets
-/// the receive window ([`rx_window`]; `None`: the engine's 64 KiB default).
+/// the receive window ([`rx_window`]; `None`: the engine's 64 KiB default); `spin_ns`:
+/// how long to poll for a frame while fetches are in flight before sleeping.
+#[allow(clippy::too_many_arguments)]
 fn run<N: HostQueue>(
     nic: &mut N,
     mac: EthernetAddress,
     kind: &str,
     link: &str,
     queue: Option<u64>,
+    spin_ns: u64,
     a: &LoadArgs,
     cfg: &LoadConfig,
 ) -> Result<Report, String> {
@@ -605,6 +625,7 @@ fn run<N: HostQueue>(
     let mut next_progress = start + 1_000_000_000;
     let mut next_scan = start;
     let mut last = (start, 0u64);
+    let mut last_work = start;
     let end = loop {
         let now = clock.now_ns();
         let mut worked = l.client.poll(nic, now, &mut l.h);
@@ -674,7 +695,12 @@ fn run<N: HostQueue>(
             last = (now, t.fetches);
             next_progress += 1_000_000_000;
         }
-        if !worked {
+        if worked {
+            last_work = now;
+        } else if l.h.in_flight > 0 && now.saturating_sub(last_work) < spin_ns {
+            // A frame is due: poll again rather than sleep (`--spin-us`).
+            std::hint::spin_loop();
+        } else {
             let mut wake = (now + 1_000_000)
                 .min(next_progress)
                 .min(end_ns)

@@ -74,6 +74,15 @@ pub struct UdpLoadArgs {
     /// process on it: no operating system at all in the client.
     #[arg(long, requires = "tap")]
     pub kernel: bool,
+    /// The bare HTTP client: while fetches are in flight and nothing arrives, poll the
+    /// link for up to US microseconds before sleeping [0: sleep at once, as the socket
+    /// clients do]. A sleeping client is woken by the server's frames, and that wake-up
+    /// (on a virtual machine an inter-processor interrupt, a VM exit) is paid in the
+    /// server's context; a polling one sends each request as soon as a response is in,
+    /// which a kernel server may then receive in smaller batches.
+    #[arg(long, value_name = "US", requires = "bare_link", conflicts_with_all = ["udp", "kernel"],
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub spin_us: Option<u64>,
     /// The bare HTTP client's TAP takes no receive offloads: every frame it reads is one
     /// segment of at most 1514 bytes with a complete checksum, verified (the kernel cuts
     /// a server's TSO/GSO super-frames for it, in the server's context). By default it

@@ -1,7 +1,9 @@
 //! Client kinds `bare-tap` and `bare-xdp` (issue 18): the bare HTTP load client, `bareweb
 //! load URL --tap NAME --ip A/N` and `bareweb load URL --xdp IFACE --ip A/N`, whose TCP is
-//! the engine's own, so the client's protocol work stays in the client's process. This
-//! module owns the link each needs to every server and the client's command line.
+//! the engine's own, so the client's protocol work stays in the client's process; and
+//! `bare-tap-spin`, the same client on the same TAP polling its link while fetches are in
+//! flight instead of sleeping (`--spin-us` [`SPIN_US`]). This module owns the link each
+//! needs to every server and the client's command line.
 //!
 //! Topology. Every server kind ends in one device in the client namespace `C` that leads
 //! to it ([`super::servers::Instance::link`]): the client end of a kernel server's or
@@ -10,7 +12,8 @@
 //! bridge in `C`, moves `C`'s own address (10.77.`net`.1, the socket clients' source) from
 //! the device to the bridge, and adds one port per bare client:
 //!
-//! - `bare-tap`: a TAP (`TAG`ct) the client opens; it answers for 10.77.`net`.3.
+//! - `bare-tap` and `bare-tap-spin`: a TAP (`TAG`ct) the client opens; it answers for
+//!   10.77.`net`.3 (the two kinds run one after the other, never at once).
 //! - `bare-xdp`: a veth pair in `C`, `TAG`xa (the client's AF_XDP socket, no address) and
 //!   `TAG`xb (the bridge port, transmit checksums off so every frame reaching the client's
 //!   socket carries a complete checksum, as on a wire); it answers for 10.77.`net`.4.
@@ -44,12 +47,22 @@ use super::topo::sh;
 
 /// The bare client on a TAP.
 pub const BARE_TAP: &str = "bare-tap";
+/// The bare client on a TAP, polling its link while fetches are in flight.
+pub const BARE_TAP_SPIN: &str = "bare-tap-spin";
 /// The bare client on AF_XDP.
 pub const BARE_XDP: &str = "bare-xdp";
+/// `--spin-us` of `bare-tap-spin`: under load a frame comes every few microseconds and a
+/// response within a round trip of tens, so the client does not sleep while it waits.
+pub const SPIN_US: u64 = 100;
 
 /// Whether `client` is one of the bare client kinds.
 pub fn is_bare(client: &str) -> bool {
-    client == BARE_TAP || client == BARE_XDP
+    client == BARE_TAP || client == BARE_TAP_SPIN || client == BARE_XDP
+}
+
+/// Whether `client` is a bare client on the TAP.
+fn on_tap(client: &str) -> bool {
+    client == BARE_TAP || client == BARE_TAP_SPIN
 }
 
 /// The devices of the bare clients in one instance's client namespace.
@@ -148,7 +161,7 @@ pub fn attach(inst: &mut Instance, tag: &str, net: u8, kinds: &[String]) -> Resu
             "net.bridge.bridge-nf-call-arptables=0",
         ])?;
     }
-    if kinds.iter().any(|k| k == BARE_TAP) {
+    if kinds.iter().any(|k| on_tap(k)) {
         ip(&["tuntap", "add", "dev", &l.tap, "mode", "tap"])?;
         ip(&["link", "set", &l.tap, "master", &l.bridge])?;
         ip(&["link", "set", &l.tap, "up"])?;
@@ -180,6 +193,9 @@ pub fn args(client: &str, l: &Links, socket: &[String]) -> Vec<String> {
     let mut a = socket.to_vec();
     a.extend(l.device_args(client));
     a.extend(["--ip".into(), l.client_ip(client)]);
+    if client == BARE_TAP_SPIN {
+        a.extend(["--spin-us".into(), SPIN_US.to_string()]);
+    }
     a
 }
 
@@ -230,5 +246,9 @@ mod tests {
         assert_eq!(a[a.len() - 4..], ["--tap", "t0ct", "--ip", "10.77.5.3/24"]);
         let x = args(BARE_XDP, &l, &socket);
         assert_eq!(x[x.len() - 4..], ["--xdp", "t0xa", "--ip", "10.77.5.4/24"]);
+        // The polling kind: bare-tap's TAP and address, and --spin-us.
+        let s = args(BARE_TAP_SPIN, &l, &socket);
+        assert_eq!(s[..a.len()], a[..]);
+        assert_eq!(s[a.len()..], ["--spin-us", "100"]);
     }
 }

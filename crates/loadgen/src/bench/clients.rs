@@ -14,6 +14,8 @@
 //!   engine's own TCP, one thread) on a port of its own bridged to the server's link
 //!   ([`super::bare`], which also says who pays for what); every kind of point. Its
 //!   `--json-out` report is the socket client's [`Report`], read by the same code.
+//! - `bare-tap-spin`: `bare-tap` polling its TAP while fetches are in flight (`--spin-us`)
+//!   instead of sleeping between frames (docs/performance.md, "A client that polls").
 
 use std::path::Path;
 use std::process::Command;
@@ -27,10 +29,10 @@ pub const LOAD: &str = "load";
 /// wrk.
 pub const WRK: &str = "wrk";
 
-pub use super::bare::{BARE_TAP, BARE_XDP};
+pub use super::bare::{BARE_TAP, BARE_TAP_SPIN, BARE_XDP};
 
 /// Every client kind this harness knows.
-pub const KNOWN: &[&str] = &[LOAD, WRK, BARE_TAP, BARE_XDP];
+pub const KNOWN: &[&str] = &[LOAD, WRK, BARE_TAP, BARE_TAP_SPIN, BARE_XDP];
 
 /// Checks a scenario's client list: known, and installed (`help`: the text of `bareweb
 /// load --help`, which names the bare client's device options when it has them).
@@ -38,8 +40,12 @@ pub fn check(clients: &[String], help: &str) -> Result<(), String> {
     for c in clients {
         match c.as_str() {
             LOAD => {}
-            BARE_TAP | BARE_XDP => {
-                let opt = if c == BARE_TAP { "--tap" } else { "--xdp" };
+            BARE_TAP | BARE_TAP_SPIN | BARE_XDP => {
+                let opt = match c.as_str() {
+                    BARE_TAP => "--tap",
+                    BARE_TAP_SPIN => "--spin-us",
+                    _ => "--xdp",
+                };
                 if !help.contains(opt) {
                     return Err(format!(
                         "client kind {c}: this bareweb's `load` has no {opt} (the bare client)"
@@ -87,7 +93,7 @@ pub fn of(clients: &[String]) -> Vec<String> {
 pub fn fits(client: &str, p: &Point) -> bool {
     match client {
         WRK => p.kind == Kind::Parallel,
-        BARE_TAP | BARE_XDP => super::bare::fits(p),
+        BARE_TAP | BARE_TAP_SPIN | BARE_XDP => super::bare::fits(p),
         _ => true,
     }
 }
@@ -119,6 +125,7 @@ pub fn describe(client: &str) -> &'static str {
     match client {
         WRK => "wrk 4 (`-t1 -cN`, one thread, kernel sockets)",
         BARE_TAP => "the bare client `bareweb load --tap` (the engine's TCP, one thread, a TAP bridged to the server's link)",
+        BARE_TAP_SPIN => "the bare client `bareweb load --tap --spin-us 100` (as bare-tap, polling its TAP while fetches are in flight instead of sleeping)",
         BARE_XDP => "the bare client `bareweb load --xdp` (the engine's TCP, one thread, AF_XDP on a veth bridged to the server's link)",
         _ => "`bareweb load` (one epoll thread, kernel sockets)",
     }
@@ -316,5 +323,15 @@ mod tests {
         let e = check(&[BARE_XDP.into()], help).unwrap_err();
         assert!(e.contains("--xdp"), "{e}");
         assert!(check(&[BARE_TAP.into()], "").is_err());
+        // The polling kind pairs and fits as bare-tap does, and wants a client that polls.
+        assert_eq!(
+            base_for("nginx", "bareweb+bare-tap-spin"),
+            "nginx+bare-tap-spin"
+        );
+        assert_eq!(client_of("bareweb+bare-tap-spin"), Some(BARE_TAP_SPIN));
+        assert!(fits(BARE_TAP_SPIN, &p));
+        let e = check(&[BARE_TAP_SPIN.into()], help).unwrap_err();
+        assert!(e.contains("--spin-us"), "{e}");
+        assert!(check(&[BARE_TAP_SPIN.into()], "  --tap <NAME>\n  --spin-us <US>").is_ok());
     }
 }
