@@ -131,7 +131,7 @@ def test_bare_client_fetches_and_verifies():
     assert kept["connections"] == 2 and kept["connect"]["count"] == 2, kept
     assert rate["fetches_ok"] == 100 and rate["errors_total"] == 0, rate
     assert spun["fetches_ok"] == 60 and spun["errors_total"] == 0, spun
-    assert spun["connections"] == 2, spun
+    assert spun["connections"] == 2 and spun["client"] == "bare-tap-spin", spun
     assert rate["mode"].startswith("rate 200"), rate
     assert sock["fetches"] == 200, sock
 

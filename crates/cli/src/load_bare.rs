@@ -4,7 +4,8 @@
 //! in this process and are not charged to the server through the kernel's TAP write path.
 //! This module owns the bare client's load loop ([`run`], generic over the engine's `Nic`)
 //! and its per-slot bookkeeping; what it counts goes into the socket client's
-//! [`Tally`], so its report is the socket client's [`Report`] (client kind "bare-tap").
+//! [`Tally`], so its report is the socket client's [`Report`] (client kind "bare-tap", or
+//! "bare-tap-spin" when it polls: `--spin-us`).
 //!
 //! Modes, as the socket client runs them ([`bareweb_loadgen::load`]): parallel
 //! (`--parallel N`, N fetches in flight) and rate (`--rate R`, a fetch begun every 1/R s on
@@ -84,16 +85,12 @@ pub fn load(a: &LoadArgs, cfg: &LoadConfig) -> Result<(), String> {
     let queue = tap_queue_bytes(tap, !a.udp.no_offload);
     let link = format!("TAP {tap}");
     let spin_ns = a.udp.spin_us.unwrap_or(SPIN_US_DEFAULT) * 1000;
-    let mut report = run(
-        &mut nic,
-        mac,
-        "bare-tap",
-        &link,
-        Some(queue),
-        spin_ns,
-        a,
-        cfg,
-    )?;
+    let kind = if spin_ns > 0 {
+        "bare-tap-spin"
+    } else {
+        "bare-tap"
+    };
+    let mut report = run(&mut nic, mac, kind, &link, Some(queue), spin_ns, a, cfg)?;
     let c = nic.rx_offload_counts();
     report.offloaded_frames = c.gso_frames;
     if !a.quiet && !a.udp.no_offload {
@@ -148,13 +145,18 @@ fn load_xdp(a: &LoadArgs, cfg: &LoadConfig, x: &XdpQueueArg) -> Result<(), Strin
             guard.mac
         );
     }
+    let spin_ns = a.udp.spin_us.unwrap_or(SPIN_US_DEFAULT) * 1000;
     let run = run(
         &mut q,
         guard.mac,
-        "bare-xdp",
+        if spin_ns > 0 {
+            "bare-xdp-spin"
+        } else {
+            "bare-xdp"
+        },
         &format!("{iface} (AF_XDP)"),
         None,
-        a.udp.spin_us.unwrap_or(SPIN_US_DEFAULT) * 1000,
+        spin_ns,
         a,
         cfg,
     );

@@ -8,8 +8,8 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use bareweb_engine::nic::Clock;
 use bareweb_engine::iface::ClientLink;
+use bareweb_engine::nic::Clock;
 use bareweb_engine::udp::bare::{BareClient, BareConfig};
 use bareweb_engine::udp::client::Timing;
 use bareweb_engine::udp::load::{Config, Counters, Schedule};

@@ -94,8 +94,8 @@ pub struct Report {
     /// How the load was made, e.g. "parallel 16, keep-alive".
     pub mode: String,
     /// The client that made it: "socket" (`bareweb load` on the kernel's TCP), "bare-tap"
-    /// or "bare-xdp" (the engine's own TCP on a TAP or an AF_XDP socket); others (wrk)
-    /// as the bench names them.
+    /// or "bare-xdp" (the engine's own TCP on a TAP or an AF_XDP socket; "-spin" added
+    /// when it polls, `--spin-us`); others (wrk) as the bench names them.
     #[serde(default)]
     pub client: String,
     /// Wall time from the first launch to the end of the run, seconds.

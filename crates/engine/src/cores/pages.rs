@@ -178,7 +178,7 @@ pub fn render_metrics(board: &Board, out: &mut [u8]) -> Option<usize> {
 }
 
 /// The platform's counters as metrics, family by family: every unit read once
-/// ([`platform::Snapshot`]). Not inlined: the snapshot's arrays (~4 KiB) stay off the
+/// ([`platform::Snapshot`]). Not inlined: the snapshot's arrays (~5 KiB) stay off the
 /// stack of a platform without counters (the kernel's).
 #[inline(never)]
 fn write_platform_metrics(p: &dyn platform::PlatformCounters, w: &mut Out<'_>) -> Option<()> {

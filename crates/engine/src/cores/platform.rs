@@ -86,6 +86,9 @@ pub fn write_json(p: &dyn PlatformCounters, w: &mut impl fmt::Write) -> fmt::Res
 /// Units a [`Snapshot`] holds (more are read again for each counter that names them).
 pub const UNITS_CACHED: usize = 32;
 
+// A snapshot marks which counters a unit has in a `u16`.
+const _: () = assert!(COUNTERS_MAX <= u16::BITS as usize);
+
 /// Every unit's counters read once (a system call per unit on the host), so that the
 /// metrics page can write them counter by counter (Prometheus wants each metric's samples
 /// together) without reading each unit once per counter. Fixed arrays: units past
@@ -126,9 +129,13 @@ impl<'a> Snapshot<'a> {
                     }
                     None => continue,
                 };
+                // A name said twice by one unit keeps its first value, as `get` does for
+                // the units past the cache.
                 if let (Some(vals), Some(has)) = (s.vals.get_mut(i), s.has.get_mut(i)) {
-                    vals[j] = v;
-                    *has |= 1 << j;
+                    if *has & (1 << j) == 0 {
+                        vals[j] = v;
+                        *has |= 1 << j;
+                    }
                 }
             }
             if let Some(id) = s.ids.get_mut(i) {
@@ -145,6 +152,9 @@ impl<'a> Snapshot<'a> {
 
     /// Unit `i`'s id and its value of counter `names()[j]`, if it has one.
     pub fn get(&self, i: usize, j: usize) -> Option<(u64, u64)> {
+        if j >= self.n_names {
+            return None;
+        }
         if i < UNITS_CACHED {
             let id = self.ids[i]?;
             return (self.has[i] & (1 << j) != 0).then(|| (id, self.vals[i][j]));

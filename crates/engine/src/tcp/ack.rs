@@ -154,11 +154,6 @@ impl Connection {
         true
     }
 
-    /// An RTT sample from the TSecr of an ACK of new data (RFC 7323 §4): on every such
-    /// ACK, retransmissions included (the echoed TSval says which transmission it answers,
-    /// so Karn's ambiguity does not arise), with the gains divided by the samples expected
-    /// per round trip (Appendix G). Used when the timed segment gave no sample: that one is
-    /// measured in µs, the timestamp clock in ms.
     /// What both opens do when the handshake completes (the peer's ACK of our SYN-ACK in
     /// SYN-RECEIVED, the SYN-ACK in SYN-SENT), after the send window is set: the window
     /// update's marks (SND.WL1/WL2), the first RTT sample (our timed SYN or SYN-ACK, else
@@ -190,6 +185,11 @@ impl Connection {
         self.last_heard_ns = now_ns;
     }
 
+    /// An RTT sample from the TSecr of an ACK of new data (RFC 7323 §4): on every such
+    /// ACK, retransmissions included (the echoed TSval says which transmission it answers,
+    /// so Karn's ambiguity does not arise), with the gains divided by the samples expected
+    /// per round trip (Appendix G). Used when the timed segment gave no sample: that one is
+    /// measured in µs, the timestamp clock in ms.
     pub(super) fn ts_rtt_sample(&mut self, seg_ts: Option<(u32, u32)>, now_ns: u64) {
         let Some((_, tsecr)) = seg_ts else {
             return;

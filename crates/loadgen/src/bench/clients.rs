@@ -333,5 +333,7 @@ mod tests {
         let e = check(&[BARE_TAP_SPIN.into()], help).unwrap_err();
         assert!(e.contains("--spin-us"), "{e}");
         assert!(check(&[BARE_TAP_SPIN.into()], "  --tap <NAME>\n  --spin-us <US>").is_ok());
+        let spin = format!("--spin-us {}", super::super::bare::SPIN_US);
+        assert!(describe(BARE_TAP_SPIN).contains(&spin));
     }
 }

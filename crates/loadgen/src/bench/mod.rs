@@ -328,7 +328,7 @@ pub(crate) fn run_with(
     })
 }
 
-/// Runs the bare client (`client`: bare-tap or bare-xdp) with the socket client's
+/// Runs the bare client (`client`: bare-tap, bare-tap-spin or bare-xdp) with the socket client's
 /// arguments `socket`; its `--json-out` report. The bare client exits non-zero when a
 /// fetch failed, after writing its report: the failures are the run's errors, as the
 /// socket client's are, and only a run without a report is an error of the bench.
