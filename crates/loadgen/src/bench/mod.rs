@@ -230,18 +230,7 @@ fn client_args(
     a
 }
 
-pub(crate) fn run_one(
-    o: &Options,
-    p: &Point,
-    pi: usize,
-    inst: &mut servers::Instance,
-    site: &Path,
-    round: u32,
-) -> Result<Run, String> {
-    run_with(o, p, pi, inst, site, round, clients::LOAD)
-}
-
-/// [`run_one`] with the given client kind ([`clients`]).
+/// One run of point `p` against `inst` by client kind `client` ([`clients`]).
 pub(crate) fn run_with(
     o: &Options,
     p: &Point,

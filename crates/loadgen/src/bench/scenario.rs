@@ -30,6 +30,7 @@
 //! series = ["4k-rate"]                 #   default: every series
 //! workers = [1, 2]                     #   default: cores and twice cores, up to the CPUs
 //! paths = 3                            #   trial points per series (first, middle, last file)
+//! client = "bare-tap"                  #   the client kind of the trials (default "load")
 //!
 //! [[series]]
 //! name = "4k-rate"
@@ -177,6 +178,12 @@ pub struct SearchSpec {
     /// Trial points per series: its first, middle and last file at its highest load.
     #[serde(default = "default_search_paths")]
     pub paths: usize,
+    /// The client kind that loads the trials (default `load`): one of the scenario's, so
+    /// that a peer is searched under the client its ratios are quoted for (a kernel
+    /// server's best configuration under `bareweb load` need not be its best under the
+    /// bare client).
+    #[serde(default)]
+    pub client: Option<String>,
 }
 
 fn default_search_seconds() -> f64 {
@@ -321,6 +328,13 @@ impl Scenario {
             for n in &se.series {
                 if !self.series.iter().any(|x| &x.name == n) {
                     return Err(format!("search.series: no series {n:?}"));
+                }
+            }
+            if let Some(c) = &se.client {
+                if !self.all_clients().contains(c) {
+                    return Err(format!(
+                        "search.client: {c:?} is not one of the scenario's client kinds"
+                    ));
                 }
             }
         }
@@ -500,6 +514,7 @@ mod tests {
                 .replace("servers=['nginx']", "servers=['nginx','bareweb']"),
             format!("{ok}[search]\nseries=['nope']\n"),
             format!("{ok}[search]\nseconds=0\n"),
+            format!("{ok}[search]\nclient='bare-tap'\n"),
             format!("{ok}clients=['bare-udp']\n"),
         ] {
             assert!(Scenario::parse(&bad, base).is_err(), "{bad}");
@@ -515,6 +530,10 @@ mod tests {
         assert_eq!(s.clients_for("a"), ["load", "wrk"]);
         assert_eq!(s.clients_for("b"), ["bare-tap"]);
         assert_eq!(s.all_clients(), ["load", "wrk", "bare-tap"]);
+        // The search may load its trials with any of them.
+        let searched = format!("{text}[search]\nclient='bare-tap'\n");
+        let t = Scenario::parse(&searched, Path::new(".")).unwrap();
+        assert_eq!(t.search.unwrap().client.as_deref(), Some("bare-tap"));
         // 2 s for each of two clients on a, 0.5 s for one on b.
         assert!(
             (s.load_seconds() - 4.5).abs() < 1e-9,

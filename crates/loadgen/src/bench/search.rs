@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::scenario::{Kind, Point, SearchSpec};
 use super::servers::{ServerKind, StartCtx, Tuning};
 use super::table::per_fetch_us;
-use super::{run_one, Options};
+use super::{run_with, Options};
 use crate::sys;
 
 /// One trial run.
@@ -58,11 +58,18 @@ pub struct Chosen {
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Search {
     pub seconds: f64,
+    /// The client kind that loaded the trials (`search.client`).
+    #[serde(default = "load_client")]
+    pub client: String,
     pub searched: Vec<Searched>,
     pub trials: Vec<Trial>,
     pub chosen: Vec<Chosen>,
     /// Wall time of the whole search, seconds.
     pub wall_secs: f64,
+}
+
+fn load_client() -> String {
+    super::clients::LOAD.to_string()
 }
 
 impl Search {
@@ -212,8 +219,10 @@ pub fn run(
         spec.seconds,
         configs as f64 * trial.len() as f64 * spec.seconds
     );
+    let client = spec.client.as_deref().unwrap_or(super::clients::LOAD);
     let mut out = Search {
         seconds: spec.seconds,
+        client: client.to_string(),
         ..Search::default()
     };
     // Absolute: the servers run with other working directories (nginx resolves a
@@ -256,11 +265,16 @@ pub fn run(
                 }
             };
             inst.name = format!("search-{name}-{ti}");
+            if super::bare::is_bare(client) {
+                // The bare client's port on the instance's link, as the bench gives it.
+                super::bare::attach(&mut inst, &ctx.tag, ctx.net, &[client.into()])
+                    .map_err(|e| format!("search: {name}: the bare client's link: {e}"))?;
+            }
             // Scale each trial point to the search's time.
             for (_, pi) in &trial {
                 let mut p = points[*pi].clone();
                 p.seconds = spec.seconds;
-                let r = run_one(o, &p, *pi, &mut inst, site, 0)?;
+                let r = run_with(o, &p, *pi, &mut inst, site, 0, client)?;
                 let tr = Trial {
                     server: name.clone(),
                     tuning: ti,
@@ -322,10 +336,12 @@ pub fn section(s: &mut String, search: &Search, points: &[Point]) {
     let _ = writeln!(
         s,
         "Before the runs each peer was started in every configuration below and loaded for {} s on each trial point \
-         (every searched series' highest load, on up to three of its files); the best — highest fetches/s in \
+         (every searched series' highest load, on up to three of its files) by {}; the best — highest fetches/s in \
          closed-loop series, least server CPU per fetch in rate series, error-free first — is the configuration \
          measured above, and every ratio is against it. Search time: {:.0} s.\n",
-        search.seconds, search.wall_secs
+        search.seconds,
+        super::clients::describe(&search.client),
+        search.wall_secs
     );
     let mut series: Vec<&str> = Vec::new();
     for c in &search.chosen {
