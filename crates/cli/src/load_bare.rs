@@ -84,13 +84,7 @@ pub fn load(a: &LoadArgs, cfg: &LoadConfig) -> Result<(), String> {
     }
     let queue = tap_queue_bytes(tap, !a.udp.no_offload);
     let link = format!("TAP {tap}");
-    let spin_ns = a.udp.spin_us.unwrap_or(SPIN_US_DEFAULT) * 1000;
-    let kind = if spin_ns > 0 {
-        "bare-tap-spin"
-    } else {
-        "bare-tap"
-    };
-    let mut report = run(&mut nic, mac, kind, &link, Some(queue), spin_ns, a, cfg)?;
+    let mut report = run(&mut nic, mac, "bare-tap", &link, Some(queue), a, cfg)?;
     let c = nic.rx_offload_counts();
     report.offloaded_frames = c.gso_frames;
     if !a.quiet && !a.udp.no_offload {
@@ -145,18 +139,12 @@ fn load_xdp(a: &LoadArgs, cfg: &LoadConfig, x: &XdpQueueArg) -> Result<(), Strin
             guard.mac
         );
     }
-    let spin_ns = a.udp.spin_us.unwrap_or(SPIN_US_DEFAULT) * 1000;
     let run = run(
         &mut q,
         guard.mac,
-        if spin_ns > 0 {
-            "bare-xdp-spin"
-        } else {
-            "bare-xdp"
-        },
+        "bare-xdp",
         &format!("{iface} (AF_XDP)"),
         None,
-        spin_ns,
         a,
         cfg,
     );
@@ -508,19 +496,19 @@ pub(crate) fn rx_window(queue: u64, slots: usize) -> u32 {
 const SPIN_US_DEFAULT: u64 = 0;
 
 /// The load run on `nic`; `queue`: what the link's queue to us holds (bytes), which sets
-/// the receive window ([`rx_window`]; `None`: the engine's 64 KiB default); `spin_ns`:
-/// how long to poll for a frame while fetches are in flight before sleeping.
-#[allow(clippy::too_many_arguments)]
+/// the receive window ([`rx_window`]; `None`: the engine's 64 KiB default). `kind` names
+/// the client in the report, with "-spin" added when it polls (`--spin-us`).
 fn run<N: HostQueue>(
     nic: &mut N,
     mac: EthernetAddress,
     kind: &str,
     link: &str,
     queue: Option<u64>,
-    spin_ns: u64,
     a: &LoadArgs,
     cfg: &LoadConfig,
 ) -> Result<Report, String> {
+    // How long to poll for a frame while fetches are in flight before sleeping.
+    let spin_ns = a.udp.spin_us.unwrap_or(SPIN_US_DEFAULT) * 1000;
     let positive = |v: f64| v > 0.0 && v.is_finite();
     if !positive(cfg.seconds) || !positive(cfg.timeout) {
         return Err("--seconds and --timeout must be > 0".into());
@@ -738,9 +726,14 @@ fn run<N: HostQueue>(
     l.client.abort_all(nic.split().1);
     let cpu = bareweb_loadgen::sys::thread_cpu_secs() - cpu0;
     l.h.t.connections = l.client.counters.connections;
+    let kind = if spin_ns > 0 {
+        format!("{kind}-spin")
+    } else {
+        kind.to_string()
+    };
     let mut r = l.h.t.report(
         cfg.describe(),
-        kind,
+        &kind,
         (end - start) as f64 / 1e9,
         unfinished,
         cpu,
