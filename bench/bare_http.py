@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The bare HTTP load client validated against the socket client and wrk (issue 18): one
+"""The bare HTTP load client validated against the socket client and wrk: one
 `bareweb serve --tap` (TAP bw0 on a bridge that also holds the bare client's TAP bwc0, the
 veth end whose peer xc0 the AF_XDP client uses, and the namespace's own address for the
 socket client and wrk), `/files/4k.html`, loads where the client is not the limit:
@@ -14,7 +14,7 @@ client's CPU per fetch. Root; builds nothing (uses target/release/bareweb).
     sudo python3 bench/bare_http.py [ROUNDS]
 
 Run it under `flock /work/coord/bench.lock nice -n -15` on a shared machine and report the
-load (`uptime`) with the figures (docs/performance.md)."""
+load (`uptime`) with the figures (docs/perf/log/2026-11-25-bare-client-vs-socket-client.md)."""
 import json
 import pathlib
 import re

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Paper 002's experiment, side by side in one run: bareweb on the host platform (`serve`)
-with two TAPs as its NICs, 2 and 3 clients, file sizes 4 KiB to 1 MiB, connection time and
-first-response time for the three configurations (`--bond off`: one NIC; `split`: one
+"""The bonding paper's experiment, side by side in one run: bareweb on the host platform
+(`serve`) with two TAPs as its NICs, 2 and 3 clients, file sizes 4 KiB to 1 MiB, connection
+time and first-response time for the three configurations (`--bond off`: one NIC; `split`: one
 receives, one sends; `spread`: one receives, both send); then the time to recover from a
 link failure.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmark of bareweb's many-core modes on the host platform (issue 4):
+"""Side-by-side benchmark of bareweb's many-core modes on the host platform:
 one core, per-queue mode (pinned, and with --no-pin), network-core mode (with and without
 --bsp-http), each in its own network namespace, same 4 KiB file, connection per request,
 interleaved A B C D E A B C D E.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Floods next to nginx/Linux (issue 15): a burst of spoofed SYNs, a sustained SYN flood,
+"""Floods next to nginx/Linux (the hardening work): a burst of spoofed SYNs, a sustained SYN flood,
 and silent clients that hold connections and reconnect when closed, against bareweb (host
 platform on a TAP, one core, defaults) and nginx on Linux (a veth into a second namespace,
 SYN cookies on as Linux has them by default, `worker_connections 4096`: with the default

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmark of the bare-machine kernel on one and two cores (issue 4, phase 2):
+"""Side-by-side benchmark of the bare-machine kernel on one and two cores:
 `bareweb run --smp 1`, `--smp 2` per-queue (virtio-net multiqueue on a multi-queue TAP),
 `--smp 2 --mode netcore` with and without `--bsp-http`, and next to them the host platform
 (`bareweb serve --cores 1|2`), each in its own network namespace, the same 4 KiB file, a

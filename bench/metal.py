@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Issue 16's measurements of the bare-machine kernel under QEMU (TCG here), on a TAP in
+"""Measurements of the bare-machine kernel under QEMU (TCG here), on a TAP in
 a network namespace as tests/kernel runs it: what an idle core costs, what halting costs a
 request, the idle spell's default, segmentation offload, boot. Not a test: figures for
-docs/kernel.md and docs/performance.md.
+docs/kernel.md and docs/perf/log/2026-11-24-bare-machine-idle-size.md.
 
     sudo python3 bench/metal.py [--what idle,wake,spell,load,offload] [--rounds 3]
                                 [--idle-secs 60]

@@ -1,4 +1,4 @@
-"""Receive offloads on the bare client's TAP (issue 18), side by side: client CPU per fetch (its own
+"""Receive offloads on the bare client's TAP (the kernel-bypass work), side by side: client CPU per fetch (its own
 thread, the report's) and the server's CPU per fetch (every thread of the server process,
 from /proc/PID/task/*/schedstat), offloads on and off interleaved, bareweb serve on a TAP
 and nginx (master_process off, 1 worker, sendfile, tcp_nopush) on the bridge's address.
@@ -9,7 +9,7 @@ Root; needs `cargo build --release -p bareweb` and nginx. SCALE multiplies the f
 each run (1: 800 x 1 MiB, 40000 x 4 KiB kept alive, 15000 x 4 KiB a connection each;
 nginx a quarter of that); ROUNDS (default 2) alternate which of on/off goes first. The
 namespace's name holds the PID; it and the servers are removed at the end. Results:
-docs/performance.md, "Receive offloads on the bare client's TAP"."""
+docs/perf/log/2026-11-25-bare-client-rx-offloads.md."""
 import glob, json, os, pathlib, shutil, signal, subprocess, sys, tempfile, time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BIN = str(ROOT / "target" / "release" / "bareweb")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Paper 001's experiment, side by side in one run (issue 13): requests/s for files of
+"""The UDP paper's experiment, side by side in one run: requests/s for files of
 4 KiB x N (N = 1, 2, 4, 8, 16, 32) over the stateless UDP protocol and over TCP (HTTP/1.1,
 a connection per request and keep-alive), on bareweb with 1, 2 and 3 HTTP cores in
 network-core mode and 1, 2 and 3 cores in per-queue mode, the UDP loads from the socket

@@ -1,5 +1,6 @@
 #!/bin/bash
-# AF_XDP on a veth: the knobs that move it (issue 18; docs/performance.md, "AF_XDP").
+# AF_XDP on a veth: the knobs that move it (the kernel-bypass work;
+# docs/perf/log/2026-11-24-af-xdp.md).
 # For each variant, in interleaved rounds: a fresh veth pair between a server and a
 # client namespace, `bareweb serve --xdp` on the server end with the variant's options
 # and interface settings, and `wrk -t1 -c16` from the client for SECS seconds, keep-alive
