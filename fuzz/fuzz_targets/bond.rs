@@ -1,9 +1,9 @@
-//! A bonded server (issue 14) under hostile input and flapping links: a `Server` on a
-//! `BondNic` over three fake NICs, with the link monitor reading links the input switches.
-//! Every input is a sequence of records: a control byte (bits 0-1: the NIC the frame
-//! arrives on; bits 2-4: the links that are up; bit 5: one more link reading passes),
-//! then a 2-byte big-endian length and the frame. The mode and policy come from the
-//! input's length. Nothing may panic; every frame the server sends carries the MAC of
+//! A bonded server (the bonding paper's design) under hostile input and flapping links: a
+//! `Server` on a `BondNic` over three fake NICs, with the link monitor reading links the
+//! input switches. Every input is a sequence of records: a control byte (bits 0-1: the NIC
+//! the frame arrives on; bits 2-4: the links that are up; bit 5: one more link reading
+//! passes), then a 2-byte big-endian length and the frame. The mode and policy come from
+//! the input's length. Nothing may panic; every frame the server sends carries the MAC of
 //! the NIC it leaves from; the TCB count stays within capacity; after 100 s of silence
 //! every TCB has been freed and every send-id released.
 #![no_main]

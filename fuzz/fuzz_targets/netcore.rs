@@ -1,9 +1,9 @@
-//! Network-core target (issue 4): every input is a sequence of frames (2-byte big-endian
-//! length prefix each) fed to core 0 of a network-core machine (core 0's `NetCoreNic`
-//! dispatching to two HTTP cores' `Server`s over rings), one round of all cores per frame.
-//! Nothing may panic; an HTTP core never lacks a TCB for a SYN core 0 gave it (the
-//! dispatcher's capacity rule); after 100 s of silence every TCB is freed and core 0 has
-//! forgotten every connection.
+//! Network-core target (the multi-core paper's design): every input is a sequence of frames
+//! (2-byte big-endian length prefix each) fed to core 0 of a network-core machine (core 0's
+//! `NetCoreNic` dispatching to two HTTP cores' `Server`s over rings), one round of all
+//! cores per frame. Nothing may panic; an HTTP core never lacks a TCB for a SYN core 0 gave
+//! it (the dispatcher's capacity rule); after 100 s of silence every TCB is freed and core
+//! 0 has forgotten every connection.
 #![no_main]
 
 use std::cell::Cell;

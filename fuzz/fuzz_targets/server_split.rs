@@ -1,4 +1,4 @@
-//! The server's split round (issue 5's parallel runners) driven in any order: each input
+//! The server's split round (the parallel runners') driven in any order: each input
 //! is a sequence of operations — receive a frame (2-byte big-endian length, then the
 //! bytes), take a ready connection (tokens kept, up to 16), step any kept token (maybe
 //! long after it was taken, its connection since freed or its TCB reused), tick the timers

@@ -1,9 +1,9 @@
-//! The engine's client side (issue 18): a connection in SYN-SENT (`tcp::active`) fed
-//! arbitrary segments, each made of 24 bytes of the input (flags, window, sequence and
-//! acknowledgment numbers near the ones that matter, options) and its payload, with the
-//! timer run between them; and the client's response reader (`client::http::Reader`) fed
-//! the input in pieces of the size its first byte picks. Neither may panic, and the
-//! reader never reports more body than it was given.
+//! The engine's client side (the bare load client's TCP): a connection in SYN-SENT
+//! (`tcp::active`) fed arbitrary segments, each made of 24 bytes of the input (flags,
+//! window, sequence and acknowledgment numbers near the ones that matter, options) and its
+//! payload, with the timer run between them; and the client's response reader
+//! (`client::http::Reader`) fed the input in pieces of the size its first byte picks.
+//! Neither may panic, and the reader never reports more body than it was given.
 #![no_main]
 
 use bareweb_engine::client::http::Reader;

@@ -2,7 +2,7 @@
 //! end to end (namespaces, TAP, AF_XDP, bareweb, nginx, lighttpd, h2o), then checks that
 //! it produced the table with the ratio to nginx, the peer search's choice, at least one
 //! PNG, and that no server sent a wrong body, status or framing. It runs the bench as a
-//! new user would (issue 17): the results folder made like `mktemp -d` (mode 0700 under
+//! new user would: the results folder made like `mktemp -d` (mode 0700 under
 //! /tmp, which nginx's worker could not read), and stdout a pipe closed before the bench
 //! writes its report (as `| head -3` or `| true` leave it): the bench must still succeed
 //! and leave no namespace, no process in one and nothing in /run/netns behind. Needs
@@ -123,8 +123,8 @@ fn check_results(out: &Path) -> Result<(), String> {
             out.display()
         ));
     }
-    // The peer search ran and the report names the configuration it chose (issue 18), and
-    // bareweb on AF_XDP is in the table.
+    // The peer search ran and the report names the configuration it chose (baselines at
+    // their best), and bareweb on AF_XDP is in the table.
     if !report.contains("#### Configuration search") || !report.contains("**(best)**") {
         return Err(format!(
             "bench smoke: no configuration search with a chosen best in {}/report.md",
@@ -137,7 +137,7 @@ fn check_results(out: &Path) -> Result<(), String> {
             out.display()
         ));
     }
-    // The bare client (issue 18) is in the table: bareweb's and nginx's rows at least.
+    // The bare client is in the table: bareweb's and nginx's rows at least.
     for row in ["| bareweb+bare-tap |", "| nginx+bare-tap |"] {
         if !rows.iter().any(|l| l.contains(row)) {
             return Err(format!(

@@ -23,17 +23,17 @@ pub const TARGETS: &[&str] = &[
     "vnet",
     "udp_request",
     "udp_client",
-    // The engine's client: the active open and its response reader (issue 18).
+    // The engine's client: the active open and its response reader (the bare load client's).
     "tcp_client",
-    // The DHCP client (issue 16): replies and time in any order.
+    // The DHCP client (the bare machine's): replies and time in any order.
     "dhcp",
     "http_request",
     "site_load",
     "server",
-    // The split round the parallel runners drive (issue 5).
+    // The split round the parallel runners drive.
     "server_split",
     "netcore",
-    // A bonded server on three NICs with flapping links (issue 14).
+    // A bonded server on three NICs with flapping links (bonding).
     "bond",
     // The bare-machine kernel's parsers.
     "kernel_cmdline",

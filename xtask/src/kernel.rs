@@ -38,7 +38,7 @@ pub fn lint(cargo: &str) -> Result<(), String> {
 /// builds it and `bareweb` carries it.
 pub const ELF: &str = "crates/kernel/target/x86_64-unknown-none/release/bareweb-kernel";
 
-/// Its budget (issue 4, held by issue 16): 512 KiB.
+/// Its budget (set with the many-core work, held by the idle and boot work): 512 KiB.
 pub const SIZE_BUDGET: u64 = 512 * 1024;
 
 /// The kernel's size against [`SIZE_BUDGET`] (the kernel `bareweb` carries: [`ELF`], or

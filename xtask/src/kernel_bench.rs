@@ -9,7 +9,7 @@
 //!    kernel's `log=stats` line, sampled before and after a bounded keep-alive load).
 //!
 //! Options: `--runs N` (boots per configuration, default 10), `--accel kvm,tcg`,
-//! `--machine microvm,qboot,pc,q35`, `--skip-boot`, `--skip-load`. Issue 16: the boot
+//! `--machine microvm,qboot,pc,q35`, `--skip-boot`, `--skip-load`. The boot
 //! table splits out the kernel's own part (first instruction to ready) and the guest's
 //! time before it (firmware and loader), from the kernel's `boot: ready ...` line. Everything it starts is
 //! bounded in time and killed by PID.
@@ -385,7 +385,7 @@ fn load(port: u16, conns: usize, reqs: usize, path: &str) -> (usize, Duration) {
     (ok, t0.elapsed())
 }
 
-/// Connection per request (as http_load in paper 004): `conns` threads, each `reqs`
+/// Connection per request (as http_load in the scheduling paper): `conns` threads, each `reqs`
 /// fetches of `path` on a fresh connection with `Connection: close`.
 fn load_cpr(port: u16, conns: usize, reqs: usize, path: &str) -> (usize, Duration) {
     let t0 = Instant::now();

@@ -1,5 +1,5 @@
-//! Stages of `cargo xtask test` owned by issue 4 (many cores): the ring's loom model test
-//! and the many-core kernel tests (tests/kernel_smp: `bareweb run --smp 1/2/4` under QEMU).
+//! Stages of `cargo xtask test` for many cores: the ring's loom model test and the
+//! many-core kernel tests (tests/kernel_smp: `bareweb run --smp 1/2/4` under QEMU).
 
 use std::process::Command;
 
