@@ -1,4 +1,4 @@
-//! Options of the bare-machine kernel alone (issue 16), shared by `run` and the bootable
+//! Options of the bare-machine kernel alone (idle and offloads), shared by `run` and the bootable
 //! images of `build`: how an idle core rests, and the NIC's offloads. Like `ServerOpts`,
 //! every field is optional so an image bakes only what was given, and each becomes the
 //! kernel's own command-line word (checked with the kernel's parser).

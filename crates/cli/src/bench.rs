@@ -17,7 +17,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub out: PathBuf,
     /// Also write the report as this scenario's section of a Markdown file
-    /// (docs/performance.md), with the PNGs beside it.
+    /// (a dated log such as docs/perf/log/DATE-NAME.md), its PNGs in perf/NAME/ beside
+    /// it, or in docs/perf/NAME/ for a log in docs/perf/log/.
     #[arg(long)]
     pub doc: Option<PathBuf>,
     /// Override the scenario's number of rounds.

@@ -1,9 +1,9 @@
 //! `bareweb serve --cores N --mode netcore|perqueue [--bsp-http] [--no-stats-page]`: the
-//! many-core part of `serve` (issue 4). Opens the TAP (multi-queue when per-queue mode may
+//! many-core part of `serve`. Opens the TAP (multi-queue when per-queue mode may
 //! be had), lets the engine's `cores::plan` decide the mode from what it got (one core: the
 //! single server, whatever was asked, with a word why), runs one thread per core (pinned
 //! unless `--no-pin`), and at stop prints per-core counters, the time split, and the totals
-//! (as `name value` lines, as one core did). With several TAPs (issue 14) every core's
+//! (as `name value` lines, as one core did). With several TAPs (bonding) every core's
 //! queue pair is a `bond::BondNic` over its queue of each TAP, core 0's with the link
 //! monitor, and the summary adds a line per NIC.
 
@@ -304,7 +304,7 @@ pub(crate) fn print_summary(mode: Mode, reports: &[CoreReport]) {
             );
         }
     }
-    // Paper 001's request ids in network-core mode live on core 0 (one line, as `name
+    // The UDP paper's request ids in network-core mode live on core 0 (one line, as `name
     // value` words the tests and scripts read like the totals).
     if let Some(r) = reports.iter().find(|r| r.dispatch.udp_dispatched > 0) {
         let d = &r.dispatch;

@@ -4,7 +4,7 @@
 //!
 //! - `http://HOST[:PORT]/PATH`: HTTP/1.1 over TCP, one request, `Connection: close`,
 //!   `Accept-Encoding: identity` (the body written is the file's bytes).
-//! - `bwudp://HOST[:PORT]/PATH`: paper 001's stateless UDP protocol
+//! - `bwudp://HOST[:PORT]/PATH`: the UDP paper's stateless UDP protocol
 //!   (docs/udp-protocol.md) over an ordinary UDP socket, reliable over loss, duplication
 //!   and reordering through subsequent GETs (UDP port 80 when none is given).
 

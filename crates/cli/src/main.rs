@@ -52,8 +52,8 @@ enum Cmd {
     Serve(serve::ServeArgs),
     /// Boot the bare-machine kernel with a site under QEMU (no root needed).
     Run(run::RunArgs),
-    /// Fetch one file (http://HOST[:PORT]/PATH or bwudp://HOST[:PORT]/PATH, paper 001's
-    /// stateless UDP protocol) and write its body, checked.
+    /// Fetch one file (http://HOST[:PORT]/PATH or bwudp://HOST[:PORT]/PATH, the UDP
+    /// paper's stateless protocol) and write its body, checked.
     Get(get::GetArgs),
     /// Load a web server like http_load / httperf: rate, parallel or Surge session mode.
     Load(load::LoadArgs),

@@ -1,5 +1,5 @@
-//! `bareweb serve --runner serial|pool|workshare|tasks|pinned --threads N` (issue 5, the
-//! parallel-runner study of paper 003): the same engine driven by another runner
+//! `bareweb serve --runner serial|pool|workshare|tasks|pinned --threads N` (the
+//! parallel-runner study of the OpenMP paper): the same engine driven by another runner
 //! (`bareweb_host::runners`). `pinned` is the default runner under this name: one whole
 //! server per thread pinned to a CPU (`--cores N`, per-queue mode). Without `--runner`,
 //! `serve` is exactly as before.
@@ -20,7 +20,7 @@ use crate::opts::ModeArg;
 /// The runner options of `serve`.
 #[derive(clap::Args)]
 pub struct RunnerArgs {
-    /// Runner around the engine (paper 003's versions): `serial` (one thread, Boa's
+    /// Runner around the engine (the OpenMP paper's versions): `serial` (one thread, Boa's
     /// ready/blocked loop), `pool` (a network thread feeding workers through the locked
     /// ready queue), `workshare` (all threads traverse each pass of the ready queue, a
     /// barrier per pass), `tasks` (a work-stealing task per ready connection), `pinned`

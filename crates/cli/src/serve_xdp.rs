@@ -1,5 +1,5 @@
 //! `bareweb serve --xdp IFACE[:QUEUES] [--xdp-mode auto|zerocopy|copy|generic]`: the
-//! engine on an interface's own queues through AF_XDP (issue 18). The host crate's
+//! engine on an interface's own queues through AF_XDP (docs/design/af-xdp.md). The host crate's
 //! `xdp::open` attaches the steering program and opens a socket per queue; each socket is
 //! a core's queue pair, run by the same core threads as the TAP ([`crate::cores`]): one
 //! core per queue (per-queue mode), or one queue owned by core 0 (`--mode netcore`). At

@@ -6,7 +6,7 @@
 //!
 //! - **Queue pairs.** A `Nic` value is *one* RX/TX queue pair. A device with a queue per
 //!   core hands each core its own value; nothing on the request path is shared.
-//! - **Several NICs** (bonding, issue 14). A core that serves on a set of NICs holds one
+//! - **Several NICs** (bonding, the bonding paper). A core that serves on a set of NICs holds one
 //!   queue pair of each, wrapped as one `Nic` (`bond::BondNic`); the engine names the NIC a
 //!   frame leaves from with [`TxRing::select`] (a connection's send-id) before building
 //!   it, and the link monitor reads each NIC's link through [`LinkSense`].
@@ -40,7 +40,7 @@ pub trait RxRing {
     /// Gives a buffer back to the device (re-posting is deferred to the next burst).
     fn recycle(&mut self, f: RxFrame);
     /// The request id another core gave this frame (network-core mode: core 0 tags each UDP
-    /// protocol request with an id from its stack, paper 001 §5). A device's frames have
+    /// protocol request with an id from its stack, the UDP paper §5). A device's frames have
     /// none, as the default says.
     fn request_tag(&self, f: &RxFrame) -> Option<u16> {
         let _ = f;
@@ -87,7 +87,7 @@ pub trait TxRing {
     fn room(&mut self) -> usize {
         usize::MAX
     }
-    /// Bonding (issue 14): the frames that follow, until the next call, leave on NIC `nic`
+    /// Bonding: the frames that follow, until the next call, leave on NIC `nic`
     /// of the set behind this ring (a connection's send-id; the engine writes that NIC's
     /// MAC as their source). A ring that is one NIC's ignores it, as the default does; a
     /// ring that carries frames to another core for sending (network-core mode) keeps the
@@ -102,7 +102,7 @@ pub trait TxRing {
     }
 }
 
-/// A NIC's link as its driver senses it (issue 14's failover): virtio-net's status field,
+/// A NIC's link as its driver senses it (bonding's failover): virtio-net's status field,
 /// e1000's STATUS.LU, a TAP's carrier. The link monitor reads it on one core every
 /// `--bond-monitor-ms`; a reading may cost a register read (a VM exit), never more, and is
 /// never on the request path.
@@ -178,7 +178,7 @@ pub trait Nic {
     }
 }
 
-/// Counters a queue pair may keep about itself (issue 4's live measurements): ring fill
+/// Counters a queue pair may keep about itself (the many-core work's live measurements): ring fill
 /// levels and the device's own work. Zero means "not kept". (The network core's dispatch
 /// counters are `cores::DispatchCounters`.)
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

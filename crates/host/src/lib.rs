@@ -1,6 +1,6 @@
 //! bareweb on Linux: the engine's [`Nic`](bareweb_engine::nic::Nic) over a TAP device,
 //! a [`Clock`](bareweb_engine::nic::Clock) from the OS, the threads that drive one
-//! engine instance per core ([`cores`]), and the alternative runners of paper 003 that
+//! engine instance per core ([`cores`]), and the alternative runners of the OpenMP paper that
 //! share one engine instance between threads ([`runners`]), and the AF_XDP platform
 //! ([`xdp`]): the engine on an interface's own queues, past the kernel's stack.
 //!

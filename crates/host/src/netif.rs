@@ -1,5 +1,5 @@
 //! Configuring the host side of the TAP: bring it up and give it an IPv4 address, with
-//! the same ioctls `ip link set up` and `ip addr add` use; for a NIC set (issue 14), the
+//! the same ioctls `ip link set up` and `ip addr add` use; for a NIC set (bonding), the
 //! bridge the TAPs share (`brctl`'s ioctls) and each TAP's link, as the link monitor
 //! reads it ([`TapLink`]: up and carrier, `SIOCGIFFLAGS`).
 //!

@@ -229,7 +229,7 @@ impl Tap {
     /// what arrived meanwhile on its next burst anyway. Reading until empty cost a
     /// keep-alive server one empty read per request (two `read`s per `writev`); one read
     /// per burst makes an empty read only when nothing has arrived. A loop that must empty
-    /// the device in one go (Boa's, paper 003's runners) keeps the default.
+    /// the device in one go (Boa's, the OpenMP paper's runners) keeps the default.
     pub fn set_one_read_per_burst(&mut self, on: bool) {
         self.rx.one_read = on;
     }

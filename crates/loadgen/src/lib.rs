@@ -8,8 +8,8 @@
 //! - [`http`]: the incremental HTTP/1.x response reader the generator checks framing with.
 //! - [`hist`]: latency histograms (HdrHistogram); [`rng`]: seeded distributions.
 //! - [`bench`]: `bareweb bench`, the side-by-side harness (namespaces, servers under
-//!   test, interleaved runs, tables, plots, docs/performance.md).
-//! - [`udp`]: clients of paper 001's stateless UDP protocol: one file (`bareweb get
+//!   test, interleaved runs, tables, plots, the dated logs of docs/perf/log/).
+//! - [`udp`]: clients of the UDP paper's stateless UDP protocol: one file (`bareweb get
 //!   bwudp://…`) and the load generator of `bareweb load --udp`.
 //! - [`sys`]: the Linux calls, on `rustix` and `signal-hook`: the crate has no `unsafe`.
 

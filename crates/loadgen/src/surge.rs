@@ -1,5 +1,5 @@
-//! The Surge workload model (Barford & Crovella, SIGMETRICS 1998), as used by paper 003
-//! through httperf's `--wsesslog`: a file set with heavy-tailed sizes and Zipf
+//! The Surge workload model (Barford & Crovella, SIGMETRICS 1998), as used by the OpenMP
+//! paper through httperf's `--wsesslog`: a file set with heavy-tailed sizes and Zipf
 //! popularity, and user sessions made of bursts (a page and its embedded objects,
 //! requested back to back on one persistent connection) separated by think times.
 //!

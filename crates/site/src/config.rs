@@ -433,7 +433,7 @@ mod tests {
     }
 
     #[test]
-    fn the_two_shapes_of_the_issue_work_as_written() {
+    fn the_two_shapes_headers_and_redirects_work_as_written() {
         let c = parse(
             r#"
 [[headers]]

@@ -1,7 +1,7 @@
 //! A site directory as a user has one — dotfiles, `.well-known/`, symlinks in and out,
 //! modern file types, a 404 page, a `bareweb.toml` — built into an image and answered by
-//! the engine's own responder: what a browser would get (issue 17, "faithful content",
-//! "a site config").
+//! the engine's own responder: what a browser would get (the deployability work's
+//! "faithful content" and "a site config").
 
 use std::fs;
 use std::io::Read;

@@ -12,7 +12,7 @@
 //!
 //! It owns no NIC and no clock: the platform feeds it frames for UDP port 68 and the time,
 //! sends what it is told, and applies the address to its servers (see
-//! docs/architecture.md, "DHCP"). Nothing here allocates or panics on what a server sends.
+//! docs/design/dhcp.md). Nothing here allocates or panics on what a server sends.
 
 #[cfg(test)]
 mod capture_tests;

@@ -1,6 +1,6 @@
-//! A per-server cache of rendered `200 OK` response heads (issue 18: the HTTP step's
-//! largest cost was writing the same head again: the status line, two HTTP-dates, the
-//! content type checked byte by byte, numbers in decimal).
+//! A per-server cache of rendered `200 OK` response heads (the kernel-bypass work's
+//! profile: the HTTP step's largest cost was writing the same head again: the status
+//! line, two HTTP-dates, the content type checked byte by byte, numbers in decimal).
 //!
 //! A full `200` head (no `Range`, no precondition) depends only on the resource's stored
 //! fields, the variant chosen, the second of the `Date` field, whether the connection

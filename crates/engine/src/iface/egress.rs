@@ -97,7 +97,7 @@ impl Egress {
     }
 
     /// Frames built from now on carry `mac` as their source (and as the ARP sender's): a
-    /// bonded server sets the MAC of the NIC each frame leaves from (issue 14).
+    /// bonded server sets the MAC of the NIC each frame leaves from (bonding).
     pub fn set_mac(&mut self, mac: EthernetAddress) {
         self.mac = mac;
         let zero = Ipv4Address([0; 4]);

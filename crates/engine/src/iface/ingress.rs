@@ -100,8 +100,7 @@ pub enum Ingress<'a> {
 ///
 /// Inlined with its helpers into the caller: an [`Ingress`] is ~120 bytes (a TCP
 /// segment's parsed options among them), and returned through three calls it was copied
-/// at each, ~8% of the server's time per connection in the engine microbenchmark
-/// (issue 18).
+/// at each, ~8% of the server's time per connection in the engine microbenchmark.
 #[inline]
 pub fn ingress<'a>(iface: &Interface, bytes: &'a [u8]) -> Ingress<'a> {
     // `classify` directly, not through `ingress_offloaded`: no call level more for an
@@ -130,7 +129,7 @@ pub fn ingress_offloaded<'a>(
 
 /// [`ingress`] as a `Result`, a dropped frame as `Err`: a caller that matches on it
 /// directly does not copy the ~120-byte [`Ingress`] out of the `Result` (the server's
-/// receive path; ~20 instructions a frame in issue 18's microbenchmark).
+/// receive path; ~20 instructions a frame in the engine microbenchmark).
 #[inline]
 pub fn classified<'a>(iface: &Interface, bytes: &'a [u8]) -> Result<Ingress<'a>, Drop> {
     classify(iface, bytes, false)

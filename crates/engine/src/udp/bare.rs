@@ -1,4 +1,4 @@
-//! The bare client (paper 001 §4.2.3: "the bare UDP client"): the load generator of
+//! The bare client (the UDP paper §4.2.3: "the bare UDP client"): the load generator of
 //! [`super::load`] speaking the protocol with the engine's own frames over a [`Nic`], with
 //! no operating system in its path. The host runs it on a TAP of its own (`bareweb load
 //! --udp --tap`), the kernel boots into it (`client=udp`); both call [`BareClient::poll`]

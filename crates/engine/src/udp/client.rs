@@ -5,7 +5,7 @@
 //! port, calls [`Transfer::on_timeout`] at [`Transfer::deadline`], and stores the body
 //! octets it is handed through [`Sink`].
 //!
-//! Reliability is the client's (paper 001 §2): the server keeps nothing, so a lost,
+//! Reliability is the client's (the UDP paper §2): the server keeps nothing, so a lost,
 //! duplicated or reordered packet is handled here. One GET is in flight at a time; when a
 //! burst ends (a Last-data-now packet at or past the GET's start) the next GET asks from
 //! the first packet still missing, so a lost packet is asked for again at once; when

@@ -1,4 +1,4 @@
-//! The request-id stack (paper 001 §5): ids 1..=N pushed at start; one is popped when a
+//! The request-id stack (the UDP paper §5): ids 1..=N pushed at start; one is popped when a
 //! request arrives and pushed back when its answer is all handed to the transmit side. The
 //! most ids out at once is the paper's "max parallel". Fixed size, allocated at start.
 

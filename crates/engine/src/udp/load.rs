@@ -1,4 +1,4 @@
-//! The UDP load generator's core (paper 001 §4.2.3, "client's send control flow"): when
+//! The UDP load generator's core (the UDP paper §4.2.3, "client's send control flow"): when
 //! requests start, a slot per request in progress with its [`Transfer`], and what is
 //! counted — shared by `bareweb load --udp` over sockets (crates/loadgen) and the bare
 //! client over the engine's own frames (`udp::bare`, on a TAP or as a kernel). No I/O and

@@ -1,4 +1,4 @@
-//! Paper 001's stateless UDP web protocol ("bwudp", specified in docs/udp-protocol.md):
+//! The UDP paper's stateless UDP web protocol ("bwudp", specified in docs/udp-protocol.md):
 //! a GET datagram in, a Get-Ack, the HTTP head and a burst of data packets out, and
 //! nothing kept; the client asks for the rest, and for whatever was lost, with subsequent
 //! GETs that name a starting packet.
@@ -46,7 +46,7 @@ pub struct Config {
     pub ids: u16,
     /// Packets per burst (the paper's n: 4 to 8 there; 1 to 64 here).
     pub burst: u8,
-    /// Paper mode: no amplification bound, no token, no rate limit (paper 001 as written).
+    /// Paper mode: no amplification bound, no token, no rate limit (the UDP paper as written).
     pub paper_mode: bool,
     /// GETs per second answered per source address that proved it receives our packets
     /// (0: unlimited). Sources that have not are held to `limit::UNPROVEN_RATE`.
@@ -62,7 +62,7 @@ pub const MAX_BURST: u8 = 64;
 pub const AMPLIFICATION: usize = 3;
 
 impl Config {
-    /// Defaults (paper 001: ids 1..5000, n = 8; bounds on) for `port`.
+    /// Defaults (the UDP paper's: ids 1..5000, n = 8; bounds on) for `port`.
     pub fn new(port: u16) -> Config {
         Config {
             port,

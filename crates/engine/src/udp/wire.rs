@@ -46,7 +46,7 @@ pub const FLAG_TOKEN: u8 = 0x01;
 /// Flag bit: the answer was cut short by the amplification bound (§6).
 pub const FLAG_BOUNDED: u8 = 0x02;
 
-/// A packet's state (octet 0), as in paper 001 §4.2.3, plus an error answer.
+/// A packet's state (octet 0), as in the UDP paper §4.2.3, plus an error answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
     /// 0x31: the answer to a GET begins; A = body bytes, B = packet count.

@@ -1,5 +1,5 @@
-//! Alternative runners around the same engine (issue 5, the parallel-runner study of
-//! paper 003, Balart et al., "Experiences parallelizing a Web Server with OpenMP"): the
+//! Alternative runners around the same engine (the parallel-runner study of the
+//! OpenMP paper, Balart et al., "Experiences parallelizing a Web Server with OpenMP"): the
 //! four versions of Boa the paper compares, built from the engine's split round
 //! (`Server::begin / receive / take_ready / step / tick`), next to our default runner,
 //! `pinned` (one whole `Server` per core, nothing shared: `cores::run`).

@@ -1,4 +1,4 @@
-//! `pool`: boa-pthreads, producer-consumer (paper 003 §4.1, Fig. 3). Thread 0, the
+//! `pool`: boa-pthreads, producer-consumer (the OpenMP paper §4.1, Fig. 3). Thread 0, the
 //! network thread, does everything of Boa's main loop but request processing: it reads
 //! frames, hands them to the `Server` (which moves the connections they concern to its
 //! ready queue) and runs the timers. Threads 1.. consume: each takes the lock, dequeues

@@ -5,7 +5,7 @@
 //! device when nothing happened.
 //!
 //! It differs from `pinned` with one thread (`Server::poll`) only in the schedule: poll's
-//! default policy looks at receive again after every HTTP step (paper 004's IMT), Boa
+//! default policy looks at receive again after every HTTP step (the scheduling paper's IMT), Boa
 //! serves a whole pass first (IST-like, with a whole burst received before it).
 
 use bareweb_engine::nic::{RxFrame, TxRing};

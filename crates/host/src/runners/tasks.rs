@@ -1,4 +1,4 @@
-//! `tasks`: boa-dsections, dynamic sections (paper 003 §4.3, Fig. 5). The runner keeps no
+//! `tasks`: boa-dsections, dynamic sections (the OpenMP paper §4.3, Fig. 5). The runner keeps no
 //! ready queue: thread 0 (the producer) does the serial work — reads frames, hands them to
 //! the `Server`, runs the timers — and creates a task for every connection that became
 //! ready; the other threads execute tasks. Tasks live in per-thread work-stealing deques

@@ -1,4 +1,4 @@
-//! `workshare`: boa-omp, the standard OpenMP version (paper 003 §4.2, Fig. 4). The
+//! `workshare`: boa-omp, the standard OpenMP version (the OpenMP paper §4.2, Fig. 4). The
 //! request loop becomes passes. Before a pass the master (thread 0; OpenMP's `single`
 //! region) receives, runs the timers and takes every connection on the ready queue into
 //! the pass; a barrier makes all threads see the same pass; then every thread claims the

@@ -1,5 +1,5 @@
 //! AF_XDP: the engine on an interface's own queues, bypassing the kernel's network stack
-//! for the server's address only (issue 18).
+//! for the server's address only.
 //!
 //! [`open`] loads the steering program ([`bpf`]), attaches it to the interface (a BPF
 //! link, natively in the driver when it can, on the generic path otherwise) and opens one
@@ -10,7 +10,7 @@
 //! mode, or one queue owned by core 0 in network-core mode. The returned [`Xdp`] detaches
 //! the program when dropped; a link also detaches on any exit of the process.
 //!
-//! Why our own plumbing: see docs/architecture.md, "AF_XDP".
+//! Why our own plumbing: see docs/design/af-xdp.md.
 
 pub mod bpf;
 pub mod netlink;

@@ -1,4 +1,4 @@
-//! Client kinds `bare-tap` and `bare-xdp` (issue 18): the bare HTTP load client, `bareweb
+//! Client kinds `bare-tap` and `bare-xdp`: the bare HTTP load client, `bareweb
 //! load URL --tap NAME --ip A/N` and `bareweb load URL --xdp IFACE --ip A/N`, whose TCP is
 //! the engine's own, so the client's protocol work stays in the client's process; and
 //! `bare-tap-spin`, the same client on the same TAP polling its link while fetches are in
@@ -30,8 +30,8 @@
 //! the bare-tap client's) runs the kernel's receive path in the writer's system call —
 //! the bridge, and for a kernel server behind a veth its TCP receive in the softirq that
 //! follows; a veth transmit does the same for its peer. With a socket client, bareweb's
-//! TAP writes run the client's kernel TCP (issue 18's finding); with a bare client they
-//! only queue the frame on the client's TAP, and the client's TCP runs in the client. A
+//! TAP writes run the client's kernel TCP (found in the kernel-bypass work); with a bare
+//! client they only queue the frame on the client's TAP, and the client's TCP runs in the client. A
 //! kernel server's own receive work still runs in whoever sent to it — the client, with
 //! any client kind — which is why the tables give the server's CPU and the client's CPU
 //! per fetch side by side. The bare-tap client's TAP takes receive offloads (`bareweb load`'s

@@ -1,4 +1,4 @@
-//! Client kinds (issue 18): what makes the load. A scenario's `clients` lists them
+//! Client kinds: what makes the load. A scenario's `clients` lists them
 //! (default: `load` only); every server is loaded by every client kind that fits the
 //! point, in the same interleaved rounds, and each (server, client) pair is a row of its
 //! own — `nginx` with `bareweb load`, `nginx+wrk` with wrk — whose ratios are against the
@@ -15,7 +15,7 @@
 //!   ([`super::bare`], which also says who pays for what); every kind of point. Its
 //!   `--json-out` report is the socket client's [`Report`], read by the same code.
 //! - `bare-tap-spin`: `bare-tap` polling its TAP while fetches are in flight (`--spin-us`)
-//!   instead of sleeping between frames (docs/performance.md, "A client that polls").
+//!   instead of sleeping between frames (docs/perf/log/2026-11-27-spin.md).
 
 use std::path::Path;
 use std::process::Command;

@@ -7,9 +7,9 @@
 //! (utime + stime of its process tree from /proc), the client's (its rusage), and every
 //! core's busy time. Results go to a folder: `results.json`, `report.md` (tables with
 //! medians and ratios to nginx, the link's bandwidth bound) and PNG plots; with `--doc`
-//! the report also becomes a section of docs/performance.md.
+//! the report also becomes a section of a Markdown file (a dated log in docs/perf/log/).
 //!
-//! The runner dimension (issue 5 part 3, paper 003): a scenario's `runners` and
+//! The runner dimension (the OpenMP paper's runner study): a scenario's `runners` and
 //! `threads` start bareweb once per runner and thread count (`bareweb serve --runner R
 //! --threads N`), each one more server in the interleaving, the tables and the plots
 //! ([`scenario::Scenario::variants`]); [`runners`] adds the study's own summary.
@@ -49,7 +49,7 @@ pub struct Options {
     pub out: PathBuf,
     /// The bareweb binary (for `serve` and `load`).
     pub exe: PathBuf,
-    /// Update this Markdown file (docs/performance.md) with the report.
+    /// Update this Markdown file (a dated log in docs/perf/log/) with the report.
     pub doc: Option<PathBuf>,
     /// The command line, for the report.
     pub command: String,
@@ -106,7 +106,7 @@ pub struct Results {
     /// Busy fraction of each core over one second before any server started.
     #[serde(default)]
     pub background_busy: Vec<f64>,
-    /// The peers' configuration search, when the scenario has one (issue 18).
+    /// The peers' configuration search, when the scenario has one.
     #[serde(default)]
     pub search: Option<search::Search>,
     /// The CPUs of a pinned scenario ([`pin`]): server CPU is then their busy time.

@@ -1,6 +1,6 @@
 //! The kernel servers bareweb is compared with — nginx, lighttpd and h2o from Debian — and
 //! their knobs: each kind lists the configurations a bench's search tries
-//! ([`ServerKind::tunings`], issue 18: "baselines at their best"), and starts with the one
+//! ([`ServerKind::tunings`]: "baselines at their best"), and starts with the one
 //! in its [`StartCtx`] (or its fixed default when the scenario searches nothing).
 //!
 //! The knobs are the ones that move a static-file result on Linux: nginx's `sendfile`,

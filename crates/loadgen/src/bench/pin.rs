@@ -1,6 +1,6 @@
 //! Scenario option `pin = true`: each side of a run on cores of its own, and the server
-//! charged with its own receive path (issue 18, "who pays for what" in
-//! docs/performance.md).
+//! charged with its own receive path ("who pays for what" in
+//! docs/perf/log/2026-11-25-bare-client-links.md).
 //!
 //! On the software links of one machine the sender does the receiver's work: a client's
 //! write to a TAP or a veth runs the kernel server's IP and TCP receive in the client's

@@ -4,10 +4,13 @@
 //! TrueType font read from the system (Debian's fonts-dejavu-core) through ab_glyph, so
 //! no fontconfig or freetype is needed.
 //!
-//! - response time vs fetches/s and connect time vs fetches/s (paper 004 figs. 4 and 6),
-//! - response time vs file size (paper 004 fig. 8),
-//! - throughput and response time vs clients (sessions) per second (paper 003 figs. 6, 7),
-//! - per-core utilisation during the heaviest run of the first series (paper 000 fig. 11).
+//! - response time vs fetches/s and connect time vs fetches/s (the scheduling paper's
+//!   figs. 4 and 6),
+//! - response time vs file size (the scheduling paper's fig. 8),
+//! - throughput and response time vs clients (sessions) per second (the OpenMP
+//!   paper's figs. 6, 7),
+//! - per-core utilisation during the heaviest run of the first series (the multi-core
+//!   paper's fig. 11).
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -397,7 +400,7 @@ pub fn all(r: &Results, out: &Path) -> Result<Vec<(String, String)>, String> {
                     lines_for(se, &|p, a| (p.level, a.response_p50_ms)),
                 )?;
                 if r.servers.iter().any(|sv| sv.runner.is_some()) {
-                    // Paper 003 fig. 7 plots the mean, which queueing moves most.
+                    // The OpenMP paper's fig. 7 plots the mean, which queueing moves most.
                     draw(
                         format!("{se}-response-mean.png"),
                         format!("{se}: mean response time vs clients/s"),
@@ -438,9 +441,9 @@ pub fn all(r: &Results, out: &Path) -> Result<Vec<(String, String)>, String> {
             _ => {}
         }
     }
-    // Task utilisation the server reports itself, across the first series (paper 004
-    // fig. 11), for every server that reports one; the runner study draws one figure of
-    // every runner's threads instead.
+    // Task utilisation the server reports itself, across the first series (the
+    // scheduling paper's fig. 11), for every server that reports one; the runner study
+    // draws one figure of every runner's threads instead.
     let has_runners = r.servers.iter().any(|sv| sv.runner.is_some());
     if has_runners {
         if let Some(se) = series.first() {

@@ -1,4 +1,4 @@
-//! The runner study's own summary (issue 5 part 3, paper 003 §5.3): for every runner and
+//! The runner study's own summary (the OpenMP paper §5.3): for every runner and
 //! thread count, the highest throughput of the sweep, where it saturates, the response
 //! time at the lightest and the heaviest load against the serial runner's, and how much
 //! of its threads' time went to waiting for each other. Everything is computed from the
@@ -133,14 +133,14 @@ pub fn summary(s: &mut String, r: &Results, agg: &BTreeMap<(usize, String), Agg>
         let base = ls.iter().find(|l| l.name == "serial-1");
         let _ = writeln!(
             s,
-            "#### The runners over `{se}` (paper 003 figs. 6 and 7)\n"
+            "#### The runners over `{se}` (the OpenMP paper's figs. 6 and 7)\n"
         );
         let _ = writeln!(
             s,
             "Computed from the table above: each runner's highest throughput over the sweep, the load where it \
              saturates (the first load above the lightest whose throughput falls below {:.0}% of what the lightest \
              load predicts, i.e. fetches per session there, the median over the runners, × sessions per second), its mean response time at the lightest ({light} \
-             {unit}) and the heaviest load ({heavy} {unit}), compared with the serial runner (paper 003's original \
+             {unit}) and the heaviest load ({heavy} {unit}), compared with the serial runner (the OpenMP paper's original \
              Boa), and the share of its threads' time spent waiting for each other at the heaviest load.\n",
             SATURATED * 100.0
         );

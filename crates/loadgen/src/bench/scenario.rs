@@ -132,7 +132,7 @@ pub struct Scenario {
     /// Remarks printed under the tables (what a reader must know to read them).
     #[serde(default)]
     pub notes: Vec<String>,
-    /// The runner dimension (issue 5, paper 003): when given, the server `bareweb` is
+    /// The runner dimension (the OpenMP paper's runners): when given, the server `bareweb` is
     /// started once per runner and thread count (`bareweb serve --runner R --threads N`),
     /// each a server of its own in the tables and plots, named `R-N`.
     #[serde(default)]
@@ -156,7 +156,7 @@ pub struct Scenario {
     pub base: PathBuf,
 }
 
-/// The configuration search of a scenario (`[search]`, issue 18): every configuration of
+/// The configuration search of a scenario (`[search]`): every configuration of
 /// each peer's knobs is run briefly on each series' trial points before the bench, and the
 /// best (highest fetches/s; in rate series, least server CPU per fetch) is the one
 /// measured and compared with.

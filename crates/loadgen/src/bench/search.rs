@@ -1,4 +1,4 @@
-//! Baselines at their best (issue 18): before a bench measures, every configuration of each
+//! Baselines at their best: before a bench measures, every configuration of each
 //! peer's knobs ([`super::peers`]) is started in turn and loaded briefly on each searched
 //! series' trial points; the best per (server, series) is the configuration the bench then
 //! measures, and so the one every ratio is against. The trials, the choice and why are

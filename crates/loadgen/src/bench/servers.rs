@@ -209,8 +209,8 @@ impl Instance {
     }
 }
 
-/// One core's share of a run's wall time, as the server itself measured it (paper 004's
-/// task utilisation: RCV, HTTP, SEND, and Main = idle).
+/// One core's share of a run's wall time, as the server itself measured it (the
+/// scheduling paper's task utilisation: RCV, HTTP, SEND, and Main = idle).
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize, PartialEq)]
 pub struct CoreSplit {
     pub core: u32,
@@ -549,7 +549,7 @@ impl ServerKind for Bareweb {
 fn runner_label(runner: &str, threads: u32) -> String {
     let s = if threads == 1 { "" } else { "s" };
     let what = match runner {
-        "serial" => "Boa's loop on one thread, no lock (paper 003's original Boa)".to_string(),
+        "serial" => "Boa's loop on one thread, no lock (the OpenMP paper's original Boa)".to_string(),
         "pool" => format!(
             "{threads} thread{s}: a network thread feeding {} through the locked ready queue (boa-pthreads)",
             match threads {

@@ -1,4 +1,4 @@
-//! Medians over rounds, ratios to nginx, the bandwidth bound of paper 004, and the
+//! Medians over rounds, ratios to nginx, the bandwidth bound of the scheduling paper, and the
 //! Markdown report of a bench.
 
 use std::collections::BTreeMap;
@@ -172,7 +172,7 @@ pub fn aggregate(r: &Results) -> BTreeMap<(usize, String), Agg> {
         .collect()
 }
 
-/// Paper 004 §4.1: fetches/s a link of `bps` can carry for a file of `size` bytes,
+/// The scheduling paper §4.1: fetches/s a link of `bps` can carry for a file of `size` bytes,
 /// `bandwidth / ((filesize + hdrsize × numPackets) × 8)`, with hdrsize = 58 bytes
 /// (18 Ethernet + 20 IP + 20 TCP) and numPackets the server's packets per fetch:
 /// SYN-ACK, GET-ACK, the data segments, ACK (connection per fetch), or the data
@@ -391,7 +391,7 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
         if !split_rows.is_empty() {
             let _ = writeln!(
                 s,
-                "Time split a server reports itself (bareweb's stats page, paper 004's task utilisation; Main is idle{}):\n",
+                "Time split a server reports itself (bareweb's stats page, the scheduling paper's task utilisation; Main is idle{}):\n",
                 if with_lock {
                     "; Lock is waiting for the shared server's lock or, in workshare, for the team at the end of a pass"
                 } else {
@@ -461,9 +461,9 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
     s
 }
 
-/// The bandwidth bound of paper 004 §4.1 for every file the points fetch.
+/// The bandwidth bound of the scheduling paper (§4.1) for every file the points fetch.
 fn bound_section(s: &mut String, r: &Results, agg: &BTreeMap<(usize, String), Agg>) {
-    let _ = writeln!(s, "#### Bandwidth bound (paper 004, §4.1)\n");
+    let _ = writeln!(s, "#### Bandwidth bound (the scheduling paper, §4.1)\n");
     let _ = writeln!(
         s,
         "max fetches/s = bandwidth / ((filesize + hdrsize × numPackets) × 8), hdrsize = 58 B, numPackets = \
@@ -604,7 +604,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn paper_004_bound_is_reproduced() {
+    fn scheduling_paper_bound_is_reproduced() {
         // The paper: 100 Mbit/s, 3593 bytes, 7 packets → 3126 fetches/s. With its 7 packets:
         let bits = (3593 + 58 * 7) as f64 * 8.0;
         assert_eq!((100e6 / bits) as u64, 3125); // the paper rounds 3125.8 to 3126

@@ -1,4 +1,4 @@
-//! Server kind `bareweb-xdp`: `bareweb serve --xdp` (issue 18) on one end of a veth pair
+//! Server kind `bareweb-xdp`: `bareweb serve --xdp` on one end of a veth pair
 //! between a server namespace and the client's, the topology of the kernel servers, so
 //! the client crosses the same kind of link to either. The server end carries no address
 //! (the host would own it); bareweb answers for 10.77.`net`.2 with that end's MAC, and the

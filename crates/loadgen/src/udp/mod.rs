@@ -1,4 +1,4 @@
-//! Clients of paper 001's stateless UDP protocol over ordinary sockets (any Linux host):
+//! Clients of the UDP paper's stateless protocol over ordinary sockets (any Linux host):
 //! [`fetch`], one file as `bareweb get bwudp://…` does it, and the load generator of
 //! `bareweb load --udp` ([`load`], reported by [`report`]). Both drive the engine's client state machine
 //! (`bareweb_engine::udp::client::Transfer`), which owns every protocol decision; this

@@ -256,7 +256,7 @@ impl SackBlocks {
 ///
 /// Always inlined (its fast path): returned through memory, the `Options` were read back
 /// whole right after being written field by field, a store-forwarding stall on every
-/// segment (~24% of `classify`'s cycles in issue 18's microbenchmark).
+/// segment (~24% of `classify`'s cycles in the engine microbenchmark).
 #[inline(always)]
 pub fn parse_options(opts: &[u8]) -> Result<Options> {
     // Fast path (as Linux's `tcp_fast_parse_options`): NOP, NOP, timestamps is what every
@@ -277,7 +277,7 @@ pub fn parse_options(opts: &[u8]) -> Result<Options> {
 }
 
 /// The general walk of [`parse_options`], by kind and data without making a `TcpOption` of
-/// each (the SYN's list is five options; issue 18). Its rules are `TcpOption::parse`'s, and
+/// each (the SYN's list is five options). Its rules are `TcpOption::parse`'s, and
 /// a test holds the two to the same answers on random bytes.
 fn walk(opts: &[u8]) -> Result<Options> {
     let mut out = Options::default();
