@@ -1,4 +1,4 @@
-"""Reading the kernel's screen console back as text (issue 16): QEMU's monitor
+"""Reading the kernel's screen console back as text: QEMU's monitor
 `screendump` writes the display as a PPM file; every 8x16 cell of it is matched against
 the glyphs of the font the kernel draws with (font8x8's BASIC_LEGACY, each glyph row drawn
 twice, light grey on black: crates/kernel/src/fbcon.rs), read from the crate's source in

@@ -1,4 +1,4 @@
-"""Bonding on the bare machine (issue 14, paper 002): `bareweb run --net tap:A --net tap:B
+"""Bonding on the bare machine (the bonding paper): `bareweb run --net tap:A --net tap:B
 --bond split|spread` under QEMU with two virtio-net or two e1000 NICs whose TAPs sit on
 one bridge in the test's namespace (which also holds the client addresses). A capture on
 the bridge shows which MAC every frame left from; failover is QEMU's monitor `set_link`
@@ -191,7 +191,7 @@ def test_two_user_networks_on_one_hub_serve_tcp_and_udp(tmp_path):
     """`run --net user --net user` (no root, no TAP): both NICs on one QEMU hub with user
     networking. The receive NIC alone reads (the hub gives NIC 1 every frame too, and it
     drops them all, counted); with `--bond-policy size` the data of a TCP download and of
-    a UDP one (issue 13's protocol, on the same forwarded port number) leave from NIC 1,
+    a UDP one (the UDP paper's protocol, on the same forwarded port number) leave from NIC 1,
     and both arrive intact."""
     from qemu_harness import BIN, require
     require()

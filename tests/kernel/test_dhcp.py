@@ -1,4 +1,4 @@
-"""Issue 16: `ip=dhcp` — the kernel gets its address from a DHCP server before serving,
+"""`ip=dhcp` — the kernel gets its address from a DHCP server before serving,
 keeps it while serving (renewing at T1), shows it on the console and the stats page, and
 refuses hostile answers, counting them.
 

@@ -1,4 +1,4 @@
-"""Issue 16: an idle kernel costs its host next to nothing, and halting costs a request
+"""An idle kernel costs its host next to nothing, and halting costs a request
 little. For one and two cores (per-queue and network-core modes) and both NICs: QEMU's CPU
 time over 5 s without traffic is at most 3% of one CPU; after that quiet a request is
 answered promptly, woken by the NIC's interrupt (not by the 1 s safety timer); `--poll-

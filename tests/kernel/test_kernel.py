@@ -98,7 +98,7 @@ def test_concurrent_keepalive_and_pipelining(kernel):
 
 
 def test_bad_input_barrage_leaves_it_serving(kernel):
-    """The engine issue's list: malformed frames, RST/SYN injection with wrong sequence
+    """The engine's bad-input list: malformed frames, RST/SYN injection with wrong sequence
     numbers, oversized and garbage requests, a client that stops reading; then a good
     request is served with the right bytes."""
     ns = kernel.ns
@@ -131,7 +131,7 @@ def test_bad_input_barrage_leaves_it_serving(kernel):
 
 
 def test_downloads_over_ten_percent_loss(kernel):
-    """Issue 15 on the bare machine: 1 MiB three times over a TAP that drops 10% of frames
+    """Loss recovery on the bare machine: 1 MiB three times over a TAP that drops 10% of frames
     each way (nftables on the host side), every byte right, repaired by SACK recovery."""
     rules = f"""
 table netdev bwloss {{
@@ -156,7 +156,7 @@ table netdev bwloss {{
     print(f"\n{kernel.nic}: {sorted(res['times'])}")
     assert res["ok"] == 3, res["bad"]
     if kernel.nic == "virtio":
-        # Issue 16: QEMU's virtio-net on a TAP offers checksum and segmentation offload;
+        # Offloads: QEMU's virtio-net on a TAP offers checksum and segmentation offload;
         # the kernel uses it, and recovery from loss works on offloaded frames too.
         assert "segmentation offload on" in kernel.log(), kernel.report()
         assert after["tx_tso_frames"] > before["tx_tso_frames"], (before, after)
@@ -168,7 +168,7 @@ table netdev bwloss {{
 
 
 def test_without_offload_downloads_are_byte_exact_over_loss(tmp_path):
-    """Issue 16: `--no-offload` (every segment its own frame, checksums computed by the
+    """`--no-offload` (every segment its own frame, checksums computed by the
     kernel) gives the same bytes as the offloaded default, over 5% loss each way."""
     k = Kernel(extra=["--no-offload"])
     rules = f"""
@@ -196,7 +196,7 @@ table netdev bwloss {{
 
 
 def test_syn_flood_and_silent_clients_leave_a_client_served(kernel):
-    """Issue 15's attacks on the bare machine (tests/system/test_hostile.py does them to
+    """The hardening work's attacks on the bare machine (tests/system/test_hostile.py does them to
     the host platform): 50,000 spoofed SYNs from a raw socket, then 1,100 connections that
     send nothing and reconnect when closed (more than the 1,024 TCBs; one address may hold
     512); a client on a second address fetches / every 50 ms throughout and is answered
@@ -370,7 +370,7 @@ def screen_text(k, tmp_path):
 
 @pytest.mark.parametrize("boot", list(BOOTS))
 def test_iso_and_disk_image_boot_on_uefi_and_bios_and_serve(images, boot, tmp_path):
-    """Issue 16: `bareweb build --iso` is one image for BIOS and UEFI, and `--disk` the
+    """`bareweb build --iso` is one image for BIOS and UEFI, and `--disk` the
     same as a raw disk (USB sticks, cloud VMs). OVMF boots GRUB EFI from the CD and from
     the disk, SeaBIOS boots the disk's MBR; GRUB loads the kernel by multiboot2, which
     takes its memory map and ACPI tables from GRUB's tags and maps the 64-bit BAR OVMF
@@ -424,7 +424,7 @@ def test_iso_and_disk_image_boot_on_uefi_and_bios_and_serve(images, boot, tmp_pa
 
 @pytest.mark.parametrize("smp", [1, 2])
 def test_microvm_serves_every_file(smp, tmp_path):
-    """Issue 16: QEMU's microvm machine (no PCI; virtio-net over virtio-mmio version 2,
+    """QEMU's microvm machine (no PCI; virtio-net over virtio-mmio version 2,
     found in the machine's slots, its interrupt line routed through the I/O APIC): the
     same driver above another transport serves the whole site, on one core and, with two,
     in network-core mode (one interrupt line can wake one core)."""

@@ -1,4 +1,4 @@
-"""`bareweb run` as a new user meets it (issue 17, "honest start-up"): what can be checked
+"""`bareweb run` as a new user meets it (the deployability work's "honest start-up"): what can be checked
 is checked before QEMU starts, "serving" is said only once the kernel is ready, QEMU's
 failures come back as their cause, bootable images written by `bareweb build` run as they
 are, and nothing is left behind on any way out. QEMU user networking on a free loopback
@@ -143,7 +143,7 @@ def test_dry_run_keeps_its_files_where_it_says(tmp_path):
 
 def test_metrics_and_healthz_on_the_bare_machine(tmp_path):
     """The kernel's /metrics (Prometheus text, the stats JSON's counters per core) and
-    /healthz (issue 17): off in an image unless its bareweb.toml turns them on; on, the
+    /healthz: off in an image unless its bareweb.toml turns them on; on, the
     metrics only for `--stats-allow` (QEMU user networking's clients come from 10.0.2.2),
     the health check for everyone."""
     require()

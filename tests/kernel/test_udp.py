@@ -1,4 +1,4 @@
-"""Paper 001's stateless UDP protocol on the bare machine: `bareweb run --udp-port` under
+"""The UDP paper's stateless protocol on the bare machine: `bareweb run --udp-port` under
 QEMU on a TAP in a namespace, every file of examples/site fetched with `bareweb get
 bwudp://` (bytes compared), on one core (virtio-net and e1000) and on several in
 network-core and per-queue mode (the core octet of the packets says which core answered),

@@ -1,4 +1,4 @@
-"""Fixtures for the many-core kernel tests (issue 4, phase 2): `bareweb run --smp N` boots
+"""Fixtures for the many-core kernel tests: `bareweb run --smp N` boots
 the kernel under QEMU on a TAP inside a network namespace (prefix `bwm`), single-queue or
 multi-queue; clients run in that namespace (tests/system/client.py). The harness (time
 limits, console checks, clean-up by PID) is tests/qemu_harness.py. On this project's

@@ -1,4 +1,4 @@
-"""Whole-system tests of the kernel on many cores (issue 4, phase 2): `bareweb run --smp N`
+"""Whole-system tests of the kernel on many cores: `bareweb run --smp N`
 under QEMU on a TAP in a network namespace, per-queue mode (virtio-net multiqueue on a
 multi-queue TAP) and network-core mode (one queue), 500 concurrent connections, the stats
 JSON and page served by the kernel, and failures on an application core."""
@@ -105,7 +105,7 @@ def test_stats_counters_add_up_to_the_clients_requests(smp_kernel):
     assert sum(c["counters"]["http_2xx"] for c in after["cores"]) >= n
     for c in after["cores"]:
         assert c["elapsed_ns"] > 0
-        # Main is idle polling; time halted is its own part (issue 16).
+        # Main is idle polling; time halted is its own part (idle halting).
         split = c["rcv_ns"] + c["http_ns"] + c["send_ns"] + c["main_ns"] + c["sleep_ns"]
         assert abs(split - c["elapsed_ns"]) <= max(1, c["elapsed_ns"] // 100), c
     assert after["total"]["stay"]["count"] >= n

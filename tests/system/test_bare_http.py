@@ -1,4 +1,4 @@
-"""The bare HTTP load client (issue 18): `bareweb load URL --tap NAME --ip A/N`, the
+"""The bare HTTP load client: `bareweb load URL --tap NAME --ip A/N`, the
 engine's own TCP on a TAP of its own, bridged with `bareweb serve`'s TAP in a namespace.
 Bodies are checked (`--verify`), keep-alive and a connection per fetch, parallel and rate
 modes, the same load from the socket client for comparison (one report shape for both), and
@@ -305,7 +305,7 @@ def test_receive_offloads_take_super_frames_whole():
             # The client's window is scaled (1 MiB): bareweb's frames reach 64 KiB once
             # slow start has opened its window, ~32 per 1 MiB on a new connection and ~17
             # on a kept one. The unscaled 64 KiB window of before took 64 or more (16 KiB
-            # frames, a quarter window, docs/performance.md "The bare client's window").
+            # frames, a quarter window, docs/perf/log/2026-11-25-bare-client-window.md).
             assert rep["offloaded_frames"] < 4 * 48, rep
     assert "receive offloads on TAP bwc0:" in r.stderr and " 0 super-frames" not in r.stderr, \
         r.stderr

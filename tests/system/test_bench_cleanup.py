@@ -1,4 +1,4 @@
-"""`bareweb bench` that dies half-way leaves nothing behind (issue 17: `bench --smoke 2>&1 |
+"""`bareweb bench` that dies half-way leaves nothing behind (once, `bench --smoke 2>&1 |
 head -3` left a `bareweb serve` and a namespace). Its messages go into a pipe the reader
 closes once two servers are starting; the next message then fails, the bench panics (and
 the release build aborts), and its panic hook must remove every namespace and stop every

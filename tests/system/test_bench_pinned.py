@@ -1,4 +1,4 @@
-"""`pin = true` in a bench scenario (bench::pin, issue 18): servers on a CPU of their own,
+"""`pin = true` in a bench scenario (bench::pin): servers on a CPU of their own,
 the clients on the rest, a kernel server's receive steered to its CPU (RPS on its veth),
 the bare-xdp client's veth NAPI in a thread on the client's CPU, and the server's CPU per
 fetch counted as the busy time of its CPU. One short run of nginx and bareweb under the

@@ -1,4 +1,4 @@
-"""Bonding on the host platform (issue 14, paper 002): `bareweb serve --tap A --tap B
+"""Bonding on the host platform (the bonding paper): `bareweb serve --tap A --tap B
 --bond split|spread` in a network namespace (prefix `bwb`). serve puts both TAPs on one
 bridge that holds the host side's address; the client addresses are more addresses on
 that bridge, so the paper's "clients" are source addresses of one namespace. A capture on
@@ -212,7 +212,7 @@ def test_a_tap_down_under_twenty_downloads_moves_connections_and_the_address(cor
 
 
 def test_udp_answers_leave_by_the_sets_policy(tmp_path):
-    """Issue 13's UDP protocol on a NIC set: every datagram of an answer gets its NIC from
+    """The UDP paper's protocol on a NIC set: every datagram of an answer gets its NIC from
     the set's policy (`size`: data datagrams on the data NIC, small ones on the control
     NIC) and leaves with that NIC's MAC; every file arrives intact."""
     from conftest import BIN

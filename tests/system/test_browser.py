@@ -1,4 +1,4 @@
-"""What a browser sees (issue 17): Debian's headless Chromium loads examples/site from
+"""What a browser sees: Debian's headless Chromium loads examples/site from
 `bareweb serve` (inside the server's namespace) and from the kernel under QEMU (`bareweb
 run`, user networking on a free loopback port), and examples/configured — a custom 404
 page, redirects and configured headers — from both. The test checks what the browser got:

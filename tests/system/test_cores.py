@@ -1,4 +1,4 @@
-"""Whole-system tests of many cores (issue 4) on the host platform: `bareweb serve --cores N
+"""Whole-system tests of many cores on the host platform: `bareweb serve --cores N
 --mode perqueue|netcore [--bsp-http]` in a network namespace (prefix `bws`), loaded with
 500 concurrent connections, and the stats JSON / HTML page checked against what the client
 did."""

@@ -320,7 +320,7 @@ table netdev bwloss {
 
 def test_metrics_and_healthz_on_serve(server):
     """`serve` answers /metrics (Prometheus text, the stats JSON's counters per core) and
-    /healthz by default (issue 17)."""
+    /healthz by default."""
     server.ns.run("curl", "-sS", "-o", "/dev/null", URL + "/")
     r = server.ns.run("curl", "-sS", "-D", "-", URL + "/metrics")
     head, _, body = r.stdout.replace("\r\n", "\n").partition("\n\n")
@@ -337,7 +337,7 @@ def test_metrics_and_healthz_on_serve(server):
 
 
 def test_stats_allow_limits_the_stats_and_metrics_to_a_source_network():
-    """`--stats-allow A.B.C.D/N` (issue 17: "the stats page can be limited to a source
+    """`--stats-allow A.B.C.D/N` (the deployability work: "the stats page can be limited to a source
     prefix", from the command line as well as bareweb.toml's [stats] allow): a client
     outside it gets the site's 404 for the JSON and /metrics, one inside gets them; the
     health check answers everyone."""
@@ -362,7 +362,7 @@ def test_stats_allow_limits_the_stats_and_metrics_to_a_source_network():
 
 def test_a_panic_leaves_no_tap_bridge_or_address_behind():
     """`serve` that panics once serving (BAREWEB_CRASH=panic, as the kernel's crash=panic)
-    on two TAPs and the bridge it makes for them (issue 17: clean-up on every exit path):
+    on two TAPs and the bridge it makes for them (clean-up on every exit path):
     the release build aborts, and still no TAP, bridge or host address is left."""
     from conftest import Netns, require_root
     require_root()
@@ -381,7 +381,7 @@ def test_a_panic_leaves_no_tap_bridge_or_address_behind():
 
 
 def test_a_second_server_on_a_taken_subnet_is_refused():
-    """The host side's "first free" address is checked (issue 17: two servers both took
+    """The host side's "first free" address is checked (once, two servers both took
     10.77.0.1): another interface already on the subnet is said, and serve stops."""
     from conftest import BIN, Netns, require_root
     require_root()

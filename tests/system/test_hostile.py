@@ -1,4 +1,4 @@
-"""Hostile clients and links (issue 15), against `bareweb serve` on a TAP in a namespace: a
+"""Hostile clients and links (the hardening work), against `bareweb serve` on a TAP in a namespace: a
 flood of spoofed SYNs from a raw socket, and clients that hold connections open without a
 word (and reconnect as soon as they are closed). In both a normal client, from a second
 host address, fetches / every 50 ms and must be answered within 1 s every time. And
@@ -144,7 +144,7 @@ def lossy_downloads(ns, dev, n, loss=10):
 def test_downloads_over_ten_percent_loss_recover_with_sack():
     """1 MiB over 10% loss each way, with and without segmentation offload: every byte
     right, loss repaired by SACK recovery and probes, no connection given up. (How fast,
-    next to nginx, is bench/loss.py's to say, in docs/performance.md.)"""
+    next to nginx, is bench/loss.py's to say, in docs/perf/log/2026-11-24-loss-recovery.md.)"""
     for extra in ([], ["--no-tso"]):
         s = Server(extra=extra)
         try:

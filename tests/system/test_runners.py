@@ -1,4 +1,4 @@
-"""Whole-system tests of the parallel runners (issue 5, paper 003): `bareweb serve --runner R
+"""Whole-system tests of the parallel runners (the OpenMP paper): `bareweb serve --runner R
 --threads N` in a network namespace (prefix `bwr`) on a TAP. Each runner must serve every
 file of examples/site with the right bytes, hold 200 concurrent keep-alive connections,
 serve connections one after another, and end with no TCB in use; the stats JSON must show

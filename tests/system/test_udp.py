@@ -1,4 +1,4 @@
-"""Whole-system tests of paper 001's stateless UDP protocol on the host platform:
+"""Whole-system tests of the UDP paper's stateless protocol on the host platform:
 `bareweb serve --udp-port` on a TAP in a namespace, fetched with `bareweb get bwudp://` and
 with a second client written from docs/udp-protocol.md alone (bwudp.py); one and several
 cores; 10% loss and 5% duplication each way (nftables); spoofed sources; the captured
@@ -88,7 +88,7 @@ def test_every_file_with_bareweb_get(cores, tmp_path):
         # Core 0 dispatches; the HTTP cores 1.. answer, round robin.
         assert seen == set(range(1, n)), seen
         assert counters["udp_packets"] > 0
-        # Core 0's request ids (paper 001 §5): every one taken came back, none lacked.
+        # Core 0's request ids (the UDP paper §5): every one taken came back, none lacked.
         assert counters["udp_core0_done"] == counters["udp_dispatched"] > 0, counters
         assert counters["udp_core0_no_id"] == 0 and counters["udp_core0_ids_max"] >= 1, counters
     elif cores:
@@ -357,7 +357,7 @@ def test_captured_answers_match_the_spec():
 def test_the_papers_bench_runs(tmp_path):
     """bench/udp_paper.py, smallest form (two servers, 4 KiB, 0.3 s a load): every load
     answers with no errors and the report has the per-core split and core 0's request ids,
-    so the bench docs/performance.md quotes keeps working. Not a measurement."""
+    so the bench docs/perf/log/2026-11-24-udp-paper.md quotes keeps working. Not a measurement."""
     raw = tmp_path / "run.json"
     r = subprocess.run(["python3", ROOT / "bench" / "udp_paper.py", "--quick", "--secs", "0.3",
                         "--sizes", "4", "--json", raw], capture_output=True, text=True,

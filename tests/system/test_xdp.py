@@ -1,4 +1,4 @@
-"""The AF_XDP platform (issue 18): `bareweb serve --xdp IFACE[:QUEUES]` on one end of a
+"""The AF_XDP platform: `bareweb serve --xdp IFACE[:QUEUES]` on one end of a
 veth pair between a server namespace and a client namespace (prefix `bwx`, the PID in
 both names). The server end also holds a host address of the server namespace's own
 kernel (10.0.0.3), which must keep answering: the XDP program steers only the server's
@@ -35,7 +35,7 @@ def site_files():
 
 class Pair:
     """Namespaces S (server) and C (client) joined by a veth with `queues` queue pairs;
-    the client end sends complete checksums, as a wire does (docs/architecture.md)."""
+    the client end sends complete checksums, as a wire does (docs/design/af-xdp.md)."""
 
     def __init__(self, queues=1):
         require_root()

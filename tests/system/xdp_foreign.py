@@ -1,5 +1,5 @@
-"""Someone else's XDP on an interface, for the fault tests of `serve --xdp` (issue 18) and
-the AF_XDP measurements in docs/performance.md: run inside a network namespace, it holds
+"""Someone else's XDP on an interface, for the fault tests of `serve --xdp` and the
+AF_XDP measurements in docs/perf/log/2026-11-24-af-xdp.md: run inside a network namespace, it holds
 what it made until it is killed, and prints `ready` once it holds it.
 
     python3 xdp_foreign.py prog IFACE [NAME]   # an XDP program that passes every frame,
