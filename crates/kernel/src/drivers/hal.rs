@@ -155,13 +155,13 @@ impl Dma {
     }
 
     /// The device's address of byte `off` (no check: an address is only data here).
-    #[inline]
+    #[inline(always)]
     pub fn paddr(&self, off: usize) -> PhysAddr {
         self.paddr + off as PhysAddr
     }
 
     /// The CPU's pointer to the first byte.
-    #[inline]
+    #[inline(always)]
     pub fn ptr(&self) -> *mut u8 {
         self.vaddr.as_ptr()
     }
@@ -182,7 +182,7 @@ impl Dma {
     ///
     /// No device writes those bytes while the slice lives (the driver does not hand them
     /// to the device meanwhile).
-    #[inline]
+    #[inline(always)]
     pub unsafe fn bytes(&self, off: usize, len: usize) -> Option<&[u8]> {
         if off.checked_add(len)? > self.len {
             return None;
@@ -196,7 +196,7 @@ impl Dma {
     /// # Safety
     ///
     /// No device reads or writes those bytes while the slice lives.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn bytes_mut(&mut self, off: usize, len: usize) -> Option<&mut [u8]> {
         if off.checked_add(len)? > self.len {
             return None;

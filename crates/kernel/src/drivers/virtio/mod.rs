@@ -61,7 +61,7 @@ pub enum Notify {
 
 impl Notify {
     /// Rings the doorbell of queue `index`.
-    #[inline]
+    #[inline(always)]
     pub fn ring(&self, index: u16) {
         match *self {
             Notify::U16(r) => r.write(index),
