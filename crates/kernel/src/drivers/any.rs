@@ -106,8 +106,8 @@ impl AnyNic {
     /// The driver's short name ("virtio-net", "e1000").
     pub fn name(&self) -> &'static str {
         match self.rx {
-            AnyRx::Virtio(_) => VirtioNet::NAME,
-            AnyRx::E1000(_) => E1000::NAME,
+            AnyRx::Virtio(_) => <VirtioNet>::NAME,
+            AnyRx::E1000(_) => <E1000>::NAME,
         }
     }
 }
@@ -155,15 +155,15 @@ impl Driver for AnyNic {
 
     fn rx_counters(rx: &AnyRx, c: &mut NicCounters) {
         match rx {
-            AnyRx::Virtio(r) => VirtioNet::rx_counters(r, c),
-            AnyRx::E1000(r) => E1000::rx_counters(r, c),
+            AnyRx::Virtio(r) => <VirtioNet>::rx_counters(r, c),
+            AnyRx::E1000(r) => <E1000>::rx_counters(r, c),
         }
     }
 
     fn tx_counters(tx: &AnyTx, c: &mut NicCounters) {
         match tx {
-            AnyTx::Virtio(t) => VirtioNet::tx_counters(t, c),
-            AnyTx::E1000(t) => E1000::tx_counters(t, c),
+            AnyTx::Virtio(t) => <VirtioNet>::tx_counters(t, c),
+            AnyTx::E1000(t) => <E1000>::tx_counters(t, c),
         }
     }
 

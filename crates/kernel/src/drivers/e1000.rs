@@ -17,12 +17,18 @@
 //!   written once per `flush`.
 //! - Device-written fields (status, errors, length) are checked: frames without EOP, with
 //!   error bits or impossible lengths are counted and dropped (e1000 `e1000_clean_rx_irq`
-//!   does the same); buffer identities come only from the shadow.
+//!   does the same); buffer identities come only from the shadow, and the driver reads
+//!   no head register (RDH, TDH): where the device is comes from the DD bits alone.
+//! - Generic over the machine ([`Hal`]): rings and buffers from `H::dma_alloc`, the
+//!   device given their DMA addresses (the site image's from `H::dma_addr_static`), the
+//!   registers a typed block ([`Regs`]) mapped through `H`. On the machine `H` is
+//!   [`Identity`] (the default); the host tests run it against `drivers::fake`'s device.
 
 use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
-use core::ptr::{read_volatile, write_volatile};
+use core::marker::PhantomData;
+use core::mem::offset_of;
 use core::sync::atomic::{fence, Ordering};
 
 use alloc::boxed::Box;
@@ -31,6 +37,7 @@ use bareweb_engine::nic::{
 };
 use bareweb_engine::wire::EthernetAddress;
 
+use super::hal::{Array, Dma, Hal, Identity, Mmio, Reg, Value, RO, RW, WO};
 use super::{Arm, Driver, Open};
 use crate::arch::{ioapic, irq::NIC_VECTOR};
 use crate::pci::{Bar, Device};
@@ -40,10 +47,14 @@ pub const VENDOR: u16 = 0x8086;
 /// 82540EM (QEMU's e1000), 82545EM copper, 82574L is not compatible (e1000e).
 pub const DEVICES: [u16; 2] = [0x100E, 0x100F];
 
+/// Bytes of the register BAR (BAR 0).
+pub const REGION: usize = 0x20000;
+
 const CTRL: usize = 0x0000;
 const STATUS: usize = 0x0008;
 const EERD: usize = 0x0014;
 const ICR: usize = 0x00C0;
+const ICS: usize = 0x00C8;
 const IMS: usize = 0x00D0;
 const IMC: usize = 0x00D8;
 const RCTL: usize = 0x0100;
@@ -53,16 +64,89 @@ const RDBAL: usize = 0x2800;
 const RDBAH: usize = 0x2804;
 const RDLEN: usize = 0x2808;
 const RDH: usize = 0x2810;
-const RDT: usize = 0x2818;
+/// The receive tail (the driver's doorbell), for the fake device.
+pub const RDT: usize = 0x2818;
 const TDBAL: usize = 0x3800;
 const TDBAH: usize = 0x3804;
 const TDLEN: usize = 0x3808;
 const TDH: usize = 0x3810;
-const TDT: usize = 0x3818;
+/// The transmit tail (the driver's doorbell), for the fake device.
+pub const TDT: usize = 0x3818;
 const RXCSUM: usize = 0x5000;
 const MTA: usize = 0x5200;
 const RAL0: usize = 0x5400;
 const RAH0: usize = 0x5404;
+
+/// The registers the driver uses (§13), each typed by how the driver may use it. Built
+/// once from the mapped BAR; the queue sides keep only the few they touch after bring-up.
+#[derive(Debug, Clone, Copy)]
+pub struct Regs {
+    ctrl: Reg<u32, RW>,
+    status: Reg<u32, RO>,
+    eerd: Reg<u32, RW>,
+    /// Read-to-clear.
+    icr: Reg<u32, RO>,
+    ics: Reg<u32, WO>,
+    ims: Reg<u32, WO>,
+    imc: Reg<u32, WO>,
+    rctl: Reg<u32, WO>,
+    tctl: Reg<u32, WO>,
+    tipg: Reg<u32, WO>,
+    /// (base low, base high, length, head, tail) of the receive ring.
+    rd: [Reg<u32, WO>; 5],
+    /// As `rd`, of the transmit ring.
+    td: [Reg<u32, WO>; 5],
+    rxcsum: Reg<u32, WO>,
+    mta: Array<u32, WO>,
+    ral0: Reg<u32, RW>,
+    rah0: Reg<u32, RW>,
+}
+
+impl Regs {
+    /// The block in register region `m`, or `None` if `m` is smaller than the BAR.
+    pub fn new(m: &Mmio) -> Option<Regs> {
+        if m.len() < REGION {
+            return None;
+        }
+        let ring = |b: [usize; 5]| -> Option<[Reg<u32, WO>; 5]> {
+            Some([
+                m.reg(b[0])?,
+                m.reg(b[1])?,
+                m.reg(b[2])?,
+                m.reg(b[3])?,
+                m.reg(b[4])?,
+            ])
+        };
+        Some(Regs {
+            ctrl: m.reg(CTRL)?,
+            status: m.reg(STATUS)?,
+            eerd: m.reg(EERD)?,
+            icr: m.reg(ICR)?,
+            ics: m.reg(ICS)?,
+            ims: m.reg(IMS)?,
+            imc: m.reg(IMC)?,
+            rctl: m.reg(RCTL)?,
+            tctl: m.reg(TCTL)?,
+            tipg: m.reg(TIPG)?,
+            rd: ring([RDBAL, RDBAH, RDLEN, RDH, RDT])?,
+            td: ring([TDBAL, TDBAH, TDLEN, TDH, TDT])?,
+            rxcsum: m.reg(RXCSUM)?,
+            mta: m.array(MTA, 128)?,
+            ral0: m.reg(RAL0)?,
+            rah0: m.reg(RAH0)?,
+        })
+    }
+
+    /// Points ring registers `r` (RDBAL.. or TDBAL..) at `len` bytes of descriptors at
+    /// DMA address `at`, head and tail 0.
+    fn ring(r: &[Reg<u32, WO>; 5], at: u64, len: usize) {
+        r[0].write(at as u32);
+        r[1].write((at >> 32) as u32);
+        r[2].write(len as u32);
+        r[3].write(0);
+        r[4].write(0);
+    }
+}
 
 /// STATUS.LU: link up (§13.4.2).
 const STATUS_LU: u32 = 1 << 1;
@@ -113,23 +197,11 @@ pub enum Error {
     NoMemory,
 }
 
-#[derive(Clone, Copy)]
-struct Regs(*mut u8);
-
-impl Regs {
-    fn r(&self, off: usize) -> u32 {
-        // SAFETY: off is one of the register offsets above, inside the 128 KiB BAR 0.
-        unsafe { read_volatile(self.0.add(off).cast()) }
-    }
-    fn w(&self, off: usize, v: u32) {
-        // SAFETY: as r.
-        unsafe { write_volatile(self.0.add(off).cast(), v) }
-    }
-}
-
+/// A legacy receive descriptor (§3.2.3): the driver writes `addr` (and zeroes the rest),
+/// the device writes back the others.
 #[repr(C)]
-#[derive(Clone, Copy)]
-struct RxDesc {
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RxDesc {
     addr: u64,
     len: u16,
     csum: u16,
@@ -138,9 +210,10 @@ struct RxDesc {
     special: u16,
 }
 
+/// A legacy transmit descriptor (§3.3.3): the device writes back only `status`.
 #[repr(C)]
-#[derive(Clone, Copy)]
-struct TxDesc {
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TxDesc {
     addr: u64,
     len: u16,
     cso: u8,
@@ -151,36 +224,53 @@ struct TxDesc {
 }
 const _: () = assert!(core::mem::size_of::<RxDesc>() == 16 && core::mem::size_of::<TxDesc>() == 16);
 
-fn alloc_bytes(len: usize) -> Result<*mut u8, Error> {
-    alloc_area(len, true)
+// SAFETY: plain integers: any bit pattern is a descriptor.
+unsafe impl Value for RxDesc {
+    #[inline(always)]
+    fn le_to_cpu(self) -> Self {
+        RxDesc {
+            addr: u64::from_le(self.addr),
+            len: u16::from_le(self.len),
+            csum: u16::from_le(self.csum),
+            special: u16::from_le(self.special),
+            ..self
+        }
+    }
+    #[inline(always)]
+    fn cpu_to_le(self) -> Self {
+        self.le_to_cpu()
+    }
 }
 
-/// `len` bytes, page-aligned, zeroed only if `zeroed`: receive buffers are written by the
-/// device before the driver reads any byte of them (only the length the device reports,
-/// clamped to the buffer), so they are not zeroed, which under an emulator was a
-/// measurable part of boot (issue 16: ~2 MiB per queue, a store per 8 bytes).
-fn alloc_area(len: usize, zeroed: bool) -> Result<*mut u8, Error> {
-    let layout = core::alloc::Layout::from_size_align(len, 4096).map_err(|_| Error::NoMemory)?;
-    // SAFETY: non-zero size.
-    let p = unsafe {
-        if zeroed {
-            alloc::alloc::alloc_zeroed(layout)
-        } else {
-            alloc::alloc::alloc(layout)
+// SAFETY: plain integers.
+unsafe impl Value for TxDesc {
+    #[inline(always)]
+    fn le_to_cpu(self) -> Self {
+        TxDesc {
+            addr: u64::from_le(self.addr),
+            len: u16::from_le(self.len),
+            special: u16::from_le(self.special),
+            ..self
         }
-    };
-    if p.is_null() {
-        Err(Error::NoMemory)
-    } else {
-        Ok(p)
+    }
+    #[inline(always)]
+    fn cpu_to_le(self) -> Self {
+        self.le_to_cpu()
     }
 }
 
 /// Receive side.
 pub struct E1000Rx {
-    regs: Regs,
-    ring: *mut RxDesc,
-    bufs: *mut u8,
+    /// The tail: the only register the receive path writes.
+    rdt: Reg<u32, WO>,
+    /// Interrupt cause (read-to-clear), set and clear: for arming a wake-up.
+    icr: Reg<u32, RO>,
+    ims: Reg<u32, WO>,
+    imc: Reg<u32, WO>,
+    /// The descriptor ring's memory, which `ring` views (kept alive, never read).
+    _mem: Dma,
+    ring: Array<RxDesc, RW>,
+    bufs: Dma,
     /// Which buffer each descriptor holds (the shadow; never read back from the device).
     desc_buf: [u16; RING],
     /// Next descriptor to look at.
@@ -198,11 +288,14 @@ pub struct E1000Rx {
     line: Option<u32>,
 }
 
-/// Transmit side.
-pub struct E1000Tx {
-    regs: Regs,
-    ring: *mut TxDesc,
-    slots: *mut u8,
+/// Transmit side, lending bodies to the device through `H`.
+pub struct E1000Tx<H: Hal = Identity> {
+    /// The tail: the only register the transmit path writes.
+    tdt: Reg<u32, WO>,
+    /// The descriptor ring's memory, which `ring` views (kept alive, never read).
+    _mem: Dma,
+    ring: Array<TxDesc, RW>,
+    slots: Dma,
     /// Next descriptor to fill.
     tail: usize,
     /// TDT as last written.
@@ -216,75 +309,75 @@ pub struct E1000Tx {
     frames: u64,
     full: u64,
     doorbells: u64,
+    _hal: PhantomData<fn() -> H>,
 }
-
-// SAFETY: an E1000Rx owns its descriptor ring and buffers alone (nothing else points at
-// them) and after bring-up writes only RDT; moving it to another core moves that ownership.
-unsafe impl Send for E1000Rx {}
-// SAFETY: as E1000Rx: its ring and head slots are its own, and it writes only TDT.
-unsafe impl Send for E1000Tx {}
 
 /// The link of an 82540EM: STATUS.LU, one register read (QEMU clears it on `set_link off`).
 #[derive(Clone, Copy)]
-pub struct E1000Link(Regs);
-
-// SAFETY: reading STATUS has no side effect and touches no memory the queue pairs own; the
-// register block stays mapped for the life of the program.
-unsafe impl Send for E1000Link {}
+pub struct E1000Link(Reg<u32, RO>);
 
 impl LinkSense for E1000Link {
     fn link_up(&mut self) -> bool {
-        self.0.r(STATUS) & STATUS_LU != 0
+        self.0.read() & STATUS_LU != 0
     }
 }
 
 /// An 82540EM as one engine queue pair.
-pub struct E1000 {
+pub struct E1000<H: Hal = Identity> {
     rx: E1000Rx,
-    tx: E1000Tx,
+    tx: E1000Tx<H>,
     mac: EthernetAddress,
+    regs: Regs,
 }
 
 impl E1000 {
-    /// The device's link, as [`Driver::link`] reads it.
-    pub fn link_sense(&self) -> E1000Link {
-        E1000Link(self.rx.regs)
-    }
-
     /// Whether `dev` is an 8254x we drive.
     pub fn matches(dev: &Device) -> bool {
         dev.vendor == VENDOR && DEVICES.contains(&dev.device)
     }
+}
+
+impl<H: Hal> E1000<H> {
+    /// The device's link, as [`Driver::link`] reads it.
+    pub fn link_sense(&self) -> E1000Link {
+        E1000Link(self.regs.status)
+    }
 
     /// Resets the device and brings up both rings, interrupts masked.
-    pub fn new(dev: &Device) -> Result<E1000, Error> {
+    pub fn new(dev: &Device) -> Result<E1000<H>, Error> {
         let base = match dev.bars[0] {
-            Bar::Mem { addr, size, .. } if addr != 0 && size >= 0x20000 => addr as *mut u8,
+            Bar::Mem { addr, size, .. } if addr != 0 && size >= REGION as u64 => addr,
             _ => return Err(Error::NoRegisters),
         };
         dev.enable();
-        let regs = Regs(base);
-        regs.w(IMC, 0xFFFF_FFFF);
-        regs.w(CTRL, regs.r(CTRL) | CTRL_RST);
+        // SAFETY: BAR 0 of an 8254x, at least REGION bytes (checked above).
+        let m = unsafe { Mmio::map::<H>(base, REGION) };
+        E1000::bring_up(Regs::new(&m).ok_or(Error::NoRegisters)?)
+    }
+
+    /// Resets the device whose registers are `regs` and brings up both rings,
+    /// interrupts masked.
+    pub fn bring_up(regs: Regs) -> Result<E1000<H>, Error> {
+        regs.imc.write(0xFFFF_FFFF);
+        regs.ctrl.write(regs.ctrl.read() | CTRL_RST);
         let mut spins = 0;
-        while regs.r(CTRL) & CTRL_RST != 0 {
+        while regs.ctrl.read() & CTRL_RST != 0 {
             spins += 1;
             if spins > 1_000_000 {
                 return Err(Error::NoReset);
             }
         }
-        regs.w(IMC, 0xFFFF_FFFF);
-        regs.w(
-            CTRL,
-            (regs.r(CTRL) | CTRL_SLU | CTRL_ASDE) & !(1 << 3 | 1 << 31 | 1 << 7 | 1 << 30),
+        regs.imc.write(0xFFFF_FFFF);
+        regs.ctrl.write(
+            (regs.ctrl.read() | CTRL_SLU | CTRL_ASDE) & !(1 << 3 | 1 << 31 | 1 << 7 | 1 << 30),
         );
-        let mac = read_mac(regs);
+        let mac = read_mac(&regs);
         for i in 0..128 {
-            regs.w(MTA + 4 * i, 0);
+            regs.mta.at(i).write(0);
         }
-        let rx = E1000Rx::new(regs)?;
-        let tx = E1000Tx::new(regs)?;
-        Ok(E1000 { rx, tx, mac })
+        let rx = E1000Rx::new::<H>(&regs)?;
+        let tx = E1000Tx::new(&regs)?;
+        Ok(E1000 { rx, tx, mac, regs })
     }
 }
 
@@ -301,7 +394,6 @@ impl E1000 {
 /// not run for a while). Returns the line, routed and masked until armed, or None.
 /// Runs on the core `apic` names (the boot CPU, before the cores serve).
 fn probe_line(dev: &Device, regs: &Regs, apic: u32) -> Option<u32> {
-    const ICS: usize = 0x00C8;
     let mut cand = [0u32; 13];
     let mut n = 0;
     let firmware = dev.intx_line().map(crate::acpi::isa_irq);
@@ -319,16 +411,16 @@ fn probe_line(dev: &Device, regs: &Regs, apic: u32) -> Option<u32> {
     let cand = &cand[..n];
     let busy = |g: u32| ioapic::delivered(g);
     dev.allow_intx();
-    regs.w(IMC, 0xFFFF_FFFF);
-    let _ = regs.r(ICR);
+    regs.imc.write(0xFFFF_FFFF);
+    let _ = regs.icr.read();
     cand.iter().for_each(|&g| ioapic::unmask(g));
     // Lines already raised by someone else.
     let mut others = [false; 13];
     for (i, &g) in cand.iter().enumerate() {
         others[i] = busy(g);
     }
-    regs.w(IMS, IMS_RX);
-    regs.w(ICS, 1 << 7);
+    regs.ims.write(IMS_RX);
+    regs.ics.write(1 << 7);
     let end = crate::arch::cpu::rdtsc() + crate::clock::tsc_hz() / 10;
     let mut found = None;
     while found.is_none() && crate::arch::cpu::rdtsc() < end {
@@ -338,8 +430,8 @@ fn probe_line(dev: &Device, regs: &Regs, apic: u32) -> Option<u32> {
             .find(|&(i, &g)| !others[i] && busy(g))
             .map(|(_, &g)| g);
     }
-    regs.w(IMC, 0xFFFF_FFFF);
-    let _ = regs.r(ICR);
+    regs.imc.write(0xFFFF_FFFF);
+    let _ = regs.icr.read();
     cand.iter().for_each(|&g| ioapic::mask(g));
     // The delivered interrupt is pending at the local APIC: take it (the handler's EOI
     // ends it at the I/O APIC too).
@@ -357,9 +449,9 @@ fn probe_line(dev: &Device, regs: &Regs, apic: u32) -> Option<u32> {
     Some(g)
 }
 
-fn read_mac(regs: Regs) -> EthernetAddress {
-    let lo = regs.r(RAL0);
-    let hi = regs.r(RAH0);
+fn read_mac(regs: &Regs) -> EthernetAddress {
+    let lo = regs.ral0.read();
+    let hi = regs.rah0.read();
     if hi & (1 << 31) != 0 && (lo != 0 || hi & 0xFFFF != 0) {
         let b = lo.to_le_bytes();
         let h = hi.to_le_bytes();
@@ -368,10 +460,10 @@ fn read_mac(regs: Regs) -> EthernetAddress {
     // EEPROM words 0..3 hold the address.
     let mut m = [0u8; 6];
     for w in 0..3u32 {
-        regs.w(EERD, 1 | w << 8);
+        regs.eerd.write(1 | w << 8);
         let mut v = 0;
         for _ in 0..100_000 {
-            v = regs.r(EERD);
+            v = regs.eerd.read();
             if v & (1 << 4) != 0 {
                 break;
             }
@@ -380,22 +472,33 @@ fn read_mac(regs: Regs) -> EthernetAddress {
         m[2 * w as usize] = word as u8;
         m[2 * w as usize + 1] = (word >> 8) as u8;
     }
-    regs.w(RAL0, u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
-    regs.w(RAH0, u32::from_le_bytes([m[4], m[5], 0, 0]) | 1 << 31);
+    regs.ral0
+        .write(u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
+    regs.rah0
+        .write(u32::from_le_bytes([m[4], m[5], 0, 0]) | 1 << 31);
     EthernetAddress(m)
 }
 
+/// The status byte of receive descriptor `d`, the one the device writes last.
+#[inline(always)]
+fn status(d: Reg<RxDesc, RW>) -> Reg<u8, RO> {
+    // SAFETY: `status` is RxDesc's u8 field at this offset.
+    unsafe { d.field(offset_of!(RxDesc, status)) }
+}
+
 impl E1000Rx {
-    fn new(regs: Regs) -> Result<E1000Rx, Error> {
-        let ring = alloc_bytes(RING * 16)?.cast::<RxDesc>();
-        let bufs = alloc_area(RX_POOL * RX_BUF, false)?;
-        regs.w(RDBAL, ring as u64 as u32);
-        regs.w(RDBAH, (ring as u64 >> 32) as u32);
-        regs.w(RDLEN, (RING * 16) as u32);
-        regs.w(RDH, 0);
-        regs.w(RDT, 0);
+    fn new<H: Hal>(regs: &Regs) -> Result<E1000Rx, Error> {
+        let mem = Dma::new::<H>(RING * 16, true).ok_or(Error::NoMemory)?;
+        let ring = mem.array(0, RING).ok_or(Error::NoMemory)?;
+        // Not zeroed: see `Hal::dma_alloc`.
+        let bufs = Dma::new::<H>(RX_POOL * RX_BUF, false).ok_or(Error::NoMemory)?;
+        Regs::ring(&regs.rd, mem.paddr(0), RING * 16);
         let mut rx = E1000Rx {
-            regs,
+            rdt: regs.rd[4],
+            icr: regs.icr,
+            ims: regs.ims,
+            imc: regs.imc,
+            _mem: mem,
             ring,
             bufs,
             desc_buf: [0; RING],
@@ -408,9 +511,9 @@ impl E1000Rx {
             doorbells: 0,
             line: None,
         };
-        regs.w(RXCSUM, 0);
+        regs.rxcsum.write(0);
         // BSIZE 00 = 2048-byte buffers; broadcast accepted; CRC stripped.
-        regs.w(RCTL, RCTL_EN | RCTL_BAM | RCTL_SECRC);
+        regs.rctl.write(RCTL_EN | RCTL_BAM | RCTL_SECRC);
         rx.refill();
         Ok(rx)
     }
@@ -420,9 +523,7 @@ impl E1000Rx {
         if self.next == self.tail {
             return false;
         }
-        // SAFETY: next < RING, a descriptor of our ring; only the status byte is read.
-        let st = unsafe { read_volatile(core::ptr::addr_of!((*self.ring.add(self.next)).status)) };
-        st & STA_DD != 0
+        status(self.ring.at(self.next)).read() & STA_DD != 0
     }
 }
 
@@ -432,9 +533,9 @@ impl super::WakeRx for E1000Rx {
         let Some(gsi) = self.line else {
             return Arm::Unable;
         };
-        let _ = self.regs.r(ICR); // read-to-clear: causes of frames already handled
+        let _ = self.icr.read(); // read-to-clear: causes of frames already handled
         ioapic::unmask(gsi);
-        self.regs.w(IMS, IMS_RX);
+        self.ims.write(IMS_RX);
         fence(Ordering::SeqCst);
         if self.frame_waiting() {
             self.disarm();
@@ -447,9 +548,9 @@ impl super::WakeRx for E1000Rx {
     /// Interrupts off again, the line lowered.
     fn disarm(&mut self) {
         if let Some(gsi) = self.line {
-            self.regs.w(IMC, 0xFFFF_FFFF);
+            self.imc.write(0xFFFF_FFFF);
             ioapic::mask(gsi);
-            let _ = self.regs.r(ICR);
+            let _ = self.icr.read();
         }
     }
 
@@ -470,22 +571,17 @@ impl E1000Rx {
             let Some(b) = self.free.pop() else { break };
             self.state[b as usize] = 1;
             self.desc_buf[self.tail] = b;
-            let d = RxDesc {
-                addr: self.bufs as u64 + b as u64 * RX_BUF as u64,
-                len: 0,
-                csum: 0,
-                status: 0,
-                errors: 0,
-                special: 0,
-            };
-            // SAFETY: tail < RING: a descriptor of the ring we own and the device does
-            // not (it lies outside [RDH, RDT) until RDT moves past it below).
-            unsafe { write_volatile(self.ring.add(self.tail), d) };
+            // A descriptor the device does not own (outside [RDH, RDT) until RDT moves
+            // past it below).
+            self.ring.at(self.tail).write(RxDesc {
+                addr: self.bufs.paddr(b as usize * RX_BUF),
+                ..RxDesc::default()
+            });
             self.tail = (self.tail + 1) % RING;
         }
         if self.tail != before {
             fence(Ordering::Release);
-            self.regs.w(RDT, self.tail as u32);
+            self.rdt.write(self.tail as u32);
             self.doorbells += 1;
         }
     }
@@ -499,20 +595,20 @@ impl RxRing for E1000Rx {
         }
         let mut n = 0;
         while n < out.len() && self.next != self.tail {
-            let at = self.ring.wrapping_add(self.next);
-            // SAFETY: next < RING, a descriptor of our ring. The device writes it back:
-            // status first (DD), then, after a fence, the other fields, so a descriptor
-            // being written is never read half old (Linux: dma_rmb() after DD).
-            let status = unsafe { read_volatile(core::ptr::addr_of!((*at).status)) };
+            // The device writes a descriptor back status first (DD), then, after a
+            // fence, the other fields, so a descriptor being written is never read half
+            // old (Linux: dma_rmb() after DD). The fields are checked below.
+            let at = self.ring.at(self.next);
+            let status = status(at).read();
             if status & STA_DD == 0 {
                 break;
             }
             fence(Ordering::Acquire);
-            // SAFETY: as above; the fields are checked below.
+            // SAFETY: `len` and `errors` are RxDesc's u16 and u8 fields at these offsets.
             let (len, errors) = unsafe {
                 (
-                    read_volatile(core::ptr::addr_of!((*at).len)),
-                    read_volatile(core::ptr::addr_of!((*at).errors)),
+                    at.field::<u16, RO>(offset_of!(RxDesc, len)).read(),
+                    at.field::<u8, RO>(offset_of!(RxDesc, errors)).read(),
                 )
             };
             let b = self.desc_buf[self.next];
@@ -540,9 +636,9 @@ impl RxRing for E1000Rx {
             return &[];
         }
         let len = (f.len as usize).min(RX_BUF);
-        // SAFETY: buffer f.buf lies in the pool we allocated; len is clamped to it; a
-        // loaned buffer is in no descriptor, so the device does not write it.
-        unsafe { core::slice::from_raw_parts(self.bufs.add(f.buf as usize * RX_BUF), len) }
+        // SAFETY: a loaned buffer is in no descriptor, so the device does not write it;
+        // the pool's bounds are checked by `bytes`.
+        unsafe { self.bufs.bytes(f.buf as usize * RX_BUF, len) }.unwrap_or(&[])
     }
 
     fn recycle(&mut self, f: RxFrame) {
@@ -554,19 +650,17 @@ impl RxRing for E1000Rx {
     }
 }
 
-impl E1000Tx {
-    fn new(regs: Regs) -> Result<E1000Tx, Error> {
-        let ring = alloc_bytes(RING * 16)?.cast::<TxDesc>();
-        let slots = alloc_bytes(TX_SLOTS * TX_SLOT)?;
-        regs.w(TDBAL, ring as u64 as u32);
-        regs.w(TDBAH, (ring as u64 >> 32) as u32);
-        regs.w(TDLEN, (RING * 16) as u32);
-        regs.w(TDH, 0);
-        regs.w(TDT, 0);
-        regs.w(TIPG, 10 | 8 << 10 | 6 << 20);
-        regs.w(TCTL, TCTL_EN | TCTL_PSP | 0x0F << 4 | 0x40 << 12);
+impl<H: Hal> E1000Tx<H> {
+    fn new(regs: &Regs) -> Result<E1000Tx<H>, Error> {
+        let mem = Dma::new::<H>(RING * 16, true).ok_or(Error::NoMemory)?;
+        let ring = mem.array(0, RING).ok_or(Error::NoMemory)?;
+        let slots = Dma::new::<H>(TX_SLOTS * TX_SLOT, true).ok_or(Error::NoMemory)?;
+        Regs::ring(&regs.td, mem.paddr(0), RING * 16);
+        regs.tipg.write(10 | 8 << 10 | 6 << 20);
+        regs.tctl.write(TCTL_EN | TCTL_PSP | 0x0F << 4 | 0x40 << 12);
         Ok(E1000Tx {
-            regs,
+            tdt: regs.td[4],
+            _mem: mem,
             ring,
             slots,
             tail: 0,
@@ -578,16 +672,20 @@ impl E1000Tx {
             frames: 0,
             full: 0,
             doorbells: 0,
+            _hal: PhantomData,
         })
     }
 
     /// Frees the frames the device has sent (DD on their last descriptor), oldest first.
     fn reclaim(&mut self) {
         while let Some(&(last, ndesc, slot)) = self.in_flight.front() {
-            // SAFETY: last < RING; the status byte is written by the device: only DD is
-            // looked at.
+            // The status byte is written by the device: only DD is looked at.
+            // SAFETY: `status` is TxDesc's u8 field at this offset.
             let st = unsafe {
-                read_volatile(core::ptr::addr_of!((*self.ring.add(last as usize)).status))
+                self.ring
+                    .at(last as usize)
+                    .field::<u8, RO>(offset_of!(TxDesc, status))
+                    .read()
             };
             if st & STA_DD == 0 {
                 break;
@@ -600,24 +698,20 @@ impl E1000Tx {
 
     fn write_desc(&mut self, addr: u64, len: usize, cmd: u8) -> u16 {
         let i = self.tail;
-        let d = TxDesc {
+        // A free descriptor (counted in `used` from now on).
+        self.ring.at(i).write(TxDesc {
             addr,
             len: len as u16,
-            cso: 0,
             cmd,
-            status: 0,
-            css: 0,
-            special: 0,
-        };
-        // SAFETY: i < RING, a free descriptor (counted in `used` from now on).
-        unsafe { write_volatile(self.ring.add(i), d) };
+            ..TxDesc::default()
+        });
         self.tail = (i + 1) % RING;
         self.used += 1;
         i as u16
     }
 }
 
-impl TxRing for E1000Tx {
+impl<H: Hal> TxRing for E1000Tx<H> {
     fn slot(&mut self) -> Option<&mut [u8]> {
         if self.current.is_none() {
             if self.free_slots.is_empty() || self.used + 2 > RING - 1 {
@@ -636,8 +730,8 @@ impl TxRing for E1000Tx {
             self.current = self.free_slots.pop();
         }
         let s = self.current? as usize;
-        // SAFETY: slot s is not in flight and lies inside the slot area.
-        Some(unsafe { core::slice::from_raw_parts_mut(self.slots.add(s * TX_SLOT), TX_SLOT) })
+        // SAFETY: slot s is not in flight: the device does not read it meanwhile.
+        unsafe { self.slots.bytes_mut(s * TX_SLOT, TX_SLOT) }
     }
 
     fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
@@ -651,15 +745,16 @@ impl TxRing for E1000Tx {
             self.full += 1;
             return Err(TxFull);
         }
-        let head = self.slots as u64 + s as u64 * TX_SLOT as u64;
+        let head = self.slots.paddr(s as usize * TX_SLOT);
         let head_len = head_len.min(TX_SLOT);
         let last = if body.is_empty() {
             self.write_desc(head, head_len, CMD_EOP | CMD_IFCS | CMD_RS)
         } else {
             self.write_desc(head, head_len, CMD_IFCS);
-            // The body straight from the site image: identity-mapped and 'static.
+            // The body straight from the site image: 'static and immutable; the Hal
+            // says at which address the device reads it.
             self.write_desc(
-                body.as_ptr() as u64,
+                H::dma_addr_static(body),
                 body.len(),
                 CMD_EOP | CMD_IFCS | CMD_RS,
             )
@@ -672,7 +767,7 @@ impl TxRing for E1000Tx {
     fn flush(&mut self) {
         if self.tail != self.written_tail {
             fence(Ordering::Release);
-            self.regs.w(TDT, self.tail as u32);
+            self.tdt.write(self.tail as u32);
             self.written_tail = self.tail;
             self.doorbells += 1;
         }
@@ -693,13 +788,13 @@ impl TxRing for E1000Tx {
     }
 }
 
-impl bareweb_engine::cores::CoreQueue for E1000 {}
+impl<H: Hal> bareweb_engine::cores::CoreQueue for E1000<H> {}
 
-impl Nic for E1000 {
+impl<H: Hal> Nic for E1000<H> {
     type Rx = E1000Rx;
-    type Tx = E1000Tx;
+    type Tx = E1000Tx<H>;
 
-    fn split(&mut self) -> (&mut E1000Rx, &mut E1000Tx) {
+    fn split(&mut self) -> (&mut E1000Rx, &mut E1000Tx<H>) {
         (&mut self.rx, &mut self.tx)
     }
 
@@ -708,11 +803,11 @@ impl Nic for E1000 {
     }
 
     fn counters(&self) -> NicCounters {
-        super::counters::<E1000>(&self.rx, &self.tx)
+        super::counters::<E1000<H>>(&self.rx, &self.tx)
     }
 }
 
-impl Driver for E1000 {
+impl<H: Hal> Driver for E1000<H> {
     type Error = Error;
     const NAME: &'static str = "e1000";
 
@@ -722,10 +817,10 @@ impl Driver for E1000 {
 
     /// One queue pair: the 82540EM has one. Its INTx line, found by probing, is routed to
     /// `wake[0]`'s core.
-    fn open(dev: &Device, with: &Open<'_>) -> Result<(Vec<E1000>, usize), Error> {
-        let mut nic = E1000::new(dev)?;
+    fn open(dev: &Device, with: &Open<'_>) -> Result<(Vec<E1000<H>>, usize), Error> {
+        let mut nic = E1000::<H>::new(dev)?;
         if let Some(&apic) = with.wake.first() {
-            nic.rx.line = probe_line(dev, &nic.rx.regs, apic);
+            nic.rx.line = probe_line(dev, &nic.regs, apic);
         }
         Ok((alloc::vec![nic], 1))
     }
@@ -737,13 +832,13 @@ impl Driver for E1000 {
         c.device_rx_bad += rx.bad;
     }
 
-    fn tx_counters(tx: &E1000Tx, c: &mut NicCounters) {
+    fn tx_counters(tx: &E1000Tx<H>, c: &mut NicCounters) {
         c.device_tx_frames += tx.frames;
         c.doorbells += tx.doorbells;
         c.device_tx_full += tx.full;
     }
 
-    fn into_rings(self) -> (E1000Rx, E1000Tx) {
+    fn into_rings(self) -> (E1000Rx, E1000Tx<H>) {
         (self.rx, self.tx)
     }
 
@@ -754,45 +849,134 @@ impl Driver for E1000 {
 
 #[cfg(test)]
 mod tests {
-    //! The driver against a simulated 82540EM: a register block in memory, descriptors
-    //! written back by the test as the device would (and as no honest device would).
+    //! The driver against `drivers::fake`'s 82540EM: a register file in host memory and
+    //! descriptors written back as the device would (and as no honest device would).
+    use super::super::fake::{FakeE1000, FakeHal};
     use super::*;
-    use alloc::vec::Vec;
 
-    fn regs() -> (Regs, Vec<u32>) {
-        let mut block = alloc::vec![0u32; 0x20000 / 4];
-        (Regs(block.as_mut_ptr().cast()), block)
-    }
+    const MAC: [u8; 6] = [0x52, 0x54, 0, 0x12, 0x34, 0x57];
 
-    fn write_back(rx: &E1000Rx, i: usize, len: u16, status: u8, errors: u8) {
-        // SAFETY: test-only: descriptor i < RING of the live ring.
-        unsafe {
-            let d = rx.ring.add(i);
-            write_volatile(addr_of_mut!((*d).len), len);
-            write_volatile(addr_of_mut!((*d).errors), errors);
-            write_volatile(addr_of_mut!((*d).status), status);
+    /// The device reset and brought up by the driver. A thread plays the reset: it
+    /// clears CTRL.RST whenever the driver sets it, as the device does when done (the
+    /// driver waits a bounded time: on a loaded host the thread may not have run yet, so
+    /// a NoReset is tried again).
+    fn up() -> (FakeE1000, E1000<FakeHal>) {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        let mut dev = FakeE1000::default();
+        dev.set_reg(RAL0, u32::from_le_bytes([MAC[0], MAC[1], MAC[2], MAC[3]]));
+        dev.set_reg(RAH0, u32::from_le_bytes([MAC[4], MAC[5], 0, 0]) | 1 << 31);
+        dev.set_reg(STATUS, STATUS_LU);
+        let m = dev.mmio();
+        let ctrl = m.reg::<u32, RW>(CTRL).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let done = stop.clone();
+        // The register file outlives the thread (joined before `up` returns).
+        let reset = std::thread::spawn(move || {
+            while !done.load(Ordering::Acquire) {
+                let v = ctrl.read();
+                if v & CTRL_RST != 0 {
+                    ctrl.write(v & !CTRL_RST);
+                }
+                std::hint::spin_loop();
+            }
+        });
+        let mut nic = Err(Error::NoReset);
+        for _ in 0..1000 {
+            nic = E1000::<FakeHal>::bring_up(Regs::new(&m).unwrap());
+            if nic.as_ref().err() != Some(&Error::NoReset) {
+                break;
+            }
         }
+        stop.store(true, Ordering::Release);
+        reset.join().unwrap();
+        (dev, nic.unwrap())
     }
-    use core::ptr::addr_of_mut;
+
+    /// Whether `b` lies inside the receive pool's DMA region.
+    fn inside(rx: &E1000Rx, b: &[u8]) -> bool {
+        let (start, end) = (
+            rx.bufs.ptr() as usize,
+            rx.bufs.ptr() as usize + rx.bufs.len(),
+        );
+        let p = b.as_ptr() as usize;
+        p >= start && p + b.len() <= end
+    }
+
+    #[test]
+    fn ring_setup_points_the_device_at_dma_rings() {
+        let (dev, mut nic) = up();
+        assert_eq!(nic.mac(), EthernetAddress(MAC));
+        assert_eq!(dev.reg(IMC), 0xFFFF_FFFF, "interrupts masked");
+        assert_eq!(dev.reg(CTRL) & (CTRL_SLU | CTRL_RST), CTRL_SLU);
+        assert_eq!(dev.reg(RCTL), RCTL_EN | RCTL_BAM | RCTL_SECRC);
+        assert_eq!(dev.reg(TCTL) & TCTL_EN, TCTL_EN);
+        assert!((0..128).all(|i| dev.reg(MTA + 4 * i) == 0));
+        // Both rings: DMA memory of 256 descriptors, head and tail as the driver set them:
+        // every receive descriptor but one posted, with one RDT write.
+        for base in [RDBAL, TDBAL] {
+            let (at, n) = dev.ring_at(base);
+            assert_eq!(n, RING as u32);
+            assert!(FakeHal::translate(at, RING * 16).is_some());
+        }
+        assert_eq!((dev.reg(RDT), dev.reg(TDT)), ((RING - 1) as u32, 0));
+        let (rx, _) = nic.split();
+        assert_eq!((rx.posted(), rx.doorbells), (RING - 1, 1));
+        // The link from STATUS.LU.
+        let mut link = nic.link_sense();
+        assert!(link.link_up());
+    }
+
+    #[test]
+    fn a_frame_goes_out_and_a_frame_comes_in() {
+        static BODY: [u8; 1000] = [1; 1000];
+        let (mut dev, mut nic) = up();
+        let (rx, tx) = nic.split();
+        for _ in 0..3 {
+            tx.slot().unwrap()[..54].fill(2);
+            tx.post(54, &BODY).unwrap();
+        }
+        tx.slot().unwrap()[..60].fill(3);
+        tx.post(60, &[]).unwrap();
+        tx.flush();
+        assert_eq!((dev.reg(TDT), tx.doorbells), (7, 1));
+        tx.flush();
+        assert_eq!(tx.doorbells, 1, "nothing new: no tail write");
+        let out = dev.transmitted();
+        assert_eq!(out.len(), 4);
+        assert_eq!(out[0][..54], [2; 54]);
+        assert_eq!(out[0][54..], BODY);
+        assert_eq!(out[3], [3; 60]);
+        tx.flush();
+        assert_eq!((tx.used, tx.in_flight.len()), (0, 0), "all reclaimed");
+        // In.
+        let frame: Vec<u8> = (0..1514).map(|i| i as u8).collect();
+        assert!(dev.deliver(&frame));
+        let mut got = [RxFrame { buf: 0, len: 0 }; 16];
+        assert_eq!(rx.burst(&mut got), 1);
+        assert_eq!(rx.bytes(&got[0]), &frame[..]);
+        assert!(inside(rx, rx.bytes(&got[0])));
+        rx.recycle(got[0]);
+        assert_eq!((rx.frames, rx.bad), (1, 0));
+    }
 
     #[test]
     fn receive_drops_bad_descriptors_and_refills_in_batches() {
-        let (r, block) = regs();
-        let mut rx = E1000Rx::new(r).unwrap();
-        assert_eq!(rx.posted(), RING - 1);
-        assert_eq!(block[RDT / 4], (RING - 1) as u32);
-        assert_eq!(rx.doorbells, 1);
-        write_back(&rx, 0, 60, STA_DD | STA_EOP, 0);
-        write_back(&rx, 1, 60, STA_DD, 0); // no EOP
-        write_back(&rx, 2, 60, STA_DD | STA_EOP, 0x01); // CRC error
-        write_back(&rx, 3, 0, STA_DD | STA_EOP, 0);
-        write_back(&rx, 4, 9000, STA_DD | STA_EOP, 0); // longer than the buffer
-        write_back(&rx, 5, 1514, STA_DD | STA_EOP, 0x20); // TCP checksum bit: engine checks
+        let (mut dev, mut nic) = up();
+        let (rx, _) = nic.split();
+        dev.write_back_rx(0, 60, STA_DD | STA_EOP, 0);
+        dev.write_back_rx(1, 60, STA_DD, 0); // no EOP
+        dev.write_back_rx(2, 60, STA_DD | STA_EOP, 0x01); // CRC error
+        dev.write_back_rx(3, 0, STA_DD | STA_EOP, 0);
+        dev.write_back_rx(4, 9000, STA_DD | STA_EOP, 0); // length past the buffer
+        dev.write_back_rx(5, 1514, STA_DD | STA_EOP, 0x20); // TCP checksum bit: engine checks
+        dev.write_back_rx(6, (RX_BUF + 1) as u16, STA_DD | STA_EOP, 0); // one past
         let mut out = [RxFrame { buf: 0, len: 0 }; 16];
         let n = rx.burst(&mut out);
         assert_eq!(n, 2);
         assert_eq!((out[0].len, out[1].len), (60, 1514));
-        assert_eq!(rx.bad, 4);
+        assert_eq!(rx.bad, 5);
+        assert!(out[..n].iter().all(|f| inside(rx, rx.bytes(f))));
         // Nothing more until the device writes DD.
         assert_eq!(rx.burst(&mut out), 0);
         rx.recycle(out[0]);
@@ -801,41 +985,67 @@ mod tests {
         let bells = rx.doorbells;
         rx.burst(&mut out);
         assert_eq!(rx.doorbells, bells);
-        drop(block);
     }
 
     #[test]
-    fn transmit_uses_head_and_body_descriptors_and_one_tail_write_per_flush() {
-        static BODY: [u8; 1000] = [1; 1000];
-        let (r, block) = regs();
-        let mut tx = E1000Tx::new(r).unwrap();
-        for _ in 0..3 {
-            tx.slot().unwrap()[..54].fill(2);
+    fn a_lying_device_cannot_move_the_receive_side_past_its_tail() {
+        let (mut dev, mut nic) = up();
+        let (rx, _) = nic.split();
+        // DD on every descriptor, the one never posted (past RDT) too, and a head
+        // register far past the ring: the driver reads only up to its own tail.
+        for i in 0..RING as u32 {
+            dev.write_back_rx(i, 60, STA_DD | STA_EOP, 0);
+        }
+        dev.set_reg(RDH, 100_000);
+        let mut out = [RxFrame { buf: 0, len: 0 }; 2 * RING];
+        let n = rx.burst(&mut out);
+        assert_eq!((n, rx.bad), (RING - 1, 0));
+        let mut bufs: Vec<u32> = out[..n].iter().map(|f| f.buf).collect();
+        bufs.sort();
+        bufs.dedup();
+        assert_eq!(bufs.len(), n, "each buffer lent once");
+        assert_eq!(rx.burst(&mut out[n..]), 0);
+        // Lent buffers are not posted again until recycled; views of others are empty.
+        assert_eq!(rx.bytes(&RxFrame { buf: 9999, len: 60 }), &[] as &[u8]);
+        for f in &out[..n] {
+            rx.recycle(*f);
+        }
+        // It keeps working: the refill posts them (one RDT write), an honest frame
+        // arrives in the slot after the old tail.
+        let before = rx.doorbells;
+        assert_eq!(rx.burst(&mut out), 0);
+        assert_eq!(rx.doorbells, before + 1);
+        dev.rdh = (RING - 1) as u32;
+        assert!(dev.deliver(&[5; 100]));
+        assert_eq!(rx.burst(&mut out), 1);
+        assert_eq!(rx.bytes(&out[0]), &[5; 100][..]);
+    }
+
+    #[test]
+    fn a_lying_device_on_transmit_frees_only_what_it_sent() {
+        static BODY: [u8; 200] = [4; 200];
+        let (mut dev, mut nic) = up();
+        let (_, tx) = nic.split();
+        // DD on descriptors never posted, a head register past the ring: nothing to free.
+        dev.set_reg(TDH, 100_000);
+        for _ in 0..2 {
+            tx.slot().unwrap()[..54].fill(6);
             tx.post(54, &BODY).unwrap();
         }
-        tx.slot().unwrap();
-        tx.post(60, &[]).unwrap();
-        tx.flush();
-        assert_eq!(block[TDT / 4], 7);
-        assert_eq!(tx.doorbells, 1);
-        // SAFETY: test-only reads of descriptors 0, 1 and 6 of the live ring.
-        let (d0, d1, d6) = unsafe { (*tx.ring, *tx.ring.add(1), *tx.ring.add(6)) };
-        assert_eq!((d0.len, d0.cmd), (54, CMD_IFCS));
-        assert_eq!(
-            (d1.addr, d1.len, d1.cmd),
-            (BODY.as_ptr() as u64, 1000, CMD_EOP | CMD_IFCS | CMD_RS)
-        );
-        assert_eq!((d6.len, d6.cmd), (60, CMD_EOP | CMD_IFCS | CMD_RS));
-        tx.flush();
-        assert_eq!(tx.doorbells, 1, "nothing new: no tail write");
-        // The device finishes the first two frames (DD on their last descriptors).
-        // SAFETY: test-only writes of the status of descriptors 1 and 3.
-        unsafe {
-            (*tx.ring.add(1)).status = STA_DD;
-            (*tx.ring.add(3)).status = STA_DD;
+        let (ring, _) = dev.ring_at(TDBAL);
+        for i in 4..RING as u64 {
+            FakeHal::write(ring + 16 * i + 12, &[STA_DD]);
         }
         tx.reclaim();
-        assert_eq!((tx.used, tx.in_flight.len()), (3, 2));
-        drop(block);
+        assert_eq!((tx.used, tx.in_flight.len()), (4, 2));
+        // DD on a frame's first descriptor but not its last: not sent yet.
+        FakeHal::write(ring + 12, &[STA_DD]);
+        tx.reclaim();
+        assert_eq!(tx.in_flight.len(), 2);
+        // It keeps working: the device sends both, the driver frees both.
+        tx.flush();
+        assert_eq!(dev.transmitted().len(), 2);
+        tx.reclaim();
+        assert_eq!((tx.used, tx.in_flight.len()), (0, 0));
     }
 }

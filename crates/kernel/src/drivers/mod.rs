@@ -6,9 +6,17 @@
 //! its receive side is armed to wake a halting core by interrupt ([`Arm`]). `serve` runs
 //! them all as one `Driver`, [`any::AnyNic`] (one copy of the engine's per-NIC code, for
 //! the size budget): a new driver is a `Driver` impl and a variant there.
+//!
+//! Drivers reach the machine only through [`hal`]: DMA memory and addresses, register
+//! mappings ([`hal::Hal`], [`hal::Identity`] on the bare machine), typed registers
+//! ([`hal::Reg`]). So each runs on the host against a fake device (`fake`, in the tests):
+//! a new driver is written generic over `H: Hal` and tested there before it boots.
 
 pub mod any;
 pub mod e1000;
+#[cfg(test)]
+pub mod fake;
+pub mod hal;
 pub mod virtio;
 pub mod virtio_net;
 pub mod virtqueue;

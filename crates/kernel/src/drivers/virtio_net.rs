@@ -30,10 +30,14 @@
 //! - Device memory is untrusted: used-ring ids are checked against the driver's own
 //!   record of what is in flight, lengths against the buffer size; anything else is
 //!   counted and dropped, never followed.
+//! - Generic over the machine ([`Hal`]): rings and buffers come from `H::dma_alloc`, the
+//!   device is given their DMA addresses (and the site image's, `H::dma_addr_static`),
+//!   registers are typed views. On the machine `H` is [`Identity`] (the default); the
+//!   host tests run the whole driver against `drivers::fake`'s device.
 
 use alloc::vec;
 use alloc::vec::Vec;
-use core::ptr::{read_volatile, write_volatile};
+use core::marker::PhantomData;
 
 use alloc::boxed::Box;
 use bareweb_engine::iface::egress::TSO_LIMIT;
@@ -42,6 +46,7 @@ use bareweb_engine::nic::{
 };
 use bareweb_engine::wire::EthernetAddress;
 
+use super::hal::{Dma, Hal, Identity, Reg, RO, RW, WO};
 use super::virtio::mmio::{MmioTransport, Slot};
 use super::virtio::pci::PciTransport;
 use super::virtio::{self, Transport, Wake, S_ACKNOWLEDGE, S_DRIVER, S_DRIVER_OK, S_FEATURES_OK};
@@ -95,7 +100,7 @@ const MAX_QUEUE: u16 = 1024;
 /// Receive side.
 pub struct VirtioRx {
     q: VirtQueue,
-    bufs: *mut u8,
+    bufs: Dma,
     /// Per buffer: 0 = with the device, 1 = loaned to the engine, 2 = waiting to be posted.
     state: Vec<u8>,
     to_post: Vec<u16>,
@@ -104,13 +109,13 @@ pub struct VirtioRx {
     /// How this queue's interrupts wake its core.
     wake: Wake,
     /// A line-triggered transport's (InterruptStatus, InterruptACK) registers.
-    ack: Option<(*mut u32, *mut u32)>,
+    ack: Option<(Reg<u32, RO>, Reg<u32, WO>)>,
 }
 
-/// Transmit side.
-pub struct VirtioTx {
+/// Transmit side, lending bodies to the device through `H`.
+pub struct VirtioTx<H: Hal = Identity> {
     q: VirtQueue,
-    slots: *mut u8,
+    slots: Dma,
     in_flight: Vec<bool>,
     free: Vec<u16>,
     current: Option<u16>,
@@ -119,50 +124,29 @@ pub struct VirtioTx {
     tso_frames: u64,
     bad: u64,
     full: u64,
+    _hal: PhantomData<fn() -> H>,
 }
 
-// SAFETY: a VirtioRx owns its receive buffers and its queue (see VirtQueue's Send) alone;
-// moving it to another core moves that ownership, nothing else points at them.
-unsafe impl Send for VirtioRx {}
-// SAFETY: as VirtioRx: the transmit slots and the queue belong to this value alone.
-unsafe impl Send for VirtioTx {}
-
 /// A virtio-net device as one engine queue pair.
-pub struct VirtioNet {
+pub struct VirtioNet<H: Hal = Identity> {
     rx: VirtioRx,
-    tx: VirtioTx,
+    tx: VirtioTx<H>,
     mac: EthernetAddress,
     /// TCP segmentation offload negotiated (VIRTIO_NET_F_CSUM and HOST_TSO4).
     tso: bool,
     /// The device configuration's `status` field, when VIRTIO_NET_F_STATUS was negotiated.
-    status: Option<*const u16>,
+    status: Option<Reg<u16, RO>>,
 }
-
-// SAFETY: its queues are Send (above); `status` points at read-only device configuration
-// that stays mapped and that no queue pair owns.
-unsafe impl Send for VirtioNet {}
 
 /// The link of a virtio-net device: the configuration's `status` field (virtio 1.2
 /// §5.1.4: VIRTIO_NET_S_LINK_UP; QEMU clears it on `set_link off`). Without
 /// VIRTIO_NET_F_STATUS the link "is assumed active" (§5.1.4.2).
 #[derive(Clone, Copy)]
-pub struct VirtioLink(Option<*const u16>);
-
-// SAFETY: the field is read-only device configuration, mapped for the life of the
-// program; reading it touches nothing the queue pairs own.
-unsafe impl Send for VirtioLink {}
+pub struct VirtioLink(Option<Reg<u16, RO>>);
 
 impl LinkSense for VirtioLink {
     fn link_up(&mut self) -> bool {
-        match self.0 {
-            Some(p) => {
-                // SAFETY: `status` lies inside the device configuration region (checked
-                // against its length at bring-up), naturally aligned.
-                let status: u16 = unsafe { read_volatile(p) };
-                status & S_LINK_UP != 0
-            }
-            None => true,
-        }
+        self.0.is_none_or(|r| r.read() & S_LINK_UP != 0)
     }
 }
 
@@ -171,7 +155,9 @@ impl VirtioNet {
     pub fn matches(dev: &Device) -> bool {
         dev.vendor == VENDOR && DEVICES.contains(&dev.device)
     }
+}
 
+impl<H: Hal> VirtioNet<H> {
     /// Brings the device up over transport `t` (virtio 1.2 §3.1.1) with `choose(offered)`
     /// queue pairs (clamped to 1..=offered), where `offered` is the device's
     /// `max_virtqueue_pairs` (1 without VIRTIO_NET_F_MQ), each returned as its own queue
@@ -184,7 +170,7 @@ impl VirtioNet {
         choose: impl FnOnce(u16) -> u16,
         wake: &[u32],
         offload: bool,
-    ) -> Result<Vec<VirtioNet>, Error> {
+    ) -> Result<Vec<VirtioNet<H>>, Error> {
         let mut offered = 0;
         let tso = F_CSUM | F_HOST_TSO4;
         let base = F_MAC | F_EVENT_IDX | F_STATUS | if offload { tso } else { 0 };
@@ -220,7 +206,7 @@ impl VirtioNet {
             EthernetAddress([0x02, 0x00, 0x00, 0x00, 0x00, 0x01])
         };
         let status = if wanted & F_STATUS != 0 {
-            t.config_ptr(CFG_STATUS, 2).map(|p| p.cast::<u16>())
+            t.config_u16(CFG_STATUS)
         } else {
             None
         };
@@ -235,10 +221,10 @@ impl VirtioNet {
         let mut nics = Vec::with_capacity(pairs as usize);
         for k in 0..pairs {
             let w = wakes[k as usize];
-            let rxq = setup_queue(t, 2 * k, event_idx, MAX_QUEUE, w)?;
-            let txq = setup_queue(t, 2 * k + 1, event_idx, MAX_QUEUE, Wake::None)?;
+            let rxq = setup_queue::<H, T>(t, 2 * k, event_idx, MAX_QUEUE, w)?;
+            let txq = setup_queue::<H, T>(t, 2 * k + 1, event_idx, MAX_QUEUE, Wake::None)?;
             nics.push(VirtioNet {
-                rx: VirtioRx::new(rxq, w, ack)?,
+                rx: VirtioRx::new::<H>(rxq, w, ack)?,
                 tx: VirtioTx::new(txq)?,
                 mac,
                 tso: wanted & tso == tso,
@@ -246,13 +232,19 @@ impl VirtioNet {
             });
         }
         let ctrl = if pairs > 1 {
-            Some(setup_queue(t, 2 * max_pairs, event_idx, 64, Wake::None)?)
+            Some(setup_queue::<H, T>(
+                t,
+                2 * max_pairs,
+                event_idx,
+                64,
+                Wake::None,
+            )?)
         } else {
             None
         };
         t.set_status(S_ACKNOWLEDGE | S_DRIVER | S_FEATURES_OK | S_DRIVER_OK);
         if let Some(mut q) = ctrl {
-            set_pairs(&mut q, pairs)?;
+            set_pairs::<H>(&mut q, pairs)?;
         }
         // Post every receive buffer now that the device is live.
         for nic in nics.iter_mut() {
@@ -263,8 +255,8 @@ impl VirtioNet {
 
     /// Brings up the virtio-net device of a virtio-mmio slot (one queue pair: the device
     /// has one interrupt line, which can wake one core).
-    pub fn open_mmio(slot: Slot, with: &Open<'_>) -> Result<Vec<VirtioNet>, Error> {
-        let mut t = MmioTransport::new(slot)?;
+    pub fn open_mmio(slot: Slot, with: &Open<'_>) -> Result<Vec<VirtioNet<H>>, Error> {
+        let mut t = MmioTransport::new::<H>(slot)?;
         VirtioNet::bring_up(&mut t, |_| 1, with.wake, with.offload)
     }
 
@@ -274,35 +266,34 @@ impl VirtioNet {
     }
 
     /// The queue pair's two sides, for a wrapper that owns them apart (the network core).
-    pub fn into_rings(self) -> (VirtioRx, VirtioTx) {
+    pub fn into_rings(self) -> (VirtioRx, VirtioTx<H>) {
         (self.rx, self.tx)
     }
 }
 
 /// Sends VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET(`pairs`) on the control queue and waits for the
 /// device's ack (bounded: the device answers when notified).
-fn set_pairs(q: &mut VirtQueue, pairs: u16) -> Result<(), Error> {
-    let buf = alloc_bytes(64)?;
-    // SAFETY: buf is a fresh zeroed 64-byte allocation: command header at 0, data at 2,
-    // ack at 16.
-    unsafe {
-        buf.write(CTRL_MQ);
-        buf.add(1).write(CTRL_MQ_VQ_PAIRS_SET);
-        buf.add(2).cast::<u16>().write_unaligned(pairs);
-        buf.add(16).write_volatile(0xFF);
+fn set_pairs<H: Hal>(q: &mut VirtQueue, pairs: u16) -> Result<(), Error> {
+    // Command header at 0, data at 2, ack at 16.
+    let mut buf = Dma::new::<H>(64, true).ok_or(Error::NoMemory)?;
+    let [p0, p1] = pairs.to_le_bytes();
+    // SAFETY: the device is not given the buffer until the descriptors below.
+    if let Some(cmd) = unsafe { buf.bytes_mut(0, 4) } {
+        cmd.copy_from_slice(&[CTRL_MQ, CTRL_MQ_VQ_PAIRS_SET, p0, p1]);
     }
-    let b = buf as u64;
-    q.set_desc(0, b, 2, F_NEXT, 1);
-    q.set_desc(1, b + 2, 2, F_NEXT, 2);
-    q.set_desc(2, b + 16, 1, F_WRITE, 0);
+    let ack: Reg<u8, RW> = buf.reg(16).ok_or(Error::NoMemory)?;
+    ack.write(0xFF);
+    q.set_desc(0, buf.paddr(0), 2, F_NEXT, 1);
+    q.set_desc(1, buf.paddr(2), 2, F_NEXT, 2);
+    q.set_desc(2, buf.paddr(16), 1, F_WRITE, 0);
     q.push_avail(0);
     q.publish();
     let mut spins = 0u64;
     loop {
         if let Some((id, _)) = q.pop_used() {
-            // SAFETY: the ack byte of our buffer, written by the device before it
-            // published the used entry (the Acquire fence in pop_used orders the read).
-            let ack = unsafe { buf.add(16).read_volatile() };
+            // Written by the device before it published the used entry (the Acquire
+            // fence in pop_used orders the read).
+            let ack = ack.read();
             return if id == 0 && ack == CTRL_OK {
                 Ok(())
             } else {
@@ -311,13 +302,23 @@ fn set_pairs(q: &mut VirtQueue, pairs: u16) -> Result<(), Error> {
         }
         spins += 1;
         if spins > 200_000_000 {
+            // The buffer stays with a device that never answered: not given back.
+            core::mem::forget(buf);
             return Err(Error::MqRefused(0xFF));
         }
-        crate::arch::cpu::relax();
+        relax();
     }
 }
 
-fn setup_queue<T: Transport>(
+/// A polling loop's pause (the machine's, or the host's in tests).
+fn relax() {
+    #[cfg(not(test))]
+    crate::arch::cpu::relax();
+    #[cfg(test)]
+    std::hint::spin_loop();
+}
+
+fn setup_queue<H: Hal, T: Transport>(
     t: &mut T,
     index: u16,
     event_idx: bool,
@@ -333,51 +334,25 @@ fn setup_queue<T: Transport>(
     while size * 2 <= max.min(limit) {
         size *= 2;
     }
-    let mut q = VirtQueue::new(size, index, event_idx).map_err(|e| Error::Queue(index, e))?;
+    let mut q = VirtQueue::new::<H>(size, index, event_idx).map_err(|e| Error::Queue(index, e))?;
     let notify = t.queue_enable(index, size, q.addresses(), wake)?;
-    // SAFETY: the transport returned this queue's notification register (PCI: checked
-    // against the notification capability's length; MMIO: QueueNotify of its page).
-    unsafe { q.attach(notify) };
+    q.attach(notify);
     Ok(q)
 }
 
-fn alloc_bytes(len: usize) -> Result<*mut u8, Error> {
-    alloc_area(len, true)
-}
-
-/// `len` bytes, page-aligned, zeroed only if `zeroed`: receive buffers are written by the
-/// device before the driver reads any byte of them (only the length the device reports,
-/// clamped to the buffer), so they are not zeroed, which under an emulator was a
-/// measurable part of boot (issue 16: ~2 MiB per queue, a store per 8 bytes).
-fn alloc_area(len: usize, zeroed: bool) -> Result<*mut u8, Error> {
-    let layout = core::alloc::Layout::from_size_align(len, 4096).map_err(|_| Error::NoMemory)?;
-    // SAFETY: non-zero size.
-    let p = unsafe {
-        if zeroed {
-            alloc::alloc::alloc_zeroed(layout)
-        } else {
-            alloc::alloc::alloc(layout)
-        }
-    };
-    if p.is_null() {
-        Err(Error::NoMemory)
-    } else {
-        Ok(p)
-    }
-}
-
 impl VirtioRx {
-    fn new(
+    fn new<H: Hal>(
         mut q: VirtQueue,
         wake: Wake,
-        ack: Option<(*mut u32, *mut u32)>,
+        ack: Option<(Reg<u32, RO>, Reg<u32, WO>)>,
     ) -> Result<VirtioRx, Error> {
         let n = q.size();
-        let bufs = alloc_area(n as usize * RX_BUF, false)?;
+        // Not zeroed: see `Hal::dma_alloc`.
+        let bufs = Dma::new::<H>(n as usize * RX_BUF, false).ok_or(Error::NoMemory)?;
         for i in 0..n {
             q.set_desc(
                 i,
-                bufs as u64 + i as u64 * RX_BUF as u64,
+                bufs.paddr(i as usize * RX_BUF),
                 RX_BUF as u32,
                 F_WRITE,
                 0,
@@ -400,12 +375,9 @@ impl VirtioRx {
     /// back to InterruptACK).
     fn ack_line(&self) {
         if let Some((status, ack)) = self.ack {
-            // SAFETY: the transport's two registers in the device's page.
-            unsafe {
-                let s = read_volatile(status);
-                if s != 0 {
-                    write_volatile(ack, s);
-                }
+            let s = status.read();
+            if s != 0 {
+                ack.write(s);
             }
         }
     }
@@ -491,11 +463,9 @@ impl RxRing for VirtioRx {
             return &[];
         }
         let len = (f.len as usize).min(RX_BUF - NET_HDR);
-        // SAFETY: buffer f.buf lies inside the RX area we allocated; len is clamped to
-        // it; the device does not write a buffer the engine holds (it is not posted).
-        unsafe {
-            core::slice::from_raw_parts(self.bufs.add(f.buf as usize * RX_BUF + NET_HDR), len)
-        }
+        // SAFETY: the device does not write a buffer the engine holds (it is not posted);
+        // the region's bounds are checked by `bytes`.
+        unsafe { self.bufs.bytes(f.buf as usize * RX_BUF + NET_HDR, len) }.unwrap_or(&[])
     }
 
     fn recycle(&mut self, f: RxFrame) {
@@ -507,19 +477,13 @@ impl RxRing for VirtioRx {
     }
 }
 
-impl VirtioTx {
-    fn new(mut q: VirtQueue) -> Result<VirtioTx, Error> {
+impl<H: Hal> VirtioTx<H> {
+    fn new(mut q: VirtQueue) -> Result<VirtioTx<H>, Error> {
         let n = q.size() / 2;
-        let slots = alloc_bytes(n as usize * TX_SLOT)?;
+        let slots = Dma::new::<H>(n as usize * TX_SLOT, true).ok_or(Error::NoMemory)?;
         for s in 0..n {
             // Descriptor 2s+1 (body) is filled per frame; 2s's next is fixed.
-            q.set_desc(
-                2 * s,
-                slots as u64 + s as u64 * TX_SLOT as u64,
-                0,
-                0,
-                2 * s + 1,
-            );
+            q.set_desc(2 * s, slots.paddr(s as usize * TX_SLOT), 0, 0, 2 * s + 1);
         }
         Ok(VirtioTx {
             q,
@@ -531,6 +495,7 @@ impl VirtioTx {
             tso_frames: 0,
             bad: 0,
             full: 0,
+            _hal: PhantomData,
         })
     }
 
@@ -547,7 +512,7 @@ impl VirtioTx {
     }
 }
 
-impl VirtioTx {
+impl<H: Hal> VirtioTx<H> {
     /// Queues the frame in the current slot behind virtio-net header `hdr`.
     fn post_with(
         &mut self,
@@ -561,18 +526,21 @@ impl VirtioTx {
         };
         let head_len = head_len.min(TX_HEAD_ROOM);
         let d = 2 * s;
-        let addr = self.slots as u64 + s as u64 * TX_SLOT as u64;
-        // SAFETY: slot s (not in flight) starts with its NET_HDR header bytes.
-        unsafe { core::ptr::copy_nonoverlapping(hdr.as_ptr(), addr as *mut u8, NET_HDR) };
+        let at = s as usize * TX_SLOT;
+        // SAFETY: slot s is not in flight: the device does not read it meanwhile.
+        if let Some(h) = unsafe { self.slots.bytes_mut(at, NET_HDR) } {
+            h.copy_from_slice(&hdr);
+        }
+        let addr = self.slots.paddr(at);
         if body.is_empty() {
             self.q.set_desc(d, addr, (NET_HDR + head_len) as u32, 0, 0);
         } else {
             self.q
                 .set_desc(d, addr, (NET_HDR + head_len) as u32, F_NEXT, d + 1);
-            // The body is read by the device in place: identity-mapped, so its virtual
-            // address is its physical one, and it is 'static, so it outlives the DMA.
-            self.q
-                .set_desc(d + 1, body.as_ptr() as u64, body.len() as u32, 0, 0);
+            // The body is read by the device in place: 'static and immutable, so it
+            // outlives the DMA; the Hal says at which address the device reads it.
+            let body_at = H::dma_addr_static(body);
+            self.q.set_desc(d + 1, body_at, body.len() as u32, 0, 0);
         }
         self.in_flight[s as usize] = true;
         self.q.push_avail(d);
@@ -581,7 +549,7 @@ impl VirtioTx {
     }
 }
 
-impl TxRing for VirtioTx {
+impl<H: Hal> TxRing for VirtioTx<H> {
     fn slot(&mut self) -> Option<&mut [u8]> {
         if self.current.is_none() {
             if self.free.is_empty() {
@@ -596,11 +564,9 @@ impl TxRing for VirtioTx {
             self.current = self.free.pop();
         }
         let s = self.current? as usize;
-        // SAFETY: slot s is free (not in flight), inside the TX area; the engine gets the
-        // TX_HEAD_ROOM bytes after the virtio-net header.
-        Some(unsafe {
-            core::slice::from_raw_parts_mut(self.slots.add(s * TX_SLOT + NET_HDR), TX_HEAD_ROOM)
-        })
+        // SAFETY: slot s is free (not in flight), so the device does not read it; the
+        // engine gets the TX_HEAD_ROOM bytes after the virtio-net header.
+        unsafe { self.slots.bytes_mut(s * TX_SLOT + NET_HDR, TX_HEAD_ROOM) }
     }
 
     fn post(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
@@ -649,13 +615,13 @@ impl TxRing for VirtioTx {
     }
 }
 
-impl bareweb_engine::cores::CoreQueue for VirtioNet {}
+impl<H: Hal> bareweb_engine::cores::CoreQueue for VirtioNet<H> {}
 
-impl Nic for VirtioNet {
+impl<H: Hal> Nic for VirtioNet<H> {
     type Rx = VirtioRx;
-    type Tx = VirtioTx;
+    type Tx = VirtioTx<H>;
 
-    fn split(&mut self) -> (&mut VirtioRx, &mut VirtioTx) {
+    fn split(&mut self) -> (&mut VirtioRx, &mut VirtioTx<H>) {
         (&mut self.rx, &mut self.tx)
     }
 
@@ -672,11 +638,11 @@ impl Nic for VirtioNet {
     }
 
     fn counters(&self) -> NicCounters {
-        super::counters::<VirtioNet>(&self.rx, &self.tx)
+        super::counters::<VirtioNet<H>>(&self.rx, &self.tx)
     }
 }
 
-impl Driver for VirtioNet {
+impl<H: Hal> Driver for VirtioNet<H> {
     type Error = Error;
     const NAME: &'static str = "virtio-net";
 
@@ -686,10 +652,10 @@ impl Driver for VirtioNet {
 
     /// `with.pairs` queue pairs when the device offers that many (virtio-net multiqueue),
     /// else one.
-    fn open(dev: &Device, with: &Open<'_>) -> Result<(Vec<VirtioNet>, usize), Error> {
+    fn open(dev: &Device, with: &Open<'_>) -> Result<(Vec<VirtioNet<H>>, usize), Error> {
         let want = with.pairs;
         let mut offered = 1;
-        let mut t = PciTransport::new(dev)?;
+        let mut t = PciTransport::new::<H>(dev)?;
         let nics = VirtioNet::bring_up(
             &mut t,
             |n| {
@@ -714,7 +680,7 @@ impl Driver for VirtioNet {
         c.device_rx_bad += rx.bad;
     }
 
-    fn tx_counters(tx: &VirtioTx, c: &mut NicCounters) {
+    fn tx_counters(tx: &VirtioTx<H>, c: &mut NicCounters) {
         c.device_tx_frames += tx.frames;
         c.doorbells += tx.q.doorbells;
         c.doorbells_suppressed += tx.q.suppressed;
@@ -722,7 +688,7 @@ impl Driver for VirtioNet {
         c.device_tx_full += tx.full;
     }
 
-    fn into_rings(self) -> (VirtioRx, VirtioTx) {
+    fn into_rings(self) -> (VirtioRx, VirtioTx<H>) {
         VirtioNet::into_rings(self)
     }
 
@@ -733,92 +699,215 @@ impl Driver for VirtioNet {
 
 #[cfg(test)]
 mod tests {
-    //! The driver against a simulated device that writes the used rings, including ids
-    //! and lengths no honest device would write.
+    //! The driver against `drivers::fake`'s virtio-net device: bring-up as the device
+    //! sees it, frames out and in, and used entries no honest device would write.
+    use super::super::fake::{DeviceRing, FakeHal, FakeVirtio, DMA_OFFSET};
+    use super::super::virtio::F_VERSION_1;
+    use super::super::virtqueue::need_event;
     use super::*;
-    use alloc::boxed::Box;
 
-    struct Device {
-        used_idx: u16,
+    const MAC: [u8; 6] = [0x52, 0x54, 0, 0x12, 0x34, 0x56];
+    const OFFERED: u64 = F_VERSION_1 | F_MAC | F_EVENT_IDX | F_STATUS | F_CSUM | F_HOST_TSO4;
+
+    /// A device with one queue pair of `size` entries, brought up by the driver.
+    fn up(size: u16) -> (FakeVirtio, VirtioNet<FakeHal>) {
+        let mut dev = FakeVirtio::new(OFFERED, 2, size, MAC, S_LINK_UP);
+        let mut nics = VirtioNet::<FakeHal>::bring_up(&mut dev, |_| 1, &[], true).unwrap();
+        assert_eq!(nics.len(), 1);
+        (dev, nics.pop().unwrap())
     }
 
-    impl Device {
-        /// Writes a used entry (id, len) and publishes it, as the device would.
-        fn complete(&mut self, q: &VirtQueue, id: u32, len: u32) {
-            let (_, _, used) = q.addresses();
-            let used = used as *mut u8;
-            let slot = (self.used_idx & (q.size() - 1)) as usize;
-            // SAFETY: test-only: the used ring of a live queue of q.size() entries.
-            unsafe {
-                write_volatile(used.add(4 + 8 * slot).cast::<u32>(), id);
-                write_volatile(used.add(8 + 8 * slot).cast::<u32>(), len);
-                self.used_idx = self.used_idx.wrapping_add(1);
-                write_volatile(used.add(2).cast::<u16>(), self.used_idx);
-            }
-        }
-    }
-
-    fn queue(size: u16, index: u16) -> (VirtQueue, Box<u16>) {
-        let mut doorbell = Box::new(0u16);
-        let p: *mut u16 = &mut *doorbell;
-        let mut q = VirtQueue::new(size, index, true).unwrap();
-        // SAFETY: p points at a live u16 for the test's duration.
-        unsafe { q.attach(super::super::virtio::Notify::u16(p)) };
-        (q, doorbell)
-    }
-
-    #[test]
-    fn receive_checks_ids_and_lengths_from_the_device() {
-        let (q, _bell) = queue(8, 0);
-        let mut rx = VirtioRx::new(q, Wake::None, None).unwrap();
-        let mut dev = Device { used_idx: 0 };
-        dev.complete(&rx.q, 3, (NET_HDR + 60) as u32); // good
-        dev.complete(&rx.q, 3, (NET_HDR + 60) as u32); // same id again: not ours now
-        dev.complete(&rx.q, 99, 100); // id out of range
-        dev.complete(&rx.q, 4, NET_HDR as u32); // no frame after the header
-        dev.complete(&rx.q, 5, 100_000); // longer than the buffer
-        dev.complete(&rx.q, 6, (NET_HDR + 1514) as u32); // good, full size
-        let mut out = [RxFrame { buf: 0, len: 0 }; 8];
-        let n = rx.burst(&mut out);
-        assert_eq!(
-            &out[..n],
-            &[RxFrame { buf: 3, len: 60 }, RxFrame { buf: 6, len: 1514 }]
+    /// Whether `b` lies inside the receive buffers' DMA region.
+    fn inside(rx: &VirtioRx, b: &[u8]) -> bool {
+        let (start, end) = (
+            rx.bufs.ptr() as usize,
+            rx.bufs.ptr() as usize + rx.bufs.len(),
         );
-        assert_eq!(rx.bad, 4);
-        assert_eq!(rx.bytes(&out[1]).len(), 1514);
-        assert_eq!(rx.bytes(&RxFrame { buf: 1000, len: 10 }), &[] as &[u8]);
-        // Recycling twice or recycling what is not loaned is ignored.
-        rx.recycle(out[0]);
-        rx.recycle(out[0]);
-        rx.recycle(RxFrame { buf: 7, len: 1 });
-        assert_eq!(rx.to_post, [4, 5, 3]); // the bad ones went back during the burst
-        rx.burst(&mut out);
-        assert!(rx.to_post.is_empty());
+        let p = b.as_ptr() as usize;
+        p >= start && p + b.len() <= end
     }
 
     #[test]
-    fn transmit_posts_head_and_body_and_reclaims_only_what_is_in_flight() {
+    fn ring_setup_negotiates_and_gives_the_device_dma_addresses() {
+        let (mut dev, mut nic) = up(256);
+        assert_eq!(
+            dev.status,
+            S_ACKNOWLEDGE | S_DRIVER | S_FEATURES_OK | S_DRIVER_OK
+        );
+        assert_eq!(dev.accepted, OFFERED, "every offered feature used, no MQ");
+        assert_eq!(nic.mac(), EthernetAddress(MAC));
+        assert!(nic.tso);
+        // Queues 0 and 1, full size, at the addresses the driver's queues hold: device
+        // addresses, not CPU pointers.
+        let got: Vec<(u16, u16)> = dev.queues.iter().map(|q| (q.0, q.1)).collect();
+        assert_eq!(got, [(0, 256), (1, 256)]);
+        let (rx, tx) = nic.split();
+        assert_eq!(dev.ring(0).rings, rx.q.addresses());
+        assert_eq!(dev.ring(1).rings, tx.q.addresses());
+        assert!(rx.q.addresses().0 >= DMA_OFFSET);
+        // Every receive buffer posted at bring-up, one doorbell: each a device-writable
+        // 2 KiB buffer inside DMA memory (pop_avail checks), no two alike.
+        assert_eq!((dev.ring(0).avail_idx(), rx.q.doorbells), (256, 1));
+        assert_eq!(dev.bell(0), 0);
+        let mut seen = Vec::new();
+        while let Some((head, bufs)) = dev.ring(0).pop_avail() {
+            assert_eq!(bufs.len(), 1);
+            assert!(bufs[0].write && bufs[0].len == RX_BUF as u32);
+            seen.push((head, bufs[0].addr));
+        }
+        seen.sort();
+        seen.dedup_by_key(|s| s.1);
+        assert_eq!(seen.len(), 256);
+        // Nothing made available to transmit yet.
+        assert_eq!(dev.ring(1).avail_idx(), 0);
+        // The link as the configuration's status field says.
+        let mut link = nic.link_sense();
+        assert!(link.link_up());
+        dev.set_link(false);
+        assert!(!link.link_up());
+    }
+
+    #[test]
+    fn a_frame_goes_out_and_a_frame_comes_in() {
+        static BODY: [u8; 300] = [7; 300];
+        let (mut dev, mut nic) = up(256);
+        let (rx, tx) = nic.split();
+        // Out: head from the slot, body lent from 'static memory, one doorbell.
+        let s = tx.slot().unwrap();
+        s[..54].fill(0xEE);
+        tx.post(54, &BODY).unwrap();
+        tx.slot().unwrap()[..60].fill(0xDD);
+        tx.post(60, &[]).unwrap();
+        tx.flush();
+        assert_eq!(tx.q.doorbells, 1);
+        assert_eq!(dev.bell(1), 1, "queue 1's doorbell rung with its index");
+        let out = dev.transmitted(1);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0][..NET_HDR], [0; NET_HDR]);
+        assert_eq!(out[0][NET_HDR..NET_HDR + 54], [0xEE; 54]);
+        assert_eq!(out[0][NET_HDR + 54..], BODY);
+        assert_eq!(out[1].len(), NET_HDR + 60);
+        // The slots come back once the device used them.
+        assert_eq!(tx.room(), 128);
+        // TSO: the header tells the device to segment.
+        tx.slot().unwrap();
+        let tso = Tso {
+            mss: 1448,
+            header_len: 54,
+            l4_offset: 34,
+        };
+        tx.post_tso(54, &BODY, tso).unwrap();
+        tx.flush();
+        let out = dev.transmitted(1);
+        assert_eq!(
+            out[0][..10],
+            [
+                HDR_F_NEEDS_CSUM,
+                HDR_GSO_TCPV4,
+                54,
+                0,
+                0xA8,
+                5,
+                34,
+                0,
+                16,
+                0
+            ]
+        );
+        // In: the frame lands in a posted buffer and is lent to the engine.
+        let frame: Vec<u8> = (0..1514).map(|i| i as u8).collect();
+        assert!(dev.deliver(0, &frame));
+        let mut got = [RxFrame { buf: 0, len: 0 }; 8];
+        assert_eq!(rx.burst(&mut got), 1);
+        assert_eq!(rx.bytes(&got[0]), &frame[..]);
+        assert!(inside(rx, rx.bytes(&got[0])));
+        // Recycled and re-posted in the next burst (one more available entry).
+        rx.recycle(got[0]);
+        assert_eq!(rx.burst(&mut got), 0);
+        assert_eq!(dev.ring(0).avail_idx(), 257);
+        assert_eq!((rx.frames, rx.bad, tx.bad), (1, 0, 0));
+    }
+
+    #[test]
+    fn a_lying_device_on_receive_is_counted_and_dropped() {
+        let (mut dev, mut nic) = up(16);
+        let (rx, _) = nic.split();
+        let mut out = [RxFrame { buf: 0, len: 0 }; 16];
+        // One honest frame, held by the engine.
+        assert!(dev.deliver(0, &[1; 60]));
+        assert_eq!(rx.burst(&mut out), 1);
+        let held = out[0];
+        let ring = dev.ring(0);
+        ring.push_used(held.buf, (NET_HDR + 60) as u32); // a buffer the engine holds
+        ring.push_used(99, 100); // an id past the ring
+        ring.push_used(u32::MAX, 100); // far past it
+        ring.push_used(4, NET_HDR as u32); // no frame after the header
+        ring.push_used(5, 100_000); // used length past the buffer
+        ring.push_used(6, u32::MAX); // and far past it
+        ring.push_used(7, (NET_HDR + RX_BUF) as u32); // one buffer's worth past the header
+        ring.push_used(3, (NET_HDR + 1514) as u32); // honest, full size
+        ring.push_used(3, (NET_HDR + 60) as u32); // the same id again: not posted now
+        let n = rx.burst(&mut out);
+        assert_eq!(&out[..n], &[RxFrame { buf: 3, len: 1514 }]);
+        assert_eq!(rx.bad, 8);
+        assert!(inside(rx, rx.bytes(&out[0])));
+        // Views of what is not lent, or past a buffer, are empty or clamped.
+        assert_eq!(rx.bytes(&RxFrame { buf: 1000, len: 10 }), &[] as &[u8]);
+        let past = rx.bytes(&RxFrame {
+            buf: 7,
+            len: 100_000,
+        });
+        assert!(past.len() <= RX_BUF - NET_HDR && inside(rx, past));
+        // Recycling twice, or what is not lent, is ignored.
+        rx.recycle(out[0]);
+        rx.recycle(out[0]);
+        rx.recycle(RxFrame { buf: 1, len: 1 });
+        assert_eq!(rx.to_post, [4, 5, 6, 7, 3]);
+        // It keeps working: the dropped buffers are posted again, and the next frame
+        // is received.
+        rx.recycle(held);
+        assert_eq!(rx.burst(&mut out), 0);
+        assert!(rx.to_post.is_empty());
+        while dev.ring(0).pop_avail().is_some() {} // the device takes what is posted
+        dev.ring(0).push_used(held.buf, (NET_HDR + 42) as u32);
+        assert_eq!(rx.burst(&mut out), 1);
+        assert_eq!(
+            out[0],
+            RxFrame {
+                buf: held.buf,
+                len: 42
+            }
+        );
+    }
+
+    #[test]
+    fn a_lying_device_on_transmit_frees_only_what_is_in_flight() {
         static BODY: [u8; 100] = [7; 100];
-        let (q, _bell) = queue(8, 1);
-        let mut tx = VirtioTx::new(q).unwrap();
-        let mut dev = Device { used_idx: 0 };
+        let (mut dev, mut nic) = up(8);
+        let (_, tx) = nic.split();
         for _ in 0..4 {
-            let s = tx.slot().unwrap();
-            s[..54].fill(1);
+            tx.slot().unwrap()[..54].fill(1);
             tx.post(54, &BODY).unwrap();
         }
         assert!(tx.slot().is_none(), "4 slots for 8 descriptors");
         assert_eq!(tx.post(54, &BODY), Err(TxFull));
         tx.flush();
         assert_eq!(tx.q.doorbells, 1);
-        dev.complete(&tx.q, 1, 0); // odd id: never a chain head
-        dev.complete(&tx.q, 200, 0); // out of range
-        dev.complete(&tx.q, 2, 0); // slot 1: good
-        dev.complete(&tx.q, 2, 0); // slot 1 again: already free
+        let ring = dev.ring(1);
+        ring.push_used(1, 0); // odd id: never a chain head
+        ring.push_used(200, 0); // past the ring
+        ring.push_used(2, u32::MAX); // slot 1, any length: good
+        ring.push_used(2, 0); // slot 1 again: already free
         tx.flush();
         assert_eq!(tx.bad, 3);
         assert_eq!(tx.free, [1]);
-        assert!(tx.slot().is_some());
+        // It keeps working: the freed slot carries a frame the device receives whole.
+        tx.slot().unwrap()[..54].fill(9);
+        tx.post(54, &BODY).unwrap();
+        tx.flush();
+        let out = dev.transmitted(1);
+        assert_eq!(out.len(), 5, "the four first frames and the new one");
+        assert_eq!(out[4][NET_HDR..NET_HDR + 54], [9; 54]);
     }
 
     #[test]
@@ -826,9 +915,8 @@ mod tests {
         // The engine asks before each receive burst (backpressure): room is what `slot`
         // would lend, after reclaiming; a ring filled within one round is published so the
         // device can start on it, and room comes back as the device completes frames.
-        let (q, _bell) = queue(8, 1);
-        let mut tx = VirtioTx::new(q).unwrap();
-        let mut dev = Device { used_idx: 0 };
+        let (mut dev, mut nic) = up(8);
+        let (_, tx) = nic.split();
         assert_eq!(tx.room(), 4);
         for _ in 0..4 {
             tx.slot().unwrap();
@@ -837,48 +925,37 @@ mod tests {
         assert_eq!(tx.q.unpublished(), 4);
         assert_eq!(tx.room(), 0);
         assert_eq!(tx.q.unpublished(), 0, "a full ring is handed to the device");
-        dev.complete(&tx.q, 0, 0);
-        dev.complete(&tx.q, 4, 0);
+        let ring = dev.ring(1);
+        ring.push_used(0, 0);
+        ring.push_used(4, 0);
         assert_eq!(tx.room(), 2);
         tx.slot().unwrap();
         assert_eq!(tx.room(), 2, "a slot lent and not yet posted still counts");
     }
 
-    /// The control queue's VQ_PAIRS_SET against a device simulated on a thread, which
-    /// reads the command the driver made available and answers `ack`.
-    fn pairs_set_answered_with(ack: u8) -> (Result<(), Error>, [u8; 4]) {
-        let (mut q, _bell) = queue(8, 4);
-        let (desc, avail, used) = q.addresses();
+    /// The control queue's VQ_PAIRS_SET against a device on a thread, which reads the
+    /// command the driver made available and answers `ack`.
+    fn pairs_set_answered_with(ack: u8) -> (Result<(), Error>, Vec<u8>) {
+        let mut q = VirtQueue::new::<FakeHal>(8, 4, true).unwrap();
+        let mut ring = DeviceRing::new(8, q.addresses());
         let dev = std::thread::spawn(move || {
-            // SAFETY: test-only: the live queue's rings, read and written as a device would.
-            unsafe {
-                let avail_idx = (avail as *const u16).add(1);
-                let mut spins = 0u64;
-                while read_volatile(avail_idx) == 0 {
-                    spins += 1;
-                    assert!(spins < 1 << 32, "driver never published");
-                    std::hint::spin_loop();
+            let mut spins = 0u64;
+            loop {
+                if let Some((head, bufs)) = ring.pop_avail() {
+                    assert_eq!(bufs.len(), 3);
+                    let mut cmd = FakeHal::read(bufs[0].addr, 2);
+                    cmd.extend(FakeHal::read(bufs[1].addr, 2));
+                    assert!(bufs[2].write && bufs[2].len == 1);
+                    FakeHal::write(bufs[2].addr, &[ack]);
+                    ring.push_used(head as u32, 1);
+                    return cmd;
                 }
-                let head = read_volatile((avail as *const u16).add(2)) as usize;
-                let d = desc as *const u64; // 16-byte descriptors: addr, len|flags|next
-                let cmd = read_volatile(d.add(2 * head)) as *const u8;
-                let got = [
-                    read_volatile(cmd),
-                    read_volatile(cmd.add(1)),
-                    read_volatile(cmd.add(2)),
-                    read_volatile(cmd.add(3)),
-                ];
-                let ack_at = read_volatile(d.add(2 * 2)) as *mut u8;
-                write_volatile(ack_at, ack);
-                let used = used as *mut u8;
-                write_volatile(used.add(4).cast::<u32>(), head as u32);
-                write_volatile(used.add(8).cast::<u32>(), 1);
-                std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-                write_volatile(used.add(2).cast::<u16>(), 1);
-                got
+                spins += 1;
+                assert!(spins < 1 << 32, "driver never published");
+                std::hint::spin_loop();
             }
         });
-        let r = set_pairs(&mut q, 3);
+        let r = set_pairs::<FakeHal>(&mut q, 3);
         (r, dev.join().unwrap())
     }
 
@@ -897,9 +974,9 @@ mod tests {
 
     #[test]
     fn notifications_follow_the_event_index() {
-        assert!(super::super::virtqueue::need_event(0, 1, 0));
-        assert!(!super::super::virtqueue::need_event(5, 3, 2));
-        assert!(super::super::virtqueue::need_event(5, 7, 5));
-        assert!(super::super::virtqueue::need_event(0xFFFF, 1, 0xFFFE));
+        assert!(need_event(0, 1, 0));
+        assert!(!need_event(5, 3, 2));
+        assert!(need_event(5, 7, 5));
+        assert!(need_event(0xFFFF, 1, 0xFFFE));
     }
 }

@@ -3,6 +3,10 @@
 //! Ref: virtio-drivers src/queue.rs (shadow descriptors, fence then index store) and
 //! Linux drivers/virtio/virtio_ring.c (event index arithmetic).
 //!
+//! - Its memory comes from the driver's [`Hal`] (the device is given DMA addresses, the
+//!   CPU uses its own pointers); the rings are reached through typed views
+//!   ([`super::hal::Reg`], [`super::hal::Array`]), indexed modulo the size, so no index
+//!   (the driver's or the device's) reaches outside the queue's memory.
 //! - The driver writes descriptors and the available ring; it never reads them back
 //!   (the callers keep their own shadow state of what each descriptor holds).
 //! - The used ring is device memory and untrusted: [`VirtQueue::pop_used`] returns raw
@@ -15,38 +19,93 @@
 //!   = the next entry it will read) and re-checks the used ring; the next poll turns
 //!   interrupts off again.
 
-use alloc::alloc::{alloc_zeroed, Layout};
-
-use super::virtio::Notify;
-use core::ptr::{read_volatile, write_volatile};
 use core::sync::atomic::{fence, Ordering};
+
+use super::hal::{Array, Dma, Hal, PhysAddr, Reg, Value, RO, WO};
+use super::virtio::Notify;
 
 /// Descriptor continues in `next`.
 pub const F_NEXT: u16 = 1;
 /// Device writes this buffer.
 pub const F_WRITE: u16 = 2;
 
+/// A descriptor (virtio 1.2 §2.7.5), written whole by the driver, never read back.
 #[repr(C)]
-struct Desc {
-    addr: u64,
-    len: u32,
-    flags: u16,
-    next: u16,
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Desc {
+    /// The buffer's DMA address.
+    pub addr: u64,
+    /// Its length.
+    pub len: u32,
+    /// [`F_NEXT`], [`F_WRITE`].
+    pub flags: u16,
+    /// The next descriptor of the chain (with [`F_NEXT`]).
+    pub next: u16,
 }
 const _: () = assert!(core::mem::size_of::<Desc>() == 16);
 
-/// The memory of one split virtqueue and the driver's indices.
+// SAFETY: plain integers: any bit pattern is a Desc.
+unsafe impl Value for Desc {
+    #[inline(always)]
+    fn le_to_cpu(self) -> Self {
+        Desc {
+            addr: u64::from_le(self.addr),
+            len: u32::from_le(self.len),
+            flags: u16::from_le(self.flags),
+            next: u16::from_le(self.next),
+        }
+    }
+    #[inline(always)]
+    fn cpu_to_le(self) -> Self {
+        self.le_to_cpu() // the same swap both ways
+    }
+}
+
+/// A used-ring entry (virtio 1.2 §2.7.8): device data, read whole, checked by the caller.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Used {
+    /// The head of the descriptor chain the device says it used.
+    pub id: u32,
+    /// Bytes it says it wrote.
+    pub len: u32,
+}
+const _: () = assert!(core::mem::size_of::<Used>() == 8);
+
+// SAFETY: plain integers.
+unsafe impl Value for Used {
+    #[inline(always)]
+    fn le_to_cpu(self) -> Self {
+        Used {
+            id: u32::from_le(self.id),
+            len: u32::from_le(self.len),
+        }
+    }
+    #[inline(always)]
+    fn cpu_to_le(self) -> Self {
+        self.le_to_cpu()
+    }
+}
+
+/// The memory of one split virtqueue and the driver's indices. Ring fields are typed by
+/// who writes them: the driver's (descriptors, available ring, `used_event`) write-only,
+/// the device's (used ring, `avail_event`) read-only.
 pub struct VirtQueue {
     size: u16,
-    desc: *mut Desc,
-    /// flags, idx, ring[size], used_event
-    avail: *mut u16,
-    /// flags, idx, ring[size] of (id u32, len u32), avail_event
-    used: *mut u8,
+    mem: Dma,
+    desc: Array<Desc, WO>,
+    avail_flags: Reg<u16, WO>,
+    avail_idx: Reg<u16, WO>,
+    avail_ring: Array<u16, WO>,
+    used_event: Reg<u16, WO>,
+    used_flags: Reg<u16, RO>,
+    used_idx: Reg<u16, RO>,
+    used_ring: Array<Used, RO>,
+    avail_event: Reg<u16, RO>,
     /// The doorbell, once the device has the queue ([`VirtQueue::attach`]).
     notify: Option<Notify>,
     index: u16,
-    avail_idx: u16,
+    avail_idx_shadow: u16,
     published: u16,
     last_used: u16,
     event_idx: bool,
@@ -55,11 +114,6 @@ pub struct VirtQueue {
     /// Publishes that needed no notification.
     pub suppressed: u64,
 }
-
-// SAFETY: a VirtQueue owns its ring memory exclusively, and its notification register is
-// this queue's own (each queue has its own offset); moving the value to another core moves
-// that ownership, and the device is told about it only through these pointers.
-unsafe impl Send for VirtQueue {}
 
 /// Why a queue could not be made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,31 +125,34 @@ pub enum QueueError {
 }
 
 impl VirtQueue {
-    /// Allocates a zeroed queue of `size` entries; the device learns its addresses
-    /// ([`VirtQueue::addresses`]) from the transport, and its doorbell is given by
-    /// [`VirtQueue::attach`] (a publish before that rings nothing).
-    pub fn new(size: u16, index: u16, event_idx: bool) -> Result<VirtQueue, QueueError> {
+    /// Allocates a zeroed queue of `size` entries from `H`; the device learns its
+    /// addresses ([`VirtQueue::addresses`]) from the transport, and its doorbell is given
+    /// by [`VirtQueue::attach`] (a publish before that rings nothing).
+    pub fn new<H: Hal>(size: u16, index: u16, event_idx: bool) -> Result<VirtQueue, QueueError> {
         if size == 0 || !size.is_power_of_two() || size > 32768 {
             return Err(QueueError::BadSize(size));
         }
         let n = size as usize;
-        let (_, avail_off, used_off, total) = Self::layout(n);
-        let layout = Layout::from_size_align(total, 4096).map_err(|_| QueueError::NoMemory)?;
-        // SAFETY: layout has a non-zero size.
-        let base = unsafe { alloc_zeroed(layout) };
-        if base.is_null() {
-            return Err(QueueError::NoMemory);
-        }
+        let (avail_off, used_off, total) = Self::layout(n);
+        let mem = Dma::new::<H>(total, true).ok_or(QueueError::NoMemory)?;
+        // The views fit by construction of the layout; None would be an allocator that
+        // broke its alignment promise.
+        let bad = QueueError::NoMemory;
         let q = VirtQueue {
             size,
-            desc: base.cast(),
-            // SAFETY: offsets within the allocation of `total` bytes.
-            avail: unsafe { base.add(avail_off) }.cast(),
-            // SAFETY: as above.
-            used: unsafe { base.add(used_off) },
+            desc: mem.array(0, n).ok_or(bad)?,
+            avail_flags: mem.reg(avail_off).ok_or(bad)?,
+            avail_idx: mem.reg(avail_off + 2).ok_or(bad)?,
+            avail_ring: mem.array(avail_off + 4, n).ok_or(bad)?,
+            used_event: mem.reg(avail_off + 4 + 2 * n).ok_or(bad)?,
+            used_flags: mem.reg(used_off).ok_or(bad)?,
+            used_idx: mem.reg(used_off + 2).ok_or(bad)?,
+            used_ring: mem.array(used_off + 4, n).ok_or(bad)?,
+            avail_event: mem.reg(used_off + 4 + 8 * n).ok_or(bad)?,
+            mem,
             notify: None,
             index,
-            avail_idx: 0,
+            avail_idx_shadow: 0,
             published: 0,
             last_used: 0,
             event_idx,
@@ -106,20 +163,17 @@ impl VirtQueue {
         Ok(q)
     }
 
-    /// Gives the queue its doorbell.
-    ///
-    /// # Safety
-    /// `notify` must be this queue's notification register in mapped device memory.
-    pub unsafe fn attach(&mut self, notify: Notify) {
+    /// Gives the queue its doorbell (the transport's notification register for it).
+    pub fn attach(&mut self, notify: Notify) {
         self.notify = Some(notify);
     }
 
-    /// (desc, avail, used offsets, total bytes) for `n` entries.
-    fn layout(n: usize) -> (usize, usize, usize, usize) {
+    /// (avail offset, used offset, total bytes) for `n` entries.
+    fn layout(n: usize) -> (usize, usize, usize) {
         let avail_off = 16 * n;
         let used_off = (avail_off + 6 + 2 * n + 63) & !63;
         let total = used_off + 6 + 8 * n;
-        (0, avail_off, used_off, total)
+        (avail_off, used_off, total)
     }
 
     /// Entries.
@@ -127,69 +181,65 @@ impl VirtQueue {
         self.size
     }
 
-    /// Physical addresses of the descriptor table, available ring and used ring.
-    pub fn addresses(&self) -> (u64, u64, u64) {
-        (self.desc as u64, self.avail as u64, self.used as u64)
+    /// The queue's index on its device.
+    pub fn index(&self) -> u16 {
+        self.index
+    }
+
+    /// DMA addresses of the descriptor table, available ring and used ring.
+    pub fn addresses(&self) -> (PhysAddr, PhysAddr, PhysAddr) {
+        let (avail_off, used_off, _) = Self::layout(self.size as usize);
+        (
+            self.mem.paddr(0),
+            self.mem.paddr(avail_off),
+            self.mem.paddr(used_off),
+        )
     }
 
     /// Writes descriptor `i` (taken modulo the size).
-    pub fn set_desc(&mut self, i: u16, addr: u64, len: u32, flags: u16, next: u16) {
-        let i = (i & (self.size - 1)) as usize;
-        // SAFETY: i < size, so the write stays inside the descriptor table we own.
-        unsafe {
-            write_volatile(
-                self.desc.add(i),
-                Desc {
-                    addr,
-                    len,
-                    flags,
-                    next,
-                },
-            )
-        };
+    #[inline]
+    pub fn set_desc(&mut self, i: u16, addr: PhysAddr, len: u32, flags: u16, next: u16) {
+        self.desc.at(i as usize).write(Desc {
+            addr,
+            len,
+            flags,
+            next,
+        });
     }
 
     /// Queues descriptor chain head `id` in the available ring (visible after `publish`).
+    #[inline]
     pub fn push_avail(&mut self, id: u16) {
-        let slot = (self.avail_idx & (self.size - 1)) as usize;
-        // SAFETY: slot < size: ring entry 2 + slot of the avail area we own.
-        unsafe { write_volatile(self.avail.add(2 + slot), id) };
-        self.avail_idx = self.avail_idx.wrapping_add(1);
+        self.avail_ring.at(self.avail_idx_shadow as usize).write(id);
+        self.avail_idx_shadow = self.avail_idx_shadow.wrapping_add(1);
     }
 
     /// Entries pushed but not yet published.
     pub fn unpublished(&self) -> u16 {
-        self.avail_idx.wrapping_sub(self.published)
+        self.avail_idx_shadow.wrapping_sub(self.published)
     }
 
     /// Makes pushed entries visible and notifies the device if it asked to be. Returns
     /// whether a doorbell was written.
     pub fn publish(&mut self) -> bool {
-        if self.avail_idx == self.published {
+        if self.avail_idx_shadow == self.published {
             return false;
         }
         let old = self.published;
-        let new = self.avail_idx;
+        let new = self.avail_idx_shadow;
         // Descriptors and ring entries before the index (virtio 1.2 §2.7.13).
         fence(Ordering::Release);
-        // SAFETY: avail[1] is the idx field of the avail area we own.
-        unsafe { write_volatile(self.avail.add(1), new) };
+        self.avail_idx.write(new);
         self.published = new;
         // The index store before reading avail_event (Linux: virtio_mb).
         fence(Ordering::SeqCst);
         let kick = if self.event_idx {
-            // SAFETY: avail_event follows the used ring entries inside the used area.
-            let ev =
-                unsafe { read_volatile(self.used.add(4 + 8 * self.size as usize).cast::<u16>()) };
-            need_event(ev, new, old)
+            need_event(self.avail_event.read(), new, old)
         } else {
-            // SAFETY: used flags are the first u16 of the used area.
-            let flags = unsafe { read_volatile(self.used.cast::<u16>()) };
-            flags & 1 == 0 // VIRTQ_USED_F_NO_NOTIFY
+            self.used_flags.read() & 1 == 0 // VIRTQ_USED_F_NO_NOTIFY
         };
         if let (true, Some(n)) = (kick, &self.notify) {
-            // SAFETY: notify is this queue's notification register (attach's contract).
-            unsafe { n.ring(self.index) };
+            n.ring(self.index);
             self.doorbells += 1;
         } else {
             self.suppressed += 1;
@@ -198,54 +248,37 @@ impl VirtQueue {
     }
 
     /// The next used entry as (id, len), unchecked: device data.
+    #[inline]
     pub fn pop_used(&mut self) -> Option<(u32, u32)> {
-        // SAFETY: used[1] (u16 at offset 2) is the device's used idx.
-        let idx = unsafe { read_volatile(self.used.add(2).cast::<u16>()) };
-        if idx == self.last_used {
+        if self.used_idx.read() == self.last_used {
             return None;
         }
         // Read the entry only after seeing the index (virtio 1.2 §2.7.14).
         fence(Ordering::Acquire);
-        let slot = (self.last_used & (self.size - 1)) as usize;
-        // SAFETY: slot < size: entry inside the used ring.
-        let (id, len) = unsafe {
-            let e = self.used.add(4 + 8 * slot);
-            (
-                read_volatile(e.cast::<u32>()),
-                read_volatile(e.add(4).cast::<u32>()),
-            )
-        };
+        let e = self.used_ring.at(self.last_used as usize).read();
         self.last_used = self.last_used.wrapping_add(1);
-        Some((id, len))
+        Some((e.id, e.len))
     }
 
     /// Asks the device to interrupt when it next uses an entry (`used_event` = the next
     /// entry to read; without event indices, the no-interrupt flag cleared), then looks
     /// again: returns false if an entry is already there (do not halt, poll).
     pub fn arm(&self) -> bool {
-        let at = 2 + self.size as usize;
-        // SAFETY: used_event is the u16 after the avail ring entries, inside our area.
-        unsafe { write_volatile(self.avail.add(at), self.last_used) };
+        self.used_event.write(self.last_used);
         if !self.event_idx {
-            // SAFETY: avail flags, the first u16 of the avail area.
-            unsafe { write_volatile(self.avail, 0) };
+            self.avail_flags.write(0);
         }
         // The request is visible before the used index is read again (virtio 1.2
         // §2.7.10: a used entry published meanwhile is seen, or it interrupts).
         fence(Ordering::SeqCst);
-        // SAFETY: used[1] (u16 at offset 2) is the device's used idx.
-        let idx = unsafe { read_volatile(self.used.add(2).cast::<u16>()) };
-        idx == self.last_used
+        self.used_idx.read() == self.last_used
     }
 
     /// Keeps `used_event` half the index space ahead so the device does not interrupt.
     pub fn keep_interrupts_off(&self) {
-        let at = 2 + self.size as usize;
-        // SAFETY: used_event is the u16 after the avail ring entries, inside our area.
-        unsafe { write_volatile(self.avail.add(at), self.last_used.wrapping_add(0x8000)) };
+        self.used_event.write(self.last_used.wrapping_add(0x8000));
         if !self.event_idx {
-            // SAFETY: avail flags, first u16 of the avail area: VIRTQ_AVAIL_F_NO_INTERRUPT.
-            unsafe { write_volatile(self.avail, 1) };
+            self.avail_flags.write(1); // VIRTQ_AVAIL_F_NO_INTERRUPT
         }
     }
 }

@@ -7,9 +7,8 @@
 //! destination APIC id in bits 19:12 (physical destination, fixed delivery), data = the
 //! vector (edge-triggered), control bit 0 = masked.
 
-use core::ptr::write_volatile;
-
 use super::{Bar, Device};
+use crate::drivers::hal::{Hal, Mmio, Reg, WO};
 
 /// PCI capability id of MSI-X.
 const CAP_MSIX: u8 = 0x11;
@@ -21,19 +20,15 @@ const CTRL_FUNCTION_MASK: u16 = 1 << 14;
 pub struct MsiX {
     dev: Device,
     cap: u8,
-    table: *mut u32,
+    table: Mmio,
     /// Entries in the table.
     pub entries: u16,
 }
 
-// SAFETY: the table pointer is device memory of this function; whoever holds the value
-// is the function's driver (one owner), moving it to another core moves that ownership.
-unsafe impl Send for MsiX {}
-
 impl MsiX {
-    /// The MSI-X table of `dev`, if it has the capability and the table lies inside an
-    /// assigned memory BAR.
-    pub fn find(dev: &Device) -> Option<MsiX> {
+    /// The MSI-X table of `dev`, mapped through `H`, if it has the capability and the
+    /// table lies inside an assigned memory BAR.
+    pub fn find<H: Hal>(dev: &Device) -> Option<MsiX> {
         let (_, cap) = dev.capabilities().find(|&(id, _)| id == CAP_MSIX)?;
         let ctrl = dev.addr.read16(cap + 2);
         let entries = (ctrl & 0x7FF) + 1;
@@ -48,7 +43,8 @@ impl MsiX {
         Some(MsiX {
             dev: *dev,
             cap,
-            table: (addr + off) as *mut u32,
+            // SAFETY: the table lies inside an assigned memory BAR (checked above).
+            table: unsafe { Mmio::map::<H>(addr + off, 16 * entries as usize) },
             entries,
         })
     }
@@ -59,16 +55,19 @@ impl MsiX {
         if i >= self.entries || dest > 0xFF {
             return false;
         }
-        let e = self.table.wrapping_add(4 * i as usize);
-        // SAFETY: entry i lies inside the table, which lies inside the BAR (checked in
-        // find); identity-mapped, uncached device memory. Masked while it changes.
-        unsafe {
-            write_volatile(e.add(3), 1);
-            write_volatile(e, 0xFEE0_0000 | dest << 12);
-            write_volatile(e.add(1), 0);
-            write_volatile(e.add(2), vector as u32);
-            write_volatile(e.add(3), 0);
-        }
+        // Entry i: address low, address high, data, vector control (masked while it
+        // changes). Inside the table (i < entries), so the views exist.
+        let word = |k: usize| self.table.reg::<u32, WO>(16 * i as usize + 4 * k);
+        let (Some(lo), Some(hi), Some(data), Some(ctrl)) = (word(0), word(1), word(2), word(3))
+        else {
+            return false;
+        };
+        let ctrl: Reg<u32, WO> = ctrl;
+        ctrl.write(1);
+        lo.write(0xFEE0_0000 | dest << 12);
+        hi.write(0);
+        data.write(vector as u32);
+        ctrl.write(0);
         true
     }
 

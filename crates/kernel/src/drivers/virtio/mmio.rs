@@ -9,8 +9,7 @@
 //! The legacy interface (version 1, QEMU's default `force-legacy=on`) is refused with a
 //! clear error: `bareweb run --machine microvm` asks QEMU for version 2.
 
-use core::ptr::{read_volatile, write_volatile};
-
+use super::super::hal::{Hal, Identity, Mmio, Reg, RO, RW, WO};
 use super::{Error, Notify, Transport, Wake};
 use crate::arch::{ioapic, irq::NIC_VECTOR};
 
@@ -50,105 +49,130 @@ pub struct Slot {
     pub gsi: u32,
 }
 
-/// A virtio-mmio device, version 2.
+/// A virtio-mmio device, version 2: its register page as typed registers.
 pub struct MmioTransport {
-    base: *mut u8,
+    page: Mmio,
+    device_features: Reg<u32, RO>,
+    device_features_sel: Reg<u32, WO>,
+    driver_features: Reg<u32, WO>,
+    driver_features_sel: Reg<u32, WO>,
+    queue_sel: Reg<u32, WO>,
+    queue_num_max: Reg<u32, RO>,
+    queue_num: Reg<u32, WO>,
+    queue_ready: Reg<u32, RW>,
+    queue_notify: Reg<u32, WO>,
+    interrupt_status: Reg<u32, RO>,
+    interrupt_ack: Reg<u32, WO>,
+    status: Reg<u32, RW>,
+    /// QueueDesc, QueueDriver, QueueDevice: 64-bit, as (low, high) halves.
+    queue_rings: [(Reg<u32, WO>, Reg<u32, WO>); 3],
     gsi: u32,
 }
 
-fn r32(base: u64, off: usize) -> u32 {
-    // SAFETY: base is a virtio-mmio register page (from the command line or the machine's
-    // layout) in the identity-mapped, uncached 4th GiB; off is a 32-bit register in it.
-    unsafe { read_volatile((base as usize + off) as *const u32) }
+/// The register page at `base` through `H`, if `base` may be one (in the 4th GiB, where
+/// machines put them).
+fn page<H: Hal>(base: u64) -> Option<Mmio> {
+    if !(0xC000_0000..0xFFFF_F000).contains(&base) {
+        return None;
+    }
+    // SAFETY: a virtio-mmio register page (from the command line or the machine's layout)
+    // in the uncached 4th GiB.
+    Some(unsafe { Mmio::map::<H>(base, REGION as usize) })
+}
+
+fn r32(page: &Mmio, off: usize) -> u32 {
+    page.reg::<u32, RO>(off).map_or(0, Reg::read)
 }
 
 /// The device id at `base` if it is a virtio-mmio device (magic checked), with its
 /// version: `(device id, version)`; device id 0 means an empty slot.
-pub fn probe(base: u64) -> Option<(u32, u32)> {
-    if !(0xC000_0000..0xFFFF_F000).contains(&base) {
-        return None;
-    }
-    (r32(base, MAGIC) == MAGIC_VALUE).then(|| (r32(base, DEVICE_ID), r32(base, VERSION)))
+pub fn probe<H: Hal>(base: u64) -> Option<(u32, u32)> {
+    let p = page::<H>(base)?;
+    (r32(&p, MAGIC) == MAGIC_VALUE).then(|| (r32(&p, DEVICE_ID), r32(&p, VERSION)))
 }
 
 impl MmioTransport {
-    /// The device in `slot`: checks magic and version 2.
-    pub fn new(slot: Slot) -> Result<MmioTransport, Error> {
-        match probe(slot.base) {
-            Some((_, 2)) => Ok(MmioTransport {
-                base: slot.base as *mut u8,
-                gsi: slot.gsi,
-            }),
-            _ if slot.base == 0 => Err(Error::NotVirtioMmio(0, 0)),
-            _ => Err(Error::NotVirtioMmio(
-                r32(slot.base, MAGIC),
-                r32(slot.base, VERSION),
-            )),
+    /// The device in `slot`, mapped through `H`: checks magic and version 2.
+    pub fn new<H: Hal>(slot: Slot) -> Result<MmioTransport, Error> {
+        let Some(p) = page::<H>(slot.base) else {
+            return Err(Error::NotVirtioMmio(0, 0));
+        };
+        if (r32(&p, MAGIC), r32(&p, VERSION)) != (MAGIC_VALUE, 2) {
+            return Err(Error::NotVirtioMmio(r32(&p, MAGIC), r32(&p, VERSION)));
         }
+        MmioTransport::on(p, slot.gsi).ok_or(Error::NotVirtioMmio(0, 0))
     }
 
-    fn r(&self, off: usize) -> u32 {
-        r32(self.base as u64, off)
-    }
-
-    fn w(&self, off: usize, v: u32) {
-        // SAFETY: as r32: a register of this device's page.
-        unsafe { write_volatile(self.base.add(off).cast::<u32>(), v) }
+    /// The transport over register page `page` (checked already).
+    fn on(page: Mmio, gsi: u32) -> Option<MmioTransport> {
+        let half = |off| Some((page.reg(off)?, page.reg(off + 4)?));
+        Some(MmioTransport {
+            device_features: page.reg(DEVICE_FEATURES)?,
+            device_features_sel: page.reg(DEVICE_FEATURES_SEL)?,
+            driver_features: page.reg(DRIVER_FEATURES)?,
+            driver_features_sel: page.reg(DRIVER_FEATURES_SEL)?,
+            queue_sel: page.reg(QUEUE_SEL)?,
+            queue_num_max: page.reg(QUEUE_NUM_MAX)?,
+            queue_num: page.reg(QUEUE_NUM)?,
+            queue_ready: page.reg(QUEUE_READY)?,
+            queue_notify: page.reg(QUEUE_NOTIFY)?,
+            interrupt_status: page.reg(INTERRUPT_STATUS)?,
+            interrupt_ack: page.reg(INTERRUPT_ACK)?,
+            status: page.reg(STATUS)?,
+            queue_rings: [half(QUEUE_DESC)?, half(QUEUE_DRIVER)?, half(QUEUE_DEVICE)?],
+            page,
+            gsi,
+        })
     }
 }
 
 impl Transport for MmioTransport {
     fn device_features(&mut self) -> u64 {
-        self.w(DEVICE_FEATURES_SEL, 0);
-        let lo = self.r(DEVICE_FEATURES) as u64;
-        self.w(DEVICE_FEATURES_SEL, 1);
-        let hi = self.r(DEVICE_FEATURES) as u64;
+        self.device_features_sel.write(0);
+        let lo = self.device_features.read() as u64;
+        self.device_features_sel.write(1);
+        let hi = self.device_features.read() as u64;
         lo | hi << 32
     }
 
     fn set_driver_features(&mut self, f: u64) {
-        self.w(DRIVER_FEATURES_SEL, 0);
-        self.w(DRIVER_FEATURES, f as u32);
-        self.w(DRIVER_FEATURES_SEL, 1);
-        self.w(DRIVER_FEATURES, (f >> 32) as u32);
+        self.driver_features_sel.write(0);
+        self.driver_features.write(f as u32);
+        self.driver_features_sel.write(1);
+        self.driver_features.write((f >> 32) as u32);
     }
 
     fn status(&mut self) -> u8 {
-        self.r(STATUS) as u8
+        self.status.read() as u8
     }
 
     fn set_status(&mut self, s: u8) {
-        self.w(STATUS, s as u32);
+        self.status.write(s as u32);
     }
 
     fn queue_max(&mut self, q: u16) -> u16 {
-        self.w(QUEUE_SEL, q as u32);
-        if self.r(QUEUE_READY) != 0 {
+        self.queue_sel.write(q as u32);
+        if self.queue_ready.read() != 0 {
             return 0;
         }
-        self.r(QUEUE_NUM_MAX).min(u16::MAX as u32) as u16
+        self.queue_num_max.read().min(u16::MAX as u32) as u16
     }
 
     fn queue_enable(
         &mut self,
         q: u16,
         size: u16,
-        (desc, driver, device): (u64, u64, u64),
+        rings: (u64, u64, u64),
         _wake: Wake,
     ) -> Result<Notify, Error> {
-        self.w(QUEUE_SEL, q as u32);
-        self.w(QUEUE_NUM, size as u32);
-        for (off, v) in [
-            (QUEUE_DESC, desc),
-            (QUEUE_DRIVER, driver),
-            (QUEUE_DEVICE, device),
-        ] {
-            self.w(off, v as u32);
-            self.w(off + 4, (v >> 32) as u32);
+        self.queue_sel.write(q as u32);
+        self.queue_num.write(size as u32);
+        for ((lo, hi), v) in self.queue_rings.iter().zip([rings.0, rings.1, rings.2]) {
+            lo.write(v as u32);
+            hi.write((v >> 32) as u32);
         }
-        self.w(QUEUE_READY, 1);
-        // SAFETY: QueueNotify is a register of this device's page.
-        Ok(Notify::u32(unsafe { self.base.add(QUEUE_NOTIFY) }.cast()))
+        self.queue_ready.write(1);
+        Ok(Notify::U32(self.queue_notify))
     }
 
     fn config_len(&self) -> usize {
@@ -156,16 +180,16 @@ impl Transport for MmioTransport {
     }
 
     fn config8(&self, off: usize) -> u8 {
-        if off >= self.config_len() {
-            return 0;
+        // The configuration space follows the registers inside the device's page (byte
+        // reads are allowed there, virtio 1.2 §4.2.2.2).
+        match CONFIG.checked_add(off) {
+            Some(at) => self.page.reg::<u8, RO>(at).map_or(0, Reg::read),
+            None => 0,
         }
-        // SAFETY: the configuration space follows the registers inside the device's page
-        // (byte reads are allowed there, virtio 1.2 §4.2.2.2).
-        unsafe { read_volatile(self.base.add(CONFIG + off)) }
     }
 
-    fn config_ptr(&self, off: usize, len: usize) -> Option<*const u8> {
-        (off + len <= self.config_len()).then(|| self.base.wrapping_add(CONFIG + off).cast_const())
+    fn config_u16(&self, off: usize) -> Option<Reg<u16, RO>> {
+        self.page.reg(CONFIG.checked_add(off)?)
     }
 
     fn wake_for(&mut self, k: u16, apic: u32) -> Wake {
@@ -182,14 +206,8 @@ impl Transport for MmioTransport {
         }
     }
 
-    fn interrupt_ack(&self) -> Option<(*mut u32, *mut u32)> {
-        // SAFETY: both registers lie inside the device's page.
-        unsafe {
-            Some((
-                self.base.add(INTERRUPT_STATUS).cast(),
-                self.base.add(INTERRUPT_ACK).cast(),
-            ))
-        }
+    fn interrupt_ack(&self) -> Option<(Reg<u32, RO>, Reg<u32, WO>)> {
+        Some((self.interrupt_status, self.interrupt_ack))
     }
 }
 
@@ -202,7 +220,7 @@ pub fn find_net(
     procs: &Result<crate::acpi::Processors, crate::acpi::Error>,
 ) -> Option<Slot> {
     let net = |base: u64, gsi: u32| {
-        let (id, version) = probe(base)?;
+        let (id, version) = probe::<Identity>(base)?;
         crate::kprintln!("virtio-mmio: {base:#x} device {id} version {version} GSI {gsi}");
         (id == super::super::virtio_net::DEVICE_ID_NET).then_some(Slot { base, gsi })
     };
@@ -216,7 +234,7 @@ pub fn find_net(
     let (first, n) = MICROVM_SLOTS;
     (0..n).find_map(|i| {
         let base = first + i as u64 * REGION;
-        match probe(base) {
+        match probe::<Identity>(base) {
             Some((0, _)) | None => None,
             Some(_) => net(base, base_gsi + i as u32),
         }

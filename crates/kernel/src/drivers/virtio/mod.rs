@@ -9,8 +9,7 @@
 pub mod mmio;
 pub mod pci;
 
-use core::ptr::write_volatile;
-
+use super::hal::{Reg, RO, WO};
 use super::virtqueue::QueueError;
 pub use super::Wake;
 
@@ -53,46 +52,27 @@ pub enum Error {
 /// Where and how a queue's doorbell is written: the queue index, 16 bits wide on PCI (a
 /// notification address per queue), 32 bits on MMIO (one QueueNotify register).
 #[derive(Debug, Clone, Copy)]
-pub struct Notify {
-    addr: *mut u8,
-    wide: bool,
+pub enum Notify {
+    /// A 16-bit doorbell (PCI).
+    U16(Reg<u16, WO>),
+    /// A 32-bit doorbell (MMIO's QueueNotify).
+    U32(Reg<u32, WO>),
 }
 
 impl Notify {
-    /// A 16-bit doorbell at `addr` (PCI).
-    pub fn u16(addr: *mut u16) -> Notify {
-        Notify {
-            addr: addr.cast(),
-            wide: false,
-        }
-    }
-
-    /// A 32-bit doorbell at `addr` (MMIO's QueueNotify).
-    pub fn u32(addr: *mut u32) -> Notify {
-        Notify {
-            addr: addr.cast(),
-            wide: true,
-        }
-    }
-
     /// Rings the doorbell of queue `index`.
-    ///
-    /// # Safety
-    /// The address must be the queue's mapped notification register (constructor's
-    /// caller's contract, see `VirtQueue::new`).
-    pub unsafe fn ring(&self, index: u16) {
-        // SAFETY: forwarded to the caller; the register is naturally aligned.
-        unsafe {
-            if self.wide {
-                write_volatile(self.addr.cast::<u32>(), index as u32);
-            } else {
-                write_volatile(self.addr.cast::<u16>(), index);
-            }
+    #[inline(always)]
+    pub fn ring(&self, index: u16) {
+        match *self {
+            Notify::U16(r) => r.write(index),
+            Notify::U32(r) => r.write(index as u32),
         }
     }
 }
 
-/// The operations a virtio device driver needs from its transport.
+/// The operations a virtio device driver needs from its transport. The device is given
+/// DMA addresses ([`Transport::queue_enable`]); registers are reached through typed views.
+/// A host test implements it with a fake device (`drivers::fake`).
 pub trait Transport {
     /// The device's feature bits.
     fn device_features(&mut self) -> u64;
@@ -118,9 +98,9 @@ pub trait Transport {
     fn config_len(&self) -> usize;
     /// Byte `off` of the device-specific configuration (0 past its end).
     fn config8(&self, off: usize) -> u8;
-    /// Where `len` bytes at `off` of the device-specific configuration are mapped, if the
-    /// region holds them (a field read later, e.g. the link status).
-    fn config_ptr(&self, off: usize, len: usize) -> Option<*const u8>;
+    /// The 16-bit field at `off` of the device-specific configuration, if the region
+    /// holds it (a field read later, e.g. the link status).
+    fn config_u16(&self, off: usize) -> Option<Reg<u16, RO>>;
     /// How queue pair `k`'s receive interrupts can reach the core with APIC id `apic`
     /// (set up now: an MSI-X entry aimed at that core, or the device's line routed to
     /// it); [`Wake::None`] when they cannot.
@@ -130,7 +110,7 @@ pub trait Transport {
     /// The device's interrupt status register and its acknowledgement register, for a
     /// line-triggered transport (MMIO): the driver reads the one and writes the other to
     /// lower the line.
-    fn interrupt_ack(&self) -> Option<(*mut u32, *mut u32)> {
+    fn interrupt_ack(&self) -> Option<(Reg<u32, RO>, Reg<u32, WO>)> {
         None
     }
 }

@@ -3,57 +3,77 @@
 //! BARs; interrupts by MSI-X, one table entry per receive queue aimed at the core that
 //! owns the queue pair (INTx stays disabled).
 
-use core::ptr::{read_volatile, write_volatile};
-
+use super::super::hal::{Hal, Mmio, Reg, RO, RW};
 use super::{Error, Notify, Transport, Wake};
 use crate::arch::irq::NIC_VECTOR;
 use crate::pci::msix::MsiX;
 use crate::pci::{Bar, Device};
 
-// Common configuration offsets (virtio 1.2 §4.1.4.3).
-const DEVICE_FEATURE_SELECT: usize = 0;
-const DEVICE_FEATURE: usize = 4;
-const DRIVER_FEATURE_SELECT: usize = 8;
-const DRIVER_FEATURE: usize = 12;
-const MSIX_CONFIG: usize = 16;
-const DEVICE_STATUS: usize = 20;
-const QUEUE_SELECT: usize = 22;
-const QUEUE_SIZE: usize = 24;
-const QUEUE_MSIX_VECTOR: usize = 26;
-const QUEUE_ENABLE: usize = 28;
-const QUEUE_NOTIFY_OFF: usize = 30;
-const QUEUE_DESC: usize = 32;
-const QUEUE_DRIVER: usize = 40;
-const QUEUE_DEVICE: usize = 48;
 const NO_VECTOR: u16 = 0xFFFF;
+
+/// The common configuration structure (virtio 1.2 §4.1.4.3), each field a typed register.
+struct Common {
+    device_feature_select: Reg<u32, RW>,
+    device_feature: Reg<u32, RO>,
+    driver_feature_select: Reg<u32, RW>,
+    driver_feature: Reg<u32, RW>,
+    msix_config: Reg<u16, RW>,
+    device_status: Reg<u8, RW>,
+    queue_select: Reg<u16, RW>,
+    queue_size: Reg<u16, RW>,
+    queue_msix_vector: Reg<u16, RW>,
+    queue_enable: Reg<u16, RW>,
+    queue_notify_off: Reg<u16, RO>,
+    /// queue_desc, queue_driver, queue_device: 64-bit, written as two 32-bit halves.
+    queue_rings: [(Reg<u32, RW>, Reg<u32, RW>); 3],
+}
+
+impl Common {
+    fn new(m: &Mmio) -> Option<Common> {
+        let half = |off| Some((m.reg(off)?, m.reg(off + 4)?));
+        Some(Common {
+            device_feature_select: m.reg(0)?,
+            device_feature: m.reg(4)?,
+            driver_feature_select: m.reg(8)?,
+            driver_feature: m.reg(12)?,
+            msix_config: m.reg(16)?,
+            device_status: m.reg(20)?,
+            queue_select: m.reg(22)?,
+            queue_size: m.reg(24)?,
+            queue_msix_vector: m.reg(26)?,
+            queue_enable: m.reg(28)?,
+            queue_notify_off: m.reg(30)?,
+            queue_rings: [half(32)?, half(40)?, half(48)?],
+        })
+    }
+}
 
 /// A virtio PCI function's regions.
 pub struct PciTransport {
-    common: *mut u8,
-    device: *mut u8,
-    device_len: usize,
-    notify: *mut u8,
-    notify_len: u32,
+    common: Common,
+    device: Mmio,
+    notify: Mmio,
     notify_mult: u32,
     msix: Option<MsiX>,
 }
 
-fn bar_addr(dev: &Device, bar: u8, off: u32, len: u32) -> Option<*mut u8> {
+/// The region `off..off + len` of memory BAR `bar`, mapped through `H`.
+fn bar_region<H: Hal>(dev: &Device, bar: u8, off: u32, len: u32) -> Option<Mmio> {
     match dev.bars.get(bar as usize)? {
         Bar::Mem { addr, size, .. } if *addr != 0 && off as u64 + len as u64 <= *size => {
-            Some((*addr + off as u64) as *mut u8)
+            // SAFETY: inside an assigned memory BAR of the function (checked just above).
+            Some(unsafe { Mmio::map::<H>(*addr + off as u64, len as usize) })
         }
         _ => None,
     }
 }
 
 impl PciTransport {
-    /// Finds the regions of virtio function `dev` and enables its memory decoding and bus
-    /// mastering (INTx masked).
-    pub fn new(dev: &Device) -> Result<PciTransport, Error> {
+    /// Finds the regions of virtio function `dev`, maps them through `H` and enables its
+    /// memory decoding and bus mastering (INTx masked).
+    pub fn new<H: Hal>(dev: &Device) -> Result<PciTransport, Error> {
         dev.enable();
         let (mut common, mut device, mut notify, mut mult) = (None, None, None, 0);
-        let (mut device_len, mut notify_len) = (0, 0);
         for (id, at) in dev.capabilities() {
             if id != 0x09 {
                 continue;
@@ -64,137 +84,103 @@ impl PciTransport {
             let off = a.read32(at + 8);
             let len = a.read32(at + 12);
             match cfg_type {
-                1 if common.is_none() => common = bar_addr(dev, bar, off, len.max(56)),
+                1 if common.is_none() => common = bar_region::<H>(dev, bar, off, len.max(56)),
                 2 if notify.is_none() => {
-                    notify = bar_addr(dev, bar, off, len);
-                    notify_len = len;
+                    notify = bar_region::<H>(dev, bar, off, len);
                     mult = a.read32(at + 16);
                 }
-                4 if device.is_none() => {
-                    device = bar_addr(dev, bar, off, len.max(6));
-                    device_len = len.max(6) as usize;
-                }
+                4 if device.is_none() => device = bar_region::<H>(dev, bar, off, len.max(6)),
                 _ => {}
             }
         }
+        let common = common.ok_or(Error::MissingCapability("common configuration"))?;
         Ok(PciTransport {
-            common: common.ok_or(Error::MissingCapability("common configuration"))?,
+            common: Common::new(&common).ok_or(Error::MissingCapability("common configuration"))?,
             device: device.ok_or(Error::MissingCapability("device configuration"))?,
-            device_len,
             notify: notify.ok_or(Error::MissingCapability("notification"))?,
-            notify_len,
             notify_mult: mult,
-            msix: MsiX::find(dev),
+            msix: MsiX::find::<H>(dev),
         })
-    }
-
-    fn r8(&self, off: usize) -> u8 {
-        // SAFETY: off is a field of the common configuration structure, inside its BAR
-        // (the capability's length was checked against the BAR, at least 56 bytes).
-        unsafe { read_volatile(self.common.add(off)) }
-    }
-    fn w8(&self, off: usize, v: u8) {
-        // SAFETY: as r8.
-        unsafe { write_volatile(self.common.add(off), v) }
-    }
-    fn r16(&self, off: usize) -> u16 {
-        // SAFETY: as r8; fields are naturally aligned.
-        unsafe { read_volatile(self.common.add(off).cast()) }
-    }
-    fn w16(&self, off: usize, v: u16) {
-        // SAFETY: as r16.
-        unsafe { write_volatile(self.common.add(off).cast(), v) }
-    }
-    fn r32(&self, off: usize) -> u32 {
-        // SAFETY: as r16.
-        unsafe { read_volatile(self.common.add(off).cast()) }
-    }
-    fn w32(&self, off: usize, v: u32) {
-        // SAFETY: as r16.
-        unsafe { write_volatile(self.common.add(off).cast(), v) }
-    }
-    fn w64(&self, off: usize, v: u64) {
-        self.w32(off, v as u32);
-        self.w32(off + 4, (v >> 32) as u32);
     }
 }
 
 impl Transport for PciTransport {
     fn device_features(&mut self) -> u64 {
-        self.w32(DEVICE_FEATURE_SELECT, 0);
-        let lo = self.r32(DEVICE_FEATURE) as u64;
-        self.w32(DEVICE_FEATURE_SELECT, 1);
-        let hi = self.r32(DEVICE_FEATURE) as u64;
+        let c = &self.common;
+        c.device_feature_select.write(0);
+        let lo = c.device_feature.read() as u64;
+        c.device_feature_select.write(1);
+        let hi = c.device_feature.read() as u64;
         lo | hi << 32
     }
 
     fn set_driver_features(&mut self, f: u64) {
-        self.w32(DRIVER_FEATURE_SELECT, 0);
-        self.w32(DRIVER_FEATURE, f as u32);
-        self.w32(DRIVER_FEATURE_SELECT, 1);
-        self.w32(DRIVER_FEATURE, (f >> 32) as u32);
+        let c = &self.common;
+        c.driver_feature_select.write(0);
+        c.driver_feature.write(f as u32);
+        c.driver_feature_select.write(1);
+        c.driver_feature.write((f >> 32) as u32);
         // Configuration-change interrupts are never wanted.
-        self.w16(MSIX_CONFIG, NO_VECTOR);
+        c.msix_config.write(NO_VECTOR);
     }
 
     fn status(&mut self) -> u8 {
-        self.r8(DEVICE_STATUS)
+        self.common.device_status.read()
     }
 
     fn set_status(&mut self, s: u8) {
-        self.w8(DEVICE_STATUS, s);
+        self.common.device_status.write(s);
     }
 
     fn queue_max(&mut self, q: u16) -> u16 {
-        self.w16(QUEUE_SELECT, q);
-        self.r16(QUEUE_SIZE)
+        self.common.queue_select.write(q);
+        self.common.queue_size.read()
     }
 
     fn queue_enable(
         &mut self,
         q: u16,
         size: u16,
-        (desc, driver, device): (u64, u64, u64),
+        rings: (u64, u64, u64),
         wake: Wake,
     ) -> Result<Notify, Error> {
-        self.w16(QUEUE_SELECT, q);
-        let off = self.r16(QUEUE_NOTIFY_OFF) as u64 * self.notify_mult as u64;
-        if off + 2 > self.notify_len as u64 {
-            return Err(Error::BadNotifyOffset(q));
-        }
-        self.w16(QUEUE_SIZE, size);
+        let c = &self.common;
+        c.queue_select.write(q);
+        // The device's offset is device data: the doorbell must lie inside the
+        // notification region (a view past it is refused).
+        let off = c.queue_notify_off.read() as u64 * self.notify_mult as u64;
+        let bell = usize::try_from(off)
+            .ok()
+            .and_then(|off| self.notify.reg(off))
+            .ok_or(Error::BadNotifyOffset(q))?;
+        c.queue_size.write(size);
         let vector = match wake {
             Wake::Msi(entry) => entry,
             _ => NO_VECTOR,
         };
-        self.w16(QUEUE_MSIX_VECTOR, vector);
-        if vector != NO_VECTOR && self.r16(QUEUE_MSIX_VECTOR) != vector {
+        c.queue_msix_vector.write(vector);
+        if vector != NO_VECTOR && c.queue_msix_vector.read() != vector {
             // The device could not take the vector: this queue will not interrupt.
-            self.w16(QUEUE_MSIX_VECTOR, NO_VECTOR);
+            c.queue_msix_vector.write(NO_VECTOR);
         }
-        self.w64(QUEUE_DESC, desc);
-        self.w64(QUEUE_DRIVER, driver);
-        self.w64(QUEUE_DEVICE, device);
-        self.w16(QUEUE_ENABLE, 1);
-        Ok(Notify::u16((self.notify as u64 + off) as *mut u16))
+        for ((lo, hi), v) in c.queue_rings.iter().zip([rings.0, rings.1, rings.2]) {
+            lo.write(v as u32);
+            hi.write((v >> 32) as u32);
+        }
+        c.queue_enable.write(1);
+        Ok(Notify::U16(bell))
     }
 
     fn config_len(&self) -> usize {
-        self.device_len
+        self.device.len()
     }
 
     fn config8(&self, off: usize) -> u8 {
-        if off >= self.device_len {
-            return 0;
-        }
-        // SAFETY: off lies inside the device configuration region (its capability's
-        // length, checked against the BAR).
-        unsafe { read_volatile(self.device.add(off)) }
+        self.device.reg::<u8, RO>(off).map_or(0, Reg::read)
     }
 
-    fn config_ptr(&self, off: usize, len: usize) -> Option<*const u8> {
-        // The region lies inside its BAR (checked at `new`); in it, so does the field.
-        (off + len <= self.device_len).then(|| self.device.wrapping_add(off).cast_const())
+    fn config_u16(&self, off: usize) -> Option<Reg<u16, RO>> {
+        self.device.reg(off)
     }
 
     fn wake_for(&mut self, k: u16, apic: u32) -> Wake {

@@ -1,0 +1,513 @@
+//! Host fakes for the drivers' tests: a [`Hal`] over host memory whose device addresses
+//! are *not* the CPU's ([`FakeHal`]), and device models that see memory only through
+//! those addresses: a virtio-net device behind a fake [`Transport`] ([`FakeVirtio`], its
+//! queues as [`DeviceRing`]s) and an 82540EM register file ([`FakeE1000`]). A test plays
+//! the device by calling their step functions (pop a transmitted frame, deliver a
+//! received one, or write whatever a lying device would), then looks at the driver.
+//!
+//! Every address a driver gives a device is checked by [`FakeHal::translate`]: it must
+//! lie wholly inside memory the driver got from the Hal (or shared with it). A driver
+//! that hands a device a CPU pointer, or a buffer length past its buffer, fails there.
+
+use alloc::vec;
+use alloc::vec::Vec;
+use core::ptr::NonNull;
+use core::sync::atomic::{fence, Ordering};
+use std::sync::Mutex;
+
+use super::hal::{Hal, Mmio, PhysAddr, Reg, RO, WO};
+use super::virtio::{Error, Notify, Transport, Wake, S_FEATURES_OK};
+use super::virtqueue::{F_NEXT, F_WRITE};
+
+/// Device addresses are host addresses plus this: never a valid host pointer.
+pub const DMA_OFFSET: u64 = 1 << 56;
+
+/// A region a device may reach: (device address, CPU address, bytes).
+static REGIONS: Mutex<Vec<(u64, usize, usize)>> = Mutex::new(Vec::new());
+
+/// The test machine: DMA memory from the host's heap, tracked; device addresses offset.
+#[derive(Debug)]
+pub struct FakeHal;
+
+// SAFETY: memory comes from the host allocator with the asked size and page alignment,
+// is owned by the caller until dealloc, and a device (the fakes) reaches it only through
+// `translate`, which maps `paddr + i` back to byte i.
+unsafe impl Hal for FakeHal {
+    fn dma_alloc(len: usize, zeroed: bool) -> Option<(PhysAddr, NonNull<u8>)> {
+        let layout = core::alloc::Layout::from_size_align(len.max(1), 4096).ok()?;
+        // SAFETY: non-zero size. Unzeroed memory is filled with a pattern so a driver
+        // reading a byte the device did not write sees garbage, not zeros.
+        let p = unsafe {
+            if zeroed {
+                std::alloc::alloc_zeroed(layout)
+            } else {
+                let p = std::alloc::alloc(layout);
+                if !p.is_null() {
+                    p.write_bytes(0xA5, len);
+                }
+                p
+            }
+        };
+        let p = NonNull::new(p)?;
+        let pa = p.as_ptr() as u64 + DMA_OFFSET;
+        REGIONS.lock().unwrap().push((pa, p.as_ptr() as usize, len));
+        Some((pa, p))
+    }
+
+    unsafe fn dma_dealloc(paddr: PhysAddr, vaddr: NonNull<u8>, len: usize) {
+        REGIONS.lock().unwrap().retain(|r| r.0 != paddr);
+        let layout = core::alloc::Layout::from_size_align(len.max(1), 4096).unwrap();
+        // SAFETY: from dma_alloc with this layout (the caller's contract).
+        unsafe { std::alloc::dealloc(vaddr.as_ptr(), layout) };
+    }
+
+    unsafe fn mmio_phys_to_virt(paddr: PhysAddr, _len: usize) -> NonNull<u8> {
+        NonNull::new(paddr as usize as *mut u8).unwrap()
+    }
+
+    fn dma_addr_static(buf: &'static [u8]) -> PhysAddr {
+        let va = buf.as_ptr() as usize;
+        let pa = va as u64 + DMA_OFFSET;
+        let mut r = REGIONS.lock().unwrap();
+        if !r.iter().any(|&(p, _, l)| p == pa && l == buf.len()) {
+            r.push((pa, va, buf.len()));
+        }
+        pa
+    }
+}
+
+impl FakeHal {
+    /// The CPU's pointer for `len` bytes at device address `pa`, if they lie inside one
+    /// region the driver got from (or shared through) the Hal.
+    pub fn translate(pa: u64, len: usize) -> Option<*mut u8> {
+        let r = REGIONS.lock().unwrap();
+        r.iter().find_map(|&(p, v, l)| {
+            let off = pa.checked_sub(p)? as usize;
+            (off.checked_add(len)? <= l).then_some((v + off) as *mut u8)
+        })
+    }
+
+    /// Reads `len` bytes at device address `pa`.
+    ///
+    /// # Panics
+    ///
+    /// If the range is not the driver's: the test fails (the driver pointed a device
+    /// outside its memory).
+    pub fn read(pa: u64, len: usize) -> Vec<u8> {
+        let p = Self::translate(pa, len)
+            .unwrap_or_else(|| panic!("device read {len} bytes at {pa:#x}: not DMA memory"));
+        // SAFETY: inside a live region (translate).
+        (0..len)
+            .map(|i| unsafe { p.add(i).read_volatile() })
+            .collect()
+    }
+
+    /// Writes `bytes` at device address `pa`.
+    ///
+    /// # Panics
+    ///
+    /// As [`FakeHal::read`].
+    pub fn write(pa: u64, bytes: &[u8]) {
+        let p = Self::translate(pa, bytes.len()).unwrap_or_else(|| {
+            panic!(
+                "device wrote {} bytes at {pa:#x}: not DMA memory",
+                bytes.len()
+            )
+        });
+        for (i, &b) in bytes.iter().enumerate() {
+            // SAFETY: inside a live region (translate).
+            unsafe { p.add(i).write_volatile(b) };
+        }
+    }
+
+    fn read_u16(pa: u64) -> u16 {
+        let b = Self::read(pa, 2);
+        u16::from_le_bytes([b[0], b[1]])
+    }
+
+    fn write_u16(pa: u64, v: u16) {
+        Self::write(pa, &v.to_le_bytes());
+    }
+}
+
+/// One descriptor of a chain, as the device read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Buf {
+    /// Device address.
+    pub addr: u64,
+    /// Bytes.
+    pub len: u32,
+    /// Device-writable.
+    pub write: bool,
+}
+
+/// A split virtqueue seen from the device side: reads what the driver made available,
+/// writes used entries. Holds only device addresses (it can run on another thread).
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceRing {
+    /// Entries.
+    pub size: u16,
+    /// Device addresses of the descriptor table, available ring, used ring.
+    pub rings: (u64, u64, u64),
+    /// Next available entry to take.
+    pub last_avail: u16,
+    /// The used index the device published.
+    pub used_idx: u16,
+}
+
+impl DeviceRing {
+    /// The device side of a queue of `size` entries at `rings`.
+    pub fn new(size: u16, rings: (u64, u64, u64)) -> DeviceRing {
+        DeviceRing {
+            size,
+            rings,
+            last_avail: 0,
+            used_idx: 0,
+        }
+    }
+
+    /// The driver's published available index.
+    pub fn avail_idx(&self) -> u16 {
+        fence(Ordering::Acquire);
+        FakeHal::read_u16(self.rings.1 + 2)
+    }
+
+    /// Takes the next available chain: its head and buffers (at most `size`, so a
+    /// looping chain ends).
+    pub fn pop_avail(&mut self) -> Option<(u16, Vec<Buf>)> {
+        if self.avail_idx() == self.last_avail {
+            return None;
+        }
+        let slot = (self.last_avail % self.size) as u64;
+        let head = FakeHal::read_u16(self.rings.1 + 4 + 2 * slot);
+        self.last_avail = self.last_avail.wrapping_add(1);
+        // The device asks to be notified at the next entry (VIRTIO_RING_F_EVENT_IDX).
+        FakeHal::write_u16(self.rings.2 + 4 + 8 * self.size as u64, self.last_avail);
+        let mut bufs = Vec::new();
+        let mut i = head;
+        for _ in 0..self.size {
+            assert!(i < self.size, "driver chained to descriptor {i}");
+            let d = FakeHal::read(self.rings.0 + 16 * i as u64, 16);
+            let addr = u64::from_le_bytes(d[0..8].try_into().unwrap());
+            let len = u32::from_le_bytes(d[8..12].try_into().unwrap());
+            let flags = u16::from_le_bytes([d[12], d[13]]);
+            let next = u16::from_le_bytes([d[14], d[15]]);
+            // The buffer must be the driver's memory, all of it.
+            assert!(
+                FakeHal::translate(addr, len as usize).is_some(),
+                "descriptor {i}: {len} bytes at {addr:#x} are not DMA memory"
+            );
+            bufs.push(Buf {
+                addr,
+                len,
+                write: flags & F_WRITE != 0,
+            });
+            if flags & F_NEXT == 0 {
+                break;
+            }
+            i = next;
+        }
+        Some((head, bufs))
+    }
+
+    /// Publishes used entry (`id`, `len`), whatever they are (an honest device's, or a
+    /// lie).
+    pub fn push_used(&mut self, id: u32, len: u32) {
+        let slot = (self.used_idx % self.size) as u64;
+        let mut e = id.to_le_bytes().to_vec();
+        e.extend_from_slice(&len.to_le_bytes());
+        FakeHal::write(self.rings.2 + 4 + 8 * slot, &e);
+        self.used_idx = self.used_idx.wrapping_add(1);
+        fence(Ordering::Release);
+        FakeHal::write_u16(self.rings.2 + 2, self.used_idx);
+    }
+}
+
+/// A virtio-net device model behind a fake transport: feature negotiation, queue
+/// set-up as the driver writes it, doorbells in host memory, and the device's side of
+/// each queue.
+pub struct FakeVirtio {
+    /// Features offered.
+    pub offered: u64,
+    /// Features the driver accepted.
+    pub accepted: u64,
+    /// Device status as last written.
+    pub status: u8,
+    /// Largest size per queue (index = queue).
+    pub max: Vec<u16>,
+    /// Queues the driver enabled: (index, size, device side).
+    pub queues: Vec<(u16, u16, DeviceRing)>,
+    /// Device configuration: MAC at 0, status at 6, max_virtqueue_pairs at 8.
+    config: Box<[u16; 32]>,
+    /// One doorbell register per queue (what the driver last wrote).
+    bells: Box<[u32; 64]>,
+}
+
+use alloc::boxed::Box;
+
+impl FakeVirtio {
+    /// A device offering `offered` features, `queues` queues of up to `max` entries, MAC
+    /// `mac` and link status `status`.
+    pub fn new(offered: u64, queues: usize, max: u16, mac: [u8; 6], status: u16) -> FakeVirtio {
+        let mut config = Box::new([0u16; 32]);
+        for i in 0..3 {
+            config[i] = u16::from_le_bytes([mac[2 * i], mac[2 * i + 1]]);
+        }
+        config[3] = status;
+        config[4] = (queues / 2) as u16;
+        FakeVirtio {
+            offered,
+            accepted: 0,
+            status: 0,
+            max: vec![max; queues],
+            queues: Vec::new(),
+            config,
+            bells: Box::new([0; 64]),
+        }
+    }
+
+    /// The device side of queue `index`.
+    pub fn ring(&mut self, index: u16) -> &mut DeviceRing {
+        &mut self
+            .queues
+            .iter_mut()
+            .find(|q| q.0 == index)
+            .expect("queue not enabled")
+            .2
+    }
+
+    /// The driver's doorbell register of queue `index` (the value last written: the
+    /// queue's index once rung).
+    pub fn bell(&self, index: u16) -> u32 {
+        // SAFETY: the host memory of the register file.
+        unsafe { (&raw const self.bells[index as usize]).read_volatile() }
+    }
+
+    /// Sets the link status field (VIRTIO_NET_S_LINK_UP = 1).
+    pub fn set_link(&mut self, up: bool) {
+        // SAFETY: the host memory of the configuration region.
+        unsafe { (&raw mut self.config[3]).write_volatile(up as u16) };
+    }
+
+    /// Takes every frame the driver made available on transmit queue `q`: its bytes
+    /// (virtio-net header included), completing each chain as an honest device does.
+    pub fn transmitted(&mut self, q: u16) -> Vec<Vec<u8>> {
+        let ring = self.ring(q);
+        let mut out = Vec::new();
+        while let Some((head, bufs)) = ring.pop_avail() {
+            let mut f = Vec::new();
+            for b in bufs {
+                assert!(!b.write, "transmit buffer marked device-writable");
+                f.extend(FakeHal::read(b.addr, b.len as usize));
+            }
+            ring.push_used(head as u32, 0);
+            out.push(f);
+        }
+        out
+    }
+
+    /// Delivers `frame` (behind a zero virtio-net header) into the next receive buffer
+    /// of queue `q`; false if the driver posted none.
+    pub fn deliver(&mut self, q: u16, frame: &[u8]) -> bool {
+        let ring = self.ring(q);
+        let Some((head, bufs)) = ring.pop_avail() else {
+            return false;
+        };
+        let b = bufs[0];
+        assert!(b.write, "receive buffer not device-writable");
+        let mut bytes = vec![0u8; 12];
+        bytes.extend_from_slice(frame);
+        assert!(
+            bytes.len() <= b.len as usize,
+            "frame larger than the buffer"
+        );
+        FakeHal::write(b.addr, &bytes);
+        ring.push_used(head as u32, bytes.len() as u32);
+        true
+    }
+
+    fn bells_mmio(&self) -> Mmio {
+        // SAFETY: the boxed register file lives as long as self, which outlives the
+        // driver in every test.
+        unsafe { Mmio::from_ptr(NonNull::from(&*self.bells).cast(), 256) }
+    }
+
+    fn config_mmio(&self) -> Mmio {
+        // SAFETY: as bells_mmio.
+        unsafe { Mmio::from_ptr(NonNull::from(&*self.config).cast(), 64) }
+    }
+}
+
+impl Transport for FakeVirtio {
+    fn device_features(&mut self) -> u64 {
+        self.offered
+    }
+
+    fn set_driver_features(&mut self, f: u64) {
+        assert_eq!(
+            f & !self.offered,
+            0,
+            "driver accepted a feature not offered"
+        );
+        self.accepted = f;
+    }
+
+    fn status(&mut self) -> u8 {
+        self.status
+    }
+
+    fn set_status(&mut self, s: u8) {
+        if s == 0 {
+            self.queues.clear();
+            self.accepted = 0;
+        }
+        if s & S_FEATURES_OK != 0 {
+            assert_ne!(self.accepted, 0, "FEATURES_OK before features");
+        }
+        self.status = s;
+    }
+
+    fn queue_max(&mut self, q: u16) -> u16 {
+        self.max.get(q as usize).copied().unwrap_or(0)
+    }
+
+    fn queue_enable(
+        &mut self,
+        q: u16,
+        size: u16,
+        rings: (u64, u64, u64),
+        _wake: Wake,
+    ) -> Result<Notify, Error> {
+        assert!(size <= self.queue_max(q) && size.is_power_of_two());
+        // The rings must be DMA memory of the sizes virtio 1.2 §2.7 gives.
+        let n = size as u64;
+        assert!(FakeHal::translate(rings.0, 16 * size as usize).is_some());
+        assert!(FakeHal::translate(rings.1, (6 + 2 * n) as usize).is_some());
+        assert!(FakeHal::translate(rings.2, (6 + 8 * n) as usize).is_some());
+        self.queues.push((q, size, DeviceRing::new(size, rings)));
+        let bell: Reg<u32, WO> = self.bells_mmio().reg(4 * q as usize).unwrap();
+        Ok(Notify::U32(bell))
+    }
+
+    fn config_len(&self) -> usize {
+        64
+    }
+
+    fn config8(&self, off: usize) -> u8 {
+        self.config_mmio().reg::<u8, RO>(off).map_or(0, Reg::read)
+    }
+
+    fn config_u16(&self, off: usize) -> Option<Reg<u16, RO>> {
+        self.config_mmio().reg(off)
+    }
+
+    fn wake_for(&mut self, _k: u16, _apic: u32) -> Wake {
+        Wake::None
+    }
+}
+
+/// An 82540EM model: a register file in host memory (the driver's view of BAR 0) and
+/// the device's side of both rings, reading the ring registers the driver wrote.
+pub struct FakeE1000 {
+    regs: Box<[u32]>,
+    /// The device's receive head (RDH as the device keeps it).
+    pub rdh: u32,
+    /// The device's transmit head.
+    pub tdh: u32,
+}
+
+impl Default for FakeE1000 {
+    fn default() -> Self {
+        FakeE1000 {
+            regs: vec![0u32; super::e1000::REGION / 4].into_boxed_slice(),
+            rdh: 0,
+            tdh: 0,
+        }
+    }
+}
+
+impl FakeE1000 {
+    /// The register region, for the driver.
+    pub fn mmio(&mut self) -> Mmio {
+        // SAFETY: the boxed register file lives as long as self, which outlives the
+        // driver in every test.
+        unsafe { Mmio::from_ptr(NonNull::from(&mut *self.regs).cast(), super::e1000::REGION) }
+    }
+
+    /// Register at byte offset `off` as the driver last wrote it.
+    pub fn reg(&self, off: usize) -> u32 {
+        // SAFETY: host memory of the register file; off < REGION.
+        unsafe { (&raw const self.regs[off / 4]).read_volatile() }
+    }
+
+    /// Sets register `off` as the device would.
+    pub fn set_reg(&mut self, off: usize, v: u32) {
+        // SAFETY: as reg.
+        unsafe { (&raw mut self.regs[off / 4]).write_volatile(v) };
+    }
+
+    /// (device address, descriptors) of the ring whose registers start at `base`
+    /// (RDBAL or TDBAL).
+    pub fn ring_at(&self, base: usize) -> (u64, u32) {
+        let at = self.reg(base) as u64 | (self.reg(base + 4) as u64) << 32;
+        (at, self.reg(base + 8) / 16)
+    }
+
+    /// Receive descriptor `i` as 16 bytes, written back with `len`, `status`, `errors`
+    /// (any values: a lying device's too). Returns the buffer address the driver put in.
+    pub fn write_back_rx(&mut self, i: u32, len: u16, status: u8, errors: u8) -> u64 {
+        let (ring, n) = self.ring_at(0x2800);
+        let at = ring + 16 * (i % n) as u64;
+        let addr = u64::from_le_bytes(FakeHal::read(at, 8).try_into().unwrap());
+        FakeHal::write(at + 8, &len.to_le_bytes());
+        FakeHal::write(at + 13, &[errors]);
+        fence(Ordering::Release);
+        FakeHal::write(at + 12, &[status]);
+        addr
+    }
+
+    /// Delivers `frame` as an honest device does: into the buffer of the descriptor at
+    /// the device's head, if the driver's tail leaves it one (false otherwise).
+    pub fn deliver(&mut self, frame: &[u8]) -> bool {
+        let (_, n) = self.ring_at(0x2800);
+        if self.rdh == self.reg(super::e1000::RDT) {
+            return false;
+        }
+        let i = self.rdh;
+        let (ring, _) = self.ring_at(0x2800);
+        let addr = u64::from_le_bytes(FakeHal::read(ring + 16 * i as u64, 8).try_into().unwrap());
+        FakeHal::write(addr, frame); // panics if the buffer is not the driver's
+        assert!(
+            FakeHal::translate(addr, 2048).is_some(),
+            "buffer under 2 KiB"
+        );
+        self.write_back_rx(i, frame.len() as u16, 0x03, 0);
+        self.rdh = (self.rdh + 1) % n;
+        true
+    }
+
+    /// Sends every frame between the device's transmit head and the driver's tail, as an
+    /// honest device does (DD written back where the driver asked, RS): their bytes.
+    pub fn transmitted(&mut self) -> Vec<Vec<u8>> {
+        let (ring, n) = self.ring_at(0x3800);
+        let tail = self.reg(super::e1000::TDT);
+        let mut out = Vec::new();
+        let mut frame = Vec::new();
+        while self.tdh != tail {
+            let at = ring + 16 * self.tdh as u64;
+            let d = FakeHal::read(at, 16);
+            let addr = u64::from_le_bytes(d[0..8].try_into().unwrap());
+            let len = u16::from_le_bytes([d[8], d[9]]) as usize;
+            let cmd = d[11];
+            frame.extend(FakeHal::read(addr, len));
+            if cmd & 8 != 0 {
+                FakeHal::write(at + 12, &[1]); // DD
+            }
+            if cmd & 1 != 0 {
+                out.push(core::mem::take(&mut frame));
+            }
+            self.tdh = (self.tdh + 1) % n;
+        }
+        out
+    }
+}
