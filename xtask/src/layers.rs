@@ -104,7 +104,7 @@ pub fn check_tree(src: &Path, allowed: &[Allowed]) -> Result<Report, String> {
 
     let mut uses = Vec::new();
     let mut declared = Vec::new();
-    // (file, its module path, whether lib.rs is its parent)
+    // (file, its module path below the crate root)
     let mut todo = vec![(lib.clone(), Vec::<String>::new())];
     while let Some((file, path)) = todo.pop() {
         let text = if file == lib {
