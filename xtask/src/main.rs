@@ -17,6 +17,7 @@ use std::process::{Command, ExitCode};
 mod bench;
 mod kernel;
 mod kernel_bench;
+mod layers;
 mod smp;
 
 /// Debian packages the whole-system tests use.
@@ -59,6 +60,7 @@ fn main() -> ExitCode {
             Some(Err(_)) => Err("usage: cargo xtask fuzz [SECS]".into()),
         },
         "kernel-bench" => kernel_bench::bench(&args[1..]),
+        "layers" => layers::check(),
         "soak" => match args.get(1).map(|s| s.parse::<f64>()) {
             None => setup().and_then(|()| soak("30")),
             Some(Ok(m)) if m > 0.0 => setup().and_then(|()| soak(&args[1])),
@@ -197,6 +199,7 @@ fn test() -> Result<(), String> {
         "-D",
         "warnings",
     ]))?;
+    layers::check()?;
     // The engine must stay no_std: build it for the bare-metal target.
     run(Command::new(&cargo).args([
         "build",

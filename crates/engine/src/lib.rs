@@ -1,28 +1,48 @@
 //! bareweb's engine: everything protocol- and scheduling-related, with no operating system.
 //!
-//! Layers, bottom up (each uses only those below it):
-//! - [`wire`]: zero-copy views over Ethernet, ARP, IPv4, ICMP, TCP and UDP frames, and the
-//!   Internet checksum. After `new_checked` succeeds no accessor panics.
-//! - [`site`] and [`resource`]: the site image (format, loader, lookup) and the stored
-//!   bodies with their block sums.
-//! - [`nic`]: the device seam, traits `Nic` (one RX/TX queue pair) and `Clock`.
-//! - [`iface`]: received frames classified (ARP, echo, TCP segment, drop reason) and frames
-//!   built (headers, checksums, offload, RST).
-//! - [`tcp`]: the connection as a state machine (segment in → `Outcome`; next segment;
-//!   timer actions), RTT, NewReno, the TCB, the port table, ISNs.
-//! - [`http`]: request parsing and response choice (pure functions), the HTTP side of a
-//!   connection (`http::conn`), the access record (`http::log`).
-//! - [`udp`]: paper 001's stateless UDP web protocol: its formats, the answer to a request,
-//!   tokens, the rate limit, the request-id stack, and the client's state machine.
-//! - [`server`]: one core's server, the glue that applies what the layers decide, driven by
-//!   `Server::poll` (or the split API for paper 003's runners).
-//! - [`client`]: the engine as an HTTP client on its own TCP (active open), the bare load
-//!   client's transport; [`memwire`] (std): two engines wired together in memory.
-//! - [`cores`]: many cores: network-core dispatch and rings, the stats board, the per-core
-//!   loop. [`ring`]: the lock-free SPSC ring. [`stats`]: counters.
-//! - [`dhcp`]: the DHCP client (RFC 2131) as a state machine, its messages and frames.
-//! - [`bond`]: one server on a set of NICs (paper 002): the receive NIC, send NICs chosen
-//!   per connection (the send-id), the NIC set as one `Nic`, link monitoring and failover.
+//! Layers, bottom up. A module uses only the modules of lower levels; the modules of one
+//! level do not use each other. `cargo xtask layers` (part of `cargo xtask test`) reads
+//! this list, in this form, and checks every `crate::` path of the engine's code against
+//! it (test code, `#[cfg(test)]`, may use any module).
+//!
+//! - Level 0
+//!   - [`wire`]: zero-copy views over Ethernet, ARP, IPv4, ICMP, TCP and UDP frames, and
+//!     the Internet checksum. After `new_checked` succeeds no accessor panics.
+//!   - [`ring`]: the lock-free single-producer single-consumer ring cores talk through.
+//!   - [`stats`]: one core's counters and live measurements, and the counters a platform
+//!     keeps outside the engine (`stats::platform`).
+//! - Level 1
+//!   - [`nic`]: the device seam, traits `Nic` (one RX/TX queue pair) and `Clock`.
+//!   - [`resource`]: what the site gives the HTTP layer: a resource, its stored bodies
+//!     with their block sums, the `Lookup` trait, the header name characters.
+//! - Level 2
+//!   - [`iface`]: received frames classified (ARP, echo, TCP segment, drop reason) and
+//!     frames built (headers, checksums, offload, RST).
+//!   - [`site`]: the site image: its format, checked loader, lookup and (std) builder.
+//!   - [`dhcp`]: the DHCP client (RFC 2131) as a state machine, its messages and frames.
+//!   - [`bond`]: one server on a set of NICs (the bonding paper): the receive NIC, send
+//!     NICs chosen per connection (the send-id), the set as one `Nic`, link monitoring.
+//! - Level 3
+//!   - [`tcp`]: the connection as a state machine (segment in → `Outcome`; next segment;
+//!     timer actions), RTT, loss recovery (NewReno without SACK, RFC 6675 with), CUBIC
+//!     and BBR, the TCB, the port table, ISNs, SYN cookies.
+//! - Level 4
+//!   - [`http`]: request parsing and response choice (pure functions), the HTTP side of a
+//!     connection (`http::conn`), the access record (`http::log`).
+//! - Level 5
+//!   - [`udp`]: the stateless UDP web protocol: its formats, the answer to a request,
+//!     tokens, the rate limit, the request-id stack, the client's state machine.
+//!   - [`client`]: the engine as an HTTP client on its own TCP (active open), the bare
+//!     load client's transport.
+//! - Level 6
+//!   - [`server`]: one core's server, the glue that applies what the layers decide, driven
+//!     by `Server::poll` (or the split API for the parallel runners).
+//! - Level 7
+//!   - [`cores`]: many cores: the plan, network-core dispatch over rings, the stats board
+//!     and pages, the per-core loop both platforms run.
+//! - Level 8
+//!   - `fake`: (std) test devices: an in-memory queue pair and a fault injector.
+//!   - `memwire`: (std) two engines wired together in memory.
 //!
 //! The engine never touches a port, a register or a file descriptor: hardware is reached
 //! through the traits in [`nic`], implemented by the `kernel` and `host` crates.

@@ -6,6 +6,10 @@
 //! last may be short) and the image stores the folded one's-complement sum of each block
 //! as a big-endian `u16`. The sum of any byte range is then the stored sums of the whole
 //! blocks inside it plus the bytes of at most two partial blocks, summed on the spot.
+//!
+//! It also owns the characters a header field's name is made of (RFC 9110's `tchar`,
+//! [`is_tchar`]): the site checks the header lines it stores with them, the HTTP layer
+//! the requests it parses.
 
 use crate::wire::checksum;
 
@@ -77,6 +81,31 @@ pub fn block_sums_into(data: &[u8], out: &mut [u8]) {
         dst.copy_from_slice(&checksum::sum(block).to_be_bytes());
     }
 }
+
+/// `tchar` of RFC 9110 5.6.2 (one table load per byte: the request line's method and
+/// every field name are scanned with it).
+#[inline]
+pub fn is_tchar(b: u8) -> bool {
+    TCHAR[usize::from(b)]
+}
+
+/// `tchar` of RFC 9110 5.6.2, by the grammar.
+const fn tchar_rule(b: u8) -> bool {
+    matches!(b,
+        b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_' | b'`'
+        | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z')
+}
+
+/// [`tchar_rule`] of every byte.
+static TCHAR: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = tchar_rule(i as u8);
+        i += 1;
+    }
+    t
+};
 
 /// A file of the site as the HTTP layer sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,6 +200,14 @@ pub trait Lookup<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tchar_table_is_the_rule() {
+        for b in 0..=255u8 {
+            assert_eq!(is_tchar(b), tchar_rule(b), "{b:#x}");
+        }
+        assert!(is_tchar(b'~') && !is_tchar(b':') && !is_tchar(b' ') && !is_tchar(0x80));
+    }
 
     fn body_of(data: &[u8], sums: &mut [u8]) {
         block_sums_into(data, sums);

@@ -3,6 +3,8 @@
 //! [`CoreTimes`] and [`Stay`] are the papers' live measurements (issue 4); a core
 //! publishes all of them to the shared board in `cores::board`.
 
+pub mod platform;
+
 /// Number of counters in [`Stats::fields`].
 pub const STATS_FIELDS: usize = 57;
 

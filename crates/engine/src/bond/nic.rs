@@ -23,7 +23,6 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use super::{Bond, Monitor, NicCounts, Part, MAX_NICS};
-use crate::cores::CoreQueue;
 use crate::nic::{
     Clock, LinkSense, Nic, NicCaps, NicCounters, RxFrame, RxRing, Tso, TxFull, TxRing,
 };
@@ -408,8 +407,6 @@ impl<R: RxRing, T: TxRing> Nic for BondNic<R, T> {
         c
     }
 }
-
-impl<R: RxRing, T: TxRing> CoreQueue for BondNic<R, T> {}
 
 #[cfg(test)]
 mod tests;

@@ -24,7 +24,7 @@ use crate::server::{DynamicPage, Server};
 use crate::stats::{CoreTimes, Stats, Stay, STATS_FIELDS, STAY_BUCKETS};
 
 use super::pages::{self, PageSettings};
-use super::platform::PlatformCounters;
+use crate::stats::platform::PlatformCounters;
 
 /// Largest stats response (head and JSON) a server renders; more cores than fit get a 500.
 pub const JSON_MAX: usize = crate::server::DYN_MAX;
@@ -365,7 +365,7 @@ impl Board {
             d.write_json(w)?;
         }
         if let Some(p) = self.platform {
-            super::platform::write_json(p, w)?;
+            crate::stats::platform::write_json(p, w)?;
         }
         w.write_str("}")
     }

@@ -10,8 +10,8 @@
 //! - Per-queue mode needs nothing here: every core runs a `Server` over its own NIC queue
 //!   pair; the device's flow hash keeps a connection on one queue.
 //! - [`board`]: live measurements published per core and read by whichever core serves
-//!   `/.well-known/bareweb/stats`; [`platform`]: counters the platform keeps outside the
-//!   engine (AF_XDP's `XDP_STATISTICS`), shown beside them.
+//!   `/.well-known/bareweb/stats`, beside the counters the platform keeps outside the
+//!   engine (AF_XDP's `XDP_STATISTICS`, [`crate::stats::platform`]).
 //! - [`plan`]: the mode, each core's role and server, and the network core's wiring,
 //!   decided in one place for both platforms.
 //! - [`run`]: the per-core loop (poll, measure, publish, idle) both platforms share.
@@ -25,11 +25,11 @@ pub mod netcore;
 pub mod pages;
 #[cfg(not(loom))]
 pub mod plan;
-pub mod platform;
 pub mod replay;
 pub mod run;
 
-use crate::nic::Nic;
+use crate::bond::BondNic;
+use crate::nic::{Nic, RxRing, TxRing};
 use crate::tcp::port_table::Peer;
 
 /// A core's queue pair as the per-core loop ([`run`]) drives it: a [`Nic`], plus what the
@@ -51,6 +51,10 @@ pub trait CoreQueue: Nic {
         DispatchCounters::default()
     }
 }
+
+/// A bonded NIC set is driven as a device's queue pair (the defaults): the trait lives here,
+/// above `bond`, so the bond knows nothing of cores.
+impl<R: RxRing, T: TxRing> CoreQueue for BondNic<R, T> {}
 
 /// The network core's work besides its server's (issue 4's live measurements): frames
 /// dispatched to HTTP cores and drained from them, the connection map; zero elsewhere. A

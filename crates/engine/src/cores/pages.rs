@@ -13,9 +13,9 @@
 use core::fmt::{self, Write as _};
 
 use super::board::Board;
-use super::platform;
 use crate::http::{self, Method, Request};
 use crate::site::Pages;
+use crate::stats::platform;
 
 /// The default place of the stats page (HTML at `BASE/`, JSON at `BASE/stats`).
 pub const DEFAULT_BASE: &str = "/.well-known/bareweb";

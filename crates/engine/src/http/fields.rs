@@ -1,30 +1,7 @@
 //! Field-value grammar shared by the parser and the responder (RFC 9110 section 5.6):
 //! OWS, `#rule` lists, tokens, q-values and entity-tags.
 
-/// `tchar` of RFC 9110 5.6.2 (one table load per byte: the request line's method and
-/// every field name are scanned with it).
-#[inline]
-pub fn is_tchar(b: u8) -> bool {
-    TCHAR[usize::from(b)]
-}
-
-/// `tchar` of RFC 9110 5.6.2, by the grammar.
-const fn tchar_rule(b: u8) -> bool {
-    matches!(b,
-        b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_' | b'`'
-        | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z')
-}
-
-/// [`tchar_rule`] of every byte.
-static TCHAR: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut i = 0;
-    while i < 256 {
-        t[i] = tchar_rule(i as u8);
-        i += 1;
-    }
-    t
-};
+pub use crate::resource::is_tchar;
 
 /// Strips optional whitespace (SP / HTAB) from both ends.
 pub fn trim_ows(mut b: &[u8]) -> &[u8] {
@@ -348,14 +325,6 @@ pub fn valid_host(b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tchar_table_is_the_rule() {
-        for b in 0..=255u8 {
-            assert_eq!(is_tchar(b), tchar_rule(b), "{b:#x}");
-        }
-        assert!(is_tchar(b'~') && !is_tchar(b':') && !is_tchar(b' ') && !is_tchar(0x80));
-    }
 
     #[test]
     fn trims_and_lists() {

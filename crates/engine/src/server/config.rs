@@ -86,7 +86,7 @@ pub struct Config {
     pub dhcp: Option<&'static crate::dhcp::shared::Shared>,
     /// Counters the platform keeps outside the engine (the host's AF_XDP sockets'
     /// `XDP_STATISTICS`), shown on the stats page and in the metrics.
-    pub platform: Option<&'static dyn crate::cores::platform::PlatformCounters>,
+    pub platform: Option<&'static dyn crate::stats::platform::PlatformCounters>,
 }
 
 impl Config {

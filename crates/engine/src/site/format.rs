@@ -230,7 +230,7 @@ pub fn is_header_block(block: &[u8]) -> bool {
             return false;
         };
         let (name, value) = (&line[..colon], &line[colon + 1..]);
-        if name.is_empty() || !name.iter().all(|&b| crate::http::fields::is_tchar(b)) {
+        if name.is_empty() || !name.iter().all(|&b| crate::resource::is_tchar(b)) {
             return false;
         }
         if !value

@@ -384,7 +384,7 @@ impl StatsHandle {
 #[derive(Debug)]
 pub struct SocketsCounters(pub Vec<StatsHandle>);
 
-impl bareweb_engine::cores::platform::PlatformCounters for SocketsCounters {
+impl bareweb_engine::stats::platform::PlatformCounters for SocketsCounters {
     fn name(&self) -> &'static str {
         "xdp"
     }

@@ -290,7 +290,7 @@ fn the_time_split_reads_the_dispatch_and_drain_words() {
     assert_eq!((w[NIC_DISPATCH_NS], w[NIC_DRAIN_NS]), (7, 11));
 }
 
-use crate::cores::platform::PlatformCounters;
+use crate::stats::platform::PlatformCounters;
 
 /// Two sockets' counters; the second cannot be read at the moment; a third has a name
 /// that would break the JSON.
@@ -380,7 +380,7 @@ impl PlatformCounters for ManyQueues {
 
 #[test]
 fn metrics_read_each_platform_unit_once_and_group_each_family() {
-    use crate::cores::platform::UNITS_CACHED;
+    use crate::stats::platform::UNITS_CACHED;
     use std::sync::atomic::Ordering;
     static M: ManyQueues = ManyQueues(std::sync::atomic::AtomicUsize::new(0));
     let b = Board::new("single", &[Role::Single]).with_platform(Some(&M));

@@ -1,7 +1,7 @@
 //! Counters a platform keeps outside the engine (on the host, the kernel's
 //! `XDP_STATISTICS` of each AF_XDP socket), which the stats board shows beside the
 //! engine's own: the trait the platform implements, a unit read into a fixed array, and
-//! the JSON form (the metrics' form is `pages::render_metrics`).
+//! the JSON form (the metrics' form is `cores::pages::render_metrics`).
 //! Read only when a page is served, into fixed arrays: no allocation, nothing on the
 //! request path.
 
