@@ -3,7 +3,7 @@
 //! whose [`Outcome`] is applied: payload stored in the receive slab, replies built, the
 //! TCB freed or put on the run list.
 
-use super::{AccessLog, Server};
+use super::{AccessLog, Server, EVICT_GRACE_NS, RESET_MEMORY};
 use crate::iface::{admissible_syn, classified, egress, Drop, Ingress, Sent};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
@@ -223,6 +223,11 @@ impl<L: Lookup<'static>> Server<L> {
         let Some(opts) = self.cookies.check_ack(ends, seg.seq_number, ack, now) else {
             return false;
         };
+        if self.reset.contains(&(peer, ack)) {
+            // We reset this connection (evicted before it sent a byte): its client was
+            // told it is gone, and a late segment of it must not open it again.
+            return false;
+        }
         let place = self.per_ip.lookup(peer.ip);
         if place.count() >= self.max_per_ip {
             self.stats.tcp_per_ip_refused += 1;
@@ -277,12 +282,20 @@ impl<L: Lookup<'static>> Server<L> {
     /// free and taken, or `None` when every connection is sending a response. A scan of
     /// the TCB array, but only when the array is full.
     fn evict<T: TxRing>(&mut self, tx: &mut T) -> Option<u32> {
+        let now = self.now_ns;
         let mut victim: Option<(u64, u32)> = None;
         for (i, t) in self.tcbs.0.iter().enumerate() {
             let c = &t.tcp;
             let evictable = match c.state() {
                 crate::tcp::State::SynReceived => true,
-                s if s.is_synchronized() => t.http.resp.is_none() && !c.is_closing(),
+                s if s.is_synchronized() => {
+                    // Just established and its first request not yet read (or not whole):
+                    // kept for `EVICT_GRACE_NS`, or the request it is sending finds a RST.
+                    let fresh = t.http.stay_start_ns == 0
+                        && t.http.request_start_ns != 0
+                        && now.saturating_sub(t.http.request_start_ns) < EVICT_GRACE_NS;
+                    t.http.resp.is_none() && !c.is_closing() && !fresh
+                }
                 _ => false,
             };
             if !evictable {
@@ -300,10 +313,24 @@ impl<L: Lookup<'static>> Server<L> {
         }
         let (_, id) = victim?;
         let seq = self.tcbs.0[id as usize].tcp.snd_nxt();
+        self.remember_reset(id);
         self.send_reset_raw(id, seq, tx);
         self.stats.tcp_evicted += 1;
         self.free_tcb(id);
         self.free.pop()
+    }
+
+    /// Connection `id` is being reset by us: if nothing of ours but the SYN-ACK was sent,
+    /// its client's next segment still acknowledges our initial sequence number, which for
+    /// a connection opened by a SYN cookie is that cookie; remember it, so the cookie no
+    /// longer opens anything ([`Server::cookie_ack`]).
+    pub(super) fn remember_reset(&mut self, id: u32) {
+        let t = &self.tcbs.0[id as usize];
+        let nxt = t.tcp.snd_nxt();
+        if t.tcp.state().is_synchronized() && nxt == t.tcp.iss().wrapping_add(1) {
+            self.reset[self.reset_next] = (t.peer, nxt);
+            self.reset_next = (self.reset_next + 1) % RESET_MEMORY;
+        }
     }
 
     /// Everything after LISTEN: the state machine judges, this applies.

@@ -87,6 +87,14 @@ const TICK_NS: u64 = 10_000_000;
 /// recovery is declared about a millisecond after its retransmission on a LAN), and of
 /// pacing (a paced segment may leave this much early).
 const TIMER_GRAIN_NS: u64 = crate::tcp::PACING_SLACK_NS;
+/// How long a connection waiting for its first request is safe from eviction, from its
+/// establishment: the request normally follows the handshake's ACK at once, and a
+/// connection evicted before its request is read is reset for nothing (its client then
+/// retries from the start). Silent past this, it is fair game again.
+const EVICT_GRACE_NS: u64 = 1_000_000_000;
+/// Connections reset by eviction before anything of ours but the SYN-ACK was sent, kept so
+/// that their SYN cookie cannot open them again ([`Server::cookie_ack`]).
+const RESET_MEMORY: usize = 32;
 
 struct TcbArray(Vec<Tcb>);
 
@@ -169,6 +177,11 @@ pub struct Server<L: Lookup<'static>> {
     dhcp_seen: u32,
     /// The address changed since [`Server::take_address_change`] last said so.
     address_changed: bool,
+    /// The last [`RESET_MEMORY`] connections reset while still at our initial sequence
+    /// number: (peer, SND.NXT: the ACK that would return their cookie), oldest overwritten.
+    reset: [(Peer, u32); RESET_MEMORY],
+    /// Where the next one is written in `reset`.
+    reset_next: usize,
 }
 
 impl<L: Lookup<'static>> Server<L> {
@@ -231,6 +244,8 @@ impl<L: Lookup<'static>> Server<L> {
             dhcp_client: None,
             dhcp_seen: cfg.dhcp.map_or(0, |d| d.generation().wrapping_sub(1)),
             address_changed: false,
+            reset: [(Peer::default(), 0); RESET_MEMORY],
+            reset_next: 0,
             site,
             cfg,
         }

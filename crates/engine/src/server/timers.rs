@@ -67,6 +67,7 @@ impl<L: Lookup<'static>> Server<L> {
                 }
                 TimerAction::Abort { seq } => {
                     self.stats.tcp_timeouts += 1;
+                    self.remember_reset(id);
                     self.send_reset_raw(id, seq, tx);
                     self.free_tcb(id);
                 }
