@@ -24,7 +24,6 @@
 //! [`Sched::Ist`] one HTTP pass serves every connection on the run list first.
 
 use alloc::boxed::Box;
-use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -42,6 +41,7 @@ mod udp;
 pub use config::{Config, Sched, Timeouts};
 pub use split::Ready;
 
+use crate::http::conn::HttpConn;
 pub use crate::http::log::{AccessLog, AccessRecord, NoLog};
 use crate::http::{self, Request};
 use crate::iface::{egress::TSO_LIMIT, Egress, Interface, Sent};
@@ -50,9 +50,10 @@ use crate::resource::Lookup;
 use crate::stats::{CoreTimes, Stats, Stay};
 use crate::tcp::isn::IsnGenerator;
 use crate::tcp::per_ip::PerIp;
-use crate::tcp::port_table::{Links, Peer, PortTable};
+use crate::tcp::port_table::Peer;
 use crate::tcp::syncookie::SynCookies;
-use crate::tcp::tcb::Tcb;
+use crate::tcp::table::{Table, Tcb};
+use crate::tcp::tcb::TCB_SIZE_MAX;
 
 /// A page computed per request (the stats JSON of `cores::board`): the server asks it
 /// about every request target before the site, and lends it a buffer of [`DYN_MAX`]
@@ -96,22 +97,9 @@ const EVICT_GRACE_NS: u64 = 1_000_000_000;
 /// that their SYN cookie cannot open them again ([`Server::cookie_ack`]).
 const RESET_MEMORY: usize = 32;
 
-struct TcbArray(Vec<Tcb>);
-
-impl Links for TcbArray {
-    fn count(&self) -> usize {
-        self.0.len()
-    }
-    fn peer(&self, i: u32) -> Peer {
-        self.0[i as usize].peer
-    }
-    fn next(&self, i: u32) -> u32 {
-        self.0[i as usize].chain
-    }
-    fn set_next(&mut self, i: u32, next: u32) {
-        self.0[i as usize].chain = next;
-    }
-}
+/// A server connection: TCP with HTTP on top.
+pub type ServerTcb = Tcb<HttpConn>;
+const _: () = assert!(core::mem::size_of::<ServerTcb>() <= TCB_SIZE_MAX);
 
 /// The dynamic page and its response buffers (allocated once, at `serve_dynamic`).
 struct Dynamic {
@@ -126,18 +114,15 @@ pub struct Server<L: Lookup<'static>> {
     site: L,
     iface: Interface,
     egress: Egress,
-    tcbs: TcbArray,
-    ports: PortTable,
+    /// The connections: TCBs with their HTTP state, the port table, the free and run
+    /// lists.
+    conns: Table<HttpConn>,
     per_ip: PerIp,
     max_per_ip: u32,
     cookies: SynCookies,
     /// TCBs in SYN-RECEIVED.
     half_open: usize,
     syn_backlog: usize,
-    /// Freed TCBs, taken again first (last freed first); past them a new one is made
-    /// ([`Server::take_tcb`]).
-    free: Vec<u32>,
-    run: VecDeque<u32>,
     /// Connections pacing holds back (BBR), each woken at its pacing deadline.
     paced: Vec<u32>,
     /// The earliest pacing deadline on `paced` (`u64::MAX`: none).
@@ -213,15 +198,12 @@ impl<L: Lookup<'static>> Server<L> {
             isn: IsnGenerator::new(cfg.isn_key),
             iface,
             egress: Egress::new(&iface),
-            tcbs: TcbArray(Vec::with_capacity(n)),
-            ports: PortTable::new(),
+            conns: Table::new(n),
             per_ip: PerIp::new(n, cfg.isn_key),
             max_per_ip: cfg.max_per_ip.unwrap_or(n / 2).clamp(1, n) as u32,
             cookies: SynCookies::new(cfg.isn_key),
             half_open: 0,
             syn_backlog: cfg.syn_backlog.unwrap_or((n / 2).max(1)).min(n),
-            free: Vec::with_capacity(n),
-            run: VecDeque::with_capacity(n),
             paced: Vec::with_capacity(n),
             next_pace_ns: u64::MAX,
             rx_slab: Vec::with_capacity(n * cfg.rx_buffer),
@@ -263,29 +245,25 @@ impl<L: Lookup<'static>> Server<L> {
 
     /// TCBs in use.
     pub fn active(&self) -> usize {
-        self.tcbs.0.len() - self.free.len()
+        self.conns.active()
     }
 
     /// Whether a new connection can have a TCB ([`Server::take_tcb`] would give one).
     fn tcb_left(&self) -> bool {
-        !self.free.is_empty() || self.tcbs.0.len() < self.cfg.tcbs
+        self.conns.has_room()
     }
 
     /// A free TCB for a new connection: the last one freed, else a new one made (and its
     /// buffers zeroed, inside the capacity reserved by `new`: no allocation); `None` when
     /// all `tcbs` are in use.
     fn take_tcb(&mut self) -> Option<u32> {
-        if let Some(id) = self.free.pop() {
-            return Some(id);
+        let id = self.conns.take()?;
+        let made = self.conns.made();
+        if made * self.cfg.rx_buffer > self.rx_slab.len() {
+            self.rx_slab.resize(made * self.cfg.rx_buffer, 0);
+            self.head_slab.resize(made * http::HEAD_MAX, 0);
         }
-        let id = self.tcbs.0.len();
-        if id >= self.cfg.tcbs {
-            return None;
-        }
-        self.tcbs.0.push(Tcb::free());
-        self.rx_slab.resize((id + 1) * self.cfg.rx_buffer, 0);
-        self.head_slab.resize((id + 1) * http::HEAD_MAX, 0);
-        Some(id as u32)
+        Some(id)
     }
 
     /// Where this core's time went (RCV / HTTP; Main is the rest).
@@ -391,11 +369,11 @@ impl<L: Lookup<'static>> Server<L> {
             }
             // IMT: one HTTP step, then receive again; IST: one pass over the run list.
             let steps = match self.cfg.sched {
-                Sched::Imt => self.run.len().min(1),
-                Sched::Ist => self.run.len(),
+                Sched::Imt => self.conns.run_len().min(1),
+                Sched::Ist => self.conns.run_len(),
             };
             for _ in 0..steps {
-                if let Some(id) = self.run.pop_front() {
+                if let Some(id) = self.conns.pop_run() {
                     self.http_step(id, tx, log);
                 }
             }
@@ -442,7 +420,7 @@ impl<L: Lookup<'static>> Server<L> {
     /// timer needs better than the tick (a loss probe), the scan comes no later than it;
     /// a paced connection joins the paced list, woken at its deadline.
     fn note_timer(&mut self, id: u32) {
-        let t = &mut self.tcbs.0[id as usize];
+        let t = &mut self.conns[id as usize];
         if let Some(at) = t.tcp.timer().precise_deadline() {
             self.next_timer_ns = self.next_timer_ns.min(at);
         }
@@ -465,7 +443,7 @@ impl<L: Lookup<'static>> Server<L> {
         let mut i = 0;
         while i < self.paced.len() {
             let id = self.paced[i];
-            let t = &mut self.tcbs.0[id as usize];
+            let t = &mut self.conns[id as usize];
             match t.tcp.pacing_deadline() {
                 Some(at) if at > now => {
                     next = next.min(at);
@@ -500,34 +478,32 @@ impl<L: Lookup<'static>> Server<L> {
     }
 
     fn enqueue(&mut self, id: u32) {
-        let t = &mut self.tcbs.0[id as usize];
-        if !t.queued {
-            t.queued = true;
-            self.run.push_back(id);
-            self.stats.run_list_max = self.stats.run_list_max.max(self.run.len() as u64);
+        if self.conns.enqueue(id) {
+            let len = self.conns.run_len() as u64;
+            self.stats.run_list_max = self.stats.run_list_max.max(len);
         }
     }
 
     /// Free bytes in connection `id`'s receive buffer.
     fn rx_space(&self, id: u32) -> u32 {
-        (self.cfg.rx_buffer as u32).saturating_sub(self.tcbs.0[id as usize].http.rx_len)
+        (self.cfg.rx_buffer as u32).saturating_sub(self.conns[id as usize].app.rx_len)
     }
 
     fn free_tcb(&mut self, id: u32) {
         let idx = id as usize;
         // A TCB is allocated exactly while the port table holds it (its TCP state may
         // already be Closed: a RST, the last ACK): unlinked here, or not there to free.
-        if !self.ports.remove(&mut self.tcbs, id) {
+        if !self.conns.unlink(id) {
             return;
         }
-        let t = &self.tcbs.0[idx];
+        let t = &self.conns[idx];
         self.per_ip.remove_from(t.peer.ip, t.per_ip_home);
-        if self.tcbs.0[idx].tcp.state() == crate::tcp::State::SynReceived {
+        if self.conns[idx].tcp.state() == crate::tcp::State::SynReceived {
             self.half_open = self.half_open.saturating_sub(1);
         }
-        let t = &self.tcbs.0[idx];
-        let (queued, paced, peer, slot) = (t.queued, t.paced, t.peer, t.http.dyn_slot);
-        if t.http.stay_start_ns != 0 {
+        let t = &self.conns[idx];
+        let (paced, peer, slot) = (t.paced, t.peer, t.app.dyn_slot);
+        if t.app.stay_start_ns != 0 {
             self.stay.parallel = self.stay.parallel.saturating_sub(1);
         }
         self.release_dyn(slot);
@@ -535,14 +511,10 @@ impl<L: Lookup<'static>> Server<L> {
             self.closed.push((peer, self.stats.rx_frames));
         }
         self.bond_release(id);
-        self.tcbs.0[idx] = Tcb::free();
-        if queued {
-            self.run.retain(|&x| x != id);
-        }
+        self.conns.recycle(id);
         if paced {
             self.paced.retain(|&x| x != id);
         }
-        self.free.push(id);
         self.stats.tcp_closed += 1;
         self.stats.tcbs_in_use = self.active() as u64;
     }

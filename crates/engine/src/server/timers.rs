@@ -18,29 +18,29 @@ impl<L: Lookup<'static>> Server<L> {
         let to = self.cfg.timeouts;
         let ms = |x: u64| x * 1_000_000;
         let mut next = u64::MAX;
-        for id in 0..self.tcbs.0.len() as u32 {
+        for id in 0..self.conns.made() as u32 {
             let idx = id as usize;
-            let t = &self.tcbs.0[idx];
+            let t = &self.conns[idx];
             if !t.in_use() {
                 continue;
             }
-            if t.tcp.state().is_synchronized() && !t.tcp.is_closing() && t.http.resp.is_none() {
+            if t.tcp.state().is_synchronized() && !t.tcp.is_closing() && t.app.resp.is_none() {
                 // Request head not complete in time: 408 and close.
-                if t.http.request_start_ns != 0
-                    && now.saturating_sub(t.http.request_start_ns) >= ms(to.request_ms)
+                if t.app.request_start_ns != 0
+                    && now.saturating_sub(t.app.request_start_ns) >= ms(to.request_ms)
                 {
                     self.request_timeout(id, log);
                     continue;
                 }
                 // Idle keep-alive connection: close it gracefully.
                 let silent = now.saturating_sub(t.tcp.last_heard_ns());
-                if t.http.rx_len == 0 && silent >= ms(to.idle_ms) {
-                    self.tcbs.0[idx].tcp.close();
+                if t.app.rx_len == 0 && silent >= ms(to.idle_ms) {
+                    self.conns[idx].tcp.close();
                     self.enqueue(id);
                     continue;
                 }
             }
-            let action = self.tcbs.0[idx]
+            let action = self.conns[idx]
                 .tcp
                 .on_timer(now, ms(to.stall_ms), to.max_retries);
             match action {
@@ -55,13 +55,13 @@ impl<L: Lookup<'static>> Server<L> {
                 }
                 TimerAction::LossProbe(seg) => {
                     if self.emit(id, &seg, tx) {
-                        self.tcbs.0[idx].tcp.on_sent(&seg, now);
+                        self.conns[idx].tcp.on_sent(&seg, now);
                         self.stats.tcp_loss_probes += 1;
                     }
                 }
                 TimerAction::Probe(seg) => {
                     if self.emit(id, &seg, tx) {
-                        self.tcbs.0[idx].tcp.on_sent(&seg, now);
+                        self.conns[idx].tcp.on_sent(&seg, now);
                         self.stats.tcp_window_probes += 1;
                     }
                 }
@@ -77,7 +77,7 @@ impl<L: Lookup<'static>> Server<L> {
                     self.free_tcb(id);
                 }
             }
-            let t = &self.tcbs.0[idx];
+            let t = &self.conns[idx];
             if t.in_use() {
                 next = next.min(t.tcp.timer().precise_deadline().unwrap_or(u64::MAX));
             }
@@ -96,20 +96,20 @@ impl<L: Lookup<'static>> Server<L> {
             head,
         );
         log.record(&AccessRecord {
-            peer: Ipv4Address(self.tcbs.0[idx].peer.ip),
+            peer: Ipv4Address(self.conns[idx].peer.ip),
             request_line: b"",
             status: resp.status,
             bytes: resp.content_len as usize,
             unix_secs: self.unix_secs,
         });
         self.count_response(resp.status);
-        let t = &mut self.tcbs.0[idx];
+        let t = &mut self.conns[idx];
         let start = t.tcp.queue(resp.head_len as u32);
         let r = Sending::new(start, resp.head_len, None);
-        t.http.resp = Some(r);
+        t.app.resp = Some(r);
         t.tcp.close();
-        t.http.rx_len = 0;
-        t.http.request_start_ns = 0;
+        t.app.rx_len = 0;
+        t.app.request_start_ns = 0;
         self.bond_queued(id, r.wire_len());
         self.enqueue(id);
     }

@@ -1,0 +1,278 @@
+//! The connection table: TCBs ([`Tcb`]) in one array, with the application's state as a
+//! type parameter, and what every user of TCP needs around them — the free list, the port
+//! table (a segment's key → its TCB, `port_table`), the run list (connections with work
+//! for their application) — so that a server, a client and whatever comes next keep
+//! connections the same way.
+//!
+//! The table owns no buffer and knows no protocol above TCP: a TCB's application part
+//! `A` is opaque to it beyond [`App`] (the state of an unused slot). What to do with a
+//! segment's data, a timer or a free send window is the owner's — it holds the table, the
+//! application's buffers and the interface, and drives the state machine
+//! ([`Connection`](super::Connection)) of each TCB it finds here:
+//!
+//! - the HTTP server (`server`) is a `Table<HttpConn>`: the HTTP side of a connection
+//!   (`http::conn`); admission (the per-address limit, SYN cookies, the half-open
+//!   backlog, eviction) is the server's, and decides whether a SYN or a cookie's ACK gets
+//!   a TCB here at all;
+//! - the HTTP client (`client`) is a `Table<FetchConn>`: the fetch running on the
+//!   connection (its slot and request), keyed by its local port.
+//!
+//! # A third application: HTTPS
+//!
+//! A TLS connection is a third `A`, not a third table: `TlsConn { tls: <record layer and
+//! handshake state>, http: HttpConn }`, with its ciphertext buffers lent by its owner the
+//! way the server lends the receive and head slabs. Its owner finds TCBs, takes and frees
+//! them, queues them on the run list and scans their timers through this table exactly as
+//! the server does; only its step differs (decrypt what was stored, run the HTTP step on
+//! the plaintext, encrypt what it queues). Admission is the server's and applies unchanged;
+//! the one constraint TLS adds is that the application must keep every byte it may have to
+//! retransmit (the server regenerates its responses from the site image instead), so its
+//! `A` holds a send buffer where `HttpConn` holds a `Sending`.
+//!
+//! Nothing here allocates after [`Table::new`]: the array, the free list and the run list
+//! are reserved for the table's size at once, and TCBs are made as first needed within it.
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use core::ops::{Index, IndexMut, Range};
+
+use super::conn::Connection;
+use super::port_table::{Links, Peer, PortTable, NONE};
+pub use super::tcb::{App, Tcb};
+use crate::wire::EthernetAddress;
+
+impl<A> Links for [Tcb<A>] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn peer(&self, i: u32) -> Peer {
+        self[i as usize].peer
+    }
+    fn next(&self, i: u32) -> u32 {
+        self[i as usize].chain
+    }
+    fn set_next(&mut self, i: u32, next: u32) {
+        self[i as usize].chain = next;
+    }
+}
+
+/// Up to `max` connections with application state `A`.
+pub struct Table<A> {
+    /// The TCBs made so far (at most `max`; a freed one stays, for reuse).
+    tcbs: Vec<Tcb<A>>,
+    max: usize,
+    /// Freed TCBs, taken again first (last freed first); past them a new one is made.
+    free: Vec<u32>,
+    ports: PortTable,
+    /// Connections whose application has work (each at most once: [`Tcb::queued`]).
+    run: VecDeque<u32>,
+}
+
+impl<A: App> Table<A> {
+    /// A table of up to `max` TCBs (reserved now, made as needed).
+    pub fn new(max: usize) -> Table<A> {
+        Table {
+            tcbs: Vec::with_capacity(max),
+            max,
+            free: Vec::with_capacity(max),
+            ports: PortTable::new(),
+            run: VecDeque::with_capacity(max),
+        }
+    }
+
+    /// The most TCBs the table holds.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// TCBs made so far (the range a scan covers: [`Table::ids`]).
+    pub fn made(&self) -> usize {
+        self.tcbs.len()
+    }
+
+    /// TCBs the array has room for without growing (at least [`Table::max`]).
+    pub fn reserved(&self) -> usize {
+        self.tcbs.capacity()
+    }
+
+    /// TCBs in use.
+    pub fn active(&self) -> usize {
+        self.tcbs.len() - self.free.len()
+    }
+
+    /// Whether a new connection can have a TCB ([`Table::take`] would give one).
+    pub fn has_room(&self) -> bool {
+        !self.free.is_empty() || self.tcbs.len() < self.max
+    }
+
+    /// A free TCB for a new connection: the last one freed, else a new one made (inside
+    /// the capacity reserved by `new`: no allocation); `None` when all are in use. Until
+    /// [`Table::open`] it is linked nowhere.
+    pub fn take(&mut self) -> Option<u32> {
+        if let Some(id) = self.free.pop() {
+            return Some(id);
+        }
+        let id = self.tcbs.len();
+        if id >= self.max {
+            return None;
+        }
+        self.tcbs.push(Tcb::free());
+        Some(id as u32)
+    }
+
+    /// Puts connection `tcp` with `peer` (its key), reached through `peer_mac`, in taken
+    /// TCB `id` with application state `app`, and links it in the port table.
+    pub fn open(
+        &mut self,
+        id: u32,
+        peer: Peer,
+        peer_mac: EthernetAddress,
+        tcp: Connection,
+        app: A,
+    ) {
+        self.tcbs[id as usize] = Tcb {
+            tcp,
+            app,
+            peer,
+            peer_mac,
+            chain: NONE,
+            queued: false,
+            paced: false,
+            send: 0,
+            per_ip_home: 0,
+        };
+        self.ports.insert(&mut self.tcbs[..], id);
+    }
+
+    /// The TCB whose key is `peer`, if any.
+    #[inline]
+    pub fn find(&self, peer: Peer) -> Option<u32> {
+        self.ports.find(&self.tcbs[..], peer)
+    }
+
+    /// Unlinks TCB `id` from the port table, the first half of freeing it; returns false
+    /// when it was not linked (not allocated: nothing to free). The owner then lets go of
+    /// what its application holds and calls [`Table::recycle`].
+    pub fn unlink(&mut self, id: u32) -> bool {
+        self.ports.remove(&mut self.tcbs[..], id)
+    }
+
+    /// Resets unlinked TCB `id`, takes it off the run list and puts it on the free list.
+    pub fn recycle(&mut self, id: u32) {
+        let queued = self.tcbs[id as usize].queued;
+        self.tcbs[id as usize] = Tcb::free();
+        if queued {
+            self.run.retain(|&x| x != id);
+        }
+        self.free.push(id);
+    }
+}
+
+impl<A> Table<A> {
+    /// Every TCB made (in use or free: [`Tcb::in_use`]).
+    #[inline]
+    pub fn tcbs(&self) -> &[Tcb<A>] {
+        &self.tcbs
+    }
+
+    /// The numbers of every TCB made, for a scan that may free some as it goes.
+    pub fn ids(&self) -> Range<u32> {
+        0..self.tcbs.len() as u32
+    }
+
+    /// Puts connection `id` on the run list unless it is there; returns whether it was
+    /// added.
+    #[inline]
+    pub fn enqueue(&mut self, id: u32) -> bool {
+        let t = &mut self.tcbs[id as usize];
+        if t.queued {
+            return false;
+        }
+        t.queued = true;
+        self.run.push_back(id);
+        true
+    }
+
+    /// Connections on the run list.
+    #[inline]
+    pub fn run_len(&self) -> usize {
+        self.run.len()
+    }
+
+    /// Takes the connection at the head of the run list (still marked queued: its step
+    /// clears that, so frames arriving before it do not queue it twice).
+    #[inline]
+    pub fn pop_run(&mut self) -> Option<u32> {
+        self.run.pop_front()
+    }
+}
+
+impl<A> Index<usize> for Table<A> {
+    type Output = Tcb<A>;
+    #[inline]
+    fn index(&self, i: usize) -> &Tcb<A> {
+        &self.tcbs[i]
+    }
+}
+
+impl<A> IndexMut<usize> for Table<A> {
+    #[inline]
+    fn index_mut(&mut self, i: usize) -> &mut Tcb<A> {
+        &mut self.tcbs[i]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Clone, PartialEq)]
+    struct Note(u32);
+    impl App for Note {
+        const IDLE: Note = Note(0);
+    }
+
+    fn peer(host: u8) -> Peer {
+        Peer {
+            ip: [10, 0, 0, host],
+            port: 80,
+        }
+    }
+
+    #[test]
+    fn takes_the_last_freed_first_and_makes_tcbs_only_as_needed() {
+        let mut t: Table<Note> = Table::new(3);
+        assert_eq!(t.made(), 0);
+        let a = t.take().unwrap();
+        t.open(
+            a,
+            peer(1),
+            EthernetAddress([0; 6]),
+            Connection::closed(),
+            Note(7),
+        );
+        let b = t.take().unwrap();
+        t.open(
+            b,
+            peer(2),
+            EthernetAddress([0; 6]),
+            Connection::closed(),
+            Note(8),
+        );
+        assert_eq!((a, b, t.made(), t.active()), (0, 1, 2, 2));
+        assert_eq!(t.find(peer(1)), Some(a));
+        assert_eq!(
+            (t.find(peer(2)), t[b as usize].app.clone()),
+            (Some(b), Note(8))
+        );
+        assert!(t.enqueue(a) && !t.enqueue(a));
+        assert!(t.unlink(a) && !t.unlink(a));
+        t.recycle(a);
+        assert_eq!((t.find(peer(1)), t.run_len(), t.active()), (None, 0, 1));
+        assert_eq!(t[a as usize].app, Note(0));
+        assert_eq!(t.take(), Some(a), "the freed one again");
+        assert_eq!(t.take(), Some(2));
+        assert_eq!(t.take(), None);
+        assert!(!t.has_room());
+    }
+}
