@@ -35,6 +35,7 @@ mod arp;
 mod end;
 pub mod http;
 mod ports;
+mod timers;
 
 pub use api::{Config, Counters, End, Failure, Handler};
 
@@ -47,7 +48,7 @@ use crate::nic::{Nic, RxFrame, RxRing, TxRing};
 use crate::tcp::isn::IsnGenerator;
 use crate::tcp::port_table::Peer;
 use crate::tcp::table::{App, Table, Tcb};
-use crate::tcp::{Connection, Reply, Segment, State, TimerAction};
+use crate::tcp::{Connection, Reply, Segment, State};
 use crate::wire::tcp::ParsedRepr as TcpRepr;
 use crate::wire::{ethernet, EtherType, EthernetAddress, EthernetFrame};
 use ports::Ports;
@@ -394,57 +395,6 @@ impl Client {
                 self.send(idx, &s, now, tx);
             }
         }
-    }
-
-    fn timers<T: TxRing, H: Handler>(&mut self, now: u64, tx: &mut T, h: &mut H) -> bool {
-        let mut worked = false;
-        for idx in self.conns.ids() {
-            let t = &mut self.conns[idx as usize];
-            if !t.in_use() {
-                continue;
-            }
-            let action = t.tcp.on_timer(now, self.cfg.stall_ns, self.cfg.max_retries);
-            match action {
-                TimerAction::None => {}
-                TimerAction::ResendSynAck => {
-                    let s = t.tcp.syn_ack(now);
-                    self.counters.retransmits += 1;
-                    self.send(idx, &s, now, tx);
-                }
-                TimerAction::Retransmit => {
-                    self.counters.retransmits += 1;
-                    self.output(idx, now, tx);
-                }
-                TimerAction::Probe(s) | TimerAction::LossProbe(s) => {
-                    self.counters.retransmits += 1;
-                    if self.send(idx, &s, now, tx) {
-                        self.conns[idx as usize].tcp.on_sent(&s, now);
-                    }
-                }
-                TimerAction::Abort { seq } => {
-                    let t = &self.conns[idx as usize];
-                    let rst = egress::reset(t.peer.port, self.cfg.link.port, seq, None);
-                    self.bare(&rst, tx);
-                    self.fail(idx, Failure::Stalled, now, h);
-                    self.free_tcb(idx);
-                    worked = true;
-                    continue;
-                }
-                TimerAction::Expire => {
-                    let why = if self.conns[idx as usize].tcp.state() == State::SynSent {
-                        Failure::NoAnswer
-                    } else {
-                        Failure::Stalled
-                    };
-                    self.fail(idx, why, now, h);
-                    self.free_tcb(idx);
-                    worked = true;
-                    continue;
-                }
-            }
-            worked |= action != TimerAction::None;
-        }
-        worked
     }
 
     /// Ends the fetch on TCB `idx` (if one runs) with `why`.

@@ -1,8 +1,8 @@
 //! The connection table: TCBs ([`Tcb`]) in one array, with the application's state as a
 //! type parameter, and what every user of TCP needs around them — the free list, the port
 //! table (a segment's key → its TCB, `port_table`), the run list (connections with work
-//! for their application) — so that a server, a client and whatever comes next keep
-//! connections the same way.
+//! for their application) and the timer scan ([`scan_timers`]) — so that a server, a
+//! client and whatever comes next keep connections the same way.
 //!
 //! The table owns no buffer and knows no protocol above TCP: a TCB's application part
 //! `A` is opaque to it beyond [`App`] (the state of an unused slot). What to do with a
@@ -37,6 +37,7 @@ use alloc::vec::Vec;
 use core::ops::{Index, IndexMut, Range};
 
 use super::conn::Connection;
+use super::output::TimerAction;
 use super::port_table::{Links, Peer, PortTable, NONE};
 pub use super::tcb::{App, Tcb};
 use crate::wire::EthernetAddress;
@@ -205,6 +206,58 @@ impl<A> Table<A> {
     pub fn pop_run(&mut self) -> Option<u32> {
         self.run.pop_front()
     }
+}
+
+/// A table's owner as its timer scan ([`scan_timers`]) sees it: the application's own
+/// timeouts, and what to do when a connection's TCP timer fires (send through the owner's
+/// interface, count, tell the application, free the TCB).
+pub trait Timed {
+    /// The application state in the table's TCBs.
+    type App;
+    /// The table scanned.
+    fn table(&mut self) -> &mut Table<Self::App>;
+    /// The application's timeouts of connection `id` (in use), looked at before TCP's own
+    /// timer: returns whether it dealt with the connection (then TCP's timer waits for
+    /// the next scan).
+    fn app_timer(&mut self, id: u32) -> bool;
+    /// TCP's timer of connection `id` asks `action` (never [`TimerAction::None`]).
+    fn fire(&mut self, id: u32, action: TimerAction);
+}
+
+/// What a timer scan found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scanned {
+    /// The earliest precise TCP deadline left (a loss probe's; `u64::MAX`: none).
+    pub next_precise_ns: u64,
+    /// Whether any connection's TCP timer fired.
+    pub fired: bool,
+}
+
+/// The timer scan over every TCB in use of `o`'s table: the application's timeouts first,
+/// then TCP's timer (`Connection::on_timer` with the stall bound and the retry limit),
+/// whose action `o` carries out.
+pub fn scan_timers<O: Timed>(o: &mut O, now: u64, stall_ns: u64, max_retries: u8) -> Scanned {
+    let mut found = Scanned {
+        next_precise_ns: u64::MAX,
+        fired: false,
+    };
+    for id in o.table().ids() {
+        let idx = id as usize;
+        if !o.table()[idx].in_use() || o.app_timer(id) {
+            continue;
+        }
+        let action = o.table()[idx].tcp.on_timer(now, stall_ns, max_retries);
+        if action != TimerAction::None {
+            found.fired = true;
+            o.fire(id, action);
+        }
+        let t = &o.table()[idx];
+        if t.in_use() {
+            let at = t.tcp.timer().precise_deadline().unwrap_or(u64::MAX);
+            found.next_precise_ns = found.next_precise_ns.min(at);
+        }
+    }
+    found
 }
 
 impl<A> Index<usize> for Table<A> {
