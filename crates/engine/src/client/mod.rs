@@ -42,7 +42,7 @@ pub use api::{Config, Counters, End, Failure, Handler};
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::iface::egress::{self, Egress, TcpOut};
+use crate::iface::egress::{self, Egress};
 use crate::iface::{ingress_offloaded, Ingress, Interface};
 use crate::nic::{Nic, RxFrame, RxRing, TxRing};
 use crate::tcp::isn::IsnGenerator;
@@ -681,35 +681,24 @@ impl Client {
             return false;
         };
         let t = &mut self.conns[idx as usize];
-        let repr = t.tcp.header(
-            seg,
-            t.peer.port,
-            self.cfg.link.port,
-            self.cfg.rx_window,
-            now,
-        );
-        let mut head: &[u8] = &[];
+        let mut head: Option<&[u8]> = Some(&[]);
         if seg.len > 0 {
             // Only the slot's request is ever queued, and only while the slot holds it.
             let off = seg.seq.wrapping_sub(t.app.req_seq) as usize;
             let end = off + seg.len as usize;
-            match self.slots.get(t.app.slot as usize) {
+            head = match self.slots.get(t.app.slot as usize) {
                 Some(s) if s.tcb == idx && end <= s.req_len => {
                     let base = t.app.slot as usize * self.cfg.request_max.max(1);
-                    head = &self.requests[base + off..base + end];
+                    Some(&self.requests[base + off..base + end])
                 }
-                _ => return false,
-            }
+                _ => None,
+            };
         }
-        let out = TcpOut {
-            repr,
-            dst_mac: mac,
-            dst: self.cfg.link.server,
-            head,
-            body: &[],
-            body_sum: 0,
-            tso_mss: None,
-        };
+        let (ports, window) = ((t.peer.port, self.cfg.link.port), self.cfg.rx_window);
+        let out = t.frame(seg, ports, window, mac, head.unwrap_or(&[]), &[], || 0, now);
+        if head.is_none() {
+            return false; // the header was built (the owed ACK counts as paid), as before
+        }
         let sent = self.egress.tcp(tx, &out);
         self.count(sent)
     }

@@ -6,7 +6,7 @@
 use super::{AccessLog, AccessRecord, Server, DYN_MAX};
 use crate::http::conn::{Sending, NO_DYN};
 use crate::http::{self, Parse, Status};
-use crate::iface::egress::{self, TcpOut, TSO_HEAD_MAX};
+use crate::iface::egress::{self, TSO_HEAD_MAX};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
 use crate::tcp::output::Segment;
@@ -223,7 +223,6 @@ impl<L: Lookup<'static>> Server<L> {
         let port = self.cfg.port;
         let now = self.now_ns;
         let t = &mut self.conns[idx];
-        let repr = t.tcp.header(seg, port, t.peer.port, rx_space, now);
         let payload = t.app.payload(seg.seq, seg.len);
         let head_buf: &[u8] = match &self.dynamic {
             Some(d) if t.app.dyn_slot != NO_DYN => {
@@ -232,22 +231,19 @@ impl<L: Lookup<'static>> Server<L> {
             }
             _ => &self.head_slab[idx * http::HEAD_MAX..(idx + 1) * http::HEAD_MAX],
         };
-        let mss = t.tcp.mss();
-        let out = TcpOut {
-            repr,
-            dst_mac: t.peer_mac,
-            dst: Ipv4Address(t.peer.ip),
-            head: head_buf.get(payload.head.clone()).unwrap_or(&[]),
-            body: payload.body,
-            // An offloaded frame's checksum is the device's, and a frame without body bytes
-            // (a SYN-ACK, an ACK, a FIN, a head-only segment) has none: no body sum needed.
-            body_sum: if seg.len > mss || payload.body.is_empty() {
-                0
-            } else {
-                payload.body_sum()
-            },
-            tso_mss: (seg.len > mss).then_some(mss as u16),
-        };
+        let head = head_buf.get(payload.head.clone()).unwrap_or(&[]);
+        let (peer_port, mac) = (t.peer.port, t.peer_mac);
+        let body_sum = || payload.body_sum();
+        let out = t.frame(
+            seg,
+            (port, peer_port),
+            rx_space,
+            mac,
+            head,
+            payload.body,
+            body_sum,
+            now,
+        );
         let sent = self.egress.tcp(tx, &out);
         self.count_sent(sent);
         sent.done()

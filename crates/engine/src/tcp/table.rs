@@ -1,8 +1,9 @@
 //! The connection table: TCBs ([`Tcb`]) in one array, with the application's state as a
 //! type parameter, and what every user of TCP needs around them — the free list, the port
 //! table (a segment's key → its TCB, `port_table`), the run list (connections with work
-//! for their application) and the timer scan ([`scan_timers`]) — so that a server, a
-//! client and whatever comes next keep connections the same way.
+//! for their application), the timer scan ([`scan_timers`]) and the frame of a segment
+//! ([`Tcb::frame`], for `iface`'s egress) — so that a server, a client and whatever comes
+//! next keep and send connections the same way.
 //!
 //! The table owns no buffer and knows no protocol above TCP: a TCB's application part
 //! `A` is opaque to it beyond [`App`] (the state of an unused slot). What to do with a
@@ -37,10 +38,11 @@ use alloc::vec::Vec;
 use core::ops::{Index, IndexMut, Range};
 
 use super::conn::Connection;
-use super::output::TimerAction;
+use super::output::{Segment, TimerAction};
 use super::port_table::{Links, Peer, PortTable, NONE};
 pub use super::tcb::{App, Tcb};
-use crate::wire::EthernetAddress;
+use crate::iface::egress::TcpOut;
+use crate::wire::{EthernetAddress, Ipv4Address};
 
 impl<A> Links for [Tcb<A>] {
     fn count(&self) -> usize {
@@ -205,6 +207,49 @@ impl<A> Table<A> {
     #[inline]
     pub fn pop_run(&mut self) -> Option<u32> {
         self.run.pop_front()
+    }
+}
+
+impl<A> Tcb<A> {
+    /// Segment `seg` of this connection as a frame for [`Egress::tcp`]: the header from the
+    /// state machine (from port `ports.0` to the peer's `ports.1`, advertising `window`;
+    /// building it pays the owed ACK), to the peer's address through `dst_mac`, carrying
+    /// `head` (copied into the frame) and `body` (posted as it is). A segment longer than
+    /// the MSS is cut by the device (segmentation offload) and checksummed there;
+    /// otherwise `body_sum` gives the body's one's-complement sum (asked only for a body).
+    /// Every owner of a table sends its segments through here.
+    ///
+    /// [`Egress::tcp`]: crate::iface::Egress::tcp
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn frame<'p>(
+        &mut self,
+        seg: &Segment,
+        ports: (u16, u16),
+        window: u32,
+        dst_mac: EthernetAddress,
+        head: &'p [u8],
+        body: &'static [u8],
+        body_sum: impl FnOnce() -> u16,
+        now: u64,
+    ) -> TcpOut<'p> {
+        let repr = self.tcp.header(seg, ports.0, ports.1, window, now);
+        let mss = self.tcp.mss();
+        TcpOut {
+            repr,
+            dst_mac,
+            dst: Ipv4Address(self.peer.ip),
+            head,
+            body,
+            // An offloaded frame's checksum is the device's, and a frame without body bytes
+            // (a SYN-ACK, an ACK, a FIN, a head-only segment) has none: no body sum needed.
+            body_sum: if seg.len > mss || body.is_empty() {
+                0
+            } else {
+                body_sum()
+            },
+            tso_mss: (seg.len > mss).then_some(mss as u16),
+        }
     }
 }
 
