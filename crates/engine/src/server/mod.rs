@@ -1,6 +1,7 @@
-//! The per-core server: the glue that makes one engine instance out of the layers. It owns
-//! a TCB array, a port table, a run list, the receive and head slabs and its counters, and
-//! is driven by [`Server::poll`] over one NIC queue pair (or by the split API in
+//! The per-core server: the glue that makes one engine instance out of the layers. It keeps
+//! its connections in the shared connection table (`tcp::table`, TCBs with HTTP state:
+//! `Table<HttpConn>`, with its port table, free and run lists and timer scan), and owns
+//! admission, the receive and head slabs and its counters; it is driven by [`Server::poll`] over one NIC queue pair (or by the split API in
 //! [`split`], for platforms that schedule the steps themselves). Frames are handled to
 //! completion: [`iface`](crate::iface) classifies them, the TCP state machine
 //! ([`tcp::Connection`](crate::tcp::Connection)) judges segments, and this module applies
@@ -9,7 +10,8 @@
 //!
 //! - `input.rs`: receive path (the papers' RCV task): ARP, ICMP, LISTEN, segment arrival;
 //! - `send.rs`: the HTTP step (the papers' HTTP task) and everything a connection sends;
-//! - `timers.rs`: the 10 ms scan: request and idle timeouts, then TCP's own timer;
+//! - `timers.rs`: the server's side of the table's timer scan (every 10 ms): request and
+//!   idle timeouts, then what TCP's own timer asks;
 //! - `deadline.rs`: when that scan next has work (for a platform that sleeps meanwhile);
 //! - `address.rs`: telling the link our address (ARP announcement);
 //! - `dhcp.rs`: an address from DHCP: replies to the client, its messages out, the
@@ -18,6 +20,29 @@
 //! - `bond.rs`: on a set of NICs (issue 14), the send-id, the NIC each frame leaves from,
 //!   and failover;
 //! - [`config`]: [`Config`], [`Timeouts`], [`Sched`].
+//!
+//! # Admission
+//!
+//! Whether a SYN, or the ACK returning a SYN cookie, gets a TCB (`input.rs`):
+//! - **per address**: at most `max_per_ip` connections from one address (default: half the
+//!   table), refused with a RST;
+//! - **SYN backlog and cookies** (RFC 4987): past `syn_backlog` half-open connections, or
+//!   with every TCB in use, a SYN is answered with a cookie and nothing is kept; the ACK
+//!   that returns it opens the connection;
+//! - **eviction**: a cookie's ACK that finds every TCB in use resets the connection silent
+//!   longest among those not sending a response (half-open, waiting for a request, idle
+//!   between requests). A connection just established and waiting for its first request
+//!   is kept for `EVICT_GRACE_NS`: evicted before its request is read, it would be reset
+//!   for nothing. A connection reset while still at our initial sequence number is
+//!   remembered (the last `RESET_MEMORY` of them), so that a late segment of it carrying
+//!   its valid cookie cannot open it again: its client was told it is gone.
+//!
+//! The default per-address limit lets two addresses fill the table, on purpose: one
+//! cannot, and against two the rest still get in (through cookies, evicting connections
+//! that are silent, never ones that are sending). A lower default would only move the same
+//! attack to a few more addresses, while refusing legitimate single sources of many
+//! connections (a load generator, a NAT or proxy in front of many users); `--max-per-ip`
+//! lowers it where that trade is wanted.
 //!
 //! Scheduling follows paper 004: the receive path has priority. With [`Sched::Imt`] the
 //! server looks at the receive ring again after every single HTTP step; with
@@ -118,6 +143,8 @@ pub struct Server<L: Lookup<'static>> {
     /// lists.
     conns: Table<HttpConn>,
     per_ip: PerIp,
+    /// The most connections from one address: `--max-per-ip`, by default half the table
+    /// (two addresses can fill it; see the module doc's "Admission").
     max_per_ip: u32,
     cookies: SynCookies,
     /// TCBs in SYN-RECEIVED.

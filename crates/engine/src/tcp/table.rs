@@ -9,7 +9,7 @@
 //! `A` is opaque to it beyond [`App`] (the state of an unused slot). What to do with a
 //! segment's data, a timer or a free send window is the owner's — it holds the table, the
 //! application's buffers and the interface, and drives the state machine
-//! ([`Connection`](super::Connection)) of each TCB it finds here:
+//! ([`Connection`]) of each TCB it finds here:
 //!
 //! - the HTTP server (`server`) is a `Table<HttpConn>`: the HTTP side of a connection
 //!   (`http::conn`); admission (the per-address limit, SYN cookies, the half-open
