@@ -373,4 +373,53 @@ mod tests {
         assert_eq!(t.take(), None);
         assert!(!t.has_room());
     }
+
+    /// An owner that records what the scan asks of it.
+    struct Owner {
+        t: Table<Note>,
+        /// The connection whose application deals with its own timeout.
+        app_deals: u32,
+        fired: alloc::vec::Vec<(u32, TimerAction)>,
+    }
+
+    impl Timed for Owner {
+        type App = Note;
+        fn table(&mut self) -> &mut Table<Note> {
+            &mut self.t
+        }
+        fn app_timer(&mut self, id: u32) -> bool {
+            id == self.app_deals
+        }
+        fn fire(&mut self, id: u32, action: TimerAction) {
+            self.fired.push((id, action));
+        }
+    }
+
+    #[test]
+    fn the_scan_asks_the_application_first_and_skips_free_tcbs() {
+        let mut o = Owner {
+            t: Table::new(4),
+            app_deals: 0,
+            fired: alloc::vec::Vec::new(),
+        };
+        for host in 1..=3 {
+            let id = o.t.take().unwrap();
+            let mut c = Connection::connect(1, 0);
+            c.syn(0);
+            o.t.open(id, peer(host), EthernetAddress([0; 6]), c, Note(0));
+        }
+        // TCB 2 is freed: in the array, not in use.
+        assert!(o.t.unlink(2));
+        o.t.recycle(2);
+        let quiet = scan_timers(&mut o, 1_000, 10_000_000_000, 8);
+        assert_eq!((quiet.fired, o.fired.len()), (false, 0));
+        let due = scan_timers(&mut o, 5_000_000_000, 10_000_000_000, 8);
+        assert!(due.fired);
+        assert_eq!(
+            o.fired,
+            [(1, TimerAction::ResendSynAck)],
+            "0 is the app's, 2 is free"
+        );
+        assert_eq!(due.next_precise_ns, u64::MAX, "no loss probe armed");
+    }
 }
