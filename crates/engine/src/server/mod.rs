@@ -150,9 +150,7 @@ pub struct Server<L: Lookup<'static>> {
     /// TCBs in SYN-RECEIVED.
     half_open: usize,
     syn_backlog: usize,
-    /// Connections pacing holds back (BBR), each woken at its pacing deadline.
-    paced: Vec<u32>,
-    /// The earliest pacing deadline on `paced` (`u64::MAX`: none).
+    /// The earliest pacing deadline on the table's paced list (`u64::MAX`: none).
     next_pace_ns: u64,
     /// Each made TCB's receive buffer and request-head copy, grown with `tcbs` (their
     /// capacity is reserved up front: growing never allocates).
@@ -231,7 +229,6 @@ impl<L: Lookup<'static>> Server<L> {
             cookies: SynCookies::new(cfg.isn_key),
             half_open: 0,
             syn_backlog: cfg.syn_backlog.unwrap_or((n / 2).max(1)).min(n),
-            paced: Vec::with_capacity(n),
             next_pace_ns: u64::MAX,
             rx_slab: Vec::with_capacity(n * cfg.rx_buffer),
             head_slab: Vec::with_capacity(n * http::HEAD_MAX),
@@ -447,15 +444,12 @@ impl<L: Lookup<'static>> Server<L> {
     /// timer needs better than the tick (a loss probe), the scan comes no later than it;
     /// a paced connection joins the paced list, woken at its deadline.
     fn note_timer(&mut self, id: u32) {
-        let t = &mut self.conns[id as usize];
+        let t = &self.conns[id as usize];
         if let Some(at) = t.tcp.timer().precise_deadline() {
             self.next_timer_ns = self.next_timer_ns.min(at);
         }
         if let Some(at) = t.tcp.pacing_deadline() {
-            if !t.paced {
-                t.paced = true;
-                self.paced.push(id);
-            }
+            self.conns.pace(id);
             self.next_pace_ns = self.next_pace_ns.min(at);
         }
     }
@@ -468,10 +462,8 @@ impl<L: Lookup<'static>> Server<L> {
         self.next_pace_ns = u64::MAX;
         let mut next = u64::MAX;
         let mut i = 0;
-        while i < self.paced.len() {
-            let id = self.paced[i];
-            let t = &mut self.conns[id as usize];
-            match t.tcp.pacing_deadline() {
+        while let Some(&id) = self.conns.paced().get(i) {
+            match self.conns[id as usize].tcp.pacing_deadline() {
                 Some(at) if at > now => {
                     next = next.min(at);
                     i += 1;
@@ -479,14 +471,13 @@ impl<L: Lookup<'static>> Server<L> {
                 _ => {
                     // Due (or no longer held back): off the list, and send. Held back
                     // again, it joins the list's end and is kept there.
-                    t.paced = false;
-                    self.paced.swap_remove(i);
+                    self.conns.unpace_at(i);
                     self.output(id, tx);
                 }
             }
         }
         self.next_pace_ns = self.next_pace_ns.min(next).max(now + TIMER_GRAIN_NS);
-        if self.paced.is_empty() {
+        if self.conns.paced().is_empty() {
             self.next_pace_ns = u64::MAX;
         }
     }
@@ -529,7 +520,7 @@ impl<L: Lookup<'static>> Server<L> {
             self.half_open = self.half_open.saturating_sub(1);
         }
         let t = &self.conns[idx];
-        let (paced, peer, slot) = (t.paced, t.peer, t.app.dyn_slot);
+        let (peer, slot) = (t.peer, t.app.dyn_slot);
         if t.app.stay_start_ns != 0 {
             self.stay.parallel = self.stay.parallel.saturating_sub(1);
         }
@@ -539,9 +530,6 @@ impl<L: Lookup<'static>> Server<L> {
         }
         self.bond_release(id);
         self.conns.recycle(id);
-        if paced {
-            self.paced.retain(|&x| x != id);
-        }
         self.stats.tcp_closed += 1;
         self.stats.tcbs_in_use = self.active() as u64;
     }

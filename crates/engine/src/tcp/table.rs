@@ -1,7 +1,7 @@
 //! The connection table: TCBs ([`Tcb`]) in one array, with the application's state as a
 //! type parameter, and what every user of TCP needs around them — the free list, the port
 //! table (a segment's key → its TCB, `port_table`), the run list (connections with work
-//! for their application), the timer scan ([`scan_timers`]) and the frame of a segment
+//! for their application), the paced list (connections pacing holds back), the timer scan ([`scan_timers`]) and the frame of a segment
 //! ([`Tcb::frame`], for `iface`'s egress) — so that a server, a client and whatever comes
 //! next keep and send connections the same way.
 //!
@@ -69,6 +69,9 @@ pub struct Table<A> {
     ports: PortTable,
     /// Connections whose application has work (each at most once: [`Tcb::queued`]).
     run: VecDeque<u32>,
+    /// Connections pacing holds back, each woken at its pacing deadline by the owner
+    /// (each at most once: [`Tcb::paced`]).
+    paced: Vec<u32>,
 }
 
 impl<A: App> Table<A> {
@@ -80,6 +83,7 @@ impl<A: App> Table<A> {
             free: Vec::with_capacity(max),
             ports: PortTable::new(),
             run: VecDeque::with_capacity(max),
+            paced: Vec::with_capacity(max),
         }
     }
 
@@ -160,12 +164,17 @@ impl<A: App> Table<A> {
         self.ports.remove(&mut self.tcbs[..], id)
     }
 
-    /// Resets unlinked TCB `id`, takes it off the run list and puts it on the free list.
+    /// Resets unlinked TCB `id`, takes it off the run and paced lists and puts it on the
+    /// free list.
     pub fn recycle(&mut self, id: u32) {
-        let queued = self.tcbs[id as usize].queued;
+        let t = &self.tcbs[id as usize];
+        let (queued, paced) = (t.queued, t.paced);
         self.tcbs[id as usize] = Tcb::free();
         if queued {
             self.run.retain(|&x| x != id);
+        }
+        if paced {
+            self.paced.retain(|&x| x != id);
         }
         self.free.push(id);
     }
@@ -207,6 +216,30 @@ impl<A> Table<A> {
     #[inline]
     pub fn pop_run(&mut self) -> Option<u32> {
         self.run.pop_front()
+    }
+
+    /// Puts connection `id` on the paced list (pacing holds it back) unless it is there.
+    #[inline]
+    pub fn pace(&mut self, id: u32) {
+        let t = &mut self.tcbs[id as usize];
+        if !t.paced {
+            t.paced = true;
+            self.paced.push(id);
+        }
+    }
+
+    /// The paced list, in no particular order.
+    #[inline]
+    pub fn paced(&self) -> &[u32] {
+        &self.paced
+    }
+
+    /// Takes the `i`th connection off the paced list (the last one takes its place).
+    #[inline]
+    pub fn unpace_at(&mut self, i: usize) -> u32 {
+        let id = self.paced.swap_remove(i);
+        self.tcbs[id as usize].paced = false;
+        id
     }
 }
 
