@@ -1,9 +1,10 @@
 //! The connection table: TCBs ([`Tcb`]) in one array, with the application's state as a
 //! type parameter, and what every user of TCP needs around them — the free list, the port
 //! table (a segment's key → its TCB, `port_table`), the run list (connections with work
-//! for their application), the paced list (connections pacing holds back), the timer scan ([`scan_timers`]) and the frame of a segment
-//! ([`Tcb::frame`], for `iface`'s egress) — so that a server, a client and whatever comes
-//! next keep and send connections the same way.
+//! for their application), the paced list (connections pacing holds back), the timer scan
+//! ([`scan_timers`]) and the frame of a segment ([`Tcb::frame`], for `iface`'s egress) —
+//! so that a server, a client and whatever comes next keep and send connections the same
+//! way.
 //!
 //! The table owns no buffer and knows no protocol above TCP: a TCB's application part
 //! `A` is opaque to it beyond [`App`] (the state of an unused slot). What to do with a
@@ -20,17 +21,24 @@
 //!
 //! # A third application: HTTPS
 //!
-//! A TLS connection is a third `A`, not a third table: `TlsConn { tls: <record layer and
-//! handshake state>, http: HttpConn }`, with its ciphertext buffers lent by its owner the
-//! way the server lends the receive and head slabs. Its owner finds TCBs, takes and frees
-//! them, queues them on the run list and scans their timers through this table exactly as
-//! the server does; only its step differs (decrypt what was stored, run the HTTP step on
-//! the plaintext, encrypt what it queues). Admission is the server's and applies unchanged;
-//! the one constraint TLS adds is that the application must keep every byte it may have to
-//! retransmit (the server regenerates its responses from the site image instead), so its
-//! `A` holds a send buffer where `HttpConn` holds a `Sending`.
+//! A TLS connection is a third `A`, not a third table. Its owner (an HTTPS server) keeps
+//! a `Table<TlsConn>`, `TlsConn { tls: <handshake and record state>, http: HttpConn }`,
+//! and uses everything above as the server does: `find`/`take`/`open`/`unlink`/`recycle`
+//! around admission (unchanged: the per-address limit, cookies and eviction know nothing
+//! of what a connection carries), the run list for its steps, [`scan_timers`] with a
+//! [`Timed`] whose `app_timer` adds the handshake's timeout, and [`Tcb::frame`] for every
+//! segment, lending ciphertext as `head`. What differs is its step and its buffers:
+//! records are decrypted from a receive slab lent per TCB (as the server lends its
+//! receive and head slabs; state larger than [`TCB_SIZE_MAX`](super::tcb::TCB_SIZE_MAX)
+//! allows goes in such a slab too), the HTTP step runs on the plaintext, and since
+//! ciphertext cannot be regenerated from the site image as a plain response is, every
+//! byte not yet acknowledged stays in a send slab (`Sending` then maps sequence numbers
+//! into that slab instead of into the site image). If HTTP and HTTPS are to share one
+//! budget of TCBs, one table holds both as `A = enum { Http(HttpConn), Tls(TlsConn) }`;
+//! its key must then tell our two ports apart, since one peer address and port may reach
+//! both (with one table per listening port, as now, the peer's address and port suffice).
 //!
-//! Nothing here allocates after [`Table::new`]: the array, the free list and the run list
+//! Nothing here allocates after [`Table::new`]: the array, the free, run and paced lists
 //! are reserved for the table's size at once, and TCBs are made as first needed within it.
 
 use alloc::collections::VecDeque;
