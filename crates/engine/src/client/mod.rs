@@ -84,8 +84,6 @@ pub struct FetchConn {
     req_seq: u32,
     /// Close after the response.
     close: bool,
-    /// On the `owe` list.
-    owes: bool,
 }
 
 impl App for FetchConn {
@@ -93,7 +91,6 @@ impl App for FetchConn {
         slot: NONE,
         req_seq: 0,
         close: false,
-        owes: false,
     };
 }
 
@@ -127,15 +124,13 @@ pub struct Client {
     next_hop_mac: Option<EthernetAddress>,
     next_arp_ns: u64,
     next_timer_ns: u64,
-    /// The connections: TCBs with their fetch, keyed by our local port (the free list
-    /// and the port table; the run list is unused: a segment is answered at once).
+    /// The connections: TCBs with their fetch, keyed by our local port. Its run list
+    /// holds those that owe an ACK for data of this burst: one ACK each after the burst
+    /// (as a receiver with GRO acknowledges a burst), not one per segment.
     conns: Table<FetchConn>,
     slots: Vec<Slot>,
     requests: Vec<u8>,
     ports: Ports,
-    /// TCBs that owe an ACK for data of this burst: one ACK each after the burst (as a
-    /// receiver with GRO acknowledges a burst), not one per segment.
-    owe: Vec<u32>,
     /// Kept connections whose fetch just ended and which owe an ACK: held back so that the
     /// owner's next request on the slot carries it ([`flush_acks`](Self::flush_acks)).
     deferred: Vec<u32>,
@@ -170,7 +165,6 @@ impl Client {
             ],
             requests: vec![0; slots * cfg.request_max.max(1)],
             ports: Ports::new(cfg.ports.0, cfg.ports.1, usize::from(cfg.port_start)),
-            owe: Vec::with_capacity(n),
             deferred: Vec::with_capacity(n),
             counters: Counters::default(),
             cfg,
@@ -318,7 +312,6 @@ impl Client {
             slot,
             req_seq,
             close,
-            owes: false,
         };
         let key = Peer {
             ip: self.cfg.link.server.0,
@@ -347,10 +340,10 @@ impl Client {
             self.frame(rx.bytes(f), trusted, now, tx, h);
             rx.recycle(*f);
         }
-        while let Some(idx) = self.owe.pop() {
+        while let Some(idx) = self.conns.pop_run() {
             let t = &self.conns[idx as usize];
             if !t.tcp.ack_pending() {
-                self.conns[idx as usize].app.owes = false;
+                self.conns[idx as usize].queued = false;
                 continue;
             }
             // A kept connection whose response just ended: the owner's next request
@@ -362,10 +355,10 @@ impl Client {
                 .is_some_and(|s| s.tcb == idx && !s.busy)
                 && t.tcp.state() == State::Established;
             if idle {
-                self.deferred.push(idx); // `owes` stays set while it waits there
+                self.deferred.push(idx); // still marked queued while it waits there
                 continue;
             }
-            self.conns[idx as usize].app.owes = false;
+            self.conns[idx as usize].queued = false;
             let s = self.conns[idx as usize].tcp.ack_segment();
             self.send(idx, &s, now, tx);
         }
@@ -389,7 +382,7 @@ impl Client {
     pub fn flush_acks<T: TxRing>(&mut self, now: u64, tx: &mut T) {
         while let Some(idx) = self.deferred.pop() {
             let t = &mut self.conns[idx as usize];
-            t.app.owes = false;
+            t.queued = false;
             if t.tcp.ack_pending() && t.tcp.state() == State::Established {
                 let s = t.tcp.ack_segment();
                 self.send(idx, &s, now, tx);
@@ -563,10 +556,9 @@ impl Client {
             return;
         }
         self.send_data(idx, now, tx);
-        let t = &mut self.conns[idx as usize];
-        if t.tcp.ack_pending() && !t.app.owes {
-            t.app.owes = true;
-            self.owe.push(idx);
+        let t = &self.conns[idx as usize];
+        if t.tcp.ack_pending() {
+            self.conns.enqueue(idx);
         }
     }
 
