@@ -34,9 +34,12 @@ impl Client {
             s.pending = 0;
         }
         let mut n = 0;
-        while let Some(&idx) = self.live.last() {
-            let t = &self.tcbs[idx as usize];
-            let rst = egress::reset(t.port, self.cfg.link.port, t.tcp.snd_nxt(), None);
+        for idx in self.conns.ids().rev() {
+            let t = &self.conns[idx as usize];
+            if !t.in_use() {
+                continue;
+            }
+            let rst = egress::reset(t.peer.port, self.cfg.link.port, t.tcp.snd_nxt(), None);
             self.bare(&rst, tx);
             self.free_tcb(idx);
             n += 1;

@@ -1,8 +1,9 @@
 //! The engine as an HTTP/1.1 client over its own TCP (issue 18): a load generator's
 //! transport with no operating system in its path. [`Client`] owns an address on a link,
-//! a fixed array of TCBs ([`Connection`] in active open, `tcp::active`), a FIFO free-list
-//! of local ports and, per *slot* (one stream of fetches of the load's schedule), the
-//! request being sent. The owner asks [`Client::get`] for a fetch on a slot, calls
+//! its connections in the same connection table as the server's (`tcp::table`: TCBs of
+//! [`Connection`]s in active open, `tcp::active`, each with a [`FetchConn`], keyed by the
+//! local port), a FIFO free-list of local ports and, per *slot* (one stream of fetches of
+//! the load's schedule), the request being sent. The owner asks [`Client::get`] for a fetch on a slot, calls
 //! [`Client::poll`] in a loop with its NIC, and hears of each fetch's end, and of the
 //! response body as it comes, through a [`Handler`].
 //!
@@ -34,17 +35,20 @@ mod arp;
 mod end;
 pub mod http;
 mod ports;
+mod timers;
 
 pub use api::{Config, Counters, End, Failure, Handler};
 
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::iface::egress::{self, Egress, TcpOut};
+use crate::iface::egress::{self, Egress};
 use crate::iface::{ingress_offloaded, Ingress, Interface};
 use crate::nic::{Nic, RxFrame, RxRing, TxRing};
 use crate::tcp::isn::IsnGenerator;
-use crate::tcp::{Connection, Reply, Segment, State, TimerAction};
+use crate::tcp::port_table::Peer;
+use crate::tcp::table::{App, Table, Tcb};
+use crate::tcp::{Connection, Reply, Segment, State};
 use crate::wire::tcp::ParsedRepr as TcpRepr;
 use crate::wire::{ethernet, EtherType, EthernetAddress, EthernetFrame};
 use ports::Ports;
@@ -70,21 +74,27 @@ pub fn window_shift(window: u32) -> u8 {
     s
 }
 
-#[derive(Debug, Clone)]
-struct Tcb {
-    tcp: Connection,
-    port: u16,
+/// What the client keeps per connection in its table: the fetch running on it. The TCB's
+/// key ([`Tcb::peer`]) is the server's address and our local port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchConn {
     /// The slot whose fetch runs on it (NONE once the fetch ended).
     slot: u32,
     /// Sequence number of the request's first byte.
     req_seq: u32,
     /// Close after the response.
     close: bool,
-    /// On the `owe` list.
-    owes: bool,
 }
 
-impl Tcb {
+impl App for FetchConn {
+    const IDLE: FetchConn = FetchConn {
+        slot: NONE,
+        req_seq: 0,
+        close: false,
+    };
+}
+
+impl Tcb<FetchConn> {
     /// A kept connection that can take the next request: established, not closing, and
     /// every byte sent acknowledged.
     fn reusable(&self) -> bool {
@@ -114,18 +124,13 @@ pub struct Client {
     next_hop_mac: Option<EthernetAddress>,
     next_arp_ns: u64,
     next_timer_ns: u64,
-    tcbs: Vec<Tcb>,
-    free: Vec<u32>,
+    /// The connections: TCBs with their fetch, keyed by our local port. Its run list
+    /// holds those that owe an ACK for data of this burst: one ACK each after the burst
+    /// (as a receiver with GRO acknowledges a burst), not one per segment.
+    conns: Table<FetchConn>,
     slots: Vec<Slot>,
     requests: Vec<u8>,
     ports: Ports,
-    /// Local port → TCB + 1 (0: none).
-    port_tcb: Vec<u32>,
-    /// TCBs in use, in no order (index into `tcbs`).
-    live: Vec<u32>,
-    /// TCBs that owe an ACK for data of this burst: one ACK each after the burst (as a
-    /// receiver with GRO acknowledges a burst), not one per segment.
-    owe: Vec<u32>,
     /// Kept connections whose fetch just ended and which owe an ACK: held back so that the
     /// owner's next request on the slot carries it ([`flush_acks`](Self::flush_acks)).
     deferred: Vec<u32>,
@@ -139,14 +144,6 @@ impl Client {
         let iface = cfg.link.interface();
         let slots = cfg.slots.max(1);
         let n = cfg.tcbs.max(slots);
-        let free_tcb = Tcb {
-            tcp: Connection::closed(),
-            port: 0,
-            slot: NONE,
-            req_seq: 0,
-            close: false,
-            owes: false,
-        };
         Client {
             egress: Egress::new(&iface),
             iface,
@@ -154,8 +151,7 @@ impl Client {
             next_hop_mac: None,
             next_arp_ns: 0,
             next_timer_ns: 0,
-            tcbs: vec![free_tcb; n],
-            free: (0..n as u32).rev().collect(),
+            conns: Table::new(n),
             slots: vec![
                 Slot {
                     tcb: NONE,
@@ -169,9 +165,6 @@ impl Client {
             ],
             requests: vec![0; slots * cfg.request_max.max(1)],
             ports: Ports::new(cfg.ports.0, cfg.ports.1, usize::from(cfg.port_start)),
-            port_tcb: vec![0; 65_536],
-            live: Vec::with_capacity(n),
-            owe: Vec::with_capacity(n),
             deferred: Vec::with_capacity(n),
             counters: Counters::default(),
             cfg,
@@ -190,7 +183,7 @@ impl Client {
 
     /// Connections open (TCBs in use).
     pub fn open_connections(&self) -> usize {
-        self.live.len()
+        self.conns.active()
     }
 
     /// Local ports free.
@@ -209,10 +202,10 @@ impl Client {
         if s.busy {
             return false;
         }
-        if s.tcb != NONE && self.tcbs[s.tcb as usize].reusable() {
+        if s.tcb != NONE && self.conns[s.tcb as usize].reusable() {
             return true;
         }
-        !self.free.is_empty() && self.ports.free() > 0
+        self.conns.has_room() && self.ports.free() > 0
     }
 
     /// Whether slot `slot` has a fetch in progress.
@@ -289,41 +282,46 @@ impl Client {
         s.reader.reset();
         let kept = s.tcb;
         if kept != NONE {
-            let t = &mut self.tcbs[kept as usize];
+            let t = &mut self.conns[kept as usize];
             if t.reusable() {
-                t.slot = slot;
-                t.close = close;
-                t.req_seq = t.tcp.queue(len as u32);
+                t.app.slot = slot;
+                t.app.close = close;
+                t.app.req_seq = t.tcp.queue(len as u32);
                 self.output(kept, now, tx);
                 return true;
             }
             // Not reusable: let it finish closing on its own.
             self.detach(kept);
         }
-        let (Some(idx), Some(port)) = (self.free.last().copied(), self.ports.take()) else {
+        let port = if self.conns.has_room() {
+            self.ports.take()
+        } else {
+            None
+        };
+        let Some((port, idx)) = port.and_then(|p| Some((p, self.conns.take()?))) else {
             self.end_all(slot, Failure::NoResources, now, h);
             return true;
         };
-        self.free.pop();
         let local = (self.cfg.link.ip.0, port);
         let remote = (self.cfg.link.server.0, self.cfg.link.port);
         let (iss, ts_offset) = self.isn.isn_and_ts_offset(local, remote, now);
         let mut tcp = Connection::connect(iss, now).with_ts_offset(ts_offset);
         tcp.offer_rcv_shift(window_shift(self.cfg.rx_window));
         let req_seq = tcp.queue(len as u32);
-        self.tcbs[idx as usize] = Tcb {
-            tcp,
-            port,
+        let fetch = FetchConn {
             slot,
             req_seq,
             close,
-            owes: false,
         };
-        self.port_tcb[usize::from(port)] = idx + 1;
-        self.live.push(idx);
+        let key = Peer {
+            ip: self.cfg.link.server.0,
+            port,
+        };
+        self.conns
+            .open(idx, key, EthernetAddress([0; 6]), tcp, fetch);
         self.slots[slot as usize].tcb = idx;
         self.counters.connections += 1;
-        let syn = self.tcbs[idx as usize].tcp.syn(now);
+        let syn = self.conns[idx as usize].tcp.syn(now);
         self.send(idx, &syn, now, tx);
         true
     }
@@ -342,10 +340,10 @@ impl Client {
             self.frame(rx.bytes(f), trusted, now, tx, h);
             rx.recycle(*f);
         }
-        while let Some(idx) = self.owe.pop() {
-            let t = &self.tcbs[idx as usize];
+        while let Some(idx) = self.conns.pop_run() {
+            let t = &self.conns[idx as usize];
             if !t.tcp.ack_pending() {
-                self.tcbs[idx as usize].owes = false;
+                self.conns[idx as usize].queued = false;
                 continue;
             }
             // A kept connection whose response just ended: the owner's next request
@@ -353,15 +351,15 @@ impl Client {
             // `flush_acks` or the next poll sends it (as a receiver's delayed ACK would).
             let idle = self
                 .slots
-                .get(t.slot as usize)
+                .get(t.app.slot as usize)
                 .is_some_and(|s| s.tcb == idx && !s.busy)
                 && t.tcp.state() == State::Established;
             if idle {
-                self.deferred.push(idx); // `owes` stays set while it waits there
+                self.deferred.push(idx); // still marked queued while it waits there
                 continue;
             }
-            self.tcbs[idx as usize].owes = false;
-            let s = self.tcbs[idx as usize].tcp.ack_segment();
+            self.conns[idx as usize].queued = false;
+            let s = self.conns[idx as usize].tcp.ack_segment();
             self.send(idx, &s, now, tx);
         }
         let mut worked = n > 0;
@@ -383,8 +381,8 @@ impl Client {
     /// flush `tx`). The next poll calls it first in any case.
     pub fn flush_acks<T: TxRing>(&mut self, now: u64, tx: &mut T) {
         while let Some(idx) = self.deferred.pop() {
-            let t = &mut self.tcbs[idx as usize];
-            t.owes = false;
+            let t = &mut self.conns[idx as usize];
+            t.queued = false;
             if t.tcp.ack_pending() && t.tcp.state() == State::Established {
                 let s = t.tcp.ack_segment();
                 self.send(idx, &s, now, tx);
@@ -392,64 +390,13 @@ impl Client {
         }
     }
 
-    fn timers<T: TxRing, H: Handler>(&mut self, now: u64, tx: &mut T, h: &mut H) -> bool {
-        let mut worked = false;
-        let mut i = 0;
-        while i < self.live.len() {
-            let idx = self.live[i];
-            let t = &mut self.tcbs[idx as usize];
-            let action = t.tcp.on_timer(now, self.cfg.stall_ns, self.cfg.max_retries);
-            match action {
-                TimerAction::None => {}
-                TimerAction::ResendSynAck => {
-                    let s = t.tcp.syn_ack(now);
-                    self.counters.retransmits += 1;
-                    self.send(idx, &s, now, tx);
-                }
-                TimerAction::Retransmit => {
-                    self.counters.retransmits += 1;
-                    self.output(idx, now, tx);
-                }
-                TimerAction::Probe(s) | TimerAction::LossProbe(s) => {
-                    self.counters.retransmits += 1;
-                    if self.send(idx, &s, now, tx) {
-                        self.tcbs[idx as usize].tcp.on_sent(&s, now);
-                    }
-                }
-                TimerAction::Abort { seq } => {
-                    let t = &self.tcbs[idx as usize];
-                    let rst = egress::reset(t.port, self.cfg.link.port, seq, None);
-                    self.bare(&rst, tx);
-                    self.fail(idx, Failure::Stalled, now, h);
-                    self.free_tcb(idx);
-                    worked = true;
-                    continue; // `live[i]` is another TCB now
-                }
-                TimerAction::Expire => {
-                    let why = if self.tcbs[idx as usize].tcp.state() == State::SynSent {
-                        Failure::NoAnswer
-                    } else {
-                        Failure::Stalled
-                    };
-                    self.fail(idx, why, now, h);
-                    self.free_tcb(idx);
-                    worked = true;
-                    continue;
-                }
-            }
-            worked |= action != TimerAction::None;
-            i += 1;
-        }
-        worked
-    }
-
     /// Ends the fetch on TCB `idx` (if one runs) with `why`.
     fn fail<H: Handler>(&mut self, idx: u32, why: Failure, now: u64, h: &mut H) {
-        let slot = self.tcbs[idx as usize].slot;
+        let slot = self.conns[idx as usize].app.slot;
         if slot == NONE {
             return;
         }
-        self.tcbs[idx as usize].slot = NONE;
+        self.conns[idx as usize].app.slot = NONE;
         let s = &mut self.slots[slot as usize];
         if s.tcb == idx {
             s.tcb = NONE;
@@ -470,35 +417,32 @@ impl Client {
 
     /// The slot lets go of TCB `idx` (it goes on closing by itself).
     fn detach(&mut self, idx: u32) {
-        let t = &mut self.tcbs[idx as usize];
-        if t.slot != NONE {
-            if let Some(s) = self.slots.get_mut(t.slot as usize) {
+        let t = &mut self.conns[idx as usize];
+        if t.app.slot != NONE {
+            if let Some(s) = self.slots.get_mut(t.app.slot as usize) {
                 if s.tcb == idx {
                     s.tcb = NONE;
                 }
             }
-            t.slot = NONE;
+            t.app.slot = NONE;
         }
         t.tcp.close();
     }
 
     fn free_tcb(&mut self, idx: u32) {
-        let t = &mut self.tcbs[idx as usize];
-        if t.slot != NONE {
-            if let Some(s) = self.slots.get_mut(t.slot as usize) {
+        let t = &mut self.conns[idx as usize];
+        if t.app.slot != NONE {
+            if let Some(s) = self.slots.get_mut(t.app.slot as usize) {
                 if s.tcb == idx {
                     s.tcb = NONE;
                 }
             }
         }
-        self.port_tcb[usize::from(t.port)] = 0;
-        self.ports.give(t.port);
-        t.tcp = Connection::closed();
-        t.slot = NONE;
-        if let Some(at) = self.live.iter().position(|&l| l == idx) {
-            self.live.swap_remove(at);
+        let port = t.peer.port;
+        if self.conns.unlink(idx) {
+            self.ports.give(port);
+            self.conns.recycle(idx);
         }
-        self.free.push(idx);
     }
 
     /// One received frame (`trusted`: its TCP checksum is not verified, see
@@ -523,15 +467,18 @@ impl Client {
             Ingress::ClosedPort { src, seg, .. }
                 if src == self.cfg.link.server && seg.src_port == self.cfg.link.port =>
             {
-                let idx = self.port_tcb[usize::from(seg.dst_port)];
-                if idx == 0 {
+                let key = Peer {
+                    ip: src.0,
+                    port: seg.dst_port,
+                };
+                let Some(idx) = self.conns.find(key) else {
                     self.counters.ignored += 1;
                     if !seg.flags.rst {
                         self.bare(&egress::reset_for(&seg), tx);
                     }
                     return;
-                }
-                self.segment(idx - 1, &seg, now, tx, h);
+                };
+                self.segment(idx, &seg, now, tx, h);
             }
             Ingress::Echo {
                 src_mac,
@@ -557,13 +504,13 @@ impl Client {
         tx: &mut T,
         h: &mut H,
     ) {
-        let was = self.tcbs[idx as usize].tcp.state();
-        let out = self.tcbs[idx as usize]
+        let was = self.conns[idx as usize].tcp.state();
+        let out = self.conns[idx as usize]
             .tcp
             .input(seg, now, self.cfg.rx_window);
-        let t = &self.tcbs[idx as usize];
-        if was == State::SynSent && t.tcp.state() == State::Established && t.slot != NONE {
-            h.connected(t.slot, now);
+        let t = &self.conns[idx as usize];
+        if was == State::SynSent && t.tcp.state() == State::Established && t.app.slot != NONE {
+            h.connected(t.app.slot, now);
         }
         if let Some((a, b)) = out.deliver {
             self.take(idx, &seg.payload[a..b], now, h);
@@ -574,11 +521,11 @@ impl Client {
         match out.reply {
             Reply::None => {}
             Reply::Ack => {
-                let s = self.tcbs[idx as usize].tcp.ack_segment();
+                let s = self.conns[idx as usize].tcp.ack_segment();
                 self.send(idx, &s, now, tx);
             }
             Reply::SynAck => {
-                let s = self.tcbs[idx as usize].tcp.syn_ack(now);
+                let s = self.conns[idx as usize].tcp.syn_ack(now);
                 self.send(idx, &s, now, tx);
             }
             Reply::Reset { seq } => {
@@ -587,10 +534,10 @@ impl Client {
             }
         }
         if out.retransmit || out.lost_retransmit {
-            if let Some(s) = self.tcbs[idx as usize].tcp.retransmit_segment() {
+            if let Some(s) = self.conns[idx as usize].tcp.retransmit_segment() {
                 self.counters.retransmits += 1;
                 if self.send(idx, &s, now, tx) {
-                    self.tcbs[idx as usize].tcp.on_sent(&s, now);
+                    self.conns[idx as usize].tcp.on_sent(&s, now);
                 }
             }
         }
@@ -602,23 +549,22 @@ impl Client {
             };
             self.fail(idx, why, now, h);
         }
-        if self.tcbs[idx as usize].tcp.state().is_done() {
+        if self.conns[idx as usize].tcp.state().is_done() {
             // Both FINs acknowledged (or reset): the response, if any, was handled above.
             self.fail(idx, Failure::Closed, now, h);
             self.free_tcb(idx);
             return;
         }
         self.send_data(idx, now, tx);
-        let t = &mut self.tcbs[idx as usize];
-        if t.tcp.ack_pending() && !t.owes {
-            t.owes = true;
-            self.owe.push(idx);
+        let t = &self.conns[idx as usize];
+        if t.tcp.ack_pending() {
+            self.conns.enqueue(idx);
         }
     }
 
     /// Response bytes for TCB `idx`'s fetch.
     fn take<H: Handler>(&mut self, idx: u32, mut data: &[u8], now: u64, h: &mut H) {
-        let slot = self.tcbs[idx as usize].slot;
+        let slot = self.conns[idx as usize].app.slot;
         if slot == NONE {
             return; // the fetch already ended (failed): what follows is ignored
         }
@@ -642,7 +588,7 @@ impl Client {
                 h.body(slot, before, &data[f.body.0..f.body.1]);
             }
             if f.done {
-                let close = self.tcbs[idx as usize].close || s.reader.close;
+                let close = self.conns[idx as usize].app.close || s.reader.close;
                 let end = End::Done {
                     status: s.reader.status,
                     body: s.reader.body_len,
@@ -677,7 +623,7 @@ impl Client {
 
     /// The peer's FIN on TCB `idx`.
     fn peer_closed<H: Handler>(&mut self, idx: u32, now: u64, h: &mut H) {
-        let slot = self.tcbs[idx as usize].slot;
+        let slot = self.conns[idx as usize].app.slot;
         if slot != NONE && self.slots[slot as usize].busy {
             let s = &mut self.slots[slot as usize];
             if s.reader.end_of_stream() {
@@ -686,7 +632,7 @@ impl Client {
                     body: s.reader.body_len,
                 };
                 s.pending = s.pending.saturating_sub(1);
-                self.tcbs[idx as usize].slot = NONE;
+                self.conns[idx as usize].app.slot = NONE;
                 if s.tcb == idx {
                     s.tcb = NONE;
                 }
@@ -702,19 +648,19 @@ impl Client {
     /// Sends what TCB `idx` may send now, and the ACK it owes if nothing carried it.
     fn output<T: TxRing>(&mut self, idx: u32, now: u64, tx: &mut T) {
         self.send_data(idx, now, tx);
-        if self.tcbs[idx as usize].tcp.ack_pending() {
-            let s = self.tcbs[idx as usize].tcp.ack_segment();
+        if self.conns[idx as usize].tcp.ack_pending() {
+            let s = self.conns[idx as usize].tcp.ack_segment();
             self.send(idx, &s, now, tx);
         }
     }
 
     /// Sends the data (and FIN) TCB `idx` may send now; each segment carries the owed ACK.
     fn send_data<T: TxRing>(&mut self, idx: u32, now: u64, tx: &mut T) {
-        while let Some(s) = self.tcbs[idx as usize].tcp.next_segment(now, 0) {
+        while let Some(s) = self.conns[idx as usize].tcp.next_segment(now, 0) {
             if !self.send(idx, &s, now, tx) {
                 return;
             }
-            self.tcbs[idx as usize].tcp.on_sent(&s, now);
+            self.conns[idx as usize].tcp.on_sent(&s, now);
             if s.fin {
                 break;
             }
@@ -726,32 +672,25 @@ impl Client {
         let Some(mac) = self.next_hop_mac else {
             return false;
         };
-        let t = &mut self.tcbs[idx as usize];
-        let repr = t
-            .tcp
-            .header(seg, t.port, self.cfg.link.port, self.cfg.rx_window, now);
-        let mut head: &[u8] = &[];
+        let t = &mut self.conns[idx as usize];
+        let mut head: Option<&[u8]> = Some(&[]);
         if seg.len > 0 {
             // Only the slot's request is ever queued, and only while the slot holds it.
-            let off = seg.seq.wrapping_sub(t.req_seq) as usize;
+            let off = seg.seq.wrapping_sub(t.app.req_seq) as usize;
             let end = off + seg.len as usize;
-            match self.slots.get(t.slot as usize) {
+            head = match self.slots.get(t.app.slot as usize) {
                 Some(s) if s.tcb == idx && end <= s.req_len => {
-                    let base = t.slot as usize * self.cfg.request_max.max(1);
-                    head = &self.requests[base + off..base + end];
+                    let base = t.app.slot as usize * self.cfg.request_max.max(1);
+                    Some(&self.requests[base + off..base + end])
                 }
-                _ => return false,
-            }
+                _ => None,
+            };
         }
-        let out = TcpOut {
-            repr,
-            dst_mac: mac,
-            dst: self.cfg.link.server,
-            head,
-            body: &[],
-            body_sum: 0,
-            tso_mss: None,
-        };
+        let (ports, window) = ((t.peer.port, self.cfg.link.port), self.cfg.rx_window);
+        let out = t.frame(seg, ports, window, mac, head.unwrap_or(&[]), &[], || 0, now);
+        if head.is_none() {
+            return false; // the header was built (the owed ACK counts as paid), as before
+        }
         let sent = self.egress.tcp(tx, &out);
         self.count(sent)
     }

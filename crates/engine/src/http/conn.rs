@@ -8,6 +8,7 @@
 
 use super::response::BodySlice;
 use crate::resource::Body;
+use crate::tcp::tcb::App;
 
 /// [`HttpConn::dyn_slot`] when the response head is in the head slab.
 pub const NO_DYN: u8 = u8::MAX;
@@ -121,7 +122,7 @@ impl Sending {
     }
 }
 
-/// The application part of a TCB.
+/// The application part of a server TCB (`Tcb<HttpConn>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HttpConn {
     /// Bytes in the receive slab (the request head so far, and pipelined requests).
@@ -137,6 +138,10 @@ pub struct HttpConn {
     /// The dynamic-response buffer this connection's response head lives in (the stats
     /// JSON), or [`NO_DYN`] for the head slab.
     pub dyn_slot: u8,
+}
+
+impl App for HttpConn {
+    const IDLE: HttpConn = HttpConn::new();
 }
 
 impl Default for HttpConn {

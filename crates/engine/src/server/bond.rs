@@ -84,7 +84,7 @@ impl<L: Lookup<'static>> Server<L> {
         if let Some(b) = &self.bond {
             let k = b
                 .chooser
-                .frame_nic(self.tcbs.0[id as usize].send, has_payload);
+                .frame_nic(self.conns[id as usize].send, has_payload);
             self.via(k, tx);
         }
     }
@@ -129,15 +129,15 @@ impl<L: Lookup<'static>> Server<L> {
         b.chooser.opened(k);
         b.counts[usize::from(k)].assigned += 1;
         b.dirty = true;
-        self.tcbs.0[id as usize].send = k;
+        self.conns[id as usize].send = k;
     }
 
     /// Connection `id` ends (before its TCB is cleared).
     pub(super) fn bond_release(&mut self, id: u32) {
         let Some(b) = self.bond.as_mut() else { return };
-        let t = &self.tcbs.0[id as usize];
+        let t = &self.conns[id as usize];
         b.chooser.closed(t.send);
-        if let Some(r) = t.http.resp {
+        if let Some(r) = t.app.resp {
             b.chooser.acked(t.send, r.wire_len());
         }
         b.dirty = true;
@@ -146,14 +146,14 @@ impl<L: Lookup<'static>> Server<L> {
     /// A response of `bytes` was queued on connection `id`.
     pub(super) fn bond_queued(&mut self, id: u32, bytes: u32) {
         if let Some(b) = self.bond.as_mut() {
-            b.chooser.queued(self.tcbs.0[id as usize].send, bytes);
+            b.chooser.queued(self.conns[id as usize].send, bytes);
         }
     }
 
     /// Connection `id`'s response of `bytes` is acknowledged whole.
     pub(super) fn bond_acked(&mut self, id: u32, bytes: u32) {
         if let Some(b) = self.bond.as_mut() {
-            b.chooser.acked(self.tcbs.0[id as usize].send, bytes);
+            b.chooser.acked(self.conns[id as usize].send, bytes);
         }
     }
 
@@ -205,10 +205,10 @@ impl<L: Lookup<'static>> Server<L> {
         let mut ids = core::mem::take(&mut b.moved);
         if elected {
             ids.clear();
-            ids.extend((0..self.tcbs.0.len() as u32).filter(|&i| self.tcbs.0[i as usize].in_use()));
+            ids.extend((0..self.conns.made() as u32).filter(|&i| self.conns[i as usize].in_use()));
         }
         for &id in &ids {
-            let c = &self.tcbs.0[id as usize].tcp;
+            let c = &self.conns[id as usize].tcp;
             if c.state().is_synchronized() && c.flight() > 0 {
                 let tail = tail_segment(c);
                 self.retransmit_una(id, tx);
@@ -216,7 +216,7 @@ impl<L: Lookup<'static>> Server<L> {
                     Some(seg) => {
                         if self.emit(id, &seg, tx) {
                             let now = self.now_ns;
-                            self.tcbs.0[id as usize].tcp.on_sent(&seg, now);
+                            self.conns[id as usize].tcp.on_sent(&seg, now);
                         }
                     }
                     None => self.retransmit_una(id, tx),
@@ -252,12 +252,12 @@ impl<L: Lookup<'static>> Server<L> {
     fn bond_move(&mut self) {
         let Some(b) = self.bond.as_mut() else { return };
         let per_client = b.role.bond.policy() == Policy::PerClient;
-        for id in 0..self.tcbs.0.len() {
-            let t = &self.tcbs.0[id];
+        for id in 0..self.conns.made() {
+            let t = &self.conns[id];
             if !t.in_use() || b.chooser.sends(t.send) {
                 continue;
             }
-            let (old, ip, resp) = (t.send, t.peer.ip, t.http.resp);
+            let (old, ip, resp) = (t.send, t.peer.ip, t.app.resp);
             let client = self.per_ip.tag(ip).filter(|&k| b.chooser.sends(k));
             let k = b.chooser.pick(client);
             if per_client {
@@ -275,7 +275,7 @@ impl<L: Lookup<'static>> Server<L> {
             if b.moved.len() < b.moved.capacity() {
                 b.moved.push(id as u32);
             }
-            self.tcbs.0[id].send = k;
+            self.conns[id].send = k;
         }
     }
 
@@ -295,7 +295,7 @@ impl<L: Lookup<'static>> Server<L> {
 
     /// The send NIC of connection `id` (for tests and the platform's reports).
     pub fn send_nic(&self, id: u32) -> Option<u8> {
-        let t = self.tcbs.0.get(id as usize)?;
+        let t = self.conns.tcbs().get(id as usize)?;
         (self.bond.is_some() && t.in_use()).then_some(t.send)
     }
 }

@@ -18,7 +18,7 @@ impl<L: Lookup<'static>> Server<L> {
     /// FIN goes out at the next poll). Reads every TCB: call it when about to sleep, not
     /// per poll.
     pub fn next_deadline_ns(&self) -> u64 {
-        if !self.run.is_empty() {
+        if self.conns.run_len() != 0 {
             return 0;
         }
         if self.active() == 0 {
@@ -27,16 +27,16 @@ impl<L: Lookup<'static>> Server<L> {
         let to = self.cfg.timeouts;
         let ms = |x: u64| x.saturating_mul(1_000_000);
         let mut first = u64::MAX;
-        for t in self.tcbs.0.iter().filter(|t| t.in_use()) {
+        for t in self.conns.tcbs().iter().filter(|t| t.in_use()) {
             let heard = t.tcp.last_heard_ns();
             let mut at = heard.saturating_add(ms(to.stall_ms));
             if let Some(d) = t.tcp.timer().deadline() {
                 at = at.min(d);
             }
-            if t.http.request_start_ns != 0 {
-                at = at.min(t.http.request_start_ns.saturating_add(ms(to.request_ms)));
+            if t.app.request_start_ns != 0 {
+                at = at.min(t.app.request_start_ns.saturating_add(ms(to.request_ms)));
             }
-            if t.http.rx_len == 0 {
+            if t.app.rx_len == 0 {
                 at = at.min(heard.saturating_add(ms(to.idle_ms)));
             }
             first = first.min(at);

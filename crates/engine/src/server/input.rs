@@ -3,7 +3,8 @@
 //! whose [`Outcome`] is applied: payload stored in the receive slab, replies built, the
 //! TCB freed or put on the run list.
 
-use super::{AccessLog, Server};
+use super::{AccessLog, Server, EVICT_GRACE_NS, RESET_MEMORY};
+use crate::http::conn::HttpConn;
 use crate::iface::{admissible_syn, classified, egress, Drop, Ingress, Sent};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
@@ -11,7 +12,7 @@ use crate::tcp::conn::{Connection, Reply, TS_TICK_NS};
 use crate::tcp::per_ip::Place;
 use crate::tcp::port_table::Peer;
 use crate::tcp::syncookie::{Ends, SKEW_NS};
-use crate::tcp::tcb::Tcb;
+use crate::tcp::table::App;
 use crate::wire::tcp::{self as wtcp, ParsedRepr as TcpRepr};
 use crate::wire::{EthernetAddress, Ipv4Address};
 
@@ -63,7 +64,7 @@ impl<L: Lookup<'static>> Server<L> {
                     ip: src.0,
                     port: seg.src_port,
                 };
-                match self.ports.find(&self.tcbs, peer) {
+                match self.conns.find(peer) {
                     Some(id) => self.segment_arrives(id, src_mac, seg, tx),
                     None => self.listen(src_mac, src, seg, options_ok, tx),
                 }
@@ -189,13 +190,8 @@ impl<L: Lookup<'static>> Server<L> {
         tcp: Connection,
         place: Place,
     ) {
-        let t = &mut self.tcbs.0[id as usize];
-        *t = Tcb::free();
-        t.tcp = tcp;
-        t.peer = peer;
-        t.peer_mac = src_mac;
-        t.per_ip_home = place.home();
-        self.ports.insert(&mut self.tcbs, id);
+        self.conns.open(id, peer, src_mac, tcp, HttpConn::IDLE);
+        self.conns[id as usize].per_ip_home = place.home();
         self.per_ip.add_at(place);
         self.bond_assign(id, peer.ip);
         self.half_open += 1;
@@ -223,6 +219,11 @@ impl<L: Lookup<'static>> Server<L> {
         let Some(opts) = self.cookies.check_ack(ends, seg.seq_number, ack, now) else {
             return false;
         };
+        if self.reset.contains(&(peer, ack)) {
+            // We reset this connection (evicted before it sent a byte): its client was
+            // told it is gone, and a late segment of it must not open it again.
+            return false;
+        }
         let place = self.per_ip.lookup(peer.ip);
         if place.count() >= self.max_per_ip {
             self.stats.tcp_per_ip_refused += 1;
@@ -277,20 +278,28 @@ impl<L: Lookup<'static>> Server<L> {
     /// free and taken, or `None` when every connection is sending a response. A scan of
     /// the TCB array, but only when the array is full.
     fn evict<T: TxRing>(&mut self, tx: &mut T) -> Option<u32> {
+        let now = self.now_ns;
         let mut victim: Option<(u64, u32)> = None;
-        for (i, t) in self.tcbs.0.iter().enumerate() {
+        for (i, t) in self.conns.tcbs().iter().enumerate() {
             let c = &t.tcp;
             let evictable = match c.state() {
                 crate::tcp::State::SynReceived => true,
-                s if s.is_synchronized() => t.http.resp.is_none() && !c.is_closing(),
+                s if s.is_synchronized() => {
+                    // Just established and its first request not yet read (or not whole):
+                    // kept for `EVICT_GRACE_NS`, or the request it is sending finds a RST.
+                    let fresh = t.app.stay_start_ns == 0
+                        && t.app.request_start_ns != 0
+                        && now.saturating_sub(t.app.request_start_ns) < EVICT_GRACE_NS;
+                    t.app.resp.is_none() && !c.is_closing() && !fresh
+                }
                 _ => false,
             };
             if !evictable {
                 continue;
             }
             // Waiting for a request since `request_start_ns`, else silent since last heard.
-            let since = if t.http.request_start_ns != 0 {
-                t.http.request_start_ns.min(c.last_heard_ns())
+            let since = if t.app.request_start_ns != 0 {
+                t.app.request_start_ns.min(c.last_heard_ns())
             } else {
                 c.last_heard_ns()
             };
@@ -299,11 +308,25 @@ impl<L: Lookup<'static>> Server<L> {
             }
         }
         let (_, id) = victim?;
-        let seq = self.tcbs.0[id as usize].tcp.snd_nxt();
+        let seq = self.conns[id as usize].tcp.snd_nxt();
+        self.remember_reset(id);
         self.send_reset_raw(id, seq, tx);
         self.stats.tcp_evicted += 1;
         self.free_tcb(id);
-        self.free.pop()
+        self.take_tcb()
+    }
+
+    /// Connection `id` is being reset by us: if nothing of ours but the SYN-ACK was sent,
+    /// its client's next segment still acknowledges our initial sequence number, which for
+    /// a connection opened by a SYN cookie is that cookie; remember it, so the cookie no
+    /// longer opens anything ([`Server::cookie_ack`]).
+    pub(super) fn remember_reset(&mut self, id: u32) {
+        let t = &self.conns[id as usize];
+        let nxt = t.tcp.snd_nxt();
+        if t.tcp.state().is_synchronized() && nxt == t.tcp.iss().wrapping_add(1) {
+            self.reset[self.reset_next] = (t.peer, nxt);
+            self.reset_next = (self.reset_next + 1) % RESET_MEMORY;
+        }
     }
 
     /// Everything after LISTEN: the state machine judges, this applies.
@@ -317,10 +340,10 @@ impl<L: Lookup<'static>> Server<L> {
         let idx = id as usize;
         let now = self.now_ns;
         let rx_space = self.rx_space(id);
-        let was_half_open = self.tcbs.0[idx].tcp.state() == crate::tcp::State::SynReceived;
-        let out = self.tcbs.0[idx].tcp.input(seg, now, rx_space);
+        let was_half_open = self.conns[idx].tcp.state() == crate::tcp::State::SynReceived;
+        let out = self.conns[idx].tcp.input(seg, now, rx_space);
         self.note_timer(id);
-        if was_half_open && self.tcbs.0[idx].tcp.state() != crate::tcp::State::SynReceived {
+        if was_half_open && self.conns[idx].tcp.state() != crate::tcp::State::SynReceived {
             self.half_open = self.half_open.saturating_sub(1); // established, or reset
         }
         let s = &mut self.stats;
@@ -337,13 +360,13 @@ impl<L: Lookup<'static>> Server<L> {
             return self.free_tcb(id);
         }
         if out.ack_seen {
-            self.tcbs.0[idx].peer_mac = src_mac;
+            self.conns[idx].peer_mac = src_mac;
         }
         if out.established {
             // The request timeout runs from here, not from the first byte: a connection
             // that never sends one gets 408 like a slow one (issue 15: silent clients held
             // TCBs until the idle timeout, three times as long).
-            self.tcbs.0[idx].http.request_start_ns = now;
+            self.conns[idx].app.request_start_ns = now;
         }
         if let Some((a, b)) = out.deliver {
             self.store(id, &seg.payload[a..b]);
@@ -358,17 +381,17 @@ impl<L: Lookup<'static>> Server<L> {
             self.stats.tcp_fast_retransmits += 1;
             self.retransmit_una(id, tx);
         }
-        let t = &self.tcbs.0[idx];
+        let t = &self.conns[idx];
         if t.tcp.state().is_done() {
             // Both directions are closed (no TIME-WAIT is held; see docs/tcp.md).
-            let start = t.http.stay_start_ns;
+            let start = t.app.stay_start_ns;
             if start != 0 {
                 self.stay.record(now.saturating_sub(start));
             }
             return self.free_tcb(id);
         }
-        let has_work = t.http.resp.is_some()
-            || t.http.rx_len > 0
+        let has_work = t.app.resp.is_some()
+            || t.app.rx_len > 0
             || t.tcp.state().peer_closed()
             || t.tcp.ack_pending();
         if has_work {
@@ -381,18 +404,18 @@ impl<L: Lookup<'static>> Server<L> {
     fn store(&mut self, id: u32, data: &[u8]) {
         let idx = id as usize;
         let cap = self.cfg.rx_buffer;
-        let t = &mut self.tcbs.0[idx];
+        let t = &mut self.conns[idx];
         if t.tcp.is_closing() {
             return;
         }
-        let start = t.http.rx_len as usize;
+        let start = t.app.rx_len as usize;
         let take = data.len().min(cap - start);
         let base = idx * cap;
         self.rx_slab[base + start..base + start + take].copy_from_slice(&data[..take]);
-        if t.http.request_start_ns == 0 && take > 0 {
-            t.http.request_start_ns = self.now_ns;
+        if t.app.request_start_ns == 0 && take > 0 {
+            t.app.request_start_ns = self.now_ns;
         }
-        t.http.rx_len += take as u32;
+        t.app.rx_len += take as u32;
     }
 
     /// RST for a segment that belongs to no connection (RFC 9293 §3.10.7.1).

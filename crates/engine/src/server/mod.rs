@@ -1,6 +1,7 @@
-//! The per-core server: the glue that makes one engine instance out of the layers. It owns
-//! a TCB array, a port table, a run list, the receive and head slabs and its counters, and
-//! is driven by [`Server::poll`] over one NIC queue pair (or by the split API in
+//! The per-core server: the glue that makes one engine instance out of the layers. It keeps
+//! its connections in the shared connection table (`tcp::table`, TCBs with HTTP state:
+//! `Table<HttpConn>`, with its port table, free and run lists and timer scan), and owns
+//! admission, the receive and head slabs and its counters; it is driven by [`Server::poll`] over one NIC queue pair (or by the split API in
 //! [`split`], for platforms that schedule the steps themselves). Frames are handled to
 //! completion: [`iface`](crate::iface) classifies them, the TCP state machine
 //! ([`tcp::Connection`](crate::tcp::Connection)) judges segments, and this module applies
@@ -9,7 +10,8 @@
 //!
 //! - `input.rs`: receive path (the papers' RCV task): ARP, ICMP, LISTEN, segment arrival;
 //! - `send.rs`: the HTTP step (the papers' HTTP task) and everything a connection sends;
-//! - `timers.rs`: the 10 ms scan: request and idle timeouts, then TCP's own timer;
+//! - `timers.rs`: the server's side of the table's timer scan (every 10 ms): request and
+//!   idle timeouts, then what TCP's own timer asks;
 //! - `deadline.rs`: when that scan next has work (for a platform that sleeps meanwhile);
 //! - `address.rs`: telling the link our address (ARP announcement);
 //! - `dhcp.rs`: an address from DHCP: replies to the client, its messages out, the
@@ -19,12 +21,34 @@
 //!   and failover;
 //! - [`config`]: [`Config`], [`Timeouts`], [`Sched`].
 //!
+//! # Admission
+//!
+//! Whether a SYN, or the ACK returning a SYN cookie, gets a TCB (`input.rs`):
+//! - **per address**: at most `max_per_ip` connections from one address (default: half the
+//!   table), refused with a RST;
+//! - **SYN backlog and cookies** (RFC 4987): past `syn_backlog` half-open connections, or
+//!   with every TCB in use, a SYN is answered with a cookie and nothing is kept; the ACK
+//!   that returns it opens the connection;
+//! - **eviction**: a cookie's ACK that finds every TCB in use resets the connection silent
+//!   longest among those not sending a response (half-open, waiting for a request, idle
+//!   between requests). A connection just established and waiting for its first request
+//!   is kept for `EVICT_GRACE_NS`: evicted before its request is read, it would be reset
+//!   for nothing. A connection reset while still at our initial sequence number is
+//!   remembered (the last `RESET_MEMORY` of them), so that a late segment of it carrying
+//!   its valid cookie cannot open it again: its client was told it is gone.
+//!
+//! The default per-address limit lets two addresses fill the table, on purpose: one
+//! cannot, and against two the rest still get in (through cookies, evicting connections
+//! that are silent, never ones that are sending). A lower default would only move the same
+//! attack to a few more addresses, while refusing legitimate single sources of many
+//! connections (a load generator, a NAT or proxy in front of many users); `--max-per-ip`
+//! lowers it where that trade is wanted.
+//!
 //! Scheduling follows paper 004: the receive path has priority. With [`Sched::Imt`] the
 //! server looks at the receive ring again after every single HTTP step; with
 //! [`Sched::Ist`] one HTTP pass serves every connection on the run list first.
 
 use alloc::boxed::Box;
-use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -42,6 +66,7 @@ mod udp;
 pub use config::{Config, Sched, Timeouts};
 pub use split::Ready;
 
+use crate::http::conn::HttpConn;
 pub use crate::http::log::{AccessLog, AccessRecord, NoLog};
 use crate::http::{self, Request};
 use crate::iface::{egress::TSO_LIMIT, Egress, Interface, Sent};
@@ -50,9 +75,10 @@ use crate::resource::Lookup;
 use crate::stats::{CoreTimes, Stats, Stay};
 use crate::tcp::isn::IsnGenerator;
 use crate::tcp::per_ip::PerIp;
-use crate::tcp::port_table::{Links, Peer, PortTable};
+use crate::tcp::port_table::Peer;
 use crate::tcp::syncookie::SynCookies;
-use crate::tcp::tcb::Tcb;
+use crate::tcp::table::{Table, Tcb};
+use crate::tcp::tcb::TCB_SIZE_MAX;
 
 /// A page computed per request (the stats JSON of `cores::board`): the server asks it
 /// about every request target before the site, and lends it a buffer of [`DYN_MAX`]
@@ -87,23 +113,18 @@ const TICK_NS: u64 = 10_000_000;
 /// recovery is declared about a millisecond after its retransmission on a LAN), and of
 /// pacing (a paced segment may leave this much early).
 const TIMER_GRAIN_NS: u64 = crate::tcp::PACING_SLACK_NS;
+/// How long a connection waiting for its first request is safe from eviction, from its
+/// establishment: the request normally follows the handshake's ACK at once, and a
+/// connection evicted before its request is read is reset for nothing (its client then
+/// retries from the start). Silent past this, it is fair game again.
+const EVICT_GRACE_NS: u64 = 1_000_000_000;
+/// Connections reset by eviction before anything of ours but the SYN-ACK was sent, kept so
+/// that their SYN cookie cannot open them again ([`Server::cookie_ack`]).
+const RESET_MEMORY: usize = 32;
 
-struct TcbArray(Vec<Tcb>);
-
-impl Links for TcbArray {
-    fn count(&self) -> usize {
-        self.0.len()
-    }
-    fn peer(&self, i: u32) -> Peer {
-        self.0[i as usize].peer
-    }
-    fn next(&self, i: u32) -> u32 {
-        self.0[i as usize].chain
-    }
-    fn set_next(&mut self, i: u32, next: u32) {
-        self.0[i as usize].chain = next;
-    }
-}
+/// A server connection: TCP with HTTP on top.
+pub type ServerTcb = Tcb<HttpConn>;
+const _: () = assert!(core::mem::size_of::<ServerTcb>() <= TCB_SIZE_MAX);
 
 /// The dynamic page and its response buffers (allocated once, at `serve_dynamic`).
 struct Dynamic {
@@ -118,21 +139,18 @@ pub struct Server<L: Lookup<'static>> {
     site: L,
     iface: Interface,
     egress: Egress,
-    tcbs: TcbArray,
-    ports: PortTable,
+    /// The connections: TCBs with their HTTP state, the port table, the free and run
+    /// lists.
+    conns: Table<HttpConn>,
     per_ip: PerIp,
+    /// The most connections from one address: `--max-per-ip`, by default half the table
+    /// (two addresses can fill it; see the module doc's "Admission").
     max_per_ip: u32,
     cookies: SynCookies,
     /// TCBs in SYN-RECEIVED.
     half_open: usize,
     syn_backlog: usize,
-    /// Freed TCBs, taken again first (last freed first); past them a new one is made
-    /// ([`Server::take_tcb`]).
-    free: Vec<u32>,
-    run: VecDeque<u32>,
-    /// Connections pacing holds back (BBR), each woken at its pacing deadline.
-    paced: Vec<u32>,
-    /// The earliest pacing deadline on `paced` (`u64::MAX`: none).
+    /// The earliest pacing deadline on the table's paced list (`u64::MAX`: none).
     next_pace_ns: u64,
     /// Each made TCB's receive buffer and request-head copy, grown with `tcbs` (their
     /// capacity is reserved up front: growing never allocates).
@@ -169,6 +187,11 @@ pub struct Server<L: Lookup<'static>> {
     dhcp_seen: u32,
     /// The address changed since [`Server::take_address_change`] last said so.
     address_changed: bool,
+    /// The last [`RESET_MEMORY`] connections reset while still at our initial sequence
+    /// number: (peer, SND.NXT: the ACK that would return their cookie), oldest overwritten.
+    reset: [(Peer, u32); RESET_MEMORY],
+    /// Where the next one is written in `reset`.
+    reset_next: usize,
 }
 
 impl<L: Lookup<'static>> Server<L> {
@@ -200,16 +223,12 @@ impl<L: Lookup<'static>> Server<L> {
             isn: IsnGenerator::new(cfg.isn_key),
             iface,
             egress: Egress::new(&iface),
-            tcbs: TcbArray(Vec::with_capacity(n)),
-            ports: PortTable::new(),
+            conns: Table::new(n),
             per_ip: PerIp::new(n, cfg.isn_key),
             max_per_ip: cfg.max_per_ip.unwrap_or(n / 2).clamp(1, n) as u32,
             cookies: SynCookies::new(cfg.isn_key),
             half_open: 0,
             syn_backlog: cfg.syn_backlog.unwrap_or((n / 2).max(1)).min(n),
-            free: Vec::with_capacity(n),
-            run: VecDeque::with_capacity(n),
-            paced: Vec::with_capacity(n),
             next_pace_ns: u64::MAX,
             rx_slab: Vec::with_capacity(n * cfg.rx_buffer),
             head_slab: Vec::with_capacity(n * http::HEAD_MAX),
@@ -231,6 +250,8 @@ impl<L: Lookup<'static>> Server<L> {
             dhcp_client: None,
             dhcp_seen: cfg.dhcp.map_or(0, |d| d.generation().wrapping_sub(1)),
             address_changed: false,
+            reset: [(Peer::default(), 0); RESET_MEMORY],
+            reset_next: 0,
             site,
             cfg,
         }
@@ -248,29 +269,25 @@ impl<L: Lookup<'static>> Server<L> {
 
     /// TCBs in use.
     pub fn active(&self) -> usize {
-        self.tcbs.0.len() - self.free.len()
+        self.conns.active()
     }
 
     /// Whether a new connection can have a TCB ([`Server::take_tcb`] would give one).
     fn tcb_left(&self) -> bool {
-        !self.free.is_empty() || self.tcbs.0.len() < self.cfg.tcbs
+        self.conns.has_room()
     }
 
     /// A free TCB for a new connection: the last one freed, else a new one made (and its
     /// buffers zeroed, inside the capacity reserved by `new`: no allocation); `None` when
     /// all `tcbs` are in use.
     fn take_tcb(&mut self) -> Option<u32> {
-        if let Some(id) = self.free.pop() {
-            return Some(id);
+        let id = self.conns.take()?;
+        let made = self.conns.made();
+        if made * self.cfg.rx_buffer > self.rx_slab.len() {
+            self.rx_slab.resize(made * self.cfg.rx_buffer, 0);
+            self.head_slab.resize(made * http::HEAD_MAX, 0);
         }
-        let id = self.tcbs.0.len();
-        if id >= self.cfg.tcbs {
-            return None;
-        }
-        self.tcbs.0.push(Tcb::free());
-        self.rx_slab.resize((id + 1) * self.cfg.rx_buffer, 0);
-        self.head_slab.resize((id + 1) * http::HEAD_MAX, 0);
-        Some(id as u32)
+        Some(id)
     }
 
     /// Where this core's time went (RCV / HTTP; Main is the rest).
@@ -376,11 +393,11 @@ impl<L: Lookup<'static>> Server<L> {
             }
             // IMT: one HTTP step, then receive again; IST: one pass over the run list.
             let steps = match self.cfg.sched {
-                Sched::Imt => self.run.len().min(1),
-                Sched::Ist => self.run.len(),
+                Sched::Imt => self.conns.run_len().min(1),
+                Sched::Ist => self.conns.run_len(),
             };
             for _ in 0..steps {
-                if let Some(id) = self.run.pop_front() {
+                if let Some(id) = self.conns.pop_run() {
                     self.http_step(id, tx, log);
                 }
             }
@@ -427,15 +444,12 @@ impl<L: Lookup<'static>> Server<L> {
     /// timer needs better than the tick (a loss probe), the scan comes no later than it;
     /// a paced connection joins the paced list, woken at its deadline.
     fn note_timer(&mut self, id: u32) {
-        let t = &mut self.tcbs.0[id as usize];
+        let t = &self.conns[id as usize];
         if let Some(at) = t.tcp.timer().precise_deadline() {
             self.next_timer_ns = self.next_timer_ns.min(at);
         }
         if let Some(at) = t.tcp.pacing_deadline() {
-            if !t.paced {
-                t.paced = true;
-                self.paced.push(id);
-            }
+            self.conns.pace(id);
             self.next_pace_ns = self.next_pace_ns.min(at);
         }
     }
@@ -448,10 +462,8 @@ impl<L: Lookup<'static>> Server<L> {
         self.next_pace_ns = u64::MAX;
         let mut next = u64::MAX;
         let mut i = 0;
-        while i < self.paced.len() {
-            let id = self.paced[i];
-            let t = &mut self.tcbs.0[id as usize];
-            match t.tcp.pacing_deadline() {
+        while let Some(&id) = self.conns.paced().get(i) {
+            match self.conns[id as usize].tcp.pacing_deadline() {
                 Some(at) if at > now => {
                     next = next.min(at);
                     i += 1;
@@ -459,14 +471,13 @@ impl<L: Lookup<'static>> Server<L> {
                 _ => {
                     // Due (or no longer held back): off the list, and send. Held back
                     // again, it joins the list's end and is kept there.
-                    t.paced = false;
-                    self.paced.swap_remove(i);
+                    self.conns.unpace_at(i);
                     self.output(id, tx);
                 }
             }
         }
         self.next_pace_ns = self.next_pace_ns.min(next).max(now + TIMER_GRAIN_NS);
-        if self.paced.is_empty() {
+        if self.conns.paced().is_empty() {
             self.next_pace_ns = u64::MAX;
         }
     }
@@ -485,34 +496,32 @@ impl<L: Lookup<'static>> Server<L> {
     }
 
     fn enqueue(&mut self, id: u32) {
-        let t = &mut self.tcbs.0[id as usize];
-        if !t.queued {
-            t.queued = true;
-            self.run.push_back(id);
-            self.stats.run_list_max = self.stats.run_list_max.max(self.run.len() as u64);
+        if self.conns.enqueue(id) {
+            let len = self.conns.run_len() as u64;
+            self.stats.run_list_max = self.stats.run_list_max.max(len);
         }
     }
 
     /// Free bytes in connection `id`'s receive buffer.
     fn rx_space(&self, id: u32) -> u32 {
-        (self.cfg.rx_buffer as u32).saturating_sub(self.tcbs.0[id as usize].http.rx_len)
+        (self.cfg.rx_buffer as u32).saturating_sub(self.conns[id as usize].app.rx_len)
     }
 
     fn free_tcb(&mut self, id: u32) {
         let idx = id as usize;
         // A TCB is allocated exactly while the port table holds it (its TCP state may
         // already be Closed: a RST, the last ACK): unlinked here, or not there to free.
-        if !self.ports.remove(&mut self.tcbs, id) {
+        if !self.conns.unlink(id) {
             return;
         }
-        let t = &self.tcbs.0[idx];
+        let t = &self.conns[idx];
         self.per_ip.remove_from(t.peer.ip, t.per_ip_home);
-        if self.tcbs.0[idx].tcp.state() == crate::tcp::State::SynReceived {
+        if self.conns[idx].tcp.state() == crate::tcp::State::SynReceived {
             self.half_open = self.half_open.saturating_sub(1);
         }
-        let t = &self.tcbs.0[idx];
-        let (queued, paced, peer, slot) = (t.queued, t.paced, t.peer, t.http.dyn_slot);
-        if t.http.stay_start_ns != 0 {
+        let t = &self.conns[idx];
+        let (peer, slot) = (t.peer, t.app.dyn_slot);
+        if t.app.stay_start_ns != 0 {
             self.stay.parallel = self.stay.parallel.saturating_sub(1);
         }
         self.release_dyn(slot);
@@ -520,14 +529,7 @@ impl<L: Lookup<'static>> Server<L> {
             self.closed.push((peer, self.stats.rx_frames));
         }
         self.bond_release(id);
-        self.tcbs.0[idx] = Tcb::free();
-        if queued {
-            self.run.retain(|&x| x != id);
-        }
-        if paced {
-            self.paced.retain(|&x| x != id);
-        }
-        self.free.push(id);
+        self.conns.recycle(id);
         self.stats.tcp_closed += 1;
         self.stats.tcbs_in_use = self.active() as u64;
     }

@@ -6,7 +6,7 @@
 use super::{AccessLog, AccessRecord, Server, DYN_MAX};
 use crate::http::conn::{Sending, NO_DYN};
 use crate::http::{self, Parse, Status};
-use crate::iface::egress::{self, TcpOut, TSO_HEAD_MAX};
+use crate::iface::egress::{self, TSO_HEAD_MAX};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
 use crate::tcp::output::Segment;
@@ -18,35 +18,35 @@ impl<L: Lookup<'static>> Server<L> {
     /// one is acknowledged, then send what the windows allow.
     pub(super) fn http_step<T: TxRing, A: AccessLog>(&mut self, id: u32, tx: &mut T, log: &mut A) {
         let idx = id as usize;
-        self.tcbs.0[idx].queued = false;
-        if !self.tcbs.0[idx].tcp.state().is_synchronized() {
+        self.conns[idx].queued = false;
+        if !self.conns[idx].tcp.state().is_synchronized() {
             return;
         }
         // A response is done when every byte of it is acknowledged.
-        let t = &mut self.tcbs.0[idx];
-        if let Some(r) = t.http.resp {
+        let t = &mut self.conns[idx];
+        if let Some(r) = t.app.resp {
             if seq::ge(t.tcp.snd_una(), r.end()) {
-                t.http.resp = None;
-                let slot = core::mem::replace(&mut t.http.dyn_slot, NO_DYN);
+                t.app.resp = None;
+                let slot = core::mem::replace(&mut t.app.dyn_slot, NO_DYN);
                 self.release_dyn(slot);
                 self.bond_acked(id, r.wire_len());
             }
         }
-        let t = &self.tcbs.0[idx];
-        if t.http.resp.is_none() && !t.tcp.is_closing() && t.http.rx_len > 0 {
+        let t = &self.conns[idx];
+        if t.app.resp.is_none() && !t.tcp.is_closing() && t.app.rx_len > 0 {
             self.start_response(id, log);
         }
-        let t = &mut self.tcbs.0[idx];
-        if t.http.resp.is_none()
+        let t = &mut self.conns[idx];
+        if t.app.resp.is_none()
             && !t.tcp.is_closing()
             && t.tcp.state().peer_closed()
-            && t.http.rx_len == 0
+            && t.app.rx_len == 0
         {
             // The client closed and asked for nothing more: close our side too.
             t.tcp.close();
         }
         self.output(id, tx);
-        if self.tcbs.0[idx].tcp.ack_pending() {
+        if self.conns[idx].tcp.ack_pending() {
             self.send_ack(id, tx);
         }
     }
@@ -54,7 +54,7 @@ impl<L: Lookup<'static>> Server<L> {
     fn start_response<A: AccessLog>(&mut self, id: u32, log: &mut A) {
         let idx = id as usize;
         let cap = self.cfg.rx_buffer;
-        let rx_len = self.tcbs.0[idx].http.rx_len as usize;
+        let rx_len = self.conns[idx].app.rx_len as usize;
         let rx = &self.rx_slab[idx * cap..idx * cap + rx_len];
         let head = &mut self.head_slab[idx * http::HEAD_MAX..(idx + 1) * http::HEAD_MAX];
         let now = self.unix_secs;
@@ -62,7 +62,7 @@ impl<L: Lookup<'static>> Server<L> {
         let mut dyn_slot = NO_DYN;
         let (resp, consumed) = match http::parse(rx) {
             Parse::Complete { request, len } => match self.dynamic.as_mut() {
-                Some(d) if d.page.claims(request.target, self.tcbs.0[idx].peer.ip) => {
+                Some(d) if d.page.claims(request.target, self.conns[idx].peer.ip) => {
                     match d.free.pop() {
                         Some(slot) => {
                             dyn_slot = slot;
@@ -84,7 +84,7 @@ impl<L: Lookup<'static>> Server<L> {
                 }
             },
             Parse::Partial => {
-                let t = &mut self.tcbs.0[idx];
+                let t = &mut self.conns[idx];
                 if rx_len >= cap {
                     (
                         http::respond_error(Status::HEADER_FIELDS_TOO_LARGE, now, name, head),
@@ -94,7 +94,7 @@ impl<L: Lookup<'static>> Server<L> {
                     if t.tcp.state().peer_closed() {
                         // The client half-closed in the middle of a request: nothing to
                         // answer.
-                        t.http.rx_len = 0;
+                        t.app.rx_len = 0;
                     }
                     return;
                 }
@@ -108,7 +108,7 @@ impl<L: Lookup<'static>> Server<L> {
             .min(consumed);
         let sending = Sending::new(0, resp.head_len, resp.body);
         log.record(&AccessRecord {
-            peer: Ipv4Address(self.tcbs.0[idx].peer.ip),
+            peer: Ipv4Address(self.conns[idx].peer.ip),
             request_line: &rx[..line_end],
             status: resp.status,
             bytes: resp.content_len as usize,
@@ -120,22 +120,22 @@ impl<L: Lookup<'static>> Server<L> {
         self.rx_slab
             .copy_within(base + consumed..base + rx_len, base);
         let now_ns = self.now_ns;
-        let t = &mut self.tcbs.0[idx];
-        t.http.rx_len = (rx_len - consumed) as u32;
-        t.http.request_start_ns = if t.http.rx_len > 0 { now_ns } else { 0 };
-        t.http.dyn_slot = dyn_slot;
-        if t.http.stay_start_ns == 0 {
-            t.http.stay_start_ns = now_ns.max(1);
+        let t = &mut self.conns[idx];
+        t.app.rx_len = (rx_len - consumed) as u32;
+        t.app.request_start_ns = if t.app.rx_len > 0 { now_ns } else { 0 };
+        t.app.dyn_slot = dyn_slot;
+        if t.app.stay_start_ns == 0 {
+            t.app.stay_start_ns = now_ns.max(1);
             self.stay.parallel += 1;
             self.stay.parallel_max = self.stay.parallel_max.max(self.stay.parallel);
         }
         let start = t.tcp.queue(sending.wire_len());
         let r = Sending { start, ..sending };
         self.stats.http_bytes += u64::from(r.wire_len());
-        t.http.resp = Some(r);
-        let close = resp.close || (t.tcp.state().peer_closed() && t.http.rx_len == 0);
+        t.app.resp = Some(r);
+        let close = resp.close || (t.tcp.state().peer_closed() && t.app.rx_len == 0);
         self.bond_queued(id, r.wire_len());
-        let t = &mut self.tcbs.0[idx];
+        let t = &mut self.conns[idx];
         // Close after this response when HTTP says so, or when the client has already
         // half-closed and sent nothing more: then the FIN rides the last data segment.
         if close {
@@ -161,11 +161,11 @@ impl<L: Lookup<'static>> Server<L> {
         let idx = id as usize;
         loop {
             let now = self.now_ns;
-            let t = &mut self.tcbs.0[idx];
+            let t = &mut self.conns[idx];
             // Head bytes are copied into the transmit slot, so an offloaded frame may carry
             // only as many as the slot holds: while more remain (a dynamic response keeps
             // its whole body there), segments are single.
-            let head_left = t.http.head_left(t.tcp.snd_nxt()) as usize;
+            let head_left = t.app.head_left(t.tcp.snd_nxt()) as usize;
             let frame_max = if head_left <= TSO_HEAD_MAX {
                 self.tso_max
             } else {
@@ -178,7 +178,7 @@ impl<L: Lookup<'static>> Server<L> {
                 self.enqueue(id); // ring full: try again next round
                 break;
             }
-            let t = &mut self.tcbs.0[idx].tcp;
+            let t = &mut self.conns[idx].tcp;
             if seg.seq != t.snd_nxt() {
                 self.stats.tcp_sack_retransmits += 1; // a hole (only recovery goes back)
             }
@@ -192,23 +192,23 @@ impl<L: Lookup<'static>> Server<L> {
 
     /// Retransmits one segment at snd_una (fast retransmit, partial ACK).
     pub(super) fn retransmit_una<T: TxRing>(&mut self, id: u32, tx: &mut T) {
-        if let Some(seg) = self.tcbs.0[id as usize].tcp.retransmit_segment() {
+        if let Some(seg) = self.conns[id as usize].tcp.retransmit_segment() {
             if self.emit(id, &seg, tx) {
                 let now = self.now_ns;
-                self.tcbs.0[id as usize].tcp.on_sent(&seg, now);
+                self.conns[id as usize].tcp.on_sent(&seg, now);
             }
         }
         self.note_timer(id);
     }
 
     pub(super) fn send_ack<T: TxRing>(&mut self, id: u32, tx: &mut T) {
-        let seg = self.tcbs.0[id as usize].tcp.ack_segment();
+        let seg = self.conns[id as usize].tcp.ack_segment();
         self.emit(id, &seg, tx);
     }
 
     pub(super) fn send_syn_ack<T: TxRing>(&mut self, id: u32, tx: &mut T) {
         let now = self.now_ns;
-        let seg = self.tcbs.0[id as usize].tcp.syn_ack(now);
+        let seg = self.conns[id as usize].tcp.syn_ack(now);
         self.emit(id, &seg, tx);
         self.note_timer(id);
     }
@@ -222,32 +222,28 @@ impl<L: Lookup<'static>> Server<L> {
         let rx_space = self.rx_space(id);
         let port = self.cfg.port;
         let now = self.now_ns;
-        let t = &mut self.tcbs.0[idx];
-        let repr = t.tcp.header(seg, port, t.peer.port, rx_space, now);
-        let payload = t.http.payload(seg.seq, seg.len);
+        let t = &mut self.conns[idx];
+        let payload = t.app.payload(seg.seq, seg.len);
         let head_buf: &[u8] = match &self.dynamic {
-            Some(d) if t.http.dyn_slot != NO_DYN => {
-                let s = usize::from(t.http.dyn_slot);
+            Some(d) if t.app.dyn_slot != NO_DYN => {
+                let s = usize::from(t.app.dyn_slot);
                 &d.pool[s * DYN_MAX..(s + 1) * DYN_MAX]
             }
             _ => &self.head_slab[idx * http::HEAD_MAX..(idx + 1) * http::HEAD_MAX],
         };
-        let mss = t.tcp.mss();
-        let out = TcpOut {
-            repr,
-            dst_mac: t.peer_mac,
-            dst: Ipv4Address(t.peer.ip),
-            head: head_buf.get(payload.head.clone()).unwrap_or(&[]),
-            body: payload.body,
-            // An offloaded frame's checksum is the device's, and a frame without body bytes
-            // (a SYN-ACK, an ACK, a FIN, a head-only segment) has none: no body sum needed.
-            body_sum: if seg.len > mss || payload.body.is_empty() {
-                0
-            } else {
-                payload.body_sum()
-            },
-            tso_mss: (seg.len > mss).then_some(mss as u16),
-        };
+        let head = head_buf.get(payload.head.clone()).unwrap_or(&[]);
+        let (peer_port, mac) = (t.peer.port, t.peer_mac);
+        let body_sum = || payload.body_sum();
+        let out = t.frame(
+            seg,
+            (port, peer_port),
+            rx_space,
+            mac,
+            head,
+            payload.body,
+            body_sum,
+            now,
+        );
         let sent = self.egress.tcp(tx, &out);
         self.count_sent(sent);
         sent.done()
@@ -257,7 +253,7 @@ impl<L: Lookup<'static>> Server<L> {
     /// TCB where the connection ends; in SYN-RECEIVED an unacceptable ACK keeps it).
     pub(super) fn send_reset_raw<T: TxRing>(&mut self, id: u32, seq_number: u32, tx: &mut T) {
         self.via_conn(id, false, tx);
-        let t = &self.tcbs.0[id as usize];
+        let t = &self.conns[id as usize];
         let repr = egress::reset(self.cfg.port, t.peer.port, seq_number, None);
         let (mac, ip) = (t.peer_mac, Ipv4Address(t.peer.ip));
         let sent = self.egress.tcp_bare(tx, mac, ip, &repr);

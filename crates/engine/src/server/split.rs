@@ -71,15 +71,15 @@ impl<L: Lookup<'static>> Server<L> {
 
     /// Connections on the ready queue.
     pub fn ready_len(&self) -> usize {
-        self.run.len()
+        self.conns.run_len()
     }
 
     /// Takes the connection at the head of the ready queue.
     pub fn take_ready(&mut self) -> Option<Ready> {
-        while let Some(id) = self.run.pop_front() {
+        while let Some(id) = self.conns.pop_run() {
             // Only a queued TCB is on the list, except after a stale token's step (see the
             // module doc); such an entry is skipped.
-            if self.tcbs.0.get(id as usize).is_some_and(|t| t.queued) {
+            if self.conns.tcbs().get(id as usize).is_some_and(|t| t.queued) {
                 return Some(Ready(id));
             }
         }
@@ -92,11 +92,11 @@ impl<L: Lookup<'static>> Server<L> {
     /// ring lent no slot); otherwise it waits for its peer or is finished.
     pub fn step<T: TxRing, A: AccessLog>(&mut self, r: Ready, tx: &mut T, log: &mut A) -> bool {
         let idx = r.0 as usize;
-        if !self.tcbs.0.get(idx).is_some_and(|t| t.queued) {
+        if !self.conns.tcbs().get(idx).is_some_and(|t| t.queued) {
             return false; // freed since it was taken
         }
         self.http_step(r.0, tx, log);
-        self.tcbs.0[idx].queued
+        self.conns[idx].queued
     }
 
     /// Fires the timers if their 10 ms tick is due (RTO, persist, request and idle

@@ -15,6 +15,7 @@ use crate::wire::{Ipv4Address, TcpPacket};
 
 // Uses the network-core rings and the planner, which the loom build leaves out.
 #[cfg(not(loom))]
+mod admission;
 mod bond;
 mod deadline;
 mod pacing;

@@ -1,14 +1,99 @@
-//! The timer scan over all TCBs, every 10 ms and whenever a loss probe is due sooner:
-//! HTTP's request timeout (408 and close) and idle keep-alive close first, then the TCP
-//! connection's own timer (SYN-ACK and data retransmission, tail loss probe, persist
-//! probe, stall abort; [`TimerAction`]).
+//! The server's part of the timer scan over all TCBs (`tcp::table::scan_timers`), every
+//! 10 ms and whenever a loss probe is due sooner: HTTP's request timeout (408 and close)
+//! and idle keep-alive close first, then what the TCP connection's own timer asks
+//! (SYN-ACK and data retransmission, tail loss probe, persist probe, stall abort;
+//! [`TimerAction`]).
 
 use super::{AccessLog, AccessRecord, Server};
+use crate::http::conn::HttpConn;
 use crate::http::{self, conn::Sending, Status};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
 use crate::tcp::output::TimerAction;
+use crate::tcp::table::{scan_timers, Table, Timed};
 use crate::wire::Ipv4Address;
+
+/// The server's side of the shared timer scan: HTTP's timeouts, and TCP's timer actions
+/// carried out on `tx`.
+struct Scan<'a, L: Lookup<'static>, T, A> {
+    s: &'a mut Server<L>,
+    tx: &'a mut T,
+    log: &'a mut A,
+}
+
+impl<L: Lookup<'static>, T: TxRing, A: AccessLog> Timed for Scan<'_, L, T, A> {
+    type App = HttpConn;
+
+    fn table(&mut self) -> &mut Table<HttpConn> {
+        &mut self.s.conns
+    }
+
+    fn app_timer(&mut self, id: u32) -> bool {
+        let s = &mut *self.s;
+        let now = s.now_ns;
+        let to = s.cfg.timeouts;
+        let t = &s.conns[id as usize];
+        if t.tcp.state().is_synchronized() && !t.tcp.is_closing() && t.app.resp.is_none() {
+            // Request head not complete in time: 408 and close.
+            if t.app.request_start_ns != 0
+                && now.saturating_sub(t.app.request_start_ns) >= ms(to.request_ms)
+            {
+                s.request_timeout(id, self.log);
+                return true;
+            }
+            // Idle keep-alive connection: close it gracefully.
+            let silent = now.saturating_sub(t.tcp.last_heard_ns());
+            if t.app.rx_len == 0 && silent >= ms(to.idle_ms) {
+                s.conns[id as usize].tcp.close();
+                s.enqueue(id);
+                return true;
+            }
+        }
+        false
+    }
+
+    fn fire(&mut self, id: u32, action: TimerAction) {
+        let (s, tx) = (&mut *self.s, &mut *self.tx);
+        match action {
+            TimerAction::None => {}
+            TimerAction::ResendSynAck => {
+                s.stats.tcp_rto_retransmits += 1;
+                s.send_syn_ack(id, tx);
+            }
+            TimerAction::Retransmit => {
+                s.stats.tcp_rto_retransmits += 1;
+                s.output(id, tx);
+            }
+            TimerAction::LossProbe(seg) => {
+                if s.emit(id, &seg, tx) {
+                    s.conns[id as usize].tcp.on_sent(&seg, s.now_ns);
+                    s.stats.tcp_loss_probes += 1;
+                }
+            }
+            TimerAction::Probe(seg) => {
+                if s.emit(id, &seg, tx) {
+                    s.conns[id as usize].tcp.on_sent(&seg, s.now_ns);
+                    s.stats.tcp_window_probes += 1;
+                }
+            }
+            TimerAction::Abort { seq } => {
+                s.stats.tcp_timeouts += 1;
+                s.remember_reset(id);
+                s.send_reset_raw(id, seq, tx);
+                s.free_tcb(id);
+            }
+            TimerAction::Expire => {
+                // Half-open: the client never completed the handshake.
+                s.stats.tcp_timeouts += 1;
+                s.free_tcb(id);
+            }
+        }
+    }
+}
+
+fn ms(x: u64) -> u64 {
+    x * 1_000_000
+}
 
 impl<L: Lookup<'static>> Server<L> {
     /// Fires what is due; returns the earliest precise TCP deadline left (a loss probe's;
@@ -16,72 +101,8 @@ impl<L: Lookup<'static>> Server<L> {
     pub(super) fn timers<T: TxRing, A: AccessLog>(&mut self, tx: &mut T, log: &mut A) -> u64 {
         let now = self.now_ns;
         let to = self.cfg.timeouts;
-        let ms = |x: u64| x * 1_000_000;
-        let mut next = u64::MAX;
-        for id in 0..self.tcbs.0.len() as u32 {
-            let idx = id as usize;
-            let t = &self.tcbs.0[idx];
-            if !t.in_use() {
-                continue;
-            }
-            if t.tcp.state().is_synchronized() && !t.tcp.is_closing() && t.http.resp.is_none() {
-                // Request head not complete in time: 408 and close.
-                if t.http.request_start_ns != 0
-                    && now.saturating_sub(t.http.request_start_ns) >= ms(to.request_ms)
-                {
-                    self.request_timeout(id, log);
-                    continue;
-                }
-                // Idle keep-alive connection: close it gracefully.
-                let silent = now.saturating_sub(t.tcp.last_heard_ns());
-                if t.http.rx_len == 0 && silent >= ms(to.idle_ms) {
-                    self.tcbs.0[idx].tcp.close();
-                    self.enqueue(id);
-                    continue;
-                }
-            }
-            let action = self.tcbs.0[idx]
-                .tcp
-                .on_timer(now, ms(to.stall_ms), to.max_retries);
-            match action {
-                TimerAction::None => {}
-                TimerAction::ResendSynAck => {
-                    self.stats.tcp_rto_retransmits += 1;
-                    self.send_syn_ack(id, tx);
-                }
-                TimerAction::Retransmit => {
-                    self.stats.tcp_rto_retransmits += 1;
-                    self.output(id, tx);
-                }
-                TimerAction::LossProbe(seg) => {
-                    if self.emit(id, &seg, tx) {
-                        self.tcbs.0[idx].tcp.on_sent(&seg, now);
-                        self.stats.tcp_loss_probes += 1;
-                    }
-                }
-                TimerAction::Probe(seg) => {
-                    if self.emit(id, &seg, tx) {
-                        self.tcbs.0[idx].tcp.on_sent(&seg, now);
-                        self.stats.tcp_window_probes += 1;
-                    }
-                }
-                TimerAction::Abort { seq } => {
-                    self.stats.tcp_timeouts += 1;
-                    self.send_reset_raw(id, seq, tx);
-                    self.free_tcb(id);
-                }
-                TimerAction::Expire => {
-                    // Half-open: the client never completed the handshake.
-                    self.stats.tcp_timeouts += 1;
-                    self.free_tcb(id);
-                }
-            }
-            let t = &self.tcbs.0[idx];
-            if t.in_use() {
-                next = next.min(t.tcp.timer().precise_deadline().unwrap_or(u64::MAX));
-            }
-        }
-        next
+        let mut scan = Scan { s: self, tx, log };
+        scan_timers(&mut scan, now, ms(to.stall_ms), to.max_retries).next_precise_ns
     }
 
     /// 408: the request head did not complete in time. The answer closes the connection.
@@ -95,20 +116,20 @@ impl<L: Lookup<'static>> Server<L> {
             head,
         );
         log.record(&AccessRecord {
-            peer: Ipv4Address(self.tcbs.0[idx].peer.ip),
+            peer: Ipv4Address(self.conns[idx].peer.ip),
             request_line: b"",
             status: resp.status,
             bytes: resp.content_len as usize,
             unix_secs: self.unix_secs,
         });
         self.count_response(resp.status);
-        let t = &mut self.tcbs.0[idx];
+        let t = &mut self.conns[idx];
         let start = t.tcp.queue(resp.head_len as u32);
         let r = Sending::new(start, resp.head_len, None);
-        t.http.resp = Some(r);
+        t.app.resp = Some(r);
         t.tcp.close();
-        t.http.rx_len = 0;
-        t.http.request_start_ns = 0;
+        t.app.rx_len = 0;
+        t.app.request_start_ns = 0;
         self.bond_queued(id, r.wire_len());
         self.enqueue(id);
     }

@@ -11,12 +11,15 @@
 //! - [`state`], [`timer`], [`rtt`] (RFC 6298), [`sack`] (the scoreboard), [`congestion`]
 //!   (the loss-recovery state, CUBIC and PRR) and [`bbr`] (BBR v1), fed by [`rate`]
 //!   (delivery-rate samples); `pacing.rs`: the pacing clock and the per-ACK model update;
-//! - [`tcb`]: the TCB (connection + application part + table links), [`port_table`]
-//!   (client port → TCB), [`per_ip`] (connections per client address), [`seq`] (sequence
+//! - [`tcb`]: the TCB (connection + application part + table links), `table`: the
+//!   connection table every user of TCP keeps its TCBs in (free list, port table, run
+//!   list; the application's state a type parameter), [`port_table`] (port → TCB),
+//!   [`per_ip`] (connections per client address), [`seq`] (sequence
 //!   arithmetic), [`isn`] (RFC 6528), [`syncookie`] (RFC 4987).
 //!
 //! Nothing here builds a frame, owns a buffer or knows HTTP: `iface` parses and builds
-//! frames, `server` applies outcomes, `http::conn` owns the request and the response.
+//! frames, `server` and `client` apply outcomes, `http::conn` owns the request and the
+//! response.
 //! Correct per RFC 9293, with RFC 6298 retransmission timing, RFC 5681/6582 NewReno,
 //! RFC 5961 challenge ACKs and RFC 6528 initial sequence numbers.
 //!
@@ -39,6 +42,8 @@ pub mod sack;
 pub mod seq;
 pub mod state;
 pub mod syncookie;
+#[cfg(any(test, feature = "alloc"))]
+pub mod table;
 pub mod tcb;
 pub mod timer;
 

@@ -82,7 +82,7 @@ fn a_paced_connection_is_woken_at_its_deadline() {
     assert_eq!(out[0].seq, sseq.wrapping_add(9 * 1460));
     // The window is full: nothing is paced now; the next wake-up is a TCP timer's.
     assert!(s.next_timer_ns() >= t + 2 * MS, "{}", s.next_timer_ns() - t);
-    assert!(s.paced.is_empty());
+    assert!(s.conns.paced().is_empty());
 }
 
 #[test]
@@ -91,7 +91,7 @@ fn a_freed_connection_leaves_the_paced_list() {
     let mut nic = FakeNic::new(SERVER_MAC);
     let mut clock = ManualClock(1_000 * MS);
     let (sport, cseq, _, _) = paced_download(&mut s, &mut nic, &mut clock);
-    assert_eq!(s.paced.len(), 1);
+    assert_eq!(s.conns.paced().len(), 1);
     nic.rx.inbox.push_back(tcp_frame(
         sport,
         cseq,
@@ -102,7 +102,7 @@ fn a_freed_connection_leaves_the_paced_list() {
     ));
     run(&mut s, &mut nic, &clock);
     assert_eq!(s.active(), 0);
-    assert!(s.paced.is_empty());
+    assert!(s.conns.paced().is_empty());
     clock.0 += MS;
     assert!(run(&mut s, &mut nic, &clock).is_empty());
 }
@@ -114,5 +114,5 @@ fn cubic_connections_are_never_paced() {
     let mut clock = ManualClock(1_000 * MS);
     let (_, _, _, out) = paced_download(&mut s, &mut nic, &mut clock);
     assert_eq!(out.iter().filter(|o| !o.payload.is_empty()).count(), 10);
-    assert!(s.paced.is_empty());
+    assert!(s.conns.paced().is_empty());
 }

@@ -390,10 +390,10 @@ fn tcbs_and_their_buffers_are_made_as_connections_first_need_them() {
     // freed one is taken again first, and the limit holds.
     let mut s = server();
     assert_eq!(
-        (s.tcbs.0.len(), s.rx_slab.len(), s.head_slab.len()),
+        (s.conns.made(), s.rx_slab.len(), s.head_slab.len()),
         (0, 0, 0)
     );
-    assert!(s.tcbs.0.capacity() >= 8 && s.rx_slab.capacity() >= 8 * s.cfg.rx_buffer);
+    assert!(s.conns.reserved() >= 8 && s.rx_slab.capacity() >= 8 * s.cfg.rx_buffer);
     let mut nic = FakeNic::new(SERVER_MAC);
     let clock = ManualClock(1_000_000);
     for p in 0..3u16 {
@@ -408,7 +408,7 @@ fn tcbs_and_their_buffers_are_made_as_connections_first_need_them() {
         nic.rx.inbox.push_back(syn);
         run(&mut s, &mut nic, &clock);
     }
-    assert_eq!((s.active(), s.tcbs.0.len()), (3, 3));
+    assert_eq!((s.active(), s.conns.made()), (3, 3));
     assert_eq!(s.rx_slab.len(), 3 * s.cfg.rx_buffer);
     assert_eq!(s.head_slab.len(), 3 * http::HEAD_MAX);
     let cap = s.rx_slab.capacity();
@@ -417,7 +417,7 @@ fn tcbs_and_their_buffers_are_made_as_connections_first_need_them() {
     for _ in 3..8 {
         assert!(s.take_tcb().is_some());
     }
-    assert_eq!((s.take_tcb(), s.tcbs.0.len()), (None, 8));
+    assert_eq!((s.take_tcb(), s.conns.made()), (None, 8));
     assert!(!s.tcb_left());
     assert_eq!(s.rx_slab.capacity(), cap, "growing never reallocated");
 }
