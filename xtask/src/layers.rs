@@ -38,16 +38,7 @@ pub struct Allowed {
 
 /// Imports against the map that are known and on their way out. The check fails when an
 /// entry is no longer needed, so that it is removed with the import.
-pub const ALLOWED: &[Allowed] = &[
-    // The TCB still holds the HTTP side of a connection (`http::conn::HttpConn`); the
-    // generic connection table, with the application's state as a type parameter, removes
-    // this import and then this entry.
-    Allowed {
-        file: "tcp/tcb.rs",
-        from: "tcp",
-        to: "http",
-    },
-];
+pub const ALLOWED: &[Allowed] = &[];
 
 /// Where the engine's sources are, from the workspace root.
 const ENGINE_SRC: &str = "crates/engine/src";
