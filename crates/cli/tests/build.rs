@@ -1,5 +1,5 @@
 //! `bareweb build` says what it left out and why, warns about an empty site, and reports a
-//! bad bareweb.toml with its file and line (issue 17).
+//! bad bareweb.toml with its file and line.
 
 use std::fs;
 use std::path::PathBuf;

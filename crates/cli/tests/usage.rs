@@ -1,4 +1,4 @@
-//! The command line as a user meets it (issue 17, "one validation style"): every bad value
+//! The command line as a user meets it ("one validation style"): every bad value
 //! or impossible combination is a clap usage error — exit code 2, clap's `error:` format,
 //! the option named — before anything starts; the same option has the same name and
 //! meaning in `serve`, `run` and `build`.

@@ -1,4 +1,4 @@
-//! The engine microbenchmark (issue 18): the server engine against the engine's own client
+//! The engine microbenchmark: the server engine against the engine's own client
 //! over an in-memory wire (`memwire`): no system call, one thread, frames passed by
 //! pointer. This is the software's own cost, with no device, kernel or copy to a NIC.
 //!

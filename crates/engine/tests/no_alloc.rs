@@ -1,4 +1,4 @@
-//! No allocation on the hot path (issue 18; DESIGN.md's rule): a counting global
+//! No allocation on the hot path (DESIGN.md's rule): a counting global
 //! allocator, and the server engine driven through keep-alive requests and through whole
 //! connections (handshake, GET, close) over an in-memory queue pair that itself never
 //! allocates. After a warm-up, the allocations made inside `Server::poll` must be zero.

@@ -1,5 +1,5 @@
 //! A bench that dies on a panic (the release build aborts: no `Drop`) still removes its
-//! namespaces and the servers in them (issue 17: `bench --smoke 2>&1 | head -3` left a
+//! namespaces and the servers in them (once, `bench --smoke 2>&1 | head -3` left a
 //! `bareweb serve` and a namespace behind). Needs root for `ip netns`.
 
 use std::process::Command;

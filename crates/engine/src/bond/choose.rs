@@ -138,7 +138,7 @@ impl Chooser {
         self.control
     }
 
-    /// The NIC for one datagram of a protocol without connections (issue 13's UDP), to a
+    /// The NIC for one datagram of a protocol without connections (the UDP protocol), to a
     /// client whose address hashes to `client_hash`, carrying `len` payload bytes: by
     /// client ([`Policy::PerClient`]: one client's datagrams on one NIC, so they are not
     /// reordered), by size (small ones on the control NIC), or the NIC with the fewest

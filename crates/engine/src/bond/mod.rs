@@ -1,4 +1,4 @@
-//! Bonding (issue 14, paper 002): one server on a set of NICs that receives on one and
+//! Bonding (the bonding paper): one server on a set of NICs that receives on one and
 //! sends on several, and survives a NIC failing.
 //!
 //! The paper's design, which Linux's bonding driver calls `balance-tlb`:

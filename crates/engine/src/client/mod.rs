@@ -1,4 +1,4 @@
-//! The engine as an HTTP/1.1 client over its own TCP (issue 18): a load generator's
+//! The engine as an HTTP/1.1 client over its own TCP: a load generator's
 //! transport with no operating system in its path. [`Client`] owns an address on a link,
 //! its connections in the same connection table as the server's (`tcp::table`: TCBs of
 //! [`Connection`]s in active open, `tcp::active`, each with a [`FetchConn`], keyed by the

@@ -42,7 +42,7 @@ pub enum Role {
     Http,
     /// Owns one NIC queue pair (per-queue mode).
     Queue,
-    /// A thread of a shared-server runner (issue 5: pool, workshare, tasks) that takes
+    /// A thread of a shared-server runner (the OpenMP paper's runners: pool, workshare, tasks) that takes
     /// ready connections from the one `Server` all threads share.
     Worker,
     /// The `Server` that a runner's threads share: its counters and stay times. It has no
@@ -106,9 +106,9 @@ pub struct Board {
     roles: Box<[Role]>,
     rows: Box<[Row]>,
     pages: PageSettings,
-    /// The NIC set (issue 14), whose per-NIC counters and links the page shows.
+    /// The NIC set (bonding), whose per-NIC counters and links the page shows.
     bond: Option<&'static Bond>,
-    /// The DHCP client's state, address and counters (issue 16), when `ip=dhcp`.
+    /// The DHCP client's state, address and counters, when `ip=dhcp`.
     dhcp: Option<&'static crate::dhcp::shared::Shared>,
 }
 
@@ -301,7 +301,7 @@ impl Board {
     }
 
     /// Publishes the time core `core` waited for a lock (the shared-server runners' one
-    /// lock around their `Server`; issue 5). It is its own part of the split, taken out
+    /// lock around their `Server`; the runner study). It is its own part of the split, taken out
     /// of Main. Only core `core` may call this.
     pub fn publish_lock_wait(&self, core: usize, lock_ns: u64) {
         let Some(row) = self.rows.get(core) else {

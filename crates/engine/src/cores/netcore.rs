@@ -1,4 +1,4 @@
-//! Network-core mode (paper 000 §IV, paper 001 §4): core 0 owns the NIC, HTTP cores own
+//! Network-core mode (the multi-core paper §IV, the UDP paper §4): core 0 owns the NIC, HTTP cores own
 //! connections, and SPSC rings carry frames between them.
 //!
 //! ```text
@@ -32,10 +32,10 @@
 //!   otherwise a newer frame (a new SYN from a reused port) is in flight and the mapping
 //!   stays. A mapping whose note was lost is dropped after more silence than any TCB
 //!   survives (the server's stall timeout), so the map cannot leak.
-//! - **UDP requests (paper 001)**: a datagram for the stateless protocol's port goes to
+//! - **UDP requests (the UDP paper)**: a datagram for the stateless protocol's port goes to
 //!   the next HTTP core round robin, with no mapping (nothing outlives the answer); the
 //!   core's id in every packet says which core answered.
-//! - **Several NICs** (issue 14): an HTTP core's server names each frame's NIC
+//! - **Several NICs** (bonding): an HTTP core's server names each frame's NIC
 //!   (`TxRing::select`, its connection's send-id) and writes that NIC's MAC as the source;
 //!   the DLIST slot keeps the NIC and core 0's drain selects it on the device (a
 //!   `bond::BondTx`) before posting. Core 0 classifies frames for the set's receive MAC,
@@ -145,7 +145,7 @@ pub struct Dispatch<R: RxRing, C: Clock> {
     next_udp: usize,
     /// UDP requests handed to cores.
     udp_dispatched: u64,
-    /// Paper 001's request-id stack (when the UDP protocol is served).
+    /// The UDP paper's request-id stack (when the UDP protocol is served).
     ids: Option<CoreIds>,
     next_sweep_ns: u64,
     dispatched: u64,
@@ -398,7 +398,7 @@ impl<R: RxRing, C: Clock> Dispatch<R, C> {
                 cookie_ack,
             } => (peer, syn, cookie_ack),
             Class::Udp => {
-                // Paper 001 Fig. 3: each request to the next HTTP core, round robin; the
+                // The UDP paper, Fig. 3: each request to the next HTTP core, round robin; the
                 // request leaves nothing behind, so no mapping. Its id comes from core 0's
                 // stack (§5); one that core 0 keeps (`--bsp-http`) uses its server's own.
                 let n = self.targets.len().max(1);

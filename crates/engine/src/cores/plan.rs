@@ -288,7 +288,7 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
             cfg.tcbs = 1;
             cfg.syn_backlog = Some(0);
         }
-        // The UDP protocol's packets say which core answered (paper 001 Fig. 7a).
+        // The UDP protocol's packets say which core answered (the UDP paper, Fig. 7a).
         if let Some(u) = cfg.udp.as_mut() {
             u.core = core.min(255) as u8;
         }

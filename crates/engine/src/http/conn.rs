@@ -133,7 +133,7 @@ pub struct HttpConn {
     /// establishment, then at the first byte of each request after a response.
     pub request_start_ns: u64,
     /// When the first request on this connection arrived complete (0: none yet); the stay
-    /// time runs from here to the client's final ACK (issue 4).
+    /// time runs from here to the client's final ACK (the runner study's time split).
     pub stay_start_ns: u64,
     /// The dynamic-response buffer this connection's response head lives in (the stats
     /// JSON), or [`NO_DYN`] for the head slab.

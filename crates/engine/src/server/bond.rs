@@ -1,4 +1,4 @@
-//! The server's side of bonding (issue 14, paper 002): the send-id of each connection,
+//! The server's side of bonding (the bonding paper): the send-id of each connection,
 //! the NIC every frame leaves from, and what a failover asks of the server.
 //!
 //! - **The send-id.** [`Server::bond_assign`] gives a new connection its send NIC (the
@@ -15,7 +15,7 @@
 //!   was lost on the dead link TCP retransmits), and, on the announcing core, sends a
 //!   gratuitous ARP for each one the monitor asked for.
 //! - **Datagrams** ([`Server::via_datagram`]): the seam for a protocol without
-//!   connections: issue 13's UDP server (`server/udp.rs`) asks it for every packet of an
+//!   connections: the UDP protocol's server (`server/udp.rs`) asks it for every packet of an
 //!   answer, a send NIC per datagram by the same policy.
 //!
 //! Without a set (`Config::bond` is `None`) every function here returns at its first line.
@@ -105,7 +105,7 @@ impl<L: Lookup<'static>> Server<L> {
         }
     }
 
-    /// The seam for a protocol without connections (issue 13's UDP server): chooses the
+    /// The seam for a protocol without connections (the UDP protocol's server): chooses the
     /// send NIC for one datagram of `len` payload bytes to `client` by the set's policy
     /// (per client: one NIC per client address; by size; least queued) and selects it, so
     /// the frame built next on `tx` with `self.egress` leaves from it with its MAC. Without

@@ -1,4 +1,4 @@
-//! An address from DHCP (issue 16, `Config::dhcp`): the glue between a server and the
+//! An address from DHCP (`Config::dhcp`): the glue between a server and the
 //! engine's DHCP client ([`crate::dhcp`]).
 //!
 //! One core's server owns the client ([`Server::own_dhcp`]): it feeds it every DHCP reply

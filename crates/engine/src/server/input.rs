@@ -364,7 +364,7 @@ impl<L: Lookup<'static>> Server<L> {
         }
         if out.established {
             // The request timeout runs from here, not from the first byte: a connection
-            // that never sends one gets 408 like a slow one (issue 15: silent clients held
+            // that never sends one gets 408 like a slow one (the hardening work: silent clients held
             // TCBs until the idle timeout, three times as long).
             self.conns[idx].app.request_start_ns = now;
         }
@@ -383,7 +383,7 @@ impl<L: Lookup<'static>> Server<L> {
         }
         let t = &self.conns[idx];
         if t.tcp.state().is_done() {
-            // Both directions are closed (no TIME-WAIT is held; see docs/tcp.md).
+            // Both directions are closed (no TIME-WAIT is held; see docs/design/tcp.md).
             let start = t.app.stay_start_ns;
             if start != 0 {
                 self.stay.record(now.saturating_sub(start));

@@ -16,8 +16,8 @@
 //! - `address.rs`: telling the link our address (ARP announcement);
 //! - `dhcp.rs`: an address from DHCP: replies to the client, its messages out, the
 //!   published address applied;
-//! - `udp.rs`: the stateless UDP protocol (paper 001): a datagram in, its answer out;
-//! - `bond.rs`: on a set of NICs (issue 14), the send-id, the NIC each frame leaves from,
+//! - `udp.rs`: the stateless UDP protocol (the UDP paper): a datagram in, its answer out;
+//! - `bond.rs`: on a set of NICs (the bonding paper), the send-id, the NIC each frame leaves from,
 //!   and failover;
 //! - [`config`]: [`Config`], [`Timeouts`], [`Sched`].
 //!
@@ -44,7 +44,7 @@
 //! connections (a load generator, a NAT or proxy in front of many users); `--max-per-ip`
 //! lowers it where that trade is wanted.
 //!
-//! Scheduling follows paper 004: the receive path has priority. With [`Sched::Imt`] the
+//! Scheduling follows the scheduling paper: the receive path has priority. With [`Sched::Imt`] the
 //! server looks at the receive ring again after every single HTTP step; with
 //! [`Sched::Ist`] one HTTP pass serves every connection on the run list first.
 
@@ -201,7 +201,7 @@ impl<L: Lookup<'static>> Server<L> {
     /// The TCB array and its buffers (~9 KiB per TCB) are reserved here but written only
     /// as connections first need them ([`Server::take_tcb`]): a server starts without
     /// writing ~9 MiB per 1024 TCBs, which was most of the bare-machine kernel's boot
-    /// under an emulator (issue 16), and the timer scan covers only TCBs ever used.
+    /// under an emulator, and the timer scan covers only TCBs ever used.
     pub fn new(cfg: Config, site: L, mac: crate::wire::EthernetAddress) -> Server<L> {
         assert!(
             cfg.tcbs > 0 && cfg.tcbs < (1 << 31),
@@ -337,7 +337,7 @@ impl<L: Lookup<'static>> Server<L> {
         // Bounded so timers run and the transmit ring is flushed at least every
         // ROUND_BUDGET receive bursts, however busy the link.
         let mut rounds = 0;
-        // Time split (issue 4): a burst that brought frames counts as RCV up to the end of
+        // Time split (the runner study): a burst that brought frames counts as RCV up to the end of
         // their handling, an HTTP step as HTTP; empty bursts and the rest are Main.
         let mut mark = self.now_ns;
         while rounds < ROUND_BUDGET {
@@ -360,7 +360,7 @@ impl<L: Lookup<'static>> Server<L> {
                 // taken before could be older than the frames themselves (the core paused
                 // in between), and in network-core mode older than core 0's SYN-ACK of a
                 // SYN cookie — our TSvals would go backwards, the peer's PAWS would drop
-                // them, and the cookie could look a period from the future (docs/tcp.md,
+                // them, and the cookie could look a period from the future (docs/design/tcp.md,
                 // "Time across cores").
                 self.now_ns = self.now_ns.max(taken);
             }

@@ -1,4 +1,4 @@
-//! The server's round taken apart (issue 5, the parallel runners of paper 003): the same
+//! The server's round taken apart (the parallel runners of the OpenMP paper): the same
 //! work [`Server::poll`] does, as separate public steps, so a platform can schedule them
 //! itself — on one thread in Boa's ready/blocked loop, or on several threads sharing one
 //! `Server` behind a lock.

@@ -766,7 +766,7 @@ impl crate::server::AccessLog for Recorded {
 
 #[test]
 fn the_access_log_counts_an_error_pages_bytes() {
-    // A 404's small page is content on the wire like a file's body (issue 17: the log
+    // A 404's small page is content on the wire like a file's body (the access log
     // said 0 for a 404 that sent 107 bytes).
     let mut s = server();
     let mut nic = FakeNic::new(SERVER_MAC);

@@ -1,11 +1,11 @@
-//! The stateless UDP protocol's glue (paper 001, `crate::udp`): a request datagram in,
+//! The stateless UDP protocol's glue (the UDP paper, `crate::udp`): a request datagram in,
 //! its answer's frames out, nothing kept. The order of checks is the spec's
 //! (docs/udp-protocol.md §6): the per-source rate limit, then the request, then a request
 //! id from the stack, then the answer under the amplification bound; every refusal is
 //! counted.
 //!
 //! Every frame of an answer leaves through [`Server::udp_send`], the one place a UDP
-//! frame is posted: on a NIC set (issue 14) it asks `Server::via_datagram` for the send
+//! frame is posted: on a NIC set (bonding) it asks `Server::via_datagram` for the send
 //! NIC of each packet by the set's policy, as TCP does per connection.
 
 use alloc::vec;

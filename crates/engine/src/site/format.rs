@@ -1,6 +1,6 @@
 //! The site image layout: magic, version, field offsets and the image checksum. Shared by
 //! the builder (which writes these fields) and the loader (which checks them). The format
-//! is described for humans in `docs/site-image.md`; keep the two in step.
+//! is described for humans in `docs/design/site-image.md`; keep the two in step.
 //!
 //! All integers are little-endian. Offsets named `*_off` in the header and the body fields
 //! of an entry are absolute byte offsets into the image; string offsets in an entry are

@@ -2,7 +2,7 @@
 //! HTTP layer makes in it.
 //!
 //! This module owns the image format (see [`format`](mod@format) and
-//! `docs/site-image.md`), its checked loader ([`Site::load`]), path lookup ([`Site`]
+//! `docs/design/site-image.md`), its checked loader ([`Site::load`]), path lookup ([`Site`]
 //! implements [`Lookup`]) and, with the `std` feature, the builder that makes an image
 //! from a directory (`build_from_dir`).
 //!

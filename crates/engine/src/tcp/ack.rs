@@ -251,7 +251,7 @@ impl Connection {
         // RFC 8985 marks a segment lost once a segment sent after it is SACKed and a
         // reordering window (a quarter of the minimum RTT) has passed; this TCP keeps no
         // per-segment send times and its timers tick every 10 ms, so the window is zero:
-        // the first SACK above SND.UNA starts recovery (docs/tcp.md: the cost of
+        // the first SACK above SND.UNA starts recovery (docs/design/tcp.md: the cost of
         // reordering).
         if self
             .cc

@@ -23,7 +23,7 @@
 //! Left out of Linux's: the long-term bandwidth estimate that detects token-bucket
 //! policers (`lt_bw`), the allowance for ACK aggregation (`extra_acked`), and the per-ACK
 //! deduction of newly lost packets from the window in recovery (`rs->losses`: this TCP
-//! marks losses per range, not per packet); see docs/tcp.md.
+//! marks losses per range, not per packet); see docs/design/tcp.md.
 //!
 //! Pure arithmetic over what the connection tells it on each ACK ([`Ack`]): byte units,
 //! rates in bytes per µs as fixed point ([`BW_SHIFT`]), gains in 1/256, times from the

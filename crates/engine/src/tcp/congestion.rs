@@ -25,7 +25,7 @@ use super::seq;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Algorithm {
     /// CUBIC with PRR; not paced. The default: on a clean link it is the faster of the
-    /// two here (docs/performance.md, "Loss recovery").
+    /// two here (docs/perf/log/2026-11-24-loss-recovery.md).
     #[default]
     Cubic,
     /// BBR v1; paced.

@@ -169,7 +169,7 @@ pub struct Connection {
     /// after every retransmission arrived, so a hole still below HighRxt was lost again.
     pub(super) rxt_fence: u32,
     /// Loss probes sent since the last progress: each waits twice as long as the one
-    /// before, until that would be the RTO (RFC 8985 §7 sends one; see docs/tcp.md).
+    /// before, until that would be the RTO (RFC 8985 §7 sends one; see docs/design/tcp.md).
     pub(super) probes: u8,
     /// When the last challenge ACK went out (0: never).
     pub(super) last_challenge_ns: u64,

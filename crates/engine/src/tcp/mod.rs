@@ -1,4 +1,4 @@
-//! TCP, integrated with HTTP the way paper 004 describes, as a state machine of its own.
+//! TCP, integrated with HTTP the way the scheduling paper describes, as a state machine of its own.
 //!
 //! - [`active`]: the active open (the engine's client): SYN-SENT, the SYN and its
 //!   retransmission, the SYN-ACK's options, simultaneous open;

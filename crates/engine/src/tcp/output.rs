@@ -271,7 +271,7 @@ impl Connection {
 
     /// In SACK recovery, the end of what is deemed lost: every octet not SACKed below the
     /// highest SACKed one (data sent later has arrived; RFC 8985's rule without its
-    /// reordering window: see docs/tcp.md), and the segment at SND.UNA; after a timeout,
+    /// reordering window: see docs/design/tcp.md), and the segment at SND.UNA; after a timeout,
     /// everything that was outstanding (the FIN included).
     fn lost_end(&self) -> u32 {
         let data_end = self.data_end();

@@ -1,9 +1,9 @@
 //! Connections per client address: a fixed-size open-addressing table (IPv4 → count),
 //! allocated at start with room for every TCB twice over, so it never fills. The server
-//! refuses a connection beyond `--max-per-ip` from one address (issue 15: one client must
+//! refuses a connection beyond `--max-per-ip` from one address (the hardening work: one client must
 //! not take every TCB). Keyed SipHash: an attacker cannot aim its addresses at one bucket.
 //! Each live address also carries a one-byte tag, forgotten with its last connection: the
-//! send NIC of a bonded server's per-client policy (issue 14).
+//! send NIC of a bonded server's per-client policy (the bonding paper).
 
 use alloc::vec;
 use alloc::vec::Vec;

@@ -1,5 +1,5 @@
 //! The port table: 65,536 slots indexed by the client's TCP port, each holding the number
-//! of the first TCB for that port (paper 000 §III: index, don't search). Connections from
+//! of the first TCB for that port (the multi-core paper, §III: index, don't search). Connections from
 //! different hosts that share a client port are chained through an index-linked overflow
 //! field inside the TCBs (`u32` numbers, no pointers); the chain is then walked comparing
 //! (IP, port). A walk never visits more links than there are TCBs, so a corrupted chain

@@ -2,7 +2,7 @@
 //! one segment is timed at a time, and never a retransmitted one.
 
 /// Lower bound of the retransmission timeout (Linux's 200 ms rather than RFC 6298's 1 s,
-/// which is a SHOULD; documented in docs/tcp.md).
+/// which is a SHOULD; documented in docs/design/tcp.md).
 pub const RTO_MIN_MS: u32 = 200;
 /// Upper bound of the retransmission timeout.
 pub const RTO_MAX_MS: u32 = 60_000;

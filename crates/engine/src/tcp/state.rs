@@ -21,7 +21,7 @@
 //! ```
 //!
 //! LISTEN belongs to the server (one per port), not to a TCB. TIME-WAIT is entered and left
-//! at once: the TCB is freed when both FINs are acknowledged (docs/tcp.md says why; for the
+//! at once: the TCB is freed when both FINs are acknowledged (docs/design/tcp.md says why; for the
 //! client's side, `super::active` says how its ports are reused).
 
 /// Connection states (RFC 9293 §3.3.2).

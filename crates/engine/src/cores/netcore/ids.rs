@@ -1,4 +1,4 @@
-//! Paper 001's request ids in network-core mode: the network core pops an id from its stack
+//! The UDP paper's request ids in network-core mode: the network core pops an id from its stack
 //! when a UDP request arrives, tags the frame with it on the HTTP core's CLIST, and pushes
 //! it back once it has sent the answer's last packet to the NIC (§5: "When a packet
 //! arrives in the BSP, a request id is popped from the stack. When a request is complete,

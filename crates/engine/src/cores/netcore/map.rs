@@ -46,7 +46,7 @@ impl Links for Conns {
     }
 }
 
-/// Which core owns which connection, indexed by the client port (paper 000 §IV: the
+/// Which core owns which connection, indexed by the client port (the multi-core paper, §IV: the
 /// port table), entries chained by index; fixed size.
 pub struct ConnMap {
     pub(super) ports: PortTable,

@@ -238,7 +238,7 @@ fn strays_and_non_tcp_stay_on_core_0() {
 
 #[test]
 fn a_syn_no_core_has_room_for_is_core_0s_to_answer_with_a_cookie() {
-    // Issue 15: half-open connections of a SYN flood (or silent clients) fill every HTTP
+    // Hardening: half-open connections of a SYN flood (or silent clients) fill every HTTP
     // core. A new SYN is not dropped (that locked every new client out until the half-open
     // ones expired): it stays on core 0, whose server answers with a SYN cookie and keeps
     // no mapping.

@@ -1,4 +1,4 @@
-//! A server on a set of NICs (issue 14), whole engine over fake NICs on a simulated
+//! A server on a set of NICs (bonding), whole engine over fake NICs on a simulated
 //! switch: clients resolve the server by ARP (and update on gratuitous ARP, as Linux
 //! does), download over cumulative ACKs, and see every frame with the NIC it left from.
 //! Links are switched off and on under the link monitor to test failover end to end.

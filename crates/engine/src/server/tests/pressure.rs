@@ -1,4 +1,4 @@
-//! TCB pressure (issue 15): eviction of the connection silent longest when the table is
+//! TCB pressure: eviction of the connection silent longest when the table is
 //! full, never of one sending a response; the per-address cap.
 
 use super::*;
@@ -14,7 +14,7 @@ fn from_ip(mut frame: Vec<u8>, ip: Ipv4Address) -> Vec<u8> {
 
 #[test]
 fn a_full_table_evicts_the_oldest_connection_without_a_response() {
-    // Issue 15: eight half-open connections hold every TCB. A ninth SYN gets a SYN cookie
+    // Eight half-open connections hold every TCB. A ninth SYN gets a SYN cookie
     // (no TCB); when its ACK returns the cookie, the connection takes the TCB of the
     // oldest half-open one, which is reset.
     let mut s = server();
@@ -217,7 +217,7 @@ fn past_the_syn_backlog_syns_get_cookies_and_the_ack_opens_the_connection() {
 
 #[test]
 fn a_syn_flood_holds_no_more_than_the_backlog_and_a_client_is_served() {
-    // Issue 15: 50,000 spoofed SYNs took every TCB for 15 s. Now the flood holds at most
+    // Once 50,000 spoofed SYNs took every TCB for 15 s. Now the flood holds at most
     // the backlog; a client completing its handshake (through a cookie) is served at once.
     let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
     cfg.tcbs = 8;
@@ -273,7 +273,7 @@ fn a_syn_flood_holds_no_more_than_the_backlog_and_a_client_is_served() {
 
 #[test]
 fn a_full_transmit_ring_holds_input_back_instead_of_dropping_answers() {
-    // Backpressure (issue 15, the bare machine under a SYN flood): 100 SYNs wait while
+    // Backpressure (the bare machine under a SYN flood): 100 SYNs wait while
     // the transmit ring has room for 10 frames. A round takes 10 of them and answers each;
     // the other 90 stay in the receive ring (none is read and its answer thrown away).
     // When the device has sent the 10, the rest are answered: 100 SYN-ACKs, none lost.
@@ -385,7 +385,7 @@ fn timestamps_are_negotiated_through_a_syn_cookie() {
 
 #[test]
 fn tcbs_and_their_buffers_are_made_as_connections_first_need_them() {
-    // Issue 16's boot budget: a new server writes none of its TCB table; each connection
+    // The boot budget (docs/kernel.md): a new server writes none of its TCB table; each connection
     // beyond those ever open makes one TCB (and its buffers) in the reserved capacity, a
     // freed one is taken again first, and the limit holds.
     let mut s = server();

@@ -416,7 +416,7 @@ fn idle_keepalive_connection_is_closed_after_the_idle_timeout() {
 
 #[test]
 fn data_with_a_forged_old_ack_is_discarded_and_the_connection_goes_on() {
-    // Issue 15: a request at the right sequence number but acknowledging 0x70000000 behind
+    // Hardening: a request at the right sequence number but acknowledging 0x70000000 behind
     // SND.UNA was taken in. RFC 5961 §5.2: discard it, answer with an ACK.
     let mut s = server();
     let mut nic = FakeNic::new(SERVER_MAC);
@@ -444,7 +444,7 @@ fn data_with_a_forged_old_ack_is_discarded_and_the_connection_goes_on() {
 
 #[test]
 fn a_connection_that_sends_nothing_gets_408_at_the_request_timeout() {
-    // Issue 15: the request timeout starts at establishment, so a silent client is closed
+    // Hardening: the request timeout starts at establishment, so a silent client is closed
     // after `request_ms` (10 s), not after the idle timeout (30 s).
     let mut s = server();
     let mut nic = FakeNic::new(SERVER_MAC);

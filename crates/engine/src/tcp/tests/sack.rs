@@ -393,7 +393,7 @@ fn the_tail_loss_probe_sends_new_data_when_the_window_allows() {
 
 #[test]
 fn an_unanswered_tail_loss_probe_is_followed_by_another_after_twice_the_wait() {
-    // docs/tcp.md, "Probes repeat": in and out of recovery, a probe that draws no answer
+    // docs/design/tcp.md, "Probes repeat": in and out of recovery, a probe that draws no answer
     // is followed by another after twice the wait, until the doubled wait would reach the
     // RTO (200 ms), which then runs. PTO 4 ms: probes after 4, 8, 16, 32, 64 and 128 ms;
     // 256 would pass the RTO. (A probe of new data is followed so, above; this one, the

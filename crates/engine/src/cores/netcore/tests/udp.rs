@@ -1,5 +1,5 @@
 //! The stateless UDP protocol in network-core mode: core 0 hands each request to the
-//! next HTTP core round robin (paper 001 Fig. 3), keeps no mapping, and the core id in
+//! next HTTP core round robin (the UDP paper, Fig. 3), keeps no mapping, and the core id in
 //! every packet says which core answered; the bodies still leave without a copy.
 
 use super::*;
@@ -114,7 +114,7 @@ fn udp_requests_go_round_robin_and_each_core_signs_its_packets() {
     assert_eq!(s0.stats().udp_datagrams, 0, "core 0's server answered none");
     assert_eq!(http[0].0.stats().udp_initial, 2);
     assert_eq!(http[1].0.stats().udp_initial, 2);
-    // Paper 001 §5: core 0 popped an id per request (each its own), the HTTP cores
+    // The UDP paper, §5: core 0 popped an id per request (each its own), the HTTP cores
     // answered with it, and core 0 pushed it back once it had sent the last packet.
     let mut ids: Vec<u16> = packets.iter().map(|p| p.1.request_id).collect();
     ids.sort_unstable();
