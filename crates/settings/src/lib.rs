@@ -650,3 +650,90 @@ pub static OPTIONS: [Opt; 23] = [
         },
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::format;
+
+    #[test]
+    fn names_are_unique_and_spelled_alike() {
+        for (i, o) in OPTIONS.iter().enumerate() {
+            for p in &OPTIONS[..i] {
+                assert!(
+                    o.word != p.word && o.long != p.long,
+                    "{} / {}",
+                    o.word,
+                    p.word
+                );
+            }
+            assert!(o.word.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
+            assert!(o.long.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'));
+            assert!(!o.help.ends_with('.'), "clap's style: no final period");
+        }
+    }
+
+    /// The default a row's help shows in brackets, when it is a value (`[1024]`, not
+    /// `[half of --tcbs]`), is the one `Settings::default` has: the defaults live in
+    /// `Settings::default` (and the engine's `Config::new`) alone.
+    #[test]
+    fn help_shows_the_defaults() {
+        let mut shown = 0;
+        for o in &OPTIONS {
+            let Some(d) = o
+                .help
+                .strip_suffix(']')
+                .and_then(|h| h.rsplit_once('['))
+                .map(|(_, d)| d)
+            else {
+                continue;
+            };
+            let mut s = Settings::default();
+            if (o.set)(&mut s, d).is_ok() {
+                assert_eq!(s, Settings::default(), "{}: [{d}]", o.word);
+                shown += 1;
+            }
+        }
+        assert!(shown >= 10, "{shown}");
+    }
+
+    #[test]
+    fn tap_defaults_are_the_tables_words() {
+        let mut s = Settings::default();
+        for (w, v) in TAP_DEFAULTS {
+            assert_eq!(s.set(w, v), Some(Ok(())), "{w}={v}");
+        }
+        assert_eq!(s, Settings::tap());
+        assert_eq!(
+            (s.ip, s.prefix, s.gateway),
+            (Ipv4Address([10, 0, 0, 2]), 24, None)
+        );
+    }
+
+    /// With nothing given, the engine gets its own defaults.
+    #[test]
+    fn defaults_are_the_engines() {
+        let s = Settings::default();
+        let own = Config {
+            gateway: s.gateway,
+            ..Config::new(s.ip, s.prefix, [1; 16])
+        };
+        assert_eq!(format!("{:?}", s.config([1; 16])), format!("{own:?}"));
+    }
+
+    #[test]
+    fn a_refused_value_changes_nothing() {
+        let mut s = Settings::default();
+        assert_eq!(s.set("tcbs", "0"), Some(Err(COUNT)));
+        assert_eq!(
+            s.set("log", "access,loud"),
+            Some(Err("expected access, stats or none, comma-separated"))
+        );
+        assert_eq!(s, Settings::default());
+        assert_eq!(
+            s.set("cores", "2"),
+            None,
+            "a boot-only word is not the table's"
+        );
+    }
+}
