@@ -91,17 +91,17 @@ pub struct UdpClient {
     pub rate: Option<u32>,
     /// `parallel=N`: a closed loop of N requests.
     pub parallel: Option<u32>,
-    /// `requests=N`: most requests started [1000000].
+    /// `requests=N`: most requests started (default 1000000).
     pub requests: u64,
-    /// `seconds=S`: requests start for this long [10].
+    /// `seconds=S`: requests start for this long (default 10).
     pub seconds: u32,
-    /// `slots=N`: most requests in progress [4096].
+    /// `slots=N`: most requests in progress (default 4096).
     pub slots: u32,
-    /// `rto_ms=N`: first retransmission timeout [50].
+    /// `rto_ms=N`: first retransmission timeout (default 50).
     pub rto_ms: u32,
-    /// `tries=N`: timeouts in a row before a request is given up [8].
+    /// `tries=N`: timeouts in a row before a request is given up (default 8).
     pub tries: u32,
-    /// `pad=on|off`: pad initial GETs to 1200 octets [on].
+    /// `pad=on|off`: pad initial GETs to 1200 octets (default on).
     pub pad: bool,
 }
 
