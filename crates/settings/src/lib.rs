@@ -32,7 +32,7 @@
 //!        word: "max_header_kib",
 //!        long: "max-header-kib",
 //!        arg: Arg::Value("KIB"),
-//!        help: "Largest request head accepted, KiB, 1 to 64 [8].",
+//!        help: help!("Largest request head accepted, KiB, 1 to 64 [8]"),
 //!        set: |s, v| number(v, 1, 64, "expected a number from 1 to 64").map(|n| s.max_header_kib = n),
 //!    },
 //!    ```
@@ -232,7 +232,8 @@ pub struct Opt {
     pub long: &'static str,
     /// What the CLI takes.
     pub arg: Arg,
-    /// The CLI's help (`--help`), ending with the default in brackets.
+    /// The CLI's help (`--help`), ending with the default in brackets; written
+    /// `help!("…")`, empty without the `help` feature (the kernel's build).
     pub help: &'static str,
     /// Sets the option from the kernel word's value (the CLI's value, or a flag's fixed
     /// value), or says what was expected; a value refused leaves `Settings` as it was.
@@ -255,7 +256,7 @@ pub enum Arg {
 pub struct Choice {
     /// The name, on both sides (`least-queued`).
     pub name: &'static str,
-    /// One line of help.
+    /// One line of help (`help!("…")`, as [`Opt::help`]).
     pub help: &'static str,
 }
 
@@ -321,6 +322,18 @@ fn choice(v: &str, choices: &[Choice], why: &'static str) -> Result<usize, &'sta
     choices.iter().position(|c| c.name == v).ok_or(why)
 }
 
+/// A help text: kept where `--help` is written (the CLI turns the `help` feature on), an
+/// empty string in the kernel, which never shows it (some 5 KiB of its 512 KiB budget).
+macro_rules! help {
+    ($text:literal) => {{
+        #[cfg(any(test, feature = "help"))]
+        let text = $text;
+        #[cfg(not(any(test, feature = "help")))]
+        let text = "";
+        text
+    }};
+}
+
 const COUNT: &str = "expected a number from 1 to 1048576";
 const SECONDS: &str = "expected a number of seconds from 1 to 86400";
 const PORT: &str = "expected a port number from 1 to 65535";
@@ -328,60 +341,62 @@ const PORT: &str = "expected a port number from 1 to 65535";
 const SCHED: &[Choice] = &[
     Choice {
         name: "imt",
-        help: "Look at receive after every HTTP step",
+        help: help!("Look at receive after every HTTP step"),
     },
     Choice {
         name: "ist",
-        help: "Serve the whole run list in one pass",
+        help: help!("Serve the whole run list in one pass"),
     },
 ];
 const CC: &[Choice] = &[
     Choice {
         name: "cubic",
-        help: "CUBIC with proportional rate reduction, unpaced (Linux's default)",
+        help: help!("CUBIC with proportional rate reduction, unpaced (Linux's default)"),
     },
     Choice {
         name: "bbr",
-        help: "BBR v1: a model of the path's bandwidth and delay, paced; keeps its window \
-               through random loss",
+        help: help!(
+            "BBR v1: a model of the path's bandwidth and delay, paced; keeps its window \
+               through random loss"
+        ),
     },
 ];
 const MODE: &[Choice] = &[
     Choice {
         name: "netcore",
-        help: "The papers' design: core 0 owns the NIC and hands connections to HTTP cores",
+        help: help!("The papers' design: core 0 owns the NIC and hands connections to HTTP cores"),
     },
     Choice {
         name: "perqueue",
-        help: "A NIC queue pair and a whole server per core",
+        help: help!("A NIC queue pair and a whole server per core"),
     },
 ];
 const BOND: &[Choice] = &[
     Choice {
         name: "off",
-        help: "One NIC receives and sends (the others are not used)",
+        help: help!("One NIC receives and sends (the others are not used)"),
     },
     Choice {
         name: "split",
-        help: "One NIC only receives (and answers ARP), the others only send",
+        help: help!("One NIC only receives (and answers ARP), the others only send"),
     },
     Choice {
         name: "spread",
-        help: "One NIC receives, every NIC sends",
+        help: help!("One NIC receives, every NIC sends"),
     },
 ];
 const POLICY: &[Choice] = &[
     Choice {
         name: "per-client",
-        help: "The paper's: a client's connections on one NIC, clients spread n/2 per NIC",
+        help: help!("The paper's: a client's connections on one NIC, clients spread n/2 per NIC"),
     },
     Choice {
         name: "size",
-        help: "Frames without payload on one NIC, data on the others",
+        help: help!("Frames without payload on one NIC, data on the others"),
     },
     Choice {
         name: "least-queued",
-        help: "The NIC with the fewest response bytes waiting to be acknowledged",
+        help: help!("The NIC with the fewest response bytes waiting to be acknowledged"),
     },
 ];
 
@@ -397,9 +412,11 @@ pub static OPTIONS: [Opt; 23] = [
         word: "ip",
         long: "ip",
         arg: Arg::Value("A.B.C.D/N|dhcp"),
-        help: "The server's address and prefix, or `dhcp` (run and images: from a DHCP server, \
+        help: help!(
+            "The server's address and prefix, or `dhcp` (run and images: from a DHCP server, \
                renewed while serving) [serve: 10.0.0.2/24; run and -o X.elf: 10.0.2.15/24, QEMU \
-               user networking's guest address; --iso and --disk images: dhcp]",
+               user networking's guest address; --iso and --disk images: dhcp]"
+        ),
         set: |s, v| {
             if v == "dhcp" {
                 s.dhcp = true;
@@ -415,8 +432,10 @@ pub static OPTIONS: [Opt; 23] = [
         word: "gw",
         long: "gw",
         arg: Arg::Value("A.B.C.D|none"),
-        help: "Router for clients beyond the link, or `none` [serve: none; run and images: \
-               10.0.2.2]",
+        help: help!(
+            "Router for clients beyond the link, or `none` [serve: none; run and images: \
+               10.0.2.2]"
+        ),
         set: |s, v| {
             s.gateway = match v {
                 "none" => None,
@@ -429,15 +448,17 @@ pub static OPTIONS: [Opt; 23] = [
         word: "port",
         long: "port",
         arg: Arg::Value("PORT"),
-        help: "TCP port to serve, 1 to 65535 [80]",
+        help: help!("TCP port to serve, 1 to 65535 [80]"),
         set: |s, v| number(v, 1, u16::MAX, PORT).map(|n| s.port = n),
     },
     Opt {
         word: "sched",
         long: "sched",
         arg: Arg::Choice("SCHED", SCHED),
-        help: "HTTP scheduling policy (the scheduling paper): imt looks at receive after every \
-               HTTP step, ist serves the whole run list in one pass [imt]",
+        help: help!(
+            "HTTP scheduling policy (the scheduling paper): imt looks at receive after every \
+               HTTP step, ist serves the whole run list in one pass [imt]"
+        ),
         set: |s, v| {
             s.sched = [Sched::Imt, Sched::Ist][choice(v, SCHED, "expected imt or ist")?];
             Ok(())
@@ -447,8 +468,10 @@ pub static OPTIONS: [Opt; 23] = [
         word: "cc",
         long: "cc",
         arg: Arg::Choice("CC", CC),
-        help: "TCP congestion control: cubic (Linux's default, unpaced; fastest on a clean link) \
-               or bbr (paced; far faster through heavy random loss) [cubic]",
+        help: help!(
+            "TCP congestion control: cubic (Linux's default, unpaced; fastest on a clean link) \
+               or bbr (paced; far faster through heavy random loss) [cubic]"
+        ),
         set: |s, v| {
             s.cc = [Algorithm::Cubic, Algorithm::Bbr][choice(v, CC, "expected cubic or bbr")?];
             Ok(())
@@ -458,47 +481,57 @@ pub static OPTIONS: [Opt; 23] = [
         word: "tcbs",
         long: "tcbs",
         arg: Arg::Value("TCBS"),
-        help: "Number of TCBs (most connections at once, per core), 1 to 1048576 (~9.3 KiB \
-               each) [1024]",
+        help: help!(
+            "Number of TCBs (most connections at once, per core), 1 to 1048576 (~9.3 KiB \
+               each) [1024]"
+        ),
         set: |s, v| number(v, 1, MAX_TCBS, COUNT).map(|n| s.tcbs = n),
     },
     Opt {
         word: "max_per_ip",
         long: "max-per-ip",
         arg: Arg::Value("MAX_PER_IP"),
-        help: "Most connections from one client address at once (a SYN beyond it is refused \
-               with a RST), 1 to 1048576 [half of --tcbs]",
+        help: help!(
+            "Most connections from one client address at once (a SYN beyond it is refused \
+               with a RST), 1 to 1048576 [half of --tcbs]"
+        ),
         set: |s, v| number(v, 1, MAX_TCBS, COUNT).map(|n| s.max_per_ip = Some(n)),
     },
     Opt {
         word: "syn_backlog",
         long: "syn-backlog",
         arg: Arg::Value("SYN_BACKLOG"),
-        help: "Half-open connections held at once; past it SYNs are answered with SYN cookies \
-               and no TCB (RFC 4987), 1 to 1048576 [half of --tcbs]",
+        help: help!(
+            "Half-open connections held at once; past it SYNs are answered with SYN cookies \
+               and no TCB (RFC 4987), 1 to 1048576 [half of --tcbs]"
+        ),
         set: |s, v| number(v, 1, MAX_TCBS, COUNT).map(|n| s.syn_backlog = Some(n)),
     },
     Opt {
         word: "request_timeout",
         long: "request-timeout",
         arg: Arg::Value("SECONDS"),
-        help: "Seconds a client has from connecting to send a whole request head (then 408 and \
-               close), 1 to 86400 [10]",
+        help: help!(
+            "Seconds a client has from connecting to send a whole request head (then 408 and \
+               close), 1 to 86400 [10]"
+        ),
         set: |s, v| number(v, 1, 86_400, SECONDS).map(|n| s.request_timeout_s = n),
     },
     Opt {
         word: "idle_timeout",
         long: "idle-timeout",
         arg: Arg::Value("SECONDS"),
-        help: "Seconds an idle keep-alive connection is kept, 1 to 86400 [30]",
+        help: help!("Seconds an idle keep-alive connection is kept, 1 to 86400 [30]"),
         set: |s, v| number(v, 1, 86_400, SECONDS).map(|n| s.idle_timeout_s = n),
     },
     Opt {
         word: "log",
         long: "access-log",
         arg: Arg::Flag("access"),
-        help: "A Common Log Format line per response (serve: on stdout; run and images: on the \
-               kernel console, slow: a VM exit per byte)",
+        help: help!(
+            "A Common Log Format line per response (serve: on stdout; run and images: on the \
+               kernel console, slow: a VM exit per byte)"
+        ),
         // The kernel's `log=` is a list: `access` (this option) and `stats` (`--stats-log`
         // of run and build, a counters line every second).
         set: |s, v| {
@@ -519,16 +552,20 @@ pub static OPTIONS: [Opt; 23] = [
         word: "stats_page",
         long: "no-stats-page",
         arg: Arg::Flag("off"),
-        help: "Do not answer /.well-known/bareweb/ (HTML) and /.well-known/bareweb/stats (JSON)",
+        help: help!(
+            "Do not answer /.well-known/bareweb/ (HTML) and /.well-known/bareweb/stats (JSON)"
+        ),
         set: |s, v| on_off(v).map(|b| s.stats_page = b),
     },
     Opt {
         word: "stats_allow",
         long: "stats-allow",
         arg: Arg::Value("A.B.C.D/N"),
-        help: "Only clients in this network may read the stats JSON and /metrics (others get the \
+        help: help!(
+            "Only clients in this network may read the stats JSON and /metrics (others get the \
                site's answer, normally 404), A.B.C.D/N or one address [the site's `[stats] \
-               allow`; everyone]",
+               allow`; everyone]"
+        ),
         set: |s, v| {
             let n = network(v, 32).ok_or("expected A.B.C.D/N (N from 0 to 32) or one address")?;
             s.stats_allow = Some(n);
@@ -539,10 +576,12 @@ pub static OPTIONS: [Opt; 23] = [
         word: "mode",
         long: "mode",
         arg: Arg::Choice("MODE", MODE),
-        help: "How several cores share the NIC: `perqueue` (a queue pair and a whole server per \
+        help: help!(
+            "How several cores share the NIC: `perqueue` (a queue pair and a whole server per \
                core; the default when the NIC has a queue per core) or `netcore` (the papers' \
                design: core 0 owns the NIC and hands connections to HTTP cores round robin). \
-               With one core either is the one-core server (said at start)",
+               With one core either is the one-core server (said at start)"
+        ),
         set: |s, v| {
             let m =
                 [Asked::NetCore, Asked::PerQueue][choice(v, MODE, "expected netcore or perqueue")?];
@@ -554,30 +593,36 @@ pub static OPTIONS: [Opt; 23] = [
         word: "bsp_http",
         long: "bsp-http",
         arg: Arg::Flag("on"),
-        help: "Network-core mode: core 0 serves HTTP too",
+        help: help!("Network-core mode: core 0 serves HTTP too"),
         set: |s, v| on_off(v).map(|b| s.bsp_http = b),
     },
     Opt {
         word: "udp_port",
         long: "udp-port",
         arg: Arg::Value("UDP_PORT"),
-        help: "Also serve the UDP paper's stateless protocol (docs/udp-protocol.md) on this UDP \
-               port, 1 to 65535 [off]",
+        help: help!(
+            "Also serve the UDP paper's stateless protocol (docs/udp-protocol.md) on this UDP \
+               port, 1 to 65535 [off]"
+        ),
         set: |s, v| number(v, 1, u16::MAX, PORT).map(|n| s.udp.port = Some(n)),
     },
     Opt {
         word: "udp_burst",
         long: "udp-burst",
         arg: Arg::Value("N"),
-        help: "Packets the server sends per UDP GET (the paper's n, 4 to 8 there), 1 to 64 [8]",
+        help: help!(
+            "Packets the server sends per UDP GET (the paper's n, 4 to 8 there), 1 to 64 [8]"
+        ),
         set: |s, v| number(v, 1, 64, "expected a number from 1 to 64").map(|n| s.udp.burst = n),
     },
     Opt {
         word: "udp_ids",
         long: "udp-ids",
         arg: Arg::Value("N"),
-        help: "Request ids on the UDP server's stack (most UDP requests in progress at once), 1 \
-               to 65535 [5000]",
+        help: help!(
+            "Request ids on the UDP server's stack (most UDP requests in progress at once), 1 \
+               to 65535 [5000]"
+        ),
         set: |s, v| {
             number(v, 1, u16::MAX, "expected a number from 1 to 65535").map(|n| s.udp.ids = n)
         },
@@ -586,8 +631,10 @@ pub static OPTIONS: [Opt; 23] = [
         word: "udp_rate",
         long: "udp-rate",
         arg: Arg::Value("N"),
-        help: "UDP GETs answered per second per client address that proved it receives our \
-               packets, 0 for no limit (unproven addresses: 16 per second) [20000]",
+        help: help!(
+            "UDP GETs answered per second per client address that proved it receives our \
+               packets, 0 for no limit (unproven addresses: 16 per second) [20000]"
+        ),
         set: |s, v| {
             number(v, 0, u32::MAX, "expected a number from 0 to 4294967295").map(|n| s.udp.rate = n)
         },
@@ -596,19 +643,23 @@ pub static OPTIONS: [Opt; 23] = [
         word: "udp_paper",
         long: "udp-paper-mode",
         arg: Arg::Flag("on"),
-        help: "The UDP paper as written: no amplification bound, no address tokens, no rate \
+        help: help!(
+            "The UDP paper as written: no amplification bound, no address tokens, no rate \
                limit. A small spoofed GET then draws up to n large packets at its claimed \
-               source: only on a network you trust (docs/security.md)",
+               source: only on a network you trust (docs/security.md)"
+        ),
         set: |s, v| on_off(v).map(|b| s.udp.paper = b),
     },
     Opt {
         word: "bond",
         long: "bond",
         arg: Arg::Choice("BOND", BOND),
-        help: "With two NICs or more (serve: --tap twice; run: --net twice), how they are used \
+        help: help!(
+            "With two NICs or more (serve: --tap twice; run: --net twice), how they are used \
                (the bonding paper): `split` one NIC only receives and the others only send, \
                `spread` one receives and all send, `off` the first NIC alone [spread with two \
-               NICs or more]",
+               NICs or more]"
+        ),
         set: |s, v| {
             let m = [BondMode::Off, BondMode::Split, BondMode::Spread]
                 [choice(v, BOND, "expected off, split or spread")?];
@@ -620,10 +671,12 @@ pub static OPTIONS: [Opt; 23] = [
         word: "bond_policy",
         long: "bond-policy",
         arg: Arg::Choice("BOND_POLICY", POLICY),
-        help: "How a connection's send NIC is chosen at its SYN: `per-client` (the paper's: one \
+        help: help!(
+            "How a connection's send NIC is chosen at its SYN: `per-client` (the paper's: one \
                NIC per client, clients spread evenly), `size` (frames without payload on one \
                NIC, data on the others), `least-queued` (the NIC with the fewest response bytes \
-               waiting) [per-client]",
+               waiting) [per-client]"
+        ),
         set: |s, v| {
             s.bond_policy = [
                 BondPolicy::PerClient,
@@ -637,8 +690,10 @@ pub static OPTIONS: [Opt; 23] = [
         word: "bond_monitor_ms",
         long: "bond-monitor-ms",
         arg: Arg::Value("MS"),
-        help: "Milliseconds between two readings of every NIC's link (failover), 1 to 60000 \
-               [100]",
+        help: help!(
+            "Milliseconds between two readings of every NIC's link (failover), 1 to 60000 \
+               [100]"
+        ),
         set: |s, v| {
             number(
                 v,
