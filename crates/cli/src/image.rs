@@ -75,7 +75,7 @@ impl BuildArgs {
         let mut w = Vec::new();
         // An ISO or disk image boots on a LAN or a cloud VM: its address from DHCP unless
         // --ip says otherwise (issue 16).
-        if self.server.ip.is_none() && (self.iso.is_some() || self.disk.is_some()) {
+        if self.server.given("ip").is_none() && (self.iso.is_some() || self.disk.is_some()) {
             w.push("ip=dhcp".to_string());
         }
         w.extend(self.server.kernel_words(self.stats_log));

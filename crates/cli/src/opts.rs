@@ -1,42 +1,35 @@
 //! The options every server command shares, and the value types clap parses them into.
 //!
-//! One validation style (issue 17): every value is parsed by a clap value parser into a
-//! typed value before anything runs — addresses by std's `Ipv4Addr`/`SocketAddrV4`
-//! parsers, counts by ranged integer parsers, choices by `ValueEnum` — so a bad value is
-//! a clap usage error (exit 2, clap's format) naming the option. Checks that need two
-//! options at once are [`ServerOpts::check`] and the commands' own `check`, run by `main`
-//! right after parsing and reported the same way.
+//! One validation style: every value is parsed by a clap value parser into a typed value
+//! before anything runs — addresses by std's `Ipv4Addr`/`SocketAddrV4` parsers, counts by
+//! ranged integer parsers, choices by `ValueEnum` or the choices of a table row — so a bad
+//! value is a clap usage error (exit 2, clap's format) naming the option. Checks that need
+//! two options at once are [`ServerOpts::check`] and the commands' own `check`, run by
+//! `main` right after parsing and reported the same way.
 //!
 //! [`ServerOpts`] is flattened into `serve`, `run` and `build` (for a bootable image it
 //! becomes the image's built-in kernel command line), so the same option has the same name
-//! and meaning in all three. The kernel command line is checked with the kernel's own
-//! parser ([`kernel_cmdline`], crates/kernel/src/cmdline.rs compiled in here), so a word the
-//! kernel would refuse on its console is refused here before boot.
+//! and meaning in all three. Its options are not written here: they are the rows of
+//! bareweb-settings' table ([`bareweb_settings::OPTIONS`]: name, value, help, what it
+//! sets), turned into clap arguments at start-up ([`ServerOpts`]'s `clap::Args`); a value
+//! is checked by the row's own parser, the one the kernel runs on its command line, so
+//! `--tcbs 0` and `tcbs=0` are refused in the same words. The kernel command line as a
+//! whole is checked with the kernel's own parser ([`kernel_cmdline`], the same crate), so
+//! a word the kernel would refuse on its console is refused here before boot.
 
 use std::fmt;
 use std::net::Ipv4Addr;
 use std::str::FromStr;
 
-use bareweb_engine::server::{Config, Sched, Timeouts};
+use bareweb_engine::cores::plan::Asked;
+use bareweb_engine::server::Config;
 use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
-use clap::ValueEnum;
+use bareweb_settings::{Arg, Opt, Settings, OPTIONS};
+use clap::builder::{PossibleValue, PossibleValuesParser};
+use clap::{ArgAction, ArgMatches, ValueEnum};
 
-/// The kernel's command-line parser, the same source the kernel is built from.
-#[path = "../../kernel/src/cmdline.rs"]
-#[allow(dead_code)]
-pub mod kernel_cmdline;
-
-/// Most TCBs a server may be given: ~9.3 KiB each, so 1 Mi is ~9.3 GiB (the kernel's
-/// `tcbs=` has the same bound).
-pub const MAX_TCBS: usize = 1 << 20;
-
-/// A count of TCBs or connections, 1 to [`MAX_TCBS`].
-pub fn count(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if (1..=MAX_TCBS).contains(&n) => Ok(n),
-        _ => Err(format!("expected a number from 1 to {MAX_TCBS}")),
-    }
-}
+/// The kernel's command-line parser, the one the kernel is built with.
+pub use bareweb_settings::kernel as kernel_cmdline;
 
 /// An IPv4 address and prefix length, `A.B.C.D/N` (`/24` when the prefix is left out).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,46 +56,6 @@ impl FromStr for Cidr {
             _ => return Err(format!("{len:?} is not a prefix length (0 to 32)")),
         };
         Ok(Cidr { ip, prefix })
-    }
-}
-
-/// The server's address, `--ip`: `A.B.C.D/N`, or `dhcp` (the kernel's: run and bootable
-/// images get it from a DHCP server).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IpArg {
-    /// A fixed address and prefix.
-    Fixed(Cidr),
-    /// From DHCP.
-    Dhcp,
-}
-
-impl FromStr for IpArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        if s == "dhcp" {
-            return Ok(IpArg::Dhcp);
-        }
-        s.parse::<Cidr>()
-            .map(IpArg::Fixed)
-            .map_err(|e| format!("{e}, or dhcp"))
-    }
-}
-
-impl fmt::Display for IpArg {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            IpArg::Fixed(c) => c.fmt(f),
-            IpArg::Dhcp => f.write_str("dhcp"),
-        }
-    }
-}
-
-/// A client network, `A.B.C.D/N` or one address `A.B.C.D` (`/32`): `--stats-allow`.
-pub fn network(s: &str) -> Result<Cidr, String> {
-    if s.contains('/') {
-        s.parse()
-    } else {
-        format!("{s}/32").parse()
     }
 }
 
@@ -230,46 +183,6 @@ impl fmt::Display for MemSize {
     }
 }
 
-/// HTTP scheduling policy (paper 004).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum SchedArg {
-    /// Look at receive after every HTTP step.
-    #[default]
-    Imt,
-    /// Serve the whole run list in one pass.
-    Ist,
-}
-
-impl SchedArg {
-    pub fn sched(self) -> Sched {
-        match self {
-            SchedArg::Imt => Sched::Imt,
-            SchedArg::Ist => Sched::Ist,
-        }
-    }
-}
-
-/// TCP congestion control (docs/tcp.md, docs/performance.md "Loss recovery").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum CcArg {
-    /// CUBIC with proportional rate reduction, unpaced (Linux's default).
-    #[default]
-    Cubic,
-    /// BBR v1: a model of the path's bandwidth and delay, paced; keeps its window through
-    /// random loss.
-    Bbr,
-}
-
-impl CcArg {
-    pub fn algorithm(self) -> bareweb_engine::tcp::Algorithm {
-        use bareweb_engine::tcp::Algorithm;
-        match self {
-            CcArg::Bbr => Algorithm::Bbr,
-            CcArg::Cubic => Algorithm::Cubic,
-        }
-    }
-}
-
 /// How several cores share the NIC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ModeArg {
@@ -289,51 +202,6 @@ impl ModeArg {
     }
 }
 
-/// How the NICs of a set are used (paper 002's configurations).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum BondArg {
-    /// One NIC receives and sends (the others are not used).
-    Off,
-    /// One NIC only receives (and answers ARP), the others only send.
-    Split,
-    /// One NIC receives, every NIC sends.
-    Spread,
-}
-
-impl BondArg {
-    pub fn mode(self) -> bareweb_engine::bond::Mode {
-        use bareweb_engine::bond::Mode;
-        match self {
-            BondArg::Off => Mode::Off,
-            BondArg::Split => Mode::Split,
-            BondArg::Spread => Mode::Spread,
-        }
-    }
-}
-
-/// How a connection's send NIC is chosen at its SYN.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum PolicyArg {
-    /// The paper's: a client's connections on one NIC, clients spread n/2 per NIC.
-    #[default]
-    PerClient,
-    /// Frames without payload on one NIC, data on the others.
-    Size,
-    /// The NIC with the fewest response bytes waiting to be acknowledged.
-    LeastQueued,
-}
-
-impl PolicyArg {
-    pub fn policy(self) -> bareweb_engine::bond::Policy {
-        use bareweb_engine::bond::Policy;
-        match self {
-            PolicyArg::PerClient => Policy::PerClient,
-            PolicyArg::Size => Policy::Size,
-            PolicyArg::LeastQueued => Policy::LeastQueued,
-        }
-    }
-}
-
 /// The command-line spelling of a `ValueEnum` value (`qboot`, `e1000`), for messages.
 pub fn value_name(v: impl ValueEnum) -> String {
     v.to_possible_value()
@@ -341,117 +209,117 @@ pub fn value_name(v: impl ValueEnum) -> String {
 }
 
 /// The server's settings, shared by `serve`, `run` and `build` (bootable images) with the
-/// same names and meanings. Every field is optional so `build` bakes only what was given;
-/// the defaults are the kernel's (which are `run`'s) except where `serve` says otherwise.
-#[derive(clap::Args, Clone, Debug, Default)]
+/// same names and meanings: the options of bareweb-settings' table, as clap arguments (see
+/// the `clap::Args` impl below). Every one is optional so `build` bakes only what was
+/// given; the defaults are the kernel's (which are `run`'s) except where `serve` says
+/// otherwise ([`Settings::tap`]).
+#[derive(Clone, Debug, Default)]
 pub struct ServerOpts {
-    /// The server's address and prefix, or `dhcp` (run and images: from a DHCP server,
-    /// renewed while serving) [serve: 10.0.0.2/24; run and -o X.elf: 10.0.2.15/24, QEMU
-    /// user networking's guest address; --iso and --disk images: dhcp].
-    #[arg(long, value_name = "A.B.C.D/N|dhcp")]
-    pub ip: Option<IpArg>,
-    /// Router for clients beyond the link, or `none` [serve: none; run and images:
-    /// 10.0.2.2].
-    #[arg(long, value_name = "A.B.C.D|none")]
-    pub gw: Option<OrNone>,
-    /// TCP port to serve, 1 to 65535 [80].
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
-    pub port: Option<u16>,
-    /// HTTP scheduling policy (paper 004): imt looks at receive after every HTTP step, ist
-    /// serves the whole run list in one pass [imt].
-    #[arg(long, value_enum)]
-    pub sched: Option<SchedArg>,
-    /// TCP congestion control: cubic (Linux's default, unpaced; fastest on a clean link)
-    /// or bbr (paced; far faster through heavy random loss) [cubic].
-    #[arg(long, value_enum)]
-    pub cc: Option<CcArg>,
-    /// Number of TCBs (most connections at once, per core), 1 to 1048576 (~9.3 KiB
-    /// each) [1024].
-    #[arg(long, value_parser = count)]
-    pub tcbs: Option<usize>,
-    /// Most connections from one client address at once (a SYN beyond it is refused with
-    /// a RST), 1 to 1048576 [half of --tcbs].
-    #[arg(long, value_parser = count)]
-    pub max_per_ip: Option<usize>,
-    /// Half-open connections held at once; past it SYNs are answered with SYN cookies and
-    /// no TCB (RFC 4987), 1 to 1048576 [half of --tcbs].
-    #[arg(long, value_parser = count)]
-    pub syn_backlog: Option<usize>,
-    /// Seconds a client has from connecting to send a whole request head (then 408 and
-    /// close), 1 to 86400 [10].
-    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
-    pub request_timeout: Option<u64>,
-    /// Seconds an idle keep-alive connection is kept, 1 to 86400 [30].
-    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
-    pub idle_timeout: Option<u64>,
-    /// A Common Log Format line per response (serve: on stdout; run and images: on the
-    /// kernel console, slow: a VM exit per byte).
-    #[arg(long)]
-    pub access_log: bool,
-    /// Do not answer /.well-known/bareweb/ (HTML) and /.well-known/bareweb/stats (JSON).
-    #[arg(long)]
-    pub no_stats_page: bool,
-    /// Only clients in this network may read the stats JSON and /metrics (others get the
-    /// site's answer, normally 404), A.B.C.D/N or one address [the site's `[stats] allow`;
-    /// everyone].
-    #[arg(long, value_name = "A.B.C.D/N", value_parser = network)]
-    pub stats_allow: Option<Cidr>,
-    /// How several cores share the NIC: `perqueue` (a queue pair and a whole server per
-    /// core; the default when the NIC has a queue per core) or `netcore` (the papers'
-    /// design: core 0 owns the NIC and hands connections to HTTP cores round robin). With
-    /// one core either is the one-core server (said at start).
-    #[arg(long, value_enum)]
-    pub mode: Option<ModeArg>,
-    /// Network-core mode: core 0 serves HTTP too.
-    #[arg(long)]
-    pub bsp_http: bool,
-    /// Also serve paper 001's stateless UDP protocol (docs/udp-protocol.md) on this UDP
-    /// port, 1 to 65535 [off].
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
-    pub udp_port: Option<u16>,
-    /// Packets the server sends per UDP GET (the paper's n, 4 to 8 there), 1 to 64 [8].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=64))]
-    pub udp_burst: Option<u8>,
-    /// Request ids on the UDP server's stack (most UDP requests in progress at once), 1 to
-    /// 65535 [5000].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-    pub udp_ids: Option<u16>,
-    /// UDP GETs answered per second per client address that proved it receives our
-    /// packets, 0 for no limit (unproven addresses: 16 per second) [20000].
-    #[arg(long, value_name = "N")]
-    pub udp_rate: Option<u32>,
-    /// Paper 001 as written: no amplification bound, no address tokens, no rate limit. A
-    /// small spoofed GET then draws up to n large packets at its claimed source: only on a
-    /// network you trust (docs/security.md).
-    #[arg(long)]
-    pub udp_paper_mode: bool,
-    /// With two NICs or more (serve: --tap twice; run: --net twice), how they are used
-    /// (paper 002): `split` one NIC only receives and the others only send, `spread` one
-    /// receives and all send, `off` the first NIC alone [spread with two NICs or more].
-    #[arg(long, value_enum)]
-    pub bond: Option<BondArg>,
-    /// How a connection's send NIC is chosen at its SYN: `per-client` (the paper's: one
-    /// NIC per client, clients spread evenly), `size` (frames without payload on one NIC,
-    /// data on the others), `least-queued` (the NIC with the fewest response bytes
-    /// waiting) [per-client].
-    #[arg(long, value_enum)]
-    pub bond_policy: Option<PolicyArg>,
-    /// Milliseconds between two readings of every NIC's link (failover), 1 to 60000 [100].
-    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(1..=60_000))]
-    pub bond_monitor_ms: Option<u32>,
+    /// The options given: (index in [`OPTIONS`], the value as given; `""` for a flag), in
+    /// the table's order.
+    given: Vec<(usize, String)>,
+    /// The options given over the kernel's defaults (for `serve`'s, see [`Self::config`]).
+    pub settings: Settings,
+}
+
+/// The clap id of a table row: its long name with `_` for `-` (`max_per_ip`), the name
+/// clap's derive gives a field, which other arguments' `conflicts_with` name.
+fn clap_id(o: &Opt) -> String {
+    o.long.replace('-', "_")
+}
+
+/// The clap argument of a table row: its long name, help, and a value parser that is the
+/// row's own (for a choice, clap's list of the row's names).
+fn clap_arg(o: &'static Opt) -> clap::Arg {
+    // clap takes only 'static ids (without its "string" feature): a few bytes per row,
+    // once per command built.
+    let id: &'static str = Box::leak(clap_id(o).into_boxed_str());
+    let a = clap::Arg::new(id).long(o.long).help(o.help);
+    match o.arg {
+        Arg::Flag(_) => a.action(ArgAction::SetTrue),
+        Arg::Value(name) => {
+            a.value_name(name)
+                .value_parser(move |v: &str| -> Result<String, String> {
+                    (o.set)(&mut Settings::default(), v)
+                        .map(|()| v.to_string())
+                        .map_err(String::from)
+                })
+        }
+        Arg::Choice(name, choices) => a.value_name(name).value_parser(PossibleValuesParser::new(
+            choices
+                .iter()
+                .map(|c| PossibleValue::new(c.name).help(c.help)),
+        )),
+    }
+}
+
+impl clap::Args for ServerOpts {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        OPTIONS.iter().fold(cmd, |c, o| c.arg(clap_arg(o)))
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl clap::FromArgMatches for ServerOpts {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut o = ServerOpts::default();
+        o.update_from_arg_matches(m)?;
+        Ok(o)
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        for (i, o) in OPTIONS.iter().enumerate() {
+            let v = match o.arg {
+                Arg::Flag(_) => m.get_flag(&clap_id(o)).then(String::new),
+                _ => m.get_one::<String>(&clap_id(o)).cloned(),
+            };
+            if let Some(v) = v {
+                (o.set)(&mut self.settings, o.word_value(&v)).map_err(|why| {
+                    clap::Error::raw(
+                        clap::error::ErrorKind::ValueValidation,
+                        format!("--{} {v}: {why}\n", o.long),
+                    )
+                })?;
+                self.given.retain(|(j, _)| *j != i);
+                self.given.push((i, v));
+                self.given.sort_by_key(|(j, _)| *j);
+            }
+        }
+        Ok(())
+    }
 }
 
 impl ServerOpts {
+    /// The options parsed from `args` (CLI words, e.g. `["--tcbs", "64"]`), as `serve`
+    /// would: for tests.
+    #[cfg(test)]
+    pub fn parse(args: &[&str]) -> Result<ServerOpts, clap::Error> {
+        use clap::{Args, FromArgMatches};
+        let cmd = ServerOpts::augment_args(clap::Command::new("serve"));
+        let m = cmd.try_get_matches_from(std::iter::once("serve").chain(args.iter().copied()))?;
+        ServerOpts::from_arg_matches(&m)
+    }
+
+    /// The value given for the option `--long` (`""` for a flag), if it was given.
+    pub fn given(&self, long: &str) -> Option<&str> {
+        self.given
+            .iter()
+            .find(|(i, _)| OPTIONS[*i].long == long)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// Checks that need more than one option.
     pub fn check(&self) -> Result<(), String> {
-        if self.bsp_http && self.mode != Some(ModeArg::Netcore) {
+        if self.settings.bsp_http && self.settings.mode != Some(Asked::NetCore) {
             return Err("--bsp-http only applies to --mode netcore".into());
         }
-        let udp_tuning = self.udp_burst.is_some()
-            || self.udp_ids.is_some()
-            || self.udp_rate.is_some()
-            || self.udp_paper_mode;
-        if udp_tuning && self.udp_port.is_none() {
+        let udp_tuning = ["udp-burst", "udp-ids", "udp-rate", "udp-paper-mode"]
+            .iter()
+            .any(|l| self.given(l).is_some());
+        if udp_tuning && self.settings.udp.port.is_none() {
             return Err(
                 "--udp-burst, --udp-ids, --udp-rate and --udp-paper-mode need --udp-port".into(),
             );
@@ -461,46 +329,23 @@ impl ServerOpts {
 
     /// Whether any option was given (a plain site image carries none of them).
     pub fn any(&self) -> bool {
-        self.ip.is_some()
-            || self.gw.is_some()
-            || self.port.is_some()
-            || self.sched.is_some()
-            || self.cc.is_some()
-            || self.tcbs.is_some()
-            || self.max_per_ip.is_some()
-            || self.syn_backlog.is_some()
-            || self.request_timeout.is_some()
-            || self.idle_timeout.is_some()
-            || self.access_log
-            || self.no_stats_page
-            || self.stats_allow.is_some()
-            || self.mode.is_some()
-            || self.bsp_http
-            || self.udp_port.is_some()
-            || self.bond.is_some()
-            || self.bond_policy.is_some()
-            || self.bond_monitor_ms.is_some()
+        !self.given.is_empty()
     }
 
-    /// The UDP protocol's configuration, when `--udp-port` is given (core 0's: the plan
-    /// gives each core its id).
-    pub fn udp(&self) -> Option<bareweb_engine::udp::Config> {
-        let d = bareweb_engine::udp::Config::new(self.udp_port?);
-        Some(bareweb_engine::udp::Config {
-            burst: self.udp_burst.unwrap_or(d.burst),
-            ids: self.udp_ids.unwrap_or(d.ids),
-            rate: self.udp_rate.unwrap_or(d.rate),
-            paper_mode: self.udp_paper_mode,
-            ..d
+    /// `--mode`, as the other commands' `ModeArg`.
+    pub fn mode(&self) -> Option<ModeArg> {
+        self.settings.mode.map(|m| match m {
+            Asked::NetCore => ModeArg::Netcore,
+            Asked::PerQueue => ModeArg::Perqueue,
         })
     }
 
     /// ` and bwudp://IP:PORT/` for a start banner when the UDP protocol is served.
     pub fn udp_banner(&self, host: impl fmt::Display) -> String {
-        match self.udp_port {
+        match self.settings.udp.port {
             Some(p) => format!(
                 " and bwudp://{host}:{p}/{}",
-                if self.udp_paper_mode {
+                if self.settings.udp.paper {
                     " (UDP paper mode: no bounds)"
                 } else {
                     ""
@@ -523,128 +368,51 @@ impl ServerOpts {
         )>,
         String,
     > {
-        let mode = match (self.bond, nics) {
-            (Some(BondArg::Off), _) => return Ok(None),
-            (Some(b), n) if n < 2 => {
+        use bareweb_engine::bond::Mode;
+        let mode = match (self.settings.bond, nics) {
+            (Some(Mode::Off), _) => return Ok(None),
+            (Some(_), n) if n < 2 => {
                 return Err(format!(
                     "--bond {} needs two NICs or more (give --tap or --net twice)",
-                    value_name(b)
+                    self.given("bond").unwrap_or_default()
                 ))
             }
             (None, n) if n < 2 => return Ok(None),
-            (b, _) => b.unwrap_or(BondArg::Spread),
+            (b, _) => b.unwrap_or(Mode::Spread),
         };
         Ok(Some((
-            mode.mode(),
-            self.bond_policy.unwrap_or_default().policy(),
-            self.bond_monitor_ms.unwrap_or(100),
+            mode,
+            self.settings.bond_policy,
+            self.settings.bond_monitor_ms,
         )))
     }
 
-    /// The engine configuration for `serve` (its defaults: 10.0.0.2/24, no router).
+    /// The engine configuration for `serve`: the options given over `serve`'s defaults
+    /// ([`Settings::tap`]: 10.0.0.2/24, no router).
     pub fn config(&self, isn_key: [u8; 16]) -> Config {
-        let ip = match self.ip {
-            Some(IpArg::Fixed(c)) => c,
-            // `serve` refuses dhcp (ServeArgs::check); the default otherwise.
-            _ => Cidr {
-                ip: Ipv4Addr::new(10, 0, 0, 2),
-                prefix: 24,
-            },
-        };
-        let mut cfg = Config::new(ip.addr(), ip.prefix, isn_key);
-        cfg.gateway = self.gw.and_then(OrNone::addr);
-        cfg.port = self.port.unwrap_or(80);
-        cfg.tcbs = self.tcbs.unwrap_or(1024);
-        cfg.max_per_ip = self.max_per_ip;
-        cfg.syn_backlog = self.syn_backlog;
-        cfg.sched = self.sched.unwrap_or_default().sched();
-        cfg.congestion = self.cc.unwrap_or_default().algorithm();
-        cfg.timeouts = Timeouts {
-            request_ms: self.request_timeout.unwrap_or(10) * 1000,
-            idle_ms: self.idle_timeout.unwrap_or(30) * 1000,
-            ..Timeouts::default()
-        };
-        cfg.udp = self.udp();
-        cfg
+        let mut s = Settings::tap();
+        for (i, v) in &self.given {
+            let o = &OPTIONS[*i];
+            // `serve` refuses dhcp (ServeArgs::check); every value was taken once already.
+            let _ = (o.set)(&mut s, o.word_value(v));
+        }
+        s.config(isn_key)
     }
 
     /// The kernel command-line words for the options given (the kernel's defaults stand
-    /// for the others), `log_stats` adding `log=stats`.
+    /// for the others), in the table's order; `log_stats` (`--stats-log`, of run and
+    /// build) joins `--access-log` in the kernel's one `log=` word.
     pub fn kernel_words(&self, log_stats: bool) -> Vec<String> {
         let mut w = Vec::new();
-        if let Some(ip) = self.ip {
-            w.push(format!("ip={ip}"));
-        }
-        if let Some(gw) = self.gw {
-            w.push(format!("gw={gw}"));
-        }
-        if let Some(p) = self.port {
-            w.push(format!("port={p}"));
-        }
-        if let Some(s) = self.sched {
-            w.push(format!("sched={}", value_name(s)));
-        }
-        if let Some(c) = self.cc {
-            w.push(format!("cc={}", value_name(c)));
-        }
-        for (k, v) in [
-            ("tcbs", self.tcbs),
-            ("max_per_ip", self.max_per_ip),
-            ("syn_backlog", self.syn_backlog),
-        ] {
-            if let Some(v) = v {
-                w.push(format!("{k}={v}"));
-            }
-        }
-        for (k, v) in [
-            ("request_timeout", self.request_timeout),
-            ("idle_timeout", self.idle_timeout),
-        ] {
-            if let Some(v) = v {
-                w.push(format!("{k}={v}"));
-            }
-        }
-        match (self.access_log, log_stats) {
-            (true, true) => w.push("log=access,stats".into()),
-            (true, false) => w.push("log=access".into()),
-            (false, true) => w.push("log=stats".into()),
-            (false, false) => {}
-        }
-        if self.no_stats_page {
-            w.push("stats_page=off".into());
-        }
-        if let Some(n) = self.stats_allow {
-            w.push(format!("stats_allow={n}"));
-        }
-        if let Some(m) = self.mode {
-            w.push(format!("mode={}", value_name(m)));
-        }
-        if self.bsp_http {
-            w.push("bsp_http=on".into());
-        }
-        if let Some(u) = self.udp() {
-            w.push(format!("udp_port={}", u.port));
-            for (k, v, given) in [
-                ("udp_burst", u32::from(u.burst), self.udp_burst.is_some()),
-                ("udp_ids", u32::from(u.ids), self.udp_ids.is_some()),
-                ("udp_rate", u.rate, self.udp_rate.is_some()),
-            ] {
-                if given {
-                    w.push(format!("{k}={v}"));
-                }
-            }
-            if u.paper_mode {
-                w.push("udp_paper=on".into());
-            }
-        }
-        if let Some(b) = self.bond {
-            w.push(format!("bond={}", value_name(b)));
-        }
-        if let Some(p) = self.bond_policy {
-            w.push(format!("bond_policy={}", value_name(p)));
-        }
-        if let Some(ms) = self.bond_monitor_ms {
-            w.push(format!("bond_monitor_ms={ms}"));
+        for (i, o) in OPTIONS.iter().enumerate() {
+            let given = self.given.iter().find(|(j, _)| *j == i);
+            let value = match (o.word, given, log_stats) {
+                ("log", Some(_), true) => "access,stats",
+                ("log", None, true) => "stats",
+                (_, Some((_, v)), _) => o.word_value(v),
+                (_, None, _) => continue,
+            };
+            w.push(format!("{}={value}", o.word));
         }
         w
     }
@@ -792,52 +560,65 @@ mod tests {
 
     #[test]
     fn kernel_words_are_the_kernels_own() {
-        let o = ServerOpts {
-            ip: Some("10.1.2.3/16".parse().unwrap()),
-            gw: Some(OrNone::None),
-            port: Some(8080),
-            sched: Some(SchedArg::Ist),
-            cc: Some(CcArg::Cubic),
-            tcbs: Some(64),
-            max_per_ip: Some(8),
-            syn_backlog: Some(16),
-            request_timeout: Some(5),
-            idle_timeout: Some(7),
-            access_log: true,
-            no_stats_page: true,
-            stats_allow: Some(network("10.9.0.0/16").unwrap()),
-            mode: Some(ModeArg::Netcore),
-            bsp_http: true,
-            udp_port: Some(8081),
-            udp_burst: Some(4),
-            udp_ids: Some(100),
-            udp_rate: Some(0),
-            udp_paper_mode: true,
-            bond: Some(BondArg::Split),
-            bond_policy: Some(PolicyArg::LeastQueued),
-            bond_monitor_ms: Some(40),
-        };
+        use bareweb_engine::bond::{Mode, Policy};
+        use bareweb_engine::server::Sched;
+        use bareweb_engine::tcp::Algorithm;
+        let o = ServerOpts::parse(&[
+            "--ip=10.1.2.3/16",
+            "--gw=none",
+            "--port=8080",
+            "--sched=ist",
+            "--cc=cubic",
+            "--tcbs=64",
+            "--max-per-ip=8",
+            "--syn-backlog=16",
+            "--request-timeout=5",
+            "--idle-timeout=7",
+            "--access-log",
+            "--no-stats-page",
+            "--stats-allow=10.9.0.0/16",
+            "--mode=netcore",
+            "--bsp-http",
+            "--udp-port=8081",
+            "--udp-burst=4",
+            "--udp-ids=100",
+            "--udp-rate=0",
+            "--udp-paper-mode",
+            "--bond=split",
+            "--bond-policy=least-queued",
+            "--bond-monitor-ms=40",
+        ])
+        .unwrap();
         let line = o.kernel_words(true).join(" ");
         let s = kernel_settings(&line).unwrap();
         assert_eq!(
             s.udp.config(),
-            o.udp(),
+            o.settings.udp.config(),
             "the kernel's UDP settings are serve's"
         );
-        assert_eq!(s.bond, Some(BondArg::Split.mode()));
-        assert_eq!(s.bond_policy, PolicyArg::LeastQueued.policy());
+        assert_eq!(s.bond, Some(Mode::Split));
+        assert_eq!(s.bond_policy, Policy::LeastQueued);
         assert_eq!(s.bond_monitor_ms, 40);
         assert_eq!(s.ip, Ipv4Address([10, 1, 2, 3]));
         assert_eq!((s.prefix, s.gateway, s.port), (16, None, 8080));
         assert_eq!((s.sched, s.tcbs), (Sched::Ist, 64));
-        assert_eq!(s.cc, CcArg::Cubic.algorithm());
+        assert_eq!(s.cc, Algorithm::Cubic);
         assert_eq!((s.max_per_ip, s.syn_backlog), (Some(8), Some(16)));
         assert_eq!((s.request_timeout_s, s.idle_timeout_s), (5, 7));
         assert!(s.log_access && s.log_stats && !s.stats_page && s.bsp_http);
         assert_eq!(s.mode, Some(kernel_cmdline::CoreMode::NetCore));
         assert_eq!(s.stats_allow, Some((Ipv4Address([10, 9, 0, 0]), 16)));
-        assert_eq!(network("10.0.2.2").unwrap().to_string(), "10.0.2.2/32");
-        assert!(network("10.0.2.0/33").is_err() && network("10.0.2/8").is_err());
+        let one = ServerOpts::parse(&["--stats-allow", "10.0.2.2"]).unwrap();
+        assert_eq!(
+            kernel_settings(&one.kernel_words(false).join(" "))
+                .unwrap()
+                .stats_allow,
+            Some((Ipv4Address([10, 0, 2, 2]), 32)),
+            "an address alone is that one client"
+        );
+        for bad in ["10.0.2.0/33", "10.0.2/8"] {
+            assert!(ServerOpts::parse(&["--stats-allow", bad]).is_err(), "{bad}");
+        }
         assert_eq!(
             ServerOpts::default().kernel_words(false),
             Vec::<String>::new()
@@ -848,11 +629,115 @@ mod tests {
         assert!(kernel_settings("crash=panic cores=2").is_ok());
     }
 
+    /// An example value of every shared option, unlike its default, and one out of its
+    /// range (or not one of its choices); a flag has none of either.
+    const EXAMPLES: &[(&str, &str, &str)] = &[
+        ("ip", "10.1.2.3/16", "10.0.0.2/33"),
+        ("gw", "10.1.0.1", "10.0.0.256"),
+        ("port", "8080", "0"),
+        ("sched", "ist", "rr"),
+        ("cc", "bbr", "reno"),
+        ("tcbs", "64", "1048577"),
+        ("max-per-ip", "8", "0"),
+        ("syn-backlog", "16", "0"),
+        ("request-timeout", "5", "86401"),
+        ("idle-timeout", "7", "0"),
+        ("access-log", "", ""),
+        ("no-stats-page", "", ""),
+        ("stats-allow", "10.9.0.0/16", "10.9.0.0/33"),
+        ("mode", "netcore", "fast"),
+        ("bsp-http", "", ""),
+        ("udp-port", "8081", "65536"),
+        ("udp-burst", "4", "65"),
+        ("udp-ids", "100", "0"),
+        ("udp-rate", "0", "-1"),
+        ("udp-paper-mode", "", ""),
+        ("bond", "split", "on"),
+        ("bond-policy", "size", "random"),
+        ("bond-monitor-ms", "40", "60001"),
+    ];
+
+    /// Every option of the table, one at a time: the CLI's value becomes kernel words,
+    /// the kernel's parser gives the same settings `serve` has, and so the same engine
+    /// `Config`; an out-of-range value is refused by `serve` and by the kernel in the same
+    /// words (a choice: clap lists the possible values, the kernel names them).
+    #[test]
+    fn every_option_round_trips() {
+        assert_eq!(EXAMPLES.len(), OPTIONS.len(), "an example for every row");
+        let key = [7; 16];
+        for (o, &(long, good, bad)) in OPTIONS.iter().zip(EXAMPLES) {
+            assert_eq!(o.long, long, "EXAMPLES in the table's order");
+            assert!(!o.help.is_empty(), "--{long}: the help feature is on for the CLI");
+            let flag = matches!(o.arg, Arg::Flag(_));
+            // What the option needs to be given (check()'s combinations).
+            let mut args = vec![format!("--{long}")];
+            if !flag {
+                args.push(good.to_string());
+            }
+            let needs: &[&str] = match long {
+                "bsp-http" => &["--mode", "netcore"],
+                l if l.starts_with("udp-") && l != "udp-port" => &["--udp-port", "9"],
+                _ => &[],
+            };
+            args.extend(needs.iter().map(|s| s.to_string()));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let cli = ServerOpts::parse(&args).unwrap();
+            cli.check().unwrap();
+            assert_ne!(
+                cli.settings,
+                Settings::default(),
+                "--{long} {good} sets nothing"
+            );
+            let words = cli.kernel_words(false);
+            assert!(
+                words.iter().any(|w| w.starts_with(&format!("{}=", o.word))),
+                "{words:?}"
+            );
+            let kernel = kernel_settings(&words.join(" ")).unwrap();
+            assert_eq!(kernel.server, cli.settings, "--{long} {good}: {words:?}");
+            assert_eq!(
+                format!("{:?}", kernel.config(key)),
+                format!("{:?}", cli.settings.config(key)),
+                "--{long} {good}"
+            );
+            // serve's Config differs from the kernel's by the TAP defaults alone.
+            let mut tap = kernel.server;
+            if cli.given("ip").is_none() {
+                (tap.ip, tap.prefix) = (Ipv4Address([10, 0, 0, 2]), 24);
+            }
+            if cli.given("gw").is_none() {
+                tap.gateway = None;
+            }
+            assert_eq!(
+                format!("{:?}", cli.config(key)),
+                format!("{:?}", tap.config(key)),
+                "--{long} {good}"
+            );
+            if flag {
+                continue;
+            }
+            let refused = ServerOpts::parse(&[&format!("--{long}={bad}")]).unwrap_err();
+            let mut why = Vec::new();
+            kernel_cmdline::parse(&format!("{}={bad}", o.word), |c| why.push(c.why));
+            assert_eq!(why.len(), 1, "{}={bad}", o.word);
+            let said = refused.to_string();
+            assert!(said.contains(&format!("--{long}")), "{said}");
+            match o.arg {
+                Arg::Choice(_, choices) => {
+                    for c in choices {
+                        assert!(said.contains(c.name) && why[0].contains(c.name), "{said}");
+                    }
+                }
+                _ => assert!(said.contains(why[0]), "{said} / {}", why[0]),
+            }
+        }
+    }
+
     #[test]
     fn bonding_needs_two_nics() {
-        let o = |bond| ServerOpts {
-            bond,
-            ..ServerOpts::default()
+        let o = |bond: Option<&str>| match bond {
+            Some(b) => ServerOpts::parse(&["--bond", b]).unwrap(),
+            None => ServerOpts::default(),
         };
         use bareweb_engine::bond::{Mode, Policy};
         assert_eq!(o(None).bonding(1), Ok(None));
@@ -860,23 +745,20 @@ mod tests {
             o(None).bonding(2),
             Ok(Some((Mode::Spread, Policy::PerClient, 100)))
         );
-        assert_eq!(o(Some(BondArg::Off)).bonding(2), Ok(None));
-        assert!(o(Some(BondArg::Split))
+        assert_eq!(o(Some("off")).bonding(2), Ok(None));
+        assert!(o(Some("split"))
             .bonding(1)
             .unwrap_err()
             .contains("--bond split needs two NICs"));
         assert_eq!(
-            o(Some(BondArg::Split)).bonding(3).unwrap().map(|b| b.0),
+            o(Some("split")).bonding(3).unwrap().map(|b| b.0),
             Some(Mode::Split)
         );
     }
 
     #[test]
     fn combinations_are_checked() {
-        let bsp = ServerOpts {
-            bsp_http: true,
-            ..ServerOpts::default()
-        };
+        let bsp = ServerOpts::parse(&["--bsp-http"]).unwrap();
         assert!(bsp.check().is_err());
     }
 }

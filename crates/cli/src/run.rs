@@ -526,7 +526,7 @@ fn tap_kind(ifname: &str) -> TapKind {
 
 /// The cores plan for `a` (errors for impossible combinations).
 pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
-    let mode = a.server.mode;
+    let mode = a.server.mode();
     // Every NIC of a set gets the same queues: the least multi-queue TAP decides.
     let tap = a
         .nets
@@ -559,7 +559,9 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
         let asked = mode.map(ModeArg::asked);
         return Ok(CoresPlan {
             queues: min_queues,
-            note: plan::decide(1, asked, a.server.bsp_http, 1).why.to_string(),
+            note: plan::decide(1, asked, a.server.settings.bsp_http, 1)
+                .why
+                .to_string(),
         });
     }
     let why_not = match (a.nic, tap) {
@@ -649,7 +651,7 @@ mod tests {
     #[test]
     fn ip_dhcp_reaches_the_kernel_and_user_networking_forwards_to_slirps_address() {
         let a = args(&["--ip", "dhcp"]);
-        assert_eq!(a.server.ip, Some(opts::IpArg::Dhcp));
+        assert!(a.server.settings.dhcp);
         let s = a.settings().unwrap();
         assert!(s.dhcp);
         let q = qemu(&["--ip", "dhcp"]).unwrap();
@@ -687,11 +689,11 @@ mod tests {
             v.extend_from_slice(bad);
             assert!(Cli::try_parse_from(v).is_err(), "{bad:?}");
         }
-        assert_eq!(args(&["--tcbs", "1"]).server.tcbs, Some(1));
-        assert_eq!(args(&["--tcbs", "1048576"]).server.tcbs, Some(1 << 20));
+        assert_eq!(args(&["--tcbs", "1"]).server.settings.tcbs, 1);
+        assert_eq!(args(&["--tcbs", "1048576"]).server.settings.tcbs, 1 << 20);
         assert!(qemu(&["--tcbs", "64"]).unwrap().contains("tcbs=64"));
         assert!(Cli::try_parse_from(["bareweb", "site", "--port", "0"]).is_err());
-        assert_eq!(args(&["--port", "8080"]).server.port, Some(8080));
+        assert_eq!(args(&["--port", "8080"]).server.settings.port, 8080);
     }
 
     #[test]

@@ -82,7 +82,7 @@ impl ServeArgs {
     pub fn check(&self) -> Result<(), String> {
         self.server.check()?;
         self.runner.check()?;
-        if self.server.ip == Some(opts::IpArg::Dhcp) {
+        if self.server.settings.dhcp {
             return Err(
                 "--ip dhcp is the bare kernel's (run, build): serve takes a fixed A.B.C.D/N on its TAP"
                     .into(),
@@ -103,7 +103,7 @@ impl ServeArgs {
         {
             return Err(format!("--tap {t} is given twice"));
         }
-        if self.xdp.is_some() && self.server.bond.is_some() {
+        if self.xdp.is_some() && self.server.given("bond").is_some() {
             return Err("--bond joins several TAPs: it does not go with --xdp".into());
         }
         let bonded = self.server.bonding(self.taps.len())?.is_some();
@@ -293,7 +293,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     let layout = layout(&a, &site);
     let pages = layout.pages;
     let threads = a.runner.threads.into();
-    let r = match (a.runner.runner, a.server.access_log) {
+    let r = match (a.runner.runner, a.server.settings.log_access) {
         (Some(r), true) => runners::serve(r, threads, pages, prepared, clf),
         (Some(r), false) => runners::serve(r, threads, pages, prepared, cores::no_log),
         (None, true) => cores::serve(&layout, prepared, clf),
@@ -314,14 +314,14 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
 /// site's configuration says so; metrics and the health check are on unless the
 /// configuration turns them off; --stats-allow over the configuration's [stats] allow.
 fn layout(a: &ServeArgs, site: &Site<'static>) -> Layout {
-    let mut pages = PageSettings::resolve(&site.pages(), !a.server.no_stats_page, true, true);
-    if let Some(n) = a.server.stats_allow {
-        pages.allow = (n.ip.octets(), n.prefix);
+    let mut pages = PageSettings::resolve(&site.pages(), a.server.settings.stats_page, true, true);
+    if let Some((net, len)) = a.server.settings.stats_allow {
+        pages.allow = (net.0, len);
     }
     Layout {
         cores: a.cores.cores.into(),
-        mode: a.server.mode,
-        bsp_http: a.server.bsp_http,
+        mode: a.server.mode(),
+        bsp_http: a.server.settings.bsp_http,
         pages,
         pin: !a.cores.no_pin,
     }
@@ -346,7 +346,7 @@ fn serve_on_xdp(a: &ServeArgs, x: &XdpArg, site: Site<'static>) -> Result<(), St
         files,
         udp,
     };
-    if a.server.access_log {
+    if a.server.settings.log_access {
         serve_xdp::serve(&layout, s, |_| {
             Clf(std::io::BufWriter::new(std::io::stdout()))
         })

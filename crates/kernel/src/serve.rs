@@ -42,7 +42,7 @@ use bareweb_engine::dhcp::{Client as DhcpClient, Timing as DhcpTiming};
 use bareweb_engine::nic::{Clock, NicCounters, RxRing, TxRing};
 use bareweb_engine::resource::{Found, Lookup, Redirect, Resource};
 use bareweb_engine::ring::Doze;
-use bareweb_engine::server::{AccessLog, AccessRecord, Config, Server, Timeouts};
+use bareweb_engine::server::{AccessLog, AccessRecord, Config, Server};
 use bareweb_engine::site::Site;
 use bareweb_engine::wire::EthernetAddress;
 
@@ -166,10 +166,8 @@ pub fn boot(info: &BootInfo) -> ! {
     );
     crate::console::screen_up(info, clock.hz);
     // The site's configuration can turn the stats page off too (bareweb.toml [stats]).
-    let settings = Settings {
-        stats_page: settings.stats_page && site.pages().stats.or(true),
-        ..settings
-    };
+    let mut settings = settings;
+    settings.stats_page &= site.pages().stats.or(true);
     let t_smp = crate::arch::cpu::rdtsc();
     let cores = crate::cores::start_cores(&settings, &procs, &clock, apic_mode);
     kprintln!("smp: {cores} core(s) running in {} ms", ms(t_smp));
@@ -296,21 +294,7 @@ fn isn_key() -> [u8; 16] {
 
 impl Start {
     fn config(&self) -> Config {
-        let s = &self.settings;
-        let mut cfg = Config::new(s.ip, s.prefix, isn_key());
-        cfg.gateway = s.gateway;
-        cfg.port = s.port;
-        cfg.sched = s.sched;
-        cfg.congestion = s.cc;
-        cfg.tcbs = s.tcbs;
-        cfg.max_per_ip = s.max_per_ip;
-        cfg.syn_backlog = s.syn_backlog;
-        cfg.timeouts = Timeouts {
-            request_ms: s.request_timeout_s * 1000,
-            idle_ms: s.idle_timeout_s * 1000,
-            ..Timeouts::default()
-        };
-        cfg.udp = s.udp.config();
+        let mut cfg = self.settings.config(isn_key());
         cfg.dhcp = self.dhcp;
         cfg
     }

@@ -92,6 +92,7 @@ pub struct Config {
 impl Config {
     /// A configuration with defaults for everything but the address and the ISN secret
     /// (random bytes from the platform: `getrandom` on the host, RDRAND on the kernel).
+    /// These are the server options' defaults too: bareweb-settings reads them from here.
     pub fn new(ip: Ipv4Address, prefix_len: u8, isn_key: [u8; 16]) -> Config {
         Config {
             ip,

@@ -1,0 +1,794 @@
+//! The server's options, declared once: every setting that `bareweb serve`, `bareweb run`
+//! and bootable images (`bareweb build`) share, as one row of [`OPTIONS`] each — the
+//! kernel's command-line word, the CLI's long option, the kind of value (with the choices
+//! and their help), the help text, and how the value sets [`Settings`]. [`Settings`] holds
+//! the defaults (taken from the engine's own `Config::new`, `Timeouts::default` and
+//! `udp::Config::new` where the engine has one) and [`Settings::config`] turns it into the
+//! engine's [`Config`].
+//!
+//! Users of the table:
+//! - the kernel's command line ([`kernel`]): a `word=value` whose word is a row's is given
+//!   to that row's `set`; [`kernel`] itself keeps only the words of the bare machine alone
+//!   (cores, APIC, idling, offloads, virtio-mmio devices, the bare UDP client, `crash=`);
+//! - the CLI (crates/cli/src/opts.rs): builds a clap argument per row at start-up (name,
+//!   value name, help, choices) whose value parser is the row's `set`, so `--tcbs 0` and
+//!   `tcbs=0` are refused in the same words; an option given becomes `word=value` for the
+//!   kernel, and `serve` applies the same words to [`Settings::tap`];
+//! - the engine: only through [`Settings::config`] (the engine knows nothing of this table).
+//!
+//! The value a user writes is the same text on both sides (`--bond-policy least-queued`
+//! is `bond_policy=least-queued`), except for flags ([`Arg::Flag`]), which are one word
+//! with a fixed value (`--no-stats-page` is `stats_page=off`).
+//!
+//! # Adding an option
+//!
+//! One row, and its use. Say a `--max-header-kib` for the engine's `Config::max_header`:
+//!
+//! 1. A field in [`Settings`] and its default in `Settings::default` (read it from the
+//!    engine's `Config::new` when the engine has one, so the default lives there alone).
+//! 2. A row in [`OPTIONS`], in the order `--help` should list it:
+//!    ```text
+//!    Opt {
+//!        word: "max_header_kib",
+//!        long: "max-header-kib",
+//!        arg: Arg::Value("KIB"),
+//!        help: help!("Largest request head accepted, KiB, 1 to 64 [8]"),
+//!        set: |s, v| number(v, 1, 64, "expected a number from 1 to 64").map(|n| s.max_header_kib = n),
+//!    },
+//!    ```
+//! 3. Its use in [`Settings::config`]: `cfg.max_header = s.max_header_kib as usize * 1024;`.
+//!
+//! That is all: `serve`, `run` and `build` now take `--max-header-kib`, the kernel takes
+//! `max_header_kib=`, and the round-trip test (`every_option_round_trips`) walks the new
+//! row too (add its example value to `EXAMPLES` there; the test fails until you do).
+//! docs/design/adding-an-option.md says the same with the reasons.
+#![no_std]
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+#[cfg(test)]
+extern crate std;
+
+pub mod kernel;
+
+use core::net::Ipv4Addr;
+
+use bareweb_engine::bond::{Mode as BondMode, Policy as BondPolicy};
+use bareweb_engine::cores::plan::Asked;
+use bareweb_engine::server::{Config, Sched, Timeouts};
+use bareweb_engine::tcp::Algorithm;
+use bareweb_engine::wire::Ipv4Address;
+
+/// Most TCBs a server may be given: ~9.3 KiB each, so 1 Mi is ~9.3 GiB.
+pub const MAX_TCBS: usize = 1 << 20;
+
+/// The settings the options control, with the defaults of `bareweb run` and the kernel
+/// (QEMU user networking's guest address); `serve`'s are [`Settings::tap`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// Our address (with `dhcp`: until a lease gives one).
+    pub ip: Ipv4Address,
+    /// Prefix length of the link.
+    pub prefix: u8,
+    /// `ip=dhcp`: the address, prefix and router come from a DHCP server.
+    pub dhcp: bool,
+    /// Router for off-link clients (QEMU's user-mode host is one).
+    pub gateway: Option<Ipv4Address>,
+    /// TCP port served.
+    pub port: u16,
+    /// HTTP scheduling policy.
+    pub sched: Sched,
+    /// TCP congestion control.
+    pub cc: Algorithm,
+    /// Number of TCBs.
+    pub tcbs: usize,
+    /// Most connections from one client address (None: half the TCBs).
+    pub max_per_ip: Option<usize>,
+    /// Half-open connections before SYN cookies (None: half the TCBs).
+    pub syn_backlog: Option<usize>,
+    /// Seconds a client has to send a whole request head (then 408).
+    pub request_timeout_s: u64,
+    /// Seconds an idle keep-alive connection is kept.
+    pub idle_timeout_s: u64,
+    /// An access log line per response.
+    pub log_access: bool,
+    /// A counters line every second (the kernel's console; `--stats-log`).
+    pub log_stats: bool,
+    /// Answer `/.well-known/bareweb/` and `/.well-known/bareweb/stats`.
+    pub stats_page: bool,
+    /// The clients allowed the stats JSON and metrics, a network and prefix length (over
+    /// the site's `[stats] allow`; None: the site's).
+    pub stats_allow: Option<(Ipv4Address, u8)>,
+    /// How the cores share the NIC (None: the platform's choice).
+    pub mode: Option<Asked>,
+    /// Network-core mode: core 0 serves HTTP too.
+    pub bsp_http: bool,
+    /// The stateless UDP protocol; served when its port is set.
+    pub udp: Udp,
+    /// How the NICs are used (None: `spread` with two or more, else `off`).
+    pub bond: Option<BondMode>,
+    /// How a connection's send NIC is chosen.
+    pub bond_policy: BondPolicy,
+    /// Milliseconds between two readings of the NICs' links.
+    pub bond_monitor_ms: u32,
+}
+
+/// The UDP protocol's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Udp {
+    /// `udp_port=N`: serve it on this port.
+    pub port: Option<u16>,
+    /// `udp_ids=N`: request ids, 1 to 65535.
+    pub ids: u16,
+    /// `udp_burst=N`: packets per GET, 1 to 64.
+    pub burst: u8,
+    /// `udp_rate=N`: GETs per second per proven address (0: no limit).
+    pub rate: u32,
+    /// `udp_paper=on`: no amplification bound, token or rate limit.
+    pub paper: bool,
+}
+
+impl Udp {
+    /// The engine's configuration, when the protocol is on.
+    pub fn config(&self) -> Option<bareweb_engine::udp::Config> {
+        self.port.map(|p| bareweb_engine::udp::Config {
+            ids: self.ids,
+            burst: self.burst,
+            rate: self.rate,
+            paper_mode: self.paper,
+            ..bareweb_engine::udp::Config::new(p)
+        })
+    }
+}
+
+impl Default for Settings {
+    /// The engine's defaults, on QEMU user networking's addresses (10.0.2.15/24 by the
+    /// router 10.0.2.2): the kernel's and `bareweb run`'s.
+    fn default() -> Self {
+        let engine = Config::new(Ipv4Address([10, 0, 2, 15]), 24, [0; 16]);
+        let udp = bareweb_engine::udp::Config::new(0);
+        Settings {
+            ip: engine.ip,
+            prefix: engine.prefix_len,
+            dhcp: false,
+            gateway: Some(Ipv4Address([10, 0, 2, 2])),
+            port: engine.port,
+            sched: engine.sched,
+            cc: engine.congestion,
+            tcbs: engine.tcbs,
+            max_per_ip: engine.max_per_ip,
+            syn_backlog: engine.syn_backlog,
+            request_timeout_s: engine.timeouts.request_ms / 1000,
+            idle_timeout_s: engine.timeouts.idle_ms / 1000,
+            log_access: false,
+            log_stats: false,
+            stats_page: true,
+            stats_allow: None,
+            mode: None,
+            bsp_http: false,
+            udp: Udp {
+                port: None,
+                ids: udp.ids,
+                burst: udp.burst,
+                rate: udp.rate,
+                paper: udp.paper_mode,
+            },
+            bond: None,
+            bond_policy: BondPolicy::default(),
+            bond_monitor_ms: 100,
+        }
+    }
+}
+
+/// `serve`'s defaults over [`Settings::default`], as words: a TAP's usual address and no
+/// router (the host is on the link).
+pub const TAP_DEFAULTS: &[(&str, &str)] = &[("ip", "10.0.0.2/24"), ("gw", "none")];
+
+impl Settings {
+    /// `serve`'s defaults: [`TAP_DEFAULTS`] over [`Settings::default`].
+    pub fn tap() -> Settings {
+        let mut s = Settings::default();
+        for (word, value) in TAP_DEFAULTS {
+            // The table's own words: a test holds them to it.
+            let _ = s.set(word, value);
+        }
+        s
+    }
+
+    /// Sets the option whose kernel word is `word` from `value`: `None` when no row has
+    /// that word, else the row's verdict (on `Err`, `self` is unchanged).
+    pub fn set(&mut self, word: &str, value: &str) -> Option<Result<(), &'static str>> {
+        let opt = find(word)?;
+        let mut s = *self;
+        Some((opt.set)(&mut s, value).map(|()| *self = s))
+    }
+
+    /// The engine's configuration for these settings, with the ISN secret (random bytes
+    /// from the platform). `dhcp` and `platform` are the platform's to fill in.
+    pub fn config(&self, isn_key: [u8; 16]) -> Config {
+        let mut cfg = Config::new(self.ip, self.prefix, isn_key);
+        cfg.gateway = self.gateway;
+        cfg.port = self.port;
+        cfg.sched = self.sched;
+        cfg.congestion = self.cc;
+        cfg.tcbs = self.tcbs;
+        cfg.max_per_ip = self.max_per_ip;
+        cfg.syn_backlog = self.syn_backlog;
+        cfg.timeouts = Timeouts {
+            request_ms: self.request_timeout_s * 1000,
+            idle_ms: self.idle_timeout_s * 1000,
+            ..Timeouts::default()
+        };
+        cfg.udp = self.udp.config();
+        cfg
+    }
+}
+
+/// One option: its names on both sides, its value, its help, and what it sets.
+pub struct Opt {
+    /// The kernel's word (`tcbs` in `tcbs=64`).
+    pub word: &'static str,
+    /// The CLI's long option, without the dashes (`max-per-ip`).
+    pub long: &'static str,
+    /// What the CLI takes.
+    pub arg: Arg,
+    /// The CLI's help (`--help`), ending with the default in brackets; written
+    /// `help!("…")`, empty without the `help` feature (the kernel's build).
+    pub help: &'static str,
+    /// Sets the option from the kernel word's value (the CLI's value, or a flag's fixed
+    /// value), or says what was expected; a value refused leaves `Settings` as it was.
+    pub set: fn(&mut Settings, &str) -> Result<(), &'static str>,
+}
+
+/// What an option takes on the CLI.
+pub enum Arg {
+    /// A value, shown in help under this name (`SECONDS`).
+    Value(&'static str),
+    /// One of these names (the kernel word takes the same), shown in help under the value
+    /// name.
+    Choice(&'static str, &'static [Choice]),
+    /// No value: given, it is the kernel word with this value (`--no-stats-page` is
+    /// `stats_page=off`).
+    Flag(&'static str),
+}
+
+/// One of a [`Arg::Choice`]'s names and its help.
+pub struct Choice {
+    /// The name, on both sides (`least-queued`).
+    pub name: &'static str,
+    /// One line of help (`help!("…")`, as [`Opt::help`]).
+    pub help: &'static str,
+}
+
+/// The row whose kernel word is `word`.
+pub fn find(word: &str) -> Option<&'static Opt> {
+    OPTIONS.iter().find(|o| o.word == word)
+}
+
+impl Opt {
+    /// The kernel word's value for the CLI's `value` (a flag's fixed value).
+    pub fn word_value<'a>(&self, value: &'a str) -> &'a str {
+        match self.arg {
+            Arg::Flag(v) => v,
+            _ => value,
+        }
+    }
+}
+
+/// `A.B.C.D` as std writes it (no leading zeros, no signs).
+fn addr(s: &str) -> Option<Ipv4Address> {
+    s.parse::<Ipv4Addr>().ok().map(|a| Ipv4Address(a.octets()))
+}
+
+/// `A.B.C.D/N`, or `A.B.C.D` with the prefix `bare`.
+fn network(s: &str, bare: u8) -> Option<(Ipv4Address, u8)> {
+    let (ip, len) = match s.split_once('/') {
+        Some((ip, len)) => (ip, Some(len)),
+        None => (s, None),
+    };
+    let prefix = match len {
+        None => bare,
+        Some(l) if !l.is_empty() && l.len() <= 2 && l.bytes().all(|b| b.is_ascii_digit()) => {
+            l.parse::<u8>().ok().filter(|n| *n <= 32)?
+        }
+        Some(_) => return None,
+    };
+    Some((addr(ip)?, prefix))
+}
+
+/// A decimal number from `min` to `max` (`why` otherwise).
+fn number<T: core::str::FromStr + PartialOrd>(
+    v: &str,
+    min: T,
+    max: T,
+    why: &'static str,
+) -> Result<T, &'static str> {
+    v.parse::<T>()
+        .ok()
+        .filter(|n| *n >= min && *n <= max)
+        .ok_or(why)
+}
+
+fn on_off(v: &str) -> Result<bool, &'static str> {
+    match v {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err("expected on or off"),
+    }
+}
+
+/// The index of `v` among `choices`' names.
+fn choice(v: &str, choices: &[Choice], why: &'static str) -> Result<usize, &'static str> {
+    choices.iter().position(|c| c.name == v).ok_or(why)
+}
+
+/// A help text: kept where `--help` is written (the CLI turns the `help` feature on), an
+/// empty string in the kernel, which never shows it (some 5 KiB of its 512 KiB budget).
+macro_rules! help {
+    ($text:literal) => {{
+        #[cfg(any(test, feature = "help"))]
+        let text = $text;
+        #[cfg(not(any(test, feature = "help")))]
+        let text = "";
+        text
+    }};
+}
+
+const COUNT: &str = "expected a number from 1 to 1048576";
+const SECONDS: &str = "expected a number of seconds from 1 to 86400";
+const PORT: &str = "expected a port number from 1 to 65535";
+
+const SCHED: &[Choice] = &[
+    Choice {
+        name: "imt",
+        help: help!("Look at receive after every HTTP step"),
+    },
+    Choice {
+        name: "ist",
+        help: help!("Serve the whole run list in one pass"),
+    },
+];
+const CC: &[Choice] = &[
+    Choice {
+        name: "cubic",
+        help: help!("CUBIC with proportional rate reduction, unpaced (Linux's default)"),
+    },
+    Choice {
+        name: "bbr",
+        help: help!(
+            "BBR v1: a model of the path's bandwidth and delay, paced; keeps its window \
+               through random loss"
+        ),
+    },
+];
+const MODE: &[Choice] = &[
+    Choice {
+        name: "netcore",
+        help: help!("The papers' design: core 0 owns the NIC and hands connections to HTTP cores"),
+    },
+    Choice {
+        name: "perqueue",
+        help: help!("A NIC queue pair and a whole server per core"),
+    },
+];
+const BOND: &[Choice] = &[
+    Choice {
+        name: "off",
+        help: help!("One NIC receives and sends (the others are not used)"),
+    },
+    Choice {
+        name: "split",
+        help: help!("One NIC only receives (and answers ARP), the others only send"),
+    },
+    Choice {
+        name: "spread",
+        help: help!("One NIC receives, every NIC sends"),
+    },
+];
+const POLICY: &[Choice] = &[
+    Choice {
+        name: "per-client",
+        help: help!("The paper's: a client's connections on one NIC, clients spread n/2 per NIC"),
+    },
+    Choice {
+        name: "size",
+        help: help!("Frames without payload on one NIC, data on the others"),
+    },
+    Choice {
+        name: "least-queued",
+        help: help!("The NIC with the fewest response bytes waiting to be acknowledged"),
+    },
+];
+
+const _: () = assert!(
+    bareweb_engine::udp::MAX_BURST == 64,
+    "udp_burst's range says 64"
+);
+
+/// Every shared option, in `--help`'s order (and the order of the kernel words the CLI
+/// writes).
+pub static OPTIONS: [Opt; 23] = [
+    Opt {
+        word: "ip",
+        long: "ip",
+        arg: Arg::Value("A.B.C.D/N|dhcp"),
+        help: help!(
+            "The server's address and prefix, or `dhcp` (run and images: from a DHCP server, \
+               renewed while serving) [serve: 10.0.0.2/24; run and -o X.elf: 10.0.2.15/24, QEMU \
+               user networking's guest address; --iso and --disk images: dhcp]"
+        ),
+        set: |s, v| {
+            if v == "dhcp" {
+                s.dhcp = true;
+                return Ok(());
+            }
+            let (ip, prefix) = network(v, 24)
+                .ok_or("expected A.B.C.D/N (N from 0 to 32; /24 if left out) or dhcp")?;
+            (s.ip, s.prefix, s.dhcp) = (ip, prefix, false);
+            Ok(())
+        },
+    },
+    Opt {
+        word: "gw",
+        long: "gw",
+        arg: Arg::Value("A.B.C.D|none"),
+        help: help!(
+            "Router for clients beyond the link, or `none` [serve: none; run and images: \
+               10.0.2.2]"
+        ),
+        set: |s, v| {
+            s.gateway = match v {
+                "none" => None,
+                _ => Some(addr(v).ok_or("expected an IPv4 address (A.B.C.D) or none")?),
+            };
+            Ok(())
+        },
+    },
+    Opt {
+        word: "port",
+        long: "port",
+        arg: Arg::Value("PORT"),
+        help: help!("TCP port to serve, 1 to 65535 [80]"),
+        set: |s, v| number(v, 1, u16::MAX, PORT).map(|n| s.port = n),
+    },
+    Opt {
+        word: "sched",
+        long: "sched",
+        arg: Arg::Choice("SCHED", SCHED),
+        help: help!(
+            "HTTP scheduling policy (the scheduling paper): imt looks at receive after every \
+               HTTP step, ist serves the whole run list in one pass [imt]"
+        ),
+        set: |s, v| {
+            s.sched = [Sched::Imt, Sched::Ist][choice(v, SCHED, "expected imt or ist")?];
+            Ok(())
+        },
+    },
+    Opt {
+        word: "cc",
+        long: "cc",
+        arg: Arg::Choice("CC", CC),
+        help: help!(
+            "TCP congestion control: cubic (Linux's default, unpaced; fastest on a clean link) \
+               or bbr (paced; far faster through heavy random loss) [cubic]"
+        ),
+        set: |s, v| {
+            s.cc = [Algorithm::Cubic, Algorithm::Bbr][choice(v, CC, "expected cubic or bbr")?];
+            Ok(())
+        },
+    },
+    Opt {
+        word: "tcbs",
+        long: "tcbs",
+        arg: Arg::Value("TCBS"),
+        help: help!(
+            "Number of TCBs (most connections at once, per core), 1 to 1048576 (~9.3 KiB \
+               each) [1024]"
+        ),
+        set: |s, v| number(v, 1, MAX_TCBS, COUNT).map(|n| s.tcbs = n),
+    },
+    Opt {
+        word: "max_per_ip",
+        long: "max-per-ip",
+        arg: Arg::Value("MAX_PER_IP"),
+        help: help!(
+            "Most connections from one client address at once (a SYN beyond it is refused \
+               with a RST), 1 to 1048576 [half of --tcbs]"
+        ),
+        set: |s, v| number(v, 1, MAX_TCBS, COUNT).map(|n| s.max_per_ip = Some(n)),
+    },
+    Opt {
+        word: "syn_backlog",
+        long: "syn-backlog",
+        arg: Arg::Value("SYN_BACKLOG"),
+        help: help!(
+            "Half-open connections held at once; past it SYNs are answered with SYN cookies \
+               and no TCB (RFC 4987), 1 to 1048576 [half of --tcbs]"
+        ),
+        set: |s, v| number(v, 1, MAX_TCBS, COUNT).map(|n| s.syn_backlog = Some(n)),
+    },
+    Opt {
+        word: "request_timeout",
+        long: "request-timeout",
+        arg: Arg::Value("SECONDS"),
+        help: help!(
+            "Seconds a client has from connecting to send a whole request head (then 408 and \
+               close), 1 to 86400 [10]"
+        ),
+        set: |s, v| number(v, 1, 86_400, SECONDS).map(|n| s.request_timeout_s = n),
+    },
+    Opt {
+        word: "idle_timeout",
+        long: "idle-timeout",
+        arg: Arg::Value("SECONDS"),
+        help: help!("Seconds an idle keep-alive connection is kept, 1 to 86400 [30]"),
+        set: |s, v| number(v, 1, 86_400, SECONDS).map(|n| s.idle_timeout_s = n),
+    },
+    Opt {
+        word: "log",
+        long: "access-log",
+        arg: Arg::Flag("access"),
+        help: help!(
+            "A Common Log Format line per response (serve: on stdout; run and images: on the \
+               kernel console, slow: a VM exit per byte)"
+        ),
+        // The kernel's `log=` is a list: `access` (this option) and `stats` (`--stats-log`
+        // of run and build, a counters line every second).
+        set: |s, v| {
+            let (mut access, mut stats) = (s.log_access, s.log_stats);
+            for item in v.split(',') {
+                match item {
+                    "access" => access = true,
+                    "stats" => stats = true,
+                    "none" | "" => {}
+                    _ => return Err("expected access, stats or none, comma-separated"),
+                }
+            }
+            (s.log_access, s.log_stats) = (access, stats);
+            Ok(())
+        },
+    },
+    Opt {
+        word: "stats_page",
+        long: "no-stats-page",
+        arg: Arg::Flag("off"),
+        help: help!(
+            "Do not answer /.well-known/bareweb/ (HTML) and /.well-known/bareweb/stats (JSON)"
+        ),
+        set: |s, v| on_off(v).map(|b| s.stats_page = b),
+    },
+    Opt {
+        word: "stats_allow",
+        long: "stats-allow",
+        arg: Arg::Value("A.B.C.D/N"),
+        help: help!(
+            "Only clients in this network may read the stats JSON and /metrics (others get the \
+               site's answer, normally 404), A.B.C.D/N or one address [the site's `[stats] \
+               allow`; everyone]"
+        ),
+        set: |s, v| {
+            let n = network(v, 32).ok_or("expected A.B.C.D/N (N from 0 to 32) or one address")?;
+            s.stats_allow = Some(n);
+            Ok(())
+        },
+    },
+    Opt {
+        word: "mode",
+        long: "mode",
+        arg: Arg::Choice("MODE", MODE),
+        help: help!(
+            "How several cores share the NIC: `perqueue` (a queue pair and a whole server per \
+               core; the default when the NIC has a queue per core) or `netcore` (the papers' \
+               design: core 0 owns the NIC and hands connections to HTTP cores round robin). \
+               With one core either is the one-core server (said at start)"
+        ),
+        set: |s, v| {
+            let m =
+                [Asked::NetCore, Asked::PerQueue][choice(v, MODE, "expected netcore or perqueue")?];
+            s.mode = Some(m);
+            Ok(())
+        },
+    },
+    Opt {
+        word: "bsp_http",
+        long: "bsp-http",
+        arg: Arg::Flag("on"),
+        help: help!("Network-core mode: core 0 serves HTTP too"),
+        set: |s, v| on_off(v).map(|b| s.bsp_http = b),
+    },
+    Opt {
+        word: "udp_port",
+        long: "udp-port",
+        arg: Arg::Value("UDP_PORT"),
+        help: help!(
+            "Also serve the UDP paper's stateless protocol (docs/udp-protocol.md) on this UDP \
+               port, 1 to 65535 [off]"
+        ),
+        set: |s, v| number(v, 1, u16::MAX, PORT).map(|n| s.udp.port = Some(n)),
+    },
+    Opt {
+        word: "udp_burst",
+        long: "udp-burst",
+        arg: Arg::Value("N"),
+        help: help!(
+            "Packets the server sends per UDP GET (the paper's n, 4 to 8 there), 1 to 64 [8]"
+        ),
+        set: |s, v| number(v, 1, 64, "expected a number from 1 to 64").map(|n| s.udp.burst = n),
+    },
+    Opt {
+        word: "udp_ids",
+        long: "udp-ids",
+        arg: Arg::Value("N"),
+        help: help!(
+            "Request ids on the UDP server's stack (most UDP requests in progress at once), 1 \
+               to 65535 [5000]"
+        ),
+        set: |s, v| {
+            number(v, 1, u16::MAX, "expected a number from 1 to 65535").map(|n| s.udp.ids = n)
+        },
+    },
+    Opt {
+        word: "udp_rate",
+        long: "udp-rate",
+        arg: Arg::Value("N"),
+        help: help!(
+            "UDP GETs answered per second per client address that proved it receives our \
+               packets, 0 for no limit (unproven addresses: 16 per second) [20000]"
+        ),
+        set: |s, v| {
+            number(v, 0, u32::MAX, "expected a number from 0 to 4294967295").map(|n| s.udp.rate = n)
+        },
+    },
+    Opt {
+        word: "udp_paper",
+        long: "udp-paper-mode",
+        arg: Arg::Flag("on"),
+        help: help!(
+            "The UDP paper as written: no amplification bound, no address tokens, no rate \
+               limit. A small spoofed GET then draws up to n large packets at its claimed \
+               source: only on a network you trust (docs/security.md)"
+        ),
+        set: |s, v| on_off(v).map(|b| s.udp.paper = b),
+    },
+    Opt {
+        word: "bond",
+        long: "bond",
+        arg: Arg::Choice("BOND", BOND),
+        help: help!(
+            "With two NICs or more (serve: --tap twice; run: --net twice), how they are used \
+               (the bonding paper): `split` one NIC only receives and the others only send, \
+               `spread` one receives and all send, `off` the first NIC alone [spread with two \
+               NICs or more]"
+        ),
+        set: |s, v| {
+            let m = [BondMode::Off, BondMode::Split, BondMode::Spread]
+                [choice(v, BOND, "expected off, split or spread")?];
+            s.bond = Some(m);
+            Ok(())
+        },
+    },
+    Opt {
+        word: "bond_policy",
+        long: "bond-policy",
+        arg: Arg::Choice("BOND_POLICY", POLICY),
+        help: help!(
+            "How a connection's send NIC is chosen at its SYN: `per-client` (the paper's: one \
+               NIC per client, clients spread evenly), `size` (frames without payload on one \
+               NIC, data on the others), `least-queued` (the NIC with the fewest response bytes \
+               waiting) [per-client]"
+        ),
+        set: |s, v| {
+            s.bond_policy = [
+                BondPolicy::PerClient,
+                BondPolicy::Size,
+                BondPolicy::LeastQueued,
+            ][choice(v, POLICY, "expected per-client, size or least-queued")?];
+            Ok(())
+        },
+    },
+    Opt {
+        word: "bond_monitor_ms",
+        long: "bond-monitor-ms",
+        arg: Arg::Value("MS"),
+        help: help!(
+            "Milliseconds between two readings of every NIC's link (failover), 1 to 60000 \
+               [100]"
+        ),
+        set: |s, v| {
+            number(
+                v,
+                1,
+                60_000,
+                "expected a number of milliseconds from 1 to 60000",
+            )
+            .map(|n| s.bond_monitor_ms = n)
+        },
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::format;
+
+    #[test]
+    fn names_are_unique_and_spelled_alike() {
+        for (i, o) in OPTIONS.iter().enumerate() {
+            for p in &OPTIONS[..i] {
+                assert!(
+                    o.word != p.word && o.long != p.long,
+                    "{} / {}",
+                    o.word,
+                    p.word
+                );
+            }
+            assert!(o.word.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
+            assert!(o.long.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'));
+            assert!(!o.help.ends_with('.'), "clap's style: no final period");
+        }
+    }
+
+    /// The default a row's help shows in brackets, when it is a value (`[1024]`, not
+    /// `[half of --tcbs]`), is the one `Settings::default` has: the defaults live in
+    /// `Settings::default` (and the engine's `Config::new`) alone.
+    #[test]
+    fn help_shows_the_defaults() {
+        let mut shown = 0;
+        for o in &OPTIONS {
+            let Some(d) = o
+                .help
+                .strip_suffix(']')
+                .and_then(|h| h.rsplit_once('['))
+                .map(|(_, d)| d)
+            else {
+                continue;
+            };
+            let mut s = Settings::default();
+            if (o.set)(&mut s, d).is_ok() {
+                assert_eq!(s, Settings::default(), "{}: [{d}]", o.word);
+                shown += 1;
+            }
+        }
+        assert!(shown >= 10, "{shown}");
+    }
+
+    #[test]
+    fn tap_defaults_are_the_tables_words() {
+        let mut s = Settings::default();
+        for (w, v) in TAP_DEFAULTS {
+            assert_eq!(s.set(w, v), Some(Ok(())), "{w}={v}");
+        }
+        assert_eq!(s, Settings::tap());
+        assert_eq!(
+            (s.ip, s.prefix, s.gateway),
+            (Ipv4Address([10, 0, 0, 2]), 24, None)
+        );
+    }
+
+    /// With nothing given, the engine gets its own defaults.
+    #[test]
+    fn defaults_are_the_engines() {
+        let s = Settings::default();
+        let own = Config {
+            gateway: s.gateway,
+            ..Config::new(s.ip, s.prefix, [1; 16])
+        };
+        assert_eq!(format!("{:?}", s.config([1; 16])), format!("{own:?}"));
+    }
+
+    #[test]
+    fn a_refused_value_changes_nothing() {
+        let mut s = Settings::default();
+        assert_eq!(s.set("tcbs", "0"), Some(Err(COUNT)));
+        assert_eq!(
+            s.set("log", "access,loud"),
+            Some(Err("expected access, stats or none, comma-separated"))
+        );
+        assert_eq!(s, Settings::default());
+        assert_eq!(
+            s.set("cores", "2"),
+            None,
+            "a boot-only word is not the table's"
+        );
+    }
+}
