@@ -11,10 +11,13 @@
 //!   kernel ELF itself), [`acpi`] (the processors, from the MADT).
 //! - [`pci`]: enumeration and BAR assignment. [`drivers`]: virtio-net (multiqueue) and
 //!   e1000, each a `Nic` per queue pair and a [`drivers::Driver`].
-//! - [`serve`]: brings the NIC up, takes the engine's plan for the cores (mode, roles,
-//!   servers, network-core wiring: `cores::plan`, shared with the host) and runs the
-//!   engine's per-core loop on every core; [`rest`]: how an idle core polls, then halts
-//!   until its NIC, its timer or another core wakes it.
+//! - [`boot`]: the start-up in ordered steps (command line, processors, site, heap,
+//!   clocks, cores, NICs), each returning what the next need; [`launch`]: the engine's plan
+//!   for the cores (mode, roles, servers, network-core wiring: `cores::plan`, shared with
+//!   the host) onto the cores, each running the engine's per-core loop; [`adapters`]: the
+//!   site lookup, access log and ISN key the engine asks for; [`report`]: the console's
+//!   ready and stats lines; [`crash`]: failures on purpose; [`rest`]: how an idle core
+//!   polls, then halts until its NIC, its timer or another core wakes it.
 //!
 //! `unsafe` lives here and only here (the engine has none but its ring): every block says
 //! why it holds.
@@ -25,7 +28,9 @@
 extern crate alloc;
 
 pub mod acpi;
+pub mod adapters;
 pub mod arch;
+pub mod boot;
 pub mod boot_info;
 pub mod boot_trace;
 pub mod client;
@@ -33,16 +38,18 @@ pub mod clock;
 pub mod cmdline;
 pub mod console;
 pub mod cores;
+pub mod crash;
 pub mod dhcp;
 pub mod drivers;
 pub mod embedded;
 pub mod exit;
 pub mod fbcon;
+pub mod launch;
 pub mod mem;
 pub mod nics;
 pub mod pci;
+pub mod report;
 pub mod rest;
-pub mod serve;
 
 #[cfg(target_os = "none")]
 #[global_allocator]
@@ -149,5 +156,5 @@ pub fn start(eax: u32, ebx: u32) -> ! {
         info.usable() >> 10,
         EfiMap(&info)
     );
-    serve::boot(&info)
+    boot::boot(&info)
 }
