@@ -5,9 +5,9 @@ use bareweb_engine::cores::board::Board;
 use bareweb_engine::nic::Clock;
 use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
 
+use crate::arch::clock::TscClock;
 use crate::arch::smp;
 use crate::boot::Booted;
-use crate::clock::TscClock;
 use crate::{kprintln, mem, nics, rest};
 
 /// The two lines that say the kernel serves: how long the boot took (and its stages), and

@@ -25,11 +25,12 @@ use bareweb_engine::cores::run::{Idle, IdleHook, Quiet, SleepCounters};
 use bareweb_engine::nic::{Clock, Nic, RxRing, TxRing};
 use bareweb_engine::ring::Doze;
 
+use crate::arch::acpi;
+use crate::arch::clock::TscClock;
 use crate::arch::{apic, cpu, ioapic, irq};
-use crate::clock::TscClock;
 use crate::cmdline::Settings;
 use crate::drivers::{Arm, Driver, WakeRx};
-use crate::{acpi, kprintln};
+use crate::kprintln;
 
 /// Longest halt, in ns.
 const HALT_MAX_NS: u64 = 1_000_000_000;

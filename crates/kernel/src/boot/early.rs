@@ -8,8 +8,8 @@ use bareweb_engine::site::Site;
 
 use super::{Clocks, Cores, Cpus, Nics, SiteImage};
 use crate::arch::apic;
+use crate::arch::clock::Calibration;
 use crate::boot_info::{BootInfo, Region};
-use crate::clock::Calibration;
 use crate::cmdline::{self, Settings};
 use crate::drivers::any::AnyNic;
 use crate::drivers::Driver;
@@ -36,7 +36,7 @@ pub fn settings(info: &BootInfo) -> Settings {
 /// The processors, from the ACPI MADT. Firmware tables may lie in RAM the loader calls
 /// usable: read them before the heap.
 pub fn cpus(info: &BootInfo) -> Cpus {
-    let procs = crate::acpi::processors(info);
+    let procs = crate::arch::acpi::processors(info);
     crate::boot_trace::mark("acpi");
     Cpus(procs)
 }

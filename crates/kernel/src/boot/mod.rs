@@ -29,8 +29,8 @@ use bareweb_engine::dhcp::Client as DhcpClient;
 use bareweb_engine::site::Site;
 
 use crate::arch::apic;
+use crate::arch::clock::TscClock;
 use crate::boot_info::{BootInfo, Region};
-use crate::clock::TscClock;
 use crate::cmdline::Settings;
 use crate::drivers::virtio::mmio::Slot;
 use crate::pci::Device;
@@ -65,7 +65,7 @@ pub fn boot(info: &BootInfo) -> ! {
 }
 
 /// The processors the firmware lists (step 2).
-pub struct Cpus(pub Result<crate::acpi::Processors, crate::acpi::Error>);
+pub struct Cpus(pub Result<crate::arch::acpi::Processors, crate::arch::acpi::Error>);
 
 /// Where the site image lies (step 3).
 pub struct SiteImage {

@@ -15,8 +15,8 @@ use bareweb_engine::server::{Config, Timeouts};
 
 use super::{Booted, Nics};
 use crate::adapters::{isn_key, Pages};
+use crate::arch::clock::TscClock;
 use crate::arch::smp;
-use crate::clock::TscClock;
 use crate::cmdline::CoreMode;
 use crate::drivers::any::AnyNic;
 use crate::drivers::e1000::E1000;
