@@ -27,7 +27,7 @@ use core::sync::atomic::AtomicBool;
 use bareweb_engine::bond::BondNic;
 use bareweb_engine::cores::board::Board;
 use bareweb_engine::cores::plan::{Mode, Plan};
-use bareweb_engine::cores::run::{run_core_hooked, CoreCtx};
+use bareweb_engine::cores::run::{run_core_hooked, CoreCtx, SpinThenSleep};
 use bareweb_engine::cores::CoreQueue;
 use bareweb_engine::nic::{Nic, NicCounters};
 use bareweb_engine::ring::Doze;
@@ -205,7 +205,7 @@ fn ap_job<N: CoreQueue + Sleeper + Send + 'static>(
 ) -> smp::Job {
     let clock = booted.clock;
     let log_access = booted.settings.log_access;
-    let mut rest = rest_of(booted, core);
+    let mut rest = SpinThenSleep(rest_of(booted, core));
     let crash = if core + 1 == booted.cores {
         booted.settings.crash
     } else {
@@ -287,7 +287,7 @@ fn run_core0<N: CoreQueue + Sleeper>(
     };
     let mut watch = booted.dhcp.map(crate::dhcp::Watch::new);
     let clock = booted.clock;
-    let mut rest = rest_of(&booted, 0);
+    let mut rest = SpinThenSleep(rest_of(&booted, 0));
     // Tell the link our address now: the first packets for us need not wait for ARP.
     server.announce(&mut nic);
     run_core_hooked(
