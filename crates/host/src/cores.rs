@@ -11,8 +11,8 @@
 //! - **Network-core mode**: thread 0 owns the single queue wrapped in the engine's
 //!   `NetCoreNic`; threads 1.. run `Server`s over ring-backed queue pairs (`RingNic`).
 //!
-//! Idle policy: a queue-owning thread sleeps in `poll(2)` on its fd as the one-core server
-//! always did. In network-core mode a thread spins a short while, then sleeps on an
+//! Idle policy (the engine's `cores::run::SpinThenSleep`, over this module's steps): a
+//! queue-owning thread sleeps in `poll(2)` on its fd as the one-core server always did. In network-core mode a thread spins a short while, then sleeps on an
 //! eventfd ([`Wake`]) after announcing it on its [`Doze`](bareweb_engine::ring::Doze):
 //! core 0 nudges an HTTP core after forwarding frames to it, an HTTP core nudges core 0
 //! after a flush that put frames on its DLIST, and a nudge writes the eventfd only when
@@ -27,12 +27,16 @@ use std::sync::atomic::AtomicBool;
 
 use bareweb_engine::bond::BondNic;
 use bareweb_engine::cores::board::{Board, Role};
+use bareweb_engine::cores::netcore::NetCoreNic;
 use bareweb_engine::cores::netcore::RingNic;
 use bareweb_engine::cores::plan::{Mode, Plan};
-use bareweb_engine::cores::run::{run_core, CoreCtx, Idle, RunSummary};
+use bareweb_engine::cores::run::{
+    run_core_hooked, CoreCtx, Idle, Quiet, RunSummary, Sleep, SpinThenSleep,
+};
 use bareweb_engine::cores::{CoreQueue, DispatchCounters};
-use bareweb_engine::nic::{NicCaps, NicCounters};
+use bareweb_engine::nic::{Clock, NicCaps, NicCounters, RxRing, TxRing};
 use bareweb_engine::resource::Lookup;
+use bareweb_engine::ring::Doze;
 use bareweb_engine::server::{AccessLog, Config, Server};
 use bareweb_engine::stats::{CoreTimes, Stats, Stay};
 use bareweb_engine::wire::EthernetAddress;
@@ -261,11 +265,16 @@ where
                             board: plan.board,
                             stop: threads.stop,
                         };
-                        // Sleep on the queue's fd when idle, as the one-core server does,
-                        // until the next timer at the latest.
-                        let run = run_core(&mut server, &mut q, &clock, &mut log, &ctx, |q, i| {
-                            q.wait_us(i.timer_in_us.clamp(1, SLEEP_IDLE_US))
-                        });
+                        let run = run_core_hooked(
+                            &mut server,
+                            &mut q,
+                            &clock,
+                            &mut log,
+                            &ctx,
+                            &mut SpinThenSleep(OnQueue),
+                            u64::MAX,
+                            |_, _| {},
+                        );
                         report(core, plan.role(core), &server, &q, run)
                     })
                     .expect("spawn core thread")
@@ -292,6 +301,126 @@ const SLEEP_IDLE_US: u64 = 10_000;
 fn fine_timer_slack() {
     // SAFETY: PR_SET_TIMERSLACK takes an unsigned long by value and touches no memory.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0) };
+}
+
+/// A queue-owning thread's steps of the engine's idle policy: no spin, no announcement
+/// (the device itself wakes the thread): it sleeps on the queue's descriptors, as the
+/// one-core server always did, until the next timer at the latest.
+struct OnQueue;
+
+impl<Q: HostQueue> Sleep<Q> for OnQueue {
+    /// Microseconds to wait.
+    type Until = u64;
+
+    fn spin(&mut self, _: &Idle) -> bool {
+        false
+    }
+
+    fn until(&mut self, _: &mut Q, i: &Idle, _: &mut dyn Quiet) -> Option<u64> {
+        Some(i.timer_in_us.clamp(1, SLEEP_IDLE_US))
+    }
+
+    fn announce(&mut self, _: &mut Q) -> bool {
+        false
+    }
+
+    fn sleep(&mut self, q: &mut Q, us: u64) {
+        q.wait_us(us);
+    }
+
+    fn awake(&mut self, _: &mut Q) {}
+}
+
+/// Network-core mode's core 0: spins [`SPIN_POLLS_CORE0`] polls, then announces its sleep
+/// on its doze and waits on the device and its eventfd together, unless an HTTP core's
+/// frames wait to be sent.
+struct Core0Rest<'a> {
+    fds: &'a [RawFd],
+    wake: &'a Wake,
+    doze: &'a Doze,
+}
+
+impl<R: RxRing, T: TxRing, C: Clock + Clone> Sleep<NetCoreNic<R, T, C>> for Core0Rest<'_> {
+    /// Microseconds to wait.
+    type Until = u64;
+
+    fn spin(&mut self, i: &Idle) -> bool {
+        if i.polls <= SPIN_POLLS_CORE0 {
+            std::hint::spin_loop();
+            return true;
+        }
+        false
+    }
+
+    fn until(&mut self, n: &mut NetCoreNic<R, T, C>, i: &Idle, _: &mut dyn Quiet) -> Option<u64> {
+        let us = if i.connections == 0 && n.map().is_empty() {
+            SLEEP_IDLE_US
+        } else {
+            SLEEP_BUSY_US
+        };
+        Some(us.min(i.timer_in_us.max(1)))
+    }
+
+    fn announce(&mut self, n: &mut NetCoreNic<R, T, C>) -> bool {
+        self.doze.announce();
+        let pending = n.output_pending();
+        if pending {
+            self.doze.awake();
+        }
+        pending
+    }
+
+    fn sleep(&mut self, _: &mut NetCoreNic<R, T, C>, us: u64) {
+        wait_fds_us(self.fds, us);
+        self.wake.clear();
+    }
+
+    fn awake(&mut self, _: &mut NetCoreNic<R, T, C>) {
+        self.doze.awake();
+    }
+}
+
+/// Network-core mode's HTTP core: spins [`SPIN_POLLS_HTTP`] polls, then announces its
+/// sleep on its ring's doze and waits on its eventfd, unless frames came on its ring.
+struct HttpRest(Wake);
+
+impl Sleep<RingNic> for HttpRest {
+    /// Microseconds to wait.
+    type Until = u64;
+
+    fn spin(&mut self, i: &Idle) -> bool {
+        if i.polls <= SPIN_POLLS_HTTP {
+            std::hint::spin_loop();
+            return true;
+        }
+        false
+    }
+
+    fn until(&mut self, _: &mut RingNic, i: &Idle, _: &mut dyn Quiet) -> Option<u64> {
+        let us = if i.connections == 0 {
+            SLEEP_IDLE_US
+        } else {
+            SLEEP_BUSY_US
+        };
+        Some(us.min(i.timer_in_us.max(1)))
+    }
+
+    fn announce(&mut self, n: &mut RingNic) -> bool {
+        n.doze().announce();
+        let pending = n.input_pending();
+        if pending {
+            n.doze().awake();
+        }
+        pending
+    }
+
+    fn sleep(&mut self, _: &mut RingNic, us: u64) {
+        self.0.wait_us(us);
+    }
+
+    fn awake(&mut self, n: &mut RingNic) {
+        n.doze().awake();
+    }
 }
 
 /// Network-core mode over one queue: core 0 plus `plan.cores - 1` HTTP cores.
@@ -338,30 +467,20 @@ where
                             stop: threads.stop,
                         };
                         fine_timer_slack();
-                        let run = run_core(
+                        let mut rest = SpinThenSleep(Core0Rest {
+                            fds: &fds,
+                            wake: &wake0,
+                            doze: &doze0,
+                        });
+                        let run = run_core_hooked(
                             &mut server,
                             &mut nic,
                             &clock,
                             &mut log,
                             &ctx,
-                            |n, i: Idle| {
-                                if i.polls <= SPIN_POLLS_CORE0 {
-                                    std::hint::spin_loop();
-                                    return;
-                                }
-                                doze0.announce();
-                                if !n.output_pending() {
-                                    let us = if i.connections == 0 && n.map().is_empty() {
-                                        SLEEP_IDLE_US
-                                    } else {
-                                        SLEEP_BUSY_US
-                                    };
-                                    let us = us.min(i.timer_in_us.max(1));
-                                    wait_fds_us(&fds, us);
-                                    wake0.clear();
-                                }
-                                doze0.awake();
-                            },
+                            &mut rest,
+                            u64::MAX,
+                            |_, _| {},
                         );
                         report(0, plan.role(0), &server, &nic, run)
                     })
@@ -383,28 +502,15 @@ where
                             board: plan.board,
                             stop: threads.stop,
                         };
-                        let run = run_core(
+                        let run = run_core_hooked(
                             &mut server,
                             &mut nic,
                             &clock,
                             &mut log,
                             &ctx,
-                            |n: &mut RingNic, i: Idle| {
-                                if i.polls <= SPIN_POLLS_HTTP {
-                                    std::hint::spin_loop();
-                                    return;
-                                }
-                                n.doze().announce();
-                                if !n.input_pending() {
-                                    let us = if i.connections == 0 {
-                                        SLEEP_IDLE_US
-                                    } else {
-                                        SLEEP_BUSY_US
-                                    };
-                                    wake.wait_us(us.min(i.timer_in_us.max(1)));
-                                }
-                                n.doze().awake();
-                            },
+                            &mut SpinThenSleep(HttpRest(wake)),
+                            u64::MAX,
+                            |_, _| {},
                         );
                         report(core, plan.role(core), &server, &nic, run)
                     })

@@ -14,10 +14,11 @@ use bareweb_engine::udp::bare::{BareClient, BareConfig};
 use bareweb_engine::udp::client::Timing;
 use bareweb_engine::udp::load::{Config, Counters, Schedule};
 
-use crate::clock::TscClock;
+use crate::arch::clock::TscClock;
+use crate::arch::exit;
 use crate::cmdline::Settings;
 use crate::drivers::Driver;
-use crate::{exit, fatal, kprintln, mem};
+use crate::{fatal, kprintln, mem};
 
 /// Runs the client over the first queue pair of `nics`; never returns.
 pub fn run<D: Driver>(s: &Settings, clock: TscClock, mut nics: Vec<D>) -> ! {

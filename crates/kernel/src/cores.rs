@@ -9,12 +9,13 @@ use bareweb_engine::ring::Doze;
 use bareweb_engine::tcp::port_table::Peer;
 use bareweb_engine::wire::EthernetAddress;
 
+use crate::arch::acpi;
+use crate::arch::clock::TscClock;
 use crate::arch::{apic, smp};
-use crate::clock::TscClock;
 use crate::cmdline::Settings;
 use crate::drivers::{Arm, WakeRx};
+use crate::kprintln;
 use crate::rest::Sleeper;
-use crate::{acpi, kprintln};
 
 /// Sets up the APIC and starts the other processors (as many as `cores=` allows); returns
 /// how many cores run.

@@ -15,7 +15,7 @@ use bareweb_engine::dhcp::{Actions, Change, Client, Lease, Transmit};
 use bareweb_engine::nic::{Clock, Nic, RxFrame, RxRing, TxRing};
 use bareweb_engine::wire::EthernetAddress;
 
-use crate::clock::TscClock;
+use crate::arch::clock::TscClock;
 use crate::kprintln;
 
 /// Random bits for the client (transaction ids, jitter).

@@ -4,17 +4,21 @@
 //! Layers, bottom up:
 //! - [`arch`]: the 32-bit entry (PVH note, multiboot2 header), long mode with identity
 //!   2 MiB pages, GDT/TSS/IDT and exception reports, the local APIC, starting the other
-//!   processors (INIT-SIPI-SIPI, per-core stacks and data), single-instruction helpers.
-//! - [`console`] (COM1 and the screen, [`fbcon`]), [`exit`] (isa-debug-exit), [`boot_info`] (memory map, command
+//!   processors (INIT-SIPI-SIPI, per-core stacks and data), single-instruction helpers;
+//!   the processors from the ACPI MADT (`arch::acpi`), the clocks (`arch::clock`: TSC +
+//!   CMOS RTC), the isa-debug-exit port (`arch::exit`).
+//! - [`console`] (COM1 and the screen, [`fbcon`]), [`boot_info`] (memory map, command
 //!   line, modules), [`mem`] (start-up bump allocator, sealed once the cores serve),
-//!   [`cmdline`], [`clock`] (TSC + CMOS RTC), [`embedded`] (a site carried inside the
-//!   kernel ELF itself), [`acpi`] (the processors, from the MADT).
+//!   [`cmdline`], [`embedded`] (a site carried inside the kernel ELF itself).
 //! - [`pci`]: enumeration and BAR assignment. [`drivers`]: virtio-net (multiqueue) and
 //!   e1000, each a `Nic` per queue pair and a [`drivers::Driver`].
-//! - [`serve`]: brings the NIC up, takes the engine's plan for the cores (mode, roles,
-//!   servers, network-core wiring: `cores::plan`, shared with the host) and runs the
-//!   engine's per-core loop on every core; [`rest`]: how an idle core polls, then halts
-//!   until its NIC, its timer or another core wakes it.
+//! - [`boot`]: the start-up in ordered steps (command line, processors, site, heap,
+//!   clocks, cores, NICs), each returning what the next need; [`launch`]: the engine's plan
+//!   for the cores (mode, roles, servers, network-core wiring: `cores::plan`, shared with
+//!   the host) onto the cores, each running the engine's per-core loop; [`adapters`]: the
+//!   site lookup, access log and ISN key the engine asks for; [`report`]: the console's
+//!   ready and stats lines; [`crash`]: failures on purpose; [`rest`]: how an idle core
+//!   polls, then halts until its NIC, its timer or another core wakes it.
 //!
 //! `unsafe` lives here and only here (the engine has none but its ring): every block says
 //! why it holds.
@@ -24,25 +28,29 @@
 
 extern crate alloc;
 
-pub mod acpi;
+pub mod adapters;
 pub mod arch;
+// The drivers still name these at the crate root (`crate::acpi::isa_irq`,
+// `crate::clock::tsc_hz`); they move to `crate::arch::` with the drivers' own change.
+pub use arch::{acpi, clock};
+pub mod boot;
 pub mod boot_info;
 pub mod boot_trace;
 pub mod client;
-pub mod clock;
 pub mod cmdline;
 pub mod console;
 pub mod cores;
+pub mod crash;
 pub mod dhcp;
 pub mod drivers;
 pub mod embedded;
-pub mod exit;
 pub mod fbcon;
+pub mod launch;
 pub mod mem;
 pub mod nics;
 pub mod pci;
+pub mod report;
 pub mod rest;
-pub mod serve;
 
 #[cfg(target_os = "none")]
 #[global_allocator]
@@ -82,7 +90,7 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     // SAFETY: reads the frame pointer register only.
     unsafe { core::arch::asm!("mov {}, rbp", out(reg) rbp, options(nomem, nostack)) };
     backtrace(rbp);
-    exit::fail()
+    arch::exit::fail()
 }
 
 /// Stops with a message: a boot configuration that cannot work.
@@ -90,7 +98,7 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
 macro_rules! fatal {
     ($($arg:tt)*) => {{
         $crate::kprintln!("!!! FATAL: {}", format_args!($($arg)*));
-        $crate::exit::fail()
+        $crate::arch::exit::fail()
     }};
 }
 
@@ -149,5 +157,5 @@ pub fn start(eax: u32, ebx: u32) -> ! {
         info.usable() >> 10,
         EfiMap(&info)
     );
-    serve::boot(&info)
+    boot::boot(&info)
 }

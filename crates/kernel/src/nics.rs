@@ -16,7 +16,7 @@ use bareweb_engine::cores::board::Board;
 use bareweb_engine::nic::{Nic, NicCounters};
 use bareweb_engine::wire::EthernetAddress;
 
-use crate::clock::TscClock;
+use crate::arch::clock::TscClock;
 use crate::cmdline::Settings;
 use crate::drivers::any::{AnyNic, AnyRx, AnyTx};
 use crate::drivers::{Driver, Open, WakeRx};

@@ -4,7 +4,8 @@
 //! another core wakes it (network-core mode: a frame on its ring). An idle machine then
 //! costs its host next to nothing, where the papers' cores (and `poll=always`) spin.
 //!
-//! - **Before halting** ([`Rest`] as the engine's `IdleHook`): the loop publishes the
+//! - **Before halting** ([`Rest`]: the kernel's steps of the engine's idle policy,
+//!   `cores::run::SpinThenSleep`): the loop publishes the
 //!   core's stats row; the queue pair is armed ([`Sleeper::arm`]: the NIC's receive
 //!   interrupt on, the core's doze announced) and looked at once more; only if nothing
 //!   came does the core halt (`sti; hlt`, [`crate::arch::irq::halt`]). An interrupt that
@@ -21,15 +22,16 @@
 use bareweb_engine::bond::BondNic;
 use bareweb_engine::cores::board::Board;
 use bareweb_engine::cores::netcore::RingNic;
-use bareweb_engine::cores::run::{Idle, IdleHook, Quiet, SleepCounters};
+use bareweb_engine::cores::run::{Idle, Quiet, Sleep, SleepCounters};
 use bareweb_engine::nic::{Clock, Nic, RxRing, TxRing};
 use bareweb_engine::ring::Doze;
 
+use crate::arch::acpi;
+use crate::arch::clock::TscClock;
 use crate::arch::{apic, cpu, ioapic, irq};
-use crate::clock::TscClock;
 use crate::cmdline::Settings;
 use crate::drivers::{Arm, Driver, WakeRx};
-use crate::{acpi, kprintln};
+use crate::kprintln;
 
 /// Longest halt, in ns.
 const HALT_MAX_NS: u64 = 1_000_000_000;
@@ -67,6 +69,10 @@ pub struct Rest {
     clock: TscClock,
     core: usize,
     counters: SleepCounters,
+    /// When the current halt's idle spell ended (ns).
+    halt_from: u64,
+    /// The wake-up counts before the current halt.
+    before: [u64; 3],
 }
 
 impl Rest {
@@ -79,33 +85,57 @@ impl Rest {
             clock,
             core,
             counters: SleepCounters::default(),
+            halt_from: 0,
+            before: [0; 3],
         }
     }
+}
 
-    fn halt<N: Sleeper>(&mut self, nic: &mut N, quiet: &mut dyn Quiet) {
+/// The kernel's steps of the engine's idle policy (`cores::run::SpinThenSleep`): PAUSE
+/// through the idle spell, then halt until the queue pair's interrupt, the timer at the
+/// next deadline or another core wakes the core.
+impl<N: Sleeper> Sleep<N> for Rest {
+    /// The monotonic time (ns) the halt ends at the latest.
+    type Until = u64;
+
+    fn spin(&mut self, state: &Idle) -> bool {
+        if self.policy.poll_always || state.idle_ns < self.spell_ns {
+            cpu::relax();
+            return true;
+        }
+        false
+    }
+
+    fn until(&mut self, _: &mut N, _: &Idle, quiet: &mut dyn Quiet) -> Option<u64> {
         let now = self.clock.now_ns();
         let wake_at = quiet.wake_at_ns();
         if wake_at <= now {
-            return;
+            return None;
         }
-        let until = wake_at.min(now.saturating_add(HALT_MAX_NS));
+        self.halt_from = now;
         quiet.publish();
-        if nic.arm() == Arm::Pending {
-            return;
-        }
-        let before = [irq::Cause::Device, irq::Cause::Timer, irq::Cause::Core]
-            .map(|c| irq::count(self.core, c));
+        Some(wake_at.min(now.saturating_add(HALT_MAX_NS)))
+    }
+
+    fn announce(&mut self, nic: &mut N) -> bool {
+        nic.arm() == Arm::Pending
+    }
+
+    fn sleep(&mut self, _: &mut N, until: u64) {
+        self.before = CAUSES.map(|c| irq::count(self.core, c));
         irq::halt(self.timer, Some(self.clock.tsc_at(until)));
+    }
+
+    fn awake(&mut self, nic: &mut N) {
         nic.disarm();
-        let slept = self.clock.now_ns().saturating_sub(now);
-        let after = [irq::Cause::Device, irq::Cause::Timer, irq::Cause::Core]
-            .map(|c| irq::count(self.core, c));
+        let slept = self.clock.now_ns().saturating_sub(self.halt_from);
+        let after = CAUSES.map(|c| irq::count(self.core, c));
         let c = &mut self.counters;
         c.sleeps += 1;
         c.slept_ns += slept;
-        c.woken_by_device += after[0] - before[0];
-        c.woken_by_timer += after[1] - before[1];
-        c.woken_by_core += after[2] - before[2];
+        c.woken_by_device += after[0] - self.before[0];
+        c.woken_by_timer += after[1] - self.before[1];
+        c.woken_by_core += after[2] - self.before[2];
         // Adapt the spell: a short halt means traffic returned soon (poll longer next
         // time), a long one a quiet server (halt sooner).
         let max = self.policy.idle_poll_us.saturating_mul(1000);
@@ -115,21 +145,14 @@ impl Rest {
             (self.spell_ns / 2).max(max / SPELL_MIN_DIV)
         };
     }
-}
-
-impl<N: Sleeper> IdleHook<N> for Rest {
-    fn idle(&mut self, nic: &mut N, state: Idle, quiet: &mut dyn Quiet) {
-        if self.policy.poll_always || state.idle_ns < self.spell_ns {
-            cpu::relax();
-            return;
-        }
-        self.halt(nic, quiet);
-    }
 
     fn sleeps(&self) -> SleepCounters {
         self.counters
     }
 }
+
+/// What can end a halt, in the order the counters take them.
+const CAUSES: [irq::Cause; 3] = [irq::Cause::Device, irq::Cause::Timer, irq::Cause::Core];
 
 /// A queue pair of driver `D` owned by one core: its receive interrupt.
 impl<D: Driver> Sleeper for D {

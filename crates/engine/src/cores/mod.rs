@@ -14,7 +14,8 @@
 //!   engine (AF_XDP's `XDP_STATISTICS`, [`crate::stats::platform`]).
 //! - [`plan`]: the mode, each core's role and server, and the network core's wiring,
 //!   decided in one place for both platforms.
-//! - [`run`]: the per-core loop (poll, measure, publish, idle) both platforms share.
+//! - [`run`]: the per-core loop (poll, measure, publish, idle) both platforms share, and
+//!   the idle policy (spin, announce, sleep) written once over each platform's steps.
 //! - [`replay`]: sending a frame built away from the device (a DLIST slot, a runner's
 //!   batch) on the device, without copying its body.
 

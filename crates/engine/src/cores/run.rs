@@ -3,11 +3,18 @@
 //! (the kernel: poll, then halt until an interrupt; the host: spin, then sleep or wait on
 //! the device).
 //!
-//! A platform that sleeps long (the kernel halts a core until its NIC or a timer wakes
-//! it) implements [`IdleHook`]: at an empty poll it is handed a [`Quiet`], through which it
-//! asks when the core must run again (the server's next timer deadline, the loop's next
-//! tick) and has the core's row published before it sleeps, and it reports its sleeps as
-//! [`SleepCounters`] for the board. A closure `FnMut(&mut N, Idle)` is the simple hook.
+//! The idle policy is written once, here: [`SpinThenSleep`] spins while the platform says
+//! so, then asks how long it may sleep, announces the sleep to whatever can wake the core
+//! (and looks for work once more), sleeps, and wakes. Each platform implements only the
+//! steps, as [`Sleep`]: the kernel spins with PAUSE for an adaptive spell and halts until
+//! an interrupt (its NIC, its timer, another core's IPI); the host spins a number of polls
+//! and waits in `poll(2)` on the device's descriptors and an eventfd.
+//!
+//! Underneath, a platform's hook is an [`IdleHook`]: at an empty poll it is handed a
+//! [`Quiet`], through which it asks when the core must run again (the server's next timer
+//! deadline, the loop's next tick) and has the core's row published before it sleeps, and
+//! it reports its sleeps as [`SleepCounters`] for the board. A closure
+//! `FnMut(&mut N, Idle)` is the simple hook.
 //!
 //! Never allocates; stops when the platform's stop flag is set.
 
@@ -89,6 +96,57 @@ pub struct Simple<F>(pub F);
 impl<N, F: FnMut(&mut N, Idle)> IdleHook<N> for Simple<F> {
     fn idle(&mut self, nic: &mut N, state: Idle, _: &mut dyn Quiet) {
         (self.0)(nic, state)
+    }
+}
+
+/// A platform's steps for resting an idle core; [`SpinThenSleep`] takes them in order.
+pub trait Sleep<N> {
+    /// How the platform says when a sleep ends (the kernel: a monotonic time in ns; the
+    /// host: microseconds to wait).
+    type Until: Copy;
+    /// Whether to spin at this empty poll rather than sleep; a spin relaxes the CPU here
+    /// (PAUSE, `spin_loop`) and the core polls again.
+    fn spin(&mut self, state: &Idle) -> bool;
+    /// When the sleep must end at the latest; None: not at all, work is due. A platform
+    /// that sleeps long publishes the core's row here ([`Quiet::publish`]).
+    fn until(&mut self, nic: &mut N, state: &Idle, quiet: &mut dyn Quiet) -> Option<Self::Until>;
+    /// Announces the sleep to whatever can wake the core (a NIC interrupt, the core's
+    /// doze) and looks for work once more: true if some came, announcement undone (do
+    /// not sleep).
+    fn announce(&mut self, nic: &mut N) -> bool;
+    /// Sleeps until woken or `until`.
+    fn sleep(&mut self, nic: &mut N, until: Self::Until);
+    /// Undoes [`Sleep::announce`] after the sleep (and counts it).
+    fn awake(&mut self, nic: &mut N);
+    /// The sleeps so far, for the board.
+    fn sleeps(&self) -> SleepCounters {
+        SleepCounters::default()
+    }
+}
+
+/// The idle policy of every platform: spin, then announce, then sleep (the steps are the
+/// platform's [`Sleep`]). An announced sleep is taken only if no work came in between,
+/// so no wake-up is lost: a producer that sees the announcement wakes the core.
+pub struct SpinThenSleep<S>(pub S);
+
+impl<N, S: Sleep<N>> IdleHook<N> for SpinThenSleep<S> {
+    fn idle(&mut self, nic: &mut N, state: Idle, quiet: &mut dyn Quiet) {
+        let s = &mut self.0;
+        if s.spin(&state) {
+            return;
+        }
+        let Some(until) = s.until(nic, &state, quiet) else {
+            return;
+        };
+        if s.announce(nic) {
+            return;
+        }
+        s.sleep(nic, until);
+        s.awake(nic);
+    }
+
+    fn sleeps(&self) -> SleepCounters {
+        self.0.sleeps()
     }
 }
 
@@ -421,6 +479,77 @@ mod tests {
         fn sleeps(&self) -> SleepCounters {
             self.sleeps
         }
+    }
+
+    /// Records the steps the policy takes.
+    struct Steps3 {
+        spins: u32,
+        due: bool,
+        work: bool,
+        log: Vec<&'static str>,
+    }
+
+    impl<N> Sleep<N> for Steps3 {
+        type Until = u64;
+        fn spin(&mut self, state: &Idle) -> bool {
+            let spin = state.polls <= self.spins;
+            if spin {
+                self.log.push("spin");
+            }
+            spin
+        }
+        fn until(&mut self, _: &mut N, _: &Idle, _: &mut dyn Quiet) -> Option<u64> {
+            self.log.push("until");
+            (!self.due).then_some(7)
+        }
+        fn announce(&mut self, _: &mut N) -> bool {
+            self.log.push("announce");
+            self.work
+        }
+        fn sleep(&mut self, _: &mut N, until: u64) {
+            assert_eq!(until, 7);
+            self.log.push("sleep");
+        }
+        fn awake(&mut self, _: &mut N) {
+            self.log.push("awake");
+        }
+    }
+
+    struct NoQuiet;
+
+    impl Quiet for NoQuiet {
+        fn wake_at_ns(&mut self) -> u64 {
+            u64::MAX
+        }
+        fn publish(&mut self) {}
+    }
+
+    #[test]
+    fn the_policy_spins_then_announces_then_sleeps_and_skips_the_sleep_when_work_came() {
+        let idle = |polls| Idle {
+            polls,
+            connections: 0,
+            idle_ns: 0,
+            timer_in_us: 0,
+        };
+        let run = |due, work| {
+            let mut p = SpinThenSleep(Steps3 {
+                spins: 2,
+                due,
+                work,
+                log: Vec::new(),
+            });
+            for polls in 1..=3 {
+                p.idle(&mut (), idle(polls), &mut NoQuiet);
+            }
+            p.0.log
+        };
+        assert_eq!(
+            run(false, false),
+            ["spin", "spin", "until", "announce", "sleep", "awake"]
+        );
+        assert_eq!(run(false, true), ["spin", "spin", "until", "announce"]);
+        assert_eq!(run(true, false), ["spin", "spin", "until"]);
     }
 
     #[test]

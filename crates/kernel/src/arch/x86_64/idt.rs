@@ -272,5 +272,5 @@ extern "C" fn bw_exception(f: &ExceptionFrame) -> ! {
         f.r15
     );
     crate::backtrace(f.rbp);
-    crate::exit::fail()
+    crate::arch::exit::fail()
 }

@@ -1,11 +1,15 @@
 //! x86_64: boot to long mode, descriptor tables, single-instruction helpers, page-table
 //! changes, the local APIC and the start of the other cores, the I/O APIC and the
-//! interrupts that wake a halted core.
+//! interrupts that wake a halted core; the firmware's processor list (ACPI MADT), the
+//! clocks (TSC, PIT, CMOS RTC) and the isa-debug-exit port.
 
+pub mod acpi;
 pub mod apic;
 pub mod boot;
 pub mod cache;
+pub mod clock;
 pub mod cpu;
+pub mod exit;
 pub mod gdt;
 pub mod idt;
 pub mod ioapic;

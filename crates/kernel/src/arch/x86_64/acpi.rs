@@ -291,7 +291,7 @@ mod tests {
     #[test]
     fn madts_from_qemu() {
         // qboot, -smp 4: four local APICs, an I/O APIC, interrupt overrides, a NMI entry.
-        let p = parse_madt(include_bytes!("../testdata/madt-qboot-smp4.bin")).unwrap();
+        let p = parse_madt(include_bytes!("../../../testdata/madt-qboot-smp4.bin")).unwrap();
         assert_eq!(p.apic_ids(), &[0, 1, 2, 3]);
         assert_eq!(p.over, 0);
         assert_eq!(p.ioapics(), &[(0xFEC0_0000, 0)]);
@@ -303,13 +303,13 @@ mod tests {
             p.overrides()
         );
         // SeaBIOS on q35, -smp 2.
-        let p = parse_madt(include_bytes!("../testdata/madt-q35-smp2.bin")).unwrap();
+        let p = parse_madt(include_bytes!("../../../testdata/madt-q35-smp2.bin")).unwrap();
         assert_eq!(p.apic_ids(), &[0, 1]);
     }
 
     #[test]
     fn disabled_duplicate_x2apic_and_too_many_processors() {
-        let mut t = include_bytes!("../testdata/madt-qboot-smp4.bin")[..44].to_vec();
+        let mut t = include_bytes!("../../../testdata/madt-qboot-smp4.bin")[..44].to_vec();
         t.extend_from_slice(&[0, 8, 0, 7, 0, 0, 0, 0]); // APIC id 7, disabled
         t.extend_from_slice(&[0, 8, 1, 5, 1, 0, 0, 0]); // APIC id 5
         let mut x2 = vec![9, 16, 0, 0];
@@ -332,7 +332,7 @@ mod tests {
 
     #[test]
     fn malformed_tables_are_errors_not_panics() {
-        let good = include_bytes!("../testdata/madt-qboot-smp4.bin");
+        let good = include_bytes!("../../../testdata/madt-qboot-smp4.bin");
         for cut in 0..good.len() {
             let _ = parse_madt(&good[..cut]);
         }

@@ -1,0 +1,72 @@
+//! What the engine asks of its platform, the kernel's way: the site the servers look up
+//! ([`Pages`]: with or without the stats page), the access log ([`ConsoleLog`]: Common Log
+//! Format lines on the console) and the key of the servers' initial sequence numbers
+//! ([`isn_key`]: from RDRAND, else the TSC).
+
+use bareweb_engine::cores::board::WithStatsPage;
+use bareweb_engine::resource::{Found, Lookup, Redirect, Resource};
+use bareweb_engine::server::{AccessLog, AccessRecord};
+use bareweb_engine::site::Site;
+
+/// The site, with or without the stats page (`stats_page=`): one type for every core.
+#[derive(Clone, Copy)]
+pub enum Pages {
+    /// The site alone.
+    Plain(Site<'static>),
+    /// The site and the server's own pages (stats, metrics, health).
+    WithStats(WithStatsPage<Site<'static>>),
+}
+
+impl Lookup<'static> for Pages {
+    fn lookup(&self, path: &[u8]) -> Found<'static> {
+        match self {
+            Pages::Plain(s) => s.lookup(path),
+            Pages::WithStats(s) => s.lookup(path),
+        }
+    }
+
+    fn redirect(&self, path: &[u8]) -> Option<Redirect<'static>> {
+        match self {
+            Pages::Plain(s) => s.redirect(path),
+            Pages::WithStats(s) => s.redirect(path),
+        }
+    }
+
+    fn error_page(&self, status: u16) -> Option<Resource<'static>> {
+        match self {
+            Pages::Plain(s) => s.error_page(status),
+            Pages::WithStats(s) => s.error_page(status),
+        }
+    }
+
+    fn common_headers(&self) -> &'static str {
+        match self {
+            Pages::Plain(s) => s.common_headers(),
+            Pages::WithStats(s) => s.common_headers(),
+        }
+    }
+}
+
+/// Common Log Format lines on the console (one VM exit per byte: for debugging), when on;
+/// on the screen, rate-limited ([`crate::console::print_busy`]).
+pub struct ConsoleLog(pub bool);
+
+impl AccessLog for ConsoleLog {
+    fn record(&mut self, r: &AccessRecord<'_>) {
+        if !self.0 {
+            return;
+        }
+        crate::console::print_busy(format_args!("{}\n", r.clf()));
+    }
+}
+
+/// A fresh key for the servers' initial sequence numbers: RDRAND, else the TSC.
+pub fn isn_key() -> [u8; 16] {
+    let a = crate::arch::cpu::rdrand().unwrap_or_else(crate::arch::cpu::rdtsc);
+    let b = crate::arch::cpu::rdrand()
+        .unwrap_or_else(|| crate::arch::cpu::rdtsc().rotate_left(29) ^ 0x9E37_79B9_7F4A_7C15);
+    let mut k = [0u8; 16];
+    k[..8].copy_from_slice(&a.to_le_bytes());
+    k[8..].copy_from_slice(&b.to_le_bytes());
+    k
+}

@@ -1,0 +1,120 @@
+//! Start-up after the boot information is read, as a sequence of steps, each returning
+//! what the next ones need:
+//!
+//! 1. [`settings`]: the command line (the image's built-in words, then the loader's);
+//! 2. [`cpus`]: the processors, from the ACPI MADT (read before the heap may cover the
+//!    firmware's tables);
+//! 3. [`site_image`]: where the site lies (embedded in the kernel, or boot module 0);
+//! 4. [`heap`]: the heap, around the kernel, the site and the framebuffer;
+//! 5. [`clock_and_site`]: the local APIC, then the clock calibrated while the site is
+//!    checked;
+//! 6. [`cores`]: the other cores started (each waits for its job) and the interrupts that
+//!    wake a halted core;
+//! 7. [`nics`]: the NICs found (a PCI scan, else a microVM's virtio-mmio device);
+//! 8. [`net::serve`]: the NICs brought up with a queue pair per core when the plan can use
+//!    them, `ip=dhcp`'s lease, the engine's plan, and its launch onto the cores
+//!    ([`crate::launch`]).
+//!
+//! The plan is the engine's `cores::plan`, the same code the host runs: it chooses the
+//! mode from the cores, the `mode=` word and the queue pairs the NIC gave, the role and
+//! server configuration of each core, and wires the network core. Every step is generic
+//! over the [`Driver`](crate::drivers::Driver), so a new driver plugs in without a copy of
+//! this module.
+
+mod early;
+mod net;
+
+use bareweb_engine::dhcp::shared::Shared as DhcpShared;
+use bareweb_engine::dhcp::Client as DhcpClient;
+use bareweb_engine::site::Site;
+
+use crate::arch::apic;
+use crate::arch::clock::TscClock;
+use crate::boot_info::{BootInfo, Region};
+use crate::cmdline::Settings;
+use crate::drivers::virtio::mmio::Slot;
+use crate::pci::Device;
+
+pub use early::{clock_and_site, cores, cpus, heap, nics, settings, site_image};
+
+/// Boots the rest of the way and serves; never returns.
+pub fn boot(info: &BootInfo) -> ! {
+    let settings = settings(info);
+    crate::crash::early(settings.crash);
+    let cpus = cpus(info);
+    let image = site_image(info);
+    let _heap = heap(info, &image);
+    let (site, clocks) = clock_and_site(info, &settings, &image);
+    // The site's configuration can turn the stats page off too (bareweb.toml [stats]).
+    let mut settings = settings;
+    settings.stats_page &= site.pages().stats.or(true);
+    let cores = cores(&settings, &cpus, &clocks);
+    let found = nics(&settings, &cpus, clocks.clock.hz);
+    let booted = Booted {
+        site,
+        settings,
+        clock: clocks.clock,
+        cores: cores.count,
+        timer: cores.timer,
+        dhcp: None,
+        dhcp_client: None,
+    };
+    net::serve(booted, found)
+}
+
+/// The processors the firmware lists (step 2).
+pub struct Cpus(pub Result<crate::arch::acpi::Processors, crate::arch::acpi::Error>);
+
+/// Where the site image lies (step 3).
+pub struct SiteImage {
+    /// Its bytes' span in RAM.
+    pub span: Region,
+    /// Where it came from, for the console: `embedded` or `module 0`.
+    pub from: &'static str,
+}
+
+/// The clocks (step 5).
+#[derive(Clone, Copy)]
+pub struct Clocks {
+    /// The TSC clock, calibrated.
+    pub clock: TscClock,
+    /// The boot CPU's local APIC mode.
+    pub apic: apic::Mode,
+    /// The local APIC timer's rate (0: it does not count).
+    pub apic_hz: u64,
+}
+
+/// The cores running (step 6).
+#[derive(Clone, Copy)]
+pub struct Cores {
+    /// How many cores run (1: the boot CPU alone).
+    pub count: usize,
+    /// The idle cores' timer (None: cores poll and never halt).
+    pub timer: Option<apic::Timer>,
+}
+
+/// The NICs found (step 7).
+pub enum Nics {
+    /// Every PCI function a driver here drives, in PCI order.
+    Pci(alloc::vec::Vec<Device>),
+    /// No PCI NIC: a microVM's virtio-net on virtio-mmio.
+    Mmio(Slot),
+}
+
+/// What serving needs once the machine is up.
+pub struct Booted {
+    /// The site, checked.
+    pub site: Site<'static>,
+    /// The command line's settings (with `ip=dhcp`'s lease once acquired).
+    pub settings: Settings,
+    /// The calibrated clock.
+    pub clock: TscClock,
+    /// How many cores run.
+    pub cores: usize,
+    /// The idle cores' timer (None: cores poll and never halt).
+    pub timer: Option<apic::Timer>,
+    /// `ip=dhcp`: the address the cores share, once acquired.
+    pub dhcp: Option<&'static DhcpShared>,
+    /// `ip=dhcp`: the client, bound, until core 0's server takes it.
+    pub dhcp_client: Option<DhcpClient>,
+}

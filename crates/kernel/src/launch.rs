@@ -1,0 +1,311 @@
+//! The engine's plan launched onto the cores, in the shape of the host's
+//! (`host/src/cores.rs`): [`run`] takes the plan and the queue pairs and, by the plan's
+//! mode, gives each core its server and queue pair; the host starts a thread per core,
+//! the kernel gives each application core a job ([`crate::arch::smp::run_on`]) and runs
+//! core 0's loop itself.
+//!
+//! - **one core**: one `Server` over the NIC, as the kernel always served, whatever
+//!   `mode=` says (the console says why);
+//! - **per-queue** (`mode=perqueue`, the default when the NIC has a queue pair for every
+//!   core: virtio-net multiqueue): core k owns queue pair k and a whole `Server`; nothing
+//!   is shared on the request path;
+//! - **network-core** (`mode=netcore`, the default otherwise: one queue): the papers'
+//!   design, with the engine's `cores::netcore`: core 0 alone touches the NIC through
+//!   `NetCoreNic` (ARP/ICMP, SYN dispatch round robin, draining the send rings), cores 1..
+//!   run a `Server` over `RingNic`; `bsp_http=on` puts core 0 in the round robin.
+//!
+//! Every core runs the engine's `cores::run` loop: it polls while there is work and, after
+//! an idle spell, halts until its NIC, its timer or another core wakes it ([`crate::rest`];
+//! `poll=always` polls without ever halting, as the papers' cores do). Every core
+//! publishes to one stats `Board`, which the stats page and the console's `log=stats`
+//! line read ([`crate::report`]).
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::sync::atomic::AtomicBool;
+
+use bareweb_engine::bond::BondNic;
+use bareweb_engine::cores::board::Board;
+use bareweb_engine::cores::plan::{Mode, Plan};
+use bareweb_engine::cores::run::{run_core_hooked, CoreCtx, SpinThenSleep};
+use bareweb_engine::cores::CoreQueue;
+use bareweb_engine::nic::{Nic, NicCounters};
+use bareweb_engine::ring::Doze;
+use bareweb_engine::server::Server;
+use bareweb_engine::wire::EthernetAddress;
+
+use crate::adapters::{ConsoleLog, Pages};
+use crate::arch::{apic, smp};
+use crate::boot::Booted;
+use crate::drivers::any::{AnyNic, AnyRx, AnyTx};
+use crate::drivers::{Driver, WakeRx};
+use crate::rest::{self, Policy, Rest, Sleeper};
+use crate::{fatal, mem, nics, report};
+
+/// Never set: the kernel's cores run until the machine stops.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// A queue pair the cores can drive (the host's `HostQueue`): the engine's `CoreQueue`,
+/// what a core does around a halt, and its two sides owned apart with their device
+/// counters (network-core mode's core 0 wraps them).
+pub trait KernelQueue:
+    CoreQueue + Nic<Rx: WakeRx + 'static, Tx: 'static> + Sleeper + Send + 'static
+{
+    /// The two sides, owned apart.
+    fn into_rings(self) -> (Self::Rx, Self::Tx);
+    /// Adds the device's own counters (doorbells) of the two sides to `c`.
+    fn device_counters(rx: &Self::Rx, tx: &Self::Tx, c: &mut NicCounters);
+}
+
+impl KernelQueue for AnyNic {
+    fn into_rings(self) -> (AnyRx, AnyTx) {
+        Driver::into_rings(self)
+    }
+
+    fn device_counters(rx: &AnyRx, tx: &AnyTx, c: &mut NicCounters) {
+        nics::device_counters(rx, tx, c)
+    }
+}
+
+/// A core's queue pair of every NIC of a set (bonding).
+impl KernelQueue for BondNic<AnyRx, AnyTx> {
+    fn into_rings(self) -> (Self::Rx, Self::Tx) {
+        BondNic::into_rings(self)
+    }
+
+    fn device_counters(rx: &Self::Rx, tx: &Self::Tx, c: &mut NicCounters) {
+        nics::bond_counters(rx, tx, c)
+    }
+}
+
+/// Runs the cores of `plan` over `queues` (network-core mode: the one queue pair of core
+/// 0; otherwise one per core), named `name` on the console; `t` is the TSC when the
+/// engine's tables began to be allocated. Never returns: core 0 serves here.
+pub fn run<Q: KernelQueue>(
+    booted: Booted,
+    plan: &Plan<Pages>,
+    mut queues: Vec<Q>,
+    name: &str,
+    t: u64,
+) -> ! {
+    match plan.mode {
+        Mode::NetCore { .. } => match queues.pop() {
+            Some(q) if queues.is_empty() => {
+                let (rx, tx) = q.into_rings();
+                netcore(booted, plan, rx, tx, Q::device_counters, name, t)
+            }
+            Some(_) => fatal!(
+                "netcore: {} queue pairs for one NIC owner",
+                queues.len() + 1
+            ),
+            None => fatal!("netcore: no queue pair for the NIC owner"),
+        },
+        Mode::Single | Mode::PerQueue => per_queue(booted, plan, queues, name, t),
+    }
+}
+
+/// A core per queue pair, each with a whole `Server` (one core: the single server).
+fn per_queue<N: CoreQueue + Sleeper + Send + 'static>(
+    mut booted: Booted,
+    plan: &Plan<Pages>,
+    nics: Vec<N>,
+    name: &str,
+    t: u64,
+) -> ! {
+    let n = nics.len();
+    if n != plan.cores {
+        fatal!(
+            "{}: {n} queue pair(s) for {} cores",
+            plan.mode.name(),
+            plan.cores
+        );
+    }
+    let board = plan.board.expect("the kernel's plan has a board");
+    let mac = plan.mac;
+    let mut jobs: Vec<smp::Job> = Vec::with_capacity(n);
+    let mut mine = None;
+    for (core, nic) in nics.into_iter().enumerate() {
+        let mut server = plan.server(core);
+        if core == 0 {
+            if let Some(c) = booted.dhcp_client.take() {
+                server.own_dhcp(c);
+            }
+            mine = Some((server, nic));
+        } else {
+            jobs.push(ap_job(&booted, core, server, nic, board));
+        }
+    }
+    let what = match plan.mode {
+        Mode::Single => "one core".into(),
+        _ => alloc::format!("perqueue: {n} cores, a {name} queue pair and a server each"),
+    };
+    start_serving(&booted, t, name, mac, &what, jobs);
+    match mine {
+        Some((server, nic)) => run_core0(booted, server, nic, board),
+        None => fatal!("{}: no queue pair for core 0", plan.mode.name()),
+    }
+}
+
+/// Network-core mode: core 0 owns the device's two sides `rx` and `tx` (a driver's or
+/// a NIC set's, whose counters `device` reads), HTTP cores are fed by the engine's
+/// rings.
+fn netcore<R, T>(
+    mut booted: Booted,
+    plan: &Plan<Pages>,
+    rx: R,
+    tx: T,
+    device: fn(&R, &T, &mut NicCounters),
+    name: &str,
+    t: u64,
+) -> !
+where
+    R: bareweb_engine::nic::RxRing + WakeRx + 'static,
+    T: bareweb_engine::nic::TxRing + 'static,
+{
+    let board = plan.board.expect("the kernel's plan has a board");
+    // Halting cores wake each other with an IPI when a ring gets work; cores that
+    // never halt get doze-less links (a nudge is a branch).
+    let doze = |core: usize| match booted.timer {
+        Some(_) => rest::ipi_doze(smp::apic_id(core)),
+        None => Doze::none(),
+    };
+    let doze0 = doze(0);
+    let queues = plan.netcore(rx, tx, booted.clock, &doze0, doze);
+    let mut jobs: Vec<smp::Job> = Vec::with_capacity(plan.cores);
+    for (i, ring) in queues.http.into_iter().enumerate() {
+        let core = i + 1;
+        jobs.push(ap_job(&booted, core, plan.server(core), ring, board));
+    }
+    let mut server = plan.server(0);
+    if let Some(c) = booted.dhcp_client.take() {
+        server.own_dhcp(c);
+    }
+    let bsp_http = matches!(plan.mode, Mode::NetCore { bsp_http: true });
+    let what = alloc::format!(
+        "netcore: core 0 owns the NIC{}, {} HTTP core(s)",
+        if bsp_http { " and serves HTTP" } else { "" },
+        plan.cores - 1
+    );
+    start_serving(&booted, t, name, plan.mac, &what, jobs);
+    let nic = crate::cores::Core0 {
+        nic: queues.core0,
+        device,
+        doze: doze0,
+    };
+    run_core0(booted, server, nic, board)
+}
+
+/// A job for application core `core`: serve over `nic` forever.
+fn ap_job<N: CoreQueue + Sleeper + Send + 'static>(
+    booted: &Booted,
+    core: usize,
+    mut server: Server<Pages>,
+    mut nic: N,
+    board: &'static Board,
+) -> smp::Job {
+    let clock = booted.clock;
+    let log_access = booted.settings.log_access;
+    let mut rest = SpinThenSleep(rest_of(booted, core));
+    let crash = if core + 1 == booted.cores {
+        booted.settings.crash
+    } else {
+        None
+    };
+    Box::new(move || {
+        crate::crash::on_ap(crash);
+        let ctx = CoreCtx {
+            core,
+            board: Some(board),
+            stop: &STOP,
+        };
+        run_core_hooked(
+            &mut server,
+            &mut nic,
+            &clock,
+            &mut ConsoleLog(log_access),
+            &ctx,
+            &mut rest,
+            u64::MAX,
+            |_, _| {},
+        );
+    })
+}
+
+/// Seals the heap (every table is allocated), gives the other cores their jobs and says
+/// so on the console. Allocates nothing after the seal.
+fn start_serving(
+    booted: &Booted,
+    t: u64,
+    nic: &str,
+    mac: EthernetAddress,
+    plan: &str,
+    jobs: Vec<smp::Job>,
+) {
+    let jobs: Vec<Box<smp::Job>> = jobs.into_iter().map(Box::new).collect();
+    mem::seal();
+    crate::boot_trace::mark("engine");
+    crate::kprintln!(
+        "engine: tables allocated in {} ms",
+        (crate::arch::cpu::rdtsc() - t) * 1000 / booted.clock.hz
+    );
+    for (i, job) in jobs.into_iter().enumerate() {
+        if smp::run_on(i + 1, job).is_err() {
+            fatal!("no core {} to run its job", i + 1);
+        }
+    }
+    report::ready(booted, nic, mac, plan);
+}
+
+/// Core `core`'s idle policy.
+fn rest_of(booted: &Booted, core: usize) -> Rest {
+    let policy = Policy {
+        poll_always: booted.timer.is_none(),
+        idle_poll_us: booted.settings.idle_poll_us,
+    };
+    let timer = booted.timer.unwrap_or(apic::Timer::TscDeadline);
+    Rest::new(core, policy, timer, booted.clock)
+}
+
+/// Core 0's loop, with the console counters line every second when `log=stats`.
+fn run_core0<N: CoreQueue + Sleeper>(
+    booted: Booted,
+    mut server: Server<Pages>,
+    mut nic: N,
+    board: &'static Board,
+) -> ! {
+    let ctx = CoreCtx {
+        core: 0,
+        board: Some(board),
+        stop: &STOP,
+    };
+    let log_stats = booted.settings.log_stats;
+    // The DHCP address's changes are said within a second.
+    let every = if log_stats || booted.dhcp.is_some() {
+        1_000_000_000
+    } else {
+        u64::MAX
+    };
+    let mut watch = booted.dhcp.map(crate::dhcp::Watch::new);
+    let clock = booted.clock;
+    let mut rest = SpinThenSleep(rest_of(&booted, 0));
+    // Tell the link our address now: the first packets for us need not wait for ARP.
+    server.announce(&mut nic);
+    run_core_hooked(
+        &mut server,
+        &mut nic,
+        &clock,
+        &mut ConsoleLog(booted.settings.log_access),
+        &ctx,
+        &mut rest,
+        every,
+        |_, _| {
+            if let Some(w) = watch.as_mut() {
+                w.check();
+            }
+            if log_stats {
+                report::print_stats(board, &clock);
+            }
+        },
+    );
+    crate::arch::cpu::halt_forever()
+}
