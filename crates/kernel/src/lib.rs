@@ -30,9 +30,6 @@ extern crate alloc;
 
 pub mod adapters;
 pub mod arch;
-// The drivers still name these at the crate root (`crate::acpi::isa_irq`,
-// `crate::clock::tsc_hz`); they move to `crate::arch::` with the drivers' own change.
-pub use arch::{acpi, clock};
 pub mod boot;
 pub mod boot_info;
 pub mod boot_trace;

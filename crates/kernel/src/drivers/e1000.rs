@@ -396,7 +396,7 @@ impl<H: Hal> E1000<H> {
 fn probe_line(dev: &Device, regs: &Regs, apic: u32) -> Option<u32> {
     let mut cand = [0u32; 13];
     let mut n = 0;
-    let firmware = dev.intx_line().map(crate::acpi::isa_irq);
+    let firmware = dev.intx_line().map(crate::arch::acpi::isa_irq);
     for g in firmware
         .map(|(g, ..)| g)
         .into_iter()
@@ -421,7 +421,7 @@ fn probe_line(dev: &Device, regs: &Regs, apic: u32) -> Option<u32> {
     }
     regs.ims.write(IMS_RX);
     regs.ics.write(1 << 7);
-    let end = crate::arch::cpu::rdtsc() + crate::clock::tsc_hz() / 10;
+    let end = crate::arch::cpu::rdtsc() + crate::arch::clock::tsc_hz() / 10;
     let mut found = None;
     while found.is_none() && crate::arch::cpu::rdtsc() < end {
         found = cand

@@ -217,7 +217,7 @@ impl Transport for MmioTransport {
 /// second I/O APIC's first, 24, or from 5 without it: QEMU hw/i386/microvm.c).
 pub fn find_net(
     s: &crate::cmdline::Settings,
-    procs: &Result<crate::acpi::Processors, crate::acpi::Error>,
+    procs: &Result<crate::arch::acpi::Processors, crate::arch::acpi::Error>,
 ) -> Option<Slot> {
     let net = |base: u64, gsi: u32| {
         let (id, version) = probe::<Identity>(base)?;
