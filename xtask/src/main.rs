@@ -29,9 +29,9 @@ const APT_PACKAGES: &[&str] = &[
     "curl",
     "wget",
     "python3",
-    // The bare-machine kernel (issue 3): QEMU for `bareweb run` and tests/kernel, GRUB
+    // The bare-machine kernel: QEMU for `bareweb run` and tests/kernel, GRUB
     // (BIOS and UEFI) and xorriso for `bareweb build --iso/--disk`, OVMF to boot them
-    // under UEFI (issue 16).
+    // under UEFI.
     "qemu-system-x86",
     "grub-pc-bin",
     "grub-efi-amd64-bin",
@@ -39,11 +39,11 @@ const APT_PACKAGES: &[&str] = &[
     "grub-common",
     "xorriso",
     "mtools",
-    // tests/kernel/test_dhcp.py (issue 16): a DHCP server in a namespace for `ip=dhcp`.
+    // tests/kernel/test_dhcp.py: a DHCP server in a namespace for `ip=dhcp`.
     "dnsmasq",
-    // tests/system/test_browser.py (issue 17): what a browser sees, headless.
+    // tests/system/test_browser.py: what a browser sees, headless.
     "chromium",
-    // `bareweb bench`'s second client kind (issue 18): wrk beside `bareweb load`.
+    // `bareweb bench`'s second client kind: wrk beside `bareweb load`.
     "wrk",
 ];
 

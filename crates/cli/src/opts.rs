@@ -667,7 +667,10 @@ mod tests {
         let key = [7; 16];
         for (o, &(long, good, bad)) in OPTIONS.iter().zip(EXAMPLES) {
             assert_eq!(o.long, long, "EXAMPLES in the table's order");
-            assert!(!o.help.is_empty(), "--{long}: the help feature is on for the CLI");
+            assert!(
+                !o.help.is_empty(),
+                "--{long}: the help feature is on for the CLI"
+            );
             let flag = matches!(o.arg, Arg::Flag(_));
             // What the option needs to be given (check()'s combinations).
             let mut args = vec![format!("--{long}")];

@@ -26,7 +26,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// TAP device to use; created if missing (needs CAP_NET_ADMIN). Given twice or more,
-    /// a set of NICs (paper 002's bonding, see --bond): one receives, several send.
+    /// a set of NICs (the bonding paper's configurations, see --bond): one receives, several send.
     #[arg(long = "tap", value_name = "NAME", default_value = "bw0", value_parser = opts::ifname)]
     pub taps: Vec<String>,
     /// Address given to the host side of the TAP (default: the subnet's first free one);

@@ -1,9 +1,9 @@
-//! Many cores on Linux (issue 4): one thread per core, pinned to a CPU, each running the
+//! Many cores on Linux: one thread per core, pinned to a CPU, each running the
 //! engine's per-core loop (`cores::run::run_core`) over its own queue pair. What each core
 //! is (its role, its server, the network core's rings) comes from the engine's
 //! `cores::plan`, as on the bare machine; this module only starts the threads, pins them
 //! and idles them. It is generic over the device ([`HostQueue`]: the TAP, and a set of
-//! TAPs bonded into one queue pair per core, issue 14), so another device (AF_XDP) plugs
+//! TAPs bonded into one queue pair per core, for bonding), so another device (AF_XDP) plugs
 //! in without a copy of this module.
 //!
 //! - **Per-queue mode** (and one core): thread `k` owns queue `k` and a whole `Server`.
@@ -73,7 +73,7 @@ impl HostQueue for Tap {
     }
 }
 
-/// A TAP queue of every NIC of a set (issue 14): its receive side is the receive NIC's,
+/// A TAP queue of every NIC of a set (bonding): its receive side is the receive NIC's,
 /// but an idle thread waits on every TAP (a failover may move the receive NIC, and the
 /// others' frames are drained and counted).
 impl HostQueue for BondNic<TapRx, TapTx> {

@@ -1,5 +1,5 @@
 //! Where boot time goes: the TSC at each start-up stage, printed as one console line when
-//! the kernel is ready (`boot: stages ...`, in µs), for issue 16's boot budget. Marks are
+//! the kernel is ready (`boot: stages ...`, in µs), for the boot budget (docs/kernel.md). Marks are
 //! taken on the boot CPU only, before the other cores get their jobs: no locking needed
 //! beyond the atomics.
 

@@ -1,4 +1,4 @@
-//! The bare UDP client (paper 001's "bare PC" client): booted with `client=udp`, the
+//! The bare UDP client (the UDP paper's "bare PC" client): booted with `client=udp`, the
 //! kernel runs the engine's load generator (`udp::bare::BareClient`) on core 0 over the
 //! NIC, polling without sleeping as the paper's client did, prints its report on the
 //! console (`client: report k=v …`, read by `bareweb load --udp --kernel`) and stops QEMU

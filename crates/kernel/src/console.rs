@@ -10,7 +10,7 @@
 //!   4 GiB needs page tables); what was printed before is kept (up to 4 KiB) and drawn
 //!   then, so the screen shows the boot from its first line.
 //!
-//! A small spin lock makes lines whole when several cores print (issue 4), and guards the
+//! A small spin lock makes lines whole when several cores print, and guards the
 //! screen's text.
 
 use core::cell::UnsafeCell;

@@ -1,4 +1,4 @@
-//! `ip=dhcp` (issue 16): the kernel's address from a DHCP server, with the engine's client
+//! `ip=dhcp`: the kernel's address from a DHCP server, with the engine's client
 //! (`bareweb_engine::dhcp`).
 //!
 //! Before serving, [`acquire`] runs the client on core 0 over every queue pair of the

@@ -1,4 +1,4 @@
-//! The NICs the kernel serves on (issue 14): every PCI function the first driver found
+//! The NICs the kernel serves on (bonding): every PCI function the first driver found
 //! drives (two virtio-net or two e1000 for a set; a set is of one driver), each opened
 //! with as many queue pairs as the plan can use; with two or more and bonding on, one
 //! `bond::BondNic` per core over that core's queue pair of every NIC, core 0's with the

@@ -1,4 +1,4 @@
-//! Many cores (issue 4): how engine instances on several cores share one machine without
+//! Many cores: how engine instances on several cores share one machine without
 //! locks. Platform-neutral and `no_std`: the kernel and the host run the same code, each
 //! with its own way to start a thread of execution per core.
 //!
@@ -57,7 +57,7 @@ pub trait CoreQueue: Nic {
 /// above `bond`, so the bond knows nothing of cores.
 impl<R: RxRing, T: TxRing> CoreQueue for BondNic<R, T> {}
 
-/// The network core's work besides its server's (issue 4's live measurements): frames
+/// The network core's work besides its server's (the live measurements): frames
 /// dispatched to HTTP cores and drained from them, the connection map; zero elsewhere. A
 /// parallel runner's thread reports its send time as `drain_ns` (the papers' send task).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -89,7 +89,7 @@ pub struct DispatchCounters {
     pub udp_dispatched: u64,
     /// UDP requests dropped because core 0's request-id stack was empty.
     pub udp_no_id: u64,
-    /// Most request ids out at once (paper 001 Fig. 10's max parallel).
+    /// Most request ids out at once (the UDP paper's Fig. 10, max parallel).
     pub udp_ids_max: u64,
     /// UDP requests whose answer core 0 has sent (ids given back).
     pub udp_done: u64,

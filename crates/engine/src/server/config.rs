@@ -7,7 +7,7 @@ use crate::http;
 use crate::tcp::Algorithm;
 use crate::wire::Ipv4Address;
 
-/// Which HTTP scheduling policy the server uses (paper 004 §3.1).
+/// Which HTTP scheduling policy the server uses (the scheduling paper, §3.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Sched {
     /// Internal multi-tasking: after each HTTP step, look at the receive ring again.
@@ -74,13 +74,13 @@ pub struct Config {
     pub timeouts: Timeouts,
     /// Value of the `Server` header.
     pub server_name: &'static str,
-    /// The stateless UDP protocol (paper 001, `crate::udp`): off unless given.
+    /// The stateless UDP protocol (the UDP paper, `crate::udp`): off unless given.
     pub udp: Option<crate::udp::Config>,
-    /// The NIC set this server sends on (issue 14), or `None`: one NIC, as always.
+    /// The NIC set this server sends on (bonding), or `None`: one NIC, as always.
     pub bond: Option<BondRole>,
     /// Congestion control of every connection (`--cc`): BBR (paced) or CUBIC.
     pub congestion: Algorithm,
-    /// The address comes from DHCP (issue 16): the server follows the address published
+    /// The address comes from DHCP: the server follows the address published
     /// here (answering nothing while there is none); the core whose server is given the
     /// client (`Server::own_dhcp`) runs it, the others hand it the replies they receive.
     pub dhcp: Option<&'static crate::dhcp::shared::Shared>,

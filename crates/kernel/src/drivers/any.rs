@@ -2,7 +2,7 @@
 //! code (`Server::poll` and everything under it, `cores::run`, the network core's
 //! wrappers, bonding) is compiled once for the kernel instead of once per driver and per
 //! mode: with a type per driver the stripped kernel was 790 KB, 218 KB of which was the
-//! e1000's second copy of that code (issue 16's size budget, docs/kernel.md "Size").
+//! e1000's second copy of that code (the size budget, docs/kernel.md "Size").
 //!
 //! Each ring call is a `match` on which driver it is: one predictable branch per burst or
 //! per posted frame, nothing per byte. A new driver is one more variant here and in

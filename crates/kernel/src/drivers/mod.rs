@@ -78,7 +78,7 @@ pub enum Arm {
     Unable,
 }
 
-/// A receive side that can wake its core by interrupt (issue 16).
+/// A receive side that can wake its core by interrupt (so that idle cores halt).
 pub trait WakeRx {
     /// Lets the device interrupt the core at the next frame (before a halt); see [`Arm`].
     fn arm(&mut self) -> Arm;
@@ -135,7 +135,7 @@ pub trait Driver:
     fn tx_counters(tx: &Self::Tx, c: &mut NicCounters);
     /// The two sides, for a wrapper that owns them apart (the network core).
     fn into_rings(self) -> (Self::Rx, Self::Tx);
-    /// The device's link, as the bonding link monitor reads it (issue 14): a register
+    /// The device's link, as the bonding link monitor reads it: a register
     /// read per reading, never on the request path. Any queue pair of the device gives it.
     fn link(&self) -> Box<dyn LinkSense>;
 }

@@ -3,7 +3,7 @@
 //!
 //! The calibration window overlaps other boot work ([`Calibration`]: started before the
 //! site check, read after it), so it costs no dedicated wait when that work is long enough
-//! (issue 16's boot budget): one long window with bracketed end points instead of five
+//! (the boot budget, docs/kernel.md): one long window with bracketed end points instead of five
 //! 1 ms windows waited out. The local APIC timer's rate is measured in the same window.
 //!
 //! `now_ns` is one `rdtsc` and a multiply, no port access and no VM exit. The TSC is
@@ -175,7 +175,7 @@ impl Calibration {
         let tsc = (t1 - t0).max(1) as u128;
         let overlapped = (tsc * PIT_HZ as u128 / ticks.max(1)) as u64;
         // Without OUT2 a wrap cannot be seen: one short window (1 ms) must agree within
-        // 2 %. (Issue 16: the five classic windows this replaces on a microVM were 5-7 ms
+        // 2 %. (The five classic windows this replaces on a microVM were 5-7 ms
         // of boot.)
         let agrees = || pit_window().is_some_and(|q| q.abs_diff(overlapped) <= q / 50);
         if wrapped() || (!self.out2 && !agrees()) {

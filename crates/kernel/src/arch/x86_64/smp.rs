@@ -1,7 +1,7 @@
 //! Many cores: starting the application processors (APs) and what each core owns.
 //!
 //! Heads up! read Intel SDM vol. 3A §8.4 (multiple-processor initialisation: INIT-SIPI-SIPI)
-//! and §9.9 (switching to long mode); paper 000 §V.B (caches must be turned on for APs).
+//! and §9.9 (switching to long mode); the multi-core paper, §V.B (caches must be turned on for APs).
 //!
 //! - **Trampoline.** A STARTUP IPI starts a core in real mode at a page below 1 MiB. The
 //!   code below (`bw_tramp_*`, assembled into the kernel's rodata and copied to
@@ -302,7 +302,7 @@ fn delay_us(hz: u64, us: u64) {
 /// processors of its time; Linux waits none on Intel family 6, AMD family 0xF and later
 /// and Hygon 0x18 and later (`smp_quirk_init_udelay`, arch/x86/kernel/smpboot.c), nor do
 /// we, nor under a hypervisor (CPUID.1:ECX bit 31: the INIT is emulated, there is nothing
-/// to settle). Issue 16's boot budget: it was 10 ms of boot per application core.
+/// to settle). For the boot budget: it was 10 ms of boot per application core.
 pub fn init_delay_us() -> u64 {
     let (_, b, c, d) = cpuid(0, 0);
     let vendor = |s: &[u8; 12]| {
