@@ -16,7 +16,7 @@ use bareweb_engine::cores::plan::{self, Mode, Plan};
 use bareweb_engine::nic::LinkSense;
 use bareweb_engine::resource::Lookup;
 use bareweb_engine::server::{AccessLog, Config, NoLog};
-use bareweb_engine::stats::Stats;
+use bareweb_engine::stats::{STATS_FIELDS, STAT_NAMES};
 use bareweb_engine::wire::EthernetAddress;
 use bareweb_host::cores::{self, CoreReport, HostQueue, Threads};
 use bareweb_host::netif::TapLink;
@@ -324,11 +324,9 @@ pub(crate) fn print_summary(mode: Mode, reports: &[CoreReport]) {
 
 /// The counters summed over the reports, as `  name value` lines (maxima: the largest).
 pub fn print_totals(reports: &[CoreReport]) {
-    let mut total = [0u64; bareweb_engine::stats::STATS_FIELDS];
-    let mut names = Stats::default().fields().map(|(n, _)| n);
+    let mut total = [0u64; STATS_FIELDS];
     for r in reports {
         for (i, (n, v)) in r.stats.fields().iter().enumerate() {
-            names[i] = n;
             total[i] = if n.ends_with("_max") {
                 total[i].max(*v)
             } else {
@@ -336,7 +334,7 @@ pub fn print_totals(reports: &[CoreReport]) {
             };
         }
     }
-    for (n, v) in names.iter().zip(total) {
+    for (n, v) in STAT_NAMES.iter().zip(total) {
         eprintln!("  {n:22} {v}");
     }
 }

@@ -1,202 +1,155 @@
 //! Counters owned by one core: plain `u64`s, bumped on the hot path, read by the platform
 //! (Ctrl-C summary, tests, the stats page). Every dropped frame is counted by its reason.
-//! [`CoreTimes`] and [`Stay`] are the papers' live measurements (issue 4); a core
+//! [`CoreTimes`] and [`Stay`] are the papers' live measurements (the runner study's time split and the multi-core paper's stay time); a core
 //! publishes all of them to the shared board in `cores::board`.
 
 pub mod platform;
 
-/// Number of counters in [`Stats::fields`].
-pub const STATS_FIELDS: usize = 57;
+/// Declares the counters once: each name becomes a `u64` field of [`Stats`], an entry of
+/// [`STAT_NAMES`] (in this order, which is the order of the stats page, `/metrics` and the
+/// shared board's rows), and a pair of [`Stats::fields`]; [`STATS_FIELDS`] is their number.
+macro_rules! counters {
+    ($($(#[$doc:meta])* $name:ident,)*) => {
+        /// All counters of one engine instance.
+        #[derive(Debug, Clone, Default, PartialEq, Eq)]
+        pub struct Stats {
+            $($(#[$doc])* pub $name: u64,)*
+        }
 
-/// All counters of one engine instance.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Frames received from the NIC.
-    pub rx_frames: u64,
-    /// Frames sent.
-    pub tx_frames: u64,
-    /// Of them, frames the device segments (TCP segmentation offload).
-    pub tx_tso_frames: u64,
-    /// Frames not sent because the transmit ring was full.
-    pub tx_ring_full: u64,
-    /// Rounds that stopped receiving because the transmit ring had no room (the frames
-    /// wait in the receive ring: backpressure, see `TxRing::room`).
-    pub rx_held: u64,
-    /// Dropped: shorter than a header or a length field says.
-    pub drop_truncated: u64,
-    /// Dropped: a header field holds a forbidden value.
-    pub drop_malformed: u64,
-    /// Dropped: bad IPv4, ICMP or TCP checksum.
-    pub drop_checksum: u64,
-    /// Dropped: IPv4 fragment (we never need reassembly for requests).
-    pub drop_fragment: u64,
-    /// Dropped: not addressed to us (MAC or IP) or a protocol we do not serve.
-    pub drop_not_for_us: u64,
-    /// Dropped: from beyond the link while no gateway is configured.
-    pub drop_no_route: u64,
-    /// ARP requests answered.
-    pub arp_replies: u64,
-    /// ICMP echo requests answered.
-    pub icmp_echo: u64,
-    /// SYNs that opened a connection.
-    pub tcp_accepted: u64,
-    /// SYNs dropped because every TCB was in use by a connection with a response in flight.
-    pub tcp_no_tcb: u64,
-    /// Connections reset to make room for a new one when every TCB was in use: the one
-    /// least recently active among those with no response in flight (issue 15).
-    pub tcp_evicted: u64,
-    /// SYNs refused with a RST because their address already had `max_per_ip` connections.
-    pub tcp_per_ip_refused: u64,
-    /// SYN-ACKs sent with a SYN cookie (the half-open budget was spent): no TCB kept.
-    pub tcp_syncookies_sent: u64,
-    /// Connections opened by an ACK that returned a valid SYN cookie.
-    pub tcp_syncookies_ok: u64,
-    /// Connections that reached ESTABLISHED.
-    pub tcp_established: u64,
-    /// Connections whose TCB was freed (any reason).
-    pub tcp_closed: u64,
-    /// Connections reset by the peer.
-    pub tcp_rst_received: u64,
-    /// RSTs sent (no connection, or aborted).
-    pub tcp_rst_sent: u64,
-    /// Challenge ACKs sent (RFC 5961) for in-window RST/SYN or unacceptable segments.
-    pub tcp_challenge_acks: u64,
-    /// Segments outside the receive window.
-    pub tcp_out_of_window: u64,
-    /// Segments discarded for an acknowledgment number older than the peer's largest
-    /// window behind SND.UNA (RFC 5961 §5), each answered with an ACK.
-    pub tcp_bad_acks: u64,
-    /// Out-of-order data dropped (re-requested by a duplicate ACK).
-    pub tcp_out_of_order: u64,
-    /// Segments retransmitted by the retransmission timer.
-    pub tcp_rto_retransmits: u64,
-    /// Fast retransmits (three duplicate ACKs, SACK loss detection, or a NewReno partial
-    /// ACK).
-    pub tcp_fast_retransmits: u64,
-    /// Holes retransmitted from the SACK scoreboard during recovery (frames).
-    pub tcp_sack_retransmits: u64,
-    /// Retransmissions found lost again in SACK recovery (the holes went again).
-    pub tcp_lost_retransmits: u64,
-    /// Tail loss probes sent (RFC 8985).
-    pub tcp_loss_probes: u64,
-    /// Challenge ACKs withheld by the per-connection rate limit (RFC 5961 §7).
-    pub tcp_challenge_acks_limited: u64,
-    /// Segments dropped by PAWS (RFC 7323 §5.3): a timestamp older than the last one.
-    pub tcp_paws_rejected: u64,
-    /// Zero-window probes sent.
-    pub tcp_window_probes: u64,
-    /// Connections aborted by a timeout (half-open, idle, stalled, too many retries).
-    pub tcp_timeouts: u64,
-    /// HTTP requests answered (any status).
-    pub http_requests: u64,
-    /// Responses by class.
-    pub http_2xx: u64,
-    /// 3xx responses.
-    pub http_3xx: u64,
-    /// 4xx responses.
-    pub http_4xx: u64,
-    /// 5xx responses.
-    pub http_5xx: u64,
-    /// Response body bytes queued (head + body of every response).
-    pub http_bytes: u64,
-    /// TCBs in use now.
-    pub tcbs_in_use: u64,
-    /// Highest number of TCBs in use at once.
-    pub tcbs_max: u64,
-    /// Highest number of requests on the run list at once.
-    pub run_list_max: u64,
-    /// UDP protocol (paper 001): datagrams for its port.
-    pub udp_datagrams: u64,
-    /// Initial GETs answered (a Get-Ack sent).
-    pub udp_initial: u64,
-    /// Subsequent GETs answered.
-    pub udp_subsequent: u64,
-    /// Packets sent (Get-Acks, heads, data, errors).
-    pub udp_packets: u64,
-    /// Answers cut short by the amplification bound (3x to an unproven source).
-    pub udp_bounded: u64,
-    /// Requests not answered at all: not even a Get-Ack fit the bound.
-    pub udp_bounded_silent: u64,
-    /// Requests refused as malformed (answered with an Error packet within the bound).
-    pub udp_malformed: u64,
-    /// Requests refused for their start packet (0 or past the end).
-    pub udp_bad_start: u64,
-    /// Requests whose `BW-Token` did not verify (treated as unproven).
-    pub udp_token_bad: u64,
-    /// Requests dropped by the per-source rate limit.
-    pub udp_rate_limited: u64,
-    /// Requests dropped because no request id was free.
-    pub udp_no_id: u64,
-    /// Most request ids out at once (the paper's max parallel).
-    pub udp_ids_max: u64,
+        /// The counters' names, in declaration order.
+        pub const STAT_NAMES: [&str; STATS_FIELDS] = [$(stringify!($name),)*];
+
+        /// Number of counters in [`Stats`].
+        pub const STATS_FIELDS: usize = [$(stringify!($name),)*].len();
+
+        impl Stats {
+            /// (name, value) pairs in declaration order, for printing and JSON.
+            pub fn fields(&self) -> [(&'static str, u64); STATS_FIELDS] {
+                [$((stringify!($name), self.$name),)*]
+            }
+        }
+    };
 }
 
-impl Stats {
-    /// (name, value) pairs, for printing and JSON.
-    pub fn fields(&self) -> [(&'static str, u64); STATS_FIELDS] {
-        [
-            ("rx_frames", self.rx_frames),
-            ("tx_frames", self.tx_frames),
-            ("tx_tso_frames", self.tx_tso_frames),
-            ("tx_ring_full", self.tx_ring_full),
-            ("rx_held", self.rx_held),
-            ("drop_truncated", self.drop_truncated),
-            ("drop_malformed", self.drop_malformed),
-            ("drop_checksum", self.drop_checksum),
-            ("drop_fragment", self.drop_fragment),
-            ("drop_not_for_us", self.drop_not_for_us),
-            ("drop_no_route", self.drop_no_route),
-            ("arp_replies", self.arp_replies),
-            ("icmp_echo", self.icmp_echo),
-            ("tcp_accepted", self.tcp_accepted),
-            ("tcp_no_tcb", self.tcp_no_tcb),
-            ("tcp_evicted", self.tcp_evicted),
-            ("tcp_per_ip_refused", self.tcp_per_ip_refused),
-            ("tcp_syncookies_sent", self.tcp_syncookies_sent),
-            ("tcp_syncookies_ok", self.tcp_syncookies_ok),
-            ("tcp_established", self.tcp_established),
-            ("tcp_closed", self.tcp_closed),
-            ("tcp_rst_received", self.tcp_rst_received),
-            ("tcp_rst_sent", self.tcp_rst_sent),
-            ("tcp_challenge_acks", self.tcp_challenge_acks),
-            ("tcp_out_of_window", self.tcp_out_of_window),
-            ("tcp_bad_acks", self.tcp_bad_acks),
-            ("tcp_out_of_order", self.tcp_out_of_order),
-            ("tcp_rto_retransmits", self.tcp_rto_retransmits),
-            ("tcp_fast_retransmits", self.tcp_fast_retransmits),
-            ("tcp_sack_retransmits", self.tcp_sack_retransmits),
-            ("tcp_lost_retransmits", self.tcp_lost_retransmits),
-            ("tcp_loss_probes", self.tcp_loss_probes),
-            (
-                "tcp_challenge_acks_limited",
-                self.tcp_challenge_acks_limited,
-            ),
-            ("tcp_paws_rejected", self.tcp_paws_rejected),
-            ("tcp_window_probes", self.tcp_window_probes),
-            ("tcp_timeouts", self.tcp_timeouts),
-            ("http_requests", self.http_requests),
-            ("http_2xx", self.http_2xx),
-            ("http_3xx", self.http_3xx),
-            ("http_4xx", self.http_4xx),
-            ("http_5xx", self.http_5xx),
-            ("http_bytes", self.http_bytes),
-            ("tcbs_in_use", self.tcbs_in_use),
-            ("tcbs_max", self.tcbs_max),
-            ("run_list_max", self.run_list_max),
-            ("udp_datagrams", self.udp_datagrams),
-            ("udp_initial", self.udp_initial),
-            ("udp_subsequent", self.udp_subsequent),
-            ("udp_packets", self.udp_packets),
-            ("udp_bounded", self.udp_bounded),
-            ("udp_bounded_silent", self.udp_bounded_silent),
-            ("udp_malformed", self.udp_malformed),
-            ("udp_bad_start", self.udp_bad_start),
-            ("udp_token_bad", self.udp_token_bad),
-            ("udp_rate_limited", self.udp_rate_limited),
-            ("udp_no_id", self.udp_no_id),
-            ("udp_ids_max", self.udp_ids_max),
-        ]
-    }
+counters! {
+    /// Frames received from the NIC.
+    rx_frames,
+    /// Frames sent.
+    tx_frames,
+    /// Of them, frames the device segments (TCP segmentation offload).
+    tx_tso_frames,
+    /// Frames not sent because the transmit ring was full.
+    tx_ring_full,
+    /// Rounds that stopped receiving because the transmit ring had no room (the frames
+    /// wait in the receive ring: backpressure, see `TxRing::room`).
+    rx_held,
+    /// Dropped: shorter than a header or a length field says.
+    drop_truncated,
+    /// Dropped: a header field holds a forbidden value.
+    drop_malformed,
+    /// Dropped: bad IPv4, ICMP or TCP checksum.
+    drop_checksum,
+    /// Dropped: IPv4 fragment (we never need reassembly for requests).
+    drop_fragment,
+    /// Dropped: not addressed to us (MAC or IP) or a protocol we do not serve.
+    drop_not_for_us,
+    /// Dropped: from beyond the link while no gateway is configured.
+    drop_no_route,
+    /// ARP requests answered.
+    arp_replies,
+    /// ICMP echo requests answered.
+    icmp_echo,
+    /// SYNs that opened a connection.
+    tcp_accepted,
+    /// SYNs dropped because every TCB was in use by a connection with a response in flight.
+    tcp_no_tcb,
+    /// Connections reset to make room for a new one when every TCB was in use: the one
+    /// least recently active among those with no response in flight (the hardening work).
+    tcp_evicted,
+    /// SYNs refused with a RST because their address already had `max_per_ip` connections.
+    tcp_per_ip_refused,
+    /// SYN-ACKs sent with a SYN cookie (the half-open budget was spent): no TCB kept.
+    tcp_syncookies_sent,
+    /// Connections opened by an ACK that returned a valid SYN cookie.
+    tcp_syncookies_ok,
+    /// Connections that reached ESTABLISHED.
+    tcp_established,
+    /// Connections whose TCB was freed (any reason).
+    tcp_closed,
+    /// Connections reset by the peer.
+    tcp_rst_received,
+    /// RSTs sent (no connection, or aborted).
+    tcp_rst_sent,
+    /// Challenge ACKs sent (RFC 5961) for in-window RST/SYN or unacceptable segments.
+    tcp_challenge_acks,
+    /// Segments outside the receive window.
+    tcp_out_of_window,
+    /// Segments discarded for an acknowledgment number older than the peer's largest
+    /// window behind SND.UNA (RFC 5961 §5), each answered with an ACK.
+    tcp_bad_acks,
+    /// Out-of-order data dropped (re-requested by a duplicate ACK).
+    tcp_out_of_order,
+    /// Segments retransmitted by the retransmission timer.
+    tcp_rto_retransmits,
+    /// Fast retransmits (three duplicate ACKs, SACK loss detection, or a NewReno partial
+    /// ACK).
+    tcp_fast_retransmits,
+    /// Holes retransmitted from the SACK scoreboard during recovery (frames).
+    tcp_sack_retransmits,
+    /// Retransmissions found lost again in SACK recovery (the holes went again).
+    tcp_lost_retransmits,
+    /// Tail loss probes sent (RFC 8985).
+    tcp_loss_probes,
+    /// Challenge ACKs withheld by the per-connection rate limit (RFC 5961 §7).
+    tcp_challenge_acks_limited,
+    /// Segments dropped by PAWS (RFC 7323 §5.3): a timestamp older than the last one.
+    tcp_paws_rejected,
+    /// Zero-window probes sent.
+    tcp_window_probes,
+    /// Connections aborted by a timeout (half-open, idle, stalled, too many retries).
+    tcp_timeouts,
+    /// HTTP requests answered (any status).
+    http_requests,
+    /// Responses by class.
+    http_2xx,
+    /// 3xx responses.
+    http_3xx,
+    /// 4xx responses.
+    http_4xx,
+    /// 5xx responses.
+    http_5xx,
+    /// Response body bytes queued (head + body of every response).
+    http_bytes,
+    /// TCBs in use now.
+    tcbs_in_use,
+    /// Highest number of TCBs in use at once.
+    tcbs_max,
+    /// Highest number of requests on the run list at once.
+    run_list_max,
+    /// UDP protocol (the UDP paper): datagrams for its port.
+    udp_datagrams,
+    /// Initial GETs answered (a Get-Ack sent).
+    udp_initial,
+    /// Subsequent GETs answered.
+    udp_subsequent,
+    /// Packets sent (Get-Acks, heads, data, errors).
+    udp_packets,
+    /// Answers cut short by the amplification bound (3x to an unproven source).
+    udp_bounded,
+    /// Requests not answered at all: not even a Get-Ack fit the bound.
+    udp_bounded_silent,
+    /// Requests refused as malformed (answered with an Error packet within the bound).
+    udp_malformed,
+    /// Requests refused for their start packet (0 or past the end).
+    udp_bad_start,
+    /// Requests whose `BW-Token` did not verify (treated as unproven).
+    udp_token_bad,
+    /// Requests dropped by the per-source rate limit.
+    udp_rate_limited,
+    /// Requests dropped because no request id was free.
+    udp_no_id,
+    /// Most request ids out at once (the paper's max parallel).
+    udp_ids_max,
 }
 
 /// Where one core's time went (the papers' RCV / HTTP / Main split), in nanoseconds of the
@@ -213,7 +166,7 @@ pub struct CoreTimes {
     pub busy_polls: u64,
 }
 
-/// Stay time of requests (paper 000 Fig. 13): from a connection's first GET to the
+/// Stay time of requests (the multi-core paper, Fig. 13): from a connection's first GET to the
 /// client's final ACK, and how many requests were in that span at once (Fig. 14, "max
 /// parallel").
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -267,5 +220,27 @@ impl CoreTimes {
         let ns = ns.min(self.rcv_ns);
         self.rcv_ns -= ns;
         self.http_ns += ns;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_list_gives_names_fields_and_count() {
+        let s = Stats {
+            rx_frames: 1,
+            udp_ids_max: 2,
+            ..Stats::default()
+        };
+        let fields = s.fields();
+        assert_eq!(fields.len(), STATS_FIELDS);
+        assert_eq!(fields.map(|(n, _)| n), STAT_NAMES);
+        assert_eq!(fields[0], ("rx_frames", 1));
+        assert_eq!(fields[STATS_FIELDS - 1], ("udp_ids_max", 2));
+        for (i, n) in STAT_NAMES.iter().enumerate() {
+            assert!(!STAT_NAMES[..i].contains(n), "{n} twice");
+        }
     }
 }

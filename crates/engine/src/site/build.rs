@@ -204,6 +204,7 @@ pub struct Spec {
     pub stats_allow: Option<([u8; 4], u8)>,
 }
 
+/// One path of the image: a file, or a directory with its listing if it gets one.
 enum Item<'f> {
     File(&'f FileSpec),
     Dir(Option<&'f FileSpec>),
@@ -240,9 +241,27 @@ fn invalid<T>(why: String) -> Result<T, BuildError> {
     Err(BuildError::Invalid(why))
 }
 
-/// Lays out `spec` as an image.
+/// Lays out `spec` as an image: checks it step by step (paths, index names, header lines,
+/// redirects, error pages), gathers the string area, then writes the redirect and error
+/// tables, the entries with their bodies, and the header with its checksum.
 pub fn build(spec: &Spec) -> Result<Vec<u8>, BuildError> {
-    // Every path, sorted by bytes (String's order), with the directories files imply.
+    let items = collect_items(spec)?;
+    let index_names = index_names(spec)?;
+    check_headers(spec)?;
+    let redirects = sorted_redirects(spec)?;
+    let errors = error_pages(spec, &items)?;
+    let strings = StringArea::gather(spec, &items, &redirects)?;
+    let layout = Layout::new(&items, &redirects, &errors, &strings.strings);
+    let mut image = vec![0u8; layout.data_off];
+    write_tables(&mut image, &layout, &strings, &redirects, &errors);
+    write_entries(&mut image, &layout, &items, &strings.metas, &index_names);
+    write_header(&mut image, &layout, spec, &strings)?;
+    Ok(image)
+}
+
+/// Every path, sorted by bytes (String's order), with the directories its files imply and
+/// the listings set on their directories; refuses bad paths, clashes and too many entries.
+fn collect_items(spec: &Spec) -> Result<Vec<(&str, Item<'_>)>, BuildError> {
     let mut items: BTreeMap<&str, Item<'_>> = BTreeMap::new();
     items.insert("/", Item::Dir(None));
     for f in &spec.files {
@@ -278,23 +297,35 @@ pub fn build(spec: &Spec) -> Result<Vec<u8>, BuildError> {
             size: items.len() as u64,
         });
     }
-    let find_file = |p: &str| {
-        items
-            .binary_search_by(|(q, _)| (*q).cmp(p))
-            .ok()
-            .filter(|&i| matches!(items[i].1, Item::File(_)))
-    };
-    let default_index = [format::INDEX_NAME.to_string()];
-    let index_names: &[String] = if spec.index_names.is_empty() {
-        &default_index
+    Ok(items)
+}
+
+/// The index of the file at `path` among the sorted `items`, if there is one.
+fn find_file(items: &[(&str, Item<'_>)], path: &str) -> Option<usize> {
+    items
+        .binary_search_by(|(q, _)| (*q).cmp(path))
+        .ok()
+        .filter(|&i| matches!(items[i].1, Item::File(_)))
+}
+
+/// The index file names to look for (the spec's, or the default), each a plain file name.
+fn index_names(spec: &Spec) -> Result<Vec<&str>, BuildError> {
+    let names: Vec<&str> = if spec.index_names.is_empty() {
+        vec![format::INDEX_NAME]
     } else {
-        &spec.index_names
+        spec.index_names.iter().map(String::as_str).collect()
     };
-    for n in index_names {
-        if n.is_empty() || n.contains('/') || n == "." || n == ".." {
+    for n in &names {
+        if n.is_empty() || n.contains('/') || *n == "." || *n == ".." {
             return invalid(format!("index name {n:?} is not a file name"));
         }
     }
+    Ok(names)
+}
+
+/// Checks every file's and listing's header lines, and the common ones: well formed, and
+/// short enough to fit a response head.
+fn check_headers(spec: &Spec) -> Result<(), BuildError> {
     for f in spec.files.iter().chain(&spec.listings) {
         if !format::is_header_block(f.headers.as_bytes()) {
             return invalid(format!("header lines of {:?} are malformed", f.path));
@@ -318,8 +349,13 @@ pub fn build(spec: &Spec) -> Result<Vec<u8>, BuildError> {
             format::MAX_COMMON_HEADERS
         ));
     }
+    Ok(())
+}
 
-    // Redirects: exact ones sorted, then prefixes longest first.
+/// The redirects in table order, exact ones sorted, then prefixes longest first; refuses
+/// two exact ones from the same path, a source that is not a path, a target that is not
+/// visible ASCII and a status that is not a redirect's.
+fn sorted_redirects(spec: &Spec) -> Result<Vec<&RedirectSpec>, BuildError> {
     let mut redirects: Vec<&RedirectSpec> = spec.redirects.iter().collect();
     redirects.sort_by(|a, b| {
         (
@@ -355,71 +391,155 @@ pub fn build(spec: &Spec) -> Result<Vec<u8>, BuildError> {
             ));
         }
     }
+    Ok(redirects)
+}
+
+/// The error pages as (status, entry index) pairs; each must be a 4xx or 5xx status whose
+/// page is a file of the site.
+fn error_pages(spec: &Spec, items: &[(&str, Item<'_>)]) -> Result<Vec<(u16, u32)>, BuildError> {
     let mut errors = Vec::new();
     for (status, path) in &spec.error_pages {
         if !(400..=599).contains(status) {
             return invalid(format!("error page for {status}: not a 4xx or 5xx status"));
         }
-        let Some(i) = find_file(path) else {
+        let Some(i) = find_file(items, path) else {
             return invalid(format!(
                 "error page for {status}: {path:?} is not a file of the site"
             ));
         };
         errors.push((*status, i as u32));
     }
+    Ok(errors)
+}
 
-    // String area, each distinct string once.
-    let mut strings = Strings::default();
-    struct Meta {
-        path: (u32, u32),
-        ctype: (u32, u32),
-        etag: (u32, u32),
-        headers: (u32, u32),
-    }
-    let mut metas = Vec::with_capacity(items.len());
-    for (path, item) in &items {
-        let path_ref = strings.add(path);
-        let rep = match item {
-            Item::File(f) | Item::Dir(Some(f)) => Some(f),
-            Item::Dir(None) => None,
-        };
-        let (ctype, etag, headers) = match rep {
-            Some(f) => (
-                strings.add(&f.content_type),
-                strings.add(&format!("\"{:016x}\"", format::fnv1a(&f.data))),
-                strings.add(&f.headers),
-            ),
-            None => ((0, 0), (0, 0), (0, 0)),
-        };
-        metas.push(Meta {
-            path: path_ref,
-            ctype,
-            etag,
-            headers,
-        });
-    }
-    let redirect_refs: Vec<_> = redirects
-        .iter()
-        .map(|r| (strings.add(&r.from), strings.add(&r.to)))
-        .collect();
-    let common = strings.add(&spec.common_headers);
-    let stats_path = strings.add(spec.stats_path.as_deref().unwrap_or(""));
-    if strings.bytes.len() > u32::MAX as usize {
-        return Err(BuildError::TooLarge {
-            what: "string area",
-            size: strings.bytes.len() as u64,
-        });
-    }
+/// Where a string sits in the string area: (offset, length).
+type StrRef = (u32, u32);
 
-    let entries_off = format::HEADER_LEN;
-    let redirects_off = entries_off + items.len() * format::ENTRY_LEN;
-    let errors_off = redirects_off + redirects.len() * format::REDIRECT_LEN;
-    let strings_off = errors_off + errors.len() * format::ERROR_LEN;
-    let data_off = align(strings_off + strings.bytes.len(), format::BODY_ALIGN);
-    let mut image = vec![0u8; data_off];
-    image[strings_off..strings_off + strings.bytes.len()].copy_from_slice(&strings.bytes);
-    for (i, (r, (from, to))) in redirects.iter().zip(&redirect_refs).enumerate() {
-        let at = redirects_off + i * format::REDIRECT_LEN;
+/// An entry's strings.
+struct Meta {
+    path: StrRef,
+    ctype: StrRef,
+    etag: StrRef,
+    headers: StrRef,
+}
+
+/// The string area, each distinct string once, and where every entry's, redirect's and
+/// header field's strings sit in it.
+struct StringArea {
+    strings: Strings,
+    /// One per item, in item order.
+    metas: Vec<Meta>,
+    /// (from, to) of each redirect, in table order.
+    redirects: Vec<(StrRef, StrRef)>,
+    common: StrRef,
+    stats_path: StrRef,
+}
+
+impl StringArea {
+    /// Adds every string the image holds; refuses an area past `u32` offsets.
+    fn gather(
+        spec: &Spec,
+        items: &[(&str, Item<'_>)],
+        redirects: &[&RedirectSpec],
+    ) -> Result<Self, BuildError> {
+        let mut strings = Strings::default();
+        let mut metas = Vec::with_capacity(items.len());
+        for (path, item) in items {
+            let path_ref = strings.add(path);
+            let rep = match item {
+                Item::File(f) | Item::Dir(Some(f)) => Some(f),
+                Item::Dir(None) => None,
+            };
+            let (ctype, etag, headers) = match rep {
+                Some(f) => (
+                    strings.add(&f.content_type),
+                    strings.add(&format!("\"{:016x}\"", format::fnv1a(&f.data))),
+                    strings.add(&f.headers),
+                ),
+                None => ((0, 0), (0, 0), (0, 0)),
+            };
+            metas.push(Meta {
+                path: path_ref,
+                ctype,
+                etag,
+                headers,
+            });
+        }
+        let redirects = redirects
+            .iter()
+            .map(|r| (strings.add(&r.from), strings.add(&r.to)))
+            .collect();
+        let common = strings.add(&spec.common_headers);
+        let stats_path = strings.add(spec.stats_path.as_deref().unwrap_or(""));
+        if strings.bytes.len() > u32::MAX as usize {
+            return Err(BuildError::TooLarge {
+                what: "string area",
+                size: strings.bytes.len() as u64,
+            });
+        }
+        Ok(StringArea {
+            strings,
+            metas,
+            redirects,
+            common,
+            stats_path,
+        })
+    }
+}
+
+/// Where each area of the image starts, and how many records the tables hold.
+struct Layout {
+    entries_off: usize,
+    entry_count: usize,
+    redirects_off: usize,
+    redirect_count: usize,
+    errors_off: usize,
+    error_count: usize,
+    strings_off: usize,
+    strings_len: usize,
+    data_off: usize,
+}
+
+impl Layout {
+    /// Header, entries, redirects, error pages and strings back to back; the data area
+    /// from the next body boundary.
+    fn new(
+        items: &[(&str, Item<'_>)],
+        redirects: &[&RedirectSpec],
+        errors: &[(u16, u32)],
+        strings: &Strings,
+    ) -> Self {
+        let entries_off = format::HEADER_LEN;
+        let redirects_off = entries_off + items.len() * format::ENTRY_LEN;
+        let errors_off = redirects_off + redirects.len() * format::REDIRECT_LEN;
+        let strings_off = errors_off + errors.len() * format::ERROR_LEN;
+        let data_off = align(strings_off + strings.bytes.len(), format::BODY_ALIGN);
+        Layout {
+            entries_off,
+            entry_count: items.len(),
+            redirects_off,
+            redirect_count: redirects.len(),
+            errors_off,
+            error_count: errors.len(),
+            strings_off,
+            strings_len: strings.bytes.len(),
+            data_off,
+        }
+    }
+}
+
+/// Writes the string area, the redirect table and the error-page table.
+fn write_tables(
+    image: &mut [u8],
+    layout: &Layout,
+    strings: &StringArea,
+    redirects: &[&RedirectSpec],
+    errors: &[(u16, u32)],
+) {
+    let area = layout.strings_off..layout.strings_off + layout.strings_len;
+    image[area].copy_from_slice(&strings.strings.bytes);
+    for (i, (r, (from, to))) in redirects.iter().zip(&strings.redirects).enumerate() {
+        let at = layout.redirects_off + i * format::REDIRECT_LEN;
         let rec = &mut image[at..at + format::REDIRECT_LEN];
         put32(rec, format::redirect::FROM_OFF, from.0);
         put32(rec, format::redirect::FROM_LEN, from.1);
@@ -434,15 +554,24 @@ pub fn build(spec: &Spec) -> Result<Vec<u8>, BuildError> {
         put32(rec, format::redirect::KIND, kind);
     }
     for (i, (status, entry)) in errors.iter().enumerate() {
-        let at = errors_off + i * format::ERROR_LEN;
+        let at = layout.errors_off + i * format::ERROR_LEN;
         let rec = &mut image[at..at + format::ERROR_LEN];
         put32(rec, format::error_page::STATUS, u32::from(*status));
         put32(rec, format::error_page::ENTRY, *entry);
     }
+}
 
-    // Data area and entries.
-    for (i, ((path, item), meta)) in items.iter().zip(&metas).enumerate() {
-        let at = entries_off + i * format::ENTRY_LEN;
+/// Writes every entry, appending the bodies of files and listings to the data area: a
+/// directory names its index file (or carries its listing when it has none).
+fn write_entries(
+    image: &mut Vec<u8>,
+    layout: &Layout,
+    items: &[(&str, Item<'_>)],
+    metas: &[Meta],
+    index_names: &[&str],
+) {
+    for (i, ((path, item), meta)) in items.iter().zip(metas).enumerate() {
+        let at = layout.entries_off + i * format::ENTRY_LEN;
         let mut e = [0u8; format::ENTRY_LEN];
         put32(&mut e, entry::PATH_OFF, meta.path.0);
         put32(&mut e, entry::PATH_LEN, meta.path.1);
@@ -452,7 +581,7 @@ pub fn build(spec: &Spec) -> Result<Vec<u8>, BuildError> {
                 let dir = if *path == "/" { "" } else { path };
                 let index = index_names
                     .iter()
-                    .find_map(|n| find_file(&format!("{dir}/{n}")))
+                    .find_map(|n| find_file(items, &format!("{dir}/{n}")))
                     .map_or(format::NO_INDEX, |i| i as u32);
                 put32(&mut e, entry::INDEX, index);
                 listing.filter(|_| index == format::NO_INDEX)
@@ -464,65 +593,79 @@ pub fn build(spec: &Spec) -> Result<Vec<u8>, BuildError> {
             }
         };
         if let Some(f) = rep {
-            put32(&mut e, entry::CTYPE_OFF, meta.ctype.0);
-            put32(&mut e, entry::CTYPE_LEN, meta.ctype.1);
-            put32(&mut e, entry::ETAG_OFF, meta.etag.0);
-            put32(&mut e, entry::ETAG_LEN, meta.etag.1);
-            put32(&mut e, entry::HEADERS_OFF, meta.headers.0);
-            put32(&mut e, entry::HEADERS_LEN, meta.headers.1);
-            put64(&mut e, entry::LAST_MODIFIED, f.mtime);
-            let (off, sums) = push_body(&mut image, &f.data);
-            put64(&mut e, entry::BODY_OFF, off);
-            put64(&mut e, entry::BODY_LEN, f.data.len() as u64);
-            put64(&mut e, entry::SUMS_OFF, sums);
-            let variants = [
-                (
-                    &f.gzip,
-                    entry::GZIP_OFF,
-                    entry::GZIP_LEN,
-                    entry::GZIP_SUMS_OFF,
-                ),
-                (&f.br, entry::BR_OFF, entry::BR_LEN, entry::BR_SUMS_OFF),
-                (
-                    &f.zstd,
-                    entry::ZSTD_OFF,
-                    entry::ZSTD_LEN,
-                    entry::ZSTD_SUMS_OFF,
-                ),
-            ];
-            for (v, off_r, len_r, sums_r) in variants {
-                let Some(v) = v
-                    .as_ref()
-                    .filter(|v| !v.is_empty() && v.len() < f.data.len())
-                else {
-                    continue;
-                };
-                let (off, sums) = push_body(&mut image, v);
-                put64(&mut e, off_r, off);
-                put64(&mut e, len_r, v.len() as u64);
-                put64(&mut e, sums_r, sums);
-            }
+            write_body(image, &mut e, meta, f);
         }
         image[at..at + format::ENTRY_LEN].copy_from_slice(&e);
     }
+}
 
-    // Header, checksum last.
+/// Fills entry `e`'s response fields for body `f` and appends the body and its encoded
+/// variants (each only when non-empty and smaller) to the data area.
+fn write_body(image: &mut Vec<u8>, e: &mut [u8; format::ENTRY_LEN], meta: &Meta, f: &FileSpec) {
+    put32(e, entry::CTYPE_OFF, meta.ctype.0);
+    put32(e, entry::CTYPE_LEN, meta.ctype.1);
+    put32(e, entry::ETAG_OFF, meta.etag.0);
+    put32(e, entry::ETAG_LEN, meta.etag.1);
+    put32(e, entry::HEADERS_OFF, meta.headers.0);
+    put32(e, entry::HEADERS_LEN, meta.headers.1);
+    put64(e, entry::LAST_MODIFIED, f.mtime);
+    let (off, sums) = push_body(image, &f.data);
+    put64(e, entry::BODY_OFF, off);
+    put64(e, entry::BODY_LEN, f.data.len() as u64);
+    put64(e, entry::SUMS_OFF, sums);
+    let variants = [
+        (
+            &f.gzip,
+            entry::GZIP_OFF,
+            entry::GZIP_LEN,
+            entry::GZIP_SUMS_OFF,
+        ),
+        (&f.br, entry::BR_OFF, entry::BR_LEN, entry::BR_SUMS_OFF),
+        (
+            &f.zstd,
+            entry::ZSTD_OFF,
+            entry::ZSTD_LEN,
+            entry::ZSTD_SUMS_OFF,
+        ),
+    ];
+    for (v, off_r, len_r, sums_r) in variants {
+        let Some(v) = v
+            .as_ref()
+            .filter(|v| !v.is_empty() && v.len() < f.data.len())
+        else {
+            continue;
+        };
+        let (off, sums) = push_body(image, v);
+        put64(e, off_r, off);
+        put64(e, len_r, v.len() as u64);
+        put64(e, sums_r, sums);
+    }
+}
+
+/// Writes the header (areas, counts, server-page switches, stats allow prefix, common
+/// header lines, stats path), its checksum last; refuses a stats prefix over /32.
+fn write_header(
+    image: &mut [u8],
+    layout: &Layout,
+    spec: &Spec,
+    strings: &StringArea,
+) -> Result<(), BuildError> {
     let image_len = image.len() as u64;
     image[header::MAGIC].copy_from_slice(&format::MAGIC);
-    put32(&mut image, header::VERSION, format::VERSION);
-    put32(&mut image, header::HEADER_LEN, format::HEADER_LEN as u32);
-    put64(&mut image, header::IMAGE_LEN, image_len);
-    put32(&mut image, header::ENTRY_COUNT, items.len() as u32);
-    put32(&mut image, header::ENTRY_LEN, format::ENTRY_LEN as u32);
-    put64(&mut image, header::ENTRIES_OFF, entries_off as u64);
-    put64(&mut image, header::REDIRECTS_OFF, redirects_off as u64);
-    put32(&mut image, header::REDIRECT_COUNT, redirects.len() as u32);
-    put64(&mut image, header::ERRORS_OFF, errors_off as u64);
-    put32(&mut image, header::ERROR_COUNT, errors.len() as u32);
-    put64(&mut image, header::STRINGS_OFF, strings_off as u64);
-    put64(&mut image, header::STRINGS_LEN, strings.bytes.len() as u64);
-    put64(&mut image, header::DATA_OFF, data_off as u64);
-    put64(&mut image, header::DATA_LEN, image_len - data_off as u64);
+    put32(image, header::VERSION, format::VERSION);
+    put32(image, header::HEADER_LEN, format::HEADER_LEN as u32);
+    put64(image, header::IMAGE_LEN, image_len);
+    put32(image, header::ENTRY_COUNT, layout.entry_count as u32);
+    put32(image, header::ENTRY_LEN, format::ENTRY_LEN as u32);
+    put64(image, header::ENTRIES_OFF, layout.entries_off as u64);
+    put64(image, header::REDIRECTS_OFF, layout.redirects_off as u64);
+    put32(image, header::REDIRECT_COUNT, layout.redirect_count as u32);
+    put64(image, header::ERRORS_OFF, layout.errors_off as u64);
+    put32(image, header::ERROR_COUNT, layout.error_count as u32);
+    put64(image, header::STRINGS_OFF, layout.strings_off as u64);
+    put64(image, header::STRINGS_LEN, layout.strings_len as u64);
+    put64(image, header::DATA_OFF, layout.data_off as u64);
+    put64(image, header::DATA_LEN, image_len - layout.data_off as u64);
     let switch = |v: Option<bool>| match v {
         None => format::SWITCH_DEFAULT,
         Some(true) => format::SWITCH_ON,
@@ -531,21 +674,21 @@ pub fn build(spec: &Spec) -> Result<Vec<u8>, BuildError> {
     let flags = switch(spec.stats) << format::flags::STATS
         | switch(spec.metrics) << format::flags::METRICS
         | switch(spec.healthz) << format::flags::HEALTHZ;
-    put32(&mut image, header::FLAGS, flags);
+    put32(image, header::FLAGS, flags);
     if let Some((net, len)) = spec.stats_allow {
         if len > 32 {
             return invalid(format!("stats allow prefix /{len} is longer than 32"));
         }
         image[header::STATS_ALLOW].copy_from_slice(&net);
-        put32(&mut image, header::STATS_ALLOW_PREFIX, u32::from(len));
+        put32(image, header::STATS_ALLOW_PREFIX, u32::from(len));
     }
-    put32(&mut image, header::COMMON_HEADERS_OFF, common.0);
-    put32(&mut image, header::COMMON_HEADERS_LEN, common.1);
-    put32(&mut image, header::STATS_PATH_OFF, stats_path.0);
-    put32(&mut image, header::STATS_PATH_LEN, stats_path.1);
-    let sum = format::image_checksum(&image);
-    put64(&mut image, header::CHECKSUM, sum);
-    Ok(image)
+    put32(image, header::COMMON_HEADERS_OFF, strings.common.0);
+    put32(image, header::COMMON_HEADERS_LEN, strings.common.1);
+    put32(image, header::STATS_PATH_OFF, strings.stats_path.0);
+    put32(image, header::STATS_PATH_LEN, strings.stats_path.1);
+    let sum = format::image_checksum(image);
+    put64(image, header::CHECKSUM, sum);
+    Ok(())
 }
 
 #[derive(Default)]

@@ -1,184 +1,22 @@
-//! The load generator's loop: one thread, non-blocking sockets, edge-triggered epoll.
-//!
-//! Every connection lives in a slot of a table allocated once at start (its write
-//! buffer, response parser and pipeline queue included), free slots and idle keep-alive
-//! connections sit on index stacks, and requests are copied from bytes built once per
-//! URL: nothing is allocated per request. Time comes from the monotonic clock (vDSO).
-//!
-//! Modes (as http_load and httperf):
-//! - parallel N: keep N fetches in flight;
-//! - rate R: begin R fetches per second, whatever the server does;
-//! - sessions R: R Surge sessions per second arrive (module [`crate::surge`]); each holds
-//!   one persistent connection, sends a burst of requests pipelined, reads the
-//!   responses, thinks, and so on.
-//!
-//! A run always ends: after `fetches` (or `sessions`) have been begun and finished, or
-//! when `seconds` have passed, whichever is first; fetches still in flight then are
-//! counted as unfinished. Every connect and every response must make progress within
-//! `timeout` or is counted as a timeout.
+//! One connection's life in a load run: the slot table entry ([`Slot`]) and the run's
+//! shared state ([`Ctx`]), and the steps a slot goes through: open, connect, send
+//! (pipelined), read and check responses, keep idle or close, think between a session's
+//! bursts; timeouts by deadline scan.
 
-use std::net::{SocketAddrV4, ToSocketAddrs};
 use std::os::fd::OwnedFd;
-use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
+use super::config::{LoadConfig, Mode};
 use crate::http::{RespError, ResponseParser, Step};
-use crate::report::{ErrorKind, Report};
+use crate::report::ErrorKind;
 use crate::rng::{Rng, Zipf};
 use crate::surge::{SurgeParams, MAX_BURST};
 use crate::sys;
 use crate::tally::{verdict, Tally};
 
-/// Where the server is.
-#[derive(Clone, Debug)]
-pub struct Target {
-    pub addr: SocketAddrV4,
-    /// Value of the Host header.
-    pub host: String,
-}
-
-/// What a response must carry to count as good (with `--verify`).
-#[derive(Clone, Debug)]
-pub struct Expect {
-    pub len: u64,
-    pub sha256: [u8; 32],
-}
-
-#[derive(Clone, Debug)]
-pub struct UrlEntry {
-    pub path: String,
-    pub expect: Option<Expect>,
-}
-
-#[derive(Clone, Debug)]
-pub enum Mode {
-    Parallel(usize),
-    Rate(f64),
-    /// Surge sessions arriving at `rate` per second; the URL list is the file set in
-    /// popularity order.
-    Sessions {
-        rate: f64,
-        params: SurgeParams,
-    },
-}
-
-#[derive(Clone, Debug)]
-pub struct LoadConfig {
-    pub target: Target,
-    pub urls: Vec<UrlEntry>,
-    pub mode: Mode,
-    /// Reuse connections (HTTP/1.1 persistent); otherwise one connection per fetch
-    /// (`Connection: close`). Sessions are always persistent.
-    pub keepalive: bool,
-    /// Most fetches to begin (parallel and rate modes).
-    pub fetches: u64,
-    /// Most sessions to begin (session mode).
-    pub sessions: u64,
-    /// Wall-time bound of the run.
-    pub seconds: f64,
-    /// Most time a connect, or a response, may go without progress.
-    pub timeout: f64,
-    /// Most connections open at once (slots).
-    pub max_conns: usize,
-    pub seed: u64,
-    pub expect_status: u16,
-    /// Call the progress callback this often.
-    pub progress_every: Option<Duration>,
-}
-
-impl LoadConfig {
-    pub fn new(target: Target, urls: Vec<UrlEntry>, mode: Mode) -> LoadConfig {
-        let max_conns = match &mode {
-            Mode::Parallel(n) => *n,
-            _ => 2048,
-        };
-        LoadConfig {
-            target,
-            urls,
-            mode,
-            keepalive: false,
-            fetches: 1_000_000,
-            sessions: 100_000,
-            seconds: 10.0,
-            timeout: 10.0,
-            max_conns,
-            seed: 1,
-            expect_status: 200,
-            progress_every: None,
-        }
-    }
-
-    pub fn describe(&self) -> String {
-        let conn = if self.keepalive {
-            "keep-alive"
-        } else {
-            "connection per fetch"
-        };
-        match &self.mode {
-            Mode::Parallel(n) => format!("parallel {n}, {conn}"),
-            Mode::Rate(r) => format!("rate {r}/s, {conn}"),
-            Mode::Sessions { rate, .. } => {
-                format!("surge sessions {rate}/s, persistent, pipelined bursts")
-            }
-        }
-    }
-}
-
-/// Splits `http://host[:port]/path` into a target and a path.
-pub fn parse_url(url: &str) -> Result<(Target, String), String> {
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| format!("{url:?}: only http:// URLs are supported"))?;
-    let (hostport, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    if hostport.is_empty() {
-        return Err(format!("{url:?}: no host"));
-    }
-    let (host, port) = match hostport.rsplit_once(':') {
-        Some((h, p)) => (
-            h,
-            p.parse::<u16>()
-                .map_err(|_| format!("{url:?}: bad port {p:?}"))?,
-        ),
-        None => (hostport, 80),
-    };
-    let addr = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| format!("{url:?}: cannot resolve {host:?}: {e}"))?
-        .find_map(|a| match a {
-            std::net::SocketAddr::V4(v4) => Some(v4),
-            _ => None,
-        })
-        .ok_or_else(|| format!("{url:?}: {host:?} has no IPv4 address"))?;
-    if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
-        return Err(format!("{url:?}: path has spaces or control characters"));
-    }
-    Ok((
-        Target {
-            addr,
-            host: hostport.to_string(),
-        },
-        path.to_string(),
-    ))
-}
-
-/// Progress shown while a run goes on.
-#[derive(Clone, Copy, Debug)]
-pub struct Progress {
-    pub elapsed_secs: f64,
-    pub fetches: u64,
-    pub errors: u64,
-    pub open: u64,
-    /// Fetches per second over the last interval.
-    pub recent_rate: f64,
-    pub sessions: u64,
-}
-
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Phase {
+pub(super) enum Phase {
     Free,
     Connecting,
     Sending,
@@ -195,7 +33,7 @@ struct Pending {
     sent_at: u64,
 }
 
-struct Slot {
+pub(super) struct Slot {
     gen: u32,
     fd: Option<OwnedFd>,
     phase: Phase,
@@ -245,196 +83,80 @@ impl Slot {
 }
 
 /// Counters and histograms of a run (everything but the slots).
-struct Ctx<'a> {
+pub(super) struct Ctx<'a> {
     cfg: &'a LoadConfig,
     /// Per URL: the request with keep-alive and with `Connection: close`.
     req_keep: Vec<Vec<u8>>,
     req_close: Vec<Vec<u8>>,
-    epoll: sys::Epoll,
+    pub(super) epoll: sys::Epoll,
     rng: Rng,
     zipf: Option<Zipf>,
     timeout_ns: u64,
     free: Vec<u32>,
     idle: Vec<(u32, u32)>,
-    open: u64,
-    in_flight: u64,
-    sessions_active: u64,
+    pub(super) open: u64,
+    pub(super) in_flight: u64,
+    pub(super) sessions_active: u64,
     /// What the report is made of.
-    t: Tally,
+    pub(super) t: Tally,
 }
 
+impl<'a> Ctx<'a> {
+    /// The state of a run of `cfg` with `max_conns` slots, and the slots: each request
+    /// built once per URL, every slot's write buffer sized for a burst of the longest.
+    pub(super) fn new(cfg: &'a LoadConfig, max_conns: usize) -> Result<(Self, Vec<Slot>), String> {
+        let build = |path: &str, close: bool| {
+            format!(
+                "GET {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: bareweb-load\r\n{}\r\n",
+                cfg.target.host,
+                if close { "Connection: close\r\n" } else { "" }
+            )
+            .into_bytes()
+        };
+        let req_keep: Vec<Vec<u8>> = cfg.urls.iter().map(|u| build(&u.path, false)).collect();
+        let req_close: Vec<Vec<u8>> = cfg.urls.iter().map(|u| build(&u.path, true)).collect();
+        let longest = req_close.iter().map(Vec::len).max().unwrap_or(0);
+        let wcap = longest * MAX_BURST;
+        let zipf = match &cfg.mode {
+            Mode::Sessions { params, .. } => Some(Zipf::new(cfg.urls.len(), params.zipf_alpha)),
+            _ => None,
+        };
+        let ctx = Ctx {
+            cfg,
+            req_keep,
+            req_close,
+            epoll: sys::Epoll::new().map_err(|e| format!("epoll: {e}"))?,
+            rng: Rng::new(cfg.seed),
+            zipf,
+            timeout_ns: (cfg.timeout * 1e9) as u64,
+            free: (0..max_conns as u32).rev().collect(),
+            idle: Vec::with_capacity(max_conns),
+            open: 0,
+            in_flight: 0,
+            sessions_active: 0,
+            t: Tally::new(),
+        };
+        let slots = (0..max_conns).map(|_| Slot::new(wcap)).collect();
+        Ok((ctx, slots))
+    }
+}
+
+/// The epoll token of slot `i` in generation `gen`.
 fn token(i: usize, gen: u32) -> u64 {
     (gen as u64) << 32 | i as u64
 }
 
-/// Runs a load and returns its report. `progress` is called every
-/// `cfg.progress_every` while it runs.
-pub fn run(cfg: &LoadConfig, progress: &mut dyn FnMut(&Progress)) -> Result<Report, String> {
-    if cfg.urls.is_empty() {
-        return Err("no URLs to fetch".into());
-    }
-    if cfg.urls.len() > u32::MAX as usize {
-        return Err("too many URLs".into());
-    }
-    let positive = |v: f64| v > 0.0 && v.is_finite();
-    if !positive(cfg.seconds) || !positive(cfg.timeout) {
-        return Err("seconds and timeout must be > 0".into());
-    }
-    match &cfg.mode {
-        Mode::Parallel(n) if *n == 0 => return Err("parallel must be >= 1".into()),
-        Mode::Rate(r) | Mode::Sessions { rate: r, .. } if !(*r > 0.0 && r.is_finite()) => {
-            return Err("rate must be > 0".into())
-        }
-        Mode::Sessions { params, .. } => params.check()?,
-        _ => {}
-    }
-    let nofile = sys::raise_nofile();
-    let max_conns = cfg.max_conns.max(1);
-    if max_conns as u64 + 16 > nofile {
-        return Err(format!(
-            "{max_conns} connections need more open files than the limit ({nofile}): raise it (ulimit -n) or lower --max-conns"
-        ));
-    }
-    let build = |path: &str, close: bool| {
-        format!(
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: bareweb-load\r\n{}\r\n",
-            cfg.target.host,
-            if close { "Connection: close\r\n" } else { "" }
-        )
-        .into_bytes()
-    };
-    let req_keep: Vec<Vec<u8>> = cfg.urls.iter().map(|u| build(&u.path, false)).collect();
-    let req_close: Vec<Vec<u8>> = cfg.urls.iter().map(|u| build(&u.path, true)).collect();
-    let longest = req_close.iter().map(Vec::len).max().unwrap_or(0);
-    let wcap = longest * MAX_BURST;
-    let zipf = match &cfg.mode {
-        Mode::Sessions { params, .. } => Some(Zipf::new(cfg.urls.len(), params.zipf_alpha)),
-        _ => None,
-    };
-    let mut slots: Vec<Slot> = (0..max_conns).map(|_| Slot::new(wcap)).collect();
-    let mut ctx = Ctx {
-        cfg,
-        req_keep,
-        req_close,
-        epoll: sys::Epoll::new().map_err(|e| format!("epoll: {e}"))?,
-        rng: Rng::new(cfg.seed),
-        zipf,
-        timeout_ns: (cfg.timeout * 1e9) as u64,
-        free: (0..max_conns as u32).rev().collect(),
-        idle: Vec::with_capacity(max_conns),
-        open: 0,
-        in_flight: 0,
-        sessions_active: 0,
-        t: Tally::new(),
-    };
-    let mut rbuf = vec![0u8; 256 * 1024];
-    let mut events = vec![sys::empty_event(); 1024];
+/// The slot an event's token names, if its connection is still the one the token was
+/// made for.
+pub(super) fn current(slots: &mut [Slot], tok: u64) -> Option<(usize, &mut Slot)> {
+    let (i, gen) = ((tok & 0xffff_ffff) as usize, (tok >> 32) as u32);
+    let slot = slots.get_mut(i)?;
+    (slot.gen == gen && slot.fd.is_some()).then_some((i, slot))
+}
 
-    let cpu0 = sys::thread_cpu_secs();
-    let start = Instant::now();
-    let now_ns = || start.elapsed().as_nanos() as u64;
-    let end_ns = (cfg.seconds * 1e9) as u64;
-    let prog_ns = cfg.progress_every.map(|d| d.as_nanos() as u64);
-    let mut next_prog = prog_ns.unwrap_or(u64::MAX);
-    let mut prog_last = (0u64, 0u64);
-    let mut launched: u64 = 0;
-    let mut last_event = 0u64;
-    let mut next_scan = 0u64;
-    const SCAN_NS: u64 = 10_000_000;
-    let (limit, interval_ns) = match &cfg.mode {
-        Mode::Parallel(_) => (cfg.fetches, 0.0),
-        Mode::Rate(r) => (cfg.fetches, 1e9 / r),
-        Mode::Sessions { rate, .. } => (cfg.sessions, 1e9 / rate),
-    };
-    let mut timed_out = false;
-    loop {
-        let mut now = now_ns();
-        if now >= end_ns {
-            timed_out = true;
-            break;
-        }
-        // Begin what is due.
-        match &cfg.mode {
-            Mode::Parallel(n) => {
-                while launched < limit && ctx.in_flight < *n as u64 {
-                    launched += 1;
-                    launch_fetch(&mut ctx, &mut slots, now);
-                }
-            }
-            Mode::Rate(_) => {
-                while launched < limit && (launched as f64 * interval_ns) as u64 <= now {
-                    launched += 1;
-                    launch_fetch(&mut ctx, &mut slots, now);
-                }
-            }
-            Mode::Sessions { params, .. } => {
-                while launched < limit && (launched as f64 * interval_ns) as u64 <= now {
-                    launched += 1;
-                    launch_session(&mut ctx, &mut slots, params, now);
-                }
-            }
-        }
-        let busy = match cfg.mode {
-            Mode::Sessions { .. } => ctx.sessions_active,
-            _ => ctx.in_flight,
-        };
-        if launched >= limit && busy == 0 {
-            break;
-        }
-        if now >= next_scan {
-            scan(&mut ctx, &mut slots, now);
-            next_scan = now + SCAN_NS;
-        }
-        if now >= next_prog {
-            let p = Progress {
-                elapsed_secs: now as f64 / 1e9,
-                fetches: ctx.t.fetches,
-                errors: ctx.t.errors.iter().sum(),
-                open: ctx.open,
-                recent_rate: (ctx.t.fetches - prog_last.1) as f64 * 1e9
-                    / (now - prog_last.0).max(1) as f64,
-                sessions: ctx.t.sessions_completed,
-            };
-            progress(&p);
-            prog_last = (now, ctx.t.fetches);
-            next_prog = now + prog_ns.unwrap_or(u64::MAX / 2);
-        }
-        // Sleep until the next launch, scan, progress line or the end.
-        let mut wake = next_scan.min(end_ns).min(next_prog);
-        if launched < limit && interval_ns > 0.0 {
-            wake = wake.min((launched as f64 * interval_ns) as u64);
-        }
-        let timeout_ms = if wake <= now {
-            0
-        } else {
-            (wake - now).div_ceil(1_000_000).min(1000) as i32
-        };
-        let n = ctx
-            .epoll
-            .wait(&mut events, timeout_ms)
-            .map_err(|e| format!("epoll_wait: {e}"))?;
-        if n > 0 {
-            now = now_ns();
-        }
-        for ev in &events[..n] {
-            let (tok, flags) = sys::event_parts(ev);
-            let (i, gen) = ((tok & 0xffff_ffff) as usize, (tok >> 32) as u32);
-            let Some(slot) = slots.get_mut(i) else {
-                continue;
-            };
-            if slot.gen != gen || slot.fd.is_none() {
-                continue; // a stale event for a connection already closed
-            }
-            on_event(&mut ctx, slot, i, flags, &mut rbuf, now);
-            last_event = now;
-        }
-    }
-    let end = if timed_out {
-        end_ns
-    } else {
-        now_ns().max(last_event)
-    };
-    // Whatever is still in flight is unfinished; close everything.
+/// Closes every connection at the end of a run; returns the fetches still in flight
+/// (unfinished).
+pub(super) fn close_all(slots: &mut [Slot]) -> u64 {
     let mut unfinished = 0;
     for slot in slots.iter_mut() {
         if matches!(
@@ -447,13 +169,9 @@ pub fn run(cfg: &LoadConfig, progress: &mut dyn FnMut(&Progress)) -> Result<Repo
             sys::close(fd, true);
         }
     }
-    let cpu = sys::thread_cpu_secs() - cpu0;
-    Ok(ctx
-        .t
-        .report(cfg.describe(), "socket", end as f64 / 1e9, unfinished, cpu))
+    unfinished
 }
 
-/// Queues request `url` on `slot` (its write buffer and pipeline queue).
 fn queue(ctx: &Ctx, slot: &mut Slot, url: u32) {
     let close = !ctx.cfg.keepalive && !slot.in_session;
     let req = if close {
@@ -514,7 +232,7 @@ fn connect(ctx: &mut Ctx, slots: &mut [Slot], i: usize, now: u64) {
     }
 }
 
-fn launch_fetch(ctx: &mut Ctx, slots: &mut [Slot], now: u64) {
+pub(super) fn launch_fetch(ctx: &mut Ctx, slots: &mut [Slot], now: u64) {
     let url = if ctx.cfg.urls.len() == 1 {
         0
     } else {
@@ -559,7 +277,7 @@ fn plan_burst(ctx: &mut Ctx, slot: &mut Slot, params: &SurgeParams) {
     }
 }
 
-fn launch_session(ctx: &mut Ctx, slots: &mut [Slot], params: &SurgeParams, now: u64) {
+pub(super) fn launch_session(ctx: &mut Ctx, slots: &mut [Slot], params: &SurgeParams, now: u64) {
     ctx.t.sessions_started += 1;
     let Some(i) = open_slot(ctx, slots) else {
         ctx.t.errors[ErrorKind::NoSlot as usize] += 1;
@@ -615,7 +333,14 @@ fn flush(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
     slot.phase = Phase::Receiving;
 }
 
-fn on_event(ctx: &mut Ctx, slot: &mut Slot, i: usize, flags: u32, rbuf: &mut [u8], now: u64) {
+pub(super) fn on_event(
+    ctx: &mut Ctx,
+    slot: &mut Slot,
+    i: usize,
+    flags: u32,
+    rbuf: &mut [u8],
+    now: u64,
+) {
     if slot.phase == Phase::Connecting {
         if flags & (sys::OUT | sys::ERR | sys::HUP) == 0 {
             return;
@@ -858,7 +583,7 @@ fn close_conn(ctx: &mut Ctx, slot: &mut Slot, i: usize, abort: bool) {
 }
 
 /// Timeouts and session wake-ups.
-fn scan(ctx: &mut Ctx, slots: &mut [Slot], now: u64) {
+pub(super) fn scan(ctx: &mut Ctx, slots: &mut [Slot], now: u64) {
     for i in 0..slots.len() {
         if slots[i].deadline > now {
             continue;
