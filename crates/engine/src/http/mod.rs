@@ -93,6 +93,8 @@ impl Status {
     pub const METHOD_NOT_ALLOWED: Status = Status(405);
     /// 408 Request Timeout.
     pub const REQUEST_TIMEOUT: Status = Status(408);
+    /// 412 Precondition Failed.
+    pub const PRECONDITION_FAILED: Status = Status(412);
     /// 413 Content Too Large.
     pub const CONTENT_TOO_LARGE: Status = Status(413);
     /// 414 URI Too Long.
@@ -139,6 +141,7 @@ impl Status {
             404 => "Not Found",
             405 => "Method Not Allowed",
             408 => "Request Timeout",
+            412 => "Precondition Failed",
             413 => "Content Too Large",
             414 => "URI Too Long",
             416 => "Range Not Satisfiable",
