@@ -110,6 +110,47 @@ def test_conditional_304(server):
     assert headers_of(r.stdout)[0] == "HTTP/1.1 200 OK"
 
 
+def test_preconditions_412(server):
+    """If-Match (strong) and If-Unmodified-Since: 412 when they fail, before Range."""
+    from email.utils import formatdate, parsedate_to_datetime
+    r = server.ns.run("curl", "-sS", "-o", "/dev/null", "-D", "-", URL + "/index.html")
+    h = headers_of(r.stdout)[1]
+    etag, lm = h["etag"], h["last-modified"]
+    before = formatdate(parsedate_to_datetime(lm).timestamp() - 1, usegmt=True)
+
+    def status(*fields):
+        args = [a for f in fields for a in ("-H", f)]
+        r = server.ns.run("curl", "-sS", "-o", "/dev/null", "-D", "-", *args, URL + "/index.html")
+        return headers_of(r.stdout)[0]
+
+    assert status(f"If-Match: {etag}") == "HTTP/1.1 200 OK"
+    assert status("If-Match: *") == "HTTP/1.1 200 OK"
+    assert status('If-Match: "nope"') == "HTTP/1.1 412 Precondition Failed"
+    assert status(f"If-Match: W/{etag}") == "HTTP/1.1 412 Precondition Failed"
+    assert status(f"If-Unmodified-Since: {lm}") == "HTTP/1.1 200 OK"
+    assert status(f"If-Unmodified-Since: {before}") == "HTTP/1.1 412 Precondition Failed"
+    assert status(f"If-Match: {etag}", f"If-Unmodified-Since: {before}") == "HTTP/1.1 200 OK"
+    assert status('If-Match: "nope"', "Range: bytes=0-9") == "HTTP/1.1 412 Precondition Failed"
+    assert status(f"If-Match: {etag}", "Range: bytes=0-9") == "HTTP/1.1 206 Partial Content"
+
+
+def test_request_limits(server):
+    """64 field lines and a 4 KiB request line pass; beyond: 431 and 414."""
+    def status(*args):
+        r = server.ns.run("curl", "-sS", "-o", "/dev/null", "-D", "-", *args)
+        return headers_of(r.stdout)[0]
+
+    def fields(n):  # curl adds Host, User-Agent and Accept
+        return [a for i in range(n - 3) for a in ("-H", f"X-F{i}: y")]
+
+    assert status(*fields(64), URL + "/index.html") == "HTTP/1.1 200 OK"
+    assert status(*fields(65), URL + "/index.html") == "HTTP/1.1 431 Request Header Fields Too Large"
+    line = len("GET /index.html? HTTP/1.1")
+    assert status(URL + "/index.html?" + "q" * (4096 - line)) == "HTTP/1.1 200 OK"
+    assert status(URL + "/index.html?" + "q" * (4097 - line)) == "HTTP/1.1 414 URI Too Long"
+    assert status(URL + "/" + "a" * 1100) == "HTTP/1.1 414 URI Too Long"
+
+
 def test_range_206_and_416(server, tmp_path):
     f = SITE / "files" / "1m.bin"
     data = f.read_bytes()

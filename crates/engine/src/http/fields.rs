@@ -237,6 +237,19 @@ impl<'b> EntityTag<'b> {
 /// malformed list matches nothing from the first bad member on (the condition is then
 /// true and the full response is sent, which is always safe).
 pub fn if_none_match(field: &[u8], ours: &EntityTag<'_>, suffix: &[u8]) -> bool {
+    any_tag(field, |tag| tag.weak_eq(ours, suffix))
+}
+
+/// Evaluates `If-Match` (RFC 9110 13.1.1) for an existing representation whose tag is
+/// `ours` + `suffix`: true when the field is `*` or lists a tag that matches strongly (a
+/// weak tag never does). A malformed list matches nothing from the first bad member on.
+pub fn if_match(field: &[u8], ours: &EntityTag<'_>, suffix: &[u8]) -> bool {
+    any_tag(field, |tag| tag.strong_eq(ours, suffix))
+}
+
+/// Whether `field`, `*` or a list of entity-tags, is `*` or has a member for which `hit`
+/// holds (members after a malformed one are not looked at).
+fn any_tag(field: &[u8], hit: impl Fn(&EntityTag<'_>) -> bool) -> bool {
     let field = trim_ows(field);
     if field == b"*" {
         return true;
@@ -253,7 +266,7 @@ pub fn if_none_match(field: &[u8], ours: &EntityTag<'_>, suffix: &[u8]) -> bool 
         let Some((tag, r)) = EntityTag::parse_prefix(rest) else {
             return false;
         };
-        if tag.weak_eq(ours, suffix) {
+        if hit(&tag) {
             return true;
         }
         let r = trim_ows(r);
@@ -466,6 +479,39 @@ mod tests {
                 core::str::from_utf8(suffix)
             );
         }
+    }
+
+    #[test]
+    fn if_match_table() {
+        let ours = EntityTag::of_stored("\"abc\"");
+        let table: &[(&[u8], &[u8], bool)] = &[
+            (b"\"abc\"", b"", true),
+            // Strong comparison (RFC 9110 8.8.3.2): a weak tag never matches.
+            (b"W/\"abc\"", b"", false),
+            (b"*", b"", true),
+            (b" * ", b"-gz", true),
+            (b"\"x\", \"abc\"", b"", true),
+            (b"W/\"abc\", \"abc\"", b"", true),
+            (b"\"abc\"", b"-gz", false),
+            (b"\"abc-gz\"", b"-gz", true),
+            (b"W/\"abc-gz\"", b"-gz", false),
+            (b"\"ab\"", b"", false),
+            (b"abc", b"", false),
+            (b"", b"", false),
+        ];
+        for &(field, suffix, want) in table {
+            assert_eq!(
+                if_match(field, &ours, suffix),
+                want,
+                "{:?} {:?}",
+                core::str::from_utf8(field),
+                core::str::from_utf8(suffix)
+            );
+        }
+        // A weak stored tag matches nothing strongly, `*` aside.
+        let weak = EntityTag::of_stored("W/\"abc\"");
+        assert!(!if_match(b"\"abc\"", &weak, b""));
+        assert!(if_match(b"*", &weak, b""));
     }
 
     #[test]

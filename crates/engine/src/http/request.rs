@@ -58,6 +58,11 @@ pub struct Request<'b> {
     /// `Connection` (RFC 9112 9.3). A request with a body closes regardless, see
     /// [`Request::has_body`].
     pub keep_alive: bool,
+    /// `If-Match` (the first line if there were several: clients send one).
+    pub if_match: Option<&'b [u8]>,
+    /// `If-Unmodified-Since` (an empty value, which does not parse and so is ignored as
+    /// RFC 9110 13.1.4 requires, if there were several).
+    pub if_unmodified_since: Option<&'b [u8]>,
     /// `If-None-Match` (the first line if there were several).
     pub if_none_match: Option<&'b [u8]>,
     /// `If-Modified-Since` (an empty value if there were several, which is invalid and so
@@ -268,6 +273,8 @@ fn parse_inner(buf: &[u8]) -> Step<(Request<'_>, usize)> {
 /// path alike), and the checks made once all are read.
 struct Fields<'b> {
     host: Option<&'b [u8]>,
+    if_match: Option<&'b [u8]>,
+    if_unmodified_since: Option<&'b [u8]>,
     if_none_match: Option<&'b [u8]>,
     if_modified_since: Option<&'b [u8]>,
     range: Option<&'b [u8]>,
@@ -283,6 +290,8 @@ impl<'b> Fields<'b> {
     fn new() -> Fields<'b> {
         Fields {
             host: None,
+            if_match: None,
+            if_unmodified_since: None,
             if_none_match: None,
             if_modified_since: None,
             range: None,
@@ -327,6 +336,10 @@ impl<'b> Fields<'b> {
             // Keeping only the first line can only miss a match, so the answer is a full
             // 200 instead of a 304: always correct.
             self.if_none_match.get_or_insert(v);
+        } else if name.eq_ignore_ascii_case(b"if-match") {
+            self.if_match.get_or_insert(v);
+        } else if name.eq_ignore_ascii_case(b"if-unmodified-since") {
+            once(&mut self.if_unmodified_since, v);
         } else if name.eq_ignore_ascii_case(b"if-modified-since") {
             once(&mut self.if_modified_since, v);
         } else if name.eq_ignore_ascii_case(b"range") {
@@ -372,6 +385,8 @@ impl<'b> Fields<'b> {
                 Version::Http11 => !self.close,
                 Version::Http10 => self.keep_alive && !self.close,
             },
+            if_match: self.if_match,
+            if_unmodified_since: self.if_unmodified_since,
             if_none_match: self.if_none_match,
             if_modified_since: self.if_modified_since,
             range: self.range,

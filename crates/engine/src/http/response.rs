@@ -1,7 +1,8 @@
 //! Response choice (RFC 9110 sections 13-15) and the writing of the response head.
 //!
 //! The order of evaluation follows RFC 9110 13.2.2: method, target, lookup, then the
-//! preconditions `If-None-Match` / `If-Modified-Since`, then `Range` gated by `If-Range`.
+//! preconditions `If-Match` / `If-Unmodified-Since` (412), `If-None-Match` /
+//! `If-Modified-Since` (304), then `Range` gated by `If-Range`.
 //! The representation (identity or gzip) is chosen before the preconditions so they
 //! compare against the validator of the variant that would be sent: a honoured range
 //! always selects the identity body, since ranges of a gzip stream are not offered.
@@ -514,6 +515,26 @@ fn serve<'a>(
         Some(_) => (res.identity, None),
     };
     let suffix = coding.map_or(&b""[..], Coding::etag_suffix);
+
+    // RFC 9110 13.2.2 steps 1-2: If-Match (strong comparison, 13.1.1), else
+    // If-Unmodified-Since (13.1.4, ignored when it is not a valid date). A failure wins
+    // over everything after it, a Range included.
+    let precondition = match (req.if_match, req.if_unmodified_since) {
+        (Some(im), _) => fields::if_match(im, &ours, suffix),
+        (None, Some(ius)) => date::parse(ius, ctx.now).is_none_or(|d| lm <= d),
+        (None, None) => true,
+    };
+    if !precondition {
+        let status = Status::PRECONDITION_FAILED;
+        let close = page(&mut w, ctx, status, |w| {
+            if vary {
+                w.field(b"Vary", b"Accept-Encoding");
+            }
+            w.raw(res.headers.as_bytes());
+        });
+        let inline = inline_len(ctx, status);
+        return finish(w, status, close, None, inline);
+    }
 
     // RFC 9110 13.2.2 steps 3-4; If-Modified-Since only without If-None-Match (13.1.3).
     let not_modified = match (req.if_none_match, req.if_modified_since) {

@@ -34,6 +34,8 @@ fn curl() {
             target: b"/",
             version: Version::Http11,
             keep_alive: true,
+            if_match: None,
+            if_unmodified_since: None,
             if_none_match: None,
             if_modified_since: None,
             range: None,
@@ -310,6 +312,26 @@ fn repeated_conditional_fields() {
     assert_eq!(r.if_range, Some(&b""[..]));
     assert_eq!(r.if_none_match, Some(&b"\"a\""[..]));
     assert_eq!(r.if_modified_since, Some(&b""[..]));
+}
+
+#[test]
+fn if_match_and_if_unmodified_since_fields() {
+    let (r, _) = complete(
+        b"GET / HTTP/1.1\r\nHost: a\r\nIf-Match: \"a\", \"b\"\r\n\
+          If-Unmodified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n",
+    );
+    assert_eq!(r.if_match, Some(&b"\"a\", \"b\""[..]));
+    assert_eq!(
+        r.if_unmodified_since,
+        Some(&b"Sun, 06 Nov 1994 08:49:37 GMT"[..])
+    );
+    // Repeated: If-Match keeps its first line; If-Unmodified-Since becomes invalid.
+    let (r, _) = complete(
+        b"GET / HTTP/1.1\r\nHost: a\r\nif-match: \"a\"\r\nIF-MATCH: \"b\"\r\n\
+          If-Unmodified-Since: x\r\nIf-Unmodified-Since: y\r\n\r\n",
+    );
+    assert_eq!(r.if_match, Some(&b"\"a\""[..]));
+    assert_eq!(r.if_unmodified_since, Some(&b""[..]));
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Conditional requests (If-None-Match, If-Modified-Since) and byte ranges, with gzip.
+//! Conditional requests (If-Match, If-Unmodified-Since, If-None-Match, If-Modified-Since)
+//! and byte ranges, with gzip.
 
 use super::*;
 
@@ -222,4 +223,85 @@ fn ranges_and_gzip() {
     assert_eq!(g.status(), 416);
     assert_eq!(g.field("Content-Range"), Some("bytes */315"));
     assert_eq!(g.field("Vary"), Some("Accept-Encoding"));
+}
+
+#[test]
+fn if_match_and_if_unmodified_since() {
+    let store = Store::new();
+    let site = Site::new(&store);
+    let table: &[(&[&str], u16)] = &[
+        (&["If-Match: \"5f3a-1c2b\""], 200),
+        (&["If-Match: \"other\""], 412),
+        (&["If-Match: \"x\", \"5f3a-1c2b\""], 200),
+        (&["If-Match: *"], 200),
+        // Strong comparison: a weak tag never matches.
+        (&["If-Match: W/\"5f3a-1c2b\""], 412),
+        (&["If-Match: garbage"], 412),
+        // The gzip variant compares against its own tag.
+        (
+            &["If-Match: \"5f3a-1c2b-gz\"", "Accept-Encoding: gzip"],
+            200,
+        ),
+        (&["If-Match: \"5f3a-1c2b\"", "Accept-Encoding: gzip"], 412),
+        (&["If-Unmodified-Since: Sun, 06 Nov 1994 08:49:36 GMT"], 412),
+        (&["If-Unmodified-Since: Sun, 06 Nov 1994 08:49:37 GMT"], 200),
+        (&["If-Unmodified-Since: Tue, 14 Nov 2023 22:13:20 GMT"], 200),
+        (&["If-Unmodified-Since: not a date"], 200),
+        (
+            &[
+                "If-Unmodified-Since: Sun, 06 Nov 1994 08:49:36 GMT",
+                "If-Unmodified-Since: x",
+            ],
+            200,
+        ),
+        // Both: If-Match decides, If-Unmodified-Since is not evaluated.
+        (
+            &[
+                "If-Match: \"5f3a-1c2b\"",
+                "If-Unmodified-Since: Sun, 06 Nov 1994 08:49:36 GMT",
+            ],
+            200,
+        ),
+        (
+            &[
+                "If-Match: \"other\"",
+                "If-Unmodified-Since: Tue, 14 Nov 2023 22:13:20 GMT",
+            ],
+            412,
+        ),
+        // A failed If-Match wins over If-None-Match and Range; a passed one lets them act.
+        (&["If-Match: \"other\"", "If-None-Match: *"], 412),
+        (&["If-Match: *", "If-None-Match: *"], 304),
+        (&["If-Match: \"other\"", "Range: bytes=0-3"], 412),
+        (
+            &[
+                "If-Unmodified-Since: Sun, 06 Nov 1994 08:49:36 GMT",
+                "Range: bytes=0-3",
+            ],
+            412,
+        ),
+        (&["If-Match: \"5f3a-1c2b\"", "Range: bytes=0-3"], 206),
+    ];
+    for &(fields, want) in table {
+        for method in ["GET", "HEAD"] {
+            let g = get(&site, &req(method, "/", fields));
+            let want = if method == "HEAD" && want == 206 {
+                200
+            } else {
+                want
+            };
+            assert_eq!(g.status(), want, "{method} {fields:?}");
+            if want == 412 {
+                assert!(g.resp.body.is_none());
+                assert_eq!(g.field("Content-Range"), None);
+                assert!(g.field("Content-Type").unwrap().starts_with("text/html"));
+                assert!(!g.resp.close, "412 keeps the connection");
+                let len: u64 = g.field("Content-Length").unwrap().parse().unwrap();
+                assert!(len > 0);
+                if method == "GET" {
+                    assert_eq!(g.resp.content_len, len, "the small built-in page");
+                }
+            }
+        }
+    }
 }
