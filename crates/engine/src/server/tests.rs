@@ -13,9 +13,9 @@ use crate::tcp::{seq, Algorithm};
 use crate::wire::{tcp as wtcp, EtherType, EthernetAddress, EthernetFrame, IpProtocol, Ipv4Packet};
 use crate::wire::{Ipv4Address, TcpPacket};
 
+mod admission;
 // Uses the network-core rings and the planner, which the loom build leaves out.
 #[cfg(not(loom))]
-mod admission;
 mod bond;
 mod deadline;
 mod pacing;
