@@ -2,7 +2,7 @@
 //! more processors than the kernel uses, never the same APIC id twice.
 #![no_main]
 
-use bareweb_kernel::acpi::parse_madt;
+use bareweb_kernel::arch::acpi::parse_madt;
 use bareweb_kernel::arch::smp::MAX_CPUS;
 use libfuzzer_sys::fuzz_target;
 
