@@ -1,5 +1,5 @@
 //! `bareweb build SITE -o site.elf`, `--iso site.iso` and `--disk site.img`: bootable
-//! images holding the kernel and the site in one file, as paper 004's application object.
+//! images holding the kernel and the site in one file, as the scheduling paper's application object.
 //!
 //! - ELF: the kernel ELF (carried in this binary) plus the site image as one more
 //!   PT_LOAD segment placed past the kernel's memory (bss included), its program header
@@ -19,12 +19,12 @@
 //! - Disk: the same image, which grub-mkrescue makes hybrid (an MBR with GRUB's boot code
 //!   and a partition holding the EFI system image), padded to whole MiB: `dd` to a USB
 //!   stick, or a cloud VM's raw disk.
+//!
+//! The formats only: which files `bareweb build` writes, from its options, is
+//! [`crate::image`].
 
 use std::path::Path;
 use std::process::Command;
-
-use crate::image::{kind_of, BuildArgs, Kind};
-use crate::run::KERNEL;
 
 /// Marker at the start of the kernel's site descriptor (crates/kernel/src/embedded.rs).
 const MAGIC: &[u8; 16] = b"BAREWEB-SITE-v1\0";
@@ -115,58 +115,6 @@ pub fn elf_with_site(kernel: &[u8], site: &[u8], cmdline: &str) -> Result<Vec<u8
     Ok(out)
 }
 
-/// `bareweb build SITE -o X.elf` and/or `--iso X.iso` (or `-o X.iso`).
-pub fn build(a: &BuildArgs) -> Result<(), String> {
-    let (image, files) = crate::util::site_image(&a.site, a.config.as_deref())?;
-    let cmdline = a.cmdline();
-    let elf = elf_with_site(KERNEL, &image, &cmdline)?;
-    let output = &a.output;
-    if kind_of(output) == Kind::Elf {
-        std::fs::write(output, &elf)
-            .map_err(|e| format!("cannot write {}: {e}", output.display()))?;
-        println!(
-            "{}: bootable ELF (PVH, multiboot2), kernel {} KiB + site {files} files {} KiB, command line {cmdline:?}",
-            output.display(),
-            KERNEL.len() / 1024,
-            image.len() / 1024
-        );
-    }
-    let isos = a
-        .iso
-        .iter()
-        .chain((kind_of(output) == Kind::Iso).then_some(output));
-    for iso in isos {
-        write_iso(&elf, iso)?;
-        println!(
-            "{}: bootable ISO (GRUB, BIOS and UEFI), {files} files, command line {cmdline:?}",
-            iso.display()
-        );
-    }
-    let disks = a
-        .disk
-        .iter()
-        .chain((kind_of(output) == Kind::Disk).then_some(output));
-    for disk in disks {
-        // The hybrid ISO is a disk too: an MBR with GRUB's boot code (BIOS) and a partition
-        // holding the EFI system image (UEFI). Padded to whole MiB: cloud importers and
-        // some USB writers want sizes in whole sectors or MiB.
-        write_iso(&elf, disk)?;
-        let len = std::fs::metadata(disk).map_err(|e| e.to_string())?.len();
-        let padded = len.div_ceil(1 << 20) << 20;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(disk)
-            .and_then(|f| f.set_len(padded))
-            .map_err(|e| format!("cannot pad {}: {e}", disk.display()))?;
-        println!(
-            "{}: bootable disk image (GRUB, BIOS and UEFI; dd it to a USB stick), {} MiB, {files} files, command line {cmdline:?}",
-            disk.display(),
-            padded >> 20
-        );
-    }
-    Ok(())
-}
-
 /// The GRUB platforms an image must boot on, and their Debian packages.
 const GRUB_PLATFORMS: [(&str, &str); 2] = [
     ("i386-pc", "grub-pc-bin"),
@@ -190,7 +138,7 @@ menuentry \"bareweb\" {
 }
 ";
 
-fn write_iso(elf: &[u8], iso: &Path) -> Result<(), String> {
+pub fn write_iso(elf: &[u8], iso: &Path) -> Result<(), String> {
     let dir = std::env::temp_dir().join(format!("bareweb-iso-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let res = (|| {
@@ -233,6 +181,7 @@ fn write_iso(elf: &[u8], iso: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel_image::KERNEL;
 
     #[test]
     fn elf_gets_a_site_segment_and_a_patched_descriptor() {

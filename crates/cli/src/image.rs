@@ -1,34 +1,14 @@
 //! `bareweb build`: a site directory into an image file — a site image (`.bws`, for
 //! `serve` and `run`), or with `-o NAME.elf` / `--iso NAME.iso` / `--disk NAME.img` a
-//! bootable image ([`crate::bootimage`]).
+//! bootable image (the kernel and the site in one file, in the formats of
+//! [`crate::bootimage`]). Owns the command's options and the files it writes.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::bare::KernelOpts;
+use crate::bootimage::{elf_with_site, write_iso};
+use crate::kernel_image::{kind_of, Kind, KERNEL};
 use crate::opts::{self, ServerOpts};
-
-/// What `build` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// The site alone (any name but `.elf`/`.iso`; `.bws` by convention).
-    Site,
-    /// The kernel with the site inside: one file that boots (PVH, multiboot2).
-    Elf,
-    /// That ELF in a GRUB rescue image (BIOS and UEFI): a CD.
-    Iso,
-    /// The same image as a raw disk (BIOS and UEFI): a USB stick, a cloud VM's disk.
-    Disk,
-}
-
-/// The kind of file `path` names, by its extension, in any case.
-pub fn kind_of(path: &Path) -> Kind {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some(e) if e.eq_ignore_ascii_case("elf") => Kind::Elf,
-        Some(e) if e.eq_ignore_ascii_case("iso") => Kind::Iso,
-        Some(e) if e.eq_ignore_ascii_case("img") => Kind::Disk,
-        _ => Kind::Site,
-    }
-}
 
 #[derive(clap::Args, Clone)]
 pub struct BuildArgs {
@@ -74,7 +54,7 @@ impl BuildArgs {
     pub fn cmdline(&self) -> String {
         let mut w = Vec::new();
         // An ISO or disk image boots on a LAN or a cloud VM: its address from DHCP unless
-        // --ip says otherwise (issue 16).
+        // --ip says otherwise.
         if self.server.given("ip").is_none() && (self.iso.is_some() || self.disk.is_some()) {
             w.push("ip=dhcp".to_string());
         }
@@ -119,7 +99,7 @@ impl BuildArgs {
 /// `bareweb build`: the site image, or a bootable image when one is asked for.
 pub fn build(a: &BuildArgs) -> Result<(), String> {
     if a.bootable() {
-        return crate::bootimage::build(a);
+        return build_bootable(a);
     }
     let out = &a.output;
     if !a.site.is_dir() {
@@ -128,5 +108,57 @@ pub fn build(a: &BuildArgs) -> Result<(), String> {
     let (image, files) = crate::util::site_image(&a.site, a.config.as_deref())?;
     std::fs::write(out, &image).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     println!("{}: {files} files, {} bytes", out.display(), image.len());
+    Ok(())
+}
+
+/// `bareweb build SITE -o X.elf` and/or `--iso X.iso` (or `-o X.iso`).
+fn build_bootable(a: &BuildArgs) -> Result<(), String> {
+    let (image, files) = crate::util::site_image(&a.site, a.config.as_deref())?;
+    let cmdline = a.cmdline();
+    let elf = elf_with_site(KERNEL, &image, &cmdline)?;
+    let output = &a.output;
+    if kind_of(output) == Kind::Elf {
+        std::fs::write(output, &elf)
+            .map_err(|e| format!("cannot write {}: {e}", output.display()))?;
+        println!(
+            "{}: bootable ELF (PVH, multiboot2), kernel {} KiB + site {files} files {} KiB, command line {cmdline:?}",
+            output.display(),
+            KERNEL.len() / 1024,
+            image.len() / 1024
+        );
+    }
+    let isos = a
+        .iso
+        .iter()
+        .chain((kind_of(output) == Kind::Iso).then_some(output));
+    for iso in isos {
+        write_iso(&elf, iso)?;
+        println!(
+            "{}: bootable ISO (GRUB, BIOS and UEFI), {files} files, command line {cmdline:?}",
+            iso.display()
+        );
+    }
+    let disks = a
+        .disk
+        .iter()
+        .chain((kind_of(output) == Kind::Disk).then_some(output));
+    for disk in disks {
+        // The hybrid ISO is a disk too: an MBR with GRUB's boot code (BIOS) and a partition
+        // holding the EFI system image (UEFI). Padded to whole MiB: cloud importers and
+        // some USB writers want sizes in whole sectors or MiB.
+        write_iso(&elf, disk)?;
+        let len = std::fs::metadata(disk).map_err(|e| e.to_string())?.len();
+        let padded = len.div_ceil(1 << 20) << 20;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(disk)
+            .and_then(|f| f.set_len(padded))
+            .map_err(|e| format!("cannot pad {}: {e}", disk.display()))?;
+        println!(
+            "{}: bootable disk image (GRUB, BIOS and UEFI; dd it to a USB stick), {} MiB, {files} files, command line {cmdline:?}",
+            disk.display(),
+            padded >> 20
+        );
+    }
     Ok(())
 }

@@ -19,10 +19,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::image::{kind_of, Kind};
+use crate::kernel_image::{kind_of, Kind, KERNEL};
 use crate::opts::{kernel_cmdline, value_name};
 use crate::run::{
-    choose_accel, cores_plan, qemu_args, qemu_present, shell_words, Boot, Net, RunArgs, KERNEL,
+    choose_accel, cores_plan, qemu_args, qemu_present, shell_words, Boot, Net, RunArgs,
     KERNEL_FAILED, QEMU_HINT,
 };
 

@@ -1,9 +1,9 @@
 //! `bareweb load` (the load generator, [`bareweb_loadgen::load`]; on a TAP with the
-//! engine's own TCP: [`crate::load_bare`]) and `bareweb
-//! surge-site` (writes the Surge file set a session run fetches). Owns the options, the
-//! progress line and the report's printing, which every load client shares.
+//! engine's own TCP: [`crate::load_bare`]; with `--udp`: [`crate::load_udp`]) and `bareweb
+//! surge-site` (writes the Surge file set a session run fetches). Owns the choice of
+//! client and the socket client's run; what every client shares (the options, the
+//! progress line, the report's printing) is [`crate::load_common`].
 
-use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -11,69 +11,7 @@ use bareweb_loadgen::surge::{FileSet, SurgeParams};
 use bareweb_loadgen::{parse_url, Expect, LoadConfig, Mode, UrlEntry};
 use sha2::{Digest, Sha256};
 
-/// `bareweb load`: fetch URLs from a server under a bounded load and report like http_load.
-#[derive(clap::Args)]
-pub struct LoadArgs {
-    /// URLs to fetch (http://host[:port]/path); all must name the same host and port.
-    /// In session mode, one URL naming the server.
-    pub urls: Vec<String>,
-    /// Read more URLs from a file, one per line (http_load's url_file).
-    #[arg(long)]
-    pub url_file: Option<PathBuf>,
-    /// Parallel mode: keep N fetches in flight (the default, with N = 1).
-    #[arg(long, conflicts_with_all = ["rate", "sessions_rate"])]
-    pub parallel: Option<usize>,
-    /// Rate mode: begin R fetches per second.
-    #[arg(long, conflicts_with = "sessions_rate")]
-    pub rate: Option<f64>,
-    /// Session mode: R Surge sessions arrive per second (needs --surge).
-    #[arg(long, requires = "surge")]
-    pub sessions_rate: Option<f64>,
-    /// The site written by `bareweb surge-site` (its surge.tsv gives files and popularity).
-    #[arg(long)]
-    pub surge: Option<PathBuf>,
-    /// Session mode: multiply think times by this (Surge's are seconds long).
-    #[arg(long, default_value_t = 1.0)]
-    pub think_scale: f64,
-    /// Reuse connections (HTTP/1.1 keep-alive) instead of one connection per fetch.
-    #[arg(long, short = 'k')]
-    pub keepalive: bool,
-    /// Most fetches to begin (parallel and rate modes).
-    #[arg(long, default_value_t = 1_000_000)]
-    pub fetches: u64,
-    /// Most sessions to begin (session mode).
-    #[arg(long, default_value_t = 10_000)]
-    pub sessions: u64,
-    /// The run ends after this many seconds at most.
-    #[arg(long, default_value_t = 10.0)]
-    pub seconds: f64,
-    /// Seconds a connect or a response may go without progress.
-    #[arg(long, default_value_t = 10.0)]
-    pub timeout: f64,
-    /// Most connections open at once (default: N in parallel mode, else 2048).
-    #[arg(long)]
-    pub max_conns: Option<usize>,
-    /// Seed of every random choice (URLs, sessions).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Check each body's length and SHA-256 against the files under this directory.
-    #[arg(long)]
-    pub verify: Option<PathBuf>,
-    /// The status a good response has.
-    #[arg(long, default_value_t = 200)]
-    pub expect_status: u16,
-    /// Print the report as JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// Also write the JSON report to this file.
-    #[arg(long)]
-    pub json_out: Option<PathBuf>,
-    /// No progress lines on stderr.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    #[command(flatten)]
-    pub udp: crate::load_udp::UdpLoadArgs,
-}
+use crate::load_common::{emit, progress_done, progress_printer, LoadArgs};
 
 /// `bareweb surge-site`: write a Surge file set as a site directory.
 #[derive(clap::Args)]
@@ -209,56 +147,4 @@ pub fn load(a: LoadArgs) -> Result<(), String> {
     let report = bareweb_loadgen::run(&cfg, &mut progress)?;
     progress_done(a.quiet);
     emit(&a, &report, &report.text())
-}
-
-/// The progress line of an HTTP load run, every second on stderr (over itself on a
-/// terminal); nothing when `quiet`.
-pub fn progress_printer(quiet: bool) -> impl FnMut(&bareweb_loadgen::Progress) {
-    let tty = std::io::stderr().is_terminal();
-    move |p: &bareweb_loadgen::Progress| {
-        if quiet {
-            return;
-        }
-        let line = format!(
-            "[{:6.1}s] {} fetches ({:.0}/s), {} errors, {} open{}",
-            p.elapsed_secs,
-            p.fetches,
-            p.recent_rate,
-            p.errors,
-            p.open,
-            if p.sessions > 0 {
-                format!(", {} sessions done", p.sessions)
-            } else {
-                String::new()
-            }
-        );
-        let mut e = std::io::stderr().lock();
-        let _ = if tty {
-            write!(e, "\r{line}   ")
-        } else {
-            writeln!(e, "{line}")
-        };
-    }
-}
-
-/// Ends the progress line (on a terminal).
-pub fn progress_done(quiet: bool) {
-    if !quiet && std::io::stderr().is_terminal() {
-        eprintln!();
-    }
-}
-
-/// Prints a report (every load client's: HTTP on sockets or bare, UDP): JSON with
-/// `--json`, else `text`; and writes the JSON to `--json-out`.
-pub fn emit<R: serde::Serialize>(a: &LoadArgs, report: &R, text: &str) -> Result<(), String> {
-    let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
-    if let Some(f) = &a.json_out {
-        std::fs::write(f, &json).map_err(|e| format!("{}: {e}", f.display()))?;
-    }
-    if a.json {
-        println!("{json}");
-    } else {
-        print!("{text}");
-    }
-    Ok(())
 }

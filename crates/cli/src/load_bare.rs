@@ -1,6 +1,6 @@
-//! `bareweb load URL --tap NAME --ip A/N` (without `--udp`): the bare HTTP load client
-//! (issue 18). The engine's own client (`bareweb_engine::client`: its TCP in active open,
-//! ARP, a response reader) speaks through a TAP of its own, so the client's TCP costs stay
+//! `bareweb load URL --tap NAME --ip A/N` (without `--udp`): the bare HTTP load client.
+//! The engine's own client (`bareweb_engine::client`: its TCP in active open, ARP, a
+//! response reader) speaks through a TAP of its own, so the client's TCP costs stay
 //! in this process and are not charged to the server through the kernel's TAP write path.
 //! This module owns the bare client's load loop ([`run`], generic over the engine's `Nic`)
 //! and its per-slot bookkeeping; what it counts goes into the socket client's
@@ -35,33 +35,13 @@ use bareweb_engine::client::{http, Client, Config, End, Failure, Handler};
 use bareweb_engine::nic::{Clock, TxRing};
 use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
 use bareweb_host::cores::HostQueue;
-use bareweb_host::{netif, xdp, SystemClock, Tap};
+use bareweb_host::{netif, xdp, SystemClock};
 use bareweb_loadgen::rng::{Rng, Zipf};
 use bareweb_loadgen::surge::{SurgeParams, MAX_BURST};
 use bareweb_loadgen::{ErrorKind, LoadConfig, Mode, Progress, Report, Tally};
 use sha2::{Digest, Sha256};
 
-use crate::load::LoadArgs;
-use crate::load_udp::XdpQueueArg;
-
-/// The bare client's MAC: `--mac`, or a random locally administered one.
-pub(crate) fn client_mac(a: &LoadArgs) -> EthernetAddress {
-    match a.udp.mac {
-        Some(m) => m.ethernet(),
-        None => {
-            let mut m: [u8; 6] = crate::util::random_bytes();
-            m[0] = (m[0] & 0xfe) | 0x02;
-            EthernetAddress(m)
-        }
-    }
-}
-
-/// Opens (creating if missing) and brings up the bare client's TAP.
-pub(crate) fn open_tap(tap: &str, mac: EthernetAddress) -> Result<Tap, String> {
-    let nic = Tap::open(tap, mac).map_err(|e| format!("cannot open TAP {tap:?}: {e}"))?;
-    netif::set_up(nic.name()).map_err(|e| format!("cannot bring {tap} up: {e}"))?;
-    Ok(nic)
-}
+use crate::load_common::{client_mac, open_tap, LoadArgs, XdpQueueArg};
 
 pub fn load(a: &LoadArgs, cfg: &LoadConfig) -> Result<(), String> {
     if a.udp.kernel {
@@ -158,7 +138,7 @@ fn load_xdp(a: &LoadArgs, cfg: &LoadConfig, x: &XdpQueueArg) -> Result<(), Strin
 
 /// Prints the report; an error (exit status non-zero) if any fetch failed.
 fn finish(a: &LoadArgs, r: &Report) -> Result<(), String> {
-    crate::load::emit(a, r, &r.text())?;
+    crate::load_common::emit(a, r, &r.text())?;
     if r.errors_total > 0 {
         let list: Vec<String> = r.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
         return Err(format!(
@@ -589,7 +569,7 @@ fn run<N: HostQueue>(
     };
     crate::util::catch_stop_signals();
     let stop = crate::util::stop_flag();
-    let mut progress = crate::load::progress_printer(a.quiet);
+    let mut progress = crate::load_common::progress_printer(a.quiet);
     let clock = SystemClock::since_boot();
     let cpu0 = bareweb_loadgen::sys::thread_cpu_secs();
     // ARP for the next hop first; the run's clock starts when it answers.
@@ -704,7 +684,7 @@ fn run<N: HostQueue>(
             }
         }
     };
-    crate::load::progress_done(a.quiet);
+    crate::load_common::progress_done(a.quiet);
     let unfinished = l.h.in_flight;
     // Close the kept connections, for at most a second; what comes now is past the run
     // and not counted.

@@ -1,4 +1,4 @@
-//! `bareweb load --udp`: the load generator for paper 001's stateless UDP protocol, with
+//! `bareweb load --udp`: the load generator for the UDP paper's stateless UDP protocol, with
 //! the paper's parameters (`--frequency F --maxreq M`: M requests every F quarter
 //! milliseconds), a plain `--rate`, or a closed loop (`--parallel N`). Over ordinary
 //! sockets ([`bareweb_loadgen::udp::load`]), or, with `--tap`, as the bare client: the
@@ -12,102 +12,7 @@ use bareweb_engine::udp::load::{Config, Load, Schedule};
 use bareweb_loadgen::udp::load::{UdpLoadConfig, UdpUrl};
 use bareweb_loadgen::udp::{self as bwudp, report::UdpReport};
 
-use crate::load::LoadArgs;
-
-/// The UDP protocol's load options (with `--udp`), and the bare clients' link (`--tap`,
-/// `--xdp`, `--ip`...).
-#[derive(clap::Args, Debug, Clone)]
-#[command(group = clap::ArgGroup::new("bare_link").args(["tap", "xdp"]))]
-pub struct UdpLoadArgs {
-    /// Load paper 001's stateless UDP protocol: the URLs are bwudp://HOST[:PORT]/PATH.
-    #[arg(long)]
-    pub udp: bool,
-    /// The paper's schedule: every F units of 1/4 ms, start --maxreq requests (9 and 8:
-    /// 3,555 requests per second), 1 to 4000000.
-    #[arg(long, value_name = "F", requires_all = ["udp", "maxreq"],
-          value_parser = clap::value_parser!(u32).range(1..=4_000_000))]
-    pub frequency: Option<u32>,
-    /// Requests per --frequency period, 1 to 100000.
-    #[arg(long, value_name = "M", requires_all = ["udp", "frequency"],
-          value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub maxreq: Option<u32>,
-    /// Seconds before a GET is sent again (doubling per timeout, up to 1 s).
-    #[arg(long, default_value_t = 0.05, requires = "udp")]
-    pub udp_rto: f64,
-    /// Timeouts in a row without a new packet before a request is given up, 1 to 100.
-    #[arg(long, default_value_t = 8, requires = "udp",
-          value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub udp_tries: u32,
-    /// Send initial GETs unpadded (the paper's client; a server with the amplification
-    /// bound then answers an unproven address with the Get-Ack only).
-    #[arg(long, requires = "udp")]
-    pub no_pad: bool,
-    /// The bare client: speak through this TAP device with the engine's own frames (no
-    /// OS stack in the path); created if missing and brought up, but not addressed or
-    /// bridged (put it on the server's link yourself, e.g. a bridge with the server's TAP).
-    /// With --udp the UDP protocol's client, else the bare HTTP client (its own TCP).
-    #[arg(long, requires = "ip", value_parser = crate::opts::ifname)]
-    pub tap: Option<String>,
-    /// The bare HTTP client on AF_XDP: an XDP program on IFACE steers the frames for
-    /// --ip (and only those: the host keeps the rest) to an AF_XDP socket on queue QUEUE
-    /// [0]; the client has IFACE's MAC. Detached at exit and on Ctrl-C; a stale one of a
-    /// crashed run is removed (and said). Root (CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF).
-    #[arg(long, value_name = "IFACE[:QUEUE]", requires = "ip", conflicts_with_all = ["tap", "udp", "kernel"])]
-    pub xdp: Option<XdpQueueArg>,
-    /// With --xdp: native XDP and zero-copy where the driver has them, else copy mode
-    /// or the generic path (auto, said at start); or exactly the one asked for.
-    #[arg(long, value_enum, default_value_t, requires = "xdp")]
-    pub xdp_mode: crate::serve_xdp::XdpModeArg,
-    /// The bare client's address and prefix on that link (with --xdp: not an address of
-    /// this host).
-    #[arg(long, value_name = "A.B.C.D/N", requires = "bare_link")]
-    pub ip: Option<crate::opts::Cidr>,
-    /// The bare client's router, for a server off its link.
-    #[arg(long, value_name = "A.B.C.D", requires = "bare_link")]
-    pub gw: Option<std::net::Ipv4Addr>,
-    /// The bare client's MAC on a TAP (default: a random locally administered one; with
-    /// --xdp the interface's).
-    #[arg(long, requires = "tap")]
-    pub mac: Option<crate::opts::Mac>,
-    /// The bare client booted as a kernel under QEMU (TCG unless KVM is hardware-backed)
-    /// on the TAP given with --tap (which must exist, on the server's link), instead of a
-    /// process on it: no operating system at all in the client.
-    #[arg(long, requires = "tap")]
-    pub kernel: bool,
-    /// The bare HTTP client: while fetches are in flight and nothing arrives, poll the
-    /// link for up to US microseconds before sleeping [0: sleep at once, as the socket
-    /// clients do]. A sleeping client is woken by the server's frames, and that wake-up
-    /// (on a virtual machine an inter-processor interrupt, a VM exit) is paid in the
-    /// server's context; a polling one sends each request as soon as a response is in,
-    /// which a kernel server may then receive in smaller batches.
-    #[arg(long, value_name = "US", requires = "bare_link", conflicts_with_all = ["udp", "kernel"],
-          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
-    pub spin_us: Option<u64>,
-    /// The bare HTTP client's TAP takes no receive offloads: every frame it reads is one
-    /// segment of at most 1514 bytes with a complete checksum, verified (the kernel cuts
-    /// a server's TSO/GSO super-frames for it, in the server's context). By default it
-    /// takes them whole, up to 64 KiB per read, their checksum vouched for by the kernel.
-    #[arg(long, requires = "tap", conflicts_with_all = ["udp", "kernel"])]
-    pub no_offload: bool,
-}
-
-/// `--xdp IFACE[:QUEUE]`: an interface and one of its receive queues.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct XdpQueueArg {
-    pub iface: String,
-    pub queue: u32,
-}
-
-impl std::str::FromStr for XdpQueueArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (iface, queue) = crate::opts::ifname_and_number(s, "a queue number", 0..=255)?;
-        Ok(XdpQueueArg {
-            iface,
-            queue: queue.unwrap_or(0),
-        })
-    }
-}
+use crate::load_common::{client_mac, open_tap, LoadArgs};
 
 fn schedule(a: &LoadArgs) -> Result<Schedule, String> {
     match (a.udp.frequency, a.udp.maxreq, a.rate, a.parallel) {
@@ -241,8 +146,8 @@ fn bare(
         );
     }
     let cidr = a.udp.ip.ok_or("--tap needs --ip")?;
-    let mac = crate::load_bare::client_mac(a);
-    let mut nic = crate::load_bare::open_tap(tap, mac)?;
+    let mac = client_mac(a);
+    let mut nic = open_tap(tap, mac)?;
     let mut client = BareClient::new(BareConfig {
         link: ClientLink {
             mac,
@@ -434,5 +339,5 @@ fn kernel(
 
 /// Prints (and writes) a report.
 fn emit(a: &LoadArgs, report: &UdpReport) -> Result<(), String> {
-    crate::load::emit(a, report, &report.text())
+    crate::load_common::emit(a, report, &report.text())
 }

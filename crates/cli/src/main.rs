@@ -21,9 +21,11 @@ mod bootimage;
 mod cores;
 mod get;
 mod image;
+mod kernel_image;
 mod launch;
 mod load;
 mod load_bare;
+mod load_common;
 mod load_udp;
 mod opts;
 mod run;
@@ -56,7 +58,7 @@ enum Cmd {
     /// paper's stateless protocol) and write its body, checked.
     Get(get::GetArgs),
     /// Load a web server like http_load / httperf: rate, parallel or Surge session mode.
-    Load(load::LoadArgs),
+    Load(load_common::LoadArgs),
     /// Write a Surge-model file set (heavy-tailed sizes, Zipf popularity) as a site.
     SurgeSite(load::SurgeSiteArgs),
     /// Side-by-side benchmark: bareweb, nginx, lighttpd, h2o on the same files and loads.

@@ -480,7 +480,7 @@ mod tests {
 
     #[test]
     fn xdp_interface_and_queue_arguments() {
-        use crate::load_udp::XdpQueueArg;
+        use crate::load_common::XdpQueueArg;
         use crate::serve_xdp::XdpArg;
         let q = |s: &str| s.parse::<XdpQueueArg>().map(|a| (a.iface, a.queue));
         assert_eq!(q("xc0"), Ok(("xc0".into(), 0)));

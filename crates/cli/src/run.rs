@@ -14,10 +14,8 @@ use std::str::FromStr;
 use bareweb_engine::cores::plan;
 
 use crate::bare::KernelOpts;
+use crate::kernel_image::{kind_of, Kind};
 use crate::opts::{self, kernel_cmdline, Mac, MemSize, ModeArg, ServerOpts};
-
-/// The kernel ELF this binary was built with.
-pub static KERNEL: &[u8] = include_bytes!(env!("BAREWEB_KERNEL_ELF"));
 
 /// What `apt` calls the package with `qemu-system-x86_64`.
 pub const QEMU_HINT: &str = "sudo apt-get install qemu-system-x86";
@@ -48,7 +46,7 @@ pub struct RunArgs {
     pub firmware: Firmware,
     /// Network: `user` (QEMU user networking, no root; forwards --listen to the server)
     /// or `tap:IFNAME` (a TAP device the caller prepared). Given twice or more, the VM
-    /// has that many NICs (paper 002's bonding, see --bond): `user` each time puts them
+    /// has that many NICs (bonding, as in the bonding paper; see --bond): `user` each time puts them
     /// all on one QEMU hub with user networking, `tap:` names one TAP per NIC (put them
     /// on one bridge).
     #[arg(long = "net", default_value = "user", value_name = "user|tap:IFNAME")]
@@ -134,8 +132,8 @@ impl RunArgs {
         self.check_nets()?;
         self.cores_plan().map(|_| ())?;
         opts::kernel_settings(&self.cmdline())?;
-        let kind = crate::image::kind_of(&self.site);
-        if matches!(kind, crate::image::Kind::Iso | crate::image::Kind::Disk) {
+        let kind = kind_of(&self.site);
+        if matches!(kind, Kind::Iso | Kind::Disk) {
             if !self.cmdline().is_empty() {
                 return Err(format!(
                     "{} is an ISO or disk image: GRUB boots it with the command line built in; give the \
