@@ -176,6 +176,14 @@ impl Dma {
         self.len == 0
     }
 
+    /// Whether `b` lies wholly inside this region (the drivers' tests: a frame handed to the
+    /// engine must be a view into the driver's own buffers).
+    #[cfg(test)]
+    pub fn holds(&self, b: &[u8]) -> bool {
+        let (start, p) = (self.ptr() as usize, b.as_ptr() as usize);
+        p >= start && p + b.len() <= start + self.len
+    }
+
     /// Bytes `off..off + len` for the CPU, or `None` past the region's end.
     ///
     /// # Safety

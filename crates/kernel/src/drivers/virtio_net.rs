@@ -717,16 +717,6 @@ mod tests {
         (dev, nics.pop().unwrap())
     }
 
-    /// Whether `b` lies inside the receive buffers' DMA region.
-    fn inside(rx: &VirtioRx, b: &[u8]) -> bool {
-        let (start, end) = (
-            rx.bufs.ptr() as usize,
-            rx.bufs.ptr() as usize + rx.bufs.len(),
-        );
-        let p = b.as_ptr() as usize;
-        p >= start && p + b.len() <= end
-    }
-
     #[test]
     fn ring_setup_negotiates_and_gives_the_device_dma_addresses() {
         let (mut dev, mut nic) = up(256);
@@ -820,7 +810,7 @@ mod tests {
         let mut got = [RxFrame { buf: 0, len: 0 }; 8];
         assert_eq!(rx.burst(&mut got), 1);
         assert_eq!(rx.bytes(&got[0]), &frame[..]);
-        assert!(inside(rx, rx.bytes(&got[0])));
+        assert!(rx.bufs.holds(rx.bytes(&got[0])));
         // Recycled and re-posted in the next burst (one more available entry).
         rx.recycle(got[0]);
         assert_eq!(rx.burst(&mut got), 0);
@@ -850,14 +840,14 @@ mod tests {
         let n = rx.burst(&mut out);
         assert_eq!(&out[..n], &[RxFrame { buf: 3, len: 1514 }]);
         assert_eq!(rx.bad, 8);
-        assert!(inside(rx, rx.bytes(&out[0])));
+        assert!(rx.bufs.holds(rx.bytes(&out[0])));
         // Views of what is not lent, or past a buffer, are empty or clamped.
         assert_eq!(rx.bytes(&RxFrame { buf: 1000, len: 10 }), &[] as &[u8]);
         let past = rx.bytes(&RxFrame {
             buf: 7,
             len: 100_000,
         });
-        assert!(past.len() <= RX_BUF - NET_HDR && inside(rx, past));
+        assert!(past.len() <= RX_BUF - NET_HDR && rx.bufs.holds(past));
         // Recycling twice, or what is not lent, is ignored.
         rx.recycle(out[0]);
         rx.recycle(out[0]);
