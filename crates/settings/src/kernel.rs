@@ -147,7 +147,7 @@ impl UdpClient {
                 }
             }
             "server" => match v.split_once(':') {
-                Some((ip, port)) => match (parse_ip(ip), port.parse::<u16>()) {
+                Some((ip, port)) => match (crate::addr(ip), port.parse::<u16>()) {
                     (Some(ip), Ok(p)) if p != 0 => {
                         self.server = Some((ip, p));
                         true
@@ -179,7 +179,7 @@ impl UdpClient {
             "seconds" => positive(v, 86_400).map(|n| self.seconds = n).is_some(),
             "rto_ms" => positive(v, 10_000).map(|n| self.rto_ms = n).is_some(),
             "tries" => positive(v, 100).map(|n| self.tries = n).is_some(),
-            "pad" => on_off(v).map(|b| self.pad = b).is_some(),
+            "pad" => crate::on_off(v).map(|b| self.pad = b).is_ok(),
             _ => return None,
         };
         Some(ok)
@@ -272,20 +272,6 @@ fn parse_mmio(v: &str) -> Option<(u64, u32)> {
 
 /// What a bad value of a boot-only word is told.
 const BAD: &str = "bad value, default kept";
-
-fn parse_ip(s: &str) -> Option<Ipv4Address> {
-    s.parse::<core::net::Ipv4Addr>()
-        .ok()
-        .map(|a| Ipv4Address(a.octets()))
-}
-
-fn on_off(v: &str) -> Option<bool> {
-    match v {
-        "on" => Some(true),
-        "off" => Some(false),
-        _ => None,
-    }
-}
 
 /// Parses `line` over the defaults; calls `complain` for every word it cannot use.
 pub fn parse<'a>(line: &'a str, complain: impl FnMut(Complaint<'a>)) -> Settings {
@@ -386,7 +372,7 @@ impl Settings {
                 .filter(|n| *n <= 1_000_000)
                 .map(|n| self.idle_poll_us = n)
                 .is_some(),
-            "offload" => on_off(v).map(|b| self.offload = b).is_some(),
+            "offload" => crate::on_off(v).map(|b| self.offload = b).is_ok(),
             "virtio_mmio.device" => match parse_mmio(v) {
                 Some(d) if self.n_mmio < MAX_MMIO => {
                     self.mmio[self.n_mmio] = d;

@@ -276,7 +276,7 @@ impl Opt {
 }
 
 /// `A.B.C.D` as std writes it (no leading zeros, no signs).
-fn addr(s: &str) -> Option<Ipv4Address> {
+pub(crate) fn addr(s: &str) -> Option<Ipv4Address> {
     s.parse::<Ipv4Addr>().ok().map(|a| Ipv4Address(a.octets()))
 }
 
@@ -309,7 +309,8 @@ fn number<T: core::str::FromStr + PartialOrd>(
         .ok_or(why)
 }
 
-fn on_off(v: &str) -> Result<bool, &'static str> {
+/// `on` or `off`.
+pub(crate) fn on_off(v: &str) -> Result<bool, &'static str> {
     match v {
         "on" => Ok(true),
         "off" => Ok(false),
