@@ -642,6 +642,8 @@ mod tests {
         ("syn-backlog", "16", "0"),
         ("request-timeout", "5", "86401"),
         ("idle-timeout", "7", "0"),
+        ("drain-grace", "0", "3601"),
+        ("drain-timeout", "60", "0"),
         ("access-log", "", ""),
         ("no-stats-page", "", ""),
         ("stats-allow", "10.9.0.0/16", "10.9.0.0/33"),

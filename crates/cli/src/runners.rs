@@ -100,7 +100,9 @@ where
     let name = tap.name().to_string();
     (p.configure)(std::slice::from_ref(&name))?;
     let board: Option<&'static Board> = pages.any().then(|| {
-        let b = Board::new(runner.name(), &runner.roles(threads)).with_pages(pages);
+        let b = Board::new(runner.name(), &runner.roles(threads))
+            .with_drain(p.cfg.drain)
+            .with_pages(pages);
         &*Box::leak(Box::new(b))
     });
     (p.banner)(&format!(

@@ -1,4 +1,5 @@
-//! `bareweb serve`: the engine on a TAP device until Ctrl-C; the cores themselves are run
+//! `bareweb serve`: the engine on a TAP device until Ctrl-C, or until a graceful drain
+//! asked for by SIGTERM ends; the cores themselves are run
 //! by [`crate::cores`] (one core unless `--cores`), or by another runner with `--runner`
 //! ([`crate::runners`]).
 
@@ -14,7 +15,9 @@ use crate::cores::{self, CoresArgs, Layout};
 use crate::opts::{self, Mac, OrNone, ServerOpts};
 use crate::runners::{self, RunnerArgs};
 use crate::serve_xdp::{self, XdpArg, XdpModeArg, XdpServe};
-use crate::util::{catch_stop_signals, load_site, random_bytes, stop_flag};
+use crate::util::{
+    drain_on_sigterm, drain_report, load_site, random_bytes, stop_flag, watch_drain,
+};
 use bareweb_engine::site::Site;
 use bareweb_engine::wire::EthernetAddress;
 
@@ -192,7 +195,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         };
         macs.push(m);
     }
-    let cfg = a.server.config(random_bytes());
+    let mut cfg = a.server.config(random_bytes());
     let (ip, prefix) = (cfg.ip, cfg.prefix_len);
     let host_ip = match a.host_ip {
         Some(h) => h.addr(),
@@ -223,7 +226,9 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     };
     let files = site.len();
     // SIGHUP (the terminal closed) stops like Ctrl-C: the TAPs, a bridge, the threads go.
-    catch_stop_signals();
+    // SIGTERM drains first (docs/design/drain.md).
+    let drain = drain_on_sigterm(&mut cfg);
+    watch_drain(drain);
     clean_up_on_panic();
     let host = host_ip.map_or("unchanged".to_string(), |h| format!("{h}/{prefix}"));
     let port = cfg.port;
@@ -236,7 +241,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     let crash = crash_requested();
     let banner = move |on: &str| {
         eprintln!(
-            "bareweb: serving {files} files at http://{ip}:{port}/{udp} on {on} (server MAC {macs_text}, host side {host}); Ctrl-C stops"
+            "bareweb: serving {files} files at http://{ip}:{port}/{udp} on {on} (server MAC {macs_text}, host side {host}); Ctrl-C stops, SIGTERM drains"
         );
         assert!(
             !crash,
@@ -299,6 +304,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         (None, true) => cores::serve(&layout, prepared, clf),
         (None, false) => cores::serve(&layout, prepared, cores::no_log),
     };
+    drain_report(drain);
     if let Some(br) = made_bridge {
         if let Ok(mut b) = MADE_BRIDGE.lock() {
             *b = None;
@@ -329,10 +335,11 @@ fn layout(a: &ServeArgs, site: &Site<'static>) -> Layout {
 
 /// `serve --xdp`: the same server on an interface's queues through AF_XDP.
 fn serve_on_xdp(a: &ServeArgs, x: &XdpArg, site: Site<'static>) -> Result<(), String> {
-    let cfg = a.server.config(random_bytes());
+    let mut cfg = a.server.config(random_bytes());
     let udp = a.server.udp_banner(cfg.ip);
     let files = site.len();
-    catch_stop_signals();
+    let drain = drain_on_sigterm(&mut cfg);
+    watch_drain(drain);
     let layout = layout(a, &site);
     let s = XdpServe {
         site,
@@ -346,11 +353,13 @@ fn serve_on_xdp(a: &ServeArgs, x: &XdpArg, site: Site<'static>) -> Result<(), St
         files,
         udp,
     };
-    if a.server.settings.log_access {
+    let r = if a.server.settings.log_access {
         serve_xdp::serve(&layout, s, |_| {
             Clf(std::io::BufWriter::new(std::io::stdout()))
         })
     } else {
         serve_xdp::serve(&layout, s, cores::no_log)
-    }
+    };
+    drain_report(drain);
+    r
 }

@@ -2,9 +2,10 @@
 //! parsed in [`crate::opts`].)
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use bareweb_engine::server::drain::Drain;
 use bareweb_engine::site::Site;
 
 /// The image of a site directory (built, with its configuration, what was left out said
@@ -115,6 +116,74 @@ pub fn catch_stop_signals() {
         if let Err(e) = signal_hook::flag::register(sig, Arc::clone(stop_arc())) {
             eprintln!("bareweb: cannot catch signal {sig}: {e}");
         }
+    }
+}
+
+/// A graceful drain for `serve`'s server (`cfg.drain`, made from `cfg.timeouts`, kept for
+/// the life of the process), asked for by SIGTERM: what a balancer, systemd, Docker or
+/// Kubernetes sends to stop a service. SIGINT (Ctrl-C) and SIGHUP still stop at once, as
+/// does a second SIGTERM during the drain. Call instead of [`catch_stop_signals`].
+pub fn drain_on_sigterm(cfg: &mut bareweb_engine::server::Config) -> &'static Drain {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let t = cfg.timeouts;
+    let drain: &'static Drain =
+        Box::leak(Box::new(Drain::new(t.drain_grace_ms, t.drain_timeout_ms)));
+    cfg.drain = Some(drain);
+    for sig in [SIGINT, SIGHUP] {
+        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(stop_arc())) {
+            eprintln!("bareweb: cannot catch signal {sig}: {e}");
+        }
+    }
+    let stop = stop_flag();
+    let on_term = move || {
+        if drain.draining() {
+            stop.store(true, Ordering::Relaxed);
+        } else {
+            drain.request();
+        }
+    };
+    // SAFETY: the action only loads and stores atomics (async-signal-safe: no lock, no
+    // allocation, no I/O), and what it touches lives for the whole process.
+    if let Err(e) = unsafe { signal_hook::low_level::register(SIGTERM, on_term) } {
+        eprintln!("bareweb: cannot catch signal {SIGTERM}: {e}");
+    }
+    drain
+}
+
+/// Says on stderr when a drain starts and, once `serve` returned, how it ended; the
+/// watcher runs on its own thread (the signal handler cannot print) until `stop` is set.
+pub fn watch_drain(drain: &'static Drain) {
+    let _ = std::thread::Builder::new()
+        .name("bareweb-drain".into())
+        .spawn(move || {
+            while !stop_flag().load(Ordering::Relaxed) {
+                if drain.draining() {
+                    let (grace, timeout) = drain.limits_ms();
+                    eprintln!(
+                        "bareweb: draining (SIGTERM): /healthz answers 503; new connections served for {:.1} s, the rest reset at {:.1} s; SIGTERM or Ctrl-C again stops at once",
+                        grace as f64 / 1e3,
+                        timeout as f64 / 1e3
+                    );
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+}
+
+/// The line that ends a drained `serve` (nothing if no drain was asked for).
+pub fn drain_report(drain: &Drain) {
+    if !drain.draining() {
+        return;
+    }
+    let c = drain.counts();
+    if drain.finished() {
+        eprintln!(
+            "bareweb: drained in {} ms: {} connections closed, {} reset at the timeout, {} refused after the grace",
+            c.took_ms, c.closed, c.reset, c.refused
+        );
+    } else {
+        eprintln!("bareweb: drain cut short (stopped at once)");
     }
 }
 

@@ -120,6 +120,13 @@ counters! {
     http_5xx,
     /// Response body bytes queued (head + body of every response).
     http_bytes,
+    /// Connections a drain closed: a response sent with `Connection: close` because of it,
+    /// or kept alive and idle when its grace ended.
+    drain_closed,
+    /// Connections reset at a drain's timeout.
+    drain_reset,
+    /// New connections refused (RST) after a drain's grace.
+    drain_refused,
     /// TCBs in use now.
     tcbs_in_use,
     /// Highest number of TCBs in use at once.

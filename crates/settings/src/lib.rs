@@ -90,6 +90,10 @@ pub struct Settings {
     pub request_timeout_s: u64,
     /// Seconds an idle keep-alive connection is kept.
     pub idle_timeout_s: u64,
+    /// Seconds a drain keeps serving new connections.
+    pub drain_grace_s: u64,
+    /// Seconds from a drain's start to the reset of what is left.
+    pub drain_timeout_s: u64,
     /// An access log line per response.
     pub log_access: bool,
     /// A counters line every second (the kernel's console; `--stats-log`).
@@ -160,6 +164,8 @@ impl Default for Settings {
             syn_backlog: engine.syn_backlog,
             request_timeout_s: engine.timeouts.request_ms / 1000,
             idle_timeout_s: engine.timeouts.idle_ms / 1000,
+            drain_grace_s: engine.timeouts.drain_grace_ms / 1000,
+            drain_timeout_s: engine.timeouts.drain_timeout_ms / 1000,
             log_access: false,
             log_stats: false,
             stats_page: true,
@@ -204,7 +210,8 @@ impl Settings {
     }
 
     /// The engine's configuration for these settings, with the ISN secret (random bytes
-    /// from the platform). `dhcp` and `platform` are the platform's to fill in.
+    /// from the platform). `dhcp`, `platform` and `drain` are the platform's to fill in
+    /// (the drain from `cfg.timeouts`).
     pub fn config(&self, isn_key: [u8; 16]) -> Config {
         let mut cfg = Config::new(self.ip, self.prefix, isn_key);
         cfg.gateway = self.gateway;
@@ -217,6 +224,8 @@ impl Settings {
         cfg.timeouts = Timeouts {
             request_ms: self.request_timeout_s * 1000,
             idle_ms: self.idle_timeout_s * 1000,
+            drain_grace_ms: self.drain_grace_s * 1000,
+            drain_timeout_ms: self.drain_timeout_s * 1000,
             ..Timeouts::default()
         };
         cfg.udp = self.udp.config();
@@ -337,6 +346,7 @@ macro_rules! help {
 
 const COUNT: &str = "expected a number from 1 to 1048576";
 const SECONDS: &str = "expected a number of seconds from 1 to 86400";
+const DRAIN_GRACE: &str = "expected a number of seconds from 0 to 3600";
 const PORT: &str = "expected a port number from 1 to 65535";
 
 const SCHED: &[Choice] = &[
@@ -408,7 +418,7 @@ const _: () = assert!(
 
 /// Every shared option, in `--help`'s order (and the order of the kernel words the CLI
 /// writes).
-pub static OPTIONS: [Opt; 23] = [
+pub static OPTIONS: [Opt; 25] = [
     Opt {
         word: "ip",
         long: "ip",
@@ -524,6 +534,26 @@ pub static OPTIONS: [Opt; 23] = [
         arg: Arg::Value("SECONDS"),
         help: help!("Seconds an idle keep-alive connection is kept, 1 to 86400 [30]"),
         set: |s, v| number(v, 1, 86_400, SECONDS).map(|n| s.idle_timeout_s = n),
+    },
+    Opt {
+        word: "drain_grace",
+        long: "drain-grace",
+        arg: Arg::Value("SECONDS"),
+        help: help!(
+            "Seconds a graceful drain (serve: SIGTERM; the kernel: the ACPI power button) keeps \
+               serving new connections while /healthz answers 503, 0 to 3600 [5]"
+        ),
+        set: |s, v| number(v, 0, 3_600, DRAIN_GRACE).map(|n| s.drain_grace_s = n),
+    },
+    Opt {
+        word: "drain_timeout",
+        long: "drain-timeout",
+        arg: Arg::Value("SECONDS"),
+        help: help!(
+            "Seconds from a drain's start until the connections left are reset and the server \
+               stops, 1 to 86400 [30]"
+        ),
+        set: |s, v| number(v, 1, 86_400, SECONDS).map(|n| s.drain_timeout_s = n),
     },
     Opt {
         word: "log",

@@ -110,6 +110,8 @@ pub struct Board {
     bond: Option<&'static Bond>,
     /// The DHCP client's state, address and counters, when `ip=dhcp`.
     dhcp: Option<&'static crate::dhcp::shared::Shared>,
+    /// The graceful drain, when the platform can ask for one.
+    drain: Option<&'static crate::server::drain::Drain>,
 }
 
 impl Board {
@@ -129,6 +131,7 @@ impl Board {
             pages: PageSettings::default(),
             bond: None,
             dhcp: None,
+            drain: None,
             platform: None,
         }
     }
@@ -144,6 +147,18 @@ impl Board {
     /// The platform's own counters, if any.
     pub fn platform(&self) -> Option<&'static dyn PlatformCounters> {
         self.platform
+    }
+
+    /// The board with the graceful drain: `/healthz` answers 503 once it is asked for, the
+    /// JSON gets a `drain` object and the metrics `bareweb_draining`.
+    pub fn with_drain(mut self, drain: Option<&'static crate::server::drain::Drain>) -> Board {
+        self.drain = drain;
+        self
+    }
+
+    /// The graceful drain, if any.
+    pub fn drain(&self) -> Option<&'static crate::server::drain::Drain> {
+        self.drain
     }
 
     /// The board with the DHCP client's part: the JSON gets a `dhcp` object (state,
@@ -363,6 +378,17 @@ impl Board {
         if let Some(d) = self.dhcp {
             w.write_str(",\"dhcp\":")?;
             d.write_json(w)?;
+        }
+        if let Some(d) = self.drain {
+            let c = d.counts();
+            let (grace_ms, timeout_ms) = d.limits_ms();
+            write!(
+                w,
+                ",\"drain\":{{\"draining\":{},\"grace_ms\":{grace_ms},\"timeout_ms\":{timeout_ms},\"finished\":{},\"took_ms\":{}}}",
+                d.draining(),
+                d.finished(),
+                c.took_ms
+            )?;
         }
         if let Some(p) = self.platform {
             crate::stats::platform::write_json(p, w)?;

@@ -1,6 +1,7 @@
 //! The server's own pages beside the site: the stats JSON (at `BASE/stats`), `/metrics`
 //! (Prometheus text exposition format 0.0.4: the JSON's counters, one sample per core,
-//! labelled with its role) and `/healthz` (`ok`), with [`PageSettings`] saying which are
+//! labelled with its role, and `bareweb_draining`) and `/healthz` (`ok`, or 503
+//! `draining` once a drain is asked for), with [`PageSettings`] saying which are
 //! on, where the stats page lives and who may read the stats and metrics.
 //!
 //! Which pages are on is decided once, at start, from the site image's switches (its
@@ -168,6 +169,10 @@ pub fn render_metrics(board: &Board, out: &mut [u8]) -> Option<usize> {
         )
         .ok()?;
     }
+    if let Some(d) = board.drain() {
+        let on = u8::from(d.draining());
+        writeln!(w, "# TYPE bareweb_draining gauge\nbareweb_draining {on}").ok()?;
+    }
     if let Some(p) = board
         .platform()
         .filter(|p| platform::plain(p.name()) && platform::plain(p.unit()))
@@ -210,11 +215,17 @@ pub fn respond(
     if !matches!(req.method, Method::Get | Method::Head) {
         return http::respond_error(http::Status::METHOD_NOT_ALLOWED, now_unix, server, out);
     }
+    // A draining server's health check fails, so a balancer stops sending.
+    let draining = board.drain().is_some_and(|d| d.draining());
+    let status = match page {
+        Page::Healthz if draining => http::Status::SERVICE_UNAVAILABLE,
+        _ => http::Status::OK,
+    };
     let rendered = out.get_mut(HEAD_ROOM..).and_then(|b| match page {
         Page::Json => board.render_json(b),
         Page::Metrics => render_metrics(board, b),
         Page::Healthz => {
-            let ok = b"ok\n";
+            let ok: &[u8] = if draining { b"draining\n" } else { b"ok\n" };
             b.get_mut(..ok.len())?.copy_from_slice(ok);
             Some(ok.len())
         }
@@ -242,9 +253,11 @@ pub fn respond(
     };
     let ok = write!(
         w,
-        "HTTP/1.1 200 OK\r\nDate: {date}\r\nServer: {server}\r\n\
+        "HTTP/1.1 {} {}\r\nDate: {date}\r\nServer: {server}\r\n\
          Content-Type: {ctype}\r\nContent-Length: {body_len}\r\n\
-         Cache-Control: no-store\r\n{conn}\r\n"
+         Cache-Control: no-store\r\n{conn}\r\n",
+        status.code(),
+        status.reason(),
     );
     let head_len = w.len;
     if ok.is_err() {
@@ -256,7 +269,7 @@ pub fn respond(
         out.copy_within(HEAD_ROOM..HEAD_ROOM + body_len, head_len);
     }
     http::Response {
-        status: http::Status::OK.code(),
+        status: status.code(),
         head_len: head_len + if send_body { body_len } else { 0 },
         body: None,
         close,
@@ -325,5 +338,50 @@ mod tests {
             value.parse::<u64>().unwrap();
         }
         assert!(render_metrics(&board, &mut [0u8; 100]).is_none());
+    }
+
+    #[test]
+    fn a_draining_server_fails_its_health_check_and_says_so_in_the_metrics() {
+        let drain: &'static crate::server::drain::Drain =
+            Box::leak(Box::new(crate::server::drain::Drain::new(5_000, 30_000)));
+        let board = Board::new("single", &[Role::Single]).with_drain(Some(drain));
+        let req = |target| match http::parse(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n") {
+            http::Parse::Complete { request, .. } => Request { target, ..request },
+            _ => unreachable!(),
+        };
+        let answer = |target: &'static [u8]| {
+            let mut out = vec![0u8; 64 * 1024];
+            let page = match target {
+                b"/healthz" => Page::Healthz,
+                _ => Page::Metrics,
+            };
+            let r = respond(page, &board, &req(target), 1_700_000_000, "bw", &mut out);
+            (
+                r.status,
+                String::from_utf8_lossy(&out[..r.head_len]).into_owned(),
+            )
+        };
+        let (status, text) = answer(b"/healthz");
+        assert_eq!(status, 200);
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n") && text.ends_with("\r\n\r\nok\n"));
+        assert!(answer(b"/metrics").1.contains("\nbareweb_draining 0\n"));
+        drain.request();
+        let (status, text) = answer(b"/healthz");
+        assert_eq!(status, 503);
+        assert!(
+            text.starts_with("HTTP/1.1 503 Service Unavailable\r\n")
+                && text.ends_with("\r\n\r\ndraining\n"),
+            "{text}"
+        );
+        assert!(answer(b"/metrics")
+            .1
+            .contains("# TYPE bareweb_draining gauge\nbareweb_draining 1\n"));
+        let mut json = [0u8; 64 * 1024];
+        let n = board.render_json(&mut json).unwrap();
+        let json = core::str::from_utf8(&json[..n]).unwrap();
+        assert!(
+            json.contains("\"drain\":{\"draining\":true,\"grace_ms\":5000,\"timeout_ms\":30000,"),
+            "{json}"
+        );
     }
 }

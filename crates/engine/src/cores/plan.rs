@@ -238,6 +238,10 @@ pub struct Plan<L> {
 impl<L: Lookup<'static> + Copy> Plan<L> {
     /// A plan without a board.
     pub fn new(mode: Mode, cores: usize, site: L, cfg: Config, mac: EthernetAddress) -> Self {
+        // Every core runs a server, and each one drains.
+        if let Some(d) = cfg.drain {
+            d.set_cores(cores as u32);
+        }
         Plan {
             mode,
             cores,
@@ -255,6 +259,7 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
         let board = Board::new(self.mode.name(), &self.roles())
             .with_bond(self.cfg.bond.map(|r| r.bond))
             .with_dhcp(self.cfg.dhcp)
+            .with_drain(self.cfg.drain)
             .with_platform(self.cfg.platform)
             .with_pages(pages);
         let board: &'static Board = Box::leak(Box::new(board));

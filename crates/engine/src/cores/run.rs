@@ -16,7 +16,8 @@
 //! it reports its sleeps as [`SleepCounters`] for the board. A closure
 //! `FnMut(&mut N, Idle)` is the simple hook.
 //!
-//! Never allocates; stops when the platform's stop flag is set.
+//! Never allocates; stops when the platform's stop flag is set, or when a graceful drain
+//! (`server::drain`) has finished on every core (then it sets the flag itself).
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -275,6 +276,10 @@ where
     while !ctx.stop.load(Ordering::Relaxed) {
         let mut worked = server.poll(nic, clock, log);
         nic.connections_closed(server.closed());
+        if server.config().drain.is_some_and(|d| d.finished()) {
+            // The last core to finish a drain ended it: every core stops.
+            ctx.stop.store(true, Ordering::Relaxed);
+        }
         if server.take_address_change() {
             let (ip, prefix_len, gateway) = server.address();
             nic.set_address(ip, prefix_len, gateway);

@@ -29,6 +29,11 @@ pub struct Timeouts {
     pub stall_ms: u64,
     /// Retransmissions of one segment (or of the SYN-ACK) before the connection is aborted.
     pub max_retries: u8,
+    /// A drain keeps serving new connections this long from its start
+    /// ([`Drain`](super::drain::Drain)).
+    pub drain_grace_ms: u64,
+    /// A drain resets the connections left this long from its start.
+    pub drain_timeout_ms: u64,
 }
 
 impl Default for Timeouts {
@@ -38,6 +43,8 @@ impl Default for Timeouts {
             idle_ms: 30_000,
             stall_ms: 60_000,
             max_retries: 8,
+            drain_grace_ms: 5_000,
+            drain_timeout_ms: 30_000,
         }
     }
 }
@@ -87,6 +94,9 @@ pub struct Config {
     /// Counters the platform keeps outside the engine (the host's AF_XDP sockets'
     /// `XDP_STATISTICS`), shown on the stats page and in the metrics.
     pub platform: Option<&'static dyn crate::stats::platform::PlatformCounters>,
+    /// The graceful drain every core follows, asked for by the platform (SIGTERM, the
+    /// ACPI power button); `None`: the server never drains.
+    pub drain: Option<&'static super::drain::Drain>,
 }
 
 impl Config {
@@ -112,6 +122,7 @@ impl Config {
             congestion: Algorithm::default(),
             dhcp: None,
             platform: None,
+            drain: None,
         }
     }
 }

@@ -18,6 +18,11 @@ impl<L: Lookup<'static>> Server<L> {
     /// FIN goes out at the next poll). Reads every TCB: call it when about to sleep, not
     /// per poll.
     pub fn next_deadline_ns(&self) -> u64 {
+        self.own_deadline_ns().min(self.drain_deadline())
+    }
+
+    /// [`Server::next_deadline_ns`] without the drain's.
+    fn own_deadline_ns(&self) -> u64 {
         if self.conns.run_len() != 0 {
             return 0;
         }

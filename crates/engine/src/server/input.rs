@@ -131,6 +131,12 @@ impl<L: Lookup<'static>> Server<L> {
             self.stats.drop_malformed += 1;
             return self.no_connection(peer);
         }
+        if self.drain_phase.refuses() {
+            // Draining past the grace: no new connection.
+            self.stats.drain_refused += 1;
+            self.send_reset_for(src_mac, src, seg, tx);
+            return self.no_connection(peer);
+        }
         let place = self.per_ip.lookup(src.0);
         if place.count() >= self.max_per_ip {
             self.stats.tcp_per_ip_refused += 1;

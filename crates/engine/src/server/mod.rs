@@ -57,6 +57,7 @@ mod bond;
 pub mod config;
 mod deadline;
 mod dhcp;
+pub mod drain;
 mod input;
 mod send;
 pub mod split;
@@ -192,6 +193,10 @@ pub struct Server<L: Lookup<'static>> {
     reset: [(Peer, u32); RESET_MEMORY],
     /// Where the next one is written in `reset`.
     reset_next: usize,
+    /// The drain's phase read at this round's start (`Config::drain`).
+    drain_phase: drain::Phase,
+    /// This server finished its drain (and told the shared [`drain::Drain`]).
+    drain_done: bool,
 }
 
 impl<L: Lookup<'static>> Server<L> {
@@ -252,6 +257,8 @@ impl<L: Lookup<'static>> Server<L> {
             address_changed: false,
             reset: [(Peer::default(), 0); RESET_MEMORY],
             reset_next: 0,
+            drain_phase: drain::Phase::Serving,
+            drain_done: false,
             site,
             cfg,
         }
@@ -333,6 +340,7 @@ impl<L: Lookup<'static>> Server<L> {
         let (rx, tx) = nic.split();
         self.bond_sync(tx);
         let mut worked = self.dhcp_round(tx);
+        self.drain_begin();
         let mut frames = [RxFrame { buf: 0, len: 0 }; RX_BURST];
         // Bounded so timers run and the transmit ring is flushed at least every
         // ROUND_BUDGET receive bursts, however busy the link.
@@ -428,6 +436,7 @@ impl<L: Lookup<'static>> Server<L> {
             self.next_tick_ns = self.now_ns + TICK_NS;
             self.next_timer_ns = self.timers(tx, log).max(self.now_ns + TIMER_GRAIN_NS);
         }
+        self.drain_end(tx);
     }
 
     /// When the next timer scan or paced send is due (monotonic ns): a platform that

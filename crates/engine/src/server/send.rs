@@ -3,6 +3,7 @@
 //! chooses them, this builds them from the head slab and the site image), ACKs, SYN-ACKs,
 //! retransmissions and RSTs.
 
+use super::drain::Phase;
 use super::{AccessLog, AccessRecord, Server, DYN_MAX};
 use crate::http::conn::{Sending, NO_DYN};
 use crate::http::{self, Parse, Status};
@@ -61,28 +62,35 @@ impl<L: Lookup<'static>> Server<L> {
         let name = self.cfg.server_name;
         let mut dyn_slot = NO_DYN;
         let (resp, consumed) = match http::parse(rx) {
-            Parse::Complete { request, len } => match self.dynamic.as_mut() {
-                Some(d) if d.page.claims(request.target, self.conns[idx].peer.ip) => {
-                    match d.free.pop() {
-                        Some(slot) => {
-                            dyn_slot = slot;
-                            let s = usize::from(slot);
-                            let out = &mut d.pool[s * DYN_MAX..(s + 1) * DYN_MAX];
-                            let own = (&self.stats, &self.times, &self.stay);
-                            (d.page.respond(own, &request, now, name, out), len)
+            Parse::Complete { mut request, len } => {
+                // Draining: this response is the connection's last.
+                if self.drain_phase != Phase::Serving && request.keep_alive {
+                    request.keep_alive = false;
+                    self.stats.drain_closed += 1;
+                }
+                match self.dynamic.as_mut() {
+                    Some(d) if d.page.claims(request.target, self.conns[idx].peer.ip) => {
+                        match d.free.pop() {
+                            Some(slot) => {
+                                dyn_slot = slot;
+                                let s = usize::from(slot);
+                                let out = &mut d.pool[s * DYN_MAX..(s + 1) * DYN_MAX];
+                                let own = (&self.stats, &self.times, &self.stay);
+                                (d.page.respond(own, &request, now, name, out), len)
+                            }
+                            None => (
+                                http::respond_error(Status::SERVICE_UNAVAILABLE, now, name, head),
+                                len,
+                            ),
                         }
-                        None => (
-                            http::respond_error(Status::SERVICE_UNAVAILABLE, now, name, head),
-                            len,
-                        ),
+                    }
+                    _ => {
+                        let cache = &mut self.head_cache;
+                        let r = http::respond_cached(&request, &self.site, now, name, head, cache);
+                        (r, len)
                     }
                 }
-                _ => {
-                    let cache = &mut self.head_cache;
-                    let r = http::respond_cached(&request, &self.site, now, name, head, cache);
-                    (r, len)
-                }
-            },
+            }
             Parse::Partial => {
                 let t = &mut self.conns[idx];
                 if rx_len >= cap {

@@ -60,6 +60,7 @@ impl<L: Lookup<'static>> Server<L> {
         self.now_ns = self.now_ns.max(clock.now_ns());
         self.unix_secs = clock.unix_secs();
         self.closed.clear();
+        self.drain_begin();
     }
 
     /// Handles one received frame to completion (replies such as ARP, ICMP, SYN-ACK, RST

@@ -18,6 +18,7 @@ mod admission;
 #[cfg(not(loom))]
 mod bond;
 mod deadline;
+mod drain;
 mod pacing;
 mod pressure;
 mod split;

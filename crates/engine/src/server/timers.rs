@@ -41,8 +41,15 @@ impl<L: Lookup<'static>, T: TxRing, A: AccessLog> Timed for Scan<'_, L, T, A> {
                 s.request_timeout(id, self.log);
                 return true;
             }
-            // Idle keep-alive connection: close it gracefully.
+            // Idle keep-alive connection: close it gracefully; at once past a drain's
+            // grace.
             let silent = now.saturating_sub(t.tcp.last_heard_ns());
+            if t.app.rx_len == 0 && s.drain_phase.refuses() {
+                s.stats.drain_closed += 1;
+                s.conns[id as usize].tcp.close();
+                s.enqueue(id);
+                return true;
+            }
             if t.app.rx_len == 0 && silent >= ms(to.idle_ms) {
                 s.conns[id as usize].tcp.close();
                 s.enqueue(id);

@@ -155,7 +155,9 @@ impl<L: Lookup<'static>> Team<'_, L> {
     }
 
     fn stopping(&self) -> bool {
+        // A drain that finished stops the team as the stop flag does.
         self.plan.stop.load(std::sync::atomic::Ordering::Relaxed)
+            || self.plan.cfg.drain.is_some_and(|d| d.finished())
     }
 
     /// Publishes the shared server's row; call with the server held (its row's only
