@@ -39,6 +39,7 @@ pub const TARGETS: &[&str] = &[
     "kernel_cmdline",
     "kernel_multiboot2",
     "kernel_madt",
+    "kernel_fadt",
     // The load generator's response reader (crates/loadgen/src/http.rs).
     "http_response",
 ];

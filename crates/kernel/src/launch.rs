@@ -35,14 +35,15 @@ use bareweb_engine::server::Server;
 use bareweb_engine::wire::EthernetAddress;
 
 use crate::adapters::{ConsoleLog, Pages};
-use crate::arch::{apic, smp};
+use crate::arch::{apic, power, smp};
 use crate::boot::Booted;
 use crate::drivers::any::{AnyNic, AnyRx, AnyTx};
 use crate::drivers::{Driver, WakeRx};
 use crate::rest::{self, Policy, Rest, Sleeper};
 use crate::{fatal, mem, nics, report};
 
-/// Never set: the kernel's cores run until the machine stops.
+/// Set by the last core to finish a graceful drain (`cores::run`): every core's loop
+/// ends, and core 0 powers the machine off.
 static STOP: AtomicBool = AtomicBool::new(false);
 
 /// A queue pair the cores can drive (the host's `HostQueue`): the engine's `CoreQueue`,
@@ -279,12 +280,17 @@ fn run_core0<N: CoreQueue + Sleeper>(
         stop: &STOP,
     };
     let log_stats = booted.settings.log_stats;
-    // The DHCP address's changes are said within a second.
-    let every = if log_stats || booted.dhcp.is_some() {
+    // Every second: the DHCP address's changes, the counters line (`log=stats`), and a
+    // press of the power button the SCI cannot deliver to a core that never halts
+    // (`poll=always`; a halting core 0 takes the SCI at its next halt). Not otherwise:
+    // a core 0 woken every second by its timer on an idle q35 machine under QEMU's TCG
+    // was seen to take a general protection fault in the wake-up's delivery.
+    let every = if log_stats || booted.dhcp.is_some() || booted.timer.is_none() {
         1_000_000_000
     } else {
         u64::MAX
     };
+    let drain = server.config().drain;
     let mut watch = booted.dhcp.map(crate::dhcp::Watch::new);
     let clock = booted.clock;
     let mut rest = SpinThenSleep(rest_of(&booted, 0));
@@ -305,7 +311,14 @@ fn run_core0<N: CoreQueue + Sleeper>(
             if log_stats {
                 report::print_stats(board, &clock);
             }
+            power::poll();
         },
     );
-    crate::arch::cpu::halt_forever()
+    match drain.filter(|d| d.finished()) {
+        Some(d) => {
+            report::drain_done(d);
+            power::power_off()
+        }
+        None => crate::arch::cpu::halt_forever(),
+    }
 }

@@ -122,3 +122,15 @@ pub fn print_stats(board: &Board, clock: &TscClock) {
     nics::print_bond(board);
     rest::print_sleeps(board);
 }
+
+/// The console's line when a drain is over, before the power-off.
+pub fn drain_done(d: &bareweb_engine::server::drain::Drain) {
+    let c = d.counts();
+    kprintln!(
+        "drain: done in {} ms: {} connections closed, {} reset at the timeout, {} refused after the grace; powering off (ACPI S5)",
+        c.took_ms,
+        c.closed,
+        c.reset,
+        c.refused
+    );
+}

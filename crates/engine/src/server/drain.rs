@@ -249,14 +249,23 @@ impl<L: Lookup<'static>> Server<L> {
     }
 
     /// When a draining server must poll again at the latest (monotonic ns; `u64::MAX`:
-    /// not draining, or done): the grace's end and the timeout; past the grace, the next
-    /// timer scan, which closes the connections that became idle.
+    /// not draining, or the drain over): the grace's end and the timeout; past the grace,
+    /// the next timer scan, which closes the connections that became idle; done here
+    /// while other cores are not, the next tick (its loop must see the drain end).
     pub(super) fn drain_deadline(&self) -> u64 {
-        let Some((grace_end, timeout)) = self.cfg.drain.and_then(|d| d.deadlines()) else {
+        let Some(d) = self.cfg.drain else {
+            return u64::MAX;
+        };
+        let Some((grace_end, timeout)) = d.deadlines() else {
             return u64::MAX;
         };
         if self.drain_done {
-            u64::MAX
+            // Done here: poll on until every core is, so this core's loop sees the end.
+            if d.finished() {
+                u64::MAX
+            } else {
+                self.next_tick_ns
+            }
         } else if self.drain_phase.refuses() {
             self.next_tick_ns.min(timeout)
         } else {

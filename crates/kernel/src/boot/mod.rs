@@ -58,6 +58,8 @@ pub fn boot(info: &BootInfo) -> ! {
         timer: cores.timer,
         dhcp: None,
         dhcp_client: None,
+        fadt: cpus.0.as_ref().ok().and_then(|p| p.fadt),
+        s5: cpus.0.as_ref().ok().and_then(|p| p.s5),
     };
     net::serve(booted, found)
 }
@@ -117,4 +119,8 @@ pub struct Booted {
     pub dhcp: Option<&'static DhcpShared>,
     /// `ip=dhcp`: the client, bound, until core 0's server takes it.
     pub dhcp_client: Option<DhcpClient>,
+    /// The FADT's power registers (the power button, S5), read at boot.
+    pub fadt: Option<crate::arch::acpi::Fadt>,
+    /// S5's sleep types from the DSDT, read at boot.
+    pub s5: Option<(u8, u8)>,
 }

@@ -11,12 +11,13 @@ use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
 use bareweb_engine::dhcp::shared::Shared as DhcpShared;
 use bareweb_engine::dhcp::{Client as DhcpClient, Timing as DhcpTiming};
+use bareweb_engine::server::drain::Drain;
 use bareweb_engine::server::Config;
 
 use super::{Booted, Nics};
 use crate::adapters::{isn_key, Pages};
 use crate::arch::clock::TscClock;
-use crate::arch::smp;
+use crate::arch::{power, smp};
 use crate::cmdline::CoreMode;
 use crate::drivers::any::AnyNic;
 use crate::drivers::e1000::E1000;
@@ -35,9 +36,33 @@ pub fn serve(booted: Booted, found: Nics) -> ! {
 }
 
 impl Booted {
+    /// The engine's configuration, with the graceful drain the power button asks for
+    /// (armed here: `arch::power`).
     fn config(&self) -> Config {
         let mut cfg = self.settings.config(isn_key());
         cfg.dhcp = self.dhcp;
+        let t = cfg.timeouts;
+        let drain: &'static Drain =
+            Box::leak(Box::new(Drain::new(t.drain_grace_ms, t.drain_timeout_ms)));
+        cfg.drain = Some(drain);
+        let (grace, timeout) = drain.limits_ms();
+        match power::setup(self.fadt, self.s5, drain) {
+            power::Setup::Armed { gsi, s5_from_dsdt } => kprintln!(
+                "power: the ACPI power button drains (SCI on GSI {gsi}; grace {} s, timeout {} s), then S5 (SLP_TYP {}, {})",
+                grace / 1000,
+                timeout / 1000,
+                power::s5_type(),
+                if s5_from_dsdt {
+                    "from the DSDT's \\_S5"
+                } else {
+                    "no \\_S5 in the DSDT: QEMU's value"
+                }
+            ),
+            power::Setup::NoRoute => kprintln!(
+                "power: the ACPI power button drains (its SCI has no I/O APIC line: seen within a second)"
+            ),
+            why => kprintln!("power: no power button to drain on ({why:?})"),
+        }
         cfg
     }
 

@@ -13,9 +13,17 @@
 //! place (all of the first 4 GiB is identity-mapped); anything that would lie above is
 //! seen as zeros, which no table validates as. Runs before the heap exists: no allocation.
 //!
+//! The FADT's fixed-feature power registers and the DSDT's `\_S5` sleep type, for the
+//! power button and the power-off (`arch::power`): [`parse_fadt`] reads the SCI interrupt,
+//! the SMI command port and its ACPI-enable value, the PM1 event and control blocks and
+//! the DSDT's address (ACPI 6.5 §5.2.9, Table 5.9); [`s5_sleep_type`] finds the `\_S5`
+//! package in the DSDT's AML (§7.4.2) without an AML interpreter: a named package whose
+//! first two elements are the SLP_TYPa and SLP_TYPb values.
+//!
 //! # Fuzzing
 //! `fuzz/fuzz_targets/kernel_madt.rs` feeds arbitrary bytes to [`parse_madt`], seeded with
-//! the MADTs QEMU gives (`testdata/madt-*.bin`).
+//! the MADTs QEMU gives (`testdata/madt-*.bin`), and to [`parse_fadt`] and
+//! [`s5_sleep_type`].
 
 use core::fmt;
 use core::ptr::NonNull;
@@ -81,6 +89,10 @@ pub struct Processors {
     n_ioapics: usize,
     overrides: [Override; MAX_OVERRIDES],
     n_overrides: usize,
+    /// The FADT's power registers, if the FADT reads.
+    pub fadt: Option<Fadt>,
+    /// S5's SLP_TYPa and SLP_TYPb from the DSDT, if its `\_S5` package reads.
+    pub s5: Option<(u8, u8)>,
 }
 
 impl Processors {
@@ -134,6 +146,133 @@ pub fn isa_irq(irq: u8) -> (u32, bool, bool) {
     (gsi, level, low)
 }
 
+/// The FADT's fixed-feature hardware for the power button and S5 (port numbers of the
+/// I/O space; a block at 0 is absent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Fadt {
+    /// The SCI's interrupt (an ISA IRQ number in 8259 mode, which the MADT may override).
+    pub sci: u16,
+    /// The SMI command port, and the value that hands the hardware to the OS (ACPI mode);
+    /// 0: the machine is always in ACPI mode.
+    pub smi_cmd: u32,
+    /// Written to `smi_cmd` to enter ACPI mode.
+    pub acpi_enable: u8,
+    /// PM1a and PM1b event blocks (status, then enable, each `pm1_evt_len / 2` bytes).
+    pub pm1a_evt: u32,
+    /// See `pm1a_evt`.
+    pub pm1b_evt: u32,
+    /// PM1a and PM1b control blocks (SCI_EN, SLP_TYP, SLP_EN).
+    pub pm1a_cnt: u32,
+    /// See `pm1a_cnt`.
+    pub pm1b_cnt: u32,
+    /// Bytes of one PM1 event block.
+    pub pm1_evt_len: u8,
+    /// The power button is the fixed-feature one (FADT flag PWR_BUTTON clear), not a
+    /// control-method device.
+    pub fixed_button: bool,
+    /// The machine is hardware-reduced ACPI (no PM1 blocks: a GED device instead).
+    pub hw_reduced: bool,
+    /// The DSDT's physical address (X_DSDT if set, else DSDT).
+    pub dsdt: u64,
+}
+
+/// The FADT fields bareweb uses, from the whole table (header included; a `length`
+/// shorter than the slice limits it). `None` if it is not a FADT or is cut before the PM1
+/// blocks. Never panics.
+pub fn parse_fadt(table: &[u8]) -> Option<Fadt> {
+    let declared = u32::from_le_bytes(table.get(4..8)?.try_into().ok()?) as usize;
+    let t = table.get(..declared)?;
+    if t.get(..4)? != b"FACP" || t.len() < 90 {
+        return None;
+    }
+    let u8_at = |at: usize| t.get(at).copied().unwrap_or(0);
+    let u16_at = |at: usize| {
+        t.get(at..at + 2)
+            .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]))
+    };
+    let u32_at = |at: usize| {
+        t.get(at..at + 4)
+            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let u64_at = |at: usize| {
+        t.get(at..at + 8)
+            .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+    };
+    // Flags (offset 112): bit 4 PWR_BUTTON, bit 20 HW_REDUCED_ACPI.
+    let flags = u32_at(112);
+    let x_dsdt = u64_at(140);
+    Some(Fadt {
+        sci: u16_at(46),
+        smi_cmd: u32_at(48),
+        acpi_enable: u8_at(52),
+        pm1a_evt: u32_at(56),
+        pm1b_evt: u32_at(60),
+        pm1a_cnt: u32_at(64),
+        pm1b_cnt: u32_at(68),
+        pm1_evt_len: u8_at(88),
+        fixed_button: flags & (1 << 4) == 0,
+        hw_reduced: flags & (1 << 20) != 0,
+        dsdt: if x_dsdt != 0 {
+            x_dsdt
+        } else {
+            u64::from(u32_at(40))
+        },
+    })
+}
+
+/// SLP_TYPa and SLP_TYPb of the S5 (soft-off) state from the DSDT's AML: the package
+/// named `_S5_` (`NameOp` 0x08, optionally `\`-rooted, then `PackageOp` 0x12, its
+/// PkgLength, NumElements, and two integers as `ZeroOp`, `OneOp` or `BytePrefix` n).
+/// `None` when the DSDT has no such package (a value computed by a method, say). Never
+/// panics; the table's header is skipped.
+pub fn s5_sleep_type(dsdt: &[u8]) -> Option<(u8, u8)> {
+    let aml = dsdt.get(36..)?;
+    let mut from = 0;
+    while let Some(i) = aml
+        .get(from..)?
+        .windows(4)
+        .position(|w| w == b"_S5_")
+        .map(|i| i + from)
+    {
+        from = i + 1;
+        let named = (i >= 1 && aml[i - 1] == 0x08) || (i >= 2 && aml[i - 2..i] == [0x08, b'\\']);
+        if !named {
+            continue;
+        }
+        let mut at = i + 4;
+        if aml.get(at) != Some(&0x12) {
+            continue;
+        }
+        at += 1;
+        // PkgLength: bits 6-7 of the lead byte give the bytes that follow it.
+        let lead = *aml.get(at)?;
+        at += 1 + usize::from(lead >> 6);
+        let count = *aml.get(at)?;
+        at += 1;
+        if count < 2 {
+            continue;
+        }
+        let mut int = || -> Option<u8> {
+            let op = *aml.get(at)?;
+            at += 1;
+            match op {
+                0x00 => Some(0),
+                0x01 => Some(1),
+                0x0A => {
+                    let v = *aml.get(at)?;
+                    at += 1;
+                    Some(v)
+                }
+                _ => None,
+            }
+        };
+        let a = int()?;
+        let b = int()?;
+        return Some((a & 7, b & 7));
+    }
+    None
+}
+
 /// Why no processor list could be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Error {
@@ -177,7 +316,39 @@ pub fn processors(info: &BootInfo) -> Result<Processors, Error> {
         unsafe { core::slice::from_raw_parts(madt.virtual_start().as_ptr().cast::<u8>(), len) };
     let mut p = parse_madt(bytes)?;
     p.source = source;
+    if let Ok(f) = tables.find_table::<acpi::fadt::Fadt>() {
+        let at = f.virtual_start().as_ptr().cast::<u8>();
+        // SAFETY: find_table checksummed the table's `length` bytes (read from its header,
+        // the first 8 of which are the signature and that length): mapped firmware memory.
+        let bytes = unsafe {
+            let len = u32::from_le_bytes(*at.add(4).cast::<[u8; 4]>()) as usize;
+            core::slice::from_raw_parts(at, len)
+        };
+        p.fadt = parse_fadt(bytes);
+        p.s5 = p.fadt.and_then(|f| dsdt(f.dsdt)).and_then(s5_sleep_type);
+    }
     Ok(p)
+}
+
+/// Most bytes of a DSDT read (QEMU's are a few KiB).
+const DSDT_MAX: usize = 1 << 20;
+
+/// The DSDT at `pa`, if it lies in the identity map, says so, fits [`DSDT_MAX`] and its
+/// checksum holds.
+fn dsdt(pa: u64) -> Option<&'static [u8]> {
+    if pa == 0 || pa.checked_add(DSDT_MAX as u64)? > 1 << 32 {
+        return None;
+    }
+    // SAFETY: `pa` and the next DSDT_MAX bytes lie in the identity-mapped first 4 GiB:
+    // firmware memory read in place, before the heap exists (nothing writes it).
+    let head = unsafe { core::slice::from_raw_parts(pa as *const u8, 8) };
+    let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
+    if &head[..4] != b"DSDT" || !(36..=DSDT_MAX).contains(&len) {
+        return None;
+    }
+    // SAFETY: as above; `len` <= DSDT_MAX.
+    let t = unsafe { core::slice::from_raw_parts(pa as *const u8, len) };
+    (t.iter().fold(0u8, |a, &b| a.wrapping_add(b)) == 0).then_some(t)
 }
 
 /// Bytes of the MADT before its entries (SDT header, local APIC address, flags).
@@ -205,6 +376,8 @@ pub fn parse_madt(table: &[u8]) -> Result<Processors, Error> {
         n_ioapics: 0,
         overrides: [(0, 0, 0); MAX_OVERRIDES],
         n_overrides: 0,
+        fadt: None,
+        s5: None,
     };
     let u16_at = |e: &[u8], at: usize| e.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
     let u32_at = |e: &[u8], at: usize| {
@@ -378,5 +551,63 @@ mod tests {
             !entries_well_formed(&t[..45], 44),
             "cut after the type byte"
         );
+    }
+
+    #[test]
+    fn fadts_and_s5_from_qemu() {
+        // QEMU's pc machine (PIIX4 PM at 0x600, SCI on IRQ 9, ACPI enable 0xF1 on 0xB2).
+        let f = parse_fadt(include_bytes!("../../../testdata/fadt-qboot.bin")).unwrap();
+        assert_eq!((f.sci, f.smi_cmd, f.acpi_enable), (9, 0xB2, 0xF1));
+        assert_eq!((f.pm1a_evt, f.pm1b_evt, f.pm1_evt_len), (0x600, 0, 4));
+        assert_eq!((f.pm1a_cnt, f.pm1b_cnt), (0x604, 0));
+        assert!(f.fixed_button && !f.hw_reduced);
+        assert_ne!(f.dsdt, 0);
+        // q35 (ICH9 PM at 0x600, ACPI enable 0x02).
+        let q = parse_fadt(include_bytes!("../../../testdata/fadt-q35.bin")).unwrap();
+        assert_eq!((q.sci, q.smi_cmd, q.acpi_enable), (9, 0xB2, 0x02));
+        assert_eq!((q.pm1a_evt, q.pm1a_cnt, q.pm1_evt_len), (0x600, 0x604, 4));
+        assert!(q.fixed_button && !q.hw_reduced);
+        // Both DSDTs say `Name (_S5, Package (4) { Zero, Zero, Zero, Zero })`.
+        assert_eq!(
+            s5_sleep_type(include_bytes!("../../../testdata/dsdt-qboot.bin")),
+            Some((0, 0))
+        );
+        assert_eq!(
+            s5_sleep_type(include_bytes!("../../../testdata/dsdt-q35.bin")),
+            Some((0, 0))
+        );
+    }
+
+    #[test]
+    fn s5_packages_and_malformed_tables() {
+        let aml = |body: &[u8]| {
+            let mut t = b"DSDT".to_vec();
+            t.resize(36, 0);
+            t.extend_from_slice(body);
+            t
+        };
+        // BytePrefix values, a root prefix, a two-byte PkgLength.
+        let t = aml(b"\x10\x08\\_S5_\x12\x40\x0A\x04\x0A\x05\x0A\x07\x00\x00");
+        assert_eq!(s5_sleep_type(&t), Some((5, 7)));
+        // A `_S5_` that is not a named package, then the real one.
+        let t = aml(b"_S5_\x14\x08_S5_\x12\x06\x04\x01\x00\x00\x00");
+        assert_eq!(s5_sleep_type(&t), Some((1, 0)));
+        // Computed by something else (a method call): not read.
+        assert_eq!(s5_sleep_type(&aml(b"\x08_S5_\x12\x06\x04\x5B\x00")), None);
+        assert_eq!(s5_sleep_type(&aml(b"\x08_S5_\x12")), None);
+        assert_eq!(s5_sleep_type(b"DSDT"), None);
+        let good = include_bytes!("../../../testdata/dsdt-qboot.bin");
+        let i = good.windows(4).position(|w| w == b"_S5_").unwrap();
+        for cut in i..i + 12 {
+            let _ = s5_sleep_type(&good[..cut]);
+        }
+        let fadt = include_bytes!("../../../testdata/fadt-q35.bin");
+        for cut in 0..fadt.len() {
+            let _ = parse_fadt(&fadt[..cut]);
+        }
+        assert_eq!(parse_fadt(&fadt[..89]), None, "cut before the PM1 lengths");
+        let mut bad = fadt.to_vec();
+        bad[..4].copy_from_slice(b"APIC");
+        assert_eq!(parse_fadt(&bad), None);
     }
 }

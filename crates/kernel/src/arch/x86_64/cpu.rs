@@ -52,6 +52,32 @@ pub unsafe fn inb(port: u16) -> u8 {
     v
 }
 
+/// Writes a word to an I/O port.
+///
+/// # Safety
+/// As [`outb`].
+#[inline]
+pub unsafe fn outw(port: u16, v: u16) {
+    // SAFETY: the caller owns the device behind `port`; `out` touches no memory.
+    unsafe {
+        asm!("out dx, ax", in("dx") port, in("ax") v, options(nomem, nostack, preserves_flags))
+    }
+}
+
+/// Reads a word from an I/O port.
+///
+/// # Safety
+/// As [`outb`].
+#[inline]
+pub unsafe fn inw(port: u16) -> u16 {
+    let v: u16;
+    // SAFETY: the caller owns the device behind `port`; `in` touches no memory.
+    unsafe {
+        asm!("in ax, dx", out("ax") v, in("dx") port, options(nomem, nostack, preserves_flags))
+    };
+    v
+}
+
 /// Writes a double word to an I/O port.
 ///
 /// # Safety

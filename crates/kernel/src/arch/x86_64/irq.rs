@@ -10,7 +10,8 @@
 //! - Vectors: [`WAKE_VECTOR`] (the wake-up IPI of a network-core ring producer),
 //!   [`TIMER_VECTOR`] (the local APIC timer armed for the next deadline), [`NIC_VECTOR`]
 //!   (the NIC: virtio-net MSI-X, or a level-triggered line through the I/O APIC for the
-//!   e1000 and virtio-mmio), 0xFF spurious. Any other vector is counted as stray.
+//!   e1000 and virtio-mmio), `power::SCI_VECTOR` (the ACPI SCI: the power button, on
+//!   core 0; counted as stray), 0xFF spurious. Any other vector is counted as stray.
 //! - A handler counts its vector for the core, masks a level-triggered line at the I/O
 //!   APIC (its device keeps the line asserted until the driver acknowledges the cause;
 //!   the core unmasks it when it next arms the device) and writes EOI. Nothing else.
@@ -61,7 +62,7 @@ static CORES: [PerCore; MAX_CPUS] = [const {
 core::arch::global_asm!(
     r#"
     .text
-    .irp n, 240,241,242
+    .irp n, 240,241,242,243
 bw_irq\n:
     push %rax
     push %rcx
@@ -116,7 +117,7 @@ bw_irq_spurious:
     .p2align 3
     .global bw_irq_table
 bw_irq_table:
-    .quad bw_irq240, bw_irq241, bw_irq242, bw_irq_stray, bw_irq_spurious
+    .quad bw_irq240, bw_irq241, bw_irq242, bw_irq_stray, bw_irq_spurious, bw_irq243
     .text
 "#,
     options(att_syntax)
@@ -124,17 +125,17 @@ bw_irq_table:
 
 #[cfg(target_os = "none")]
 extern "C" {
-    static bw_irq_table: [u64; 5];
+    static bw_irq_table: [u64; 6];
 }
 
 /// Host builds (unit tests) have no stubs.
 #[cfg(not(target_os = "none"))]
 #[allow(non_upper_case_globals)]
-static bw_irq_table: [u64; 5] = [0; 5];
+static bw_irq_table: [u64; 6] = [0; 6];
 
 /// The handler address for vector `v` (32..=255), for the IDT.
 pub fn stub(v: u8) -> u64 {
-    // SAFETY: a read-only table of five addresses defined in the asm above.
+    // SAFETY: a read-only table of six addresses defined in the asm above.
     #[allow(unused_unsafe)]
     let t = unsafe { &*core::ptr::addr_of!(bw_irq_table) };
     match v {
@@ -142,6 +143,7 @@ pub fn stub(v: u8) -> u64 {
         TIMER_VECTOR => t[1],
         NIC_VECTOR => t[2],
         SPURIOUS_VECTOR => t[4],
+        super::power::SCI_VECTOR => t[5],
         _ => t[3],
     }
 }
@@ -160,6 +162,11 @@ extern "C" fn bw_irq(vector: u64) {
                 super::ioapic::mask(g - 1);
             }
             Cause::Device
+        }
+        super::power::SCI_VECTOR => {
+            // The ACPI power button (level-triggered: its status is cleared before EOI).
+            super::power::on_sci();
+            Cause::Stray
         }
         _ => Cause::Stray,
     };

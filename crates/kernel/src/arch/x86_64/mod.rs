@@ -1,7 +1,8 @@
 //! x86_64: boot to long mode, descriptor tables, single-instruction helpers, page-table
 //! changes, the local APIC and the start of the other cores, the I/O APIC and the
 //! interrupts that wake a halted core; the firmware's processor list (ACPI MADT), the
-//! clocks (TSC, PIT, CMOS RTC) and the isa-debug-exit port.
+//! clocks (TSC, PIT, CMOS RTC), the isa-debug-exit port, and the ACPI power button and
+//! power-off (`power`).
 
 pub mod acpi;
 pub mod apic;
@@ -15,6 +16,7 @@ pub mod idt;
 pub mod ioapic;
 pub mod irq;
 pub mod paging;
+pub mod power;
 pub mod smp;
 
 /// Sets up the boot CPU's per-core data (`GS.base`), GDT/TSS and IDT.
