@@ -245,6 +245,13 @@ fn clap_arg(o: &'static Opt) -> clap::Arg {
                         .map_err(String::from)
                 })
         }
+        Arg::List(name) => a.value_name(name).action(ArgAction::Append).value_parser(
+            move |v: &str| -> Result<String, String> {
+                (o.set)(&mut Settings::default(), v)
+                    .map(|()| v.to_string())
+                    .map_err(String::from)
+            },
+        ),
         Arg::Choice(name, choices) => a.value_name(name).value_parser(PossibleValuesParser::new(
             choices
                 .iter()
@@ -274,6 +281,9 @@ impl clap::FromArgMatches for ServerOpts {
         for (i, o) in OPTIONS.iter().enumerate() {
             let v = match o.arg {
                 Arg::Flag(_) => m.get_flag(&clap_id(o)).then(String::new),
+                Arg::List(_) => m
+                    .get_many::<String>(&clap_id(o))
+                    .map(|v| v.cloned().collect::<Vec<_>>().join(",")),
                 _ => m.get_one::<String>(&clap_id(o)).cloned(),
             };
             if let Some(v) = v {
@@ -657,6 +667,7 @@ mod tests {
         ("bond", "split", "on"),
         ("bond-policy", "size", "random"),
         ("bond-monitor-ms", "40", "60001"),
+        ("vip", "10.0.0.100,10.0.0.101", "10.0.0.300"),
     ];
 
     /// Every option of the table, one at a time: the CLI's value becomes kernel words,

@@ -55,6 +55,7 @@ use core::net::Ipv4Addr;
 
 use bareweb_engine::bond::{Mode as BondMode, Policy as BondPolicy};
 use bareweb_engine::cores::plan::Asked;
+use bareweb_engine::iface::Vips;
 use bareweb_engine::server::{Config, Sched, Timeouts};
 use bareweb_engine::tcp::Algorithm;
 use bareweb_engine::wire::Ipv4Address;
@@ -115,6 +116,9 @@ pub struct Settings {
     pub bond_policy: BondPolicy,
     /// Milliseconds between two readings of the NICs' links.
     pub bond_monitor_ms: u32,
+    /// Virtual addresses served besides `ip` (direct server return), never answered in
+    /// ARP.
+    pub vips: Vips,
 }
 
 /// The UDP protocol's settings.
@@ -182,6 +186,7 @@ impl Default for Settings {
             bond: None,
             bond_policy: BondPolicy::default(),
             bond_monitor_ms: 100,
+            vips: engine.vips,
         }
     }
 }
@@ -229,6 +234,7 @@ impl Settings {
             ..Timeouts::default()
         };
         cfg.udp = self.udp.config();
+        cfg.vips = self.vips;
         cfg
     }
 }
@@ -259,6 +265,9 @@ pub enum Arg {
     /// No value: given, it is the kernel word with this value (`--no-stats-page` is
     /// `stats_page=off`).
     Flag(&'static str),
+    /// A comma-separated list, shown in help under this name: the CLI takes the option
+    /// repeatedly (its values joined with commas), the kernel word once or several times.
+    List(&'static str),
 }
 
 /// One of a [`Arg::Choice`]'s names and its help.
@@ -347,6 +356,8 @@ macro_rules! help {
 const COUNT: &str = "expected a number from 1 to 1048576";
 const SECONDS: &str = "expected a number of seconds from 1 to 86400";
 const DRAIN_GRACE: &str = "expected a number of seconds from 0 to 3600";
+const VIP: &str = "expected unicast IPv4 addresses A.B.C.D other than --ip, separated by commas";
+const VIPS: &str = "expected at most 8 virtual addresses";
 const PORT: &str = "expected a port number from 1 to 65535";
 
 const SCHED: &[Choice] = &[
@@ -418,7 +429,7 @@ const _: () = assert!(
 
 /// Every shared option, in `--help`'s order (and the order of the kernel words the CLI
 /// writes).
-pub static OPTIONS: [Opt; 25] = [
+pub static OPTIONS: [Opt; 26] = [
     Opt {
         word: "ip",
         long: "ip",
@@ -733,6 +744,30 @@ pub static OPTIONS: [Opt; 25] = [
                 "expected a number of milliseconds from 1 to 60000",
             )
             .map(|n| s.bond_monitor_ms = n)
+        },
+    },
+    Opt {
+        word: "vip",
+        long: "vip",
+        arg: Arg::List("A.B.C.D"),
+        help: help!(
+            "A virtual address served besides --ip (direct server return, behind IPVS-DR, \
+               keepalived or ECMP): TCP to it is answered from it, ARP for it never; repeat \
+               it, or give a comma-separated list, at most 8 [none]"
+        ),
+        set: |s, v| {
+            let mut vips = s.vips;
+            for a in v.split(',') {
+                let ip = addr(a.trim()).ok_or(VIP)?;
+                if ip == s.ip || ip.is_unspecified() || ip.is_multicast() || ip.is_broadcast() {
+                    return Err(VIP);
+                }
+                if !vips.add(ip) {
+                    return Err(VIPS);
+                }
+            }
+            s.vips = vips;
+            Ok(())
         },
     },
 ];

@@ -95,6 +95,7 @@ impl Addressing {
                 gateway: cfg.gateway.is_some(),
                 port: cfg.port,
                 udp_port: cfg.udp.map(|u| u.port),
+                vips: cfg.vips,
             },
             // The stall timeout frees any TCB that long after the peer's last frame, and
             // a half-open one is gone after 1+2+4+8 s; add a margin for timer ticks.

@@ -138,6 +138,9 @@ pub struct HttpConn {
     /// The dynamic-response buffer this connection's response head lives in (the stats
     /// JSON), or [`NO_DYN`] for the head slab.
     pub dyn_slot: u8,
+    /// Which of the server's addresses the client connected to (`Interface::local`: 0
+    /// its own, else a virtual address, which every segment of ours then comes from).
+    pub local: u8,
 }
 
 impl App for HttpConn {
@@ -159,6 +162,7 @@ impl HttpConn {
             request_start_ns: 0,
             stay_start_ns: 0,
             dyn_slot: NO_DYN,
+            local: 0,
         }
     }
 

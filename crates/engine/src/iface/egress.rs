@@ -81,13 +81,18 @@ pub struct Egress {
 impl Egress {
     /// Frames from `iface`'s addresses.
     pub fn new(iface: &Interface) -> Egress {
+        Egress::from(iface.mac, iface.ip)
+    }
+
+    /// Frames from `mac` and `ip` (a virtual address's, `Interface::vips`).
+    pub fn from(mac: EthernetAddress, ip: Ipv4Address) -> Egress {
         let mut e = Egress {
-            mac: iface.mac,
-            ip: iface.ip,
+            mac,
+            ip,
             l2l3: [0; L2L3],
             l2l3_sum: 0,
         };
-        e.set_mac(iface.mac);
+        e.set_mac(mac);
         e
     }
 
@@ -472,6 +477,7 @@ mod tests {
             gateway: false,
             port: 80,
             udp_port: None,
+            vips: crate::iface::Vips::NONE,
         };
         let mut e = Egress::new(&iface);
         let mut x: u64 = 0x2545_f491_4f6c_dd1d;

@@ -66,6 +66,8 @@ pub enum Ingress<'a> {
         src_mac: EthernetAddress,
         /// The client's IP.
         src: Ipv4Address,
+        /// Which of our addresses it was sent to (`Interface::local`: 0 our own).
+        local: u8,
         /// The segment.
         seg: TcpRepr<'a>,
         /// Whether its options parsed (a SYN with malformed ones opens nothing; on other
@@ -78,6 +80,8 @@ pub enum Ingress<'a> {
         src_mac: EthernetAddress,
         /// The sender's IP.
         src: Ipv4Address,
+        /// Which of our addresses it was sent to.
+        local: u8,
         /// The segment.
         seg: TcpRepr<'a>,
     },
@@ -175,7 +179,11 @@ fn ipv4<'a>(
         return Err(Drop::Fragment);
     }
     let repr = Ipv4Repr::parse(&packet)?;
-    if repr.dst_addr != iface.ip {
+    // Our address, or a virtual one (TCP only, below).
+    let Some(local) = iface.local(repr.dst_addr) else {
+        return Err(Drop::NotForUs);
+    };
+    if local != 0 && repr.next_header != IpProtocol::Tcp {
         return Err(Drop::NotForUs);
     }
     let src = repr.src_addr;
@@ -208,16 +216,22 @@ fn ipv4<'a>(
         }
         IpProtocol::Tcp => {
             let packet = TcpPacket::new_checked(body)?;
-            if !csum_trusted && !packet.verify_checksum(src, iface.ip) {
+            if !csum_trusted && !packet.verify_checksum(src, repr.dst_addr) {
                 return Err(Drop::Checksum);
             }
             let (seg, options_ok) = tcp_repr(&packet, body);
             if seg.dst_port != iface.port {
-                return Ok(Ingress::ClosedPort { src_mac, src, seg });
+                return Ok(Ingress::ClosedPort {
+                    src_mac,
+                    src,
+                    local,
+                    seg,
+                });
             }
             Ok(Ingress::Tcp {
                 src_mac,
                 src,
+                local,
                 seg,
                 options_ok,
             })

@@ -37,6 +37,75 @@ pub struct Interface {
     pub port: u16,
     /// The UDP port of the stateless protocol (`crate::udp`), if served.
     pub udp_port: Option<u16>,
+    /// Virtual addresses whose TCP traffic is served too (direct server return), never
+    /// answered in ARP.
+    pub vips: Vips,
+}
+
+impl Interface {
+    /// Which of our addresses `dst` is: 0 our own, `k` the `k`-th virtual address
+    /// (1-based); `None`: not ours.
+    #[inline(always)]
+    pub fn local(&self, dst: Ipv4Address) -> Option<u8> {
+        if dst == self.ip {
+            Some(0)
+        } else {
+            self.vips.index(dst).map(|i| i as u8 + 1)
+        }
+    }
+}
+
+/// Most virtual addresses a server answers for.
+pub const MAX_VIPS: usize = 8;
+
+/// The virtual addresses (VIPs) a server answers for besides its own, as a real server
+/// behind a direct-routing balancer (Linux IPVS-DR, keepalived, ECMP or anycast routers):
+/// the balancer forwards frames for a VIP to our MAC unchanged; we accept TCP segments
+/// to the VIP and answer from it, straight to the client, but never answer ARP for it
+/// (the balancer owns it on the link) nor use it as a source otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Vips {
+    addrs: [Ipv4Address; MAX_VIPS],
+    n: u8,
+}
+
+impl Vips {
+    /// None.
+    pub const NONE: Vips = Vips {
+        addrs: [Ipv4Address([0; 4]); MAX_VIPS],
+        n: 0,
+    };
+
+    /// Adds `a` (already there: nothing); false when [`MAX_VIPS`] are there already.
+    pub fn add(&mut self, a: Ipv4Address) -> bool {
+        if self.index(a).is_some() {
+            return true;
+        }
+        match self.addrs.get_mut(usize::from(self.n)) {
+            Some(slot) => {
+                *slot = a;
+                self.n += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The addresses, in the order given.
+    pub fn as_slice(&self) -> &[Ipv4Address] {
+        &self.addrs[..usize::from(self.n)]
+    }
+
+    /// Where `a` is among them.
+    #[inline(always)]
+    pub fn index(&self, a: Ipv4Address) -> Option<usize> {
+        self.as_slice().iter().position(|&v| v == a)
+    }
+
+    /// The `k`-th (1-based, as [`Interface::local`] numbers them).
+    pub fn get(&self, k: u8) -> Option<Ipv4Address> {
+        self.as_slice().get(usize::from(k).checked_sub(1)?).copied()
+    }
 }
 
 /// A client's place on its link and the server it talks to: what the engine's two load
@@ -67,6 +136,7 @@ impl ClientLink {
             gateway: self.gateway.is_some(),
             port: 0,
             udp_port: None,
+            vips: Vips::NONE,
         }
     }
 

@@ -97,6 +97,8 @@ pub struct Config {
     /// The graceful drain every core follows, asked for by the platform (SIGTERM, the
     /// ACPI power button); `None`: the server never drains.
     pub drain: Option<&'static super::drain::Drain>,
+    /// Virtual addresses served besides `ip` (direct server return: `iface::Vips`).
+    pub vips: crate::iface::Vips,
 }
 
 impl Config {
@@ -123,6 +125,7 @@ impl Config {
             dhcp: None,
             platform: None,
             drain: None,
+            vips: crate::iface::Vips::NONE,
         }
     }
 }

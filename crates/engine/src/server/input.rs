@@ -57,9 +57,11 @@ impl<L: Lookup<'static>> Server<L> {
             Ok(Ingress::Tcp {
                 src_mac,
                 src,
+                local,
                 ref seg,
                 options_ok,
             }) => {
+                self.rx_local = local;
                 let peer = Peer {
                     ip: src.0,
                     port: seg.src_port,
@@ -69,7 +71,13 @@ impl<L: Lookup<'static>> Server<L> {
                     None => self.listen(src_mac, src, seg, options_ok, tx),
                 }
             }
-            Ok(Ingress::ClosedPort { src_mac, src, seg }) => {
+            Ok(Ingress::ClosedPort {
+                src_mac,
+                src,
+                local,
+                seg,
+            }) => {
+                self.rx_local = local;
                 // RFC 9293 §3.10.7.1: a segment for a closed port gets a RST.
                 if seg.flags.rst {
                     self.stats.drop_not_for_us += 1;
@@ -163,7 +171,9 @@ impl<L: Lookup<'static>> Server<L> {
                 now,
             );
             self.via_stateless(tx);
-            let sent = self.egress.tcp_bare(tx, src_mac, src, &repr);
+            self.sync_egress(self.rx_local);
+            let eg = Self::egress_of(&self.egress, &self.vip_egress, self.rx_local);
+            let sent = eg.tcp_bare(tx, src_mac, src, &repr);
             self.count_sent(sent);
             self.stats.tcp_syncookies_sent += 1;
             return self.no_connection(peer);
@@ -196,7 +206,11 @@ impl<L: Lookup<'static>> Server<L> {
         tcp: Connection,
         place: Place,
     ) {
-        self.conns.open(id, peer, src_mac, tcp, HttpConn::IDLE);
+        let app = HttpConn {
+            local: self.rx_local,
+            ..HttpConn::IDLE
+        };
+        self.conns.open(id, peer, src_mac, tcp, app);
         self.conns[id as usize].per_ip_home = place.home();
         self.per_ip.add_at(place);
         self.bond_assign(id, peer.ip);
@@ -434,7 +448,9 @@ impl<L: Lookup<'static>> Server<L> {
     ) {
         let repr = egress::reset_for(seg);
         self.via_stateless(tx);
-        let sent = self.egress.tcp_bare(tx, dst_mac, dst, &repr);
+        self.sync_egress(self.rx_local);
+        let eg = Self::egress_of(&self.egress, &self.vip_egress, self.rx_local);
+        let sent = eg.tcp_bare(tx, dst_mac, dst, &repr);
         self.count_sent(sent);
         self.stats.tcp_rst_sent += 1;
     }

@@ -140,6 +140,10 @@ pub struct Server<L: Lookup<'static>> {
     site: L,
     iface: Interface,
     egress: Egress,
+    /// Frames from each virtual address (`Config::vips`), in its order.
+    vip_egress: [Egress; crate::iface::MAX_VIPS],
+    /// Which of our addresses the frame being handled was sent to (`Interface::local`).
+    rx_local: u8,
     /// The connections: TCBs with their HTTP state, the port table, the free and run
     /// lists.
     conns: Table<HttpConn>,
@@ -223,11 +227,16 @@ impl<L: Lookup<'static>> Server<L> {
             gateway: cfg.gateway.is_some(),
             port: cfg.port,
             udp_port: cfg.udp.map(|u| u.port),
+            vips: cfg.vips,
         };
         Server {
             isn: IsnGenerator::new(cfg.isn_key),
             iface,
             egress: Egress::new(&iface),
+            vip_egress: core::array::from_fn(|k| {
+                Egress::from(iface.mac, cfg.vips.get(k as u8 + 1).unwrap_or(cfg.ip))
+            }),
+            rx_local: 0,
             conns: Table::new(n),
             per_ip: PerIp::new(n, cfg.isn_key),
             max_per_ip: cfg.max_per_ip.unwrap_or(n / 2).clamp(1, n) as u32,
@@ -552,6 +561,27 @@ impl<L: Lookup<'static>> Server<L> {
         if self.closed.len() < self.closed.capacity() {
             self.closed.push((peer, self.stats.rx_frames));
         }
+    }
+
+    /// Makes the frame builder of our address `local` (`Interface::local`) use the MAC
+    /// `self.egress` has now (a NIC set's send NIC); then [`Server::egress_of`] picks it.
+    #[inline(always)]
+    fn sync_egress(&mut self, local: u8) {
+        if local != 0 {
+            let mac = self.egress.mac();
+            if let Some(e) = self.vip_egress.get_mut(usize::from(local) - 1) {
+                if e.mac() != mac {
+                    e.set_mac(mac);
+                }
+            }
+        }
+    }
+
+    /// The frame builder of our address `local` (our own for 0, or out of range).
+    #[inline(always)]
+    fn egress_of<'a>(egress: &'a Egress, vips: &'a [Egress], local: u8) -> &'a Egress {
+        vips.get(usize::from(local).wrapping_sub(1))
+            .unwrap_or(egress)
     }
 
     /// Gives a dynamic-response buffer back (no-op for `NO_DYN`).

@@ -227,6 +227,8 @@ impl<L: Lookup<'static>> Server<L> {
     pub(super) fn emit<T: TxRing>(&mut self, id: u32, seg: &Segment, tx: &mut T) -> bool {
         self.via_conn(id, seg.len > 0, tx);
         let idx = id as usize;
+        let local = self.conns[idx].app.local;
+        self.sync_egress(local);
         let rx_space = self.rx_space(id);
         let port = self.cfg.port;
         let now = self.now_ns;
@@ -252,7 +254,7 @@ impl<L: Lookup<'static>> Server<L> {
             body_sum,
             now,
         );
-        let sent = self.egress.tcp(tx, &out);
+        let sent = Self::egress_of(&self.egress, &self.vip_egress, local).tcp(tx, &out);
         self.count_sent(sent);
         sent.done()
     }
@@ -261,10 +263,13 @@ impl<L: Lookup<'static>> Server<L> {
     /// TCB where the connection ends; in SYN-RECEIVED an unacceptable ACK keeps it).
     pub(super) fn send_reset_raw<T: TxRing>(&mut self, id: u32, seq_number: u32, tx: &mut T) {
         self.via_conn(id, false, tx);
+        let local = self.conns[id as usize].app.local;
+        self.sync_egress(local);
         let t = &self.conns[id as usize];
         let repr = egress::reset(self.cfg.port, t.peer.port, seq_number, None);
         let (mac, ip) = (t.peer_mac, Ipv4Address(t.peer.ip));
-        let sent = self.egress.tcp_bare(tx, mac, ip, &repr);
+        let eg = Self::egress_of(&self.egress, &self.vip_egress, local);
+        let sent = eg.tcp_bare(tx, mac, ip, &repr);
         self.count_sent(sent);
         self.stats.tcp_rst_sent += 1;
     }

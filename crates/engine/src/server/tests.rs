@@ -24,6 +24,7 @@ mod pressure;
 mod split;
 mod state;
 mod udp;
+mod vip;
 
 const SERVER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
 const CLIENT_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
