@@ -10,6 +10,8 @@ import socket
 import subprocess
 import time
 
+import pytest
+
 from conftest import BIN, SERVER_IP, SITE, Kernel
 
 GRACE = 3
@@ -40,12 +42,15 @@ def healthz(k):
     return r.stdout
 
 
-def test_power_button_drains_then_powers_off(tmp_path):
+@pytest.mark.parametrize("machine", [None, "q35"])
+def test_power_button_drains_then_powers_off(tmp_path, machine):
+    """On the default machine (pc with qboot: PIIX4's PM, ACPI mode by writing 0xF1 to
+    port 0xB2) and on q35 (ICH9's PM, ACPI mode by 0x02)."""
     site = tmp_path / "site"
     shutil.copytree(SITE, site)
     (site / "bareweb.toml").write_text("healthz = true\nmetrics = true\n")
     monitor = f"/tmp/bwkdrain{os.getpid()}.monitor"
-    k = Kernel(site=site, extra=["--drain-grace", str(GRACE), "--drain-timeout", str(TIMEOUT),
+    k = Kernel(site=site, machine=machine, extra=["--drain-grace", str(GRACE), "--drain-timeout", str(TIMEOUT),
                                  "--monitor", monitor])
     try:
         assert "power: the ACPI power button drains" in k.log(), k.report()
