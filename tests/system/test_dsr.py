@@ -15,7 +15,6 @@ director sends with its own source MAC, for which bareweb would answer through t
 director: docs/design/direct-return.md says what is left to do.
 """
 import hashlib
-import pathlib
 import subprocess
 import time
 
