@@ -33,7 +33,7 @@ pub mod arch;
 pub mod boot;
 pub mod boot_info;
 pub mod boot_trace;
-pub mod client;
+pub mod fetcher;
 pub mod cmdline;
 pub mod console;
 pub mod cores;

@@ -40,9 +40,9 @@ pub struct Interface {
 }
 
 /// A client's place on its link and the server it talks to: what the engine's two load
-/// clients (TCP, `crate::client`; the stateless protocol's, `crate::udp::bare`) share.
+/// clients (TCP, `crate::fetch`; the stateless protocol's, `crate::udp::bare`) share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClientLink {
+pub struct FetchLink {
     /// The client's MAC (its NIC's).
     pub mac: EthernetAddress,
     /// The client's address.
@@ -57,7 +57,7 @@ pub struct ClientLink {
     pub port: u16,
 }
 
-impl ClientLink {
+impl FetchLink {
     /// The interface the client sends from (it serves no port).
     pub fn interface(&self) -> Interface {
         Interface {

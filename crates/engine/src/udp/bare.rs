@@ -1,7 +1,7 @@
 //! The bare client (the UDP paper §4.2.3: "the bare UDP client"): the load generator of
 //! [`super::load`] speaking the protocol with the engine's own frames over a [`Nic`], with
 //! no operating system in its path. The host runs it on a TAP of its own (`bareweb load
-//! --udp --tap`), the kernel boots into it (`client=udp`); both call [`BareClient::poll`]
+//! --udp --tap`), the kernel boots into it (`client=udp`); both call [`BareFetcher::poll`]
 //! in a loop.
 //!
 //! It owns an address on the link and little else: it resolves the server's (or the
@@ -10,17 +10,17 @@
 //! paper) from a table of all 65,536 ports allocated at start, and builds each GET in a
 //! transmit slot. Datagrams from the server's port to ours are checked (IPv4 header
 //! checksum and UDP checksum) and handed to the request's transfer. Nothing allocates
-//! after [`BareClient::new`].
+//! after [`BareFetcher::new`].
 
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::client::Sink;
+use super::fetch::Sink;
 use super::load::{Config, Load, Outcome};
 use super::wire::{write_request, Start, MAX_REQUEST, PAD_TO};
 use crate::iface::egress::{self, Egress};
-use crate::iface::ClientLink;
+use crate::iface::FetchLink;
 use crate::nic::{Nic, RxFrame, RxRing, TxRing};
 use crate::wire::{
     ethernet, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame,
@@ -31,7 +31,7 @@ use crate::wire::{
 #[derive(Debug, Clone)]
 pub struct BareConfig {
     /// The client's place on its link and the server (its UDP port).
-    pub link: ClientLink,
+    pub link: FetchLink,
     /// The `Host` field.
     pub host: String,
     /// Paths, fetched round robin.
@@ -79,7 +79,7 @@ impl Sink for Status {
 }
 
 /// The client.
-pub struct BareClient {
+pub struct BareFetcher {
     cfg: BareConfig,
     egress: Egress,
     /// The next hop's MAC, once ARP answered.
@@ -99,11 +99,11 @@ pub struct BareClient {
     req: Vec<u8>,
 }
 
-impl BareClient {
+impl BareFetcher {
     /// A client; allocates its tables now.
-    pub fn new(cfg: BareConfig) -> BareClient {
+    pub fn new(cfg: BareConfig) -> BareFetcher {
         let slots = cfg.load.slots.max(1);
-        BareClient {
+        BareFetcher {
             egress: Egress::new(&cfg.link.interface()),
             next_hop_mac: None,
             next_arp_ns: 0,

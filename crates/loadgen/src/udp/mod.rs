@@ -1,7 +1,7 @@
 //! Clients of the UDP paper's stateless protocol over ordinary sockets (any Linux host):
 //! [`fetch`], one file as `bareweb get bwudp://…` does it, and the load generator of
 //! `bareweb load --udp` ([`load`], reported by [`report`]). Both drive the engine's client state machine
-//! (`bareweb_engine::udp::client::Transfer`), which owns every protocol decision; this
+//! (`bareweb_engine::udp::fetch::Transfer`), which owns every protocol decision; this
 //! module only moves datagrams and keeps time.
 
 pub mod load;
@@ -10,7 +10,7 @@ pub mod report;
 use std::net::{SocketAddrV4, ToSocketAddrs, UdpSocket};
 use std::time::{Duration, Instant};
 
-use bareweb_engine::udp::client::{Counts, Failure, Sink, Step, Timing, Transfer};
+use bareweb_engine::udp::fetch::{Counts, Failure, Sink, Step, Timing, Transfer};
 use bareweb_engine::udp::wire::{write_request, Start, DEFAULT_PORT, MAX_REQUEST, PAD_TO};
 
 /// Where a `bwudp://` URL points.

@@ -1,14 +1,14 @@
-//! The engine as an HTTP/1.1 client over its own TCP: a load generator's
-//! transport with no operating system in its path. [`Client`] owns an address on a link,
+//! The engine fetching over HTTP/1.1 on its own TCP: a load generator's
+//! transport with no operating system in its path. [`Fetcher`] owns an address on a link,
 //! its connections in the same connection table as the server's (`tcp::table`: TCBs of
 //! [`Connection`]s in active open, `tcp::active`, each with a [`FetchConn`], keyed by the
 //! local port), a FIFO free-list of local ports and, per *slot* (one stream of fetches of
-//! the load's schedule), the request being sent. The owner asks [`Client::get`] for a fetch on a slot, calls
-//! [`Client::poll`] in a loop with its NIC, and hears of each fetch's end, and of the
+//! the load's schedule), the request being sent. The owner asks [`Fetcher::get`] for a fetch on a slot, calls
+//! [`Fetcher::poll`] in a loop with its NIC, and hears of each fetch's end, and of the
 //! response body as it comes, through a [`Handler`].
 //!
 //! A slot may also send several requests at once, pipelined on one connection
-//! ([`Client::get_pipelined`]: a Surge session's burst, as httperf sends it); their
+//! ([`Fetcher::get_pipelined`]: a Surge session's burst, as httperf sends it); their
 //! responses are read in order and each ends in the handler on its own.
 //!
 //! A fetch runs on the slot's open connection when the previous one kept it
@@ -28,7 +28,7 @@
 //! reset, closed before the response was complete, a response that does not parse,
 //! stalled (the retransmission limit or the stall timeout).
 //!
-//! Nothing allocates after [`Client::new`].
+//! Nothing allocates after [`Fetcher::new`].
 
 mod api;
 mod arp;
@@ -74,7 +74,7 @@ pub fn window_shift(window: u32) -> u8 {
     s
 }
 
-/// What the client keeps per connection in its table: the fetch running on it. The TCB's
+/// What the fetcher keeps per connection in its table: the fetch running on it. The TCB's
 /// key ([`Tcb::peer`]) is the server's address and our local port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FetchConn {
@@ -115,8 +115,8 @@ struct Slot {
     pending: u32,
 }
 
-/// The client.
-pub struct Client {
+/// The fetcher.
+pub struct Fetcher {
     cfg: Config,
     iface: Interface,
     egress: Egress,
@@ -138,13 +138,13 @@ pub struct Client {
     pub counters: Counters,
 }
 
-impl Client {
-    /// A client; allocates every table now.
-    pub fn new(cfg: Config) -> Client {
+impl Fetcher {
+    /// A fetcher; allocates every table now.
+    pub fn new(cfg: Config) -> Fetcher {
         let iface = cfg.link.interface();
         let slots = cfg.slots.max(1);
         let n = cfg.tcbs.max(slots);
-        Client {
+        Fetcher {
             egress: Egress::new(&iface),
             iface,
             isn: IsnGenerator::new(cfg.isn_key),

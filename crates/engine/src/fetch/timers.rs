@@ -1,17 +1,17 @@
-//! The client's part of the shared timer scan (`tcp::table::scan_timers`): what a TCP
+//! The fetcher's part of the shared timer scan (`tcp::table::scan_timers`): what a TCP
 //! timer asks of a fetch's connection — the SYN, data or a probe again, or the end of the
 //! fetch (no answer to the SYN, or stalled) and of its TCB. A fetch has no timeouts of its
 //! own beyond TCP's.
 
-use super::{Client, Failure, FetchConn, Handler};
+use super::{Failure, FetchConn, Fetcher, Handler};
 use crate::iface::egress;
 use crate::nic::TxRing;
 use crate::tcp::table::{scan_timers, Table, Timed};
 use crate::tcp::{State, TimerAction};
 
-/// The client, its transmit ring and handler, during one scan.
+/// The fetcher, its transmit ring and handler, during one scan.
 struct Scan<'a, T, H> {
-    c: &'a mut Client,
+    c: &'a mut Fetcher,
     now: u64,
     tx: &'a mut T,
     h: &'a mut H,
@@ -67,7 +67,7 @@ impl<T: TxRing, H: Handler> Timed for Scan<'_, T, H> {
     }
 }
 
-impl Client {
+impl Fetcher {
     /// Fires the TCP timers that are due; returns whether any did.
     pub(super) fn timers<T: TxRing, H: Handler>(
         &mut self,

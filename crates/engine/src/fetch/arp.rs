@@ -1,11 +1,11 @@
-//! The client's neighbour: ARP for the next hop (the server, or the router for a server off
+//! The fetcher's neighbour: ARP for the next hop (the server, or the router for a server off
 //! the link) until it answers, every 200 ms, and answers to ARP requests for our address.
 
-use super::Client;
+use super::Fetcher;
 use crate::nic::TxRing;
 use crate::wire::{ArpOperation, ArpPacket, ArpRepr, Ipv4Address};
 
-impl Client {
+impl Fetcher {
     pub(super) fn next_hop(&self) -> Ipv4Address {
         self.cfg.link.next_hop()
     }
