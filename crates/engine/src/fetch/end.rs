@@ -2,7 +2,6 @@
 //! still open, so the server is left holding nothing of a client that is gone.
 
 use super::{Fetcher, NONE};
-use crate::iface::egress;
 use crate::nic::TxRing;
 
 impl Fetcher {
@@ -39,8 +38,8 @@ impl Fetcher {
             if !t.in_use() {
                 continue;
             }
-            let rst = egress::reset(t.peer.port, self.cfg.link.port, t.tcp.snd_nxt(), None);
-            self.bare(&rst, tx);
+            let seq = t.tcp.snd_nxt();
+            self.reset(idx, seq, tx);
             self.free_tcb(idx);
             n += 1;
         }

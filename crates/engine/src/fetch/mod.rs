@@ -45,6 +45,7 @@ use alloc::vec::Vec;
 use crate::iface::egress::{self, Egress};
 use crate::iface::{ingress_offloaded, Ingress, Interface};
 use crate::nic::{Nic, RxFrame, RxRing, TxRing};
+use crate::tcp::emit::{self, Sender};
 use crate::tcp::isn::IsnGenerator;
 use crate::tcp::port_table::Peer;
 use crate::tcp::table::{App, Table, Tcb};
@@ -359,8 +360,7 @@ impl Fetcher {
                 continue;
             }
             self.conns[idx as usize].queued = false;
-            let s = self.conns[idx as usize].tcp.ack_segment();
-            self.send(idx, &s, now, tx);
+            emit::ack(&mut Out { f: self, now, tx }, idx);
         }
         let mut worked = n > 0;
         if self.next_hop_mac.is_none() && now >= self.next_arp_ns {
@@ -383,9 +383,8 @@ impl Fetcher {
         while let Some(idx) = self.deferred.pop() {
             let t = &mut self.conns[idx as usize];
             t.queued = false;
-            if t.tcp.ack_pending() && t.tcp.state() == State::Established {
-                let s = t.tcp.ack_segment();
-                self.send(idx, &s, now, tx);
+            if t.tcp.state() == State::Established {
+                emit::ack_owed(&mut Out { f: self, now, tx }, idx);
             }
         }
     }
@@ -521,25 +520,18 @@ impl Fetcher {
         match out.reply {
             Reply::None => {}
             Reply::Ack => {
-                let s = self.conns[idx as usize].tcp.ack_segment();
-                self.send(idx, &s, now, tx);
+                emit::ack(&mut Out { f: self, now, tx }, idx);
             }
             Reply::SynAck => {
                 let s = self.conns[idx as usize].tcp.syn_ack(now);
                 self.send(idx, &s, now, tx);
             }
-            Reply::Reset { seq } => {
-                let rst = egress::reset(seg.dst_port, seg.src_port, seq, None);
-                self.bare(&rst, tx);
-            }
+            Reply::Reset { seq } => self.reset(idx, seq, tx),
         }
-        if out.retransmit || out.lost_retransmit {
-            if let Some(s) = self.conns[idx as usize].tcp.retransmit_segment() {
-                self.counters.retransmits += 1;
-                if self.send(idx, &s, now, tx) {
-                    self.conns[idx as usize].tcp.on_sent(&s, now);
-                }
-            }
+        if (out.retransmit || out.lost_retransmit)
+            && emit::retransmit_una(&mut Out { f: self, now, tx }, idx, now)
+        {
+            self.counters.retransmits += 1;
         }
         if out.reset {
             let why = if was == State::SynSent {
@@ -555,7 +547,7 @@ impl Fetcher {
             self.free_tcb(idx);
             return;
         }
-        self.send_data(idx, now, tx);
+        emit::send(&mut Out { f: self, now, tx }, idx, now);
         let t = &self.conns[idx as usize];
         if t.tcp.ack_pending() {
             self.conns.enqueue(idx);
@@ -645,26 +637,12 @@ impl Fetcher {
         self.detach(idx); // our FIN answers theirs
     }
 
-    /// Sends what TCB `idx` may send now, and the ACK it owes if nothing carried it.
+    /// Sends what TCB `idx` may send now (`tcp::emit::send`), and the ACK it owes if
+    /// nothing carried it.
     fn output<T: TxRing>(&mut self, idx: u32, now: u64, tx: &mut T) {
-        self.send_data(idx, now, tx);
-        if self.conns[idx as usize].tcp.ack_pending() {
-            let s = self.conns[idx as usize].tcp.ack_segment();
-            self.send(idx, &s, now, tx);
-        }
-    }
-
-    /// Sends the data (and FIN) TCB `idx` may send now; each segment carries the owed ACK.
-    fn send_data<T: TxRing>(&mut self, idx: u32, now: u64, tx: &mut T) {
-        while let Some(s) = self.conns[idx as usize].tcp.next_segment(now, 0) {
-            if !self.send(idx, &s, now, tx) {
-                return;
-            }
-            self.conns[idx as usize].tcp.on_sent(&s, now);
-            if s.fin {
-                break;
-            }
-        }
+        let out = &mut Out { f: self, now, tx };
+        emit::send(out, idx, now);
+        emit::ack_owed(out, idx);
     }
 
     /// Builds and posts `seg` of TCB `idx` (payload from its slot's request).
@@ -695,6 +673,13 @@ impl Fetcher {
         self.count(sent)
     }
 
+    /// The RST of TCB `idx` at `seq` (the caller frees the TCB).
+    fn reset<T: TxRing>(&mut self, idx: u32, seq: u32, tx: &mut T) {
+        let t = &self.conns[idx as usize];
+        let rst = t.reset((t.peer.port, self.cfg.link.port), seq);
+        self.bare(&rst, tx);
+    }
+
     fn bare<T: TxRing>(&mut self, rst: &crate::wire::tcp::Repr, tx: &mut T) {
         let Some(mac) = self.next_hop_mac else {
             return;
@@ -716,6 +701,31 @@ impl Fetcher {
                 false
             }
         }
+    }
+}
+
+/// The fetcher, the time and its transmit ring as `tcp::emit` sees them: segments built
+/// by [`Fetcher::send`], one MSS each.
+struct Out<'a, T> {
+    f: &'a mut Fetcher,
+    now: u64,
+    tx: &'a mut T,
+}
+
+impl<T: TxRing> Sender for Out<'_, T> {
+    #[inline]
+    fn conn(&mut self, id: u32) -> &mut Connection {
+        &mut self.f.conns[id as usize].tcp
+    }
+
+    #[inline]
+    fn frame_max(&mut self, _id: u32) -> u32 {
+        0
+    }
+
+    #[inline]
+    fn emit(&mut self, id: u32, seg: &Segment) -> bool {
+        self.f.send(id, seg, self.now, self.tx)
     }
 }
 

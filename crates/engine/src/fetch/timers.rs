@@ -3,9 +3,9 @@
 //! fetch (no answer to the SYN, or stalled) and of its TCB. A fetch has no timeouts of its
 //! own beyond TCP's.
 
-use super::{Failure, FetchConn, Fetcher, Handler};
-use crate::iface::egress;
+use super::{Failure, FetchConn, Fetcher, Handler, Out};
 use crate::nic::TxRing;
+use crate::tcp::emit;
 use crate::tcp::table::{scan_timers, Table, Timed};
 use crate::tcp::{State, TimerAction};
 
@@ -43,14 +43,10 @@ impl<T: TxRing, H: Handler> Timed for Scan<'_, T, H> {
             }
             TimerAction::Probe(s) | TimerAction::LossProbe(s) => {
                 c.counters.retransmits += 1;
-                if c.send(idx, &s, now, tx) {
-                    c.conns[idx as usize].tcp.on_sent(&s, now);
-                }
+                emit::once(&mut Out { f: c, now, tx }, idx, &s, now);
             }
             TimerAction::Abort { seq } => {
-                let t = &c.conns[idx as usize];
-                let rst = egress::reset(t.peer.port, c.cfg.link.port, seq, None);
-                c.bare(&rst, tx);
+                c.reset(idx, seq, tx);
                 c.fail(idx, Failure::Stalled, now, self.h);
                 c.free_tcb(idx);
             }
