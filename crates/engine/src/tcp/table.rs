@@ -16,7 +16,7 @@
 //!   (`http::conn`); admission (the per-address limit, SYN cookies, the half-open
 //!   backlog, eviction) is the server's, and decides whether a SYN or a cookie's ACK gets
 //!   a TCB here at all;
-//! - the HTTP client (`client`) is a `Table<FetchConn>`: the fetch running on the
+//! - the HTTP fetcher (`fetch`) is a `Table<FetchConn>`: the fetch running on the
 //!   connection (its slot and request), keyed by its local port.
 //!
 //! # A third application: HTTPS
