@@ -1,4 +1,4 @@
-//! The bare UDP client (the UDP paper's "bare PC" client): booted with `client=udp`, the
+//! The bare UDP fetcher (the UDP paper's "bare PC" client): booted with `client=udp`, the
 //! kernel runs the engine's load generator (`udp::bare::BareFetcher`) on core 0 over the
 //! NIC, polling without sleeping as the paper's client did, prints its report on the
 //! console (`client: report k=v …`, read by `bareweb load --udp --kernel`) and stops QEMU
@@ -20,7 +20,7 @@ use crate::cmdline::Settings;
 use crate::drivers::Driver;
 use crate::{fatal, kprintln, mem};
 
-/// Runs the client over the first queue pair of `nics`; never returns.
+/// Runs the fetcher over the first queue pair of `nics`; never returns.
 pub fn run<D: Driver>(s: &Settings, clock: TscClock, mut nics: Vec<D>) -> ! {
     let c = &s.client;
     if let Some(p) = c.problem() {

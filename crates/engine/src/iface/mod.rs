@@ -6,7 +6,7 @@
 //!   parsed into a [`TcpRepr`](crate::wire::tcp::ParsedRepr)) or for a closed one, a UDP
 //!   datagram for the stateless protocol's port, or a drop with its reason;
 //!   [`ingress_offloaded`] skips the TCP checksum of a frame the device vouched for (the
-//!   bare client's TAP with receive offloads). Also [`admissible_syn`]: the one rule for which segment may
+//!   bare load generator's TAP with receive offloads). Also [`admissible_syn`]: the one rule for which segment may
 //!   open a connection, used by the server's LISTEN and by network-core dispatch.
 //! - [`egress`](mod@egress): frames out: ARP reply, ICMP echo reply, TCP segments (header + head bytes
 //!   copied + body borrowed from the site image, checksum from the stored block sums, or
@@ -39,13 +39,13 @@ pub struct Interface {
     pub udp_port: Option<u16>,
 }
 
-/// A client's place on its link and the server it talks to: what the engine's two load
-/// clients (TCP, `crate::fetch`; the stateless protocol's, `crate::udp::bare`) share.
+/// A fetcher's place on its link and the server it talks to: what the engine's two
+/// fetchers (TCP, `crate::fetch`; the stateless protocol's, `crate::udp::bare`) share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FetchLink {
-    /// The client's MAC (its NIC's).
+    /// The fetcher's MAC (its NIC's).
     pub mac: EthernetAddress,
-    /// The client's address.
+    /// The fetcher's address.
     pub ip: Ipv4Address,
     /// Prefix length of the link.
     pub prefix_len: u8,
@@ -58,7 +58,7 @@ pub struct FetchLink {
 }
 
 impl FetchLink {
-    /// The interface the client sends from (it serves no port).
+    /// The interface the fetcher sends from (it serves no port).
     pub fn interface(&self) -> Interface {
         Interface {
             mac: self.mac,
@@ -70,7 +70,7 @@ impl FetchLink {
         }
     }
 
-    /// Where the client's frames go, and whom it asks ARP for: the server, or the router
+    /// Where the fetcher's frames go, and whom it asks ARP for: the server, or the router
     /// for a server off the link.
     pub fn next_hop(&self) -> Ipv4Address {
         match self.gateway {

@@ -1,4 +1,4 @@
-//! The bare client (the UDP paper §4.2.3: "the bare UDP client"): the load generator of
+//! The bare fetcher (the UDP paper §4.2.3: "the bare UDP client"): the load generator of
 //! [`super::load`] speaking the protocol with the engine's own frames over a [`Nic`], with
 //! no operating system in its path. The host runs it on a TAP of its own (`bareweb load
 //! --udp --tap`), the kernel boots into it (`client=udp`); both call [`BareFetcher::poll`]
@@ -27,10 +27,10 @@ use crate::wire::{
     IpProtocol, Ipv4Address, Ipv4Packet, UdpPacket,
 };
 
-/// Where the client is and what it asks for.
+/// Where the fetcher is and what it asks for.
 #[derive(Debug, Clone)]
 pub struct BareConfig {
-    /// The client's place on its link and the server (its UDP port).
+    /// The fetcher's place on its link and the server (its UDP port).
     pub link: FetchLink,
     /// The `Host` field.
     pub host: String,
@@ -42,12 +42,12 @@ pub struct BareConfig {
     pub pad: bool,
 }
 
-/// Source ports the client uses (a fresh one per request).
+/// Source ports the fetcher uses (a fresh one per request).
 const PORT_FIRST: u16 = 1024;
 const ARP_EVERY_NS: u64 = 200_000_000;
 const RX_BURST: usize = 32;
 
-/// Counters of the client's own frames (besides the load's).
+/// Counters of the fetcher's own frames (besides the load's).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FrameCounts {
     /// Frames received.
@@ -78,7 +78,7 @@ impl Sink for Status {
     fn data(&mut self, _: u64, _: &[u8]) {}
 }
 
-/// The client.
+/// The fetcher.
 pub struct BareFetcher {
     cfg: BareConfig,
     egress: Egress,
@@ -100,7 +100,7 @@ pub struct BareFetcher {
 }
 
 impl BareFetcher {
-    /// A client; allocates its tables now.
+    /// A fetcher; allocates its tables now.
     pub fn new(cfg: BareConfig) -> BareFetcher {
         let slots = cfg.load.slots.max(1);
         BareFetcher {

@@ -1,6 +1,6 @@
 //! Clients of the UDP paper's stateless protocol over ordinary sockets (any Linux host):
 //! [`fetch`], one file as `bareweb get bwudp://…` does it, and the load generator of
-//! `bareweb load --udp` ([`load`], reported by [`report`]). Both drive the engine's client state machine
+//! `bareweb load --udp` ([`load`], reported by [`report`]). Both drive the engine's fetcher state machine
 //! (`bareweb_engine::udp::fetch::Transfer`), which owns every protocol decision; this
 //! module only moves datagrams and keeps time.
 
