@@ -23,8 +23,8 @@ use crate::iface::egress::{self, Egress};
 use crate::iface::FetchLink;
 use crate::nic::{Nic, RxFrame, RxRing, TxRing};
 use crate::wire::{
-    ethernet, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame,
-    IpProtocol, Ipv4Address, Ipv4Packet, UdpPacket,
+    ethernet, EtherType, EthernetAddress, EthernetFrame, IpProtocol, Ipv4Address, Ipv4Packet,
+    UdpPacket,
 };
 
 /// Where the fetcher is and what it asks for.
@@ -313,17 +313,14 @@ impl BareFetcher {
     }
 
     fn arp<T: TxRing>(&mut self, payload: &[u8], tx: &mut T) {
-        let Some(r) = ArpPacket::new_checked(payload)
-            .ok()
-            .and_then(|p| ArpRepr::parse(&p).ok())
-        else {
+        let Some(heard) = self.cfg.link.hear_arp(payload) else {
             self.frames.ignored += 1;
             return;
         };
-        if r.source_protocol_addr == self.next_hop() && r.operation == ArpOperation::Reply {
-            self.next_hop_mac = Some(r.source_hardware_addr);
+        if heard.next_hop_mac.is_some() {
+            self.next_hop_mac = heard.next_hop_mac;
         }
-        if r.operation == ArpOperation::Request && r.target_protocol_addr == self.cfg.link.ip {
+        if let Some(r) = heard.request {
             let sent = self.egress.arp_reply(tx, r.source_hardware_addr, &r);
             self.count(sent);
         }
