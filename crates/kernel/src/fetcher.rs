@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 
 use bareweb_engine::iface::FetchLink;
 use bareweb_engine::nic::Clock;
-use bareweb_engine::udp::bare::{BareFetcher, BareConfig};
+use bareweb_engine::udp::bare::{BareConfig, BareFetcher};
 use bareweb_engine::udp::fetch::Timing;
 use bareweb_engine::udp::load::{Config, Counters, Schedule};
 
