@@ -6,7 +6,7 @@
 //! Neither may panic, and the reader never reports more body than it was given.
 #![no_main]
 
-use bareweb_engine::client::http::Reader;
+use bareweb_engine::fetch::http::Reader;
 use bareweb_engine::tcp::{Connection, Reply, TimerAction};
 use bareweb_engine::wire::tcp::{parse_options, Flags, Options, ParsedRepr};
 use libfuzzer_sys::fuzz_target;

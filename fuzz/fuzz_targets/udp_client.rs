@@ -5,7 +5,7 @@
 //! deadline never goes backwards while the transfer waits.
 #![no_main]
 
-use bareweb_engine::udp::client::{Sink, Step, Timing, Transfer};
+use bareweb_engine::udp::fetch::{Sink, Step, Timing, Transfer};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Default)]

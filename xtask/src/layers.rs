@@ -18,7 +18,7 @@
 //! files below it, an inline `mod tests { … }`, a test-only import). It is compiled only
 //! into the engine's own unit tests, never into the library the kernel and the host link,
 //! so it adds no dependency between layers; and a layer's tests often drive it from above
-//! (a TCP test opens a connection with the client, most tests use the `fake` devices,
+//! (a TCP test opens a connection with the fetcher, most tests use the `fake` devices,
 //! which sit on top).
 
 use std::collections::BTreeMap;

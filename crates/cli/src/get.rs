@@ -13,7 +13,7 @@ use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use bareweb_engine::udp::client::Timing;
+use bareweb_engine::udp::fetch::Timing;
 use bareweb_loadgen::parse_url;
 use bareweb_loadgen::udp as bwudp;
 use sha2::{Digest, Sha256};

@@ -1,5 +1,5 @@
 //! `bareweb load URL --tap NAME --ip A/N` (without `--udp`): the bare HTTP load client.
-//! The engine's own client (`bareweb_engine::client`: its TCP in active open, ARP, a
+//! The engine's own client (`bareweb_engine::fetch`: its TCP in active open, ARP, a
 //! response reader) speaks through a TAP of its own, so the client's TCP costs stay
 //! in this process and are not charged to the server through the kernel's TAP write path.
 //! This module owns the bare client's load loop ([`run`], generic over the engine's `Nic`)
@@ -31,7 +31,7 @@
 
 use std::sync::atomic::Ordering;
 
-use bareweb_engine::client::{http, Client, Config, End, Failure, Handler};
+use bareweb_engine::fetch::{http, Config, End, Failure, Fetcher, Handler};
 use bareweb_engine::nic::{Clock, TxRing};
 use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
 use bareweb_host::cores::HostQueue;
@@ -253,7 +253,7 @@ impl Handler for Fetches<'_> {
 /// The load loop's state beside the client and its handler.
 struct Load<'a> {
     cfg: &'a LoadConfig,
-    client: Client,
+    client: Fetcher,
     h: Fetches<'a>,
     rng: Rng,
     /// Session mode: the Surge model and its popularity.
@@ -537,13 +537,13 @@ fn run<N: HostQueue>(
     c.isn_key = crate::util::boot_secret("tcp-client-isn-key");
     // The ports, though, begin at a random place per run (the key is the boot's).
     c.port_start = u16::from_le_bytes(crate::util::random_bytes());
-    c.request_max = (longest * burst).max(bareweb_engine::client::REQUEST_MAX);
+    c.request_max = (longest * burst).max(bareweb_engine::fetch::REQUEST_MAX);
     if let Some(q) = queue {
         c.rx_window = rx_window(q, slots);
     }
     let mut l = Load {
         cfg,
-        client: Client::new(c),
+        client: Fetcher::new(c),
         h: Fetches {
             cfg,
             t: Tally::new(),

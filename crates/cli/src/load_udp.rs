@@ -7,7 +7,7 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use bareweb_engine::udp::client::Timing;
+use bareweb_engine::udp::fetch::Timing;
 use bareweb_engine::udp::load::{Config, Load, Schedule};
 use bareweb_loadgen::udp::load::{UdpLoadConfig, UdpUrl};
 use bareweb_loadgen::udp::{self as bwudp, report::UdpReport};
@@ -134,9 +134,9 @@ fn bare(
     urls: Vec<UdpUrl>,
     load: Config,
 ) -> Result<UdpReport, String> {
-    use bareweb_engine::iface::ClientLink;
+    use bareweb_engine::iface::FetchLink;
     use bareweb_engine::nic::Clock;
-    use bareweb_engine::udp::bare::{BareClient, BareConfig};
+    use bareweb_engine::udp::bare::{BareConfig, BareFetcher};
     use bareweb_engine::wire::Ipv4Address;
     use bareweb_host::SystemClock;
 
@@ -148,8 +148,8 @@ fn bare(
     let cidr = a.udp.ip.ok_or("--tap needs --ip")?;
     let mac = client_mac(a);
     let mut nic = open_tap(tap, mac)?;
-    let mut client = BareClient::new(BareConfig {
-        link: ClientLink {
+    let mut client = BareFetcher::new(BareConfig {
+        link: FetchLink {
             mac,
             ip: cidr.addr(),
             prefix_len: cidr.prefix,

@@ -24,7 +24,7 @@ use std::str::FromStr;
 use bareweb_engine::cores::plan::Asked;
 use bareweb_engine::server::Config;
 use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
-use bareweb_settings::{Arg, Opt, Settings, OPTIONS};
+use bareweb_settings::{Arg, BadNetwork, Opt, Settings, OPTIONS};
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{ArgAction, ArgMatches, ValueEnum};
 
@@ -47,15 +47,16 @@ impl Cidr {
 impl FromStr for Cidr {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let (ip, len) = s.split_once('/').unwrap_or((s, "24"));
-        let ip = ip
-            .parse::<Ipv4Addr>()
-            .map_err(|_| format!("{ip:?} is not an IPv4 address (A.B.C.D)"))?;
-        let prefix = match len.parse::<u8>() {
-            Ok(n) if n <= 32 && len.bytes().all(|b| b.is_ascii_digit()) => n,
-            _ => return Err(format!("{len:?} is not a prefix length (0 to 32)")),
-        };
-        Ok(Cidr { ip, prefix })
+        match bareweb_settings::network(s, 24) {
+            Ok((ip, prefix)) => Ok(Cidr {
+                ip: Ipv4Addr::from(ip.0),
+                prefix,
+            }),
+            Err(BadNetwork::Addr(ip)) => Err(format!("{ip:?} is not an IPv4 address (A.B.C.D)")),
+            Err(BadNetwork::Prefix(len)) => {
+                Err(format!("{len:?} is not a prefix length (0 to 32)"))
+            }
+        }
     }
 }
 
@@ -521,6 +522,15 @@ mod tests {
             }
         );
         assert_eq!("10.0.0.2".parse::<Cidr>().unwrap().prefix, 24);
+        // The settings crate's parser, in the CLI's words.
+        assert_eq!(
+            "10.0.0.2/33".parse::<Cidr>(),
+            Err("\"33\" is not a prefix length (0 to 32)".into())
+        );
+        assert_eq!(
+            "10.0.0/8".parse::<Cidr>(),
+            Err("\"10.0.0\" is not an IPv4 address (A.B.C.D)".into())
+        );
         for bad in [
             "+10.0.02.+15/24",
             "10.0.0.2/+8",

@@ -1,17 +1,17 @@
-//! The engine microbenchmark: the server engine against the engine's own client
+//! The engine microbenchmark: the server engine against the engine's own fetcher
 //! over an in-memory wire (`memwire`): no system call, one thread, frames passed by
 //! pointer. This is the software's own cost, with no device, kernel or copy to a NIC.
 //!
-//! Scenarios, each as `total` (client + server + wire, per request) and `server` (only
+//! Scenarios, each as `total` (fetcher + server + wire, per request) and `server` (only
 //! the time inside `Server::poll` calls that had frames to handle, timed with the TSC
 //! around each call):
 //! - `conn_per_request_4k`: a connection per fetch of a 4 KiB file (SYN, request, response,
-//!   both FINs: the client asks `Connection: close`);
+//!   both FINs: the fetcher asks `Connection: close`);
 //! - `keep_alive_4k`: fetches of the 4 KiB file on one kept connection;
 //! - `download_1m`: fetches of a 1 MiB file on one kept connection (throughput: bytes/s);
 //! - each again as `…_tso`, over a wire with TCP segmentation offload (`Wire::with_tso`), as
 //!   the server runs on its TAP and on virtio-net or e1000 by default: a response goes out
-//!   as one frame of up to 64 KiB with a partial checksum, and reaches the client whole
+//!   as one frame of up to 64 KiB with a partial checksum, and reaches the fetcher whole
 //!   (as the kernel hands it to a TAP reader taking offloads). Without `_tso` the wire
 //!   models a NIC with no offload: every 1448 bytes are a frame, their checksum summed.
 //!
@@ -27,7 +27,7 @@ use std::cell::Cell;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use bareweb_engine::client::{self, http, Client, End, Handler};
+use bareweb_engine::fetch::{self, http, End, Fetcher, Handler};
 use bareweb_engine::http::log::NoLog;
 use bareweb_engine::iface::egress::TSO_LIMIT;
 use bareweb_engine::memwire::{MemSite, Wire};
@@ -108,7 +108,7 @@ fn tsc_per_ns() -> f64 {
 struct Bench {
     wire: Wire,
     server: Server<MemSite>,
-    client: Client,
+    fetcher: Fetcher,
     clock: Fake,
     count: Count,
     /// TSC ticks spent in `Server::poll`.
@@ -121,10 +121,10 @@ impl Bench {
             ("/4k.bin", "application/octet-stream", vec![b'z'; 4096]),
             ("/1m.bin", "application/octet-stream", vec![b'm'; 1 << 20]),
         ]);
-        let mut cfg = client::Config::new(CLIENT_MAC, CLIENT_IP, 24, SERVER_IP, 80, 1);
+        let mut cfg = fetch::Config::new(CLIENT_MAC, CLIENT_IP, 24, SERVER_IP, 80, 1);
         cfg.tcbs = 4;
-        let mut client = Client::new(cfg);
-        client.set_next_hop_mac(SERVER_MAC);
+        let mut fetcher = Fetcher::new(cfg);
+        fetcher.set_next_hop_mac(SERVER_MAC);
         Bench {
             wire: if tso {
                 Wire::with_tso(SERVER_MAC, CLIENT_MAC, 256, TSO_LIMIT)
@@ -132,7 +132,7 @@ impl Bench {
                 Wire::new(SERVER_MAC, CLIENT_MAC, 1024)
             },
             server: Server::new(Config::new(SERVER_IP, 24, [7; 16]), site, SERVER_MAC),
-            client,
+            fetcher,
             clock: Fake(Cell::new(1_000_000)),
             count: Count::default(),
             server_ticks: 0,
@@ -141,11 +141,11 @@ impl Bench {
 
     /// One fetch of `path`, run to its end (and, with `close`, to both FINs).
     fn fetch(&mut self, path: &str, close: bool) {
-        let n = http::write_get(self.client.request_buf(0), "b", path, close).expect("fits");
+        let n = http::write_get(self.fetcher.request_buf(0), "b", path, close).expect("fits");
         let before = self.count.done;
         let now = self.clock.0.get();
         assert!(self
-            .client
+            .fetcher
             .get(0, n, close, now, &mut self.wire.b.tx, &mut self.count));
         for _ in 0..100_000 {
             let now = self.clock.0.get() + 1_000;
@@ -160,9 +160,9 @@ impl Bench {
                 self.server_ticks += tsc() - t0;
             }
             self.wire.carry();
-            self.client.poll(&mut self.wire.b, now, &mut self.count);
+            self.fetcher.poll(&mut self.wire.b, now, &mut self.count);
             let settled =
-                !close || (self.client.open_connections() == 0 && self.server.active() == 0);
+                !close || (self.fetcher.open_connections() == 0 && self.server.active() == 0);
             if self.count.done > before && settled && self.wire.idle() {
                 return;
             }
@@ -298,7 +298,7 @@ fn median(v: &mut [f64]) -> f64 {
 /// One scenario's end-of-run figures, per request (medians over chunks).
 struct Summary {
     name: &'static str,
-    /// TSC ticks of the whole loop (client, server, wire).
+    /// TSC ticks of the whole loop (fetcher, server, wire).
     total: f64,
     /// TSC ticks inside the server's busy polls.
     server: f64,

@@ -31,9 +31,9 @@
 //!     connection (`http::conn`), the access record (`http::log`).
 //! - Level 5
 //!   - [`udp`]: the stateless UDP web protocol: its formats, the answer to a request,
-//!     tokens, the rate limit, the request-id stack, the client's state machine.
-//!   - [`client`]: the engine as an HTTP client on its own TCP (active open), the bare
-//!     load client's transport.
+//!     tokens, the rate limit, the request-id stack, the fetcher's state machine.
+//!   - [`fetch`]: the engine fetching over HTTP on its own TCP (active open): the
+//!     [`fetch::Fetcher`], the bare load generator's transport.
 //! - Level 6
 //!   - [`server`]: one core's server, the glue that applies what the layers decide, driven
 //!     by `Server::poll` (or the split API for the parallel runners).
@@ -58,12 +58,12 @@ pub mod bond;
 #[cfg(test)]
 mod capture_tests;
 #[cfg(any(test, feature = "alloc"))]
-pub mod client;
-#[cfg(any(test, feature = "alloc"))]
 pub mod cores;
 pub mod dhcp;
 #[cfg(any(test, feature = "std"))]
 pub mod fake;
+#[cfg(any(test, feature = "alloc"))]
+pub mod fetch;
 pub mod http;
 #[cfg(any(test, feature = "alloc"))]
 pub mod iface;

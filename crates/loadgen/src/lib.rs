@@ -11,6 +11,7 @@
 //!   test, interleaved runs, tables, plots, the dated logs of docs/perf/log/).
 //! - [`udp`]: clients of the UDP paper's stateless UDP protocol: one file (`bareweb get
 //!   bwudp://…`) and the load generator of `bareweb load --udp`.
+//! - `url`: the one parser of the URLs both generators take (`http://`, `bwudp://`).
 //! - [`sys`]: the Linux calls, on `rustix` and `signal-hook`: the crate has no `unsafe`.
 
 #![forbid(unsafe_code)]
@@ -25,6 +26,7 @@ pub mod surge;
 pub mod sys;
 pub mod tally;
 pub mod udp;
+mod url;
 
 pub use load::{parse_url, run, Expect, LoadConfig, Mode, Progress, Target, UrlEntry};
 pub use report::{ErrorKind, Report};

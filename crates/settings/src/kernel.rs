@@ -5,9 +5,9 @@
 //! words of the bare machine alone, which this module parses itself: `cores=N`,
 //! `apic=auto|xapic`, idling `poll=idle|always idle_poll_us=N`, `offload=on|off`, the
 //! virtio-mmio devices of a microVM `virtio_mmio.device=SIZE@BASE:IRQ` (Linux's syntax, as
-//! Firecracker writes it), the bare UDP client's words (`client=udp server=A.B.C.D:PORT
+//! Firecracker writes it), the bare UDP fetcher's words (`client=udp server=A.B.C.D:PORT
 //! paths=/a,/b`, `frequency=F maxreq=M | rate=R | parallel=N`, `requests= seconds= slots=
-//! rto_ms= tries= pad=`: see [`UdpClient`]), and `crash=panic|fault|fault-ap|overflow-ap`
+//! rto_ms= tries= pad=`: see [`UdpFetcher`]), and `crash=panic|fault|fault-ap|overflow-ap`
 //! which makes the kernel fail on purpose right after boot (the tests use it to prove that
 //! failures are reported and stop QEMU).
 //!
@@ -50,9 +50,9 @@ pub struct Settings {
     pub mmio: [(u64, u32); MAX_MMIO],
     /// How many of `mmio` are set.
     pub n_mmio: usize,
-    /// The bare UDP client (`client=udp` and its words): boot into the UDP paper's load
+    /// The bare UDP fetcher (`client=udp` and its words): boot into the UDP paper's load
     /// generator instead of the server.
-    pub client: UdpClient,
+    pub client: UdpFetcher,
 }
 
 impl Deref for Settings {
@@ -71,11 +71,11 @@ impl DerefMut for Settings {
 /// Most octets of `paths=`.
 pub const PATHS_MAX: usize = 480;
 
-/// The bare client's words: `client=udp server=A.B.C.D:PORT paths=/a,/b` and the schedule
+/// The bare fetcher's words: `client=udp server=A.B.C.D:PORT paths=/a,/b` and the schedule
 /// (`frequency=F maxreq=M`, `rate=R` or `parallel=N`), `requests=N seconds=S slots=N
 /// rto_ms=N tries=N pad=on|off`; its own address is `ip=` (and `gw=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UdpClient {
+pub struct UdpFetcher {
     /// `client=udp`.
     pub on: bool,
     /// `server=A.B.C.D:PORT`.
@@ -105,9 +105,9 @@ pub struct UdpClient {
     pub pad: bool,
 }
 
-impl Default for UdpClient {
+impl Default for UdpFetcher {
     fn default() -> Self {
-        UdpClient {
+        UdpFetcher {
             on: false,
             server: None,
             paths: [0; PATHS_MAX],
@@ -126,7 +126,7 @@ impl Default for UdpClient {
     }
 }
 
-impl UdpClient {
+impl UdpFetcher {
     /// The paths, each starting with `/` (`["/"]` when none were given).
     pub fn paths(&self) -> impl Iterator<Item = &str> {
         let text = core::str::from_utf8(&self.paths[..self.paths_len]).unwrap_or("");
@@ -136,7 +136,7 @@ impl UdpClient {
             .chain(none.then_some("/"))
     }
 
-    /// The client's words: `None` for a word that is not one, else whether the value was
+    /// The fetcher's words: `None` for a word that is not one, else whether the value was
     /// taken.
     pub fn set(&mut self, k: &str, v: &str) -> Option<bool> {
         let ok = match k {
@@ -280,7 +280,7 @@ pub fn parse<'a>(line: &'a str, complain: impl FnMut(Complaint<'a>)) -> Settings
 
 /// Parses `line` over `base` (later words win): each `key=value` goes to the table's
 /// option of that word, else to the bare machine's own ([`Settings::set_boot`]), else
-/// the client's ([`UdpClient::set`]). A leading word that is a path (GRUB may pass the
+/// the fetcher's ([`UdpFetcher::set`]). A leading word that is a path (GRUB may pass the
 /// kernel's file name first) is skipped quietly.
 pub fn parse_over<'a>(
     base: Settings,
@@ -327,7 +327,7 @@ impl Default for Settings {
             offload: true,
             mmio: [(0, 0); MAX_MMIO],
             n_mmio: 0,
-            client: UdpClient::default(),
+            client: UdpFetcher::default(),
         }
     }
 }

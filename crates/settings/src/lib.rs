@@ -298,20 +298,33 @@ pub(crate) fn addr(s: &str) -> Option<Ipv4Address> {
     s.parse::<Ipv4Addr>().ok().map(|a| Ipv4Address(a.octets()))
 }
 
-/// `A.B.C.D/N`, or `A.B.C.D` with the prefix `bare`.
-fn network(s: &str, bare: u8) -> Option<(Ipv4Address, u8)> {
+/// The part of an `A.B.C.D/N` value that [`network`] refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadNetwork<'a> {
+    /// The address, `A.B.C.D`.
+    Addr(&'a str),
+    /// The prefix length after the `/`.
+    Prefix(&'a str),
+}
+
+/// `A.B.C.D/N` (`N` one or two digits, at most 32), or `A.B.C.D` with the prefix `bare`:
+/// every address-and-prefix value of the kernel's words and the command line.
+pub fn network(s: &str, bare: u8) -> Result<(Ipv4Address, u8), BadNetwork<'_>> {
     let (ip, len) = match s.split_once('/') {
         Some((ip, len)) => (ip, Some(len)),
         None => (s, None),
     };
+    let ip = addr(ip).ok_or(BadNetwork::Addr(ip))?;
     let prefix = match len {
         None => bare,
-        Some(l) if !l.is_empty() && l.len() <= 2 && l.bytes().all(|b| b.is_ascii_digit()) => {
-            l.parse::<u8>().ok().filter(|n| *n <= 32)?
-        }
-        Some(_) => return None,
+        Some(l) if !l.is_empty() && l.len() <= 2 && l.bytes().all(|b| b.is_ascii_digit()) => l
+            .parse::<u8>()
+            .ok()
+            .filter(|n| *n <= 32)
+            .ok_or(BadNetwork::Prefix(l))?,
+        Some(l) => return Err(BadNetwork::Prefix(l)),
     };
-    Some((addr(ip)?, prefix))
+    Ok((ip, prefix))
 }
 
 /// A decimal number from `min` to `max` (`why` otherwise).
@@ -445,7 +458,7 @@ pub static OPTIONS: [Opt; 26] = [
                 return Ok(());
             }
             let (ip, prefix) = network(v, 24)
-                .ok_or("expected A.B.C.D/N (N from 0 to 32; /24 if left out) or dhcp")?;
+                .map_err(|_| "expected A.B.C.D/N (N from 0 to 32; /24 if left out) or dhcp")?;
             (s.ip, s.prefix, s.dhcp) = (ip, prefix, false);
             Ok(())
         },
@@ -609,7 +622,8 @@ pub static OPTIONS: [Opt; 26] = [
                allow`; everyone]"
         ),
         set: |s, v| {
-            let n = network(v, 32).ok_or("expected A.B.C.D/N (N from 0 to 32) or one address")?;
+            let n =
+                network(v, 32).map_err(|_| "expected A.B.C.D/N (N from 0 to 32) or one address")?;
             s.stats_allow = Some(n);
             Ok(())
         },

@@ -21,7 +21,7 @@ use crate::http::{self, Request};
 use crate::nic::NicCounters;
 use crate::resource::{Body, Found, Lookup, Resource};
 use crate::server::{DynamicPage, Server};
-use crate::stats::{CoreTimes, Stats, Stay, STATS_FIELDS, STAY_BUCKETS};
+use crate::stats::{CoreTimes, Stats, Stay, STATS_FIELDS, STAT_NAMES, STAY_BUCKETS};
 
 use super::pages::{self, PageSettings};
 use crate::stats::platform::PlatformCounters;
@@ -517,7 +517,7 @@ fn write_row(w: &mut SliceWriter<'_>, words: &[u64; WORDS]) -> fmt::Result {
          \"send_ns\":{send},\"lock_ns\":{lock},\"main_ns\":{main},\"sleep_ns\":{sleep},\
          \"busy_polls\":{},\"idle_polls\":{},\"sleeps\":{},\"wakes\":{{\"device\":{},\
          \"timer\":{},\"core\":{}}},",
-        words[stat_index("http_requests")],
+        stat_index("http_requests").map_or(0, |i| words[i]),
         words[AT_TIMES + 2],
         words[AT_RUN + 1],
         sl[0],
@@ -703,24 +703,15 @@ pub fn total_requests(board: &Board) -> u64 {
         .sum()
 }
 
-/// Index of a `Stats` field in a row (past the counters, i.e. reading 0-free padding, if
-/// the name is unknown: callers pass names of existing fields).
-fn stat_index(name: &str) -> usize {
-    Stats::default()
-        .fields()
-        .iter()
-        .position(|(n, _)| *n == name)
-        .unwrap_or(WORDS - 1)
+/// Index of a `Stats` field in a row: its place in [`STAT_NAMES`] (`None` if unknown).
+fn stat_index(name: &str) -> Option<usize> {
+    STAT_NAMES.iter().position(|n| *n == name)
 }
 
 impl Snapshot {
     /// The value of a `Stats` field by name (0 if unknown).
     pub fn stat(&self, name: &str) -> u64 {
-        Stats::default()
-            .fields()
-            .iter()
-            .position(|(n, _)| *n == name)
-            .map_or(0, |i| self.words[i])
+        stat_index(name).map_or(0, |i| self.words[i])
     }
 
     /// The value of a queue-pair counter (`NicCounters` field, as named in the JSON's

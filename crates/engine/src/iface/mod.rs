@@ -6,7 +6,7 @@
 //!   parsed into a [`TcpRepr`](crate::wire::tcp::ParsedRepr)) or for a closed one, a UDP
 //!   datagram for the stateless protocol's port, or a drop with its reason;
 //!   [`ingress_offloaded`] skips the TCP checksum of a frame the device vouched for (the
-//!   bare client's TAP with receive offloads). Also [`admissible_syn`]: the one rule for which segment may
+//!   bare load generator's TAP with receive offloads). Also [`admissible_syn`]: the one rule for which segment may
 //!   open a connection, used by the server's LISTEN and by network-core dispatch.
 //! - [`egress`](mod@egress): frames out: ARP reply, ICMP echo reply, TCP segments (header + head bytes
 //!   copied + body borrowed from the site image, checksum from the stored block sums, or
@@ -19,7 +19,7 @@ pub mod ingress;
 pub use egress::{Egress, Sent};
 pub use ingress::{admissible_syn, classified, ingress, ingress_offloaded, Drop, Ingress};
 
-use crate::wire::{EthernetAddress, Ipv4Address};
+use crate::wire::{ArpOperation, ArpPacket, ArpRepr, EthernetAddress, Ipv4Address};
 
 /// The server's addresses on its link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,13 +108,13 @@ impl Vips {
     }
 }
 
-/// A client's place on its link and the server it talks to: what the engine's two load
-/// clients (TCP, `crate::client`; the stateless protocol's, `crate::udp::bare`) share.
+/// A fetcher's place on its link and the server it talks to: what the engine's two
+/// fetchers (TCP, `crate::fetch`; the stateless protocol's, `crate::udp::bare`) share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClientLink {
-    /// The client's MAC (its NIC's).
+pub struct FetchLink {
+    /// The fetcher's MAC (its NIC's).
     pub mac: EthernetAddress,
-    /// The client's address.
+    /// The fetcher's address.
     pub ip: Ipv4Address,
     /// Prefix length of the link.
     pub prefix_len: u8,
@@ -126,8 +126,8 @@ pub struct ClientLink {
     pub port: u16,
 }
 
-impl ClientLink {
-    /// The interface the client sends from (it serves no port).
+impl FetchLink {
+    /// The interface the fetcher sends from (it serves no port).
     pub fn interface(&self) -> Interface {
         Interface {
             mac: self.mac,
@@ -140,12 +140,93 @@ impl ClientLink {
         }
     }
 
-    /// Where the client's frames go, and whom it asks ARP for: the server, or the router
+    /// Where the fetcher's frames go, and whom it asks ARP for: the server, or the router
     /// for a server off the link.
     pub fn next_hop(&self) -> Ipv4Address {
         match self.gateway {
             Some(g) if !self.server.in_subnet(self.ip, self.prefix_len) => g,
             _ => self.server,
         }
+    }
+
+    /// What an ARP packet (`payload`, past the Ethernet header) tells a fetcher on this
+    /// link: the next hop's MAC if it is the next hop's reply, the request to answer if it
+    /// asks for our address; `None` if it does not parse.
+    pub fn hear_arp(&self, payload: &[u8]) -> Option<ArpHeard> {
+        let r = ArpRepr::parse(&ArpPacket::new_checked(payload).ok()?).ok()?;
+        let is = |op| r.operation == op;
+        Some(ArpHeard {
+            next_hop_mac: (is(ArpOperation::Reply) && r.source_protocol_addr == self.next_hop())
+                .then_some(r.source_hardware_addr),
+            request: (is(ArpOperation::Request) && r.target_protocol_addr == self.ip).then_some(r),
+        })
+    }
+}
+
+/// What [`FetchLink::hear_arp`] found in an ARP packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArpHeard {
+    /// The next hop's MAC, from its reply.
+    pub next_hop_mac: Option<EthernetAddress>,
+    /// A request for our address, to answer (`Egress::arp_reply`).
+    pub request: Option<ArpRepr>,
+}
+
+#[cfg(test)]
+mod fetch_link_tests {
+    use super::*;
+    use crate::wire::arp::BUFFER_LEN;
+
+    const ROUTER: Ipv4Address = Ipv4Address([10, 0, 0, 1]);
+    const PEER_MAC: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 9]);
+
+    fn link() -> FetchLink {
+        FetchLink {
+            mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
+            ip: Ipv4Address([10, 0, 0, 2]),
+            prefix_len: 24,
+            gateway: Some(ROUTER),
+            server: Ipv4Address([192, 0, 2, 7]),
+            port: 80,
+        }
+    }
+
+    fn arp(operation: ArpOperation, from: Ipv4Address, to: Ipv4Address) -> [u8; BUFFER_LEN] {
+        let mut b = [0u8; BUFFER_LEN];
+        ArpRepr {
+            operation,
+            source_hardware_addr: PEER_MAC,
+            source_protocol_addr: from,
+            target_hardware_addr: EthernetAddress([0; 6]),
+            target_protocol_addr: to,
+        }
+        .emit(&mut ArpPacket::new_unchecked(&mut b[..]));
+        b
+    }
+
+    #[test]
+    fn a_fetcher_learns_its_next_hop_and_answers_for_its_address() {
+        let l = link();
+        // The server is off the link: the router is the next hop, and its reply counts.
+        let h = l.hear_arp(&arp(ArpOperation::Reply, ROUTER, l.ip)).unwrap();
+        assert_eq!((h.next_hop_mac, h.request), (Some(PEER_MAC), None));
+        // A reply from anyone else teaches nothing.
+        let h = l
+            .hear_arp(&arp(ArpOperation::Reply, l.server, l.ip))
+            .unwrap();
+        assert_eq!((h.next_hop_mac, h.request), (None, None));
+        // A request for our address is to be answered; one for another is not.
+        let h = l
+            .hear_arp(&arp(ArpOperation::Request, ROUTER, l.ip))
+            .unwrap();
+        assert_eq!(h.next_hop_mac, None);
+        assert_eq!(h.request.map(|r| r.source_hardware_addr), Some(PEER_MAC));
+        let other = Ipv4Address([10, 0, 0, 3]);
+        let h = l
+            .hear_arp(&arp(ArpOperation::Request, ROUTER, other))
+            .unwrap();
+        assert_eq!(h.request, None);
+        // What does not parse is said so.
+        assert_eq!(l.hear_arp(&[0u8; 10]), None);
     }
 }

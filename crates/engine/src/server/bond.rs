@@ -214,10 +214,7 @@ impl<L: Lookup<'static>> Server<L> {
                 self.retransmit_una(id, tx);
                 match tail {
                     Some(seg) => {
-                        if self.emit(id, &seg, tx) {
-                            let now = self.now_ns;
-                            self.conns[id as usize].tcp.on_sent(&seg, now);
-                        }
+                        self.send_once(id, &seg, tx);
                     }
                     None => self.retransmit_una(id, tx),
                 }

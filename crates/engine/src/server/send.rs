@@ -7,11 +7,13 @@ use super::drain::Phase;
 use super::{AccessLog, AccessRecord, Server, DYN_MAX};
 use crate::http::conn::{Sending, NO_DYN};
 use crate::http::{self, Parse, Status};
-use crate::iface::egress::{self, TSO_HEAD_MAX};
+use crate::iface::egress::TSO_HEAD_MAX;
 use crate::nic::TxRing;
 use crate::resource::Lookup;
+use crate::tcp::emit::{self, Sender};
 use crate::tcp::output::Segment;
 use crate::tcp::seq;
+use crate::tcp::Connection;
 use crate::wire::Ipv4Address;
 
 impl<L: Lookup<'static>> Server<L> {
@@ -47,9 +49,7 @@ impl<L: Lookup<'static>> Server<L> {
             t.tcp.close();
         }
         self.output(id, tx);
-        if self.conns[idx].tcp.ack_pending() {
-            self.send_ack(id, tx);
-        }
+        emit::ack_owed(&mut Out { s: self, tx }, id);
     }
 
     fn start_response<A: AccessLog>(&mut self, id: u32, log: &mut A) {
@@ -162,56 +162,34 @@ impl<L: Lookup<'static>> Server<L> {
         }
     }
 
-    /// Sends what the state machine allows now: holes the peer's SACKs show in recovery,
-    /// new data within the windows, the FIN on the last segment when the connection is
-    /// closing.
+    /// Sends what the state machine allows now (`tcp::emit::send`): holes the peer's SACKs
+    /// show in recovery, new data within the windows, the FIN on the last segment when the
+    /// connection is closing. A full ring puts the connection back on the run list.
     pub(super) fn output<T: TxRing>(&mut self, id: u32, tx: &mut T) {
-        let idx = id as usize;
-        loop {
-            let now = self.now_ns;
-            let t = &mut self.conns[idx];
-            // Head bytes are copied into the transmit slot, so an offloaded frame may carry
-            // only as many as the slot holds: while more remain (a dynamic response keeps
-            // its whole body there), segments are single.
-            let head_left = t.app.head_left(t.tcp.snd_nxt()) as usize;
-            let frame_max = if head_left <= TSO_HEAD_MAX {
-                self.tso_max
-            } else {
-                0
-            };
-            let Some(seg) = t.tcp.next_segment(now, frame_max) else {
-                break;
-            };
-            if !self.emit(id, &seg, tx) {
-                self.enqueue(id); // ring full: try again next round
-                break;
-            }
-            let t = &mut self.conns[idx].tcp;
-            if seg.seq != t.snd_nxt() {
-                self.stats.tcp_sack_retransmits += 1; // a hole (only recovery goes back)
-            }
-            t.on_sent(&seg, now);
-            if seg.fin {
-                break;
-            }
+        let now = self.now_ns;
+        let round = emit::send(&mut Out { s: self, tx }, id, now);
+        self.stats.tcp_sack_retransmits += u64::from(round.holes);
+        if round.blocked {
+            self.enqueue(id); // ring full: try again next round
         }
         self.note_timer(id);
     }
 
     /// Retransmits one segment at snd_una (fast retransmit, partial ACK).
     pub(super) fn retransmit_una<T: TxRing>(&mut self, id: u32, tx: &mut T) {
-        if let Some(seg) = self.conns[id as usize].tcp.retransmit_segment() {
-            if self.emit(id, &seg, tx) {
-                let now = self.now_ns;
-                self.conns[id as usize].tcp.on_sent(&seg, now);
-            }
-        }
+        let now = self.now_ns;
+        emit::retransmit_una(&mut Out { s: self, tx }, id, now);
         self.note_timer(id);
     }
 
+    /// Sends `seg` (a probe) and marks it sent; returns whether it went.
+    pub(super) fn send_once<T: TxRing>(&mut self, id: u32, seg: &Segment, tx: &mut T) -> bool {
+        let now = self.now_ns;
+        emit::once(&mut Out { s: self, tx }, id, seg, now)
+    }
+
     pub(super) fn send_ack<T: TxRing>(&mut self, id: u32, tx: &mut T) {
-        let seg = self.conns[id as usize].tcp.ack_segment();
-        self.emit(id, &seg, tx);
+        emit::ack(&mut Out { s: self, tx }, id);
     }
 
     pub(super) fn send_syn_ack<T: TxRing>(&mut self, id: u32, tx: &mut T) {
@@ -266,11 +244,43 @@ impl<L: Lookup<'static>> Server<L> {
         let local = self.conns[id as usize].app.local;
         self.sync_egress(local);
         let t = &self.conns[id as usize];
-        let repr = egress::reset(self.cfg.port, t.peer.port, seq_number, None);
+        let repr = t.reset((self.cfg.port, t.peer.port), seq_number);
         let (mac, ip) = (t.peer_mac, Ipv4Address(t.peer.ip));
         let eg = Self::egress_of(&self.egress, &self.vip_egress, local);
         let sent = eg.tcp_bare(tx, mac, ip, &repr);
         self.count_sent(sent);
         self.stats.tcp_rst_sent += 1;
+    }
+}
+
+/// The server and its transmit ring as `tcp::emit` sees them: segments built by
+/// [`Server::emit`].
+struct Out<'a, L: Lookup<'static>, T> {
+    s: &'a mut Server<L>,
+    tx: &'a mut T,
+}
+
+impl<L: Lookup<'static>, T: TxRing> Sender for Out<'_, L, T> {
+    #[inline]
+    fn conn(&mut self, id: u32) -> &mut Connection {
+        &mut self.s.conns[id as usize].tcp
+    }
+
+    /// Head bytes are copied into the transmit slot, so an offloaded frame may carry only
+    /// as many as the slot holds: while more remain (a dynamic response keeps its whole
+    /// body there), segments are single.
+    #[inline]
+    fn frame_max(&mut self, id: u32) -> u32 {
+        let t = &self.s.conns[id as usize];
+        if t.app.head_left(t.tcp.snd_nxt()) as usize <= TSO_HEAD_MAX {
+            self.s.tso_max
+        } else {
+            0
+        }
+    }
+
+    #[inline]
+    fn emit(&mut self, id: u32, seg: &Segment) -> bool {
+        self.s.emit(id, seg, self.tx)
     }
 }

@@ -72,14 +72,12 @@ impl<L: Lookup<'static>, T: TxRing, A: AccessLog> Timed for Scan<'_, L, T, A> {
                 s.output(id, tx);
             }
             TimerAction::LossProbe(seg) => {
-                if s.emit(id, &seg, tx) {
-                    s.conns[id as usize].tcp.on_sent(&seg, s.now_ns);
+                if s.send_once(id, &seg, tx) {
                     s.stats.tcp_loss_probes += 1;
                 }
             }
             TimerAction::Probe(seg) => {
-                if s.emit(id, &seg, tx) {
-                    s.conns[id as usize].tcp.on_sent(&seg, s.now_ns);
+                if s.send_once(id, &seg, tx) {
                     s.stats.tcp_window_probes += 1;
                 }
             }

@@ -31,7 +31,7 @@
 //! keep a 4-tuple from coming back before the peer's TIME-WAIT for it is over, or rely on
 //! the peer accepting a SYN in TIME-WAIT whose ISN is above the old connection's (RFC 1122
 //! §4.2.2.13, as Linux does): RFC 6528 ISNs grow with time for a given 4-tuple, so it
-//! does. The engine's client (`crate::client`) does both: its ports come from a FIFO
+//! does. The engine's client (`crate::fetch`) does both: its ports come from a FIFO
 //! free-list, so a port is used again only after every other port was.
 
 use super::congestion::{Algorithm, Congestion};

@@ -1,13 +1,15 @@
 //! TCP, integrated with HTTP the way the scheduling paper describes, as a state machine of its own.
 //!
-//! - [`active`]: the active open (the engine's client): SYN-SENT, the SYN and its
+//! - [`active`]: the active open (the engine's fetcher): SYN-SENT, the SYN and its
 //!   retransmission, the SYN-ACK's options, simultaneous open;
 //! - [`conn`]: one connection ([`Connection`]): RFC 9293's states, the sequence variables
 //!   and the input function (a segment in, an [`Outcome`] out), whose ACK step (the
 //!   handshake's completion, RTT samples, SACK, loss detection, the window update) is in
 //!   [`ack`];
 //! - [`output`]: what the connection sends next ([`Segment`]s within the windows, the FIN,
-//!   retransmissions) and what its timer asks ([`TimerAction`]);
+//!   retransmissions) and what its timer asks ([`TimerAction`]); [`emit`]: the send loop
+//!   every owner of a table runs (next segment, post it, mark it sent), with the owner's
+//!   frame building behind [`emit::Sender`];
 //! - [`state`], [`timer`], [`rtt`] (RFC 6298), [`sack`] (the scoreboard), [`congestion`]
 //!   (the loss-recovery state, CUBIC and PRR) and [`bbr`] (BBR v1), fed by [`rate`]
 //!   (delivery-rate samples); `pacing.rs`: the pacing clock and the per-ACK model update;
@@ -18,7 +20,7 @@
 //!   arithmetic), [`isn`] (RFC 6528), [`syncookie`] (RFC 4987).
 //!
 //! Nothing here builds a frame, owns a buffer or knows HTTP: `iface` parses and builds
-//! frames, `server` and `client` apply outcomes, `http::conn` owns the request and the
+//! frames, `server` and `fetch` apply outcomes, `http::conn` owns the request and the
 //! response.
 //! Correct per RFC 9293, with RFC 6298 retransmission timing, RFC 5681/6582 NewReno,
 //! RFC 5961 challenge ACKs and RFC 6528 initial sequence numbers.
@@ -30,6 +32,7 @@ pub mod active;
 pub mod bbr;
 pub mod congestion;
 pub mod conn;
+pub mod emit;
 pub mod isn;
 pub mod output;
 mod pacing;

@@ -16,7 +16,7 @@
 //!   (`http::conn`); admission (the per-address limit, SYN cookies, the half-open
 //!   backlog, eviction) is the server's, and decides whether a SYN or a cookie's ACK gets
 //!   a TCB here at all;
-//! - the HTTP client (`client`) is a `Table<FetchConn>`: the fetch running on the
+//! - the HTTP fetcher (`fetch`) is a `Table<FetchConn>`: the fetch running on the
 //!   connection (its slot and request), keyed by its local port.
 //!
 //! # A third application: HTTPS
@@ -49,7 +49,8 @@ use super::conn::Connection;
 use super::output::{Segment, TimerAction};
 use super::port_table::{Links, Peer, PortTable, NONE};
 pub use super::tcb::{App, Tcb};
-use crate::iface::egress::TcpOut;
+use crate::iface::egress::{self, TcpOut};
+use crate::wire::tcp as wtcp;
 use crate::wire::{EthernetAddress, Ipv4Address};
 
 impl<A> Links for [Tcb<A>] {
@@ -291,6 +292,16 @@ impl<A> Tcb<A> {
             },
             tso_mss: (seg.len > mss).then_some(mss as u16),
         }
+    }
+
+    /// The RST of this connection at sequence number `seq` (from port `ports.0` to the
+    /// peer's `ports.1`), for [`Egress::tcp_bare`]: every owner's reset of a connection it
+    /// holds (a timer's abort, an unacceptable segment, the end of a run).
+    ///
+    /// [`Egress::tcp_bare`]: crate::iface::Egress::tcp_bare
+    #[inline]
+    pub fn reset(&self, ports: (u16, u16), seq: u32) -> wtcp::Repr {
+        egress::reset(ports.0, ports.1, seq, None)
     }
 }
 

@@ -1,7 +1,7 @@
-//! The bare client (the UDP paper §4.2.3: "the bare UDP client"): the load generator of
+//! The bare fetcher (the UDP paper §4.2.3: "the bare UDP client"): the load generator of
 //! [`super::load`] speaking the protocol with the engine's own frames over a [`Nic`], with
 //! no operating system in its path. The host runs it on a TAP of its own (`bareweb load
-//! --udp --tap`), the kernel boots into it (`client=udp`); both call [`BareClient::poll`]
+//! --udp --tap`), the kernel boots into it (`client=udp`); both call [`BareFetcher::poll`]
 //! in a loop.
 //!
 //! It owns an address on the link and little else: it resolves the server's (or the
@@ -10,28 +10,28 @@
 //! paper) from a table of all 65,536 ports allocated at start, and builds each GET in a
 //! transmit slot. Datagrams from the server's port to ours are checked (IPv4 header
 //! checksum and UDP checksum) and handed to the request's transfer. Nothing allocates
-//! after [`BareClient::new`].
+//! after [`BareFetcher::new`].
 
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::client::Sink;
+use super::fetch::Sink;
 use super::load::{Config, Load, Outcome};
 use super::wire::{write_request, Start, MAX_REQUEST, PAD_TO};
 use crate::iface::egress::{self, Egress};
-use crate::iface::ClientLink;
+use crate::iface::FetchLink;
 use crate::nic::{Nic, RxFrame, RxRing, TxRing};
 use crate::wire::{
-    ethernet, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame,
-    IpProtocol, Ipv4Address, Ipv4Packet, UdpPacket,
+    ethernet, EtherType, EthernetAddress, EthernetFrame, IpProtocol, Ipv4Address, Ipv4Packet,
+    UdpPacket,
 };
 
-/// Where the client is and what it asks for.
+/// Where the fetcher is and what it asks for.
 #[derive(Debug, Clone)]
 pub struct BareConfig {
-    /// The client's place on its link and the server (its UDP port).
-    pub link: ClientLink,
+    /// The fetcher's place on its link and the server (its UDP port).
+    pub link: FetchLink,
     /// The `Host` field.
     pub host: String,
     /// Paths, fetched round robin.
@@ -42,12 +42,12 @@ pub struct BareConfig {
     pub pad: bool,
 }
 
-/// Source ports the client uses (a fresh one per request).
+/// Source ports the fetcher uses (a fresh one per request).
 const PORT_FIRST: u16 = 1024;
 const ARP_EVERY_NS: u64 = 200_000_000;
 const RX_BURST: usize = 32;
 
-/// Counters of the client's own frames (besides the load's).
+/// Counters of the fetcher's own frames (besides the load's).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FrameCounts {
     /// Frames received.
@@ -78,8 +78,8 @@ impl Sink for Status {
     fn data(&mut self, _: u64, _: &[u8]) {}
 }
 
-/// The client.
-pub struct BareClient {
+/// The fetcher.
+pub struct BareFetcher {
     cfg: BareConfig,
     egress: Egress,
     /// The next hop's MAC, once ARP answered.
@@ -99,11 +99,11 @@ pub struct BareClient {
     req: Vec<u8>,
 }
 
-impl BareClient {
-    /// A client; allocates its tables now.
-    pub fn new(cfg: BareConfig) -> BareClient {
+impl BareFetcher {
+    /// A fetcher; allocates its tables now.
+    pub fn new(cfg: BareConfig) -> BareFetcher {
         let slots = cfg.load.slots.max(1);
-        BareClient {
+        BareFetcher {
             egress: Egress::new(&cfg.link.interface()),
             next_hop_mac: None,
             next_arp_ns: 0,
@@ -313,17 +313,14 @@ impl BareClient {
     }
 
     fn arp<T: TxRing>(&mut self, payload: &[u8], tx: &mut T) {
-        let Some(r) = ArpPacket::new_checked(payload)
-            .ok()
-            .and_then(|p| ArpRepr::parse(&p).ok())
-        else {
+        let Some(heard) = self.cfg.link.hear_arp(payload) else {
             self.frames.ignored += 1;
             return;
         };
-        if r.source_protocol_addr == self.next_hop() && r.operation == ArpOperation::Reply {
-            self.next_hop_mac = Some(r.source_hardware_addr);
+        if heard.next_hop_mac.is_some() {
+            self.next_hop_mac = heard.next_hop_mac;
         }
-        if r.operation == ArpOperation::Request && r.target_protocol_addr == self.cfg.link.ip {
+        if let Some(r) = heard.request {
             let sent = self.egress.arp_reply(tx, r.source_hardware_addr, &r);
             self.count(sent);
         }

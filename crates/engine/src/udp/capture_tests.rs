@@ -5,7 +5,7 @@
 
 use std::vec::Vec;
 
-use super::client::{Failure, Sink, Step, Timing, Transfer};
+use super::fetch::{Failure, Sink, Step, Timing, Transfer};
 use super::wire::{parse_request, ErrorCode, Header, Start, State, TokenField, UNIT};
 
 fn answers(bytes: &[u8]) -> Vec<&[u8]> {

@@ -11,7 +11,7 @@
 
 use alloc::vec::Vec;
 
-use super::client::{Failure, Sink, Step, Timing, Transfer};
+use super::fetch::{Failure, Sink, Step, Timing, Transfer};
 use super::wire::{Start, TOKEN_LEN};
 
 /// When requests start.

@@ -8,12 +8,12 @@
 //! - [`token`]: address-validation tokens (keyed MAC of the address and a period);
 //! - [`limit`]: the per-source rate limit (fixed table of token buckets);
 //! - [`ids`]: the request-id stack (the paper's "max parallel");
-//! - [`client`]: one transfer as a state machine (used by `bareweb get`, the load
-//!   generator and the bare client);
+//! - [`fetch`]: the fetching side of one transfer as a state machine (used by `bareweb
+//!   get`, the load generator and the bare fetcher);
 //! - [`load`]: the load generator's schedule (the paper's frequency and maxreq), slots and
-//!   counters, shared by the socket client and the bare client;
-//! - [`bare`]: the bare client: that load generator on the engine's own frames over a
-//!   `Nic` (a TAP of its own on the host, or the kernel booted as a client).
+//!   counters, shared by the socket load generator and the bare fetcher;
+//! - [`bare`]: the bare fetcher: that load generator on the engine's own frames over a
+//!   `Nic` (a TAP of its own on the host, or the kernel booted with `client=udp`).
 //!
 //! The server's glue (a datagram in, frames out) is `server::udp`; frames are built by
 //! `iface::egress::Egress::udp`, with the body borrowed from the site image and its
@@ -25,7 +25,7 @@ pub mod answer;
 pub mod bare;
 #[cfg(test)]
 mod capture_tests;
-pub mod client;
+pub mod fetch;
 #[cfg(any(test, feature = "alloc"))]
 pub mod ids;
 #[cfg(any(test, feature = "alloc"))]

@@ -199,7 +199,7 @@ impl Booted {
         if self.settings.client.on {
             // The UDP client on the first NIC.
             let first = opened.nics.into_iter().next().unwrap_or_default();
-            crate::client::run(&self.settings, self.clock, first);
+            crate::fetcher::run(&self.settings, self.clock, first);
         }
         if self.settings.dhcp {
             self.acquire_address(&mut opened);

@@ -2,10 +2,11 @@
 //! what their responses must carry, the mode and bounds ([`LoadConfig`]), and the
 //! [`Progress`] shown while it runs.
 
-use std::net::{SocketAddrV4, ToSocketAddrs};
+use std::net::SocketAddrV4;
 use std::time::Duration;
 
 use crate::surge::SurgeParams;
+use crate::url::{split, Scheme};
 
 /// Where the server is.
 #[derive(Clone, Debug)]
@@ -102,44 +103,16 @@ impl LoadConfig {
     }
 }
 
-/// Splits `http://host[:port]/path` into a target and a path.
+/// Splits `http://host[:port]/path` (port 80 by default) into a target and a path.
 pub fn parse_url(url: &str) -> Result<(Target, String), String> {
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| format!("{url:?}: only http:// URLs are supported"))?;
-    let (hostport, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
+    let scheme = Scheme {
+        prefix: "http://",
+        other: "only http:// URLs are supported",
+        default_port: 80,
+        min_port: 0,
     };
-    if hostport.is_empty() {
-        return Err(format!("{url:?}: no host"));
-    }
-    let (host, port) = match hostport.rsplit_once(':') {
-        Some((h, p)) => (
-            h,
-            p.parse::<u16>()
-                .map_err(|_| format!("{url:?}: bad port {p:?}"))?,
-        ),
-        None => (hostport, 80),
-    };
-    let addr = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| format!("{url:?}: cannot resolve {host:?}: {e}"))?
-        .find_map(|a| match a {
-            std::net::SocketAddr::V4(v4) => Some(v4),
-            _ => None,
-        })
-        .ok_or_else(|| format!("{url:?}: {host:?} has no IPv4 address"))?;
-    if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
-        return Err(format!("{url:?}: path has spaces or control characters"));
-    }
-    Ok((
-        Target {
-            addr,
-            host: hostport.to_string(),
-        },
-        path.to_string(),
-    ))
+    let (addr, host, path) = split(url, &scheme)?;
+    Ok((Target { addr, host }, path))
 }
 
 /// Progress shown while a run goes on.

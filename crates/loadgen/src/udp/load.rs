@@ -9,7 +9,7 @@
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
-use bareweb_engine::udp::client::Sink;
+use bareweb_engine::udp::fetch::Sink;
 use bareweb_engine::udp::load::{Config, Load, Outcome};
 use bareweb_engine::udp::wire::{write_request, Start, MAX_REQUEST, PAD_TO};
 

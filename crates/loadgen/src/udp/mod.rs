@@ -1,16 +1,17 @@
 //! Clients of the UDP paper's stateless protocol over ordinary sockets (any Linux host):
 //! [`fetch`], one file as `bareweb get bwudp://…` does it, and the load generator of
-//! `bareweb load --udp` ([`load`], reported by [`report`]). Both drive the engine's client state machine
-//! (`bareweb_engine::udp::client::Transfer`), which owns every protocol decision; this
+//! `bareweb load --udp` ([`load`], reported by [`report`]). Both drive the engine's fetcher state machine
+//! (`bareweb_engine::udp::fetch::Transfer`), which owns every protocol decision; this
 //! module only moves datagrams and keeps time.
 
 pub mod load;
 pub mod report;
 
-use std::net::{SocketAddrV4, ToSocketAddrs, UdpSocket};
+use std::net::{SocketAddrV4, UdpSocket};
 use std::time::{Duration, Instant};
 
-use bareweb_engine::udp::client::{Counts, Failure, Sink, Step, Timing, Transfer};
+use crate::url::{split, Scheme};
+use bareweb_engine::udp::fetch::{Counts, Failure, Sink, Step, Timing, Transfer};
 use bareweb_engine::udp::wire::{write_request, Start, DEFAULT_PORT, MAX_REQUEST, PAD_TO};
 
 /// Where a `bwudp://` URL points.
@@ -24,44 +25,14 @@ pub struct UdpTarget {
 
 /// Splits `bwudp://host[:port]/path` (port 80 by default) into a target and a path.
 pub fn parse_url(url: &str) -> Result<(UdpTarget, String), String> {
-    let rest = url
-        .strip_prefix("bwudp://")
-        .ok_or_else(|| format!("{url:?}: not a bwudp:// URL"))?;
-    let (hostport, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
+    let scheme = Scheme {
+        prefix: "bwudp://",
+        other: "not a bwudp:// URL",
+        default_port: DEFAULT_PORT,
+        min_port: 1,
     };
-    if hostport.is_empty() {
-        return Err(format!("{url:?}: no host"));
-    }
-    let (host, port) = match hostport.rsplit_once(':') {
-        Some((h, p)) => (
-            h,
-            p.parse::<u16>()
-                .ok()
-                .filter(|&p| p != 0)
-                .ok_or_else(|| format!("{url:?}: bad port {p:?}"))?,
-        ),
-        None => (hostport, DEFAULT_PORT),
-    };
-    let addr = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| format!("{url:?}: cannot resolve {host:?}: {e}"))?
-        .find_map(|a| match a {
-            std::net::SocketAddr::V4(v4) => Some(v4),
-            _ => None,
-        })
-        .ok_or_else(|| format!("{url:?}: {host:?} has no IPv4 address"))?;
-    if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
-        return Err(format!("{url:?}: path has spaces or control characters"));
-    }
-    Ok((
-        UdpTarget {
-            addr,
-            host: hostport.to_string(),
-        },
-        path.to_string(),
-    ))
+    let (addr, host, path) = split(url, &scheme)?;
+    Ok((UdpTarget { addr, host }, path))
 }
 
 /// A fetched file.

@@ -198,8 +198,8 @@ fn reader_never_sees_a_torn_row() {
         let mut words = [0u64; WORDS];
         if b.rows[0].read(&mut words) {
             assert_eq!(
-                words[stat_index("http_requests")],
-                words[stat_index("rx_frames")]
+                words[stat_index("http_requests").unwrap()],
+                words[stat_index("rx_frames").unwrap()]
             );
             consistent += 1;
         }

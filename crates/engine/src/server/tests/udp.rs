@@ -3,7 +3,7 @@
 //! duplication, reordering and corruption; the bounds.
 
 use super::*;
-use crate::udp::client::{Counts, Sink, Step, Timing, Transfer};
+use crate::udp::fetch::{Counts, Sink, Step, Timing, Transfer};
 use crate::udp::wire::{
     self, write_request, Header, Start, State, FLAG_BOUNDED, HEADER_LEN, PAD_TO, TOKEN_LEN, UNIT,
 };

@@ -1,6 +1,6 @@
 //! A 1 MiB download between two of our own connections, state machine to state machine:
 //! the client (active open, offering the window scale its receive window needs, as
-//! `crate::client` does with `Config::rx_window`) and the server (passive open, frames of
+//! `crate::fetch` does with `Config::rx_window`) and the server (passive open, frames of
 //! up to `TSO_LIMIT` bytes, as on its TAP). The client takes every frame of a burst and
 //! then acknowledges once (a stretch ACK, as a receiver that reads a burst of
 //! super-frames before it answers sends). Each round is one burst and its ACK: the round
@@ -13,7 +13,7 @@
 //! stretch ACK of a whole burst doubles the server's window in slow start.
 
 use super::*;
-use crate::client::window_shift;
+use crate::fetch::window_shift;
 use crate::iface::egress::TSO_LIMIT;
 use crate::wire::tcp::{Repr, SackBlocks};
 

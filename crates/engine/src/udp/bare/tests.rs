@@ -9,7 +9,7 @@ use crate::fake::{FakeNic, FakeQueues, FaultInjector, Faults};
 use crate::nic::Clock;
 use crate::resource::{block_sums_into, Body, Found, Lookup, Resource};
 use crate::server::{Config as ServerConfig, NoLog, Server};
-use crate::udp::client::Timing;
+use crate::udp::fetch::Timing;
 use crate::udp::load::Schedule;
 
 const SERVER_MAC: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 2]);
@@ -59,9 +59,9 @@ impl Clock for Manual {
     }
 }
 
-fn client(paths: &[&str], schedule: Schedule, slots: usize, requests: u64) -> BareClient {
-    BareClient::new(BareConfig {
-        link: ClientLink {
+fn client(paths: &[&str], schedule: Schedule, slots: usize, requests: u64) -> BareFetcher {
+    BareFetcher::new(BareConfig {
+        link: FetchLink {
             mac: CLIENT_MAC,
             ip: CLIENT_IP,
             prefix_len: 24,
@@ -96,7 +96,7 @@ fn server(paper: bool) -> Server<Files> {
 /// Runs client and server against each other until the client finishes (or 20 s of
 /// simulated time): `wire(client_out, server_out)` carries the frames.
 fn run(
-    c: &mut BareClient,
+    c: &mut BareFetcher,
     s: &mut Server<Files>,
     mut moved: impl FnMut(&mut FakeNic, &mut FakeNic, u64),
 ) -> u64 {

@@ -1,4 +1,4 @@
-//! The client against the engine's own server over the in-memory wire: fetches with a
+//! The fetcher against the engine's own server over the in-memory wire: fetches with a
 //! connection each and kept alive, bodies compared byte for byte, a 256 KiB body, many
 //! slots at once, and the failures (refused, no answer, reset mid-response).
 
@@ -27,7 +27,7 @@ impl Clock for At {
     }
 }
 
-/// Collects what the client reports.
+/// Collects what the fetcher reports.
 #[derive(Default)]
 struct Record {
     bodies: Vec<Vec<u8>>,
@@ -60,7 +60,7 @@ impl Handler for Record {
 struct Pair {
     wire: Wire,
     server: Server<MemSite>,
-    client: Client,
+    fetcher: Fetcher,
     rec: Record,
     now: u64,
     site: MemSite,
@@ -81,15 +81,15 @@ fn site() -> MemSite {
 
 impl Pair {
     fn new(slots: usize, port: u16) -> Pair {
-        let mut cfg = ClientConfig::new(CLIENT_MAC, CLIENT_IP, 24, SERVER_IP, port, slots);
+        let mut cfg = FetchConfig::new(CLIENT_MAC, CLIENT_IP, 24, SERVER_IP, port, slots);
         cfg.ports = (40_000, 40_015);
-        let mut client = Client::new(cfg);
-        client.set_next_hop_mac(SERVER_MAC);
+        let mut fetcher = Fetcher::new(cfg);
+        fetcher.set_next_hop_mac(SERVER_MAC);
         let scfg = ServerConfig::new(SERVER_IP, 24, [7; 16]);
         Pair {
             wire: Wire::new(SERVER_MAC, CLIENT_MAC, 4096),
             server: Server::new(scfg, site(), SERVER_MAC),
-            client,
+            fetcher,
             rec: Record {
                 bodies: vec![Vec::new(); slots],
                 ends: Vec::new(),
@@ -102,10 +102,12 @@ impl Pair {
     }
 
     fn get(&mut self, slot: u32, path: &str, close: bool) {
-        let n = http::write_get(self.client.request_buf(slot), "t", path, close).unwrap();
+        let n = http::write_get(self.fetcher.request_buf(slot), "t", path, close).unwrap();
         self.rec.bodies[slot as usize].clear();
         let tx = &mut self.wire.b.tx;
-        assert!(self.client.get(slot, n, close, self.now, tx, &mut self.rec));
+        assert!(self
+            .fetcher
+            .get(slot, n, close, self.now, tx, &mut self.rec));
     }
 
     /// One round of both engines, 10 µs on, and the wire carried: for a test that stops
@@ -114,7 +116,7 @@ impl Pair {
         self.now += 10_000;
         self.server
             .poll(&mut self.wire.a, &At(self.now), &mut NoLog);
-        self.client.poll(&mut self.wire.b, self.now, &mut self.rec);
+        self.fetcher.poll(&mut self.wire.b, self.now, &mut self.rec);
         self.wire.carry();
     }
 
@@ -126,7 +128,7 @@ impl Pair {
                 self.server
                     .poll(&mut self.wire.a, &At(self.now), &mut NoLog);
             }
-            self.client.poll(&mut self.wire.b, self.now, &mut self.rec);
+            self.fetcher.poll(&mut self.wire.b, self.now, &mut self.rec);
             if !self.serving {
                 self.wire.a.rx.clear();
             }
@@ -147,7 +149,7 @@ impl Pair {
     }
 }
 
-use super::Config as ClientConfig;
+use super::Config as FetchConfig;
 
 #[test]
 fn a_fetch_per_connection_gets_the_body_and_frees_everything() {
@@ -167,14 +169,14 @@ fn a_fetch_per_connection_gets_the_body_and_frees_everything() {
             "fetch {i}"
         );
         assert_eq!(p.rec.bodies[0], b"<h1>hello</h1>\n");
-        assert_eq!(p.client.open_connections(), 0, "both FINs done, TCB freed");
+        assert_eq!(p.fetcher.open_connections(), 0, "both FINs done, TCB freed");
     }
     assert_eq!(p.rec.ends.len(), 40);
-    assert_eq!(p.client.counters.connections, 40);
-    assert_eq!(p.client.counters.retransmits, 0);
+    assert_eq!(p.fetcher.counters.connections, 40);
+    assert_eq!(p.fetcher.counters.retransmits, 0);
     assert_eq!(p.server.active(), 0);
     assert_eq!(
-        p.client.free_ports(),
+        p.fetcher.free_ports(),
         16,
         "every port back on the free-list"
     );
@@ -196,9 +198,9 @@ fn keep_alive_fetches_share_one_connection() {
         );
         assert!(p.rec.bodies[0] == want, "{path}: body differs");
     }
-    assert_eq!(p.client.counters.connections, 1);
-    assert_eq!(p.client.open_connections(), 1);
-    // The times a load client measures: connect once, then a first byte before each end.
+    assert_eq!(p.fetcher.counters.connections, 1);
+    assert_eq!(p.fetcher.open_connections(), 1);
+    // The times a load generator measures: connect once, then a first byte before each end.
     let kinds: Vec<&str> = p.rec.events.iter().map(|e| e.1).collect();
     assert_eq!(
         kinds,
@@ -222,8 +224,8 @@ fn keep_alive_fetches_share_one_connection() {
     // The last fetch closes it.
     p.get(0, "/index.html", true);
     p.run();
-    assert_eq!(p.client.open_connections(), 0);
-    assert_eq!(p.client.counters.connections, 1);
+    assert_eq!(p.fetcher.open_connections(), 0);
+    assert_eq!(p.fetcher.counters.connections, 1);
 }
 
 #[test]
@@ -248,7 +250,7 @@ fn many_slots_at_once_reuse_ports_fifo() {
         assert_eq!(done, 8 * (round + 1));
     }
     assert_eq!(p.rec.ends.len(), 80);
-    assert_eq!(p.client.counters.connections, 80);
+    assert_eq!(p.fetcher.counters.connections, 80);
 }
 
 #[test]
@@ -257,7 +259,7 @@ fn a_closed_port_refuses() {
     p.get(0, "/", true);
     p.run();
     assert_eq!(p.rec.ends, [(0, End::Failed(Failure::Refused))]);
-    assert_eq!(p.client.open_connections(), 0);
+    assert_eq!(p.fetcher.open_connections(), 0);
 }
 
 #[test]
@@ -269,8 +271,8 @@ fn no_server_no_answer_after_the_syn_retries() {
     assert!(p.rec.ends.is_empty(), "1 + 2 + 4 + 8 s not yet over");
     p.run_for(2 * 1_000_000_000);
     assert_eq!(p.rec.ends, [(0, End::Failed(Failure::NoAnswer))]);
-    assert_eq!(p.client.counters.retransmits, 3);
-    assert_eq!(p.client.open_connections(), 0);
+    assert_eq!(p.fetcher.counters.retransmits, 3);
+    assert_eq!(p.fetcher.open_connections(), 0);
 }
 
 #[test]
@@ -286,19 +288,19 @@ fn a_server_that_goes_away_mid_response_is_a_failure() {
     p.wire.cut();
     p.run_for(40 * 1_000_000_000);
     assert_eq!(p.rec.ends, [(0, End::Failed(Failure::Stalled))]);
-    assert_eq!(p.client.open_connections(), 0);
+    assert_eq!(p.fetcher.open_connections(), 0);
 }
 
 #[test]
 fn the_next_hop_is_found_by_arp_before_the_first_fetch() {
     let mut p = Pair::new(1, 80);
-    let mut cfg = ClientConfig::new(CLIENT_MAC, CLIENT_IP, 24, SERVER_IP, 80, 1);
+    let mut cfg = FetchConfig::new(CLIENT_MAC, CLIENT_IP, 24, SERVER_IP, 80, 1);
     cfg.ports = (40_000, 40_015);
-    p.client = Client::new(cfg);
-    assert!(!p.client.ready());
+    p.fetcher = Fetcher::new(cfg);
+    assert!(!p.fetcher.ready());
     p.run();
-    assert!(p.client.ready(), "the server answered the ARP request");
-    assert_eq!(p.client.counters.arp_requests, 1);
+    assert!(p.fetcher.ready(), "the server answered the ARP request");
+    assert_eq!(p.fetcher.counters.arp_requests, 1);
     assert_eq!(p.server.stats().arp_replies, 1);
     p.get(0, "/index.html", true);
     p.run();
@@ -319,7 +321,7 @@ fn the_next_hop_is_found_by_arp_before_the_first_fetch() {
 fn burst(p: &mut Pair, paths: &[(&str, bool)]) -> usize {
     let mut at = 0;
     for (path, close) in paths {
-        let buf = &mut p.client.request_buf(0)[at..];
+        let buf = &mut p.fetcher.request_buf(0)[at..];
         at += http::write_get(buf, "t", path, *close).unwrap();
     }
     at
@@ -334,11 +336,11 @@ fn a_pipelined_burst_ends_each_response_in_order_on_one_connection() {
         let n = burst(&mut p, &list);
         let tx = &mut p.wire.b.tx;
         assert!(p
-            .client
+            .fetcher
             .get_pipelined(0, n, 4, false, p.now, tx, &mut p.rec));
-        assert!(p.client.busy(0));
+        assert!(p.fetcher.busy(0));
         p.run();
-        assert!(!p.client.busy(0), "every response of the burst came");
+        assert!(!p.fetcher.busy(0), "every response of the burst came");
         let ends = &p.rec.ends[round * 4..];
         let want: Vec<(u32, End)> = paths
             .iter()
@@ -350,7 +352,7 @@ fn a_pipelined_burst_ends_each_response_in_order_on_one_connection() {
         assert_eq!(ends, want, "round {round}");
     }
     assert_eq!(p.rec.bodies[0], p.site.bytes("/4k.bin").unwrap());
-    assert_eq!(p.client.counters.connections, 1, "one kept connection");
+    assert_eq!(p.fetcher.counters.connections, 1, "one kept connection");
     // connect once; then a first byte before each end.
     let firsts = p.rec.events.iter().filter(|e| e.1 == "first").count();
     assert_eq!(firsts, 12);
@@ -359,9 +361,9 @@ fn a_pipelined_burst_ends_each_response_in_order_on_one_connection() {
         1
     );
     // The session ends: its connection closes.
-    p.client.close_slot(0, p.now, &mut p.wire.b.tx);
+    p.fetcher.close_slot(0, p.now, &mut p.wire.b.tx);
     p.run();
-    assert_eq!(p.client.open_connections(), 0);
+    assert_eq!(p.fetcher.open_connections(), 0);
     assert_eq!(p.server.active(), 0);
 }
 
@@ -378,7 +380,7 @@ fn a_close_inside_a_burst_fails_the_requests_after_it() {
     );
     let tx = &mut p.wire.b.tx;
     assert!(p
-        .client
+        .fetcher
         .get_pipelined(0, n, 3, false, p.now, tx, &mut p.rec));
     p.run();
     assert_eq!(
@@ -401,8 +403,8 @@ fn a_close_inside_a_burst_fails_the_requests_after_it() {
             (0, End::Failed(Failure::Closed)),
         ]
     );
-    assert!(!p.client.busy(0));
-    assert_eq!(p.client.open_connections(), 0);
+    assert!(!p.fetcher.busy(0));
+    assert_eq!(p.fetcher.open_connections(), 0);
 }
 
 #[test]
@@ -410,12 +412,12 @@ fn a_burst_that_does_not_fit_or_is_empty_is_refused() {
     let mut p = Pair::new(1, 80);
     let tx = &mut p.wire.b.tx;
     assert!(!p
-        .client
+        .fetcher
         .get_pipelined(0, REQUEST_MAX + 1, 2, false, p.now, tx, &mut p.rec));
     assert!(!p
-        .client
+        .fetcher
         .get_pipelined(0, 10, 0, false, p.now, tx, &mut p.rec));
-    assert!(!p.client.busy(0) && p.rec.ends.is_empty());
+    assert!(!p.fetcher.busy(0) && p.rec.ends.is_empty());
 }
 
 #[test]
@@ -425,16 +427,16 @@ fn the_next_request_carries_the_ack_of_a_kept_connections_response() {
     p.run();
     for _ in 0..3 {
         p.get(0, "/4k.bin", false);
-        // Step until the response ended in a client poll.
+        // Step until the response ended in a fetcher poll.
         let ends = p.rec.ends.len();
         while p.rec.ends.len() == ends {
             p.step();
         }
-        let sent = p.client.counters.tx;
+        let sent = p.fetcher.counters.tx;
         // The load loop begins the next fetch at once: one frame, the request with the ACK.
         p.get(0, "/index.html", false);
-        p.client.flush_acks(p.now, &mut p.wire.b.tx);
-        assert_eq!(p.client.counters.tx, sent + 1, "no separate ACK");
+        p.fetcher.flush_acks(p.now, &mut p.wire.b.tx);
+        assert_eq!(p.fetcher.counters.tx, sent + 1, "no separate ACK");
         p.run();
         assert_eq!(
             p.rec.ends.last().unwrap().1,
@@ -450,12 +452,12 @@ fn the_next_request_carries_the_ack_of_a_kept_connections_response() {
     while p.rec.ends.len() == ends {
         p.step();
     }
-    let sent = p.client.counters.tx;
-    p.client.poll(&mut p.wire.b, p.now, &mut p.rec);
-    assert_eq!(p.client.counters.tx, sent + 1, "the ACK");
+    let sent = p.fetcher.counters.tx;
+    p.fetcher.poll(&mut p.wire.b, p.now, &mut p.rec);
+    assert_eq!(p.fetcher.counters.tx, sent + 1, "the ACK");
     p.run();
-    assert_eq!(p.client.counters.retransmits, 0);
-    assert_eq!(p.client.counters.connections, 1);
+    assert_eq!(p.fetcher.counters.retransmits, 0);
+    assert_eq!(p.fetcher.counters.connections, 1);
 }
 
 /// `can_start` says whether a fetch would start rather than end at once with
@@ -465,44 +467,44 @@ fn the_next_request_carries_the_ack_of_a_kept_connections_response() {
 #[test]
 fn can_start_waits_for_a_port_or_a_tcb_held_by_a_closing_connection() {
     let mut p = Pair::new(2, 80);
-    let mut cfg = ClientConfig::new(CLIENT_MAC, CLIENT_IP, 24, SERVER_IP, 80, 2);
+    let mut cfg = FetchConfig::new(CLIENT_MAC, CLIENT_IP, 24, SERVER_IP, 80, 2);
     cfg.ports = (40_000, 40_000);
-    p.client = Client::new(cfg);
-    p.client.set_next_hop_mac(SERVER_MAC);
-    assert!(p.client.can_start(0) && p.client.can_start(1));
-    assert!(!p.client.can_start(2), "out of range");
+    p.fetcher = Fetcher::new(cfg);
+    p.fetcher.set_next_hop_mac(SERVER_MAC);
+    assert!(p.fetcher.can_start(0) && p.fetcher.can_start(1));
+    assert!(!p.fetcher.can_start(2), "out of range");
     p.get(0, "/index.html", true);
-    assert!(!p.client.can_start(0), "busy");
-    assert!(!p.client.can_start(1), "the one port is taken");
+    assert!(!p.fetcher.can_start(0), "busy");
+    assert!(!p.fetcher.can_start(1), "the one port is taken");
     // Started anyway, the fetch ends at once, as before.
-    let n = http::write_get(p.client.request_buf(1), "t", "/", true).unwrap();
+    let n = http::write_get(p.fetcher.request_buf(1), "t", "/", true).unwrap();
     assert!(p
-        .client
+        .fetcher
         .get(1, n, true, p.now, &mut p.wire.b.tx, &mut p.rec));
     assert_eq!(p.rec.ends, [(1, End::Failed(Failure::NoResources))]);
     p.run();
-    assert_eq!(p.client.open_connections(), 0, "closed: port and TCB free");
-    assert!(p.client.can_start(0) && p.client.can_start(1));
+    assert_eq!(p.fetcher.open_connections(), 0, "closed: port and TCB free");
+    assert!(p.fetcher.can_start(0) && p.fetcher.can_start(1));
     // A kept connection needs no new port.
     p.get(1, "/index.html", false);
     p.run();
-    assert_eq!(p.client.free_ports(), 0);
+    assert_eq!(p.fetcher.free_ports(), 0);
     assert!(
-        p.client.can_start(1),
+        p.fetcher.can_start(1),
         "its kept connection takes the next request"
     );
     assert!(
-        !p.client.can_start(0),
+        !p.fetcher.can_start(0),
         "no port for a connection of its own"
     );
 }
 #[test]
 fn the_ports_begin_where_the_config_says() {
     for start in [0u16, 3, 15, 16 + 5, u16::MAX] {
-        let mut cfg = ClientConfig::new(CLIENT_MAC, CLIENT_IP, 24, SERVER_IP, 80, 1);
+        let mut cfg = FetchConfig::new(CLIENT_MAC, CLIENT_IP, 24, SERVER_IP, 80, 1);
         cfg.ports = (40_000, 40_015);
         cfg.port_start = start;
-        let mut c = Client::new(cfg);
+        let mut c = Fetcher::new(cfg);
         c.set_next_hop_mac(SERVER_MAC);
         let mut nic = crate::fake::FakeNic::new(CLIENT_MAC);
         let n = http::write_get(c.request_buf(0), "t", "/", true).unwrap();
@@ -525,13 +527,13 @@ fn abort_all_leaves_the_server_holding_nothing() {
     for _ in 0..4 {
         p.step();
     }
-    assert_eq!(p.client.open_connections(), 2);
+    assert_eq!(p.fetcher.open_connections(), 2);
     assert_eq!(p.server.active(), 2);
     assert!(p.rec.ends.is_empty(), "nothing finished yet");
-    assert_eq!(p.client.abort_all(&mut p.wire.b.tx), 2);
-    assert_eq!(p.client.open_connections(), 0);
-    assert_eq!(p.client.free_ports(), 16);
-    assert!(!p.client.busy(0) && !p.client.busy(1));
+    assert_eq!(p.fetcher.abort_all(&mut p.wire.b.tx), 2);
+    assert_eq!(p.fetcher.open_connections(), 0);
+    assert_eq!(p.fetcher.free_ports(), 16);
+    assert!(!p.fetcher.busy(0) && !p.fetcher.busy(1));
     p.run();
     assert_eq!(p.server.active(), 0, "the RSTs freed the server's TCBs");
     assert!(p.rec.ends.is_empty(), "the run was over: no ends reported");
@@ -548,5 +550,5 @@ fn abort_all_leaves_the_server_holding_nothing() {
             }
         ))
     );
-    assert_eq!(p.client.counters.retransmits, 0);
+    assert_eq!(p.fetcher.counters.retransmits, 0);
 }

@@ -1,11 +1,11 @@
-//! The client's side of one transfer, as a state machine (docs/udp-protocol.md §7): a
+//! The fetcher's side of one transfer, as a state machine (docs/udp-protocol.md §7): a
 //! received packet or a timeout in, what to send next and what was learned out. No
 //! sockets, no clock, no allocation: the owner (`bareweb get`, the load generator, the
-//! bare client) sends the GETs it is told to, feeds every datagram of the transfer's
+//! bare fetcher) sends the GETs it is told to, feeds every datagram of the transfer's
 //! port, calls [`Transfer::on_timeout`] at [`Transfer::deadline`], and stores the body
 //! octets it is handed through [`Sink`].
 //!
-//! Reliability is the client's (the UDP paper §2): the server keeps nothing, so a lost,
+//! Reliability is the fetcher's (the UDP paper §2): the server keeps nothing, so a lost,
 //! duplicated or reordered packet is handled here. One GET is in flight at a time; when a
 //! burst ends (a Last-data-now packet at or past the GET's start) the next GET asks from
 //! the first packet still missing, so a lost packet is asked for again at once; when
@@ -25,7 +25,7 @@ const WORDS: usize = WINDOW as usize / 64;
 /// Where the transfer's octets go.
 pub trait Sink {
     /// The Get-Ack arrived: the body has `total` octets. Return false to abort (too large
-    /// for this client).
+    /// for this fetcher).
     fn begin(&mut self, total: u64) -> bool;
     /// The HTTP response head (packet 1), once.
     fn head(&mut self, head: &[u8]);
@@ -61,7 +61,7 @@ pub enum Failure {
     Timeout,
     /// The server refused the request.
     Refused(ErrorCode),
-    /// The server refused with a code this client does not know.
+    /// The server refused with a code this fetcher does not know.
     RefusedUnknown(u32),
     /// The Get-Ack's counts contradict each other or an earlier Get-Ack.
     Inconsistent,

@@ -1,5 +1,5 @@
-//! The bare UDP client (the UDP paper's "bare PC" client): booted with `client=udp`, the
-//! kernel runs the engine's load generator (`udp::bare::BareClient`) on core 0 over the
+//! The bare UDP fetcher (the UDP paper's "bare PC" client): booted with `client=udp`, the
+//! kernel runs the engine's load generator (`udp::bare::BareFetcher`) on core 0 over the
 //! NIC, polling without sleeping as the paper's client did, prints its report on the
 //! console (`client: report k=v …`, read by `bareweb load --udp --kernel`) and stops QEMU
 //! (exit status 33). The other cores stay parked.
@@ -8,10 +8,10 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use bareweb_engine::iface::ClientLink;
+use bareweb_engine::iface::FetchLink;
 use bareweb_engine::nic::Clock;
-use bareweb_engine::udp::bare::{BareClient, BareConfig};
-use bareweb_engine::udp::client::Timing;
+use bareweb_engine::udp::bare::{BareConfig, BareFetcher};
+use bareweb_engine::udp::fetch::Timing;
 use bareweb_engine::udp::load::{Config, Counters, Schedule};
 
 use crate::arch::clock::TscClock;
@@ -20,7 +20,7 @@ use crate::cmdline::Settings;
 use crate::drivers::Driver;
 use crate::{fatal, kprintln, mem};
 
-/// Runs the client over the first queue pair of `nics`; never returns.
+/// Runs the fetcher over the first queue pair of `nics`; never returns.
 pub fn run<D: Driver>(s: &Settings, clock: TscClock, mut nics: Vec<D>) -> ! {
     let c = &s.client;
     if let Some(p) = c.problem() {
@@ -56,8 +56,8 @@ pub fn run<D: Driver>(s: &Settings, clock: TscClock, mut nics: Vec<D>) -> ! {
         },
     };
     let paths: Vec<String> = c.paths().map(String::from).collect();
-    let mut client = BareClient::new(BareConfig {
-        link: ClientLink {
+    let mut client = BareFetcher::new(BareConfig {
+        link: FetchLink {
             mac: nic.mac(),
             ip: s.ip,
             prefix_len: s.prefix,
@@ -108,7 +108,7 @@ pub fn run<D: Driver>(s: &Settings, clock: TscClock, mut nics: Vec<D>) -> ! {
 }
 
 /// The counters as one console line of `key=value` words.
-fn report(k: &Counters, elapsed_ns: u64, c: &BareClient) {
+fn report(k: &Counters, elapsed_ns: u64, c: &BareFetcher) {
     kprintln!(
         "client: report elapsed_ns={elapsed_ns} started={} completed={} failed_status={} failed_timeout={} failed_refused={} failed_other={} skipped={} bytes={} packets={} duplicates={} rerequested={} gets={} timeouts={} bounded={} bad={} max_parallel={} time_sum_ns={} time_max_ns={} time_p50_ns={} time_p99_ns={} frames_rx={} frames_tx={} tx_full={}",
         k.started,

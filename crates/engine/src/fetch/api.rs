@@ -1,16 +1,16 @@
-//! The client's public types: where it is ([`Config`]), how a fetch ends ([`End`],
+//! The fetcher's public types: where it is ([`Config`]), how a fetch ends ([`End`],
 //! [`Failure`]), what its owner hears ([`Handler`]) and its [`Counters`].
 
-use crate::iface::ClientLink;
+use crate::iface::FetchLink;
 use crate::wire::{EthernetAddress, Ipv4Address};
 
 use super::{REQUEST_MAX, RX_WINDOW};
 
-/// Where the client is and whom it asks.
+/// Where the fetcher is and whom it asks.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// The client's place on its link and the server (its TCP port).
-    pub link: ClientLink,
+    /// The fetcher's place on its link and the server (its TCP port).
+    pub link: FetchLink,
     /// Slots: fetches that may be in progress at once.
     pub slots: usize,
     /// TCBs (at least `slots`; more let closing connections linger while their slots go
@@ -19,7 +19,7 @@ pub struct Config {
     /// Local ports `[first, last]`.
     pub ports: (u16, u16),
     /// Where in `ports` the free-list begins (an offset, modulo the range's length). A
-    /// load client gives a random one per run: a run that began on the last run's ports
+    /// load generator gives a random one per run: a run that began on the last run's ports
     /// would send its first SYNs on 4-tuples whose connections the server may still hold
     /// open (fetches that run's time bound cut off).
     pub port_start: u16,
@@ -51,7 +51,7 @@ impl Config {
         slots: usize,
     ) -> Config {
         Config {
-            link: ClientLink {
+            link: FetchLink {
                 mac,
                 ip,
                 prefix_len,

@@ -1,4 +1,4 @@
-//! The client's local ports: a FIFO free-list over `[first, last]`, allocated once. A
+//! The fetcher's local ports: a FIFO free-list over `[first, last]`, allocated once. A
 //! port given back goes to the tail, so it is taken again only after every other free
 //! port was (the reuse policy of `super`'s docs).
 

@@ -1,11 +1,11 @@
-//! The client's neighbour: ARP for the next hop (the server, or the router for a server off
+//! The fetcher's neighbour: ARP for the next hop (the server, or the router for a server off
 //! the link) until it answers, every 200 ms, and answers to ARP requests for our address.
 
-use super::Client;
+use super::Fetcher;
 use crate::nic::TxRing;
-use crate::wire::{ArpOperation, ArpPacket, ArpRepr, Ipv4Address};
+use crate::wire::Ipv4Address;
 
-impl Client {
+impl Fetcher {
     pub(super) fn next_hop(&self) -> Ipv4Address {
         self.cfg.link.next_hop()
     }
@@ -18,17 +18,14 @@ impl Client {
     }
 
     pub(super) fn arp<T: TxRing>(&mut self, payload: &[u8], tx: &mut T) {
-        let Some(r) = ArpPacket::new_checked(payload)
-            .ok()
-            .and_then(|p| ArpRepr::parse(&p).ok())
-        else {
+        let Some(heard) = self.cfg.link.hear_arp(payload) else {
             self.counters.ignored += 1;
             return;
         };
-        if r.source_protocol_addr == self.next_hop() && r.operation == ArpOperation::Reply {
-            self.next_hop_mac = Some(r.source_hardware_addr);
+        if heard.next_hop_mac.is_some() {
+            self.next_hop_mac = heard.next_hop_mac;
         }
-        if r.operation == ArpOperation::Request && r.target_protocol_addr == self.cfg.link.ip {
+        if let Some(r) = heard.request {
             let sent = self.egress.arp_reply(tx, r.source_hardware_addr, &r);
             self.count(sent);
         }

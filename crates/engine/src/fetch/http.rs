@@ -1,9 +1,9 @@
-//! The client's HTTP/1.1: [`write_get`] writes a GET into a buffer, [`Reader`] reads one
+//! The fetcher's HTTP/1.1: [`write_get`] writes a GET into a buffer, [`Reader`] reads one
 //! response from the bytes of a stream as they come (any split), keeping at most
 //! [`HEAD_MAX`] bytes of its head and handing the body on without copying it. A body is
 //! delimited by `Content-Length`, or by the end of the stream when there is none (and no
 //! body for HEAD-less status codes 1xx, 204 and 304). `Transfer-Encoding` is refused
-//! (the load client asks static files of servers that send lengths); so is any head that
+//! (the load generator asks static files of servers that send lengths); so is any head that
 //! does not parse. Never panics on what a server sends.
 
 /// The most bytes of a response head kept.

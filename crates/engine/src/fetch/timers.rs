@@ -1,17 +1,17 @@
-//! The client's part of the shared timer scan (`tcp::table::scan_timers`): what a TCP
+//! The fetcher's part of the shared timer scan (`tcp::table::scan_timers`): what a TCP
 //! timer asks of a fetch's connection — the SYN, data or a probe again, or the end of the
 //! fetch (no answer to the SYN, or stalled) and of its TCB. A fetch has no timeouts of its
 //! own beyond TCP's.
 
-use super::{Client, Failure, FetchConn, Handler};
-use crate::iface::egress;
+use super::{Failure, FetchConn, Fetcher, Handler, Out};
 use crate::nic::TxRing;
+use crate::tcp::emit;
 use crate::tcp::table::{scan_timers, Table, Timed};
 use crate::tcp::{State, TimerAction};
 
-/// The client, its transmit ring and handler, during one scan.
+/// The fetcher, its transmit ring and handler, during one scan.
 struct Scan<'a, T, H> {
-    c: &'a mut Client,
+    c: &'a mut Fetcher,
     now: u64,
     tx: &'a mut T,
     h: &'a mut H,
@@ -43,14 +43,10 @@ impl<T: TxRing, H: Handler> Timed for Scan<'_, T, H> {
             }
             TimerAction::Probe(s) | TimerAction::LossProbe(s) => {
                 c.counters.retransmits += 1;
-                if c.send(idx, &s, now, tx) {
-                    c.conns[idx as usize].tcp.on_sent(&s, now);
-                }
+                emit::once(&mut Out { f: c, now, tx }, idx, &s, now);
             }
             TimerAction::Abort { seq } => {
-                let t = &c.conns[idx as usize];
-                let rst = egress::reset(t.peer.port, c.cfg.link.port, seq, None);
-                c.bare(&rst, tx);
+                c.reset(idx, seq, tx);
                 c.fail(idx, Failure::Stalled, now, self.h);
                 c.free_tcb(idx);
             }
@@ -67,7 +63,7 @@ impl<T: TxRing, H: Handler> Timed for Scan<'_, T, H> {
     }
 }
 
-impl Client {
+impl Fetcher {
     /// Fires the TCP timers that are due; returns whether any did.
     pub(super) fn timers<T: TxRing, H: Handler>(
         &mut self,

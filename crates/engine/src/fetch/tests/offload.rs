@@ -1,6 +1,6 @@
-//! Receive offloads (the bare client's TAP with `TUN_F_CSUM | TUN_F_TSO4`): the engine's
+//! Receive offloads (the bare load generator's TAP with `TUN_F_CSUM | TUN_F_TSO4`): the engine's
 //! server posts its responses with segmentation offload, and the link between them plays
-//! the host kernel: with the client's offloads on, a super-frame reaches the client whole
+//! the host kernel: with the fetcher's offloads on, a super-frame reaches the fetcher whole
 //! with its partial checksum and the trust mark (`NEEDS_CSUM`); with them off, it is cut
 //! into MSS segments with complete checksums (`fake::segment`), as today.
 
@@ -102,24 +102,24 @@ impl Nic for Dev {
 struct Link {
     server: Server<MemSite>,
     s: Dev,
-    client: Client,
+    fetcher: Fetcher,
     c: Dev,
     rec: Record,
     now: u64,
-    /// The client's receive offloads.
+    /// The fetcher's receive offloads.
     offload: bool,
-    /// Frames the client was given, and of them super-frames; ACK-only frames it sent.
-    to_client: u64,
+    /// Frames the fetcher was given, and of them super-frames; ACK-only frames it sent.
+    to_fetcher: u64,
     super_frames: u64,
     acks: u64,
 }
 
 impl Link {
     fn new(offload: bool) -> Link {
-        let mut cfg = ClientConfig::new(CLIENT_MAC, CLIENT_IP, 24, SERVER_IP, 80, 1);
+        let mut cfg = FetchConfig::new(CLIENT_MAC, CLIENT_IP, 24, SERVER_IP, 80, 1);
         cfg.ports = (40_000, 40_015);
-        let mut client = Client::new(cfg);
-        client.set_next_hop_mac(SERVER_MAC);
+        let mut fetcher = Fetcher::new(cfg);
+        fetcher.set_next_hop_mac(SERVER_MAC);
         Link {
             server: Server::new(
                 ServerConfig::new(SERVER_IP, 24, [7; 16]),
@@ -127,7 +127,7 @@ impl Link {
                 SERVER_MAC,
             ),
             s: Dev::new(SERVER_MAC, 65_535 - 80),
-            client,
+            fetcher,
             c: Dev::new(CLIENT_MAC, 0),
             rec: Record {
                 bodies: vec![Vec::new()],
@@ -136,22 +136,22 @@ impl Link {
             },
             now: 1_000_000,
             offload,
-            to_client: 0,
+            to_fetcher: 0,
             super_frames: 0,
             acks: 0,
         }
     }
 
     fn get(&mut self, path: &str, close: bool) {
-        let n = http::write_get(self.client.request_buf(0), "t", path, close).unwrap();
+        let n = http::write_get(self.fetcher.request_buf(0), "t", path, close).unwrap();
         self.rec.bodies[0].clear();
         assert!(self
-            .client
+            .fetcher
             .get(0, n, close, self.now, &mut self.c.tx, &mut self.rec));
     }
 
-    /// Carries the frames posted: the server's to the client as the kernel does for the
-    /// client's offloads; the client's to the server as they are.
+    /// Carries the frames posted: the server's to the fetcher as the kernel does for the
+    /// fetcher's offloads; the fetcher's to the server as they are.
     fn carry(&mut self) -> usize {
         let mut moved = 0;
         for (f, tso) in self.s.tx.out.drain(..) {
@@ -159,17 +159,17 @@ impl Link {
             match tso {
                 Some(_) if self.offload => {
                     self.super_frames += 1;
-                    self.to_client += 1;
+                    self.to_fetcher += 1;
                     self.c.rx.inbox.push_back((f, true));
                 }
                 Some(tso) => {
                     for seg in fake::segment(&f, tso) {
-                        self.to_client += 1;
+                        self.to_fetcher += 1;
                         self.c.rx.inbox.push_back((seg, false));
                     }
                 }
                 None => {
-                    self.to_client += 1;
+                    self.to_fetcher += 1;
                     self.c.rx.inbox.push_back((f, false));
                 }
             }
@@ -188,7 +188,7 @@ impl Link {
     fn step(&mut self) -> usize {
         self.now += 10_000;
         self.server.poll(&mut self.s, &At(self.now), &mut NoLog);
-        self.client.poll(&mut self.c, self.now, &mut self.rec);
+        self.fetcher.poll(&mut self.c, self.now, &mut self.rec);
         self.carry()
     }
 
@@ -227,19 +227,19 @@ fn super_frames_with_a_partial_checksum_are_taken_whole() {
     let on = fetch(true, "/big.bin");
     let off = fetch(false, "/big.bin");
     assert!(on.super_frames > 0);
-    assert_eq!(on.client.counters.rx_csum_trusted, on.super_frames);
-    assert_eq!(on.client.counters.ignored, 0, "none dropped");
-    assert_eq!(off.client.counters.rx_csum_trusted, 0);
+    assert_eq!(on.fetcher.counters.rx_csum_trusted, on.super_frames);
+    assert_eq!(on.fetcher.counters.ignored, 0, "none dropped");
+    assert_eq!(off.fetcher.counters.rx_csum_trusted, 0);
     assert_eq!(
-        on.client.counters.retransmits + off.client.counters.retransmits,
+        on.fetcher.counters.retransmits + off.fetcher.counters.retransmits,
         0
     );
     // 256 KiB in far fewer frames, and an ACK per burst of them, not per segment.
     assert!(
-        on.to_client * 4 < off.to_client,
+        on.to_fetcher * 4 < off.to_fetcher,
         "{} frames with offloads, {} without",
-        on.to_client,
-        off.to_client
+        on.to_fetcher,
+        off.to_fetcher
     );
     assert!(
         on.acks <= off.acks,
@@ -262,7 +262,7 @@ fn response_frame() -> (Link, Vec<u8>) {
             l.carry();
             return (l, f);
         }
-        l.client.poll(&mut l.c, l.now, &mut l.rec);
+        l.fetcher.poll(&mut l.c, l.now, &mut l.rec);
         l.carry();
     }
     panic!("no offloaded response");
@@ -275,11 +275,11 @@ fn a_super_frame_is_one_segment_acked_at_once() {
     let tcp = TcpPacket::new_checked(&f[34..]).unwrap();
     let end = tcp.seq_number().wrapping_add(tcp.payload().len() as u32);
     assert!(tcp.payload().len() > 4096, "more than one MSS in it");
-    let rx = l.client.counters.rx;
+    let rx = l.fetcher.counters.rx;
     l.c.rx.inbox.push_back((f, true));
     l.now += 10_000;
-    l.client.poll(&mut l.c, l.now, &mut l.rec);
-    assert_eq!(l.client.counters.rx, rx + 1);
+    l.fetcher.poll(&mut l.c, l.now, &mut l.rec);
+    assert_eq!(l.fetcher.counters.rx, rx + 1);
     assert_eq!(
         l.rec.ends,
         [(
@@ -292,7 +292,7 @@ fn a_super_frame_is_one_segment_acked_at_once() {
     );
     assert!(l.rec.bodies[0] == [b'z'; 4096]);
     // One ACK, of all of it (held for the slot's next request, then sent by itself).
-    l.client.flush_acks(l.now, &mut l.c.tx);
+    l.fetcher.flush_acks(l.now, &mut l.c.tx);
     assert_eq!(l.c.tx.out.len(), 1, "one ACK for the whole super-frame");
     let ack = TcpPacket::new_checked(&l.c.tx.out[0].0[34..]).unwrap();
     assert!(ack.ack() && ack.payload().is_empty());
@@ -304,11 +304,11 @@ fn a_partial_checksum_without_the_mark_is_dropped() {
     let (mut l, f) = response_frame();
     l.run();
     // Not vouched for: its checksum field is the pseudo-header sum, which fails.
-    let ignored = l.client.counters.ignored;
+    let ignored = l.fetcher.counters.ignored;
     l.c.rx.inbox.push_back((f.clone(), false));
     l.now += 10_000;
-    l.client.poll(&mut l.c, l.now, &mut l.rec);
-    assert_eq!(l.client.counters.ignored, ignored + 1);
+    l.fetcher.poll(&mut l.c, l.now, &mut l.rec);
+    assert_eq!(l.fetcher.counters.ignored, ignored + 1);
     assert!(l.rec.ends.is_empty() && l.rec.bodies[0].is_empty());
     // The mark spares the TCP checksum only: a bad IPv4 header checksum still drops it.
     let mut bad = f.clone();
@@ -316,13 +316,13 @@ fn a_partial_checksum_without_the_mark_is_dropped() {
     ip.set_ident(ip.ident() ^ 1);
     l.c.rx.inbox.push_back((bad, true));
     l.now += 10_000;
-    l.client.poll(&mut l.c, l.now, &mut l.rec);
-    assert_eq!(l.client.counters.ignored, ignored + 2);
+    l.fetcher.poll(&mut l.c, l.now, &mut l.rec);
+    assert_eq!(l.fetcher.counters.ignored, ignored + 2);
     assert!(l.rec.ends.is_empty());
     // And the frame itself, vouched for, is taken.
     l.c.rx.inbox.push_back((f, true));
     l.now += 10_000;
-    l.client.poll(&mut l.c, l.now, &mut l.rec);
+    l.fetcher.poll(&mut l.c, l.now, &mut l.rec);
     assert_eq!(l.rec.ends.len(), 1);
     assert!(l.rec.bodies[0] == [b'z'; 4096]);
 }

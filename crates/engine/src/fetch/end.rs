@@ -1,11 +1,10 @@
 //! The end of a run: closing the connections kept for slots, then resetting whatever is
 //! still open, so the server is left holding nothing of a client that is gone.
 
-use super::{Client, NONE};
-use crate::iface::egress;
+use super::{Fetcher, NONE};
 use crate::nic::TxRing;
 
-impl Client {
+impl Fetcher {
     /// Closes every connection kept open for a slot (the run is over): the FINs go now,
     /// [`poll`](Self::poll) carries the closes on; [`open_connections`](Self::open_connections)
     /// says when they are done.
@@ -21,7 +20,7 @@ impl Client {
 
     /// Resets every connection still open — fetches in flight when the run ended, closes
     /// not done — with a RST at its next sequence number (in the server's window in every
-    /// state, SYN-RECEIVED included) and frees its TCB; returns how many. A client process
+    /// state, SYN-RECEIVED included) and frees its TCB; returns how many. A fetcher process
     /// that ends keeps no TCP state; without the RST the server would hold each of these
     /// connections until its own timers give up, and a later run's SYN on the same
     /// 4-tuple would meet it: a challenge ACK, our RST, and the SYN's 1 s retransmission
@@ -39,8 +38,8 @@ impl Client {
             if !t.in_use() {
                 continue;
             }
-            let rst = egress::reset(t.peer.port, self.cfg.link.port, t.tcp.snd_nxt(), None);
-            self.bare(&rst, tx);
+            let seq = t.tcp.snd_nxt();
+            self.reset(idx, seq, tx);
             self.free_tcb(idx);
             n += 1;
         }

@@ -1,4 +1,4 @@
-//! The client's request writer and response reader, on whole responses and on every split
+//! The fetcher's request writer and response reader, on whole responses and on every split
 //! of them.
 
 use super::*;

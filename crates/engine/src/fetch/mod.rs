@@ -1,14 +1,14 @@
-//! The engine as an HTTP/1.1 client over its own TCP: a load generator's
-//! transport with no operating system in its path. [`Client`] owns an address on a link,
+//! The engine fetching over HTTP/1.1 on its own TCP: a load generator's
+//! transport with no operating system in its path. [`Fetcher`] owns an address on a link,
 //! its connections in the same connection table as the server's (`tcp::table`: TCBs of
 //! [`Connection`]s in active open, `tcp::active`, each with a [`FetchConn`], keyed by the
 //! local port), a FIFO free-list of local ports and, per *slot* (one stream of fetches of
-//! the load's schedule), the request being sent. The owner asks [`Client::get`] for a fetch on a slot, calls
-//! [`Client::poll`] in a loop with its NIC, and hears of each fetch's end, and of the
+//! the load's schedule), the request being sent. The owner asks [`Fetcher::get`] for a fetch on a slot, calls
+//! [`Fetcher::poll`] in a loop with its NIC, and hears of each fetch's end, and of the
 //! response body as it comes, through a [`Handler`].
 //!
 //! A slot may also send several requests at once, pipelined on one connection
-//! ([`Client::get_pipelined`]: a Surge session's burst, as httperf sends it); their
+//! ([`Fetcher::get_pipelined`]: a Surge session's burst, as httperf sends it); their
 //! responses are read in order and each ends in the handler on its own.
 //!
 //! A fetch runs on the slot's open connection when the previous one kept it
@@ -28,7 +28,7 @@
 //! reset, closed before the response was complete, a response that does not parse,
 //! stalled (the retransmission limit or the stall timeout).
 //!
-//! Nothing allocates after [`Client::new`].
+//! Nothing allocates after [`Fetcher::new`].
 
 mod api;
 mod arp;
@@ -45,6 +45,7 @@ use alloc::vec::Vec;
 use crate::iface::egress::{self, Egress};
 use crate::iface::{ingress_offloaded, Ingress, Interface};
 use crate::nic::{Nic, RxFrame, RxRing, TxRing};
+use crate::tcp::emit::{self, Sender};
 use crate::tcp::isn::IsnGenerator;
 use crate::tcp::port_table::Peer;
 use crate::tcp::table::{App, Table, Tcb};
@@ -74,7 +75,7 @@ pub fn window_shift(window: u32) -> u8 {
     s
 }
 
-/// What the client keeps per connection in its table: the fetch running on it. The TCB's
+/// What the fetcher keeps per connection in its table: the fetch running on it. The TCB's
 /// key ([`Tcb::peer`]) is the server's address and our local port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FetchConn {
@@ -115,8 +116,8 @@ struct Slot {
     pending: u32,
 }
 
-/// The client.
-pub struct Client {
+/// The fetcher.
+pub struct Fetcher {
     cfg: Config,
     iface: Interface,
     egress: Egress,
@@ -138,13 +139,13 @@ pub struct Client {
     pub counters: Counters,
 }
 
-impl Client {
-    /// A client; allocates every table now.
-    pub fn new(cfg: Config) -> Client {
+impl Fetcher {
+    /// A fetcher; allocates every table now.
+    pub fn new(cfg: Config) -> Fetcher {
         let iface = cfg.link.interface();
         let slots = cfg.slots.max(1);
         let n = cfg.tcbs.max(slots);
-        Client {
+        Fetcher {
             egress: Egress::new(&iface),
             iface,
             isn: IsnGenerator::new(cfg.isn_key),
@@ -359,8 +360,7 @@ impl Client {
                 continue;
             }
             self.conns[idx as usize].queued = false;
-            let s = self.conns[idx as usize].tcp.ack_segment();
-            self.send(idx, &s, now, tx);
+            emit::ack(&mut Out { f: self, now, tx }, idx);
         }
         let mut worked = n > 0;
         if self.next_hop_mac.is_none() && now >= self.next_arp_ns {
@@ -383,9 +383,8 @@ impl Client {
         while let Some(idx) = self.deferred.pop() {
             let t = &mut self.conns[idx as usize];
             t.queued = false;
-            if t.tcp.ack_pending() && t.tcp.state() == State::Established {
-                let s = t.tcp.ack_segment();
-                self.send(idx, &s, now, tx);
+            if t.tcp.state() == State::Established {
+                emit::ack_owed(&mut Out { f: self, now, tx }, idx);
             }
         }
     }
@@ -521,25 +520,18 @@ impl Client {
         match out.reply {
             Reply::None => {}
             Reply::Ack => {
-                let s = self.conns[idx as usize].tcp.ack_segment();
-                self.send(idx, &s, now, tx);
+                emit::ack(&mut Out { f: self, now, tx }, idx);
             }
             Reply::SynAck => {
                 let s = self.conns[idx as usize].tcp.syn_ack(now);
                 self.send(idx, &s, now, tx);
             }
-            Reply::Reset { seq } => {
-                let rst = egress::reset(seg.dst_port, seg.src_port, seq, None);
-                self.bare(&rst, tx);
-            }
+            Reply::Reset { seq } => self.reset(idx, seq, tx),
         }
-        if out.retransmit || out.lost_retransmit {
-            if let Some(s) = self.conns[idx as usize].tcp.retransmit_segment() {
-                self.counters.retransmits += 1;
-                if self.send(idx, &s, now, tx) {
-                    self.conns[idx as usize].tcp.on_sent(&s, now);
-                }
-            }
+        if (out.retransmit || out.lost_retransmit)
+            && emit::retransmit_una(&mut Out { f: self, now, tx }, idx, now)
+        {
+            self.counters.retransmits += 1;
         }
         if out.reset {
             let why = if was == State::SynSent {
@@ -555,7 +547,7 @@ impl Client {
             self.free_tcb(idx);
             return;
         }
-        self.send_data(idx, now, tx);
+        emit::send(&mut Out { f: self, now, tx }, idx, now);
         let t = &self.conns[idx as usize];
         if t.tcp.ack_pending() {
             self.conns.enqueue(idx);
@@ -645,26 +637,12 @@ impl Client {
         self.detach(idx); // our FIN answers theirs
     }
 
-    /// Sends what TCB `idx` may send now, and the ACK it owes if nothing carried it.
+    /// Sends what TCB `idx` may send now (`tcp::emit::send`), and the ACK it owes if
+    /// nothing carried it.
     fn output<T: TxRing>(&mut self, idx: u32, now: u64, tx: &mut T) {
-        self.send_data(idx, now, tx);
-        if self.conns[idx as usize].tcp.ack_pending() {
-            let s = self.conns[idx as usize].tcp.ack_segment();
-            self.send(idx, &s, now, tx);
-        }
-    }
-
-    /// Sends the data (and FIN) TCB `idx` may send now; each segment carries the owed ACK.
-    fn send_data<T: TxRing>(&mut self, idx: u32, now: u64, tx: &mut T) {
-        while let Some(s) = self.conns[idx as usize].tcp.next_segment(now, 0) {
-            if !self.send(idx, &s, now, tx) {
-                return;
-            }
-            self.conns[idx as usize].tcp.on_sent(&s, now);
-            if s.fin {
-                break;
-            }
-        }
+        let out = &mut Out { f: self, now, tx };
+        emit::send(out, idx, now);
+        emit::ack_owed(out, idx);
     }
 
     /// Builds and posts `seg` of TCB `idx` (payload from its slot's request).
@@ -695,6 +673,13 @@ impl Client {
         self.count(sent)
     }
 
+    /// The RST of TCB `idx` at `seq` (the caller frees the TCB).
+    fn reset<T: TxRing>(&mut self, idx: u32, seq: u32, tx: &mut T) {
+        let t = &self.conns[idx as usize];
+        let rst = t.reset((t.peer.port, self.cfg.link.port), seq);
+        self.bare(&rst, tx);
+    }
+
     fn bare<T: TxRing>(&mut self, rst: &crate::wire::tcp::Repr, tx: &mut T) {
         let Some(mac) = self.next_hop_mac else {
             return;
@@ -716,6 +701,31 @@ impl Client {
                 false
             }
         }
+    }
+}
+
+/// The fetcher, the time and its transmit ring as `tcp::emit` sees them: segments built
+/// by [`Fetcher::send`], one MSS each.
+struct Out<'a, T> {
+    f: &'a mut Fetcher,
+    now: u64,
+    tx: &'a mut T,
+}
+
+impl<T: TxRing> Sender for Out<'_, T> {
+    #[inline]
+    fn conn(&mut self, id: u32) -> &mut Connection {
+        &mut self.f.conns[id as usize].tcp
+    }
+
+    #[inline]
+    fn frame_max(&mut self, _id: u32) -> u32 {
+        0
+    }
+
+    #[inline]
+    fn emit(&mut self, id: u32, seg: &Segment) -> bool {
+        self.f.send(id, seg, self.now, self.tx)
     }
 }
 

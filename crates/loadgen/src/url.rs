@@ -1,0 +1,95 @@
+//! The URLs the generators take, `scheme://host[:port]/path`: split into the server's
+//! IPv4 address (resolved), the authority as written (the `Host` field) and the path.
+//! One parser for `http://` ([`crate::parse_url`]) and `bwudp://`
+//! ([`crate::udp::parse_url`]); each scheme says its default port and the words of its
+//! wrong-scheme error.
+
+use std::net::{SocketAddrV4, ToSocketAddrs};
+
+/// A URL's scheme and its defaults.
+pub(crate) struct Scheme {
+    /// The prefix, `http://`.
+    pub prefix: &'static str,
+    /// What a URL without that prefix is told (after the URL).
+    pub other: &'static str,
+    /// The port when the URL names none.
+    pub default_port: u16,
+    /// The lowest port accepted (1 refuses port 0).
+    pub min_port: u16,
+}
+
+/// A URL split: the server's address, the authority as written and the path (`/` when
+/// the URL has none).
+pub(crate) fn split(url: &str, scheme: &Scheme) -> Result<(SocketAddrV4, String, String), String> {
+    let rest = url
+        .strip_prefix(scheme.prefix)
+        .ok_or_else(|| format!("{url:?}: {}", scheme.other))?;
+    let (hostport, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    if hostport.is_empty() {
+        return Err(format!("{url:?}: no host"));
+    }
+    let (host, port) = match hostport.rsplit_once(':') {
+        Some((h, p)) => (
+            h,
+            p.parse::<u16>()
+                .ok()
+                .filter(|&p| p >= scheme.min_port)
+                .ok_or_else(|| format!("{url:?}: bad port {p:?}"))?,
+        ),
+        None => (hostport, scheme.default_port),
+    };
+    let addr = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("{url:?}: cannot resolve {host:?}: {e}"))?
+        .find_map(|a| match a {
+            std::net::SocketAddr::V4(v4) => Some(v4),
+            _ => None,
+        })
+        .ok_or_else(|| format!("{url:?}: {host:?} has no IPv4 address"))?;
+    if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(format!("{url:?}: path has spaces or control characters"));
+    }
+    Ok((addr, hostport.to_string(), path.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn both_schemes_split_alike_with_their_own_defaults() {
+        let (t, path) = crate::parse_url("http://10.0.0.2:8080/a/b").unwrap();
+        assert_eq!(
+            (t.addr.to_string(), t.host.as_str()),
+            ("10.0.0.2:8080".into(), "10.0.0.2:8080")
+        );
+        assert_eq!(path, "/a/b");
+        let (t, path) = crate::parse_url("http://10.0.0.2").unwrap();
+        assert_eq!((t.addr.port(), path.as_str()), (80, "/"));
+        let (u, path) = crate::udp::parse_url("bwudp://10.0.0.3/x").unwrap();
+        assert_eq!(
+            (u.addr.to_string(), u.host.as_str(), path.as_str()),
+            ("10.0.0.3:80".into(), "10.0.0.3", "/x")
+        );
+        // Port 0: refused for the UDP protocol only, as before.
+        assert!(crate::parse_url("http://10.0.0.2:0/").is_ok());
+        assert_eq!(
+            crate::udp::parse_url("bwudp://10.0.0.2:0/").unwrap_err(),
+            "\"bwudp://10.0.0.2:0/\": bad port \"0\""
+        );
+        assert_eq!(
+            crate::parse_url("bwudp://10.0.0.2/").unwrap_err(),
+            "\"bwudp://10.0.0.2/\": only http:// URLs are supported"
+        );
+        assert_eq!(
+            crate::udp::parse_url("http://10.0.0.2/").unwrap_err(),
+            "\"http://10.0.0.2/\": not a bwudp:// URL"
+        );
+        assert_eq!(
+            crate::parse_url("http:///x").unwrap_err(),
+            "\"http:///x\": no host"
+        );
+        assert!(crate::parse_url("http://10.0.0.2/a b").is_err());
+    }
+}
