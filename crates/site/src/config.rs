@@ -76,6 +76,9 @@ struct Raw {
     headers: Vec<RawHeaders>,
     #[serde(default)]
     redirects: Vec<RawRedirect>,
+    #[serde(default)]
+    rewrites: Vec<RawRewrite>,
+    server_header: Option<Spanned<ServerHeader>>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -105,6 +108,47 @@ struct RawRedirect {
     from: Spanned<String>,
     to: Spanned<String>,
     status: Option<Spanned<Status>>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a [[rewrites]] table with from and to"
+)]
+struct RawRewrite {
+    from: Spanned<String>,
+    to: Spanned<String>,
+}
+
+/// `server_header`: `true` (bareweb's own), `false` (none) or the value to send.
+#[derive(Debug, Clone)]
+enum ServerHeader {
+    On,
+    Off,
+    Name(String),
+}
+
+impl<'de> Deserialize<'de> for ServerHeader {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = ServerHeader;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("true, false or a name like \"mysite\"")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<ServerHeader, E> {
+                Ok(if v {
+                    ServerHeader::On
+                } else {
+                    ServerHeader::Off
+                })
+            }
+            fn visit_str<E>(self, v: &str) -> Result<ServerHeader, E> {
+                Ok(ServerHeader::Name(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// `true` or `false`, said so in errors (serde's own words are "a boolean").
@@ -192,16 +236,32 @@ impl HeaderRule {
 }
 
 /// A configured redirect.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Redirect {
-    /// The path, or for a `/prefix/*` pattern the prefix (with its trailing `/`).
+    /// The path, or for a `/prefix/*` pattern the prefix (with its trailing `/`), or a
+    /// pattern with placeholders as written (`/blog/:slug`, `/docs/:v/*`).
     pub from: String,
-    /// Where to.
+    /// Where to (`:name` and `:splat` filled from the path).
     pub to: String,
     /// 301 (default), 302, 303, 307 or 308.
     pub status: u16,
+    /// `from` ended in `*` (and has no placeholder).
+    pub prefix: bool,
+    /// `from` has a `:name` segment.
+    pub pattern: bool,
+}
+
+/// A configured rewrite: where the site has nothing at `from`, the file at `to` answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewrite {
+    /// The path, or for `/prefix/*` the prefix (with its trailing `/`).
+    pub from: String,
+    /// The path of the file served.
+    pub to: String,
     /// `from` ended in `*`.
     pub prefix: bool,
+    /// Line of `from`, for errors found when the site is known.
+    pub line: Option<usize>,
 }
 
 /// The site configuration, checked.
@@ -233,6 +293,10 @@ pub struct Config {
     pub headers: Vec<HeaderRule>,
     /// Redirects.
     pub redirects: Vec<Redirect>,
+    /// Rewrites.
+    pub rewrites: Vec<Rewrite>,
+    /// The `Server` field: `None` bareweb's, `Some("")` none, else this value.
+    pub server: Option<String>,
 }
 
 /// Fields bareweb writes itself: a configured one would duplicate or contradict them.
@@ -426,11 +490,18 @@ impl Config {
         let mut lines = Vec::new();
         for r in raw.redirects {
             let from = r.from.get_ref();
+            let pattern = is_pattern(from);
             let (path, prefix) = match from.strip_suffix('*') {
+                _ if pattern => (from.clone(), false),
                 Some(p) => (p.to_string(), true),
                 None => (from.clone(), false),
             };
-            if let Some(why) = unmatchable(from, &path) {
+            let why = if pattern {
+                pattern_problem(from)
+            } else {
+                unmatchable(from, &path)
+            };
+            if let Some(why) = why {
                 return Err(err(
                     Some(r.from.span()),
                     format!("redirect from {from:?}: {why}"),
@@ -446,6 +517,9 @@ impl Config {
                         percent_encode(to.trim())
                     ),
                 ));
+            }
+            if let Some(why) = unknown_placeholder(from, to, pattern, prefix) {
+                return Err(err(Some(r.to.span()), format!("redirect to {to:?}: {why}")));
             }
             let status = r.status.as_ref().map_or(301, |s| s.get_ref().0);
             let status = match u16::try_from(status) {
@@ -472,7 +546,64 @@ impl Config {
                 to: to.clone(),
                 status,
                 prefix,
+                pattern,
             });
+        }
+        for r in raw.rewrites {
+            let rule = rewrite(&r)
+                .map_err(|(to, m)| err(Some(if to { r.to.span() } else { r.from.span() }), m))?;
+            if c.rewrites
+                .iter()
+                .any(|x| x.from == rule.from && x.prefix == rule.prefix)
+            {
+                return Err(err(
+                    Some(r.from.span()),
+                    format!("a second rewrite from {:?}", r.from.get_ref()),
+                ));
+            }
+            let rules = effective(&c.redirects);
+            let shadow = match rule.prefix {
+                false => matching(&rules, rule.from.as_bytes()),
+                true => rules
+                    .iter()
+                    .find(|d| d.prefix && rule.from.starts_with(&d.from)),
+            };
+            if let Some(d) = shadow {
+                return Err(err(
+                    Some(r.from.span()),
+                    format!(
+                        "rewrite from {:?} could never apply: the redirect from {:?} answers \
+                         those paths first",
+                        r.from.get_ref(),
+                        shown_from(d)
+                    ),
+                ));
+            }
+            c.rewrites.push(Rewrite {
+                line: Some(line_of(r.from.span().start)),
+                ..rule
+            });
+        }
+        if let Some(h) = raw.server_header {
+            c.server = match h.get_ref() {
+                ServerHeader::On => None,
+                ServerHeader::Off => Some(String::new()),
+                ServerHeader::Name(n) => {
+                    let ok = !n.trim().is_empty()
+                        && n.len() <= 64
+                        && n.bytes().all(|b| b == b' ' || (0x21..0x7f).contains(&b));
+                    if !ok {
+                        return Err(err(
+                            Some(h.span()),
+                            format!(
+                                "server_header {n:?} must be up to 64 characters of visible \
+                                 ASCII, like \"mysite\" (or false for no Server field)"
+                            ),
+                        ));
+                    }
+                    Some(n.trim().to_string())
+                }
+            };
         }
         if let Err((i, message)) = check_chains(&c.redirects) {
             return Err(ConfigError {
@@ -553,6 +684,144 @@ fn unmatchable(from: &str, path: &str) -> Option<String> {
         ));
     }
     None
+}
+
+/// Whether a redirect's `from` is a pattern: a segment starting with `:`.
+fn is_pattern(from: &str) -> bool {
+    from.split('/').any(|s| s.starts_with(':'))
+}
+
+/// The `from` as written in messages (a prefix with its `*`).
+fn shown_from(r: &Redirect) -> String {
+    if r.prefix {
+        format!("{}*", r.from)
+    } else {
+        r.from.clone()
+    }
+}
+
+/// Why a pattern `from` is wrong: a placeholder without a name, twice the same name, a
+/// `*` not last, or (placeholders read as one segment) a path that could never match.
+fn pattern_problem(from: &str) -> Option<String> {
+    let mut names: Vec<&str> = Vec::new();
+    let segs: Vec<&str> = from.split('/').skip(1).collect();
+    for (k, seg) in segs.iter().enumerate() {
+        if seg.contains('*') && (*seg != "*" || k + 1 != segs.len()) {
+            return Some("a '*' may only be the last segment, like \"/docs/:v/*\"".into());
+        }
+        if let Some(name) = seg.strip_prefix(':') {
+            let whole =
+                bareweb_engine::resource::placeholder(name.as_bytes()) == Some(name.as_bytes());
+            if !whole {
+                return Some(format!(
+                    "placeholder {seg:?} must be ':' and a name of letters, digits and _ \
+                     (starting with a letter), a whole segment, like \"/blog/:slug\""
+                ));
+            }
+            if names.contains(&name) || name == "splat" {
+                return Some(format!(
+                    "placeholder :{name} is {}",
+                    if name == "splat" {
+                        "the name of what a final '*' matches; choose another name"
+                    } else {
+                        "there twice"
+                    }
+                ));
+            }
+            names.push(name);
+        }
+    }
+    let literal: String = segs
+        .iter()
+        .map(|s| if s.starts_with(':') { "x" } else { s })
+        .filter(|s| *s != "*")
+        .fold(String::new(), |a, s| a + "/" + s);
+    unmatchable(&literal, &literal)
+}
+
+/// The placeholders (`:name`) of a redirect target.
+fn placeholders(to: &str) -> Vec<&str> {
+    let b = to.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b':' {
+            if let Some(n) = bareweb_engine::resource::placeholder(&b[i + 1..]) {
+                out.push(&to[i + 1..i + 1 + n.len()]);
+                i += n.len();
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Why a target's placeholders cannot be filled from `from`: one it does not have.
+fn unknown_placeholder(from: &str, to: &str, pattern: bool, prefix: bool) -> Option<String> {
+    let splat = prefix || (pattern && from.ends_with("/*"));
+    let names: Vec<&str> = from
+        .split('/')
+        .filter_map(|s| s.strip_prefix(':'))
+        .collect();
+    let unknown = placeholders(to)
+        .into_iter()
+        .find(|n| !(names.contains(n) || (*n == "splat" && splat)))?;
+    let has = names
+        .iter()
+        .map(|n| format!(":{n}"))
+        .chain(splat.then(|| ":splat".to_string()))
+        .collect::<Vec<_>>();
+    Some(format!(
+        "placeholder :{unknown} is not in from {from:?}, which has {} (a ':' followed by a \
+         letter names a placeholder; write %3A for a colon itself)",
+        if has.is_empty() {
+            "none".to_string()
+        } else {
+            has.join(", ")
+        }
+    ))
+}
+
+/// A `[[rewrites]]` rule checked on its own: a path or `/prefix/*` from that can match,
+/// a target that is a plain path in the site. `Err((in_to, message))`.
+fn rewrite(r: &RawRewrite) -> Result<Rewrite, (bool, String)> {
+    let from = r.from.get_ref();
+    let to = r.to.get_ref();
+    if is_pattern(from) {
+        return Err((
+            false,
+            format!(
+                "rewrite from {from:?}: rewrites serve one fixed file; placeholders are for \
+                 redirects (use a prefix like \"/app/*\")"
+            ),
+        ));
+    }
+    let (path, prefix) = match from.strip_suffix('*') {
+        Some(p) => (p.to_string(), true),
+        None => (from.clone(), false),
+    };
+    if let Some(why) = unmatchable(from, &path) {
+        return Err((false, format!("rewrite from {from:?}: {why}")));
+    }
+    let plain = to.starts_with('/')
+        && to.bytes().all(|b| (0x21..0x7f).contains(&b))
+        && !to.contains(['?', '#', '%', '*'])
+        && normalise(to.as_bytes()) == to.as_bytes();
+    if !plain {
+        return Err((
+            true,
+            format!(
+                "rewrite to {to:?} must be the path of a file of the site, like \
+                 \"/app/index.html\" (ASCII, no query, no escapes, no . or .. segments)"
+            ),
+        ));
+    }
+    Ok(Rewrite {
+        from: path,
+        to: to.clone(),
+        prefix,
+        line: None,
+    })
 }
 
 /// Whether `s` holds a `%` followed by two hex digits.
@@ -649,17 +918,75 @@ fn next_path(to: &str, rest: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The rule the engine applies to decoded, normalised `path`: an exact one, else the
-/// longest prefix.
+/// first pattern that matches, else the longest prefix.
 fn matching<'r>(rules: &'r [Redirect], path: &[u8]) -> Option<&'r Redirect> {
     rules
         .iter()
-        .find(|r| !r.prefix && r.from.as_bytes() == path)
+        .find(|r| !r.prefix && !r.pattern && r.from.as_bytes() == path)
+        .or_else(|| {
+            rules.iter().find(|r| {
+                r.pattern
+                    && bareweb_engine::resource::match_pattern(r.from.as_bytes(), path).is_some()
+            })
+        })
         .or_else(|| {
             rules
                 .iter()
                 .filter(|r| r.prefix && path.starts_with(r.from.as_bytes()))
                 .max_by_key(|r| r.from.len())
         })
+}
+
+/// Where rule `r` sends a browser that asked for `path`, as the path the engine matches
+/// next (the engine's own `Location` rendering, decoded); `None` when it leaves the site
+/// or `r` does not match.
+fn apply(r: &Redirect, path: &[u8]) -> Option<Vec<u8>> {
+    let matched = if r.pattern {
+        bareweb_engine::resource::match_pattern(r.from.as_bytes(), path)?
+    } else if r.prefix {
+        r.from.len()
+    } else {
+        path.len()
+    };
+    let engine = bareweb_engine::resource::Redirect {
+        status: r.status,
+        to: &r.to,
+        matched,
+        pattern: if r.pattern { &r.from } else { "" },
+    };
+    let mut location = String::new();
+    engine.location(path, |piece, from_path| {
+        if from_path {
+            for &b in piece {
+                if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+                    location.push(b as char);
+                } else {
+                    location.push_str(&format!("%{b:02X}"));
+                }
+            }
+        } else {
+            location.push_str(&String::from_utf8_lossy(piece));
+        }
+    });
+    next_path(&location, b"")
+}
+
+/// A path `r` matches, to follow its chain from: its `from`, a pattern's placeholders
+/// by their names and its `*` by `x`.
+fn sample(r: &Redirect) -> Vec<u8> {
+    if !r.pattern {
+        return r.from.as_bytes().to_vec();
+    }
+    let p: String = r
+        .from
+        .split('/')
+        .skip(1)
+        .map(|s| match s {
+            "*" => "x",
+            s => s.strip_prefix(':').unwrap_or(s),
+        })
+        .fold(String::new(), |a, s| a + "/" + s);
+    p.into_bytes()
 }
 
 /// How many redirects in a row browsers follow before giving up (Chrome and Firefox: 20).
@@ -672,7 +999,7 @@ const CHAIN_MAX: usize = 20;
 fn check_chains(written: &[Redirect]) -> Result<(), (usize, String)> {
     let show = |p: &[u8]| String::from_utf8_lossy(p).into_owned();
     for (i, r) in written.iter().enumerate() {
-        if !r.prefix {
+        if !r.prefix || !placeholders(&r.to).is_empty() {
             continue;
         }
         let to = next_path(&r.to, b"");
@@ -698,12 +1025,10 @@ fn check_chains(written: &[Redirect]) -> Result<(), (usize, String)> {
     }
     let rules = effective(written);
     for r in &rules {
-        let mut path = r.from.as_bytes().to_vec();
+        let mut path = sample(r);
         let mut seen = vec![path.clone()];
         while let Some(m) = matching(&rules, &path) {
-            let rest = path.get(m.from.len()..).unwrap_or_default();
-            let rest = if m.prefix { rest } else { &[][..] };
-            let Some(next) = next_path(&m.to, rest) else {
+            let Some(next) = apply(m, &path) else {
                 break;
             };
             let again = seen.contains(&next);
@@ -765,7 +1090,7 @@ fn effective(written: &[Redirect]) -> Vec<Redirect> {
                 from: bare.to_string(),
                 to: r.to.clone(),
                 status: r.status,
-                prefix: false,
+                ..Redirect::default()
             });
         }
     }
@@ -831,7 +1156,7 @@ status = 301
                 from: "/old".into(),
                 to: "/new/page.html".into(),
                 status: 301,
-                prefix: false
+                ..Redirect::default()
             }]
         );
     }
@@ -1029,7 +1354,7 @@ status = 308
                 from: "/blog".into(),
                 to: "https://blog.example/".into(),
                 status: 308,
-                prefix: false
+                ..Redirect::default()
             })
         );
         assert_eq!(
@@ -1038,6 +1363,141 @@ status = 308
             "a written rule wins"
         );
         assert_eq!(rules.len(), 4);
+    }
+
+    #[test]
+    fn placeholder_redirects_are_checked_and_followed() {
+        let c = parse(
+            "[[redirects]]\nfrom = \"/blog/:slug\"\nto = \"/posts/:slug\"\n\
+             [[redirects]]\nfrom = \"/docs/:v/*\"\nto = \"/manual/:v/:splat\"\n\
+             [[redirects]]\nfrom = \"/old/*\"\nto = \"https://new.example/:splat\"\n",
+        )
+        .unwrap();
+        assert!(c.redirects[0].pattern && !c.redirects[0].prefix);
+        assert_eq!(c.redirects[0].from, "/blog/:slug");
+        assert!(c.redirects[2].prefix && c.redirects[2].from == "/old/");
+        let r = &c.redirects[0];
+        assert_eq!(apply(r, b"/blog/hi"), Some(b"/posts/hi".to_vec()));
+        assert_eq!(apply(r, b"/blog/a/b"), None, "one segment per placeholder");
+        assert_eq!(
+            apply(&c.redirects[1], b"/docs/2/a/b"),
+            Some(b"/manual/2/a/b".to_vec())
+        );
+        for (text, line, what) in [
+            (
+                "[[redirects]]\nfrom = \"/blog/:slug\"\nto = \"/posts/:id\"\n",
+                3,
+                "placeholder :id is not in from \"/blog/:slug\", which has :slug",
+            ),
+            (
+                "[[redirects]]\nfrom = \"/old\"\nto = \"/new/:splat\"\n",
+                3,
+                "which has none",
+            ),
+            (
+                "[[redirects]]\nfrom = \"/a/:x/:x\"\nto = \"/b\"\n",
+                2,
+                "there twice",
+            ),
+            (
+                "[[redirects]]\nfrom = \"/a/:1\"\nto = \"/b\"\n",
+                2,
+                "a name of letters",
+            ),
+            (
+                "[[redirects]]\nfrom = \"/a/:x/*/b\"\nto = \"/b\"\n",
+                2,
+                "last segment",
+            ),
+            (
+                "[[redirects]]\nfrom = \"/a/:x?q=1\"\nto = \"/b\"\n",
+                2,
+                "a name of letters",
+            ),
+            // Loops through placeholders.
+            (
+                "[[redirects]]\nfrom = \"/p/:a\"\nto = \"/q/:a\"\n\
+                 [[redirects]]\nfrom = \"/q/:b\"\nto = \"/p/:b\"\n",
+                2,
+                "redirect loop: /p/a → /q/a → /p/a",
+            ),
+            (
+                "[[redirects]]\nfrom = \"/g/*\"\nto = \"/g/y/:splat\"\n",
+                2,
+                "longer than the 20 redirects",
+            ),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert_eq!(e.line, Some(line), "{text:?}: {e}");
+            assert!(e.message.contains(what), "{text:?}: {e}");
+        }
+        // A port or scheme is no placeholder.
+        parse("[[redirects]]\nfrom = \"/x\"\nto = \"https://h.example:8443/y\"\n").unwrap();
+    }
+
+    #[test]
+    fn rewrites_and_the_server_field_are_read_and_checked() {
+        let c = parse(
+            "server_header = \"shop\"\n[[rewrites]]\nfrom = \"/app/*\"\nto = \"/app/index.html\"\n\
+             [[rewrites]]\nfrom = \"/about\"\nto = \"/about.html\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.server.as_deref(), Some("shop"));
+        assert_eq!(
+            c.rewrites[0],
+            Rewrite {
+                from: "/app/".into(),
+                to: "/app/index.html".into(),
+                prefix: true,
+                line: Some(3)
+            }
+        );
+        assert_eq!(
+            parse("server_header = false\n").unwrap().server.as_deref(),
+            Some("")
+        );
+        assert_eq!(parse("server_header = true\n").unwrap().server, None);
+        for (text, line, what) in [
+            ("server_header = 5\n", 1, "true, false or a name"),
+            ("server_header = \"a\\nb\"\n", 1, "visible ASCII"),
+            (
+                "[[rewrites]]\nfrom = \"/a/:x\"\nto = \"/b.html\"\n",
+                2,
+                "placeholders are for redirects",
+            ),
+            (
+                "[[rewrites]]\nfrom = \"/a/*\"\nto = \"/b.html?x=1\"\n",
+                3,
+                "path of a file",
+            ),
+            (
+                "[[rewrites]]\nfrom = \"/a/*\"\nto = \"https://x.example/\"\n",
+                3,
+                "path of a file",
+            ),
+            (
+                "[[rewrites]]\nfrom = \"/a?b\"\nto = \"/b.html\"\n",
+                2,
+                "query",
+            ),
+            (
+                "[[redirects]]\nfrom = \"/app/*\"\nto = \"/new/\"\n\
+                 [[rewrites]]\nfrom = \"/app/x/*\"\nto = \"/b.html\"\n",
+                5,
+                "the redirect from \"/app/*\" answers those paths first",
+            ),
+            (
+                "[[redirects]]\nfrom = \"/a\"\nto = \"/c\"\n\
+                 [[rewrites]]\nfrom = \"/a\"\nto = \"/b.html\"\n",
+                5,
+                "could never apply",
+            ),
+            ("[[rewrites]]\nfrom = \"/a\"\n", 1, "missing key"),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert_eq!(e.line, Some(line), "{text:?}: {e}");
+            assert!(e.message.contains(what), "{text:?}: {e}");
+        }
     }
 
     #[test]

@@ -190,6 +190,7 @@ pub fn build_dir(dir: &Path, config: Option<&Path>) -> Result<Built, Error> {
         }
     }
     spec.error_pages = errors;
+    rewrites_fit_the_site(&config, &spec, &default_config)?;
     spec.redirects = config
         .redirect_rules()
         .iter()
@@ -198,8 +199,17 @@ pub fn build_dir(dir: &Path, config: Option<&Path>) -> Result<Built, Error> {
             to: r.to.clone(),
             status: r.status,
             prefix: r.prefix,
+            rewrite: false,
         })
+        .chain(config.rewrites.iter().map(|r| RedirectSpec {
+            from: r.from.clone(),
+            to: r.to.clone(),
+            status: 200,
+            prefix: r.prefix,
+            rewrite: true,
+        }))
         .collect();
+    spec.server = config.server.clone();
     let image = site::build(&spec).map_err(Error::Image)?;
     Ok(Built {
         image,
@@ -207,6 +217,60 @@ pub fn build_dir(dir: &Path, config: Option<&Path>) -> Result<Built, Error> {
         skipped: w.skipped,
         config,
     })
+}
+
+/// Refuses a rewrite whose target is not a file of the site (or a directory with its
+/// index file, written with its `/`), and an exact one from a path the site serves
+/// itself (it could never apply: rewrites answer only where the site has nothing).
+fn rewrites_fit_the_site(config: &Config, spec: &Spec, default_config: &Path) -> Result<(), Error> {
+    let is_file = |p: &str| spec.files.iter().any(|f| f.path == p);
+    let index_names: Vec<&str> = if config.index.is_empty() {
+        vec!["index.html"]
+    } else {
+        config.index.iter().map(String::as_str).collect()
+    };
+    let serves = |p: &str| match p.strip_suffix('/') {
+        Some(dir) => {
+            index_names.iter().any(|n| is_file(&format!("{dir}/{n}")))
+                || spec
+                    .listings
+                    .iter()
+                    .any(|l| l.path == if dir.is_empty() { "/" } else { dir })
+        }
+        None => is_file(p),
+    };
+    for r in &config.rewrites {
+        let why = if !serves(&r.to) {
+            Some(format!(
+                "rewrite to {:?}: not a file of the site{}",
+                r.to,
+                if r.to.ends_with('/') {
+                    " (that directory has no index file)"
+                } else {
+                    ""
+                }
+            ))
+        } else if !r.prefix && serves(&r.from) {
+            Some(format!(
+                "rewrite from {:?} could never apply: the site serves that path itself \
+                 (rewrites answer only where the site has nothing)",
+                r.from
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = why {
+            return Err(Error::Config(ConfigError {
+                file: config
+                    .file
+                    .clone()
+                    .unwrap_or_else(|| default_config.to_path_buf()),
+                line: r.line,
+                message,
+            }));
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a configured stats path that would take over a path of the site: the stats
