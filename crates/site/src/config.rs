@@ -5,6 +5,7 @@
 //! ```toml
 //! index = ["index.html", "index.htm"]   # names a directory's index file may have
 //! listing = false                       # HTML listing of directories without one
+//! server_header = "mysite"              # the Server field: true, false (none) or a value
 //! metrics = true                        # /metrics, Prometheus text (serve: on; images: off)
 //! healthz = true                        # /healthz (serve: on; images: off)
 //!
@@ -27,7 +28,17 @@
 //! from = "/old"
 //! to = "/new/page.html"
 //! status = 301
+//!
+//! [[redirects]]
+//! from = "/blog/:slug"                  # placeholders: one segment each; a final * is :splat
+//! to = "/posts/:slug"
+//!
+//! [[rewrites]]
+//! from = "/app/*"                       # where the site has nothing: 200 with this file
+//! to = "/app/index.html"
 //! ```
+//!
+//! The full reference, with defaults: docs/usage.md, "bareweb.toml reference".
 
 use std::collections::BTreeMap;
 use std::fmt;
