@@ -1,6 +1,7 @@
 //! Site images: `Site::load`, then lookups and a sum over every body. The checksum is
 //! skipped under `cfg(fuzzing)`, so mutations reach the structural checks.
-//! Also the configured tables: redirects, error pages, common headers, switches.
+//! Also the configured tables: redirects (patterns and their Location), rewrites, error
+//! pages, common headers, switches, the Server setting.
 //! Seeds: `crates/engine/src/site/testdata/small.bwsite`, and `configured.bwsite` (built by
 //! `bareweb build` from a site with a bareweb.toml: listing, headers, redirects, 404 page).
 #![no_main]
@@ -39,6 +40,9 @@ fuzz_target!(|data: &[u8]| {
         b"/old",
         b"/docs/x/y",
         b"/sub/",
+        b"/app/route/7",
+        b"/blog/a",
+        b"/blog/a/b",
     ] {
         if let Found::Resource(r) = site.lookup(path) {
             acc += r.identity.data.len() as u64;
@@ -46,6 +50,8 @@ fuzz_target!(|data: &[u8]| {
         if let Some(r) = site.redirect(path) {
             acc += r.to.len() as u64 + u64::from(r.status);
             assert!(r.matched <= path.len());
+            // The Location, pieces and all (placeholders filled from the path).
+            r.location(path, |piece, _| acc += piece.len() as u64);
         }
     }
     for status in [400u16, 404, 405, 500] {
@@ -53,6 +59,6 @@ fuzz_target!(|data: &[u8]| {
             acc += r.identity.data.len() as u64;
         }
     }
-    black_box((site.common_headers(), site.pages()));
+    black_box((site.common_headers(), site.pages(), site.server_name()));
     black_box((acc, site.len(), site.is_empty(), site.bytes().len()));
 });

@@ -157,9 +157,100 @@ pub struct Redirect<'a> {
     pub status: u16,
     /// The start of the `Location` value.
     pub to: &'a str,
-    /// How many leading bytes of the path matched: the rest of the path follows `to`
-    /// (all of it matched for an exact redirect).
+    /// How many leading bytes of the path matched: the rest of the path follows `to`, or
+    /// goes where `to` says `:splat` (all of it matched for an exact redirect).
     pub matched: usize,
+    /// For a rule with placeholders, its `from` pattern (`/blog/:slug`): each `:name` of
+    /// `to` takes the path segment at that place. Empty for other rules.
+    pub pattern: &'a str,
+}
+
+/// Whether `b` may be part of a placeholder's name (`:slug`, `:year_2`).
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// The placeholder at the start of `s` (which starts after a `:`): its name, if `s` starts
+/// with a letter or `_` (so `https://` and `:8080` are no placeholders).
+pub fn placeholder(s: &[u8]) -> Option<&[u8]> {
+    let first = *s.first()?;
+    if !(first.is_ascii_alphabetic() || first == b'_') {
+        return None;
+    }
+    let n = s.iter().position(|&b| !is_name_byte(b)).unwrap_or(s.len());
+    Some(&s[..n])
+}
+
+/// Matches `path` against a pattern of `/`-separated segments, each literal, `:name`
+/// (one non-empty segment) or, last, `*` (the rest, possibly empty). Returns where the
+/// rest starts in `path` (`path.len()` without a `*`). Time linear in the two lengths,
+/// no allocation.
+pub fn match_pattern(pattern: &[u8], path: &[u8]) -> Option<usize> {
+    let (pattern, path) = (pattern.strip_prefix(b"/")?, path.strip_prefix(b"/")?);
+    let mut at = 1; // where the current path segment starts in the full path
+    let mut segs = path.split(|&b| b == b'/');
+    let mut pats = pattern.split(|&b| b == b'/').peekable();
+    while let Some(p) = pats.next() {
+        if p == b"*" && pats.peek().is_none() {
+            return Some(at.min(path.len() + 1));
+        }
+        let seg = segs.next()?;
+        let ok = match p.strip_prefix(b":") {
+            Some(name) if placeholder(name) == Some(name) => !seg.is_empty(),
+            _ => p == seg,
+        };
+        if !ok {
+            return None;
+        }
+        at += seg.len() + 1;
+    }
+    segs.next().is_none().then_some(path.len() + 1)
+}
+
+/// The path segment of `path` at the place where `pattern` says `:name`.
+fn captured<'p>(pattern: &[u8], path: &'p [u8], name: &[u8]) -> Option<&'p [u8]> {
+    let k = pattern
+        .split(|&b| b == b'/')
+        .position(|p| p.strip_prefix(b":") == Some(name))?;
+    path.split(|&b| b == b'/').nth(k)
+}
+
+impl Redirect<'_> {
+    /// The `Location` of this redirect for request `path`, piece by piece: `emit(bytes,
+    /// from_path)`, where pieces from the request's path (`from_path`) still need
+    /// percent-encoding and the rest is the configured target as written. Without
+    /// placeholders: `to`, then the unmatched rest of the path.
+    pub fn location(&self, path: &[u8], mut emit: impl FnMut(&[u8], bool)) {
+        let to = self.to.as_bytes();
+        let rest = path.get(self.matched..).unwrap_or_default();
+        let has_splat = to.windows(6).any(|w| w == b":splat");
+        if self.pattern.is_empty() && !has_splat {
+            emit(to, false);
+            emit(rest, true);
+            return;
+        }
+        let mut run = 0;
+        let mut i = 0;
+        while i < to.len() {
+            let name = (to[i] == b':').then(|| placeholder(&to[i + 1..])).flatten();
+            let Some(name) = name else {
+                i += 1;
+                continue;
+            };
+            let value = if name == b"splat" {
+                Some(rest)
+            } else {
+                captured(self.pattern.as_bytes(), path, name)
+            };
+            if let Some(v) = value {
+                emit(&to[run..i], false);
+                emit(v, true);
+                run = i + 1 + name.len();
+            }
+            i += 1 + name.len();
+        }
+        emit(&to[run..], false);
+    }
 }
 
 /// The answer of a site lookup for a normalised path.
@@ -194,6 +285,12 @@ pub trait Lookup<'a> {
     /// redirects and error pages.
     fn common_headers(&self) -> &'a str {
         ""
+    }
+
+    /// The `Server` field the site asks for: `None` the platform's (`bareweb`), `Some("")`
+    /// none at all, else that value.
+    fn server_name(&self) -> Option<&'a str> {
+        None
     }
 }
 

@@ -45,6 +45,13 @@ impl Lookup<'static> for Pages {
             Pages::WithStats(s) => s.common_headers(),
         }
     }
+
+    fn server_name(&self) -> Option<&'static str> {
+        match self {
+            Pages::Plain(s) => s.server_name(),
+            Pages::WithStats(s) => s.server_name(),
+        }
+    }
 }
 
 /// Common Log Format lines on the console (one VM exit per byte: for debugging), when on;

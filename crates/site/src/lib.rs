@@ -120,6 +120,7 @@ pub fn build_dir(dir: &Path, config: Option<&Path>) -> Result<Built, Error> {
         visiting: vec![root.clone()],
     };
     w.walk(&root, "")?;
+    stats_path_is_free(&config, &w, &default_config)?;
     let mut spec = Spec {
         index_names: config.index.clone(),
         common_headers: config.common_headers(),
@@ -189,16 +190,26 @@ pub fn build_dir(dir: &Path, config: Option<&Path>) -> Result<Built, Error> {
         }
     }
     spec.error_pages = errors;
+    rewrites_fit_the_site(&config, &spec, &default_config)?;
     spec.redirects = config
-        .redirects
+        .redirect_rules()
         .iter()
         .map(|r| RedirectSpec {
             from: r.from.clone(),
             to: r.to.clone(),
             status: r.status,
             prefix: r.prefix,
+            rewrite: false,
         })
+        .chain(config.rewrites.iter().map(|r| RedirectSpec {
+            from: r.from.clone(),
+            to: r.to.clone(),
+            status: 200,
+            prefix: r.prefix,
+            rewrite: true,
+        }))
         .collect();
+    spec.server = config.server.clone();
     let image = site::build(&spec).map_err(Error::Image)?;
     Ok(Built {
         image,
@@ -206,6 +217,101 @@ pub fn build_dir(dir: &Path, config: Option<&Path>) -> Result<Built, Error> {
         skipped: w.skipped,
         config,
     })
+}
+
+/// Refuses a rewrite whose target is not a file of the site (or a directory with its
+/// index file, written with its `/`), and an exact one from a path the site serves
+/// itself (it could never apply: rewrites answer only where the site has nothing).
+fn rewrites_fit_the_site(config: &Config, spec: &Spec, default_config: &Path) -> Result<(), Error> {
+    let is_file = |p: &str| spec.files.iter().any(|f| f.path == p);
+    let index_names: Vec<&str> = if config.index.is_empty() {
+        vec!["index.html"]
+    } else {
+        config.index.iter().map(String::as_str).collect()
+    };
+    let serves = |p: &str| match p.strip_suffix('/') {
+        Some(dir) => {
+            index_names.iter().any(|n| is_file(&format!("{dir}/{n}")))
+                || spec
+                    .listings
+                    .iter()
+                    .any(|l| l.path == if dir.is_empty() { "/" } else { dir })
+        }
+        None => is_file(p),
+    };
+    for r in &config.rewrites {
+        let why = if !serves(&r.to) {
+            Some(format!(
+                "rewrite to {:?}: not a file of the site{}",
+                r.to,
+                if r.to.ends_with('/') {
+                    " (that directory has no index file)"
+                } else {
+                    ""
+                }
+            ))
+        } else if !r.prefix && serves(&r.from) {
+            Some(format!(
+                "rewrite from {:?} could never apply: the site serves that path itself \
+                 (rewrites answer only where the site has nothing)",
+                r.from
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = why {
+            return Err(Error::Config(ConfigError {
+                file: config
+                    .file
+                    .clone()
+                    .unwrap_or_else(|| default_config.to_path_buf()),
+                line: r.line,
+                message,
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a configured stats path that would take over a path of the site: the stats
+/// page answers `PATH/` and (redirecting) `PATH`, its JSON `PATH/stats`, before the site.
+fn stats_path_is_free(config: &Config, w: &Walk, default_config: &Path) -> Result<(), Error> {
+    let Some(base) = config.stats_path.as_deref() else {
+        return Ok(());
+    };
+    if config.stats == Some(false) {
+        return Ok(());
+    }
+    let json = format!("{base}/stats");
+    let is_file = |p: &str| w.files.iter().any(|(f, _, _)| f == p);
+    let taken = if w.dirs.iter().any(|d| d == base) {
+        Some(format!(
+            "{base}/, a directory of the site (its index or listing)"
+        ))
+    } else if is_file(base) {
+        Some(format!("{base}, a file of the site"))
+    } else if is_file(&json) {
+        Some(format!(
+            "{json}, a file of the site (the stats JSON's path)"
+        ))
+    } else {
+        None
+    };
+    let Some(taken) = taken else {
+        return Ok(());
+    };
+    Err(Error::Config(ConfigError {
+        file: config
+            .file
+            .clone()
+            .unwrap_or_else(|| default_config.to_path_buf()),
+        line: config.stats_path_line,
+        message: format!(
+            "[stats] path {base:?} would take over {taken}; choose a path the site does not \
+             use, like {:?}",
+            bareweb_engine::cores::pages::DEFAULT_BASE
+        ),
+    }))
 }
 
 struct Walk {
@@ -311,7 +417,22 @@ pub fn content_type(path: &str, config: &Config) -> String {
         _ => String::new(),
     };
     if let Some(t) = config.types.get(&ext) {
-        return t.clone();
+        // A configured text type is UTF-8 like the built-in ones, unless it says otherwise.
+        let essence = t
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        let has_charset = t
+            .split(';')
+            .skip(1)
+            .any(|p| p.trim().to_ascii_lowercase().starts_with("charset"));
+        return if is_texty(&essence) && !has_charset {
+            format!("{t}; charset=utf-8")
+        } else {
+            t.clone()
+        };
     }
     // Where the database lags current practice: source maps are JSON (mime_guess says
     // text/plain).
@@ -321,16 +442,19 @@ pub fn content_type(path: &str, config: &Config) -> String {
     let Some(m) = mime_guess::from_ext(&ext).first() else {
         return "application/octet-stream".into();
     };
-    let essence = m.essence_str();
-    let texty = m.type_() == mime_guess::mime::TEXT
-        || ["application/javascript", "image/svg+xml"].contains(&essence);
-    match essence {
+    match m.essence_str() {
         // The current registrations (RFC 9239) for what mime_guess still calls
         // application/javascript.
         "application/javascript" => "text/javascript; charset=utf-8".into(),
-        e if texty => format!("{e}; charset=utf-8"),
+        e if is_texty(e) => format!("{e}; charset=utf-8"),
         e => e.to_string(),
     }
+}
+
+/// Whether a media type (its essence, lowercase) is text served with `charset=utf-8`:
+/// `text/*`, JavaScript and SVG (the built-in types and `[types]` alike).
+fn is_texty(essence: &str) -> bool {
+    essence.starts_with("text/") || ["application/javascript", "image/svg+xml"].contains(&essence)
 }
 
 /// Whether a content type is worth compressing.

@@ -442,3 +442,106 @@ fn server_pages_switches_path_and_allow_are_carried_in_the_image() {
 fn leaked(b: Built) -> Site<'static> {
     Site::load(Box::leak(b.image.into_boxed_slice())).unwrap()
 }
+
+/// A single-page app under /app/, placeholder redirects and the `Server` field, from a
+/// bareweb.toml to what a browser gets; rules the site makes meaningless are refused with
+/// the reason and the line.
+#[test]
+fn rewrites_placeholders_and_the_server_field_from_bareweb_toml() {
+    let d = Dir::new("rules");
+    d.write("app/index.html", b"<!doctype html><title>app</title>");
+    d.write("app/main.js", b"console.log('app')");
+    d.write("index.html", b"<!doctype html>home");
+    d.write(
+        "bareweb.toml",
+        b"server_header = false\n\
+          [[rewrites]]\nfrom = \"/app/*\"\nto = \"/app/index.html\"\n\
+          [[redirects]]\nfrom = \"/blog/:slug\"\nto = \"/posts/:slug\"\n\
+          [[redirects]]\nfrom = \"/wiki/*\"\nto = \"/docs/:splat\"\nstatus = 302\n",
+    );
+    let site = leaked(built(&d));
+    let (status, head, body) = get(&site, "/app/users/7", "");
+    assert_eq!(status, 200, "{head}");
+    assert_eq!(body, b"<!doctype html><title>app</title>");
+    let (_, index_head, _) = get(&site, "/app/index.html", "");
+    assert_eq!(field(&head, "ETag"), field(&index_head, "ETag"));
+    assert_eq!(get(&site, "/app/main.js", "").2, b"console.log('app')");
+    let (status, head, _) = get(&site, "/blog/first-post?ref=x", "");
+    assert_eq!(status, 301);
+    assert_eq!(field(&head, "Location"), Some("/posts/first-post?ref=x"));
+    let (status, head, _) = get(&site, "/wiki/a%20b/c", "");
+    assert_eq!(status, 302);
+    assert_eq!(field(&head, "Location"), Some("/docs/a%20b/c"));
+    assert_eq!(
+        bareweb_engine::resource::Lookup::server_name(&site),
+        Some("")
+    );
+
+    for (toml, line, what) in [
+        (
+            "[[rewrites]]\nfrom = \"/app/*\"\nto = \"/app/missing.html\"\n",
+            2,
+            "rewrite to \"/app/missing.html\": not a file of the site",
+        ),
+        (
+            "[[rewrites]]\nfrom = \"/x/*\"\nto = \"/app/sub/\"\n",
+            2,
+            "not a file of the site",
+        ),
+        (
+            "\n[[rewrites]]\nfrom = \"/index.html\"\nto = \"/app/index.html\"\n",
+            3,
+            "the site serves that path itself",
+        ),
+    ] {
+        d.write("bareweb.toml", toml.as_bytes());
+        let e = build_dir(&d.0, None).unwrap_err().to_string();
+        assert!(e.contains(&format!("bareweb.toml:{line}: ")), "{e}");
+        assert!(e.contains(what), "{e}");
+    }
+}
+
+/// `[[headers]]` rules for every path reach the server's own pages: the stats page, its
+/// JSON, /metrics and /healthz.
+#[test]
+fn site_wide_headers_reach_the_server_pages() {
+    use bareweb_engine::cores::board::{Board, Role, WithStatsPage};
+    use bareweb_engine::cores::pages::{self, Page, PageSettings};
+    use bareweb_engine::resource::{Found, Lookup};
+    let d = Dir::new("pagehdr");
+    d.write("index.html", b"home");
+    d.write(
+        "bareweb.toml",
+        b"[[headers]]\npath = \"/*\"\nset = { \"X-Frame-Options\" = \"DENY\" }\n",
+    );
+    let site = leaked(built(&d));
+    let with = WithStatsPage::new(site);
+    let Found::Resource(page) = with.lookup(b"/.well-known/bareweb/") else {
+        panic!("no stats page");
+    };
+    assert_eq!(page.headers, "X-Frame-Options: DENY\r\n");
+    let settings = PageSettings::resolve(&site.pages(), true, true, true);
+    assert_eq!(settings.headers, "X-Frame-Options: DENY\r\n");
+    let board: &'static Board = Box::leak(Box::new(
+        Board::new("single", &[Role::Single]).with_pages(settings),
+    ));
+    for (page, path) in [
+        (Page::Metrics, "/metrics"),
+        (Page::Healthz, "/healthz"),
+        (Page::Json, "/.well-known/bareweb/stats"),
+    ] {
+        let raw = format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n");
+        let Parse::Complete { request, .. } = http::parse(raw.as_bytes()) else {
+            panic!()
+        };
+        let mut out = vec![0u8; 64 * 1024];
+        let r = pages::respond(page, board, &request, 1_700_000_000, "bareweb", &mut out);
+        let head = String::from_utf8_lossy(&out[..r.head_len]).into_owned();
+        assert_eq!(r.status, 200, "{path}: {head}");
+        assert_eq!(
+            field(&head, "X-Frame-Options"),
+            Some("DENY"),
+            "{path}: {head}"
+        );
+    }
+}

@@ -667,15 +667,19 @@ impl<L: Lookup<'static>> Lookup<'static> for WithStatsPage<L> {
         let page = path.strip_prefix(base);
         if page == Some(b"/") {
             // No stored block sums: the (rarely sent) page's checksums are summed on the spot.
-            return Found::Resource(Resource::plain(
-                "text/html; charset=utf-8",
-                PAGE_ETAG,
-                1_767_225_600, // 2026-01-01, the page's version date
-                Body {
-                    data: PAGE_HTML.as_bytes(),
-                    block_sums: &[],
-                },
-            ));
+            // The site's header lines for every path go with it.
+            return Found::Resource(Resource {
+                headers: self.0.common_headers(),
+                ..Resource::plain(
+                    "text/html; charset=utf-8",
+                    PAGE_ETAG,
+                    1_767_225_600, // 2026-01-01, the page's version date
+                    Body {
+                        data: PAGE_HTML.as_bytes(),
+                        block_sums: &[],
+                    },
+                )
+            });
         }
         if page == Some(b"") {
             return Found::AddSlash;
@@ -693,6 +697,10 @@ impl<L: Lookup<'static>> Lookup<'static> for WithStatsPage<L> {
 
     fn common_headers(&self) -> &'static str {
         self.0.common_headers()
+    }
+
+    fn server_name(&self) -> Option<&'static str> {
+        self.0.server_name()
     }
 }
 

@@ -41,6 +41,9 @@ pub struct PageSettings {
     /// The network whose clients may read the stats JSON and metrics, and its prefix
     /// length (0: everyone).
     pub allow: ([u8; 4], u8),
+    /// Header lines (`Name: value` CRLF each) the site's configuration sends with every
+    /// path: these pages send them too.
+    pub headers: &'static str,
 }
 
 impl Default for PageSettings {
@@ -52,6 +55,7 @@ impl Default for PageSettings {
             healthz: false,
             base: DEFAULT_BASE,
             allow: ([0; 4], 0),
+            headers: "",
         }
     }
 }
@@ -70,6 +74,7 @@ impl PageSettings {
                 site.stats_path
             },
             allow: site.stats_allow,
+            headers: site.headers,
         }
     }
 
@@ -200,8 +205,10 @@ fn write_platform_metrics(p: &dyn platform::PlatformCounters, w: &mut Out<'_>) -
     Some(())
 }
 
-/// Room reserved for the head in front of a rendered body.
-const HEAD_ROOM: usize = 512;
+/// Room reserved for the head in front of a rendered body (the fields written here, under
+/// 300 bytes, and the site's common header lines, at most
+/// [`MAX_COMMON_HEADERS`](crate::site::format::MAX_COMMON_HEADERS)).
+const HEAD_ROOM: usize = 1024;
 
 /// Writes the whole response for `page` (head and, unless HEAD, the body) into `out`.
 pub fn respond(
@@ -251,11 +258,17 @@ pub fn respond(
         (false, http::Version::Http10) => "Connection: keep-alive\r\n",
         (false, _) => "",
     };
+    let (server_field, server_end) = if server.is_empty() {
+        ("", "")
+    } else {
+        ("Server: ", "\r\n")
+    };
+    let headers = board.pages().headers;
     let ok = write!(
         w,
-        "HTTP/1.1 {} {}\r\nDate: {date}\r\nServer: {server}\r\n\
+        "HTTP/1.1 {} {}\r\nDate: {date}\r\n{server_field}{server}{server_end}\
          Content-Type: {ctype}\r\nContent-Length: {body_len}\r\n\
-         Cache-Control: no-store\r\n{conn}\r\n",
+         Cache-Control: no-store\r\n{headers}{conn}\r\n",
         status.code(),
         status.reason(),
     );
@@ -290,6 +303,7 @@ mod tests {
             healthz: true,
             base: "/_s",
             allow: ([10, 0, 0, 0], 8),
+            headers: "",
         };
         let inside = [10, 1, 2, 3];
         let outside = [192, 168, 1, 1];

@@ -132,9 +132,12 @@ impl Ctx<'_> {
         if self.now != 0 {
             w.field(b"Date", &date::format(self.now));
         }
-        w.raw(b"Server: ");
-        w.text(self.server.as_bytes());
-        w.raw(b"\r\n");
+        // An empty name: the site asked for no `Server` field.
+        if !self.server.is_empty() {
+            w.raw(b"Server: ");
+            w.text(self.server.as_bytes());
+            w.raw(b"\r\n");
+        }
     }
 
     /// `Connection` and the empty line.
@@ -344,6 +347,7 @@ fn respond_in<'a, L: Lookup<'a>>(
                 status: Status::MOVED_PERMANENTLY.code(),
                 to: "",
                 matched: 0,
+                pattern: "",
             };
             redirect(w, &ctx, site.common_headers(), add_slash, path, t)
         }
@@ -393,7 +397,8 @@ fn error_response<'a, L: Lookup<'a>>(
 }
 
 /// A redirect: to the normalised path plus `/` (`r.to` empty), or a configured one to
-/// `r.to` followed by the unmatched rest of the path; the query is kept either way.
+/// `r.to` followed by the unmatched rest of the path, or with its placeholders filled
+/// ([`Redirect::location`]); the query is kept either way.
 fn redirect<'a>(
     mut w: Writer<'_>,
     ctx: &Ctx<'_>,
@@ -411,9 +416,13 @@ fn redirect<'a>(
                 w.raw(b"/");
             }
         } else {
-            w.text(r.to.as_bytes());
-            let rest = path.get(r.matched..).unwrap_or_default();
-            target::encode_path(rest, |p| w.raw(p));
+            r.location(path, |piece, from_path| {
+                if from_path {
+                    target::encode_path(piece, |p| w.raw(p));
+                } else {
+                    w.text(piece);
+                }
+            });
         }
         if let Some(q) = t.query {
             w.raw(if r.to.contains('?') { b"&" } else { b"?" });

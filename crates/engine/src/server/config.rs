@@ -79,7 +79,8 @@ pub struct Config {
     pub isn_key: [u8; 16],
     /// Timeouts.
     pub timeouts: Timeouts,
-    /// Value of the `Server` header.
+    /// Value of the `Server` header (empty: none); the site's configuration may set it
+    /// (`Server::new` takes the site's `server_name`).
     pub server_name: &'static str,
     /// The stateless UDP protocol (the UDP paper, `crate::udp`): off unless given.
     pub udp: Option<crate::udp::Config>,

@@ -211,7 +211,11 @@ impl<L: Lookup<'static>> Server<L> {
     /// as connections first need them ([`Server::take_tcb`]): a server starts without
     /// writing ~9 MiB per 1024 TCBs, which was most of the bare-machine kernel's boot
     /// under an emulator, and the timer scan covers only TCBs ever used.
-    pub fn new(cfg: Config, site: L, mac: crate::wire::EthernetAddress) -> Server<L> {
+    pub fn new(mut cfg: Config, site: L, mac: crate::wire::EthernetAddress) -> Server<L> {
+        // The site's configuration may set the `Server` field, or drop it ("").
+        if let Some(name) = site.server_name() {
+            cfg.server_name = name;
+        }
         assert!(
             cfg.tcbs > 0 && cfg.tcbs < (1 << 31),
             "tcbs must be in 1..2^31"

@@ -162,17 +162,52 @@ pub struct FileSpec {
     pub zstd: Option<Vec<u8>>,
 }
 
-/// A configured redirect.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A configured redirect, or a rewrite.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RedirectSpec {
-    /// The path matched (exact), or the prefix matched.
+    /// The path matched (exact), the prefix matched, or a pattern (`/blog/:slug`, a
+    /// redirect's `from` holding a `:name` segment; a final `*` segment matching the rest).
     pub from: String,
-    /// The `Location` value (for a prefix, the rest of the path is appended).
+    /// The `Location` value (for a prefix, the rest of the path is appended unless it
+    /// says where with `:splat`; a pattern's `:name`s are filled in). For a rewrite, the
+    /// path of the file served.
     pub to: String,
-    /// 301, 302, 303, 307 or 308.
+    /// 301, 302, 303, 307 or 308; 200 for a rewrite.
     pub status: u16,
     /// Match a prefix rather than the whole path.
     pub prefix: bool,
+    /// A rewrite: when the site has nothing at the path, serve the file at `to`.
+    pub rewrite: bool,
+}
+
+impl RedirectSpec {
+    /// Whether `from` is a pattern (a segment starting with `:`).
+    pub fn is_pattern(&self) -> bool {
+        !self.rewrite && self.from.split('/').any(|s| s.starts_with(':'))
+    }
+
+    /// The record's kind.
+    fn kind(&self) -> u32 {
+        match (self.rewrite, self.prefix, self.is_pattern()) {
+            (true, false, _) => format::REWRITE_EXACT,
+            (true, true, _) => format::REWRITE_PREFIX,
+            (false, _, true) => format::REDIRECT_PATTERN,
+            (false, true, false) => format::REDIRECT_PREFIX,
+            (false, false, false) => format::REDIRECT_EXACT,
+        }
+    }
+
+    /// Where the record goes in the table: exact redirects, patterns, prefixes, exact
+    /// rewrites, prefix rewrites.
+    fn class(&self) -> u8 {
+        match self.kind() {
+            format::REDIRECT_EXACT => 0,
+            format::REDIRECT_PATTERN => 1,
+            format::REDIRECT_PREFIX => 2,
+            format::REWRITE_EXACT => 3,
+            _ => 4,
+        }
+    }
 }
 
 /// Everything an image holds, resolved: the writer decides nothing but the layout.
@@ -202,6 +237,8 @@ pub struct Spec {
     pub stats_path: Option<String>,
     /// Clients allowed the stats JSON and metrics.
     pub stats_allow: Option<([u8; 4], u8)>,
+    /// The `Server` field: `None` the platform's, `Some("")` none, else this value.
+    pub server: Option<String>,
 }
 
 /// One path of the image: a file, or a directory with its listing if it gets one.
@@ -352,26 +389,28 @@ fn check_headers(spec: &Spec) -> Result<(), BuildError> {
     Ok(())
 }
 
-/// The redirects in table order, exact ones sorted, then prefixes longest first; refuses
-/// two exact ones from the same path, a source that is not a path, a target that is not
-/// visible ASCII and a status that is not a redirect's.
+/// The redirects and rewrites in table order: exact redirects sorted, patterns as
+/// written, prefixes longest first, then exact rewrites and prefix rewrites (longest
+/// first); refuses two exact ones from the same path, a source that is not a path, a
+/// target that is not visible ASCII (or, for a rewrite, not a path) and a status that is
+/// not a redirect's (a rewrite's is 200).
 fn sorted_redirects(spec: &Spec) -> Result<Vec<&RedirectSpec>, BuildError> {
     let mut redirects: Vec<&RedirectSpec> = spec.redirects.iter().collect();
-    redirects.sort_by(|a, b| {
-        (
-            a.prefix,
-            std::cmp::Reverse(if a.prefix { a.from.len() } else { 0 }),
-            &a.from,
-        )
-            .cmp(&(
-                b.prefix,
-                std::cmp::Reverse(if b.prefix { b.from.len() } else { 0 }),
-                &b.from,
-            ))
-    });
+    let key = |r: &RedirectSpec| {
+        let class = r.class();
+        let by_len = std::cmp::Reverse(if r.prefix { r.from.len() } else { 0 });
+        // Patterns keep their written order (the sort is stable).
+        let name = if class == 1 {
+            String::new()
+        } else {
+            r.from.clone()
+        };
+        (class, by_len, name)
+    };
+    redirects.sort_by_key(|r| key(r));
     for w in redirects.windows(2) {
-        if !w[0].prefix && !w[1].prefix && w[0].from == w[1].from {
-            return invalid(format!("two redirects from {:?}", w[0].from));
+        if w[0].class() == w[1].class() && !w[0].prefix && !w[1].prefix && w[0].from == w[1].from {
+            return invalid(format!("two rules from {:?}", w[0].from));
         }
     }
     for r in &redirects {
@@ -384,7 +423,14 @@ fn sorted_redirects(spec: &Spec) -> Result<Vec<&RedirectSpec>, BuildError> {
                 r.to
             ));
         }
-        if !format::REDIRECT_STATUSES.contains(&u32::from(r.status)) {
+        if r.rewrite {
+            if r.status != 200 || !r.to.starts_with('/') {
+                return invalid(format!(
+                    "rewrite from {:?}: status {} and target {:?}: want 200 and a path",
+                    r.from, r.status, r.to
+                ));
+            }
+        } else if !format::REDIRECT_STATUSES.contains(&u32::from(r.status)) {
             return invalid(format!(
                 "redirect from {:?}: status {} is not 301, 302, 303, 307 or 308",
                 r.from, r.status
@@ -433,6 +479,7 @@ struct StringArea {
     redirects: Vec<(StrRef, StrRef)>,
     common: StrRef,
     stats_path: StrRef,
+    server: StrRef,
 }
 
 impl StringArea {
@@ -471,6 +518,7 @@ impl StringArea {
             .collect();
         let common = strings.add(&spec.common_headers);
         let stats_path = strings.add(spec.stats_path.as_deref().unwrap_or(""));
+        let server = strings.add(spec.server.as_deref().unwrap_or(""));
         if strings.bytes.len() > u32::MAX as usize {
             return Err(BuildError::TooLarge {
                 what: "string area",
@@ -483,6 +531,7 @@ impl StringArea {
             redirects,
             common,
             stats_path,
+            server,
         })
     }
 }
@@ -546,12 +595,7 @@ fn write_tables(
         put32(rec, format::redirect::TO_OFF, to.0);
         put32(rec, format::redirect::TO_LEN, to.1);
         put32(rec, format::redirect::STATUS, u32::from(r.status));
-        let kind = if r.prefix {
-            format::REDIRECT_PREFIX
-        } else {
-            format::REDIRECT_EXACT
-        };
-        put32(rec, format::redirect::KIND, kind);
+        put32(rec, format::redirect::KIND, r.kind());
     }
     for (i, (status, entry)) in errors.iter().enumerate() {
         let at = layout.errors_off + i * format::ERROR_LEN;
@@ -671,9 +715,16 @@ fn write_header(
         Some(true) => format::SWITCH_ON,
         Some(false) => format::SWITCH_OFF,
     };
+    let server = spec.server.as_deref().map(|s| !s.is_empty());
+    if let Some(name) = spec.server.as_deref() {
+        if !name.bytes().all(|b| b == b' ' || (0x21..0x7f).contains(&b)) {
+            return invalid(format!("server name {name:?}: not visible ASCII"));
+        }
+    }
     let flags = switch(spec.stats) << format::flags::STATS
         | switch(spec.metrics) << format::flags::METRICS
-        | switch(spec.healthz) << format::flags::HEALTHZ;
+        | switch(spec.healthz) << format::flags::HEALTHZ
+        | switch(server) << format::flags::SERVER;
     put32(image, header::FLAGS, flags);
     if let Some((net, len)) = spec.stats_allow {
         if len > 32 {
@@ -686,6 +737,8 @@ fn write_header(
     put32(image, header::COMMON_HEADERS_LEN, strings.common.1);
     put32(image, header::STATS_PATH_OFF, strings.stats_path.0);
     put32(image, header::STATS_PATH_LEN, strings.stats_path.1);
+    put32(image, header::SERVER_OFF, strings.server.0);
+    put32(image, header::SERVER_LEN, strings.server.1);
     let sum = format::image_checksum(image);
     put64(image, header::CHECKSUM, sum);
     Ok(())

@@ -11,13 +11,14 @@ use core::ops::Range;
 /// The first eight bytes of every site image.
 pub const MAGIC: [u8; 8] = *b"BWSITE\0\0";
 
-/// The format version this code writes and reads.
-pub const VERSION: u32 = 2;
+/// The format version this code writes and reads (3: the `Server` field's setting, rewrite
+/// and placeholder rules).
+pub const VERSION: u32 = 3;
 
-/// Length of the version-2 header in bytes.
-pub const HEADER_LEN: usize = 136;
+/// Length of the version-3 header in bytes.
+pub const HEADER_LEN: usize = 144;
 
-/// Length of one version-2 entry in bytes.
+/// Length of one entry in bytes.
 pub const ENTRY_LEN: usize = 144;
 
 /// Length of one redirect record in bytes.
@@ -29,8 +30,20 @@ pub const ERROR_LEN: usize = 8;
 /// `kind` of a redirect matching the whole path.
 pub const REDIRECT_EXACT: u32 = 1;
 
-/// `kind` of a redirect matching a path prefix (the rest is appended to its target).
+/// `kind` of a redirect matching a path prefix (the rest is appended to its target, or
+/// put where it says `:splat`).
 pub const REDIRECT_PREFIX: u32 = 2;
+
+/// `kind` of a redirect whose `from` is a pattern: `:name` segments match one path
+/// segment each, a final `*` the rest; its target's `:name`s (and `:splat`) are filled in.
+pub const REDIRECT_PATTERN: u32 = 3;
+
+/// `kind` of a rewrite of one path: when the site has nothing there, the file at `to` is
+/// served (status 200, its own ETag, type and encodings). Its status field holds 200.
+pub const REWRITE_EXACT: u32 = 4;
+
+/// `kind` of a rewrite of every path under a prefix (the prefix without its `/` too).
+pub const REWRITE_PREFIX: u32 = 5;
 
 /// Redirect status codes a record may carry.
 pub const REDIRECT_STATUSES: [u32; 5] = [301, 302, 303, 307, 308];
@@ -50,8 +63,11 @@ pub mod flags {
     pub const METRICS: u32 = 2;
     /// `/healthz` (default: the platform's).
     pub const HEALTHZ: u32 = 4;
+    /// The `Server` field: default (the platform's name), on (the name in the header's
+    /// `server` string), off (no `Server` field).
+    pub const SERVER: u32 = 6;
     /// Bits that must be zero.
-    pub const RESERVED: u32 = !0b11_1111;
+    pub const RESERVED: u32 = !0b1111_1111;
 }
 
 /// Bodies start at image offsets that are multiples of this (and so does the data area).
@@ -121,11 +137,15 @@ pub mod header {
     pub const STATS_PATH_OFF: Range<usize> = 124..128;
     /// `u32`, its length.
     pub const STATS_PATH_LEN: Range<usize> = 128..132;
+    /// `u32`, string offset of the `Server` field's value when the `SERVER` switch is on.
+    pub const SERVER_OFF: Range<usize> = 132..136;
+    /// `u32`, its length (0 unless the switch is on).
+    pub const SERVER_LEN: Range<usize> = 136..140;
     /// `u32`, must be zero.
-    pub const RESERVED: Range<usize> = 132..136;
+    pub const RESERVED: Range<usize> = 140..144;
 }
 
-/// Byte offsets of the fields of a redirect record.
+/// Byte offsets of the fields of a redirect record (rewrites have the same records).
 pub mod redirect {
     use super::Range;
 
@@ -137,9 +157,10 @@ pub mod redirect {
     pub const TO_OFF: Range<usize> = 8..12;
     /// `u32`, its length.
     pub const TO_LEN: Range<usize> = 12..16;
-    /// `u32`, the status code (one of [`super::REDIRECT_STATUSES`]).
+    /// `u32`, the status code (one of [`super::REDIRECT_STATUSES`]; 200 for a rewrite).
     pub const STATUS: Range<usize> = 16..20;
-    /// `u32`, [`super::REDIRECT_EXACT`] or [`super::REDIRECT_PREFIX`].
+    /// `u32`, [`super::REDIRECT_EXACT`], [`super::REDIRECT_PREFIX`],
+    /// [`super::REDIRECT_PATTERN`], [`super::REWRITE_EXACT`] or [`super::REWRITE_PREFIX`].
     pub const KIND: Range<usize> = 20..24;
 }
 

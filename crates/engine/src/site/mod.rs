@@ -97,6 +97,8 @@ pub struct Pages<'a> {
     /// Clients allowed the stats JSON and metrics: a network and prefix length (0:
     /// everyone).
     pub stats_allow: ([u8; 4], u8),
+    /// The configured header lines for every path (sent with these pages too).
+    pub headers: &'a str,
 }
 
 impl<'a> Site<'a> {
@@ -107,7 +109,7 @@ impl<'a> Site<'a> {
     /// structural checks.
     pub fn load(image: &'a [u8]) -> Result<Site<'a>, LoadError> {
         let c = load::check(image)?;
-        Ok(Site {
+        let site = Site {
             image,
             entries: c.entries,
             strings: c.strings,
@@ -116,7 +118,27 @@ impl<'a> Site<'a> {
             count: c.count,
             files: c.files,
             exact_redirects: c.exact_redirects,
-        })
+        };
+        // A rewrite serves a file of the site: its target must be one (so a rewrite
+        // never answers 404 or chains to another).
+        for i in site.exact_redirects..site.redirect_count() {
+            let rewrite = matches!(
+                site.kind_at(i),
+                format::REWRITE_EXACT | format::REWRITE_PREFIX
+            );
+            if rewrite
+                && !matches!(
+                    site.find_path(site.redirect_at(i).1.as_bytes()),
+                    Found::Resource(_)
+                )
+            {
+                return Err(LoadError::Redirect {
+                    index: i as u32,
+                    why: "rewrite target is not a file of the site",
+                });
+            }
+        }
+        Ok(site)
     }
 
     /// The site's settings for the server's own pages.
@@ -145,6 +167,7 @@ impl<'a> Site<'a> {
                 net,
                 le_u32(self.image, format::header::STATS_ALLOW_PREFIX) as u8,
             ),
+            headers: self.common_headers(),
         }
     }
 
@@ -160,6 +183,37 @@ impl<'a> Site<'a> {
     /// Number of configured redirects.
     pub fn redirect_count(&self) -> usize {
         self.redirects.len() / format::REDIRECT_LEN
+    }
+
+    /// The kind of rule `i` ([`format::REDIRECT_EXACT`] …).
+    fn kind_at(&self, i: usize) -> u32 {
+        let r = self
+            .redirects
+            .get(i * format::REDIRECT_LEN..(i + 1) * format::REDIRECT_LEN)
+            .unwrap_or(&[]);
+        le_u32(r, format::redirect::KIND)
+    }
+
+    /// The file served for `path` by a rewrite rule, when the site has nothing there:
+    /// exact rules first, then prefixes (longest first as built). One pass over the
+    /// rules and one lookup, no allocation.
+    fn rewrite(&self, path: &[u8]) -> Found<'a> {
+        let rules = self.exact_redirects..self.redirect_count();
+        let hit = |kind: u32| {
+            rules.clone().find_map(|i| {
+                let (from, to, _) = self.redirect_at(i);
+                let hit = match self.kind_at(i) {
+                    k if k != kind => false,
+                    format::REWRITE_EXACT => from == path,
+                    _ => path.starts_with(from) || from.strip_suffix(b"/") == Some(path),
+                };
+                hit.then_some(to)
+            })
+        };
+        match hit(format::REWRITE_EXACT).or_else(|| hit(format::REWRITE_PREFIX)) {
+            Some(to) => self.find_path(to.as_bytes()),
+            None => Found::NotFound,
+        }
     }
 
     fn redirect_at(&self, i: usize) -> (&'a [u8], &'a str, u16) {
@@ -278,11 +332,9 @@ impl<'a> Site<'a> {
     }
 }
 
-impl<'a> Lookup<'a> for Site<'a> {
-    /// `/a/b` is a file, or a directory (answer [`Found::AddSlash`]); `/a/` is the
-    /// index file of directory `/a` (`index.html` unless the site names others), or its
-    /// listing when the site was built with listings, else not found; `/` is the root's.
-    fn lookup(&self, path: &[u8]) -> Found<'a> {
+impl<'a> Site<'a> {
+    /// The site's own answer for `path`, rewrites aside (see [`Lookup::lookup`]).
+    fn find_path(&self, path: &[u8]) -> Found<'a> {
         let found = match path {
             [b'/'] => self.find(b"/").map(|raw| (raw, true)),
             [b'/', .., b'/'] => {
@@ -315,9 +367,22 @@ impl<'a> Lookup<'a> for Site<'a> {
             None => Found::NotFound,
         }
     }
+}
 
-    /// Exact redirects by binary search, then prefixes in table order (longest first as
-    /// built).
+impl<'a> Lookup<'a> for Site<'a> {
+    /// `/a/b` is a file, or a directory (answer [`Found::AddSlash`]); `/a/` is the
+    /// index file of directory `/a` (`index.html` unless the site names others), or its
+    /// listing when the site was built with listings, else not found; `/` is the root's.
+    /// Where the site has nothing, a rewrite rule may name the file served instead.
+    fn lookup(&self, path: &[u8]) -> Found<'a> {
+        match self.find_path(path) {
+            Found::NotFound => self.rewrite(path),
+            found => found,
+        }
+    }
+
+    /// Exact redirects by binary search, then patterns and prefixes in table order
+    /// (patterns as written, then prefixes longest first, as built).
     fn redirect(&self, path: &[u8]) -> Option<Redirect<'a>> {
         let (mut lo, mut hi) = (0usize, self.exact_redirects);
         while lo < hi {
@@ -331,17 +396,32 @@ impl<'a> Lookup<'a> for Site<'a> {
                         status,
                         to,
                         matched: path.len(),
+                        pattern: "",
                     })
                 }
             }
         }
         (self.exact_redirects..self.redirect_count()).find_map(|i| {
             let (from, to, status) = self.redirect_at(i);
-            path.starts_with(from).then_some(Redirect {
-                status,
-                to,
-                matched: from.len(),
-            })
+            match self.kind_at(i) {
+                format::REDIRECT_PREFIX => path.starts_with(from).then_some(Redirect {
+                    status,
+                    to,
+                    matched: from.len(),
+                    pattern: "",
+                }),
+                format::REDIRECT_PATTERN => {
+                    let matched = crate::resource::match_pattern(from, path)?;
+                    Some(Redirect {
+                        status,
+                        to,
+                        matched,
+                        // Checked UTF-8 by the loader.
+                        pattern: core::str::from_utf8(from).unwrap_or(""),
+                    })
+                }
+                _ => None,
+            }
         })
     }
 
@@ -357,6 +437,17 @@ impl<'a> Lookup<'a> for Site<'a> {
             format::header::COMMON_HEADERS_OFF,
             format::header::COMMON_HEADERS_LEN,
         )
+    }
+
+    fn server_name(&self) -> Option<&'a str> {
+        let flags = le_u32(self.image, format::header::FLAGS);
+        match (flags >> format::flags::SERVER) & 3 {
+            format::SWITCH_ON => {
+                Some(self.header_string(format::header::SERVER_OFF, format::header::SERVER_LEN))
+            }
+            format::SWITCH_OFF => Some(""),
+            _ => None,
+        }
     }
 }
 

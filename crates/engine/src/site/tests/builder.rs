@@ -150,3 +150,170 @@ fn build_errors() {
         Err(BuildError::FileAndDir(p)) if p == "/a/b"
     ));
 }
+
+/// An image with rewrites, placeholder redirects and a `Server` setting, answered through
+/// the HTTP layer: what a browser gets.
+mod rules {
+    use super::*;
+    use crate::http::{parse, respond, Parse, HEAD_MAX};
+
+    fn file(path: &str, body: &str) -> FileSpec {
+        FileSpec {
+            path: path.into(),
+            data: body.as_bytes().to_vec(),
+            content_type: content_type(path).into(),
+            gzip: Some(gzip(body.as_bytes())),
+            ..FileSpec::default()
+        }
+    }
+
+    fn rule(from: &str, to: &str, status: u16, prefix: bool, rewrite: bool) -> RedirectSpec {
+        RedirectSpec {
+            from: from.into(),
+            to: to.into(),
+            status,
+            prefix,
+            rewrite,
+        }
+    }
+
+    fn spec(server: Option<&str>) -> Spec {
+        Spec {
+            files: vec![
+                file("/app/index.html", &"<!doctype html>the app ".repeat(20)),
+                file("/app/main.js", "console.log(1)"),
+                file("/about.html", "<!doctype html>about"),
+                file("/index.html", "<!doctype html>home"),
+            ],
+            redirects: vec![
+                rule("/app/", "/app/index.html", 200, true, true),
+                rule("/about", "/about.html", 200, false, true),
+                rule("/blog/:slug", "/posts/:slug.html", 301, false, false),
+                rule("/docs/:v/*", "/manual/:splat?v=:v", 302, false, false),
+                rule("/old/", "/new/:splat/x", 308, true, false),
+                rule("/b/", "https://b.example/", 301, true, false),
+            ],
+            server: server.map(str::to_string),
+            ..Spec::default()
+        }
+    }
+
+    /// Status, the head as text, and the body (inline or stored).
+    fn get(site: &Site<'_>, path: &str, accept: &str) -> (u16, String, Vec<u8>) {
+        let raw = format!("GET {path} HTTP/1.1\r\nHost: x\r\n{accept}\r\n");
+        let Parse::Complete { request, .. } = parse(raw.as_bytes()) else {
+            panic!("{raw}");
+        };
+        let mut head = [0u8; HEAD_MAX];
+        let r = respond(&request, site, 1_700_000_000, "bareweb", &mut head);
+        let text = String::from_utf8_lossy(&head[..r.head_len]).into_owned();
+        let body = r
+            .body
+            .map_or(Vec::new(), |b| b.body.data[b.start..b.end].to_vec());
+        (r.status, text, body)
+    }
+
+    fn field<'t>(head: &'t str, name: &str) -> Option<&'t str> {
+        head.split("\r\n")
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(": "))
+    }
+
+    #[test]
+    fn rewrites_answer_200_with_the_target_file_and_files_still_win() {
+        let image = build(&spec(None)).unwrap();
+        let site = load_ok(&image);
+        let target = resource(&site, "/app/index.html");
+        for path in ["/app/settings", "/app/a/b/c?q=1", "/app/"] {
+            let (status, head, body) = get(&site, path, "");
+            assert_eq!(status, 200, "{path}: {head}");
+            assert_eq!(body, target.identity.data, "{path}");
+            assert_eq!(field(&head, "ETag"), Some(target.etag), "{path}");
+            assert_eq!(
+                field(&head, "Content-Type"),
+                Some("text/html; charset=utf-8")
+            );
+        }
+        // Its encodings too.
+        let (_, head, body) = get(&site, "/app/route", "Accept-Encoding: gzip\r\n");
+        assert_eq!(field(&head, "Content-Encoding"), Some("gzip"), "{head}");
+        assert_eq!(body, target.gzip.unwrap().data);
+        // A file under the prefix is itself; an exact rewrite; elsewhere still 404.
+        assert_eq!(get(&site, "/app/main.js", "").2, b"console.log(1)");
+        assert_eq!(get(&site, "/about", "").2, b"<!doctype html>about");
+        assert_eq!(get(&site, "/nothing", "").0, 404);
+        assert_eq!(get(&site, "/about/x", "").0, 404);
+    }
+
+    #[test]
+    fn placeholders_and_splats_fill_the_location() {
+        let image = build(&spec(None)).unwrap();
+        let site = load_ok(&image);
+        for (path, status, location) in [
+            ("/blog/hello", 301, "/posts/hello.html"),
+            ("/blog/caf%C3%A9", 301, "/posts/caf%C3%A9.html"),
+            ("/blog/hello?x=1", 301, "/posts/hello.html?x=1"),
+            ("/docs/2/a/b", 302, "/manual/a/b?v=2"),
+            ("/docs/2", 302, "/manual/?v=2"),
+            ("/old/p/q", 308, "/new/p/q/x"),
+            ("/b/c", 301, "https://b.example/c"),
+        ] {
+            let (s, head, _) = get(&site, path, "");
+            assert_eq!(s, status, "{path}: {head}");
+            assert_eq!(field(&head, "Location"), Some(location), "{path}");
+        }
+        // One segment per placeholder.
+        assert_eq!(get(&site, "/blog/a/b", "").0, 404);
+        assert_eq!(get(&site, "/blog/", "").0, 404);
+    }
+
+    #[test]
+    fn the_server_field_is_the_sites_choice() {
+        for (server, want) in [
+            (None, None),
+            (Some(""), Some("")),
+            (Some("shop"), Some("shop")),
+        ] {
+            let image = build(&spec(server)).unwrap();
+            let site = load_ok(&image);
+            assert_eq!(site.server_name(), want);
+            let name = site.server_name().unwrap_or("bareweb");
+            let raw = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+            let Parse::Complete { request, .. } = parse(raw) else {
+                panic!()
+            };
+            let mut head = [0u8; HEAD_MAX];
+            let r = respond(&request, &site, 1_700_000_000, name, &mut head);
+            let text = String::from_utf8_lossy(&head[..r.head_len]).into_owned();
+            let expect = match name {
+                "" => None,
+                n => Some(n),
+            };
+            assert_eq!(field(&text, "Server"), expect, "{text}");
+        }
+    }
+
+    #[test]
+    fn the_loader_refuses_inconsistent_rules() {
+        // A rewrite to a path that is no file.
+        let mut s = spec(None);
+        s.redirects
+            .push(rule("/x", "/missing.html", 200, false, true));
+        let image = build(&s).unwrap();
+        assert!(matches!(
+            Site::load(&image),
+            Err(LoadError::Redirect { why, .. }) if why.contains("rewrite target")
+        ));
+        // A placeholder the pattern lacks.
+        let mut s = spec(None);
+        s.redirects = vec![rule("/a/:x", "/b/:y", 301, false, false)];
+        let image = build(&s).unwrap();
+        assert!(matches!(
+            Site::load(&image),
+            Err(LoadError::Redirect { why, .. }) if why.contains("placeholder")
+        ));
+        // A rewrite with a redirect's status.
+        let mut s = spec(None);
+        s.redirects = vec![rule("/a", "/about.html", 301, false, true)];
+        assert!(build(&s).is_err());
+    }
+}
