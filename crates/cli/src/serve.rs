@@ -88,6 +88,12 @@ impl ServeArgs {
                     .into(),
             );
         }
+        if let Some(h) = self.host_ip.and_then(OrNone::addr) {
+            let s = self.server.serve_settings();
+            bareweb_settings::peer_address(s.ip, s.prefix, h).map_err(|why| {
+                format!("--host-ip {h}: {why} (the server is {}/{})", s.ip, s.prefix)
+            })?;
+        }
         if self.macs.len() > self.taps.len() {
             return Err(format!(
                 "{} --mac for {} --tap: give one MAC per TAP",
@@ -352,5 +358,53 @@ fn serve_on_xdp(a: &ServeArgs, x: &XdpArg, site: Site<'static>) -> Result<(), St
         })
     } else {
         serve_xdp::serve(&layout, s, cores::no_log)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn check(words: &[&str]) -> Result<(), String> {
+        let mut v = vec!["bareweb", "site"];
+        v.extend_from_slice(words);
+        match Cli::try_parse_from(v) {
+            Ok(c) => c.serve.check(),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// The server's address is a host's; the host side's is another host of the same
+    /// network (the settings crate's checks, as run and build make them on --ip).
+    #[test]
+    fn server_and_host_addresses_are_checked() {
+        let e = check(&["--ip", "10.66.0.0/24"]).unwrap_err();
+        assert!(
+            e.contains("--ip") && e.contains("network's own address"),
+            "{e}"
+        );
+        let e = check(&["--ip", "10.66.0.255/24"]).unwrap_err();
+        assert!(e.contains("broadcast"), "{e}");
+        let e = check(&["--ip", "10.66.0.1/24", "--host-ip", "10.66.0.1"]).unwrap_err();
+        assert!(
+            e.contains("--host-ip 10.66.0.1: it is the server's own address"),
+            "{e}"
+        );
+        let e = check(&["--ip", "10.66.0.1/24", "--host-ip", "10.77.0.1"]).unwrap_err();
+        assert!(e.contains("outside the server's network"), "{e}");
+        let e = check(&["--host-ip", "10.0.0.2"]).unwrap_err();
+        assert!(e.contains("10.0.0.2/24"), "serve's default address: {e}");
+        let e = check(&["--host-ip", "10.0.0.255"]).unwrap_err();
+        assert!(e.contains("broadcast"), "{e}");
+        check(&["--ip", "10.66.0.1/24", "--host-ip", "10.66.0.2"]).unwrap();
+        check(&["--ip", "10.66.0.1/24", "--host-ip", "none"]).unwrap();
+        check(&["--host-ip", "10.0.0.1"]).unwrap();
     }
 }

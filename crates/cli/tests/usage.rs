@@ -43,6 +43,9 @@ fn bad_values_are_usage_errors_in_every_command() {
         usage_error(&[cmd, &s, "--cc", "reno"], "--cc");
         usage_error(&[cmd, &s, "--ip", "+10.0.02.+15/24"], "--ip");
         usage_error(&[cmd, &s, "--ip", "10.0.0.2/33"], "--ip");
+        // A network's own and broadcast addresses are no host's, in every command.
+        usage_error(&[cmd, &s, "--ip", "10.66.0.0/24"], "network's own address");
+        usage_error(&[cmd, &s, "--ip", "10.66.0.255/24"], "broadcast address");
         usage_error(&[cmd, &s, "--gw", "10.0.0.256"], "--gw");
         usage_error(&[cmd, &s, "--mac", "1:2:3:4:5:+6"], "--mac");
         usage_error(&[cmd, &s, "--port", "0"], "--port");
@@ -73,6 +76,14 @@ fn bad_values_are_usage_errors_in_every_command() {
         "crash=maybe",
     );
     usage_error(&["build", &s, "-o", "x.elf", "--sched", "foo"], "--sched");
+    usage_error(
+        &["build", &s, "-o", "x.elf", "--ip", "10.66.0.255/24"],
+        "broadcast address",
+    );
+    usage_error(
+        &["serve", &s, "--ip", "10.66.0.1/24", "--host-ip", "10.66.0.1"],
+        "server's own address",
+    );
     usage_error(&["run", &s, "--append", "cc=reno"], "cc=reno");
     // A plain site image carries no server settings: say so rather than drop them.
     usage_error(
@@ -135,7 +146,8 @@ fn build_writes_what_the_extension_says_in_any_case() {
         "-o x.ELF must write a bootable ELF"
     );
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("\"gw=none log=access\""),
+        // Every bootable image takes its address from DHCP unless --ip is given.
+        String::from_utf8_lossy(&o.stdout).contains("\"ip=dhcp gw=none log=access\""),
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
