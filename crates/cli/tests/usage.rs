@@ -81,7 +81,14 @@ fn bad_values_are_usage_errors_in_every_command() {
         "broadcast address",
     );
     usage_error(
-        &["serve", &s, "--ip", "10.66.0.1/24", "--host-ip", "10.66.0.1"],
+        &[
+            "serve",
+            &s,
+            "--ip",
+            "10.66.0.1/24",
+            "--host-ip",
+            "10.66.0.1",
+        ],
         "server's own address",
     );
     usage_error(&["run", &s, "--append", "cc=reno"], "cc=reno");
