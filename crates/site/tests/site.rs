@@ -216,6 +216,48 @@ fn brotli_zstd_and_gzip_chosen_by_q_values() {
     }
 }
 
+/// A listed directory with no file to serve, empty or holding only a hidden `.gitkeep`
+/// (under an empty parent too), is listed like any other: the build does not fail.
+#[test]
+fn empty_directories_are_listed() {
+    let d = Dir::new("empty-listing");
+    d.write("bareweb.toml", b"listing = true\n");
+    d.write("a.txt", b"a");
+    fs::create_dir_all(d.0.join("empty")).unwrap();
+    d.write("kept/.gitkeep", b"");
+    fs::create_dir_all(d.0.join("outer/inner")).unwrap();
+    let b = built(&d);
+    let site = Site::load(&b.image).unwrap();
+    for (dir, parent_lists) in [
+        ("/empty", "empty/"),
+        ("/kept", "kept/"),
+        ("/outer/inner", "inner/"),
+    ] {
+        assert_eq!(get(&site, dir, "").0, 301, "{dir}");
+        let (s, _, body) = get(&site, &format!("{dir}/"), "");
+        let body = String::from_utf8(body).unwrap();
+        assert_eq!(s, 200, "{dir}/");
+        assert!(
+            body.contains(&format!("Index of {dir}/")) && body.contains("href=\"../\""),
+            "{body}"
+        );
+        let parent = dir
+            .rsplit_once('/')
+            .map_or("/", |(p, _)| if p.is_empty() { "/" } else { p });
+        let parent = if parent == "/" {
+            "/".to_string()
+        } else {
+            format!("{parent}/")
+        };
+        let listing = String::from_utf8(get(&site, &parent, "").2).unwrap();
+        assert!(
+            listing.contains(&format!("href=\"{parent_lists}\"")),
+            "{parent}: {listing}"
+        );
+    }
+    assert!(b.skipped_lines().iter().any(|l| l.contains(".gitkeep")));
+}
+
 #[test]
 fn the_404_page_listings_and_slash_redirects() {
     let d = Dir::new("errors");
