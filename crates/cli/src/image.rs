@@ -3,7 +3,7 @@
 //! bootable image (the kernel and the site in one file, in the formats of
 //! [`crate::bootimage`]). Owns the command's options and the files it writes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::bare::KernelOpts;
 use crate::bootimage::{elf_with_site, write_iso};
@@ -66,6 +66,14 @@ impl BuildArgs {
         w.join(" ")
     }
 
+    /// Every file this build writes (`-o`, `--iso`, `--disk`).
+    pub fn outputs(&self) -> Vec<&Path> {
+        let mut v = vec![self.output.as_path()];
+        v.extend(self.iso.iter().map(PathBuf::as_path));
+        v.extend(self.disk.iter().map(PathBuf::as_path));
+        v
+    }
+
     pub fn check(&self) -> Result<(), String> {
         self.server.check()?;
         if let Some(iso) = &self.iso {
@@ -107,7 +115,8 @@ pub fn build(a: &BuildArgs) -> Result<(), String> {
     if !a.site.is_dir() {
         return Err(format!("{} is not a directory", a.site.display()));
     }
-    let (image, files) = crate::util::site_image(&a.site, a.config.as_deref())?;
+    let (image, files) =
+        crate::util::site_image_excluding(&a.site, a.config.as_deref(), &a.outputs())?;
     std::fs::write(out, &image).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     println!("{}: {files} files, {} bytes", out.display(), image.len());
     Ok(())
@@ -115,7 +124,8 @@ pub fn build(a: &BuildArgs) -> Result<(), String> {
 
 /// `bareweb build SITE -o X.elf` and/or `--iso X.iso` (or `-o X.iso`).
 fn build_bootable(a: &BuildArgs) -> Result<(), String> {
-    let (image, files) = crate::util::site_image(&a.site, a.config.as_deref())?;
+    let (image, files) =
+        crate::util::site_image_excluding(&a.site, a.config.as_deref(), &a.outputs())?;
     let cmdline = a.cmdline();
     let elf = elf_with_site(KERNEL, &image, &cmdline)?;
     let output = &a.output;

@@ -11,8 +11,18 @@ use bareweb_engine::site::Site;
 /// on stderr) or of an image file (read; a configuration cannot apply to it), checked; and
 /// its number of files.
 pub fn site_image(path: &Path, config: Option<&Path>) -> Result<(Vec<u8>, usize), String> {
+    site_image_excluding(path, config, &[])
+}
+
+/// [`site_image`] for `bareweb build`, which writes `outputs`: a site directory's build
+/// leaves them out (listed with what else was), should they lie inside the site.
+pub fn site_image_excluding(
+    path: &Path,
+    config: Option<&Path>,
+    outputs: &[&Path],
+) -> Result<(Vec<u8>, usize), String> {
     let bytes = if path.is_dir() {
-        let built = bareweb_site::build_dir(path, config)
+        let built = bareweb_site::build_dir_excluding(path, config, outputs)
             .map_err(|e| format!("cannot build {}: {e}", path.display()))?;
         for line in built.skipped_lines() {
             eprintln!("bareweb: {}: {line}", path.display());

@@ -218,3 +218,48 @@ fn get_says_which_schemes_it_speaks() {
         "--tries",
     );
 }
+
+/// `bareweb build DIR -o DIR/site.bws` twice (or `bareweb build .` in the site): the
+/// output is not packed into the next image, and the build says it left it out; nor is
+/// an earlier image under another name.
+#[test]
+fn a_build_never_packs_its_own_output() {
+    let dir = std::env::temp_dir().join(format!("bareweb-usage-self-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("index.html"), "<p>hello</p>".repeat(1000)).unwrap();
+    let out = dir.join("site.bws");
+    let d = dir.to_str().unwrap();
+    let o = out.to_str().unwrap();
+    let first = bareweb(&["build", d, "-o", o]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let len1 = std::fs::metadata(&out).unwrap().len();
+    let second = bareweb(&["build", d, "-o", o]);
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert_eq!(
+        std::fs::metadata(&out).unwrap().len(),
+        len1,
+        "the image grew"
+    );
+    assert!(
+        stderr(&second).contains("skipped site.bws: the output of this build"),
+        "{}",
+        stderr(&second)
+    );
+    assert!(String::from_utf8_lossy(&second.stdout).contains(": 1 files"));
+    // An earlier image under another name is not content either.
+    std::fs::rename(&out, dir.join("old.bws")).unwrap();
+    let third = bareweb(&["build", d, "-o", o]);
+    assert!(third.status.success(), "{}", stderr(&third));
+    assert_eq!(
+        std::fs::metadata(&out).unwrap().len(),
+        len1,
+        "old.bws packed"
+    );
+    assert!(
+        stderr(&third).contains("skipped old.bws: a bareweb site image"),
+        "{}",
+        stderr(&third)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -258,6 +258,41 @@ fn empty_directories_are_listed() {
     assert!(b.skipped_lines().iter().any(|l| l.contains(".gitkeep")));
 }
 
+/// The files a build writes, and images earlier builds wrote, are not content: left out
+/// and listed. A file that merely holds bareweb's kernel (the `bareweb` binary offered
+/// for download) is content.
+#[test]
+fn outputs_and_earlier_images_are_left_out() {
+    let d = Dir::new("outputs");
+    d.write("index.html", b"home");
+    d.write("out/site.iso", b"an ISO being written");
+    d.write("old.ELF", b"\x7fELF....BAREWEB-SITE-v1\0....");
+    d.write("plain.elf", b"\x7fELF an ELF of another program");
+    d.write("bareweb-linux-x86_64", b"\x7fELF....BAREWEB-SITE-v1\0....");
+    d.write("copy.bin", b"BWSITE\0\0rest of an image");
+    let out = d.0.join("out/site.iso");
+    let not_yet = d.0.join("new.img");
+    let b = bareweb_site::build_dir_excluding(&d.0, None, &[&out, &not_yet]).unwrap();
+    let lines = b.skipped_lines().join("\n");
+    assert!(
+        lines.contains("skipped out/site.iso: the output of this build"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("skipped old.ELF: a bootable bareweb image"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("skipped copy.bin: a bareweb site image"),
+        "{lines}"
+    );
+    assert_eq!(b.skipped.len(), 3, "{lines}");
+    let site = Site::load(&b.image).unwrap();
+    assert_eq!(get(&site, "/plain.elf", "").0, 200);
+    assert_eq!(get(&site, "/bareweb-linux-x86_64", "").0, 200);
+    assert_eq!(get(&site, "/out/site.iso", "").0, 404);
+}
+
 #[test]
 fn the_404_page_listings_and_slash_redirects() {
     let d = Dir::new("errors");
