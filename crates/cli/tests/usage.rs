@@ -212,7 +212,10 @@ fn get_says_which_schemes_it_speaks() {
     let o = bareweb(&["get", "bwudp://127.0.0.1:0/x", "-o", "/dev/null"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("bad port"), "{}", stderr(&o));
-    usage_error(&["get", "bwudp://h/x"], "--output");
+    // An IPv6 literal is said to be one, not taken for a port.
+    let o = bareweb(&["get", "http://[::1]/", "-o", "-"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("IPv6"), "{}", stderr(&o));
     usage_error(
         &["get", "bwudp://h/x", "-o", "f", "--tries", "0"],
         "--tries",

@@ -102,6 +102,45 @@ impl LoadConfig {
     }
 }
 
+/// The host and port of a URL's authority (`host`, `host:port`, `[v6]`, `[v6]:port`),
+/// `default` when no port is written; `url` names the URL in errors. An IPv6 literal is
+/// refused in words: bareweb's clients (and servers) speak IPv4.
+pub fn host_and_port<'a>(
+    url: &str,
+    hostport: &'a str,
+    default: u16,
+) -> Result<(&'a str, u16), String> {
+    let bad_port = |p: &str| format!("{url:?}: bad port {p:?} (expected 1 to 65535)");
+    let port = |p: &str| {
+        p.parse::<u16>()
+            .ok()
+            .filter(|&n| n != 0)
+            .ok_or_else(|| bad_port(p))
+    };
+    if let Some(v6) = hostport.strip_prefix('[') {
+        let Some((host, after)) = v6.split_once(']') else {
+            return Err(format!(
+                "{url:?}: '[' opens an IPv6 address that no ']' closes"
+            ));
+        };
+        if !after.is_empty() && !after.starts_with(':') {
+            return Err(format!("{url:?}: unexpected {after:?} after [{host}]"));
+        }
+        return Err(format!(
+            "{url:?}: [{host}] is an IPv6 address; bareweb speaks IPv4 only (give an IPv4 \
+             address, or a name that has one)"
+        ));
+    }
+    match hostport.rsplit_once(':') {
+        Some((h, _)) if h.contains(':') => Err(format!(
+            "{url:?}: {hostport:?} looks like an IPv6 address (written in brackets in a URL); \
+             bareweb speaks IPv4 only"
+        )),
+        Some((h, p)) => Ok((h, port(p)?)),
+        None => Ok((hostport, default)),
+    }
+}
+
 /// Splits `http://host[:port]/path` into a target and a path.
 pub fn parse_url(url: &str) -> Result<(Target, String), String> {
     let rest = url
@@ -114,14 +153,7 @@ pub fn parse_url(url: &str) -> Result<(Target, String), String> {
     if hostport.is_empty() {
         return Err(format!("{url:?}: no host"));
     }
-    let (host, port) = match hostport.rsplit_once(':') {
-        Some((h, p)) => (
-            h,
-            p.parse::<u16>()
-                .map_err(|_| format!("{url:?}: bad port {p:?}"))?,
-        ),
-        None => (hostport, 80),
-    };
+    let (host, port) = host_and_port(url, hostport, 80)?;
     let addr = (host, port)
         .to_socket_addrs()
         .map_err(|e| format!("{url:?}: cannot resolve {host:?}: {e}"))?
@@ -152,4 +184,42 @@ pub struct Progress {
     /// Fetches per second over the last interval.
     pub recent_rate: f64,
     pub sessions: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Host and port as URLs write them; IPv6 literals refused in words, not as a bad port.
+    #[test]
+    fn authorities_parse_and_ipv6_is_said_unsupported() {
+        assert_eq!(host_and_port("u", "h", 80), Ok(("h", 80)));
+        assert_eq!(
+            host_and_port("u", "10.0.0.2:8080", 80),
+            Ok(("10.0.0.2", 8080))
+        );
+        assert!(host_and_port("u", "h:0", 80)
+            .unwrap_err()
+            .contains("bad port"));
+        assert!(host_and_port("u", "h:x", 80)
+            .unwrap_err()
+            .contains("bad port"));
+        for v6 in ["[::1]", "[::1]:8080", "[fe80::1%25eth0]"] {
+            let e = host_and_port("u", v6, 80).unwrap_err();
+            assert!(e.contains("IPv6") && !e.contains("bad port"), "{v6}: {e}");
+        }
+        assert!(host_and_port("u", "[::1", 80)
+            .unwrap_err()
+            .contains("no ']'"));
+        assert!(host_and_port("u", "::1", 80).unwrap_err().contains("IPv6"));
+        let e = parse_url("http://[::1]/").unwrap_err();
+        assert!(e.contains("IPv6 address; bareweb speaks IPv4 only"), "{e}");
+        let (t, p) = parse_url("http://127.0.0.1:81/a%20b").unwrap();
+        assert_eq!(
+            (t.addr.port(), p.as_str(), t.host.as_str()),
+            (81, "/a%20b", "127.0.0.1:81")
+        );
+        let e = crate::udp::parse_url("bwudp://[::1]:80/").unwrap_err();
+        assert!(e.contains("IPv6"), "{e}");
+    }
 }

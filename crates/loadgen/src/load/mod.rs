@@ -22,7 +22,7 @@ mod conn;
 
 use std::time::Instant;
 
-pub use config::{parse_url, Expect, LoadConfig, Mode, Progress, Target, UrlEntry};
+pub use config::{host_and_port, parse_url, Expect, LoadConfig, Mode, Progress, Target, UrlEntry};
 use conn::{close_all, current, launch_fetch, launch_session, on_event, scan, Ctx};
 
 use crate::report::Report;

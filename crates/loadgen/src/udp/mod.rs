@@ -34,16 +34,7 @@ pub fn parse_url(url: &str) -> Result<(UdpTarget, String), String> {
     if hostport.is_empty() {
         return Err(format!("{url:?}: no host"));
     }
-    let (host, port) = match hostport.rsplit_once(':') {
-        Some((h, p)) => (
-            h,
-            p.parse::<u16>()
-                .ok()
-                .filter(|&p| p != 0)
-                .ok_or_else(|| format!("{url:?}: bad port {p:?}"))?,
-        ),
-        None => (hostport, DEFAULT_PORT),
-    };
+    let (host, port) = crate::load::host_and_port(url, hostport, DEFAULT_PORT)?;
     let addr = (host, port)
         .to_socket_addrs()
         .map_err(|e| format!("{url:?}: cannot resolve {host:?}: {e}"))?
