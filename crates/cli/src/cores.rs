@@ -98,7 +98,7 @@ pub struct Prepared<'a, L, F> {
     pub taps: &'a [String],
     /// Mode, policy and link check interval of the NIC set, if the TAPs are one.
     pub bonding: Option<(BondMode, Policy, u32)>,
-    /// Offer TCP segmentation offload to the engine (`--no-tso` turns it off).
+    /// Offer TCP segmentation offload to the engine (`--no-offload` turns it off).
     pub tso: bool,
     /// Configures the host side of the TAPs once they exist (given their kernel names).
     pub configure: F,

@@ -146,5 +146,6 @@ pub fn load(a: LoadArgs) -> Result<(), String> {
     let mut progress = progress_printer(a.quiet);
     let report = bareweb_loadgen::run(&cfg, &mut progress)?;
     progress_done(a.quiet);
-    emit(&a, &report, &report.text())
+    emit(&a, &report, &report.text())?;
+    crate::load_common::none_good(report.fetches_started, report.fetches_ok)
 }

@@ -337,7 +337,8 @@ fn kernel(
     Ok(r)
 }
 
-/// Prints (and writes) a report.
+/// Prints (and writes) a report; an error if no request completed.
 fn emit(a: &LoadArgs, report: &UdpReport) -> Result<(), String> {
-    crate::load_common::emit(a, report, &report.text())
+    crate::load_common::emit(a, report, &report.text())?;
+    crate::load_common::none_good(report.started, report.completed)
 }

@@ -80,8 +80,8 @@ pub struct RunArgs {
     /// Write the console to this file.
     #[arg(long)]
     pub serial_log: Option<PathBuf>,
-    /// The server's MAC address, once per --net in the same order (QEMU's defaults
-    /// otherwise: 52:54:00:12:34:56 and up).
+    /// The server's MAC address, once per --net in the same order [default: QEMU's,
+    /// 52:54:00:12:34:56 and up]
     #[arg(long = "mac", value_name = "MAC")]
     pub macs: Vec<Mac>,
     /// A QEMU monitor (HMP) on this Unix socket, e.g. to take a NIC's link down:

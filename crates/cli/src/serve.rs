@@ -29,9 +29,9 @@ pub struct ServeArgs {
     /// a set of NICs (the bonding paper's configurations, see --bond): one receives, several send.
     #[arg(long = "tap", value_name = "NAME", default_value = "bw0", value_parser = opts::ifname)]
     pub taps: Vec<String>,
-    /// Address given to the host side of the TAP (default: the subnet's first free one);
-    /// `none` leaves the host side as it is. With several TAPs the address goes on the
-    /// bridge they are put on (--bridge).
+    /// Address given to the host side of the TAP, another host of --ip's network; `none`
+    /// leaves the host side as it is. With several TAPs the address goes on the bridge
+    /// they are put on (--bridge) [default: the network's first free address]
     #[arg(long, value_name = "A.B.C.D|none")]
     pub host_ip: Option<OrNone>,
     /// With several TAPs: the bridge the host puts them on (one link, as a switch joins a
@@ -39,24 +39,26 @@ pub struct ServeArgs {
     /// name + "br"]. Not used with --host-ip none (the caller bridged them).
     #[arg(long, value_parser = opts::ifname)]
     pub bridge: Option<String>,
-    /// The server's MAC address, once per --tap for a NIC set, in the same order (default:
-    /// random locally administered ones).
+    /// The server's MAC address, once per --tap for a NIC set, in the same order
+    /// [default: random locally administered ones]
     #[arg(long = "mac", value_name = "MAC")]
     pub macs: Vec<Mac>,
     /// Send every TCP segment as its own frame: no segmentation offload (by default frames
-    /// of up to ~64 KiB go to the TAP and the kernel cuts them into segments).
-    #[arg(long)]
-    pub no_tso: bool,
+    /// of up to ~64 KiB go to the TAP and the kernel cuts them into segments). The same
+    /// name as run's and build's (the NIC's offloads) and load's; `--no-tso` is its old
+    /// spelling, still taken.
+    #[arg(long, alias = "no-tso")]
+    pub no_offload: bool,
     /// Serve on the queues of interface IFACE through AF_XDP instead of a TAP: the kernel
-    /// keeps every frame not for --ip (ARP, SSH, its own addresses). QUEUES: queues 0..N
-    /// [every receive queue of IFACE], one core each. Needs root (docs/architecture.md,
-    /// "AF_XDP").
+    /// keeps every frame not for --ip (ARP, SSH, its own addresses). QUEUES: queues 0..N,
+    /// one core each. Needs root (docs/architecture.md, "AF_XDP") [default: QUEUES every
+    /// receive queue of IFACE]
     #[arg(long, value_name = "IFACE[:QUEUES]",
-          conflicts_with_all = ["taps", "host_ip", "bridge", "macs", "no_tso", "runner"])]
+          conflicts_with_all = ["taps", "host_ip", "bridge", "macs", "no_offload", "runner"])]
     pub xdp: Option<XdpArg>,
     /// With --xdp: `auto` (native XDP and zero-copy where the driver has them, else copy
     /// mode or the generic path, said at start), `zerocopy`, `copy` (native XDP, copy
-    /// mode), `generic` (the generic XDP path: any interface, slowest) [auto].
+    /// mode), `generic` (the generic XDP path: any interface, slowest) [default: auto]
     #[arg(long, value_enum, requires = "xdp")]
     pub xdp_mode: Option<XdpModeArg>,
     /// With --xdp: attach the program through netlink, as on kernels before 5.9, instead
@@ -65,8 +67,8 @@ pub struct ServeArgs {
     pub xdp_netlink: bool,
     /// With --xdp: busy polling, USECS per poll (SO_BUSY_POLL with SO_PREFER_BUSY_POLL):
     /// the core thread runs the queue's receive processing itself when its ring is
-    /// empty, instead of waiting for the kernel's softirq [0: off]
-    /// (docs/performance.md, "AF_XDP").
+    /// empty, instead of waiting for the kernel's softirq (docs/performance.md,
+    /// "AF_XDP") [default: 0, off]
     #[arg(long, value_name = "USECS", requires = "xdp",
           value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub xdp_busy_poll: Option<u32>,
@@ -267,7 +269,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         macs: &macs,
         taps,
         bonding,
-        tso: !a.no_tso,
+        tso: !a.no_offload,
         configure: |names: &[String]| {
             let Some(h) = host_ip else { return Ok(()) };
             let on = match &bridge {

@@ -266,3 +266,40 @@ fn a_build_never_packs_its_own_output() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `load`'s values are checked as every command's are (exit 2, the option named), and a
+/// run in which no fetch succeeded fails.
+#[test]
+fn load_checks_its_values_and_fails_when_nothing_succeeds() {
+    let url = "http://127.0.0.1:9/";
+    for (opt, v) in [
+        ("--rate", "0"),
+        ("--rate", "nan"),
+        ("--parallel", "0"),
+        ("--seconds", "0"),
+        ("--timeout", "-1"),
+        ("--max-conns", "0"),
+        ("--fetches", "0"),
+        ("--think-scale", "-1"),
+        ("--expect-status", "99"),
+    ] {
+        usage_error(&["load", url, &format!("{opt}={v}")], opt);
+    }
+    // A port nobody listens on: every fetch is refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let u = format!("http://127.0.0.1:{port}/");
+    let o = bareweb(&["load", &u, "--fetches", "20", "--seconds", "5", "-q"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no fetch succeeded"), "{}", stderr(&o));
+}
+
+/// `bareweb bench` alone names the quick start.
+#[test]
+fn bench_alone_mentions_smoke() {
+    usage_error(&["bench"], "--smoke");
+    usage_error(&["bench", "--out", "x"], "--smoke");
+}
