@@ -57,6 +57,9 @@ def test_get_verifies_decoded_paths_follows_redirects_and_names_its_file(served,
     r = served.ns.run(BIN, "get", f"{URL}/my%20file.txt", "-o", "-", "--verify", site,
                       check=False)
     assert r.returncode == 0 and r.stdout == "a name with a space\n", r.stderr
+    r = served.ns.run(BIN, "load", f"{URL}/my%20file.txt", "--fetches", "20", "--verify", site,
+                      "-q", check=False)
+    assert r.returncode == 0 and "20 ok" in r.stdout, r.stdout + r.stderr
     r = served.ns.run(BIN, "get", f"{URL}/docs", "-o", "-", check=False)
     assert r.returncode == 1 and "301" in r.stderr and "--follow" in r.stderr, r.stderr
     r = served.ns.run(BIN, "get", "-L", f"{URL}/docs", "-o", "-", "--verify", site, check=False)

@@ -186,31 +186,6 @@ fn url_path(url: &str) -> &str {
     path.split(['?', '#']).next().unwrap_or("/")
 }
 
-/// `%XX` sequences decoded (a `%` not followed by two hex digits is kept as it is).
-fn percent_decode(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        match (
-            b[i],
-            b.get(i + 1).copied().and_then(hex),
-            b.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (c, _, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
 /// The file `get` writes when no `-o` is given: the URL path's last segment,
 /// percent-decoded, or `index.html` when the path ends in `/` (wget's rule; curl -O has
 /// no name then). A segment that cannot be a file name here is refused.
@@ -220,7 +195,7 @@ fn default_output(url: &str) -> Result<PathBuf, String> {
     if last.is_empty() {
         return Ok(PathBuf::from("index.html"));
     }
-    let name = percent_decode(last);
+    let name = crate::util::percent_decode(last);
     if name.contains(&b'/') || name.contains(&0) || name == b"." || name == b".." {
         return Err(format!(
             "{url}: its last path segment is no file name to write to: give -o FILE (or -o - for standard output)"
@@ -314,14 +289,7 @@ fn check(url: &str, got: &Got, expect: u16) -> Result<(), String> {
 /// The body against the file the URL's path names under `dir` (`index.html` for a path
 /// ending in `/`), by length and SHA-256.
 fn verify(url: &str, dir: &std::path::Path, body: &[u8]) -> Result<(), String> {
-    use std::os::unix::ffi::OsStringExt;
-    // The file's name as the server decodes the path (`my%20file.txt` is `my file.txt`).
-    let path = url_path(url);
-    let decoded = std::ffi::OsString::from_vec(percent_decode(path.trim_start_matches('/')));
-    let mut file = dir.join(decoded);
-    if path.ends_with('/') {
-        file = file.join("index.html");
-    }
+    let file = crate::util::site_file(dir, url_path(url));
     let want = std::fs::read(&file).map_err(|e| format!("--verify: {}: {e}", file.display()))?;
     if want.len() != body.len() || Sha256::digest(&want) != Sha256::digest(body) {
         return Err(format!(

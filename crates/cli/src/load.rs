@@ -46,13 +46,10 @@ pub fn surge_site(a: SurgeSiteArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Length and SHA-256 of the file a URL path names under `dir`.
+/// Length and SHA-256 of the file a URL path names under `dir` (percent-decoded, as the
+/// server reads it).
 fn expect_for(dir: &Path, path: &str) -> Result<Expect, String> {
-    let clean = path.split(['?', '#']).next().unwrap_or("/");
-    let mut p = dir.join(clean.trim_start_matches('/'));
-    if clean.ends_with('/') {
-        p = p.join("index.html");
-    }
+    let p = crate::util::site_file(dir, path);
     let bytes = std::fs::read(&p).map_err(|e| format!("--verify: {}: {e}", p.display()))?;
     Ok(Expect {
         len: bytes.len() as u64,
