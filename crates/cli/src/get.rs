@@ -223,7 +223,13 @@ fn redirect(head: &[u8]) -> Option<String> {
 /// `location` (absolute, scheme-relative, absolute-path or relative, RFC 3986 section 5)
 /// resolved against `base`.
 fn resolve(base: &str, location: &str) -> Result<String, String> {
-    if location.contains("://") {
+    let absolute = location.split_once("://").is_some_and(|(scheme, _)| {
+        !scheme.is_empty()
+            && scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+    });
+    if absolute {
         Scheme::of(location)?;
         return Ok(location.to_string());
     }
@@ -518,6 +524,10 @@ mod tests {
         assert_eq!(resolve(b, "http://h3/z").unwrap(), "http://h3/z");
         assert_eq!(resolve("http://h", "x").unwrap(), "http://h/x");
         assert!(resolve(b, "ftp://h/z").is_err());
+        assert_eq!(
+            resolve(b, "/go?to=http://x/").unwrap(),
+            "http://10.0.0.2:8080/go?to=http://x/"
+        );
     }
 
     /// Without -o the body goes where wget and curl -O put it.
