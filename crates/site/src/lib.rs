@@ -12,6 +12,9 @@
 //!   (security.txt, ACME challenges, assetlinks.json must be served);
 //! - sockets, FIFOs and devices are left out and listed; `bareweb.toml` at the root is the
 //!   configuration, not content;
+//! - the files the build writes ([`build_dir_excluding`]) and images of earlier builds (a
+//!   site image, a bootable `.elf`/`.iso`/`.img` carrying bareweb's kernel) are left out
+//!   and listed: an image is never packed into the next;
 //! - the configuration ([`config`]) is resolved into the image: each file's header lines,
 //!   the redirect and error-page tables, index names, listings, the server pages'
 //!   switches. Nothing of it is parsed or matched per request.
