@@ -152,9 +152,26 @@ pub fn explain(stderr: &str, a: &RunArgs) -> Option<String> {
         ));
     }
     if s.contains("could not configure /dev/net/tun") || s.contains("Operation not permitted") {
+        let taps: Vec<&str> = a
+            .nets
+            .iter()
+            .filter_map(|n| match n {
+                Net::Tap(t) => Some(t.as_str()),
+                Net::User => None,
+            })
+            .collect();
+        let add = taps
+            .iter()
+            .map(|t| format!("sudo ip tuntap add {t} mode tap user $USER"))
+            .collect::<Vec<_>>()
+            .join("; ");
         return Some(format!(
-            "QEMU may not open {}: create it for your user first (sudo ip tuntap add NAME mode tap user $USER) or run as root",
-            a.nets_text()
+            "QEMU may not open {}: making a TAP needs CAP_NET_ADMIN. Run as root, or make \
+             the TAP for your user first ({add}; then put it on the server's link, e.g. \
+             with an address: sudo ip addr add 10.0.0.1/24 dev {first} && sudo ip link set \
+             {first} up) and run again as yourself",
+            a.nets_text(),
+            first = taps.first().copied().unwrap_or("NAME"),
         ));
     }
     if s.contains("cannot set up guest memory") {
@@ -607,6 +624,31 @@ mod tests {
         assert_eq!(plain_text(b"cut\x1b["), b"cut");
         assert_eq!(plain_text(b"cut\x1b"), b"cut");
         assert!(!plain_text(b"\x1b[1;31mred\x1b[0m").contains(&0x1b));
+    }
+
+    /// QEMU refused the TAP: the hint names the capability and the user's own TAP, by
+    /// its name.
+    #[test]
+    fn the_non_root_tap_hint_is_complete() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        let a = Cli::parse_from(["bareweb", "site", "--net", "tap:bwq0"]).run;
+        let e = explain(
+            "qemu-system-x86_64: -netdev tap,id=n0,ifname=bwq0: could not configure /dev/net/tun (bwq0): Operation not permitted",
+            &a,
+        )
+        .unwrap();
+        for part in [
+            "CAP_NET_ADMIN",
+            "sudo ip tuntap add bwq0 mode tap user $USER",
+            "ip link set bwq0 up",
+        ] {
+            assert!(e.contains(part), "{part}: {e}");
+        }
     }
 
     #[test]
