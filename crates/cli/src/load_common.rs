@@ -225,7 +225,7 @@ pub(crate) fn client_mac(a: &LoadArgs) -> EthernetAddress {
 
 /// Opens (creating if missing) and brings up the bare client's TAP.
 pub(crate) fn open_tap(tap: &str, mac: EthernetAddress) -> Result<Tap, String> {
-    let nic = Tap::open(tap, mac).map_err(|e| format!("cannot open TAP {tap:?}: {e}"))?;
+    let nic = Tap::open(tap, mac).map_err(|e| crate::cores::tap_open_error(tap, &e, false))?;
     netif::set_up(nic.name()).map_err(|e| format!("cannot bring {tap} up: {e}"))?;
     Ok(nic)
 }
