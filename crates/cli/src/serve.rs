@@ -35,8 +35,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "A.B.C.D|none")]
     pub host_ip: Option<OrNone>,
     /// With several TAPs: the bridge the host puts them on (one link, as a switch joins a
-    /// server's NICs), created if missing and removed at stop if it was [the first TAP's
-    /// name + "br"]. Not used with --host-ip none (the caller bridged them).
+    /// server's NICs), created if missing and then removed at stop. Not used with
+    /// --host-ip none (the caller bridged them) [default: the first TAP's name + "br"]
     #[arg(long, value_parser = opts::ifname)]
     pub bridge: Option<String>,
     /// The server's MAC address, once per --tap for a NIC set, in the same order
