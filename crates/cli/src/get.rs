@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bareweb_engine::udp::client::Timing;
+use bareweb_loadgen::http::{redirect_location, resolve_location};
 use bareweb_loadgen::parse_url;
 use bareweb_loadgen::udp as bwudp;
 use sha2::{Digest, Sha256};
@@ -138,7 +139,7 @@ pub fn get(a: GetArgs) -> Result<(), String> {
         if a.include_head {
             eprint!("{}", String::from_utf8_lossy(&got.head));
         }
-        match redirect(&got.head).filter(|_| a.follow) {
+        match redirect_location(&got.head).filter(|_| a.follow) {
             Some(_) if hops == MAX_REDIRECTS => {
                 return Err(format!(
                     "{}: more than {MAX_REDIRECTS} redirects (the last to {url})",
@@ -146,7 +147,9 @@ pub fn get(a: GetArgs) -> Result<(), String> {
                 ))
             }
             Some(location) => {
-                let next = resolve(&url, &location)?;
+                let next = resolve_location(&url, location)
+                    .ok_or_else(|| format!("{url}: cannot follow Location {location:?}"))?;
+                Scheme::of(&next)?;
                 if a.verbose {
                     eprintln!("bareweb: redirected to {next}");
                 }
@@ -202,51 +205,6 @@ fn default_output(url: &str) -> Result<PathBuf, String> {
         ));
     }
     Ok(PathBuf::from(std::ffi::OsString::from_vec(name)))
-}
-
-/// The Location of a redirect response (301, 302, 303, 307, 308), if `head` is one.
-fn redirect(head: &[u8]) -> Option<String> {
-    let mut fields = [httparse::EMPTY_HEADER; 64];
-    let mut resp = httparse::Response::new(&mut fields);
-    resp.parse(head).ok()?;
-    if !matches!(resp.code?, 301 | 302 | 303 | 307 | 308) {
-        return None;
-    }
-    let loc = resp
-        .headers
-        .iter()
-        .find(|h| h.name.eq_ignore_ascii_case("location"))?;
-    let loc = std::str::from_utf8(loc.value).ok()?.trim();
-    (!loc.is_empty()).then(|| loc.to_string())
-}
-
-/// `location` (absolute, scheme-relative, absolute-path or relative, RFC 3986 section 5)
-/// resolved against `base`.
-fn resolve(base: &str, location: &str) -> Result<String, String> {
-    let absolute = location.split_once("://").is_some_and(|(scheme, _)| {
-        !scheme.is_empty()
-            && scheme
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
-    });
-    if absolute {
-        Scheme::of(location)?;
-        return Ok(location.to_string());
-    }
-    let (scheme, rest) = base
-        .split_once("://")
-        .ok_or_else(|| format!("{base:?} is not a URL"))?;
-    if let Some(authority_path) = location.strip_prefix("//") {
-        return Ok(format!("{scheme}://{authority_path}"));
-    }
-    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
-    if location.starts_with('/') {
-        return Ok(format!("{scheme}://{authority}{location}"));
-    }
-    let path = url_path(base);
-    let dir = &path[..path.rfind('/').map_or(0, |i| i + 1)];
-    let dir = if dir.is_empty() { "/" } else { dir };
-    Ok(format!("{scheme}://{authority}{dir}{location}"))
 }
 
 /// The expected status, and a Content-Length (when the head has one) equal to the body
@@ -510,24 +468,6 @@ mod tests {
         let e = get(args(format!("http://127.0.0.1:{port}/a"))).unwrap_err();
         assert!(e.contains("301") && e.contains("--follow"), "{e}");
         t.join().unwrap();
-    }
-
-    #[test]
-    fn locations_resolve_against_the_url() {
-        let b = "http://10.0.0.2:8080/a/b/c.html?q=1";
-        assert_eq!(resolve(b, "/x").unwrap(), "http://10.0.0.2:8080/x");
-        assert_eq!(
-            resolve(b, "d.html").unwrap(),
-            "http://10.0.0.2:8080/a/b/d.html"
-        );
-        assert_eq!(resolve(b, "//h2/y").unwrap(), "http://h2/y");
-        assert_eq!(resolve(b, "http://h3/z").unwrap(), "http://h3/z");
-        assert_eq!(resolve("http://h", "x").unwrap(), "http://h/x");
-        assert!(resolve(b, "ftp://h/z").is_err());
-        assert_eq!(
-            resolve(b, "/go?to=http://x/").unwrap(),
-            "http://10.0.0.2:8080/go?to=http://x/"
-        );
     }
 
     /// Without -o the body goes where wget and curl -O put it.
