@@ -130,6 +130,42 @@ def test_elf_and_iso_from_build_run_as_they_are(tmp_path):
     assert r.returncode == 2 and "ISO" in r.stderr, r.stderr
 
 
+def test_a_uefi_image_says_its_machine_and_leaves_the_terminal_plain(tmp_path):
+    """`build SITE -o site.iso` (no --ip: DHCP, as every bootable image) run with
+    `--firmware uefi`: the start line names q35 with OVMF, OVMF's and GRUB's screen control
+    does not reach the terminal, and the host's URL comes before the kernel's ready line
+    with the guest's address."""
+    require()
+    if not os.path.exists("/usr/share/ovmf/OVMF.fd"):
+        import pytest
+        pytest.skip("OVMF is not installed (apt-get install ovmf)")
+    iso = tmp_path / "site.iso"
+    r = subprocess.run([BIN, "build", SITE, "-o", iso], capture_output=True, text=True,
+                       timeout=300, check=True)
+    assert '"ip=dhcp"' in r.stdout, r.stdout
+    port = free_port()
+    out = tmp_path / "console"
+    with open(out, "wb") as f:
+        p = subprocess.Popen([BIN, "run", iso, "--firmware", "uefi", "--accel", "tcg",
+                              "--listen", f"127.0.0.1:{port}"], stdout=f, stderr=f)
+        try:
+            deadline = time.time() + 300
+            while time.time() < deadline and b"bareweb: ready:" not in out.read_bytes():
+                assert p.poll() is None, out.read_bytes()
+                time.sleep(0.5)
+            status, body = get(port)
+            assert status == 200 and body == (SITE / "index.html").read_bytes()
+        finally:
+            stop(p)
+    text = out.read_bytes()
+    assert b"\x1b" not in text, text[:2000]
+    lines = text.decode(errors="replace").splitlines()
+    assert any("machine q35 with OVMF (UEFI)" in ln for ln in lines), lines[:5]
+    host = next(i for i, ln in enumerate(lines) if f"serving at http://127.0.0.1:{port}/" in ln)
+    guest = next(i for i, ln in enumerate(lines) if "bareweb: ready:" in ln)
+    assert host < guest, lines[host - 2:guest + 2]
+
+
 def test_dry_run_keeps_its_files_where_it_says(tmp_path):
     require()
     r = subprocess.run([BIN, "run", SITE, "--dry-run"], capture_output=True, text=True, timeout=60)

@@ -42,6 +42,8 @@ pub const TARGETS: &[&str] = &[
     "kernel_fadt",
     // The load generator's response reader (crates/loadgen/src/http.rs).
     "http_response",
+    // A redirect's Location and its resolution (`bareweb get --follow`).
+    "redirect",
 ];
 
 /// Installs nightly (minimal profile) and cargo-fuzz if they are missing.

@@ -441,7 +441,8 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let elf = dir.join("site.elf");
     run(Command::new(&bin)
-        .args(["build", "examples/site", "-o"])
+        // A fixed address, as `run` boots with: the boot time is not a DHCP exchange.
+        .args(["build", "examples/site", "--ip", "10.0.2.15/24", "-o"])
         .arg(&elf))?;
     let mut stage_lines = Vec::new();
     let res = (|| -> Result<(), String> {

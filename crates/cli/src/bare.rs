@@ -7,7 +7,7 @@
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct KernelOpts {
     /// Microseconds an idle core keeps polling before it halts until its NIC, its timer
-    /// or another core wakes it (adaptive, up to this long), 0 to 1000000 [200].
+    /// or another core wakes it (adaptive, up to this long), 0 to 1000000 [default: 200]
     #[arg(long, value_name = "US", value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub idle_poll_us: Option<u64>,
     /// Never halt: every core polls all the time, as in the papers (a host CPU per core

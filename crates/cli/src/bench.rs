@@ -5,10 +5,12 @@ use std::path::PathBuf;
 
 use bareweb_loadgen::bench::{self, scenario::Scenario, Options, Results};
 
+/// One of a scenario, `--smoke` or `--replot` is needed: a group, so that `bareweb bench`
+/// alone names all three (`<SCENARIO|--smoke|--replot>`), the quick start among them.
 #[derive(clap::Args)]
+#[command(group = clap::ArgGroup::new("what").required(true).args(["scenario", "smoke", "replot"]))]
 pub struct BenchArgs {
-    /// Scenario file (TOML, see bench/).
-    #[arg(required_unless_present_any = ["smoke", "replot"])]
+    /// Scenario file (TOML, see bench/); or --smoke for the built-in quick one.
     pub scenario: Option<PathBuf>,
     /// Run the built-in one-minute smoke scenario (bench/smoke.toml).
     #[arg(long, conflicts_with = "scenario")]

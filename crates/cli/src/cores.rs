@@ -47,20 +47,42 @@ pub struct Layout {
     pub pin: bool,
 }
 
-/// The message for a TAP that cannot be opened: busy, not permitted, or something else.
+/// Whether `name` is a network interface that exists and is not a TUN/TAP device (the
+/// host's NIC, `lo`, a bridge, a veth): TUNSETIFF on it fails with EINVAL, and the right
+/// answer is another name, never deleting it.
+pub fn exists_but_not_a_tap(name: &str) -> bool {
+    let dev = std::path::Path::new("/sys/class/net").join(name);
+    dev.exists() && !dev.join("tun_flags").exists()
+}
+
+/// The message for a TAP that cannot be opened: not a TAP at all, busy, not permitted, or
+/// something else.
 pub fn tap_open_error(name: &str, e: &std::io::Error, multi: bool) -> String {
     let mq = if multi { " multi_queue" } else { "" };
+    if exists_but_not_a_tap(name) {
+        return format!(
+            "cannot open TAP {name:?}: {name} is a network interface of this host, not a TAP \
+             device; give --tap a name no interface has (serve creates the TAP), e.g. --tap bw0"
+        );
+    }
     match e.raw_os_error() {
         Some(libc::EBUSY) => format!(
             "cannot open TAP {name:?}: it is in use by another process (another bareweb serve?); \
              stop that one or give --tap ANOTHER"
         ),
         Some(libc::EPERM) | Some(libc::EACCES) => format!(
-            "cannot open TAP {name:?}: {e} (run as root, or create it first: sudo ip tuntap add {name} mode tap{mq} user $USER)"
+            "cannot open TAP {name:?}: {e}. Creating a TAP and giving its host side an address \
+             need CAP_NET_ADMIN: run as root, or give bareweb the capability once \
+             (sudo setcap cap_net_admin=ep \"$(command -v bareweb)\"), or prepare the TAP for \
+             your user and leave its host side alone: sudo ip tuntap add {name} mode tap{mq} \
+             user $USER && sudo ip addr add 10.0.0.1/24 dev {name} && sudo ip link set {name} \
+             up, then serve with --host-ip none"
         ),
         Some(libc::EINVAL) => format!(
-            "cannot open TAP {name:?}: {e} (it exists with other flags{}: delete it with `ip link del {name}`, or give --tap ANOTHER)",
-            if multi { ", perhaps not multi_queue" } else { ", perhaps multi_queue" }
+            "cannot open TAP {name:?}: {e} (a TAP of that name exists with other flags{}: \
+             give --tap ANOTHER, or remove that TAP if it is yours: sudo ip tuntap del {name} mode tap{})",
+            if multi { ", perhaps not multi_queue" } else { ", perhaps multi_queue" },
+            if multi { "" } else { " multi_queue" },
         ),
         _ => format!("cannot open TAP {name:?}: {e}"),
     }
@@ -76,7 +98,7 @@ pub struct Prepared<'a, L, F> {
     pub taps: &'a [String],
     /// Mode, policy and link check interval of the NIC set, if the TAPs are one.
     pub bonding: Option<(BondMode, Policy, u32)>,
-    /// Offer TCP segmentation offload to the engine (`--no-tso` turns it off).
+    /// Offer TCP segmentation offload to the engine (`--no-offload` turns it off).
     pub tso: bool,
     /// Configures the host side of the TAPs once they exist (given their kernel names).
     pub configure: F,
@@ -342,4 +364,52 @@ pub fn print_totals(reports: &[CoreReport]) {
 /// An access log for core `core` that drops everything (no `--access-log`).
 pub fn no_log(_core: usize) -> NoLog {
     NoLog
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host's own interfaces are not TAPs: say so, and never advise deleting them.
+    #[test]
+    fn a_host_interface_is_not_a_tap() {
+        assert!(exists_but_not_a_tap("lo"));
+        assert!(!exists_but_not_a_tap("bw-no-such0"));
+        for errno in [libc::EINVAL, libc::EPERM, libc::EBUSY] {
+            let e = tap_open_error("lo", &std::io::Error::from_raw_os_error(errno), false);
+            assert!(
+                e.contains("lo is a network interface of this host, not a TAP"),
+                "{e}"
+            );
+            assert!(!e.contains("del"), "{e}");
+        }
+        // A TAP that exists with other flags: another name, or remove it as a TAP.
+        let e = tap_open_error(
+            "bw-no-such0",
+            &std::io::Error::from_raw_os_error(libc::EINVAL),
+            true,
+        );
+        assert!(
+            e.contains("ip tuntap del bw-no-such0 mode tap") && !e.contains("ip link del"),
+            "{e}"
+        );
+    }
+
+    /// Without root the hint names the capability and every way to have it.
+    #[test]
+    fn the_non_root_hint_is_complete() {
+        let e = tap_open_error(
+            "bw9",
+            &std::io::Error::from_raw_os_error(libc::EPERM),
+            false,
+        );
+        for part in [
+            "CAP_NET_ADMIN",
+            "setcap cap_net_admin=ep",
+            "ip tuntap add bw9 mode tap user $USER",
+            "--host-ip none",
+        ] {
+            assert!(e.contains(part), "{part}: {e}");
+        }
+    }
 }

@@ -3,7 +3,7 @@
 //! bootable image (the kernel and the site in one file, in the formats of
 //! [`crate::bootimage`]). Owns the command's options and the files it writes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::bare::KernelOpts;
 use crate::bootimage::{elf_with_site, write_iso};
@@ -30,7 +30,8 @@ pub struct BuildArgs {
     #[arg(long, value_name = "NAME.img")]
     pub disk: Option<PathBuf>,
     /// Bootable images: the server's settings, baked in as the kernel's command line (a
-    /// boot loader's words override them).
+    /// boot loader's words override them). Every bootable image takes its address from
+    /// DHCP unless --ip is given.
     #[command(flatten)]
     pub server: ServerOpts,
     /// Bootable images: the kernel's own settings.
@@ -53,15 +54,24 @@ impl BuildArgs {
     /// The kernel command line baked into a bootable image.
     pub fn cmdline(&self) -> String {
         let mut w = Vec::new();
-        // An ISO or disk image boots on a LAN or a cloud VM: its address from DHCP unless
-        // --ip says otherwise.
-        if self.server.given("ip").is_none() && (self.iso.is_some() || self.disk.is_some()) {
+        // Every bootable image (ELF, ISO, disk) is meant for a LAN or a cloud VM: its
+        // address from DHCP unless --ip says otherwise (QEMU user networking answers DHCP
+        // too, with the address it forwards to).
+        if self.server.given("ip").is_none() && self.bootable() {
             w.push("ip=dhcp".to_string());
         }
         w.extend(self.server.kernel_words(self.stats_log));
         w.extend(self.kernel.kernel_words());
         w.extend(self.append.iter().cloned());
         w.join(" ")
+    }
+
+    /// Every file this build writes (`-o`, `--iso`, `--disk`).
+    pub fn outputs(&self) -> Vec<&Path> {
+        let mut v = vec![self.output.as_path()];
+        v.extend(self.iso.iter().map(PathBuf::as_path));
+        v.extend(self.disk.iter().map(PathBuf::as_path));
+        v
     }
 
     pub fn check(&self) -> Result<(), String> {
@@ -105,7 +115,8 @@ pub fn build(a: &BuildArgs) -> Result<(), String> {
     if !a.site.is_dir() {
         return Err(format!("{} is not a directory", a.site.display()));
     }
-    let (image, files) = crate::util::site_image(&a.site, a.config.as_deref())?;
+    let (image, files) =
+        crate::util::site_image_excluding(&a.site, a.config.as_deref(), &a.outputs())?;
     std::fs::write(out, &image).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     println!("{}: {files} files, {} bytes", out.display(), image.len());
     Ok(())
@@ -113,7 +124,8 @@ pub fn build(a: &BuildArgs) -> Result<(), String> {
 
 /// `bareweb build SITE -o X.elf` and/or `--iso X.iso` (or `-o X.iso`).
 fn build_bootable(a: &BuildArgs) -> Result<(), String> {
-    let (image, files) = crate::util::site_image(&a.site, a.config.as_deref())?;
+    let (image, files) =
+        crate::util::site_image_excluding(&a.site, a.config.as_deref(), &a.outputs())?;
     let cmdline = a.cmdline();
     let elf = elf_with_site(KERNEL, &image, &cmdline)?;
     let output = &a.output;
@@ -161,4 +173,47 @@ fn build_bootable(a: &BuildArgs) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        build: BuildArgs,
+    }
+
+    fn args(words: &[&str]) -> BuildArgs {
+        let mut v = vec!["bareweb", "site"];
+        v.extend_from_slice(words);
+        Cli::parse_from(v).build
+    }
+
+    /// One rule for every bootable output, whichever option names it: DHCP unless --ip.
+    #[test]
+    fn every_bootable_image_takes_dhcp_unless_ip_is_given() {
+        for out in [
+            &["-o", "site.elf"][..],
+            &["-o", "site.iso"],
+            &["-o", "site.img"],
+            &["-o", "SITE.IMG"],
+            &["--iso", "a.iso"],
+            &["--disk", "a.img"],
+            &["-o", "site.elf", "--iso", "a.iso"],
+        ] {
+            let a = args(out);
+            assert!(a.bootable());
+            assert_eq!(a.cmdline(), "ip=dhcp", "{out:?}");
+            a.check().unwrap();
+            let mut fixed = out.to_vec();
+            fixed.extend(["--ip", "192.168.1.50/24"]);
+            assert_eq!(args(&fixed).cmdline(), "ip=192.168.1.50/24", "{fixed:?}");
+        }
+        let site = args(&["-o", "site.bws"]);
+        assert!(!site.bootable());
+        assert_eq!(site.cmdline(), "", "a site image carries no command line");
+    }
 }

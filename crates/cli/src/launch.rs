@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use crate::kernel_image::{kind_of, Kind, KERNEL};
 use crate::opts::{kernel_cmdline, value_name};
 use crate::run::{
-    choose_accel, cores_plan, qemu_args, qemu_present, shell_words, Boot, Net, RunArgs,
-    KERNEL_FAILED, QEMU_HINT,
+    choose_accel, cores_plan, machine_text, qemu_args, qemu_present, shell_words, Boot, Net,
+    RunArgs, KERNEL_FAILED, QEMU_HINT,
 };
 
 /// What `bareweb run` was given.
@@ -152,9 +152,26 @@ pub fn explain(stderr: &str, a: &RunArgs) -> Option<String> {
         ));
     }
     if s.contains("could not configure /dev/net/tun") || s.contains("Operation not permitted") {
+        let taps: Vec<&str> = a
+            .nets
+            .iter()
+            .filter_map(|n| match n {
+                Net::Tap(t) => Some(t.as_str()),
+                Net::User => None,
+            })
+            .collect();
+        let add = taps
+            .iter()
+            .map(|t| format!("sudo ip tuntap add {t} mode tap user $USER"))
+            .collect::<Vec<_>>()
+            .join("; ");
         return Some(format!(
-            "QEMU may not open {}: create it for your user first (sudo ip tuntap add NAME mode tap user $USER) or run as root",
-            a.nets_text()
+            "QEMU may not open {}: making a TAP needs CAP_NET_ADMIN. Run as root, or make \
+             the TAP for your user first ({add}; then put it on the server's link, e.g. \
+             with an address: sudo ip addr add 10.0.0.1/24 dev {first} && sudo ip link set \
+             {first} up) and run again as yourself",
+            a.nets_text(),
+            first = taps.first().copied().unwrap_or("NAME"),
         ));
     }
     if s.contains("cannot set up guest memory") {
@@ -288,7 +305,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     };
     eprintln!(
         "bareweb: booting {what} under QEMU: accel {why}; machine {}, NIC {}",
-        value_name(a.machine),
+        machine_text(&a, &boot)?,
         value_name(a.nic)
     );
     if a.smp > 1 {
@@ -495,8 +512,58 @@ pub fn boot_until_done(
     }
 }
 
-/// Copies the console line by line to `sink`; says `serving` once the kernel is ready.
-/// A sink that fails (a closed pipe) stops the run.
+/// `line` without its terminal control sequences: ECMA-48 CSI (`ESC [` … final byte: the
+/// firmware's and GRUB's screen clearing, cursor moves and colours), OSC and other `ESC`
+/// sequences, and the other C0 controls but tab, CR and LF. A firmware (OVMF, GRUB)
+/// draws its screen on the serial console; copied as it is, it would clear the user's
+/// terminal and leave its colours set after the run. The text stays.
+pub fn plain_text(line: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(line.len());
+    let mut i = 0;
+    while i < line.len() {
+        match line[i] {
+            0x1b => {
+                i += 1;
+                match line.get(i) {
+                    // CSI: parameter and intermediate bytes, then one final byte.
+                    Some(b'[') => {
+                        i += 1;
+                        while i < line.len() && (0x20..0x40).contains(&line[i]) {
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                    // OSC, DCS and the like: to BEL or ST (ESC \).
+                    Some(b']' | b'P' | b'X' | b'^' | b'_') => {
+                        while i < line.len() && line[i] != 0x07 && line[i] != 0x1b {
+                            i += 1;
+                        }
+                        i += if line.get(i) == Some(&0x1b) { 2 } else { 1 };
+                    }
+                    // Two-byte sequences (ESC c, ESC 7, ESC ( B ...).
+                    Some(b'(' | b')' | b'*' | b'+') => i += 2,
+                    Some(_) => i += 1,
+                    None => {}
+                }
+            }
+            b'\t' | b'\r' | b'\n' => {
+                out.push(line[i]);
+                i += 1;
+            }
+            c if c < 0x20 || c == 0x7f => i += 1,
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Copies the console line by line to `sink` (to a terminal without its control
+/// sequences, [`plain_text`]); once the kernel is ready says `serving` (the URL the host
+/// reaches) before the kernel's own ready line (the guest's address). A sink that fails
+/// (a closed pipe) stops the run.
 fn copy_console(out: impl std::io::Read, mut sink: Sink, ready: &AtomicBool, serving: &str) {
     let mut r = BufReader::new(out);
     let mut line = Vec::new();
@@ -506,10 +573,14 @@ fn copy_console(out: impl std::io::Read, mut sink: Sink, ready: &AtomicBool, ser
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
+        if !ready.load(Ordering::Relaxed) && line.windows(15).any(|w| w == b"bareweb: ready:") {
+            ready.store(true, Ordering::Relaxed);
+            eprintln!("{serving}");
+        }
         let ok = match &mut sink {
             Sink::Terminal => {
                 let mut o = std::io::stdout().lock();
-                o.write_all(&line).and_then(|_| o.flush())
+                o.write_all(&plain_text(&line)).and_then(|_| o.flush())
             }
             Sink::File(f) => f.write_all(&line).and_then(|_| f.flush()),
             Sink::Drop => Ok(()),
@@ -517,10 +588,6 @@ fn copy_console(out: impl std::io::Read, mut sink: Sink, ready: &AtomicBool, ser
         if ok.is_err() {
             crate::util::stop_flag().store(true, Ordering::Relaxed);
             sink = Sink::Drop;
-        }
-        if !ready.load(Ordering::Relaxed) && line.windows(15).any(|w| w == b"bareweb: ready:") {
-            ready.store(true, Ordering::Relaxed);
-            eprintln!("{serving}");
         }
     }
 }
@@ -539,6 +606,49 @@ mod tests {
         );
         assert_eq!(baked_cmdline(KERNEL).as_deref(), Some(""));
         assert_eq!(baked_cmdline(b"nothing here"), None);
+    }
+
+    /// What OVMF and GRUB write on the serial console (captured from `run site.iso
+    /// --firmware uefi`): their screen control goes, their text stays.
+    #[test]
+    fn the_firmware_cannot_clear_or_colour_the_terminal() {
+        let ovmf = b"\x1b[2J\x1b[01;01H\x1b[=3h\x1b[2J\x1b[01;01HBdsDxe: loading Boot0001 \"UEFI QEMU DVD-ROM\"\r\n";
+        assert_eq!(
+            plain_text(ovmf),
+            b"BdsDxe: loading Boot0001 \"UEFI QEMU DVD-ROM\"\r\n"
+        );
+        let grub = b"\x1b[0m\x1b[30m\x1b[47m\x1b[?25l  GNU GRUB  version 2.06\x1b[0;37;40m\x1b]0;t\x07\x1bc\x0e\n";
+        assert_eq!(plain_text(grub), b"  GNU GRUB  version 2.06\n");
+        let kernel = b"bareweb: ready: serving 3 files at http://10.0.2.15:80/\tok\n";
+        assert_eq!(plain_text(kernel), kernel);
+        assert_eq!(plain_text(b"cut\x1b["), b"cut");
+        assert_eq!(plain_text(b"cut\x1b"), b"cut");
+        assert!(!plain_text(b"\x1b[1;31mred\x1b[0m").contains(&0x1b));
+    }
+
+    /// QEMU refused the TAP: the hint names the capability and the user's own TAP, by
+    /// its name.
+    #[test]
+    fn the_non_root_tap_hint_is_complete() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        let a = Cli::parse_from(["bareweb", "site", "--net", "tap:bwq0"]).run;
+        let e = explain(
+            "qemu-system-x86_64: -netdev tap,id=n0,ifname=bwq0: could not configure /dev/net/tun (bwq0): Operation not permitted",
+            &a,
+        )
+        .unwrap();
+        for part in [
+            "CAP_NET_ADMIN",
+            "sudo ip tuntap add bwq0 mode tap user $USER",
+            "ip link set bwq0 up",
+        ] {
+            assert!(e.contains(part), "{part}: {e}");
+        }
     }
 
     #[test]

@@ -46,13 +46,10 @@ pub fn surge_site(a: SurgeSiteArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Length and SHA-256 of the file a URL path names under `dir`.
+/// Length and SHA-256 of the file a URL path names under `dir` (percent-decoded, as the
+/// server reads it).
 fn expect_for(dir: &Path, path: &str) -> Result<Expect, String> {
-    let clean = path.split(['?', '#']).next().unwrap_or("/");
-    let mut p = dir.join(clean.trim_start_matches('/'));
-    if clean.ends_with('/') {
-        p = p.join("index.html");
-    }
+    let p = crate::util::site_file(dir, path);
     let bytes = std::fs::read(&p).map_err(|e| format!("--verify: {}: {e}", p.display()))?;
     Ok(Expect {
         len: bytes.len() as u64,
@@ -146,5 +143,6 @@ pub fn load(a: LoadArgs) -> Result<(), String> {
     let mut progress = progress_printer(a.quiet);
     let report = bareweb_loadgen::run(&cfg, &mut progress)?;
     progress_done(a.quiet);
-    emit(&a, &report, &report.text())
+    emit(&a, &report, &report.text())?;
+    crate::load_common::none_good(report.fetches_started, report.fetches_ok)
 }

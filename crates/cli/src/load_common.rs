@@ -17,38 +17,39 @@ pub struct LoadArgs {
     /// Read more URLs from a file, one per line (http_load's url_file).
     #[arg(long)]
     pub url_file: Option<PathBuf>,
-    /// Parallel mode: keep N fetches in flight (the default, with N = 1).
-    #[arg(long, conflicts_with_all = ["rate", "sessions_rate"])]
+    /// Parallel mode: keep N fetches in flight (the mode when no other is given)
+    /// [default: 1]
+    #[arg(long, conflicts_with_all = ["rate", "sessions_rate"], value_parser = at_least_one)]
     pub parallel: Option<usize>,
     /// Rate mode: begin R fetches per second.
-    #[arg(long, conflicts_with = "sessions_rate")]
+    #[arg(long, conflicts_with = "sessions_rate", value_parser = positive)]
     pub rate: Option<f64>,
     /// Session mode: R Surge sessions arrive per second (needs --surge).
-    #[arg(long, requires = "surge")]
+    #[arg(long, requires = "surge", value_parser = positive)]
     pub sessions_rate: Option<f64>,
     /// The site written by `bareweb surge-site` (its surge.tsv gives files and popularity).
     #[arg(long)]
     pub surge: Option<PathBuf>,
     /// Session mode: multiply think times by this (Surge's are seconds long).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = not_negative)]
     pub think_scale: f64,
     /// Reuse connections (HTTP/1.1 keep-alive) instead of one connection per fetch.
     #[arg(long, short = 'k')]
     pub keepalive: bool,
     /// Most fetches to begin (parallel and rate modes).
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub fetches: u64,
     /// Most sessions to begin (session mode).
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub sessions: u64,
     /// The run ends after this many seconds at most.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = positive)]
     pub seconds: f64,
     /// Seconds a connect or a response may go without progress.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = positive)]
     pub timeout: f64,
-    /// Most connections open at once (default: N in parallel mode, else 2048).
-    #[arg(long)]
+    /// Most connections open at once [default: N in parallel mode, else 2048]
+    #[arg(long, value_parser = at_least_one)]
     pub max_conns: Option<usize>,
     /// Seed of every random choice (URLs, sessions).
     #[arg(long, default_value_t = 1)]
@@ -56,8 +57,8 @@ pub struct LoadArgs {
     /// Check each body's length and SHA-256 against the files under this directory.
     #[arg(long)]
     pub verify: Option<PathBuf>,
-    /// The status a good response has.
-    #[arg(long, default_value_t = 200)]
+    /// The status a good response has (as `bareweb get --expect-status`).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u16).range(100..=599))]
     pub expect_status: u16,
     /// Print the report as JSON instead of text.
     #[arg(long)]
@@ -90,7 +91,7 @@ pub struct UdpLoadArgs {
           value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub maxreq: Option<u32>,
     /// Seconds before a GET is sent again (doubling per timeout, up to 1 s).
-    #[arg(long, default_value_t = 0.05, requires = "udp")]
+    #[arg(long, default_value_t = 0.05, requires = "udp", value_parser = rto)]
     pub udp_rto: f64,
     /// Timeouts in a row without a new packet before a request is given up, 1 to 100.
     #[arg(long, default_value_t = 8, requires = "udp",
@@ -108,7 +109,7 @@ pub struct UdpLoadArgs {
     pub tap: Option<String>,
     /// The bare HTTP client on AF_XDP: an XDP program on IFACE steers the frames for
     /// --ip (and only those: the host keeps the rest) to an AF_XDP socket on queue QUEUE
-    /// [0]; the client has IFACE's MAC. Detached at exit and on Ctrl-C; a stale one of a
+    /// [default: 0]; the client has IFACE's MAC. Detached at exit and on Ctrl-C; a stale one of a
     /// crashed run is removed (and said). Root (CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF).
     #[arg(long, value_name = "IFACE[:QUEUE]", requires = "ip", conflicts_with_all = ["tap", "udp", "kernel"])]
     pub xdp: Option<XdpQueueArg>,
@@ -123,8 +124,8 @@ pub struct UdpLoadArgs {
     /// The bare client's router, for a server off its link.
     #[arg(long, value_name = "A.B.C.D", requires = "bare_link")]
     pub gw: Option<std::net::Ipv4Addr>,
-    /// The bare client's MAC on a TAP (default: a random locally administered one; with
-    /// --xdp the interface's).
+    /// The bare client's MAC on a TAP [default: a random locally administered one; with
+    /// --xdp the interface's]
     #[arg(long, requires = "tap")]
     pub mac: Option<crate::opts::Mac>,
     /// The bare client booted as a kernel under QEMU (TCG unless KVM is hardware-backed)
@@ -133,8 +134,8 @@ pub struct UdpLoadArgs {
     #[arg(long, requires = "tap")]
     pub kernel: bool,
     /// The bare HTTP client: while fetches are in flight and nothing arrives, poll the
-    /// link for up to US microseconds before sleeping [0: sleep at once, as the socket
-    /// clients do]. A sleeping client is woken by the server's frames, and that wake-up
+    /// link for up to US microseconds before sleeping [default: 0, sleep at once, as the
+    /// socket clients do]. A sleeping client is woken by the server's frames, and that wake-up
     /// (on a virtual machine an inter-processor interrupt, a VM exit) is paid in the
     /// server's context; a polling one sends each request as soon as a response is in,
     /// which a kernel server may then receive in smaller batches.
@@ -147,6 +148,49 @@ pub struct UdpLoadArgs {
     /// takes them whole, up to 64 KiB per read, their checksum vouched for by the kernel.
     #[arg(long, requires = "tap", conflicts_with_all = ["udp", "kernel"])]
     pub no_offload: bool,
+}
+
+/// A count of 1 or more (`--parallel`, `--max-conns`).
+fn at_least_one(s: &str) -> Result<usize, String> {
+    s.parse::<usize>()
+        .ok()
+        .filter(|&n| n >= 1)
+        .ok_or_else(|| "expected a whole number, 1 or more".into())
+}
+
+/// A finite number above 0 (`--rate`, `--seconds`, `--timeout`).
+fn positive(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .ok_or_else(|| "expected a number above 0".into())
+}
+
+/// A finite number, 0 or above (`--think-scale`).
+fn not_negative(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| "expected a number, 0 or above".into())
+}
+
+/// Seconds from 1 ms to 10 s (`--udp-rto`, as `get --rto`).
+fn rto(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| (0.001..=10.0).contains(v))
+        .ok_or_else(|| "expected seconds from 0.001 to 10".into())
+}
+
+/// A run in which fetches were begun and none was good failed (exit status 1, after its
+/// report): a server that is down must not look like a finished benchmark.
+pub fn none_good(started: u64, good: u64) -> Result<(), String> {
+    if started > 0 && good == 0 {
+        return Err(format!(
+            "no fetch succeeded ({started} begun): the report above says how they failed"
+        ));
+    }
+    Ok(())
 }
 
 /// `--xdp IFACE[:QUEUE]`: an interface and one of its receive queues.
@@ -181,7 +225,7 @@ pub(crate) fn client_mac(a: &LoadArgs) -> EthernetAddress {
 
 /// Opens (creating if missing) and brings up the bare client's TAP.
 pub(crate) fn open_tap(tap: &str, mac: EthernetAddress) -> Result<Tap, String> {
-    let nic = Tap::open(tap, mac).map_err(|e| format!("cannot open TAP {tap:?}: {e}"))?;
+    let nic = Tap::open(tap, mac).map_err(|e| crate::cores::tap_open_error(tap, &e, false))?;
     netif::set_up(nic.name()).map_err(|e| format!("cannot bring {tap} up: {e}"))?;
     Ok(nic)
 }

@@ -48,11 +48,7 @@ fn urls(a: &LoadArgs, list: &[String]) -> Result<(bwudp::UdpTarget, Vec<UdpUrl>)
         }
         let expect = match &a.verify {
             Some(dir) => {
-                let clean = path.split(['?', '#']).next().unwrap_or("/");
-                let mut p = dir.join(clean.trim_start_matches('/'));
-                if clean.ends_with('/') {
-                    p = p.join("index.html");
-                }
+                let p = crate::util::site_file(dir, &path);
                 Some(std::fs::read(&p).map_err(|e| format!("--verify: {}: {e}", p.display()))?)
             }
             None => None,
@@ -337,7 +333,8 @@ fn kernel(
     Ok(r)
 }
 
-/// Prints (and writes) a report.
+/// Prints (and writes) a report; an error if no request completed.
 fn emit(a: &LoadArgs, report: &UdpReport) -> Result<(), String> {
-    crate::load_common::emit(a, report, &report.text())
+    crate::load_common::emit(a, report, &report.text())?;
+    crate::load_common::none_good(report.started, report.completed)
 }

@@ -125,3 +125,75 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every option of every command, with its command's name.
+    fn every_arg() -> Vec<(String, clap::Arg)> {
+        let mut cmd = Cli::command();
+        cmd.build();
+        cmd.get_subcommands()
+            .flat_map(|c| {
+                c.get_arguments()
+                    .map(|a| (c.get_name().to_string(), a.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// Defaults are shown one way everywhere, as clap shows the ones it knows:
+    /// `[default: X]` at the end of the help, never `(default: X)`, `[X]`, or twice.
+    #[test]
+    fn defaults_are_shown_one_way() {
+        for (cmd, a) in every_arg() {
+            let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+            let id = format!("{cmd} --{}", a.get_long().unwrap_or(a.get_id().as_str()));
+            assert!(!help.to_lowercase().contains("(default"), "{id}: {help}");
+            if help.ends_with(']') {
+                assert!(help.contains(" [default: "), "{id}: {help}");
+            }
+            if !a.get_default_values().is_empty() && !a.is_hide_default_value_set() {
+                assert!(
+                    !help.contains("[default:"),
+                    "{id} shows its default twice: {help}"
+                );
+            }
+        }
+    }
+
+    /// One name for one idea: the offloads are `--no-offload` in serve (`--no-tso`, its
+    /// old spelling, still taken but not shown), run, build and load.
+    #[test]
+    fn offloads_are_turned_off_by_one_name() {
+        let args = every_arg();
+        for cmd in ["serve", "run", "build", "load"] {
+            assert!(
+                args.iter()
+                    .any(|(c, a)| c == cmd && a.get_long() == Some("no-offload")),
+                "{cmd}"
+            );
+            assert!(!args
+                .iter()
+                .any(|(c, a)| c == cmd && a.get_long() == Some("no-tso")));
+        }
+        for old in ["--no-tso", "--no-offload"] {
+            let Cmd::Serve(s) = Cli::parse_from(["bareweb", "serve", "site", old]).cmd else {
+                unreachable!()
+            };
+            assert!(s.no_offload, "{old}");
+        }
+    }
+
+    /// `get` and `load` judge a response by the same status unless told otherwise.
+    #[test]
+    fn expect_status_has_one_default() {
+        let defaults: Vec<String> = every_arg()
+            .into_iter()
+            .filter(|(_, a)| a.get_long() == Some("expect-status"))
+            .map(|(c, a)| format!("{c} {:?}", a.get_default_values()))
+            .collect();
+        assert_eq!(defaults, ["get [\"200\"]", "load [\"200\"]"]);
+    }
+}

@@ -401,13 +401,18 @@ impl ServerOpts {
     /// The engine configuration for `serve`: the options given over `serve`'s defaults
     /// ([`Settings::tap`]: 10.0.0.2/24, no router).
     pub fn config(&self, isn_key: [u8; 16]) -> Config {
+        self.serve_settings().config(isn_key)
+    }
+
+    /// `serve`'s settings: the options given over [`Settings::tap`].
+    pub fn serve_settings(&self) -> Settings {
         let mut s = Settings::tap();
         for (i, v) in &self.given {
             let o = &OPTIONS[*i];
             // `serve` refuses dhcp (ServeArgs::check); every value was taken once already.
             let _ = (o.set)(&mut s, o.word_value(v));
         }
-        s.config(isn_key)
+        s
     }
 
     /// The kernel command-line words for the options given (the kernel's defaults stand

@@ -80,8 +80,8 @@ pub struct RunArgs {
     /// Write the console to this file.
     #[arg(long)]
     pub serial_log: Option<PathBuf>,
-    /// The server's MAC address, once per --net in the same order (QEMU's defaults
-    /// otherwise: 52:54:00:12:34:56 and up).
+    /// The server's MAC address, once per --net in the same order [default: QEMU's,
+    /// 52:54:00:12:34:56 and up]
     #[arg(long = "mac", value_name = "MAC")]
     pub macs: Vec<Mac>,
     /// A QEMU monitor (HMP) on this Unix socket, e.g. to take a NIC's link down:
@@ -295,6 +295,47 @@ pub enum Boot<'p> {
     Disk(&'p Path),
 }
 
+/// The machine QEMU runs for `boot`: --machine, except that qboot boots kernels only, not
+/// CDs or disks: those get pc (SeaBIOS), or under UEFI q35 with OVMF (the machine UEFI PCs
+/// resemble).
+pub fn machine_for(a: &RunArgs, boot: &Boot<'_>) -> Result<Machine, String> {
+    let image = matches!(boot, Boot::Cdrom(_) | Boot::Disk(_));
+    let uefi = a.firmware == Firmware::Uefi;
+    if uefi && !image {
+        return Err(
+            "--firmware uefi boots an .iso or .img (bareweb build --iso / --disk): \
+                    the kernel alone boots by PVH, which OVMF does not load"
+                .into(),
+        );
+    }
+    match (image, a.machine) {
+        (true, Machine::Qboot) if uefi => Ok(Machine::Q35),
+        (true, Machine::Qboot) => Ok(Machine::Pc),
+        (true, Machine::Microvm) => Err(
+            "--machine microvm boots kernels, not CDs or disks: run the site or its .elf".into(),
+        ),
+        (_, m) => Ok(m),
+    }
+}
+
+/// The machine and firmware QEMU runs, as the start line says them: `q35 with OVMF
+/// (UEFI)`, `pc with SeaBIOS`, `pc with qboot`, `microvm`.
+pub fn machine_text(a: &RunArgs, boot: &Boot<'_>) -> Result<String, String> {
+    let m = machine_for(a, boot)?;
+    let firmware = match (m, a.firmware) {
+        (Machine::Microvm, _) => return Ok("microvm".into()),
+        (_, Firmware::Uefi) => "OVMF (UEFI)",
+        (Machine::Qboot, _) => "qboot",
+        _ => "SeaBIOS",
+    };
+    let name = match m {
+        Machine::Qboot | Machine::Pc => "pc",
+        Machine::Q35 => "q35",
+        Machine::Microvm => "microvm",
+    };
+    Ok(format!("{name} with {firmware}"))
+}
+
 /// The QEMU arguments for what boots, under `settings` (the kernel's, as it will parse
 /// them). The console is QEMU's stdio: `bareweb run` reads it (see `crate::launch`).
 pub fn qemu_args(
@@ -320,28 +361,8 @@ pub fn qemu_args(
     ] {
         push(s);
     }
-    // qboot boots kernels only, not CDs or disks: those get SeaBIOS, or under UEFI OVMF
-    // on q35 (the machine UEFI PCs resemble).
-    let image = matches!(boot, Boot::Cdrom(_) | Boot::Disk(_));
+    let machine = machine_for(a, boot)?;
     let uefi = a.firmware == Firmware::Uefi;
-    if uefi && !image {
-        return Err(
-            "--firmware uefi boots an .iso or .img (bareweb build --iso / --disk): \
-                    the kernel alone boots by PVH, which OVMF does not load"
-                .into(),
-        );
-    }
-    let machine = match (image, a.machine) {
-        (true, Machine::Qboot) if uefi => Machine::Q35,
-        (true, Machine::Qboot) => Machine::Pc,
-        (true, Machine::Microvm) => {
-            return Err(
-                "--machine microvm boots kernels, not CDs or disks: run the site or its .elf"
-                    .into(),
-            )
-        }
-        (_, m) => m,
-    };
     if uefi {
         let fd = OVMF_PATHS
             .iter()
@@ -759,6 +780,29 @@ mod tests {
             let e = Cli::try_parse_from(v).unwrap().run.check().unwrap_err();
             assert!(e.contains(why), "{bad:?}: {e}");
         }
+    }
+
+    /// The start line names the machine QEMU really runs, and its firmware.
+    #[test]
+    fn the_machine_said_is_the_one_run() {
+        let disk = Boot::Disk(Path::new("site.img"));
+        let cd = Boot::Cdrom(Path::new("site.iso"));
+        let kernel = Boot::Kernel {
+            kernel: Path::new("k.elf"),
+            initrd: None,
+        };
+        let m = |words: &[&str], boot: &Boot<'_>| machine_text(&args(words), boot).unwrap();
+        assert_eq!(m(&[], &kernel), "pc with qboot");
+        assert_eq!(m(&["--firmware", "uefi"], &disk), "q35 with OVMF (UEFI)");
+        assert_eq!(m(&["--firmware", "uefi"], &cd), "q35 with OVMF (UEFI)");
+        assert_eq!(
+            m(&["--firmware", "uefi", "--machine", "pc"], &cd),
+            "pc with OVMF (UEFI)"
+        );
+        assert_eq!(m(&[], &disk), "pc with SeaBIOS");
+        assert_eq!(m(&["--machine", "q35"], &kernel), "q35 with SeaBIOS");
+        assert_eq!(m(&["--machine", "microvm"], &kernel), "microvm");
+        assert!(machine_text(&args(&["--firmware", "uefi"]), &kernel).is_err());
     }
 
     #[test]

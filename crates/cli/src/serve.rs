@@ -32,34 +32,36 @@ pub struct ServeArgs {
     /// a set of NICs (the bonding paper's configurations, see --bond): one receives, several send.
     #[arg(long = "tap", value_name = "NAME", default_value = "bw0", value_parser = opts::ifname)]
     pub taps: Vec<String>,
-    /// Address given to the host side of the TAP (default: the subnet's first free one);
-    /// `none` leaves the host side as it is. With several TAPs the address goes on the
-    /// bridge they are put on (--bridge).
+    /// Address given to the host side of the TAP, another host of --ip's network; `none`
+    /// leaves the host side as it is. With several TAPs the address goes on the bridge
+    /// they are put on (--bridge) [default: the network's first free address]
     #[arg(long, value_name = "A.B.C.D|none")]
     pub host_ip: Option<OrNone>,
     /// With several TAPs: the bridge the host puts them on (one link, as a switch joins a
-    /// server's NICs), created if missing and removed at stop if it was [the first TAP's
-    /// name + "br"]. Not used with --host-ip none (the caller bridged them).
+    /// server's NICs), created if missing and then removed at stop. Not used with
+    /// --host-ip none (the caller bridged them) [default: the first TAP's name + "br"]
     #[arg(long, value_parser = opts::ifname)]
     pub bridge: Option<String>,
-    /// The server's MAC address, once per --tap for a NIC set, in the same order (default:
-    /// random locally administered ones).
+    /// The server's MAC address, once per --tap for a NIC set, in the same order
+    /// [default: random locally administered ones]
     #[arg(long = "mac", value_name = "MAC")]
     pub macs: Vec<Mac>,
     /// Send every TCP segment as its own frame: no segmentation offload (by default frames
-    /// of up to ~64 KiB go to the TAP and the kernel cuts them into segments).
-    #[arg(long)]
-    pub no_tso: bool,
+    /// of up to ~64 KiB go to the TAP and the kernel cuts them into segments). The same
+    /// name as run's and build's (the NIC's offloads) and load's; `--no-tso` is its old
+    /// spelling, still taken.
+    #[arg(long, alias = "no-tso")]
+    pub no_offload: bool,
     /// Serve on the queues of interface IFACE through AF_XDP instead of a TAP: the kernel
-    /// keeps every frame not for --ip (ARP, SSH, its own addresses). QUEUES: queues 0..N
-    /// [every receive queue of IFACE], one core each. Needs root (docs/architecture.md,
-    /// "AF_XDP").
+    /// keeps every frame not for --ip (ARP, SSH, its own addresses). QUEUES: queues 0..N,
+    /// one core each. Needs root (docs/architecture.md, "AF_XDP") [default: QUEUES every
+    /// receive queue of IFACE]
     #[arg(long, value_name = "IFACE[:QUEUES]",
-          conflicts_with_all = ["taps", "host_ip", "bridge", "macs", "no_tso", "runner"])]
+          conflicts_with_all = ["taps", "host_ip", "bridge", "macs", "no_offload", "runner"])]
     pub xdp: Option<XdpArg>,
     /// With --xdp: `auto` (native XDP and zero-copy where the driver has them, else copy
     /// mode or the generic path, said at start), `zerocopy`, `copy` (native XDP, copy
-    /// mode), `generic` (the generic XDP path: any interface, slowest) [auto].
+    /// mode), `generic` (the generic XDP path: any interface, slowest) [default: auto]
     #[arg(long, value_enum, requires = "xdp")]
     pub xdp_mode: Option<XdpModeArg>,
     /// With --xdp: attach the program through netlink, as on kernels before 5.9, instead
@@ -68,8 +70,8 @@ pub struct ServeArgs {
     pub xdp_netlink: bool,
     /// With --xdp: busy polling, USECS per poll (SO_BUSY_POLL with SO_PREFER_BUSY_POLL):
     /// the core thread runs the queue's receive processing itself when its ring is
-    /// empty, instead of waiting for the kernel's softirq [0: off]
-    /// (docs/performance.md, "AF_XDP").
+    /// empty, instead of waiting for the kernel's softirq (docs/performance.md,
+    /// "AF_XDP") [default: 0, off]
     #[arg(long, value_name = "USECS", requires = "xdp",
           value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub xdp_busy_poll: Option<u32>,
@@ -90,6 +92,12 @@ impl ServeArgs {
                 "--ip dhcp is the bare kernel's (run, build): serve takes a fixed A.B.C.D/N on its TAP"
                     .into(),
             );
+        }
+        if let Some(h) = self.host_ip.and_then(OrNone::addr) {
+            let s = self.server.serve_settings();
+            bareweb_settings::peer_address(s.ip, s.prefix, h).map_err(|why| {
+                format!("--host-ip {h}: {why} (the server is {}/{})", s.ip, s.prefix)
+            })?;
         }
         if self.macs.len() > self.taps.len() {
             return Err(format!(
@@ -266,7 +274,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         macs: &macs,
         taps,
         bonding,
-        tso: !a.no_tso,
+        tso: !a.no_offload,
         configure: |names: &[String]| {
             let Some(h) = host_ip else { return Ok(()) };
             let on = match &bridge {
@@ -362,4 +370,52 @@ fn serve_on_xdp(a: &ServeArgs, x: &XdpArg, site: Site<'static>) -> Result<(), St
     };
     drain_report(drain);
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn check(words: &[&str]) -> Result<(), String> {
+        let mut v = vec!["bareweb", "site"];
+        v.extend_from_slice(words);
+        match Cli::try_parse_from(v) {
+            Ok(c) => c.serve.check(),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// The server's address is a host's; the host side's is another host of the same
+    /// network (the settings crate's checks, as run and build make them on --ip).
+    #[test]
+    fn server_and_host_addresses_are_checked() {
+        let e = check(&["--ip", "10.66.0.0/24"]).unwrap_err();
+        assert!(
+            e.contains("--ip") && e.contains("network's own address"),
+            "{e}"
+        );
+        let e = check(&["--ip", "10.66.0.255/24"]).unwrap_err();
+        assert!(e.contains("broadcast"), "{e}");
+        let e = check(&["--ip", "10.66.0.1/24", "--host-ip", "10.66.0.1"]).unwrap_err();
+        assert!(
+            e.contains("--host-ip 10.66.0.1: it is the server's own address"),
+            "{e}"
+        );
+        let e = check(&["--ip", "10.66.0.1/24", "--host-ip", "10.77.0.1"]).unwrap_err();
+        assert!(e.contains("outside the server's network"), "{e}");
+        let e = check(&["--host-ip", "10.0.0.2"]).unwrap_err();
+        assert!(e.contains("10.0.0.2/24"), "serve's default address: {e}");
+        let e = check(&["--host-ip", "10.0.0.255"]).unwrap_err();
+        assert!(e.contains("broadcast"), "{e}");
+        check(&["--ip", "10.66.0.1/24", "--host-ip", "10.66.0.2"]).unwrap();
+        check(&["--ip", "10.66.0.1/24", "--host-ip", "none"]).unwrap();
+        check(&["--host-ip", "10.0.0.1"]).unwrap();
+    }
 }

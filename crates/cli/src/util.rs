@@ -12,8 +12,18 @@ use bareweb_engine::site::Site;
 /// on stderr) or of an image file (read; a configuration cannot apply to it), checked; and
 /// its number of files.
 pub fn site_image(path: &Path, config: Option<&Path>) -> Result<(Vec<u8>, usize), String> {
+    site_image_excluding(path, config, &[])
+}
+
+/// [`site_image`] for `bareweb build`, which writes `outputs`: a site directory's build
+/// leaves them out (listed with what else was), should they lie inside the site.
+pub fn site_image_excluding(
+    path: &Path,
+    config: Option<&Path>,
+    outputs: &[&Path],
+) -> Result<(Vec<u8>, usize), String> {
     let bytes = if path.is_dir() {
-        let built = bareweb_site::build_dir(path, config)
+        let built = bareweb_site::build_dir_excluding(path, config, outputs)
             .map_err(|e| format!("cannot build {}: {e}", path.display()))?;
         for line in built.skipped_lines() {
             eprintln!("bareweb: {}: {line}", path.display());
@@ -39,6 +49,46 @@ pub fn site_image(path: &Path, config: Option<&Path>) -> Result<(Vec<u8>, usize)
         .map_err(|e| format!("{} is not a usable site image: {e}", path.display()))?
         .len();
     Ok((bytes, files))
+}
+
+/// `%XX` sequences decoded (a `%` not followed by two hex digits is kept as it is).
+pub fn percent_decode(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        let pair = (
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        );
+        match (b[i], pair) {
+            (b'%', (Some(h), Some(l))) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The file under the site directory `dir` that a URL path names, as the server reads the
+/// path: query and fragment dropped, percent-decoded (`my%20file.txt` is `my file.txt`),
+/// `index.html` for a path ending in `/` (`get --verify`, `load --verify`).
+pub fn site_file(dir: &Path, path: &str) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    let path = path.split(['?', '#']).next().unwrap_or("/");
+    let decoded = std::ffi::OsString::from_vec(percent_decode(path.trim_start_matches('/')));
+    let file = dir.join(decoded);
+    if path.ends_with('/') {
+        file.join("index.html")
+    } else {
+        file
+    }
 }
 
 /// Reads a site directory or image and keeps it for the life of the process.
@@ -184,6 +234,23 @@ pub fn drain_report(drain: &Drain) {
         );
     } else {
         eprintln!("bareweb: drain cut short (stopped at once)");
+    }
+}
+
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+
+    #[test]
+    fn url_paths_name_site_files_as_the_server_decodes_them() {
+        let d = Path::new("/srv/site");
+        assert_eq!(site_file(d, "/my%20file.txt"), d.join("my file.txt"));
+        assert_eq!(site_file(d, "/a/b.txt?x=%20#f"), d.join("a/b.txt"));
+        assert_eq!(site_file(d, "/"), d.join("index.html"));
+        assert_eq!(site_file(d, "/d%C3%A9j%C3%A0/"), d.join("déjà/index.html"));
+        assert_eq!(percent_decode("100%"), b"100%");
+        assert_eq!(percent_decode("%zz%4"), b"%zz%4");
+        assert_eq!(percent_decode("%41%62"), b"Ab");
     }
 }
 

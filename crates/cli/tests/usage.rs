@@ -43,6 +43,9 @@ fn bad_values_are_usage_errors_in_every_command() {
         usage_error(&[cmd, &s, "--cc", "reno"], "--cc");
         usage_error(&[cmd, &s, "--ip", "+10.0.02.+15/24"], "--ip");
         usage_error(&[cmd, &s, "--ip", "10.0.0.2/33"], "--ip");
+        // A network's own and broadcast addresses are no host's, in every command.
+        usage_error(&[cmd, &s, "--ip", "10.66.0.0/24"], "network's own address");
+        usage_error(&[cmd, &s, "--ip", "10.66.0.255/24"], "broadcast address");
         usage_error(&[cmd, &s, "--gw", "10.0.0.256"], "--gw");
         usage_error(&[cmd, &s, "--mac", "1:2:3:4:5:+6"], "--mac");
         usage_error(&[cmd, &s, "--port", "0"], "--port");
@@ -73,6 +76,21 @@ fn bad_values_are_usage_errors_in_every_command() {
         "crash=maybe",
     );
     usage_error(&["build", &s, "-o", "x.elf", "--sched", "foo"], "--sched");
+    usage_error(
+        &["build", &s, "-o", "x.elf", "--ip", "10.66.0.255/24"],
+        "broadcast address",
+    );
+    usage_error(
+        &[
+            "serve",
+            &s,
+            "--ip",
+            "10.66.0.1/24",
+            "--host-ip",
+            "10.66.0.1",
+        ],
+        "server's own address",
+    );
     usage_error(&["run", &s, "--append", "cc=reno"], "cc=reno");
     // A plain site image carries no server settings: say so rather than drop them.
     usage_error(
@@ -135,7 +153,8 @@ fn build_writes_what_the_extension_says_in_any_case() {
         "-o x.ELF must write a bootable ELF"
     );
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("\"gw=none log=access\""),
+        // Every bootable image takes its address from DHCP unless --ip is given.
+        String::from_utf8_lossy(&o.stdout).contains("\"ip=dhcp gw=none log=access\""),
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
@@ -193,9 +212,94 @@ fn get_says_which_schemes_it_speaks() {
     let o = bareweb(&["get", "bwudp://127.0.0.1:0/x", "-o", "/dev/null"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("bad port"), "{}", stderr(&o));
-    usage_error(&["get", "bwudp://h/x"], "--output");
+    // An IPv6 literal is said to be one, not taken for a port.
+    let o = bareweb(&["get", "http://[::1]/", "-o", "-"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("IPv6"), "{}", stderr(&o));
     usage_error(
         &["get", "bwudp://h/x", "-o", "f", "--tries", "0"],
         "--tries",
     );
+}
+
+/// `bareweb build DIR -o DIR/site.bws` twice (or `bareweb build .` in the site): the
+/// output is not packed into the next image, and the build says it left it out; nor is
+/// an earlier image under another name.
+#[test]
+fn a_build_never_packs_its_own_output() {
+    let dir = std::env::temp_dir().join(format!("bareweb-usage-self-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("index.html"), "<p>hello</p>".repeat(1000)).unwrap();
+    let out = dir.join("site.bws");
+    let d = dir.to_str().unwrap();
+    let o = out.to_str().unwrap();
+    let first = bareweb(&["build", d, "-o", o]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let len1 = std::fs::metadata(&out).unwrap().len();
+    let second = bareweb(&["build", d, "-o", o]);
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert_eq!(
+        std::fs::metadata(&out).unwrap().len(),
+        len1,
+        "the image grew"
+    );
+    assert!(
+        stderr(&second).contains("skipped site.bws: the output of this build"),
+        "{}",
+        stderr(&second)
+    );
+    assert!(String::from_utf8_lossy(&second.stdout).contains(": 1 files"));
+    // An earlier image under another name is not content either.
+    std::fs::rename(&out, dir.join("old.bws")).unwrap();
+    let third = bareweb(&["build", d, "-o", o]);
+    assert!(third.status.success(), "{}", stderr(&third));
+    assert_eq!(
+        std::fs::metadata(&out).unwrap().len(),
+        len1,
+        "old.bws packed"
+    );
+    assert!(
+        stderr(&third).contains("skipped old.bws: a bareweb site image"),
+        "{}",
+        stderr(&third)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `load`'s values are checked as every command's are (exit 2, the option named), and a
+/// run in which no fetch succeeded fails.
+#[test]
+fn load_checks_its_values_and_fails_when_nothing_succeeds() {
+    let url = "http://127.0.0.1:9/";
+    for (opt, v) in [
+        ("--rate", "0"),
+        ("--rate", "nan"),
+        ("--parallel", "0"),
+        ("--seconds", "0"),
+        ("--timeout", "-1"),
+        ("--max-conns", "0"),
+        ("--fetches", "0"),
+        ("--think-scale", "-1"),
+        ("--expect-status", "99"),
+    ] {
+        usage_error(&["load", url, &format!("{opt}={v}")], opt);
+    }
+    // A port nobody listens on: every fetch is refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let u = format!("http://127.0.0.1:{port}/");
+    let o = bareweb(&["load", &u, "--fetches", "20", "--seconds", "5", "-q"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no fetch succeeded"), "{}", stderr(&o));
+}
+
+/// `bareweb bench` alone names the quick start.
+#[test]
+fn bench_alone_mentions_smoke() {
+    usage_error(&["bench"], "--smoke");
+    usage_error(&["bench", "--out", "x"], "--smoke");
 }

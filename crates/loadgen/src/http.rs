@@ -4,6 +4,10 @@
 //! by the close of the connection, handing body bytes back as slices of the input (no
 //! copies except the head, which is gathered into a fixed buffer). Bytes from the network
 //! are hostile: every path returns an error instead of panicking, and nothing grows.
+//!
+//! For a client that follows redirects (`bareweb get --follow`): the Location of a
+//! redirect response ([`redirect_location`]) and its resolution against the URL that was
+//! fetched ([`resolve_location`]).
 
 /// Longest response head accepted.
 pub const HEAD_MAX: usize = 8192;
@@ -412,6 +416,53 @@ pub fn parse_all(
     Err(RespError::Truncated)
 }
 
+/// The Location of a redirect response (301, 302, 303, 307, 308) whose head is `head`,
+/// trimmed; `None` for any other response, a head that is not HTTP, or no Location.
+pub fn redirect_location(head: &[u8]) -> Option<&str> {
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut fields);
+    resp.parse(head).ok()?;
+    if !matches!(resp.code?, 301 | 302 | 303 | 307 | 308) {
+        return None;
+    }
+    let loc = resp
+        .headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("location"))?;
+    let loc = std::str::from_utf8(loc.value).ok()?.trim();
+    (!loc.is_empty() && !loc.bytes().any(|b| b < b' ' || b == 0x7f)).then_some(loc)
+}
+
+/// `location` (absolute `scheme://…`, scheme-relative `//host/…`, absolute-path `/…` or
+/// relative `name`, RFC 3986 section 5; no dot-segment removal, the server normalises)
+/// resolved against `base` (`scheme://authority/path`), or `None` when `base` is no URL.
+pub fn resolve_location(base: &str, location: &str) -> Option<String> {
+    let is_scheme = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+    };
+    if location
+        .split_once("://")
+        .is_some_and(|(scheme, _)| is_scheme(scheme))
+    {
+        return Some(location.to_string());
+    }
+    let (scheme, rest) = base.split_once("://").filter(|(s, _)| is_scheme(s))?;
+    if let Some(authority_path) = location.strip_prefix("//") {
+        return Some(format!("{scheme}://{authority_path}"));
+    }
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(end);
+    if location.starts_with('/') {
+        return Some(format!("{scheme}://{authority}{location}"));
+    }
+    let path = path.split(['?', '#']).next().unwrap_or("");
+    let dir = &path[..path.rfind('/').map_or(0, |i| i + 1)];
+    let dir = if dir.is_empty() { "/" } else { dir };
+    Some(format!("{scheme}://{authority}{dir}{location}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -539,5 +590,39 @@ mod tests {
             parse_all(&long, 500, false).map(|_| ()),
             Err(RespError::HeadTooLong)
         );
+    }
+
+    /// A 301 captured from `bareweb serve examples/site` (GET /docs).
+    const BAREWEB_301: &[u8] = b"HTTP/1.1 301 Moved Permanently\r\nDate: Sat, 28 Nov 2026 10:10:50 GMT\r\nServer: bareweb\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: 123\r\nLocation: /docs/\r\nConnection: close\r\n\r\n";
+
+    #[test]
+    fn redirects_are_found_and_resolved() {
+        assert_eq!(redirect_location(BAREWEB_301), Some("/docs/"));
+        assert_eq!(
+            redirect_location(b"HTTP/1.1 200 OK\r\nLocation: /x\r\n\r\n"),
+            None
+        );
+        assert_eq!(
+            redirect_location(b"HTTP/1.1 302 Found\r\nContent-Length: 0\r\n\r\n"),
+            None
+        );
+        assert_eq!(
+            redirect_location(b"HTTP/1.1 308 X\r\nLocation:  \r\n\r\n"),
+            None
+        );
+        assert_eq!(redirect_location(b"not http"), None);
+        let b = "http://10.0.0.2:8080/a/b/c.html?q=1";
+        let r = |l: &str| resolve_location(b, l);
+        assert_eq!(r("/x").unwrap(), "http://10.0.0.2:8080/x");
+        assert_eq!(r("d.html").unwrap(), "http://10.0.0.2:8080/a/b/d.html");
+        assert_eq!(r("//h2/y").unwrap(), "http://h2/y");
+        assert_eq!(r("http://h3/z").unwrap(), "http://h3/z");
+        assert_eq!(
+            r("/go?to=http://x/").unwrap(),
+            "http://10.0.0.2:8080/go?to=http://x/"
+        );
+        assert_eq!(resolve_location("http://h", "x").unwrap(), "http://h/x");
+        assert_eq!(resolve_location("http://h?a/b", "x").unwrap(), "http://h/x");
+        assert_eq!(resolve_location("no url", "x"), None);
     }
 }

@@ -14,8 +14,45 @@ pub(crate) struct Scheme {
     pub other: &'static str,
     /// The port when the URL names none.
     pub default_port: u16,
-    /// The lowest port accepted (1 refuses port 0).
-    pub min_port: u16,
+}
+
+/// The host and port of a URL's authority (`host`, `host:port`, `[v6]`, `[v6]:port`),
+/// `default` when no port is written; `url` names the URL in errors. An IPv6 literal is
+/// refused in words: bareweb's generators (and servers) speak IPv4.
+pub fn host_and_port<'a>(
+    url: &str,
+    hostport: &'a str,
+    default: u16,
+) -> Result<(&'a str, u16), String> {
+    let bad_port = |p: &str| format!("{url:?}: bad port {p:?} (expected 1 to 65535)");
+    let port = |p: &str| {
+        p.parse::<u16>()
+            .ok()
+            .filter(|&n| n != 0)
+            .ok_or_else(|| bad_port(p))
+    };
+    if let Some(v6) = hostport.strip_prefix('[') {
+        let Some((host, after)) = v6.split_once(']') else {
+            return Err(format!(
+                "{url:?}: '[' opens an IPv6 address that no ']' closes"
+            ));
+        };
+        if !after.is_empty() && !after.starts_with(':') {
+            return Err(format!("{url:?}: unexpected {after:?} after [{host}]"));
+        }
+        return Err(format!(
+            "{url:?}: [{host}] is an IPv6 address; bareweb speaks IPv4 only (give an IPv4 \
+             address, or a name that has one)"
+        ));
+    }
+    match hostport.rsplit_once(':') {
+        Some((h, _)) if h.contains(':') => Err(format!(
+            "{url:?}: {hostport:?} looks like an IPv6 address (written in brackets in a URL); \
+             bareweb speaks IPv4 only"
+        )),
+        Some((h, p)) => Ok((h, port(p)?)),
+        None => Ok((hostport, default)),
+    }
 }
 
 /// A URL split: the server's address, the authority as written and the path (`/` when
@@ -31,16 +68,7 @@ pub(crate) fn split(url: &str, scheme: &Scheme) -> Result<(SocketAddrV4, String,
     if hostport.is_empty() {
         return Err(format!("{url:?}: no host"));
     }
-    let (host, port) = match hostport.rsplit_once(':') {
-        Some((h, p)) => (
-            h,
-            p.parse::<u16>()
-                .ok()
-                .filter(|&p| p >= scheme.min_port)
-                .ok_or_else(|| format!("{url:?}: bad port {p:?}"))?,
-        ),
-        None => (hostport, scheme.default_port),
-    };
+    let (host, port) = host_and_port(url, hostport, scheme.default_port)?;
     let addr = (host, port)
         .to_socket_addrs()
         .map_err(|e| format!("{url:?}: cannot resolve {host:?}: {e}"))?
@@ -72,11 +100,11 @@ mod tests {
             (u.addr.to_string(), u.host.as_str(), path.as_str()),
             ("10.0.0.3:80".into(), "10.0.0.3", "/x")
         );
-        // Port 0: refused for the UDP protocol only, as before.
-        assert!(crate::parse_url("http://10.0.0.2:0/").is_ok());
+        // Port 0 names no server: refused for both.
+        assert!(crate::parse_url("http://10.0.0.2:0/").is_err());
         assert_eq!(
             crate::udp::parse_url("bwudp://10.0.0.2:0/").unwrap_err(),
-            "\"bwudp://10.0.0.2:0/\": bad port \"0\""
+            "\"bwudp://10.0.0.2:0/\": bad port \"0\" (expected 1 to 65535)"
         );
         assert_eq!(
             crate::parse_url("bwudp://10.0.0.2/").unwrap_err(),

@@ -32,7 +32,7 @@
 //!        word: "max_header_kib",
 //!        long: "max-header-kib",
 //!        arg: Arg::Value("KIB"),
-//!        help: help!("Largest request head accepted, KiB, 1 to 64 [8]"),
+//!        help: help!("Largest request head accepted, KiB, 1 to 64 [default: 8]"),
 //!        set: |s, v| number(v, 1, 64, "expected a number from 1 to 64").map(|n| s.max_header_kib = n),
 //!    },
 //!    ```
@@ -327,6 +327,47 @@ pub fn network(s: &str, bare: u8) -> Result<(Ipv4Address, u8), BadNetwork<'_>> {
     Ok((ip, prefix))
 }
 
+/// The bits of a `/prefix` network mask.
+fn mask(prefix: u8) -> u32 {
+    u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0)
+}
+
+/// Whether `ip` may be a host's own address on the network `ip/prefix`: not 0.0.0.0, a
+/// multicast or the limited broadcast address, and (on a network with room for hosts,
+/// prefix 30 or shorter) neither the network's own address (host bits all 0) nor its
+/// broadcast address (all 1). A /31 (RFC 3021) and a /32 have no such addresses.
+pub fn host_address(ip: Ipv4Address, prefix: u8) -> Result<(), &'static str> {
+    let a = u32::from_be_bytes(ip.0);
+    let host = a & !mask(prefix);
+    if a == 0 || a == u32::MAX || (224..=239).contains(&ip.0[0]) {
+        return Err("not a host's address (0.0.0.0, multicast or broadcast)");
+    }
+    if prefix <= 30 && host == 0 {
+        return Err("that is the network's own address (host bits all 0), not a host's: give one from the network, e.g. .1 or .2 on a /24");
+    }
+    if prefix <= 30 && host == !mask(prefix) {
+        return Err("that is the network's broadcast address (host bits all 1), not a host's: give one from the network, e.g. .1 or .2 on a /24");
+    }
+    Ok(())
+}
+
+/// Whether `peer` (the host side of `serve`'s TAP) can talk to a server at `ip/prefix`
+/// with no router between them: another address than the server's, of the same network,
+/// and a host's ([`host_address`]). The one check `serve` runs on `--host-ip`, next to
+/// the `ip` row's own.
+pub fn peer_address(ip: Ipv4Address, prefix: u8, peer: Ipv4Address) -> Result<(), &'static str> {
+    if peer == ip {
+        return Err(
+            "it is the server's own address (--ip): the two sides of a link need an address each",
+        );
+    }
+    let m = mask(prefix);
+    if u32::from_be_bytes(peer.0) & m != u32::from_be_bytes(ip.0) & m {
+        return Err("it is outside the server's network (--ip A.B.C.D/N): the host would have no route to the server, nor the server to the host (it sends off-link frames only to --gw)");
+    }
+    host_address(peer, prefix)
+}
+
 /// A decimal number from `min` to `max` (`why` otherwise).
 fn number<T: core::str::FromStr + PartialOrd>(
     v: &str,
@@ -448,9 +489,10 @@ pub static OPTIONS: [Opt; 26] = [
         long: "ip",
         arg: Arg::Value("A.B.C.D/N|dhcp"),
         help: help!(
-            "The server's address and prefix, or `dhcp` (run and images: from a DHCP server, \
-               renewed while serving) [serve: 10.0.0.2/24; run and -o X.elf: 10.0.2.15/24, QEMU \
-               user networking's guest address; --iso and --disk images: dhcp]"
+            "The server's address and prefix (a host of the network: not its network or \
+               broadcast address), or `dhcp` (run and images: from a DHCP server, renewed while \
+               serving) [default: serve: 10.0.0.2/24; run: 10.0.2.15/24, QEMU user networking's \
+               guest address; bootable images (-o X.elf, X.iso, X.img, --iso, --disk): dhcp]"
         ),
         set: |s, v| {
             if v == "dhcp" {
@@ -459,6 +501,7 @@ pub static OPTIONS: [Opt; 26] = [
             }
             let (ip, prefix) = network(v, 24)
                 .map_err(|_| "expected A.B.C.D/N (N from 0 to 32; /24 if left out) or dhcp")?;
+            host_address(ip, prefix)?;
             (s.ip, s.prefix, s.dhcp) = (ip, prefix, false);
             Ok(())
         },
@@ -468,7 +511,7 @@ pub static OPTIONS: [Opt; 26] = [
         long: "gw",
         arg: Arg::Value("A.B.C.D|none"),
         help: help!(
-            "Router for clients beyond the link, or `none` [serve: none; run and images: \
+            "Router for clients beyond the link, or `none` [default: serve: none; run and images: \
                10.0.2.2]"
         ),
         set: |s, v| {
@@ -483,7 +526,7 @@ pub static OPTIONS: [Opt; 26] = [
         word: "port",
         long: "port",
         arg: Arg::Value("PORT"),
-        help: help!("TCP port to serve, 1 to 65535 [80]"),
+        help: help!("TCP port to serve, 1 to 65535 [default: 80]"),
         set: |s, v| number(v, 1, u16::MAX, PORT).map(|n| s.port = n),
     },
     Opt {
@@ -492,7 +535,7 @@ pub static OPTIONS: [Opt; 26] = [
         arg: Arg::Choice("SCHED", SCHED),
         help: help!(
             "HTTP scheduling policy (the scheduling paper): imt looks at receive after every \
-               HTTP step, ist serves the whole run list in one pass [imt]"
+               HTTP step, ist serves the whole run list in one pass [default: imt]"
         ),
         set: |s, v| {
             s.sched = [Sched::Imt, Sched::Ist][choice(v, SCHED, "expected imt or ist")?];
@@ -505,7 +548,7 @@ pub static OPTIONS: [Opt; 26] = [
         arg: Arg::Choice("CC", CC),
         help: help!(
             "TCP congestion control: cubic (Linux's default, unpaced; fastest on a clean link) \
-               or bbr (paced; far faster through heavy random loss) [cubic]"
+               or bbr (paced; far faster through heavy random loss) [default: cubic]"
         ),
         set: |s, v| {
             s.cc = [Algorithm::Cubic, Algorithm::Bbr][choice(v, CC, "expected cubic or bbr")?];
@@ -518,7 +561,7 @@ pub static OPTIONS: [Opt; 26] = [
         arg: Arg::Value("TCBS"),
         help: help!(
             "Number of TCBs (most connections at once, per core), 1 to 1048576 (~9.3 KiB \
-               each) [1024]"
+               each) [default: 1024]"
         ),
         set: |s, v| number(v, 1, MAX_TCBS, COUNT).map(|n| s.tcbs = n),
     },
@@ -528,7 +571,7 @@ pub static OPTIONS: [Opt; 26] = [
         arg: Arg::Value("MAX_PER_IP"),
         help: help!(
             "Most connections from one client address at once (a SYN beyond it is refused \
-               with a RST), 1 to 1048576 [half of --tcbs]"
+               with a RST), 1 to 1048576 [default: half of --tcbs]"
         ),
         set: |s, v| number(v, 1, MAX_TCBS, COUNT).map(|n| s.max_per_ip = Some(n)),
     },
@@ -538,7 +581,7 @@ pub static OPTIONS: [Opt; 26] = [
         arg: Arg::Value("SYN_BACKLOG"),
         help: help!(
             "Half-open connections held at once; past it SYNs are answered with SYN cookies \
-               and no TCB (RFC 4987), 1 to 1048576 [half of --tcbs]"
+               and no TCB (RFC 4987), 1 to 1048576 [default: half of --tcbs]"
         ),
         set: |s, v| number(v, 1, MAX_TCBS, COUNT).map(|n| s.syn_backlog = Some(n)),
     },
@@ -548,7 +591,7 @@ pub static OPTIONS: [Opt; 26] = [
         arg: Arg::Value("SECONDS"),
         help: help!(
             "Seconds a client has from connecting to send a whole request head (then 408 and \
-               close), 1 to 86400 [10]"
+               close), 1 to 86400 [default: 10]"
         ),
         set: |s, v| number(v, 1, 86_400, SECONDS).map(|n| s.request_timeout_s = n),
     },
@@ -556,7 +599,7 @@ pub static OPTIONS: [Opt; 26] = [
         word: "idle_timeout",
         long: "idle-timeout",
         arg: Arg::Value("SECONDS"),
-        help: help!("Seconds an idle keep-alive connection is kept, 1 to 86400 [30]"),
+        help: help!("Seconds an idle keep-alive connection is kept, 1 to 86400 [default: 30]"),
         set: |s, v| number(v, 1, 86_400, SECONDS).map(|n| s.idle_timeout_s = n),
     },
     Opt {
@@ -565,7 +608,7 @@ pub static OPTIONS: [Opt; 26] = [
         arg: Arg::Value("SECONDS"),
         help: help!(
             "Seconds a graceful drain (serve: SIGTERM; the kernel: the ACPI power button) keeps \
-               serving new connections while /healthz answers 503, 0 to 3600 [5]"
+               serving new connections while /healthz answers 503, 0 to 3600 [default: 5]"
         ),
         set: |s, v| number(v, 0, 3_600, DRAIN_GRACE).map(|n| s.drain_grace_s = n),
     },
@@ -575,7 +618,7 @@ pub static OPTIONS: [Opt; 26] = [
         arg: Arg::Value("SECONDS"),
         help: help!(
             "Seconds from a drain's start until the connections left are reset and the server \
-               stops, 1 to 86400 [30]"
+               stops, 1 to 86400 [default: 30]"
         ),
         set: |s, v| number(v, 1, 86_400, SECONDS).map(|n| s.drain_timeout_s = n),
     },
@@ -618,8 +661,8 @@ pub static OPTIONS: [Opt; 26] = [
         arg: Arg::Value("A.B.C.D/N"),
         help: help!(
             "Only clients in this network may read the stats JSON and /metrics (others get the \
-               site's answer, normally 404), A.B.C.D/N or one address [the site's `[stats] \
-               allow`; everyone]"
+               site's answer, normally 404), A.B.C.D/N or one address [default: the site's \
+               `[stats] allow`, else everyone]"
         ),
         set: |s, v| {
             let n =
@@ -658,7 +701,7 @@ pub static OPTIONS: [Opt; 26] = [
         arg: Arg::Value("UDP_PORT"),
         help: help!(
             "Also serve the UDP paper's stateless protocol (docs/udp-protocol.md) on this UDP \
-               port, 1 to 65535 [off]"
+               port, 1 to 65535 [default: off]"
         ),
         set: |s, v| number(v, 1, u16::MAX, PORT).map(|n| s.udp.port = Some(n)),
     },
@@ -667,7 +710,7 @@ pub static OPTIONS: [Opt; 26] = [
         long: "udp-burst",
         arg: Arg::Value("N"),
         help: help!(
-            "Packets the server sends per UDP GET (the paper's n, 4 to 8 there), 1 to 64 [8]"
+            "Packets the server sends per UDP GET (the paper's n, 4 to 8 there), 1 to 64 [default: 8]"
         ),
         set: |s, v| number(v, 1, 64, "expected a number from 1 to 64").map(|n| s.udp.burst = n),
     },
@@ -677,7 +720,7 @@ pub static OPTIONS: [Opt; 26] = [
         arg: Arg::Value("N"),
         help: help!(
             "Request ids on the UDP server's stack (most UDP requests in progress at once), 1 \
-               to 65535 [5000]"
+               to 65535 [default: 5000]"
         ),
         set: |s, v| {
             number(v, 1, u16::MAX, "expected a number from 1 to 65535").map(|n| s.udp.ids = n)
@@ -689,7 +732,7 @@ pub static OPTIONS: [Opt; 26] = [
         arg: Arg::Value("N"),
         help: help!(
             "UDP GETs answered per second per client address that proved it receives our \
-               packets, 0 for no limit (unproven addresses: 16 per second) [20000]"
+               packets, 0 for no limit (unproven addresses: 16 per second) [default: 20000]"
         ),
         set: |s, v| {
             number(v, 0, u32::MAX, "expected a number from 0 to 4294967295").map(|n| s.udp.rate = n)
@@ -713,7 +756,7 @@ pub static OPTIONS: [Opt; 26] = [
         help: help!(
             "With two NICs or more (serve: --tap twice; run: --net twice), how they are used \
                (the bonding paper): `split` one NIC only receives and the others only send, \
-               `spread` one receives and all send, `off` the first NIC alone [spread with two \
+               `spread` one receives and all send, `off` the first NIC alone [default: spread with two \
                NICs or more]"
         ),
         set: |s, v| {
@@ -731,7 +774,7 @@ pub static OPTIONS: [Opt; 26] = [
             "How a connection's send NIC is chosen at its SYN: `per-client` (the paper's: one \
                NIC per client, clients spread evenly), `size` (frames without payload on one \
                NIC, data on the others), `least-queued` (the NIC with the fewest response bytes \
-               waiting) [per-client]"
+               waiting) [default: per-client]"
         ),
         set: |s, v| {
             s.bond_policy = [
@@ -748,7 +791,7 @@ pub static OPTIONS: [Opt; 26] = [
         arg: Arg::Value("MS"),
         help: help!(
             "Milliseconds between two readings of every NIC's link (failover), 1 to 60000 \
-               [100]"
+               [default: 100]"
         ),
         set: |s, v| {
             number(
@@ -767,7 +810,7 @@ pub static OPTIONS: [Opt; 26] = [
         help: help!(
             "A virtual address served besides --ip (direct server return, behind IPVS-DR, \
                keepalived or ECMP): TCP to it is answered from it, ARP for it never; repeat \
-               it, or give a comma-separated list, at most 8 [none]"
+               it, or give a comma-separated list, at most 8 [default: none]"
         ),
         set: |s, v| {
             let mut vips = s.vips;
@@ -808,24 +851,28 @@ mod tests {
         }
     }
 
-    /// The default a row's help shows in brackets, when it is a value (`[1024]`, not
-    /// `[half of --tcbs]`), is the one `Settings::default` has: the defaults live in
-    /// `Settings::default` (and the engine's `Config::new`) alone.
+    /// The default a row's help shows in brackets, when it is a value (`[default: 1024]`,
+    /// not `[default: half of --tcbs]`), is the one `Settings::default` has: the defaults
+    /// live in `Settings::default` (and the engine's `Config::new`) alone. Every bracket
+    /// that ends a help is written `[default: X]`, as clap writes its own.
     #[test]
     fn help_shows_the_defaults() {
         let mut shown = 0;
         for o in &OPTIONS {
+            if o.help.ends_with(']') {
+                assert!(o.help.contains("[default: "), "{}: {}", o.word, o.help);
+            }
             let Some(d) = o
                 .help
                 .strip_suffix(']')
-                .and_then(|h| h.rsplit_once('['))
+                .and_then(|h| h.rsplit_once("[default: "))
                 .map(|(_, d)| d)
             else {
                 continue;
             };
             let mut s = Settings::default();
             if (o.set)(&mut s, d).is_ok() {
-                assert_eq!(s, Settings::default(), "{}: [{d}]", o.word);
+                assert_eq!(s, Settings::default(), "{}: [default: {d}]", o.word);
                 shown += 1;
             }
         }
@@ -854,6 +901,49 @@ mod tests {
             ..Config::new(s.ip, s.prefix, [1; 16])
         };
         assert_eq!(format!("{:?}", s.config([1; 16])), format!("{own:?}"));
+    }
+
+    /// A network's own and broadcast addresses are not a host's (the server's or the host
+    /// side's), on the command line and the kernel's alike; /31 and /32 have none.
+    #[test]
+    fn network_and_broadcast_addresses_are_refused() {
+        let mut s = Settings::default();
+        for bad in [
+            "10.66.0.0/24",
+            "10.66.0.255/24",
+            "10.66.0.255",
+            "10.0.0.0/8",
+            "10.255.255.255/8",
+            "192.168.1.3/30",
+            "0.0.0.0/0",
+            "224.0.0.1/24",
+            "255.255.255.255/32",
+        ] {
+            assert!(s.set("ip", bad).unwrap().is_err(), "{bad}");
+        }
+        assert_eq!(s, Settings::default());
+        for good in [
+            "10.66.0.1/24",
+            "10.66.0.254/24",
+            "10.66.1.0/16",
+            "10.0.0.0/31",
+            "10.0.0.1/31",
+            "10.0.0.7/32",
+        ] {
+            assert_eq!(s.set("ip", good), Some(Ok(())), "{good}");
+        }
+        let ip = Ipv4Address([10, 66, 0, 1]);
+        assert!(peer_address(ip, 24, Ipv4Address([10, 66, 0, 2])).is_ok());
+        assert!(peer_address(ip, 24, ip)
+            .unwrap_err()
+            .contains("server's own"));
+        assert!(peer_address(ip, 24, Ipv4Address([10, 67, 0, 2]))
+            .unwrap_err()
+            .contains("outside"));
+        assert!(peer_address(ip, 24, Ipv4Address([10, 66, 0, 255]))
+            .unwrap_err()
+            .contains("broadcast"));
+        assert!(peer_address(ip, 16, Ipv4Address([10, 66, 200, 9])).is_ok());
     }
 
     #[test]

@@ -12,6 +12,9 @@
 //!   (security.txt, ACME challenges, assetlinks.json must be served);
 //! - sockets, FIFOs and devices are left out and listed; `bareweb.toml` at the root is the
 //!   configuration, not content;
+//! - the files the build writes ([`build_dir_excluding`]) and images of earlier builds (a
+//!   site image, a bootable `.elf`/`.iso`/`.img` carrying bareweb's kernel) are left out
+//!   and listed: an image is never packed into the next;
 //! - the configuration ([`config`]) is resolved into the image: each file's header lines,
 //!   the redirect and error-page tables, index names, listings, the server pages'
 //!   switches. Nothing of it is parsed or matched per request.
@@ -95,6 +98,19 @@ impl std::error::Error for Error {}
 /// Builds the site in `dir` with the configuration in `config`, or `dir/bareweb.toml` if
 /// there is one.
 pub fn build_dir(dir: &Path, config: Option<&Path>) -> Result<Built, Error> {
+    build_dir_excluding(dir, config, &[])
+}
+
+/// [`build_dir`] for a build that writes `outputs` (`bareweb build -o`, `--iso`,
+/// `--disk`), which may lie inside the site: they are left out (and listed), so a second
+/// build never packs the first one's image into itself. Images of earlier builds under
+/// other names are left out too, whatever the outputs: a site image (its magic), and a
+/// bootable `.elf`, `.iso` or `.img` that carries a bareweb kernel with a site.
+pub fn build_dir_excluding(
+    dir: &Path,
+    config: Option<&Path>,
+    outputs: &[&Path],
+) -> Result<Built, Error> {
     let io = |p: &Path| {
         let p = p.to_path_buf();
         move |e| Error::Io(p, e)
@@ -118,6 +134,7 @@ pub fn build_dir(dir: &Path, config: Option<&Path>) -> Result<Built, Error> {
         dirs: vec!["/".to_string()],
         skipped: Vec::new(),
         visiting: vec![root.clone()],
+        outputs: outputs.iter().filter_map(|o| canonical_file(o)).collect(),
     };
     w.walk(&root, "")?;
     stats_path_is_free(&config, &w, &default_config)?;
@@ -322,6 +339,39 @@ struct Walk {
     skipped: Vec<Skipped>,
     /// Canonical directories being walked (a link back to one is a loop).
     visiting: Vec<PathBuf>,
+    /// The files the build writes, canonical (they may not exist yet).
+    outputs: Vec<PathBuf>,
+}
+
+/// `path` with its directory made canonical (the file itself may not exist yet).
+fn canonical_file(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    Some(fs::canonicalize(parent).ok()?.join(name))
+}
+
+/// The marker of the site descriptor in bareweb's kernel (crates/kernel/src/embedded.rs),
+/// which every bootable image `bareweb build` writes carries.
+const BOOTABLE_MARK: &[u8] = b"BAREWEB-SITE-v1\0";
+
+/// Why `data` at `path` is an image an earlier `bareweb build` wrote, if it is one.
+fn earlier_image(path: &Path, data: &[u8]) -> Option<&'static str> {
+    if data.starts_with(&bareweb_engine::site::format::MAGIC) {
+        return Some("a bareweb site image (an earlier build's output): not packed into this one");
+    }
+    let bootable = path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+        ["elf", "iso", "img"]
+            .iter()
+            .any(|b| e.eq_ignore_ascii_case(b))
+    });
+    (bootable
+        && data
+            .windows(BOOTABLE_MARK.len())
+            .any(|w| w == BOOTABLE_MARK))
+    .then_some("a bootable bareweb image (an earlier build's output): not packed into this one")
 }
 
 impl Walk {
@@ -393,7 +443,15 @@ impl Walk {
                 self.walk(&real, &child_url)?;
                 self.visiting.pop();
             } else if meta.is_file() {
+                if self.outputs.contains(&real) {
+                    self.skip(&path, "the output of this build: not packed into itself");
+                    continue;
+                }
                 let data = fs::read(&real).map_err(io(&path))?;
+                if let Some(why) = earlier_image(&path, &data) {
+                    self.skip(&path, why);
+                    continue;
+                }
                 let mtime = meta
                     .modified()
                     .ok()

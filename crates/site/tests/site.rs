@@ -216,6 +216,83 @@ fn brotli_zstd_and_gzip_chosen_by_q_values() {
     }
 }
 
+/// A listed directory with no file to serve, empty or holding only a hidden `.gitkeep`
+/// (under an empty parent too), is listed like any other: the build does not fail.
+#[test]
+fn empty_directories_are_listed() {
+    let d = Dir::new("empty-listing");
+    d.write("bareweb.toml", b"listing = true\n");
+    d.write("a.txt", b"a");
+    fs::create_dir_all(d.0.join("empty")).unwrap();
+    d.write("kept/.gitkeep", b"");
+    fs::create_dir_all(d.0.join("outer/inner")).unwrap();
+    let b = built(&d);
+    let site = Site::load(&b.image).unwrap();
+    for (dir, parent_lists) in [
+        ("/empty", "empty/"),
+        ("/kept", "kept/"),
+        ("/outer/inner", "inner/"),
+    ] {
+        assert_eq!(get(&site, dir, "").0, 301, "{dir}");
+        let (s, _, body) = get(&site, &format!("{dir}/"), "");
+        let body = String::from_utf8(body).unwrap();
+        assert_eq!(s, 200, "{dir}/");
+        assert!(
+            body.contains(&format!("Index of {dir}/")) && body.contains("href=\"../\""),
+            "{body}"
+        );
+        let parent = dir
+            .rsplit_once('/')
+            .map_or("/", |(p, _)| if p.is_empty() { "/" } else { p });
+        let parent = if parent == "/" {
+            "/".to_string()
+        } else {
+            format!("{parent}/")
+        };
+        let listing = String::from_utf8(get(&site, &parent, "").2).unwrap();
+        assert!(
+            listing.contains(&format!("href=\"{parent_lists}\"")),
+            "{parent}: {listing}"
+        );
+    }
+    assert!(b.skipped_lines().iter().any(|l| l.contains(".gitkeep")));
+}
+
+/// The files a build writes, and images earlier builds wrote, are not content: left out
+/// and listed. A file that merely holds bareweb's kernel (the `bareweb` binary offered
+/// for download) is content.
+#[test]
+fn outputs_and_earlier_images_are_left_out() {
+    let d = Dir::new("outputs");
+    d.write("index.html", b"home");
+    d.write("out/site.iso", b"an ISO being written");
+    d.write("old.ELF", b"\x7fELF....BAREWEB-SITE-v1\0....");
+    d.write("plain.elf", b"\x7fELF an ELF of another program");
+    d.write("bareweb-linux-x86_64", b"\x7fELF....BAREWEB-SITE-v1\0....");
+    d.write("copy.bin", b"BWSITE\0\0rest of an image");
+    let out = d.0.join("out/site.iso");
+    let not_yet = d.0.join("new.img");
+    let b = bareweb_site::build_dir_excluding(&d.0, None, &[&out, &not_yet]).unwrap();
+    let lines = b.skipped_lines().join("\n");
+    assert!(
+        lines.contains("skipped out/site.iso: the output of this build"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("skipped old.ELF: a bootable bareweb image"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("skipped copy.bin: a bareweb site image"),
+        "{lines}"
+    );
+    assert_eq!(b.skipped.len(), 3, "{lines}");
+    let site = Site::load(&b.image).unwrap();
+    assert_eq!(get(&site, "/plain.elf", "").0, 200);
+    assert_eq!(get(&site, "/bareweb-linux-x86_64", "").0, 200);
+    assert_eq!(get(&site, "/out/site.iso", "").0, 404);
+}
+
 #[test]
 fn the_404_page_listings_and_slash_redirects() {
     let d = Dir::new("errors");

@@ -317,6 +317,18 @@ fn collect_items(spec: &Spec) -> Result<Vec<(&str, Item<'_>)>, BuildError> {
         }
     }
     for l in &spec.listings {
+        // A directory with no file in it (empty, or holding only what the builder left
+        // out, a `.gitkeep`) is implied by no file: its listing makes it, and its parents.
+        if l.path != "/" && !items.contains_key(l.path.as_str()) {
+            check_path(&l.path)?;
+            for (pos, _) in l.path.match_indices('/').skip(1) {
+                let dir = &l.path[..pos];
+                if let Item::File(_) = items.entry(dir).or_insert(Item::Dir(None)) {
+                    return Err(BuildError::FileAndDir(dir.to_string()));
+                }
+            }
+            items.insert(&l.path, Item::Dir(None));
+        }
         match items.get_mut(l.path.as_str()) {
             Some(Item::Dir(slot)) => *slot = Some(l),
             _ => {

@@ -433,7 +433,7 @@ pub(super) fn write(path: &Path, text: &str) -> Result<(), String> {
 
 /// bareweb's engine on the host platform: `bareweb serve` on a TAP.
 pub struct Bareweb {
-    /// Segmentation offload on the TAP (`serve`'s default); off is `--no-tso`.
+    /// Segmentation offload on the TAP (`serve`'s default); off is `--no-offload`.
     pub tso: bool,
     /// The binary named by `BAREWEB_BASELINE` instead of this one.
     pub baseline: bool,
@@ -469,7 +469,7 @@ impl ServerKind for Bareweb {
         }
     }
     fn describe(&self, cores: u32) -> String {
-        let tso = if self.tso { "" } else { " --no-tso" };
+        let tso = if self.tso { "" } else { " --no-offload" };
         if self.baseline {
             let exe = std::env::var(BASELINE_VAR).unwrap_or_default();
             return format!("the same, with the baseline binary {exe} ({BASELINE_VAR})");
@@ -517,7 +517,7 @@ impl ServerKind for Bareweb {
             None => {}
         }
         if !self.tso {
-            cmd.push("--no-tso".into());
+            cmd.push("--no-offload".into());
         }
         let child = spawn_in(&c.name, &cmd, &log)?;
         let mut inst = Instance {

@@ -109,7 +109,6 @@ pub fn parse_url(url: &str) -> Result<(Target, String), String> {
         prefix: "http://",
         other: "only http:// URLs are supported",
         default_port: 80,
-        min_port: 0,
     };
     let (addr, host, path) = split(url, &scheme)?;
     Ok((Target { addr, host }, path))
@@ -125,4 +124,44 @@ pub struct Progress {
     /// Fetches per second over the last interval.
     pub recent_rate: f64,
     pub sessions: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Host and port as URLs write them; IPv6 literals refused in words, not as a bad port.
+    #[test]
+    fn authorities_parse_and_ipv6_is_said_unsupported() {
+        assert_eq!(crate::url::host_and_port("u", "h", 80), Ok(("h", 80)));
+        assert_eq!(
+            crate::url::host_and_port("u", "10.0.0.2:8080", 80),
+            Ok(("10.0.0.2", 8080))
+        );
+        assert!(crate::url::host_and_port("u", "h:0", 80)
+            .unwrap_err()
+            .contains("bad port"));
+        assert!(crate::url::host_and_port("u", "h:x", 80)
+            .unwrap_err()
+            .contains("bad port"));
+        for v6 in ["[::1]", "[::1]:8080", "[fe80::1%25eth0]"] {
+            let e = crate::url::host_and_port("u", v6, 80).unwrap_err();
+            assert!(e.contains("IPv6") && !e.contains("bad port"), "{v6}: {e}");
+        }
+        assert!(crate::url::host_and_port("u", "[::1", 80)
+            .unwrap_err()
+            .contains("no ']'"));
+        assert!(crate::url::host_and_port("u", "::1", 80)
+            .unwrap_err()
+            .contains("IPv6"));
+        let e = parse_url("http://[::1]/").unwrap_err();
+        assert!(e.contains("IPv6 address; bareweb speaks IPv4 only"), "{e}");
+        let (t, p) = parse_url("http://127.0.0.1:81/a%20b").unwrap();
+        assert_eq!(
+            (t.addr.port(), p.as_str(), t.host.as_str()),
+            (81, "/a%20b", "127.0.0.1:81")
+        );
+        let e = crate::udp::parse_url("bwudp://[::1]:80/").unwrap_err();
+        assert!(e.contains("IPv6"), "{e}");
+    }
 }

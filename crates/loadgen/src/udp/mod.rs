@@ -29,7 +29,6 @@ pub fn parse_url(url: &str) -> Result<(UdpTarget, String), String> {
         prefix: "bwudp://",
         other: "not a bwudp:// URL",
         default_port: DEFAULT_PORT,
-        min_port: 1,
     };
     let (addr, host, path) = split(url, &scheme)?;
     Ok((UdpTarget { addr, host }, path))
