@@ -245,6 +245,13 @@ fn clap_arg(o: &'static Opt) -> clap::Arg {
                         .map_err(String::from)
                 })
         }
+        Arg::List(name) => a.value_name(name).action(ArgAction::Append).value_parser(
+            move |v: &str| -> Result<String, String> {
+                (o.set)(&mut Settings::default(), v)
+                    .map(|()| v.to_string())
+                    .map_err(String::from)
+            },
+        ),
         Arg::Choice(name, choices) => a.value_name(name).value_parser(PossibleValuesParser::new(
             choices
                 .iter()
@@ -274,6 +281,10 @@ impl clap::FromArgMatches for ServerOpts {
         for (i, o) in OPTIONS.iter().enumerate() {
             let v = match o.arg {
                 Arg::Flag(_) => m.get_flag(&clap_id(o)).then(String::new),
+                // Every value given, as one comma-separated list (one kernel word).
+                Arg::List(_) => m
+                    .get_many::<String>(&clap_id(o))
+                    .map(|vs| vs.cloned().collect::<Vec<_>>().join(",")),
                 _ => m.get_one::<String>(&clap_id(o)).cloned(),
             };
             if let Some(v) = v {
@@ -619,6 +630,24 @@ mod tests {
         for bad in ["10.0.2.0/33", "10.0.2/8"] {
             assert!(ServerOpts::parse(&["--stats-allow", bad]).is_err(), "{bad}");
         }
+        let twice = ServerOpts::parse(&[
+            "--proxy-protocol",
+            "10.0.3.0/24",
+            "--proxy-protocol=10.0.4.7",
+        ])
+        .unwrap();
+        assert_eq!(
+            twice.kernel_words(false),
+            ["proxy_protocol=10.0.3.0/24,10.0.4.7"],
+            "a repeated option is one kernel word"
+        );
+        assert_eq!(
+            kernel_settings(&twice.kernel_words(false).join(" "))
+                .unwrap()
+                .proxy_protocol
+                .nets(),
+            &[([10, 0, 3, 0], 24), ([10, 0, 4, 7], 32)][..]
+        );
         assert_eq!(
             ServerOpts::default().kernel_words(false),
             Vec::<String>::new()
@@ -645,6 +674,7 @@ mod tests {
         ("access-log", "", ""),
         ("no-stats-page", "", ""),
         ("stats-allow", "10.9.0.0/16", "10.9.0.0/33"),
+        ("proxy-protocol", "10.9.0.0/16,10.0.0.5", "10.9.0.0/33"),
         ("mode", "netcore", "fast"),
         ("bsp-http", "", ""),
         ("udp-port", "8081", "65536"),

@@ -55,7 +55,7 @@ use core::net::Ipv4Addr;
 
 use bareweb_engine::bond::{Mode as BondMode, Policy as BondPolicy};
 use bareweb_engine::cores::plan::Asked;
-use bareweb_engine::server::{Config, Sched, Timeouts};
+use bareweb_engine::server::{Config, ProxySources, Sched, Timeouts};
 use bareweb_engine::tcp::Algorithm;
 use bareweb_engine::wire::Ipv4Address;
 
@@ -99,6 +99,9 @@ pub struct Settings {
     /// The clients allowed the stats JSON and metrics, a network and prefix length (over
     /// the site's `[stats] allow`; None: the site's).
     pub stats_allow: Option<(Ipv4Address, u8)>,
+    /// The balancers whose connections begin with a PROXY protocol header (and only
+    /// theirs may).
+    pub proxy_protocol: ProxySources,
     /// How the cores share the NIC (None: the platform's choice).
     pub mode: Option<Asked>,
     /// Network-core mode: core 0 serves HTTP too.
@@ -164,6 +167,7 @@ impl Default for Settings {
             log_stats: false,
             stats_page: true,
             stats_allow: None,
+            proxy_protocol: engine.proxy_protocol,
             mode: None,
             bsp_http: false,
             udp: Udp {
@@ -220,6 +224,7 @@ impl Settings {
             ..Timeouts::default()
         };
         cfg.udp = self.udp.config();
+        cfg.proxy_protocol = self.proxy_protocol;
         cfg
     }
 }
@@ -250,6 +255,10 @@ pub enum Arg {
     /// No value: given, it is the kernel word with this value (`--no-stats-page` is
     /// `stats_page=off`).
     Flag(&'static str),
+    /// A value that may be given more than once, each adding to a list (and one value may
+    /// hold several, comma-separated): the CLI joins the values with commas into one
+    /// kernel word, and the kernel takes the word repeated too.
+    List(&'static str),
 }
 
 /// One of a [`Arg::Choice`]'s names and its help.
@@ -408,7 +417,7 @@ const _: () = assert!(
 
 /// Every shared option, in `--help`'s order (and the order of the kernel words the CLI
 /// writes).
-pub static OPTIONS: [Opt; 23] = [
+pub static OPTIONS: [Opt; 24] = [
     Opt {
         word: "ip",
         long: "ip",
@@ -570,6 +579,29 @@ pub static OPTIONS: [Opt; 23] = [
         set: |s, v| {
             let n = network(v, 32).ok_or("expected A.B.C.D/N (N from 0 to 32) or one address")?;
             s.stats_allow = Some(n);
+            Ok(())
+        },
+    },
+    Opt {
+        word: "proxy_protocol",
+        long: "proxy-protocol",
+        arg: Arg::List("A.B.C.D/N"),
+        help: help!(
+            "A load balancer that sends the PROXY protocol (HAProxy's send-proxy or \
+               send-proxy-v2): connections from this network must begin with a PROXY header \
+               (version 1 or 2), whose client address is then the one logged, limited by \
+               --max-per-ip and checked by --stats-allow; from anywhere else a PROXY header \
+               is refused. A.B.C.D/N or one address; repeat it (or separate with commas) \
+               for up to 8 [none]"
+        ),
+        set: |s, v| {
+            for item in v.split(',') {
+                let (net, len) = network(item, 32)
+                    .ok_or("expected A.B.C.D/N (N from 0 to 32) or one address")?;
+                if !s.proxy_protocol.add(net, len) {
+                    return Err("at most 8 networks");
+                }
+            }
             Ok(())
         },
     },

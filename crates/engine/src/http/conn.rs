@@ -138,6 +138,9 @@ pub struct HttpConn {
     /// The dynamic-response buffer this connection's response head lives in (the stats
     /// JSON), or [`NO_DYN`] for the head slab.
     pub dyn_slot: u8,
+    /// The connection comes from a `--proxy-protocol` source and its PROXY header is not
+    /// read yet: the first bytes received are that header, not a request.
+    pub proxy_wait: bool,
 }
 
 impl App for HttpConn {
@@ -159,6 +162,7 @@ impl HttpConn {
             request_start_ns: 0,
             stay_start_ns: 0,
             dyn_slot: NO_DYN,
+            proxy_wait: false,
         }
     }
 

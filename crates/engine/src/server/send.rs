@@ -3,6 +3,7 @@
 //! chooses them, this builds them from the head slab and the site image), ACKs, SYN-ACKs,
 //! retransmissions and RSTs.
 
+use super::proxy::Header;
 use super::{AccessLog, AccessRecord, Server, DYN_MAX};
 use crate::http::conn::{Sending, NO_DYN};
 use crate::http::{self, Parse, Status};
@@ -11,7 +12,7 @@ use crate::nic::TxRing;
 use crate::resource::Lookup;
 use crate::tcp::output::Segment;
 use crate::tcp::seq;
-use crate::wire::Ipv4Address;
+use crate::wire::{self, Ipv4Address};
 
 impl<L: Lookup<'static>> Server<L> {
     /// The paper's HTTP task for one connection: start the next response if the previous
@@ -34,7 +35,20 @@ impl<L: Lookup<'static>> Server<L> {
         }
         let t = &self.conns[idx];
         if t.app.resp.is_none() && !t.tcp.is_closing() && t.app.rx_len > 0 {
-            self.start_response(id, log);
+            let header = if t.app.proxy_wait {
+                self.proxy_header(id, tx)
+            } else {
+                Header::Read
+            };
+            match header {
+                Header::Closed => return,
+                Header::Read if self.conns[idx].app.rx_len > 0 => {
+                    if !self.start_response(id, tx, log) {
+                        return;
+                    }
+                }
+                Header::Read | Header::Wait => {}
+            }
         }
         let t = &mut self.conns[idx];
         if t.app.resp.is_none()
@@ -51,10 +65,20 @@ impl<L: Lookup<'static>> Server<L> {
         }
     }
 
-    fn start_response<A: AccessLog>(&mut self, id: u32, log: &mut A) {
+    /// Parses connection `id`'s next request and starts its response. Returns false when
+    /// the connection was reset instead (a PROXY header from a source not trusted to send
+    /// one) and its TCB freed.
+    fn start_response<T: TxRing, A: AccessLog>(
+        &mut self,
+        id: u32,
+        tx: &mut T,
+        log: &mut A,
+    ) -> bool {
         let idx = id as usize;
         let cap = self.cfg.rx_buffer;
         let rx_len = self.conns[idx].app.rx_len as usize;
+        let client = self.client_of(idx);
+        let first = self.conns[idx].app.stay_start_ns == 0;
         let rx = &self.rx_slab[idx * cap..idx * cap + rx_len];
         let head = &mut self.head_slab[idx * http::HEAD_MAX..(idx + 1) * http::HEAD_MAX];
         let now = self.unix_secs;
@@ -62,21 +86,19 @@ impl<L: Lookup<'static>> Server<L> {
         let mut dyn_slot = NO_DYN;
         let (resp, consumed) = match http::parse(rx) {
             Parse::Complete { request, len } => match self.dynamic.as_mut() {
-                Some(d) if d.page.claims(request.target, self.conns[idx].peer.ip) => {
-                    match d.free.pop() {
-                        Some(slot) => {
-                            dyn_slot = slot;
-                            let s = usize::from(slot);
-                            let out = &mut d.pool[s * DYN_MAX..(s + 1) * DYN_MAX];
-                            let own = (&self.stats, &self.times, &self.stay);
-                            (d.page.respond(own, &request, now, name, out), len)
-                        }
-                        None => (
-                            http::respond_error(Status::SERVICE_UNAVAILABLE, now, name, head),
-                            len,
-                        ),
+                Some(d) if d.page.claims(request.target, client) => match d.free.pop() {
+                    Some(slot) => {
+                        dyn_slot = slot;
+                        let s = usize::from(slot);
+                        let out = &mut d.pool[s * DYN_MAX..(s + 1) * DYN_MAX];
+                        let own = (&self.stats, &self.times, &self.stay);
+                        (d.page.respond(own, &request, now, name, out), len)
                     }
-                }
+                    None => (
+                        http::respond_error(Status::SERVICE_UNAVAILABLE, now, name, head),
+                        len,
+                    ),
+                },
                 _ => {
                     let cache = &mut self.head_cache;
                     let r = http::respond_cached(&request, &self.site, now, name, head, cache);
@@ -96,8 +118,13 @@ impl<L: Lookup<'static>> Server<L> {
                         // answer.
                         t.app.rx_len = 0;
                     }
-                    return;
+                    return true;
                 }
+            }
+            // A PROXY header from a source not trusted to send one (it is no request).
+            Parse::Error(_) if first && wire::proxy::has_signature(rx) => {
+                self.forbid_header(id, tx);
+                return false;
             }
             Parse::Error(status) => (http::respond_error(status, now, name, head), rx_len),
         };
@@ -108,7 +135,7 @@ impl<L: Lookup<'static>> Server<L> {
             .min(consumed);
         let sending = Sending::new(0, resp.head_len, resp.body);
         log.record(&AccessRecord {
-            peer: Ipv4Address(self.conns[idx].peer.ip),
+            peer: client,
             request_line: &rx[..line_end],
             status: resp.status,
             bytes: resp.content_len as usize,
@@ -141,6 +168,7 @@ impl<L: Lookup<'static>> Server<L> {
         if close {
             t.tcp.close();
         }
+        true
     }
 
     /// Counts a response by status class.

@@ -20,6 +20,7 @@ mod bond;
 mod deadline;
 mod pacing;
 mod pressure;
+mod proxy;
 mod split;
 mod state;
 mod udp;
