@@ -27,7 +27,9 @@
 //!
 //! Whether a SYN, or the ACK returning a SYN cookie, gets a TCB (`input.rs`):
 //! - **per address**: at most `max_per_ip` connections from one address (default: half the
-//!   table), refused with a RST;
+//!   table), refused with a RST. A balancer that sends the PROXY protocol
+//!   (`Config::proxy_protocol`) is let past it: its connections count against the client
+//!   each one's header names, once it is read (`proxy.rs`);
 //! - **SYN backlog and cookies** (RFC 4987): past `syn_backlog` half-open connections, or
 //!   with every TCB in use, a SYN is answered with a cookie and nothing is kept; the ACK
 //!   that returns it opens the connection;
