@@ -192,14 +192,12 @@ impl<L: Lookup<'static>> Server<L> {
         tcp: Connection,
         place: Place,
     ) {
-        let app = HttpConn {
-            proxy_wait: self.proxy_source(peer.ip),
-            ..HttpConn::IDLE
-        };
-        self.conns.open(id, peer, src_mac, tcp, app);
-        if let Some(client) = self.clients.get_mut(id as usize) {
-            *client = None;
+        let mut app = HttpConn::IDLE;
+        if self.proxy {
+            app.proxy_wait = self.proxy_source(peer.ip);
+            self.clients[id as usize] = None;
         }
+        self.conns.open(id, peer, src_mac, tcp, app);
         self.conns[id as usize].per_ip_home = place.home();
         self.per_ip.add_at(place);
         self.bond_assign(id, peer.ip);

@@ -166,6 +166,8 @@ pub struct Server<L: Lookup<'static>> {
     /// beside the TCB, which has no room for an IPv6 address; empty without
     /// `proxy_protocol` sources.
     clients: Vec<Option<core::net::IpAddr>>,
+    /// `proxy_protocol` names any source: the one test the hot path makes for it.
+    proxy: bool,
     isn: IsnGenerator,
     /// Rendered `200` heads of this server's site (`http::head_cache`).
     head_cache: http::HeadCache,
@@ -252,6 +254,7 @@ impl<L: Lookup<'static>> Server<L> {
             rx_slab: Vec::with_capacity(n * cfg.rx_buffer),
             head_slab: Vec::with_capacity(n * http::HEAD_MAX),
             clients: Vec::with_capacity(if cfg.proxy_protocol.is_empty() { 0 } else { n }),
+            proxy: !cfg.proxy_protocol.is_empty(),
             head_cache: http::HeadCache::new(),
             stats: Stats::default(),
             next_tick_ns: 0,
@@ -306,7 +309,7 @@ impl<L: Lookup<'static>> Server<L> {
         if made * self.cfg.rx_buffer > self.rx_slab.len() {
             self.rx_slab.resize(made * self.cfg.rx_buffer, 0);
             self.head_slab.resize(made * http::HEAD_MAX, 0);
-            if !self.cfg.proxy_protocol.is_empty() {
+            if self.proxy {
                 self.clients.resize(made, None);
             }
         }
@@ -539,9 +542,11 @@ impl<L: Lookup<'static>> Server<L> {
         }
         let t = &self.conns[idx];
         self.per_ip.remove_from(t.peer.ip, t.per_ip_home);
-        if let Some(core::net::IpAddr::V4(client)) = self.clients.get(idx).copied().flatten() {
-            // Counted under the client its PROXY header named too (`proxy.rs`).
-            self.per_ip.remove(client.octets());
+        if self.proxy {
+            if let Some(core::net::IpAddr::V4(client)) = self.clients[idx] {
+                // Counted under the client its PROXY header named too (`proxy.rs`).
+                self.per_ip.remove(client.octets());
+            }
         }
         if self.conns[idx].tcp.state() == crate::tcp::State::SynReceived {
             self.half_open = self.half_open.saturating_sub(1);

@@ -23,6 +23,18 @@ use crate::nic::TxRing;
 use crate::resource::Lookup;
 use crate::wire::proxy::{self, Error, Parsed};
 
+/// [`Server::client_of`] as an expression over the fields it reads, so that it can be
+/// used where other fields of the server are borrowed (the response step).
+macro_rules! client_of {
+    ($s:expr, $idx:expr) => {
+        match $s.proxy {
+            true => $s.clients[$idx].unwrap_or(core::net::IpAddr::from($s.conns[$idx].peer.ip)),
+            false => core::net::IpAddr::from($s.conns[$idx].peer.ip),
+        }
+    };
+}
+pub(super) use client_of;
+
 /// What reading a connection's PROXY header came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Header {
@@ -37,16 +49,13 @@ pub(super) enum Header {
 impl<L: Lookup<'static>> Server<L> {
     /// The client of connection `idx`: the one its PROXY header named, else its peer.
     pub(super) fn client_of(&self, idx: usize) -> IpAddr {
-        match self.clients.get(idx) {
-            Some(&Some(client)) => client,
-            _ => IpAddr::from(self.conns[idx].peer.ip),
-        }
+        client_of!(self, idx)
     }
 
     /// Whether a new connection from `ip` must begin with a PROXY header.
     #[inline]
     pub(super) fn proxy_source(&self, ip: [u8; 4]) -> bool {
-        self.cfg.proxy_protocol.contains(ip)
+        self.proxy && self.cfg.proxy_protocol.contains(ip)
     }
 
     /// Reads connection `id`'s PROXY header from the start of its receive slab (it has
@@ -96,9 +105,7 @@ impl<L: Lookup<'static>> Server<L> {
             }
             self.per_ip.add_at(place);
         }
-        if let Some(c) = self.clients.get_mut(idx) {
-            *c = Some(client);
-        }
+        self.clients[idx] = Some(client);
         Header::Read
     }
 

@@ -3,7 +3,7 @@
 //! chooses them, this builds them from the head slab and the site image), ACKs, SYN-ACKs,
 //! retransmissions and RSTs.
 
-use super::proxy::Header;
+use super::proxy::{client_of, Header};
 use super::{AccessLog, AccessRecord, Server, DYN_MAX};
 use crate::http::conn::{Sending, NO_DYN};
 use crate::http::{self, Parse, Status};
@@ -77,8 +77,6 @@ impl<L: Lookup<'static>> Server<L> {
         let idx = id as usize;
         let cap = self.cfg.rx_buffer;
         let rx_len = self.conns[idx].app.rx_len as usize;
-        let client = self.client_of(idx);
-        let first = self.conns[idx].app.stay_start_ns == 0;
         let rx = &self.rx_slab[idx * cap..idx * cap + rx_len];
         let head = &mut self.head_slab[idx * http::HEAD_MAX..(idx + 1) * http::HEAD_MAX];
         let now = self.unix_secs;
@@ -86,19 +84,21 @@ impl<L: Lookup<'static>> Server<L> {
         let mut dyn_slot = NO_DYN;
         let (resp, consumed) = match http::parse(rx) {
             Parse::Complete { request, len } => match self.dynamic.as_mut() {
-                Some(d) if d.page.claims(request.target, client) => match d.free.pop() {
-                    Some(slot) => {
-                        dyn_slot = slot;
-                        let s = usize::from(slot);
-                        let out = &mut d.pool[s * DYN_MAX..(s + 1) * DYN_MAX];
-                        let own = (&self.stats, &self.times, &self.stay);
-                        (d.page.respond(own, &request, now, name, out), len)
+                Some(d) if d.page.claims(request.target, client_of!(self, idx)) => {
+                    match d.free.pop() {
+                        Some(slot) => {
+                            dyn_slot = slot;
+                            let s = usize::from(slot);
+                            let out = &mut d.pool[s * DYN_MAX..(s + 1) * DYN_MAX];
+                            let own = (&self.stats, &self.times, &self.stay);
+                            (d.page.respond(own, &request, now, name, out), len)
+                        }
+                        None => (
+                            http::respond_error(Status::SERVICE_UNAVAILABLE, now, name, head),
+                            len,
+                        ),
                     }
-                    None => (
-                        http::respond_error(Status::SERVICE_UNAVAILABLE, now, name, head),
-                        len,
-                    ),
-                },
+                }
                 _ => {
                     let cache = &mut self.head_cache;
                     let r = http::respond_cached(&request, &self.site, now, name, head, cache);
@@ -122,7 +122,9 @@ impl<L: Lookup<'static>> Server<L> {
                 }
             }
             // A PROXY header from a source not trusted to send one (it is no request).
-            Parse::Error(_) if first && wire::proxy::has_signature(rx) => {
+            Parse::Error(_)
+                if self.conns[idx].app.stay_start_ns == 0 && wire::proxy::has_signature(rx) =>
+            {
                 self.forbid_header(id, tx);
                 return false;
             }
@@ -135,7 +137,7 @@ impl<L: Lookup<'static>> Server<L> {
             .min(consumed);
         let sending = Sending::new(0, resp.head_len, resp.body);
         log.record(&AccessRecord {
-            peer: client,
+            peer: client_of!(self, idx),
             request_line: &rx[..line_end],
             status: resp.status,
             bytes: resp.content_len as usize,
