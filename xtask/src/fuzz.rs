@@ -28,8 +28,12 @@ pub const TARGETS: &[&str] = &[
     // The DHCP client (the bare machine's): replies and time in any order.
     "dhcp",
     "http_request",
+    // The PROXY protocol header a balancer sends (HAProxy's versions 1 and 2).
+    "proxy_header",
     "site_load",
     "server",
+    // One connection through a server with the PROXY protocol on.
+    "server_proxy",
     // The split round the parallel runners drive.
     "server_split",
     "netcore",

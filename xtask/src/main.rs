@@ -45,6 +45,9 @@ const APT_PACKAGES: &[&str] = &[
     "chromium",
     // `bareweb bench`'s second client kind: wrk beside `bareweb load`.
     "wrk",
+    // tests/system/test_proxy_protocol.py: a real balancer sending the PROXY protocol
+    // (`send-proxy`, `send-proxy-v2`) in front of `bareweb serve`.
+    "haproxy",
 ];
 
 fn main() -> ExitCode {

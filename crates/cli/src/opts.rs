@@ -644,6 +644,24 @@ mod tests {
         for bad in ["10.0.2.0/33", "10.0.2/8"] {
             assert!(ServerOpts::parse(&["--stats-allow", bad]).is_err(), "{bad}");
         }
+        let twice = ServerOpts::parse(&[
+            "--proxy-protocol",
+            "10.0.3.0/24",
+            "--proxy-protocol=10.0.4.7",
+        ])
+        .unwrap();
+        assert_eq!(
+            twice.kernel_words(false),
+            ["proxy_protocol=10.0.3.0/24,10.0.4.7"],
+            "a repeated option is one kernel word"
+        );
+        assert_eq!(
+            kernel_settings(&twice.kernel_words(false).join(" "))
+                .unwrap()
+                .proxy_protocol
+                .nets(),
+            &[([10, 0, 3, 0], 24), ([10, 0, 4, 7], 32)][..]
+        );
         assert_eq!(
             ServerOpts::default().kernel_words(false),
             Vec::<String>::new()
@@ -672,6 +690,7 @@ mod tests {
         ("access-log", "", ""),
         ("no-stats-page", "", ""),
         ("stats-allow", "10.9.0.0/16", "10.9.0.0/33"),
+        ("proxy-protocol", "10.9.0.0/16,10.0.0.5", "10.9.0.0/33"),
         ("mode", "netcore", "fast"),
         ("bsp-http", "", ""),
         ("udp-port", "8081", "65536"),

@@ -108,6 +108,21 @@ counters! {
     tcp_window_probes,
     /// Connections aborted by a timeout (half-open, idle, stalled, too many retries).
     tcp_timeouts,
+    /// PROXY protocol headers accepted from a `--proxy-protocol` source (either version,
+    /// LOCAL and UNKNOWN included).
+    proxy_headers,
+    /// Connections from a `--proxy-protocol` source closed for want of a header: their
+    /// first bytes were no PROXY signature, or the header was still incomplete when the
+    /// client closed or the request timeout ran out.
+    proxy_missing,
+    /// Connections closed for a PROXY header that breaks the specification.
+    proxy_malformed,
+    /// Connections closed for a PROXY header longer than the specification's bounds
+    /// (107 bytes for version 1, 536 for version 2).
+    proxy_too_long,
+    /// Connections closed for a PROXY header from a source not trusted to send one (not
+    /// in `--proxy-protocol`).
+    proxy_forbidden,
     /// HTTP requests answered (any status).
     http_requests,
     /// Responses by class.

@@ -1,6 +1,6 @@
 //! The bare-machine kernel's command line: the shared server options of the table
 //! ([`crate::OPTIONS`]: `ip= gw= port= sched= cc= tcbs= max_per_ip= syn_backlog=
-//! request_timeout= idle_timeout= log= stats_page= stats_allow= mode= bsp_http= udp_port=
+//! request_timeout= idle_timeout= log= stats_page= stats_allow= proxy_protocol= mode= bsp_http= udp_port=
 //! udp_burst= udp_ids= udp_rate= udp_paper= bond= bond_policy= bond_monitor_ms=`), and the
 //! words of the bare machine alone, which this module parses itself: `cores=N`,
 //! `apic=auto|xapic`, idling `poll=idle|always idle_poll_us=N`, `offload=on|off`, the
@@ -469,6 +469,18 @@ mod tests {
             Some((Ipv4Address([10, 0, 2, 2]), 32)),
             "an address alone is that one client"
         );
+        let (s, c) = parse_all("proxy_protocol=10.1.0.0/16 proxy_protocol=10.0.2.9,10.1.2.3/16");
+        assert!(c.is_empty(), "{c:?}");
+        assert_eq!(
+            s.proxy_protocol.nets(),
+            &[([10, 1, 0, 0], 16), ([10, 0, 2, 9], 32)][..],
+            "repeated and comma-separated add up; a network given twice is kept once"
+        );
+        assert!(
+            s.proxy_protocol.contains([10, 1, 200, 7]) && !s.proxy_protocol.contains([10, 0, 2, 8])
+        );
+        let nine = "proxy_protocol=1.0.0.1,1.0.0.2,1.0.0.3,1.0.0.4,1.0.0.5,1.0.0.6,1.0.0.7,1.0.0.8,1.0.0.9";
+        assert_eq!(parse_all(nine).1.len(), 1, "at most 8");
         let (s, c) = parse_all("udp_port=8081 udp_ids=100 udp_burst=4 udp_rate=0 udp_paper=on");
         assert!(c.is_empty(), "{c:?}");
         let u = s.udp.config().unwrap();

@@ -56,7 +56,7 @@ use core::net::Ipv4Addr;
 use bareweb_engine::bond::{Mode as BondMode, Policy as BondPolicy};
 use bareweb_engine::cores::plan::Asked;
 use bareweb_engine::iface::Vips;
-use bareweb_engine::server::{Config, Sched, Timeouts};
+use bareweb_engine::server::{Config, ProxySources, Sched, Timeouts};
 use bareweb_engine::tcp::Algorithm;
 use bareweb_engine::wire::Ipv4Address;
 
@@ -104,6 +104,9 @@ pub struct Settings {
     /// The clients allowed the stats JSON and metrics, a network and prefix length (over
     /// the site's `[stats] allow`; None: the site's).
     pub stats_allow: Option<(Ipv4Address, u8)>,
+    /// The balancers whose connections begin with a PROXY protocol header (and only
+    /// theirs may).
+    pub proxy_protocol: ProxySources,
     /// How the cores share the NIC (None: the platform's choice).
     pub mode: Option<Asked>,
     /// Network-core mode: core 0 serves HTTP too.
@@ -174,6 +177,7 @@ impl Default for Settings {
             log_stats: false,
             stats_page: true,
             stats_allow: None,
+            proxy_protocol: engine.proxy_protocol,
             mode: None,
             bsp_http: false,
             udp: Udp {
@@ -235,6 +239,7 @@ impl Settings {
         };
         cfg.udp = self.udp.config();
         cfg.vips = self.vips;
+        cfg.proxy_protocol = self.proxy_protocol;
         cfg
     }
 }
@@ -483,7 +488,7 @@ const _: () = assert!(
 
 /// Every shared option, in `--help`'s order (and the order of the kernel words the CLI
 /// writes).
-pub static OPTIONS: [Opt; 26] = [
+pub static OPTIONS: [Opt; 27] = [
     Opt {
         word: "ip",
         long: "ip",
@@ -668,6 +673,29 @@ pub static OPTIONS: [Opt; 26] = [
             let n =
                 network(v, 32).map_err(|_| "expected A.B.C.D/N (N from 0 to 32) or one address")?;
             s.stats_allow = Some(n);
+            Ok(())
+        },
+    },
+    Opt {
+        word: "proxy_protocol",
+        long: "proxy-protocol",
+        arg: Arg::List("A.B.C.D/N"),
+        help: help!(
+            "A load balancer that sends the PROXY protocol (HAProxy's send-proxy or \
+               send-proxy-v2): connections from this network must begin with a PROXY header \
+               (version 1 or 2), whose client address is then the one logged, limited by \
+               --max-per-ip and checked by --stats-allow; from anywhere else a PROXY header \
+               is refused. A.B.C.D/N or one address; repeat it (or separate with commas) \
+               for up to 8 [none]"
+        ),
+        set: |s, v| {
+            for item in v.split(',') {
+                let (net, len) = network(item, 32)
+                    .map_err(|_| "expected A.B.C.D/N (N from 0 to 32) or one address")?;
+                if !s.proxy_protocol.add(net, len) {
+                    return Err("at most 8 networks");
+                }
+            }
             Ok(())
         },
     },

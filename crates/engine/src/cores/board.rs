@@ -600,7 +600,7 @@ impl StatsPage {
 }
 
 impl DynamicPage for StatsPage {
-    fn claims(&self, target: &[u8], peer: [u8; 4]) -> bool {
+    fn claims(&self, target: &[u8], peer: core::net::IpAddr) -> bool {
         self.board.pages().page_for(target, peer).is_some()
     }
 

@@ -110,10 +110,16 @@ impl PageSettings {
 
     /// Which page `target` asks `peer` for, if it is on and `peer` may have it (the stats
     /// JSON and metrics only for `allow`; the health check for everyone).
-    pub fn page_for(&self, target: &[u8], peer: [u8; 4]) -> Option<Page> {
+    /// A client named by a PROXY protocol header may be IPv6: it is allowed only when
+    /// everyone is (`allow` is IPv4).
+    pub fn page_for(&self, target: &[u8], peer: impl Into<core::net::IpAddr>) -> Option<Page> {
+        let allowed = match peer.into() {
+            core::net::IpAddr::V4(v4) => self.allows(v4.octets()),
+            core::net::IpAddr::V6(_) => self.allow.1 == 0,
+        };
         match self.kind(target)? {
             Page::Healthz => Some(Page::Healthz),
-            p if self.allows(peer) => Some(p),
+            p if allowed => Some(p),
             _ => None,
         }
     }

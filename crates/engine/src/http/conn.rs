@@ -141,6 +141,9 @@ pub struct HttpConn {
     /// Which of the server's addresses the client connected to (`Interface::local`: 0
     /// its own, else a virtual address, which every segment of ours then comes from).
     pub local: u8,
+    /// The connection comes from a `--proxy-protocol` source and its PROXY header is not
+    /// read yet: the first bytes received are that header, not a request.
+    pub proxy_wait: bool,
 }
 
 impl App for HttpConn {
@@ -163,6 +166,7 @@ impl HttpConn {
             stay_start_ns: 0,
             dyn_slot: NO_DYN,
             local: 0,
+            proxy_wait: false,
         }
     }
 

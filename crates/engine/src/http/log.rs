@@ -4,15 +4,16 @@
 //! Owns nothing but the record's shape and its text form; it never allocates.
 
 use core::fmt;
+use core::net::IpAddr;
 
 use super::clf_date;
-use crate::wire::Ipv4Address;
 
 /// One served request, for the access log.
 #[derive(Debug, Clone, Copy)]
 pub struct AccessRecord<'a> {
-    /// Client address.
-    pub peer: Ipv4Address,
+    /// Client address: the connection's peer, or the client a PROXY protocol header
+    /// named (which may be IPv6 though the engine speaks IPv4 only).
+    pub peer: IpAddr,
     /// Request line as received (up to the first CRLF), or empty for parse errors.
     pub request_line: &'a [u8],
     /// Status code.
@@ -69,7 +70,7 @@ mod tests {
     #[test]
     fn common_log_format_escapes_the_request_line() {
         let r = AccessRecord {
-            peer: Ipv4Address([10, 0, 0, 1]),
+            peer: IpAddr::from([10, 0, 0, 1]),
             request_line: b"GET /a\"b HTTP/1.1",
             status: 200,
             bytes: 15,
@@ -84,5 +85,13 @@ mod tests {
             ..r
         };
         assert!(bad.clf().to_string().contains("\"(not UTF-8)\""));
+        let v6 = AccessRecord {
+            peer: "2001:db8::7".parse().unwrap(),
+            ..r
+        };
+        assert!(v6
+            .clf()
+            .to_string()
+            .starts_with("2001:db8::7 - - [14/Nov/2023"));
     }
 }

@@ -100,6 +100,71 @@ pub struct Config {
     pub drain: Option<&'static super::drain::Drain>,
     /// Virtual addresses served besides `ip` (direct server return: `iface::Vips`).
     pub vips: crate::iface::Vips,
+    /// The balancers that put a PROXY protocol header before each connection
+    /// (`--proxy-protocol`): a connection from one of these must begin with one, and a
+    /// connection from anywhere else must not (docs/design/proxy-protocol.md).
+    pub proxy_protocol: ProxySources,
+}
+
+/// Most networks [`ProxySources`] holds.
+pub const PROXY_SOURCES_MAX: usize = 8;
+
+/// The networks trusted to send a PROXY protocol header (`--proxy-protocol`, repeatable):
+/// a fixed array, so the settings stay `Copy` and nothing is allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProxySources {
+    nets: [([u8; 4], u8); PROXY_SOURCES_MAX],
+    len: u8,
+}
+
+impl ProxySources {
+    /// No source: no connection may carry a header (the default).
+    pub const NONE: ProxySources = ProxySources {
+        nets: [([0; 4], 0); PROXY_SOURCES_MAX],
+        len: 0,
+    };
+
+    /// Adds network `net`/`prefix` (a prefix above 32 is taken as 32). Returns false when
+    /// [`PROXY_SOURCES_MAX`] are already there; one already there is not added twice.
+    pub fn add(&mut self, net: Ipv4Address, prefix: u8) -> bool {
+        let prefix = prefix.min(32);
+        let net = (u32::from_be_bytes(net.0) & mask(prefix)).to_be_bytes();
+        if self.nets().contains(&(net, prefix)) {
+            return true;
+        }
+        let Some(slot) = self.nets.get_mut(usize::from(self.len)) else {
+            return false;
+        };
+        *slot = (net, prefix);
+        self.len += 1;
+        true
+    }
+
+    /// The networks, as (address, prefix length).
+    pub fn nets(&self) -> &[([u8; 4], u8)] {
+        &self.nets[..usize::from(self.len)]
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether `ip` is in one of the networks.
+    #[inline]
+    pub fn contains(&self, ip: [u8; 4]) -> bool {
+        let ip = u32::from_be_bytes(ip);
+        self.nets()
+            .iter()
+            .any(|&(net, len)| ip & mask(len) == u32::from_be_bytes(net))
+    }
+}
+
+/// The netmask of a prefix length (0 to 32).
+fn mask(prefix: u8) -> u32 {
+    u32::MAX
+        .checked_shl(32 - u32::from(prefix.min(32)))
+        .unwrap_or(0)
 }
 
 impl Config {
@@ -127,6 +192,7 @@ impl Config {
             platform: None,
             drain: None,
             vips: crate::iface::Vips::NONE,
+            proxy_protocol: ProxySources::NONE,
         }
     }
 }

@@ -146,7 +146,9 @@ impl<L: Lookup<'static>> Server<L> {
             return self.no_connection(peer);
         }
         let place = self.per_ip.lookup(src.0);
-        if place.count() >= self.max_per_ip {
+        // A balancer (`proxy_protocol`) relays many clients: the limit applies to each
+        // client its PROXY header names (`proxy.rs`), not to the balancer.
+        if place.count() >= self.max_per_ip && !self.proxy_source(src.0) {
             self.stats.tcp_per_ip_refused += 1;
             self.send_reset_for(src_mac, src, seg, tx);
             return self.no_connection(peer);
@@ -206,10 +208,14 @@ impl<L: Lookup<'static>> Server<L> {
         tcp: Connection,
         place: Place,
     ) {
-        let app = HttpConn {
+        let mut app = HttpConn {
             local: self.rx_local,
             ..HttpConn::IDLE
         };
+        if self.proxy {
+            app.proxy_wait = self.proxy_source(peer.ip);
+            self.clients[id as usize] = None;
+        }
         self.conns.open(id, peer, src_mac, tcp, app);
         self.conns[id as usize].per_ip_home = place.home();
         self.per_ip.add_at(place);
@@ -245,7 +251,7 @@ impl<L: Lookup<'static>> Server<L> {
             return false;
         }
         let place = self.per_ip.lookup(peer.ip);
-        if place.count() >= self.max_per_ip {
+        if place.count() >= self.max_per_ip && !self.proxy_source(peer.ip) {
             self.stats.tcp_per_ip_refused += 1;
             return false;
         }

@@ -16,6 +16,8 @@
 //! - `address.rs`: telling the link our address (ARP announcement);
 //! - `dhcp.rs`: an address from DHCP: replies to the client, its messages out, the
 //!   published address applied;
+//! - `proxy.rs`: the PROXY protocol header a balancer puts before a connection, read
+//!   before its first request (docs/design/proxy-protocol.md);
 //! - `udp.rs`: the stateless UDP protocol (the UDP paper): a datagram in, its answer out;
 //! - `bond.rs`: on a set of NICs (the bonding paper), the send-id, the NIC each frame leaves from,
 //!   and failover;
@@ -25,7 +27,9 @@
 //!
 //! Whether a SYN, or the ACK returning a SYN cookie, gets a TCB (`input.rs`):
 //! - **per address**: at most `max_per_ip` connections from one address (default: half the
-//!   table), refused with a RST;
+//!   table), refused with a RST. A balancer that sends the PROXY protocol
+//!   (`Config::proxy_protocol`) is let past it: its connections count against the client
+//!   each one's header names, once it is read (`proxy.rs`);
 //! - **SYN backlog and cookies** (RFC 4987): past `syn_backlog` half-open connections, or
 //!   with every TCB in use, a SYN is answered with a cookie and nothing is kept; the ACK
 //!   that returns it opens the connection;
@@ -59,12 +63,13 @@ mod deadline;
 mod dhcp;
 pub mod drain;
 mod input;
+mod proxy;
 mod send;
 pub mod split;
 mod timers;
 mod udp;
 
-pub use config::{Config, Sched, Timeouts};
+pub use config::{Config, ProxySources, Sched, Timeouts};
 pub use split::Ready;
 
 use crate::http::conn::HttpConn;
@@ -85,8 +90,9 @@ use crate::tcp::tcb::TCB_SIZE_MAX;
 /// about every request target before the site, and lends it a buffer of [`DYN_MAX`]
 /// bytes that the connection keeps until the response is acknowledged.
 pub trait DynamicPage: Send {
-    /// Whether this page answers `target` for the client at `peer`.
-    fn claims(&self, target: &[u8], peer: [u8; 4]) -> bool;
+    /// Whether this page answers `target` for the client at `peer` (a PROXY protocol
+    /// header's client, which may be IPv6, when the connection came through a balancer).
+    fn claims(&self, target: &[u8], peer: core::net::IpAddr) -> bool;
     /// Writes the whole response (head and inline body) into `out`. `own` are the
     /// counters of the serving server, current now.
     fn respond(
@@ -161,6 +167,12 @@ pub struct Server<L: Lookup<'static>> {
     /// capacity is reserved up front: growing never allocates).
     rx_slab: Vec<u8>,
     head_slab: Vec<u8>,
+    /// Each made TCB's client as its PROXY protocol header named it (`None`: its peer),
+    /// beside the TCB, which has no room for an IPv6 address; empty without
+    /// `proxy_protocol` sources.
+    clients: Vec<Option<core::net::IpAddr>>,
+    /// `proxy_protocol` names any source: the one test the hot path makes for it.
+    proxy: bool,
     isn: IsnGenerator,
     /// Rendered `200` heads of this server's site (`http::head_cache`).
     head_cache: http::HeadCache,
@@ -242,7 +254,16 @@ impl<L: Lookup<'static>> Server<L> {
             }),
             rx_local: 0,
             conns: Table::new(n),
-            per_ip: PerIp::new(n, cfg.isn_key),
+            // Behind a balancer a connection is counted under two addresses (the
+            // balancer's, and the client its PROXY header names).
+            per_ip: PerIp::new(
+                if cfg.proxy_protocol.is_empty() {
+                    n
+                } else {
+                    2 * n
+                },
+                cfg.isn_key,
+            ),
             max_per_ip: cfg.max_per_ip.unwrap_or(n / 2).clamp(1, n) as u32,
             cookies: SynCookies::new(cfg.isn_key),
             half_open: 0,
@@ -250,6 +271,8 @@ impl<L: Lookup<'static>> Server<L> {
             next_pace_ns: u64::MAX,
             rx_slab: Vec::with_capacity(n * cfg.rx_buffer),
             head_slab: Vec::with_capacity(n * http::HEAD_MAX),
+            clients: Vec::with_capacity(if cfg.proxy_protocol.is_empty() { 0 } else { n }),
+            proxy: !cfg.proxy_protocol.is_empty(),
             head_cache: http::HeadCache::new(),
             stats: Stats::default(),
             next_tick_ns: 0,
@@ -306,6 +329,9 @@ impl<L: Lookup<'static>> Server<L> {
         if made * self.cfg.rx_buffer > self.rx_slab.len() {
             self.rx_slab.resize(made * self.cfg.rx_buffer, 0);
             self.head_slab.resize(made * http::HEAD_MAX, 0);
+            if self.proxy {
+                self.clients.resize(made, None);
+            }
         }
         Some(id)
     }
@@ -538,6 +564,12 @@ impl<L: Lookup<'static>> Server<L> {
         }
         let t = &self.conns[idx];
         self.per_ip.remove_from(t.peer.ip, t.per_ip_home);
+        if self.proxy {
+            if let Some(core::net::IpAddr::V4(client)) = self.clients[idx] {
+                // Counted under the client its PROXY header named too (`proxy.rs`).
+                self.per_ip.remove(client.octets());
+            }
+        }
         if self.conns[idx].tcp.state() == crate::tcp::State::SynReceived {
             self.half_open = self.half_open.saturating_sub(1);
         }

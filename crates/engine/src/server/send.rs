@@ -4,6 +4,7 @@
 //! retransmissions and RSTs.
 
 use super::drain::Phase;
+use super::proxy::{client_of, Header};
 use super::{AccessLog, AccessRecord, Server, DYN_MAX};
 use crate::http::conn::{Sending, NO_DYN};
 use crate::http::{self, Parse, Status};
@@ -14,7 +15,7 @@ use crate::tcp::emit::{self, Sender};
 use crate::tcp::output::Segment;
 use crate::tcp::seq;
 use crate::tcp::Connection;
-use crate::wire::Ipv4Address;
+use crate::wire::{self, Ipv4Address};
 
 impl<L: Lookup<'static>> Server<L> {
     /// The paper's HTTP task for one connection: start the next response if the previous
@@ -37,7 +38,20 @@ impl<L: Lookup<'static>> Server<L> {
         }
         let t = &self.conns[idx];
         if t.app.resp.is_none() && !t.tcp.is_closing() && t.app.rx_len > 0 {
-            self.start_response(id, log);
+            let header = if t.app.proxy_wait {
+                self.proxy_header(id, tx)
+            } else {
+                Header::Read
+            };
+            match header {
+                Header::Closed => return,
+                Header::Read if self.conns[idx].app.rx_len > 0 => {
+                    if !self.start_response(id, tx, log) {
+                        return;
+                    }
+                }
+                Header::Read | Header::Wait => {}
+            }
         }
         let t = &mut self.conns[idx];
         if t.app.resp.is_none()
@@ -52,7 +66,15 @@ impl<L: Lookup<'static>> Server<L> {
         emit::ack_owed(&mut Out { s: self, tx }, id);
     }
 
-    fn start_response<A: AccessLog>(&mut self, id: u32, log: &mut A) {
+    /// Parses connection `id`'s next request and starts its response. Returns false when
+    /// the connection was reset instead (a PROXY header from a source not trusted to send
+    /// one) and its TCB freed.
+    fn start_response<T: TxRing, A: AccessLog>(
+        &mut self,
+        id: u32,
+        tx: &mut T,
+        log: &mut A,
+    ) -> bool {
         let idx = id as usize;
         let cap = self.cfg.rx_buffer;
         let rx_len = self.conns[idx].app.rx_len as usize;
@@ -69,7 +91,7 @@ impl<L: Lookup<'static>> Server<L> {
                     self.stats.drain_closed += 1;
                 }
                 match self.dynamic.as_mut() {
-                    Some(d) if d.page.claims(request.target, self.conns[idx].peer.ip) => {
+                    Some(d) if d.page.claims(request.target, client_of!(self, idx)) => {
                         match d.free.pop() {
                             Some(slot) => {
                                 dyn_slot = slot;
@@ -104,8 +126,15 @@ impl<L: Lookup<'static>> Server<L> {
                         // answer.
                         t.app.rx_len = 0;
                     }
-                    return;
+                    return true;
                 }
+            }
+            // A PROXY header from a source not trusted to send one (it is no request).
+            Parse::Error(_)
+                if self.conns[idx].app.stay_start_ns == 0 && wire::proxy::has_signature(rx) =>
+            {
+                self.forbid_header(id, tx);
+                return false;
             }
             Parse::Error(status) => (http::respond_error(status, now, name, head), rx_len),
         };
@@ -116,7 +145,7 @@ impl<L: Lookup<'static>> Server<L> {
             .min(consumed);
         let sending = Sending::new(0, resp.head_len, resp.body);
         log.record(&AccessRecord {
-            peer: Ipv4Address(self.conns[idx].peer.ip),
+            peer: client_of!(self, idx),
             request_line: &rx[..line_end],
             status: resp.status,
             bytes: resp.content_len as usize,
@@ -149,6 +178,7 @@ impl<L: Lookup<'static>> Server<L> {
         if close {
             t.tcp.close();
         }
+        true
     }
 
     /// Counts a response by status class.

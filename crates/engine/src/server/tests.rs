@@ -21,6 +21,7 @@ mod deadline;
 mod drain;
 mod pacing;
 mod pressure;
+mod proxy;
 mod split;
 mod state;
 mod udp;

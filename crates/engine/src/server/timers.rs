@@ -11,7 +11,6 @@ use crate::nic::TxRing;
 use crate::resource::Lookup;
 use crate::tcp::output::TimerAction;
 use crate::tcp::table::{scan_timers, Table, Timed};
-use crate::wire::Ipv4Address;
 
 /// The server's side of the shared timer scan: HTTP's timeouts, and TCP's timer actions
 /// carried out on `tx`.
@@ -38,7 +37,13 @@ impl<L: Lookup<'static>, T: TxRing, A: AccessLog> Timed for Scan<'_, L, T, A> {
             if t.app.request_start_ns != 0
                 && now.saturating_sub(t.app.request_start_ns) >= ms(to.request_ms)
             {
-                s.request_timeout(id, self.log);
+                if t.app.proxy_wait {
+                    // From a balancer, and no whole PROXY header in time: no request
+                    // can be read, so none is answered.
+                    s.refuse_header(id, crate::wire::proxy::Error::Missing, self.tx);
+                } else {
+                    s.request_timeout(id, self.log);
+                }
                 return true;
             }
             // Idle keep-alive connection: close it gracefully; at once past a drain's
@@ -121,7 +126,7 @@ impl<L: Lookup<'static>> Server<L> {
             head,
         );
         log.record(&AccessRecord {
-            peer: Ipv4Address(self.conns[idx].peer.ip),
+            peer: self.client_of(idx),
             request_line: b"",
             status: resp.status,
             bytes: resp.content_len as usize,

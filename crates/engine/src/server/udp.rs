@@ -143,7 +143,7 @@ impl<L: Lookup<'static>> Server<L> {
                     self.stats.udp_initial += 1;
                     let line = req.head.split(|&c| c == b'\n').next().unwrap_or(&[]);
                     log.record(&AccessRecord {
-                        peer: to.ip,
+                        peer: to.ip.0.into(),
                         request_line: line.strip_suffix(b"\r").unwrap_or(line),
                         status: burst.status,
                         bytes: burst.total as usize,

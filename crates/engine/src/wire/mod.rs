@@ -17,6 +17,7 @@ pub mod checksum;
 pub mod ethernet;
 pub mod icmp;
 pub mod ipv4;
+pub mod proxy;
 pub mod tcp;
 pub mod udp;
 pub mod vnet;
@@ -27,6 +28,7 @@ pub use icmp::{Packet as IcmpPacket, Repr as IcmpRepr};
 pub use ipv4::{
     Address as Ipv4Address, Packet as Ipv4Packet, Protocol as IpProtocol, Repr as Ipv4Repr,
 };
+pub use proxy::{Parsed as ProxyParsed, Repr as ProxyRepr};
 pub use tcp::{
     Flags as TcpFlags, Packet as TcpPacket, ParsedRepr as TcpParsedRepr, Repr as TcpRepr, TcpOption,
 };

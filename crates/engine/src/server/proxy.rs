@@ -1,0 +1,140 @@
+//! The PROXY protocol on the server's connections (HAProxy's doc/proxy-protocol.txt): a
+//! connection from a `--proxy-protocol` source begins with a header naming the client it
+//! relays; the header is read here, before the connection's first request, and the client
+//! it names becomes the connection's client for the access log, the per-address limit and
+//! the stats page's `allow`.
+//!
+//! Where it sits: the header's bytes arrive like request bytes (TCP delivers them in order
+//! into the connection's receive slab, in as many segments as they came in), and the HTTP
+//! step reads the header first while [`HttpConn::proxy_wait`] is set. A partial header
+//! waits for more, bounded by the parser (at most 536 bytes are ever needed) and by the
+//! request timeout, which runs from the connection's establishment. What is refused is
+//! counted by reason (`proxy_missing`, `proxy_malformed`, `proxy_too_long`,
+//! `proxy_forbidden`) and the connection is reset: §2.1, "Any sequence which does not
+//! exactly match the protocol must be discarded and cause the receiver to abort the
+//! connection".
+//!
+//! [`HttpConn::proxy_wait`]: crate::http::conn::HttpConn::proxy_wait
+
+use core::net::IpAddr;
+
+use super::Server;
+use crate::nic::TxRing;
+use crate::resource::Lookup;
+use crate::wire::proxy::{self, Error, Parsed};
+
+/// [`Server::client_of`] as an expression over the fields it reads, so that it can be
+/// used where other fields of the server are borrowed (the response step).
+macro_rules! client_of {
+    ($s:expr, $idx:expr) => {
+        match $s.proxy {
+            true => $s.clients[$idx].unwrap_or(core::net::IpAddr::from($s.conns[$idx].peer.ip)),
+            false => core::net::IpAddr::from($s.conns[$idx].peer.ip),
+        }
+    };
+}
+pub(super) use client_of;
+
+/// What reading a connection's PROXY header came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Header {
+    /// Read (or none was expected): requests may follow.
+    Read,
+    /// Not whole yet: wait for more bytes.
+    Wait,
+    /// Refused: the connection is reset and its TCB freed.
+    Closed,
+}
+
+impl<L: Lookup<'static>> Server<L> {
+    /// The client of connection `idx`: the one its PROXY header named, else its peer.
+    pub(super) fn client_of(&self, idx: usize) -> IpAddr {
+        client_of!(self, idx)
+    }
+
+    /// Whether a new connection from `ip` must begin with a PROXY header.
+    #[inline]
+    pub(super) fn proxy_source(&self, ip: [u8; 4]) -> bool {
+        self.proxy && self.cfg.proxy_protocol.contains(ip)
+    }
+
+    /// Reads connection `id`'s PROXY header from the start of its receive slab (it has
+    /// [`HttpConn::proxy_wait`](crate::http::conn::HttpConn::proxy_wait)). A whole header
+    /// is taken off the slab and its client applied: counted under the per-address limit
+    /// (refused past it, like a SYN), used by the log and the stats page's `allow`.
+    pub(super) fn proxy_header<T: TxRing>(&mut self, id: u32, tx: &mut T) -> Header {
+        let idx = id as usize;
+        let cap = self.cfg.rx_buffer;
+        let base = idx * cap;
+        let rx_len = self.conns[idx].app.rx_len as usize;
+        let why = match proxy::parse(&self.rx_slab[base..base + rx_len]) {
+            Parsed::Complete { repr, len } => {
+                self.rx_slab.copy_within(base + len..base + rx_len, base);
+                let t = &mut self.conns[idx];
+                t.app.rx_len = (rx_len - len) as u32;
+                t.app.proxy_wait = false;
+                self.stats.proxy_headers += 1;
+                return match repr.source() {
+                    Some(client) => self.proxied_client(id, client, tx),
+                    None => Header::Read, // LOCAL, UNKNOWN: the connection's own peer
+                };
+            }
+            Parsed::Partial if !self.conns[idx].tcp.state().peer_closed() => {
+                return Header::Wait;
+            }
+            // The client closed before the header was whole.
+            Parsed::Partial => Error::Missing,
+            Parsed::Error(e) => e,
+        };
+        self.refuse_header(id, why, tx);
+        Header::Closed
+    }
+
+    /// Connection `id`'s header named `client`. An IPv4 client is counted under the
+    /// per-address limit, as a SYN from it would have been (the balancer's own address
+    /// was let past the limit at its SYN: `Server::listen`); an IPv6 one is logged, but
+    /// the engine keeps no count of IPv6 addresses.
+    fn proxied_client<T: TxRing>(&mut self, id: u32, client: IpAddr, tx: &mut T) -> Header {
+        let idx = id as usize;
+        if let IpAddr::V4(v4) = client {
+            let place = self.per_ip.lookup(v4.octets());
+            if place.count() >= self.max_per_ip {
+                self.stats.tcp_per_ip_refused += 1;
+                self.abort(id, tx);
+                return Header::Closed;
+            }
+            self.per_ip.add_at(place);
+        }
+        self.clients[idx] = Some(client);
+        Header::Read
+    }
+
+    /// Counts a refused header by reason and resets its connection.
+    pub(super) fn refuse_header<T: TxRing>(&mut self, id: u32, why: Error, tx: &mut T) {
+        let s = &mut self.stats;
+        match why {
+            Error::Missing => s.proxy_missing += 1,
+            Error::Malformed => s.proxy_malformed += 1,
+            Error::TooLong => s.proxy_too_long += 1,
+        }
+        self.abort(id, tx);
+    }
+
+    /// The first bytes of connection `id` failed to parse as a request and begin like a
+    /// PROXY header, from a source not trusted to send one: §5, "if the opportunity is
+    /// left to a normal client to use the protocol, it will be able to hide its
+    /// activities or make them appear as coming from somewhere else". Counted, and the
+    /// connection reset rather than answered 400.
+    pub(super) fn forbid_header<T: TxRing>(&mut self, id: u32, tx: &mut T) {
+        self.stats.proxy_forbidden += 1;
+        self.abort(id, tx);
+    }
+
+    /// Resets connection `id` and frees its TCB.
+    pub(super) fn abort<T: TxRing>(&mut self, id: u32, tx: &mut T) {
+        let seq = self.conns[id as usize].tcp.snd_nxt();
+        self.remember_reset(id);
+        self.send_reset_raw(id, seq, tx);
+        self.free_tcb(id);
+    }
+}
