@@ -686,7 +686,7 @@ pub static OPTIONS: [Opt; 27] = [
                (version 1 or 2), whose client address is then the one logged, limited by \
                --max-per-ip and checked by --stats-allow; from anywhere else a PROXY header \
                is refused. A.B.C.D/N or one address; repeat it (or separate with commas) \
-               for up to 8 [none]"
+               for up to 8 [default: none]"
         ),
         set: |s, v| {
             for item in v.split(',') {
