@@ -45,6 +45,8 @@ const APT_PACKAGES: &[&str] = &[
     "chromium",
     // `bareweb bench`'s second client kind: wrk beside `bareweb load`.
     "wrk",
+    // tests/system/test_metrics.py: `promtool check metrics` on a scrape of /metrics.
+    "prometheus",
 ];
 
 fn main() -> ExitCode {

@@ -86,12 +86,13 @@ use crate::tcp::tcb::TCB_SIZE_MAX;
 pub trait DynamicPage: Send {
     /// Whether this page answers `target` for the client at `peer`.
     fn claims(&self, target: &[u8], peer: [u8; 4]) -> bool;
-    /// Writes the whole response (head and inline body) into `out`. `own` are the
-    /// counters of the serving server, current now.
+    /// Writes the whole response to the client at `peer` (head and inline body) into
+    /// `out`. `own` are the counters of the serving server, current now.
     fn respond(
         &self,
         own: (&Stats, &CoreTimes, &Stay),
         request: &Request<'_>,
+        peer: [u8; 4],
         now_unix: u64,
         server_name: &str,
         out: &mut [u8],

@@ -328,7 +328,7 @@ impl PlatformCounters for Sockets {
 fn platform_counters_in_json_and_metrics() {
     static S: Sockets = Sockets;
     let b = Board::new("single", &[Role::Single]).with_platform(Some(&S));
-    let mut out = [0u8; 16384];
+    let mut out = [0u8; 65536];
     let n = b.render_json(&mut out).unwrap();
     let j = std::str::from_utf8(&out[..n]).unwrap();
     assert!(
@@ -339,12 +339,19 @@ fn platform_counters_in_json_and_metrics() {
     );
     let n = pages::render_metrics(&b, &mut out).unwrap();
     let m = std::str::from_utf8(&out[..n]).unwrap();
-    let tail = m.split_once("# TYPE bareweb_xdp_rx_dropped").unwrap().1;
+    let tail = m
+        .split_once("# TYPE bareweb_xdp_rx_dropped_total")
+        .unwrap()
+        .1;
     assert_eq!(
         tail,
-        " counter\nbareweb_xdp_rx_dropped{queue=\"0\"} 4\nbareweb_xdp_rx_dropped{queue=\"7\"} 5\n\
-         # TYPE bareweb_xdp_tx_ring_empty_descs counter\nbareweb_xdp_tx_ring_empty_descs{queue=\"0\"} 9\n"
+        " counter\nbareweb_xdp_rx_dropped_total{queue=\"0\"} 4\nbareweb_xdp_rx_dropped_total{queue=\"7\"} 5\n\
+         # HELP bareweb_xdp_tx_ring_empty_descs_total The platform's xdp counter \
+         tx_ring_empty_descs, per queue (AF_XDP: the kernel's XDP_STATISTICS of each socket).\n\
+         # TYPE bareweb_xdp_tx_ring_empty_descs_total counter\n\
+         bareweb_xdp_tx_ring_empty_descs_total{queue=\"0\"} 9\n"
     );
+    pages::tests::check_exposition(m).unwrap();
     assert!(!m.contains("xdp_bad"));
     // Without: no `xdp` object.
     let plain = Board::new("single", &[Role::Single]);
@@ -394,12 +401,12 @@ fn metrics_read_each_platform_unit_once_and_group_each_family() {
     assert!(!m.contains("999999") && !m.contains("queue=\"5\"") && !m.contains("queue=\"35\""));
     for (k, name) in ["rx_dropped", "tx_invalid"].iter().enumerate() {
         let family = m
-            .split_once(&format!("# TYPE bareweb_xdp_{name} counter\n"))
+            .split_once(&format!("# TYPE bareweb_xdp_{name}_total counter\n"))
             .unwrap()
             .1;
         for i in (0..40u64).filter(|i| *i != 5 && *i != 35) {
             let line = format!(
-                "bareweb_xdp_{name}{{queue=\"{i}\"}} {}\n",
+                "bareweb_xdp_{name}_total{{queue=\"{i}\"}} {}\n",
                 i * 10 + k as u64
             );
             let at = family
