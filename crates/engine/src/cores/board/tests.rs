@@ -169,6 +169,36 @@ fn page_is_served_and_self_contained() {
     assert_eq!(site.lookup(b"/other"), Found::NotFound);
 }
 
+#[test]
+fn page_explains_its_figures_and_a_refusal() {
+    let html = PAGE_HTML;
+    // The split's words, and the table's less obvious rows, carry an explanation.
+    for word in ["RCV", "HTTP", "SEND", "lock wait"] {
+        assert!(html.contains(&format!("\">{word}</b>")), "{word}");
+    }
+    for row in [
+        "\"dispatched\"",
+        "\"drained\"",
+        "\"conn map now / high\"",
+        "\"doorbells (rx) / suppressed\"",
+    ] {
+        let at = html.find(row).unwrap_or_else(|| panic!("{row}"));
+        let line = &html[at..html[at..].find(']').map_or(html.len(), |e| at + e)];
+        assert!(
+            line.matches('"').count() >= 4,
+            "{row} has no explanation: {line}"
+        );
+    }
+    // The stay-time figure says it counts connections, not requests.
+    assert!(html.contains("\"connections timed \" + s.count"));
+    assert!(!html.contains("\"requests \" + s.count"));
+    // The split's figures end inside the picture (anchored at its right edge).
+    assert!(html.contains("text(svg, W - 2, i * rowH + 15, label.join(\" / \"), \"end\")"));
+    // A refusal's text is shown, not parsed as JSON.
+    let ok = html.find("if (!r.ok)").unwrap();
+    assert!(ok < html.find("await r.json()").unwrap());
+}
+
 /// A writer keeps publishing rows whose words all equal one counter; a reader on another
 /// thread must never see a row mixing two publications.
 #[test]
