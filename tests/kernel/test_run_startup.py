@@ -207,8 +207,8 @@ def test_metrics_and_healthz_on_the_bare_machine(tmp_path):
             assert r.status == 200
             assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
             body = r.read().decode()
-        assert "# TYPE bareweb_http_requests counter" in body, body[:500]
-        m = re.search(r'^bareweb_http_requests\{core="0",role="[a-z+]+"\} (\d+)$', body, re.M)
+        assert "# TYPE bareweb_http_requests_total counter" in body, body[:500]
+        m = re.search(r'^bareweb_http_requests_total\{core="0",role="[a-z+]+"\} (\d+)$', body, re.M)
         assert m and int(m.group(1)) >= 1, body[:500]
         stats = json.loads(get(port, "/.well-known/bareweb/stats")[1])
         assert stats["total"]["counters"]["http_requests"] >= int(m.group(1))

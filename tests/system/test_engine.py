@@ -368,8 +368,8 @@ def test_metrics_and_healthz_on_serve(server):
     status, h = headers_of(head + "\n\n")
     assert status == "HTTP/1.1 200 OK", r.stdout[:300]
     assert h["content-type"].startswith("text/plain; version=0.0.4")
-    assert "# TYPE bareweb_http_requests counter" in body
-    m = re.search(r'^bareweb_http_requests\{core="0",role="[a-z+]+"\} (\d+)$', body, re.M)
+    assert "# TYPE bareweb_http_requests_total counter" in body
+    m = re.search(r'^bareweb_http_requests_total\{core="0",role="[a-z+]+"\} (\d+)$', body, re.M)
     assert m and int(m.group(1)) >= 1, body[:500]
     stats = json.loads(server.ns.run("curl", "-sS", URL + "/.well-known/bareweb/stats").stdout)
     assert "http_requests" in stats["total"]["counters"]
@@ -380,16 +380,16 @@ def test_metrics_and_healthz_on_serve(server):
 def test_stats_allow_limits_the_stats_and_metrics_to_a_source_network():
     """`--stats-allow A.B.C.D/N` (the deployability work: "the stats page can be limited to a source
     prefix", from the command line as well as bareweb.toml's [stats] allow): a client
-    outside it gets the site's 404 for the JSON and /metrics, one inside gets them; the
+    outside it gets 403 for the page, its JSON and /metrics, one inside gets them; the
     health check answers everyone."""
     s = Server(extra=["--stats-allow", "10.0.0.128/25"], prefix="bwa")
     try:
         # The host side (10.0.0.1) is outside; a second address on it, 10.0.0.200, inside.
         s.ns.ip("addr", "add", "10.0.0.200/24", "dev", "bw0")
         code = "%{http_code}"
-        for path in ("/metrics", "/.well-known/bareweb/stats"):
+        for path in ("/metrics", "/.well-known/bareweb/stats", "/.well-known/bareweb/"):
             out = s.ns.run("curl", "-sS", "-o", "/dev/null", "-w", code, URL + path).stdout
-            assert out == "404", (path, out)
+            assert out == "403", (path, out)
             out = s.ns.run("curl", "-sS", "-o", "/dev/null", "-w", code,
                            "--interface", "10.0.0.200", URL + path).stdout
             assert out == "200", (path, out)

@@ -332,7 +332,7 @@ def test_faults_name_the_cause_and_the_fallback_and_leave_others_alone():
 def test_stop_prints_the_kernels_socket_counters_and_busy_polling_serves():
     pair = Pair()
     try:
-        srv = XdpServer(pair, ["--xdp-busy-poll", "50"])
+        srv = XdpServer(pair, ["--xdp-busy-poll", "50", "--stats-allow", "0.0.0.0/0"])
         r = pair.c.client("keepalive", "8", "5", "/files/4k.html", env={"BW_SERVER": SERVER_IP})
         assert r["n_errors"] == 0, r["errors"]
         # While serving, the same counters are on the stats page and in the metrics.
@@ -343,8 +343,8 @@ def test_stop_prints_the_kernels_socket_counters_and_busy_polling_serves():
         assert set(sock) == {"queue", "rx_dropped", "rx_invalid_descs", "tx_invalid_descs",
                              "rx_ring_full", "rx_fill_ring_empty_descs", "tx_ring_empty_descs"}
         metrics = pair.c.run("curl", "-sS", base + "/metrics").stdout
-        assert "# TYPE bareweb_xdp_rx_dropped counter" in metrics, metrics
-        assert 'bareweb_xdp_rx_ring_full{queue="0"} 0' in metrics, metrics
+        assert "# TYPE bareweb_xdp_rx_dropped_total counter" in metrics, metrics
+        assert 'bareweb_xdp_rx_ring_full_total{queue="0"} 0' in metrics, metrics
         out = srv.stop()
         assert srv.proc.returncode == 0, out
         head = ("queue rx_dropped rx_invalid_descs tx_invalid_descs rx_ring_full "

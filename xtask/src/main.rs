@@ -48,6 +48,8 @@ const APT_PACKAGES: &[&str] = &[
     // tests/system/test_proxy_protocol.py: a real balancer sending the PROXY protocol
     // (`send-proxy`, `send-proxy-v2`) in front of `bareweb serve`.
     "haproxy",
+    // tests/system/test_metrics.py: `promtool check metrics` on a scrape of /metrics.
+    "prometheus",
 ];
 
 fn main() -> ExitCode {

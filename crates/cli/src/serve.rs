@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use bareweb_engine::cores::pages::PageSettings;
+use bareweb_engine::cores::pages::{Allow, PageSettings};
 use bareweb_engine::server::{AccessLog, AccessRecord};
 use bareweb_host::netif;
 
@@ -19,7 +19,7 @@ use crate::util::{
     drain_on_sigterm, drain_report, load_site, random_bytes, stop_flag, watch_drain,
 };
 use bareweb_engine::site::Site;
-use bareweb_engine::wire::EthernetAddress;
+use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -303,7 +303,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         banner: &banner,
     };
     let clf = |_| Clf(std::io::BufWriter::new(std::io::stdout()));
-    let layout = layout(&a, &site);
+    let layout = layout(&a, &site, host_ip);
     let pages = layout.pages;
     let threads = a.runner.threads.into();
     let r = match (a.runner.runner, a.server.settings.log_access) {
@@ -326,11 +326,23 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
 
 /// The cores' layout, pages included: the stats page is off if the command line or the
 /// site's configuration says so; metrics and the health check are on unless the
-/// configuration turns them off; --stats-allow over the configuration's [stats] allow.
-fn layout(a: &ServeArgs, site: &Site<'static>) -> Layout {
-    let mut pages = PageSettings::resolve(&site.pages(), a.server.settings.stats_page, true, true);
+/// configuration turns them off. Who may read the stats page, its JSON and the metrics:
+/// --stats-allow, else the configuration's [stats] allow, else the machine serve runs
+/// on, the host side of the TAP (`host`) and nobody else: the statistics are not public
+/// unless the operator says so (with no host side, `--host-ip none` or `--xdp`, nobody).
+fn layout(a: &ServeArgs, site: &Site<'static>, host: Option<Ipv4Address>) -> Layout {
+    let own = host.map_or(Allow::Nobody, |h| Allow::network(h.0, 32));
+    let mut pages =
+        PageSettings::resolve(&site.pages(), a.server.settings.stats_page, true, true, own);
     if let Some((net, len)) = a.server.settings.stats_allow {
-        pages.allow = (net.0, len);
+        pages.allow = Allow::network(net.0, len);
+    }
+    if pages.stats || pages.metrics {
+        eprintln!(
+            "bareweb: the stats page, its JSON and /metrics answer {} (others get 403; \
+             --stats-allow A.B.C.D/N widens it)",
+            pages.allow
+        );
     }
     Layout {
         cores: a.cores.cores.into(),
@@ -348,7 +360,7 @@ fn serve_on_xdp(a: &ServeArgs, x: &XdpArg, site: Site<'static>) -> Result<(), St
     let files = site.len();
     let drain = drain_on_sigterm(&mut cfg);
     watch_drain(drain);
-    let layout = layout(a, &site);
+    let layout = layout(a, &site, None);
     let s = XdpServe {
         site,
         cfg,

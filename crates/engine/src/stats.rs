@@ -7,17 +7,22 @@ pub mod platform;
 
 /// Declares the counters once: each name becomes a `u64` field of [`Stats`], an entry of
 /// [`STAT_NAMES`] (in this order, which is the order of the stats page, `/metrics` and the
-/// shared board's rows), and a pair of [`Stats::fields`]; [`STATS_FIELDS`] is their number.
+/// shared board's rows), its doc comment an entry of [`STAT_HELP`] (the metrics' HELP
+/// line), and a pair of [`Stats::fields`]; [`STATS_FIELDS`] is their number.
 macro_rules! counters {
-    ($($(#[$doc:meta])* $name:ident,)*) => {
+    ($($(#[doc = $doc:literal])* $name:ident,)*) => {
         /// All counters of one engine instance.
         #[derive(Debug, Clone, Default, PartialEq, Eq)]
         pub struct Stats {
-            $($(#[$doc])* pub $name: u64,)*
+            $($(#[doc = $doc])* pub $name: u64,)*
         }
 
         /// The counters' names, in declaration order.
         pub const STAT_NAMES: [&str; STATS_FIELDS] = [$(stringify!($name),)*];
+
+        /// The counters' doc comments, in declaration order (lines joined; each begins
+        /// with the space after `///`).
+        pub const STAT_HELP: [&str; STATS_FIELDS] = [$(concat!($($doc),*),)*];
 
         /// Number of counters in [`Stats`].
         pub const STATS_FIELDS: usize = [$(stringify!($name),)*].len();
@@ -264,5 +269,8 @@ mod tests {
         for (i, n) in STAT_NAMES.iter().enumerate() {
             assert!(!STAT_NAMES[..i].contains(n), "{n} twice");
         }
+        assert_eq!(STAT_HELP[0].trim(), "Frames received from the NIC.");
+        assert!(STAT_HELP[2].contains("Of them, frames the device segments"));
+        assert!(STAT_HELP.iter().all(|h| !h.trim().is_empty()));
     }
 }

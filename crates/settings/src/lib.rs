@@ -665,9 +665,10 @@ pub static OPTIONS: [Opt; 27] = [
         long: "stats-allow",
         arg: Arg::Value("A.B.C.D/N"),
         help: help!(
-            "Only clients in this network may read the stats JSON and /metrics (others get the \
-               site's answer, normally 404), A.B.C.D/N or one address [default: the site's \
-               `[stats] allow`, else everyone]"
+            "Only clients in this network may read the stats page, its JSON and /metrics \
+               (others get 403), A.B.C.D/N or one address; 0.0.0.0/0: everyone [default: the site's \
+               `[stats] allow`, else serve: the host side of the TAP only; run and images: \
+               everyone]"
         ),
         set: |s, v| {
             let n =

@@ -465,14 +465,14 @@ fn the_example_site() {
 
 #[test]
 fn server_pages_switches_path_and_allow_are_carried_in_the_image() {
-    use bareweb_engine::cores::pages::{Page, PageSettings};
+    use bareweb_engine::cores::pages::{Allow, Page, PageSettings};
     let d = Dir::new("pages");
     d.write("index.html", b"x");
     let site = leaked(built(&d));
     // serve's defaults: all on; an image's (the kernel's): the stats page only.
-    let serve = PageSettings::resolve(&site.pages(), true, true, true);
+    let serve = PageSettings::resolve(&site.pages(), true, true, true, Allow::Everyone);
     assert!(serve.stats && serve.metrics && serve.healthz);
-    let kernel = PageSettings::resolve(&site.pages(), true, false, false);
+    let kernel = PageSettings::resolve(&site.pages(), true, false, false, Allow::Everyone);
     assert!(kernel.stats && !kernel.metrics && !kernel.healthz);
     assert_eq!(
         kernel.page_for(b"/.well-known/bareweb/stats", [1, 2, 3, 4]),
@@ -484,17 +484,17 @@ fn server_pages_switches_path_and_allow_are_carried_in_the_image() {
         b"metrics = true\nhealthz = true\n[stats]\npath = \"/_s\"\nallow = \"10.0.0.0/8\"\n",
     );
     let site = leaked(built(&d));
-    let p = PageSettings::resolve(&site.pages(), true, false, false);
+    let p = PageSettings::resolve(&site.pages(), true, false, false, Allow::Everyone);
     assert!(p.stats && p.metrics && p.healthz);
     assert_eq!(p.page_for(b"/_s/stats", [10, 9, 9, 9]), Some(Page::Json));
     assert_eq!(
         p.page_for(b"/_s/stats", [192, 168, 0, 1]),
-        None,
+        Some(Page::Refused),
         "outside allow"
     );
     assert_eq!(
         p.page_for(b"/metrics", [192, 168, 0, 1]),
-        None,
+        Some(Page::Refused),
         "outside allow"
     );
     assert_eq!(
@@ -511,7 +511,7 @@ fn server_pages_switches_path_and_allow_are_carried_in_the_image() {
         b"metrics = false\n[stats]\nenabled = false\n",
     );
     let site = leaked(built(&d));
-    let p = PageSettings::resolve(&site.pages(), true, true, true);
+    let p = PageSettings::resolve(&site.pages(), true, true, true, Allow::Everyone);
     assert!(!p.stats && !p.metrics && p.healthz);
 }
 
@@ -583,7 +583,7 @@ fn rewrites_placeholders_and_the_server_field_from_bareweb_toml() {
 #[test]
 fn site_wide_headers_reach_the_server_pages() {
     use bareweb_engine::cores::board::{Board, Role, WithStatsPage};
-    use bareweb_engine::cores::pages::{self, Page, PageSettings};
+    use bareweb_engine::cores::pages::{self, Allow, Page, PageSettings};
     use bareweb_engine::resource::{Found, Lookup};
     let d = Dir::new("pagehdr");
     d.write("index.html", b"home");
@@ -597,7 +597,7 @@ fn site_wide_headers_reach_the_server_pages() {
         panic!("no stats page");
     };
     assert_eq!(page.headers, "X-Frame-Options: DENY\r\n");
-    let settings = PageSettings::resolve(&site.pages(), true, true, true);
+    let settings = PageSettings::resolve(&site.pages(), true, true, true, Allow::Everyone);
     assert_eq!(settings.headers, "X-Frame-Options: DENY\r\n");
     let board: &'static Board = Box::leak(Box::new(
         Board::new("single", &[Role::Single]).with_pages(settings),
@@ -612,7 +612,15 @@ fn site_wide_headers_reach_the_server_pages() {
             panic!()
         };
         let mut out = vec![0u8; 64 * 1024];
-        let r = pages::respond(page, board, &request, 1_700_000_000, "bareweb", &mut out);
+        let r = pages::respond(
+            page,
+            board,
+            &request,
+            [127, 0, 0, 1].into(),
+            1_700_000_000,
+            "bareweb",
+            &mut out,
+        );
         let head = String::from_utf8_lossy(&out[..r.head_len]).into_owned();
         assert_eq!(r.status, 200, "{path}: {head}");
         assert_eq!(

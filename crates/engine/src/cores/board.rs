@@ -21,7 +21,7 @@ use crate::http::{self, Request};
 use crate::nic::NicCounters;
 use crate::resource::{Body, Found, Lookup, Resource};
 use crate::server::{DynamicPage, Server};
-use crate::stats::{CoreTimes, Stats, Stay, STATS_FIELDS, STAT_NAMES, STAY_BUCKETS};
+use crate::stats::{CoreTimes, Stats, Stay, STATS_FIELDS, STAT_HELP, STAT_NAMES, STAY_BUCKETS};
 
 use super::pages::{self, PageSettings};
 use crate::stats::platform::PlatformCounters;
@@ -202,47 +202,47 @@ impl Board {
         self.roles.get(core).copied().unwrap_or(Role::Single)
     }
 
-    /// Every metric a row carries: name, word index, and `counter` or `gauge` (the
-    /// stay-time histogram stays in the JSON).
-    pub fn metric_names(&self) -> impl Iterator<Item = (&'static str, usize, &'static str)> {
-        let kind = |n: &str| {
-            if n.ends_with("_max")
-                || n.ends_with("_high")
-                || n.ends_with("_slots")
-                || n == "conn_map"
-                || n == "parallel"
-                || n == "max_parallel"
-            {
-                "gauge"
-            } else {
-                "counter"
-            }
-        };
-        let stats = Stats::default()
-            .fields()
+    /// Every metric a row carries, in the order `/metrics` shows them (the stay-time
+    /// histogram and the sleep counters stay in the JSON).
+    pub fn metrics(&self) -> impl Iterator<Item = Metric> {
+        let stats =
+            STAT_NAMES
+                .into_iter()
+                .zip(STAT_HELP)
+                .enumerate()
+                .map(|(index, (name, help))| Metric {
+                    // `_us` would read as microseconds (promtool's unit lint).
+                    name: if name == "drop_not_for_us" {
+                        "drop_not_ours"
+                    } else {
+                        name
+                    },
+                    index,
+                    kind: if STAT_GAUGES.contains(&name) {
+                        MetricKind::Gauge
+                    } else {
+                        MetricKind::Counter
+                    },
+                    help: help.trim_start(),
+                });
+        let other = OTHER_METRICS
+            .into_iter()
+            .map(|(name, index, kind, help)| Metric {
+                name,
+                index,
+                kind,
+                help,
+            });
+        let nic = NIC_METRICS
             .into_iter()
             .enumerate()
-            .map(move |(i, (n, _))| (n, i, kind(n)));
-        let other: [(&'static str, usize); 11] = [
-            ("rcv_ns", AT_TIMES),
-            ("http_ns", AT_TIMES + 1),
-            ("busy_polls", AT_TIMES + 2),
-            ("stay_count", AT_STAY),
-            ("stay_total_ns", AT_STAY + 1),
-            ("stay_max_ns", AT_STAY + 2),
-            ("parallel", AT_STAY + 3),
-            ("max_parallel", AT_STAY + 4),
-            ("elapsed_ns", AT_RUN),
-            ("idle_polls", AT_RUN + 1),
-            ("lock_ns", AT_RUN + 2),
-        ];
-        let nic = NIC_NAMES
-            .iter()
-            .enumerate()
-            .map(move |(i, n)| (*n, AT_NIC + i, kind(n)));
-        stats
-            .chain(other.into_iter().map(move |(n, i)| (n, i, kind(n))))
-            .chain(nic)
+            .map(|(i, (name, kind, help))| Metric {
+                name,
+                index: AT_NIC + i,
+                kind,
+                help,
+            });
+        stats.chain(other).chain(nic)
     }
 
     /// The word at `index` of core `core`'s row, read consistently.
@@ -464,6 +464,109 @@ const NIC_NAMES: [&str; N_NIC] = [
     "udp_time_max_ns",
 ];
 
+/// A Prometheus metric type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricKind {
+    /// Only grows (named `bareweb_<name>_total`).
+    Counter,
+    /// Goes up and down, or a high-water mark (named `bareweb_<name>`).
+    Gauge,
+}
+
+impl MetricKind {
+    /// The TYPE line's word.
+    pub fn word(self) -> &'static str {
+        match self {
+            MetricKind::Counter => "counter",
+            MetricKind::Gauge => "gauge",
+        }
+    }
+
+    /// What follows the name: `_total` for a counter.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            MetricKind::Counter => "_total",
+            MetricKind::Gauge => "",
+        }
+    }
+}
+
+/// One metric of a board row: `bareweb_<name>` plus [`MetricKind::suffix`]. A name
+/// ending in `_seconds` is a word of nanoseconds, shown in seconds (the base unit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metric {
+    /// The name between `bareweb_` and the suffix.
+    pub name: &'static str,
+    /// Its word in a row.
+    pub index: usize,
+    /// Counter or gauge.
+    pub kind: MetricKind,
+    /// The HELP line's text.
+    pub help: &'static str,
+}
+
+impl Metric {
+    /// Whether the word holds nanoseconds, shown as seconds.
+    pub fn in_seconds(&self) -> bool {
+        self.name.ends_with("_seconds")
+    }
+}
+
+/// The `Stats` fields that are gauges (levels and high-water marks); the rest count.
+const STAT_GAUGES: [&str; 4] = ["tcbs_in_use", "tcbs_max", "run_list_max", "udp_ids_max"];
+
+use MetricKind::{Counter as C, Gauge as G};
+
+/// The time split, stay times and run loop's words as metrics.
+const OTHER_METRICS: [(&str, usize, MetricKind, &str); 11] = [
+    ("rcv_seconds", AT_TIMES, C, "Seconds spent receiving: reading bursts and handling their frames up to TCP input (the papers' RCV)."),
+    ("http_seconds", AT_TIMES + 1, C, "Seconds spent in HTTP steps: parsing requests, choosing responses, sending segments (the papers' HTTP)."),
+    ("busy_polls", AT_TIMES + 2, C, "Poll rounds that found work."),
+    ("stay_count", AT_STAY, C, "Connections that closed gracefully after at least one request (the stay times' count; a connection with many requests counts once)."),
+    ("stay_seconds", AT_STAY + 1, C, "Sum of those connections' stay times in seconds: from a connection's first GET to the client's final ACK."),
+    ("stay_max_seconds", AT_STAY + 2, G, "Longest stay time in seconds."),
+    ("parallel", AT_STAY + 3, G, "Connections between their first GET and their end now."),
+    ("max_parallel", AT_STAY + 4, G, "Most connections between their first GET and their end at once (the papers' max parallel)."),
+    ("elapsed_seconds", AT_RUN, C, "Seconds since the core started serving."),
+    ("idle_polls", AT_RUN + 1, C, "Poll rounds that found no work."),
+    ("lock_wait_seconds", AT_RUN + 2, C, "Seconds a shared-server runner's thread waited for the server's lock."),
+];
+
+/// The queue pair's and the network core's words as metrics (the JSON's `nic` object, in
+/// its order). The network core's UDP figures are named `netcore_udp_*`: the HTTP cores'
+/// own `udp_no_id` and `udp_ids_max` are other counters.
+const NIC_METRICS: [(&str, MetricKind, &str); N_NIC] = [
+    ("rx_ring_slots", G, "Slots of the receive ring (on an HTTP core fed by the network core: its receive ring from core 0)."),
+    ("rx_ring_high", G, "Most receive-ring slots full at once."),
+    ("tx_ring_slots", G, "Slots of the transmit ring (on an HTTP core fed by the network core: its send ring to core 0)."),
+    ("tx_ring_high", G, "Most transmit-ring slots full at once."),
+    ("dispatched", C, "Network core: frames put on HTTP cores' receive rings."),
+    ("drained", C, "Network core: frames taken from HTTP cores' send rings onto the device."),
+    ("dispatch_ring_full", C, "Network core: frames dropped because an HTTP core's receive ring was full."),
+    ("dispatch_no_core", C, "Network core: frames that would open a connection dropped because the connection map was full."),
+    ("dispatch_cookie_syns", C, "Network core: SYNs no HTTP core had room for, answered with a SYN cookie."),
+    ("conn_map", G, "Network core: connections whose HTTP core is known now (the connection map)."),
+    ("conn_map_high", G, "Network core: most connections in the connection map at once."),
+    ("conn_map_expired", C, "Network core: connection map entries dropped after silence."),
+    ("dispatch_seconds", C, "Network core: seconds spent dispatching received frames (part of RCV)."),
+    ("drain_seconds", C, "Network core: seconds spent moving frames from send rings to the device (the papers' SEND)."),
+    ("notes_lost", C, "Network core: connection-closed notes lost because the note ring was full."),
+    ("doorbells", C, "Doorbells: register writes that make the device look at its rings (virtio notifications, e1000 RDT/TDT; each a VM exit under virtualisation)."),
+    ("rx_doorbells", C, "Of the doorbells, those for the receive ring."),
+    ("doorbells_suppressed", C, "Flushes that needed no doorbell (the device said it was still working)."),
+    ("device_rx_frames", C, "Frames received from the device."),
+    ("device_tx_frames", C, "Frames queued to the device."),
+    ("device_rx_bad", C, "Receive completions with a bad id, length or error bits (dropped)."),
+    ("device_tx_bad", C, "Transmit completions with a bad id (ignored)."),
+    ("device_tx_full", C, "Transmits refused because no device descriptor was free."),
+    ("netcore_udp_dispatched", C, "Network core: UDP protocol requests handed to HTTP cores."),
+    ("netcore_udp_no_id", C, "Network core: UDP protocol requests dropped because no request id was free."),
+    ("netcore_udp_ids_max", G, "Network core: most UDP protocol request ids out at once."),
+    ("netcore_udp_done", C, "Network core: UDP protocol requests whose answer has been sent."),
+    ("netcore_udp_time_seconds", C, "Network core: sum of those requests' times from arrival to the answer's last frame, in seconds."),
+    ("netcore_udp_time_max_seconds", G, "Network core: longest such time in seconds."),
+];
+
 fn nic_words(n: &NicCounters, d: &DispatchCounters) -> [u64; N_NIC] {
     [
         n.rx_ring_slots,
@@ -608,14 +711,17 @@ impl DynamicPage for StatsPage {
         &self,
         (stats, times, stay): (&Stats, &CoreTimes, &Stay),
         request: &Request<'_>,
+        peer: core::net::IpAddr,
         now_unix: u64,
         server_name: &str,
         out: &mut [u8],
     ) -> http::Response<'static> {
         self.board.publish_server(self.core, stats, times, stay);
-        // `claims` checked the client; here only which page.
-        match self.board.pages().kind(request.target) {
-            Some(page) => pages::respond(page, self.board, request, now_unix, server_name, out),
+        // `claims` said this page answers; the client decides which answer.
+        match self.board.pages().page_for(request.target, peer) {
+            Some(page) => {
+                pages::respond(page, self.board, request, peer, now_unix, server_name, out)
+            }
             None => http::respond_error(http::Status::NOT_FOUND, now_unix, server_name, out),
         }
     }
@@ -639,7 +745,15 @@ pub fn respond_stats(
     server: &str,
     out: &mut [u8],
 ) -> http::Response<'static> {
-    pages::respond(pages::Page::Json, board, req, now_unix, server, out)
+    pages::respond(
+        pages::Page::Json,
+        board,
+        req,
+        [0u8; 4].into(),
+        now_unix,
+        server,
+        out,
+    )
 }
 
 /// The HTML page: inline CSS, JS and SVG, no external assets.

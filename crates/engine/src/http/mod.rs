@@ -44,7 +44,7 @@ pub mod log;
 mod range;
 mod request;
 mod response;
-mod target;
+pub(crate) mod target;
 
 pub use date::{clf_date, ClfDate};
 /// IMF-fixdate (`Date` field) of a Unix time; used by dynamic responses (`cores::board`).

@@ -93,12 +93,13 @@ pub trait DynamicPage: Send {
     /// Whether this page answers `target` for the client at `peer` (a PROXY protocol
     /// header's client, which may be IPv6, when the connection came through a balancer).
     fn claims(&self, target: &[u8], peer: core::net::IpAddr) -> bool;
-    /// Writes the whole response (head and inline body) into `out`. `own` are the
-    /// counters of the serving server, current now.
+    /// Writes the whole response to the client at `peer` (head and inline body) into
+    /// `out`. `own` are the counters of the serving server, current now.
     fn respond(
         &self,
         own: (&Stats, &CoreTimes, &Stay),
         request: &Request<'_>,
+        peer: core::net::IpAddr,
         now_unix: u64,
         server_name: &str,
         out: &mut [u8],

@@ -98,7 +98,8 @@ impl<L: Lookup<'static>> Server<L> {
                                 let s = usize::from(slot);
                                 let out = &mut d.pool[s * DYN_MAX..(s + 1) * DYN_MAX];
                                 let own = (&self.stats, &self.times, &self.stay);
-                                (d.page.respond(own, &request, now, name, out), len)
+                                let peer = client_of!(self, idx);
+                                (d.page.respond(own, &request, peer, now, name, out), len)
                             }
                             None => (
                                 http::respond_error(Status::SERVICE_UNAVAILABLE, now, name, head),

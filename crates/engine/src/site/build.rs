@@ -736,7 +736,8 @@ fn write_header(
     let flags = switch(spec.stats) << format::flags::STATS
         | switch(spec.metrics) << format::flags::METRICS
         | switch(spec.healthz) << format::flags::HEALTHZ
-        | switch(server) << format::flags::SERVER;
+        | switch(server) << format::flags::SERVER
+        | u32::from(spec.stats_allow.is_some()) << format::flags::STATS_ALLOW_SET;
     put32(image, header::FLAGS, flags);
     if let Some((net, len)) = spec.stats_allow {
         if len > 32 {

@@ -66,8 +66,11 @@ pub mod flags {
     /// The `Server` field: default (the platform's name), on (the name in the header's
     /// `server` string), off (no `Server` field).
     pub const SERVER: u32 = 6;
+    /// One bit: the stats allow network is set (`stats_allow`, `0.0.0.0/0` = everyone;
+    /// without it a prefix of 0 means "not set": the platform's default).
+    pub const STATS_ALLOW_SET: u32 = 8;
     /// Bits that must be zero.
-    pub const RESERVED: u32 = !0b1111_1111;
+    pub const RESERVED: u32 = !0b1_1111_1111;
 }
 
 /// Bodies start at image offsets that are multiples of this (and so does the data area).
@@ -126,7 +129,8 @@ pub mod header {
     pub const FLAGS: Range<usize> = 104..108;
     /// `[u8; 4]`, the network whose clients may read the stats JSON and metrics.
     pub const STATS_ALLOW: Range<usize> = 108..112;
-    /// `u32`, its prefix length (0: everyone).
+    /// `u32`, its prefix length (0: everyone if [`super::flags::STATS_ALLOW_SET`], else
+    /// not set).
     pub const STATS_ALLOW_PREFIX: Range<usize> = 112..116;
     /// `u32`, string offset of the header lines sent with every response that is not a
     /// file's (redirects, error pages).

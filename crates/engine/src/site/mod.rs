@@ -94,9 +94,10 @@ pub struct Pages<'a> {
     pub healthz: Switch,
     /// Where the stats page lives (empty: the default, `/.well-known/bareweb`).
     pub stats_path: &'a str,
-    /// Clients allowed the stats JSON and metrics: a network and prefix length (0:
-    /// everyone).
-    pub stats_allow: ([u8; 4], u8),
+    /// Clients allowed the stats page, its JSON and the metrics: a network and prefix
+    /// length (0: everyone); `None` when the configuration does not say (the platform's
+    /// default).
+    pub stats_allow: Option<([u8; 4], u8)>,
     /// The configured header lines for every path (sent with these pages too).
     pub headers: &'a str,
 }
@@ -163,10 +164,12 @@ impl<'a> Site<'a> {
                 format::header::STATS_PATH_OFF,
                 format::header::STATS_PATH_LEN,
             ),
-            stats_allow: (
-                net,
-                le_u32(self.image, format::header::STATS_ALLOW_PREFIX) as u8,
-            ),
+            stats_allow: {
+                let len = le_u32(self.image, format::header::STATS_ALLOW_PREFIX) as u8;
+                // Images from before the flag bit mark a set network by its prefix alone.
+                let set = (flags >> format::flags::STATS_ALLOW_SET) & 1 == 1 || len > 0;
+                set.then_some((net, len))
+            },
             headers: self.common_headers(),
         }
     }

@@ -7,7 +7,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use bareweb_engine::bond::{Bond, BondRole};
-use bareweb_engine::cores::pages::PageSettings;
+use bareweb_engine::cores::pages::{Allow, PageSettings};
 use bareweb_engine::cores::plan::{self, Asked, Mode, Plan};
 use bareweb_engine::dhcp::shared::Shared as DhcpShared;
 use bareweb_engine::dhcp::{Client as DhcpClient, Timing as DhcpTiming};
@@ -86,12 +86,19 @@ impl Booted {
 
     /// The server's own pages: the stats page as the command line and the site say;
     /// metrics and the health check only if the site's configuration turns them on; who
-    /// may read the stats and metrics as `stats_allow=` says, else the site.
+    /// may read the stats page, its JSON and the metrics as `stats_allow=` says, else the
+    /// site, else everyone (under `run`'s user networking every client is QEMU's 10.0.2.2
+    /// behind a forward on the host's loopback; docs/usage.md, "Monitoring").
     fn page_settings(&self) -> PageSettings {
-        let mut p =
-            PageSettings::resolve(&self.site.pages(), self.settings.stats_page, false, false);
+        let mut p = PageSettings::resolve(
+            &self.site.pages(),
+            self.settings.stats_page,
+            false,
+            false,
+            Allow::Everyone,
+        );
         if let Some((net, len)) = self.settings.stats_allow {
-            p.allow = (net.0, len);
+            p.allow = Allow::network(net.0, len);
         }
         p
     }

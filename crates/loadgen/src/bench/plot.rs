@@ -64,23 +64,91 @@ fn runner_colour(server: &str) -> Option<RGBColor> {
     }
 }
 
-fn colour(server: &str, i: usize) -> RGBColor {
+/// A server's own colour, the same in every chart (`None`: one from [`SPARE`]).
+fn known_colour(server: &str) -> Option<RGBColor> {
     if let Some(c) = runner_colour(server) {
-        return c;
+        return Some(c);
     }
-    match server {
+    Some(match server {
         "bareweb" => RGBColor(0xd6, 0x27, 0x28),
         "bareweb-qemu" => RGBColor(0x94, 0x67, 0xbd),
         "bareweb-no-tso" => RGBColor(0xff, 0x98, 0x96),
+        "bareweb-xdp" => RGBColor(0x8c, 0x56, 0x4b),
         "nginx" => RGBColor(0x2c, 0xa0, 0x2c),
         "nginx-nopush-off" => RGBColor(0x17, 0x60, 0x17),
         "lighttpd" => RGBColor(0x1f, 0x77, 0xb4),
         "h2o" => RGBColor(0xff, 0x7f, 0x0e),
-        _ => {
-            let (r, g, b) = Palette99::pick(i).to_rgba().rgb();
-            RGBColor(r, g, b)
-        }
+        _ => return None,
+    })
+}
+
+/// Colours for series without one of their own, or whose own is taken in a chart: far
+/// from each other and from the known ones.
+const SPARE: [RGBColor; 12] = [
+    RGBColor(0x17, 0xbe, 0xcf),
+    RGBColor(0xe3, 0x77, 0xc2),
+    RGBColor(0xbc, 0xbd, 0x22),
+    RGBColor(0x7f, 0x7f, 0x7f),
+    RGBColor(0x00, 0x00, 0x80),
+    RGBColor(0x80, 0x00, 0x00),
+    RGBColor(0x00, 0x80, 0x80),
+    RGBColor(0xaa, 0x6e, 0x28),
+    RGBColor(0x91, 0x1e, 0xb4),
+    RGBColor(0x3c, 0xb4, 0x4b),
+    RGBColor(0xf0, 0x32, 0xe6),
+    RGBColor(0x46, 0x99, 0x90),
+];
+
+/// One colour per series of a chart, no two alike: a server's own colour (a row named
+/// `server+client` takes its server's) unless a series before it took that colour, else
+/// the first spare colour no series took (then hues a golden angle apart).
+fn series_colours(names: &[&str]) -> Vec<RGBColor> {
+    let mut used: Vec<RGBColor> = Vec::with_capacity(names.len());
+    for name in names {
+        let server = name.split_once('+').map_or(*name, |(s, _)| s);
+        let own = known_colour(name).or_else(|| known_colour(server));
+        let c = own.filter(|c| !used.contains(c)).unwrap_or_else(|| {
+            let spare = SPARE.iter().copied().find(|c| !used.contains(c));
+            spare.unwrap_or_else(|| {
+                // Past the spares: hues a golden angle apart (bounded: never a hang).
+                (0..10_000u32)
+                    .map(|k| {
+                        let h = (f64::from(k) * 0.618_033_988_75).fract();
+                        let (r, g, b) = HSLColor(h, 0.7, 0.42).to_rgba().rgb();
+                        RGBColor(r, g, b)
+                    })
+                    .find(|c| !used.contains(c))
+                    .unwrap_or(BLACK)
+            })
+        });
+        used.push(c);
     }
+    used
+}
+
+/// A tick label: at most three significant digits and no binary-fraction noise
+/// (`0.30000000000000004` is `0.3`), exponent form only past ten million or below 0.001.
+fn tick_label(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return if v == 0.0 { "0".into() } else { format!("{v}") };
+    }
+    let a = v.abs();
+    if !(1e-3..1e7).contains(&a) {
+        let s = format!("{v:.1e}");
+        return s.replace(".0e", "e");
+    }
+    let decimals = (2 - a.log10().floor() as i32).clamp(0, 5) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// The series that have something to draw: a legend entry without a line says nothing.
+fn with_data(lines: &[Line]) -> Vec<Line> {
+    lines.iter().filter(|l| !l.1.is_empty()).cloned().collect()
 }
 
 type Line = (String, Vec<(f64, f64)>);
@@ -96,6 +164,7 @@ fn line_chart(
     lines: &[Line],
     log_ok: bool,
 ) -> Result<(), String> {
+    let lines = &with_data(lines);
     let pts = lines.iter().flat_map(|l| l.1.iter());
     let (mut x1, mut y0, mut y1) = (0.0f64, f64::MAX, 0.0f64);
     for &(x, y) in pts {
@@ -115,6 +184,7 @@ fn line_chart(
             .iter()
             .map(|(n, p)| (n.clone(), p.iter().copied().filter(|q| q.1 > 0.0).collect()))
             .collect();
+        let lines = with_data(&lines);
         draw_lines(path, title, xl, &yl, &lines, 0.0..x1, range)
     } else {
         let y1 = if y1 > 0.0 { y1 * 1.15 } else { 1.0 };
@@ -142,19 +212,21 @@ where
         .caption(title, (FONT, 22))
         .margin(14)
         .x_label_area_size(48)
-        .y_label_area_size(70)
+        .y_label_area_size(84)
         .build_cartesian_2d(xr, yr)
         .map_err(|x| e(&x))?;
     chart
         .configure_mesh()
         .x_desc(xl)
         .y_desc(yl)
+        .x_label_formatter(&|v| tick_label(*v))
+        .y_label_formatter(&|v| tick_label(*v))
         .label_style((FONT, 14))
         .axis_desc_style((FONT, 16))
         .draw()
         .map_err(|x| e(&x))?;
-    for (i, (name, pts)) in lines.iter().enumerate() {
-        let c = colour(name, i);
+    let names: Vec<&str> = lines.iter().map(|l| l.0.as_str()).collect();
+    for ((name, pts), c) in lines.iter().zip(series_colours(&names)) {
         chart
             .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
             .map_err(|x| e(&x))?
@@ -542,4 +614,123 @@ pub fn all(r: &Results, out: &Path) -> Result<Vec<(String, String)>, String> {
         }
     }
     Ok(made)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tick_labels_have_no_float_noise() {
+        let cases = [
+            (0.30000000000000004, "0.3"),
+            (0.1 + 0.2, "0.3"),
+            (3.0000000000000004, "3"),
+            (1000.0, "1000"),
+            (12.5, "12.5"),
+            (0.125, "0.125"),
+            (1.0e-5, "1e-5"),
+            (2.5e8, "2.5e8"),
+            (0.0, "0"),
+            (126511.0, "126511"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(tick_label(v), want, "{v:?}");
+        }
+        // Short enough for the label area beside the axis title.
+        for e in -3..7 {
+            for m in [1.0, 2.0, 3.0, 5.0, 7.0] {
+                let v = m * 10f64.powi(e) * (1.0 + f64::EPSILON * 4.0);
+                assert!(tick_label(v).len() <= 7, "{v:?} {}", tick_label(v));
+            }
+        }
+    }
+
+    #[test]
+    fn series_without_points_leave_the_legend() {
+        let lines: Vec<Line> = vec![
+            ("bareweb".into(), vec![(1.0, 2.0)]),
+            ("nginx+bare-tap".into(), vec![]),
+            ("nginx".into(), vec![(1.0, 3.0)]),
+        ];
+        let kept: Vec<String> = with_data(&lines).into_iter().map(|l| l.0).collect();
+        assert_eq!(kept, ["bareweb", "nginx"]);
+    }
+
+    #[test]
+    fn every_series_of_a_chart_has_its_own_colour() {
+        let names = [
+            "bareweb",
+            "bareweb-xdp",
+            "nginx",
+            "lighttpd",
+            "h2o",
+            "bareweb-qemu",
+            "bareweb+bare-tap",
+            "nginx+bare-tap",
+            "bareweb-xdp+bare-tap",
+            "lighttpd+bare-tap",
+            "h2o+bare-tap",
+            "caddy",
+            "pool-4",
+            "pool-1",
+        ];
+        let c = series_colours(&names);
+        for i in 0..c.len() {
+            for j in 0..i {
+                assert_ne!(c[i], c[j], "{} and {}", names[i], names[j]);
+            }
+        }
+        // A server keeps its own colour when it is free; a client row after it does not
+        // take it.
+        assert_eq!(c[1], known_colour("bareweb-xdp").unwrap());
+        assert_ne!(c[1], c[2]);
+        assert_eq!(
+            series_colours(&["nginx+bare-tap"])[0],
+            known_colour("nginx").unwrap()
+        );
+        // Many unknown series still differ.
+        let many: Vec<String> = (0..40).map(|i| format!("s{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let c = series_colours(&many);
+        for i in 0..c.len() {
+            assert!(!c[..i].contains(&c[i]), "{i}");
+        }
+    }
+
+    #[test]
+    fn a_log_chart_draws() {
+        if font().is_err() {
+            return; // no DejaVu here: the plots cannot be drawn at all
+        }
+        let dir = std::env::temp_dir().join(format!("bw-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("size-size.png");
+        let sizes = [1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 20480.0];
+        let line =
+            |f: f64| -> Vec<(f64, f64)> { sizes.iter().map(|s| (*s, 0.1 + s * f)).collect() };
+        let lines: Vec<Line> = vec![
+            ("bareweb".into(), line(0.001)),
+            ("bareweb-xdp".into(), line(0.0008)),
+            ("nginx".into(), line(0.002)),
+            ("lighttpd".into(), line(0.003)),
+            ("bareweb+bare-tap".into(), vec![]),
+            ("nginx+bare-tap".into(), vec![]),
+        ];
+        line_chart(
+            &file,
+            "size: response time vs file size",
+            "file size (KiB)",
+            "median response time (ms)",
+            &lines,
+            true,
+        )
+        .unwrap();
+        assert!(std::fs::metadata(&file).unwrap().len() > 1000);
+        if std::env::var_os("BW_KEEP_PLOT").is_none() {
+            std::fs::remove_dir_all(&dir).unwrap();
+        } else {
+            eprintln!("plot kept: {}", file.display());
+        }
+    }
 }

@@ -169,6 +169,36 @@ fn page_is_served_and_self_contained() {
     assert_eq!(site.lookup(b"/other"), Found::NotFound);
 }
 
+#[test]
+fn page_explains_its_figures_and_a_refusal() {
+    let html = PAGE_HTML;
+    // The split's words, and the table's less obvious rows, carry an explanation.
+    for word in ["RCV", "HTTP", "SEND", "lock wait"] {
+        assert!(html.contains(&format!("\">{word}</b>")), "{word}");
+    }
+    for row in [
+        "\"dispatched\"",
+        "\"drained\"",
+        "\"conn map now / high\"",
+        "\"doorbells (rx) / suppressed\"",
+    ] {
+        let at = html.find(row).unwrap_or_else(|| panic!("{row}"));
+        let line = &html[at..html[at..].find(']').map_or(html.len(), |e| at + e)];
+        assert!(
+            line.matches('"').count() >= 4,
+            "{row} has no explanation: {line}"
+        );
+    }
+    // The stay-time figure says it counts connections, not requests.
+    assert!(html.contains("\"connections timed \" + s.count"));
+    assert!(!html.contains("\"requests \" + s.count"));
+    // The split's figures end inside the picture (anchored at its right edge).
+    assert!(html.contains("text(svg, W - 2, i * rowH + 15, label.join(\" / \"), \"end\")"));
+    // A refusal's text is shown, not parsed as JSON.
+    let ok = html.find("if (!r.ok)").unwrap();
+    assert!(ok < html.find("await r.json()").unwrap());
+}
+
 /// A writer keeps publishing rows whose words all equal one counter; a reader on another
 /// thread must never see a row mixing two publications.
 #[test]
@@ -328,7 +358,7 @@ impl PlatformCounters for Sockets {
 fn platform_counters_in_json_and_metrics() {
     static S: Sockets = Sockets;
     let b = Board::new("single", &[Role::Single]).with_platform(Some(&S));
-    let mut out = [0u8; 16384];
+    let mut out = [0u8; 65536];
     let n = b.render_json(&mut out).unwrap();
     let j = std::str::from_utf8(&out[..n]).unwrap();
     assert!(
@@ -339,12 +369,19 @@ fn platform_counters_in_json_and_metrics() {
     );
     let n = pages::render_metrics(&b, &mut out).unwrap();
     let m = std::str::from_utf8(&out[..n]).unwrap();
-    let tail = m.split_once("# TYPE bareweb_xdp_rx_dropped").unwrap().1;
+    let tail = m
+        .split_once("# TYPE bareweb_xdp_rx_dropped_total")
+        .unwrap()
+        .1;
     assert_eq!(
         tail,
-        " counter\nbareweb_xdp_rx_dropped{queue=\"0\"} 4\nbareweb_xdp_rx_dropped{queue=\"7\"} 5\n\
-         # TYPE bareweb_xdp_tx_ring_empty_descs counter\nbareweb_xdp_tx_ring_empty_descs{queue=\"0\"} 9\n"
+        " counter\nbareweb_xdp_rx_dropped_total{queue=\"0\"} 4\nbareweb_xdp_rx_dropped_total{queue=\"7\"} 5\n\
+         # HELP bareweb_xdp_tx_ring_empty_descs_total The platform's xdp counter \
+         tx_ring_empty_descs, per queue (AF_XDP: the kernel's XDP_STATISTICS of each socket).\n\
+         # TYPE bareweb_xdp_tx_ring_empty_descs_total counter\n\
+         bareweb_xdp_tx_ring_empty_descs_total{queue=\"0\"} 9\n"
     );
+    pages::tests::check_exposition(m).unwrap();
     assert!(!m.contains("xdp_bad"));
     // Without: no `xdp` object.
     let plain = Board::new("single", &[Role::Single]);
@@ -394,12 +431,12 @@ fn metrics_read_each_platform_unit_once_and_group_each_family() {
     assert!(!m.contains("999999") && !m.contains("queue=\"5\"") && !m.contains("queue=\"35\""));
     for (k, name) in ["rx_dropped", "tx_invalid"].iter().enumerate() {
         let family = m
-            .split_once(&format!("# TYPE bareweb_xdp_{name} counter\n"))
+            .split_once(&format!("# TYPE bareweb_xdp_{name}_total counter\n"))
             .unwrap()
             .1;
         for i in (0..40u64).filter(|i| *i != 5 && *i != 35) {
             let line = format!(
-                "bareweb_xdp_{name}{{queue=\"{i}\"}} {}\n",
+                "bareweb_xdp_{name}_total{{queue=\"{i}\"}} {}\n",
                 i * 10 + k as u64
             );
             let at = family

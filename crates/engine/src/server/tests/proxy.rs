@@ -270,7 +270,7 @@ fn a_header_from_an_untrusted_source_is_forbidden_not_a_request() {
 
 #[test]
 fn the_stats_allow_network_sees_an_ipv6_client_only_when_open_to_everyone() {
-    use crate::cores::pages::{Page, PageSettings};
+    use crate::cores::pages::{Allow, Page, PageSettings};
     let v6: IpAddr = "2001:db8::1".parse().unwrap();
     let open = PageSettings {
         metrics: true,
@@ -279,10 +279,10 @@ fn the_stats_allow_network_sees_an_ipv6_client_only_when_open_to_everyone() {
     };
     assert_eq!(open.page_for(b"/metrics", v6), Some(Page::Metrics));
     let closed = PageSettings {
-        allow: ([10, 0, 0, 0], 8),
+        allow: Allow::network([10, 0, 0, 0], 8),
         ..open
     };
-    assert_eq!(closed.page_for(b"/metrics", v6), None);
+    assert_eq!(closed.page_for(b"/metrics", v6), Some(Page::Refused));
     assert_eq!(
         closed.page_for(b"/metrics", IpAddr::from([10, 1, 1, 1])),
         Some(Page::Metrics)

@@ -317,3 +317,19 @@ mod rules {
         assert!(build(&s).is_err());
     }
 }
+
+#[test]
+fn stats_allow_says_set_or_not_even_for_everyone() {
+    let allow = |a: Option<([u8; 4], u8)>| {
+        let image = build(&Spec {
+            stats_allow: a,
+            ..Spec::default()
+        })
+        .unwrap();
+        Site::load(&image).unwrap().pages().stats_allow
+    };
+    assert_eq!(allow(None), None);
+    // `0.0.0.0/0` (everyone, said on purpose) is not "not said".
+    assert_eq!(allow(Some(([0; 4], 0))), Some(([0; 4], 0)));
+    assert_eq!(allow(Some(([10, 0, 0, 0], 8))), Some(([10, 0, 0, 0], 8)));
+}
