@@ -46,7 +46,10 @@ fn urls(a: &LoadArgs, list: &[String]) -> Result<(bwudp::UdpTarget, Vec<UdpUrl>)
                 target.addr
             ));
         }
-        let expect = match &a.verify {
+        if a.verify.len() > 1 {
+            return Err("--verify: the UDP client checks against one directory".into());
+        }
+        let expect = match a.verify.first() {
             Some(dir) => {
                 let clean = path.split(['?', '#']).next().unwrap_or("/");
                 let mut p = dir.join(clean.trim_start_matches('/'));
