@@ -109,10 +109,11 @@ pub fn build_config(a: &LoadArgs) -> Result<LoadConfig, String> {
     let urls = paths
         .into_iter()
         .map(|path| {
-            let expect = match &a.verify {
-                Some(dir) => Some(expect_for(dir, &path)?),
-                None => None,
-            };
+            let expect = a
+                .verify
+                .iter()
+                .map(|dir| expect_for(dir, &path))
+                .collect::<Result<Vec<_>, String>>()?;
             Ok(UrlEntry { path, expect })
         })
         .collect::<Result<Vec<_>, String>>()?;

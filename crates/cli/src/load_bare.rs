@@ -209,7 +209,7 @@ impl Handler for Fetches<'_> {
 
     fn body(&mut self, slot: u32, _: u64, data: &[u8]) {
         let s = slot as usize;
-        if self.cfg.urls[self.url(s) as usize].expect.is_some() {
+        if !self.cfg.urls[self.url(s) as usize].expect.is_empty() {
             self.hash[s].update(data);
         }
     }
@@ -220,7 +220,7 @@ impl Handler for Fetches<'_> {
         let sent = self.sent_at[s];
         let good = match end {
             End::Done { status, body } => {
-                let expect = self.cfg.urls[self.url(s) as usize].expect.as_ref();
+                let expect = self.cfg.urls[self.url(s) as usize].expect.as_slice();
                 let hash = &mut self.hash[s];
                 let v = bareweb_loadgen::tally::verdict(
                     self.cfg.expect_status,

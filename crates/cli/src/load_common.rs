@@ -54,9 +54,11 @@ pub struct LoadArgs {
     /// Seed of every random choice (URLs, sessions).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Check each body's length and SHA-256 against the files under this directory.
+    /// Check each body's length and SHA-256 against the files under this directory. Give it
+    /// twice (two versions of a site, across a rolling update) and a body must equal the
+    /// file of one of them, whole.
     #[arg(long)]
-    pub verify: Option<PathBuf>,
+    pub verify: Vec<PathBuf>,
     /// The status a good response has (as `bareweb get --expect-status`).
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u16).range(100..=599))]
     pub expect_status: u16,

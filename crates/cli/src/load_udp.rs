@@ -46,7 +46,10 @@ fn urls(a: &LoadArgs, list: &[String]) -> Result<(bwudp::UdpTarget, Vec<UdpUrl>)
                 target.addr
             ));
         }
-        let expect = match &a.verify {
+        if a.verify.len() > 1 {
+            return Err("--verify: the UDP client checks against one directory".into());
+        }
+        let expect = match a.verify.first() {
             Some(dir) => {
                 let p = crate::util::site_file(dir, &path);
                 Some(std::fs::read(&p).map_err(|e| format!("--verify: {}: {e}", p.display()))?)

@@ -35,26 +35,30 @@ impl Default for Tally {
 }
 
 /// What a complete response is worth: `None` when good, else the error it counts as.
-/// `sha256` is asked for only when the length matched.
+/// `expect` lists the bodies a good response may carry (one per `--verify` directory, so a
+/// run across a content change accepts either version whole); empty means unchecked.
+/// `sha256` is asked for only when some length matched.
 pub fn verdict(
     expect_status: u16,
-    expect: Option<&Expect>,
+    expect: &[Expect],
     status: u16,
     body: u64,
     sha256: impl FnOnce() -> [u8; 32],
 ) -> Option<ErrorKind> {
     if status != expect_status {
-        Some(ErrorKind::BadStatus)
-    } else if let Some(x) = expect {
-        if x.len != body {
-            Some(ErrorKind::LengthMismatch)
-        } else if sha256() != x.sha256 {
-            Some(ErrorKind::Sha256Mismatch)
-        } else {
-            None
-        }
-    } else {
+        return Some(ErrorKind::BadStatus);
+    }
+    if expect.is_empty() {
+        return None;
+    }
+    if !expect.iter().any(|x| x.len == body) {
+        return Some(ErrorKind::LengthMismatch);
+    }
+    let got = sha256();
+    if expect.iter().any(|x| x.len == body && x.sha256 == got) {
         None
+    } else {
+        Some(ErrorKind::Sha256Mismatch)
     }
 }
 
@@ -200,19 +204,32 @@ mod tests {
             4,
             1_000_000,
             2_000_000,
-            verdict(200, Some(&x), 200, 4, || [7; 32])
+            verdict(200, core::slice::from_ref(&x), 200, 4, || [7; 32])
         ));
-        let v = verdict(200, Some(&x), 200, 4, || [8; 32]);
+        let v = verdict(200, core::slice::from_ref(&x), 200, 4, || [8; 32]);
         assert_eq!(v, Some(ErrorKind::Sha256Mismatch));
         assert!(!t.response(200, 4, 3_000_000, 4_000_000, v));
         assert_eq!(
-            verdict(200, Some(&x), 404, 4, || unreachable!()),
+            verdict(200, core::slice::from_ref(&x), 404, 4, || unreachable!()),
             Some(ErrorKind::BadStatus)
         );
         assert_eq!(
-            verdict(200, Some(&x), 200, 5, || unreachable!()),
+            verdict(200, core::slice::from_ref(&x), 200, 5, || unreachable!()),
             Some(ErrorKind::LengthMismatch)
         );
+        // Two versions of a file: either one whole is good, a mix of them is not.
+        let y = Expect {
+            len: 5,
+            sha256: [9; 32],
+        };
+        let both = [x.clone(), y];
+        assert_eq!(verdict(200, &both, 200, 4, || [7; 32]), None);
+        assert_eq!(verdict(200, &both, 200, 5, || [9; 32]), None);
+        assert_eq!(
+            verdict(200, &both, 200, 5, || [7; 32]),
+            Some(ErrorKind::Sha256Mismatch)
+        );
+        assert_eq!(verdict(200, &[], 200, 77, || unreachable!()), None);
         t.error(ErrorKind::ResponseTimeout, 1);
         let r = t.report("parallel 1".into(), "bare-tap", 2.0, 0, 0.5);
         assert_eq!(

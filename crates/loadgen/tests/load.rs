@@ -135,7 +135,7 @@ fn config(srv: &TestServer, paths: &[&str], mode: Mode) -> LoadConfig {
         .iter()
         .map(|p| UrlEntry {
             path: p.to_string(),
-            expect: None,
+            expect: Vec::new(),
         })
         .collect();
     let mut c = LoadConfig::new(target, urls, mode);
@@ -298,7 +298,7 @@ fn bodies_are_checked_against_sha256() {
         sha256: Sha256::digest(BODY).into(),
     };
     for u in &mut c.urls {
-        u.expect = Some(expect.clone());
+        u.expect = vec![expect.clone()];
     }
     c.fetches = 50;
     c.keepalive = true;

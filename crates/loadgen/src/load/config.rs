@@ -26,7 +26,8 @@ pub struct Expect {
 #[derive(Clone, Debug)]
 pub struct UrlEntry {
     pub path: String,
-    pub expect: Option<Expect>,
+    /// The bodies a good response may carry (any one of them, whole); empty: unchecked.
+    pub expect: Vec<Expect>,
 }
 
 #[derive(Clone, Debug)]

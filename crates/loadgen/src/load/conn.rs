@@ -308,9 +308,9 @@ fn begin_response(ctx: &Ctx, slot: &mut Slot) {
     slot.parser.reset();
     slot.status = 0;
     slot.first_at = 0;
-    if ctx.cfg.urls[slot.pending[slot.p_head].url as usize]
+    if !ctx.cfg.urls[slot.pending[slot.p_head].url as usize]
         .expect
-        .is_some()
+        .is_empty()
     {
         slot.hasher = Sha256::new();
     }
@@ -418,9 +418,9 @@ fn read_all(ctx: &mut Ctx, slot: &mut Slot, i: usize, rbuf: &mut [u8], now: u64)
                     consumed,
                     data: body,
                 }) => {
-                    if ctx.cfg.urls[slot.pending[slot.p_head].url as usize]
+                    if !ctx.cfg.urls[slot.pending[slot.p_head].url as usize]
                         .expect
-                        .is_some()
+                        .is_empty()
                     {
                         slot.hasher.update(body);
                     }
@@ -473,7 +473,7 @@ fn complete(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
     let body = slot.parser.body_bytes;
     let v = verdict(
         ctx.cfg.expect_status,
-        ctx.cfg.urls[p.url as usize].expect.as_ref(),
+        &ctx.cfg.urls[p.url as usize].expect,
         slot.status,
         body,
         || slot.hasher.finalize_reset().into(),
