@@ -36,16 +36,23 @@ def test_unit_capabilities_are_enough():
     ns = Netns("bws")
     proc = None
     try:
-        ns.ip("tuntap", "add", "dev", "bw0", "mode", "tap", "multi_queue")
+        ns.ip("tuntap", "add", "dev", "bw0", "mode", "tap")
         ns.ip("addr", "add", "10.0.0.1/24", "dev", "bw0")
         ns.ip("link", "set", "bw0", "up")
         log = tempfile.TemporaryFile("w+")
-        proc = subprocess.Popen(
-            ns.cmd("setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups",
-                   "--inh-caps", "-all,+net_admin", "--ambient-caps", "-all,+net_admin",
-                   "--no-new-privs", BIN, "serve", SITE, "--tap", "bw0", "--host-ip", "none",
-                   "--ip", f"{SERVER_IP}/24", "--drain-grace", "1", "--drain-timeout", "5"),
-            stdout=log, stderr=subprocess.STDOUT)
+        # A Debian host's udev makes /dev/net/tun 0666; a machine without udev (this
+        # test's, a container) may have it 0600. The server gets the usual one, in its own
+        # mount namespace (`ip netns exec` makes one), without touching the host's node.
+        tun = pathlib.Path(tempfile.mkdtemp(prefix="bwtun")) / "tun"
+        serve = ["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups",
+                 "--inh-caps", "-all,+net_admin", "--ambient-caps", "-all,+net_admin",
+                 "--no-new-privs", str(BIN), "serve", str(SITE), "--tap", "bw0",
+                 "--host-ip", "none", "--ip", f"{SERVER_IP}/24", "--drain-grace", "1",
+                 "--drain-timeout", "5"]
+        script = (f"mknod -m 666 {tun} c 10 200 && mount --bind {tun} /dev/net/tun && "
+                  f"exec {' '.join(serve)}")
+        proc = subprocess.Popen(ns.cmd("sh", "-c", script), stdout=log,
+                                stderr=subprocess.STDOUT)
         deadline = time.time() + 20
         code = ""
         while time.time() < deadline and code != "200":
@@ -62,6 +69,7 @@ def test_unit_capabilities_are_enough():
             proc.kill()
             proc.wait()
         ns.close()
+        shutil.rmtree(tun.parent, ignore_errors=True)
 
 
 def _out(log):
