@@ -783,4 +783,24 @@ pub(crate) mod tests {
             "{json}"
         );
     }
+
+    /// docs/usage.md ("Monitoring") names every metric a server can show (DHCP's
+    /// per-counter family is described there by pattern), so its table stays true.
+    #[test]
+    fn every_metric_is_in_the_usage_docs() {
+        let drain: &'static crate::server::drain::Drain =
+            Box::leak(Box::new(crate::server::drain::Drain::new(5_000, 30_000)));
+        let board = Board::new("netcore", &[Role::Net, Role::Http]).with_drain(Some(drain));
+        let mut out = vec![0u8; 64 * 1024];
+        let n = render_metrics(&board, &mut out).unwrap();
+        let text = core::str::from_utf8(&out[..n]).unwrap();
+        let docs = include_str!("../../../../docs/usage.md");
+        let missing: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.split(' ').next())
+            .filter(|name| !docs.contains(&format!("`{name}`")))
+            .collect();
+        assert!(missing.is_empty(), "not in docs/usage.md: {missing:?}");
+    }
 }
