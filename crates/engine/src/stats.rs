@@ -32,6 +32,12 @@ macro_rules! counters {
             pub fn fields(&self) -> [(&'static str, u64); STATS_FIELDS] {
                 [$((stringify!($name), self.$name),)*]
             }
+
+            /// Every counter at `v` (tests: the widest pages).
+            #[cfg(test)]
+            pub fn filled(v: u64) -> Stats {
+                Stats { $($name: v,)* }
+            }
         }
     };
 }

@@ -115,6 +115,14 @@ pub struct Board {
 }
 
 impl Board {
+    /// Bytes a server lends one response of these pages ([`DynamicPage::buffer_len`]):
+    /// the metrics are about 15 KB plus 5.5 KB per core (measured; the JSON is smaller),
+    /// so room for both with a margin, and never less than [`JSON_MAX`].
+    pub fn buffer_len(&self) -> usize {
+        let want = 32 * 1024 + self.roles.len() * 8 * 1024;
+        want.next_multiple_of(4096).max(JSON_MAX)
+    }
+
     /// A board for `roles.len()` cores running in `mode` (`single`, `netcore`,
     /// `perqueue`), every word zero.
     pub fn new(mode: &'static str, roles: &[Role]) -> Board {
@@ -703,6 +711,10 @@ impl StatsPage {
 }
 
 impl DynamicPage for StatsPage {
+    fn buffer_len(&self) -> usize {
+        self.board.buffer_len()
+    }
+
     fn claims(&self, target: &[u8], peer: core::net::IpAddr) -> bool {
         self.board.pages().page_for(target, peer).is_some()
     }

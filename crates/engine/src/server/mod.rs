@@ -90,6 +90,10 @@ use crate::tcp::tcb::TCB_SIZE_MAX;
 /// about every request target before the site, and lends it a buffer of [`DYN_MAX`]
 /// bytes that the connection keeps until the response is acknowledged.
 pub trait DynamicPage: Send {
+    /// Bytes of the buffer one response needs (at least [`DYN_MAX`] is lent).
+    fn buffer_len(&self) -> usize {
+        DYN_MAX
+    }
     /// Whether this page answers `target` for the client at `peer` (a PROXY protocol
     /// header's client, which may be IPv6, when the connection came through a balancer).
     fn claims(&self, target: &[u8], peer: core::net::IpAddr) -> bool;
@@ -112,7 +116,8 @@ const ROUND_BUDGET: u32 = 64;
 const RX_BURST: usize = 32;
 /// Dynamic-response buffers per server, and their size.
 const DYN_SLOTS: usize = 4;
-/// Bytes of one dynamic-response buffer.
+/// Bytes of one dynamic-response buffer, at least (a page may ask for more:
+/// [`DynamicPage::buffer_len`]).
 pub const DYN_MAX: usize = 64 * 1024;
 /// Interval of the timer scan over all TCBs (HTTP's timeouts, the stall abort); a TCP
 /// timer due sooner brings the scan forward (`next_timer_ns`).
@@ -137,7 +142,9 @@ const _: () = assert!(core::mem::size_of::<ServerTcb>() <= TCB_SIZE_MAX);
 /// The dynamic page and its response buffers (allocated once, at `serve_dynamic`).
 struct Dynamic {
     page: Box<dyn DynamicPage>,
+    /// [`DYN_SLOTS`] buffers of `slot_len` bytes.
     pool: Vec<u8>,
+    slot_len: usize,
     free: Vec<u8>,
 }
 
@@ -358,9 +365,11 @@ impl<L: Lookup<'static>> Server<L> {
     /// Answers the requests `page` claims with it (allocating its response buffers now,
     /// once). Without this call every request goes to the site.
     pub fn serve_dynamic(&mut self, page: Box<dyn DynamicPage>) {
+        let slot_len = page.buffer_len().max(DYN_MAX);
         self.dynamic = Some(Dynamic {
             page,
-            pool: vec![0; DYN_SLOTS * DYN_MAX],
+            pool: vec![0; DYN_SLOTS * slot_len],
+            slot_len,
             free: (0..DYN_SLOTS as u8).collect(),
         });
     }

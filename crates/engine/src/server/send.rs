@@ -5,7 +5,7 @@
 
 use super::drain::Phase;
 use super::proxy::{client_of, Header};
-use super::{AccessLog, AccessRecord, Server, DYN_MAX};
+use super::{AccessLog, AccessRecord, Server};
 use crate::http::conn::{Sending, NO_DYN};
 use crate::http::{self, Parse, Status};
 use crate::iface::egress::TSO_HEAD_MAX;
@@ -96,7 +96,7 @@ impl<L: Lookup<'static>> Server<L> {
                             Some(slot) => {
                                 dyn_slot = slot;
                                 let s = usize::from(slot);
-                                let out = &mut d.pool[s * DYN_MAX..(s + 1) * DYN_MAX];
+                                let out = &mut d.pool[s * d.slot_len..(s + 1) * d.slot_len];
                                 let own = (&self.stats, &self.times, &self.stay);
                                 let peer = client_of!(self, idx);
                                 (d.page.respond(own, &request, peer, now, name, out), len)
@@ -246,7 +246,7 @@ impl<L: Lookup<'static>> Server<L> {
         let head_buf: &[u8] = match &self.dynamic {
             Some(d) if t.app.dyn_slot != NO_DYN => {
                 let s = usize::from(t.app.dyn_slot);
-                &d.pool[s * DYN_MAX..(s + 1) * DYN_MAX]
+                &d.pool[s * d.slot_len..(s + 1) * d.slot_len]
             }
             _ => &self.head_slab[idx * http::HEAD_MAX..(idx + 1) * http::HEAD_MAX],
         };

@@ -447,3 +447,35 @@ fn metrics_read_each_platform_unit_once_and_group_each_family() {
         }
     }
 }
+
+/// The stats JSON and the metrics of a board fit the buffer it asks its servers for
+/// ([`Board::buffer_len`]), from one core to the bare machine's most (32), in the mode
+/// with the most rows, with DHCP's and a drain's families too.
+#[test]
+fn the_pages_fit_their_buffer_on_every_core_count() {
+    static DHCP: std::sync::OnceLock<crate::dhcp::shared::Shared> = std::sync::OnceLock::new();
+    let dhcp = DHCP.get_or_init(crate::dhcp::shared::Shared::new);
+    let drain: &'static crate::server::drain::Drain =
+        Box::leak(Box::new(crate::server::drain::Drain::new(5_000, 30_000)));
+    for n in [1usize, 2, 9, 10, 16, 32] {
+        let roles: Vec<Role> = (0..n)
+            .map(|i| if i == 0 { Role::Net } else { Role::Http })
+            .collect();
+        let board = Board::new("netcore", &roles)
+            .with_dhcp(Some(dhcp))
+            .with_drain(Some(drain));
+        // Every word at its widest.
+        for core in 0..n {
+            let stats = crate::stats::Stats::filled(u64::MAX);
+            board.publish_server(core, &stats, &Default::default(), &Default::default());
+        }
+        let len = board.buffer_len();
+        let mut out = vec![0u8; len];
+        let m = crate::cores::pages::render_metrics(&board, &mut out);
+        assert!(m.is_some(), "{n} cores: the metrics overflow {len} bytes");
+        assert!(
+            board.render_json(&mut out).is_some(),
+            "{n} cores: the JSON overflows {len}"
+        );
+    }
+}
