@@ -176,6 +176,7 @@ impl ProducesTickets for Ticketer {
 mod tests {
     use super::*;
     use crate::testing::{FixedTime, TestRandom};
+    use alloc::vec;
     use core::sync::atomic::Ordering;
 
     static RNG: TestRandom = TestRandom::new(7);

@@ -48,6 +48,12 @@ impl Alg {
         }
     }
 
+    /// The key's first `key_len` bytes (rustls hands exactly that many); an empty slice,
+    /// which no cipher takes, if the key is shorter.
+    fn key_of(self, key: &AeadKey) -> &[u8] {
+        key.as_ref().get(..self.key_len()).unwrap_or_default()
+    }
+
     fn secrets(self, key: AeadKey, iv: Iv) -> ConnectionTrafficSecrets {
         match self {
             Self::Aes128Gcm => ConnectionTrafficSecrets::Aes128Gcm { key, iv },
@@ -89,7 +95,7 @@ impl Tls13AeadAlgorithm for Alg {
                 Err(_) => Box::new(Broken),
             }
         }
-        with_cipher!(self, (key.as_ref(), iv), make)
+        with_cipher!(self, (self.key_of(&key), iv), make)
     }
 
     fn decrypter(&self, key: AeadKey, iv: Iv) -> Box<dyn MessageDecrypter> {
@@ -99,7 +105,7 @@ impl Tls13AeadAlgorithm for Alg {
                 Err(_) => Box::new(Broken),
             }
         }
-        with_cipher!(self, (key.as_ref(), iv), make)
+        with_cipher!(self, (self.key_of(&key), iv), make)
     }
 
     fn key_len(&self) -> usize {
@@ -191,7 +197,7 @@ impl Tls12AeadAlgorithm for Alg {
         } else {
             full_iv(iv)
         };
-        with_cipher!(self, (key.as_ref(), iv, explicit), make)
+        with_cipher!(self, (self.key_of(&key), iv, explicit), make)
     }
 
     fn decrypter(&self, key: AeadKey, iv: &[u8]) -> Box<dyn MessageDecrypter> {
@@ -211,7 +217,7 @@ impl Tls12AeadAlgorithm for Alg {
         } else {
             full_iv(iv)
         };
-        with_cipher!(self, (key.as_ref(), iv, explicit), make)
+        with_cipher!(self, (self.key_of(&key), iv, explicit), make)
     }
 
     fn key_block_shape(&self) -> KeyBlockShape {
