@@ -453,21 +453,27 @@ impl TlsConn {
     }
 
     /// Marks the connection failed and appends whatever rustls queued (the alert) to `out`.
+    ///
+    /// rustls hands queued records out before it reads any input, and is asked only while
+    /// it has some: once failed it must not read input again (it would fail a second time).
+    /// The buffer passed is still the connection's own, as rustls keeps offsets into it.
     fn fail(&mut self, out: &mut Vec<u8>) {
         self.phase = Phase::Failed;
-        self.inbuf.clear();
-        for _ in 0..4 {
-            let UnbufferedStatus { state, .. } = self.conn.process_tls_records(&mut []);
+        for _ in 0..8 {
+            if !self.conn.wants_write() {
+                break;
+            }
+            let UnbufferedStatus { state, .. } = self.conn.process_tls_records(&mut self.inbuf);
             match state {
                 Ok(ConnectionState::EncodeTlsData(mut encode)) => {
                     if encode_into(out, |buf| encode.encode(buf)).is_err() {
                         break;
                     }
                 }
-                Ok(ConnectionState::TransmitTlsData(transmit)) => transmit.done(),
                 _ => break,
             }
         }
+        self.inbuf = Vec::new();
     }
 }
 
