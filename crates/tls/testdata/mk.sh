@@ -1,7 +1,8 @@
 #!/bin/sh
 # Remakes the test-only CA and leaf certificates (100 years). See README.md.
 set -e
-cd "$(dirname "$0")"
+# Into the directory given, or next to this script.
+cd "${1:-$(dirname "$0")}"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 36500 \
   -keyout ca-key.pem -out ca.pem -subj "/CN=bareweb test CA" \
   -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
