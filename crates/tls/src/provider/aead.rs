@@ -164,12 +164,13 @@ impl<A: RecordAead> MessageDecrypter for Tls13Cipher<A> {
         seq: u64,
     ) -> Result<InboundPlainMessage<'a>, Error> {
         let payload = &mut m.payload;
+        // TLSCiphertext.length is at most 2^14 + 256 (RFC 8446 §5.2).
+        if payload.len() > MAX_FRAGMENT_LEN + 256 {
+            return Err(Error::PeerSentOversizedRecord);
+        }
         let Some(plain_len) = payload.len().checked_sub(TAG_LEN) else {
             return Err(Error::DecryptError);
         };
-        if plain_len > MAX_FRAGMENT_LEN + 256 {
-            return Err(Error::PeerSentOversizedRecord);
-        }
         let nonce = Nonce::new(&self.iv, seq).0;
         let aad = make_tls13_aad(payload.len());
         let (body, tag) = payload.split_at_mut(plain_len);
