@@ -41,6 +41,9 @@ pub const TARGETS: &[&str] = &[
     "kernel_madt",
     // The load generator's response reader (crates/loadgen/src/http.rs).
     "http_response",
+    // TLS (crates/tls): the record layer, then a server connection's whole input.
+    "tls_record",
+    "tls_server",
 ];
 
 /// Installs nightly (minimal profile) and cargo-fuzz if they are missing.
