@@ -48,6 +48,9 @@ pub const TARGETS: &[&str] = &[
     "http_response",
     // A redirect's Location and its resolution (`bareweb get --follow`).
     "redirect",
+    // TLS (crates/tls): the record layer, then a server connection's whole input.
+    "tls_record",
+    "tls_server",
 ];
 
 /// Installs nightly (minimal profile) and cargo-fuzz if they are missing.

@@ -29,6 +29,9 @@ const APT_PACKAGES: &[&str] = &[
     "curl",
     "wget",
     "python3",
+    // crates/tls/tests/real_clients.rs: `openssl s_client` as a client, and the test's
+    // certificates (crates/tls/testdata/mk.sh).
+    "openssl",
     // The bare-machine kernel: QEMU for `bareweb run` and tests/kernel, GRUB
     // (BIOS and UEFI) and xorriso for `bareweb build --iso/--disk`, OVMF to boot them
     // under UEFI.

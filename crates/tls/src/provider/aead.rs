@@ -1,0 +1,378 @@
+//! The record ciphers: AES-128-GCM, AES-256-GCM (the `aes-gcm` crate) and ChaCha20-Poly1305
+//! (`chacha20poly1305`), as rustls's TLS 1.3 (RFC 8446 §5.2) and TLS 1.2 (RFC 5288 for GCM,
+//! RFC 7905 for ChaCha20-Poly1305) AEAD algorithms.
+//!
+//! The nonce of every record is the connection's IV XORed with the record's sequence number
+//! (TLS 1.3, and TLS 1.2 ChaCha20-Poly1305); TLS 1.2 GCM sends the last 8 bytes of that same
+//! nonce as its explicit nonce, as rustls's own providers do. The same key and sequence number
+//! therefore always give the same record bytes. Every length taken from a received record is
+//! checked before use: a short or oversized record is a `DecryptError` or
+//! `PeerSentOversizedRecord`, never a panic.
+
+use alloc::boxed::Box;
+
+use aes_gcm::aead::{AeadCore, AeadInPlace, KeyInit};
+use aes_gcm::{Aes128Gcm, Aes256Gcm};
+use chacha20poly1305::ChaCha20Poly1305;
+use rustls::crypto::cipher::{
+    make_tls12_aad, make_tls13_aad, AeadKey, InboundOpaqueMessage, InboundPlainMessage, Iv,
+    KeyBlockShape, MessageDecrypter, MessageEncrypter, Nonce, OutboundOpaqueMessage,
+    OutboundPlainMessage, PrefixedPayload, Tls12AeadAlgorithm, Tls13AeadAlgorithm,
+    UnsupportedOperationError, NONCE_LEN,
+};
+use rustls::{ConnectionTrafficSecrets, ContentType, Error, ProtocolVersion};
+
+/// The tag of all three AEADs.
+pub const TAG_LEN: usize = 16;
+/// TLS 1.2 GCM's explicit nonce on the wire (RFC 5288 §3).
+pub const GCM_EXPLICIT_NONCE_LEN: usize = 8;
+/// The largest plaintext of a record (RFC 8446 §5.1).
+const MAX_FRAGMENT_LEN: usize = 16384;
+
+/// One of the three record AEADs; each is both a TLS 1.3 and a TLS 1.2 algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Alg {
+    /// AES-128-GCM (NIST SP 800-38D).
+    Aes128Gcm,
+    /// AES-256-GCM.
+    Aes256Gcm,
+    /// ChaCha20-Poly1305 (RFC 8439).
+    ChaCha20Poly1305,
+}
+
+impl Alg {
+    fn key_len(self) -> usize {
+        match self {
+            Self::Aes128Gcm => 16,
+            Self::Aes256Gcm | Self::ChaCha20Poly1305 => 32,
+        }
+    }
+
+    /// The key's first `key_len` bytes (rustls hands exactly that many); an empty slice,
+    /// which no cipher takes, if the key is shorter.
+    fn key_of(self, key: &AeadKey) -> &[u8] {
+        key.as_ref().get(..self.key_len()).unwrap_or_default()
+    }
+
+    fn secrets(self, key: AeadKey, iv: Iv) -> ConnectionTrafficSecrets {
+        match self {
+            Self::Aes128Gcm => ConnectionTrafficSecrets::Aes128Gcm { key, iv },
+            Self::Aes256Gcm => ConnectionTrafficSecrets::Aes256Gcm { key, iv },
+            Self::ChaCha20Poly1305 => ConnectionTrafficSecrets::Chacha20Poly1305 { key, iv },
+        }
+    }
+}
+
+/// Builds a cipher of the algorithm from rustls's key and hands it to `make`; a key of the
+/// wrong length (rustls never gives one) becomes a cipher that fails every record.
+macro_rules! with_cipher {
+    ($alg:expr, $key:expr, $make:ident) => {
+        match $alg {
+            Alg::Aes128Gcm => $make::<Aes128Gcm>($key),
+            Alg::Aes256Gcm => $make::<Aes256Gcm>($key),
+            Alg::ChaCha20Poly1305 => $make::<ChaCha20Poly1305>($key),
+        }
+    };
+}
+
+/// What the record ciphers need of an AEAD.
+pub trait RecordAead: AeadInPlace + KeyInit + Send + Sync + 'static {}
+impl<A: AeadInPlace + KeyInit + Send + Sync + 'static> RecordAead for A {}
+
+fn nonce_of<A: RecordAead>(n: &[u8; NONCE_LEN]) -> &aes_gcm::aead::Nonce<A> {
+    aes_gcm::aead::Nonce::<A>::from_slice(n)
+}
+
+fn tag_of<A: RecordAead>(t: &[u8]) -> &aes_gcm::aead::Tag<A> {
+    aes_gcm::aead::Tag::<A>::from_slice(t)
+}
+
+impl Tls13AeadAlgorithm for Alg {
+    fn encrypter(&self, key: AeadKey, iv: Iv) -> Box<dyn MessageEncrypter> {
+        fn make<A: RecordAead>((key, iv): (&[u8], Iv)) -> Box<dyn MessageEncrypter> {
+            match A::new_from_slice(key) {
+                Ok(aead) => Box::new(Tls13Cipher { aead, iv }),
+                Err(_) => Box::new(Broken),
+            }
+        }
+        with_cipher!(self, (self.key_of(&key), iv), make)
+    }
+
+    fn decrypter(&self, key: AeadKey, iv: Iv) -> Box<dyn MessageDecrypter> {
+        fn make<A: RecordAead>((key, iv): (&[u8], Iv)) -> Box<dyn MessageDecrypter> {
+            match A::new_from_slice(key) {
+                Ok(aead) => Box::new(Tls13Cipher { aead, iv }),
+                Err(_) => Box::new(Broken),
+            }
+        }
+        with_cipher!(self, (self.key_of(&key), iv), make)
+    }
+
+    fn key_len(&self) -> usize {
+        Alg::key_len(*self)
+    }
+
+    fn extract_keys(
+        &self,
+        key: AeadKey,
+        iv: Iv,
+    ) -> Result<ConnectionTrafficSecrets, UnsupportedOperationError> {
+        Ok(self.secrets(key, iv))
+    }
+}
+
+/// TLS 1.3's record protection: the inner content type follows the plaintext, the AAD is the
+/// record header (RFC 8446 §5.2).
+struct Tls13Cipher<A> {
+    aead: A,
+    iv: Iv,
+}
+
+impl<A: RecordAead> MessageEncrypter for Tls13Cipher<A> {
+    fn encrypt(
+        &mut self,
+        m: OutboundPlainMessage<'_>,
+        seq: u64,
+    ) -> Result<OutboundOpaqueMessage, Error> {
+        let total_len = self.encrypted_payload_len(m.payload.len());
+        let mut payload = PrefixedPayload::with_capacity(total_len);
+        payload.extend_from_chunks(&m.payload);
+        payload.extend_from_slice(&m.typ.to_array());
+        let nonce = Nonce::new(&self.iv, seq).0;
+        let aad = make_tls13_aad(total_len);
+        let tag = self
+            .aead
+            .encrypt_in_place_detached(nonce_of::<A>(&nonce), &aad, payload.as_mut())
+            .map_err(|_| Error::EncryptError)?;
+        payload.extend_from_slice(&tag);
+        Ok(OutboundOpaqueMessage::new(
+            ContentType::ApplicationData,
+            ProtocolVersion::TLSv1_2,
+            payload,
+        ))
+    }
+
+    fn encrypted_payload_len(&self, payload_len: usize) -> usize {
+        payload_len + 1 + TAG_LEN
+    }
+}
+
+impl<A: RecordAead> MessageDecrypter for Tls13Cipher<A> {
+    fn decrypt<'a>(
+        &mut self,
+        mut m: InboundOpaqueMessage<'a>,
+        seq: u64,
+    ) -> Result<InboundPlainMessage<'a>, Error> {
+        let payload = &mut m.payload;
+        // TLSCiphertext.length is at most 2^14 + 256 (RFC 8446 §5.2).
+        if payload.len() > MAX_FRAGMENT_LEN + 256 {
+            return Err(Error::PeerSentOversizedRecord);
+        }
+        let Some(plain_len) = payload.len().checked_sub(TAG_LEN) else {
+            return Err(Error::DecryptError);
+        };
+        let nonce = Nonce::new(&self.iv, seq).0;
+        let aad = make_tls13_aad(payload.len());
+        let (body, tag) = payload.split_at_mut(plain_len);
+        self.aead
+            .decrypt_in_place_detached(nonce_of::<A>(&nonce), &aad, body, tag_of::<A>(tag))
+            .map_err(|_| Error::DecryptError)?;
+        payload.truncate(plain_len);
+        m.into_tls13_unpadded_message()
+    }
+}
+
+impl Tls12AeadAlgorithm for Alg {
+    fn encrypter(&self, key: AeadKey, iv: &[u8], extra: &[u8]) -> Box<dyn MessageEncrypter> {
+        fn make<A: RecordAead>(
+            (key, iv, explicit): (&[u8], Option<Iv>, bool),
+        ) -> Box<dyn MessageEncrypter> {
+            match (A::new_from_slice(key), iv) {
+                (Ok(aead), Some(iv)) => Box::new(Tls12Cipher { aead, iv, explicit }),
+                _ => Box::new(Broken),
+            }
+        }
+        let explicit = *self != Alg::ChaCha20Poly1305;
+        let iv = if explicit {
+            gcm_iv(iv, extra)
+        } else {
+            full_iv(iv)
+        };
+        with_cipher!(self, (self.key_of(&key), iv, explicit), make)
+    }
+
+    fn decrypter(&self, key: AeadKey, iv: &[u8]) -> Box<dyn MessageDecrypter> {
+        fn make<A: RecordAead>(
+            (key, iv, explicit): (&[u8], Option<Iv>, bool),
+        ) -> Box<dyn MessageDecrypter> {
+            match (A::new_from_slice(key), iv) {
+                (Ok(aead), Some(iv)) => Box::new(Tls12Cipher { aead, iv, explicit }),
+                _ => Box::new(Broken),
+            }
+        }
+        let explicit = *self != Alg::ChaCha20Poly1305;
+        // GCM's decrypter takes the nonce's last 8 bytes from each record: only the 4-byte
+        // salt of the key block is the connection's.
+        let iv = if explicit {
+            gcm_iv(iv, &[0; GCM_EXPLICIT_NONCE_LEN])
+        } else {
+            full_iv(iv)
+        };
+        with_cipher!(self, (self.key_of(&key), iv, explicit), make)
+    }
+
+    fn key_block_shape(&self) -> KeyBlockShape {
+        match self {
+            Alg::ChaCha20Poly1305 => KeyBlockShape {
+                enc_key_len: 32,
+                fixed_iv_len: 12,
+                explicit_nonce_len: 0,
+            },
+            gcm => KeyBlockShape {
+                enc_key_len: gcm.key_len(),
+                fixed_iv_len: 4,
+                explicit_nonce_len: GCM_EXPLICIT_NONCE_LEN,
+            },
+        }
+    }
+
+    fn extract_keys(
+        &self,
+        key: AeadKey,
+        iv: &[u8],
+        explicit: &[u8],
+    ) -> Result<ConnectionTrafficSecrets, UnsupportedOperationError> {
+        let iv = match self {
+            Alg::ChaCha20Poly1305 => full_iv(iv),
+            _ => gcm_iv(iv, explicit),
+        };
+        iv.map(|iv| self.secrets(key, iv))
+            .ok_or(UnsupportedOperationError)
+    }
+}
+
+/// The 12-byte nonce base of TLS 1.2 GCM: the key block's 4-byte salt, then its 8-byte
+/// explicit-nonce seed.
+fn gcm_iv(salt: &[u8], explicit: &[u8]) -> Option<Iv> {
+    let mut iv = [0; NONCE_LEN];
+    if salt.len() != 4 || explicit.len() != GCM_EXPLICIT_NONCE_LEN {
+        return None;
+    }
+    iv[..4].copy_from_slice(salt);
+    iv[4..].copy_from_slice(explicit);
+    Some(Iv::new(iv))
+}
+
+fn full_iv(iv: &[u8]) -> Option<Iv> {
+    <[u8; NONCE_LEN]>::try_from(iv).ok().map(Iv::new)
+}
+
+/// TLS 1.2's record protection: the AAD is the sequence number and the plaintext's header
+/// (RFC 5246 §6.2.3.3); GCM sends an explicit nonce before the ciphertext.
+struct Tls12Cipher<A> {
+    aead: A,
+    iv: Iv,
+    /// GCM (an 8-byte explicit nonce on the wire) rather than ChaCha20-Poly1305.
+    explicit: bool,
+}
+
+impl<A: RecordAead> Tls12Cipher<A> {
+    fn prefix(&self) -> usize {
+        if self.explicit {
+            GCM_EXPLICIT_NONCE_LEN
+        } else {
+            0
+        }
+    }
+}
+
+impl<A: RecordAead> MessageEncrypter for Tls12Cipher<A> {
+    fn encrypt(
+        &mut self,
+        m: OutboundPlainMessage<'_>,
+        seq: u64,
+    ) -> Result<OutboundOpaqueMessage, Error> {
+        let prefix = self.prefix();
+        let mut payload =
+            PrefixedPayload::with_capacity(self.encrypted_payload_len(m.payload.len()));
+        let nonce = Nonce::new(&self.iv, seq).0;
+        payload.extend_from_slice(&nonce[NONCE_LEN - prefix..]);
+        payload.extend_from_chunks(&m.payload);
+        let aad = make_tls12_aad(seq, m.typ, m.version, m.payload.len());
+        let tag = self
+            .aead
+            .encrypt_in_place_detached(nonce_of::<A>(&nonce), &aad, &mut payload.as_mut()[prefix..])
+            .map_err(|_| Error::EncryptError)?;
+        payload.extend_from_slice(&tag);
+        Ok(OutboundOpaqueMessage::new(m.typ, m.version, payload))
+    }
+
+    fn encrypted_payload_len(&self, payload_len: usize) -> usize {
+        self.prefix() + payload_len + TAG_LEN
+    }
+}
+
+impl<A: RecordAead> MessageDecrypter for Tls12Cipher<A> {
+    fn decrypt<'a>(
+        &mut self,
+        mut m: InboundOpaqueMessage<'a>,
+        seq: u64,
+    ) -> Result<InboundPlainMessage<'a>, Error> {
+        let prefix = self.prefix();
+        let payload = &mut m.payload;
+        let Some(plain_len) = payload.len().checked_sub(prefix + TAG_LEN) else {
+            return Err(Error::DecryptError);
+        };
+        if plain_len > MAX_FRAGMENT_LEN {
+            return Err(Error::PeerSentOversizedRecord);
+        }
+        let mut nonce = Nonce::new(&self.iv, seq).0;
+        if self.explicit {
+            nonce[NONCE_LEN - prefix..].copy_from_slice(&payload[..prefix]);
+        }
+        let aad = make_tls12_aad(seq, m.typ, m.version, plain_len);
+        let (body, tag) = payload[prefix..].split_at_mut(plain_len);
+        self.aead
+            .decrypt_in_place_detached(nonce_of::<A>(&nonce), &aad, body, tag_of::<A>(tag))
+            .map_err(|_| Error::DecryptError)?;
+        payload.copy_within(prefix..prefix + plain_len, 0);
+        payload.truncate(plain_len);
+        Ok(m.into_plain_message())
+    }
+}
+
+/// A cipher whose key could not be set: it fails every record (rustls hands keys of the
+/// length the algorithm states, so this is never built in practice).
+struct Broken;
+
+impl MessageEncrypter for Broken {
+    fn encrypt(
+        &mut self,
+        _: OutboundPlainMessage<'_>,
+        _: u64,
+    ) -> Result<OutboundOpaqueMessage, Error> {
+        Err(Error::EncryptError)
+    }
+
+    fn encrypted_payload_len(&self, payload_len: usize) -> usize {
+        payload_len + TAG_LEN
+    }
+}
+
+impl MessageDecrypter for Broken {
+    fn decrypt<'a>(
+        &mut self,
+        _: InboundOpaqueMessage<'a>,
+        _: u64,
+    ) -> Result<InboundPlainMessage<'a>, Error> {
+        Err(Error::DecryptError)
+    }
+}
+
+/// The nonce size of the three AEADs, checked at compile time against rustls's.
+const _: () = {
+    use aes_gcm::aead::generic_array::typenum::Unsigned;
+    assert!(<<Aes128Gcm as AeadCore>::NonceSize as Unsigned>::USIZE == NONCE_LEN);
+    assert!(<<Aes256Gcm as AeadCore>::NonceSize as Unsigned>::USIZE == NONCE_LEN);
+    assert!(<<ChaCha20Poly1305 as AeadCore>::NonceSize as Unsigned>::USIZE == NONCE_LEN);
+};

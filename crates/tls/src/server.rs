@@ -1,0 +1,514 @@
+//! The server side: [`TlsServer`], a configuration built once from a certificate chain, a
+//! key and [`Options`], and [`TlsConn`], one connection's driver over rustls's unbuffered
+//! API (`UnbufferedServerConnection`, which needs no std and no I/O).
+//!
+//! The driver is what the engine's TCP connection table calls: bytes received on the
+//! connection go in ([`TlsConn::receive`]) and come out as TLS bytes to send and plaintext
+//! request bytes, in buffers the caller owns and reuses; application data is sealed into
+//! records in a caller's buffer ([`TlsConn::encrypt`]); [`TlsConn::close`] seals a
+//! close_notify. A protocol error comes back as [`Fatal`] after the alert that tells the peer
+//! why has been put in the output: the caller sends it and closes the TCP connection. The
+//! driver never panics on what it is fed, and never buffers more than [`MAX_BUFFERED`] bytes
+//! of received TLS.
+
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::fmt;
+
+use rustls::crypto::SecureRandom;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{NoServerSessionStorage, ServerConfig, UnbufferedServerConnection};
+use rustls::time_provider::TimeProvider;
+use rustls::unbuffered::{
+    AppDataRecord, ConnectionState, EncodeError, EncryptError, InsufficientSizeError,
+    UnbufferedStatus,
+};
+use rustls::{CipherSuite, NamedGroup, ProtocolVersion};
+
+use crate::provider::{self, sign::EcdsaKey, sign::KeyError};
+use crate::ticket::Ticketer;
+
+/// The most received TLS bytes a connection holds while waiting for the rest of a record or
+/// handshake message: a full record is 5 + 2^14 + 256 bytes, a handshake message rustls
+/// takes may span a few; past this the connection fails.
+pub const MAX_BUFFERED: usize = 64 * 1024;
+
+/// The most a sealed record adds to its plaintext: header (5), TLS 1.2 GCM's explicit
+/// nonce (8) and the tag (16); TLS 1.3's inner content type (1) is less than the nonce.
+pub const RECORD_OVERHEAD: usize = 5 + 8 + 16;
+/// The largest plaintext of one record.
+pub const MAX_RECORD_PLAINTEXT: usize = 16384;
+
+/// The lowest protocol version the server accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MinVersion {
+    /// TLS 1.2 and 1.3.
+    Tls12,
+    /// TLS 1.3 only.
+    Tls13,
+}
+
+/// What the server offers beyond its certificate.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The lowest version accepted.
+    pub min_version: MinVersion,
+    /// ALPN protocols, in order of preference; empty: no ALPN. The default is `http/1.1`.
+    pub alpn: Vec<Vec<u8>>,
+    /// Session tickets (TLS 1.3 PSK and TLS 1.2 RFC 5077) on; 0-RTT is never accepted.
+    pub tickets: bool,
+    /// How long a ticket key seals new tickets, in seconds; it opens them for one period
+    /// more.
+    pub ticket_lifetime: u32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            min_version: MinVersion::Tls12,
+            alpn: vec![b"http/1.1".to_vec()],
+            tickets: true,
+            ticket_lifetime: 6 * 3600,
+        }
+    }
+}
+
+/// What the platform gives TLS: randomness and the wall clock.
+#[derive(Clone)]
+pub struct Platform {
+    /// Key shares, nonces, tickets.
+    pub random: &'static dyn SecureRandom,
+    /// Certificate dates and ticket ages and rotation.
+    pub time: Arc<dyn TimeProvider>,
+}
+
+impl fmt::Debug for Platform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Platform")
+            .field("random", &self.random)
+            .field("time", &self.time)
+            .finish()
+    }
+}
+
+/// Why a server configuration was refused.
+#[derive(Debug)]
+pub enum ConfigError {
+    /// The certificate file has no PEM `CERTIFICATE` block.
+    NoCertificate,
+    /// The key file has no PEM private key block.
+    NoKey,
+    /// The key is not one the server can sign with.
+    Key(KeyError),
+    /// rustls refused the configuration (for instance: the key does not match the
+    /// certificate).
+    Rustls(rustls::Error),
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoCertificate => f.write_str("no PEM CERTIFICATE block found"),
+            Self::NoKey => f.write_str(
+                "no PEM private key found (PRIVATE KEY, EC PRIVATE KEY or RSA PRIVATE KEY)",
+            ),
+            Self::Key(e) => write!(f, "{e}"),
+            Self::Rustls(rustls::Error::InconsistentKeys(_)) => {
+                f.write_str("the private key does not match the certificate")
+            }
+            Self::Rustls(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Parses a PEM certificate chain (leaf first).
+pub fn parse_chain(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
+    let chain: Vec<_> = CertificateDer::pem_slice_iter(pem)
+        .filter_map(Result::ok)
+        .collect();
+    if chain.is_empty() {
+        return Err(ConfigError::NoCertificate);
+    }
+    Ok(chain)
+}
+
+/// Parses a PEM private key (PKCS#8, SEC1 or PKCS#1), refusing any the server cannot use.
+pub fn parse_key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, ConfigError> {
+    let key = PrivateKeyDer::from_pem_slice(pem).map_err(|_| ConfigError::NoKey)?;
+    EcdsaKey::from_der(&key).map_err(ConfigError::Key)?;
+    Ok(key)
+}
+
+/// A server's TLS configuration, shared by all its connections (and cores).
+#[derive(Clone, Debug)]
+pub struct TlsServer {
+    config: Arc<ServerConfig>,
+}
+
+impl TlsServer {
+    /// A configuration from a PEM certificate chain and PEM key. Refuses, with the reason, a
+    /// key that is not ECDSA P-256/P-384, a key that does not match the certificate, and
+    /// files without PEM blocks.
+    pub fn new(
+        chain_pem: &[u8],
+        key_pem: &[u8],
+        options: &Options,
+        platform: &Platform,
+    ) -> Result<Self, ConfigError> {
+        let chain = parse_chain(chain_pem)?;
+        let key = parse_key(key_pem)?;
+        let provider = Arc::new(provider::provider(platform.random));
+        let versions: &[&rustls::SupportedProtocolVersion] = match options.min_version {
+            MinVersion::Tls12 => &[&rustls::version::TLS13, &rustls::version::TLS12],
+            MinVersion::Tls13 => &[&rustls::version::TLS13],
+        };
+        let mut config = ServerConfig::builder_with_details(provider, platform.time.clone())
+            .with_protocol_versions(versions)
+            .map_err(ConfigError::Rustls)?
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .map_err(ConfigError::Rustls)?;
+        config.alpn_protocols = options.alpn.clone();
+        config.session_storage = Arc::new(NoServerSessionStorage {});
+        config.max_early_data_size = 0;
+        if options.tickets {
+            config.ticketer = Arc::new(
+                Ticketer::new(
+                    platform.random,
+                    platform.time.clone(),
+                    options.ticket_lifetime,
+                )
+                .map_err(ConfigError::Rustls)?,
+            );
+            config.send_tls13_tickets = 1;
+        } else {
+            config.send_tls13_tickets = 0;
+        }
+        Ok(Self {
+            config: Arc::new(config),
+        })
+    }
+
+    /// A new connection's driver.
+    pub fn accept(&self) -> Result<TlsConn, rustls::Error> {
+        Ok(TlsConn {
+            conn: UnbufferedServerConnection::new(self.config.clone())?,
+            inbuf: Vec::new(),
+            phase: Phase::Handshake,
+        })
+    }
+
+    /// rustls's configuration (for a test or a benchmark's inspection).
+    pub fn config(&self) -> &Arc<ServerConfig> {
+        &self.config
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Handshake,
+    Open,
+    /// A fatal error was reported; every call fails.
+    Failed,
+    /// Both sides sent close_notify.
+    Closed,
+}
+
+/// What one [`TlsConn::receive`] found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// The handshake is complete: [`TlsConn::encrypt`] works.
+    pub established: bool,
+    /// The peer sent close_notify during this call: it sends nothing more.
+    pub peer_closed: bool,
+    /// Both sides have sent close_notify: the connection is done.
+    pub closed: bool,
+}
+
+/// The connection failed; what is in the output (an alert, if rustls had one to send) is
+/// to be sent, then the TCP connection closed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fatal {
+    /// The peer broke the protocol, or the handshake failed (the reason).
+    Protocol(rustls::Error),
+    /// More than [`MAX_BUFFERED`] bytes of an incomplete record or handshake message.
+    TooMuchBuffered,
+    /// A call made after the connection had failed or closed.
+    Done,
+}
+
+impl fmt::Display for Fatal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Protocol(e) => write!(f, "TLS: {e}"),
+            Self::TooMuchBuffered => f.write_str("TLS: too much buffered input"),
+            Self::Done => f.write_str("TLS: the connection is closed"),
+        }
+    }
+}
+
+/// Why [`TlsConn::encrypt`] or [`TlsConn::close`] wrote nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SealError {
+    /// The handshake is not complete, or the connection has failed or closed.
+    NotReady,
+    /// The output needs this many bytes.
+    TooSmall(usize),
+    /// The keys' record limit was reached; close the connection.
+    Exhausted,
+}
+
+/// The negotiated parameters of an established connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Negotiated {
+    /// TLS 1.2 or 1.3.
+    pub version: ProtocolVersion,
+    /// The suite.
+    pub suite: CipherSuite,
+    /// The key-exchange group (None on a TLS 1.2 resumption, which has none).
+    pub group: Option<NamedGroup>,
+    /// ALPN chose `http/1.1`.
+    pub alpn_http11: bool,
+}
+
+/// One TLS connection of the server. About 1 KiB plus rustls's per-connection state and
+/// the received bytes of an incomplete record.
+pub struct TlsConn {
+    conn: UnbufferedServerConnection,
+    /// Received TLS bytes not yet consumed by rustls (an incomplete record or handshake
+    /// message); empty between records.
+    inbuf: Vec<u8>,
+    phase: Phase,
+}
+
+impl fmt::Debug for TlsConn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsConn")
+            .field("phase", &self.phase)
+            .field("buffered", &self.inbuf.len())
+            .finish()
+    }
+}
+
+/// What a step of rustls's state machine asked for, once its borrow of the connection ended.
+enum Step {
+    Again,
+    Stop,
+}
+
+impl TlsConn {
+    /// Feeds bytes received on the connection. TLS bytes to send are appended to `tls_out`
+    /// (send them, in order, before calling again), decrypted application data to `plain`.
+    /// Both are the caller's and keep their capacity across calls.
+    pub fn receive(
+        &mut self,
+        tls_in: &[u8],
+        tls_out: &mut Vec<u8>,
+        plain: &mut Vec<u8>,
+    ) -> Result<Progress, Fatal> {
+        if matches!(self.phase, Phase::Failed | Phase::Closed) {
+            return Err(Fatal::Done);
+        }
+        if self.inbuf.len() + tls_in.len() > MAX_BUFFERED {
+            self.fail(tls_out);
+            return Err(Fatal::TooMuchBuffered);
+        }
+        self.inbuf.extend_from_slice(tls_in);
+        let mut progress = Progress::default();
+        // Each step consumes input, emits output or changes state; the bound only guards
+        // against a step that does none of these.
+        for _ in 0..4096 {
+            let UnbufferedStatus { mut discard, state } =
+                self.conn.process_tls_records(&mut self.inbuf);
+            let step = match state {
+                Err(e) => {
+                    self.inbuf.drain(..discard.min(self.inbuf.len()));
+                    self.fail(tls_out);
+                    return Err(Fatal::Protocol(e));
+                }
+                Ok(ConnectionState::ReadTraffic(mut traffic)) => {
+                    let mut err = None;
+                    while let Some(record) = traffic.next_record() {
+                        match record {
+                            Ok(AppDataRecord {
+                                discard: d,
+                                payload,
+                            }) => {
+                                discard += d;
+                                plain.extend_from_slice(payload);
+                            }
+                            Err(e) => {
+                                err = Some(e);
+                                break;
+                            }
+                        }
+                    }
+                    if let Some(e) = err {
+                        self.inbuf.drain(..discard.min(self.inbuf.len()));
+                        self.fail(tls_out);
+                        return Err(Fatal::Protocol(e));
+                    }
+                    Step::Again
+                }
+                Ok(ConnectionState::ReadEarlyData(mut early)) => {
+                    // Never accepted (max_early_data_size is 0): rustls does not produce
+                    // this state; were it to, the data is dropped, not served.
+                    while let Some(Ok(record)) = early.next_record() {
+                        discard += record.discard;
+                    }
+                    Step::Again
+                }
+                Ok(ConnectionState::EncodeTlsData(mut encode)) => {
+                    if encode_into(tls_out, |buf| encode.encode(buf)).is_err() {
+                        self.inbuf.drain(..discard.min(self.inbuf.len()));
+                        self.fail(tls_out);
+                        return Err(Fatal::Protocol(rustls::Error::EncryptError));
+                    }
+                    Step::Again
+                }
+                Ok(ConnectionState::TransmitTlsData(transmit)) => {
+                    // The caller sends `tls_out` after this call.
+                    transmit.done();
+                    Step::Again
+                }
+                Ok(ConnectionState::BlockedHandshake) => Step::Stop,
+                Ok(ConnectionState::WriteTraffic(_)) => {
+                    self.phase = Phase::Open;
+                    progress.established = true;
+                    Step::Stop
+                }
+                Ok(ConnectionState::PeerClosed) => {
+                    progress.peer_closed = true;
+                    Step::Again
+                }
+                Ok(ConnectionState::Closed) => {
+                    self.phase = Phase::Closed;
+                    progress.closed = true;
+                    Step::Stop
+                }
+                Ok(_) => Step::Stop,
+            };
+            self.inbuf.drain(..discard.min(self.inbuf.len()));
+            if let Step::Stop = step {
+                break;
+            }
+        }
+        if self.phase == Phase::Open {
+            progress.established = true;
+        }
+        Ok(progress)
+    }
+
+    /// Seals `plain` as application-data records (16 KiB of plaintext each at most) into
+    /// `out`, returning the bytes written. Needs at most `plain.len()` + [`RECORD_OVERHEAD`]
+    /// per record ([`sealed_len`]).
+    pub fn encrypt(&mut self, plain: &[u8], out: &mut [u8]) -> Result<usize, SealError> {
+        self.with_traffic(|traffic| traffic.encrypt(plain, out))
+    }
+
+    /// Seals a close_notify alert into `out`; after it, the connection sends nothing more.
+    pub fn close(&mut self, out: &mut [u8]) -> Result<usize, SealError> {
+        self.with_traffic(|traffic| traffic.queue_close_notify(out))
+    }
+
+    fn with_traffic(
+        &mut self,
+        f: impl FnOnce(
+            &mut rustls::unbuffered::WriteTraffic<'_, rustls::server::ServerConnectionData>,
+        ) -> Result<usize, EncryptError>,
+    ) -> Result<usize, SealError> {
+        if self.phase != Phase::Open {
+            return Err(SealError::NotReady);
+        }
+        let UnbufferedStatus { discard, state } = self.conn.process_tls_records(&mut self.inbuf);
+        let result = match state {
+            Ok(ConnectionState::WriteTraffic(mut traffic)) => match f(&mut traffic) {
+                Ok(n) => Ok(n),
+                Err(EncryptError::InsufficientSize(InsufficientSizeError { required_size })) => {
+                    Err(SealError::TooSmall(required_size))
+                }
+                Err(_) => Err(SealError::Exhausted),
+            },
+            _ => Err(SealError::NotReady),
+        };
+        self.inbuf.drain(..discard.min(self.inbuf.len()));
+        result
+    }
+
+    /// The negotiated version, suite, group and ALPN, once established.
+    pub fn negotiated(&self) -> Option<Negotiated> {
+        Some(Negotiated {
+            version: self.conn.protocol_version()?,
+            suite: self.conn.negotiated_cipher_suite()?.suite(),
+            group: self.conn.negotiated_key_exchange_group().map(|g| g.name()),
+            alpn_http11: self.conn.alpn_protocol() == Some(b"http/1.1"),
+        })
+    }
+
+    /// Received TLS bytes held, waiting for the rest of a record.
+    pub fn buffered(&self) -> usize {
+        self.inbuf.len()
+    }
+
+    /// Marks the connection failed and appends whatever rustls queued (the alert) to `out`.
+    ///
+    /// rustls hands queued records out before it reads any input, and is asked only while
+    /// it has some: once failed it must not read input again (it would fail a second time).
+    /// The buffer passed is still the connection's own, as rustls keeps offsets into it.
+    fn fail(&mut self, out: &mut Vec<u8>) {
+        self.phase = Phase::Failed;
+        for _ in 0..8 {
+            if !self.conn.wants_write() {
+                break;
+            }
+            let UnbufferedStatus { state, .. } = self.conn.process_tls_records(&mut self.inbuf);
+            match state {
+                Ok(ConnectionState::EncodeTlsData(mut encode)) => {
+                    if encode_into(out, |buf| encode.encode(buf)).is_err() {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        self.inbuf = Vec::new();
+    }
+}
+
+/// The bytes [`TlsConn::encrypt`] needs at most for `plain_len` bytes of plaintext.
+pub fn sealed_len(plain_len: usize) -> usize {
+    let records = plain_len.div_ceil(MAX_RECORD_PLAINTEXT).max(1);
+    plain_len + records * RECORD_OVERHEAD
+}
+
+/// Runs rustls's `encode` into the spare end of `out`, growing it to the size rustls asks.
+fn encode_into(
+    out: &mut Vec<u8>,
+    mut encode: impl FnMut(&mut [u8]) -> Result<usize, EncodeError>,
+) -> Result<(), EncodeError> {
+    let start = out.len();
+    let mut room = 2048;
+    loop {
+        out.resize(start + room, 0);
+        match encode(&mut out[start..]) {
+            Ok(n) => {
+                out.truncate(start + n);
+                return Ok(());
+            }
+            Err(EncodeError::InsufficientSize(InsufficientSizeError { required_size }))
+                if required_size > room =>
+            {
+                room = required_size;
+            }
+            Err(e) => {
+                out.truncate(start);
+                return Err(e);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
