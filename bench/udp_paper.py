@@ -73,7 +73,7 @@ class Server:
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
             ["ip", "netns", "exec", self.ns, BIN, "serve", site, "--tap", "bw0", "--host-ip", "none",
-             "--ip", "10.0.0.2/24", "--tcbs", "4096", "--udp-port", str(UDP_PORT),
+             "--ip", "10.0.0.2/24", "--stats-allow", "10.0.0.0/24", "--tcbs", "4096", "--udp-port", str(UDP_PORT),
              "--udp-paper-mode", *extra],
             stdout=self.log, stderr=subprocess.STDOUT)
         for _ in range(100):

@@ -505,6 +505,9 @@ impl ServerKind for Bareweb {
             format!("{server_ip}/24"),
             "--tcbs".into(),
             "8192".into(),
+            // The harness reads the stats JSON from the client's namespace.
+            "--stats-allow".into(),
+            format!("10.77.{}.0/24", ctx.net),
         ];
         match &ctx.runner {
             Some((r, t)) => cmd.extend([

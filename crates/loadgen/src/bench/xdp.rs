@@ -86,6 +86,9 @@ impl ServerKind for BarewebXdp {
             format!("{server_ip}/24"),
             "--tcbs".into(),
             "8192".into(),
+            // The harness reads the stats JSON from the client's namespace.
+            "--stats-allow".into(),
+            format!("10.77.{}.0/24", ctx.net),
         ];
         if ctx.cores > 1 {
             cmd.extend(["--cores".into(), q.clone()]);
