@@ -75,10 +75,10 @@ def test_every_file_through_the_vip_and_the_server_never_in_the_neighbour_table(
             "  chain in {\n"
             '    type filter hook ingress device "vc" priority 0;\n'
             f"    ip saddr {VIP} tcp sport 80 ether saddr {SERVER_MAC} counter name direct\n"
-            f"    ip saddr {VIP} tcp sport 80 counter name all\n"
+            f"    ip saddr {VIP} tcp sport 80 counter name every\n"
             "  }\n"
             "  counter direct { }\n"
-            "  counter all { }\n"
+            "  counter every { }\n"
             "}\n")
         cli.run("nft", "-f", str(crules))
         proc = subprocess.Popen(
@@ -116,7 +116,7 @@ def test_every_file_through_the_vip_and_the_server_never_in_the_neighbour_table(
         def packets_of(ns, table, name):
             out = ns.run("nft", "list", "counter", "netdev", table, name).stdout
             return int(out.split("packets ")[1].split()[0])
-        direct, every = packets_of(cli, "seen", "direct"), packets_of(cli, "seen", "all")
+        direct, every = packets_of(cli, "seen", "direct"), packets_of(cli, "seen", "every")
         through_lb = packets_of(lb, "dsr", "answers")
         assert direct == every and direct >= 3 * len(files), (direct, every)
         assert through_lb <= 1, through_lb
