@@ -47,6 +47,14 @@ pub enum Ingress<'a> {
         /// The frame's source MAC.
         src_mac: EthernetAddress,
     },
+    /// An ARP reply to our address (learned by [`Neighbours`](super::Neighbours) when it
+    /// answers a request of ours).
+    ArpReply {
+        /// The reply.
+        reply: ArpRepr,
+        /// The frame's destination MAC (ours, or broadcast).
+        dst_mac: EthernetAddress,
+    },
     /// An ICMP echo request.
     Echo {
         /// The frame's source MAC.
@@ -155,12 +163,17 @@ fn classify<'a>(
     match frame.ethertype() {
         EtherType::Arp => {
             let request = ArpRepr::parse(&ArpPacket::new_checked(payload)?)?;
-            if request.operation != ArpOperation::Request
-                || request.target_protocol_addr != iface.ip
-            {
+            if request.target_protocol_addr != iface.ip {
                 return Err(Drop::NotForUs);
             }
-            Ok(Ingress::ArpRequest { request, src_mac })
+            match request.operation {
+                ArpOperation::Request => Ok(Ingress::ArpRequest { request, src_mac }),
+                ArpOperation::Reply => Ok(Ingress::ArpReply {
+                    reply: request,
+                    dst_mac: dst,
+                }),
+                _ => Err(Drop::NotForUs),
+            }
         }
         EtherType::Ipv4 => ipv4(iface, src_mac, payload, csum_trusted),
         _ => Err(Drop::NotForUs),

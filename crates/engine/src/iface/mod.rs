@@ -12,12 +12,17 @@
 //!   copied + body borrowed from the site image, checksum from the stored block sums, or
 //!   a partial checksum for segmentation offload), bare RSTs, and UDP datagrams of the
 //!   stateless protocol (header copied, body borrowed, checksum from block sums).
+//! - [`neigh`](mod@neigh): the next hop's MAC for a virtual address's connections (direct
+//!   server return): a small ARP cache per server that learns only replies to its own
+//!   requests.
 
 pub mod egress;
 pub mod ingress;
+pub mod neigh;
 
 pub use egress::{Egress, Sent};
 pub use ingress::{admissible_syn, classified, ingress, ingress_offloaded, Drop, Ingress};
+pub use neigh::Neighbours;
 
 use crate::wire::{ArpOperation, ArpPacket, ArpRepr, EthernetAddress, Ipv4Address};
 

@@ -36,6 +36,12 @@ impl<L: Lookup<'static>> Server<L> {
                     self.stats.arp_replies += 1;
                 }
             }
+            Ok(Ingress::ArpReply { reply, dst_mac }) => {
+                let us = (self.egress.mac(), self.iface.ip);
+                if !self.neigh.learn(&reply, dst_mac, us, self.now_ns) {
+                    self.stats.drop_not_for_us += 1;
+                }
+            }
             Ok(Ingress::Echo {
                 src_mac,
                 src,
@@ -174,8 +180,9 @@ impl<L: Lookup<'static>> Server<L> {
             );
             self.via_stateless(tx);
             self.sync_egress(self.rx_local);
+            let mac = self.reply_mac(self.rx_local, src, src_mac, tx);
             let eg = Self::egress_of(&self.egress, &self.vip_egress, self.rx_local);
-            let sent = eg.tcp_bare(tx, src_mac, src, &repr);
+            let sent = eg.tcp_bare(tx, mac, src, &repr);
             self.count_sent(sent);
             self.stats.tcp_syncookies_sent += 1;
             return self.no_connection(peer);
@@ -455,8 +462,9 @@ impl<L: Lookup<'static>> Server<L> {
         let repr = egress::reset_for(seg);
         self.via_stateless(tx);
         self.sync_egress(self.rx_local);
+        let mac = self.reply_mac(self.rx_local, dst, dst_mac, tx);
         let eg = Self::egress_of(&self.egress, &self.vip_egress, self.rx_local);
-        let sent = eg.tcp_bare(tx, dst_mac, dst, &repr);
+        let sent = eg.tcp_bare(tx, mac, dst, &repr);
         self.count_sent(sent);
         self.stats.tcp_rst_sent += 1;
     }

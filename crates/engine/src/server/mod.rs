@@ -158,6 +158,8 @@ pub struct Server<L: Lookup<'static>> {
     vip_egress: [Egress; crate::iface::MAX_VIPS],
     /// Which of our addresses the frame being handled was sent to (`Interface::local`).
     rx_local: u8,
+    /// The next hops' MACs for VIP connections (`reply_mac`).
+    neigh: crate::iface::Neighbours,
     /// The connections: TCBs with their HTTP state, the port table, the free and run
     /// lists.
     conns: Table<HttpConn>,
@@ -261,6 +263,7 @@ impl<L: Lookup<'static>> Server<L> {
                 Egress::from(iface.mac, cfg.vips.get(k as u8 + 1).unwrap_or(cfg.ip))
             }),
             rx_local: 0,
+            neigh: crate::iface::Neighbours::new(),
             conns: Table::new(n),
             // Behind a balancer a connection is counted under two addresses (the
             // balancer's, and the client its PROXY header names).
@@ -621,6 +624,44 @@ impl<L: Lookup<'static>> Server<L> {
                 }
             }
         }
+    }
+
+    /// Where a segment of ours to `client` goes: for our own address (`local` 0) the MAC
+    /// its segments came from (`frame_mac`), as always; for a virtual address the next
+    /// hop of `client` (the gateway off the link, the client on it) as ARP resolved it
+    /// (`iface::neigh`), asking for it when due, and `frame_mac` until it is known (a
+    /// direct-routing balancer's own MAC: docs/design/direct-return.md).
+    #[inline(always)]
+    fn reply_mac<T: TxRing>(
+        &mut self,
+        local: u8,
+        client: crate::wire::Ipv4Address,
+        frame_mac: crate::wire::EthernetAddress,
+        tx: &mut T,
+    ) -> crate::wire::EthernetAddress {
+        if local == 0 {
+            frame_mac
+        } else {
+            self.next_hop_mac(client, frame_mac, tx)
+        }
+    }
+
+    #[inline(never)]
+    fn next_hop_mac<T: TxRing>(
+        &mut self,
+        client: crate::wire::Ipv4Address,
+        frame_mac: crate::wire::EthernetAddress,
+        tx: &mut T,
+    ) -> crate::wire::EthernetAddress {
+        let (ip, prefix_len, gw) = (self.iface.ip, self.iface.prefix_len, self.cfg.gateway);
+        let hop = crate::iface::Neighbours::next_hop(ip, prefix_len, gw, client);
+        let r = self.neigh.resolve(hop, gw, self.now_ns);
+        if r.ask {
+            // From our own address: a VIP is never a source outside its connections.
+            let sent = self.egress.arp_request(tx, hop);
+            self.count_sent(sent);
+        }
+        r.mac.unwrap_or(frame_mac)
     }
 
     /// The frame builder of our address `local` (our own for 0, or out of range).

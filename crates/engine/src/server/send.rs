@@ -238,6 +238,12 @@ impl<L: Lookup<'static>> Server<L> {
         let idx = id as usize;
         let local = self.conns[idx].app.local;
         self.sync_egress(local);
+        // A VIP connection answers to the client's next hop (`reply_mac`); ours to the
+        // MAC its segments come from.
+        let mac = match self.conns[idx].peer_mac {
+            m if local == 0 => m,
+            m => self.reply_mac(local, Ipv4Address(self.conns[idx].peer.ip), m, tx),
+        };
         let rx_space = self.rx_space(id);
         let port = self.cfg.port;
         let now = self.now_ns;
@@ -251,7 +257,7 @@ impl<L: Lookup<'static>> Server<L> {
             _ => &self.head_slab[idx * http::HEAD_MAX..(idx + 1) * http::HEAD_MAX],
         };
         let head = head_buf.get(payload.head.clone()).unwrap_or(&[]);
-        let (peer_port, mac) = (t.peer.port, t.peer_mac);
+        let peer_port = t.peer.port;
         let body_sum = || payload.body_sum();
         let out = t.frame(
             seg,
@@ -277,6 +283,7 @@ impl<L: Lookup<'static>> Server<L> {
         let t = &self.conns[id as usize];
         let repr = t.reset((self.cfg.port, t.peer.port), seq_number);
         let (mac, ip) = (t.peer_mac, Ipv4Address(t.peer.ip));
+        let mac = self.reply_mac(local, ip, mac, tx);
         let eg = Self::egress_of(&self.egress, &self.vip_egress, local);
         let sent = eg.tcp_bare(tx, mac, ip, &repr);
         self.count_sent(sent);

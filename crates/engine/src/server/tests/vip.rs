@@ -84,6 +84,17 @@ fn sent(frame: &[u8]) -> (Ipv4Address, u32, bool, Vec<u8>) {
     (src, t.seq_number(), t.syn(), t.payload().to_vec())
 }
 
+/// The TCP frames the server sent (`sent`); the rest must be ARP requests for the next
+/// hop of a VIP connection (`wire`).
+fn tcp_only(nic: &mut FakeNic) -> Vec<(Ipv4Address, u32, bool, Vec<u8>)> {
+    let w = wire(nic);
+    assert!(w.arp_asked.iter().all(|&a| a == CLIENT_IP), "{w:?}");
+    w.tcp
+        .into_iter()
+        .map(|(_, src, seq, syn, p)| (src, seq, syn, p))
+        .collect()
+}
+
 #[test]
 fn arp_for_the_vip_is_never_answered_but_ours_is() {
     let mut s = vip_server();
@@ -107,7 +118,7 @@ fn tcp_to_the_vip_is_answered_from_the_vip() {
     let clock = ManualClock(1_000_000);
     nic.rx.inbox.push_back(to(VIP, 6001, 1000, None, true, &[]));
     s.poll(&mut nic, &clock, &mut NoLog);
-    let out: Vec<_> = nic.tx.outbox.drain(..).map(|f| sent(&f)).collect();
+    let out = tcp_only(&mut nic);
     assert_eq!(out.len(), 1);
     let (src, iss, syn, _) = out[0].clone();
     assert!(syn && src == VIP, "{out:?}");
@@ -119,7 +130,7 @@ fn tcp_to_the_vip_is_answered_from_the_vip() {
         .inbox
         .push_back(to(VIP, 6001, 1001, Some(iss + 1), false, req));
     s.poll(&mut nic, &clock, &mut NoLog);
-    let out: Vec<_> = nic.tx.outbox.drain(..).map(|f| sent(&f)).collect();
+    let out = tcp_only(&mut nic);
     let resp = out.iter().find(|o| !o.3.is_empty()).expect("a response");
     assert_eq!(resp.0, VIP);
     let text = String::from_utf8_lossy(&resp.3);
@@ -130,7 +141,7 @@ fn tcp_to_the_vip_is_answered_from_the_vip() {
         .inbox
         .push_back(to(SERVER_IP, 6002, 5000, None, true, &[]));
     s.poll(&mut nic, &clock, &mut NoLog);
-    let out: Vec<_> = nic.tx.outbox.drain(..).map(|f| sent(&f)).collect();
+    let out = tcp_only(&mut nic);
     assert_eq!(out.len(), 1);
     assert!(out[0].2 && out[0].0 == SERVER_IP);
     // A segment to the VIP that opens nothing is reset from the VIP.
@@ -138,7 +149,7 @@ fn tcp_to_the_vip_is_answered_from_the_vip() {
         .inbox
         .push_back(to(VIP, 6003, 7000, Some(1234), false, b"x"));
     s.poll(&mut nic, &clock, &mut NoLog);
-    let out: Vec<_> = nic.tx.outbox.drain(..).map(|f| sent(&f)).collect();
+    let out = tcp_only(&mut nic);
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].0, VIP);
 }
@@ -200,4 +211,236 @@ fn other_protocols_to_the_vip_are_not_ours() {
         crate::iface::classified(&iface, &g),
         Ok(crate::iface::Ingress::Echo { .. })
     ));
+}
+
+// The reply's MAC behind a direct-routing balancer (`iface::neigh`): the balancer
+// ("director") forwards the client's frames with its own source MAC; a VIP connection
+// answers to the client's next hop as ARP resolved it, never to the director.
+
+const GW: Ipv4Address = Ipv4Address([10, 0, 0, 254]);
+const GW_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0xFE]);
+const DIRECTOR_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0xDD]);
+const FORGED_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x66]);
+const FAR: Ipv4Address = Ipv4Address([192, 0, 2, 9]);
+
+fn routed_vip_server() -> Server<TestSite> {
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = 8;
+    cfg.max_per_ip = Some(8);
+    cfg.syn_backlog = Some(8);
+    cfg.gateway = Some(GW);
+    assert!(cfg.vips.add(VIP));
+    Server::new(cfg, TestSite::new(), SERVER_MAC)
+}
+
+/// A TCP frame `src`:`sport` → `dst`:80 in a frame from `src_mac` to the server.
+#[allow(clippy::too_many_arguments)]
+fn via(
+    src_mac: EthernetAddress,
+    src: Ipv4Address,
+    dst: Ipv4Address,
+    sport: u16,
+    seq: u32,
+    ack: Option<u32>,
+    syn: bool,
+    p: &[u8],
+) -> Vec<u8> {
+    let mut f = to(dst, sport, seq, ack, syn, p);
+    let hl = f.len() - L2L3 - p.len();
+    write_l2l3(
+        &mut f,
+        src_mac,
+        SERVER_MAC,
+        src,
+        dst,
+        IpProtocol::Tcp,
+        hl + p.len(),
+    );
+    let mut t = TcpPacket::new_unchecked(&mut f[L2L3..]);
+    t.set_checksum(0);
+    t.fill_checksum(src, dst);
+    f
+}
+
+/// An ARP reply "`ip` is at `mac`" in a frame to `frame_dst`, for our address.
+fn arp_reply(ip: Ipv4Address, mac: EthernetAddress, frame_dst: EthernetAddress) -> Vec<u8> {
+    let a = ArpRepr {
+        operation: ArpOperation::Reply,
+        source_hardware_addr: mac,
+        source_protocol_addr: ip,
+        target_hardware_addr: SERVER_MAC,
+        target_protocol_addr: SERVER_IP,
+    };
+    let mut f = vec![0u8; 14 + a.buffer_len()];
+    let mut eth = EthernetFrame::new_unchecked(&mut f[..]);
+    EthernetRepr {
+        src_addr: mac,
+        dst_addr: frame_dst,
+        ethertype: EtherType::Arp,
+    }
+    .emit(&mut eth);
+    a.emit(&mut ArpPacket::new_unchecked(eth.payload_mut()));
+    f
+}
+
+/// What the server sent: ARP requests as (target), TCP frames as (destination MAC,
+/// source address, seq, syn, payload).
+#[derive(Debug, Default)]
+struct Wire {
+    arp_asked: Vec<Ipv4Address>,
+    tcp: Vec<(EthernetAddress, Ipv4Address, u32, bool, Vec<u8>)>,
+}
+
+fn wire(nic: &mut FakeNic) -> Wire {
+    let mut w = Wire::default();
+    for f in nic.tx.outbox.drain(..) {
+        let eth = EthernetFrame::new_checked(&f[..]).unwrap();
+        if eth.ethertype() == EtherType::Arp {
+            let a = ArpRepr::parse(&ArpPacket::new_checked(eth.payload()).unwrap()).unwrap();
+            assert_eq!(a.operation, ArpOperation::Request);
+            assert_eq!(eth.dst_addr(), EthernetAddress::BROADCAST);
+            // Asked from our own address, never from the VIP.
+            assert_eq!(a.source_protocol_addr, SERVER_IP);
+            w.arp_asked.push(a.target_protocol_addr);
+        } else {
+            let (src, seq, syn, p) = sent(&f);
+            w.tcp.push((eth.dst_addr(), src, seq, syn, p));
+        }
+    }
+    w
+}
+
+#[test]
+fn a_vip_connection_answers_to_the_gateway_not_to_the_director() {
+    let mut s = routed_vip_server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let clock = ManualClock(1_000_000);
+    // An unsolicited reply (gratuitous, or a forger's) for the gateway teaches nothing.
+    nic.rx
+        .inbox
+        .push_back(arp_reply(GW, FORGED_MAC, SERVER_MAC));
+    s.poll(&mut nic, &clock, &mut NoLog);
+    assert!(nic.tx.outbox.is_empty());
+    assert_eq!(s.stats().drop_not_for_us, 1);
+    // A SYN to the VIP from an off-link client, in a frame from the director: the
+    // gateway is asked for first; until it answers, the SYN-ACK goes where the frame
+    // came from (what every connection did before).
+    nic.rx
+        .inbox
+        .push_back(via(DIRECTOR_MAC, FAR, VIP, 7001, 1000, None, true, &[]));
+    s.poll(&mut nic, &clock, &mut NoLog);
+    let w = wire(&mut nic);
+    assert_eq!(w.arp_asked, vec![GW]);
+    assert_eq!(w.tcp.len(), 1);
+    let (dst, src, iss, syn, _) = w.tcp[0].clone();
+    assert!(syn && src == VIP && dst == DIRECTOR_MAC, "{w:?}");
+    // The gateway's reply, broadcast: not learned. Unicast to us: learned; a second
+    // reply to the same request (a forger racing it) is not.
+    nic.rx
+        .inbox
+        .push_back(arp_reply(GW, FORGED_MAC, EthernetAddress::BROADCAST));
+    nic.rx.inbox.push_back(arp_reply(GW, GW_MAC, SERVER_MAC));
+    nic.rx
+        .inbox
+        .push_back(arp_reply(GW, FORGED_MAC, SERVER_MAC));
+    s.poll(&mut nic, &clock, &mut NoLog);
+    assert!(nic.tx.outbox.is_empty());
+    assert_eq!(s.stats().drop_not_for_us, 3);
+    // The handshake's end and a request, still from the director: every answer goes to
+    // the gateway's MAC, from the VIP, and nothing more is asked.
+    let req = b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n";
+    for p in [&[][..], &req[..]] {
+        nic.rx.inbox.push_back(via(
+            DIRECTOR_MAC,
+            FAR,
+            VIP,
+            7001,
+            1001,
+            Some(iss + 1),
+            false,
+            p,
+        ));
+    }
+    s.poll(&mut nic, &clock, &mut NoLog);
+    let w = wire(&mut nic);
+    assert!(w.arp_asked.is_empty(), "{w:?}");
+    assert!(w.tcp.iter().any(|t| !t.4.is_empty()), "a response: {w:?}");
+    assert!(w.tcp.iter().all(|t| t.0 == GW_MAC && t.1 == VIP), "{w:?}");
+    // A new client's SYN-ACK goes straight to the gateway.
+    nic.rx.inbox.push_back(via(
+        DIRECTOR_MAC,
+        Ipv4Address([198, 51, 100, 7]),
+        VIP,
+        7002,
+        50,
+        None,
+        true,
+        &[],
+    ));
+    s.poll(&mut nic, &clock, &mut NoLog);
+    let w = wire(&mut nic);
+    assert!(w.arp_asked.is_empty());
+    assert_eq!(w.tcp.len(), 1);
+    assert!(w.tcp[0].3 && w.tcp[0].0 == GW_MAC, "{w:?}");
+    // Our own address answers the frame's source as always, with no ARP.
+    nic.rx
+        .inbox
+        .push_back(via(DIRECTOR_MAC, FAR, SERVER_IP, 7003, 9, None, true, &[]));
+    s.poll(&mut nic, &clock, &mut NoLog);
+    let w = wire(&mut nic);
+    assert!(w.arp_asked.is_empty());
+    assert_eq!(w.tcp.len(), 1);
+    assert!(
+        w.tcp[0].3 && w.tcp[0].0 == DIRECTOR_MAC && w.tcp[0].1 == SERVER_IP,
+        "{w:?}"
+    );
+}
+
+#[test]
+fn a_vip_connection_answers_an_on_link_client_at_its_own_mac() {
+    let mut s = routed_vip_server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let clock = ManualClock(1_000_000);
+    nic.rx.inbox.push_back(via(
+        DIRECTOR_MAC,
+        CLIENT_IP,
+        VIP,
+        7101,
+        1000,
+        None,
+        true,
+        &[],
+    ));
+    s.poll(&mut nic, &clock, &mut NoLog);
+    let w = wire(&mut nic);
+    // The client itself is asked for, not the gateway.
+    assert_eq!(w.arp_asked, vec![CLIENT_IP]);
+    let iss = w.tcp[0].2;
+    // A reply from another on-link host, unasked, is not taken.
+    nic.rx.inbox.push_back(arp_reply(
+        Ipv4Address([10, 0, 0, 66]),
+        FORGED_MAC,
+        SERVER_MAC,
+    ));
+    nic.rx
+        .inbox
+        .push_back(arp_reply(CLIENT_IP, CLIENT_MAC, SERVER_MAC));
+    s.poll(&mut nic, &clock, &mut NoLog);
+    assert_eq!(s.stats().drop_not_for_us, 1);
+    let req = b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n";
+    nic.rx.inbox.push_back(via(
+        DIRECTOR_MAC,
+        CLIENT_IP,
+        VIP,
+        7101,
+        1001,
+        Some(iss + 1),
+        false,
+        req,
+    ));
+    s.poll(&mut nic, &clock, &mut NoLog);
+    let w = wire(&mut nic);
+    assert!(w.arp_asked.is_empty());
+    assert!(w.tcp.iter().any(|t| !t.4.is_empty()), "{w:?}");
+    assert!(w.tcp.iter().all(|t| t.0 == CLIENT_MAC), "{w:?}");
 }
