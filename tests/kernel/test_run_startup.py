@@ -215,11 +215,11 @@ def test_metrics_and_healthz_on_the_bare_machine(tmp_path):
         assert get(port, "/healthz") == (200, b"ok\n")
     finally:
         stop(p)
-    # A source outside --stats-allow: the site's 404 for the metrics and the JSON.
+    # A source outside --stats-allow: a 403 that says why, for the metrics and the JSON.
     p, port = boot(site, "--stats-allow", "192.168.0.0/16")
     try:
-        assert status(port, "/metrics")[0] == 404
-        assert status(port, "/.well-known/bareweb/stats")[0] == 404
+        assert status(port, "/metrics")[0] == 403
+        assert status(port, "/.well-known/bareweb/stats")[0] == 403
         assert get(port, "/healthz") == (200, b"ok\n")
     finally:
         stop(p)
