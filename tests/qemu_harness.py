@@ -15,6 +15,7 @@ import json
 import os
 import pathlib
 import shutil
+import socket
 import subprocess
 import time
 
@@ -31,6 +32,33 @@ HOST_IP = "10.0.0.1"
 MAC = "02:00:00:00:00:02"
 STATS = "/.well-known/bareweb/stats"
 FAILURE_MARKS = ("!!! KERNEL PANIC", "!!! CPU EXCEPTION", "!!! FATAL")
+
+
+def hmp(path, command, wait=10):
+    """One command to QEMU's human monitor on the Unix socket `path` (`bareweb run
+    --monitor PATH`): waits up to `wait` s for the socket, then for the prompt (a command
+    sent before it may be lost), sends, and returns the output up to the next prompt, or
+    up to QEMU closing the monitor (`quit`)."""
+    deadline = time.time() + wait
+    while not os.path.exists(path) and time.time() < deadline:
+        time.sleep(0.1)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(str(path))
+    out = b""
+    try:
+        while b"(qemu)" not in out:
+            out += s.recv(4096)
+        s.sendall(command.encode() + b"\n")
+        out = b""
+        while b"(qemu)" not in out:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        s.close()
+    return out.decode(errors="replace")
 
 
 def require():

@@ -16,6 +16,7 @@ import urllib.request
 
 import pytest
 
+import qemu_harness
 from conftest import HOST_IP, MAC, SERVER_IP, SITE, Kernel
 
 # NIC 0's MAC is the harness's (`bareweb run --mac MAC`), NIC 1's is given here.
@@ -65,20 +66,7 @@ class BondKernel(Kernel):
 
     def hmp(self, command):
         """One QEMU monitor command; returns its output."""
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(10)
-        s.connect(self.monitor)
-        out = b""
-        try:
-            while b"(qemu)" not in out:
-                out += s.recv(4096)
-            s.sendall(command.encode() + b"\n")
-            out = b""
-            while b"(qemu)" not in out:
-                out += s.recv(4096)
-        finally:
-            s.close()
-        return out.decode(errors="replace")
+        return qemu_harness.hmp(self.monitor, command)
 
     def neighbour(self):
         r = self.ns.run("ip", "neigh", "show", SERVER_IP)

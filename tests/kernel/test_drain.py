@@ -6,34 +6,16 @@ then powers the machine off (ACPI S5), so QEMU exits by itself with status 0.
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 
 import pytest
 
 from conftest import BIN, SERVER_IP, SITE, Kernel
+from qemu_harness import hmp
 
 GRACE = 3
 TIMEOUT = 10
-
-
-def hmp(path, command):
-    """One QEMU monitor (HMP) command."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(10)
-    s.connect(str(path))
-    out = b""
-    try:
-        while b"(qemu)" not in out:
-            out += s.recv(4096)
-        s.sendall(command.encode() + b"\n")
-        out = b""
-        while b"(qemu)" not in out:
-            out += s.recv(4096)
-    finally:
-        s.close()
-    return out.decode(errors="replace")
 
 
 def healthz(k):

@@ -19,7 +19,6 @@ import os
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -27,7 +26,7 @@ import time
 import pytest
 
 from conftest import BIN, SITE, require_root
-from qemu_harness import ACCEL, FAILURE_MARKS, Netns
+from qemu_harness import ACCEL, FAILURE_MARKS, Netns, hmp
 
 CLIENT_IP = "192.168.77.2"
 LB_IP = "192.168.77.1"
@@ -160,7 +159,10 @@ class Fleet:
         if k < 3:
             subprocess.run(["pkill", "-KILL", "-P", str(p.pid)], check=False)
         else:
-            hmp(self.tmp / f"{tag}.mon", "quit")
+            try:
+                hmp(self.tmp / f"{tag}.mon", "quit")
+            except OSError:
+                pass  # QEMU may drop the monitor before its last word
         p.wait(30)
 
     # --- the balancer and the load -----------------------------------------------------
@@ -216,32 +218,6 @@ class Fleet:
             ns.close()
         for f in self.logs.values():
             f.close()
-
-
-def hmp(sock, command):
-    """One human-monitor command to QEMU through `bareweb run --monitor`: wait for its
-    prompt, send, wait for the next one (a command sent before the prompt may be lost)."""
-    deadline = time.time() + 10
-    while not os.path.exists(sock) and time.time() < deadline:
-        time.sleep(0.1)
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(10)
-    s.connect(str(sock))
-    out = b""
-    try:
-        while b"(qemu)" not in out:
-            out += s.recv(4096)
-        s.sendall(command.encode() + b"\n")
-        out = b""
-        while b"(qemu)" not in out:
-            chunk = s.recv(4096)
-            if not chunk:  # `quit`: QEMU closes the monitor
-                break
-            out += chunk
-    except OSError:
-        pass
-    finally:
-        s.close()
 
 
 def report(path):
