@@ -24,12 +24,11 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::AtomicBool;
 
-use bareweb_engine::bond::BondNic;
 use bareweb_engine::cores::board::Board;
 use bareweb_engine::cores::plan::{Mode, Plan};
 use bareweb_engine::cores::run::{run_core_hooked, CoreCtx, SpinThenSleep};
 use bareweb_engine::cores::CoreQueue;
-use bareweb_engine::nic::{Nic, NicCounters};
+use bareweb_engine::nic::NicCounters;
 use bareweb_engine::ring::Doze;
 use bareweb_engine::server::Server;
 use bareweb_engine::wire::EthernetAddress;
@@ -37,63 +36,24 @@ use bareweb_engine::wire::EthernetAddress;
 use crate::adapters::{ConsoleLog, Pages};
 use crate::arch::{apic, power, smp};
 use crate::boot::Booted;
-use crate::drivers::any::{AnyNic, AnyRx, AnyTx};
-use crate::drivers::{Driver, WakeRx};
+use crate::drivers::WakeRx;
+use crate::queue::Queue;
 use crate::rest::{self, Policy, Rest, Sleeper};
-use crate::{fatal, mem, nics, report};
+use crate::{fatal, mem, report};
 
 /// Set by the last core to finish a graceful drain (`cores::run`): every core's loop
 /// ends, and core 0 powers the machine off.
 static STOP: AtomicBool = AtomicBool::new(false);
 
-/// A queue pair the cores can drive (the host's `HostQueue`): the engine's `CoreQueue`,
-/// what a core does around a halt, and its two sides owned apart with their device
-/// counters (network-core mode's core 0 wraps them).
-pub trait KernelQueue:
-    CoreQueue + Nic<Rx: WakeRx + 'static, Tx: 'static> + Sleeper + Send + 'static
-{
-    /// The two sides, owned apart.
-    fn into_rings(self) -> (Self::Rx, Self::Tx);
-    /// Adds the device's own counters (doorbells) of the two sides to `c`.
-    fn device_counters(rx: &Self::Rx, tx: &Self::Tx, c: &mut NicCounters);
-}
-
-impl KernelQueue for AnyNic {
-    fn into_rings(self) -> (AnyRx, AnyTx) {
-        Driver::into_rings(self)
-    }
-
-    fn device_counters(rx: &AnyRx, tx: &AnyTx, c: &mut NicCounters) {
-        nics::device_counters(rx, tx, c)
-    }
-}
-
-/// A core's queue pair of every NIC of a set (bonding).
-impl KernelQueue for BondNic<AnyRx, AnyTx> {
-    fn into_rings(self) -> (Self::Rx, Self::Tx) {
-        BondNic::into_rings(self)
-    }
-
-    fn device_counters(rx: &Self::Rx, tx: &Self::Tx, c: &mut NicCounters) {
-        nics::bond_counters(rx, tx, c)
-    }
-}
-
 /// Runs the cores of `plan` over `queues` (network-core mode: the one queue pair of core
 /// 0; otherwise one per core), named `name` on the console; `t` is the TSC when the
 /// engine's tables began to be allocated. Never returns: core 0 serves here.
-pub fn run<Q: KernelQueue>(
-    booted: Booted,
-    plan: &Plan<Pages>,
-    mut queues: Vec<Q>,
-    name: &str,
-    t: u64,
-) -> ! {
+pub fn run(booted: Booted, plan: &Plan<Pages>, mut queues: Vec<Queue>, name: &str, t: u64) -> ! {
     match plan.mode {
         Mode::NetCore { .. } => match queues.pop() {
             Some(q) if queues.is_empty() => {
                 let (rx, tx) = q.into_rings();
-                netcore(booted, plan, rx, tx, Q::device_counters, name, t)
+                netcore(booted, plan, rx, tx, Queue::device_counters, name, t)
             }
             Some(_) => fatal!(
                 "netcore: {} queue pairs for one NIC owner",

@@ -46,6 +46,7 @@ pub mod launch;
 pub mod mem;
 pub mod nics;
 pub mod pci;
+pub mod queue;
 pub mod report;
 pub mod rest;
 

@@ -215,6 +215,11 @@ impl<R> BondRx<R> {
         &mut self.rings
     }
 
+    /// The receive NIC's MAC (the one ARP gives).
+    pub fn mac(&self) -> EthernetAddress {
+        self.bond.mac(usize::from(self.bond.links().receive))
+    }
+
     /// The receive NIC as of the last burst.
     pub fn receive(&self) -> usize {
         self.receive
@@ -392,7 +397,7 @@ impl<R: RxRing, T: TxRing> Nic for BondNic<R, T> {
 
     /// The receive NIC's MAC (the one ARP gives).
     fn mac(&self) -> EthernetAddress {
-        self.rx.bond.mac(usize::from(self.rx.bond.links().receive))
+        self.rx.mac()
     }
 
     fn caps(&self) -> NicCaps {

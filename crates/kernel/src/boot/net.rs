@@ -25,6 +25,7 @@ use crate::drivers::virtio::mmio::Slot;
 use crate::drivers::virtio_net::VirtioNet;
 use crate::drivers::{Driver, Open};
 use crate::pci::Device;
+use crate::queue::Queue;
 use crate::{fatal, kprintln, launch, nics};
 
 /// Serves on the NICs found; never returns.
@@ -228,7 +229,7 @@ impl Booted {
             let plan = Plan::new(decision.mode, self.cores, self.pages(), cfg, mac)
                 .with_board(self.page_settings());
             let nics = opened.nics.into_iter().next().unwrap_or_default();
-            launch::run(self, &plan, nics, driver, t)
+            launch::run(self, &plan, queues_of(nics), driver, t)
         };
         let bond = match Bond::new(mode, policy, &opened.macs, ms, self.cores) {
             Ok(b) => b.leak(),
@@ -255,6 +256,11 @@ impl Booted {
             Mode::Single | Mode::PerQueue => plan.cores,
         };
         let sets = nics::sets(bond, opened, sets, self.clock);
-        launch::run(self, &plan, sets, &name, t)
+        launch::run(self, &plan, queues_of(sets), &name, t)
     }
+}
+
+/// Queue pairs as the one type the cores serve over (`crate::queue`).
+fn queues_of<N: Into<Queue>>(nics: Vec<N>) -> Vec<Queue> {
+    nics.into_iter().map(Into::into).collect()
 }
