@@ -6,6 +6,7 @@ then powers the machine off (ACPI S5), so QEMU exits by itself with status 0.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 
@@ -66,3 +67,33 @@ def test_power_button_drains_then_powers_off(tmp_path, machine):
         k.close()
         if os.path.exists(monitor):
             os.unlink(monitor)
+
+
+def test_sigterm_to_run_presses_the_power_button(tmp_path):
+    """`bareweb run` on SIGTERM (systemd's, libvirt's or a supervisor's stop) presses the
+    machine's power button through QMP: the kernel drains, powers off, and `bareweb run`
+    exits 0 once QEMU has. (QEMU runs in its own process group, so a signal to ours does
+    not stop it before the drain.)"""
+    site = tmp_path / "site"
+    shutil.copytree(SITE, site)
+    (site / "bareweb.toml").write_text("healthz = true\n")
+    grace = 2
+    k = Kernel(site=site, extra=["--drain-grace", str(grace), "--drain-timeout", str(TIMEOUT)])
+    try:
+        assert healthz(k) == "200"
+        t0 = time.monotonic()
+        k.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while healthz(k) != "503":
+            assert time.monotonic() < deadline, f"/healthz never said draining\n{k.report()}"
+            time.sleep(0.1)
+        k.proc.wait(grace + 30)
+        took = time.monotonic() - t0
+        assert k.proc.returncode == 0, k.report()
+        assert took < TIMEOUT + 5, f"bareweb run exited {took:.1f} s after SIGTERM"
+        assert "SIGTERM: pressed the machine's power button" in k.output(), k.report()
+        log = k.log()
+        assert "drain: power button: /healthz answers 503" in log, k.report()
+        assert "powering off (ACPI S5)" in log, k.report()
+    finally:
+        k.close()

@@ -348,13 +348,20 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
         (None, true) => Sink::Drop,
         (None, false) => Sink::Terminal,
     };
-    crate::util::catch_stop_signals();
+    let term = crate::util::catch_stop_signals_term_drains();
+    // QMP, for SIGTERM's press of the power button (beside any monitor of `--monitor`).
+    let qmp = work.dir.join("qmp.sock");
     let mut cmd = Command::new(&a.qemu);
     cmd.args(&args)
+        .arg("-qmp")
+        .arg(format!("unix:{},server=on,wait=off", qmp.display()))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // QEMU must not outlive us (tests stop `bareweb run` by PID).
+    // QEMU must not outlive us (tests stop `bareweb run` by PID), and runs in its own
+    // process group: a signal to ours (a supervisor's SIGTERM to the group, Ctrl-C) is
+    // ours to handle — SIGTERM becomes a press of the power button, not QEMU's exit.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     // SAFETY: prctl is async-signal-safe and only affects the child being started.
     unsafe {
         use std::os::unix::process::CommandExt;
@@ -374,9 +381,13 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
         Err(e) => return Err(format!("cannot start {}: {e}", a.qemu)),
     };
     let ready = Arc::new(AtomicBool::new(false));
+    let button = Arc::new(AtomicBool::new(false));
     let console = child.stdout.take().map(|out| {
-        let ready = Arc::clone(&ready);
-        std::thread::spawn(move || copy_console(out, sink, &ready, &serving))
+        let seen = Seen {
+            ready: Arc::clone(&ready),
+            button: Arc::clone(&button),
+        };
+        std::thread::spawn(move || copy_console(out, sink, &seen, &serving))
     });
     let err_text = Arc::new(Mutex::new(String::new()));
     let errors = child.stderr.take().map(|err| {
@@ -390,16 +401,32 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
             }
         })
     });
-    // Ctrl-C reaches QEMU too (same process group) and it exits; SIGTERM and SIGHUP reach
-    // only us: pass them on. Either way we wait for QEMU, then remove the files.
+    // Ctrl-C and SIGHUP: QEMU is stopped at once (SIGTERM to it, SIGKILL after 3 s).
+    // SIGTERM (systemd's, libvirt's, a supervisor's stop) presses the machine's power
+    // button: the kernel drains, powers off, and QEMU exits by itself. Either way we wait
+    // for QEMU, then remove the files.
     let mut forwarded: Option<Instant> = None;
+    let mut pressed: Option<Instant> = None;
+    let drain_limit = Duration::from_secs(settings.drain_grace_s + settings.drain_timeout_s + 10);
+    let stop = crate::util::stop_flag();
     let status = loop {
         match child.try_wait() {
             Ok(Some(s)) => break s,
             Ok(None) => {}
             Err(e) => return Err(format!("waiting for QEMU: {e}")),
         }
-        if crate::util::stop_flag().load(Ordering::Relaxed) {
+        if term.load(Ordering::Relaxed) && pressed.is_none() && !stop.load(Ordering::Relaxed) {
+            pressed = Some(Instant::now());
+            press_power_button(&qmp, button.load(Ordering::Relaxed), &settings);
+        }
+        if pressed.is_some_and(|t| t.elapsed() > drain_limit) && !stop.load(Ordering::Relaxed) {
+            eprintln!(
+                "bareweb: the machine did not power off within {} s of the button: stopping QEMU",
+                drain_limit.as_secs()
+            );
+            stop.store(true, Ordering::Relaxed);
+        }
+        if stop.load(Ordering::Relaxed) {
             let t = *forwarded.get_or_insert_with(Instant::now);
             if t.elapsed() < Duration::from_millis(20) {
                 // SAFETY: kill(2) on our own child's pid.
@@ -564,7 +591,79 @@ pub fn plain_text(line: &[u8]) -> Vec<u8> {
 /// sequences, [`plain_text`]); once the kernel is ready says `serving` (the URL the host
 /// reaches) before the kernel's own ready line (the guest's address). A sink that fails
 /// (a closed pipe) stops the run.
-fn copy_console(out: impl std::io::Read, mut sink: Sink, ready: &AtomicBool, serving: &str) {
+/// What the console has said so far, for the signal path.
+struct Seen {
+    /// The kernel's `ready:` line.
+    ready: Arc<AtomicBool>,
+    /// The kernel's line that says the ACPI power button drains.
+    button: Arc<AtomicBool>,
+}
+
+/// The kernel's console line that says its ACPI power button drains (boot/net.rs).
+const BUTTON_LINE: &[u8] = b"power: the ACPI power button drains";
+
+/// SIGTERM's first step: the power button pressed through QMP when the kernel said it
+/// drains on it (`button`); otherwise, or when QMP fails, QEMU is stopped at once, as for
+/// SIGHUP, and the words say why.
+fn press_power_button(qmp: &Path, button: bool, settings: &kernel_cmdline::Settings) {
+    let stop = crate::util::stop_flag();
+    if !button {
+        eprintln!(
+            "bareweb: SIGTERM: the kernel has no ACPI power button on this machine (its console did not say it drains on one): stopping QEMU at once"
+        );
+        stop.store(true, Ordering::Relaxed);
+        return;
+    }
+    match qmp_command(qmp, "system_powerdown") {
+        Ok(()) => eprintln!(
+            "bareweb: SIGTERM: pressed the machine's power button: the server drains ({} s grace, {} s timeout), then powers off; a second SIGTERM stops at once",
+            settings.drain_grace_s, settings.drain_timeout_s
+        ),
+        Err(e) => {
+            eprintln!("bareweb: SIGTERM: cannot press the power button ({e}): stopping QEMU");
+            stop.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Runs one QMP command without arguments on the socket `path`: the greeting, the
+/// capabilities negotiation, the command; an error names the step that failed.
+fn qmp_command(path: &Path, command: &str) -> Result<(), String> {
+    use std::os::unix::net::UnixStream;
+    let stream = UnixStream::connect(path).map_err(|e| format!("QMP {}: {e}", path.display()))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .map_err(|e| format!("QMP: {e}"))?;
+    let mut writer = stream.try_clone().map_err(|e| format!("QMP: {e}"))?;
+    let mut reader = BufReader::new(stream);
+    // Lines until one that answers a command (events may come between).
+    let mut answer = |what: &str| -> Result<String, String> {
+        for _ in 0..64 {
+            let mut line = String::new();
+            match reader.read_line(&mut line) {
+                Ok(0) => return Err(format!("QMP closed during {what}")),
+                Ok(_) if line.contains("\"QMP\"") || line.contains("\"return\"") => {
+                    return Ok(line)
+                }
+                Ok(_) if line.contains("\"error\"") => {
+                    return Err(format!("QMP {what}: {}", line.trim()))
+                }
+                Ok(_) => {}
+                Err(e) => return Err(format!("QMP {what}: {e}")),
+            }
+        }
+        Err(format!("QMP {what}: no answer"))
+    };
+    answer("greeting")?;
+    for cmd in ["qmp_capabilities", command] {
+        writeln!(writer, "{{\"execute\": \"{cmd}\"}}").map_err(|e| format!("QMP {cmd}: {e}"))?;
+        answer(cmd)?;
+    }
+    Ok(())
+}
+
+fn copy_console(out: impl std::io::Read, mut sink: Sink, seen: &Seen, serving: &str) {
+    let ready = &seen.ready;
     let mut r = BufReader::new(out);
     let mut line = Vec::new();
     loop {
@@ -576,6 +675,9 @@ fn copy_console(out: impl std::io::Read, mut sink: Sink, ready: &AtomicBool, ser
         if !ready.load(Ordering::Relaxed) && line.windows(15).any(|w| w == b"bareweb: ready:") {
             ready.store(true, Ordering::Relaxed);
             eprintln!("{serving}");
+        }
+        if line.windows(BUTTON_LINE.len()).any(|w| w == BUTTON_LINE) {
+            seen.button.store(true, Ordering::Relaxed);
         }
         let ok = match &mut sink {
             Sink::Terminal => {

@@ -169,6 +169,31 @@ pub fn catch_stop_signals() {
     }
 }
 
+/// For `run`: SIGINT and SIGHUP set [`stop_flag`]; SIGTERM sets the returned flag (a
+/// drain asked for: `run` presses the machine's power button), and a second SIGTERM sets
+/// [`stop_flag`]. Call instead of [`catch_stop_signals`].
+pub fn catch_stop_signals_term_drains() -> &'static AtomicBool {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    static TERM: AtomicBool = AtomicBool::new(false);
+    for sig in [SIGINT, SIGHUP] {
+        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(stop_arc())) {
+            eprintln!("bareweb: cannot catch signal {sig}: {e}");
+        }
+    }
+    let stop = stop_flag();
+    let on_term = move || {
+        if TERM.swap(true, Ordering::Relaxed) {
+            stop.store(true, Ordering::Relaxed);
+        }
+    };
+    // SAFETY: the action only swaps and stores atomics (async-signal-safe: no lock, no
+    // allocation, no I/O), and what it touches is static.
+    if let Err(e) = unsafe { signal_hook::low_level::register(SIGTERM, on_term) } {
+        eprintln!("bareweb: cannot catch signal {SIGTERM}: {e}");
+    }
+    &TERM
+}
+
 /// A graceful drain for `serve`'s server (`cfg.drain`, made from `cfg.timeouts`, kept for
 /// the life of the process), asked for by SIGTERM: what a balancer, systemd, Docker or
 /// Kubernetes sends to stop a service. SIGINT (Ctrl-C) and SIGHUP still stop at once, as
