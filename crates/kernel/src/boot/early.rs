@@ -80,9 +80,9 @@ pub fn heap(info: &BootInfo, image: &SiteImage) -> Region {
     heap
 }
 
-/// The legacy PICs masked, then the local APIC (the calibration window that overlaps the site check measures
-/// its timer too), then the clock, calibrated while the site is checked. Stops if the
-/// site is not a valid image; brings the screen console up.
+/// The legacy PICs masked, then the local APIC (the calibration window that overlaps the
+/// site check measures its timer too), then the clock, calibrated while the site is
+/// checked. Stops if the site is not a valid image; brings the screen console up.
 pub fn clock_and_site(
     info: &BootInfo,
     settings: &Settings,

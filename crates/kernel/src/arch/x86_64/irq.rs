@@ -206,10 +206,10 @@ pub fn set_level_line(core: usize, gsi: Option<u32>) {
 /// through LINT0 and the request is withdrawn. Masking LINT0 first left it pending, with
 /// nothing behind it: QEMU's TCG APIC then delivered "vector -1" at the first `sti`, a
 /// #GP with error code 0xffff_fff2 (its IDT index check on -1) in the wake-up of a
-/// halting core, in 2 to 9 boots out of 10 on q35 with SeaBIOS (when a tick fell between
-/// the firmware's last `cli` and the APIC's setup). An 8259 acknowledged with nothing
-/// behind it answers a spurious IRQ 7 on real hardware: remapped and masked first, there
-/// is no request left to acknowledge.
+/// halting core, in 2 to 9 boots out of 10 on q35 or pc with SeaBIOS (when a tick fell
+/// between the firmware's last `cli` and the APIC's setup). An 8259 acknowledged with
+/// nothing behind it answers a spurious IRQ 7 on real hardware: remapped and masked
+/// first, there is no request left to acknowledge.
 pub fn mask_legacy_pic() {
     // SAFETY: ports 0x20/0x21 and 0xA0/0xA1 are the PICs' command and data registers; the
     // initialisation words (ICW1-4: edge, cascade on IRQ 2, 8086 mode) change nothing but
