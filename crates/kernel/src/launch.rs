@@ -243,8 +243,7 @@ fn run_core0<N: CoreQueue + Sleeper>(
     // Every second: the DHCP address's changes, the counters line (`log=stats`), and a
     // press of the power button the SCI cannot deliver to a core that never halts
     // (`poll=always`; a halting core 0 takes the SCI at its next halt). Not otherwise:
-    // a core 0 woken every second by its timer on an idle q35 machine under QEMU's TCG
-    // was seen to take a general protection fault in the wake-up's delivery.
+    // an idle core 0 sleeps until a packet, a deadline or another core wakes it.
     let every = if log_stats || booted.dhcp.is_some() || booted.timer.is_none() {
         1_000_000_000
     } else {

@@ -176,8 +176,9 @@ impl<R: RxRing + WakeRx, T: TxRing> Sleeper for BondNic<R, T> {
     }
 }
 
-/// Interrupts for waking halted cores: the legacy PICs masked, every I/O APIC line masked
-/// (the NIC's is routed when the driver opens it), and the timer mode (`apic_hz`: the
+/// Interrupts for waking halted cores: every I/O APIC line masked (the NIC's is routed
+/// when the driver opens it; the legacy PICs were masked before the local APIC was set
+/// up: `boot::clock_and_site`), and the timer mode (`apic_hz`: the
 /// local APIC timer's rate measured at boot). Returns the timer, or None when cores will
 /// not halt (`poll=always`, no local APIC, a timer that does not count).
 pub fn wake_setup(
@@ -186,7 +187,6 @@ pub fn wake_setup(
     clock: &TscClock,
     apic_hz: u64,
 ) -> Option<apic::Timer> {
-    irq::mask_legacy_pic();
     let chips = match procs {
         Ok(p) => {
             acpi::keep_overrides(p);

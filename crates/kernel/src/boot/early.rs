@@ -7,8 +7,8 @@ use alloc::vec::Vec;
 use bareweb_engine::site::Site;
 
 use super::{Clocks, Cores, Cpus, Nics, SiteImage};
-use crate::arch::apic;
 use crate::arch::clock::Calibration;
+use crate::arch::{apic, irq};
 use crate::boot_info::{BootInfo, Region};
 use crate::cmdline::{self, Settings};
 use crate::drivers::any::AnyNic;
@@ -80,14 +80,17 @@ pub fn heap(info: &BootInfo, image: &SiteImage) -> Region {
     heap
 }
 
-/// The local APIC first (the calibration window that overlaps the site check measures
-/// its timer too), then the clock, calibrated while the site is checked. Stops if the
-/// site is not a valid image; brings the screen console up.
+/// The legacy PICs masked, then the local APIC (the calibration window that overlaps the
+/// site check measures its timer too), then the clock, calibrated while the site is
+/// checked. Stops if the site is not a valid image; brings the screen console up.
 pub fn clock_and_site(
     info: &BootInfo,
     settings: &Settings,
     image: &SiteImage,
 ) -> (Site<'static>, Clocks) {
+    // The legacy PICs first, while the firmware's virtual wire (LINT0 as ExtINT) still
+    // carries their output: see `irq::mask_legacy_pic`.
+    irq::mask_legacy_pic();
     let apic_mode = apic::init_bsp(settings.x2apic);
     let cal = Calibration::begin(apic_mode != apic::Mode::None && !settings.poll_always);
     let t_site = crate::arch::cpu::rdtsc();

@@ -137,12 +137,16 @@ fn enable(m: Mode) {
     }
     let svr = read(REG_SVR);
     write(REG_SVR, svr | SVR_ENABLE | SPURIOUS_VECTOR);
-    // Every interrupt class accepted; the legacy PIC's line (LINT0, ExtINT in virtual-wire
-    // mode) and the timer masked: nothing reaches the core but what the kernel arms.
-    write(REG_TPR, 0);
+    // The legacy PIC's line (LINT0, ExtINT in the firmware's virtual-wire mode), the timer
+    // and the error LVT masked: nothing reaches the core but what the kernel arms.
     write(REG_LVT_LINT0, LVT_MASKED);
     write(REG_LVT_TIMER, LVT_MASKED);
     write(REG_LVT_ERROR, LVT_MASKED);
+    // Every interrupt class accepted. Written last, after LINT0 is masked: a TPR write
+    // makes the APIC look again at what it has pending, so an ExtINT request the PIC made
+    // through LINT0 before the mask is withdrawn, not left to be taken at the first `sti`
+    // (QEMU's TCG APIC then delivers vector -1: a #GP, see `super::irq::mask_legacy_pic`).
+    write(REG_TPR, 0);
 }
 
 fn read(off: usize) -> u32 {

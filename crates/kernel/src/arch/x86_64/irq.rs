@@ -15,8 +15,9 @@
 //! - A handler counts its vector for the core, masks a level-triggered line at the I/O
 //!   APIC (its device keeps the line asserted until the driver acknowledges the cause;
 //!   the core unmasks it when it next arms the device) and writes EOI. Nothing else.
-//! - The legacy 8259 PICs are masked once at boot and the local APIC's LINT0 is masked
-//!   ([`super::apic`]), so nothing arrives that was not armed.
+//! - The legacy 8259 PICs are masked once at boot, before the local APIC's LINT0 is
+//!   masked ([`super::apic`]; the order matters: [`mask_legacy_pic`]), so nothing
+//!   arrives that was not armed.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -196,6 +197,19 @@ pub fn set_level_line(core: usize, gsi: Option<u32>) {
 /// exception (IRQ 5 as vector 13, a "general protection fault"); at 0x20.. it is a
 /// stray interrupt, counted and ignored. (The PIT's IRQ 0 left unmasked would otherwise
 /// come as vector 8, a "double fault".)
+///
+/// Call it before the boot CPU's local APIC is set up ([`apic::init_bsp`] masks LINT0),
+/// while LINT0 still carries the PICs' output as ExtINT (the firmware's virtual-wire
+/// mode). SeaBIOS leaves the PIT ticking on IRQ 0 (18.2 Hz), unmasked; the kernel runs
+/// with interrupts off, so a tick that comes before this call holds the PIC's output
+/// high, and the CPU has an ExtINT request pending. Masked here, the PIC drops its output
+/// through LINT0 and the request is withdrawn. Masking LINT0 first left it pending, with
+/// nothing behind it: QEMU's TCG APIC then delivered "vector -1" at the first `sti`, a
+/// #GP with error code 0xffff_fff2 (its IDT index check on -1) in the wake-up of a
+/// halting core, in 2 to 9 boots out of 10 on q35 or pc with SeaBIOS (when a tick fell
+/// between the firmware's last `cli` and the APIC's setup). An 8259 acknowledged with
+/// nothing behind it answers a spurious IRQ 7 on real hardware: remapped and masked
+/// first, there is no request left to acknowledge.
 pub fn mask_legacy_pic() {
     // SAFETY: ports 0x20/0x21 and 0xA0/0xA1 are the PICs' command and data registers; the
     // initialisation words (ICW1-4: edge, cascade on IRQ 2, 8086 mode) change nothing but
