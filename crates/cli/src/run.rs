@@ -882,6 +882,50 @@ mod tests {
     }
 
     #[test]
+    fn e1000e_gets_its_device_and_two_pairs_of_rss_whatever_the_backend() {
+        // Two NICs on TAPs: the model on each, no TAP queues (RSS is inside the device).
+        let t = qemu(&[
+            "--machine",
+            "pc",
+            "--smp",
+            "2",
+            "--nic",
+            "e1000e",
+            "--net",
+            "tap:bwe-none0",
+            "--net",
+            "tap:bwe-none1",
+        ])
+        .unwrap();
+        assert!(t.contains("-device e1000e,netdev=n0,id=nic0"), "{t}");
+        assert!(t.contains("-device e1000e,netdev=n1,id=nic1"), "{t}");
+        assert!(!t.contains("queues=") && !t.contains("mq=on"), "{t}");
+        // Per-queue on two cores even with user networking; network-core past two.
+        let two = cores_plan(&args(&["--nic", "e1000e", "--smp", "2"])).unwrap();
+        assert_eq!(two.queues, 2);
+        assert!(
+            two.note
+                .contains("per-queue mode: e1000e with 2 queue pairs (receive-side scaling)"),
+            "{}",
+            two.note
+        );
+        let four = cores_plan(&args(&["--nic", "e1000e", "--smp", "4"])).unwrap();
+        assert!(
+            four.note
+                .contains("network-core mode, because the e1000e has two queue pairs"),
+            "{}",
+            four.note
+        );
+        assert!(cores_plan(&args(&[
+            "--nic", "e1000e", "--smp", "4", "--mode", "perqueue"
+        ]))
+        .is_err());
+        assert!(qemu(&["--machine", "microvm", "--nic", "e1000e"]).is_err());
+        // A QEMU that cannot be asked says nothing either way.
+        assert_eq!(qemu_has_device("/nonexistent/qemu", "e1000e"), None);
+    }
+
+    #[test]
     fn cores_and_modes_reach_qemu_and_the_kernel() {
         // microvm: virtio-mmio, version 2, one queue pair (network-core mode on 2 cores).
         let m = qemu(&["--machine", "microvm", "--smp", "2"]).unwrap();
