@@ -32,8 +32,9 @@ use core::mem::offset_of;
 use core::sync::atomic::{fence, Ordering};
 
 use alloc::boxed::Box;
+use bareweb_engine::iface::egress::TSO_LIMIT;
 use bareweb_engine::nic::{
-    LinkSense, Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM,
+    LinkSense, Nic, NicCaps, NicCounters, RxFrame, RxRing, Tso, TxFull, TxRing, TX_HEAD_ROOM,
 };
 use bareweb_engine::wire::EthernetAddress;
 
@@ -348,6 +349,11 @@ pub struct E1000Tx<H: Hal = Identity> {
     frames: u64,
     full: u64,
     doorbells: u64,
+    /// Whether `post_tso` is offered (the 82574 with offloads on; the 82540EM driver
+    /// leaves it off).
+    tso: bool,
+    /// Frames posted for segmentation.
+    tso_frames: u64,
     _hal: PhantomData<fn() -> H>,
 }
 
@@ -420,6 +426,11 @@ impl<H: Hal> E1000<H> {
     /// The receive side, for the 82574's driver (its wake-up).
     pub(super) fn rx_mut(&mut self) -> &mut E1000Rx {
         &mut self.rx
+    }
+
+    /// The transmit side, for the 82574's driver (its offload).
+    pub(super) fn tx_mut(&mut self) -> &mut E1000Tx<H> {
+        &mut self.tx
     }
 }
 
@@ -804,6 +815,8 @@ impl<H: Hal> E1000Tx<H> {
             frames: 0,
             full: 0,
             doorbells: 0,
+            tso: false,
+            tso_frames: 0,
             _hal: PhantomData,
         })
     }
@@ -829,21 +842,127 @@ impl<H: Hal> E1000Tx<H> {
     }
 
     fn write_desc(&mut self, addr: u64, len: usize, cmd: u8) -> u16 {
-        let i = self.tail;
-        // A free descriptor (counted in `used` from now on).
-        self.ring.at(i).write(TxDesc {
+        self.push(TxDesc {
             addr,
             len: len as u16,
             cmd,
             ..TxDesc::default()
-        });
+        })
+    }
+
+    fn push(&mut self, d: TxDesc) -> u16 {
+        let i = self.tail;
+        // A free descriptor (counted in `used` from now on).
+        self.ring.at(i).write(d);
         self.tail = (i + 1) % RING;
         self.used += 1;
         i as u16
     }
+
+    /// Offers `post_tso` (the 82574's TCP segmentation: context and data descriptors).
+    pub(super) fn set_tso(&mut self, on: bool) {
+        self.tso = on;
+    }
+
+    /// Frames posted for segmentation so far.
+    #[cfg(test)]
+    pub(super) fn tso_frames(&self) -> u64 {
+        self.tso_frames
+    }
+}
+
+/// Extended transmit descriptors (82574 datasheet §7.3.2): DCMD.DEXT in the command byte;
+/// DTYP (data = 1, context = 0) in the high nibble of byte 10.
+const CMD_DEXT: u8 = 0x20;
+const CMD_TSE: u8 = 0x04;
+const DTYP_DATA: u8 = 0x10;
+/// Context TUCMD: IPv4, TCP.
+const TUCMD_IP: u8 = 0x02;
+const TUCMD_TCP: u8 = 0x01;
+/// Data POPTS: insert the IPv4 (IXSM) and TCP (TXSM) checksums.
+const POPTS_IXSM_TXSM: u8 = 0x03;
+
+/// The TCP/IP context descriptor of a segmentation (§7.3.1.2, Linux `e1000_tso`): where
+/// the IPv4 and TCP headers and checksums are, the payload, header length and MSS.
+fn tso_context(tso: Tso, payload: usize) -> TxDesc {
+    let (l4, ip) = (tso.l4_offset as u64, 14u64);
+    TxDesc {
+        // IPCSS, IPCSO, IPCSE; TUCSS, TUCSO (TUCSE 0: to the end).
+        addr: ip | (ip + 10) << 8 | (l4 - 1) << 16 | l4 << 32 | (l4 + 16) << 40,
+        len: payload as u16,
+        cso: (payload >> 16) as u8 & 0x0F,
+        cmd: CMD_DEXT | CMD_TSE | TUCMD_IP | TUCMD_TCP,
+        status: 0,
+        css: tso.header_len as u8,
+        special: tso.mss,
+    }
+}
+
+/// `sum` (a folded 16-bit ones'-complement sum) less `n`, folded.
+fn ones_sub(sum: u16, n: u16) -> u16 {
+    let s = sum as u32 + (!n) as u32;
+    let s = (s & 0xFFFF) + (s >> 16);
+    ((s & 0xFFFF) + (s >> 16)) as u16
 }
 
 impl<H: Hal> TxRing for E1000Tx<H> {
+    /// One frame cut by the device (82574, `set_tso`): a context descriptor, then the head
+    /// and body as extended data descriptors asking for both checksums. The engine leaves
+    /// the pseudo-header sum *with* the whole TCP length in the checksum field (virtio's
+    /// convention); this device adds each segment's length itself, so the whole length is
+    /// taken out again here (Linux `e1000_tso` writes the sum without it).
+    fn post_tso(&mut self, head_len: usize, body: &'static [u8], tso: Tso) -> Result<(), TxFull> {
+        let Some(s) = self.current.take() else {
+            self.full += 1;
+            return Err(TxFull);
+        };
+        let (l4, hl) = (tso.l4_offset as usize, tso.header_len as usize);
+        let total = head_len + body.len();
+        let need = if body.is_empty() { 2 } else { 3 };
+        if !self.tso
+            || self.used + need > RING - 1
+            || head_len > TX_SLOT
+            || hl > head_len
+            || l4 < 14 + 20
+            || l4 + 20 > hl
+            || total - hl > 0xF_FFFF
+            || body.len() > 0xFFFF
+        {
+            self.free_slots.push(s);
+            self.full += 1;
+            return Err(TxFull);
+        }
+        // SAFETY: slot s is not in flight (just taken from `current`): the device does not
+        // read it until the descriptors below are handed over.
+        if let Some(h) = unsafe { self.slots.bytes_mut(s as usize * TX_SLOT, head_len) } {
+            let c = l4 + 16;
+            let sum = u16::from_be_bytes([h[c], h[c + 1]]);
+            let fixed = ones_sub(sum, (total - l4) as u16);
+            h[c..c + 2].copy_from_slice(&fixed.to_be_bytes());
+        }
+        self.push(tso_context(tso, total - hl));
+        let data = |addr: u64, len: usize, cmd: u8| TxDesc {
+            addr,
+            len: len as u16,
+            cso: DTYP_DATA,
+            cmd: CMD_DEXT | CMD_TSE | CMD_IFCS | cmd,
+            status: 0,
+            css: POPTS_IXSM_TXSM,
+            special: 0,
+        };
+        let head = self.slots.paddr(s as usize * TX_SLOT);
+        let last = if body.is_empty() {
+            self.push(data(head, head_len, CMD_EOP | CMD_RS))
+        } else {
+            self.push(data(head, head_len, 0));
+            self.push(data(H::dma_addr_static(body), body.len(), CMD_EOP | CMD_RS))
+        };
+        self.in_flight.push_back((last, need as u8, s));
+        self.frames += 1;
+        self.tso_frames += 1;
+        Ok(())
+    }
+
     fn slot(&mut self) -> Option<&mut [u8]> {
         if self.current.is_none() {
             if self.free_slots.is_empty() || self.used + 2 > RING - 1 {
@@ -932,6 +1051,14 @@ impl<H: Hal> Nic for E1000<H> {
 
     fn mac(&self) -> EthernetAddress {
         self.mac
+    }
+
+    fn caps(&self) -> NicCaps {
+        if self.tx.tso {
+            NicCaps::default().with_tso(TSO_LIMIT)
+        } else {
+            NicCaps::default()
+        }
     }
 
     fn counters(&self) -> NicCounters {

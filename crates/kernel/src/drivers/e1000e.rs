@@ -23,8 +23,11 @@
 //!   is sent. Arming a side clears and unmasks its own cause only (the other queue's core
 //!   arms its own). Without MSI-X (a device whose table cannot be mapped) the INTx line is
 //!   probed as on the 82540EM and wakes pair 0's core; other pairs' cores wake by timer.
-//! - Link: STATUS.LU, as on the 82540EM. Transmit offloads are not used: see
-//!   docs/kernel.md ("NICs").
+//! - Transmit offloads (unless `offload=off`): TCP segmentation with IPv4 and TCP checksum
+//!   insertion, through a context descriptor and extended data descriptors
+//!   (`E1000Tx::post_tso`, shared code: the 82540EM has them too, but its driver does not
+//!   offer them). Other frames carry complete checksums from the engine.
+//! - Link: STATUS.LU, as on the 82540EM.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -150,6 +153,10 @@ impl<H: Hal> Nic for E1000e<H> {
         self.0.mac()
     }
 
+    fn caps(&self) -> bareweb_engine::nic::NicCaps {
+        self.0.caps()
+    }
+
     fn counters(&self) -> NicCounters {
         self.0.counters()
     }
@@ -174,6 +181,9 @@ impl<H: Hal> Driver for E1000e<H> {
         // SAFETY: BAR 0 of an 82574, at least REGION bytes (checked above).
         let m = unsafe { Mmio::map::<H>(base, e1000::REGION) };
         let mut pairs = E1000e::<H>::bring_up(&m, with.pairs)?;
+        for q in &mut pairs {
+            q.0.tx_mut().set_tso(with.offload);
+        }
         if with.wake.is_empty() {
             return Ok((pairs, QUEUES));
         }
@@ -335,6 +345,59 @@ mod tests {
                 }
             );
         }
+    }
+
+    #[test]
+    fn segmentation_offload_is_a_context_and_data_descriptors_with_the_length_taken_out() {
+        use bareweb_engine::nic::Tso;
+        static BODY: [u8; 3000] = [3; 3000];
+        let (mut dev, mut pairs) = up(1);
+        let p = &mut pairs[0];
+        assert_eq!(p.caps().tso_max, 0, "off until open asks for offloads");
+        let tso = Tso {
+            mss: 1460,
+            l4_offset: 34,
+            header_len: 54,
+        };
+        {
+            let (_, tx) = p.split();
+            tx.slot().unwrap()[..54].fill(1);
+            assert!(tx.post_tso(54, &BODY, tso).is_err(), "refused while off");
+        }
+        p.0.tx_mut().set_tso(true);
+        assert_eq!(p.caps().tso_max, bareweb_engine::iface::egress::TSO_LIMIT);
+        let (_, tx) = p.split();
+        let h = tx.slot().unwrap();
+        h[..54].fill(1);
+        // The engine's partial checksum: the pseudo-header sum with the whole TCP length.
+        h[50..52].copy_from_slice(&0x1234u16.to_be_bytes());
+        tx.post_tso(54, &BODY, tso).unwrap();
+        // A header that cannot be: the TCP header before the end of an IPv4 one.
+        tx.slot().unwrap()[..54].fill(1);
+        let bad = Tso {
+            l4_offset: 20,
+            ..tso
+        };
+        assert!(tx.post_tso(54, &BODY, bad).is_err());
+        tx.flush();
+        let out = dev.transmitted();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].len(), 54 + 3000);
+        assert_eq!(out[0][54..], BODY);
+        // The length is out of the sum: adding it back gives the engine's.
+        let got = u16::from_be_bytes([out[0][50], out[0][51]]) as u32 + (20 + 3000);
+        assert_eq!(((got & 0xFFFF) + (got >> 16)) as u16, 0x1234);
+        let c = &dev.contexts[0];
+        assert_eq!((c[0], c[1], u16::from_le_bytes([c[2], c[3]])), (14, 24, 33));
+        assert_eq!((c[4], c[5], u16::from_le_bytes([c[6], c[7]])), (34, 50, 0));
+        let paylen = u32::from_le_bytes([c[8], c[9], c[10], 0]) & 0xF_FFFF;
+        assert_eq!((paylen, c[11], c[13]), (3000, 0x27, 54));
+        assert_eq!(u16::from_le_bytes([c[14], c[15]]), 1460);
+        assert_eq!(dev.options, [(0x03, true)], "IPv4 and TCP checksums, TSE");
+        assert_eq!(tx.tso_frames(), 1);
+        // Reclaimed like any frame (its three descriptors).
+        tx.flush();
+        assert!(tx.room() > 0);
     }
 
     #[test]

@@ -416,6 +416,11 @@ pub struct FakeE1000 {
     pub tdh: u32,
     /// Queue 1's receive and transmit heads (an 82574's second pair).
     pub heads1: (u32, u32),
+    /// Context descriptors met on transmit (16 bytes each), in order.
+    pub contexts: Vec<Vec<u8>>,
+    /// Per frame transmitted: the last data descriptor's POPTS and whether it asked for
+    /// segmentation (TSE).
+    pub options: Vec<(u8, bool)>,
 }
 
 impl Default for FakeE1000 {
@@ -425,6 +430,8 @@ impl Default for FakeE1000 {
             rdh: 0,
             tdh: 0,
             heads1: (0, 0),
+            contexts: Vec::new(),
+            options: Vec::new(),
         }
     }
 }
@@ -560,14 +567,27 @@ impl FakeE1000 {
             let at = ring + 16 * head as u64;
             let d = FakeHal::read(at, 16);
             let addr = u64::from_le_bytes(d[0..8].try_into().unwrap());
-            let len = u16::from_le_bytes([d[8], d[9]]) as usize;
             let cmd = d[11];
+            // Extended (DEXT): a context descriptor (DTYP 0) carries no buffer; a data
+            // one (DTYP 1) a 20-bit length. Legacy: a 16-bit length.
+            let len = if cmd & 0x20 != 0 {
+                if d[10] >> 4 == 0 {
+                    self.contexts.push(d);
+                    head = (head + 1) % n;
+                    continue;
+                }
+                (u32::from_le_bytes([d[8], d[9], d[10], 0]) & 0xF_FFFF) as usize
+            } else {
+                u16::from_le_bytes([d[8], d[9]]) as usize
+            };
             frame.extend(FakeHal::read(addr, len));
             if cmd & 8 != 0 {
                 FakeHal::write(at + 12, &[1]); // DD
             }
             if cmd & 1 != 0 {
                 out.push(core::mem::take(&mut frame));
+                self.options
+                    .push((d[13], cmd & 0x20 != 0 && cmd & 0x04 != 0));
             }
             head = (head + 1) % n;
         }
