@@ -23,6 +23,10 @@
 //!   device given their DMA addresses (the site image's from `H::dma_addr_static`), the
 //!   registers a typed block ([`Regs`]) mapped through `H`. On the machine `H` is
 //!   [`Identity`] (the default); the host tests run it against `drivers::fake`'s device.
+//! - Shared with the 82574 (`e1000e.rs`): [`Regs`] and its reset and enable steps, the
+//!   queue sides with the write-back layout ([`Layout`]) and wake-up ([`RxWake`]) chosen
+//!   at bring-up, and `post_tso` (a context descriptor and extended data descriptors),
+//!   which only the 82574's driver turns on.
 
 use alloc::collections::VecDeque;
 use alloc::vec;
@@ -45,7 +49,8 @@ use crate::pci::{Bar, Device};
 
 /// Intel.
 pub const VENDOR: u16 = 0x8086;
-/// 82540EM (QEMU's e1000), 82545EM copper, 82574L is not compatible (e1000e).
+/// 82540EM (QEMU's e1000), 82545EM copper. (The 82574L is `e1000e.rs`'s, on this file's
+/// registers and queue code.)
 pub const DEVICES: [u16; 2] = [0x100E, 0x100F];
 
 /// Bytes of the register BAR (BAR 0).

@@ -36,7 +36,7 @@ use bareweb_engine::nic::{LinkSense, Nic, NicCounters};
 use bareweb_engine::wire::EthernetAddress;
 
 use super::e1000::{self, E1000Link, E1000Rx, E1000Tx, Error, Layout, Regs, RxWake, E1000};
-use super::hal::{Hal, Identity, Mmio, Reg, WO};
+use super::hal::{Hal, Identity, Mmio, Reg, RW, WO};
 use super::{Driver, Open};
 use crate::arch::irq::NIC_VECTOR;
 use crate::pci::msix::MsiX;
@@ -113,7 +113,10 @@ impl<H: Hal> E1000e<H> {
         // Interrupt routing first (harmless until MSI-X is on and a cause unmasked).
         reg(IVAR)?.write(IVAR_MAP);
         reg(EIAC)?.write(ICR_RXQ0 | ICR_RXQ0 << 1);
-        reg(CTRL_EXT)?.write(0);
+        // No interrupt auto-masking (IAME, EIAME: each queue's core masks its own cause);
+        // MSI-X pending bits cleared by the driver's reads (PBA_CLR), as Linux sets it.
+        let ext: Reg<u32, RW> = m.reg(CTRL_EXT).ok_or(Error::NoRegisters)?;
+        ext.write(ext.read() & !(1 << 27 | 1 << 24) | 1 << 31);
         reg(RFCTL)?.write(RFCTL_BITS);
         regs.rxcsum.write(RXCSUM_PCSD);
         if pairs > 1 {
@@ -275,6 +278,11 @@ mod tests {
         assert_eq!(dev.reg(RSSRK), 0xda56_5a6d);
         assert_eq!(dev.reg(IVAR), IVAR_MAP);
         assert_eq!(dev.reg(EIAC), 3 << 20);
+        assert_eq!(
+            dev.reg(CTRL_EXT) & (1 << 27 | 1 << 24 | 1 << 31),
+            1 << 31,
+            "no auto-mask"
+        );
         assert_eq!(dev.reg(0x00D8), 0xFFFF_FFFF, "interrupts masked");
         assert_eq!(dev.reg(0x0100) & 2, 2, "receiver on");
         assert_eq!(dev.reg(0x0400) & 2, 2, "transmitter on");
