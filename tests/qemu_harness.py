@@ -197,7 +197,7 @@ class Kernel:
             if smp is not None:
                 args += ["--smp", smp]
         else:
-            dev = {"virtio": "virtio-net-pci", "e1000": "e1000"}[nic]
+            dev = {"virtio": "virtio-net-pci", "e1000": "e1000", "e1000e": "e1000e"}[nic]
             args = ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
                     "-no-reboot", "-accel", "tcg", "-cpu", "max", "-m", "256M",
                     "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",

@@ -98,12 +98,15 @@ class Dnsmasq(DhcpKernel):
 
 
 # One core; two cores per-queue (a reply may come in on either queue: core 1 hands it to
-# core 0, which runs the client); two cores network-core (core 0 sees every reply).
+# core 0, which runs the client); two cores network-core (core 0 sees every reply); two
+# cores per-queue on an e1000e (RSS puts a reply on either queue).
 MODES = [("single", {}), ("perqueue", dict(smp=2, multi_queue=True)),
-         ("netcore", dict(smp=2, extra=["--mode", "netcore"]))]
+         ("netcore", dict(smp=2, extra=["--mode", "netcore"])),
+         ("perqueue", dict(nic="e1000e", smp=2))]
 
 
-@pytest.mark.parametrize("mode,kw", MODES, ids=[m[0] for m in MODES])
+@pytest.mark.parametrize("mode,kw", MODES,
+                         ids=[f"{kw['nic']}-{m}" if "nic" in kw else m for m, kw in MODES])
 def test_from_dnsmasq_and_renewed_while_serving(mode, kw):
     k = Dnsmasq(**kw)
     try:

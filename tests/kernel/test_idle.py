@@ -55,6 +55,7 @@ CONFIGS = [
     ("virtio-2cores-netcore", "virtio", 2, ["--mode", "netcore"], False, "netcore"),
     ("e1000-1core", "e1000", 1, [], False, "single"),
     ("e1000-2cores-netcore", "e1000", 2, [], False, "netcore"),
+    ("e1000e-2cores-perqueue", "e1000e", 2, [], False, "perqueue"),
     ("microvm-1core", "virtio", 1, ["--machine", "microvm"], False, "single"),
 ]
 

@@ -37,7 +37,7 @@ def head_of(text):
 
 def test_boots_and_says_which_accel(kernel):
     log = kernel.log()
-    name = {"virtio": "virtio-net", "e1000": "e1000"}[kernel.nic]
+    name = {"virtio": "virtio-net", "e1000": "e1000", "e1000e": "e1000e"}[kernel.nic]
     assert f"on {name}" in log, kernel.report()
     print(f"\n{kernel.nic}: ready {kernel.boot_secs:.2f} s after `bareweb run` started; "
           f"accel {accel_line()}")
@@ -318,7 +318,7 @@ def fetch_all(k, tmp_path):
         assert hashlib.sha256(out.read_bytes()).hexdigest() == sha(f), url_path(f)
 
 
-@pytest.mark.parametrize("nic", ["virtio", "e1000"])
+@pytest.mark.parametrize("nic", ["virtio", "e1000", "e1000e"])
 def test_single_file_elf_boots_and_serves(images, nic, tmp_path):
     """`bareweb build SITE -o site.elf`: one file (kernel + site + command line) booted
     with QEMU -kernel and nothing else."""

@@ -63,10 +63,12 @@ def test_every_file_on_one_core(nic, tmp_path):
     assert st["late_allocs"] == 0, st
 
 
-@pytest.mark.parametrize("smp,mode,mq", [(3, "netcore", False), (2, "perqueue", True)],
-                         ids=["netcore3", "perqueue2"])
-def test_every_file_on_several_cores(smp, mode, mq, tmp_path):
-    k = Kernel(nic="virtio", smp=smp, multi_queue=mq,
+@pytest.mark.parametrize("nic,smp,mode,mq", [("virtio", 3, "netcore", False),
+                                             ("virtio", 2, "perqueue", True),
+                                             ("e1000e", 2, "perqueue", False)],
+                         ids=["netcore3", "perqueue2", "e1000e-perqueue2"])
+def test_every_file_on_several_cores(nic, smp, mode, mq, tmp_path):
+    k = Kernel(nic=nic, smp=smp, multi_queue=mq,
                extra=["--udp-port", str(UDP_PORT), "--mode", mode])
     try:
         fetch_all(k.ns, tmp_path)

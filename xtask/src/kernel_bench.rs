@@ -76,6 +76,24 @@ fn get_status(port: u16, path: &str, limit: Duration) -> Option<u16> {
     std::str::from_utf8(&buf[9..12]).ok()?.parse().ok()
 }
 
+/// The total row's device wake-ups (receive interrupts that woke a halted core) from the
+/// stats JSON at `port`, if it can be read.
+fn device_wakes(port: u16) -> Option<u64> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let limit = Duration::from_secs(5);
+    let mut s = TcpStream::connect_timeout(&addr, limit).ok()?;
+    s.set_read_timeout(Some(limit)).ok()?;
+    s.write_all(b"GET /.well-known/bareweb/stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).ok()?;
+    // The total row comes after the cores'.
+    const KEY: &str = "\"wakes\":{\"device\":";
+    let at = body.rfind(KEY)? + KEY.len();
+    let end = body[at..].find(|c: char| !c.is_ascii_digit())?;
+    body[at..at + end].parse().ok()
+}
+
 /// `bareweb run --dry-run` arguments with the single-file image instead of -kernel/-initrd.
 fn qemu_args(
     bin: &Path,
@@ -500,9 +518,9 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         }
         if o.load {
             println!("## Doorbells per request at steady load (TCG, qboot; GET /files/4k.html: 8 keep-alive connections x 250, then 8 clients x 100 connections of one request)\n");
-            println!("| NIC | load | requests | seconds | req/s | doorbells | of which RX | suppressed flushes | doorbells/request | frames sent |");
-            println!("|---|---|---|---|---|---|---|---|---|---|");
-            for nic in ["virtio", "e1000"] {
+            println!("| NIC | load | requests | seconds | req/s | doorbells | of which RX | suppressed flushes | doorbells/request | device interrupts/request | frames sent |");
+            println!("|---|---|---|---|---|---|---|---|---|---|---|");
+            for nic in ["virtio", "e1000", "e1000e"] {
                 let port = free_port()?;
                 let serial = dir.join(format!("{nic}.serial"));
                 let args = qemu_args(&bin, &elf, "tcg", "qboot", nic, port, "stats")?;
@@ -517,6 +535,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                 for (mode, cpr) in [("keep-alive", false), ("connection per request", true)] {
                     std::thread::sleep(Duration::from_millis(1200));
                     let before = last_stats(&serial).ok_or("no stats line")?;
+                    let wakes0 = device_wakes(port);
                     let (ok, took) = if cpr {
                         load_cpr(port, 8, 100, "/files/4k.html")
                     } else {
@@ -524,16 +543,21 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                     };
                     std::thread::sleep(Duration::from_millis(1200));
                     let after = last_stats(&serial).ok_or("no stats line")?;
+                    let wakes = match (wakes0, device_wakes(port)) {
+                        (Some(a), Some(b)) => b.saturating_sub(a),
+                        _ => 0,
+                    };
                     let d = |k: &str| stat(&after, k) - stat(&before, k);
                     let reqs = d("http_requests");
                     println!(
-                        "| {nic} | {mode} | {reqs} ({ok} ok) | {:.2} | {:.0} | {} | {} | {} | {:.3} | {} |",
+                        "| {nic} | {mode} | {reqs} ({ok} ok) | {:.2} | {:.0} | {} | {} | {} | {:.3} | {:.3} | {} |",
                         took.as_secs_f64(),
                         ok as f64 / took.as_secs_f64(),
                         d("doorbells"),
                         d("rx_doorbells"),
                         d("suppressed"),
                         d("doorbells") as f64 / reqs.max(1) as f64,
+                        wakes as f64 / reqs.max(1) as f64,
                         d("nic_tx")
                     );
                 }

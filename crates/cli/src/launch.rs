@@ -23,7 +23,7 @@ use crate::kernel_image::{kind_of, Kind, KERNEL};
 use crate::opts::{kernel_cmdline, value_name};
 use crate::run::{
     choose_accel, cores_plan, machine_text, qemu_args, qemu_present, shell_words, Boot, Net,
-    RunArgs, KERNEL_FAILED, QEMU_HINT,
+    NicModel, RunArgs, KERNEL_FAILED, QEMU_HINT,
 };
 
 /// What `bareweb run` was given.
@@ -295,6 +295,17 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     if !qemu_present(&a.qemu) {
         return Err(format!(
             "{} not found: install QEMU ({QEMU_HINT}; `cargo xtask setup` does it as root)",
+            a.qemu
+        ));
+    }
+    if a.nic != NicModel::Virtio
+        && crate::run::qemu_has_device(&a.qemu, a.nic.qemu_device()) == Some(false)
+    {
+        return Err(format!(
+            "--nic {}: the installed QEMU ({}) has no `{}` device model (`{} -device help` lists the ones it has); use another --nic or a QEMU that has it",
+            value_name(a.nic),
+            a.qemu,
+            a.nic.qemu_device(),
             a.qemu
         ));
     }

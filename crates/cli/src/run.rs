@@ -15,7 +15,7 @@ use bareweb_engine::cores::plan;
 
 use crate::bare::KernelOpts;
 use crate::kernel_image::{kind_of, Kind};
-use crate::opts::{self, kernel_cmdline, Mac, MemSize, ModeArg, ServerOpts};
+use crate::opts::{self, kernel_cmdline, value_name, Mac, MemSize, ModeArg, ServerOpts};
 
 /// What `apt` calls the package with `qemu-system-x86_64`.
 pub const QEMU_HINT: &str = "sudo apt-get install qemu-system-x86";
@@ -242,8 +242,40 @@ pub enum Machine {
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
 pub enum NicModel {
+    /// virtio-net (PCI; virtio-mmio on microvm): queue pairs as the cores, offloads.
     Virtio,
+    /// Intel 82540EM: one queue pair.
     E1000,
+    /// Intel 82574L: two queue pairs with receive-side scaling, MSI-X.
+    E1000e,
+}
+
+impl NicModel {
+    /// QEMU's `-device` name of the model.
+    pub fn qemu_device(self) -> &'static str {
+        match self {
+            NicModel::Virtio => "virtio-net-pci",
+            NicModel::E1000 => "e1000",
+            NicModel::E1000e => "e1000e",
+        }
+    }
+}
+
+/// Whether QEMU binary `qemu` has `-device` model `name` (`qemu -device help` lists it as
+/// `name "NAME"`); None if QEMU could not be asked.
+pub fn qemu_has_device(qemu: &str, name: &str) -> Option<bool> {
+    let out = std::process::Command::new(qemu)
+        .args(["-device", "help"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let list = String::from_utf8_lossy(&out.stdout);
+    let want = format!("name \"{name}\"");
+    Some(list.lines().any(|l| l.trim_start().starts_with(&want)))
 }
 
 /// Whether KVM can be used, and if not (or if it is the wrong kind), why.
@@ -473,9 +505,10 @@ pub fn qemu_args(
         push("-netdev");
         push("hubport,id=h0,hubid=0,netdev=u0");
     }
+    // Only virtio-net takes queues from the TAP; the 82574's two are RSS inside the device.
     let queues = match plan.queues {
-        1 => String::new(),
-        n => format!(",queues={n}"),
+        n if n > 1 && a.nic == NicModel::Virtio => format!(",queues={n}"),
+        _ => String::new(),
     };
     let mq = match plan.queues {
         1 => String::new(),
@@ -504,10 +537,13 @@ pub fn qemu_args(
             (NicModel::Virtio, _) => push(&format!(
                 "virtio-net-pci,netdev=n{k},id=nic{k},rx_queue_size=1024{mac}{mq}"
             )),
-            (NicModel::E1000, Machine::Microvm) => {
+            (NicModel::E1000 | NicModel::E1000e, Machine::Microvm) => {
                 return Err("--machine microvm has no PCI bus: use --nic virtio".into())
             }
-            (NicModel::E1000, _) => push(&format!("e1000,netdev=n{k},id=nic{k}{mac}")),
+            (NicModel::E1000 | NicModel::E1000e, _) => push(&format!(
+                "{},netdev=n{k},id=nic{k}{mac}",
+                a.nic.qemu_device()
+            )),
         }
     }
     Ok(v)
@@ -585,6 +621,10 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
     }
     let why_not = match (a.nic, tap) {
         (NicModel::E1000, _) => Some("the e1000 has one queue".to_string()),
+        (NicModel::E1000e, _) if a.smp > 2 => {
+            Some("the e1000e has two queue pairs, not one per core".to_string())
+        }
+        (NicModel::E1000e, _) => None,
         (NicModel::Virtio, _) if a.machine == Machine::Microvm => Some(
             "virtio-mmio gives a device one interrupt line, which can wake one core".to_string(),
         ),
@@ -608,8 +648,15 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
         (_, None) => Ok(CoresPlan {
             queues: a.smp,
             note: format!(
-                "{} cores, per-queue mode: virtio-net with {} queue pairs",
-                a.smp, a.smp
+                "{} cores, per-queue mode: {} with {} queue pairs{}",
+                a.smp,
+                value_name(a.nic),
+                a.smp,
+                if a.nic == NicModel::E1000e {
+                    " (receive-side scaling)"
+                } else {
+                    ""
+                }
             ),
         }),
         (None, Some(why)) => Ok(CoresPlan {
@@ -832,6 +879,50 @@ mod tests {
         let e = qemu(&["--firmware", "uefi"]).unwrap_err();
         assert!(e.contains("--iso"), "{e}");
         assert!(boot_with(&["--machine", "microvm"], &disk).is_err());
+    }
+
+    #[test]
+    fn e1000e_gets_its_device_and_two_pairs_of_rss_whatever_the_backend() {
+        // Two NICs on TAPs: the model on each, no TAP queues (RSS is inside the device).
+        let t = qemu(&[
+            "--machine",
+            "pc",
+            "--smp",
+            "2",
+            "--nic",
+            "e1000e",
+            "--net",
+            "tap:bwe-none0",
+            "--net",
+            "tap:bwe-none1",
+        ])
+        .unwrap();
+        assert!(t.contains("-device e1000e,netdev=n0,id=nic0"), "{t}");
+        assert!(t.contains("-device e1000e,netdev=n1,id=nic1"), "{t}");
+        assert!(!t.contains("queues=") && !t.contains("mq=on"), "{t}");
+        // Per-queue on two cores even with user networking; network-core past two.
+        let two = cores_plan(&args(&["--nic", "e1000e", "--smp", "2"])).unwrap();
+        assert_eq!(two.queues, 2);
+        assert!(
+            two.note
+                .contains("per-queue mode: e1000e with 2 queue pairs (receive-side scaling)"),
+            "{}",
+            two.note
+        );
+        let four = cores_plan(&args(&["--nic", "e1000e", "--smp", "4"])).unwrap();
+        assert!(
+            four.note
+                .contains("network-core mode, because the e1000e has two queue pairs"),
+            "{}",
+            four.note
+        );
+        assert!(cores_plan(&args(&[
+            "--nic", "e1000e", "--smp", "4", "--mode", "perqueue"
+        ]))
+        .is_err());
+        assert!(qemu(&["--machine", "microvm", "--nic", "e1000e"]).is_err());
+        // A QEMU that cannot be asked says nothing either way.
+        assert_eq!(qemu_has_device("/nonexistent/qemu", "e1000e"), None);
     }
 
     #[test]

@@ -161,7 +161,9 @@ pub fn cores(settings: &Settings, cpus: &Cpus, clocks: &Clocks) -> Cores {
 pub fn nics(settings: &Settings, cpus: &Cpus, hz: u64) -> Nics {
     let t_pci = crate::arch::cpu::rdtsc();
     let mut found: Vec<Device> = Vec::new();
+    let mut seen: Vec<(u16, u16)> = Vec::new();
     pci::enumerate(|d| {
+        seen.push((d.vendor, d.device));
         kprintln!(
             "pci: {} {:04x}:{:04x} class {:02x}{:02x}",
             d.addr,
@@ -182,7 +184,14 @@ pub fn nics(settings: &Settings, cpus: &Cpus, hz: u64) -> Nics {
     match crate::drivers::virtio::mmio::find_net(settings, &cpus.0) {
         Some(slot) => Nics::Mmio(slot),
         None => {
-            fatal!("no supported NIC: no virtio-net or e1000 on PCI, no virtio-mmio network device")
+            crate::kprint!("no supported NIC: PCI devices found:");
+            for (v, d) in &seen {
+                crate::kprint!(" {v:04x}:{d:04x}");
+            }
+            fatal!(
+                "\n  none of them a NIC this kernel drives ({}), and no virtio-mmio network device",
+                crate::drivers::any::Supported
+            )
         }
     }
 }

@@ -20,7 +20,6 @@ use crate::arch::clock::TscClock;
 use crate::arch::{power, smp};
 use crate::cmdline::CoreMode;
 use crate::drivers::any::AnyNic;
-use crate::drivers::e1000::E1000;
 use crate::drivers::virtio::mmio::Slot;
 use crate::drivers::virtio_net::VirtioNet;
 use crate::drivers::{Driver, Open};
@@ -129,10 +128,7 @@ impl Booted {
         let dev = &devs[0];
         if AnyNic::matches(dev) {
             // A set is of one driver: the first's.
-            let same = |d: &&Device| {
-                VirtioNet::matches(d) == VirtioNet::matches(dev)
-                    && E1000::matches(d) == E1000::matches(dev)
-            };
+            let same = |d: &&Device| AnyNic::driver_of(d) == AnyNic::driver_of(dev);
             let devs: Vec<Device> = devs.iter().filter(same).copied().collect();
             self.serve_pci(&devs)
         } else {

@@ -19,11 +19,13 @@ use bareweb_engine::nic::{
 use bareweb_engine::wire::EthernetAddress;
 
 use super::e1000::{E1000Link, E1000Rx, E1000Tx, E1000};
+use super::e1000e::E1000e;
 use super::virtio_net::{VirtioLink, VirtioNet, VirtioRx, VirtioTx};
 use super::{Arm, Driver, Open, Wake, WakeRx};
 use crate::pci::Device;
 
-/// A receive side of any driver. (The e1000's is larger, its descriptor shadow inline:
+/// A receive side of any driver (the 82574's are the 82540EM's: one variant, one copy of
+/// the code). (The e1000's is larger, its descriptor shadow inline:
 /// there is one per queue pair, and boxing it would add a pointer chase per call.)
 #[allow(clippy::large_enum_variant)]
 pub enum AnyRx {
@@ -55,6 +57,7 @@ pub struct AnyNic {
     mac: EthernetAddress,
     caps: NicCaps,
     link: AnyLink,
+    name: &'static str,
 }
 
 impl From<VirtioNet> for AnyNic {
@@ -67,7 +70,16 @@ impl From<VirtioNet> for AnyNic {
             mac,
             caps,
             link,
+            name: <VirtioNet>::NAME,
         }
+    }
+}
+
+impl From<E1000e> for AnyNic {
+    fn from(n: E1000e) -> AnyNic {
+        let mut any = AnyNic::from(n.into_inner());
+        any.name = <E1000e>::NAME;
+        any
     }
 }
 
@@ -81,7 +93,38 @@ impl From<E1000> for AnyNic {
             mac,
             caps,
             link,
+            name: <E1000>::NAME,
         }
+    }
+}
+
+/// The NICs the kernel drives, as "name vendor:device/device" (for a machine where it
+/// finds none).
+pub struct Supported;
+
+impl fmt::Display for Supported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let list: [(&str, u16, &[u16]); 3] = [
+            (
+                <VirtioNet>::NAME,
+                super::virtio_net::VENDOR,
+                &super::virtio_net::DEVICES,
+            ),
+            (<E1000>::NAME, super::e1000::VENDOR, &super::e1000::DEVICES),
+            (
+                <E1000e>::NAME,
+                super::e1000::VENDOR,
+                &super::e1000e::DEVICES,
+            ),
+        ];
+        for (i, (name, vendor, devices)) in list.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            write!(f, "{sep}{name} {vendor:04x}:")?;
+            for (j, d) in devices.iter().enumerate() {
+                write!(f, "{}{d:04x}", if j == 0 { "" } else { "/" })?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -91,6 +134,8 @@ pub enum AnyError {
     Virtio(super::virtio::Error),
     /// e1000's reason.
     E1000(super::e1000::Error),
+    /// e1000e's reason.
+    E1000e(super::e1000::Error),
 }
 
 impl fmt::Debug for AnyError {
@@ -98,16 +143,27 @@ impl fmt::Debug for AnyError {
         match self {
             AnyError::Virtio(e) => write!(f, "virtio-net: {e:?}"),
             AnyError::E1000(e) => write!(f, "e1000: {e:?}"),
+            AnyError::E1000e(e) => write!(f, "e1000e: {e:?}"),
         }
     }
 }
 
 impl AnyNic {
-    /// The driver's short name ("virtio-net", "e1000").
+    /// The driver's short name ("virtio-net", "e1000", "e1000e").
     pub fn name(&self) -> &'static str {
-        match self.rx {
-            AnyRx::Virtio(_) => <VirtioNet>::NAME,
-            AnyRx::E1000(_) => <E1000>::NAME,
+        self.name
+    }
+
+    /// Which driver drives `dev` (its name), if any: NICs of one driver form a set.
+    pub fn driver_of(dev: &Device) -> Option<&'static str> {
+        if VirtioNet::matches(dev) {
+            Some(<VirtioNet>::NAME)
+        } else if E1000::matches(dev) {
+            Some(<E1000>::NAME)
+        } else if E1000e::matches(dev) {
+            Some(<E1000e>::NAME)
+        } else {
+            None
         }
     }
 }
@@ -140,12 +196,15 @@ impl Driver for AnyNic {
     const NAME: &'static str = "NIC";
 
     fn matches(dev: &Device) -> bool {
-        VirtioNet::matches(dev) || E1000::matches(dev)
+        Self::driver_of(dev).is_some()
     }
 
     fn open(dev: &Device, with: &Open<'_>) -> Result<(Vec<AnyNic>, usize), AnyError> {
         if VirtioNet::matches(dev) {
             let (q, n) = <VirtioNet as Driver>::open(dev, with).map_err(AnyError::Virtio)?;
+            Ok((q.into_iter().map(AnyNic::from).collect(), n))
+        } else if E1000e::matches(dev) {
+            let (q, n) = <E1000e as Driver>::open(dev, with).map_err(AnyError::E1000e)?;
             Ok((q.into_iter().map(AnyNic::from).collect(), n))
         } else {
             let (q, n) = <E1000 as Driver>::open(dev, with).map_err(AnyError::E1000)?;

@@ -23,6 +23,10 @@
 //!   device given their DMA addresses (the site image's from `H::dma_addr_static`), the
 //!   registers a typed block ([`Regs`]) mapped through `H`. On the machine `H` is
 //!   [`Identity`] (the default); the host tests run it against `drivers::fake`'s device.
+//! - Shared with the 82574 (`e1000e.rs`): [`Regs`] and its reset and enable steps, the
+//!   queue sides with the write-back layout ([`Layout`]) and wake-up ([`RxWake`]) chosen
+//!   at bring-up, and `post_tso` (a context descriptor and extended data descriptors),
+//!   which only the 82574's driver turns on.
 
 use alloc::collections::VecDeque;
 use alloc::vec;
@@ -32,8 +36,9 @@ use core::mem::offset_of;
 use core::sync::atomic::{fence, Ordering};
 
 use alloc::boxed::Box;
+use bareweb_engine::iface::egress::TSO_LIMIT;
 use bareweb_engine::nic::{
-    LinkSense, Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM,
+    LinkSense, Nic, NicCaps, NicCounters, RxFrame, RxRing, Tso, TxFull, TxRing, TX_HEAD_ROOM,
 };
 use bareweb_engine::wire::EthernetAddress;
 
@@ -44,7 +49,8 @@ use crate::pci::{Bar, Device};
 
 /// Intel.
 pub const VENDOR: u16 = 0x8086;
-/// 82540EM (QEMU's e1000), 82545EM copper, 82574L is not compatible (e1000e).
+/// 82540EM (QEMU's e1000), 82545EM copper. (The 82574L is `e1000e.rs`'s, on this file's
+/// registers and queue code.)
 pub const DEVICES: [u16; 2] = [0x100E, 0x100F];
 
 /// Bytes of the register BAR (BAR 0).
@@ -61,14 +67,12 @@ const RCTL: usize = 0x0100;
 const TCTL: usize = 0x0400;
 const TIPG: usize = 0x0410;
 const RDBAL: usize = 0x2800;
-const RDBAH: usize = 0x2804;
-const RDLEN: usize = 0x2808;
+#[cfg(test)]
 const RDH: usize = 0x2810;
 /// The receive tail (the driver's doorbell), for the fake device.
 pub const RDT: usize = 0x2818;
 const TDBAL: usize = 0x3800;
-const TDBAH: usize = 0x3804;
-const TDLEN: usize = 0x3808;
+#[cfg(test)]
 const TDH: usize = 0x3810;
 /// The transmit tail (the driver's doorbell), for the fake device.
 pub const TDT: usize = 0x3818;
@@ -81,25 +85,28 @@ const RAH0: usize = 0x5404;
 /// once from the mapped BAR; the queue sides keep only the few they touch after bring-up.
 #[derive(Debug, Clone, Copy)]
 pub struct Regs {
-    ctrl: Reg<u32, RW>,
-    status: Reg<u32, RO>,
-    eerd: Reg<u32, RW>,
+    pub(super) ctrl: Reg<u32, RW>,
+    pub(super) status: Reg<u32, RO>,
+    pub(super) eerd: Reg<u32, RW>,
     /// Read-to-clear.
-    icr: Reg<u32, RO>,
-    ics: Reg<u32, WO>,
-    ims: Reg<u32, WO>,
-    imc: Reg<u32, WO>,
-    rctl: Reg<u32, WO>,
-    tctl: Reg<u32, WO>,
-    tipg: Reg<u32, WO>,
+    pub(super) icr: Reg<u32, RO>,
+    /// ICR written: write-1-to-clear on the 82574 (one queue's cause, leaving the
+    /// others'); unused on the 82540EM.
+    pub(super) icr_clear: Reg<u32, WO>,
+    pub(super) ics: Reg<u32, WO>,
+    pub(super) ims: Reg<u32, WO>,
+    pub(super) imc: Reg<u32, WO>,
+    pub(super) rctl: Reg<u32, WO>,
+    pub(super) tctl: Reg<u32, WO>,
+    pub(super) tipg: Reg<u32, WO>,
     /// (base low, base high, length, head, tail) of the receive ring.
-    rd: [Reg<u32, WO>; 5],
+    pub(super) rd: [Reg<u32, WO>; 5],
     /// As `rd`, of the transmit ring.
-    td: [Reg<u32, WO>; 5],
-    rxcsum: Reg<u32, WO>,
-    mta: Array<u32, WO>,
-    ral0: Reg<u32, RW>,
-    rah0: Reg<u32, RW>,
+    pub(super) td: [Reg<u32, WO>; 5],
+    pub(super) rxcsum: Reg<u32, WO>,
+    pub(super) mta: Array<u32, WO>,
+    pub(super) ral0: Reg<u32, RW>,
+    pub(super) rah0: Reg<u32, RW>,
 }
 
 impl Regs {
@@ -108,33 +115,39 @@ impl Regs {
         if m.len() < REGION {
             return None;
         }
-        let ring = |b: [usize; 5]| -> Option<[Reg<u32, WO>; 5]> {
-            Some([
-                m.reg(b[0])?,
-                m.reg(b[1])?,
-                m.reg(b[2])?,
-                m.reg(b[3])?,
-                m.reg(b[4])?,
-            ])
-        };
         Some(Regs {
             ctrl: m.reg(CTRL)?,
             status: m.reg(STATUS)?,
             eerd: m.reg(EERD)?,
             icr: m.reg(ICR)?,
+            icr_clear: m.reg(ICR)?,
             ics: m.reg(ICS)?,
             ims: m.reg(IMS)?,
             imc: m.reg(IMC)?,
             rctl: m.reg(RCTL)?,
             tctl: m.reg(TCTL)?,
             tipg: m.reg(TIPG)?,
-            rd: ring([RDBAL, RDBAH, RDLEN, RDH, RDT])?,
-            td: ring([TDBAL, TDBAH, TDLEN, TDH, TDT])?,
+            rd: Regs::queue(m, RDBAL, 0)?,
+            td: Regs::queue(m, TDBAL, 0)?,
             rxcsum: m.reg(RXCSUM)?,
             mta: m.array(MTA, 128)?,
             ral0: m.reg(RAL0)?,
             rah0: m.reg(RAH0)?,
         })
+    }
+
+    /// The ring registers (base low, base high, length, head, tail) of queue `k` whose
+    /// queue 0 starts at `base` (RDBAL or TDBAL; queue k's are 0x100 × k further on, as
+    /// the 82574 has them; the 82540EM has queue 0 only).
+    pub(super) fn queue(m: &Mmio, base: usize, k: usize) -> Option<[Reg<u32, WO>; 5]> {
+        let b = base + 0x100 * k;
+        Some([
+            m.reg(b)?,
+            m.reg(b + 4)?,
+            m.reg(b + 8)?,
+            m.reg(b + 0x10)?,
+            m.reg(b + 0x18)?,
+        ])
     }
 
     /// Points ring registers `r` (RDBAL.. or TDBAL..) at `len` bytes of descriptors at
@@ -265,6 +278,7 @@ pub struct E1000Rx {
     rdt: Reg<u32, WO>,
     /// Interrupt cause (read-to-clear), set and clear: for arming a wake-up.
     icr: Reg<u32, RO>,
+    icr_clear: Reg<u32, WO>,
     ims: Reg<u32, WO>,
     imc: Reg<u32, WO>,
     /// The descriptor ring's memory, which `ring` views (kept alive, never read).
@@ -284,8 +298,39 @@ pub struct E1000Rx {
     frames: u64,
     bad: u64,
     doorbells: u64,
-    /// The INTx line (GSI) routed to the core that owns this side, if any.
-    line: Option<u32>,
+    /// Where the device's descriptor write-back puts status, errors and length.
+    layout: Layout,
+    /// How a frame wakes the core that owns this side.
+    wake: RxWake,
+}
+
+/// A receive descriptor's write-back layout: (status byte, errors byte, length) offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Layout(usize, usize, usize);
+
+impl Layout {
+    /// Legacy (§3.2.3): length at 8, status at 12, errors at 13.
+    pub(super) const LEGACY: Layout = Layout(
+        offset_of!(RxDesc, status),
+        offset_of!(RxDesc, errors),
+        offset_of!(RxDesc, len),
+    );
+    /// Extended (82574 datasheet §7.1.5.2, RFCTL.EXTEN), as written back: MRQ and the RSS
+    /// hash in bytes 0-7, then status (bits 19:0) and errors (31:24) in a little-endian
+    /// dword at 8, length at 12, VLAN at 14. Same bits as the legacy ones.
+    pub(super) const EXTENDED: Layout = Layout(8, 11, 12);
+}
+
+/// How a receive side wakes its halting core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum RxWake {
+    /// It does not (the core polls, or halts until its timer).
+    None,
+    /// The device's INTx line, this GSI, level-triggered, routed to the core.
+    Line(u32),
+    /// An MSI-X message (this table entry) for this ICR cause (the 82574's RXQ0/RXQ1),
+    /// edge-triggered: the cause is cleared by the driver before arming.
+    Msi(u16, u32),
 }
 
 /// Transmit side, lending bodies to the device through `H`.
@@ -309,6 +354,11 @@ pub struct E1000Tx<H: Hal = Identity> {
     frames: u64,
     full: u64,
     doorbells: u64,
+    /// Whether `post_tso` is offered (the 82574 with offloads on; the 82540EM driver
+    /// leaves it off).
+    tso: bool,
+    /// Frames posted for segmentation.
+    tso_frames: u64,
     _hal: PhantomData<fn() -> H>,
 }
 
@@ -358,26 +408,72 @@ impl<H: Hal> E1000<H> {
     /// Resets the device whose registers are `regs` and brings up both rings,
     /// interrupts masked.
     pub fn bring_up(regs: Regs) -> Result<E1000<H>, Error> {
-        regs.imc.write(0xFFFF_FFFF);
-        regs.ctrl.write(regs.ctrl.read() | CTRL_RST);
+        let mac = regs.reset()?;
+        let mut rx = E1000Rx::new::<H>(&regs, &regs.rd, Layout::LEGACY)?;
+        let tx = E1000Tx::new(&regs.td)?;
+        regs.enable_tx();
+        regs.rxcsum.write(0);
+        regs.enable_rx();
+        rx.refill();
+        Ok(E1000 { rx, tx, mac, regs })
+    }
+
+    /// A queue pair of sides brought up by the 82574's driver on the same registers.
+    pub(super) fn from_parts(
+        rx: E1000Rx,
+        tx: E1000Tx<H>,
+        mac: EthernetAddress,
+        regs: Regs,
+    ) -> Self {
+        E1000 { rx, tx, mac, regs }
+    }
+
+    /// The receive side, for the 82574's driver (its wake-up).
+    pub(super) fn rx_mut(&mut self) -> &mut E1000Rx {
+        &mut self.rx
+    }
+
+    /// The transmit side, for the 82574's driver (its offload).
+    pub(super) fn tx_mut(&mut self) -> &mut E1000Tx<H> {
+        &mut self.tx
+    }
+}
+
+impl Regs {
+    /// Resets the device (interrupts masked before and after), sets the link up, clears
+    /// the multicast table; returns the station address (RAL0/RAH0, else the EEPROM's).
+    /// The same steps on the 82540EM and the 82574.
+    pub(super) fn reset(&self) -> Result<EthernetAddress, Error> {
+        self.imc.write(0xFFFF_FFFF);
+        self.ctrl.write(self.ctrl.read() | CTRL_RST);
         let mut spins = 0;
-        while regs.ctrl.read() & CTRL_RST != 0 {
+        while self.ctrl.read() & CTRL_RST != 0 {
             spins += 1;
             if spins > 1_000_000 {
                 return Err(Error::NoReset);
             }
         }
-        regs.imc.write(0xFFFF_FFFF);
-        regs.ctrl.write(
-            (regs.ctrl.read() | CTRL_SLU | CTRL_ASDE) & !(1 << 3 | 1 << 31 | 1 << 7 | 1 << 30),
+        self.imc.write(0xFFFF_FFFF);
+        self.ctrl.write(
+            (self.ctrl.read() | CTRL_SLU | CTRL_ASDE) & !(1 << 3 | 1 << 31 | 1 << 7 | 1 << 30),
         );
-        let mac = read_mac(&regs);
+        let mac = read_mac(self);
         for i in 0..128 {
-            regs.mta.at(i).write(0);
+            self.mta.at(i).write(0);
         }
-        let rx = E1000Rx::new::<H>(&regs)?;
-        let tx = E1000Tx::new(&regs)?;
-        Ok(E1000 { rx, tx, mac, regs })
+        Ok(mac)
+    }
+
+    /// Turns the transmitter on (every queue's ring set up before).
+    pub(super) fn enable_tx(&self) {
+        self.tipg.write(10 | 8 << 10 | 6 << 20);
+        self.tctl.write(TCTL_EN | TCTL_PSP | 0x0F << 4 | 0x40 << 12);
+    }
+
+    /// Turns the receiver on: BSIZE 00 = 2048-byte buffers; broadcast accepted; CRC
+    /// stripped (every queue's ring set up before).
+    pub(super) fn enable_rx(&self) {
+        self.rctl.write(RCTL_EN | RCTL_BAM | RCTL_SECRC);
     }
 }
 
@@ -393,7 +489,7 @@ impl<H: Hal> E1000<H> {
 /// mitigation timer runs, and that timer needs QEMU's I/O thread, which a busy host may
 /// not run for a while). Returns the line, routed and masked until armed, or None.
 /// Runs on the core `apic` names (the boot CPU, before the cores serve).
-fn probe_line(dev: &Device, regs: &Regs, apic: u32) -> Option<u32> {
+pub(super) fn probe_line(dev: &Device, regs: &Regs, apic: u32) -> Option<u32> {
     let mut cand = [0u32; 13];
     let mut n = 0;
     let firmware = dev.intx_line().map(crate::arch::acpi::isa_irq);
@@ -479,23 +575,46 @@ fn read_mac(regs: &Regs) -> EthernetAddress {
     EthernetAddress(m)
 }
 
-/// The status byte of receive descriptor `d`, the one the device writes last.
-#[inline(always)]
-fn status(d: Reg<RxDesc, RW>) -> Reg<u8, RO> {
-    // SAFETY: `status` is RxDesc's u8 field at this offset.
-    unsafe { d.field(offset_of!(RxDesc, status)) }
+impl Layout {
+    /// The status byte of receive descriptor `d`, the one the device writes last.
+    #[inline(always)]
+    fn status(self, d: Reg<RxDesc, RW>) -> Reg<u8, RO> {
+        // SAFETY: a byte of the 16-byte descriptor (offsets 8..14 in both layouts).
+        unsafe { d.field(self.0) }
+    }
+
+    /// (length, errors) of receive descriptor `d`.
+    #[inline(always)]
+    fn len_errors(self, d: Reg<RxDesc, RW>) -> (u16, u8) {
+        // SAFETY: a u16 at an even offset (8 or 12) and a byte, inside the 16-byte,
+        // 8-aligned descriptor.
+        unsafe {
+            (
+                d.field::<u16, RO>(self.2).read(),
+                d.field::<u8, RO>(self.1).read(),
+            )
+        }
+    }
 }
 
 impl E1000Rx {
-    fn new<H: Hal>(regs: &Regs) -> Result<E1000Rx, Error> {
+    /// A receive ring on ring registers `rd`, its descriptors written back as `layout`
+    /// says; nothing posted yet (the device's receiver is enabled first, then
+    /// [`E1000Rx::refill`]).
+    pub(super) fn new<H: Hal>(
+        regs: &Regs,
+        rd: &[Reg<u32, WO>; 5],
+        layout: Layout,
+    ) -> Result<E1000Rx, Error> {
         let mem = Dma::new::<H>(RING * 16, true).ok_or(Error::NoMemory)?;
         let ring = mem.array(0, RING).ok_or(Error::NoMemory)?;
         // Not zeroed: see `Hal::dma_alloc`.
         let bufs = Dma::new::<H>(RX_POOL * RX_BUF, false).ok_or(Error::NoMemory)?;
-        Regs::ring(&regs.rd, mem.paddr(0), RING * 16);
-        let mut rx = E1000Rx {
-            rdt: regs.rd[4],
+        Regs::ring(rd, mem.paddr(0), RING * 16);
+        Ok(E1000Rx {
+            rdt: rd[4],
             icr: regs.icr,
+            icr_clear: regs.icr_clear,
             ims: regs.ims,
             imc: regs.imc,
             _mem: mem,
@@ -509,13 +628,14 @@ impl E1000Rx {
             frames: 0,
             bad: 0,
             doorbells: 0,
-            line: None,
-        };
-        regs.rxcsum.write(0);
-        // BSIZE 00 = 2048-byte buffers; broadcast accepted; CRC stripped.
-        regs.rctl.write(RCTL_EN | RCTL_BAM | RCTL_SECRC);
-        rx.refill();
-        Ok(rx)
+            layout,
+            wake: RxWake::None,
+        })
+    }
+
+    /// Sets how a frame wakes this side's core.
+    pub(super) fn set_wake(&mut self, wake: RxWake) {
+        self.wake = wake;
     }
 
     /// Whether the descriptor the driver reads next has been written back (a frame).
@@ -523,19 +643,27 @@ impl E1000Rx {
         if self.next == self.tail {
             return false;
         }
-        status(self.ring.at(self.next)).read() & STA_DD != 0
+        self.layout.status(self.ring.at(self.next)).read() & STA_DD != 0
     }
 }
 
 impl super::WakeRx for E1000Rx {
     /// Lets the device interrupt the core at the next frame; see [`Arm`].
     fn arm(&mut self) -> Arm {
-        let Some(gsi) = self.line else {
-            return Arm::Unable;
-        };
-        let _ = self.icr.read(); // read-to-clear: causes of frames already handled
-        ioapic::unmask(gsi);
-        self.ims.write(IMS_RX);
+        match self.wake {
+            RxWake::None => return Arm::Unable,
+            RxWake::Line(gsi) => {
+                let _ = self.icr.read(); // read-to-clear: causes of frames already handled
+                ioapic::unmask(gsi);
+                self.ims.write(IMS_RX);
+            }
+            RxWake::Msi(_, cause) => {
+                // This queue's cause only (the other queue's core arms its own): a
+                // stale one cleared, so the message means a frame after this point.
+                self.icr_clear.write(cause);
+                self.ims.write(cause);
+            }
+        }
         fence(Ordering::SeqCst);
         if self.frame_waiting() {
             self.disarm();
@@ -547,15 +675,41 @@ impl super::WakeRx for E1000Rx {
 
     /// Interrupts off again, the line lowered.
     fn disarm(&mut self) {
-        if let Some(gsi) = self.line {
-            self.imc.write(0xFFFF_FFFF);
-            ioapic::mask(gsi);
-            let _ = self.icr.read();
+        match self.wake {
+            RxWake::None => {}
+            RxWake::Line(gsi) => {
+                self.imc.write(0xFFFF_FFFF);
+                ioapic::mask(gsi);
+                let _ = self.icr.read();
+            }
+            RxWake::Msi(_, cause) => self.imc.write(cause),
         }
     }
 
     fn wake(&self) -> super::Wake {
-        self.line.map_or(super::Wake::None, super::Wake::Line)
+        match self.wake {
+            RxWake::None => super::Wake::None,
+            RxWake::Line(g) => super::Wake::Line(g),
+            RxWake::Msi(e, _) => super::Wake::Msi(e),
+        }
+    }
+}
+
+#[cfg(test)]
+impl E1000Rx {
+    /// Whether `b` lies wholly inside this side's buffers (the 82574's tests).
+    pub(super) fn holds(&self, b: &[u8]) -> bool {
+        self.bufs.holds(b)
+    }
+
+    /// (frames, bad completions, doorbells) so far.
+    pub(super) fn tally(&self) -> (u64, u64, u64) {
+        (self.frames, self.bad, self.doorbells)
+    }
+
+    /// The descriptor the driver reads next.
+    pub(super) fn next_index(&self) -> usize {
+        self.next
     }
 }
 
@@ -565,7 +719,7 @@ impl E1000Rx {
     }
 
     /// Gives free buffers to the device; one RDT write for the whole batch.
-    fn refill(&mut self) {
+    pub(super) fn refill(&mut self) {
         let before = self.tail;
         while self.posted() < RING - 1 {
             let Some(b) = self.free.pop() else { break };
@@ -599,18 +753,12 @@ impl RxRing for E1000Rx {
             // fence, the other fields, so a descriptor being written is never read half
             // old (Linux: dma_rmb() after DD). The fields are checked below.
             let at = self.ring.at(self.next);
-            let status = status(at).read();
+            let status = self.layout.status(at).read();
             if status & STA_DD == 0 {
                 break;
             }
             fence(Ordering::Acquire);
-            // SAFETY: `len` and `errors` are RxDesc's u16 and u8 fields at these offsets.
-            let (len, errors) = unsafe {
-                (
-                    at.field::<u16, RO>(offset_of!(RxDesc, len)).read(),
-                    at.field::<u8, RO>(offset_of!(RxDesc, errors)).read(),
-                )
-            };
+            let (len, errors) = self.layout.len_errors(at);
             let b = self.desc_buf[self.next];
             self.next = (self.next + 1) % RING;
             let len = len as usize;
@@ -651,15 +799,15 @@ impl RxRing for E1000Rx {
 }
 
 impl<H: Hal> E1000Tx<H> {
-    fn new(regs: &Regs) -> Result<E1000Tx<H>, Error> {
+    /// A transmit ring on ring registers `td` (the transmitter is enabled apart, by
+    /// [`Regs::enable_tx`]).
+    pub(super) fn new(td: &[Reg<u32, WO>; 5]) -> Result<E1000Tx<H>, Error> {
         let mem = Dma::new::<H>(RING * 16, true).ok_or(Error::NoMemory)?;
         let ring = mem.array(0, RING).ok_or(Error::NoMemory)?;
         let slots = Dma::new::<H>(TX_SLOTS * TX_SLOT, true).ok_or(Error::NoMemory)?;
-        Regs::ring(&regs.td, mem.paddr(0), RING * 16);
-        regs.tipg.write(10 | 8 << 10 | 6 << 20);
-        regs.tctl.write(TCTL_EN | TCTL_PSP | 0x0F << 4 | 0x40 << 12);
+        Regs::ring(td, mem.paddr(0), RING * 16);
         Ok(E1000Tx {
-            tdt: regs.td[4],
+            tdt: td[4],
             _mem: mem,
             ring,
             slots,
@@ -672,6 +820,8 @@ impl<H: Hal> E1000Tx<H> {
             frames: 0,
             full: 0,
             doorbells: 0,
+            tso: false,
+            tso_frames: 0,
             _hal: PhantomData,
         })
     }
@@ -697,21 +847,127 @@ impl<H: Hal> E1000Tx<H> {
     }
 
     fn write_desc(&mut self, addr: u64, len: usize, cmd: u8) -> u16 {
-        let i = self.tail;
-        // A free descriptor (counted in `used` from now on).
-        self.ring.at(i).write(TxDesc {
+        self.push(TxDesc {
             addr,
             len: len as u16,
             cmd,
             ..TxDesc::default()
-        });
+        })
+    }
+
+    fn push(&mut self, d: TxDesc) -> u16 {
+        let i = self.tail;
+        // A free descriptor (counted in `used` from now on).
+        self.ring.at(i).write(d);
         self.tail = (i + 1) % RING;
         self.used += 1;
         i as u16
     }
+
+    /// Offers `post_tso` (the 82574's TCP segmentation: context and data descriptors).
+    pub(super) fn set_tso(&mut self, on: bool) {
+        self.tso = on;
+    }
+
+    /// Frames posted for segmentation so far.
+    #[cfg(test)]
+    pub(super) fn tso_frames(&self) -> u64 {
+        self.tso_frames
+    }
+}
+
+/// Extended transmit descriptors (82574 datasheet §7.3.2): DCMD.DEXT in the command byte;
+/// DTYP (data = 1, context = 0) in the high nibble of byte 10.
+const CMD_DEXT: u8 = 0x20;
+const CMD_TSE: u8 = 0x04;
+const DTYP_DATA: u8 = 0x10;
+/// Context TUCMD: IPv4, TCP.
+const TUCMD_IP: u8 = 0x02;
+const TUCMD_TCP: u8 = 0x01;
+/// Data POPTS: insert the IPv4 (IXSM) and TCP (TXSM) checksums.
+const POPTS_IXSM_TXSM: u8 = 0x03;
+
+/// The TCP/IP context descriptor of a segmentation (§7.3.1.2, Linux `e1000_tso`): where
+/// the IPv4 and TCP headers and checksums are, the payload, header length and MSS.
+fn tso_context(tso: Tso, payload: usize) -> TxDesc {
+    let (l4, ip) = (tso.l4_offset as u64, 14u64);
+    TxDesc {
+        // IPCSS, IPCSO, IPCSE; TUCSS, TUCSO (TUCSE 0: to the end).
+        addr: ip | (ip + 10) << 8 | (l4 - 1) << 16 | l4 << 32 | (l4 + 16) << 40,
+        len: payload as u16,
+        cso: (payload >> 16) as u8 & 0x0F,
+        cmd: CMD_DEXT | CMD_TSE | TUCMD_IP | TUCMD_TCP,
+        status: 0,
+        css: tso.header_len as u8,
+        special: tso.mss,
+    }
+}
+
+/// `sum` (a folded 16-bit ones'-complement sum) less `n`, folded.
+fn ones_sub(sum: u16, n: u16) -> u16 {
+    let s = sum as u32 + (!n) as u32;
+    let s = (s & 0xFFFF) + (s >> 16);
+    ((s & 0xFFFF) + (s >> 16)) as u16
 }
 
 impl<H: Hal> TxRing for E1000Tx<H> {
+    /// One frame cut by the device (82574, `set_tso`): a context descriptor, then the head
+    /// and body as extended data descriptors asking for both checksums. The engine leaves
+    /// the pseudo-header sum *with* the whole TCP length in the checksum field (virtio's
+    /// convention); this device adds each segment's length itself, so the whole length is
+    /// taken out again here (Linux `e1000_tso` writes the sum without it).
+    fn post_tso(&mut self, head_len: usize, body: &'static [u8], tso: Tso) -> Result<(), TxFull> {
+        let Some(s) = self.current.take() else {
+            self.full += 1;
+            return Err(TxFull);
+        };
+        let (l4, hl) = (tso.l4_offset as usize, tso.header_len as usize);
+        let total = head_len + body.len();
+        let need = if body.is_empty() { 2 } else { 3 };
+        if !self.tso
+            || self.used + need > RING - 1
+            || head_len > TX_SLOT
+            || hl > head_len
+            || l4 < 14 + 20
+            || l4 + 20 > hl
+            || total - hl > 0xF_FFFF
+            || body.len() > 0xFFFF
+        {
+            self.free_slots.push(s);
+            self.full += 1;
+            return Err(TxFull);
+        }
+        // SAFETY: slot s is not in flight (just taken from `current`): the device does not
+        // read it until the descriptors below are handed over.
+        if let Some(h) = unsafe { self.slots.bytes_mut(s as usize * TX_SLOT, head_len) } {
+            let c = l4 + 16;
+            let sum = u16::from_be_bytes([h[c], h[c + 1]]);
+            let fixed = ones_sub(sum, (total - l4) as u16);
+            h[c..c + 2].copy_from_slice(&fixed.to_be_bytes());
+        }
+        self.push(tso_context(tso, total - hl));
+        let data = |addr: u64, len: usize, cmd: u8| TxDesc {
+            addr,
+            len: len as u16,
+            cso: DTYP_DATA,
+            cmd: CMD_DEXT | CMD_TSE | CMD_IFCS | cmd,
+            status: 0,
+            css: POPTS_IXSM_TXSM,
+            special: 0,
+        };
+        let head = self.slots.paddr(s as usize * TX_SLOT);
+        let last = if body.is_empty() {
+            self.push(data(head, head_len, CMD_EOP | CMD_RS))
+        } else {
+            self.push(data(head, head_len, 0));
+            self.push(data(H::dma_addr_static(body), body.len(), CMD_EOP | CMD_RS))
+        };
+        self.in_flight.push_back((last, need as u8, s));
+        self.frames += 1;
+        self.tso_frames += 1;
+        Ok(())
+    }
+
     fn slot(&mut self) -> Option<&mut [u8]> {
         if self.current.is_none() {
             if self.free_slots.is_empty() || self.used + 2 > RING - 1 {
@@ -802,6 +1058,14 @@ impl<H: Hal> Nic for E1000<H> {
         self.mac
     }
 
+    fn caps(&self) -> NicCaps {
+        if self.tx.tso {
+            NicCaps::default().with_tso(TSO_LIMIT)
+        } else {
+            NicCaps::default()
+        }
+    }
+
     fn counters(&self) -> NicCounters {
         super::counters::<E1000<H>>(&self.rx, &self.tx)
     }
@@ -820,7 +1084,9 @@ impl<H: Hal> Driver for E1000<H> {
     fn open(dev: &Device, with: &Open<'_>) -> Result<(Vec<E1000<H>>, usize), Error> {
         let mut nic = E1000::<H>::new(dev)?;
         if let Some(&apic) = with.wake.first() {
-            nic.rx.line = probe_line(dev, &nic.regs, apic);
+            if let Some(g) = probe_line(dev, &nic.regs, apic) {
+                nic.rx.wake = RxWake::Line(g);
+            }
         }
         Ok((alloc::vec![nic], 1))
     }
@@ -861,35 +1127,20 @@ mod tests {
     /// driver waits a bounded time: on a loaded host the thread may not have run yet, so
     /// a NoReset is tried again).
     fn up() -> (FakeE1000, E1000<FakeHal>) {
-        use std::sync::atomic::AtomicBool;
-        use std::sync::Arc;
         let mut dev = FakeE1000::default();
         dev.set_reg(RAL0, u32::from_le_bytes([MAC[0], MAC[1], MAC[2], MAC[3]]));
         dev.set_reg(RAH0, u32::from_le_bytes([MAC[4], MAC[5], 0, 0]) | 1 << 31);
         dev.set_reg(STATUS, STATUS_LU);
-        let m = dev.mmio();
-        let ctrl = m.reg::<u32, RW>(CTRL).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let done = stop.clone();
-        // The register file outlives the thread (joined before `up` returns).
-        let reset = std::thread::spawn(move || {
-            while !done.load(Ordering::Acquire) {
-                let v = ctrl.read();
-                if v & CTRL_RST != 0 {
-                    ctrl.write(v & !CTRL_RST);
+        let nic = dev.resetting(|m| {
+            let mut nic = Err(Error::NoReset);
+            for _ in 0..1000 {
+                nic = E1000::<FakeHal>::bring_up(Regs::new(&m).unwrap());
+                if nic.as_ref().err() != Some(&Error::NoReset) {
+                    break;
                 }
-                std::hint::spin_loop();
             }
+            nic
         });
-        let mut nic = Err(Error::NoReset);
-        for _ in 0..1000 {
-            nic = E1000::<FakeHal>::bring_up(Regs::new(&m).unwrap());
-            if nic.as_ref().err() != Some(&Error::NoReset) {
-                break;
-            }
-        }
-        stop.store(true, Ordering::Release);
-        reset.join().unwrap();
         (dev, nic.unwrap())
     }
 

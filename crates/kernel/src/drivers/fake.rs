@@ -1,7 +1,7 @@
 //! Host fakes for the drivers' tests: a [`Hal`] over host memory whose device addresses
 //! are *not* the CPU's ([`FakeHal`]), and device models that see memory only through
 //! those addresses: a virtio-net device behind a fake [`Transport`] ([`FakeVirtio`], its
-//! queues as [`DeviceRing`]s) and an 82540EM register file ([`FakeE1000`]). A test plays
+//! queues as [`DeviceRing`]s) and an 82540EM/82574 register file ([`FakeE1000`]). A test plays
 //! the device by calling their step functions (pop a transmitted frame, deliver a
 //! received one, or write whatever a lying device would), then looks at the driver.
 //!
@@ -414,6 +414,13 @@ pub struct FakeE1000 {
     pub rdh: u32,
     /// The device's transmit head.
     pub tdh: u32,
+    /// Queue 1's receive and transmit heads (an 82574's second pair).
+    pub heads1: (u32, u32),
+    /// Context descriptors met on transmit (16 bytes each), in order.
+    pub contexts: Vec<Vec<u8>>,
+    /// Per frame transmitted: the last data descriptor's POPTS and whether it asked for
+    /// segmentation (TSE).
+    pub options: Vec<(u8, bool)>,
 }
 
 impl Default for FakeE1000 {
@@ -422,6 +429,9 @@ impl Default for FakeE1000 {
             regs: vec![0u32; super::e1000::REGION / 4].into_boxed_slice(),
             rdh: 0,
             tdh: 0,
+            heads1: (0, 0),
+            contexts: Vec::new(),
+            options: Vec::new(),
         }
     }
 }
@@ -432,6 +442,31 @@ impl FakeE1000 {
         // SAFETY: the boxed register file lives as long as self, which outlives the
         // driver in every test.
         unsafe { Mmio::from_ptr(NonNull::from(&mut *self.regs).cast(), super::e1000::REGION) }
+    }
+
+    /// Runs `f` (a driver's bring-up on these registers) while a thread plays the reset:
+    /// it clears CTRL.RST whenever the driver sets it, as the device does when done.
+    pub fn resetting<T>(&mut self, f: impl FnOnce(Mmio) -> T) -> T {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        let m = self.mmio();
+        let ctrl = m.reg::<u32, super::hal::RW>(0).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let done = stop.clone();
+        // The register file outlives the thread (joined before this returns).
+        let reset = std::thread::spawn(move || {
+            while !done.load(Ordering::Acquire) {
+                let v = ctrl.read();
+                if v & 1 << 26 != 0 {
+                    ctrl.write(v & !(1 << 26));
+                }
+                std::hint::spin_loop();
+            }
+        });
+        let out = f(m);
+        stop.store(true, Ordering::Release);
+        reset.join().unwrap();
+        out
     }
 
     /// Register at byte offset `off` as the driver last wrote it.
@@ -456,57 +491,110 @@ impl FakeE1000 {
     /// Receive descriptor `i` as 16 bytes, written back with `len`, `status`, `errors`
     /// (any values: a lying device's too). Returns the buffer address the driver put in.
     pub fn write_back_rx(&mut self, i: u32, len: u16, status: u8, errors: u8) -> u64 {
-        let (ring, n) = self.ring_at(0x2800);
+        self.write_back_rx_q(0, i, len, status, errors)
+    }
+
+    /// Whether the driver asked for extended receive descriptors (an 82574's RFCTL.EXTEN).
+    pub fn extended(&self) -> bool {
+        self.reg(0x5008) & 1 << 15 != 0
+    }
+
+    /// As [`FakeE1000::write_back_rx`], on receive queue `q` (its ring registers 0x100 × q
+    /// on), in the layout the driver chose: legacy, or extended, where the write-back
+    /// overwrites the buffer address with the RSS fields (zero here) as QEMU's does.
+    pub fn write_back_rx_q(&mut self, q: usize, i: u32, len: u16, status: u8, errors: u8) -> u64 {
+        let (ring, n) = self.ring_at(0x2800 + 0x100 * q);
         let at = ring + 16 * (i % n) as u64;
         let addr = u64::from_le_bytes(FakeHal::read(at, 8).try_into().unwrap());
-        FakeHal::write(at + 8, &len.to_le_bytes());
-        FakeHal::write(at + 13, &[errors]);
-        fence(Ordering::Release);
-        FakeHal::write(at + 12, &[status]);
+        if self.extended() {
+            FakeHal::write(at, &[0; 8]);
+            FakeHal::write(at + 9, &[0, 0, errors]);
+            FakeHal::write(at + 12, &len.to_le_bytes());
+            fence(Ordering::Release);
+            FakeHal::write(at + 8, &[status]);
+        } else {
+            FakeHal::write(at + 8, &len.to_le_bytes());
+            FakeHal::write(at + 13, &[errors]);
+            fence(Ordering::Release);
+            FakeHal::write(at + 12, &[status]);
+        }
         addr
     }
 
     /// Delivers `frame` as an honest device does: into the buffer of the descriptor at
     /// the device's head, if the driver's tail leaves it one (false otherwise).
     pub fn deliver(&mut self, frame: &[u8]) -> bool {
-        let (_, n) = self.ring_at(0x2800);
-        if self.rdh == self.reg(super::e1000::RDT) {
+        self.deliver_q(0, frame)
+    }
+
+    /// As [`FakeE1000::deliver`], on receive queue `q`.
+    pub fn deliver_q(&mut self, q: usize, frame: &[u8]) -> bool {
+        let (ring, n) = self.ring_at(0x2800 + 0x100 * q);
+        let head = if q == 0 { self.rdh } else { self.heads1.0 };
+        if head == self.reg(super::e1000::RDT + 0x100 * q) {
             return false;
         }
-        let i = self.rdh;
-        let (ring, _) = self.ring_at(0x2800);
+        let i = head;
         let addr = u64::from_le_bytes(FakeHal::read(ring + 16 * i as u64, 8).try_into().unwrap());
         FakeHal::write(addr, frame); // panics if the buffer is not the driver's
         assert!(
             FakeHal::translate(addr, 2048).is_some(),
             "buffer under 2 KiB"
         );
-        self.write_back_rx(i, frame.len() as u16, 0x03, 0);
-        self.rdh = (self.rdh + 1) % n;
+        self.write_back_rx_q(q, i, frame.len() as u16, 0x03, 0);
+        if q == 0 {
+            self.rdh = (i + 1) % n;
+        } else {
+            self.heads1.0 = (i + 1) % n;
+        }
         true
     }
 
     /// Sends every frame between the device's transmit head and the driver's tail, as an
     /// honest device does (DD written back where the driver asked, RS): their bytes.
     pub fn transmitted(&mut self) -> Vec<Vec<u8>> {
-        let (ring, n) = self.ring_at(0x3800);
-        let tail = self.reg(super::e1000::TDT);
+        self.transmitted_q(0)
+    }
+
+    /// As [`FakeE1000::transmitted`], on transmit queue `q`.
+    pub fn transmitted_q(&mut self, q: usize) -> Vec<Vec<u8>> {
+        let (ring, n) = self.ring_at(0x3800 + 0x100 * q);
+        let tail = self.reg(super::e1000::TDT + 0x100 * q);
         let mut out = Vec::new();
         let mut frame = Vec::new();
-        while self.tdh != tail {
-            let at = ring + 16 * self.tdh as u64;
+        let mut head = if q == 0 { self.tdh } else { self.heads1.1 };
+        while head != tail {
+            let at = ring + 16 * head as u64;
             let d = FakeHal::read(at, 16);
             let addr = u64::from_le_bytes(d[0..8].try_into().unwrap());
-            let len = u16::from_le_bytes([d[8], d[9]]) as usize;
             let cmd = d[11];
+            // Extended (DEXT): a context descriptor (DTYP 0) carries no buffer; a data
+            // one (DTYP 1) a 20-bit length. Legacy: a 16-bit length.
+            let len = if cmd & 0x20 != 0 {
+                if d[10] >> 4 == 0 {
+                    self.contexts.push(d);
+                    head = (head + 1) % n;
+                    continue;
+                }
+                (u32::from_le_bytes([d[8], d[9], d[10], 0]) & 0xF_FFFF) as usize
+            } else {
+                u16::from_le_bytes([d[8], d[9]]) as usize
+            };
             frame.extend(FakeHal::read(addr, len));
             if cmd & 8 != 0 {
                 FakeHal::write(at + 12, &[1]); // DD
             }
             if cmd & 1 != 0 {
                 out.push(core::mem::take(&mut frame));
+                self.options
+                    .push((d[13], cmd & 0x20 != 0 && cmd & 0x04 != 0));
             }
-            self.tdh = (self.tdh + 1) % n;
+            head = (head + 1) % n;
+        }
+        if q == 0 {
+            self.tdh = head;
+        } else {
+            self.heads1.1 = head;
         }
         out
     }

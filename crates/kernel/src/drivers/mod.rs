@@ -14,6 +14,7 @@
 
 pub mod any;
 pub mod e1000;
+pub mod e1000e;
 #[cfg(test)]
 pub mod fake;
 pub mod hal;
