@@ -489,6 +489,7 @@ impl<L: Lookup<'static>> Server<L> {
             self.next_timer_ns = self.timers(tx, log).max(self.now_ns + TIMER_GRAIN_NS);
         }
         self.drain_end(tx);
+        log.flush();
     }
 
     /// When the next timer scan or paced send is due (monotonic ns): a platform that

@@ -799,3 +799,57 @@ fn the_access_log_counts_an_error_pages_bytes() {
     assert_eq!(log.0, [(404, body.len())]);
     assert_eq!(body.len(), 107);
 }
+
+/// Keeps each access record's text in the JSON format.
+#[derive(Default)]
+struct JsonLines(Vec<String>, usize);
+
+impl crate::server::AccessLog for JsonLines {
+    fn record(&mut self, r: &crate::server::AccessRecord<'_>) {
+        self.0
+            .push(r.line(crate::http::log::LogFormat::Json).to_string());
+    }
+    fn flush(&mut self) {
+        self.1 += 1;
+    }
+}
+
+#[test]
+fn the_access_record_has_the_head_and_the_time_since_the_request_started() {
+    // A request head in two segments 3 ms apart, 1 ms after the handshake: the record
+    // names its headers, and its duration runs from the request's start (for a
+    // connection's first request, its establishment); the log is flushed every round.
+    let mut s = server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let (cseq, sseq) = handshake(&mut s, &mut nic, &ManualClock(1_000_000), 40101);
+    let first = b"GET /missing HTTP/1.1\r\nUser-Agent: t\"\\\r\n";
+    let rest = b"Host: x\r\n\r\n";
+    let mut log = JsonLines::default();
+    nic.rx.inbox.push_back(tcp_frame(
+        40101,
+        cseq,
+        Some(sseq),
+        flags(false, true, false, false),
+        first,
+        None,
+    ));
+    s.poll(&mut nic, &ManualClock(2_000_000), &mut log);
+    assert!(log.0.is_empty());
+    nic.rx.inbox.push_back(tcp_frame(
+        40101,
+        cseq.wrapping_add(first.len() as u32),
+        Some(sseq),
+        flags(false, true, false, false),
+        rest,
+        None,
+    ));
+    s.poll(&mut nic, &ManualClock(5_000_000), &mut log);
+    assert_eq!(log.0.len(), 1);
+    assert!(log.1 >= 2, "flushed every round");
+    let v: serde_json::Value = serde_json::from_str(&log.0[0]).unwrap();
+    assert_eq!(v["path"], "/missing");
+    assert_eq!(v["status"], 404);
+    assert_eq!(v["host"], "x");
+    assert_eq!(v["user_agent"], "t\"\\");
+    assert_eq!(v["duration_us"], 4000);
+}
