@@ -12,6 +12,7 @@ pub mod accesslog;
 pub mod clock;
 pub mod cores;
 pub mod netif;
+pub mod reload;
 pub mod runners;
 pub mod tap;
 pub mod wake;
