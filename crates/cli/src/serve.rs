@@ -12,13 +12,16 @@ use bareweb_host::netif;
 
 use crate::cores::{self, CoresArgs, Layout};
 use crate::opts::{self, Mac, OrNone, ServerOpts};
+use crate::reload::{self, Reloads};
 use crate::runners::{self, RunnerArgs};
 use crate::serve_xdp::{self, XdpArg, XdpModeArg, XdpServe};
 use crate::util::{
-    drain_on_sigterm, drain_report, load_site, random_bytes, stop_flag, watch_drain,
+    drain_on_sigterm, drain_report, load_site_owned, random_bytes, stop_flag, watch_drain,
 };
 use bareweb_engine::site::Site;
+use bareweb_engine::stats::platform::ReloadCounters;
 use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
+use bareweb_host::reload::Generations;
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -252,7 +255,7 @@ fn random_mac() -> EthernetAddress {
 }
 
 pub fn serve(a: ServeArgs) -> Result<(), String> {
-    let site = load_site(&a.site, a.config.as_deref())?;
+    let (bytes, site) = load_site_owned(&a.site, a.config.as_deref())?;
     if let Some(x) = &a.xdp {
         return serve_on_xdp(&a, x, site);
     }
@@ -313,9 +316,24 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         }
     };
     let files = site.len();
-    // SIGHUP (the terminal closed) stops like Ctrl-C: the TAPs, a bridge, the threads go.
-    // SIGTERM drains first (docs/design/drain.md).
+    // Ctrl-C stops: the TAPs, a bridge, the threads go. SIGTERM drains first
+    // (docs/design/drain.md). SIGHUP reloads the site (docs/design/reload.md), except
+    // with --runner (the paper's runners keep one site).
     let drain = drain_on_sigterm(&mut cfg);
+    let gens: Option<&'static Generations> = a.runner.runner.is_none().then(|| {
+        // SAFETY: `bytes` is the leaked `Box<[u8]>` of load_site_owned, used only
+        // through `site`, which goes to the generations and the cores' plan.
+        let g = unsafe { Generations::new(bytes, site, a.cores.cores.into()) };
+        &*Box::leak(Box::new(g))
+    });
+    cfg.reload = gens.map(|g| g as &'static dyn ReloadCounters);
+    reload::on_sighup(
+        match gens {
+            Some(g) => Reloads::On(g),
+            None => Reloads::Off("with --runner: restart serve to change the site"),
+        },
+        reload_source(&a, &cfg),
+    );
     watch_drain(drain);
     clean_up_on_panic();
     let host = host_ip.map_or("unchanged".to_string(), |h| format!("{h}/{prefix}"));
@@ -329,7 +347,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     let crash = crash_requested();
     let banner = move |on: &str| {
         eprintln!(
-            "bareweb: serving {files} files at http://{ip}:{port}/{udp} on {on} (server MAC {macs_text}, host side {host}); Ctrl-C stops, SIGTERM drains"
+            "bareweb: serving {files} files at http://{ip}:{port}/{udp} on {on} (server MAC {macs_text}, host side {host}); Ctrl-C stops, SIGTERM drains, SIGHUP reloads"
         );
         assert!(
             !crash,
@@ -350,6 +368,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     let mut made_bridge = None;
     let prepared = cores::Prepared {
         site,
+        reload: gens.map(|g| (g, same_site as fn(Site<'static>) -> Site<'static>)),
         cfg,
         macs: &macs,
         taps,
@@ -411,6 +430,20 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     r
 }
 
+/// The site as it is: the cores' site type without the stats page.
+fn same_site(s: Site<'static>) -> Site<'static> {
+    s
+}
+
+/// What SIGHUP reads again, and how long an old image may be held.
+fn reload_source(a: &ServeArgs, cfg: &bareweb_engine::server::Config) -> reload::Source {
+    reload::Source {
+        site: a.site.clone(),
+        config: a.config.clone(),
+        drain_timeout: std::time::Duration::from_millis(cfg.timeouts.drain_timeout_ms),
+    }
+}
+
 /// The cores' layout, pages included: the stats page is off if the command line or the
 /// site's configuration says so; metrics and the health check are on unless the
 /// configuration turns them off. Who may read the stats page, its JSON and the metrics:
@@ -424,6 +457,10 @@ fn layout(a: &ServeArgs, site: &Site<'static>, host: Option<Ipv4Address>) -> Lay
     if let Some((net, len)) = a.server.settings.stats_allow {
         pages.allow = Allow::network(net.0, len);
     }
+    // The pages keep their own copies of what they take from the configuration: a
+    // reload may free the image these came from.
+    pages.base = Box::leak(pages.base.into());
+    pages.headers = Box::leak(pages.headers.into());
     if pages.stats || pages.metrics {
         eprintln!(
             "bareweb: the stats page, its JSON and /metrics answer {} (others get 403; \
@@ -447,6 +484,10 @@ fn serve_on_xdp(a: &ServeArgs, x: &XdpArg, site: Site<'static>) -> Result<(), St
     let files = site.len();
     let drain = drain_on_sigterm(&mut cfg);
     watch_drain(drain);
+    reload::on_sighup(
+        Reloads::Off("with --xdp: restart serve to change the site"),
+        reload_source(a, &cfg),
+    );
     let layout = layout(a, &site, None);
     let s = XdpServe {
         site,

@@ -173,7 +173,7 @@ where
         pin: layout.pin,
     };
     let reports: Vec<CoreReport> = cores::run_plan(
-        &layout, mode, s.site, cfg, guard.mac, sockets, threads, &make_log,
+        &layout, mode, s.site, cfg, guard.mac, sockets, threads, &make_log, None,
     );
     cores::print_summary(mode, &reports);
     let owners = match mode {

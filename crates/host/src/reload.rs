@@ -148,6 +148,27 @@ pub struct Counters {
     pub reset: AtomicU64,
 }
 
+impl<S: Copy + Send> bareweb_engine::stats::platform::ReloadCounters for Generations<S> {
+    fn reload_counts(&self) -> bareweb_engine::stats::platform::ReloadCounts {
+        let c = self.counts();
+        bareweb_engine::stats::platform::ReloadCounts {
+            generation: c.generation,
+            done: c.done,
+            refused: c.refused,
+            freed: c.freed,
+            reset: c.reset,
+        }
+    }
+}
+
+impl<S> core::fmt::Debug for Generations<S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Generations")
+            .field("current", &self.current.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
 /// A snapshot of [`Counters`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -188,6 +209,11 @@ impl<S: Copy> Generations<S> {
             reset_old: AtomicBool::new(false),
             counters: Counters::default(),
         }
+    }
+
+    /// The cores it was made for.
+    pub fn cores(&self) -> usize {
+        self.cores.len()
     }
 
     /// The counters now.
@@ -341,8 +367,8 @@ impl<S> Drop for Generations<S> {
 /// The hook that runs [`Generations::on_core`] on every core about every millisecond,
 /// with `wrap` making the server's site type from a site.
 pub struct Swap<'a, F> {
-    /// The generations.
-    pub gens: &'a Generations<Site<'static>>,
+    /// The generations (`None`: no reload, the hook does nothing).
+    pub gens: Option<&'a Generations<Site<'static>>>,
     /// Makes the servers' site type from a site (the stats page's wrapper around it).
     pub wrap: F,
 }
@@ -356,15 +382,20 @@ where
     F: Fn(Site<'static>) -> L + Sync,
 {
     fn every_ns(&self) -> u64 {
-        SWAP_EVERY_NS
+        if self.gens.is_some() {
+            SWAP_EVERY_NS
+        } else {
+            u64::MAX
+        }
     }
     fn tick<N: Nic>(&self, core: usize, server: &mut Server<L>, nic: &mut N) {
+        let Some(gens) = self.gens else { return };
         let mut c = ServerCore {
             server,
             nic,
             wrap: &self.wrap,
         };
-        self.gens.on_core(core, &mut c);
+        gens.on_core(core, &mut c);
     }
 }
 
