@@ -80,7 +80,7 @@ pub fn reload(gens: &Generations, source: &Source) -> Result<(), String> {
     // SAFETY: `bytes` is a leaked `Box<[u8]>` (load_site_owned), used only through
     // `site`, which the generations now own.
     let g = unsafe { gens.publish(bytes, site) };
-    // Every core looks about every millisecond, and at least every 10 ms when idle.
+    // Every core looks every 10 ms (bareweb_host::reload::SWAP_EVERY_NS).
     while !gens.swapped(g) {
         if t.elapsed() > Duration::from_secs(10) {
             eprintln!("bareweb: reload: a core has not swapped after 10 s (stopped?)");

@@ -22,7 +22,7 @@
 //! Memory is bounded: at most two generations are alive, the one served and the one
 //! draining; a reload waits for the previous one's image to be freed first. The request
 //! path takes no lock and reads no shared state: a core reads the published generation
-//! (one atomic load) only in its hook, about every millisecond; the slots' mutexes are
+//! (one atomic load) only in its hook, every [`SWAP_EVERY_NS`]; the slots' mutexes are
 //! taken by the reloading thread and by a core once per swap.
 
 use std::ops::Range;
@@ -364,7 +364,7 @@ impl<S> Drop for Generations<S> {
     }
 }
 
-/// The hook that runs [`Generations::on_core`] on every core about every millisecond,
+/// The hook that runs [`Generations::on_core`] on every core every [`SWAP_EVERY_NS`],
 /// with `wrap` making the server's site type from a site.
 pub struct Swap<'a, F> {
     /// The generations (`None`: no reload, the hook does nothing).
@@ -373,8 +373,9 @@ pub struct Swap<'a, F> {
     pub wrap: F,
 }
 
-/// How often a core looks for a new generation.
-pub const SWAP_EVERY_NS: u64 = 1_000_000;
+/// How often a core looks for a new generation: the longest an idle host core sleeps
+/// anyway (`cores::SLEEP_IDLE_US`), so the hook adds no wake-up.
+pub const SWAP_EVERY_NS: u64 = 10_000_000;
 
 impl<L, F> CoreHook<L> for Swap<'_, F>
 where
