@@ -149,3 +149,36 @@ def test_a_broken_configuration_is_refused_and_the_old_site_serves(reloading):
         assert metric(s, "bareweb_site_generation") == generation
     finally:
         os.remove(s.site / "bareweb.toml")
+
+
+def test_a_client_that_stops_reading_is_reset_at_the_drain_timeout(tmp_path):
+    # A client asks for the 3 MiB file and reads nothing: its response holds the old image
+    # until --drain-timeout, then it is reset and counted, and the image freed.
+    site = tmp_path / "site"
+    site.mkdir()
+    write_site(site, 0)
+    s = Server(extra=("--drain-timeout", "2"), site=site)
+    try:
+        code = (
+            "import socket,time;"
+            "c=socket.socket();c.setsockopt(socket.SOL_SOCKET,socket.SO_RCVBUF,4096);"
+            f"c.connect(('{SERVER_IP}',80));"
+            "c.sendall(b'GET /big.bin HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n');"
+            "time.sleep(8)"
+        )
+        stalled = subprocess.Popen(s.ns.cmd("python3", "-c", code))
+        time.sleep(1)
+        write_site(site, 1)
+        at = len(s.output())
+        s.proc.send_signal(signal.SIGHUP)
+        wait_output(s, "reloaded: generation 1", at)
+        assert get(s, "/index.html") == ("200", "<h1>version 1</h1>\n")
+        wait_output(s, "generation 0 freed", at, timeout=10)
+        said = s.output()[at:]
+        assert "(1 connections reset at the drain timeout)" in said, said
+        assert metric(s, "bareweb_reload_reset_total") == 1
+        assert metric(s, "bareweb_reload_images_freed_total") == 1
+        stalled.kill()
+        stalled.wait()
+    finally:
+        s.close()
