@@ -30,7 +30,7 @@ pub struct Source {
 pub enum Reloads {
     /// Reloads publish into these.
     On(&'static Generations),
-    /// SIGHUP is answered with this reason (`--runner`, `--xdp`).
+    /// SIGHUP is answered with this reason (`--runner`).
     Off(&'static str),
 }
 

@@ -257,7 +257,7 @@ fn random_mac() -> EthernetAddress {
 pub fn serve(a: ServeArgs) -> Result<(), String> {
     let (bytes, site) = load_site_owned(&a.site, a.config.as_deref())?;
     if let Some(x) = &a.xdp {
-        return serve_on_xdp(&a, x, site);
+        return serve_on_xdp(&a, x, bytes, site);
     }
     let bonding = a.server.bonding(a.taps.len())?;
     // `--bond off` (or one TAP): the first TAP alone, as always.
@@ -478,19 +478,26 @@ fn layout(a: &ServeArgs, site: &Site<'static>, host: Option<Ipv4Address>) -> Lay
 }
 
 /// `serve --xdp`: the same server on an interface's queues through AF_XDP.
-fn serve_on_xdp(a: &ServeArgs, x: &XdpArg, site: Site<'static>) -> Result<(), String> {
+fn serve_on_xdp(
+    a: &ServeArgs,
+    x: &XdpArg,
+    bytes: &'static [u8],
+    site: Site<'static>,
+) -> Result<(), String> {
     let mut cfg = a.server.config(random_bytes());
     let udp = a.server.udp_banner(cfg.ip);
     let files = site.len();
     let drain = drain_on_sigterm(&mut cfg);
     watch_drain(drain);
-    reload::on_sighup(
-        Reloads::Off("with --xdp: restart serve to change the site"),
-        reload_source(a, &cfg),
-    );
     let layout = layout(a, &site, None);
     let s = XdpServe {
         site,
+        reload: Some(serve_xdp::XdpReload {
+            bytes,
+            site,
+            wrap: same_site,
+            source: reload_source(a, &cfg),
+        }),
         cfg,
         arg: x,
         mode: a.xdp_mode.unwrap_or_default(),
