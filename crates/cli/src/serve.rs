@@ -543,6 +543,23 @@ mod tests {
         }
     }
 
+    /// A log format without a log is a mistake, said; with either log it is taken.
+    #[test]
+    fn log_format_needs_an_access_log() {
+        let e = check(&["--log-format", "json"]).unwrap_err();
+        assert!(e.contains("--access-log-file"), "{e}");
+        check(&["--log-format", "json", "--access-log"]).unwrap();
+        check(&[
+            "--log-format",
+            "combined",
+            "--access-log-file",
+            "/tmp/x.log",
+        ])
+        .unwrap();
+        let e = check(&["--log-format", "xml", "--access-log"]).unwrap_err();
+        assert!(e.contains("possible values: common, combined, json"), "{e}");
+    }
+
     /// The server's address is a host's; the host side's is another host of the same
     /// network (the settings crate's checks, as run and build make them on --ip).
     #[test]
