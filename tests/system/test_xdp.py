@@ -78,11 +78,11 @@ class Pair:
 class XdpServer:
     """`bareweb serve --xdp` in the pair's server namespace."""
 
-    def __init__(self, pair, extra=(), iface=SIDE_S, wait=True, pre=()):
+    def __init__(self, pair, extra=(), iface=SIDE_S, wait=True, pre=(), site=SITE):
         self.pair = pair
         self.log = open(f"/tmp/{pair.s.name}-{time.monotonic_ns()}.log", "w+")
         self.proc = subprocess.Popen(
-            pair.s.cmd(*pre, BIN, "serve", SITE, "--xdp", iface, "--ip", f"{SERVER_IP}/24",
+            pair.s.cmd(*pre, BIN, "serve", site, "--xdp", iface, "--ip", f"{SERVER_IP}/24",
                        *extra),
             stdout=self.log, stderr=subprocess.STDOUT)
         if wait:
@@ -355,4 +355,28 @@ def test_stop_prints_the_kernels_socket_counters_and_busy_polling_serves():
         # Nothing was refused or lost on a quiet veth.
         assert row[2:6] == ["0", "0", "0", "0"], out
     finally:
+        pair.close()
+
+
+def test_sighup_reloads_the_site_on_xdp_too(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("one\n")
+    pair = Pair()
+    srv = XdpServer(pair, site=site)
+    try:
+        def get():
+            return pair.c.run("curl", "-s", "--max-time", "2", f"http://{SERVER_IP}/",
+                              check=False).stdout
+        assert get() == "one\n"
+        (site / "index.html").write_text("two\n")
+        srv.proc.send_signal(signal.SIGHUP)
+        deadline = time.time() + 10
+        while "reloaded: generation 1" not in srv.output() and time.time() < deadline:
+            time.sleep(0.05)
+        assert "reloaded: generation 1" in srv.output(), srv.output()
+        assert get() == "two\n"
+        assert srv.proc.poll() is None
+    finally:
+        srv.stop()
         pair.close()

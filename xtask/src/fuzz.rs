@@ -28,6 +28,8 @@ pub const TARGETS: &[&str] = &[
     // The DHCP client (the bare machine's): replies and time in any order.
     "dhcp",
     "http_request",
+    // The access log's lines (common, combined, JSON) from hostile request bytes.
+    "access_log",
     // The PROXY protocol header a balancer sends (HAProxy's versions 1 and 2).
     "proxy_header",
     "site_load",

@@ -16,10 +16,12 @@ use bareweb_engine::cores::plan::{self, Mode, Plan};
 use bareweb_engine::nic::LinkSense;
 use bareweb_engine::resource::Lookup;
 use bareweb_engine::server::{AccessLog, Config, NoLog};
+use bareweb_engine::site::Site;
 use bareweb_engine::stats::{STATS_FIELDS, STAT_NAMES};
 use bareweb_engine::wire::EthernetAddress;
 use bareweb_host::cores::{self, CoreReport, HostQueue, Threads};
 use bareweb_host::netif::TapLink;
+use bareweb_host::reload::{Generations, Swap};
 use bareweb_host::{SystemClock, Tap};
 
 use crate::opts::ModeArg;
@@ -88,9 +90,14 @@ pub fn tap_open_error(name: &str, e: &std::io::Error, multi: bool) -> String {
     }
 }
 
+/// A reload's generations and how the cores' site type is made from a site.
+pub type Reload<'a, L> = (&'a Generations, fn(Site<'static>) -> L);
+
 /// What `serve` prepared before the cores start.
 pub struct Prepared<'a, L, F> {
     pub site: L,
+    /// SIGHUP's reloads, swapped in by every core (`None`: the site is fixed).
+    pub reload: Option<Reload<'a, L>>,
     pub cfg: Config,
     /// One MAC per TAP.
     pub macs: &'a [EthernetAddress],
@@ -176,7 +183,7 @@ where
     let Some((bmode, policy, monitor_ms)) = p.bonding else {
         let queues = nics.swap_remove(0);
         let reports = run_plan(
-            args, mode, p.site, cfg, p.macs[0], queues, threads, &make_log,
+            args, mode, p.site, cfg, p.macs[0], queues, threads, &make_log, p.reload,
         );
         print_summary(mode, &reports);
         return Ok(());
@@ -217,7 +224,9 @@ where
         }
         sets.push(set);
     }
-    let reports = run_plan(args, mode, p.site, cfg, p.macs[0], sets, threads, &make_log);
+    let reports = run_plan(
+        args, mode, p.site, cfg, p.macs[0], sets, threads, &make_log, p.reload,
+    );
     print_summary(mode, &reports);
     print_nics(bond, &names);
     Ok(())
@@ -235,6 +244,7 @@ pub(crate) fn run_plan<Q, L, A, G>(
     queues: Vec<Q>,
     threads: Threads<'_>,
     make_log: &G,
+    reload: Option<Reload<'_, L>>,
 ) -> Vec<CoreReport>
 where
     Q: HostQueue,
@@ -247,15 +257,33 @@ where
     // The site type differs with the stats page (one more monomorphisation, no branch
     // per request); the board is there when any of the server's pages is on.
     let pages = args.pages;
+    // A reload's swap on every core: the new site in the same wrapper (without a reload
+    // the hook never runs, and the start's site stands in for `wrap`).
+    let reload = reload.filter(|(g, _)| {
+        let same = g.cores() == args.cores;
+        if !same {
+            eprintln!("bareweb: reload off: the cores differ from the plan's");
+        }
+        same
+    });
+    let wrap = move |s: Site<'static>| reload.map_or(site, |(_, w)| w(s));
+    let gens = reload.map(|(g, _)| g);
     if pages.stats {
-        let plan = Plan::new(mode, args.cores, WithStatsPage(site, pages.base), cfg, mac);
-        cores::run(&plan.with_board(pages), queues, threads, make_log)
+        let base = pages.base;
+        let plan = Plan::new(mode, args.cores, WithStatsPage(site, base), cfg, mac);
+        let hook = Swap {
+            gens,
+            wrap: move |s| WithStatsPage(wrap(s), base),
+        };
+        cores::run_hooked(&plan.with_board(pages), queues, threads, make_log, &hook)
     } else if pages.any() {
         let plan = Plan::new(mode, args.cores, site, cfg, mac);
-        cores::run(&plan.with_board(pages), queues, threads, make_log)
+        let hook = Swap { gens, wrap };
+        cores::run_hooked(&plan.with_board(pages), queues, threads, make_log, &hook)
     } else {
         let plan = Plan::new(mode, args.cores, site, cfg, mac);
-        cores::run(&plan, queues, threads, make_log)
+        let hook = Swap { gens, wrap };
+        cores::run_hooked(&plan, queues, threads, make_log, &hook)
     }
 }
 

@@ -1,6 +1,6 @@
 //! `bareweb`: the command line. Each subcommand lives in its own module:
 //! `build` in [`image`] and [`bootimage`], `serve` in [`serve`] (its runners in
-//! [`runners`]), `run` in [`run`] and [`launch`], `get` in [`get`], `load` and
+//! [`runners`], its reload in [`reload`]), `run` in [`run`] and [`launch`], `get` in [`get`], `load` and
 //! `surge-site` in [`load`] (UDP in [`load_udp`]), `bench` in [`bench`]; the options the
 //! server commands share, and every value type, in [`opts`].
 //!
@@ -28,6 +28,7 @@ mod load_bare;
 mod load_common;
 mod load_udp;
 mod opts;
+mod reload;
 mod run;
 mod runners;
 mod serve;
@@ -52,6 +53,9 @@ enum Cmd {
     Build(image::BuildArgs),
     /// Serve a site (directory or image) on a TAP device with bareweb's own stack.
     Serve(serve::ServeArgs),
+    /// Reload a running `serve --pid-file FILE`: its site and configuration are built again
+    /// from disk and swapped in without dropping a connection (the same as SIGHUP).
+    Reload(reload::ReloadArgs),
     /// Boot the bare-machine kernel with a site under QEMU (no root needed).
     Run(run::RunArgs),
     /// Fetch one file (http://HOST[:PORT]/PATH or bwudp://HOST[:PORT]/PATH, the UDP
@@ -72,7 +76,9 @@ impl Cmd {
             Cmd::Build(a) => a.check(),
             Cmd::Serve(a) => a.check(),
             Cmd::Run(a) => a.check(),
-            Cmd::Get(_) | Cmd::Load(_) | Cmd::SurgeSite(_) | Cmd::Bench(_) => Ok(()),
+            Cmd::Get(_) | Cmd::Load(_) | Cmd::SurgeSite(_) | Cmd::Bench(_) | Cmd::Reload(_) => {
+                Ok(())
+            }
         }
     }
 
@@ -80,6 +86,7 @@ impl Cmd {
         match self {
             Cmd::Build(_) => "build",
             Cmd::Serve(_) => "serve",
+            Cmd::Reload(_) => "reload",
             Cmd::Run(_) => "run",
             Cmd::Get(_) => "get",
             Cmd::Load(_) => "load",
@@ -108,6 +115,7 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Build(a) => image::build(&a),
         Cmd::Serve(a) => serve::serve(a),
+        Cmd::Reload(a) => reload::send(&a),
         Cmd::Run(a) => match launch::run(a) {
             Ok(code) => return code,
             Err(e) => Err(e),

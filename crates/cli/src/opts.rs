@@ -688,6 +688,7 @@ mod tests {
         ("drain-grace", "0", "3601"),
         ("drain-timeout", "60", "0"),
         ("access-log", "", ""),
+        ("log-format", "json", "xml"),
         ("no-stats-page", "", ""),
         ("stats-allow", "10.9.0.0/16", "10.9.0.0/33"),
         ("proxy-protocol", "10.9.0.0/16,10.0.0.5", "10.9.0.0/33"),

@@ -3,23 +3,25 @@
 //! by [`crate::cores`] (one core unless `--cores`), or by another runner with `--runner`
 //! ([`crate::runners`]).
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use bareweb_engine::cores::pages::{Allow, PageSettings};
-use bareweb_engine::server::{AccessLog, AccessRecord};
+use bareweb_host::accesslog::{CoreLog, Target};
 use bareweb_host::netif;
 
 use crate::cores::{self, CoresArgs, Layout};
 use crate::opts::{self, Mac, OrNone, ServerOpts};
+use crate::reload::{self, Reloads};
 use crate::runners::{self, RunnerArgs};
 use crate::serve_xdp::{self, XdpArg, XdpModeArg, XdpServe};
 use crate::util::{
-    drain_on_sigterm, drain_report, load_site, random_bytes, stop_flag, watch_drain,
+    drain_on_sigterm, drain_report, load_site_owned, random_bytes, stop_flag, watch_drain,
 };
 use bareweb_engine::site::Site;
+use bareweb_engine::stats::platform::ReloadCounters;
 use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
+use bareweb_host::reload::Generations;
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -75,6 +77,14 @@ pub struct ServeArgs {
     #[arg(long, value_name = "USECS", requires = "xdp",
           value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub xdp_busy_poll: Option<u32>,
+    /// The access log in FILE (appended to, created if missing) instead of stdout;
+    /// implies --access-log. SIGUSR1 reopens it (for logrotate: rename, then signal)
+    #[arg(long, value_name = "FILE")]
+    pub access_log_file: Option<PathBuf>,
+    /// Write the process id to FILE while serving (removed at exit), for logrotate's
+    /// `kill -USR1` and `bareweb reload`
+    #[arg(long, value_name = "FILE")]
+    pub pid_file: Option<PathBuf>,
     #[command(flatten)]
     pub server: ServerOpts,
     #[command(flatten)]
@@ -123,6 +133,16 @@ impl ServeArgs {
                 "--runner serves on one TAP: it does not go with a NIC set (--bond)".into(),
             );
         }
+        if self.server.given("log-format").is_some()
+            && !self.server.settings.log_access
+            && self.access_log_file.is_none()
+        {
+            return Err(
+                "--log-format chooses the access log's lines: give --access-log (stdout) or \
+                 --access-log-file FILE too"
+                    .into(),
+            );
+        }
         if self.bridge.is_some() && self.taps.len() < 2 {
             return Err("--bridge joins several TAPs: give --tap twice or more".into());
         }
@@ -154,13 +174,76 @@ fn crash_requested() -> bool {
     std::env::var("BAREWEB_CRASH").is_ok_and(|v| v == "panic")
 }
 
-/// Common Log Format lines on stdout.
-struct Clf(std::io::BufWriter<std::io::Stdout>);
+/// The access log's target, if one is asked for: `--access-log-file`, else stdout with
+/// `--access-log`. From now on SIGUSR1 reopens the file (logrotate's way; without a file,
+/// or without a log, the signal is ignored rather than ending the process).
+fn access_log(a: &ServeArgs) -> Result<Option<Arc<Target>>, String> {
+    let target = match (&a.access_log_file, a.server.settings.log_access) {
+        (Some(p), _) => Some(
+            Target::file(p)
+                .map_err(|e| format!("cannot open the access log {}: {e}", p.display()))?,
+        ),
+        (None, true) => {
+            Some(Target::stdout().map_err(|e| format!("cannot write the access log: {e}"))?)
+        }
+        (None, false) => None,
+    };
+    reopen_on_sigusr1(target.clone());
+    Ok(target)
+}
 
-impl AccessLog for Clf {
-    fn record(&mut self, r: &AccessRecord<'_>) {
-        let _ = writeln!(self.0, "{}", r.clf());
-        let _ = self.0.flush();
+/// A thread that reopens `target`'s file on every SIGUSR1 (the handler itself only
+/// wakes it: signal-hook's iterator) and says so on stderr.
+fn reopen_on_sigusr1(target: Option<Arc<Target>>) {
+    use signal_hook::consts::SIGUSR1;
+    let mut signals = match signal_hook::iterator::Signals::new([SIGUSR1]) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("bareweb: cannot catch signal {SIGUSR1}: {e}");
+            return;
+        }
+    };
+    std::thread::spawn(move || {
+        for _ in signals.forever() {
+            let Some(t) = &target else { continue };
+            let Some(path) = t.path() else { continue };
+            match t.reopen() {
+                Ok(()) => eprintln!("bareweb: access log {} reopened", path.display()),
+                Err(e) => eprintln!(
+                    "bareweb: cannot reopen the access log {}: {e} (still writing to the old file)",
+                    path.display()
+                ),
+            }
+        }
+    });
+}
+
+/// `--pid-file`: the process id in a file while serving, removed when serve ends.
+struct PidFile(Option<PathBuf>);
+
+impl PidFile {
+    fn write(path: Option<&PathBuf>) -> Result<PidFile, String> {
+        let Some(p) = path else {
+            return Ok(PidFile(None));
+        };
+        std::fs::write(p, format!("{}\n", std::process::id()))
+            .map_err(|e| format!("cannot write --pid-file {}: {e}", p.display()))?;
+        Ok(PidFile(Some(p.clone())))
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Says at the end how many access log lines could not be written, if any.
+fn access_log_report(target: Option<&Arc<Target>>) {
+    if let Some(n) = target.map(|t| t.lost()).filter(|&n| n > 0) {
+        eprintln!("bareweb: {n} access log lines could not be written");
     }
 }
 
@@ -172,9 +255,9 @@ fn random_mac() -> EthernetAddress {
 }
 
 pub fn serve(a: ServeArgs) -> Result<(), String> {
-    let site = load_site(&a.site, a.config.as_deref())?;
+    let (bytes, site) = load_site_owned(&a.site, a.config.as_deref())?;
     if let Some(x) = &a.xdp {
-        return serve_on_xdp(&a, x, site);
+        return serve_on_xdp(&a, x, bytes, site);
     }
     let bonding = a.server.bonding(a.taps.len())?;
     // `--bond off` (or one TAP): the first TAP alone, as always.
@@ -233,9 +316,24 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         }
     };
     let files = site.len();
-    // SIGHUP (the terminal closed) stops like Ctrl-C: the TAPs, a bridge, the threads go.
-    // SIGTERM drains first (docs/design/drain.md).
+    // Ctrl-C stops: the TAPs, a bridge, the threads go. SIGTERM drains first
+    // (docs/design/drain.md). SIGHUP reloads the site (docs/design/reload.md), except
+    // with --runner (the paper's runners keep one site).
     let drain = drain_on_sigterm(&mut cfg);
+    let gens: Option<&'static Generations> = a.runner.runner.is_none().then(|| {
+        // SAFETY: `bytes` is the leaked `Box<[u8]>` of load_site_owned, used only
+        // through `site`, which goes to the generations and the cores' plan.
+        let g = unsafe { Generations::new(bytes, site, a.cores.cores.into()) };
+        &*Box::leak(Box::new(g))
+    });
+    cfg.reload = gens.map(|g| g as &'static dyn ReloadCounters);
+    reload::on_sighup(
+        match gens {
+            Some(g) => Reloads::On(g),
+            None => Reloads::Off("with --runner: restart serve to change the site"),
+        },
+        reload_source(&a, &cfg),
+    );
     watch_drain(drain);
     clean_up_on_panic();
     let host = host_ip.map_or("unchanged".to_string(), |h| format!("{h}/{prefix}"));
@@ -249,7 +347,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     let crash = crash_requested();
     let banner = move |on: &str| {
         eprintln!(
-            "bareweb: serving {files} files at http://{ip}:{port}/{udp} on {on} (server MAC {macs_text}, host side {host}); Ctrl-C stops, SIGTERM drains"
+            "bareweb: serving {files} files at http://{ip}:{port}/{udp} on {on} (server MAC {macs_text}, host side {host}); Ctrl-C stops, SIGTERM drains, SIGHUP reloads"
         );
         assert!(
             !crash,
@@ -270,6 +368,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     let mut made_bridge = None;
     let prepared = cores::Prepared {
         site,
+        reload: gens.map(|g| (g, same_site as fn(Site<'static>) -> Site<'static>)),
         cfg,
         macs: &macs,
         taps,
@@ -302,17 +401,24 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         stop: stop_flag(),
         banner: &banner,
     };
-    let clf = |_| Clf(std::io::BufWriter::new(std::io::stdout()));
+    let format = a.server.settings.log_format;
+    let target = access_log(&a)?;
+    let _pid = PidFile::write(a.pid_file.as_ref())?;
+    let core_log = |t: &Arc<Target>| {
+        let t = Arc::clone(t);
+        move |_| CoreLog::new(Arc::clone(&t), format)
+    };
     let layout = layout(&a, &site, host_ip);
     let pages = layout.pages;
     let threads = a.runner.threads.into();
-    let r = match (a.runner.runner, a.server.settings.log_access) {
-        (Some(r), true) => runners::serve(r, threads, pages, prepared, clf),
-        (Some(r), false) => runners::serve(r, threads, pages, prepared, cores::no_log),
-        (None, true) => cores::serve(&layout, prepared, clf),
-        (None, false) => cores::serve(&layout, prepared, cores::no_log),
+    let r = match (a.runner.runner, &target) {
+        (Some(r), Some(t)) => runners::serve(r, threads, pages, prepared, core_log(t)),
+        (Some(r), None) => runners::serve(r, threads, pages, prepared, cores::no_log),
+        (None, Some(t)) => cores::serve(&layout, prepared, core_log(t)),
+        (None, None) => cores::serve(&layout, prepared, cores::no_log),
     };
     drain_report(drain);
+    access_log_report(target.as_ref());
     if let Some(br) = made_bridge {
         if let Ok(mut b) = MADE_BRIDGE.lock() {
             *b = None;
@@ -322,6 +428,20 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         }
     }
     r
+}
+
+/// The site as it is: the cores' site type without the stats page.
+fn same_site(s: Site<'static>) -> Site<'static> {
+    s
+}
+
+/// What SIGHUP reads again, and how long an old image may be held.
+fn reload_source(a: &ServeArgs, cfg: &bareweb_engine::server::Config) -> reload::Source {
+    reload::Source {
+        site: a.site.clone(),
+        config: a.config.clone(),
+        drain_timeout: std::time::Duration::from_millis(cfg.timeouts.drain_timeout_ms),
+    }
 }
 
 /// The cores' layout, pages included: the stats page is off if the command line or the
@@ -337,6 +457,10 @@ fn layout(a: &ServeArgs, site: &Site<'static>, host: Option<Ipv4Address>) -> Lay
     if let Some((net, len)) = a.server.settings.stats_allow {
         pages.allow = Allow::network(net.0, len);
     }
+    // The pages keep their own copies of what they take from the configuration: a
+    // reload may free the image these came from.
+    pages.base = Box::leak(pages.base.into());
+    pages.headers = Box::leak(pages.headers.into());
     if pages.stats || pages.metrics {
         eprintln!(
             "bareweb: the stats page, its JSON and /metrics answer {} (others get 403; \
@@ -354,7 +478,12 @@ fn layout(a: &ServeArgs, site: &Site<'static>, host: Option<Ipv4Address>) -> Lay
 }
 
 /// `serve --xdp`: the same server on an interface's queues through AF_XDP.
-fn serve_on_xdp(a: &ServeArgs, x: &XdpArg, site: Site<'static>) -> Result<(), String> {
+fn serve_on_xdp(
+    a: &ServeArgs,
+    x: &XdpArg,
+    bytes: &'static [u8],
+    site: Site<'static>,
+) -> Result<(), String> {
     let mut cfg = a.server.config(random_bytes());
     let udp = a.server.udp_banner(cfg.ip);
     let files = site.len();
@@ -363,6 +492,12 @@ fn serve_on_xdp(a: &ServeArgs, x: &XdpArg, site: Site<'static>) -> Result<(), St
     let layout = layout(a, &site, None);
     let s = XdpServe {
         site,
+        reload: Some(serve_xdp::XdpReload {
+            bytes,
+            site,
+            wrap: same_site,
+            source: reload_source(a, &cfg),
+        }),
         cfg,
         arg: x,
         mode: a.xdp_mode.unwrap_or_default(),
@@ -373,12 +508,16 @@ fn serve_on_xdp(a: &ServeArgs, x: &XdpArg, site: Site<'static>) -> Result<(), St
         files,
         udp,
     };
-    let r = if a.server.settings.log_access {
-        serve_xdp::serve(&layout, s, |_| {
-            Clf(std::io::BufWriter::new(std::io::stdout()))
-        })
-    } else {
-        serve_xdp::serve(&layout, s, cores::no_log)
+    let format = a.server.settings.log_format;
+    let target = access_log(a)?;
+    let _pid = PidFile::write(a.pid_file.as_ref())?;
+    let r = match target {
+        Some(t) => {
+            let r = serve_xdp::serve(&layout, s, |_| CoreLog::new(Arc::clone(&t), format));
+            access_log_report(Some(&t));
+            r
+        }
+        None => serve_xdp::serve(&layout, s, cores::no_log),
     };
     drain_report(drain);
     r
@@ -402,6 +541,23 @@ mod tests {
             Ok(c) => c.serve.check(),
             Err(e) => Err(e.to_string()),
         }
+    }
+
+    /// A log format without a log is a mistake, said; with either log it is taken.
+    #[test]
+    fn log_format_needs_an_access_log() {
+        let e = check(&["--log-format", "json"]).unwrap_err();
+        assert!(e.contains("--access-log-file"), "{e}");
+        check(&["--log-format", "json", "--access-log"]).unwrap();
+        check(&[
+            "--log-format",
+            "combined",
+            "--access-log-file",
+            "/tmp/x.log",
+        ])
+        .unwrap();
+        let e = check(&["--log-format", "xml", "--access-log"]).unwrap_err();
+        assert!(e.contains("possible values: common, combined, json"), "{e}");
     }
 
     /// The server's address is a host's; the host side's is another host of the same

@@ -10,12 +10,15 @@ use std::sync::atomic::AtomicBool;
 use bareweb_engine::cores::plan::{self, Mode};
 use bareweb_engine::resource::Lookup;
 use bareweb_engine::server::{AccessLog, Config};
+use bareweb_engine::site::Site;
 use bareweb_host::cores::{CoreReport, Threads};
+use bareweb_host::reload::Generations;
 use bareweb_host::xdp::{self, Bind};
 use clap::ValueEnum;
 
 use crate::cores::{self, Layout};
 use crate::opts::ModeArg;
+use crate::reload::{self, Reloads};
 
 /// `--xdp IFACE[:QUEUES]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,9 +61,21 @@ impl XdpModeArg {
     }
 }
 
+/// What SIGHUP's reloads start from (the cores are known only once the sockets are open).
+pub struct XdpReload<L> {
+    /// The start's image (a leaked `Box<[u8]>`) and its site.
+    pub bytes: &'static [u8],
+    pub site: Site<'static>,
+    /// The cores' site type from a site.
+    pub wrap: fn(Site<'static>) -> L,
+    pub source: reload::Source,
+}
+
 /// What `serve` hands over.
 pub struct XdpServe<'a, L> {
     pub site: L,
+    /// SIGHUP's reloads (`None`: SIGHUP is not caught).
+    pub reload: Option<XdpReload<L>>,
     pub cfg: Config,
     pub arg: &'a XdpArg,
     pub mode: XdpModeArg,
@@ -161,6 +176,16 @@ where
         guard.prog_id,
         guard.mac
     );
+    let reload = s.reload.map(|r| {
+        // SAFETY: `r.bytes` is the leaked `Box<[u8]>` `r.site` was loaded from
+        // (load_site_owned), used only through that site from now on.
+        let gens: &'static Generations = Box::leak(Box::new(unsafe {
+            Generations::new(r.bytes, r.site, cores)
+        }));
+        cfg.reload = Some(gens);
+        reload::on_sighup(Reloads::On(gens), r.source);
+        (gens, r.wrap)
+    });
     let threads = Threads {
         stop: s.stop,
         pin: layout.pin,
@@ -173,7 +198,7 @@ where
         pin: layout.pin,
     };
     let reports: Vec<CoreReport> = cores::run_plan(
-        &layout, mode, s.site, cfg, guard.mac, sockets, threads, &make_log,
+        &layout, mode, s.site, cfg, guard.mac, sockets, threads, &make_log, reload,
     );
     cores::print_summary(mode, &reports);
     let owners = match mode {

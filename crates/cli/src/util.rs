@@ -91,11 +91,28 @@ pub fn site_file(dir: &Path, path: &str) -> std::path::PathBuf {
     }
 }
 
-/// Reads a site directory or image and keeps it for the life of the process.
-pub fn load_site(path: &Path, config: Option<&Path>) -> Result<Site<'static>, String> {
+/// Reads a site directory or image into a leaked `Box<[u8]>` (its bytes returned with the
+/// site): kept for the life of the process, or until a reload's generations free it once
+/// no connection sends from it (`bareweb_host::reload`).
+pub fn load_site_owned(
+    path: &Path,
+    config: Option<&Path>,
+) -> Result<(&'static [u8], Site<'static>), String> {
     let (bytes, _) = site_image(path, config)?;
     let image: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-    Site::load(image).map_err(|e| format!("{} is not a usable site image: {e}", path.display()))
+    match Site::load(image) {
+        Ok(site) => Ok((image, site)),
+        Err(e) => {
+            let raw = core::ptr::from_ref::<[u8]>(image).cast_mut();
+            // SAFETY: `image` was leaked just above and nothing refers to it: the site
+            // that would have did not load.
+            drop(unsafe { Box::from_raw(raw) });
+            Err(format!(
+                "{} is not a usable site image: {e}",
+                path.display()
+            ))
+        }
+    }
 }
 
 pub fn random_bytes<const N: usize>() -> [u8; N] {
@@ -196,15 +213,16 @@ pub fn catch_stop_signals_term_drains() -> &'static AtomicBool {
 
 /// A graceful drain for `serve`'s server (`cfg.drain`, made from `cfg.timeouts`, kept for
 /// the life of the process), asked for by SIGTERM: what a balancer, systemd, Docker or
-/// Kubernetes sends to stop a service. SIGINT (Ctrl-C) and SIGHUP still stop at once, as
-/// does a second SIGTERM during the drain. Call instead of [`catch_stop_signals`].
+/// Kubernetes sends to stop a service. SIGINT (Ctrl-C) still stops at once, as does a
+/// second SIGTERM during the drain; SIGHUP is `serve`'s reload (crate::reload), not a
+/// stop. Call instead of [`catch_stop_signals`].
 pub fn drain_on_sigterm(cfg: &mut bareweb_engine::server::Config) -> &'static Drain {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    use signal_hook::consts::{SIGINT, SIGTERM};
     let t = cfg.timeouts;
     let drain: &'static Drain =
         Box::leak(Box::new(Drain::new(t.drain_grace_ms, t.drain_timeout_ms)));
     cfg.drain = Some(drain);
-    for sig in [SIGINT, SIGHUP] {
+    for sig in [SIGINT] {
         if let Err(e) = signal_hook::flag::register(sig, Arc::clone(stop_arc())) {
             eprintln!("bareweb: cannot catch signal {sig}: {e}");
         }

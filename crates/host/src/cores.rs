@@ -41,6 +41,7 @@ use bareweb_engine::server::{AccessLog, Config, Server};
 use bareweb_engine::stats::{CoreTimes, Stats, Stay};
 use bareweb_engine::wire::EthernetAddress;
 
+use crate::reload::{CoreHook, NoHook};
 use crate::tap::{TapRx, TapTx};
 use crate::wake::{wait_fds_us, Wake};
 use crate::{SystemClock, Tap};
@@ -217,30 +218,53 @@ where
     A: AccessLog,
     F: Fn(usize) -> A + Sync,
 {
+    run_hooked(plan, queues, threads, make_log, &NoHook)
+}
+
+/// [`run`] with `hook` called on every core between rounds (a reload's swap:
+/// [`crate::reload`]).
+pub fn run_hooked<Q, L, A, F, H>(
+    plan: &Plan<L>,
+    queues: Vec<Q>,
+    threads: Threads<'_>,
+    make_log: F,
+    hook: &H,
+) -> Vec<CoreReport>
+where
+    Q: HostQueue,
+    Q::Rx: Send,
+    Q::Tx: Send,
+    L: Lookup<'static> + Copy + Send + Sync,
+    A: AccessLog,
+    F: Fn(usize) -> A + Sync,
+    H: CoreHook<L>,
+{
     match plan.mode {
         Mode::NetCore { .. } => {
             let q = queues.into_iter().next().expect("a queue for core 0");
-            run_netcore(q, plan, threads, make_log)
+            run_netcore(q, plan, threads, make_log, hook)
         }
         Mode::Single | Mode::PerQueue => {
             assert_eq!(queues.len(), plan.cores, "a queue per core");
-            run_queues(queues, plan, threads, make_log)
+            run_queues(queues, plan, threads, make_log, hook)
         }
     }
 }
 
 /// One `Server` per queue (one queue: the single-core server).
-fn run_queues<Q, L, A, F>(
+fn run_queues<Q, L, A, F, H>(
     queues: Vec<Q>,
     plan: &Plan<L>,
     threads: Threads<'_>,
     make_log: F,
+    hook: &H,
 ) -> Vec<CoreReport>
 where
     Q: HostQueue,
     L: Lookup<'static> + Copy + Send + Sync,
     A: AccessLog,
     F: Fn(usize) -> A + Sync,
+    H: CoreHook<L>,
 {
     let single = queues.len() == 1;
     let clock = SystemClock::new();
@@ -272,8 +296,8 @@ where
                             &mut log,
                             &ctx,
                             &mut SpinThenSleep(OnQueue),
-                            u64::MAX,
-                            |_, _| {},
+                            hook.every_ns(),
+                            |s, n| hook.tick(core, s, n),
                         );
                         report(core, plan.role(core), &server, &q, run)
                     })
@@ -424,11 +448,12 @@ impl Sleep<RingNic> for HttpRest {
 }
 
 /// Network-core mode over one queue: core 0 plus `plan.cores - 1` HTTP cores.
-fn run_netcore<Q, L, A, F>(
+fn run_netcore<Q, L, A, F, H>(
     queue: Q,
     plan: &Plan<L>,
     threads: Threads<'_>,
     make_log: F,
+    hook: &H,
 ) -> Vec<CoreReport>
 where
     Q: HostQueue,
@@ -437,6 +462,7 @@ where
     L: Lookup<'static> + Copy + Send + Sync,
     A: AccessLog,
     F: Fn(usize) -> A + Sync,
+    H: CoreHook<L>,
 {
     let clock = SystemClock::new();
     let wake0 = Wake::new().expect("eventfd for core 0");
@@ -479,8 +505,8 @@ where
                             &mut log,
                             &ctx,
                             &mut rest,
-                            u64::MAX,
-                            |_, _| {},
+                            hook.every_ns(),
+                            |s, n| hook.tick(0, s, n),
                         );
                         report(0, plan.role(0), &server, &nic, run)
                     })
@@ -509,8 +535,8 @@ where
                             &mut log,
                             &ctx,
                             &mut SpinThenSleep(HttpRest(wake)),
-                            u64::MAX,
-                            |_, _| {},
+                            hook.every_ns(),
+                            |s, n| hook.tick(core, s, n),
                         );
                         report(core, plan.role(core), &server, &nic, run)
                     })

@@ -4,6 +4,7 @@
 //! ([`isn_key`]: from RDRAND, else the TSC).
 
 use bareweb_engine::cores::board::WithStatsPage;
+use bareweb_engine::http::log::LogFormat;
 use bareweb_engine::resource::{Found, Lookup, Redirect, Resource};
 use bareweb_engine::server::{AccessLog, AccessRecord};
 use bareweb_engine::site::Site;
@@ -54,16 +55,22 @@ impl Lookup<'static> for Pages {
     }
 }
 
-/// Common Log Format lines on the console (one VM exit per byte: for debugging), when on;
-/// on the screen, rate-limited ([`crate::console::print_busy`]).
-pub struct ConsoleLog(pub bool);
+/// Access log lines in the chosen format (`log_format=`) on the console (one VM exit per
+/// byte: for debugging), when on (`None`: off); on the screen, rate-limited
+/// ([`crate::console::print_busy`]).
+pub struct ConsoleLog(pub Option<LogFormat>);
+
+impl ConsoleLog {
+    /// The log the settings ask for.
+    pub fn of(s: &bareweb_settings::Settings) -> ConsoleLog {
+        ConsoleLog(s.log_access.then_some(s.log_format))
+    }
+}
 
 impl AccessLog for ConsoleLog {
     fn record(&mut self, r: &AccessRecord<'_>) {
-        if !self.0 {
-            return;
-        }
-        crate::console::print_busy(format_args!("{}\n", r.clf()));
+        let Some(format) = self.0 else { return };
+        crate::console::print_busy(format_args!("{}\n", r.line(format)));
     }
 }
 

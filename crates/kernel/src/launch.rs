@@ -165,7 +165,7 @@ fn ap_job<N: CoreQueue + Sleeper + Send + 'static>(
     board: &'static Board,
 ) -> smp::Job {
     let clock = booted.clock;
-    let log_access = booted.settings.log_access;
+    let mut log = ConsoleLog::of(&booted.settings);
     let mut rest = SpinThenSleep(rest_of(booted, core));
     let crash = if core + 1 == booted.cores {
         booted.settings.crash
@@ -183,7 +183,7 @@ fn ap_job<N: CoreQueue + Sleeper + Send + 'static>(
             &mut server,
             &mut nic,
             &clock,
-            &mut ConsoleLog(log_access),
+            &mut log,
             &ctx,
             &mut rest,
             u64::MAX,
@@ -259,7 +259,7 @@ fn run_core0<N: CoreQueue + Sleeper>(
         &mut server,
         &mut nic,
         &clock,
-        &mut ConsoleLog(booted.settings.log_access),
+        &mut ConsoleLog::of(&booted.settings),
         &ctx,
         &mut rest,
         every,

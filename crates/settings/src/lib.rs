@@ -55,6 +55,7 @@ use core::net::Ipv4Addr;
 
 use bareweb_engine::bond::{Mode as BondMode, Policy as BondPolicy};
 use bareweb_engine::cores::plan::Asked;
+use bareweb_engine::http::log::LogFormat;
 use bareweb_engine::iface::Vips;
 use bareweb_engine::server::{Config, ProxySources, Sched, Timeouts};
 use bareweb_engine::tcp::Algorithm;
@@ -97,6 +98,8 @@ pub struct Settings {
     pub drain_timeout_s: u64,
     /// An access log line per response.
     pub log_access: bool,
+    /// The access log's line format.
+    pub log_format: LogFormat,
     /// A counters line every second (the kernel's console; `--stats-log`).
     pub log_stats: bool,
     /// Answer `/.well-known/bareweb/` and `/.well-known/bareweb/stats`.
@@ -174,6 +177,7 @@ impl Default for Settings {
             drain_grace_s: engine.timeouts.drain_grace_ms / 1000,
             drain_timeout_s: engine.timeouts.drain_timeout_ms / 1000,
             log_access: false,
+            log_format: LogFormat::default(),
             log_stats: false,
             stats_page: true,
             stats_allow: None,
@@ -429,6 +433,23 @@ const SCHED: &[Choice] = &[
         help: help!("Serve the whole run list in one pass"),
     },
 ];
+const LOG_FORMAT: &[Choice] = &[
+    Choice {
+        name: "common",
+        help: help!("Common Log Format, as Apache's and nginx's default"),
+    },
+    Choice {
+        name: "combined",
+        help: help!("Common, then the quoted Referer and User-Agent"),
+    },
+    Choice {
+        name: "json",
+        help: help!(
+            "One JSON object per line: time, client, method, path, protocol, status, bytes, \
+             duration_us, host, referer, user_agent"
+        ),
+    },
+];
 const CC: &[Choice] = &[
     Choice {
         name: "cubic",
@@ -488,7 +509,7 @@ const _: () = assert!(
 
 /// Every shared option, in `--help`'s order (and the order of the kernel words the CLI
 /// writes).
-pub static OPTIONS: [Opt; 27] = [
+pub static OPTIONS: [Opt; 28] = [
     Opt {
         word: "ip",
         long: "ip",
@@ -648,6 +669,21 @@ pub static OPTIONS: [Opt; 27] = [
                 }
             }
             (s.log_access, s.log_stats) = (access, stats);
+            Ok(())
+        },
+    },
+    Opt {
+        word: "log_format",
+        long: "log-format",
+        arg: Arg::Choice("FORMAT", LOG_FORMAT),
+        help: help!(
+            "The access log's lines (--access-log; serve's --access-log-file): common, \
+               combined (adds referer and user agent) or json (one object per line) \
+               [default: common]"
+        ),
+        set: |s, v| {
+            s.log_format =
+                LogFormat::from_name(v).ok_or("expected common, combined or json")?;
             Ok(())
         },
     },

@@ -24,7 +24,7 @@ use crate::server::{DynamicPage, Server};
 use crate::stats::{CoreTimes, Stats, Stay, STATS_FIELDS, STAT_HELP, STAT_NAMES, STAY_BUCKETS};
 
 use super::pages::{self, PageSettings};
-use crate::stats::platform::PlatformCounters;
+use crate::stats::platform::{PlatformCounters, ReloadCounters, ReloadCounts};
 
 /// Largest stats response (head and JSON) a server renders; more cores than fit get a 500.
 pub const JSON_MAX: usize = crate::server::DYN_MAX;
@@ -103,6 +103,8 @@ pub struct Board {
     /// Counters the platform keeps outside the engine (the kernel's `XDP_STATISTICS` of
     /// each AF_XDP socket), read when the page is served.
     platform: Option<&'static dyn PlatformCounters>,
+    /// The platform's reload counters, if it reloads its site.
+    reload: Option<&'static dyn ReloadCounters>,
     roles: Box<[Role]>,
     rows: Box<[Row]>,
     pages: PageSettings,
@@ -141,7 +143,20 @@ impl Board {
             dhcp: None,
             drain: None,
             platform: None,
+            reload: None,
         }
+    }
+
+    /// The board with the platform's reload counters: the JSON gets a `reload` object,
+    /// the metrics `bareweb_reloads_total` and its kin.
+    pub fn with_reload(mut self, reload: Option<&'static dyn ReloadCounters>) -> Board {
+        self.reload = reload;
+        self
+    }
+
+    /// The platform's reload counters, if any.
+    pub fn reload(&self) -> Option<ReloadCounts> {
+        self.reload.map(|r| r.reload_counts())
     }
 
     /// The board with the platform's own counters: the JSON gets an object named
@@ -396,6 +411,13 @@ impl Board {
                 d.draining(),
                 d.finished(),
                 c.took_ms
+            )?;
+        }
+        if let Some(r) = self.reload() {
+            write!(
+                w,
+                ",\"reload\":{{\"generation\":{},\"done\":{},\"refused\":{},\"freed\":{},\"reset\":{}}}",
+                r.generation, r.done, r.refused, r.freed, r.reset
             )?;
         }
         if let Some(p) = self.platform {

@@ -266,6 +266,44 @@ pub fn render_metrics(board: &Board, out: &mut [u8]) -> Option<usize> {
         family(&mut w, "draining", MetricKind::Gauge, help).ok()?;
         writeln!(w, "bareweb_draining {on}").ok()?;
     }
+    if let Some(r) = board.reload() {
+        let families: [(&str, MetricKind, &str, u64); 5] = [
+            (
+                "reloads",
+                MetricKind::Counter,
+                "Reloads that put a new site and configuration in service (serve: SIGHUP).",
+                r.done,
+            ),
+            (
+                "reload_refused",
+                MetricKind::Counter,
+                "Reloads refused because the new site or configuration did not build; the old one kept serving.",
+                r.refused,
+            ),
+            (
+                "reload_images_freed",
+                MetricKind::Counter,
+                "Old site images freed once no connection sent from them.",
+                r.freed,
+            ),
+            (
+                "reload_reset",
+                MetricKind::Counter,
+                "Connections reset because they still sent from an old site image at a reload's drain timeout.",
+                r.reset,
+            ),
+            (
+                "site_generation",
+                MetricKind::Gauge,
+                "The site's generation served: 0 at start, one more per reload.",
+                r.generation,
+            ),
+        ];
+        for (name, kind, help, v) in families {
+            family(&mut w, name, kind, help).ok()?;
+            writeln!(w, "bareweb_{name}{} {v}", kind.suffix()).ok()?;
+        }
+    }
     if let Some(p) = board
         .platform()
         .filter(|p| platform::plain(p.name()) && platform::plain(p.unit()))
@@ -790,10 +828,20 @@ pub(crate) mod tests {
     fn every_metric_is_in_the_usage_docs() {
         let drain: &'static crate::server::drain::Drain =
             Box::leak(Box::new(crate::server::drain::Drain::new(5_000, 30_000)));
-        let board = Board::new("netcore", &[Role::Net, Role::Http]).with_drain(Some(drain));
+        #[derive(Debug)]
+        struct Reloads;
+        impl crate::stats::platform::ReloadCounters for Reloads {
+            fn reload_counts(&self) -> crate::stats::platform::ReloadCounts {
+                crate::stats::platform::ReloadCounts::default()
+            }
+        }
+        let board = Board::new("netcore", &[Role::Net, Role::Http])
+            .with_drain(Some(drain))
+            .with_reload(Some(&Reloads));
         let mut out = vec![0u8; 64 * 1024];
         let n = render_metrics(&board, &mut out).unwrap();
         let text = core::str::from_utf8(&out[..n]).unwrap();
+        assert!(text.contains("bareweb_reloads_total 0"), "{text}");
         let docs = include_str!("../../../../docs/usage.md");
         let missing: Vec<&str> = text
             .lines()

@@ -261,6 +261,7 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
             .with_dhcp(self.cfg.dhcp)
             .with_drain(self.cfg.drain)
             .with_platform(self.cfg.platform)
+            .with_reload(self.cfg.reload)
             .with_pages(pages);
         let board: &'static Board = Box::leak(Box::new(board));
         self.board = Some(board);

@@ -184,7 +184,8 @@ where
 }
 
 /// [`run_core`] that also calls `tick(server, nic)` every `every_ns` of the loop, busy or
-/// idle (the kernel prints its console counters line from there).
+/// idle, between rounds (the kernel prints its console counters line from there; the
+/// host swaps a reloaded site in: `Server::set_site`).
 #[allow(clippy::too_many_arguments)]
 pub fn run_core_ticking<L, N, C, A>(
     server: &mut Server<L>,
@@ -194,7 +195,7 @@ pub fn run_core_ticking<L, N, C, A>(
     ctx: &CoreCtx<'_>,
     idle: impl FnMut(&mut N, Idle),
     every_ns: u64,
-    tick: impl FnMut(&Server<L>, &N),
+    tick: impl FnMut(&mut Server<L>, &mut N),
 ) -> RunSummary
 where
     L: Lookup<'static>,
@@ -257,7 +258,7 @@ pub fn run_core_hooked<L, N, C, A, H>(
     ctx: &CoreCtx<'_>,
     hook: &mut H,
     every_ns: u64,
-    mut tick: impl FnMut(&Server<L>, &N),
+    mut tick: impl FnMut(&mut Server<L>, &mut N),
 ) -> RunSummary
 where
     L: Lookup<'static>,

@@ -132,6 +132,30 @@ pub fn clf_date(unix: u64) -> ClfDate {
     ClfDate(out)
 }
 
+/// An RFC 3339 timestamp in UTC, `2000-10-10T13:55:36Z`, from [`iso_date`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IsoDate([u8; 20]);
+
+impl fmt::Display for IsoDate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Every byte was written from ASCII digits and separators.
+        f.write_str(core::str::from_utf8(&self.0).unwrap_or("1970-01-01T00:00:00Z"))
+    }
+}
+
+/// Formats `unix` as an RFC 3339 timestamp in UTC, for the JSON access log.
+pub fn iso_date(unix: u64) -> IsoDate {
+    let c = civil(unix);
+    let mut out = *b"0000-00-00T00:00:00Z";
+    four(&mut out[0..4], c.year);
+    two(&mut out[5..7], c.month);
+    two(&mut out[8..10], c.day);
+    two(&mut out[11..13], c.hour);
+    two(&mut out[14..16], c.minute);
+    two(&mut out[17..19], c.second);
+    IsoDate(out)
+}
+
 fn digits(b: &[u8]) -> Option<u64> {
     if b.is_empty() {
         return None;

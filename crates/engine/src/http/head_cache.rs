@@ -125,6 +125,14 @@ impl HeadCache {
         }
     }
 
+    /// Forgets every entry (the server's site was replaced: its addresses may be reused
+    /// by another image).
+    pub fn clear(&mut self) {
+        for e in self.entries.iter_mut() {
+            e.key = None;
+        }
+    }
+
     /// The head cached for `key`, if any.
     pub(super) fn get(&mut self, key: &Key) -> Option<&[u8]> {
         let e = &self.entries[key.slot()];

@@ -46,7 +46,7 @@ mod request;
 mod response;
 pub(crate) mod target;
 
-pub use date::{clf_date, ClfDate};
+pub use date::{clf_date, iso_date, ClfDate, IsoDate};
 /// IMF-fixdate (`Date` field) of a Unix time; used by dynamic responses (`cores::board`).
 pub use date::{format as imf_date, IMF_LEN};
 pub use fields::{is_tchar, AcceptEncoding, Coding};

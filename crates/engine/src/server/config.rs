@@ -95,6 +95,9 @@ pub struct Config {
     /// Counters the platform keeps outside the engine (the host's AF_XDP sockets'
     /// `XDP_STATISTICS`), shown on the stats page and in the metrics.
     pub platform: Option<&'static dyn crate::stats::platform::PlatformCounters>,
+    /// The platform's reload counters (serve's SIGHUP), on the stats page and in the
+    /// metrics; `None`: the platform does not reload.
+    pub reload: Option<&'static dyn crate::stats::platform::ReloadCounters>,
     /// The graceful drain every core follows, asked for by the platform (SIGTERM, the
     /// ACPI power button); `None`: the server never drains.
     pub drain: Option<&'static super::drain::Drain>,
@@ -190,6 +193,7 @@ impl Config {
             congestion: Algorithm::default(),
             dhcp: None,
             platform: None,
+            reload: None,
             drain: None,
             vips: crate::iface::Vips::NONE,
             proxy_protocol: ProxySources::NONE,

@@ -478,6 +478,59 @@ impl<L: Lookup<'static>> Server<L> {
         worked
     }
 
+    /// Serves `site` from now on (a reload): every response started after this call is
+    /// chosen from it, while the responses already started keep sending (and
+    /// retransmitting) from the site they were chosen from, whose memory the caller keeps
+    /// until [`Server::responses_in`] says no connection sends from it any more. Call it
+    /// between rounds.
+    pub fn set_site(&mut self, site: L) {
+        self.site = site;
+        // The cache's keys are addresses in the old image, which another may reuse.
+        self.head_cache.clear();
+    }
+
+    /// The connections whose response in flight sends bytes (a body, its block sums)
+    /// from the memory at addresses `range`: those that still need an old site's image.
+    pub fn responses_in(&self, range: core::ops::Range<usize>) -> usize {
+        let made = self.conns.tcbs().len();
+        (0..made).filter(|&i| self.sends_from(i, &range)).count()
+    }
+
+    /// Whether connection `idx` is in use and its response sends from `range`.
+    fn sends_from(&self, idx: usize, range: &core::ops::Range<usize>) -> bool {
+        let t = &self.conns[idx];
+        let Some(r) = t.app.resp.filter(|_| t.in_use()) else {
+            return false;
+        };
+        let b = r.body.body;
+        let within = |s: &[u8]| {
+            let a = s.as_ptr() as usize;
+            !s.is_empty() && a >= range.start && a < range.end
+        };
+        within(b.data) || within(b.block_sums)
+    }
+
+    /// Resets (RST, TCB freed) every connection whose response sends from `range`: a
+    /// reload's drain timeout, after which the old image is freed. Returns how many.
+    pub fn reset_responses_in<T: TxRing>(
+        &mut self,
+        range: core::ops::Range<usize>,
+        tx: &mut T,
+    ) -> usize {
+        let made = self.conns.tcbs().len();
+        let mut n = 0;
+        for id in 0..made as u32 {
+            if self.sends_from(id as usize, &range) {
+                let seq = self.conns[id as usize].tcp.snd_nxt();
+                self.send_reset_raw(id, seq, tx);
+                self.free_tcb(id);
+                n += 1;
+            }
+        }
+        tx.flush();
+        n
+    }
+
     /// The end of a round (both `poll` and the split API's `tick`): send what pacing let
     /// go since, and scan the timers if the periodic tick or a loss probe is due.
     fn end_round<T: TxRing, A: AccessLog>(&mut self, tx: &mut T, log: &mut A) {
@@ -489,6 +542,7 @@ impl<L: Lookup<'static>> Server<L> {
             self.next_timer_ns = self.timers(tx, log).max(self.now_ns + TIMER_GRAIN_NS);
         }
         self.drain_end(tx);
+        log.flush();
     }
 
     /// When the next timer scan or paced send is due (monotonic ns): a platform that

@@ -145,12 +145,19 @@ impl<L: Lookup<'static>> Server<L> {
             .unwrap_or(rx.len())
             .min(consumed);
         let sending = Sending::new(0, resp.head_len, resp.body);
+        let started = self.conns[idx].app.request_start_ns;
         log.record(&AccessRecord {
             peer: client_of!(self, idx),
             request_line: &rx[..line_end],
+            head: &rx[..consumed],
             status: resp.status,
             bytes: resp.content_len as usize,
             unix_secs: now,
+            duration_us: if started == 0 {
+                0
+            } else {
+                self.now_ns.saturating_sub(started) / 1000
+            },
         });
         self.count_response(resp.status);
         // Drop the consumed request; keep pipelined bytes that follow it.

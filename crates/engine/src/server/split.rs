@@ -97,6 +97,7 @@ impl<L: Lookup<'static>> Server<L> {
             return false; // freed since it was taken
         }
         self.http_step(r.0, tx, log);
+        log.flush();
         self.conns[idx].queued
     }
 

@@ -799,3 +799,128 @@ fn the_access_log_counts_an_error_pages_bytes() {
     assert_eq!(log.0, [(404, body.len())]);
     assert_eq!(body.len(), 107);
 }
+
+/// Keeps each access record's text in the JSON format.
+#[derive(Default)]
+struct JsonLines(Vec<String>, usize);
+
+impl crate::server::AccessLog for JsonLines {
+    fn record(&mut self, r: &crate::server::AccessRecord<'_>) {
+        self.0
+            .push(r.line(crate::http::log::LogFormat::Json).to_string());
+    }
+    fn flush(&mut self) {
+        self.1 += 1;
+    }
+}
+
+#[test]
+fn the_access_record_has_the_head_and_the_time_since_the_request_started() {
+    // A request head in two segments 3 ms apart, 1 ms after the handshake: the record
+    // names its headers, and its duration runs from the request's start (for a
+    // connection's first request, its establishment); the log is flushed every round.
+    let mut s = server();
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let (cseq, sseq) = handshake(&mut s, &mut nic, &ManualClock(1_000_000), 40101);
+    let first = b"GET /missing HTTP/1.1\r\nUser-Agent: t\"\\\r\n";
+    let rest = b"Host: x\r\n\r\n";
+    let mut log = JsonLines::default();
+    nic.rx.inbox.push_back(tcp_frame(
+        40101,
+        cseq,
+        Some(sseq),
+        flags(false, true, false, false),
+        first,
+        None,
+    ));
+    s.poll(&mut nic, &ManualClock(2_000_000), &mut log);
+    assert!(log.0.is_empty());
+    nic.rx.inbox.push_back(tcp_frame(
+        40101,
+        cseq.wrapping_add(first.len() as u32),
+        Some(sseq),
+        flags(false, true, false, false),
+        rest,
+        None,
+    ));
+    s.poll(&mut nic, &ManualClock(5_000_000), &mut log);
+    assert_eq!(log.0.len(), 1);
+    assert!(log.1 >= 2, "flushed every round");
+    let v: serde_json::Value = serde_json::from_str(&log.0[0]).unwrap();
+    assert_eq!(v["path"], "/missing");
+    assert_eq!(v["status"], 404);
+    assert_eq!(v["host"], "x");
+    assert_eq!(v["user_agent"], "t\"\\");
+    assert_eq!(v["duration_us"], 4000);
+}
+
+/// The address range of `path`'s body in `site`.
+fn body_range(site: &TestSite, path: &[u8]) -> core::ops::Range<usize> {
+    let Found::Resource(r) = site.lookup(path) else {
+        panic!("no {path:?}");
+    };
+    let a = r.identity.data.as_ptr() as usize;
+    a..a + r.identity.data.len()
+}
+
+/// A reload's swap on one server: the response in flight keeps sending from the old
+/// site (and is seen doing so, by address), the next request is answered from the new
+/// one, and at a drain timeout the connection still on the old one is reset.
+#[test]
+fn a_new_site_serves_new_requests_while_old_responses_finish() {
+    let old = TestSite::new();
+    let big = body_range(&old, b"/big.bin");
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = 8;
+    cfg.max_per_ip = Some(8);
+    let mut s = Server::new(cfg, old, SERVER_MAC);
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let clock = ManualClock(1_000_000);
+    let (cseq, sseq) = handshake(&mut s, &mut nic, &clock, 40200);
+    let req = b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n";
+    nic.rx.inbox.push_back(tcp_frame(
+        40200,
+        cseq,
+        Some(sseq),
+        flags(false, true, false, false),
+        req,
+        None,
+    ));
+    s.poll(&mut nic, &clock, &mut NoLog);
+    nic.tx.outbox.clear();
+    assert_eq!(
+        s.responses_in(big.clone()),
+        1,
+        "1 MiB is not sent in one window"
+    );
+
+    let mut new = TestSite::new();
+    new.files[0].1.identity = body(b"<h1>new</h1>\n".to_vec());
+    let new_index = body_range(&new, b"/");
+    s.set_site(new);
+    assert_eq!(s.responses_in(big.clone()), 1, "the old response goes on");
+    assert_eq!(s.responses_in(new_index.clone()), 0);
+
+    let (cseq2, sseq2) = handshake(&mut s, &mut nic, &clock, 40201);
+    nic.rx.inbox.push_back(tcp_frame(
+        40201,
+        cseq2,
+        Some(sseq2),
+        flags(false, true, false, false),
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+        None,
+    ));
+    let out = run(&mut s, &mut nic, &clock);
+    // The old connection sends nothing meanwhile (its window is full, no time passes).
+    let text: Vec<u8> = out.iter().flat_map(|o| o.payload.clone()).collect();
+    let text = String::from_utf8_lossy(&text);
+    assert!(text.ends_with("<h1>new</h1>\n"), "{text}");
+
+    // The drain timeout: the connection on the old image is reset, the other kept.
+    let mut tx = FakeNic::new(SERVER_MAC);
+    assert_eq!(s.reset_responses_in(big.clone(), &mut tx.tx), 1);
+    assert_eq!(s.responses_in(big), 0);
+    let rst: Vec<Out> = tx.tx.outbox.iter().filter_map(|f| parse_out(f)).collect();
+    assert!(rst.len() == 1 && rst[0].rst, "{rst:?}");
+    assert_eq!(s.active(), 1);
+}

@@ -128,9 +128,14 @@ impl<L: Lookup<'static>> Server<L> {
         log.record(&AccessRecord {
             peer: self.client_of(idx),
             request_line: b"",
+            head: b"",
             status: resp.status,
             bytes: resp.content_len as usize,
             unix_secs: self.unix_secs,
+            duration_us: (self
+                .now_ns
+                .saturating_sub(self.conns[idx].app.request_start_ns))
+                / 1000,
         });
         self.count_response(resp.status);
         let t = &mut self.conns[idx];

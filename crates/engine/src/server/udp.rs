@@ -145,9 +145,11 @@ impl<L: Lookup<'static>> Server<L> {
                     log.record(&AccessRecord {
                         peer: to.ip.0.into(),
                         request_line: line.strip_suffix(b"\r").unwrap_or(line),
+                        head: req.head,
                         status: burst.status,
                         bytes: burst.total as usize,
                         unix_secs: self.unix_secs,
+                        duration_us: 0,
                     });
                 } else {
                     self.stats.udp_subsequent += 1;

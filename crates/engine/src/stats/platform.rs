@@ -24,6 +24,29 @@ pub trait PlatformCounters: Sync + fmt::Debug {
     fn read(&self, i: usize, f: &mut dyn FnMut(&'static str, u64)) -> Option<u64>;
 }
 
+/// A reload's counters, as a platform that reloads its site keeps them (the host's
+/// `serve`, on SIGHUP): shown on the stats page (JSON `reload`) and in the metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReloadCounts {
+    /// The site's generation served (0: the one of the start).
+    pub generation: u64,
+    /// Reloads that put a new site in service.
+    pub done: u64,
+    /// Reloads refused (the new site or configuration did not build); the old one kept
+    /// serving.
+    pub refused: u64,
+    /// Old site images freed (no connection sent from them any more).
+    pub freed: u64,
+    /// Connections reset because they still sent from an old image at the drain timeout.
+    pub reset: u64,
+}
+
+/// Where the board reads a platform's [`ReloadCounts`] (only when a page is served).
+pub trait ReloadCounters: Sync + fmt::Debug {
+    /// The counters now.
+    fn reload_counts(&self) -> ReloadCounts;
+}
+
 /// Most counters of one platform unit that are shown (more are left out).
 pub const COUNTERS_MAX: usize = 16;
 
