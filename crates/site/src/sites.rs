@@ -23,7 +23,8 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use bareweb_engine::site::{self, SiteImage, Spec};
+use bareweb_engine::resource::{Found, Lookup};
+use bareweb_engine::site::{self, Site, SiteImage, Spec};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -263,6 +264,7 @@ pub(crate) fn build(config: Config, outputs: &[&Path]) -> Result<Built, Error> {
                 ),
             ));
         }
+        stats_path_is_free(&config, &built.image, &s.names[0])?;
         let under = s.root.strip_prefix(&top).unwrap_or(&s.root).to_path_buf();
         skipped.extend(built.skipped.into_iter().map(|k| Skipped {
             path: under.join(k.path),
@@ -290,4 +292,31 @@ pub(crate) fn build(config: Config, outputs: &[&Path]) -> Result<Built, Error> {
         skipped,
         config,
     })
+}
+
+/// Refuses a configured stats path that would take over a path of site `name` (the stats
+/// page answers on every host, before the site), as for a single site.
+fn stats_path_is_free(config: &Config, image: &[u8], name: &str) -> Result<(), Error> {
+    let (Some(base), true) = (config.stats_path.as_deref(), config.stats != Some(false)) else {
+        return Ok(());
+    };
+    let Ok(site) = Site::load(image) else {
+        return Ok(());
+    };
+    let json = format!("{base}/stats");
+    let taken = [base.to_string(), format!("{base}/"), json]
+        .into_iter()
+        .find(|p| !matches!(site.lookup(p.as_bytes()), Found::NotFound));
+    let Some(taken) = taken else {
+        return Ok(());
+    };
+    Err(Error::Config(ConfigError {
+        file: config.file.clone().unwrap_or_default(),
+        line: config.stats_path_line,
+        message: format!(
+            "[stats] path {base:?} would take over {taken} of site {name:?} (the stats page \
+             answers on every host); choose a path no site uses, like {:?}",
+            bareweb_engine::cores::pages::DEFAULT_BASE
+        ),
+    }))
 }

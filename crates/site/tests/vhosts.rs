@@ -255,6 +255,16 @@ fn settings_belong_where_they_apply() {
         e.contains("metrics is server-wide: set it in the top-level"),
         "{e}"
     );
+    // A stats path over a site's files (the page answers on every host).
+    d.write("a/bareweb.toml", "");
+    d.write("sites/b/.well-known/bw/index.html", "mine");
+    let e = config_error(&d);
+    assert!(e.contains("[stats] path \"/.well-known/bw\" would take over /.well-known/bw of site \"b.example\""), "{e}");
+    assert!(
+        e.starts_with(&format!("{}:3: ", d.0.join("bareweb.toml").display())),
+        "{e}"
+    );
+    fs::remove_dir_all(d.0.join("sites/b/.well-known")).unwrap();
     // Sites in a site.
     d.write(
         "a/bareweb.toml",
