@@ -305,17 +305,14 @@ fn respond_in<'a, L: Lookup<'a>>(
     head: &mut [u8],
     cache: Option<&mut HeadCache>,
 ) -> Response<'a> {
-    match site.for_host(req.host) {
-        Chosen::This => respond_site(req, site, Status::NOT_FOUND, now_unix, server, head, cache),
-        Chosen::Other(own) => {
-            let server = own.server_name().unwrap_or(server);
-            respond_site(req, &own, Status::NOT_FOUND, now_unix, server, head, cache)
-        }
-        Chosen::Misdirected => {
-            let missing = Status::MISDIRECTED_REQUEST;
-            respond_site(req, site, missing, now_unix, server, head, cache)
-        }
-    }
+    let chosen = site.for_host(req.host);
+    // One call of the responder for the three cases, so it stays one body.
+    let (own, missing, server) = match &chosen {
+        Chosen::This => (site, Status::NOT_FOUND, server),
+        Chosen::Other(own) => (own, Status::NOT_FOUND, own.server_name().unwrap_or(server)),
+        Chosen::Misdirected => (site, Status::MISDIRECTED_REQUEST, server),
+    };
+    respond_site(req, own, missing, now_unix, server, head, cache)
 }
 
 /// [`respond_in`] for the site chosen; a path it has nothing for gets `missing`.

@@ -502,19 +502,27 @@ impl<'a> Site<'a> {
     }
 }
 
-impl<'a> Lookup<'a> for Site<'a> {
-    /// One site: this one. With virtual hosts: the site `host` names (port and a
-    /// trailing dot aside, any case), else the default site, else none (421). No
-    /// allocation: a normalised slice of the field, a binary search, a view.
-    fn for_host(&self, host: Option<&[u8]>) -> Chosen<Self> {
-        if self.sites.is_empty() {
-            return Chosen::This;
-        }
+impl<'a> Site<'a> {
+    /// [`Lookup::for_host`] for an image with sites: the site named, else the default.
+    fn choose(&self, host: Option<&[u8]>) -> Chosen<Self> {
         let named = host.and_then(host_name).and_then(|h| self.site_named(h));
         match named.or(self.default_site()).and_then(|i| self.site(i)) {
             Some(site) => Chosen::Other(site),
             None => Chosen::Misdirected,
         }
+    }
+}
+
+impl<'a> Lookup<'a> for Site<'a> {
+    /// One site: this one. With virtual hosts: the site `host` names (port and a
+    /// trailing dot aside, any case), else the default site, else none (421). No
+    /// allocation: a normalised slice of the field, a binary search, a view.
+    #[inline]
+    fn for_host(&self, host: Option<&[u8]>) -> Chosen<Self> {
+        if self.sites.is_empty() {
+            return Chosen::This;
+        }
+        self.choose(host)
     }
 
     /// `/a/b` is a file, or a directory (answer [`Found::AddSlash`]); `/a/` is the
