@@ -283,7 +283,8 @@ pub fn respond<'a, L: Lookup<'a>>(
 
 /// [`respond`], with a full `200` head taken from `cache` when it holds it (and kept there
 /// when not): the same bytes, without rendering them again. `cache` must be used with
-/// this one `site` only (it remembers the addresses of the site's strings).
+/// this one `site` only (it remembers the addresses of the site's strings; the sites of
+/// an image with virtual hosts share it, their strings lying apart in the one image).
 pub fn respond_cached<'a, L: Lookup<'a>>(
     req: &Request<'_>,
     site: &L,
