@@ -16,7 +16,8 @@
 //! use bareweb_engine::resource::{Found, Lookup};
 //! use bareweb_engine::site::{LoadError, Site};
 //!
-//! assert!(matches!(Site::load(b"not an image"), Err(LoadError::TooShort { .. })));
+//! assert!(matches!(Site::load(b"short"), Err(LoadError::TooShort { .. })));
+//! assert!(matches!(Site::load(b"not a site image"), Err(LoadError::Magic(_))));
 //! # #[cfg(feature = "std")] {
 //! let files = [("/index.html".to_string(), b"<!doctype html>hi".to_vec(), 0)];
 //! let image = bareweb_engine::site::build_from_files(&files).unwrap();
