@@ -2,13 +2,16 @@
 //! skipped under `cfg(fuzzing)`, so mutations reach the structural checks.
 //! Also the configured tables: redirects (patterns and their Location), rewrites, error
 //! pages, common headers, switches, the Server setting.
-//! Seeds: `crates/engine/src/site/testdata/small.bwsite`, and `configured.bwsite` (built by
-//! `bareweb build` from a site with a bareweb.toml: listing, headers, redirects, 404 page).
+//! Virtual hosts: each site of an image with sites checked the same way, and the site
+//! chosen for a few hosts and for the input's last bytes as a `Host` value.
+//! Seeds: `crates/engine/src/site/testdata/small.bwsite`, `configured.bwsite` (built by
+//! `bareweb build` from a site with a bareweb.toml: listing, headers, redirects, 404 page)
+//! and `vhosts.bwsite` (examples/vhosts: two sites, names, a default).
 #![no_main]
 
 use std::hint::black_box;
 
-use bareweb_engine::resource::{Found, Lookup};
+use bareweb_engine::resource::{Chosen, Found, Lookup};
 use bareweb_engine::site::Site;
 use libfuzzer_sys::fuzz_target;
 
@@ -16,6 +19,24 @@ fuzz_target!(|data: &[u8]| {
     let Ok(site) = Site::load(data) else {
         return;
     };
+    check(&site);
+    for i in 0..site.site_count() {
+        let own = site.site(i).expect("a site of the table");
+        assert_eq!(own.site_count(), 0);
+        check(&own);
+    }
+    black_box(site.names().count());
+    let tail = &data[data.len().saturating_sub(40)..];
+    for host in [&b"a.example"[..], b"BLOG.example.:80", b"[::1]", b"", tail] {
+        match site.for_host(Some(host)) {
+            Chosen::Other(own) => check(&own),
+            Chosen::This => assert_eq!(site.site_count(), 0),
+            Chosen::Misdirected => assert_eq!(site.default_site(), None),
+        }
+    }
+});
+
+fn check(site: &Site<'_>) {
     let mut acc = 0u64;
     for (path, r) in site.iter_files() {
         black_box((r.content_type, r.etag, r.last_modified, r.headers));
@@ -61,4 +82,4 @@ fuzz_target!(|data: &[u8]| {
     }
     black_box((site.common_headers(), site.pages(), site.server_name()));
     black_box((acc, site.len(), site.is_empty(), site.bytes().len()));
-});
+}

@@ -33,6 +33,8 @@ pub const TARGETS: &[&str] = &[
     // The PROXY protocol header a balancer sends (HAProxy's versions 1 and 2).
     "proxy_header",
     "site_load",
+    // A request's Host value and the virtual host it chooses.
+    "host_header",
     "server",
     // One connection through a server with the PROXY protocol on.
     "server_proxy",

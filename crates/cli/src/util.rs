@@ -45,10 +45,52 @@ pub fn site_image_excluding(
         }
         std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?
     };
-    let files = Site::load(&bytes)
-        .map_err(|e| format!("{} is not a usable site image: {e}", path.display()))?
-        .len();
+    let site = Site::load(&bytes)
+        .map_err(|e| format!("{} is not a usable site image: {e}", path.display()))?;
+    if let Some(line) = sites_line(&site) {
+        eprintln!("bareweb: {}: {line}", path.display());
+    }
+    let files = site.len();
     Ok((bytes, files))
+}
+
+/// For an image with virtual hosts, one line naming its sites: `2 sites by Host:
+/// a.example (www.a.example; 3 files), b.example (default; 1 file)`, and who gets a host
+/// no site names.
+pub fn sites_line(site: &Site<'_>) -> Option<String> {
+    let count = site.site_count();
+    if count == 0 {
+        return None;
+    }
+    let mut names: Vec<Vec<&str>> = vec![Vec::new(); count];
+    for (name, i) in site.names() {
+        if let Some(n) = names.get_mut(i) {
+            n.push(name);
+        }
+    }
+    let each: Vec<String> = (0..count)
+        .map(|i| {
+            let files = site.site(i).map_or(0, |s| s.len());
+            let mut notes: Vec<String> = names[i].iter().skip(1).map(|s| s.to_string()).collect();
+            if site.default_site() == Some(i) {
+                notes.push("default".into());
+            }
+            notes.push(format!("{files} file{}", if files == 1 { "" } else { "s" }));
+            format!(
+                "{} ({})",
+                names[i].first().unwrap_or(&"?"),
+                notes.join("; ")
+            )
+        })
+        .collect();
+    let unknown = match site.default_site() {
+        Some(_) => "other hosts get the default",
+        None => "other hosts get 421",
+    };
+    Some(format!(
+        "{count} sites by Host: {}; {unknown}",
+        each.join(", ")
+    ))
 }
 
 /// `%XX` sequences decoded (a `%` not followed by two hex digits is kept as it is).

@@ -313,5 +313,74 @@ struct Summary {
     failed: u64,
 }
 
-criterion_group!(benches, scenarios);
+/// The responder alone on a site image (`http::respond`: the site chosen by `Host`, the
+/// lookup, the head written), for a request parsed once: an image of one site, and an
+/// image with virtual hosts (two sites, five names) asked for its second site's name.
+fn respond_on_sites(c: &mut Criterion) {
+    use bareweb_engine::http::{respond, Parse, HEAD_MAX};
+    use bareweb_engine::site::{build_from_files, Site};
+    let page = |b: u8| vec![("/4k.bin".to_string(), vec![b; 4096], 0)];
+    let one: &'static [u8] = Box::leak(build_from_files(&page(b'z')).unwrap().into_boxed_slice());
+    let mut g = c.benchmark_group("respond_site");
+    let raw = b"GET /4k.bin HTTP/1.1\r\nHost: b.example\r\n\r\n";
+    let Parse::Complete { request, .. } = bareweb_engine::http::parse(raw) else {
+        panic!("parse")
+    };
+    let mut head = [0u8; HEAD_MAX];
+    let site = Site::load(one).unwrap();
+    g.bench_function("one_site", |bn| {
+        bn.iter(|| {
+            respond(
+                black_box(&request),
+                black_box(&site),
+                1_700_000_000,
+                "bareweb",
+                &mut head,
+            )
+            .head_len
+        })
+    });
+    vhosts(&mut g, &request, &page);
+    g.finish();
+}
+
+/// [`respond_on_sites`]'s virtual hosts case.
+fn vhosts(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    request: &bareweb_engine::http::Request<'_>,
+    page: &dyn Fn(u8) -> Vec<(String, Vec<u8>, u64)>,
+) {
+    use bareweb_engine::http::{respond, HEAD_MAX};
+    use bareweb_engine::site::{build_from_files, build_sites, Site, SiteImage, Spec};
+    let site = |names: &[&str], b: u8, default: bool| SiteImage {
+        names: names.iter().map(|s| s.to_string()).collect(),
+        image: build_from_files(&page(b)).unwrap(),
+        default,
+    };
+    let image = build_sites(
+        &Spec::default(),
+        &[
+            site(&["a.example", "www.a.example", "10.0.0.2"], b'a', true),
+            site(&["b.example", "www.b.example"], b'b', false),
+        ],
+    )
+    .unwrap();
+    let image: &'static [u8] = Box::leak(image.into_boxed_slice());
+    let sites = Site::load(image).unwrap();
+    let mut head = [0u8; HEAD_MAX];
+    g.bench_function("vhosts", |bn| {
+        bn.iter(|| {
+            respond(
+                black_box(request),
+                black_box(&sites),
+                1_700_000_000,
+                "bareweb",
+                &mut head,
+            )
+            .head_len
+        })
+    });
+}
+
+criterion_group!(benches, scenarios, respond_on_sites);
 criterion_main!(benches);

@@ -264,10 +264,34 @@ pub enum Found<'a> {
     NotFound,
 }
 
+/// Which site answers a request ([`Lookup::for_host`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chosen<L> {
+    /// The site asked.
+    This,
+    /// Another site (a virtual host) of the same kind.
+    Other(L),
+    /// No site answers this host: 421 Misdirected Request (RFC 9110 15.5.20), but for
+    /// the server's own pages, which the site asked still answers.
+    Misdirected,
+}
+
 /// Anything that can resolve a normalised path (starts with `/`, no `.`/`..` segments,
 /// percent-decoded) to a resource. Implemented by the site image. A wrapper around another
 /// `Lookup` must forward every method, not only `lookup` (the defaults answer "none").
 pub trait Lookup<'a> {
+    /// The site that answers a request whose `Host` field is `host` (`None`: none, as in
+    /// HTTP/1.0): this one (the default, for a server of one site), another (virtual
+    /// hosts), or none (421 Misdirected Request; the server's own pages still answer).
+    /// Called once per request, before the other methods, which are then asked of the
+    /// site chosen.
+    fn for_host(&self, _host: Option<&[u8]>) -> Chosen<Self>
+    where
+        Self: Sized,
+    {
+        Chosen::This
+    }
+
     /// Resolves `path`.
     fn lookup(&self, path: &[u8]) -> Found<'a>;
 

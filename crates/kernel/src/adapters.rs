@@ -5,7 +5,7 @@
 
 use bareweb_engine::cores::board::WithStatsPage;
 use bareweb_engine::http::log::LogFormat;
-use bareweb_engine::resource::{Found, Lookup, Redirect, Resource};
+use bareweb_engine::resource::{Chosen, Found, Lookup, Redirect, Resource};
 use bareweb_engine::server::{AccessLog, AccessRecord};
 use bareweb_engine::site::Site;
 
@@ -19,6 +19,21 @@ pub enum Pages {
 }
 
 impl Lookup<'static> for Pages {
+    fn for_host(&self, host: Option<&[u8]>) -> Chosen<Self> {
+        match self {
+            Pages::Plain(s) => match s.for_host(host) {
+                Chosen::Other(o) => Chosen::Other(Pages::Plain(o)),
+                Chosen::This => Chosen::This,
+                Chosen::Misdirected => Chosen::Misdirected,
+            },
+            Pages::WithStats(s) => match s.for_host(host) {
+                Chosen::Other(o) => Chosen::Other(Pages::WithStats(o)),
+                Chosen::This => Chosen::This,
+                Chosen::Misdirected => Chosen::Misdirected,
+            },
+        }
+    }
+
     fn lookup(&self, path: &[u8]) -> Found<'static> {
         match self {
             Pages::Plain(s) => s.lookup(path),

@@ -90,6 +90,8 @@ struct Raw {
     #[serde(default)]
     rewrites: Vec<RawRewrite>,
     server_header: Option<Spanned<ServerHeader>>,
+    #[serde(default)]
+    sites: Vec<crate::sites::RawSite>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -308,6 +310,8 @@ pub struct Config {
     pub rewrites: Vec<Rewrite>,
     /// The `Server` field: `None` bareweb's, `Some("")` none, else this value.
     pub server: Option<String>,
+    /// Virtual hosts (`[[sites]]`, crate::sites): empty for a file that is one site.
+    pub sites: Vec<crate::sites::SiteDecl>,
 }
 
 /// Fields bareweb writes itself: a configured one would duplicate or contradict them.
@@ -616,6 +620,7 @@ impl Config {
                 }
             };
         }
+        c.sites = crate::sites::parse(raw.sites, file, &line_of, &|span, m| err(Some(span), m))?;
         if let Err((i, message)) = check_chains(&c.redirects) {
             return Err(ConfigError {
                 file: file.to_path_buf(),

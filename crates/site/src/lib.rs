@@ -23,6 +23,7 @@
 
 pub mod config;
 mod listing;
+pub mod sites;
 
 use std::fmt;
 use std::fs;
@@ -128,6 +129,9 @@ pub fn build_dir_excluding(
         None if default_config.is_file() => Config::read(&default_config).map_err(Error::Config)?,
         None => Config::default(),
     };
+    if !config.sites.is_empty() {
+        return sites::build(config, outputs);
+    }
     let mut w = Walk {
         root: root.clone(),
         files: Vec::new(),

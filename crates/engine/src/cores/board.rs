@@ -810,6 +810,17 @@ impl<L> WithStatsPage<L> {
 const PAGE_ETAG: &str = concat!("\"bareweb-stats-", env!("CARGO_PKG_VERSION"), "\"");
 
 impl<L: Lookup<'static>> Lookup<'static> for WithStatsPage<L> {
+    /// The stats page is the server's: on every site a host chooses, and for a host no
+    /// site answers (the inner site, which then answers nothing else).
+    fn for_host(&self, host: Option<&[u8]>) -> crate::resource::Chosen<Self> {
+        use crate::resource::Chosen;
+        match self.0.for_host(host) {
+            Chosen::This => Chosen::This,
+            Chosen::Other(site) => Chosen::Other(WithStatsPage(site, self.1)),
+            Chosen::Misdirected => Chosen::Misdirected,
+        }
+    }
+
     fn lookup(&self, path: &[u8]) -> Found<'static> {
         let base = self.1.as_bytes();
         let page = path.strip_prefix(base);

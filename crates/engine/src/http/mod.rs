@@ -111,6 +111,8 @@ impl Status {
     pub const URI_TOO_LONG: Status = Status(414);
     /// 416 Range Not Satisfiable.
     pub const RANGE_NOT_SATISFIABLE: Status = Status(416);
+    /// 421 Misdirected Request (no site answers the request's host).
+    pub const MISDIRECTED_REQUEST: Status = Status(421);
     /// 431 Request Header Fields Too Large.
     pub const HEADER_FIELDS_TOO_LARGE: Status = Status(431);
     /// 500 Internal Server Error.
@@ -155,6 +157,7 @@ impl Status {
             413 => "Content Too Large",
             414 => "URI Too Long",
             416 => "Range Not Satisfiable",
+            421 => "Misdirected Request",
             431 => "Request Header Fields Too Large",
             500 => "Internal Server Error",
             501 => "Not Implemented",

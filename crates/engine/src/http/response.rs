@@ -12,7 +12,7 @@ use super::head_cache::{HeadCache, Key};
 use super::range::{self, Spec};
 use super::target::{self, Target};
 use super::{date, Method, Request, Status, Version, MAX_PATH};
-use crate::resource::{Body, Found, Lookup, Redirect, Resource};
+use crate::resource::{Body, Chosen, Found, Lookup, Redirect, Resource};
 
 /// The bytes of a stored body that follow the head on the wire: `body.data[start..end]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -283,7 +283,8 @@ pub fn respond<'a, L: Lookup<'a>>(
 
 /// [`respond`], with a full `200` head taken from `cache` when it holds it (and kept there
 /// when not): the same bytes, without rendering them again. `cache` must be used with
-/// this one `site` only (it remembers the addresses of the site's strings).
+/// this one `site` only (it remembers the addresses of the site's strings; the sites of
+/// an image with virtual hosts share it, their strings lying apart in the one image).
 pub fn respond_cached<'a, L: Lookup<'a>>(
     req: &Request<'_>,
     site: &L,
@@ -295,9 +296,31 @@ pub fn respond_cached<'a, L: Lookup<'a>>(
     respond_in(req, site, now_unix, server, head, Some(cache))
 }
 
+/// The site for the request's host answers (virtual hosts, [`Lookup::for_host`]); with
+/// none, the site asked answers only the server's own pages and 421 for the rest.
 fn respond_in<'a, L: Lookup<'a>>(
     req: &Request<'_>,
     site: &L,
+    now_unix: u64,
+    server: &str,
+    head: &mut [u8],
+    cache: Option<&mut HeadCache>,
+) -> Response<'a> {
+    let chosen = site.for_host(req.host);
+    // One call of the responder for the three cases, so it stays one body.
+    let (own, missing, server) = match &chosen {
+        Chosen::This => (site, Status::NOT_FOUND, server),
+        Chosen::Other(own) => (own, Status::NOT_FOUND, own.server_name().unwrap_or(server)),
+        Chosen::Misdirected => (site, Status::MISDIRECTED_REQUEST, server),
+    };
+    respond_site(req, own, missing, now_unix, server, head, cache)
+}
+
+/// [`respond_in`] for the site chosen; a path it has nothing for gets `missing`.
+fn respond_site<'a, L: Lookup<'a>>(
+    req: &Request<'_>,
+    site: &L,
+    missing: Status,
     now_unix: u64,
     server: &str,
     head: &mut [u8],
@@ -341,7 +364,7 @@ fn respond_in<'a, L: Lookup<'a>>(
         return redirect(w, &ctx, site.common_headers(), r, path, t);
     }
     match site.lookup(path) {
-        Found::NotFound => error(w, Status::NOT_FOUND),
+        Found::NotFound => error(w, missing),
         Found::AddSlash => {
             let add_slash = Redirect {
                 status: Status::MOVED_PERMANENTLY.code(),

@@ -11,12 +11,18 @@ use core::ops::Range;
 /// The first eight bytes of every site image.
 pub const MAGIC: [u8; 8] = *b"BWSITE\0\0";
 
-/// The format version this code writes and reads (3: the `Server` field's setting, rewrite
-/// and placeholder rules).
-pub const VERSION: u32 = 3;
+/// The format version this code writes and reads (4: virtual hosts, a site table and a
+/// names table; 3: the `Server` field's setting, rewrite and placeholder rules).
+pub const VERSION: u32 = 4;
 
-/// Length of the version-3 header in bytes.
-pub const HEADER_LEN: usize = 144;
+/// Length of the version-4 header in bytes.
+pub const HEADER_LEN: usize = 176;
+
+/// Length of one site record (virtual hosts) in bytes.
+pub const SITE_LEN: usize = 16;
+
+/// Length of one name record (virtual hosts) in bytes.
+pub const NAME_LEN: usize = 16;
 
 /// Length of one entry in bytes.
 pub const ENTRY_LEN: usize = 144;
@@ -145,8 +151,47 @@ pub mod header {
     pub const SERVER_OFF: Range<usize> = 132..136;
     /// `u32`, its length (0 unless the switch is on).
     pub const SERVER_LEN: Range<usize> = 136..140;
+    /// `u32`, number of file entries (so a view of a checked image needs no count).
+    pub const FILE_COUNT: Range<usize> = 140..144;
+    /// `u32`, number of exact redirect records (they come first in the table).
+    pub const EXACT_REDIRECTS: Range<usize> = 144..148;
+    /// `u32`, number of site records: 0 for an image that is one site; else the image
+    /// carries the sites (each a whole image of its own in the data area) and its own
+    /// entries answer no host.
+    pub const SITE_COUNT: Range<usize> = 148..152;
+    /// `u64`, image offset of the site table (after the error pages).
+    pub const SITES_OFF: Range<usize> = 152..160;
+    /// `u64`, image offset of the names table (after the site table).
+    pub const NAMES_OFF: Range<usize> = 160..168;
+    /// `u32`, number of name records.
+    pub const NAME_COUNT: Range<usize> = 168..172;
+    /// `u32`, index of the site answering unknown hosts, or [`super::NO_INDEX`] (then
+    /// they get 421 Misdirected Request).
+    pub const DEFAULT_SITE: Range<usize> = 172..176;
+}
+
+/// Byte offsets of the fields of a site record.
+pub mod site {
+    use super::Range;
+
+    /// `u64`, image offset of the site's own image (in the data area, 64-aligned).
+    pub const IMAGE_OFF: Range<usize> = 0..8;
+    /// `u64`, its length.
+    pub const IMAGE_LEN: Range<usize> = 8..16;
+}
+
+/// Byte offsets of the fields of a name record (sorted strictly by name bytes).
+pub mod name {
+    use super::Range;
+
+    /// `u32`, string offset of the host name (lowercase, no port, no trailing dot).
+    pub const NAME_OFF: Range<usize> = 0..4;
+    /// `u32`, its length.
+    pub const NAME_LEN: Range<usize> = 4..8;
+    /// `u32`, index of the site it names.
+    pub const SITE: Range<usize> = 8..12;
     /// `u32`, must be zero.
-    pub const RESERVED: Range<usize> = 140..144;
+    pub const RESERVED: Range<usize> = 12..16;
 }
 
 /// Byte offsets of the fields of a redirect record (rewrites have the same records).

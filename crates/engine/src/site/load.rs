@@ -86,6 +86,20 @@ pub enum LoadError {
     },
     /// A header field (flags, stats settings, common headers) is invalid.
     Settings(&'static str),
+    /// A site record (virtual hosts) is invalid, or its image is refused.
+    Site {
+        /// Index of the record.
+        index: u32,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// A name record (virtual hosts) is invalid.
+    Name {
+        /// Index of the record.
+        index: u32,
+        /// What is wrong with it.
+        why: &'static str,
+    },
 }
 
 /// The sections of an image after the header.
@@ -97,6 +111,10 @@ pub enum Section {
     Redirects,
     /// The error-page table.
     Errors,
+    /// The site table (virtual hosts).
+    Sites,
+    /// The names table (virtual hosts).
+    Names,
     /// The string area.
     Strings,
     /// The data area (bodies and block sums).
@@ -206,6 +224,8 @@ pub(super) struct Checked<'a> {
     pub count: usize,
     pub files: usize,
     pub exact_redirects: usize,
+    pub sites: &'a [u8],
+    pub names: &'a [u8],
 }
 
 /// `a + b`, or `u64::MAX` (which fails every bounds check) on overflow.
@@ -231,7 +251,9 @@ pub(super) fn sub(bytes: &[u8], off: u64, len: u64) -> &[u8] {
 
 /// Validates `image`; see the module docs for the order.
 pub(super) fn check(image: &[u8]) -> Result<Checked<'_>, LoadError> {
-    if image.len() < format::HEADER_LEN {
+    // Magic and version first (on as few bytes as they need), so an image of another
+    // version, whatever its header length, is named as such.
+    if image.len() < header::VERSION.end {
         return Err(LoadError::TooShort { len: image.len() });
     }
     let mut magic = [0u8; 8];
@@ -242,6 +264,9 @@ pub(super) fn check(image: &[u8]) -> Result<Checked<'_>, LoadError> {
     let version = le_u32(image, header::VERSION);
     if version != format::VERSION {
         return Err(LoadError::Version(version));
+    }
+    if image.len() < format::HEADER_LEN {
+        return Err(LoadError::TooShort { len: image.len() });
     }
     let header_len = le_u32(image, header::HEADER_LEN);
     if header_len as usize != format::HEADER_LEN {
@@ -278,6 +303,12 @@ pub(super) fn check(image: &[u8]) -> Result<Checked<'_>, LoadError> {
     let error_count = le_u32(image, header::ERROR_COUNT);
     let errors_off = le_u64(image, header::ERRORS_OFF);
     let errors_len = u64::from(error_count) * format::ERROR_LEN as u64;
+    let site_count = le_u32(image, header::SITE_COUNT);
+    let sites_off = le_u64(image, header::SITES_OFF);
+    let sites_len = u64::from(site_count) * format::SITE_LEN as u64;
+    let name_count = le_u32(image, header::NAME_COUNT);
+    let names_off = le_u64(image, header::NAMES_OFF);
+    let names_len = u64::from(name_count) * format::NAME_LEN as u64;
     let strings_off = le_u64(image, header::STRINGS_OFF);
     let strings_len = le_u64(image, header::STRINGS_LEN);
     let data_off = le_u64(image, header::DATA_OFF);
@@ -287,6 +318,8 @@ pub(super) fn check(image: &[u8]) -> Result<Checked<'_>, LoadError> {
         (Section::Entries, entries_off, entries_len),
         (Section::Redirects, redirects_off, redirects_len),
         (Section::Errors, errors_off, errors_len),
+        (Section::Sites, sites_off, sites_len),
+        (Section::Names, names_off, names_len),
         (Section::Strings, strings_off, strings_len),
         (Section::Data, data_off, data_len),
     ] {
@@ -317,6 +350,8 @@ pub(super) fn check(image: &[u8]) -> Result<Checked<'_>, LoadError> {
     let strings = sub(image, strings_off, strings_len);
     let redirects = sub(image, redirects_off, redirects_len);
     let errors = sub(image, errors_off, errors_len);
+    let sites = sub(image, sites_off, sites_len);
+    let names = sub(image, names_off, names_len);
     let ctx = Ctx {
         image,
         strings,
@@ -363,6 +398,14 @@ pub(super) fn check(image: &[u8]) -> Result<Checked<'_>, LoadError> {
     let exact_redirects = tables::check_redirects(strings, redirects)?;
     tables::check_error_pages(entries, errors)?;
     tables::check_settings(image, strings)?;
+    if le_u32(image, header::FILE_COUNT) as usize != files
+        || le_u32(image, header::EXACT_REDIRECTS) as usize != exact_redirects
+    {
+        return Err(LoadError::Settings(
+            "file or exact redirect count differs from the tables",
+        ));
+    }
+    let files = files + super::load_sites::check(image, strings, data_off..data_end, sites, names)?;
     Ok(Checked {
         entries,
         strings,
@@ -371,6 +414,8 @@ pub(super) fn check(image: &[u8]) -> Result<Checked<'_>, LoadError> {
         count: count as usize,
         files,
         exact_redirects,
+        sites,
+        names,
     })
 }
 

@@ -14,6 +14,8 @@ impl fmt::Display for Section {
             Section::Data => "data area",
             Section::Redirects => "redirect table",
             Section::Errors => "error-page table",
+            Section::Sites => "site table",
+            Section::Names => "names table",
         })
     }
 }
@@ -90,9 +92,17 @@ impl fmt::Display for LoadError {
                 format::HEADER_LEN
             ),
             LoadError::Magic(m) => write!(f, "not a site image (magic {m:02x?})"),
+            LoadError::Version(v) if (1..format::VERSION).contains(&v) => write!(
+                f,
+                "site image format version {v}, made by an older bareweb; this one reads \
+                 version {}: rebuild the image with this bareweb (bareweb build)",
+                format::VERSION
+            ),
             LoadError::Version(v) => write!(
                 f,
-                "unsupported version {v} (this build reads {})",
+                "site image format version {v}, which this bareweb does not know (it reads \
+                 version {}): serve it with the bareweb that built it, or rebuild it with \
+                 this one",
                 format::VERSION
             ),
             LoadError::HeaderLen(l) => write!(
@@ -140,6 +150,8 @@ impl fmt::Display for LoadError {
             LoadError::Redirect { index, why } => write!(f, "redirect {index}: {why}"),
             LoadError::ErrorPage { index, why } => write!(f, "error page {index}: {why}"),
             LoadError::Settings(why) => write!(f, "site settings: {why}"),
+            LoadError::Site { index, why } => write!(f, "site {index}: {why}"),
+            LoadError::Name { index, why } => write!(f, "host name {index}: {why}"),
         }
     }
 }

@@ -143,9 +143,6 @@ pub(super) fn check_settings(image: &[u8], strings: &[u8]) -> Result<(), LoadErr
     if le_u32(image, header::STATS_ALLOW_PREFIX) > 32 {
         return Err(bad("stats allow prefix longer than 32"));
     }
-    if le_u32(image, header::RESERVED) != 0 {
-        return Err(bad("reserved field set"));
-    }
     let string = |off, len| {
         let (o, l) = (u64::from(le_u32(image, off)), u64::from(le_u32(image, len)));
         (end(o, l) <= strings.len() as u64).then(|| sub(strings, o, l))

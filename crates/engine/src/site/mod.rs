@@ -16,7 +16,8 @@
 //! use bareweb_engine::resource::{Found, Lookup};
 //! use bareweb_engine::site::{LoadError, Site};
 //!
-//! assert!(matches!(Site::load(b"not an image"), Err(LoadError::TooShort { .. })));
+//! assert!(matches!(Site::load(b"short"), Err(LoadError::TooShort { .. })));
+//! assert!(matches!(Site::load(b"not a site image"), Err(LoadError::Magic(_))));
 //! # #[cfg(feature = "std")] {
 //! let files = [("/index.html".to_string(), b"<!doctype html>hi".to_vec(), 0)];
 //! let image = bareweb_engine::site::build_from_files(&files).unwrap();
@@ -29,15 +30,24 @@
 
 #[cfg(feature = "std")]
 mod build;
+#[cfg(feature = "std")]
+mod build_sites;
+#[cfg(feature = "std")]
+mod build_write;
 pub mod format;
+mod hosts;
 mod load;
 mod load_display;
+mod load_sites;
 mod load_tables;
 
 #[cfg(feature = "std")]
 pub use build::{
     build, build_from_files, content_type, gzip, BuildError, FileSpec, RedirectSpec, Spec,
 };
+#[cfg(feature = "std")]
+pub use build_sites::{build_sites, SiteImage};
+pub use hosts::{cmp_name, host_name, is_site_name, NAME_MAX};
 pub use load::{EntryError, Field, LoadError, Section};
 
 use core::ops::Range;
@@ -45,9 +55,13 @@ use core::ops::Range;
 use format::{entry, le_u32, le_u64};
 use load::sub;
 
-use crate::resource::{Body, Found, Lookup, Redirect, Resource, BLOCK};
+use crate::resource::{Body, Chosen, Found, Lookup, Redirect, Resource, BLOCK};
 
 /// A loaded, validated site image. Cheap to copy: it only borrows the image.
+///
+/// An image with virtual hosts (a site table) is loaded as a whole; its own entries
+/// answer no host, and [`Lookup::for_host`] hands out a view of the site a request's
+/// `Host` names (or the default site), made from that site's checked header.
 #[derive(Debug, Clone, Copy)]
 pub struct Site<'a> {
     image: &'a [u8],
@@ -59,6 +73,12 @@ pub struct Site<'a> {
     files: usize,
     /// Redirect records before this index are exact (sorted); the rest are prefixes.
     exact_redirects: usize,
+    /// The site table (virtual hosts; empty for an image that is one site).
+    sites: &'a [u8],
+    /// The names table, sorted by name.
+    names: &'a [u8],
+    /// The default site's index, or [`format::NO_INDEX`].
+    default: u32,
 }
 
 /// A two-bit switch of the image: unset (the platform decides), on, or off.
@@ -119,7 +139,19 @@ impl<'a> Site<'a> {
             count: c.count,
             files: c.files,
             exact_redirects: c.exact_redirects,
+            sites: c.sites,
+            names: c.names,
+            default: le_u32(image, format::header::DEFAULT_SITE),
         };
+        // Each site's rewrites are checked as below when its view is loaded.
+        for i in 0..site.site_count() {
+            if let Some(own) = site.site(i) {
+                Site::load(own.image).map_err(|_| LoadError::Site {
+                    index: i as u32,
+                    why: "image refused (a site's image is checked as a whole image)",
+                })?;
+            }
+        }
         // A rewrite serves a file of the site: its target must be one (so a rewrite
         // never answers 404 or chains to another).
         for i in site.exact_redirects..site.redirect_count() {
@@ -140,6 +172,104 @@ impl<'a> Site<'a> {
             }
         }
         Ok(site)
+    }
+
+    /// A view of image `image`, which a [`Site::load`] of it (or of the image holding it)
+    /// has checked: the areas from its header, no check repeated. A few reads, no
+    /// allocation (made per request for a virtual host).
+    fn view(image: &'a [u8]) -> Site<'a> {
+        use format::header as h;
+        let area = |off, count: u32, len: usize| {
+            sub(image, le_u64(image, off), u64::from(count) * len as u64)
+        };
+        let count = le_u32(image, h::ENTRY_COUNT);
+        Site {
+            image,
+            entries: area(h::ENTRIES_OFF, count, format::ENTRY_LEN),
+            strings: sub(
+                image,
+                le_u64(image, h::STRINGS_OFF),
+                le_u64(image, h::STRINGS_LEN),
+            ),
+            redirects: area(
+                h::REDIRECTS_OFF,
+                le_u32(image, h::REDIRECT_COUNT),
+                format::REDIRECT_LEN,
+            ),
+            errors: area(
+                h::ERRORS_OFF,
+                le_u32(image, h::ERROR_COUNT),
+                format::ERROR_LEN,
+            ),
+            count: count as usize,
+            files: le_u32(image, h::FILE_COUNT) as usize,
+            exact_redirects: le_u32(image, h::EXACT_REDIRECTS) as usize,
+            sites: &[],
+            names: &[],
+            default: format::NO_INDEX,
+        }
+    }
+
+    /// Number of sites of an image with virtual hosts (0: the image is one site).
+    pub fn site_count(&self) -> usize {
+        self.sites.len() / format::SITE_LEN
+    }
+
+    /// Site `i` of an image with virtual hosts.
+    pub fn site(&self, i: usize) -> Option<Site<'a>> {
+        let rec = self
+            .sites
+            .get(i.checked_mul(format::SITE_LEN)?..(i + 1).checked_mul(format::SITE_LEN)?)?;
+        Some(Site::view(sub(
+            self.image,
+            le_u64(rec, format::site::IMAGE_OFF),
+            le_u64(rec, format::site::IMAGE_LEN),
+        )))
+    }
+
+    /// The index of the site answering unknown hosts, if any.
+    pub fn default_site(&self) -> Option<usize> {
+        (self.default != format::NO_INDEX).then_some(self.default as usize)
+    }
+
+    /// Every host name with the index of its site, in name order.
+    pub fn names(&self) -> impl Iterator<Item = (&'a str, usize)> + 'a {
+        let (names, strings) = (self.names, self.strings);
+        names.chunks_exact(format::NAME_LEN).map(move |r| {
+            let name = sub(
+                strings,
+                u64::from(le_u32(r, format::name::NAME_OFF)),
+                u64::from(le_u32(r, format::name::NAME_LEN)),
+            );
+            (
+                core::str::from_utf8(name).unwrap_or(""),
+                le_u32(r, format::name::SITE) as usize,
+            )
+        })
+    }
+
+    /// The index of the site named `host` (a host name as [`host_name`] gives it), by
+    /// binary search of the names table, ASCII case-insensitively.
+    pub fn site_named(&self, host: &[u8]) -> Option<usize> {
+        let (mut lo, mut hi) = (0usize, self.names.len() / format::NAME_LEN);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let r = self
+                .names
+                .get(mid * format::NAME_LEN..(mid + 1) * format::NAME_LEN)
+                .unwrap_or(&[]);
+            let name = sub(
+                self.strings,
+                u64::from(le_u32(r, format::name::NAME_OFF)),
+                u64::from(le_u32(r, format::name::NAME_LEN)),
+            );
+            match hosts::cmp_name(name, host) {
+                core::cmp::Ordering::Less => lo = mid + 1,
+                core::cmp::Ordering::Greater => hi = mid,
+                core::cmp::Ordering::Equal => return Some(le_u32(r, format::name::SITE) as usize),
+            }
+        }
+        None
     }
 
     /// The site's settings for the server's own pages.
@@ -239,7 +369,8 @@ impl<'a> Site<'a> {
         )
     }
 
-    /// Number of files (directories not counted).
+    /// Number of files (directories not counted; of every site, for an image with
+    /// virtual hosts).
     pub fn len(&self) -> usize {
         self.files
     }
@@ -372,7 +503,29 @@ impl<'a> Site<'a> {
     }
 }
 
+impl<'a> Site<'a> {
+    /// [`Lookup::for_host`] for an image with sites: the site named, else the default.
+    fn choose(&self, host: Option<&[u8]>) -> Chosen<Self> {
+        let named = host.and_then(host_name).and_then(|h| self.site_named(h));
+        match named.or(self.default_site()).and_then(|i| self.site(i)) {
+            Some(site) => Chosen::Other(site),
+            None => Chosen::Misdirected,
+        }
+    }
+}
+
 impl<'a> Lookup<'a> for Site<'a> {
+    /// One site: this one. With virtual hosts: the site `host` names (port and a
+    /// trailing dot aside, any case), else the default site, else none (421). No
+    /// allocation: a normalised slice of the field, a binary search, a view.
+    #[inline]
+    fn for_host(&self, host: Option<&[u8]>) -> Chosen<Self> {
+        if self.sites.is_empty() {
+            return Chosen::This;
+        }
+        self.choose(host)
+    }
+
     /// `/a/b` is a file, or a directory (answer [`Found::AddSlash`]); `/a/` is the
     /// index file of directory `/a` (`index.html` unless the site names others), or its
     /// listing when the site was built with listings, else not found; `/` is the root's.

@@ -194,7 +194,7 @@ fn rejects_short_and_foreign() {
 
 #[test]
 fn rejects_other_versions() {
-    for v in [0, 1, 2, 4, u32::MAX] {
+    for v in [0, 1, 2, 3, 5, u32::MAX] {
         let mut image = FIXTURE.to_vec();
         put32(&mut image, header::VERSION, v);
         reseal(&mut image);
@@ -578,9 +578,28 @@ fn errors_display() {
     );
     assert_eq!(
         LoadError::Version(9).to_string(),
-        "unsupported version 9 (this build reads 3)"
+        "site image format version 9, which this bareweb does not know (it reads version 4): \
+         serve it with the bareweb that built it, or rebuild it with this one"
     );
+}
+
+/// An image of the previous format (version 3, before virtual hosts; committed as built
+/// then) is refused by its version, with the advice to rebuild, not a layout error.
+#[test]
+fn an_image_of_the_previous_format_is_refused_by_its_version() {
+    static V3: &[u8] = include_bytes!("testdata/small-v3.bwsite");
+    let e = Site::load(V3).unwrap_err();
+    assert_eq!(e, LoadError::Version(3));
+    assert_eq!(
+        e.to_string(),
+        "site image format version 3, made by an older bareweb; this one reads version 4: \
+         rebuild the image with this bareweb (bareweb build)"
+    );
+    // Even cut to less than a header, it is named by its version.
+    assert_eq!(Site::load(&V3[..64]).unwrap_err(), LoadError::Version(3));
 }
 
 #[cfg(feature = "std")]
 mod builder;
+#[cfg(feature = "std")]
+mod vhosts;
