@@ -32,6 +32,7 @@ mod run;
 mod runners;
 mod serve;
 mod serve_xdp;
+mod tls;
 mod util;
 
 #[derive(Parser)]
