@@ -156,7 +156,13 @@ impl Tls {
 }
 
 /// The kernel words of HTTPS, which only `serve` takes for now.
-pub const TLS_WORDS: &[&str] = &["tls_cert", "tls_key", "https_port", "http_redirect", "tls_min"];
+pub const TLS_WORDS: &[&str] = &[
+    "tls_cert",
+    "tls_key",
+    "https_port",
+    "http_redirect",
+    "tls_min",
+];
 
 /// Why the bare machine refuses [`TLS_WORDS`].
 pub const TLS_NOT_HERE: &str =

@@ -325,15 +325,17 @@ pub fn respond_https_redirect(
 /// `[::1]:80`), or empty when it has a character no host name or address has.
 fn host_name(host: &[u8]) -> &[u8] {
     let name = match host.iter().rposition(|&b| b == b':') {
-        Some(i) if !host[i + 1..].is_empty()
-            && host[i + 1..].iter().all(u8::is_ascii_digit)
-            && (host[0] != b'[' || host[i - 1] == b']') =>
+        Some(i)
+            if !host[i + 1..].is_empty()
+                && host[i + 1..].iter().all(u8::is_ascii_digit)
+                && (host[0] != b'[' || host[i - 1] == b']') =>
         {
             &host[..i]
         }
         _ => host,
     };
-    let ok = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'[' | b']' | b':');
+    let ok =
+        |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'[' | b']' | b':');
     if name.iter().all(ok) {
         name
     } else {

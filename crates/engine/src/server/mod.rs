@@ -319,7 +319,11 @@ impl<L: Lookup<'static>> Server<L> {
             reset_next: 0,
             tls_sides: Vec::with_capacity(if cfg.tls.is_some() { n } else { 0 }),
             tls_plain: Vec::new(),
-            tls_record: Vec::with_capacity(if cfg.tls.is_some() { tls::MAX_RECORD } else { 0 }),
+            tls_record: Vec::with_capacity(if cfg.tls.is_some() {
+                tls::MAX_RECORD
+            } else {
+                0
+            }),
             tls_handshakes: 0,
             tls_deferred: Vec::with_capacity(if cfg.tls.is_some() { n } else { 0 }),
             rx_tls: false,

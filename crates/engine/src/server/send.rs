@@ -95,9 +95,10 @@ impl<L: Lookup<'static>> Server<L> {
                 }
                 // `--http-redirect`: plain HTTP sends everything but ACME's challenges to
                 // HTTPS.
-                let redirect = self.cfg.https_redirect.filter(|_| {
-                    !self.conns[idx].app.tls && http::redirects_to_https(&request)
-                });
+                let redirect = self
+                    .cfg
+                    .https_redirect
+                    .filter(|_| !self.conns[idx].app.tls && http::redirects_to_https(&request));
                 match (redirect, self.dynamic.as_mut()) {
                     (Some(port), _) => {
                         let r = http::respond_https_redirect(&request, port, now, name, head);

@@ -312,9 +312,7 @@ impl<L: Lookup<'static>> Server<L> {
         let base = idx * cap;
         self.rx_slab[base + start..base + start + take].copy_from_slice(&plain[..take]);
         t.app.rx_len += take as u32;
-        self.tls_sides[idx]
-            .spill
-            .extend_from_slice(&plain[take..]);
+        self.tls_sides[idx].spill.extend_from_slice(&plain[take..]);
         self.tls_plain = plain;
         if failed {
             // The alert (if any) is queued: it ends the stream.

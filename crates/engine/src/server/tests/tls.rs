@@ -130,7 +130,10 @@ impl Tcp {
             &[],
         ));
         let out = run(s, nic, clock);
-        assert!(out.len() == 1 && out[0].syn && out[0].ack == 1001, "{out:?}");
+        assert!(
+            out.len() == 1 && out[0].syn && out[0].ack == 1001,
+            "{out:?}"
+        );
         let srv = out[0].seq.wrapping_add(1);
         nic.rx.inbox.push_back(frame_to(
             dport,
@@ -231,8 +234,7 @@ impl TlsClient {
     ) -> TlsClient {
         let tcp = Tcp::open(s, nic, clock, HTTPS, sport);
         let tls =
-            ClientConnection::new(client_config(version), "localhost".try_into().unwrap())
-                .unwrap();
+            ClientConnection::new(client_config(version), "localhost".try_into().unwrap()).unwrap();
         let mut c = TlsClient {
             tcp,
             tls,
@@ -371,7 +373,11 @@ fn a_mebibyte_arrives_byte_exact() {
     let r = responses(&c.plain);
     assert_eq!(r.len(), 1);
     assert_eq!(r[0].0, "HTTP/1.1 200 OK");
-    assert!(r[0].1 == big_file(), "body differs ({} bytes)", r[0].1.len());
+    assert!(
+        r[0].1 == big_file(),
+        "body differs ({} bytes)",
+        r[0].1.len()
+    );
     // Then another request on the same connection.
     c.write(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     c.pump(&mut s, &mut nic, &mut clock, 20);
@@ -421,10 +427,10 @@ fn a_silent_client_gets_a_sealed_408_and_one_mid_handshake_a_fin() {
 #[test]
 fn hostile_bytes_end_in_an_alert_and_a_fin_never_a_panic() {
     let garbage: [&[u8]; 5] = [
-        b"GET / HTTP/1.1\r\nHost: a\r\n\r\n",              // plain HTTP on the TLS port
-        &[0x16, 0x03, 0x01, 0xff, 0xff, 0x01, 0, 0, 0],      // a record over 2^14 + 256
-        &[0x17, 0x03, 0x03, 0x00, 0x05, 1, 2, 3, 4, 5],      // data before any handshake
-        &[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28],         // a fatal alert
+        b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", // plain HTTP on the TLS port
+        &[0x16, 0x03, 0x01, 0xff, 0xff, 0x01, 0, 0, 0], // a record over 2^14 + 256
+        &[0x17, 0x03, 0x03, 0x00, 0x05, 1, 2, 3, 4, 5], // data before any handshake
+        &[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28], // a fatal alert
         &[0x16, 0x03, 0x03, 0x00, 0x04, 0x01, 0x00, 0x00, 0x00], // an empty ClientHello
     ];
     for (k, bytes) in garbage.iter().enumerate() {
@@ -450,7 +456,8 @@ fn hostile_bytes_end_in_an_alert_and_a_fin_never_a_panic() {
     for round in 0..20 {
         let mut s = tls_server(2);
         let (mut nic, mut clock) = nic_and_clock();
-        let mut c = TlsClient::connect(&mut s, &mut nic, &mut clock, &rustls::version::TLS13, 42000);
+        let mut c =
+            TlsClient::connect(&mut s, &mut nic, &mut clock, &rustls::version::TLS13, 42000);
         let mut junk = vec![0u8; 50 + round * 97];
         for b in junk.iter_mut() {
             x ^= x << 13;
@@ -578,6 +585,37 @@ fn http_redirect_sends_plain_http_to_https_but_acme_challenges() {
         text.contains("Location: https://example.org:8443/a/b?c=d\r\n"),
         "{text}"
     );
-    assert_eq!(r[1].0, "HTTP/1.1 404 Not Found", "the challenge is the site's");
+    assert_eq!(
+        r[1].0, "HTTP/1.1 404 Not Found",
+        "the challenge is the site's"
+    );
     assert_eq!(r[2].0, "HTTP/1.1 400 Bad Request", "no Host: nowhere to go");
+}
+
+/// Captured `openssl s_client` ClientHellos (TLS 1.3 and 1.2 only; the fuzz seeds, after
+/// their control byte): each gets the server's first flight, a ServerHello record first.
+#[test]
+fn captured_openssl_hellos_get_a_server_hello() {
+    let hellos: [&[u8]; 2] = [
+        include_bytes!("../../../../../fuzz/corpus/tls_server/s_client_tls13"),
+        include_bytes!("../../../../../fuzz/corpus/tls_server/s_client_tls12"),
+    ];
+    for (k, hello) in hellos.iter().enumerate() {
+        let hello = &hello[1..];
+        assert_eq!(hello[0], 0x16, "a handshake record");
+        let mut s = tls_server(2);
+        let (mut nic, clock) = nic_and_clock();
+        let mut t = Tcp::open(&mut s, &mut nic, &clock, HTTPS, 45000 + k as u16);
+        t.send(&mut nic, hello);
+        for _ in 0..3 {
+            let out = run(&mut s, &mut nic, &clock);
+            t.take(&out, &mut nic);
+        }
+        assert!(t.got.len() > 100, "hello {k}: {} bytes back", t.got.len());
+        // Record: handshake, TLS 1.2 on the wire; message: ServerHello (2).
+        assert_eq!(&t.got[..3], &[0x16, 0x03, 0x03], "hello {k}");
+        assert_eq!(t.got[5], 2, "hello {k}: ServerHello first");
+        assert!(!t.fin, "hello {k}: waiting for the client's next flight");
+        assert_eq!(s.stats().tls_failed, 0);
+    }
 }
