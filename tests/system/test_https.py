@@ -260,6 +260,23 @@ def test_p384_certificate_and_tls13_only(pki):
         s.close()
 
 
+@pytest.mark.parametrize("mode", [("--cores", "2"), ("--cores", "2", "--mode", "netcore")])
+def test_many_cores(pki, mode, tmp_path):
+    """Per queue (a TAP queue per core) and network core (core 0 dispatches the HTTPS port
+    to the HTTP cores): 1 MiB byte-exact four times, on four connections, in parallel."""
+    s = HttpsServer(pki, extra=mode)
+    try:
+        procs = [subprocess.Popen(s.ns.cmd("curl", "-sS", "--max-time", "60", "--cacert",
+                                           pki / "ca.pem", "-o", tmp_path / f"b{i}",
+                                           f"{HTTPS}/files/1m.bin"))
+                 for i in range(4)]
+        assert [p.wait(90) for p in procs] == [0] * 4
+        want = (SITE / "files" / "1m.bin").read_bytes()
+        assert all((tmp_path / f"b{i}").read_bytes() == want for i in range(4))
+    finally:
+        s.close()
+
+
 def serve_refuses(pki, cert, key):
     """`bareweb serve` with these files: it must exit at once, saying why."""
     r = subprocess.run([BIN, "serve", SITE, "--tap", "bwtlsx", "--tls-cert", cert,
