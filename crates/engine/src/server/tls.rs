@@ -15,8 +15,10 @@
 //! 3. records are sealed from it into the connection's ciphertext buffer
 //!    ([`TlsSide::out`], at most [`CIPHER_MAX`] unacknowledged bytes): the head and the
 //!    first body bytes are copied into one record (a small response is one record), the
-//!    rest of the body is sealed straight from the site image, 16 KiB per record; each
-//!    record is queued on the TCP stream, whose segments are cut from that buffer;
+//!    rest of the body is given to the session as slices of the site image, 16 KiB per
+//!    record (rustls copies each into a record buffer of its own to encrypt it, then into
+//!    ours); each record is queued on the TCP stream, whose segments are cut from that
+//!    buffer;
 //! 4. when the response is sealed, the next pipelined request is read; `Connection:
 //!    close` (or a 408, or the peer's close_notify) ends with our close_notify and a FIN.
 //!
@@ -411,7 +413,7 @@ impl<L: Lookup<'static>> Server<L> {
                 _ => &self.head_slab[idx * http::HEAD_MAX..(idx + 1) * http::HEAD_MAX],
             };
             let plain: &[u8] = if p.head.is_empty() {
-                // Body bytes only: sealed straight from the site image.
+                // Body bytes only: a slice of the site image.
                 p.body
             } else {
                 // The head and the first body bytes: one record, from a copy.
