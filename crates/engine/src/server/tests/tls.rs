@@ -507,8 +507,11 @@ fn run_ports(s: &mut Server<TestSite>, nic: &mut FakeNic, clock: &ManualClock) -
 #[test]
 fn handshakes_per_round_are_bounded_and_all_complete() {
     let n = 12u16;
-    let mut s = tls_server(usize::from(n));
+    let mut s = tls_server(usize::from(n) + 1);
     let (mut nic, mut clock) = nic_and_clock();
+    // An established keep-alive client, whose request comes in the same round as every
+    // ClientHello: it is answered in that round.
+    let mut old = TlsClient::connect(&mut s, &mut nic, &mut clock, &rustls::version::TLS13, 42999);
     let mut clients: Vec<(Tcp, ClientConnection, usize)> = (0..n)
         .map(|i| {
             let tcp = Tcp::open(&mut s, &mut nic, &clock, HTTPS, 43000 + i);
@@ -521,6 +524,11 @@ fn handshakes_per_round_are_bounded_and_all_complete() {
         })
         .collect();
     let mut first = true;
+    old.write(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let mut c2s = Vec::new();
+    while old.tls.wants_write() {
+        old.tls.write_tls(&mut c2s).unwrap();
+    }
     for _ in 0..30 {
         for (tcp, tls, _) in &mut clients {
             let mut c2s = Vec::new();
@@ -529,12 +537,25 @@ fn handshakes_per_round_are_bounded_and_all_complete() {
             }
             tcp.send(&mut nic, &c2s);
         }
+        if first {
+            old.tcp.send(&mut nic, &c2s);
+        }
         clock.0 += 100_000;
         let outs = run_ports(&mut s, &mut nic, &clock);
         if first {
+            let mine: Vec<Out> = outs
+                .iter()
+                .filter(|(p, _)| *p == old.tcp.sport)
+                .map(|(_, o)| o.clone())
+                .collect();
+            assert!(
+                old.tcp.take(&mine, &mut nic) > 0,
+                "the established client is answered in the round of the hellos"
+            );
+            assert_eq!(s.stats().http_requests, 1);
             // Every ClientHello came in this one round: only some were taken.
             first = false;
-            let begun = s.stats().tls_sessions;
+            let begun = s.stats().tls_sessions - 1; // the established client's
             assert!(
                 begun <= u64::from(crate::server::tls::HANDSHAKES_PER_ROUND),
                 "{begun} handshakes in one round"
@@ -556,7 +577,7 @@ fn handshakes_per_round_are_bounded_and_all_complete() {
         }
     }
     assert!(clients.iter().all(|(_, tls, _)| !tls.is_handshaking()));
-    assert_eq!(s.stats().tls_established, u64::from(n));
+    assert_eq!(s.stats().tls_established, u64::from(n) + 1);
 }
 
 #[test]
