@@ -80,7 +80,16 @@ fn acceptor() -> &'static Acceptor {
     })
 }
 
+/// A client of TLS 1.3 or 1.2; the configurations are made once (the provider's groups
+/// live for the program, by design).
 fn client(tls13: bool) -> ClientConnection {
+    static CONFIGS: OnceLock<[Arc<ClientConfig>; 2]> = OnceLock::new();
+    let [v13, v12] = CONFIGS.get_or_init(|| [config(true), config(false)]);
+    let cfg = if tls13 { v13 } else { v12 };
+    ClientConnection::new(cfg.clone(), "localhost".try_into().unwrap()).unwrap()
+}
+
+fn config(tls13: bool) -> Arc<ClientConfig> {
     let mut roots = RootCertStore::empty();
     roots
         .add(CertificateDer::from_pem_slice(include_bytes!("../../crates/tls/testdata/ca.pem")).unwrap())
@@ -97,7 +106,7 @@ fn client(tls13: bool) -> ClientConnection {
     .unwrap()
     .with_root_certificates(roots)
     .with_no_client_auth();
-    ClientConnection::new(Arc::new(cfg), "localhost".try_into().unwrap()).unwrap()
+    Arc::new(cfg)
 }
 
 /// A client segment to port 443: `ack` set, the SYN when `syn`.
