@@ -476,7 +476,7 @@ impl<L: Lookup<'static>> Server<L> {
         }
         let has_work = t.app.resp.is_some()
             || t.app.rx_len > 0
-            || (t.app.tls && self.tls_has_input(idx))
+            || (t.app.tls && self.tls_has_work(idx))
             || t.tcp.state().peer_closed()
             || t.tcp.ack_pending();
         if has_work {

@@ -208,9 +208,15 @@ impl<L: Lookup<'static>> Server<L> {
         }
     }
 
-    /// Whether TLS connection `idx` has input its step has not taken yet.
-    pub(super) fn tls_has_input(&self, idx: usize) -> bool {
-        self.tls_sides[idx].held() > 0
+    /// Whether TLS connection `idx` has work for its step: input it has not taken yet, or
+    /// ciphertext not yet acknowledged (an ACK may let more of it go: the response's
+    /// records stay in flight after the response is sealed whole).
+    pub(super) fn tls_has_work(&self, idx: usize) -> bool {
+        let side = &self.tls_sides[idx];
+        side.held() > 0
+            || !side
+                .segment(self.conns[idx].tcp.snd_una(), u32::MAX)
+                .is_empty()
     }
 
     /// Queues on TCP the `out` bytes from `before` on (what the session or a seal just
@@ -247,7 +253,7 @@ impl<L: Lookup<'static>> Server<L> {
         if !self.conns[idx].tcp.state().is_synchronized() {
             return;
         }
-        if self.tls_has_input(idx) && !self.tls_sides[idx].done {
+        if self.tls_sides[idx].held() > 0 && !self.tls_sides[idx].done {
             if !self.tls_sides[idx].established
                 && self.tls_handshakes >= HANDSHAKES_PER_ROUND
                 && !self.tls_sides[idx].cin.is_empty()

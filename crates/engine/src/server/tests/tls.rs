@@ -378,6 +378,14 @@ fn a_mebibyte_arrives_byte_exact() {
         "body differs ({} bytes)",
         r[0].1.len()
     );
+    // ACK-clocked to the end: the records still in flight after the response is sealed
+    // whole go out as ACKs come, not at a retransmission timeout.
+    let st = s.stats();
+    assert_eq!(
+        (st.tcp_rto_retransmits, st.tcp_loss_probes),
+        (0, 0),
+        "{st:?}"
+    );
     // Then another request on the same connection.
     c.write(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     c.pump(&mut s, &mut nic, &mut clock, 20);
