@@ -55,6 +55,8 @@ pub const TARGETS: &[&str] = &[
     // TLS (crates/tls): the record layer, then a server connection's whole input.
     "tls_record",
     "tls_server",
+    // The whole server with HTTPS on: hellos of every shape, records after a real handshake.
+    "server_tls",
 ];
 
 /// Installs nightly (minimal profile) and cargo-fuzz if they are missing.

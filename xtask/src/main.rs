@@ -32,6 +32,9 @@ const APT_PACKAGES: &[&str] = &[
     // crates/tls/tests/real_clients.rs: `openssl s_client` as a client, and the test's
     // certificates (crates/tls/testdata/mk.sh).
     "openssl",
+    // tests/system/test_https.py: a certificate dated in the past (openssl 3.0's `req`
+    // cannot date one), for the expiry warning.
+    "python3-cryptography",
     // The bare-machine kernel: QEMU for `bareweb run` and tests/kernel, GRUB
     // (BIOS and UEFI) and xorriso for `bareweb build --iso/--disk`, OVMF to boot them
     // under UEFI.

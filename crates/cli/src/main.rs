@@ -33,6 +33,7 @@ mod run;
 mod runners;
 mod serve;
 mod serve_xdp;
+mod tls;
 mod util;
 
 #[derive(Parser)]

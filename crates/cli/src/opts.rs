@@ -324,6 +324,21 @@ impl ServerOpts {
 
     /// Checks that need more than one option.
     pub fn check(&self) -> Result<(), String> {
+        let tls = self.settings.tls;
+        if tls.cert != tls.key {
+            return Err("HTTPS needs both --tls-cert and --tls-key".into());
+        }
+        if tls.any() && !tls.cert {
+            return Err(
+                "--https-port, --http-redirect and --tls-min need --tls-cert and --tls-key".into(),
+            );
+        }
+        if tls.cert && tls.port() == self.serve_settings().port {
+            return Err(format!(
+                "--https-port {} is --port too: give HTTPS a port of its own",
+                tls.port()
+            ));
+        }
         if self.settings.bsp_http && self.settings.mode != Some(Asked::NetCore) {
             return Err("--bsp-http only applies to --mode netcore".into());
         }
@@ -703,6 +718,11 @@ mod tests {
         ("bond-policy", "size", "random"),
         ("bond-monitor-ms", "40", "60001"),
         ("vip", "10.0.0.100,10.0.0.101", "10.0.0.300"),
+        ("tls-cert", "cert.pem", ""),
+        ("tls-key", "key.pem", ""),
+        ("https-port", "8443", "65536"),
+        ("http-redirect", "", ""),
+        ("tls-min", "1.3", "1.1"),
     ];
 
     /// Every option of the table, one at a time: the CLI's value becomes kernel words,
@@ -728,6 +748,11 @@ mod tests {
             let needs: &[&str] = match long {
                 "bsp-http" => &["--mode", "netcore"],
                 l if l.starts_with("udp-") && l != "udp-port" => &["--udp-port", "9"],
+                "tls-cert" => &["--tls-key", "k.pem"],
+                "tls-key" => &["--tls-cert", "c.pem"],
+                "https-port" | "http-redirect" | "tls-min" => {
+                    &["--tls-cert", "c.pem", "--tls-key", "k.pem"]
+                }
                 _ => &[],
             };
             args.extend(needs.iter().map(|s| s.to_string()));
@@ -744,6 +769,15 @@ mod tests {
                 words.iter().any(|w| w.starts_with(&format!("{}=", o.word))),
                 "{words:?}"
             );
+            if bareweb_settings::TLS_WORDS.contains(&o.word) {
+                // serve's alone for now: run and images refuse it, saying so.
+                let why = kernel_settings(&words.join(" ")).unwrap_err();
+                assert!(why.contains(bareweb_settings::TLS_NOT_HERE), "{why}");
+                if !flag {
+                    assert!(ServerOpts::parse(&[&format!("--{long}={bad}")]).is_err());
+                }
+                continue;
+            }
             let kernel = kernel_settings(&words.join(" ")).unwrap();
             assert_eq!(kernel.server, cli.settings, "--{long} {good}: {words:?}");
             assert_eq!(

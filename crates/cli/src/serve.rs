@@ -287,6 +287,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         macs.push(m);
     }
     let mut cfg = a.server.config(random_bytes());
+    cfg.tls = crate::tls::listen(&a.server)?;
     let (ip, prefix) = (cfg.ip, cfg.prefix_len);
     let host_ip = match a.host_ip {
         Some(h) => h.addr(),
@@ -344,10 +345,13 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         .collect::<Vec<_>>()
         .join(", ");
     let udp = a.server.udp_banner(ip);
+    let https = cfg
+        .tls
+        .map_or(String::new(), |t| format!(" and https://{ip}:{}/", t.port));
     let crash = crash_requested();
     let banner = move |on: &str| {
         eprintln!(
-            "bareweb: serving {files} files at http://{ip}:{port}/{udp} on {on} (server MAC {macs_text}, host side {host}); Ctrl-C stops, SIGTERM drains, SIGHUP reloads"
+            "bareweb: serving {files} files at http://{ip}:{port}/{https}{udp} on {on} (server MAC {macs_text}, host side {host}); Ctrl-C stops, SIGTERM drains, SIGHUP reloads"
         );
         assert!(
             !crash,
@@ -485,6 +489,7 @@ fn serve_on_xdp(
     site: Site<'static>,
 ) -> Result<(), String> {
     let mut cfg = a.server.config(random_bytes());
+    cfg.tls = crate::tls::listen(&a.server)?;
     let udp = a.server.udp_banner(cfg.ip);
     let files = site.len();
     let drain = drain_on_sigterm(&mut cfg);

@@ -146,6 +146,16 @@ counters! {
     http_5xx,
     /// Response body bytes queued (head + body of every response).
     http_bytes,
+    /// TLS sessions begun (HTTPS connections that sent a first byte).
+    tls_sessions,
+    /// TLS handshakes completed.
+    tls_established,
+    /// TLS connections ended by a protocol error or a failed handshake (after the alert).
+    tls_failed,
+    /// TLS handshake steps put off to the next poll round (the per-round bound).
+    tls_handshakes_deferred,
+    /// TLS bytes queued on connections (handshakes, records, alerts).
+    tls_bytes_out,
     /// Connections a drain closed: a response sent with `Connection: close` because of it,
     /// or kept alive and idle when its grace ended.
     drain_closed,

@@ -125,7 +125,51 @@ pub struct Settings {
     /// Virtual addresses served besides `ip` (direct server return), never answered in
     /// ARP.
     pub vips: Vips,
+    /// HTTPS.
+    pub tls: Tls,
 }
+
+/// HTTPS's settings. The certificate and key files are read by the platform (`serve`),
+/// which has their names; here is only whether they were given. The bare machine has no
+/// TLS yet: its command line refuses these words ([`TLS_WORDS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Tls {
+    /// `--tls-cert` was given.
+    pub cert: bool,
+    /// `--tls-key` was given.
+    pub key: bool,
+    /// `--https-port` (None: 443 when a certificate is given).
+    pub port: Option<u16>,
+    /// `--http-redirect`.
+    pub redirect: bool,
+    /// `--tls-min 1.3`.
+    pub min13: bool,
+}
+
+impl Tls {
+    /// Any HTTPS option given.
+    pub fn any(&self) -> bool {
+        *self != Tls::default()
+    }
+
+    /// The HTTPS port: `--https-port`, else 443.
+    pub fn port(&self) -> u16 {
+        self.port.unwrap_or(443)
+    }
+}
+
+/// The kernel words of HTTPS, which only `serve` takes for now.
+pub const TLS_WORDS: &[&str] = &[
+    "tls_cert",
+    "tls_key",
+    "https_port",
+    "http_redirect",
+    "tls_min",
+];
+
+/// Why the bare machine refuses [`TLS_WORDS`].
+pub const TLS_NOT_HERE: &str =
+    "HTTPS is served by `bareweb serve` for now: the bare-machine kernel has no TLS yet";
 
 /// The UDP protocol's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,6 +239,7 @@ impl Default for Settings {
             bond_policy: BondPolicy::default(),
             bond_monitor_ms: 100,
             vips: engine.vips,
+            tls: Tls::default(),
         }
     }
 }
@@ -244,6 +289,8 @@ impl Settings {
         cfg.udp = self.udp.config();
         cfg.vips = self.vips;
         cfg.proxy_protocol = self.proxy_protocol;
+        // The session maker (`cfg.tls`) is the platform's, from the files it reads.
+        cfg.https_redirect = self.tls.redirect.then(|| self.tls.port());
         cfg
     }
 }
@@ -502,6 +549,25 @@ const POLICY: &[Choice] = &[
     },
 ];
 
+const TLS_MIN: &[Choice] = &[
+    Choice {
+        name: "1.2",
+        help: help!("TLS 1.2 (ECDHE with AEAD suites only) and TLS 1.3"),
+    },
+    Choice {
+        name: "1.3",
+        help: help!("TLS 1.3 only"),
+    },
+];
+
+/// A file's name: not empty, no NUL (the CLI reads it; the bare machine has no files).
+fn file(v: &str) -> Result<(), &'static str> {
+    if v.is_empty() || v.contains('\0') {
+        return Err("expected a file name");
+    }
+    Ok(())
+}
+
 const _: () = assert!(
     bareweb_engine::udp::MAX_BURST == 64,
     "udp_burst's range says 64"
@@ -509,7 +575,7 @@ const _: () = assert!(
 
 /// Every shared option, in `--help`'s order (and the order of the kernel words the CLI
 /// writes).
-pub static OPTIONS: [Opt; 28] = [
+pub static OPTIONS: [Opt; 33] = [
     Opt {
         word: "ip",
         long: "ip",
@@ -889,6 +955,57 @@ pub static OPTIONS: [Opt; 28] = [
                 }
             }
             s.vips = vips;
+            Ok(())
+        },
+    },
+    Opt {
+        word: "tls_cert",
+        long: "tls-cert",
+        arg: Arg::Value("FILE"),
+        help: help!(
+            "HTTPS: the certificate chain, PEM, leaf first, for an ECDSA P-256 or P-384 key; \
+               HTTPS is served on --https-port besides plain HTTP on --port (serve only, for now)"
+        ),
+        set: |s, v| file(v).map(|()| s.tls.cert = true),
+    },
+    Opt {
+        word: "tls_key",
+        long: "tls-key",
+        arg: Arg::Value("FILE"),
+        help: help!(
+            "HTTPS: the certificate's private key, PEM (PKCS#8 or SEC1), ECDSA P-256 or P-384; \
+               RSA is refused (no constant-time RSA signing without OS crypto libraries)"
+        ),
+        set: |s, v| file(v).map(|()| s.tls.key = true),
+    },
+    Opt {
+        word: "https_port",
+        long: "https-port",
+        arg: Arg::Value("PORT"),
+        help: help!("TCP port of HTTPS, 1 to 65535 [default: 443 with --tls-cert]"),
+        set: |s, v| number(v, 1, u16::MAX, PORT).map(|n| s.tls.port = Some(n)),
+    },
+    Opt {
+        word: "http_redirect",
+        long: "http-redirect",
+        arg: Arg::Flag("on"),
+        help: help!(
+            "Plain HTTP answers every request with a 308 to the same URL on https://, except \
+               /.well-known/acme-challenge/ (ACME's HTTP-01 challenges); needs --tls-cert"
+        ),
+        set: |s, v| on_off(v).map(|b| s.tls.redirect = b),
+    },
+    Opt {
+        word: "tls_min",
+        long: "tls-min",
+        arg: Arg::Choice("VERSION", TLS_MIN),
+        help: help!("The lowest TLS version accepted [default: 1.2]"),
+        set: |s, v| {
+            s.tls.min13 = match v {
+                "1.2" => false,
+                "1.3" => true,
+                _ => return Err("expected 1.2 or 1.3"),
+            };
             Ok(())
         },
     },

@@ -80,6 +80,8 @@ pub struct Addressing {
     expire_ns: u64,
     /// Request ids of the UDP protocol, when served (core 0 owns the stack).
     udp_ids: Option<u16>,
+    /// The HTTPS port, when served: its connections are dispatched as the HTTP port's.
+    tls_port: Option<u16>,
 }
 
 impl Addressing {
@@ -101,6 +103,7 @@ impl Addressing {
             // a half-open one is gone after 1+2+4+8 s; add a margin for timer ticks.
             expire_ns: (cfg.timeouts.stall_ms.max(16_000) + 2_000) * 1_000_000,
             udp_ids: cfg.udp.map(|u| u.ids),
+            tls_port: cfg.tls.map(|t| t.port),
         }
     }
 }
@@ -290,6 +293,8 @@ enum Class {
         peer: Peer,
         syn: bool,
         cookie_ack: Option<(u32, u32)>,
+        /// Our port it came to (HTTP's or HTTPS's: a cookie hashes it).
+        port: u16,
     },
 }
 
@@ -317,18 +322,34 @@ fn classify(addr: &Addressing, bytes: &[u8]) -> Class {
             seg,
             options_ok,
             ..
-        } => Class::Tcp {
-            peer: Peer {
-                ip: src.0,
-                port: seg.src_port,
-            },
-            syn: admissible_syn(&seg, options_ok),
-            cookie_ack: match (seg.ack_number, seg.flags.syn || seg.flags.rst) {
-                (Some(ack), false) => Some((seg.seq_number, ack)),
-                _ => None,
-            },
-        },
+        } => tcp_class(src, &seg, options_ok),
+        // The HTTPS port: `iface` serves one port; the servers take this one too.
+        Ingress::ClosedPort {
+            src,
+            seg,
+            options_ok,
+            ..
+        } if addr.tls_port == Some(seg.dst_port) => tcp_class(src, &seg, options_ok),
         _ => Class::Local,
+    }
+}
+
+fn tcp_class(
+    src: crate::wire::Ipv4Address,
+    seg: &crate::wire::tcp::ParsedRepr<'_>,
+    options_ok: bool,
+) -> Class {
+    Class::Tcp {
+        peer: Peer {
+            ip: src.0,
+            port: seg.src_port,
+        },
+        syn: admissible_syn(seg, options_ok),
+        cookie_ack: match (seg.ack_number, seg.flags.syn || seg.flags.rst) {
+            (Some(ack), false) => Some((seg.seq_number, ack)),
+            _ => None,
+        },
+        port: seg.dst_port,
     }
 }
 
@@ -392,12 +413,13 @@ impl<R: RxRing, C: Clock> Dispatch<R, C> {
     }
 
     fn route(&mut self, class: Class, now: u64) -> Route {
-        let (peer, syn, cookie_ack) = match class {
+        let (peer, syn, cookie_ack, port) = match class {
             Class::Tcp {
                 peer,
                 syn,
                 cookie_ack,
-            } => (peer, syn, cookie_ack),
+                port,
+            } => (peer, syn, cookie_ack, port),
             Class::Udp => {
                 // The UDP paper, Fig. 3: each request to the next HTTP core, round robin; the
                 // request leaves nothing behind, so no mapping. Its id comes from core 0's
@@ -429,7 +451,7 @@ impl<R: RxRing, C: Clock> Dispatch<R, C> {
         };
         let id = match self.map.find(peer) {
             Some(id) => id,
-            None if syn || self.is_cookie(peer, cookie_ack, now) => {
+            None if syn || self.is_cookie(peer, port, cookie_ack, now) => {
                 let core = match self.pick() {
                     Some(core) => core,
                     // Every core is full (a SYN flood's half-open connections, silent
@@ -480,12 +502,11 @@ impl<R: RxRing, C: Clock> Dispatch<R, C> {
 
     /// Whether a bare ACK from `peer` returns a valid SYN cookie (then it opens a connection
     /// like a SYN: the chosen core checks it again and makes the TCB).
-    fn is_cookie(&self, peer: Peer, cookie_ack: Option<(u32, u32)>, now: u64) -> bool {
+    fn is_cookie(&self, peer: Peer, port: u16, cookie_ack: Option<(u32, u32)>, now: u64) -> bool {
         let Some((seq, ack)) = cookie_ack else {
             return false;
         };
-        let i = &self.addr.iface;
-        let ends = ((i.ip.0, i.port), (peer.ip, peer.port));
+        let ends = ((self.addr.iface.ip.0, port), (peer.ip, peer.port));
         self.addr.cookies.check_ack(ends, seq, ack, now).is_some()
     }
 

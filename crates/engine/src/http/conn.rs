@@ -144,6 +144,8 @@ pub struct HttpConn {
     /// The connection comes from a `--proxy-protocol` source and its PROXY header is not
     /// read yet: the first bytes received are that header, not a request.
     pub proxy_wait: bool,
+    /// The connection came to the HTTPS port: its bytes are TLS (`server::tls`).
+    pub tls: bool,
 }
 
 impl App for HttpConn {
@@ -167,6 +169,7 @@ impl HttpConn {
             dyn_slot: NO_DYN,
             local: 0,
             proxy_wait: false,
+            tls: false,
         }
     }
 

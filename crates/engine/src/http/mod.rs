@@ -52,7 +52,10 @@ pub use date::{format as imf_date, IMF_LEN};
 pub use fields::{is_tchar, AcceptEncoding, Coding};
 pub use head_cache::HeadCache;
 pub use request::{parse, parse_general, Method, Parse, Request, Version};
-pub use response::{respond, respond_cached, respond_error, BodySlice, Response};
+pub use response::{
+    redirects_to_https, respond, respond_cached, respond_error, respond_https_redirect, BodySlice,
+    Response, ACME_CHALLENGE,
+};
 
 /// Bytes of request head (request line, header fields and the empty line) we accept.
 /// A head that does not end within this many bytes is answered 431 (or 414 when the
@@ -93,6 +96,8 @@ impl Status {
     pub const PARTIAL_CONTENT: Status = Status(206);
     /// 301 Moved Permanently.
     pub const MOVED_PERMANENTLY: Status = Status(301);
+    /// 308 Permanent Redirect.
+    pub const PERMANENT_REDIRECT: Status = Status(308);
     /// 304 Not Modified.
     pub const NOT_MODIFIED: Status = Status(304);
     /// 400 Bad Request.

@@ -267,6 +267,82 @@ pub fn respond_error(
     finish(w, status, true, None, inline)
 }
 
+/// The path plain HTTP keeps serving under `--http-redirect`: ACME's HTTP-01 challenges
+/// (RFC 8555 §8.3) must be answered over plain HTTP.
+pub const ACME_CHALLENGE: &[u8] = b"/.well-known/acme-challenge/";
+
+/// Whether `--http-redirect` sends request `req` to HTTPS: every request but one for
+/// [`ACME_CHALLENGE`]'s path.
+pub fn redirects_to_https(req: &Request<'_>) -> bool {
+    !req.target.starts_with(ACME_CHALLENGE)
+}
+
+/// `308 Permanent Redirect` of `req` to the same target on `https://` (its `Host`
+/// without a port, then `:https_port` unless 443): plain HTTP's answer under
+/// `--http-redirect`. A request without a usable `Host` (HTTP/1.0, or characters no host
+/// name has) or with a target not in origin form gets 400: there is nothing to redirect
+/// it to.
+pub fn respond_https_redirect(
+    req: &Request<'_>,
+    https_port: u16,
+    now_unix: u64,
+    server: &str,
+    head: &mut [u8],
+) -> Response<'static> {
+    let host = req.host.map(host_name).unwrap_or(b"");
+    let origin_form = req.target.first() == Some(&b'/');
+    if host.is_empty() || !origin_form {
+        return respond_error(Status::BAD_REQUEST, now_unix, server, head);
+    }
+    let ctx = Ctx {
+        now: now_unix,
+        server,
+        close: !req.keep_alive,
+        version: req.version,
+        head_only: req.method == Method::Head,
+    };
+    let mut w = Writer {
+        buf: head,
+        len: 0,
+        overflow: false,
+    };
+    let status = Status::PERMANENT_REDIRECT;
+    let close = page(&mut w, &ctx, status, |w| {
+        w.raw(b"Location: https://");
+        w.raw(host);
+        if https_port != 443 {
+            w.raw(b":");
+            w.num(u64::from(https_port));
+        }
+        w.raw(req.target);
+        w.raw(b"\r\n");
+    });
+    let inline = inline_len(&ctx, status);
+    finish(w, status, close, None, inline)
+}
+
+/// The host name of a `Host` field value without its port (`example.org:8080`,
+/// `[::1]:80`), or empty when it has a character no host name or address has.
+fn host_name(host: &[u8]) -> &[u8] {
+    let name = match host.iter().rposition(|&b| b == b':') {
+        Some(i)
+            if !host[i + 1..].is_empty()
+                && host[i + 1..].iter().all(u8::is_ascii_digit)
+                && (host[0] != b'[' || host[i - 1] == b']') =>
+        {
+            &host[..i]
+        }
+        _ => host,
+    };
+    let ok =
+        |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'[' | b']' | b':');
+    if name.iter().all(ok) {
+        name
+    } else {
+        &[]
+    }
+}
+
 /// Chooses the response to `req` from `site` and writes its head into `head` (at least
 /// [`HEAD_MAX`](super::HEAD_MAX) bytes; a response that does not fit becomes a bare 500).
 /// `now_unix == 0` means no clock: no `Date` field, and `Last-Modified` is not clamped

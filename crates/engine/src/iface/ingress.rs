@@ -92,6 +92,9 @@ pub enum Ingress<'a> {
         local: u8,
         /// The segment.
         seg: TcpRepr<'a>,
+        /// Whether its options parsed (for an owner that serves this port after all: the
+        /// server's HTTPS port).
+        options_ok: bool,
     },
     /// A UDP datagram for the stateless protocol's port, checksum verified.
     Udp {
@@ -239,6 +242,7 @@ fn ipv4<'a>(
                     src,
                     local,
                     seg,
+                    options_ok,
                 });
             }
             Ok(Ingress::Tcp {

@@ -107,6 +107,12 @@ pub struct Config {
     /// (`--proxy-protocol`): a connection from one of these must begin with one, and a
     /// connection from anywhere else must not (docs/design/proxy-protocol.md).
     pub proxy_protocol: ProxySources,
+    /// HTTPS (`--tls-cert`, `--https-port`): a second port whose connections are TLS
+    /// (`server::tls`); `None`: plain HTTP only.
+    pub tls: Option<super::tls::TlsListen>,
+    /// `--http-redirect`: plain HTTP answers every request but ACME's HTTP-01 challenges
+    /// with a 308 to `https://` on this port.
+    pub https_redirect: Option<u16>,
 }
 
 /// Most networks [`ProxySources`] holds.
@@ -197,6 +203,8 @@ impl Config {
             drain: None,
             vips: crate::iface::Vips::NONE,
             proxy_protocol: ProxySources::NONE,
+            tls: None,
+            https_redirect: None,
         }
     }
 }

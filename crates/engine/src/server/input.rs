@@ -68,20 +68,26 @@ impl<L: Lookup<'static>> Server<L> {
                 options_ok,
             }) => {
                 self.rx_local = local;
-                let peer = Peer {
-                    ip: src.0,
-                    port: seg.src_port,
-                };
-                match self.conns.find(peer) {
-                    Some(id) => self.segment_arrives(id, src_mac, seg, tx),
-                    None => self.listen(src_mac, src, seg, options_ok, tx),
-                }
+                self.rx_tls = false;
+                self.tcp_segment(src_mac, src, seg, options_ok, tx);
+            }
+            Ok(Ingress::ClosedPort {
+                src_mac,
+                src,
+                local,
+                ref seg,
+                options_ok,
+            }) if self.tls_port() == Some(seg.dst_port) => {
+                self.rx_local = local;
+                self.rx_tls = true;
+                self.tcp_segment(src_mac, src, seg, options_ok, tx);
             }
             Ok(Ingress::ClosedPort {
                 src_mac,
                 src,
                 local,
                 seg,
+                ..
             }) => {
                 self.rx_local = local;
                 // RFC 9293 §3.10.7.1: a segment for a closed port gets a RST.
@@ -98,6 +104,34 @@ impl<L: Lookup<'static>> Server<L> {
                 payload,
             }) => self.udp_datagram((src_mac, src, src_port), payload, tx, log),
             Ok(Ingress::Drop(d)) | Err(d) => self.count_drop(d),
+        }
+    }
+
+    /// A segment for one of our ports (`rx_tls`: the HTTPS port): to its connection, or
+    /// to LISTEN.
+    #[inline]
+    fn tcp_segment<T: TxRing>(
+        &mut self,
+        src_mac: EthernetAddress,
+        src: Ipv4Address,
+        seg: &TcpRepr<'_>,
+        options_ok: bool,
+        tx: &mut T,
+    ) {
+        let peer = Peer {
+            ip: src.0,
+            port: seg.src_port,
+        };
+        match self.conns.find(peer) {
+            // The table is keyed by the peer's address and port: one peer port on both
+            // of our ports at once finds the other one's connection. Rare (a client picks
+            // a fresh port per connection), and dropped: its retransmissions find it
+            // once the other is gone.
+            Some(id) if self.conns[id as usize].app.tls != self.rx_tls => {
+                self.stats.drop_not_for_us += 1;
+            }
+            Some(id) => self.segment_arrives(id, src_mac, seg, tx),
+            None => self.listen(src_mac, src, seg, options_ok, tx),
         }
     }
 
@@ -173,7 +207,7 @@ impl<L: Lookup<'static>> Server<L> {
             let syn_ack = c.syn_ack(now);
             let repr = c.header(
                 &syn_ack,
-                self.cfg.port,
+                self.rx_port(),
                 seg.src_port,
                 self.cfg.rx_buffer as u32,
                 now,
@@ -201,7 +235,15 @@ impl<L: Lookup<'static>> Server<L> {
 
     /// The connection's two ends, as ISNs and SYN cookies hash them.
     fn ends(&self, peer: Peer) -> Ends {
-        ((self.cfg.ip.0, self.cfg.port), (peer.ip, peer.port))
+        ((self.cfg.ip.0, self.rx_port()), (peer.ip, peer.port))
+    }
+
+    /// The port of ours the segment being handled came to.
+    fn rx_port(&self) -> u16 {
+        match (self.rx_tls, self.cfg.tls) {
+            (true, Some(t)) => t.port,
+            _ => self.cfg.port,
+        }
     }
 
     /// Takes TCB `id` for a new connection `tcp` with `peer`, in SYN-RECEIVED: it counts
@@ -217,10 +259,12 @@ impl<L: Lookup<'static>> Server<L> {
     ) {
         let mut app = HttpConn {
             local: self.rx_local,
+            tls: self.rx_tls,
             ..HttpConn::IDLE
         };
         if self.proxy {
-            app.proxy_wait = self.proxy_source(peer.ip);
+            // A PROXY header comes before TLS, and is not read there (yet).
+            app.proxy_wait = self.proxy_source(peer.ip) && !self.rx_tls;
             self.clients[id as usize] = None;
         }
         self.conns.open(id, peer, src_mac, tcp, app);
@@ -323,7 +367,10 @@ impl<L: Lookup<'static>> Server<L> {
                     let fresh = t.app.stay_start_ns == 0
                         && t.app.request_start_ns != 0
                         && now.saturating_sub(t.app.request_start_ns) < EVICT_GRACE_NS;
-                    t.app.resp.is_none() && !c.is_closing() && !fresh
+                    // A TLS connection's sealed records may still be on their way.
+                    let sending =
+                        t.app.tls && !self.tls_sides[i].segment(c.snd_una(), u32::MAX).is_empty();
+                    t.app.resp.is_none() && !c.is_closing() && !fresh && !sending
                 }
                 _ => false,
             };
@@ -402,7 +449,11 @@ impl<L: Lookup<'static>> Server<L> {
             self.conns[idx].app.request_start_ns = now;
         }
         if let Some((a, b)) = out.deliver {
-            self.store(id, &seg.payload[a..b]);
+            if self.conns[idx].app.tls {
+                self.tls_store(id, &seg.payload[a..b]);
+            } else {
+                self.store(id, &seg.payload[a..b]);
+            }
         }
         match out.reply {
             Reply::None => {}
@@ -425,6 +476,7 @@ impl<L: Lookup<'static>> Server<L> {
         }
         let has_work = t.app.resp.is_some()
             || t.app.rx_len > 0
+            || (t.app.tls && self.tls_has_work(idx))
             || t.tcp.state().peer_closed()
             || t.tcp.ack_pending();
         if has_work {

@@ -67,6 +67,7 @@ mod proxy;
 mod send;
 pub mod split;
 mod timers;
+pub mod tls;
 mod udp;
 
 pub use config::{Config, ProxySources, Sched, Timeouts};
@@ -219,6 +220,18 @@ pub struct Server<L: Lookup<'static>> {
     reset: [(Peer, u32); RESET_MEMORY],
     /// Where the next one is written in `reset`.
     reset_next: usize,
+    /// Each made TCB's TLS state (`tls.rs`), grown with the TCBs; empty without HTTPS.
+    tls_sides: Vec<tls::TlsSide>,
+    /// Decrypted bytes of one `TlsSession::receive` (reused).
+    tls_plain: Vec<u8>,
+    /// A record's plaintext when it joins a response head and body bytes (reused).
+    tls_record: Vec<u8>,
+    /// Handshake steps this round (`tls::HANDSHAKES_PER_ROUND`).
+    tls_handshakes: u32,
+    /// Connections whose handshake step waits for the next round.
+    tls_deferred: Vec<u32>,
+    /// The segment being handled came to the HTTPS port.
+    rx_tls: bool,
     /// The drain's phase read at this round's start (`Config::drain`).
     drain_phase: drain::Phase,
     /// This server finished its drain (and told the shared [`drain::Drain`]).
@@ -304,6 +317,16 @@ impl<L: Lookup<'static>> Server<L> {
             address_changed: false,
             reset: [(Peer::default(), 0); RESET_MEMORY],
             reset_next: 0,
+            tls_sides: Vec::with_capacity(if cfg.tls.is_some() { n } else { 0 }),
+            tls_plain: Vec::new(),
+            tls_record: Vec::with_capacity(if cfg.tls.is_some() {
+                tls::MAX_RECORD
+            } else {
+                0
+            }),
+            tls_handshakes: 0,
+            tls_deferred: Vec::with_capacity(if cfg.tls.is_some() { n } else { 0 }),
+            rx_tls: false,
             drain_phase: drain::Phase::Serving,
             drain_done: false,
             site,
@@ -343,6 +366,9 @@ impl<L: Lookup<'static>> Server<L> {
             if self.proxy {
                 self.clients.resize(made, None);
             }
+        }
+        if self.cfg.tls.is_some() && self.tls_sides.len() < made {
+            self.tls_sides.resize_with(made, Default::default);
         }
         Some(id)
     }
@@ -542,6 +568,7 @@ impl<L: Lookup<'static>> Server<L> {
             self.next_timer_ns = self.timers(tx, log).max(self.now_ns + TIMER_GRAIN_NS);
         }
         self.drain_end(tx);
+        self.tls_round_end();
         log.flush();
     }
 
@@ -619,7 +646,13 @@ impl<L: Lookup<'static>> Server<L> {
 
     /// Free bytes in connection `id`'s receive buffer.
     fn rx_space(&self, id: u32) -> u32 {
-        (self.cfg.rx_buffer as u32).saturating_sub(self.conns[id as usize].app.rx_len)
+        let app = &self.conns[id as usize].app;
+        let held = if app.tls {
+            self.tls_sides[id as usize].held()
+        } else {
+            0
+        };
+        (self.cfg.rx_buffer as u32).saturating_sub(app.rx_len + held)
     }
 
     fn free_tcb(&mut self, id: u32) {
@@ -646,6 +679,9 @@ impl<L: Lookup<'static>> Server<L> {
             self.stay.parallel = self.stay.parallel.saturating_sub(1);
         }
         self.release_dyn(slot);
+        if let Some(side) = self.tls_sides.get_mut(idx) {
+            side.reset();
+        }
         if self.closed.len() < self.closed.capacity() {
             self.closed.push((peer, self.stats.rx_frames));
         }

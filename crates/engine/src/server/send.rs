@@ -22,6 +22,9 @@ impl<L: Lookup<'static>> Server<L> {
     /// one is acknowledged, then send what the windows allow.
     pub(super) fn http_step<T: TxRing, A: AccessLog>(&mut self, id: u32, tx: &mut T, log: &mut A) {
         let idx = id as usize;
+        if self.conns[idx].app.tls {
+            return self.tls_step(id, tx, log);
+        }
         self.conns[idx].queued = false;
         if !self.conns[idx].tcp.state().is_synchronized() {
             return;
@@ -69,7 +72,7 @@ impl<L: Lookup<'static>> Server<L> {
     /// Parses connection `id`'s next request and starts its response. Returns false when
     /// the connection was reset instead (a PROXY header from a source not trusted to send
     /// one) and its TCB freed.
-    fn start_response<T: TxRing, A: AccessLog>(
+    pub(super) fn start_response<T: TxRing, A: AccessLog>(
         &mut self,
         id: u32,
         tx: &mut T,
@@ -90,8 +93,18 @@ impl<L: Lookup<'static>> Server<L> {
                     request.keep_alive = false;
                     self.stats.drain_closed += 1;
                 }
-                match self.dynamic.as_mut() {
-                    Some(d) if d.page.claims(request.target, client_of!(self, idx)) => {
+                // `--http-redirect`: plain HTTP sends everything but ACME's challenges to
+                // HTTPS.
+                let redirect = self
+                    .cfg
+                    .https_redirect
+                    .filter(|_| !self.conns[idx].app.tls && http::redirects_to_https(&request));
+                match (redirect, self.dynamic.as_mut()) {
+                    (Some(port), _) => {
+                        let r = http::respond_https_redirect(&request, port, now, name, head);
+                        (r, len)
+                    }
+                    (None, Some(d)) if d.page.claims(request.target, client_of!(self, idx)) => {
                         match d.free.pop() {
                             Some(slot) => {
                                 dyn_slot = slot;
@@ -174,6 +187,11 @@ impl<L: Lookup<'static>> Server<L> {
             self.stay.parallel += 1;
             self.stay.parallel_max = self.stay.parallel_max.max(self.stay.parallel);
         }
+        if t.app.tls {
+            let close = resp.close || (t.tcp.state().peer_closed() && t.app.rx_len == 0);
+            self.tls_started(idx, sending, close);
+            return true;
+        }
         let start = t.tcp.queue(sending.wire_len());
         let r = Sending { start, ..sending };
         self.stats.http_bytes += u64::from(r.wire_len());
@@ -252,9 +270,18 @@ impl<L: Lookup<'static>> Server<L> {
             m => self.reply_mac(local, Ipv4Address(self.conns[idx].peer.ip), m, tx),
         };
         let rx_space = self.rx_space(id);
-        let port = self.cfg.port;
+        let port = self.port_of(idx);
         let now = self.now_ns;
         let t = &mut self.conns[idx];
+        if t.app.tls {
+            // TLS: the segment is cut from the connection's ciphertext.
+            let head = self.tls_sides[idx].segment(seg.seq, seg.len);
+            let peer_port = t.peer.port;
+            let out = t.frame(seg, (port, peer_port), rx_space, mac, head, &[], || 0, now);
+            let sent = Self::egress_of(&self.egress, &self.vip_egress, local).tcp(tx, &out);
+            self.count_sent(sent);
+            return sent.done();
+        }
         let payload = t.app.payload(seg.seq, seg.len);
         let head_buf: &[u8] = match &self.dynamic {
             Some(d) if t.app.dyn_slot != NO_DYN => {
@@ -287,8 +314,9 @@ impl<L: Lookup<'static>> Server<L> {
         self.via_conn(id, false, tx);
         let local = self.conns[id as usize].app.local;
         self.sync_egress(local);
+        let port = self.port_of(id as usize);
         let t = &self.conns[id as usize];
-        let repr = t.reset((self.cfg.port, t.peer.port), seq_number);
+        let repr = t.reset((port, t.peer.port), seq_number);
         let (mac, ip) = (t.peer_mac, Ipv4Address(t.peer.ip));
         let mac = self.reply_mac(local, ip, mac, tx);
         let eg = Self::egress_of(&self.egress, &self.vip_egress, local);
@@ -300,9 +328,9 @@ impl<L: Lookup<'static>> Server<L> {
 
 /// The server and its transmit ring as `tcp::emit` sees them: segments built by
 /// [`Server::emit`].
-struct Out<'a, L: Lookup<'static>, T> {
-    s: &'a mut Server<L>,
-    tx: &'a mut T,
+pub(super) struct Out<'a, L: Lookup<'static>, T> {
+    pub(super) s: &'a mut Server<L>,
+    pub(super) tx: &'a mut T,
 }
 
 impl<L: Lookup<'static>, T: TxRing> Sender for Out<'_, L, T> {
@@ -317,6 +345,10 @@ impl<L: Lookup<'static>, T: TxRing> Sender for Out<'_, L, T> {
     #[inline]
     fn frame_max(&mut self, id: u32) -> u32 {
         let t = &self.s.conns[id as usize];
+        if t.app.tls {
+            // Ciphertext is copied into the slot too: single segments.
+            return 0;
+        }
         if t.app.head_left(t.tcp.snd_nxt()) as usize <= TSO_HEAD_MAX {
             self.s.tso_max
         } else {

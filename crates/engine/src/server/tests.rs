@@ -24,6 +24,7 @@ mod pressure;
 mod proxy;
 mod split;
 mod state;
+mod tls;
 mod udp;
 mod vip;
 

@@ -138,6 +138,11 @@ impl<L: Lookup<'static>> Server<L> {
                 / 1000,
         });
         self.count_response(resp.status);
+        if self.conns[idx].app.tls {
+            self.tls_timeout(idx, &resp);
+            self.enqueue(id);
+            return;
+        }
         let t = &mut self.conns[idx];
         let start = t.tcp.queue(resp.head_len as u32);
         let r = Sending::new(start, resp.head_len, None);

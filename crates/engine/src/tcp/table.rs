@@ -19,24 +19,13 @@
 //! - the HTTP fetcher (`fetch`) is a `Table<FetchConn>`: the fetch running on the
 //!   connection (its slot and request), keyed by its local port.
 //!
-//! # A third application: HTTPS
+//! # HTTPS
 //!
-//! A TLS connection is a third `A`, not a third table. Its owner (an HTTPS server) keeps
-//! a `Table<TlsConn>`, `TlsConn { tls: <handshake and record state>, http: HttpConn }`,
-//! and uses everything above as the server does: `find`/`take`/`open`/`unlink`/`recycle`
-//! around admission (unchanged: the per-address limit, cookies and eviction know nothing
-//! of what a connection carries), the run list for its steps, [`scan_timers`] with a
-//! [`Timed`] whose `app_timer` adds the handshake's timeout, and [`Tcb::frame`] for every
-//! segment, lending ciphertext as `head`. What differs is its step and its buffers:
-//! records are decrypted from a receive slab lent per TCB (as the server lends its
-//! receive and head slabs; state larger than [`TCB_SIZE_MAX`](super::tcb::TCB_SIZE_MAX)
-//! allows goes in such a slab too), the HTTP step runs on the plaintext, and since
-//! ciphertext cannot be regenerated from the site image as a plain response is, every
-//! byte not yet acknowledged stays in a send slab (`Sending` then maps sequence numbers
-//! into that slab instead of into the site image). If HTTP and HTTPS are to share one
-//! budget of TCBs, one table holds both as `A = enum { Http(HttpConn), Tls(TlsConn) }`;
-//! its key must then tell our two ports apart, since one peer address and port may reach
-//! both (with one table per listening port, as now, the peer's address and port suffice).
+//! An HTTPS connection is not a third `A`: it is a TCB of the server's own table with
+//! `HttpConn::tls` set, its TLS state in a slab beside the TCBs (`server::tls`), so that
+//! HTTP and HTTPS share one budget of TCBs, one admission and one timer scan. The key is
+//! the peer's address and port only: one peer port on both of our ports at once finds
+//! one connection (docs/design/tls.md, "Known limits").
 //!
 //! Nothing here allocates after [`Table::new`]: the array, the free, run and paced lists
 //! are reserved for the table's size at once, and TCBs are made as first needed within it.

@@ -236,6 +236,89 @@ fn strays_and_non_tcp_stay_on_core_0() {
     assert!(clist(&mut http[0]).is_empty() && clist(&mut http[1]).is_empty());
 }
 
+/// Port 443 is HTTPS (`Config::tls`): its SYNs are dispatched like port 80's, and a
+/// cookie returned to it is recognised by the port it came to.
+#[test]
+fn the_https_port_is_dispatched_as_the_http_port() {
+    #[derive(Debug)]
+    struct NoSessions;
+    impl crate::server::tls::TlsAcceptor for NoSessions {
+        fn accept(&self) -> Option<alloc::boxed::Box<dyn crate::server::tls::TlsSession>> {
+            None
+        }
+    }
+    static NONE: NoSessions = NoSessions;
+    let to = |mut f: Vec<u8>, port: u16| {
+        f[L2L3 + 2..L2L3 + 4].copy_from_slice(&port.to_be_bytes());
+        TcpPacket::new_unchecked(&mut f[L2L3..]).fill_checksum(CLIENT_IP, SERVER_IP);
+        f
+    };
+    let clock = TestClock(Rc::new(Cell::new(1_000_000)));
+    let mut cfg = config(8);
+    cfg.tls = Some(crate::server::tls::TlsListen {
+        port: 443,
+        acceptor: &NONE,
+    });
+    let (mut ends, mut nics) = (Vec::new(), Vec::new());
+    for _ in 0..2 {
+        let (n, h) = links(RingSizes::for_tcbs(8));
+        ends.push(n);
+        nics.push(RingNic::new(h, SERVER_MAC));
+    }
+    let mut http = nics;
+    let mut core0 = NetCoreNic::new(
+        FakeQueues::default(),
+        FakeQueues::default(),
+        SERVER_MAC,
+        clock.clone(),
+        NetCoreSetup {
+            ends,
+            http_tcbs: 8,
+            bsp_tcbs: None,
+            addressing: Addressing::new(&cfg, SERVER_MAC),
+        },
+    );
+    let local = dispatch(
+        &mut core0,
+        vec![to(syn(1000), 443), to(syn(1001), 443), to(syn(1002), 444)],
+    );
+    assert_eq!(
+        local,
+        vec![to(syn(1002), 444)],
+        "444 is nobody's: core 0's RST"
+    );
+    assert_eq!(core0.map().core_of(peer(1000)), Some(1));
+    assert_eq!(core0.map().core_of(peer(1001)), Some(2));
+    assert_eq!(clist(&mut http[0]), vec![to(syn(1000), 443)]);
+    assert_eq!(clist(&mut http[1]), vec![to(syn(1001), 443)]);
+    // A SYN cookie of port 443 opens a connection; the same numbers to port 80 do not.
+    let cookies = SynCookies::new([0x42; 16]);
+    let now = clock.0.get();
+    let iss = cookies.make(
+        ((SERVER_IP.0, 443), (CLIENT_IP.0, 2000)),
+        1000,
+        &wtcp::Options::default(),
+        now,
+    );
+    let acked = |port| {
+        to(
+            tcp_frame(
+                2000,
+                1001,
+                Some(iss.wrapping_add(1)),
+                flags(false, true, false, false),
+                &[],
+            ),
+            port,
+        )
+    };
+    let local = dispatch(&mut core0, vec![acked(80)]);
+    assert_eq!(local.len(), 1, "no cookie of port 80: core 0 answers");
+    let local = dispatch(&mut core0, vec![acked(443)]);
+    assert!(local.is_empty(), "port 443's cookie: dispatched");
+    assert!(core0.map().core_of(peer(2000)).is_some());
+}
+
 #[test]
 fn a_syn_no_core_has_room_for_is_core_0s_to_answer_with_a_cookie() {
     // Hardening: half-open connections of a SYN flood (or silent clients) fill every HTTP

@@ -1,0 +1,178 @@
+//! `serve`'s HTTPS: the certificate and key files read and checked at start (a bad one
+//! refused naming the file and the reason, an expired or not-yet-valid one warned about),
+//! and the engine's session maker built from them (bareweb-tls's `TlsServer` with the
+//! host's getrandom and clock). The key's bytes are never printed.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bareweb_engine::server::tls::rustls_session::Acceptor;
+use bareweb_engine::server::tls::TlsListen;
+use bareweb_tls::server::{parse_chain, parse_key};
+use bareweb_tls::{MinVersion, Options, TlsServer};
+
+use crate::opts::ServerOpts;
+
+/// HTTPS for the engine's `Config::tls`, when `--tls-cert` is given: the files read and
+/// checked, the configuration built once and shared by every core (leaked: it lives as
+/// long as the process). `Err` says which file and why.
+pub fn listen(o: &ServerOpts) -> Result<Option<TlsListen>, String> {
+    let t = o.settings.tls;
+    let (Some(cert_path), Some(key_path)) = (o.given("tls-cert"), o.given("tls-key")) else {
+        return Ok(None);
+    };
+    let read = |opt: &str, path: &str| {
+        std::fs::read(path).map_err(|e| format!("--{opt} {path}: cannot read it: {e}"))
+    };
+    let cert = read("tls-cert", cert_path)?;
+    let key = read("tls-key", key_path)?;
+    let chain = parse_chain(&cert).map_err(|e| format!("--tls-cert {cert_path}: {e}"))?;
+    parse_key(&key).map_err(|e| format!("--tls-key {key_path}: {e}"))?;
+    let options = Options {
+        min_version: if t.min13 {
+            MinVersion::Tls13
+        } else {
+            MinVersion::Tls12
+        },
+        ..Options::default()
+    };
+    let server = TlsServer::new(&cert, &key, &options, &bareweb_tls::host::platform())
+        .map_err(|e| format!("--tls-cert {cert_path} with --tls-key {key_path}: {e}"))?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    if let Some(warning) = validity(&chain[0]).and_then(|v| dates_warning(v, now)) {
+        eprintln!("bareweb: warning: --tls-cert {cert_path}: {warning}");
+    }
+    Ok(Some(TlsListen {
+        port: t.port(),
+        acceptor: Box::leak(Box::new(Acceptor(server))),
+    }))
+}
+
+/// What to say about a certificate valid from `not_before` to `not_after` (Unix
+/// seconds) at `now`: nothing while it is valid.
+fn dates_warning((not_before, not_after): (i64, i64), now: u64) -> Option<String> {
+    let now = now as i64;
+    if now < not_before {
+        Some(format!(
+            "not valid yet (from {} s from now): clients refuse it until then",
+            not_before - now
+        ))
+    } else if now > not_after {
+        Some(format!(
+            "expired {} days ago: clients refuse it",
+            (now - not_after) / 86_400
+        ))
+    } else {
+        None
+    }
+}
+
+/// The validity (notBefore, notAfter, Unix seconds) of a DER certificate (RFC 5280
+/// §4.1: Certificate → tbsCertificate → [version], serialNumber, signature, issuer,
+/// validity), or `None` when it does not parse so.
+fn validity(der: &[u8]) -> Option<(i64, i64)> {
+    let (tag, cert, _) = tlv(der)?;
+    if tag != 0x30 {
+        return None;
+    }
+    let (tag, mut tbs, _) = tlv(cert)?;
+    if tag != 0x30 {
+        return None;
+    }
+    let mut field = |want: Option<u8>| -> Option<(u8, &[u8])> {
+        let (tag, value, rest) = tlv(tbs)?;
+        if want.is_some_and(|w| w != tag) {
+            return None;
+        }
+        tbs = rest;
+        Some((tag, value))
+    };
+    let (tag, value) = field(None)?;
+    if tag == 0xa0 {
+        field(Some(0x02))?; // the serial number after the version
+    } else if tag != 0x02 {
+        return None;
+    }
+    let _ = value;
+    field(Some(0x30))?; // signature
+    field(Some(0x30))?; // issuer
+    let (_, validity) = field(Some(0x30))?;
+    let (t1, v1, rest) = tlv(validity)?;
+    let (t2, v2, _) = tlv(rest)?;
+    Some((time(t1, v1)?, time(t2, v2)?))
+}
+
+/// One DER tag, its value and what follows.
+fn tlv(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let tag = *b.first()?;
+    let first = *b.get(1)?;
+    let (len, head) = if first < 0x80 {
+        (usize::from(first), 2)
+    } else {
+        let n = usize::from(first & 0x7f);
+        if n == 0 || n > 4 {
+            return None;
+        }
+        let len = b
+            .get(2..2 + n)?
+            .iter()
+            .fold(0usize, |a, &x| (a << 8) | usize::from(x));
+        (len, 2 + n)
+    };
+    let value = b.get(head..head.checked_add(len)?)?;
+    Some((tag, value, &b[head + len..]))
+}
+
+/// UTCTime (`YYMMDDHHMMSSZ`, tag 0x17) or GeneralizedTime (`YYYYMMDDHHMMSSZ`, 0x18) as
+/// Unix seconds.
+fn time(tag: u8, v: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(v).ok()?.strip_suffix('Z')?;
+    let (year, rest) = match tag {
+        0x17 if s.len() == 12 => {
+            let yy: i64 = s[..2].parse().ok()?;
+            (if yy >= 50 { 1900 + yy } else { 2000 + yy }, &s[2..])
+        }
+        0x18 if s.len() == 14 => (s[..4].parse().ok()?, &s[4..]),
+        _ => return None,
+    };
+    let n = |i: usize| -> Option<i64> { rest.get(i..i + 2)?.parse().ok() };
+    let (month, day, h, m, sec) = (n(0)?, n(2)?, n(4)?, n(6)?, n(8)?);
+    Some(days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + sec)
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CERT: &[u8] = include_bytes!("../../tls/testdata/cert.pem");
+
+    #[test]
+    fn reads_a_certificates_dates_and_warns_outside_them() {
+        let chain = parse_chain(CERT).unwrap();
+        let (from, to) = validity(&chain[0]).unwrap();
+        // `openssl x509 -dates`: Nov 28 09:55:02 2026 GMT to Nov 4 09:55:02 2126 GMT.
+        assert_eq!(from, 1_795_859_702);
+        assert_eq!(to - from, 36_500 * 86_400);
+        assert_eq!(dates_warning((from, to), from as u64 + 1), None);
+        assert!(dates_warning((from, to), from as u64 - 10)
+            .unwrap()
+            .contains("not valid yet"));
+        assert!(dates_warning((from, to), to as u64 + 3 * 86_400)
+            .unwrap()
+            .starts_with("expired 3 days ago"));
+        assert_eq!(validity(b"\x30\x03\x02\x01\x00"), None);
+        assert_eq!(validity(b""), None);
+    }
+}

@@ -1,0 +1,650 @@
+//! The TLS connection kind (`server::tls`), state-level: a real rustls client (with
+//! bareweb-tls's provider) behind a small TCP client made of frames, against the server
+//! over a `FakeNic`. Handshake bytes in → records out on both versions; keep-alive,
+//! pipelining and a 1 MiB file byte-exact; close_notify both ways and `Connection:
+//! close`; the 408 of a silent client; hostile bytes ending in an alert and a FIN; the
+//! handshake bound per round; and `--http-redirect` on the plain port.
+
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::vec::Vec;
+
+use rustls::client::ClientConnection;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
+use rustls::{ClientConfig, ProtocolVersion, RootCertStore, SupportedProtocolVersion};
+
+use super::*;
+use crate::server::tls::rustls_session::Acceptor;
+use crate::server::tls::TlsListen;
+use bareweb_tls::testing::TestRandom;
+use bareweb_tls::{Options, Platform, TlsServer};
+
+static SERVER_RNG: TestRandom = TestRandom::new(7);
+static CLIENT_RNG: TestRandom = TestRandom::new(8);
+const CERT: &[u8] = include_bytes!("../../../../tls/testdata/cert.pem");
+const KEY: &[u8] = include_bytes!("../../../../tls/testdata/key.pem");
+const CA: &[u8] = include_bytes!("../../../../tls/testdata/ca.pem");
+const HTTPS: u16 = 443;
+
+fn acceptor() -> &'static Acceptor {
+    let platform = Platform {
+        random: &SERVER_RNG,
+        time: Arc::new(rustls::time_provider::DefaultTimeProvider),
+    };
+    let server = TlsServer::new(CERT, KEY, &Options::default(), &platform).unwrap();
+    Box::leak(Box::new(Acceptor(server)))
+}
+
+fn tls_server(tcbs: usize) -> Server<TestSite> {
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = tcbs;
+    cfg.max_per_ip = Some(tcbs);
+    cfg.syn_backlog = Some(tcbs);
+    cfg.tls = Some(TlsListen {
+        port: HTTPS,
+        acceptor: acceptor(),
+    });
+    Server::new(cfg, TestSite::new(), SERVER_MAC)
+}
+
+fn client_config(version: &'static SupportedProtocolVersion) -> Arc<ClientConfig> {
+    let provider = bareweb_tls::provider::provider(&CLIENT_RNG);
+    let mut roots = RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(CA).unwrap())
+        .unwrap();
+    let mut cfg = ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_protocol_versions(&[version])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Arc::new(cfg)
+}
+
+/// A client → server TCP frame to port `dport`.
+fn frame_to(
+    dport: u16,
+    sport: u16,
+    seq: u32,
+    ack: Option<u32>,
+    f: wtcp::Flags,
+    payload: &[u8],
+) -> Vec<u8> {
+    let repr = wtcp::Repr {
+        src_port: sport,
+        dst_port: dport,
+        seq_number: seq,
+        ack_number: ack,
+        flags: f,
+        window_len: 65535,
+        max_seg_size: f.syn.then_some(1460),
+        window_scale: None,
+        sack_permitted: false,
+        timestamps: None,
+    };
+    let hl = repr.header_len();
+    let mut fr = vec![0u8; L2L3 + hl + payload.len()];
+    write_l2l3(
+        &mut fr,
+        CLIENT_MAC,
+        SERVER_MAC,
+        CLIENT_IP,
+        SERVER_IP,
+        IpProtocol::Tcp,
+        hl + payload.len(),
+    );
+    repr.emit_header(&mut fr[L2L3..]);
+    fr[L2L3 + hl..].copy_from_slice(payload);
+    TcpPacket::new_unchecked(&mut fr[L2L3..]).fill_checksum(CLIENT_IP, SERVER_IP);
+    fr
+}
+
+/// One TCP connection of the test client to `dport`, in order, ACKing every round.
+struct Tcp {
+    dport: u16,
+    sport: u16,
+    snd_nxt: u32,
+    rcv_nxt: u32,
+    /// Stream bytes received in order.
+    got: Vec<u8>,
+    fin: bool,
+    rst: bool,
+}
+
+impl Tcp {
+    fn open(
+        s: &mut Server<TestSite>,
+        nic: &mut FakeNic,
+        clock: &ManualClock,
+        dport: u16,
+        sport: u16,
+    ) -> Tcp {
+        nic.rx.inbox.push_back(frame_to(
+            dport,
+            sport,
+            1000,
+            None,
+            flags(true, false, false, false),
+            &[],
+        ));
+        let out = run(s, nic, clock);
+        assert!(
+            out.len() == 1 && out[0].syn && out[0].ack == 1001,
+            "{out:?}"
+        );
+        let srv = out[0].seq.wrapping_add(1);
+        nic.rx.inbox.push_back(frame_to(
+            dport,
+            sport,
+            1001,
+            Some(srv),
+            flags(false, true, false, false),
+            &[],
+        ));
+        assert!(run(s, nic, clock).is_empty());
+        Tcp {
+            dport,
+            sport,
+            snd_nxt: 1001,
+            rcv_nxt: srv,
+            got: Vec::new(),
+            fin: false,
+            rst: false,
+        }
+    }
+
+    /// Queues `data` as segments of up to 1000 bytes.
+    fn send(&mut self, nic: &mut FakeNic, data: &[u8]) {
+        for piece in data.chunks(1000) {
+            nic.rx.inbox.push_back(frame_to(
+                self.dport,
+                self.sport,
+                self.snd_nxt,
+                Some(self.rcv_nxt),
+                flags(false, true, false, false),
+                piece,
+            ));
+            self.snd_nxt = self.snd_nxt.wrapping_add(piece.len() as u32);
+        }
+    }
+
+    fn send_fin(&mut self, nic: &mut FakeNic) {
+        nic.rx.inbox.push_back(frame_to(
+            self.dport,
+            self.sport,
+            self.snd_nxt,
+            Some(self.rcv_nxt),
+            flags(false, true, true, false),
+            &[],
+        ));
+        self.snd_nxt = self.snd_nxt.wrapping_add(1);
+    }
+
+    /// Takes the server's segments of this round: in-order bytes kept, then one ACK.
+    fn take(&mut self, out: &[Out], nic: &mut FakeNic) -> usize {
+        let before = self.got.len();
+        let mut advanced = false;
+        for o in out {
+            self.rst |= o.rst;
+            if o.seq == self.rcv_nxt && !o.payload.is_empty() {
+                self.got.extend_from_slice(&o.payload);
+                self.rcv_nxt = self.rcv_nxt.wrapping_add(o.payload.len() as u32);
+                advanced = true;
+            }
+            if o.fin && o.seq.wrapping_add(o.payload.len() as u32) == self.rcv_nxt {
+                self.rcv_nxt = self.rcv_nxt.wrapping_add(1);
+                self.fin = true;
+                advanced = true;
+            }
+        }
+        if advanced {
+            nic.rx.inbox.push_back(frame_to(
+                self.dport,
+                self.sport,
+                self.snd_nxt,
+                Some(self.rcv_nxt),
+                flags(false, true, false, false),
+                &[],
+            ));
+        }
+        self.got.len() - before
+    }
+}
+
+/// A TLS client on a [`Tcp`] connection.
+struct TlsClient {
+    tcp: Tcp,
+    tls: ClientConnection,
+    /// Decrypted response bytes.
+    plain: Vec<u8>,
+    /// TLS bytes received and given to the client so far.
+    fed: usize,
+    closed_by_peer: bool,
+}
+
+impl TlsClient {
+    fn connect(
+        s: &mut Server<TestSite>,
+        nic: &mut FakeNic,
+        clock: &mut ManualClock,
+        version: &'static SupportedProtocolVersion,
+        sport: u16,
+    ) -> TlsClient {
+        let tcp = Tcp::open(s, nic, clock, HTTPS, sport);
+        let tls =
+            ClientConnection::new(client_config(version), "localhost".try_into().unwrap()).unwrap();
+        let mut c = TlsClient {
+            tcp,
+            tls,
+            plain: Vec::new(),
+            fed: 0,
+            closed_by_peer: false,
+        };
+        c.pump(s, nic, clock, 50);
+        assert!(!c.tls.is_handshaking(), "handshake did not complete");
+        c
+    }
+
+    /// Rounds of: client's TLS out, server poll, server's bytes into the client, until
+    /// quiet.
+    fn pump(
+        &mut self,
+        s: &mut Server<TestSite>,
+        nic: &mut FakeNic,
+        clock: &mut ManualClock,
+        rounds: usize,
+    ) {
+        let mut quiet = 0;
+        for _ in 0..rounds {
+            let mut c2s = Vec::new();
+            while self.tls.wants_write() {
+                self.tls.write_tls(&mut c2s).unwrap();
+            }
+            self.tcp.send(nic, &c2s);
+            clock.0 += 100_000;
+            let out = run(s, nic, clock);
+            let n = self.tcp.take(&out, nic);
+            if self.fed < self.tcp.got.len() {
+                let mut rd = &self.tcp.got[self.fed..];
+                let mut buf = vec![0u8; 65536];
+                while !rd.is_empty() {
+                    let k = self.tls.read_tls(&mut rd).unwrap();
+                    if k == 0 {
+                        break;
+                    }
+                    self.tls.process_new_packets().expect("client: TLS error");
+                    loop {
+                        match self.tls.reader().read(&mut buf) {
+                            Ok(0) => {
+                                self.closed_by_peer = true;
+                                break;
+                            }
+                            Ok(k) => self.plain.extend_from_slice(&buf[..k]),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                self.fed = self.tcp.got.len();
+            }
+            if n == 0 && c2s.is_empty() && out.is_empty() {
+                quiet += 1;
+                if quiet > 2 {
+                    break;
+                }
+            } else {
+                quiet = 0;
+            }
+        }
+    }
+
+    fn write(&mut self, data: &[u8]) {
+        self.tls.writer().write_all(data).unwrap();
+    }
+}
+
+/// The responses in `plain`: (status line, body) each, by Content-Length.
+fn responses(mut plain: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut v = Vec::new();
+    while let Some(end) = plain.windows(4).position(|w| w == b"\r\n\r\n") {
+        let head = std::str::from_utf8(&plain[..end]).unwrap();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .map_or(0, |n| n.parse().unwrap());
+        let body_end = (end + 4 + len).min(plain.len());
+        let status = head.lines().next().unwrap().to_string();
+        v.push((status, plain[end + 4..body_end].to_vec()));
+        plain = &plain[body_end..];
+    }
+    v
+}
+
+fn nic_and_clock() -> (FakeNic, ManualClock) {
+    (FakeNic::new(SERVER_MAC), ManualClock(1_000_000))
+}
+
+#[test]
+fn both_versions_answer_keep_alive_and_pipelined_requests() {
+    for (version, want) in [
+        (&rustls::version::TLS13, ProtocolVersion::TLSv1_3),
+        (&rustls::version::TLS12, ProtocolVersion::TLSv1_2),
+    ] {
+        let mut s = tls_server(4);
+        let (mut nic, mut clock) = nic_and_clock();
+        let mut c = TlsClient::connect(&mut s, &mut nic, &mut clock, version, 40000);
+        assert_eq!(c.tls.protocol_version(), Some(want));
+        assert_eq!(c.tls.alpn_protocol(), Some(&b"http/1.1"[..]));
+        c.write(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n");
+        c.pump(&mut s, &mut nic, &mut clock, 20);
+        let r = responses(&c.plain);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].0, "HTTP/1.1 200 OK");
+        assert_eq!(r[0].1, b"<h1>hello</h1>\n");
+        // Three pipelined in one write (one record), the last closing.
+        c.write(
+            b"GET /index.html HTTP/1.1\r\nHost: a\r\n\r\nHEAD / HTTP/1.1\r\nHost: a\r\n\r\n\
+              GET /nothing HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+        );
+        c.pump(&mut s, &mut nic, &mut clock, 40);
+        let text = String::from_utf8_lossy(&c.plain).into_owned();
+        assert_eq!(text.matches("HTTP/1.1 200 OK").count(), 3, "{text}");
+        assert!(text.contains("HTTP/1.1 404 Not Found"), "{text}");
+        assert!(c.closed_by_peer, "close_notify after Connection: close");
+        assert!(c.tcp.fin, "and a FIN");
+        let st = s.stats();
+        assert_eq!((st.tls_sessions, st.tls_established), (1, 1));
+        assert_eq!((st.http_requests, st.tls_failed), (4, 0));
+        // The client's FIN ends it.
+        c.tcp.send_fin(&mut nic);
+        run(&mut s, &mut nic, &clock);
+        assert_eq!(s.active(), 0, "TCB freed");
+    }
+}
+
+#[test]
+fn a_mebibyte_arrives_byte_exact() {
+    let mut s = tls_server(2);
+    let (mut nic, mut clock) = nic_and_clock();
+    let mut c = TlsClient::connect(&mut s, &mut nic, &mut clock, &rustls::version::TLS13, 40001);
+    c.write(b"GET /big.bin HTTP/1.1\r\nHost: a\r\n\r\n");
+    c.pump(&mut s, &mut nic, &mut clock, 4000);
+    let r = responses(&c.plain);
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].0, "HTTP/1.1 200 OK");
+    assert!(
+        r[0].1 == big_file(),
+        "body differs ({} bytes)",
+        r[0].1.len()
+    );
+    // ACK-clocked to the end: the records still in flight after the response is sealed
+    // whole go out as ACKs come, not at a retransmission timeout.
+    let st = s.stats();
+    assert_eq!(
+        (st.tcp_rto_retransmits, st.tcp_loss_probes),
+        (0, 0),
+        "{st:?}"
+    );
+    // Then another request on the same connection.
+    c.write(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    c.pump(&mut s, &mut nic, &mut clock, 20);
+    assert_eq!(responses(&c.plain).len(), 2);
+}
+
+#[test]
+fn close_notify_from_the_client_is_answered_with_ours_and_a_fin() {
+    let mut s = tls_server(2);
+    let (mut nic, mut clock) = nic_and_clock();
+    let mut c = TlsClient::connect(&mut s, &mut nic, &mut clock, &rustls::version::TLS12, 40002);
+    c.tls.send_close_notify();
+    c.pump(&mut s, &mut nic, &mut clock, 20);
+    assert!(c.closed_by_peer && c.tcp.fin, "close_notify and FIN back");
+    c.tcp.send_fin(&mut nic);
+    run(&mut s, &mut nic, &clock);
+    assert_eq!(s.active(), 0);
+}
+
+#[test]
+fn a_silent_client_gets_a_sealed_408_and_one_mid_handshake_a_fin() {
+    let mut s = tls_server(2);
+    let (mut nic, mut clock) = nic_and_clock();
+    let mut c = TlsClient::connect(&mut s, &mut nic, &mut clock, &rustls::version::TLS13, 40003);
+    c.write(b"GET / HTTP/1.1\r\n"); // never finished
+    c.pump(&mut s, &mut nic, &mut clock, 5);
+    clock.0 += 11_000_000_000;
+    c.pump(&mut s, &mut nic, &mut clock, 10);
+    let text = String::from_utf8_lossy(&c.plain).into_owned();
+    assert!(text.starts_with("HTTP/1.1 408 Request Timeout"), "{text}");
+    assert!(c.closed_by_peer && c.tcp.fin);
+
+    // A client that opens TCP and sends half a ClientHello.
+    let mut t = Tcp::open(&mut s, &mut nic, &clock, HTTPS, 40004);
+    t.send(&mut nic, &[0x16, 0x03, 0x01, 0x01, 0x00, 0x01]);
+    run(&mut s, &mut nic, &clock);
+    clock.0 += 11_000_000_000;
+    for _ in 0..2 {
+        // The timer scan ends one poll, the connection's step sends in the next.
+        let out = run(&mut s, &mut nic, &clock);
+        t.take(&out, &mut nic);
+    }
+    assert!(t.fin && t.got.is_empty(), "only a FIN");
+    assert_eq!(s.stats().tls_failed, 0);
+}
+
+#[test]
+fn hostile_bytes_end_in_an_alert_and_a_fin_never_a_panic() {
+    let garbage: [&[u8]; 5] = [
+        b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", // plain HTTP on the TLS port
+        &[0x16, 0x03, 0x01, 0xff, 0xff, 0x01, 0, 0, 0], // a record over 2^14 + 256
+        &[0x17, 0x03, 0x03, 0x00, 0x05, 1, 2, 3, 4, 5], // data before any handshake
+        &[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28], // a fatal alert
+        &[0x16, 0x03, 0x03, 0x00, 0x04, 0x01, 0x00, 0x00, 0x00], // an empty ClientHello
+    ];
+    for (k, bytes) in garbage.iter().enumerate() {
+        let mut s = tls_server(2);
+        let (mut nic, clock) = nic_and_clock();
+        let mut t = Tcp::open(&mut s, &mut nic, &clock, HTTPS, 41000 + k as u16);
+        t.send(&mut nic, bytes);
+        for _ in 0..5 {
+            let out = run(&mut s, &mut nic, &clock);
+            t.take(&out, &mut nic);
+        }
+        assert!(t.fin, "case {k}: FIN");
+        assert_eq!(s.stats().tls_failed, 1, "case {k}");
+        if t.got.len() >= 7 {
+            assert_eq!(t.got[0], 0x15, "case {k}: an alert record");
+        }
+        t.send_fin(&mut nic);
+        run(&mut s, &mut nic, &clock);
+        assert_eq!(s.active(), 0, "case {k}: TCB freed");
+    }
+    // Random bytes in random pieces, on an established connection too.
+    let mut x = 0x1234_5678_u64;
+    for round in 0..20 {
+        let mut s = tls_server(2);
+        let (mut nic, mut clock) = nic_and_clock();
+        let mut c =
+            TlsClient::connect(&mut s, &mut nic, &mut clock, &rustls::version::TLS13, 42000);
+        let mut junk = vec![0u8; 50 + round * 97];
+        for b in junk.iter_mut() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = x as u8;
+        }
+        if round % 2 == 0 {
+            junk[0] = 0x17;
+            junk[1] = 3;
+            junk[2] = 3;
+        }
+        c.tcp.send(&mut nic, &junk);
+        for _ in 0..5 {
+            let out = run(&mut s, &mut nic, &clock);
+            c.tcp.take(&out, &mut nic);
+        }
+        if !c.tcp.fin {
+            // A record header announcing more than came: rustls waits for the rest,
+            // and the request timeout ends the wait.
+            assert_eq!(s.stats().tls_failed, 0, "round {round}");
+            clock.0 += 11_000_000_000;
+            for _ in 0..3 {
+                let out = run(&mut s, &mut nic, &clock);
+                c.tcp.take(&out, &mut nic);
+            }
+        } else {
+            assert_eq!(s.stats().tls_failed, 1, "round {round}");
+        }
+        assert!(c.tcp.fin, "round {round}: closed");
+    }
+}
+
+/// [`run`], with each segment's destination port (the client it is for).
+fn run_ports(s: &mut Server<TestSite>, nic: &mut FakeNic, clock: &ManualClock) -> Vec<(u16, Out)> {
+    s.poll(nic, clock, &mut NoLog);
+    nic.tx
+        .outbox
+        .drain(..)
+        .map(|f| {
+            let port = u16::from_be_bytes([f[L2L3 - 20 + 22], f[L2L3 - 20 + 23]]);
+            (port, parse_out(&f).unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn handshakes_per_round_are_bounded_and_all_complete() {
+    let n = 12u16;
+    let mut s = tls_server(usize::from(n) + 1);
+    let (mut nic, mut clock) = nic_and_clock();
+    // An established keep-alive client, whose request comes in the same round as every
+    // ClientHello: it is answered in that round.
+    let mut old = TlsClient::connect(&mut s, &mut nic, &mut clock, &rustls::version::TLS13, 42999);
+    let mut clients: Vec<(Tcp, ClientConnection, usize)> = (0..n)
+        .map(|i| {
+            let tcp = Tcp::open(&mut s, &mut nic, &clock, HTTPS, 43000 + i);
+            let tls = ClientConnection::new(
+                client_config(&rustls::version::TLS13),
+                "localhost".try_into().unwrap(),
+            )
+            .unwrap();
+            (tcp, tls, 0)
+        })
+        .collect();
+    let mut first = true;
+    old.write(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let mut c2s = Vec::new();
+    while old.tls.wants_write() {
+        old.tls.write_tls(&mut c2s).unwrap();
+    }
+    for _ in 0..30 {
+        for (tcp, tls, _) in &mut clients {
+            let mut c2s = Vec::new();
+            while tls.wants_write() {
+                tls.write_tls(&mut c2s).unwrap();
+            }
+            tcp.send(&mut nic, &c2s);
+        }
+        if first {
+            old.tcp.send(&mut nic, &c2s);
+        }
+        clock.0 += 100_000;
+        let outs = run_ports(&mut s, &mut nic, &clock);
+        if first {
+            let mine: Vec<Out> = outs
+                .iter()
+                .filter(|(p, _)| *p == old.tcp.sport)
+                .map(|(_, o)| o.clone())
+                .collect();
+            assert!(
+                old.tcp.take(&mine, &mut nic) > 0,
+                "the established client is answered in the round of the hellos"
+            );
+            assert_eq!(s.stats().http_requests, 1);
+            // Every ClientHello came in this one round: only some were taken.
+            first = false;
+            let begun = s.stats().tls_sessions - 1; // the established client's
+            assert!(
+                begun <= u64::from(crate::server::tls::HANDSHAKES_PER_ROUND),
+                "{begun} handshakes in one round"
+            );
+            assert!(s.stats().tls_handshakes_deferred > 0);
+        }
+        for (tcp, tls, fed) in &mut clients {
+            let mine: Vec<Out> = outs
+                .iter()
+                .filter(|(p, _)| *p == tcp.sport)
+                .map(|(_, o)| o.clone())
+                .collect();
+            tcp.take(&mine, &mut nic);
+            let mut rd = &tcp.got[*fed..];
+            while !rd.is_empty() && tls.read_tls(&mut rd).unwrap() > 0 {
+                tls.process_new_packets().unwrap();
+            }
+            *fed = tcp.got.len();
+        }
+    }
+    assert!(clients.iter().all(|(_, tls, _)| !tls.is_handshaking()));
+    assert_eq!(s.stats().tls_established, u64::from(n) + 1);
+}
+
+#[test]
+fn http_redirect_sends_plain_http_to_https_but_acme_challenges() {
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = 4;
+    cfg.https_redirect = Some(8443);
+    let mut s = Server::new(cfg, TestSite::new(), SERVER_MAC);
+    let (mut nic, clock) = nic_and_clock();
+    let mut t = Tcp::open(&mut s, &mut nic, &clock, 80, 44000);
+    t.send(
+        &mut nic,
+        b"GET /a/b?c=d HTTP/1.1\r\nHost: example.org:8080\r\n\r\n\
+          GET /.well-known/acme-challenge/tok HTTP/1.1\r\nHost: example.org\r\n\r\n\
+          GET / HTTP/1.0\r\n\r\n",
+    );
+    for _ in 0..10 {
+        let out = run(&mut s, &mut nic, &clock);
+        t.take(&out, &mut nic);
+    }
+    let text = String::from_utf8_lossy(&t.got).into_owned();
+    let r = responses(&t.got);
+    assert_eq!(r.len(), 3, "{text}");
+    assert_eq!(r[0].0, "HTTP/1.1 308 Permanent Redirect");
+    assert!(
+        text.contains("Location: https://example.org:8443/a/b?c=d\r\n"),
+        "{text}"
+    );
+    assert_eq!(
+        r[1].0, "HTTP/1.1 404 Not Found",
+        "the challenge is the site's"
+    );
+    assert_eq!(r[2].0, "HTTP/1.1 400 Bad Request", "no Host: nowhere to go");
+}
+
+/// Captured `openssl s_client` ClientHellos (TLS 1.3 and 1.2 only; the fuzz seeds, after
+/// their control byte): each gets the server's first flight, a ServerHello record first.
+#[test]
+fn captured_openssl_hellos_get_a_server_hello() {
+    let hellos: [&[u8]; 2] = [
+        include_bytes!("../../../../../fuzz/corpus/tls_server/s_client_tls13"),
+        include_bytes!("../../../../../fuzz/corpus/tls_server/s_client_tls12"),
+    ];
+    for (k, hello) in hellos.iter().enumerate() {
+        let hello = &hello[1..];
+        assert_eq!(hello[0], 0x16, "a handshake record");
+        let mut s = tls_server(2);
+        let (mut nic, clock) = nic_and_clock();
+        let mut t = Tcp::open(&mut s, &mut nic, &clock, HTTPS, 45000 + k as u16);
+        t.send(&mut nic, hello);
+        for _ in 0..3 {
+            let out = run(&mut s, &mut nic, &clock);
+            t.take(&out, &mut nic);
+        }
+        assert!(t.got.len() > 100, "hello {k}: {} bytes back", t.got.len());
+        // Record: handshake, TLS 1.2 on the wire; message: ServerHello (2).
+        assert_eq!(&t.got[..3], &[0x16, 0x03, 0x03], "hello {k}");
+        assert_eq!(t.got[5], 2, "hello {k}: ServerHello first");
+        assert!(!t.fin, "hello {k}: waiting for the client's next flight");
+        assert_eq!(s.stats().tls_failed, 0);
+    }
+}

@@ -1,0 +1,524 @@
+//! HTTPS: the TLS connection kind of the server. A connection to the HTTPS port
+//! (`Config::tls`) is a TCB of the same table as plain HTTP's, with
+//! [`HttpConn::tls`](crate::http::conn::HttpConn::tls) set and a [`TlsSide`] beside it
+//! (as `clients` sits beside the TCBs): admission, cookies, eviction, timers and segment
+//! emission are unchanged. Its step ([`Server::tls_step`]):
+//!
+//! 1. ciphertext received (kept in [`TlsSide::cin`], within the window the receive slab
+//!    allows) goes to the session ([`TlsSession::receive`]): what TLS sends back (the
+//!    handshake, alerts) is queued on the TCP stream, decrypted request bytes go into the
+//!    connection's receive slab, as a plain request's do (what does not fit waits in
+//!    [`TlsSide::spill`], and the window stays shut meanwhile);
+//! 2. the HTTP step as for plain HTTP: `http::parse` and `respond_cached` on the slab, the
+//!    response head in the head slab and its body a slice of the site image; the
+//!    response is kept in *plaintext* positions (`Sending` from 0);
+//! 3. records are sealed from it into the connection's ciphertext buffer
+//!    ([`TlsSide::out`], at most [`CIPHER_MAX`] unacknowledged bytes): the head and the
+//!    first body bytes are copied into one record (a small response is one record), the
+//!    rest of the body is given to the session as slices of the site image, 16 KiB per
+//!    record (rustls copies each into a record buffer of its own to encrypt it, then into
+//!    ours); each record is queued on the TCP stream, whose segments are cut from that
+//!    buffer;
+//! 4. when the response is sealed, the next pipelined request is read; `Connection:
+//!    close` (or a 408, or the peer's close_notify) ends with our close_notify and a FIN.
+//!
+//! The ciphertext of records sent is kept until acknowledged, so that a retransmission
+//! sends it again: a bounded buffer per connection, not yet the re-sealing of records
+//! from site memory (docs/design/tls.md says what that needs). Handshakes are the
+//! expensive step (key exchange and a signature): at most [`HANDSHAKES_PER_ROUND`]
+//! connections still in their handshake are stepped per poll round; the others wait for
+//! the next round ([`Server::tls_round_end`]), so a flood of handshakes cannot starve
+//! established connections.
+//!
+//! The TLS implementation is the platform's ([`TlsAcceptor`], [`TlsSession`]): the engine
+//! does not depend on a TLS library unless its `tls` feature is on (`bareweb-tls`'s
+//! rustls, [`rustls_session`]); the bare machine's build carries none.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::fmt;
+
+use super::{AccessLog, Server};
+use crate::http::conn::{Sending, NO_DYN};
+use crate::http::{self};
+use crate::nic::TxRing;
+use crate::resource::Lookup;
+use crate::tcp::emit;
+use crate::tcp::seq;
+
+/// The most a sealed record adds to its plaintext (header, TLS 1.2 GCM's explicit nonce,
+/// tag).
+pub const RECORD_OVERHEAD: usize = 5 + 8 + 16;
+/// The largest plaintext of one record (RFC 8446 §5.1).
+pub const MAX_RECORD: usize = 16384;
+/// Unacknowledged ciphertext one connection holds at most: four full records. A record is
+/// sealed only when it fits, so this is also the most a connection has in flight.
+pub const CIPHER_MAX: usize = 4 * (MAX_RECORD + RECORD_OVERHEAD);
+/// Connections in their handshake stepped per poll round, at most.
+pub const HANDSHAKES_PER_ROUND: u32 = 4;
+/// Responses one TLS step seals at most (pipelined requests beyond wait for the next
+/// step).
+const RESPONSES_PER_STEP: u32 = 16;
+
+/// What one [`TlsSession::receive`] found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TlsProgress {
+    /// The handshake is complete: [`TlsSession::seal`] works.
+    pub established: bool,
+    /// The peer sent close_notify: it sends nothing more.
+    pub peer_closed: bool,
+}
+
+/// The connection failed (the peer broke the protocol, or the handshake failed): what the
+/// session put in the output (an alert) is sent, then the connection closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TlsFailed;
+
+/// One TLS connection's protocol state, as the platform implements it.
+pub trait TlsSession: Send {
+    /// Feeds bytes received on the connection: TLS bytes to send are appended to `out`,
+    /// decrypted application data to `plain`. Never panics on what it is fed.
+    fn receive(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        plain: &mut Vec<u8>,
+    ) -> Result<TlsProgress, TlsFailed>;
+    /// Seals `plain` (at most [`MAX_RECORD`] bytes) as one application-data record into
+    /// `out` (room for `plain.len()` + [`RECORD_OVERHEAD`]); `None` when it cannot
+    /// (not established, the keys exhausted): the connection is then closed.
+    fn seal(&mut self, plain: &[u8], out: &mut [u8]) -> Option<usize>;
+    /// Seals a close_notify alert into `out` ([`RECORD_OVERHEAD`] + 2 bytes suffice).
+    fn close_notify(&mut self, out: &mut [u8]) -> Option<usize>;
+}
+
+/// The server's TLS configuration: makes one session per connection. Shared by every
+/// core.
+pub trait TlsAcceptor: Sync + fmt::Debug {
+    /// A new connection's session (`None`: none can be made; the connection is closed).
+    fn accept(&self) -> Option<Box<dyn TlsSession>>;
+}
+
+/// HTTPS on a port (`Config::tls`).
+#[derive(Clone, Copy, Debug)]
+pub struct TlsListen {
+    /// The TCP port (`--https-port`).
+    pub port: u16,
+    /// The sessions' maker (leaked at start, as the board is).
+    pub acceptor: &'static dyn TlsAcceptor,
+}
+
+/// A TCB's TLS state, beside it in the server (kept per TCB slot: its buffers keep their
+/// capacity from one connection to the next).
+#[derive(Default)]
+pub(super) struct TlsSide {
+    /// The session, made at the connection's first byte.
+    session: Option<Box<dyn TlsSession>>,
+    /// Ciphertext received and not yet given to the session.
+    pub(super) cin: Vec<u8>,
+    /// Decrypted request bytes that did not fit in the receive slab.
+    pub(super) spill: Vec<u8>,
+    /// Ciphertext queued on the TCP stream and not yet acknowledged: stream bytes
+    /// `[out_seq, out_seq + out.len())`.
+    out: Vec<u8>,
+    out_seq: u32,
+    /// Plaintext bytes of the response in flight sealed so far.
+    sealed: u32,
+    /// Our close_notify and FIN follow the response in flight.
+    close_after: bool,
+    /// The handshake is complete.
+    established: bool,
+    /// The peer sent close_notify.
+    peer_closed: bool,
+    /// The session failed, or our close_notify is sent: nothing more is read or sealed.
+    done: bool,
+    /// On the server's list of handshakes put off to the next round.
+    deferred: bool,
+}
+
+impl TlsSide {
+    /// Ready for the slot's next connection (buffers kept, their contents dropped).
+    pub(super) fn reset(&mut self) {
+        self.session = None;
+        self.cin.clear();
+        self.spill.clear();
+        self.out.clear();
+        self.out_seq = 0;
+        self.sealed = 0;
+        self.close_after = false;
+        self.established = false;
+        self.peer_closed = false;
+        self.done = false;
+        self.deferred = false;
+    }
+
+    /// Bytes the receive window must leave room for besides the slab's.
+    pub(super) fn held(&self) -> u32 {
+        (self.cin.len() + self.spill.len()) as u32
+    }
+
+    /// The ciphertext of stream bytes `[seq, seq + len)`, clipped to what is held.
+    pub(super) fn segment(&self, seq: u32, len: u32) -> &[u8] {
+        let off = (seq.wrapping_sub(self.out_seq) as usize).min(self.out.len());
+        let end = off.saturating_add(len as usize).min(self.out.len());
+        &self.out[off..end]
+    }
+}
+
+impl fmt::Debug for TlsSide {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsSide")
+            .field("session", &self.session.is_some())
+            .field("cin", &self.cin.len())
+            .field("out", &self.out.len())
+            .field("established", &self.established)
+            .finish()
+    }
+}
+
+impl<L: Lookup<'static>> Server<L> {
+    /// The HTTPS port, when served.
+    pub(super) fn tls_port(&self) -> Option<u16> {
+        self.cfg.tls.map(|t| t.port)
+    }
+
+    /// Our port of connection `idx` (HTTPS's or plain HTTP's).
+    #[inline]
+    pub(super) fn port_of(&self, idx: usize) -> u16 {
+        match (self.conns[idx].app.tls, self.cfg.tls) {
+            (true, Some(t)) => t.port,
+            _ => self.cfg.port,
+        }
+    }
+
+    /// Ciphertext received on TLS connection `id`: kept for its step (the window bounds
+    /// it, as the slab bounds plain HTTP's request bytes).
+    pub(super) fn tls_store(&mut self, id: u32, data: &[u8]) {
+        let idx = id as usize;
+        let cap = self.cfg.rx_buffer;
+        let side = &mut self.tls_sides[idx];
+        if side.done || self.conns[idx].tcp.is_closing() {
+            return;
+        }
+        let take = data.len().min(cap.saturating_sub(side.cin.len()));
+        side.cin.extend_from_slice(&data[..take]);
+        let t = &mut self.conns[idx];
+        if t.app.request_start_ns == 0 && take > 0 {
+            t.app.request_start_ns = self.now_ns;
+        }
+    }
+
+    /// Whether TLS connection `idx` has work for its step: input it has not taken yet, or
+    /// ciphertext not yet acknowledged (an ACK may let more of it go: the response's
+    /// records stay in flight after the response is sealed whole).
+    pub(super) fn tls_has_work(&self, idx: usize) -> bool {
+        let side = &self.tls_sides[idx];
+        side.held() > 0
+            || !side
+                .segment(self.conns[idx].tcp.snd_una(), u32::MAX)
+                .is_empty()
+    }
+
+    /// Queues on TCP the `out` bytes from `before` on (what the session or a seal just
+    /// wrote), keeping `out_seq + out.len()` the stream's end.
+    fn tls_queue(&mut self, idx: usize, before: usize) {
+        let side = &mut self.tls_sides[idx];
+        let n = side.out.len() - before;
+        if n == 0 {
+            return;
+        }
+        let start = self.conns[idx].tcp.queue(n as u32);
+        if before == 0 {
+            side.out_seq = start;
+        }
+        self.stats.tls_bytes_out += n as u64;
+    }
+
+    /// Drops the acknowledged prefix of connection `idx`'s ciphertext.
+    fn tls_compact(&mut self, idx: usize) {
+        let una = self.conns[idx].tcp.snd_una();
+        let side = &mut self.tls_sides[idx];
+        let acked = (una.wrapping_sub(side.out_seq) as usize).min(side.out.len());
+        if seq::gt(una, side.out_seq) && acked > 0 {
+            side.out.drain(..acked);
+            side.out_seq = side.out_seq.wrapping_add(acked as u32);
+        }
+    }
+
+    /// The HTTPS step of connection `id` (the module doc): input to the session, requests
+    /// answered, records sealed, segments sent.
+    pub(super) fn tls_step<T: TxRing, A: AccessLog>(&mut self, id: u32, tx: &mut T, log: &mut A) {
+        let idx = id as usize;
+        self.conns[idx].queued = false;
+        if !self.conns[idx].tcp.state().is_synchronized() {
+            return;
+        }
+        if self.tls_sides[idx].held() > 0 && !self.tls_sides[idx].done {
+            if !self.tls_sides[idx].established
+                && self.tls_handshakes >= HANDSHAKES_PER_ROUND
+                && !self.tls_sides[idx].cin.is_empty()
+            {
+                // This round's handshakes are spent: next round.
+                if !self.tls_sides[idx].deferred {
+                    self.tls_sides[idx].deferred = true;
+                    self.tls_deferred.push(id);
+                }
+                self.stats.tls_handshakes_deferred += 1;
+            } else {
+                self.tls_input(idx);
+            }
+        }
+        self.tls_respond(id, tx, log);
+        self.output(id, tx);
+        emit::ack_owed(&mut super::send::Out { s: self, tx }, id);
+    }
+
+    /// Gives connection `idx`'s received ciphertext to its session, and its plaintext to
+    /// the receive slab.
+    fn tls_input(&mut self, idx: usize) {
+        self.tls_unspill(idx);
+        let side = &mut self.tls_sides[idx];
+        if !side.spill.is_empty() || side.cin.is_empty() {
+            return;
+        }
+        if side.session.is_none() {
+            side.session = self.cfg.tls.and_then(|t| t.acceptor.accept());
+            self.stats.tls_sessions += 1;
+        }
+        let was_established = side.established;
+        if !was_established {
+            self.tls_handshakes += 1;
+        }
+        let before = side.out.len();
+        let mut plain = core::mem::take(&mut self.tls_plain);
+        plain.clear();
+        let result = match side.session.as_mut() {
+            Some(s) => s.receive(&side.cin, &mut side.out, &mut plain),
+            None => Err(TlsFailed),
+        };
+        side.cin.clear();
+        match result {
+            Ok(p) => {
+                side.established |= p.established;
+                side.peer_closed |= p.peer_closed;
+                if side.established && !was_established {
+                    self.stats.tls_established += 1;
+                }
+            }
+            Err(TlsFailed) => {
+                side.done = true;
+                self.stats.tls_failed += 1;
+            }
+        }
+        let failed = side.done;
+        self.tls_queue(idx, before);
+        // Plaintext into the slab; what does not fit waits.
+        let cap = self.cfg.rx_buffer;
+        let t = &mut self.conns[idx];
+        let start = t.app.rx_len as usize;
+        let take = plain.len().min(cap - start);
+        let base = idx * cap;
+        self.rx_slab[base + start..base + start + take].copy_from_slice(&plain[..take]);
+        t.app.rx_len += take as u32;
+        self.tls_sides[idx].spill.extend_from_slice(&plain[take..]);
+        self.tls_plain = plain;
+        if failed {
+            // The alert (if any) is queued: it ends the stream.
+            let t = &mut self.conns[idx];
+            t.app.rx_len = 0;
+            t.tcp.close();
+            self.tls_sides[idx].spill.clear();
+        }
+    }
+
+    /// Moves spilled plaintext into the room the slab has.
+    fn tls_unspill(&mut self, idx: usize) {
+        let side = &mut self.tls_sides[idx];
+        if side.spill.is_empty() {
+            return;
+        }
+        let cap = self.cfg.rx_buffer;
+        let t = &mut self.conns[idx];
+        let start = t.app.rx_len as usize;
+        let take = side.spill.len().min(cap - start);
+        let base = idx * cap;
+        self.rx_slab[base + start..base + start + take].copy_from_slice(&side.spill[..take]);
+        side.spill.drain(..take);
+        t.app.rx_len += take as u32;
+    }
+
+    /// Answers connection `id`'s requests and seals their responses while its ciphertext
+    /// buffer has room; closes when the responses say so, or the peer did.
+    fn tls_respond<T: TxRing, A: AccessLog>(&mut self, id: u32, tx: &mut T, log: &mut A) {
+        let idx = id as usize;
+        if !self.tls_sides[idx].established || self.tls_sides[idx].done {
+            return;
+        }
+        self.tls_compact(idx);
+        for _ in 0..RESPONSES_PER_STEP {
+            if self.conns[idx].app.resp.is_none() {
+                self.tls_unspill(idx);
+                let t = &self.conns[idx];
+                let side = &self.tls_sides[idx];
+                if t.app.rx_len == 0 || t.tcp.is_closing() || side.close_after {
+                    break;
+                }
+                if !self.start_response(id, tx, log) {
+                    return;
+                }
+                if self.conns[idx].app.resp.is_none() {
+                    break; // a partial request: more input first
+                }
+            }
+            if !self.tls_seal(idx) {
+                break; // the buffer is full (or the session failed)
+            }
+        }
+        let t = &self.conns[idx];
+        let side = &self.tls_sides[idx];
+        let peer_done = side.peer_closed || t.tcp.state().peer_closed();
+        let finished = t.app.resp.is_none()
+            && !side.done
+            && (side.close_after || (peer_done && t.app.rx_len == 0 && side.spill.is_empty()));
+        if finished {
+            self.tls_close(idx);
+        }
+    }
+
+    /// Seals the response in flight on connection `idx` into its ciphertext buffer,
+    /// record by record, while there is room. Returns whether it was sealed whole.
+    fn tls_seal(&mut self, idx: usize) -> bool {
+        let Some(r) = self.conns[idx].app.resp else {
+            return true;
+        };
+        let total = r.wire_len();
+        loop {
+            let side = &mut self.tls_sides[idx];
+            let sealed = side.sealed;
+            if sealed >= total {
+                break;
+            }
+            let room = CIPHER_MAX.saturating_sub(side.out.len());
+            if room <= RECORD_OVERHEAD {
+                return false;
+            }
+            let chunk = (total - sealed)
+                .min(MAX_RECORD as u32)
+                .min((room - RECORD_OVERHEAD) as u32);
+            // A record smaller than the room allows is worth waiting for an ACK, unless
+            // it ends the response.
+            if chunk < (total - sealed).min(MAX_RECORD as u32) && chunk < 4096 {
+                return false;
+            }
+            let p = r.payload(sealed, chunk);
+            let head_buf: &[u8] = match &self.dynamic {
+                Some(d) if self.conns[idx].app.dyn_slot != NO_DYN => {
+                    let s = usize::from(self.conns[idx].app.dyn_slot);
+                    &d.pool[s * d.slot_len..(s + 1) * d.slot_len]
+                }
+                _ => &self.head_slab[idx * http::HEAD_MAX..(idx + 1) * http::HEAD_MAX],
+            };
+            let plain: &[u8] = if p.head.is_empty() {
+                // Body bytes only: a slice of the site image.
+                p.body
+            } else {
+                // The head and the first body bytes: one record, from a copy.
+                let buf = &mut self.tls_record;
+                buf.clear();
+                buf.extend_from_slice(head_buf.get(p.head.clone()).unwrap_or(&[]));
+                buf.extend_from_slice(p.body);
+                buf
+            };
+            let before = side.out.len();
+            side.out.resize(before + plain.len() + RECORD_OVERHEAD, 0);
+            let n = side
+                .session
+                .as_mut()
+                .and_then(|s| s.seal(plain, &mut side.out[before..]));
+            match n {
+                Some(n) => {
+                    side.out.truncate(before + n);
+                    side.sealed += chunk;
+                    self.tls_queue(idx, before);
+                }
+                None => {
+                    side.out.truncate(before);
+                    side.done = true;
+                    self.stats.tls_failed += 1;
+                    let t = &mut self.conns[idx];
+                    t.app.rx_len = 0;
+                    t.tcp.close();
+                    return false;
+                }
+            }
+        }
+        // Sealed whole: the response is done (its ciphertext stays until acknowledged).
+        let t = &mut self.conns[idx];
+        t.app.resp = None;
+        let slot = core::mem::replace(&mut t.app.dyn_slot, NO_DYN);
+        self.release_dyn(slot);
+        self.tls_sides[idx].sealed = 0;
+        true
+    }
+
+    /// Our close_notify, then the FIN.
+    fn tls_close(&mut self, idx: usize) {
+        let side = &mut self.tls_sides[idx];
+        side.done = true;
+        let before = side.out.len();
+        side.out.resize(before + RECORD_OVERHEAD + 2, 0);
+        let n = side
+            .session
+            .as_mut()
+            .and_then(|s| s.close_notify(&mut side.out[before..]))
+            .unwrap_or(0);
+        side.out.truncate(before + n);
+        self.tls_queue(idx, before);
+        self.conns[idx].tcp.close();
+    }
+
+    /// A TLS connection's request timed out: a 408 sealed and the connection closed once
+    /// established; before that, the handshake just ends (a FIN).
+    pub(super) fn tls_timeout(&mut self, idx: usize, resp: &http::Response<'_>) {
+        let t = &mut self.conns[idx];
+        t.app.rx_len = 0;
+        t.app.request_start_ns = 0;
+        let side = &mut self.tls_sides[idx];
+        side.cin.clear();
+        side.spill.clear();
+        if side.established && !side.done {
+            t.app.resp = Some(Sending::new(0, resp.head_len, None));
+            side.sealed = 0;
+            side.close_after = true;
+        } else {
+            side.done = true;
+            t.tcp.close();
+        }
+    }
+
+    /// Connections whose handshake waited for the next round go back on the run list.
+    pub(super) fn tls_round_end(&mut self) {
+        self.tls_handshakes = 0;
+        while let Some(id) = self.tls_deferred.pop() {
+            let side = &mut self.tls_sides[id as usize];
+            if side.deferred {
+                side.deferred = false;
+                self.enqueue(id);
+            }
+        }
+    }
+
+    /// Connection `idx`'s response as `start_response` made it: on TLS it stays in
+    /// plaintext positions (from 0) and is sealed by the step; `close` becomes our
+    /// close_notify and FIN after it.
+    pub(super) fn tls_started(&mut self, idx: usize, sending: Sending, close: bool) {
+        self.stats.http_bytes += u64::from(sending.wire_len());
+        self.conns[idx].app.resp = Some(sending);
+        let side = &mut self.tls_sides[idx];
+        side.sealed = 0;
+        side.close_after |= close;
+    }
+}
+
+#[cfg(any(test, feature = "tls"))]
+pub mod rustls_session;
