@@ -158,7 +158,18 @@ impl Default for HttpConn {
     }
 }
 
+/// Whether a connection can be TLS at all: the engine's `https` feature (on with `tls`).
+/// The bare machine's build leaves it off until it carries a TLS library, so every TLS
+/// path of the server compiles away there (it cost the kernel ~10 KB of dead code).
+pub const TLS_ENABLED: bool = cfg!(any(test, feature = "https"));
+
 impl HttpConn {
+    /// The connection came to the HTTPS port (always false without the `https` feature).
+    #[inline(always)]
+    pub fn tls(&self) -> bool {
+        TLS_ENABLED && self.tls
+    }
+
     /// Nothing received, nothing to send.
     pub const fn new() -> HttpConn {
         HttpConn {

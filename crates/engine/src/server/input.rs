@@ -127,7 +127,7 @@ impl<L: Lookup<'static>> Server<L> {
             // of our ports at once finds the other one's connection. Rare (a client picks
             // a fresh port per connection), and dropped: its retransmissions find it
             // once the other is gone.
-            Some(id) if self.conns[id as usize].app.tls != self.rx_tls => {
+            Some(id) if self.conns[id as usize].app.tls() != self.rx_tls => {
                 self.stats.drop_not_for_us += 1;
             }
             Some(id) => self.segment_arrives(id, src_mac, seg, tx),
@@ -369,7 +369,7 @@ impl<L: Lookup<'static>> Server<L> {
                         && now.saturating_sub(t.app.request_start_ns) < EVICT_GRACE_NS;
                     // A TLS connection's sealed records may still be on their way.
                     let sending =
-                        t.app.tls && !self.tls_sides[i].segment(c.snd_una(), u32::MAX).is_empty();
+                        t.app.tls() && !self.tls_sides[i].segment(c.snd_una(), u32::MAX).is_empty();
                     t.app.resp.is_none() && !c.is_closing() && !fresh && !sending
                 }
                 _ => false,
@@ -449,7 +449,7 @@ impl<L: Lookup<'static>> Server<L> {
             self.conns[idx].app.request_start_ns = now;
         }
         if let Some((a, b)) = out.deliver {
-            if self.conns[idx].app.tls {
+            if self.conns[idx].app.tls() {
                 self.tls_store(id, &seg.payload[a..b]);
             } else {
                 self.store(id, &seg.payload[a..b]);
@@ -476,7 +476,7 @@ impl<L: Lookup<'static>> Server<L> {
         }
         let has_work = t.app.resp.is_some()
             || t.app.rx_len > 0
-            || (t.app.tls && self.tls_has_work(idx))
+            || (t.app.tls() && self.tls_has_work(idx))
             || t.tcp.state().peer_closed()
             || t.tcp.ack_pending();
         if has_work {

@@ -647,7 +647,7 @@ impl<L: Lookup<'static>> Server<L> {
     /// Free bytes in connection `id`'s receive buffer.
     fn rx_space(&self, id: u32) -> u32 {
         let app = &self.conns[id as usize].app;
-        let held = if app.tls {
+        let held = if app.tls() {
             self.tls_sides[id as usize].held()
         } else {
             0

@@ -22,7 +22,7 @@ impl<L: Lookup<'static>> Server<L> {
     /// one is acknowledged, then send what the windows allow.
     pub(super) fn http_step<T: TxRing, A: AccessLog>(&mut self, id: u32, tx: &mut T, log: &mut A) {
         let idx = id as usize;
-        if self.conns[idx].app.tls {
+        if self.conns[idx].app.tls() {
             return self.tls_step(id, tx, log);
         }
         self.conns[idx].queued = false;
@@ -98,7 +98,7 @@ impl<L: Lookup<'static>> Server<L> {
                 let redirect = self
                     .cfg
                     .https_redirect
-                    .filter(|_| !self.conns[idx].app.tls && http::redirects_to_https(&request));
+                    .filter(|_| !self.conns[idx].app.tls() && http::redirects_to_https(&request));
                 match (redirect, self.dynamic.as_mut()) {
                     (Some(port), _) => {
                         let r = http::respond_https_redirect(&request, port, now, name, head);
@@ -187,7 +187,7 @@ impl<L: Lookup<'static>> Server<L> {
             self.stay.parallel += 1;
             self.stay.parallel_max = self.stay.parallel_max.max(self.stay.parallel);
         }
-        if t.app.tls {
+        if t.app.tls() {
             let close = resp.close || (t.tcp.state().peer_closed() && t.app.rx_len == 0);
             self.tls_started(idx, sending, close);
             return true;
@@ -273,7 +273,7 @@ impl<L: Lookup<'static>> Server<L> {
         let port = self.port_of(idx);
         let now = self.now_ns;
         let t = &mut self.conns[idx];
-        if t.app.tls {
+        if t.app.tls() {
             // TLS: the segment is cut from the connection's ciphertext.
             let head = self.tls_sides[idx].segment(seg.seq, seg.len);
             let peer_port = t.peer.port;
@@ -345,7 +345,7 @@ impl<L: Lookup<'static>, T: TxRing> Sender for Out<'_, L, T> {
     #[inline]
     fn frame_max(&mut self, id: u32) -> u32 {
         let t = &self.s.conns[id as usize];
-        if t.app.tls {
+        if t.app.tls() {
             // Ciphertext is copied into the slot too: single segments.
             return 0;
         }

@@ -138,7 +138,7 @@ impl<L: Lookup<'static>> Server<L> {
                 / 1000,
         });
         self.count_response(resp.status);
-        if self.conns[idx].app.tls {
+        if self.conns[idx].app.tls() {
             self.tls_timeout(idx, &resp);
             self.enqueue(id);
             return;

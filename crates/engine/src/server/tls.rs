@@ -179,13 +179,16 @@ impl fmt::Debug for TlsSide {
 impl<L: Lookup<'static>> Server<L> {
     /// The HTTPS port, when served.
     pub(super) fn tls_port(&self) -> Option<u16> {
+        if !crate::http::conn::TLS_ENABLED {
+            return None;
+        }
         self.cfg.tls.map(|t| t.port)
     }
 
     /// Our port of connection `idx` (HTTPS's or plain HTTP's).
     #[inline]
     pub(super) fn port_of(&self, idx: usize) -> u16 {
-        match (self.conns[idx].app.tls, self.cfg.tls) {
+        match (self.conns[idx].app.tls(), self.cfg.tls) {
             (true, Some(t)) => t.port,
             _ => self.cfg.port,
         }
@@ -498,6 +501,9 @@ impl<L: Lookup<'static>> Server<L> {
 
     /// Connections whose handshake waited for the next round go back on the run list.
     pub(super) fn tls_round_end(&mut self) {
+        if !crate::http::conn::TLS_ENABLED {
+            return;
+        }
         self.tls_handshakes = 0;
         while let Some(id) = self.tls_deferred.pop() {
             let side = &mut self.tls_sides[id as usize];
