@@ -143,9 +143,14 @@ impl<L: Lookup<'static>> Server<L> {
                     return true;
                 }
             }
-            // A PROXY header from a source not trusted to send one (it is no request).
+            // A PROXY header from a source not trusted to send one (it is no request). From
+            // a trusted source, whose header was read already, a second one is a bad
+            // request like any other: one header outcome per connection.
             Parse::Error(_)
-                if self.conns[idx].app.stay_start_ns == 0 && wire::proxy::has_signature(rx) =>
+                if self.conns[idx].app.stay_start_ns == 0
+                    && wire::proxy::has_signature(rx)
+                    && !(self.proxy
+                        && self.cfg.proxy_protocol.contains(self.conns[idx].peer.ip)) =>
             {
                 self.forbid_header(id, tx);
                 return false;

@@ -238,6 +238,31 @@ fn a_header_still_partial_at_the_request_timeout_is_missing_not_408() {
 }
 
 #[test]
+fn a_second_header_from_the_balancer_is_a_bad_request_not_forbidden() {
+    // Found by the fuzzer (server_proxy): a trusted balancer's header is read, then the
+    // bytes after it begin like a header again. That is one header and a bad request
+    // (400), not a second outcome counted as forbidden.
+    let mut s = behind(Ipv4Address([10, 0, 0, 0]), 24, 8);
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let clock = ManualClock(1_000_000);
+    let mut log = Who::default();
+    let conn = open(&mut s, &mut nic, &clock, 46100);
+    let header = b"PROXY TCP4 192.0.2.9 10.0.0.2 5555 80\r\n";
+    let out = send(&mut s, &mut nic, &clock, &mut log, conn, &[header, header]);
+    let answer = out
+        .iter()
+        .find(|o| !o.payload.is_empty())
+        .expect("an answer");
+    assert!(
+        String::from_utf8_lossy(&answer.payload).starts_with("HTTP/1.1 400"),
+        "{out:?}"
+    );
+    let st = s.stats();
+    assert_eq!((st.proxy_headers, st.proxy_forbidden), (1, 0));
+    assert_eq!(log.0, [(IpAddr::from([192, 0, 2, 9]), 400)]);
+}
+
+#[test]
 fn a_header_from_an_untrusted_source_is_forbidden_not_a_request() {
     // The balancer is elsewhere: this client may not name another.
     let mut s = behind(Ipv4Address([192, 0, 2, 0]), 24, 8);
