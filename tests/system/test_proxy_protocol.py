@@ -1,6 +1,7 @@
 """The PROXY protocol behind a real balancer: HAProxy (Debian's, started by the test) in
 the namespace in front of `bareweb serve --proxy-protocol`, with `send-proxy` (version 1)
-and `send-proxy-v2`. curl through HAProxy: the access log names curl's own address, not
+and `send-proxy-v2`, on the HTTP port and (TCP mode, the header before the TLS bytes) on
+the HTTPS port. curl through HAProxy: the access log names curl's own address, not
 HAProxy's. A direct connection from the balancer's address without a header is reset and
 counted (`proxy_missing`); one from elsewhere with a header is refused as forbidden."""
 import shutil
@@ -31,10 +32,15 @@ frontend v1
 frontend v2
     bind 127.0.0.1:8082
     default_backend v2
+frontend tls
+    bind 127.0.0.1:8443
+    default_backend tls
 backend v1
     server s {server}:80 source {balancer} send-proxy
 backend v2
     server s {server}:80 source {balancer} send-proxy-v2
+backend tls
+    server s {server}:443 source {balancer} send-proxy-v2
 """
 
 
@@ -42,8 +48,16 @@ backend v2
 def balanced(tmp_path_factory):
     if shutil.which("haproxy") is None:
         pytest.fail("haproxy missing: `cargo xtask setup` installs it")
-    s = Server(extra=("--proxy-protocol", f"{BALANCER_IP}/32", "--access-log"))
-    cfg = tmp_path_factory.mktemp("haproxy") / "h.cfg"
+    d = tmp_path_factory.mktemp("haproxy")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", d / "key.pem",
+                    "-out", d / "cert.pem", "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost"],
+                   check=True, capture_output=True)
+    s = Server(extra=("--proxy-protocol", f"{BALANCER_IP}/32", "--access-log",
+                      "--tls-cert", d / "cert.pem", "--tls-key", d / "key.pem"))
+    s.cert = d / "cert.pem"
+    cfg = d / "h.cfg"
     cfg.write_text(CONFIG.format(server=SERVER_IP, balancer=BALANCER_IP))
     s.ns.ip("addr", "add", f"{BALANCER_IP}/24", "dev", "bw0")
     s.ns.ip("addr", "add", f"{CURL_IP}/8", "dev", "lo")
@@ -88,6 +102,19 @@ def test_access_log_names_the_client_behind_haproxy(balanced, port, path):
     assert BALANCER_IP not in lines[0]
 
 
+def test_https_behind_haproxy_in_tcp_mode_names_the_client(balanced):
+    path = "/?tls-send-proxy-v2"
+    r = curl(balanced, f"https://localhost:8443{path}", "--interface", CURL_IP,
+             "--cacert", balanced.cert, "--resolve", "localhost:8443:127.0.0.1")
+    assert r.stdout == "200", r
+    deadline = time.time() + 5
+    while not log_lines(balanced, path) and time.time() < deadline:
+        time.sleep(0.05)
+    lines = log_lines(balanced, path)
+    assert len(lines) == 1, balanced.output()[-2000:]
+    assert lines[0].startswith(f"{CURL_IP} - - ["), lines[0]
+
+
 def test_headerless_connection_from_the_balancer_is_reset_and_counted(balanced):
     # curl from the balancer's own address, straight to the server: no header.
     r = curl(balanced, f"http://{SERVER_IP}/?direct", "--interface", BALANCER_IP)
@@ -112,7 +139,7 @@ def test_header_from_an_untrusted_address_is_forbidden(balanced):
 def test_counters_say_why(balanced):
     # Last in this module: stopping the server prints its counters.
     counters = balanced.stop()
-    assert counters["proxy_headers"] >= 2, counters
+    assert counters["proxy_headers"] >= 3, counters
     assert counters["proxy_missing"] >= 1, counters
     assert counters["proxy_forbidden"] >= 1, counters
     assert counters["proxy_malformed"] == counters["proxy_too_long"] == 0, counters

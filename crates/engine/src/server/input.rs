@@ -264,7 +264,7 @@ impl<L: Lookup<'static>> Server<L> {
         };
         if self.proxy {
             // A PROXY header comes before TLS, and is not read there (yet).
-            app.proxy_wait = self.proxy_source(peer.ip) && !self.rx_tls;
+            app.proxy_wait = self.proxy_source(peer.ip);
             self.clients[id as usize] = None;
         }
         self.conns.open(id, peer, src_mac, tcp, app);

@@ -8,7 +8,9 @@
 //! into the connection's receive slab, in as many segments as they came in), and the HTTP
 //! step reads the header first while [`HttpConn::proxy_wait`] is set. A partial header
 //! waits for more, bounded by the parser (at most 536 bytes are ever needed) and by the
-//! request timeout, which runs from the connection's establishment. What is refused is
+//! request timeout, which runs from the connection's establishment. On the HTTPS port the
+//! header comes before the TLS bytes and is read from the ciphertext held for the session
+//! (`proxy_header_tls`), so the session never sees it. What is refused is
 //! counted by reason (`proxy_missing`, `proxy_malformed`, `proxy_too_long`,
 //! `proxy_forbidden`) and the connection is reset: §2.1, "Any sequence which does not
 //! exactly match the protocol must be discarded and cause the receiver to abort the
@@ -70,14 +72,8 @@ impl<L: Lookup<'static>> Server<L> {
         let why = match proxy::parse(&self.rx_slab[base..base + rx_len]) {
             Parsed::Complete { repr, len } => {
                 self.rx_slab.copy_within(base + len..base + rx_len, base);
-                let t = &mut self.conns[idx];
-                t.app.rx_len = (rx_len - len) as u32;
-                t.app.proxy_wait = false;
-                self.stats.proxy_headers += 1;
-                return match repr.source() {
-                    Some(client) => self.proxied_client(id, client, tx),
-                    None => Header::Read, // LOCAL, UNKNOWN: the connection's own peer
-                };
+                self.conns[idx].app.rx_len = (rx_len - len) as u32;
+                return self.header_read(id, repr.source(), tx);
             }
             Parsed::Partial if !self.conns[idx].tcp.state().peer_closed() => {
                 return Header::Wait;
@@ -88,6 +84,37 @@ impl<L: Lookup<'static>> Server<L> {
         };
         self.refuse_header(id, why, tx);
         Header::Closed
+    }
+
+    /// The same for an HTTPS connection: the header comes before the TLS bytes (HAProxy's
+    /// `send-proxy` on a TCP-mode backend), read from the start of the ciphertext held for
+    /// the session, which then never sees it.
+    pub(super) fn proxy_header_tls<T: TxRing>(&mut self, id: u32, tx: &mut T) -> Header {
+        let idx = id as usize;
+        let why = match proxy::parse(&self.tls_sides[idx].cin) {
+            Parsed::Complete { repr, len } => {
+                self.tls_sides[idx].cin.drain(..len);
+                return self.header_read(id, repr.source(), tx);
+            }
+            Parsed::Partial if !self.conns[idx].tcp.state().peer_closed() => {
+                return Header::Wait;
+            }
+            Parsed::Partial => Error::Missing,
+            Parsed::Error(e) => e,
+        };
+        self.refuse_header(id, why, tx);
+        Header::Closed
+    }
+
+    /// Connection `id`'s header was read whole: counted, and the client it names (none for
+    /// LOCAL and UNKNOWN: the connection's own peer) applied.
+    fn header_read<T: TxRing>(&mut self, id: u32, client: Option<IpAddr>, tx: &mut T) -> Header {
+        self.conns[id as usize].app.proxy_wait = false;
+        self.stats.proxy_headers += 1;
+        match client {
+            Some(client) => self.proxied_client(id, client, tx),
+            None => Header::Read,
+        }
     }
 
     /// Connection `id`'s header named `client`. An IPv4 client is counted under the

@@ -256,6 +256,16 @@ impl<L: Lookup<'static>> Server<L> {
         if !self.conns[idx].tcp.state().is_synchronized() {
             return;
         }
+        if self.conns[idx].app.proxy_wait && !self.tls_sides[idx].cin.is_empty() {
+            match self.proxy_header_tls(id, tx) {
+                super::proxy::Header::Read => {}
+                super::proxy::Header::Wait => {
+                    emit::ack_owed(&mut super::send::Out { s: self, tx }, id);
+                    return;
+                }
+                super::proxy::Header::Closed => return,
+            }
+        }
         if self.tls_sides[idx].held() > 0 && !self.tls_sides[idx].done {
             if !self.tls_sides[idx].established
                 && self.tls_handshakes >= HANDSHAKES_PER_ROUND

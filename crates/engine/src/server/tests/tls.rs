@@ -648,3 +648,63 @@ fn captured_openssl_hellos_get_a_server_hello() {
         assert_eq!(s.stats().tls_failed, 0);
     }
 }
+
+#[test]
+fn a_proxy_header_before_the_hello_names_the_client_on_the_https_port() {
+    // HAProxy in TCP mode in front of the HTTPS port (`send-proxy`): the header, then
+    // the TLS bytes. The header's client is the connection's (here: the per-address
+    // limit of one counts it), and the session never sees the header.
+    let mut s = {
+        let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+        cfg.tcbs = 8;
+        cfg.max_per_ip = Some(1);
+        cfg.syn_backlog = Some(8);
+        let mut sources = crate::server::config::ProxySources::NONE;
+        assert!(sources.add(Ipv4Address([10, 0, 0, 0]), 24));
+        cfg.proxy_protocol = sources;
+        cfg.tls = Some(TlsListen {
+            port: HTTPS,
+            acceptor: acceptor(),
+        });
+        Server::new(cfg, TestSite::new(), SERVER_MAC)
+    };
+    let (mut nic, mut clock) = nic_and_clock();
+    let header = b"PROXY TCP4 192.0.2.9 10.0.0.2 5555 443\r\n";
+    let mut tcp = Tcp::open(&mut s, &mut nic, &clock, HTTPS, 47000);
+    tcp.send(&mut nic, header);
+    let tls = ClientConnection::new(
+        client_config(&rustls::version::TLS13),
+        "localhost".try_into().unwrap(),
+    )
+    .unwrap();
+    let mut c = TlsClient {
+        tcp,
+        tls,
+        plain: Vec::new(),
+        fed: 0,
+        closed_by_peer: false,
+    };
+    c.pump(&mut s, &mut nic, &mut clock, 50);
+    assert!(!c.tls.is_handshaking(), "handshake did not complete");
+    c.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    c.pump(&mut s, &mut nic, &mut clock, 50);
+    let r = responses(&c.plain);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert!(r[0].0.starts_with("HTTP/1.1 200"), "{r:?}");
+    assert_eq!(s.stats().proxy_headers, 1);
+    // The same client again through the balancer: past its limit of one, reset.
+    let mut second = Tcp::open(&mut s, &mut nic, &clock, HTTPS, 47001);
+    second.send(&mut nic, header);
+    clock.0 += 100_000;
+    let out = run(&mut s, &mut nic, &clock);
+    assert!(out.iter().any(|o| o.rst), "{out:?}");
+    assert_eq!(s.stats().tcp_per_ip_refused, 1);
+    // A connection from the balancer with no header: refused by reason, never a session.
+    let mut bare = Tcp::open(&mut s, &mut nic, &clock, HTTPS, 47002);
+    bare.send(&mut nic, &[0x16, 0x03, 0x01, 0x00, 0x05, 1, 0, 0, 1, 0]);
+    clock.0 += 100_000;
+    let out = run(&mut s, &mut nic, &clock);
+    assert!(out.iter().any(|o| o.rst), "{out:?}");
+    let st = s.stats();
+    assert_eq!(st.proxy_missing + st.proxy_malformed, 1, "{st:?}");
+}
