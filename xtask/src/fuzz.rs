@@ -181,3 +181,31 @@ fn start(t: &str, secs: u64, logs: &Path) -> Result<std::process::Child, String>
         .spawn()
         .map_err(|e| format!("cannot start fuzz target {t}: {e}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::TARGETS;
+
+    /// `cargo fuzz run` stops at once without its seed directory (a fresh clone has only
+    /// what is committed): every target has seeds in `fuzz/corpus/<target>/`, and every
+    /// `[[bin]]` of fuzz/Cargo.toml is a target here.
+    #[test]
+    fn every_target_has_committed_seeds_and_is_run() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        for t in TARGETS {
+            let dir = root.join("fuzz/corpus").join(t);
+            let n = std::fs::read_dir(&dir).map_or(0, |d| d.count());
+            assert!(n > 0, "{t}: no seeds in {}", dir.display());
+        }
+        let manifest = std::fs::read_to_string(root.join("fuzz/Cargo.toml")).unwrap();
+        let mut in_bin = false;
+        for line in manifest.lines() {
+            if line.starts_with('[') {
+                in_bin = line == "[[bin]]";
+            } else if let Some(name) = line.strip_prefix("name = ").filter(|_| in_bin) {
+                let name = name.trim_matches('"');
+                assert!(TARGETS.contains(&name), "{name} is not in TARGETS");
+            }
+        }
+    }
+}
