@@ -217,15 +217,21 @@ pub fn stop_flag() -> &'static AtomicBool {
     stop_arc()
 }
 
-/// From now on SIGINT, SIGTERM and SIGHUP only set [`stop_flag`] (`signal-hook`: no
-/// hand-written handler).
-pub fn catch_stop_signals() {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    for sig in [SIGINT, SIGTERM, SIGHUP] {
+/// From now on each of `signals` only sets [`stop_flag`] (said on stderr if one cannot be
+/// caught).
+fn stop_on(signals: &[std::ffi::c_int]) {
+    for &sig in signals {
         if let Err(e) = signal_hook::flag::register(sig, Arc::clone(stop_arc())) {
             eprintln!("bareweb: cannot catch signal {sig}: {e}");
         }
     }
+}
+
+/// From now on SIGINT, SIGTERM and SIGHUP only set [`stop_flag`] (`signal-hook`: no
+/// hand-written handler).
+pub fn catch_stop_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    stop_on(&[SIGINT, SIGTERM, SIGHUP]);
 }
 
 /// For `run`: SIGINT and SIGHUP set [`stop_flag`]; SIGTERM sets the returned flag (a
@@ -234,11 +240,7 @@ pub fn catch_stop_signals() {
 pub fn catch_stop_signals_term_drains() -> &'static AtomicBool {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     static TERM: AtomicBool = AtomicBool::new(false);
-    for sig in [SIGINT, SIGHUP] {
-        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(stop_arc())) {
-            eprintln!("bareweb: cannot catch signal {sig}: {e}");
-        }
-    }
+    stop_on(&[SIGINT, SIGHUP]);
     let stop = stop_flag();
     let on_term = move || {
         if TERM.swap(true, Ordering::Relaxed) {
@@ -264,11 +266,7 @@ pub fn drain_on_sigterm(cfg: &mut bareweb_engine::server::Config) -> &'static Dr
     let drain: &'static Drain =
         Box::leak(Box::new(Drain::new(t.drain_grace_ms, t.drain_timeout_ms)));
     cfg.drain = Some(drain);
-    for sig in [SIGINT] {
-        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(stop_arc())) {
-            eprintln!("bareweb: cannot catch signal {sig}: {e}");
-        }
-    }
+    stop_on(&[SIGINT]);
     let stop = stop_flag();
     let on_term = move || {
         if drain.draining() {
