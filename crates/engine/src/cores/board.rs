@@ -17,13 +17,10 @@ use core::sync::atomic::{fence, AtomicU64, Ordering};
 
 use super::DispatchCounters;
 use crate::bond::Bond;
-use crate::http::{self, Request};
 use crate::nic::NicCounters;
-use crate::resource::{Body, Found, Lookup, Resource};
-use crate::server::{DynamicPage, Server};
 use crate::stats::{CoreTimes, Stats, Stay, STATS_FIELDS, STAT_HELP, STAT_NAMES, STAY_BUCKETS};
 
-use super::pages::{self, PageSettings};
+use super::pages::PageSettings;
 use crate::stats::platform::{PlatformCounters, ReloadCounters, ReloadCounts};
 
 /// Largest stats response (head and JSON) a server renders; more cores than fit get a 500.
@@ -704,165 +701,6 @@ impl fmt::Write for SliceWriter<'_> {
     }
 }
 
-/// Path of the JSON (at the default place).
-pub const STATS_PATH: &[u8] = b"/.well-known/bareweb/stats";
-/// Path of the HTML page (at the default place).
-pub const PAGE_PATH: &[u8] = b"/.well-known/bareweb/";
-
-/// Whether a request target asks for the JSON at its default place (the exact path, with
-/// or without a query).
-pub fn is_stats_target(target: &[u8]) -> bool {
-    match target.strip_prefix(STATS_PATH) {
-        Some(rest) => rest.is_empty() || rest[0] == b'?',
-        None => false,
-    }
-}
-
-/// The stats JSON as the server's dynamic page: core `core` of `board` publishes its own
-/// row first (so that row is current), then renders every row.
-pub struct StatsPage {
-    board: &'static Board,
-    core: usize,
-}
-
-impl StatsPage {
-    /// The page served by core `core` of `board`.
-    pub fn new(board: &'static Board, core: usize) -> StatsPage {
-        StatsPage { board, core }
-    }
-}
-
-impl DynamicPage for StatsPage {
-    fn buffer_len(&self) -> usize {
-        self.board.buffer_len()
-    }
-
-    fn claims(&self, target: &[u8], peer: core::net::IpAddr) -> bool {
-        self.board.pages().page_for(target, peer).is_some()
-    }
-
-    fn respond(
-        &self,
-        (stats, times, stay): (&Stats, &CoreTimes, &Stay),
-        request: &Request<'_>,
-        peer: core::net::IpAddr,
-        now_unix: u64,
-        server_name: &str,
-        out: &mut [u8],
-    ) -> http::Response<'static> {
-        self.board.publish_server(self.core, stats, times, stay);
-        // `claims` said this page answers; the client decides which answer.
-        match self.board.pages().page_for(request.target, peer) {
-            Some(page) => {
-                pages::respond(page, self.board, request, peer, now_unix, server_name, out)
-            }
-            None => http::respond_error(http::Status::NOT_FOUND, now_unix, server_name, out),
-        }
-    }
-}
-
-impl<L: Lookup<'static>> Server<L> {
-    /// Answers `GET /.well-known/bareweb/stats` with the JSON of `board`, where this
-    /// server is core `core`. Allocates the response buffers now, once. Without this call
-    /// the path is the site's, as before.
-    pub fn serve_stats(&mut self, board: &'static Board, core: usize) {
-        self.serve_dynamic(Box::new(StatsPage::new(board, core)));
-    }
-}
-
-/// Writes the whole stats response (head and, unless HEAD, the JSON) into `out`
-/// ([`JSON_MAX`] bytes). Its `head_len` covers everything; it has no stored body.
-pub fn respond_stats(
-    board: &Board,
-    req: &Request<'_>,
-    now_unix: u64,
-    server: &str,
-    out: &mut [u8],
-) -> http::Response<'static> {
-    pages::respond(
-        pages::Page::Json,
-        board,
-        req,
-        [0u8; 4].into(),
-        now_unix,
-        server,
-        out,
-    )
-}
-
-/// The HTML page: inline CSS, JS and SVG, no external assets.
-pub const PAGE_HTML: &str = include_str!("stats.html");
-
-/// A site with the stats page added at `BASE/` (the second field, without its slash;
-/// [`PAGE_PATH`] by default) and a redirect from `BASE`; every other path is the inner
-/// site's.
-#[derive(Debug, Clone, Copy)]
-pub struct WithStatsPage<L>(pub L, pub &'static str);
-
-impl<L> WithStatsPage<L> {
-    /// The stats page at its default place.
-    pub fn new(site: L) -> Self {
-        WithStatsPage(site, pages::DEFAULT_BASE)
-    }
-}
-
-/// Entity tag of the page: changes with the crate version.
-const PAGE_ETAG: &str = concat!("\"bareweb-stats-", env!("CARGO_PKG_VERSION"), "\"");
-
-impl<L: Lookup<'static>> Lookup<'static> for WithStatsPage<L> {
-    /// The stats page is the server's: on every site a host chooses, and for a host no
-    /// site answers (the inner site, which then answers nothing else).
-    fn for_host(&self, host: Option<&[u8]>) -> crate::resource::Chosen<Self> {
-        use crate::resource::Chosen;
-        match self.0.for_host(host) {
-            Chosen::This => Chosen::This,
-            Chosen::Other(site) => Chosen::Other(WithStatsPage(site, self.1)),
-            Chosen::Misdirected => Chosen::Misdirected,
-        }
-    }
-
-    fn lookup(&self, path: &[u8]) -> Found<'static> {
-        let base = self.1.as_bytes();
-        let page = path.strip_prefix(base);
-        if page == Some(b"/") {
-            // No stored block sums: the (rarely sent) page's checksums are summed on the spot.
-            // The site's header lines for every path go with it.
-            return Found::Resource(Resource {
-                headers: self.0.common_headers(),
-                ..Resource::plain(
-                    "text/html; charset=utf-8",
-                    PAGE_ETAG,
-                    1_767_225_600, // 2026-01-01, the page's version date
-                    Body {
-                        data: PAGE_HTML.as_bytes(),
-                        block_sums: &[],
-                    },
-                )
-            });
-        }
-        if page == Some(b"") {
-            return Found::AddSlash;
-        }
-        self.0.lookup(path)
-    }
-
-    fn redirect(&self, path: &[u8]) -> Option<crate::resource::Redirect<'static>> {
-        self.0.redirect(path)
-    }
-
-    fn error_page(&self, status: u16) -> Option<Resource<'static>> {
-        self.0.error_page(status)
-    }
-
-    fn common_headers(&self) -> &'static str {
-        self.0.common_headers()
-    }
-
-    fn server_name(&self) -> Option<&'static str> {
-        self.0.server_name()
-    }
-}
-
 /// Total requests over every core of a rendered board (for platforms' summaries).
 pub fn total_requests(board: &Board) -> u64 {
     (0..board.cores())
@@ -902,6 +740,11 @@ impl Snapshot {
         }
     }
 }
+
+mod page;
+pub use page::{
+    is_stats_target, respond_stats, StatsPage, WithStatsPage, PAGE_HTML, PAGE_PATH, STATS_PATH,
+};
 
 #[cfg(test)]
 mod tests;

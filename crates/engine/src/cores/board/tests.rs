@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
 use super::*;
-use crate::cores::DispatchCounters;
+use crate::cores::{pages, DispatchCounters};
 use crate::http::{parse, Parse};
+use crate::resource::{Found, Lookup};
 
 fn stats_with(requests: u64, rx: u64) -> Stats {
     Stats {
