@@ -39,18 +39,22 @@ use crate::boot_info::BootInfo;
 #[derive(Clone, Copy, Debug)]
 struct Identity;
 
-/// What reads of memory outside the identity map see: zeros (no valid table).
+/// What reads of memory outside the identity map see: zeros (no valid table). In an
+/// `UnsafeCell` so the page lands in `.bss` rather than 4 KiB of the image's `.rodata`;
+/// nothing writes it.
 #[repr(C, align(4096))]
-struct Zeros([u8; 4096]);
-static ZEROS: Zeros = Zeros([0; 4096]);
+struct Zeros(core::cell::UnsafeCell<[u8; 4096]>);
+// SAFETY: never written, so shared reads from every core are sound.
+unsafe impl Sync for Zeros {}
+static ZEROS: Zeros = Zeros(core::cell::UnsafeCell::new([0; 4096]));
 
 impl AcpiHandler for Identity {
     unsafe fn map_physical_region<T>(&self, pa: usize, size: usize) -> PhysicalMapping<Self, T> {
         let inside = pa != 0 && pa.checked_add(size).is_some_and(|end| end <= 1 << 32);
-        let at = if inside || size > ZEROS.0.len() {
+        let at = if inside || size > size_of::<Zeros>() {
             pa
         } else {
-            ZEROS.0.as_ptr() as usize
+            ZEROS.0.get() as usize
         };
         // SAFETY: the first 4 GiB are identity-mapped, so `pa` is readable at `pa`; a
         // range outside is given the zero page instead (large ranges come only after a
