@@ -49,6 +49,7 @@ pub mod pci;
 pub mod queue;
 pub mod report;
 pub mod rest;
+pub mod tls;
 
 #[cfg(target_os = "none")]
 #[global_allocator]
