@@ -32,6 +32,9 @@ use bareweb_tls::{MinVersion, Options, Platform, TlsServer};
 use chacha20::cipher::{KeyIvInit, StreamCipher};
 use chacha20::ChaCha20;
 
+/// The certificate chain and key the image carries (PEM).
+pub type Pems = (&'static [u8], &'static [u8]);
+
 /// Requests between two stirs of fresh hardware randomness into the key.
 pub const RESEED_EVERY: u32 = 1024;
 

@@ -76,8 +76,7 @@ pub fn split(module: &[u8]) -> Result<Split<'_>, Bad> {
     let n = |at: usize| u32::from_le_bytes([rest[at], rest[at + 1], rest[at + 2], rest[at + 3]]);
     let (c, k) = (n(8) as usize, n(12) as usize);
     let body = &rest[HEAD..];
-    if c.checked_add(k).is_none_or(|t| t > body.len()) || !body[c + k..].iter().all(|&b| b == 0)
-    {
+    if c.checked_add(k).is_none_or(|t| t > body.len()) || !body[c + k..].iter().all(|&b| b == 0) {
         return Err(Bad::Lengths);
     }
     Ok(Split {
@@ -123,7 +122,11 @@ mod tests {
         let mut m = plain.clone();
         m.extend_from_slice(b"garbage");
         assert_eq!(split(&m), Err(Bad::NotATrailer));
-        for (c, k) in [(5usize, 4usize), (u32::MAX as usize, 1), (1, u32::MAX as usize)] {
+        for (c, k) in [
+            (5usize, 4usize),
+            (u32::MAX as usize, 1),
+            (1, u32::MAX as usize),
+        ] {
             let mut m = plain.clone();
             m.extend_from_slice(&head(c, k).unwrap());
             m.extend_from_slice(b"CERT!KEY");

@@ -392,8 +392,14 @@ mod tests {
         assert_eq!(super::days_from_civil(2000, 3, 1), 11_017);
         assert_eq!(super::days_from_civil(2026, 11, 22), 20_779);
         // Leap days: 2024-02-29 and the day after; 2100 is not a leap year.
-        assert_eq!(super::days_from_civil(2024, 3, 1) - super::days_from_civil(2024, 2, 28), 2);
-        assert_eq!(super::days_from_civil(2100, 3, 1) - super::days_from_civil(2100, 2, 28), 1);
+        assert_eq!(
+            super::days_from_civil(2024, 3, 1) - super::days_from_civil(2024, 2, 28),
+            2
+        );
+        assert_eq!(
+            super::days_from_civil(2100, 3, 1) - super::days_from_civil(2100, 2, 28),
+            1
+        );
     }
 
     #[test]
@@ -410,7 +416,10 @@ mod tests {
         let bin = [20, 48, 15, 28, 11, 26, 20];
         assert_eq!(rtc_decode(bin, 0x06), Some(t));
         // BCD, 12-hour: 3 PM; binary, 12-hour.
-        assert_eq!(rtc_decode([0x20, 0x48, 0x83, 0x28, 0x11, 0x26, 0x20], 0x00), Some(t));
+        assert_eq!(
+            rtc_decode([0x20, 0x48, 0x83, 0x28, 0x11, 0x26, 0x20], 0x00),
+            Some(t)
+        );
         assert_eq!(rtc_decode([20, 48, 0x83, 28, 11, 26, 20], 0x04), Some(t));
         // 12 AM is midnight, 12 PM noon.
         let midnight = rtc_decode([0, 0, 0x12, 0x28, 0x11, 0x26, 0x20], 0x00).unwrap();
@@ -418,7 +427,10 @@ mod tests {
         let noon = rtc_decode([0, 0, 0x92, 0x28, 0x11, 0x26, 0x20], 0x00).unwrap();
         assert_eq!(noon % 86_400, 12 * 3600);
         // No century register (0): the 2000s.
-        assert_eq!(rtc_decode([0x20, 0x48, 0x15, 0x28, 0x11, 0x26, 0x00], 0x02), Some(t));
+        assert_eq!(
+            rtc_decode([0x20, 0x48, 0x15, 0x28, 0x11, 0x26, 0x00], 0x02),
+            Some(t)
+        );
         // Nonsense: month 13, hour 25, 12-hour hour 0.
         assert_eq!(rtc_decode([0, 0, 0, 1, 0x13, 0x26, 0x20], 0x02), None);
         assert_eq!(rtc_decode([0, 0, 0x25, 1, 1, 0x26, 0x20], 0x02), None);
