@@ -8,10 +8,11 @@ HTTPS port's segments as the HTTP port's). The test makes its own CA and certifi
 (ECDSA P-256), as tests/system/test_https.py does."""
 import hashlib
 import subprocess
+import time
 
 import pytest
 
-from conftest import SERVER_IP, SITE, Kernel
+from conftest import BIN, SERVER_IP, SITE, Kernel
 
 HTTPS = f"https://{SERVER_IP}"
 GET_CLOSE = b"GET /index.html HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
@@ -129,3 +130,49 @@ def test_connections_give_their_memory_back(kernel):
     assert after["tcbs_in_use"] == 0, after
     assert after["late_live"] == before["late_live"], (before, after, kernel.report())
     assert after["late_allocs"] > before["late_allocs"]  # they did allocate
+
+
+def test_garbage_on_the_https_port_is_closed_and_serving_goes_on(kernel):
+    """Bytes that are no TLS (plain HTTP, random bytes) get an alert or a close, never a
+    stop; HTTPS and HTTP are served after."""
+    code = ("import os, socket, sys\n"
+            "for payload in (b'GET / HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n', os.urandom(3000),"
+            " b'\\x16\\x03\\x01\\xff\\xff' + os.urandom(200)):\n"
+            f"    s = socket.create_connection(('{SERVER_IP}', 443), timeout=60)\n"
+            "    s.sendall(payload)\n"
+            "    s.shutdown(socket.SHUT_WR)\n"
+            "    while s.recv(4096): pass\n"
+            "    s.close()\n")
+    kernel.ns.run("python3", "-c", code, timeout=180)
+    rc, out = s_client(kernel, "-tls1_3")
+    assert rc == 0 and "HTTP/1.1 200 OK" in out, out + kernel.report()
+    kernel.check_alive()
+
+
+def test_a_built_image_serves_https_and_a_cpu_without_rdrand_gets_none(pki, tmp_path):
+    """`bareweb build -o X.elf --tls-cert --tls-key`: the certificate and key ride in the
+    ELF's embedded site segment; booted with QEMU -kernel alone it serves HTTPS. The same
+    image on a CPU without RDRAND (TCG's `max` has no RDSEED) stops at boot saying why."""
+    elf = tmp_path / "https.elf"
+    subprocess.run([BIN, "build", SITE, "-o", elf, "--ip", f"{SERVER_IP}/24", "--gw", "none",
+                    "--tls-cert", pki / "p256.pem", "--tls-key", pki / "p256.key"],
+                   check=True, capture_output=True, timeout=300)
+    k = Kernel(qemu=["-machine", "pc", "-bios", "qboot.rom", "-kernel", elf])
+    try:
+        k.pki = pki
+        assert "(embedded)" in k.log() and "tls: HTTPS on port 443" in k.log(), k.report()
+        rc, out = s_client(k, "-tls1_2")
+        assert rc == 0 and "HTTP/1.1 200 OK" in out, out + k.report()
+    finally:
+        k.close()
+    # QEMU takes the last -cpu given: the harness's `max`, then this one.
+    k = Kernel(qemu=["-machine", "pc", "-bios", "qboot.rom", "-kernel", elf,
+                     "-cpu", "max,rdrand=off,rdseed=off"], wait=False)
+    try:
+        deadline = time.time() + 120
+        while "!!! FATAL" not in k.log() and time.time() < deadline:
+            time.sleep(0.1)
+        assert "tls: HTTPS refused: this CPU has neither RDSEED nor RDRAND" in k.log(), k.report()
+        assert "bareweb: ready" not in k.log()
+    finally:
+        k.close(expect_failure=True)

@@ -54,6 +54,8 @@ static LATE: AtomicU64 = AtomicU64::new(0);
 static SEAL_MARK: AtomicU64 = AtomicU64::new(u64::MAX);
 /// Blocks allocated after the seal and not freed.
 static LIVE: AtomicU64 = AtomicU64::new(0);
+/// Bytes on the free lists.
+static FREE_BYTES: AtomicU64 = AtomicU64::new(0);
 
 /// The largest block kept on a free list (larger late blocks are never freed).
 pub const MAX_CLASS: usize = 1 << 18;
@@ -123,6 +125,7 @@ unsafe impl GlobalAlloc for Bump {
                 // SAFETY: a free block of this class, ours since its dealloc; its first
                 // word is the next free block's address.
                 free[i] = unsafe { *(head as *const u64) };
+                FREE_BYTES.fetch_sub(size as u64, Ordering::Relaxed);
                 head as *mut u8
             }
         };
@@ -149,9 +152,10 @@ unsafe impl GlobalAlloc for Bump {
             return;
         }
         LIVE.fetch_sub(1, Ordering::Relaxed);
-        let Some((i, _)) = class(layout) else {
+        let Some((i, size)) = class(layout) else {
             return;
         };
+        FREE_BYTES.fetch_add(size as u64, Ordering::Relaxed);
         let mut free = FREE.lock();
         // SAFETY: the caller gives back a block this allocator made after the seal for
         // this layout, so it is a whole block of class i (at least 16 bytes, 8-aligned),
@@ -296,6 +300,14 @@ pub fn late_live() -> u64 {
 /// Allocations made after [`seal`] (0 when the engine keeps its promise).
 pub fn late_allocs() -> u64 {
     LATE.load(Ordering::Relaxed)
+}
+
+/// Bytes an allocation can still get: the heap's untouched end and the free lists (which
+/// serve their own size only, so an estimate).
+pub fn room() -> u64 {
+    END.load(Ordering::Relaxed)
+        .saturating_sub(NEXT.load(Ordering::Relaxed))
+        + FREE_BYTES.load(Ordering::Relaxed)
 }
 
 /// Bytes handed out so far.

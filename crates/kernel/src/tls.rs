@@ -11,7 +11,8 @@
 //! - [`RtcTime`]: rustls's `TimeProvider`, the CMOS RTC read at boot plus TSC seconds since
 //!   (the same wall clock as the engine's `Date` header, `TscClock::unix_secs`).
 //! - [`listen`]: the engine's `TlsListen` from the PEMs the image carries
-//!   (`bareweb_settings::tls_payload`), with the same checks as `serve`.
+//!   (`bareweb_settings::tls_payload`), with the same checks as `serve`; its sessions'
+//!   maker ([`Guarded`]) makes none when the heap is nearly used up ([`RESERVE`]).
 //!
 //! The generator is one for all cores behind a spin lock, taken once per `fill` (key
 //! shares, ticket nonces, the server random: a handshake's few calls, never a record).
@@ -20,11 +21,12 @@ use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::sync::Arc;
 use core::fmt;
+use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 
 use bareweb_engine::nic::Clock;
 use bareweb_engine::server::tls::rustls_session::Acceptor;
-use bareweb_engine::server::tls::TlsListen;
+use bareweb_engine::server::tls::{TlsAcceptor, TlsListen, TlsSession};
 use bareweb_tls::rustls::crypto::{GetRandomFailed, SecureRandom};
 use bareweb_tls::rustls::pki_types::UnixTime;
 use bareweb_tls::rustls::time_provider::TimeProvider;
@@ -170,6 +172,29 @@ impl<C: Clock + fmt::Debug + Send + Sync> TimeProvider for RtcTime<C> {
     }
 }
 
+/// Heap room below which no new TLS session is made (its connection is closed at its first
+/// byte): a flood of handshakes cannot take the last of the heap, and the sessions
+/// already running keep room to grow their buffers (a panic on a failed allocation would
+/// stop the machine).
+pub const RESERVE: u64 = 16 << 20;
+
+/// Sessions not made for want of memory ([`RESERVE`]).
+pub static NO_MEMORY: AtomicU64 = AtomicU64::new(0);
+
+/// The sessions' maker, refusing new ones when the heap is nearly used up.
+#[derive(Debug)]
+pub struct Guarded(Acceptor);
+
+impl TlsAcceptor for Guarded {
+    fn accept(&self) -> Option<Box<dyn TlsSession>> {
+        if crate::mem::room() < RESERVE {
+            NO_MEMORY.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        self.0.accept()
+    }
+}
+
 /// The engine's HTTPS listener from the image's PEMs, or why not (for the console;
 /// never the key's bytes).
 pub fn listen<C: Clock + fmt::Debug + Send + Sync + 'static>(
@@ -195,7 +220,7 @@ pub fn listen<C: Clock + fmt::Debug + Send + Sync + 'static>(
         .map_err(|e| alloc::format!("the image's certificate and key: {e}"))?;
     Ok(TlsListen {
         port: tls.port(),
-        acceptor: Box::leak(Box::new(Acceptor(server))),
+        acceptor: Box::leak(Box::new(Guarded(Acceptor(server)))),
     })
 }
 
