@@ -363,10 +363,15 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
             )
         } else {
             format!(
-                "bareweb: serving at http://{}:{}/{} on {}; Ctrl-C stops",
+                "bareweb: serving at http://{}:{}/{}{} on {}; Ctrl-C stops",
                 settings.ip,
                 settings.port,
                 a.server.udp_banner(settings.ip),
+                if settings.tls.cert {
+                    format!(" and https://{}:{}/", settings.ip, settings.tls.port())
+                } else {
+                    String::new()
+                },
                 a.nets_text()
             )
         }
