@@ -50,6 +50,7 @@
 extern crate std;
 
 pub mod kernel;
+pub mod tls_payload;
 
 use core::net::Ipv4Addr;
 
@@ -129,9 +130,9 @@ pub struct Settings {
     pub tls: Tls,
 }
 
-/// HTTPS's settings. The certificate and key files are read by the platform (`serve`),
-/// which has their names; here is only whether they were given. The bare machine has no
-/// TLS yet: its command line refuses these words ([`TLS_WORDS`]).
+/// HTTPS's settings. The certificate and key files are read by the platform (`serve`;
+/// `run` and `build` put their bytes in the image, [`tls_payload`]), which has their
+/// names; here is only whether they were given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Tls {
     /// `--tls-cert` was given.
@@ -158,7 +159,7 @@ impl Tls {
     }
 }
 
-/// The kernel words of HTTPS, which only `serve` takes for now.
+/// The kernel words of HTTPS.
 pub const TLS_WORDS: &[&str] = &[
     "tls_cert",
     "tls_key",
@@ -166,10 +167,6 @@ pub const TLS_WORDS: &[&str] = &[
     "http_redirect",
     "tls_min",
 ];
-
-/// Why the bare machine refuses [`TLS_WORDS`].
-pub const TLS_NOT_HERE: &str =
-    "HTTPS is served by `bareweb serve` for now: the bare-machine kernel has no TLS yet";
 
 /// The UDP protocol's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -964,7 +961,7 @@ pub static OPTIONS: [Opt; 33] = [
         arg: Arg::Value("FILE"),
         help: help!(
             "HTTPS: the certificate chain, PEM, leaf first, for an ECDSA P-256 or P-384 key; \
-               HTTPS is served on --https-port besides plain HTTP on --port (serve only, for now)"
+               HTTPS is served on --https-port besides plain HTTP on --port"
         ),
         set: |s, v| file(v).map(|()| s.tls.cert = true),
     },
