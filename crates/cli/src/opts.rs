@@ -330,7 +330,8 @@ impl ServerOpts {
         }
         if tls.any() && !tls.cert {
             return Err(
-                "--https-port, --http-redirect and --tls-min need --tls-cert and --tls-key".into(),
+                "--https-port, --http-redirect, --tls-min and --hsts need --tls-cert and --tls-key"
+                    .into(),
             );
         }
         if tls.cert && tls.port() == self.serve_settings().port {
@@ -452,6 +453,12 @@ impl ServerOpts {
                         .map(|c| if c.is_ascii_graphic() { c } else { '_' })
                         .collect();
                     w.push(format!("{}={name}", o.word));
+                    continue;
+                }
+                // One kernel word: the policy without its optional white space.
+                ("hsts", Some((_, v)), _) => {
+                    let v: String = v.chars().filter(|c| !c.is_whitespace()).collect();
+                    w.push(format!("hsts={v}"));
                     continue;
                 }
                 (_, Some((_, v)), _) => o.word_value(v),
@@ -737,6 +744,7 @@ mod tests {
         ("https-port", "8443", "65536"),
         ("http-redirect", "", ""),
         ("tls-min", "1.3", "1.1"),
+        ("hsts", "max-age=31536000; includeSubDomains", "max-age=1y"),
     ];
 
     /// Every option of the table, one at a time: the CLI's value becomes kernel words,
@@ -764,7 +772,7 @@ mod tests {
                 l if l.starts_with("udp-") && l != "udp-port" => &["--udp-port", "9"],
                 "tls-cert" => &["--tls-key", "k.pem"],
                 "tls-key" => &["--tls-cert", "c.pem"],
-                "https-port" | "http-redirect" | "tls-min" => {
+                "https-port" | "http-redirect" | "tls-min" | "hsts" => {
                     &["--tls-cert", "c.pem", "--tls-key", "k.pem"]
                 }
                 _ => &[],
