@@ -90,3 +90,36 @@ def test_a_bad_policy_is_refused_before_start(pki):  # noqa: F811
     r = subprocess.run([BIN, "serve", SITE, "--hsts", "max-age=60"], capture_output=True,
                        text=True, timeout=20)
     assert r.returncode == 2 and "need --tls-cert" in r.stderr, r
+
+
+def test_the_sites_tls_table_turns_https_and_hsts_on(pki, tmp_path):  # noqa: F811
+    """`[tls]` in the site's bareweb.toml, no HTTPS option on the command line: the key
+    and certificate beside the file (relative paths), HSTS from `hsts`."""
+    import shutil
+
+    from conftest import Server
+    site = tmp_path / "site"
+    shutil.copytree(SITE, site)
+    shutil.copytree(pki, tmp_path / "pki")
+    (site / "bareweb.toml").write_text(
+        '[tls]\ncert = "../pki/p256.pem"\nkey = "../pki/p256.key"\nhsts = "max-age=300"\n')
+
+    class TomlServer(HttpsServer):
+        def __init__(self):
+            self.pki = pki
+            Server.__init__(self, site=site)
+
+    s = TomlServer()
+    try:
+        secure, = heads(s, HTTPS, ["/"])
+        assert secure["strict-transport-security"] == "max-age=300", secure
+        plain, = heads(s, f"http://{SERVER_IP}", ["/"])
+        assert "strict-transport-security" not in plain, plain
+    finally:
+        s.close()
+    # The key inside the site would be served: refused before start, naming the key.
+    shutil.copy(pki / "p256.key", site / "key.pem")
+    (site / "bareweb.toml").write_text(
+        '[tls]\ncert = "../pki/p256.pem"\nkey = "key.pem"\n')
+    r = subprocess.run([BIN, "serve", site], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 2 and "[tls] key" in r.stderr and "would be served" in r.stderr, r
