@@ -145,6 +145,8 @@ pub struct Tls {
     pub redirect: bool,
     /// `--tls-min 1.3`.
     pub min13: bool,
+    /// `--hsts`: the `Strict-Transport-Security` policy of HTTPS responses (None: off).
+    pub hsts: Option<bareweb_engine::http::Hsts>,
 }
 
 impl Tls {
@@ -166,6 +168,7 @@ pub const TLS_WORDS: &[&str] = &[
     "https_port",
     "http_redirect",
     "tls_min",
+    "hsts",
 ];
 
 /// The UDP protocol's settings.
@@ -288,6 +291,7 @@ impl Settings {
         cfg.proxy_protocol = self.proxy_protocol;
         // The session maker (`cfg.tls`) is the platform's, from the files it reads.
         cfg.https_redirect = self.tls.redirect.then(|| self.tls.port());
+        cfg.hsts = self.tls.hsts;
         cfg
     }
 }
@@ -572,7 +576,7 @@ const _: () = assert!(
 
 /// Every shared option, in `--help`'s order (and the order of the kernel words the CLI
 /// writes).
-pub static OPTIONS: [Opt; 33] = [
+pub static OPTIONS: [Opt; 34] = [
     Opt {
         word: "ip",
         long: "ip",
@@ -1004,6 +1008,21 @@ pub static OPTIONS: [Opt; 33] = [
                 _ => return Err("expected 1.2 or 1.3"),
             };
             Ok(())
+        },
+    },
+    Opt {
+        word: "hsts",
+        long: "hsts",
+        arg: Arg::Value("POLICY"),
+        help: help!(
+            "HTTPS responses carry Strict-Transport-Security: POLICY, max-age=SECONDS then \
+               ;includeSubDomains and ;preload if wanted (never on plain HTTP); browsers keep \
+               it for max-age, so it is off unless given [default: off]"
+        ),
+        set: |s, v| {
+            bareweb_engine::http::Hsts::parse(v)
+                .map(|h| s.tls.hsts = Some(h))
+                .ok_or(bareweb_engine::http::HSTS_EXPECTED)
         },
     },
 ];
