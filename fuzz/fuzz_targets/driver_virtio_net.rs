@@ -109,10 +109,14 @@ fuzz_target!(|data: &[u8]| {
                         rx.recycle(f); // twice: ignored
                     }
                 } else {
-                    rx.recycle(RxFrame {
+                    // Any id: one the engine holds is given back by it (frames are
+                    // named by their buffer).
+                    let f = RxFrame {
                         buf: s.u32(),
                         len: s.u32(),
-                    });
+                    };
+                    held.retain(|h| h.buf != f.buf);
+                    rx.recycle(f);
                 }
             }
             // A view of any frame.

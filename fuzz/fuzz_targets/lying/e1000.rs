@@ -119,10 +119,14 @@ where
                         rx.recycle(f);
                     }
                 } else {
-                    rx.recycle(RxFrame {
+                    // Any id: one the engine holds is given back by it (frames are
+                    // named by their buffer).
+                    let f = RxFrame {
                         buf: s.u32(),
                         len: s.u32(),
-                    });
+                    };
+                    held[q].retain(|h| h.buf != f.buf);
+                    rx.recycle(f);
                 }
             }
             6 => {
