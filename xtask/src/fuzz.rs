@@ -48,6 +48,10 @@ pub const TARGETS: &[&str] = &[
     "kernel_multiboot2",
     "kernel_madt",
     "kernel_fadt",
+    // The bare-machine NIC drivers against a device that lies (drivers::fake).
+    "driver_virtio_net",
+    "driver_e1000",
+    "driver_e1000e",
     // The load generator's response reader (crates/loadgen/src/http.rs).
     "http_response",
     // A redirect's Location and its resolution (`bareweb get --follow`).

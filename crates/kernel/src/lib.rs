@@ -29,6 +29,9 @@
 #![warn(missing_docs)]
 
 extern crate alloc;
+// The drivers' host fakes (`drivers::fake`) use the host's allocator, lock and threads.
+#[cfg(all(feature = "fake", not(test)))]
+extern crate std;
 
 pub mod adapters;
 pub mod arch;
