@@ -56,6 +56,10 @@ const APT_PACKAGES: &[&str] = &[
     "haproxy",
     // tests/system/test_metrics.py: `promtool check metrics` on a scrape of /metrics.
     "prometheus",
+    // tests/system/test_testssl.py: testssl.sh's audit of serve's HTTPS, and an NSS
+    // database (certutil) so headless Chromium trusts the test's CA.
+    "testssl.sh",
+    "libnss3-tools",
 ];
 
 fn main() -> ExitCode {
