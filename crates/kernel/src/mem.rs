@@ -151,10 +151,11 @@ unsafe impl GlobalAlloc for Bump {
         if (ptr as u64) < SEAL_MARK.load(Ordering::Relaxed) {
             return;
         }
-        LIVE.fetch_sub(1, Ordering::Relaxed);
+        // Large late blocks were never counted live (see `alloc`) and are never freed.
         let Some((i, size)) = class(layout) else {
             return;
         };
+        LIVE.fetch_sub(1, Ordering::Relaxed);
         FREE_BYTES.fetch_add(size as u64, Ordering::Relaxed);
         let mut free = FREE.lock();
         // SAFETY: the caller gives back a block this allocator made after the seal for
