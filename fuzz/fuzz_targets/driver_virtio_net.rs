@@ -11,12 +11,12 @@
 #[path = "lying/mod.rs"]
 mod lying;
 
-use bareweb_engine::nic::{LinkSense, Nic, RxFrame, RxRing, Tso, TxRing};
+use bareweb_engine::nic::{LinkSense, Nic, RxFrame, RxRing, TxRing};
 use bareweb_kernel::drivers::fake::{FakeHal, FakeVirtio};
 use bareweb_kernel::drivers::virtio::F_VERSION_1;
 use bareweb_kernel::drivers::virtio_net::VirtioNet;
 use libfuzzer_sys::fuzz_target;
-use lying::{check_lent, check_view, drain, Script, BODY, MAX_STEPS};
+use lying::{check_lent, check_view, drain, post_any, Script, BODY, MAX_STEPS};
 
 /// The virtio-net header before each received frame, and the receive buffer's size.
 const NET_HDR: usize = 12;
@@ -128,27 +128,7 @@ fuzz_target!(|data: &[u8]| {
                 check_view(&*rx, &f, MAX_FRAME);
             }
             // A frame to send: head in a slot, body lent, with or without TSO.
-            8 => {
-                let head = 14 + s.u8() as usize;
-                let body = &BODY[..s.u16() as usize % (BODY.len() + 1)];
-                let seg = s.u8() & 1 != 0;
-                if let Some(slot) = tx.slot() {
-                    slot[..head].fill(0xEE);
-                    let _ = if tso && seg {
-                        tx.post_tso(
-                            head,
-                            body,
-                            Tso {
-                                mss: 1448,
-                                l4_offset: 34,
-                                header_len: 54,
-                            },
-                        )
-                    } else {
-                        tx.post(head, body)
-                    };
-                }
-            }
+            8 => post_any(&mut *tx, &mut s, tso),
             9 => tx.flush(),
             10 => {
                 tx.room();

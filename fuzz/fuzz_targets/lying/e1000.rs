@@ -4,12 +4,12 @@
 //! sent, and flips the link, between the driver's bursts, recycles, transmits and
 //! flushes; then an honest frame must still arrive.
 
-use bareweb_engine::nic::{Nic, NicCounters, RxFrame, RxRing, Tso, TxRing};
+use bareweb_engine::nic::{Nic, NicCounters, RxFrame, RxRing, TxRing};
 use bareweb_kernel::drivers::e1000::{E1000Rx, E1000Tx, RDT, TDT};
 use bareweb_kernel::drivers::fake::{FakeE1000, FakeHal};
 use bareweb_kernel::drivers::Driver;
 
-use super::{check_lent, check_view, drain, Script, BODY, MAX_STEPS};
+use super::{check_lent, check_view, drain, post_any, Script, BODY, MAX_STEPS};
 
 /// Descriptors per ring and bytes per receive buffer (the driver's).
 const RING: usize = 256;
@@ -136,27 +136,7 @@ where
                 };
                 check_view(&*rx, &f, RX_BUF);
             }
-            7 => {
-                let hl = 14 + s.u8() as usize;
-                let body = &BODY[..s.u16() as usize % (BODY.len() + 1)];
-                let seg = s.u8() & 1 != 0;
-                if let Some(slot) = tx.slot() {
-                    slot[..hl].fill(0xEE);
-                    let _ = if tso && seg {
-                        tx.post_tso(
-                            hl,
-                            body,
-                            Tso {
-                                mss: 1448,
-                                l4_offset: 34,
-                                header_len: 54,
-                            },
-                        )
-                    } else {
-                        tx.post(hl, body)
-                    };
-                }
-            }
+            7 => post_any(&mut *tx, s, tso),
             8 => tx.flush(),
             9 => {
                 tx.room();

@@ -5,7 +5,7 @@
 #[allow(dead_code)]
 pub mod e1000;
 
-use bareweb_engine::nic::{RxFrame, RxRing};
+use bareweb_engine::nic::{RxFrame, RxRing, Tso, TxRing};
 use bareweb_kernel::drivers::fake::{FakeHal, DMA_OFFSET};
 
 /// Most actions one input plays (each may be a whole burst).
@@ -42,6 +42,29 @@ impl Script<'_> {
 
 /// Bodies lent to transmit ('static, as the site image is).
 pub static BODY: [u8; 4096] = [0x42; 4096];
+
+/// A frame to send as the script says: a head of 14 to 269 bytes in a slot, a body of up
+/// to 4 KiB lent, segmented (TSO) when the driver offers it and the script asks; nothing
+/// when no slot is free. Whether the driver takes it is not judged here.
+pub fn post_any<T: TxRing>(tx: &mut T, s: &mut Script, tso: bool) {
+    let head = 14 + s.u8() as usize;
+    let body = &BODY[..s.u16() as usize % (BODY.len() + 1)];
+    let seg = s.u8() & 1 != 0;
+    let Some(slot) = tx.slot() else {
+        return;
+    };
+    slot[..head].fill(0xEE);
+    let _ = if tso && seg {
+        let t = Tso {
+            mss: 1448,
+            l4_offset: 34,
+            header_len: 54,
+        };
+        tx.post_tso(head, body, t)
+    } else {
+        tx.post(head, body)
+    };
+}
 
 /// The frames the engine holds: each lent once, inside the driver's DMA buffers, no
 /// longer than a buffer of `max` bytes (what the driver says it is, and what `bytes`
