@@ -8,7 +8,7 @@
 #[path = "lying/mod.rs"]
 mod lying;
 
-use bareweb_kernel::drivers::e1000::{Error, Regs, E1000};
+use bareweb_kernel::drivers::e1000::{Regs, E1000};
 use bareweb_kernel::drivers::fake::FakeHal;
 use libfuzzer_sys::fuzz_target;
 
@@ -16,15 +16,6 @@ fuzz_target!(|data: &[u8]| {
     let mut s = lying::Script(data);
     let mut dev = lying::e1000::device([2, 0, 0, 0, 0, 2]);
     // A thread plays the reset; a NoReset (it had not run yet) is tried again.
-    let nic = dev.resetting(|m| {
-        let mut nic = Err(Error::NoReset);
-        for _ in 0..1000 {
-            nic = E1000::<FakeHal>::bring_up(Regs::new(&m).unwrap());
-            if nic.as_ref().err() != Some(&Error::NoReset) {
-                break;
-            }
-        }
-        nic
-    });
+    let nic = dev.bring_up(|m| E1000::<FakeHal>::bring_up(Regs::new(m).unwrap()));
     lying::e1000::play(&mut s, &mut dev, vec![nic.unwrap()]);
 });

@@ -8,7 +8,6 @@
 #[path = "lying/mod.rs"]
 mod lying;
 
-use bareweb_kernel::drivers::e1000::Error;
 use bareweb_kernel::drivers::e1000e::E1000e;
 use bareweb_kernel::drivers::fake::FakeHal;
 use libfuzzer_sys::fuzz_target;
@@ -17,15 +16,6 @@ fuzz_target!(|data: &[u8]| {
     let mut s = lying::Script(data);
     let pairs = 1 + (s.u8() & 1) as usize;
     let mut dev = lying::e1000::device([2, 0, 0, 0, 0, 3]);
-    let nics = dev.resetting(|m| {
-        let mut nics = Err(Error::NoReset);
-        for _ in 0..1000 {
-            nics = E1000e::<FakeHal>::bring_up(&m, pairs);
-            if nics.as_ref().err() != Some(&Error::NoReset) {
-                break;
-            }
-        }
-        nics
-    });
+    let nics = dev.bring_up(|m| E1000e::<FakeHal>::bring_up(m, pairs));
     lying::e1000::play(&mut s, &mut dev, nics.unwrap());
 });

@@ -469,6 +469,24 @@ impl FakeE1000 {
         out
     }
 
+    /// `bring_up` run while a thread plays the reset ([`FakeE1000::resetting`]), again
+    /// while it answers NoReset (the thread had not run yet), at most 1000 times.
+    pub fn bring_up<N>(
+        &mut self,
+        mut bring_up: impl FnMut(&Mmio) -> Result<N, super::e1000::Error>,
+    ) -> Result<N, super::e1000::Error> {
+        self.resetting(|m| {
+            let mut nic = Err(super::e1000::Error::NoReset);
+            for _ in 0..1000 {
+                nic = bring_up(&m);
+                if nic.as_ref().err() != Some(&super::e1000::Error::NoReset) {
+                    break;
+                }
+            }
+            nic
+        })
+    }
+
     /// Register at byte offset `off` as the driver last wrote it.
     pub fn reg(&self, off: usize) -> u32 {
         // SAFETY: host memory of the register file; off < REGION.
