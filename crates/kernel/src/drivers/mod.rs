@@ -15,6 +15,7 @@
 pub mod any;
 pub mod e1000;
 pub mod e1000e;
+pub mod igb;
 #[cfg(test)]
 pub mod fake;
 pub mod hal;
