@@ -18,6 +18,7 @@ mod bench;
 mod kernel;
 mod kernel_bench;
 mod layers;
+mod setup_qemu;
 mod smp;
 
 /// Debian packages the whole-system tests use.
@@ -161,9 +162,6 @@ fn setup() -> Result<(), String> {
         .copied()
         .filter(|p| !dpkg_installed(p))
         .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
     // As root apt-get runs directly; otherwise through sudo (which may ask for a password).
     let apt = |args: &[&str]| -> Command {
         let mut c = if is_root() {
@@ -176,6 +174,9 @@ fn setup() -> Result<(), String> {
         c.args(args).env("DEBIAN_FRONTEND", "noninteractive");
         c
     };
+    if missing.is_empty() {
+        return setup_qemu::ensure_igb(is_root(), in_ci(), &apt);
+    }
     if !is_root() {
         let has_sudo = Command::new("sudo").arg("--version").output().is_ok();
         if !has_sudo {
@@ -192,7 +193,9 @@ fn setup() -> Result<(), String> {
         eprintln!("installing {missing:?} with sudo apt-get");
     }
     run(&mut apt(&["update", "-qq"]))?;
-    run(apt(&["install", "-y", "-qq", "--no-install-recommends"]).args(&missing))
+    run(apt(&["install", "-y", "-qq", "--no-install-recommends"]).args(&missing))?;
+    // After bookworm's QEMU: from bookworm-backports when it lacks igb.
+    setup_qemu::ensure_igb(is_root(), in_ci(), &apt)
 }
 
 fn dpkg_installed(pkg: &str) -> bool {

@@ -311,11 +311,16 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
         && crate::run::qemu_has_device(&a.qemu, a.nic.qemu_device()) == Some(false)
     {
         return Err(format!(
-            "--nic {}: the installed QEMU ({}) has no `{}` device model (`{} -device help` lists the ones it has); use another --nic or a QEMU that has it",
+            "--nic {}: the installed QEMU ({}) has no `{}` device model (`{} -device help` lists the ones it has); use another --nic or a QEMU that has it{}",
             value_name(a.nic),
             a.qemu,
             a.nic.qemu_device(),
-            a.qemu
+            a.qemu,
+            if a.nic == NicModel::Igb {
+                " (igb: QEMU 8 or later; on Debian bookworm `cargo xtask setup`, as root, installs QEMU from bookworm-backports, or pass --qemu PATH)"
+            } else {
+                ""
+            }
         ));
     }
     check_listen(&a)?;

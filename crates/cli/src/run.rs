@@ -265,6 +265,8 @@ pub enum NicModel {
     E1000,
     /// Intel 82574L: two queue pairs with receive-side scaling, MSI-X.
     E1000e,
+    /// Intel 82576 (QEMU ≥ 8): advanced descriptors, up to four queue pairs with RSS.
+    Igb,
 }
 
 impl NicModel {
@@ -274,6 +276,7 @@ impl NicModel {
             NicModel::Virtio => "virtio-net-pci",
             NicModel::E1000 => "e1000",
             NicModel::E1000e => "e1000e",
+            NicModel::Igb => "igb",
         }
     }
 }
@@ -565,10 +568,10 @@ pub fn qemu_args(
             (NicModel::Virtio, _) => push(&format!(
                 "virtio-net-pci,netdev=n{k},id=nic{k},rx_queue_size=1024{mac}{mq}"
             )),
-            (NicModel::E1000 | NicModel::E1000e, Machine::Microvm) => {
+            (NicModel::E1000 | NicModel::E1000e | NicModel::Igb, Machine::Microvm) => {
                 return Err("--machine microvm has no PCI bus: use --nic virtio".into())
             }
-            (NicModel::E1000 | NicModel::E1000e, _) => push(&format!(
+            (NicModel::E1000 | NicModel::E1000e | NicModel::Igb, _) => push(&format!(
                 "{},netdev=n{k},id=nic{k}{mac}",
                 a.nic.qemu_device()
             )),
@@ -653,6 +656,10 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
             Some("the e1000e has two queue pairs, not one per core".to_string())
         }
         (NicModel::E1000e, _) => None,
+        (NicModel::Igb, _) => Some(
+            "the igb driver wakes one queue's core by interrupt (INTx; its MSI-X is not driven yet)"
+                .to_string(),
+        ),
         (NicModel::Virtio, _) if a.machine == Machine::Microvm => Some(
             "virtio-mmio gives a device one interrupt line, which can wake one core".to_string(),
         ),

@@ -20,6 +20,7 @@ use bareweb_engine::wire::EthernetAddress;
 
 use super::e1000::{E1000Link, E1000Rx, E1000Tx, E1000};
 use super::e1000e::E1000e;
+use super::igb::Igb;
 use super::virtio_net::{VirtioLink, VirtioNet, VirtioRx, VirtioTx};
 use super::{Arm, Driver, Open, Wake, WakeRx};
 use crate::pci::Device;
@@ -83,6 +84,14 @@ impl From<E1000e> for AnyNic {
     }
 }
 
+impl From<Igb> for AnyNic {
+    fn from(n: Igb) -> AnyNic {
+        let mut any = AnyNic::from(n.into_inner());
+        any.name = <Igb>::NAME;
+        any
+    }
+}
+
 impl From<E1000> for AnyNic {
     fn from(n: E1000) -> AnyNic {
         let (mac, caps, link) = (n.mac(), n.caps(), AnyLink::E1000(n.link_sense()));
@@ -104,7 +113,7 @@ pub struct Supported;
 
 impl fmt::Display for Supported {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let list: [(&str, u16, &[u16]); 3] = [
+        let list: [(&str, u16, &[u16]); 4] = [
             (
                 <VirtioNet>::NAME,
                 super::virtio_net::VENDOR,
@@ -116,6 +125,7 @@ impl fmt::Display for Supported {
                 super::e1000::VENDOR,
                 &super::e1000e::DEVICES,
             ),
+            (<Igb>::NAME, super::e1000::VENDOR, &super::igb::DEVICES),
         ];
         for (i, (name, vendor, devices)) in list.iter().enumerate() {
             let sep = if i == 0 { "" } else { ", " };
@@ -136,6 +146,8 @@ pub enum AnyError {
     E1000(super::e1000::Error),
     /// e1000e's reason.
     E1000e(super::e1000::Error),
+    /// igb's reason.
+    Igb(super::e1000::Error),
 }
 
 impl fmt::Debug for AnyError {
@@ -144,6 +156,7 @@ impl fmt::Debug for AnyError {
             AnyError::Virtio(e) => write!(f, "virtio-net: {e:?}"),
             AnyError::E1000(e) => write!(f, "e1000: {e:?}"),
             AnyError::E1000e(e) => write!(f, "e1000e: {e:?}"),
+            AnyError::Igb(e) => write!(f, "igb: {e:?}"),
         }
     }
 }
@@ -162,6 +175,8 @@ impl AnyNic {
             Some(<E1000>::NAME)
         } else if E1000e::matches(dev) {
             Some(<E1000e>::NAME)
+        } else if Igb::matches(dev) {
+            Some(<Igb>::NAME)
         } else {
             None
         }
@@ -205,6 +220,9 @@ impl Driver for AnyNic {
             Ok((q.into_iter().map(AnyNic::from).collect(), n))
         } else if E1000e::matches(dev) {
             let (q, n) = <E1000e as Driver>::open(dev, with).map_err(AnyError::E1000e)?;
+            Ok((q.into_iter().map(AnyNic::from).collect(), n))
+        } else if Igb::matches(dev) {
+            let (q, n) = <Igb as Driver>::open(dev, with).map_err(AnyError::Igb)?;
             Ok((q.into_iter().map(AnyNic::from).collect(), n))
         } else {
             let (q, n) = <E1000 as Driver>::open(dev, with).map_err(AnyError::E1000)?;

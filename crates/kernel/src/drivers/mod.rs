@@ -16,6 +16,7 @@
 pub mod any;
 pub mod e1000;
 pub mod e1000e;
+pub mod igb;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 pub mod hal;
