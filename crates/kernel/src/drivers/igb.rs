@@ -278,14 +278,19 @@ mod tests {
         let entries: Vec<u8> = (0..32)
             .flat_map(|i| dev.reg(RETA + 4 * i).to_le_bytes())
             .collect();
-        assert!(entries.iter().enumerate().all(|(i, &q)| q as usize == i % 3));
+        assert!(entries
+            .iter()
+            .enumerate()
+            .all(|(i, &q)| q as usize == i % 3));
     }
 
     #[test]
     fn each_queue_receives_and_sends_its_own_frames() {
         static BODY: [u8; 300] = [9; 300];
         let (mut dev, mut pairs) = up(4);
-        let frames: Vec<Vec<u8>> = (0..4u8).map(|q| vec![q + 1; 60 + 100 * q as usize]).collect();
+        let frames: Vec<Vec<u8>> = (0..4u8)
+            .map(|q| vec![q + 1; 60 + 100 * q as usize])
+            .collect();
         for (q, f) in frames.iter().enumerate() {
             assert!(dev.deliver_q(q, f));
         }

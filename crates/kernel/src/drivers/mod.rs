@@ -16,10 +16,10 @@
 pub mod any;
 pub mod e1000;
 pub mod e1000e;
-pub mod igb;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 pub mod hal;
+pub mod igb;
 pub mod virtio;
 pub mod virtio_net;
 pub mod virtqueue;
