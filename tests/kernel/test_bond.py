@@ -4,7 +4,9 @@ one bridge in the test's namespace (which also holds the client addresses). A ca
 the bridge shows which MAC every frame left from; failover is QEMU's monitor `set_link`
 taking a send NIC down, back up, then the receive NIC down, under 20 parallel 1 MiB
 downloads. Both many-core modes run the failover too (two CPUs: network-core mode, and
-per-queue mode on multi-queue TAPs, and on two e1000e with RSS). And `--net user` twice: one QEMU hub, no root."""
+per-queue mode on multi-queue TAPs, and on two e1000e with RSS). A set may mix models
+(`--nic e1000e --nic virtio`: NIC 0 an 82574L, NIC 1 a virtio-net, each through its own
+driver). And `--net user` twice: one QEMU hub, no root."""
 import hashlib
 import json
 import signal
@@ -40,8 +42,11 @@ class BondKernel(Kernel):
     """The kernel with two NICs on TAPs bridged in its namespace, and a QEMU monitor."""
 
     def __init__(self, nic, bond, smp=None, mode=None, multi_queue=False):
+        """`nic`: one model for both NICs, or `A+B` (NIC 0 model A, NIC 1 model B)."""
         self.monitor = None
-        extra = ["--bond", bond, "--bond-monitor-ms", "20", "--net", f"tap:{TAPS[1]}",
+        nic, _, second = nic.partition("+")
+        extra = ["--nic", second] if second else []
+        extra += ["--bond", bond, "--bond-monitor-ms", "20", "--net", f"tap:{TAPS[1]}",
                  "--mac", MACS[1], "--monitor", "{monitor}"]
         if mode:
             extra += ["--mode", mode]
@@ -50,6 +55,9 @@ class BondKernel(Kernel):
         # The monitor's socket is named after the namespace, known only once it exists:
         # `setup_net` (run before QEMU starts) replaces the placeholder in this list.
         super().__init__(nic=nic, extra=extra, smp=smp, multi_queue=multi_queue)
+        if second:
+            log = self.log()
+            assert f"nic: {nic} 0 at" in log and "nic: virtio-net 1 at" in log, log[-3000:]
 
     def setup_net(self, multi_queue):
         mq = ["multi_queue"] if multi_queue else []
@@ -92,7 +100,7 @@ def capture_result(p, seconds):
     return json.loads(out.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("nic", ["virtio", "e1000", "e1000e"])
+@pytest.mark.parametrize("nic", ["virtio", "e1000", "e1000e", "e1000e+virtio"])
 @pytest.mark.parametrize("bond", ["spread", "split"])
 def test_every_file_intact_and_frames_leave_from_the_right_macs(nic, bond):
     k = BondKernel(nic, bond)
@@ -124,12 +132,13 @@ FAILOVER = [
     ("virtio", 2, "netcore", False),
     ("virtio", 2, "perqueue", True),
     ("e1000e", 2, "perqueue", False),
+    ("e1000+virtio", None, None, False),
 ]
 
 
 @pytest.mark.parametrize("nic,smp,mode,mq", FAILOVER,
                          ids=["virtio", "e1000", "virtio-netcore-2", "virtio-perqueue-2",
-                              "e1000e-perqueue-2"])
+                              "e1000e-perqueue-2", "e1000-virtio"])
 def test_set_link_under_twenty_downloads(nic, smp, mode, mq):
     k = BondKernel(nic, "spread", smp=smp, mode=mode, multi_queue=mq)
     try:

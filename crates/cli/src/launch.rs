@@ -307,21 +307,23 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
             a.qemu
         ));
     }
-    if a.nic != NicModel::Virtio
-        && crate::run::qemu_has_device(&a.qemu, a.nic.qemu_device()) == Some(false)
-    {
-        return Err(format!(
-            "--nic {}: the installed QEMU ({}) has no `{}` device model (`{} -device help` lists the ones it has); use another --nic or a QEMU that has it{}",
-            value_name(a.nic),
-            a.qemu,
-            a.nic.qemu_device(),
-            a.qemu,
-            if a.nic == NicModel::Igb {
-                " (igb: QEMU 8 or later; on Debian bookworm `cargo xtask setup`, as root, installs QEMU from bookworm-backports, or pass --qemu PATH)"
-            } else {
-                ""
-            }
-        ));
+    for model in a.models() {
+        if model != NicModel::Virtio
+            && crate::run::qemu_has_device(&a.qemu, model.qemu_device()) == Some(false)
+        {
+            return Err(format!(
+                "--nic {}: the installed QEMU ({}) has no `{}` device model (`{} -device help` lists the ones it has); use another --nic or a QEMU that has it{}",
+                value_name(model),
+                a.qemu,
+                model.qemu_device(),
+                a.qemu,
+                if model == NicModel::Igb {
+                    " (igb: QEMU 8 or later; on Debian bookworm `cargo xtask setup`, as root, installs QEMU from bookworm-backports, or pass --qemu PATH)"
+                } else {
+                    ""
+                }
+            ));
+        }
     }
     check_listen(&a)?;
     let what = match files {
@@ -331,7 +333,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     eprintln!(
         "bareweb: booting {what} under QEMU: accel {why}; machine {}, NIC {}",
         machine_text(&a, &boot)?,
-        value_name(a.nic)
+        a.models_text()
     );
     if a.smp > 1 {
         eprintln!("bareweb: {}", cores_plan(&a)?.note);

@@ -58,9 +58,10 @@ pub struct RunArgs {
     /// when --tls-cert is given.
     #[arg(long, default_value = "127.0.0.1:8443", value_name = "A.B.C.D:PORT")]
     pub listen_https: SocketAddrV4,
-    /// NIC model.
-    #[arg(long, value_enum, default_value_t = NicModel::Virtio)]
-    pub nic: NicModel,
+    /// NIC model: once for every NIC, or once per --net in the same order (a bond of
+    /// mixed models) [default: virtio]
+    #[arg(long = "nic", value_enum, value_name = "MODEL")]
+    pub nics: Vec<NicModel>,
     /// Virtual CPUs (QEMU -smp), 1 to 32; the kernel serves on every one (see --mode).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=32))]
     pub smp: u32,
@@ -98,6 +99,50 @@ pub struct RunArgs {
     /// Print the QEMU command line and exit without running it.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+impl RunArgs {
+    /// NIC `k`'s model: the one `--nic` given once (or none: virtio) names every NIC.
+    pub fn nic(&self, k: usize) -> NicModel {
+        match self.nics.as_slice() {
+            [] => NicModel::Virtio,
+            [one] => *one,
+            many => many.get(k).copied().unwrap_or(NicModel::Virtio),
+        }
+    }
+
+    /// Every NIC's model, in `--net` order.
+    pub fn models(&self) -> Vec<NicModel> {
+        (0..self.nets.len()).map(|k| self.nic(k)).collect()
+    }
+
+    /// Whether every NIC is of model `m`.
+    pub fn all(&self, m: NicModel) -> bool {
+        self.models().iter().all(|&n| n == m)
+    }
+
+    /// The models as the console says them: `virtio`, or `e1000e + igb` for a mixed set.
+    pub fn models_text(&self) -> String {
+        let mut v: Vec<String> = Vec::new();
+        for m in self.models() {
+            let name = value_name(m);
+            if !v.contains(&name) {
+                v.push(name);
+            }
+        }
+        v.join(" + ")
+    }
+
+    /// `--nic` given several times must name one model per `--net`.
+    pub fn check_nics(&self) -> Result<(), String> {
+        match (self.nics.len(), self.nets.len()) {
+            (0 | 1, _) => Ok(()),
+            (n, m) if n == m => Ok(()),
+            (n, m) => Err(format!(
+                "--nic given {n} times for {m} --net: give it once (every NIC) or once per --net, in the same order"
+            )),
+        }
+    }
 }
 
 /// `--net`: QEMU user networking, or a TAP the caller prepared.
@@ -446,8 +491,18 @@ pub fn qemu_args(
             // No option ROMs to run; the kernel finds its NIC in the machine's virtio-mmio
             // slots. virtio-mmio version 2 (virtio 1.x): QEMU's default is the legacy
             // interface, which the kernel does not drive.
+            // qboot as its firmware, as for `--machine qboot`: QEMU's default for microvm
+            // is SeaBIOS' bios-microvm.bin, and the one with QEMU 10 on bookworm-backports
+            // (SeaBIOS 1.16.3) never reaches the kernel; qboot's PVH boot does, on QEMU
+            // 7.2 and 10.
+            let rom = QBOOT_PATHS
+                .iter()
+                .find(|p| Path::new(p).exists())
+                .ok_or("qboot firmware not found (Debian: qemu-system-data ships /usr/share/qemu/qboot.rom)")?;
             push("-machine");
             push("microvm,x-option-roms=off");
+            push("-bios");
+            push(rom);
             push("-global");
             push("virtio-mmio.force-legacy=false");
         }
@@ -537,8 +592,8 @@ pub fn qemu_args(
         push("hubport,id=h0,hubid=0,netdev=u0");
     }
     // Only virtio-net takes queues from the TAP; the 82574's two are RSS inside the device.
-    let queues = match plan.queues {
-        n if n > 1 && a.nic == NicModel::Virtio => format!(",queues={n}"),
+    let queues = |model| match plan.queues {
+        n if n > 1 && model == NicModel::Virtio => format!(",queues={n}"),
         _ => String::new(),
     };
     let mq = match plan.queues {
@@ -553,7 +608,8 @@ pub fn qemu_args(
             Net::User if several => push(&format!("hubport,id=n{k},hubid=0")),
             Net::User => push(&user.replace("{id}", &format!("n{k}"))),
             Net::Tap(ifname) => push(&format!(
-                "tap,id=n{k},ifname={ifname},script=no,downscript=no,vhost=off{queues}"
+                "tap,id=n{k},ifname={ifname},script=no,downscript=no,vhost=off{}",
+                queues(a.nic(k))
             )),
         }
         let mac = match a.macs.get(k) {
@@ -561,7 +617,7 @@ pub fn qemu_args(
             None => String::new(),
         };
         push("-device");
-        match (a.nic, machine) {
+        match (a.nic(k), machine) {
             (NicModel::Virtio, Machine::Microvm) => push(&format!(
                 "virtio-net-device,netdev=n{k},id=nic{k},rx_queue_size=1024{mac}"
             )),
@@ -573,7 +629,7 @@ pub fn qemu_args(
             }
             (NicModel::E1000 | NicModel::E1000e | NicModel::Igb, _) => push(&format!(
                 "{},netdev=n{k},id=nic{k}{mac}",
-                a.nic.qemu_device()
+                a.nic(k).qemu_device()
             )),
         }
     }
@@ -612,6 +668,7 @@ fn tap_kind(ifname: &str) -> TapKind {
 
 /// The cores plan for `a` (errors for impossible combinations).
 pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
+    a.check_nics()?;
     let mode = a.server.mode();
     // Every NIC of a set gets the same queues: the least multi-queue TAP decides.
     let tap = a
@@ -631,7 +688,7 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
     // QEMU opens a multi-queue TAP only with queues >= 2 (IFF_MULTI_QUEUE is set only
     // then); a kernel that uses fewer pairs leaves the others off and QEMU detaches their
     // TAP queues, so everything arrives on the pairs in use.
-    let min_queues = if a.nic == NicModel::Virtio
+    let min_queues = if a.all(NicModel::Virtio)
         && a.machine != Machine::Microvm
         && tap == Some(TapKind::MultiQueue)
     {
@@ -650,7 +707,42 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
                 .to_string(),
         });
     }
-    let why_not = match (a.nic, tap) {
+    let why_not = a
+        .models()
+        .into_iter()
+        .find_map(|m| why_not_perqueue(a, m, tap));
+    match (mode, why_not) {
+        (Some(ModeArg::Netcore), _) => Ok(CoresPlan {
+            queues: min_queues,
+            note: format!("{} cores, network-core mode (asked for)", a.smp),
+        }),
+        (Some(ModeArg::Perqueue), Some(why)) => {
+            Err(format!("--mode perqueue needs a queue per core, but {why}"))
+        }
+        (_, None) => Ok(CoresPlan {
+            queues: a.smp,
+            note: format!(
+                "{} cores, per-queue mode: {} with {} queue pairs{}",
+                a.smp,
+                a.models_text(),
+                a.smp,
+                if a.models().iter().any(|&m| m != NicModel::Virtio) {
+                    " (receive-side scaling)"
+                } else {
+                    ""
+                }
+            ),
+        }),
+        (None, Some(why)) => Ok(CoresPlan {
+            queues: 1,
+            note: format!("{} cores, network-core mode, because {why}", a.smp),
+        }),
+    }
+}
+
+/// Why NIC model `m` cannot give every core its own queue pair under `a` (None: it can).
+fn why_not_perqueue(a: &RunArgs, m: NicModel, tap: Option<TapKind>) -> Option<String> {
+    match (m, tap) {
         (NicModel::E1000, _) => Some("the e1000 has one queue".to_string()),
         (NicModel::E1000e, _) if a.smp > 2 => {
             Some("the e1000e has two queue pairs, not one per core".to_string())
@@ -671,33 +763,6 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
                 .to_string(),
         ),
         _ => None,
-    };
-    match (mode, why_not) {
-        (Some(ModeArg::Netcore), _) => Ok(CoresPlan {
-            queues: min_queues,
-            note: format!("{} cores, network-core mode (asked for)", a.smp),
-        }),
-        (Some(ModeArg::Perqueue), Some(why)) => {
-            Err(format!("--mode perqueue needs a queue per core, but {why}"))
-        }
-        (_, None) => Ok(CoresPlan {
-            queues: a.smp,
-            note: format!(
-                "{} cores, per-queue mode: {} with {} queue pairs{}",
-                a.smp,
-                value_name(a.nic),
-                a.smp,
-                if a.nic == NicModel::E1000e {
-                    " (receive-side scaling)"
-                } else {
-                    ""
-                }
-            ),
-        }),
-        (None, Some(why)) => Ok(CoresPlan {
-            queues: 1,
-            note: format!("{} cores, network-core mode, because {why}", a.smp),
-        }),
     }
 }
 
@@ -871,10 +936,54 @@ mod tests {
             "{taps}"
         );
         assert!(taps.contains("bond=split bond_policy=size"), "{taps}");
+        // A bond of mixed models: --nic once per --net, in order.
+        let mixed = qemu(&[
+            "--machine",
+            "pc",
+            "--net",
+            "tap:bwa",
+            "--net",
+            "tap:bwb",
+            "--nic",
+            "e1000e",
+            "--nic",
+            "virtio",
+        ])
+        .unwrap();
+        assert!(
+            mixed.contains("-device e1000e,netdev=n0,id=nic0"),
+            "{mixed}"
+        );
+        assert!(
+            mixed.contains("-device virtio-net-pci,netdev=n1,id=nic1"),
+            "{mixed}"
+        );
+        let m = args(&[
+            "--net", "user", "--net", "user", "--nic", "igb", "--nic", "e1000",
+        ]);
+        assert_eq!(m.models(), [NicModel::Igb, NicModel::E1000]);
+        assert_eq!(m.models_text(), "igb + e1000");
+        assert_eq!(args(&["--nic", "e1000e"]).models(), [NicModel::E1000e]);
+        assert_eq!(args(&[]).models(), [NicModel::Virtio]);
+        // One e1000 in the set keeps every core on one queue.
+        let two = args(&[
+            "--net", "user", "--net", "user", "--nic", "e1000e", "--nic", "e1000", "--smp", "2",
+        ]);
+        let plan = cores_plan(&two).unwrap();
+        assert_eq!(plan.queues, 1, "{}", plan.note);
+        assert!(
+            plan.note.contains("the e1000 has one queue"),
+            "{}",
+            plan.note
+        );
         for (bad, why) in [
             (&["--net", "user", "--net", "tap:bwa"][..], "do not mix"),
             (&["--net", "tap:bwa", "--net", "tap:bwa"], "given twice"),
             (&["--bond", "spread"], "needs two NICs"),
+            (
+                &["--net", "user", "--nic", "e1000", "--nic", "igb"],
+                "once per --net",
+            ),
             (
                 &["--mac", "02:00:00:00:00:01", "--mac", "02:00:00:00:00:02"],
                 "one MAC per NIC",
@@ -995,7 +1104,7 @@ mod tests {
         // microvm: virtio-mmio, version 2, one queue pair (network-core mode on 2 cores).
         let m = qemu(&["--machine", "microvm", "--smp", "2"]).unwrap();
         assert!(
-            m.contains("-machine microvm,x-option-roms=off -global virtio-mmio.force-legacy=false"),
+            m.contains("-machine microvm,x-option-roms=off -bios /usr/share/qemu/qboot.rom -global virtio-mmio.force-legacy=false"),
             "{m}"
         );
         assert!(

@@ -1,5 +1,5 @@
-//! The NICs the kernel serves on (bonding): every PCI function the first driver found
-//! drives (two virtio-net or two e1000 for a set; a set is of one driver), each opened
+//! The NICs the kernel serves on (bonding): every PCI function a driver drives (a set
+//! may mix models: a virtio-net and an e1000e, each through its own driver), each opened
 //! with as many queue pairs as the plan can use; with two or more and bonding on, one
 //! `bond::BondNic` per core over that core's queue pair of every NIC, core 0's with the
 //! link monitor (each device's link from [`Driver::link`], read every
@@ -23,7 +23,7 @@ use crate::drivers::{Driver, Open, WakeRx};
 use crate::pci::Device;
 use crate::{fatal, kprintln};
 
-/// The bonding the command line asks for with `found` NICs of one driver: `bond=`
+/// The bonding the command line asks for with `found` NICs: `bond=`
 /// (default `spread` with two or more), `off` or one NIC meaning none.
 pub fn bonding(s: &Settings, found: usize) -> Option<(BondMode, BondPolicy, u32)> {
     let mode = s.bond.unwrap_or(if found > 1 {
@@ -57,34 +57,49 @@ pub struct Opened {
     pub macs: Vec<EthernetAddress>,
 }
 
-/// Opens up to `max` of `devs` (those `D` drives, in PCI order) as `with` asks (queue
+/// Opens up to `max` of `devs` (those a driver drives, in PCI order) as `with` asks (queue
 /// pairs, wake-up targets, offloads). Stops the machine if one cannot be brought up.
 pub fn open(devs: &[Device], with: &Open<'_>, max: usize, hz: u64) -> Opened {
-    let mut nics: Vec<Vec<AnyNic>> = Vec::new();
-    let mut offered = 0;
-    for dev in devs
+    let devs: Vec<&Device> = devs
         .iter()
         .filter(|d| AnyNic::matches(d))
         .take(max.clamp(1, MAX_NICS))
-    {
+        .collect();
+    let bring_up = |dev: &Device, with: &Open<'_>| match AnyNic::open(dev, with) {
+        Ok((queues, _)) if queues.is_empty() => fatal!("NIC at {}: no queue pair", dev.addr),
+        Ok(n) => n,
+        Err(e) => fatal!("NIC at {}: {e:?}", dev.addr),
+    };
+    let mut nics: Vec<(Vec<AnyNic>, usize, u64)> = Vec::new();
+    for dev in &devs {
         let t = crate::arch::cpu::rdtsc();
-        let (mut queues, o) = match AnyNic::open(dev, with) {
-            Ok(n) => n,
-            Err(e) => fatal!("NIC at {}: {e:?}", dev.addr),
-        };
-        if queues.is_empty() {
-            fatal!("NIC at {}: no queue pair", dev.addr)
-        }
-        say(nics.len(), &dev.addr, &mut queues, o, with.offload, t, hz);
-        if nics.is_empty() {
-            offered = o;
-        }
-        nics.push(queues);
+        let (queues, o) = bring_up(dev, with);
+        nics.push((queues, o, crate::arch::cpu::rdtsc() - t));
     }
-    let got = nics.iter().map(Vec::len).min().unwrap_or(0);
-    for q in &mut nics {
-        q.truncate(got);
+    // The set serves on the fewest pairs any NIC gave. A NIC brought up with more would
+    // steer flows (its RSS, or its TAP's queues) to pairs nobody reads: a set of mixed
+    // models (an e1000e's two pairs beside an e1000's one) brings those up again with the
+    // set's count. The first bring-up's memory stays behind (start-up blocks are never
+    // freed); the device was reset by the second before the first's rings are dropped.
+    let got = nics.iter().map(|n| n.0.len()).min().unwrap_or(0);
+    for (dev, n) in devs.iter().zip(&mut nics) {
+        if n.0.len() > got {
+            let fewer = Open {
+                pairs: got,
+                wake: with.wake,
+                offload: with.offload,
+            };
+            let t = crate::arch::cpu::rdtsc();
+            n.0 = bring_up(dev, &fewer).0;
+            n.0.truncate(got);
+            n.2 = crate::arch::cpu::rdtsc() - t;
+        }
     }
+    for (k, (dev, n)) in devs.iter().zip(&mut nics).enumerate() {
+        say(k, &dev.addr, &mut n.0, n.1, with.offload, n.2, hz);
+    }
+    let offered = nics.first().map_or(0, |n| n.1);
+    let nics: Vec<Vec<AnyNic>> = nics.into_iter().map(|n| n.0).collect();
     let macs = nics.iter().map(|q| q[0].mac()).collect();
     Opened {
         nics,
@@ -93,15 +108,28 @@ pub fn open(devs: &[Device], with: &Open<'_>, max: usize, hz: u64) -> Opened {
     }
 }
 
-/// The console's `nic:` line for NIC `k` at `at`: bring-up time, MAC, queue pairs, how
-/// its interrupts wake a halted core, whether it segments.
+/// The set's models as the console names them: `virtio-net`, or `e1000e + virtio-net`.
+pub fn models(opened: &Opened) -> alloc::string::String {
+    let mut names: Vec<&str> = Vec::new();
+    for q in &opened.nics {
+        if let Some(n) = q.first().map(AnyNic::name) {
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+    }
+    names.join(" + ")
+}
+
+/// The console's `nic:` line for NIC `k` at `at`: bring-up time (`ticks` of the TSC),
+/// MAC, queue pairs, how its interrupts wake a halted core, whether it segments.
 fn say(
     k: usize,
     at: &dyn core::fmt::Display,
     queues: &mut [AnyNic],
     offered: usize,
     offload: bool,
-    t: u64,
+    ticks: u64,
     hz: u64,
 ) {
     let Some(q) = queues.first_mut() else { return };
@@ -110,7 +138,7 @@ fn say(
     kprintln!(
         "nic: {} {k} at {at} up in {} ms, MAC {mac}, {} of {offered} queue pair(s), wake-ups by {wake}, segmentation offload {}",
         name,
-        (crate::arch::cpu::rdtsc() - t) * 1000 / hz,
+        ticks * 1000 / hz,
         queues.len(),
         match tso {
             0 if offload => "none offered",
@@ -133,7 +161,15 @@ pub fn opened(
     let Some(mac) = queues.first().map(Nic::mac) else {
         fatal!("NIC at {at}: no queue pair")
     };
-    say(0, &at, &mut queues, offered, offload, t, hz);
+    say(
+        0,
+        &at,
+        &mut queues,
+        offered,
+        offload,
+        crate::arch::cpu::rdtsc() - t,
+        hz,
+    );
     Opened {
         nics: alloc::vec![queues],
         offered,

@@ -1,5 +1,5 @@
 //! The last boot step: the NICs brought up with as many queue pairs as the plan can use
-//! (every NIC of the driver when bonding, else the first), the UDP client or `ip=dhcp`'s
+//! (every NIC found when bonding, of any models, else the first), the UDP client or `ip=dhcp`'s
 //! lease on the first, the engine's plan chosen from what they gave, and its launch onto
 //! the cores ([`crate::launch`]).
 
@@ -123,22 +123,25 @@ impl Booted {
         })
     }
 
-    /// Serves on the NICs `devs` (every drivable one found, in PCI order) with the driver
-    /// of the first; a set is of one driver.
+    /// Serves on the NICs `devs` (every drivable one found, in PCI order), each with its
+    /// own driver: a set may mix models (the bond takes the fewest queue pairs and the
+    /// least offloads any of them gives).
     fn serve_found(self, devs: &[Device]) -> ! {
         let dev = &devs[0];
         if AnyNic::matches(dev) {
-            // A set is of one driver: the first's.
-            let same = |d: &&Device| AnyNic::driver_of(d) == AnyNic::driver_of(dev);
-            let devs: Vec<Device> = devs.iter().filter(same).copied().collect();
+            let devs: Vec<Device> = devs
+                .iter()
+                .filter(|d| AnyNic::matches(d))
+                .copied()
+                .collect();
             self.serve_pci(&devs)
         } else {
             fatal!("pci: no driver for {}", dev.addr)
         }
     }
 
-    /// Brings the PCI NICs up with as many queue pairs as the plan can use (every NIC of
-    /// the driver when bonding, else the first) and serves.
+    /// Brings the PCI NICs up with as many queue pairs as the plan can use (every NIC found
+    /// when bonding, else the first) and serves.
     fn serve_pci(self, devs: &[Device]) -> ! {
         let asked = self.asked();
         let want = plan::queues_wanted(self.cores, asked);
@@ -237,16 +240,17 @@ impl Booted {
             core: 0,
             announcer: true,
         });
+        let models = nics::models(&opened);
         kprintln!(
             "bond: {} over {} {} NICs, NIC 0 receives, policy {}, links read every {ms} ms",
             mode.name(),
             bond.count(),
-            driver,
+            models,
             policy.name()
         );
         let plan = Plan::new(decision.mode, self.cores, self.pages(), cfg, mac)
             .with_board(self.page_settings());
-        let name = alloc::format!("{} {}", bond.count(), driver);
+        let name = alloc::format!("{} {}", bond.count(), models);
         // Network-core mode: one set for core 0, which alone touches the NICs.
         let sets = match decision.mode {
             Mode::NetCore { .. } => 1,

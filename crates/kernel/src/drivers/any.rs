@@ -162,12 +162,12 @@ impl fmt::Debug for AnyError {
 }
 
 impl AnyNic {
-    /// The driver's short name ("virtio-net", "e1000", "e1000e").
+    /// The driver's short name ("virtio-net", "e1000", "e1000e", "igb").
     pub fn name(&self) -> &'static str {
         self.name
     }
 
-    /// Which driver drives `dev` (its name), if any: NICs of one driver form a set.
+    /// Which driver drives `dev` (its name), if any.
     pub fn driver_of(dev: &Device) -> Option<&'static str> {
         if VirtioNet::matches(dev) {
             Some(<VirtioNet>::NAME)
