@@ -7,6 +7,8 @@
 //! - `fuzz [SECS]` — every cargo-fuzz target for SECS seconds (see `fuzz.rs`).
 //! - `kernel-bench` — the bare-machine kernel's budgets (size, boot time, doorbells).
 //! - `bench-smoke` — only the smoke bench stage of `test` (see `bench.rs`).
+//! - `layers`, `doc-limits` — only the engine's layer map check, or the short documents'
+//!   length limits (both also run by `test`).
 //! - `soak [MINUTES]` — `tests/soak.py`: a long mixed run against `bareweb serve` (root;
 //!   default 30 minutes; not part of `test`).
 
@@ -15,6 +17,7 @@ mod fuzz;
 use std::process::{Command, ExitCode};
 
 mod bench;
+mod doclimits;
 mod kernel;
 mod kernel_bench;
 mod layers;
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         },
         "kernel-bench" => kernel_bench::bench(&args[1..]),
         "layers" => layers::check(),
+        "doc-limits" => doclimits::check(),
         "soak" => match args.get(1).map(|s| s.parse::<f64>()) {
             None => setup().and_then(|()| soak("30")),
             Some(Ok(m)) if m > 0.0 => setup().and_then(|()| soak(&args[1])),
@@ -92,6 +96,7 @@ fn main() -> ExitCode {
                 "         measure the kernel's budgets: size, boot to first 200, doorbells/request"
             );
             eprintln!("  bench-smoke  only `bareweb bench --smoke` and its checks (root)");
+            eprintln!("  layers, doc-limits  only the layer map, or the short docs' lengths");
             eprintln!(
                 "  soak [MINUTES]  tests/soak.py for MINUTES (default 30; root): mixed load,"
             );
@@ -218,6 +223,7 @@ fn test() -> Result<(), String> {
         "warnings",
     ]))?;
     layers::check()?;
+    doclimits::check()?;
     // The engine must stay no_std: build it for the bare-metal target.
     run(Command::new(&cargo).args([
         "build",
