@@ -15,10 +15,12 @@
 //! 3. records are sealed from it into the connection's ciphertext buffer
 //!    ([`TlsSide::out`], at most [`CIPHER_MAX`] unacknowledged bytes): the head and the
 //!    first body bytes are copied into one record (a small response is one record), the
-//!    rest of the body is given to the session as slices of the site image, 16 KiB per
-//!    record (rustls copies each into a record buffer of its own to encrypt it, then into
-//!    ours); each record is queued on the TCP stream, whose segments are cut from that
-//!    buffer;
+//!    rest of the body is given to the session as slices of the site image (rustls copies
+//!    each into a record buffer of its own to encrypt it, then into ours); each record is
+//!    queued on the TCP stream, whose segments are cut from that buffer. Record sizes
+//!    are dynamic: the first [`SMALL_RECORDS`] of a connection, and again after
+//!    [`RECORD_IDLE_NS`] without sending, fill one TCP segment each (a browser decrypts
+//!    the page's first bytes as they arrive), later ones 16 KiB;
 //! 4. when the response is sealed, the next pipelined request is read; `Connection:
 //!    close` (or a 408, or the peer's close_notify) ends with our close_notify and a FIN.
 //!
@@ -56,6 +58,17 @@ pub const MAX_RECORD: usize = 16384;
 pub const CIPHER_MAX: usize = 4 * (MAX_RECORD + RECORD_OVERHEAD);
 /// Connections in their handshake stepped per poll round, at most.
 pub const HANDSHAKES_PER_ROUND: u32 = 4;
+/// Records sealed one TCP segment each when a connection starts or resumes after
+/// [`RECORD_IDLE_NS`] of silence: about TCP's initial window (ten segments), so the first
+/// bytes of a page can be decrypted as each segment arrives instead of waiting for a
+/// 16 KiB record to arrive whole (dynamic record sizing, as Google's and Cloudflare's TLS
+/// front ends do). Then records grow to [`MAX_RECORD`], where the per-record cost is least.
+pub const SMALL_RECORDS: u32 = 10;
+/// Idle time after which a connection's records start small again (its congestion window
+/// has gone back too, RFC 7661's idle restart).
+pub const RECORD_IDLE_NS: u64 = 1_000_000_000;
+/// The smallest "one segment" record's plaintext, whatever the MSS says.
+const SMALL_RECORD_MIN: u32 = 512;
 /// Responses one TLS step seals at most (pipelined requests beyond wait for the next
 /// step).
 const RESPONSES_PER_STEP: u32 = 16;
@@ -124,6 +137,11 @@ pub(super) struct TlsSide {
     out_seq: u32,
     /// Plaintext bytes of the response in flight sealed so far.
     sealed: u32,
+    /// Records sealed since the connection began or last went idle (the first
+    /// [`SMALL_RECORDS`] are one segment each: dynamic record sizing).
+    records: u32,
+    /// When the last record was sealed (the server's clock, ns).
+    last_seal_ns: u64,
     /// Our close_notify and FIN follow the response in flight.
     close_after: bool,
     /// The handshake is complete.
@@ -145,6 +163,8 @@ impl TlsSide {
         self.out.clear();
         self.out_seq = 0;
         self.sealed = 0;
+        self.records = 0;
+        self.last_seal_ns = 0;
         self.close_after = false;
         self.established = false;
         self.peer_closed = false;
@@ -405,6 +425,8 @@ impl<L: Lookup<'static>> Server<L> {
             return true;
         };
         let total = r.wire_len();
+        let now = self.now_ns;
+        let small = small_record(&self.conns[idx].tcp);
         loop {
             let side = &mut self.tls_sides[idx];
             let sealed = side.sealed;
@@ -415,12 +437,20 @@ impl<L: Lookup<'static>> Server<L> {
             if room <= RECORD_OVERHEAD {
                 return false;
             }
+            if side.records > 0 && now.saturating_sub(side.last_seal_ns) >= RECORD_IDLE_NS {
+                side.records = 0;
+            }
+            let limit = if side.records < SMALL_RECORDS {
+                small
+            } else {
+                MAX_RECORD as u32
+            };
             let chunk = (total - sealed)
-                .min(MAX_RECORD as u32)
+                .min(limit)
                 .min((room - RECORD_OVERHEAD) as u32);
             // A record smaller than the room allows is worth waiting for an ACK, unless
             // it ends the response.
-            if chunk < (total - sealed).min(MAX_RECORD as u32) && chunk < 4096 {
+            if chunk < (total - sealed).min(limit) && chunk < 4096 {
                 return false;
             }
             let p = r.payload(sealed, chunk);
@@ -452,6 +482,8 @@ impl<L: Lookup<'static>> Server<L> {
                 Some(n) => {
                     side.out.truncate(before + n);
                     side.sealed += chunk;
+                    side.records = side.records.saturating_add(1);
+                    side.last_seal_ns = now;
                     self.tls_queue(idx, before);
                 }
                 None => {
@@ -534,6 +566,15 @@ impl<L: Lookup<'static>> Server<L> {
         side.sealed = 0;
         side.close_after |= close;
     }
+}
+
+/// The plaintext of a record that fills one TCP segment of `tcp` (its MSS, less the
+/// timestamp option when in use, less the most a record adds).
+fn small_record(tcp: &crate::tcp::conn::Connection) -> u32 {
+    let payload = tcp.mss().saturating_sub(if tcp.ts_ok() { 12 } else { 0 });
+    payload
+        .saturating_sub(RECORD_OVERHEAD as u32)
+        .clamp(SMALL_RECORD_MIN, MAX_RECORD as u32)
 }
 
 #[cfg(any(test, feature = "tls"))]

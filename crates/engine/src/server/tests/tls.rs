@@ -2,8 +2,8 @@
 //! bareweb-tls's provider) behind a small TCP client made of frames, against the server
 //! over a `FakeNic`. Handshake bytes in → records out on both versions; keep-alive,
 //! pipelining and a 1 MiB file byte-exact; close_notify both ways and `Connection:
-//! close`; the 408 of a silent client; hostile bytes ending in an alert and a FIN; the
-//! handshake bound per round; and `--http-redirect` on the plain port.
+//! close`; dynamic record sizes; the 408 of a silent client; hostile bytes ending in an
+//! alert and a FIN; the handshake bound per round; and `--http-redirect` on the plain port.
 
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -390,6 +390,62 @@ fn a_mebibyte_arrives_byte_exact() {
     c.write(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     c.pump(&mut s, &mut nic, &mut clock, 20);
     assert_eq!(responses(&c.plain).len(), 2);
+}
+
+/// The lengths of the application-data records (type 23) in `stream`, a run of whole
+/// TLS records.
+fn app_records(mut stream: &[u8]) -> Vec<usize> {
+    let mut v = Vec::new();
+    while stream.len() >= 5 {
+        let n = usize::from(u16::from_be_bytes([stream[3], stream[4]]));
+        if stream[0] == 23 {
+            v.push(n);
+        }
+        stream = &stream[(5 + n).min(stream.len())..];
+    }
+    v
+}
+
+#[test]
+fn records_start_one_segment_each_then_grow_and_start_small_again_after_idle() {
+    use crate::server::tls::{MAX_RECORD, RECORD_IDLE_NS, SMALL_RECORDS};
+    let mut s = tls_server(2);
+    let (mut nic, mut clock) = nic_and_clock();
+    let mut c = TlsClient::connect(&mut s, &mut nic, &mut clock, &rustls::version::TLS13, 40009);
+    // The client's SYN offers an MSS of 1460 (no timestamps): "one segment" is a record of
+    // at most 1460 bytes with its header.
+    let one_segment = 1460 - 5;
+    let mut fetch = |c: &mut TlsClient, s: &mut Server<TestSite>, clock: &mut ManualClock| {
+        let from = c.tcp.got.len();
+        c.write(b"GET /big.bin HTTP/1.1\r\nHost: a\r\n\r\n");
+        c.pump(s, &mut nic, clock, 8000);
+        app_records(&c.tcp.got[from..])
+    };
+    let small = SMALL_RECORDS as usize;
+    // TLS 1.3 adds the content type and a 16-byte tag to each record's plaintext.
+    let full = MAX_RECORD + 17;
+    let first = fetch(&mut c, &mut s, &mut clock);
+    assert!(
+        first[..small].iter().all(|&n| n <= one_segment),
+        "{first:?}"
+    );
+    assert!(first[small..].iter().all(|&n| n > one_segment), "{first:?}");
+    assert_eq!(first.iter().max(), Some(&full), "{first:?}");
+    // Straight after: the connection is warm, no record is small (but the response's
+    // last; some are cut to the room left under the unacknowledged ciphertext's bound).
+    let warm = fetch(&mut c, &mut s, &mut clock);
+    assert_eq!(warm[0], full, "{warm:?}");
+    assert!(warm[..warm.len() - 1].iter().all(|&n| n > 4096), "{warm:?}");
+    // After a second of silence: small again.
+    clock.0 += RECORD_IDLE_NS + 1;
+    let cold = fetch(&mut c, &mut s, &mut clock);
+    assert!(cold[..small].iter().all(|&n| n <= one_segment), "{cold:?}");
+    assert_eq!(cold.iter().max(), Some(&full), "{cold:?}");
+    let r = responses(&c.plain);
+    assert_eq!(r.len(), 3);
+    assert!(r
+        .iter()
+        .all(|(status, body)| status == "HTTP/1.1 200 OK" && *body == big_file()));
 }
 
 #[test]
