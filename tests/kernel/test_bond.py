@@ -100,7 +100,7 @@ def capture_result(p, seconds):
     return json.loads(out.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("nic", ["virtio", "e1000", "e1000e", "e1000e+virtio"])
+@pytest.mark.parametrize("nic", ["virtio", "e1000", "e1000e", "igb", "e1000e+virtio"])
 @pytest.mark.parametrize("bond", ["spread", "split"])
 def test_every_file_intact_and_frames_leave_from_the_right_macs(nic, bond):
     k = BondKernel(nic, bond)
@@ -133,12 +133,13 @@ FAILOVER = [
     ("virtio", 2, "perqueue", True),
     ("e1000e", 2, "perqueue", False),
     ("e1000+virtio", None, None, False),
+    ("igb", None, None, False),
 ]
 
 
 @pytest.mark.parametrize("nic,smp,mode,mq", FAILOVER,
                          ids=["virtio", "e1000", "virtio-netcore-2", "virtio-perqueue-2",
-                              "e1000e-perqueue-2", "e1000-virtio"])
+                              "e1000e-perqueue-2", "e1000-virtio", "igb"])
 def test_set_link_under_twenty_downloads(nic, smp, mode, mq):
     k = BondKernel(nic, "spread", smp=smp, mode=mode, multi_queue=mq)
     try:

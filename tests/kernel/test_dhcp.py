@@ -102,7 +102,7 @@ class Dnsmasq(DhcpKernel):
 # cores per-queue on an e1000e (RSS puts a reply on either queue).
 MODES = [("single", {}), ("perqueue", dict(smp=2, multi_queue=True)),
          ("netcore", dict(smp=2, extra=["--mode", "netcore"])),
-         ("perqueue", dict(nic="e1000e", smp=2))]
+         ("perqueue", dict(nic="e1000e", smp=2)), ("single", dict(nic="igb"))]
 
 
 @pytest.mark.parametrize("mode,kw", MODES,

@@ -50,7 +50,7 @@ def cores_seen(ns, tmp_path, paths):
     return seen
 
 
-@pytest.mark.parametrize("nic", ["virtio", "e1000"])
+@pytest.mark.parametrize("nic", ["virtio", "e1000", "igb"])
 def test_every_file_on_one_core(nic, tmp_path):
     k = Kernel(nic=nic, extra=["--udp-port", str(UDP_PORT)])
     try:

@@ -520,7 +520,18 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             println!("## Doorbells per request at steady load (TCG, qboot; GET /files/4k.html: 8 keep-alive connections x 250, then 8 clients x 100 connections of one request)\n");
             println!("| NIC | load | requests | seconds | req/s | doorbells | of which RX | suppressed flushes | doorbells/request | device interrupts/request | frames sent |");
             println!("|---|---|---|---|---|---|---|---|---|---|---|");
-            for nic in ["virtio", "e1000", "e1000e"] {
+            for nic in ["virtio", "e1000", "e1000e", "igb"] {
+                let device = if nic == "virtio" {
+                    "virtio-net-pci"
+                } else {
+                    nic
+                };
+                if !crate::setup_qemu::has_device("qemu-system-x86_64", device) {
+                    println!(
+                        "| {nic} | - | not in this QEMU (`cargo xtask setup`) | | | | | | | | |"
+                    );
+                    continue;
+                }
                 let port = free_port()?;
                 let serial = dir.join(format!("{nic}.serial"));
                 let args = qemu_args(&bin, &elf, "tcg", "qboot", nic, port, "stats")?;
