@@ -619,7 +619,10 @@ fn site_wide_headers_reach_the_server_pages() {
             &request,
             [127, 0, 0, 1].into(),
             1_700_000_000,
-            "bareweb",
+            pages::Fields {
+                server: "bareweb",
+                extra: b"",
+            },
             &mut out,
         );
         let head = String::from_utf8_lossy(&out[..r.head_len]).into_owned();

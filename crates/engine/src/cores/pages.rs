@@ -361,6 +361,17 @@ fn write_platform_metrics(p: &dyn platform::PlatformCounters, w: &mut Out<'_>) -
 /// [`MAX_COMMON_HEADERS`](crate::site::format::MAX_COMMON_HEADERS)).
 const HEAD_ROOM: usize = 1024;
 
+/// The server-wide header fields of a page's response: the `Server` name (empty: no
+/// field) and lines every response of the connection carries (`Strict-Transport-Security`
+/// on HTTPS; empty on plain HTTP).
+#[derive(Clone, Copy, Debug)]
+pub struct Fields<'a> {
+    /// The `Server` field's value.
+    pub server: &'a str,
+    /// Whole header lines, each ending in CRLF.
+    pub extra: &'a [u8],
+}
+
 /// Writes the whole response for `page` to the client at `peer` (head and, unless HEAD,
 /// the body) into `out`.
 pub fn respond(
@@ -369,11 +380,18 @@ pub fn respond(
     req: &Request<'_>,
     peer: IpAddr,
     now_unix: u64,
-    server: &str,
+    fields: Fields<'_>,
     out: &mut [u8],
 ) -> http::Response<'static> {
+    let (server, extra) = (fields.server, fields.extra);
     if !matches!(req.method, Method::Get | Method::Head) {
-        return http::respond_error(http::Status::METHOD_NOT_ALLOWED, now_unix, server, out);
+        return http::respond_error_with(
+            http::Status::METHOD_NOT_ALLOWED,
+            now_unix,
+            server,
+            extra,
+            out,
+        );
     }
     // A draining server's health check fails, so a balancer stops sending.
     let draining = board.drain().is_some_and(|d| d.draining());
@@ -390,7 +408,13 @@ pub fn respond(
         Page::Html => None,
     });
     let Some(body_len) = rendered else {
-        return http::respond_error(http::Status::INTERNAL_SERVER_ERROR, now_unix, server, out);
+        return http::respond_error_with(
+            http::Status::INTERNAL_SERVER_ERROR,
+            now_unix,
+            server,
+            extra,
+            out,
+        );
     };
     let (status, ctype) = match page {
         Page::Json => (http::Status::OK, "application/json"),
@@ -426,16 +450,23 @@ pub fn respond(
         ("Server: ", "\r\n")
     };
     let headers = board.pages().headers;
+    let extra_text = core::str::from_utf8(extra).unwrap_or("");
     let ok = write!(
         w,
         "HTTP/1.1 {} {reason}\r\nDate: {date}\r\n{server_field}{server}{server_end}\
          Content-Type: {ctype}\r\nContent-Length: {body_len}\r\n\
-         Cache-Control: no-store\r\n{headers}{conn}\r\n",
+         Cache-Control: no-store\r\n{headers}{extra_text}{conn}\r\n",
         status.code()
     );
     let head_len = w.len;
     if ok.is_err() {
-        return http::respond_error(http::Status::INTERNAL_SERVER_ERROR, now_unix, server, out);
+        return http::respond_error_with(
+            http::Status::INTERNAL_SERVER_ERROR,
+            now_unix,
+            server,
+            extra,
+            out,
+        );
     }
     let send_body = req.method == Method::Get;
     out[..head_len].copy_from_slice(&head[..head_len]);
@@ -586,7 +617,10 @@ pub(crate) mod tests {
             &request,
             [10, 0, 0, 9].into(),
             0,
-            "bw",
+            Fields {
+                server: "bw",
+                extra: b"",
+            },
             &mut out,
         );
         assert_eq!(r.status, 403);
@@ -790,7 +824,10 @@ pub(crate) mod tests {
                 &req(target),
                 peer,
                 1_700_000_000,
-                "bw",
+                Fields {
+                    server: "bw",
+                    extra: b"",
+                },
                 &mut out,
             );
             (

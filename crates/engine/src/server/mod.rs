@@ -99,7 +99,9 @@ pub trait DynamicPage: Send {
     /// header's client, which may be IPv6, when the connection came through a balancer).
     fn claims(&self, target: &[u8], peer: core::net::IpAddr) -> bool;
     /// Writes the whole response to the client at `peer` (head and inline body) into
-    /// `out`. `own` are the counters of the serving server, current now.
+    /// `out`. `own` are the counters of the serving server, current now; `extra` are
+    /// header lines every response of the connection carries (HSTS on HTTPS).
+    #[allow(clippy::too_many_arguments)]
     fn respond(
         &self,
         own: (&Stats, &CoreTimes, &Stay),
@@ -107,6 +109,7 @@ pub trait DynamicPage: Send {
         peer: core::net::IpAddr,
         now_unix: u64,
         server_name: &str,
+        extra: &[u8],
         out: &mut [u8],
     ) -> http::Response<'static>;
 }

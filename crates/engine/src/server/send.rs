@@ -118,7 +118,10 @@ impl<L: Lookup<'static>> Server<L> {
                                 let out = &mut d.pool[s * d.slot_len..(s + 1) * d.slot_len];
                                 let own = (&self.stats, &self.times, &self.stay);
                                 let peer = client_of!(self, idx);
-                                (d.page.respond(own, &request, peer, now, name, out), len)
+                                (
+                                    d.page.respond(own, &request, peer, now, name, extra, out),
+                                    len,
+                                )
                             }
                             None => (
                                 http::respond_error_with(

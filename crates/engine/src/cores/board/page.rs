@@ -55,15 +55,22 @@ impl DynamicPage for StatsPage {
         peer: core::net::IpAddr,
         now_unix: u64,
         server_name: &str,
+        extra: &[u8],
         out: &mut [u8],
     ) -> http::Response<'static> {
         self.board.publish_server(self.core, stats, times, stay);
         // `claims` said this page answers; the client decides which answer.
         match self.board.pages().page_for(request.target, peer) {
             Some(page) => {
-                pages::respond(page, self.board, request, peer, now_unix, server_name, out)
+                let fields = pages::Fields {
+                    server: server_name,
+                    extra,
+                };
+                pages::respond(page, self.board, request, peer, now_unix, fields, out)
             }
-            None => http::respond_error(http::Status::NOT_FOUND, now_unix, server_name, out),
+            None => {
+                http::respond_error_with(http::Status::NOT_FOUND, now_unix, server_name, extra, out)
+            }
         }
     }
 }
@@ -92,7 +99,7 @@ pub fn respond_stats(
         req,
         [0u8; 4].into(),
         now_unix,
-        server,
+        pages::Fields { server, extra: b"" },
         out,
     )
 }

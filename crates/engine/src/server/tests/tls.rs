@@ -768,7 +768,8 @@ fn a_proxy_header_before_the_hello_names_the_client_on_the_https_port() {
 #[test]
 fn hsts_is_on_every_https_response_and_never_on_plain_http() {
     let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
-    cfg.tcbs = 4;
+    cfg.tcbs = 8;
+    cfg.max_per_ip = Some(8);
     cfg.tls = Some(TlsListen {
         port: HTTPS,
         acceptor: acceptor(),
@@ -796,5 +797,35 @@ fn hsts_is_on_every_https_response_and_never_on_plain_http() {
     }
     let text = String::from_utf8_lossy(&t.got).into_owned();
     assert_eq!(responses(&t.got).len(), 5, "{text}");
+    assert!(!text.contains("Strict-Transport-Security"), "{text}");
+
+    // The server's own pages too: the stats JSON, /metrics, /healthz and a POST to one.
+    let pages = crate::cores::pages::PageSettings {
+        metrics: true,
+        healthz: true,
+        ..Default::default()
+    };
+    let board = crate::cores::board::Board::new("single", &[crate::cores::board::Role::Single])
+        .with_pages(pages);
+    s.serve_stats(Box::leak(Box::new(board)), 0);
+    let own: &[u8] = b"GET /.well-known/bareweb/stats HTTP/1.1\r\nHost: a\r\n\r\n\
+        GET /metrics HTTP/1.1\r\nHost: a\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a\r\n\r\n\
+        POST /healthz HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n";
+    let mut c = TlsClient::connect(&mut s, &mut nic, &mut clock, &rustls::version::TLS13, 48002);
+    c.write(own);
+    c.pump(&mut s, &mut nic, &mut clock, 60);
+    let text = String::from_utf8_lossy(&c.plain).into_owned();
+    let got = responses(&c.plain);
+    let codes: Vec<&str> = got.iter().map(|(status, _)| &status[9..12]).collect();
+    assert_eq!(codes, ["200", "200", "200", "405"], "{text}");
+    assert_eq!(text.matches(field).count(), 4, "{text}");
+    let mut t = Tcp::open(&mut s, &mut nic, &clock, 80, 48003);
+    t.send(&mut nic, own);
+    for _ in 0..10 {
+        let out = run(&mut s, &mut nic, &clock);
+        t.take(&out, &mut nic);
+    }
+    let text = String::from_utf8_lossy(&t.got).into_owned();
+    assert_eq!(responses(&t.got).len(), 4, "{text}");
     assert!(!text.contains("Strict-Transport-Security"), "{text}");
 }
