@@ -656,10 +656,10 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
             Some("the e1000e has two queue pairs, not one per core".to_string())
         }
         (NicModel::E1000e, _) => None,
-        (NicModel::Igb, _) => Some(
-            "the igb driver wakes one queue's core by interrupt (INTx; its MSI-X is not driven yet)"
-                .to_string(),
-        ),
+        (NicModel::Igb, _) if a.smp > 4 => {
+            Some("the igb driver drives four queue pairs, not one per core".to_string())
+        }
+        (NicModel::Igb, _) => None,
         (NicModel::Virtio, _) if a.machine == Machine::Microvm => Some(
             "virtio-mmio gives a device one interrupt line, which can wake one core".to_string(),
         ),
@@ -687,7 +687,7 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
                 a.smp,
                 value_name(a.nic),
                 a.smp,
-                if a.nic == NicModel::E1000e {
+                if matches!(a.nic, NicModel::E1000e | NicModel::Igb) {
                     " (receive-side scaling)"
                 } else {
                     ""
@@ -988,6 +988,29 @@ mod tests {
         assert!(qemu(&["--machine", "microvm", "--nic", "e1000e"]).is_err());
         // A QEMU that cannot be asked says nothing either way.
         assert_eq!(qemu_has_device("/nonexistent/qemu", "e1000e"), None);
+    }
+
+    #[test]
+    fn igb_is_per_queue_up_to_four_cores_with_rss() {
+        for smp in ["2", "4"] {
+            let p = cores_plan(&args(&["--nic", "igb", "--smp", smp])).unwrap();
+            assert_eq!(p.queues.to_string(), smp);
+            assert!(
+                p.note.contains(&format!(
+                    "per-queue mode: igb with {smp} queue pairs (receive-side scaling)"
+                )),
+                "{}",
+                p.note
+            );
+        }
+        let six = cores_plan(&args(&["--nic", "igb", "--smp", "6"])).unwrap();
+        assert!(
+            six.note
+                .contains("network-core mode, because the igb driver drives four queue pairs"),
+            "{}",
+            six.note
+        );
+        assert!(cores_plan(&args(&["--nic", "igb", "--smp", "6", "--mode", "perqueue"])).is_err());
     }
 
     #[test]

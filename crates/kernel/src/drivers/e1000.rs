@@ -328,8 +328,10 @@ pub(super) enum RxWake {
     None,
     /// The device's INTx line, this GSI, level-triggered, routed to the core.
     Line(u32),
-    /// An MSI-X message (this table entry) for this ICR cause (the 82574's RXQ0/RXQ1),
-    /// edge-triggered: the cause is cleared by the driver before arming.
+    /// An MSI-X message (this table entry) for this cause bit (the 82574's ICR.RXQ0/RXQ1;
+    /// the 82576's EICR bit of the vector, its registers given by
+    /// [`E1000Rx::set_cause_regs`]), edge-triggered: the cause is cleared by the driver
+    /// before arming.
     Msi(u16, u32),
 }
 
@@ -636,6 +638,20 @@ impl E1000Rx {
     /// Sets how a frame wakes this side's core.
     pub(super) fn set_wake(&mut self, wake: RxWake) {
         self.wake = wake;
+    }
+
+    /// Arms and disarms an [`RxWake::Msi`] wake-up on other cause registers than ICR,
+    /// IMS and IMC: (cause, write 1 to clear; mask set; mask clear), the 82576's EICR,
+    /// EIMS and EIMC in its MSI-X mode.
+    pub(super) fn set_cause_regs(
+        &mut self,
+        clear: Reg<u32, WO>,
+        set: Reg<u32, WO>,
+        mask: Reg<u32, WO>,
+    ) {
+        self.icr_clear = clear;
+        self.ims = set;
+        self.imc = mask;
     }
 
     /// Whether the descriptor the driver reads next has been written back (a frame).
