@@ -31,6 +31,7 @@
 use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
+use core::cell::Cell;
 use core::marker::PhantomData;
 use core::mem::offset_of;
 use core::sync::atomic::{fence, Ordering};
@@ -80,6 +81,13 @@ const RXCSUM: usize = 0x5000;
 const MTA: usize = 0x5200;
 const RAL0: usize = 0x5400;
 const RAH0: usize = 0x5404;
+const CRCERRS: usize = 0x4000;
+const MPC: usize = 0x4010;
+const GPRC: usize = 0x4074;
+const GPTC: usize = 0x4080;
+const GORCL: usize = 0x4088;
+const GOTCL: usize = 0x4090;
+const RNBC: usize = 0x40A0;
 
 /// The registers the driver uses (§13), each typed by how the driver may use it. Built
 /// once from the mapped BAR; the queue sides keep only the few they touch after bring-up.
@@ -107,6 +115,10 @@ pub struct Regs {
     pub(super) mta: Array<u32, WO>,
     pub(super) ral0: Reg<u32, RW>,
     pub(super) rah0: Reg<u32, RW>,
+    /// Statistics registers, clear on read: GPRC, GPTC, MPC, RNBC, CRCERRS.
+    pub(super) counts: [Reg<u32, RO>; 5],
+    /// (low, high) of GORC and GOTC (reading the high dword clears both).
+    pub(super) octets: [[Reg<u32, RO>; 2]; 2],
 }
 
 impl Regs {
@@ -133,6 +145,17 @@ impl Regs {
             mta: m.array(MTA, 128)?,
             ral0: m.reg(RAL0)?,
             rah0: m.reg(RAH0)?,
+            counts: [
+                m.reg(GPRC)?,
+                m.reg(GPTC)?,
+                m.reg(MPC)?,
+                m.reg(RNBC)?,
+                m.reg(CRCERRS)?,
+            ],
+            octets: [
+                [m.reg(GORCL)?, m.reg(GORCL + 4)?],
+                [m.reg(GOTCL)?, m.reg(GOTCL + 4)?],
+            ],
         })
     }
 
@@ -302,6 +325,71 @@ pub struct E1000Rx {
     layout: Layout,
     /// How a frame wakes the core that owns this side.
     wake: RxWake,
+    /// The device's statistics registers, on one side per device (pair 0's).
+    stats: Option<DeviceStats>,
+}
+
+/// A device's statistics registers (8254x manual §13.7; the 82574 and the 82576 keep
+/// them at the same offsets): good frames and octets each way, and the frames it lost
+/// (MPC: no room in its packet buffer; RNBC: no free descriptor; CRCERRS). They clear on
+/// read, so each reading is added to 64-bit totals; they are read at most about once a
+/// second, whatever asks for the counters (the run loop gathers them on every idle
+/// poll, and a register read is a VM exit), never per packet. QEMU's models count the
+/// good frames and octets; the loss counters stay 0 there (a frame with no descriptor
+/// waits in QEMU's queue).
+pub(super) struct DeviceStats {
+    counts: [Reg<u32, RO>; 5],
+    octets: [[Reg<u32, RO>; 2]; 2],
+    /// GPRC, GPTC, MPC, RNBC, CRCERRS, GORC, GOTC so far.
+    totals: Cell<[u64; 7]>,
+    /// The TSC at which the registers are read next.
+    next_tsc: Cell<u64>,
+}
+
+impl DeviceStats {
+    fn new(regs: &Regs) -> DeviceStats {
+        DeviceStats {
+            counts: regs.counts,
+            octets: regs.octets,
+            totals: Cell::new([0; 7]),
+            next_tsc: Cell::new(0),
+        }
+    }
+
+    /// Reads every register once (clearing it) and adds what it held.
+    pub(super) fn read(&self) {
+        let mut t = self.totals.get();
+        for (i, r) in self.counts.iter().enumerate() {
+            t[i] += r.read() as u64;
+        }
+        for (i, [lo, hi]) in self.octets.iter().enumerate() {
+            // Low first: reading the high dword clears both.
+            let lo = lo.read() as u64;
+            t[5 + i] += lo | (hi.read() as u64) << 32;
+        }
+        self.totals.set(t);
+    }
+
+    /// Adds the totals to `c`, reading the registers first if a second has passed.
+    fn add_to(&self, c: &mut NicCounters) {
+        self.add_at(crate::arch::cpu::rdtsc(), crate::arch::clock::tsc_hz(), c);
+    }
+
+    /// As [`DeviceStats::add_to`] at TSC `now`, `hz` ticks a second.
+    pub(super) fn add_at(&self, now: u64, hz: u64, c: &mut NicCounters) {
+        if now >= self.next_tsc.get() {
+            self.next_tsc.set(now.saturating_add(hz));
+            self.read();
+        }
+        let [rx, tx, missed, no_buffer, crc, rx_octets, tx_octets] = self.totals.get();
+        c.hw_rx_frames += rx;
+        c.hw_tx_frames += tx;
+        c.hw_rx_missed += missed;
+        c.hw_rx_no_buffer += no_buffer;
+        c.hw_rx_crc_errors += crc;
+        c.hw_rx_octets += rx_octets;
+        c.hw_tx_octets += tx_octets;
+    }
 }
 
 /// A receive descriptor's write-back layout: (status byte, errors byte, length) offsets.
@@ -412,6 +500,7 @@ impl<H: Hal> E1000<H> {
     pub fn bring_up(regs: Regs) -> Result<E1000<H>, Error> {
         let mac = regs.reset()?;
         let mut rx = E1000Rx::new::<H>(&regs, &regs.rd, Layout::LEGACY)?;
+        rx.count_device(&regs);
         let tx = E1000Tx::new(&regs.td)?;
         regs.enable_tx();
         regs.rxcsum.write(0);
@@ -632,12 +721,25 @@ impl E1000Rx {
             doorbells: 0,
             layout,
             wake: RxWake::None,
+            stats: None,
         })
     }
 
     /// Sets how a frame wakes this side's core.
     pub(super) fn set_wake(&mut self, wake: RxWake) {
         self.wake = wake;
+    }
+
+    /// Makes this side the one that reads and reports the device's statistics registers
+    /// (one side per device).
+    pub(super) fn count_device(&mut self, regs: &Regs) {
+        self.stats = Some(DeviceStats::new(regs));
+    }
+
+    /// The device's statistics, if this side reports them (tests).
+    #[cfg(test)]
+    pub(super) fn device_stats(&self) -> Option<&DeviceStats> {
+        self.stats.as_ref()
     }
 
     /// Arms and disarms an [`RxWake::Msi`] wake-up on other cause registers than ICR,
@@ -1112,6 +1214,9 @@ impl<H: Hal> Driver for E1000<H> {
         c.doorbells += rx.doorbells;
         c.rx_doorbells += rx.doorbells;
         c.device_rx_bad += rx.bad;
+        if let Some(s) = &rx.stats {
+            s.add_to(c);
+        }
     }
 
     fn tx_counters(tx: &E1000Tx<H>, c: &mut NicCounters) {
@@ -1267,6 +1372,55 @@ mod tests {
         assert!(dev.deliver(&[5; 100]));
         assert_eq!(rx.burst(&mut out), 1);
         assert_eq!(rx.bytes(&out[0]), &[5; 100][..]);
+    }
+
+    #[test]
+    fn statistics_registers_are_read_at_most_once_a_second_and_added_up_in_64_bits() {
+        let (mut dev, nic) = up();
+        let regs = [
+            GPRC,
+            GPTC,
+            MPC,
+            RNBC,
+            CRCERRS,
+            GORCL,
+            GORCL + 4,
+            GOTCL,
+            GOTCL + 4,
+        ];
+        for (r, v) in regs.iter().zip([5, 4, 3, 2, 1, 0xFFFF_FFF0, 1, 700, 0]) {
+            dev.set_reg(*r, v);
+        }
+        let s = nic
+            .rx
+            .device_stats()
+            .expect("the 82540EM's one side reports them");
+        let hz = 1_000_000;
+        let mut c = NicCounters::default();
+        s.add_at(5, hz, &mut c);
+        assert_eq!((c.hw_rx_frames, c.hw_tx_frames, c.hw_rx_missed), (5, 4, 3));
+        assert_eq!((c.hw_rx_no_buffer, c.hw_rx_crc_errors), (2, 1));
+        assert_eq!((c.hw_rx_octets, c.hw_tx_octets), (0x1_FFFF_FFF0, 700));
+        // The registers cleared when read; the device counts on.
+        for r in regs {
+            dev.set_reg(r, 0);
+        }
+        dev.set_reg(GPRC, 7);
+        dev.set_reg(GORCL, 0x20);
+        // Within the second: the totals as they were, no register read.
+        let mut again = NicCounters::default();
+        s.add_at(5 + hz - 1, hz, &mut again);
+        assert_eq!(again, c);
+        // A second on: read and added, in 64 bits.
+        let mut later = NicCounters::default();
+        s.add_at(5 + hz, hz, &mut later);
+        assert_eq!((later.hw_rx_frames, later.hw_tx_frames), (12, 4));
+        assert_eq!(later.hw_rx_octets, 0x2_0000_0010);
+        // What the queue pair reports carries them (the registers cleared again).
+        for r in regs {
+            dev.set_reg(r, 0);
+        }
+        assert_eq!(nic.counters().hw_rx_frames, 12);
     }
 
     #[test]

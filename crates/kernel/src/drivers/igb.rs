@@ -131,7 +131,10 @@ impl<H: Hal> Igb<H> {
         for k in 0..pairs {
             let rd = Regs::queue(m, 0x2800, k).ok_or(Error::NoRegisters)?;
             let td = Regs::queue(m, 0x3800, k).ok_or(Error::NoRegisters)?;
-            let rx = E1000Rx::new::<H>(&regs, &rd, Layout::EXTENDED)?;
+            let mut rx = E1000Rx::new::<H>(&regs, &rd, Layout::EXTENDED)?;
+            if k == 0 {
+                rx.count_device(&regs);
+            }
             let tx = E1000Tx::<H>::new(&td)?;
             reg(SRRCTL + 0x100 * k)?.write(SRRCTL_BITS);
             reg(RXDCTL + 0x100 * k)?.write(QUEUE_ENABLE);
@@ -417,6 +420,19 @@ mod tests {
         // The 82574's cause registers are not the 82576's in MSI-X mode: untouched.
         assert_eq!(dev.reg(0x00D0), 0, "IMS never written");
         assert_eq!(pairs[2].split().0.arm(), Arm::Unable);
+    }
+
+    #[test]
+    fn pair_zero_alone_reports_the_device_statistics() {
+        let (mut dev, mut pairs) = up(4);
+        dev.set_reg(0x4074, 40); // GPRC
+        dev.set_reg(0x4088, 4000); // GORCL
+        let c: Vec<NicCounters> = pairs.iter_mut().map(|p| p.counters()).collect();
+        assert_eq!((c[0].hw_rx_frames, c[0].hw_rx_octets), (40, 4000));
+        assert!(c[1..]
+            .iter()
+            .all(|c| c.hw_rx_frames == 0 && c.hw_rx_octets == 0));
+        assert!(pairs[1].split().0.device_stats().is_none());
     }
 
     #[test]
