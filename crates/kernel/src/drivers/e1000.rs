@@ -449,6 +449,9 @@ pub struct E1000Tx<H: Hal = Identity> {
     tso: bool,
     /// Frames posted for segmentation.
     tso_frames: u64,
+    /// Every frame as advanced descriptors (the 82576's; else legacy ones, and the
+    /// 82574's extended ones for segmentation).
+    advanced: bool,
     _hal: PhantomData<fn() -> H>,
 }
 
@@ -940,6 +943,7 @@ impl<H: Hal> E1000Tx<H> {
             doorbells: 0,
             tso: false,
             tso_frames: 0,
+            advanced: false,
             _hal: PhantomData,
         })
     }
@@ -964,15 +968,6 @@ impl<H: Hal> E1000Tx<H> {
         }
     }
 
-    fn write_desc(&mut self, addr: u64, len: usize, cmd: u8) -> u16 {
-        self.push(TxDesc {
-            addr,
-            len: len as u16,
-            cmd,
-            ..TxDesc::default()
-        })
-    }
-
     fn push(&mut self, d: TxDesc) -> u16 {
         let i = self.tail;
         // A free descriptor (counted in `used` from now on).
@@ -982,9 +977,44 @@ impl<H: Hal> E1000Tx<H> {
         i as u16
     }
 
-    /// Offers `post_tso` (the 82574's TCP segmentation: context and data descriptors).
+    /// Offers `post_tso` (TCP segmentation: context and data descriptors).
     pub(super) fn set_tso(&mut self, on: bool) {
         self.tso = on;
+    }
+
+    /// Posts every frame as advanced descriptors (the 82576's): QEMU's igb takes a legacy
+    /// descriptor only as the advanced fields it happens to match, and keeps the offload
+    /// request of the last advanced frame for it (`igb_process_tx_desc` updates
+    /// `first_cmd_type_len` on advanced data descriptors only): after a segmented frame, a
+    /// legacy ARP reply would be "segmented" and dropped. Linux igb uses nothing else.
+    pub(super) fn set_advanced(&mut self) {
+        self.advanced = true;
+    }
+
+    /// A data descriptor for `len` bytes at `addr`: legacy (`cmd` its command: EOP, RS)
+    /// or, on an 82576, advanced (DEXT, DTYP data, IFCS; `paylen` in the offload field:
+    /// the frame's length, or for a segmentation its TCP payload's; TSE and the IPv4 and
+    /// TCP checksum insertion with `tse`).
+    fn data(&self, addr: u64, len: usize, cmd: u8, paylen: usize, tse: bool) -> TxDesc {
+        if !self.advanced {
+            return TxDesc {
+                addr,
+                len: len as u16,
+                cmd: cmd | CMD_IFCS,
+                ..TxDesc::default()
+            };
+        }
+        let popts = if tse { ADV_POPTS_IXSM_TXSM } else { 0 };
+        let olinfo = (paylen as u32) << 14 | popts << 8;
+        TxDesc {
+            addr,
+            len: len as u16,
+            cso: ADV_DTYP_DATA,
+            cmd: CMD_DEXT | CMD_IFCS | cmd | if tse { ADV_CMD_TSE } else { 0 },
+            status: olinfo as u8,
+            css: (olinfo >> 8) as u8,
+            special: (olinfo >> 16) as u16,
+        }
     }
 
     /// Frames posted for segmentation so far.
@@ -1004,6 +1034,34 @@ const TUCMD_IP: u8 = 0x02;
 const TUCMD_TCP: u8 = 0x01;
 /// Data POPTS: insert the IPv4 (IXSM) and TCP (TXSM) checksums.
 const POPTS_IXSM_TXSM: u8 = 0x03;
+/// Advanced transmit descriptors (82576 datasheet §7.2.2.3, §7.2.2.5; Linux igb
+/// `igb_tso`, `igb_tx_olinfo_status`): DTYP (data 3, context 2) in the high nibble of
+/// byte 10, DEXT as on the 82574, TSE in the command byte's top bit; the offload field
+/// (olinfo_status, bytes 12-15): POPTS at bit 8, PAYLEN from bit 14.
+const ADV_DTYP_DATA: u8 = 0x30;
+const ADV_DTYP_CONTEXT: u8 = 0x20;
+const ADV_CMD_TSE: u8 = 0x80;
+const ADV_POPTS_IXSM_TXSM: u32 = 0x03;
+/// Advanced context TUCMD: IPv4 (bit 10), TCP (L4T 01, bit 11).
+const ADV_TUCMD_IPV4_TCP: u16 = 1 << 10 | 1 << 11;
+
+/// The advanced context descriptor of a segmentation (82576, Linux `igb_tso`): MAC and IP
+/// header lengths, IPv4 and TCP, the TCP header's length and the MSS (context index 0).
+fn tso_context_advanced(tso: Tso) -> TxDesc {
+    let (l4, hl) = (tso.l4_offset as u64, tso.header_len as u64);
+    TxDesc {
+        // VLAN_MACIP_LENS: IPLEN (bits 8:0), MACLEN (15:9); SEQNUM_SEED 0.
+        addr: (l4 - 14) | 14 << 9,
+        // TYPE_TUCMD_MLHL: TUCMD in bits 11:9 ..., DTYP context, DEXT.
+        len: ADV_TUCMD_IPV4_TCP,
+        cso: ADV_DTYP_CONTEXT,
+        cmd: CMD_DEXT,
+        // MSS_L4LEN_IDX: IDX 0 (bits 6:4), L4LEN (15:8), MSS (31:16).
+        status: 0,
+        css: (hl - l4) as u8,
+        special: tso.mss,
+    }
+}
 
 /// The TCP/IP context descriptor of a segmentation (§7.3.1.2, Linux `e1000_tso`): where
 /// the IPv4 and TCP headers and checksums are, the payload, header length and MSS.
@@ -1063,8 +1121,13 @@ impl<H: Hal> TxRing for E1000Tx<H> {
             let fixed = ones_sub(sum, (total - l4) as u16);
             h[c..c + 2].copy_from_slice(&fixed.to_be_bytes());
         }
-        self.push(tso_context(tso, total - hl));
-        let data = |addr: u64, len: usize, cmd: u8| TxDesc {
+        let advanced = self.advanced;
+        self.push(if advanced {
+            tso_context_advanced(tso)
+        } else {
+            tso_context(tso, total - hl)
+        });
+        let extended = |addr: u64, len: usize, cmd: u8| TxDesc {
             addr,
             len: len as u16,
             cso: DTYP_DATA,
@@ -1073,12 +1136,20 @@ impl<H: Hal> TxRing for E1000Tx<H> {
             css: POPTS_IXSM_TXSM,
             special: 0,
         };
+        let data = |t: &Self, addr: u64, len: usize, cmd: u8| {
+            if advanced {
+                t.data(addr, len, cmd, total - hl, true)
+            } else {
+                extended(addr, len, cmd)
+            }
+        };
         let head = self.slots.paddr(s as usize * TX_SLOT);
         let last = if body.is_empty() {
-            self.push(data(head, head_len, CMD_EOP | CMD_RS))
+            self.push(data(self, head, head_len, CMD_EOP | CMD_RS))
         } else {
-            self.push(data(head, head_len, 0));
-            self.push(data(H::dma_addr_static(body), body.len(), CMD_EOP | CMD_RS))
+            self.push(data(self, head, head_len, 0));
+            let d = data(self, H::dma_addr_static(body), body.len(), CMD_EOP | CMD_RS);
+            self.push(d)
         };
         self.in_flight.push_back((last, need as u8, s));
         self.frames += 1;
@@ -1121,17 +1192,23 @@ impl<H: Hal> TxRing for E1000Tx<H> {
         }
         let head = self.slots.paddr(s as usize * TX_SLOT);
         let head_len = head_len.min(TX_SLOT);
+        let total = head_len + body.len();
         let last = if body.is_empty() {
-            self.write_desc(head, head_len, CMD_EOP | CMD_IFCS | CMD_RS)
+            let d = self.data(head, head_len, CMD_EOP | CMD_RS, total, false);
+            self.push(d)
         } else {
-            self.write_desc(head, head_len, CMD_IFCS);
+            let d = self.data(head, head_len, 0, total, false);
+            self.push(d);
             // The body straight from the site image: 'static and immutable; the Hal
             // says at which address the device reads it.
-            self.write_desc(
+            let d = self.data(
                 H::dma_addr_static(body),
                 body.len(),
-                CMD_EOP | CMD_IFCS | CMD_RS,
-            )
+                CMD_EOP | CMD_RS,
+                total,
+                false,
+            );
+            self.push(d)
         };
         self.in_flight.push_back((last, need as u8, s));
         self.frames += 1;

@@ -27,9 +27,12 @@
 //!   MSI-X (a table that cannot be mapped) the INTx line is probed as on the 82540EM
 //!   (ICR.RXT0 is the 82576's RXDW in legacy mode) and wakes pair 0's core; the other
 //!   pairs' cores then wake by timer.
-//! - Transmit: legacy descriptors (the 82576 takes them), complete checksums from the
-//!   engine; no segmentation offload yet (the advanced context descriptor differs from
-//!   the 82574's).
+//! - Transmit: advanced data descriptors for every frame (QEMU's model keeps the last
+//!   advanced frame's offload request for a legacy one: see `E1000Tx::set_advanced`),
+//!   complete checksums from the engine; unless `offload=off`, TCP segmentation with IPv4
+//!   and TCP checksum insertion through an advanced context descriptor (MACLEN, IPLEN,
+//!   L4LEN, MSS; TUCMD IPv4|TCP) and data descriptors with TSE, POPTS IXSM|TXSM and the
+//!   TCP payload's length (Linux `igb_tso`): `E1000Tx::post_tso`, shared with the 82574.
 //! - Link: STATUS.LU, as on the 82540EM.
 
 use alloc::boxed::Box;
@@ -135,7 +138,8 @@ impl<H: Hal> Igb<H> {
             if k == 0 {
                 rx.count_device(&regs);
             }
-            let tx = E1000Tx::<H>::new(&td)?;
+            let mut tx = E1000Tx::<H>::new(&td)?;
+            tx.set_advanced();
             reg(SRRCTL + 0x100 * k)?.write(SRRCTL_BITS);
             reg(RXDCTL + 0x100 * k)?.write(QUEUE_ENABLE);
             reg(TXDCTL + 0x100 * k)?.write(QUEUE_ENABLE);
@@ -243,6 +247,9 @@ impl<H: Hal> Driver for Igb<H> {
         // SAFETY: BAR 0 of an 82576, at least REGION bytes (checked above).
         let m = unsafe { Mmio::map::<H>(base, e1000::REGION) };
         let mut pairs = Igb::<H>::bring_up(&m, with.pairs)?;
+        for q in &mut pairs {
+            q.0.tx_mut().set_tso(with.offload);
+        }
         if with.wake.is_empty() {
             return Ok((pairs, QUEUES));
         }
@@ -420,6 +427,63 @@ mod tests {
         // The 82574's cause registers are not the 82576's in MSI-X mode: untouched.
         assert_eq!(dev.reg(0x00D0), 0, "IMS never written");
         assert_eq!(pairs[2].split().0.arm(), Arm::Unable);
+    }
+
+    #[test]
+    fn frames_go_as_advanced_descriptors_and_segmentation_through_an_advanced_context() {
+        use bareweb_engine::nic::Tso;
+        static BODY: [u8; 3000] = [3; 3000];
+        let (mut dev, mut pairs) = up(1);
+        let p = &mut pairs[0];
+        assert_eq!(p.caps().tso_max, 0, "off until open asks for offloads");
+        {
+            let (_, tx) = p.split();
+            tx.slot().unwrap()[..54].fill(2);
+            tx.post(54, &BODY).unwrap();
+            tx.flush();
+        }
+        // A plain frame: advanced data descriptors, no offload asked, PAYLEN the frame's.
+        assert_eq!(dev.transmitted().len(), 1);
+        assert_eq!((dev.options[0], dev.paylens[0]), ((0, false), 3054));
+        let tso = Tso {
+            mss: 1460,
+            l4_offset: 34,
+            header_len: 54,
+        };
+        p.0.tx_mut().set_tso(true);
+        assert_eq!(p.caps().tso_max, bareweb_engine::iface::egress::TSO_LIMIT);
+        let (_, tx) = p.split();
+        let h = tx.slot().unwrap();
+        h[..54].fill(1);
+        // The engine's partial checksum: the pseudo-header sum with the whole TCP length.
+        h[50..52].copy_from_slice(&0x1234u16.to_be_bytes());
+        tx.post_tso(54, &BODY, tso).unwrap();
+        // And an ARP-sized frame after it: no segmentation asked for it.
+        tx.slot().unwrap()[..42].fill(4);
+        tx.post(42, &[]).unwrap();
+        tx.flush();
+        let out = dev.transmitted();
+        assert_eq!(out.len(), 2);
+        assert_eq!((out[0].len(), out[1].len()), (54 + 3000, 42));
+        assert_eq!(out[0][54..], BODY);
+        // The length is out of the sum (as on the 82574: the device adds each segment's).
+        let got = u16::from_be_bytes([out[0][50], out[0][51]]) as u32 + (20 + 3000);
+        assert_eq!(((got & 0xFFFF) + (got >> 16)) as u16, 0x1234);
+        // The context: IPLEN 20, MACLEN 14; TUCMD IPv4|TCP, DTYP context, DEXT; L4LEN 20,
+        // MSS 1460, index 0.
+        assert_eq!(dev.contexts.len(), 1);
+        let c = &dev.contexts[0];
+        let dword = |i: usize| u32::from_le_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]);
+        assert_eq!((dword(0), dword(4)), (20 | 14 << 9, 0));
+        assert_eq!(dword(8), 1 << 10 | 1 << 11 | 2 << 20 | 1 << 29);
+        assert_eq!(dword(12), 20 << 8 | 1460 << 16);
+        // The data: TSE, both checksums, PAYLEN the TCP payload; then the small frame
+        // without either.
+        assert_eq!(dev.options[1..], [(0x03, true), (0, false)]);
+        assert_eq!(dev.paylens[1..], [3000, 42]);
+        assert_eq!(tx.tso_frames(), 1);
+        tx.flush();
+        assert!(tx.room() > 0);
     }
 
     #[test]
