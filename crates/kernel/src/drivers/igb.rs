@@ -33,7 +33,8 @@
 //!   and TCP checksum insertion through an advanced context descriptor (MACLEN, IPLEN,
 //!   L4LEN, MSS; TUCMD IPv4|TCP) and data descriptors with TSE, POPTS IXSM|TXSM and the
 //!   TCP payload's length (Linux `igb_tso`): `E1000Tx::post_tso`, shared with the 82574.
-//! - Link: STATUS.LU, as on the 82540EM.
+//! - Link: STATUS.LU, as on the 82540EM; `open` waits (2 s at most) for it to rise after
+//!   the auto-negotiation restart.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -249,6 +250,15 @@ impl<H: Hal> Driver for Igb<H> {
         let mut pairs = Igb::<H>::bring_up(&m, with.pairs)?;
         for q in &mut pairs {
             q.0.tx_mut().set_tso(with.offload);
+        }
+        // QEMU's 82576 raises its link about 500 ms after auto-negotiation restarts (its
+        // autoneg timer); until then it neither sends nor receives. Wait for it (2 s at
+        // most): the first frames (the gratuitous ARPs) are not lost, and a bond's link
+        // monitor does not start by counting the link going down.
+        let mut link = pairs[0].link_sense();
+        let end = crate::arch::cpu::rdtsc() + 2 * crate::arch::clock::tsc_hz();
+        while !link.link_up() && crate::arch::cpu::rdtsc() < end {
+            core::hint::spin_loop();
         }
         if with.wake.is_empty() {
             return Ok((pairs, QUEUES));
