@@ -1,10 +1,10 @@
 """Bonding on the bare machine (the bonding paper): `bareweb run --net tap:A --net tap:B
---bond split|spread` under QEMU with two virtio-net, e1000 or e1000e NICs whose TAPs sit on
+--bond split|spread` under QEMU with two virtio-net, e1000, e1000e or igb NICs whose TAPs sit on
 one bridge in the test's namespace (which also holds the client addresses). A capture on
 the bridge shows which MAC every frame left from; failover is QEMU's monitor `set_link`
 taking a send NIC down, back up, then the receive NIC down, under 20 parallel 1 MiB
 downloads. Both many-core modes run the failover too (two CPUs: network-core mode, and
-per-queue mode on multi-queue TAPs, and on two e1000e with RSS). A set may mix models
+per-queue mode on multi-queue TAPs, and on two e1000e or two igb with RSS). A set may mix models
 (`--nic e1000e --nic virtio`: NIC 0 an 82574L, NIC 1 a virtio-net, each through its own
 driver). And `--net user` twice: one QEMU hub, no root."""
 import hashlib
@@ -19,6 +19,7 @@ import urllib.request
 import pytest
 
 import qemu_harness
+from qemu_harness import has_nic
 from conftest import HOST_IP, MAC, SERVER_IP, SITE, Kernel
 
 # NIC 0's MAC is the harness's (`bareweb run --mac MAC`), NIC 1's is given here.
@@ -103,6 +104,8 @@ def capture_result(p, seconds):
 @pytest.mark.parametrize("nic", ["virtio", "e1000", "e1000e", "igb", "e1000e+virtio"])
 @pytest.mark.parametrize("bond", ["spread", "split"])
 def test_every_file_intact_and_frames_leave_from_the_right_macs(nic, bond):
+    if nic == "igb":
+        has_nic("igb")
     k = BondKernel(nic, bond)
     try:
         cap = k.sniff(60)
@@ -133,14 +136,16 @@ FAILOVER = [
     ("virtio", 2, "perqueue", True),
     ("e1000e", 2, "perqueue", False),
     ("e1000+virtio", None, None, False),
-    ("igb", None, None, False),
+    ("igb", 2, "perqueue", False),
 ]
 
 
 @pytest.mark.parametrize("nic,smp,mode,mq", FAILOVER,
                          ids=["virtio", "e1000", "virtio-netcore-2", "virtio-perqueue-2",
-                              "e1000e-perqueue-2", "e1000-virtio", "igb"])
+                              "e1000e-perqueue-2", "e1000-virtio", "igb-perqueue-2"])
 def test_set_link_under_twenty_downloads(nic, smp, mode, mq):
+    if nic == "igb":
+        has_nic("igb")
     k = BondKernel(nic, "spread", smp=smp, mode=mode, multi_queue=mq)
     try:
         events = []

@@ -208,6 +208,8 @@ def test_metrics_and_healthz_on_the_bare_machine(tmp_path):
             assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
             body = r.read().decode()
         assert "# TYPE bareweb_http_requests_total counter" in body, body[:500]
+        # The NIC's statistics registers' metrics (virtio-net has none: zero).
+        assert "# TYPE bareweb_hw_rx_frames_total counter" in body, body[:500]
         m = re.search(r'^bareweb_http_requests_total\{core="0",role="[a-z+]+"\} (\d+)$', body, re.M)
         assert m and int(m.group(1)) >= 1, body[:500]
         stats = json.loads(get(port, "/.well-known/bareweb/stats")[1])

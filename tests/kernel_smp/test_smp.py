@@ -8,7 +8,7 @@ import time
 import pytest
 
 from conftest import SERVER_IP, SITE, STATS, Kernel
-from qemu_harness import published_requests
+from qemu_harness import has_nic, published_requests
 
 URL = f"http://{SERVER_IP}"
 
@@ -22,6 +22,8 @@ CONFIGS = [
      "netcore", ["net+http", "http", "http", "http"]),
     ("smp2-e1000", 2, [], "e1000", False, "netcore", ["net", "http"]),
     ("smp2-igb-netcore", 2, ["--mode", "netcore"], "igb", False, "netcore", ["net", "http"]),
+    # RSS in the device and MSI-X per queue: every core gets connections (the 500 test).
+    ("smp4-igb-perqueue", 4, [], "igb", False, "perqueue", ["queue"] * 4),
 ]
 
 
@@ -32,6 +34,8 @@ def sha(path):
 @pytest.fixture(params=CONFIGS, ids=[c[0] for c in CONFIGS], scope="module")
 def smp_kernel(request):
     name, smp, extra, nic, mq, mode, roles = request.param
+    if nic == "igb":
+        has_nic("igb")
     k = Kernel(smp, extra=extra, nic=nic, multi_queue=mq)
     k.mode, k.roles = mode, roles
     yield k

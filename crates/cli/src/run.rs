@@ -628,12 +628,25 @@ pub fn qemu_args(
                 return Err("--machine microvm has no PCI bus: use --nic virtio".into())
             }
             (NicModel::E1000 | NicModel::E1000e | NicModel::Igb, _) => push(&format!(
-                "{},netdev=n{k},id=nic{k}{mac}",
-                a.nic(k).qemu_device()
+                "{},netdev=n{k},id=nic{k}{mac}{}",
+                a.nic(k).qemu_device(),
+                igb_slot(a.nic(k), k, several)
             )),
         }
     }
     Ok(v)
+}
+
+/// QEMU's igb reserves PCI functions for its eight virtual functions 16 and 17 slots past
+/// its own: two igb in adjacent slots (QEMU's choice) collide ("slot 19 function 0 not
+/// available for igbvf"). So with several, NIC k gets slot 8 + 2k (its functions at 24 +
+/// 2k and 25 + 2k, inside the bus's 32 for up to four NICs).
+fn igb_slot(nic: NicModel, k: usize, several: bool) -> String {
+    if nic == NicModel::Igb && several {
+        format!(",addr={:#x}", 8 + 2 * k)
+    } else {
+        String::new()
+    }
 }
 
 /// How the kernel's cores will share the NIC, as far as the host decides it: the number
@@ -748,10 +761,10 @@ fn why_not_perqueue(a: &RunArgs, m: NicModel, tap: Option<TapKind>) -> Option<St
             Some("the e1000e has two queue pairs, not one per core".to_string())
         }
         (NicModel::E1000e, _) => None,
-        (NicModel::Igb, _) => Some(
-            "the igb driver wakes one queue's core by interrupt (INTx; its MSI-X is not driven yet)"
-                .to_string(),
-        ),
+        (NicModel::Igb, _) if a.smp > 4 => {
+            Some("the igb driver drives four queue pairs, not one per core".to_string())
+        }
+        (NicModel::Igb, _) => None,
         (NicModel::Virtio, _) if a.machine == Machine::Microvm => Some(
             "virtio-mmio gives a device one interrupt line, which can wake one core".to_string(),
         ),
@@ -1097,6 +1110,55 @@ mod tests {
         assert!(qemu(&["--machine", "microvm", "--nic", "e1000e"]).is_err());
         // A QEMU that cannot be asked says nothing either way.
         assert_eq!(qemu_has_device("/nonexistent/qemu", "e1000e"), None);
+    }
+
+    #[test]
+    fn several_igb_sit_two_slots_apart_for_their_virtual_functions() {
+        let one = qemu(&["--nic", "igb"]).unwrap();
+        assert!(
+            one.contains("-device igb,netdev=n0,id=nic0") && !one.contains("addr="),
+            "{one}"
+        );
+        let two = qemu(&[
+            "--nic",
+            "igb",
+            "--net",
+            "tap:bwi-none0",
+            "--net",
+            "tap:bwi-none1",
+        ])
+        .unwrap();
+        assert!(
+            two.contains("-device igb,netdev=n0,id=nic0,addr=0x8"),
+            "{two}"
+        );
+        assert!(
+            two.contains("-device igb,netdev=n1,id=nic1,addr=0xa"),
+            "{two}"
+        );
+    }
+
+    #[test]
+    fn igb_is_per_queue_up_to_four_cores_with_rss() {
+        for smp in ["2", "4"] {
+            let p = cores_plan(&args(&["--nic", "igb", "--smp", smp])).unwrap();
+            assert_eq!(p.queues.to_string(), smp);
+            assert!(
+                p.note.contains(&format!(
+                    "per-queue mode: igb with {smp} queue pairs (receive-side scaling)"
+                )),
+                "{}",
+                p.note
+            );
+        }
+        let six = cores_plan(&args(&["--nic", "igb", "--smp", "6"])).unwrap();
+        assert!(
+            six.note
+                .contains("network-core mode, because the igb driver drives four queue pairs"),
+            "{}",
+            six.note
+        );
+        assert!(cores_plan(&args(&["--nic", "igb", "--smp", "6", "--mode", "perqueue"])).is_err());
     }
 
     #[test]

@@ -210,6 +210,23 @@ pub struct NicCounters {
     pub device_tx_bad: u64,
     /// Device: transmits refused because no descriptor was free.
     pub device_tx_full: u64,
+    /// The NIC's own statistics registers (Intel's GPRC, GORC, GPTC, GOTC, MPC, RNBC,
+    /// CRCERRS; read by the driver about once a second, clear on read, added up in 64
+    /// bits), counted by the queue pair that reads them, once per device. Zero for a
+    /// device that has none (virtio-net).
+    pub hw_rx_frames: u64,
+    /// Of the NIC's registers: octets of those frames (GORC).
+    pub hw_rx_octets: u64,
+    /// Of the NIC's registers: good frames it sent (GPTC).
+    pub hw_tx_frames: u64,
+    /// Of the NIC's registers: octets of those frames (GOTC).
+    pub hw_tx_octets: u64,
+    /// Of the NIC's registers: frames dropped for want of room in its packet buffer (MPC).
+    pub hw_rx_missed: u64,
+    /// Of the NIC's registers: frames that found no free receive descriptor (RNBC).
+    pub hw_rx_no_buffer: u64,
+    /// Of the NIC's registers: frames received with a bad CRC (CRCERRS).
+    pub hw_rx_crc_errors: u64,
 }
 
 /// Time as the platform knows it.

@@ -58,7 +58,7 @@ where
     let mut held: Vec<Vec<RxFrame>> = vec![Vec::new(); pairs];
     let mut posted = Posted(vec![[0; RING]; pairs]);
     let mut out = [RxFrame { buf: 0, len: 0 }; 32];
-    let head = |dev: &FakeE1000, q: usize| if q == 0 { dev.rdh } else { dev.heads1.0 };
+    let head = |dev: &FakeE1000, q: usize| if q == 0 { dev.rdh } else { dev.heads1[q].0 };
     for _ in 0..MAX_STEPS {
         if s.done() {
             break;
@@ -80,7 +80,7 @@ where
                     if q == 0 {
                         dev.rdh = h;
                     } else {
-                        dev.heads1.0 = h;
+                        dev.heads1[q].0 = h;
                     }
                 }
             }
@@ -102,7 +102,7 @@ where
                 if q == 0 {
                     dev.rdh = h % RING as u32;
                 } else {
-                    dev.heads1.0 = h % RING as u32;
+                    dev.heads1[q].0 = h % RING as u32;
                 }
             }
             4 => {

@@ -65,7 +65,7 @@ impl Role {
 const N_STATS: usize = STATS_FIELDS;
 const N_TIMES: usize = 3;
 const N_STAY: usize = 5 + STAY_BUCKETS;
-const N_NIC: usize = 29;
+const N_NIC: usize = 36;
 /// Where the network core's dispatch and drain times are among the NIC words.
 const NIC_DISPATCH_NS: usize = 12;
 const NIC_DRAIN_NS: usize = 13;
@@ -483,6 +483,13 @@ const NIC_NAMES: [&str; N_NIC] = [
     "device_rx_bad",
     "device_tx_bad",
     "device_tx_full",
+    "hw_rx_frames",
+    "hw_rx_octets",
+    "hw_tx_frames",
+    "hw_tx_octets",
+    "hw_rx_missed",
+    "hw_rx_no_buffer",
+    "hw_rx_crc_errors",
     "udp_dispatched",
     "udp_no_id",
     "udp_ids_max",
@@ -586,6 +593,13 @@ const NIC_METRICS: [(&str, MetricKind, &str); N_NIC] = [
     ("device_rx_bad", C, "Receive completions with a bad id, length or error bits (dropped)."),
     ("device_tx_bad", C, "Transmit completions with a bad id (ignored)."),
     ("device_tx_full", C, "Transmits refused because no device descriptor was free."),
+    ("hw_rx_frames", C, "NIC statistics register: good frames the NIC received (Intel GPRC, read about once a second; 0 on virtio-net, which has no such registers)."),
+    ("hw_rx_octets", C, "NIC statistics register: octets of the good frames received (GORC)."),
+    ("hw_tx_frames", C, "NIC statistics register: good frames the NIC sent (GPTC)."),
+    ("hw_tx_octets", C, "NIC statistics register: octets of the good frames sent (GOTC)."),
+    ("hw_rx_missed", C, "NIC statistics register: frames the NIC dropped for want of room in its packet buffer (MPC)."),
+    ("hw_rx_no_buffer", C, "NIC statistics register: frames that found no free receive descriptor (RNBC)."),
+    ("hw_rx_crc_errors", C, "NIC statistics register: frames received with a bad CRC (CRCERRS)."),
     ("netcore_udp_dispatched", C, "Network core: UDP protocol requests handed to HTTP cores."),
     ("netcore_udp_no_id", C, "Network core: UDP protocol requests dropped because no request id was free."),
     ("netcore_udp_ids_max", G, "Network core: most UDP protocol request ids out at once."),
@@ -619,6 +633,13 @@ fn nic_words(n: &NicCounters, d: &DispatchCounters) -> [u64; N_NIC] {
         n.device_rx_bad,
         n.device_tx_bad,
         n.device_tx_full,
+        n.hw_rx_frames,
+        n.hw_rx_octets,
+        n.hw_tx_frames,
+        n.hw_tx_octets,
+        n.hw_rx_missed,
+        n.hw_rx_no_buffer,
+        n.hw_rx_crc_errors,
         d.udp_dispatched,
         d.udp_no_id,
         d.udp_ids_max,

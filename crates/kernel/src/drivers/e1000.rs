@@ -31,6 +31,7 @@
 use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
+use core::cell::Cell;
 use core::marker::PhantomData;
 use core::mem::offset_of;
 use core::sync::atomic::{fence, Ordering};
@@ -80,6 +81,13 @@ const RXCSUM: usize = 0x5000;
 const MTA: usize = 0x5200;
 const RAL0: usize = 0x5400;
 const RAH0: usize = 0x5404;
+const CRCERRS: usize = 0x4000;
+const MPC: usize = 0x4010;
+const GPRC: usize = 0x4074;
+const GPTC: usize = 0x4080;
+const GORCL: usize = 0x4088;
+const GOTCL: usize = 0x4090;
+const RNBC: usize = 0x40A0;
 
 /// The registers the driver uses (§13), each typed by how the driver may use it. Built
 /// once from the mapped BAR; the queue sides keep only the few they touch after bring-up.
@@ -107,6 +115,10 @@ pub struct Regs {
     pub(super) mta: Array<u32, WO>,
     pub(super) ral0: Reg<u32, RW>,
     pub(super) rah0: Reg<u32, RW>,
+    /// Statistics registers, clear on read: GPRC, GPTC, MPC, RNBC, CRCERRS.
+    pub(super) counts: [Reg<u32, RO>; 5],
+    /// (low, high) of GORC and GOTC (reading the high dword clears both).
+    pub(super) octets: [[Reg<u32, RO>; 2]; 2],
 }
 
 impl Regs {
@@ -133,6 +145,17 @@ impl Regs {
             mta: m.array(MTA, 128)?,
             ral0: m.reg(RAL0)?,
             rah0: m.reg(RAH0)?,
+            counts: [
+                m.reg(GPRC)?,
+                m.reg(GPTC)?,
+                m.reg(MPC)?,
+                m.reg(RNBC)?,
+                m.reg(CRCERRS)?,
+            ],
+            octets: [
+                [m.reg(GORCL)?, m.reg(GORCL + 4)?],
+                [m.reg(GOTCL)?, m.reg(GOTCL + 4)?],
+            ],
         })
     }
 
@@ -302,6 +325,71 @@ pub struct E1000Rx {
     layout: Layout,
     /// How a frame wakes the core that owns this side.
     wake: RxWake,
+    /// The device's statistics registers, on one side per device (pair 0's).
+    stats: Option<DeviceStats>,
+}
+
+/// A device's statistics registers (8254x manual §13.7; the 82574 and the 82576 keep
+/// them at the same offsets): good frames and octets each way, and the frames it lost
+/// (MPC: no room in its packet buffer; RNBC: no free descriptor; CRCERRS). They clear on
+/// read, so each reading is added to 64-bit totals; they are read at most about once a
+/// second, whatever asks for the counters (the run loop gathers them on every idle
+/// poll, and a register read is a VM exit), never per packet. QEMU's models count the
+/// good frames and octets; the loss counters stay 0 there (a frame with no descriptor
+/// waits in QEMU's queue).
+pub(super) struct DeviceStats {
+    counts: [Reg<u32, RO>; 5],
+    octets: [[Reg<u32, RO>; 2]; 2],
+    /// GPRC, GPTC, MPC, RNBC, CRCERRS, GORC, GOTC so far.
+    totals: Cell<[u64; 7]>,
+    /// The TSC at which the registers are read next.
+    next_tsc: Cell<u64>,
+}
+
+impl DeviceStats {
+    fn new(regs: &Regs) -> DeviceStats {
+        DeviceStats {
+            counts: regs.counts,
+            octets: regs.octets,
+            totals: Cell::new([0; 7]),
+            next_tsc: Cell::new(0),
+        }
+    }
+
+    /// Reads every register once (clearing it) and adds what it held.
+    pub(super) fn read(&self) {
+        let mut t = self.totals.get();
+        for (i, r) in self.counts.iter().enumerate() {
+            t[i] += r.read() as u64;
+        }
+        for (i, [lo, hi]) in self.octets.iter().enumerate() {
+            // Low first: reading the high dword clears both.
+            let lo = lo.read() as u64;
+            t[5 + i] += lo | (hi.read() as u64) << 32;
+        }
+        self.totals.set(t);
+    }
+
+    /// Adds the totals to `c`, reading the registers first if a second has passed.
+    fn add_to(&self, c: &mut NicCounters) {
+        self.add_at(crate::arch::cpu::rdtsc(), crate::arch::clock::tsc_hz(), c);
+    }
+
+    /// As [`DeviceStats::add_to`] at TSC `now`, `hz` ticks a second.
+    pub(super) fn add_at(&self, now: u64, hz: u64, c: &mut NicCounters) {
+        if now >= self.next_tsc.get() {
+            self.next_tsc.set(now.saturating_add(hz));
+            self.read();
+        }
+        let [rx, tx, missed, no_buffer, crc, rx_octets, tx_octets] = self.totals.get();
+        c.hw_rx_frames += rx;
+        c.hw_tx_frames += tx;
+        c.hw_rx_missed += missed;
+        c.hw_rx_no_buffer += no_buffer;
+        c.hw_rx_crc_errors += crc;
+        c.hw_rx_octets += rx_octets;
+        c.hw_tx_octets += tx_octets;
+    }
 }
 
 /// A receive descriptor's write-back layout: (status byte, errors byte, length) offsets.
@@ -328,8 +416,10 @@ pub(super) enum RxWake {
     None,
     /// The device's INTx line, this GSI, level-triggered, routed to the core.
     Line(u32),
-    /// An MSI-X message (this table entry) for this ICR cause (the 82574's RXQ0/RXQ1),
-    /// edge-triggered: the cause is cleared by the driver before arming.
+    /// An MSI-X message (this table entry) for this cause bit (the 82574's ICR.RXQ0/RXQ1;
+    /// the 82576's EICR bit of the vector, its registers given by
+    /// [`E1000Rx::set_cause_regs`]), edge-triggered: the cause is cleared by the driver
+    /// before arming.
     Msi(u16, u32),
 }
 
@@ -359,6 +449,9 @@ pub struct E1000Tx<H: Hal = Identity> {
     tso: bool,
     /// Frames posted for segmentation.
     tso_frames: u64,
+    /// Every frame as advanced descriptors (the 82576's; else legacy ones, and the
+    /// 82574's extended ones for segmentation).
+    advanced: bool,
     _hal: PhantomData<fn() -> H>,
 }
 
@@ -410,6 +503,7 @@ impl<H: Hal> E1000<H> {
     pub fn bring_up(regs: Regs) -> Result<E1000<H>, Error> {
         let mac = regs.reset()?;
         let mut rx = E1000Rx::new::<H>(&regs, &regs.rd, Layout::LEGACY)?;
+        rx.count_device(&regs);
         let tx = E1000Tx::new(&regs.td)?;
         regs.enable_tx();
         regs.rxcsum.write(0);
@@ -630,12 +724,39 @@ impl E1000Rx {
             doorbells: 0,
             layout,
             wake: RxWake::None,
+            stats: None,
         })
     }
 
     /// Sets how a frame wakes this side's core.
     pub(super) fn set_wake(&mut self, wake: RxWake) {
         self.wake = wake;
+    }
+
+    /// Makes this side the one that reads and reports the device's statistics registers
+    /// (one side per device).
+    pub(super) fn count_device(&mut self, regs: &Regs) {
+        self.stats = Some(DeviceStats::new(regs));
+    }
+
+    /// The device's statistics, if this side reports them (tests).
+    #[cfg(test)]
+    pub(super) fn device_stats(&self) -> Option<&DeviceStats> {
+        self.stats.as_ref()
+    }
+
+    /// Arms and disarms an [`RxWake::Msi`] wake-up on other cause registers than ICR,
+    /// IMS and IMC: (cause, write 1 to clear; mask set; mask clear), the 82576's EICR,
+    /// EIMS and EIMC in its MSI-X mode.
+    pub(super) fn set_cause_regs(
+        &mut self,
+        clear: Reg<u32, WO>,
+        set: Reg<u32, WO>,
+        mask: Reg<u32, WO>,
+    ) {
+        self.icr_clear = clear;
+        self.ims = set;
+        self.imc = mask;
     }
 
     /// Whether the descriptor the driver reads next has been written back (a frame).
@@ -822,6 +943,7 @@ impl<H: Hal> E1000Tx<H> {
             doorbells: 0,
             tso: false,
             tso_frames: 0,
+            advanced: false,
             _hal: PhantomData,
         })
     }
@@ -846,15 +968,6 @@ impl<H: Hal> E1000Tx<H> {
         }
     }
 
-    fn write_desc(&mut self, addr: u64, len: usize, cmd: u8) -> u16 {
-        self.push(TxDesc {
-            addr,
-            len: len as u16,
-            cmd,
-            ..TxDesc::default()
-        })
-    }
-
     fn push(&mut self, d: TxDesc) -> u16 {
         let i = self.tail;
         // A free descriptor (counted in `used` from now on).
@@ -864,9 +977,44 @@ impl<H: Hal> E1000Tx<H> {
         i as u16
     }
 
-    /// Offers `post_tso` (the 82574's TCP segmentation: context and data descriptors).
+    /// Offers `post_tso` (TCP segmentation: context and data descriptors).
     pub(super) fn set_tso(&mut self, on: bool) {
         self.tso = on;
+    }
+
+    /// Posts every frame as advanced descriptors (the 82576's): QEMU's igb takes a legacy
+    /// descriptor only as the advanced fields it happens to match, and keeps the offload
+    /// request of the last advanced frame for it (`igb_process_tx_desc` updates
+    /// `first_cmd_type_len` on advanced data descriptors only): after a segmented frame, a
+    /// legacy ARP reply would be "segmented" and dropped. Linux igb uses nothing else.
+    pub(super) fn set_advanced(&mut self) {
+        self.advanced = true;
+    }
+
+    /// A data descriptor for `len` bytes at `addr`: legacy (`cmd` its command: EOP, RS)
+    /// or, on an 82576, advanced (DEXT, DTYP data, IFCS; `paylen` in the offload field:
+    /// the frame's length, or for a segmentation its TCP payload's; TSE and the IPv4 and
+    /// TCP checksum insertion with `tse`).
+    fn data(&self, addr: u64, len: usize, cmd: u8, paylen: usize, tse: bool) -> TxDesc {
+        if !self.advanced {
+            return TxDesc {
+                addr,
+                len: len as u16,
+                cmd: cmd | CMD_IFCS,
+                ..TxDesc::default()
+            };
+        }
+        let popts = if tse { ADV_POPTS_IXSM_TXSM } else { 0 };
+        let olinfo = (paylen as u32) << 14 | popts << 8;
+        TxDesc {
+            addr,
+            len: len as u16,
+            cso: ADV_DTYP_DATA,
+            cmd: CMD_DEXT | CMD_IFCS | cmd | if tse { ADV_CMD_TSE } else { 0 },
+            status: olinfo as u8,
+            css: (olinfo >> 8) as u8,
+            special: (olinfo >> 16) as u16,
+        }
     }
 
     /// Frames posted for segmentation so far.
@@ -886,6 +1034,34 @@ const TUCMD_IP: u8 = 0x02;
 const TUCMD_TCP: u8 = 0x01;
 /// Data POPTS: insert the IPv4 (IXSM) and TCP (TXSM) checksums.
 const POPTS_IXSM_TXSM: u8 = 0x03;
+/// Advanced transmit descriptors (82576 datasheet §7.2.2.3, §7.2.2.5; Linux igb
+/// `igb_tso`, `igb_tx_olinfo_status`): DTYP (data 3, context 2) in the high nibble of
+/// byte 10, DEXT as on the 82574, TSE in the command byte's top bit; the offload field
+/// (olinfo_status, bytes 12-15): POPTS at bit 8, PAYLEN from bit 14.
+const ADV_DTYP_DATA: u8 = 0x30;
+const ADV_DTYP_CONTEXT: u8 = 0x20;
+const ADV_CMD_TSE: u8 = 0x80;
+const ADV_POPTS_IXSM_TXSM: u32 = 0x03;
+/// Advanced context TUCMD: IPv4 (bit 10), TCP (L4T 01, bit 11).
+const ADV_TUCMD_IPV4_TCP: u16 = 1 << 10 | 1 << 11;
+
+/// The advanced context descriptor of a segmentation (82576, Linux `igb_tso`): MAC and IP
+/// header lengths, IPv4 and TCP, the TCP header's length and the MSS (context index 0).
+fn tso_context_advanced(tso: Tso) -> TxDesc {
+    let (l4, hl) = (tso.l4_offset as u64, tso.header_len as u64);
+    TxDesc {
+        // VLAN_MACIP_LENS: IPLEN (bits 8:0), MACLEN (15:9); SEQNUM_SEED 0.
+        addr: (l4 - 14) | 14 << 9,
+        // TYPE_TUCMD_MLHL: TUCMD in bits 11:9 ..., DTYP context, DEXT.
+        len: ADV_TUCMD_IPV4_TCP,
+        cso: ADV_DTYP_CONTEXT,
+        cmd: CMD_DEXT,
+        // MSS_L4LEN_IDX: IDX 0 (bits 6:4), L4LEN (15:8), MSS (31:16).
+        status: 0,
+        css: (hl - l4) as u8,
+        special: tso.mss,
+    }
+}
 
 /// The TCP/IP context descriptor of a segmentation (§7.3.1.2, Linux `e1000_tso`): where
 /// the IPv4 and TCP headers and checksums are, the payload, header length and MSS.
@@ -945,8 +1121,13 @@ impl<H: Hal> TxRing for E1000Tx<H> {
             let fixed = ones_sub(sum, (total - l4) as u16);
             h[c..c + 2].copy_from_slice(&fixed.to_be_bytes());
         }
-        self.push(tso_context(tso, total - hl));
-        let data = |addr: u64, len: usize, cmd: u8| TxDesc {
+        let advanced = self.advanced;
+        self.push(if advanced {
+            tso_context_advanced(tso)
+        } else {
+            tso_context(tso, total - hl)
+        });
+        let extended = |addr: u64, len: usize, cmd: u8| TxDesc {
             addr,
             len: len as u16,
             cso: DTYP_DATA,
@@ -955,12 +1136,20 @@ impl<H: Hal> TxRing for E1000Tx<H> {
             css: POPTS_IXSM_TXSM,
             special: 0,
         };
+        let data = |t: &Self, addr: u64, len: usize, cmd: u8| {
+            if advanced {
+                t.data(addr, len, cmd, total - hl, true)
+            } else {
+                extended(addr, len, cmd)
+            }
+        };
         let head = self.slots.paddr(s as usize * TX_SLOT);
         let last = if body.is_empty() {
-            self.push(data(head, head_len, CMD_EOP | CMD_RS))
+            self.push(data(self, head, head_len, CMD_EOP | CMD_RS))
         } else {
-            self.push(data(head, head_len, 0));
-            self.push(data(H::dma_addr_static(body), body.len(), CMD_EOP | CMD_RS))
+            self.push(data(self, head, head_len, 0));
+            let d = data(self, H::dma_addr_static(body), body.len(), CMD_EOP | CMD_RS);
+            self.push(d)
         };
         self.in_flight.push_back((last, need as u8, s));
         self.frames += 1;
@@ -1003,17 +1192,23 @@ impl<H: Hal> TxRing for E1000Tx<H> {
         }
         let head = self.slots.paddr(s as usize * TX_SLOT);
         let head_len = head_len.min(TX_SLOT);
+        let total = head_len + body.len();
         let last = if body.is_empty() {
-            self.write_desc(head, head_len, CMD_EOP | CMD_IFCS | CMD_RS)
+            let d = self.data(head, head_len, CMD_EOP | CMD_RS, total, false);
+            self.push(d)
         } else {
-            self.write_desc(head, head_len, CMD_IFCS);
+            let d = self.data(head, head_len, 0, total, false);
+            self.push(d);
             // The body straight from the site image: 'static and immutable; the Hal
             // says at which address the device reads it.
-            self.write_desc(
+            let d = self.data(
                 H::dma_addr_static(body),
                 body.len(),
-                CMD_EOP | CMD_IFCS | CMD_RS,
-            )
+                CMD_EOP | CMD_RS,
+                total,
+                false,
+            );
+            self.push(d)
         };
         self.in_flight.push_back((last, need as u8, s));
         self.frames += 1;
@@ -1096,6 +1291,9 @@ impl<H: Hal> Driver for E1000<H> {
         c.doorbells += rx.doorbells;
         c.rx_doorbells += rx.doorbells;
         c.device_rx_bad += rx.bad;
+        if let Some(s) = &rx.stats {
+            s.add_to(c);
+        }
     }
 
     fn tx_counters(tx: &E1000Tx<H>, c: &mut NicCounters) {
@@ -1251,6 +1449,55 @@ mod tests {
         assert!(dev.deliver(&[5; 100]));
         assert_eq!(rx.burst(&mut out), 1);
         assert_eq!(rx.bytes(&out[0]), &[5; 100][..]);
+    }
+
+    #[test]
+    fn statistics_registers_are_read_at_most_once_a_second_and_added_up_in_64_bits() {
+        let (mut dev, nic) = up();
+        let regs = [
+            GPRC,
+            GPTC,
+            MPC,
+            RNBC,
+            CRCERRS,
+            GORCL,
+            GORCL + 4,
+            GOTCL,
+            GOTCL + 4,
+        ];
+        for (r, v) in regs.iter().zip([5, 4, 3, 2, 1, 0xFFFF_FFF0, 1, 700, 0]) {
+            dev.set_reg(*r, v);
+        }
+        let s = nic
+            .rx
+            .device_stats()
+            .expect("the 82540EM's one side reports them");
+        let hz = 1_000_000;
+        let mut c = NicCounters::default();
+        s.add_at(5, hz, &mut c);
+        assert_eq!((c.hw_rx_frames, c.hw_tx_frames, c.hw_rx_missed), (5, 4, 3));
+        assert_eq!((c.hw_rx_no_buffer, c.hw_rx_crc_errors), (2, 1));
+        assert_eq!((c.hw_rx_octets, c.hw_tx_octets), (0x1_FFFF_FFF0, 700));
+        // The registers cleared when read; the device counts on.
+        for r in regs {
+            dev.set_reg(r, 0);
+        }
+        dev.set_reg(GPRC, 7);
+        dev.set_reg(GORCL, 0x20);
+        // Within the second: the totals as they were, no register read.
+        let mut again = NicCounters::default();
+        s.add_at(5 + hz - 1, hz, &mut again);
+        assert_eq!(again, c);
+        // A second on: read and added, in 64 bits.
+        let mut later = NicCounters::default();
+        s.add_at(5 + hz, hz, &mut later);
+        assert_eq!((later.hw_rx_frames, later.hw_tx_frames), (12, 4));
+        assert_eq!(later.hw_rx_octets, 0x2_0000_0010);
+        // What the queue pair reports carries them (the registers cleared again).
+        for r in regs {
+            dev.set_reg(r, 0);
+        }
+        assert_eq!(nic.counters().hw_rx_frames, 12);
     }
 
     #[test]

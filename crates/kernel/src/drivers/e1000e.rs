@@ -107,7 +107,10 @@ impl<H: Hal> E1000e<H> {
         for k in 0..pairs {
             let rd = Regs::queue(m, 0x2800, k).ok_or(Error::NoRegisters)?;
             let td = Regs::queue(m, 0x3800, k).ok_or(Error::NoRegisters)?;
-            let rx = E1000Rx::new::<H>(&regs, &rd, Layout::EXTENDED)?;
+            let mut rx = E1000Rx::new::<H>(&regs, &rd, Layout::EXTENDED)?;
+            if k == 0 {
+                rx.count_device(&regs);
+            }
             sides.push((rx, E1000Tx::<H>::new(&td)?));
         }
         // Interrupt routing first (harmless until MSI-X is on and a cause unmasked).

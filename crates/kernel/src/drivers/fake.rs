@@ -422,6 +422,9 @@ pub struct FakeE1000 {
     /// Per frame transmitted: the last data descriptor's POPTS and whether it asked for
     /// segmentation (TSE).
     pub options: Vec<(u8, bool)>,
+    /// Per frame transmitted as advanced data descriptors (an 82576's): the PAYLEN of
+    /// its last one.
+    pub paylens: Vec<u32>,
 }
 
 impl Default for FakeE1000 {
@@ -433,6 +436,7 @@ impl Default for FakeE1000 {
             heads1: [(0, 0); 4],
             contexts: Vec::new(),
             options: Vec::new(),
+            paylens: Vec::new(),
         }
     }
 }
@@ -588,15 +592,18 @@ impl FakeE1000 {
             let d = FakeHal::read(at, 16);
             let addr = u64::from_le_bytes(d[0..8].try_into().unwrap());
             let cmd = d[11];
-            // Extended (DEXT): a context descriptor (DTYP 0) carries no buffer; a data
-            // one (DTYP 1) a 20-bit length. Legacy: a 16-bit length.
+            // Extended (DEXT): a context descriptor (DTYP 0; an 82576's advanced one: 2)
+            // carries no buffer; a data one a 20-bit length (DTYP 1; advanced, DTYP 3: 16
+            // bits). Legacy: a 16-bit length.
+            let dtyp = d[10] >> 4;
             let len = if cmd & 0x20 != 0 {
-                if d[10] >> 4 == 0 {
+                if dtyp == 0 || dtyp == 2 {
                     self.contexts.push(d);
                     head = (head + 1) % n;
                     continue;
                 }
-                (u32::from_le_bytes([d[8], d[9], d[10], 0]) & 0xF_FFFF) as usize
+                let len = u32::from_le_bytes([d[8], d[9], d[10], 0]);
+                (len & if dtyp == 3 { 0xFFFF } else { 0xF_FFFF }) as usize
             } else {
                 u16::from_le_bytes([d[8], d[9]]) as usize
             };
@@ -606,8 +613,16 @@ impl FakeE1000 {
             }
             if cmd & 1 != 0 {
                 out.push(core::mem::take(&mut frame));
+                // POPTS (an advanced descriptor's: bits 8-13 of the offload field) and TSE
+                // (the 82574's command bit 2, an advanced descriptor's bit 7).
+                let tse = if dtyp == 3 { 0x80 } else { 0x04 };
+                let popts = if dtyp == 3 { d[13] & 0x3F } else { d[13] };
                 self.options
-                    .push((d[13], cmd & 0x20 != 0 && cmd & 0x04 != 0));
+                    .push((popts, cmd & 0x20 != 0 && cmd & tse != 0));
+                if cmd & 0x20 != 0 && dtyp == 3 {
+                    self.paylens
+                        .push(u32::from_le_bytes([d[12], d[13], d[14], d[15]]) >> 14);
+                }
             }
             head = (head + 1) % n;
         }

@@ -15,13 +15,26 @@
 //! - RSS (two or more pairs): MRQC = RSS on the 4-tuple of TCP/IPv4 and the IPv4 pair;
 //!   the 128-entry redirection table holds the queue number in each byte (not bit 7 as
 //!   on the 82574).
-//! - Wake-ups: INTx, probed as on the 82540EM (ICR.RXT0 is the 82576's RXDW in legacy
-//!   interrupt mode), waking pair 0's core; the other pairs' cores wake by timer.
-//!   MSI-X (GPIE, IVAR, EIMS: the 82576's extended interrupts) is not driven yet.
-//! - Transmit: legacy descriptors (the 82576 takes them), complete checksums from the
-//!   engine; no segmentation offload yet (the advanced context descriptor differs from
-//!   the 82574's).
-//! - Link: STATUS.LU, as on the 82540EM.
+//! - RSS needs the descriptor's checksum field given to the hash (RXCSUM.PCSD): QEMU's
+//!   `igb_rss_enabled` asks exactly that, and without it every frame lands on queue 0.
+//! - Wake-ups: MSI-X in the 82576's own mode (GPIE.MSIX_MODE: one extended cause bit per
+//!   vector, in EICR/EIMS/EIMC, not the 82574's ICR causes): IVAR0[k]'s receive byte
+//!   routes receive queue k to vector k, whose table entry is aimed at the core that owns
+//!   pair k (Linux `igb_assign_vector`, the 82576 case: IVAR0[q & 7], byte 0 for receive
+//!   queues 0-7, byte 1 for their transmit queues, left invalid here: completions are
+//!   polled). EIAC clears a vector's cause when its message is sent; arming a side
+//!   clears and unmasks its own cause only (the other pairs' cores arm theirs). Without
+//!   MSI-X (a table that cannot be mapped) the INTx line is probed as on the 82540EM
+//!   (ICR.RXT0 is the 82576's RXDW in legacy mode) and wakes pair 0's core; the other
+//!   pairs' cores then wake by timer.
+//! - Transmit: advanced data descriptors for every frame (QEMU's model keeps the last
+//!   advanced frame's offload request for a legacy one: see `E1000Tx::set_advanced`),
+//!   complete checksums from the engine; unless `offload=off`, TCP segmentation with IPv4
+//!   and TCP checksum insertion through an advanced context descriptor (MACLEN, IPLEN,
+//!   L4LEN, MSS; TUCMD IPv4|TCP) and data descriptors with TSE, POPTS IXSM|TXSM and the
+//!   TCP payload's length (Linux `igb_tso`): `E1000Tx::post_tso`, shared with the 82574.
+//! - Link: STATUS.LU, as on the 82540EM; `open` waits (2 s at most) for it to rise after
+//!   the auto-negotiation restart.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -32,6 +45,8 @@ use bareweb_engine::wire::EthernetAddress;
 use super::e1000::{self, E1000Link, E1000Rx, E1000Tx, Error, Layout, Regs, RxWake, E1000};
 use super::hal::{Hal, Identity, Mmio, Reg, WO};
 use super::{Driver, Open};
+use crate::arch::irq::NIC_VECTOR;
+use crate::pci::msix::MsiX;
 use crate::pci::{Bar, Device};
 
 /// 82576 (QEMU's igb, tested there), and its copper/fibre/serdes/quad variants sharing
@@ -49,6 +64,12 @@ const SRRCTL: usize = 0x280C;
 const RXDCTL: usize = 0x2828;
 const TXDCTL: usize = 0x3828;
 const MRQC: usize = 0x5818;
+const GPIE: usize = 0x1514;
+const EIMS: usize = 0x1524;
+const EIMC: usize = 0x1528;
+const EIAC: usize = 0x152C;
+const EICR: usize = 0x1580;
+const IVAR0: usize = 0x1700;
 const RETA: usize = 0x5C00;
 const RSSRK: usize = 0x5C80;
 
@@ -64,6 +85,14 @@ pub const MDIC_AUTONEG: u32 = 0x1340 | 1 << 21 | 1 << 26;
 pub const QUEUE_ENABLE: u32 = 1 << 25;
 /// MRQC: RSS (multiple queues), hashing TCP/IPv4 and IPv4.
 pub const MRQC_RSS: u32 = 2 | 1 << 16 | 1 << 17;
+/// RXCSUM.PCSD: the descriptor's checksum field carries the RSS hash (and receive
+/// checksum offload, on after a reset, is off: the engine checks every checksum).
+pub const RXCSUM_PCSD: u32 = 1 << 13;
+/// GPIE: MSI-X mode (NSICR, MSIX_MODE, EIAME, PBA support), as Linux igb sets it for the
+/// 82576. EIAM stays 0, so no vector masks itself: each core masks its own (disarm).
+pub const GPIE_MSIX: u32 = 1 | 1 << 4 | 1 << 30 | 1 << 31;
+/// An IVAR entry's valid bit (beside the vector number, bits 4:0).
+pub const IVAR_VALID: u32 = 0x80;
 
 /// The Toeplitz key (the one Microsoft's RSS specification gives as its example).
 const RSS_KEY: [u8; 40] = [
@@ -106,8 +135,12 @@ impl<H: Hal> Igb<H> {
         for k in 0..pairs {
             let rd = Regs::queue(m, 0x2800, k).ok_or(Error::NoRegisters)?;
             let td = Regs::queue(m, 0x3800, k).ok_or(Error::NoRegisters)?;
-            let rx = E1000Rx::new::<H>(&regs, &rd, Layout::EXTENDED)?;
-            let tx = E1000Tx::<H>::new(&td)?;
+            let mut rx = E1000Rx::new::<H>(&regs, &rd, Layout::EXTENDED)?;
+            if k == 0 {
+                rx.count_device(&regs);
+            }
+            let mut tx = E1000Tx::<H>::new(&td)?;
+            tx.set_advanced();
             reg(SRRCTL + 0x100 * k)?.write(SRRCTL_BITS);
             reg(RXDCTL + 0x100 * k)?.write(QUEUE_ENABLE);
             reg(TXDCTL + 0x100 * k)?.write(QUEUE_ENABLE);
@@ -124,6 +157,7 @@ impl<H: Hal> Igb<H> {
         } else {
             reg(MRQC)?.write(0);
         }
+        regs.rxcsum.write(RXCSUM_PCSD);
         regs.enable_tx();
         regs.enable_rx();
         Ok(sides
@@ -138,6 +172,36 @@ impl<H: Hal> Igb<H> {
     /// The device's link: STATUS.LU, as on the 82540EM.
     pub fn link_sense(&self) -> E1000Link {
         self.0.link_sense()
+    }
+
+    /// Turns on the 82576's MSI-X mode on the device whose registers are `m` and routes
+    /// receive queue k of `pairs` to vector k (EICR bit k) for each k whose MSI-X table
+    /// entry `aimed(k)` aimed at pair k's core; those sides then wake by it. Every vector
+    /// stays masked (EIMS) until its side arms. GPIE first: the device keeps EIAC only
+    /// in MSI-X mode (QEMU's `igb_set_eiac`; Linux: "or our settings won't stick").
+    pub fn route_msix(
+        m: &Mmio,
+        pairs: &mut [Igb<H>],
+        mut aimed: impl FnMut(usize) -> bool,
+    ) -> Result<(), Error> {
+        let reg =
+            |off: usize| -> Result<Reg<u32, WO>, Error> { m.reg(off).ok_or(Error::NoRegisters) };
+        reg(GPIE)?.write(GPIE_MSIX);
+        reg(EIMC)?.write(0xFFFF_FFFF);
+        let (eicr, eims, eimc) = (reg(EICR)?, reg(EIMS)?, reg(EIMC)?);
+        let mut routed = 0;
+        for (k, q) in pairs.iter_mut().enumerate() {
+            if !aimed(k) {
+                continue;
+            }
+            reg(IVAR0 + 4 * k)?.write(k as u32 | IVAR_VALID);
+            routed |= 1 << k;
+            let rx = q.0.rx_mut();
+            rx.set_cause_regs(eicr, eims, eimc);
+            rx.set_wake(RxWake::Msi(k as u16, 1 << k));
+        }
+        reg(EIAC)?.write(routed);
+        Ok(())
     }
 }
 
@@ -172,8 +236,9 @@ impl<H: Hal> Driver for Igb<H> {
         Igb::matches(dev)
     }
 
-    /// Up to [`QUEUES`] queue pairs (RSS with two or more); pair 0's receive queue wakes
-    /// `wake[0]`'s core by the probed INTx line.
+    /// Up to [`QUEUES`] queue pairs (RSS with two or more); pair k's receive queue wakes
+    /// `wake[k]`'s core by MSI-X vector k, or, without MSI-X, pair 0's by the probed INTx
+    /// line.
     fn open(dev: &Device, with: &Open<'_>) -> Result<(Vec<Igb<H>>, usize), Error> {
         let base = match dev.bars[0] {
             Bar::Mem { addr, size, .. } if addr != 0 && size >= e1000::REGION as u64 => addr,
@@ -183,10 +248,34 @@ impl<H: Hal> Driver for Igb<H> {
         // SAFETY: BAR 0 of an 82576, at least REGION bytes (checked above).
         let m = unsafe { Mmio::map::<H>(base, e1000::REGION) };
         let mut pairs = Igb::<H>::bring_up(&m, with.pairs)?;
-        if let Some(&apic) = with.wake.first() {
-            let regs = Regs::new(&m).ok_or(Error::NoRegisters)?;
-            if let Some(g) = e1000::probe_line(dev, &regs, apic) {
-                pairs[0].0.rx_mut().set_wake(RxWake::Line(g));
+        for q in &mut pairs {
+            q.0.tx_mut().set_tso(with.offload);
+        }
+        // QEMU's 82576 raises its link about 500 ms after auto-negotiation restarts (its
+        // autoneg timer); until then it neither sends nor receives. Wait for it (2 s at
+        // most): the first frames (the gratuitous ARPs) are not lost, and a bond's link
+        // monitor does not start by counting the link going down.
+        let mut link = pairs[0].link_sense();
+        let end = crate::arch::cpu::rdtsc() + 2 * crate::arch::clock::tsc_hz();
+        while !link.link_up() && crate::arch::cpu::rdtsc() < end {
+            core::hint::spin_loop();
+        }
+        if with.wake.is_empty() {
+            return Ok((pairs, QUEUES));
+        }
+        match MsiX::find::<H>(dev) {
+            Some(x) => {
+                let n = pairs.len().min(with.wake.len());
+                Igb::route_msix(&m, &mut pairs[..n], |k| {
+                    x.set(k as u16, with.wake[k], NIC_VECTOR)
+                })?;
+                x.enable();
+            }
+            None => {
+                let regs = Regs::new(&m).ok_or(Error::NoRegisters)?;
+                if let Some(g) = e1000::probe_line(dev, &regs, with.wake[0]) {
+                    pairs[0].0.rx_mut().set_wake(RxWake::Line(g));
+                }
             }
         }
         Ok((pairs, QUEUES))
@@ -309,6 +398,115 @@ mod tests {
             assert_eq!(sent.len(), 1, "queue {q}");
             assert_eq!(sent[0][0], q as u8 + 1);
         }
+    }
+
+    #[test]
+    fn msix_routes_each_receive_queue_to_its_vector_and_arming_touches_only_its_cause() {
+        use super::super::{Arm, Wake, WakeRx};
+        let (mut dev, mut pairs) = up(4);
+        assert_eq!(
+            dev.reg(0x5000),
+            RXCSUM_PCSD,
+            "checksum field given to the hash"
+        );
+        let m = dev.mmio();
+        // Table entry 2 could not be aimed: its pair keeps no wake-up.
+        Igb::route_msix(&m, &mut pairs, |k| k != 2).unwrap();
+        assert_eq!(dev.reg(GPIE), GPIE_MSIX);
+        for k in [0, 1, 3] {
+            // Receive byte (0): vector k, valid; transmit byte (1): invalid.
+            assert_eq!(dev.reg(IVAR0 + 4 * k), k as u32 | 0x80, "queue {k}");
+            assert_eq!(pairs[k].split().0.wake(), Wake::Msi(k as u16));
+        }
+        assert_eq!(dev.reg(IVAR0 + 8), 0, "no vector for queue 2");
+        assert_eq!(pairs[2].split().0.wake(), Wake::None);
+        assert_eq!(dev.reg(EIAC), 0b1011, "auto-clear of the routed causes");
+        assert_eq!(dev.reg(EIMC), 0xFFFF_FFFF, "all masked");
+        // Arming pair 3: its stale cause cleared (EICR, write 1 to clear), then unmasked;
+        // disarming masks it alone.
+        let rx = pairs[3].split().0;
+        assert_eq!(rx.arm(), Arm::Armed);
+        assert_eq!((dev.reg(EICR), dev.reg(EIMS)), (1 << 3, 1 << 3));
+        rx.disarm();
+        assert_eq!(dev.reg(EIMC), 1 << 3);
+        // A frame already waiting: no halt, the cause masked again.
+        assert!(dev.deliver_q(1, &[1; 60]));
+        let rx = pairs[1].split().0;
+        assert_eq!(rx.arm(), Arm::Pending);
+        assert_eq!((dev.reg(EIMS), dev.reg(EIMC)), (1 << 1, 1 << 1));
+        // The 82574's cause registers are not the 82576's in MSI-X mode: untouched.
+        assert_eq!(dev.reg(0x00D0), 0, "IMS never written");
+        assert_eq!(pairs[2].split().0.arm(), Arm::Unable);
+    }
+
+    #[test]
+    fn frames_go_as_advanced_descriptors_and_segmentation_through_an_advanced_context() {
+        use bareweb_engine::nic::Tso;
+        static BODY: [u8; 3000] = [3; 3000];
+        let (mut dev, mut pairs) = up(1);
+        let p = &mut pairs[0];
+        assert_eq!(p.caps().tso_max, 0, "off until open asks for offloads");
+        {
+            let (_, tx) = p.split();
+            tx.slot().unwrap()[..54].fill(2);
+            tx.post(54, &BODY).unwrap();
+            tx.flush();
+        }
+        // A plain frame: advanced data descriptors, no offload asked, PAYLEN the frame's.
+        assert_eq!(dev.transmitted().len(), 1);
+        assert_eq!((dev.options[0], dev.paylens[0]), ((0, false), 3054));
+        let tso = Tso {
+            mss: 1460,
+            l4_offset: 34,
+            header_len: 54,
+        };
+        p.0.tx_mut().set_tso(true);
+        assert_eq!(p.caps().tso_max, bareweb_engine::iface::egress::TSO_LIMIT);
+        let (_, tx) = p.split();
+        let h = tx.slot().unwrap();
+        h[..54].fill(1);
+        // The engine's partial checksum: the pseudo-header sum with the whole TCP length.
+        h[50..52].copy_from_slice(&0x1234u16.to_be_bytes());
+        tx.post_tso(54, &BODY, tso).unwrap();
+        // And an ARP-sized frame after it: no segmentation asked for it.
+        tx.slot().unwrap()[..42].fill(4);
+        tx.post(42, &[]).unwrap();
+        tx.flush();
+        let out = dev.transmitted();
+        assert_eq!(out.len(), 2);
+        assert_eq!((out[0].len(), out[1].len()), (54 + 3000, 42));
+        assert_eq!(out[0][54..], BODY);
+        // The length is out of the sum (as on the 82574: the device adds each segment's).
+        let got = u16::from_be_bytes([out[0][50], out[0][51]]) as u32 + (20 + 3000);
+        assert_eq!(((got & 0xFFFF) + (got >> 16)) as u16, 0x1234);
+        // The context: IPLEN 20, MACLEN 14; TUCMD IPv4|TCP, DTYP context, DEXT; L4LEN 20,
+        // MSS 1460, index 0.
+        assert_eq!(dev.contexts.len(), 1);
+        let c = &dev.contexts[0];
+        let dword = |i: usize| u32::from_le_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]);
+        assert_eq!((dword(0), dword(4)), (20 | 14 << 9, 0));
+        assert_eq!(dword(8), 1 << 10 | 1 << 11 | 2 << 20 | 1 << 29);
+        assert_eq!(dword(12), 20 << 8 | 1460 << 16);
+        // The data: TSE, both checksums, PAYLEN the TCP payload; then the small frame
+        // without either.
+        assert_eq!(dev.options[1..], [(0x03, true), (0, false)]);
+        assert_eq!(dev.paylens[1..], [3000, 42]);
+        assert_eq!(tx.tso_frames(), 1);
+        tx.flush();
+        assert!(tx.room() > 0);
+    }
+
+    #[test]
+    fn pair_zero_alone_reports_the_device_statistics() {
+        let (mut dev, mut pairs) = up(4);
+        dev.set_reg(0x4074, 40); // GPRC
+        dev.set_reg(0x4088, 4000); // GORCL
+        let c: Vec<NicCounters> = pairs.iter_mut().map(|p| p.counters()).collect();
+        assert_eq!((c[0].hw_rx_frames, c[0].hw_rx_octets), (40, 4000));
+        assert!(c[1..]
+            .iter()
+            .all(|c| c.hw_rx_frames == 0 && c.hw_rx_octets == 0));
+        assert!(pairs[1].split().0.device_stats().is_none());
     }
 
     #[test]
