@@ -248,6 +248,8 @@ pub enum NicModel {
     E1000,
     /// Intel 82574L: two queue pairs with receive-side scaling, MSI-X.
     E1000e,
+    /// VMware vmxnet3: one queue pair (QEMU's has no receive-side scaling), MSI-X.
+    Vmxnet3,
 }
 
 impl NicModel {
@@ -257,6 +259,7 @@ impl NicModel {
             NicModel::Virtio => "virtio-net-pci",
             NicModel::E1000 => "e1000",
             NicModel::E1000e => "e1000e",
+            NicModel::Vmxnet3 => "vmxnet3",
         }
     }
 }
@@ -537,10 +540,10 @@ pub fn qemu_args(
             (NicModel::Virtio, _) => push(&format!(
                 "virtio-net-pci,netdev=n{k},id=nic{k},rx_queue_size=1024{mac}{mq}"
             )),
-            (NicModel::E1000 | NicModel::E1000e, Machine::Microvm) => {
+            (NicModel::E1000 | NicModel::E1000e | NicModel::Vmxnet3, Machine::Microvm) => {
                 return Err("--machine microvm has no PCI bus: use --nic virtio".into())
             }
-            (NicModel::E1000 | NicModel::E1000e, _) => push(&format!(
+            (NicModel::E1000 | NicModel::E1000e | NicModel::Vmxnet3, _) => push(&format!(
                 "{},netdev=n{k},id=nic{k}{mac}",
                 a.nic.qemu_device()
             )),
@@ -621,6 +624,10 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
     }
     let why_not = match (a.nic, tap) {
         (NicModel::E1000, _) => Some("the e1000 has one queue".to_string()),
+        (NicModel::Vmxnet3, _) => Some(
+            "QEMU's vmxnet3 delivers every frame to one queue (no receive-side scaling)"
+                .to_string(),
+        ),
         (NicModel::E1000e, _) if a.smp > 2 => {
             Some("the e1000e has two queue pairs, not one per core".to_string())
         }
