@@ -37,7 +37,7 @@ def pytest_report_header(config):
     return None
 
 
-@pytest.fixture(scope="module", params=["virtio", "e1000", "e1000e", "vmxnet3"])
+@pytest.fixture(scope="module", params=["virtio", "e1000", "e1000e"])
 def kernel(request):
     k = Kernel(nic=request.param)
     yield k

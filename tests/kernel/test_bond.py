@@ -124,13 +124,12 @@ FAILOVER = [
     ("virtio", 2, "netcore", False),
     ("virtio", 2, "perqueue", True),
     ("e1000e", 2, "perqueue", False),
-    ("vmxnet3", 2, "netcore", False),
 ]
 
 
 @pytest.mark.parametrize("nic,smp,mode,mq", FAILOVER,
                          ids=["virtio", "e1000", "virtio-netcore-2", "virtio-perqueue-2",
-                              "e1000e-perqueue-2", "vmxnet3-netcore-2"])
+                              "e1000e-perqueue-2"])
 def test_set_link_under_twenty_downloads(nic, smp, mode, mq):
     k = BondKernel(nic, "spread", smp=smp, mode=mode, multi_queue=mq)
     try:

@@ -48,6 +48,8 @@ pub const TARGETS: &[&str] = &[
     "kernel_multiboot2",
     "kernel_madt",
     "kernel_fadt",
+    // The vmxnet3 driver against a lying device (the kernel's host fakes).
+    "vmxnet3",
     // The load generator's response reader (crates/loadgen/src/http.rs).
     "http_response",
     // A redirect's Location and its resolution (`bareweb get --follow`).

@@ -27,6 +27,9 @@
 #![warn(missing_docs)]
 
 extern crate alloc;
+/// The host fakes (`drivers::fake`) for the drivers' fuzz targets: host memory, threads.
+#[cfg(all(feature = "fake", not(test)))]
+extern crate std;
 
 pub mod adapters;
 pub mod arch;

@@ -15,7 +15,7 @@
 pub mod any;
 pub mod e1000;
 pub mod e1000e;
-#[cfg(test)]
+#[cfg(any(test, feature = "fake"))]
 pub mod fake;
 pub mod hal;
 pub mod virtio;

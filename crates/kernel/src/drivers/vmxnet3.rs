@@ -455,13 +455,13 @@ impl Vmxnet3Rx {
     }
 
     /// The descriptor the next completion must name (tests: a plausible lie).
-    #[cfg(test)]
+    #[cfg(any(test, feature = "fake"))]
     pub fn next_index(&self) -> usize {
         self.head
     }
 
     /// Whether `b` lies in this side's buffers (tests).
-    #[cfg(test)]
+    #[cfg(any(test, feature = "fake"))]
     pub fn holds(&self, b: &[u8]) -> bool {
         self.bufs.holds(b)
     }
