@@ -26,6 +26,9 @@ SITE = ROOT / "examples" / "site"
 CLIENT = ROOT / "tests" / "system" / "client.py"
 BIN = pathlib.Path(os.environ.get("BAREWEB_BIN", ROOT / "target" / "release" / "bareweb"))
 IN_CI = os.environ.get("CI") in ("true", "1")
+# The QEMU the tests boot (`bareweb run --qemu`): another than PATH's, e.g. one unpacked
+# from bookworm-backports to try it before installing it.
+QEMU = os.environ.get("BAREWEB_QEMU", "qemu-system-x86_64")
 ACCEL = os.environ.get("BW_ACCEL", "auto")
 SERVER_IP = "10.0.0.2"
 HOST_IP = "10.0.0.1"
@@ -68,7 +71,7 @@ def require():
         pytest.skip("needs root for network namespaces and TAP devices")
     if not BIN.exists():
         pytest.fail(f"{BIN} missing: run `cargo build --release` (cargo xtask test does)")
-    if subprocess.run(["which", "qemu-system-x86_64"], capture_output=True).returncode != 0:
+    if subprocess.run(["which", QEMU], capture_output=True).returncode != 0:
         pytest.fail("qemu-system-x86_64 missing: sudo apt-get install qemu-system-x86 "
                     "(cargo xtask setup does it)")
 
@@ -191,14 +194,16 @@ class Kernel:
             route = [] if ip == "dhcp" else ["--gw", gw]
             args = [BIN, "run", site, "--net", f"tap:{tap}", "--nic", nic, "--ip", ip, *route,
                     "--mac", MAC, "--accel", accel,
-                    "--headless", "--serial-log", self.serial, "--stats-log", *extra]
+                    "--headless", "--serial-log", self.serial, "--stats-log", "--qemu", QEMU,
+                    *extra]
             if machine:
                 args += ["--machine", machine]
             if smp is not None:
                 args += ["--smp", smp]
         else:
-            dev = {"virtio": "virtio-net-pci", "e1000": "e1000", "e1000e": "e1000e"}[nic]
-            args = ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
+            dev = {"virtio": "virtio-net-pci", "e1000": "e1000", "e1000e": "e1000e",
+                   "igb": "igb"}[nic]
+            args = [QEMU, "-nodefaults", "-no-user-config", "-display", "none",
                     "-no-reboot", "-accel", "tcg", "-cpu", "max", "-m", "256M",
                     "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
                     "-serial", f"file:{self.serial}" if self.has_serial else "none",
@@ -345,3 +350,16 @@ class Kernel:
             if ok:  # logs of a failed kernel stay in /tmp for a look
                 self.serial.unlink(missing_ok=True)
                 pathlib.Path(self.stderr.name).unlink(missing_ok=True)
+
+
+def has_nic(model):
+    """Whether the QEMU under test has NIC `model` (`-device help`). Without it a test of
+    that model skips, except under CI=true, whose setup installs a QEMU that has it: there
+    it fails."""
+    out = subprocess.run([QEMU, "-device", "help"], capture_output=True, text=True).stdout
+    if f'name "{model}"' in out:
+        return True
+    if IN_CI:
+        pytest.fail(f"{QEMU} has no `{model}` NIC model; CI's `cargo xtask setup` installs a "
+                    "QEMU that has it (bookworm-backports)")
+    pytest.skip(f"{QEMU} has no `{model}` NIC model (QEMU >= 8; `cargo xtask setup`)")

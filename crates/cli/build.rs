@@ -28,6 +28,7 @@ fn main() {
     }
     let kernel = manifest.join("../kernel");
     let engine = manifest.join("../engine");
+    let (settings, tls) = (manifest.join("../settings"), manifest.join("../tls"));
     for p in [
         kernel.join("src"),
         kernel.join("Cargo.toml"),
@@ -37,6 +38,10 @@ fn main() {
         kernel.join(".cargo/config.toml"),
         engine.join("src"),
         engine.join("Cargo.toml"),
+        settings.join("src"),
+        settings.join("Cargo.toml"),
+        tls.join("src"),
+        tls.join("Cargo.toml"),
     ] {
         println!("cargo:rerun-if-changed={}", p.display());
     }

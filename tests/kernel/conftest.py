@@ -37,8 +37,10 @@ def pytest_report_header(config):
     return None
 
 
-@pytest.fixture(scope="module", params=["virtio", "e1000", "e1000e"])
+@pytest.fixture(scope="module", params=["virtio", "e1000", "e1000e", "igb"])
 def kernel(request):
+    if request.param == "igb":
+        qemu_harness.has_nic("igb")  # skips without it; fails under CI=true
     k = Kernel(nic=request.param)
     yield k
     k.close()

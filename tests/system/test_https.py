@@ -315,9 +315,34 @@ def test_expired_certificate_is_warned_about(pki):
         s.close()
 
 
-def test_run_and_build_refuse_https_saying_serve_does_it(pki):
-    for cmd in (["run", SITE], ["build", SITE, "-o", "/tmp/bw-https-refused.elf"]):
+def test_build_writes_a_key_holding_image_0600_and_run_checks_as_serve(pki, tmp_path):
+    """`build` and `run` carry the certificate and key into the bare machine's image (the
+    kernel's HTTPS: tests/kernel/test_https.py): the image holds the key, so it is written
+    with mode 0600 and `build` says so; the files are checked at start as serve checks
+    them, naming the file; a built image cannot be given another key by `run`."""
+    import stat
+    out = tmp_path / "https.elf"
+    r = subprocess.run([BIN, "build", SITE, "-o", out, "--tls-cert", pki / "p256.pem",
+                        "--tls-key", pki / "p256.key"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"{out}: holds the private key of --tls-key {pki / 'p256.key'}" in r.stdout, r.stdout
+    assert "mode 0600" in r.stdout, r.stdout
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    image = out.read_bytes()
+    assert (pki / "p256.key").read_bytes() in image and (pki / "p256.pem").read_bytes() in image
+    assert b"tls_cert=p256.pem tls_key=p256.key" in image  # the built-in command line
+    key = (pki / "p256.key").read_text()
+    for cmd in (["run", SITE, "--dry-run"], ["build", SITE, "-o", tmp_path / "rsa.elf"]):
+        r = subprocess.run([BIN, *cmd, "--tls-cert", pki / "rsa.pem", "--tls-key",
+                            pki / "rsa.key"], capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0, (cmd, r.stdout)
+        assert f"--tls-key {pki / 'rsa.key'}" in r.stderr and "RSA" in r.stderr, r.stderr
         r = subprocess.run([BIN, *cmd, "--tls-cert", pki / "p256.pem", "--tls-key",
-                            pki / "p256.key"], capture_output=True, text=True, timeout=60)
-        assert r.returncode != 0, (cmd, r.stdout, r.stderr)
-        assert "HTTPS is served by `bareweb serve` for now" in r.stderr, (cmd, r.stderr)
+                            pki / "p384.key"], capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0 and "does not match the certificate" in r.stderr, r.stderr
+        assert key.split("\n")[1] not in r.stderr + r.stdout, "the key never reaches a message"
+    assert not (tmp_path / "rsa.elf").exists()
+    r = subprocess.run([BIN, "run", out, "--tls-cert", pki / "p256.pem", "--tls-key",
+                        pki / "p256.key"], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "`bareweb build`" in r.stderr, r.stderr

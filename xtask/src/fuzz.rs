@@ -48,8 +48,11 @@ pub const TARGETS: &[&str] = &[
     "kernel_multiboot2",
     "kernel_madt",
     "kernel_fadt",
-    // The vmxnet3 driver against a lying device (the kernel's host fakes).
-    "vmxnet3",
+    // The bare-machine NIC drivers against a device that lies (drivers::fake).
+    "driver_virtio_net",
+    "driver_e1000",
+    "driver_e1000e",
+    "driver_vmxnet3",
     // The load generator's response reader (crates/loadgen/src/http.rs).
     "http_response",
     // A redirect's Location and its resolution (`bareweb get --follow`).

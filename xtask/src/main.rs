@@ -18,6 +18,7 @@ mod bench;
 mod kernel;
 mod kernel_bench;
 mod layers;
+mod setup_qemu;
 mod smp;
 
 /// Debian packages the whole-system tests use.
@@ -56,6 +57,10 @@ const APT_PACKAGES: &[&str] = &[
     "haproxy",
     // tests/system/test_metrics.py: `promtool check metrics` on a scrape of /metrics.
     "prometheus",
+    // tests/system/test_testssl.py: testssl.sh's audit of serve's HTTPS, and an NSS
+    // database (certutil) so headless Chromium trusts the test's CA.
+    "testssl.sh",
+    "libnss3-tools",
 ];
 
 fn main() -> ExitCode {
@@ -157,9 +162,6 @@ fn setup() -> Result<(), String> {
         .copied()
         .filter(|p| !dpkg_installed(p))
         .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
     // As root apt-get runs directly; otherwise through sudo (which may ask for a password).
     let apt = |args: &[&str]| -> Command {
         let mut c = if is_root() {
@@ -172,6 +174,9 @@ fn setup() -> Result<(), String> {
         c.args(args).env("DEBIAN_FRONTEND", "noninteractive");
         c
     };
+    if missing.is_empty() {
+        return setup_qemu::ensure_igb(is_root(), in_ci(), &apt);
+    }
     if !is_root() {
         let has_sudo = Command::new("sudo").arg("--version").output().is_ok();
         if !has_sudo {
@@ -188,7 +193,9 @@ fn setup() -> Result<(), String> {
         eprintln!("installing {missing:?} with sudo apt-get");
     }
     run(&mut apt(&["update", "-qq"]))?;
-    run(apt(&["install", "-y", "-qq", "--no-install-recommends"]).args(&missing))
+    run(apt(&["install", "-y", "-qq", "--no-install-recommends"]).args(&missing))?;
+    // After bookworm's QEMU: from bookworm-backports when it lacks igb.
+    setup_qemu::ensure_igb(is_root(), in_ci(), &apt)
 }
 
 fn dpkg_installed(pkg: &str) -> bool {

@@ -142,6 +142,10 @@ pub fn write_iso(elf: &[u8], iso: &Path) -> Result<(), String> {
     let dir = std::env::temp_dir().join(format!("bareweb-iso-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let res = (|| {
+        // The owner's alone: the ELF may hold a TLS key.
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(&dir)
+            .map_err(|e| e.to_string())?;
         std::fs::create_dir_all(dir.join("boot/grub")).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("boot/bareweb.elf"), elf).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("boot/grub/grub.cfg"), GRUB_CFG).map_err(|e| e.to_string())?;

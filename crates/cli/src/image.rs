@@ -126,29 +126,50 @@ pub fn build(a: &BuildArgs) -> Result<(), String> {
 fn build_bootable(a: &BuildArgs) -> Result<(), String> {
     let (image, files) =
         crate::util::site_image_excluding(&a.site, a.config.as_deref(), &a.outputs())?;
+    // HTTPS: the certificate and key ride after the site (the kernel splits them).
+    let tls = crate::tls::read_checked(&a.server)?;
+    let image = crate::tls::with_pems(image, tls.as_ref())?;
     let cmdline = a.cmdline();
     let elf = elf_with_site(KERNEL, &image, &cmdline)?;
     let output = &a.output;
+    // An image holding a private key is its owner's alone (mode 0600), as the key file is.
+    let private = |path: &std::path::Path| -> Result<(), String> {
+        if let (Some(_), Some(key)) = (&tls, a.server.given("tls-key")) {
+            std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .map_err(|e| format!("cannot make {} private: {e}", path.display()))?;
+            println!(
+                "{}: holds the private key of --tls-key {key}: written with mode 0600 (owner only); keep it as private as the key",
+                path.display()
+            );
+        }
+        Ok(())
+    };
     if kind_of(output) == Kind::Elf {
-        std::fs::write(output, &elf)
-            .map_err(|e| format!("cannot write {}: {e}", output.display()))?;
+        let write = if tls.is_some() {
+            crate::tls::write_private(output, &elf)
+        } else {
+            std::fs::write(output, &elf)
+        };
+        write.map_err(|e| format!("cannot write {}: {e}", output.display()))?;
         println!(
             "{}: bootable ELF (PVH, multiboot2), kernel {} KiB + site {files} files {} KiB, command line {cmdline:?}",
             output.display(),
             KERNEL.len() / 1024,
             image.len() / 1024
         );
+        private(output)?;
     }
     let isos = a
         .iso
         .iter()
         .chain((kind_of(output) == Kind::Iso).then_some(output));
     for iso in isos {
-        write_iso(&elf, iso)?;
+        write_iso_maybe_private(&elf, iso, tls.is_some())?;
         println!(
             "{}: bootable ISO (GRUB, BIOS and UEFI), {files} files, command line {cmdline:?}",
             iso.display()
         );
+        private(iso)?;
     }
     let disks = a
         .disk
@@ -158,7 +179,7 @@ fn build_bootable(a: &BuildArgs) -> Result<(), String> {
         // The hybrid ISO is a disk too: an MBR with GRUB's boot code (BIOS) and a partition
         // holding the EFI system image (UEFI). Padded to whole MiB: cloud importers and
         // some USB writers want sizes in whole sectors or MiB.
-        write_iso(&elf, disk)?;
+        write_iso_maybe_private(&elf, disk, tls.is_some())?;
         let len = std::fs::metadata(disk).map_err(|e| e.to_string())?.len();
         let padded = len.div_ceil(1 << 20) << 20;
         std::fs::OpenOptions::new()
@@ -171,8 +192,33 @@ fn build_bootable(a: &BuildArgs) -> Result<(), String> {
             disk.display(),
             padded >> 20
         );
+        private(disk)?;
     }
     Ok(())
+}
+
+/// [`write_iso`], and when the ELF holds a key, made in a directory of the owner's alone
+/// beside `out` and set to mode 0600 before it is moved there: never readable by others.
+fn write_iso_maybe_private(elf: &[u8], out: &Path, private: bool) -> Result<(), String> {
+    if !private {
+        return write_iso(elf, out);
+    }
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let dir = parent.join(format!(".bareweb-private-{}", std::process::id()));
+    std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+        .create(&dir)
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let tmp = dir.join("image");
+    let res = write_iso(elf, &tmp).and_then(|()| {
+        std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .and_then(|()| std::fs::rename(&tmp, out))
+            .map_err(|e| format!("cannot write {}: {e}", out.display()))
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    res
 }
 
 #[cfg(test)]

@@ -193,18 +193,24 @@ fn check_listen(a: &RunArgs) -> Result<(), String> {
     if a.nets[0] != Net::User {
         return Ok(());
     }
-    match TcpListener::bind(a.listen) {
+    if a.server.settings.tls.cert {
+        check_one(a.listen_https, "--listen-https")?;
+    }
+    check_one(a.listen, "--listen")
+}
+
+/// One host address free for QEMU's forward (`what`: the option that gave it).
+fn check_one(addr: std::net::SocketAddrV4, what: &str) -> Result<(), String> {
+    match TcpListener::bind(addr) {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(format!(
-            "{} is already in use (another server?): give another with --listen 127.0.0.1:PORT",
-            a.listen
+            "{addr} is already in use (another server?): give another with {what} 127.0.0.1:PORT"
         )),
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(format!(
-            "{}: port {} needs root; give a port from 1024 up with --listen",
-            a.listen,
-            a.listen.port()
+            "{addr}: port {} needs root; give a port from 1024 up with {what}",
+            addr.port()
         )),
-        Err(e) => Err(format!("cannot listen on {}: {e}", a.listen)),
+        Err(e) => Err(format!("cannot listen on {addr}: {e}")),
     }
 }
 
@@ -223,8 +229,11 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     let (boot, baked, image_len, files) = match input {
         Input::Dir | Input::SiteImage => {
             let (bytes, files) = crate::util::site_image(&a.site, a.config.as_deref())?;
+            // HTTPS: the certificate and key after the site, in a file of ours alone.
+            let tls = crate::tls::read_checked(&a.server)?;
+            let bytes = crate::tls::with_pems(bytes, tls.as_ref())?;
             std::fs::write(&kernel, KERNEL).map_err(|e| format!("cannot write the kernel: {e}"))?;
-            std::fs::write(&image, &bytes)
+            crate::tls::write_private(&image, &bytes)
                 .map_err(|e| format!("cannot write {}: {e}", image.display()))?;
             let b = Boot::Kernel {
                 kernel: &kernel,
@@ -302,11 +311,16 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
         && crate::run::qemu_has_device(&a.qemu, a.nic.qemu_device()) == Some(false)
     {
         return Err(format!(
-            "--nic {}: the installed QEMU ({}) has no `{}` device model (`{} -device help` lists the ones it has); use another --nic or a QEMU that has it",
+            "--nic {}: the installed QEMU ({}) has no `{}` device model (`{} -device help` lists the ones it has); use another --nic or a QEMU that has it{}",
             value_name(a.nic),
             a.qemu,
             a.nic.qemu_device(),
-            a.qemu
+            a.qemu,
+            if a.nic == NicModel::Igb {
+                " (igb: QEMU 8 or later; on Debian bookworm `cargo xtask setup`, as root, installs QEMU from bookworm-backports, or pass --qemu PATH)"
+            } else {
+                ""
+            }
         ));
     }
     check_listen(&a)?;
@@ -324,11 +338,21 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     }
     let serving = if a.nets[0] == Net::User {
         format!(
-            "bareweb: serving at http://{}/{} (forwarded to {}:{}){}; Ctrl-C stops",
+            "bareweb: serving at http://{}/{} (forwarded to {}:{}){}{}; Ctrl-C stops",
             a.listen,
             a.server.udp_banner(a.listen.ip()),
             settings.ip,
             settings.port,
+            if settings.tls.cert {
+                format!(
+                    " and https://{}/ (forwarded to {}:{})",
+                    a.listen_https,
+                    settings.ip,
+                    settings.tls.port()
+                )
+            } else {
+                String::new()
+            },
             if a.nets.len() > 1 {
                 format!(", {} NICs on one QEMU hub", a.nets.len())
             } else {
@@ -344,10 +368,15 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
             )
         } else {
             format!(
-                "bareweb: serving at http://{}:{}/{} on {}; Ctrl-C stops",
+                "bareweb: serving at http://{}:{}/{}{} on {}; Ctrl-C stops",
                 settings.ip,
                 settings.port,
                 a.server.udp_banner(settings.ip),
+                if settings.tls.cert {
+                    format!(" and https://{}:{}/", settings.ip, settings.tls.port())
+                } else {
+                    String::new()
+                },
                 a.nets_text()
             )
         }

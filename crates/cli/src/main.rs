@@ -109,8 +109,15 @@ fn usage_error(sub: &str, msg: &str) -> ! {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    if let Err(msg) = cli.cmd.check() {
+    let mut cli = Cli::parse();
+    // The site's `[tls]` joins the command line before the checks, which then hold for it.
+    let from_file = match &mut cli.cmd {
+        Cmd::Build(a) => a.server.apply_site_tls(&a.site, a.config.as_deref()),
+        Cmd::Serve(a) => a.server.apply_site_tls(&a.site, a.config.as_deref()),
+        Cmd::Run(a) => a.server.apply_site_tls(&a.site, a.config.as_deref()),
+        _ => Ok(()),
+    };
+    if let Err(msg) = from_file.and_then(|()| cli.cmd.check()) {
         usage_error(cli.cmd.name(), &msg);
     }
     let r = match cli.cmd {

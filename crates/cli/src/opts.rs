@@ -322,6 +322,72 @@ impl ServerOpts {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The `[tls]` table of the site's `bareweb.toml` (`config`, else `SITE/bareweb.toml`
+    /// when SITE is a directory): each key whose option the command line did not give is
+    /// applied as if it had been (the command line wins). A value the option refuses is an
+    /// error naming the file, line and key. A file that does not parse is left to the
+    /// site's build, which reports it.
+    pub fn apply_site_tls(
+        &mut self,
+        site: &std::path::Path,
+        config: Option<&std::path::Path>,
+    ) -> Result<(), String> {
+        let file = match config {
+            Some(f) => f.to_path_buf(),
+            None if site.is_dir() => site.join(bareweb_site::CONFIG_NAME),
+            None => return Ok(()),
+        };
+        if !file.is_file() {
+            return Ok(());
+        }
+        let Ok(c) = bareweb_site::config::Config::read(&file) else {
+            return Ok(());
+        };
+        for k in &c.tls {
+            if self.given(k.long).is_some() {
+                continue;
+            }
+            let i = OPTIONS
+                .iter()
+                .position(|o| o.long == k.long)
+                .expect("[tls] keys name options of the table");
+            if k.long == "tls-key" && site.is_dir() {
+                let inside = |p: &std::path::Path| {
+                    let root = std::fs::canonicalize(site).ok()?;
+                    Some(std::fs::canonicalize(p).ok()?.starts_with(root))
+                };
+                if inside(std::path::Path::new(&k.value)) == Some(true) {
+                    return Err(format!(
+                        "{}:{}: [tls] key = {:?} is inside the site {}: it would be served to \
+                         anyone; keep the private key outside the site's directory",
+                        file.display(),
+                        k.line,
+                        k.value,
+                        site.display()
+                    ));
+                }
+            }
+            let value = OPTIONS[i].word_value(&k.value);
+            match self.settings.set(OPTIONS[i].word, value) {
+                Some(Ok(())) => {
+                    self.given.push((i, k.value.clone()));
+                    self.given.sort_by_key(|(j, _)| *j);
+                }
+                Some(Err(why)) => {
+                    return Err(format!(
+                        "{}:{}: [tls] {} = {:?}: {why}",
+                        file.display(),
+                        k.line,
+                        k.key,
+                        k.value
+                    ))
+                }
+                None => unreachable!("every option has its word"),
+            }
+        }
+        Ok(())
+    }
+
     /// Checks that need more than one option.
     pub fn check(&self) -> Result<(), String> {
         let tls = self.settings.tls;
@@ -330,7 +396,8 @@ impl ServerOpts {
         }
         if tls.any() && !tls.cert {
             return Err(
-                "--https-port, --http-redirect and --tls-min need --tls-cert and --tls-key".into(),
+                "--https-port, --http-redirect, --tls-min and --hsts need --tls-cert and --tls-key"
+                    .into(),
             );
         }
         if tls.cert && tls.port() == self.serve_settings().port {
@@ -440,6 +507,26 @@ impl ServerOpts {
             let value = match (o.word, given, log_stats) {
                 ("log", Some(_), true) => "access,stats",
                 ("log", None, true) => "stats",
+                // The files' bytes go in the image (`tls_payload`); the kernel gets their
+                // names, for its console, without the directories or white space.
+                ("tls_cert" | "tls_key", Some((_, v)), _) => {
+                    let name = std::path::Path::new(v)
+                        .file_name()
+                        .map_or("image".into(), |n| n.to_string_lossy());
+                    let name: String = name
+                        .chars()
+                        .take(64)
+                        .map(|c| if c.is_ascii_graphic() { c } else { '_' })
+                        .collect();
+                    w.push(format!("{}={name}", o.word));
+                    continue;
+                }
+                // One kernel word: the policy without its optional white space.
+                ("hsts", Some((_, v)), _) => {
+                    let v: String = v.chars().filter(|c| !c.is_whitespace()).collect();
+                    w.push(format!("hsts={v}"));
+                    continue;
+                }
                 (_, Some((_, v)), _) => o.word_value(v),
                 (_, None, _) => continue,
             };
@@ -723,6 +810,7 @@ mod tests {
         ("https-port", "8443", "65536"),
         ("http-redirect", "", ""),
         ("tls-min", "1.3", "1.1"),
+        ("hsts", "max-age=31536000; includeSubDomains", "max-age=1y"),
     ];
 
     /// Every option of the table, one at a time: the CLI's value becomes kernel words,
@@ -750,7 +838,7 @@ mod tests {
                 l if l.starts_with("udp-") && l != "udp-port" => &["--udp-port", "9"],
                 "tls-cert" => &["--tls-key", "k.pem"],
                 "tls-key" => &["--tls-cert", "c.pem"],
-                "https-port" | "http-redirect" | "tls-min" => {
+                "https-port" | "http-redirect" | "tls-min" | "hsts" => {
                     &["--tls-cert", "c.pem", "--tls-key", "k.pem"]
                 }
                 _ => &[],
@@ -769,14 +857,8 @@ mod tests {
                 words.iter().any(|w| w.starts_with(&format!("{}=", o.word))),
                 "{words:?}"
             );
-            if bareweb_settings::TLS_WORDS.contains(&o.word) {
-                // serve's alone for now: run and images refuse it, saying so.
-                let why = kernel_settings(&words.join(" ")).unwrap_err();
-                assert!(why.contains(bareweb_settings::TLS_NOT_HERE), "{why}");
-                if !flag {
-                    assert!(ServerOpts::parse(&[&format!("--{long}={bad}")]).is_err());
-                }
-                continue;
+            if bareweb_settings::TLS_WORDS.contains(&o.word) && !flag && !bad.is_empty() {
+                assert!(ServerOpts::parse(&[&format!("--{long}={bad}")]).is_err());
             }
             let kernel = kernel_settings(&words.join(" ")).unwrap();
             assert_eq!(kernel.server, cli.settings, "--{long} {good}: {words:?}");
@@ -839,6 +921,59 @@ mod tests {
             o(Some("split")).bonding(3).unwrap().map(|b| b.0),
             Some(Mode::Split)
         );
+    }
+
+    #[test]
+    fn the_sites_tls_table_fills_what_the_command_line_leaves() {
+        let d = std::env::temp_dir().join(format!("bareweb-opts-tls-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let toml = d.join("bareweb.toml");
+        std::fs::write(
+            &toml,
+            "[tls]\ncert = \"pki/cert.pem\"\nkey = \"pki/key.pem\"\nhttps_port = 8443\n\
+             http_redirect = true\nmin = \"1.3\"\nhsts = \"max-age=300\"\n",
+        )
+        .unwrap();
+        let mut o = ServerOpts::parse(&["--https-port", "9443"]).unwrap();
+        o.apply_site_tls(&d, None).unwrap();
+        o.check().unwrap();
+        let cert = d.join("pki/cert.pem");
+        assert_eq!(
+            o.given("tls-cert"),
+            Some(cert.to_str().unwrap()),
+            "beside the file"
+        );
+        assert_eq!(o.settings.tls.port, Some(9443), "the command line wins");
+        assert!(o.settings.tls.redirect && o.settings.tls.min13);
+        assert_eq!(o.settings.tls.hsts.map(|h| h.max_age), Some(300));
+        assert!(o
+            .kernel_words(false)
+            .contains(&"hsts=max-age=300".to_string()));
+        // A value the option refuses names the file, the line and the key.
+        std::fs::write(
+            &toml,
+            "[tls]\ncert = \"c.pem\"\nkey = \"k.pem\"\nhsts = \"1 year\"\n",
+        )
+        .unwrap();
+        let mut o = ServerOpts::parse(&[]).unwrap();
+        let e = o.apply_site_tls(&d, None).unwrap_err();
+        assert!(
+            e.contains("bareweb.toml:4: [tls] hsts = \"1 year\": expected max-age"),
+            "{e}"
+        );
+        // A private key the site would serve is refused.
+        std::fs::write(d.join("k.pem"), "x").unwrap();
+        std::fs::write(&toml, "[tls]\ncert = \"c.pem\"\nkey = \"k.pem\"\n").unwrap();
+        let mut o = ServerOpts::parse(&[]).unwrap();
+        let e = o.apply_site_tls(&d, None).unwrap_err();
+        assert!(e.contains("it would be served"), "{e}");
+        // Only a key without the certificate: the usual check refuses it.
+        std::fs::write(&toml, "[tls]\nhttps_port = 8443\n").unwrap();
+        let mut o = ServerOpts::parse(&[]).unwrap();
+        o.apply_site_tls(&d, None).unwrap();
+        assert!(o.check().unwrap_err().contains("need --tls-cert"));
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

@@ -54,6 +54,10 @@ pub struct RunArgs {
     /// Host address forwarded to the server with `--net user`.
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "A.B.C.D:PORT")]
     pub listen: SocketAddrV4,
+    /// Host address forwarded to the server's HTTPS port (--https-port) with `--net user`,
+    /// when --tls-cert is given.
+    #[arg(long, default_value = "127.0.0.1:8443", value_name = "A.B.C.D:PORT")]
+    pub listen_https: SocketAddrV4,
     /// NIC model.
     #[arg(long, value_enum, default_value_t = NicModel::Virtio)]
     pub nic: NicModel,
@@ -146,6 +150,19 @@ impl RunArgs {
                     "--config applies to a site directory, not an ISO or disk image".into(),
                 );
             }
+        }
+        if self.server.settings.tls.cert && matches!(kind, Kind::Elf | Kind::Iso | Kind::Disk) {
+            return Err(format!(
+                "{} is a built image: its certificate and key are built in with it; give --tls-cert and \
+                 --tls-key to `bareweb build`, or run the site directory",
+                self.site.display()
+            ));
+        }
+        if self.server.settings.tls.cert && self.listen_https == self.listen {
+            return Err(format!(
+                "--listen-https {} is --listen too: give HTTPS a host port of its own",
+                self.listen_https
+            ));
         }
         Ok(())
     }
@@ -248,6 +265,8 @@ pub enum NicModel {
     E1000,
     /// Intel 82574L: two queue pairs with receive-side scaling, MSI-X.
     E1000e,
+    /// Intel 82576 (QEMU ≥ 8): advanced descriptors, up to four queue pairs with RSS.
+    Igb,
     /// VMware vmxnet3: one queue pair (QEMU's has no receive-side scaling), MSI-X.
     Vmxnet3,
 }
@@ -259,6 +278,7 @@ impl NicModel {
             NicModel::Virtio => "virtio-net-pci",
             NicModel::E1000 => "e1000",
             NicModel::E1000e => "e1000e",
+            NicModel::Igb => "igb",
             NicModel::Vmxnet3 => "vmxnet3",
         }
     }
@@ -498,7 +518,18 @@ pub fn qemu_args(
             Some(u) => format!(",hostfwd=udp:{}:{u}-{}:{u}", a.listen.ip(), settings.ip),
             None => String::new(),
         }
-    );
+    ) + &if settings.tls.cert {
+        // HTTPS: --listen-https to the guest's --https-port.
+        format!(
+            ",hostfwd=tcp:{}:{}-{}:{}",
+            a.listen_https.ip(),
+            a.listen_https.port(),
+            settings.ip,
+            settings.tls.port()
+        )
+    } else {
+        String::new()
+    };
     let several = a.nets.len() > 1;
     if several && a.nets[0] == Net::User {
         // One user network for every NIC: a QEMU hub joins them (it repeats every frame to
@@ -540,13 +571,13 @@ pub fn qemu_args(
             (NicModel::Virtio, _) => push(&format!(
                 "virtio-net-pci,netdev=n{k},id=nic{k},rx_queue_size=1024{mac}{mq}"
             )),
-            (NicModel::E1000 | NicModel::E1000e | NicModel::Vmxnet3, Machine::Microvm) => {
-                return Err("--machine microvm has no PCI bus: use --nic virtio".into())
-            }
-            (NicModel::E1000 | NicModel::E1000e | NicModel::Vmxnet3, _) => push(&format!(
-                "{},netdev=n{k},id=nic{k}{mac}",
-                a.nic.qemu_device()
-            )),
+            (
+                NicModel::E1000 | NicModel::E1000e | NicModel::Igb | NicModel::Vmxnet3,
+                Machine::Microvm,
+            ) => return Err("--machine microvm has no PCI bus: use --nic virtio".into()),
+            (NicModel::E1000 | NicModel::E1000e | NicModel::Igb | NicModel::Vmxnet3, _) => push(
+                &format!("{},netdev=n{k},id=nic{k}{mac}", a.nic.qemu_device()),
+            ),
         }
     }
     Ok(v)
@@ -632,6 +663,10 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
             Some("the e1000e has two queue pairs, not one per core".to_string())
         }
         (NicModel::E1000e, _) => None,
+        (NicModel::Igb, _) => Some(
+            "the igb driver wakes one queue's core by interrupt (INTx; its MSI-X is not driven yet)"
+                .to_string(),
+        ),
         (NicModel::Virtio, _) if a.machine == Machine::Microvm => Some(
             "virtio-mmio gives a device one interrupt line, which can wake one core".to_string(),
         ),
@@ -736,6 +771,36 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.contains("or dhcp"), "{e}");
+    }
+
+    #[test]
+    fn https_is_forwarded_from_listen_https_to_the_kernels_https_port() {
+        let tls = ["--tls-cert", "/x/my cert.pem", "--tls-key", "k.pem"];
+        let q = qemu(&tls).unwrap();
+        assert!(
+            q.contains("hostfwd=tcp:127.0.0.1:8080-10.0.2.15:80,"),
+            "{q}"
+        );
+        assert!(
+            q.contains("hostfwd=tcp:127.0.0.1:8443-10.0.2.15:443"),
+            "{q}"
+        );
+        // The kernel gets the files' names (no directory, no white space), not the paths.
+        assert!(q.contains("tls_cert=my_cert.pem tls_key=k.pem"), "{q}");
+        let mut w = tls.to_vec();
+        w.extend(["--https-port", "4443", "--listen-https", "0.0.0.0:9443"]);
+        let q = qemu(&w).unwrap();
+        assert!(q.contains("hostfwd=tcp:0.0.0.0:9443-10.0.2.15:4443"), "{q}");
+        // Without a certificate, no HTTPS forward.
+        assert!(!qemu(&[]).unwrap().contains("8443"));
+        // One host port for both is refused; so is a certificate for a built image.
+        let mut w = tls.to_vec();
+        w.extend(["--listen-https", "127.0.0.1:8080"]);
+        assert!(args(&w).check().unwrap_err().contains("--listen-https"));
+        let mut v = vec!["bareweb", "site.elf"];
+        v.extend_from_slice(&tls);
+        let e = Cli::parse_from(v).run.check().unwrap_err();
+        assert!(e.contains("`bareweb build`"), "{e}");
     }
 
     #[test]

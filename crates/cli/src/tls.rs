@@ -16,6 +16,30 @@ use crate::opts::ServerOpts;
 /// checked, the configuration built once and shared by every core (leaked: it lives as
 /// long as the process). `Err` says which file and why.
 pub fn listen(o: &ServerOpts) -> Result<Option<TlsListen>, String> {
+    let Some(checked) = read_checked(o)? else {
+        return Ok(None);
+    };
+    Ok(Some(TlsListen {
+        port: o.settings.tls.port(),
+        acceptor: Box::leak(Box::new(Acceptor(checked.server))),
+    }))
+}
+
+/// The certificate and key files as read and checked at start.
+pub struct Checked {
+    /// The chain's PEM bytes.
+    pub cert: Vec<u8>,
+    /// The key's PEM bytes (never printed).
+    pub key: Vec<u8>,
+    /// The server they make (the proof that they go together).
+    pub server: TlsServer,
+}
+
+/// `--tls-cert` and `--tls-key` read and checked as a start-up must (unreadable, not
+/// PEM, RSA or another unusable key, a key not matching the certificate: refused naming
+/// the file and the reason; outside its dates: a warning), for `serve` and for the
+/// images `run` and `build` make. `None` without `--tls-cert`.
+pub fn read_checked(o: &ServerOpts) -> Result<Option<Checked>, String> {
     let t = o.settings.tls;
     let (Some(cert_path), Some(key_path)) = (o.given("tls-cert"), o.given("tls-key")) else {
         return Ok(None);
@@ -43,10 +67,39 @@ pub fn listen(o: &ServerOpts) -> Result<Option<TlsListen>, String> {
     if let Some(warning) = validity(&chain[0]).and_then(|v| dates_warning(v, now)) {
         eprintln!("bareweb: warning: --tls-cert {cert_path}: {warning}");
     }
-    Ok(Some(TlsListen {
-        port: t.port(),
-        acceptor: Box::leak(Box::new(Acceptor(server))),
-    }))
+    Ok(Some(Checked { cert, key, server }))
+}
+
+/// The boot module for the bare machine: the site image, then the certificate and key
+/// when HTTPS is asked for (`bareweb_settings::tls_payload`: the kernel splits them at
+/// boot). Whether the bytes hold a private key is `checked.is_some()`.
+pub fn with_pems(mut site: Vec<u8>, checked: Option<&Checked>) -> Result<Vec<u8>, String> {
+    if let Some(c) = checked {
+        let head = bareweb_settings::tls_payload::head(c.cert.len(), c.key.len())
+            .ok_or("the certificate or key is larger than 4 GiB")?;
+        site.extend_from_slice(&head);
+        site.extend_from_slice(&c.cert);
+        site.extend_from_slice(&c.key);
+    }
+    Ok(site)
+}
+
+/// Writes `bytes` to `path` readable by its owner alone (mode 0600, set as the file is
+/// made, so the key is never readable by others, even for an instant), replacing a file
+/// there.
+pub fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::PermissionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    // An existing file keeps its mode through open(): set it.
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    f.write_all(bytes)
 }
 
 /// What to say about a certificate valid from `not_before` to `not_after` (Unix

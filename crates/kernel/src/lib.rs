@@ -8,7 +8,7 @@
 //!   the processors from the ACPI MADT (`arch::acpi`), the clocks (`arch::clock`: TSC +
 //!   CMOS RTC), the isa-debug-exit port (`arch::exit`).
 //! - [`console`] (COM1 and the screen, [`fbcon`]), [`boot_info`] (memory map, command
-//!   line, modules), [`mem`] (start-up bump allocator, sealed once the cores serve),
+//!   line, modules), [`mem`] (start-up bump allocator, sealed once the cores serve; free lists after),
 //!   [`cmdline`], [`embedded`] (a site carried inside the kernel ELF itself).
 //! - [`pci`]: enumeration and BAR assignment. [`drivers`]: virtio-net (multiqueue) and
 //!   e1000, each a `Nic` per queue pair and a [`drivers::Driver`].
@@ -19,6 +19,8 @@
 //!   site lookup, access log and ISN key the engine asks for; [`report`]: the console's
 //!   ready and stats lines; [`crash`]: failures on purpose; [`rest`]: how an idle core
 //!   polls, then halts until its NIC, its timer or another core wakes it.
+//! - [`tls`]: HTTPS's platform: a ChaCha20 generator seeded from RDSEED/RDRAND, the RTC
+//!   clock for rustls, and the listener from the certificate and key the image carries.
 //!
 //! `unsafe` lives here and only here (the engine has none but its ring): every block says
 //! why it holds.
@@ -27,7 +29,7 @@
 #![warn(missing_docs)]
 
 extern crate alloc;
-/// The host fakes (`drivers::fake`) for the drivers' fuzz targets: host memory, threads.
+// The drivers' host fakes (`drivers::fake`) use the host's allocator, lock and threads.
 #[cfg(all(feature = "fake", not(test)))]
 extern crate std;
 
@@ -52,6 +54,7 @@ pub mod pci;
 pub mod queue;
 pub mod report;
 pub mod rest;
+pub mod tls;
 
 #[cfg(target_os = "none")]
 #[global_allocator]

@@ -85,7 +85,7 @@ pub fn print_stats(board: &Board, clock: &TscClock) {
     };
     let stack = (0..board.cores()).map(smp::stack_used).max().unwrap_or(0);
     kprintln!(
-        "stats: uptime_ms={} cores={} http_requests={} http_2xx={} rx_frames={} tx_frames={} tcbs_in_use={} tcp_accepted={} tcp_rto_retransmits={} tx_ring_full={} nic_rx={} nic_tx={} doorbells={} rx_doorbells={} suppressed={} rx_bad={} tx_bad={} tx_full={} dispatched={} drained={} conn_map={} udp_initial={} udp_subsequent={} udp_packets={} udp_bounded={} udp_rate_limited={} udp_ids_max={} late_allocs={} stack_max={}",
+        "stats: uptime_ms={} cores={} http_requests={} http_2xx={} rx_frames={} tx_frames={} tcbs_in_use={} tcp_accepted={} tcp_rto_retransmits={} tx_ring_full={} nic_rx={} nic_tx={} doorbells={} rx_doorbells={} suppressed={} rx_bad={} tx_bad={} tx_full={} dispatched={} drained={} conn_map={} udp_initial={} udp_subsequent={} udp_packets={} udp_bounded={} udp_rate_limited={} udp_ids_max={} late_allocs={} late_live={} tls_no_memory={} stack_max={}",
         clock.now_ns() / 1_000_000,
         board.cores(),
         st("http_requests"),
@@ -117,6 +117,8 @@ pub fn print_stats(board: &Board, clock: &TscClock) {
             .max()
             .unwrap_or(0),
         mem::late_allocs(),
+        mem::late_live(),
+        crate::tls::NO_MEMORY.load(core::sync::atomic::Ordering::Relaxed),
         stack
     );
     nics::print_bond(board);

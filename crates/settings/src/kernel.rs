@@ -300,11 +300,6 @@ pub fn parse_over<'a>(
             continue;
         };
         let verdict = match s.server.set(k, v) {
-            // The bare machine has no TLS yet: HTTPS words are refused, not ignored.
-            Some(_) if crate::TLS_WORDS.contains(&k) => {
-                s.server.tls = crate::Tls::default();
-                Err(crate::TLS_NOT_HERE)
-            }
             Some(r) => r,
             None => match s.set_boot(k, v).or_else(|| s.client.set(k, v)) {
                 Some(true) => Ok(()),

@@ -50,6 +50,7 @@
 extern crate std;
 
 pub mod kernel;
+pub mod tls_payload;
 
 use core::net::Ipv4Addr;
 
@@ -129,9 +130,9 @@ pub struct Settings {
     pub tls: Tls,
 }
 
-/// HTTPS's settings. The certificate and key files are read by the platform (`serve`),
-/// which has their names; here is only whether they were given. The bare machine has no
-/// TLS yet: its command line refuses these words ([`TLS_WORDS`]).
+/// HTTPS's settings. The certificate and key files are read by the platform (`serve`;
+/// `run` and `build` put their bytes in the image, [`tls_payload`]), which has their
+/// names; here is only whether they were given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Tls {
     /// `--tls-cert` was given.
@@ -144,6 +145,8 @@ pub struct Tls {
     pub redirect: bool,
     /// `--tls-min 1.3`.
     pub min13: bool,
+    /// `--hsts`: the `Strict-Transport-Security` policy of HTTPS responses (None: off).
+    pub hsts: Option<bareweb_engine::http::Hsts>,
 }
 
 impl Tls {
@@ -158,18 +161,15 @@ impl Tls {
     }
 }
 
-/// The kernel words of HTTPS, which only `serve` takes for now.
+/// The kernel words of HTTPS.
 pub const TLS_WORDS: &[&str] = &[
     "tls_cert",
     "tls_key",
     "https_port",
     "http_redirect",
     "tls_min",
+    "hsts",
 ];
-
-/// Why the bare machine refuses [`TLS_WORDS`].
-pub const TLS_NOT_HERE: &str =
-    "HTTPS is served by `bareweb serve` for now: the bare-machine kernel has no TLS yet";
 
 /// The UDP protocol's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -291,6 +291,7 @@ impl Settings {
         cfg.proxy_protocol = self.proxy_protocol;
         // The session maker (`cfg.tls`) is the platform's, from the files it reads.
         cfg.https_redirect = self.tls.redirect.then(|| self.tls.port());
+        cfg.hsts = self.tls.hsts;
         cfg
     }
 }
@@ -575,7 +576,7 @@ const _: () = assert!(
 
 /// Every shared option, in `--help`'s order (and the order of the kernel words the CLI
 /// writes).
-pub static OPTIONS: [Opt; 33] = [
+pub static OPTIONS: [Opt; 34] = [
     Opt {
         word: "ip",
         long: "ip",
@@ -964,7 +965,7 @@ pub static OPTIONS: [Opt; 33] = [
         arg: Arg::Value("FILE"),
         help: help!(
             "HTTPS: the certificate chain, PEM, leaf first, for an ECDSA P-256 or P-384 key; \
-               HTTPS is served on --https-port besides plain HTTP on --port (serve only, for now)"
+               HTTPS is served on --https-port besides plain HTTP on --port"
         ),
         set: |s, v| file(v).map(|()| s.tls.cert = true),
     },
@@ -1007,6 +1008,21 @@ pub static OPTIONS: [Opt; 33] = [
                 _ => return Err("expected 1.2 or 1.3"),
             };
             Ok(())
+        },
+    },
+    Opt {
+        word: "hsts",
+        long: "hsts",
+        arg: Arg::Value("POLICY"),
+        help: help!(
+            "HTTPS responses carry Strict-Transport-Security: POLICY, max-age=SECONDS then \
+               ;includeSubDomains and ;preload if wanted (never on plain HTTP); browsers keep \
+               it for max-age, so it is off unless given [default: off]"
+        ),
+        set: |s, v| {
+            bareweb_engine::http::Hsts::parse(v)
+                .map(|h| s.tls.hsts = Some(h))
+                .ok_or(bareweb_engine::http::HSTS_EXPECTED)
         },
     },
 ];

@@ -92,6 +92,18 @@ struct Raw {
     server_header: Option<Spanned<ServerHeader>>,
     #[serde(default)]
     sites: Vec<crate::sites::RawSite>,
+    tls: Option<RawTls>,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields, expecting = "a [tls] table")]
+struct RawTls {
+    cert: Option<Spanned<String>>,
+    key: Option<Spanned<String>>,
+    https_port: Option<Spanned<i64>>,
+    http_redirect: Option<Spanned<Switch>>,
+    min: Option<Spanned<String>>,
+    hsts: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -312,6 +324,24 @@ pub struct Config {
     pub server: Option<String>,
     /// Virtual hosts (`[[sites]]`, crate::sites): empty for a file that is one site.
     pub sites: Vec<crate::sites::SiteDecl>,
+    /// `[tls]`: the HTTPS options it sets, as the CLI spells them, in the table's order
+    /// ([`TlsKey`]); the CLI applies those not given on its command line.
+    pub tls: Vec<TlsKey>,
+}
+
+/// One key of `[tls]`: the option it stands for and its value as the option takes it (a
+/// file's path made relative to the configuration's directory, `http_redirect = false`
+/// left out).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsKey {
+    /// The key as written (`https_port`), for errors.
+    pub key: &'static str,
+    /// The CLI's long option (`https-port`).
+    pub long: &'static str,
+    /// The value (`""` for `http_redirect = true`).
+    pub value: String,
+    /// Its line in the file.
+    pub line: usize,
 }
 
 /// Fields bareweb writes itself: a configured one would duplicate or contradict them.
@@ -373,6 +403,45 @@ impl Config {
             healthz: raw.healthz.map(|s| s.0),
             ..Config::default()
         };
+        if let Some(t) = &raw.tls {
+            let dir = file.parent().unwrap_or(Path::new(""));
+            let path = |s: &Spanned<String>| dir.join(s.get_ref()).to_string_lossy().into_owned();
+            let text = |s: &Spanned<String>| s.get_ref().clone();
+            let mut add = |key: &'static str, long: &'static str, value: String, at: usize| {
+                c.tls.push(TlsKey {
+                    key,
+                    long,
+                    value,
+                    line: line_of(at),
+                })
+            };
+            for (key, long, v) in [("cert", "tls-cert", &t.cert), ("key", "tls-key", &t.key)] {
+                if let Some(v) = v {
+                    add(key, long, path(v), v.span().start);
+                }
+            }
+            if let Some(p) = &t.https_port {
+                add(
+                    "https_port",
+                    "https-port",
+                    p.get_ref().to_string(),
+                    p.span().start,
+                );
+            }
+            if let Some(r) = t.http_redirect.as_ref().filter(|s| s.get_ref().0) {
+                add(
+                    "http_redirect",
+                    "http-redirect",
+                    String::new(),
+                    r.span().start,
+                );
+            }
+            for (key, long, v) in [("min", "tls-min", &t.min), ("hsts", "hsts", &t.hsts)] {
+                if let Some(v) = v {
+                    add(key, long, text(v), v.span().start);
+                }
+            }
+        }
         if let Some(index) = raw.index {
             if index.get_ref().is_empty() {
                 return Err(err(
@@ -1140,6 +1209,36 @@ mod tests {
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(text, Path::new("bareweb.toml"))
+    }
+
+    #[test]
+    fn the_tls_table_becomes_options_with_paths_beside_the_file() {
+        let text = "[tls]\ncert = \"pki/c.pem\"\nkey = \"/etc/k.pem\"\nhttps_port = 8443\n\
+                    http_redirect = true\nmin = \"1.3\"\nhsts = \"max-age=60\"\n";
+        let c = Config::parse(text, Path::new("/srv/site/bareweb.toml")).unwrap();
+        let got: Vec<(&str, &str, &str, usize)> = c
+            .tls
+            .iter()
+            .map(|k| (k.key, k.long, k.value.as_str(), k.line))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("cert", "tls-cert", "/srv/site/pki/c.pem", 2),
+                ("key", "tls-key", "/etc/k.pem", 3),
+                ("https_port", "https-port", "8443", 4),
+                ("http_redirect", "http-redirect", "", 5),
+                ("min", "tls-min", "1.3", 6),
+                ("hsts", "hsts", "max-age=60", 7),
+            ]
+        );
+        assert!(parse("[tls]\nhttp_redirect = false\n")
+            .unwrap()
+            .tls
+            .is_empty());
+        let e = parse("[tls]\ncertificate = \"c.pem\"\n").unwrap_err();
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(e.to_string().contains("certificate"), "{e}");
     }
 
     #[test]

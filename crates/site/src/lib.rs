@@ -155,7 +155,7 @@ pub fn build_dir_excluding(
     for (path, data, mtime) in w.files {
         let content_type = content_type(&path, &config);
         let file = encoded(FileSpec {
-            headers: config.headers_for(&path),
+            headers: with_freshness(config.headers_for(&path), &content_type),
             path,
             data,
             mtime,
@@ -188,7 +188,7 @@ pub fn build_dir_excluding(
                 data: html.into_bytes(),
                 mtime: 0,
                 content_type: "text/html; charset=utf-8".into(),
-                headers: config.headers_for(&prefix),
+                headers: with_freshness(config.headers_for(&prefix), "text/html"),
                 ..FileSpec::default()
             }));
         }
@@ -468,6 +468,43 @@ impl Walk {
         }
         Ok(())
     }
+}
+
+/// The `Cache-Control` a file of `content_type` is sent with when no `[[headers]]` rule
+/// gives one (RFC 9111 §5.2.2): explicit freshness, so no cache guesses one from
+/// `Last-Modified` (RFC 9111 §4.2.2's heuristic, up to a tenth of the file's age).
+/// - HTML: `no-cache`, stored but revalidated on every use with the ETag the engine sends
+///   (a 304 without the body), so a new deploy shows at once and pages naming new assets
+///   never meet stale ones;
+/// - everything else: `max-age=3600`, an hour without a request, then revalidated: a
+///   stale stylesheet or image lasts at most an hour after a deploy. Fingerprinted assets
+///   deserve `max-age=31536000, immutable` by a rule of their own.
+pub fn default_cache_control(content_type: &str) -> &'static str {
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case("text/html")
+        || essence.eq_ignore_ascii_case("application/xhtml+xml")
+    {
+        "no-cache"
+    } else {
+        "max-age=3600"
+    }
+}
+
+/// `headers` (CRLF lines) with [`default_cache_control`] added when they have no
+/// `Cache-Control` line: computed here, when the image is built, so every platform
+/// serving the image (`serve`, the bare kernel) sends it with no work per request.
+fn with_freshness(mut headers: String, content_type: &str) -> String {
+    let has = headers.split_terminator("\r\n").any(|l| {
+        l.split(':')
+            .next()
+            .is_some_and(|n| n.trim().eq_ignore_ascii_case("cache-control"))
+    });
+    if !has {
+        headers.push_str("Cache-Control: ");
+        headers.push_str(default_cache_control(content_type));
+        headers.push_str("\r\n");
+    }
+    headers
 }
 
 /// The content type of `path`: the configuration's `[types]`, else the MIME database,

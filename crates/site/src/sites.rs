@@ -204,6 +204,7 @@ fn server_wide_keys(c: &Config) -> Vec<&'static str> {
         ),
         ("metrics", c.metrics.is_some()),
         ("healthz", c.healthz.is_some()),
+        ("[tls]", !c.tls.is_empty()),
     ]
     .into_iter()
     .filter_map(|(k, set)| set.then_some(k))

@@ -389,8 +389,9 @@ status = 307
     );
     assert_eq!(field(&head, "x-frame-options"), Some("DENY"));
     assert_eq!(field(&head, "x-content-type-options"), Some("nosniff"));
+    // The /assets/* rule does not reach other files: they keep the default freshness.
     let (_, head, _) = get(&site, "/new/page.html", "");
-    assert_eq!(field(&head, "cache-control"), None);
+    assert_eq!(field(&head, "cache-control"), Some("no-cache"));
     assert_eq!(field(&head, "x-content-type-options"), Some("nosniff"));
     let (s, head, _) = get(&site, "/old", "");
     assert_eq!((s, field(&head, "location")), (301, Some("/new/page.html")));
@@ -629,4 +630,59 @@ fn site_wide_headers_reach_the_server_pages() {
             "{path}: {head}"
         );
     }
+}
+
+#[test]
+fn freshness_is_explicit_by_default_and_rules_replace_it() {
+    let d = Dir::new("fresh");
+    d.write("index.html", b"<!doctype html><title>home</title>home");
+    d.write("style.css", b"body { color: black }");
+    d.write("logo.png", b"\x89PNG not really");
+    d.write("notes.txt", b"plain notes");
+    d.write("empty/.keep", b"");
+    d.write("fixed/app.js", b"console.log(1)");
+    d.write(
+        "bareweb.toml",
+        br#"
+listing = true
+[[headers]]
+path = "/fixed/*"
+set = { "cache-control" = "max-age=31536000, immutable" }
+"#,
+    );
+    let site = leaked(built(&d));
+    for (path, want) in [
+        ("/", "no-cache"),
+        ("/index.html", "no-cache"),
+        ("/empty/", "no-cache"),
+        ("/style.css", "max-age=3600"),
+        ("/logo.png", "max-age=3600"),
+        ("/notes.txt", "max-age=3600"),
+        ("/fixed/app.js", "max-age=31536000, immutable"),
+    ] {
+        let (s, head, _) = get(&site, path, "");
+        assert_eq!(s, 200, "{path}: {head}");
+        assert_eq!(
+            head.to_ascii_lowercase().matches("cache-control:").count(),
+            1,
+            "{path}: one field: {head}"
+        );
+        assert_eq!(field(&head, "cache-control"), Some(want), "{path}");
+        // The 304 that revalidates it carries the same (RFC 9110 15.4.5).
+        let etag = field(&head, "etag").unwrap().to_string();
+        let (s, head, _) = get(&site, path, &format!("If-None-Match: {etag}\r\n"));
+        assert_eq!(
+            (s, field(&head, "cache-control")),
+            (304, Some(want)),
+            "{path}"
+        );
+    }
+    assert_eq!(
+        bareweb_site::default_cache_control("TEXT/HTML; charset=utf-8"),
+        "no-cache"
+    );
+    assert_eq!(
+        bareweb_site::default_cache_control("image/svg+xml"),
+        "max-age=3600"
+    );
 }

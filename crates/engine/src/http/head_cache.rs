@@ -4,7 +4,8 @@
 //!
 //! A full `200` head (no `Range`, no precondition) depends only on the resource's stored
 //! fields, the variant chosen, the second of the `Date` field, whether the connection
-//! closes, the request's version and the server name. [`Key`] holds exactly those, the
+//! closes, the request's version, the server name and the connection's extra lines
+//! (HTTPS's `Strict-Transport-Security`). [`Key`] holds exactly those, the
 //! stored strings by address and length: they live in the site image, which does not
 //! change under a server, so equal addresses mean equal bytes. A hit copies the cached
 //! bytes; a miss renders as before and keeps the result. Each entry is refreshed at least
@@ -41,6 +42,8 @@ pub(super) struct Key {
     etag: Str,
     headers: Str,
     server: Str,
+    /// The connection's extra lines (`Ctx::extra`): prepared once, so by address too.
+    extra: Str,
     last_modified: u64,
     /// Bytes of the variant sent (its `Content-Length`).
     body_len: usize,
@@ -64,12 +67,14 @@ impl Key {
         close: bool,
         version: Version,
         server: &str,
+        extra: &[u8],
     ) -> Key {
         Key {
             content_type: Str::of(res.content_type.as_bytes()),
             etag: Str::of(res.etag.as_bytes()),
             headers: Str::of(res.headers.as_bytes()),
             server: Str::of(server.as_bytes()),
+            extra: Str::of(extra),
             last_modified: res.last_modified,
             body_len,
             coding,

@@ -40,6 +40,7 @@ pub mod conn;
 mod date;
 pub(crate) mod fields;
 pub mod head_cache;
+mod hsts;
 pub mod log;
 mod range;
 mod request;
@@ -51,10 +52,11 @@ pub use date::{clf_date, iso_date, ClfDate, IsoDate};
 pub use date::{format as imf_date, IMF_LEN};
 pub use fields::{is_tchar, AcceptEncoding, Coding};
 pub use head_cache::HeadCache;
+pub use hsts::{Hsts, HSTS_EXPECTED};
 pub use request::{parse, parse_general, Method, Parse, Request, Version};
 pub use response::{
-    redirects_to_https, respond, respond_cached, respond_error, respond_https_redirect, BodySlice,
-    Response, ACME_CHALLENGE,
+    redirects_to_https, respond, respond_cached, respond_error, respond_error_with,
+    respond_https_redirect, BodySlice, Response, ACME_CHALLENGE,
 };
 
 /// Bytes of request head (request line, header fields and the empty line) we accept.

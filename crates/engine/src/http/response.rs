@@ -116,6 +116,9 @@ struct Ctx<'s> {
     close: bool,
     version: Version,
     head_only: bool,
+    /// Whole header lines every response on this connection carries, prepared when the
+    /// server starts (HTTPS's `Strict-Transport-Security`); empty for none.
+    extra: &'s [u8],
 }
 
 impl Ctx<'_> {
@@ -140,8 +143,9 @@ impl Ctx<'_> {
         }
     }
 
-    /// `Connection` and the empty line.
+    /// The connection's extra lines, `Connection` and the empty line.
     fn end(&self, w: &mut Writer<'_>, close: bool) {
+        w.raw(self.extra);
         if close {
             w.field(b"Connection", b"close");
         } else if self.version == Version::Http10 {
@@ -250,12 +254,25 @@ pub fn respond_error(
     server: &str,
     head: &mut [u8],
 ) -> Response<'static> {
+    respond_error_with(status, now_unix, server, b"", head)
+}
+
+/// [`respond_error`] with `extra`, whole header lines prepared once (`\r\n` after each),
+/// written in the head (HTTPS's `Strict-Transport-Security`).
+pub fn respond_error_with(
+    status: Status,
+    now_unix: u64,
+    server: &str,
+    extra: &[u8],
+    head: &mut [u8],
+) -> Response<'static> {
     let ctx = Ctx {
         now: now_unix,
         server,
         close: true,
         version: Version::Http11,
         head_only: false,
+        extra,
     };
     let mut w = Writer {
         buf: head,
@@ -300,6 +317,7 @@ pub fn respond_https_redirect(
         close: !req.keep_alive,
         version: req.version,
         head_only: req.method == Method::Head,
+        extra: b"",
     };
     let mut w = Writer {
         buf: head,
@@ -354,22 +372,25 @@ pub fn respond<'a, L: Lookup<'a>>(
     server: &str,
     head: &mut [u8],
 ) -> Response<'a> {
-    respond_in(req, site, now_unix, server, head, None)
+    respond_in(req, site, now_unix, server, b"", head, None)
 }
 
 /// [`respond`], with a full `200` head taken from `cache` when it holds it (and kept there
 /// when not): the same bytes, without rendering them again. `cache` must be used with
 /// this one `site` only (it remembers the addresses of the site's strings; the sites of
 /// an image with virtual hosts share it, their strings lying apart in the one image).
+/// `extra` is whole header lines (`\r\n` after each) every response carries, prepared
+/// once (HTTPS's `Strict-Transport-Security`); empty for none.
 pub fn respond_cached<'a, L: Lookup<'a>>(
     req: &Request<'_>,
     site: &L,
     now_unix: u64,
     server: &str,
+    extra: &[u8],
     head: &mut [u8],
     cache: &mut HeadCache,
 ) -> Response<'a> {
-    respond_in(req, site, now_unix, server, head, Some(cache))
+    respond_in(req, site, now_unix, server, extra, head, Some(cache))
 }
 
 /// The site for the request's host answers (virtual hosts, [`Lookup::for_host`]); with
@@ -379,6 +400,7 @@ fn respond_in<'a, L: Lookup<'a>>(
     site: &L,
     now_unix: u64,
     server: &str,
+    extra: &[u8],
     head: &mut [u8],
     cache: Option<&mut HeadCache>,
 ) -> Response<'a> {
@@ -389,16 +411,18 @@ fn respond_in<'a, L: Lookup<'a>>(
         Chosen::Other(own) => (own, Status::NOT_FOUND, own.server_name().unwrap_or(server)),
         Chosen::Misdirected => (site, Status::MISDIRECTED_REQUEST, server),
     };
-    respond_site(req, own, missing, now_unix, server, head, cache)
+    respond_site(req, own, missing, now_unix, server, extra, head, cache)
 }
 
 /// [`respond_in`] for the site chosen; a path it has nothing for gets `missing`.
+#[allow(clippy::too_many_arguments)]
 fn respond_site<'a, L: Lookup<'a>>(
     req: &Request<'_>,
     site: &L,
     missing: Status,
     now_unix: u64,
     server: &str,
+    extra: &[u8],
     head: &mut [u8],
     cache: Option<&mut HeadCache>,
 ) -> Response<'a> {
@@ -409,6 +433,7 @@ fn respond_site<'a, L: Lookup<'a>>(
         close: !req.keep_alive || req.has_body,
         version: req.version,
         head_only: req.method == Method::Head,
+        extra,
     };
     let w = Writer {
         buf: head,
@@ -690,7 +715,7 @@ fn serve<'a>(
     let key = (status == Status::OK).then(|| {
         let version = ctx.version;
         Key::new(
-            res, coding, total, vary, ctx.now, ctx.close, version, ctx.server,
+            res, coding, total, vary, ctx.now, ctx.close, version, ctx.server, ctx.extra,
         )
     });
     if let (Some(k), Some(c)) = (&key, cache.as_deref_mut()) {

@@ -113,6 +113,9 @@ pub struct Config {
     /// `--http-redirect`: plain HTTP answers every request but ACME's HTTP-01 challenges
     /// with a 308 to `https://` on this port.
     pub https_redirect: Option<u16>,
+    /// `--hsts`: the `Strict-Transport-Security` policy sent on HTTPS responses (never
+    /// on plain HTTP, RFC 6797 §7.2); `None`: no such field.
+    pub hsts: Option<crate::http::Hsts>,
 }
 
 /// Most networks [`ProxySources`] holds.
@@ -205,6 +208,7 @@ impl Config {
             proxy_protocol: ProxySources::NONE,
             tls: None,
             https_redirect: None,
+            hsts: None,
         }
     }
 }

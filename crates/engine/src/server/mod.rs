@@ -187,6 +187,9 @@ pub struct Server<L: Lookup<'static>> {
     isn: IsnGenerator,
     /// Rendered `200` heads of this server's site (`http::head_cache`).
     head_cache: http::HeadCache,
+    /// `Strict-Transport-Security: …\r\n` (`cfg.hsts`), rendered once here and written
+    /// in every HTTPS response head; empty without HTTPS or HSTS.
+    hsts: Vec<u8>,
     stats: Stats,
     next_tick_ns: u64,
     /// The earliest precise TCP timer deadline known (a loss probe's; `u64::MAX`: none):
@@ -298,6 +301,10 @@ impl<L: Lookup<'static>> Server<L> {
             clients: Vec::with_capacity(if cfg.proxy_protocol.is_empty() { 0 } else { n }),
             proxy: !cfg.proxy_protocol.is_empty(),
             head_cache: http::HeadCache::new(),
+            hsts: match (&cfg.tls, cfg.hsts) {
+                (Some(_), Some(h)) => h.field(),
+                _ => Vec::new(),
+            },
             stats: Stats::default(),
             next_tick_ns: 0,
             next_timer_ns: u64::MAX,

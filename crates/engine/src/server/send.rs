@@ -85,6 +85,12 @@ impl<L: Lookup<'static>> Server<L> {
         let head = &mut self.head_slab[idx * http::HEAD_MAX..(idx + 1) * http::HEAD_MAX];
         let now = self.unix_secs;
         let name = self.cfg.server_name;
+        // RFC 6797 §7.2: `Strict-Transport-Security` on HTTPS only, never plain HTTP.
+        let extra: &[u8] = if self.conns[idx].app.tls() {
+            &self.hsts
+        } else {
+            b""
+        };
         let mut dyn_slot = NO_DYN;
         let (resp, consumed) = match http::parse(rx) {
             Parse::Complete { mut request, len } => {
@@ -115,14 +121,22 @@ impl<L: Lookup<'static>> Server<L> {
                                 (d.page.respond(own, &request, peer, now, name, out), len)
                             }
                             None => (
-                                http::respond_error(Status::SERVICE_UNAVAILABLE, now, name, head),
+                                http::respond_error_with(
+                                    Status::SERVICE_UNAVAILABLE,
+                                    now,
+                                    name,
+                                    extra,
+                                    head,
+                                ),
                                 len,
                             ),
                         }
                     }
                     _ => {
                         let cache = &mut self.head_cache;
-                        let r = http::respond_cached(&request, &self.site, now, name, head, cache);
+                        let r = http::respond_cached(
+                            &request, &self.site, now, name, extra, head, cache,
+                        );
                         (r, len)
                     }
                 }
@@ -131,7 +145,13 @@ impl<L: Lookup<'static>> Server<L> {
                 let t = &mut self.conns[idx];
                 if rx_len >= cap {
                     (
-                        http::respond_error(Status::HEADER_FIELDS_TOO_LARGE, now, name, head),
+                        http::respond_error_with(
+                            Status::HEADER_FIELDS_TOO_LARGE,
+                            now,
+                            name,
+                            extra,
+                            head,
+                        ),
                         rx_len,
                     )
                 } else {
@@ -155,7 +175,10 @@ impl<L: Lookup<'static>> Server<L> {
                 self.forbid_header(id, tx);
                 return false;
             }
-            Parse::Error(status) => (http::respond_error(status, now, name, head), rx_len),
+            Parse::Error(status) => (
+                http::respond_error_with(status, now, name, extra, head),
+                rx_len,
+            ),
         };
         let line_end = rx
             .iter()

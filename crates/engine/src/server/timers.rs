@@ -119,10 +119,16 @@ impl<L: Lookup<'static>> Server<L> {
     fn request_timeout<A: AccessLog>(&mut self, id: u32, log: &mut A) {
         let idx = id as usize;
         let head = &mut self.head_slab[idx * http::HEAD_MAX..(idx + 1) * http::HEAD_MAX];
-        let resp = http::respond_error(
+        let extra: &[u8] = if self.conns[idx].app.tls() {
+            &self.hsts
+        } else {
+            b""
+        };
+        let resp = http::respond_error_with(
             Status::REQUEST_TIMEOUT,
             self.unix_secs,
             self.cfg.server_name,
+            extra,
             head,
         );
         log.record(&AccessRecord {

@@ -2,18 +2,21 @@
 //! the clocks, the other cores, the NIC scan. Each prints its console line and marks the
 //! boot trace.
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 
+use bareweb_engine::server::tls::TlsListen;
 use bareweb_engine::site::Site;
 
 use super::{Clocks, Cores, Cpus, Nics, SiteImage};
-use crate::arch::clock::Calibration;
+use crate::arch::clock::{Calibration, TscClock};
 use crate::arch::{apic, irq};
 use crate::boot_info::{BootInfo, Region};
 use crate::cmdline::{self, Settings};
 use crate::drivers::any::AnyNic;
 use crate::drivers::Driver;
 use crate::pci::{self, Device};
+use crate::tls::Pems;
 use crate::{embedded, fatal, kprintln, mem, rest};
 
 /// The command line: the one baked into a single-file image first, the loader's words
@@ -87,7 +90,7 @@ pub fn clock_and_site(
     info: &BootInfo,
     settings: &Settings,
     image: &SiteImage,
-) -> (Site<'static>, Clocks) {
+) -> (Site<'static>, Clocks, Option<Pems>) {
     // The legacy PICs first, while the firmware's virtual wire (LINT0 as ExtINT) still
     // carries their output: see `irq::mask_legacy_pic`.
     irq::mask_legacy_pic();
@@ -97,9 +100,16 @@ pub fn clock_and_site(
     let site_len = image.span.end - image.span.start;
     // SAFETY: the site lies in RAM below 4 GiB (checked by the loader's placement and
     // embedded::get), identity-mapped, and excluded from the heap: nothing writes it.
-    let bytes: &'static [u8] =
+    let module: &'static [u8] =
         unsafe { core::slice::from_raw_parts(image.span.start as *const u8, site_len as usize) };
-    let site = Site::load(bytes);
+    // The site image, then the certificate and key when the image carries them.
+    let (site, pems) = match bareweb_settings::tls_payload::split(module) {
+        Ok(s) => (Site::load(s.site), s.pems),
+        Err(e) => fatal!(
+            "site image ({}): bytes after the site that are not a certificate and key ({e:?})",
+            image.from
+        ),
+    };
     let site_ticks = crate::arch::cpu::rdtsc() - t_site;
     crate::boot_trace::mark("site");
     let (clock, apic_hz) = cal.finish();
@@ -135,7 +145,44 @@ pub fn clock_and_site(
         apic: apic_mode,
         apic_hz,
     };
-    (site, clocks)
+    (site, clocks, pems)
+}
+
+/// HTTPS, when the command line asks for it (`tls_cert=`): the randomness (a CPU without
+/// RDSEED or RDRAND gets none: the boot stops saying so), then the listener from the
+/// image's certificate and key, checked as `serve` checks them. Stops on any failure:
+/// nothing starts half configured.
+pub fn tls(settings: &Settings, clock: TscClock, pems: Option<Pems>) -> Option<TlsListen> {
+    let t = settings.tls;
+    if !t.cert {
+        if pems.is_some() {
+            kprintln!("tls: the image carries a certificate but the command line has no tls_cert=: plain HTTP only");
+        }
+        return None;
+    }
+    let Some((cert, key)) = pems else {
+        fatal!("tls: tls_cert= is given but the image carries no certificate and key (give --tls-cert and --tls-key to `bareweb run` or `bareweb build`)");
+    };
+    let Some(rng) = crate::tls::Csprng::from_cpu() else {
+        fatal!("tls: HTTPS refused: this CPU has neither RDSEED nor RDRAND (CPUID), and the kernel has no other source of randomness for keys; run on a CPU that has them (QEMU: -cpu host or -cpu max), or drop --tls-cert");
+    };
+    let source = rng.source();
+    let rng: &'static crate::tls::Csprng = Box::leak(Box::new(rng));
+    let t0 = crate::arch::cpu::rdtsc();
+    match crate::tls::listen(&t, cert, key, clock, rng) {
+        Ok(l) => {
+            kprintln!(
+                "tls: HTTPS on port {} (TLS {}), certificate chain {} bytes; randomness ChaCha20 seeded from {}; set up in {} ms",
+                l.port,
+                if t.min13 { "1.3" } else { "1.2 and 1.3" },
+                cert.len(),
+                source.name(),
+                ms(t0, clock.hz)
+            );
+            Some(l)
+        }
+        Err(e) => fatal!("tls: {e}"),
+    }
 }
 
 /// Starts the other cores (as many as `cores=` allows; each waits for its job) and sets

@@ -7,7 +7,7 @@
 //! 3. [`site_image`]: where the site lies (embedded in the kernel, or boot module 0);
 //! 4. [`heap`]: the heap, around the kernel, the site and the framebuffer;
 //! 5. [`clock_and_site`]: the local APIC, then the clock calibrated while the site is
-//!    checked;
+//!    checked; [`tls`]: HTTPS's randomness and listener, when asked for;
 //! 6. [`cores`]: the other cores started (each waits for its job) and the interrupts that
 //!    wake a halted core;
 //! 7. [`nics`]: the NICs found (a PCI scan, else a microVM's virtio-mmio device);
@@ -35,7 +35,7 @@ use crate::cmdline::Settings;
 use crate::drivers::virtio::mmio::Slot;
 use crate::pci::Device;
 
-pub use early::{clock_and_site, cores, cpus, heap, nics, settings, site_image};
+pub use early::{clock_and_site, cores, cpus, heap, nics, settings, site_image, tls};
 
 /// Boots the rest of the way and serves; never returns.
 pub fn boot(info: &BootInfo) -> ! {
@@ -44,7 +44,8 @@ pub fn boot(info: &BootInfo) -> ! {
     let cpus = cpus(info);
     let image = site_image(info);
     let _heap = heap(info, &image);
-    let (site, clocks) = clock_and_site(info, &settings, &image);
+    let (site, clocks, pems) = clock_and_site(info, &settings, &image);
+    let tls = tls(&settings, clocks.clock, pems);
     // The site's configuration can turn the stats page off too (bareweb.toml [stats]).
     let mut settings = settings;
     settings.stats_page &= site.pages().stats.or(true);
@@ -60,6 +61,7 @@ pub fn boot(info: &BootInfo) -> ! {
         dhcp_client: None,
         fadt: cpus.0.as_ref().ok().and_then(|p| p.fadt),
         s5: cpus.0.as_ref().ok().and_then(|p| p.s5),
+        tls,
     };
     net::serve(booted, found)
 }
@@ -123,4 +125,6 @@ pub struct Booted {
     pub fadt: Option<crate::arch::acpi::Fadt>,
     /// S5's sleep types from the DSDT, read at boot.
     pub s5: Option<(u8, u8)>,
+    /// HTTPS (`tls_cert=` and the image's certificate and key).
+    pub tls: Option<bareweb_engine::server::tls::TlsListen>,
 }

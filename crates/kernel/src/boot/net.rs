@@ -41,6 +41,7 @@ impl Booted {
     fn config(&self) -> Config {
         let mut cfg = self.settings.config(isn_key());
         cfg.dhcp = self.dhcp;
+        cfg.tls = self.tls;
         let t = cfg.timeouts;
         let drain: &'static Drain =
             Box::leak(Box::new(Drain::new(t.drain_grace_ms, t.drain_timeout_ms)));

@@ -20,6 +20,7 @@ use bareweb_engine::wire::EthernetAddress;
 
 use super::e1000::{E1000Link, E1000Rx, E1000Tx, E1000};
 use super::e1000e::E1000e;
+use super::igb::Igb;
 use super::virtio_net::{VirtioLink, VirtioNet, VirtioRx, VirtioTx};
 use super::vmxnet3::{Vmxnet3, Vmxnet3Link, Vmxnet3Rx, Vmxnet3Tx};
 use super::{Arm, Driver, Open, Wake, WakeRx};
@@ -89,6 +90,14 @@ impl From<E1000e> for AnyNic {
     }
 }
 
+impl From<Igb> for AnyNic {
+    fn from(n: Igb) -> AnyNic {
+        let mut any = AnyNic::from(n.into_inner());
+        any.name = <Igb>::NAME;
+        any
+    }
+}
+
 impl From<Vmxnet3> for AnyNic {
     fn from(n: Vmxnet3) -> AnyNic {
         let (mac, caps, link) = (n.mac(), n.caps(), AnyLink::Vmxnet3(n.link_sense()));
@@ -125,7 +134,7 @@ pub struct Supported;
 
 impl fmt::Display for Supported {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let list: [(&str, u16, &[u16]); 4] = [
+        let list: [(&str, u16, &[u16]); 5] = [
             (
                 <VirtioNet>::NAME,
                 super::virtio_net::VENDOR,
@@ -137,6 +146,7 @@ impl fmt::Display for Supported {
                 super::e1000::VENDOR,
                 &super::e1000e::DEVICES,
             ),
+            (<Igb>::NAME, super::e1000::VENDOR, &super::igb::DEVICES),
             (
                 <Vmxnet3>::NAME,
                 super::vmxnet3::VENDOR,
@@ -162,6 +172,8 @@ pub enum AnyError {
     E1000(super::e1000::Error),
     /// e1000e's reason.
     E1000e(super::e1000::Error),
+    /// igb's reason.
+    Igb(super::e1000::Error),
     /// vmxnet3's reason.
     Vmxnet3(super::vmxnet3::Error),
 }
@@ -172,6 +184,7 @@ impl fmt::Debug for AnyError {
             AnyError::Virtio(e) => write!(f, "virtio-net: {e:?}"),
             AnyError::E1000(e) => write!(f, "e1000: {e:?}"),
             AnyError::E1000e(e) => write!(f, "e1000e: {e:?}"),
+            AnyError::Igb(e) => write!(f, "igb: {e:?}"),
             AnyError::Vmxnet3(e) => write!(f, "vmxnet3: {e:?}"),
         }
     }
@@ -191,6 +204,8 @@ impl AnyNic {
             Some(<E1000>::NAME)
         } else if E1000e::matches(dev) {
             Some(<E1000e>::NAME)
+        } else if Igb::matches(dev) {
+            Some(<Igb>::NAME)
         } else if Vmxnet3::matches(dev) {
             Some(<Vmxnet3>::NAME)
         } else {
@@ -236,6 +251,9 @@ impl Driver for AnyNic {
             Ok((q.into_iter().map(AnyNic::from).collect(), n))
         } else if E1000e::matches(dev) {
             let (q, n) = <E1000e as Driver>::open(dev, with).map_err(AnyError::E1000e)?;
+            Ok((q.into_iter().map(AnyNic::from).collect(), n))
+        } else if Igb::matches(dev) {
+            let (q, n) = <Igb as Driver>::open(dev, with).map_err(AnyError::Igb)?;
             Ok((q.into_iter().map(AnyNic::from).collect(), n))
         } else if Vmxnet3::matches(dev) {
             let (q, n) = <Vmxnet3 as Driver>::open(dev, with).map_err(AnyError::Vmxnet3)?;

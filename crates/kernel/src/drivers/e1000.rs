@@ -1131,16 +1131,7 @@ mod tests {
         dev.set_reg(RAL0, u32::from_le_bytes([MAC[0], MAC[1], MAC[2], MAC[3]]));
         dev.set_reg(RAH0, u32::from_le_bytes([MAC[4], MAC[5], 0, 0]) | 1 << 31);
         dev.set_reg(STATUS, STATUS_LU);
-        let nic = dev.resetting(|m| {
-            let mut nic = Err(Error::NoReset);
-            for _ in 0..1000 {
-                nic = E1000::<FakeHal>::bring_up(Regs::new(&m).unwrap());
-                if nic.as_ref().err() != Some(&Error::NoReset) {
-                    break;
-                }
-            }
-            nic
-        });
+        let nic = dev.bring_up(|m| E1000::<FakeHal>::bring_up(Regs::new(m).unwrap()));
         (dev, nic.unwrap())
     }
 

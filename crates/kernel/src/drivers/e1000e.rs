@@ -249,16 +249,7 @@ mod tests {
         dev.set_reg(0x5400, u32::from_le_bytes([MAC[0], MAC[1], MAC[2], MAC[3]]));
         dev.set_reg(0x5404, u32::from_le_bytes([MAC[4], MAC[5], 0, 0]) | 1 << 31);
         dev.set_reg(0x0008, 1 << 1);
-        let nic = dev.resetting(|m| {
-            let mut nic = Err(Error::NoReset);
-            for _ in 0..1000 {
-                nic = E1000e::<FakeHal>::bring_up(&m, pairs);
-                if nic.as_ref().err() != Some(&Error::NoReset) {
-                    break;
-                }
-            }
-            nic
-        });
+        let nic = dev.bring_up(|m| E1000e::<FakeHal>::bring_up(m, pairs));
         (dev, nic.unwrap())
     }
 

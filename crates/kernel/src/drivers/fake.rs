@@ -414,8 +414,9 @@ pub struct FakeE1000 {
     pub rdh: u32,
     /// The device's transmit head.
     pub tdh: u32,
-    /// Queue 1's receive and transmit heads (an 82574's second pair).
-    pub heads1: (u32, u32),
+    /// Receive and transmit heads of queues 1 and on (an 82574's second pair, an 82576's
+    /// others; entry 0 unused: `rdh`, `tdh`).
+    pub heads1: [(u32, u32); 4],
     /// Context descriptors met on transmit (16 bytes each), in order.
     pub contexts: Vec<Vec<u8>>,
     /// Per frame transmitted: the last data descriptor's POPTS and whether it asked for
@@ -429,7 +430,7 @@ impl Default for FakeE1000 {
             regs: vec![0u32; super::e1000::REGION / 4].into_boxed_slice(),
             rdh: 0,
             tdh: 0,
-            heads1: (0, 0),
+            heads1: [(0, 0); 4],
             contexts: Vec::new(),
             options: Vec::new(),
         }
@@ -469,6 +470,24 @@ impl FakeE1000 {
         out
     }
 
+    /// `bring_up` run while a thread plays the reset ([`FakeE1000::resetting`]), again
+    /// while it answers NoReset (the thread had not run yet), at most 1000 times.
+    pub fn bring_up<N>(
+        &mut self,
+        mut bring_up: impl FnMut(&Mmio) -> Result<N, super::e1000::Error>,
+    ) -> Result<N, super::e1000::Error> {
+        self.resetting(|m| {
+            let mut nic = Err(super::e1000::Error::NoReset);
+            for _ in 0..1000 {
+                nic = bring_up(&m);
+                if nic.as_ref().err() != Some(&super::e1000::Error::NoReset) {
+                    break;
+                }
+            }
+            nic
+        })
+    }
+
     /// Register at byte offset `off` as the driver last wrote it.
     pub fn reg(&self, off: usize) -> u32 {
         // SAFETY: host memory of the register file; off < REGION.
@@ -495,8 +514,9 @@ impl FakeE1000 {
     }
 
     /// Whether the driver asked for extended receive descriptors (an 82574's RFCTL.EXTEN).
+    /// Or advanced one-buffer ones (an 82576's SRRCTL.DESCTYPE 001, same write-back).
     pub fn extended(&self) -> bool {
-        self.reg(0x5008) & 1 << 15 != 0
+        self.reg(0x5008) & 1 << 15 != 0 || self.reg(0x280C) >> 25 & 7 == 1
     }
 
     /// As [`FakeE1000::write_back_rx`], on receive queue `q` (its ring registers 0x100 × q
@@ -530,7 +550,7 @@ impl FakeE1000 {
     /// As [`FakeE1000::deliver`], on receive queue `q`.
     pub fn deliver_q(&mut self, q: usize, frame: &[u8]) -> bool {
         let (ring, n) = self.ring_at(0x2800 + 0x100 * q);
-        let head = if q == 0 { self.rdh } else { self.heads1.0 };
+        let head = if q == 0 { self.rdh } else { self.heads1[q].0 };
         if head == self.reg(super::e1000::RDT + 0x100 * q) {
             return false;
         }
@@ -545,7 +565,7 @@ impl FakeE1000 {
         if q == 0 {
             self.rdh = (i + 1) % n;
         } else {
-            self.heads1.0 = (i + 1) % n;
+            self.heads1[q].0 = (i + 1) % n;
         }
         true
     }
@@ -562,7 +582,7 @@ impl FakeE1000 {
         let tail = self.reg(super::e1000::TDT + 0x100 * q);
         let mut out = Vec::new();
         let mut frame = Vec::new();
-        let mut head = if q == 0 { self.tdh } else { self.heads1.1 };
+        let mut head = if q == 0 { self.tdh } else { self.heads1[q].1 };
         while head != tail {
             let at = ring + 16 * head as u64;
             let d = FakeHal::read(at, 16);
@@ -594,7 +614,7 @@ impl FakeE1000 {
         if q == 0 {
             self.tdh = head;
         } else {
-            self.heads1.1 = head;
+            self.heads1[q].1 = head;
         }
         out
     }
@@ -721,7 +741,10 @@ impl FakeVmxnet3 {
             b.extend_from_slice(&x.to_le_bytes());
         }
         FakeHal::write(pa, &b);
-        FakeHal::write(pa + 12, &(w[3] & !(1 << 31) | self.rxc.1 << 31).to_le_bytes());
+        FakeHal::write(
+            pa + 12,
+            &(w[3] & !(1 << 31) | self.rxc.1 << 31).to_le_bytes(),
+        );
         Self::advance(&mut self.rxc, size);
     }
 

@@ -9,8 +9,9 @@
 //!
 //! Drivers reach the machine only through [`hal`]: DMA memory and addresses, register
 //! mappings ([`hal::Hal`], [`hal::Identity`] on the bare machine), typed registers
-//! ([`hal::Reg`]). So each runs on the host against a fake device (`fake`, in the tests):
-//! a new driver is written generic over `H: Hal` and tested there before it boots.
+//! ([`hal::Reg`]). So each runs on the host against a fake device (`fake`: in the tests,
+//! and with the `fake` feature in the fuzz crate's lying-device targets): a new driver is
+//! written generic over `H: Hal` and tested there before it boots.
 
 pub mod any;
 pub mod e1000;
@@ -18,6 +19,7 @@ pub mod e1000e;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 pub mod hal;
+pub mod igb;
 pub mod virtio;
 pub mod virtio_net;
 pub mod virtqueue;

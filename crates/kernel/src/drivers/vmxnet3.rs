@@ -427,7 +427,9 @@ impl Vmxnet3Rx {
             self.ring.at(w + 3).write(0);
             fence(Ordering::Release);
             // Length, head buffer, the generation last: the device's from here.
-            self.ring.at(w + 2).write(RX_BUF as u32 | self.fill_gen << 31);
+            self.ring
+                .at(w + 2)
+                .write(RX_BUF as u32 | self.fill_gen << 31);
             self.desc_buf[i] = b;
             self.state[b as usize] = 1;
             self.posted += 1;
@@ -837,7 +839,8 @@ mod tests {
             rx.recycle(out[0]);
             let h = tx.slot().unwrap();
             h[..54].fill(round as u8);
-            tx.post(54, if round % 2 == 0 { &BODY } else { &[] }).unwrap();
+            tx.post(54, if round % 2 == 0 { &BODY } else { &[] })
+                .unwrap();
             tx.flush();
             let sent = dev.transmitted();
             assert_eq!(sent.len(), 1);
@@ -950,6 +953,9 @@ mod tests {
         for f in lent.drain(..) {
             rx.recycle(f);
         }
-        assert!(rx.tally().0 > 0 && rx.tally().1 > 0, "lies both taken and refused");
+        assert!(
+            rx.tally().0 > 0 && rx.tally().1 > 0,
+            "lies both taken and refused"
+        );
     }
 }

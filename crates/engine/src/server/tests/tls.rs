@@ -708,3 +708,37 @@ fn a_proxy_header_before_the_hello_names_the_client_on_the_https_port() {
     let st = s.stats();
     assert_eq!(st.proxy_missing + st.proxy_malformed, 1, "{st:?}");
 }
+
+#[test]
+fn hsts_is_on_every_https_response_and_never_on_plain_http() {
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = 4;
+    cfg.tls = Some(TlsListen {
+        port: HTTPS,
+        acceptor: acceptor(),
+    });
+    cfg.hsts = crate::http::Hsts::parse("max-age=63072000; includeSubDomains");
+    let mut s = Server::new(cfg, TestSite::new(), SERVER_MAC);
+    let (mut nic, mut clock) = nic_and_clock();
+    let field = "Strict-Transport-Security: max-age=63072000; includeSubDomains\r\n";
+    // The same 200 twice (the second from the head cache), a 404, a 405 and a 400.
+    let asks: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n\
+        GET /nothing HTTP/1.1\r\nHost: a\r\n\r\nPOST / HTTP/1.1\r\nHost: a\r\n\r\n\
+        GET nope\r\n\r\n";
+    let mut c = TlsClient::connect(&mut s, &mut nic, &mut clock, &rustls::version::TLS13, 48000);
+    c.write(asks);
+    c.pump(&mut s, &mut nic, &mut clock, 60);
+    let text = String::from_utf8_lossy(&c.plain).into_owned();
+    assert_eq!(responses(&c.plain).len(), 5, "{text}");
+    assert_eq!(text.matches(field).count(), 5, "{text}");
+
+    let mut t = Tcp::open(&mut s, &mut nic, &clock, 80, 48001);
+    t.send(&mut nic, asks);
+    for _ in 0..10 {
+        let out = run(&mut s, &mut nic, &clock);
+        t.take(&out, &mut nic);
+    }
+    let text = String::from_utf8_lossy(&t.got).into_owned();
+    assert_eq!(responses(&t.got).len(), 5, "{text}");
+    assert!(!text.contains("Strict-Transport-Security"), "{text}");
+}

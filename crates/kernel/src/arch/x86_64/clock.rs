@@ -267,7 +267,9 @@ fn cmos(reg: u8) -> u8 {
 }
 
 /// Reads the RTC (UTC assumed, as QEMU provides by default) as Unix seconds; 0 when it
-/// says nonsense.
+/// says nonsense. Each read waits out an update in progress (status A bit 7, bounded),
+/// and the registers are read until two reads agree (an update may start between the
+/// check and the reads), at most four times.
 pub fn rtc_unix() -> u64 {
     let read = || {
         let mut spins = 0;
@@ -292,42 +294,51 @@ pub fn rtc_unix() -> u64 {
         }
         a = b;
     }
-    let status_b = cmos(0x0B);
+    rtc_decode(a, cmos(0x0B)).unwrap_or(0)
+}
+
+/// A BCD byte's value (`0x59` is 59).
+pub fn from_bcd(v: u8) -> u8 {
+    (v >> 4) * 10 + (v & 0x0F)
+}
+
+/// Unix seconds from the RTC's registers `[seconds, minutes, hours, day, month, year,
+/// century (0x32)]` and status register B (bit 2: binary, else BCD; bit 1: 24-hour, else
+/// 12-hour with bit 7 of the hours for PM). `None` when a field is out of range.
+pub fn rtc_decode(r: [u8; 7], status_b: u8) -> Option<u64> {
     let bcd = status_b & 0x04 == 0;
     let h24 = status_b & 0x02 != 0;
-    let conv = |v: u8| -> u64 {
-        if bcd {
-            ((v >> 4) as u64) * 10 + (v & 0x0F) as u64
-        } else {
-            v as u64
-        }
-    };
-    let sec = conv(a[0]);
-    let min = conv(a[1]);
-    let pm = a[2] & 0x80 != 0;
-    let mut hour = conv(a[2] & 0x7F);
+    let conv = |v: u8| -> u64 { u64::from(if bcd { from_bcd(v) } else { v }) };
+    let (sec, min) = (conv(r[0]), conv(r[1]));
+    let pm = r[2] & 0x80 != 0;
+    let mut hour = conv(r[2] & 0x7F);
     if !h24 {
+        // 12-hour: 12 AM is midnight, 12 PM noon.
+        if hour == 0 || hour > 12 {
+            return None;
+        }
         hour %= 12;
         if pm {
             hour += 12;
         }
     }
-    let day = conv(a[3]);
-    let month = conv(a[4]);
-    let mut year = conv(a[5]);
-    let century = conv(a[6]);
-    year += if (19..=30).contains(&century) {
-        century * 100
-    } else {
-        2000
-    };
+    let (day, month) = (conv(r[3]), conv(r[4]));
+    let century = conv(r[6]);
+    let year = conv(r[5])
+        + if (19..=30).contains(&century) {
+            century * 100
+        } else {
+            2000
+        };
     if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || min > 59 || sec > 60 {
-        return 0;
+        return None;
     }
-    days_from_civil(year as i64, month as u32, day as u32) as u64 * 86_400
-        + hour * 3600
-        + min * 60
-        + sec
+    Some(
+        days_from_civil(year as i64, month as u32, day as u32) as u64 * 86_400
+            + hour * 3600
+            + min * 60
+            + sec,
+    )
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
@@ -380,5 +391,49 @@ mod tests {
         assert_eq!(super::days_from_civil(1970, 1, 1), 0);
         assert_eq!(super::days_from_civil(2000, 3, 1), 11_017);
         assert_eq!(super::days_from_civil(2026, 11, 22), 20_779);
+        // Leap days: 2024-02-29 and the day after; 2100 is not a leap year.
+        assert_eq!(
+            super::days_from_civil(2024, 3, 1) - super::days_from_civil(2024, 2, 28),
+            2
+        );
+        assert_eq!(
+            super::days_from_civil(2100, 3, 1) - super::days_from_civil(2100, 2, 28),
+            1
+        );
+    }
+
+    #[test]
+    fn rtc_registers_decode_in_bcd_and_binary_12_and_24_hours() {
+        use super::{from_bcd, rtc_decode};
+        assert_eq!(from_bcd(0x59), 59);
+        assert_eq!(from_bcd(0x00), 0);
+        // 2026-11-28 15:48:20 UTC (`date -d ... +%s`: 1795880900).
+        let t = 1_795_880_900;
+        // BCD, 24-hour (QEMU's default: status B 0x02).
+        let bcd = [0x20, 0x48, 0x15, 0x28, 0x11, 0x26, 0x20];
+        assert_eq!(rtc_decode(bcd, 0x02), Some(t));
+        // Binary, 24-hour.
+        let bin = [20, 48, 15, 28, 11, 26, 20];
+        assert_eq!(rtc_decode(bin, 0x06), Some(t));
+        // BCD, 12-hour: 3 PM; binary, 12-hour.
+        assert_eq!(
+            rtc_decode([0x20, 0x48, 0x83, 0x28, 0x11, 0x26, 0x20], 0x00),
+            Some(t)
+        );
+        assert_eq!(rtc_decode([20, 48, 0x83, 28, 11, 26, 20], 0x04), Some(t));
+        // 12 AM is midnight, 12 PM noon.
+        let midnight = rtc_decode([0, 0, 0x12, 0x28, 0x11, 0x26, 0x20], 0x00).unwrap();
+        assert_eq!(midnight % 86_400, 0);
+        let noon = rtc_decode([0, 0, 0x92, 0x28, 0x11, 0x26, 0x20], 0x00).unwrap();
+        assert_eq!(noon % 86_400, 12 * 3600);
+        // No century register (0): the 2000s.
+        assert_eq!(
+            rtc_decode([0x20, 0x48, 0x15, 0x28, 0x11, 0x26, 0x00], 0x02),
+            Some(t)
+        );
+        // Nonsense: month 13, hour 25, 12-hour hour 0.
+        assert_eq!(rtc_decode([0, 0, 0, 1, 0x13, 0x26, 0x20], 0x02), None);
+        assert_eq!(rtc_decode([0, 0, 0x25, 1, 1, 0x26, 0x20], 0x02), None);
+        assert_eq!(rtc_decode([0, 0, 0x00, 1, 1, 0x26, 0x20], 0x00), None);
     }
 }

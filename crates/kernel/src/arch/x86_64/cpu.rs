@@ -151,6 +151,29 @@ pub fn rdrand() -> Option<u64> {
     None
 }
 
+/// A seed-grade hardware random number (RDSEED: straight from the entropy conditioner,
+/// not a DRBG's output), when the CPU has it (CPUID.7.0:EBX bit 18) and it delivers
+/// within 100 tries. RDSEED may run dry when asked fast (Intel's DRNG guide: retry with
+/// a pause), so the bound is larger than RDRAND's.
+pub fn rdseed() -> Option<u64> {
+    if cpuid(0, 0).0 < 7 || cpuid(7, 0).1 & (1 << 18) == 0 {
+        return None;
+    }
+    for _ in 0..100 {
+        let v: u64;
+        let ok: u8;
+        // SAFETY: CPUID said RDSEED exists; it only writes the two output registers.
+        unsafe {
+            asm!("rdseed {}", "setc {}", out(reg) v, out(reg_byte) ok, options(nomem, nostack))
+        };
+        if ok != 0 {
+            return Some(v);
+        }
+        core::hint::spin_loop();
+    }
+    None
+}
+
 /// Stops this CPU for good: interrupts off, `hlt` forever.
 pub fn halt_forever() -> ! {
     loop {

@@ -37,7 +37,7 @@ fn cached_heads_are_the_rendered_ones() {
             let mut want = [0xa5u8; HEAD_MAX];
             let mut got = [0x5au8; HEAD_MAX];
             let a = respond(&request, &site, now, "bareweb", &mut want);
-            let b = respond_cached(&request, &site, now, "bareweb", &mut got, &mut cache);
+            let b = respond_cached(&request, &site, now, "bareweb", b"", &mut got, &mut cache);
             assert_eq!(a, b, "{}", String::from_utf8_lossy(raw));
             assert_eq!(
                 want[..a.head_len],
@@ -65,12 +65,20 @@ fn a_head_that_does_not_fit_is_rendered_as_without_a_cache() {
     };
     let mut cache = HeadCache::new();
     let mut full = [0u8; HEAD_MAX];
-    respond_cached(&request, &site, NOW, "bareweb", &mut full, &mut cache);
+    respond_cached(&request, &site, NOW, "bareweb", b"", &mut full, &mut cache);
     // A buffer too small for the cached head: the same bare 500 as `respond` gives.
     let mut small_a = [0u8; 64];
     let mut small_b = [0u8; 64];
     let a = respond(&request, &site, NOW, "bareweb", &mut small_a);
-    let b = respond_cached(&request, &site, NOW, "bareweb", &mut small_b, &mut cache);
+    let b = respond_cached(
+        &request,
+        &site,
+        NOW,
+        "bareweb",
+        b"",
+        &mut small_b,
+        &mut cache,
+    );
     assert_eq!(a, b);
     assert_eq!(small_a, small_b);
 }
