@@ -37,7 +37,8 @@ def head_of(text):
 
 def test_boots_and_says_which_accel(kernel):
     log = kernel.log()
-    name = {"virtio": "virtio-net", "e1000": "e1000", "e1000e": "e1000e", "igb": "igb"}[kernel.nic]
+    name = {"virtio": "virtio-net", "e1000": "e1000", "e1000e": "e1000e", "igb": "igb",
+            "vmxnet3": "vmxnet3"}[kernel.nic]
     assert f"on {name}" in log, kernel.report()
     print(f"\n{kernel.nic}: ready {kernel.boot_secs:.2f} s after `bareweb run` started; "
           f"accel {accel_line()}")

@@ -638,10 +638,16 @@ pub struct FakeVmxnet3 {
     pub txc: (u32, u32),
 }
 
+/// What the fake leaves in TXPROD once it has taken a doorbell: the driver writes ring
+/// indices, never this, so another doorbell (even of the same index) shows.
+const TXPROD_TAKEN: u32 = u32::MAX;
+
 impl Default for FakeVmxnet3 {
     fn default() -> Self {
+        let mut pt = alloc::vec![0; 1024].into_boxed_slice();
+        pt[0x600 / 4] = TXPROD_TAKEN;
         FakeVmxnet3 {
-            pt: alloc::vec![0; 1024].into_boxed_slice(),
+            pt,
             vd: alloc::vec![0; 1024].into_boxed_slice(),
             link: std::sync::Arc::new(std::sync::atomic::AtomicU32::new(1)),
             rx: (0, 1),
@@ -767,8 +773,17 @@ impl FakeVmxnet3 {
     }
 
     /// Every frame the driver handed over (descriptors of the device's generation, up to
-    /// an end of packet), each completed.
+    /// an end of packet), each completed, if it rang TXPROD since the last call: as QEMU's,
+    /// which reads the ring on a doorbell only, whatever index it carries.
     pub fn transmitted(&mut self) -> Vec<Vec<u8>> {
+        let prod = &raw mut self.pt[0x600 / 4];
+        // SAFETY: host memory of the register file, which the driver writes through its
+        // own pointer: read and written volatile.
+        if unsafe { prod.read_volatile() } == TXPROD_TAKEN {
+            return Vec::new();
+        }
+        // SAFETY: as above.
+        unsafe { prod.write_volatile(TXPROD_TAKEN) };
         let (base, size) = (self.queue_u64(false, 16), self.queue_u32(false, 56));
         let (cbase, csize) = (self.queue_u64(false, 32), self.queue_u32(false, 64));
         let mut out = Vec::new();

@@ -9,6 +9,9 @@
 //! - Registers: BAR 0 holds the doorbells (TXPROD, RXPROD) and the interrupt masks (IMR),
 //!   BAR 1 the revision selects, the shared area's address (DSAL/DSAH), the command
 //!   register (CMD: a command is written, its answer read back) and the MAC (MACL/MACH).
+//!   QEMU reads the transmit ring on a TXPROD write only, whatever index it carries: the
+//!   driver rings when any descriptor was handed over since it last rang (counted: a
+//!   whole ring's worth brings the tail back to the index last rung).
 //! - Shared memory: the driver shared area (magic, the queue descriptors' address, MTU,
 //!   interrupts, receive filter), one transmit and one receive queue descriptor (ring
 //!   addresses and sizes), a transmit ring, its completion ring, receive ring 0 (head
@@ -219,7 +222,9 @@ pub struct Vmxnet3Tx<H: Hal = Identity> {
     slots: Dma,
     tail: usize,
     gen: u32,
-    written_tail: usize,
+    /// Descriptors handed over since the last doorbell. Not `tail` against the tail last
+    /// rung: a whole ring's worth (128 two-descriptor frames) brings `tail` back to it.
+    unrung: usize,
     cnext: usize,
     cgen: u32,
     used: usize,
@@ -381,7 +386,7 @@ impl<H: Hal> Vmxnet3<H> {
             slots,
             tail: 0,
             gen: 1,
-            written_tail: 0,
+            unrung: 0,
             cnext: 0,
             cgen: 1,
             used: 0,
@@ -583,6 +588,7 @@ impl<H: Hal> Vmxnet3Tx<H> {
             self.gen ^= 1;
         }
         self.used += 1;
+        self.unrung += 1;
         i as u16
     }
 
@@ -622,9 +628,7 @@ impl<H: Hal> TxRing for Vmxnet3Tx<H> {
             if self.free_slots.is_empty() || self.used + 2 > RING {
                 self.reclaim();
             }
-            if (self.free_slots.is_empty() || self.used + 2 > RING)
-                && self.tail != self.written_tail
-            {
+            if (self.free_slots.is_empty() || self.used + 2 > RING) && self.unrung != 0 {
                 self.flush();
             }
             if self.free_slots.is_empty() || self.used + 2 > RING {
@@ -667,10 +671,10 @@ impl<H: Hal> TxRing for Vmxnet3Tx<H> {
     }
 
     fn flush(&mut self) {
-        if self.tail != self.written_tail {
+        if self.unrung != 0 {
             fence(Ordering::SeqCst);
             self.prod.write(self.tail as u32);
-            self.written_tail = self.tail;
+            self.unrung = 0;
             self.doorbells += 1;
         }
         self.reclaim();
@@ -682,7 +686,7 @@ impl<H: Hal> TxRing for Vmxnet3Tx<H> {
             (t.free_slots.len() + usize::from(t.current.is_some()))
                 .min(RING.saturating_sub(t.used) / 2)
         };
-        if room(self) == 0 && self.tail != self.written_tail {
+        if room(self) == 0 && self.unrung != 0 {
             self.flush();
         }
         room(self)
@@ -851,6 +855,37 @@ mod tests {
         assert_eq!(rx.tally().1, 0);
         assert_eq!(tx.tally(), (3 * RX_COMP as u64, 0, 0));
         assert!(tx.room() > 0);
+    }
+
+    /// 128 frames of two descriptors each fill the ring and bring its tail back to where
+    /// the last doorbell left it: the doorbell still rings (QEMU reads the ring on a
+    /// doorbell only; without one the queue stalls, as it did over a TAP).
+    #[test]
+    fn a_whole_ring_between_doorbells_still_rings() {
+        static BODY: [u8; 1400] = [6; 1400];
+        let (mut dev, mut nic) = up();
+        for round in 0..3 {
+            let (_, tx) = nic.split();
+            for i in 0..TX_SLOTS {
+                let h = tx
+                    .slot()
+                    .unwrap_or_else(|| panic!("round {round}, frame {i}"));
+                h[..54].fill(i as u8);
+                tx.post(54, &BODY).unwrap();
+            }
+            assert!(tx.slot().is_none(), "every descriptor in flight");
+            assert_eq!(
+                dev.reg(0, TXPROD),
+                0,
+                "the doorbell rang with the wrapped tail"
+            );
+            let sent = dev.transmitted();
+            assert_eq!(sent.len(), TX_SLOTS, "round {round}");
+            assert!(sent.iter().all(|f| f.len() == 54 + 1400));
+            let (_, tx) = nic.split();
+            assert_eq!(tx.room(), TX_SLOTS, "all completed");
+            assert!(dev.transmitted().is_empty(), "no doorbell, nothing read");
+        }
     }
 
     #[test]
