@@ -319,7 +319,7 @@ def fetch_all(k, tmp_path):
         assert hashlib.sha256(out.read_bytes()).hexdigest() == sha(f), url_path(f)
 
 
-@pytest.mark.parametrize("nic", ["virtio", "e1000", "e1000e"])
+@pytest.mark.parametrize("nic", ["virtio", "e1000", "e1000e", "vmxnet3"])
 def test_single_file_elf_boots_and_serves(images, nic, tmp_path):
     """`bareweb build SITE -o site.elf`: one file (kernel + site + command line) booted
     with QEMU -kernel and nothing else."""

@@ -21,6 +21,7 @@ CONFIGS = [
     ("smp4-netcore-bsp-http", 4, ["--mode", "netcore", "--bsp-http"], "virtio", False,
      "netcore", ["net+http", "http", "http", "http"]),
     ("smp2-e1000", 2, [], "e1000", False, "netcore", ["net", "http"]),
+    ("smp2-vmxnet3", 2, [], "vmxnet3", False, "netcore", ["net", "http"]),
 ]
 
 
