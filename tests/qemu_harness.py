@@ -204,7 +204,7 @@ class Kernel:
                 args += ["--smp", smp]
         else:
             dev = {"virtio": "virtio-net-pci", "e1000": "e1000", "e1000e": "e1000e",
-                   "igb": "igb"}[nic]
+                   "igb": "igb", "vmxnet3": "vmxnet3"}[nic]
             args = [QEMU, "-nodefaults", "-no-user-config", "-display", "none",
                     "-no-reboot", "-accel", "tcg", "-cpu", "max", "-m", "256M",
                     "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",

@@ -37,7 +37,7 @@ def pytest_report_header(config):
     return None
 
 
-@pytest.fixture(scope="module", params=["virtio", "e1000", "e1000e", "igb"])
+@pytest.fixture(scope="module", params=["virtio", "e1000", "e1000e", "igb", "vmxnet3"])
 def kernel(request):
     k = Kernel(nic=request.param)  # igb: skipped without a QEMU that has it
     yield k

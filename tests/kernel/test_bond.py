@@ -1,10 +1,11 @@
 """Bonding on the bare machine (the bonding paper): `bareweb run --net tap:A --net tap:B
---bond split|spread` under QEMU with two virtio-net, e1000, e1000e or igb NICs whose TAPs sit on
+--bond split|spread` under QEMU with two virtio-net, e1000, e1000e, igb or vmxnet3 NICs whose TAPs sit on
 one bridge in the test's namespace (which also holds the client addresses). A capture on
 the bridge shows which MAC every frame left from; failover is QEMU's monitor `set_link`
 taking a send NIC down, back up, then the receive NIC down, under 20 parallel 1 MiB
 downloads. Both many-core modes run the failover too (two CPUs: network-core mode, and
-per-queue mode on multi-queue TAPs, and on two e1000e or two igb with RSS). A set may mix models
+per-queue mode on multi-queue TAPs, and on two e1000e or two igb with RSS; two vmxnet3, one queue
+each: network-core mode). A set may mix models
 (`--nic e1000e --nic virtio`: NIC 0 an 82574L, NIC 1 a virtio-net, each through its own
 driver). And `--net user` twice: one QEMU hub, no root."""
 import hashlib
@@ -101,7 +102,7 @@ def capture_result(p, seconds):
     return json.loads(out.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("nic", ["virtio", "e1000", "e1000e", "igb", "e1000e+virtio"])
+@pytest.mark.parametrize("nic", ["virtio", "e1000", "e1000e", "igb", "vmxnet3", "e1000e+virtio"])
 @pytest.mark.parametrize("bond", ["spread", "split"])
 def test_every_file_intact_and_frames_leave_from_the_right_macs(nic, bond):
     if nic == "igb":
@@ -137,12 +138,15 @@ FAILOVER = [
     ("e1000e", 2, "perqueue", False),
     ("e1000+virtio", None, None, False),
     ("igb", 2, "perqueue", False),
+    ("vmxnet3", None, None, False),
+    ("vmxnet3", 2, "netcore", False),
 ]
 
 
 @pytest.mark.parametrize("nic,smp,mode,mq", FAILOVER,
                          ids=["virtio", "e1000", "virtio-netcore-2", "virtio-perqueue-2",
-                              "e1000e-perqueue-2", "e1000-virtio", "igb-perqueue-2"])
+                              "e1000e-perqueue-2", "e1000-virtio", "igb-perqueue-2", "vmxnet3",
+                              "vmxnet3-netcore-2"])
 def test_set_link_under_twenty_downloads(nic, smp, mode, mq):
     if nic == "igb":
         has_nic("igb")

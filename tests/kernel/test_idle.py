@@ -57,8 +57,9 @@ CONFIGS = [
     ("e1000-1core", "e1000", 1, [], False, "single"),
     ("e1000-2cores-netcore", "e1000", 2, [], False, "netcore"),
     ("e1000e-2cores-perqueue", "e1000e", 2, [], False, "perqueue"),
-    ("igb-1core", "igb", 1, [], False, "single"),
     ("igb-2cores-perqueue", "igb", 2, [], False, "perqueue"),
+    ("vmxnet3-1core", "vmxnet3", 1, [], False, "single"),
+    ("vmxnet3-2cores-netcore", "vmxnet3", 2, [], False, "netcore"),
     ("microvm-1core", "virtio", 1, ["--machine", "microvm"], False, "single"),
 ]
 

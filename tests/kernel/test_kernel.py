@@ -37,7 +37,8 @@ def head_of(text):
 
 def test_boots_and_says_which_accel(kernel):
     log = kernel.log()
-    name = {"virtio": "virtio-net", "e1000": "e1000", "e1000e": "e1000e", "igb": "igb"}[kernel.nic]
+    name = {"virtio": "virtio-net", "e1000": "e1000", "e1000e": "e1000e", "igb": "igb",
+            "vmxnet3": "vmxnet3"}[kernel.nic]
     assert f"on {name}" in log, kernel.report()
     print(f"\n{kernel.nic}: ready {kernel.boot_secs:.2f} s after `bareweb run` started; "
           f"accel {accel_line()}")
@@ -349,7 +350,7 @@ def fetch_all(k, tmp_path):
         assert hashlib.sha256(out.read_bytes()).hexdigest() == sha(f), url_path(f)
 
 
-@pytest.mark.parametrize("nic", ["virtio", "e1000", "e1000e", "igb"])
+@pytest.mark.parametrize("nic", ["virtio", "e1000", "e1000e", "igb", "vmxnet3"])
 def test_single_file_elf_boots_and_serves(images, nic, tmp_path):
     """`bareweb build SITE -o site.elf`: one file (kernel + site + command line) booted
     with QEMU -kernel and nothing else."""

@@ -51,7 +51,7 @@ def cores_seen(ns, tmp_path, paths):
     return seen
 
 
-@pytest.mark.parametrize("nic", ["virtio", "e1000", "igb"])
+@pytest.mark.parametrize("nic", ["virtio", "e1000", "igb", "vmxnet3"])
 def test_every_file_on_one_core(nic, tmp_path):
     k = Kernel(nic=nic, extra=["--udp-port", str(UDP_PORT)])
     try:
@@ -67,8 +67,10 @@ def test_every_file_on_one_core(nic, tmp_path):
 @pytest.mark.parametrize("nic,smp,mode,mq", [("virtio", 3, "netcore", False),
                                              ("virtio", 2, "perqueue", True),
                                              ("e1000e", 2, "perqueue", False),
-                                             ("igb", 4, "perqueue", False)],
-                         ids=["netcore3", "perqueue2", "e1000e-perqueue2", "igb-perqueue4"])
+                                             ("igb", 4, "perqueue", False),
+                                             ("vmxnet3", 3, "netcore", False)],
+                         ids=["netcore3", "perqueue2", "e1000e-perqueue2", "igb-perqueue4",
+                              "vmxnet3-netcore3"])
 def test_every_file_on_several_cores(nic, smp, mode, mq, tmp_path):
     if nic == "igb":
         has_nic("igb")

@@ -21,9 +21,9 @@ CONFIGS = [
     ("smp4-netcore-bsp-http", 4, ["--mode", "netcore", "--bsp-http"], "virtio", False,
      "netcore", ["net+http", "http", "http", "http"]),
     ("smp2-e1000", 2, [], "e1000", False, "netcore", ["net", "http"]),
-    ("smp2-igb-netcore", 2, ["--mode", "netcore"], "igb", False, "netcore", ["net", "http"]),
     # RSS in the device and MSI-X per queue: every core gets connections (the 500 test).
     ("smp4-igb-perqueue", 4, [], "igb", False, "perqueue", ["queue"] * 4),
+    ("smp2-vmxnet3", 2, [], "vmxnet3", False, "netcore", ["net", "http"]),
 ]
 
 

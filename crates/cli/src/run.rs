@@ -312,6 +312,8 @@ pub enum NicModel {
     E1000e,
     /// Intel 82576 (QEMU ≥ 8): advanced descriptors, up to four queue pairs with RSS.
     Igb,
+    /// VMware vmxnet3: one queue pair (QEMU's has no receive-side scaling), MSI-X.
+    Vmxnet3,
 }
 
 impl NicModel {
@@ -322,6 +324,7 @@ impl NicModel {
             NicModel::E1000 => "e1000",
             NicModel::E1000e => "e1000e",
             NicModel::Igb => "igb",
+            NicModel::Vmxnet3 => "vmxnet3",
         }
     }
 }
@@ -624,14 +627,17 @@ pub fn qemu_args(
             (NicModel::Virtio, _) => push(&format!(
                 "virtio-net-pci,netdev=n{k},id=nic{k},rx_queue_size=1024{mac}{mq}"
             )),
-            (NicModel::E1000 | NicModel::E1000e | NicModel::Igb, Machine::Microvm) => {
-                return Err("--machine microvm has no PCI bus: use --nic virtio".into())
+            (
+                NicModel::E1000 | NicModel::E1000e | NicModel::Igb | NicModel::Vmxnet3,
+                Machine::Microvm,
+            ) => return Err("--machine microvm has no PCI bus: use --nic virtio".into()),
+            (NicModel::E1000 | NicModel::E1000e | NicModel::Igb | NicModel::Vmxnet3, _) => {
+                push(&format!(
+                    "{},netdev=n{k},id=nic{k}{mac}{}",
+                    a.nic(k).qemu_device(),
+                    igb_slot(a.nic(k), k, several)
+                ))
             }
-            (NicModel::E1000 | NicModel::E1000e | NicModel::Igb, _) => push(&format!(
-                "{},netdev=n{k},id=nic{k}{mac}{}",
-                a.nic(k).qemu_device(),
-                igb_slot(a.nic(k), k, several)
-            )),
         }
     }
     Ok(v)
@@ -757,6 +763,10 @@ pub fn cores_plan(a: &RunArgs) -> Result<CoresPlan, String> {
 fn why_not_perqueue(a: &RunArgs, m: NicModel, tap: Option<TapKind>) -> Option<String> {
     match (m, tap) {
         (NicModel::E1000, _) => Some("the e1000 has one queue".to_string()),
+        (NicModel::Vmxnet3, _) => Some(
+            "QEMU's vmxnet3 delivers every frame to one queue (no receive-side scaling)"
+                .to_string(),
+        ),
         (NicModel::E1000e, _) if a.smp > 2 => {
             Some("the e1000e has two queue pairs, not one per core".to_string())
         }

@@ -22,6 +22,7 @@ use super::e1000::{E1000Link, E1000Rx, E1000Tx, E1000};
 use super::e1000e::E1000e;
 use super::igb::Igb;
 use super::virtio_net::{VirtioLink, VirtioNet, VirtioRx, VirtioTx};
+use super::vmxnet3::{Vmxnet3, Vmxnet3Link, Vmxnet3Rx, Vmxnet3Tx};
 use super::{Arm, Driver, Open, Wake, WakeRx};
 use crate::pci::Device;
 
@@ -34,6 +35,8 @@ pub enum AnyRx {
     Virtio(VirtioRx),
     /// e1000.
     E1000(E1000Rx),
+    /// vmxnet3.
+    Vmxnet3(Vmxnet3Rx),
 }
 
 /// A transmit side of any driver.
@@ -42,6 +45,8 @@ pub enum AnyTx {
     Virtio(VirtioTx),
     /// e1000.
     E1000(E1000Tx),
+    /// vmxnet3.
+    Vmxnet3(Vmxnet3Tx),
 }
 
 /// A device's link, for the bonding monitor.
@@ -49,6 +54,7 @@ pub enum AnyTx {
 enum AnyLink {
     Virtio(VirtioLink),
     E1000(E1000Link),
+    Vmxnet3(Vmxnet3Link),
 }
 
 /// A queue pair of any driver.
@@ -92,6 +98,21 @@ impl From<Igb> for AnyNic {
     }
 }
 
+impl From<Vmxnet3> for AnyNic {
+    fn from(n: Vmxnet3) -> AnyNic {
+        let (mac, caps, link) = (n.mac(), n.caps(), AnyLink::Vmxnet3(n.link_sense()));
+        let (rx, tx) = Driver::into_rings(n);
+        AnyNic {
+            rx: AnyRx::Vmxnet3(rx),
+            tx: AnyTx::Vmxnet3(tx),
+            mac,
+            caps,
+            link,
+            name: <Vmxnet3>::NAME,
+        }
+    }
+}
+
 impl From<E1000> for AnyNic {
     fn from(n: E1000) -> AnyNic {
         let (mac, caps, link) = (n.mac(), n.caps(), AnyLink::E1000(n.link_sense()));
@@ -113,7 +134,7 @@ pub struct Supported;
 
 impl fmt::Display for Supported {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let list: [(&str, u16, &[u16]); 4] = [
+        let list: [(&str, u16, &[u16]); 5] = [
             (
                 <VirtioNet>::NAME,
                 super::virtio_net::VENDOR,
@@ -126,6 +147,11 @@ impl fmt::Display for Supported {
                 &super::e1000e::DEVICES,
             ),
             (<Igb>::NAME, super::e1000::VENDOR, &super::igb::DEVICES),
+            (
+                <Vmxnet3>::NAME,
+                super::vmxnet3::VENDOR,
+                &super::vmxnet3::DEVICES,
+            ),
         ];
         for (i, (name, vendor, devices)) in list.iter().enumerate() {
             let sep = if i == 0 { "" } else { ", " };
@@ -148,6 +174,8 @@ pub enum AnyError {
     E1000e(super::e1000::Error),
     /// igb's reason.
     Igb(super::e1000::Error),
+    /// vmxnet3's reason.
+    Vmxnet3(super::vmxnet3::Error),
 }
 
 impl fmt::Debug for AnyError {
@@ -157,12 +185,13 @@ impl fmt::Debug for AnyError {
             AnyError::E1000(e) => write!(f, "e1000: {e:?}"),
             AnyError::E1000e(e) => write!(f, "e1000e: {e:?}"),
             AnyError::Igb(e) => write!(f, "igb: {e:?}"),
+            AnyError::Vmxnet3(e) => write!(f, "vmxnet3: {e:?}"),
         }
     }
 }
 
 impl AnyNic {
-    /// The driver's short name ("virtio-net", "e1000", "e1000e", "igb").
+    /// The driver's short name ("virtio-net", "e1000", "e1000e", "igb", "vmxnet3").
     pub fn name(&self) -> &'static str {
         self.name
     }
@@ -177,6 +206,8 @@ impl AnyNic {
             Some(<E1000e>::NAME)
         } else if Igb::matches(dev) {
             Some(<Igb>::NAME)
+        } else if Vmxnet3::matches(dev) {
+            Some(<Vmxnet3>::NAME)
         } else {
             None
         }
@@ -224,6 +255,9 @@ impl Driver for AnyNic {
         } else if Igb::matches(dev) {
             let (q, n) = <Igb as Driver>::open(dev, with).map_err(AnyError::Igb)?;
             Ok((q.into_iter().map(AnyNic::from).collect(), n))
+        } else if Vmxnet3::matches(dev) {
+            let (q, n) = <Vmxnet3 as Driver>::open(dev, with).map_err(AnyError::Vmxnet3)?;
+            Ok((q.into_iter().map(AnyNic::from).collect(), n))
         } else {
             let (q, n) = <E1000 as Driver>::open(dev, with).map_err(AnyError::E1000)?;
             Ok((q.into_iter().map(AnyNic::from).collect(), n))
@@ -234,6 +268,7 @@ impl Driver for AnyNic {
         match rx {
             AnyRx::Virtio(r) => <VirtioNet>::rx_counters(r, c),
             AnyRx::E1000(r) => <E1000>::rx_counters(r, c),
+            AnyRx::Vmxnet3(r) => <Vmxnet3>::rx_counters(r, c),
         }
     }
 
@@ -241,6 +276,7 @@ impl Driver for AnyNic {
         match tx {
             AnyTx::Virtio(t) => <VirtioNet>::tx_counters(t, c),
             AnyTx::E1000(t) => <E1000>::tx_counters(t, c),
+            AnyTx::Vmxnet3(t) => <Vmxnet3>::tx_counters(t, c),
         }
     }
 
@@ -252,6 +288,7 @@ impl Driver for AnyNic {
         match self.link {
             AnyLink::Virtio(l) => Box::new(l),
             AnyLink::E1000(l) => Box::new(l),
+            AnyLink::Vmxnet3(l) => Box::new(l),
         }
     }
 }
@@ -261,6 +298,7 @@ impl RxRing for AnyRx {
         match self {
             AnyRx::Virtio(r) => r.burst(out),
             AnyRx::E1000(r) => r.burst(out),
+            AnyRx::Vmxnet3(r) => r.burst(out),
         }
     }
 
@@ -268,6 +306,7 @@ impl RxRing for AnyRx {
         match self {
             AnyRx::Virtio(r) => r.bytes(f),
             AnyRx::E1000(r) => r.bytes(f),
+            AnyRx::Vmxnet3(r) => r.bytes(f),
         }
     }
 
@@ -275,6 +314,7 @@ impl RxRing for AnyRx {
         match self {
             AnyRx::Virtio(r) => r.recycle(f),
             AnyRx::E1000(r) => r.recycle(f),
+            AnyRx::Vmxnet3(r) => r.recycle(f),
         }
     }
 }
@@ -284,6 +324,7 @@ impl WakeRx for AnyRx {
         match self {
             AnyRx::Virtio(r) => r.arm(),
             AnyRx::E1000(r) => r.arm(),
+            AnyRx::Vmxnet3(r) => r.arm(),
         }
     }
 
@@ -291,6 +332,7 @@ impl WakeRx for AnyRx {
         match self {
             AnyRx::Virtio(r) => r.disarm(),
             AnyRx::E1000(r) => r.disarm(),
+            AnyRx::Vmxnet3(r) => r.disarm(),
         }
     }
 
@@ -298,6 +340,7 @@ impl WakeRx for AnyRx {
         match self {
             AnyRx::Virtio(r) => r.wake(),
             AnyRx::E1000(r) => r.wake(),
+            AnyRx::Vmxnet3(r) => r.wake(),
         }
     }
 }
@@ -307,6 +350,7 @@ impl TxRing for AnyTx {
         match self {
             AnyTx::Virtio(t) => t.slot(),
             AnyTx::E1000(t) => t.slot(),
+            AnyTx::Vmxnet3(t) => t.slot(),
         }
     }
 
@@ -314,6 +358,7 @@ impl TxRing for AnyTx {
         match self {
             AnyTx::Virtio(t) => t.post(head_len, body),
             AnyTx::E1000(t) => t.post(head_len, body),
+            AnyTx::Vmxnet3(t) => t.post(head_len, body),
         }
     }
 
@@ -321,6 +366,7 @@ impl TxRing for AnyTx {
         match self {
             AnyTx::Virtio(t) => t.flush(),
             AnyTx::E1000(t) => t.flush(),
+            AnyTx::Vmxnet3(t) => t.flush(),
         }
     }
 
@@ -328,6 +374,7 @@ impl TxRing for AnyTx {
         match self {
             AnyTx::Virtio(t) => t.post_tso(head_len, body, tso),
             AnyTx::E1000(t) => t.post_tso(head_len, body, tso),
+            AnyTx::Vmxnet3(t) => t.post_tso(head_len, body, tso),
         }
     }
 
@@ -335,6 +382,7 @@ impl TxRing for AnyTx {
         match self {
             AnyTx::Virtio(t) => t.room(),
             AnyTx::E1000(t) => t.room(),
+            AnyTx::Vmxnet3(t) => t.room(),
         }
     }
 }

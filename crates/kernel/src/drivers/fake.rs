@@ -634,3 +634,197 @@ impl FakeE1000 {
         out
     }
 }
+
+/// A vmxnet3: its two register files (BAR 0, BAR 1) and the device's side of the queues,
+/// found through the shared area whose address the driver wrote to DSAL/DSAH.
+pub struct FakeVmxnet3 {
+    pt: Box<[u32]>,
+    vd: Box<[u32]>,
+    /// Answer to GET_LINK (bit 0: up).
+    pub link: std::sync::Arc<std::sync::atomic::AtomicU32>,
+    /// Receive ring 0, receive completions, transmit ring, transmit completions: (next
+    /// index, generation).
+    pub rx: (u32, u32),
+    /// See `rx`.
+    pub rxc: (u32, u32),
+    /// See `rx`.
+    pub tx: (u32, u32),
+    /// See `rx`.
+    pub txc: (u32, u32),
+}
+
+/// What the fake leaves in TXPROD once it has taken a doorbell: the driver writes ring
+/// indices, never this, so another doorbell (even of the same index) shows.
+const TXPROD_TAKEN: u32 = u32::MAX;
+
+impl Default for FakeVmxnet3 {
+    fn default() -> Self {
+        let mut pt = alloc::vec![0; 1024].into_boxed_slice();
+        pt[0x600 / 4] = TXPROD_TAKEN;
+        FakeVmxnet3 {
+            pt,
+            vd: alloc::vec![0; 1024].into_boxed_slice(),
+            link: std::sync::Arc::new(std::sync::atomic::AtomicU32::new(1)),
+            rx: (0, 1),
+            rxc: (0, 1),
+            tx: (0, 1),
+            txc: (0, 1),
+        }
+    }
+}
+
+impl FakeVmxnet3 {
+    /// BAR 0 and BAR 1, for the driver.
+    pub fn mmio(&mut self) -> (Mmio, Mmio) {
+        // SAFETY: the boxed register files live as long as self, which outlives the
+        // driver in every test.
+        unsafe {
+            (
+                Mmio::from_ptr(NonNull::from(&mut *self.pt).cast(), 4096),
+                Mmio::from_ptr(NonNull::from(&mut *self.vd).cast(), 4096),
+            )
+        }
+    }
+
+    /// Runs `f` (bring-up, link readings) while a thread answers commands: ACTIVATE with
+    /// `activate`, GET_LINK with `link`.
+    pub fn answering<T>(&mut self, activate: u32, f: impl FnOnce(Mmio, Mmio) -> T) -> T {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        let (pt, vd) = self.mmio();
+        let cmd = vd.reg::<u32, super::hal::RW>(0x20).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (done, link) = (stop.clone(), self.link.clone());
+        let t = std::thread::spawn(move || {
+            while !done.load(Ordering::Acquire) {
+                match cmd.read() {
+                    0xCAFE_0000 => cmd.write(activate),
+                    0xF00D_0002 => cmd.write(link.load(Ordering::Acquire)),
+                    _ => {}
+                }
+                std::hint::spin_loop();
+            }
+        });
+        let out = f(pt, vd);
+        stop.store(true, Ordering::Release);
+        t.join().unwrap();
+        out
+    }
+
+    /// BAR 0 (`bar` 0) or BAR 1 register at `off`, as the driver last wrote it.
+    pub fn reg(&self, bar: usize, off: usize) -> u32 {
+        let r = if bar == 0 { &self.pt } else { &self.vd };
+        // SAFETY: host memory of the register file.
+        unsafe { (&raw const r[off / 4]).read_volatile() }
+    }
+
+    /// The shared area's device address.
+    pub fn shared(&self) -> u64 {
+        self.reg(1, 0x10) as u64 | (self.reg(1, 0x18) as u64) << 32
+    }
+
+    fn u32_at(pa: u64) -> u32 {
+        let b = FakeHal::read(pa, 4);
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+
+    fn u64_at(pa: u64) -> u64 {
+        Self::u32_at(pa) as u64 | (Self::u32_at(pa + 4) as u64) << 32
+    }
+
+    /// Queue descriptor field: transmit queue (`rx` false) or receive queue's, at `off`.
+    pub fn queue_u64(&self, rx: bool, off: u64) -> u64 {
+        let qd = Self::u64_at(self.shared() + 40);
+        Self::u64_at(qd + if rx { 256 } else { 0 } + off)
+    }
+
+    /// As `queue_u64`, 32 bits.
+    pub fn queue_u32(&self, rx: bool, off: u64) -> u32 {
+        let qd = Self::u64_at(self.shared() + 40);
+        Self::u32_at(qd + if rx { 256 } else { 0 } + off)
+    }
+
+    fn advance(p: &mut (u32, u32), size: u32) {
+        p.0 += 1;
+        if p.0 == size {
+            p.0 = 0;
+            p.1 ^= 1;
+        }
+    }
+
+    /// Writes a receive completion (the four words, the generation bit set to the
+    /// completion ring's, written last) whatever it says: a lying device's step.
+    pub fn complete_rx(&mut self, w: [u32; 4]) {
+        let (base, size) = (self.queue_u64(true, 32), self.queue_u32(true, 64));
+        let pa = base + 16 * self.rxc.0 as u64;
+        let mut b = Vec::new();
+        for x in &w[..3] {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
+        FakeHal::write(pa, &b);
+        FakeHal::write(
+            pa + 12,
+            &(w[3] & !(1 << 31) | self.rxc.1 << 31).to_le_bytes(),
+        );
+        Self::advance(&mut self.rxc, size);
+    }
+
+    /// Delivers `frame` as the device would: into the next ring 0 descriptor if it is the
+    /// device's (its generation), then a completion. False when the ring is empty.
+    pub fn deliver(&mut self, frame: &[u8]) -> bool {
+        let (base, size) = (self.queue_u64(true, 16), self.queue_u32(true, 56));
+        let pa = base + 16 * self.rx.0 as u64;
+        let w2 = Self::u32_at(pa + 8);
+        if w2 >> 31 != self.rx.1 {
+            return false;
+        }
+        let (addr, len) = (Self::u64_at(pa), (w2 & 0x3FFF) as usize);
+        assert!(frame.len() <= len, "frame larger than the posted buffer");
+        FakeHal::write(addr, frame);
+        let idx = self.rx.0;
+        Self::advance(&mut self.rx, size);
+        self.complete_rx([idx | 3 << 14, 0, frame.len() as u32, 0]);
+        true
+    }
+
+    /// Every frame the driver handed over (descriptors of the device's generation, up to
+    /// an end of packet), each completed, if it rang TXPROD since the last call: as QEMU's,
+    /// which reads the ring on a doorbell only, whatever index it carries.
+    pub fn transmitted(&mut self) -> Vec<Vec<u8>> {
+        let prod = &raw mut self.pt[0x600 / 4];
+        // SAFETY: host memory of the register file, which the driver writes through its
+        // own pointer: read and written volatile.
+        if unsafe { prod.read_volatile() } == TXPROD_TAKEN {
+            return Vec::new();
+        }
+        // SAFETY: as above.
+        unsafe { prod.write_volatile(TXPROD_TAKEN) };
+        let (base, size) = (self.queue_u64(false, 16), self.queue_u32(false, 56));
+        let (cbase, csize) = (self.queue_u64(false, 32), self.queue_u32(false, 64));
+        let mut out = Vec::new();
+        let mut frame = Vec::new();
+        let mut at = self.tx;
+        loop {
+            let pa = base + 16 * at.0 as u64;
+            let (w2, w3) = (Self::u32_at(pa + 8), Self::u32_at(pa + 12));
+            if (w2 >> 14) & 1 != at.1 {
+                return out;
+            }
+            let len = match w2 & 0x3FFF {
+                0 => 0x4000,
+                n => n as usize,
+            };
+            frame.extend(FakeHal::read(Self::u64_at(pa), len));
+            let idx = at.0;
+            Self::advance(&mut at, size);
+            if w3 & 1 << 12 != 0 {
+                out.push(core::mem::take(&mut frame));
+                self.tx = at;
+                let c = cbase + 16 * self.txc.0 as u64;
+                FakeHal::write(c, &idx.to_le_bytes());
+                FakeHal::write(c + 12, &(self.txc.1 << 31).to_le_bytes());
+                Self::advance(&mut self.txc, csize);
+            }
+        }
+    }
+}

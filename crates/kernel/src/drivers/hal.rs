@@ -178,7 +178,7 @@ impl Dma {
 
     /// Whether `b` lies wholly inside this region (the drivers' tests: a frame handed to the
     /// engine must be a view into the driver's own buffers).
-    #[cfg(test)]
+    #[cfg(any(test, feature = "fake"))]
     pub fn holds(&self, b: &[u8]) -> bool {
         let (start, p) = (self.ptr() as usize, b.as_ptr() as usize);
         p >= start && p + b.len() <= start + self.len

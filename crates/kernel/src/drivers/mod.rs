@@ -23,6 +23,7 @@ pub mod igb;
 pub mod virtio;
 pub mod virtio_net;
 pub mod virtqueue;
+pub mod vmxnet3;
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
