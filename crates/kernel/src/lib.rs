@@ -10,8 +10,9 @@
 //! - [`console`] (COM1 and the screen, [`fbcon`]), [`boot_info`] (memory map, command
 //!   line, modules), [`mem`] (start-up bump allocator, sealed once the cores serve; free lists after),
 //!   [`cmdline`], [`embedded`] (a site carried inside the kernel ELF itself).
-//! - [`pci`]: enumeration and BAR assignment. [`drivers`]: virtio-net (multiqueue) and
-//!   e1000, each a `Nic` per queue pair and a [`drivers::Driver`].
+//! - [`arch::pci`](arch::x86_64::pci): enumeration and BAR assignment. [`drivers`]:
+//!   virtio-net, e1000, e1000e, igb and vmxnet3, each a `Nic` per queue pair and a
+//!   [`drivers::Driver`].
 //! - [`boot`]: the start-up in ordered steps (command line, processors, site, heap,
 //!   clocks, cores, NICs), each returning what the next need; [`launch`]: the engine's plan
 //!   for the cores (mode, roles, servers, network-core wiring: `cores::plan`, shared with
@@ -50,7 +51,6 @@ pub mod fetcher;
 pub mod launch;
 pub mod mem;
 pub mod nics;
-pub mod pci;
 pub mod queue;
 pub mod report;
 pub mod rest;

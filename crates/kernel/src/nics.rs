@@ -17,10 +17,10 @@ use bareweb_engine::nic::{Nic, NicCounters};
 use bareweb_engine::wire::EthernetAddress;
 
 use crate::arch::clock::TscClock;
+use crate::arch::pci::Device;
 use crate::cmdline::Settings;
 use crate::drivers::any::{AnyNic, AnyRx, AnyTx};
 use crate::drivers::{Driver, Open, WakeRx};
-use crate::pci::Device;
 use crate::{fatal, kprintln};
 
 /// The bonding the command line asks for with `found` NICs: `bond=`

@@ -10,12 +10,12 @@ use bareweb_engine::site::Site;
 
 use super::{Clocks, Cores, Cpus, Nics, SiteImage};
 use crate::arch::clock::{Calibration, TscClock};
+use crate::arch::pci::{self, Device};
 use crate::arch::{apic, irq};
 use crate::boot_info::{BootInfo, Region};
 use crate::cmdline::{self, Settings};
 use crate::drivers::any::AnyNic;
 use crate::drivers::Driver;
-use crate::pci::{self, Device};
 use crate::tls::Pems;
 use crate::{embedded, fatal, kprintln, mem, rest};
 

@@ -30,10 +30,10 @@ use bareweb_engine::site::Site;
 
 use crate::arch::apic;
 use crate::arch::clock::TscClock;
+use crate::arch::pci::Device;
 use crate::boot_info::{BootInfo, Region};
 use crate::cmdline::Settings;
 use crate::drivers::virtio::mmio::Slot;
-use crate::pci::Device;
 
 pub use early::{clock_and_site, cores, cpus, heap, nics, settings, site_image, tls};
 

@@ -17,13 +17,13 @@ use bareweb_engine::server::Config;
 use super::{Booted, Nics};
 use crate::adapters::{isn_key, Pages};
 use crate::arch::clock::TscClock;
+use crate::arch::pci::Device;
 use crate::arch::{power, smp};
 use crate::cmdline::CoreMode;
 use crate::drivers::any::AnyNic;
 use crate::drivers::virtio::mmio::Slot;
 use crate::drivers::virtio_net::VirtioNet;
 use crate::drivers::{Driver, Open};
-use crate::pci::Device;
 use crate::queue::Queue;
 use crate::{fatal, kprintln, launch, nics};
 

@@ -24,7 +24,7 @@ use super::igb::Igb;
 use super::virtio_net::{VirtioLink, VirtioNet, VirtioRx, VirtioTx};
 use super::vmxnet3::{Vmxnet3, Vmxnet3Link, Vmxnet3Rx, Vmxnet3Tx};
 use super::{Arm, Driver, Open, Wake, WakeRx};
-use crate::pci::Device;
+use crate::arch::pci::Device;
 
 /// A receive side of any driver (the 82574's are the 82540EM's: one variant, one copy of
 /// the code). (The e1000's is larger, its descriptor shadow inline:

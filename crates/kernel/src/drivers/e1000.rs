@@ -45,8 +45,8 @@ use bareweb_engine::wire::EthernetAddress;
 
 use super::hal::{Array, Dma, Hal, Identity, Mmio, Reg, Value, RO, RW, WO};
 use super::{Arm, Driver, Open};
+use crate::arch::pci::{Bar, Device};
 use crate::arch::{ioapic, irq::NIC_VECTOR};
-use crate::pci::{Bar, Device};
 
 /// Intel.
 pub const VENDOR: u16 = 0x8086;

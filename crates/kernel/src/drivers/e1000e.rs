@@ -39,8 +39,8 @@ use super::e1000::{self, E1000Link, E1000Rx, E1000Tx, Error, Layout, Regs, RxWak
 use super::hal::{Hal, Identity, Mmio, Reg, RW, WO};
 use super::{Driver, Open};
 use crate::arch::irq::NIC_VECTOR;
-use crate::pci::msix::MsiX;
-use crate::pci::{Bar, Device};
+use crate::arch::pci::msix::MsiX;
+use crate::arch::pci::{Bar, Device};
 
 /// 82574L (QEMU's e1000e, tested there), 82574LA (the same part with another ID; not
 /// tested).

@@ -46,8 +46,8 @@ use super::e1000::{self, E1000Link, E1000Rx, E1000Tx, Error, Layout, Regs, RxWak
 use super::hal::{Hal, Identity, Mmio, Reg, WO};
 use super::{Driver, Open};
 use crate::arch::irq::NIC_VECTOR;
-use crate::pci::msix::MsiX;
-use crate::pci::{Bar, Device};
+use crate::arch::pci::msix::MsiX;
+use crate::arch::pci::{Bar, Device};
 
 /// 82576 (QEMU's igb, tested there), and its copper/fibre/serdes/quad variants sharing
 /// the register set (not tested). The i350 (0x1521..) and i210 (0x1533..) are igb-family

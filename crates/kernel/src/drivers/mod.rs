@@ -32,7 +32,7 @@ use core::fmt::Debug;
 use bareweb_engine::cores::CoreQueue;
 use bareweb_engine::nic::{LinkSense, NicCounters};
 
-use crate::pci::Device;
+use crate::arch::pci::Device;
 
 /// How a queue pair's receive interrupts wake its core.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -53,7 +53,7 @@ use super::virtio::{self, Transport, Wake, S_ACKNOWLEDGE, S_DRIVER, S_DRIVER_OK,
 use super::virtqueue::{QueueError, VirtQueue, F_NEXT, F_WRITE};
 use super::{Arm, Driver, Open};
 use crate::arch::ioapic;
-use crate::pci::Device;
+use crate::arch::pci::Device;
 
 pub use super::virtio::Error;
 

@@ -47,8 +47,8 @@ use bareweb_engine::wire::EthernetAddress;
 use super::hal::{Array, Dma, Hal, Identity, Mmio, Reg, RO, RW, WO};
 use super::{Arm, Driver, Open};
 use crate::arch::irq::NIC_VECTOR;
-use crate::pci::msix::MsiX;
-use crate::pci::{Bar, Device};
+use crate::arch::pci::msix::MsiX;
+use crate::arch::pci::{Bar, Device};
 
 /// VMware's PCI vendor id.
 pub const VENDOR: u16 = 0x15AD;

@@ -1,8 +1,8 @@
 //! x86_64: boot to long mode, descriptor tables, single-instruction helpers, page-table
 //! changes, the local APIC and the start of the other cores, the I/O APIC and the
 //! interrupts that wake a halted core; the firmware's processor list (ACPI MADT), the
-//! clocks (TSC, PIT, CMOS RTC), the isa-debug-exit port, and the ACPI power button and
-//! power-off (`power`).
+//! clocks (TSC, PIT, CMOS RTC), the isa-debug-exit port, the ACPI power button and
+//! power-off (`power`), and PCI (`pci`: configuration space through ports 0xCF8/0xCFC).
 
 pub mod acpi;
 pub mod apic;
@@ -16,6 +16,7 @@ pub mod idt;
 pub mod ioapic;
 pub mod irq;
 pub mod paging;
+pub mod pci;
 pub mod power;
 pub mod smp;
 

@@ -6,8 +6,8 @@
 use super::super::hal::{Hal, Mmio, Reg, RO, RW};
 use super::{Error, Notify, Transport, Wake};
 use crate::arch::irq::NIC_VECTOR;
-use crate::pci::msix::MsiX;
-use crate::pci::{Bar, Device};
+use crate::arch::pci::msix::MsiX;
+use crate::arch::pci::{Bar, Device};
 
 const NO_VECTOR: u16 = 0xFFFF;
 
