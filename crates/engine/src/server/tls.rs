@@ -281,6 +281,19 @@ impl<L: Lookup<'static>> Server<L> {
                 self.tls_input(idx);
             }
         }
+        let side = &self.tls_sides[idx];
+        let t = &self.conns[idx];
+        if !side.established
+            && !side.done
+            && side.cin.is_empty()
+            && t.tcp.state().peer_closed()
+            && !t.tcp.is_closing()
+        {
+            // The peer's FIN before its handshake ended: the rest will never come (as a
+            // request cut off by the FIN is not waited for).
+            self.tls_sides[idx].done = true;
+            self.conns[idx].tcp.close();
+        }
         self.tls_respond(id, tx, log);
         self.output(id, tx);
         emit::ack_owed(&mut super::send::Out { s: self, tx }, id);

@@ -432,6 +432,27 @@ fn a_silent_client_gets_a_sealed_408_and_one_mid_handshake_a_fin() {
     assert_eq!(s.stats().tls_failed, 0);
 }
 
+/// A client that sends half a ClientHello and then its FIN will never finish the hello:
+/// the connection is closed at once (as plain HTTP closes one whose request was cut off
+/// by the FIN), not held until the request timeout.
+#[test]
+fn a_fin_in_the_middle_of_the_hello_closes_at_once() {
+    let mut s = tls_server(2);
+    let (mut nic, clock) = nic_and_clock();
+    let mut t = Tcp::open(&mut s, &mut nic, &clock, HTTPS, 40005);
+    t.send(&mut nic, &[0x16, 0x03, 0x01, 0x01, 0x00, 0x01, 0x00]);
+    run(&mut s, &mut nic, &clock);
+    t.send_fin(&mut nic);
+    for _ in 0..3 {
+        // The clock does not move: no timer may be what closes it.
+        let out = run(&mut s, &mut nic, &clock);
+        t.take(&out, &mut nic);
+    }
+    assert!(t.fin && t.got.is_empty(), "only a FIN");
+    assert_eq!(s.active(), 0, "TCB freed");
+    assert_eq!(s.stats().http_4xx, 0, "no 408: no request timeout ran out");
+}
+
 #[test]
 fn hostile_bytes_end_in_an_alert_and_a_fin_never_a_panic() {
     let garbage: [&[u8]; 5] = [
