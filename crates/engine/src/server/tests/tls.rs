@@ -392,6 +392,25 @@ fn a_mebibyte_arrives_byte_exact() {
     assert_eq!(responses(&c.plain).len(), 2);
 }
 
+/// A KeyUpdate asking for ours (RFC 8446 §4.6.3, OpenSSL's `K`), then a request, ten
+/// times: each response arrives, under the new keys, our KeyUpdate ahead of it (the next
+/// seal once failed and closed the connection).
+#[test]
+fn key_updates_between_requests_are_answered_and_the_requests_too() {
+    let mut s = tls_server(2);
+    let (mut nic, mut clock) = nic_and_clock();
+    let mut c = TlsClient::connect(&mut s, &mut nic, &mut clock, &rustls::version::TLS13, 40006);
+    for i in 1..=10 {
+        c.tls.refresh_traffic_keys().unwrap();
+        c.pump(&mut s, &mut nic, &mut clock, 10);
+        c.write(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+        c.pump(&mut s, &mut nic, &mut clock, 20);
+        assert_eq!(responses(&c.plain).len(), i, "after KeyUpdate {i}");
+    }
+    assert_eq!(s.stats().tls_failed, 0);
+    assert!(!c.tcp.fin);
+}
+
 #[test]
 fn close_notify_from_the_client_is_answered_with_ours_and_a_fin() {
     let mut s = tls_server(2);
