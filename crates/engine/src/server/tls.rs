@@ -54,8 +54,14 @@ pub const MAX_RECORD: usize = 16384;
 /// Unacknowledged ciphertext one connection holds at most: four full records. A record is
 /// sealed only when it fits, so this is also the most a connection has in flight.
 pub const CIPHER_MAX: usize = 4 * (MAX_RECORD + RECORD_OVERHEAD);
-/// Connections in their handshake stepped per poll round, at most.
-pub const HANDSHAKES_PER_ROUND: u32 = 4;
+/// Connections in their handshake stepped per poll round, at most. One: a full handshake's
+/// first step (key exchange and an ECDSA signature) takes about 1.5 ms of a core here, so
+/// each one more in a round is that much more wait for the established connections served
+/// in the same round; with 4 a keep-alive client's p99 under a flood of full handshakes was
+/// 2.6-2.9 times its p99 without (bench/tls_handshake_flood.py,
+/// docs/perf/log/2026-11-28-tls-handshake-flood.md). Rounds are short when nothing else
+/// waits, so the handshakes a core completes per second hardly change.
+pub const HANDSHAKES_PER_ROUND: u32 = 1;
 /// Responses one TLS step seals at most (pipelined requests beyond wait for the next
 /// step).
 const RESPONSES_PER_STEP: u32 = 16;
