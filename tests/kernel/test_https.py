@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import BIN, SERVER_IP, SITE, Kernel
+from conftest import BIN, ROOT, SERVER_IP, SITE, Kernel
 
 HTTPS = f"https://{SERVER_IP}"
 GET_CLOSE = b"GET /index.html HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
@@ -176,3 +176,55 @@ def test_a_built_image_serves_https_and_a_cpu_without_rdrand_gets_none(pki, tmp_
         assert "bareweb: ready" not in k.log()
     finally:
         k.close(expect_failure=True)
+
+
+RAW = ROOT / "tests" / "system" / "tls_raw.py"
+
+
+def raw(k, *args, timeout=120):
+    """tests/system/tls_raw.py in the kernel's namespace: hand-built TLS, one JSON line."""
+    import json
+    r = k.ns.run("python3", RAW, *args, timeout=timeout)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_hostile_tls_oversized_records_renegotiation_and_half_hellos(kernel):
+    """The bare machine's answers to hostile TLS, as serve's (tests/system/
+    test_tls_hostile.py): a record over 2^14 + 256 gets a fatal decode_error and a close;
+    TLS 1.2 renegotiation (`s_client` `R`) is refused, one handshake only; half a hello
+    and a FIN is closed at once; clients that send half a ClientHello and stop are closed
+    by the request timeout (10 s, from the connection's start); then HTTPS is served and
+    no TCB is left."""
+    for kind in ("overflow", "overflow_header"):
+        r = raw(kernel, "hello", kind, "10")
+        assert r["end"] in ("fin", "rst") and r["secs"] < 5, (r, kernel.report())
+        assert len(r["records"]) == 1 and r["records"][0].get("alert") == [2, 50], r
+    r = raw(kernel, "hello", "truncated_fin", "10")
+    assert r["end"] in ("fin", "rst") and r["secs"] < 5 and r["records"] == [], r
+
+    p = subprocess.Popen(
+        kernel.ns.cmd("openssl", "s_client", "-connect", f"{SERVER_IP}:443", "-CAfile",
+                      kernel.pki / "ca.pem", "-tls1_2"),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        time.sleep(5)
+        for line in (b"R\n", GET_CLOSE):
+            if p.poll() is None:
+                p.stdin.write(line)
+                p.stdin.flush()
+                time.sleep(3)
+    except BrokenPipeError:
+        pass
+    finally:
+        if p.poll() is None:
+            p.kill()
+        out = p.communicate(timeout=30)[0].decode(errors="replace")
+    assert "RENEGOTIATING" in out and "no renegotiation" in out, out + kernel.report()
+    assert out.count("Server certificate") == 1 and "HTTP/1.1 200" not in out, out
+
+    r = raw(kernel, "slowloris", "5", "30", timeout=90)
+    assert None not in r["closed"], (r, kernel.report())
+    assert all(9.0 <= t <= 20.0 for t in r["closed"]), r
+    rc, out = s_client(kernel, "-tls1_3")
+    assert rc == 0 and "HTTP/1.1 200 OK" in out, out + kernel.report()
+    assert kernel.settled("tcbs_in_use", 0)["tcbs_in_use"] == 0

@@ -246,15 +246,23 @@ def cmd_frames(args):
 def probe_loop(stop, results, every=0.05):
     """GET / every `every` seconds from BW_PROBE_IP (a second host address) until `stop`
     is set, each within BW_PROBE_TIMEOUT seconds (default 1: a lost SYN, retransmitted
-    after 1 s, fails it); each probe's (ok, seconds) goes to `results`."""
+    after 1 s, fails it); each probe's (ok, seconds) goes to `results`. With BW_PROBE_CA
+    (a CA file) the probe speaks HTTPS (to BW_PORT), a full handshake each."""
     src = os.environ.get("BW_PROBE_IP")
+    ca = os.environ.get("BW_PROBE_CA")
     timeout = float(os.environ.get("BW_PROBE_TIMEOUT", "1.0"))
     while not stop.is_set():
         t0 = time.time()
         ok = False
         try:
-            c = http.client.HTTPConnection(SERVER, PORT, timeout=timeout,
-                                           source_address=(src, 0) if src else None)
+            src_addr = (src, 0) if src else None
+            if ca:
+                c = http.client.HTTPSConnection(
+                    SERVER, PORT, timeout=timeout, source_address=src_addr,
+                    context=__import__("ssl").create_default_context(cafile=ca))
+            else:
+                c = http.client.HTTPConnection(SERVER, PORT, timeout=timeout,
+                                               source_address=src_addr)
             st, _, _ = fetch(c, "/")
             c.close()
             ok = st == 200

@@ -317,6 +317,7 @@ impl TlsConn {
         }
         self.inbuf.extend_from_slice(tls_in);
         let mut progress = Progress::default();
+        let mut key_update_flushed = false;
         // Each step consumes input, emits output or changes state; the bound only guards
         // against a step that does none of these.
         for _ in 0..4096 {
@@ -374,10 +375,24 @@ impl TlsConn {
                     Step::Again
                 }
                 Ok(ConnectionState::BlockedHandshake) => Step::Stop,
-                Ok(ConnectionState::WriteTraffic(_)) => {
+                Ok(ConnectionState::WriteTraffic(mut traffic)) => {
                     self.phase = Phase::Open;
                     progress.established = true;
-                    Step::Stop
+                    if key_update_flushed {
+                        Step::Stop
+                    } else {
+                        // The KeyUpdate that answers the peer's (RFC 8446 §4.6.3) is held
+                        // by rustls until the next write, which in the unbuffered API seals
+                        // its records under the new key straight into the caller's buffer
+                        // and queues the KeyUpdate (under the old key) behind them: the
+                        // peer could read neither, and our next seal found the queue
+                        // non-empty and failed. A write with no room for its record
+                        // queues the KeyUpdate now and seals nothing (rustls checks the
+                        // room after queueing), so it goes out here, ahead of any record.
+                        key_update_flushed = true;
+                        let _ = traffic.encrypt(&[0], &mut []);
+                        Step::Again
+                    }
                 }
                 Ok(ConnectionState::PeerClosed) => {
                     progress.peer_closed = true;

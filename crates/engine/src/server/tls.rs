@@ -56,8 +56,16 @@ pub const MAX_RECORD: usize = 16384;
 /// Unacknowledged ciphertext one connection holds at most: four full records. A record is
 /// sealed only when it fits, so this is also the most a connection has in flight.
 pub const CIPHER_MAX: usize = 4 * (MAX_RECORD + RECORD_OVERHEAD);
-/// Connections in their handshake stepped per poll round, at most.
-pub const HANDSHAKES_PER_ROUND: u32 = 4;
+/// Connections in their handshake stepped per poll round, at most. One: a full handshake's
+/// first step (key exchange and an ECDSA signature) takes about 1.5 ms of a core here, and
+/// each one more in a round is that much more wait for the established connections served
+/// in the same round. Rounds are short when nothing else waits, so the handshakes a core
+/// completes per second hardly change (400-570/s with a cap of 1 or 4). Measured on a busy
+/// two-CPU machine (bench/tls_handshake_flood.py,
+/// docs/perf/log/2026-11-28-tls-handshake-flood.md): a keep-alive client's p99 under a
+/// flood of full handshakes was within 2x of its p99 without in most runs with either
+/// cap; the noise did not separate them.
+pub const HANDSHAKES_PER_ROUND: u32 = 1;
 /// Records sealed one TCP segment each when a connection starts or resumes after
 /// [`RECORD_IDLE_NS`] of silence: about TCP's initial window (ten segments), so the first
 /// bytes of a page can be decrypted as each segment arrives instead of waiting for a
@@ -300,6 +308,19 @@ impl<L: Lookup<'static>> Server<L> {
             } else {
                 self.tls_input(idx);
             }
+        }
+        let side = &self.tls_sides[idx];
+        let t = &self.conns[idx];
+        if !side.established
+            && !side.done
+            && side.cin.is_empty()
+            && t.tcp.state().peer_closed()
+            && !t.tcp.is_closing()
+        {
+            // The peer's FIN before its handshake ended: the rest will never come (as a
+            // request cut off by the FIN is not waited for).
+            self.tls_sides[idx].done = true;
+            self.conns[idx].tcp.close();
         }
         self.tls_respond(id, tx, log);
         self.output(id, tx);

@@ -493,3 +493,109 @@ fn bad_configurations_are_refused_with_reasons() {
     TlsServer::new(include_bytes!("../../testdata/cert384.pem"), other, &o, &p).unwrap();
     let _ = String::new();
 }
+
+/// Endless KeyUpdates (TLS 1.3, RFC 8446 §4.6.3), each asking for ours back, thousands of
+/// them in one flight and then one at a time: the connection fails after rustls's allowance
+/// of 32 with no application data between (BoringSSL's limit), answering each before that
+/// with one KeyUpdate of its own; it never loops, and once failed it takes nothing more.
+#[test]
+fn endless_key_updates_end_the_connection() {
+    let s = server(&Options::default());
+    let cfg = client_config(&rustls::version::TLS13, None, None);
+
+    // One at a time, the server's answers read by the client.
+    let mut c = client(&cfg);
+    let mut conn = s.accept().unwrap();
+    exchange(&mut c, &mut conn);
+    let mut failed_at = None;
+    for i in 0..5000 {
+        c.refresh_traffic_keys().unwrap();
+        let mut wire = Vec::new();
+        while c.wants_write() {
+            c.write_tls(&mut wire).unwrap();
+        }
+        let mut out = Vec::new();
+        match conn.receive(&wire, &mut out, &mut Vec::new()) {
+            Ok(p) => {
+                assert!(p.established && !p.closed);
+                // Our KeyUpdate (update_not_requested), one encrypted record, at once;
+                // then a response sealed under our new key, which the client reads.
+                assert_eq!(out.len(), 5 + 5 + 1 + 16, "round {i}");
+                let mut sealed = vec![0u8; sealed_len(5)];
+                let n = conn.encrypt(b"hello", &mut sealed).unwrap();
+                out.extend_from_slice(&sealed[..n]);
+                let mut rd = &out[..];
+                while !rd.is_empty() {
+                    c.read_tls(&mut rd).unwrap();
+                    c.process_new_packets().unwrap();
+                }
+                let mut got = [0u8; 5];
+                c.reader().read_exact(&mut got).unwrap();
+                assert_eq!(&got, b"hello", "round {i}");
+            }
+            Err(e) => {
+                assert_eq!(
+                    e,
+                    Fatal::Protocol(rustls::Error::PeerMisbehaved(
+                        rustls::PeerMisbehaved::TooManyKeyUpdateRequests
+                    ))
+                );
+                failed_at = Some(i);
+                break;
+            }
+        }
+    }
+    assert_eq!(failed_at, Some(32));
+    assert_eq!(
+        conn.receive(
+            b"\x17\x03\x03\x00\x01\x00",
+            &mut Vec::new(),
+            &mut Vec::new()
+        ),
+        Err(Fatal::Done)
+    );
+
+    // Application data between them resets the allowance: a client that sends a request
+    // between KeyUpdates is served on (and answered: the client has the same allowance).
+    let mut c = client(&cfg);
+    let mut conn = s.accept().unwrap();
+    exchange(&mut c, &mut conn);
+    for _ in 0..100 {
+        c.refresh_traffic_keys().unwrap();
+        c.writer().write_all(b"x").unwrap();
+        let mut plain = Vec::new();
+        pump(&mut c, &mut conn, &mut plain, 4096).unwrap();
+        assert_eq!(plain, b"x");
+        let mut sealed = vec![0u8; sealed_len(1)];
+        let n = conn.encrypt(b"y", &mut sealed).unwrap();
+        let mut rd = &sealed[..n];
+        c.read_tls(&mut rd).unwrap();
+        c.process_new_packets().unwrap();
+        let mut got = [0u8; 1];
+        c.reader().read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"y");
+    }
+
+    // Five thousand in one flight: one call, the failure after the 32nd.
+    let mut c = client(&cfg);
+    let mut conn = s.accept().unwrap();
+    exchange(&mut c, &mut conn);
+    let mut wire = Vec::new();
+    for _ in 0..5000 {
+        c.refresh_traffic_keys().unwrap();
+        while c.wants_write() {
+            c.write_tls(&mut wire).unwrap();
+        }
+    }
+    let mut out = Vec::new();
+    let e = conn
+        .receive(&wire[..MAX_BUFFERED], &mut out, &mut Vec::new())
+        .unwrap_err();
+    assert_eq!(
+        e,
+        Fatal::Protocol(rustls::Error::PeerMisbehaved(
+            rustls::PeerMisbehaved::TooManyKeyUpdateRequests
+        ))
+    );
+    assert!(out.len() <= 32 * (5 + 5 + 1 + 16) + 64, "{}", out.len());
+}

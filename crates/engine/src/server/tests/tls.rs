@@ -448,6 +448,25 @@ fn records_start_one_segment_each_then_grow_and_start_small_again_after_idle() {
         .all(|(status, body)| status == "HTTP/1.1 200 OK" && *body == big_file()));
 }
 
+/// A KeyUpdate asking for ours (RFC 8446 §4.6.3, OpenSSL's `K`), then a request, ten
+/// times: each response arrives, under the new keys, our KeyUpdate ahead of it (the next
+/// seal once failed and closed the connection).
+#[test]
+fn key_updates_between_requests_are_answered_and_the_requests_too() {
+    let mut s = tls_server(2);
+    let (mut nic, mut clock) = nic_and_clock();
+    let mut c = TlsClient::connect(&mut s, &mut nic, &mut clock, &rustls::version::TLS13, 40006);
+    for i in 1..=10 {
+        c.tls.refresh_traffic_keys().unwrap();
+        c.pump(&mut s, &mut nic, &mut clock, 10);
+        c.write(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+        c.pump(&mut s, &mut nic, &mut clock, 20);
+        assert_eq!(responses(&c.plain).len(), i, "after KeyUpdate {i}");
+    }
+    assert_eq!(s.stats().tls_failed, 0);
+    assert!(!c.tcp.fin);
+}
+
 #[test]
 fn close_notify_from_the_client_is_answered_with_ours_and_a_fin() {
     let mut s = tls_server(2);
@@ -486,6 +505,27 @@ fn a_silent_client_gets_a_sealed_408_and_one_mid_handshake_a_fin() {
     }
     assert!(t.fin && t.got.is_empty(), "only a FIN");
     assert_eq!(s.stats().tls_failed, 0);
+}
+
+/// A client that sends half a ClientHello and then its FIN will never finish the hello:
+/// the connection is closed at once (as plain HTTP closes one whose request was cut off
+/// by the FIN), not held until the request timeout.
+#[test]
+fn a_fin_in_the_middle_of_the_hello_closes_at_once() {
+    let mut s = tls_server(2);
+    let (mut nic, clock) = nic_and_clock();
+    let mut t = Tcp::open(&mut s, &mut nic, &clock, HTTPS, 40005);
+    t.send(&mut nic, &[0x16, 0x03, 0x01, 0x01, 0x00, 0x01, 0x00]);
+    run(&mut s, &mut nic, &clock);
+    t.send_fin(&mut nic);
+    for _ in 0..3 {
+        // The clock does not move: no timer may be what closes it.
+        let out = run(&mut s, &mut nic, &clock);
+        t.take(&out, &mut nic);
+    }
+    assert!(t.fin && t.got.is_empty(), "only a FIN");
+    assert_eq!(s.active(), 0, "TCB freed");
+    assert_eq!(s.stats().http_4xx, 0, "no 408: no request timeout ran out");
 }
 
 #[test]
@@ -624,6 +664,10 @@ fn handshakes_per_round_are_bounded_and_all_complete() {
                 begun <= u64::from(crate::server::tls::HANDSHAKES_PER_ROUND),
                 "{begun} handshakes in one round"
             );
+            // One: each handshake step is ~1.5 ms of a core that the established
+            // connections of the round wait for (the flood measurement in
+            // docs/perf/log/2026-11-28-tls-handshake-flood.md).
+            assert_eq!(begun, 1, "one handshake step per round");
             assert!(s.stats().tls_handshakes_deferred > 0);
         }
         for (tcp, tls, fed) in &mut clients {
