@@ -57,6 +57,19 @@ pub const DEVICES: [u16; 2] = [0x100E, 0x100F];
 /// Bytes of the register BAR (BAR 0).
 pub const REGION: usize = 0x20000;
 
+/// BAR 0 of an Intel gigabit part this module's register set fits (the 8254x, and the
+/// 82574 and 82576 drivers built on it), checked to hold [`REGION`] bytes, mapped after
+/// memory decoding and bus mastering are enabled.
+pub fn map_registers<H: Hal>(dev: &Device) -> Result<Mmio, Error> {
+    let base = match dev.bars[0] {
+        Bar::Mem { addr, size, .. } if addr != 0 && size >= REGION as u64 => addr,
+        _ => return Err(Error::NoRegisters),
+    };
+    dev.enable();
+    // SAFETY: BAR 0 of the device, at least REGION bytes (checked above).
+    Ok(unsafe { Mmio::map::<H>(base, REGION) })
+}
+
 const CTRL: usize = 0x0000;
 const STATUS: usize = 0x0008;
 const EERD: usize = 0x0014;
@@ -488,13 +501,7 @@ impl<H: Hal> E1000<H> {
 
     /// Resets the device and brings up both rings, interrupts masked.
     pub fn new(dev: &Device) -> Result<E1000<H>, Error> {
-        let base = match dev.bars[0] {
-            Bar::Mem { addr, size, .. } if addr != 0 && size >= REGION as u64 => addr,
-            _ => return Err(Error::NoRegisters),
-        };
-        dev.enable();
-        // SAFETY: BAR 0 of an 8254x, at least REGION bytes (checked above).
-        let m = unsafe { Mmio::map::<H>(base, REGION) };
+        let m = map_registers::<H>(dev)?;
         E1000::bring_up(Regs::new(&m).ok_or(Error::NoRegisters)?)
     }
 

@@ -40,7 +40,7 @@ use super::hal::{Hal, Identity, Mmio, Reg, RW, WO};
 use super::{Driver, Open};
 use crate::arch::irq::NIC_VECTOR;
 use crate::arch::pci::msix::MsiX;
-use crate::arch::pci::{Bar, Device};
+use crate::arch::pci::Device;
 
 /// 82574L (QEMU's e1000e, tested there), 82574LA (the same part with another ID; not
 /// tested).
@@ -179,13 +179,7 @@ impl<H: Hal> Driver for E1000e<H> {
     /// Up to two queue pairs (RSS with two); pair k's receive queue wakes `wake[k]`'s
     /// core by MSI-X entry k, or, without MSI-X, pair 0's by the probed INTx line.
     fn open(dev: &Device, with: &Open<'_>) -> Result<(Vec<E1000e<H>>, usize), Error> {
-        let base = match dev.bars[0] {
-            Bar::Mem { addr, size, .. } if addr != 0 && size >= e1000::REGION as u64 => addr,
-            _ => return Err(Error::NoRegisters),
-        };
-        dev.enable();
-        // SAFETY: BAR 0 of an 82574, at least REGION bytes (checked above).
-        let m = unsafe { Mmio::map::<H>(base, e1000::REGION) };
+        let m = e1000::map_registers::<H>(dev)?;
         let mut pairs = E1000e::<H>::bring_up(&m, with.pairs)?;
         for q in &mut pairs {
             q.0.tx_mut().set_tso(with.offload);

@@ -47,7 +47,7 @@ use super::hal::{Hal, Identity, Mmio, Reg, WO};
 use super::{Driver, Open};
 use crate::arch::irq::NIC_VECTOR;
 use crate::arch::pci::msix::MsiX;
-use crate::arch::pci::{Bar, Device};
+use crate::arch::pci::Device;
 
 /// 82576 (QEMU's igb, tested there), and its copper/fibre/serdes/quad variants sharing
 /// the register set (not tested). The i350 (0x1521..) and i210 (0x1533..) are igb-family
@@ -240,13 +240,7 @@ impl<H: Hal> Driver for Igb<H> {
     /// `wake[k]`'s core by MSI-X vector k, or, without MSI-X, pair 0's by the probed INTx
     /// line.
     fn open(dev: &Device, with: &Open<'_>) -> Result<(Vec<Igb<H>>, usize), Error> {
-        let base = match dev.bars[0] {
-            Bar::Mem { addr, size, .. } if addr != 0 && size >= e1000::REGION as u64 => addr,
-            _ => return Err(Error::NoRegisters),
-        };
-        dev.enable();
-        // SAFETY: BAR 0 of an 82576, at least REGION bytes (checked above).
-        let m = unsafe { Mmio::map::<H>(base, e1000::REGION) };
+        let m = e1000::map_registers::<H>(dev)?;
         let mut pairs = Igb::<H>::bring_up(&m, with.pairs)?;
         for q in &mut pairs {
             q.0.tx_mut().set_tso(with.offload);
