@@ -15,6 +15,7 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -325,8 +326,11 @@ class Kernel:
 
     def stop(self):
         if self.proc.poll() is None:
-            self.proc.terminate()  # timeout(1) passes SIGTERM on to bareweb; its QEMU
-            try:                   # then gets SIGKILL through PR_SET_PDEATHSIG
+            # Ctrl-C's SIGINT, which timeout(1) passes on: bareweb stops QEMU at once and
+            # removes its work directory (SIGTERM would press the power button and drain,
+            # and the SIGKILL after it would leave the directory behind).
+            self.proc.send_signal(signal.SIGINT)
+            try:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()

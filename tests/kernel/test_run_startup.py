@@ -26,9 +26,12 @@ def free_port():
     return port
 
 
-def start(*args):
+def start(*args, tmp=None):
+    """`bareweb run`; with `tmp`, its work directory goes there (TMPDIR), where no earlier
+    process of the same PID can have left one."""
+    env = dict(os.environ, TMPDIR=str(tmp)) if tmp else None
     return subprocess.Popen([BIN, "run", *args, "--headless", "--accel", "tcg"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
 def wait_serving(p, limit=120):
@@ -60,8 +63,8 @@ def stop(p):
         raise
 
 
-def work_dirs(pid):
-    return glob.glob(f"/tmp/bareweb-run-{pid}-*")
+def work_dirs(pid, tmp="/tmp"):
+    return glob.glob(f"{tmp}/bareweb-run-{pid}-*")
 
 
 def test_port_in_use_and_too_little_memory_are_said_before_qemu(tmp_path):
@@ -86,18 +89,18 @@ def test_port_in_use_and_too_little_memory_are_said_before_qemu(tmp_path):
     assert "booting" not in r.stderr, r.stderr
 
 
-def test_serving_only_when_ready_and_nothing_left_behind():
+def test_serving_only_when_ready_and_nothing_left_behind(tmp_path):
     require()
     port = free_port()
-    p = start(SITE, "--listen", f"127.0.0.1:{port}")
+    p = start(SITE, "--listen", f"127.0.0.1:{port}", tmp=tmp_path)
     try:
         wait_serving(p)
         # Said only once the kernel is ready: the very first request is answered.
         assert get(port)[0] == 200
-        assert work_dirs(p.pid), "the kernel and site are in a work directory while it runs"
+        assert work_dirs(p.pid, tmp_path), "the kernel and site are in a work directory"
     finally:
         stop(p)
-    assert not work_dirs(p.pid), "SIGHUP left the work directory behind"
+    assert not work_dirs(p.pid, tmp_path), "SIGHUP left the work directory behind"
 
 
 def test_a_kernel_failure_is_said_as_one():
