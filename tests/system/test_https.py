@@ -2,12 +2,15 @@
 on a TAP in a network namespace, against real clients: `openssl s_client` (TLS 1.3 and
 1.2, each group and suite, resumption), curl byte-exact for every file of the example site
 (one connection per file, and all on one keep-alive connection), Python's ssl for
-pipelined requests, the HTTP → HTTPS redirect, and the start-up refusals of bad
-certificates and keys. The test makes its own CA and certificates with openssl (ECDSA
+pipelined requests, the HTTP → HTTPS redirect, the start-up refusals of bad
+certificates and keys, and a renewed certificate put in service by SIGHUP. The test makes its own CA and certificates with openssl (ECDSA
 P-256 and P-384)."""
 import datetime
 import hashlib
+import shutil
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -281,6 +284,78 @@ def test_many_cores(pki, mode, tmp_path):
         assert [p.wait(90) for p in procs] == [0] * 4
         want = (SITE / "files" / "1m.bin").read_bytes()
         assert all((tmp_path / f"b{i}").read_bytes() == want for i in range(4))
+    finally:
+        s.close()
+
+
+def said(s, text, after, timeout=15):
+    """Waits until serve's output after offset `after` holds `text`; returns it."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        out = s.output()[after:]
+        if text in out:
+            return out
+        time.sleep(0.05)
+    raise AssertionError(f"{text!r} not said: {s.output()[after:][-2000:]}")
+
+
+KEEP_ALIVE = """
+import os, socket, ssl, sys, time
+ctx = ssl.create_default_context(cafile=sys.argv[1])
+c = ctx.wrap_socket(socket.create_connection((sys.argv[2], 443), timeout=20),
+                    server_hostname=sys.argv[2])
+def get():
+    c.sendall(b"HEAD /index.html HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n")
+    head = b""
+    while b"\\r\\n\\r\\n" not in head:
+        head += c.recv(65536)
+    return head.split(b" ")[1].decode()
+first = get()
+print(first, flush=True)
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.05)
+print(first, get(), flush=True)
+"""
+
+
+def test_sighup_puts_a_renewed_certificate_in_service(pki, tmp_path):
+    """The certificate and key files replaced (a renewal), then SIGHUP: new connections get
+    the new certificate, a keep-alive connection made before goes on being served, and a
+    key that does not match the new certificate refuses the reload (said, with the file),
+    the certificate in service staying."""
+    live = tmp_path / "live"
+    live.mkdir()
+    shutil.copy(pki / "p256.pem", live / "p256.pem")
+    shutil.copy(pki / "p256.key", live / "p256.key")
+    shutil.copy(pki / "ca.pem", live / "ca.pem")  # what s_client and curl trust
+    s = HttpsServer(live)
+    try:
+        rc, out = s.s_client(request=GET_CLOSE)
+        assert rc == 0 and "id-ecPublicKey, 256" in out, out
+        go = tmp_path / "go"
+        held = subprocess.Popen(s.ns.cmd("python3", "-c", KEEP_ALIVE, pki / "ca.pem", SERVER_IP,
+                                         go), stdout=subprocess.PIPE, text=True)
+        assert held.stdout.readline().strip() == "200"
+        # The renewal: other files under the same names (P-384 here, to tell them apart).
+        shutil.copy(pki / "p384.pem", live / "p256.pem")
+        shutil.copy(pki / "p384.key", live / "p256.key")
+        at = len(s.output())
+        s.proc.send_signal(signal.SIGHUP)
+        out = said(s, "reloaded: generation", at)
+        assert f"certificate {live / 'p256.pem'} read again, valid for 29 more days" in out \
+            or f"certificate {live / 'p256.pem'} read again, valid for 30 more days" in out, out
+        rc, out = s.s_client(request=GET_CLOSE)
+        assert rc == 0 and "id-ecPublicKey, 384" in out and "HTTP/1.1 200 OK" in out, out
+        go.touch()
+        assert held.communicate(timeout=30)[0].split() == ["200", "200"]
+        # A key that does not match the certificate: refused, the P-384 one stays.
+        shutil.copy(pki / "p256.key", live / "p256.key")
+        at = len(s.output())
+        s.proc.send_signal(signal.SIGHUP)
+        out = said(s, "reload refused", at)
+        assert f"--tls-key {live / 'p256.key'}" in out and "does not match" in out, out
+        rc, out = s.s_client(request=GET_CLOSE)
+        assert rc == 0 and "id-ecPublicKey, 384" in out and "HTTP/1.1 200 OK" in out, out
     finally:
         s.close()
 

@@ -24,6 +24,9 @@ pub struct Source {
     pub config: Option<PathBuf>,
     /// How long the old image may be held by connections before they are reset.
     pub drain_timeout: Duration,
+    /// HTTPS: the certificate and key files, read again and put in service for new
+    /// connections.
+    pub tls: Option<crate::tls::Renewal>,
 }
 
 /// What the reload thread works with: the generations, or why serve cannot reload.
@@ -70,9 +73,19 @@ pub fn on_sighup(reloads: Reloads, source: Source) {
 pub fn reload(gens: &Generations, source: &Source) -> Result<(), String> {
     let t = Instant::now();
     eprintln!("bareweb: reloading {}", source.site.display());
+    // The certificate first: a bad one refuses the reload before anything is built.
+    let renewed = source
+        .tls
+        .as_ref()
+        .map(crate::tls::Renewal::read)
+        .transpose()?;
     let (bytes, site) = load_site_owned(&source.site, source.config.as_deref())?;
     for what in restart_only(&gens.site(), &site) {
         eprintln!("bareweb: reload: {what} needs a restart: kept as it was");
+    }
+    if let (Some(r), Some((server, said))) = (&source.tls, renewed) {
+        r.install(server);
+        eprintln!("bareweb: reload: {said}, in service for new connections");
     }
     let files = site.len();
     let built_ms = t.elapsed().as_millis();

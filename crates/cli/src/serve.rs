@@ -287,7 +287,8 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         macs.push(m);
     }
     let mut cfg = a.server.config(random_bytes());
-    cfg.tls = crate::tls::listen(&a.server)?;
+    let (tls, renewal) = crate::tls::listen(&a.server)?.unzip();
+    cfg.tls = tls;
     let (ip, prefix) = (cfg.ip, cfg.prefix_len);
     let host_ip = match a.host_ip {
         Some(h) => h.addr(),
@@ -333,7 +334,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
             Some(g) => Reloads::On(g),
             None => Reloads::Off("with --runner: restart serve to change the site"),
         },
-        reload_source(&a, &cfg),
+        reload_source(&a, &cfg, renewal),
     );
     watch_drain(drain);
     clean_up_on_panic();
@@ -439,9 +440,15 @@ fn same_site(s: Site<'static>) -> Site<'static> {
     s
 }
 
-/// What SIGHUP reads again, and how long an old image may be held.
-fn reload_source(a: &ServeArgs, cfg: &bareweb_engine::server::Config) -> reload::Source {
+/// What SIGHUP reads again (the site, its configuration, the certificate), and how long an
+/// old image may be held.
+fn reload_source(
+    a: &ServeArgs,
+    cfg: &bareweb_engine::server::Config,
+    tls: Option<crate::tls::Renewal>,
+) -> reload::Source {
     reload::Source {
+        tls,
         site: a.site.clone(),
         config: a.config.clone(),
         drain_timeout: std::time::Duration::from_millis(cfg.timeouts.drain_timeout_ms),
@@ -489,7 +496,8 @@ fn serve_on_xdp(
     site: Site<'static>,
 ) -> Result<(), String> {
     let mut cfg = a.server.config(random_bytes());
-    cfg.tls = crate::tls::listen(&a.server)?;
+    let (tls, renewal) = crate::tls::listen(&a.server)?.unzip();
+    cfg.tls = tls;
     let udp = a.server.udp_banner(cfg.ip);
     let files = site.len();
     let drain = drain_on_sigterm(&mut cfg);
@@ -501,7 +509,7 @@ fn serve_on_xdp(
             bytes,
             site,
             wrap: same_site,
-            source: reload_source(a, &cfg),
+            source: reload_source(a, &cfg, renewal),
         }),
         cfg,
         arg: x,

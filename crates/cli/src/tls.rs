@@ -5,24 +5,67 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use bareweb_engine::server::tls::rustls_session::Acceptor;
+use bareweb_engine::server::tls::rustls_session::Renewable;
 use bareweb_engine::server::tls::TlsListen;
 use bareweb_tls::server::{parse_chain, parse_key};
-use bareweb_tls::{MinVersion, Options, TlsServer};
+use bareweb_tls::{MinVersion, Options, ServerSlot, TlsServer};
 
 use crate::opts::ServerOpts;
 
 /// HTTPS for the engine's `Config::tls`, when `--tls-cert` is given: the files read and
 /// checked, the configuration built once and shared by every core (leaked: it lives as
-/// long as the process). `Err` says which file and why.
-pub fn listen(o: &ServerOpts) -> Result<Option<TlsListen>, String> {
+/// long as the process), and what a reload needs to renew the certificate. `Err` says
+/// which file and why.
+pub fn listen(o: &ServerOpts) -> Result<Option<(TlsListen, Renewal)>, String> {
     let Some(checked) = read_checked(o)? else {
         return Ok(None);
     };
-    Ok(Some(TlsListen {
-        port: o.settings.tls.port(),
-        acceptor: Box::leak(Box::new(Acceptor(checked.server))),
-    }))
+    let acceptor: &'static Renewable =
+        Box::leak(Box::new(Renewable(ServerSlot::new(checked.server))));
+    Ok(Some((
+        TlsListen {
+            port: o.settings.tls.port(),
+            acceptor,
+        },
+        Renewal {
+            cert: checked.cert_path,
+            key: checked.key_path,
+            slot: &acceptor.0,
+        },
+    )))
+}
+
+/// A certificate renewed by `serve`'s reload: the same two files read again, checked as
+/// at start, and put in service for the connections accepted after it (the protocol
+/// versions and ticket keys stay; a connection in its handshake finishes on the old one).
+pub struct Renewal {
+    cert: String,
+    key: String,
+    slot: &'static ServerSlot,
+}
+
+impl Renewal {
+    /// The files read and checked again: the server to [`Renewal::install`], and what to
+    /// say about it. `Err` (the old certificate stays) names the file and the reason.
+    pub fn read(&self) -> Result<(TlsServer, String), String> {
+        let current = self.slot.current();
+        let c = check_files(&self.cert, &self.key, |cert, key| {
+            current.with_certificate(cert, key)
+        })?;
+        let until = match c.not_after {
+            Some(t) => format!(", valid for {} more days", (t - now()) / 86_400),
+            None => String::new(),
+        };
+        Ok((
+            c.server,
+            format!("certificate {} read again{until}", self.cert),
+        ))
+    }
+
+    /// Connections accepted from now on get `server`.
+    pub fn install(&self, server: TlsServer) {
+        self.slot.replace(server);
+    }
 }
 
 /// The certificate and key files as read and checked at start.
@@ -33,6 +76,10 @@ pub struct Checked {
     pub key: Vec<u8>,
     /// The server they make (the proof that they go together).
     pub server: TlsServer,
+    /// The leaf's notAfter (Unix seconds), when its validity parses.
+    not_after: Option<i64>,
+    cert_path: String,
+    key_path: String,
 }
 
 /// `--tls-cert` and `--tls-key` read and checked as a start-up must (unreadable, not
@@ -44,13 +91,6 @@ pub fn read_checked(o: &ServerOpts) -> Result<Option<Checked>, String> {
     let (Some(cert_path), Some(key_path)) = (o.given("tls-cert"), o.given("tls-key")) else {
         return Ok(None);
     };
-    let read = |opt: &str, path: &str| {
-        std::fs::read(path).map_err(|e| format!("--{opt} {path}: cannot read it: {e}"))
-    };
-    let cert = read("tls-cert", cert_path)?;
-    let key = read("tls-key", key_path)?;
-    let chain = parse_chain(&cert).map_err(|e| format!("--tls-cert {cert_path}: {e}"))?;
-    parse_key(&key).map_err(|e| format!("--tls-key {key_path}: {e}"))?;
     let options = Options {
         min_version: if t.min13 {
             MinVersion::Tls13
@@ -59,15 +99,49 @@ pub fn read_checked(o: &ServerOpts) -> Result<Option<Checked>, String> {
         },
         ..Options::default()
     };
-    let server = TlsServer::new(&cert, &key, &options, &bareweb_tls::host::platform())
-        .map_err(|e| format!("--tls-cert {cert_path} with --tls-key {key_path}: {e}"))?;
-    let now = SystemTime::now()
+    let platform = bareweb_tls::host::platform();
+    check_files(cert_path, key_path, |cert, key| {
+        TlsServer::new(cert, key, &options, &platform)
+    })
+    .map(Some)
+}
+
+/// The system's clock, Unix seconds.
+fn now() -> i64 {
+    SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    if let Some(warning) = validity(&chain[0]).and_then(|v| dates_warning(v, now)) {
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Reads and checks a certificate chain and key file; `make` builds the server from their
+/// bytes (refusing a key that does not match). A certificate outside its dates is warned
+/// about on stderr.
+fn check_files(
+    cert_path: &str,
+    key_path: &str,
+    make: impl FnOnce(&[u8], &[u8]) -> Result<TlsServer, bareweb_tls::server::ConfigError>,
+) -> Result<Checked, String> {
+    let read = |opt: &str, path: &str| {
+        std::fs::read(path).map_err(|e| format!("--{opt} {path}: cannot read it: {e}"))
+    };
+    let cert = read("tls-cert", cert_path)?;
+    let key = read("tls-key", key_path)?;
+    let chain = parse_chain(&cert).map_err(|e| format!("--tls-cert {cert_path}: {e}"))?;
+    parse_key(&key).map_err(|e| format!("--tls-key {key_path}: {e}"))?;
+    let server = make(&cert, &key)
+        .map_err(|e| format!("--tls-cert {cert_path} with --tls-key {key_path}: {e}"))?;
+    let dates = validity(&chain[0]);
+    if let Some(warning) = dates.and_then(|v| dates_warning(v, now() as u64)) {
         eprintln!("bareweb: warning: --tls-cert {cert_path}: {warning}");
     }
-    Ok(Some(Checked { cert, key, server }))
+    Ok(Checked {
+        cert,
+        key,
+        server,
+        not_after: dates.map(|(_, until)| until),
+        cert_path: cert_path.to_string(),
+        key_path: key_path.to_string(),
+    })
 }
 
 /// The boot module for the bare machine: the site image, then the certificate and key

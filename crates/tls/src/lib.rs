@@ -30,4 +30,6 @@ pub mod host;
 pub mod testing;
 
 pub use rustls;
-pub use server::{Fatal, MinVersion, Options, Platform, Progress, SealError, TlsConn, TlsServer};
+pub use server::{
+    Fatal, MinVersion, Options, Platform, Progress, SealError, ServerSlot, TlsConn, TlsServer,
+};

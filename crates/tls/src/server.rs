@@ -20,6 +20,7 @@ use rustls::crypto::SecureRandom;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{NoServerSessionStorage, ServerConfig, UnbufferedServerConnection};
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::time_provider::TimeProvider;
 use rustls::unbuffered::{
     AppDataRecord, ConnectionState, EncodeError, EncryptError, InsufficientSizeError,
@@ -203,6 +204,54 @@ impl TlsServer {
     /// rustls's configuration (for a test or a benchmark's inspection).
     pub fn config(&self) -> &Arc<ServerConfig> {
         &self.config
+    }
+
+    /// The same configuration (protocol versions, ALPN, the ticket keys: a ticket issued
+    /// before still resumes) with another certificate chain and key, checked as
+    /// [`TlsServer::new`] checks them: a renewed certificate.
+    pub fn with_certificate(&self, chain_pem: &[u8], key_pem: &[u8]) -> Result<Self, ConfigError> {
+        let chain = parse_chain(chain_pem)?;
+        let key = parse_key(key_pem)?;
+        let certified = CertifiedKey::from_der(chain, key, self.config.crypto_provider())
+            .map_err(ConfigError::Rustls)?;
+        let mut config = (*self.config).clone();
+        config.cert_resolver = Arc::new(SingleCertAndKey::from(certified));
+        Ok(Self {
+            config: Arc::new(config),
+        })
+    }
+}
+
+/// The [`TlsServer`] new connections are accepted with, replaceable while the server runs
+/// (a renewed certificate): a connection keeps the configuration it was accepted with
+/// until it ends. A read lock is taken per accepted connection (one atomic add and
+/// subtract, never contended but by a replacement), not per record.
+#[derive(Debug)]
+pub struct ServerSlot {
+    current: spin::RwLock<TlsServer>,
+}
+
+impl ServerSlot {
+    /// A slot holding `server`.
+    pub fn new(server: TlsServer) -> Self {
+        Self {
+            current: spin::RwLock::new(server),
+        }
+    }
+
+    /// A new connection's driver, with the server now in the slot.
+    pub fn accept(&self) -> Result<TlsConn, rustls::Error> {
+        self.current.read().accept()
+    }
+
+    /// Connections accepted from now on use `server`.
+    pub fn replace(&self, server: TlsServer) {
+        *self.current.write() = server;
+    }
+
+    /// The server now in the slot.
+    pub fn current(&self) -> TlsServer {
+        self.current.read().clone()
     }
 }
 

@@ -599,3 +599,42 @@ fn endless_key_updates_end_the_connection() {
     );
     assert!(out.len() <= 32 * (5 + 5 + 1 + 16) + 64, "{}", out.len());
 }
+
+/// A renewed certificate ([`TlsServer::with_certificate`] into a [`ServerSlot`]): a
+/// connection accepted before the replacement finishes its handshake on the old
+/// certificate, one accepted after gets the new; a ticket issued before still resumes
+/// (the ticket keys are kept); a key that does not match is refused and the slot keeps
+/// what it had.
+#[test]
+fn a_renewed_certificate_serves_new_connections_only() {
+    let cert384: &[u8] = include_bytes!("../../testdata/cert384.pem");
+    let key384: &[u8] = include_bytes!("../../testdata/key384.pem");
+    let leaf = |pem: &[u8]| CertificateDer::from_pem_slice(pem).unwrap();
+    let slot = ServerSlot::new(server(&Options::default()));
+    let cfg = client_config(&rustls::version::TLS13, None, None);
+    let mut first = client(&cfg);
+    let mut first_conn = slot.accept().unwrap();
+    exchange(&mut first, &mut first_conn);
+    let mut before = client(&cfg);
+    let mut before_conn = slot.accept().unwrap();
+
+    let refused = slot.current().with_certificate(cert384, KEY).unwrap_err();
+    assert!(
+        alloc::format!("{refused}").contains("does not match"),
+        "{refused}"
+    );
+    slot.replace(slot.current().with_certificate(cert384, key384).unwrap());
+
+    exchange(&mut before, &mut before_conn);
+    assert_eq!(before.peer_certificates().unwrap()[0], leaf(CERT));
+    let fresh = client_config(&rustls::version::TLS13, None, None);
+    let mut after = client(&fresh);
+    let mut after_conn = slot.accept().unwrap();
+    exchange(&mut after, &mut after_conn);
+    assert_eq!(after.handshake_kind(), Some(HandshakeKind::Full));
+    assert_eq!(after.peer_certificates().unwrap()[0], leaf(cert384));
+    let mut again = client(&cfg);
+    let mut again_conn = slot.accept().unwrap();
+    exchange(&mut again, &mut again_conn);
+    assert_eq!(again.handshake_kind(), Some(HandshakeKind::Resumed));
+}

@@ -1,12 +1,13 @@
 //! The server's TLS sessions from `bareweb-tls` (rustls with bareweb's RustCrypto
-//! provider, over rustls's unbuffered API): [`Acceptor`] wraps its `TlsServer`, and its
-//! `TlsConn` is a [`TlsSession`]. Feature `tls` (the host's `serve`); the engine's tests
+//! provider, over rustls's unbuffered API): [`Acceptor`] wraps its `TlsServer`
+//! ([`Renewable`] its `ServerSlot`, whose certificate can be replaced while the server
+//! runs), and its `TlsConn` is a [`TlsSession`]. Feature `tls` (the host's `serve`); the engine's tests
 //! use it too.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use bareweb_tls::{TlsConn, TlsServer};
+use bareweb_tls::{ServerSlot, TlsConn, TlsServer};
 
 use super::{TlsAcceptor, TlsFailed, TlsProgress, TlsSession};
 
@@ -15,6 +16,18 @@ use super::{TlsAcceptor, TlsFailed, TlsProgress, TlsSession};
 pub struct Acceptor(pub TlsServer);
 
 impl TlsAcceptor for Acceptor {
+    fn accept(&self) -> Option<Box<dyn TlsSession>> {
+        let conn = self.0.accept().ok()?;
+        Some(Box::new(Session(conn)))
+    }
+}
+
+/// A `ServerSlot` as the server's acceptor: a renewed certificate put in the slot is used
+/// by the connections accepted after it (`serve`'s reload).
+#[derive(Debug)]
+pub struct Renewable(pub ServerSlot);
+
+impl TlsAcceptor for Renewable {
     fn accept(&self) -> Option<Box<dyn TlsSession>> {
         let conn = self.0.accept().ok()?;
         Some(Box::new(Session(conn)))
