@@ -75,10 +75,25 @@ pub fn baked_cmdline(bytes: &[u8]) -> Option<String> {
 
 /// Memory the VM needs, in bytes: firmware, low memory and the kernel; the site image;
 /// per core the TCBs (~10 KiB each with their buffers) and ~8 MiB of rings and stacks.
-pub fn memory_needed(image_len: u64, tcbs: usize, cores: u32) -> u64 {
-    let per_core = tcbs as u64 * 10 * 1024 + (8 << 20);
-    (24 << 20) + KERNEL.len() as u64 + image_len + u64::from(cores) * per_core
+/// With HTTPS, the kernel's floor below which no new session is made (16 MiB,
+/// docs/kernel.md "TLS on the bare machine") and room for [`TLS_SESSIONS_PER_CORE`]
+/// sessions on each core at [`TLS_SESSION_BYTES`] each.
+pub fn memory_needed(image_len: u64, tcbs: usize, cores: u32, tls: bool) -> u64 {
+    let mut per_core = tcbs as u64 * 10 * 1024 + (8 << 20);
+    let mut fixed = (24 << 20) + KERNEL.len() as u64 + image_len;
+    if tls {
+        fixed += 16 << 20;
+        per_core += TLS_SESSIONS_PER_CORE * TLS_SESSION_BYTES;
+    }
+    fixed + u64::from(cores) * per_core
 }
+
+/// HTTPS sessions each core is given room for in `run`'s estimate (more run when there is
+/// memory: this is the floor the estimate promises).
+pub const TLS_SESSIONS_PER_CORE: u64 = 64;
+/// One HTTPS session at most: up to 64 KiB of unacknowledged ciphertext, up to 64 KiB of
+/// received ciphertext and spilled plaintext, and rustls's own state and record buffers.
+pub const TLS_SESSION_BYTES: u64 = 192 << 10;
 
 /// Where the files QEMU boots live: removed on drop unless kept (`--dry-run`).
 struct Work {
@@ -275,13 +290,18 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     if let Some(c) = complaint {
         return Err(c);
     }
-    let need = memory_needed(image_len, settings.tcbs, a.smp);
+    let need = memory_needed(image_len, settings.tcbs, a.smp, settings.tls.cert);
     if need > a.mem.0 {
         return Err(format!(
-            "--mem {} is too small: the site image is {} KiB and {} TCBs on {} core(s) need about {} MiB in all; give --mem {}M or more",
+            "--mem {} is too small: the site image is {} KiB and {} TCBs{} on {} core(s) need about {} MiB in all; give --mem {}M or more",
             a.mem,
             image_len / 1024,
             settings.tcbs,
+            if settings.tls.cert {
+                format!(" with HTTPS (a 16 MiB reserve, {TLS_SESSIONS_PER_CORE} sessions a core)")
+            } else {
+                String::new()
+            },
             a.smp,
             need.div_ceil(1 << 20),
             need.div_ceil(1 << 20).next_power_of_two().max(64)
@@ -797,13 +817,18 @@ mod tests {
 
     #[test]
     fn memory_grows_with_the_site_the_tcbs_and_the_cores() {
-        let base = memory_needed(0, 1024, 1);
+        let base = memory_needed(0, 1024, 1, false);
         assert!(base < 64 << 20, "{base}");
-        assert!(memory_needed(20 << 20, 1024, 1) > 16 << 20);
-        assert!(memory_needed(0, 8192, 2) > memory_needed(0, 1024, 2));
+        assert!(memory_needed(20 << 20, 1024, 1, false) > 16 << 20);
+        assert!(memory_needed(0, 8192, 2, false) > memory_needed(0, 1024, 2, false));
         assert!(
-            memory_needed(0, 8192, 1) < 1 << 30,
+            memory_needed(0, 8192, 1, false) < 1 << 30,
             "the bench's 8192 TCBs fit 1G"
         );
+        // HTTPS: the 16 MiB reserve once, the sessions on every core; the default --mem
+        // (256M) still holds four cores with HTTPS.
+        let tls = memory_needed(0, 1024, 1, true) - base;
+        assert_eq!(tls, (16 << 20) + TLS_SESSIONS_PER_CORE * TLS_SESSION_BYTES);
+        assert!(memory_needed(1 << 20, 1024, 4, true) < 256 << 20);
     }
 }
