@@ -4,6 +4,7 @@ made by `bareweb serve`, and clients run inside the namespace.
 These tests need root (network namespaces, TAP). Outside CI they are skipped with a
 reason when not root; under CI=true they fail instead, so a CI without root is loud.
 """
+import datetime
 import os
 import pathlib
 import signal
@@ -100,3 +101,42 @@ def server():
     s = Server()
     yield s
     s.close()
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A CA, and a server certificate for SERVER_IP signed by it, for a P-256 and a P-384
+    key; plus keys the server must refuse."""
+    d = tmp_path_factory.mktemp("pki")
+    openssl("ecparam", "-genkey", "-name", "prime256v1", "-noout", "-out", "ca.key", cwd=d)
+    openssl("req", "-x509", "-new", "-key", "ca.key", "-sha256", "-days", "30",
+            "-subj", "/CN=bareweb test CA", "-out", "ca.pem", cwd=d)
+    (d / "san.cnf").write_text(f"subjectAltName=IP:{SERVER_IP},DNS:localhost\n")
+    for name, curve in [("p256", "prime256v1"), ("p384", "secp384r1")]:
+        openssl("ecparam", "-genkey", "-name", curve, "-noout", "-out", f"{name}.key", cwd=d)
+        openssl("req", "-new", "-key", f"{name}.key", "-subj", f"/CN={SERVER_IP}",
+                "-out", f"{name}.csr", cwd=d)
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+                "-CAcreateserial", "-days", "30", "-sha256", "-extfile", "san.cnf",
+                "-out", f"{name}.pem", cwd=d)
+    openssl("genrsa", "-out", "rsa.key", "2048", cwd=d)
+    openssl("req", "-x509", "-new", "-key", "rsa.key", "-sha256", "-days", "30",
+            "-subj", f"/CN={SERVER_IP}", "-out", "rsa.pem", cwd=d)
+    # A certificate for the P-256 key that expired long ago (openssl 3.0's req cannot
+    # date one in the past; Python's cryptography, on OpenSSL, can).
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.x509.oid import NameOID
+    key = serialization.load_pem_private_key((d / "p256.key").read_bytes(), None)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, SERVER_IP)])
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(7)
+            .not_valid_before(datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc))
+            .not_valid_after(datetime.datetime(2020, 1, 2, tzinfo=datetime.timezone.utc))
+            .sign(key, hashes.SHA256()))
+    (d / "expired.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return d
