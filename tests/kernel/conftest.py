@@ -5,6 +5,7 @@ checks, clean-up by PID) is tests/qemu_harness.py. The header of the test run sa
 QEMU accelerator is used and why.
 """
 import pathlib
+import subprocess
 import sys
 
 import pytest
@@ -35,6 +36,27 @@ def pytest_report_header(config):
     if BIN.exists():
         return f"bareweb kernel tests: QEMU accel {accel_line()}"
     return None
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A CA, and a P-256 server certificate for SERVER_IP signed by it."""
+    d = tmp_path_factory.mktemp("pki")
+    openssl("ecparam", "-genkey", "-name", "prime256v1", "-noout", "-out", "ca.key", cwd=d)
+    openssl("req", "-x509", "-new", "-key", "ca.key", "-sha256", "-days", "30",
+            "-subj", "/CN=bareweb test CA", "-out", "ca.pem", cwd=d)
+    (d / "san.cnf").write_text(f"subjectAltName=IP:{SERVER_IP},DNS:localhost\n")
+    openssl("ecparam", "-genkey", "-name", "prime256v1", "-noout", "-out", "p256.key", cwd=d)
+    openssl("req", "-new", "-key", "p256.key", "-subj", f"/CN={SERVER_IP}", "-out", "p256.csr",
+            cwd=d)
+    openssl("x509", "-req", "-in", "p256.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-days", "30", "-sha256", "-extfile", "san.cnf",
+            "-out", "p256.pem", cwd=d)
+    return d
 
 
 @pytest.fixture(scope="module", params=["virtio", "e1000", "e1000e", "igb", "vmxnet3"])
