@@ -353,6 +353,7 @@ impl<'b> Fields<'b> {
     }
 
     /// The request of `line` with these fields, `len` bytes long.
+    #[inline(always)]
     fn finish(self, line: Line<'b>, len: usize) -> Step<(Request<'b>, usize)> {
         let version = line.version;
         if version == Version::Http11 && self.host.is_none() {
