@@ -15,8 +15,16 @@ use std::process::{Command, Stdio};
 
 use crate::{in_ci, is_root, run};
 
-/// Debian packages the smoke bench needs: the servers it compares and a font for the plots.
-pub const APT_PACKAGES: &[&str] = &["nginx", "lighttpd", "h2o", "fonts-dejavu-core", "procps"];
+/// Debian packages the smoke bench needs: the servers it compares (lighttpd's TLS module
+/// for the HTTPS case) and a font for the plots.
+pub const APT_PACKAGES: &[&str] = &[
+    "nginx",
+    "lighttpd",
+    "lighttpd-mod-openssl",
+    "h2o",
+    "fonts-dejavu-core",
+    "procps",
+];
 
 pub fn bench_smoke() -> Result<(), String> {
     if !is_root() {

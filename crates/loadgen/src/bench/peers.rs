@@ -13,9 +13,9 @@
 //! HTTPS (a scenario with a `tls` series: [`StartCtx::tls`]): each serves the bench's
 //! ECDSA P-256 certificate on port 443 besides plain HTTP on 80, TLS 1.3 only, with its
 //! session resumption on as its documentation recommends: nginx a shared session cache
-//! (`ssl_session_cache shared:SSL:10m`) and tickets; lighttpd `mod_openssl`, whose
-//! resumption is tickets (keys of its own, rotated); h2o `ssl-session-resumption: mode:
-//! all` (its internal cache and tickets).
+//! (`ssl_session_cache shared:SSL:10m`) and tickets; lighttpd `mod_openssl` (Debian's
+//! lighttpd-mod-openssl), whose resumption is tickets (keys of its own, rotated); h2o
+//! `ssl-session-resumption: mode: all` (its internal cache and tickets).
 
 use serde::{Deserialize, Serialize};
 
@@ -374,28 +374,31 @@ impl ServerKind for H2o {
         let site = ctx.site.display().to_string();
         start_kernel_server(ctx, "h2o", label, &|ip| {
             let conf = dir.join("h2o.conf");
-            let tls = ctx.tls.map_or(String::new(), |p| {
-                format!(
-                    r#"  - host: {ip}
-    port: 443
-    ssl:
-      certificate-file: {}
-      key-file: {}
-      min-version: TLSv1.3
-ssl-session-resumption:
-  mode: all
-"#,
-                    p.cert.display(),
-                    p.key.display()
+            // h2o 2.2 takes one global `listen`; the HTTPS one is the host's own.
+            let (resumption, listen_tls) = ctx.tls.map_or((String::new(), String::new()), |p| {
+                (
+                    "ssl-session-resumption:\n  mode: all\n".to_string(),
+                    format!(
+                        "    listen:
+      host: {ip}
+      port: 443
+      ssl:
+        certificate-file: {}
+        key-file: {}
+        min-version: TLSv1.3
+",
+                        p.cert.display(),
+                        p.key.display()
+                    ),
                 )
             });
             write(
                 &conf,
                 &format!(
                     r#"listen:
-  - host: {ip}
-    port: 80
-{tls}user: root
+  host: {ip}
+  port: 80
+{resumption}user: root
 num-threads: {threads}
 max-connections: 16384
 pid-file: {d}/h2o.pid
@@ -404,7 +407,7 @@ file.send-compressed: OFF
 http1-request-timeout: 60
 hosts:
   "default":
-    paths:
+{listen_tls}    paths:
       "/":
         file.dir: {site}
 "#
