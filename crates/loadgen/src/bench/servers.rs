@@ -630,7 +630,7 @@ impl ServerKind for BarewebQemu {
         super::topo::no_qdisc(&c.name, &tap)?;
         let server_ip = format!("10.77.{}.2", ctx.net);
         let log = ctx.work.join("bareweb-qemu.log");
-        let cmd = vec![
+        let mut cmd = vec![
             ctx.exe.display().to_string(),
             "run".into(),
             ctx.site.display().to_string(),
@@ -648,7 +648,6 @@ impl ServerKind for BarewebQemu {
             "--serial-log".into(),
             ctx.work.join("bareweb-qemu.serial").display().to_string(),
         ];
-        let mut cmd = cmd;
         if let Some(t) = ctx.tls {
             cmd.extend(t.bareweb_args());
         }
