@@ -1,7 +1,8 @@
 //! `cargo xtask test` stage (alone: `cargo xtask bench-smoke`): `bareweb bench --smoke`
 //! end to end (namespaces, TAP, AF_XDP, bareweb, nginx, lighttpd, h2o), then checks that
 //! it produced the table with the ratio to nginx, the peer search's choice, at least one
-//! PNG, and that no server sent a wrong body, status or framing. It runs the bench as a
+//! PNG, the HTTPS rows (wrk, full handshakes), and that no server sent a wrong body,
+//! status or framing. It runs the bench as a
 //! new user would: the results folder made like `mktemp -d` (mode 0700 under
 //! /tmp, which nginx's worker could not read), and stdout a pipe closed before the bench
 //! writes its report (as `| head -3` or `| true` leave it): the bench must still succeed
@@ -14,8 +15,16 @@ use std::process::{Command, Stdio};
 
 use crate::{in_ci, is_root, run};
 
-/// Debian packages the smoke bench needs: the servers it compares and a font for the plots.
-pub const APT_PACKAGES: &[&str] = &["nginx", "lighttpd", "h2o", "fonts-dejavu-core", "procps"];
+/// Debian packages the smoke bench needs: the servers it compares (lighttpd's TLS module
+/// for the HTTPS case) and a font for the plots.
+pub const APT_PACKAGES: &[&str] = &[
+    "nginx",
+    "lighttpd",
+    "lighttpd-mod-openssl",
+    "h2o",
+    "fonts-dejavu-core",
+    "procps",
+];
 
 pub fn bench_smoke() -> Result<(), String> {
     if !is_root() {
@@ -146,6 +155,29 @@ fn check_results(out: &Path) -> Result<(), String> {
                 out.display()
             ));
         }
+    }
+    // The HTTPS case: wrk's rows for bareweb and nginx without errors, and every request
+    // a full handshake that wrk counted (none resumed).
+    for row in ["| bareweb+wrk |", "| nginx+wrk |"] {
+        let Some(l) = rows.iter().find(|l| l.contains(row)) else {
+            return Err(format!(
+                "bench smoke: no HTTPS row {} in {}/report.md",
+                row.trim_matches(|c| c == '|' || c == ' '),
+                out.display()
+            ));
+        };
+        if l.split('|').nth(13).map(str::trim) != Some("0") {
+            return Err(format!("bench smoke: HTTPS errors: {l}"));
+        }
+    }
+    let hs = report
+        .lines()
+        .find(|l| l.starts_with("wrk's TLS handshakes"))
+        .unwrap_or("");
+    if !hs.contains("bareweb+wrk 0 of ") || hs.contains("bareweb+wrk 0 of 0") {
+        return Err(format!(
+            "bench smoke: bareweb's HTTPS run was not all full handshakes: {hs:?}"
+        ));
     }
     let pngs = std::fs::read_dir(out)
         .map_err(|e| e.to_string())?

@@ -4,12 +4,14 @@
 //! own — `nginx` with `bareweb load`, `nginx+wrk` with wrk — whose ratios are against the
 //! baseline server under the same client.
 //!
-//! - `load`: `bareweb load` on kernel sockets, one epoll thread (every kind of point).
+//! - `load`: `bareweb load` on kernel sockets, one epoll thread (every plain HTTP point).
 //! - `wrk`: wrk 4 (`-t1 -cN`, closed loop: parallel points only; a connection per request
 //!   is `Connection: close`, which wrk answers by reconnecting). Its figures come from a
 //!   Lua `done` hook that prints them as JSON: requests, bytes (heads included), errors by
 //!   wrk's kinds, and its latency (request to whole response; wrk has no first-byte or
-//!   connect time, so both latency columns carry it).
+//!   connect time, so both latency columns carry it). The only client kind that speaks
+//!   TLS: on an HTTPS point it runs with [`super::tls`]'s shim preloaded, which counts its
+//!   handshakes (and resumed ones) and, for `tls = "full"`, makes each one full.
 //! - `bare-tap`, `bare-xdp`: the bare HTTP load client (`bareweb load --tap` / `--xdp`: the
 //!   engine's own TCP, one thread) on a port of its own bridged to the server's link
 //!   ([`super::bare`], which also says who pays for what); every kind of point. Its
@@ -93,6 +95,7 @@ pub fn of(clients: &[String]) -> Vec<String> {
 pub fn fits(client: &str, p: &Point) -> bool {
     match client {
         WRK => p.kind == Kind::Parallel,
+        _ if p.tls.is_on() => false,
         BARE_TAP | BARE_TAP_SPIN | BARE_XDP => super::bare::fits(p),
         _ => true,
     }
@@ -184,14 +187,29 @@ pub fn wrk_command(p: &Point, url: &str, timeout: f64, dir: &Path) -> Result<Vec
     Ok(a)
 }
 
-/// Runs wrk in namespace `ns`; its figures as a [`Report`].
-pub fn run_wrk(ns: &str, p: &Point, url: &str, timeout: f64, dir: &Path) -> Result<Report, String> {
+/// Runs wrk in namespace `ns`; its figures as a [`Report`], and on an HTTPS point its
+/// handshakes as the TLS shim counted them.
+pub fn run_wrk(
+    ns: &str,
+    p: &Point,
+    url: &str,
+    timeout: f64,
+    dir: &Path,
+) -> Result<(Report, Option<super::tls::Handshakes>), String> {
     let args = wrk_command(p, url, timeout, dir)?;
-    let out = Command::new("ip")
-        .args(["netns", "exec", ns])
-        .args(&args)
-        .output()
-        .map_err(|e| format!("cannot start wrk: {e}"))?;
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", ns]).args(&args);
+    if p.tls.is_on() {
+        cmd.env("LD_PRELOAD", super::tls::shim(dir)?).env(
+            "BAREWEB_WRK_FULL",
+            if p.tls == super::scenario::Tls::Full {
+                "1"
+            } else {
+                "0"
+            },
+        );
+    }
+    let out = cmd.output().map_err(|e| format!("cannot start wrk: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         return Err(format!(
@@ -200,7 +218,14 @@ pub fn run_wrk(ns: &str, p: &Point, url: &str, timeout: f64, dir: &Path) -> Resu
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    wrk_report(&text, p)
+    let hs = super::tls::handshakes(&String::from_utf8_lossy(&out.stderr));
+    if p.tls.is_on() && hs.is_none() {
+        return Err(format!(
+            "wrk against {url}: no handshake count from the TLS shim (LD_PRELOAD): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok((wrk_report(&text, p)?, hs))
 }
 
 /// Reads the `done` hook's line out of wrk's output.
@@ -232,7 +257,11 @@ pub fn wrk_report(stdout: &str, p: &Point) -> Result<Report, String> {
             } else {
                 "Connection: close"
             }
-        ),
+        ) + match p.tls {
+            super::scenario::Tls::Off => "",
+            super::scenario::Tls::On => ", HTTPS",
+            super::scenario::Tls::Full => ", HTTPS, session dropped before each connection",
+        },
         elapsed_secs: secs,
         fetches_started: w.requests,
         fetches: w.requests,
@@ -276,6 +305,7 @@ mod tests {
             fetches: 0,
             seconds: 3.0,
             think_scale: 0.0,
+            tls: super::super::scenario::Tls::Off,
         }
     }
 
@@ -317,6 +347,10 @@ mod tests {
         assert!(fits(BARE_TAP, &p) && !fits(WRK, &p));
         p.kind = Kind::Sessions;
         assert!(fits(BARE_TAP, &p) && fits(BARE_XDP, &p) && !fits(WRK, &p));
+        // HTTPS: wrk only (the other clients speak plain HTTP).
+        let mut t = point(true);
+        t.tls = super::super::scenario::Tls::On;
+        assert!(fits(WRK, &t) && !fits(LOAD, &t) && !fits(BARE_TAP, &t) && !fits(BARE_XDP, &t));
         // A bareweb without the bare client (or without its AF_XDP mode) is refused up front.
         let help = "  --tap <NAME>  ...";
         assert!(check(&[BARE_TAP.into()], help).is_ok());

@@ -175,6 +175,7 @@ mod tests {
             background_busy: Vec::new(),
             search: None,
             pinned: None,
+            ktls: None,
         };
         let pngs = [("cores.png".to_string(), "CPU".to_string())];
         let doc = logs.join("2026-11-27-spin.md");

@@ -9,6 +9,11 @@
 //! medians and ratios to nginx, the link's bandwidth bound) and PNG plots; with `--doc`
 //! the report also becomes a section of a Markdown file (a dated log in docs/perf/log/).
 //!
+//! HTTPS: a series with `tls` makes every server serve TLS 1.3 on port 443 too, with one
+//! ECDSA P-256 certificate made for the run, loaded by wrk ([`tls`]); the report says next
+//! to every ratio over TLS whether the kernel has kTLS (here it has not: the peers encrypt
+//! in user space, as bareweb does).
+//!
 //! The runner dimension (the OpenMP paper's runner study): a scenario's `runners` and
 //! `threads` start bareweb once per runner and thread count (`bareweb serve --runner R
 //! --threads N`), each one more server in the interleaving, the tables and the plots
@@ -26,6 +31,7 @@ pub mod scenario;
 pub mod search;
 pub mod servers;
 pub mod table;
+pub mod tls;
 pub mod topo;
 pub mod xdp;
 
@@ -77,6 +83,9 @@ pub struct Run {
     /// The server's own per-core time split, when it reports one (bareweb).
     #[serde(default)]
     pub server_split: Vec<servers::CoreSplit>,
+    /// An HTTPS run's TLS handshakes, all and resumed, as wrk's shim counted them.
+    #[serde(default)]
+    pub tls_handshakes: Option<tls::Handshakes>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -112,6 +121,10 @@ pub struct Results {
     /// The CPUs of a pinned scenario ([`pin`]): server CPU is then their busy time.
     #[serde(default)]
     pub pinned: Option<pin::Cpus>,
+    /// With HTTPS series: what the report writes next to every ratio over TLS
+    /// ([`tls::ktls_note`]: "no kTLS" on a kernel without it).
+    #[serde(default)]
+    pub ktls: Option<String>,
 }
 
 /// Writes the bench site: a copied directory, exact-size files, a Surge set.
@@ -253,9 +266,13 @@ pub(crate) fn run_with(
     let k0 = procfs::cores();
     let b0 = pin::not_busy();
     let t0 = Instant::now();
+    let mut tls_handshakes = None;
     let report = if client == clients::WRK {
-        let url = inst.url(&p.path);
-        clients::run_wrk(&inst.client_ns, p, &url, o.scenario.timeout, &o.out)
+        let url = inst.url_for(p);
+        clients::run_wrk(&inst.client_ns, p, &url, o.scenario.timeout, &o.out).map(|(r, h)| {
+            tls_handshakes = h;
+            r
+        })
     } else if bare::is_bare(client) {
         run_bare(o, inst, client, &args, &json)
     } else {
@@ -314,6 +331,7 @@ pub(crate) fn run_with(
             (Some(a), Some(b)) => servers::split_between(&a, &b),
             _ => Vec::new(),
         },
+        tls_handshakes,
     })
 }
 
@@ -392,6 +410,19 @@ pub fn bench(o: &Options) -> Result<Results, String> {
     };
     let points = s.points(&size_of);
     let prefix = format!("bwl{}", std::process::id() % 100_000);
+    let pki = if s.has_tls() {
+        eprintln!(
+            "bench {}: HTTPS series: an ECDSA P-256 certificate for every server; {}",
+            s.name,
+            tls::ktls_note()
+        );
+        let p = tls::Pki::make(&out.join("tls"))?;
+        // wrk's shim, built before any run.
+        tls::shim(&out)?;
+        Some(p)
+    } else {
+        None
+    };
     let cpus = pin::for_scenario(s)?;
     if let Some(c) = &cpus {
         pin::pin_self(c)?;
@@ -422,7 +453,16 @@ pub fn bench(o: &Options) -> Result<Results, String> {
                 .map(|(v, k)| (v.name.clone(), k.as_ref()))
                 .collect();
             Some(search::run(
-                o, spec, &named, &points, &site, &prefix, &probe,
+                o,
+                spec,
+                &named,
+                &points,
+                &search::Where {
+                    site: &site,
+                    prefix: &prefix,
+                    probe: &probe,
+                    pki: pki.as_ref(),
+                },
             )?)
         }
         None => None,
@@ -471,6 +511,7 @@ pub fn bench(o: &Options) -> Result<Results, String> {
                 probe: &probe,
                 runner: variants[i].runner.clone(),
                 tuning: t.clone(),
+                tls: pki.as_ref(),
             };
             eprintln!(
                 "bench {}: starting {}{}",
@@ -623,10 +664,12 @@ pub fn bench(o: &Options) -> Result<Results, String> {
         background_busy,
         search,
         pinned: cpus,
+        ktls: pki.as_ref().map(|_| tls::ktls_note().to_string()),
         notes: s
             .notes
             .iter()
             .cloned()
+            .chain(pki.as_ref().map(|_| tls_note()))
             .chain((!s.servers.iter().any(|n| n == "bareweb-qemu") && s.runners.is_empty()).then(|| {
                 "bareweb under QEMU (the bare-machine kernel, `bareweb run`) is not in this scenario; add \
                  \"bareweb-qemu\" to its servers to include it."
@@ -636,6 +679,21 @@ pub fn bench(o: &Options) -> Result<Results, String> {
     };
     write_outputs(&results, &out, o.doc.as_deref())?;
     Ok(results)
+}
+
+/// The report's note on an HTTPS run: what every server was given, and kTLS.
+fn tls_note() -> String {
+    format!(
+        "HTTPS series: every server serves the same self-signed ECDSA P-256 certificate on port 443, TLS 1.3 only, \
+         with its session resumption on: bareweb `--tls-min 1.3` (rustls, its own RustCrypto provider, session tickets); \
+         nginx `ssl_session_cache shared:SSL:10m`, `ssl_session_tickets on`; lighttpd mod_openssl (tickets); h2o \
+         `ssl-session-resumption: mode: all` (cache and tickets); the peers and wrk on {}. wrk keeps its TLS session \
+         from one connection to the next (OpenSSL's SSL_clear after a clean shutdown), so a connection per fetch \
+         resumes where the server gave a ticket; `tls = \"full\"` series make it forget the session (bench::tls). \
+         {}: nginx, lighttpd and h2o encrypt in user space, as bareweb does.",
+        servers::version(&["openssl", "version"]),
+        tls::ktls_note()
+    )
 }
 
 /// A server under test: its instance, or one per configuration a search chose for it.

@@ -6,7 +6,16 @@
 //! The knobs are the ones that move a static-file result on Linux: nginx's `sendfile`,
 //! `tcp_nopush` (TCP_CORK, only with sendfile), `open_file_cache` and workers; lighttpd's
 //! network backend (sendfile or writev), its stat cache and workers; h2o's threads (it has
-//! no sendfile switch: it reads files into its buffers).
+//! no sendfile switch: it reads files into its buffers). A search of HTTPS series alone
+//! leaves out sendfile, tcp_nopush and lighttpd's backend: without kTLS each server
+//! encrypts in user space and none of them sends a file's pages with sendfile.
+//!
+//! HTTPS (a scenario with a `tls` series: [`StartCtx::tls`]): each serves the bench's
+//! ECDSA P-256 certificate on port 443 besides plain HTTP on 80, TLS 1.3 only, with its
+//! session resumption on as its documentation recommends: nginx a shared session cache
+//! (`ssl_session_cache shared:SSL:10m`) and tickets; lighttpd `mod_openssl` (Debian's
+//! lighttpd-mod-openssl), whose resumption is tickets (keys of its own, rotated); h2o
+//! `ssl-session-resumption: mode: all` (its internal cache and tickets).
 
 use serde::{Deserialize, Serialize};
 
@@ -100,9 +109,15 @@ impl ServerKind for Nginx {
             t.label("worker")
         )
     }
-    fn tunings(&self, workers: &[u32]) -> Vec<Tuning> {
+    fn tunings(&self, workers: &[u32], tls: bool) -> Vec<Tuning> {
         let mut out = Vec::new();
         for &w in workers {
+            if tls {
+                for cache in [true, false] {
+                    out.push(Tuning::new(w, &[("open_file_cache", cache)]));
+                }
+                continue;
+            }
             // tcp_nopush acts only with sendfile.
             for (sendfile, nopush) in [(true, true), (true, false), (false, false)] {
                 for cache in [true, false] {
@@ -147,8 +162,26 @@ impl ServerKind for Nginx {
         } else {
             ""
         };
+        let tls = ctx.tls.map_or(String::new(), |p| {
+            format!(
+                "ssl_certificate {};
+    ssl_certificate_key {};
+    ssl_protocols TLSv1.3;
+    ssl_session_cache shared:SSL:10m;
+    ssl_session_timeout 1h;
+    ssl_session_tickets on;
+    ",
+                p.cert.display(),
+                p.key.display()
+            )
+        });
         start_kernel_server(ctx, name, self.describe_tuned(&t), &|ip| {
             let conf = dir.join("nginx.conf");
+            let listen_tls = if ctx.tls.is_some() {
+                format!("listen {ip}:443 ssl backlog=8192; ")
+            } else {
+                String::new()
+            };
             write(
                 &conf,
                 &format!(
@@ -172,7 +205,7 @@ http {{
     fastcgi_temp_path {d};
     uwsgi_temp_path {d};
     scgi_temp_path {d};
-    server {{ listen {ip}:80 backlog=8192; root {site}; }}
+    {tls}server {{ listen {ip}:80 backlog=8192; {listen_tls}root {site}; }}
 }}
 "
                 ),
@@ -215,9 +248,15 @@ impl ServerKind for Lighttpd {
             .to_string();
         format!("{v} ({}, no access log; veth)", t.label("process"))
     }
-    fn tunings(&self, workers: &[u32]) -> Vec<Tuning> {
+    fn tunings(&self, workers: &[u32], tls: bool) -> Vec<Tuning> {
         let mut out = Vec::new();
         for &w in workers {
+            if tls {
+                for cache in [true, false] {
+                    out.push(Tuning::new(w, &[("stat_cache", cache)]));
+                }
+                continue;
+            }
             for sendfile in [true, false] {
                 for cache in [true, false] {
                     out.push(Tuning::new(
@@ -258,6 +297,20 @@ impl ServerKind for Lighttpd {
         };
         start_kernel_server(ctx, "lighttpd", self.describe_tuned(&t), &|ip| {
             let conf = dir.join("lighttpd.conf");
+            let tls = ctx.tls.map_or(String::new(), |p| {
+                format!(
+                    r#"server.modules = ("mod_openssl")
+$SERVER["socket"] == "{ip}:443" {{
+    ssl.engine = "enable"
+    ssl.pemfile = "{}"
+    ssl.privkey = "{}"
+    ssl.openssl.ssl-conf-cmd = ("MinProtocol" => "TLSv1.3")
+}}
+"#,
+                    p.cert.display(),
+                    p.key.display()
+                )
+            });
             write(
                 &conf,
                 &format!(
@@ -275,7 +328,7 @@ server.listen-backlog = 8192
 server.stat-cache-engine = "{cache}"
 index-file.names = ("index.html")
 mimetype.assign = (".html" => "text/html", ".css" => "text/css", ".png" => "image/png", ".svg" => "image/svg+xml", ".txt" => "text/plain", "" => "application/octet-stream")
-{workers}"#
+{workers}{tls}"#
                 ),
             )?;
             Ok(vec![
@@ -306,7 +359,7 @@ impl ServerKind for H2o {
             t.label("thread")
         )
     }
-    fn tunings(&self, workers: &[u32]) -> Vec<Tuning> {
+    fn tunings(&self, workers: &[u32], _tls: bool) -> Vec<Tuning> {
         workers.iter().map(|&w| Tuning::new(w, &[])).collect()
     }
     fn check(&self) -> Result<(), String> {
@@ -321,13 +374,31 @@ impl ServerKind for H2o {
         let site = ctx.site.display().to_string();
         start_kernel_server(ctx, "h2o", label, &|ip| {
             let conf = dir.join("h2o.conf");
+            // h2o 2.2 takes one global `listen`; the HTTPS one is the host's own.
+            let (resumption, listen_tls) = ctx.tls.map_or((String::new(), String::new()), |p| {
+                (
+                    "ssl-session-resumption:\n  mode: all\n".to_string(),
+                    format!(
+                        "    listen:
+      host: {ip}
+      port: 443
+      ssl:
+        certificate-file: {}
+        key-file: {}
+        min-version: TLSv1.3
+",
+                        p.cert.display(),
+                        p.key.display()
+                    ),
+                )
+            });
             write(
                 &conf,
                 &format!(
                     r#"listen:
   host: {ip}
   port: 80
-user: root
+{resumption}user: root
 num-threads: {threads}
 max-connections: 16384
 pid-file: {d}/h2o.pid
@@ -336,7 +407,7 @@ file.send-compressed: OFF
 http1-request-timeout: 60
 hosts:
   "default":
-    paths:
+{listen_tls}    paths:
       "/":
         file.dir: {site}
 "#
@@ -353,7 +424,7 @@ mod tests {
 
     #[test]
     fn every_knob_combination_that_means_something_is_tried_once() {
-        let n = Nginx { nopush: true }.tunings(&[1, 2]);
+        let n = Nginx { nopush: true }.tunings(&[1, 2], false);
         assert_eq!(n.len(), 12);
         let mut labels: Vec<String> = n.iter().map(|t| t.label("worker")).collect();
         labels.sort();
@@ -363,8 +434,17 @@ mod tests {
         assert!(n
             .iter()
             .all(|t| t.get("sendfile", true) || !t.get("tcp_nopush", true)));
-        assert_eq!(Lighttpd.tunings(&[1]).len(), 4);
-        assert_eq!(H2o.tunings(&[1, 2]).len(), 2);
+        assert_eq!(Lighttpd.tunings(&[1], false).len(), 4);
+        assert_eq!(H2o.tunings(&[1, 2], false).len(), 2);
+        // HTTPS alone: no sendfile knobs (user-space TLS sends no file pages), workers and
+        // the caches still searched.
+        let t = Nginx { nopush: true }.tunings(&[1, 2], true);
+        assert_eq!(t.len(), 4);
+        assert!(t
+            .iter()
+            .all(|x| x.knobs.len() == 1 && x.knobs[0].0 == "open_file_cache"));
+        assert_eq!(Lighttpd.tunings(&[1, 2], true).len(), 4);
+        assert_eq!(H2o.tunings(&[1, 2], true).len(), 2);
         assert_eq!(
             n[1].label("worker"),
             "sendfile on, tcp_nopush on, open_file_cache off, 1 worker"

@@ -233,6 +233,7 @@ mod tests {
             seconds: 1.0,
             fetches: 1,
             think_scale: 0.1,
+            tls: Default::default(),
         }
     }
 
@@ -274,6 +275,7 @@ mod tests {
             notes: Vec::new(),
             background_busy: Vec::new(),
             pinned: None,
+            ktls: None,
             search: None,
         };
         let mut a = BTreeMap::new();

@@ -40,6 +40,12 @@
 //! keepalive = false
 //! clients = ["bare-tap"]               # optional: this series' client kinds (default: the
 //!                                      #   scenario's `clients`, bench::clients)
+//! tls = "on"                           # optional: HTTPS (TLS 1.3, an ECDSA P-256 certificate
+//!                                      #   the bench makes; every server then also listens
+//!                                      #   on 443): "on" (wrk keeps its TLS session between
+//!                                      #   connections, so a connection per fetch resumes)
+//!                                      #   or "full" (every connection a full handshake);
+//!                                      #   only wrk speaks TLS (bench::clients)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -52,6 +58,28 @@ pub enum Kind {
     Rate,
     Parallel,
     Sessions,
+}
+
+/// Whether a series is HTTPS, and how its client treats TLS sessions between connections.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tls {
+    /// Plain HTTP.
+    #[default]
+    Off,
+    /// HTTPS; the client keeps its TLS session from one connection to the next (wrk does:
+    /// OpenSSL's `SSL_clear` after a clean shutdown keeps it), so each new connection of a
+    /// connection-per-fetch series is a resumed handshake when the server gave a ticket.
+    On,
+    /// HTTPS; the client forgets its session before each connection: every connection is a
+    /// full handshake (certificate, signature, key exchange).
+    Full,
+}
+
+impl Tls {
+    pub fn is_on(self) -> bool {
+        self != Tls::Off
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -77,6 +105,9 @@ pub struct Series {
     /// This series' client kinds (default: the scenario's).
     #[serde(default)]
     pub clients: Vec<String>,
+    /// HTTPS ([`Tls`]).
+    #[serde(default)]
+    pub tls: Tls,
 }
 
 fn default_fetches() -> u64 {
@@ -232,14 +263,19 @@ pub struct Point {
     pub seconds: f64,
     pub fetches: u64,
     pub think_scale: f64,
+    /// HTTPS, and whether the client resumes ([`Tls`]); plain HTTP in older results.
+    #[serde(default)]
+    pub tls: Tls,
 }
 
 impl Point {
     pub fn label(&self) -> String {
-        let conn = if self.keepalive {
-            "keep-alive"
-        } else {
-            "conn/fetch"
+        let conn = match (self.keepalive, self.tls) {
+            (true, Tls::Off) => "keep-alive",
+            (false, Tls::Off) => "conn/fetch",
+            (true, _) => "keep-alive, HTTPS",
+            (false, Tls::On) => "conn/fetch, HTTPS resumed",
+            (false, Tls::Full) => "conn/fetch, HTTPS full handshake",
         };
         match self.kind {
             Kind::Rate => format!("{} {} @ {}/s, {conn}", self.series, self.path, self.level),
@@ -321,7 +357,7 @@ impl Scenario {
                 if !self.servers.contains(s) {
                     return Err(format!("search.servers: {s:?} is not in servers"));
                 }
-                if super::servers::kind(s)?.tunings(&[1]).is_empty() {
+                if super::servers::kind(s)?.tunings(&[1], false).is_empty() {
                     return Err(format!("search.servers: {s:?} has no knobs to search"));
                 }
             }
@@ -364,8 +400,37 @@ impl Scenario {
             if se.seconds.is_some_and(|s| !(s > 0.0 && s <= 600.0)) {
                 return Err(format!("series {}: seconds must be in (0, 600]", se.name));
             }
+            if se.tls.is_on() {
+                if se.kind != Kind::Parallel {
+                    return Err(format!(
+                        "series {}: tls needs kind = \"parallel\" (wrk, the client that speaks TLS, runs closed loops only)",
+                        se.name
+                    ));
+                }
+                if let Some(c) = self
+                    .clients_for(&se.name)
+                    .into_iter()
+                    .find(|c| c != super::clients::WRK)
+                {
+                    return Err(format!(
+                        "series {}: client kind {c:?} does not speak TLS; give this series clients = [\"wrk\"]",
+                        se.name
+                    ));
+                }
+            }
+            if se.tls == Tls::Full && se.keepalive {
+                return Err(format!(
+                    "series {}: tls = \"full\" is about new connections; with keepalive use tls = \"on\"",
+                    se.name
+                ));
+            }
         }
         Ok(())
+    }
+
+    /// Whether some series is HTTPS: every server then also serves TLS on port 443.
+    pub fn has_tls(&self) -> bool {
+        self.series.iter().any(|x| x.tls.is_on())
     }
 
     /// Every point, in order; `size_of` gives the size of a URL path in the bench site.
@@ -388,6 +453,7 @@ impl Scenario {
                         seconds: se.seconds.unwrap_or(self.seconds),
                         fetches: se.fetches,
                         think_scale: se.think_scale,
+                        tls: se.tls,
                     });
                 }
             }
@@ -547,6 +613,49 @@ mod tests {
                 .clients_for("a"),
             ["load"]
         );
+    }
+
+    #[test]
+    fn https_series_are_wrk_closed_loops() {
+        let base = Path::new(".");
+        let ok = "name='x'\nservers=['bareweb','nginx']\n\
+                  [[series]]\nname='plain'\nkind='parallel'\nvalues=[4]\npath='/a'\n\
+                  [[series]]\nname='full'\nkind='parallel'\nvalues=[4]\npath='/a'\ntls='full'\nclients=['wrk']\n";
+        let s = Scenario::parse(ok, base).unwrap();
+        assert!(s.has_tls());
+        let pts = s.points(&|_| 4096);
+        assert_eq!(
+            (pts[0].tls, pts[1].tls),
+            (Tls::Off, Tls::Full),
+            "a series' tls reaches its points"
+        );
+        assert!(
+            pts[1].label().contains("full handshake"),
+            "{}",
+            pts[1].label()
+        );
+        assert!(!Scenario::parse(&ok.replace("tls='full'\n", ""), base)
+            .unwrap()
+            .has_tls());
+        for bad in [
+            // Only wrk speaks TLS.
+            ok.replace("clients=['wrk']", "clients=['load']"),
+            ok.replace("clients=['wrk']\n", ""),
+            // wrk runs closed loops only.
+            ok.replace(
+                "kind='parallel'\nvalues=[4]\npath='/a'\ntls",
+                "kind='rate'\nvalues=[4]\npath='/a'\ntls",
+            ),
+            // A full handshake per connection needs new connections.
+            ok.replace("tls='full'", "tls='full'\nkeepalive=true"),
+            ok.replace("tls='full'", "tls='yes'"),
+        ] {
+            assert!(Scenario::parse(&bad, base).is_err(), "{bad}");
+        }
+        // An older results.json (no tls on its points) reads as plain HTTP.
+        let old = r#"{"series":"s","kind":"parallel","level":4.0,"path":"/a","size":1,"keepalive":true,"seconds":1.0,"fetches":1,"think_scale":0.1}"#;
+        let p: Point = serde_json::from_str(old).unwrap();
+        assert_eq!(p.tls, Tls::Off);
     }
 
     #[test]

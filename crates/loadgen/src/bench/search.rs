@@ -174,16 +174,30 @@ pub fn workers(spec: &SearchSpec, cores: u32) -> Vec<u32> {
     w
 }
 
+/// What the trial servers start with: the bench site, the namespaces' name prefix, the
+/// path that answers 200 once a server is up, and the certificate of HTTPS series.
+#[derive(Clone, Copy)]
+pub struct Where<'a> {
+    pub site: &'a Path,
+    pub prefix: &'a str,
+    pub probe: &'a str,
+    pub pki: Option<&'a super::tls::Pki>,
+}
+
 /// Runs the search for the scenario's searchable servers over `points`.
 pub fn run(
     o: &Options,
     spec: &SearchSpec,
     kinds: &[(String, &dyn ServerKind)],
     points: &[Point],
-    site: &Path,
-    prefix: &str,
-    probe: &str,
+    at: &Where,
 ) -> Result<Search, String> {
+    let Where {
+        site,
+        prefix,
+        probe,
+        pki,
+    } = *at;
     let s = &o.scenario;
     let cpus = super::pin::for_scenario(s)?;
     let t0 = std::time::Instant::now();
@@ -202,15 +216,18 @@ pub fn run(
         })
         .collect();
     let workers = workers(spec, s.cores);
+    // Only HTTPS series searched: the knobs TLS in user space makes moot are left out.
+    let tls = !trial.is_empty() && trial.iter().all(|(_, i)| points[*i].tls.is_on());
     let chosen_kinds: Vec<&(String, &dyn ServerKind)> = kinds
         .iter()
         .filter(|(n, k)| {
-            (spec.servers.is_empty() || spec.servers.contains(n)) && !k.tunings(&[1]).is_empty()
+            (spec.servers.is_empty() || spec.servers.contains(n))
+                && !k.tunings(&[1], tls).is_empty()
         })
         .collect();
     let configs: usize = chosen_kinds
         .iter()
-        .map(|(_, k)| k.tunings(&workers).len())
+        .map(|(_, k)| k.tunings(&workers, tls).len())
         .sum();
     eprintln!(
         "bench {}: searching {configs} peer configurations × {} trial points × {} s (about {:.0} s of load)",
@@ -219,7 +236,12 @@ pub fn run(
         spec.seconds,
         configs as f64 * trial.len() as f64 * spec.seconds
     );
-    let client = spec.client.as_deref().unwrap_or(super::clients::LOAD);
+    // HTTPS trials are wrk's (the one client kind that speaks TLS).
+    let client = spec.client.as_deref().unwrap_or(if tls {
+        super::clients::WRK
+    } else {
+        super::clients::LOAD
+    });
     let mut out = Search {
         seconds: spec.seconds,
         client: client.to_string(),
@@ -233,7 +255,7 @@ pub fn run(
     std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
     let mut n = 0usize;
     for (name, kind) in chosen_kinds {
-        let tunings = kind.tunings(&workers);
+        let tunings = kind.tunings(&workers, tls);
         let mut searched = Searched {
             server: name.clone(),
             labels: tunings.iter().map(|t| kind.describe_tuned(t)).collect(),
@@ -254,6 +276,7 @@ pub fn run(
                 probe,
                 runner: None,
                 tuning: Some(t.clone()),
+                tls: pki,
             };
             n += 1;
             let mut inst = match super::pin::start(*kind, &ctx, cpus.as_ref()) {
@@ -274,7 +297,13 @@ pub fn run(
             for (_, pi) in &trial {
                 let mut p = points[*pi].clone();
                 p.seconds = spec.seconds;
-                let r = run_with(o, &p, *pi, &mut inst, site, 0, client)?;
+                // A mixed search's HTTPS trial points: wrk.
+                let c = if super::clients::fits(client, &p) {
+                    client
+                } else {
+                    super::clients::WRK
+                };
+                let r = run_with(o, &p, *pi, &mut inst, site, 0, c)?;
                 let tr = Trial {
                     server: name.clone(),
                     tuning: ti,
@@ -433,6 +462,7 @@ mod tests {
             seconds: 1.0,
             fetches: 1,
             think_scale: 0.1,
+            tls: Default::default(),
         }
     }
 

@@ -50,6 +50,8 @@ pub struct StartCtx<'a> {
     /// A peer's configuration (nginx, lighttpd, h2o): one a search tries, or the one it
     /// chose; `None` is the kind's fixed default.
     pub tuning: Option<Tuning>,
+    /// HTTPS on port 443 besides plain HTTP on 80, with this certificate ([`super::tls`]).
+    pub tls: Option<&'a super::tls::Pki>,
 }
 
 pub trait ServerKind {
@@ -62,9 +64,10 @@ pub trait ServerKind {
         self.describe(t.workers)
     }
     /// The configurations a search tries, given the worker counts to try (empty: the
-    /// kind has no knobs to search).
-    fn tunings(&self, workers: &[u32]) -> Vec<Tuning> {
-        let _ = workers;
+    /// kind has no knobs to search); `tls`: every searched series is HTTPS, so knobs
+    /// that TLS in user space makes moot (sendfile) are left out.
+    fn tunings(&self, workers: &[u32], tls: bool) -> Vec<Tuning> {
+        let _ = (workers, tls);
         Vec::new()
     }
     /// Whether the server can run here (binary installed).
@@ -157,6 +160,15 @@ impl Instance {
 
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.server_ip)
+    }
+
+    /// The URL of point `p`: `https://` (port 443) for an HTTPS point.
+    pub fn url_for(&self, p: &super::scenario::Point) -> String {
+        if p.tls.is_on() {
+            format!("https://{}{}", self.server_ip, p.path)
+        } else {
+            self.url(&p.path)
+        }
     }
 
     /// Whether the server is still running.
@@ -338,6 +350,8 @@ pub(super) fn wait_ready(inst: &mut Instance, url: &str, secs: u64) -> Result<()
                 "%{http_code}",
                 "--max-time",
                 "1",
+                // HTTPS: the bench's own self-signed certificate.
+                "-k",
                 url,
             ])
             .output();
@@ -424,7 +438,17 @@ pub(super) fn start_kernel_server(
     };
     let url = inst.url(ctx.probe);
     wait_ready(&mut inst, &url, 15)?;
+    wait_https(&mut inst, ctx)?;
     Ok(inst)
+}
+
+/// With HTTPS on, waits until the server answers 200 over TLS too.
+pub(super) fn wait_https(inst: &mut Instance, ctx: &StartCtx) -> Result<(), String> {
+    if ctx.tls.is_none() {
+        return Ok(());
+    }
+    let url = format!("https://{}{}", inst.server_ip, ctx.probe);
+    wait_ready(inst, &url, 15)
 }
 
 pub(super) fn write(path: &Path, text: &str) -> Result<(), String> {
@@ -522,6 +546,9 @@ impl ServerKind for Bareweb {
         if !self.tso {
             cmd.push("--no-offload".into());
         }
+        if let Some(t) = ctx.tls {
+            cmd.extend(t.bareweb_args());
+        }
         let child = spawn_in(&c.name, &cmd, &log)?;
         let mut inst = Instance {
             kind: self.name(),
@@ -542,6 +569,7 @@ impl ServerKind for Bareweb {
         };
         let url = inst.url(ctx.probe);
         wait_ready(&mut inst, &url, 15)?;
+        wait_https(&mut inst, ctx)?;
         // The TAP bareweb made (up once it answers): no qdisc, as a veth (topo::no_qdisc).
         super::topo::no_qdisc(&inst.client_ns, &inst.link)?;
         Ok(inst)
@@ -602,7 +630,7 @@ impl ServerKind for BarewebQemu {
         super::topo::no_qdisc(&c.name, &tap)?;
         let server_ip = format!("10.77.{}.2", ctx.net);
         let log = ctx.work.join("bareweb-qemu.log");
-        let cmd = vec![
+        let mut cmd = vec![
             ctx.exe.display().to_string(),
             "run".into(),
             ctx.site.display().to_string(),
@@ -620,6 +648,9 @@ impl ServerKind for BarewebQemu {
             "--serial-log".into(),
             ctx.work.join("bareweb-qemu.serial").display().to_string(),
         ];
+        if let Some(t) = ctx.tls {
+            cmd.extend(t.bareweb_args());
+        }
         let child = spawn_in(&c.name, &cmd, &log)?;
         let mut inst = Instance {
             kind: "bareweb-qemu",
@@ -640,6 +671,7 @@ impl ServerKind for BarewebQemu {
         };
         let url = inst.url(ctx.probe);
         wait_ready(&mut inst, &url, 90)?;
+        wait_https(&mut inst, ctx)?;
         // Say which accelerator `bareweb run` chose (its first line: "... accel tcg, because ...").
         let said = std::fs::read_to_string(&inst.log).unwrap_or_default();
         if let Some(i) = said.find("accel ") {

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::scenario::{Kind, Point};
+use super::scenario::{Kind, Point, Tls};
 use super::Results;
 
 pub fn per_fetch_us(secs: f64, fetches: u64) -> f64 {
@@ -193,6 +193,30 @@ fn fmt_ratio(v: f64, base: f64) -> String {
     }
 }
 
+/// Each server row's TLS handshakes on `points`, summed over rounds, in the order rows appear.
+pub fn handshakes(r: &Results, points: &[usize]) -> Vec<(String, super::tls::Handshakes)> {
+    let mut out: Vec<(String, super::tls::Handshakes)> = Vec::new();
+    for sv in &r.servers {
+        let mut sum = super::tls::Handshakes::default();
+        let mut any = false;
+        for run in r
+            .runs
+            .iter()
+            .filter(|x| x.server == sv.name && points.contains(&x.point))
+        {
+            if let Some(h) = run.tls_handshakes {
+                sum.all += h.all;
+                sum.resumed += h.resumed;
+                any = true;
+            }
+        }
+        if any {
+            out.push((sv.name.clone(), sum));
+        }
+    }
+    out
+}
+
 /// The Markdown report; `img` prefixes PNG paths.
 pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
     let agg = aggregate(r);
@@ -294,15 +318,33 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
         } else {
             "connection per fetch".into()
         };
+        // Over TLS every ratio says, next to it, whether the kernel had kTLS.
+        let (https, vs) = match first.tls {
+            Tls::Off => (String::new(), format!("vs {base}")),
+            t => {
+                let k = r.ktls.as_deref().unwrap_or("kTLS unknown");
+                (
+                    format!(
+                        ", HTTPS (TLS 1.3, ECDSA P-256; {}; {k})",
+                        match (first.keepalive, t) {
+                            (true, _) => "one handshake per connection",
+                            (false, Tls::Full) => "a full handshake per fetch",
+                            _ => "a resumed handshake per fetch where the server resumes",
+                        }
+                    ),
+                    format!("vs {base} ({k})"),
+                )
+            }
+        };
         let _ = writeln!(
             s,
-            "#### Series `{se}` — {} mode, {conn}, {} s per run\n",
+            "#### Series `{se}` — {} mode, {conn}{https}, {} s per run\n",
             kind_name(first.kind),
             first.seconds
         );
         let _ = writeln!(
             s,
-            "| file | {what} | server | fetches/s | vs {base} | first response p50 / p99 ms | connect ms | response ms | server CPU µs/fetch | vs {base} | client CPU, µs/fetch | cores busy | errors | flags |"
+            "| file | {what} | server | fetches/s | {vs} | first response p50 / p99 ms | connect ms | response ms | server CPU µs/fetch | {vs} | client CPU, µs/fetch | cores busy | errors | flags |"
         );
         let _ = writeln!(
             s,
@@ -352,6 +394,19 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
             }
         }
         let _ = writeln!(s);
+        if first.tls.is_on() {
+            let hs = handshakes(r, &pts.iter().map(|(i, _)| *i).collect::<Vec<_>>());
+            if !hs.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "wrk's TLS handshakes, resumed of all (summed over rounds; counted in wrk by bench::tls's shim): {}.\n",
+                    hs.iter()
+                        .map(|(n, h)| format!("{n} {} of {}", h.resumed, h.all))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                );
+            }
+        }
         let mut split_rows: Vec<String> = Vec::new();
         for (pi, p) in &pts {
             for sv in &r.servers {
@@ -541,9 +596,17 @@ fn summary(s: &mut String, r: &Results, agg: &BTreeMap<(usize, String), Agg>, ba
          series: the server sets the pace); in rate series the offer sets it, so only their CPU counts. Geometric \
          means, with the range.\n"
     );
+    // Over TLS a ratio says, next to it, whether the kernel had kTLS.
+    let k = match r.points.iter().any(|p| p.tls.is_on()) {
+        true => format!(
+            " ({} on HTTPS points)",
+            r.ktls.as_deref().unwrap_or("kTLS unknown")
+        ),
+        false => String::new(),
+    };
     let _ = writeln!(
         s,
-        "| server | fetches/s vs {base} | server CPU per fetch vs {base} | flagged client-bound | below offered rate | with errors |\n|---|---|---|---|---|---|"
+        "| server | fetches/s vs {base}{k} | server CPU per fetch vs {base}{k} | flagged client-bound | below offered rate | with errors |\n|---|---|---|---|---|---|"
     );
     for sv in &r.servers {
         let (mut tput, mut cpu) = (Vec::new(), Vec::new());
@@ -636,6 +699,7 @@ mod tests {
             seconds: 2.0,
             fetches: 1,
             think_scale: 0.0,
+            tls: Default::default(),
         };
         // (row, fetches in 2 s, server CPU s, client CPU s)
         let rows = [
@@ -678,11 +742,13 @@ mod tests {
                     wall_secs: 2.0,
                     core_busy: vec![1.0, 1.0],
                     server_split: Vec::new(),
+                    tls_handshakes: None,
                 })
                 .collect(),
             notes: Vec::new(),
             background_busy: Vec::new(),
             pinned: None,
+            ktls: None,
             search: None,
         };
         let md = report(&r, &[], "");
@@ -739,5 +805,36 @@ mod tests {
             .unwrap();
         assert!(b.contains("| 25000 | 5.00× |"), "{b}");
         assert!(md.contains("vs nginx"), "{md}");
+
+        // HTTPS: the series says so, every ratio column names kTLS's absence, and wrk's
+        // handshakes (resumed of all) are summed per row.
+        r.pinned = None;
+        r.ktls = Some("no kTLS".into());
+        r.points[0].tls = Tls::Full;
+        r.points[0].keepalive = false;
+        for x in &mut r.runs {
+            x.tls_handshakes = Some(crate::bench::tls::Handshakes {
+                all: x.report.fetches,
+                resumed: 0,
+            });
+        }
+        let md = report(&r, &[], "");
+        assert!(
+            md.contains("HTTPS (TLS 1.3, ECDSA P-256; a full handshake per fetch; no kTLS)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| fetches/s | vs nginx (no kTLS) |")
+                && md.contains("| server CPU µs/fetch | vs nginx (no kTLS) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("nginx+bare-tap 0 of 10000; bareweb+bare-tap 0 of 50000"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| fetches/s vs nginx (no kTLS on HTTPS points) |"),
+            "{md}"
+        );
     }
 }

@@ -93,6 +93,9 @@ impl ServerKind for BarewebXdp {
         if ctx.cores > 1 {
             cmd.extend(["--cores".into(), q.clone()]);
         }
+        if let Some(t) = ctx.tls {
+            cmd.extend(t.bareweb_args());
+        }
         let child = spawn_in(&s.name, &cmd, &log)?;
         let mut inst = Instance {
             kind: "bareweb-xdp",
@@ -116,6 +119,7 @@ impl ServerKind for BarewebXdp {
         };
         let url = inst.url(ctx.probe);
         wait_ready(&mut inst, &url, 15)?;
+        super::servers::wait_https(&mut inst, ctx)?;
         Ok(inst)
     }
 }
