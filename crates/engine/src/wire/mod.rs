@@ -17,6 +17,7 @@ pub mod checksum;
 pub mod ethernet;
 pub mod icmp;
 pub mod ipv4;
+pub mod ipv6;
 pub mod proxy;
 pub mod tcp;
 pub mod udp;
@@ -27,6 +28,9 @@ pub use ethernet::{Address as EthernetAddress, EtherType, Frame as EthernetFrame
 pub use icmp::{Packet as IcmpPacket, Repr as IcmpRepr};
 pub use ipv4::{
     Address as Ipv4Address, Packet as Ipv4Packet, Protocol as IpProtocol, Repr as Ipv4Repr,
+};
+pub use ipv6::{
+    Address as Ipv6Address, NextHeader as Ipv6NextHeader, Packet as Ipv6Packet, Repr as Ipv6Repr,
 };
 pub use proxy::{Parsed as ProxyParsed, Repr as ProxyRepr};
 pub use tcp::{
