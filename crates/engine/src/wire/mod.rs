@@ -16,6 +16,7 @@ pub mod arp;
 pub mod checksum;
 pub mod ethernet;
 pub mod icmp;
+pub mod icmpv6;
 pub mod ipv4;
 pub mod ipv6;
 pub mod proxy;
@@ -26,6 +27,7 @@ pub mod vnet;
 pub use arp::{Operation as ArpOperation, Packet as ArpPacket, Repr as ArpRepr};
 pub use ethernet::{Address as EthernetAddress, EtherType, Frame as EthernetFrame};
 pub use icmp::{Packet as IcmpPacket, Repr as IcmpRepr};
+pub use icmpv6::{NdiscOption, NdiscOptions, Packet as Icmpv6Packet, Repr as Icmpv6Repr};
 pub use ipv4::{
     Address as Ipv4Address, Packet as Ipv4Packet, Protocol as IpProtocol, Repr as Ipv4Repr,
 };
