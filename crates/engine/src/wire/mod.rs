@@ -10,7 +10,9 @@
 //!
 //! Tests: each module has small byte fixtures in the shape Linux sends them; bytes really
 //! captured on a `bareweb serve` TAP (ARP, ping, curl, wget, Python, UDP, IPv6 noise) are
-//! in `testdata/session.pcap`, which `capture_tests.rs` runs through every view here.
+//! in `testdata/session.pcap`, and Linux's IPv6 neighbour discovery, MLD and ping between
+//! two network namespaces in `testdata/ipv6.pcap`; `capture_tests.rs` runs both through
+//! every view here.
 
 pub mod arp;
 pub mod checksum;
