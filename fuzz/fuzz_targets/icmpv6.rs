@@ -65,7 +65,14 @@ fuzz_target!(|input: &[u8]| {
         p.target_addr(),
         p.redirect_dst_addr(),
         p.mld_num_records(),
+        p.mld_max_resp_code(),
+        p.mld_group(),
+        p.mld_suppress(),
+        p.mld_qrv(),
+        p.mld_qqic(),
+        p.mld_num_sources(),
         p.options(),
+        icmpv6::mld_max_resp_delay_ms(p.mld_max_resp_code()),
     ));
     let Ok(p) = Icmpv6Packet::new_checked(data) else {
         return;

@@ -36,6 +36,7 @@ fuzz_target!(|data: &[u8]| {
         a.is_link_local(),
         a.is_solicited_node_multicast(),
         a.solicited_node(),
+        a.multicast_ethernet(),
         a.multicast_scope(),
         a.in_subnet(p.src_addr(), p.hop_limit()),
     ));

@@ -60,9 +60,11 @@ fn parse_ipv6_frame(i: usize, frame: &'static [u8]) -> Icmpv6Repr<'static> {
     assert_eq!(&out[..], body, "frame {i}: emit gives the captured bytes");
     // The frame goes to the Ethernet group of its IPv6 group (RFC 2464 §7).
     if repr.dst_addr.is_multicast() {
-        let mut mac = [0x33, 0x33, 0, 0, 0, 0];
-        mac[2..].copy_from_slice(&repr.dst_addr.0[12..]);
-        assert_eq!(eth.dst_addr(), EthernetAddress(mac), "frame {i}");
+        assert_eq!(
+            eth.dst_addr(),
+            repr.dst_addr.multicast_ethernet(),
+            "frame {i}"
+        );
     }
     r
 }

@@ -40,7 +40,17 @@ mod field {
     pub const REDIRECT_DEST: Range<usize> = 24..40;
     /// Number of address records of an MLDv2 report.
     pub const MLD_RECORDS: Range<usize> = 6..8;
+    /// MLD query: maximum response code, multicast address, then (MLDv2) S/QRV, QQIC
+    /// and the number of sources.
+    pub const MLD_MAX_RESP: Range<usize> = 4..6;
+    pub const MLD_GROUP: Range<usize> = 8..24;
+    pub const MLD_S_QRV: usize = 24;
+    pub const MLD_QQIC: usize = 25;
+    pub const MLD_NUM_SOURCES: Range<usize> = 26..28;
 }
+
+/// Length of an MLDv2 query without sources; a 24-byte query is MLDv1's (RFC 3810 §8.1).
+pub const MLDV2_QUERY_LEN: usize = 28;
 
 /// Length of the ICMPv6 header (type, code, checksum and the 4-byte rest-of-header).
 pub const HEADER_LEN: usize = 8;
@@ -332,6 +342,36 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// The number of address records of an MLDv2 report.
     pub fn mld_num_records(&self) -> u16 {
         self.u16_at(field::MLD_RECORDS)
+    }
+
+    /// The Maximum Response Code of an MLD query.
+    pub fn mld_max_resp_code(&self) -> u16 {
+        self.u16_at(field::MLD_MAX_RESP)
+    }
+
+    /// The multicast address of an MLD query (`::` for a general query).
+    pub fn mld_group(&self) -> Address {
+        Address(self.bytes(field::MLD_GROUP.start))
+    }
+
+    /// The S flag (suppress router-side processing) of an MLDv2 query.
+    pub fn mld_suppress(&self) -> bool {
+        self.u8_at(field::MLD_S_QRV) & 0x08 != 0
+    }
+
+    /// The querier's robustness variable of an MLDv2 query.
+    pub fn mld_qrv(&self) -> u8 {
+        self.u8_at(field::MLD_S_QRV) & 0x07
+    }
+
+    /// The querier's query interval code of an MLDv2 query.
+    pub fn mld_qqic(&self) -> u8 {
+        self.u8_at(field::MLD_QQIC)
+    }
+
+    /// The number of sources of an MLDv2 query.
+    pub fn mld_num_sources(&self) -> u16 {
+        self.u16_at(field::MLD_NUM_SOURCES)
     }
 
     /// The Neighbor Discovery options (after the fixed part of the type), unchecked.
@@ -776,6 +816,18 @@ pub const fn mld_report_len(groups: usize) -> usize {
     HEADER_LEN + groups * MLD_RECORD_LEN
 }
 
+/// The maximum response delay in milliseconds an MLDv2 query's Maximum Response Code
+/// stands for (RFC 3810 §5.1.3: linear below 32768, a floating-point form above).
+pub fn mld_max_resp_delay_ms(code: u16) -> u32 {
+    if code < 0x8000 {
+        u32::from(code)
+    } else {
+        let mant = u32::from(code & 0x0fff);
+        let exp = u32::from((code >> 12) & 0x7);
+        (mant | 0x1000) << (exp + 3)
+    }
+}
+
 /// Writes an MLDv2 report with one record of `record_type` and no sources per group, and
 /// fills the checksum: what a host sends to ff02::16 from its link-local address (or
 /// `::` during DAD), hop limit 1, behind [`super::ipv6::emit_router_alert`].
@@ -802,6 +854,19 @@ pub fn emit_mld_report<T: AsRef<[u8]> + AsMut<[u8]>>(
         packet.put(at + 4, &g.0);
     }
     packet.fill_checksum(src, dst);
+}
+
+/// The fields an MLDv2 query adds to MLDv1's (RFC 3810 §5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MldQueryV2<'a> {
+    /// S: suppress router-side processing.
+    pub suppress: bool,
+    /// Querier's robustness variable (0-7).
+    pub qrv: u8,
+    /// Querier's query interval code.
+    pub qqic: u8,
+    /// The sources, 16 octets each.
+    pub sources: &'a [u8],
 }
 
 /// An ICMPv6 message, as far as a host cares.
@@ -908,12 +973,22 @@ pub enum Repr<'a> {
         /// Target link-layer address, redirected header.
         options: NdiscOptions<'a>,
     },
+    /// 130, from a link-local source (RFC 3810 §5.1.14).
+    MldQuery {
+        /// Maximum response code ([`mld_max_resp_delay_ms`] decodes it).
+        max_resp_code: u16,
+        /// The group asked about, `::` for a general query.
+        group: Address,
+        /// MLDv2's fields; `None` for a 24-byte MLDv1 query.
+        v2: Option<MldQueryV2<'a>>,
+    },
     /// 143
     MldReport {
         /// The address records.
         records: MldRecords<'a>,
     },
-    /// Any other type (MLD queries included), or a known type with a code we do not know.
+    /// Any other type (MLDv1 reports and done included), or a known type with a code we
+    /// do not know.
     /// Emitted as its type's fixed part, zeroed.
     Other {
         /// Type.
@@ -1044,6 +1119,30 @@ impl<'a> Repr<'a> {
                     options: NdiscOptions::parse(rest)?,
                 }
             }
+            (Message::MldQuery, 0) => {
+                malformed_if(!src.is_link_local())?;
+                let group = packet.mld_group();
+                malformed_if(!group.is_unspecified() && !group.is_multicast())?;
+                let v2 = if buf.len() == 24 {
+                    None
+                } else {
+                    let n = 16 * usize::from(packet.mld_num_sources());
+                    let sources = buf
+                        .get(MLDV2_QUERY_LEN..MLDV2_QUERY_LEN + n)
+                        .ok_or(Error::Truncated)?;
+                    Some(MldQueryV2 {
+                        suppress: packet.mld_suppress(),
+                        qrv: packet.mld_qrv(),
+                        qqic: packet.mld_qqic(),
+                        sources,
+                    })
+                };
+                Repr::MldQuery {
+                    max_resp_code: packet.mld_max_resp_code(),
+                    group,
+                    v2,
+                }
+            }
             (Message::MldReport, 0) => Repr::MldReport {
                 records: MldRecords::parse(rest, packet.mld_num_records())?,
             },
@@ -1072,6 +1171,8 @@ impl<'a> Repr<'a> {
             Repr::NeighborAdvert { target_lladdr, .. } => 24 + lladdr(target_lladdr),
             Repr::Redirect { options, .. } => 40 + options.as_bytes().len(),
             Repr::MldReport { records } => HEADER_LEN + records.bytes.len(),
+            Repr::MldQuery { v2: None, .. } => 24,
+            Repr::MldQuery { v2: Some(v2), .. } => MLDV2_QUERY_LEN + v2.sources.len(),
             Repr::Other { msg_type, .. } => msg_type.min_len(),
         }
     }
@@ -1102,6 +1203,7 @@ impl<'a> Repr<'a> {
             Repr::NeighborAdvert { .. } => (Message::NeighborAdvert, 0),
             Repr::Redirect { .. } => (Message::Redirect, 0),
             Repr::MldReport { .. } => (Message::MldReport, 0),
+            Repr::MldQuery { .. } => (Message::MldQuery, 0),
             Repr::Other { msg_type, code } => (msg_type, code),
         };
         packet.set_msg_type(msg_type);
@@ -1209,6 +1311,21 @@ impl<'a> Repr<'a> {
             Repr::MldReport { records } => {
                 packet.put(field::MLD_RECORDS.start, &records.count.to_be_bytes());
                 packet.put(HEADER_LEN, records.bytes);
+            }
+            Repr::MldQuery {
+                max_resp_code,
+                group,
+                v2,
+            } => {
+                packet.put(field::MLD_MAX_RESP.start, &max_resp_code.to_be_bytes());
+                packet.put(field::MLD_GROUP.start, &group.0);
+                if let Some(v2) = v2 {
+                    let n = u16::try_from(v2.sources.len() / 16).expect("at most 65535 sources");
+                    let s_qrv = (u8::from(v2.suppress) << 3) | (v2.qrv & 7);
+                    packet.put(field::MLD_S_QRV, &[s_qrv, v2.qqic]);
+                    packet.put(field::MLD_NUM_SOURCES.start, &n.to_be_bytes());
+                    packet.put(MLDV2_QUERY_LEN, v2.sources);
+                }
             }
             Repr::Other { .. } => {}
         }

@@ -145,6 +145,13 @@ impl Address {
         u128::from_be_bytes(self.0) & mask == u128::from_be_bytes(net.0) & mask
     }
 
+    /// The Ethernet group a packet to this multicast address goes to (RFC 2464 §7):
+    /// `33:33` and the low 32 bits. Meaningless for a unicast address.
+    pub fn multicast_ethernet(&self) -> super::ethernet::Address {
+        let b = self.0;
+        super::ethernet::Address([0x33, 0x33, b[12], b[13], b[14], b[15]])
+    }
+
     /// Whether this is an IPv4-mapped address, `::ffff:0:0/96` (shown as `::ffff:a.b.c.d`).
     pub fn is_ipv4_mapped(&self) -> bool {
         self.0[..10] == [0; 10] && self.0[10..12] == [0xff, 0xff]

@@ -456,3 +456,80 @@ fn mld_records_bounded() {
     let r = MldRecords::parse(&rec, 1).unwrap();
     assert_eq!(r.iter().next().unwrap().group, Address::ALL_NODES);
 }
+
+#[test]
+fn mld_queries() {
+    let router = Address::new(0xfe80, 0, 0, 0, 0, 0, 0, 1);
+    let src = Address::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x99).0;
+    let cases = [
+        // A general MLDv2 query, 10 s, QRV 2, QQIC 125 (what Linux's querier sends).
+        Repr::MldQuery {
+            max_resp_code: 10000,
+            group: Address::UNSPECIFIED,
+            v2: Some(MldQueryV2 {
+                suppress: false,
+                qrv: 2,
+                qqic: 125,
+                sources: &[],
+            }),
+        },
+        // Group-and-source specific.
+        Repr::MldQuery {
+            max_resp_code: 1000,
+            group: A.solicited_node(),
+            v2: Some(MldQueryV2 {
+                suppress: true,
+                qrv: 7,
+                qqic: 0,
+                sources: &src,
+            }),
+        },
+        // MLDv1.
+        Repr::MldQuery {
+            max_resp_code: 1000,
+            group: Address::UNSPECIFIED,
+            v2: None,
+        },
+    ];
+    for r in cases {
+        let mut out = vec![0xa5u8; r.buffer_len()];
+        r.emit(
+            &mut Packet::new_unchecked(&mut out[..]),
+            router,
+            Address::ALL_NODES,
+        );
+        let p = Packet::new_checked(&out[..]).unwrap();
+        assert_eq!(Repr::parse(&p, router, Address::ALL_NODES, 1), Ok(r));
+        // Only from a link-local source.
+        let g = Address::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+        Packet::new_unchecked(&mut out[..]).fill_checksum(g, Address::ALL_NODES);
+        let p = Packet::new_checked(&out[..]).unwrap();
+        assert_eq!(
+            Repr::parse(&p, g, Address::ALL_NODES, 1),
+            Err(Error::Malformed)
+        );
+    }
+    // RFC 3810 §8.1: 25-27 octets is neither version; sources past the end.
+    let mut q = [0u8; 28];
+    q[0] = 130;
+    for len in [25, 26, 27] {
+        Packet::new_unchecked(&mut q[..len]).fill_checksum(router, Address::ALL_NODES);
+        let p = Packet::new_checked(&q[..len]).unwrap();
+        assert_eq!(
+            Repr::parse(&p, router, Address::ALL_NODES, 1),
+            Err(Error::Truncated)
+        );
+    }
+    q[27] = 1;
+    Packet::new_unchecked(&mut q[..]).fill_checksum(router, Address::ALL_NODES);
+    let p = Packet::new_checked(&q[..]).unwrap();
+    assert_eq!(
+        Repr::parse(&p, router, Address::ALL_NODES, 1),
+        Err(Error::Truncated)
+    );
+    // RFC 3810 §5.1.3's codes.
+    assert_eq!(mld_max_resp_delay_ms(10000), 10000);
+    assert_eq!(mld_max_resp_delay_ms(0x7fff), 0x7fff);
+    assert_eq!(mld_max_resp_delay_ms(0x8000), 32768);
+    assert_eq!(mld_max_resp_delay_ms(0xffff), 0x1fff << 10);
+}

@@ -284,6 +284,7 @@ fn address_kinds() {
     assert_eq!(sn, Address::new(0xff02, 0, 0, 0, 0, 1, 0xff00, 0x060a));
     assert!(sn.is_solicited_node_multicast());
     assert!(!A.is_solicited_node_multicast());
+    assert_eq!(sn.multicast_ethernet().0, [0x33, 0x33, 0xff, 0, 6, 0x0a]);
     let g = Address::new(0x2001, 0xdb8, 0, 0, 0x1234, 0x5678, 0x9abc, 0xdef0);
     assert_eq!(
         g.solicited_node(),
