@@ -410,3 +410,23 @@ fn parse_round_trips_and_matches_std() {
         assert_eq!(ours, std, "{c:?}");
     }
 }
+
+#[test]
+fn next_header_round_trip() {
+    for v in 0..=255u8 {
+        assert_eq!(u8::from(NextHeader::from(v)), v);
+    }
+}
+
+#[test]
+fn router_alert_only_counts_in_hop_by_hop() {
+    // In destination options a Router Alert (type 5, skip-type) is skipped, not reported.
+    let ext = [17, 0, 5, 2, 0, 0, 1, 0];
+    let up = walk(60, &ext).unwrap();
+    assert!(!up.router_alert);
+    let up = walk(0, &ext).unwrap();
+    assert!(up.router_alert);
+    // A Router Alert of the wrong length is an unknown skip-type option.
+    let ext = [17, 0, 5, 1, 0, 1, 1, 0];
+    assert!(!walk(0, &ext).unwrap().router_alert);
+}
