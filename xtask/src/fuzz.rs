@@ -17,6 +17,8 @@ pub const TARGETS: &[&str] = &[
     "arp",
     "ipv4",
     "icmp",
+    "ipv6",
+    "icmpv6",
     "tcp",
     "udp",
     // The virtio-net header of a TAP with receive offloads (the bare client).

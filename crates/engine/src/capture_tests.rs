@@ -3,7 +3,8 @@
 //! it from Linux 6.1 (Debian 12): `ping -c 2 -s 48`, `curl 7.88.1` (GET /, GET /style.css
 //! with gzip), `wget 1.21.3` (GET /docs/), Python 3.11 `http.client` (GET and HEAD on one
 //! keep-alive connection) and a UDP DNS query to port 53. The kernel's own IPv6 router
-//! solicitations are in it too.
+//! solicitations and MLDv2 reports are in it too; `testdata/ipv6.pcap` holds Linux's
+//! neighbour discovery, MLD and ping between two network namespaces.
 //!
 //! Every frame, from both sides, must parse through the wire views with its checksums
 //! verified (for the server's frames that checks the block-sum checksums of the send
@@ -23,7 +24,50 @@ use crate::wire::{
     UdpRepr,
 };
 
+use crate::wire::{icmpv6, ipv6, Icmpv6Packet, Icmpv6Repr, Ipv6Packet, Ipv6Repr};
+
 static PCAP: &[u8] = include_bytes!("../testdata/session.pcap");
+
+/// Recorded with `tcpdump -i veth -w ipv6.pcap` in one of two network namespaces joined by
+/// a veth pair (Linux 6.1): the kernel's DAD (with RFC 7527 nonces), MLDv2 reports and
+/// router solicitations as both ends came up, then `ping -6 -c 2 -s 48` to the peer's
+/// link-local address and to 2001:db8::b (NS/NA first), and one to an absent 2001:db8::c.
+static PCAP_V6: &[u8] = include_bytes!("../testdata/ipv6.pcap");
+
+/// Parses an IPv6 frame through every view: fixed header, extension-header walk, the
+/// ICMPv6 message with its checksum and Neighbor Discovery checks, and an emit of the
+/// same message that must give back the captured bytes.
+fn parse_ipv6_frame(i: usize, frame: &'static [u8]) -> Icmpv6Repr<'static> {
+    let eth = EthernetFrame::new_checked(frame).unwrap();
+    let ip = Ipv6Packet::new_checked(eth.payload()).unwrap_or_else(|e| panic!("frame {i}: {e:?}"));
+    let repr = Ipv6Repr::parse(&ip).unwrap();
+    let up = ip.walk().unwrap_or_else(|e| panic!("frame {i}: {e:?}"));
+    assert_eq!(up.protocol, ipv6::NextHeader::Icmpv6, "frame {i}");
+    // MLD goes behind a hop-by-hop Router Alert with hop limit 1 (RFC 3810 §5).
+    assert_eq!(up.router_alert, repr.hop_limit == 1, "frame {i}");
+    let body = &frame[14 + up.offset..14 + up.offset + up.len];
+    assert_eq!(body, ip.upper_payload(&up));
+    let p = Icmpv6Packet::new_checked(body).unwrap();
+    assert!(p.verify_checksum(repr.src_addr, repr.dst_addr), "frame {i}");
+    let r = Icmpv6Repr::parse(&p, repr.src_addr, repr.dst_addr, repr.hop_limit)
+        .unwrap_or_else(|e| panic!("frame {i}: {e:?}"));
+    let mut out = std::vec![0u8; r.buffer_len()];
+    r.emit(
+        &mut Icmpv6Packet::new_unchecked(&mut out[..]),
+        repr.src_addr,
+        repr.dst_addr,
+    );
+    assert_eq!(&out[..], body, "frame {i}: emit gives the captured bytes");
+    // The frame goes to the Ethernet group of its IPv6 group (RFC 2464 §7).
+    if repr.dst_addr.is_multicast() {
+        assert_eq!(
+            eth.dst_addr(),
+            repr.dst_addr.multicast_ethernet(),
+            "frame {i}"
+        );
+    }
+    r
+}
 
 const SERVER_MAC: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 2]);
 const SERVER: Ipv4Address = Ipv4Address::new(10, 0, 0, 2);
@@ -59,6 +103,69 @@ struct Seen {
     tcp_from_server: usize,
     udp: usize,
     ipv6: usize,
+}
+
+#[test]
+fn every_captured_ipv6_frame_parses() {
+    let frames = frames(PCAP_V6);
+    assert_eq!(frames.len(), 30);
+    let (mut dad, mut mld, mut rs, mut ns, mut na, mut echo) = (0, 0, 0, 0, 0, 0);
+    for (i, f) in frames.iter().enumerate() {
+        let eth = EthernetFrame::new_checked(*f).unwrap();
+        assert_eq!(eth.ethertype(), EtherType::Ipv6, "frame {i}");
+        let ip = Ipv6Packet::new_checked(eth.payload()).unwrap();
+        let (src, dst) = (ip.src_addr(), ip.dst_addr());
+        match parse_ipv6_frame(i, f) {
+            Icmpv6Repr::NeighborSolicit { target, nonce, .. } if src.is_unspecified() => {
+                // DAD: to the target's solicited-node group, with a nonce.
+                assert_eq!(dst, target.solicited_node());
+                assert!(nonce.is_some());
+                dad += 1;
+            }
+            Icmpv6Repr::NeighborSolicit {
+                target,
+                source_lladdr,
+                ..
+            } => {
+                assert_eq!(dst, target.solicited_node());
+                assert_eq!(source_lladdr, Some(eth.src_addr()));
+                ns += 1;
+            }
+            Icmpv6Repr::NeighborAdvert {
+                solicited,
+                target,
+                target_lladdr,
+                ..
+            } => {
+                assert!(solicited);
+                assert_eq!(target, src);
+                assert_eq!(target_lladdr, Some(eth.src_addr()));
+                na += 1;
+            }
+            Icmpv6Repr::MldReport { records } => {
+                assert_eq!(dst, ipv6::Address::ALL_MLDV2_ROUTERS);
+                // Each host joins the solicited-node groups of its two addresses.
+                for r in records.iter() {
+                    assert_eq!(r.record_type, icmpv6::RecordType::ChangeToExclude);
+                    assert!(r.group.is_solicited_node_multicast());
+                }
+                assert_eq!(records.len(), 2);
+                mld += 1;
+            }
+            Icmpv6Repr::RouterSolicit { source_lladdr } => {
+                assert_eq!(dst, ipv6::Address::ALL_ROUTERS);
+                assert!(src.is_link_local());
+                assert_eq!(source_lladdr, Some(eth.src_addr()));
+                rs += 1;
+            }
+            Icmpv6Repr::EchoRequest { data, .. } | Icmpv6Repr::EchoReply { data, .. } => {
+                assert_eq!(data.len(), 48);
+                echo += 1;
+            }
+            other => panic!("frame {i}: {other:?}"),
+        }
+    }
+    assert_eq!((dad, mld, rs, ns, na, echo), (4, 8, 4, 4, 2, 8));
 }
 
 #[test]
@@ -139,7 +246,17 @@ fn every_captured_frame_parses_with_valid_checksums() {
                     other => panic!("frame {i}: protocol {other:?}"),
                 }
             }
-            EtherType::Ipv6 => seen.ipv6 += 1,
+            EtherType::Ipv6 => {
+                // The Linux client's own MLDv2 reports and router solicitation.
+                match parse_ipv6_frame(i, f) {
+                    Icmpv6Repr::MldReport { records } => assert_eq!(records.len(), 1),
+                    Icmpv6Repr::RouterSolicit { source_lladdr } => {
+                        assert_eq!(source_lladdr, Some(eth.src_addr()))
+                    }
+                    other => panic!("frame {i}: {other:?}"),
+                }
+                seen.ipv6 += 1;
+            }
             other => panic!("frame {i}: ethertype {other:?}"),
         }
     }

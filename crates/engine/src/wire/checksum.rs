@@ -89,6 +89,19 @@ pub fn pseudo_header_v4(src: [u8; 4], dst: [u8; 4], protocol: u8, length: u16) -
         + u64::from(length)
 }
 
+/// The sum of the upper-layer pseudo-header for IPv6 (RFC 8200 §8.1), for TCP, UDP and
+/// ICMPv6 alike: source, destination, the 32-bit upper-layer length, three zero octets
+/// and the next header (the upper layer's, not the first extension header's).
+#[inline]
+pub fn pseudo_header_v6(src: &[u8; 16], dst: &[u8; 16], next_header: u8, length: u32) -> u64 {
+    let word = |b: &[u8; 16], i: usize| u64::from(u16::from_be_bytes([b[2 * i], b[2 * i + 1]]));
+    let mut acc = u64::from(length >> 16) + u64::from(length & 0xffff) + u64::from(next_header);
+    for i in 0..8 {
+        acc += word(src, i) + word(dst, i);
+    }
+    acc
+}
+
 /// RFC 1624 eqn. 3: the new checksum field after a 16-bit word changed from `old` to `new`.
 #[inline]
 pub fn update(check: u16, old: u16, new: u16) -> u16 {
@@ -212,6 +225,28 @@ mod tests {
             bytes[9] = proto;
             bytes[10..].copy_from_slice(&len.to_be_bytes());
             assert_eq!(fold(pseudo_header_v4(src, dst, proto, len)), sum(&bytes));
+        }
+    }
+
+    #[test]
+    fn pseudo_header_v6_matches_the_summed_bytes() {
+        let mut a = [0u8; 16];
+        a[0] = 0xfe;
+        a[1] = 0x80;
+        a[15] = 0x0a;
+        let b = [0xffu8; 16];
+        for (src, dst, nh, len) in [
+            (a, b, 58u8, 32u32),
+            (b, b, 6, 0x0001_0004),
+            ([0; 16], a, 17, 65_535),
+        ] {
+            // RFC 8200 §8.1's layout: src, dst, length (32), 3 zeros, next header.
+            let mut bytes = [0u8; 40];
+            bytes[..16].copy_from_slice(&src);
+            bytes[16..32].copy_from_slice(&dst);
+            bytes[32..36].copy_from_slice(&len.to_be_bytes());
+            bytes[39] = nh;
+            assert_eq!(fold(pseudo_header_v6(&src, &dst, nh, len)), sum(&bytes));
         }
     }
 

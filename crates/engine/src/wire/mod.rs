@@ -10,13 +10,17 @@
 //!
 //! Tests: each module has small byte fixtures in the shape Linux sends them; bytes really
 //! captured on a `bareweb serve` TAP (ARP, ping, curl, wget, Python, UDP, IPv6 noise) are
-//! in `testdata/session.pcap`, which `capture_tests.rs` runs through every view here.
+//! in `testdata/session.pcap`, and Linux's IPv6 neighbour discovery, MLD and ping between
+//! two network namespaces in `testdata/ipv6.pcap`; `capture_tests.rs` runs both through
+//! every view here.
 
 pub mod arp;
 pub mod checksum;
 pub mod ethernet;
 pub mod icmp;
+pub mod icmpv6;
 pub mod ipv4;
+pub mod ipv6;
 pub mod proxy;
 pub mod tcp;
 pub mod udp;
@@ -25,8 +29,12 @@ pub mod vnet;
 pub use arp::{Operation as ArpOperation, Packet as ArpPacket, Repr as ArpRepr};
 pub use ethernet::{Address as EthernetAddress, EtherType, Frame as EthernetFrame};
 pub use icmp::{Packet as IcmpPacket, Repr as IcmpRepr};
+pub use icmpv6::{NdiscOption, NdiscOptions, Packet as Icmpv6Packet, Repr as Icmpv6Repr};
 pub use ipv4::{
     Address as Ipv4Address, Packet as Ipv4Packet, Protocol as IpProtocol, Repr as Ipv4Repr,
+};
+pub use ipv6::{
+    Address as Ipv6Address, NextHeader as Ipv6NextHeader, Packet as Ipv6Packet, Repr as Ipv6Repr,
 };
 pub use proxy::{Parsed as ProxyParsed, Repr as ProxyRepr};
 pub use tcp::{
