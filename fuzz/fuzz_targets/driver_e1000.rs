@@ -17,5 +17,5 @@ fuzz_target!(|data: &[u8]| {
     let mut dev = lying::e1000::device([2, 0, 0, 0, 0, 2]);
     // A thread plays the reset; a NoReset (it had not run yet) is tried again.
     let nic = dev.bring_up(|m| E1000::<FakeHal>::bring_up(Regs::new(m).unwrap()));
-    lying::e1000::play(&mut s, &mut dev, vec![nic.unwrap()]);
+    lying::e1000::play(&mut s, &mut dev, vec![nic.unwrap()], false);
 });

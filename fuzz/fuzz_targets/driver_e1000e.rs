@@ -17,5 +17,5 @@ fuzz_target!(|data: &[u8]| {
     let pairs = 1 + (s.u8() & 1) as usize;
     let mut dev = lying::e1000::device([2, 0, 0, 0, 0, 3]);
     let nics = dev.bring_up(|m| E1000e::<FakeHal>::bring_up(m, pairs));
-    lying::e1000::play(&mut s, &mut dev, nics.unwrap());
+    lying::e1000::play(&mut s, &mut dev, nics.unwrap(), false);
 });

@@ -55,6 +55,7 @@ pub const TARGETS: &[&str] = &[
     "driver_e1000",
     "driver_e1000e",
     "driver_vmxnet3",
+    "driver_igb",
     // The load generator's response reader (crates/loadgen/src/http.rs).
     "http_response",
     // A redirect's Location and its resolution (`bareweb get --follow`).

@@ -1,13 +1,14 @@
-//! The 82540EM/82574 script (targets driver_e1000, driver_e1000e): drivers::fake's
-//! register file as a device that writes back any descriptor with any status, errors
-//! and length, moves its heads anywhere, marks transmit descriptors done that it never
-//! sent, and flips the link, between the driver's bursts, recycles, transmits and
-//! flushes; then an honest frame must still arrive.
+//! The 82540EM/82574/82576 script (targets driver_e1000, driver_e1000e, driver_igb):
+//! drivers::fake's register file as a device that writes back any descriptor with any
+//! status, errors and length, moves its heads anywhere, marks transmit descriptors done
+//! that it never sent, and flips the link, between the driver's bursts, recycles,
+//! transmits and flushes (and, on an 82576 in MSI-X mode, arms and disarms); then an
+//! honest frame must still arrive.
 
 use bareweb_engine::nic::{Nic, NicCounters, RxFrame, RxRing, TxRing};
 use bareweb_kernel::drivers::e1000::{E1000Rx, E1000Tx, RDT, TDT};
 use bareweb_kernel::drivers::fake::{FakeE1000, FakeHal};
-use bareweb_kernel::drivers::Driver;
+use bareweb_kernel::drivers::{Arm, Driver, Wake, WakeRx};
 
 use super::{check_lent, check_view, drain, post_any, Script, BODY, MAX_STEPS};
 
@@ -16,6 +17,9 @@ const RING: usize = 256;
 const RX_BUF: usize = 2048;
 const STA_DD: u8 = 1;
 const STA_EOP: u8 = 2;
+/// The 82576's MSI-X mask set and clear registers (EIMS, EIMC): queue k's cause is bit k.
+const EIMS: usize = 0x1524;
+const EIMC: usize = 0x1528;
 
 /// A device with its MAC and link up, before the driver's bring-up.
 pub fn device(mac: [u8; 6]) -> FakeE1000 {
@@ -47,12 +51,17 @@ impl Posted {
     }
 }
 
-/// Plays the script against `nics` (one per queue pair) on `dev`.
-pub fn play<N>(s: &mut Script<'_>, dev: &mut FakeE1000, mut nics: Vec<N>)
+/// Plays the script against `nics` (one per queue pair) on `dev`. With `msix` (an 82576
+/// whose receive sides `Igb::route_msix` routed, some or none) the script also arms
+/// (before a halt) and disarms them: a side never arms with a frame waiting, and touches
+/// only its own cause bit.
+pub fn play<N>(s: &mut Script<'_>, dev: &mut FakeE1000, mut nics: Vec<N>, msix: bool)
 where
     N: Nic<Rx = E1000Rx, Tx = E1000Tx<FakeHal>> + Driver,
 {
     let pairs = nics.len();
+    // The 82540EM's thirteen actions keep their numbers (and the seeds their meaning).
+    let actions = if msix { 14 } else { 13 };
     let mut links: Vec<_> = nics.iter().map(|n| n.link()).collect();
     let tso = nics[0].caps().tso_max > 0;
     let mut held: Vec<Vec<RxFrame>> = vec![Vec::new(); pairs];
@@ -67,7 +76,7 @@ where
         let op = s.u8();
         let q = (op >> 4) as usize % pairs;
         let (rx, tx) = nics[q].split();
-        match op % 13 {
+        match op % actions {
             // An honest frame at the device's head, if the driver's tail leaves room.
             0 => {
                 let len = (s.u16() as usize % (RX_BUF + 1)).max(1);
@@ -152,10 +161,33 @@ where
                 FakeHal::write(ring + 16 * i + 12, &[s.u8()]);
                 dev.set_reg(0x3810 + 0x100 * q, s.u32());
             }
-            _ => {
+            12 => {
                 let up = s.u8() & 1 != 0;
                 dev.set_reg(0x0008, if up { 2 } else { 0 });
                 assert_eq!(links[q].link_up(), up);
+            }
+            // Arm before a halt (MSI-X mode): a side with a vector unmasks its own cause
+            // and halts only if the descriptor it reads next is not done; then perhaps
+            // disarm after the halt.
+            _ => {
+                let routed = rx.wake() != Wake::None;
+                match rx.arm() {
+                    Arm::Unable => assert!(!routed, "a routed side cannot arm"),
+                    Arm::Armed => {
+                        assert!(routed, "armed without a vector");
+                        assert_eq!(dev.reg(EIMS), 1 << q, "armed another cause");
+                        let n = rx.burst(&mut out);
+                        assert_eq!(n, 0, "armed (the core halts) with a frame waiting");
+                        if s.u8() & 1 != 0 {
+                            rx.disarm();
+                            assert_eq!(dev.reg(EIMC), 1 << q, "disarmed another cause");
+                        }
+                    }
+                    Arm::Pending => {
+                        assert!(routed, "pending without a vector");
+                        assert_eq!(dev.reg(EIMC), 1 << q, "masked another cause");
+                    }
+                }
             }
         }
     }
@@ -172,6 +204,9 @@ where
         let frame: Vec<u8> = (0..60u8).collect();
         FakeHal::write(posted.0[q][next as usize], &frame);
         dev.write_back_rx_q(q, next, 60, STA_DD | STA_EOP, 0);
+        if msix && rx.wake() != Wake::None {
+            assert_eq!(rx.arm(), Arm::Pending, "armed over an honest frame");
+        }
         let n = rx.burst(&mut out);
         assert!(n >= 1, "an honest frame after the lies is not received");
         assert_eq!(rx.bytes(&out[0]), &frame[..]);

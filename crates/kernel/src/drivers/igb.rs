@@ -169,6 +169,12 @@ impl<H: Hal> Igb<H> {
             .collect())
     }
 
+    /// Offers TCP segmentation through advanced context descriptors (`open` does with
+    /// offloads on; a fresh pair does not).
+    pub fn set_offload(&mut self, on: bool) {
+        self.0.tx_mut().set_tso(on);
+    }
+
     /// The device's link: STATUS.LU, as on the 82540EM.
     pub fn link_sense(&self) -> E1000Link {
         self.0.link_sense()
@@ -243,7 +249,7 @@ impl<H: Hal> Driver for Igb<H> {
         let m = e1000::map_registers::<H>(dev)?;
         let mut pairs = Igb::<H>::bring_up(&m, with.pairs)?;
         for q in &mut pairs {
-            q.0.tx_mut().set_tso(with.offload);
+            q.set_offload(with.offload);
         }
         // QEMU's 82576 raises its link about 500 ms after auto-negotiation restarts (its
         // autoneg timer); until then it neither sends nor receives. Wait for it (2 s at
@@ -454,7 +460,7 @@ mod tests {
             l4_offset: 34,
             header_len: 54,
         };
-        p.0.tx_mut().set_tso(true);
+        p.set_offload(true);
         assert_eq!(p.caps().tso_max, bareweb_engine::iface::egress::TSO_LIMIT);
         let (_, tx) = p.split();
         let h = tx.slot().unwrap();
