@@ -283,6 +283,13 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     // The settings the kernel will have: the image's built-in words, then ours.
     let mut complaint = None;
     let base = kernel_cmdline::parse(&baked, |_| {});
+    if a.segmentation_loses_fin() {
+        eprintln!(
+            "bareweb: --nic {} on user networking: transmit offloads off (QEMU segments those \
+             models' frames in software there and drops a response's FIN; a TAP keeps them)",
+            a.models_text()
+        );
+    }
     let words = a.cmdline();
     let settings = kernel_cmdline::parse_over(base, &words, |c| {
         complaint.get_or_insert(format!("kernel command line word {:?}: {}", c.word, c.why));
