@@ -1,11 +1,13 @@
 //! The vmxnet3 driver against a lying device (`drivers::fake`'s, behind the kernel's
 //! `fake` feature): receive and transmit completions with any words, with the ring's
 //! generation, in any order with bursts, recycles (of frames lent or never lent) and
-//! transmitted frames. Every frame lent lies inside the driver's buffers, at most 2 KiB,
-//! never lent twice at once; nothing panics.
+//! transmitted frames, segmentation/checksum-offload requests of any shape, and any
+//! statistics GET_STATS may leave. Every frame lent lies inside the driver's buffers, at
+//! most 2 KiB, never lent twice at once, trusted for its checksum only while lent; nothing
+//! panics.
 #![no_main]
 
-use bareweb_engine::nic::{Nic, RxFrame, RxRing, TxRing};
+use bareweb_engine::nic::{Nic, RxFrame, RxRing, Tso, TxRing};
 use bareweb_kernel::drivers::fake::{FakeHal, FakeVmxnet3};
 use bareweb_kernel::drivers::vmxnet3::Vmxnet3;
 use libfuzzer_sys::fuzz_target;
@@ -13,8 +15,13 @@ use libfuzzer_sys::fuzz_target;
 static BODY: [u8; 1000] = [7; 1000];
 
 fuzz_target!(|data: &[u8]| {
+    let Some((&first, data)) = data.split_first() else {
+        return;
+    };
+    let offload = first & 1 != 0;
     let mut dev = FakeVmxnet3::default();
-    let Ok(mut nic) = dev.answering(0, |pt, vd| Vmxnet3::<FakeHal>::bring_up(&pt, &vd)) else {
+    let Ok(mut nic) = dev.answering(0, |pt, vd| Vmxnet3::<FakeHal>::bring_up(&pt, &vd, offload))
+    else {
         return;
     };
     let mut lent: Vec<RxFrame> = Vec::new();
@@ -23,8 +30,19 @@ fuzz_target!(|data: &[u8]| {
         let w: [u32; 4] = core::array::from_fn(|i| {
             u32::from_le_bytes(op[1 + 4 * i..5 + 4 * i].try_into().unwrap())
         });
+        if op[0] % 9 == 8 {
+            // Whatever statistics the device writes: added up, never a panic.
+            let v = |k: u32| u64::from(w[k as usize % 4]) << (k % 40);
+            dev.write_stats(
+                core::array::from_fn(|i| v(i as u32)),
+                core::array::from_fn(|i| v(i as u32 + 3)),
+            );
+            nic.split().0.device_stats().read();
+            let _ = nic.counters();
+            continue;
+        }
         let (rx, tx) = nic.split();
-        match op[0] % 6 {
+        match op[0] % 9 {
             0 => dev.complete_rx(w),
             1 => {
                 // Plausible: the index the driver waits for, start and end of packet.
@@ -36,6 +54,7 @@ fuzz_target!(|data: &[u8]| {
                 for f in &out[..n] {
                     let b = rx.bytes(f);
                     assert!(rx.holds(b) && !b.is_empty() && b.len() <= 2048);
+                    assert!(offload || !rx.csum_trusted(f));
                     assert!(!lent.iter().any(|l| l.buf == f.buf), "lent twice");
                     lent.push(*f);
                 }
@@ -51,7 +70,7 @@ fuzz_target!(|data: &[u8]| {
                     };
                     if !lent.iter().any(|l| l.buf == f.buf) {
                         rx.recycle(f);
-                        assert!(rx.bytes(&f).is_empty());
+                        assert!(rx.bytes(&f).is_empty() && !rx.csum_trusted(&f));
                     }
                 }
             }
@@ -63,6 +82,27 @@ fuzz_target!(|data: &[u8]| {
                 tx.flush();
                 if w[1] & 1 == 0 {
                     dev.transmitted();
+                    dev.tx_first.clear();
+                }
+            }
+            6 | 7 => {
+                // An offload request of any shape, a body of any length up to 64 KiB.
+                static BIG: [u8; 65_535] = [3; 65_535];
+                if let Some(h) = tx.slot() {
+                    let head = (w[0] as usize % h.len()).max(1);
+                    h[..head].fill(op[2]);
+                    let tso = Tso {
+                        mss: w[1] as u16,
+                        l4_offset: (w[1] >> 16) as u16 % 128,
+                        header_len: w[2] as u16 % 256,
+                    };
+                    let body = &BIG[..(w[3] as usize % (BIG.len() + 1))];
+                    let _ = tx.post_tso(head, body, tso);
+                }
+                tx.flush();
+                if w[1] & 1 == 0 {
+                    dev.transmitted();
+                    dev.tx_first.clear();
                 }
             }
             _ => {

@@ -317,6 +317,12 @@ impl RxRing for AnyRx {
             AnyRx::Vmxnet3(r) => r.recycle(f),
         }
     }
+    fn csum_trusted(&self, f: &RxFrame) -> bool {
+        match self {
+            AnyRx::Vmxnet3(r) => r.csum_trusted(f),
+            AnyRx::Virtio(_) | AnyRx::E1000(_) => false,
+        }
+    }
 }
 
 impl WakeRx for AnyRx {

@@ -1087,7 +1087,7 @@ fn tso_context(tso: Tso, payload: usize) -> TxDesc {
 }
 
 /// `sum` (a folded 16-bit ones'-complement sum) less `n`, folded.
-fn ones_sub(sum: u16, n: u16) -> u16 {
+pub(super) fn ones_sub(sum: u16, n: u16) -> u16 {
     let s = sum as u32 + (!n) as u32;
     let s = (s & 0xFFFF) + (s >> 16);
     ((s & 0xFFFF) + (s >> 16)) as u16

@@ -651,6 +651,9 @@ pub struct FakeVmxnet3 {
     pub tx: (u32, u32),
     /// See `rx`.
     pub txc: (u32, u32),
+    /// Words 2 and 3 of the first descriptor of every frame `transmitted` returned, in
+    /// order (the offload fields: `msscof`, `hlen`, offload mode).
+    pub tx_first: Vec<[u32; 2]>,
 }
 
 /// What the fake leaves in TXPROD once it has taken a doorbell: the driver writes ring
@@ -669,6 +672,7 @@ impl Default for FakeVmxnet3 {
             rxc: (0, 1),
             tx: (0, 1),
             txc: (0, 1),
+            tx_first: Vec::new(),
         }
     }
 }
@@ -769,9 +773,33 @@ impl FakeVmxnet3 {
         Self::advance(&mut self.rxc, size);
     }
 
+    /// Writes the statistics GET_STATS would (`tx`, `rx`: the ten UPT1 counters of the
+    /// transmit and receive queue, in `UPT1_TxStats`/`UPT1_RxStats` order), whatever they
+    /// say.
+    pub fn write_stats(&mut self, tx: [u64; 10], rx: [u64; 10]) {
+        let qd = Self::u64_at(self.shared() + 40);
+        for (base, v) in [(qd + 88, tx), (qd + 256 + 88, rx)] {
+            let b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            FakeHal::write(base, &b);
+        }
+    }
+
+    /// Sets a BAR 1 register (a test clearing CMD to see whether a command is written).
+    pub fn set_vd(&mut self, off: usize, v: u32) {
+        let r = &raw mut self.vd[off / 4];
+        // SAFETY: host memory of the register file.
+        unsafe { r.write_volatile(v) };
+    }
+
     /// Delivers `frame` as the device would: into the next ring 0 descriptor if it is the
     /// device's (its generation), then a completion. False when the ring is empty.
     pub fn deliver(&mut self, frame: &[u8]) -> bool {
+        self.deliver_marked(frame, 0, 0)
+    }
+
+    /// As `deliver`, the completion's word 0 with `w0` set too and word 3 `w3` (the
+    /// checksum bits).
+    pub fn deliver_marked(&mut self, frame: &[u8], w0: u32, w3: u32) -> bool {
         let (base, size) = (self.queue_u64(true, 16), self.queue_u32(true, 56));
         let pa = base + 16 * self.rx.0 as u64;
         let w2 = Self::u32_at(pa + 8);
@@ -783,7 +811,7 @@ impl FakeVmxnet3 {
         FakeHal::write(addr, frame);
         let idx = self.rx.0;
         Self::advance(&mut self.rx, size);
-        self.complete_rx([idx | 3 << 14, 0, frame.len() as u32, 0]);
+        self.complete_rx([idx | 3 << 14 | w0, 0, frame.len() as u32, w3]);
         true
     }
 
@@ -809,6 +837,9 @@ impl FakeVmxnet3 {
             let (w2, w3) = (Self::u32_at(pa + 8), Self::u32_at(pa + 12));
             if (w2 >> 14) & 1 != at.1 {
                 return out;
+            }
+            if frame.is_empty() {
+                self.tx_first.push([w2, w3]);
             }
             let len = match w2 & 0x3FFF {
                 0 => 0x4000,

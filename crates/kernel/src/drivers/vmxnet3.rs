@@ -31,16 +31,31 @@
 //!   core arms), transmit completions and events on interrupt 1, never unmasked. Without
 //!   MSI-X the core wakes by its timer.
 //! - Link: the GET_LINK command (bit 0 of the answer), for bonding's failover.
-//! - Offloads: none asked: the engine writes complete checksums and segments itself.
+//! - Offloads (unless `offload=off`): the engine's `post_tso` frames go out with the
+//!   first descriptor's offload mode TSO (`hlen` the Ethernet + IPv4 + TCP header bytes,
+//!   `msscof` the MSS; the body in descriptors of at most 16 KiB), or CSUM when the
+//!   payload fits one segment (`hlen` where the TCP header starts, `msscof` where its
+//!   checksum field is). The engine leaves the pseudo-header sum with the whole TCP length
+//!   in the checksum field; for TSO the driver takes the length out (Linux
+//!   `vmxnet3_prepare_tso`). The shared area's UPT features ask for receive checksums
+//!   (UPT1_F_RXCSUM): a completion that says IPv4, TCP, IP and TCP checksums correct,
+//!   checksum calculated and not a fragment makes its frame `csum_trusted`.
+//! - Statistics: the GET_STATS command has the device write its UPT1 transmit and receive
+//!   queue statistics (running totals) into the queue descriptors; the receive side reads
+//!   them when its counters are gathered, at most once a second (a command is a VM exit),
+//!   onto the engine's `hw_*` counters. The command shares CMD with GET_LINK: both are
+//!   issued by core 0 (the link monitor, and pair 0's owner), never at once.
 
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
+use core::cell::Cell;
 use core::marker::PhantomData;
 use core::sync::atomic::{fence, Ordering};
 
+use bareweb_engine::iface::egress::TSO_LIMIT;
 use bareweb_engine::nic::{
-    LinkSense, Nic, NicCaps, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM,
+    LinkSense, Nic, NicCaps, NicCounters, RxFrame, RxRing, Tso, TxFull, TxRing, TX_HEAD_ROOM,
 };
 use bareweb_engine::wire::EthernetAddress;
 
@@ -84,6 +99,8 @@ pub const CMD_RESET: u32 = 0xCAFE_0002;
 pub const CMD_UPDATE_RX_MODE: u32 = 0xCAFE_0003;
 /// VLAN filter from the shared area.
 pub const CMD_UPDATE_VLAN: u32 = 0xCAFE_0005;
+/// Statistics into the queue descriptors (no answer).
+pub const CMD_GET_STATS: u32 = 0xF00D_0001;
 /// Link: bit 0 of the answer is up.
 pub const CMD_GET_LINK: u32 = 0xF00D_0002;
 
@@ -95,6 +112,8 @@ pub mod shared {
     pub const MAGIC: usize = 0;
     /// Driver version, guest OS, revision and UPT version supported.
     pub const DRIVER_INFO: usize = 8;
+    /// UPT features asked (u64).
+    pub const UPT_FEATURES: usize = 24;
     /// Queue descriptors' address, length.
     pub const QUEUE_DESC_PA: usize = 40;
     /// Their length.
@@ -117,6 +136,28 @@ pub mod shared {
 /// Queue descriptors after the shared area: the transmit queue's, then the receive's.
 const QD: usize = 1024;
 const QD_LEN: usize = 256;
+/// In a queue descriptor: its UPT1 statistics (ten u64 each way), written on GET_STATS.
+pub const QD_STATS: usize = 88;
+/// UPT feature: receive checksum validation.
+pub const UPT1_F_RXCSUM: u64 = 1;
+
+/// Transmit descriptor, word 3: header length (bits 0-9), offload mode (10-11).
+pub const TXD_OM_SHIFT: u32 = 10;
+/// Offload mode: complete the TCP checksum (`hlen` its start, `msscof` its field).
+pub const OM_CSUM: u32 = 2;
+/// Offload mode: segment (`hlen` the headers' length, `msscof` the MSS).
+pub const OM_TSO: u32 = 3;
+/// Transmit descriptor, word 2: `msscof` in bits 18-31.
+pub const TXD_MSSCOF_SHIFT: u32 = 18;
+/// Bytes one transmit descriptor carries at most (its 14-bit length).
+const TXD_MAX: usize = 0x3FFF;
+
+/// Receive completion, word 0: checksum not calculated.
+pub const RCD_CNC: u32 = 1 << 30;
+/// Receive completion, word 3: TCP/UDP checksum correct, TCP, IP checksum correct, IPv4.
+pub const RCD_CSUM_OK: u32 = 1 << 16 | 1 << 18 | 1 << 19 | 1 << 21;
+/// Receive completion, word 3: an IP fragment.
+pub const RCD_FRG: u32 = 1 << 22;
 
 /// Receive mode: unicast to us, broadcast.
 pub const RXM_UCAST_BCAST: u32 = 1 | 4;
@@ -173,6 +214,64 @@ impl LinkSense for Vmxnet3Link {
     }
 }
 
+/// The device's UPT1 statistics (`UPT1_TxStats`, `UPT1_RxStats` in Linux
+/// `vmxnet3_defs.h`): running totals since activation, written into the queue descriptors
+/// when GET_STATS is issued. Issued and read at most once a second, whatever asks for the
+/// counters (the run loop gathers them on every idle poll, and a command is a VM exit),
+/// never per packet. What the device writes is only ever added up (saturating) and shown.
+pub struct DeviceStats {
+    cmd: Reg<u32, RW>,
+    /// TSO frames and octets, then unicast, multicast, broadcast frames and octets sent,
+    /// frames in error, discarded.
+    tx: Array<u64, RO>,
+    /// LRO frames and octets, then unicast, multicast, broadcast frames and octets
+    /// received, frames that found no buffer, frames in error.
+    rx: Array<u64, RO>,
+    /// Last reading: frames and octets received, sent; received in error, without buffer.
+    last: Cell<[u64; 6]>,
+    /// The TSC at which the device is asked next.
+    next_tsc: Cell<u64>,
+}
+
+impl DeviceStats {
+    /// Asks the device for its statistics and reads them.
+    pub fn read(&self) {
+        self.cmd.write(CMD_GET_STATS);
+        fence(Ordering::SeqCst);
+        let sum = |a: Array<u64, RO>, first: usize| {
+            (0..3).fold(0u64, |t, i| t.saturating_add(a.at(first + 2 * i).read()))
+        };
+        self.last.set([
+            sum(self.rx, 2),
+            sum(self.rx, 3),
+            sum(self.tx, 2),
+            sum(self.tx, 3),
+            self.rx.at(9).read(),
+            self.rx.at(8).read(),
+        ]);
+    }
+
+    /// Adds the last reading to `c`, asking the device again first if a second has passed.
+    fn add_to(&self, c: &mut NicCounters) {
+        self.add_at(crate::arch::cpu::rdtsc(), crate::arch::clock::tsc_hz(), c);
+    }
+
+    /// As [`DeviceStats::add_to`] at TSC `now`, `hz` ticks a second.
+    pub fn add_at(&self, now: u64, hz: u64, c: &mut NicCounters) {
+        if now >= self.next_tsc.get() {
+            self.next_tsc.set(now.saturating_add(hz));
+            self.read();
+        }
+        let [rx, rx_octets, tx, tx_octets, rx_error, no_buffer] = self.last.get();
+        c.hw_rx_frames = c.hw_rx_frames.saturating_add(rx);
+        c.hw_rx_octets = c.hw_rx_octets.saturating_add(rx_octets);
+        c.hw_tx_frames = c.hw_tx_frames.saturating_add(tx);
+        c.hw_tx_octets = c.hw_tx_octets.saturating_add(tx_octets);
+        c.hw_rx_missed = c.hw_rx_missed.saturating_add(rx_error);
+        c.hw_rx_no_buffer = c.hw_rx_no_buffer.saturating_add(no_buffer);
+    }
+}
+
 /// How the receive side wakes its core.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum RxWake {
@@ -207,10 +306,15 @@ pub struct Vmxnet3Rx {
     free: Vec<u16>,
     /// Per buffer: 0 free, 1 posted, 2 lent.
     state: Vec<u8>,
+    /// Per buffer: its frame's TCP checksum was found correct by the device.
+    csum: Vec<bool>,
+    /// Receive checksums asked (UPT1_F_RXCSUM).
+    rxcsum: bool,
     frames: u64,
     bad: u64,
     doorbells: u64,
     wake: RxWake,
+    stats: DeviceStats,
 }
 
 /// Transmit side.
@@ -232,7 +336,11 @@ pub struct Vmxnet3Tx<H: Hal = Identity> {
     in_flight: VecDeque<(u16, u8, u16)>,
     free_slots: Vec<u16>,
     current: Option<u16>,
+    /// Whether `post_tso` is offered.
+    offload: bool,
     frames: u64,
+    /// Of which through `post_tso`.
+    tso_frames: u64,
     full: u64,
     bad: u64,
     doorbells: u64,
@@ -276,8 +384,9 @@ impl Vmxnet3 {
 
 impl<H: Hal> Vmxnet3<H> {
     /// Resets the device whose BAR 0 and BAR 1 are `pt` and `vd`, lays out the shared
-    /// memory and activates it: one queue pair, interrupts masked.
-    pub fn bring_up(pt: &Mmio, vd: &Mmio) -> Result<Vmxnet3<H>, Error> {
+    /// memory and activates it: one queue pair, interrupts masked; with `offload`, transmit
+    /// checksum and segmentation offload and receive checksums.
+    pub fn bring_up(pt: &Mmio, vd: &Mmio, offload: bool) -> Result<Vmxnet3<H>, Error> {
         let r = |m: &Mmio, off: usize| -> Result<Reg<u32, RW>, Error> {
             m.reg(off).ok_or(Error::NoRegisters)
         };
@@ -302,6 +411,7 @@ impl<H: Hal> Vmxnet3<H> {
             w32(&sh, DRIVER_INFO + 4, 2 | 1 << 2)?; // 64-bit, Linux-like
             w32(&sh, DRIVER_INFO + 8, 1)?;
             w32(&sh, DRIVER_INFO + 12, 1)?;
+            w64(&sh, UPT_FEATURES, if offload { UPT1_F_RXCSUM } else { 0 })?;
             w64(&sh, QUEUE_DESC_PA, sh.paddr(QD))?;
             w32(&sh, QUEUE_DESC_LEN, 2 * QD_LEN as u32)?;
             w32(&sh, MTU, 1500)?;
@@ -338,9 +448,12 @@ impl<H: Hal> Vmxnet3<H> {
                 txm.array::<u32, RW>(0, RING * 4)?,
                 txm.array::<u32, RO>(TX_COMP_OFF, RING * 4)?,
                 sh.reg::<u8, RO>(QD + QD_LEN)?,
+                sh.array::<u64, RO>(QD + QD_STATS, 16)?,
+                sh.array::<u64, RO>(QD + QD_LEN + QD_STATS, 16)?,
             ))
         };
-        let (rring, rcomp, tring, tcomp, update_prod) = view().ok_or(Error::NoMemory)?;
+        let (rring, rcomp, tring, tcomp, update_prod, tstats, rstats) =
+            view().ok_or(Error::NoMemory)?;
         // Every interrupt masked until a core arms.
         for i in 0..2 {
             r(pt, IMR + 8 * i)?.write(1);
@@ -372,10 +485,19 @@ impl<H: Hal> Vmxnet3<H> {
             cgen: 1,
             free: (0..RX_POOL as u16).rev().collect(),
             state: alloc::vec![0; RX_POOL],
+            csum: alloc::vec![false; RX_POOL],
+            rxcsum: offload,
             frames: 0,
             bad: 0,
             doorbells: 0,
             wake: RxWake::None,
+            stats: DeviceStats {
+                cmd,
+                tx: tstats,
+                rx: rstats,
+                last: Cell::new([0; 6]),
+                next_tsc: Cell::new(0),
+            },
         };
         rx.refill(true);
         let tx = Vmxnet3Tx {
@@ -393,7 +515,9 @@ impl<H: Hal> Vmxnet3<H> {
             in_flight: VecDeque::with_capacity(RING),
             free_slots: (0..TX_SLOTS as u16).rev().collect(),
             current: None,
+            offload,
             frames: 0,
+            tso_frames: 0,
             full: 0,
             bad: 0,
             doorbells: 0,
@@ -472,6 +596,11 @@ impl Vmxnet3Rx {
     pub fn holds(&self, b: &[u8]) -> bool {
         self.bufs.holds(b)
     }
+
+    /// The device's statistics (this side reports them).
+    pub fn device_stats(&self) -> &DeviceStats {
+        &self.stats
+    }
 }
 
 impl RxRing for Vmxnet3Rx {
@@ -480,7 +609,11 @@ impl RxRing for Vmxnet3Rx {
         while n < out.len() && self.frame_waiting() {
             fence(Ordering::Acquire);
             let c = 4 * self.cnext;
-            let (w0, w2) = (self.comp.at(c).read(), self.comp.at(c + 2).read());
+            let (w0, w2, w3) = (
+                self.comp.at(c).read(),
+                self.comp.at(c + 2).read(),
+                self.comp.at(c + 3).read(),
+            );
             self.cnext = (self.cnext + 1) % RX_COMP;
             if self.cnext == 0 {
                 self.cgen ^= 1;
@@ -511,6 +644,10 @@ impl RxRing for Vmxnet3Rx {
                 continue;
             }
             self.state[b as usize] = 2;
+            self.csum[b as usize] = self.rxcsum
+                && w0 & RCD_CNC == 0
+                && w3 & RCD_CSUM_OK == RCD_CSUM_OK
+                && w3 & RCD_FRG == 0;
             out[n] = RxFrame {
                 buf: b as u32,
                 len: len as u32,
@@ -537,6 +674,12 @@ impl RxRing for Vmxnet3Rx {
             self.state[b] = 0;
             self.free.push(b as u16);
         }
+    }
+
+    /// The device found the frame's IPv4 and TCP checksums correct (UPT1_F_RXCSUM asked).
+    fn csum_trusted(&self, f: &RxFrame) -> bool {
+        let b = f.buf as usize;
+        b < RX_POOL && self.state[b] == 2 && self.csum[b]
     }
 }
 
@@ -620,6 +763,44 @@ impl<H: Hal> Vmxnet3Tx<H> {
     pub fn tally(&self) -> (u64, u64, u64) {
         (self.frames, self.full, self.bad)
     }
+
+    /// Frames sent through `post_tso` (tests).
+    pub fn tso_frames(&self) -> u64 {
+        self.tso_frames
+    }
+
+    /// Queues the head in slot `s` and `body` (in descriptors of at most [`TXD_MAX`]
+    /// bytes) as one frame, the first descriptor carrying `offload` (word 2's `msscof`
+    /// bits, word 3's `hlen` and offload mode) and handed over last. False when the ring
+    /// lacks the descriptors (the slot is then still the caller's).
+    fn queue(&mut self, s: u16, head_len: usize, body: &'static [u8], offload: (u32, u32)) -> bool {
+        let need = 1 + body.len().div_ceil(TXD_MAX);
+        if self.used + need > RING || need > u8::MAX as usize {
+            return false;
+        }
+        let head = self.slots.paddr(s as usize * TX_SLOT);
+        let first = self.tail;
+        let gen = self.gen;
+        let mut last = self.push(head, head_len.min(TX_SLOT), body.is_empty(), true);
+        let w = 4 * first;
+        if offload != (0, 0) {
+            let (w2, w3) = (self.ring.at(w + 2), self.ring.at(w + 3));
+            w2.write(w2.read() | offload.0);
+            w3.write(w3.read() | offload.1);
+        }
+        let mut chunks = body.chunks(TXD_MAX).peekable();
+        while let Some(c) = chunks.next() {
+            let end = chunks.peek().is_none();
+            last = self.push(H::dma_addr_static(c), c.len(), end, false);
+        }
+        // The frame's first descriptor becomes the device's last.
+        fence(Ordering::Release);
+        let g = self.ring.at(w + 2);
+        g.write(g.read() & !(1 << 14) | gen << 14);
+        self.in_flight.push_back((last, need as u8, s));
+        self.frames += 1;
+        true
+    }
 }
 
 impl<H: Hal> TxRing for Vmxnet3Tx<H> {
@@ -646,27 +827,73 @@ impl<H: Hal> TxRing for Vmxnet3Tx<H> {
             self.full += 1;
             return Err(TxFull);
         };
-        let need = if body.is_empty() { 1 } else { 2 };
-        if self.used + need > RING || body.len() > 0x3FFF || head_len == 0 {
+        if body.len() > TXD_MAX || head_len == 0 || !self.queue(s, head_len, body, (0, 0)) {
             self.free_slots.push(s);
             self.full += 1;
             return Err(TxFull);
         }
-        let head = self.slots.paddr(s as usize * TX_SLOT);
-        let first = self.tail;
-        let gen = self.gen;
-        let last = if body.is_empty() {
-            self.push(head, head_len.min(TX_SLOT), true, true)
-        } else {
-            self.push(head, head_len.min(TX_SLOT), false, true);
-            self.push(H::dma_addr_static(body), body.len(), true, false)
+        Ok(())
+    }
+
+    /// One frame the device segments (offload mode TSO: `hlen` the headers' bytes,
+    /// `msscof` the MSS), or, when its payload fits one segment, whose TCP checksum it
+    /// completes (CSUM: `hlen` where the TCP header starts, `msscof` where its checksum
+    /// field is). The engine leaves the pseudo-header sum *with* the whole TCP length in
+    /// the checksum field, right for CSUM; for TSO the length is taken out (the device adds
+    /// each segment's, as Linux `vmxnet3_prepare_tso` writes it).
+    fn post_tso(&mut self, head_len: usize, body: &'static [u8], tso: Tso) -> Result<(), TxFull> {
+        let Some(s) = self.current.take() else {
+            self.full += 1;
+            return Err(TxFull);
         };
-        // The frame's first descriptor becomes the device's last.
-        fence(Ordering::Release);
-        let g = self.ring.at(4 * first + 2);
-        g.write(g.read() & !(1 << 14) | gen << 14);
-        self.in_flight.push_back((last, need as u8, s));
-        self.frames += 1;
+        let (l4, hl, mss) = (
+            tso.l4_offset as usize,
+            tso.header_len as usize,
+            tso.mss as usize,
+        );
+        let total = head_len + body.len();
+        if !self.offload
+            || head_len > TX_SLOT
+            || hl > head_len
+            || l4 < 14 + 20
+            || l4 + 20 > hl
+            || hl > 0x3FF
+            || mss == 0
+            || mss > TXD_MAX
+            || body.len() > 0xFFFF
+        {
+            self.free_slots.push(s);
+            self.full += 1;
+            return Err(TxFull);
+        }
+        let segment = total - hl > mss;
+        let offload = if segment {
+            (
+                (mss as u32) << TXD_MSSCOF_SHIFT,
+                hl as u32 | OM_TSO << TXD_OM_SHIFT,
+            )
+        } else {
+            (
+                ((l4 + 16) as u32) << TXD_MSSCOF_SHIFT,
+                l4 as u32 | OM_CSUM << TXD_OM_SHIFT,
+            )
+        };
+        if segment {
+            // SAFETY: slot s is not in flight (just taken from `current`): the device does
+            // not read it until the descriptors are handed over.
+            if let Some(h) = unsafe { self.slots.bytes_mut(s as usize * TX_SLOT, head_len) } {
+                let c = l4 + 16;
+                let sum = u16::from_be_bytes([h[c], h[c + 1]]);
+                let fixed = super::e1000::ones_sub(sum, (total - l4) as u16);
+                h[c..c + 2].copy_from_slice(&fixed.to_be_bytes());
+            }
+        }
+        if !self.queue(s, head_len, body, offload) {
+            self.free_slots.push(s);
+            self.full += 1;
+            return Err(TxFull);
+        }
+        self.tso_frames += 1;
         Ok(())
     }
 
@@ -708,7 +935,11 @@ impl<H: Hal> Nic for Vmxnet3<H> {
     }
 
     fn caps(&self) -> NicCaps {
-        NicCaps::default()
+        if self.tx.offload {
+            NicCaps::default().with_tso(TSO_LIMIT)
+        } else {
+            NicCaps::default()
+        }
     }
 
     fn counters(&self) -> NicCounters {
@@ -734,7 +965,7 @@ impl<H: Hal> Driver for Vmxnet3<H> {
         dev.enable();
         // SAFETY: BAR 0 and BAR 1 of a vmxnet3, 4 KiB each at least (checked above).
         let (pt, vd) = unsafe { (Mmio::map::<H>(b0, 4096), Mmio::map::<H>(b1, 4096)) };
-        let mut nic = Vmxnet3::<H>::bring_up(&pt, &vd)?;
+        let mut nic = Vmxnet3::<H>::bring_up(&pt, &vd, with.offload)?;
         if let Some(&apic) = with.wake.first() {
             if let Some(x) = MsiX::find::<H>(dev) {
                 if x.set(0, apic, NIC_VECTOR) {
@@ -751,6 +982,7 @@ impl<H: Hal> Driver for Vmxnet3<H> {
         c.doorbells += rx.doorbells;
         c.rx_doorbells += rx.doorbells;
         c.device_rx_bad += rx.bad;
+        rx.stats.add_to(c);
     }
 
     fn tx_counters(tx: &Vmxnet3Tx<H>, c: &mut NicCounters) {
@@ -782,6 +1014,10 @@ mod tests {
     const MAC: [u8; 6] = [0x52, 0x54, 0, 0x12, 0x34, 0x59];
 
     fn up() -> (FakeVmxnet3, Vmxnet3<FakeHal>) {
+        up_with(false)
+    }
+
+    fn up_with(offload: bool) -> (FakeVmxnet3, Vmxnet3<FakeHal>) {
         let mut dev = FakeVmxnet3::default();
         let (_, vd) = dev.mmio();
         vd.reg::<u32, RW>(MACL)
@@ -790,7 +1026,7 @@ mod tests {
         vd.reg::<u32, RW>(MACH)
             .unwrap()
             .write(u32::from_le_bytes([MAC[4], MAC[5], 0, 0]));
-        let nic = dev.answering(0, |pt, vd| Vmxnet3::<FakeHal>::bring_up(&pt, &vd));
+        let nic = dev.answering(0, |pt, vd| Vmxnet3::<FakeHal>::bring_up(&pt, &vd, offload));
         (dev, nic.unwrap())
     }
 
@@ -821,10 +1057,176 @@ mod tests {
         assert_eq!(nic.split().0.tally(), (0, 0, RING));
     }
 
+    /// A frame's head: Ethernet, IPv4, TCP with `partial` in the checksum field.
+    fn tcp_head(partial: u16) -> [u8; 54] {
+        let mut h = [0u8; 54];
+        h[12..14].copy_from_slice(&[8, 0]);
+        h[14] = 0x45;
+        h[23] = 6;
+        h[46] = 5 << 4;
+        h[50..52].copy_from_slice(&partial.to_be_bytes());
+        h
+    }
+
+    #[test]
+    fn segmentation_and_checksum_offload_fill_the_first_descriptor() {
+        static BODY: [u8; 40_000] = [9; 40_000];
+        let tso = Tso {
+            mss: 1448,
+            l4_offset: 34,
+            header_len: 54,
+        };
+        // Off: nothing offered, asked or taken.
+        let (dev, mut nic) = up();
+        assert_eq!(nic.caps().tso_max, 0);
+        let features = shared::UPT_FEATURES as u64;
+        assert_eq!(FakeHal::read(dev.shared() + features, 8), [0; 8]);
+        let (_, tx) = nic.split();
+        tx.slot().unwrap()[..54].copy_from_slice(&tcp_head(0x1234));
+        assert!(tx.post_tso(54, &BODY[..3000], tso).is_err(), "refused while off");
+        assert_eq!(tx.tally().1, 1);
+
+        let (mut dev, mut nic) = up_with(true);
+        assert_eq!(nic.caps().tso_max, TSO_LIMIT);
+        let asked = FakeHal::read(dev.shared() + features, 8);
+        assert_eq!(u64::from_le_bytes(asked.try_into().unwrap()), UPT1_F_RXCSUM);
+        let (_, tx) = nic.split();
+        // Segmented: TSO, the headers' length, the MSS; the whole TCP length taken out of
+        // the pseudo-header sum.
+        for body in [&BODY[..3000], &BODY[..]] {
+            tx.slot().unwrap()[..54].copy_from_slice(&tcp_head(0x1234));
+            tx.post_tso(54, body, tso).unwrap();
+            tx.flush();
+            let sent = dev.transmitted();
+            assert_eq!(sent.len(), 1);
+            assert_eq!(sent[0].len(), 54 + body.len());
+            assert_eq!(&sent[0][54..], body, "in descriptors of at most 16 KiB");
+            let tcp_len = (20 + body.len()) as u16;
+            let fixed = crate::drivers::e1000::ones_sub(0x1234, tcp_len);
+            assert_eq!(&sent[0][50..52], &fixed.to_be_bytes());
+            let [w2, w3] = dev.tx_first.pop().unwrap();
+            assert_eq!(w2 >> TXD_MSSCOF_SHIFT, 1448);
+            assert_eq!(w3 & 0x3FF, 54);
+            assert_eq!(w3 >> TXD_OM_SHIFT & 3, OM_TSO);
+            assert_eq!(w3 & 1 << 12, 0, "end of packet on the last descriptor only");
+        }
+        // One segment's payload: the checksum only, the partial sum kept.
+        tx.slot().unwrap()[..54].copy_from_slice(&tcp_head(0x1234));
+        tx.post_tso(54, &BODY[..1000], tso).unwrap();
+        tx.flush();
+        let sent = dev.transmitted();
+        assert_eq!(sent[0].len(), 1054);
+        assert_eq!(&sent[0][50..52], &0x1234u16.to_be_bytes());
+        let [w2, w3] = dev.tx_first.pop().unwrap();
+        assert_eq!(w2 >> TXD_MSSCOF_SHIFT, 34 + 16, "the checksum field");
+        assert_eq!(w3 & 0x3FF, 34, "where the TCP header starts");
+        assert_eq!(w3 >> TXD_OM_SHIFT & 3, OM_CSUM);
+        // A plain frame asks nothing.
+        tx.slot().unwrap()[..54].copy_from_slice(&tcp_head(0));
+        tx.post(54, &BODY[..100]).unwrap();
+        tx.flush();
+        assert_eq!(dev.transmitted().len(), 1);
+        let [w2, w3] = dev.tx_first.pop().unwrap();
+        assert_eq!((w2 >> TXD_MSSCOF_SHIFT, w3 & 0xFFF), (0, 0));
+        // Impossible requests are refused, the slot kept.
+        for bad in [
+            Tso { mss: 0, ..tso },
+            Tso { mss: 0x4000, ..tso },
+            Tso {
+                l4_offset: 20,
+                ..tso
+            },
+            Tso {
+                header_len: 60,
+                ..tso
+            },
+            Tso {
+                header_len: 40,
+                ..tso
+            },
+        ] {
+            tx.slot().unwrap()[..54].copy_from_slice(&tcp_head(0));
+            assert!(tx.post_tso(54, &BODY[..3000], bad).is_err(), "{bad:?}");
+        }
+        tx.flush();
+        assert!(dev.transmitted().is_empty());
+        assert_eq!(tx.tso_frames(), 3);
+        assert_eq!(tx.tally(), (4, 5, 0));
+        assert_eq!(tx.room(), TX_SLOTS);
+    }
+
+    #[test]
+    fn receive_checksums_are_trusted_only_as_the_completion_says() {
+        let frame = [0x11u8; 80];
+        let cases = [
+            (0, RCD_CSUM_OK, true),
+            (RCD_CNC, RCD_CSUM_OK, false),
+            (0, RCD_CSUM_OK | RCD_FRG, false),
+            (0, RCD_CSUM_OK & !(1 << 16), false), // TCP checksum not correct
+            (0, RCD_CSUM_OK & !(1 << 19), false), // IP checksum not correct
+            (0, RCD_CSUM_OK & !(1 << 18) | 1 << 17, false), // UDP
+            (0, 0, false),
+        ];
+        for offload in [true, false] {
+            let (mut dev, mut nic) = up_with(offload);
+            let mut out = [RxFrame { buf: 0, len: 0 }; 1];
+            for (w0, w3, trusted) in cases {
+                assert!(dev.deliver_marked(&frame, w0, w3));
+                let (rx, _) = nic.split();
+                assert_eq!(rx.burst(&mut out), 1);
+                assert_eq!(rx.csum_trusted(&out[0]), trusted && offload, "{w0:x} {w3:x}");
+                rx.recycle(out[0]);
+                assert!(!rx.csum_trusted(&out[0]), "not lent any more");
+                let bogus = RxFrame { buf: 9999, len: 1 };
+                assert!(!rx.csum_trusted(&bogus));
+            }
+        }
+    }
+
+    #[test]
+    fn get_stats_is_read_once_a_second_onto_the_hw_counters() {
+        let (mut dev, mut nic) = up();
+        // TSO, unicast, multicast, broadcast (frames, octets), errors, discards.
+        let tx = [1, 100, 10, 1000, 2, 200, 3, 300, 4, 5];
+        // LRO, unicast, multicast, broadcast (frames, octets), out of buffer, errors.
+        let rx = [0, 0, 20, 2000, 1, 64, 6, 384, 7, 8];
+        dev.write_stats(tx, rx);
+        dev.set_vd(CMD, 0);
+        let hz = 1_000_000;
+        let s = nic.split().0.device_stats();
+        let mut c = NicCounters::default();
+        s.add_at(5, hz, &mut c);
+        assert_eq!(dev.reg(1, CMD), CMD_GET_STATS, "asked");
+        assert_eq!((c.hw_rx_frames, c.hw_rx_octets), (27, 2448));
+        assert_eq!((c.hw_tx_frames, c.hw_tx_octets), (15, 1500));
+        assert_eq!((c.hw_rx_no_buffer, c.hw_rx_missed, c.hw_rx_crc_errors), (7, 8, 0));
+        // Running totals: the device counts on; within the second nothing is asked.
+        dev.write_stats([0, 0, 30, 3000, 0, 0, 0, 0, 0, 0], rx);
+        dev.set_vd(CMD, 0);
+        let mut again = NicCounters::default();
+        s.add_at(5 + hz - 1, hz, &mut again);
+        assert_eq!(again, c);
+        assert_eq!(dev.reg(1, CMD), 0, "not asked within the second");
+        let mut later = NicCounters::default();
+        s.add_at(5 + hz, hz, &mut later);
+        assert_eq!((later.hw_tx_frames, later.hw_tx_octets), (30, 3000));
+        assert_eq!(later.hw_rx_frames, 27);
+        // A lying device: every counter at its largest. Added up saturating, no panic.
+        dev.write_stats([u64::MAX; 10], [u64::MAX; 10]);
+        let mut lie = NicCounters::default();
+        lie.hw_rx_frames = 5;
+        s.add_at(5 + 2 * hz, hz, &mut lie);
+        assert_eq!((lie.hw_rx_frames, lie.hw_tx_octets), (u64::MAX, u64::MAX));
+        // The queue pair's counters carry them.
+        dev.write_stats(tx, rx);
+        s.read();
+        assert_eq!(nic.counters().hw_rx_frames, 27);
+    }
+
     #[test]
     fn a_refused_activation_is_an_error() {
         let mut dev = FakeVmxnet3::default();
-        let nic = dev.answering(7, |pt, vd| Vmxnet3::<FakeHal>::bring_up(&pt, &vd));
+        let nic = dev.answering(7, |pt, vd| Vmxnet3::<FakeHal>::bring_up(&pt, &vd, false));
         assert_eq!(nic.err(), Some(Error::Refused(7)));
     }
 
