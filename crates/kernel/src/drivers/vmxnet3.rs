@@ -1083,7 +1083,10 @@ mod tests {
         assert_eq!(FakeHal::read(dev.shared() + features, 8), [0; 8]);
         let (_, tx) = nic.split();
         tx.slot().unwrap()[..54].copy_from_slice(&tcp_head(0x1234));
-        assert!(tx.post_tso(54, &BODY[..3000], tso).is_err(), "refused while off");
+        assert!(
+            tx.post_tso(54, &BODY[..3000], tso).is_err(),
+            "refused while off"
+        );
         assert_eq!(tx.tally().1, 1);
 
         let (mut dev, mut nic) = up_with(true);
@@ -1174,7 +1177,11 @@ mod tests {
                 assert!(dev.deliver_marked(&frame, w0, w3));
                 let (rx, _) = nic.split();
                 assert_eq!(rx.burst(&mut out), 1);
-                assert_eq!(rx.csum_trusted(&out[0]), trusted && offload, "{w0:x} {w3:x}");
+                assert_eq!(
+                    rx.csum_trusted(&out[0]),
+                    trusted && offload,
+                    "{w0:x} {w3:x}"
+                );
                 rx.recycle(out[0]);
                 assert!(!rx.csum_trusted(&out[0]), "not lent any more");
                 let bogus = RxFrame { buf: 9999, len: 1 };
@@ -1199,7 +1206,10 @@ mod tests {
         assert_eq!(dev.reg(1, CMD), CMD_GET_STATS, "asked");
         assert_eq!((c.hw_rx_frames, c.hw_rx_octets), (27, 2448));
         assert_eq!((c.hw_tx_frames, c.hw_tx_octets), (15, 1500));
-        assert_eq!((c.hw_rx_no_buffer, c.hw_rx_missed, c.hw_rx_crc_errors), (7, 8, 0));
+        assert_eq!(
+            (c.hw_rx_no_buffer, c.hw_rx_missed, c.hw_rx_crc_errors),
+            (7, 8, 0)
+        );
         // Running totals: the device counts on; within the second nothing is asked.
         dev.write_stats([0, 0, 30, 3000, 0, 0, 0, 0, 0, 0], rx);
         dev.set_vd(CMD, 0);
