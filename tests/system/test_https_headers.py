@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from conftest import BIN, SERVER_IP, SITE
-from test_https import HTTPS, HttpsServer, pki, site_files, url_path  # noqa: F401
+from test_https import HTTPS, HttpsServer, site_files, url_path
 
 HSTS = "max-age=63072000; includeSubDomains"
 

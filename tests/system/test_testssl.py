@@ -9,7 +9,7 @@ import subprocess
 
 from conftest import SERVER_IP
 from test_browser import Browser, assert_not_blank
-from test_https import HttpsServer, pki  # noqa: F401 (module fixture)
+from test_https import HttpsServer
 
 
 def test_testssl_report(pki, tmp_path):  # noqa: F811

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from conftest import SERVER_IP, SITE, Server
-from test_https import GET_CLOSE, HTTPS, HttpsServer, pki  # noqa: F401 (a fixture)
+from test_https import GET_CLOSE, HTTPS, HttpsServer
 
 RAW = pathlib.Path(__file__).with_name("tls_raw.py")
 PROBE_IP = "10.0.0.3"
