@@ -75,6 +75,10 @@ pub struct Run {
     /// `server_cpu_secs` (a pinned scenario).
     #[serde(default)]
     pub server_proc_secs: Option<f64>,
+    /// Time the hypervisor stole from the server CPUs during the run (a pinned scenario):
+    /// left out of `server_cpu_secs`, but counted in `server_proc_secs` by the scheduler.
+    #[serde(default)]
+    pub server_steal_secs: Option<f64>,
     /// utime + stime of the client process (rusage).
     pub client_cpu_secs: f64,
     pub wall_secs: f64,
@@ -265,6 +269,7 @@ pub(crate) fn run_with(
     let s0 = procfs::cpu_secs(&pids);
     let k0 = procfs::cores();
     let b0 = pin::not_busy();
+    let x0 = pin::stolen();
     let t0 = Instant::now();
     let mut tls_handshakes = None;
     let report = if client == clients::WRK {
@@ -302,6 +307,7 @@ pub(crate) fn run_with(
     };
     let wall = t0.elapsed().as_secs_f64();
     let b1 = pin::not_busy();
+    let x1 = pin::stolen();
     let k1 = procfs::cores();
     let s1 = procfs::cpu_secs(&pids);
     let c1 = sys::children_cpu_secs();
@@ -324,6 +330,10 @@ pub(crate) fn run_with(
             None => s1 - s0,
         },
         server_proc_secs: inst.pinned.as_ref().map(|_| s1 - s0),
+        server_steal_secs: inst
+            .pinned
+            .as_ref()
+            .map(|c| pin::stolen_secs(&x0, &x1, &c.server)),
         client_cpu_secs: c1 - c0,
         wall_secs: wall,
         core_busy: procfs::busy_between(&k0, &k1),

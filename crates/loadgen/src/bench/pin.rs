@@ -235,11 +235,40 @@ pub fn busy_secs(a: &[u64], b: &[u64], cpus: &[usize], wall: f64) -> f64 {
 /// Per CPU, its idle, iowait and steal time so far (/proc/stat, in clock ticks).
 pub fn not_busy() -> Vec<u64> {
     std::fs::read_to_string("/proc/stat")
-        .map(|s| parse_not_busy(&s))
+        .map(|s| parse_ticks(&s, &[3, 4, 7]))
         .unwrap_or_default()
 }
 
+/// Per CPU, the time the hypervisor stole from it so far (/proc/stat, in clock ticks).
+/// Kept beside [`busy_secs`]: a process's CPU time is measured by the scheduler's clock,
+/// which runs on while the hypervisor has the CPU, so on a guest whose host is busy a
+/// server's process CPU can exceed its CPU's busy time by the steal.
+pub fn stolen() -> Vec<u64> {
+    std::fs::read_to_string("/proc/stat")
+        .map(|s| parse_ticks(&s, &[7]))
+        .unwrap_or_default()
+}
+
+/// Seconds stolen from `cpus` between two [`stolen`] readings.
+pub fn stolen_secs(a: &[u64], b: &[u64], cpus: &[usize]) -> f64 {
+    cpus.iter()
+        .map(|&c| {
+            b.get(c)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(a.get(c).copied().unwrap_or(0)) as f64
+                / crate::sys::clk_tck()
+        })
+        .sum()
+}
+
+#[cfg(test)]
 fn parse_not_busy(stat: &str) -> Vec<u64> {
+    parse_ticks(stat, &[3, 4, 7])
+}
+
+/// Per CPU line of /proc/stat, the sum of the fields at `fields` (0 = user).
+fn parse_ticks(stat: &str, fields: &[usize]) -> Vec<u64> {
     stat.lines()
         .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
         .map(|l| {
@@ -249,10 +278,7 @@ fn parse_not_busy(stat: &str) -> Vec<u64> {
                 .map(|x| x.parse().unwrap_or(0))
                 .collect();
             // user nice system idle iowait irq softirq steal guest guest_nice
-            [3, 4, 7]
-                .iter()
-                .map(|&i| v.get(i).copied().unwrap_or(0))
-                .sum()
+            fields.iter().map(|&i| v.get(i).copied().unwrap_or(0)).sum()
         })
         .collect()
 }
@@ -292,6 +318,9 @@ mod tests {
                     cpu0 1 2 3 100 5 6 7 50 0 0\n\
                     cpu1 10 0 0 900 0 0 0 0 0 0\nintr 5\n";
         assert_eq!(parse_not_busy(stat), vec![100 + 5 + 50, 900]);
+        assert_eq!(parse_ticks(stat, &[7]), vec![50, 0]);
+        let hz = crate::sys::clk_tck();
+        assert!((stolen_secs(&[0, 0], &[hz as u64, 7], &[0]) - 1.0).abs() < 1e-9);
         let hz = crate::sys::clk_tck();
         // CPU 1 idle a quarter of 2 s: busy 1.5 s; CPU 0 idle all along: 0.
         let idle = (hz / 2.0) as u64;

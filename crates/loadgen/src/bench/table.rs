@@ -279,6 +279,16 @@ pub fn report(r: &Results, pngs: &[(String, String)], img: &str) -> String {
             super::pin::Cpus::list(&c.server),
             super::pin::Cpus::list(&c.client)
         );
+        let stolen: f64 = r.runs.iter().filter_map(|x| x.server_steal_secs).sum();
+        let wall: f64 = r.runs.iter().map(|x| x.wall_secs).sum();
+        if stolen > 0.02 * wall {
+            let _ = writeln!(
+                s,
+                "**Steal**: the hypervisor took {:.1}% of the server CPU's time during the runs; busy time leaves \
+                 it out, process CPU counts it, so the bracketed figures run high by about that much.\n",
+                stolen / wall.max(1e-9) * 100.0
+            );
+        }
     }
     let _ = writeln!(s, "| server | setup |\n|---|---|");
     for sv in &r.servers {
@@ -738,6 +748,7 @@ mod tests {
                     },
                     server_cpu_secs: server,
                     server_proc_secs: None,
+                    server_steal_secs: None,
                     client_cpu_secs: client,
                     wall_secs: 2.0,
                     core_busy: vec![1.0, 1.0],
