@@ -172,11 +172,16 @@ pub fn tls(settings: &Settings, clock: TscClock, pems: Option<Pems>) -> Option<T
     match crate::tls::listen(&t, cert, key, clock, rng) {
         Ok(l) => {
             kprintln!(
-                "tls: HTTPS on port {} (TLS {}), certificate chain {} bytes; randomness ChaCha20 seeded from {}; set up in {} ms",
+                "tls: HTTPS on port {} (TLS {}), certificate chain {} bytes; randomness ChaCha20 seeded from {}; AES-GCM on {}; set up in {} ms",
                 l.port,
                 if t.min13 { "1.3" } else { "1.2 and 1.3" },
                 cert.len(),
                 source.name(),
+                if bareweb_tls::provider::aesni::available() {
+                    "AES-NI"
+                } else {
+                    "portable code (no AES-NI/PCLMULQDQ/SSSE3)"
+                },
                 ms(t0, clock.hz)
             );
             Some(l)

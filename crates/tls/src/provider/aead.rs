@@ -1,6 +1,10 @@
-//! The record ciphers: AES-128-GCM, AES-256-GCM (the `aes-gcm` crate) and ChaCha20-Poly1305
-//! (`chacha20poly1305`), as rustls's TLS 1.3 (RFC 8446 §5.2) and TLS 1.2 (RFC 5288 for GCM,
-//! RFC 7905 for ChaCha20-Poly1305) AEAD algorithms.
+//! The record ciphers: AES-128-GCM, AES-256-GCM and ChaCha20-Poly1305 (`chacha20poly1305`),
+//! as rustls's TLS 1.3 (RFC 8446 §5.2) and TLS 1.2 (RFC 5288 for GCM, RFC 7905 for
+//! ChaCha20-Poly1305) AEAD algorithms.
+//!
+//! AES-GCM ([`Gcm`]) runs on our AES-NI + PCLMULQDQ assembly ([`super::aesni`]) when the CPU
+//! has those instructions (asked once, at the first key), on the host and in the kernel alike,
+//! and on the `aes-gcm` crate's portable constant-time code otherwise.
 //!
 //! The nonce of every record is the connection's IV XORed with the record's sequence number
 //! (TLS 1.3, and TLS 1.2 ChaCha20-Poly1305); TLS 1.2 GCM sends the last 8 bytes of that same
@@ -11,7 +15,8 @@
 
 use alloc::boxed::Box;
 
-use aes_gcm::aead::{AeadCore, AeadInPlace, KeyInit};
+use aes_gcm::aead::generic_array::GenericArray;
+use aes_gcm::aead::{AeadCore, AeadInPlace, Key, KeyInit, KeySizeUser};
 use aes_gcm::{Aes128Gcm, Aes256Gcm};
 use chacha20poly1305::ChaCha20Poly1305;
 use rustls::crypto::cipher::{
@@ -68,8 +73,8 @@ impl Alg {
 macro_rules! with_cipher {
     ($alg:expr, $key:expr, $make:ident) => {
         match $alg {
-            Alg::Aes128Gcm => $make::<Aes128Gcm>($key),
-            Alg::Aes256Gcm => $make::<Aes256Gcm>($key),
+            Alg::Aes128Gcm => $make::<Gcm<Aes128Gcm>>($key),
+            Alg::Aes256Gcm => $make::<Gcm<Aes256Gcm>>($key),
             Alg::ChaCha20Poly1305 => $make::<ChaCha20Poly1305>($key),
         }
     };
@@ -78,6 +83,87 @@ macro_rules! with_cipher {
 /// What the record ciphers need of an AEAD.
 pub trait RecordAead: AeadInPlace + KeyInit + Send + Sync + 'static {}
 impl<A: AeadInPlace + KeyInit + Send + Sync + 'static> RecordAead for A {}
+
+/// AES-GCM on the assembly of [`super::aesni`] if the CPU has AES-NI, PCLMULQDQ and SSSE3,
+/// else on `S`, the `aes-gcm` crate's cipher of the same key size. Both give the same bytes.
+// The record ciphers hold a `Gcm` inside their own box: one allocation per key either way.
+#[allow(clippy::large_enum_variant)]
+pub enum Gcm<S> {
+    /// The assembly (x86-64 only).
+    #[cfg(target_arch = "x86_64")]
+    Ni(super::aesni::AesGcm),
+    /// The crate.
+    Soft(S),
+}
+
+impl<S: KeyInit> Gcm<S> {
+    /// The crate's cipher even where the assembly could run: for tests and benches that
+    /// compare the two.
+    pub fn new_soft(key: &Key<S>) -> Self {
+        Self::Soft(S::new(key))
+    }
+}
+
+impl<S: KeySizeUser> KeySizeUser for Gcm<S> {
+    type KeySize = S::KeySize;
+}
+
+impl<S: KeyInit> KeyInit for Gcm<S> {
+    fn new(key: &Key<Self>) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(k) = super::aesni::AesGcm::new(key) {
+            return Self::Ni(k);
+        }
+        Self::Soft(S::new(key))
+    }
+}
+
+impl<S: AeadCore> AeadCore for Gcm<S> {
+    type NonceSize = S::NonceSize;
+    type TagSize = S::TagSize;
+    type CiphertextOverhead = S::CiphertextOverhead;
+}
+
+impl<S: AeadInPlace> AeadInPlace for Gcm<S> {
+    fn encrypt_in_place_detached(
+        &self,
+        nonce: &aes_gcm::aead::Nonce<Self>,
+        aad: &[u8],
+        buffer: &mut [u8],
+    ) -> aes_gcm::aead::Result<aes_gcm::aead::Tag<Self>> {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Self::Ni(k) => {
+                let nonce = <&[u8; NONCE_LEN]>::try_from(nonce.as_slice())
+                    .map_err(|_| aes_gcm::aead::Error)?;
+                let tag = k
+                    .seal(nonce, aad, buffer)
+                    .map_err(|_| aes_gcm::aead::Error)?;
+                GenericArray::from_exact_iter(tag).ok_or(aes_gcm::aead::Error)
+            }
+            Self::Soft(s) => s.encrypt_in_place_detached(nonce, aad, buffer),
+        }
+    }
+
+    fn decrypt_in_place_detached(
+        &self,
+        nonce: &aes_gcm::aead::Nonce<Self>,
+        aad: &[u8],
+        buffer: &mut [u8],
+        tag: &aes_gcm::aead::Tag<Self>,
+    ) -> aes_gcm::aead::Result<()> {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Self::Ni(k) => {
+                let nonce = <&[u8; NONCE_LEN]>::try_from(nonce.as_slice())
+                    .map_err(|_| aes_gcm::aead::Error)?;
+                k.open(nonce, aad, buffer, tag)
+                    .map_err(|_| aes_gcm::aead::Error)
+            }
+            Self::Soft(s) => s.decrypt_in_place_detached(nonce, aad, buffer, tag),
+        }
+    }
+}
 
 fn nonce_of<A: RecordAead>(n: &[u8; NONCE_LEN]) -> &aes_gcm::aead::Nonce<A> {
     aes_gcm::aead::Nonce::<A>::from_slice(n)

@@ -6,11 +6,16 @@
 //! - TLS 1.2 suites: ECDHE-ECDSA with the same three AEADs (no RSA, no CBC, no static RSA
 //!   key exchange);
 //! - HKDF and the TLS 1.2 PRF: rustls's `HkdfUsingHmac` / `PrfUsingHmac` over [`hmac`];
+//! - record ciphers ([`aead`]): AES-GCM on our AES-NI/PCLMULQDQ assembly ([`aesni`]) where the
+//!   CPU has it, else the `aes-gcm` crate; ChaCha20-Poly1305 on `chacha20poly1305`;
 //! - signing keys: ECDSA P-256 and P-384 ([`sign`]);
 //! - signature verification: ECDSA P-256 and P-384 ([`verify`]), for a client using it;
 //! - randomness: the platform's `SecureRandom`, passed to [`provider`].
 
 pub mod aead;
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+pub mod aesni;
 pub mod hash;
 pub mod hmac;
 pub mod kx;
@@ -149,3 +154,5 @@ pub fn provider(rng: &'static dyn SecureRandom) -> CryptoProvider {
 
 #[cfg(test)]
 mod tests;
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests_gcm;
