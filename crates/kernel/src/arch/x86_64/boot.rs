@@ -14,7 +14,7 @@
 //!
 //! Then: page tables identity-mapping the first 4 GiB with 2 MiB pages (this KVM offers
 //! no 1 GiB pages; the top GiB, where PCI devices live, is mapped uncached), except the
-//! first 2 MiB in 4 KiB pages with the guard page below the boot stack left
+//! 2 MiB holding the guard page below the boot stack, in 4 KiB pages with the guard left
 //! unmapped (an overflow must fault, not silently overwrite the page tables as it once
 //! did when the engine built its 256 KiB port table on the stack), PAE, SSE
 //! (`OSFXSR`, `OSXMMEXCPT`), `EFER.LME`, paging, a 64-bit GDT, and a far jump to 64-bit
@@ -142,12 +142,16 @@ bw_start32:
     inc %ecx
     cmp $2048, %ecx
     jb 6b
-    /* The first 2 MiB in 4 KiB pages, so the stack guard can be left unmapped: a
-       stack overflow faults instead of overwriting memory. (Page 0 stays mapped:
-       QEMU's PVH start_info lives there.) */
+    /* The 2 MiB holding the stack guard in 4 KiB pages, so the guard can be left
+       unmapped: a stack overflow faults instead of overwriting memory. Wherever the
+       image's size puts it (edx: its 2 MiB frame; page 0 stays mapped, QEMU's PVH
+       start_info lives there). */
+    mov $bw_stack_guard, %edx
+    and $0xFFE00000, %edx
     xor %ecx, %ecx
 9:  mov %ecx, %eax
     shl $12, %eax
+    add %edx, %eax
     or $3, %eax
     mov %eax, bw_pt0(,%ecx,8)
     movl $0, bw_pt0 + 4(,%ecx,8)
@@ -156,10 +160,12 @@ bw_start32:
     jb 9b
     mov $bw_stack_guard, %eax
     shr $12, %eax
+    and $511, %eax
     movl $0, bw_pt0(,%eax,8)
     mov $bw_pt0, %eax
     or $3, %eax
-    mov %eax, bw_pd
+    shr $21, %edx
+    mov %eax, bw_pd(,%edx,8)
 
     mov $bw_pml4, %eax
     mov %eax, %cr3
