@@ -358,4 +358,4 @@ impl Link {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

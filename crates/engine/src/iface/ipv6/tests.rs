@@ -6,11 +6,11 @@ use crate::iface::addr6::{Event, Phase, MAX_DELAY_NS, RETRANS_NS};
 use crate::iface::neigh6::State;
 use crate::wire::ipv6::NextHeader;
 
-const MAC: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 2]);
-const PEER_MAC: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 9]);
+pub(crate) const MAC: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 2]);
+pub(crate) const PEER_MAC: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 9]);
 const SECRET: [u8; 16] = [7; 16];
 
-fn peer() -> Ipv6Address {
+pub(crate) fn peer() -> Ipv6Address {
     "fe80::9".parse().unwrap()
 }
 
@@ -43,7 +43,7 @@ fn preferred_link() -> (Link, u64) {
 }
 
 /// A frame's Ethernet destination, IPv6 source, destination, hop limit and message.
-fn parse(
+pub(crate) fn parse(
     f: &[u8],
 ) -> (
     EthernetAddress,
@@ -65,7 +65,7 @@ fn parse(
 }
 
 /// A frame from the peer carrying `msg` (checksum right unless `bad_sum`).
-fn frame(
+pub(crate) fn frame(
     dst_mac: EthernetAddress,
     src: Ipv6Address,
     dst: Ipv6Address,
@@ -96,7 +96,7 @@ fn frame(
     f
 }
 
-fn ns(target: Ipv6Address) -> Icmpv6Repr<'static> {
+pub(crate) fn ns(target: Ipv6Address) -> Icmpv6Repr<'static> {
     Icmpv6Repr::NeighborSolicit {
         target,
         source_lladdr: Some(PEER_MAC),
