@@ -6,7 +6,7 @@
 //!
 //! What is answered: a neighbour solicitation for our preferred address (a solicited
 //! advertisement with our link-layer address, RFC 4861 §7.2.4; to all-nodes when it came
-//! from `::`), an echo request to it (RFC 4443 §4.2). Solicitations and advertisements
+//! from `::`), an echo request to it or to all-nodes (RFC 4443 §4.2). Solicitations and advertisements
 //! also feed the cache and DAD. Every Neighbor Discovery message needs hop limit 255
 //! ([`Drop6::HopLimit`]); the ICMPv6 checksum is verified; a fragment, a bad extension
 //! chain and everything not served yet (TCP, UDP, router advertisements, MLD) is dropped
@@ -211,9 +211,13 @@ impl Link {
                 seq_no,
                 data,
             } => {
-                // To our preferred address only (RFC 4862 §5.4: a tentative address
-                // takes nothing but DAD), from a unicast source.
-                if Some(ip.dst_addr) != preferred || src.is_unspecified() {
+                // To our preferred address (RFC 4862 §5.4: a tentative address takes
+                // nothing but DAD), or to all-nodes once we have one (RFC 4443 §4.2: a
+                // reply SHOULD be sent, from our unicast address: `ping ff02::1%dev`
+                // finds us), from a unicast source.
+                let to = ip.dst_addr;
+                let ok = preferred.is_some_and(|p| to == p || to == ALL_NODES);
+                if !ok || src.is_unspecified() {
                     return Err(Drop6::Frame(Drop::NotForUs));
                 }
                 Ok(Step::Send(Out::EchoReply {

@@ -5,6 +5,9 @@
 //! queue; the drops are counted by reason beside IPv4's. One server of a machine runs it
 //! (core 0's); another drops IPv6 as not served.
 //!
+//! Without the engine's `ipv6` feature (the bare machine's build) the link is never made
+//! and its code is not linked: every IPv6 frame is counted as not served.
+//!
 //! The link is made at the first round, with the clock then (DAD's delay runs from
 //! there), its secret `Config::ipv6_secret` or one derived from the ISN secret.
 
@@ -71,7 +74,7 @@ impl<L: Lookup<'static>> Server<L> {
 
     /// Once per round: starts the link, runs its timers. Returns whether anything was sent.
     pub(super) fn ipv6_round<T: TxRing>(&mut self, tx: &mut T) -> bool {
-        if !self.cfg.ipv6 {
+        if !cfg!(feature = "ipv6") || !self.cfg.ipv6 {
             return false;
         }
         let now = self.now_ns;
@@ -98,9 +101,12 @@ impl<L: Lookup<'static>> Server<L> {
     /// A received IPv6 frame.
     pub(super) fn ipv6_frame<T: TxRing>(&mut self, bytes: &[u8], tx: &mut T) {
         let now = self.now_ns;
-        let Some(link) = self.ipv6.as_mut() else {
-            self.stats.drop_ipv6_unserved += 1;
-            return;
+        let link = match self.ipv6.as_mut() {
+            Some(l) if cfg!(feature = "ipv6") => l,
+            _ => {
+                self.stats.drop_ipv6_unserved += 1;
+                return;
+            }
         };
         match link.receive(bytes, now) {
             Ok(step) => {

@@ -190,12 +190,7 @@ fn echo_to_our_preferred_address_is_answered() {
             data: &data
         }
     );
-    // A bad checksum, another address, an echo to all-nodes: dropped by reason.
-    let bad = frame(MAC, peer(), us, 64, &req, true);
-    assert_eq!(l.receive(&bad, t), Err(Drop6::Frame(Drop::Checksum)));
-    let other: Ipv6Address = "fe80::77".parse().unwrap();
-    let f = frame(MAC, peer(), other, 64, &req, false);
-    assert_eq!(l.receive(&f, t), Err(Drop6::Frame(Drop::NotForUs)));
+    // To all-nodes: answered from our address.
     let f = frame(
         ALL_NODES.multicast_ethernet(),
         peer(),
@@ -204,6 +199,19 @@ fn echo_to_our_preferred_address_is_answered() {
         &req,
         false,
     );
+    let Ok(Step::Send(out)) = l.receive(&f, t) else {
+        panic!()
+    };
+    let n = l.write(&out, &mut buf).unwrap();
+    let (_, src, dst, _, _) = parse(&buf[..n]);
+    assert_eq!((src, dst), (us, peer()));
+    // A bad checksum, another address, from `::`: dropped by reason.
+    let bad = frame(MAC, peer(), us, 64, &req, true);
+    assert_eq!(l.receive(&bad, t), Err(Drop6::Frame(Drop::Checksum)));
+    let other: Ipv6Address = "fe80::77".parse().unwrap();
+    let f = frame(MAC, peer(), other, 64, &req, false);
+    assert_eq!(l.receive(&f, t), Err(Drop6::Frame(Drop::NotForUs)));
+    let f = frame(MAC, UNSPECIFIED, us, 64, &req, false);
     assert_eq!(l.receive(&f, t), Err(Drop6::Frame(Drop::NotForUs)));
     // Too small a slot: nothing written.
     assert_eq!(l.write(&out, &mut buf[..60]), None);
