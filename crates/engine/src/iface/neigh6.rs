@@ -134,6 +134,15 @@ impl NeighbourCache {
             .map(|e| (e.state, e.mac))
     }
 
+    /// Entries in `state`.
+    pub fn count(&self, state: State) -> usize {
+        self.entries
+            .iter()
+            .flatten()
+            .filter(|e| e.state == state)
+            .count()
+    }
+
     /// Entries in use.
     pub fn len(&self) -> usize {
         self.entries.iter().flatten().count()
