@@ -67,7 +67,7 @@ impl<L: Lookup<'static>> Server<L> {
     pub(super) fn ipv6_deadline(&self) -> u64 {
         match &self.ipv6 {
             Some(l) => l.deadline(),
-            None if self.cfg.ipv6 => 0,
+            None if cfg!(feature = "ipv6") && self.cfg.ipv6 => 0,
             None => u64::MAX,
         }
     }
