@@ -151,7 +151,8 @@ impl LinkLocal {
             // the secret and the MAC, so a node with another MAC or secret has another.
             self.phase = Phase::Tentative {
                 sent: 0,
-                deadline_ns: now + (word >> 48) % MAX_DELAY_NS,
+                // The low 48 bits (the nonce is the high 48): uniform enough over 1 s.
+                deadline_ns: now + (word & 0xffff_ffff_ffff) % MAX_DELAY_NS,
             };
             return true;
         }
@@ -273,6 +274,7 @@ mod tests {
     fn first_probe(l: &mut LinkLocal) -> (u64, [u8; 6]) {
         let t = l.deadline();
         assert!(t < MAX_DELAY_NS);
+        assert_eq!(l.poll(t.saturating_sub(1)).filter(|_| t > 0), None);
         match l.poll(t) {
             Some(Event::Probe { target, nonce }) => {
                 assert_eq!(target, l.addr());
@@ -366,6 +368,17 @@ mod tests {
         assert_eq!(l.solicitation(a, UNSPEC, None, t + RETRANS_NS), None);
         assert_eq!(l.preferred(), Some(a));
         assert_eq!(l.conflicts, 1);
+    }
+
+    #[test]
+    fn the_first_probe_waits_a_random_delay_spread_over_a_second() {
+        // RFC 4862 §5.4.2: uniform over [0, MAX_RTR_SOLICITATION_DELAY).
+        let delays: std::vec::Vec<u64> = (0..64u8)
+            .map(|k| LinkLocal::new([k; 16], MAC, 0).deadline())
+            .collect();
+        assert!(delays.iter().all(|&d| d < MAX_DELAY_NS));
+        assert!(delays.iter().any(|&d| d > MAX_DELAY_NS / 2));
+        assert!(delays.iter().filter(|&&d| d < MAX_DELAY_NS / 100).count() < 8);
     }
 
     #[test]
