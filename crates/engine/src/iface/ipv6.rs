@@ -142,14 +142,17 @@ impl Link {
             Some(e) => return Some(Step::Address(e)),
             None => {}
         }
-        self.addr.preferred()?;
-        self.neigh.poll(now).map(|Solicit { target, unicast }| {
-            Step::Send(Out::Solicit {
-                target,
-                unicast,
-                dad_nonce: None,
-            })
-        })
+        let Solicit { target, unicast } = self.neigh.poll(now)?;
+        if self.addr.preferred().is_none() {
+            // No address to ask from (DAD under way or given up): the cache's timers run
+            // all the same, so a resolution ends and no deadline stays in the past.
+            return Some(Step::Done);
+        }
+        Some(Step::Send(Out::Solicit {
+            target,
+            unicast,
+            dad_nonce: None,
+        }))
     }
 
     /// Whether a frame to `dst` is one this link takes: our MAC, all-nodes', or our

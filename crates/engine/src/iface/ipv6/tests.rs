@@ -411,3 +411,28 @@ fn linux_captured_frames_replayed_are_taken_or_dropped_by_reason() {
     }
     assert!(l.neigh.is_empty());
 }
+
+#[test]
+fn without_an_address_the_cache_timers_still_run_out() {
+    // DAD gives up (every identifier taken): the link has no address to solicit from.
+    let mut l = Link::new(SECRET, MAC, 0);
+    for _ in 0..=crate::iface::addr6::IDGEN_RETRIES {
+        let a = l.addr.addr();
+        l.addr.advertisement(a, 0);
+    }
+    assert_eq!(l.addr.phase(), Phase::Failed);
+    assert!(matches!(
+        l.neigh.lookup(peer(), 0),
+        crate::iface::neigh6::Resolve::Pending(Some(_))
+    ));
+    // Nothing is sent, but the entry's solicitations run out and the deadline with them.
+    let mut t = 0;
+    while t < 10 * RETRANS_NS {
+        t += RETRANS_NS;
+        while let Some(step) = l.poll(t) {
+            assert_eq!(step, Step::Done);
+        }
+    }
+    assert_eq!(l.neigh.state(peer()), None);
+    assert_eq!(l.deadline(), u64::MAX);
+}
