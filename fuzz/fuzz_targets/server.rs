@@ -43,6 +43,9 @@ fuzz_target!(|data: &[u8]| {
     let mut udp = bareweb_engine::udp::Config::new(8081);
     udp.ids = 2;
     cfg.udp = Some(udp);
+    // IPv6 on the link (a fixed secret: its address is one the fuzzer can learn).
+    cfg.ipv6 = true;
+    cfg.ipv6_secret = Some([0x42; 16]);
     let mut server = Server::new(cfg, site(), mac);
     let mut nic = FakeNic::new(mac);
     // Half the inputs (by length) run with segmentation offload, whose frames the fake

@@ -779,6 +779,8 @@ mod tests {
     const EXAMPLES: &[(&str, &str, &str)] = &[
         ("ip", "10.1.2.3/16", "10.0.0.2/33"),
         ("gw", "10.1.0.1", "10.0.0.256"),
+        ("ip6", "slaac", "on"),
+        ("ip6-secret", "000102030405060708090a0b0c0d0e0f", "0001"),
         ("port", "8080", "0"),
         ("sched", "ist", "rr"),
         ("cc", "bbr", "reno"),
@@ -874,6 +876,9 @@ mod tests {
             }
             if cli.given("gw").is_none() {
                 tap.gateway = None;
+            }
+            if cli.given("ip6").is_none() {
+                tap.ip6 = true;
             }
             assert_eq!(
                 format!("{:?}", cli.config(key)),

@@ -32,7 +32,7 @@ static PCAP: &[u8] = include_bytes!("../testdata/session.pcap");
 /// a veth pair (Linux 6.1): the kernel's DAD (with RFC 7527 nonces), MLDv2 reports and
 /// router solicitations as both ends came up, then `ping -6 -c 2 -s 48` to the peer's
 /// link-local address and to 2001:db8::b (NS/NA first), and one to an absent 2001:db8::c.
-static PCAP_V6: &[u8] = include_bytes!("../testdata/ipv6.pcap");
+pub(crate) static PCAP_V6: &[u8] = include_bytes!("../testdata/ipv6.pcap");
 
 /// Parses an IPv6 frame through every view: fixed header, extension-header walk, the
 /// ICMPv6 message with its checksum and Neighbor Discovery checks, and an emit of the

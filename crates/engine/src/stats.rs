@@ -58,9 +58,9 @@ counters! {
     drop_truncated,
     /// Dropped: a header field holds a forbidden value.
     drop_malformed,
-    /// Dropped: bad IPv4, ICMP or TCP checksum.
+    /// Dropped: bad IPv4, ICMP, ICMPv6 or TCP checksum.
     drop_checksum,
-    /// Dropped: IPv4 fragment (we never need reassembly for requests).
+    /// Dropped: IPv4 or IPv6 fragment (we never need reassembly for requests).
     drop_fragment,
     /// Dropped: not addressed to us (MAC or IP) or a protocol we do not serve.
     drop_not_for_us,
@@ -70,6 +70,21 @@ counters! {
     arp_replies,
     /// ICMP echo requests answered.
     icmp_echo,
+    /// ICMPv6 echo requests answered.
+    icmp6_echo,
+    /// IPv6 neighbour solicitations for our address answered (the ARP replies of IPv6).
+    nd_advertisements,
+    /// IPv6 neighbour solicitations sent: duplicate address detection and resolution.
+    nd_solicitations,
+    /// IPv6 addresses found in use by another node (duplicate address detection), or our
+    /// address advertised by another.
+    nd_dad_conflicts,
+    /// Dropped: a Neighbor Discovery message whose hop limit is not 255 (from beyond the
+    /// link).
+    drop_nd_hop_limit,
+    /// Dropped: IPv6 not served (yet): TCP and UDP over IPv6, router advertisements, MLD;
+    /// or all IPv6, when it is off or on another core.
+    drop_ipv6_unserved,
     /// SYNs that opened a connection.
     tcp_accepted,
     /// SYNs dropped because every TCB was in use by a connection with a response in flight.

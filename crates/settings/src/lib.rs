@@ -77,6 +77,11 @@ pub struct Settings {
     pub dhcp: bool,
     /// Router for off-link clients (QEMU's user-mode host is one).
     pub gateway: Option<Ipv4Address>,
+    /// `ip6=slaac`: IPv6 on the link (a link-local address, neighbour discovery, echo).
+    pub ip6: bool,
+    /// `ip6_secret=HEX`: the RFC 7217 secret of the stable IPv6 address (`None`: random
+    /// per start).
+    pub ip6_secret: Option<[u8; 16]>,
     /// TCP port served.
     pub port: u16,
     /// HTTP scheduling policy.
@@ -210,6 +215,8 @@ impl Default for Settings {
             prefix: engine.prefix_len,
             dhcp: false,
             gateway: Some(Ipv4Address([10, 0, 2, 2])),
+            ip6: engine.ipv6,
+            ip6_secret: engine.ipv6_secret,
             port: engine.port,
             sched: engine.sched,
             cc: engine.congestion,
@@ -246,7 +253,8 @@ impl Default for Settings {
 
 /// `serve`'s defaults over [`Settings::default`], as words: a TAP's usual address and no
 /// router (the host is on the link).
-pub const TAP_DEFAULTS: &[(&str, &str)] = &[("ip", "10.0.0.2/24"), ("gw", "none")];
+pub const TAP_DEFAULTS: &[(&str, &str)] =
+    &[("ip", "10.0.0.2/24"), ("gw", "none"), ("ip6", "slaac")];
 
 impl Settings {
     /// `serve`'s defaults: [`TAP_DEFAULTS`] over [`Settings::default`].
@@ -273,6 +281,8 @@ impl Settings {
     pub fn config(&self, isn_key: [u8; 16]) -> Config {
         let mut cfg = Config::new(self.ip, self.prefix, isn_key);
         cfg.gateway = self.gateway;
+        cfg.ipv6 = self.ip6;
+        cfg.ipv6_secret = self.ip6_secret;
         cfg.port = self.port;
         cfg.sched = self.sched;
         cfg.congestion = self.cc;
@@ -351,6 +361,20 @@ impl Opt {
 }
 
 /// `A.B.C.D` as std writes it (no leading zeros, no signs).
+/// 32 hex digits as 16 octets.
+fn hex16(s: &str) -> Option<[u8; 16]> {
+    let b = s.as_bytes();
+    if b.len() != 32 {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = [0u8; 16];
+    for (o, pair) in out.iter_mut().zip(b.chunks_exact(2)) {
+        *o = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    Some(out)
+}
+
 pub(crate) fn addr(s: &str) -> Option<Ipv4Address> {
     s.parse::<Ipv4Addr>().ok().map(|a| Ipv4Address(a.octets()))
 }
@@ -576,7 +600,7 @@ const _: () = assert!(
 
 /// Every shared option, in `--help`'s order (and the order of the kernel words the CLI
 /// writes).
-pub static OPTIONS: [Opt; 34] = [
+pub static OPTIONS: [Opt; 36] = [
     Opt {
         word: "ip",
         long: "ip",
@@ -612,6 +636,39 @@ pub static OPTIONS: [Opt; 34] = [
                 "none" => None,
                 _ => Some(addr(v).ok_or("expected an IPv4 address (A.B.C.D) or none")?),
             };
+            Ok(())
+        },
+    },
+    Opt {
+        word: "ip6",
+        long: "ip6",
+        arg: Arg::Value("slaac|off"),
+        help: help!(
+            "IPv6 on the link: `slaac` (a stable link-local address, RFC 7217, checked by \
+               duplicate address detection; neighbour discovery and ping; global addresses \
+               from router advertisements are still to come) or `off` [default: serve: slaac; \
+               run and images: off, until their NICs' multicast filters are programmed]"
+        ),
+        set: |s, v| {
+            s.ip6 = match v {
+                "slaac" => true,
+                "off" => false,
+                _ => return Err("expected slaac or off"),
+            };
+            Ok(())
+        },
+    },
+    Opt {
+        word: "ip6_secret",
+        long: "ip6-secret",
+        arg: Arg::Value("HEX"),
+        help: help!(
+            "The secret key of the stable IPv6 address (RFC 7217), 32 hex digits: the same \
+               key on the same interface gives the same address across restarts [default: \
+               random at each start]"
+        ),
+        set: |s, v| {
+            s.ip6_secret = Some(hex16(v).ok_or("expected 32 hex digits")?);
             Ok(())
         },
     },
@@ -1043,8 +1100,14 @@ mod tests {
                     p.word
                 );
             }
-            assert!(o.word.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
-            assert!(o.long.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'));
+            // Letters, then letters, digits (`ip6`) and the separator.
+            let name = |n: &str, sep: u8| {
+                n.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+                    && n.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == sep)
+            };
+            assert!(name(o.word, b'_'), "{}", o.word);
+            assert!(name(o.long, b'-'), "{}", o.long);
             assert!(!o.help.ends_with('.'), "clap's style: no final period");
         }
     }

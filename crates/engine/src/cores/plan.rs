@@ -290,6 +290,8 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
             r.core = core;
             r.announcer = core == 0;
         }
+        // One server runs IPv6 on the link (its address, DAD, the neighbour cache).
+        cfg.ipv6 &= core == 0;
         if self.role(core) == Role::Net {
             cfg.tcbs = 1;
             cfg.syn_backlog = Some(0);

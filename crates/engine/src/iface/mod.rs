@@ -15,10 +15,19 @@
 //! - [`neigh`](mod@neigh): the next hop's MAC for a virtual address's connections (direct
 //!   server return): a small ARP cache per server that learns only replies to its own
 //!   requests.
+//! - [`ipv6`](mod@ipv6): IPv6 on the link: frames of EtherType 0x86DD walked to their
+//!   ICMPv6 message; neighbour solicitations for our address answered and learned, echo
+//!   answered, the frames DAD and resolution send; with [`addr6`](mod@addr6) (the
+//!   link-local address: RFC 7217's stable identifier and duplicate address detection)
+//!   and [`neigh6`](mod@neigh6) (the neighbour cache of RFC 4861, fixed size, its states
+//!   and timers).
 
+pub mod addr6;
 pub mod egress;
 pub mod ingress;
+pub mod ipv6;
 pub mod neigh;
+pub mod neigh6;
 
 pub use egress::{Egress, Sent};
 pub use ingress::{admissible_syn, classified, ingress, ingress_offloaded, Drop, Ingress};

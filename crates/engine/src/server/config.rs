@@ -116,6 +116,13 @@ pub struct Config {
     /// `--hsts`: the `Strict-Transport-Security` policy sent on HTTPS responses (never
     /// on plain HTTP, RFC 6797 §7.2); `None`: no such field.
     pub hsts: Option<crate::http::Hsts>,
+    /// IPv6 on the link (`--ip6`): a link-local address (RFC 7217, checked by DAD),
+    /// neighbour discovery and echo (`iface::ipv6`); off by default here. Only one
+    /// server of a machine runs it (`cores::Plan::config`: core 0's).
+    pub ipv6: bool,
+    /// The RFC 7217 secret of the stable address (`--ip6-secret`); `None`: derived from
+    /// `isn_key` (random per start, so the address is stable for a run).
+    pub ipv6_secret: Option<[u8; 16]>,
 }
 
 /// Most networks [`ProxySources`] holds.
@@ -209,6 +216,8 @@ impl Config {
             tls: None,
             https_redirect: None,
             hsts: None,
+            ipv6: false,
+            ipv6_secret: None,
         }
     }
 }

@@ -26,8 +26,9 @@ impl<L: Lookup<'static>> Server<L> {
         if self.conns.run_len() != 0 {
             return 0;
         }
+        let link = self.dhcp_deadline().min(self.ipv6_deadline());
         if self.active() == 0 {
-            return self.dhcp_deadline();
+            return link;
         }
         let to = self.cfg.timeouts;
         let ms = |x: u64| x.saturating_mul(1_000_000);
@@ -46,9 +47,9 @@ impl<L: Lookup<'static>> Server<L> {
             }
             first = first.min(at);
         }
-        if first == u64::MAX || self.dhcp_deadline() < first {
-            // The DHCP client's deadline (`u64::MAX` without one).
-            self.dhcp_deadline()
+        if first == u64::MAX || link < first {
+            // The DHCP client's or the IPv6 link's deadline (`u64::MAX` without them).
+            link
         } else {
             // Nothing fires before the next scan (the 10 ms tick, or sooner for a loss
             // probe: `next_timer_ns`).

@@ -27,6 +27,9 @@ impl<L: Lookup<'static>> Server<L> {
         if self.cfg.dhcp.is_some() && self.dhcp_frame(bytes, tx) {
             return;
         }
+        if super::ipv6::is_ipv6(bytes) {
+            return self.ipv6_frame(bytes, tx);
+        }
         match classified(&self.iface, bytes) {
             Ok(Ingress::ArpRequest { request, src_mac }) => {
                 self.via_receive(tx);

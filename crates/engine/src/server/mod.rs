@@ -18,6 +18,8 @@
 //!   published address applied;
 //! - `proxy.rs`: the PROXY protocol header a balancer puts before a connection, read
 //!   before its first request (docs/design/proxy-protocol.md);
+//! - `ipv6.rs`: IPv6 on the link (`Config::ipv6`): the interface's link-local address,
+//!   neighbour discovery and echo, its frames in and out, its drops counted;
 //! - `udp.rs`: the stateless UDP protocol (the UDP paper): a datagram in, its answer out;
 //! - `bond.rs`: on a set of NICs (the bonding paper), the send-id, the NIC each frame leaves from,
 //!   and failover;
@@ -63,6 +65,7 @@ mod deadline;
 mod dhcp;
 pub mod drain;
 mod input;
+mod ipv6;
 mod proxy;
 mod send;
 pub mod split;
@@ -221,6 +224,10 @@ pub struct Server<L: Lookup<'static>> {
     dhcp_seen: u32,
     /// The address changed since [`Server::take_address_change`] last said so.
     address_changed: bool,
+    /// IPv6 on the link, once started (`ipv6.rs`).
+    ipv6: Option<Box<crate::iface::ipv6::Link>>,
+    /// The link-local address's last news ([`Server::take_ipv6_news`]).
+    ipv6_news: Option<crate::iface::addr6::Event>,
     /// The last [`RESET_MEMORY`] connections reset while still at our initial sequence
     /// number: (peer, SND.NXT: the ACK that would return their cookie), oldest overwritten.
     reset: [(Peer, u32); RESET_MEMORY],
@@ -325,6 +332,8 @@ impl<L: Lookup<'static>> Server<L> {
             dhcp_client: None,
             dhcp_seen: cfg.dhcp.map_or(0, |d| d.generation().wrapping_sub(1)),
             address_changed: false,
+            ipv6: None,
+            ipv6_news: None,
             reset: [(Peer::default(), 0); RESET_MEMORY],
             reset_next: 0,
             tls_sides: Vec::with_capacity(if cfg.tls.is_some() { n } else { 0 }),
@@ -428,6 +437,7 @@ impl<L: Lookup<'static>> Server<L> {
         let (rx, tx) = nic.split();
         self.bond_sync(tx);
         let mut worked = self.dhcp_round(tx);
+        worked |= self.ipv6_round(tx);
         self.drain_begin();
         let mut frames = [RxFrame { buf: 0, len: 0 }; RX_BURST];
         // Bounded so timers run and the transmit ring is flushed at least every
@@ -590,6 +600,7 @@ impl<L: Lookup<'static>> Server<L> {
             .min(self.next_timer_ns)
             .min(self.next_pace_ns)
             .min(self.dhcp_deadline())
+            .min(self.ipv6_deadline())
     }
 
     /// Connection `id`'s timer may have been armed, or pacing may hold it back: if the

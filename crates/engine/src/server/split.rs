@@ -105,6 +105,7 @@ impl<L: Lookup<'static>> Server<L> {
     /// timeouts). Call it about as often as `poll` would run; it does not flush `tx`.
     /// The connections freed since `begin` are in [`Server::closed`].
     pub fn tick<T: TxRing, A: AccessLog>(&mut self, tx: &mut T, log: &mut A) {
+        self.ipv6_round(tx);
         self.end_round(tx, log);
     }
 }

@@ -1,0 +1,391 @@
+//! Our IPv6 link-local address: chosen by RFC 7217 (a stable, opaque interface identifier)
+//! and checked by duplicate address detection (RFC 4862 §5.4), as a state machine driven
+//! by the clock and by the solicitations and advertisements heard.
+//!
+//! **The identifier.** RFC 7217 §5: `F(Prefix, Net_Iface, Network_ID, DAD_Counter,
+//! secret_key)`, here SipHash-2-4-128 keyed with the 128-bit secret over the prefix's 8
+//! octets, the MAC (the interface), no network id (a link-local prefix names no network)
+//! and the counter; the low 64 bits of the result are the identifier. §5 asks for a
+//! pseudorandom function of the secret: SipHash is one (a keyed PRF, already the engine's
+//! for ISNs and SYN cookies), where SHA-256 over `secret || data` would be a hash made
+//! into one. The secret comes from the platform (`Config::ipv6`): its randomness, so the
+//! address is stable for a run; a configured secret makes it stable across runs. The MAC
+//! cannot be read back from the address (no EUI-64, RFC 7721). An identifier RFC 5453
+//! reserves is skipped as if it were a duplicate.
+//!
+//! **DAD.** The address is tentative (nothing is answered for it, and only DAD uses it)
+//! until `DupAddrDetectTransmits` (1) solicitation from `::` to its solicited-node group
+//! went unanswered for RetransTimer (1 s), after a random delay of up to
+//! MAX_RTR_SOLICITATION_DELAY (1 s, RFC 4862 §5.4.2). While tentative, a solicitation for
+//! it from `::` that does not carry our own nonce (RFC 7527: our probe looped back) or
+//! any advertisement for it means someone holds it: RFC 7217 §6, the counter goes up and
+//! a new identifier is tried, at most `IDGEN_RETRIES` (3) times; then the interface gives
+//! up (RFC 4862 §5.4.5: IPv6 off on this link) and says so ([`Phase::Failed`]). Once
+//! preferred, an advertisement for it from someone else is only counted (§5.4.4 asks
+//! for a log, not a defence).
+
+use core::hash::Hasher;
+
+use siphasher::sip128::{Hasher128, SipHasher24};
+
+use crate::wire::{EthernetAddress, Ipv6Address};
+
+/// RFC 4862 §5.1: DupAddrDetectTransmits.
+pub const DAD_TRANSMITS: u8 = 1;
+/// RFC 4861 §10: RetransTimer.
+pub const RETRANS_NS: u64 = 1_000_000_000;
+/// RFC 4861 §10: MAX_RTR_SOLICITATION_DELAY, the most a first probe waits.
+pub const MAX_DELAY_NS: u64 = 1_000_000_000;
+/// RFC 7217 §7: IDGEN_RETRIES.
+pub const IDGEN_RETRIES: u8 = 3;
+
+/// Where the address stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Being checked: `sent` probes out, the next step at `deadline_ns`.
+    Tentative {
+        /// Probes sent.
+        sent: u8,
+        /// When the next probe goes, or (all sent) when the address becomes preferred.
+        deadline_ns: u64,
+    },
+    /// Ours: answered and used.
+    Preferred,
+    /// Every identifier tried was in use: no IPv6 on this link.
+    Failed,
+}
+
+/// What the address machine asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// Send a DAD probe: a solicitation for `target` from `::` to its solicited-node
+    /// group, with our nonce.
+    Probe {
+        /// The tentative address.
+        target: Ipv6Address,
+        /// Our nonce (RFC 7527).
+        nonce: [u8; 6],
+    },
+    /// The address passed DAD.
+    Preferred(Ipv6Address),
+    /// The tentative address is in use by another: a new one is tried (its first probe
+    /// comes at [`LinkLocal::deadline`]).
+    Duplicate {
+        /// The address found in use.
+        taken: Ipv6Address,
+        /// The next one tried.
+        next: Ipv6Address,
+    },
+    /// The address was in use and so were the retries: IPv6 is off on this link.
+    GaveUp(Ipv6Address),
+}
+
+/// The link-local address and its DAD.
+#[derive(Debug, Clone)]
+pub struct LinkLocal {
+    secret: [u8; 16],
+    mac: EthernetAddress,
+    counter: u8,
+    addr: Ipv6Address,
+    phase: Phase,
+    nonce: [u8; 6],
+    /// Duplicates found (while tentative) or advertisements of our preferred address by
+    /// another node.
+    pub conflicts: u64,
+}
+
+/// The link-local prefix fe80::/64.
+const PREFIX: [u8; 8] = [0xfe, 0x80, 0, 0, 0, 0, 0, 0];
+
+/// RFC 7217 §5's F for the link-local prefix: `(identifier, a pseudorandom word)`, the
+/// second for the probe's nonce and delay.
+fn stable_id(secret: &[u8; 16], mac: EthernetAddress, counter: u8) -> (u64, u64) {
+    let mut h = SipHasher24::new_with_key(secret);
+    let mut b = [0u8; 15];
+    b[..8].copy_from_slice(&PREFIX);
+    b[8..14].copy_from_slice(&mac.0);
+    b[14] = counter;
+    h.write(&b);
+    let out = h.finish128();
+    (out.h1, out.h2)
+}
+
+/// Whether `id` is an interface identifier RFC 5453 reserves (all zeros: the subnet-router
+/// anycast; the proxy-mobile one; the subnet anycast range of RFC 2526).
+fn reserved(id: u64) -> bool {
+    id == 0 || id == 0x0200_5eff_fe00_5213 || id >= 0xfdff_ffff_ffff_ff80
+}
+
+impl LinkLocal {
+    /// A tentative address for the interface with `mac`, keyed by `secret`; its first
+    /// probe goes at `now` plus a random delay below [`MAX_DELAY_NS`].
+    pub fn new(secret: [u8; 16], mac: EthernetAddress, now: u64) -> LinkLocal {
+        let mut l = LinkLocal {
+            secret,
+            mac,
+            counter: 0,
+            addr: Ipv6Address([0; 16]),
+            phase: Phase::Failed,
+            nonce: [0; 6],
+            conflicts: 0,
+        };
+        l.choose(now);
+        l
+    }
+
+    /// Derives the address for the current counter (skipping reserved identifiers, each
+    /// as a retry) and starts DAD; false when the retries ran out.
+    fn choose(&mut self, now: u64) -> bool {
+        while self.counter <= IDGEN_RETRIES {
+            let (id, word) = stable_id(&self.secret, self.mac, self.counter);
+            if reserved(id) {
+                self.counter += 1;
+                continue;
+            }
+            let mut a = [0u8; 16];
+            a[..8].copy_from_slice(&PREFIX);
+            a[8..].copy_from_slice(&id.to_be_bytes());
+            self.addr = Ipv6Address(a);
+            self.nonce.copy_from_slice(&word.to_be_bytes()[..6]);
+            // The nonce tells our probe looped back from another node's: the word mixes
+            // the secret and the MAC, so a node with another MAC or secret has another.
+            self.phase = Phase::Tentative {
+                sent: 0,
+                // The low 48 bits (the nonce is the high 48): uniform enough over 1 s.
+                deadline_ns: now + (word & 0xffff_ffff_ffff) % MAX_DELAY_NS,
+            };
+            return true;
+        }
+        self.phase = Phase::Failed;
+        false
+    }
+
+    /// The address (tentative, preferred, or the last one tried).
+    pub fn addr(&self) -> Ipv6Address {
+        self.addr
+    }
+
+    /// The phase.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// The address if it passed DAD: the one we answer for and send from.
+    pub fn preferred(&self) -> Option<Ipv6Address> {
+        (self.phase == Phase::Preferred).then_some(self.addr)
+    }
+
+    /// Whether `a` is our address and still tentative.
+    pub fn is_tentative(&self, a: Ipv6Address) -> bool {
+        a == self.addr && matches!(self.phase, Phase::Tentative { .. })
+    }
+
+    /// Identifiers tried so far beyond the first (RFC 7217's DAD_Counter).
+    pub fn retries(&self) -> u8 {
+        self.counter
+    }
+
+    /// When [`poll`](Self::poll) next has work (`u64::MAX`: never).
+    pub fn deadline(&self) -> u64 {
+        match self.phase {
+            Phase::Tentative { deadline_ns, .. } => deadline_ns,
+            _ => u64::MAX,
+        }
+    }
+
+    /// The clock at `now`: a probe to send, or the address preferred.
+    pub fn poll(&mut self, now: u64) -> Option<Event> {
+        let Phase::Tentative { sent, deadline_ns } = self.phase else {
+            return None;
+        };
+        if now < deadline_ns {
+            return None;
+        }
+        if sent < DAD_TRANSMITS {
+            self.phase = Phase::Tentative {
+                sent: sent + 1,
+                deadline_ns: now + RETRANS_NS,
+            };
+            return Some(Event::Probe {
+                target: self.addr,
+                nonce: self.nonce,
+            });
+        }
+        self.phase = Phase::Preferred;
+        Some(Event::Preferred(self.addr))
+    }
+
+    /// A neighbour solicitation for `target` from `src` with `nonce` (RFC 4862 §5.4.3):
+    /// from `::` for our tentative address and not our own probe, a duplicate.
+    pub fn solicitation(
+        &mut self,
+        target: Ipv6Address,
+        src: Ipv6Address,
+        nonce: Option<[u8; 6]>,
+        now: u64,
+    ) -> Option<Event> {
+        if !self.is_tentative(target) || !src.is_unspecified() || nonce == Some(self.nonce) {
+            // A unicast source is resolving the address (ignored, §5.4.3); our own
+            // probe looped back (RFC 7527) is no one else's.
+            return None;
+        }
+        Some(self.duplicate(now))
+    }
+
+    /// A neighbour advertisement for `target` (RFC 4862 §5.4.4), not sent by us.
+    pub fn advertisement(&mut self, target: Ipv6Address, now: u64) -> Option<Event> {
+        if target != self.addr {
+            return None;
+        }
+        match self.phase {
+            Phase::Tentative { .. } => Some(self.duplicate(now)),
+            Phase::Preferred => {
+                self.conflicts += 1;
+                None
+            }
+            Phase::Failed => None,
+        }
+    }
+
+    fn duplicate(&mut self, now: u64) -> Event {
+        self.conflicts += 1;
+        let taken = self.addr;
+        self.counter += 1;
+        if self.choose(now) {
+            Event::Duplicate {
+                taken,
+                next: self.addr,
+            }
+        } else {
+            Event::GaveUp(taken)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAC: EthernetAddress = EthernetAddress([2, 0xbe, 0xef, 0, 0, 1]);
+    const SECRET: [u8; 16] = [0x42; 16];
+    const UNSPEC: Ipv6Address = Ipv6Address([0; 16]);
+
+    /// Runs the clock to the first probe and returns its nonce.
+    fn first_probe(l: &mut LinkLocal) -> (u64, [u8; 6]) {
+        let t = l.deadline();
+        assert!(t < MAX_DELAY_NS);
+        assert_eq!(l.poll(t.saturating_sub(1)).filter(|_| t > 0), None);
+        match l.poll(t) {
+            Some(Event::Probe { target, nonce }) => {
+                assert_eq!(target, l.addr());
+                (t, nonce)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_address_is_stable_opaque_and_link_local() {
+        let a = LinkLocal::new(SECRET, MAC, 0).addr();
+        assert_eq!(a, LinkLocal::new(SECRET, MAC, 99).addr());
+        assert!(a.is_link_local());
+        assert_eq!(&a.0[..8], &PREFIX);
+        // Another secret, another MAC: another identifier; not the EUI-64 of the MAC.
+        assert_ne!(a, LinkLocal::new([1; 16], MAC, 0).addr());
+        let other_mac = EthernetAddress([2, 0xbe, 0xef, 0, 0, 2]);
+        assert_ne!(a, LinkLocal::new(SECRET, other_mac, 0).addr());
+        assert_ne!(&a.0[8..], &[0x00, 0xbe, 0xef, 0xff, 0xfe, 0, 0, 1]);
+    }
+
+    #[test]
+    fn unanswered_probe_makes_the_address_preferred_after_retrans_timer() {
+        let mut l = LinkLocal::new(SECRET, MAC, 0);
+        assert_eq!(l.preferred(), None);
+        assert!(l.is_tentative(l.addr()));
+        assert_eq!(l.poll(0).filter(|_| l.deadline() == 0), None);
+        let (t, _) = first_probe(&mut l);
+        assert_eq!(l.poll(t + RETRANS_NS - 1), None);
+        assert_eq!(l.poll(t + RETRANS_NS), Some(Event::Preferred(l.addr())));
+        assert_eq!(l.preferred(), Some(l.addr()));
+        assert_eq!(l.deadline(), u64::MAX);
+        assert_eq!(l.poll(u64::MAX - 1), None);
+    }
+
+    #[test]
+    fn our_own_probe_looped_back_and_resolution_are_no_duplicates() {
+        let mut l = LinkLocal::new(SECRET, MAC, 0);
+        let a = l.addr();
+        let (t, nonce) = first_probe(&mut l);
+        assert_eq!(l.solicitation(a, UNSPEC, Some(nonce), t), None);
+        let peer: Ipv6Address = "fe80::1".parse().unwrap();
+        assert_eq!(l.solicitation(a, peer, None, t), None);
+        assert_eq!(l.poll(t + RETRANS_NS), Some(Event::Preferred(a)));
+    }
+
+    #[test]
+    fn a_duplicate_tries_the_next_identifier_then_gives_up() {
+        let mut l = LinkLocal::new(SECRET, MAC, 0);
+        let mut seen = [l.addr(); 4];
+        // Someone else's DAD probe for it (another nonce): duplicate.
+        let (t, _) = first_probe(&mut l);
+        let e = l.solicitation(l.addr(), UNSPEC, Some([9; 6]), t);
+        let Some(Event::Duplicate { taken, next }) = e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(taken, seen[0]);
+        assert_ne!(next, taken);
+        assert!(next.is_link_local());
+        assert_eq!(l.retries(), 1);
+        seen[1] = next;
+        // An advertisement for the next ones: duplicates again, each a new address.
+        for (k, s) in seen.iter_mut().enumerate().skip(2) {
+            let e = l.advertisement(l.addr(), t);
+            let Some(Event::Duplicate { next, .. }) = e else {
+                panic!("{k}: {e:?}")
+            };
+            *s = next;
+        }
+        for i in 0..4 {
+            for j in 0..i {
+                assert_ne!(seen[i], seen[j]);
+            }
+        }
+        // IDGEN_RETRIES spent: given up, nothing more sent, nothing answered.
+        assert_eq!(l.advertisement(l.addr(), t), Some(Event::GaveUp(seen[3])));
+        assert_eq!(l.phase(), Phase::Failed);
+        assert_eq!(l.preferred(), None);
+        assert_eq!(l.poll(u64::MAX - 1), None);
+        assert_eq!(l.conflicts, 4);
+    }
+
+    #[test]
+    fn after_dad_an_advertisement_of_our_address_is_only_counted() {
+        let mut l = LinkLocal::new(SECRET, MAC, 0);
+        let (t, _) = first_probe(&mut l);
+        l.poll(t + RETRANS_NS);
+        let a = l.addr();
+        assert_eq!(l.advertisement(a, t + RETRANS_NS), None);
+        assert_eq!(l.solicitation(a, UNSPEC, None, t + RETRANS_NS), None);
+        assert_eq!(l.preferred(), Some(a));
+        assert_eq!(l.conflicts, 1);
+    }
+
+    #[test]
+    fn the_first_probe_waits_a_random_delay_spread_over_a_second() {
+        // RFC 4862 §5.4.2: uniform over [0, MAX_RTR_SOLICITATION_DELAY).
+        let delays: std::vec::Vec<u64> = (0..64u8)
+            .map(|k| LinkLocal::new([k; 16], MAC, 0).deadline())
+            .collect();
+        assert!(delays.iter().all(|&d| d < MAX_DELAY_NS));
+        assert!(delays.iter().any(|&d| d > MAX_DELAY_NS / 2));
+        assert!(delays.iter().filter(|&&d| d < MAX_DELAY_NS / 100).count() < 8);
+    }
+
+    #[test]
+    fn reserved_identifiers_are_refused() {
+        assert!(reserved(0));
+        assert!(reserved(0xfdff_ffff_ffff_ff80));
+        assert!(reserved(u64::MAX));
+        assert!(!reserved(0x1234));
+    }
+}

@@ -1,0 +1,368 @@
+//! IPv6 on the link: a received frame of EtherType 0x86DD walked to its ICMPv6 message
+//! and acted on, and the frames that answers or the clock ask for, built. It owns the
+//! link-local address ([`addr6`](super::addr6)) and the neighbour cache
+//! ([`neigh6`](super::neigh6)) and ties them to the wire; the caller (the server) posts
+//! what [`Link::receive`] and [`Link::poll`] return and counts the drops.
+//!
+//! What is answered: a neighbour solicitation for our preferred address (a solicited
+//! advertisement with our link-layer address, RFC 4861 §7.2.4; to all-nodes when it came
+//! from `::`), an echo request to it or to all-nodes (RFC 4443 §4.2). Solicitations and advertisements
+//! also feed the cache and DAD. Every Neighbor Discovery message needs hop limit 255
+//! ([`Drop6::HopLimit`]); the ICMPv6 checksum is verified; a fragment, a bad extension
+//! chain and everything not served yet (TCP, UDP, router advertisements, MLD) is dropped
+//! with its reason.
+
+use super::addr6::{self, LinkLocal};
+use super::neigh6::{NeighbourCache, Solicit};
+use super::Drop;
+use crate::wire::icmpv6::Message;
+use crate::wire::ipv6::{ChainError, HEADER_LEN as IP6_LEN};
+use crate::wire::{
+    ethernet, EtherType, EthernetAddress, EthernetFrame, Icmpv6Packet, Icmpv6Repr, Ipv6Address,
+    Ipv6NextHeader, Ipv6Packet, Ipv6Repr,
+};
+
+const ALL_NODES: Ipv6Address = Ipv6Address::ALL_NODES;
+const UNSPECIFIED: Ipv6Address = Ipv6Address::UNSPECIFIED;
+/// Ethernet + IPv6 header bytes in front of an ICMPv6 message.
+pub const L2L3: usize = ethernet::HEADER_LEN + IP6_LEN;
+
+/// Why an IPv6 frame was dropped, beyond the reasons every frame has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drop6 {
+    /// One of the reasons IPv4's frames have (truncated, malformed, checksum, not for us,
+    /// fragment).
+    Frame(Drop),
+    /// A Neighbor Discovery message with a hop limit other than 255: it came from beyond
+    /// the link (RFC 4861 §6.1, §7.1).
+    HopLimit,
+    /// A protocol or message not served over IPv6 yet (TCP, UDP, router advertisements,
+    /// MLD queries).
+    Unserved,
+}
+
+impl From<crate::wire::Error> for Drop6 {
+    fn from(e: crate::wire::Error) -> Drop6 {
+        Drop6::Frame(e.into())
+    }
+}
+
+/// A frame to build and send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Out<'a> {
+    /// A neighbour advertisement for our address.
+    Advert {
+        /// Where to.
+        dst_mac: EthernetAddress,
+        /// Where to: the solicitor, or all-nodes.
+        dst: Ipv6Address,
+        /// S: an answer to a solicitation from a unicast source.
+        solicited: bool,
+    },
+    /// An echo reply.
+    EchoReply {
+        /// Where to.
+        dst_mac: EthernetAddress,
+        /// Where to.
+        dst: Ipv6Address,
+        /// Identifier.
+        ident: u16,
+        /// Sequence number.
+        seq_no: u16,
+        /// The request's data.
+        data: &'a [u8],
+    },
+    /// A neighbour solicitation: DAD's (from `::`, with a nonce) or resolution's.
+    Solicit {
+        /// The address asked about.
+        target: Ipv6Address,
+        /// Unicast to this MAC (a probe); `None`: to the target's solicited-node group.
+        unicast: Option<EthernetAddress>,
+        /// DAD: from `::` with this nonce.
+        dad_nonce: Option<[u8; 6]>,
+    },
+}
+
+/// What a frame or the clock made the link do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step<'a> {
+    /// Send this.
+    Send(Out<'a>),
+    /// The address machine has news (preferred, duplicate, gave up): to tell the operator.
+    Address(addr6::Event),
+    /// Taken in (the cache learned, or nothing was to be done).
+    Done,
+}
+
+/// The link's IPv6 state: the link-local address, the neighbour cache.
+#[derive(Debug, Clone)]
+pub struct Link {
+    mac: EthernetAddress,
+    /// Our link-local address and its DAD.
+    pub addr: LinkLocal,
+    /// The neighbours.
+    pub neigh: NeighbourCache,
+}
+
+impl Link {
+    /// The link of the interface with `mac`, its address keyed by `secret` (RFC 7217),
+    /// DAD starting at `now`.
+    pub fn new(secret: [u8; 16], mac: EthernetAddress, now: u64) -> Link {
+        Link {
+            mac,
+            addr: LinkLocal::new(secret, mac, now),
+            neigh: NeighbourCache::new(),
+        }
+    }
+
+    /// The multicast MACs this link must receive (the NIC's filter): all-nodes and our
+    /// address's solicited-node group (which changes when DAD picks another address).
+    pub fn multicast_macs(&self) -> [EthernetAddress; 2] {
+        [
+            ALL_NODES.multicast_ethernet(),
+            self.addr.addr().solicited_node().multicast_ethernet(),
+        ]
+    }
+
+    /// When [`poll`](Self::poll) next has work (`u64::MAX`: none).
+    pub fn deadline(&self) -> u64 {
+        self.addr.deadline().min(self.neigh.deadline())
+    }
+
+    /// The clock at `now`: the next thing to do, if any (call until `None`).
+    pub fn poll(&mut self, now: u64) -> Option<Step<'static>> {
+        match self.addr.poll(now) {
+            Some(addr6::Event::Probe { target, nonce }) => {
+                return Some(Step::Send(Out::Solicit {
+                    target,
+                    unicast: None,
+                    dad_nonce: Some(nonce),
+                }))
+            }
+            Some(e) => return Some(Step::Address(e)),
+            None => {}
+        }
+        let Solicit { target, unicast } = self.neigh.poll(now)?;
+        if self.addr.preferred().is_none() {
+            // No address to ask from (DAD under way or given up): the cache's timers run
+            // all the same, so a resolution ends and no deadline stays in the past.
+            return Some(Step::Done);
+        }
+        Some(Step::Send(Out::Solicit {
+            target,
+            unicast,
+            dad_nonce: None,
+        }))
+    }
+
+    /// Whether a frame to `dst` is one this link takes: our MAC, all-nodes', or our
+    /// address's solicited-node group's.
+    fn takes_mac(&self, dst: EthernetAddress) -> bool {
+        dst == self.mac || self.multicast_macs().contains(&dst)
+    }
+
+    /// A received frame (whole, from its Ethernet header) at `now`.
+    pub fn receive<'a>(&mut self, frame: &'a [u8], now: u64) -> Result<Step<'a>, Drop6> {
+        let eth = EthernetFrame::new_checked(frame)?;
+        if eth.ethertype() != EtherType::Ipv6 || !self.takes_mac(eth.dst_addr()) {
+            return Err(Drop6::Frame(Drop::NotForUs));
+        }
+        let src_mac = eth.src_addr();
+        if src_mac == self.mac || src_mac.is_multicast() {
+            // Our own frame looped back, or no station's.
+            return Err(Drop6::Frame(Drop::NotForUs));
+        }
+        let packet = Ipv6Packet::new_checked(&frame[ethernet::HEADER_LEN..])?;
+        let ip = Ipv6Repr::parse(&packet)?;
+        let ours = self.addr.addr();
+        let to_us =
+            ip.dst_addr == ours || ip.dst_addr == ALL_NODES || ip.dst_addr == ours.solicited_node();
+        if !to_us || self.addr.phase() == addr6::Phase::Failed {
+            return Err(Drop6::Frame(Drop::NotForUs));
+        }
+        let upper = packet.walk().map_err(|e| match e {
+            ChainError::Fragment { .. } => Drop6::Frame(Drop::Fragment),
+            ChainError::Truncated => Drop6::Frame(Drop::Truncated),
+            ChainError::Unsupported { .. } => Drop6::Unserved,
+            _ => Drop6::Frame(Drop::Malformed),
+        })?;
+        if upper.protocol != Ipv6NextHeader::Icmpv6 {
+            return Err(Drop6::Unserved);
+        }
+        let ip_bytes: &'a [u8] = &frame[ethernet::HEADER_LEN..];
+        let body = ip_bytes
+            .get(upper.offset..upper.offset + upper.len)
+            .ok_or(Drop6::Frame(Drop::Truncated))?;
+        let icmp = Icmpv6Packet::new_checked(body)?;
+        let nd = matches!(
+            icmp.msg_type(),
+            Message::RouterSolicit
+                | Message::RouterAdvert
+                | Message::NeighborSolicit
+                | Message::NeighborAdvert
+                | Message::Redirect
+        );
+        if nd && ip.hop_limit != 255 {
+            return Err(Drop6::HopLimit);
+        }
+        let repr = Icmpv6Repr::parse(&icmp, ip.src_addr, ip.dst_addr, ip.hop_limit)?;
+        let src = ip.src_addr;
+        let preferred = self.addr.preferred();
+        match repr {
+            Icmpv6Repr::EchoRequest {
+                ident,
+                seq_no,
+                data,
+            } => {
+                // To our preferred address (RFC 4862 §5.4: a tentative address takes
+                // nothing but DAD), or to all-nodes once we have one (RFC 4443 §4.2: a
+                // reply SHOULD be sent, from our unicast address: `ping ff02::1%dev`
+                // finds us), from a unicast source.
+                let to = ip.dst_addr;
+                let ok = preferred.is_some_and(|p| to == p || to == ALL_NODES);
+                if !ok || src.is_unspecified() {
+                    return Err(Drop6::Frame(Drop::NotForUs));
+                }
+                Ok(Step::Send(Out::EchoReply {
+                    dst_mac: src_mac,
+                    dst: src,
+                    ident,
+                    seq_no,
+                    data,
+                }))
+            }
+            Icmpv6Repr::NeighborSolicit {
+                target,
+                source_lladdr,
+                nonce,
+            } => {
+                if let Some(e) = self.addr.solicitation(target, src, nonce, now) {
+                    return Ok(Step::Address(e));
+                }
+                if Some(target) != preferred {
+                    return Err(Drop6::Frame(Drop::NotForUs));
+                }
+                if src.is_unspecified() {
+                    // Someone's DAD for our address: defend it to all-nodes (§7.2.4).
+                    return Ok(Step::Send(Out::Advert {
+                        dst_mac: ALL_NODES.multicast_ethernet(),
+                        dst: ALL_NODES,
+                        solicited: false,
+                    }));
+                }
+                self.neigh.solicited_by(src, source_lladdr, now);
+                Ok(Step::Send(Out::Advert {
+                    dst_mac: source_lladdr.unwrap_or(src_mac),
+                    dst: src,
+                    solicited: true,
+                }))
+            }
+            Icmpv6Repr::NeighborAdvert {
+                router,
+                solicited,
+                override_,
+                target,
+                target_lladdr,
+            } => {
+                if let Some(e) = self.addr.advertisement(target, now) {
+                    return Ok(Step::Address(e));
+                }
+                let flags = (solicited, override_, router);
+                match self.neigh.advertised(target, target_lladdr, flags, now) {
+                    super::neigh6::Heard::Ignored => Err(Drop6::Frame(Drop::NotForUs)),
+                    _ => Ok(Step::Done),
+                }
+            }
+            _ => Err(Drop6::Unserved),
+        }
+    }
+
+    /// Builds `out` into `buf` (a transmit slot); returns the frame's length, or `None`
+    /// when it does not fit or we have no address to send from.
+    pub fn write(&self, out: &Out<'_>, buf: &mut [u8]) -> Option<usize> {
+        let ours = self.addr.addr();
+        let (dst_mac, src, dst, msg) = match *out {
+            Out::Advert {
+                dst_mac,
+                dst,
+                solicited,
+            } => (
+                dst_mac,
+                self.addr.preferred()?,
+                dst,
+                Icmpv6Repr::NeighborAdvert {
+                    router: false,
+                    solicited,
+                    override_: true,
+                    target: ours,
+                    target_lladdr: Some(self.mac),
+                },
+            ),
+            Out::EchoReply {
+                dst_mac,
+                dst,
+                ident,
+                seq_no,
+                data,
+            } => (
+                dst_mac,
+                self.addr.preferred()?,
+                dst,
+                Icmpv6Repr::EchoReply {
+                    ident,
+                    seq_no,
+                    data,
+                },
+            ),
+            Out::Solicit {
+                target,
+                unicast,
+                dad_nonce,
+            } => {
+                let dst = match unicast {
+                    Some(_) => target,
+                    None => target.solicited_node(),
+                };
+                let (src, source_lladdr) = match dad_nonce {
+                    Some(_) => (UNSPECIFIED, None),
+                    None => (self.addr.preferred()?, Some(self.mac)),
+                };
+                (
+                    unicast.unwrap_or(dst.multicast_ethernet()),
+                    src,
+                    dst,
+                    Icmpv6Repr::NeighborSolicit {
+                        target,
+                        source_lladdr,
+                        nonce: dad_nonce,
+                    },
+                )
+            }
+        };
+        let icmp_len = msg.buffer_len();
+        let len = L2L3 + icmp_len;
+        let buf = buf.get_mut(..len)?;
+        let mut frame = EthernetFrame::new_unchecked(&mut buf[..]);
+        ethernet::Repr {
+            src_addr: self.mac,
+            dst_addr: dst_mac,
+            ethertype: EtherType::Ipv6,
+        }
+        .emit(&mut frame);
+        let ip = Ipv6Repr {
+            src_addr: src,
+            dst_addr: dst,
+            next_header: Ipv6NextHeader::Icmpv6,
+            payload_len: icmp_len,
+            hop_limit: 255,
+        };
+        ip.emit(&mut Ipv6Packet::new_unchecked(
+            &mut buf[ethernet::HEADER_LEN..L2L3],
+        ));
+        msg.emit(&mut Icmpv6Packet::new_unchecked(&mut buf[L2L3..]), src, dst);
+        Some(len)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

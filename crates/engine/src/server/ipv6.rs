@@ -1,0 +1,171 @@
+//! IPv6 on the link (`Config::ipv6`): the glue between a server and the interface's
+//! [`ipv6::Link`](crate::iface::ipv6::Link). Every frame of EtherType 0x86DD comes here
+//! before the IPv4 classifier; the link's answers (neighbour advertisements, echo
+//! replies) and the clock's work (DAD probes, neighbour probes) go out on the frame's
+//! queue; the drops are counted by reason beside IPv4's. One server of a machine runs it
+//! (core 0's); another drops IPv6 as not served.
+//!
+//! Without the engine's `ipv6` feature (the bare machine's build) the link is never made
+//! and its code is not linked: every IPv6 frame is counted as not served.
+//!
+//! The link is made at the first round, with the clock then (DAD's delay runs from
+//! there), its secret `Config::ipv6_secret` or one derived from the ISN secret.
+
+use alloc::boxed::Box;
+use core::hash::Hasher;
+
+use siphasher::sip128::{Hasher128, SipHasher24};
+
+use super::Server;
+use crate::iface::addr6::{Event, Phase};
+use crate::iface::ipv6::{Drop6, Link, Out, Step};
+use crate::iface::{Drop, Sent};
+use crate::nic::TxRing;
+use crate::resource::Lookup;
+use crate::wire::Ipv6Address;
+
+/// Most timer steps (probes) taken per round: the link has at most one address probe
+/// and a solicitation per neighbour entry due at once.
+const STEPS_PER_ROUND: usize = 8;
+
+/// Whether `b` is an IPv6 frame (EtherType 0x86DD): the one test the IPv4 path pays.
+#[inline(always)]
+pub(super) fn is_ipv6(b: &[u8]) -> bool {
+    b.get(12..14) == Some(&[0x86, 0xdd][..])
+}
+
+/// The RFC 7217 secret when none is configured: a PRF of the ISN secret, so neither can
+/// be learned from the other.
+fn derived_secret(isn_key: &[u8; 16]) -> [u8; 16] {
+    let mut h = SipHasher24::new_with_key(isn_key);
+    h.write(b"bareweb rfc7217 secret");
+    let o = h.finish128();
+    let mut s = [0u8; 16];
+    s[..8].copy_from_slice(&o.h1.to_le_bytes());
+    s[8..].copy_from_slice(&o.h2.to_le_bytes());
+    s
+}
+
+impl<L: Lookup<'static>> Server<L> {
+    /// The IPv6 link, once started (`Config::ipv6`, the first round).
+    pub fn ipv6_link(&self) -> Option<&Link> {
+        self.ipv6.as_deref()
+    }
+
+    /// Our link-local address and where its DAD stands, once started.
+    pub fn ipv6_address(&self) -> Option<(Ipv6Address, Phase)> {
+        self.ipv6.as_ref().map(|l| (l.addr.addr(), l.addr.phase()))
+    }
+
+    /// The last news of the address (preferred, duplicate, gave up) since the last call:
+    /// for the platform to tell the operator.
+    pub fn take_ipv6_news(&mut self) -> Option<Event> {
+        self.ipv6_news.take()
+    }
+
+    /// When the link next has timer work (`u64::MAX`: none; 0: not started yet).
+    pub(super) fn ipv6_deadline(&self) -> u64 {
+        match &self.ipv6 {
+            Some(l) => l.deadline(),
+            None if cfg!(feature = "ipv6") && self.cfg.ipv6 => 0,
+            None => u64::MAX,
+        }
+    }
+
+    /// Once per round: starts the link, runs its timers. Returns whether anything was sent.
+    pub(super) fn ipv6_round<T: TxRing>(&mut self, tx: &mut T) -> bool {
+        if !cfg!(feature = "ipv6") || !self.cfg.ipv6 {
+            return false;
+        }
+        let now = self.now_ns;
+        let link = self.ipv6.get_or_insert_with(|| {
+            let secret = self
+                .cfg
+                .ipv6_secret
+                .unwrap_or_else(|| derived_secret(&self.cfg.isn_key));
+            Box::new(Link::new(secret, self.iface.mac, now))
+        });
+        if now < link.deadline() {
+            return false;
+        }
+        let mut worked = false;
+        for _ in 0..STEPS_PER_ROUND {
+            let Some(step) = self.ipv6.as_mut().and_then(|l| l.poll(now)) else {
+                break;
+            };
+            worked |= self.ipv6_step(step, tx);
+        }
+        worked
+    }
+
+    /// A received IPv6 frame.
+    pub(super) fn ipv6_frame<T: TxRing>(&mut self, bytes: &[u8], tx: &mut T) {
+        let now = self.now_ns;
+        let link = match self.ipv6.as_mut() {
+            Some(l) if cfg!(feature = "ipv6") => l,
+            _ => {
+                self.stats.drop_ipv6_unserved += 1;
+                return;
+            }
+        };
+        match link.receive(bytes, now) {
+            Ok(step) => {
+                self.ipv6_step(step, tx);
+            }
+            Err(Drop6::HopLimit) => self.stats.drop_nd_hop_limit += 1,
+            Err(Drop6::Unserved) => self.stats.drop_ipv6_unserved += 1,
+            Err(Drop6::Frame(d)) => {
+                let s = &mut self.stats;
+                match d {
+                    Drop::Truncated => s.drop_truncated += 1,
+                    Drop::Malformed => s.drop_malformed += 1,
+                    Drop::Checksum => s.drop_checksum += 1,
+                    Drop::NotForUs => s.drop_not_for_us += 1,
+                    Drop::Fragment => s.drop_fragment += 1,
+                    Drop::NoRoute => s.drop_no_route += 1,
+                }
+            }
+        }
+    }
+
+    /// Carries out one step of the link; returns whether a frame was sent.
+    fn ipv6_step<T: TxRing>(&mut self, step: Step<'_>, tx: &mut T) -> bool {
+        match step {
+            Step::Send(out) => {
+                self.via_stateless(tx);
+                let sent = match (self.ipv6.as_deref(), tx.slot()) {
+                    (Some(link), Some(buf)) => match link.write(&out, buf) {
+                        Some(len) => match tx.post(len, &[]) {
+                            Ok(()) => Sent::Frame,
+                            Err(_) => Sent::Refused,
+                        },
+                        None => Sent::TooBig,
+                    },
+                    (_, None) => Sent::NoSlot,
+                    (None, Some(_)) => return false,
+                };
+                self.count_sent(sent);
+                if matches!(sent, Sent::Frame | Sent::Refused) {
+                    let s = &mut self.stats;
+                    match out {
+                        Out::Advert { .. } => s.nd_advertisements += 1,
+                        Out::EchoReply { .. } => s.icmp6_echo += 1,
+                        Out::Solicit { .. } => s.nd_solicitations += 1,
+                    }
+                }
+                sent == Sent::Frame
+            }
+            Step::Address(e) => {
+                if matches!(e, Event::Duplicate { .. } | Event::GaveUp(_)) {
+                    self.stats.nd_dad_conflicts += 1;
+                }
+                self.ipv6_news = Some(e);
+                false
+            }
+            Step::Done => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

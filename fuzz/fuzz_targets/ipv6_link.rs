@@ -1,0 +1,91 @@
+//! IPv6 on the link (`iface::ipv6::Link`: the link-local address with its DAD, the
+//! neighbour cache): every input is a sequence of frames (a control byte, a 2-byte
+//! big-endian length, the frame) fed at an advancing clock, with lookups of the frames'
+//! sources in between. The control byte may aim the frame at us (our MAC, our address as
+//! the IPv6 destination and as a Neighbor Discovery target), so the cache and DAD are
+//! reached with messages the fuzzer shapes. Nothing may panic; the cache keeps its
+//! bounds; every frame the link asks to send is built and parses back with a valid
+//! checksum and hop limit 255 for Neighbor Discovery.
+#![no_main]
+
+use bareweb_engine::iface::ipv6::{Link, Step};
+use bareweb_engine::iface::neigh6::{State, ENTRIES, MAX_INCOMPLETE};
+use bareweb_engine::wire::{
+    EthernetAddress, EthernetFrame, Icmpv6Packet, Icmpv6Repr, Ipv6Address, Ipv6Packet, Ipv6Repr,
+};
+use libfuzzer_sys::fuzz_target;
+
+const MAC: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 2]);
+
+fn check_sent(link: &Link, step: &Step<'_>) {
+    let Step::Send(out) = step else { return };
+    let mut buf = [0u8; 1600];
+    let Some(n) = link.write(out, &mut buf) else {
+        return;
+    };
+    let f = &buf[..n];
+    let eth = EthernetFrame::new_checked(f).expect("our frame parses");
+    assert_eq!(eth.src_addr(), MAC);
+    let ip = Ipv6Packet::new_checked(&f[14..]).expect("our IPv6 header parses");
+    let r = Ipv6Repr::parse(&ip).expect("our IPv6 header is valid");
+    let up = ip.walk().expect("no extension headers");
+    let body = &f[14 + up.offset..14 + up.offset + up.len];
+    let p = Icmpv6Packet::new_checked(body).expect("our ICMPv6 parses");
+    assert!(p.verify_checksum(r.src_addr, r.dst_addr));
+    Icmpv6Repr::parse(&p, r.src_addr, r.dst_addr, r.hop_limit).expect("our message is valid");
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut link = Link::new([0x42; 16], MAC, 0);
+    let mut now = 0u64;
+    let mut rest = data;
+    while rest.len() >= 3 {
+        let ctl = rest[0];
+        let len = usize::from(u16::from_be_bytes([rest[1], rest[2]])).min(rest.len() - 3);
+        let mut frame = rest[3..3 + len].to_vec();
+        rest = &rest[3 + len..];
+        // Control byte: bit 0 aims the frame at us, bits 1-2 pick the destination, bit 3
+        // makes our address the Neighbor Discovery target, bits 4-7 let time pass (0 to
+        // 3 s), so DAD ends and the cache's timers fire.
+        now += u64::from(ctl >> 4) * 200_000_000;
+        while let Some(step) = link.poll(now) {
+            check_sent(&link, &step);
+        }
+        let us = link.addr.addr();
+        if ctl & 1 != 0 && frame.len() >= 54 {
+            frame[..6].copy_from_slice(&MAC.0);
+            let dst = match ctl & 6 {
+                0 => us,
+                2 => us.solicited_node(),
+                _ => Ipv6Address::ALL_NODES,
+            };
+            frame[38..54].copy_from_slice(&dst.0);
+            if ctl & 6 == 2 {
+                frame[..6].copy_from_slice(&dst.multicast_ethernet().0);
+            }
+            if frame.len() >= 78 && ctl & 8 != 0 {
+                // A Neighbor Discovery target: our address.
+                frame[62..78].copy_from_slice(&us.0);
+            }
+        }
+        let src = frame.get(22..38).map(Ipv6Address::from_bytes);
+        if let Ok(step) = link.receive(&frame, now) {
+            check_sent(&link, &step);
+        }
+        if let Some(src) = src.filter(|a| a.is_link_local()) {
+            let _ = link.neigh.lookup(src, now);
+        }
+        assert!(link.neigh.len() <= ENTRIES);
+        assert!(link.neigh.count(State::Incomplete) <= MAX_INCOMPLETE);
+    }
+    // Silence: DAD ends, every resolution and probe ends (answered or given up).
+    for _ in 0..20 {
+        now += 1_000_000_000;
+        while let Some(step) = link.poll(now) {
+            check_sent(&link, &step);
+        }
+    }
+    assert_eq!(link.neigh.deadline(), u64::MAX);
+    assert_eq!(link.addr.deadline(), u64::MAX);
+    assert_eq!(link.neigh.count(State::Incomplete), 0);
+});

@@ -1,0 +1,129 @@
+"""IPv6 on the link: `bareweb serve` on a TAP takes a stable link-local address (RFC 7217)
+after duplicate address detection, answers Linux's neighbour solicitations and `ping -6`,
+and when Linux on the link already holds the address it would take, picks another.
+
+The peer is Linux itself, on the TAP's side in the namespace: its `ping -6` and its
+neighbour table (`ip -6 neigh`) are the real components judged against.
+"""
+import re
+import subprocess
+import time
+
+from conftest import BIN, SERVER_IP, SITE, Netns, Server, require_root
+
+SECRET = "00112233445566778899aabbccddeeff"
+MAC = "02:00:00:00:00:02"
+
+
+def own_addrs(ns):
+    """Linux's own link-local addresses on bw0."""
+    r = ns.run("ip", "-6", "-o", "addr", "show", "dev", "bw0", check=False)
+    return set(re.findall(r"inet6 (fe80::[0-9a-f:]+)/", r.stdout))
+
+
+def server_addr(ns, timeout=20):
+    """The server's link-local address: the one answering `ping ff02::1%bw0` that is not
+    Linux's own (RFC 4443 §4.2: echo to all-nodes is answered from a unicast address)."""
+    deadline = time.time() + timeout
+    seen = ""
+    while time.time() < deadline:
+        r = ns.run("ping", "-6", "-n", "-c", "2", "-i", "0.3", "-W", "1", "ff02::1%bw0",
+                   check=False)
+        seen = r.stdout + r.stderr
+        others = set(re.findall(r"from (fe80::[0-9a-f:]+)", seen)) - own_addrs(ns)
+        if others:
+            assert len(others) == 1, seen
+            return others.pop()
+        time.sleep(0.5)
+    raise AssertionError(f"no IPv6 answer from the server in {timeout} s: {seen}")
+
+
+def test_ping6_and_neighbour_discovery():
+    s = Server(extra=("--ip6-secret", SECRET))
+    try:
+        addr = server_addr(s.ns)
+        r = s.ns.run("ping", "-6", "-n", "-c", "3", "-i", "0.2", "-W", "2", f"{addr}%bw0",
+                     check=False)
+        assert r.returncode == 0 and "3 received" in r.stdout, r.stdout + r.stderr
+        # Linux resolved the address with a solicitation; our advertisement taught it our MAC.
+        r = s.ns.run("ip", "-6", "neigh", "show", "dev", "bw0")
+        line = next((l for l in r.stdout.splitlines() if l.startswith(addr + " ")), "")
+        assert f"lladdr {MAC}" in line, r.stdout
+    finally:
+        counters = s.stop()
+        s.ns.close()
+        s.log.close()
+    assert counters.get("icmp6_echo", 0) >= 3, counters
+    assert counters.get("nd_advertisements", 0) >= 1, counters
+    assert counters.get("nd_solicitations", 0) == 1, counters  # the one DAD probe
+    assert counters.get("nd_dad_conflicts", 0) == 0, counters
+    # The same secret and MAC give the same address on the next start (RFC 7217).
+    s2 = Server(extra=("--ip6-secret", SECRET))
+    try:
+        assert server_addr(s2.ns) == addr
+    finally:
+        s2.close()
+
+
+class HeldServer(Server):
+    """`bareweb serve` on a TAP made beforehand, on which Linux already holds `held`
+    (assigned without its own DAD): the server's first choice is taken."""
+
+    def __init__(self, held, extra=()):
+        require_root()
+        self.ns = Netns("bwt")
+        self.ns.ip("tuntap", "add", "dev", "bw0", "mode", "tap", "vnet_hdr")
+        self.ns.ip("link", "set", "bw0", "address", "02:00:00:00:00:01", "up")
+        self.ns.ip("-6", "addr", "add", f"{held}/64", "dev", "bw0", "nodad")
+        self.log = open(f"/tmp/{self.ns.name}.log", "w+")
+        self.mac = MAC
+        self.proc = subprocess.Popen(
+            self.ns.cmd(BIN, "serve", SITE, "--tap", "bw0", "--ip", f"{SERVER_IP}/24",
+                        "--mac", self.mac, *extra),
+            stdout=self.log, stderr=subprocess.STDOUT)
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            self.ns.close()
+            self.log.close()
+            raise
+
+
+def test_dad_conflict_moves_the_address():
+    # The address the server takes with this secret and MAC (learned from a first run).
+    s = Server(extra=("--ip6-secret", SECRET))
+    try:
+        first = server_addr(s.ns)
+    finally:
+        s.close()
+    s = HeldServer(first, extra=("--ip6-secret", SECRET))
+    try:
+        addr = server_addr(s.ns)
+        assert addr != first
+        r = s.ns.run("ping", "-6", "-n", "-c", "2", "-i", "0.2", "-W", "2", f"{addr}%bw0",
+                     check=False)
+        assert r.returncode == 0, r.stdout + r.stderr
+    finally:
+        counters = s.stop()
+        s.ns.close()
+        s.log.close()
+    # Linux defended its address against our probe: one duplicate, one more probe.
+    assert counters.get("nd_dad_conflicts", 0) == 1, counters
+    assert counters.get("nd_solicitations", 0) == 2, counters
+
+
+def test_ip6_off_answers_nothing():
+    s = Server(extra=("--ip6", "off"))
+    try:
+        time.sleep(2.5)  # as long as a DAD would take
+        r = s.ns.run("ping", "-6", "-n", "-c", "2", "-i", "0.3", "-W", "1", "ff02::1%bw0",
+                     check=False)
+        others = set(re.findall(r"from (fe80::[0-9a-f:]+)", r.stdout)) - own_addrs(s.ns)
+        assert not others, r.stdout
+    finally:
+        counters = s.stop()
+        s.ns.close()
+        s.log.close()
+    assert counters.get("nd_solicitations", 0) == 0, counters
+    assert counters.get("drop_ipv6_unserved", 0) >= 1, counters
