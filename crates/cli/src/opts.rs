@@ -774,6 +774,18 @@ mod tests {
         assert!(kernel_settings("crash=panic cores=2").is_ok());
     }
 
+    #[test]
+    fn ipv6_is_serves_alone() {
+        let serve = ServerOpts::parse(&["--ip6", "slaac"]).unwrap();
+        assert!(serve.settings.ip6);
+        let refused = kernel_settings("ip6=slaac").unwrap_err();
+        assert!(
+            refused.contains("not in the bare machine's build"),
+            "{refused}"
+        );
+        assert!(!kernel_settings("ip6=off").unwrap().server.ip6);
+    }
+
     /// An example value of every shared option, unlike its default, and one out of its
     /// range (or not one of its choices); a flag has none of either.
     const EXAMPLES: &[(&str, &str, &str)] = &[
@@ -861,6 +873,11 @@ mod tests {
             );
             if bareweb_settings::TLS_WORDS.contains(&o.word) && !flag && !bad.is_empty() {
                 assert!(ServerOpts::parse(&[&format!("--{long}={bad}")]).is_err());
+            }
+            if long == "ip6" {
+                // serve's alone: the bare machine refuses it (ipv6_is_serves_alone).
+                assert!(kernel_settings(&words.join(" ")).is_err(), "{words:?}");
+                continue;
             }
             let kernel = kernel_settings(&words.join(" ")).unwrap();
             assert_eq!(kernel.server, cli.settings, "--{long} {good}: {words:?}");

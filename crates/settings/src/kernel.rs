@@ -307,12 +307,27 @@ pub fn parse_over<'a>(
                 None => Err("unknown key"),
             },
         };
+        // IPv6 is in serve's engine only: the bare machine's NIC drivers do not yet program
+        // the multicast filters neighbour discovery needs, and its build leaves the engine's
+        // `ipv6` feature out. Refused rather than accepted and ignored.
+        let verdict = verdict.and_then(|()| {
+            if k == "ip6" && s.server.ip6 {
+                s.server.ip6 = false;
+                Err(NO_IPV6)
+            } else {
+                Ok(())
+            }
+        });
         if let Err(why) = verdict {
             complain(Complaint { word, why });
         }
     }
     s
 }
+
+/// Why `ip6=slaac` is refused on the bare machine.
+pub const NO_IPV6: &str =
+    "IPv6 is not in the bare machine's build yet (`bareweb serve` has it on the link): only ip6=off";
 
 impl Default for Settings {
     /// The table's defaults and the bare machine's own.
@@ -415,6 +430,15 @@ mod tests {
         assert_eq!(s.ip, Ipv4Address([10, 0, 2, 15]));
         assert_eq!(s.gateway, Some(Ipv4Address([10, 0, 2, 2])));
         assert_eq!(s.port, 80);
+    }
+
+    #[test]
+    fn ipv6_is_refused_on_the_bare_machine_not_ignored() {
+        let (s, c) = parse_all("ip6=slaac");
+        assert!(!s.server.ip6);
+        assert_eq!(c, [("ip6=slaac".into(), NO_IPV6)]);
+        let (s, c) = parse_all("ip6=off");
+        assert!(!s.server.ip6 && c.is_empty());
     }
 
     #[test]

@@ -647,7 +647,8 @@ pub static OPTIONS: [Opt; 36] = [
             "IPv6 on the link: `slaac` (a stable link-local address, RFC 7217, checked by \
                duplicate address detection; neighbour discovery and ping; global addresses \
                from router advertisements are still to come) or `off` [default: serve: slaac; \
-               run and images: off, until their NICs' multicast filters are programmed]"
+               run and images: off, and slaac refused until their NICs' multicast filters \
+               are programmed]"
         ),
         set: |s, v| {
             s.ip6 = match v {
