@@ -19,6 +19,8 @@ pub const TARGETS: &[&str] = &[
     "icmp",
     "ipv6",
     "icmpv6",
+    // IPv6 on the link: neighbour cache, DAD and the answers, frames aimed at our address.
+    "ipv6_link",
     "tcp",
     "udp",
     // The virtio-net header of a TAP with receive offloads (the bare client).
@@ -65,6 +67,8 @@ pub const TARGETS: &[&str] = &[
     "tls_server",
     // The whole server with HTTPS on: hellos of every shape, records after a real handshake.
     "server_tls",
+    // The AES-NI/PCLMULQDQ AES-GCM against the aes-gcm crate.
+    "aes_gcm",
 ];
 
 /// Installs nightly (minimal profile) and cargo-fuzz if they are missing.
