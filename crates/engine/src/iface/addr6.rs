@@ -3,9 +3,9 @@
 //! by the clock and by the solicitations and advertisements heard.
 //!
 //! **The identifier.** RFC 7217 §5: `F(Prefix, Net_Iface, Network_ID, DAD_Counter,
-//! secret_key)`, here SipHash-2-4-128 keyed with the 128-bit secret over the prefix's 8
+//! secret_key)`, here SipHash-2-4 (64-bit, twice) keyed with the 128-bit secret over the prefix's 8
 //! octets, the MAC (the interface), no network id (a link-local prefix names no network)
-//! and the counter; the low 64 bits of the result are the identifier. §5 asks for a
+//! and the counter; the first hash is the identifier. §5 asks for a
 //! pseudorandom function of the secret: SipHash is one (a keyed PRF, already the engine's
 //! for ISNs and SYN cookies), where SHA-256 over `secret || data` would be a hash made
 //! into one. The secret comes from the platform (`Config::ipv6`): its randomness, so the
@@ -26,7 +26,7 @@
 
 use core::hash::Hasher;
 
-use siphasher::sip128::{Hasher128, SipHasher24};
+use siphasher::sip::SipHasher24;
 
 use crate::wire::{EthernetAddress, Ipv6Address};
 
@@ -98,16 +98,22 @@ pub struct LinkLocal {
 const PREFIX: [u8; 8] = [0xfe, 0x80, 0, 0, 0, 0, 0, 0];
 
 /// RFC 7217 §5's F for the link-local prefix: `(identifier, a pseudorandom word)`, the
-/// second for the probe's nonce and delay.
+/// second for the probe's nonce and delay. Two SipHash-2-4-64 of the input with a last
+/// byte apart (not one SipHash-128: that instantiation is the ISN's, which the compiler
+/// inlines on the connection path only while it has one caller).
 fn stable_id(secret: &[u8; 16], mac: EthernetAddress, counter: u8) -> (u64, u64) {
-    let mut h = SipHasher24::new_with_key(secret);
-    let mut b = [0u8; 15];
+    let mut b = [0u8; 16];
     b[..8].copy_from_slice(&PREFIX);
     b[8..14].copy_from_slice(&mac.0);
     b[14] = counter;
-    h.write(&b);
-    let out = h.finish128();
-    (out.h1, out.h2)
+    let f = |which: u8| {
+        let mut b = b;
+        b[15] = which;
+        let mut h = SipHasher24::new_with_key(secret);
+        h.write(&b);
+        h.finish()
+    };
+    (f(0), f(1))
 }
 
 /// Whether `id` is an interface identifier RFC 5453 reserves (all zeros: the subnet-router

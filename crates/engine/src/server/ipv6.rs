@@ -14,7 +14,7 @@
 use alloc::boxed::Box;
 use core::hash::Hasher;
 
-use siphasher::sip128::{Hasher128, SipHasher24};
+use siphasher::sip::SipHasher24;
 
 use super::Server;
 use crate::iface::addr6::{Event, Phase};
@@ -37,12 +37,16 @@ pub(super) fn is_ipv6(b: &[u8]) -> bool {
 /// The RFC 7217 secret when none is configured: a PRF of the ISN secret, so neither can
 /// be learned from the other.
 fn derived_secret(isn_key: &[u8; 16]) -> [u8; 16] {
-    let mut h = SipHasher24::new_with_key(isn_key);
-    h.write(b"bareweb rfc7217 secret");
-    let o = h.finish128();
+    // SipHash-2-4-64 twice, not SipHash-128 (see iface::addr6's stable_id).
+    let half = |which: &[u8]| {
+        let mut h = SipHasher24::new_with_key(isn_key);
+        h.write(b"bareweb rfc7217 secret");
+        h.write(which);
+        h.finish()
+    };
     let mut s = [0u8; 16];
-    s[..8].copy_from_slice(&o.h1.to_le_bytes());
-    s[8..].copy_from_slice(&o.h2.to_le_bytes());
+    s[..8].copy_from_slice(&half(b"0").to_le_bytes());
+    s[8..].copy_from_slice(&half(b"1").to_le_bytes());
     s
 }
 
