@@ -138,7 +138,7 @@ impl<L: Lookup<'static>> Server<L> {
         }
     }
 
-    fn count_drop(&mut self, d: Drop) {
+    pub(super) fn count_drop(&mut self, d: Drop) {
         let s = &mut self.stats;
         match d {
             Drop::Truncated => s.drop_truncated += 1,

@@ -19,7 +19,7 @@ use siphasher::sip::SipHasher24;
 use super::Server;
 use crate::iface::addr6::{Event, Phase};
 use crate::iface::ipv6::{Drop6, Link, Out, Step};
-use crate::iface::{Drop, Sent};
+use crate::iface::Sent;
 use crate::nic::TxRing;
 use crate::resource::Lookup;
 use crate::wire::Ipv6Address;
@@ -118,17 +118,7 @@ impl<L: Lookup<'static>> Server<L> {
             }
             Err(Drop6::HopLimit) => self.stats.drop_nd_hop_limit += 1,
             Err(Drop6::Unserved) => self.stats.drop_ipv6_unserved += 1,
-            Err(Drop6::Frame(d)) => {
-                let s = &mut self.stats;
-                match d {
-                    Drop::Truncated => s.drop_truncated += 1,
-                    Drop::Malformed => s.drop_malformed += 1,
-                    Drop::Checksum => s.drop_checksum += 1,
-                    Drop::NotForUs => s.drop_not_for_us += 1,
-                    Drop::Fragment => s.drop_fragment += 1,
-                    Drop::NoRoute => s.drop_no_route += 1,
-                }
-            }
+            Err(Drop6::Frame(d)) => self.count_drop(d),
         }
     }
 
