@@ -8,7 +8,6 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bareweb_engine::iface::egress::{write_l2l3, L2L3};
 use bareweb_engine::nic::{Clock, Nic, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
@@ -19,15 +18,15 @@ use bareweb_engine::wire::{EthernetFrame, Ipv4Packet, TcpPacket};
 
 struct Counting;
 
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
 thread_local! {
     static COUNTING: Cell<bool> = const { Cell::new(false) };
+    /// This thread's count: the tests run side by side, each counts its own server.
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
 }
 
 fn note() {
     if COUNTING.with(Cell::get) {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        ALLOCS.with(|a| a.set(a.get() + 1));
     }
 }
 
@@ -214,6 +213,8 @@ struct Seg {
     syn: bool,
     fin: bool,
     len: usize,
+    /// The payload (copied outside the engine's count).
+    data: Vec<u8>,
 }
 
 fn parse(frame: &[u8]) -> Seg {
@@ -226,13 +227,26 @@ fn parse(frame: &[u8]) -> Seg {
         syn: t.syn(),
         fin: t.fin(),
         len: t.payload().len(),
+        data: t.payload().to_vec(),
     }
 }
 
 fn frame(sport: u16, seq: u32, ack: Option<u32>, syn: bool, fin: bool, payload: &[u8]) -> Vec<u8> {
+    frame_to(80, sport, seq, ack, syn, fin, payload)
+}
+
+fn frame_to(
+    dport: u16,
+    sport: u16,
+    seq: u32,
+    ack: Option<u32>,
+    syn: bool,
+    fin: bool,
+    payload: &[u8],
+) -> Vec<u8> {
     let repr = wtcp::Repr {
         src_port: sport,
-        dst_port: 80,
+        dst_port: dport,
         seq_number: seq,
         ack_number: ack,
         flags: wtcp::Flags {
@@ -275,6 +289,10 @@ impl Bench {
     fn new() -> Bench {
         let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
         cfg.tcbs = 64;
+        Self::with(cfg)
+    }
+
+    fn with(cfg: Config) -> Bench {
         Bench {
             server: Server::new(cfg, Site::new(), SERVER_MAC),
             nic: PoolNic {
@@ -341,7 +359,7 @@ impl Bench {
 }
 
 fn allocs() -> u64 {
-    ALLOCS.load(Ordering::Relaxed)
+    ALLOCS.with(Cell::get)
 }
 
 #[test]
@@ -391,4 +409,164 @@ fn keep_alive_requests_and_whole_connections_allocate_nothing() {
         "allocations inside Server::poll: 1000 keep-alive requests, 500 connections"
     );
     assert!(b.server.stats().http_requests >= 1600);
+}
+
+/// HTTPS keep-alive: after the handshake (which allocates: rustls's handshake state, the
+/// session, the record keys), requests and responses over TLS allocate nothing inside
+/// `Server::poll`: records are opened in place and sealed from the head and the site image
+/// straight into the connection's ciphertext buffer, whose capacity stays.
+#[cfg(feature = "tls")]
+#[test]
+fn tls_keep_alive_requests_allocate_nothing() {
+    use std::io::{Read, Write};
+    use std::sync::Arc;
+
+    use bareweb_engine::server::tls::rustls_session::Acceptor;
+    use bareweb_engine::server::tls::TlsListen;
+    use bareweb_tls::testing::TestRandom;
+    use bareweb_tls::{Options, Platform, TlsServer};
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    use rustls::{ClientConfig, ClientConnection, RootCertStore};
+
+    static SERVER_RNG: TestRandom = TestRandom::new(7);
+    static CLIENT_RNG: TestRandom = TestRandom::new(8);
+    const HTTPS: u16 = 443;
+    let platform = Platform {
+        random: &SERVER_RNG,
+        time: Arc::new(rustls::time_provider::DefaultTimeProvider),
+    };
+    let server = TlsServer::new(
+        include_bytes!("../../tls/testdata/cert.pem"),
+        include_bytes!("../../tls/testdata/key.pem"),
+        &Options::default(),
+        &platform,
+    )
+    .unwrap();
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = 64;
+    cfg.tls = Some(TlsListen {
+        port: HTTPS,
+        acceptor: Box::leak(Box::new(Acceptor(server))),
+    });
+
+    for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
+        let mut b = Bench::with(cfg.clone());
+        let mut roots = RootCertStore::empty();
+        roots
+            .add(
+                CertificateDer::from_pem_slice(include_bytes!("../../tls/testdata/ca.pem"))
+                    .unwrap(),
+            )
+            .unwrap();
+        let mut ccfg = ClientConfig::builder_with_provider(Arc::new(
+            bareweb_tls::provider::provider(&CLIENT_RNG),
+        ))
+        .with_protocol_versions(&[version])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        ccfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let mut c = ClientConnection::new(Arc::new(ccfg), "localhost".try_into().unwrap()).unwrap();
+
+        let sport = 45_000;
+        let out = b.exchange(Some(&frame_to(HTTPS, sport, 1000, None, true, false, &[])));
+        assert!(out.len() == 1 && out[0].syn);
+        let mut srv = out[0].seq.wrapping_add(1);
+        let mut cli = 1001u32;
+        b.exchange(Some(&frame_to(
+            HTTPS,
+            sport,
+            cli,
+            Some(srv),
+            false,
+            false,
+            &[],
+        )));
+
+        // Sends what the client has to say, then moves the server's answer to the client
+        // (ACKing it) until the server is quiet.
+        let round = |b: &mut Bench, c: &mut ClientConnection, cli: &mut u32, srv: &mut u32| {
+            let mut wire = Vec::new();
+            while c.wants_write() {
+                c.write_tls(&mut wire).unwrap();
+            }
+            let mut out = Vec::new();
+            for piece in wire.chunks(1400) {
+                out.extend(b.exchange(Some(&frame_to(
+                    HTTPS,
+                    sport,
+                    *cli,
+                    Some(*srv),
+                    false,
+                    false,
+                    piece,
+                ))));
+                *cli = cli.wrapping_add(piece.len() as u32);
+            }
+            if wire.is_empty() {
+                out.extend(b.exchange(None));
+            }
+            for _ in 0..64 {
+                if out.is_empty() {
+                    break;
+                }
+                for s in &out {
+                    assert_eq!(s.seq, *srv, "in order, no retransmission");
+                    *srv = srv.wrapping_add(s.len as u32);
+                    let mut rd = &s.data[..];
+                    while !rd.is_empty() {
+                        c.read_tls(&mut rd).unwrap();
+                        c.process_new_packets().unwrap();
+                    }
+                }
+                out = b.exchange(Some(&frame_to(
+                    HTTPS,
+                    sport,
+                    *cli,
+                    Some(*srv),
+                    false,
+                    false,
+                    &[],
+                )));
+            }
+        };
+        while c.is_handshaking() || c.wants_write() {
+            round(&mut b, &mut c, &mut cli, &mut srv);
+        }
+        let get = |b: &mut Bench, c: &mut ClientConnection, cli: &mut u32, srv: &mut u32| {
+            c.writer()
+                .write_all(b"GET /4k.html HTTP/1.1\r\nHost: t\r\n\r\n")
+                .unwrap();
+            round(b, c, cli, srv);
+            let mut resp = vec![0u8; 4096];
+            let mut got = Vec::new();
+            while let Ok(n) = c.reader().read(&mut resp) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&resp[..n]);
+            }
+            let head = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+            assert!(
+                got.starts_with(b"HTTP/1.1 200 "),
+                "{:?}",
+                &got[..head.min(64)]
+            );
+            assert_eq!(got.len() - head, FILE, "one whole response");
+        };
+        for _ in 0..50 {
+            get(&mut b, &mut c, &mut cli, &mut srv);
+        }
+        let before = allocs();
+        for _ in 0..500 {
+            get(&mut b, &mut c, &mut cli, &mut srv);
+        }
+        assert_eq!(
+            allocs() - before,
+            0,
+            "allocations inside Server::poll: 500 keep-alive requests over {version:?}"
+        );
+        assert!(b.server.stats().http_requests >= 550);
+    }
 }

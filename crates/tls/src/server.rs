@@ -23,13 +23,15 @@ use rustls::server::{NoServerSessionStorage, ServerConfig, UnbufferedServerConne
 use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::time_provider::TimeProvider;
 use rustls::unbuffered::{
-    AppDataRecord, ConnectionState, EncodeError, EncryptError, InsufficientSizeError,
-    UnbufferedStatus,
+    AppDataRecord, ConnectionState, EncodeError, InsufficientSizeError, UnbufferedStatus,
 };
 use rustls::{CipherSuite, NamedGroup, ProtocolVersion};
 
 use crate::provider::{self, sign::EcdsaKey, sign::KeyError};
 use crate::ticket::Ticketer;
+
+mod records;
+pub use records::{open_record, seal_record, CT_ALERT, CT_APP_DATA, CT_HANDSHAKE};
 
 /// The most received TLS bytes a connection holds while waiting for the rest of a record or
 /// handshake message: a full record is 5 + 2^14 + 256 bytes, a handshake message rustls
@@ -174,6 +176,9 @@ impl TlsServer {
         config.alpn_protocols = options.alpn.clone();
         config.session_storage = Arc::new(NoServerSessionStorage {});
         config.max_early_data_size = 0;
+        // After the handshake the record layer is ours (`records`): rustls hands over the
+        // traffic keys and keeps the key schedule.
+        config.enable_secret_extraction = true;
         if options.tickets {
             config.ticketer = Arc::new(
                 Ticketer::new(
@@ -195,9 +200,13 @@ impl TlsServer {
     /// A new connection's driver.
     pub fn accept(&self) -> Result<TlsConn, rustls::Error> {
         Ok(TlsConn {
-            conn: UnbufferedServerConnection::new(self.config.clone())?,
+            conn: Some(UnbufferedServerConnection::new(self.config.clone())?),
+            records: None,
+            negotiated: None,
             inbuf: Vec::new(),
             phase: Phase::Handshake,
+            sent_close: false,
+            peer_closed: false,
         })
     }
 
@@ -325,11 +334,20 @@ pub struct Negotiated {
 /// One TLS connection of the server. About 1 KiB plus rustls's per-connection state and
 /// the received bytes of an incomplete record.
 pub struct TlsConn {
-    conn: UnbufferedServerConnection,
-    /// Received TLS bytes not yet consumed by rustls (an incomplete record or handshake
-    /// message); empty between records.
+    /// rustls's connection, until the handshake is complete.
+    conn: Option<UnbufferedServerConnection>,
+    /// Then our record layer, with rustls's key schedule.
+    records: Option<alloc::boxed::Box<records::Records>>,
+    /// What the handshake agreed on (kept when rustls's connection is handed over).
+    negotiated: Option<Negotiated>,
+    /// Received TLS bytes not yet consumed (an incomplete record or handshake message);
+    /// empty between records.
     inbuf: Vec<u8>,
     phase: Phase,
+    /// Our close_notify is sealed: nothing more is.
+    sent_close: bool,
+    /// The peer's close_notify was read.
+    peer_closed: bool,
 }
 
 impl fmt::Debug for TlsConn {
@@ -366,12 +384,32 @@ impl TlsConn {
         }
         self.inbuf.extend_from_slice(tls_in);
         let mut progress = Progress::default();
-        let mut key_update_flushed = false;
+        if self.phase == Phase::Handshake {
+            self.handshake(tls_out, plain, &mut progress)?;
+        }
+        if self.phase == Phase::Open {
+            progress.established = true;
+            self.open(tls_out, plain, &mut progress)?;
+        }
+        Ok(progress)
+    }
+
+    /// The handshake, by rustls, with what it reads and writes; when complete, the
+    /// connection's keys move to our record layer ([`records`]).
+    fn handshake(
+        &mut self,
+        tls_out: &mut Vec<u8>,
+        plain: &mut Vec<u8>,
+        progress: &mut Progress,
+    ) -> Result<(), Fatal> {
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(Fatal::Done);
+        };
+        let mut complete = false;
         // Each step consumes input, emits output or changes state; the bound only guards
         // against a step that does none of these.
         for _ in 0..4096 {
-            let UnbufferedStatus { mut discard, state } =
-                self.conn.process_tls_records(&mut self.inbuf);
+            let UnbufferedStatus { mut discard, state } = conn.process_tls_records(&mut self.inbuf);
             let step = match state {
                 Err(e) => {
                     self.inbuf.drain(..discard.min(self.inbuf.len()));
@@ -423,32 +461,14 @@ impl TlsConn {
                     transmit.done();
                     Step::Again
                 }
-                Ok(ConnectionState::BlockedHandshake) => Step::Stop,
-                Ok(ConnectionState::WriteTraffic(mut traffic)) => {
-                    self.phase = Phase::Open;
-                    progress.established = true;
-                    if key_update_flushed {
-                        Step::Stop
-                    } else {
-                        // The KeyUpdate that answers the peer's (RFC 8446 §4.6.3) is held
-                        // by rustls until the next write, which in the unbuffered API seals
-                        // its records under the new key straight into the caller's buffer
-                        // and queues the KeyUpdate (under the old key) behind them: the
-                        // peer could read neither, and our next seal found the queue
-                        // non-empty and failed. A write with no room for its record
-                        // queues the KeyUpdate now and seals nothing (rustls checks the
-                        // room after queueing), so it goes out here, ahead of any record.
-                        key_update_flushed = true;
-                        let _ = traffic.encrypt(&[0], &mut []);
-                        Step::Again
-                    }
+                Ok(ConnectionState::WriteTraffic(_)) => {
+                    complete = true;
+                    Step::Stop
                 }
-                Ok(ConnectionState::PeerClosed) => {
-                    progress.peer_closed = true;
-                    Step::Again
-                }
-                Ok(ConnectionState::Closed) => {
+                Ok(ConnectionState::PeerClosed | ConnectionState::Closed) => {
+                    // close_notify before the handshake ended: nothing more comes.
                     self.phase = Phase::Closed;
+                    progress.peer_closed = true;
                     progress.closed = true;
                     Step::Stop
                 }
@@ -459,56 +479,118 @@ impl TlsConn {
                 break;
             }
         }
-        if self.phase == Phase::Open {
-            progress.established = true;
+        if !complete {
+            return Ok(());
         }
-        Ok(progress)
+        let negotiated = Negotiated {
+            version: conn.protocol_version().unwrap_or(ProtocolVersion::TLSv1_3),
+            suite: conn
+                .negotiated_cipher_suite()
+                .map(|s| s.suite())
+                .unwrap_or(CipherSuite::Unknown(0)),
+            group: conn.negotiated_key_exchange_group().map(|g| g.name()),
+            alpn_http11: conn.alpn_protocol() == Some(b"http/1.1"),
+        };
+        let Some(conn) = self.conn.take() else {
+            return Err(Fatal::Done);
+        };
+        match conn
+            .dangerous_into_kernel_connection()
+            .and_then(|(secrets, kernel)| records::Records::new(secrets, kernel))
+        {
+            Ok(r) => {
+                self.records = Some(alloc::boxed::Box::new(r));
+                self.negotiated = Some(negotiated);
+                self.phase = Phase::Open;
+                Ok(())
+            }
+            Err(e) => {
+                self.phase = Phase::Failed;
+                self.inbuf = Vec::new();
+                Err(Fatal::Protocol(e))
+            }
+        }
+    }
+
+    /// The records received after the handshake, by our record layer.
+    fn open(
+        &mut self,
+        tls_out: &mut Vec<u8>,
+        plain: &mut Vec<u8>,
+        progress: &mut Progress,
+    ) -> Result<(), Fatal> {
+        let Some(records) = self.records.as_mut() else {
+            return Err(Fatal::Done);
+        };
+        match records.open(&mut self.inbuf, tls_out, plain) {
+            Ok(o) => {
+                self.inbuf.drain(..o.used.min(self.inbuf.len()));
+                if o.peer_closed {
+                    progress.peer_closed = true;
+                    self.peer_closed = true;
+                    // What follows close_notify is not read.
+                    self.inbuf = Vec::new();
+                }
+                if self.peer_closed && self.sent_close {
+                    self.phase = Phase::Closed;
+                    progress.closed = true;
+                }
+                Ok(())
+            }
+            Err((e, alert)) => {
+                if let Some(desc) = alert {
+                    records.fatal_alert(desc, tls_out);
+                }
+                self.records = None;
+                self.phase = Phase::Failed;
+                self.inbuf = Vec::new();
+                Err(Fatal::Protocol(e))
+            }
+        }
     }
 
     /// Seals `plain` as application-data records (16 KiB of plaintext each at most) into
     /// `out`, returning the bytes written. Needs at most `plain.len()` + [`RECORD_OVERHEAD`]
     /// per record ([`sealed_len`]).
     pub fn encrypt(&mut self, plain: &[u8], out: &mut [u8]) -> Result<usize, SealError> {
-        self.with_traffic(|traffic| traffic.encrypt(plain, out))
+        let need = sealed_len(plain.len());
+        if out.len() < need {
+            return Err(SealError::TooSmall(need));
+        }
+        let mut n = 0;
+        for chunk in plain.chunks(MAX_RECORD_PLAINTEXT) {
+            n += self.encrypt_parts(&[chunk], &mut out[n..])?;
+        }
+        Ok(n)
+    }
+
+    /// Seals the concatenation of `parts` (at most [`MAX_RECORD_PLAINTEXT`] bytes) as one
+    /// application-data record into `out`: each part is read where it lies (a response's
+    /// head, a slice of the site image) and encrypted in the output.
+    pub fn encrypt_parts(&mut self, parts: &[&[u8]], out: &mut [u8]) -> Result<usize, SealError> {
+        match self.records.as_mut() {
+            Some(r) if self.phase == Phase::Open && !self.sent_close => {
+                r.seal(records::CT_APP_DATA, parts, out)
+            }
+            _ => Err(SealError::NotReady),
+        }
     }
 
     /// Seals a close_notify alert into `out`; after it, the connection sends nothing more.
     pub fn close(&mut self, out: &mut [u8]) -> Result<usize, SealError> {
-        self.with_traffic(|traffic| traffic.queue_close_notify(out))
-    }
-
-    fn with_traffic(
-        &mut self,
-        f: impl FnOnce(
-            &mut rustls::unbuffered::WriteTraffic<'_, rustls::server::ServerConnectionData>,
-        ) -> Result<usize, EncryptError>,
-    ) -> Result<usize, SealError> {
-        if self.phase != Phase::Open {
-            return Err(SealError::NotReady);
-        }
-        let UnbufferedStatus { discard, state } = self.conn.process_tls_records(&mut self.inbuf);
-        let result = match state {
-            Ok(ConnectionState::WriteTraffic(mut traffic)) => match f(&mut traffic) {
-                Ok(n) => Ok(n),
-                Err(EncryptError::InsufficientSize(InsufficientSizeError { required_size })) => {
-                    Err(SealError::TooSmall(required_size))
-                }
-                Err(_) => Err(SealError::Exhausted),
-            },
+        match self.records.as_mut() {
+            Some(r) if self.phase == Phase::Open && !self.sent_close => {
+                let n = r.close_notify(out)?;
+                self.sent_close = true;
+                Ok(n)
+            }
             _ => Err(SealError::NotReady),
-        };
-        self.inbuf.drain(..discard.min(self.inbuf.len()));
-        result
+        }
     }
 
     /// The negotiated version, suite, group and ALPN, once established.
     pub fn negotiated(&self) -> Option<Negotiated> {
-        Some(Negotiated {
-            version: self.conn.protocol_version()?,
-            suite: self.conn.negotiated_cipher_suite()?.suite(),
-            group: self.conn.negotiated_key_exchange_group().map(|g| g.name()),
-            alpn_http11: self.conn.alpn_protocol() == Some(b"http/1.1"),
-        })
+        self.negotiated
     }
 
     /// Received TLS bytes held, waiting for the rest of a record.
@@ -523,11 +605,19 @@ impl TlsConn {
     /// The buffer passed is still the connection's own, as rustls keeps offsets into it.
     fn fail(&mut self, out: &mut Vec<u8>) {
         self.phase = Phase::Failed;
+        let Some(conn) = self.conn.as_mut() else {
+            if let Some(r) = self.records.as_mut() {
+                r.fatal_alert(rustls::AlertDescription::RecordOverflow, out);
+            }
+            self.records = None;
+            self.inbuf = Vec::new();
+            return;
+        };
         for _ in 0..8 {
-            if !self.conn.wants_write() {
+            if !conn.wants_write() {
                 break;
             }
-            let UnbufferedStatus { state, .. } = self.conn.process_tls_records(&mut self.inbuf);
+            let UnbufferedStatus { state, .. } = conn.process_tls_records(&mut self.inbuf);
             match state {
                 Ok(ConnectionState::EncodeTlsData(mut encode)) => {
                     if encode_into(out, |buf| encode.encode(buf)).is_err() {

@@ -237,8 +237,6 @@ pub struct Server<L: Lookup<'static>> {
     tls_sides: Vec<tls::TlsSide>,
     /// Decrypted bytes of one `TlsSession::receive` (reused).
     tls_plain: Vec<u8>,
-    /// A record's plaintext when it joins a response head and body bytes (reused).
-    tls_record: Vec<u8>,
     /// Handshake steps this round (`tls::HANDSHAKES_PER_ROUND`).
     tls_handshakes: u32,
     /// Connections whose handshake step waits for the next round.
@@ -338,11 +336,6 @@ impl<L: Lookup<'static>> Server<L> {
             reset_next: 0,
             tls_sides: Vec::with_capacity(if cfg.tls.is_some() { n } else { 0 }),
             tls_plain: Vec::new(),
-            tls_record: Vec::with_capacity(if cfg.tls.is_some() {
-                tls::MAX_RECORD
-            } else {
-                0
-            }),
             tls_handshakes: 0,
             tls_deferred: Vec::with_capacity(if cfg.tls.is_some() { n } else { 0 }),
             rx_tls: false,

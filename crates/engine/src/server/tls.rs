@@ -13,11 +13,12 @@
 //!    response head in the head slab and its body a slice of the site image; the
 //!    response is kept in *plaintext* positions (`Sending` from 0);
 //! 3. records are sealed from it into the connection's ciphertext buffer
-//!    ([`TlsSide::out`], at most [`CIPHER_MAX`] unacknowledged bytes): the head and the
-//!    first body bytes are copied into one record (a small response is one record), the
-//!    rest of the body is given to the session as slices of the site image (rustls copies
-//!    each into a record buffer of its own to encrypt it, then into ours); each record is
-//!    queued on the TCP stream, whose segments are cut from that buffer. Record sizes
+//!    ([`TlsSide::out`], at most [`CIPHER_MAX`] unacknowledged bytes): the session reads
+//!    the head and the body where they lie (the head slab, a slice of the site image) and
+//!    encrypts them straight into that buffer (after the handshake the record layer is
+//!    bareweb-tls's own, with no copy or allocation per record; a small response is one
+//!    record); each record is queued on the TCP stream, whose segments are cut from that
+//!    buffer. Record sizes
 //!    are dynamic: the first [`SMALL_RECORDS`] of a connection, and again after
 //!    [`RECORD_IDLE_NS`] without sending, fill one TCP segment each (a browser decrypts
 //!    the page's first bytes as they arrive), later ones 16 KiB;
@@ -105,10 +106,12 @@ pub trait TlsSession: Send {
         out: &mut Vec<u8>,
         plain: &mut Vec<u8>,
     ) -> Result<TlsProgress, TlsFailed>;
-    /// Seals `plain` (at most [`MAX_RECORD`] bytes) as one application-data record into
-    /// `out` (room for `plain.len()` + [`RECORD_OVERHEAD`]); `None` when it cannot
-    /// (not established, the keys exhausted): the connection is then closed.
-    fn seal(&mut self, plain: &[u8], out: &mut [u8]) -> Option<usize>;
+    /// Seals the concatenation of `parts` (at most [`MAX_RECORD`] bytes: a response's
+    /// head, a slice of the site image) as one application-data record into `out` (room
+    /// for their length + [`RECORD_OVERHEAD`]), reading each part where it lies; `None`
+    /// when it cannot (not established, the keys exhausted): the connection is then
+    /// closed.
+    fn seal(&mut self, parts: &[&[u8]], out: &mut [u8]) -> Option<usize>;
     /// Seals a close_notify alert into `out` ([`RECORD_OVERHEAD`] + 2 bytes suffice).
     fn close_notify(&mut self, out: &mut [u8]) -> Option<usize>;
 }
@@ -482,23 +485,16 @@ impl<L: Lookup<'static>> Server<L> {
                 }
                 _ => &self.head_slab[idx * http::HEAD_MAX..(idx + 1) * http::HEAD_MAX],
             };
-            let plain: &[u8] = if p.head.is_empty() {
-                // Body bytes only: a slice of the site image.
-                p.body
-            } else {
-                // The head and the first body bytes: one record, from a copy.
-                let buf = &mut self.tls_record;
-                buf.clear();
-                buf.extend_from_slice(head_buf.get(p.head.clone()).unwrap_or(&[]));
-                buf.extend_from_slice(p.body);
-                buf
-            };
+            // The head (if this record starts the response) and body bytes, read where
+            // they lie: the head slab, the site image.
+            let head = head_buf.get(p.head.clone()).unwrap_or(&[]);
             let before = side.out.len();
-            side.out.resize(before + plain.len() + RECORD_OVERHEAD, 0);
+            side.out
+                .resize(before + head.len() + p.body.len() + RECORD_OVERHEAD, 0);
             let n = side
                 .session
                 .as_mut()
-                .and_then(|s| s.seal(plain, &mut side.out[before..]));
+                .and_then(|s| s.seal(&[head, p.body], &mut side.out[before..]));
             match n {
                 Some(n) => {
                     side.out.truncate(before + n);

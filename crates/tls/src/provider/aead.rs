@@ -462,3 +462,100 @@ const _: () = {
     assert!(<<Aes256Gcm as AeadCore>::NonceSize as Unsigned>::USIZE == NONCE_LEN);
     assert!(<<ChaCha20Poly1305 as AeadCore>::NonceSize as Unsigned>::USIZE == NONCE_LEN);
 };
+
+/// One direction's record key after the handshake, for the engine's own record layer
+/// ([`crate::server`]): the AEAD and the nonce base rustls derived, as it hands them out
+/// ([`ConnectionTrafficSecrets`]). Built once per key (one allocation), then it seals and
+/// opens in the caller's buffers with none.
+pub struct RecordKey {
+    aead: Box<dyn DynAead>,
+    iv: [u8; NONCE_LEN],
+    alg: Alg,
+}
+
+impl core::fmt::Debug for RecordKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RecordKey").field("alg", &self.alg).finish()
+    }
+}
+
+impl RecordKey {
+    /// The key of `secrets`; `None` for an AEAD this provider does not have (rustls only
+    /// negotiates ours).
+    pub fn new(secrets: &ConnectionTrafficSecrets) -> Option<Self> {
+        fn make<A: RecordAead>(key: &[u8]) -> Option<Box<dyn DynAead>> {
+            A::new_from_slice(key)
+                .ok()
+                .map(|a| Box::new(a) as Box<dyn DynAead>)
+        }
+        let (alg, key, iv) = match secrets {
+            ConnectionTrafficSecrets::Aes128Gcm { key, iv } => (Alg::Aes128Gcm, key, iv),
+            ConnectionTrafficSecrets::Aes256Gcm { key, iv } => (Alg::Aes256Gcm, key, iv),
+            ConnectionTrafficSecrets::Chacha20Poly1305 { key, iv } => {
+                (Alg::ChaCha20Poly1305, key, iv)
+            }
+            _ => return None,
+        };
+        let aead = with_cipher!(alg, alg.key_of(key), make)?;
+        Some(Self {
+            aead,
+            iv: <[u8; NONCE_LEN]>::try_from(iv.as_ref()).ok()?,
+            alg,
+        })
+    }
+
+    /// The algorithm.
+    pub fn alg(&self) -> Alg {
+        self.alg
+    }
+
+    /// The nonce of record `seq`: the IV XORed with the sequence number (RFC 8446 §5.3; TLS
+    /// 1.2 GCM sends its last 8 bytes as the explicit nonce, as rustls's providers do).
+    pub fn nonce(&self, seq: u64) -> [u8; NONCE_LEN] {
+        Nonce::new(&Iv::from(self.iv), seq).0
+    }
+
+    /// TLS 1.2 GCM's nonce for a received record: the 4-byte salt and the record's explicit
+    /// nonce.
+    pub fn nonce_explicit(&self, explicit: &[u8; GCM_EXPLICIT_NONCE_LEN]) -> [u8; NONCE_LEN] {
+        let mut n = self.iv;
+        n[NONCE_LEN - GCM_EXPLICIT_NONCE_LEN..].copy_from_slice(explicit);
+        n
+    }
+
+    /// Encrypts `data` in place under `nonce` and `aad`; the tag.
+    pub fn seal(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[u8],
+        data: &mut [u8],
+    ) -> Option<[u8; TAG_LEN]> {
+        self.aead.seal(nonce, aad, data)
+    }
+
+    /// Checks `tag` and decrypts `data` in place; `false` (and `data` not to be used) when
+    /// the tag is wrong.
+    pub fn open(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], data: &mut [u8], tag: &[u8]) -> bool {
+        tag.len() == TAG_LEN && self.aead.open(nonce, aad, data, tag)
+    }
+}
+
+/// An AEAD behind a pointer (the three of [`with_cipher!`]).
+trait DynAead: Send + Sync {
+    fn seal(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], data: &mut [u8]) -> Option<[u8; TAG_LEN]>;
+    fn open(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], data: &mut [u8], tag: &[u8]) -> bool;
+}
+
+impl<A: RecordAead> DynAead for A {
+    fn seal(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], data: &mut [u8]) -> Option<[u8; TAG_LEN]> {
+        let tag = self
+            .encrypt_in_place_detached(nonce_of::<A>(nonce), aad, data)
+            .ok()?;
+        <[u8; TAG_LEN]>::try_from(tag.as_slice()).ok()
+    }
+
+    fn open(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], data: &mut [u8], tag: &[u8]) -> bool {
+        self.decrypt_in_place_detached(nonce_of::<A>(nonce), aad, data, tag_of::<A>(tag))
+            .is_ok()
+    }
+}

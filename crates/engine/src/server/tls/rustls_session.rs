@@ -53,8 +53,8 @@ impl TlsSession for Session {
         }
     }
 
-    fn seal(&mut self, plain: &[u8], out: &mut [u8]) -> Option<usize> {
-        self.0.encrypt(plain, out).ok()
+    fn seal(&mut self, parts: &[&[u8]], out: &mut [u8]) -> Option<usize> {
+        self.0.encrypt_parts(parts, out).ok()
     }
 
     fn close_notify(&mut self, out: &mut [u8]) -> Option<usize> {

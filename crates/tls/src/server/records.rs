@@ -1,0 +1,497 @@
+//! The record layer after the handshake, ours: once rustls has finished the handshake, the
+//! connection's traffic keys are taken from it (`dangerous_into_kernel_connection`, the API
+//! rustls offers for kTLS) and [`Records`] seals and opens every later record itself, in the
+//! caller's buffers: a response's plaintext is read where it lies (the head, a slice of the
+//! site image) and encrypted straight into the output, with no copy through rustls's own
+//! record buffer and no allocation per record. rustls keeps the key schedule: a KeyUpdate
+//! (TLS 1.3, RFC 8446 §4.6.3) asks its `KernelConnection` for the next secret.
+//!
+//! What a peer may send after the handshake, and what it gets:
+//! - application data: to the caller;
+//! - close_notify: the peer is done, what follows it is ignored;
+//! - another alert: fatal ones end the connection; warnings (TLS 1.2, and TLS 1.3's
+//!   user_canceled) are ignored, four at most, as rustls and BoringSSL allow;
+//! - TLS 1.3 KeyUpdate: the receive key moves on; one asking for ours is answered at once by
+//!   a KeyUpdate of our own, then our key moves on; 32 at most with no application data
+//!   between (BoringSSL's `kMaxKeyUpdates`, rustls's allowance);
+//! - TLS 1.2 ClientHello (renegotiation): a no_renegotiation warning the first time, fatal
+//!   the second (as rustls);
+//! - anything else (a change_cipher_spec, a record of another type, a handshake message
+//!   split across records, a record that does not open, one longer than the protocol
+//!   allows): the fatal alert that says why (unexpected_message, decode_error,
+//!   bad_record_mac, record_overflow), sealed, and the connection fails.
+//!
+//! Records are sealed under the sequence number rustls reached; after 2^24 records under
+//! one key TLS 1.3 updates its key (below AES-GCM's confidentiality limit, RFC 8446 §5.5)
+//! and TLS 1.2 refuses to seal more (the caller closes).
+
+use rustls::kernel::KernelConnection;
+use rustls::server::ServerConnectionData;
+use rustls::{AlertDescription, ContentType, Error, ExtractedSecrets, PeerMisbehaved};
+
+use super::{SealError, MAX_RECORD_PLAINTEXT, RECORD_OVERHEAD};
+use crate::provider::aead::{Alg, RecordKey, GCM_EXPLICIT_NONCE_LEN, TAG_LEN};
+
+/// Records sealed under one key before TLS 1.3 updates it (TLS 1.2 stops).
+pub(super) const SEQ_LIMIT: u64 = 1 << 24;
+/// KeyUpdates taken with no application data between.
+const KEY_UPDATES: u8 = 32;
+/// Warning alerts taken per connection.
+const WARNINGS: u8 = 4;
+/// Renegotiation requests answered with a warning (TLS 1.2); the next is fatal.
+const RENEGOTIATIONS: u8 = 1;
+
+/// Content types (RFC 8446 §5.1).
+pub const CT_ALERT: u8 = 21;
+/// Handshake.
+pub const CT_HANDSHAKE: u8 = 22;
+/// Application data.
+pub const CT_APP_DATA: u8 = 23;
+const HS_CLIENT_HELLO: u8 = 1;
+const HS_KEY_UPDATE: u8 = 24;
+
+/// A fatal error, and the alert that tells the peer (none when the peer's alert ended it).
+pub(super) type Failure = (Error, Option<AlertDescription>);
+
+/// One direction's key and sequence number.
+struct Dir {
+    key: RecordKey,
+    seq: u64,
+}
+
+/// What [`Records::open`] found in the input.
+#[derive(Debug, Default)]
+pub(super) struct Opened {
+    /// Input bytes used (whole records).
+    pub used: usize,
+    /// The peer sent close_notify.
+    pub peer_closed: bool,
+}
+
+/// An established connection's record layer (the module doc).
+pub(super) struct Records {
+    kernel: KernelConnection<ServerConnectionData>,
+    tls13: bool,
+    tx: Dir,
+    rx: Dir,
+    key_updates: u8,
+    warnings: u8,
+    renegotiations: u8,
+    /// The peer's close_notify was read: nothing after it is.
+    peer_closed: bool,
+}
+
+impl Records {
+    /// The record layer of a connection rustls has just completed.
+    pub(super) fn new(
+        secrets: ExtractedSecrets,
+        kernel: KernelConnection<ServerConnectionData>,
+    ) -> Result<Self, Error> {
+        let tls13 = kernel.protocol_version() == rustls::ProtocolVersion::TLSv1_3;
+        let (tx_seq, tx) = secrets.tx;
+        let (rx_seq, rx) = secrets.rx;
+        let key = |s| RecordKey::new(&s).ok_or(Error::General("no record key".into()));
+        Ok(Self {
+            kernel,
+            tls13,
+            tx: Dir {
+                key: key(tx)?,
+                seq: tx_seq,
+            },
+            rx: Dir {
+                key: key(rx)?,
+                seq: rx_seq,
+            },
+            key_updates: KEY_UPDATES,
+            warnings: WARNINGS,
+            renegotiations: RENEGOTIATIONS,
+            peer_closed: false,
+        })
+    }
+
+    /// Seals one record of content type `typ` whose plaintext is `parts` joined (at most
+    /// [`MAX_RECORD_PLAINTEXT`] bytes) into `out`; the bytes written. Needs the plaintext's
+    /// length + [`RECORD_OVERHEAD`].
+    pub(super) fn seal(
+        &mut self,
+        typ: u8,
+        parts: &[&[u8]],
+        out: &mut [u8],
+    ) -> Result<usize, SealError> {
+        if self.tx.seq >= SEQ_LIMIT {
+            if !self.tls13 {
+                return Err(SealError::Exhausted);
+            }
+            // Our own KeyUpdate (update_not_requested), then the new key.
+            let n = self.seal_one(CT_HANDSHAKE, &[&[HS_KEY_UPDATE, 0, 0, 1, 0]], out)?;
+            self.next_tx_key()?;
+            let m = self.seal_one(typ, parts, out.get_mut(n..).unwrap_or_default())?;
+            return Ok(n + m);
+        }
+        self.seal_one(typ, parts, out)
+    }
+
+    fn seal_one(&mut self, typ: u8, parts: &[&[u8]], out: &mut [u8]) -> Result<usize, SealError> {
+        let n = seal_record(&self.tx.key, self.tx.seq, self.tls13, typ, parts, out)?;
+        self.tx.seq += 1;
+        Ok(n)
+    }
+
+    fn next_tx_key(&mut self) -> Result<(), SealError> {
+        let (seq, secrets) = self
+            .kernel
+            .update_tx_secret()
+            .map_err(|_| SealError::Exhausted)?;
+        self.tx = Dir {
+            key: RecordKey::new(&secrets).ok_or(SealError::Exhausted)?,
+            seq,
+        };
+        Ok(())
+    }
+
+    /// Opens the whole records at the front of `input` (decrypting them in place):
+    /// application data is appended to `plain`, what we send back (a KeyUpdate, a warning)
+    /// to `out`. A fatal error comes with the alert to send (none when the peer's alert was
+    /// the error); `used` is then meaningless (the connection is over).
+    pub(super) fn open(
+        &mut self,
+        input: &mut [u8],
+        out: &mut alloc::vec::Vec<u8>,
+        plain: &mut alloc::vec::Vec<u8>,
+    ) -> Result<Opened, Failure> {
+        let mut r = Opened::default();
+        while !self.peer_closed {
+            let rest = &mut input[r.used..];
+            let Some(&[typ, major, _, hi, lo]) = rest.get(..5) else {
+                break;
+            };
+            let len = usize::from(u16::from_be_bytes([hi, lo]));
+            let max = if self.tls13 {
+                MAX_RECORD_PLAINTEXT + 256
+            } else {
+                MAX_RECORD_PLAINTEXT + 2048
+            };
+            if len > max {
+                return Err((
+                    Error::PeerSentOversizedRecord,
+                    Some(AlertDescription::RecordOverflow),
+                ));
+            }
+            if major != 3 {
+                return Err(decode_error());
+            }
+            let Some(record) = rest.get_mut(..5 + len) else {
+                break; // the rest of the record has not arrived
+            };
+            r.used += 5 + len;
+            let (inner, data) = self.decrypt(typ, record)?;
+            match inner {
+                CT_APP_DATA => {
+                    self.key_updates = KEY_UPDATES;
+                    plain.extend_from_slice(data);
+                }
+                CT_ALERT => self.alert(data)?,
+                CT_HANDSHAKE => {
+                    let Some(head) = data.get(..4) else {
+                        return Err(decode_error());
+                    };
+                    let mut msg = [0u8; 5];
+                    msg[..4].copy_from_slice(head);
+                    msg[4] = data.get(4).copied().unwrap_or(0);
+                    self.handshake(msg, data.len(), out)?;
+                }
+                _ => return Err(unexpected()),
+            }
+            r.peer_closed |= self.peer_closed;
+        }
+        Ok(r)
+    }
+
+    /// Checks and decrypts one record in place; its inner content type and plaintext.
+    fn decrypt<'a>(
+        &mut self,
+        typ: u8,
+        record: &'a mut [u8],
+    ) -> Result<(u8, &'a [u8]), Failure> {
+        let allowed = if self.tls13 {
+            typ == CT_APP_DATA
+        } else {
+            matches!(typ, CT_APP_DATA | CT_ALERT | CT_HANDSHAKE)
+        };
+        if !allowed {
+            return Err(unexpected());
+        }
+        let seq = self.rx.seq;
+        let (inner, plain) = open_record(&self.rx.key, seq, self.tls13, record).map_err(|e| {
+            let alert = match e {
+                Error::PeerSentOversizedRecord => AlertDescription::RecordOverflow,
+                Error::DecryptError => AlertDescription::BadRecordMac,
+                _ => AlertDescription::UnexpectedMessage,
+            };
+            (e, Some(alert))
+        })?;
+        self.rx.seq = seq
+            .checked_add(1)
+            .ok_or((Error::DecryptError, Some(AlertDescription::BadRecordMac)))?;
+        Ok((inner, plain))
+    }
+
+    fn alert(&mut self, data: &[u8]) -> Result<(), Failure> {
+        let &[level, desc] = data else {
+            return Err(decode_error());
+        };
+        let desc = AlertDescription::from(desc);
+        if desc == AlertDescription::CloseNotify {
+            self.peer_closed = true;
+            return Ok(());
+        }
+        match level {
+            1 => {
+                if self.warnings == 0 {
+                    return Err((
+                        PeerMisbehaved::TooManyWarningAlertsReceived.into(),
+                        Some(AlertDescription::UnexpectedMessage),
+                    ));
+                }
+                self.warnings -= 1;
+                if self.tls13 && desc != AlertDescription::UserCanceled {
+                    return Err((
+                        Error::AlertReceived(desc),
+                        Some(AlertDescription::DecodeError),
+                    ));
+                }
+                Ok(())
+            }
+            2 => Err((Error::AlertReceived(desc), None)),
+            _ => Err((
+                Error::AlertReceived(desc),
+                Some(AlertDescription::IllegalParameter),
+            )),
+        }
+    }
+
+    /// One handshake message after the handshake: its first five bytes (type, length, and
+    /// a KeyUpdate's one byte) and its length on the wire.
+    fn handshake(
+        &mut self,
+        msg: [u8; 5],
+        wire_len: usize,
+        out: &mut alloc::vec::Vec<u8>,
+    ) -> Result<(), Failure> {
+        let body_len = u32::from_be_bytes([0, msg[1], msg[2], msg[3]]) as usize;
+        if body_len + 4 != wire_len {
+            // A message split across records or two in one: legal, but no client sends a
+            // KeyUpdate or a renegotiation that way.
+            return Err(unexpected());
+        }
+        match (self.tls13, msg[0]) {
+            (true, HS_KEY_UPDATE) => {
+                if self.key_updates == 0 {
+                    return Err((
+                        PeerMisbehaved::TooManyKeyUpdateRequests.into(),
+                        Some(AlertDescription::UnexpectedMessage),
+                    ));
+                }
+                self.key_updates -= 1;
+                let requested = match (body_len, msg[4]) {
+                    (1, 0) => false,
+                    (1, 1) => true,
+                    _ => return Err(decode_error()),
+                };
+                let (seq, secrets) = self.kernel.update_rx_secret().map_err(|e| (e, None))?;
+                self.rx = Dir {
+                    key: RecordKey::new(&secrets).ok_or((Error::DecryptError, None))?,
+                    seq,
+                };
+                if requested {
+                    self.send(CT_HANDSHAKE, &[HS_KEY_UPDATE, 0, 0, 1, 0], out)?;
+                    self.next_tx_key()
+                        .map_err(|_| (Error::EncryptError, None))?;
+                }
+                Ok(())
+            }
+            (false, HS_CLIENT_HELLO) => {
+                if self.renegotiations == 0 {
+                    return Err((
+                        PeerMisbehaved::TooManyRenegotiationRequests.into(),
+                        Some(AlertDescription::NoRenegotiation),
+                    ));
+                }
+                self.renegotiations -= 1;
+                self.send(
+                    CT_ALERT,
+                    &[1, AlertDescription::NoRenegotiation.into()],
+                    out,
+                )
+            }
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// Seals a short record onto the end of `out`.
+    fn send(
+        &mut self,
+        typ: u8,
+        plain: &[u8],
+        out: &mut alloc::vec::Vec<u8>,
+    ) -> Result<(), Failure> {
+        let at = out.len();
+        out.resize(at + plain.len() + RECORD_OVERHEAD, 0);
+        match self.seal_one(typ, &[plain], &mut out[at..]) {
+            Ok(n) => {
+                out.truncate(at + n);
+                Ok(())
+            }
+            Err(_) => {
+                out.truncate(at);
+                Err((Error::EncryptError, None))
+            }
+        }
+    }
+
+    /// Seals a fatal alert onto `out` (best effort: the connection is ending).
+    pub(super) fn fatal_alert(&mut self, desc: AlertDescription, out: &mut alloc::vec::Vec<u8>) {
+        let _ = self.send(CT_ALERT, &[2, desc.into()], out);
+    }
+
+    /// Seals our close_notify into `out`.
+    pub(super) fn close_notify(&mut self, out: &mut [u8]) -> Result<usize, SealError> {
+        self.seal_one(CT_ALERT, &[&[1, 0]], out)
+    }
+}
+
+/// Seals one record of content type `typ` (TLS 1.3: the inner type; the outer one is
+/// application data) whose plaintext is `parts` joined, under `key` and sequence number
+/// `seq`, into `out`; the bytes written (the plaintext's length + [`RECORD_OVERHEAD`] at
+/// most). The same key, sequence number and plaintext always give the same bytes.
+pub fn seal_record(
+    key: &RecordKey,
+    seq: u64,
+    tls13: bool,
+    typ: u8,
+    parts: &[&[u8]],
+    out: &mut [u8],
+) -> Result<usize, SealError> {
+    let plen: usize = parts.iter().map(|p| p.len()).sum();
+    if plen > MAX_RECORD_PLAINTEXT {
+        return Err(SealError::TooSmall(MAX_RECORD_PLAINTEXT + RECORD_OVERHEAD));
+    }
+    let explicit = if !tls13 && key.alg() != Alg::ChaCha20Poly1305 {
+        GCM_EXPLICIT_NONCE_LEN
+    } else {
+        0
+    };
+    let inner = plen + usize::from(tls13);
+    let len = explicit + inner + TAG_LEN;
+    let Some(out) = out.get_mut(..5 + len) else {
+        return Err(SealError::TooSmall(5 + len));
+    };
+    let nonce = key.nonce(seq);
+    let (head, body) = out.split_at_mut(5);
+    head.copy_from_slice(&[
+        if tls13 { CT_APP_DATA } else { typ },
+        3,
+        3,
+        (len >> 8) as u8,
+        len as u8,
+    ]);
+    body[..explicit].copy_from_slice(&nonce[nonce.len() - explicit..]);
+    let (data, tag_out) = body[explicit..].split_at_mut(inner);
+    let mut at = 0;
+    for p in parts {
+        data[at..at + p.len()].copy_from_slice(p);
+        at += p.len();
+    }
+    let tag = if tls13 {
+        data[plen] = typ;
+        key.seal(&nonce, head, data)
+    } else {
+        key.seal(&nonce, &tls12_aad(seq, typ, plen), data)
+    };
+    tag_out.copy_from_slice(&tag.ok_or(SealError::Exhausted)?);
+    Ok(5 + len)
+}
+
+/// Opens one whole record (`record`: its header and body) under `key` and sequence number
+/// `seq`, decrypting in place; its (inner, in TLS 1.3) content type and plaintext.
+/// `DecryptError` when it does not open, `PeerSentOversizedRecord` when its plaintext is
+/// longer than 2^14, `InappropriateMessage` for a TLS 1.3 record with no content type.
+pub fn open_record<'a>(
+    key: &RecordKey,
+    seq: u64,
+    tls13: bool,
+    record: &'a mut [u8],
+) -> Result<(u8, &'a [u8]), Error> {
+    if record.len() < 5 {
+        return Err(Error::DecryptError);
+    }
+    let (head, body) = record.split_at_mut(5);
+    let typ = head[0];
+    if tls13 {
+        let Some(n) = body.len().checked_sub(TAG_LEN) else {
+            return Err(Error::DecryptError);
+        };
+        let (data, tag) = body.split_at_mut(n);
+        if !key.open(&key.nonce(seq), head, data, tag) {
+            return Err(Error::DecryptError);
+        }
+        // TLSInnerPlaintext: content, the type, zero padding (RFC 8446 §5.2).
+        let Some(end) = data.iter().rposition(|&b| b != 0) else {
+            return Err(unexpected().0);
+        };
+        if end > MAX_RECORD_PLAINTEXT {
+            return Err(Error::PeerSentOversizedRecord);
+        }
+        return Ok((data[end], &data[..end]));
+    }
+    let explicit = if key.alg() != Alg::ChaCha20Poly1305 {
+        GCM_EXPLICIT_NONCE_LEN
+    } else {
+        0
+    };
+    let Some(n) = body.len().checked_sub(explicit + TAG_LEN) else {
+        return Err(Error::DecryptError);
+    };
+    if n > MAX_RECORD_PLAINTEXT {
+        return Err(Error::PeerSentOversizedRecord);
+    }
+    let (nonce_part, rest) = body.split_at_mut(explicit);
+    let nonce = match <&[u8; GCM_EXPLICIT_NONCE_LEN]>::try_from(&*nonce_part) {
+        Ok(e) => key.nonce_explicit(e),
+        Err(_) => key.nonce(seq),
+    };
+    let (data, tag) = rest.split_at_mut(n);
+    if !key.open(&nonce, &tls12_aad(seq, typ, n), data, tag) {
+        return Err(Error::DecryptError);
+    }
+    Ok((typ, data))
+}
+
+/// TLS 1.2's additional data: the sequence number and the plaintext's header (RFC 5246
+/// §6.2.3.3).
+fn tls12_aad(seq: u64, typ: u8, len: usize) -> [u8; 13] {
+    let mut a = [0u8; 13];
+    a[..8].copy_from_slice(&seq.to_be_bytes());
+    a[8] = typ;
+    a[9] = 3;
+    a[10] = 3;
+    a[11..].copy_from_slice(&(len as u16).to_be_bytes());
+    a
+}
+
+fn unexpected() -> Failure {
+    (
+        Error::InappropriateMessage {
+            expect_types: alloc::vec![ContentType::ApplicationData],
+            got_type: ContentType::Unknown(0),
+        },
+        Some(AlertDescription::UnexpectedMessage),
+    )
+}
+
+fn decode_error() -> Failure {
+    (
+        Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType),
+        Some(AlertDescription::DecodeError),
+    )
+}
