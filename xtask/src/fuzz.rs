@@ -62,9 +62,11 @@ pub const TARGETS: &[&str] = &[
     "http_response",
     // A redirect's Location and its resolution (`bareweb get --follow`).
     "redirect",
-    // TLS (crates/tls): the record layer, then a server connection's whole input.
+    // TLS (crates/tls): the record ciphers, a server connection's whole input, and the
+    // record layer after a real handshake fed records sealed with the client's keys.
     "tls_record",
     "tls_server",
+    "tls_established",
     // The whole server with HTTPS on: hellos of every shape, records after a real handshake.
     "server_tls",
     // The AES-NI/PCLMULQDQ AES-GCM against the aes-gcm crate.

@@ -5,8 +5,9 @@
 //!   (X25519 and P-256 key exchange; AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305; SHA-256/384,
 //!   HMAC, HKDF; ECDSA P-256/P-384 keys, RSA refused with the reason);
 //! - [`ticket`]: session tickets sealed with a shared, rotated key;
-//! - [`server`]: the server configuration and the per-connection driver over rustls's
-//!   unbuffered API, which the engine's TCP connection table calls;
+//! - [`server`]: the server configuration and the per-connection driver (rustls's
+//!   unbuffered API for the handshake, our own record layer after it), which the engine's
+//!   TCP connection table calls;
 //! - [`host`] (feature `std`): the host's randomness (getrandom) and clock.
 //!
 //! The platform supplies randomness (`rustls::crypto::SecureRandom`) and wall-clock time

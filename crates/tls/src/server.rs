@@ -1,11 +1,13 @@
 //! The server side: [`TlsServer`], a configuration built once from a certificate chain, a
-//! key and [`Options`], and [`TlsConn`], one connection's driver over rustls's unbuffered
-//! API (`UnbufferedServerConnection`, which needs no std and no I/O).
+//! key and [`Options`], and [`TlsConn`], one connection's driver: rustls's unbuffered API
+//! (`UnbufferedServerConnection`, which needs no std and no I/O) for the handshake, then
+//! our own record layer (`records`) with the keys rustls hands over.
 //!
 //! The driver is what the engine's TCP connection table calls: bytes received on the
 //! connection go in ([`TlsConn::receive`]) and come out as TLS bytes to send and plaintext
 //! request bytes, in buffers the caller owns and reuses; application data is sealed into
-//! records in a caller's buffer ([`TlsConn::encrypt`]); [`TlsConn::close`] seals a
+//! records in a caller's buffer ([`TlsConn::encrypt`], [`TlsConn::encrypt_parts`]) with no
+//! allocation; [`TlsConn::close`] seals a
 //! close_notify. A protocol error comes back as [`Fatal`] after the alert that tells the peer
 //! why has been put in the output: the caller sends it and closes the TCP connection. The
 //! driver never panics on what it is fed, and never buffers more than [`MAX_BUFFERED`] bytes
@@ -31,7 +33,7 @@ use crate::provider::{self, sign::EcdsaKey, sign::KeyError};
 use crate::ticket::Ticketer;
 
 mod records;
-pub use records::{open_record, seal_record, CT_ALERT, CT_APP_DATA, CT_HANDSHAKE};
+pub use records::{open_record, seal_record, Reserved, CT_ALERT, CT_APP_DATA, CT_HANDSHAKE};
 
 /// The most received TLS bytes a connection holds while waiting for the rest of a record or
 /// handshake message: a full record is 5 + 2^14 + 256 bytes, a handshake message rustls
@@ -541,7 +543,7 @@ impl TlsConn {
                 if let Some(desc) = alert {
                     records.fatal_alert(desc, tls_out);
                 }
-                self.records = None;
+                // The keys stay: records sent before the alert may be sent again.
                 self.phase = Phase::Failed;
                 self.inbuf = Vec::new();
                 Err(Fatal::Protocol(e))
@@ -573,6 +575,41 @@ impl TlsConn {
                 r.seal(records::CT_APP_DATA, parts, out)
             }
             _ => Err(SealError::NotReady),
+        }
+    }
+
+    /// Reserves the next application-data record, of `len` plaintext bytes (at most
+    /// [`MAX_RECORD_PLAINTEXT`]): its sequence number, key epoch and length on the wire. It
+    /// is sealed by [`TlsConn::seal_reserved`], as often as it is sent: a retransmission
+    /// re-seals the same bytes instead of keeping them. A TLS 1.3 KeyUpdate that must
+    /// precede it (the key's record limit) is appended to `ctl`.
+    pub fn reserve(&mut self, len: usize, ctl: &mut Vec<u8>) -> Result<Reserved, SealError> {
+        match self.records.as_mut() {
+            Some(r) if self.phase == Phase::Open && !self.sent_close => r.reserve(len, ctl),
+            _ => Err(SealError::NotReady),
+        }
+    }
+
+    /// Seals reserved record `r` whose plaintext is `parts` joined (the length reserved)
+    /// into `out`; the bytes written (`r.wire`). Works after a close or a failure too (a
+    /// record already sent may need sending again); `Exhausted` once its key is released.
+    pub fn seal_reserved(
+        &self,
+        r: &Reserved,
+        parts: &[&[u8]],
+        out: &mut [u8],
+    ) -> Result<usize, SealError> {
+        match self.records.as_ref() {
+            Some(rec) => rec.seal_reserved(r, parts, out),
+            None => Err(SealError::NotReady),
+        }
+    }
+
+    /// Records reserved under key epochs before `epoch` are all acknowledged: their keys
+    /// can go.
+    pub fn release_before(&mut self, epoch: u32) {
+        if let Some(r) = self.records.as_mut() {
+            r.release_before(epoch);
         }
     }
 
@@ -609,7 +646,6 @@ impl TlsConn {
             if let Some(r) = self.records.as_mut() {
                 r.fatal_alert(rustls::AlertDescription::RecordOverflow, out);
             }
-            self.records = None;
             self.inbuf = Vec::new();
             return;
         };

@@ -371,8 +371,7 @@ impl<L: Lookup<'static>> Server<L> {
                         && t.app.request_start_ns != 0
                         && now.saturating_sub(t.app.request_start_ns) < EVICT_GRACE_NS;
                     // A TLS connection's sealed records may still be on their way.
-                    let sending =
-                        t.app.tls() && !self.tls_sides[i].segment(c.snd_una(), u32::MAX).is_empty();
+                    let sending = t.app.tls() && self.tls_sides[i].unacked(c.snd_una());
                     t.app.resp.is_none() && !c.is_closing() && !fresh && !sending
                 }
                 _ => false,

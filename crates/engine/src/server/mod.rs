@@ -237,6 +237,8 @@ pub struct Server<L: Lookup<'static>> {
     tls_sides: Vec<tls::TlsSide>,
     /// Decrypted bytes of one `TlsSession::receive` (reused).
     tls_plain: Vec<u8>,
+    /// The record last sealed for a segment (`tls::SealCache`).
+    tls_cache: tls::SealCache,
     /// Handshake steps this round (`tls::HANDSHAKES_PER_ROUND`).
     tls_handshakes: u32,
     /// Connections whose handshake step waits for the next round.
@@ -336,6 +338,11 @@ impl<L: Lookup<'static>> Server<L> {
             reset_next: 0,
             tls_sides: Vec::with_capacity(if cfg.tls.is_some() { n } else { 0 }),
             tls_plain: Vec::new(),
+            tls_cache: if cfg.tls.is_some() {
+                tls::SealCache::new()
+            } else {
+                tls::SealCache::default()
+            },
             tls_handshakes: 0,
             tls_deferred: Vec::with_capacity(if cfg.tls.is_some() { n } else { 0 }),
             rx_tls: false,

@@ -303,16 +303,24 @@ impl<L: Lookup<'static>> Server<L> {
         let rx_space = self.rx_space(id);
         let port = self.port_of(idx);
         let now = self.now_ns;
-        let t = &mut self.conns[idx];
-        if t.app.tls() {
-            // TLS: the segment is cut from the connection's ciphertext.
-            let head = self.tls_sides[idx].segment(seg.seq, seg.len);
+        if self.conns[idx].app.tls() {
+            // TLS: the segment's bytes are control bytes kept, or records sealed from
+            // their plaintext now (again, for a retransmission).
+            let Some(head) = self.tls_sides[idx].bytes(idx, seg.seq, seg.len, &mut self.tls_cache)
+            else {
+                // Its record could not be sealed (never while unacknowledged): the segment
+                // is as lost, and the retransmission limit ends the connection.
+                self.stats.tls_failed += 1;
+                return true;
+            };
+            let t = &mut self.conns[idx];
             let peer_port = t.peer.port;
             let out = t.frame(seg, (port, peer_port), rx_space, mac, head, &[], || 0, now);
             let sent = Self::egress_of(&self.egress, &self.vip_egress, local).tcp(tx, &out);
             self.count_sent(sent);
             return sent.done();
         }
+        let t = &mut self.conns[idx];
         let payload = t.app.payload(seg.seq, seg.len);
         let head_buf: &[u8] = match &self.dynamic {
             Some(d) if t.app.dyn_slot != NO_DYN => {

@@ -12,32 +12,38 @@
 //! 2. the HTTP step as for plain HTTP: `http::parse` and `respond_cached` on the slab, the
 //!    response head in the head slab and its body a slice of the site image; the
 //!    response is kept in *plaintext* positions (`Sending` from 0);
-//! 3. records are sealed from it into the connection's ciphertext buffer
-//!    ([`TlsSide::out`], at most [`CIPHER_MAX`] unacknowledged bytes): the session reads
-//!    the head and the body where they lie (the head slab, a slice of the site image) and
-//!    encrypts them straight into that buffer (after the handshake the record layer is
-//!    bareweb-tls's own, with no copy or allocation per record; a small response is one
-//!    record); each record is queued on the TCP stream, whose segments are cut from that
-//!    buffer. Record sizes
-//!    are dynamic: the first [`SMALL_RECORDS`] of a connection, and again after
-//!    [`RECORD_IDLE_NS`] without sending, fill one TCP segment each (a browser decrypts
-//!    the page's first bytes as they arrive), later ones 16 KiB;
-//! 4. when the response is sealed, the next pipelined request is read; `Connection:
-//!    close` (or a 408, or the peer's close_notify) ends with our close_notify and a FIN.
+//! 3. records are *reserved* from it ([`TlsSession::reserve`]: a sequence number and a
+//!    length, at most [`CIPHER_MAX`] unacknowledged bytes and [`PIECES_MAX`] records in
+//!    flight) and queued on the TCP stream as pieces ([`Piece`]): the record's plaintext
+//!    is where it lies (its head bytes, kept in [`TlsSide::kept`] until acknowledged
+//!    since the head slab serves the next response; its body, a slice of the site
+//!    image). Record sizes are dynamic: the first [`SMALL_RECORDS`] of a connection, and
+//!    again after [`RECORD_IDLE_NS`] without sending, fill one TCP segment each (a
+//!    browser decrypts the page's first bytes as they arrive), later ones 16 KiB;
+//! 4. when the response is reserved whole, the next pipelined request is read;
+//!    `Connection: close` (or a 408, or the peer's close_notify) ends with our
+//!    close_notify and a FIN.
 //!
-//! The ciphertext of records sent is kept until acknowledged, so that a retransmission
-//! sends it again: a bounded buffer per connection, not yet the re-sealing of records
-//! from site memory (docs/design/tls.md says what that needs). Handshakes are the
-//! expensive step (key exchange and a signature): at most [`HANDSHAKES_PER_ROUND`]
-//! connections still in their handshake are stepped per poll round; the others wait for
-//! the next round ([`Server::tls_round_end`]), so a flood of handshakes cannot starve
-//! established connections.
+//! A segment's bytes are made when it is sent ([`TlsSide::bytes`]): control bytes (the
+//! handshake's flights, alerts: sealed once, kept in [`TlsSide::ctl`] until acknowledged)
+//! as kept, a record's sealed then ([`TlsSession::seal_reserved`]: the head and body read
+//! where they lie and encrypted straight into the server's one-record [`SealCache`],
+//! from which the segment's part is copied into the transmit slot). The same key and
+//! sequence number give the same bytes, so a retransmission seals the record again
+//! instead of keeping its ciphertext: a connection holds a few descriptors and its
+//! heads, not up to 64 KiB of ciphertext; a TLS 1.3 KeyUpdate keeps the old key until the
+//! records sealed under it are acknowledged ([`TlsSession::release_before`]). Handshakes
+//! are the expensive step (key exchange and a signature): at most
+//! [`HANDSHAKES_PER_ROUND`] connections still in their handshake are stepped per poll
+//! round; the others wait for the next round ([`Server::tls_round_end`]), so a flood of
+//! handshakes cannot starve established connections.
 //!
 //! The TLS implementation is the platform's ([`TlsAcceptor`], [`TlsSession`]): the engine
 //! does not depend on a TLS library unless its `tls` feature is on (`bareweb-tls`'s
 //! rustls, [`rustls_session`]); the bare machine's build carries none.
 
 use alloc::boxed::Box;
+use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::fmt;
 
@@ -54,8 +60,8 @@ use crate::tcp::seq;
 pub const RECORD_OVERHEAD: usize = 5 + 8 + 16;
 /// The largest plaintext of one record (RFC 8446 §5.1).
 pub const MAX_RECORD: usize = 16384;
-/// Unacknowledged ciphertext one connection holds at most: four full records. A record is
-/// sealed only when it fits, so this is also the most a connection has in flight.
+/// Unacknowledged record bytes one connection has in flight at most: four full records. A
+/// record is reserved only when it fits.
 pub const CIPHER_MAX: usize = 4 * (MAX_RECORD + RECORD_OVERHEAD);
 /// Connections in their handshake stepped per poll round, at most. One: a full handshake's
 /// first step (key exchange and an ECDSA signature) takes about 1.5 ms of a core here, and
@@ -91,6 +97,17 @@ pub struct TlsProgress {
     pub peer_closed: bool,
 }
 
+/// An application-data record reserved by [`TlsSession::reserve`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Its sequence number under its key.
+    pub seq: u64,
+    /// Its transmit key's epoch (TLS 1.3 KeyUpdates move it on).
+    pub epoch: u32,
+    /// Its length on the wire, header included.
+    pub wire: u32,
+}
+
 /// The connection failed (the peer broke the protocol, or the handshake failed): what the
 /// session put in the output (an alert) is sent, then the connection closed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,12 +123,20 @@ pub trait TlsSession: Send {
         out: &mut Vec<u8>,
         plain: &mut Vec<u8>,
     ) -> Result<TlsProgress, TlsFailed>;
-    /// Seals the concatenation of `parts` (at most [`MAX_RECORD`] bytes: a response's
-    /// head, a slice of the site image) as one application-data record into `out` (room
-    /// for their length + [`RECORD_OVERHEAD`]), reading each part where it lies; `None`
-    /// when it cannot (not established, the keys exhausted): the connection is then
-    /// closed.
-    fn seal(&mut self, parts: &[&[u8]], out: &mut [u8]) -> Option<usize>;
+    /// Reserves the next application-data record, of `len` plaintext bytes (at most
+    /// [`MAX_RECORD`]): its sequence number, key epoch and length on the wire; control
+    /// bytes that must precede it (a TLS 1.3 KeyUpdate at the key's limit) are appended to
+    /// `ctl`. `None` when it cannot (not established, the keys exhausted): the connection
+    /// is then closed.
+    fn reserve(&mut self, len: usize, ctl: &mut Vec<u8>) -> Option<Record>;
+    /// Seals reserved record `r` from `parts` joined (a response's head, a slice of the
+    /// site image: the length reserved), each read where it lies, into `out` (room for
+    /// `r.wire` bytes): the same bytes every time it is asked, so a retransmission seals
+    /// again instead of keeping ciphertext.
+    fn seal_reserved(&self, r: &Record, parts: &[&[u8]], out: &mut [u8]) -> Option<usize>;
+    /// The records reserved under key epochs before `epoch` are acknowledged: their keys
+    /// may go.
+    fn release_before(&mut self, epoch: u32);
     /// Seals a close_notify alert into `out` ([`RECORD_OVERHEAD`] + 2 bytes suffice).
     fn close_notify(&mut self, out: &mut [u8]) -> Option<usize>;
 }
@@ -132,6 +157,61 @@ pub struct TlsListen {
     pub acceptor: &'static dyn TlsAcceptor,
 }
 
+/// Records (and control pieces) one connection has in flight at most: past it, sealing
+/// waits for an ACK as when [`CIPHER_MAX`] is reached.
+const PIECES_MAX: usize = 64;
+
+/// What a stretch of a TLS connection's outgoing stream is made of.
+#[derive(Clone, Copy, Debug)]
+enum Src {
+    /// Bytes of [`TlsSide::ctl`] from this absolute offset (the handshake's flights,
+    /// alerts, KeyUpdates, close_notify: sealed once, kept until acknowledged).
+    Ctl { off: u64 },
+    /// An application-data record, sealed whenever its bytes are sent: its plaintext is the
+    /// head bytes kept in [`TlsSide::kept`] (from absolute offset `kept`, `kept_len` bytes)
+    /// then `body`, a slice of the site image.
+    Rec {
+        rec: Record,
+        kept: u64,
+        kept_len: u32,
+        body: &'static [u8],
+    },
+}
+
+/// Stream bytes `[start, start + len)` and where they come from.
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    start: u32,
+    len: u32,
+    src: Src,
+}
+
+/// The one record a server (a core) holds sealed: the last one a segment needed. A
+/// record's segments are sent in order, mostly in one go, so each record is sealed about
+/// once per transmission; a retransmission seals it again. One per server instead of the
+/// ciphertext of every record in flight per connection.
+#[derive(Default)]
+pub(super) struct SealCache {
+    /// The record's bytes.
+    buf: Vec<u8>,
+    /// Whose record it is: (connection slot, the slot's generation, sequence number,
+    /// epoch).
+    key: Option<(usize, u32, u64, u32)>,
+    /// A segment that spans pieces, put together.
+    joined: Vec<u8>,
+}
+
+impl SealCache {
+    /// Room for a whole record and a segment (made once, when HTTPS is served).
+    pub(super) fn new() -> Self {
+        Self {
+            buf: Vec::with_capacity(MAX_RECORD + RECORD_OVERHEAD),
+            key: None,
+            joined: Vec::with_capacity(64 * 1024),
+        }
+    }
+}
+
 /// A TCB's TLS state, beside it in the server (kept per TCB slot: its buffers keep their
 /// capacity from one connection to the next).
 #[derive(Default)]
@@ -142,10 +222,18 @@ pub(super) struct TlsSide {
     pub(super) cin: Vec<u8>,
     /// Decrypted request bytes that did not fit in the receive slab.
     pub(super) spill: Vec<u8>,
-    /// Ciphertext queued on the TCP stream and not yet acknowledged: stream bytes
-    /// `[out_seq, out_seq + out.len())`.
-    out: Vec<u8>,
-    out_seq: u32,
+    /// Control bytes queued and not yet acknowledged, from absolute offset `ctl_base`.
+    ctl: Vec<u8>,
+    ctl_base: u64,
+    /// Head bytes of records in flight (response heads, dynamic pages: what is not in the
+    /// site image), from absolute offset `kept_base`.
+    kept: Vec<u8>,
+    kept_base: u64,
+    /// The stream from the oldest unacknowledged piece to its end, in order.
+    pieces: VecDeque<Piece>,
+    /// This slot's connection count: a cached record of an earlier connection is never
+    /// taken for one of this.
+    generation: u32,
     /// Plaintext bytes of the response in flight sealed so far.
     sealed: u32,
     /// Records sealed since the connection began or last went idle (the first
@@ -171,8 +259,12 @@ impl TlsSide {
         self.session = None;
         self.cin.clear();
         self.spill.clear();
-        self.out.clear();
-        self.out_seq = 0;
+        self.ctl.clear();
+        self.ctl_base = 0;
+        self.kept.clear();
+        self.kept_base = 0;
+        self.pieces.clear();
+        self.generation = self.generation.wrapping_add(1);
         self.sealed = 0;
         self.records = 0;
         self.last_seal_ns = 0;
@@ -188,11 +280,131 @@ impl TlsSide {
         (self.cin.len() + self.spill.len()) as u32
     }
 
-    /// The ciphertext of stream bytes `[seq, seq + len)`, clipped to what is held.
-    pub(super) fn segment(&self, seq: u32, len: u32) -> &[u8] {
-        let off = (seq.wrapping_sub(self.out_seq) as usize).min(self.out.len());
-        let end = off.saturating_add(len as usize).min(self.out.len());
-        &self.out[off..end]
+    /// Whether stream bytes from `una` on are queued (sent or not, unacknowledged).
+    pub(super) fn unacked(&self, una: u32) -> bool {
+        self.pieces
+            .back()
+            .is_some_and(|p| seq::gt(p.start.wrapping_add(p.len), una))
+    }
+
+    /// Stream bytes queued and not acknowledged from `una` on.
+    fn in_flight(&self, una: u32) -> u32 {
+        match (self.pieces.front(), self.pieces.back()) {
+            (Some(f), Some(b)) => {
+                let from = if seq::gt(una, f.start) { una } else { f.start };
+                b.start.wrapping_add(b.len).wrapping_sub(from)
+            }
+            _ => 0,
+        }
+    }
+
+    /// Notes `n` control bytes appended to `ctl` from index `before`, queued on the stream
+    /// from `start`.
+    fn push_ctl(&mut self, start: u32, before: usize, n: u32) {
+        if let Some(Piece {
+            start: s,
+            len,
+            src: Src::Ctl { off },
+        }) = self.pieces.back_mut()
+        {
+            if s.wrapping_add(*len) == start
+                && *off + u64::from(*len) == self.ctl_base + before as u64
+            {
+                *len += n;
+                return;
+            }
+        }
+        self.pieces.push_back(Piece {
+            start,
+            len: n,
+            src: Src::Ctl {
+                off: self.ctl_base + before as u64,
+            },
+        });
+    }
+
+    /// The bytes of stream range `[seq, seq + len)` (clipped to what is queued): control
+    /// bytes as kept, records sealed (through `cache`) from their plaintext; `None` when a
+    /// record cannot be sealed (its key is gone: never, while it is unacknowledged).
+    pub(super) fn bytes<'a>(
+        &'a self,
+        idx: usize,
+        seq: u32,
+        len: u32,
+        cache: &'a mut SealCache,
+    ) -> Option<&'a [u8]> {
+        let first = self
+            .pieces
+            .partition_point(|p| seq::le(p.start.wrapping_add(p.len), seq));
+        let SealCache { buf, key, joined } = cache;
+        let mut joined_used = false;
+        let mut single: Option<(bool, usize, usize)> = None;
+        let mut at = seq;
+        let end = seq.wrapping_add(len);
+        for p in self.pieces.range(first..) {
+            if !seq::lt(at, end) {
+                break;
+            }
+            let off = at.wrapping_sub(p.start) as usize;
+            let take = (p.len as usize - off).min(end.wrapping_sub(at) as usize);
+            // Where the piece's bytes are: `ctl`, or `buf` once its record is sealed there.
+            let from_ctl = match p.src {
+                Src::Ctl { off: o } => {
+                    let i = (o - self.ctl_base) as usize + off;
+                    single = Some((true, i, i + take));
+                    true
+                }
+                Src::Rec {
+                    rec,
+                    kept,
+                    kept_len,
+                    body,
+                } => {
+                    let want = (idx, self.generation, rec.seq, rec.epoch);
+                    if *key != Some(want) {
+                        *key = None;
+                        let k0 = (kept - self.kept_base) as usize;
+                        let head = self.kept.get(k0..k0 + kept_len as usize)?;
+                        buf.clear();
+                        buf.resize(rec.wire as usize, 0);
+                        let n = self
+                            .session
+                            .as_ref()?
+                            .seal_reserved(&rec, &[head, body], buf)?;
+                        if n != rec.wire as usize {
+                            return None;
+                        }
+                        *key = Some(want);
+                    }
+                    single = Some((false, off, off + take));
+                    false
+                }
+            };
+            let (_, i, j) = single?;
+            let src = if from_ctl {
+                self.ctl.get(i..j)?
+            } else {
+                buf.get(i..j)?
+            };
+            if at == seq && take == len as usize {
+                // One piece holds the whole segment: no joining.
+                break;
+            }
+            if !joined_used {
+                joined.clear();
+                joined_used = true;
+            }
+            joined.extend_from_slice(src);
+            at = at.wrapping_add(take as u32);
+        }
+        if joined_used {
+            return Some(&joined[..]);
+        }
+        match single {
+            Some((true, i, j)) => self.ctl.get(i..j),
+            Some((false, i, j)) => buf.get(i..j),
+            None => Some(&[]),
+        }
     }
 }
 
@@ -201,7 +413,7 @@ impl fmt::Debug for TlsSide {
         f.debug_struct("TlsSide")
             .field("session", &self.session.is_some())
             .field("cin", &self.cin.len())
-            .field("out", &self.out.len())
+            .field("pieces", &self.pieces.len())
             .field("established", &self.established)
             .finish()
     }
@@ -247,35 +459,59 @@ impl<L: Lookup<'static>> Server<L> {
     /// records stay in flight after the response is sealed whole).
     pub(super) fn tls_has_work(&self, idx: usize) -> bool {
         let side = &self.tls_sides[idx];
-        side.held() > 0
-            || !side
-                .segment(self.conns[idx].tcp.snd_una(), u32::MAX)
-                .is_empty()
+        side.held() > 0 || side.unacked(self.conns[idx].tcp.snd_una())
     }
 
-    /// Queues on TCP the `out` bytes from `before` on (what the session or a seal just
-    /// wrote), keeping `out_seq + out.len()` the stream's end.
+    /// Queues on TCP the control bytes from `ctl[before..]` (what the session just wrote).
     fn tls_queue(&mut self, idx: usize, before: usize) {
         let side = &mut self.tls_sides[idx];
-        let n = side.out.len() - before;
+        let n = (side.ctl.len() - before) as u32;
         if n == 0 {
             return;
         }
-        let start = self.conns[idx].tcp.queue(n as u32);
-        if before == 0 {
-            side.out_seq = start;
-        }
-        self.stats.tls_bytes_out += n as u64;
+        let start = self.conns[idx].tcp.queue(n);
+        side.push_ctl(start, before, n);
+        self.stats.tls_bytes_out += u64::from(n);
     }
 
-    /// Drops the acknowledged prefix of connection `idx`'s ciphertext.
+    /// Drops connection `idx`'s acknowledged pieces (their control bytes, their records'
+    /// kept heads), and the keys only they needed.
     fn tls_compact(&mut self, idx: usize) {
         let una = self.conns[idx].tcp.snd_una();
         let side = &mut self.tls_sides[idx];
-        let acked = (una.wrapping_sub(side.out_seq) as usize).min(side.out.len());
-        if seq::gt(una, side.out_seq) && acked > 0 {
-            side.out.drain(..acked);
-            side.out_seq = side.out_seq.wrapping_add(acked as u32);
+        let mut dropped = false;
+        while let Some(p) = side.pieces.front().copied() {
+            if !seq::le(p.start.wrapping_add(p.len), una) {
+                break;
+            }
+            side.pieces.pop_front();
+            match p.src {
+                Src::Ctl { .. } => {
+                    let n = (p.len as usize).min(side.ctl.len());
+                    side.ctl.drain(..n);
+                    side.ctl_base += n as u64;
+                }
+                Src::Rec { kept_len, rec, .. } => {
+                    let n = (kept_len as usize).min(side.kept.len());
+                    side.kept.drain(..n);
+                    side.kept_base += n as u64;
+                    dropped |= rec.epoch > 0;
+                }
+            }
+        }
+        if dropped {
+            let oldest = side
+                .pieces
+                .iter()
+                .filter_map(|p| match p.src {
+                    Src::Rec { rec, .. } => Some(rec.epoch),
+                    Src::Ctl { .. } => None,
+                })
+                .min()
+                .unwrap_or(u32::MAX);
+            if let Some(s) = side.session.as_mut() {
+                s.release_before(oldest);
+            }
         }
     }
 
@@ -346,11 +582,11 @@ impl<L: Lookup<'static>> Server<L> {
         if !was_established {
             self.tls_handshakes += 1;
         }
-        let before = side.out.len();
+        let before = side.ctl.len();
         let mut plain = core::mem::take(&mut self.tls_plain);
         plain.clear();
         let result = match side.session.as_mut() {
-            Some(s) => s.receive(&side.cin, &mut side.out, &mut plain),
+            Some(s) => s.receive(&side.cin, &mut side.ctl, &mut plain),
             None => Err(TlsFailed),
         };
         side.cin.clear();
@@ -451,14 +687,15 @@ impl<L: Lookup<'static>> Server<L> {
         let total = r.wire_len();
         let now = self.now_ns;
         let small = small_record(&self.conns[idx].tcp);
+        let una = self.conns[idx].tcp.snd_una();
         loop {
             let side = &mut self.tls_sides[idx];
             let sealed = side.sealed;
             if sealed >= total {
                 break;
             }
-            let room = CIPHER_MAX.saturating_sub(side.out.len());
-            if room <= RECORD_OVERHEAD {
+            let room = CIPHER_MAX.saturating_sub(side.in_flight(una) as usize);
+            if room <= RECORD_OVERHEAD || side.pieces.len() >= PIECES_MAX {
                 return false;
             }
             if side.records > 0 && now.saturating_sub(side.last_seal_ns) >= RECORD_IDLE_NS {
@@ -485,34 +722,46 @@ impl<L: Lookup<'static>> Server<L> {
                 }
                 _ => &self.head_slab[idx * http::HEAD_MAX..(idx + 1) * http::HEAD_MAX],
             };
-            // The head (if this record starts the response) and body bytes, read where
-            // they lie: the head slab, the site image.
+            // The head (if this record starts the response) is kept until the record is
+            // acknowledged (the head slab serves the next response); the body is a slice
+            // of the site image, read when the record is sealed.
             let head = head_buf.get(p.head.clone()).unwrap_or(&[]);
-            let before = side.out.len();
-            side.out
-                .resize(before + head.len() + p.body.len() + RECORD_OVERHEAD, 0);
-            let n = side
+            let before = side.ctl.len();
+            let reserved = side
                 .session
                 .as_mut()
-                .and_then(|s| s.seal(&[head, p.body], &mut side.out[before..]));
-            match n {
-                Some(n) => {
-                    side.out.truncate(before + n);
-                    side.sealed += chunk;
-                    side.records = side.records.saturating_add(1);
-                    side.last_seal_ns = now;
-                    self.tls_queue(idx, before);
-                }
-                None => {
-                    side.out.truncate(before);
-                    side.done = true;
-                    self.stats.tls_failed += 1;
-                    let t = &mut self.conns[idx];
-                    t.app.rx_len = 0;
-                    t.tcp.close();
-                    return false;
-                }
-            }
+                .and_then(|s| s.reserve(head.len() + p.body.len(), &mut side.ctl));
+            let Some(rec) = reserved else {
+                side.ctl.truncate(before);
+                side.done = true;
+                self.stats.tls_failed += 1;
+                let t = &mut self.conns[idx];
+                t.app.rx_len = 0;
+                t.tcp.close();
+                return false;
+            };
+            let kept = side.kept_base + side.kept.len() as u64;
+            side.kept.extend_from_slice(head);
+            let body = p.body;
+            let kept_len = head.len() as u32;
+            // A KeyUpdate the key's limit called for goes first.
+            self.tls_queue(idx, before);
+            let start = self.conns[idx].tcp.queue(rec.wire);
+            let side = &mut self.tls_sides[idx];
+            side.pieces.push_back(Piece {
+                start,
+                len: rec.wire,
+                src: Src::Rec {
+                    rec,
+                    kept,
+                    kept_len,
+                    body,
+                },
+            });
+            side.sealed += chunk;
+            side.records = side.records.saturating_add(1);
+            side.last_seal_ns = now;
+            self.stats.tls_bytes_out += u64::from(rec.wire);
         }
         // Sealed whole: the response is done (its ciphertext stays until acknowledged).
         let t = &mut self.conns[idx];
@@ -527,14 +776,14 @@ impl<L: Lookup<'static>> Server<L> {
     fn tls_close(&mut self, idx: usize) {
         let side = &mut self.tls_sides[idx];
         side.done = true;
-        let before = side.out.len();
-        side.out.resize(before + RECORD_OVERHEAD + 2, 0);
+        let before = side.ctl.len();
+        side.ctl.resize(before + RECORD_OVERHEAD + 2, 0);
         let n = side
             .session
             .as_mut()
-            .and_then(|s| s.close_notify(&mut side.out[before..]))
+            .and_then(|s| s.close_notify(&mut side.ctl[before..]))
             .unwrap_or(0);
-        side.out.truncate(before + n);
+        side.ctl.truncate(before + n);
         self.tls_queue(idx, before);
         self.conns[idx].tcp.close();
     }

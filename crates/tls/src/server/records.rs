@@ -59,6 +59,18 @@ struct Dir {
     seq: u64,
 }
 
+/// A record reserved by [`TlsConn::reserve`](super::TlsConn::reserve): its sequence number, the key's epoch and its
+/// length on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reserved {
+    /// The record's sequence number under its key.
+    pub seq: u64,
+    /// The transmit key's epoch (TLS 1.3 KeyUpdates).
+    pub epoch: u32,
+    /// The sealed record's length (header included).
+    pub wire: u32,
+}
+
 /// What [`Records::open`] found in the input.
 #[derive(Debug, Default)]
 pub(super) struct Opened {
@@ -73,6 +85,12 @@ pub(super) struct Records {
     kernel: KernelConnection<ServerConnectionData>,
     tls13: bool,
     tx: Dir,
+    /// The transmit key's epoch (0 at the handshake's end, one more per update).
+    epoch: u32,
+    /// Earlier transmit keys still wanted for records reserved under them and not yet
+    /// acknowledged (a retransmission re-seals them): (epoch, key), oldest first, until
+    /// [`Records::release_before`] drops them.
+    old_tx: alloc::vec::Vec<(u32, RecordKey)>,
     rx: Dir,
     key_updates: u8,
     warnings: u8,
@@ -98,6 +116,8 @@ impl Records {
                 key: key(tx)?,
                 seq: tx_seq,
             },
+            epoch: 0,
+            old_tx: alloc::vec::Vec::new(),
             rx: Dir {
                 key: key(rx)?,
                 seq: rx_seq,
@@ -131,6 +151,60 @@ impl Records {
         self.seal_one(typ, parts, out)
     }
 
+    /// Reserves the next application-data record, of `len` plaintext bytes, to be sealed
+    /// (and sealed again, identically, for a retransmission) by [`Records::seal_reserved`];
+    /// at the key's record limit a TLS 1.3 KeyUpdate is appended to `ctl` first (it goes
+    /// on the stream before the record).
+    pub(super) fn reserve(
+        &mut self,
+        len: usize,
+        ctl: &mut alloc::vec::Vec<u8>,
+    ) -> Result<Reserved, SealError> {
+        if len > MAX_RECORD_PLAINTEXT {
+            return Err(SealError::TooSmall(MAX_RECORD_PLAINTEXT + RECORD_OVERHEAD));
+        }
+        if self.tx.seq >= SEQ_LIMIT {
+            if !self.tls13 {
+                return Err(SealError::Exhausted);
+            }
+            self.send(CT_HANDSHAKE, &[HS_KEY_UPDATE, 0, 0, 1, 0], ctl)
+                .map_err(|_| SealError::Exhausted)?;
+            self.next_tx_key()?;
+        }
+        let r = Reserved {
+            seq: self.tx.seq,
+            epoch: self.epoch,
+            wire: sealed_len(&self.tx.key, self.tls13, len) as u32,
+        };
+        self.tx.seq += 1;
+        Ok(r)
+    }
+
+    /// Seals reserved record `r` from `parts` (as many bytes as reserved) into `out`: the
+    /// same bytes every time.
+    pub(super) fn seal_reserved(
+        &self,
+        r: &Reserved,
+        parts: &[&[u8]],
+        out: &mut [u8],
+    ) -> Result<usize, SealError> {
+        let key = if r.epoch == self.epoch {
+            &self.tx.key
+        } else {
+            match self.old_tx.iter().find(|(e, _)| *e == r.epoch) {
+                Some((_, k)) => k,
+                None => return Err(SealError::Exhausted),
+            }
+        };
+        seal_record(key, r.seq, self.tls13, CT_APP_DATA, parts, out)
+    }
+
+    /// Transmit keys of epochs before `epoch` are no longer wanted (their records are
+    /// acknowledged).
+    pub(super) fn release_before(&mut self, epoch: u32) {
+        self.old_tx.retain(|(e, _)| *e >= epoch);
+    }
+
     fn seal_one(&mut self, typ: u8, parts: &[&[u8]], out: &mut [u8]) -> Result<usize, SealError> {
         let n = seal_record(&self.tx.key, self.tx.seq, self.tls13, typ, parts, out)?;
         self.tx.seq += 1;
@@ -142,10 +216,13 @@ impl Records {
             .kernel
             .update_tx_secret()
             .map_err(|_| SealError::Exhausted)?;
-        self.tx = Dir {
+        let next = Dir {
             key: RecordKey::new(&secrets).ok_or(SealError::Exhausted)?,
             seq,
         };
+        let old = core::mem::replace(&mut self.tx, next);
+        self.old_tx.push((self.epoch, old.key));
+        self.epoch += 1;
         Ok(())
     }
 
@@ -208,11 +285,7 @@ impl Records {
     }
 
     /// Checks and decrypts one record in place; its inner content type and plaintext.
-    fn decrypt<'a>(
-        &mut self,
-        typ: u8,
-        record: &'a mut [u8],
-    ) -> Result<(u8, &'a [u8]), Failure> {
+    fn decrypt<'a>(&mut self, typ: u8, record: &'a mut [u8]) -> Result<(u8, &'a [u8]), Failure> {
         let allowed = if self.tls13 {
             typ == CT_APP_DATA
         } else {
@@ -467,6 +540,16 @@ pub fn open_record<'a>(
     Ok((typ, data))
 }
 
+/// The length of a sealed application-data record of `len` plaintext bytes under `key`.
+fn sealed_len(key: &RecordKey, tls13: bool, len: usize) -> usize {
+    let explicit = if !tls13 && key.alg() != Alg::ChaCha20Poly1305 {
+        GCM_EXPLICIT_NONCE_LEN
+    } else {
+        0
+    };
+    5 + explicit + len + usize::from(tls13) + TAG_LEN
+}
+
 /// TLS 1.2's additional data: the sequence number and the plaintext's header (RFC 5246
 /// §6.2.3.3).
 fn tls12_aad(seq: u64, typ: u8, len: usize) -> [u8; 13] {
@@ -495,3 +578,6 @@ fn decode_error() -> Failure {
         Some(AlertDescription::DecodeError),
     )
 }
+
+#[cfg(test)]
+mod tests;

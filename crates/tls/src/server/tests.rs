@@ -32,11 +32,11 @@ fn platform() -> Platform {
     }
 }
 
-fn server(options: &Options) -> TlsServer {
+pub(super) fn server(options: &Options) -> TlsServer {
     TlsServer::new(CERT, KEY, options, &platform()).unwrap()
 }
 
-fn client_config(
+pub(super) fn client_config(
     version: &'static SupportedProtocolVersion,
     suite: Option<CipherSuite>,
     group: Option<NamedGroup>,
@@ -61,7 +61,7 @@ fn client_config(
     Arc::new(cfg)
 }
 
-fn client(cfg: &Arc<ClientConfig>) -> ClientConnection {
+pub(super) fn client(cfg: &Arc<ClientConfig>) -> ClientConnection {
     ClientConnection::new(cfg.clone(), "localhost".try_into().unwrap()).unwrap()
 }
 
@@ -105,7 +105,7 @@ fn pump(
     panic!("no quiescence");
 }
 
-fn exchange(c: &mut ClientConnection, s: &mut TlsConn) {
+pub(super) fn exchange(c: &mut ClientConnection, s: &mut TlsConn) {
     let mut plain = Vec::new();
     c.writer()
         .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 
 use bareweb_tls::{ServerSlot, TlsConn, TlsServer};
 
-use super::{TlsAcceptor, TlsFailed, TlsProgress, TlsSession};
+use super::{Record, TlsAcceptor, TlsFailed, TlsProgress, TlsSession};
 
 /// A `TlsServer` (certificate, key, options, ticket keys) as the server's acceptor.
 #[derive(Debug, Clone)]
@@ -53,8 +53,26 @@ impl TlsSession for Session {
         }
     }
 
-    fn seal(&mut self, parts: &[&[u8]], out: &mut [u8]) -> Option<usize> {
-        self.0.encrypt_parts(parts, out).ok()
+    fn reserve(&mut self, len: usize, ctl: &mut Vec<u8>) -> Option<Record> {
+        let r = self.0.reserve(len, ctl).ok()?;
+        Some(Record {
+            seq: r.seq,
+            epoch: r.epoch,
+            wire: r.wire,
+        })
+    }
+
+    fn seal_reserved(&self, r: &Record, parts: &[&[u8]], out: &mut [u8]) -> Option<usize> {
+        let r = bareweb_tls::server::Reserved {
+            seq: r.seq,
+            epoch: r.epoch,
+            wire: r.wire,
+        };
+        self.0.seal_reserved(&r, parts, out).ok()
+    }
+
+    fn release_before(&mut self, epoch: u32) {
+        self.0.release_before(epoch);
     }
 
     fn close_notify(&mut self, out: &mut [u8]) -> Option<usize> {

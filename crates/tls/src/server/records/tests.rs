@@ -1,0 +1,347 @@
+//! The record layer after the handshake, at its own level: a real handshake with a rustls
+//! client, then the client's traffic keys taken from it (`dangerous_extract_secrets`) so
+//! that the test seals records of any type and content as the client would, and opens the
+//! server's answers. Each case: what the peer sends in, what the server sends back and
+//! whether the connection goes on.
+
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use rustls::{AlertDescription, ClientConfig, SupportedProtocolVersion};
+
+use super::super::tests::{client, client_config, exchange, server};
+use super::*;
+use crate::server::{Fatal, Options, TlsConn};
+
+/// The client's side once established: its keys, sequence numbers and version.
+struct Peer {
+    tx: RecordKey,
+    tx_seq: u64,
+    rx: RecordKey,
+    rx_seq: u64,
+    tls13: bool,
+}
+
+impl Peer {
+    /// Seals one record of `typ` holding `plain`, as the client.
+    fn record(&mut self, typ: u8, plain: &[u8]) -> Vec<u8> {
+        let mut out = vec![0u8; plain.len() + RECORD_OVERHEAD];
+        let n = seal_record(&self.tx, self.tx_seq, self.tls13, typ, &[plain], &mut out).unwrap();
+        self.tx_seq += 1;
+        out.truncate(n);
+        out
+    }
+
+    /// Opens every record the server sent: (type, plaintext) each.
+    fn read(&mut self, mut out: &mut [u8]) -> Vec<(u8, Vec<u8>)> {
+        let mut got = Vec::new();
+        while !out.is_empty() {
+            let len = 5 + usize::from(u16::from_be_bytes([out[3], out[4]]));
+            let (rec, rest) = out.split_at_mut(len);
+            let (t, p) = open_record(&self.rx, self.rx_seq, self.tls13, rec).unwrap();
+            self.rx_seq += 1;
+            got.push((t, p.to_vec()));
+            out = rest;
+        }
+        got
+    }
+}
+
+/// A server connection and the client's keys, after a handshake and one response.
+fn established(version: &'static SupportedProtocolVersion) -> (TlsConn, Peer) {
+    let cfg = client_config(version, None, None);
+    let mut cfg = ClientConfig::clone(&cfg);
+    cfg.enable_secret_extraction = true;
+    let mut c = client(&Arc::new(cfg));
+    let mut conn = server(&Options::default()).accept().unwrap();
+    exchange(&mut c, &mut conn);
+    let secrets = c.dangerous_extract_secrets().unwrap();
+    let peer = Peer {
+        tx: RecordKey::new(&secrets.tx.1).unwrap(),
+        tx_seq: secrets.tx.0,
+        rx: RecordKey::new(&secrets.rx.1).unwrap(),
+        rx_seq: secrets.rx.0,
+        tls13: version == &rustls::version::TLS13,
+    };
+    (conn, peer)
+}
+
+const BOTH: [&SupportedProtocolVersion; 2] = [&rustls::version::TLS13, &rustls::version::TLS12];
+
+fn alert(level: u8, desc: AlertDescription) -> (u8, Vec<u8>) {
+    (CT_ALERT, vec![level, desc.into()])
+}
+
+#[test]
+fn application_data_in_and_out() {
+    for v in BOTH {
+        let (mut conn, mut peer) = established(v);
+        // Two records in one input, the second split across two calls.
+        let mut wire = peer.record(CT_APP_DATA, b"GET / HTTP/1.1\r\n");
+        wire.extend(peer.record(CT_APP_DATA, b"\r\n"));
+        let (mut out, mut plain) = (Vec::new(), Vec::new());
+        let cut = wire.len() - 3;
+        conn.receive(&wire[..cut], &mut out, &mut plain).unwrap();
+        assert_eq!(plain, b"GET / HTTP/1.1\r\n");
+        conn.receive(&wire[cut..], &mut out, &mut plain).unwrap();
+        assert_eq!(plain, b"GET / HTTP/1.1\r\n\r\n");
+        assert!(out.is_empty());
+        // A record from parts, read by the client.
+        let mut rec = vec![0u8; 12 + RECORD_OVERHEAD];
+        let n = conn
+            .encrypt_parts(&[b"HTTP", b"/1.1 ", b"200"], &mut rec)
+            .unwrap();
+        assert_eq!(
+            peer.read(&mut rec[..n]),
+            [(CT_APP_DATA, b"HTTP/1.1 200".to_vec())]
+        );
+        // A short buffer is refused with the size needed.
+        assert_eq!(
+            conn.encrypt_parts(&[b"abc"], &mut [0u8; 8]),
+            Err(SealError::TooSmall(
+                5 + 3 + if peer.tls13 { 17 } else { 24 }
+            ))
+        );
+    }
+}
+
+#[test]
+fn tls13_padding_is_removed_and_an_empty_inner_type_is_refused() {
+    let (mut conn, mut peer) = established(&rustls::version::TLS13);
+    let mut padded = b"x".to_vec();
+    padded.push(CT_APP_DATA);
+    padded.extend([0u8; 300]);
+    // Sealed as inner type 0 over "x", 23, zeros: the last non-zero byte is the type.
+    let rec = peer.record(0, &padded[..padded.len() - 1]);
+    let mut plain = Vec::new();
+    conn.receive(&rec, &mut Vec::new(), &mut plain).unwrap();
+    assert_eq!(plain, b"x");
+    // All zeros: no content type.
+    let rec = peer.record(0, &[0; 10]);
+    let mut out = Vec::new();
+    let e = conn.receive(&rec, &mut out, &mut Vec::new()).unwrap_err();
+    assert!(matches!(
+        e,
+        Fatal::Protocol(Error::InappropriateMessage { .. })
+    ));
+    assert_eq!(
+        peer.read(&mut out),
+        [alert(2, AlertDescription::UnexpectedMessage)]
+    );
+}
+
+#[test]
+fn alerts_after_the_handshake() {
+    for v in BOTH {
+        // close_notify: the peer is done; what follows it is not read.
+        let (mut conn, mut peer) = established(v);
+        let mut wire = peer.record(CT_ALERT, &[1, 0]);
+        wire.extend(peer.record(CT_APP_DATA, b"late"));
+        let mut plain = Vec::new();
+        let p = conn.receive(&wire, &mut Vec::new(), &mut plain).unwrap();
+        assert!(p.peer_closed && plain.is_empty());
+        // Our close_notify after it: closed.
+        let mut out = [0u8; 64];
+        let n = conn.close(&mut out).unwrap();
+        assert_eq!(
+            peer.read(&mut out[..n]),
+            [alert(1, AlertDescription::CloseNotify)]
+        );
+        assert!(
+            conn.receive(&[], &mut Vec::new(), &mut plain)
+                .unwrap()
+                .closed
+        );
+
+        // A fatal alert: the connection fails, nothing is sent back.
+        let (mut conn, mut peer) = established(v);
+        let mut out = Vec::new();
+        let e = conn
+            .receive(&peer.record(CT_ALERT, &[2, 40]), &mut out, &mut Vec::new())
+            .unwrap_err();
+        assert_eq!(
+            e,
+            Fatal::Protocol(Error::AlertReceived(AlertDescription::HandshakeFailure))
+        );
+        assert!(out.is_empty());
+
+        // A malformed alert (three bytes): decode_error.
+        let (mut conn, mut peer) = established(v);
+        let mut out = Vec::new();
+        conn.receive(
+            &peer.record(CT_ALERT, &[1, 0, 0]),
+            &mut out,
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            peer.read(&mut out),
+            [alert(2, AlertDescription::DecodeError)]
+        );
+    }
+
+    // Warnings: TLS 1.2 takes four, the fifth is fatal.
+    let (mut conn, mut peer) = established(&rustls::version::TLS12);
+    for i in 0..5 {
+        let mut out = Vec::new();
+        let r = conn.receive(&peer.record(CT_ALERT, &[1, 90]), &mut out, &mut Vec::new());
+        if i < 4 {
+            assert!(r.is_ok() && out.is_empty(), "warning {i}");
+        } else {
+            assert_eq!(
+                r,
+                Err(Fatal::Protocol(
+                    PeerMisbehaved::TooManyWarningAlertsReceived.into()
+                ))
+            );
+            assert_eq!(
+                peer.read(&mut out),
+                [alert(2, AlertDescription::UnexpectedMessage)]
+            );
+        }
+    }
+    // TLS 1.3 outlaws warnings but user_canceled.
+    let (mut conn, mut peer) = established(&rustls::version::TLS13);
+    conn.receive(
+        &peer.record(CT_ALERT, &[1, 90]),
+        &mut Vec::new(),
+        &mut Vec::new(),
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    conn.receive(&peer.record(CT_ALERT, &[1, 40]), &mut out, &mut Vec::new())
+        .unwrap_err();
+    assert_eq!(
+        peer.read(&mut out),
+        [alert(2, AlertDescription::DecodeError)]
+    );
+}
+
+#[test]
+fn tls12_renegotiation_is_refused() {
+    let (mut conn, mut peer) = established(&rustls::version::TLS12);
+    let hello = [HS_CLIENT_HELLO, 0, 0, 4, 3, 3, 0, 0];
+    let mut out = Vec::new();
+    let mut plain = Vec::new();
+    conn.receive(&peer.record(CT_HANDSHAKE, &hello), &mut out, &mut plain)
+        .unwrap();
+    assert_eq!(
+        peer.read(&mut out),
+        [alert(1, AlertDescription::NoRenegotiation)]
+    );
+    // Still serving.
+    conn.receive(
+        &peer.record(CT_APP_DATA, b"ok"),
+        &mut Vec::new(),
+        &mut plain,
+    )
+    .unwrap();
+    assert_eq!(plain, b"ok");
+    // The second: fatal.
+    let mut out = Vec::new();
+    let e = conn
+        .receive(
+            &peer.record(CT_HANDSHAKE, &hello),
+            &mut out,
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+    assert_eq!(
+        e,
+        Fatal::Protocol(PeerMisbehaved::TooManyRenegotiationRequests.into())
+    );
+    assert_eq!(
+        peer.read(&mut out),
+        [alert(2, AlertDescription::NoRenegotiation)]
+    );
+}
+
+#[test]
+fn unexpected_records_and_messages_are_fatal() {
+    for v in BOTH {
+        let tls13 = v == &rustls::version::TLS13;
+        let cases: [(u8, &[u8]); 4] = [
+            // A handshake message cut short (a KeyUpdate's header without its byte).
+            (CT_HANDSHAKE, &[HS_KEY_UPDATE, 0, 0, 1]),
+            // Two messages in one record.
+            (
+                CT_HANDSHAKE,
+                &[HS_KEY_UPDATE, 0, 0, 1, 0, HS_KEY_UPDATE, 0, 0, 1, 0],
+            ),
+            // A message of a type never taken after the handshake (Finished).
+            (CT_HANDSHAKE, &[20, 0, 0, 1, 0]),
+            // A protected change_cipher_spec (TLS 1.3's inner type 20; TLS 1.2's outer).
+            (20, &[1]),
+        ];
+        for (typ, body) in cases {
+            let (mut conn, mut peer) = established(v);
+            let mut out = Vec::new();
+            let e = conn
+                .receive(&peer.record(typ, body), &mut out, &mut Vec::new())
+                .unwrap_err();
+            assert!(matches!(e, Fatal::Protocol(_)), "{v:?} {typ} {body:?}");
+            assert_eq!(
+                peer.read(&mut out),
+                [alert(2, AlertDescription::UnexpectedMessage)],
+                "{v:?} {typ} {body:?}"
+            );
+            // Failed: nothing more is taken.
+            assert_eq!(
+                conn.receive(&peer.record(CT_APP_DATA, b"x"), &mut out, &mut Vec::new()),
+                Err(Fatal::Done)
+            );
+        }
+        // A TLS 1.3 plaintext inner content longer than 2^14: record_overflow.
+        if tls13 {
+            let (mut conn, mut peer) = established(v);
+            let mut body = vec![b'a'; MAX_RECORD_PLAINTEXT + 1];
+            body.push(CT_APP_DATA);
+            let len = body.len() + TAG_LEN;
+            let head = [CT_APP_DATA, 3, 3, (len >> 8) as u8, len as u8];
+            let tag = peer
+                .tx
+                .seal(&peer.tx.nonce(peer.tx_seq), &head, &mut body)
+                .unwrap();
+            let mut rec = head.to_vec();
+            rec.extend(body);
+            rec.extend(tag);
+            let mut out = Vec::new();
+            let e = conn.receive(&rec, &mut out, &mut Vec::new()).unwrap_err();
+            assert_eq!(e, Fatal::Protocol(Error::PeerSentOversizedRecord));
+            assert_eq!(
+                peer.read(&mut out),
+                [alert(2, AlertDescription::RecordOverflow)]
+            );
+        }
+    }
+}
+
+#[test]
+fn at_the_record_limit_tls13_updates_its_key_and_tls12_stops() {
+    let (mut conn, mut peer) = established(&rustls::version::TLS13);
+    conn.records.as_mut().unwrap().tx.seq = SEQ_LIMIT;
+    peer.rx_seq = SEQ_LIMIT;
+    let mut out = vec![0u8; 2 * (5 + RECORD_OVERHEAD) + 5];
+    let n = conn.encrypt_parts(&[b"hello"], &mut out).unwrap();
+    let out = &mut out[..n];
+    // First our KeyUpdate under the old key (update_not_requested)...
+    let first = 5 + usize::from(u16::from_be_bytes([out[3], out[4]]));
+    assert_eq!(
+        peer.read(&mut out[..first]),
+        [(CT_HANDSHAKE, vec![HS_KEY_UPDATE, 0, 0, 1, 0])]
+    );
+    // ...then the record under the next key, from sequence number 0: not the old key's.
+    let rest = &mut out[first..];
+    assert_eq!(rest.len(), 5 + 5 + 1 + TAG_LEN);
+    assert!(open_record(&peer.rx, SEQ_LIMIT + 1, true, &mut rest.to_vec()).is_err());
+    assert!(open_record(&peer.rx, 0, true, rest).is_err());
+    assert_eq!(conn.records.as_ref().unwrap().tx.seq, 1);
+
+    let (mut conn, _) = established(&rustls::version::TLS12);
+    conn.records.as_mut().unwrap().tx.seq = SEQ_LIMIT;
+    assert_eq!(
+        conn.encrypt_parts(&[b"hello"], &mut [0u8; 64]),
+        Err(SealError::Exhausted)
+    );
+}
