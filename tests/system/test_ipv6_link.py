@@ -52,7 +52,12 @@ def test_ping6_and_neighbour_discovery():
     finally:
         counters = s.stop()
         s.ns.close()
+        s.log.seek(0)
+        console = s.log.read()
         s.log.close()
+    # The console says which address was taken, once detection passed.
+    assert f"bareweb: IPv6 {addr} on the link (duplicate address detection passed)" \
+        in console, console
     assert counters.get("icmp6_echo", 0) >= 3, counters
     assert counters.get("nd_advertisements", 0) >= 1, counters
     assert counters.get("nd_solicitations", 0) == 1, counters  # the one DAD probe
@@ -107,7 +112,12 @@ def test_dad_conflict_moves_the_address():
     finally:
         counters = s.stop()
         s.ns.close()
+        s.log.seek(0)
+        console = s.log.read()
         s.log.close()
+    assert f"bareweb: IPv6 {first} is in use by another host on the link: trying {addr}" \
+        in console, console
+    assert f"bareweb: IPv6 {addr} on the link" in console, console
     # Linux defended its address against our probe: one duplicate, one more probe.
     assert counters.get("nd_dad_conflicts", 0) == 1, counters
     assert counters.get("nd_solicitations", 0) == 2, counters

@@ -13,15 +13,18 @@ use bareweb_engine::bond::{Bond, BondNic, BondRole, LinkWatch, Mode as BondMode,
 use bareweb_engine::cores::board::WithStatsPage;
 use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::cores::plan::{self, Mode, Plan};
+use bareweb_engine::iface::addr6::Event as Ipv6Event;
 use bareweb_engine::nic::LinkSense;
+use bareweb_engine::nic::Nic;
 use bareweb_engine::resource::Lookup;
+use bareweb_engine::server::Server;
 use bareweb_engine::server::{AccessLog, Config, NoLog};
 use bareweb_engine::site::Site;
 use bareweb_engine::stats::{STATS_FIELDS, STAT_NAMES};
 use bareweb_engine::wire::EthernetAddress;
 use bareweb_host::cores::{self, CoreReport, HostQueue, Threads};
 use bareweb_host::netif::TapLink;
-use bareweb_host::reload::{Generations, Swap};
+use bareweb_host::reload::{CoreHook, Generations, Swap};
 use bareweb_host::{SystemClock, Tap};
 
 use crate::opts::ModeArg;
@@ -267,6 +270,7 @@ where
         same
     });
     let wrap = move |s: Site<'static>| reload.map_or(site, |(_, w)| w(s));
+    let ipv6 = cfg.ipv6;
     let gens = reload.map(|(g, _)| g);
     if pages.stats {
         let base = pages.base;
@@ -275,15 +279,60 @@ where
             gens,
             wrap: move |s| WithStatsPage(wrap(s), base),
         };
+        let hook = Ipv6News(hook, ipv6);
         cores::run_hooked(&plan.with_board(pages), queues, threads, make_log, &hook)
     } else if pages.any() {
         let plan = Plan::new(mode, args.cores, site, cfg, mac);
-        let hook = Swap { gens, wrap };
+        let hook = Ipv6News(Swap { gens, wrap }, ipv6);
         cores::run_hooked(&plan.with_board(pages), queues, threads, make_log, &hook)
     } else {
         let plan = Plan::new(mode, args.cores, site, cfg, mac);
-        let hook = Swap { gens, wrap };
+        let hook = Ipv6News(Swap { gens, wrap }, ipv6);
         cores::run_hooked(&plan, queues, threads, make_log, &hook)
+    }
+}
+
+/// How often core 0 looks for news of its IPv6 address.
+const IPV6_NEWS_EVERY_NS: u64 = 100_000_000;
+
+/// A core hook that also says on stderr, from core 0 (whose server holds the link's IPv6
+/// address), what became of the address: taken after duplicate address detection, found
+/// in use by another host (and the next one tried), or given up. The address is not
+/// known at the `serving` line: detection takes about a second after it.
+struct Ipv6News<H>(H, bool);
+
+impl<L: Lookup<'static>, H: CoreHook<L>> CoreHook<L> for Ipv6News<H> {
+    fn every_ns(&self) -> u64 {
+        if self.1 {
+            self.0.every_ns().min(IPV6_NEWS_EVERY_NS)
+        } else {
+            self.0.every_ns()
+        }
+    }
+
+    fn tick<N: Nic>(&self, core: usize, server: &mut Server<L>, nic: &mut N) {
+        if core == 0 {
+            if let Some(line) = server.take_ipv6_news().and_then(ipv6_news_line) {
+                eprintln!("{line}");
+            }
+        }
+        self.0.tick(core, server, nic);
+    }
+}
+
+/// The console line for an IPv6 address event (none for a probe).
+fn ipv6_news_line(e: Ipv6Event) -> Option<String> {
+    match e {
+        Ipv6Event::Preferred(a) => Some(format!(
+            "bareweb: IPv6 {a} on the link (duplicate address detection passed)"
+        )),
+        Ipv6Event::Duplicate { taken, next } => Some(format!(
+            "bareweb: IPv6 {taken} is in use by another host on the link: trying {next}"
+        )),
+        Ipv6Event::GaveUp(a) => Some(format!(
+            "bareweb: IPv6 off: {a} and every address tried after it are in use on the link (IPv4 serves on)"
+        )),
+        Ipv6Event::Probe { .. } => None,
     }
 }
 
