@@ -161,6 +161,23 @@ impl TxRing for FakeQueues {
         Ok(())
     }
 
+    /// Frames are copied at post (into the outbox), as the host's TAP writes them.
+    fn tso_copies(&self) -> bool {
+        true
+    }
+
+    fn post_tso_copied(&mut self, head_len: usize, body: &[u8], tso: Tso) -> Result<(), TxFull> {
+        if self.room == Some(0) {
+            return Err(TxFull);
+        }
+        self.room = self.room.map(|r| r - 1);
+        let mut f = self.slot[..head_len.min(TX_HEAD_ROOM)].to_vec();
+        f.extend_from_slice(body);
+        self.tso_frames += 1;
+        self.outbox.extend(segment(&f, tso));
+        Ok(())
+    }
+
     fn flush(&mut self) {}
 
     fn room(&mut self) -> usize {

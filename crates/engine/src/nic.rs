@@ -77,6 +77,19 @@ pub trait TxRing {
         let _ = (head_len, body, tso);
         Err(TxFull)
     }
+    /// Whether [`post_tso_copied`](Self::post_tso_copied) works: the ring writes or copies
+    /// a frame's body before `post` returns (the host's TAP, a `writev`), so the body need
+    /// not outlive the call. The default: no.
+    fn tso_copies(&self) -> bool {
+        false
+    }
+    /// Queues a frame like [`post_tso`](Self::post_tso) whose body is only borrowed for the
+    /// call (HTTPS: records sealed into a buffer the next segment reuses). Called only when
+    /// [`tso_copies`](Self::tso_copies) says yes; the default refuses.
+    fn post_tso_copied(&mut self, head_len: usize, body: &[u8], tso: Tso) -> Result<(), TxFull> {
+        let _ = (head_len, body, tso);
+        Err(TxFull)
+    }
     /// How many frames the ring takes now before it refuses one, after reclaiming what the
     /// device has finished (and handing it what is queued, if that frees slots). The
     /// engine receives at most this many frames per burst and none while it is 0: input

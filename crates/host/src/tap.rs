@@ -432,28 +432,54 @@ impl TxRing for TapTx {
     }
 
     fn post_tso(&mut self, head_len: usize, body: &'static [u8], tso: Tso) -> Result<(), TxFull> {
-        let [h0, h1] = tso.header_len.to_le_bytes();
-        let [m0, m1] = tso.mss.to_le_bytes();
-        let [s0, s1] = tso.l4_offset.to_le_bytes();
-        // csum_offset: the TCP checksum field, 16 bytes into the TCP header.
-        self.vnet = [
-            VIRTIO_NET_HDR_F_NEEDS_CSUM,
-            VIRTIO_NET_HDR_GSO_TCPV4,
-            h0,
-            h1,
-            m0,
-            m1,
-            s0,
-            s1,
-            16,
-            0,
-        ];
+        self.vnet = tso_header(tso);
         self.write(head_len, body)?;
         self.tso_frames += 1;
         Ok(())
     }
 
+    fn tso_copies(&self) -> bool {
+        true
+    }
+
+    fn post_tso_copied(&mut self, head_len: usize, body: &[u8], tso: Tso) -> Result<(), TxFull> {
+        self.vnet = tso_header(tso);
+        let head_len = head_len.min(TX_HEAD_ROOM);
+        let iov = [
+            IoSlice::new(&self.vnet),
+            IoSlice::new(&self.slot[..head_len]),
+            IoSlice::new(body),
+        ];
+        if rustix::io::writev(&self.fd, &iov).is_err() {
+            self.errors += 1;
+            return Err(TxFull);
+        }
+        self.frames += 1;
+        self.tso_frames += 1;
+        Ok(())
+    }
+
     fn flush(&mut self) {}
+}
+
+/// The virtio-net header asking the TAP to cut a frame into `tso.mss`-byte TCP segments.
+fn tso_header(tso: Tso) -> [u8; VNET_HDR_LEN] {
+    let [h0, h1] = tso.header_len.to_le_bytes();
+    let [m0, m1] = tso.mss.to_le_bytes();
+    let [s0, s1] = tso.l4_offset.to_le_bytes();
+    // csum_offset: the TCP checksum field, 16 bytes into the TCP header.
+    [
+        VIRTIO_NET_HDR_F_NEEDS_CSUM,
+        VIRTIO_NET_HDR_GSO_TCPV4,
+        h0,
+        h1,
+        m0,
+        m1,
+        s0,
+        s1,
+        16,
+        0,
+    ]
 }
 
 impl TapTx {

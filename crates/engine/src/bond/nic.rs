@@ -365,6 +365,16 @@ impl<T: TxRing> TxRing for BondTx<T> {
         Ok(())
     }
 
+    fn tso_copies(&self) -> bool {
+        self.rings.iter().all(|r| r.tso_copies())
+    }
+
+    fn post_tso_copied(&mut self, head_len: usize, body: &[u8], tso: Tso) -> Result<(), TxFull> {
+        self.rings[self.sel].post_tso_copied(head_len, body, tso)?;
+        self.count(head_len + body.len());
+        Ok(())
+    }
+
     fn flush(&mut self) {
         for r in &mut self.rings {
             r.flush();

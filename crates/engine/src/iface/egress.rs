@@ -62,6 +62,9 @@ pub struct TcpOut<'p> {
     pub body_sum: u16,
     /// Segmentation offload: the device cuts the payload into segments of this MSS.
     pub tso_mss: Option<u16>,
+    /// With `tso_mss`, payload bytes the ring copies at post ([`TxRing::post_tso_copied`])
+    /// instead of `head` and `body` (HTTPS's records, sealed into a reused buffer).
+    pub copied: &'p [u8],
 }
 
 /// Frame building for one interface.
@@ -238,7 +241,7 @@ impl Egress {
     #[inline(always)]
     pub fn tcp<T: TxRing>(&self, tx: &mut T, seg: &TcpOut<'_>) -> Sent {
         let tcp_hdr = seg.repr.header_len();
-        let payload_len = seg.head.len() + seg.body.len();
+        let payload_len = seg.head.len() + seg.body.len() + seg.copied.len();
         let Some(buf) = tx.slot() else {
             return Sent::NoSlot;
         };
@@ -272,7 +275,12 @@ impl Egress {
                 l4_offset: L2L3 as u16,
                 header_len: (L2L3 + tcp_hdr) as u16,
             };
-            return match tx.post_tso(frame_head, seg.body, tso) {
+            let posted = if seg.copied.is_empty() {
+                tx.post_tso(frame_head, seg.body, tso)
+            } else {
+                tx.post_tso_copied(frame_head, seg.copied, tso)
+            };
+            return match posted {
                 Ok(()) => Sent::TsoFrame,
                 Err(_) => Sent::Refused,
             };

@@ -542,17 +542,30 @@ impl<L: Lookup<'static>> Server<L> {
         (0..made).filter(|&i| self.sends_from(i, &range)).count()
     }
 
-    /// Whether connection `idx` is in use and its response sends from `range`.
+    /// Whether connection `idx` is in use and its response sends from `range`: the
+    /// response in flight, or (HTTPS) a record queued and not yet acknowledged, whose body
+    /// is read from the image each time the record is sealed.
     fn sends_from(&self, idx: usize, range: &core::ops::Range<usize>) -> bool {
         let t = &self.conns[idx];
-        let Some(r) = t.app.resp.filter(|_| t.in_use()) else {
+        if !t.in_use() {
             return false;
-        };
-        let b = r.body.body;
+        }
         let within = |s: &[u8]| {
             let a = s.as_ptr() as usize;
             !s.is_empty() && a >= range.start && a < range.end
         };
+        if t.app.tls()
+            && self
+                .tls_sides
+                .get(idx)
+                .is_some_and(|s| s.reads_from(t.tcp.snd_una(), &within))
+        {
+            return true;
+        }
+        let Some(r) = t.app.resp else {
+            return false;
+        };
+        let b = r.body.body;
         within(b.data) || within(b.block_sums)
     }
 

@@ -315,7 +315,13 @@ impl<L: Lookup<'static>> Server<L> {
             };
             let t = &mut self.conns[idx];
             let peer_port = t.peer.port;
-            let out = t.frame(seg, (port, peer_port), rx_space, mac, head, &[], || 0, now);
+            let mut out = t.frame(seg, (port, peer_port), rx_space, mac, head, &[], || 0, now);
+            if out.tso_mss.is_some() {
+                // An offloaded frame (the ring copies at post, `frame_max`): its bytes go
+                // by copy, not through the slot.
+                out.head = &[];
+                out.copied = head;
+            }
             let sent = Self::egress_of(&self.egress, &self.vip_egress, local).tcp(tx, &out);
             self.count_sent(sent);
             return sent.done();
@@ -385,8 +391,15 @@ impl<L: Lookup<'static>, T: TxRing> Sender for Out<'_, L, T> {
     fn frame_max(&mut self, id: u32) -> u32 {
         let t = &self.s.conns[id as usize];
         if t.app.tls() {
-            // Ciphertext is copied into the slot too: single segments.
-            return 0;
+            // A record's bytes are sealed into a buffer the next segment reuses: offloaded
+            // frames only where the ring copies them at post (the host's TAP), within the
+            // buffer a segment spanning records is joined in; else single segments (the
+            // slot holds them).
+            return if self.tx.tso_copies() {
+                self.s.tso_max.min(super::tls::JOIN_MAX as u32)
+            } else {
+                0
+            };
         }
         if t.app.head_left(t.tcp.snd_nxt()) as usize <= TSO_HEAD_MAX {
             self.s.tso_max

@@ -161,6 +161,10 @@ pub struct TlsListen {
 /// waits for an ACK as when [`CIPHER_MAX`] is reached.
 const PIECES_MAX: usize = 64;
 
+/// The most bytes one segment (an offloaded frame) of a TLS connection carries: the
+/// capacity of [`SealCache`]'s buffer where a segment spanning records is joined.
+pub(super) const JOIN_MAX: usize = 64 * 1024;
+
 /// What a stretch of a TLS connection's outgoing stream is made of.
 #[derive(Clone, Copy, Debug)]
 enum Src {
@@ -207,7 +211,7 @@ impl SealCache {
         Self {
             buf: Vec::with_capacity(MAX_RECORD + RECORD_OVERHEAD),
             key: None,
-            joined: Vec::with_capacity(64 * 1024),
+            joined: Vec::with_capacity(JOIN_MAX),
         }
     }
 }
@@ -285,6 +289,16 @@ impl TlsSide {
         self.pieces
             .back()
             .is_some_and(|p| seq::gt(p.start.wrapping_add(p.len), una))
+    }
+
+    /// Whether a record queued and not yet acknowledged reads its body from memory that
+    /// `within` says yes to (a reload's old image).
+    /// Acknowledged pieces (up to `una`) no longer count, compacted or not.
+    pub(super) fn reads_from(&self, una: u32, within: &impl Fn(&[u8]) -> bool) -> bool {
+        self.pieces.iter().any(|p| match p.src {
+            Src::Rec { body, .. } => seq::gt(p.start.wrapping_add(p.len), una) && within(body),
+            Src::Ctl { .. } => false,
+        })
     }
 
     /// Stream bytes queued and not acknowledged from `una` on.
@@ -467,6 +481,11 @@ impl<L: Lookup<'static>> Server<L> {
         let side = &mut self.tls_sides[idx];
         let n = (side.ctl.len() - before) as u32;
         if n == 0 {
+            return;
+        }
+        if self.conns[idx].tcp.is_closing() {
+            // Our FIN is queued (a timer closed the connection): nothing goes after it.
+            side.ctl.truncate(before);
             return;
         }
         let start = self.conns[idx].tcp.queue(n);
@@ -695,7 +714,10 @@ impl<L: Lookup<'static>> Server<L> {
                 break;
             }
             let room = CIPHER_MAX.saturating_sub(side.in_flight(una) as usize);
-            if room <= RECORD_OVERHEAD || side.pieces.len() >= PIECES_MAX {
+            if room <= RECORD_OVERHEAD
+                || side.pieces.len() >= PIECES_MAX
+                || self.conns[idx].tcp.is_closing()
+            {
                 return false;
             }
             if side.records > 0 && now.saturating_sub(side.last_seal_ns) >= RECORD_IDLE_NS {
@@ -732,12 +754,12 @@ impl<L: Lookup<'static>> Server<L> {
                 .as_mut()
                 .and_then(|s| s.reserve(head.len() + p.body.len(), &mut side.ctl));
             let Some(rec) = reserved else {
+                // The key's record limit (TLS 1.2) or a failed session: our close_notify
+                // and the FIN end it (the client sees the response cut short).
                 side.ctl.truncate(before);
-                side.done = true;
                 self.stats.tls_failed += 1;
-                let t = &mut self.conns[idx];
-                t.app.rx_len = 0;
-                t.tcp.close();
+                self.conns[idx].app.rx_len = 0;
+                self.tls_close(idx);
                 return false;
             };
             let kept = side.kept_base + side.kept.len() as u64;

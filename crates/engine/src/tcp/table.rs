@@ -279,6 +279,7 @@ impl<A> Tcb<A> {
                 body_sum()
             },
             tso_mss: (seg.len > mss).then_some(mss as u16),
+            copied: &[],
         }
     }
 

@@ -12,8 +12,10 @@
 //! - another alert: fatal ones end the connection; warnings (TLS 1.2, and TLS 1.3's
 //!   user_canceled) are ignored, four at most, as rustls and BoringSSL allow;
 //! - TLS 1.3 KeyUpdate: the receive key moves on; one asking for ours is answered at once by
-//!   a KeyUpdate of our own, then our key moves on; 32 at most with no application data
-//!   between (BoringSSL's `kMaxKeyUpdates`, rustls's allowance);
+//!   a KeyUpdate of our own, then our key moves on (once per application data we send:
+//!   requests before it share the answer); 32 at most with no application data between
+//!   (BoringSSL's `kMaxKeyUpdates`, rustls's allowance); a request_update other than 0 or
+//!   1 is illegal_parameter;
 //! - TLS 1.2 ClientHello (renegotiation): a no_renegotiation warning the first time, fatal
 //!   the second (as rustls);
 //! - anything else (a change_cipher_spec, a record of another type, a handshake message
@@ -21,9 +23,15 @@
 //!   allows): the fatal alert that says why (unexpected_message, decode_error,
 //!   bad_record_mac, record_overflow), sealed, and the connection fails.
 //!
-//! Records are sealed under the sequence number rustls reached; after 2^24 records under
-//! one key TLS 1.3 updates its key (below AES-GCM's confidentiality limit, RFC 8446 §5.5)
-//! and TLS 1.2 refuses to seal more (the caller closes).
+//! Records are sealed under the sequence number rustls reached; after 2^24 AES-GCM records
+//! under one key TLS 1.3 updates its key (below AES-GCM's confidentiality limit, RFC 8446
+//! §5.5) and TLS 1.2 refuses to seal more (the caller closes); ChaCha20-Poly1305 has no
+//! limit that counts.
+//!
+//! Application data is *reserved* ([`Records::reserve`]: a sequence number) and sealed
+//! when it is sent, as often as it is sent ([`Records::seal_reserved`]: the same bytes each
+//! time), so the engine keeps no ciphertext for a retransmission; a transmit key stays
+//! while records reserved under it may be sent again ([`Records::release_before`]).
 
 use rustls::kernel::KernelConnection;
 use rustls::server::ServerConnectionData;
@@ -32,7 +40,7 @@ use rustls::{AlertDescription, ContentType, Error, ExtractedSecrets, PeerMisbeha
 use super::{SealError, MAX_RECORD_PLAINTEXT, RECORD_OVERHEAD};
 use crate::provider::aead::{Alg, RecordKey, GCM_EXPLICIT_NONCE_LEN, TAG_LEN};
 
-/// Records sealed under one key before TLS 1.3 updates it (TLS 1.2 stops).
+/// AES-GCM records sealed under one key before TLS 1.3 updates it (TLS 1.2 stops).
 pub(super) const SEQ_LIMIT: u64 = 1 << 24;
 /// KeyUpdates taken with no application data between.
 const KEY_UPDATES: u8 = 32;
@@ -89,8 +97,16 @@ pub(super) struct Records {
     epoch: u32,
     /// Earlier transmit keys still wanted for records reserved under them and not yet
     /// acknowledged (a retransmission re-seals them): (epoch, key), oldest first, until
-    /// [`Records::release_before`] drops them.
+    /// [`Records::release_before`] drops them. A key no record was reserved under is not
+    /// kept, and a KeyUpdate is answered once per application data sent (below), so this
+    /// holds at most one key per epoch of records in flight.
     old_tx: alloc::vec::Vec<(u32, RecordKey)>,
+    /// A record was reserved under the current transmit key.
+    tx_used: bool,
+    /// Our KeyUpdate answered the peer's since we last sent application data: a request
+    /// before the next is answered by that one (RFC 8446 §4.6.3 asks for one before our
+    /// next application data; rustls answers so too).
+    update_answered: bool,
     rx: Dir,
     key_updates: u8,
     warnings: u8,
@@ -118,6 +134,8 @@ impl Records {
             },
             epoch: 0,
             old_tx: alloc::vec::Vec::new(),
+            tx_used: false,
+            update_answered: false,
             rx: Dir {
                 key: key(rx)?,
                 seq: rx_seq,
@@ -138,9 +156,15 @@ impl Records {
         parts: &[&[u8]],
         out: &mut [u8],
     ) -> Result<usize, SealError> {
-        if self.tx.seq >= SEQ_LIMIT {
+        self.update_answered = false;
+        if self.tx.seq >= self.seq_limit() {
             if !self.tls13 {
                 return Err(SealError::Exhausted);
+            }
+            let plen: usize = parts.iter().map(|p| p.len()).sum();
+            let need = sealed_len(&self.tx.key, true, 5) + sealed_len(&self.tx.key, true, plen);
+            if out.len() < need {
+                return Err(SealError::TooSmall(need));
             }
             // Our own KeyUpdate (update_not_requested), then the new key.
             let n = self.seal_one(CT_HANDSHAKE, &[&[HS_KEY_UPDATE, 0, 0, 1, 0]], out)?;
@@ -163,7 +187,8 @@ impl Records {
         if len > MAX_RECORD_PLAINTEXT {
             return Err(SealError::TooSmall(MAX_RECORD_PLAINTEXT + RECORD_OVERHEAD));
         }
-        if self.tx.seq >= SEQ_LIMIT {
+        self.update_answered = false;
+        if self.tx.seq >= self.seq_limit() {
             if !self.tls13 {
                 return Err(SealError::Exhausted);
             }
@@ -171,6 +196,7 @@ impl Records {
                 .map_err(|_| SealError::Exhausted)?;
             self.next_tx_key()?;
         }
+        self.tx_used = true;
         let r = Reserved {
             seq: self.tx.seq,
             epoch: self.epoch,
@@ -221,9 +247,21 @@ impl Records {
             seq,
         };
         let old = core::mem::replace(&mut self.tx, next);
-        self.old_tx.push((self.epoch, old.key));
+        if core::mem::take(&mut self.tx_used) {
+            self.old_tx.push((self.epoch, old.key));
+        }
         self.epoch += 1;
         Ok(())
+    }
+
+    /// Records sealed under one key before it must change: AES-GCM's confidentiality
+    /// limit (RFC 8446 §5.5, rounded down); ChaCha20-Poly1305 has none that counts.
+    fn seq_limit(&self) -> u64 {
+        if self.tx.key.alg() == Alg::ChaCha20Poly1305 {
+            u64::MAX
+        } else {
+            SEQ_LIMIT
+        }
     }
 
     /// Opens the whole records at the front of `input` (decrypting them in place):
@@ -369,6 +407,12 @@ impl Records {
                 let requested = match (body_len, msg[4]) {
                     (1, 0) => false,
                     (1, 1) => true,
+                    (1, _) => {
+                        return Err((
+                            Error::InvalidMessage(rustls::InvalidMessage::InvalidKeyUpdate),
+                            Some(AlertDescription::IllegalParameter),
+                        ))
+                    }
                     _ => return Err(decode_error()),
                 };
                 let (seq, secrets) = self.kernel.update_rx_secret().map_err(|e| (e, None))?;
@@ -376,10 +420,11 @@ impl Records {
                     key: RecordKey::new(&secrets).ok_or((Error::DecryptError, None))?,
                     seq,
                 };
-                if requested {
+                if requested && !self.update_answered {
                     self.send(CT_HANDSHAKE, &[HS_KEY_UPDATE, 0, 0, 1, 0], out)?;
                     self.next_tx_key()
                         .map_err(|_| (Error::EncryptError, None))?;
+                    self.update_answered = true;
                 }
                 Ok(())
             }

@@ -442,6 +442,56 @@ fn a_mebibyte_arrives_byte_exact() {
     assert_eq!(responses(&c.plain).len(), 2);
 }
 
+/// With segmentation offload on a ring that copies at post (the host's TAP): TLS segments
+/// go as offloaded frames of several records, joined from the one-record cache; the file
+/// arrives byte-exact, in far fewer frames than segments.
+#[test]
+fn offloaded_frames_carry_records_whole_and_in_part() {
+    for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
+        let mut s = tls_server(2);
+        let (mut nic, mut clock) = nic_and_clock();
+        nic.tso_max = 65_536;
+        let mut c = TlsClient::connect(&mut s, &mut nic, &mut clock, version, 40001);
+        c.write(b"GET /big.bin HTTP/1.1\r\nHost: a\r\n\r\n");
+        c.pump(&mut s, &mut nic, &mut clock, 4000);
+        let r = responses(&c.plain);
+        assert_eq!(r.len(), 1, "{version:?}");
+        assert!(
+            r[0].1 == big_file(),
+            "{version:?}: body differs ({} bytes)",
+            r[0].1.len()
+        );
+        assert!(nic.tx.tso_frames > 0, "{version:?}: no offloaded frame");
+        assert_eq!(s.stats().tls_failed, 0);
+    }
+}
+
+/// A reload frees the old site image once no connection sends from it: an HTTPS response
+/// reserved whole still reads its body from the image until its records are
+/// acknowledged (each is sealed when sent, again for a retransmission).
+#[test]
+fn records_not_yet_acknowledged_hold_the_site_image_for_a_reload() {
+    let mut s = tls_server(2);
+    let (mut nic, mut clock) = nic_and_clock();
+    let mut c = TlsClient::connect(&mut s, &mut nic, &mut clock, &rustls::version::TLS13, 40001);
+    c.write(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let mut c2s = Vec::new();
+    while c.tls.wants_write() {
+        c.tls.write_tls(&mut c2s).unwrap();
+    }
+    c.tcp.send(&mut nic, &c2s);
+    let out = run(&mut s, &mut nic, &clock);
+    assert!(out.iter().any(|o| !o.payload.is_empty()), "the response");
+    assert_eq!(
+        s.responses_in(0..usize::MAX),
+        1,
+        "records in flight read the image"
+    );
+    c.tcp.take(&out, &mut nic);
+    run(&mut s, &mut nic, &clock);
+    assert_eq!(s.responses_in(0..usize::MAX), 0, "acknowledged: released");
+}
+
 /// Segments lost on the way: the records are sealed again for their retransmission (no
 /// ciphertext is kept), and every retransmitted byte is the byte first sent, also across
 /// a KeyUpdate; the file arrives byte-exact over both versions, and the client keeps its

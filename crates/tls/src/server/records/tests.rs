@@ -345,3 +345,52 @@ fn at_the_record_limit_tls13_updates_its_key_and_tls12_stops() {
         Err(SealError::Exhausted)
     );
 }
+
+#[test]
+fn key_update_requests_are_answered_once_per_response_and_bad_values_refused() {
+    let (mut conn, _) = established(&rustls::version::TLS13);
+    let r = conn.records.as_mut().unwrap();
+    // Three requests before any response (each as the record layer takes it once opened:
+    // the peer's later records would be under its next keys, which this test lacks): one
+    // KeyUpdate back, and no key kept, since no record was reserved under it.
+    let mut out = Vec::new();
+    for _ in 0..3 {
+        r.handshake([HS_KEY_UPDATE, 0, 0, 1, 1], 5, &mut out)
+            .unwrap();
+    }
+    assert_eq!(
+        out.len(),
+        5 + 5 + 1 + TAG_LEN,
+        "one KeyUpdate answers all three"
+    );
+    assert_eq!((r.epoch, r.old_tx.len()), (1, 0));
+    // A record reserved, then a request: answered again, and the reserved record's key
+    // kept until released.
+    r.reserve(10, &mut Vec::new()).unwrap();
+    let mut out = Vec::new();
+    r.handshake([HS_KEY_UPDATE, 0, 0, 1, 1], 5, &mut out)
+        .unwrap();
+    assert_eq!(out.len(), 5 + 5 + 1 + TAG_LEN);
+    assert_eq!((r.epoch, r.old_tx.len()), (2, 1));
+    r.release_before(2);
+    assert!(r.old_tx.is_empty());
+
+    // request_update 2: illegal_parameter.
+    let (mut conn, mut peer) = established(&rustls::version::TLS13);
+    let mut out = Vec::new();
+    let e = conn
+        .receive(
+            &peer.record(CT_HANDSHAKE, &[HS_KEY_UPDATE, 0, 0, 1, 2]),
+            &mut out,
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(e, Fatal::Protocol(Error::InvalidMessage(_))),
+        "{e:?}"
+    );
+    assert_eq!(
+        peer.read(&mut out),
+        [alert(2, AlertDescription::IllegalParameter)]
+    );
+}
