@@ -468,9 +468,17 @@ const _: () = {
 /// ([`ConnectionTrafficSecrets`]). Built once per key (one allocation), then it seals and
 /// opens in the caller's buffers with none.
 pub struct RecordKey {
-    aead: Box<dyn DynAead>,
+    aead: Sealer,
     iv: [u8; NONCE_LEN],
     alg: Alg,
+}
+
+/// The AEAD of a [`RecordKey`]: AES-GCM on the assembly (which seals from parts where
+/// they lie), or any of the three behind a pointer.
+enum Sealer {
+    #[cfg(target_arch = "x86_64")]
+    Ni(Box<super::aesni::AesGcm>),
+    Any(Box<dyn DynAead>),
 }
 
 impl core::fmt::Debug for RecordKey {
@@ -496,7 +504,17 @@ impl RecordKey {
             }
             _ => return None,
         };
-        let aead = with_cipher!(alg, alg.key_of(key), make)?;
+        #[cfg(target_arch = "x86_64")]
+        if alg != Alg::ChaCha20Poly1305 {
+            if let Some(k) = super::aesni::AesGcm::new(alg.key_of(key)) {
+                return Some(Self {
+                    aead: Sealer::Ni(Box::new(k)),
+                    iv: <[u8; NONCE_LEN]>::try_from(iv.as_ref()).ok()?,
+                    alg,
+                });
+            }
+        }
+        let aead = Sealer::Any(with_cipher!(alg, alg.key_of(key), make)?);
         Some(Self {
             aead,
             iv: <[u8; NONCE_LEN]>::try_from(iv.as_ref()).ok()?,
@@ -530,13 +548,51 @@ impl RecordKey {
         aad: &[u8],
         data: &mut [u8],
     ) -> Option<[u8; TAG_LEN]> {
-        self.aead.seal(nonce, aad, data)
+        match &self.aead {
+            #[cfg(target_arch = "x86_64")]
+            Sealer::Ni(k) => k.seal(nonce, aad, data).ok(),
+            Sealer::Any(a) => a.seal(nonce, aad, data),
+        }
+    }
+
+    /// Encrypts the concatenation of `parts` into `dst` (as long as they are) under
+    /// `nonce` and `aad`; the tag. The assembly reads each part where it lies; the other
+    /// ciphers copy the parts into `dst` and encrypt there.
+    pub fn seal_parts(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[u8],
+        parts: &[&[u8]],
+        dst: &mut [u8],
+    ) -> Option<[u8; TAG_LEN]> {
+        match &self.aead {
+            #[cfg(target_arch = "x86_64")]
+            Sealer::Ni(k) => k.seal_parts(nonce, aad, parts, dst).ok(),
+            Sealer::Any(a) => {
+                let mut at = 0;
+                for p in parts {
+                    dst.get_mut(at..at + p.len())?.copy_from_slice(p);
+                    at += p.len();
+                }
+                if at != dst.len() {
+                    return None;
+                }
+                a.seal(nonce, aad, dst)
+            }
+        }
     }
 
     /// Checks `tag` and decrypts `data` in place; `false` (and `data` not to be used) when
     /// the tag is wrong.
     pub fn open(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], data: &mut [u8], tag: &[u8]) -> bool {
-        tag.len() == TAG_LEN && self.aead.open(nonce, aad, data, tag)
+        if tag.len() != TAG_LEN {
+            return false;
+        }
+        match &self.aead {
+            #[cfg(target_arch = "x86_64")]
+            Sealer::Ni(k) => k.open(nonce, aad, data, tag).is_ok(),
+            Sealer::Any(a) => a.open(nonce, aad, data, tag),
+        }
     }
 }
 

@@ -128,12 +128,14 @@ impl AesGcm {
             // SAFETY: AES-NI and SSSE3 are present (the key exists); `rk` is aligned and
             // holds `rounds + 1` keys; `data` has `whole * 16` bytes read and written.
             unsafe {
+                let p = data.as_mut_ptr();
                 ctr32(
                     self.rk.0.as_ptr().cast(),
                     self.rounds,
                     ctr.as_mut_ptr(),
-                    data.as_mut_ptr(),
+                    p,
                     whole as u64,
+                    p,
                 )
             };
         }
@@ -143,12 +145,14 @@ impl AesGcm {
             b[..tail.len()].copy_from_slice(tail);
             // SAFETY: as above, one block in `b`.
             unsafe {
+                let p = b.as_mut_ptr();
                 ctr32(
                     self.rk.0.as_ptr().cast(),
                     self.rounds,
                     ctr.as_mut_ptr(),
-                    b.as_mut_ptr(),
+                    p,
                     1,
+                    p,
                 )
             };
             tail.copy_from_slice(&b[..tail.len()]);
@@ -224,6 +228,84 @@ impl AesGcm {
             self.ghash(&mut s, chunk);
         }
         Ok(self.tag(nonce, s, aad.len(), data.len()))
+    }
+
+    /// Encrypts the concatenation of `parts` into `dst` (exactly as long), reading each part
+    /// where it lies (no copy of the plaintext first); returns the tag. The same bytes and
+    /// tag as [`AesGcm::seal`] of the parts joined.
+    #[inline(never)]
+    pub fn seal_parts(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[u8],
+        parts: &[&[u8]],
+        dst: &mut [u8],
+    ) -> Result<[u8; 16], Error> {
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        if total != dst.len() {
+            return Err(Error);
+        }
+        check_lengths(aad, dst)?;
+        let mut ctr = j0(nonce);
+        ctr[15] = 2;
+        // Keystream left over from a block a part ended inside, and how much of it is used.
+        let mut ks = [0u8; 16];
+        let mut used = 16;
+        let mut at = 0;
+        for part in parts {
+            let out = &mut dst[at..at + part.len()];
+            at += part.len();
+            let mut i = 0;
+            while used < 16 && i < part.len() {
+                out[i] = part[i] ^ ks[used];
+                used += 1;
+                i += 1;
+            }
+            let whole = (part.len() - i) / 16;
+            if whole > 0 {
+                // SAFETY: AES-NI and SSSE3 are present (the key exists); `rk` is aligned
+                // and holds `rounds + 1` keys; `whole * 16` bytes are read from the part
+                // and written to `out`, two distinct slices (one borrowed, one mutable).
+                unsafe {
+                    ctr32(
+                        self.rk.0.as_ptr().cast(),
+                        self.rounds,
+                        ctr.as_mut_ptr(),
+                        out[i..].as_mut_ptr(),
+                        whole as u64,
+                        part[i..].as_ptr(),
+                    )
+                };
+                i += whole * 16;
+            }
+            if i < part.len() {
+                // A block this part ends inside: its keystream, the rest kept for the next.
+                ks = [0u8; 16];
+                // SAFETY: as above, one block in `ks`, in place.
+                unsafe {
+                    let p = ks.as_mut_ptr();
+                    ctr32(
+                        self.rk.0.as_ptr().cast(),
+                        self.rounds,
+                        ctr.as_mut_ptr(),
+                        p,
+                        1,
+                        p,
+                    )
+                };
+                used = 0;
+                while i < part.len() {
+                    out[i] = part[i] ^ ks[used];
+                    used += 1;
+                    i += 1;
+                }
+            }
+        }
+        wipe(&mut ks);
+        let mut s = [0u8; 16];
+        self.ghash(&mut s, aad);
+        self.ghash(&mut s, dst);
+        Ok(self.tag(nonce, s, aad.len(), dst.len()))
     }
 
     /// Checks `tag` over `aad` and the ciphertext `data`, then decrypts `data` in place; on a
@@ -486,11 +568,12 @@ macro_rules! round8 {
     };
 }
 
-/// XORs keystream block `$x` into the data at rcx + `$off`.
+/// XORs keystream block `$x` with the source at r9 + `$off` into the destination at rcx +
+/// `$off`.
 macro_rules! xor_out {
     ($x:literal, $off:literal) => {
         concat!(
-            "movdqu xmm8, [rcx + ",
+            "movdqu xmm8, [r9 + ",
             $off,
             "]\n",
             "pxor ",
@@ -505,16 +588,18 @@ macro_rules! xor_out {
     };
 }
 
-/// CTR mode in place: rdi = aligned round keys, rsi = rounds, rdx = counter block (read,
-/// then advanced by `blocks`; the low 32 bits big-endian, wrapping as `inc32`), rcx = data,
-/// r8 = number of whole blocks. Eight blocks per iteration, then one at a time.
+/// CTR mode: rdi = aligned round keys, rsi = rounds, rdx = counter block (read, then
+/// advanced by `blocks`; the low 32 bits big-endian, wrapping as `inc32`), rcx =
+/// destination, r8 = number of whole blocks, r9 = source (the destination itself for in
+/// place; else not overlapping it). Eight blocks per iteration, then one at a time.
 #[unsafe(naked)]
 unsafe extern "sysv64" fn ctr32(
     _rk: *const u8,
     _rounds: u64,
     _ctr: *mut u8,
-    _data: *mut u8,
+    _dst: *mut u8,
     _blocks: u64,
+    _src: *const u8,
 ) {
     naked_asm!(
         bswap_mask!("xmm10", "xmm11"),
@@ -537,12 +622,12 @@ unsafe extern "sysv64" fn ctr32(
         "movdqa xmm8, [rdi]",
         round8!("pxor"),
         "lea rax, [rdi + 16]",
-        "lea r9, [rsi - 1]",
+        "lea r10, [rsi - 1]",
         "4:",
         "movdqa xmm8, [rax]",
         round8!("aesenc"),
         "add rax, 16",
-        "dec r9",
+        "dec r10",
         "jnz 4b",
         "movdqa xmm8, [rax]",
         round8!("aesenclast"),
@@ -555,6 +640,7 @@ unsafe extern "sysv64" fn ctr32(
         xor_out!("xmm6", "96"),
         xor_out!("xmm7", "112"),
         "add rcx, 128",
+        "add r9, 128",
         "sub r8, 8",
         "cmp r8, 8",
         "jae 2b",
@@ -565,15 +651,16 @@ unsafe extern "sysv64" fn ctr32(
         next_ctr!("xmm0"),
         "pxor xmm0, [rdi]",
         "lea rax, [rdi + 16]",
-        "lea r9, [rsi - 1]",
+        "lea r10, [rsi - 1]",
         "7:",
         "aesenc xmm0, [rax]",
         "add rax, 16",
-        "dec r9",
+        "dec r10",
         "jnz 7b",
         "aesenclast xmm0, [rax]",
         xor_out!("xmm0", "0"),
         "add rcx, 16",
+        "add r9, 16",
         "dec r8",
         "jnz 5b",
         "6:",

@@ -515,16 +515,35 @@ pub fn seal_record(
     ]);
     body[..explicit].copy_from_slice(&nonce[nonce.len() - explicit..]);
     let (data, tag_out) = body[explicit..].split_at_mut(inner);
-    let mut at = 0;
-    for p in parts {
-        data[at..at + p.len()].copy_from_slice(p);
-        at += p.len();
-    }
-    let tag = if tls13 {
-        data[plen] = typ;
-        key.seal(&nonce, head, data)
+    // The plaintext (and TLS 1.3's inner type) is read where it lies and encrypted into
+    // `data`: no copy of it first where the cipher allows (the AES-GCM assembly).
+    let typ_byte = [typ];
+    let mut all: [&[u8]; 4] = [&[]; 4];
+    let tag = if parts.len() < all.len() {
+        all[..parts.len()].copy_from_slice(parts);
+        let n = if tls13 {
+            all[parts.len()] = &typ_byte;
+            parts.len() + 1
+        } else {
+            parts.len()
+        };
+        if tls13 {
+            key.seal_parts(&nonce, head, &all[..n], data)
+        } else {
+            key.seal_parts(&nonce, &tls12_aad(seq, typ, plen), &all[..n], data)
+        }
     } else {
-        key.seal(&nonce, &tls12_aad(seq, typ, plen), data)
+        let mut at = 0;
+        for p in parts {
+            data[at..at + p.len()].copy_from_slice(p);
+            at += p.len();
+        }
+        if tls13 {
+            data[plen] = typ;
+            key.seal(&nonce, head, data)
+        } else {
+            key.seal(&nonce, &tls12_aad(seq, typ, plen), data)
+        }
     };
     tag_out.copy_from_slice(&tag.ok_or(SealError::Exhausted)?);
     Ok(5 + len)
