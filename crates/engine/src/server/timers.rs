@@ -51,12 +51,12 @@ impl<L: Lookup<'static>, T: TxRing, A: AccessLog> Timed for Scan<'_, L, T, A> {
             let silent = now.saturating_sub(t.tcp.last_heard_ns());
             if t.app.rx_len == 0 && s.drain_phase.refuses() {
                 s.stats.drain_closed += 1;
-                s.conns[id as usize].tcp.close();
+                s.close_idle(id as usize);
                 s.enqueue(id);
                 return true;
             }
             if t.app.rx_len == 0 && silent >= ms(to.idle_ms) {
-                s.conns[id as usize].tcp.close();
+                s.close_idle(id as usize);
                 s.enqueue(id);
                 return true;
             }

@@ -794,6 +794,23 @@ impl<L: Lookup<'static>> Server<L> {
         true
     }
 
+    /// Closes connection `idx`, which has no response pending (idle keep-alive, or a
+    /// drain): on an established TLS connection our close_notify goes before the FIN, so
+    /// the client can tell the close from a cut (RFC 8446 §6.1); else the FIN alone.
+    pub(super) fn close_idle(&mut self, idx: usize) {
+        if crate::http::conn::TLS_ENABLED
+            && self.conns[idx].app.tls()
+            && self
+                .tls_sides
+                .get(idx)
+                .is_some_and(|s| s.established && !s.done)
+        {
+            self.tls_close(idx);
+            return;
+        }
+        self.conns[idx].tcp.close();
+    }
+
     /// Our close_notify, then the FIN.
     fn tls_close(&mut self, idx: usize) {
         let side = &mut self.tls_sides[idx];

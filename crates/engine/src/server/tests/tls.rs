@@ -636,6 +636,25 @@ fn close_notify_from_the_client_is_answered_with_ours_and_a_fin() {
     assert_eq!(s.active(), 0);
 }
 
+/// An idle keep-alive connection is closed with our close_notify before the FIN (a client
+/// tells that from a cut), on both versions.
+#[test]
+fn an_idle_connection_gets_close_notify_then_a_fin() {
+    for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
+        let mut s = tls_server(2);
+        let (mut nic, mut clock) = nic_and_clock();
+        let mut c = TlsClient::connect(&mut s, &mut nic, &mut clock, version, 40005);
+        c.write(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+        c.pump(&mut s, &mut nic, &mut clock, 20);
+        assert_eq!(responses(&c.plain).len(), 1, "{version:?}");
+        assert!(!c.closed_by_peer && !c.tcp.fin);
+        clock.0 += 31_000_000_000;
+        c.pump(&mut s, &mut nic, &mut clock, 10);
+        assert!(c.closed_by_peer, "{version:?}: close_notify");
+        assert!(c.tcp.fin, "{version:?}: FIN");
+    }
+}
+
 #[test]
 fn a_silent_client_gets_a_sealed_408_and_one_mid_handshake_a_fin() {
     let mut s = tls_server(2);
