@@ -150,15 +150,7 @@ impl TxRing for FakeQueues {
     }
 
     fn post_tso(&mut self, head_len: usize, body: &'static [u8], tso: Tso) -> Result<(), TxFull> {
-        if self.room == Some(0) {
-            return Err(TxFull);
-        }
-        self.room = self.room.map(|r| r - 1);
-        let mut f = self.slot[..head_len.min(TX_HEAD_ROOM)].to_vec();
-        f.extend_from_slice(body);
-        self.tso_frames += 1;
-        self.outbox.extend(segment(&f, tso));
-        Ok(())
+        self.post_tso_copied(head_len, body, tso)
     }
 
     /// Frames are copied at post (into the outbox), as the host's TAP writes them.

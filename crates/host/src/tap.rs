@@ -432,10 +432,7 @@ impl TxRing for TapTx {
     }
 
     fn post_tso(&mut self, head_len: usize, body: &'static [u8], tso: Tso) -> Result<(), TxFull> {
-        self.vnet = tso_header(tso);
-        self.write(head_len, body)?;
-        self.tso_frames += 1;
-        Ok(())
+        self.post_tso_copied(head_len, body, tso)
     }
 
     fn tso_copies(&self) -> bool {
@@ -444,17 +441,7 @@ impl TxRing for TapTx {
 
     fn post_tso_copied(&mut self, head_len: usize, body: &[u8], tso: Tso) -> Result<(), TxFull> {
         self.vnet = tso_header(tso);
-        let head_len = head_len.min(TX_HEAD_ROOM);
-        let iov = [
-            IoSlice::new(&self.vnet),
-            IoSlice::new(&self.slot[..head_len]),
-            IoSlice::new(body),
-        ];
-        if rustix::io::writev(&self.fd, &iov).is_err() {
-            self.errors += 1;
-            return Err(TxFull);
-        }
-        self.frames += 1;
+        self.write(head_len, body)?;
         self.tso_frames += 1;
         Ok(())
     }
@@ -483,8 +470,9 @@ fn tso_header(tso: Tso) -> [u8; VNET_HDR_LEN] {
 }
 
 impl TapTx {
-    /// `writev` of the virtio-net header in `self.vnet`, the head slot and the body.
-    fn write(&mut self, head_len: usize, body: &'static [u8]) -> Result<(), TxFull> {
+    /// `writev` of the virtio-net header in `self.vnet`, the head slot and the body (the
+    /// kernel copies them all before it returns: the body need not outlive the call).
+    fn write(&mut self, head_len: usize, body: &[u8]) -> Result<(), TxFull> {
         let head_len = head_len.min(TX_HEAD_ROOM);
         let iov = [
             IoSlice::new(&self.vnet),
