@@ -54,6 +54,7 @@ class Browser:
         r = subprocess.run([*self.prefix, self.bin, *FLAGS, f"--user-data-dir={profile}", *args],
                            capture_output=True, text=True, timeout=180)
         assert r.returncode == 0, r.stderr[-2000:]
+        self.stderr = r.stderr
         return r.stdout
 
     def dom(self, url):
@@ -61,9 +62,16 @@ class Browser:
 
     def screenshot(self, url, name):
         png = self.tmp / name
-        self.run(f"--screenshot={png}", url)
-        assert png.exists(), f"no screenshot of {url}"
-        return png
+        said = []
+        # Chromium has been seen (once, on a loaded CI machine, after the same page had
+        # just loaded through --dump-dom) to exit 0 without writing the file: one more try,
+        # and what it printed both times if that fails too.
+        for _ in range(2):
+            self.run(f"--screenshot={png}", url)
+            if png.exists():
+                return png
+            said.append(self.stderr[-2000:])
+        raise AssertionError(f"no screenshot of {url}; Chromium said:\n" + "\n---\n".join(said))
 
 
 def png_pixels(path):
