@@ -33,7 +33,10 @@ use crate::provider::{self, sign::EcdsaKey, sign::KeyError};
 use crate::ticket::Ticketer;
 
 mod records;
-pub use records::{open_record, seal_record, Reserved, CT_ALERT, CT_APP_DATA, CT_HANDSHAKE};
+pub use crate::provider::aead::Ghash;
+pub use records::{
+    open_record, seal_record, seal_record_range, Reserved, CT_ALERT, CT_APP_DATA, CT_HANDSHAKE,
+};
 
 /// The most received TLS bytes a connection holds while waiting for the rest of a record or
 /// handshake message: a full record is 5 + 2^14 + 256 bytes, a handshake message rustls
@@ -318,6 +321,9 @@ pub enum SealError {
     TooSmall(usize),
     /// The keys' record limit was reached; close the connection.
     Exhausted,
+    /// This range of a record cannot be sealed alone ([`seal_record_range`]): seal the
+    /// whole record.
+    Whole,
 }
 
 /// The negotiated parameters of an established connection.
@@ -601,6 +607,25 @@ impl TlsConn {
     ) -> Result<usize, SealError> {
         match self.records.as_ref() {
             Some(rec) => rec.seal_reserved(r, parts, out),
+            None => Err(SealError::NotReady),
+        }
+    }
+
+    /// Seals bytes `from..from + out.len()` of reserved record `r` (plaintext `parts`
+    /// joined) into `out`, alone, carrying its GHASH in `ghash` and its tag in `tag` from
+    /// one range to the next ([`seal_record_range`]); `Err(SealError::Whole)` when this
+    /// range needs the whole record sealed ([`TlsConn::seal_reserved`]).
+    pub fn seal_reserved_range(
+        &self,
+        r: &Reserved,
+        parts: &[&[u8]],
+        from: usize,
+        out: &mut [u8],
+        ghash: &mut Option<Ghash>,
+        tag: &mut Option<[u8; 16]>,
+    ) -> Result<(), SealError> {
+        match self.records.as_ref() {
+            Some(rec) => rec.seal_reserved_range(r, parts, from, out, ghash, tag),
             None => Err(SealError::NotReady),
         }
     }

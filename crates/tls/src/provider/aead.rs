@@ -463,6 +463,21 @@ const _: () = {
     assert!(<<ChaCha20Poly1305 as AeadCore>::NonceSize as Unsigned>::USIZE == NONCE_LEN);
 };
 
+/// A GHASH under way, for sealing a record in ranges ([`RecordKey::ghash_start`]).
+#[cfg(target_arch = "x86_64")]
+pub use super::aesni::Ghash;
+/// A GHASH under way: none is ever made without the AES-GCM assembly.
+#[cfg(not(target_arch = "x86_64"))]
+pub enum Ghash {}
+
+#[cfg(not(target_arch = "x86_64"))]
+impl Ghash {
+    /// Ciphertext bytes absorbed so far.
+    pub fn absorbed(&self) -> u64 {
+        match *self {}
+    }
+}
+
 /// One direction's record key after the handshake, for the engine's own record layer
 /// ([`crate::server`]): the AEAD and the nonce base rustls derived, as it hands them out
 /// ([`ConnectionTrafficSecrets`]). Built once per key (one allocation), then it seals and
@@ -579,6 +594,54 @@ impl RecordKey {
                 }
                 a.seal(nonce, aad, dst)
             }
+        }
+    }
+
+    /// Encrypts bytes `at..at + dst.len()` of the message `parts` joined under `nonce` into
+    /// `dst`, alone (a segment of a record, in any order); `None` when this key's cipher
+    /// cannot (only the AES-GCM assembly can: [`aesni::AesGcm::ctr_at`]) or the parts are
+    /// too short.
+    ///
+    /// [`aesni::AesGcm::ctr_at`]: super::aesni::AesGcm::ctr_at
+    pub fn ctr_at(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        parts: &[&[u8]],
+        at: usize,
+        dst: &mut [u8],
+    ) -> Option<()> {
+        match &self.aead {
+            #[cfg(target_arch = "x86_64")]
+            Sealer::Ni(k) => k.ctr_at(nonce, parts, at, dst).ok(),
+            Sealer::Any(_) => None,
+        }
+    }
+
+    /// A GHASH over `aad` to give a message's ciphertext to in pieces, where the cipher
+    /// seals in ranges ([`RecordKey::ctr_at`]); `None` otherwise.
+    pub fn ghash_start(&self, aad: &[u8]) -> Option<Ghash> {
+        match &self.aead {
+            #[cfg(target_arch = "x86_64")]
+            Sealer::Ni(k) => Some(k.ghash_start(aad)),
+            Sealer::Any(_) => None,
+        }
+    }
+
+    /// Absorbs the next bytes of the ciphertext into `g` (made by this key).
+    pub fn ghash_update(&self, g: &mut Ghash, data: &[u8]) {
+        match &self.aead {
+            #[cfg(target_arch = "x86_64")]
+            Sealer::Ni(k) => k.ghash_update(g, data),
+            Sealer::Any(_) => {}
+        }
+    }
+
+    /// The tag of the message sealed under `nonce` whose whole ciphertext `g` absorbed.
+    pub fn ghash_finish(&self, nonce: &[u8; NONCE_LEN], g: Ghash) -> Option<[u8; TAG_LEN]> {
+        match &self.aead {
+            #[cfg(target_arch = "x86_64")]
+            Sealer::Ni(k) => Some(k.ghash_finish(nonce, g)),
+            Sealer::Any(_) => None,
         }
     }
 

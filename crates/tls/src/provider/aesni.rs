@@ -76,6 +76,31 @@ pub fn available() -> bool {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Error;
 
+/// A GHASH under way ([`AesGcm::ghash_start`]): the POLYVAL state, a partial block waiting
+/// for the rest of its bytes, and the lengths for the final block. Wiped on drop.
+#[derive(Clone)]
+pub struct Ghash {
+    s: [u8; 16],
+    pend: [u8; 16],
+    pend_len: usize,
+    aad_len: u64,
+    len: u64,
+}
+
+impl Ghash {
+    /// Ciphertext bytes absorbed so far.
+    pub fn absorbed(&self) -> u64 {
+        self.len
+    }
+}
+
+impl Drop for Ghash {
+    fn drop(&mut self) {
+        wipe(&mut self.s);
+        wipe(&mut self.pend);
+    }
+}
+
 impl AesGcm {
     /// Expands a 16- or 32-byte key; `None` for another length or a CPU without the
     /// instructions ([`available`]).
@@ -246,15 +271,55 @@ impl AesGcm {
             return Err(Error);
         }
         check_lengths(aad, dst)?;
+        self.ctr_at(nonce, parts, 0, dst)?;
+        let mut g = self.ghash_start(aad);
+        self.ghash_update(&mut g, dst);
+        Ok(self.ghash_finish(nonce, g))
+    }
+
+    /// Encrypts bytes `at..at + dst.len()` of the message `parts` joined into `dst`: the
+    /// ciphertext GCM gives those bytes (counter block `2 + at / 16`, the keystream from
+    /// byte `at % 16` of it), each part read where it lies. Any range of a message can be
+    /// made alone, in any order (a segment of a record, sent again); the tag needs the
+    /// whole ciphertext ([`AesGcm::ghash_update`]). `Err` when the parts are shorter than
+    /// the range or the message longer than GCM allows.
+    #[inline(never)]
+    pub fn ctr_at(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        parts: &[&[u8]],
+        at: usize,
+        dst: &mut [u8],
+    ) -> Result<(), Error> {
+        let end = at.checked_add(dst.len()).ok_or(Error)?;
+        if end as u64 > MAX_LEN {
+            return Err(Error);
+        }
         let mut ctr = j0(nonce);
-        ctr[15] = 2;
-        // Keystream left over from a block a part ended inside, and how much of it is used.
+        ctr[12..].copy_from_slice(&(2 + (at / 16) as u32).to_be_bytes());
+        // Keystream left over from a block the range or a part starts or ends inside, and
+        // how much of it is used.
         let mut ks = [0u8; 16];
         let mut used = 16;
-        let mut at = 0;
+        if !at.is_multiple_of(16) {
+            self.keystream(&mut ctr, &mut ks);
+            used = at % 16;
+        }
+        // Where the range starts in the parts.
+        let mut skip = at;
+        let mut w = 0;
         for part in parts {
-            let out = &mut dst[at..at + part.len()];
-            at += part.len();
+            if w == dst.len() {
+                break;
+            }
+            if skip >= part.len() {
+                skip -= part.len();
+                continue;
+            }
+            let part = &part[skip..part.len().min(skip + dst.len() - w)];
+            skip = 0;
+            let out = &mut dst[w..w + part.len()];
+            w += part.len();
             let mut i = 0;
             while used < 16 && i < part.len() {
                 out[i] = part[i] ^ ks[used];
@@ -280,19 +345,7 @@ impl AesGcm {
             }
             if i < part.len() {
                 // A block this part ends inside: its keystream, the rest kept for the next.
-                ks = [0u8; 16];
-                // SAFETY: as above, one block in `ks`, in place.
-                unsafe {
-                    let p = ks.as_mut_ptr();
-                    ctr32(
-                        self.rk.0.as_ptr().cast(),
-                        self.rounds,
-                        ctr.as_mut_ptr(),
-                        p,
-                        1,
-                        p,
-                    )
-                };
+                self.keystream(&mut ctr, &mut ks);
                 used = 0;
                 while i < part.len() {
                     out[i] = part[i] ^ ks[used];
@@ -302,10 +355,74 @@ impl AesGcm {
             }
         }
         wipe(&mut ks);
-        let mut s = [0u8; 16];
-        self.ghash(&mut s, aad);
-        self.ghash(&mut s, dst);
-        Ok(self.tag(nonce, s, aad.len(), dst.len()))
+        if w != dst.len() {
+            return Err(Error);
+        }
+        Ok(())
+    }
+
+    /// The keystream block of counter block `ctr` into `ks`; `ctr` moves on.
+    fn keystream(&self, ctr: &mut [u8; 16], ks: &mut [u8; 16]) {
+        *ks = [0u8; 16];
+        // SAFETY: AES-NI and SSSE3 are present (the key exists); `rk` is aligned and holds
+        // `rounds + 1` keys; one block in `ks`, in place.
+        unsafe {
+            let p = ks.as_mut_ptr();
+            ctr32(
+                self.rk.0.as_ptr().cast(),
+                self.rounds,
+                ctr.as_mut_ptr(),
+                p,
+                1,
+                p,
+            )
+        };
+    }
+
+    /// A GHASH over `aad` (zero-padded), to which the ciphertext is then given in pieces of
+    /// any length ([`AesGcm::ghash_update`]) and the tag taken ([`AesGcm::ghash_finish`]).
+    pub fn ghash_start(&self, aad: &[u8]) -> Ghash {
+        let mut g = Ghash {
+            s: [0; 16],
+            pend: [0; 16],
+            pend_len: 0,
+            aad_len: aad.len() as u64,
+            len: 0,
+        };
+        self.ghash(&mut g.s, aad);
+        g
+    }
+
+    /// Absorbs the next `data` bytes of the ciphertext (a piece of any length: a partial
+    /// block waits in `g` for the rest of it).
+    pub fn ghash_update(&self, g: &mut Ghash, mut data: &[u8]) {
+        g.len += data.len() as u64;
+        if g.pend_len > 0 {
+            let n = (16 - g.pend_len).min(data.len());
+            g.pend[g.pend_len..g.pend_len + n].copy_from_slice(&data[..n]);
+            g.pend_len += n;
+            data = &data[n..];
+            if g.pend_len < 16 {
+                return;
+            }
+            let b = g.pend;
+            self.ghash(&mut g.s, &b);
+            g.pend_len = 0;
+        }
+        let whole = data.len() / 16 * 16;
+        self.ghash(&mut g.s, &data[..whole]);
+        let tail = &data[whole..];
+        g.pend[..tail.len()].copy_from_slice(tail);
+        g.pend_len = tail.len();
+    }
+
+    /// The tag of the message sealed under `nonce` whose ciphertext `g` has absorbed.
+    pub fn ghash_finish(&self, nonce: &[u8; NONCE_LEN], mut g: Ghash) -> [u8; 16] {
+        if g.pend_len > 0 {
+            let (b, n) = (g.pend, g.pend_len);
+            self.ghash(&mut g.s, &b[..n]);
+        }
+        self.tag(nonce, g.s, g.aad_len as usize, g.len as usize)
     }
 
     /// Checks `tag` over `aad` and the ciphertext `data`, then decrypts `data` in place; on a

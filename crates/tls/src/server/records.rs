@@ -38,7 +38,7 @@ use rustls::server::ServerConnectionData;
 use rustls::{AlertDescription, ContentType, Error, ExtractedSecrets, PeerMisbehaved};
 
 use super::{SealError, MAX_RECORD_PLAINTEXT, RECORD_OVERHEAD};
-use crate::provider::aead::{Alg, RecordKey, GCM_EXPLICIT_NONCE_LEN, TAG_LEN};
+use crate::provider::aead::{Alg, Ghash, RecordKey, GCM_EXPLICIT_NONCE_LEN, TAG_LEN};
 
 /// AES-GCM records sealed under one key before TLS 1.3 updates it (TLS 1.2 stops).
 pub(super) const SEQ_LIMIT: u64 = 1 << 24;
@@ -214,15 +214,44 @@ impl Records {
         parts: &[&[u8]],
         out: &mut [u8],
     ) -> Result<usize, SealError> {
-        let key = if r.epoch == self.epoch {
-            &self.tx.key
-        } else {
-            match self.old_tx.iter().find(|(e, _)| *e == r.epoch) {
-                Some((_, k)) => k,
-                None => return Err(SealError::Exhausted),
-            }
-        };
+        let key = self.tx_key(r.epoch).ok_or(SealError::Exhausted)?;
         seal_record(key, r.seq, self.tls13, CT_APP_DATA, parts, out)
+    }
+
+    /// Seals bytes `from..from + out.len()` of reserved record `r` alone
+    /// ([`seal_record_range`]).
+    pub(super) fn seal_reserved_range(
+        &self,
+        r: &Reserved,
+        parts: &[&[u8]],
+        from: usize,
+        out: &mut [u8],
+        ghash: &mut Option<Ghash>,
+        tag: &mut Option<[u8; TAG_LEN]>,
+    ) -> Result<(), SealError> {
+        let key = self.tx_key(r.epoch).ok_or(SealError::Exhausted)?;
+        seal_record_range(
+            key,
+            r.seq,
+            self.tls13,
+            CT_APP_DATA,
+            parts,
+            from,
+            out,
+            ghash,
+            tag,
+        )
+    }
+
+    /// The transmit key of `epoch`, while it is kept.
+    fn tx_key(&self, epoch: u32) -> Option<&RecordKey> {
+        if epoch == self.epoch {
+            return Some(&self.tx.key);
+        }
+        self.old_tx
+            .iter()
+            .find(|(e, _)| *e == epoch)
+            .map(|(_, k)| k)
     }
 
     /// Transmit keys of epochs before `epoch` are no longer wanted (their records are
@@ -547,6 +576,106 @@ pub fn seal_record(
     };
     tag_out.copy_from_slice(&tag.ok_or(SealError::Exhausted)?);
     Ok(5 + len)
+}
+
+/// Seals bytes `from..from + out.len()` of the record [`seal_record`] would make (the same
+/// key, sequence number, type and plaintext) into `out`, alone: a segment of a record is
+/// encrypted straight into the frame that carries it, and a segment sent again costs its
+/// own bytes, not the record's.
+///
+/// The header and explicit nonce are written as they are; the ciphertext by AES-GCM's
+/// counter at the range's offset. The tag needs the whole ciphertext: `ghash` carries its
+/// GHASH from one range to the next (started by the range holding the first ciphertext
+/// byte, advanced by each range that continues where it stopped), and when a range reaches
+/// the tag with all of the ciphertext absorbed the tag is made, put in `tag` for later
+/// ranges (a retransmission) and `ghash` is cleared. `Err(SealError::Whole)` when this
+/// range cannot be made alone: the cipher is not the AES-GCM assembly, more than three
+/// parts, or the tag is wanted before it is known; [`seal_record`] of the whole record
+/// then gives the bytes (and the tag, its last [`TAG_LEN`]).
+#[allow(clippy::too_many_arguments)]
+pub fn seal_record_range(
+    key: &RecordKey,
+    seq: u64,
+    tls13: bool,
+    typ: u8,
+    parts: &[&[u8]],
+    from: usize,
+    out: &mut [u8],
+    ghash: &mut Option<Ghash>,
+    tag: &mut Option<[u8; TAG_LEN]>,
+) -> Result<(), SealError> {
+    let plen: usize = parts.iter().map(|p| p.len()).sum();
+    let wire = sealed_len(key, tls13, plen);
+    if plen > MAX_RECORD_PLAINTEXT || from + out.len() > wire {
+        return Err(SealError::TooSmall(wire));
+    }
+    let to = from + out.len();
+    let explicit = wire - 5 - plen - usize::from(tls13) - TAG_LEN;
+    let (c0, c1) = (5 + explicit, wire - TAG_LEN);
+    let nonce = key.nonce(seq);
+    let len = wire - 5;
+    let head = [
+        if tls13 { CT_APP_DATA } else { typ },
+        3,
+        3,
+        (len >> 8) as u8,
+        len as u8,
+    ];
+    // Copies the bytes of `src`, which lies at record offset `at`, that the range holds.
+    let mut put = |src: &[u8], at: usize| {
+        let (a, b) = (from.max(at), to.min(at + src.len()));
+        if a < b {
+            out[a - from..b - from].copy_from_slice(&src[a - at..b - at]);
+        }
+    };
+    put(&head, 0);
+    put(&nonce[nonce.len() - explicit..], 5);
+    let (a, b) = (from.max(c0), to.min(c1));
+    if a < b {
+        let typ_byte = [typ];
+        let mut all: [&[u8]; 4] = [&[]; 4];
+        if parts.len() >= all.len() {
+            return Err(SealError::Whole);
+        }
+        all[..parts.len()].copy_from_slice(parts);
+        let n = parts.len() + usize::from(tls13);
+        all[parts.len()] = &typ_byte;
+        let dst = &mut out[a - from..b - from];
+        key.ctr_at(&nonce, &all[..n], a - c0, dst)
+            .ok_or(SealError::Whole)?;
+        if tag.is_none() {
+            if ghash.is_none() && a == c0 {
+                *ghash = if tls13 {
+                    key.ghash_start(&head)
+                } else {
+                    key.ghash_start(&tls12_aad(seq, typ, plen))
+                };
+            }
+            if let Some(g) = ghash.as_mut() {
+                let done = (c0 as u64 + g.absorbed()) as usize;
+                if (a..b).contains(&done) {
+                    key.ghash_update(g, &dst[done - a..]);
+                }
+            }
+        }
+    }
+    if to > c1 {
+        if tag.is_none() {
+            match ghash.take() {
+                Some(g) if c0 as u64 + g.absorbed() == c1 as u64 => {
+                    *tag = key.ghash_finish(&nonce, g);
+                }
+                g => {
+                    *ghash = g;
+                    return Err(SealError::Whole);
+                }
+            }
+        }
+        let t = tag.ok_or(SealError::Whole)?;
+        let (a, b) = (from.max(c1), to);
+        out[a - from..b - from].copy_from_slice(&t[a - c1..b - c1]);
+    }
+    Ok(())
 }
 
 /// Opens one whole record (`record`: its header and body) under `key` and sequence number
