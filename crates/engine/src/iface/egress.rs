@@ -37,6 +37,9 @@ pub enum Sent {
     Refused,
     /// Could not be built (an echo too large for a slot).
     TooBig,
+    /// Its payload could not be made ([`Egress::tcp_filled`]'s `fill` said no): nothing
+    /// was posted (the caller counts why).
+    Unfilled,
 }
 
 impl Sent {
@@ -240,12 +243,30 @@ impl Egress {
     /// build `seg` just before: inlined, it is not written to memory and read back.
     #[inline(always)]
     pub fn tcp<T: TxRing>(&self, tx: &mut T, seg: &TcpOut<'_>) -> Sent {
+        self.tcp_filled(tx, seg, 0, |_| true)
+    }
+
+    /// A TCP segment whose first `fill_len` payload bytes `fill` writes straight into the
+    /// slot (HTTPS: a record's range sealed in place), before `seg`'s head and body; not
+    /// for an offloaded frame. When `fill` returns false nothing is posted
+    /// ([`Sent::Unfilled`]).
+    #[inline(always)]
+    pub fn tcp_filled<T: TxRing>(
+        &self,
+        tx: &mut T,
+        seg: &TcpOut<'_>,
+        fill_len: usize,
+        fill: impl FnOnce(&mut [u8]) -> bool,
+    ) -> Sent {
         let tcp_hdr = seg.repr.header_len();
-        let payload_len = seg.head.len() + seg.body.len() + seg.copied.len();
+        let payload_len = fill_len + seg.head.len() + seg.body.len() + seg.copied.len();
+        if fill_len > 0 && seg.tso_mss.is_some() {
+            return Sent::Unfilled;
+        }
         let Some(buf) = tx.slot() else {
             return Sent::NoSlot;
         };
-        let frame_head = L2L3 + tcp_hdr + seg.head.len();
+        let frame_head = L2L3 + tcp_hdr + fill_len + seg.head.len();
         let Some(buf) = buf.get_mut(..frame_head) else {
             // Cannot happen (the sender bounds the head bytes of a frame by the slot); a
             // bug here must cost a frame, not the server.
@@ -259,7 +280,11 @@ impl Egress {
             tcp_hdr + payload_len,
         );
         seg.repr.emit_header(&mut buf[L2L3..L2L3 + tcp_hdr]);
-        buf[L2L3 + tcp_hdr..].copy_from_slice(seg.head);
+        let (filled, head) = buf[L2L3 + tcp_hdr..].split_at_mut(fill_len);
+        if !fill(filled) {
+            return Sent::Unfilled;
+        }
+        head.copy_from_slice(seg.head);
         // Checksum: pseudo-header + TCP header + head bytes, then the body from its stored
         // block sums (the body starts at payload offset head.len()).
         let tcp_len = (tcp_hdr + payload_len) as u16;
@@ -287,7 +312,7 @@ impl Egress {
         }
         let mut sum = checksum::fold(checksum::accumulate(acc, &buf[L2L3..]));
         if !seg.body.is_empty() {
-            sum = checksum::combine(sum, seg.body_sum, tcp_hdr + seg.head.len());
+            sum = checksum::combine(sum, seg.body_sum, tcp_hdr + fill_len + seg.head.len());
         }
         buf[L2L3 + TCP_CHECKSUM_AT..L2L3 + TCP_CHECKSUM_AT + 2]
             .copy_from_slice(&(!sum).to_be_bytes());

@@ -668,6 +668,8 @@ impl<L: Lookup<'static>> Server<L> {
             }
             Sent::NoSlot | Sent::Refused => self.stats.tx_ring_full += 1,
             Sent::TooBig => self.stats.drop_malformed += 1,
+            // The caller counts why (a record that could not be sealed).
+            Sent::Unfilled => {}
         }
     }
 

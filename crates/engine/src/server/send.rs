@@ -8,7 +8,7 @@ use super::proxy::{client_of, Header};
 use super::{AccessLog, AccessRecord, Server};
 use crate::http::conn::{Sending, NO_DYN};
 use crate::http::{self, Parse, Status};
-use crate::iface::egress::TSO_HEAD_MAX;
+use crate::iface::egress::{Sent, TSO_HEAD_MAX};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
 use crate::tcp::emit::{self, Sender};
@@ -304,25 +304,38 @@ impl<L: Lookup<'static>> Server<L> {
         let port = self.port_of(idx);
         let now = self.now_ns;
         if self.conns[idx].app.tls() {
-            // TLS: the segment's bytes are control bytes kept, or records sealed from
-            // their plaintext now (again, for a retransmission).
-            let Some(head) = self.tls_sides[idx].bytes(idx, seg.seq, seg.len, &mut self.tls_cache)
-            else {
-                // Its record could not be sealed (never while unacknowledged): the segment
-                // is as lost, and the retransmission limit ends the connection.
-                self.stats.tls_failed += 1;
-                return true;
-            };
+            // TLS: the segment's bytes are control bytes kept, or a record's range sealed
+            // now (again, for a retransmission), written straight into the frame.
             let t = &mut self.conns[idx];
             let peer_port = t.peer.port;
-            let mut out = t.frame(seg, (port, peer_port), rx_space, mac, head, &[], || 0, now);
-            if out.tso_mss.is_some() {
-                // An offloaded frame (the ring copies at post, `frame_max`): its bytes go
-                // by copy, not through the slot.
-                out.head = &[];
-                out.copied = head;
+            let mut out = t.frame(seg, (port, peer_port), rx_space, mac, &[], &[], || 0, now);
+            let side = &mut self.tls_sides[idx];
+            let cache = &mut self.tls_cache;
+            let eg = Self::egress_of(&self.egress, &self.vip_egress, local);
+            let sent = if out.tso_mss.is_some() {
+                // An offloaded frame: its payload is written into the cache's frame buffer
+                // and the ring copies it at post (`frame_max` bounds it).
+                let mut frame = core::mem::take(&mut cache.frame);
+                let len = seg.len as usize;
+                let sent =
+                    if len <= frame.len() && side.write(idx, seg.seq, &mut frame[..len], cache) {
+                        out.copied = &frame[..len];
+                        eg.tcp(tx, &out)
+                    } else {
+                        Sent::Unfilled
+                    };
+                cache.frame = frame;
+                sent
+            } else {
+                let fill = |dst: &mut [u8]| side.write(idx, seg.seq, dst, cache);
+                eg.tcp_filled(tx, &out, seg.len as usize, fill)
+            };
+            self.stats.tls_sealed_whole += core::mem::take(&mut self.tls_cache.sealed_whole);
+            if sent == Sent::Unfilled {
+                // A record could not be sealed (never while unacknowledged): the segment
+                // is as lost, and the retransmission limit ends the connection.
+                self.stats.tls_failed += 1;
             }
-            let sent = Self::egress_of(&self.egress, &self.vip_egress, local).tcp(tx, &out);
             self.count_sent(sent);
             return sent.done();
         }

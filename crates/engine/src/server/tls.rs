@@ -24,14 +24,16 @@
 //!    `Connection: close` (or a 408, or the peer's close_notify) ends with our
 //!    close_notify and a FIN.
 //!
-//! A segment's bytes are made when it is sent ([`TlsSide::bytes`]): control bytes (the
-//! handshake's flights, alerts: sealed once, kept in [`TlsSide::ctl`] until acknowledged)
-//! as kept, a record's sealed then ([`TlsSession::seal_reserved`]: the head and body read
-//! where they lie and encrypted straight into the server's one-record [`SealCache`],
-//! from which the segment's part is copied into the transmit slot). The same key and
-//! sequence number give the same bytes, so a retransmission seals the record again
-//! instead of keeping its ciphertext: a connection holds a few descriptors and its
-//! heads, not up to 64 KiB of ciphertext; a TLS 1.3 KeyUpdate keeps the old key until the
+//! A segment's bytes are made when it is sent ([`TlsSide::write`]), straight into the
+//! frame that carries them: control bytes (the handshake's flights, alerts: sealed once,
+//! kept in [`TlsSide::ctl`] until acknowledged) as kept; a record's part sealed alone
+//! ([`TlsSession::seal_range`]: AES-GCM's counter at the segment's offset, the GHASH
+//! carried from segment to segment and the tag kept once made), or, where the cipher
+//! cannot seal a range alone, the record sealed whole into the server's one-record
+//! [`SealCache`] ([`TlsSession::seal_reserved`]) and the part copied. The same key and
+//! sequence number give the same bytes, so a retransmission seals its segment again
+//! instead of keeping ciphertext: a connection holds a few descriptors and its heads,
+//! not up to 64 KiB of ciphertext; a TLS 1.3 KeyUpdate keeps the old key until the
 //! records sealed under it are acknowledged ([`TlsSession::release_before`]). Handshakes
 //! are the expensive step (key exchange and a signature): at most
 //! [`HANDSHAKES_PER_ROUND`] connections still in their handshake are stepped per poll
@@ -134,6 +136,22 @@ pub trait TlsSession: Send {
     /// `r.wire` bytes): the same bytes every time it is asked, so a retransmission seals
     /// again instead of keeping ciphertext.
     fn seal_reserved(&self, r: &Record, parts: &[&[u8]], out: &mut [u8]) -> Option<usize>;
+    /// Seals bytes `from..from + out.len()` of reserved record `r` (plaintext `parts`
+    /// joined) into `out` alone: a segment straight into its frame. `tag` is the record's
+    /// tag once known (kept by the caller for the ranges sent again), set by the range
+    /// that makes it. `false` when this range needs the whole record sealed
+    /// ([`TlsSession::seal_reserved`]): the cipher cannot seal ranges, or the range holds
+    /// the tag before the ciphertext before it went through in order.
+    fn seal_range(
+        &mut self,
+        _r: &Record,
+        _parts: &[&[u8]],
+        _from: usize,
+        _out: &mut [u8],
+        _tag: &mut Option<[u8; 16]>,
+    ) -> bool {
+        false
+    }
     /// The records reserved under key epochs before `epoch` are acknowledged: their keys
     /// may go.
     fn release_before(&mut self, epoch: u32);
@@ -162,7 +180,7 @@ pub struct TlsListen {
 const PIECES_MAX: usize = 64;
 
 /// The most bytes one segment (an offloaded frame) of a TLS connection carries: the
-/// capacity of [`SealCache`]'s buffer where a segment spanning records is joined.
+/// size of [`SealCache`]'s frame buffer, where such a frame's payload is sealed.
 pub(super) const JOIN_MAX: usize = 64 * 1024;
 
 /// What a stretch of a TLS connection's outgoing stream is made of.
@@ -179,6 +197,9 @@ enum Src {
         kept: u64,
         kept_len: u32,
         body: &'static [u8],
+        /// The record's AEAD tag once a range reached it (a range sent again that holds
+        /// it needs no pass over the whole record).
+        tag: Option<[u8; 16]>,
     },
 }
 
@@ -190,10 +211,11 @@ struct Piece {
     src: Src,
 }
 
-/// The one record a server (a core) holds sealed: the last one a segment needed. A
-/// record's segments are sent in order, mostly in one go, so each record is sealed about
-/// once per transmission; a retransmission seals it again. One per server instead of the
-/// ciphertext of every record in flight per connection.
+/// What a server (a core) seals TLS segments with besides their frames: the one record it
+/// holds sealed whole (the last one a segment needed where its part could not be sealed
+/// alone; its later segments, sent in order and mostly in one go, find it here), and the
+/// payload buffer of an offloaded frame. One per server instead of the ciphertext of every
+/// record in flight per connection.
 #[derive(Default)]
 pub(super) struct SealCache {
     /// The record's bytes.
@@ -201,8 +223,12 @@ pub(super) struct SealCache {
     /// Whose record it is: (connection slot, the slot's generation, sequence number,
     /// epoch).
     key: Option<(usize, u32, u64, u32)>,
-    /// A segment that spans pieces, put together.
-    joined: Vec<u8>,
+    /// An offloaded frame's payload (up to [`JOIN_MAX`] bytes), written here by
+    /// [`TlsSide::write`] for the ring to copy at post.
+    pub(super) frame: Vec<u8>,
+    /// Records sealed whole here since the server last counted them
+    /// (`tls_sealed_whole`).
+    pub(super) sealed_whole: u64,
 }
 
 impl SealCache {
@@ -211,7 +237,8 @@ impl SealCache {
         Self {
             buf: Vec::with_capacity(MAX_RECORD + RECORD_OVERHEAD),
             key: None,
-            joined: Vec::with_capacity(JOIN_MAX),
+            frame: alloc::vec![0; JOIN_MAX],
+            sealed_whole: 0,
         }
     }
 }
@@ -337,88 +364,98 @@ impl TlsSide {
         });
     }
 
-    /// The bytes of stream range `[seq, seq + len)` (clipped to what is queued): control
-    /// bytes as kept, records sealed (through `cache`) from their plaintext; `None` when a
-    /// record cannot be sealed (its key is gone: never, while it is unacknowledged).
-    pub(super) fn bytes<'a>(
-        &'a self,
+    /// Writes the bytes of stream range `[seq, seq + out.len())` into `out` (the frame
+    /// that carries them): control bytes as kept; a record's range sealed alone, straight
+    /// into `out`, where the session can ([`TlsSession::seal_range`]: AES-GCM on the
+    /// assembly), else the record sealed whole into `cache` and the range copied. `false`
+    /// when a record cannot be sealed (its key is gone: never, while it is
+    /// unacknowledged) or the range is not all queued.
+    pub(super) fn write(
+        &mut self,
         idx: usize,
         seq: u32,
-        len: u32,
-        cache: &'a mut SealCache,
-    ) -> Option<&'a [u8]> {
+        out: &mut [u8],
+        cache: &mut SealCache,
+    ) -> bool {
+        if out.is_empty() {
+            return true; // a SYN-ACK, an ACK, a bare FIN
+        }
         let first = self
             .pieces
             .partition_point(|p| seq::le(p.start.wrapping_add(p.len), seq));
-        let SealCache { buf, key, joined } = cache;
-        let mut joined_used = false;
-        let mut single: Option<(bool, usize, usize)> = None;
-        let mut at = seq;
-        let end = seq.wrapping_add(len);
-        for p in self.pieces.range(first..) {
-            if !seq::lt(at, end) {
+        let TlsSide {
+            session,
+            ctl,
+            ctl_base,
+            kept,
+            kept_base,
+            pieces,
+            generation,
+            ..
+        } = self;
+        let Some(session) = session.as_mut() else {
+            return false;
+        };
+        let mut w = 0;
+        for p in pieces.range_mut(first..) {
+            if w == out.len() {
                 break;
             }
+            let at = seq.wrapping_add(w as u32);
             let off = at.wrapping_sub(p.start) as usize;
-            let take = (p.len as usize - off).min(end.wrapping_sub(at) as usize);
-            // Where the piece's bytes are: `ctl`, or `buf` once its record is sealed there.
-            let from_ctl = match p.src {
+            let take = (p.len as usize - off).min(out.len() - w);
+            let dst = &mut out[w..w + take];
+            w += take;
+            match &mut p.src {
                 Src::Ctl { off: o } => {
-                    let i = (o - self.ctl_base) as usize + off;
-                    single = Some((true, i, i + take));
-                    true
+                    let i = (*o - *ctl_base) as usize + off;
+                    let Some(src) = ctl.get(i..i + take) else {
+                        return false;
+                    };
+                    dst.copy_from_slice(src);
                 }
                 Src::Rec {
                     rec,
-                    kept,
+                    kept: k,
                     kept_len,
                     body,
+                    tag,
                 } => {
-                    let want = (idx, self.generation, rec.seq, rec.epoch);
+                    let k0 = (*k - *kept_base) as usize;
+                    let Some(head) = kept.get(k0..k0 + *kept_len as usize) else {
+                        return false;
+                    };
+                    if session.seal_range(rec, &[head, body], off, dst, tag) {
+                        continue;
+                    }
+                    // The whole record, sealed into the cache (kept there for the next
+                    // range, the common case), and the range copied from it.
+                    let want = (idx, *generation, rec.seq, rec.epoch);
+                    let SealCache {
+                        buf,
+                        key,
+                        sealed_whole,
+                        ..
+                    } = &mut *cache;
                     if *key != Some(want) {
                         *key = None;
-                        let k0 = (kept - self.kept_base) as usize;
-                        let head = self.kept.get(k0..k0 + kept_len as usize)?;
+                        *sealed_whole += 1;
                         buf.clear();
                         buf.resize(rec.wire as usize, 0);
-                        let n = self
-                            .session
-                            .as_ref()?
-                            .seal_reserved(&rec, &[head, body], buf)?;
-                        if n != rec.wire as usize {
-                            return None;
+                        match session.seal_reserved(rec, &[head, body], buf) {
+                            Some(n) if n == rec.wire as usize => *key = Some(want),
+                            _ => return false,
                         }
-                        *key = Some(want);
                     }
-                    single = Some((false, off, off + take));
-                    false
+                    dst.copy_from_slice(&buf[off..off + take]);
+                    if tag.is_none() {
+                        // The tag is the record's last bytes: later ranges go alone.
+                        *tag = buf[buf.len() - 16..].try_into().ok();
+                    }
                 }
-            };
-            let (_, i, j) = single?;
-            let src = if from_ctl {
-                self.ctl.get(i..j)?
-            } else {
-                buf.get(i..j)?
-            };
-            if at == seq && take == len as usize {
-                // One piece holds the whole segment: no joining.
-                break;
             }
-            if !joined_used {
-                joined.clear();
-                joined_used = true;
-            }
-            joined.extend_from_slice(src);
-            at = at.wrapping_add(take as u32);
         }
-        if joined_used {
-            return Some(&joined[..]);
-        }
-        match single {
-            Some((true, i, j)) => self.ctl.get(i..j),
-            Some((false, i, j)) => buf.get(i..j),
-            None => Some(&[]),
-        }
+        w == out.len()
     }
 }
 
@@ -778,6 +815,7 @@ impl<L: Lookup<'static>> Server<L> {
                     kept,
                     kept_len,
                     body,
+                    tag: None,
                 },
             });
             side.sealed += chunk;

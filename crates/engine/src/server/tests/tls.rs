@@ -49,7 +49,24 @@ fn tls_server(tcbs: usize) -> Server<TestSite> {
 }
 
 fn client_config(version: &'static SupportedProtocolVersion) -> Arc<ClientConfig> {
-    let provider = bareweb_tls::provider::provider(&CLIENT_RNG);
+    client_config_chacha(version, false)
+}
+
+/// As [`client_config`]; with `chacha`, offering ChaCha20-Poly1305 alone.
+fn client_config_chacha(
+    version: &'static SupportedProtocolVersion,
+    chacha: bool,
+) -> Arc<ClientConfig> {
+    let mut provider = bareweb_tls::provider::provider(&CLIENT_RNG);
+    if chacha {
+        provider.cipher_suites.retain(|s| {
+            matches!(
+                s.suite(),
+                rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256
+                    | rustls::CipherSuite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256
+            )
+        });
+    }
     let mut roots = RootCertStore::empty();
     roots
         .add(CertificateDer::from_pem_slice(CA).unwrap())
@@ -282,9 +299,19 @@ impl TlsClient {
         version: &'static SupportedProtocolVersion,
         sport: u16,
     ) -> TlsClient {
+        Self::connect_with(s, nic, clock, client_config(version), sport)
+    }
+
+    /// As [`TlsClient::connect`], with the client configured by `cfg`.
+    fn connect_with(
+        s: &mut Server<TestSite>,
+        nic: &mut FakeNic,
+        clock: &mut ManualClock,
+        cfg: Arc<ClientConfig>,
+        sport: u16,
+    ) -> TlsClient {
         let tcp = Tcp::open(s, nic, clock, HTTPS, sport);
-        let tls =
-            ClientConnection::new(client_config(version), "localhost".try_into().unwrap()).unwrap();
+        let tls = ClientConnection::new(cfg, "localhost".try_into().unwrap()).unwrap();
         let mut c = TlsClient {
             tcp,
             tls,
@@ -436,6 +463,10 @@ fn a_mebibyte_arrives_byte_exact() {
         (0, 0),
         "{st:?}"
     );
+    // AES-GCM on AES-NI: every segment sealed straight into its frame, no record whole.
+    if bareweb_tls::provider::aesni::available() {
+        assert_eq!(st.tls_sealed_whole, 0, "{st:?}");
+    }
     // Then another request on the same connection.
     c.write(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     c.pump(&mut s, &mut nic, &mut clock, 20);
@@ -443,8 +474,8 @@ fn a_mebibyte_arrives_byte_exact() {
 }
 
 /// With segmentation offload on a ring that copies at post (the host's TAP): TLS segments
-/// go as offloaded frames of several records, joined from the one-record cache; the file
-/// arrives byte-exact, in far fewer frames than segments.
+/// go as offloaded frames of several records, each record's part sealed straight into the
+/// frame's buffer; the file arrives byte-exact, in far fewer frames than segments.
 #[test]
 fn offloaded_frames_carry_records_whole_and_in_part() {
     for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
@@ -463,6 +494,9 @@ fn offloaded_frames_carry_records_whole_and_in_part() {
         );
         assert!(nic.tx.tso_frames > 0, "{version:?}: no offloaded frame");
         assert_eq!(s.stats().tls_failed, 0);
+        if bareweb_tls::provider::aesni::available() {
+            assert_eq!(s.stats().tls_sealed_whole, 0, "{version:?}");
+        }
     }
 }
 
@@ -495,13 +529,22 @@ fn records_not_yet_acknowledged_hold_the_site_image_for_a_reload() {
 /// Segments lost on the way: the records are sealed again for their retransmission (no
 /// ciphertext is kept), and every retransmitted byte is the byte first sent, also across
 /// a KeyUpdate; the file arrives byte-exact over both versions, and the client keeps its
-/// connection for the next request.
+/// connection for the next request. With AES-GCM on AES-NI a segment is sealed alone,
+/// straight into its frame, and a segment sent again too (the record's tag kept); with
+/// ChaCha20-Poly1305 records are sealed whole into the core's buffer: the same bytes.
 #[test]
 fn lost_segments_are_sealed_again_the_same_and_the_file_arrives_whole() {
-    for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
+    let chacha = [false, false, true];
+    let versions = [
+        &rustls::version::TLS13,
+        &rustls::version::TLS12,
+        &rustls::version::TLS13,
+    ];
+    for (version, chacha) in versions.into_iter().zip(chacha) {
         let mut s = tls_server(2);
         let (mut nic, mut clock) = nic_and_clock();
-        let mut c = TlsClient::connect(&mut s, &mut nic, &mut clock, version, 40001);
+        let cfg = client_config_chacha(version, chacha);
+        let mut c = TlsClient::connect_with(&mut s, &mut nic, &mut clock, cfg, 40001);
         c.tcp.loss = Some(Loss {
             every: 7,
             left: 15,
@@ -541,7 +584,17 @@ fn lost_segments_are_sealed_again_the_same_and_the_file_arrives_whole() {
             "{version:?}: {} segments sent again",
             l.resent
         );
-        assert_eq!(s.stats().tls_failed, 0);
+        let st = s.stats();
+        assert_eq!(st.tls_failed, 0);
+        let suite = c.tls.negotiated_cipher_suite().unwrap().suite();
+        assert_eq!(format!("{suite:?}").contains("CHACHA"), chacha, "{suite:?}");
+        if chacha {
+            assert!(st.tls_sealed_whole > 60, "{st:?}");
+        } else if bareweb_tls::provider::aesni::available() {
+            // Every segment, sent again or not, sealed alone: the lost ones that held a
+            // tag went again after the tag was made by the first copy.
+            assert_eq!(st.tls_sealed_whole, 0, "{st:?}");
+        }
         c.write(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
         c.pump(&mut s, &mut nic, &mut clock, 50);
         assert_eq!(responses(&c.plain).len(), 2, "{version:?}");

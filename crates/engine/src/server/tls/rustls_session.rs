@@ -7,6 +7,7 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
+use bareweb_tls::server::{Ghash, Reserved};
 use bareweb_tls::{ServerSlot, TlsConn, TlsServer};
 
 use super::{Record, TlsAcceptor, TlsFailed, TlsProgress, TlsSession};
@@ -18,7 +19,7 @@ pub struct Acceptor(pub TlsServer);
 impl TlsAcceptor for Acceptor {
     fn accept(&self) -> Option<Box<dyn TlsSession>> {
         let conn = self.0.accept().ok()?;
-        Some(Box::new(Session(conn)))
+        Some(Box::new(Session(conn, None)))
     }
 }
 
@@ -30,12 +31,23 @@ pub struct Renewable(pub ServerSlot);
 impl TlsAcceptor for Renewable {
     fn accept(&self) -> Option<Box<dyn TlsSession>> {
         let conn = self.0.accept().ok()?;
-        Some(Box::new(Session(conn)))
+        Some(Box::new(Session(conn, None)))
     }
 }
 
-/// One connection's `TlsConn`.
-struct Session(TlsConn);
+/// One connection's `TlsConn`, and the GHASH of the record its ranges are being sealed
+/// from (the record's sequence number and key epoch with it): records are sent in order,
+/// so one at a time.
+struct Session(TlsConn, Option<(u64, u32, Ghash)>);
+
+/// The library's name for a reserved record.
+fn reserved(r: &Record) -> Reserved {
+    Reserved {
+        seq: r.seq,
+        epoch: r.epoch,
+        wire: r.wire,
+    }
+}
 
 impl TlsSession for Session {
     fn receive(
@@ -63,12 +75,34 @@ impl TlsSession for Session {
     }
 
     fn seal_reserved(&self, r: &Record, parts: &[&[u8]], out: &mut [u8]) -> Option<usize> {
-        let r = bareweb_tls::server::Reserved {
-            seq: r.seq,
-            epoch: r.epoch,
-            wire: r.wire,
+        self.0.seal_reserved(&reserved(r), parts, out).ok()
+    }
+
+    fn seal_range(
+        &mut self,
+        r: &Record,
+        parts: &[&[u8]],
+        from: usize,
+        out: &mut [u8],
+        tag: &mut Option<[u8; 16]>,
+    ) -> bool {
+        // The GHASH under way, if it is this record's. A range of another record (sent
+        // again) leaves it be, unless that range starts a GHASH of its own: then the
+        // record left behind gets its tag by being sealed whole.
+        let mine = matches!(&self.1, Some((s, e, _)) if (*s, *e) == (r.seq, r.epoch));
+        let mut ghash = if mine {
+            self.1.take().map(|(_, _, g)| g)
+        } else {
+            None
         };
-        self.0.seal_reserved(&r, parts, out).ok()
+        let ok = self
+            .0
+            .seal_reserved_range(&reserved(r), parts, from, out, &mut ghash, tag)
+            .is_ok();
+        if mine || ghash.is_some() {
+            self.1 = ghash.map(|g| (r.seq, r.epoch, g));
+        }
+        ok
     }
 
     fn release_before(&mut self, epoch: u32) {
