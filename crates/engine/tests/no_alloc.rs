@@ -413,8 +413,8 @@ fn keep_alive_requests_and_whole_connections_allocate_nothing() {
 
 /// HTTPS keep-alive: after the handshake (which allocates: rustls's handshake state, the
 /// session, the record keys), requests and responses over TLS allocate nothing inside
-/// `Server::poll`: records are opened in place and sealed from the head and the site image
-/// straight into the connection's ciphertext buffer, whose capacity stays.
+/// `Server::poll`: records are opened in place, and sealed from the head and the site image
+/// straight into the frames that carry them.
 #[cfg(feature = "tls")]
 #[test]
 fn tls_keep_alive_requests_allocate_nothing() {

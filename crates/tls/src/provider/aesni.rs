@@ -166,22 +166,12 @@ impl AesGcm {
         }
         let tail = &mut data[whole * 16..];
         if !tail.is_empty() {
-            let mut b = [0u8; 16];
-            b[..tail.len()].copy_from_slice(tail);
-            // SAFETY: as above, one block in `b`.
-            unsafe {
-                let p = b.as_mut_ptr();
-                ctr32(
-                    self.rk.0.as_ptr().cast(),
-                    self.rounds,
-                    ctr.as_mut_ptr(),
-                    p,
-                    1,
-                    p,
-                )
-            };
-            tail.copy_from_slice(&b[..tail.len()]);
-            wipe(&mut b);
+            let mut ks = [0u8; 16];
+            self.keystream(ctr, &mut ks);
+            for (d, k) in tail.iter_mut().zip(ks) {
+                *d ^= k;
+            }
+            wipe(&mut ks);
         }
     }
 

@@ -488,6 +488,10 @@ fn records_sealed_in_ranges_are_the_records_sealed_whole() {
     let head = b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n";
     let body: Vec<u8> = (0..5000u32).map(|i| (i * 7 + i / 251) as u8).collect();
     let parts: [&[u8]; 2] = [head, &body];
+    // Bytes `from..from + out.len()` of record 9 under `key`, alone.
+    let range = |key: &RecordKey, tls13, from, out: &mut [u8], ghash: &mut _, tag: &mut _| {
+        seal_record_range(key, 9, tls13, CT_APP_DATA, &parts, from, out, ghash, tag)
+    };
     for tls13 in [true, false] {
         let mut whole = vec![0u8; 6000];
         let n = seal_record(&key, 9, tls13, CT_APP_DATA, &parts, &mut whole).unwrap();
@@ -497,18 +501,7 @@ fn records_sealed_in_ranges_are_the_records_sealed_whole() {
             let mut got = Vec::new();
             for from in (0..n).step_by(seg) {
                 let mut out = vec![0u8; seg.min(n - from)];
-                seal_record_range(
-                    &key,
-                    9,
-                    tls13,
-                    CT_APP_DATA,
-                    &parts,
-                    from,
-                    &mut out,
-                    &mut ghash,
-                    &mut tag,
-                )
-                .unwrap();
+                range(&key, tls13, from, &mut out, &mut ghash, &mut tag).unwrap();
                 got.extend_from_slice(&out);
             }
             assert_eq!(got, whole, "tls13 {tls13} segment {seg}");
@@ -517,51 +510,20 @@ fn records_sealed_in_ranges_are_the_records_sealed_whole() {
             // Sent again, last first: the tag is kept, nothing more is hashed.
             for from in (0..n).step_by(seg).rev() {
                 let mut out = vec![0u8; seg.min(n - from)];
-                seal_record_range(
-                    &key,
-                    9,
-                    tls13,
-                    CT_APP_DATA,
-                    &parts,
-                    from,
-                    &mut out,
-                    &mut ghash,
-                    &mut tag,
-                )
-                .unwrap();
+                range(&key, tls13, from, &mut out, &mut ghash, &mut tag).unwrap();
                 assert_eq!(out, whole[from..from + out.len()]);
             }
         }
         // The last segment first: its ciphertext can be made, its tag cannot.
         let (mut ghash, mut tag) = (None, None);
         let mut out = vec![0u8; 1448];
-        let r = seal_record_range(
-            &key,
-            9,
-            tls13,
-            CT_APP_DATA,
-            &parts,
-            n - 1448,
-            &mut out,
-            &mut ghash,
-            &mut tag,
-        );
+        let r = range(&key, tls13, n - 1448, &mut out, &mut ghash, &mut tag);
         assert_eq!(r, Err(SealError::Whole));
         // A gap (a range skipped) leaves the hash behind: the tag is refused, not wrong.
         let (mut ghash, mut tag) = (None, None);
         for from in [0, 2000, n - 100] {
             let mut out = vec![0u8; 100];
-            let r = seal_record_range(
-                &key,
-                9,
-                tls13,
-                CT_APP_DATA,
-                &parts,
-                from,
-                &mut out,
-                &mut ghash,
-                &mut tag,
-            );
+            let r = range(&key, tls13, from, &mut out, &mut ghash, &mut tag);
             if from == n - 100 {
                 assert_eq!(r, Err(SealError::Whole));
             } else {
@@ -570,17 +532,7 @@ fn records_sealed_in_ranges_are_the_records_sealed_whole() {
             }
         }
         // Past the record's end.
-        let r = seal_record_range(
-            &key,
-            9,
-            tls13,
-            CT_APP_DATA,
-            &parts,
-            n - 1,
-            &mut [0u8; 2],
-            &mut None,
-            &mut None,
-        );
+        let r = range(&key, tls13, n - 1, &mut [0u8; 2], &mut None, &mut None);
         assert_eq!(r, Err(SealError::TooSmall(n)));
     }
     // ChaCha20-Poly1305 seals whole records only.
@@ -589,16 +541,6 @@ fn records_sealed_in_ranges_are_the_records_sealed_whole() {
         iv: rustls::crypto::cipher::Iv::new([1u8; 12]),
     })
     .unwrap();
-    let r = seal_record_range(
-        &chacha,
-        0,
-        true,
-        CT_APP_DATA,
-        &parts,
-        0,
-        &mut [0u8; 100],
-        &mut None,
-        &mut None,
-    );
+    let r = range(&chacha, true, 0, &mut [0u8; 100], &mut None, &mut None);
     assert_eq!(r, Err(SealError::Whole));
 }
