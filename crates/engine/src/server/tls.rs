@@ -403,6 +403,9 @@ impl TlsSide {
             }
             let at = seq.wrapping_add(w as u32);
             let off = at.wrapping_sub(p.start) as usize;
+            if off >= p.len as usize {
+                return false; // before the first piece, or a gap: never, pieces are contiguous
+            }
             let take = (p.len as usize - off).min(out.len() - w);
             let dst = &mut out[w..w + take];
             w += take;
@@ -447,10 +450,15 @@ impl TlsSide {
                             _ => return false,
                         }
                     }
-                    dst.copy_from_slice(&buf[off..off + take]);
+                    let Some(src) = buf.get(off..off + take) else {
+                        return false;
+                    };
+                    dst.copy_from_slice(src);
                     if tag.is_none() {
                         // The tag is the record's last bytes: later ranges go alone.
-                        *tag = buf[buf.len() - 16..].try_into().ok();
+                        *tag = buf
+                            .get(buf.len().saturating_sub(16)..)
+                            .and_then(|t| t.try_into().ok());
                     }
                 }
             }

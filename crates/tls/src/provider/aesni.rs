@@ -282,7 +282,7 @@ impl AesGcm {
         dst: &mut [u8],
     ) -> Result<(), Error> {
         let end = at.checked_add(dst.len()).ok_or(Error)?;
-        if end as u64 > MAX_LEN {
+        if end as u64 > MAX_LEN || at as u64 >= MAX_LEN {
             return Err(Error);
         }
         let mut ctr = j0(nonce);
