@@ -112,3 +112,24 @@ def test_ctrl_c_during_a_drain_stops_at_once():
         assert "drain cut short" in s.output(), s.output()
     finally:
         s.close()
+
+
+def test_one_sigterm_delivered_twice_is_one_and_a_later_one_stops():
+    """`timeout` and supervisors may deliver one stop twice at once (to the process and to
+    its group): the pair starts one drain, not a drain and its cut. A SIGTERM a second or
+    more later is the second one: it stops at once."""
+    s = drain_server()
+    try:
+        s.proc.send_signal(signal.SIGTERM)
+        s.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        assert s.proc.poll() is None, s.output()
+        assert healthz(s) == "503"
+        time.sleep(0.7)
+        t0 = time.monotonic()
+        s.proc.send_signal(signal.SIGTERM)
+        s.proc.wait(5)
+        assert time.monotonic() - t0 < 1.0
+        assert "drain cut short" in s.output(), s.output()
+    finally:
+        s.close()

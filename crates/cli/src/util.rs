@@ -2,7 +2,7 @@
 //! parsed in [`crate::opts`].)
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bareweb_engine::server::drain::Drain;
@@ -234,16 +234,49 @@ pub fn catch_stop_signals() {
     stop_on(&[SIGINT, SIGTERM, SIGHUP]);
 }
 
+/// How long after the first SIGTERM another one counts as a second (stop at once).
+const REPEAT_NS: u64 = 1_000_000_000;
+
+/// In a SIGTERM handler: whether this SIGTERM is a second one, [`REPEAT_NS`] or more after
+/// the first (whose time `first` keeps: monotonic ns + 1, 0 before any). One stop asked
+/// for twice at once is one request, not a request and its escalation: `timeout(1)` sends
+/// the signal to its child and then to its process group, a supervisor may signal the
+/// process and its group, and the two arrive a few microseconds apart (one test's drain
+/// was cut short so on a busy machine). Async-signal-safe: clock_gettime(2) and atomics.
+fn repeated_term(first: &AtomicU64) -> bool {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given; async-signal-safe (POSIX).
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let now = (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64);
+    repeated_at(first, now)
+}
+
+/// [`repeated_term`] at `now` (monotonic ns).
+fn repeated_at(first: &AtomicU64, now: u64) -> bool {
+    let now = now.saturating_add(1);
+    match first.compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => false,
+        Err(t) => now.saturating_sub(t) >= REPEAT_NS,
+    }
+}
+
 /// For `run`: SIGINT and SIGHUP set [`stop_flag`]; SIGTERM sets the returned flag (a
-/// drain asked for: `run` presses the machine's power button), and a second SIGTERM sets
-/// [`stop_flag`]. Call instead of [`catch_stop_signals`].
+/// drain asked for: `run` presses the machine's power button), and a second SIGTERM, a
+/// second or more later ([`repeated_term`]), sets [`stop_flag`]. Call instead of [`catch_stop_signals`].
 pub fn catch_stop_signals_term_drains() -> &'static AtomicBool {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     static TERM: AtomicBool = AtomicBool::new(false);
+    static FIRST: AtomicU64 = AtomicU64::new(0);
     stop_on(&[SIGINT, SIGHUP]);
     let stop = stop_flag();
     let on_term = move || {
-        if TERM.swap(true, Ordering::Relaxed) {
+        TERM.store(true, Ordering::Relaxed);
+        if repeated_term(&FIRST) {
             stop.store(true, Ordering::Relaxed);
         }
     };
@@ -268,8 +301,9 @@ pub fn drain_on_sigterm(cfg: &mut bareweb_engine::server::Config) -> &'static Dr
     cfg.drain = Some(drain);
     stop_on(&[SIGINT]);
     let stop = stop_flag();
+    static FIRST: AtomicU64 = AtomicU64::new(0);
     let on_term = move || {
-        if drain.draining() {
+        if repeated_term(&FIRST) {
             stop.store(true, Ordering::Relaxed);
         } else {
             drain.request();
@@ -317,6 +351,27 @@ pub fn drain_report(drain: &Drain) {
         );
     } else {
         eprintln!("bareweb: drain cut short (stopped at once)");
+    }
+}
+
+#[cfg(test)]
+mod term_tests {
+    use super::*;
+
+    /// A SIGTERM delivered twice at once is one; one a second or more after the first is
+    /// the second (stop at once), and so is any after it. A clock at 0 still counts.
+    #[test]
+    fn a_second_sigterm_counts_only_a_second_after_the_first() {
+        let first = AtomicU64::new(0);
+        assert!(!repeated_at(&first, 0));
+        assert!(!repeated_at(&first, 40_000));
+        assert!(!repeated_at(&first, REPEAT_NS - 1));
+        assert!(repeated_at(&first, REPEAT_NS));
+        assert!(repeated_at(&first, 5 * REPEAT_NS));
+        let first = AtomicU64::new(0);
+        assert!(!repeated_at(&first, 7 * REPEAT_NS));
+        assert!(!repeated_at(&first, 7 * REPEAT_NS + 3));
+        assert!(repeated_at(&first, 9 * REPEAT_NS));
     }
 }
 
