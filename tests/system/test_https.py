@@ -381,3 +381,41 @@ def test_build_writes_a_key_holding_image_0600_and_run_checks_as_serve(pki, tmp_
     r = subprocess.run([BIN, "run", out, "--tls-cert", pki / "p256.pem", "--tls-key",
                         pki / "p256.key"], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "`bareweb build`" in r.stderr, r.stderr
+
+
+def test_run_serves_https_on_listen_https_with_user_networking(pki, tmp_path):
+    """A new user's HTTPS on the bare machine, no root: `bareweb run --tls-cert --tls-key`
+    with QEMU's user networking forwards `--listen-https` (a free loopback port here) to
+    the kernel's HTTPS port, beside `--listen` for plain HTTP; curl trusts the test CA and
+    gets every file of the example site byte-exact over one connection."""
+    from test_browser import free_port
+    port, tls_port = free_port(), free_port()
+    p = subprocess.Popen([BIN, "run", SITE, "--listen", f"127.0.0.1:{port}", "--listen-https",
+                          f"127.0.0.1:{tls_port}", "--tls-cert", pki / "p256.pem", "--tls-key",
+                          pki / "p256.key", "--headless"],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        while True:
+            line = p.stderr.readline()
+            assert line, "bareweb run stopped before serving:\n" + "".join(lines)
+            lines.append(line)
+            if "serving at" in line:
+                break
+        files = site_files()
+        args = []
+        for i, f in enumerate(files):
+            args += [f"https://localhost:{tls_port}{url_path(f)}", "-o", tmp_path / str(i)]
+        r = subprocess.run(["curl", "-sS", "--fail", "--max-time", "120", "--cacert",
+                            pki / "ca.pem", "--resolve", f"localhost:{tls_port}:127.0.0.1", *args],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr + "".join(lines)
+        for i, f in enumerate(files):
+            assert (tmp_path / str(i)).read_bytes() == f.read_bytes(), f
+        plain = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
+                                "--max-time", "30", f"http://127.0.0.1:{port}/"],
+                               capture_output=True, text=True)
+        assert plain.stdout == "200", plain.stderr
+    finally:
+        p.send_signal(signal.SIGINT)
+        p.wait(30)
