@@ -1,4 +1,5 @@
-//! Our IPv6 link-local address: chosen by RFC 7217 (a stable, opaque interface identifier)
+//! An IPv6 address of ours (the link-local one, or one SLAAC makes in a router's prefix):
+//! chosen by RFC 7217 (a stable, opaque interface identifier)
 //! and checked by duplicate address detection (RFC 4862 §5.4), as a state machine driven
 //! by the clock and by the solicitations and advertisements heard.
 //!
@@ -76,15 +77,22 @@ pub enum Event {
         /// The next one tried.
         next: Ipv6Address,
     },
-    /// The address was in use and so were the retries: IPv6 is off on this link.
+    /// The address was in use and so were the retries: for the link-local address IPv6 is
+    /// off on this link; for a global one, the link goes on without an address in its
+    /// prefix.
     GaveUp(Ipv6Address),
+    /// A global address's valid lifetime ended ([`super::slaac`]): it is no longer ours.
+    Expired(Ipv6Address),
 }
 
-/// The link-local address and its DAD.
+/// An address of ours and its DAD: the link-local one ([`LinkLocal::new`]) or one SLAAC
+/// makes from a router's /64 prefix ([`LinkLocal::in_prefix`], RFC 4862 §5.5.3).
 #[derive(Debug, Clone)]
 pub struct LinkLocal {
     secret: [u8; 16],
     mac: EthernetAddress,
+    /// The /64 prefix (fe80:: for the link-local address).
+    prefix: [u8; 8],
     counter: u8,
     addr: Ipv6Address,
     phase: Phase,
@@ -101,9 +109,9 @@ const PREFIX: [u8; 8] = [0xfe, 0x80, 0, 0, 0, 0, 0, 0];
 /// second for the probe's nonce and delay. Two SipHash-2-4-64 of the input with a last
 /// byte apart (not one SipHash-128: that instantiation is the ISN's, which the compiler
 /// inlines on the connection path only while it has one caller).
-fn stable_id(secret: &[u8; 16], mac: EthernetAddress, counter: u8) -> (u64, u64) {
+fn stable_id(secret: &[u8; 16], prefix: &[u8; 8], mac: EthernetAddress, counter: u8) -> (u64, u64) {
     let mut b = [0u8; 16];
-    b[..8].copy_from_slice(&PREFIX);
+    b[..8].copy_from_slice(prefix);
     b[8..14].copy_from_slice(&mac.0);
     b[14] = counter;
     let f = |which: u8| {
@@ -126,9 +134,21 @@ impl LinkLocal {
     /// A tentative address for the interface with `mac`, keyed by `secret`; its first
     /// probe goes at `now` plus a random delay below [`MAX_DELAY_NS`].
     pub fn new(secret: [u8; 16], mac: EthernetAddress, now: u64) -> LinkLocal {
+        LinkLocal::in_prefix(secret, mac, PREFIX, now)
+    }
+
+    /// A tentative address in the /64 `prefix` (RFC 7217 §5 with that prefix: stable for
+    /// the prefix, another for another), DAD as for the link-local one.
+    pub fn in_prefix(
+        secret: [u8; 16],
+        mac: EthernetAddress,
+        prefix: [u8; 8],
+        now: u64,
+    ) -> LinkLocal {
         let mut l = LinkLocal {
             secret,
             mac,
+            prefix,
             counter: 0,
             addr: Ipv6Address([0; 16]),
             phase: Phase::Failed,
@@ -143,13 +163,13 @@ impl LinkLocal {
     /// as a retry) and starts DAD; false when the retries ran out.
     fn choose(&mut self, now: u64) -> bool {
         while self.counter <= IDGEN_RETRIES {
-            let (id, word) = stable_id(&self.secret, self.mac, self.counter);
+            let (id, word) = stable_id(&self.secret, &self.prefix, self.mac, self.counter);
             if reserved(id) {
                 self.counter += 1;
                 continue;
             }
             let mut a = [0u8; 16];
-            a[..8].copy_from_slice(&PREFIX);
+            a[..8].copy_from_slice(&self.prefix);
             a[8..].copy_from_slice(&id.to_be_bytes());
             self.addr = Ipv6Address(a);
             self.nonce.copy_from_slice(&word.to_be_bytes()[..6]);
@@ -164,6 +184,11 @@ impl LinkLocal {
         }
         self.phase = Phase::Failed;
         false
+    }
+
+    /// The /64 prefix the address is in.
+    pub fn prefix(&self) -> [u8; 8] {
+        self.prefix
     }
 
     /// The address (tentative, preferred, or the last one tried).

@@ -20,7 +20,8 @@
 //!   answered, the frames DAD and resolution send; with [`addr6`](mod@addr6) (the
 //!   link-local address: RFC 7217's stable identifier and duplicate address detection)
 //!   and [`neigh6`](mod@neigh6) (the neighbour cache of RFC 4861, fixed size, its states
-//!   and timers).
+//!   and timers), and [`slaac`](mod@slaac) (what router advertisements give: routers,
+//!   prefixes and the global addresses made in them, the MTU; router solicitations).
 
 pub mod addr6;
 pub mod egress;
@@ -28,6 +29,7 @@ pub mod ingress;
 pub mod ipv6;
 pub mod neigh;
 pub mod neigh6;
+pub mod slaac;
 
 pub use egress::{Egress, Sent};
 pub use ingress::{admissible_syn, classified, ingress, ingress_offloaded, Drop, Ingress};
