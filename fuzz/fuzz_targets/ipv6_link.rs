@@ -1,11 +1,13 @@
 //! IPv6 on the link (`iface::ipv6::Link`: the link-local address with its DAD, the
-//! neighbour cache): every input is a sequence of frames (a control byte, a 2-byte
-//! big-endian length, the frame) fed at an advancing clock, with lookups of the frames'
-//! sources in between. The control byte may aim the frame at us (our MAC, our address as
-//! the IPv6 destination and as a Neighbor Discovery target), so the cache and DAD are
-//! reached with messages the fuzzer shapes. Nothing may panic; the cache keeps its
-//! bounds; every frame the link asks to send is built and parses back with a valid
-//! checksum and hop limit 255 for Neighbor Discovery.
+//! neighbour cache, router advertisements and the global addresses made from them):
+//! every input is a sequence of frames (a control byte, a 2-byte big-endian length, the
+//! frame) fed at an advancing clock, with lookups of the frames' sources in between. The
+//! control byte may aim the frame at us (our MAC, our address as the IPv6 destination and
+//! as a Neighbor Discovery target, and an ICMPv6 message's checksum made right), so the
+//! cache, DAD and SLAAC are reached with messages the fuzzer shapes. Nothing may panic;
+//! the cache keeps its bounds; no timer is left in the past after a poll (no loop); every
+//! frame the link asks to send is built and parses back with a valid checksum and hop
+//! limit 255 for Neighbor Discovery.
 #![no_main]
 
 use bareweb_engine::iface::ipv6::{Link, Step};
@@ -51,6 +53,7 @@ fuzz_target!(|data: &[u8]| {
         while let Some(step) = link.poll(now) {
             check_sent(&link, &step);
         }
+        assert!(link.deadline() > now, "a timer left in the past");
         let us = link.addr.addr();
         if ctl & 1 != 0 && frame.len() >= 54 {
             frame[..6].copy_from_slice(&MAC.0);
@@ -66,6 +69,14 @@ fuzz_target!(|data: &[u8]| {
             if frame.len() >= 78 && ctl & 8 != 0 {
                 // A Neighbor Discovery target: our address.
                 frame[62..78].copy_from_slice(&us.0);
+            }
+            if frame[20] == 58 && frame.len() >= 58 {
+                // ICMPv6 right after the header: its checksum made right.
+                let src = Ipv6Address::from_bytes(&frame[22..38]);
+                let end = (54 + usize::from(u16::from_be_bytes([frame[18], frame[19]])))
+                    .clamp(58, frame.len());
+                let mut p = Icmpv6Packet::new_unchecked(&mut frame[54..end]);
+                p.fill_checksum(src, dst);
             }
         }
         let src = frame.get(22..38).map(Ipv6Address::from_bytes);

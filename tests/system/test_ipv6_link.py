@@ -137,3 +137,46 @@ def test_ip6_off_answers_nothing():
         s.log.close()
     assert counters.get("nd_solicitations", 0) == 0, counters
     assert counters.get("drop_ipv6_unserved", 0) >= 1, counters
+
+
+def test_slaac_global_address_from_dnsmasq_router_advertisements():
+    """A router on the link (dnsmasq's router advertisements, `ra-only`, for
+    2001:db8:1::/64, on Linux's side of the TAP): the server solicits routers once its
+    link-local address is preferred, makes a stable global address in the advertised
+    prefix (RFC 7217), checks it by DAD, says so on the console and answers `ping -6` at
+    it, from it."""
+    s = Server(extra=("--ip6-secret", SECRET))
+    dns = None
+    try:
+        s.ns.ip("-6", "addr", "add", "2001:db8:1::1/64", "dev", "bw0", "nodad")
+        dns = subprocess.Popen(
+            s.ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
+                     "--interface=bw0", "--bind-interfaces", "--user=root", "--pid-file",
+                     "--enable-ra", "--dhcp-range=2001:db8:1::,ra-only,64,1h",
+                     "--log-facility=-"),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        addr = None
+        while time.time() < deadline and addr is None:
+            s.log.flush()
+            with open(s.log.name) as f:
+                m = re.search(r"bareweb: IPv6 (2001:db8:1:[0-9a-f:]+) on the link", f.read())
+            addr = m and m.group(1)
+            time.sleep(0.3)
+        assert addr, f"no global address in 30 s:\n{open(s.log.name).read()}"
+        r = s.ns.run("ping", "-6", "-n", "-c", "3", "-i", "0.2", "-W", "2", addr, check=False)
+        assert r.returncode == 0 and "3 received" in r.stdout, r.stdout + r.stderr
+        assert f"from {addr}" in r.stdout, r.stdout
+    finally:
+        if dns:
+            dns.terminate()
+            dns.wait(5)
+        counters = s.stop()
+        s.ns.close()
+        s.log.close()
+    assert counters.get("nd_router_adverts", 0) >= 1, counters
+    assert 1 <= counters.get("nd_router_solicits", 0) <= 3, counters
+    assert counters.get("nd_solicitations", 0) == 2, counters  # a DAD probe per address
+    # The same secret and MAC make the same address in the same prefix (RFC 7217): the
+    # interface identifier is not the MAC's (no EUI-64).
+    assert not addr.endswith("ff:fe00:2"), addr

@@ -312,8 +312,10 @@ impl<L: Lookup<'static>, H: CoreHook<L>> CoreHook<L> for Ipv6News<H> {
 
     fn tick<N: Nic>(&self, core: usize, server: &mut Server<L>, nic: &mut N) {
         if core == 0 {
-            if let Some(line) = server.take_ipv6_news().and_then(ipv6_news_line) {
-                eprintln!("{line}");
+            while let Some(e) = server.take_ipv6_news() {
+                if let Some(line) = ipv6_news_line(e) {
+                    eprintln!("{line}");
+                }
             }
         }
         self.0.tick(core, server, nic);
@@ -329,8 +331,14 @@ fn ipv6_news_line(e: Ipv6Event) -> Option<String> {
         Ipv6Event::Duplicate { taken, next } => Some(format!(
             "bareweb: IPv6 {taken} is in use by another host on the link: trying {next}"
         )),
-        Ipv6Event::GaveUp(a) => Some(format!(
+        Ipv6Event::GaveUp(a) if a.is_link_local() => Some(format!(
             "bareweb: IPv6 off: {a} and every address tried after it are in use on the link (IPv4 serves on)"
+        )),
+        Ipv6Event::GaveUp(a) => Some(format!(
+            "bareweb: IPv6: no address in the router's prefix of {a}: it and every address tried after it are in use on the link (the link-local address serves on)"
+        )),
+        Ipv6Event::Expired(a) => Some(format!(
+            "bareweb: IPv6 {a} expired (the router's prefix lifetime ended)"
         )),
         Ipv6Event::Probe { .. } => None,
     }

@@ -79,10 +79,15 @@ counters! {
     /// IPv6 addresses found in use by another node (duplicate address detection), or our
     /// address advertised by another.
     nd_dad_conflicts,
+    /// IPv6 router solicitations sent (RFC 4861 §6.3.7: up to three, until a router
+    /// advertises).
+    nd_router_solicits,
+    /// IPv6 router advertisements taken (routers, prefixes for global addresses, MTU).
+    nd_router_adverts,
     /// Dropped: a Neighbor Discovery message whose hop limit is not 255 (from beyond the
     /// link).
     drop_nd_hop_limit,
-    /// Dropped: IPv6 not served (yet): TCP and UDP over IPv6, router advertisements, MLD;
+    /// Dropped: IPv6 not served (yet): TCP and UDP over IPv6, router solicitations, MLD;
     /// or all IPv6, when it is off or on another core.
     drop_ipv6_unserved,
     /// SYNs that opened a connection.

@@ -1,7 +1,8 @@
 //! IPv6 on the link: a received frame of EtherType 0x86DD walked to its ICMPv6 message
 //! and acted on, and the frames that answers or the clock ask for, built. It owns the
-//! link-local address ([`addr6`](super::addr6)) and the neighbour cache
-//! ([`neigh6`](super::neigh6)) and ties them to the wire; the caller (the server) posts
+//! link-local address ([`addr6`](super::addr6)), the neighbour cache
+//! ([`neigh6`](super::neigh6)) and what routers advertise with the global addresses made
+//! from it ([`slaac`](super::slaac)), and ties them to the wire; the caller (the server) posts
 //! what [`Link::receive`] and [`Link::poll`] return and counts the drops.
 //!
 //! What is answered: a neighbour solicitation for our preferred address (a solicited
@@ -9,11 +10,12 @@
 //! from `::`), an echo request to it or to all-nodes (RFC 4443 §4.2). Solicitations and advertisements
 //! also feed the cache and DAD. Every Neighbor Discovery message needs hop limit 255
 //! ([`Drop6::HopLimit`]); the ICMPv6 checksum is verified; a fragment, a bad extension
-//! chain and everything not served yet (TCP, UDP, router advertisements, MLD) is dropped
+//! chain and everything not served yet (TCP, UDP, router solicitations, MLD) is dropped
 //! with its reason.
 
 use super::addr6::{self, LinkLocal};
 use super::neigh6::{NeighbourCache, Solicit};
+use super::slaac::{Routers, Slaac, MAX_PREFIXES};
 use super::Drop;
 use crate::wire::icmpv6::Message;
 use crate::wire::ipv6::{ChainError, HEADER_LEN as IP6_LEN};
@@ -23,6 +25,9 @@ use crate::wire::{
 };
 
 const ALL_NODES: Ipv6Address = Ipv6Address::ALL_NODES;
+const ALL_ROUTERS: Ipv6Address = Ipv6Address::ALL_ROUTERS;
+/// The link MTU a router's MTU option may not exceed (Ethernet's).
+const LINK_MTU: u32 = 1500;
 const UNSPECIFIED: Ipv6Address = Ipv6Address::UNSPECIFIED;
 /// Ethernet + IPv6 header bytes in front of an ICMPv6 message.
 pub const L2L3: usize = ethernet::HEADER_LEN + IP6_LEN;
@@ -36,7 +41,7 @@ pub enum Drop6 {
     /// A Neighbor Discovery message with a hop limit other than 255: it came from beyond
     /// the link (RFC 4861 §6.1, §7.1).
     HopLimit,
-    /// A protocol or message not served over IPv6 yet (TCP, UDP, router advertisements,
+    /// A protocol or message not served over IPv6 yet (TCP, UDP, router solicitations,
     /// MLD queries).
     Unserved,
 }
@@ -50,8 +55,10 @@ impl From<crate::wire::Error> for Drop6 {
 /// A frame to build and send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Out<'a> {
-    /// A neighbour advertisement for our address.
+    /// A neighbour advertisement for one of our addresses.
     Advert {
+        /// The address advertised (and the source).
+        target: Ipv6Address,
         /// Where to.
         dst_mac: EthernetAddress,
         /// Where to: the solicitor, or all-nodes.
@@ -61,6 +68,8 @@ pub enum Out<'a> {
     },
     /// An echo reply.
     EchoReply {
+        /// From: the address the request was sent to (ours), or our link-local one.
+        src: Ipv6Address,
         /// Where to.
         dst_mac: EthernetAddress,
         /// Where to.
@@ -81,6 +90,9 @@ pub enum Out<'a> {
         /// DAD: from `::` with this nonce.
         dad_nonce: Option<[u8; 6]>,
     },
+    /// A router solicitation (RFC 4861 §6.3.7), to all-routers from our link-local
+    /// address.
+    RouterSolicit,
 }
 
 /// What a frame or the clock made the link do.
@@ -88,13 +100,17 @@ pub enum Out<'a> {
 pub enum Step<'a> {
     /// Send this.
     Send(Out<'a>),
-    /// The address machine has news (preferred, duplicate, gave up): to tell the operator.
+    /// An address machine has news (preferred, duplicate, gave up, expired): to tell the
+    /// operator.
     Address(addr6::Event),
+    /// A router advertisement was taken (routers, prefixes, MTU).
+    Router,
     /// Taken in (the cache learned, or nothing was to be done).
     Done,
 }
 
-/// The link's IPv6 state: the link-local address, the neighbour cache.
+/// The link's IPv6 state: the link-local address, the neighbour cache, what routers
+/// advertised (global addresses, default routers).
 #[derive(Debug, Clone)]
 pub struct Link {
     mac: EthernetAddress,
@@ -102,6 +118,8 @@ pub struct Link {
     pub addr: LinkLocal,
     /// The neighbours.
     pub neigh: NeighbourCache,
+    /// Routers, prefixes and our global addresses (SLAAC).
+    pub slaac: Routers,
 }
 
 impl Link {
@@ -112,21 +130,48 @@ impl Link {
             mac,
             addr: LinkLocal::new(secret, mac, now),
             neigh: NeighbourCache::new(),
+            slaac: Routers::new(secret, mac),
         }
     }
 
-    /// The multicast MACs this link must receive (the NIC's filter): all-nodes and our
-    /// address's solicited-node group (which changes when DAD picks another address).
-    pub fn multicast_macs(&self) -> [EthernetAddress; 2] {
-        [
-            ALL_NODES.multicast_ethernet(),
-            self.addr.addr().solicited_node().multicast_ethernet(),
-        ]
+    /// The multicast MACs this link must receive (the NIC's filter): all-nodes and the
+    /// solicited-node group of each address of ours (which changes when DAD picks
+    /// another address); unused entries repeat all-nodes'.
+    pub fn multicast_macs(&self) -> [EthernetAddress; 2 + MAX_PREFIXES] {
+        let mut m = [ALL_NODES.multicast_ethernet(); 2 + MAX_PREFIXES];
+        m[1] = self.addr.addr().solicited_node().multicast_ethernet();
+        for (i, p) in self.slaac.prefixes.iter().enumerate() {
+            if let Some(p) = p {
+                m[2 + i] = p.addr.addr().solicited_node().multicast_ethernet();
+            }
+        }
+        m
+    }
+
+    /// Whether `a` is an address of ours in any phase (the link-local one, or one in an
+    /// advertised prefix), or the solicited-node group of one.
+    fn is_ours_or_group(&self, a: Ipv6Address) -> bool {
+        let mine = |x: Ipv6Address| a == x || a == x.solicited_node();
+        mine(self.addr.addr())
+            || self
+                .slaac
+                .prefixes
+                .iter()
+                .flatten()
+                .any(|p| mine(p.addr.addr()))
+    }
+
+    /// Whether `a` is an address of ours that passed DAD (answered and sent from).
+    fn is_preferred(&self, a: Ipv6Address) -> bool {
+        self.addr.preferred() == Some(a) || self.slaac.addresses().any(|x| x == a)
     }
 
     /// When [`poll`](Self::poll) next has work (`u64::MAX`: none).
     pub fn deadline(&self) -> u64 {
-        self.addr.deadline().min(self.neigh.deadline())
+        self.addr
+            .deadline()
+            .min(self.neigh.deadline())
+            .min(self.slaac.deadline())
     }
 
     /// The clock at `now`: the next thing to do, if any (call until `None`).
@@ -139,7 +184,31 @@ impl Link {
                     dad_nonce: Some(nonce),
                 }))
             }
-            Some(e) => return Some(Step::Address(e)),
+            Some(e) => {
+                if let addr6::Event::Preferred(a) = e {
+                    // Routers are asked once we can speak (RFC 4861 §6.3.7), after a delay
+                    // from the address's opaque (pseudorandom) identifier.
+                    let word = u64::from_be_bytes(a.0[8..].try_into().unwrap_or_default());
+                    self.slaac.start(now, word);
+                }
+                return Some(Step::Address(e));
+            }
+            None => {}
+        }
+        match self.slaac.poll(now) {
+            Some(Slaac::Address(addr6::Event::Probe { target, nonce })) => {
+                return Some(Step::Send(Out::Solicit {
+                    target,
+                    unicast: None,
+                    dad_nonce: Some(nonce),
+                }))
+            }
+            Some(Slaac::Address(e)) => return Some(Step::Address(e)),
+            Some(Slaac::Expired(a)) => return Some(Step::Address(addr6::Event::Expired(a))),
+            Some(Slaac::Solicit) if self.addr.preferred().is_some() => {
+                return Some(Step::Send(Out::RouterSolicit))
+            }
+            Some(Slaac::Solicit) => return Some(Step::Done),
             None => {}
         }
         let Solicit { target, unicast } = self.neigh.poll(now)?;
@@ -174,9 +243,7 @@ impl Link {
         }
         let packet = Ipv6Packet::new_checked(&frame[ethernet::HEADER_LEN..])?;
         let ip = Ipv6Repr::parse(&packet)?;
-        let ours = self.addr.addr();
-        let to_us =
-            ip.dst_addr == ours || ip.dst_addr == ALL_NODES || ip.dst_addr == ours.solicited_node();
+        let to_us = ip.dst_addr == ALL_NODES || self.is_ours_or_group(ip.dst_addr);
         if !to_us || self.addr.phase() == addr6::Phase::Failed {
             return Err(Drop6::Frame(Drop::NotForUs));
         }
@@ -209,6 +276,23 @@ impl Link {
         let src = ip.src_addr;
         let preferred = self.addr.preferred();
         match repr {
+            Icmpv6Repr::RouterAdvert {
+                router_lifetime,
+                options,
+                ..
+            } => {
+                // From a router's link-local address only (RFC 4861 §6.1.2), hop limit
+                // 255 checked above.
+                if self
+                    .slaac
+                    .advert(src, router_lifetime, &options, LINK_MTU, now)
+                    .is_err()
+                {
+                    return Err(Drop6::Frame(Drop::Malformed));
+                }
+                self.neigh.solicited_by(src, options.source_lladdr(), now);
+                Ok(Step::Router)
+            }
             Icmpv6Repr::EchoRequest {
                 ident,
                 seq_no,
@@ -219,11 +303,16 @@ impl Link {
                 // reply SHOULD be sent, from our unicast address: `ping ff02::1%dev`
                 // finds us), from a unicast source.
                 let to = ip.dst_addr;
-                let ok = preferred.is_some_and(|p| to == p || to == ALL_NODES);
-                if !ok || src.is_unspecified() {
+                let from = match preferred {
+                    Some(ll) if to == ALL_NODES => ll,
+                    _ if self.is_preferred(to) => to,
+                    _ => return Err(Drop6::Frame(Drop::NotForUs)),
+                };
+                if src.is_unspecified() {
                     return Err(Drop6::Frame(Drop::NotForUs));
                 }
                 Ok(Step::Send(Out::EchoReply {
+                    src: from,
                     dst_mac: src_mac,
                     dst: src,
                     ident,
@@ -239,12 +328,18 @@ impl Link {
                 if let Some(e) = self.addr.solicitation(target, src, nonce, now) {
                     return Ok(Step::Address(e));
                 }
-                if Some(target) != preferred {
+                if let Some(p) = self.slaac.holding(target) {
+                    if let Some(e) = p.addr.solicitation(target, src, nonce, now) {
+                        return Ok(Step::Address(e));
+                    }
+                }
+                if !self.is_preferred(target) {
                     return Err(Drop6::Frame(Drop::NotForUs));
                 }
                 if src.is_unspecified() {
                     // Someone's DAD for our address: defend it to all-nodes (§7.2.4).
                     return Ok(Step::Send(Out::Advert {
+                        target,
                         dst_mac: ALL_NODES.multicast_ethernet(),
                         dst: ALL_NODES,
                         solicited: false,
@@ -252,6 +347,7 @@ impl Link {
                 }
                 self.neigh.solicited_by(src, source_lladdr, now);
                 Ok(Step::Send(Out::Advert {
+                    target,
                     dst_mac: source_lladdr.unwrap_or(src_mac),
                     dst: src,
                     solicited: true,
@@ -267,6 +363,12 @@ impl Link {
                 if let Some(e) = self.addr.advertisement(target, now) {
                     return Ok(Step::Address(e));
                 }
+                if let Some(p) = self.slaac.holding(target) {
+                    if let Some(e) = p.addr.advertisement(target, now) {
+                        return Ok(Step::Address(e));
+                    }
+                    return Ok(Step::Done);
+                }
                 let flags = (solicited, override_, router);
                 match self.neigh.advertised(target, target_lladdr, flags, now) {
                     super::neigh6::Heard::Ignored => Err(Drop6::Frame(Drop::NotForUs)),
@@ -280,25 +382,34 @@ impl Link {
     /// Builds `out` into `buf` (a transmit slot); returns the frame's length, or `None`
     /// when it does not fit or we have no address to send from.
     pub fn write(&self, out: &Out<'_>, buf: &mut [u8]) -> Option<usize> {
-        let ours = self.addr.addr();
         let (dst_mac, src, dst, msg) = match *out {
             Out::Advert {
+                target,
                 dst_mac,
                 dst,
                 solicited,
             } => (
                 dst_mac,
-                self.addr.preferred()?,
+                self.is_preferred(target).then_some(target)?,
                 dst,
                 Icmpv6Repr::NeighborAdvert {
                     router: false,
                     solicited,
                     override_: true,
-                    target: ours,
+                    target,
                     target_lladdr: Some(self.mac),
                 },
             ),
+            Out::RouterSolicit => (
+                ALL_ROUTERS.multicast_ethernet(),
+                self.addr.preferred()?,
+                ALL_ROUTERS,
+                Icmpv6Repr::RouterSolicit {
+                    source_lladdr: Some(self.mac),
+                },
+            ),
             Out::EchoReply {
+                src,
                 dst_mac,
                 dst,
                 ident,
@@ -306,7 +417,7 @@ impl Link {
                 data,
             } => (
                 dst_mac,
-                self.addr.preferred()?,
+                self.is_preferred(src).then_some(src)?,
                 dst,
                 Icmpv6Repr::EchoReply {
                     ident,

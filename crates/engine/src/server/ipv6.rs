@@ -61,10 +61,30 @@ impl<L: Lookup<'static>> Server<L> {
         self.ipv6.as_ref().map(|l| (l.addr.addr(), l.addr.phase()))
     }
 
-    /// The last news of the address (preferred, duplicate, gave up) since the last call:
-    /// for the platform to tell the operator.
+    /// The oldest news of the addresses (preferred, duplicate, gave up, expired) not yet
+    /// taken: for the platform to tell the operator (call until `None`).
     pub fn take_ipv6_news(&mut self) -> Option<Event> {
-        self.ipv6_news.take()
+        let first = self.ipv6_news[0].take();
+        self.ipv6_news.rotate_left(1);
+        first
+    }
+
+    /// Keeps `e` for [`take_ipv6_news`](Self::take_ipv6_news); when the queue is full (the
+    /// platform does not read it) the oldest goes.
+    fn push_ipv6_news(&mut self, e: Event) {
+        let q = &mut self.ipv6_news;
+        if q[q.len() - 1].is_some() {
+            q.rotate_left(1);
+            q[q.len() - 1] = None;
+        }
+        if let Some(slot) = q.iter_mut().find(|x| x.is_none()) {
+            *slot = Some(e);
+        }
+    }
+
+    /// Our global IPv6 addresses (from router advertisements) that passed DAD.
+    pub fn ipv6_globals(&self) -> impl Iterator<Item = Ipv6Address> + '_ {
+        self.ipv6.iter().flat_map(|l| l.slaac.addresses())
     }
 
     /// When the link next has timer work (`u64::MAX`: none; 0: not started yet).
@@ -145,6 +165,7 @@ impl<L: Lookup<'static>> Server<L> {
                         Out::Advert { .. } => s.nd_advertisements += 1,
                         Out::EchoReply { .. } => s.icmp6_echo += 1,
                         Out::Solicit { .. } => s.nd_solicitations += 1,
+                        Out::RouterSolicit => s.nd_router_solicits += 1,
                     }
                 }
                 sent == Sent::Frame
@@ -153,7 +174,11 @@ impl<L: Lookup<'static>> Server<L> {
                 if matches!(e, Event::Duplicate { .. } | Event::GaveUp(_)) {
                     self.stats.nd_dad_conflicts += 1;
                 }
-                self.ipv6_news = Some(e);
+                self.push_ipv6_news(e);
+                false
+            }
+            Step::Router => {
+                self.stats.nd_router_adverts += 1;
                 false
             }
             Step::Done => false,

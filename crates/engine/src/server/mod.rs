@@ -226,8 +226,8 @@ pub struct Server<L: Lookup<'static>> {
     address_changed: bool,
     /// IPv6 on the link, once started (`ipv6.rs`).
     ipv6: Option<Box<crate::iface::ipv6::Link>>,
-    /// The link-local address's last news ([`Server::take_ipv6_news`]).
-    ipv6_news: Option<crate::iface::addr6::Event>,
+    /// The addresses' news not yet taken, oldest first ([`Server::take_ipv6_news`]).
+    ipv6_news: [Option<crate::iface::addr6::Event>; 4],
     /// The last [`RESET_MEMORY`] connections reset while still at our initial sequence
     /// number: (peer, SND.NXT: the ACK that would return their cookie), oldest overwritten.
     reset: [(Peer, u32); RESET_MEMORY],
@@ -333,7 +333,7 @@ impl<L: Lookup<'static>> Server<L> {
             dhcp_seen: cfg.dhcp.map_or(0, |d| d.generation().wrapping_sub(1)),
             address_changed: false,
             ipv6: None,
-            ipv6_news: None,
+            ipv6_news: [None; 4],
             reset: [(Peer::default(), 0); RESET_MEMORY],
             reset_next: 0,
             tls_sides: Vec::with_capacity(if cfg.tls.is_some() { n } else { 0 }),

@@ -354,7 +354,7 @@ fn what_is_not_served_yet_is_dropped_by_reason() {
     assert_eq!(l.receive(&f, t), Err(Drop6::Frame(Drop::Fragment)));
     // Truncated below the IPv6 header.
     assert_eq!(l.receive(&f[..40], t), Err(Drop6::Frame(Drop::Truncated)));
-    // A router solicitation (hop limit right): not served.
+    // A router solicitation (hop limit right): a host does not answer them.
     let rs = Icmpv6Repr::RouterSolicit {
         source_lladdr: Some(PEER_MAC),
     };
@@ -435,4 +435,121 @@ fn without_an_address_the_cache_timers_still_run_out() {
     }
     assert_eq!(l.neigh.state(peer()), None);
     assert_eq!(l.deadline(), u64::MAX);
+}
+
+/// A router advertisement from `src` with a Prefix Information option (L and A) for
+/// `prefix`/64, its source link-layer address, router lifetime 1800 s.
+fn ra_frame(src: Ipv6Address, prefix: &str, opts: &mut std::vec::Vec<u8>) -> std::vec::Vec<u8> {
+    let p: Ipv6Address = prefix.parse().unwrap();
+    opts.extend_from_slice(&[1, 1]);
+    opts.extend_from_slice(&PEER_MAC.0);
+    opts.extend_from_slice(&[3, 4, 64, 0xc0]);
+    opts.extend_from_slice(&86400u32.to_be_bytes());
+    opts.extend_from_slice(&14400u32.to_be_bytes());
+    opts.extend_from_slice(&[0; 4]);
+    opts.extend_from_slice(&p.0);
+    let ra = Icmpv6Repr::RouterAdvert {
+        hop_limit: 64,
+        managed: false,
+        other: false,
+        router_lifetime: 1800,
+        reachable_time: 0,
+        retrans_timer: 0,
+        options: crate::wire::icmpv6::NdiscOptions::parse(opts).unwrap(),
+    };
+    frame(
+        ALL_NODES.multicast_ethernet(),
+        src,
+        ALL_NODES,
+        255,
+        &ra,
+        false,
+    )
+}
+
+/// SLAAC on the link: a router advertisement's prefix gives a global address, probed
+/// from `::` to its own solicited-node group, then answered for (neighbour solicitations
+/// with it as the target and source, echo from it); the router is a neighbour (its MAC
+/// learned) and the default router. An advertisement from a global source is dropped.
+#[test]
+fn a_router_advertisement_gives_a_global_address_answered_after_dad() {
+    let (mut l, t) = preferred_link();
+    let router: Ipv6Address = "fe80::1".parse().unwrap();
+    let f = ra_frame(router, "2001:db8:5::", &mut std::vec::Vec::new());
+    assert_eq!(l.receive(&f, t), Ok(Step::Router));
+    assert_eq!(l.slaac.default_router(), Some(router));
+    assert_eq!(l.neigh.state(router).map(|s| s.1), Some(PEER_MAC));
+    let g = l.slaac.prefixes[0].as_ref().unwrap().addr.addr();
+    assert_eq!(&g.0[..6], &[0x20, 0x01, 0x0d, 0xb8, 0, 5]);
+    // Tentative: a solicitation for it gets nothing yet; DAD's probe goes.
+    let f = frame(MAC, peer(), g, 255, &ns(g), false);
+    assert_eq!(l.receive(&f, t), Err(Drop6::Frame(Drop::NotForUs)));
+    let mut buf = [0u8; 256];
+    let mut now;
+    let probe = loop {
+        now = l.deadline();
+        match l.poll(now) {
+            Some(Step::Send(o @ Out::Solicit { .. })) => break o,
+            Some(_) => continue,
+            None => panic!("no probe"),
+        }
+    };
+    let n = l.write(&probe, &mut buf).unwrap();
+    let (eth_dst, src, dst, _, m) = parse(&buf[..n]);
+    assert_eq!(
+        (eth_dst, src, dst),
+        (
+            g.solicited_node().multicast_ethernet(),
+            UNSPECIFIED,
+            g.solicited_node()
+        )
+    );
+    assert!(matches!(m, Icmpv6Repr::NeighborSolicit { target, nonce: Some(_), .. } if target == g));
+    let mut news = None;
+    while let Some(s) = l.poll(now + RETRANS_NS) {
+        if let Step::Address(e) = s {
+            news = Some(e);
+        }
+    }
+    assert_eq!(news, Some(Event::Preferred(g)));
+    let now = now + RETRANS_NS;
+    // Its solicited-node group's MAC is on the filter; a solicitation is answered.
+    assert!(l
+        .multicast_macs()
+        .contains(&g.solicited_node().multicast_ethernet()));
+    let f = frame(
+        g.solicited_node().multicast_ethernet(),
+        peer(),
+        g.solicited_node(),
+        255,
+        &ns(g),
+        false,
+    );
+    let Ok(Step::Send(out)) = l.receive(&f, now) else {
+        panic!()
+    };
+    let n = l.write(&out, &mut buf).unwrap();
+    let (_, src, dst, _, m) = parse(&buf[..n]);
+    assert_eq!((src, dst), (g, peer()));
+    assert!(matches!(m, Icmpv6Repr::NeighborAdvert { target, solicited: true, .. } if target == g));
+    // Echo to it: from it.
+    let req = Icmpv6Repr::EchoRequest {
+        ident: 1,
+        seq_no: 2,
+        data: &[5; 8],
+    };
+    let f = frame(MAC, "2001:db8:9::1".parse().unwrap(), g, 64, &req, false);
+    let Ok(Step::Send(out)) = l.receive(&f, now) else {
+        panic!()
+    };
+    let n = l.write(&out, &mut buf).unwrap();
+    assert_eq!(parse(&buf[..n]).1, g);
+    // A router advertisement from a global source: not a router's.
+    let f = ra_frame(
+        "2001:db8::1".parse().unwrap(),
+        "2001:db8:6::",
+        &mut std::vec::Vec::new(),
+    );
+    assert_eq!(l.receive(&f, now), Err(Drop6::Frame(Drop::Malformed)));
+    assert_eq!(l.slaac.prefixes.iter().flatten().count(), 1);
 }

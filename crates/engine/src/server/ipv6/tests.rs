@@ -57,6 +57,21 @@ fn started(s: &mut Server<Nothing>, nic: &mut FakeNic) -> (Ipv6Address, u64) {
     let (addr, phase) = s.ipv6_address().unwrap();
     assert_eq!(phase, Phase::Preferred);
     assert_eq!(s.take_ipv6_news(), Some(Event::Preferred(addr)));
+    // Once the address is ours, routers are asked (within a second): from it, to
+    // all-routers, with our MAC.
+    let (rs, probes): (Vec<_>, Vec<_>) = probes
+        .into_iter()
+        .partition(|f| matches!(parse(f).4, Icmpv6Repr::RouterSolicit { .. }));
+    assert_eq!(rs.len(), 1, "one router solicitation so far");
+    let (_, src, dst, _, m) = parse(&rs[0]);
+    assert_eq!((src, dst), (addr, Ipv6Address::ALL_ROUTERS));
+    assert_eq!(
+        m,
+        Icmpv6Repr::RouterSolicit {
+            source_lladdr: Some(MAC)
+        }
+    );
+    assert_eq!(s.stats().nd_router_solicits, 1);
     assert_eq!(probes.len(), 1, "DupAddrDetectTransmits = 1");
     let (_, src, _, _, m) = parse(&probes[0]);
     assert_eq!(src, Ipv6Address::UNSPECIFIED);
