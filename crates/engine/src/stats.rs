@@ -177,9 +177,9 @@ counters! {
     /// TLS bytes queued on connections (handshakes, records, alerts).
     tls_bytes_out,
     /// Records sealed whole into the core's one-record buffer for a segment, which then
-    /// copies its part: ChaCha20-Poly1305, a CPU without AES-NI, or a record whose tag a
-    /// segment wanted before the ciphertext before it was sent in order. Else (AES-GCM on
-    /// AES-NI) each segment's part of a record is sealed straight into its frame.
+    /// copies its part: AES-GCM on a CPU without AES-NI, or a record whose tag a segment
+    /// wanted before the ciphertext before it was sent in order. Else each segment's part
+    /// of a record is sealed straight into its frame.
     tls_sealed_whole,
     /// Connections a drain closed: a response sent with `Connection: close` because of it,
     /// or kept alive and idle when its grace ended.

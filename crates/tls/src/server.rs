@@ -33,7 +33,7 @@ use crate::provider::{self, sign::EcdsaKey, sign::KeyError};
 use crate::ticket::Ticketer;
 
 mod records;
-pub use crate::provider::aead::Ghash;
+pub use crate::provider::aead::RangeMac;
 pub use records::{
     open_record, seal_record, seal_record_range, Reserved, CT_ALERT, CT_APP_DATA, CT_HANDSHAKE,
 };
@@ -612,7 +612,7 @@ impl TlsConn {
     }
 
     /// Seals bytes `from..from + out.len()` of reserved record `r` (plaintext `parts`
-    /// joined) into `out`, alone, carrying its GHASH in `ghash` and its tag in `tag` from
+    /// joined) into `out`, alone, carrying its MAC in `mac` and its tag in `tag` from
     /// one range to the next ([`seal_record_range`]); `Err(SealError::Whole)` when this
     /// range needs the whole record sealed ([`TlsConn::seal_reserved`]).
     pub fn seal_reserved_range(
@@ -621,11 +621,11 @@ impl TlsConn {
         parts: &[&[u8]],
         from: usize,
         out: &mut [u8],
-        ghash: &mut Option<Ghash>,
+        mac: &mut Option<RangeMac>,
         tag: &mut Option<[u8; 16]>,
     ) -> Result<(), SealError> {
         match self.records.as_ref() {
-            Some(rec) => rec.seal_reserved_range(r, parts, from, out, ghash, tag),
+            Some(rec) => rec.seal_reserved_range(r, parts, from, out, mac, tag),
             None => Err(SealError::NotReady),
         }
     }

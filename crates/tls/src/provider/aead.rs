@@ -463,18 +463,76 @@ const _: () = {
     assert!(<<ChaCha20Poly1305 as AeadCore>::NonceSize as Unsigned>::USIZE == NONCE_LEN);
 };
 
-/// A GHASH under way, for sealing a record in ranges ([`RecordKey::ghash_start`]).
-#[cfg(target_arch = "x86_64")]
-pub use super::aesni::Ghash;
-/// A GHASH under way: none is ever made without the AES-GCM assembly.
-#[cfg(not(target_arch = "x86_64"))]
-pub enum Ghash {}
+/// The MAC of a record sealed in ranges, under way ([`RecordKey::mac_start`]): GCM's GHASH
+/// on the assembly, or ChaCha20-Poly1305's Poly1305. The caller keeps it from one range to
+/// the next and gives it the ciphertext in order.
+// Inline, not boxed: one per connection, made per record; a box would allocate per record.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone)]
+pub enum RangeMac {
+    /// AES-GCM's GHASH (the assembly).
+    #[cfg(target_arch = "x86_64")]
+    Gcm(super::aesni::Ghash),
+    /// ChaCha20-Poly1305's Poly1305 (RFC 8439 §2.8).
+    Poly(PolyMac),
+}
 
-#[cfg(not(target_arch = "x86_64"))]
-impl Ghash {
+impl RangeMac {
     /// Ciphertext bytes absorbed so far.
     pub fn absorbed(&self) -> u64 {
-        match *self {}
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            RangeMac::Gcm(g) => g.absorbed(),
+            RangeMac::Poly(p) => p.len,
+        }
+    }
+}
+
+/// Poly1305 over a ChaCha20-Poly1305 message given in pieces: the AAD padded, then the
+/// ciphertext in 16-byte blocks (a partial block waits here for the rest), then at the
+/// end the last block padded and the lengths (RFC 8439 §2.8).
+#[derive(Clone)]
+pub struct PolyMac {
+    mac: poly1305::Poly1305,
+    pend: [u8; 16],
+    pend_len: usize,
+    aad_len: u64,
+    len: u64,
+}
+
+impl PolyMac {
+    fn update(&mut self, mut data: &[u8]) {
+        use poly1305::universal_hash::UniversalHash;
+        self.len += data.len() as u64;
+        if self.pend_len > 0 {
+            let n = (16 - self.pend_len).min(data.len());
+            self.pend[self.pend_len..self.pend_len + n].copy_from_slice(&data[..n]);
+            self.pend_len += n;
+            data = &data[n..];
+            if self.pend_len < 16 {
+                return;
+            }
+            self.mac.update_padded(&self.pend);
+            self.pend_len = 0;
+        }
+        let whole = data.len() / 16 * 16;
+        // Whole blocks: padding adds nothing.
+        self.mac.update_padded(&data[..whole]);
+        let tail = &data[whole..];
+        self.pend[..tail.len()].copy_from_slice(tail);
+        self.pend_len = tail.len();
+    }
+
+    fn finish(mut self) -> [u8; TAG_LEN] {
+        use poly1305::universal_hash::UniversalHash;
+        self.mac.update_padded(&self.pend[..self.pend_len]);
+        let mut lens = [0u8; 16];
+        lens[..8].copy_from_slice(&self.aad_len.to_le_bytes());
+        lens[8..].copy_from_slice(&self.len.to_le_bytes());
+        self.mac.update_padded(&lens);
+        let mut t = [0u8; TAG_LEN];
+        t.copy_from_slice(&self.mac.finalize());
+        t
     }
 }
 
@@ -493,7 +551,58 @@ pub struct RecordKey {
 enum Sealer {
     #[cfg(target_arch = "x86_64")]
     Ni(Box<super::aesni::AesGcm>),
+    /// ChaCha20-Poly1305 by its two halves (the key, wiped on drop): seals from parts
+    /// and in ranges.
+    ChaCha(Box<ChaChaKey>),
     Any(Box<dyn DynAead>),
+}
+
+/// A ChaCha20-Poly1305 key, wiped on drop.
+struct ChaChaKey([u8; 32]);
+
+impl Drop for ChaChaKey {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.0);
+    }
+}
+
+impl ChaChaKey {
+    fn cipher(&self) -> ChaCha20Poly1305 {
+        ChaCha20Poly1305::new(GenericArray::from_slice(&self.0))
+    }
+
+    /// The keystream from byte `at` of the message (block 1 on: block 0 makes the
+    /// Poly1305 key, RFC 8439 §2.8).
+    fn stream(&self, nonce: &[u8; NONCE_LEN], at: usize) -> chacha20::ChaCha20 {
+        use chacha20::cipher::{KeyIvInit, StreamCipherSeek};
+        let mut c = chacha20::ChaCha20::new(
+            GenericArray::from_slice(&self.0),
+            GenericArray::from_slice(nonce),
+        );
+        c.seek(64 + at as u64);
+        c
+    }
+
+    fn mac_start(&self, nonce: &[u8; NONCE_LEN], aad: &[u8]) -> PolyMac {
+        use chacha20::cipher::{KeyIvInit, StreamCipher};
+        use poly1305::universal_hash::{KeyInit as _, UniversalHash};
+        let mut k = [0u8; 32];
+        chacha20::ChaCha20::new(
+            GenericArray::from_slice(&self.0),
+            GenericArray::from_slice(nonce),
+        )
+        .apply_keystream(&mut k);
+        let mut mac = poly1305::Poly1305::new(GenericArray::from_slice(&k));
+        zeroize::Zeroize::zeroize(&mut k);
+        mac.update_padded(aad);
+        PolyMac {
+            mac,
+            pend: [0; 16],
+            pend_len: 0,
+            aad_len: aad.len() as u64,
+            len: 0,
+        }
+    }
 }
 
 impl core::fmt::Debug for RecordKey {
@@ -528,6 +637,14 @@ impl RecordKey {
                     alg,
                 });
             }
+        }
+        if alg == Alg::ChaCha20Poly1305 {
+            let k = <[u8; 32]>::try_from(alg.key_of(key)).ok()?;
+            return Some(Self {
+                aead: Sealer::ChaCha(Box::new(ChaChaKey(k))),
+                iv: <[u8; NONCE_LEN]>::try_from(iv.as_ref()).ok()?,
+                alg,
+            });
         }
         let aead = Sealer::Any(with_cipher!(alg, alg.key_of(key), make)?);
         Some(Self {
@@ -566,6 +683,7 @@ impl RecordKey {
         match &self.aead {
             #[cfg(target_arch = "x86_64")]
             Sealer::Ni(k) => k.seal(nonce, aad, data).ok(),
+            Sealer::ChaCha(k) => k.cipher().seal(nonce, aad, data),
             Sealer::Any(a) => a.seal(nonce, aad, data),
         }
     }
@@ -583,6 +701,16 @@ impl RecordKey {
         match &self.aead {
             #[cfg(target_arch = "x86_64")]
             Sealer::Ni(k) => k.seal_parts(nonce, aad, parts, dst).ok(),
+            Sealer::ChaCha(_) => {
+                let total: usize = parts.iter().map(|p| p.len()).sum();
+                if total != dst.len() {
+                    return None;
+                }
+                self.ctr_at(nonce, parts, 0, dst)?;
+                let mut m = self.mac_start(nonce, aad)?;
+                self.mac_update(&mut m, dst);
+                self.mac_finish(nonce, m)
+            }
             Sealer::Any(a) => {
                 let mut at = 0;
                 for p in parts {
@@ -598,9 +726,10 @@ impl RecordKey {
     }
 
     /// Encrypts bytes `at..at + dst.len()` of the message `parts` joined under `nonce` into
-    /// `dst`, alone (a segment of a record, in any order); `None` when this key's cipher
-    /// cannot (only the AES-GCM assembly can: [`aesni::AesGcm::ctr_at`]) or the parts are
-    /// too short.
+    /// `dst`, alone (a segment of a record, in any order): AES-GCM's counter (the
+    /// assembly, [`aesni::AesGcm::ctr_at`]) or ChaCha20's keystream from that byte, each
+    /// part read where it lies; `None` when the cipher is the `aes-gcm` crate's (a CPU
+    /// without AES-NI) or the parts are too short.
     ///
     /// [`aesni::AesGcm::ctr_at`]: super::aesni::AesGcm::ctr_at
     pub fn ctr_at(
@@ -613,35 +742,62 @@ impl RecordKey {
         match &self.aead {
             #[cfg(target_arch = "x86_64")]
             Sealer::Ni(k) => k.ctr_at(nonce, parts, at, dst).ok(),
+            Sealer::ChaCha(k) => {
+                use chacha20::cipher::StreamCipher;
+                // RFC 8439's 32-bit block counter: at most 256 GiB of keystream.
+                if (at as u64).checked_add(dst.len() as u64)? > (1u64 << 38) - 64 {
+                    return None;
+                }
+                let mut c = k.stream(nonce, at);
+                let (mut skip, mut w) = (at, 0);
+                for part in parts {
+                    if w == dst.len() {
+                        break;
+                    }
+                    if skip >= part.len() {
+                        skip -= part.len();
+                        continue;
+                    }
+                    let part = &part[skip..part.len().min(skip + dst.len() - w)];
+                    skip = 0;
+                    c.apply_keystream_b2b(part, &mut dst[w..w + part.len()])
+                        .ok()?;
+                    w += part.len();
+                }
+                (w == dst.len()).then_some(())
+            }
             Sealer::Any(_) => None,
         }
     }
 
-    /// A GHASH over `aad` to give a message's ciphertext to in pieces, where the cipher
+    /// A MAC over `aad` to give a message's ciphertext to in pieces, where the cipher
     /// seals in ranges ([`RecordKey::ctr_at`]); `None` otherwise.
-    pub fn ghash_start(&self, aad: &[u8]) -> Option<Ghash> {
+    pub fn mac_start(&self, nonce: &[u8; NONCE_LEN], aad: &[u8]) -> Option<RangeMac> {
         match &self.aead {
             #[cfg(target_arch = "x86_64")]
-            Sealer::Ni(k) => Some(k.ghash_start(aad)),
+            Sealer::Ni(k) => Some(RangeMac::Gcm(k.ghash_start(aad))),
+            Sealer::ChaCha(k) => Some(RangeMac::Poly(k.mac_start(nonce, aad))),
             Sealer::Any(_) => None,
         }
     }
 
-    /// Absorbs the next bytes of the ciphertext into `g` (made by this key).
-    pub fn ghash_update(&self, g: &mut Ghash, data: &[u8]) {
-        match &self.aead {
+    /// Absorbs the next bytes of the ciphertext into `m` (made by this key).
+    pub fn mac_update(&self, m: &mut RangeMac, data: &[u8]) {
+        match (&self.aead, m) {
             #[cfg(target_arch = "x86_64")]
-            Sealer::Ni(k) => k.ghash_update(g, data),
-            Sealer::Any(_) => {}
+            (Sealer::Ni(k), RangeMac::Gcm(g)) => k.ghash_update(g, data),
+            (Sealer::ChaCha(_), RangeMac::Poly(p)) => p.update(data),
+            _ => {}
         }
     }
 
-    /// The tag of the message sealed under `nonce` whose whole ciphertext `g` absorbed.
-    pub fn ghash_finish(&self, nonce: &[u8; NONCE_LEN], g: Ghash) -> Option<[u8; TAG_LEN]> {
-        match &self.aead {
+    /// The tag of the message sealed under `nonce` whose whole ciphertext `m` absorbed.
+    pub fn mac_finish(&self, nonce: &[u8; NONCE_LEN], m: RangeMac) -> Option<[u8; TAG_LEN]> {
+        match (&self.aead, m) {
             #[cfg(target_arch = "x86_64")]
-            Sealer::Ni(k) => Some(k.ghash_finish(nonce, g)),
-            Sealer::Any(_) => None,
+            (Sealer::Ni(k), RangeMac::Gcm(g)) => Some(k.ghash_finish(nonce, g)),
+            (Sealer::ChaCha(_), RangeMac::Poly(p)) => Some(p.finish()),
+            _ => None,
         }
     }
 
@@ -654,6 +810,7 @@ impl RecordKey {
         match &self.aead {
             #[cfg(target_arch = "x86_64")]
             Sealer::Ni(k) => k.open(nonce, aad, data, tag).is_ok(),
+            Sealer::ChaCha(k) => k.cipher().open(nonce, aad, data, tag),
             Sealer::Any(a) => a.open(nonce, aad, data, tag),
         }
     }

@@ -353,3 +353,83 @@ fn ranges_sealed_alone_match_the_whole_and_the_tag_comes_from_pieces() {
         }
     }
 }
+
+/// ChaCha20-Poly1305 sealed from parts and in ranges (ChaCha20's keystream from any byte,
+/// Poly1305 given the ciphertext in pieces): RFC 8439 §2.8.2's AEAD vector byte for byte,
+/// then the `chacha20poly1305` crate's output for every length to 300 and record sizes,
+/// with ranges cut anywhere.
+#[test]
+fn chacha20_poly1305_from_parts_and_in_ranges_matches_rfc8439_and_the_crate() {
+    use super::aead::RecordKey;
+    use chacha20poly1305::ChaCha20Poly1305;
+    let key_of = |k: &[u8]| {
+        RecordKey::new(&rustls::ConnectionTrafficSecrets::Chacha20Poly1305 {
+            key: rustls::crypto::cipher::AeadKey::from(<[u8; 32]>::try_from(k).unwrap()),
+            iv: rustls::crypto::cipher::Iv::new([0; 12]),
+        })
+        .unwrap()
+    };
+    let key: Vec<u8> = (0x80..=0x9f).collect();
+    let rk = key_of(&key);
+    let nonce: [u8; 12] = hex("070000004041424344454647").try_into().unwrap();
+    let aad = hex("50515253c0c1c2c3c4c5c6c7");
+    let plain = b"Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it.";
+    let want_ct = hex(
+        "d31a8d34648e60db7b86afbc53ef7ec2a4aded51296e08fea9e2b5a736ee62d6\
+         3dbea45e8ca9671282fafb69da92728b1a71de0a9e060b2905d6a5b67ecd3b36\
+         92ddbd7f2d778b8c9803aee328091b58fab324e4fad675945585808b4831d7bc\
+         3ff4def08e4b7a9de576d26586cec64b6116",
+    );
+    let want_tag = hex("1ae10b594f09e26a7e902ecbd0600691");
+    let mut ct = vec![0u8; plain.len()];
+    let tag = rk
+        .seal_parts(
+            &nonce,
+            &aad,
+            &[&plain[..7], &plain[7..50], &plain[50..]],
+            &mut ct,
+        )
+        .unwrap();
+    assert_eq!(ct, want_ct);
+    assert_eq!(tag[..], want_tag[..]);
+    let mut back = ct.clone();
+    assert!(rk.open(&nonce, &aad, &mut back, &tag));
+    assert_eq!(&back[..], &plain[..]);
+
+    let mut rng = Rng(0xc4a);
+    for len in (0..=300).chain([1024, 4133, 16385]) {
+        let key = rng.bytes(32);
+        let rk = key_of(&key);
+        let nonce: [u8; 12] = rng.bytes(12).try_into().unwrap();
+        let aad_len = (rng.next() % 14) as usize;
+        let aad = rng.bytes(aad_len);
+        let plain = rng.bytes(len);
+        let mut want = plain.clone();
+        let want_tag = ChaCha20Poly1305::new_from_slice(&key)
+            .unwrap()
+            .encrypt_in_place_detached((&nonce).into(), &aad, &mut want)
+            .unwrap();
+        let cut = (rng.next() as usize) % (len + 1);
+        let parts = [&plain[..cut], &plain[cut..]];
+        // Ranges cut at random, made last first, each alone.
+        let mut cuts: Vec<usize> = (0..4).map(|_| (rng.next() as usize) % (len + 1)).collect();
+        cuts.extend([0, len]);
+        cuts.sort_unstable();
+        let mut got = vec![0u8; len];
+        for w in cuts.windows(2).rev() {
+            rk.ctr_at(&nonce, &parts, w[0], &mut got[w[0]..w[1]])
+                .unwrap();
+        }
+        assert_eq!(got, want, "len {len}");
+        let mut m = rk.mac_start(&nonce, &aad).unwrap();
+        for w in cuts.windows(2) {
+            rk.mac_update(&mut m, &got[w[0]..w[1]]);
+        }
+        assert_eq!(m.absorbed(), len as u64);
+        assert_eq!(
+            rk.mac_finish(&nonce, m).unwrap()[..],
+            want_tag[..],
+            "len {len}"
+        );
+    }
+}

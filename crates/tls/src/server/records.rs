@@ -38,7 +38,7 @@ use rustls::server::ServerConnectionData;
 use rustls::{AlertDescription, ContentType, Error, ExtractedSecrets, PeerMisbehaved};
 
 use super::{SealError, MAX_RECORD_PLAINTEXT, RECORD_OVERHEAD};
-use crate::provider::aead::{Alg, Ghash, RecordKey, GCM_EXPLICIT_NONCE_LEN, TAG_LEN};
+use crate::provider::aead::{Alg, RangeMac, RecordKey, GCM_EXPLICIT_NONCE_LEN, TAG_LEN};
 
 /// AES-GCM records sealed under one key before TLS 1.3 updates it (TLS 1.2 stops).
 pub(super) const SEQ_LIMIT: u64 = 1 << 24;
@@ -226,7 +226,7 @@ impl Records {
         parts: &[&[u8]],
         from: usize,
         out: &mut [u8],
-        ghash: &mut Option<Ghash>,
+        mac: &mut Option<RangeMac>,
         tag: &mut Option<[u8; TAG_LEN]>,
     ) -> Result<(), SealError> {
         let key = self.tx_key(r.epoch).ok_or(SealError::Exhausted)?;
@@ -238,7 +238,7 @@ impl Records {
             parts,
             from,
             out,
-            ghash,
+            mac,
             tag,
         )
     }
@@ -583,13 +583,14 @@ pub fn seal_record(
 /// encrypted straight into the frame that carries it, and a segment sent again costs its
 /// own bytes, not the record's.
 ///
-/// The header and explicit nonce are written as they are; the ciphertext by AES-GCM's
-/// counter at the range's offset. The tag needs the whole ciphertext: `ghash` carries its
-/// GHASH from one range to the next (started by the range holding the first ciphertext
-/// byte, advanced by each range that continues where it stopped), and when a range reaches
-/// the tag with all of the ciphertext absorbed the tag is made, put in `tag` for later
-/// ranges (a retransmission) and `ghash` is cleared. `Err(SealError::Whole)` when this
-/// range cannot be made alone: the cipher is not the AES-GCM assembly, more than three
+/// The header and explicit nonce are written as they are; the ciphertext by the cipher's
+/// keystream from the range's offset (AES-GCM's counter, ChaCha20's block and byte). The
+/// tag needs the whole ciphertext: `mac` carries its MAC (GHASH, Poly1305) from one range
+/// to the next (started by the range holding the first ciphertext byte, advanced by each
+/// range that continues where it stopped), and when a range reaches the tag with all of
+/// the ciphertext absorbed the tag is made, put in `tag` for later ranges (a
+/// retransmission) and `mac` is cleared. `Err(SealError::Whole)` when this range cannot
+/// be made alone: AES-GCM without the assembly (a CPU without AES-NI), more than three
 /// parts, or the tag is wanted before it is known; [`seal_record`] of the whole record
 /// then gives the bytes (and the tag, its last [`TAG_LEN`]).
 #[allow(clippy::too_many_arguments)]
@@ -601,7 +602,7 @@ pub fn seal_record_range(
     parts: &[&[u8]],
     from: usize,
     out: &mut [u8],
-    ghash: &mut Option<Ghash>,
+    mac: &mut Option<RangeMac>,
     tag: &mut Option<[u8; TAG_LEN]>,
 ) -> Result<(), SealError> {
     let plen: usize = parts.iter().map(|p| p.len()).sum();
@@ -644,29 +645,29 @@ pub fn seal_record_range(
         key.ctr_at(&nonce, &all[..n], a - c0, dst)
             .ok_or(SealError::Whole)?;
         if tag.is_none() {
-            if ghash.is_none() && a == c0 {
-                *ghash = if tls13 {
-                    key.ghash_start(&head)
+            if mac.is_none() && a == c0 {
+                *mac = if tls13 {
+                    key.mac_start(&nonce, &head)
                 } else {
-                    key.ghash_start(&tls12_aad(seq, typ, plen))
+                    key.mac_start(&nonce, &tls12_aad(seq, typ, plen))
                 };
             }
-            if let Some(g) = ghash.as_mut() {
+            if let Some(g) = mac.as_mut() {
                 let done = (c0 as u64 + g.absorbed()) as usize;
                 if (a..b).contains(&done) {
-                    key.ghash_update(g, &dst[done - a..]);
+                    key.mac_update(g, &dst[done - a..]);
                 }
             }
         }
     }
     if to > c1 {
         if tag.is_none() {
-            match ghash.take() {
+            match mac.take() {
                 Some(g) if c0 as u64 + g.absorbed() == c1 as u64 => {
-                    *tag = key.ghash_finish(&nonce, g);
+                    *tag = key.mac_finish(&nonce, g);
                 }
                 g => {
-                    *ghash = g;
+                    *mac = g;
                     return Err(SealError::Whole);
                 }
             }

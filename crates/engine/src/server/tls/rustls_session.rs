@@ -7,7 +7,7 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use bareweb_tls::server::{Ghash, Reserved};
+use bareweb_tls::server::{RangeMac, Reserved};
 use bareweb_tls::{ServerSlot, TlsConn, TlsServer};
 
 use super::{Record, TlsAcceptor, TlsFailed, TlsProgress, TlsSession};
@@ -35,10 +35,10 @@ impl TlsAcceptor for Renewable {
     }
 }
 
-/// One connection's `TlsConn`, and the GHASH of the record its ranges are being sealed
-/// from (the record's sequence number and key epoch with it): records are sent in order,
+/// One connection's `TlsConn`, and the MAC (GHASH, Poly1305) of the record its ranges
+/// are being sealed from (the record's sequence number and key epoch with it): records are sent in order,
 /// so one at a time.
-struct Session(TlsConn, Option<(u64, u32, Ghash)>);
+struct Session(TlsConn, Option<(u64, u32, RangeMac)>);
 
 /// The library's name for a reserved record.
 fn reserved(r: &Record) -> Reserved {
@@ -86,8 +86,8 @@ impl TlsSession for Session {
         out: &mut [u8],
         tag: &mut Option<[u8; 16]>,
     ) -> bool {
-        // The GHASH under way, if it is this record's. A range of another record (sent
-        // again) leaves it be, unless that range starts a GHASH of its own: then the
+        // The MAC under way, if it is this record's. A range of another record (sent
+        // again) leaves it be, unless that range starts a MAC of its own: then the
         // record left behind gets its tag by being sealed whole.
         let mine = matches!(&self.1, Some((s, e, _)) if (*s, *e) == (r.seq, r.epoch));
         let mut ghash = if mine {
