@@ -689,8 +689,9 @@ impl RecordKey {
     }
 
     /// Encrypts the concatenation of `parts` into `dst` (as long as they are) under
-    /// `nonce` and `aad`; the tag. The assembly reads each part where it lies; the other
-    /// ciphers copy the parts into `dst` and encrypt there.
+    /// `nonce` and `aad`; the tag. The AES-GCM assembly and ChaCha20-Poly1305 read each
+    /// part where it lies; the `aes-gcm` crate (a CPU without AES-NI) has the parts copied
+    /// into `dst` and encrypts there.
     pub fn seal_parts(
         &self,
         nonce: &[u8; NONCE_LEN],
