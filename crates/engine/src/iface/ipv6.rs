@@ -195,6 +195,11 @@ impl Link {
             }
             None => {}
         }
+        if self.addr.phase() == addr6::Phase::Failed {
+            // IPv6 is off on this link (RFC 4862 §5.4.5): nothing is heard, so no global
+            // address may pass DAD unheard.
+            self.slaac.clear();
+        }
         match self.slaac.poll(now) {
             Some(Slaac::Address(addr6::Event::Probe { target, nonce })) => {
                 return Some(Step::Send(Out::Solicit {

@@ -16,7 +16,9 @@
 //! valid lifetime above two hours or above what is left is taken; else what is left, when
 //! two hours or less, stays (a forged advertisement cannot cut an address's life short);
 //! else it becomes two hours. When the preferred lifetime ends the address is deprecated
-//! (still answered, RFC 4862 §5.5.4); when the valid lifetime ends it is gone. At most
+//! (still answered, RFC 4862 §5.5.4: nothing originates from a global address yet); when
+//! the valid lifetime ends it is gone. A prefix whose address gave up DAD (every
+//! identifier in use) is freed, and its next advertisement tries again. At most
 //! [`MAX_PREFIXES`] prefixes are held and [`MAX_ROUTERS`] routers: what comes beyond is
 //! counted and dropped, so a flood of advertisements cannot grow memory.
 //!
@@ -51,7 +53,8 @@ pub struct Prefix {
     pub addr: LinkLocal,
     /// When the address stops being valid (ns; `u64::MAX`: never).
     pub valid_until: u64,
-    /// When it stops being preferred (deprecated after).
+    /// When it stops being preferred: deprecated after (RFC 4862 §5.5.4), still answered;
+    /// kept for choosing a source address once the server originates from global ones.
     pub preferred_until: u64,
 }
 
@@ -129,6 +132,15 @@ impl Routers {
         if !self.heard && self.solicited == 0 {
             self.solicit_at = now + delay % MAX_DELAY_NS;
         }
+    }
+
+    /// Forgets every router and prefix and stops soliciting: the link-local address gave up
+    /// (IPv6 is off on this link, RFC 4862 §5.4.5).
+    pub fn clear(&mut self) {
+        self.prefixes = Default::default();
+        self.routers = [None; MAX_ROUTERS];
+        self.mtu = None;
+        self.solicit_at = u64::MAX;
     }
 
     /// The default router, if any: the first whose lifetime runs.
@@ -291,6 +303,12 @@ impl Routers {
                 if used {
                     return Some(Slaac::Expired(a));
                 }
+                continue;
+            }
+            if p.addr.phase() == Phase::Failed {
+                // Every identifier tried was in use (its GaveUp already told): the slot is
+                // freed, and the prefix's next advertisement tries again.
+                *slot = None;
                 continue;
             }
             if let Some(e) = p.addr.poll(now) {

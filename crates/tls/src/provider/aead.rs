@@ -745,8 +745,10 @@ impl RecordKey {
             Sealer::Ni(k) => k.ctr_at(nonce, parts, at, dst).ok(),
             Sealer::ChaCha(k) => {
                 use chacha20::cipher::StreamCipher;
-                // RFC 8439's 32-bit block counter: at most 256 GiB of keystream.
-                if (at as u64).checked_add(dst.len() as u64)? > (1u64 << 38) - 64 {
+                // RFC 8439's 32-bit block counter: at most 256 GiB of keystream (chacha20
+                // 0.9 refuses the counter's last block; an empty range there must not seek
+                // past it either).
+                if (at as u64).checked_add(dst.len() as u64)? > (1u64 << 38) - 128 {
                     return None;
                 }
                 let mut c = k.stream(nonce, at);

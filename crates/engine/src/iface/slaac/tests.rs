@@ -248,13 +248,32 @@ fn a_duplicate_global_address_tries_another_and_gives_up_on_the_prefix_only() {
         "{events:?}"
     );
     assert_eq!(r.addresses().count(), 0);
-    // The prefix stays held (its next advertisement makes no new attempt).
+    // The slot is freed (an infinite lifetime renewed by every advertisement must not
+    // hold it forever); the prefix's next advertisement tries again from the start.
+    assert_eq!(r.poll(S), None);
+    assert!(r.prefixes.iter().all(|p| p.is_none()));
+    let opt = prefix_opt("2001:db8:1::", 64, true, INFINITY, INFINITY);
+    advert(&mut r, router(), 1800, &opt, 2 * S);
+    let p = r.prefixes[0].as_ref().unwrap();
+    assert!(matches!(p.addr.phase(), Phase::Tentative { .. }));
+    assert_eq!(p.valid_until, u64::MAX);
+}
+
+/// When the link-local address gives up (IPv6 off on the link), the link forgets what
+/// routers said: a global address it can no longer hear conflicts for must not pass DAD.
+#[test]
+fn a_link_that_gave_up_its_link_local_address_forgets_its_routers() {
+    let mut r = Routers::new(SECRET, MAC);
     advert(
         &mut r,
         router(),
         1800,
-        &prefix_opt("2001:db8:1::", 64, true, 86400, 86400),
-        S,
+        &prefix_opt("2001:db8:1::", 64, true, 100, 100),
+        0,
     );
-    assert_eq!(r.prefixes[0].as_ref().unwrap().addr.phase(), Phase::Failed);
+    r.clear();
+    assert!(r.prefixes.iter().all(|p| p.is_none()));
+    assert_eq!(r.default_router(), None);
+    assert_eq!(r.deadline(), u64::MAX);
+    assert_eq!(r.poll(5 * S), None);
 }
