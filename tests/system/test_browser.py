@@ -191,6 +191,18 @@ def free_port():
     return port
 
 
+def until_serving(p):
+    """Reads `bareweb run`'s stderr (`p`, a Popen with a text pipe) until its `serving at`
+    line; the lines read. Fails with them if it stops first."""
+    lines = []
+    while True:
+        line = p.stderr.readline()
+        assert line, "bareweb run stopped before serving:\n" + "".join(lines)
+        lines.append(line)
+        if "serving at" in line:
+            return lines
+
+
 def test_browser_on_the_kernel_under_qemu(tmp_path):
     require_root()
     from conftest import BIN
@@ -199,13 +211,7 @@ def test_browser_on_the_kernel_under_qemu(tmp_path):
         p = subprocess.Popen([BIN, "run", site, "--listen", f"127.0.0.1:{port}", "--headless",
                               "--accel", "tcg"], stderr=subprocess.PIPE, text=True)
         try:
-            lines = []
-            while True:
-                line = p.stderr.readline()
-                assert line, "bareweb run stopped before serving:\n" + "".join(lines)
-                lines.append(line)
-                if "serving at" in line:
-                    break
+            until_serving(p)
             browser = Browser(tmp_path)
             base = f"http://127.0.0.1:{port}"
             if site == SITE:

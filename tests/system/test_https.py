@@ -388,20 +388,14 @@ def test_run_serves_https_on_listen_https_with_user_networking(pki, tmp_path):
     with QEMU's user networking forwards `--listen-https` (a free loopback port here) to
     the kernel's HTTPS port, beside `--listen` for plain HTTP; curl trusts the test CA and
     gets every file of the example site byte-exact over one connection."""
-    from test_browser import free_port
+    from test_browser import free_port, until_serving
     port, tls_port = free_port(), free_port()
     p = subprocess.Popen([BIN, "run", SITE, "--listen", f"127.0.0.1:{port}", "--listen-https",
                           f"127.0.0.1:{tls_port}", "--tls-cert", pki / "p256.pem", "--tls-key",
                           pki / "p256.key", "--headless"],
                          stderr=subprocess.PIPE, text=True)
     try:
-        lines = []
-        while True:
-            line = p.stderr.readline()
-            assert line, "bareweb run stopped before serving:\n" + "".join(lines)
-            lines.append(line)
-            if "serving at" in line:
-                break
+        lines = until_serving(p)
         files = site_files()
         args = []
         for i, f in enumerate(files):
