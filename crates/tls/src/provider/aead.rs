@@ -752,17 +752,8 @@ impl RecordKey {
                     return None;
                 }
                 let mut c = k.stream(nonce, at);
-                let (mut skip, mut w) = (at, 0);
-                for part in parts {
-                    if w == dst.len() {
-                        break;
-                    }
-                    if skip >= part.len() {
-                        skip -= part.len();
-                        continue;
-                    }
-                    let part = &part[skip..part.len().min(skip + dst.len() - w)];
-                    skip = 0;
+                let mut w = 0;
+                for part in parts_in(parts, at, dst.len()) {
                     c.apply_keystream_b2b(part, &mut dst[w..w + part.len()])
                         .ok()?;
                     w += part.len();
@@ -817,6 +808,29 @@ impl RecordKey {
             Sealer::Any(a) => a.open(nonce, aad, data, tag),
         }
     }
+}
+
+/// The pieces of `parts` that hold bytes `at..at + len` of their concatenation, in order
+/// (fewer bytes when the parts end first): how a range of a message is read where it lies.
+pub(crate) fn parts_in<'a>(
+    parts: &'a [&'a [u8]],
+    at: usize,
+    len: usize,
+) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let (mut skip, mut left) = (at, len);
+    parts.iter().filter_map(move |part| {
+        if left == 0 {
+            return None;
+        }
+        if skip >= part.len() {
+            skip -= part.len();
+            return None;
+        }
+        let piece = &part[skip..part.len().min(skip + left)];
+        skip = 0;
+        left -= piece.len();
+        Some(piece)
+    })
 }
 
 /// An AEAD behind a pointer (the three of [`with_cipher!`]).

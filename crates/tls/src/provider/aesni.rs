@@ -295,19 +295,8 @@ impl AesGcm {
             self.keystream(&mut ctr, &mut ks);
             used = at % 16;
         }
-        // Where the range starts in the parts.
-        let mut skip = at;
         let mut w = 0;
-        for part in parts {
-            if w == dst.len() {
-                break;
-            }
-            if skip >= part.len() {
-                skip -= part.len();
-                continue;
-            }
-            let part = &part[skip..part.len().min(skip + dst.len() - w)];
-            skip = 0;
+        for part in super::aead::parts_in(parts, at, dst.len()) {
             let out = &mut dst[w..w + part.len()];
             w += part.len();
             let mut i = 0;
