@@ -38,6 +38,13 @@ def server_addr(ns, timeout=20):
     raise AssertionError(f"no IPv6 answer from the server in {timeout} s: {seen}")
 
 
+def linux_rs_received(ns):
+    """Router solicitations Linux on the namespace's side has received (its ICMPv6 MIB)."""
+    r = ns.run("cat", "/proc/net/snmp6")
+    m = re.search(r"^Icmp6InRouterSolicits\s+(\d+)$", r.stdout, re.M)
+    return int(m.group(1)) if m else 0
+
+
 def test_ping6_and_neighbour_discovery():
     s = Server(extra=("--ip6-secret", SECRET))
     try:
@@ -149,6 +156,16 @@ def test_slaac_global_address_from_dnsmasq_router_advertisements():
     dns = None
     try:
         s.ns.ip("-6", "addr", "add", "2001:db8:1::1/64", "dev", "bw0", "nodad")
+        # Linux on the TAP is the router: forwarding joins it to all-routers (ff02::2),
+        # so it receives (and counts) the server's solicitations.
+        s.ns.run("sysctl", "-qw", "net.ipv6.conf.bw0.forwarding=1")
+        # The router starts once Linux has received the server's first solicitation:
+        # dnsmasq advertises unsolicited at start, and a host that has heard a router
+        # need not solicit (RFC 4861 §6.3.7), so starting it earlier races the two.
+        deadline = time.time() + 20
+        while linux_rs_received(s.ns) == 0:
+            assert time.time() < deadline, "no router solicitation reached Linux in 20 s"
+            time.sleep(0.2)
         dns = subprocess.Popen(
             s.ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
                      "--interface=bw0", "--bind-interfaces", "--user=root", "--pid-file",
