@@ -7,7 +7,8 @@
 //! cache, DAD and SLAAC are reached with messages the fuzzer shapes. Nothing may panic;
 //! the cache keeps its bounds; no timer is left in the past after a poll (no loop); every
 //! frame the link asks to send is built and parses back with a valid checksum and hop
-//! limit 255 for Neighbor Discovery.
+//! limit 255 for Neighbor Discovery; a TCP segment is handed on only for an address of
+//! ours in use, from an acceptable source.
 #![no_main]
 
 use bareweb_engine::iface::ipv6::{Link, Step};
@@ -82,6 +83,19 @@ fuzz_target!(|data: &[u8]| {
         let src = frame.get(22..38).map(Ipv6Address::from_bytes);
         if let Ok(step) = link.receive(&frame, now) {
             check_sent(&link, &step);
+            if let Step::Tcp {
+                src,
+                slot,
+                segment,
+                ..
+            } = step
+            {
+                // Only to an address of ours in use, from a unicast source that is
+                // neither loopback nor IPv4-mapped, the segment within the frame.
+                assert!(link.slot_addr(slot).is_some());
+                assert!(src.is_unicast() && !src.is_loopback() && !src.is_ipv4_mapped());
+                assert!(segment.len() <= frame.len() - 54);
+            }
         }
         if let Some(src) = src.filter(|a| a.is_link_local()) {
             let _ = link.neigh.lookup(src, now);

@@ -87,7 +87,7 @@ counters! {
     /// Dropped: a Neighbor Discovery message whose hop limit is not 255 (from beyond the
     /// link).
     drop_nd_hop_limit,
-    /// Dropped: IPv6 not served (yet): TCP and UDP over IPv6, router solicitations, MLD;
+    /// Dropped: IPv6 not served (yet): UDP over IPv6, router solicitations, MLD;
     /// or all IPv6, when it is off or on another core.
     drop_ipv6_unserved,
     /// SYNs that opened a connection.

@@ -64,7 +64,7 @@ use crate::iface::{admissible_syn, ingress, Ingress, Interface};
 use crate::nic::{Clock, Nic, NicCounters, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
 use crate::ring::{channel, Consumer, Doze, Producer};
 use crate::server::Config;
-use crate::tcp::port_table::Peer;
+use crate::tcp::port_table::{mapped, Peer};
 use crate::tcp::syncookie::SynCookies;
 use crate::wire::EthernetAddress;
 
@@ -340,10 +340,7 @@ fn tcp_class(
     options_ok: bool,
 ) -> Class {
     Class::Tcp {
-        peer: Peer {
-            ip: src.0,
-            port: seg.src_port,
-        },
+        peer: Peer::v4(src.0, seg.src_port),
         syn: admissible_syn(seg, options_ok),
         cookie_ack: match (seg.ack_number, seg.flags.syn || seg.flags.rst) {
             (Some(ack), false) => Some((seg.seq_number, ack)),
@@ -506,7 +503,7 @@ impl<R: RxRing, C: Clock> Dispatch<R, C> {
         let Some((seq, ack)) = cookie_ack else {
             return false;
         };
-        let ends = ((self.addr.iface.ip.0, port), (peer.ip, peer.port));
+        let ends = ((mapped(self.addr.iface.ip.0), port), (peer.ip, peer.port));
         self.addr.cookies.check_ack(ends, seq, ack, now).is_some()
     }
 

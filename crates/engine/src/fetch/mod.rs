@@ -47,7 +47,7 @@ use crate::iface::{ingress_offloaded, Ingress, Interface};
 use crate::nic::{Nic, RxFrame, RxRing, TxRing};
 use crate::tcp::emit::{self, Sender};
 use crate::tcp::isn::IsnGenerator;
-use crate::tcp::port_table::Peer;
+use crate::tcp::port_table::{mapped, Peer};
 use crate::tcp::table::{App, Table, Tcb};
 use crate::tcp::{Connection, Reply, Segment, State};
 use crate::wire::tcp::ParsedRepr as TcpRepr;
@@ -303,8 +303,8 @@ impl Fetcher {
             self.end_all(slot, Failure::NoResources, now, h);
             return true;
         };
-        let local = (self.cfg.link.ip.0, port);
-        let remote = (self.cfg.link.server.0, self.cfg.link.port);
+        let local = (mapped(self.cfg.link.ip.0), port);
+        let remote = (mapped(self.cfg.link.server.0), self.cfg.link.port);
         let (iss, ts_offset) = self.isn.isn_and_ts_offset(local, remote, now);
         let mut tcp = Connection::connect(iss, now).with_ts_offset(ts_offset);
         tcp.offer_rcv_shift(window_shift(self.cfg.rx_window));
@@ -314,10 +314,7 @@ impl Fetcher {
             req_seq,
             close,
         };
-        let key = Peer {
-            ip: self.cfg.link.server.0,
-            port,
-        };
+        let key = Peer::v4(self.cfg.link.server.0, port);
         self.conns
             .open(idx, key, EthernetAddress([0; 6]), tcp, fetch);
         self.slots[slot as usize].tcb = idx;
@@ -466,10 +463,7 @@ impl Fetcher {
             Ingress::ClosedPort { src, seg, .. }
                 if src == self.cfg.link.server && seg.src_port == self.cfg.link.port =>
             {
-                let key = Peer {
-                    ip: src.0,
-                    port: seg.dst_port,
-                };
+                let key = Peer::v4(src.0, seg.dst_port);
                 let Some(idx) = self.conns.find(key) else {
                     self.counters.ignored += 1;
                     if !seg.flags.rst {
@@ -684,7 +678,9 @@ impl Fetcher {
         let Some(mac) = self.next_hop_mac else {
             return;
         };
-        let sent = self.egress.tcp_bare(tx, mac, self.cfg.link.server, rst);
+        let sent = self
+            .egress
+            .tcp_bare(tx, mac, mapped(self.cfg.link.server.0), rst);
         if self.count(sent) {
             self.counters.resets_sent += 1;
         }

@@ -6,15 +6,18 @@
 
 use super::Interface;
 use crate::nic::{Tso, TxRing, TX_HEAD_ROOM};
+use crate::tcp::port_table::v4_of;
 use crate::wire::tcp::{self as wtcp, ParsedRepr as TcpRepr};
 use crate::wire::{
     arp, checksum, ethernet, ipv4, udp, ArpOperation, ArpPacket, ArpRepr, EtherType,
     EthernetAddress, EthernetFrame, IcmpPacket, IcmpRepr, IpProtocol, Ipv4Address, Ipv4Packet,
-    Ipv4Repr,
+    Ipv4Repr, Ipv6Address,
 };
 
 /// Ethernet + IPv4 header bytes in front of a TCP header.
 pub const L2L3: usize = ethernet::HEADER_LEN + ipv4::HEADER_LEN;
+/// Ethernet + IPv6 header bytes in front of a TCP header (no extension header).
+pub const L2L3_V6: usize = ethernet::HEADER_LEN + 40;
 /// Largest TCP payload of one offloaded frame: the IPv4 total length must hold it with a
 /// 20-byte IPv4 header and up to 60 bytes of TCP header.
 pub const TSO_LIMIT: usize = 65535 - 20 - 60;
@@ -55,8 +58,9 @@ pub struct TcpOut<'p> {
     pub repr: wtcp::Repr,
     /// Destination MAC.
     pub dst_mac: EthernetAddress,
-    /// Destination IP.
-    pub dst: Ipv4Address,
+    /// Destination IP: IPv4-mapped for IPv4 (`tcp::port_table::mapped`), else IPv6 (sent
+    /// from the builder's IPv6 address, [`Egress::with_ip6`]).
+    pub dst: [u8; 16],
     /// Head bytes to copy after the header.
     pub head: &'p [u8],
     /// Body bytes to post after them.
@@ -82,6 +86,9 @@ pub struct Egress {
     /// (RFC 1071 §2(B)), not built field by field and summed again.
     l2l3: [u8; L2L3],
     l2l3_sum: u64,
+    /// The IPv6 address TCP segments to an IPv6 peer leave from (`::`: none, and such a
+    /// segment is refused).
+    ip6: [u8; 16],
 }
 
 impl Egress {
@@ -97,9 +104,17 @@ impl Egress {
             ip,
             l2l3: [0; L2L3],
             l2l3_sum: 0,
+            ip6: [0; 16],
         };
         e.set_mac(mac);
         e
+    }
+
+    /// The same builder, its TCP segments to IPv6 peers from `ip6` (one of the link's
+    /// addresses).
+    pub fn with_ip6(mut self, ip6: Ipv6Address) -> Egress {
+        self.ip6 = ip6.0;
+        self
     }
 
     /// The source MAC of the frames built.
@@ -258,6 +273,30 @@ impl Egress {
         fill_len: usize,
         fill: impl FnOnce(&mut [u8]) -> bool,
     ) -> Sent {
+        match v4_of(&seg.dst) {
+            Some(dst) => self.tcp_at::<T, L2L3>(tx, seg, fill_len, fill, |h, len| {
+                self.write_l2l3(h, &seg.dst_mac, Ipv4Address(dst), IpProtocol::Tcp, len);
+                checksum::pseudo_header_v4(self.ip.0, dst, 6, len as u16)
+            }),
+            None if self.ip6 == [0; 16] || seg.tso_mss.is_some() => Sent::Refused,
+            None => self.tcp_at::<T, L2L3_V6>(tx, seg, fill_len, fill, |h, len| {
+                write_l2l3_v6(h, (self.mac, seg.dst_mac), (&self.ip6, &seg.dst), 6, len);
+                checksum::pseudo_header_v6(&self.ip6, &seg.dst, 6, len as u32)
+            }),
+        }
+    }
+
+    /// [`tcp_filled`](Self::tcp_filled) behind `H` bytes of Ethernet and IP header, which
+    /// `l3` writes (given the TCP length) before returning the pseudo-header's sum.
+    #[inline(always)]
+    fn tcp_at<T: TxRing, const H: usize>(
+        &self,
+        tx: &mut T,
+        seg: &TcpOut<'_>,
+        fill_len: usize,
+        fill: impl FnOnce(&mut [u8]) -> bool,
+        l3: impl FnOnce(&mut [u8], usize) -> u64,
+    ) -> Sent {
         let tcp_hdr = seg.repr.header_len();
         let payload_len = fill_len + seg.head.len() + seg.body.len() + seg.copied.len();
         if fill_len > 0 && seg.tso_mss.is_some() {
@@ -266,39 +305,32 @@ impl Egress {
         let Some(buf) = tx.slot() else {
             return Sent::NoSlot;
         };
-        let frame_head = L2L3 + tcp_hdr + fill_len + seg.head.len();
+        let frame_head = H + tcp_hdr + fill_len + seg.head.len();
         let Some(buf) = buf.get_mut(..frame_head) else {
             // Cannot happen (the sender bounds the head bytes of a frame by the slot); a
             // bug here must cost a frame, not the server.
             return Sent::Refused;
         };
-        self.write_l2l3(
-            buf,
-            &seg.dst_mac,
-            seg.dst,
-            IpProtocol::Tcp,
-            tcp_hdr + payload_len,
-        );
-        seg.repr.emit_header(&mut buf[L2L3..L2L3 + tcp_hdr]);
-        let (filled, head) = buf[L2L3 + tcp_hdr..].split_at_mut(fill_len);
+        let tcp_len = tcp_hdr + payload_len;
+        let acc = l3(&mut buf[..H], tcp_len);
+        seg.repr.emit_header(&mut buf[H..H + tcp_hdr]);
+        let (filled, head) = buf[H + tcp_hdr..].split_at_mut(fill_len);
         if !fill(filled) {
             return Sent::Unfilled;
         }
         head.copy_from_slice(seg.head);
         // Checksum: pseudo-header + TCP header + head bytes, then the body from its stored
         // block sums (the body starts at payload offset head.len()).
-        let tcp_len = (tcp_hdr + payload_len) as u16;
-        let acc = checksum::pseudo_header_v4(self.ip.0, seg.dst.0, 6, tcp_len);
         if let Some(mss) = seg.tso_mss {
             // The device completes every segment's checksum: leave it the folded
             // pseudo-header sum, not complemented (a partial checksum).
             let partial = checksum::fold(acc);
-            buf[L2L3 + TCP_CHECKSUM_AT..L2L3 + TCP_CHECKSUM_AT + 2]
+            buf[H + TCP_CHECKSUM_AT..H + TCP_CHECKSUM_AT + 2]
                 .copy_from_slice(&partial.to_be_bytes());
             let tso = Tso {
                 mss,
-                l4_offset: L2L3 as u16,
-                header_len: (L2L3 + tcp_hdr) as u16,
+                l4_offset: H as u16,
+                header_len: (H + tcp_hdr) as u16,
             };
             let posted = if seg.copied.is_empty() {
                 tx.post_tso(frame_head, seg.body, tso)
@@ -310,12 +342,11 @@ impl Egress {
                 Err(_) => Sent::Refused,
             };
         }
-        let mut sum = checksum::fold(checksum::accumulate(acc, &buf[L2L3..]));
+        let mut sum = checksum::fold(checksum::accumulate(acc, &buf[H..]));
         if !seg.body.is_empty() {
             sum = checksum::combine(sum, seg.body_sum, tcp_hdr + fill_len + seg.head.len());
         }
-        buf[L2L3 + TCP_CHECKSUM_AT..L2L3 + TCP_CHECKSUM_AT + 2]
-            .copy_from_slice(&(!sum).to_be_bytes());
+        buf[H + TCP_CHECKSUM_AT..H + TCP_CHECKSUM_AT + 2].copy_from_slice(&(!sum).to_be_bytes());
         post(tx, frame_head, seg.body)
     }
 
@@ -324,22 +355,20 @@ impl Egress {
         &self,
         tx: &mut T,
         dst_mac: EthernetAddress,
-        dst: Ipv4Address,
+        dst: [u8; 16],
         repr: &wtcp::Repr,
     ) -> Sent {
-        let Some(buf) = tx.slot() else {
-            return Sent::NoSlot;
+        let seg = TcpOut {
+            repr: *repr,
+            dst_mac,
+            dst,
+            head: &[],
+            body: &[],
+            body_sum: 0,
+            tso_mss: None,
+            copied: &[],
         };
-        let hl = repr.header_len();
-        let len = L2L3 + hl;
-        let buf = &mut buf[..len];
-        self.write_l2l3(buf, &dst_mac, dst, IpProtocol::Tcp, hl);
-        repr.emit_header(&mut buf[L2L3..]);
-        let acc = checksum::pseudo_header_v4(self.ip.0, dst.0, 6, hl as u16);
-        let sum = checksum::fold(checksum::accumulate(acc, &buf[L2L3..]));
-        buf[L2L3 + TCP_CHECKSUM_AT..L2L3 + TCP_CHECKSUM_AT + 2]
-            .copy_from_slice(&(!sum).to_be_bytes());
-        post(tx, len, &[])
+        self.tcp_filled(tx, &seg, 0, |_| true)
     }
 
     /// A UDP datagram from `src_port`: the parts in `copied` (the protocol's data header, a
@@ -464,6 +493,27 @@ pub fn reset(src_port: u16, dst_port: u16, seq_number: u32, ack_number: Option<u
         sack_permitted: false,
         timestamps: None,
     }
+}
+
+/// Writes Ethernet and IPv6 headers (`L2L3_V6` bytes: no extension header, hop limit 64,
+/// no flow label) for an upper-layer payload of `payload_len` bytes of `next_header`.
+fn write_l2l3_v6(
+    h: &mut [u8],
+    (src_mac, dst_mac): (EthernetAddress, EthernetAddress),
+    (src, dst): (&[u8; 16], &[u8; 16]),
+    next_header: u8,
+    payload_len: usize,
+) {
+    const IP: usize = ethernet::HEADER_LEN;
+    h[..6].copy_from_slice(&dst_mac.0);
+    h[6..12].copy_from_slice(&src_mac.0);
+    h[12..14].copy_from_slice(&[0x86, 0xdd]);
+    h[IP..IP + 4].copy_from_slice(&[0x60, 0, 0, 0]);
+    h[IP + 4..IP + 6].copy_from_slice(&(payload_len as u16).to_be_bytes());
+    h[IP + 6] = next_header;
+    h[IP + 7] = 64;
+    h[IP + 8..IP + 24].copy_from_slice(src);
+    h[IP + 24..IP + 40].copy_from_slice(dst);
 }
 
 /// Writes Ethernet and IPv4 headers for an IPv4 payload of `payload_len` bytes.

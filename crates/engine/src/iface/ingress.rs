@@ -277,7 +277,7 @@ fn ipv4<'a>(
 /// as none (reported by the `bool`), so that what a peer sends on an established
 /// connection is judged by the state machine, not dropped here.
 #[inline(always)]
-fn tcp_repr<'a>(packet: &TcpPacket<&'a [u8]>, body: &'a [u8]) -> (TcpRepr<'a>, bool) {
+pub fn tcp_repr<'a>(packet: &TcpPacket<&'a [u8]>, body: &'a [u8]) -> (TcpRepr<'a>, bool) {
     let header_len = usize::from(packet.header_len());
     let (options, options_ok) = match wtcp::parse_options(packet.options()) {
         Ok(o) => (o, true),

@@ -10,8 +10,9 @@
 //! from `::`), an echo request to it or to all-nodes (RFC 4443 §4.2). Solicitations and advertisements
 //! also feed the cache and DAD. Every Neighbor Discovery message needs hop limit 255
 //! ([`Drop6::HopLimit`]); the ICMPv6 checksum is verified; a fragment, a bad extension
-//! chain and everything not served yet (TCP, UDP, router solicitations, MLD) is dropped
-//! with its reason.
+//! chain and everything not served yet (UDP, router solicitations, MLD) is dropped
+//! with its reason. A TCP segment to an address of ours in use, its checksum verified,
+//! is handed to the server ([`Step::Tcp`]), which serves it as an IPv4 one.
 
 use super::addr6::{self, LinkLocal};
 use super::neigh6::{NeighbourCache, Solicit};
@@ -20,8 +21,8 @@ use super::Drop;
 use crate::wire::icmpv6::Message;
 use crate::wire::ipv6::{ChainError, HEADER_LEN as IP6_LEN};
 use crate::wire::{
-    ethernet, EtherType, EthernetAddress, EthernetFrame, Icmpv6Packet, Icmpv6Repr, Ipv6Address,
-    Ipv6NextHeader, Ipv6Packet, Ipv6Repr,
+    checksum, ethernet, EtherType, EthernetAddress, EthernetFrame, Icmpv6Packet, Icmpv6Repr,
+    Ipv6Address, Ipv6NextHeader, Ipv6Packet, Ipv6Repr,
 };
 
 const ALL_NODES: Ipv6Address = Ipv6Address::ALL_NODES;
@@ -41,8 +42,8 @@ pub enum Drop6 {
     /// A Neighbor Discovery message with a hop limit other than 255: it came from beyond
     /// the link (RFC 4861 §6.1, §7.1).
     HopLimit,
-    /// A protocol or message not served over IPv6 yet (TCP, UDP, router solicitations,
-    /// MLD queries).
+    /// A protocol or message not served over IPv6 yet (UDP, router solicitations, MLD
+    /// queries).
     Unserved,
 }
 
@@ -105,6 +106,18 @@ pub enum Step<'a> {
     Address(addr6::Event),
     /// A router advertisement was taken (routers, prefixes, MTU).
     Router,
+    /// A TCP segment to one of our addresses in use, its checksum verified: for the
+    /// server's connections.
+    Tcp {
+        /// The frame's sender (the peer, or its router).
+        src_mac: EthernetAddress,
+        /// The peer.
+        src: Ipv6Address,
+        /// Which of our addresses it came to ([`Link::slot_of`]).
+        slot: u8,
+        /// The TCP header and payload.
+        segment: &'a [u8],
+    },
     /// Taken in (the cache learned, or nothing was to be done).
     Done,
 }
@@ -159,6 +172,35 @@ impl Link {
                 .iter()
                 .flatten()
                 .any(|p| mine(p.addr.addr()))
+    }
+
+    /// Which of our addresses in use `a` is, as a number a connection can keep: 0 the
+    /// link-local address, `1 + i` the address of prefix slot `i` (a SLAAC address).
+    pub fn slot_of(&self, a: Ipv6Address) -> Option<u8> {
+        if self.addr.preferred() == Some(a) {
+            return Some(0);
+        }
+        let at = self
+            .slaac
+            .prefixes
+            .iter()
+            .position(|p| p.as_ref().is_some_and(|p| p.addr.preferred() == Some(a)))?;
+        Some(1 + at as u8)
+    }
+
+    /// The address in use in slot `slot` ([`slot_of`](Self::slot_of)), if there still is
+    /// one.
+    pub fn slot_addr(&self, slot: u8) -> Option<Ipv6Address> {
+        match slot.checked_sub(1) {
+            None => self.addr.preferred(),
+            Some(i) => self
+                .slaac
+                .prefixes
+                .get(usize::from(i))?
+                .as_ref()?
+                .addr
+                .preferred(),
+        }
     }
 
     /// Whether `a` is an address of ours that passed DAD (answered and sent from).
@@ -258,13 +300,36 @@ impl Link {
             ChainError::Unsupported { .. } => Drop6::Unserved,
             _ => Drop6::Frame(Drop::Malformed),
         })?;
-        if upper.protocol != Ipv6NextHeader::Icmpv6 {
-            return Err(Drop6::Unserved);
-        }
         let ip_bytes: &'a [u8] = &frame[ethernet::HEADER_LEN..];
         let body = ip_bytes
             .get(upper.offset..upper.offset + upper.len)
             .ok_or(Drop6::Frame(Drop::Truncated))?;
+        if upper.protocol == Ipv6NextHeader::Tcp {
+            // To an address of ours in use (not a group, not a tentative address: RFC 4862
+            // §5.4), from a unicast source (RFC 4291 §2.7: no multicast source), never
+            // loopback nor IPv4-mapped (RFC 4291 §2.5.3, §2.5.5.2: neither is ever on a
+            // link; a mapped source would also wear an IPv4 client's connection key).
+            let slot = self
+                .slot_of(ip.dst_addr)
+                .ok_or(Drop6::Frame(Drop::NotForUs))?;
+            let src = ip.src_addr;
+            if !src.is_unicast() || src.is_loopback() || src.is_ipv4_mapped() {
+                return Err(Drop6::Frame(Drop::Malformed));
+            }
+            let sum = checksum::accumulate(packet.pseudo_header(&upper), body);
+            if !cfg!(fuzzing) && checksum::fold(sum) != 0xffff {
+                return Err(Drop6::Frame(Drop::Checksum));
+            }
+            return Ok(Step::Tcp {
+                src_mac,
+                src: ip.src_addr,
+                slot,
+                segment: body,
+            });
+        }
+        if upper.protocol != Ipv6NextHeader::Icmpv6 {
+            return Err(Drop6::Unserved);
+        }
         let icmp = Icmpv6Packet::new_checked(body)?;
         let nd = matches!(
             icmp.msg_type(),

@@ -32,7 +32,9 @@ pub mod neigh6;
 pub mod slaac;
 
 pub use egress::{Egress, Sent};
-pub use ingress::{admissible_syn, classified, ingress, ingress_offloaded, Drop, Ingress};
+pub use ingress::{
+    admissible_syn, classified, ingress, ingress_offloaded, tcp_repr, Drop, Ingress,
+};
 pub use neigh::Neighbours;
 
 use crate::wire::{ArpOperation, ArpPacket, ArpRepr, EthernetAddress, Ipv4Address};
@@ -73,6 +75,11 @@ impl Interface {
 
 /// Most virtual addresses a server answers for.
 pub const MAX_VIPS: usize = 8;
+
+/// [`Interface::local`]'s numbers for the IPv6 link's addresses: `LOCAL_V6 | slot`, the
+/// slot as `ipv6::Link::slot_of` gives it (0 the link-local address, then the global
+/// ones). Far above any virtual address's number.
+pub const LOCAL_V6: u8 = 0x80;
 
 /// The virtual addresses (VIPs) a server answers for besides its own, as a real server
 /// behind a direct-routing balancer (Linux IPVS-DR, keepalived, ECMP or anycast routers):

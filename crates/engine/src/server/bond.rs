@@ -20,6 +20,7 @@
 //!
 //! Without a set (`Config::bond` is `None`) every function here returns at its first line.
 
+use crate::tcp::per_ip::limit_key;
 use alloc::vec::Vec;
 
 use super::Server;
@@ -119,8 +120,10 @@ impl<L: Lookup<'static>> Server<L> {
 
     /// Gives the new connection in TCB `id` (from `ip`, already counted in the per-address
     /// table) its send NIC.
-    pub(super) fn bond_assign(&mut self, id: u32, ip: [u8; 4]) {
+    pub(super) fn bond_assign(&mut self, id: u32, ip: [u8; 16]) {
         let Some(b) = self.bond.as_mut() else { return };
+        // The tag lives with the address's count: an IPv6 client's /64.
+        let ip = limit_key(&ip);
         let client = self.per_ip.tag(ip);
         let k = b.chooser.pick(client);
         if b.role.bond.policy() == Policy::PerClient {
@@ -254,7 +257,7 @@ impl<L: Lookup<'static>> Server<L> {
             if !t.in_use() || b.chooser.sends(t.send) {
                 continue;
             }
-            let (old, ip, resp) = (t.send, t.peer.ip, t.app.resp);
+            let (old, ip, resp) = (t.send, limit_key(&t.peer.ip), t.app.resp);
             let client = self.per_ip.tag(ip).filter(|&k| b.chooser.sends(k));
             let k = b.chooser.pick(client);
             if per_client {

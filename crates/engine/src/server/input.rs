@@ -5,16 +5,17 @@
 
 use super::{AccessLog, Server, EVICT_GRACE_NS, RESET_MEMORY};
 use crate::http::conn::HttpConn;
+use crate::iface::LOCAL_V6;
 use crate::iface::{admissible_syn, classified, egress, Drop, Ingress, Sent};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
-use crate::tcp::conn::{Connection, Reply, TS_TICK_NS};
-use crate::tcp::per_ip::Place;
-use crate::tcp::port_table::Peer;
+use crate::tcp::conn::{Connection, Reply, OUR_MSS, OUR_MSS_V6, TS_TICK_NS};
+use crate::tcp::per_ip::{limit_key, Place};
+use crate::tcp::port_table::{mapped, Peer};
 use crate::tcp::syncookie::{Ends, SKEW_NS};
 use crate::tcp::table::App;
 use crate::wire::tcp::{self as wtcp, ParsedRepr as TcpRepr};
-use crate::wire::{EthernetAddress, Ipv4Address};
+use crate::wire::EthernetAddress;
 
 impl<L: Lookup<'static>> Server<L> {
     pub(super) fn handle_frame<T: TxRing, A: AccessLog>(
@@ -72,7 +73,7 @@ impl<L: Lookup<'static>> Server<L> {
             }) => {
                 self.rx_local = local;
                 self.rx_tls = false;
-                self.tcp_segment(src_mac, src, seg, options_ok, tx);
+                self.tcp_segment(src_mac, mapped(src.0), seg, options_ok, tx);
             }
             Ok(Ingress::ClosedPort {
                 src_mac,
@@ -83,7 +84,7 @@ impl<L: Lookup<'static>> Server<L> {
             }) if self.tls_port() == Some(seg.dst_port) => {
                 self.rx_local = local;
                 self.rx_tls = true;
-                self.tcp_segment(src_mac, src, seg, options_ok, tx);
+                self.tcp_segment(src_mac, mapped(src.0), seg, options_ok, tx);
             }
             Ok(Ingress::ClosedPort {
                 src_mac,
@@ -97,7 +98,7 @@ impl<L: Lookup<'static>> Server<L> {
                 if seg.flags.rst {
                     self.stats.drop_not_for_us += 1;
                 } else {
-                    self.send_reset_for(src_mac, src, &seg, tx);
+                    self.send_reset_for(src_mac, mapped(src.0), &seg, tx);
                 }
             }
             Ok(Ingress::Udp {
@@ -113,16 +114,16 @@ impl<L: Lookup<'static>> Server<L> {
     /// A segment for one of our ports (`rx_tls`: the HTTPS port): to its connection, or
     /// to LISTEN.
     #[inline]
-    fn tcp_segment<T: TxRing>(
+    pub(super) fn tcp_segment<T: TxRing>(
         &mut self,
         src_mac: EthernetAddress,
-        src: Ipv4Address,
+        src: [u8; 16],
         seg: &TcpRepr<'_>,
         options_ok: bool,
         tx: &mut T,
     ) {
         let peer = Peer {
-            ip: src.0,
+            ip: src,
             port: seg.src_port,
         };
         match self.conns.find(peer) {
@@ -154,13 +155,13 @@ impl<L: Lookup<'static>> Server<L> {
     fn listen<T: TxRing>(
         &mut self,
         src_mac: EthernetAddress,
-        src: Ipv4Address,
+        src: [u8; 16],
         seg: &TcpRepr<'_>,
         options_ok: bool,
         tx: &mut T,
     ) {
         let peer = Peer {
-            ip: src.0,
+            ip: src,
             port: seg.src_port,
         };
         if seg.flags.rst {
@@ -188,10 +189,11 @@ impl<L: Lookup<'static>> Server<L> {
             self.send_reset_for(src_mac, src, seg, tx);
             return self.no_connection(peer);
         }
-        let place = self.per_ip.lookup(src.0);
+        // An IPv6 client is counted by its /64 (`per_ip::limit_key`).
+        let place = self.per_ip.lookup(limit_key(&src));
         // A balancer (`proxy_protocol`) relays many clients: the limit applies to each
         // client its PROXY header names (`proxy.rs`), not to the balancer.
-        if place.count() >= self.max_per_ip && !self.proxy_source(src.0) {
+        if place.count() >= self.max_per_ip && !self.proxy_source(src) {
             self.stats.tcp_per_ip_refused += 1;
             self.send_reset_for(src_mac, src, seg, tx);
             return self.no_connection(peer);
@@ -205,7 +207,7 @@ impl<L: Lookup<'static>> Server<L> {
             // The SYN-ACK is the one a TCB would send (`Connection::syn_ack` and `header`),
             // from a connection that is then forgotten.
             let iss = self.cookies.make(ends, seg.seq_number, &seg.options, now);
-            let mut c = Connection::accept(seg, iss, now)
+            let mut c = Connection::accept_mss(seg, iss, now, self.rx_mss())
                 .with_ts_offset(self.isn.ts_offset(ends.0, ends.1));
             let syn_ack = c.syn_ack(now);
             let repr = c.header(
@@ -218,7 +220,7 @@ impl<L: Lookup<'static>> Server<L> {
             self.via_stateless(tx);
             self.sync_egress(self.rx_local);
             let mac = self.reply_mac(self.rx_local, src, src_mac, tx);
-            let eg = Self::egress_of(&self.egress, &self.vip_egress, self.rx_local);
+            let eg = Self::egress_of(&self.egress, &self.vip_egress, &self.egress6, self.rx_local);
             let sent = eg.tcp_bare(tx, mac, src, &repr);
             self.count_sent(sent);
             self.stats.tcp_syncookies_sent += 1;
@@ -229,16 +231,30 @@ impl<L: Lookup<'static>> Server<L> {
             return self.no_connection(peer);
         };
         let (iss, ts_offset) = self.isn.isn_and_ts_offset(ends.0, ends.1, now);
-        let tcp = Connection::accept(seg, iss, now)
+        let tcp = Connection::accept_mss(seg, iss, now, self.rx_mss())
             .with_ts_offset(ts_offset)
             .with_congestion(self.cfg.congestion);
         self.open(id, peer, src_mac, tcp, place);
         self.send_syn_ack(id, tx);
     }
 
-    /// The connection's two ends, as ISNs and SYN cookies hash them.
+    /// The connection's two ends, as ISNs and SYN cookies hash them: for IPv6 the
+    /// address the segment being handled came to.
     fn ends(&self, peer: Peer) -> Ends {
-        ((self.cfg.ip.0, self.rx_port()), (peer.ip, peer.port))
+        let local = match self.rx_local.checked_sub(LOCAL_V6) {
+            Some(slot) => self.ipv6_slot_addr(slot).map_or([0; 16], |a| a.0),
+            None => mapped(self.cfg.ip.0),
+        };
+        ((local, self.rx_port()), (peer.ip, peer.port))
+    }
+
+    /// The MSS of the segment being handled's path: IPv6's header is 20 bytes longer.
+    fn rx_mss(&self) -> u16 {
+        if self.rx_local >= LOCAL_V6 {
+            OUR_MSS_V6
+        } else {
+            OUR_MSS
+        }
     }
 
     /// The port of ours the segment being handled came to.
@@ -304,7 +320,7 @@ impl<L: Lookup<'static>> Server<L> {
             // told it is gone, and a late segment of it must not open it again.
             return false;
         }
-        let place = self.per_ip.lookup(peer.ip);
+        let place = self.per_ip.lookup(limit_key(&peer.ip));
         if place.count() >= self.max_per_ip && !self.proxy_source(peer.ip) {
             self.stats.tcp_per_ip_refused += 1;
             return false;
@@ -330,7 +346,7 @@ impl<L: Lookup<'static>> Server<L> {
             ..*seg
         };
         let offset = self.isn.ts_offset(ends.0, ends.1);
-        let mut tcp = Connection::accept(&syn, ack.wrapping_sub(1), now)
+        let mut tcp = Connection::accept_mss(&syn, ack.wrapping_sub(1), now, self.rx_mss())
             .with_ts_offset(offset)
             .with_congestion(self.cfg.congestion);
         // The SYN-ACK may have been stamped by another core (network-core mode's core 0),
@@ -506,10 +522,10 @@ impl<L: Lookup<'static>> Server<L> {
     }
 
     /// RST for a segment that belongs to no connection (RFC 9293 §3.10.7.1).
-    fn send_reset_for<T: TxRing>(
+    pub(super) fn send_reset_for<T: TxRing>(
         &mut self,
         dst_mac: EthernetAddress,
-        dst: Ipv4Address,
+        dst: [u8; 16],
         seg: &TcpRepr<'_>,
         tx: &mut T,
     ) {
@@ -517,7 +533,7 @@ impl<L: Lookup<'static>> Server<L> {
         self.via_stateless(tx);
         self.sync_egress(self.rx_local);
         let mac = self.reply_mac(self.rx_local, dst, dst_mac, tx);
-        let eg = Self::egress_of(&self.egress, &self.vip_egress, self.rx_local);
+        let eg = Self::egress_of(&self.egress, &self.vip_egress, &self.egress6, self.rx_local);
         let sent = eg.tcp_bare(tx, mac, dst, &repr);
         self.count_sent(sent);
         self.stats.tcp_rst_sent += 1;

@@ -19,10 +19,10 @@ use siphasher::sip::SipHasher24;
 use super::Server;
 use crate::iface::addr6::{Event, Phase};
 use crate::iface::ipv6::{Drop6, Link, Out, Step};
-use crate::iface::Sent;
+use crate::iface::{tcp_repr, Sent, LOCAL_V6};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
-use crate::wire::Ipv6Address;
+use crate::wire::{EthernetAddress, Ipv6Address, TcpPacket};
 
 /// Most timer steps (probes) taken per round: the link has at most one address probe
 /// and a solicitation per neighbour entry due at once.
@@ -181,7 +181,49 @@ impl<L: Lookup<'static>> Server<L> {
                 self.stats.nd_router_adverts += 1;
                 false
             }
+            Step::Tcp {
+                src_mac,
+                src,
+                slot,
+                segment,
+            } => {
+                self.tcp6(src_mac, src.0, slot, segment, tx);
+                false
+            }
             Step::Done => false,
+        }
+    }
+
+    /// The address in use in the link's slot `slot` (`Link::slot_of`), if any.
+    pub(super) fn ipv6_slot_addr(&self, slot: u8) -> Option<Ipv6Address> {
+        self.ipv6.as_ref()?.slot_addr(slot)
+    }
+
+    /// A TCP segment over IPv6 (checksum verified by the link): to a connection or LISTEN
+    /// as IPv4's are, the address it came to kept as the connection's `local`
+    /// (`LOCAL_V6 | slot`), or answered with a RST for a port we do not serve.
+    fn tcp6<T: TxRing>(
+        &mut self,
+        src_mac: EthernetAddress,
+        src: [u8; 16],
+        slot: u8,
+        segment: &[u8],
+        tx: &mut T,
+    ) {
+        let packet = match TcpPacket::new_checked(segment) {
+            Ok(p) => p,
+            Err(e) => return self.count_drop(e.into()),
+        };
+        let (seg, options_ok) = tcp_repr(&packet, segment);
+        self.rx_local = LOCAL_V6 | slot;
+        if seg.dst_port == self.cfg.port || self.tls_port() == Some(seg.dst_port) {
+            self.rx_tls = seg.dst_port != self.cfg.port;
+            self.tcp_segment(src_mac, src, &seg, options_ok, tx);
+        } else if seg.flags.rst {
+            self.stats.drop_not_for_us += 1;
+        } else {
+            // RFC 9293 §3.10.7.1: a segment for a closed port gets a RST.
+            self.send_reset_for(src_mac, src, &seg, tx);
         }
     }
 }

@@ -163,6 +163,9 @@ pub struct Server<L: Lookup<'static>> {
     egress: Egress,
     /// Frames from each virtual address (`Config::vips`), in its order.
     vip_egress: [Egress; crate::iface::MAX_VIPS],
+    /// The frame builder of the IPv6 address the segment being built leaves from
+    /// (`sync_egress`).
+    egress6: Egress,
     /// Which of our addresses the frame being handled was sent to (`Interface::local`).
     rx_local: u8,
     /// The next hops' MACs for VIP connections (`reply_mac`).
@@ -288,6 +291,7 @@ impl<L: Lookup<'static>> Server<L> {
             vip_egress: core::array::from_fn(|k| {
                 Egress::from(iface.mac, cfg.vips.get(k as u8 + 1).unwrap_or(cfg.ip))
             }),
+            egress6: Egress::new(&iface),
             rx_local: 0,
             neigh: crate::iface::Neighbours::new(),
             conns: Table::new(n),
@@ -699,11 +703,12 @@ impl<L: Lookup<'static>> Server<L> {
             return;
         }
         let t = &self.conns[idx];
-        self.per_ip.remove_from(t.peer.ip, t.per_ip_home);
+        self.per_ip
+            .remove_from(crate::tcp::per_ip::limit_key(&t.peer.ip), t.per_ip_home);
         if self.proxy {
-            if let Some(core::net::IpAddr::V4(client)) = self.clients[idx] {
+            if let Some(client) = self.clients[idx] {
                 // Counted under the client its PROXY header named too (`proxy.rs`).
-                self.per_ip.remove(client.octets());
+                self.per_ip.remove(proxy::limit_key_of(client));
             }
         }
         if self.conns[idx].tcp.state() == crate::tcp::State::SynReceived {
@@ -740,9 +745,13 @@ impl<L: Lookup<'static>> Server<L> {
 
     /// Makes the frame builder of our address `local` (`Interface::local`) use the MAC
     /// `self.egress` has now (a NIC set's send NIC); then [`Server::egress_of`] picks it.
+    /// For an IPv6 address (`LOCAL_V6`), the builder sends from that address as the link
+    /// holds it now (none once it expired: the segment is refused).
     #[inline(always)]
     fn sync_egress(&mut self, local: u8) {
-        if local != 0 {
+        if local >= crate::iface::LOCAL_V6 {
+            self.sync_egress6(local);
+        } else if local != 0 {
             let mac = self.egress.mac();
             if let Some(e) = self.vip_egress.get_mut(usize::from(local) - 1) {
                 if e.mac() != mac {
@@ -761,14 +770,16 @@ impl<L: Lookup<'static>> Server<L> {
     fn reply_mac<T: TxRing>(
         &mut self,
         local: u8,
-        client: crate::wire::Ipv4Address,
+        client: [u8; 16],
         frame_mac: crate::wire::EthernetAddress,
         tx: &mut T,
     ) -> crate::wire::EthernetAddress {
-        if local == 0 {
-            frame_mac
-        } else {
-            self.next_hop_mac(client, frame_mac, tx)
+        match crate::tcp::port_table::v4_of(&client) {
+            Some(v4) if local != 0 && local < crate::iface::LOCAL_V6 => {
+                self.next_hop_mac(crate::wire::Ipv4Address(v4), frame_mac, tx)
+            }
+            // Our own address, or IPv6 (answered to the MAC its segments come from).
+            _ => frame_mac,
         }
     }
 
@@ -790,9 +801,27 @@ impl<L: Lookup<'static>> Server<L> {
         r.mac.unwrap_or(frame_mac)
     }
 
-    /// The frame builder of our address `local` (our own for 0, or out of range).
+    #[inline(never)]
+    fn sync_egress6(&mut self, local: u8) {
+        let slot = local - crate::iface::LOCAL_V6;
+        let addr = self.ipv6_slot_addr(slot);
+        self.egress6 = self
+            .egress
+            .with_ip6(addr.unwrap_or(crate::wire::Ipv6Address::UNSPECIFIED));
+    }
+
+    /// The frame builder of our address `local` (our own for 0, the IPv6 one
+    /// `sync_egress` made for `LOCAL_V6` and above, our own when out of range).
     #[inline(always)]
-    fn egress_of<'a>(egress: &'a Egress, vips: &'a [Egress], local: u8) -> &'a Egress {
+    fn egress_of<'a>(
+        egress: &'a Egress,
+        vips: &'a [Egress],
+        egress6: &'a Egress,
+        local: u8,
+    ) -> &'a Egress {
+        if local >= crate::iface::LOCAL_V6 {
+            return egress6;
+        }
         vips.get(usize::from(local).wrapping_sub(1))
             .unwrap_or(egress)
     }

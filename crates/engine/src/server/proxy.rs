@@ -23,15 +23,25 @@ use core::net::IpAddr;
 use super::Server;
 use crate::nic::TxRing;
 use crate::resource::Lookup;
+use crate::tcp::per_ip::limit_key;
+use crate::tcp::port_table::{mapped, v4_of};
 use crate::wire::proxy::{self, Error, Parsed};
+
+/// The per-address table's key for a client a PROXY header names.
+pub(super) fn limit_key_of(client: IpAddr) -> [u8; 16] {
+    match client {
+        IpAddr::V4(v4) => mapped(v4.octets()),
+        IpAddr::V6(v6) => limit_key(&v6.octets()),
+    }
+}
 
 /// [`Server::client_of`] as an expression over the fields it reads, so that it can be
 /// used where other fields of the server are borrowed (the response step).
 macro_rules! client_of {
     ($s:expr, $idx:expr) => {
         match $s.proxy {
-            true => $s.clients[$idx].unwrap_or(core::net::IpAddr::from($s.conns[$idx].peer.ip)),
-            false => core::net::IpAddr::from($s.conns[$idx].peer.ip),
+            true => $s.clients[$idx].unwrap_or($s.conns[$idx].peer.ip_addr()),
+            false => $s.conns[$idx].peer.ip_addr(),
         }
     };
 }
@@ -56,8 +66,8 @@ impl<L: Lookup<'static>> Server<L> {
 
     /// Whether a new connection from `ip` must begin with a PROXY header.
     #[inline]
-    pub(super) fn proxy_source(&self, ip: [u8; 4]) -> bool {
-        self.proxy && self.cfg.proxy_protocol.contains(ip)
+    pub(super) fn proxy_source(&self, ip: [u8; 16]) -> bool {
+        self.proxy && v4_of(&ip).is_some_and(|v4| self.cfg.proxy_protocol.contains(v4))
     }
 
     /// Reads connection `id`'s PROXY header from the start of its receive slab (it has
@@ -117,21 +127,18 @@ impl<L: Lookup<'static>> Server<L> {
         }
     }
 
-    /// Connection `id`'s header named `client`. An IPv4 client is counted under the
-    /// per-address limit, as a SYN from it would have been (the balancer's own address
-    /// was let past the limit at its SYN: `Server::listen`); an IPv6 one is logged, but
-    /// the engine keeps no count of IPv6 addresses.
+    /// Connection `id`'s header named `client`: counted under the per-address limit (an
+    /// IPv6 client by its /64), as a SYN from it would have been (the balancer's own
+    /// address was let past the limit at its SYN: `Server::listen`).
     fn proxied_client<T: TxRing>(&mut self, id: u32, client: IpAddr, tx: &mut T) -> Header {
         let idx = id as usize;
-        if let IpAddr::V4(v4) = client {
-            let place = self.per_ip.lookup(v4.octets());
-            if place.count() >= self.max_per_ip {
-                self.stats.tcp_per_ip_refused += 1;
-                self.abort(id, tx);
-                return Header::Closed;
-            }
-            self.per_ip.add_at(place);
+        let place = self.per_ip.lookup(limit_key_of(client));
+        if place.count() >= self.max_per_ip {
+            self.stats.tcp_per_ip_refused += 1;
+            self.abort(id, tx);
+            return Header::Closed;
         }
+        self.per_ip.add_at(place);
         self.clients[idx] = Some(client);
         Header::Read
     }

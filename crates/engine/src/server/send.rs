@@ -13,9 +13,10 @@ use crate::nic::TxRing;
 use crate::resource::Lookup;
 use crate::tcp::emit::{self, Sender};
 use crate::tcp::output::Segment;
+use crate::tcp::port_table::v4_of;
 use crate::tcp::seq;
 use crate::tcp::Connection;
-use crate::wire::{self, Ipv4Address};
+use crate::wire;
 
 impl<L: Lookup<'static>> Server<L> {
     /// The paper's HTTP task for one connection: start the next response if the previous
@@ -173,7 +174,8 @@ impl<L: Lookup<'static>> Server<L> {
                 if self.conns[idx].app.stay_start_ns == 0
                     && wire::proxy::has_signature(rx)
                     && !(self.proxy
-                        && self.cfg.proxy_protocol.contains(self.conns[idx].peer.ip)) =>
+                        && v4_of(&self.conns[idx].peer.ip)
+                            .is_some_and(|v4| self.cfg.proxy_protocol.contains(v4))) =>
             {
                 self.forbid_header(id, tx);
                 return false;
@@ -298,7 +300,7 @@ impl<L: Lookup<'static>> Server<L> {
         // MAC its segments come from.
         let mac = match self.conns[idx].peer_mac {
             m if local == 0 => m,
-            m => self.reply_mac(local, Ipv4Address(self.conns[idx].peer.ip), m, tx),
+            m => self.reply_mac(local, self.conns[idx].peer.ip, m, tx),
         };
         let rx_space = self.rx_space(id);
         let port = self.port_of(idx);
@@ -311,7 +313,7 @@ impl<L: Lookup<'static>> Server<L> {
             let mut out = t.frame(seg, (port, peer_port), rx_space, mac, &[], &[], || 0, now);
             let side = &mut self.tls_sides[idx];
             let cache = &mut self.tls_cache;
-            let eg = Self::egress_of(&self.egress, &self.vip_egress, local);
+            let eg = Self::egress_of(&self.egress, &self.vip_egress, &self.egress6, local);
             let sent = if out.tso_mss.is_some() {
                 // An offloaded frame: its payload is written into the cache's frame buffer
                 // and the ring copies it at post (`frame_max` bounds it).
@@ -361,7 +363,8 @@ impl<L: Lookup<'static>> Server<L> {
             body_sum,
             now,
         );
-        let sent = Self::egress_of(&self.egress, &self.vip_egress, local).tcp(tx, &out);
+        let sent =
+            Self::egress_of(&self.egress, &self.vip_egress, &self.egress6, local).tcp(tx, &out);
         self.count_sent(sent);
         sent.done()
     }
@@ -375,9 +378,9 @@ impl<L: Lookup<'static>> Server<L> {
         let port = self.port_of(id as usize);
         let t = &self.conns[id as usize];
         let repr = t.reset((port, t.peer.port), seq_number);
-        let (mac, ip) = (t.peer_mac, Ipv4Address(t.peer.ip));
+        let (mac, ip) = (t.peer_mac, t.peer.ip);
         let mac = self.reply_mac(local, ip, mac, tx);
-        let eg = Self::egress_of(&self.egress, &self.vip_egress, local);
+        let eg = Self::egress_of(&self.egress, &self.vip_egress, &self.egress6, local);
         let sent = eg.tcp_bare(tx, mac, ip, &repr);
         self.count_sent(sent);
         self.stats.tcp_rst_sent += 1;
@@ -403,6 +406,10 @@ impl<L: Lookup<'static>, T: TxRing> Sender for Out<'_, L, T> {
     #[inline]
     fn frame_max(&mut self, id: u32) -> u32 {
         let t = &self.s.conns[id as usize];
+        if t.peer.ipv4().is_none() {
+            // No segmentation offload over IPv6 yet (the rings post TCPv4 only).
+            return 0;
+        }
         if t.app.tls() {
             // A record's bytes are sealed into a buffer the next segment reuses: offloaded
             // frames only where the ring copies them at post (the host's TAP), within the

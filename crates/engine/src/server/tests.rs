@@ -19,6 +19,8 @@ mod admission;
 mod bond;
 mod deadline;
 mod drain;
+#[cfg(feature = "ipv6")]
+mod ipv6;
 mod pacing;
 mod pressure;
 mod proxy;

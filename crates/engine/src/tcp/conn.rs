@@ -25,6 +25,8 @@ use crate::wire::tcp::ParsedRepr as TcpRepr;
 
 /// Our receive MSS for a 1500-byte MTU.
 pub const OUR_MSS: u16 = 1460;
+/// Our MSS over IPv6 on a 1500-byte MTU (its header is 40 bytes, IPv4's 20).
+pub const OUR_MSS_V6: u16 = 1440;
 /// The send MSS when the peer's SYN offers none (RFC 9293 §3.7.1).
 pub const DEFAULT_MSS: u32 = 536;
 /// The smallest send MSS we accept from a peer (a smaller one is raised to it).
@@ -145,6 +147,9 @@ pub struct Connection {
     pub(super) rcv_nxt: u32,
     /// Effective send MSS.
     pub(super) mss: u32,
+    /// The MSS our SYN or SYN-ACK announces, and the most we send: the link MTU less the
+    /// IP and TCP headers (IPv6's are 20 bytes longer than IPv4's).
+    pub(super) our_mss: u16,
     /// End of the stream the application has queued (one past its last byte).
     pub(super) send_end: u32,
     /// The application closed: a FIN follows the stream at `send_end`.
@@ -232,6 +237,7 @@ impl Connection {
             rate: Rate::new(),
             next_send_ns: 0,
             paced: false,
+            our_mss: OUR_MSS,
         }
     }
 
@@ -239,9 +245,17 @@ impl Connection {
     /// SYN-RECEIVED with our ISS `iss`. The caller has checked that `syn` carries SYN and
     /// neither ACK nor RST, and sends the SYN-ACK ([`Connection::syn_ack`]) next.
     pub fn accept(syn: &TcpRepr<'_>, iss: u32, now_ns: u64) -> Connection {
+        Connection::accept_mss(syn, iss, now_ns, OUR_MSS)
+    }
+
+    /// [`accept`](Self::accept) on a path whose MSS is `our_mss` (IPv6's: [`OUR_MSS_V6`]):
+    /// announced in the SYN-ACK, and the most a segment of ours carries whatever the
+    /// peer's SYN offers.
+    pub fn accept_mss(syn: &TcpRepr<'_>, iss: u32, now_ns: u64, our_mss: u16) -> Connection {
         let mss = u32::from(syn.options.mss.unwrap_or(DEFAULT_MSS as u16))
-            .clamp(MIN_MSS, u32::from(OUR_MSS));
+            .clamp(MIN_MSS, u32::from(our_mss));
         let mut c = Connection::closed();
+        c.our_mss = our_mss;
         c.state = State::SynReceived;
         c.iss = iss;
         c.snd_una = iss;

@@ -6,7 +6,7 @@
 //! persist, the stall abort). The owner turns a [`Segment`] into a frame: the header
 //! comes from [`Connection::header`], the payload bytes from its own copy of the stream.
 
-use super::conn::{Connection, OUR_MSS};
+use super::conn::Connection;
 use super::seq;
 use super::state::State;
 use super::timer::Timer;
@@ -147,7 +147,7 @@ impl Connection {
             } else {
                 (self.rcv_wnd(rx_space) >> self.rcv_shift) as u16
             },
-            max_seg_size: seg.syn.then_some(OUR_MSS),
+            max_seg_size: seg.syn.then_some(self.our_mss),
             window_scale: (seg.syn && self.offer_ws).then_some(self.rcv_shift),
             sack_permitted: seg.syn && self.sack_ok,
             timestamps: self.ts_ok.then(|| (self.ts_now(now_ns), self.ts_recent)),

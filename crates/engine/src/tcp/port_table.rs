@@ -11,10 +11,53 @@ pub const NONE: u32 = u32::MAX;
 /// The key a TCB is found by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Peer {
-    /// Client IPv4 address.
-    pub ip: [u8; 4],
+    /// Client IP address: IPv6, or IPv4 as an IPv4-mapped address (`::ffff:a.b.c.d`, RFC
+    /// 4291 §2.5.5.2), so one table, one key and one compare serve both.
+    pub ip: [u8; 16],
     /// Client TCP port.
     pub port: u16,
+}
+
+/// `v4` as an IPv4-mapped IPv6 address (the form [`Peer::ip`] keeps IPv4 in).
+#[inline(always)]
+pub const fn mapped(v4: [u8; 4]) -> [u8; 16] {
+    [
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, v4[0], v4[1], v4[2], v4[3],
+    ]
+}
+
+/// The IPv4 address `ip` maps, if it is IPv4-mapped.
+#[inline(always)]
+pub fn v4_of(ip: &[u8; 16]) -> Option<[u8; 4]> {
+    match ip {
+        [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d] => Some([*a, *b, *c, *d]),
+        _ => None,
+    }
+}
+
+impl Peer {
+    /// An IPv4 peer.
+    #[inline(always)]
+    pub const fn v4(ip: [u8; 4], port: u16) -> Peer {
+        Peer {
+            ip: mapped(ip),
+            port,
+        }
+    }
+
+    /// The peer's IPv4 address, if it is an IPv4 peer.
+    #[inline(always)]
+    pub fn ipv4(&self) -> Option<[u8; 4]> {
+        v4_of(&self.ip)
+    }
+
+    /// The peer's address as the standard library's type (IPv4 as IPv4).
+    pub fn ip_addr(&self) -> core::net::IpAddr {
+        match self.ipv4() {
+            Some(v4) => core::net::IpAddr::from(v4),
+            None => core::net::IpAddr::from(self.ip),
+        }
+    }
 }
 
 /// Access to the chain links and keys stored in the TCB array.
@@ -138,10 +181,7 @@ mod tests {
     }
 
     fn p(last: u8, port: u16) -> Peer {
-        Peer {
-            ip: [10, 0, 0, last],
-            port,
-        }
+        Peer::v4([10, 0, 0, last], port)
     }
 
     #[test]

@@ -81,7 +81,7 @@ impl core::fmt::Debug for SynCookies {
 }
 
 /// The two ends of a connection: (our IP, port), (peer IP, port).
-pub type Ends = (([u8; 4], u16), ([u8; 4], u16));
+pub type Ends = (super::isn::End, super::isn::End);
 
 impl SynCookies {
     /// Cookies keyed by `key`.
@@ -92,9 +92,23 @@ impl SynCookies {
     fn mac(&self, ends: Ends, client_isn: u32, bits: u32, period: u64) -> u32 {
         let mut h = SipHasher24::new_with_key(&self.key);
         let ((lip, lport), (rip, rport)) = ends;
-        h.write(&lip);
+        // An IPv4 address as its four bytes, an IPv6 one as its sixteen.
+        let bytes = |ip: &[u8; 16]| -> ([u8; 16], usize) {
+            match super::port_table::v4_of(ip) {
+                Some(v4) => (
+                    [
+                        v4[0], v4[1], v4[2], v4[3], 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                    ],
+                    4,
+                ),
+                None => (*ip, 16),
+            }
+        };
+        let (l, ln) = bytes(&lip);
+        let (r, rn) = bytes(&rip);
+        h.write(&l[..ln]);
         h.write(&lport.to_be_bytes());
-        h.write(&rip);
+        h.write(&r[..rn]);
         h.write(&rport.to_be_bytes());
         h.write(&client_isn.to_be_bytes());
         h.write(&bits.to_be_bytes());
@@ -162,8 +176,9 @@ impl SynCookies {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tcp::port_table::mapped;
 
-    const ENDS: Ends = (([10, 0, 0, 2], 80), ([10, 0, 0, 1], 40000));
+    const ENDS: Ends = ((mapped([10, 0, 0, 2]), 80), (mapped([10, 0, 0, 1]), 40000));
     const T0: u64 = 1_000 * PERIOD_NS + 5;
 
     fn opts(mss: Option<u16>, ws: Option<u8>, sack: bool) -> Options {
@@ -245,7 +260,7 @@ mod tests {
         let o = opts(Some(1460), Some(7), true);
         let cookie = c.make(ENDS, 5, &o, T0);
         assert!(c.check(ENDS, 6, cookie, T0).is_none(), "client ISN");
-        let other = (([10, 0, 0, 2], 80), ([10, 0, 0, 1], 40001));
+        let other = ((mapped([10, 0, 0, 2]), 80), (mapped([10, 0, 0, 1]), 40001));
         assert!(c.check(other, 5, cookie, T0).is_none(), "port");
         assert!(
             SynCookies::new([8; 16])

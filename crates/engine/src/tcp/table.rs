@@ -40,7 +40,7 @@ use super::port_table::{Links, Peer, PortTable, NONE};
 pub use super::tcb::{App, Tcb};
 use crate::iface::egress::{self, TcpOut};
 use crate::wire::tcp as wtcp;
-use crate::wire::{EthernetAddress, Ipv4Address};
+use crate::wire::EthernetAddress;
 
 impl<A> Links for [Tcb<A>] {
     fn count(&self) -> usize {
@@ -268,7 +268,7 @@ impl<A> Tcb<A> {
         TcpOut {
             repr,
             dst_mac,
-            dst: Ipv4Address(self.peer.ip),
+            dst: self.peer.ip,
             head,
             body,
             // An offloaded frame's checksum is the device's, and a frame without body bytes
@@ -372,10 +372,7 @@ mod tests {
     }
 
     fn peer(host: u8) -> Peer {
-        Peer {
-            ip: [10, 0, 0, host],
-            port: 80,
-        }
+        Peer::v4([10, 0, 0, host], 80)
     }
 
     #[test]

@@ -55,7 +55,7 @@ pub struct Tcb<A> {
 /// The most bytes a server's TCB may take: the server allocates one per `--tcbs` at start
 /// (plus its receive and head slabs); growing it is a memory decision, made here on
 /// purpose.
-pub const TCB_SIZE_MAX: usize = 448;
+pub const TCB_SIZE_MAX: usize = 464;
 
 impl<A: App> Tcb<A> {
     /// An unused slot.
@@ -64,7 +64,7 @@ impl<A: App> Tcb<A> {
             tcp: Connection::closed(),
             app: A::IDLE,
             peer: Peer {
-                ip: [0; 4],
+                ip: [0; 16],
                 port: 0,
             },
             peer_mac: EthernetAddress([0; 6]),

@@ -18,10 +18,7 @@ pub(super) struct Conn {
 }
 
 pub(super) const FREE_CONN: Conn = Conn {
-    peer: Peer {
-        ip: [0; 4],
-        port: 0,
-    },
+    peer: Peer::v4([0; 4], 0),
     chain: NONE,
     core: 0,
     used: false,

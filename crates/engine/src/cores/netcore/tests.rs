@@ -125,10 +125,7 @@ fn arp_request() -> Vec<u8> {
 }
 
 fn peer(port: u16) -> Peer {
-    Peer {
-        ip: CLIENT_IP.0,
-        port,
-    }
+    Peer::v4(CLIENT_IP.0, port)
 }
 
 fn config(tcbs: usize) -> Config {
@@ -295,7 +292,7 @@ fn the_https_port_is_dispatched_as_the_http_port() {
     let cookies = SynCookies::new([0x42; 16]);
     let now = clock.0.get();
     let iss = cookies.make(
-        ((SERVER_IP.0, 443), (CLIENT_IP.0, 2000)),
+        ((mapped(SERVER_IP.0), 443), (mapped(CLIENT_IP.0), 2000)),
         1000,
         &wtcp::Options::default(),
         now,
@@ -343,7 +340,7 @@ fn a_returned_cookie_goes_to_a_full_core_which_makes_room() {
     let (mut core0, mut http, clock) = setup(2, 1, None);
     dispatch(&mut core0, vec![syn(1), syn(2)]);
     let cookies = SynCookies::new([0x42; 16]);
-    let ends = ((SERVER_IP.0, 80), (CLIENT_IP.0, 3001));
+    let ends = ((mapped(SERVER_IP.0), 80), (mapped(CLIENT_IP.0), 3001));
     let cookie = cookies.make(
         ends,
         999,
@@ -846,7 +843,7 @@ fn an_ack_returning_a_syn_cookie_is_dispatched_like_a_syn() {
     // core 0; a forged one stays on core 0, which answers it with a RST.
     let (mut core0, mut http, clock) = setup(2, 8, None);
     let cookies = SynCookies::new([0x42; 16]);
-    let ends = ((SERVER_IP.0, 80), (CLIENT_IP.0, 3000));
+    let ends = ((mapped(SERVER_IP.0), 80), (mapped(CLIENT_IP.0), 3000));
     let options = crate::wire::tcp::Options::default();
     let cookie = cookies.make(ends, 999, &options, clock.now_ns());
     let good = tcp_frame(

@@ -227,10 +227,7 @@ fn the_network_core_wiring_carries_a_connection_there_and_back() {
     let mut servers: Vec<_> = (0..3).map(|k| p.server(k)).collect();
     q.core0.inner_mut().0.inbox.extend([syn(1000), syn(1001)]);
     servers[0].poll(&mut q.core0, &clock, &mut NoLog);
-    let peer = |port| Peer {
-        ip: CLIENT_IP.0,
-        port,
-    };
+    let peer = |port| Peer::v4(CLIENT_IP.0, port);
     assert_eq!(q.core0.map().core_of(peer(1000)), Some(1));
     assert_eq!(q.core0.map().core_of(peer(1001)), Some(2));
     for (k, nic) in q.http.iter_mut().enumerate() {

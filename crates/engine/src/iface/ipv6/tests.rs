@@ -346,9 +346,12 @@ fn what_is_not_served_yet_is_dropped_by_reason() {
         data: &[0; 16],
     };
     let mut f = frame(MAC, peer(), us, 64, &req, false);
-    // TCP: not served yet.
-    f[14 + 6] = u8::from(NextHeader::Tcp);
+    // UDP: not served yet.
+    f[14 + 6] = u8::from(NextHeader::Udp);
     assert_eq!(l.receive(&f, t), Err(Drop6::Unserved));
+    // TCP is the server's, checksum verified here (these bytes are no TCP segment's).
+    f[14 + 6] = u8::from(NextHeader::Tcp);
+    assert_eq!(l.receive(&f, t), Err(Drop6::Frame(Drop::Checksum)));
     // A fragment header: refused.
     f[14 + 6] = u8::from(NextHeader::Fragment);
     assert_eq!(l.receive(&f, t), Err(Drop6::Frame(Drop::Fragment)));

@@ -1,0 +1,300 @@
+//! TCP over IPv6: a client on the link reaches the server at its link-local address once
+//! DAD passed; segments carry IPv6's MSS (1440), never offloaded; the per-address limit
+//! counts a /64; a segment from a mapped, multicast or loopback source, or to a tentative
+//! address, opens nothing; a closed port answers with a RST.
+
+use super::*;
+use crate::wire::{Ipv6Address, Ipv6Packet, Ipv6Repr};
+
+const PEER: Ipv6Address = Ipv6Address::new(0xfe80, 0, 0, 0, 0, 0, 0, 9);
+
+fn server6(max_per_ip: usize) -> (Server<TestSite>, FakeNic, Ipv6Address, u64) {
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = 8;
+    cfg.max_per_ip = Some(max_per_ip);
+    cfg.syn_backlog = Some(8);
+    cfg.ipv6 = true;
+    cfg.ipv6_secret = Some([9; 16]);
+    let mut s = Server::new(cfg, TestSite::new(), SERVER_MAC);
+    // Offload offered: IPv4 would use it, IPv6 must not.
+    let mut nic = FakeNic::new(SERVER_MAC);
+    nic.tso_max = 65535;
+    let mut t = 0;
+    while t < 3_000_000_000 {
+        s.poll(&mut nic, &ManualClock(t), &mut NoLog);
+        t += 100_000_000;
+    }
+    nic.tx.outbox.clear();
+    let (us, phase) = s.ipv6_address().unwrap();
+    assert_eq!(phase, crate::iface::addr6::Phase::Preferred);
+    (s, nic, us, t)
+}
+
+/// A client → server TCP segment over IPv6 from `src` to `dst`.
+#[allow(clippy::too_many_arguments)]
+fn tcp6(
+    src: Ipv6Address,
+    dst: Ipv6Address,
+    (sport, dport): (u16, u16),
+    seq: u32,
+    ack: Option<u32>,
+    flags: wtcp::Flags,
+    payload: &[u8],
+    mss: Option<u16>,
+) -> Vec<u8> {
+    let repr = wtcp::Repr {
+        src_port: sport,
+        dst_port: dport,
+        seq_number: seq,
+        ack_number: ack,
+        flags,
+        window_len: 65535,
+        max_seg_size: mss,
+        window_scale: None,
+        sack_permitted: false,
+        timestamps: None,
+    };
+    let hl = repr.header_len();
+    let len = hl + payload.len();
+    let mut f = vec![0u8; 54 + len];
+    f[..6].copy_from_slice(&SERVER_MAC.0);
+    f[6..12].copy_from_slice(&CLIENT_MAC.0);
+    f[12..14].copy_from_slice(&[0x86, 0xdd]);
+    Ipv6Repr {
+        src_addr: src,
+        dst_addr: dst,
+        next_header: crate::wire::Ipv6NextHeader::Tcp,
+        payload_len: len,
+        hop_limit: 64,
+    }
+    .emit(&mut Ipv6Packet::new_unchecked(&mut f[14..54]));
+    repr.emit_header(&mut f[54..]);
+    f[54 + hl..].copy_from_slice(payload);
+    let acc = crate::wire::checksum::pseudo_header_v6(&src.0, &dst.0, 6, len as u32);
+    let sum = !crate::wire::checksum::fold(crate::wire::checksum::accumulate(acc, &f[54..]));
+    f[54 + 16..54 + 18].copy_from_slice(&sum.to_be_bytes());
+    f
+}
+
+/// A server → client IPv6 segment, its checksum verified.
+struct Seg6 {
+    src: Ipv6Address,
+    dst: Ipv6Address,
+    dst_mac: EthernetAddress,
+    seq: u32,
+    ack: Option<u32>,
+    flags: wtcp::Flags,
+    mss: Option<u16>,
+    payload: Vec<u8>,
+    frame_len: usize,
+}
+
+fn parse6(f: &[u8]) -> Seg6 {
+    let eth = EthernetFrame::new_checked(f).unwrap();
+    assert_eq!(eth.ethertype(), EtherType::Ipv6, "an IPv6 frame");
+    assert_eq!(eth.src_addr(), SERVER_MAC);
+    let ip = Ipv6Packet::new_checked(&f[14..]).unwrap();
+    let r = Ipv6Repr::parse(&ip).unwrap();
+    let up = ip.walk().unwrap();
+    assert_eq!(up.protocol, crate::wire::Ipv6NextHeader::Tcp);
+    assert_eq!(r.hop_limit, 64);
+    let body = ip.upper_payload(&up);
+    let sum = crate::wire::checksum::accumulate(ip.pseudo_header(&up), body);
+    assert_eq!(
+        crate::wire::checksum::fold(sum),
+        0xffff,
+        "TCP checksum over IPv6"
+    );
+    let p = TcpPacket::new_checked(body).unwrap();
+    let (seg, ok) = crate::iface::tcp_repr(&p, body);
+    assert!(ok);
+    Seg6 {
+        src: r.src_addr,
+        dst: r.dst_addr,
+        dst_mac: eth.dst_addr(),
+        seq: seg.seq_number,
+        ack: seg.ack_number,
+        flags: seg.flags,
+        mss: seg.options.mss,
+        payload: seg.payload.to_vec(),
+        frame_len: f.len(),
+    }
+}
+
+/// Polls once at `t` and returns what was sent, parsed.
+fn round(s: &mut Server<TestSite>, nic: &mut FakeNic, t: u64) -> Vec<Seg6> {
+    s.poll(nic, &ManualClock(t), &mut NoLog);
+    nic.tx.outbox.drain(..).map(|f| parse6(&f)).collect()
+}
+
+#[test]
+fn a_client_on_the_link_fetches_a_mebibyte_over_ipv6_in_1440_byte_segments() {
+    let (mut s, mut nic, us, mut t) = server6(8);
+    let ports = (40000, 80);
+    // The client offers IPv4's MSS: over IPv6 on a 1500-byte link, 1440 is the most.
+    nic.rx.inbox.push_back(tcp6(
+        PEER,
+        us,
+        ports,
+        1000,
+        None,
+        wtcp::Flags::SYN,
+        &[],
+        Some(1460),
+    ));
+    let out = round(&mut s, &mut nic, t);
+    assert_eq!(out.len(), 1);
+    let sa = &out[0];
+    assert!(sa.flags.syn && sa.flags.ack);
+    assert_eq!((sa.src, sa.dst, sa.dst_mac), (us, PEER, CLIENT_MAC));
+    assert_eq!(sa.ack, Some(1001));
+    assert_eq!(sa.mss, Some(1440), "IPv6's MSS announced");
+    let iss = sa.seq;
+    let req = b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n";
+    nic.rx.inbox.push_back(tcp6(
+        PEER,
+        us,
+        ports,
+        1001,
+        Some(iss + 1),
+        wtcp::Flags::ACK,
+        &[],
+        None,
+    ));
+    nic.rx.inbox.push_back(tcp6(
+        PEER,
+        us,
+        ports,
+        1001,
+        Some(iss + 1),
+        wtcp::Flags::ACK,
+        req,
+        None,
+    ));
+    let mut stream: Vec<u8> = Vec::new();
+    let mut rounds = 0;
+    let want = big_file();
+    loop {
+        t += 1_000_000;
+        let out = round(&mut s, &mut nic, t);
+        let mut acked = iss + 1 + stream.len() as u32;
+        for seg in &out {
+            assert!(
+                seg.frame_len <= 1514,
+                "a frame the link carries: {}",
+                seg.frame_len
+            );
+            assert!(seg.payload.len() <= 1440);
+            if seg.seq == acked && !seg.payload.is_empty() {
+                stream.extend_from_slice(&seg.payload);
+                acked += seg.payload.len() as u32;
+            }
+        }
+        nic.rx.inbox.push_back(tcp6(
+            PEER,
+            us,
+            ports,
+            1001 + req.len() as u32,
+            Some(acked),
+            wtcp::Flags::ACK,
+            &[],
+            None,
+        ));
+        rounds += 1;
+        let head_end = stream.windows(4).position(|w| w == b"\r\n\r\n");
+        if let Some(h) = head_end {
+            if stream.len() >= h + 4 + want.len() {
+                assert!(stream.starts_with(b"HTTP/1.1 200 OK\r\n"));
+                assert_eq!(&stream[h + 4..], &want[..], "every byte");
+                break;
+            }
+        }
+        assert!(rounds < 5000, "the response did not complete");
+    }
+    let st = s.stats();
+    assert_eq!(st.tx_tso_frames, 0, "no offload over IPv6 yet");
+    assert_eq!((st.tcp_accepted, st.tcp_established), (1, 1));
+}
+
+#[test]
+fn the_per_address_limit_counts_an_ipv6_clients_64() {
+    let (mut s, mut nic, us, t) = server6(2);
+    for (i, last) in [1u16, 2, 3].into_iter().enumerate() {
+        // Three addresses of one /64 (fe80::/64): one client, as far as the limit goes.
+        let src = Ipv6Address::new(0xfe80, 0, 0, 0, 0xaa, 0, 0, last);
+        nic.rx.inbox.push_back(tcp6(
+            src,
+            us,
+            (41000 + i as u16, 80),
+            7,
+            None,
+            wtcp::Flags::SYN,
+            &[],
+            Some(1440),
+        ));
+    }
+    let out = round(&mut s, &mut nic, t);
+    let flags: Vec<_> = out.iter().map(|o| (o.flags.syn, o.flags.rst)).collect();
+    assert_eq!(flags, [(true, false), (true, false), (false, true)]);
+    assert_eq!(s.stats().tcp_per_ip_refused, 1);
+}
+
+#[test]
+fn mapped_multicast_and_loopback_sources_and_unserved_ports() {
+    let (mut s, mut nic, us, t) = server6(8);
+    let syn = |src| {
+        tcp6(
+            src,
+            us,
+            (42000, 80),
+            7,
+            None,
+            wtcp::Flags::SYN,
+            &[],
+            Some(1440),
+        )
+    };
+    // ::ffff:10.0.0.1 would wear an IPv4 client's connection key.
+    let mapped: Ipv6Address = "::ffff:10.0.0.1".parse().unwrap();
+    nic.rx.inbox.push_back(syn(mapped));
+    nic.rx.inbox.push_back(syn(Ipv6Address::ALL_NODES));
+    nic.rx.inbox.push_back(syn("::1".parse().unwrap()));
+    assert!(round(&mut s, &mut nic, t).is_empty());
+    assert_eq!(s.stats().drop_malformed, 3);
+    assert_eq!(s.stats().tcp_accepted, 0);
+    // To an address that is not ours.
+    let other = Ipv6Address::new(0xfe80, 0, 0, 0, 0, 0, 0, 0x77);
+    nic.rx.inbox.push_back(tcp6(
+        PEER,
+        other,
+        (42000, 80),
+        7,
+        None,
+        wtcp::Flags::SYN,
+        &[],
+        None,
+    ));
+    assert!(round(&mut s, &mut nic, t).is_empty());
+    // A bad checksum.
+    let mut f = syn(PEER);
+    let n = f.len();
+    f[n - 1] ^= 1;
+    nic.rx.inbox.push_back(f);
+    assert!(round(&mut s, &mut nic, t).is_empty());
+    assert_eq!(s.stats().drop_checksum, 1);
+    // A closed port: RST, ACK of the SYN (RFC 9293 §3.10.7.1).
+    nic.rx.inbox.push_back(tcp6(
+        PEER,
+        us,
+        (42000, 81),
+        7,
+        None,
+        wtcp::Flags::SYN,
+        &[],
+        None,
+    ));
+    let out = round(&mut s, &mut nic, t);
+    assert_eq!(out.len(), 1);
+    assert!(out[0].flags.rst && out[0].flags.ack);
+    assert_eq!((out[0].src, out[0].dst, out[0].ack), (us, PEER, Some(8)));
+}

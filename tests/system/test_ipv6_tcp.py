@@ -1,0 +1,128 @@
+"""HTTP and HTTPS over IPv6 on the host platform: `bareweb serve` on a TAP takes its
+link-local address (RFC 7217, DAD) and a global one from dnsmasq's router advertisements
+(SLAAC, 2001:db8:1::/64), and Linux in the namespace fetches every file of the example
+site byte-exact over both, with curl: one connection per file, all on one keep-alive
+connection, and over HTTPS (the test CA's certificate, for `localhost`, reached at the
+global address). A port the server does not serve is refused at once; the access log
+names the IPv6 client.
+"""
+import hashlib
+import re
+import subprocess
+import time
+
+import pytest
+
+from conftest import SITE
+from test_https import HttpsServer, site_files, url_path
+from test_ipv6_link import SECRET, server_addr
+
+GLOBAL_PREFIX = "2001:db8:1:"
+ROUTER = "2001:db8:1::1"
+
+
+def sha(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def v6(pki, tmp_path_factory):
+    """One server for the module: HTTP on 80, HTTPS on 443, an access log; its link-local
+    and global addresses once both passed DAD."""
+    log = tmp_path_factory.mktemp("v6log") / "access.log"
+    s = HttpsServer(pki, extra=("--ip6-secret", SECRET, "--access-log-file", log))
+    s.access_log = log
+    dns = None
+    try:
+        s.ll = server_addr(s.ns)
+        s.ns.ip("-6", "addr", "add", f"{ROUTER}/64", "dev", "bw0", "nodad")
+        dns = subprocess.Popen(
+            s.ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
+                     "--interface=bw0", "--bind-interfaces", "--user=root", "--pid-file",
+                     "--enable-ra", "--dhcp-range=2001:db8:1::,ra-only,64,1h",
+                     "--log-facility=-"),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        s.glob = None
+        while time.time() < deadline and s.glob is None:
+            m = re.search(r"bareweb: IPv6 (2001:db8:1:[0-9a-f:]+) on the link", s.output())
+            s.glob = m and m.group(1)
+            time.sleep(0.3)
+        assert s.glob, f"no global address in 30 s:\n{s.output()}"
+        yield s
+    finally:
+        if dns:
+            dns.terminate()
+            dns.wait(5)
+        s.close()
+
+
+def curl(s, *args, timeout=60):
+    return s.ns.run("curl", "-sS", "-g", "--max-time", str(timeout), *args, check=False)
+
+
+def test_every_file_byte_exact_over_the_link_local_address(v6, tmp_path):
+    for f in site_files():
+        out = tmp_path / "body"
+        r = curl(v6, "-o", out, "-w", "%{http_code} %{remote_ip}",
+                 f"http://[{v6.ll}%bw0]{url_path(f)}")
+        assert r.stdout == f"200 {v6.ll}", (url_path(f), r.stdout, r.stderr)
+        assert sha(out.read_bytes()) == sha(f.read_bytes()), url_path(f)
+
+
+def test_every_file_on_one_keep_alive_connection_over_the_global_address(v6, tmp_path):
+    files = site_files()
+    args = ["-w", "%{http_code} %{num_connects}\\n"]
+    for i, f in enumerate(files):
+        args += ["-o", tmp_path / f"f{i}", f"http://[{v6.glob}]{url_path(f)}"]
+    r = curl(v6, *args, timeout=120)
+    words = r.stdout.split()
+    assert words[0::2] == ["200"] * len(files), r.stdout + r.stderr
+    assert sum(int(c) for c in words[1::2]) == 1, f"one connection for all: {r.stdout}"
+    for i, f in enumerate(files):
+        assert (tmp_path / f"f{i}").read_bytes() == f.read_bytes(), url_path(f)
+
+
+def test_https_every_file_byte_exact_over_ipv6(v6, tmp_path):
+    for f in site_files():
+        out = tmp_path / "body"
+        r = curl(v6, "--cacert", v6.pki / "ca.pem", "--resolve", f"localhost:443:[{v6.glob}]",
+                 "-o", out, "-w", "%{http_code} %{ssl_verify_result} %{remote_ip}",
+                 f"https://localhost{url_path(f)}")
+        assert r.stdout == f"200 0 {v6.glob}", (url_path(f), r.stdout, r.stderr)
+        assert sha(out.read_bytes()) == sha(f.read_bytes()), url_path(f)
+
+
+def test_a_port_not_served_is_refused_at_once(v6):
+    t = time.time()
+    r = curl(v6, "-o", "/dev/null", f"http://[{v6.glob}]:81/", timeout=5)
+    assert r.returncode == 7, (r.returncode, r.stderr)  # "Couldn't connect": a RST came
+    assert time.time() - t < 3
+
+
+def test_the_access_log_names_the_ipv6_client(v6):
+    r = curl(v6, "-o", "/dev/null", "-w", "%{http_code} %{local_ip}",
+             f"http://[{v6.glob}]/robots.txt")
+    code, client = r.stdout.split()
+    assert code == "200", r.stderr
+    assert client.startswith(GLOBAL_PREFIX), client  # Linux's own address in the prefix
+    # Common Log Format, the address as nginx writes $remote_addr (RFC 5952, no brackets).
+    want = f"{client} - - ["
+    deadline = time.time() + 5
+    lines = []
+    while time.time() < deadline:
+        text = v6.access_log.read_text() if v6.access_log.exists() else ""
+        lines = [l for l in text.splitlines()
+                 if l.startswith(want) and '"GET /robots.txt HTTP/1.1" 200 23' in l]
+        if lines:
+            break
+        time.sleep(0.2)
+    assert lines, text
+
+
+def test_the_site_served_is_the_one_over_ipv4_too(v6):
+    # Dual stack: the same server answers over IPv4 as before.
+    from conftest import SERVER_IP
+    r = curl(v6, "-o", "/dev/null", "-w", "%{http_code}", f"http://{SERVER_IP}/")
+    assert r.stdout == "200", r.stderr
+    assert (SITE / "index.html").exists()
