@@ -293,7 +293,11 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
         // One server runs IPv6 on the link (its address, DAD, the neighbour cache).
         cfg.ipv6 &= core == 0;
         if self.role(core) == Role::Net {
-            cfg.tcbs = 1;
+            // With IPv6 on, core 0 serves IPv6's connections itself (the HTTP cores have
+            // no link): it keeps its TCBs, and still answers every SYN with a cookie.
+            if !cfg.ipv6 {
+                cfg.tcbs = 1;
+            }
             cfg.syn_backlog = Some(0);
         }
         // The UDP protocol's packets say which core answered (the UDP paper, Fig. 7a).

@@ -6,7 +6,7 @@
 
 use super::Interface;
 use crate::nic::{Tso, TxRing, TX_HEAD_ROOM};
-use crate::tcp::port_table::v4_of;
+use crate::wire::ipv6::v4_of;
 use crate::wire::tcp::{self as wtcp, ParsedRepr as TcpRepr};
 use crate::wire::{
     arp, checksum, ethernet, ipv4, udp, ArpOperation, ArpPacket, ArpRepr, EtherType,

@@ -16,10 +16,12 @@ use super::port_table::v4_of;
 
 /// The address a client's connections are counted under: an IPv4 address itself (kept
 /// IPv4-mapped), an IPv6 address's /64. One IPv6 host is given a whole /64 (RFC 4291 §2.5.1,
-/// SLAAC): counted per address, it would have 2^64 addresses' worth of limit.
+/// SLAAC): counted per address, it would have 2^64 addresses' worth of limit. A
+/// link-local source (`fe80::/10`) is counted by its whole address: every host on the
+/// link shares `fe80::/64`, and a host there could as well forge IPv4 sources.
 #[inline(always)]
 pub fn limit_key(ip: &[u8; 16]) -> [u8; 16] {
-    if v4_of(ip).is_some() {
+    if v4_of(ip).is_some() || (ip[0] == 0xfe && ip[1] & 0xc0 == 0x80) {
         return *ip;
     }
     let mut k = [0u8; 16];
@@ -223,6 +225,15 @@ mod tests {
         let mut h = SipHasher13::new_with_key(&[3; 16]);
         h.write(&v6);
         assert_eq!(t.home(v6), h.finish() as usize & t.mask);
+    }
+
+    #[test]
+    fn a_link_local_client_is_counted_by_its_address() {
+        let a = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8];
+        let mut b = a;
+        b[15] = 9;
+        assert_eq!(limit_key(&a), a);
+        assert_ne!(limit_key(&a), limit_key(&b));
     }
 
     #[test]

@@ -18,22 +18,7 @@ pub struct Peer {
     pub port: u16,
 }
 
-/// `v4` as an IPv4-mapped IPv6 address (the form [`Peer::ip`] keeps IPv4 in).
-#[inline(always)]
-pub const fn mapped(v4: [u8; 4]) -> [u8; 16] {
-    [
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, v4[0], v4[1], v4[2], v4[3],
-    ]
-}
-
-/// The IPv4 address `ip` maps, if it is IPv4-mapped.
-#[inline(always)]
-pub fn v4_of(ip: &[u8; 16]) -> Option<[u8; 4]> {
-    match ip {
-        [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d] => Some([*a, *b, *c, *d]),
-        _ => None,
-    }
-}
+pub use crate::wire::ipv6::{mapped, v4_of};
 
 impl Peer {
     /// An IPv4 peer.
@@ -178,6 +163,28 @@ mod tests {
         fn set_next(&mut self, i: u32, n: u32) {
             self.0[i as usize].1 = n;
         }
+    }
+
+    #[test]
+    fn mapped_addresses_round_trip_and_only_they_are_ipv4() {
+        for v4 in [[0, 0, 0, 0], [10, 0, 0, 1], [255; 4], [192, 168, 1, 200]] {
+            assert_eq!(v4_of(&mapped(v4)), Some(v4));
+            let std = core::net::Ipv4Addr::from(v4).to_ipv6_mapped().octets();
+            assert_eq!(mapped(v4), std);
+        }
+        let mut not = mapped([10, 0, 0, 1]);
+        for i in 0..12 {
+            not[i] ^= 1;
+            assert_eq!(v4_of(&not), None, "byte {i}");
+            not[i] ^= 1;
+        }
+        assert_eq!(v4_of(&[0; 16]), None);
+        let compat = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 1];
+        assert_eq!(
+            v4_of(&compat),
+            None,
+            "IPv4-compatible (deprecated) is not mapped"
+        );
     }
 
     fn p(last: u8, port: u16) -> Peer {

@@ -39,6 +39,25 @@ pub const ROUTER_ALERT_LEN: usize = 8;
 /// The minimum link MTU of IPv6 (RFC 8200 §5): every link carries 1280-byte packets.
 pub const MIN_MTU: usize = 1280;
 
+/// `v4` as an IPv4-mapped IPv6 address (RFC 4291 §2.5.5.2: the form the connection key,
+/// `tcp::port_table::Peer`, keeps IPv4 in).
+#[inline(always)]
+pub const fn mapped(v4: [u8; 4]) -> [u8; 16] {
+    [
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, v4[0], v4[1], v4[2], v4[3],
+    ]
+}
+
+/// The IPv4 address `ip` maps, if it is IPv4-mapped.
+///
+/// One 128-bit load and compare (a slice pattern over the bytes compiled to a compare
+/// per byte, on every segment of the IPv4 path).
+#[inline(always)]
+pub fn v4_of(ip: &[u8; 16]) -> Option<[u8; 4]> {
+    let x = u128::from_be_bytes(*ip);
+    (x >> 32 == 0xffff).then_some((x as u32).to_be_bytes())
+}
+
 /// An IPv6 address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Address(pub [u8; 16]);

@@ -1,6 +1,6 @@
 //! TCP over IPv6: a client on the link reaches the server at its link-local address once
 //! DAD passed; segments carry IPv6's MSS (1440), never offloaded; the per-address limit
-//! counts a /64; a segment from a mapped, multicast or loopback source, or to a tentative
+//! counts a link-local client by its address (an off-link one by its /64, `per_ip`'s tests); a segment from a mapped, multicast or loopback source, or to a tentative
 //! address, opens nothing; a closed port answers with a RST.
 
 use super::*;
@@ -217,12 +217,14 @@ fn a_client_on_the_link_fetches_a_mebibyte_over_ipv6_in_1440_byte_segments() {
 }
 
 #[test]
-fn the_per_address_limit_counts_an_ipv6_clients_64() {
+fn the_per_address_limit_counts_a_link_local_client_by_its_address() {
+    // Every host on the link shares fe80::/64: counted by /64 (as off-link clients are),
+    // one of them would lock the others out.
     let (mut s, mut nic, us, t) = server6(2);
-    for (i, last) in [1u16, 2, 3].into_iter().enumerate() {
-        // Three addresses of one /64 (fe80::/64): one client, as far as the limit goes.
-        let src = Ipv6Address::new(0xfe80, 0, 0, 0, 0xaa, 0, 0, last);
-        nic.rx.inbox.push_back(tcp6(
+    let a = Ipv6Address::new(0xfe80, 0, 0, 0, 0xaa, 0, 0, 1);
+    let b = Ipv6Address::new(0xfe80, 0, 0, 0, 0xaa, 0, 0, 2);
+    for (i, src) in [a, a, a, b].into_iter().enumerate() {
+        let f = tcp6(
             src,
             us,
             (41000 + i as u16, 80),
@@ -231,11 +233,15 @@ fn the_per_address_limit_counts_an_ipv6_clients_64() {
             wtcp::Flags::SYN,
             &[],
             Some(1440),
-        ));
+        );
+        nic.rx.inbox.push_back(f);
     }
     let out = round(&mut s, &mut nic, t);
     let flags: Vec<_> = out.iter().map(|o| (o.flags.syn, o.flags.rst)).collect();
-    assert_eq!(flags, [(true, false), (true, false), (false, true)]);
+    assert_eq!(
+        flags,
+        [(true, false), (true, false), (false, true), (true, false)]
+    );
     assert_eq!(s.stats().tcp_per_ip_refused, 1);
 }
 
