@@ -96,6 +96,10 @@ fuzz_target!(|data: &[u8]| {
                 assert!(src.is_unicast() && !src.is_loopback() && !src.is_ipv4_mapped());
                 assert!(segment.len() <= frame.len() - 54);
             }
+            if let Step::TooBig { mtu, peer, .. } = step {
+                // IPv6's minimum MTU or more, quoting a segment to a unicast peer.
+                assert!(mtu >= 1280 && peer.is_unicast());
+            }
         }
         if let Some(src) = src.filter(|a| a.is_link_local()) {
             let _ = link.neigh.lookup(src, now);

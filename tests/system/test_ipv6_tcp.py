@@ -126,3 +126,58 @@ def test_the_site_served_is_the_one_over_ipv4_too(v6):
     r = curl(v6, "-o", "/dev/null", "-w", "%{http_code}", f"http://{SERVER_IP}/")
     assert r.stdout == "200", r.stderr
     assert (SITE / "index.html").exists()
+
+
+def test_path_mtu_through_a_router_with_a_1280_octet_link(tmp_path):
+    """A client behind a router whose next link is 1280 octets (Linux forwarding between
+    the server's TAP and a veth whose router end has MTU 1280, into the client's
+    namespace): the server's
+    1500-octet segments draw Packet Too Big from the router, the connection's segments
+    shrink to the path (RFC 8201) and the mebibyte arrives byte-exact."""
+    from conftest import Netns, Server
+    s = Server(extra=("--ip6-secret", SECRET))
+    client = Netns("bwc")
+    dns = None
+    try:
+        s.ns.run("sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
+        s.ns.ip("-6", "addr", "add", f"{ROUTER}/64", "dev", "bw0", "nodad")
+        s.ns.ip("link", "add", "v0", "type", "veth", "peer", "name", "v1", "netns", client.name)
+        s.ns.ip("link", "set", "v0", "mtu", "1280", "up")
+        s.ns.ip("-6", "addr", "add", "2001:db8:2::1/64", "dev", "v0", "nodad")
+        # The client's own link is 1500 (it offers MSS 1440); the router's way to it is
+        # 1280: the narrow link is past the router, as on a real path.
+        client.ip("link", "set", "v1", "up")
+        client.ip("-6", "addr", "add", "2001:db8:2::2/64", "dev", "v1", "nodad")
+        client.ip("-6", "route", "add", "default", "via", "2001:db8:2::1")
+        dns = subprocess.Popen(
+            s.ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
+                     "--interface=bw0", "--bind-interfaces", "--user=root", "--pid-file",
+                     "--enable-ra", "--dhcp-range=2001:db8:1::,ra-only,64,1h",
+                     "--log-facility=-"),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        glob = None
+        while time.time() < deadline and glob is None:
+            m = re.search(r"bareweb: IPv6 (2001:db8:1:[0-9a-f:]+) on the link", s.output())
+            glob = m and m.group(1)
+            time.sleep(0.3)
+        assert glob, f"no global address in 30 s:\n{s.output()}"
+        f = SITE / "files" / "1m.bin"
+        out = tmp_path / "body"
+        r = client.run("curl", "-sS", "-g", "--max-time", "60", "-o", out, "-w", "%{http_code}",
+                       f"http://[{glob}]/files/1m.bin", check=False)
+        assert r.stdout == "200", (r.stdout, r.stderr)
+        assert sha(out.read_bytes()) == sha(f.read_bytes())
+    finally:
+        if dns:
+            dns.terminate()
+            dns.wait(5)
+        counters = s.stop()
+        s.ns.close()
+        client.close()
+        s.log.close()
+    # The router's messages taken (one per segment it dropped, as Linux's rate limit lets
+    # them go), the connection's segments lowered once, none refused.
+    assert counters.get("icmp6_too_big", 0) >= 1, counters
+    assert counters.get("tcp_pmtu_lowered", 0) == 1, counters
+    assert counters.get("drop_too_big", 0) == 0, counters

@@ -84,6 +84,14 @@ counters! {
     nd_router_solicits,
     /// IPv6 router advertisements taken (routers, prefixes for global addresses, MTU).
     nd_router_adverts,
+    /// IPv6 Packet Too Big messages taken: quoting a segment of a connection in flight
+    /// (RFC 8201; one per segment the router dropped).
+    icmp6_too_big,
+    /// Connections whose segments a Packet Too Big made smaller (and sent again).
+    tcp_pmtu_lowered,
+    /// Dropped: an IPv6 Packet Too Big below 1280, not quoting a TCP segment of ours, or
+    /// quoting none in flight (forged, or late).
+    drop_too_big,
     /// Dropped: a Neighbor Discovery message whose hop limit is not 255 (from beyond the
     /// link).
     drop_nd_hop_limit,

@@ -45,6 +45,9 @@ pub enum Drop6 {
     /// A protocol or message not served over IPv6 yet (UDP, router solicitations, MLD
     /// queries).
     Unserved,
+    /// A Packet Too Big that is not to us, names an MTU below 1280, or quotes no TCP
+    /// segment of ours.
+    TooBig,
 }
 
 impl From<crate::wire::Error> for Drop6 {
@@ -118,6 +121,20 @@ pub enum Step<'a> {
         /// The TCP header and payload.
         segment: &'a [u8],
     },
+    /// A Packet Too Big (RFC 4443 §3.2) to an address of ours, quoting a TCP segment we
+    /// sent: for the server to check against the connection (RFC 8201 §4).
+    TooBig {
+        /// The MTU of the narrow link (1280 or more).
+        mtu: u32,
+        /// The peer the quoted segment went to.
+        peer: Ipv6Address,
+        /// Its port.
+        peer_port: u16,
+        /// Our port it came from.
+        our_port: u16,
+        /// Its sequence number.
+        seq: u32,
+    },
     /// Taken in (the cache learned, or nothing was to be done).
     Done,
 }
@@ -172,6 +189,31 @@ impl Link {
                 .iter()
                 .flatten()
                 .any(|p| mine(p.addr.addr()))
+    }
+
+    /// A Packet Too Big to `to` for a link of `mtu`, quoting `invoking`: a step only when
+    /// it is to an address of ours in use, the MTU is IPv6's minimum (1280, RFC 8200 §5)
+    /// or more, and the quote is a TCP segment of ours as we build them (no extension
+    /// header, from an address of ours in use, to a unicast one) with at least its ports
+    /// and sequence number (RFC 4443 §3.2 quotes as much as fits).
+    fn too_big(&self, to: Ipv6Address, mtu: u32, invoking: &[u8]) -> Option<Step<'static>> {
+        self.slot_of(to)?;
+        if mtu < 1280 || invoking.len() < IP6_LEN + 8 || invoking[0] >> 4 != 6 {
+            return None;
+        }
+        let from = Ipv6Address::from_bytes(&invoking[8..24]);
+        let peer = Ipv6Address::from_bytes(&invoking[24..40]);
+        if invoking[6] != 6 || self.slot_of(from).is_none() || !peer.is_unicast() {
+            return None;
+        }
+        let tcp = &invoking[IP6_LEN..];
+        Some(Step::TooBig {
+            mtu,
+            peer,
+            peer_port: u16::from_be_bytes([tcp[2], tcp[3]]),
+            our_port: u16::from_be_bytes([tcp[0], tcp[1]]),
+            seq: u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]),
+        })
     }
 
     /// Which of our addresses in use `a` is, as a number a connection can keep: 0 the
@@ -363,6 +405,9 @@ impl Link {
                 self.neigh.solicited_by(src, options.source_lladdr(), now);
                 Ok(Step::Router)
             }
+            Icmpv6Repr::PacketTooBig { mtu, invoking } => self
+                .too_big(ip.dst_addr, mtu, invoking)
+                .ok_or(Drop6::TooBig),
             Icmpv6Repr::EchoRequest {
                 ident,
                 seq_no,

@@ -9,7 +9,7 @@ use crate::iface::LOCAL_V6;
 use crate::iface::{admissible_syn, classified, egress, Drop, Ingress, Sent};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
-use crate::tcp::conn::{Connection, Reply, OUR_MSS, OUR_MSS_V6, TS_TICK_NS};
+use crate::tcp::conn::{Connection, Reply, OUR_MSS, TS_TICK_NS};
 use crate::tcp::per_ip::{limit_key, Place};
 use crate::tcp::port_table::{mapped, Peer};
 use crate::tcp::syncookie::{Ends, SKEW_NS};
@@ -209,7 +209,7 @@ impl<L: Lookup<'static>> Server<L> {
             // The SYN-ACK is the one a TCB would send (`Connection::syn_ack` and `header`),
             // from a connection that is then forgotten.
             let iss = self.cookies.make(ends, seg.seq_number, &seg.options, now);
-            let mut c = Connection::accept_mss(seg, iss, now, self.rx_mss())
+            let mut c = Connection::accept_mss(seg, iss, now, self.rx_mss(&peer))
                 .with_ts_offset(self.isn.ts_offset(ends.0, ends.1));
             let syn_ack = c.syn_ack(now);
             let repr = c.header(
@@ -233,7 +233,7 @@ impl<L: Lookup<'static>> Server<L> {
             return self.no_connection(peer);
         };
         let (iss, ts_offset) = self.isn.isn_and_ts_offset(ends.0, ends.1, now);
-        let tcp = Connection::accept_mss(seg, iss, now, self.rx_mss())
+        let tcp = Connection::accept_mss(seg, iss, now, self.rx_mss(&peer))
             .with_ts_offset(ts_offset)
             .with_congestion(self.cfg.congestion);
         self.open(id, peer, src_mac, tcp, place);
@@ -250,10 +250,11 @@ impl<L: Lookup<'static>> Server<L> {
         ((local, self.rx_port()), (peer.ip, peer.port))
     }
 
-    /// The MSS of the segment being handled's path: IPv6's header is 20 bytes longer.
-    fn rx_mss(&self) -> u16 {
+    /// Our MSS for a connection from `peer` on the path of the segment being handled:
+    /// IPv6's header is 20 bytes longer, and a Packet Too Big may have taught less.
+    fn rx_mss(&self, peer: &Peer) -> u16 {
         if self.rx_local >= LOCAL_V6 {
-            OUR_MSS_V6
+            self.mss6_for(&peer.ip)
         } else {
             OUR_MSS
         }
@@ -348,7 +349,7 @@ impl<L: Lookup<'static>> Server<L> {
             ..*seg
         };
         let offset = self.isn.ts_offset(ends.0, ends.1);
-        let mut tcp = Connection::accept_mss(&syn, ack.wrapping_sub(1), now, self.rx_mss())
+        let mut tcp = Connection::accept_mss(&syn, ack.wrapping_sub(1), now, self.rx_mss(&peer))
             .with_ts_offset(offset)
             .with_congestion(self.cfg.congestion);
         // The SYN-ACK may have been stamped by another core (network-core mode's core 0),

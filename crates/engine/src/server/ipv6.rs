@@ -22,7 +22,48 @@ use crate::iface::ipv6::{Drop6, Link, Out, Step};
 use crate::iface::{tcp_repr, Sent, LOCAL_V6};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
+use crate::tcp::conn::OUR_MSS_V6;
+use crate::tcp::port_table::Peer;
 use crate::wire::{EthernetAddress, Ipv6Address, TcpPacket};
+
+/// The IPv6 and TCP headers (no options) a segment's MTU holds besides its payload.
+const IP6_TCP_HEADERS: u32 = 40 + 20;
+
+/// How long a path MTU learned from a Packet Too Big is kept (RFC 8201 §5.3: at least
+/// five minutes, ten recommended).
+const PMTU_KEEP_NS: u64 = 600_000_000_000;
+
+/// Path MTUs to IPv6 destinations that sent us a Packet Too Big we acted on: a few
+/// entries, the oldest replaced (a fixed array: what forged messages can fill is only
+/// what passed the in-flight check, and a forgotten entry costs one more Packet Too Big).
+#[derive(Debug, Clone, Default)]
+pub(super) struct PathMtus {
+    entries: [([u8; 16], u16, u64); 8],
+}
+
+impl PathMtus {
+    /// Keeps `mtu` for `peer` (learned at `now`).
+    fn learn(&mut self, peer: Ipv6Address, mtu: u16, now: u64) {
+        let at = self
+            .entries
+            .iter()
+            .position(|e| e.0 == peer.0)
+            .unwrap_or_else(|| {
+                (0..self.entries.len())
+                    .min_by_key(|&i| self.entries[i].2)
+                    .unwrap_or(0)
+            });
+        self.entries[at] = (peer.0, mtu, now.max(1));
+    }
+
+    /// The path MTU kept for `peer`, if not older than [`PMTU_KEEP_NS`].
+    fn get(&self, peer: &[u8; 16], now: u64) -> Option<u16> {
+        self.entries
+            .iter()
+            .find(|e| e.2 != 0 && &e.0 == peer && now.saturating_sub(e.2) < PMTU_KEEP_NS)
+            .map(|e| e.1)
+    }
+}
 
 /// Most timer steps (probes) taken per round: the link has at most one address probe
 /// and a solicitation per neighbour entry due at once.
@@ -138,6 +179,7 @@ impl<L: Lookup<'static>> Server<L> {
             }
             Err(Drop6::HopLimit) => self.stats.drop_nd_hop_limit += 1,
             Err(Drop6::Unserved) => self.stats.drop_ipv6_unserved += 1,
+            Err(Drop6::TooBig) => self.stats.drop_too_big += 1,
             Err(Drop6::Frame(d)) => self.count_drop(d),
         }
     }
@@ -190,7 +232,62 @@ impl<L: Lookup<'static>> Server<L> {
                 self.tcp6(src_mac, src.0, slot, segment, tx);
                 false
             }
+            Step::TooBig {
+                mtu,
+                peer,
+                peer_port,
+                our_port,
+                seq,
+            } => {
+                self.too_big(mtu, peer, (peer_port, our_port), seq);
+                false
+            }
             Step::Done => false,
+        }
+    }
+
+    /// A Packet Too Big quoting our segment at `seq` to `peer`'s port from `our_port`:
+    /// the connection's MSS lowered to the path's (`Connection::path_mtu` checks the
+    /// sequence number is in flight), its segments sent again, and the path's MTU kept
+    /// for the next connections to `peer` ([`PathMtus`]).
+    fn too_big(
+        &mut self,
+        mtu: u32,
+        peer: Ipv6Address,
+        (peer_port, our_port): (u16, u16),
+        seq: u32,
+    ) {
+        let p = Peer {
+            ip: peer.0,
+            port: peer_port,
+        };
+        let mss_cap = mtu.min(1500) - IP6_TCP_HEADERS;
+        let taken = match self.conns.find(p) {
+            Some(id) if self.port_of(id as usize) == our_port => {
+                let taken = self.conns[id as usize].tcp.path_mtu(seq, mss_cap);
+                if taken == Some(true) {
+                    self.enqueue(id);
+                }
+                taken
+            }
+            _ => None,
+        };
+        match taken {
+            Some(lowered) => {
+                self.stats.icmp6_too_big += 1;
+                self.stats.tcp_pmtu_lowered += u64::from(lowered);
+                self.path_mtus.learn(peer, mtu as u16, self.now_ns);
+            }
+            None => self.stats.drop_too_big += 1,
+        }
+    }
+
+    /// Our MSS for a new connection from `peer`: IPv6's, or less where a Packet Too Big
+    /// taught a smaller path MTU (RFC 8201 §5.2: kept ten minutes).
+    pub(super) fn mss6_for(&self, peer: &[u8; 16]) -> u16 {
+        match self.path_mtus.get(peer, self.now_ns) {
+            Some(mtu) => (u32::from(mtu) - IP6_TCP_HEADERS) as u16,
+            None => OUR_MSS_V6,
         }
     }
 

@@ -231,6 +231,8 @@ pub struct Server<L: Lookup<'static>> {
     ipv6: Option<Box<crate::iface::ipv6::Link>>,
     /// The addresses' news not yet taken, oldest first ([`Server::take_ipv6_news`]).
     ipv6_news: [Option<crate::iface::addr6::Event>; 4],
+    /// Path MTUs Packet Too Big messages taught (IPv6).
+    path_mtus: ipv6::PathMtus,
     /// The last [`RESET_MEMORY`] connections reset while still at our initial sequence
     /// number: (peer, SND.NXT: the ACK that would return their cookie), oldest overwritten.
     reset: [(Peer, u32); RESET_MEMORY],
@@ -338,6 +340,7 @@ impl<L: Lookup<'static>> Server<L> {
             address_changed: false,
             ipv6: None,
             ipv6_news: [None; 4],
+            path_mtus: ipv6::PathMtus::default(),
             reset: [(Peer::default(), 0); RESET_MEMORY],
             reset_next: 0,
             tls_sides: Vec::with_capacity(if cfg.tls.is_some() { n } else { 0 }),

@@ -337,6 +337,31 @@ impl Connection {
     pub fn mss(&self) -> u32 {
         self.mss
     }
+
+    /// A Packet Too Big (RFC 8201 §4) quoting a segment of ours that starts at `seq`: the
+    /// path takes at most `mss_cap` bytes of TCP payload without options (its MTU less
+    /// the IP and TCP headers). Taken only when `seq` is in flight (SND.UNA ≤ seq <
+    /// SND.MAX: RFC 5927 §4.1, an attacker must know it) and the MSS goes down; then
+    /// everything in flight is sent again from SND.UNA in segments of the new size, as
+    /// Linux's `tcp_simple_retransmit` does (the router dropped them; no congestion, so
+    /// the window stays). Returns `None` when `seq` is not in flight, else whether the
+    /// MSS went down (not when an earlier message for the same path already lowered it:
+    /// the router answers each segment sent before).
+    pub fn path_mtu(&mut self, seq: u32, mss_cap: u32) -> Option<bool> {
+        if !(seq::le(self.snd_una, seq) && seq::lt(seq, self.snd_max)) {
+            return None;
+        }
+        let opts = if self.ts_ok { TS_OPTION_LEN } else { 0 };
+        let mss = mss_cap.saturating_sub(opts).max(MIN_MSS);
+        if mss >= self.mss {
+            return Some(false);
+        }
+        self.mss = mss;
+        self.snd_nxt = self.snd_una;
+        self.rto_recovery = false;
+        self.rtt.stop();
+        Some(true)
+    }
     /// The peer's window scale shift.
     pub fn snd_shift(&self) -> u8 {
         self.snd_shift

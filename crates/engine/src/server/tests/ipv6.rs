@@ -304,3 +304,156 @@ fn mapped_multicast_and_loopback_sources_and_unserved_ports() {
     assert!(out[0].flags.rst && out[0].flags.ack);
     assert_eq!((out[0].src, out[0].dst, out[0].ack), (us, PEER, Some(8)));
 }
+
+/// A Packet Too Big from a router (`2001:db8::1`) to us for a link of `mtu`, quoting
+/// `quoted` (a frame of ours, from its IPv6 header, cut to what fits in 1280).
+fn too_big(us: Ipv6Address, mtu: u32, quoted: &[u8]) -> Vec<u8> {
+    let invoking = &quoted[14..quoted.len().min(14 + 1232)];
+    let m = crate::wire::Icmpv6Repr::PacketTooBig { mtu, invoking };
+    let router = Ipv6Address::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+    crate::iface::ipv6::tests::frame(SERVER_MAC, router, us, 64, &m, false)
+}
+
+/// Opens a connection from `PEER` port `sport` and asks for the mebibyte: returns our ISS
+/// and the request's length; the first flight is in `nic`'s outbox.
+fn get_big(
+    s: &mut Server<TestSite>,
+    nic: &mut FakeNic,
+    us: Ipv6Address,
+    sport: u16,
+    t: u64,
+) -> (u32, u32) {
+    let ports = (sport, 80);
+    nic.rx.inbox.push_back(tcp6(
+        PEER,
+        us,
+        ports,
+        1000,
+        None,
+        wtcp::Flags::SYN,
+        &[],
+        Some(1440),
+    ));
+    let out = round(s, nic, t);
+    let iss = out[0].seq;
+    let req = b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n";
+    nic.rx.inbox.push_back(tcp6(
+        PEER,
+        us,
+        ports,
+        1001,
+        Some(iss + 1),
+        wtcp::Flags::ACK,
+        req,
+        None,
+    ));
+    s.poll(nic, &ManualClock(t + 1_000_000), &mut NoLog);
+    (iss, req.len() as u32)
+}
+
+#[test]
+fn a_packet_too_big_for_a_segment_in_flight_makes_the_segments_smaller() {
+    let (mut s, mut nic, us, t) = server6(8);
+    let (iss, req_len) = get_big(&mut s, &mut nic, us, 43000, t);
+    let first: Vec<Vec<u8>> = nic.tx.outbox.drain(..).collect();
+    assert!(first.len() >= 2);
+    assert!(first.iter().all(|f| parse6(f).payload.len() == 1440));
+    // The router before a 1280-octet link drops the second segment and says so.
+    nic.rx.inbox.push_back(too_big(us, 1280, &first[1]));
+    let mut t = t + 2_000_000;
+    let out = round(&mut s, &mut nic, t);
+    assert_eq!(
+        (s.stats().icmp6_too_big, s.stats().tcp_pmtu_lowered),
+        (1, 1)
+    );
+    // Everything in flight goes again, from the first unacknowledged byte, in segments a
+    // 1280-octet link carries (1280 - 40 - 20).
+    assert!(!out.is_empty());
+    assert_eq!(out[0].seq, iss + 1);
+    assert!(out
+        .iter()
+        .all(|o| o.payload.len() <= 1220 && o.frame_len <= 1294));
+    // The transfer completes byte-exact in the smaller segments.
+    let mut stream: Vec<u8> = Vec::new();
+    let want = big_file();
+    let mut segs = out;
+    let mut done = false;
+    for _ in 0..5000 {
+        let mut acked = iss + 1 + stream.len() as u32;
+        for seg in &segs {
+            assert!(seg.payload.len() <= 1220);
+            if seg.seq == acked && !seg.payload.is_empty() {
+                stream.extend_from_slice(&seg.payload);
+                acked += seg.payload.len() as u32;
+            }
+        }
+        if let Some(h) = stream.windows(4).position(|w| w == b"\r\n\r\n") {
+            if stream.len() >= h + 4 + want.len() {
+                assert_eq!(&stream[h + 4..], &want[..]);
+                done = true;
+                break;
+            }
+        }
+        let ports = (43000, 80);
+        nic.rx.inbox.push_back(tcp6(
+            PEER,
+            us,
+            ports,
+            1001 + req_len,
+            Some(acked),
+            wtcp::Flags::ACK,
+            &[],
+            None,
+        ));
+        t += 1_000_000;
+        segs = round(&mut s, &mut nic, t);
+    }
+    assert!(done, "the response completed");
+    // The next connection to that peer announces and uses the path's MSS from the start.
+    nic.rx.inbox.push_back(tcp6(
+        PEER,
+        us,
+        (43001, 80),
+        5,
+        None,
+        wtcp::Flags::SYN,
+        &[],
+        Some(1440),
+    ));
+    let out = round(&mut s, &mut nic, t + 1_000_000);
+    assert_eq!(out[0].mss, Some(1220));
+}
+
+#[test]
+fn forged_packets_too_big_are_dropped_and_change_nothing() {
+    let (mut s, mut nic, us, t) = server6(8);
+    let (iss, _) = get_big(&mut s, &mut nic, us, 44000, t);
+    let first: Vec<Vec<u8>> = nic.tx.outbox.drain(..).collect();
+    // Below IPv6's minimum MTU.
+    nic.rx.inbox.push_back(too_big(us, 1200, &first[0]));
+    // Quoting a sequence number not in flight (an attacker guessing).
+    let mut forged = first[0].clone();
+    let seq_at = 14 + 40 + 4;
+    forged[seq_at..seq_at + 4].copy_from_slice(&(iss.wrapping_add(1 << 30)).to_be_bytes());
+    nic.rx.inbox.push_back(too_big(us, 1280, &forged));
+    // Quoting a segment from an address not ours.
+    let mut other = first[0].clone();
+    other[14 + 8 + 15] ^= 1;
+    nic.rx.inbox.push_back(too_big(us, 1280, &other));
+    // Quoting too little (no sequence number).
+    nic.rx
+        .inbox
+        .push_back(too_big(us, 1280, &first[0][..14 + 40 + 6]));
+    // Quoting a connection that is not there.
+    let mut gone = first[0].clone();
+    gone[14 + 40 + 2..14 + 40 + 4].copy_from_slice(&9u16.to_be_bytes());
+    nic.rx.inbox.push_back(too_big(us, 1280, &gone));
+    let out = round(&mut s, &mut nic, t + 2_000_000);
+    assert!(out.iter().all(|o| o.seq != iss + 1), "nothing sent again");
+    let st = s.stats();
+    assert_eq!(
+        (st.icmp6_too_big, st.drop_too_big, st.tcp_pmtu_lowered),
+        (0, 5, 0)
+    );
+    assert_eq!(s.conns[0].tcp.mss(), 1440);
+}
