@@ -278,12 +278,29 @@ impl Egress {
                 self.write_l2l3(h, &seg.dst_mac, Ipv4Address(dst), IpProtocol::Tcp, len);
                 checksum::pseudo_header_v4(self.ip.0, dst, 6, len as u16)
             }),
-            None if self.ip6 == [0; 16] || seg.tso_mss.is_some() => Sent::Refused,
-            None => self.tcp_at::<T, L2L3_V6>(tx, seg, fill_len, fill, |h, len| {
-                write_l2l3_v6(h, (self.mac, seg.dst_mac), (&self.ip6, &seg.dst), 6, len);
-                checksum::pseudo_header_v6(&self.ip6, &seg.dst, 6, len as u32)
-            }),
+            None => self.tcp_filled_v6(tx, seg, fill_len, fill),
         }
+    }
+
+    /// [`tcp_filled`](Self::tcp_filled) to an IPv6 peer, from our IPv6 address. Never
+    /// inlined: a second inlined copy of the frame building (and of an HTTPS record's
+    /// sealing, the `fill`) in every caller doubled their stack frames, and the bare
+    /// machine's 64 KiB core stack overflowed.
+    #[inline(never)]
+    fn tcp_filled_v6<T: TxRing>(
+        &self,
+        tx: &mut T,
+        seg: &TcpOut<'_>,
+        fill_len: usize,
+        fill: impl FnOnce(&mut [u8]) -> bool,
+    ) -> Sent {
+        if self.ip6 == [0; 16] || seg.tso_mss.is_some() {
+            return Sent::Refused;
+        }
+        self.tcp_at::<T, L2L3_V6>(tx, seg, fill_len, fill, |h, len| {
+            write_l2l3_v6(h, (self.mac, seg.dst_mac), (&self.ip6, &seg.dst), 6, len);
+            checksum::pseudo_header_v6(&self.ip6, &seg.dst, 6, len as u32)
+        })
     }
 
     /// [`tcp_filled`](Self::tcp_filled) behind `H` bytes of Ethernet and IP header, which

@@ -33,10 +33,10 @@ use super::{apic, cache, gdt, idt, paging};
 
 /// Most cores used (more in the MADT are left in wait-for-SIPI).
 pub const MAX_CPUS: usize = 32;
-/// Bytes of each application core's stack (the guard page comes on top). The deepest path
-/// measured is well below this (see [`stack_used`]); the engine allocates its tables on
-/// the heap.
-pub const AP_STACK: usize = 64 * 1024;
+/// Bytes of each application core's stack (the guard page comes on top): as the boot
+/// stack's ([`super::boot::BOOT_STACK`]), the deepest path measured (see [`stack_used`])
+/// well below it; the engine allocates its tables on the heap.
+pub const AP_STACK: usize = 128 * 1024;
 /// Where the trampoline is copied: page 8, below the copied multiboot2 information at
 /// 0x10000 and above the real-mode interrupt table and BIOS data area.
 pub const TRAMPOLINE: u64 = 0x8000;
