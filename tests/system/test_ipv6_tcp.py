@@ -181,3 +181,22 @@ def test_path_mtu_through_a_router_with_a_1280_octet_link(tmp_path):
     assert counters.get("icmp6_too_big", 0) >= 1, counters
     assert counters.get("tcp_pmtu_lowered", 0) == 1, counters
     assert counters.get("drop_too_big", 0) == 0, counters
+
+
+def test_bareweb_get_and_load_over_ipv6(v6, tmp_path):
+    """bareweb's own clients take IPv6 literals: `get` with an RFC 6874 zone to the
+    link-local address, `load` to the global one, every body checked against the site."""
+    from conftest import BIN
+    out = tmp_path / "style.css"
+    r = v6.ns.run(BIN, "get", f"http://[{v6.ll}%25bw0]/style.css", "--verify", SITE, "-o", out,
+                  check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert out.read_bytes() == (SITE / "style.css").read_bytes()
+    js = tmp_path / "load.json"
+    r = v6.ns.run(BIN, "load", f"http://[{v6.glob}]/files/4k.html", "--parallel", "4",
+                  "--keepalive", "--fetches", "400", "--seconds", "10", "--verify", SITE,
+                  "--quiet", "--json-out", js, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    import json
+    rep = json.loads(js.read_text())
+    assert rep["fetches"] >= 400 and not rep["errors"], rep

@@ -271,7 +271,7 @@ fn get_http(url: &str, a: &GetArgs) -> Result<Got, String> {
     let timeout = Duration::from_secs_f64(a.timeout);
     let t0 = Instant::now();
     let fail = |e: std::io::Error| format!("{url}: {e}");
-    let mut s = TcpStream::connect_timeout(&target.addr.into(), timeout).map_err(fail)?;
+    let mut s = TcpStream::connect_timeout(&target.addr, timeout).map_err(fail)?;
     s.set_read_timeout(Some(timeout)).map_err(fail)?;
     s.set_write_timeout(Some(timeout)).map_err(fail)?;
     let req = format!(

@@ -519,7 +519,13 @@ fn run<N: HostQueue>(
         .max()
         .unwrap_or(0);
     let cidr = a.udp.ip.ok_or("the bare client needs --ip")?;
-    let server = Ipv4Address(cfg.target.addr.ip().octets());
+    let std::net::IpAddr::V4(server) = cfg.target.addr.ip() else {
+        return Err(format!(
+            "the bare client speaks IPv4 only: {} is an IPv6 address",
+            cfg.target.addr.ip()
+        ));
+    };
+    let server = Ipv4Address(server.octets());
     let mut c = Config::new(
         mac,
         cidr.addr(),

@@ -5,7 +5,7 @@
 //! are [`OwnedFd`]s, closed when dropped.
 
 use std::io;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -96,9 +96,14 @@ pub enum Connect {
 }
 
 /// Opens a non-blocking TCP socket with TCP_NODELAY and starts connecting to `addr`.
-pub fn connect(addr: SocketAddrV4) -> io::Result<Connect> {
+pub fn connect(addr: SocketAddr) -> io::Result<Connect> {
+    let family = if addr.is_ipv4() {
+        AddressFamily::INET
+    } else {
+        AddressFamily::INET6
+    };
     let fd = net::socket_with(
-        AddressFamily::INET,
+        family,
         SocketType::STREAM,
         SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
         None,
@@ -285,10 +290,7 @@ mod tests {
         assert_eq!(ep.wait(&mut evs, 0).unwrap(), 0, "cleared");
         // A port nobody listens on: refused, at once or through SO_ERROR.
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = match l.local_addr().unwrap() {
-            std::net::SocketAddr::V4(a) => a,
-            _ => unreachable!(),
-        };
+        let addr = l.local_addr().unwrap();
         drop(l);
         let refused = Errno::CONNREFUSED.raw_os_error();
         match connect(addr) {

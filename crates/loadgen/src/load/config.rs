@@ -2,7 +2,7 @@
 //! what their responses must carry, the mode and bounds ([`LoadConfig`]), and the
 //! [`Progress`] shown while it runs.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::surge::SurgeParams;
@@ -11,7 +11,7 @@ use crate::url::{split, Scheme};
 /// Where the server is.
 #[derive(Clone, Debug)]
 pub struct Target {
-    pub addr: SocketAddrV4,
+    pub addr: SocketAddr,
     /// Value of the Host header.
     pub host: String,
 }
@@ -110,6 +110,7 @@ pub fn parse_url(url: &str) -> Result<(Target, String), String> {
         prefix: "http://",
         other: "only http:// URLs are supported",
         default_port: 80,
+        ipv6: true,
     };
     let (addr, host, path) = split(url, &scheme)?;
     Ok((Target { addr, host }, path))
@@ -131,38 +132,56 @@ pub struct Progress {
 mod tests {
     use super::*;
 
-    /// Host and port as URLs write them; IPv6 literals refused in words, not as a bad port.
+    /// Host and port as URLs write them; IPv6 literals in brackets (with an RFC 6874 zone)
+    /// for HTTP, refused in words for the UDP protocol and without brackets.
     #[test]
-    fn authorities_parse_and_ipv6_is_said_unsupported() {
-        assert_eq!(crate::url::host_and_port("u", "h", 80), Ok(("h", 80)));
+    fn authorities_parse_and_ipv6_literals_are_taken_for_http() {
+        let hp = |h, v6| crate::url::host_and_port("u", h, 80, v6);
+        assert_eq!(hp("h", true), Ok(("h".into(), 80)));
+        assert_eq!(hp("10.0.0.2:8080", true), Ok(("10.0.0.2".into(), 8080)));
+        assert!(hp("h:0", true).unwrap_err().contains("bad port"));
+        assert!(hp("h:x", true).unwrap_err().contains("bad port"));
+        assert_eq!(hp("[::1]", true), Ok(("::1".into(), 80)));
         assert_eq!(
-            crate::url::host_and_port("u", "10.0.0.2:8080", 80),
-            Ok(("10.0.0.2", 8080))
+            hp("[2001:db8::1]:8080", true),
+            Ok(("2001:db8::1".into(), 8080))
         );
-        assert!(crate::url::host_and_port("u", "h:0", 80)
+        assert_eq!(
+            hp("[fe80::1%25eth0]", true),
+            Ok(("fe80::1%eth0".into(), 80))
+        );
+        assert!(hp("[fe80::1%25]", true).unwrap_err().contains("empty zone"));
+        assert!(hp("[::1]:0", true).unwrap_err().contains("bad port"));
+        assert!(hp("[not:v6:x]", true)
             .unwrap_err()
-            .contains("bad port"));
-        assert!(crate::url::host_and_port("u", "h:x", 80)
-            .unwrap_err()
-            .contains("bad port"));
+            .contains("no IPv6 address"));
         for v6 in ["[::1]", "[::1]:8080", "[fe80::1%25eth0]"] {
-            let e = crate::url::host_and_port("u", v6, 80).unwrap_err();
-            assert!(e.contains("IPv6") && !e.contains("bad port"), "{v6}: {e}");
+            let e = hp(v6, false).unwrap_err();
+            assert!(
+                e.contains("IPv4 only") && !e.contains("bad port"),
+                "{v6}: {e}"
+            );
         }
-        assert!(crate::url::host_and_port("u", "[::1", 80)
-            .unwrap_err()
-            .contains("no ']'"));
-        assert!(crate::url::host_and_port("u", "::1", 80)
-            .unwrap_err()
-            .contains("IPv6"));
-        let e = parse_url("http://[::1]/").unwrap_err();
-        assert!(e.contains("IPv6 address; bareweb speaks IPv4 only"), "{e}");
+        assert!(hp("[::1", true).unwrap_err().contains("no ']'"));
+        assert!(hp("::1", true).unwrap_err().contains("in brackets"));
+        let (t, p) = parse_url("http://[::1]:8081/x").unwrap();
+        assert_eq!(
+            (t.addr.to_string(), p.as_str(), t.host.as_str()),
+            ("[::1]:8081".into(), "/x", "[::1]:8081")
+        );
+        // The zone reaches the address (lo's index), not the Host field (RFC 6874 §4).
+        let (t, _) = parse_url("http://[fe80::1%25lo]/").unwrap();
+        match t.addr {
+            std::net::SocketAddr::V6(a) => assert_eq!(a.scope_id(), 1, "lo is index 1"),
+            a => panic!("{a}"),
+        }
+        assert_eq!(t.host, "[fe80::1]");
         let (t, p) = parse_url("http://127.0.0.1:81/a%20b").unwrap();
         assert_eq!(
             (t.addr.port(), p.as_str(), t.host.as_str()),
             (81, "/a%20b", "127.0.0.1:81")
         );
         let e = crate::udp::parse_url("bwudp://[::1]:80/").unwrap_err();
-        assert!(e.contains("IPv6"), "{e}");
+        assert!(e.contains("IPv4 only"), "{e}");
     }
 }

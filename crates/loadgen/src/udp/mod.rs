@@ -29,8 +29,14 @@ pub fn parse_url(url: &str) -> Result<(UdpTarget, String), String> {
         prefix: "bwudp://",
         other: "not a bwudp:// URL",
         default_port: DEFAULT_PORT,
+        ipv6: false,
     };
     let (addr, host, path) = split(url, &scheme)?;
+    let std::net::SocketAddr::V4(addr) = addr else {
+        return Err(format!(
+            "{url:?}: the UDP protocol's client speaks IPv4 only"
+        ));
+    };
     Ok((UdpTarget { addr, host }, path))
 }
 
