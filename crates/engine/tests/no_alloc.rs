@@ -13,6 +13,9 @@ use bareweb_engine::iface::egress::{write_l2l3, L2L3};
 use bareweb_engine::nic::{Clock, Nic, RxFrame, RxRing, TxFull, TxRing, TX_HEAD_ROOM};
 use bareweb_engine::resource::{block_sums_into, Body, Found, Lookup, Resource};
 use bareweb_engine::server::{Config, NoLog, Server};
+use bareweb_engine::wire::{
+    checksum, EtherType, Ipv6Address, Ipv6NextHeader, Ipv6Packet, Ipv6Repr,
+};
 use bareweb_engine::wire::{tcp as wtcp, EthernetAddress, IpProtocol, Ipv4Address};
 use bareweb_engine::wire::{EthernetFrame, Ipv4Packet, TcpPacket};
 
@@ -217,18 +220,29 @@ struct Seg {
     data: Vec<u8>,
 }
 
-fn parse(frame: &[u8]) -> Seg {
+/// A TCP segment of ours, over IPv4 or IPv6 (`None`: another frame, e.g. an IPv6 router
+/// solicitation).
+fn parse(frame: &[u8]) -> Option<Seg> {
     let eth = EthernetFrame::new_checked(frame).expect("ethernet");
-    let ip = Ipv4Packet::new_checked(eth.payload()).expect("ipv4");
-    let t = TcpPacket::new_checked(ip.payload()).expect("tcp");
-    Seg {
+    let tcp = if eth.ethertype() == EtherType::Ipv6 {
+        let ip = Ipv6Packet::new_checked(eth.payload()).expect("ipv6");
+        if ip.next_header() != Ipv6NextHeader::Tcp {
+            return None;
+        }
+        &eth.payload()[40..]
+    } else {
+        let ip = Ipv4Packet::new_checked(eth.payload()).expect("ipv4");
+        &eth.payload()[usize::from(ip.header_len())..usize::from(ip.total_len())]
+    };
+    let t = TcpPacket::new_checked(tcp).expect("tcp");
+    Some(Seg {
         seq: t.seq_number(),
         ack: t.ack_number(),
         syn: t.syn(),
         fin: t.fin(),
         len: t.payload().len(),
         data: t.payload().to_vec(),
-    }
+    })
 }
 
 fn frame(sport: u16, seq: u32, ack: Option<u32>, syn: bool, fin: bool, payload: &[u8]) -> Vec<u8> {
@@ -283,6 +297,42 @@ struct Bench {
     server: Server<Site>,
     nic: PoolNic,
     clock: Ticks,
+    /// Over IPv6: the server's link-local address (the client is `fe80::1`).
+    v6: Option<Ipv6Address>,
+}
+
+/// The IPv6 client.
+const CLIENT_IP6: Ipv6Address = Ipv6Address::new(0xfe80, 0, 0, 0, 0, 0, 0, 1);
+
+/// [`frame`] over IPv6, from [`CLIENT_IP6`] to `us`.
+fn frame6(
+    us: Ipv6Address,
+    sport: u16,
+    seq: u32,
+    ack: Option<u32>,
+    syn: bool,
+    fin: bool,
+    payload: &[u8],
+) -> Vec<u8> {
+    let v4 = frame(sport, seq, ack, syn, fin, payload);
+    let tcp = &v4[L2L3..];
+    let mut f = vec![0u8; 54 + tcp.len()];
+    f[..14].copy_from_slice(&v4[..14]);
+    f[12..14].copy_from_slice(&[0x86, 0xdd]);
+    Ipv6Repr {
+        src_addr: CLIENT_IP6,
+        dst_addr: us,
+        next_header: Ipv6NextHeader::Tcp,
+        payload_len: tcp.len(),
+        hop_limit: 64,
+    }
+    .emit(&mut Ipv6Packet::new_unchecked(&mut f[14..54]));
+    f[54..].copy_from_slice(tcp);
+    f[54 + 16..54 + 18].fill(0);
+    let acc = checksum::pseudo_header_v6(&CLIENT_IP6.0, &us.0, 6, tcp.len() as u32);
+    let sum = !checksum::fold(checksum::accumulate(acc, &f[54..]));
+    f[54 + 16..54 + 18].copy_from_slice(&sum.to_be_bytes());
+    f
 }
 
 impl Bench {
@@ -300,6 +350,39 @@ impl Bench {
                 tx: Pool::new(256),
             },
             clock: Ticks(Cell::new(1_000_000_000)),
+            v6: None,
+        }
+    }
+
+    /// A server with IPv6 on, its link-local address past duplicate address detection
+    /// (clients reach it there).
+    fn new6() -> Bench {
+        let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+        cfg.tcbs = 64;
+        cfg.ipv6 = true;
+        cfg.ipv6_secret = Some([7; 16]);
+        let mut b = Self::with(cfg);
+        for _ in 0..40 {
+            b.clock.0.set(b.clock.0.get() + 100_000_000);
+            b.exchange(None);
+        }
+        b.v6 = Some(b.server.ipv6_address().expect("started").0);
+        b
+    }
+
+    /// A client frame to the server, over IPv6 when the bench is.
+    fn f(
+        &self,
+        sport: u16,
+        seq: u32,
+        ack: Option<u32>,
+        syn: bool,
+        fin: bool,
+        payload: &[u8],
+    ) -> Vec<u8> {
+        match self.v6 {
+            Some(us) => frame6(us, sport, seq, ack, syn, fin, payload),
+            None => frame(sport, seq, ack, syn, fin, payload),
         }
     }
 
@@ -311,15 +394,15 @@ impl Bench {
         COUNTING.with(|c| c.set(true));
         self.server.poll(&mut self.nic, &self.clock, &mut NoLog);
         COUNTING.with(|c| c.set(false));
-        self.nic.tx.take().iter().map(|f| parse(f)).collect()
+        self.nic.tx.take().iter().filter_map(|f| parse(f)).collect()
     }
 
     /// Opens a connection from `sport`: (client next seq, server next seq).
     fn open(&mut self, sport: u16) -> (u32, u32) {
-        let out = self.exchange(Some(&frame(sport, 1000, None, true, false, &[])));
+        let out = self.exchange(Some(&self.f(sport, 1000, None, true, false, &[])));
         assert!(out.len() == 1 && out[0].syn && out[0].ack == 1001);
         let srv = out[0].seq.wrapping_add(1);
-        let out = self.exchange(Some(&frame(sport, 1001, Some(srv), false, false, &[])));
+        let out = self.exchange(Some(&self.f(sport, 1001, Some(srv), false, false, &[])));
         assert!(out.is_empty());
         (1001, srv)
     }
@@ -333,7 +416,7 @@ impl Bench {
             b"GET /4k.html HTTP/1.1\r\nHost: t\r\n\r\n"
         };
         let mut got = 0;
-        let mut out = self.exchange(Some(&frame(sport, cli, Some(srv), false, false, req)));
+        let mut out = self.exchange(Some(&self.f(sport, cli, Some(srv), false, false, req)));
         let cli = cli.wrapping_add(req.len() as u32);
         let mut fin = false;
         for _ in 0..16 {
@@ -346,12 +429,12 @@ impl Bench {
                 got += s.len;
                 fin |= s.fin;
             }
-            out = self.exchange(Some(&frame(sport, cli, Some(srv), false, false, &[])));
+            out = self.exchange(Some(&self.f(sport, cli, Some(srv), false, false, &[])));
         }
         assert!(got > FILE, "response of {got} bytes");
         assert_eq!(fin, close);
         if close {
-            let out = self.exchange(Some(&frame(sport, cli, Some(srv), false, true, &[])));
+            let out = self.exchange(Some(&self.f(sport, cli, Some(srv), false, true, &[])));
             assert!(out.iter().all(|s| s.ack == cli.wrapping_add(1)));
         }
         srv
@@ -376,7 +459,31 @@ fn keep_alive_requests_and_whole_connections_allocate_nothing() {
         "the counting allocator does not count"
     );
 
-    let mut b = Bench::new();
+    let (keep_alive, per_connection, requests) = requests_and_connections(Bench::new());
+    assert_eq!(
+        (keep_alive, per_connection),
+        (0, 0),
+        "allocations inside Server::poll: 1000 keep-alive requests, 500 connections"
+    );
+    assert!(requests >= 1600);
+}
+
+/// The same over IPv6 (to the link-local address): the same count of requests and
+/// connections, so `callgrind` of the two tests compares their instructions.
+#[test]
+fn ipv6_keep_alive_requests_and_whole_connections_allocate_nothing() {
+    let (keep_alive, per_connection, requests) = requests_and_connections(Bench::new6());
+    assert_eq!(
+        (keep_alive, per_connection),
+        (0, 0),
+        "allocations inside Server::poll over IPv6: 1000 keep-alive requests, 500 connections"
+    );
+    assert!(requests >= 1600);
+}
+
+/// 50 + 1000 keep-alive requests, then 50 + 500 connections of one request each: the
+/// allocations of the second batch of each, and the requests served.
+fn requests_and_connections(mut b: Bench) -> (u64, u64, u64) {
     // Keep-alive: one connection, many requests.
     let (cli, mut srv) = b.open(40_000);
     let req = b"GET /4k.html HTTP/1.1\r\nHost: t\r\n\r\n".len() as u32;
@@ -403,12 +510,7 @@ fn keep_alive_requests_and_whole_connections_allocate_nothing() {
         b.get(port, cli, srv, true);
     }
     let per_connection = allocs() - before;
-    assert_eq!(
-        (keep_alive, per_connection),
-        (0, 0),
-        "allocations inside Server::poll: 1000 keep-alive requests, 500 connections"
-    );
-    assert!(b.server.stats().http_requests >= 1600);
+    (keep_alive, per_connection, b.server.stats().http_requests)
 }
 
 /// HTTPS keep-alive: after the handshake (which allocates: rustls's handshake state, the
