@@ -196,7 +196,7 @@ fn client_args(
     let mut a: Vec<String> = vec!["load".into()];
     match p.kind {
         Kind::Sessions => {
-            a.push(inst.url("/"));
+            a.push(inst.load_url("/"));
             a.extend([
                 "--sessions-rate".into(),
                 p.level.to_string(),
@@ -211,7 +211,7 @@ fn client_args(
             ]);
         }
         Kind::Rate => {
-            a.push(inst.url(&p.path));
+            a.push(inst.load_url(&p.path));
             a.extend([
                 "--rate".into(),
                 p.level.to_string(),
@@ -220,7 +220,7 @@ fn client_args(
             ]);
         }
         Kind::Parallel => {
-            a.push(inst.url(&p.path));
+            a.push(inst.load_url(&p.path));
             a.extend(["--parallel".into(), (p.level as usize).to_string()]);
         }
     }

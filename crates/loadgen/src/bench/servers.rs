@@ -22,6 +22,7 @@ use crate::sys;
 /// Names accepted in a scenario's `servers`.
 pub const KINDS: &[&str] = &[
     "bareweb",
+    "bareweb-ip6",
     "bareweb-no-tso",
     "bareweb-qemu",
     "bareweb-xdp",
@@ -81,18 +82,28 @@ pub fn kind(name: &str) -> Result<Box<dyn ServerKind>, String> {
         "bareweb" => Ok(Box::new(Bareweb {
             tso: true,
             baseline: false,
+            ip6: false,
+        })),
+        // The same server, its load over IPv6: the same client against the same engine,
+        // one address family against the other.
+        "bareweb-ip6" => Ok(Box::new(Bareweb {
+            tso: true,
+            baseline: false,
+            ip6: true,
         })),
         // Another build of bareweb (`BAREWEB_BASELINE=path/to/bareweb`), run side by side
         // with this one: a regression check of a change, old binary against new.
         "bareweb-baseline" => Ok(Box::new(Bareweb {
             tso: true,
             baseline: true,
+            ip6: false,
         })),
         // Every TCP segment its own frame through the TAP (no segmentation offload): what
         // the offload gains, and the platform as a NIC without it sees it.
         "bareweb-no-tso" => Ok(Box::new(Bareweb {
             tso: false,
             baseline: false,
+            ip6: false,
         })),
         "nginx" => Ok(Box::new(Nginx { nopush: true })),
         // bareweb on AF_XDP: `serve --xdp` on a veth between two namespaces.
@@ -118,6 +129,8 @@ pub struct Instance {
     pub label: String,
     pub client_ns: String,
     pub server_ip: String,
+    /// Where the load goes instead of `server_ip` (`[fe80::…%25dev]`: `bareweb-ip6`).
+    pub load_host: Option<String>,
     /// The device in the client namespace that leads to the server (a veth end or a TAP),
     /// which [`super::bare::attach`] bridges with the bare clients' ports.
     pub link: String,
@@ -162,12 +175,20 @@ impl Instance {
         format!("http://{}{path}", self.server_ip)
     }
 
+    /// The URL the load goes to: [`url`](Self::url), or over IPv6 for `bareweb-ip6`.
+    pub fn load_url(&self, path: &str) -> String {
+        match &self.load_host {
+            Some(h) => format!("http://{h}{path}"),
+            None => self.url(path),
+        }
+    }
+
     /// The URL of point `p`: `https://` (port 443) for an HTTPS point.
     pub fn url_for(&self, p: &super::scenario::Point) -> String {
         if p.tls.is_on() {
             format!("https://{}{}", self.server_ip, p.path)
         } else {
-            self.url(&p.path)
+            self.load_url(&p.path)
         }
     }
 
@@ -328,6 +349,29 @@ pub(super) fn spawn_in(ns: &str, cmd: &[String], log: &Path) -> Result<Child, St
         .map_err(|e| format!("cannot start {}: {e}", cmd[0]))
 }
 
+/// Waits up to `secs` for the server's console to say its IPv6 link-local address
+/// passed duplicate address detection; returns it.
+fn wait_ipv6(inst: &mut Instance, secs: u64) -> Result<String, String> {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < end {
+        let log = std::fs::read_to_string(&inst.log).unwrap_or_default();
+        let found = log.lines().find_map(|l| {
+            l.strip_prefix("bareweb: IPv6 fe80:")
+                .and_then(|r| r.split_once(" on the link"))
+                .map(|(a, _)| format!("fe80:{a}"))
+        });
+        if let Some(a) = found {
+            return Ok(a);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Err(format!(
+        "{}: no IPv6 link-local address within {secs} s (log {})",
+        inst.name,
+        inst.log.display()
+    ))
+}
+
 /// Waits up to `secs` until `url` answers 200 from the client namespace.
 pub(super) fn wait_ready(inst: &mut Instance, url: &str, secs: u64) -> Result<(), String> {
     let end = Instant::now() + Duration::from_secs(secs);
@@ -422,6 +466,7 @@ pub(super) fn start_kernel_server(
         label,
         client_ns: c.name.clone(),
         server_ip,
+        load_host: None,
         link: format!("{}a", ctx.tag),
         bare: None,
         child: Some(child),
@@ -461,6 +506,9 @@ pub struct Bareweb {
     pub tso: bool,
     /// The binary named by `BAREWEB_BASELINE` instead of this one.
     pub baseline: bool,
+    /// The load over IPv6, to the server's link-local address (probes and the stats page
+    /// stay on IPv4).
+    pub ip6: bool,
 }
 
 /// The variable naming the `bareweb-baseline` binary.
@@ -486,10 +534,11 @@ impl Bareweb {
 
 impl ServerKind for Bareweb {
     fn name(&self) -> &'static str {
-        match (self.baseline, self.tso) {
-            (true, _) => "bareweb-baseline",
-            (false, true) => "bareweb",
-            (false, false) => "bareweb-no-tso",
+        match (self.baseline, self.tso, self.ip6) {
+            (true, _, _) => "bareweb-baseline",
+            (false, true, true) => "bareweb-ip6",
+            (false, true, false) => "bareweb",
+            (false, false, _) => "bareweb-no-tso",
         }
     }
     fn describe(&self, cores: u32) -> String {
@@ -497,6 +546,12 @@ impl ServerKind for Bareweb {
         if self.baseline {
             let exe = std::env::var(BASELINE_VAR).unwrap_or_default();
             return format!("the same, with the baseline binary {exe} ({BASELINE_VAR})");
+        }
+        if self.ip6 {
+            return format!(
+                "bareweb serve{tso} (host platform: own TCP/IP on a TAP, {cores} core(s)), the \
+                 load over IPv6 to its link-local address (no offload over IPv6)"
+            );
         }
         if cores == 1 {
             format!("bareweb serve{tso} (host platform: own TCP/IP on a TAP, one core)")
@@ -556,6 +611,7 @@ impl ServerKind for Bareweb {
             label,
             client_ns: c.name.clone(),
             server_ip,
+            load_host: None,
             link: format!("{}t", ctx.tag),
             bare: None,
             child: Some(child),
@@ -570,6 +626,10 @@ impl ServerKind for Bareweb {
         let url = inst.url(ctx.probe);
         wait_ready(&mut inst, &url, 15)?;
         wait_https(&mut inst, ctx)?;
+        if self.ip6 {
+            let addr = wait_ipv6(&mut inst, 15)?;
+            inst.load_host = Some(format!("[{addr}%25{}]", inst.link));
+        }
         // The TAP bareweb made (up once it answers): no qdisc, as a veth (topo::no_qdisc).
         super::topo::no_qdisc(&inst.client_ns, &inst.link)?;
         Ok(inst)
@@ -658,6 +718,7 @@ impl ServerKind for BarewebQemu {
             label: self.describe(ctx.cores),
             client_ns: c.name.clone(),
             server_ip,
+            load_host: None,
             link: tap.clone(),
             bare: None,
             child: Some(child),

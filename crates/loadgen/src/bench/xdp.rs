@@ -103,6 +103,7 @@ impl ServerKind for BarewebXdp {
             label: self.describe(ctx.cores),
             client_ns: c.name.clone(),
             server_ip,
+            load_host: None,
             link: ea.clone(),
             bare: None,
             child: Some(child),
