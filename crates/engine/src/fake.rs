@@ -23,6 +23,9 @@ use crate::wire::{checksum, EthernetAddress, Ipv4Packet, TcpPacket};
 /// If the frame is not what the engine must post (lengths, or a TCP checksum field that is
 /// not the folded pseudo-header sum of the whole segment): that is an engine bug.
 pub fn segment(frame: &[u8], tso: Tso) -> Vec<Vec<u8>> {
+    if frame.get(12..14) == Some(&[0x86, 0xdd][..]) {
+        return segment6(frame, tso);
+    }
     let l4 = usize::from(tso.l4_offset);
     let hl = usize::from(tso.header_len);
     let mss = usize::from(tso.mss);
@@ -67,6 +70,52 @@ pub fn segment(frame: &[u8], tso: Tso) -> Vec<Vec<u8>> {
         fl.psh &= last;
         t.set_flags(fl);
         t.fill_checksum(src, dst);
+        out.push(f);
+    }
+    out
+}
+
+/// [`segment`] of an IPv6 frame (a device with `NicCaps::tso6`): the IPv6 payload length
+/// checked and set per segment, each segment's checksum made over IPv6's pseudo-header.
+fn segment6(frame: &[u8], tso: Tso) -> Vec<Vec<u8>> {
+    let l4 = usize::from(tso.l4_offset);
+    let hl = usize::from(tso.header_len);
+    let mss = usize::from(tso.mss);
+    assert!(
+        l4 == 14 + 40 && hl > l4 && frame.len() > hl && mss > 0,
+        "bad IPv6 TSO frame"
+    );
+    let plen = usize::from(u16::from_be_bytes([frame[18], frame[19]]));
+    assert_eq!(plen, frame.len() - l4, "IPv6 payload length");
+    assert_eq!(frame[20], 6, "TCP right after the IPv6 header");
+    let mut src = [0u8; 16];
+    let mut dst = [0u8; 16];
+    src.copy_from_slice(&frame[22..38]);
+    dst.copy_from_slice(&frame[38..54]);
+    let tcp = TcpPacket::new_checked(&frame[l4..]).expect("TSO frame: TCP header");
+    assert_eq!(usize::from(tcp.header_len()), hl - l4, "TCP header length");
+    let partial = checksum::fold(checksum::pseudo_header_v6(&src, &dst, 6, plen as u32));
+    assert_eq!(tcp.checksum(), partial, "TSO frame: partial checksum");
+    let (seq, flags) = (tcp.seq_number(), tcp.flags());
+    let payload = &frame[hl..];
+    let n = payload.len().div_ceil(mss);
+    let mut out = Vec::with_capacity(n);
+    for (i, chunk) in payload.chunks(mss).enumerate() {
+        let mut f = frame[..hl].to_vec();
+        f.extend_from_slice(chunk);
+        let len = f.len() - l4;
+        f[18..20].copy_from_slice(&(len as u16).to_be_bytes());
+        let last = i + 1 == n;
+        let mut t = TcpPacket::new_unchecked(&mut f[l4..]);
+        t.set_seq_number(seq.wrapping_add((i * mss) as u32));
+        let mut fl = flags;
+        fl.fin &= last;
+        fl.psh &= last;
+        t.set_flags(fl);
+        f[l4 + 16..l4 + 18].fill(0);
+        let acc = checksum::pseudo_header_v6(&src, &dst, 6, len as u32);
+        let sum = !checksum::fold(checksum::accumulate(acc, &f[l4..]));
+        f[l4 + 16..l4 + 18].copy_from_slice(&sum.to_be_bytes());
         out.push(f);
     }
     out
@@ -187,6 +236,8 @@ pub struct FakeNic {
     pub mac: EthernetAddress,
     /// Segmentation offload offered to the engine (0: none).
     pub tso_max: usize,
+    /// The offload also over IPv6.
+    pub tso6: bool,
 }
 
 impl FakeNic {
@@ -197,6 +248,7 @@ impl FakeNic {
             tx: FakeQueues::default(),
             mac,
             tso_max: 0,
+            tso6: false,
         }
     }
 }
@@ -216,7 +268,12 @@ impl Nic for FakeNic {
     }
 
     fn caps(&self) -> NicCaps {
-        NicCaps::default().with_tso(self.tso_max)
+        let caps = NicCaps::default().with_tso(self.tso_max);
+        if self.tso6 {
+            caps.with_tso6()
+        } else {
+            caps
+        }
     }
 }
 

@@ -138,6 +138,9 @@ pub struct NicCaps {
     /// [`TxRing::post_tso`] may carry (the device cuts it into MSS-sized segments and fills
     /// their checksums). 0: no offload, every frame is one segment.
     pub tso_max: usize,
+    /// The same offload for TCP over IPv6 (an Ethernet + IPv6 + TCP frame, no extension
+    /// header; virtio-net's `GSO_TCPV6`): false where the device cuts IPv4 only.
+    pub tso6: bool,
 }
 
 impl Default for NicCaps {
@@ -145,6 +148,7 @@ impl Default for NicCaps {
         NicCaps {
             mtu: 1500,
             tso_max: 0,
+            tso6: false,
         }
     }
 }
@@ -155,19 +159,27 @@ impl NicCaps {
         self.tso_max = max;
         self
     }
+
+    /// The same capabilities, segmentation offload also over IPv6 (within `tso_max`).
+    pub const fn with_tso6(mut self) -> NicCaps {
+        self.tso6 = true;
+        self
+    }
 }
 
 /// How a device segments one frame posted with [`TxRing::post_tso`]: an Ethernet + IPv4 +
-/// TCP frame whose payload may exceed one segment. The IPv4 total length covers the whole
-/// frame; the TCP checksum field holds the folded sum of the pseudo-header (with the whole
-/// TCP length), not complemented, as for a partial checksum (virtio-net `NEEDS_CSUM`).
+/// TCP frame (or, on a device with [`NicCaps::tso6`], Ethernet + IPv6 + TCP: its
+/// EtherType says which) whose payload may exceed one segment. The IP length covers the
+/// whole frame; the TCP checksum field holds the folded sum of the pseudo-header (with the
+/// whole TCP length), not complemented, as for a partial checksum (virtio-net
+/// `NEEDS_CSUM`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tso {
     /// Payload bytes per segment (the connection's MSS).
     pub mss: u16,
-    /// Where the TCP header starts (Ethernet + IPv4 header bytes).
+    /// Where the TCP header starts (Ethernet + IP header bytes).
     pub l4_offset: u16,
-    /// Bytes of Ethernet + IPv4 + TCP header at the start of the frame.
+    /// Bytes of Ethernet + IP + TCP header at the start of the frame.
     pub header_len: u16,
 }
 

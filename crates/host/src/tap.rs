@@ -59,6 +59,8 @@ const VNET_HDR_LEN: usize = 10;
 const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
 /// virtio_net_hdr.gso_type: TCP over IPv4 segmentation.
 const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
+/// virtio_net_hdr.gso_type: TCP over IPv6 segmentation.
+const VIRTIO_NET_HDR_GSO_TCPV6: u8 = 4;
 /// Largest TCP payload of one offloaded frame: the IPv4 total length (16 bits) must hold
 /// it with a 20-byte IPv4 header and up to 60 bytes of TCP header.
 pub const TSO_MAX: usize = 65535 - 20 - 60;
@@ -440,7 +442,9 @@ impl TxRing for TapTx {
     }
 
     fn post_tso_copied(&mut self, head_len: usize, body: &[u8], tso: Tso) -> Result<(), TxFull> {
-        self.vnet = tso_header(tso);
+        // The frame's EtherType says which TCP the kernel cuts.
+        let ipv6 = self.slot.get(12..14) == Some(&[0x86, 0xdd][..]);
+        self.vnet = tso_header(tso, ipv6);
         self.write(head_len, body)?;
         self.tso_frames += 1;
         Ok(())
@@ -449,15 +453,20 @@ impl TxRing for TapTx {
     fn flush(&mut self) {}
 }
 
-/// The virtio-net header asking the TAP to cut a frame into `tso.mss`-byte TCP segments.
-fn tso_header(tso: Tso) -> [u8; VNET_HDR_LEN] {
+/// The virtio-net header asking the TAP to cut a frame into `tso.mss`-byte TCP segments
+/// (over IPv6 when `ipv6`).
+fn tso_header(tso: Tso, ipv6: bool) -> [u8; VNET_HDR_LEN] {
     let [h0, h1] = tso.header_len.to_le_bytes();
     let [m0, m1] = tso.mss.to_le_bytes();
     let [s0, s1] = tso.l4_offset.to_le_bytes();
     // csum_offset: the TCP checksum field, 16 bytes into the TCP header.
     [
         VIRTIO_NET_HDR_F_NEEDS_CSUM,
-        VIRTIO_NET_HDR_GSO_TCPV4,
+        if ipv6 {
+            VIRTIO_NET_HDR_GSO_TCPV6
+        } else {
+            VIRTIO_NET_HDR_GSO_TCPV4
+        },
         h0,
         h1,
         m0,
@@ -502,6 +511,11 @@ impl Nic for Tap {
     }
 
     fn caps(&self) -> NicCaps {
-        NicCaps::default().with_tso(if self.tso { TSO_MAX } else { 0 })
+        let caps = NicCaps::default().with_tso(if self.tso { TSO_MAX } else { 0 });
+        if self.tso {
+            caps.with_tso6()
+        } else {
+            caps
+        }
     }
 }

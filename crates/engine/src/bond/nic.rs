@@ -200,6 +200,7 @@ pub fn least_caps(caps: impl Iterator<Item = NicCaps>) -> NicCaps {
     caps.reduce(|a, b| NicCaps {
         mtu: a.mtu.min(b.mtu),
         tso_max: a.tso_max.min(b.tso_max),
+        tso6: a.tso6 && b.tso6,
     })
     .unwrap_or_default()
 }

@@ -86,9 +86,13 @@ pub struct Egress {
     /// (RFC 1071 §2(B)), not built field by field and summed again.
     l2l3: [u8; L2L3],
     l2l3_sum: u64,
-    /// The IPv6 address TCP segments to an IPv6 peer leave from (`::`: none, and such a
-    /// segment is refused).
+    /// The IPv6 address TCP segments leave from when `v6` (`::`: none, and such a segment
+    /// is refused).
     ip6: [u8; 16],
+    /// A builder of IPv6 frames ([`Egress::with_ip6`]): its segments go to IPv6 peers.
+    /// One byte to test per frame, where testing the destination for an IPv4-mapped
+    /// address cost three instructions on every IPv4 segment.
+    v6: bool,
 }
 
 impl Egress {
@@ -105,6 +109,7 @@ impl Egress {
             l2l3: [0; L2L3],
             l2l3_sum: 0,
             ip6: [0; 16],
+            v6: false,
         };
         e.set_mac(mac);
         e
@@ -114,6 +119,7 @@ impl Egress {
     /// addresses).
     pub fn with_ip6(mut self, ip6: Ipv6Address) -> Egress {
         self.ip6 = ip6.0;
+        self.v6 = true;
         self
     }
 
@@ -273,13 +279,17 @@ impl Egress {
         fill_len: usize,
         fill: impl FnOnce(&mut [u8]) -> bool,
     ) -> Sent {
-        match v4_of(&seg.dst) {
-            Some(dst) => self.tcp_at::<T, L2L3>(tx, seg, fill_len, fill, |h, len| {
-                self.write_l2l3(h, &seg.dst_mac, Ipv4Address(dst), IpProtocol::Tcp, len);
-                checksum::pseudo_header_v4(self.ip.0, dst, 6, len as u16)
-            }),
-            None => self.tcp_filled_v6(tx, seg, fill_len, fill),
+        if self.v6 {
+            return self.tcp_filled_v6(tx, seg, fill_len, fill);
         }
+        // An IPv4 builder's peers are IPv4 (kept IPv4-mapped): the address is the last four
+        // bytes.
+        debug_assert!(v4_of(&seg.dst).is_some());
+        let dst = [seg.dst[12], seg.dst[13], seg.dst[14], seg.dst[15]];
+        self.tcp_at::<T, L2L3>(tx, seg, fill_len, fill, |h, len| {
+            self.write_l2l3(h, &seg.dst_mac, Ipv4Address(dst), IpProtocol::Tcp, len);
+            checksum::pseudo_header_v4(self.ip.0, dst, 6, len as u16)
+        })
     }
 
     /// [`tcp_filled`](Self::tcp_filled) to an IPv6 peer, from our IPv6 address. Never
@@ -294,7 +304,7 @@ impl Egress {
         fill_len: usize,
         fill: impl FnOnce(&mut [u8]) -> bool,
     ) -> Sent {
-        if self.ip6 == [0; 16] || seg.tso_mss.is_some() {
+        if self.ip6 == [0; 16] || v4_of(&seg.dst).is_some() {
             return Sent::Refused;
         }
         self.tcp_at::<T, L2L3_V6>(tx, seg, fill_len, fill, |h, len| {

@@ -210,6 +210,8 @@ pub struct Server<L: Lookup<'static>> {
     /// Largest TCP payload of one frame the NIC segments itself (0: no offload), from
     /// `NicCaps::tso_max` at every poll.
     tso_max: u32,
+    /// The NIC segments TCP over IPv6 too (`NicCaps::tso6`).
+    tso6: bool,
     times: CoreTimes,
     stay: Stay,
     /// Connections freed (or segments that found none) this round: [`Server::closed`].
@@ -327,6 +329,7 @@ impl<L: Lookup<'static>> Server<L> {
             now_ns: 0,
             unix_secs: 0,
             tso_max: 0,
+            tso6: false,
             times: CoreTimes::default(),
             stay: Stay::default(),
             // A round frees at most the TCBs in use plus those its frames open.
@@ -439,7 +442,9 @@ impl<L: Lookup<'static>> Server<L> {
     ) -> bool {
         self.now_ns = clock.now_ns();
         self.unix_secs = clock.unix_secs();
-        self.tso_max = nic.caps().tso_max.min(TSO_LIMIT) as u32;
+        let caps = nic.caps();
+        self.tso_max = caps.tso_max.min(TSO_LIMIT) as u32;
+        self.tso6 = caps.tso6;
         self.closed.clear();
         let (rx, tx) = nic.split();
         self.bond_sync(tx);

@@ -406,8 +406,8 @@ impl<L: Lookup<'static>, T: TxRing> Sender for Out<'_, L, T> {
     #[inline]
     fn frame_max(&mut self, id: u32) -> u32 {
         let t = &self.s.conns[id as usize];
-        if t.peer.ipv4().is_none() {
-            // No segmentation offload over IPv6 yet (the rings post TCPv4 only).
+        if !self.s.tso6 && t.app.local >= crate::iface::LOCAL_V6 {
+            // A NIC that segments TCP over IPv4 only.
             return 0;
         }
         if t.app.tls() {

@@ -550,7 +550,7 @@ impl ServerKind for Bareweb {
         if self.ip6 {
             return format!(
                 "bareweb serve{tso} (host platform: own TCP/IP on a TAP, {cores} core(s)), the \
-                 load over IPv6 to its link-local address (no offload over IPv6)"
+                 load over IPv6 to its link-local address"
             );
         }
         if cores == 1 {

@@ -176,6 +176,7 @@ fn caps_are_the_least_of_the_nics() {
     let b = NicCaps {
         mtu: 1400,
         tso_max: 0,
+        tso6: false,
     };
     let c = least_caps([a, b].into_iter());
     assert_eq!((c.mtu, c.tso_max), (1400, 0));
