@@ -212,10 +212,14 @@ fn get_says_which_schemes_it_speaks() {
     let o = bareweb(&["get", "bwudp://127.0.0.1:0/x", "-o", "/dev/null"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("bad port"), "{}", stderr(&o));
-    // An IPv6 literal is said to be one, not taken for a port.
-    let o = bareweb(&["get", "http://[::1]/", "-o", "-"]);
+    // An IPv6 literal: taken by http:// (nothing listens on [::1]'s port 9: the
+    // connection is what fails), said to be one by bwudp://, never taken for a port.
+    let o = bareweb(&["get", "http://[::1]:9/", "-o", "-"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("IPv6"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("http://[::1]:9/: "), "{}", stderr(&o));
+    let o = bareweb(&["get", "bwudp://[::1]/", "-o", "-"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("IPv4 only"), "{}", stderr(&o));
     usage_error(
         &["get", "bwudp://h/x", "-o", "f", "--tries", "0"],
         "--tries",

@@ -128,7 +128,7 @@ fn serve_conn(mut s: TcpStream, delay: Duration, behaviour: Behaviour) {
 
 fn config(srv: &TestServer, paths: &[&str], mode: Mode) -> LoadConfig {
     let target = Target {
-        addr: srv.addr,
+        addr: std::net::SocketAddr::V4(srv.addr),
         host: srv.addr.to_string(),
     };
     let urls = paths
@@ -256,7 +256,7 @@ fn errors_are_counted_by_kind() {
         unreachable!()
     };
     let mut c = config(&srv, &["/x"], Mode::Parallel(2));
-    c.target.addr = closed;
+    c.target.addr = std::net::SocketAddr::V4(closed);
     c.fetches = 5;
     let r = go(&c);
     assert_eq!(r.errors.get("refused"), Some(&5));
