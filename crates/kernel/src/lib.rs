@@ -85,6 +85,7 @@ pub fn backtrace(mut rbp: u64) {
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     if !arch::smp::begin_stop() {
+        arch::smp::halting();
         arch::cpu::halt_forever(); // another core is reporting its failure
     }
     arch::smp::stop_others();

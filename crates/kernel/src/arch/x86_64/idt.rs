@@ -218,6 +218,7 @@ pub fn load() {
 #[no_mangle]
 extern "C" fn bw_exception(f: &ExceptionFrame) -> ! {
     if !super::smp::begin_stop() {
+        super::smp::halting();
         cpu::halt_forever();
     }
     super::smp::stop_others();

@@ -576,12 +576,29 @@ pub fn stopping() -> bool {
     STOPPING.load(Ordering::Acquire)
 }
 
-/// Halts every other core (an NMI each; their handler sees [`stopping`] and halts).
+/// Halts every other core (an NMI each; their handler sees [`stopping`] and halts), and
+/// waits a bounded while for them to say so ([`halting`]): a core in the middle of a
+/// console line would otherwise go on printing into the report (seen under TCG, where an
+/// NMI arrives late: "on s" + "core 2").
 pub fn stop_others() {
-    if cores() > 1 {
+    let n = cores();
+    if n > 1 {
         STOPPING.store(true, Ordering::Release);
         apic::nmi_all_others();
+        let mut spins = 0u32;
+        while (HALTED.load(Ordering::Acquire) as usize) < n - 1 && spins < 20_000_000 {
+            core::hint::spin_loop();
+            spins += 1;
+        }
     }
+}
+
+/// Cores that stopped for a failure being reported (their NMI, or their own failure).
+static HALTED: AtomicU32 = AtomicU32::new(0);
+
+/// The running core halts for good because another reports a failure.
+pub fn halting() {
+    HALTED.fetch_add(1, Ordering::AcqRel);
 }
 
 /// Displays as "core N (APIC id M)" for the running core, for failure reports.
