@@ -38,6 +38,27 @@ def server_addr(ns, timeout=20):
     raise AssertionError(f"no IPv6 answer from the server in {timeout} s: {seen}")
 
 
+def router(ns):
+    """dnsmasq on bw0 advertising 2001:db8:1::/64 (`ra-only`: SLAAC, no DHCPv6); the
+    caller terminates it."""
+    return subprocess.Popen(
+        ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
+               "--interface=bw0", "--bind-interfaces", "--user=root", "--pid-file",
+               "--enable-ra", "--dhcp-range=2001:db8:1::,ra-only,64,1h", "--log-facility=-"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def global_addr(s, timeout=30):
+    """The global address server `s` says (on its console) it took in 2001:db8:1::/64."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        m = re.search(r"bareweb: IPv6 (2001:db8:1:[0-9a-f:]+) on the link", s.output())
+        if m:
+            return m.group(1)
+        time.sleep(0.3)
+    raise AssertionError(f"no global address in {timeout} s:\n{s.output()}")
+
+
 def linux_rs_received(ns):
     """Router solicitations Linux on the namespace's side has received (its ICMPv6 MIB)."""
     r = ns.run("cat", "/proc/net/snmp6")
@@ -166,21 +187,8 @@ def test_slaac_global_address_from_dnsmasq_router_advertisements():
         while linux_rs_received(s.ns) == 0:
             assert time.time() < deadline, "no router solicitation reached Linux in 20 s"
             time.sleep(0.2)
-        dns = subprocess.Popen(
-            s.ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
-                     "--interface=bw0", "--bind-interfaces", "--user=root", "--pid-file",
-                     "--enable-ra", "--dhcp-range=2001:db8:1::,ra-only,64,1h",
-                     "--log-facility=-"),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 30
-        addr = None
-        while time.time() < deadline and addr is None:
-            s.log.flush()
-            with open(s.log.name) as f:
-                m = re.search(r"bareweb: IPv6 (2001:db8:1:[0-9a-f:]+) on the link", f.read())
-            addr = m and m.group(1)
-            time.sleep(0.3)
-        assert addr, f"no global address in 30 s:\n{open(s.log.name).read()}"
+        dns = router(s.ns)
+        addr = global_addr(s)
         r = s.ns.run("ping", "-6", "-n", "-c", "3", "-i", "0.2", "-W", "2", addr, check=False)
         assert r.returncode == 0 and "3 received" in r.stdout, r.stdout + r.stderr
         assert f"from {addr}" in r.stdout, r.stdout

@@ -7,15 +7,13 @@ global address). A port the server does not serve is refused at once; the access
 names the IPv6 client.
 """
 import hashlib
-import re
-import subprocess
 import time
 
 import pytest
 
 from conftest import SITE
 from test_https import HttpsServer, site_files, url_path
-from test_ipv6_link import SECRET, server_addr
+from test_ipv6_link import SECRET, global_addr, router, server_addr
 
 GLOBAL_PREFIX = "2001:db8:1:"
 ROUTER = "2001:db8:1::1"
@@ -36,19 +34,8 @@ def v6(pki, tmp_path_factory):
     try:
         s.ll = server_addr(s.ns)
         s.ns.ip("-6", "addr", "add", f"{ROUTER}/64", "dev", "bw0", "nodad")
-        dns = subprocess.Popen(
-            s.ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
-                     "--interface=bw0", "--bind-interfaces", "--user=root", "--pid-file",
-                     "--enable-ra", "--dhcp-range=2001:db8:1::,ra-only,64,1h",
-                     "--log-facility=-"),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 30
-        s.glob = None
-        while time.time() < deadline and s.glob is None:
-            m = re.search(r"bareweb: IPv6 (2001:db8:1:[0-9a-f:]+) on the link", s.output())
-            s.glob = m and m.group(1)
-            time.sleep(0.3)
-        assert s.glob, f"no global address in 30 s:\n{s.output()}"
+        dns = router(s.ns)
+        s.glob = global_addr(s)
         yield s
     finally:
         if dns:
@@ -149,19 +136,8 @@ def test_path_mtu_through_a_router_with_a_1280_octet_link(tmp_path):
         client.ip("link", "set", "v1", "up")
         client.ip("-6", "addr", "add", "2001:db8:2::2/64", "dev", "v1", "nodad")
         client.ip("-6", "route", "add", "default", "via", "2001:db8:2::1")
-        dns = subprocess.Popen(
-            s.ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
-                     "--interface=bw0", "--bind-interfaces", "--user=root", "--pid-file",
-                     "--enable-ra", "--dhcp-range=2001:db8:1::,ra-only,64,1h",
-                     "--log-facility=-"),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 30
-        glob = None
-        while time.time() < deadline and glob is None:
-            m = re.search(r"bareweb: IPv6 (2001:db8:1:[0-9a-f:]+) on the link", s.output())
-            glob = m and m.group(1)
-            time.sleep(0.3)
-        assert glob, f"no global address in 30 s:\n{s.output()}"
+        dns = router(s.ns)
+        glob = global_addr(s)
         f = SITE / "files" / "1m.bin"
         out = tmp_path / "body"
         r = client.run("curl", "-sS", "-g", "--max-time", "60", "-o", out, "-w", "%{http_code}",

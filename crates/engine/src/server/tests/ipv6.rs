@@ -141,7 +141,7 @@ fn a_client_on_the_link_fetches_a_mebibyte_over_ipv6_in_1440_byte_segments() {
 /// The mebibyte over IPv6 (the NIC offering segmentation offload, over IPv6 too when
 /// `tso6`), every byte and every segment checked; the server's counters after.
 fn fetch_a_mebibyte(tso6: bool) -> crate::stats::Stats {
-    let (mut s, mut nic, us, mut t) = server6(8);
+    let (mut s, mut nic, us, t) = server6(8);
     nic.tso6 = tso6;
     let ports = (40000, 80);
     // The client offers IPv4's MSS: over IPv6 on a 1500-byte link, 1440 is the most.
@@ -184,46 +184,9 @@ fn fetch_a_mebibyte(tso6: bool) -> crate::stats::Stats {
         req,
         None,
     ));
-    let mut stream: Vec<u8> = Vec::new();
-    let mut rounds = 0;
-    let want = big_file();
-    loop {
-        t += 1_000_000;
-        let out = round(&mut s, &mut nic, t);
-        let mut acked = iss + 1 + stream.len() as u32;
-        for seg in &out {
-            assert!(
-                seg.frame_len <= 1514,
-                "a frame the link carries: {}",
-                seg.frame_len
-            );
-            assert!(seg.payload.len() <= 1440);
-            if seg.seq == acked && !seg.payload.is_empty() {
-                stream.extend_from_slice(&seg.payload);
-                acked += seg.payload.len() as u32;
-            }
-        }
-        nic.rx.inbox.push_back(tcp6(
-            PEER,
-            us,
-            ports,
-            1001 + req.len() as u32,
-            Some(acked),
-            wtcp::Flags::ACK,
-            &[],
-            None,
-        ));
-        rounds += 1;
-        let head_end = stream.windows(4).position(|w| w == b"\r\n\r\n");
-        if let Some(h) = head_end {
-            if stream.len() >= h + 4 + want.len() {
-                assert!(stream.starts_with(b"HTTP/1.1 200 OK\r\n"));
-                assert_eq!(&stream[h + 4..], &want[..], "every byte");
-                break;
-            }
-        }
-        assert!(rounds < 5000, "the response did not complete");
-    }
+    let out = round(&mut s, &mut nic, t + 1_000_000);
+    let cli = (ports.0, 1001 + req.len() as u32);
+    receive_big(&mut s, &mut nic, us, cli, iss, out, t + 1_000_000, 1440);
     let st = s.stats();
     assert_eq!((st.tcp_accepted, st.tcp_established), (1, 1));
     st.clone()
@@ -318,6 +281,61 @@ fn mapped_multicast_and_loopback_sources_and_unserved_ports() {
     assert_eq!((out[0].src, out[0].dst, out[0].ack), (us, PEER, Some(8)));
 }
 
+/// Takes the mebibyte's response, `segs` the first round's segments: each round the
+/// in-order payload is kept (every frame within the link's 1514 octets and `max_payload`)
+/// and acknowledged from `PEER` (`cli`: its port and next sequence number), until the
+/// whole 200 response is there, checked byte by byte. Returns the clock then.
+#[allow(clippy::too_many_arguments)]
+fn receive_big(
+    s: &mut Server<TestSite>,
+    nic: &mut FakeNic,
+    us: Ipv6Address,
+    (sport, cli): (u16, u32),
+    iss: u32,
+    mut segs: Vec<Seg6>,
+    mut t: u64,
+    max_payload: usize,
+) -> u64 {
+    let want = big_file();
+    let mut stream: Vec<u8> = Vec::new();
+    for _ in 0..5000 {
+        let mut acked = iss + 1 + stream.len() as u32;
+        for seg in &segs {
+            assert!(
+                seg.frame_len <= 1514,
+                "a frame the link carries: {}",
+                seg.frame_len
+            );
+            assert!(seg.payload.len() <= max_payload);
+            if seg.seq == acked && !seg.payload.is_empty() {
+                stream.extend_from_slice(&seg.payload);
+                acked += seg.payload.len() as u32;
+            }
+        }
+        if let Some(h) = stream.windows(4).position(|w| w == b"\r\n\r\n") {
+            if stream.len() >= h + 4 + want.len() {
+                assert!(stream.starts_with(b"HTTP/1.1 200 OK\r\n"));
+                assert_eq!(&stream[h + 4..], &want[..], "every byte");
+                return t;
+            }
+        }
+        let ack = tcp6(
+            PEER,
+            us,
+            (sport, 80),
+            cli,
+            Some(acked),
+            wtcp::Flags::ACK,
+            &[],
+            None,
+        );
+        nic.rx.inbox.push_back(ack);
+        t += 1_000_000;
+        segs = round(s, nic, t);
+    }
+    panic!("the response did not complete");
+}
+
 /// A Packet Too Big from a router (`2001:db8::1`) to us for a link of `mtu`, quoting
 /// `quoted` (a frame of ours, from its IPv6 header, cut to what fits in 1280).
 fn too_big(us: Ipv6Address, mtu: u32, quoted: &[u8]) -> Vec<u8> {
@@ -373,7 +391,7 @@ fn a_packet_too_big_for_a_segment_in_flight_makes_the_segments_smaller() {
     assert!(first.iter().all(|f| parse6(f).payload.len() == 1440));
     // The router before a 1280-octet link drops the second segment and says so.
     nic.rx.inbox.push_back(too_big(us, 1280, &first[1]));
-    let mut t = t + 2_000_000;
+    let t = t + 2_000_000;
     let out = round(&mut s, &mut nic, t);
     assert_eq!(
         (s.stats().icmp6_too_big, s.stats().tcp_pmtu_lowered),
@@ -387,41 +405,16 @@ fn a_packet_too_big_for_a_segment_in_flight_makes_the_segments_smaller() {
         .iter()
         .all(|o| o.payload.len() <= 1220 && o.frame_len <= 1294));
     // The transfer completes byte-exact in the smaller segments.
-    let mut stream: Vec<u8> = Vec::new();
-    let want = big_file();
-    let mut segs = out;
-    let mut done = false;
-    for _ in 0..5000 {
-        let mut acked = iss + 1 + stream.len() as u32;
-        for seg in &segs {
-            assert!(seg.payload.len() <= 1220);
-            if seg.seq == acked && !seg.payload.is_empty() {
-                stream.extend_from_slice(&seg.payload);
-                acked += seg.payload.len() as u32;
-            }
-        }
-        if let Some(h) = stream.windows(4).position(|w| w == b"\r\n\r\n") {
-            if stream.len() >= h + 4 + want.len() {
-                assert_eq!(&stream[h + 4..], &want[..]);
-                done = true;
-                break;
-            }
-        }
-        let ports = (43000, 80);
-        nic.rx.inbox.push_back(tcp6(
-            PEER,
-            us,
-            ports,
-            1001 + req_len,
-            Some(acked),
-            wtcp::Flags::ACK,
-            &[],
-            None,
-        ));
-        t += 1_000_000;
-        segs = round(&mut s, &mut nic, t);
-    }
-    assert!(done, "the response completed");
+    let t = receive_big(
+        &mut s,
+        &mut nic,
+        us,
+        (43000, 1001 + req_len),
+        iss,
+        out,
+        t,
+        1220,
+    );
     // The next connection to that peer announces and uses the path's MSS from the start.
     nic.rx.inbox.push_back(tcp6(
         PEER,
