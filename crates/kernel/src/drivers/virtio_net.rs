@@ -64,6 +64,8 @@ pub const DEVICES: [u16; 2] = [0x1000, 0x1041];
 /// virtio device id of a network card (the MMIO transport's DeviceID).
 pub const DEVICE_ID_NET: u32 = 1;
 
+/// No slot (an available-ring entry not yet written).
+const NONE: u16 = u16::MAX;
 const F_CSUM: u64 = 1 << 0;
 const F_MAC: u64 = 1 << 5;
 const F_HOST_TSO4: u64 = 1 << 11;
@@ -117,6 +119,10 @@ pub struct VirtioTx<H: Hal = Identity> {
     q: VirtQueue,
     slots: Dma,
     in_flight: Vec<bool>,
+    /// Per slot: the available-ring index its latest post took.
+    posted_at: Vec<u16>,
+    /// Per available-ring entry: the slot whose post it last held (`NONE` before any).
+    entry_of: Vec<u16>,
     free: Vec<u16>,
     current: Option<u16>,
     frames: u64,
@@ -480,6 +486,7 @@ impl RxRing for VirtioRx {
 impl<H: Hal> VirtioTx<H> {
     fn new(mut q: VirtQueue) -> Result<VirtioTx<H>, Error> {
         let n = q.size() / 2;
+        let entries = q.size() as usize;
         let slots = Dma::new::<H>(n as usize * TX_SLOT, true).ok_or(Error::NoMemory)?;
         for s in 0..n {
             // Descriptor 2s+1 (body) is filled per frame; 2s's next is fixed.
@@ -489,6 +496,8 @@ impl<H: Hal> VirtioTx<H> {
             q,
             slots,
             in_flight: vec![false; n as usize],
+            posted_at: vec![0; n as usize],
+            entry_of: vec![NONE; entries],
             free: (0..n).rev().collect(),
             current: None,
             frames: 0,
@@ -497,6 +506,23 @@ impl<H: Hal> VirtioTx<H> {
             full: 0,
             _hal: PhantomData,
         })
+    }
+
+    /// Whether the next post would overwrite the available-ring entry that still holds
+    /// an in-flight slot's latest post (the ring has twice as many entries as slots, so
+    /// this takes a slot held over a whole lap). A device that reported some slot used
+    /// before taking its entry may not have taken this one either, and overwriting it
+    /// would hide that slot from the device for good: the driver waits for the slot
+    /// instead, so every in-flight slot keeps its entry and a device that goes on to take
+    /// all it is given returns every slot. An honest device that holds one frame a lap
+    /// merely delays the next post until it completes it.
+    fn overwrites_live_entry(&self) -> bool {
+        let at = self.q.next_avail();
+        let ring = self.entry_of.len() as u16;
+        let s = self.entry_of[at as usize % self.entry_of.len()];
+        s != NONE
+            && self.in_flight[s as usize]
+            && self.posted_at[s as usize].wrapping_add(ring) == at
     }
 
     fn reclaim(&mut self) {
@@ -543,6 +569,10 @@ impl<H: Hal> VirtioTx<H> {
             self.q.set_desc(d + 1, body_at, body.len() as u32, 0, 0);
         }
         self.in_flight[s as usize] = true;
+        let at = self.q.next_avail();
+        self.posted_at[s as usize] = at;
+        let ring = self.entry_of.len();
+        self.entry_of[at as usize % ring] = s;
         self.q.push_avail(d);
         self.frames += 1;
         Ok(())
@@ -560,6 +590,9 @@ impl<H: Hal> TxRing for VirtioTx<H> {
                 // them now instead of refusing frames.
                 self.q.publish();
                 self.reclaim();
+            }
+            if self.overwrites_live_entry() {
+                return None;
             }
             self.current = self.free.pop();
         }
@@ -610,6 +643,9 @@ impl<H: Hal> TxRing for VirtioTx<H> {
         if self.free.is_empty() && self.current.is_none() && self.q.unpublished() > 0 {
             self.q.publish();
             self.reclaim();
+        }
+        if self.current.is_none() && self.overwrites_live_entry() {
+            return 0;
         }
         self.free.len() + usize::from(self.current.is_some())
     }
@@ -898,6 +934,51 @@ mod tests {
         let out = dev.transmitted(1);
         assert_eq!(out.len(), 5, "the four first frames and the new one");
         assert_eq!(out[4][NET_HDR..NET_HDR + 54], [9; 54]);
+    }
+
+    #[test]
+    fn a_device_that_reports_frames_sent_before_taking_them_loses_no_slot() {
+        // It reports slot 0 used over and over without ever taking an entry: each time
+        // the driver posts slot 0 again, so the available ring fills with entries the
+        // device has not taken. Slot 1 stays in flight; the driver must not write over
+        // its entry a lap later, or the device would never see slot 1 again.
+        static BODY: [u8; 10] = [7; 10];
+        let (mut dev, mut nic) = up(4);
+        let (_, tx) = nic.split();
+        for _ in 0..2 {
+            tx.slot().unwrap()[..54].fill(1);
+            tx.post(54, &BODY).unwrap();
+        }
+        tx.flush();
+        let mut posted = 2;
+        for _ in 0..8 {
+            dev.ring(1).push_used(0, 0); // slot 0, a lie: its entry is not taken
+            tx.flush();
+            let Some(slot) = tx.slot() else { break };
+            slot[..54].fill(2);
+            tx.post(54, &BODY).unwrap();
+            tx.flush();
+            posted += 1;
+        }
+        // Entries 0 and 1 hold slots 0 and 1; slot 0 is posted again at 2, 3 and 4 (over
+        // its own stale entry 0); entry 5 would be entry 1's place: the driver waits.
+        assert_eq!(
+            posted, 5,
+            "posts stop where slot 1's entry would be overwritten"
+        );
+        assert_eq!(tx.room(), 0);
+        // The device now takes every entry it was given and completes them: slot 1 is
+        // among them, and both slots come back.
+        let sent = dev.transmitted(1);
+        assert_eq!(sent.len(), 5);
+        tx.flush();
+        assert_eq!(tx.room(), 2);
+        tx.slot().unwrap()[..54].fill(3);
+        tx.post(54, &BODY).unwrap();
+        tx.flush();
+        let sent = dev.transmitted(1);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0][NET_HDR..NET_HDR + 54], [3; 54]);
     }
 
     #[test]

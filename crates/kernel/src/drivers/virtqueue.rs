@@ -214,6 +214,13 @@ impl VirtQueue {
         self.avail_idx_shadow = self.avail_idx_shadow.wrapping_add(1);
     }
 
+    /// The available-ring index the next `push_avail` takes (its entry is at this
+    /// index modulo the size).
+    #[inline]
+    pub fn next_avail(&self) -> u16 {
+        self.avail_idx_shadow
+    }
+
     /// Entries pushed but not yet published.
     pub fn unpublished(&self) -> u16 {
         self.avail_idx_shadow.wrapping_sub(self.published)
