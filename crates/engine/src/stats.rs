@@ -89,6 +89,9 @@ counters! {
     icmp6_too_big,
     /// Connections whose segments a Packet Too Big made smaller (and sent again).
     tcp_pmtu_lowered,
+    /// Connections freed because the IPv6 address they were made to expired (its valid
+    /// lifetime from the router ended).
+    tcp_addr_expired,
     /// Dropped: an IPv6 Packet Too Big below 1280, not quoting a TCP segment of ours, or
     /// quoting none in flight (forged, or late).
     drop_too_big,

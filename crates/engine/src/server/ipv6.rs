@@ -216,6 +216,9 @@ impl<L: Lookup<'static>> Server<L> {
                 if matches!(e, Event::Duplicate { .. } | Event::GaveUp(_)) {
                     self.stats.nd_dad_conflicts += 1;
                 }
+                if matches!(e, Event::Expired(_)) {
+                    self.drop_expired_v6();
+                }
                 self.push_ipv6_news(e);
                 false
             }
@@ -243,6 +246,22 @@ impl<L: Lookup<'static>> Server<L> {
                 false
             }
             Step::Done => false,
+        }
+    }
+
+    /// Frees the connections to an address of ours that expired (its slot is empty now,
+    /// and a new prefix must not take them over). No RST: the address is no longer ours
+    /// to send from (RFC 4862 §5.5.4), and the peer's next segment to it finds no one.
+    fn drop_expired_v6(&mut self) {
+        for id in 0..self.conns.made() as u32 {
+            let t = &self.conns[id as usize];
+            let Some(slot) = t.app.local.checked_sub(LOCAL_V6) else {
+                continue;
+            };
+            if t.in_use() && self.ipv6_slot_addr(slot).is_none() {
+                self.free_tcb(id);
+                self.stats.tcp_addr_expired += 1;
+            }
         }
     }
 

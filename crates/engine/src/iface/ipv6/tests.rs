@@ -443,12 +443,23 @@ fn without_an_address_the_cache_timers_still_run_out() {
 /// A router advertisement from `src` with a Prefix Information option (L and A) for
 /// `prefix`/64, its source link-layer address, router lifetime 1800 s.
 fn ra_frame(src: Ipv6Address, prefix: &str, opts: &mut std::vec::Vec<u8>) -> std::vec::Vec<u8> {
+    ra_frame_living(src, prefix, (86400, 14400), opts)
+}
+
+/// A router advertisement from `src` for `prefix`/64 with (valid, preferred) lifetimes in
+/// seconds, after the options already in `opts`.
+pub(crate) fn ra_frame_living(
+    src: Ipv6Address,
+    prefix: &str,
+    (valid, preferred): (u32, u32),
+    opts: &mut std::vec::Vec<u8>,
+) -> std::vec::Vec<u8> {
     let p: Ipv6Address = prefix.parse().unwrap();
     opts.extend_from_slice(&[1, 1]);
     opts.extend_from_slice(&PEER_MAC.0);
     opts.extend_from_slice(&[3, 4, 64, 0xc0]);
-    opts.extend_from_slice(&86400u32.to_be_bytes());
-    opts.extend_from_slice(&14400u32.to_be_bytes());
+    opts.extend_from_slice(&valid.to_be_bytes());
+    opts.extend_from_slice(&preferred.to_be_bytes());
     opts.extend_from_slice(&[0; 4]);
     opts.extend_from_slice(&p.0);
     let ra = Icmpv6Repr::RouterAdvert {

@@ -192,6 +192,82 @@ fn fetch_a_mebibyte(tso6: bool) -> crate::stats::Stats {
     st.clone()
 }
 
+/// A connection to a SLAAC address whose valid lifetime ends is freed then (no RST: the
+/// address is no longer ours to send from), so a prefix advertised later in its slot does
+/// not inherit it; the peer's next segment finds nothing. A connection to the link-local
+/// address lives on.
+#[test]
+fn connections_to_an_expired_address_are_freed() {
+    let (mut s, mut nic, ll, mut t) = server6(8);
+    let router: Ipv6Address = "fe80::1".parse().unwrap();
+    let ra = crate::iface::ipv6::tests::ra_frame_living(
+        router,
+        "2001:db8:5::",
+        (30, 20),
+        &mut Vec::new(),
+    );
+    nic.rx.inbox.push_back(ra);
+    // Only TCP is parsed here: the link's own frames (DAD, solicitations) are dropped.
+    let tcp_round = |s: &mut Server<TestSite>, nic: &mut FakeNic, t: u64| -> Vec<Seg6> {
+        s.poll(nic, &ManualClock(t), &mut NoLog);
+        let out: Vec<_> = nic.tx.outbox.drain(..).collect();
+        out.iter()
+            .filter(|f| f[20] == 6)
+            .map(|f| parse6(f))
+            .collect()
+    };
+    let end = t + 3_000_000_000;
+    while t < end {
+        tcp_round(&mut s, &mut nic, t);
+        t += 100_000_000;
+    }
+    let g = s.ipv6_globals().next().expect("a global address after DAD");
+    let far: Ipv6Address = "2001:db8:9::7".parse().unwrap();
+    for (src, dst, port) in [(far, g, 40001), (PEER, ll, 40002)] {
+        nic.rx.inbox.push_back(tcp6(
+            src,
+            dst,
+            (port, 80),
+            1000,
+            None,
+            wtcp::Flags::SYN,
+            &[],
+            Some(1440),
+        ));
+        let out = tcp_round(&mut s, &mut nic, t);
+        assert!(out.iter().any(|o| o.flags.syn && o.dst == src));
+        let iss = out.iter().find(|o| o.dst == src).unwrap().seq;
+        nic.rx.inbox.push_back(tcp6(
+            src,
+            dst,
+            (port, 80),
+            1001,
+            Some(iss + 1),
+            wtcp::Flags::ACK,
+            &[],
+            None,
+        ));
+        tcp_round(&mut s, &mut nic, t);
+    }
+    assert_eq!(s.active(), 2);
+    // 30 s after the advertisement the address expires (the idle timeout is longer:
+    // the link-local connection stays).
+    let end = t + 31_000_000_000;
+    let mut rst = 0;
+    while t < end {
+        rst += tcp_round(&mut s, &mut nic, t)
+            .iter()
+            .filter(|o| o.flags.rst)
+            .count();
+        t += 500_000_000;
+    }
+    assert_eq!(rst, 0, "nothing sent from an address that is gone");
+    assert_eq!(s.ipv6_globals().count(), 0);
+    let st = s.stats();
+    assert_eq!(st.tcp_addr_expired, 1);
+    assert_eq!(s.active(), 1, "the link-local connection lives on");
+}
+
 #[test]
 fn the_per_address_limit_counts_a_link_local_client_by_its_address() {
     // Every host on the link shares fe80::/64: counted by /64 (as off-link clients are),
