@@ -90,20 +90,26 @@ fuzz_target!(|input: &[u8]| {
     assert!(back.verify_checksum(src, dst));
     assert_eq!(Icmpv6Repr::parse(&back, src, dst, hop_limit), Ok(repr));
     if let Icmpv6Repr::MldReport { records } = repr {
-        // Our own report for the same groups, when every record is a plain join.
-        let groups: Vec<_> = records
+        // Our own report for the same groups and record types (the records without
+        // sources).
+        let plain: Vec<_> = records
             .iter()
             .filter(|r| r.sources.is_empty())
-            .map(|r| r.group)
+            .map(|r| (r.record_type, r.group))
             .collect();
-        let mut out = vec![0u8; icmpv6::mld_report_len(groups.len())];
+        let groups: Vec<_> = plain.iter().map(|r| r.1).collect();
+        let mut out = vec![0u8; icmpv6::mld_report_len(plain.len())];
         let mut pk = Icmpv6Packet::new_unchecked(&mut out[..]);
-        icmpv6::emit_mld_report(&mut pk, src, dst, icmpv6::RecordType::ChangeToExclude, &groups);
+        icmpv6::emit_mld_report(&mut pk, src, dst, &plain);
         let back = Icmpv6Packet::new_checked(&out[..]).unwrap();
         let Ok(Icmpv6Repr::MldReport { records: r2 }) = Icmpv6Repr::parse(&back, src, dst, 1)
         else {
             panic!("our report does not parse");
         };
         assert!(r2.iter().map(|r| r.group).eq(groups.iter().copied()));
+        assert!(r2
+            .iter()
+            .map(|r| r.record_type)
+            .eq(plain.iter().map(|r| r.0)));
     }
 });

@@ -6,13 +6,15 @@
 //! as a Neighbor Discovery target, and an ICMPv6 message's checksum made right), so the
 //! cache, DAD and SLAAC are reached with messages the fuzzer shapes. Nothing may panic;
 //! the cache keeps its bounds; no timer is left in the past after a poll (no loop); every
-//! frame the link asks to send is built and parses back with a valid checksum and hop
-//! limit 255 for Neighbor Discovery; a TCP segment is handed on only for an address of
+//! frame the link asks to send is built and parses back with a valid checksum (a
+//! listener report with hop limit 1 behind a Router Alert, nothing else with an extension
+//! header); a TCP segment is handed on only for an address of
 //! ours in use, from an acceptable source.
 #![no_main]
 
 use bareweb_engine::iface::ipv6::{Link, Step};
 use bareweb_engine::iface::neigh6::{State, ENTRIES, MAX_INCOMPLETE};
+use bareweb_engine::wire::icmpv6::Message;
 use bareweb_engine::wire::{
     EthernetAddress, EthernetFrame, Icmpv6Packet, Icmpv6Repr, Ipv6Address, Ipv6Packet, Ipv6Repr,
 };
@@ -31,11 +33,25 @@ fn check_sent(link: &Link, step: &Step<'_>) {
     assert_eq!(eth.src_addr(), MAC);
     let ip = Ipv6Packet::new_checked(&f[14..]).expect("our IPv6 header parses");
     let r = Ipv6Repr::parse(&ip).expect("our IPv6 header is valid");
-    let up = ip.walk().expect("no extension headers");
+    let up = ip.walk().expect("our extension headers walk");
     let body = &f[14 + up.offset..14 + up.offset + up.len];
     let p = Icmpv6Packet::new_checked(body).expect("our ICMPv6 parses");
     assert!(p.verify_checksum(r.src_addr, r.dst_addr));
-    Icmpv6Repr::parse(&p, r.src_addr, r.dst_addr, r.hop_limit).expect("our message is valid");
+    let m = Icmpv6Repr::parse(&p, r.src_addr, r.dst_addr, r.hop_limit)
+        .expect("our message is valid");
+    if matches!(
+        m,
+        Icmpv6Repr::MldReport { .. }
+            | Icmpv6Repr::Other {
+                msg_type: Message::MldV1Report,
+                ..
+            }
+    ) {
+        // A listener report: hop limit 1 behind a Router Alert (RFC 3810 §5).
+        assert!(r.hop_limit == 1 && up.router_alert);
+    } else {
+        assert_eq!(up.offset, 40, "no extension header but MLD's");
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -71,12 +87,18 @@ fuzz_target!(|data: &[u8]| {
                 // A Neighbor Discovery target: our address.
                 frame[62..78].copy_from_slice(&us.0);
             }
-            if frame[20] == 58 && frame.len() >= 58 {
-                // ICMPv6 right after the header: its checksum made right.
+            // ICMPv6 right after the header, or after one hop-by-hop header (MLD's
+            // Router Alert): its checksum made right.
+            let at = match frame[20] {
+                58 => Some(54),
+                0 if frame.len() >= 56 && frame[54] == 58 => Some(54 + 8 * (1 + usize::from(frame[55]))),
+                _ => None,
+            };
+            if let Some(at) = at.filter(|&at| frame.len() >= at + 4) {
                 let src = Ipv6Address::from_bytes(&frame[22..38]);
                 let end = (54 + usize::from(u16::from_be_bytes([frame[18], frame[19]])))
-                    .clamp(58, frame.len());
-                let mut p = Icmpv6Packet::new_unchecked(&mut frame[54..end]);
+                    .clamp(at + 4, frame.len());
+                let mut p = Icmpv6Packet::new_unchecked(&mut frame[at..end]);
                 p.fill_checksum(src, dst);
             }
         }

@@ -6,6 +6,7 @@ The peer is Linux itself, on the TAP's side in the namespace: its `ping -6` and 
 neighbour table (`ip -6 neigh`) are the real components judged against.
 """
 import re
+import socket
 import subprocess
 import time
 
@@ -205,3 +206,121 @@ def test_slaac_global_address_from_dnsmasq_router_advertisements():
     # The same secret and MAC make the same address in the same prefix (RFC 7217): the
     # interface identifier is not the MAC's (no EUI-64).
     assert not addr.endswith("ff:fe00:2"), addr
+
+
+SNIFF_MLDV1 = r"""
+import socket, sys, time
+mac, secs = bytes.fromhex(sys.argv[1].replace(":", "")), float(sys.argv[2])
+# Every protocol (ETH_P_ALL): the bridge takes a port's frames before per-protocol
+# sockets would see them.
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind(("bw0", 0))
+s.settimeout(0.2)
+print("ready", flush=True)
+end = time.time() + secs
+while time.time() < end:
+    try:
+        f = s.recv(2048)
+    except socket.timeout:
+        continue
+    # From the server: IPv6, a hop-by-hop header naming ICMPv6, an MLDv1 report (131).
+    if f[6:12] == mac and f[12:14] == b"\x86\xdd" and len(f) >= 86 and f[20] == 0 \
+            and f[54] == 58 and f[62] == 131:
+        print(f[22:38].hex(), f[38:54].hex(), f[21], f[70:86].hex(), flush=True)
+"""
+
+
+def solicited_node(addr):
+    """ff02::1:ffXX:XXXX of a link-local address written in full or compressed."""
+    packed = socket.inet_pton(socket.AF_INET6, addr)
+    return socket.inet_ntop(socket.AF_INET6, bytes.fromhex("ff02" + "00" * 8 + "0001ff")
+                            + packed[13:])
+
+
+def test_mld_snooping_bridge_learns_our_group_and_forwards_solicitations_to_it():
+    """A Linux bridge with MLD snooping and its own querier, the server's TAP a port of it
+    with flooding of unregistered multicast off: the bridge's query is answered, the
+    bridge learns the server's solicited-node group from the report (`bridge mdb`), and
+    only then do a second host's neighbour solicitations reach the server (its ping,
+    from another port of the bridge). Then an MLDv1 querier: the server answers with
+    MLDv1 reports."""
+    s = Server(extra=("--ip6-secret", SECRET))
+    ns = s.ns
+    host = Netns("bwt")
+    sniff = None
+    try:
+        addr = server_addr(ns)
+        group = solicited_node(addr)
+        v4 = re.search(r"inet (\S+)", ns.run("ip", "-4", "-o", "addr", "show", "dev", "bw0")
+                       .stdout).group(1)
+        ns.ip("addr", "flush", "dev", "bw0")
+        ns.ip("link", "add", "br0", "type", "bridge", "mcast_snooping", "1", "mcast_querier",
+              "0", "mcast_mld_version", "2")
+        ns.ip("link", "set", "bw0", "master", "br0")
+        ns.run("bridge", "link", "set", "dev", "bw0", "mcast_flood", "off")
+        ns.ip("addr", "add", v4, "dev", "br0")
+        ns.ip("link", "set", "br0", "up")
+        # The second host, on a veth port of the bridge.
+        ns.ip("link", "add", "bp0", "type", "veth", "peer", "name", "hp0", "netns", host.name)
+        ns.ip("link", "set", "bp0", "master", "br0")
+        ns.ip("link", "set", "bp0", "up")
+        host.ip("link", "set", "hp0", "up")
+        # The querier needs the bridge's own link-local address past DAD.
+        deadline = time.time() + 10
+        while "tentative" in ns.run("ip", "-6", "addr", "show", "dev", "br0").stdout \
+                or "fe80" not in ns.run("ip", "-6", "addr", "show", "dev", "br0").stdout:
+            assert time.time() < deadline, ns.run("ip", "-6", "addr").stdout
+            time.sleep(0.2)
+        # Before any report reached the bridge, the group is not registered: with flooding
+        # off on the server's port, the host's solicitations never reach the server.
+        host_ping = lambda n: host.run("ping", "-6", "-n", "-c", str(n), "-i", "0.3",  # noqa: E731
+                                       "-W", "2", f"{addr}%hp0", check=False)
+        deadline = time.time() + 10
+        while "tentative" in host.run("ip", "-6", "addr", "show", "dev", "hp0").stdout:
+            assert time.time() < deadline
+            time.sleep(0.2)
+        r = host_ping(2)
+        assert r.returncode != 0, "reached without the group registered: " + r.stdout
+        # The bridge's querier asks; the server's answer registers its group on its port.
+        ns.ip("link", "set", "br0", "type", "bridge", "mcast_querier", "1")
+        deadline = time.time() + 20
+        mdb = ""
+        while time.time() < deadline:
+            mdb = ns.run("bridge", "mdb", "show", "dev", "br0").stdout
+            if f"port bw0 grp {group}" in mdb:
+                break
+            time.sleep(0.3)
+        assert f"port bw0 grp {group}" in mdb, mdb
+        # The bridge forwards by its table once its querier's first Maximum Response
+        # Delay (10 s) has passed (before that it floods, and flooding is off on the
+        # server's port): then the host's solicitations reach the server.
+        deadline = time.time() + 30
+        while host_ping(1).returncode != 0:
+            assert time.time() < deadline, ns.run("bridge", "mdb", "show").stdout
+        host.run("ip", "-6", "neigh", "flush", "dev", "hp0", check=False)
+        r = host_ping(3)
+        assert r.returncode == 0 and "3 received" in r.stdout, r.stdout + r.stderr
+        # An MLDv1 querier (the same bridge told to speak MLDv1, its querier restarted):
+        # the server's answers are MLDv1 reports, from its address to its group.
+        sniff = subprocess.Popen(ns.cmd("python3", "-c", SNIFF_MLDV1, s.mac, "15"),
+                                 stdout=subprocess.PIPE, text=True)
+        assert sniff.stdout.readline().strip() == "ready"
+        ns.ip("link", "set", "br0", "type", "bridge", "mcast_querier", "0")
+        ns.ip("link", "set", "br0", "type", "bridge", "mcast_mld_version", "1")
+        ns.ip("link", "set", "br0", "type", "bridge", "mcast_querier", "1")
+        line = sniff.stdout.readline().split()
+        assert line, "no MLDv1 report from the server within 15 s"
+        src, dst, hop, reported = line
+        full = lambda a: socket.inet_pton(socket.AF_INET6, a).hex()  # noqa: E731
+        assert (src, dst, hop, reported) == (full(addr), full(group), "1", full(group)), line
+    finally:
+        if sniff:
+            sniff.kill()
+            sniff.wait()
+        counters = s.stop()
+        host.close()
+        ns.close()
+        s.log.close()
+    assert counters.get("mld_queries", 0) >= 2, counters
+    # At start: the join from `::` and again from the address, twice each; then answers.
+    assert counters.get("mld_reports", 0) >= 6, counters

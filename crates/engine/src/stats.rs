@@ -84,6 +84,11 @@ counters! {
     nd_router_solicits,
     /// IPv6 router advertisements taken (routers, prefixes for global addresses, MTU).
     nd_router_adverts,
+    /// Multicast listener reports sent (MLDv2, or MLDv1 to an MLDv1 querier): the groups
+    /// our addresses need (their solicited-node groups), joined, left or asked about.
+    mld_reports,
+    /// Multicast listener queries taken (a link-local source, hop limit 1, Router Alert).
+    mld_queries,
     /// IPv6 Packet Too Big messages taken: quoting a segment of a connection in flight
     /// (RFC 8201; one per segment the router dropped).
     icmp6_too_big,
@@ -98,7 +103,7 @@ counters! {
     /// Dropped: a Neighbor Discovery message whose hop limit is not 255 (from beyond the
     /// link).
     drop_nd_hop_limit,
-    /// Dropped: IPv6 not served (yet): UDP over IPv6, router solicitations, MLD;
+    /// Dropped: IPv6 not served (yet): UDP over IPv6, router solicitations;
     /// or all IPv6, when it is off or on another core.
     drop_ipv6_unserved,
     /// SYNs that opened a connection.

@@ -2,19 +2,23 @@
 //! and acted on, and the frames that answers or the clock ask for, built. It owns the
 //! link-local address ([`addr6`](super::addr6)), the neighbour cache
 //! ([`neigh6`](super::neigh6)) and what routers advertise with the global addresses made
-//! from it ([`slaac`](super::slaac)), and ties them to the wire; the caller (the server) posts
+//! from it ([`slaac`](super::slaac)), and the groups it listens to ([`mld6`](super::mld6)),
+//! and ties them to the wire; the caller (the server) posts
 //! what [`Link::receive`] and [`Link::poll`] return and counts the drops.
 //!
 //! What is answered: a neighbour solicitation for our preferred address (a solicited
 //! advertisement with our link-layer address, RFC 4861 §7.2.4; to all-nodes when it came
 //! from `::`), an echo request to it or to all-nodes (RFC 4443 §4.2). Solicitations and advertisements
-//! also feed the cache and DAD. Every Neighbor Discovery message needs hop limit 255
+//! also feed the cache and DAD. A multicast listener query with hop limit 1 and the
+//! Router Alert is taken (answered by a report later), other listeners' reports ignored.
+//! Every Neighbor Discovery message needs hop limit 255
 //! ([`Drop6::HopLimit`]); the ICMPv6 checksum is verified; a fragment, a bad extension
-//! chain and everything not served yet (UDP, router solicitations, MLD) is dropped
+//! chain and everything not served yet (UDP, router solicitations) is dropped
 //! with its reason. A TCP segment to an address of ours in use, its checksum verified,
 //! is handed to the server ([`Step::Tcp`]), which serves it as an IPv4 one.
 
 use super::addr6::{self, LinkLocal};
+use super::mld6::{Listener, Report, MAX_GROUPS};
 use super::neigh6::{NeighbourCache, Solicit};
 use super::slaac::{Routers, Slaac, MAX_PREFIXES};
 use super::Drop;
@@ -42,8 +46,7 @@ pub enum Drop6 {
     /// A Neighbor Discovery message with a hop limit other than 255: it came from beyond
     /// the link (RFC 4861 §6.1, §7.1).
     HopLimit,
-    /// A protocol or message not served over IPv6 yet (UDP, router solicitations, MLD
-    /// queries).
+    /// A protocol or message not served over IPv6 yet (UDP, router solicitations).
     Unserved,
     /// A Packet Too Big that is not to us, names an MTU below 1280, or quotes no TCP
     /// segment of ours.
@@ -97,6 +100,9 @@ pub enum Out<'a> {
     /// A router solicitation (RFC 4861 §6.3.7), to all-routers from our link-local
     /// address.
     RouterSolicit,
+    /// A multicast listener report (RFC 3810 §5.2; MLDv1's, RFC 2710 §3, after an MLDv1
+    /// query): from our link-local address or `::`, hop limit 1, behind a Router Alert.
+    Mld(Report),
 }
 
 /// What a frame or the clock made the link do.
@@ -109,6 +115,8 @@ pub enum Step<'a> {
     Address(addr6::Event),
     /// A router advertisement was taken (routers, prefixes, MTU).
     Router,
+    /// A multicast listener query was taken (answered when its delay ends).
+    MldQuery,
     /// A TCP segment to one of our addresses in use, its checksum verified: for the
     /// server's connections.
     Tcp {
@@ -150,6 +158,8 @@ pub struct Link {
     pub neigh: NeighbourCache,
     /// Routers, prefixes and our global addresses (SLAAC).
     pub slaac: Routers,
+    /// The groups we listen to, reported (MLD).
+    pub mld: Listener,
 }
 
 impl Link {
@@ -161,7 +171,27 @@ impl Link {
             addr: LinkLocal::new(secret, mac, now),
             neigh: NeighbourCache::new(),
             slaac: Routers::new(secret, mac),
+            mld: Listener::new(u64::from_le_bytes(
+                secret[..8].try_into().unwrap_or_default(),
+            )),
         }
+    }
+
+    /// The groups we listen to (besides all-nodes): the solicited-node group of each
+    /// address of ours in any phase (RFC 4862 §5.4.2: joined before DAD's probe); none
+    /// once IPv6 is off on the link (DAD gave up).
+    pub fn groups(&self) -> [Option<Ipv6Address>; MAX_GROUPS] {
+        let mut g = [None; MAX_GROUPS];
+        if self.addr.phase() == addr6::Phase::Failed {
+            return g;
+        }
+        g[0] = Some(self.addr.addr().solicited_node());
+        for (i, p) in self.slaac.prefixes.iter().enumerate() {
+            if let (Some(p), Some(slot)) = (p, g.get_mut(1 + i)) {
+                *slot = Some(p.addr.addr().solicited_node());
+            }
+        }
+        g
     }
 
     /// The multicast MACs this link must receive (the NIC's filter): all-nodes and the
@@ -256,10 +286,18 @@ impl Link {
             .deadline()
             .min(self.neigh.deadline())
             .min(self.slaac.deadline())
+            .min(self.mld.deadline())
     }
 
     /// The clock at `now`: the next thing to do, if any (call until `None`).
     pub fn poll(&mut self, now: u64) -> Option<Step<'static>> {
+        // The groups follow the addresses (a new one, another after a conflict, one
+        // expired): the change is reported before anything else is sent.
+        let groups = self.groups();
+        self.mld.listen(&groups, now);
+        if let Some(r) = self.mld.poll(now) {
+            return Some(Step::Send(Out::Mld(r)));
+        }
         match self.addr.poll(now) {
             Some(addr6::Event::Probe { target, nonce }) => {
                 return Some(Step::Send(Out::Solicit {
@@ -274,6 +312,8 @@ impl Link {
                     // from the address's opaque (pseudorandom) identifier.
                     let word = u64::from_be_bytes(a.0[8..].try_into().unwrap_or_default());
                     self.slaac.start(now, word);
+                    // And our groups reported from it, for routers (the module doc).
+                    self.mld.rejoin(now);
                 }
                 return Some(Step::Address(e));
             }
@@ -403,8 +443,36 @@ impl Link {
                     return Err(Drop6::Frame(Drop::Malformed));
                 }
                 self.neigh.solicited_by(src, options.source_lladdr(), now);
+                // A new prefix's address listens to its group before its DAD probe.
+                let groups = self.groups();
+                self.mld.listen(&groups, now);
                 Ok(Step::Router)
             }
+            Icmpv6Repr::MldQuery {
+                max_resp_code,
+                group,
+                v2,
+            } => {
+                // RFC 3810 §6.2: from a link-local source (the parse checked), hop limit
+                // 1 and the Router Alert option, or dropped.
+                if ip.hop_limit != 1 || !upper.router_alert {
+                    return Err(Drop6::Frame(Drop::Malformed));
+                }
+                // MLDv1's Maximum Response Delay is in milliseconds (RFC 2710 §3.4).
+                let delay_ms = match v2 {
+                    Some(_) => crate::wire::icmpv6::mld_max_resp_delay_ms(max_resp_code),
+                    None => u32::from(max_resp_code),
+                };
+                self.mld.query(group, delay_ms, v2.is_none(), now);
+                Ok(Step::MldQuery)
+            }
+            // Other listeners' reports (MLDv2 has no report suppression, RFC 3810 §6;
+            // we never suppress MLDv1's either: that is optional) and MLDv1 Done.
+            Icmpv6Repr::MldReport { .. }
+            | Icmpv6Repr::Other {
+                msg_type: Message::MldV1Report | Message::MldDone,
+                ..
+            } => Ok(Step::Done),
             Icmpv6Repr::PacketTooBig { mtu, invoking } => self
                 .too_big(ip.dst_addr, mtu, invoking)
                 .ok_or(Drop6::TooBig),
@@ -498,6 +566,7 @@ impl Link {
     /// when it does not fit or we have no address to send from.
     pub fn write(&self, out: &Out<'_>, buf: &mut [u8]) -> Option<usize> {
         let (dst_mac, src, dst, msg) = match *out {
+            Out::Mld(r) => return self.write_mld(&r, buf),
             Out::Advert {
                 target,
                 dst_mac,
@@ -586,6 +655,49 @@ impl Link {
             &mut buf[ethernet::HEADER_LEN..L2L3],
         ));
         msg.emit(&mut Icmpv6Packet::new_unchecked(&mut buf[L2L3..]), src, dst);
+        Some(len)
+    }
+
+    /// Builds a listener report: from our link-local address once it is preferred, `::`
+    /// before (RFC 3810 §5.2.13), hop limit 1, a hop-by-hop header with the Router Alert
+    /// (§5); MLDv2's to ff02::16, MLDv1's to its group.
+    fn write_mld(&self, r: &Report, buf: &mut [u8]) -> Option<usize> {
+        use crate::wire::icmpv6::{emit_mld_report, emit_mld_v1_report};
+        use crate::wire::icmpv6::{mld_report_len, MLDV1_REPORT_LEN};
+        use crate::wire::ipv6::{emit_router_alert, ROUTER_ALERT_LEN};
+        let (dst, icmp_len) = match r {
+            Report::V2(rec) => (
+                Ipv6Address::ALL_MLDV2_ROUTERS,
+                mld_report_len(rec.as_slice().len()),
+            ),
+            Report::V1(group) => (*group, MLDV1_REPORT_LEN),
+        };
+        let src = self.addr.preferred().unwrap_or(UNSPECIFIED);
+        let at = L2L3 + ROUTER_ALERT_LEN;
+        let len = at + icmp_len;
+        let buf = buf.get_mut(..len)?;
+        ethernet::Repr {
+            src_addr: self.mac,
+            dst_addr: dst.multicast_ethernet(),
+            ethertype: EtherType::Ipv6,
+        }
+        .emit(&mut EthernetFrame::new_unchecked(&mut buf[..]));
+        Ipv6Repr {
+            src_addr: src,
+            dst_addr: dst,
+            next_header: Ipv6NextHeader::HopByHop,
+            payload_len: ROUTER_ALERT_LEN + icmp_len,
+            hop_limit: 1,
+        }
+        .emit(&mut Ipv6Packet::new_unchecked(
+            &mut buf[ethernet::HEADER_LEN..L2L3],
+        ));
+        emit_router_alert(&mut buf[L2L3..at], Ipv6NextHeader::Icmpv6);
+        let mut icmp = Icmpv6Packet::new_unchecked(&mut buf[at..]);
+        match r {
+            Report::V2(rec) => emit_mld_report(&mut icmp, src, dst, rec.as_slice()),
+            Report::V1(group) => emit_mld_v1_report(&mut icmp, src, *group),
+        }
         Some(len)
     }
 }

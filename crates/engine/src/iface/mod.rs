@@ -21,12 +21,15 @@
 //!   link-local address: RFC 7217's stable identifier and duplicate address detection)
 //!   and [`neigh6`](mod@neigh6) (the neighbour cache of RFC 4861, fixed size, its states
 //!   and timers), and [`slaac`](mod@slaac) (what router advertisements give: routers,
-//!   prefixes and the global addresses made in them, the MTU; router solicitations).
+//!   prefixes and the global addresses made in them, the MTU; router solicitations), and
+//!   [`mld6`](mod@mld6) (the multicast listener: MLDv2 reports of the groups the link
+//!   listens to, answers to queries, MLDv1 compatibility).
 
 pub mod addr6;
 pub mod egress;
 pub mod ingress;
 pub mod ipv6;
+pub mod mld6;
 pub mod neigh;
 pub mod neigh6;
 pub mod slaac;

@@ -208,6 +208,7 @@ impl<L: Lookup<'static>> Server<L> {
                         Out::EchoReply { .. } => s.icmp6_echo += 1,
                         Out::Solicit { .. } => s.nd_solicitations += 1,
                         Out::RouterSolicit => s.nd_router_solicits += 1,
+                        Out::Mld(_) => s.mld_reports += 1,
                     }
                 }
                 sent == Sent::Frame
@@ -224,6 +225,10 @@ impl<L: Lookup<'static>> Server<L> {
             }
             Step::Router => {
                 self.stats.nd_router_adverts += 1;
+                false
+            }
+            Step::MldQuery => {
+                self.stats.mld_queries += 1;
                 false
             }
             Step::Tcp {

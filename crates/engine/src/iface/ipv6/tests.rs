@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::iface::addr6::{Event, Phase, MAX_DELAY_NS, RETRANS_NS};
+use crate::iface::mld6::Report;
 use crate::iface::neigh6::State;
 use crate::wire::ipv6::NextHeader;
 
@@ -14,17 +15,29 @@ pub(crate) fn peer() -> Ipv6Address {
     "fe80::9".parse().unwrap()
 }
 
-/// A link whose address passed DAD (the probe it sent checked), at time `t`.
+/// A link whose address passed DAD (the probe it sent checked, and the listener report
+/// of its solicited-node group before it, from `::`), at time `t`, with nothing due.
 fn preferred_link() -> (Link, u64) {
     let mut l = Link::new(SECRET, MAC, 0);
     let t = l.deadline();
-    let Some(Step::Send(probe)) = l.poll(t) else {
-        panic!("a DAD probe first")
+    let target = l.addr.addr();
+    let Some(Step::Send(join @ Out::Mld(_))) = l.poll(t) else {
+        panic!("the group is joined first")
     };
     let mut buf = [0u8; 256];
+    let n = l.write(&join, &mut buf).unwrap();
+    assert_mld_join(&buf[..n], UNSPECIFIED, target.solicited_node());
+    let mut t = l.deadline();
+    let probe = loop {
+        match l.poll(t) {
+            Some(Step::Send(p @ Out::Solicit { .. })) => break p,
+            Some(Step::Send(Out::Mld(_))) => {} // the join's second report
+            other => panic!("{other:?}"),
+        }
+        t = l.deadline();
+    };
     let n = l.write(&probe, &mut buf).unwrap();
     let (eth_dst, src, dst, hop, repr) = parse(&buf[..n]);
-    let target = l.addr.addr();
     assert_eq!(eth_dst, target.solicited_node().multicast_ethernet());
     assert_eq!((src, dst, hop), (UNSPECIFIED, target.solicited_node(), 255));
     let Icmpv6Repr::NeighborSolicit {
@@ -37,9 +50,54 @@ fn preferred_link() -> (Link, u64) {
     };
     assert_eq!(t2, target);
     let t = t + RETRANS_NS;
-    assert_eq!(l.poll(t), Some(Step::Address(Event::Preferred(target))));
-    assert_eq!(l.poll(t), None);
+    // The join's second report (within a second of the first), if it was not sent
+    // before the probe.
+    // Then, the address preferred, the group is reported again from it (for routers).
+    let mut preferred = false;
+    let mut from_us = 0;
+    while let Some(step) = l.poll(t) {
+        match step {
+            Step::Address(Event::Preferred(a)) if a == target => preferred = true,
+            Step::Send(m @ Out::Mld(_)) => {
+                let n = l.write(&m, &mut buf).unwrap();
+                if preferred {
+                    assert_mld_join(&buf[..n], target, target.solicited_node());
+                    from_us += 1;
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(preferred);
+    assert_eq!(from_us, 1);
+    // Its second report is due within a second: taken off the listener here, so the
+    // tests see the link's other steps alone.
+    let at = l.mld.deadline();
+    assert!(at < t + 1_000_000_000);
+    assert!(matches!(l.mld.poll(at), Some(Report::V2(_))));
+    assert_eq!(l.mld.deadline(), u64::MAX, "every report of the join went");
     (l, t)
+}
+
+/// `f` is an MLDv2 report from `src` joining `group` alone: to ff02::16, hop limit 1,
+/// behind a Router Alert.
+pub(crate) fn assert_mld_join(f: &[u8], src: Ipv6Address, group: Ipv6Address) {
+    let ip = Ipv6Packet::new_checked(&f[14..]).unwrap();
+    assert!(ip.walk().unwrap().router_alert);
+    let (eth_dst, s, dst, hop, m) = parse(f);
+    let all_mld = Ipv6Address::ALL_MLDV2_ROUTERS;
+    assert_eq!(
+        (eth_dst, s, dst, hop),
+        (all_mld.multicast_ethernet(), src, all_mld, 1)
+    );
+    let Icmpv6Repr::MldReport { records } = m else {
+        panic!("{m:?}")
+    };
+    let r: std::vec::Vec<_> = records.iter().map(|r| (r.record_type, r.group)).collect();
+    assert_eq!(
+        r,
+        [(crate::wire::icmpv6::RecordType::ChangeToExclude, group)]
+    );
 }
 
 /// A frame's Ethernet destination, IPv6 source, destination, hop limit and message.
@@ -500,14 +558,19 @@ fn a_router_advertisement_gives_a_global_address_answered_after_dad() {
     assert_eq!(l.receive(&f, t), Err(Drop6::Frame(Drop::NotForUs)));
     let mut buf = [0u8; 256];
     let mut now;
+    let mut joins = std::vec::Vec::new();
     let probe = loop {
         now = l.deadline();
         match l.poll(now) {
             Some(Step::Send(o @ Out::Solicit { .. })) => break o,
+            Some(Step::Send(m @ Out::Mld(_))) => joins.push(m),
             Some(_) => continue,
             None => panic!("no probe"),
         }
     };
+    // Its solicited-node group was joined before the probe (from our link-local address).
+    let n = l.write(&joins[0], &mut buf).unwrap();
+    assert_mld_join(&buf[..n], l.addr.addr(), g.solicited_node());
     let n = l.write(&probe, &mut buf).unwrap();
     let (eth_dst, src, dst, _, m) = parse(&buf[..n]);
     assert_eq!(
@@ -566,4 +629,68 @@ fn a_router_advertisement_gives_a_global_address_answered_after_dad() {
     );
     assert_eq!(l.receive(&f, now), Err(Drop6::Frame(Drop::Malformed)));
     assert_eq!(l.slaac.prefixes.iter().flatten().count(), 1);
+}
+
+/// The link answers Linux's captured queries (a bridge as querier, `testdata/mld.pcap`):
+/// an MLDv2 general query with our group as `MODE_IS_EXCLUDE` within its 10 s, an MLDv1
+/// one with an MLDv1 report to the group; a query without hop limit 1 or without the
+/// Router Alert is dropped (RFC 3810 §6.2).
+#[test]
+fn captured_queries_are_answered_and_bad_ones_dropped() {
+    static MLD: &[u8] = include_bytes!("../../../testdata/mld.pcap");
+    let frames = crate::capture_tests::frames(MLD);
+    let (v2q, v1q) = (frames[8].to_vec(), frames[12].to_vec());
+    let (mut l, t) = preferred_link();
+    let us = l.addr.addr();
+    let group = us.solicited_node();
+    let mut buf = [0u8; 256];
+    // Hop limit 2, or the Router Alert option turned into an unknown skippable one.
+    let mut hop = v2q.clone();
+    hop[21] = 2;
+    assert_eq!(l.receive(&hop, t), Err(Drop6::Frame(Drop::Malformed)));
+    let mut no_ra = v2q.clone();
+    no_ra[56] = 0x1e;
+    assert_eq!(l.receive(&no_ra, t), Err(Drop6::Frame(Drop::Malformed)));
+    assert_eq!(l.mld.deadline(), u64::MAX);
+
+    assert_eq!(l.receive(&v2q, t), Ok(Step::MldQuery));
+    let at = l.mld.deadline();
+    assert!(at < t + 10_000_000_000);
+    let Some(Step::Send(out @ Out::Mld(_))) = l.poll(at) else {
+        panic!("no report")
+    };
+    let n = l.write(&out, &mut buf).unwrap();
+    let (eth_dst, src, dst, hop, m) = parse(&buf[..n]);
+    let all_mld = Ipv6Address::ALL_MLDV2_ROUTERS;
+    assert_eq!(
+        (eth_dst, src, dst, hop),
+        (all_mld.multicast_ethernet(), us, all_mld, 1)
+    );
+    let Icmpv6Repr::MldReport { records } = m else {
+        panic!("{m:?}")
+    };
+    let r: std::vec::Vec<_> = records.iter().map(|r| (r.record_type, r.group)).collect();
+    assert_eq!(r, [(crate::wire::icmpv6::RecordType::ModeIsExclude, group)]);
+
+    assert_eq!(l.receive(&v1q, at), Ok(Step::MldQuery));
+    assert!(l.mld.v1(at));
+    let at = l.mld.deadline();
+    let Some(Step::Send(out @ Out::Mld(Report::V1(g)))) = l.poll(at) else {
+        panic!("no MLDv1 report")
+    };
+    assert_eq!(g, group);
+    let n = l.write(&out, &mut buf).unwrap();
+    assert_eq!(n, 14 + 40 + 8 + 24);
+    let (eth_dst, src, dst, hop, m) = parse(&buf[..n]);
+    assert_eq!(
+        (eth_dst, src, dst, hop),
+        (group.multicast_ethernet(), us, group, 1)
+    );
+    assert!(matches!(
+        m,
+        Icmpv6Repr::Other {
+            msg_type: crate::wire::icmpv6::Message::MldV1Report,
+            ..
+        }
+    ));
 }

@@ -72,6 +72,21 @@ fn started(s: &mut Server<Nothing>, nic: &mut FakeNic) -> (Ipv6Address, u64) {
         }
     );
     assert_eq!(s.stats().nd_router_solicits, 1);
+    // Its solicited-node group joined (MLDv2, twice: the Robustness Variable) from `::`
+    // before DAD's probe, and twice again from the address once it is ours.
+    let (joins, probes): (Vec<_>, Vec<_>) = probes
+        .into_iter()
+        .partition(|f| matches!(parse(f).4, Icmpv6Repr::MldReport { .. }));
+    assert_eq!(joins.len(), 4);
+    for (i, j) in joins.iter().enumerate() {
+        let src = if i < 2 {
+            Ipv6Address::UNSPECIFIED
+        } else {
+            addr
+        };
+        crate::iface::ipv6::tests::assert_mld_join(j, src, addr.solicited_node());
+    }
+    assert_eq!(s.stats().mld_reports, 4);
     assert_eq!(probes.len(), 1, "DupAddrDetectTransmits = 1");
     let (_, src, _, _, m) = parse(&probes[0]);
     assert_eq!(src, Ipv6Address::UNSPECIFIED);

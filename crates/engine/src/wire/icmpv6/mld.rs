@@ -138,32 +138,52 @@ pub fn mld_max_resp_delay_ms(code: u16) -> u32 {
     }
 }
 
-/// Writes an MLDv2 report with one record of `record_type` and no sources per group, and
+/// Writes an MLDv2 report of `records` (each a record type and a group, no sources) and
 /// fills the checksum: what a host sends to ff02::16 from its link-local address (or
 /// `::` during DAD), hop limit 1, behind [`super::ipv6::emit_router_alert`].
 /// `ChangeToExclude` joins, `ChangeToInclude` leaves, `ModeIsExclude` answers a query.
 ///
 /// # Panics
 /// If the buffer is shorter than [`mld_report_len`], or there are more than 65 535
-/// groups.
+/// records.
 pub fn emit_mld_report<T: AsRef<[u8]> + AsMut<[u8]>>(
     packet: &mut Packet<T>,
     src: Address,
     dst: Address,
-    record_type: RecordType,
-    groups: &[Address],
+    records: &[(RecordType, Address)],
 ) {
-    let count = u16::try_from(groups.len()).expect("at most 65535 records");
+    let count = u16::try_from(records.len()).expect("at most 65535 records");
     packet.set_msg_type(Message::MldReport);
     packet.set_msg_code(0);
     packet.put(4, &[0, 0]);
     packet.put(field::MLD_RECORDS.start, &count.to_be_bytes());
-    for (i, g) in groups.iter().enumerate() {
+    for (i, (kind, g)) in records.iter().enumerate() {
         let at = HEADER_LEN + i * MLD_RECORD_LEN;
-        packet.put(at, &[record_type.into(), 0, 0, 0]);
+        packet.put(at, &[(*kind).into(), 0, 0, 0]);
         packet.put(at + 4, &g.0);
     }
     packet.fill_checksum(src, dst);
+}
+
+/// Length of an MLDv1 report (RFC 2710 §3).
+pub const MLDV1_REPORT_LEN: usize = 24;
+
+/// Writes an MLDv1 report for `group` (RFC 2710 §3: sent to the group itself, hop limit
+/// 1, behind the Router Alert) and fills the checksum: what a host answers an MLDv1
+/// querier with (RFC 3810 §8.2.1).
+///
+/// # Panics
+/// If the buffer is shorter than [`MLDV1_REPORT_LEN`].
+pub fn emit_mld_v1_report<T: AsRef<[u8]> + AsMut<[u8]>>(
+    packet: &mut Packet<T>,
+    src: Address,
+    group: Address,
+) {
+    packet.set_msg_type(Message::MldV1Report);
+    packet.set_msg_code(0);
+    packet.put(4, &[0; 4]);
+    packet.put(field::MLD_GROUP.start, &group.0);
+    packet.fill_checksum(src, group);
 }
 
 /// The fields an MLDv2 query adds to MLDv1's (RFC 3810 §5.1).

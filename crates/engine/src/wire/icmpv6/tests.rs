@@ -139,15 +139,17 @@ fn captured_mld_report_and_ours() {
         ]
     );
     // What we emit for the same joins is what Linux sent.
-    let groups = [got[0].group, got[1].group];
+    let records = [
+        (RecordType::ChangeToExclude, got[0].group),
+        (RecordType::ChangeToExclude, got[1].group),
+    ];
     assert_eq!(mld_report_len(2), rep.3.len());
     let mut out = vec![0xa5u8; mld_report_len(2)];
     emit_mld_report(
         &mut Packet::new_unchecked(&mut out[..]),
         rep.0,
         rep.1,
-        RecordType::ChangeToExclude,
-        &groups,
+        &records,
     );
     assert_eq!(out, rep.3);
     emits_as(&parse(rep).unwrap(), rep.0, rep.1, rep.3);
@@ -532,4 +534,65 @@ fn mld_queries() {
     assert_eq!(mld_max_resp_delay_ms(0x7fff), 0x7fff);
     assert_eq!(mld_max_resp_delay_ms(0x8000), 32768);
     assert_eq!(mld_max_resp_delay_ms(0xffff), 0x1fff << 10);
+}
+
+/// `testdata/mld.pcap`: a Linux bridge as MLD querier (MLDv2, then MLDv1) and a Linux
+/// host in MLDv1 mode (`force_mld_version=1`) beside it, captured on the host's side:
+/// every message behind its Router Alert, the queries parsed as such, and our MLDv1
+/// report and Router Alert header byte for byte the host's.
+#[test]
+fn captured_mld_queries_parse_and_our_mldv1_report_is_linuxs() {
+    static MLD: &[u8] = include_bytes!("../../../testdata/mld.pcap");
+    let frames = crate::capture_tests::frames(MLD);
+    assert_eq!(frames.len(), 14);
+    let mut queries = Vec::new();
+    for f in &frames {
+        let ip = ipv6::Packet::new_checked(&f[14..]).unwrap();
+        let up = ip.walk().unwrap();
+        assert!(up.router_alert, "MLD rides behind a Router Alert");
+        assert_eq!(ip.hop_limit(), 1);
+        let body = &f[14 + up.offset..14 + up.offset + up.len];
+        let p = Packet::new_checked(body).unwrap();
+        let r = Repr::parse(&p, ip.src_addr(), ip.dst_addr(), 1).unwrap();
+        if let Repr::MldQuery { .. } = r {
+            queries.push(r);
+        }
+        // Our Router Alert header is the host's (the bridge's queries pad with two Pad1
+        // options instead of a PadN).
+        let mut ra = [0u8; ipv6::ROUTER_ALERT_LEN];
+        ipv6::emit_router_alert(&mut ra, NextHeader::Icmpv6);
+        if !matches!(r, Repr::MldQuery { .. }) {
+            assert_eq!(&f[54..62], &ra);
+        }
+    }
+    let general = Address::UNSPECIFIED;
+    match queries[..] {
+        [Repr::MldQuery {
+            max_resp_code: 10000,
+            group: g2,
+            v2: Some(v2),
+        }, Repr::MldQuery {
+            max_resp_code: 10000,
+            group: g1,
+            v2: None,
+        }] => {
+            assert_eq!((g2, g1), (general, general));
+            assert_eq!((v2.suppress, v2.qrv, v2.qqic), (false, 2, 125));
+            assert!(v2.sources.is_empty());
+        }
+        _ => panic!("{queries:?}"),
+    }
+    assert_eq!(mld_max_resp_delay_ms(10000), 10_000);
+    // Frame 14: the host's MLDv1 report answering the MLDv1 query.
+    let f = frames[13];
+    let ip = ipv6::Packet::new_checked(&f[14..]).unwrap();
+    let group = ip.dst_addr();
+    assert_eq!(group, Address::new(0xff02, 0, 0, 0, 0, 1, 0xff00, 0x0b01));
+    let mut out = [0xa5u8; MLDV1_REPORT_LEN];
+    emit_mld_v1_report(
+        &mut Packet::new_unchecked(&mut out[..]),
+        ip.src_addr(),
+        group,
+    );
+    assert_eq!(&out[..], &f[62..62 + MLDV1_REPORT_LEN]);
 }
