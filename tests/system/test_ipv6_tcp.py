@@ -4,7 +4,8 @@ link-local address (RFC 7217, DAD) and a global one from dnsmasq's router advert
 site byte-exact over both, with curl: one connection per file, all on one keep-alive
 connection, and over HTTPS (the test CA's certificate, for `localhost`, reached at the
 global address). A port the server does not serve is refused at once; the access log
-names the IPv6 client.
+names the IPv6 client. A configured address (`--ip6 ADDR/PREFIX`) serves in place of
+advertised ones, and one another host holds is not taken.
 """
 import hashlib
 import time
@@ -176,3 +177,50 @@ def test_bareweb_get_and_load_over_ipv6(v6, tmp_path):
     import json
     rep = json.loads(js.read_text())
     assert rep["fetches"] >= 400 and not rep["errors"], rep
+
+
+def test_a_configured_address_serves_and_advertised_prefixes_make_none(tmp_path):
+    """`--ip6 2001:db8:7::80/64`: the server takes that address after DAD (the console
+    says so), Linux on the link fetches a file from it, and a router advertisement of
+    another prefix (dnsmasq) makes no address. A second server configured with an
+    address Linux already holds says so and does not take it."""
+    from conftest import Server
+    s = Server(extra=("--ip6", "2001:db8:7::80/64"))
+    dns = None
+    try:
+        s.ns.ip("-6", "addr", "add", "2001:db8:7::1/64", "dev", "bw0", "nodad")
+        s.ns.ip("-6", "addr", "add", f"{ROUTER}/64", "dev", "bw0", "nodad")
+        dns = router(s.ns)
+        deadline = time.time() + 20
+        while "bareweb: IPv6 2001:db8:7::80 on the link" not in s.output():
+            assert time.time() < deadline, s.output()
+            time.sleep(0.2)
+        r = curl(s, "-o", tmp_path / "body", "-w", "%{http_code} %{remote_ip}",
+                 "http://[2001:db8:7::80]/")
+        assert r.stdout == "200 2001:db8:7::80", (r.stdout, r.stderr)
+        assert (tmp_path / "body").read_bytes() == (SITE / "index.html").read_bytes()
+        time.sleep(3)  # dnsmasq advertises at start and on our solicitations
+        assert GLOBAL_PREFIX not in s.output(), s.output()
+    finally:
+        if dns:
+            dns.terminate()
+            dns.wait(5)
+        s.close()
+    # Held by Linux already (assigned without its own DAD): not taken, and said why.
+    from test_ipv6_link import HeldServer
+    s = HeldServer("2001:db8:7::80", extra=("--ip6", "2001:db8:7::80/64"))
+    try:
+        deadline = time.time() + 20
+        want = "bareweb: IPv6 2001:db8:7::80 (--ip6) is in use by another host on the link"
+        while want not in s.output():
+            assert time.time() < deadline, s.output()
+            time.sleep(0.2)
+        # The link-local address serves on.
+        ll = server_addr(s.ns)
+        r = curl(s, "-o", "/dev/null", "-w", "%{http_code}", f"http://[{ll}%bw0]/")
+        assert r.stdout == "200", (r.stdout, r.stderr)
+    finally:
+        counters = s.stop()
+        s.ns.close()
+        s.log.close()
+    assert counters.get("nd_dad_conflicts", 0) == 1, counters

@@ -347,6 +347,9 @@ fn ipv6_news_line(e: Ipv6Event) -> Option<String> {
         Ipv6Event::Expired(a) => Some(format!(
             "bareweb: IPv6 {a} expired (the router's prefix lifetime ended)"
         )),
+        Ipv6Event::InUse(a) => Some(format!(
+            "bareweb: IPv6 {a} (--ip6) is in use by another host on the link: not taken (the link-local address serves on; free it or configure another)"
+        )),
         Ipv6Event::Probe { .. } => None,
     }
 }

@@ -408,7 +408,7 @@ impl ServerOpts {
         }
         if self.settings.bond.is_some() && self.settings.ip6 {
             return Err(
-                "--ip6 slaac is not available with --bond yet (IPv6 on the link speaks from one \
+                "--ip6 is not available with --bond yet (IPv6 on the link speaks from one \
                  NIC's MAC); leave --ip6 out, or use --ip6 off"
                     .into(),
             );

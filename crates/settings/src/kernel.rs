@@ -312,7 +312,7 @@ pub fn parse_over<'a>(
         // `ipv6` feature out. Refused rather than accepted and ignored.
         let verdict = verdict.and_then(|()| {
             if k == "ip6" && s.server.ip6 {
-                s.server.ip6 = false;
+                (s.server.ip6, s.server.ip6_static) = (false, None);
                 Err(NO_IPV6)
             } else {
                 Ok(())
@@ -325,7 +325,7 @@ pub fn parse_over<'a>(
     s
 }
 
-/// Why `ip6=slaac` is refused on the bare machine.
+/// Why `ip6=slaac` (or `ip6=ADDR/PREFIX`) is refused on the bare machine.
 pub const NO_IPV6: &str =
     "IPv6 is not in the bare machine's build yet (`bareweb serve` has it on the link): only ip6=off";
 

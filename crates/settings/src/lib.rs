@@ -77,8 +77,12 @@ pub struct Settings {
     pub dhcp: bool,
     /// Router for off-link clients (QEMU's user-mode host is one).
     pub gateway: Option<Ipv4Address>,
-    /// `ip6=slaac`: IPv6 on the link (a link-local address, neighbour discovery, echo).
+    /// `ip6=slaac` or `ip6=ADDR/PREFIX`: IPv6 on the link (a link-local address,
+    /// neighbour discovery, echo, and global addresses).
     pub ip6: bool,
+    /// `ip6=ADDR/PREFIX`: a configured global address (`None`: from router
+    /// advertisements, SLAAC).
+    pub ip6_static: Option<Ip6Static>,
     /// `ip6_secret=HEX`: the RFC 7217 secret of the stable IPv6 address (`None`: random
     /// per start).
     pub ip6_secret: Option<[u8; 16]>,
@@ -216,6 +220,7 @@ impl Default for Settings {
             dhcp: false,
             gateway: Some(Ipv4Address([10, 0, 2, 2])),
             ip6: engine.ipv6,
+            ip6_static: None,
             ip6_secret: engine.ipv6_secret,
             port: engine.port,
             sched: engine.sched,
@@ -283,6 +288,9 @@ impl Settings {
         cfg.gateway = self.gateway;
         cfg.ipv6 = self.ip6;
         cfg.ipv6_secret = self.ip6_secret;
+        cfg.ipv6_static = self
+            .ip6_static
+            .map(|a| (bareweb_engine::wire::Ipv6Address(a.addr), a.prefix));
         cfg.port = self.port;
         cfg.sched = self.sched;
         cfg.congestion = self.cc;
@@ -362,6 +370,47 @@ impl Opt {
 
 /// `A.B.C.D` as std writes it (no leading zeros, no signs).
 /// 32 hex digits as 16 octets.
+/// A configured IPv6 address and its prefix length (`--ip6 ADDR/PREFIX`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ip6Static {
+    /// The address.
+    pub addr: [u8; 16],
+    /// The prefix length of its link, 1 to 128.
+    pub prefix: u8,
+}
+
+/// `ADDR/PREFIX`: a global unicast IPv6 address. The link-local one is always derived
+/// (RFC 7217), so fe80::/10 is refused, as are addresses no interface may hold
+/// (unspecified, loopback, multicast, IPv4-mapped).
+fn ip6_static(v: &str) -> Result<Ip6Static, &'static str> {
+    const WANT: &str = "expected slaac, off or ADDR/PREFIX (an IPv6 address and a prefix \
+                        length, e.g. 2001:db8::80/64)";
+    let (a, p) = v.split_once('/').ok_or(WANT)?;
+    let addr: core::net::Ipv6Addr = a.parse().map_err(|_| WANT)?;
+    let prefix: u8 = p.parse().map_err(|_| WANT)?;
+    if !(1..=128).contains(&prefix) {
+        return Err("the prefix length of --ip6 ADDR/PREFIX is 1 to 128");
+    }
+    let o = addr.octets();
+    if o[0] == 0xfe && o[1] & 0xc0 == 0x80 {
+        return Err(
+            "a link-local address is not configured: the link-local one is \
+                    derived (RFC 7217, --ip6-secret); give a global address",
+        );
+    }
+    if addr.is_unspecified()
+        || addr.is_loopback()
+        || addr.is_multicast()
+        || o[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
+    {
+        return Err(
+            "--ip6 ADDR/PREFIX needs a unicast address an interface can hold \
+                    (not ::, ::1, a multicast or an IPv4-mapped one)",
+        );
+    }
+    Ok(Ip6Static { addr: o, prefix })
+}
+
 fn hex16(s: &str) -> Option<[u8; 16]> {
     let b = s.as_bytes();
     if b.len() != 32 {
@@ -642,19 +691,20 @@ pub static OPTIONS: [Opt; 36] = [
     Opt {
         word: "ip6",
         long: "ip6",
-        arg: Arg::Value("slaac|off"),
+        arg: Arg::Value("slaac|ADDR/PREFIX|off"),
         help: help!(
             "IPv6 on the link: `slaac` (a stable link-local address, RFC 7217, checked by \
-               duplicate address detection; neighbour discovery and ping; global addresses \
-               from router advertisements are still to come) or `off` [default: serve: slaac; \
-               run and images: off, and slaac refused until their NICs' multicast filters \
-               are programmed]"
+               duplicate address detection; neighbour discovery, ping, MLD; global addresses \
+               from router advertisements), `ADDR/PREFIX` (the same with this global \
+               address instead of advertised ones, e.g. 2001:db8::80/64) or `off` \
+               [default: serve: slaac; run and images: off, and IPv6 refused until their \
+               NICs' multicast filters are programmed]"
         ),
         set: |s, v| {
-            s.ip6 = match v {
-                "slaac" => true,
-                "off" => false,
-                _ => return Err("expected slaac or off"),
+            (s.ip6, s.ip6_static) = match v {
+                "slaac" => (true, None),
+                "off" => (false, None),
+                _ => (true, Some(ip6_static(v)?)),
             };
             Ok(())
         },
@@ -1089,6 +1139,50 @@ pub static OPTIONS: [Opt; 36] = [
 mod tests {
     use super::*;
     use std::format;
+
+    #[test]
+    fn ip6_takes_slaac_off_or_a_global_address_and_its_prefix() {
+        let mut s = Settings::tap();
+        assert_eq!(s.set("ip6", "2001:db8::80/64"), Some(Ok(())));
+        assert!(s.ip6);
+        let want = Ip6Static {
+            addr: "2001:db8::80"
+                .parse::<core::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+            prefix: 64,
+        };
+        assert_eq!(s.ip6_static, Some(want));
+        let cfg = s.config([0; 16]);
+        assert_eq!(
+            cfg.ipv6_static,
+            Some((bareweb_engine::wire::Ipv6Address(want.addr), 64))
+        );
+        assert_eq!(s.set("ip6", "slaac"), Some(Ok(())));
+        assert_eq!((s.ip6, s.ip6_static), (true, None));
+        s.set("ip6", "2001:db8::80/128").unwrap().unwrap();
+        assert_eq!(s.set("ip6", "off"), Some(Ok(())));
+        assert_eq!((s.ip6, s.ip6_static), (false, None));
+        // Refused, each with its reason, and nothing changed.
+        for (bad, why) in [
+            ("2001:db8::80", "expected slaac"),
+            ("2001:db8::80/0", "1 to 128"),
+            ("2001:db8::80/129", "1 to 128"),
+            ("2001:db8::zz/64", "expected slaac"),
+            ("fe80::1/64", "link-local"),
+            ("::/64", "unicast"),
+            ("::1/128", "unicast"),
+            ("ff02::1/64", "unicast"),
+            ("::ffff:10.0.0.1/96", "unicast"),
+            ("on", "expected slaac"),
+        ] {
+            match s.set("ip6", bad) {
+                Some(Err(e)) => assert!(e.contains(why), "{bad}: {e}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+            assert_eq!((s.ip6, s.ip6_static), (false, None), "{bad}");
+        }
+    }
 
     #[test]
     fn names_are_unique_and_spelled_alike() {

@@ -83,6 +83,9 @@ pub enum Event {
     GaveUp(Ipv6Address),
     /// A global address's valid lifetime ended ([`super::slaac`]): it is no longer ours.
     Expired(Ipv6Address),
+    /// The configured address ([`LinkLocal::fixed`]) is in use by another node: it is not
+    /// taken, and no other is tried (RFC 4862 §5.4.5: manual intervention).
+    InUse(Ipv6Address),
 }
 
 /// An address of ours and its DAD: the link-local one ([`LinkLocal::new`]) or one SLAAC
@@ -100,6 +103,9 @@ pub struct LinkLocal {
     /// Duplicates found (while tentative) or advertisements of our preferred address by
     /// another node.
     pub conflicts: u64,
+    /// The address was configured (`--ip6 ADDR/PREFIX`), not derived: a duplicate ends
+    /// it.
+    fixed: bool,
 }
 
 /// The link-local prefix fe80::/64.
@@ -154,6 +160,28 @@ impl LinkLocal {
             phase: Phase::Failed,
             nonce: [0; 6],
             conflicts: 0,
+            fixed: false,
+        };
+        l.choose(now);
+        l
+    }
+
+    /// The configured address `addr` (`--ip6 ADDR/PREFIX`), checked by DAD as a derived
+    /// one is (the probe's nonce and delay from `secret` and `mac`); if another node holds
+    /// it, it is given up ([`Event::InUse`]), never replaced.
+    pub fn fixed(secret: [u8; 16], mac: EthernetAddress, addr: Ipv6Address, now: u64) -> LinkLocal {
+        let mut prefix = [0u8; 8];
+        prefix.copy_from_slice(&addr.0[..8]);
+        let mut l = LinkLocal {
+            secret,
+            mac,
+            prefix,
+            counter: 0,
+            addr,
+            phase: Phase::Failed,
+            nonce: [0; 6],
+            conflicts: 0,
+            fixed: true,
         };
         l.choose(now);
         l
@@ -162,16 +190,19 @@ impl LinkLocal {
     /// Derives the address for the current counter (skipping reserved identifiers, each
     /// as a retry) and starts DAD; false when the retries ran out.
     fn choose(&mut self, now: u64) -> bool {
-        while self.counter <= IDGEN_RETRIES {
+        while self.counter <= IDGEN_RETRIES && !(self.fixed && self.counter > 0) {
             let (id, word) = stable_id(&self.secret, &self.prefix, self.mac, self.counter);
-            if reserved(id) {
+            if self.fixed {
+                // The address stays as configured; the word gives the nonce and delay.
+            } else if reserved(id) {
                 self.counter += 1;
                 continue;
+            } else {
+                let mut a = [0u8; 16];
+                a[..8].copy_from_slice(&self.prefix);
+                a[8..].copy_from_slice(&id.to_be_bytes());
+                self.addr = Ipv6Address(a);
             }
-            let mut a = [0u8; 16];
-            a[..8].copy_from_slice(&self.prefix);
-            a[8..].copy_from_slice(&id.to_be_bytes());
-            self.addr = Ipv6Address(a);
             self.nonce.copy_from_slice(&word.to_be_bytes()[..6]);
             // The nonce tells our probe looped back from another node's: the word mixes
             // the secret and the MAC, so a node with another MAC or secret has another.
@@ -287,6 +318,8 @@ impl LinkLocal {
                 taken,
                 next: self.addr,
             }
+        } else if self.fixed {
+            Event::InUse(taken)
         } else {
             Event::GaveUp(taken)
         }
@@ -313,6 +346,27 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_configured_address_is_probed_as_given_and_given_up_when_held() {
+        let a = Ipv6Address::new(0x2001, 0xdb8, 7, 0, 0, 0, 0, 0x80);
+        let mut l = LinkLocal::fixed(SECRET, MAC, a, 0);
+        assert_eq!(l.addr(), a);
+        assert_eq!(l.prefix(), [0x20, 0x01, 0x0d, 0xb8, 0, 7, 0, 0]);
+        let (t, nonce) = first_probe(&mut l);
+        // Our own probe looped back is nobody's; another node's probe is a duplicate.
+        assert_eq!(l.solicitation(a, UNSPEC, Some(nonce), t), None);
+        let e = l.solicitation(a, UNSPEC, Some([9; 6]), t);
+        assert_eq!(e, Some(Event::InUse(a)), "never another address");
+        assert_eq!(
+            (l.phase(), l.addr(), l.deadline()),
+            (Phase::Failed, a, u64::MAX)
+        );
+        // Unopposed, it is preferred as a derived one is.
+        let mut l = LinkLocal::fixed(SECRET, MAC, a, 0);
+        let (t, _) = first_probe(&mut l);
+        assert_eq!(l.poll(t + RETRANS_NS), Some(Event::Preferred(a)));
     }
 
     #[test]

@@ -107,6 +107,9 @@ pub struct Routers {
     pub adverts: u64,
     /// Prefixes, routers or options not taken: the tables full, or out of range.
     pub refused: u64,
+    /// Whether advertised prefixes make addresses (SLAAC); off when an address was
+    /// configured ([`Routers::configure`]).
+    autoconf: bool,
 }
 
 impl Routers {
@@ -123,7 +126,21 @@ impl Routers {
             heard: false,
             adverts: 0,
             refused: 0,
+            autoconf: true,
         }
+    }
+
+    /// Holds the configured address `addr` (`--ip6 ADDR/PREFIX`) in the first prefix slot,
+    /// valid and preferred for ever, DAD starting at `now`; advertised prefixes then make
+    /// no address (routers and the MTU are still taken).
+    pub fn configure(&mut self, addr: Ipv6Address, now: u64) {
+        self.autoconf = false;
+        self.prefixes = Default::default();
+        self.prefixes[0] = Some(Prefix {
+            addr: LinkLocal::fixed(self.secret, self.mac, addr, now),
+            valid_until: u64::MAX,
+            preferred_until: u64::MAX,
+        });
     }
 
     /// The link-local address became preferred at `now`: router solicitations start after
@@ -191,7 +208,7 @@ impl Routers {
                         self.refused += 1;
                     }
                 }
-                NdiscOption::PrefixInformation(p) if p.autonomous => {
+                NdiscOption::PrefixInformation(p) if p.autonomous && self.autoconf => {
                     self.prefix(
                         p.prefix_len,
                         p.prefix,

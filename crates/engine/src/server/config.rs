@@ -123,6 +123,10 @@ pub struct Config {
     /// The RFC 7217 secret of the stable address (`--ip6-secret`); `None`: derived from
     /// `isn_key` (random per start, so the address is stable for a run).
     pub ipv6_secret: Option<[u8; 16]>,
+    /// A configured global address and its prefix length (`--ip6 ADDR/PREFIX`), held
+    /// beside the link-local one (checked by DAD) instead of addresses from router
+    /// advertisements; `None`: SLAAC.
+    pub ipv6_static: Option<(crate::wire::Ipv6Address, u8)>,
 }
 
 /// Most networks [`ProxySources`] holds.
@@ -218,6 +222,7 @@ impl Config {
             hsts: None,
             ipv6: false,
             ipv6_secret: None,
+            ipv6_static: None,
         }
     }
 }

@@ -148,7 +148,11 @@ impl<L: Lookup<'static>> Server<L> {
                 .cfg
                 .ipv6_secret
                 .unwrap_or_else(|| derived_secret(&self.cfg.isn_key));
-            Box::new(Link::new(secret, self.iface.mac, now))
+            let mut link = Link::new(secret, self.iface.mac, now);
+            if let Some((addr, _)) = self.cfg.ipv6_static {
+                link.slaac.configure(addr, now);
+            }
+            Box::new(link)
         });
         if now < link.deadline() {
             return false;
@@ -214,7 +218,10 @@ impl<L: Lookup<'static>> Server<L> {
                 sent == Sent::Frame
             }
             Step::Address(e) => {
-                if matches!(e, Event::Duplicate { .. } | Event::GaveUp(_)) {
+                if matches!(
+                    e,
+                    Event::Duplicate { .. } | Event::GaveUp(_) | Event::InUse(_)
+                ) {
                     self.stats.nd_dad_conflicts += 1;
                 }
                 if matches!(e, Event::Expired(_)) {

@@ -277,3 +277,24 @@ fn a_link_that_gave_up_its_link_local_address_forgets_its_routers() {
     assert_eq!(r.deadline(), u64::MAX);
     assert_eq!(r.poll(5 * S), None);
 }
+
+#[test]
+fn a_configured_address_is_held_for_ever_and_advertised_prefixes_make_none() {
+    let mut r = Routers::new(SECRET, MAC);
+    let a: Ipv6Address = "2001:db8:7::80".parse().unwrap();
+    r.configure(a, 0);
+    let mut now = 0;
+    assert_eq!(settle(&mut r, &mut now), [a]);
+    // An advertisement: its router and MTU are taken, its prefix makes no address.
+    let mut opts = prefix_opt("2001:db8:1::", 64, true, 86400, 14400);
+    opts.extend(mtu_opt(1400));
+    advert(&mut r, router(), 1800, &opts, now);
+    assert_eq!(r.default_router(), Some(router()));
+    assert_eq!(r.mtu, Some(1400));
+    assert_eq!(r.prefixes.iter().flatten().count(), 1);
+    assert_eq!(r.addresses().collect::<Vec<_>>(), [a]);
+    // Years later, still ours.
+    now += 10 * 365 * 86400 * 1_000_000_000;
+    while r.poll(now).is_some() {}
+    assert_eq!(r.addresses().collect::<Vec<_>>(), [a]);
+}
