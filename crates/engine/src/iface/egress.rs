@@ -123,6 +123,11 @@ impl Egress {
         self
     }
 
+    /// The IPv6 address TCP segments leave from (`::`: none; [`Egress::with_ip6`]).
+    pub fn ip6(&self) -> Ipv6Address {
+        Ipv6Address(self.ip6)
+    }
+
     /// The source MAC of the frames built.
     pub fn mac(&self) -> EthernetAddress {
         self.mac

@@ -23,7 +23,7 @@ use super::neigh6::{NeighbourCache, Solicit};
 use super::slaac::{Routers, Slaac, MAX_PREFIXES};
 use super::Drop;
 use crate::wire::icmpv6::Message;
-use crate::wire::ipv6::{ChainError, HEADER_LEN as IP6_LEN};
+use crate::wire::ipv6::{ChainError, Upper, HEADER_LEN as IP6_LEN};
 use crate::wire::{
     checksum, ethernet, EtherType, EthernetAddress, EthernetFrame, Icmpv6Packet, Icmpv6Repr,
     Ipv6Address, Ipv6NextHeader, Ipv6Packet, Ipv6Repr,
@@ -372,16 +372,28 @@ impl Link {
         }
         let packet = Ipv6Packet::new_checked(&frame[ethernet::HEADER_LEN..])?;
         let ip = Ipv6Repr::parse(&packet)?;
-        let to_us = ip.dst_addr == ALL_NODES || self.is_ours_or_group(ip.dst_addr);
+        // TCP right after the fixed header (every segment a client sends): no chain to
+        // walk, and whether the address is ours in use is `slot_of`'s question below.
+        let tcp = ip.next_header == Ipv6NextHeader::Tcp;
+        let to_us = tcp || ip.dst_addr == ALL_NODES || self.is_ours_or_group(ip.dst_addr);
         if !to_us || self.addr.phase() == addr6::Phase::Failed {
             return Err(Drop6::Frame(Drop::NotForUs));
         }
-        let upper = packet.walk().map_err(|e| match e {
-            ChainError::Fragment { .. } => Drop6::Frame(Drop::Fragment),
-            ChainError::Truncated => Drop6::Frame(Drop::Truncated),
-            ChainError::Unsupported { .. } => Drop6::Unserved,
-            _ => Drop6::Frame(Drop::Malformed),
-        })?;
+        let upper = if tcp {
+            Upper {
+                protocol: Ipv6NextHeader::Tcp,
+                offset: IP6_LEN,
+                len: ip.payload_len,
+                router_alert: false,
+            }
+        } else {
+            packet.walk().map_err(|e| match e {
+                ChainError::Fragment { .. } => Drop6::Frame(Drop::Fragment),
+                ChainError::Truncated => Drop6::Frame(Drop::Truncated),
+                ChainError::Unsupported { .. } => Drop6::Unserved,
+                _ => Drop6::Frame(Drop::Malformed),
+            })?
+        };
         let ip_bytes: &'a [u8] = &frame[ethernet::HEADER_LEN..];
         let body = ip_bytes
             .get(upper.offset..upper.offset + upper.len)

@@ -295,7 +295,7 @@ impl<L: Lookup<'static>> Server<L> {
             vip_egress: core::array::from_fn(|k| {
                 Egress::from(iface.mac, cfg.vips.get(k as u8 + 1).unwrap_or(cfg.ip))
             }),
-            egress6: Egress::new(&iface),
+            egress6: Egress::new(&iface).with_ip6(crate::wire::Ipv6Address::UNSPECIFIED),
             rx_local: 0,
             neigh: crate::iface::Neighbours::new(),
             conns: Table::new(n),
@@ -812,10 +812,15 @@ impl<L: Lookup<'static>> Server<L> {
     #[inline(never)]
     fn sync_egress6(&mut self, local: u8) {
         let slot = local - crate::iface::LOCAL_V6;
-        let addr = self.ipv6_slot_addr(slot);
-        self.egress6 = self
-            .egress
-            .with_ip6(addr.unwrap_or(crate::wire::Ipv6Address::UNSPECIFIED));
+        let addr = self
+            .ipv6_slot_addr(slot)
+            .unwrap_or(crate::wire::Ipv6Address::UNSPECIFIED);
+        // Rebuilt only when the address or the MAC changed (another slot's connection,
+        // an address expired, a bond's send NIC): a copy of the builder a segment was
+        // most of this function's cost.
+        if self.egress6.ip6() != addr || self.egress6.mac() != self.egress.mac() {
+            self.egress6 = self.egress.with_ip6(addr);
+        }
     }
 
     /// The frame builder of our address `local` (our own for 0, the IPv6 one

@@ -94,12 +94,17 @@ pub fn pseudo_header_v4(src: [u8; 4], dst: [u8; 4], protocol: u8, length: u16) -
 /// and the next header (the upper layer's, not the first extension header's).
 #[inline]
 pub fn pseudo_header_v6(src: &[u8; 16], dst: &[u8; 16], next_header: u8, length: u32) -> u64 {
-    let word = |b: &[u8; 16], i: usize| u64::from(u16::from_be_bytes([b[2 * i], b[2 * i + 1]]));
-    let mut acc = u64::from(length >> 16) + u64::from(length & 0xffff) + u64::from(next_header);
-    for i in 0..8 {
-        acc += word(src, i) + word(dst, i);
-    }
-    acc
+    // The addresses as native 16-bit words, summed four at a time in 64-bit words (the
+    // one's-complement sum is the same in either byte order, RFC 1071 §2(B)), then turned
+    // into network order once: a few instructions where sixteen big-endian loads were
+    // ~50, on every IPv6 segment in and out.
+    let words = |b: &[u8; 16]| {
+        let x = u128::from_ne_bytes(*b);
+        let (lo, hi) = (x as u64, (x >> 64) as u64);
+        (lo & 0xffff_ffff) + (lo >> 32) + (hi & 0xffff_ffff) + (hi >> 32)
+    };
+    let addrs = u64::from(u16::from_be(fold(words(src) + words(dst))));
+    addrs + u64::from(length >> 16) + u64::from(length & 0xffff) + u64::from(next_header)
 }
 
 /// RFC 1624 eqn. 3: the new checksum field after a 16-bit word changed from `old` to `new`.
@@ -111,6 +116,32 @@ pub fn update(check: u16, old: u16, new: u16) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The word-at-a-time pseudo-header sum folds to the same as RFC 8200 §8.1's
+    /// definition, big-endian word by word, over addresses of every byte pattern.
+    #[test]
+    fn pseudo_header_v6_is_the_sum_of_its_words() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..10_000 {
+            let mut a = [0u8; 32];
+            for b in a.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *b = x as u8;
+            }
+            if x & 7 == 0 {
+                a[..16].fill(0xff); // all ones: the carries
+            }
+            let (src, dst) = (a[..16].try_into().unwrap(), a[16..].try_into().unwrap());
+            let (nh, len) = (x as u8, (x >> 8) as u32);
+            let mut want = u64::from(len >> 16) + u64::from(len & 0xffff) + u64::from(nh);
+            for i in 0..16 {
+                want += u64::from(u16::from_be_bytes([a[2 * i], a[2 * i + 1]]));
+            }
+            assert_eq!(fold(pseudo_header_v6(&src, &dst, nh, len)), fold(want));
+        }
+    }
 
     /// The example of RFC 1071 §3: bytes 00 01 f2 03 f4 f5 f6 f7 sum to 0xddf2.
     #[test]
