@@ -5,7 +5,8 @@ site byte-exact over both, with curl: one connection per file, all on one keep-a
 connection, and over HTTPS (the test CA's certificate, for `localhost`, reached at the
 global address). A port the server does not serve is refused at once; the access log
 names the IPv6 client. A configured address (`--ip6 ADDR/PREFIX`) serves in place of
-advertised ones, and one another host holds is not taken.
+advertised ones, and one another host holds is not taken. test_engine's HTTP checks and
+test_browser's headless Chromium run again over IPv6.
 """
 import hashlib
 import time
@@ -224,3 +225,73 @@ def test_a_configured_address_serves_and_advertised_prefixes_make_none(tmp_path)
         s.ns.close()
         s.log.close()
     assert counters.get("nd_dad_conflicts", 0) == 1, counters
+
+
+class _NsOver6:
+    """A namespace whose Python client (`client.py`) talks to `addr`: the test_engine
+    checks' own helper, pointed at an IPv6 address."""
+
+    def __init__(self, ns, addr):
+        self._ns, self.addr = ns, addr
+
+    def run(self, *args, **kw):
+        return self._ns.run(*args, **kw)
+
+    def client(self, *args, timeout=None, env=None):
+        return self._ns.client(*args, timeout=timeout, env={**(env or {}), "BW_SERVER": self.addr})
+
+
+class _Over6:
+    def __init__(self, s, addr):
+        self.ns, self.mac = _NsOver6(s.ns, addr), s.mac
+
+
+def test_the_http_checks_hold_over_ipv6(v6, tmp_path, monkeypatch):
+    """test_engine's HTTP checks (validators, HEAD, 304 and 412, request limits, ranges,
+    404/405/301, gzip, traversal, 200 keep-alive clients, pipelining, bad requests) run
+    again against the server's global IPv6 address: curl and Python's clients over IPv6."""
+    import test_engine as E
+    monkeypatch.setattr(E, "URL", f"http://[{v6.glob}]")
+    s = _Over6(v6, v6.glob)
+    logged = lambda: v6.access_log.read_text().count(ROUTER + " ")  # noqa: E731
+    before = logged()
+    E.test_content_types_and_validators(s)
+    E.test_head_has_headers_and_no_body(s)
+    E.test_conditional_304(s)
+    E.test_preconditions_412(s)
+    E.test_request_limits(s)
+    E.test_range_206_and_416(s, tmp_path)
+    E.test_404_405_301(s)
+    E.test_gzip_variant(s, tmp_path)
+    E.test_path_traversal_stays_in_site(s)
+    E.test_200_concurrent_keepalive(s)
+    E.test_pipelined_requests_in_order(s)
+    E.test_bad_requests_get_4xx_5xx_and_close(s)
+    # They went over IPv6: the access log names Linux's global address for them (the
+    # 200 keep-alive clients' 600 requests alone).
+    time.sleep(1.5)  # the log is written in batches
+    assert logged() - before >= 600, logged() - before
+
+
+def test_browser_over_ipv6(tmp_path):
+    """Headless Chromium (test_browser's checks) loads examples/site and
+    examples/configured from the server's global IPv6 address."""
+    from conftest import Server
+    from test_browser import CONFIGURED, Browser, check_configured, check_example
+    for site in (SITE, CONFIGURED):
+        s = Server(site=site, extra=("--ip6-secret", SECRET), prefix="bwb")
+        dns = None
+        try:
+            s.ns.ip("-6", "addr", "add", f"{ROUTER}/64", "dev", "bw0", "nodad")
+            dns = router(s.ns)
+            base = f"http://[{global_addr(s)}]"
+            browser = Browser(tmp_path, prefix=s.ns.cmd())
+            if site == SITE:
+                check_example(browser, base, "serve-example-v6.png")
+            else:
+                check_configured(browser, base)
+        finally:
+            if dns:
+                dns.terminate()
+                dns.wait(5)
+            s.close()
