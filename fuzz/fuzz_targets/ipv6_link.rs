@@ -8,7 +8,7 @@
 //! the cache keeps its bounds; no timer is left in the past after a poll (no loop); every
 //! frame the link asks to send is built and parses back with a valid checksum (a
 //! listener report with hop limit 1 behind a Router Alert, nothing else with an extension
-//! header); a TCP segment is handed on only for an address of
+//! header); a TCP segment or UDP datagram is handed on only for an address of
 //! ours in use, from an acceptable source.
 #![no_main]
 
@@ -117,6 +117,19 @@ fuzz_target!(|data: &[u8]| {
                 assert!(link.slot_addr(slot).is_some());
                 assert!(src.is_unicast() && !src.is_loopback() && !src.is_ipv4_mapped());
                 assert!(segment.len() <= frame.len() - 54);
+            }
+            if let Step::Udp {
+                src,
+                slot,
+                datagram,
+                ..
+            } = step
+            {
+                // As for TCP; and a UDP checksum over IPv6 is never zero.
+                assert!(link.slot_addr(slot).is_some());
+                assert!(src.is_unicast() && !src.is_loopback() && !src.is_ipv4_mapped());
+                assert!(datagram.len() >= 8 && datagram[6..8] != [0, 0]);
+                assert!(datagram.len() <= frame.len() - 54);
             }
             if let Step::TooBig { mtu, peer, .. } = step {
                 // IPv6's minimum MTU or more, quoting a segment to a unicast peer.

@@ -145,6 +145,12 @@ fn bare(
         );
     }
     let cidr = a.udp.ip.ok_or("--tap needs --ip")?;
+    let std::net::IpAddr::V4(server) = target.addr.ip() else {
+        return Err(format!(
+            "the bare client speaks IPv4 only: {} is an IPv6 address",
+            target.addr.ip()
+        ));
+    };
     let mac = client_mac(a);
     let mut nic = open_tap(tap, mac)?;
     let mut client = BareFetcher::new(BareConfig {
@@ -153,7 +159,7 @@ fn bare(
             ip: cidr.addr(),
             prefix_len: cidr.prefix,
             gateway: a.udp.gw.map(|g| Ipv4Address(g.octets())),
-            server: Ipv4Address(target.addr.ip().octets()),
+            server: Ipv4Address(server.octets()),
             port: target.addr.port(),
         },
         host: target.host.clone(),

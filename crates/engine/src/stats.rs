@@ -103,8 +103,9 @@ counters! {
     /// Dropped: a Neighbor Discovery message whose hop limit is not 255 (from beyond the
     /// link).
     drop_nd_hop_limit,
-    /// Dropped: IPv6 not served (yet): UDP over IPv6, router solicitations;
-    /// or all IPv6, when it is off or on another core.
+    /// Dropped: IPv6 not served: router solicitations (a host does not answer them), an
+    /// upper layer other than TCP, UDP and ICMPv6; or all IPv6, when it is off or on
+    /// another core.
     drop_ipv6_unserved,
     /// SYNs that opened a connection.
     tcp_accepted,

@@ -16,7 +16,7 @@ pub(crate) struct Scheme {
     pub other: &'static str,
     /// The port when the URL names none.
     pub default_port: u16,
-    /// IPv6 literals are taken (`http://`; the UDP protocol's client speaks IPv4).
+    /// IPv6 literals are taken (both schemes do now; kept for a scheme that does not).
     pub ipv6: bool,
 }
 

@@ -407,20 +407,49 @@ impl Egress {
     /// token or an HTTP head) written into a slot after the UDP header, then `body` posted
     /// beside it (a slice of the site image, never copied) whose one's-complement sum is
     /// `body_sum`. The checksum costs the copied octets and one addition for the body.
+    /// To an IPv4-mapped `dst` over IPv4; to any other over IPv6 from our IPv6 address
+    /// (a builder of [`Egress::with_ip6`]; without one, refused).
     #[allow(clippy::too_many_arguments)]
     pub fn udp<T: TxRing>(
         &self,
         tx: &mut T,
         dst_mac: EthernetAddress,
-        dst: Ipv4Address,
-        (src_port, dst_port): (u16, u16),
+        dst: &[u8; 16],
+        ports: (u16, u16),
         copied: &[&[u8]],
         body: &'static [u8],
         body_sum: u16,
     ) -> Sent {
+        match v4_of(dst) {
+            Some(v4) => self.udp_at::<T, L2L3>(tx, ports, copied, body, body_sum, |h, len| {
+                self.write_l2l3(h, &dst_mac, Ipv4Address(v4), IpProtocol::Udp, len);
+                checksum::pseudo_header_v4(self.ip.0, v4, 17, len as u16)
+            }),
+            None if self.v6 && self.ip6 != [0; 16] => {
+                self.udp_at::<T, L2L3_V6>(tx, ports, copied, body, body_sum, |h, len| {
+                    write_l2l3_v6(h, (self.mac, dst_mac), (&self.ip6, dst), 17, len);
+                    checksum::pseudo_header_v6(&self.ip6, dst, 17, len as u32)
+                })
+            }
+            None => Sent::Refused,
+        }
+    }
+
+    /// [`udp`](Self::udp) behind `H` bytes of Ethernet and IP header, which `l3` writes
+    /// (given the UDP length) before returning the pseudo-header's sum.
+    #[inline(always)]
+    fn udp_at<T: TxRing, const H: usize>(
+        &self,
+        tx: &mut T,
+        (src_port, dst_port): (u16, u16),
+        copied: &[&[u8]],
+        body: &'static [u8],
+        body_sum: u16,
+        l3: impl FnOnce(&mut [u8], usize) -> u64,
+    ) -> Sent {
         let copied_len: usize = copied.iter().map(|c| c.len()).sum();
         let udp_len = udp::HEADER_LEN + copied_len + body.len();
-        let frame_head = L2L3 + udp::HEADER_LEN + copied_len;
+        let frame_head = H + udp::HEADER_LEN + copied_len;
         if frame_head > TX_HEAD_ROOM || udp_len > usize::from(u16::MAX) - ipv4::HEADER_LEN {
             return Sent::TooBig;
         }
@@ -428,8 +457,8 @@ impl Egress {
             return Sent::NoSlot;
         };
         let buf = &mut buf[..frame_head];
-        self.write_l2l3(buf, &dst_mac, dst, IpProtocol::Udp, udp_len);
-        let (hdr, rest) = buf[L2L3..].split_at_mut(udp::HEADER_LEN);
+        let acc = l3(&mut buf[..H], udp_len);
+        let (hdr, rest) = buf[H..].split_at_mut(udp::HEADER_LEN);
         hdr[0..2].copy_from_slice(&src_port.to_be_bytes());
         hdr[2..4].copy_from_slice(&dst_port.to_be_bytes());
         hdr[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
@@ -439,17 +468,17 @@ impl Egress {
             rest[at..at + c.len()].copy_from_slice(c);
             at += c.len();
         }
-        let acc = checksum::pseudo_header_v4(self.ip.0, dst.0, 17, udp_len as u16);
-        let mut sum = checksum::fold(checksum::accumulate(acc, &buf[L2L3..]));
+        let mut sum = checksum::fold(checksum::accumulate(acc, &buf[H..]));
         if !body.is_empty() {
             sum = checksum::combine(sum, body_sum, udp::HEADER_LEN + copied_len);
         }
-        // RFC 768: a computed zero is sent as all ones (zero means "no checksum").
+        // RFC 768: a computed zero is sent as all ones (zero means "no checksum"; over
+        // IPv6 a zero checksum is not allowed at all, RFC 8200 §8.1).
         let field = match !sum {
             0 => 0xffff,
             c => c,
         };
-        buf[L2L3 + 6..L2L3 + 8].copy_from_slice(&field.to_be_bytes());
+        buf[H + 6..H + 8].copy_from_slice(&field.to_be_bytes());
         post(tx, frame_head, body)
     }
 

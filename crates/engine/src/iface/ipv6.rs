@@ -13,9 +13,10 @@
 //! Router Alert is taken (answered by a report later), other listeners' reports ignored.
 //! Every Neighbor Discovery message needs hop limit 255
 //! ([`Drop6::HopLimit`]); the ICMPv6 checksum is verified; a fragment, a bad extension
-//! chain and everything not served yet (UDP, router solicitations) is dropped
-//! with its reason. A TCP segment to an address of ours in use, its checksum verified,
-//! is handed to the server ([`Step::Tcp`]), which serves it as an IPv4 one.
+//! chain and everything not served yet (router solicitations) is dropped
+//! with its reason. A TCP segment or UDP datagram to an address of ours in use, its
+//! checksum verified, is handed to the server ([`Step::Tcp`], [`Step::Udp`]), which
+//! serves it as an IPv4 one.
 
 use super::addr6::{self, LinkLocal};
 use super::mld6::{Listener, Report, MAX_GROUPS};
@@ -46,7 +47,8 @@ pub enum Drop6 {
     /// A Neighbor Discovery message with a hop limit other than 255: it came from beyond
     /// the link (RFC 4861 §6.1, §7.1).
     HopLimit,
-    /// A protocol or message not served over IPv6 yet (UDP, router solicitations).
+    /// A protocol or message not served over IPv6 (router solicitations: a host does not
+    /// answer them; any other upper layer but TCP, UDP and ICMPv6).
     Unserved,
     /// A Packet Too Big that is not to us, names an MTU below 1280, or quotes no TCP
     /// segment of ours.
@@ -128,6 +130,18 @@ pub enum Step<'a> {
         slot: u8,
         /// The TCP header and payload.
         segment: &'a [u8],
+    },
+    /// A UDP datagram to one of our addresses in use, its checksum verified (and not
+    /// zero): for the stateless protocol's port.
+    Udp {
+        /// The frame's sender.
+        src_mac: EthernetAddress,
+        /// The client.
+        src: Ipv6Address,
+        /// Which of our addresses it came to ([`Link::slot_of`]).
+        slot: u8,
+        /// The UDP header and payload.
+        datagram: &'a [u8],
     },
     /// A Packet Too Big (RFC 4443 §3.2) to an address of ours, quoting a TCP segment we
     /// sent: for the server to check against the connection (RFC 8201 §4).
@@ -398,7 +412,8 @@ impl Link {
         let body = ip_bytes
             .get(upper.offset..upper.offset + upper.len)
             .ok_or(Drop6::Frame(Drop::Truncated))?;
-        if upper.protocol == Ipv6NextHeader::Tcp {
+        let udp = upper.protocol == Ipv6NextHeader::Udp;
+        if upper.protocol == Ipv6NextHeader::Tcp || udp {
             // To an address of ours in use (not a group, not a tentative address: RFC 4862
             // §5.4), from a unicast source (RFC 4291 §2.7: no multicast source), never
             // loopback nor IPv4-mapped (RFC 4291 §2.5.3, §2.5.5.2: neither is ever on a
@@ -410,15 +425,29 @@ impl Link {
             if !src.is_unicast() || src.is_loopback() || src.is_ipv4_mapped() {
                 return Err(Drop6::Frame(Drop::Malformed));
             }
+            if udp && body.get(6..8).is_none_or(|c| c == [0, 0]) {
+                // RFC 8200 §8.1: over IPv6 a UDP checksum of zero is no checksum, and
+                // such a datagram is discarded.
+                return Err(Drop6::Frame(Drop::Checksum));
+            }
             let sum = checksum::accumulate(packet.pseudo_header(&upper), body);
             if !cfg!(fuzzing) && checksum::fold(sum) != 0xffff {
                 return Err(Drop6::Frame(Drop::Checksum));
             }
-            return Ok(Step::Tcp {
-                src_mac,
-                src: ip.src_addr,
-                slot,
-                segment: body,
+            return Ok(if udp {
+                Step::Udp {
+                    src_mac,
+                    src,
+                    slot,
+                    datagram: body,
+                }
+            } else {
+                Step::Tcp {
+                    src_mac,
+                    src: ip.src_addr,
+                    slot,
+                    segment: body,
+                }
             });
         }
         if upper.protocol != Ipv6NextHeader::Icmpv6 {

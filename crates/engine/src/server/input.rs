@@ -29,7 +29,7 @@ impl<L: Lookup<'static>> Server<L> {
             return;
         }
         if super::ipv6::is_ipv6(bytes) {
-            return self.ipv6_frame(bytes, tx);
+            return self.ipv6_frame(bytes, tx, log);
         }
         match classified(&self.iface, bytes) {
             Ok(Ingress::ArpRequest { request, src_mac }) => {
@@ -106,7 +106,7 @@ impl<L: Lookup<'static>> Server<L> {
                 src,
                 src_port,
                 payload,
-            }) => self.udp_datagram((src_mac, src, src_port), payload, tx, log),
+            }) => self.udp_datagram((src_mac, mapped(src.0), src_port), 0, payload, tx, log),
             Ok(Ingress::Drop(d)) | Err(d) => self.count_drop(d),
         }
     }

@@ -16,7 +16,7 @@ use core::hash::Hasher;
 
 use siphasher::sip::SipHasher24;
 
-use super::Server;
+use super::{AccessLog, Server};
 use crate::iface::addr6::{Event, Phase};
 use crate::iface::ipv6::{Drop6, Link, Out, Step};
 use crate::iface::{tcp_repr, Sent, LOCAL_V6};
@@ -162,13 +162,19 @@ impl<L: Lookup<'static>> Server<L> {
             let Some(step) = self.ipv6.as_mut().and_then(|l| l.poll(now)) else {
                 break;
             };
-            worked |= self.ipv6_step(step, tx);
+            // The clock's steps are the link's own (never a datagram to log).
+            worked |= self.ipv6_step(step, tx, &mut crate::http::log::NoLog);
         }
         worked
     }
 
     /// A received IPv6 frame.
-    pub(super) fn ipv6_frame<T: TxRing>(&mut self, bytes: &[u8], tx: &mut T) {
+    pub(super) fn ipv6_frame<T: TxRing, A: AccessLog>(
+        &mut self,
+        bytes: &[u8],
+        tx: &mut T,
+        log: &mut A,
+    ) {
         let now = self.now_ns;
         let link = match self.ipv6.as_mut() {
             Some(l) if cfg!(feature = "ipv6") => l,
@@ -179,7 +185,7 @@ impl<L: Lookup<'static>> Server<L> {
         };
         match link.receive(bytes, now) {
             Ok(step) => {
-                self.ipv6_step(step, tx);
+                self.ipv6_step(step, tx, log);
             }
             Err(Drop6::HopLimit) => self.stats.drop_nd_hop_limit += 1,
             Err(Drop6::Unserved) => self.stats.drop_ipv6_unserved += 1,
@@ -189,7 +195,12 @@ impl<L: Lookup<'static>> Server<L> {
     }
 
     /// Carries out one step of the link; returns whether a frame was sent.
-    fn ipv6_step<T: TxRing>(&mut self, step: Step<'_>, tx: &mut T) -> bool {
+    fn ipv6_step<T: TxRing, A: AccessLog>(
+        &mut self,
+        step: Step<'_>,
+        tx: &mut T,
+        log: &mut A,
+    ) -> bool {
         match step {
             Step::Send(out) => {
                 self.via_stateless(tx);
@@ -245,6 +256,15 @@ impl<L: Lookup<'static>> Server<L> {
                 segment,
             } => {
                 self.tcp6(src_mac, src.0, slot, segment, tx);
+                false
+            }
+            Step::Udp {
+                src_mac,
+                src,
+                slot,
+                datagram,
+            } => {
+                self.udp6(src_mac, src.0, slot, datagram, tx, log);
                 false
             }
             Step::TooBig {
@@ -325,6 +345,35 @@ impl<L: Lookup<'static>> Server<L> {
     /// The address in use in the link's slot `slot` (`Link::slot_of`), if any.
     pub(super) fn ipv6_slot_addr(&self, slot: u8) -> Option<Ipv6Address> {
         self.ipv6.as_ref()?.slot_addr(slot)
+    }
+
+    /// A UDP datagram over IPv6 (checksum verified by the link): to the stateless
+    /// protocol when it is for its port, as an IPv4 one is; any other port's is dropped
+    /// (`drop_not_for_us`), as over IPv4.
+    fn udp6<T: TxRing, A: AccessLog>(
+        &mut self,
+        src_mac: EthernetAddress,
+        src: [u8; 16],
+        slot: u8,
+        datagram: &[u8],
+        tx: &mut T,
+        log: &mut A,
+    ) {
+        let packet = match crate::wire::UdpPacket::new_checked(datagram) {
+            Ok(p) => p,
+            Err(e) => return self.count_drop(e.into()),
+        };
+        let (src_port, dst_port) = (packet.src_port(), packet.dst_port());
+        if Some(dst_port) != self.iface.udp_port || src_port == 0 {
+            self.stats.drop_not_for_us += 1;
+            return;
+        }
+        // `check_len` bounded the length field by the buffer.
+        let end = usize::from(packet.len());
+        let payload = datagram
+            .get(crate::wire::udp::HEADER_LEN..end)
+            .unwrap_or(&[]);
+        self.udp_datagram((src_mac, src, src_port), LOCAL_V6 | slot, payload, tx, log);
     }
 
     /// A TCP segment over IPv6 (checksum verified by the link): to a connection or LISTEN

@@ -22,7 +22,8 @@ use crate::udp::limit::RateLimit;
 use crate::udp::token::Tokens;
 use crate::udp::wire::{self, ErrorCode, Header, State, TokenField, HEADER_LEN, UNIT, VERSION};
 use crate::udp::{Config, AMPLIFICATION};
-use crate::wire::{EthernetAddress, Ipv4Address};
+use crate::wire::ipv6::v4_of;
+use crate::wire::EthernetAddress;
 
 /// The UDP protocol's part of a server: all of it allocated at start.
 pub(super) struct UdpServer {
@@ -46,19 +47,25 @@ impl UdpServer {
     }
 }
 
-/// Where an answer goes.
+/// Where an answer goes, and from which of our addresses.
 #[derive(Clone, Copy)]
 struct To {
     mac: EthernetAddress,
-    ip: Ipv4Address,
+    /// The client: IPv4 as an IPv4-mapped address.
+    ip: [u8; 16],
     port: u16,
+    /// Our address it came to (`Interface::local`: 0 our IPv4 one, `LOCAL_V6 | slot` an
+    /// IPv6 one).
+    local: u8,
 }
 
 impl<L: Lookup<'static>> Server<L> {
-    /// A datagram for the protocol's port.
+    /// A datagram for the protocol's port from `(mac, address, port)` (IPv4 mapped) to our
+    /// address `local`.
     pub(super) fn udp_datagram<T: TxRing, A: AccessLog>(
         &mut self,
-        to: (EthernetAddress, Ipv4Address, u16),
+        to: (EthernetAddress, [u8; 16], u16),
+        local: u8,
         payload: &[u8],
         tx: &mut T,
         log: &mut A,
@@ -67,6 +74,16 @@ impl<L: Lookup<'static>> Server<L> {
             mac: to.0,
             ip: to.1,
             port: to.2,
+            local,
+        };
+        // The token binds the client's own address (4 octets of IPv4, or all 16); the
+        // rate limit counts an IPv6 client by its /64 off the link, as TCP's per-address
+        // limit does (one host owns all of it).
+        let v4 = v4_of(&to.ip);
+        let limit6 = crate::tcp::per_ip::limit_key(&to.ip);
+        let (token_key, limit_key): (&[u8], &[u8]) = match &v4 {
+            Some(a) => (a, a),
+            None => (&to.ip, &limit6),
         };
         let Some(u) = self.udp.as_mut() else {
             self.stats.drop_not_for_us += 1;
@@ -78,7 +95,7 @@ impl<L: Lookup<'static>> Server<L> {
         let req = wire::parse_request(payload);
         let proven = match req.as_ref().map(|r| r.token) {
             Ok(TokenField::Token(t)) if !paper => {
-                let ok = u.tokens.check(to.ip.0, &t, now);
+                let ok = u.tokens.check(token_key, &t, now);
                 self.stats.udp_token_bad += u64::from(!ok);
                 ok
             }
@@ -88,7 +105,7 @@ impl<L: Lookup<'static>> Server<L> {
             }
             _ => false,
         };
-        if !paper && !u.limit.allow(to.ip.0, proven, now) {
+        if !paper && !u.limit.allow(limit_key, proven, now) {
             self.stats.udp_rate_limited += 1;
             return;
         }
@@ -117,7 +134,7 @@ impl<L: Lookup<'static>> Server<L> {
         let params = Params {
             burst: u.cfg.burst,
             budget,
-            token: (!paper).then(|| u.tokens.make(to.ip.0, now)),
+            token: (!paper).then(|| u.tokens.make(token_key, now)),
             request_id: id,
             core: u.cfg.core,
         };
@@ -143,7 +160,10 @@ impl<L: Lookup<'static>> Server<L> {
                     self.stats.udp_initial += 1;
                     let line = req.head.split(|&c| c == b'\n').next().unwrap_or(&[]);
                     log.record(&AccessRecord {
-                        peer: to.ip.0.into(),
+                        peer: match v4 {
+                            Some(a) => a.into(),
+                            None => to.ip.into(),
+                        },
                         request_line: line.strip_suffix(b"\r").unwrap_or(line),
                         head: req.head,
                         status: burst.status,
@@ -204,7 +224,11 @@ impl<L: Lookup<'static>> Server<L> {
     /// Posts one packet of an answer; false when the transmit ring had no slot.
     fn udp_send<T: TxRing>(&mut self, to: To, p: &Packet<'static>, tx: &mut T) -> bool {
         let len = HEADER_LEN + p.payload.len();
-        self.via_datagram(to.ip.0, len, tx);
+        if let Some(v4) = v4_of(&to.ip) {
+            // A NIC set sends IPv4 alone (IPv6 is refused on a bond).
+            self.via_datagram(v4, len, tx);
+        }
+        self.sync_egress(to.local);
         let Some(u) = self.udp.as_ref() else {
             return false;
         };
@@ -221,9 +245,8 @@ impl<L: Lookup<'static>> Server<L> {
             Payload::Head(n) => (u.head.get(..n).unwrap_or(&[]), &[], 0),
             Payload::Body { data, sum } => (&[], data, sum),
         };
-        let sent = self
-            .egress
-            .udp(tx, to.mac, to.ip, ports, &[&hdr, copied], body, sum);
+        let eg = Self::egress_of(&self.egress, &self.vip_egress, &self.egress6, to.local);
+        let sent = eg.udp(tx, to.mac, &to.ip, ports, &[&hdr, copied], body, sum);
         self.count_sent(sent);
         if matches!(sent, Sent::Frame) {
             self.stats.udp_packets += 1;

@@ -268,7 +268,7 @@ impl BareFetcher {
         let sent = self.egress.udp(
             tx,
             mac,
-            self.cfg.link.server,
+            &crate::wire::ipv6::mapped(self.cfg.link.server.0),
             ports,
             &[&self.req[..n]],
             &[],

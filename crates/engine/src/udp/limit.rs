@@ -53,16 +53,18 @@ impl RateLimit {
         }
     }
 
-    fn index(&self, ip: [u8; 4]) -> usize {
+    fn index(&self, ip: &[u8]) -> usize {
         let mut h = SipHasher13::new_with_key(&self.key);
         h.write(b"bwudp-rate");
-        h.write(&ip);
+        h.write(ip);
         h.finish() as usize % BUCKETS
     }
 
     /// Whether a request from `ip` (`proven`: with a valid token) may be answered at
-    /// monotonic time `now_ns`; takes one token from its budget if so.
-    pub fn allow(&mut self, ip: [u8; 4], proven: bool, now_ns: u64) -> bool {
+    /// monotonic time `now_ns`; takes one token from its budget if so. `ip` is an IPv4
+    /// address's 4 octets, or the 16 of an IPv6 source's key (its /64 off the link:
+    /// `tcp::per_ip::limit_key`, one host owns them all).
+    pub fn allow(&mut self, ip: &[u8], proven: bool, now_ns: u64) -> bool {
         if proven && self.rate == 0 {
             return true;
         }
@@ -97,7 +99,7 @@ impl RateLimit {
 mod tests {
     use super::*;
 
-    const IP: [u8; 4] = [192, 0, 2, 1];
+    const IP: &[u8] = &[192, 0, 2, 1];
 
     #[test]
     fn unproven_burst_then_rate() {
@@ -128,8 +130,8 @@ mod tests {
         let n = (0..100).filter(|_| l.allow(IP, false, 0)).count();
         assert_eq!(n, 16);
         // Another address, another bucket (these two do not collide under this key).
-        assert_ne!(l.index(IP), l.index([192, 0, 2, 2]));
-        assert!(l.allow([192, 0, 2, 2], false, 0));
+        assert_ne!(l.index(IP), l.index(&[192, 0, 2, 2]));
+        assert!(l.allow(&[192, 0, 2, 2], false, 0));
     }
 
     #[test]

@@ -36,16 +36,17 @@ impl Tokens {
         Tokens { key }
     }
 
-    fn mac(&self, ip: [u8; 4], period: u64) -> [u8; 8] {
+    fn mac(&self, ip: &[u8], period: u64) -> [u8; 8] {
         let mut h = SipHasher24::new_with_key(&self.key);
         h.write(b"bwudp-token");
-        h.write(&ip);
+        h.write(ip);
         h.write(&period.to_be_bytes());
         h.finish().to_be_bytes()
     }
 
-    /// The token for address `ip` at monotonic time `now_ns`.
-    pub fn make(&self, ip: [u8; 4], now_ns: u64) -> [u8; TOKEN_LEN] {
+    /// The token for address `ip` (4 octets of IPv4, 16 of IPv6; the length is hashed
+    /// too, so the two never share a token) at monotonic time `now_ns`.
+    pub fn make(&self, ip: &[u8], now_ns: u64) -> [u8; TOKEN_LEN] {
         let period = now_ns / PERIOD_NS;
         let mac = self.mac(ip, period);
         let mut t = [0u8; TOKEN_LEN];
@@ -55,7 +56,7 @@ impl Tokens {
     }
 
     /// Whether `token` was made for `ip` in this period or the previous one.
-    pub fn check(&self, ip: [u8; 4], token: &[u8; TOKEN_LEN], now_ns: u64) -> bool {
+    pub fn check(&self, ip: &[u8], token: &[u8; TOKEN_LEN], now_ns: u64) -> bool {
         let now = now_ns / PERIOD_NS;
         let period = if token[0] == now as u8 {
             now
@@ -78,7 +79,7 @@ impl Tokens {
 mod tests {
     use super::*;
 
-    const IP: [u8; 4] = [10, 0, 0, 1];
+    const IP: &[u8] = &[10, 0, 0, 1];
 
     #[test]
     fn valid_for_its_period_and_the_next() {
@@ -95,7 +96,7 @@ mod tests {
     fn bound_to_address_and_key() {
         let t = Tokens::new([7; 16]);
         let tok = t.make(IP, 0);
-        assert!(!t.check([10, 0, 0, 2], &tok, 0));
+        assert!(!t.check(&[10, 0, 0, 2], &tok, 0));
         assert!(!Tokens::new([8; 16]).check(IP, &tok, 0));
         for i in 1..TOKEN_LEN {
             let mut bad = tok;
@@ -105,5 +106,20 @@ mod tests {
         let mut other_period = tok;
         other_period[0] = other_period[0].wrapping_add(1);
         assert!(!t.check(IP, &other_period, PERIOD_NS));
+    }
+
+    #[test]
+    fn an_ipv6_token_is_bound_to_the_whole_address() {
+        let t = Tokens::new([7; 16]);
+        let mut a = [0u8; 16];
+        a[..4].copy_from_slice(&[0x20, 0x01, 0x0d, 0xb8]);
+        a[15] = 1;
+        let tok = t.make(&a, 0);
+        assert!(t.check(&a, &tok, 0));
+        // Another host in the same /64, or the IPv4 address its first octets spell: no.
+        let mut b = a;
+        b[15] = 2;
+        assert!(!t.check(&b, &tok, 0));
+        assert!(!t.check(&a[..4], &tok, 0));
     }
 }

@@ -181,7 +181,16 @@ mod tests {
             (t.addr.port(), p.as_str(), t.host.as_str()),
             (81, "/a%20b", "127.0.0.1:81")
         );
-        let e = crate::udp::parse_url("bwudp://[::1]:80/").unwrap_err();
-        assert!(e.contains("IPv4 only"), "{e}");
+        // The UDP protocol's client speaks IPv6 too; a request too long for one IPv6
+        // packet (1452 octets of UDP payload) is refused, one that fits IPv4 is not.
+        let (u, p) = crate::udp::parse_url("bwudp://[::1]:9000/x").unwrap();
+        assert_eq!(
+            (u.addr.to_string(), u.host.as_str(), p.as_str()),
+            ("[::1]:9000".into(), "[::1]:9000", "/x")
+        );
+        let long = format!("/{}", "a".repeat(1400));
+        let e = crate::udp::parse_url(&format!("bwudp://[::1]{long}")).unwrap_err();
+        assert!(e.contains("too long for a request over IPv6"), "{e}");
+        assert!(crate::udp::parse_url(&format!("bwudp://127.0.0.1{long}")).is_ok());
     }
 }

@@ -267,8 +267,7 @@ pub fn run(cfg: &UdpLoadConfig, progress: &mut dyn FnMut(f64, &Load)) -> Result<
 
 /// A fresh UDP socket for slot `i`, connected to the server, registered with `epoll`.
 fn open(cfg: &UdpLoadConfig, epoll: &Epoll, i: u32) -> std::io::Result<UdpSocket> {
-    let s = UdpSocket::bind("0.0.0.0:0")?;
-    s.connect(cfg.target.addr)?;
+    let s = super::socket_to(cfg.target.addr)?;
     s.set_nonblocking(true)?;
     epoll.add_in(&s, u64::from(i))?;
     Ok(s)

@@ -7,7 +7,7 @@
 pub mod load;
 pub mod report;
 
-use std::net::{SocketAddrV4, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 use crate::url::{split, Scheme};
@@ -17,27 +17,59 @@ use bareweb_engine::udp::wire::{write_request, Start, DEFAULT_PORT, MAX_REQUEST,
 /// Where a `bwudp://` URL points.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UdpTarget {
-    /// The server's address and UDP port.
-    pub addr: SocketAddrV4,
+    /// The server's address and UDP port (IPv4 or IPv6).
+    pub addr: SocketAddr,
     /// The authority as written (the `Host` field).
     pub host: String,
 }
 
-/// Splits `bwudp://host[:port]/path` (port 80 by default) into a target and a path.
+/// Splits `bwudp://host[:port]/path` (port 80 by default; an IPv6 literal in brackets,
+/// `bwudp://[2001:db8::1]:9000/`) into a target and a path. Over IPv6 a request must fit
+/// one packet of a 1500-octet link, 1452 octets of UDP payload (docs/udp-protocol.md §2):
+/// a path too long for that is refused here, not sent as fragments the server drops.
 pub fn parse_url(url: &str) -> Result<(UdpTarget, String), String> {
     let scheme = Scheme {
         prefix: "bwudp://",
         other: "not a bwudp:// URL",
         default_port: DEFAULT_PORT,
-        ipv6: false,
+        ipv6: true,
     };
     let (addr, host, path) = split(url, &scheme)?;
-    let std::net::SocketAddr::V4(addr) = addr else {
-        return Err(format!(
-            "{url:?}: the UDP protocol's client speaks IPv4 only"
-        ));
-    };
+    if addr.is_ipv6() {
+        // The longest request of a transfer: a subsequent GET from the largest packet
+        // number, with a token.
+        let mut req = [0u8; MAX_REQUEST];
+        let longest = write_request(
+            &mut req,
+            &host,
+            &path,
+            Start::From(u32::MAX - 1),
+            Some(&[0; 8]),
+            0,
+        );
+        if longest.is_some_and(|n| n > MAX_REQUEST_V6) {
+            return Err(format!(
+                "{url:?}: the path is too long for a request over IPv6 ({MAX_REQUEST_V6} octets \
+                 of UDP payload at most)"
+            ));
+        }
+    }
     Ok((UdpTarget { addr, host }, path))
+}
+
+/// The largest request over IPv6: 1500 less the IPv6 and UDP headers.
+pub const MAX_REQUEST_V6: usize = 1500 - 40 - 8;
+
+/// A UDP socket of a fresh port, connected to `addr` (bound in its family).
+pub(crate) fn socket_to(addr: SocketAddr) -> std::io::Result<UdpSocket> {
+    let any = if addr.is_ipv6() {
+        "[::]:0"
+    } else {
+        "0.0.0.0:0"
+    };
+    let s = UdpSocket::bind(any)?;
+    s.connect(addr)?;
+    Ok(s)
 }
 
 /// A fetched file.
@@ -129,8 +161,7 @@ impl std::fmt::Display for FetchError {
 /// Fetches `path` from `target` over a socket of its own (a fresh port: nothing of an
 /// earlier transfer can reach it).
 pub fn fetch(target: &UdpTarget, path: &str, timing: Timing) -> Result<Fetched, FetchError> {
-    let sock = UdpSocket::bind("0.0.0.0:0").map_err(FetchError::Io)?;
-    sock.connect(target.addr).map_err(FetchError::Io)?;
+    let sock = socket_to(target.addr).map_err(FetchError::Io)?;
     let t0 = Instant::now();
     let now = || t0.elapsed().as_nanos() as u64;
     let mut t = Transfer::new(timing, None);

@@ -395,7 +395,7 @@ fn advertisements_update_only_what_we_asked_and_resolution_solicits() {
 }
 
 #[test]
-fn what_is_not_served_yet_is_dropped_by_reason() {
+fn what_is_not_served_is_dropped_by_reason() {
     let (mut l, t) = preferred_link();
     let us = l.addr.addr();
     let req = Icmpv6Repr::EchoRequest {
@@ -404,10 +404,13 @@ fn what_is_not_served_yet_is_dropped_by_reason() {
         data: &[0; 16],
     };
     let mut f = frame(MAC, peer(), us, 64, &req, false);
-    // UDP: not served yet.
+    // UDP and TCP are the server's, their checksum verified here (these bytes are no
+    // datagram's nor segment's).
     f[14 + 6] = u8::from(NextHeader::Udp);
+    assert_eq!(l.receive(&f, t), Err(Drop6::Frame(Drop::Checksum)));
+    // Another upper layer (SCTP): not served.
+    f[14 + 6] = 132;
     assert_eq!(l.receive(&f, t), Err(Drop6::Unserved));
-    // TCP is the server's, checksum verified here (these bytes are no TCP segment's).
     f[14 + 6] = u8::from(NextHeader::Tcp);
     assert_eq!(l.receive(&f, t), Err(Drop6::Frame(Drop::Checksum)));
     // A fragment header: refused.

@@ -539,3 +539,166 @@ fn forged_packets_too_big_are_dropped_and_change_nothing() {
     );
     assert_eq!(s.conns[0].tcp.mss(), 1440);
 }
+
+/// A client → server UDP datagram over IPv6 (its checksum made right, or left zero).
+fn udp6(
+    src: Ipv6Address,
+    dst: Ipv6Address,
+    (sport, dport): (u16, u16),
+    payload: &[u8],
+    sum: bool,
+) -> Vec<u8> {
+    let len = 8 + payload.len();
+    let mut f = vec![0u8; 54 + len];
+    f[..6].copy_from_slice(&SERVER_MAC.0);
+    f[6..12].copy_from_slice(&CLIENT_MAC.0);
+    f[12..14].copy_from_slice(&[0x86, 0xdd]);
+    Ipv6Repr {
+        src_addr: src,
+        dst_addr: dst,
+        next_header: crate::wire::Ipv6NextHeader::Udp,
+        payload_len: len,
+        hop_limit: 64,
+    }
+    .emit(&mut Ipv6Packet::new_unchecked(&mut f[14..54]));
+    f[54..56].copy_from_slice(&sport.to_be_bytes());
+    f[56..58].copy_from_slice(&dport.to_be_bytes());
+    f[58..60].copy_from_slice(&(len as u16).to_be_bytes());
+    f[62..].copy_from_slice(payload);
+    if sum {
+        let acc = crate::wire::checksum::pseudo_header_v6(&src.0, &dst.0, 17, len as u32);
+        let c = !crate::wire::checksum::fold(crate::wire::checksum::accumulate(acc, &f[54..]));
+        f[60..62].copy_from_slice(&(if c == 0 { 0xffff } else { c }).to_be_bytes());
+    }
+    f
+}
+
+/// The UDP payload of a server frame over IPv6 from `us`:`sport` to `to`:`dport`, the
+/// checksum verified (never zero over IPv6).
+fn udp6_answer(f: &[u8], us: Ipv6Address, to: Ipv6Address, (sport, dport): (u16, u16)) -> Vec<u8> {
+    let eth = EthernetFrame::new_checked(f).unwrap();
+    assert_eq!(
+        (eth.ethertype(), eth.dst_addr()),
+        (EtherType::Ipv6, CLIENT_MAC)
+    );
+    let ip = Ipv6Packet::new_checked(&f[14..]).unwrap();
+    let r = Ipv6Repr::parse(&ip).unwrap();
+    assert_eq!((r.src_addr, r.dst_addr), (us, to));
+    let up = ip.walk().unwrap();
+    assert_eq!(up.protocol, crate::wire::Ipv6NextHeader::Udp);
+    let body = ip.upper_payload(&up);
+    assert_ne!(&body[6..8], &[0, 0], "a checksum is always sent over IPv6");
+    let sum = crate::wire::checksum::accumulate(ip.pseudo_header(&up), body);
+    assert_eq!(
+        crate::wire::checksum::fold(sum),
+        0xffff,
+        "UDP checksum over IPv6"
+    );
+    let u = crate::wire::UdpPacket::new_checked(body).unwrap();
+    assert_eq!((u.src_port(), u.dst_port()), (sport, dport));
+    assert!(f.len() <= 1514, "within a 1500-octet link: {}", f.len());
+    u.payload().to_vec()
+}
+
+/// The UDP protocol over IPv6: an initial GET to the link-local address is answered from
+/// it (Get-Ack with a token bound to the whole address, the head, the data), the file
+/// fetched whole through the client's state machine with the token; a datagram with a
+/// zero checksum (none, over IPv6) or to another port is dropped and counted.
+#[test]
+fn the_udp_protocol_answers_over_ipv6_from_the_address_asked() {
+    use crate::udp::fetch::{Sink, Step, Timing, Transfer};
+    use crate::udp::wire::{write_request, Start, PAD_TO};
+    const PORT: u16 = 8081;
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = 8;
+    cfg.ipv6 = true;
+    cfg.ipv6_secret = Some([9; 16]);
+    cfg.udp = Some(crate::udp::Config::new(PORT));
+    let mut s = Server::new(cfg, TestSite::new(), SERVER_MAC);
+    let mut nic = FakeNic::new(SERVER_MAC);
+    let mut t = 0;
+    while t < 3_000_000_000 {
+        s.poll(&mut nic, &ManualClock(t), &mut NoLog);
+        t += 100_000_000;
+    }
+    nic.tx.outbox.clear();
+    let (us, _) = s.ipv6_address().unwrap();
+
+    #[derive(Default)]
+    struct Got(Vec<u8>, Vec<u8>);
+    impl Sink for Got {
+        fn begin(&mut self, total: u64) -> bool {
+            self.0 = vec![0; total as usize];
+            true
+        }
+        fn head(&mut self, head: &[u8]) {
+            self.1 = head.to_vec();
+        }
+        fn data(&mut self, off: u64, bytes: &[u8]) {
+            self.0[off as usize..off as usize + bytes.len()].copy_from_slice(bytes);
+        }
+    }
+    let timing = Timing {
+        rto_ns: 20_000_000,
+        rto_max_ns: 200_000_000,
+        tries: 10,
+    };
+    let mut x = Transfer::new(timing, None);
+    let mut got = Got::default();
+    let mut steps = vec![x.begin(t)];
+    let mut sent = 0;
+    let mut done = false;
+    for _ in 0..20_000 {
+        for step in steps.drain(..) {
+            match step {
+                Step::Send(start) => {
+                    let pad = if start == Start::Initial { PAD_TO } else { 0 };
+                    let mut req = [0u8; 1500];
+                    let n = write_request(&mut req, "[fe80::1]", "/big.bin", start, x.token(), pad)
+                        .unwrap();
+                    assert!(n <= 1452, "a request fits one IPv6 packet");
+                    nic.rx
+                        .inbox
+                        .push_back(udp6(PEER, us, (40000, PORT), &req[..n], true));
+                    sent += 1;
+                }
+                Step::Done => done = true,
+                Step::Failed(f) => panic!("{f:?}"),
+                Step::Wait => {}
+            }
+        }
+        if done {
+            break;
+        }
+        s.poll(&mut nic, &ManualClock(t), &mut NoLog);
+        for f in nic.tx.outbox.drain(..).collect::<Vec<_>>() {
+            let p = udp6_answer(&f, us, PEER, (PORT, 40000));
+            steps.push(x.on_packet(&p, t, &mut got));
+        }
+        t += 1_000_000;
+        steps.push(x.on_timeout(t));
+    }
+    assert!(done, "the transfer did not finish");
+    assert!(got.1.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert!(got.0 == big_file(), "the mebibyte, byte for byte");
+    assert!(sent >= 2, "the initial GET and at least one with the token");
+    let st = s.stats().clone();
+    assert!(st.udp_token_bad == 0 && st.udp_rate_limited == 0, "{st:?}");
+    // A zero checksum, another port: dropped.
+    let (ck, nf) = (st.drop_checksum, st.drop_not_for_us);
+    let req = {
+        let mut b = [0u8; 1500];
+        let n = write_request(&mut b, "x", "/", Start::Initial, None, PAD_TO).unwrap();
+        b[..n].to_vec()
+    };
+    nic.rx
+        .inbox
+        .push_back(udp6(PEER, us, (40001, PORT), &req, false));
+    nic.rx
+        .inbox
+        .push_back(udp6(PEER, us, (40001, PORT + 1), &req, true));
+    s.poll(&mut nic, &ManualClock(t + 1_000_000), &mut NoLog);
+    assert!(nic.tx.outbox.is_empty());
+    let st = s.stats();
+    assert_eq!((st.drop_checksum - ck, st.drop_not_for_us - nf), (1, 1));
+}
