@@ -421,6 +421,8 @@ impl Egress {
         body_sum: u16,
     ) -> Sent {
         match v4_of(dst) {
+            // An IPv6 builder sends IPv6 alone (its IPv4 fields may be stale).
+            Some(_) if self.v6 => Sent::Refused,
             Some(v4) => self.udp_at::<T, L2L3>(tx, ports, copied, body, body_sum, |h, len| {
                 self.write_l2l3(h, &dst_mac, Ipv4Address(v4), IpProtocol::Udp, len);
                 checksum::pseudo_header_v4(self.ip.0, v4, 17, len as u16)

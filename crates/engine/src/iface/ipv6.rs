@@ -185,9 +185,7 @@ impl Link {
             addr: LinkLocal::new(secret, mac, now),
             neigh: NeighbourCache::new(),
             slaac: Routers::new(secret, mac),
-            mld: Listener::new(u64::from_le_bytes(
-                secret[..8].try_into().unwrap_or_default(),
-            )),
+            mld: Listener::new(mld_seed(&secret)),
         }
     }
 
@@ -201,6 +199,11 @@ impl Link {
         }
         g[0] = Some(self.addr.addr().solicited_node());
         for (i, p) in self.slaac.prefixes.iter().enumerate() {
+            // An address given up (in use by another node) is not listened for, though
+            // its slot is freed only at the prefix table's next poll.
+            let p = p
+                .as_ref()
+                .filter(|p| p.addr.phase() != addr6::Phase::Failed);
             if let (Some(p), Some(slot)) = (p, g.get_mut(1 + i)) {
                 *slot = Some(p.addr.addr().solicited_node());
             }
@@ -215,7 +218,10 @@ impl Link {
         let mut m = [ALL_NODES.multicast_ethernet(); 2 + MAX_PREFIXES];
         m[1] = self.addr.addr().solicited_node().multicast_ethernet();
         for (i, p) in self.slaac.prefixes.iter().enumerate() {
-            if let Some(p) = p {
+            if let Some(p) = p
+                .as_ref()
+                .filter(|p| p.addr.phase() != addr6::Phase::Failed)
+            {
                 m[2 + i] = p.addr.addr().solicited_node().multicast_ethernet();
             }
         }
@@ -741,6 +747,15 @@ impl Link {
         }
         Some(len)
     }
+}
+
+/// The listener's random seed: a PRF of the link's secret under a label of its own (its
+/// delays are seen on the wire, so they must not give the RFC 7217 secret away).
+fn mld_seed(secret: &[u8; 16]) -> u64 {
+    use core::hash::Hasher;
+    let mut h = siphasher::sip::SipHasher24::new_with_key(secret);
+    h.write(b"bareweb mld delays");
+    h.finish()
 }
 
 #[cfg(test)]

@@ -697,3 +697,24 @@ fn captured_queries_are_answered_and_bad_ones_dropped() {
         }
     ));
 }
+
+/// A configured address another node probes for while ours is tentative: given up with
+/// `InUse` (never replaced), and its group no longer listened to (a leave reported).
+#[test]
+fn a_configured_address_held_elsewhere_is_given_up_and_its_group_left() {
+    let (mut l, t) = preferred_link();
+    let a: Ipv6Address = "2001:db8:7::80".parse().unwrap();
+    l.slaac.configure(a, t);
+    assert!(l.groups().contains(&Some(a.solicited_node())));
+    let probe = Icmpv6Repr::NeighborSolicit {
+        target: a,
+        source_lladdr: None,
+        nonce: Some([1; 6]),
+    };
+    let sn = a.solicited_node();
+    let f = frame(sn.multicast_ethernet(), UNSPECIFIED, sn, 255, &probe, false);
+    assert_eq!(l.receive(&f, t), Ok(Step::Address(Event::InUse(a))));
+    assert!(!l.groups().contains(&Some(a.solicited_node())));
+    assert!(!l.multicast_macs().contains(&sn.multicast_ethernet()));
+    assert_eq!(l.slot_of(a), None);
+}
