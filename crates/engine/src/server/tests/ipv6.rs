@@ -10,12 +10,21 @@ use crate::wire::{Ipv6Address, Ipv6Packet, Ipv6Repr};
 const PEER: Ipv6Address = Ipv6Address::new(0xfe80, 0, 0, 0, 0, 0, 0, 9);
 
 fn server6(max_per_ip: usize) -> (Server<TestSite>, FakeNic, Ipv6Address, u64) {
+    server6_with(max_per_ip, |_| {})
+}
+
+/// [`server6`] with `more` done to the configuration first.
+fn server6_with(
+    max_per_ip: usize,
+    more: impl FnOnce(&mut Config),
+) -> (Server<TestSite>, FakeNic, Ipv6Address, u64) {
     let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
     cfg.tcbs = 8;
     cfg.max_per_ip = Some(max_per_ip);
     cfg.syn_backlog = Some(8);
     cfg.ipv6 = true;
     cfg.ipv6_secret = Some([9; 16]);
+    more(&mut cfg);
     let mut s = Server::new(cfg, TestSite::new(), SERVER_MAC);
     // Offload offered: IPv4 would use it, IPv6 must not.
     let mut nic = FakeNic::new(SERVER_MAC);
@@ -29,6 +38,29 @@ fn server6(max_per_ip: usize) -> (Server<TestSite>, FakeNic, Ipv6Address, u64) {
     let (us, phase) = s.ipv6_address().unwrap();
     assert_eq!(phase, crate::iface::addr6::Phase::Preferred);
     (s, nic, us, t)
+}
+
+/// A client → server frame's Ethernet and IPv6 headers for `len` bytes of `next_header`
+/// from `src` to `dst`, the payload zero behind them.
+fn frame6(
+    src: Ipv6Address,
+    dst: Ipv6Address,
+    next_header: crate::wire::Ipv6NextHeader,
+    len: usize,
+) -> Vec<u8> {
+    let mut f = vec![0u8; 54 + len];
+    f[..6].copy_from_slice(&SERVER_MAC.0);
+    f[6..12].copy_from_slice(&CLIENT_MAC.0);
+    f[12..14].copy_from_slice(&[0x86, 0xdd]);
+    Ipv6Repr {
+        src_addr: src,
+        dst_addr: dst,
+        next_header,
+        payload_len: len,
+        hop_limit: 64,
+    }
+    .emit(&mut Ipv6Packet::new_unchecked(&mut f[14..54]));
+    f
 }
 
 /// A client → server TCP segment over IPv6 from `src` to `dst`.
@@ -57,18 +89,7 @@ fn tcp6(
     };
     let hl = repr.header_len();
     let len = hl + payload.len();
-    let mut f = vec![0u8; 54 + len];
-    f[..6].copy_from_slice(&SERVER_MAC.0);
-    f[6..12].copy_from_slice(&CLIENT_MAC.0);
-    f[12..14].copy_from_slice(&[0x86, 0xdd]);
-    Ipv6Repr {
-        src_addr: src,
-        dst_addr: dst,
-        next_header: crate::wire::Ipv6NextHeader::Tcp,
-        payload_len: len,
-        hop_limit: 64,
-    }
-    .emit(&mut Ipv6Packet::new_unchecked(&mut f[14..54]));
+    let mut f = frame6(src, dst, crate::wire::Ipv6NextHeader::Tcp, len);
     repr.emit_header(&mut f[54..]);
     f[54 + hl..].copy_from_slice(payload);
     let acc = crate::wire::checksum::pseudo_header_v6(&src.0, &dst.0, 6, len as u32);
@@ -549,18 +570,7 @@ fn udp6(
     sum: bool,
 ) -> Vec<u8> {
     let len = 8 + payload.len();
-    let mut f = vec![0u8; 54 + len];
-    f[..6].copy_from_slice(&SERVER_MAC.0);
-    f[6..12].copy_from_slice(&CLIENT_MAC.0);
-    f[12..14].copy_from_slice(&[0x86, 0xdd]);
-    Ipv6Repr {
-        src_addr: src,
-        dst_addr: dst,
-        next_header: crate::wire::Ipv6NextHeader::Udp,
-        payload_len: len,
-        hop_limit: 64,
-    }
-    .emit(&mut Ipv6Packet::new_unchecked(&mut f[14..54]));
+    let mut f = frame6(src, dst, crate::wire::Ipv6NextHeader::Udp, len);
     f[54..56].copy_from_slice(&sport.to_be_bytes());
     f[56..58].copy_from_slice(&dport.to_be_bytes());
     f[58..60].copy_from_slice(&(len as u16).to_be_bytes());
@@ -606,45 +616,18 @@ fn udp6_answer(f: &[u8], us: Ipv6Address, to: Ipv6Address, (sport, dport): (u16,
 /// zero checksum (none, over IPv6) or to another port is dropped and counted.
 #[test]
 fn the_udp_protocol_answers_over_ipv6_from_the_address_asked() {
-    use crate::udp::fetch::{Sink, Step, Timing, Transfer};
+    use crate::udp::fetch::{Step, Timing, Transfer};
     use crate::udp::wire::{write_request, Start, PAD_TO};
     const PORT: u16 = 8081;
-    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
-    cfg.tcbs = 8;
-    cfg.ipv6 = true;
-    cfg.ipv6_secret = Some([9; 16]);
-    cfg.udp = Some(crate::udp::Config::new(PORT));
-    let mut s = Server::new(cfg, TestSite::new(), SERVER_MAC);
-    let mut nic = FakeNic::new(SERVER_MAC);
-    let mut t = 0;
-    while t < 3_000_000_000 {
-        s.poll(&mut nic, &ManualClock(t), &mut NoLog);
-        t += 100_000_000;
-    }
-    nic.tx.outbox.clear();
-    let (us, _) = s.ipv6_address().unwrap();
-
-    #[derive(Default)]
-    struct Got(Vec<u8>, Vec<u8>);
-    impl Sink for Got {
-        fn begin(&mut self, total: u64) -> bool {
-            self.0 = vec![0; total as usize];
-            true
-        }
-        fn head(&mut self, head: &[u8]) {
-            self.1 = head.to_vec();
-        }
-        fn data(&mut self, off: u64, bytes: &[u8]) {
-            self.0[off as usize..off as usize + bytes.len()].copy_from_slice(bytes);
-        }
-    }
+    let (mut s, mut nic, us, mut t) =
+        server6_with(8, |cfg| cfg.udp = Some(crate::udp::Config::new(PORT)));
+    let mut got = super::udp::Body::default();
     let timing = Timing {
         rto_ns: 20_000_000,
         rto_max_ns: 200_000_000,
         tries: 10,
     };
     let mut x = Transfer::new(timing, None);
-    let mut got = Got::default();
     let mut steps = vec![x.begin(t)];
     let mut sent = 0;
     let mut done = false;

@@ -83,8 +83,9 @@ fn exchange(
         .collect()
 }
 
+/// A client's sink: the body, and the response head (used by the IPv6 tests too).
 #[derive(Default)]
-struct Body(Vec<u8>, Vec<u8>);
+pub(super) struct Body(pub(super) Vec<u8>, pub(super) Vec<u8>);
 
 impl Sink for Body {
     fn begin(&mut self, total: u64) -> bool {
