@@ -14,6 +14,7 @@ with a reason otherwise, failing under CI=true.
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import socket
@@ -248,6 +249,29 @@ class Kernel:
     def report(self):
         return (f"--- bareweb run output ---\n{self.output()[-3000:]}\n"
                 f"--- serial console ---\n{self.log()[-self.log_tail:]}")
+
+    def ipv6_addr(self, prefix, timeout=30):
+        """The IPv6 address in `prefix` the kernel says (on its console) passed DAD."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            m = re.search(rf"bareweb: IPv6 ({prefix}[0-9a-f:]+) on the link", self.log())
+            if m:
+                return m.group(1)
+            time.sleep(0.3)
+        raise AssertionError(f"no IPv6 address in {prefix} in {timeout} s:\n{self.report()}")
+
+    def wait_linux_ipv6(self, timeout=10):
+        """Waits until Linux's own link-local address on the TAP passed its DAD (its link
+        came up when QEMU attached, about when the kernel's did): a packet sent from a
+        tentative address is not answered, which is Linux's doing, not the kernel's."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            r = self.ns.run("ip", "-6", "addr", "show", "dev", self.tap, "tentative",
+                            check=False)
+            if r.returncode == 0 and "inet6" not in r.stdout:
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"Linux's address on {self.tap} still tentative after {timeout} s")
 
     def check_log(self):
         """A panic, exception or fatal boot error on the console fails the caller."""

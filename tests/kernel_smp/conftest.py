@@ -10,7 +10,7 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import qemu_harness  # noqa: E402
-from qemu_harness import ACCEL, MAC, SERVER_IP, SITE, STATS, require  # noqa: E402,F401
+from qemu_harness import ACCEL, BIN, MAC, SERVER_IP, SITE, STATS, require  # noqa: E402,F401
 
 TAP = "bwm0"
 

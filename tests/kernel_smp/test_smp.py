@@ -3,11 +3,12 @@ under QEMU on a TAP in a network namespace, per-queue mode (virtio-net multiqueu
 multi-queue TAP) and network-core mode (one queue), 500 concurrent connections, the stats
 JSON and page served by the kernel, and failures on an application core."""
 import hashlib
+import json
 import time
 
 import pytest
 
-from conftest import SERVER_IP, SITE, STATS, Kernel
+from conftest import BIN, SERVER_IP, SITE, STATS, Kernel
 from qemu_harness import has_nic, published_requests
 
 URL = f"http://{SERVER_IP}"
@@ -63,6 +64,38 @@ def test_every_core_starts_and_the_mode_is_chosen(smp_kernel):
     if k.mode == "perqueue":
         assert f"{k.smp} of {k.smp} queue pair(s)" in log, k.report()
     print(f"\n{k.smp} cores, {k.mode}: ready {k.boot_secs:.2f} s after `bareweb run` started")
+
+
+def test_every_file_and_a_load_over_ipv6(smp_kernel, tmp_path):
+    """IPv6 in each core mode: at the link-local address every file byte-exact with curl,
+    then `bareweb load` with 8 keep-alive connections (network-core mode deals them to its
+    HTTP cores), every body verified. On virtio-net's multi-queue TAP the per-queue mode
+    serves IPv6 on core 0's queue alone (the TAP spreads flows by its own hash), which the
+    console says: there the test checks that line and fetches nothing. igb's RSS hashes
+    IPv4 alone, so its per-queue mode serves IPv6 on queue 0, and is fetched from."""
+    k = smp_kernel
+    ll = k.ipv6_addr("fe80::")
+    alone = "ip6: served by core 0's queue alone"
+    if k.mode == "perqueue" and k.nic == "virtio":
+        assert alone in k.log(), k.report()
+        return
+    assert alone not in k.log(), k.report()
+    k.wait_linux_ipv6()
+    host = f"[{ll}%{k.tap}]"
+    for f in sorted(p for p in SITE.rglob("*") if p.is_file() and not p.name.startswith(".")):
+        path = "/" + f.relative_to(SITE).as_posix()
+        out = tmp_path / "body"
+        r = k.ns.run("curl", "-sS", "-g", "--max-time", "60", "-o", out, "-w", "%{http_code}",
+                     f"http://{host}{path}", check=False)
+        assert r.stdout == "200", (path, r.stdout, r.stderr, k.report())
+        assert hashlib.sha256(out.read_bytes()).hexdigest() == sha(path), path
+    js = tmp_path / "load.json"
+    r = k.ns.run(BIN, "load", f"http://[{ll}%25{k.tap}]/files/4k.html", "--parallel", "8",
+                 "--keepalive", "--fetches", "400", "--seconds", "60", "--verify", SITE,
+                 "--quiet", "--json-out", js, check=False, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads(js.read_text())
+    assert rep["fetches"] >= 400 and not rep["errors"], rep
 
 
 def test_500_concurrent_connections_right_bytes_no_tcb_left(smp_kernel):

@@ -212,7 +212,7 @@ def test_a_configured_address_serves_and_advertised_prefixes_make_none(tmp_path)
     s = HeldServer("2001:db8:7::80", extra=("--ip6", "2001:db8:7::80/64"))
     try:
         deadline = time.time() + 20
-        want = "bareweb: IPv6 2001:db8:7::80 (--ip6) is in use by another host on the link"
+        want = "bareweb: IPv6 2001:db8:7::80 (configured) is in use by another host on the link"
         while want not in s.output():
             assert time.time() < deadline, s.output()
             time.sleep(0.2)

@@ -38,11 +38,11 @@ pub fn lint(cargo: &str) -> Result<(), String> {
 /// builds it and `bareweb` carries it.
 pub const ELF: &str = "crates/kernel/target/x86_64-unknown-none/release/bareweb-kernel";
 
-/// Its budget: 1100 KiB since the kernel carries HTTPS (1,023,768 bytes measured with
-/// rustls, the RustCrypto provider and the engine's TLS paths, ~10 % spare); 512 KiB
-/// before, set with the many-core work and held by the idle and boot work (497,728 bytes
-/// the build before HTTPS; docs/kernel.md, "Size").
-pub const SIZE_BUDGET: u64 = 1100 * 1024;
+/// Its budget: 1200 KiB since the kernel carries IPv6 (1,163,016 bytes measured, ~5 %
+/// spare); 1100 KiB since it carries HTTPS (1,023,768 bytes with rustls, the RustCrypto
+/// provider and the engine's TLS paths); 512 KiB before, set with the many-core work
+/// (docs/kernel.md, "Size").
+pub const SIZE_BUDGET: u64 = 1200 * 1024;
 
 /// The kernel's size against [`SIZE_BUDGET`] (the kernel `bareweb` carries: [`ELF`], or
 /// `BAREWEB_KERNEL`'s when set), printed; an error past the budget. Run after

@@ -13,7 +13,6 @@ use bareweb_engine::bond::{Bond, BondNic, BondRole, LinkWatch, Mode as BondMode,
 use bareweb_engine::cores::board::WithStatsPage;
 use bareweb_engine::cores::pages::PageSettings;
 use bareweb_engine::cores::plan::{self, Mode, Plan};
-use bareweb_engine::iface::addr6::Event as Ipv6Event;
 use bareweb_engine::nic::LinkSense;
 use bareweb_engine::nic::Nic;
 use bareweb_engine::resource::Lookup;
@@ -320,37 +319,12 @@ impl<L: Lookup<'static>, H: CoreHook<L>> CoreHook<L> for Ipv6News<H> {
     fn tick<N: Nic>(&self, core: usize, server: &mut Server<L>, nic: &mut N) {
         if core == 0 {
             while let Some(e) = server.take_ipv6_news() {
-                if let Some(line) = ipv6_news_line(e) {
-                    eprintln!("{line}");
+                if let Some(line) = e.news() {
+                    eprintln!("bareweb: {line}");
                 }
             }
         }
         self.0.tick(core, server, nic);
-    }
-}
-
-/// The console line for an IPv6 address event (none for a probe).
-fn ipv6_news_line(e: Ipv6Event) -> Option<String> {
-    match e {
-        Ipv6Event::Preferred(a) => Some(format!(
-            "bareweb: IPv6 {a} on the link (duplicate address detection passed)"
-        )),
-        Ipv6Event::Duplicate { taken, next } => Some(format!(
-            "bareweb: IPv6 {taken} is in use by another host on the link: trying {next}"
-        )),
-        Ipv6Event::GaveUp(a) if a.is_link_local() => Some(format!(
-            "bareweb: IPv6 off: {a} and every address tried after it are in use on the link (IPv4 serves on)"
-        )),
-        Ipv6Event::GaveUp(a) => Some(format!(
-            "bareweb: IPv6: no address in the router's prefix of {a}: it and every address tried after it are in use on the link (the link-local address serves on)"
-        )),
-        Ipv6Event::Expired(a) => Some(format!(
-            "bareweb: IPv6 {a} expired (the router's prefix lifetime ended)"
-        )),
-        Ipv6Event::InUse(a) => Some(format!(
-            "bareweb: IPv6 {a} (--ip6) is in use by another host on the link: not taken (the link-local address serves on; free it or configure another)"
-        )),
-        Ipv6Event::Probe { .. } => None,
     }
 }
 

@@ -406,7 +406,7 @@ impl ServerOpts {
                 tls.port()
             ));
         }
-        if self.settings.bond.is_some() && self.settings.ip6 {
+        if self.settings.bond.is_some() && self.given("ip6").is_some_and(|v| v != "off") {
             return Err(
                 "--ip6 is not available with --bond yet (IPv6 on the link speaks from one \
                  NIC's MAC); leave --ip6 out, or use --ip6 off"
@@ -801,14 +801,12 @@ mod tests {
     }
 
     #[test]
-    fn ipv6_is_serves_alone() {
-        let serve = ServerOpts::parse(&["--ip6", "slaac"]).unwrap();
-        assert!(serve.settings.ip6);
-        let refused = kernel_settings("ip6=slaac").unwrap_err();
-        assert!(
-            refused.contains("not in the bare machine's build"),
-            "{refused}"
-        );
+    fn ipv6_is_on_for_serve_and_the_bare_machine_alike() {
+        assert!(ServerOpts::parse(&[]).unwrap().serve_settings().ip6);
+        assert!(kernel_settings("").unwrap().server.ip6);
+        let off = ServerOpts::parse(&["--ip6", "off"]).unwrap();
+        assert!(!off.serve_settings().ip6);
+        assert_eq!(off.kernel_words(false), ["ip6=off"]);
         assert!(!kernel_settings("ip6=off").unwrap().server.ip6);
     }
 
@@ -817,7 +815,7 @@ mod tests {
     const EXAMPLES: &[(&str, &str, &str)] = &[
         ("ip", "10.1.2.3/16", "10.0.0.2/33"),
         ("gw", "10.1.0.1", "10.0.0.256"),
-        ("ip6", "slaac", "on"),
+        ("ip6", "off", "on"),
         ("ip6-secret", "000102030405060708090a0b0c0d0e0f", "0001"),
         ("port", "8080", "0"),
         ("sched", "ist", "rr"),
@@ -899,11 +897,6 @@ mod tests {
             );
             if bareweb_settings::TLS_WORDS.contains(&o.word) && !flag && !bad.is_empty() {
                 assert!(ServerOpts::parse(&[&format!("--{long}={bad}")]).is_err());
-            }
-            if long == "ip6" {
-                // serve's alone: the bare machine refuses it (ipv6_is_serves_alone).
-                assert!(kernel_settings(&words.join(" ")).is_err(), "{words:?}");
-                continue;
             }
             let kernel = kernel_settings(&words.join(" ")).unwrap();
             assert_eq!(kernel.server, cli.settings, "--{long} {good}: {words:?}");

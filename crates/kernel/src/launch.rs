@@ -28,7 +28,7 @@ use bareweb_engine::cores::board::Board;
 use bareweb_engine::cores::plan::{Mode, Plan};
 use bareweb_engine::cores::run::{run_core_hooked, CoreCtx, SpinThenSleep};
 use bareweb_engine::cores::CoreQueue;
-use bareweb_engine::nic::NicCounters;
+use bareweb_engine::nic::{Clock, NicCounters};
 use bareweb_engine::ring::Doze;
 use bareweb_engine::server::Server;
 use bareweb_engine::wire::EthernetAddress;
@@ -227,9 +227,14 @@ fn rest_of(booted: &Booted, core: usize) -> Rest {
     Rest::new(core, policy, timer, booted.clock)
 }
 
-/// Core 0's loop, with the console counters line every second when `log=stats`.
+/// How often core 0 looks at its IPv6 link: the addresses' news for the console, and the
+/// groups it listens to for the NIC's multicast filter.
+const IPV6_EVERY_NS: u64 = 100_000_000;
+
+/// Core 0's loop, with the console counters line every second when `log=stats`, and
+/// with IPv6 its addresses' news and the NIC's multicast filter kept to its groups.
 fn run_core0<N: CoreQueue + Sleeper>(
-    booted: Booted,
+    mut booted: Booted,
     mut server: Server<Pages>,
     mut nic: N,
     board: &'static Board,
@@ -244,11 +249,16 @@ fn run_core0<N: CoreQueue + Sleeper>(
     // press of the power button the SCI cannot deliver to a core that never halts
     // (`poll=always`; a halting core 0 takes the SCI at its next halt). Not otherwise:
     // an idle core 0 sleeps until a packet, a deadline or another core wakes it.
-    let every = if log_stats || booted.dhcp.is_some() || booted.timer.is_none() {
-        1_000_000_000
-    } else {
-        u64::MAX
+    let second = log_stats || booted.dhcp.is_some() || booted.timer.is_none();
+    let ipv6 = server.config().ipv6;
+    let every = match (second, ipv6) {
+        (_, true) => IPV6_EVERY_NS,
+        (true, false) => 1_000_000_000,
+        (false, false) => u64::MAX,
     };
+    let mut next_second = 0u64;
+    let mut multicast = booted.multicast.take();
+    let mut listened = None;
     let drain = server.config().drain;
     let mut watch = booted.dhcp.map(crate::dhcp::Watch::new);
     let clock = booted.clock;
@@ -263,7 +273,26 @@ fn run_core0<N: CoreQueue + Sleeper>(
         &ctx,
         &mut rest,
         every,
-        |_, _| {
+        |server, _| {
+            if ipv6 {
+                while let Some(e) = server.take_ipv6_news() {
+                    if let Some(news) = e.news() {
+                        crate::kprintln!("bareweb: {news}");
+                    }
+                }
+                let groups = server.ipv6_link().map(|l| l.multicast_macs());
+                if let (Some(f), Some(m)) = (multicast.as_mut(), groups) {
+                    if listened != Some(m) {
+                        f.set(&m);
+                        listened = Some(m);
+                    }
+                }
+            }
+            let now = clock.now_ns();
+            if !second || now < next_second {
+                return;
+            }
+            next_second = now.saturating_add(1_000_000_000);
             if let Some(w) = watch.as_mut() {
                 w.check();
             }

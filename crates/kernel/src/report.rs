@@ -24,7 +24,7 @@ pub fn ready(booted: &Booted, nic: &str, mac: EthernetAddress, plan: &str) {
         crate::boot_trace::Stages { since: entry, hz }
     );
     kprintln!(
-        "bareweb: ready: serving {} files at http://{}:{}/{} on {nic} (MAC {mac}, {}/{} gw {}), sched {:?}, cc {:?}, {} TCBs per core, {plan}, stats page {}, heap used {} KiB",
+        "bareweb: ready: serving {} files at http://{}:{}/{} on {nic} (MAC {mac}, {}/{} gw {}{}), sched {:?}, cc {:?}, {} TCBs per core, {plan}, stats page {}, heap used {} KiB",
         booted.site.len(),
         s.ip,
         s.port,
@@ -32,6 +32,7 @@ pub fn ready(booted: &Booted, nic: &str, mac: EthernetAddress, plan: &str) {
         s.ip,
         s.prefix,
         Gw(s.gateway),
+        V6(s.ip6, s.ip6_static),
         s.sched,
         s.cc,
         s.tcbs,
@@ -53,6 +54,27 @@ impl core::fmt::Display for UdpUrl {
                 if self.1.paper { " (paper mode)" } else { "" }
             ),
             None => Ok(()),
+        }
+    }
+}
+
+/// `, IPv6 …`: what `ip6=` holds. Each address is printed as it passes duplicate address
+/// detection (`bareweb: IPv6 ADDR on the link`), a second or so after this line.
+struct V6(bool, Option<bareweb_settings::Ip6Static>);
+
+impl core::fmt::Display for V6 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            V6(false, _) => f.write_str(", IPv6 off"),
+            V6(true, None) => f.write_str(
+                ", IPv6 link-local and from router advertisements, each on the console once DAD passes",
+            ),
+            V6(true, Some(a)) => write!(
+                f,
+                ", IPv6 link-local and {}/{}, each on the console once DAD passes",
+                bareweb_engine::wire::Ipv6Address(a.addr),
+                a.prefix
+            ),
         }
     }
 }

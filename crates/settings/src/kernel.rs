@@ -307,27 +307,12 @@ pub fn parse_over<'a>(
                 None => Err("unknown key"),
             },
         };
-        // IPv6 is in serve's engine only: the bare machine's NIC drivers do not yet program
-        // the multicast filters neighbour discovery needs, and its build leaves the engine's
-        // `ipv6` feature out. Refused rather than accepted and ignored.
-        let verdict = verdict.and_then(|()| {
-            if k == "ip6" && s.server.ip6 {
-                (s.server.ip6, s.server.ip6_static) = (false, None);
-                Err(NO_IPV6)
-            } else {
-                Ok(())
-            }
-        });
         if let Err(why) = verdict {
             complain(Complaint { word, why });
         }
     }
     s
 }
-
-/// Why `ip6=slaac` (or `ip6=ADDR/PREFIX`) is refused on the bare machine.
-pub const NO_IPV6: &str =
-    "IPv6 is not in the bare machine's build yet (`bareweb serve` has it on the link): only ip6=off";
 
 impl Default for Settings {
     /// The table's defaults and the bare machine's own.
@@ -433,12 +418,17 @@ mod tests {
     }
 
     #[test]
-    fn ipv6_is_refused_on_the_bare_machine_not_ignored() {
-        let (s, c) = parse_all("ip6=slaac");
-        assert!(!s.server.ip6);
-        assert_eq!(c, [("ip6=slaac".into(), NO_IPV6)]);
+    fn ipv6_is_on_by_default_and_each_form_is_taken() {
+        let (s, c) = parse_all("");
+        assert!(s.server.ip6 && s.server.ip6_static.is_none() && c.is_empty());
         let (s, c) = parse_all("ip6=off");
         assert!(!s.server.ip6 && c.is_empty());
+        let (s, c) = parse_all("ip6=2001:db8::80/64");
+        assert!(s.server.ip6 && c.is_empty());
+        assert_eq!(s.server.ip6_static.map(|a| a.prefix), Some(64));
+        let (s, c) = parse_all("ip6=fe80::1/64");
+        assert!(s.server.ip6 && s.server.ip6_static.is_none());
+        assert_eq!(c.len(), 1, "a link-local address is refused: {c:?}");
     }
 
     #[test]

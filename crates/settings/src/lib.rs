@@ -219,7 +219,8 @@ impl Default for Settings {
             prefix: engine.prefix_len,
             dhcp: false,
             gateway: Some(Ipv4Address([10, 0, 2, 2])),
-            ip6: engine.ipv6,
+            // IPv6 on by default (`ip6=slaac`), unlike the engine's own Config.
+            ip6: true,
             ip6_static: None,
             ip6_secret: engine.ipv6_secret,
             port: engine.port,
@@ -258,8 +259,7 @@ impl Default for Settings {
 
 /// `serve`'s defaults over [`Settings::default`], as words: a TAP's usual address and no
 /// router (the host is on the link).
-pub const TAP_DEFAULTS: &[(&str, &str)] =
-    &[("ip", "10.0.0.2/24"), ("gw", "none"), ("ip6", "slaac")];
+pub const TAP_DEFAULTS: &[(&str, &str)] = &[("ip", "10.0.0.2/24"), ("gw", "none")];
 
 impl Settings {
     /// `serve`'s defaults: [`TAP_DEFAULTS`] over [`Settings::default`].
@@ -697,8 +697,7 @@ pub static OPTIONS: [Opt; 36] = [
                duplicate address detection; neighbour discovery, ping, MLD; global addresses \
                from router advertisements), `ADDR/PREFIX` (the same with this global \
                address instead of advertised ones, e.g. 2001:db8::80/64) or `off` \
-               [default: serve: slaac; run and images: off, and IPv6 refused until their \
-               NICs' multicast filters are programmed]"
+               [default: slaac; off on a bond]"
         ),
         set: |s, v| {
             (s.ip6, s.ip6_static) = match v {
@@ -1248,12 +1247,13 @@ mod tests {
         );
     }
 
-    /// With nothing given, the engine gets its own defaults.
+    /// With nothing given, the engine gets its own defaults (and IPv6 on).
     #[test]
     fn defaults_are_the_engines() {
         let s = Settings::default();
         let own = Config {
             gateway: s.gateway,
+            ipv6: true,
             ..Config::new(s.ip, s.prefix, [1; 16])
         };
         assert_eq!(format!("{:?}", s.config([1; 16])), format!("{own:?}"));

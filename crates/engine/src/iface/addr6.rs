@@ -88,6 +88,53 @@ pub enum Event {
     InUse(Ipv6Address),
 }
 
+impl Event {
+    /// The operator's line for this event, as both platforms print it (`None` for a
+    /// probe, which is the link's business).
+    pub fn news(self) -> Option<News> {
+        (!matches!(self, Event::Probe { .. })).then_some(News(self))
+    }
+}
+
+/// An address event told to the operator ([`Event::news`]): the console line's text,
+/// after `bareweb: `.
+#[derive(Debug, Clone, Copy)]
+pub struct News(Event);
+
+impl core::fmt::Display for News {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            Event::Preferred(a) => {
+                write!(
+                    f,
+                    "IPv6 {a} on the link (duplicate address detection passed)"
+                )
+            }
+            Event::Duplicate { taken, next } => write!(
+                f,
+                "IPv6 {taken} is in use by another host on the link: trying {next}"
+            ),
+            Event::GaveUp(a) if a.is_link_local() => write!(
+                f,
+                "IPv6 off: {a} and every address tried after it are in use on the link \
+                 (IPv4 serves on)"
+            ),
+            Event::GaveUp(a) => write!(
+                f,
+                "IPv6: no address in the router's prefix of {a}: it and every address tried \
+                 after it are in use on the link (the link-local address serves on)"
+            ),
+            Event::Expired(a) => write!(f, "IPv6 {a} expired (the router's prefix lifetime ended)"),
+            Event::InUse(a) => write!(
+                f,
+                "IPv6 {a} (configured) is in use by another host on the link: not taken \
+                 (the link-local address serves on; free it or configure another)"
+            ),
+            Event::Probe { .. } => Ok(()),
+        }
+    }
+}
+
 /// An address of ours and its DAD: the link-local one ([`LinkLocal::new`]) or one SLAAC
 /// makes from a router's /64 prefix ([`LinkLocal::in_prefix`], RFC 4862 §5.5.3).
 #[derive(Debug, Clone)]

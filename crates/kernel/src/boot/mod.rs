@@ -62,6 +62,7 @@ pub fn boot(info: &BootInfo) -> ! {
         fadt: cpus.0.as_ref().ok().and_then(|p| p.fadt),
         s5: cpus.0.as_ref().ok().and_then(|p| p.s5),
         tls,
+        multicast: None,
     };
     net::serve(booted, found)
 }
@@ -127,4 +128,7 @@ pub struct Booted {
     pub s5: Option<(u8, u8)>,
     /// HTTPS (`tls_cert=` and the image's certificate and key).
     pub tls: Option<bareweb_engine::server::tls::TlsListen>,
+    /// IPv6: the serving NIC's multicast filter, which core 0 keeps set to the groups
+    /// the link listens to (`launch`).
+    pub multicast: Option<alloc::boxed::Box<dyn crate::drivers::Multicast>>,
 }

@@ -186,6 +186,33 @@ impl Booted {
         self.serve_opened(opened, None, asked)
     }
 
+    /// IPv6 on the link, as `ip6=` asks (`slaac` by default): the first NIC's multicast
+    /// filter taken for core 0 to program; off on a bond (IPv6 speaks from one NIC's MAC
+    /// and failover sends no neighbour advertisements yet), saying so; and in per-queue
+    /// mode over a NIC that spreads flows by its own hash, the console says that IPv6 is
+    /// served on core 0's queue alone (docs/design/ipv6.md, "Where it runs").
+    fn ipv6_on(&mut self, opened: &nics::Opened, bonded: bool, mode: Mode, driver: &str) {
+        if !self.settings.ip6 {
+            return;
+        }
+        if bonded {
+            self.settings.ip6 = false;
+            kprintln!(
+                "ip6: off on a bond (IPv6 speaks from one NIC's MAC; bonding over IPv6 is not built yet)"
+            );
+            return;
+        }
+        let first = opened.nics.first().and_then(|q| q.first());
+        self.multicast = first.map(Driver::multicast);
+        let queues = opened.nics.first().map_or(0, Vec::len);
+        // igb's RSS hashes IPv4 alone: IPv6 frames have no hash and arrive on queue 0.
+        if matches!(mode, Mode::PerQueue) && queues > 1 && driver != "igb" {
+            kprintln!(
+                "ip6: served by core 0's queue alone: IPv6 the NIC steers to another queue is dropped (mode=netcore or cores=1 serve every IPv6 client)"
+            );
+        }
+    }
+
     /// Serves on the NICs opened: the UDP client or the DHCP lease first, then the plan
     /// the engine chooses from the queue pairs they gave, launched onto the cores; on a
     /// NIC set, every core's queue pair is a `BondNic`.
@@ -214,6 +241,7 @@ impl Booted {
         }
         let queues = opened.nics.first().map_or(0, Vec::len);
         let decision = plan::decide(self.cores, asked, self.settings.bsp_http, queues);
+        self.ipv6_on(&opened, bonding.is_some(), decision.mode, driver);
         crate::boot_trace::mark("nic");
         kprintln!(
             "mode: {} ({}), {} of {} queue pair(s)",

@@ -57,6 +57,13 @@ enum AnyLink {
     Vmxnet3(Vmxnet3Link),
 }
 
+/// The multicast filter of the NIC a queue pair is of ([`Driver::multicast`]).
+enum AnyMulticast {
+    Unfiltered,
+    E1000(Box<super::e1000::E1000Multicast>),
+    Vmxnet3(super::vmxnet3::Vmxnet3Multicast),
+}
+
 /// A queue pair of any driver.
 pub struct AnyNic {
     rx: AnyRx,
@@ -64,12 +71,14 @@ pub struct AnyNic {
     mac: EthernetAddress,
     caps: NicCaps,
     link: AnyLink,
+    mcast: AnyMulticast,
     name: &'static str,
 }
 
 impl From<VirtioNet> for AnyNic {
     fn from(n: VirtioNet) -> AnyNic {
         let (mac, caps, link) = (n.mac(), n.caps(), AnyLink::Virtio(n.link_sense()));
+        let mcast = AnyMulticast::Unfiltered;
         let (rx, tx) = n.into_rings();
         AnyNic {
             rx: AnyRx::Virtio(rx),
@@ -77,6 +86,7 @@ impl From<VirtioNet> for AnyNic {
             mac,
             caps,
             link,
+            mcast,
             name: <VirtioNet>::NAME,
         }
     }
@@ -101,6 +111,7 @@ impl From<Igb> for AnyNic {
 impl From<Vmxnet3> for AnyNic {
     fn from(n: Vmxnet3) -> AnyNic {
         let (mac, caps, link) = (n.mac(), n.caps(), AnyLink::Vmxnet3(n.link_sense()));
+        let mcast = AnyMulticast::Vmxnet3(n.multicast_filter());
         let (rx, tx) = Driver::into_rings(n);
         AnyNic {
             rx: AnyRx::Vmxnet3(rx),
@@ -108,6 +119,7 @@ impl From<Vmxnet3> for AnyNic {
             mac,
             caps,
             link,
+            mcast,
             name: <Vmxnet3>::NAME,
         }
     }
@@ -116,6 +128,7 @@ impl From<Vmxnet3> for AnyNic {
 impl From<E1000> for AnyNic {
     fn from(n: E1000) -> AnyNic {
         let (mac, caps, link) = (n.mac(), n.caps(), AnyLink::E1000(n.link_sense()));
+        let mcast = AnyMulticast::E1000(Box::new(n.multicast_filter()));
         let (rx, tx) = Driver::into_rings(n);
         AnyNic {
             rx: AnyRx::E1000(rx),
@@ -123,6 +136,7 @@ impl From<E1000> for AnyNic {
             mac,
             caps,
             link,
+            mcast,
             name: <E1000>::NAME,
         }
     }
@@ -289,6 +303,14 @@ impl Driver for AnyNic {
             AnyLink::Virtio(l) => Box::new(l),
             AnyLink::E1000(l) => Box::new(l),
             AnyLink::Vmxnet3(l) => Box::new(l),
+        }
+    }
+
+    fn multicast(&self) -> Box<dyn super::Multicast> {
+        match &self.mcast {
+            AnyMulticast::Unfiltered => Box::new(super::virtio_net::Unfiltered),
+            AnyMulticast::E1000(m) => m.clone(),
+            AnyMulticast::Vmxnet3(m) => Box::new(*m),
         }
     }
 }

@@ -493,10 +493,54 @@ impl E1000 {
     }
 }
 
+/// The multicast table array (MTA, §13.5.1) of the 8254x, 82574 and 82576 alike: 4096
+/// bits, one per value of a 12-bit hash of the destination MAC; a multicast frame is
+/// received when its bit is set. With RCTL.MO = 00 (as reset leaves it) the hash is the
+/// MAC's bits 36-47: `mac[4] >> 4 | mac[5] << 4` (Linux `e1000_hash_mc_addr`, QEMU
+/// `e1000x_rx_group_filter`). The table is write-only, so the filter keeps what it wrote
+/// and, after writing every word once, writes only the words that change.
+#[derive(Clone)]
+pub struct E1000Multicast {
+    mta: Array<u32, WO>,
+    table: [u32; 128],
+    written: bool,
+}
+
+/// The MTA bit of multicast MAC `m` (RCTL.MO = 00): word `h >> 5`, bit `h & 31`.
+pub fn mta_hash(m: &EthernetAddress) -> usize {
+    (usize::from(m.0[4]) >> 4 | usize::from(m.0[5]) << 4) & 0xFFF
+}
+
+impl super::Multicast for E1000Multicast {
+    fn set(&mut self, macs: &[EthernetAddress]) {
+        let mut t = [0u32; 128];
+        for m in macs {
+            let h = mta_hash(m);
+            t[h >> 5] |= 1 << (h & 31);
+        }
+        for (i, (&new, old)) in t.iter().zip(self.table.iter_mut()).enumerate() {
+            if new != *old || !self.written {
+                self.mta.at(i).write(new);
+                *old = new;
+            }
+        }
+        self.written = true;
+    }
+}
+
 impl<H: Hal> E1000<H> {
     /// The device's link, as [`Driver::link`] reads it.
     pub fn link_sense(&self) -> E1000Link {
         E1000Link(self.regs.status)
+    }
+
+    /// The device's multicast filter, as [`Driver::multicast`] gives it.
+    pub fn multicast_filter(&self) -> E1000Multicast {
+        E1000Multicast {
+            mta: self.regs.mta,
+            table: [0; 128],
+            written: false,
+        }
     }
 
     /// Resets the device and brings up both rings, interrupts masked.
@@ -1316,6 +1360,10 @@ impl<H: Hal> Driver for E1000<H> {
     fn link(&self) -> Box<dyn LinkSense> {
         Box::new(self.link_sense())
     }
+
+    fn multicast(&self) -> Box<dyn super::Multicast> {
+        Box::new(self.multicast_filter())
+    }
 }
 
 #[cfg(test)]
@@ -1362,6 +1410,32 @@ mod tests {
         // The link from STATUS.LU.
         let mut link = nic.link_sense();
         assert!(link.link_up());
+    }
+
+    /// IPv6's groups set in the multicast table: all-nodes (33:33:00:00:00:01, hash
+    /// 0x010: word 0, bit 16) and a solicited-node group (33:33:ff:53:40:48, hash 0x484:
+    /// word 36, bit 4); a group no longer listed is cleared, and words that do not change
+    /// are not written again.
+    #[test]
+    fn the_multicast_table_holds_the_groups_listed_and_no_others() {
+        use crate::drivers::Driver;
+        let (mut dev, nic) = up();
+        let all_nodes = EthernetAddress([0x33, 0x33, 0, 0, 0, 1]);
+        let solicited = EthernetAddress([0x33, 0x33, 0xff, 0x53, 0x40, 0x48]);
+        assert_eq!((mta_hash(&all_nodes), mta_hash(&solicited)), (0x010, 0x484));
+        let mut f = nic.multicast();
+        f.set(&[all_nodes, solicited, all_nodes]);
+        let words = |dev: &FakeE1000| (0..128).map(|i| dev.reg(MTA + 4 * i)).collect::<Vec<_>>();
+        let mut want = vec![0u32; 128];
+        want[0] = 1 << 16;
+        want[36] = 1 << 4;
+        assert_eq!(words(&dev), want);
+        // Written only where it changes: a stale bit the driver never set stays.
+        dev.set_reg(MTA + 4 * 100, 7);
+        f.set(&[all_nodes]);
+        want[36] = 0;
+        want[100] = 7;
+        assert_eq!(words(&dev), want);
     }
 
     #[test]

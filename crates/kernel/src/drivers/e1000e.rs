@@ -221,6 +221,10 @@ impl<H: Hal> Driver for E1000e<H> {
     fn link(&self) -> Box<dyn LinkSense> {
         Box::new(self.link_sense())
     }
+
+    fn multicast(&self) -> Box<dyn super::Multicast> {
+        Box::new(self.0.multicast_filter())
+    }
 }
 
 impl<H: Hal> E1000e<H> {

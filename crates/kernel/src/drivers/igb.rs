@@ -296,6 +296,10 @@ impl<H: Hal> Driver for Igb<H> {
     fn link(&self) -> Box<dyn LinkSense> {
         Box::new(self.link_sense())
     }
+
+    fn multicast(&self) -> Box<dyn super::Multicast> {
+        Box::new(self.0.multicast_filter())
+    }
 }
 
 #[cfg(test)]

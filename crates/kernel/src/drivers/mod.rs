@@ -31,6 +31,7 @@ use core::fmt::Debug;
 
 use bareweb_engine::cores::CoreQueue;
 use bareweb_engine::nic::{LinkSense, NicCounters};
+use bareweb_engine::wire::EthernetAddress;
 
 use crate::arch::pci::Device;
 
@@ -120,6 +121,18 @@ impl<R: WakeRx> WakeRx for bareweb_engine::bond::BondRx<R> {
     }
 }
 
+/// A device's multicast receive filter. IPv6 needs the frames of its groups (all-nodes,
+/// and the solicited-node group of each address, which neighbour discovery and DAD are
+/// sent to); the engine lists their MACs (`iface::ipv6::Link::multicast_macs`) and core 0
+/// sets them here when the list changes (at most every 100 ms, never on the request
+/// path). Each driver says how its device filters: a hash table (the e1000 family), an
+/// exact list (vmxnet3), or nothing to program (virtio-net).
+pub trait Multicast: Send {
+    /// Receives (at least) the frames sent to `macs`, and stops asking for others this
+    /// filter asked for before (a hash filter may still let a few through).
+    fn set(&mut self, macs: &[EthernetAddress]);
+}
+
 /// A polled NIC driver.
 pub trait Driver:
     CoreQueue + bareweb_engine::nic::Nic<Rx: WakeRx> + Send + Sized + 'static
@@ -142,6 +155,8 @@ pub trait Driver:
     /// The device's link, as the bonding link monitor reads it: a register
     /// read per reading, never on the request path. Any queue pair of the device gives it.
     fn link(&self) -> Box<dyn LinkSense>;
+    /// The device's multicast filter (see [`Multicast`]). Any queue pair gives it.
+    fn multicast(&self) -> Box<dyn Multicast>;
 }
 
 /// A driver's queue-pair counters: both sides' (each driver's `Nic::counters`).

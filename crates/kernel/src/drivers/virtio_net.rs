@@ -731,6 +731,20 @@ impl<H: Hal> Driver for VirtioNet<H> {
     fn link(&self) -> Box<dyn LinkSense> {
         Box::new(self.link_sense())
     }
+
+    fn multicast(&self) -> Box<dyn super::Multicast> {
+        Box::new(Unfiltered)
+    }
+}
+
+/// virtio-net's multicast filter: nothing to program. The driver does not negotiate
+/// VIRTIO_NET_F_CTRL_RX, and a device without it receives in the mode its reset leaves,
+/// every frame (QEMU `virtio_net_reset`: "compatibility mode", promiscuous), so the groups
+/// IPv6 listens to arrive already.
+pub struct Unfiltered;
+
+impl super::Multicast for Unfiltered {
+    fn set(&mut self, _: &[EthernetAddress]) {}
 }
 
 #[cfg(test)]

@@ -99,6 +99,8 @@ pub const CMD_RESET: u32 = 0xCAFE_0002;
 pub const CMD_UPDATE_RX_MODE: u32 = 0xCAFE_0003;
 /// VLAN filter from the shared area.
 pub const CMD_UPDATE_VLAN: u32 = 0xCAFE_0005;
+/// Command: take the multicast filter table again (`mfTableLen`, `mfTablePA`).
+pub const CMD_UPDATE_MAC_FILTERS: u32 = 0xCAFE_0004;
 /// Statistics into the queue descriptors (no answer).
 pub const CMD_GET_STATS: u32 = 0xF00D_0001;
 /// Link: bit 0 of the answer is up.
@@ -128,6 +130,10 @@ pub mod shared {
     pub const INTR_CTRL: usize = 108;
     /// Receive mode.
     pub const RX_MODE: usize = 120;
+    /// Multicast filter table: its length in bytes (u16), then its address (u64).
+    pub const MF_TABLE_LEN: usize = 124;
+    /// See [`MF_TABLE_LEN`].
+    pub const MF_TABLE_PA: usize = 128;
     /// VLAN filter table (4096 bits).
     pub const VF_TABLE: usize = 136;
     /// Bytes.
@@ -161,6 +167,13 @@ pub const RCD_FRG: u32 = 1 << 22;
 
 /// Receive mode: unicast to us, broadcast.
 pub const RXM_UCAST_BCAST: u32 = 1 | 4;
+/// Receive mode: multicast to the MACs of the filter table.
+pub const RXM_MCAST: u32 = 2;
+/// The multicast filter table, in the shared area's page after the queue descriptors:
+/// room for [`MF_MAX`] MACs of 6 bytes.
+pub const MF_TABLE: usize = 2048;
+/// MACs the filter table holds (the engine asks for at most ten).
+const MF_MAX: usize = 32;
 
 const RING: usize = 256;
 /// Receive ring 1 (body buffers): never posted, sized as the device wants (a multiple of 32).
@@ -211,6 +224,36 @@ impl LinkSense for Vmxnet3Link {
     fn link_up(&mut self) -> bool {
         let v = command(self.0, CMD_GET_LINK);
         v != CMD_GET_LINK && v & 1 != 0
+    }
+}
+
+/// The device's multicast filter: an exact list of MACs in the shared area's page
+/// (`Vmxnet3_RxFilterConf`: `mfTableLen`, `mfTablePA`), taken by UPDATE_MAC_FILTERS, and
+/// RXM_MCAST in the receive mode while the list is not empty (QEMU
+/// `vmxnet3_update_mcast_filters`, `vmxnet3_is_allowed_mcast`). Commands written only,
+/// as at activation.
+#[derive(Clone, Copy)]
+pub struct Vmxnet3Multicast {
+    cmd: Reg<u32, RW>,
+    mode: Reg<u32, WO>,
+    len: Reg<u16, WO>,
+    table: Array<u8, WO>,
+}
+
+impl super::Multicast for Vmxnet3Multicast {
+    fn set(&mut self, macs: &[EthernetAddress]) {
+        let macs = &macs[..macs.len().min(MF_MAX)];
+        for (i, m) in macs.iter().enumerate() {
+            for (j, b) in m.0.iter().enumerate() {
+                self.table.at(6 * i + j).write(*b);
+            }
+        }
+        self.len.write((6 * macs.len()) as u16);
+        let mcast = if macs.is_empty() { 0 } else { RXM_MCAST };
+        self.mode.write(RXM_UCAST_BCAST | mcast);
+        fence(Ordering::SeqCst);
+        self.cmd.write(CMD_UPDATE_MAC_FILTERS);
+        self.cmd.write(CMD_UPDATE_RX_MODE);
     }
 }
 
@@ -353,6 +396,7 @@ pub struct Vmxnet3<H: Hal = Identity> {
     tx: Vmxnet3Tx<H>,
     mac: EthernetAddress,
     link: Vmxnet3Link,
+    mcast: Vmxnet3Multicast,
     /// The shared area and queue descriptors (the device reads them; kept for its life).
     _shared: Dma,
 }
@@ -383,6 +427,11 @@ impl Vmxnet3 {
 }
 
 impl<H: Hal> Vmxnet3<H> {
+    /// The device's multicast filter, as [`Driver::multicast`] gives it.
+    pub fn multicast_filter(&self) -> Vmxnet3Multicast {
+        self.mcast
+    }
+
     /// Resets the device whose BAR 0 and BAR 1 are `pt` and `vd`, lays out the shared
     /// memory and activates it: one queue pair, interrupts masked; with `offload`, transmit
     /// checksum and segmentation offload and receive checksums.
@@ -421,6 +470,8 @@ impl<H: Hal> Vmxnet3<H> {
             w32(&sh, INTR, 2 << 8 | 1 << 16)?;
             w32(&sh, INTR_CTRL, 0)?;
             w32(&sh, RX_MODE, RXM_UCAST_BCAST)?;
+            // An empty multicast filter table, in the page (`Vmxnet3Multicast`).
+            w64(&sh, MF_TABLE_PA, sh.paddr(self::MF_TABLE))?;
             // VLAN 0 (untagged frames) accepted.
             w32(&sh, VF_TABLE, 1)?;
             let t = QD;
@@ -451,6 +502,12 @@ impl<H: Hal> Vmxnet3<H> {
                 sh.array::<u64, RO>(QD + QD_STATS, 16)?,
                 sh.array::<u64, RO>(QD + QD_LEN + QD_STATS, 16)?,
             ))
+        };
+        let mcast = Vmxnet3Multicast {
+            cmd,
+            mode: sh.reg(shared::RX_MODE).ok_or(Error::NoMemory)?,
+            len: sh.reg(shared::MF_TABLE_LEN).ok_or(Error::NoMemory)?,
+            table: sh.array(MF_TABLE, 256).ok_or(Error::NoMemory)?,
         };
         let (rring, rcomp, tring, tcomp, update_prod, tstats, rstats) =
             view().ok_or(Error::NoMemory)?;
@@ -528,6 +585,7 @@ impl<H: Hal> Vmxnet3<H> {
             tx,
             mac: EthernetAddress(mac),
             link: Vmxnet3Link(cmd),
+            mcast,
             _shared: sh,
         })
     }
@@ -1001,6 +1059,10 @@ impl<H: Hal> Driver for Vmxnet3<H> {
     fn link(&self) -> Box<dyn LinkSense> {
         Box::new(self.link)
     }
+
+    fn multicast(&self) -> Box<dyn super::Multicast> {
+        Box::new(self.multicast_filter())
+    }
 }
 
 #[cfg(test)]
@@ -1055,6 +1117,34 @@ mod tests {
         assert_eq!(dev.reg(0, IMR), 1, "receive interrupt masked");
         assert_eq!(dev.reg(0, IMR + 8), 1, "transmit/event interrupt masked");
         assert_eq!(nic.split().0.tally(), (0, 0, RING));
+    }
+
+    /// The multicast filter: the MACs listed in the table the shared area points at, its
+    /// length, RXM_MCAST in the receive mode while the list is not empty; then the two
+    /// commands that make the device read them.
+    #[test]
+    fn the_multicast_filter_lists_the_groups_and_turns_multicast_on() {
+        use crate::drivers::Driver;
+        let (dev, nic) = up();
+        let sh = dev.shared();
+        let r = |off: u64, n: usize| FakeHal::read(sh + off, n);
+        let pa = u64::from_le_bytes(r(shared::MF_TABLE_PA as u64, 8).try_into().unwrap());
+        assert_eq!(pa, sh + MF_TABLE as u64);
+        let groups = [
+            EthernetAddress([0x33, 0x33, 0, 0, 0, 1]),
+            EthernetAddress([0x33, 0x33, 0xff, 0x53, 0x40, 0x48]),
+        ];
+        let mut f = nic.multicast();
+        f.set(&groups);
+        assert_eq!(r(shared::MF_TABLE_LEN as u64, 2), 12u16.to_le_bytes());
+        assert_eq!(r(MF_TABLE as u64, 12), [groups[0].0, groups[1].0].concat());
+        let mode = u32::from_le_bytes(r(shared::RX_MODE as u64, 4).try_into().unwrap());
+        assert_eq!(mode, RXM_UCAST_BCAST | RXM_MCAST);
+        assert_eq!(dev.reg(1, CMD), CMD_UPDATE_RX_MODE, "the last command");
+        f.set(&[]);
+        assert_eq!(r(shared::MF_TABLE_LEN as u64, 2), [0, 0]);
+        let mode = u32::from_le_bytes(r(shared::RX_MODE as u64, 4).try_into().unwrap());
+        assert_eq!(mode, RXM_UCAST_BCAST);
     }
 
     /// A frame's head: Ethernet, IPv4, TCP with `partial` in the checksum field.
