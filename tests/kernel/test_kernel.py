@@ -93,6 +93,35 @@ def test_ipv6_ping_and_every_file_byte_exact_at_both_addresses(kernel, tmp_path)
     kernel.check_alive()
 
 
+def test_ipv6_address_leased_over_dhcpv6(kernel, tmp_path):
+    """The bare machine's DHCPv6 client with each NIC model: dnsmasq's router
+    advertisement sets the M flag, the kernel asks DHCPv6 (Solicit, Request, from its
+    link-local address to ff02::1:2, a group whose frames its NIC's filter need not take),
+    holds the address leased after DAD and serves a file byte-exact at it."""
+    ll = kernel.ipv6_addr("fe80::")
+    ns = kernel.ns
+    kernel.wait_linux_ipv6()
+    ns.ip("-6", "addr", "add", "2001:db8:2::1/64", "dev", TAP, "nodad")
+    dns = subprocess.Popen(
+        ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
+               f"--interface={TAP}", "--bind-interfaces", "--user=root", "--pid-file",
+               "--enable-ra", "--dhcp-range=2001:db8:2::100,2001:db8:2::1ff,64,1h",
+               "--log-facility=-"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        addr = kernel.ipv6_addr("2001:db8:2::1")
+    finally:
+        dns.terminate()
+        dns.wait(5)
+    out = tmp_path / "body"
+    r = ns.run("curl", "-sS", "-g", "--max-time", "60", "-o", out, "-w", "%{http_code}",
+               f"http://[{addr}]/style.css", check=False)
+    assert r.stdout == "200", (r.stdout, r.stderr, kernel.report())
+    assert out.read_bytes() == (SITE / "style.css").read_bytes()
+    assert ll != addr
+    kernel.check_alive()
+
+
 def test_nic_statistics_registers_count_the_traffic(kernel):
     """The Intel NICs' own statistics registers (GPRC, GORC, GPTC, GOTC, MPC, RNBC,
     CRCERRS), read by the driver about once a second and added up, and the vmxnet3's UPT1

@@ -208,6 +208,87 @@ def test_slaac_global_address_from_dnsmasq_router_advertisements():
     assert not addr.endswith("ff:fe00:2"), addr
 
 
+def test_dhcpv6_lease_from_dnsmasq_serves_and_is_renewed(tmp_path):
+    """A router whose advertisements set the M flag (dnsmasq with a DHCPv6 range, no
+    SLAAC prefix, two-minute leases): the server asks DHCPv6 for an address (Solicit,
+    Advertise, Request, Reply), holds the one leased after DAD (said on the console),
+    answers `ping -6` and serves HTTP at it (curl, byte-exact), and renews the lease with
+    the same server at T1 (dnsmasq's log shows the Renew and its Reply)."""
+    s = Server(extra=("--ip6-secret", SECRET))
+    dns = None
+    log = []
+    try:
+        s.ns.ip("-6", "addr", "add", "2001:db8:1::1/64", "dev", "bw0", "nodad")
+        s.ns.run("sysctl", "-qw", "net.ipv6.conf.bw0.forwarding=1")
+        dns = subprocess.Popen(
+            s.ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
+                     "--interface=bw0", "--bind-interfaces", "--user=root", "--pid-file",
+                     "--enable-ra", "--ra-param=bw0,3", "--log-facility=-", "--log-dhcp",
+                     "--dhcp-range=2001:db8:1::100,2001:db8:1::1ff,64,2m"),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 40
+        m = None
+        while time.time() < deadline and not m:
+            m = re.search(r"bareweb: IPv6 (2001:db8:1::1[0-9a-f]{2}) on the link", s.output())
+            time.sleep(0.3)
+        assert m, f"no leased address in 40 s:\n{s.output()}"
+        addr = m.group(1)
+        r = s.ns.run("ping", "-6", "-n", "-c", "3", "-i", "0.2", "-W", "2", addr, check=False)
+        assert r.returncode == 0 and "3 received" in r.stdout, r.stdout + r.stderr
+        out = tmp_path / "style.css"
+        r = s.ns.run("curl", "-sS", "-g", "--max-time", "30", "-o", out,
+                     f"http://[{addr}]/style.css", check=False)
+        assert out.read_bytes() == (SITE / "style.css").read_bytes(), r.stderr
+        # T1: half the preferred lifetime dnsmasq gives (a lease of 2 min: 60 s).
+        time.sleep(70)
+    finally:
+        if dns:
+            dns.terminate()
+            out, _ = dns.communicate(timeout=5)
+            log = out.splitlines()
+        counters = s.stop()
+        s.ns.close()
+        s.log.close()
+    kinds = [k for l in log for k in ("SOLICIT", "REQUEST", "RENEW") if f"DHCPREPLY" not in l
+             and re.search(rf"DHCP{k}\(bw0\)", l)]
+    assert kinds[:2] == ["SOLICIT", "REQUEST"], log
+    assert "RENEW" in kinds, log
+    assert any(re.search(rf"DHCPREPLY\(bw0\) {re.escape(addr)}", l) for l in log), log
+    assert counters.get("dhcp6_sent", 0) >= 3, counters
+
+
+def test_ip6_dhcp6_asks_for_its_address_without_a_router():
+    """`--ip6 dhcp6`: DHCPv6 is asked at start, no router advertisement needed (dnsmasq
+    serves DHCPv6 without advertising); the leased address serves HTTP."""
+    s = Server(extra=("--ip6-secret", SECRET, "--ip6", "dhcp6"))
+    dns = None
+    try:
+        s.ns.ip("-6", "addr", "add", "2001:db8:1::1/64", "dev", "bw0", "nodad")
+        dns = subprocess.Popen(
+            s.ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
+                     "--interface=bw0", "--bind-interfaces", "--user=root", "--pid-file",
+                     "--log-facility=-", "--dhcp-range=2001:db8:1::100,2001:db8:1::1ff,64,1h"),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        m = None
+        while time.time() < deadline and not m:
+            m = re.search(r"bareweb: IPv6 (2001:db8:1::1[0-9a-f]{2}) on the link", s.output())
+            time.sleep(0.3)
+        assert m, f"no leased address in 30 s:\n{s.output()}"
+        r = s.ns.run("curl", "-sS", "-g", "--max-time", "30", "-o", "/dev/null", "-w",
+                     "%{http_code}", f"http://[{m.group(1)}]/", check=False)
+        assert r.stdout == "200", r.stderr
+    finally:
+        if dns:
+            dns.terminate()
+            dns.wait(5)
+        counters = s.stop()
+        s.ns.close()
+        s.log.close()
+    assert counters.get("nd_router_adverts", 0) == 0, counters
+    assert counters.get("dhcp6_sent", 0) >= 2, counters
+
+
 SNIFF_MLDV1 = r"""
 import socket, sys, time
 mac, secs = bytes.fromhex(sys.argv[1].replace(":", "")), float(sys.argv[2])

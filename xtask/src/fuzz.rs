@@ -31,6 +31,8 @@ pub const TARGETS: &[&str] = &[
     "tcp_client",
     // The DHCP client (the bare machine's): replies and time in any order.
     "dhcp",
+    // The DHCPv6 client: servers' messages parsed, and time, in any order.
+    "dhcp6",
     "http_request",
     // The access log's lines (common, combined, JSON) from hostile request bytes.
     "access_log",

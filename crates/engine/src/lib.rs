@@ -7,8 +7,8 @@
 //!
 //! - Level 0
 //!   - [`wire`]: zero-copy views over Ethernet, ARP, IPv4, ICMP, IPv6, ICMPv6 (NDP, MLD),
-//!     TCP and UDP frames, and the Internet checksum. After `new_checked` succeeds no
-//!     accessor panics.
+//!     TCP and UDP frames, DHCPv6's client messages, and the Internet checksum. After
+//!     `new_checked` succeeds no accessor panics.
 //!   - [`ring`]: the lock-free single-producer single-consumer ring cores talk through.
 //!   - [`stats`]: one core's counters and live measurements, and the counters a platform
 //!     keeps outside the engine (`stats::platform`).

@@ -89,6 +89,9 @@ counters! {
     mld_reports,
     /// Multicast listener queries taken (a link-local source, hop limit 1, Router Alert).
     mld_queries,
+    /// DHCPv6 messages sent (Solicit, Request, Renew, Rebind, Information-request), when a
+    /// router advertisement's M or O flag asks.
+    dhcp6_sent,
     /// IPv6 Packet Too Big messages taken: quoting a segment of a connection in flight
     /// (RFC 8201; one per segment the router dropped).
     icmp6_too_big,

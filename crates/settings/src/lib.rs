@@ -83,6 +83,8 @@ pub struct Settings {
     /// `ip6=ADDR/PREFIX`: a configured global address (`None`: from router
     /// advertisements, SLAAC).
     pub ip6_static: Option<Ip6Static>,
+    /// `ip6=dhcp6`: the global address from DHCPv6 alone, asked for at start (no SLAAC).
+    pub ip6_dhcp6: bool,
     /// `ip6_secret=HEX`: the RFC 7217 secret of the stable IPv6 address (`None`: random
     /// per start).
     pub ip6_secret: Option<[u8; 16]>,
@@ -222,6 +224,7 @@ impl Default for Settings {
             // IPv6 on by default (`ip6=slaac`), unlike the engine's own Config.
             ip6: true,
             ip6_static: None,
+            ip6_dhcp6: false,
             ip6_secret: engine.ipv6_secret,
             port: engine.port,
             sched: engine.sched,
@@ -288,6 +291,7 @@ impl Settings {
         cfg.gateway = self.gateway;
         cfg.ipv6 = self.ip6;
         cfg.ipv6_secret = self.ip6_secret;
+        cfg.ipv6_dhcp6 = self.ip6_dhcp6;
         cfg.ipv6_static = self
             .ip6_static
             .map(|a| (bareweb_engine::wire::Ipv6Address(a.addr), a.prefix));
@@ -383,8 +387,8 @@ pub struct Ip6Static {
 /// (RFC 7217), so fe80::/10 is refused, as are addresses no interface may hold
 /// (unspecified, loopback, multicast, IPv4-mapped).
 fn ip6_static(v: &str) -> Result<Ip6Static, &'static str> {
-    const WANT: &str = "expected slaac, off or ADDR/PREFIX (an IPv6 address and a prefix \
-                        length, e.g. 2001:db8::80/64)";
+    const WANT: &str = "expected slaac, dhcp6, off or ADDR/PREFIX (an IPv6 address and a \
+                        prefix length, e.g. 2001:db8::80/64)";
     let (a, p) = v.split_once('/').ok_or(WANT)?;
     let addr: core::net::Ipv6Addr = a.parse().map_err(|_| WANT)?;
     let prefix: u8 = p.parse().map_err(|_| WANT)?;
@@ -691,19 +695,21 @@ pub static OPTIONS: [Opt; 36] = [
     Opt {
         word: "ip6",
         long: "ip6",
-        arg: Arg::Value("slaac|ADDR/PREFIX|off"),
+        arg: Arg::Value("slaac|dhcp6|ADDR/PREFIX|off"),
         help: help!(
             "IPv6 on the link: `slaac` (a stable link-local address, RFC 7217, checked by \
                duplicate address detection; neighbour discovery, ping, MLD; global addresses \
-               from router advertisements), `ADDR/PREFIX` (the same with this global \
-               address instead of advertised ones, e.g. 2001:db8::80/64) or `off` \
-               [default: slaac; off on a bond]"
+               from router advertisements, and from DHCPv6 when a router's M flag asks), \
+               `dhcp6` (the same, but the global address from DHCPv6 alone, asked for at \
+               start), `ADDR/PREFIX` (this global address instead, e.g. 2001:db8::80/64) \
+               or `off` [default: slaac; off on a bond]"
         ),
         set: |s, v| {
-            (s.ip6, s.ip6_static) = match v {
-                "slaac" => (true, None),
-                "off" => (false, None),
-                _ => (true, Some(ip6_static(v)?)),
+            (s.ip6, s.ip6_static, s.ip6_dhcp6) = match v {
+                "slaac" => (true, None, false),
+                "dhcp6" => (true, None, true),
+                "off" => (false, None, false),
+                _ => (true, Some(ip6_static(v)?), false),
             };
             Ok(())
         },
@@ -1157,8 +1163,11 @@ mod tests {
             cfg.ipv6_static,
             Some((bareweb_engine::wire::Ipv6Address(want.addr), 64))
         );
+        assert_eq!(s.set("ip6", "dhcp6"), Some(Ok(())));
+        assert_eq!((s.ip6, s.ip6_static, s.ip6_dhcp6), (true, None, true));
+        assert!(s.config([0; 16]).ipv6_dhcp6);
         assert_eq!(s.set("ip6", "slaac"), Some(Ok(())));
-        assert_eq!((s.ip6, s.ip6_static), (true, None));
+        assert_eq!((s.ip6, s.ip6_static, s.ip6_dhcp6), (true, None, false));
         s.set("ip6", "2001:db8::80/128").unwrap().unwrap();
         assert_eq!(s.set("ip6", "off"), Some(Ok(())));
         assert_eq!((s.ip6, s.ip6_static), (false, None));

@@ -19,10 +19,12 @@
 //! serves it as an IPv4 one.
 
 use super::addr6::{self, LinkLocal};
+use super::dhcp6::{Client as Dhcp6Client, Event as Dhcp6Event, Poll as Dhcp6Poll};
 use super::mld6::{Listener, Report, MAX_GROUPS};
 use super::neigh6::{NeighbourCache, Solicit};
 use super::slaac::{Routers, Slaac, MAX_PREFIXES};
 use super::Drop;
+use crate::wire::dhcpv6;
 use crate::wire::icmpv6::Message;
 use crate::wire::ipv6::{ChainError, Upper, HEADER_LEN as IP6_LEN};
 use crate::wire::{
@@ -34,6 +36,10 @@ const ALL_NODES: Ipv6Address = Ipv6Address::ALL_NODES;
 const ALL_ROUTERS: Ipv6Address = Ipv6Address::ALL_ROUTERS;
 /// The link MTU a router's MTU option may not exceed (Ethernet's).
 const LINK_MTU: u32 = 1500;
+/// A DHCPv6 server's answer: from port 547 to port 546.
+const DHCP6_PORTS: [u8; 4] = [2, 35, 2, 34];
+/// The client's message: from port 546 to port 547.
+const DHCP6_PORTS_OUT: [u8; 4] = [2, 34, 2, 35];
 const UNSPECIFIED: Ipv6Address = Ipv6Address::UNSPECIFIED;
 /// Ethernet + IPv6 header bytes in front of an ICMPv6 message.
 pub const L2L3: usize = ethernet::HEADER_LEN + IP6_LEN;
@@ -105,6 +111,12 @@ pub enum Out<'a> {
     /// A multicast listener report (RFC 3810 §5.2; MLDv1's, RFC 2710 §3, after an MLDv1
     /// query): from our link-local address or `::`, hop limit 1, behind a Router Alert.
     Mld(Report),
+    /// The DHCPv6 client's message (its first `len` octets in the link's buffer), from
+    /// our link-local address, port 546, to All_DHCP_Relay_Agents_and_Servers, port 547.
+    Dhcp6 {
+        /// Its length.
+        len: usize,
+    },
 }
 
 /// What a frame or the clock made the link do.
@@ -174,6 +186,12 @@ pub struct Link {
     pub slaac: Routers,
     /// The groups we listen to, reported (MLD).
     pub mld: Listener,
+    /// The DHCPv6 client, started by a router advertisement's M or O flag.
+    pub dhcp6: Dhcp6Client,
+    /// Its message last built ([`Out::Dhcp6`]).
+    dhcp6_out: [u8; dhcpv6::MAX_EMIT],
+    /// `--ip6 dhcp6`: solicit as soon as the link-local address is preferred.
+    dhcp6_at_start: bool,
 }
 
 impl Link {
@@ -186,7 +204,17 @@ impl Link {
             neigh: NeighbourCache::new(),
             slaac: Routers::new(secret, mac),
             mld: Listener::new(mld_seed(&secret)),
+            dhcp6: Dhcp6Client::new(mac.0, dhcp6_seed(&secret)),
+            dhcp6_out: [0; dhcpv6::MAX_EMIT],
+            dhcp6_at_start: false,
         }
+    }
+
+    /// `--ip6 dhcp6`: the global address from DHCPv6 alone, solicited once the link-local
+    /// address is preferred, whatever routers' flags say; advertised prefixes make none.
+    pub fn dhcp6_only(&mut self) {
+        self.slaac.no_autoconf();
+        self.dhcp6_at_start = true;
     }
 
     /// The groups we listen to (besides all-nodes): the solicited-node group of each
@@ -307,6 +335,10 @@ impl Link {
             .min(self.neigh.deadline())
             .min(self.slaac.deadline())
             .min(self.mld.deadline())
+            .min(match self.addr.preferred() {
+                Some(_) => self.dhcp6.deadline(),
+                None => u64::MAX,
+            })
     }
 
     /// The clock at `now`: the next thing to do, if any (call until `None`).
@@ -334,6 +366,9 @@ impl Link {
                     self.slaac.start(now, word);
                     // And our groups reported from it, for routers (the module doc).
                     self.mld.rejoin(now);
+                    if self.dhcp6_at_start && self.dhcp6.phase() == super::dhcp6::Phase::Idle {
+                        self.dhcp6.solicit(now);
+                    }
                 }
                 return Some(Step::Address(e));
             }
@@ -352,13 +387,36 @@ impl Link {
                     dad_nonce: Some(nonce),
                 }))
             }
-            Some(Slaac::Address(e)) => return Some(Step::Address(e)),
+            Some(Slaac::Address(e)) => {
+                if let addr6::Event::InUse(a) = e {
+                    // A leased address held by another node: the client asks again later.
+                    self.dhcp6.declined(a, now);
+                }
+                return Some(Step::Address(e));
+            }
             Some(Slaac::Expired(a)) => return Some(Step::Address(addr6::Event::Expired(a))),
             Some(Slaac::Solicit) if self.addr.preferred().is_some() => {
                 return Some(Step::Send(Out::RouterSolicit))
             }
             Some(Slaac::Solicit) => return Some(Step::Done),
             None => {}
+        }
+        if self.addr.preferred().is_some() {
+            match self.dhcp6.poll(now, &mut self.dhcp6_out) {
+                Some(Dhcp6Poll::Send(len)) => return Some(Step::Send(Out::Dhcp6 { len })),
+                Some(Dhcp6Poll::Event(Dhcp6Event::Lost(a))) => {
+                    return Some(match self.slaac.release(a) {
+                        true => Step::Address(addr6::Event::Expired(a)),
+                        false => Step::Done,
+                    });
+                }
+                Some(Dhcp6Poll::Event(Dhcp6Event::Leased(l))) => {
+                    self.slaac
+                        .lease(l.addr, l.preferred_until, l.valid_until, now);
+                    return Some(Step::Done);
+                }
+                None => {}
+            }
         }
         let Solicit { target, unicast } = self.neigh.poll(now)?;
         if self.addr.preferred().is_none() {
@@ -371,6 +429,40 @@ impl Link {
             unicast,
             dad_nonce: None,
         }))
+    }
+
+    /// A DHCPv6 server's answer (UDP from port 547 to 546, checksum verified) from `src`
+    /// to `dst`: taken from a link-local source to our link-local address (an on-link
+    /// server; RFC 8415 §18.3: it answers there), for the client; the lease it gives is
+    /// held in a prefix slot of its own, checked by DAD.
+    fn dhcp6_answer<'a>(
+        &mut self,
+        src: Ipv6Address,
+        dst: Ipv6Address,
+        datagram: &[u8],
+        now: u64,
+    ) -> Result<Step<'a>, Drop6> {
+        if !src.is_link_local() || Some(dst) != self.addr.preferred() {
+            return Err(Drop6::Frame(Drop::NotForUs));
+        }
+        let m = dhcpv6::parse(datagram.get(8..).unwrap_or_default())?;
+        match self.dhcp6.receive(&m, now) {
+            Some(Dhcp6Event::Leased(l)) => {
+                if self
+                    .slaac
+                    .lease(l.addr, l.preferred_until, l.valid_until, now)
+                {
+                    // The new address listens to its group before its DAD probe.
+                    let groups = self.groups();
+                    self.mld.listen(&groups, now);
+                }
+                Ok(Step::Done)
+            }
+            Some(Dhcp6Event::Lost(a)) if self.slaac.release(a) => {
+                Ok(Step::Address(addr6::Event::Expired(a)))
+            }
+            _ => Ok(Step::Done),
+        }
     }
 
     /// Whether a frame to `dst` is one this link takes: our MAC, all-nodes', or our
@@ -440,6 +532,9 @@ impl Link {
             if !cfg!(fuzzing) && checksum::fold(sum) != 0xffff {
                 return Err(Drop6::Frame(Drop::Checksum));
             }
+            if udp && body.get(..4) == Some(&DHCP6_PORTS) {
+                return self.dhcp6_answer(src, ip.dst_addr, body, now);
+            }
             return Ok(if udp {
                 Step::Udp {
                     src_mac,
@@ -478,6 +573,8 @@ impl Link {
             Icmpv6Repr::RouterAdvert {
                 router_lifetime,
                 options,
+                managed,
+                other,
                 ..
             } => {
                 // From a router's link-local address only (RFC 4861 §6.1.2), hop limit
@@ -490,6 +587,10 @@ impl Link {
                     return Err(Drop6::Frame(Drop::Malformed));
                 }
                 self.neigh.solicited_by(src, options.source_lladdr(), now);
+                // DHCPv6 when the router asks (RFC 4861 §4.2), once we can speak.
+                if preferred.is_some() {
+                    self.dhcp6.advertised(managed, other, now);
+                }
                 // A new prefix's address listens to its group before its DAD probe.
                 let groups = self.groups();
                 self.mld.listen(&groups, now);
@@ -614,6 +715,7 @@ impl Link {
     pub fn write(&self, out: &Out<'_>, buf: &mut [u8]) -> Option<usize> {
         let (dst_mac, src, dst, msg) = match *out {
             Out::Mld(r) => return self.write_mld(&r, buf),
+            Out::Dhcp6 { len } => return self.write_dhcp6(len, buf),
             Out::Advert {
                 target,
                 dst_mac,
@@ -705,6 +807,46 @@ impl Link {
         Some(len)
     }
 
+    /// Builds the DHCPv6 client's message (its first `len` octets in `dhcp6_out`) in a
+    /// frame: from our link-local address, port 546, to ff02::1:2, port 547, hop limit 1
+    /// (the servers are on the link).
+    fn write_dhcp6(&self, len: usize, buf: &mut [u8]) -> Option<usize> {
+        let src = self.addr.preferred()?;
+        let msg = self.dhcp6_out.get(..len)?;
+        let udp_len = 8 + len;
+        let total = L2L3 + udp_len;
+        let buf = buf.get_mut(..total)?;
+        let mut frame = EthernetFrame::new_unchecked(&mut buf[..]);
+        ethernet::Repr {
+            src_addr: self.mac,
+            dst_addr: dhcpv6::ALL_SERVERS.multicast_ethernet(),
+            ethertype: EtherType::Ipv6,
+        }
+        .emit(&mut frame);
+        Ipv6Repr {
+            src_addr: src,
+            dst_addr: dhcpv6::ALL_SERVERS,
+            next_header: Ipv6NextHeader::Udp,
+            payload_len: udp_len,
+            hop_limit: 1,
+        }
+        .emit(&mut Ipv6Packet::new_unchecked(
+            &mut buf[ethernet::HEADER_LEN..L2L3],
+        ));
+        let udp = &mut buf[L2L3..];
+        udp[..4].copy_from_slice(&DHCP6_PORTS_OUT);
+        udp[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
+        udp[6..8].copy_from_slice(&[0, 0]);
+        udp[8..].copy_from_slice(msg);
+        let pseudo = checksum::pseudo_header_v6(&src.0, &dhcpv6::ALL_SERVERS.0, 17, udp_len as u32);
+        let sum = match !checksum::fold(checksum::accumulate(pseudo, udp)) {
+            0 => 0xffff,
+            s => s,
+        };
+        udp[6..8].copy_from_slice(&sum.to_be_bytes());
+        Some(total)
+    }
+
     /// Builds a listener report: from our link-local address once it is preferred, `::`
     /// before (RFC 3810 §5.2.13), hop limit 1, a hop-by-hop header with the Router Alert
     /// (§5); MLDv2's to ff02::16, MLDv1's to its group.
@@ -751,6 +893,13 @@ impl Link {
 
 /// The listener's random seed: a PRF of the link's secret under a label of its own (its
 /// delays are seen on the wire, so they must not give the RFC 7217 secret away).
+fn dhcp6_seed(secret: &[u8; 16]) -> u64 {
+    use core::hash::Hasher;
+    let mut h = siphasher::sip::SipHasher24::new_with_key(secret);
+    h.write(b"bareweb dhcpv6 ids");
+    h.finish()
+}
+
 fn mld_seed(secret: &[u8; 16]) -> u64 {
     use core::hash::Hasher;
     let mut h = siphasher::sip::SipHasher24::new_with_key(secret);

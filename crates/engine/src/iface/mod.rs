@@ -23,9 +23,11 @@
 //!   and timers), and [`slaac`](mod@slaac) (what router advertisements give: routers,
 //!   prefixes and the global addresses made in them, the MTU; router solicitations), and
 //!   [`mld6`](mod@mld6) (the multicast listener: MLDv2 reports of the groups the link
-//!   listens to, answers to queries, MLDv1 compatibility).
+//!   listens to, answers to queries, MLDv1 compatibility), and [`dhcp6`](mod@dhcp6) (the
+//!   DHCPv6 client: a leased address, renewed, when routers' M flag or `--ip6 dhcp6` asks).
 
 pub mod addr6;
+pub mod dhcp6;
 pub mod egress;
 pub mod ingress;
 pub mod ipv6;

@@ -56,6 +56,9 @@ pub struct Prefix {
     /// When it stops being preferred: deprecated after (RFC 4862 §5.5.4), still answered;
     /// kept for choosing a source address once the server originates from global ones.
     pub preferred_until: u64,
+    /// Leased by DHCPv6 ([`Routers::lease`]): its lifetimes are the lease's, and a
+    /// router's prefix of the same /64 is not this entry.
+    pub leased: bool,
 }
 
 /// A default router.
@@ -140,7 +143,67 @@ impl Routers {
             addr: LinkLocal::fixed(self.secret, self.mac, addr, now),
             valid_until: u64::MAX,
             preferred_until: u64::MAX,
+            leased: false,
         });
+    }
+
+    /// Holds `addr`, leased by DHCPv6 (RFC 8415 §18.2.10.1), until `valid_until` (ns),
+    /// preferred until `preferred_until`: a new lease takes a free slot and is checked by
+    /// DAD (held by another node: given up, `Event::InUse`); a lease held has its
+    /// lifetimes set. Returns whether it is held (no free slot: counted in `refused`).
+    pub fn lease(
+        &mut self,
+        addr: Ipv6Address,
+        preferred_until: u64,
+        valid_until: u64,
+        now: u64,
+    ) -> bool {
+        if let Some(p) = self
+            .prefixes
+            .iter_mut()
+            .flatten()
+            .find(|p| p.leased && p.addr.addr() == addr)
+        {
+            (p.preferred_until, p.valid_until) = (preferred_until, valid_until);
+            return true;
+        }
+        match self.prefixes.iter_mut().find(|p| p.is_none()) {
+            Some(slot) => {
+                *slot = Some(Prefix {
+                    addr: LinkLocal::fixed(self.secret, self.mac, addr, now),
+                    valid_until,
+                    preferred_until,
+                    leased: true,
+                });
+                true
+            }
+            None => {
+                self.refused += 1;
+                false
+            }
+        }
+    }
+
+    /// The leased address `addr` is no longer ours (its lease lost): its slot is freed.
+    /// Returns whether it was in use (preferred or deprecated), so worth telling.
+    pub fn release(&mut self, addr: Ipv6Address) -> bool {
+        let mut used = false;
+        for slot in self.prefixes.iter_mut() {
+            if slot
+                .as_ref()
+                .is_some_and(|p| p.leased && p.addr.addr() == addr)
+            {
+                used |= slot.as_ref().is_some_and(|p| p.addr.preferred().is_some());
+                *slot = None;
+            }
+        }
+        used
+    }
+
+    /// Advertised prefixes make no address from now on (`--ip6 dhcp6`: DHCPv6's alone);
+    /// routers and the MTU are still taken.
+    pub fn no_autoconf(&mut self) {
+        self.autoconf = false;
     }
 
     /// The link-local address became preferred at `now`: router solicitations start after
@@ -268,7 +331,7 @@ impl Routers {
             .prefixes
             .iter_mut()
             .flatten()
-            .find(|p| p.addr.prefix() == p8)
+            .find(|p| !p.leased && p.addr.prefix() == p8)
         {
             // e) the lifetimes of a prefix held.
             let left = p.valid_until.saturating_sub(now);
@@ -291,6 +354,7 @@ impl Routers {
                     addr: LinkLocal::in_prefix(self.secret, self.mac, p8, now),
                     valid_until: until(valid),
                     preferred_until: until(preferred),
+                    leased: false,
                 })
             }
             None => self.refused += 1,

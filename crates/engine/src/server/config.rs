@@ -127,6 +127,9 @@ pub struct Config {
     /// beside the link-local one (checked by DAD) instead of addresses from router
     /// advertisements; `None`: SLAAC.
     pub ipv6_static: Option<(crate::wire::Ipv6Address, u8)>,
+    /// `--ip6 dhcp6`: the global address from DHCPv6 alone, solicited as soon as the
+    /// link-local address is preferred; advertised prefixes make none.
+    pub ipv6_dhcp6: bool,
 }
 
 /// Most networks [`ProxySources`] holds.
@@ -223,6 +226,7 @@ impl Config {
             ipv6: false,
             ipv6_secret: None,
             ipv6_static: None,
+            ipv6_dhcp6: false,
         }
     }
 }

@@ -152,6 +152,9 @@ impl<L: Lookup<'static>> Server<L> {
             if let Some((addr, _)) = self.cfg.ipv6_static {
                 link.slaac.configure(addr, now);
             }
+            if self.cfg.ipv6_dhcp6 {
+                link.dhcp6_only();
+            }
             Box::new(link)
         });
         if now < link.deadline() {
@@ -224,6 +227,7 @@ impl<L: Lookup<'static>> Server<L> {
                         Out::Solicit { .. } => s.nd_solicitations += 1,
                         Out::RouterSolicit => s.nd_router_solicits += 1,
                         Out::Mld(_) => s.mld_reports += 1,
+                        Out::Dhcp6 { .. } => s.dhcp6_sent += 1,
                     }
                 }
                 sent == Sent::Frame

@@ -1,4 +1,5 @@
-//! Wire formats: zero-copy packet views with checked accessors, in the smoltcp manner.
+//! Wire formats: zero-copy packet views with checked accessors, in the smoltcp manner
+//! (and DHCPv6's client messages, parsed into a value: `dhcpv6`).
 //!
 //! Contract (every module here keeps it):
 //! - untrusted bytes enter only through `Packet::new_checked`, which checks every length
@@ -16,6 +17,7 @@
 
 pub mod arp;
 pub mod checksum;
+pub mod dhcpv6;
 pub mod ethernet;
 pub mod icmp;
 pub mod icmpv6;

@@ -718,3 +718,154 @@ fn a_configured_address_held_elsewhere_is_given_up_and_its_group_left() {
     assert!(!l.multicast_macs().contains(&sn.multicast_ethernet()));
     assert_eq!(l.slot_of(a), None);
 }
+
+/// A UDP datagram from the peer's MAC: `src`:`sport` to `dst`:`dport`, checksum right.
+fn udp6_frame(
+    src: Ipv6Address,
+    dst: Ipv6Address,
+    ports: (u16, u16),
+    payload: &[u8],
+) -> std::vec::Vec<u8> {
+    let udp_len = 8 + payload.len();
+    let mut f = std::vec![0u8; L2L3 + udp_len];
+    ethernet::Repr {
+        src_addr: PEER_MAC,
+        dst_addr: MAC,
+        ethertype: EtherType::Ipv6,
+    }
+    .emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
+    Ipv6Repr {
+        src_addr: src,
+        dst_addr: dst,
+        next_header: NextHeader::Udp,
+        payload_len: udp_len,
+        hop_limit: 64,
+    }
+    .emit(&mut Ipv6Packet::new_unchecked(&mut f[14..L2L3]));
+    let u = &mut f[L2L3..];
+    u[..2].copy_from_slice(&ports.0.to_be_bytes());
+    u[2..4].copy_from_slice(&ports.1.to_be_bytes());
+    u[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
+    u[8..].copy_from_slice(payload);
+    let ph = checksum::pseudo_header_v6(&src.0, &dst.0, 17, udp_len as u32);
+    let s = !checksum::fold(checksum::accumulate(ph, u));
+    u[6..8].copy_from_slice(&s.to_be_bytes());
+    f
+}
+
+/// A server's Advertise (`kind` 2) or Reply (7) for transaction `xid`, offering `addr`.
+fn dhcp6_answer(kind: u8, xid: &[u8], addr: Ipv6Address) -> std::vec::Vec<u8> {
+    let opt = |code: u16, body: &[u8]| {
+        let mut v = code.to_be_bytes().to_vec();
+        v.extend_from_slice(&(body.len() as u16).to_be_bytes());
+        v.extend_from_slice(body);
+        v
+    };
+    let mut m = std::vec![kind];
+    m.extend_from_slice(xid);
+    m.extend(opt(
+        1,
+        crate::wire::dhcpv6::Duid::link_layer(MAC.0).as_bytes(),
+    ));
+    m.extend(opt(2, &[0, 1, 0, 1, 9, 9, 9, 9]));
+    let mut ia_addr = addr.0.to_vec();
+    ia_addr.extend_from_slice(&[0, 0, 1, 0, 0, 0, 2, 0]); // 256 s, 512 s
+    let mut ia = std::vec![0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+    ia.extend(opt(5, &ia_addr));
+    m.extend(opt(3, &ia));
+    m.extend(opt(7, &[255]));
+    m
+}
+
+/// The M flag of a router advertisement starts DHCPv6: a Solicit from the link-local
+/// address to ff02::1:2 (hop limit 1, ports 546 → 547, checksum right); the server's
+/// Advertise brings a Request; its Reply's address is held, checked by DAD, then ours in
+/// use (answered). An answer from a global source, or to another transaction, is not
+/// taken.
+#[test]
+fn a_managed_router_advertisement_leases_an_address_over_dhcpv6() {
+    let (mut l, t) = preferred_link();
+    let router: Ipv6Address = "fe80::1".parse().unwrap();
+    let mut opts = std::vec![1, 1];
+    opts.extend_from_slice(&PEER_MAC.0);
+    let ra = Icmpv6Repr::RouterAdvert {
+        hop_limit: 64,
+        managed: true,
+        other: true,
+        router_lifetime: 1800,
+        reachable_time: 0,
+        retrans_timer: 0,
+        options: crate::wire::icmpv6::NdiscOptions::parse(&opts).unwrap(),
+    };
+    let f = frame(
+        ALL_NODES.multicast_ethernet(),
+        router,
+        ALL_NODES,
+        255,
+        &ra,
+        false,
+    );
+    assert_eq!(l.receive(&f, t), Ok(Step::Router));
+    let mut buf = [0u8; 512];
+    // Runs the clock until the client sends; returns the time and its message.
+    let next = |l: &mut Link, buf: &mut [u8; 512]| -> (u64, std::vec::Vec<u8>) {
+        for _ in 0..50 {
+            let now = l.deadline();
+            if let Some(Step::Send(o @ Out::Dhcp6 { .. })) = l.poll(now) {
+                let n = l.write(&o, buf).unwrap();
+                return (now, buf[..n].to_vec());
+            }
+        }
+        panic!("no DHCPv6 message")
+    };
+    let (now, f) = next(&mut l, &mut buf);
+    let ll = l.addr.addr();
+    let servers: Ipv6Address = "ff02::1:2".parse().unwrap();
+    assert_eq!(&f[..6], &servers.multicast_ethernet().0);
+    let ip = Ipv6Packet::new_checked(&f[14..]).unwrap();
+    let r = Ipv6Repr::parse(&ip).unwrap();
+    assert_eq!((r.src_addr, r.dst_addr, r.hop_limit), (ll, servers, 1));
+    assert_eq!(r.next_header, NextHeader::Udp);
+    let u = &f[L2L3..];
+    assert_eq!(&u[..4], &[2, 34, 2, 35]);
+    let ph = checksum::pseudo_header_v6(&ll.0, &servers.0, 17, u.len() as u32);
+    assert_eq!(checksum::fold(checksum::accumulate(ph, u)), 0xffff);
+    assert_eq!(u[8], 1, "a Solicit");
+    let xid = u[9..12].to_vec();
+    let leased: Ipv6Address = "2001:db8:5::185".parse().unwrap();
+    // Not taken: from a global source; another transaction.
+    let g = udp6_frame(
+        "2001:db8::1".parse().unwrap(),
+        ll,
+        (547, 546),
+        &dhcp6_answer(2, &xid, leased),
+    );
+    assert_eq!(l.receive(&g, now), Err(Drop6::Frame(Drop::NotForUs)));
+    let other = udp6_frame(router, ll, (547, 546), &dhcp6_answer(2, &[1, 2, 3], leased));
+    assert_eq!(l.receive(&other, now), Ok(Step::Done));
+    assert_eq!(l.dhcp6.refused.unexpected, 1);
+    let adv = udp6_frame(router, ll, (547, 546), &dhcp6_answer(2, &xid, leased));
+    assert_eq!(l.receive(&adv, now), Ok(Step::Done));
+    let (now, f) = next(&mut l, &mut buf);
+    let u = &f[L2L3..];
+    assert_eq!(u[8], 3, "a Request");
+    let reply = udp6_frame(router, ll, (547, 546), &dhcp6_answer(7, &u[9..12], leased));
+    assert_eq!(l.receive(&reply, now), Ok(Step::Done));
+    // Held, tentative: its group listened to, DAD's probe, then preferred and served.
+    let p = l.slaac.holding(leased).expect("the lease is held");
+    assert!(p.leased);
+    assert_eq!(p.valid_until, now + 512 * 1_000_000_000);
+    assert!(l.groups().contains(&Some(leased.solicited_node())));
+    assert_eq!(l.slot_of(leased), None, "tentative");
+    let mut news = None;
+    for _ in 0..20 {
+        let at = l.deadline();
+        if let Some(Step::Address(e)) = l.poll(at) {
+            news = Some(e);
+            break;
+        }
+    }
+    assert_eq!(news, Some(Event::Preferred(leased)));
+    assert!(l.slot_of(leased).is_some());
+    assert!(l.slaac.addresses().any(|a| a == leased));
+}
