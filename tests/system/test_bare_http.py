@@ -141,10 +141,13 @@ def test_a_server_killed_mid_run_is_counted_and_fails_the_run():
     try:
         run = subprocess.Popen(
             b.ns.cmd(BIN, "load", "--tap", "bwc0", "--ip", f"{CLIENT_IP}/24",
-                     f"http://{SERVER_IP}/files/1m.bin", "--parallel", "4", "--seconds", "4",
+                     f"http://{SERVER_IP}/files/1m.bin", "--parallel", "4", "--seconds", "6",
                      "--timeout", "1", "--json"),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        fetching(run)  # a second in, some fetches done (however slow the start), 3 s to go
+        # A second in, some fetches done (however slow the start), 5 s to go: room for the
+        # kill to land and the 1 s timeouts to fire before the run ends on a loaded CI
+        # machine (with 4 s, one CI run ended with four fetches open and no error counted).
+        fetching(run)
         b.proc.kill()
         b.proc.wait(10)
         out, err = run.communicate(timeout=30)
