@@ -265,11 +265,23 @@ fn run_core0<N: CoreQueue + Sleeper>(
     let mut rest = SpinThenSleep(rest_of(&booted, 0));
     // Tell the link our address now: the first packets for us need not wait for ARP.
     server.announce(&mut nic);
+    let mut log = ConsoleLog::of(&booted.settings);
+    if ipv6 {
+        // One round makes the IPv6 link (its addresses and groups); the NIC's filter is
+        // set before DAD's probe can be answered (its delay, below a second, runs from
+        // now), not at the first tick 100 ms on.
+        server.poll(&mut nic, &clock, &mut log);
+        let groups = server.ipv6_link().map(|l| l.multicast_macs());
+        if let (Some(f), Some(m)) = (multicast.as_mut(), groups) {
+            f.set(&m);
+            listened = Some(m);
+        }
+    }
     run_core_hooked(
         &mut server,
         &mut nic,
         &clock,
-        &mut ConsoleLog::of(&booted.settings),
+        &mut log,
         &ctx,
         &mut rest,
         every,

@@ -10,7 +10,8 @@
 //! them; preference 255 is taken at once; then the most preferred) → Request → Reply:
 //! bound. At T1 Renew to that server, at T2 Rebind to any, until the valid lifetime ends:
 //! the address is lost and soliciting starts again. T1 and T2 of 0 (the server leaves
-//! them to us) are half and 0.8 of the preferred lifetime (§21.4's suggestion). The O
+//! them to us) are half and 0.8 of the preferred lifetime (§21.4's suggestion); T1 is
+//! never under [`MIN_T1_S`]. The O
 //! flag alone: Information-request → Reply, again after its refresh time (default a day,
 //! at least ten minutes, §21.23).
 //!
@@ -57,6 +58,10 @@ const IRT_DEFAULT_NS: u64 = 86_400 * NS;
 const IRT_MINIMUM_NS: u64 = 600 * NS;
 /// How long after giving up a leased address (in use on the link) soliciting starts again.
 pub const DECLINED_WAIT_NS: u64 = 60 * NS;
+/// The earliest a Renew follows the Reply that bound or renewed (T1's floor): a
+/// server answering with a preferred lifetime of 0, or a T1 of a second, would otherwise
+/// have the client renew as fast as it answers.
+pub const MIN_T1_S: u32 = 60;
 
 /// What the client does now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,6 +178,8 @@ pub struct Client {
     state: State,
     /// The server's SOL_MAX_RT, when it gave one.
     sol_max_rt: u64,
+    /// The server's INF_MAX_RT, when it gave one.
+    inf_max_rt: u64,
     /// The DNS servers last given.
     pub dns: [Option<Ipv6Address>; MAX_DNS],
     /// Answers not taken.
@@ -193,6 +200,7 @@ impl Client {
             iaid: 1,
             state: State::Idle,
             sol_max_rt: SOL_MAX_RT_NS,
+            inf_max_rt: SOL_MAX_RT_NS,
             dns: [None; MAX_DNS],
             refused: Refusals::default(),
             sent: 0,
@@ -398,7 +406,7 @@ impl Client {
                 MessageType::InformationRequest,
                 None,
                 None,
-                self.sol_max_rt,
+                self.inf_max_rt,
             ),
         }
     }
@@ -482,13 +490,22 @@ impl Client {
             self.refused.identity += 1;
             return None;
         };
-        if let Some(rt) = m.sol_max_rt {
-            self.sol_max_rt = u64::from(rt.clamp(60, 86_400)) * NS;
+        // §21.24, §21.25: a value out of 60..=86400 is ignored.
+        let in_range = |rt: u32| (60..=86_400).contains(&rt).then(|| u64::from(rt) * NS);
+        if let Some(rt) = m.sol_max_rt.and_then(in_range) {
+            self.sol_max_rt = rt;
         }
-        let offered = m
+        if let Some(rt) = m.inf_max_rt.and_then(in_range) {
+            self.inf_max_rt = rt;
+        }
+        // Our IA_NA, T1 not after T2 (§21.4: else discarded), with an address a host can
+        // hold: global unicast, not ::, loopback, multicast, link-local or IPv4-mapped
+        // (any host on the link sees our Solicit and could answer it).
+        let ia = m
             .ia_na
             .filter(|ia| ia.iaid == self.iaid)
-            .and_then(|ia| ia.addr.map(|a| (ia, a)));
+            .filter(|ia| ia.t1 == 0 || ia.t2 == 0 || ia.t1 <= ia.t2);
+        let offered = ia.and_then(|ia| ia.addr.filter(|a| holdable(a.addr)).map(|a| (ia, a)));
         match (self.state, m.kind) {
             (State::Soliciting { best, .. }, MessageType::Advertise) => {
                 let Some((_, addr)) =
@@ -520,17 +537,41 @@ impl Client {
             (State::Requesting { .. }, MessageType::Reply)
             | (State::Renewing { .. }, MessageType::Reply)
             | (State::Rebinding { .. }, MessageType::Reply) => {
-                let no_binding = m.ia_na.and_then(|ia| ia.status) == Some(status::NO_BINDING);
+                let no_binding = ia.and_then(|ia| ia.status) == Some(status::NO_BINDING);
                 let held = self.lease();
                 let Some((ia, addr)) = offered.filter(|_| !no_binding) else {
                     self.refused.no_address += 1;
-                    // No address for us any more: solicit again (a lease held stays
-                    // until its valid lifetime, which poll ends).
-                    if held.is_none() || no_binding {
-                        self.solicit(now);
-                        return held.map(|l| Event::Lost(l.addr));
+                    match held {
+                        // §18.2.10.1: the server lost our binding: ask for it again with
+                        // a Request; the address stays until that Reply or the end of its
+                        // valid lifetime.
+                        Some(l) if no_binding => {
+                            let offer = Offer {
+                                server: l.server,
+                                addr: IaAddress {
+                                    addr: l.addr,
+                                    preferred: 0,
+                                    valid: 0,
+                                },
+                                preference: 0,
+                            };
+                            let tx = self.begin(now, false, FIRST_TIMEOUT_NS);
+                            self.state = State::Requesting { tx, offer };
+                            return None;
+                        }
+                        // Taken back (a valid lifetime of 0): no longer ours.
+                        Some(l) if ia.and_then(|ia| ia.revoked) == Some(l.addr) => {
+                            self.solicit(now);
+                            return Some(Event::Lost(l.addr));
+                        }
+                        // Else a lease held stays until its valid lifetime, which poll
+                        // ends; without one, solicit again.
+                        Some(_) => return None,
+                        None => {
+                            self.solicit(now);
+                            return None;
+                        }
                     }
-                    return None;
                 };
                 self.take_dns(m);
                 let lease = self.bind(server, ia.t1, ia.t2, addr, now);
@@ -567,11 +608,19 @@ impl Client {
         };
         let preferred = a.preferred.min(a.valid);
         // T1/T2 of 0: ours to choose, half and 0.8 of the preferred lifetime; never past
-        // the valid lifetime, T1 never after T2.
+        // the valid lifetime, T1 never after T2, neither sooner than MIN_T1_S.
         let (t1, t2) = match (t1, t2) {
             (0, _) | (_, 0) => (preferred / 2, preferred / 5 * 4),
             (t1, t2) => (t1.min(t2), t2),
         };
+        // A T1 raised to the floor keeps a Renew before the Rebind (T2 at 1.6 times it,
+        // as 0.5 and 0.8 above).
+        let t2 = match t1 < MIN_T1_S {
+            true => t2.max(MIN_T1_S / 5 * 8),
+            false => t2,
+        };
+        let t1 = t1.max(MIN_T1_S);
+        let t2 = t2.max(t1);
         let valid_until = until(a.valid);
         Lease {
             addr: a.addr,
@@ -582,6 +631,16 @@ impl Client {
             server,
         }
     }
+}
+
+/// Whether a server may lease us `a`: a global unicast address (RFC 4291), not one no
+/// interface holds or one only the link gives.
+fn holdable(a: Ipv6Address) -> bool {
+    a.is_unicast()
+        && !a.is_unspecified()
+        && !a.is_loopback()
+        && !a.is_link_local()
+        && !a.is_ipv4_mapped()
 }
 
 /// What [`Client::poll`] asks for.

@@ -387,13 +387,7 @@ impl Link {
                     dad_nonce: Some(nonce),
                 }))
             }
-            Some(Slaac::Address(e)) => {
-                if let addr6::Event::InUse(a) = e {
-                    // A leased address held by another node: the client asks again later.
-                    self.dhcp6.declined(a, now);
-                }
-                return Some(Step::Address(e));
-            }
+            Some(Slaac::Address(e)) => return Some(self.global_news(e, now)),
             Some(Slaac::Expired(a)) => return Some(Step::Address(addr6::Event::Expired(a))),
             Some(Slaac::Solicit) if self.addr.preferred().is_some() => {
                 return Some(Step::Send(Out::RouterSolicit))
@@ -431,6 +425,16 @@ impl Link {
         }))
     }
 
+    /// A global address's DAD news, as a step: a leased address found held by another
+    /// node (`InUse`, as for a configured one) is declined to the DHCPv6 client, which
+    /// asks again later.
+    fn global_news(&mut self, e: addr6::Event, now: u64) -> Step<'static> {
+        if let addr6::Event::InUse(a) = e {
+            self.dhcp6.declined(a, now);
+        }
+        Step::Address(e)
+    }
+
     /// A DHCPv6 server's answer (UDP from port 547 to 546, checksum verified) from `src`
     /// to `dst`: taken from a link-local source to our link-local address (an on-link
     /// server; RFC 8415 §18.3: it answers there), for the client; the lease it gives is
@@ -446,8 +450,14 @@ impl Link {
             return Err(Drop6::Frame(Drop::NotForUs));
         }
         let m = dhcpv6::parse(datagram.get(8..).unwrap_or_default())?;
+        let before = self.dhcp6.lease().map(|l| l.addr);
         match self.dhcp6.receive(&m, now) {
             Some(Dhcp6Event::Leased(l)) => {
+                // Another address than the one held: the old one is no longer ours
+                // (RFC 8415 §18.2.10.1; the client holds one).
+                let replaced = before
+                    .filter(|&old| old != l.addr)
+                    .filter(|&old| self.slaac.release(old));
                 if self
                     .slaac
                     .lease(l.addr, l.preferred_until, l.valid_until, now)
@@ -455,8 +465,15 @@ impl Link {
                     // The new address listens to its group before its DAD probe.
                     let groups = self.groups();
                     self.mld.listen(&groups, now);
+                } else {
+                    // Not held (every slot taken, or the address ours otherwise): given
+                    // up as if in use, asked again later.
+                    self.dhcp6.declined(l.addr, now);
                 }
-                Ok(Step::Done)
+                Ok(match replaced {
+                    Some(old) => Step::Address(addr6::Event::Expired(old)),
+                    None => Step::Done,
+                })
             }
             Some(Dhcp6Event::Lost(a)) if self.slaac.release(a) => {
                 Ok(Step::Address(addr6::Event::Expired(a)))
@@ -661,7 +678,7 @@ impl Link {
                 }
                 if let Some(p) = self.slaac.holding(target) {
                     if let Some(e) = p.addr.solicitation(target, src, nonce, now) {
-                        return Ok(Step::Address(e));
+                        return Ok(self.global_news(e, now));
                     }
                 }
                 if !self.is_preferred(target) {
@@ -696,7 +713,7 @@ impl Link {
                 }
                 if let Some(p) = self.slaac.holding(target) {
                     if let Some(e) = p.addr.advertisement(target, now) {
-                        return Ok(Step::Address(e));
+                        return Ok(self.global_news(e, now));
                     }
                     return Ok(Step::Done);
                 }

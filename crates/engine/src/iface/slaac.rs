@@ -158,6 +158,16 @@ impl Routers {
         valid_until: u64,
         now: u64,
     ) -> bool {
+        // An address held otherwise (SLAAC's, configured) is not leased again.
+        if self
+            .prefixes
+            .iter()
+            .flatten()
+            .any(|p| !p.leased && p.addr.addr() == addr)
+        {
+            self.refused += 1;
+            return false;
+        }
         if let Some(p) = self
             .prefixes
             .iter_mut()

@@ -11,7 +11,7 @@
 //! Identifiers (DUIDs of at most [`MAX_DUID`] octets); the first IA_NA, with the first of
 //! its addresses that has a non-zero valid lifetime and no error status; the message's
 //! and the IA_NA's status codes; the preference; up to [`MAX_DNS`] DNS servers; the
-//! information refresh time and SOL_MAX_RT. Everything else (unknown options, further
+//! information refresh time, SOL_MAX_RT and INF_MAX_RT. Everything else (unknown options, further
 //! IA_NAs, the status messages' text) is stepped over. A walk over options is bounded by
 //! the bytes it is given (every option takes four octets at least), and an option whose
 //! length runs past its container refuses the whole message ([`Error::Truncated`]).
@@ -77,6 +77,8 @@ pub mod option {
     pub const INFORMATION_REFRESH_TIME: u16 = 32;
     /// SOL_MAX_RT.
     pub const SOL_MAX_RT: u16 = 82;
+    /// INF_MAX_RT.
+    pub const INF_MAX_RT: u16 = 83;
 }
 
 /// Status codes (RFC 8415 §21.13) a client acts on.
@@ -159,8 +161,12 @@ pub struct IaNa {
     pub t1: u32,
     /// When to rebind, seconds from now (0: the client chooses).
     pub t2: u32,
-    /// The first address offered with a non-zero valid lifetime and no error status.
+    /// The first address offered with a non-zero valid lifetime, a preferred lifetime not
+    /// above it and no error status.
     pub addr: Option<IaAddress>,
+    /// The first address given a valid lifetime of 0: the server takes it back (RFC 8415
+    /// §18.2.10.1).
+    pub revoked: Option<Ipv6Address>,
     /// The IA's own status code, when it carries one.
     pub status: Option<u16>,
 }
@@ -188,6 +194,8 @@ pub struct ServerMessage {
     pub info_refresh: Option<u32>,
     /// SOL_MAX_RT, seconds.
     pub sol_max_rt: Option<u32>,
+    /// INF_MAX_RT, seconds.
+    pub inf_max_rt: Option<u32>,
 }
 
 /// The options in `b`, each as (code, body); `Err(Truncated)` for one that runs past `b`.
@@ -257,6 +265,7 @@ fn ia_na(body: &[u8]) -> Result<IaNa> {
         t1: be32(&body[4..8]),
         t2: be32(&body[8..12]),
         addr: None,
+        revoked: None,
         status: None,
     };
     for o in options(&body[12..]) {
@@ -264,9 +273,13 @@ fn ia_na(body: &[u8]) -> Result<IaNa> {
         match code {
             option::IAADDR => {
                 let (a, st) = ia_address(b)?;
-                let usable = a.valid != 0 && st.is_none_or(|s| s == status::SUCCESS);
+                let ok = st.is_none_or(|s| s == status::SUCCESS);
+                let usable = ok && a.valid != 0 && a.preferred <= a.valid;
                 if usable && ia.addr.is_none() {
                     ia.addr = Some(a);
+                }
+                if a.valid == 0 && ia.revoked.is_none() {
+                    ia.revoked = Some(a.addr);
                 }
             }
             option::STATUS_CODE if ia.status.is_none() => ia.status = Some(status_of(b)?),
@@ -298,6 +311,7 @@ pub fn parse(b: &[u8]) -> Result<ServerMessage> {
         dns: [None; MAX_DNS],
         info_refresh: None,
         sol_max_rt: None,
+        inf_max_rt: None,
     };
     for o in options(&b[4..]) {
         let (code, body) = o?;
@@ -325,6 +339,7 @@ pub fn parse(b: &[u8]) -> Result<ServerMessage> {
                 m.info_refresh = Some(be32(body));
             }
             option::SOL_MAX_RT if body.len() == 4 => m.sol_max_rt = Some(be32(body)),
+            option::INF_MAX_RT if body.len() == 4 => m.inf_max_rt = Some(be32(body)),
             _ => {}
         }
     }

@@ -56,6 +56,7 @@ fn answer(
                 preferred,
                 valid,
             }),
+            revoked: None,
             status: None,
         }),
         status: None,
@@ -63,6 +64,7 @@ fn answer(
         dns: [Some(DNS), None, None],
         info_refresh: None,
         sol_max_rt: None,
+        inf_max_rt: None,
     }
 }
 
@@ -212,7 +214,7 @@ fn renew_at_t1_rebind_at_t2_lost_at_the_valid_lifetimes_end() {
 }
 
 #[test]
-fn a_renew_answered_extends_the_lease_and_no_binding_solicits_again() {
+fn a_renew_answered_extends_the_lease_and_no_binding_requests_it_again() {
     let (mut c, start) = bound();
     let mut now = start;
     let (_, xid, ..) = next_send(&mut c, &mut now, 600 * NS);
@@ -233,10 +235,102 @@ fn a_renew_answered_extends_the_lease_and_no_binding_solicits_again() {
         t1: 0,
         t2: 0,
         addr: None,
+        revoked: None,
         status: Some(status::NO_BINDING),
     });
-    assert_eq!(c.receive(&nb, now), Some(Event::Lost(ADDR)));
+    // §18.2.10.1: a Request for the same address to the same server, at once.
+    assert_eq!(c.receive(&nb, now), None);
+    assert_eq!(c.phase(), Phase::Requesting);
+    let (t, xid, srv, addr) = next_send(&mut c, &mut now, NS);
+    assert_eq!(t, MessageType::Request as u8);
+    assert_eq!(
+        (srv.as_deref(), addr),
+        (Some(server(1).as_bytes()), Some(ADDR.0))
+    );
+    let e = c.receive(
+        &answer(MessageType::Reply, xid, 1, Some((ADDR, 3000, 4000))),
+        now,
+    );
+    assert!(
+        matches!(e, Some(Event::Leased(l)) if l.addr == ADDR),
+        "{e:?}"
+    );
+}
+
+/// A Reply giving the held address a valid lifetime of 0 takes it back: lost, and
+/// soliciting again. One offering another address moves the lease to it.
+#[test]
+fn an_address_taken_back_is_lost_and_one_replaced_is_leased_anew() {
+    let (mut c, start) = bound();
+    let mut now = start;
+    let (_, xid, ..) = next_send(&mut c, &mut now, 600 * NS);
+    let mut back = answer(MessageType::Reply, xid, 1, None);
+    back.ia_na = Some(IaNa {
+        iaid: 1,
+        t1: 0,
+        t2: 0,
+        addr: None,
+        revoked: Some(ADDR),
+        status: None,
+    });
+    assert_eq!(c.receive(&back, now), Some(Event::Lost(ADDR)));
     assert_eq!(c.phase(), Phase::Soliciting);
+    let (mut c, start) = bound();
+    let mut now = start;
+    let (_, xid, ..) = next_send(&mut c, &mut now, 600 * NS);
+    let e = c.receive(
+        &answer(MessageType::Reply, xid, 1, Some((OTHER, 100, 200))),
+        now,
+    );
+    assert!(
+        matches!(e, Some(Event::Leased(l)) if l.addr == OTHER),
+        "{e:?}"
+    );
+}
+
+/// An offer of an address no host may hold (any host on the link sees our Solicit and
+/// could answer it) is not an offer; an IA_NA with T1 after T2 is discarded; SOL_MAX_RT
+/// out of 60..=86400 is ignored.
+#[test]
+fn offers_of_addresses_no_host_holds_are_refused() {
+    let mut c = Client::new(MAC, 11);
+    let mut now = NS;
+    c.advertised(true, false, now);
+    let (_, xid, ..) = next_send(&mut c, &mut now, NS);
+    for bad in ["ff02::1", "fe80::1", "::1", "::", "::ffff:10.0.0.1"] {
+        let a: Ipv6Address = bad.parse().unwrap();
+        let mut m = answer(MessageType::Advertise, xid, 1, Some((a, 100, 200)));
+        m.preference = 255;
+        m.sol_max_rt = Some(1);
+        assert_eq!(c.receive(&m, now), None, "{bad}");
+    }
+    let mut late = answer(MessageType::Advertise, xid, 1, Some((ADDR, 100, 200)));
+    late.preference = 255;
+    late.ia_na.as_mut().unwrap().t1 = 200;
+    late.ia_na.as_mut().unwrap().t2 = 100;
+    assert_eq!(c.receive(&late, now), None);
+    assert_eq!(c.refused.no_address, 6);
+    assert_eq!(c.phase(), Phase::Soliciting);
+    assert_eq!(c.sol_max_rt, SOL_MAX_RT_NS);
+}
+
+/// A server answering every Renew at once with a preferred lifetime of 0 (so T1 = T2 = 0)
+/// is renewed with no sooner than a minute after each answer, not as fast as it answers.
+#[test]
+fn renewals_are_at_least_a_minute_apart_whatever_the_server_says() {
+    let (mut c, start) = bound();
+    let mut now = start;
+    for _ in 0..5 {
+        let before = now;
+        let (t, xid, ..) = next_send(&mut c, &mut now, 3000 * NS);
+        assert_eq!(t, MessageType::Renew as u8);
+        assert!(now >= before + u64::from(MIN_T1_S) * NS, "{now} {before}");
+        let e = c.receive(
+            &answer(MessageType::Reply, xid, 1, Some((ADDR, 0, 4000))),
+            now,
+        );
+        assert!(matches!(e, Some(Event::Leased(_))), "{e:?}");
+    }
 }
 
 #[test]

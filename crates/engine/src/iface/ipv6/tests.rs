@@ -869,3 +869,74 @@ fn a_managed_router_advertisement_leases_an_address_over_dhcpv6() {
     assert!(l.slot_of(leased).is_some());
     assert!(l.slaac.addresses().any(|a| a == leased));
 }
+
+/// A leased address another node answers for during its DAD is given up and declined to
+/// the client, which asks again only a minute later.
+#[test]
+fn a_leased_address_held_elsewhere_is_declined() {
+    let (mut l, t) = preferred_link();
+    let leased: Ipv6Address = "2001:db8:5::185".parse().unwrap();
+    let mut opts = std::vec![1, 1];
+    opts.extend_from_slice(&PEER_MAC.0);
+    let ra = Icmpv6Repr::RouterAdvert {
+        hop_limit: 64,
+        managed: true,
+        other: false,
+        router_lifetime: 1800,
+        reachable_time: 0,
+        retrans_timer: 0,
+        options: crate::wire::icmpv6::NdiscOptions::parse(&opts).unwrap(),
+    };
+    let router: Ipv6Address = "fe80::1".parse().unwrap();
+    let f = frame(
+        ALL_NODES.multicast_ethernet(),
+        router,
+        ALL_NODES,
+        255,
+        &ra,
+        false,
+    );
+    l.receive(&f, t).unwrap();
+    let ll = l.addr.addr();
+    let mut buf = [0u8; 512];
+    let mut answer_next = |l: &mut Link, kind: u8| {
+        for _ in 0..50 {
+            let now = l.deadline();
+            if let Some(Step::Send(o @ Out::Dhcp6 { .. })) = l.poll(now) {
+                let n = l.write(&o, &mut buf).unwrap();
+                let xid = buf[L2L3 + 9..L2L3 + 12].to_vec();
+                let f = udp6_frame(router, ll, (547, 546), &dhcp6_answer(kind, &xid, leased));
+                assert_eq!(l.receive(&f, now), Ok(Step::Done), "{n}");
+                return now;
+            }
+        }
+        panic!("no DHCPv6 message")
+    };
+    answer_next(&mut l, 2);
+    let now = answer_next(&mut l, 7);
+    assert_eq!(l.dhcp6.phase(), super::super::dhcp6::Phase::Bound);
+    // Another node says it holds the address (its advertisement, unsolicited).
+    let na = Icmpv6Repr::NeighborAdvert {
+        router: false,
+        solicited: false,
+        override_: true,
+        target: leased,
+        target_lladdr: Some(PEER_MAC),
+    };
+    let f = frame(
+        ALL_NODES.multicast_ethernet(),
+        peer(),
+        ALL_NODES,
+        255,
+        &na,
+        false,
+    );
+    assert_eq!(l.receive(&f, now), Ok(Step::Address(Event::InUse(leased))));
+    assert_eq!(l.dhcp6.phase(), super::super::dhcp6::Phase::Idle);
+    assert_eq!(l.dhcp6.lease(), None);
+    let next = l.dhcp6.deadline();
+    assert!(
+        next >= now + super::super::dhcp6::DECLINED_WAIT_NS,
+        "{next} {now}"
+    );
+}

@@ -160,6 +160,14 @@ fn an_address_refused_or_dead_is_not_offered() {
     let got = m.ia_na.unwrap();
     assert_eq!((got.t1, got.t2), (100, 160));
     assert_eq!(got.addr.map(|a| a.addr), Some(other));
+    assert_eq!(
+        got.revoked,
+        Some(LEASED),
+        "a valid lifetime of 0 takes it back"
+    );
+    // A preferred lifetime above the valid one: not usable (§21.6).
+    let m = parse(&reply(&[ia(1, &[ia_addr(LEASED, 30, 20, &[])])])).unwrap();
+    assert_eq!(m.ia_na.unwrap().addr, None);
     // The IA's own status, and the message's.
     let m = parse(&reply(&[
         ia(1, std::slice::from_ref(&no_addrs)),
