@@ -57,71 +57,6 @@ def test_every_file_right_sha256(kernel, tmp_path):
     kernel.check_alive()
 
 
-def test_ipv6_ping_and_every_file_byte_exact_at_both_addresses(kernel, tmp_path):
-    """IPv6 on the bare machine, with each NIC model: its link-local address (RFC 7217,
-    DAD) answers ping, and ping to all-nodes (so the NIC's multicast filter lets ff02::1 and
-    the solicited-node group Linux resolves it through in); dnsmasq's router advertisement
-    gives it a global address; every file comes byte-exact over both, with curl."""
-    ll = kernel.ipv6_addr("fe80::")
-    ns = kernel.ns
-    kernel.wait_linux_ipv6()
-    r = ns.run("ping", "-6", "-n", "-c", "3", "-i", "0.2", "-W", "2", f"{ll}%{TAP}", check=False)
-    assert r.returncode == 0 and "3 received" in r.stdout, (r.stdout, r.stderr, kernel.report())
-    r = ns.run("ping", "-6", "-n", "-c", "2", "-i", "0.3", "-W", "2", f"ff02::1%{TAP}",
-               check=False)
-    assert f"from {ll}" in r.stdout, (r.stdout, r.stderr)
-    ns.ip("-6", "addr", "add", "2001:db8:1::1/64", "dev", TAP, "nodad")
-    dns = subprocess.Popen(
-        ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
-               f"--interface={TAP}", "--bind-interfaces", "--user=root", "--pid-file",
-               "--enable-ra", "--dhcp-range=2001:db8:1::,ra-only,64,1h", "--log-facility=-"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        glob = kernel.ipv6_addr("2001:db8:1:")
-    finally:
-        dns.terminate()
-        dns.wait(5)
-    for f in site_files():
-        for host in (f"[{ll}%{TAP}]", f"[{glob}]"):
-            out = tmp_path / "body"
-            r = ns.run("curl", "-sS", "-g", "--max-time", "60", "-o", out, "-w",
-                       "%{http_code} %{remote_ip}", f"http://{host}{url_path(f)}", check=False)
-            assert r.stdout == f"200 {host.strip('[]').split('%')[0]}", \
-                (host, url_path(f), r.stdout, r.stderr, kernel.report())
-            assert hashlib.sha256(out.read_bytes()).hexdigest() == sha(f), \
-                f"{host}{url_path(f)}: wrong bytes"
-    kernel.check_alive()
-
-
-def test_ipv6_address_leased_over_dhcpv6(kernel, tmp_path):
-    """The bare machine's DHCPv6 client with each NIC model: dnsmasq's router
-    advertisement sets the M flag, the kernel asks DHCPv6 (Solicit, Request, from its
-    link-local address to ff02::1:2, a group whose frames its NIC's filter need not take),
-    holds the address leased after DAD and serves a file byte-exact at it."""
-    ll = kernel.ipv6_addr("fe80::")
-    ns = kernel.ns
-    kernel.wait_linux_ipv6()
-    ns.ip("-6", "addr", "add", "2001:db8:2::1/64", "dev", TAP, "nodad")
-    dns = subprocess.Popen(
-        ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
-               f"--interface={TAP}", "--bind-interfaces", "--user=root", "--pid-file",
-               "--enable-ra", "--dhcp-range=2001:db8:2::100,2001:db8:2::1ff,64,1h",
-               "--log-facility=-"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        addr = kernel.ipv6_addr("2001:db8:2::1")
-    finally:
-        dns.terminate()
-        dns.wait(5)
-    out = tmp_path / "body"
-    r = ns.run("curl", "-sS", "-g", "--max-time", "60", "-o", out, "-w", "%{http_code}",
-               f"http://[{addr}]/style.css", check=False)
-    assert r.stdout == "200", (r.stdout, r.stderr, kernel.report())
-    assert out.read_bytes() == (SITE / "style.css").read_bytes()
-    assert ll != addr
-    kernel.check_alive()
-
-
 def test_nic_statistics_registers_count_the_traffic(kernel):
     """The Intel NICs' own statistics registers (GPRC, GORC, GPTC, GOTC, MPC, RNBC,
     CRCERRS), read by the driver about once a second and added up, and the vmxnet3's UPT1
@@ -356,6 +291,71 @@ def test_counters_clean_and_doorbells_batched(kernel):
     assert 0 < st["doorbells"], st
     print(f"\n{kernel.nic}: {st['doorbells']} doorbells for {st['http_requests']} requests, "
           f"{st['nic_tx']} frames sent")
+
+
+def test_ipv6_ping_and_every_file_byte_exact_at_both_addresses(kernel, tmp_path):
+    """IPv6 on the bare machine, with each NIC model: its link-local address (RFC 7217,
+    DAD) answers ping, and ping to all-nodes (so the NIC's multicast filter lets ff02::1 and
+    the solicited-node group Linux resolves it through in); dnsmasq's router advertisement
+    gives it a global address; every file comes byte-exact over both, with curl."""
+    ll = kernel.ipv6_addr("fe80::")
+    ns = kernel.ns
+    kernel.wait_linux_ipv6()
+    r = ns.run("ping", "-6", "-n", "-c", "3", "-i", "0.2", "-W", "2", f"{ll}%{TAP}", check=False)
+    assert r.returncode == 0 and "3 received" in r.stdout, (r.stdout, r.stderr, kernel.report())
+    r = ns.run("ping", "-6", "-n", "-c", "2", "-i", "0.3", "-W", "2", f"ff02::1%{TAP}",
+               check=False)
+    assert f"from {ll}" in r.stdout, (r.stdout, r.stderr)
+    ns.ip("-6", "addr", "add", "2001:db8:1::1/64", "dev", TAP, "nodad")
+    dns = subprocess.Popen(
+        ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
+               f"--interface={TAP}", "--bind-interfaces", "--user=root", "--pid-file",
+               "--enable-ra", "--dhcp-range=2001:db8:1::,ra-only,64,1h", "--log-facility=-"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        glob = kernel.ipv6_addr("2001:db8:1:")
+    finally:
+        dns.terminate()
+        dns.wait(5)
+    for f in site_files():
+        for host in (f"[{ll}%{TAP}]", f"[{glob}]"):
+            out = tmp_path / "body"
+            r = ns.run("curl", "-sS", "-g", "--max-time", "60", "-o", out, "-w",
+                       "%{http_code} %{remote_ip}", f"http://{host}{url_path(f)}", check=False)
+            assert r.stdout == f"200 {host.strip('[]').split('%')[0]}", \
+                (host, url_path(f), r.stdout, r.stderr, kernel.report())
+            assert hashlib.sha256(out.read_bytes()).hexdigest() == sha(f), \
+                f"{host}{url_path(f)}: wrong bytes"
+    kernel.check_alive()
+
+
+def test_ipv6_address_leased_over_dhcpv6(kernel, tmp_path):
+    """The bare machine's DHCPv6 client with each NIC model: dnsmasq's router
+    advertisement sets the M flag, the kernel asks DHCPv6 (Solicit, Request, from its
+    link-local address to ff02::1:2, a group whose frames its NIC's filter need not take),
+    holds the address leased after DAD and serves a file byte-exact at it."""
+    ll = kernel.ipv6_addr("fe80::")
+    ns = kernel.ns
+    kernel.wait_linux_ipv6()
+    ns.ip("-6", "addr", "add", "2001:db8:2::1/64", "dev", TAP, "nodad")
+    dns = subprocess.Popen(
+        ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
+               f"--interface={TAP}", "--bind-interfaces", "--user=root", "--pid-file",
+               "--enable-ra", "--dhcp-range=2001:db8:2::100,2001:db8:2::1ff,64,1h",
+               "--log-facility=-"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        addr = kernel.ipv6_addr("2001:db8:2::1")
+    finally:
+        dns.terminate()
+        dns.wait(5)
+    out = tmp_path / "body"
+    r = ns.run("curl", "-sS", "-g", "--max-time", "60", "-o", out, "-w", "%{http_code}",
+               f"http://[{addr}]/style.css", check=False)
+    assert r.stdout == "200", (r.stdout, r.stderr, kernel.report())
+    assert out.read_bytes() == (SITE / "style.css").read_bytes()
+    assert ll != addr
+    kernel.check_alive()
 
 
 def test_panic_and_exception_are_reported_and_stop_qemu():

@@ -91,6 +91,8 @@ fn per_queue<N: CoreQueue + Sleeper + Send + 'static>(
             if let Some(c) = booted.dhcp_client.take() {
                 server.own_dhcp(c);
             }
+            // Before the heap is sealed (start_serving): the link's tables.
+            server.start_ipv6(booted.clock.now_ns());
             mine = Some((server, nic));
         } else {
             jobs.push(ap_job(&booted, core, server, nic, board));
@@ -141,6 +143,8 @@ where
     if let Some(c) = booted.dhcp_client.take() {
         server.own_dhcp(c);
     }
+    // Before the heap is sealed (start_serving): the link's tables.
+    server.start_ipv6(booted.clock.now_ns());
     let bsp_http = matches!(plan.mode, Mode::NetCore { bsp_http: true });
     let what = alloc::format!(
         "netcore: core 0 owns the NIC{}, {} HTTP core(s)",
@@ -267,10 +271,9 @@ fn run_core0<N: CoreQueue + Sleeper>(
     server.announce(&mut nic);
     let mut log = ConsoleLog::of(&booted.settings);
     if ipv6 {
-        // One round makes the IPv6 link (its addresses and groups); the NIC's filter is
-        // set before DAD's probe can be answered (its delay, below a second, runs from
-        // now), not at the first tick 100 ms on.
-        server.poll(&mut nic, &clock, &mut log);
+        // The IPv6 link was made before the heap was sealed: the NIC's filter is set now,
+        // before DAD's probe can be answered (its delay, below a second, runs from the
+        // link's making), not at the first tick 100 ms on.
         let groups = server.ipv6_link().map(|l| l.multicast_macs());
         if let (Some(f), Some(m)) = (multicast.as_mut(), groups) {
             f.set(&m);

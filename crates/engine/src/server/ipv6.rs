@@ -131,10 +131,33 @@ impl<L: Lookup<'static>> Server<L> {
     /// When the link next has timer work (`u64::MAX`: none; 0: not started yet).
     pub(super) fn ipv6_deadline(&self) -> u64 {
         match &self.ipv6 {
-            Some(l) => l.deadline(),
+            Some(_) => self.ipv6_next,
             None if cfg!(feature = "ipv6") && self.cfg.ipv6 => 0,
             None => u64::MAX,
         }
+    }
+
+    /// Makes the IPv6 link now (`now`: the clock, from which DAD's delay runs), if
+    /// `Config::ipv6` asks and it is not made yet; else the first round makes it. A
+    /// platform that allows no allocation once serving (the bare machine seals its heap)
+    /// calls this before.
+    pub fn start_ipv6(&mut self, now: u64) {
+        if !cfg!(feature = "ipv6") || !self.cfg.ipv6 || self.ipv6.is_some() {
+            return;
+        }
+        let secret = self
+            .cfg
+            .ipv6_secret
+            .unwrap_or_else(|| derived_secret(&self.cfg.isn_key));
+        let mut link = Link::new(secret, self.iface.mac, now);
+        if let Some((addr, _)) = self.cfg.ipv6_static {
+            link.slaac.configure(addr, now);
+        }
+        if self.cfg.ipv6_dhcp6 {
+            link.dhcp6_only();
+        }
+        self.ipv6 = Some(Box::new(link));
+        self.ipv6_next = 0;
     }
 
     /// Once per round: starts the link, runs its timers. Returns whether anything was sent.
@@ -143,21 +166,8 @@ impl<L: Lookup<'static>> Server<L> {
             return false;
         }
         let now = self.now_ns;
-        let link = self.ipv6.get_or_insert_with(|| {
-            let secret = self
-                .cfg
-                .ipv6_secret
-                .unwrap_or_else(|| derived_secret(&self.cfg.isn_key));
-            let mut link = Link::new(secret, self.iface.mac, now);
-            if let Some((addr, _)) = self.cfg.ipv6_static {
-                link.slaac.configure(addr, now);
-            }
-            if self.cfg.ipv6_dhcp6 {
-                link.dhcp6_only();
-            }
-            Box::new(link)
-        });
-        if now < link.deadline() {
+        self.start_ipv6(now);
+        if now < self.ipv6_next {
             return false;
         }
         let mut worked = false;
@@ -168,7 +178,15 @@ impl<L: Lookup<'static>> Server<L> {
             // The clock's steps are the link's own (never a datagram to log).
             worked |= self.ipv6_step(step, tx, &mut crate::http::log::NoLog);
         }
+        self.link_ran();
         worked
+    }
+
+    /// After the link ran (its round, a frame not TCP or UDP): its next deadline, and the
+    /// IPv6 frame builder looked at again (an address may have changed).
+    fn link_ran(&mut self) {
+        self.ipv6_next = self.ipv6.as_ref().map_or(u64::MAX, |l| l.deadline());
+        self.egress6_local = u8::MAX;
     }
 
     /// A received IPv6 frame.
@@ -186,7 +204,11 @@ impl<L: Lookup<'static>> Server<L> {
                 return;
             }
         };
-        match link.receive(bytes, now) {
+        let r = link.receive(bytes, now);
+        // A TCP segment or UDP datagram leaves the link's timers as they were (the hot
+        // path); anything else may have set one (a solicitation learned, a lease).
+        let timers_same = matches!(r, Ok(Step::Tcp { .. } | Step::Udp { .. }));
+        match r {
             Ok(step) => {
                 self.ipv6_step(step, tx, log);
             }
@@ -194,6 +216,9 @@ impl<L: Lookup<'static>> Server<L> {
             Err(Drop6::Unserved) => self.stats.drop_ipv6_unserved += 1,
             Err(Drop6::TooBig) => self.stats.drop_too_big += 1,
             Err(Drop6::Frame(d)) => self.count_drop(d),
+        }
+        if !timers_same {
+            self.link_ran();
         }
     }
 

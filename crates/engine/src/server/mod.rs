@@ -166,6 +166,9 @@ pub struct Server<L: Lookup<'static>> {
     /// The frame builder of the IPv6 address the segment being built leaves from
     /// (`sync_egress`).
     egress6: Egress,
+    /// The `local` (`LOCAL_V6 | slot`) `egress6` was last made for; `u8::MAX`: look again
+    /// (the link may have changed an address).
+    egress6_local: u8,
     /// Which of our addresses the frame being handled was sent to (`Interface::local`).
     rx_local: u8,
     /// The next hops' MACs for VIP connections (`reply_mac`).
@@ -231,6 +234,10 @@ pub struct Server<L: Lookup<'static>> {
     address_changed: bool,
     /// IPv6 on the link, once started (`ipv6.rs`).
     ipv6: Option<Box<crate::iface::ipv6::Link>>,
+    /// When the link next has timer work: its `deadline()` after the last call that could
+    /// change it (its round, a frame not TCP or UDP), so a round pays a compare, not the
+    /// neighbour cache's scan.
+    ipv6_next: u64,
     /// The addresses' news not yet taken, oldest first ([`Server::take_ipv6_news`]).
     ipv6_news: [Option<crate::iface::addr6::Event>; 4],
     /// Path MTUs Packet Too Big messages taught (IPv6).
@@ -296,6 +303,7 @@ impl<L: Lookup<'static>> Server<L> {
                 Egress::from(iface.mac, cfg.vips.get(k as u8 + 1).unwrap_or(cfg.ip))
             }),
             egress6: Egress::new(&iface).with_ip6(crate::wire::Ipv6Address::UNSPECIFIED),
+            egress6_local: u8::MAX,
             rx_local: 0,
             neigh: crate::iface::Neighbours::new(),
             conns: Table::new(n),
@@ -342,6 +350,7 @@ impl<L: Lookup<'static>> Server<L> {
             dhcp_seen: cfg.dhcp.map_or(0, |d| d.generation().wrapping_sub(1)),
             address_changed: false,
             ipv6: None,
+            ipv6_next: 0,
             ipv6_news: [None; 4],
             path_mtus: ipv6::PathMtus::default(),
             reset: [(Peer::default(), 0); RESET_MEMORY],
@@ -811,6 +820,12 @@ impl<L: Lookup<'static>> Server<L> {
 
     #[inline(never)]
     fn sync_egress6(&mut self, local: u8) {
+        // The slot's address cannot have changed since it was last looked up unless the
+        // link ran (`ipv6_next` refreshed, which forgets `egress6_local`).
+        if self.egress6_local == local && self.egress6.mac() == self.egress.mac() {
+            return;
+        }
+        self.egress6_local = local;
         let slot = local - crate::iface::LOCAL_V6;
         let addr = self
             .ipv6_slot_addr(slot)
