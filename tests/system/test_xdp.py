@@ -187,6 +187,12 @@ def test_ctrl_c_detaches_the_program_and_reports_each_socket():
         srv = XdpServer(pair)
         out = srv.output()
         assert "through AF_XDP" in out and "copy mode" in out, out
+        # IPv6 is the host's on a shared interface: off, and said so (no address claimed).
+        assert "IPv6 off on AF_XDP" in out and "bareweb: IPv6 fe80" not in out, out
+        asked = pair.s.run(BIN, "serve", SITE, "--xdp", SIDE_S, "--ip", f"{SERVER_IP}/24",
+                           "--ip6", "slaac", check=False, timeout=30)
+        assert asked.returncode != 0, asked.stdout + asked.stderr
+        assert "--ip6 is not served over --xdp yet" in asked.stderr, asked.stderr
         assert pair.xdp_prog() is not None
         out = srv.stop()
         assert srv.proc.returncode == 0, out
