@@ -293,6 +293,15 @@ def test_counters_clean_and_doorbells_batched(kernel):
           f"{st['nic_tx']} frames sent")
 
 
+def dnsmasq(ns, *args):
+    """dnsmasq on the TAP (no DNS) with `args`, its log dropped; the caller terminates it."""
+    return subprocess.Popen(
+        ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
+               f"--interface={TAP}", "--bind-interfaces", "--user=root", "--pid-file",
+               "--log-facility=-", *args),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def test_ipv6_ping_and_every_file_byte_exact_at_both_addresses(kernel, tmp_path):
     """IPv6 on the bare machine, with each NIC model: its link-local address (RFC 7217,
     DAD) answers ping, and ping to all-nodes (so the NIC's multicast filter lets ff02::1 and
@@ -307,11 +316,7 @@ def test_ipv6_ping_and_every_file_byte_exact_at_both_addresses(kernel, tmp_path)
                check=False)
     assert f"from {ll}" in r.stdout, (r.stdout, r.stderr)
     ns.ip("-6", "addr", "add", "2001:db8:1::1/64", "dev", TAP, "nodad")
-    dns = subprocess.Popen(
-        ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
-               f"--interface={TAP}", "--bind-interfaces", "--user=root", "--pid-file",
-               "--enable-ra", "--dhcp-range=2001:db8:1::,ra-only,64,1h", "--log-facility=-"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dns = dnsmasq(ns, "--enable-ra", "--dhcp-range=2001:db8:1::,ra-only,64,1h")
     try:
         glob = kernel.ipv6_addr("2001:db8:1:")
     finally:
@@ -338,12 +343,7 @@ def test_ipv6_address_leased_over_dhcpv6(kernel, tmp_path):
     ns = kernel.ns
     kernel.wait_linux_ipv6()
     ns.ip("-6", "addr", "add", "2001:db8:2::1/64", "dev", TAP, "nodad")
-    dns = subprocess.Popen(
-        ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
-               f"--interface={TAP}", "--bind-interfaces", "--user=root", "--pid-file",
-               "--enable-ra", "--dhcp-range=2001:db8:2::100,2001:db8:2::1ff,64,1h",
-               "--log-facility=-"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dns = dnsmasq(ns, "--enable-ra", "--dhcp-range=2001:db8:2::100,2001:db8:2::1ff,64,1h")
     try:
         addr = kernel.ipv6_addr("2001:db8:2::1")
     finally:

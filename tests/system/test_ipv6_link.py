@@ -39,14 +39,21 @@ def server_addr(ns, timeout=20):
     raise AssertionError(f"no IPv6 answer from the server in {timeout} s: {seen}")
 
 
-def router(ns):
-    """dnsmasq on bw0 advertising 2001:db8:1::/64 (`ra-only`: SLAAC, no DHCPv6); the
-    caller terminates it."""
+def dnsmasq(ns, *args, log=False):
+    """dnsmasq on bw0 (no DNS), with `args`; its log on its stdout (text) when `log`, else
+    dropped. The caller terminates it."""
     return subprocess.Popen(
         ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
                "--interface=bw0", "--bind-interfaces", "--user=root", "--pid-file",
-               "--enable-ra", "--dhcp-range=2001:db8:1::,ra-only,64,1h", "--log-facility=-"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+               "--log-facility=-", *args),
+        stdout=subprocess.PIPE if log else subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        text=True)
+
+
+def router(ns):
+    """dnsmasq on bw0 advertising 2001:db8:1::/64 (`ra-only`: SLAAC, no DHCPv6); the
+    caller terminates it."""
+    return dnsmasq(ns, "--enable-ra", "--dhcp-range=2001:db8:1::,ra-only,64,1h")
 
 
 def global_addr(s, timeout=30):
@@ -220,12 +227,8 @@ def test_dhcpv6_lease_from_dnsmasq_serves_and_is_renewed(tmp_path):
     try:
         s.ns.ip("-6", "addr", "add", "2001:db8:1::1/64", "dev", "bw0", "nodad")
         s.ns.run("sysctl", "-qw", "net.ipv6.conf.bw0.forwarding=1")
-        dns = subprocess.Popen(
-            s.ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
-                     "--interface=bw0", "--bind-interfaces", "--user=root", "--pid-file",
-                     "--enable-ra", "--ra-param=bw0,3", "--log-facility=-", "--log-dhcp",
-                     "--dhcp-range=2001:db8:1::100,2001:db8:1::1ff,64,2m"),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        dns = dnsmasq(s.ns, "--enable-ra", "--ra-param=bw0,3", "--log-dhcp",
+                      "--dhcp-range=2001:db8:1::100,2001:db8:1::1ff,64,2m", log=True)
         deadline = time.time() + 40
         m = None
         while time.time() < deadline and not m:
@@ -264,11 +267,7 @@ def test_ip6_dhcp6_asks_for_its_address_without_a_router():
     dns = None
     try:
         s.ns.ip("-6", "addr", "add", "2001:db8:1::1/64", "dev", "bw0", "nodad")
-        dns = subprocess.Popen(
-            s.ns.cmd("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
-                     "--interface=bw0", "--bind-interfaces", "--user=root", "--pid-file",
-                     "--log-facility=-", "--dhcp-range=2001:db8:1::100,2001:db8:1::1ff,64,1h"),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        dns = dnsmasq(s.ns, "--dhcp-range=2001:db8:1::100,2001:db8:1::1ff,64,1h")
         deadline = time.time() + 30
         m = None
         while time.time() < deadline and not m:

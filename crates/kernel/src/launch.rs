@@ -231,6 +231,25 @@ fn rest_of(booted: &Booted, core: usize) -> Rest {
     Rest::new(core, policy, timer, booted.clock)
 }
 
+/// The serving NIC's multicast filter and the groups last set in it.
+struct Groups {
+    filter: Option<Box<dyn crate::drivers::Multicast>>,
+    listened: Option<[EthernetAddress; 2 + bareweb_engine::iface::slaac::MAX_PREFIXES]>,
+}
+
+impl Groups {
+    /// Sets the filter to the groups `server`'s IPv6 link listens to, if they changed.
+    fn sync(&mut self, server: &Server<Pages>) {
+        let want = server.ipv6_link().map(|l| l.multicast_macs());
+        if let (Some(f), Some(m)) = (self.filter.as_mut(), want) {
+            if self.listened != Some(m) {
+                f.set(&m);
+                self.listened = Some(m);
+            }
+        }
+    }
+}
+
 /// How often core 0 looks at its IPv6 link: the addresses' news for the console, and the
 /// groups it listens to for the NIC's multicast filter.
 const IPV6_EVERY_NS: u64 = 100_000_000;
@@ -261,30 +280,25 @@ fn run_core0<N: CoreQueue + Sleeper>(
         (false, false) => u64::MAX,
     };
     let mut next_second = 0u64;
-    let mut multicast = booted.multicast.take();
-    let mut listened = None;
+    let mut groups = Groups {
+        filter: booted.multicast.take(),
+        listened: None,
+    };
     let drain = server.config().drain;
     let mut watch = booted.dhcp.map(crate::dhcp::Watch::new);
     let clock = booted.clock;
     let mut rest = SpinThenSleep(rest_of(&booted, 0));
     // Tell the link our address now: the first packets for us need not wait for ARP.
     server.announce(&mut nic);
-    let mut log = ConsoleLog::of(&booted.settings);
-    if ipv6 {
-        // The IPv6 link was made before the heap was sealed: the NIC's filter is set now,
-        // before DAD's probe can be answered (its delay, below a second, runs from the
-        // link's making), not at the first tick 100 ms on.
-        let groups = server.ipv6_link().map(|l| l.multicast_macs());
-        if let (Some(f), Some(m)) = (multicast.as_mut(), groups) {
-            f.set(&m);
-            listened = Some(m);
-        }
-    }
+    // The IPv6 link was made before the heap was sealed: the NIC's filter is set now,
+    // before DAD's probe can be answered (its delay, below a second, runs from the link's
+    // making), not at the first tick 100 ms on.
+    groups.sync(&server);
     run_core_hooked(
         &mut server,
         &mut nic,
         &clock,
-        &mut log,
+        &mut ConsoleLog::of(&booted.settings),
         &ctx,
         &mut rest,
         every,
@@ -295,13 +309,7 @@ fn run_core0<N: CoreQueue + Sleeper>(
                         crate::kprintln!("bareweb: {news}");
                     }
                 }
-                let groups = server.ipv6_link().map(|l| l.multicast_macs());
-                if let (Some(f), Some(m)) = (multicast.as_mut(), groups) {
-                    if listened != Some(m) {
-                        f.set(&m);
-                        listened = Some(m);
-                    }
-                }
+                groups.sync(server);
             }
             let now = clock.now_ns();
             if !second || now < next_second {

@@ -777,6 +777,42 @@ fn dhcp6_answer(kind: u8, xid: &[u8], addr: Ipv6Address) -> std::vec::Vec<u8> {
     m
 }
 
+/// A router advertisement from `router` with the M flag (and O when `other`), no prefix.
+fn managed_ra_frame(router: Ipv6Address, other: bool) -> std::vec::Vec<u8> {
+    let mut opts = std::vec![1, 1];
+    opts.extend_from_slice(&PEER_MAC.0);
+    let ra = Icmpv6Repr::RouterAdvert {
+        hop_limit: 64,
+        managed: true,
+        other,
+        router_lifetime: 1800,
+        reachable_time: 0,
+        retrans_timer: 0,
+        options: crate::wire::icmpv6::NdiscOptions::parse(&opts).unwrap(),
+    };
+    frame(
+        ALL_NODES.multicast_ethernet(),
+        router,
+        ALL_NODES,
+        255,
+        &ra,
+        false,
+    )
+}
+
+/// Runs the link's clock until its DHCPv6 client sends; returns the time and the frame.
+fn next_dhcp6(l: &mut Link) -> (u64, std::vec::Vec<u8>) {
+    let mut buf = [0u8; 512];
+    for _ in 0..50 {
+        let now = l.deadline();
+        if let Some(Step::Send(o @ Out::Dhcp6 { .. })) = l.poll(now) {
+            let n = l.write(&o, &mut buf).unwrap();
+            return (now, buf[..n].to_vec());
+        }
+    }
+    panic!("no DHCPv6 message")
+}
+
 /// The M flag of a router advertisement starts DHCPv6: a Solicit from the link-local
 /// address to ff02::1:2 (hop limit 1, ports 546 → 547, checksum right); the server's
 /// Advertise brings a Request; its Reply's address is held, checked by DAD, then ours in
@@ -786,39 +822,9 @@ fn dhcp6_answer(kind: u8, xid: &[u8], addr: Ipv6Address) -> std::vec::Vec<u8> {
 fn a_managed_router_advertisement_leases_an_address_over_dhcpv6() {
     let (mut l, t) = preferred_link();
     let router: Ipv6Address = "fe80::1".parse().unwrap();
-    let mut opts = std::vec![1, 1];
-    opts.extend_from_slice(&PEER_MAC.0);
-    let ra = Icmpv6Repr::RouterAdvert {
-        hop_limit: 64,
-        managed: true,
-        other: true,
-        router_lifetime: 1800,
-        reachable_time: 0,
-        retrans_timer: 0,
-        options: crate::wire::icmpv6::NdiscOptions::parse(&opts).unwrap(),
-    };
-    let f = frame(
-        ALL_NODES.multicast_ethernet(),
-        router,
-        ALL_NODES,
-        255,
-        &ra,
-        false,
-    );
+    let f = managed_ra_frame(router, true);
     assert_eq!(l.receive(&f, t), Ok(Step::Router));
-    let mut buf = [0u8; 512];
-    // Runs the clock until the client sends; returns the time and its message.
-    let next = |l: &mut Link, buf: &mut [u8; 512]| -> (u64, std::vec::Vec<u8>) {
-        for _ in 0..50 {
-            let now = l.deadline();
-            if let Some(Step::Send(o @ Out::Dhcp6 { .. })) = l.poll(now) {
-                let n = l.write(&o, buf).unwrap();
-                return (now, buf[..n].to_vec());
-            }
-        }
-        panic!("no DHCPv6 message")
-    };
-    let (now, f) = next(&mut l, &mut buf);
+    let (now, f) = next_dhcp6(&mut l);
     let ll = l.addr.addr();
     let servers: Ipv6Address = "ff02::1:2".parse().unwrap();
     assert_eq!(&f[..6], &servers.multicast_ethernet().0);
@@ -846,7 +852,7 @@ fn a_managed_router_advertisement_leases_an_address_over_dhcpv6() {
     assert_eq!(l.dhcp6.refused.unexpected, 1);
     let adv = udp6_frame(router, ll, (547, 546), &dhcp6_answer(2, &xid, leased));
     assert_eq!(l.receive(&adv, now), Ok(Step::Done));
-    let (now, f) = next(&mut l, &mut buf);
+    let (now, f) = next_dhcp6(&mut l);
     let u = &f[L2L3..];
     assert_eq!(u[8], 3, "a Request");
     let reply = udp6_frame(router, ll, (547, 546), &dhcp6_answer(7, &u[9..12], leased));
@@ -876,41 +882,16 @@ fn a_managed_router_advertisement_leases_an_address_over_dhcpv6() {
 fn a_leased_address_held_elsewhere_is_declined() {
     let (mut l, t) = preferred_link();
     let leased: Ipv6Address = "2001:db8:5::185".parse().unwrap();
-    let mut opts = std::vec![1, 1];
-    opts.extend_from_slice(&PEER_MAC.0);
-    let ra = Icmpv6Repr::RouterAdvert {
-        hop_limit: 64,
-        managed: true,
-        other: false,
-        router_lifetime: 1800,
-        reachable_time: 0,
-        retrans_timer: 0,
-        options: crate::wire::icmpv6::NdiscOptions::parse(&opts).unwrap(),
-    };
     let router: Ipv6Address = "fe80::1".parse().unwrap();
-    let f = frame(
-        ALL_NODES.multicast_ethernet(),
-        router,
-        ALL_NODES,
-        255,
-        &ra,
-        false,
-    );
+    let f = managed_ra_frame(router, false);
     l.receive(&f, t).unwrap();
     let ll = l.addr.addr();
-    let mut buf = [0u8; 512];
-    let mut answer_next = |l: &mut Link, kind: u8| {
-        for _ in 0..50 {
-            let now = l.deadline();
-            if let Some(Step::Send(o @ Out::Dhcp6 { .. })) = l.poll(now) {
-                let n = l.write(&o, &mut buf).unwrap();
-                let xid = buf[L2L3 + 9..L2L3 + 12].to_vec();
-                let f = udp6_frame(router, ll, (547, 546), &dhcp6_answer(kind, &xid, leased));
-                assert_eq!(l.receive(&f, now), Ok(Step::Done), "{n}");
-                return now;
-            }
-        }
-        panic!("no DHCPv6 message")
+    let answer_next = |l: &mut Link, kind: u8| {
+        let (now, sent) = next_dhcp6(l);
+        let xid = &sent[L2L3 + 9..L2L3 + 12];
+        let f = udp6_frame(router, ll, (547, 546), &dhcp6_answer(kind, xid, leased));
+        assert_eq!(l.receive(&f, now), Ok(Step::Done));
+        now
     };
     answer_next(&mut l, 2);
     let now = answer_next(&mut l, 7);
