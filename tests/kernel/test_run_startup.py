@@ -79,6 +79,18 @@ def test_port_in_use_and_too_little_memory_are_said_before_qemu(tmp_path):
     assert r.returncode == 1, r.stderr
     assert f"127.0.0.1:{port} is already in use" in r.stderr, r.stderr
     assert "serving" not in r.stderr and "booting" not in r.stderr, r.stderr
+    # The same for an IPv6 host address given with --listen6.
+    s6 = socket.socket(socket.AF_INET6)
+    s6.bind(("::1", 0))
+    s6.listen()
+    port6 = s6.getsockname()[1]
+    r = subprocess.run([BIN, "run", SITE, "--listen", f"127.0.0.1:{free_port()}", "--listen6",
+                        f"[::1]:{port6}", "--headless"], capture_output=True, text=True,
+                       timeout=120)
+    s6.close()
+    assert r.returncode == 1, r.stderr
+    assert f"[::1]:{port6} is already in use" in r.stderr, r.stderr
+    assert "booting" not in r.stderr, r.stderr
     big = tmp_path / "big"
     big.mkdir()
     (big / "data.bin").write_bytes(os.urandom(20 << 20))
@@ -90,14 +102,30 @@ def test_port_in_use_and_too_little_memory_are_said_before_qemu(tmp_path):
 
 
 def test_serving_only_when_ready_and_nothing_left_behind(tmp_path):
+    """Also the IPv6 host address: `[::1]` with --listen's port answers every file
+    byte-exact (relayed by `run` to QEMU's IPv4 forward), and the kernel takes an
+    address from slirp's router advertisement (fec0::/64) as it would from any router."""
     require()
     port = free_port()
-    p = start(SITE, "--listen", f"127.0.0.1:{port}", tmp=tmp_path)
+    serial = tmp_path / "console.log"
+    p = start(SITE, "--listen", f"127.0.0.1:{port}", "--serial-log", serial, tmp=tmp_path)
     try:
-        wait_serving(p)
+        lines = wait_serving(p)
         # Said only once the kernel is ready: the very first request is answered.
         assert get(port)[0] == 200
         assert work_dirs(p.pid, tmp_path), "the kernel and site are in a work directory"
+        assert f"over IPv6 http://[::1]:{port}/" in lines[-1], lines[-1]
+        files = [f for f in SITE.rglob("*") if f.is_file() and f.name != "bareweb.toml"]
+        assert len(files) > 3
+        for f in files:
+            path = "/" + f.relative_to(SITE).as_posix()
+            with urllib.request.urlopen(f"http://[::1]:{port}{path}", timeout=60) as r:
+                assert r.status == 200 and r.read() == f.read_bytes(), path
+        deadline = time.time() + 60
+        while "IPv6 fec0:" not in serial.read_text() and time.time() < deadline:
+            time.sleep(0.5)
+        assert re.search(r"IPv6 fec0:[0-9a-f:]+ on the link", serial.read_text()), \
+            serial.read_text()
     finally:
         stop(p)
     assert not work_dirs(p.pid, tmp_path), "SIGHUP left the work directory behind"

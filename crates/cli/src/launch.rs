@@ -12,7 +12,7 @@
 //! `--dry-run` keeps it and says where.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
+use std::net::{Ipv6Addr, SocketAddrV4, SocketAddrV6, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::kernel_image::{kind_of, Kind, KERNEL};
 use crate::opts::{kernel_cmdline, value_name};
+use crate::relay6::{self, Listen6};
 use crate::run::{
     choose_accel, cores_plan, machine_text, qemu_args, qemu_present, shell_words, Boot, Net,
     NicModel, RunArgs, KERNEL_FAILED, QEMU_HINT,
@@ -229,6 +230,59 @@ fn check_one(addr: std::net::SocketAddrV4, what: &str) -> Result<(), String> {
     }
 }
 
+/// A relayed IPv6 host address (`--listen6`): bound, and where it goes.
+struct Relay6 {
+    listener: TcpListener,
+    at: SocketAddrV6,
+    to: SocketAddrV4,
+}
+
+/// Binds the IPv6 host addresses `run` relays (`--listen6`): HTTP's and, with a
+/// certificate, HTTPS's at the same address with --listen-https's port. Given ones must
+/// bind; the default (`[::1]`, --listen's port) is skipped with a warning when it cannot
+/// (a host with no IPv6 loopback).
+fn bind_listen6(a: &RunArgs) -> Result<Vec<Relay6>, String> {
+    if a.nets[0] != Net::User {
+        return Ok(Vec::new());
+    }
+    let (given, ip) = match a.listen6 {
+        Some(Listen6::Off) => return Ok(Vec::new()),
+        Some(Listen6::At(at)) => (true, *at.ip()),
+        None => (false, Ipv6Addr::LOCALHOST),
+    };
+    let port = match a.listen6 {
+        Some(Listen6::At(at)) => at.port(),
+        _ => a.listen.port(),
+    };
+    let mut pairs = vec![(SocketAddrV6::new(ip, port, 0, 0), a.listen)];
+    if a.server.settings.tls.cert {
+        let https = SocketAddrV6::new(ip, a.listen_https.port(), 0, 0);
+        pairs.push((https, a.listen_https));
+    }
+    let mut out = Vec::new();
+    for (at, to) in pairs {
+        match relay6::bind(at) {
+            Ok(listener) => out.push(Relay6 {
+                listener,
+                at,
+                to: relay6::target(to),
+            }),
+            Err(e) if !given => {
+                eprintln!(
+                    "bareweb: warning: not answering at {at} ({e}); --listen6 [ADDR]:PORT \
+                     gives another IPv6 address, --listen6 off says none"
+                );
+                return Ok(Vec::new());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => return Err(format!(
+                "{at} is already in use (another server?): give another with --listen6 [::1]:PORT"
+            )),
+            Err(e) => return Err(format!("cannot listen on {at} (--listen6): {e}")),
+        }
+    }
+    Ok(out)
+}
+
 /// Where the console goes.
 enum Sink {
     Terminal,
@@ -353,6 +407,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
         }
     }
     check_listen(&a)?;
+    let relays = bind_listen6(&a)?;
     let what = match files {
         Some(n) => format!("the kernel ({} KiB) with {n} files", KERNEL.len() / 1024),
         None => format!("{}", a.site.display()),
@@ -367,7 +422,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     }
     let serving = if a.nets[0] == Net::User {
         format!(
-            "bareweb: serving at http://{}/{} (forwarded to {}:{}){}{}; Ctrl-C stops",
+            "bareweb: serving at http://{}/{} (forwarded to {}:{}){}{}{}; Ctrl-C stops",
             a.listen,
             a.server.udp_banner(a.listen.ip()),
             settings.ip,
@@ -381,6 +436,17 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
                 )
             } else {
                 String::new()
+            },
+            match relays.as_slice() {
+                [] => String::new(),
+                rs => format!(
+                    "; over IPv6 {} (relayed to the IPv4 forward)",
+                    rs.iter()
+                        .zip(["http", "https"])
+                        .map(|(r, scheme)| format!("{scheme}://{}/", r.at))
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                ),
             },
             if a.nets.len() > 1 {
                 format!(", {} NICs on one QEMU hub", a.nets.len())
@@ -449,6 +515,9 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
         }
         Err(e) => return Err(format!("cannot start {}: {e}", a.qemu)),
     };
+    for r in relays {
+        relay6::start(r.listener, r.to);
+    }
     let ready = Arc::new(AtomicBool::new(false));
     let button = Arc::new(AtomicBool::new(false));
     let console = child.stdout.take().map(|out| {

@@ -28,6 +28,7 @@ mod load_bare;
 mod load_common;
 mod load_udp;
 mod opts;
+mod relay6;
 mod reload;
 mod run;
 mod runners;

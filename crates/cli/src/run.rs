@@ -58,6 +58,12 @@ pub struct RunArgs {
     /// when --tls-cert is given.
     #[arg(long, default_value = "127.0.0.1:8443", value_name = "A.B.C.D:PORT")]
     pub listen_https: SocketAddrV4,
+    /// IPv6 host address of the server with `--net user`, or `off`: `run` relays it to
+    /// --listen itself (QEMU's forwards take IPv4 host addresses only), and HTTPS at the
+    /// same address with --listen-https's port [default: [::1] with --listen's port;
+    /// skipped with a warning when the host has no IPv6 loopback]
+    #[arg(long, value_name = "[ADDR]:PORT|off")]
+    pub listen6: Option<crate::relay6::Listen6>,
     /// NIC model: once for every NIC, or once per --net in the same order (a bond of
     /// mixed models) [default: virtio]
     #[arg(long = "nic", value_enum, value_name = "MODEL")]
