@@ -19,7 +19,7 @@ class Bridged:
     holds the namespace's own address (for the socket client) and veth end xs0, whose peer
     xc0 (no address, not bridged) is the AF_XDP client's link (xs0 completes checksums)."""
 
-    def __init__(self, site=SITE):
+    def __init__(self, site=SITE, serve_args=()):
         require_root()
         self.ns = Netns("bwth")
         self.proc = None
@@ -39,7 +39,7 @@ class Bridged:
             self.log = open(f"/tmp/{self.ns.name}.log", "w+")
             self.proc = subprocess.Popen(
                 self.ns.cmd(BIN, "serve", site, "--tap", "bw0", "--host-ip", "none", "--ip",
-                            f"{SERVER_IP}/24", "--mac", "02:00:00:00:00:02"),
+                            f"{SERVER_IP}/24", "--mac", "02:00:00:00:00:02", *serve_args),
                 stdout=self.log, stderr=subprocess.STDOUT)
             deadline = time.time() + 20
             while "serving" not in open(self.log.name).read():
@@ -134,6 +134,51 @@ def test_bare_client_fetches_and_verifies():
     assert spun["connections"] == 2 and spun["client"] == "bare-tap-spin", spun
     assert rate["mode"].startswith("rate 200"), rate
     assert sock["fetches"] == 200, sock
+
+
+def test_the_bare_client_over_ipv6_on_the_link_and_through_a_router():
+    """`load --ip6`: the bare client holds its address behind DAD, solicits the server's
+    MAC and fetches over IPv6, verified, a connection each and kept alive; a server in
+    another prefix is reached through `--gw6` (the namespace's bridge, forwarding), and
+    without a router the run says what is missing."""
+    b = Bridged(serve_args=("--ip6", "2001:db8::2/64"))
+    try:
+        b.ns.run("sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
+        b.ns.ip("-6", "addr", "add", "2001:db8::1/64", "dev", "br0", "nodad")
+        b.ns.ip("-6", "addr", "add", "2001:db8:2::1/64", "dev", "br0", "nodad")
+        url = "http://[2001:db8::2]"
+        files = (f"{url}/files/4k.html", f"{url}/files/1m.bin", f"{url}/index.html")
+        load6 = ("load", "--tap", "bwc0", "--json", "-q")
+        on_link = json.loads(b.ns.run(BIN, *load6, "--ip6", "2001:db8::3/64", *files,
+                                      "--parallel", "4", "--fetches", "60", "--verify", SITE,
+                                      timeout=60).stdout)
+        kept = json.loads(b.ns.run(BIN, *load6, "--ip6", "2001:db8::3/64", *files,
+                                   "--parallel", "2", "--fetches", "30", "-k", "--verify",
+                                   SITE, timeout=60).stdout)
+        # The server moved to another prefix: our client stays in 2001:db8::/64.
+        b.close()
+        b = Bridged(serve_args=("--ip6", "2001:db8:2::2/64"))
+        b.ns.run("sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
+        b.ns.ip("-6", "addr", "add", "2001:db8::1/64", "dev", "br0", "nodad")
+        b.ns.ip("-6", "addr", "add", "2001:db8:2::1/64", "dev", "br0", "nodad")
+        routed = json.loads(b.ns.run(BIN, *load6, "--ip6", "2001:db8::3/64", "--gw6",
+                                     "2001:db8::1", "http://[2001:db8:2::2]/files/4k.html",
+                                     "--parallel", "2", "--fetches", "20", "--verify", SITE,
+                                     timeout=60).stdout)
+        lost = b.ns.run(BIN, *load6, "--ip6", "2001:db8::3/64",
+                        "http://[2001:db8:2::2]/index.html", "--fetches", "1", timeout=60,
+                        check=False)
+    finally:
+        b.close()
+    print(on_link, kept, routed, lost.stderr)
+    assert on_link["client"] == "bare-tap", on_link
+    assert on_link["fetches_ok"] == 60 and on_link["errors_total"] == 0, on_link
+    assert on_link["connections"] == 60, on_link
+    assert kept["fetches_ok"] == 30 and kept["errors_total"] == 0, kept
+    assert kept["connections"] == 2, kept
+    assert routed["fetches_ok"] == 20 and routed["errors_total"] == 0, routed
+    assert lost.returncode != 0
+    assert "no router advertised itself" in lost.stderr and "--gw6" in lost.stderr, lost.stderr
 
 
 def test_a_server_killed_mid_run_is_counted_and_fails_the_run():

@@ -274,9 +274,11 @@ fn bind_listen6(a: &RunArgs) -> Result<Vec<Relay6>, String> {
                 );
                 return Ok(Vec::new());
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => return Err(format!(
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                return Err(format!(
                 "{at} is already in use (another server?): give another with --listen6 [::1]:PORT"
-            )),
+            ))
+            }
             Err(e) => return Err(format!("cannot listen on {at} (--listen6): {e}")),
         }
     }

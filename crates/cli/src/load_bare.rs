@@ -32,8 +32,9 @@
 use std::sync::atomic::Ordering;
 
 use bareweb_engine::fetch::{http, Config, End, Failure, Fetcher, Handler};
+use bareweb_engine::iface::FetchV6;
 use bareweb_engine::nic::{Clock, TxRing};
-use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
+use bareweb_engine::wire::{EthernetAddress, Ipv4Address, Ipv6Address};
 use bareweb_host::cores::HostQueue;
 use bareweb_host::{netif, xdp, SystemClock};
 use bareweb_loadgen::rng::{Rng, Zipf};
@@ -57,17 +58,20 @@ pub fn load(a: &LoadArgs, cfg: &LoadConfig) -> Result<(), String> {
     let mut nic = open_tap(tap, mac)?;
     // The load loop polls again straight after its work (Tap::set_one_read_per_burst).
     nic.set_one_read_per_burst(true);
-    if !a.udp.no_offload {
+    // Over IPv6 the link verifies every checksum: a super-frame's partial one would not
+    // pass, so receive offloads stay off.
+    let offload = !a.udp.no_offload && cfg.target.addr.is_ipv4();
+    if offload {
         nic.enable_rx_offload().map_err(|e| {
             format!("cannot enable receive offloads on TAP {tap} (--no-offload goes without): {e}")
         })?;
     }
-    let queue = tap_queue_bytes(tap, !a.udp.no_offload);
+    let queue = tap_queue_bytes(tap, offload);
     let link = format!("TAP {tap}");
     let mut report = run(&mut nic, mac, "bare-tap", &link, Some(queue), a, cfg)?;
     let c = nic.rx_offload_counts();
     report.offloaded_frames = c.gso_frames;
-    if !a.quiet && !a.udp.no_offload {
+    if !a.quiet && offload {
         eprintln!(
             "bareweb: receive offloads on TAP {tap}: {} super-frames, {} frames with the checksum vouched for, {} bad headers dropped",
             c.gso_frames, c.csum_trusted, c.bad_header
@@ -81,6 +85,11 @@ pub fn load(a: &LoadArgs, cfg: &LoadConfig) -> Result<(), String> {
 /// (also after Ctrl-C, which ends the run).
 fn load_xdp(a: &LoadArgs, cfg: &LoadConfig, x: &XdpQueueArg) -> Result<(), String> {
     let iface = x.iface.as_str();
+    if cfg.target.addr.is_ipv6() {
+        return Err(
+            "the bare client on AF_XDP speaks IPv4 only (its XDP program steers one IPv4 address); use --tap for an IPv6 server".into(),
+        );
+    }
     let cidr = a.udp.ip.ok_or("--xdp needs --ip")?;
     let ip = cidr.addr();
     if let Some((_, h, _)) = netif::local_ipv4().into_iter().find(|(_, h, _)| *h == ip) {
@@ -446,6 +455,29 @@ impl Load<'_> {
 /// are done, its time is up or Ctrl-C.
 /// What the TAP's queue to us holds (bytes): `tx_queue_len` frames (the tun driver drops
 /// what finds its ring full), each a super-frame counted at 32 KiB with receive
+/// Why the bare client over IPv6 could not start: its address not held, no router, or
+/// no answer from the next hop.
+fn not_ready6(client: &Fetcher, v6: &FetchV6, link: &str) -> String {
+    let Some(l) = client.link6() else {
+        return "the IPv6 link was not made".into();
+    };
+    if l.slot_of(v6.ip).is_none() {
+        return format!(
+            "--ip6 {} is not in use on {link} after 10 s: duplicate address detection found it held by another node, or did not end",
+            v6.ip
+        );
+    }
+    match v6.next_hop(l.slaac.default_router()) {
+        None => format!(
+            "{} is outside --ip6's prefix and no router advertised itself on {link} in 10 s: give one with --gw6 ADDR",
+            v6.server
+        ),
+        Some(hop) => format!(
+            "no neighbour advertisement from {hop} on {link} in 10 s (is it on the server's link?)"
+        ),
+    }
+}
+
 /// offloads (half the 64 KiB frames a server sends once its window has opened), else a
 /// 1448-byte segment. Linux's default of 500 frames when the length cannot be read.
 fn tap_queue_bytes(tap: &str, offload: bool) -> u64 {
@@ -518,23 +550,33 @@ fn run<N: HostQueue>(
         })
         .max()
         .unwrap_or(0);
-    let cidr = a.udp.ip.ok_or("the bare client needs --ip")?;
-    let std::net::IpAddr::V4(server) = cfg.target.addr.ip() else {
-        return Err(format!(
-            "the bare client speaks IPv4 only: {} is an IPv6 address",
-            cfg.target.addr.ip()
-        ));
+    let mut c = match cfg.target.addr.ip() {
+        std::net::IpAddr::V4(server) => {
+            let cidr = a
+                .udp
+                .ip
+                .ok_or("the bare client needs --ip A.B.C.D/N for an IPv4 server")?;
+            let server = Ipv4Address(server.octets());
+            let mut c = Config::new(mac, cidr.addr(), cidr.prefix, server, 0, slots);
+            c.link.gateway = a.udp.gw.map(|g| Ipv4Address(g.octets()));
+            c
+        }
+        std::net::IpAddr::V6(server) => {
+            let cidr = a
+                .udp
+                .ip6
+                .ok_or("the bare client needs --ip6 ADDR/PREFIX for an IPv6 server")?;
+            let mut c = Config::new(mac, Ipv4Address([0; 4]), 0, Ipv4Address([0; 4]), 0, slots);
+            c.link.v6 = Some(FetchV6 {
+                ip: cidr.ip,
+                prefix_len: cidr.prefix,
+                gateway: a.udp.gw6.0.map(|g| Ipv6Address(g.octets())),
+                server: Ipv6Address(server.octets()),
+            });
+            c
+        }
     };
-    let server = Ipv4Address(server.octets());
-    let mut c = Config::new(
-        mac,
-        cidr.addr(),
-        cidr.prefix,
-        server,
-        cfg.target.addr.port(),
-        slots,
-    );
-    c.link.gateway = a.udp.gw.map(|g| Ipv4Address(g.octets()));
+    c.link.port = cfg.target.addr.port();
     c.stall_ns = (cfg.timeout * 1e9) as u64;
     // One key per boot and a clock from boot: a run's ISNs and timestamps follow on from
     // the last run's, whose connections a kernel server may still hold in TIME-WAIT on
@@ -547,6 +589,7 @@ fn run<N: HostQueue>(
     if let Some(q) = queue {
         c.rx_window = rx_window(q, slots);
     }
+    let (v6, hop4) = (c.link.v6, c.link.next_hop());
     let mut l = Load {
         cfg,
         client: Fetcher::new(c),
@@ -578,15 +621,20 @@ fn run<N: HostQueue>(
     let mut progress = crate::load_common::progress_printer(a.quiet);
     let clock = SystemClock::since_boot();
     let cpu0 = bareweb_loadgen::sys::thread_cpu_secs();
-    // ARP for the next hop first; the run's clock starts when it answers.
+    // ARP (or, over IPv6, duplicate address detection and a neighbour solicitation) for
+    // the next hop first; the run's clock starts when it answers.
     let arp_from = clock.now_ns();
+    let limit_ns = if v6.is_some() { 10 } else { 3 } * 1_000_000_000;
     while !l.client.ready() {
         let now = clock.now_ns();
-        if now > arp_from + 3_000_000_000 {
-            return Err(format!(
-                "no ARP answer from {} on {link} in 3 s (is it on the server's link?)",
-                a.udp.gw.map_or(server, |g| Ipv4Address(g.octets()))
-            ));
+        if now > arp_from + limit_ns {
+            return Err(match v6 {
+                Some(v6) => not_ready6(&l.client, &v6, link),
+                None => format!(
+                    "no ARP answer from {} on {link} in 3 s (is it on the server's link?)",
+                    hop4
+                ),
+            });
         }
         if stop.load(Ordering::Relaxed) {
             return Err("stopped before the server's link answered".into());

@@ -107,7 +107,7 @@ pub struct UdpLoadArgs {
     /// OS stack in the path); created if missing and brought up, but not addressed or
     /// bridged (put it on the server's link yourself, e.g. a bridge with the server's TAP).
     /// With --udp the UDP protocol's client, else the bare HTTP client (its own TCP).
-    #[arg(long, requires = "ip", value_parser = crate::opts::ifname)]
+    #[arg(long, value_parser = crate::opts::ifname)]
     pub tap: Option<String>,
     /// The bare HTTP client on AF_XDP: an XDP program on IFACE steers the frames for
     /// --ip (and only those: the host keeps the rest) to an AF_XDP socket on queue QUEUE
@@ -126,6 +126,25 @@ pub struct UdpLoadArgs {
     /// The bare client's router, for a server off its link.
     #[arg(long, value_name = "A.B.C.D", requires = "bare_link")]
     pub gw: Option<std::net::Ipv4Addr>,
+    /// The bare HTTP client's IPv6 address and prefix on that link, for an IPv6 server
+    /// (`http://[2001:db8::2]/`): held after duplicate address detection, beside the
+    /// link-local address it derives (sent from to a link-local server).
+    #[arg(
+        long,
+        value_name = "ADDR/PREFIX",
+        requires = "tap",
+        conflicts_with = "udp"
+    )]
+    pub ip6: Option<crate::opts::Cidr6>,
+    /// The bare HTTP client's IPv6 router, for a server outside --ip6's prefix; `auto`:
+    /// the first router that advertises itself on the link.
+    #[arg(
+        long,
+        value_name = "ADDR|auto",
+        default_value = "auto",
+        requires = "ip6"
+    )]
+    pub gw6: Gw6,
     /// The bare client's MAC on a TAP [default: a random locally administered one; with
     /// --xdp the interface's]
     #[arg(long, requires = "tap")]
@@ -282,4 +301,23 @@ pub fn emit<R: serde::Serialize>(a: &LoadArgs, report: &R, text: &str) -> Result
         print!("{text}");
     }
     Ok(())
+}
+
+/// `--gw6`: a router's IPv6 address, or `auto` (an advertised one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gw6(pub Option<std::net::Ipv6Addr>);
+
+impl std::str::FromStr for Gw6 {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Gw6(None)),
+            _ => match s.parse::<std::net::Ipv6Addr>() {
+                Ok(a) if !a.is_multicast() && !a.is_unspecified() => Ok(Gw6(Some(a))),
+                _ => Err(format!(
+                    "expected a router's IPv6 address or auto, not {s:?}"
+                )),
+            },
+        }
+    }
 }

@@ -161,6 +161,7 @@ fn bare(
             gateway: a.udp.gw.map(|g| Ipv4Address(g.octets())),
             server: Ipv4Address(server.octets()),
             port: target.addr.port(),
+            v6: None,
         },
         host: target.host.clone(),
         paths: urls.into_iter().map(|u| u.path).collect(),

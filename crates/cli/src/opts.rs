@@ -23,7 +23,7 @@ use std::str::FromStr;
 
 use bareweb_engine::cores::plan::Asked;
 use bareweb_engine::server::Config;
-use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
+use bareweb_engine::wire::{EthernetAddress, Ipv4Address, Ipv6Address};
 use bareweb_settings::{Arg, BadNetwork, Opt, Settings, OPTIONS};
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{ArgAction, ArgMatches, ValueEnum};
@@ -57,6 +57,25 @@ impl FromStr for Cidr {
                 Err(format!("{len:?} is not a prefix length (0 to 32)"))
             }
         }
+    }
+}
+
+/// `ADDR/PREFIX`: an IPv6 address an interface may hold (global unicast) and its link's
+/// prefix length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cidr6 {
+    pub ip: Ipv6Address,
+    pub prefix: u8,
+}
+
+impl FromStr for Cidr6 {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let c = bareweb_settings::ip6_cidr(s).map_err(|e| e.replace("--ip6 ", ""))?;
+        Ok(Cidr6 {
+            ip: Ipv6Address(c.addr),
+            prefix: c.prefix,
+        })
     }
 }
 

@@ -64,6 +64,7 @@ pub fn run<D: Driver>(s: &Settings, clock: TscClock, mut nics: Vec<D>) -> ! {
             gateway: s.gateway,
             server,
             port,
+            v6: None,
         },
         host: format!("{server}:{port}"),
         paths,

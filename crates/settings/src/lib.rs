@@ -383,12 +383,25 @@ pub struct Ip6Static {
     pub prefix: u8,
 }
 
+/// `--ip6`'s value when it is an address: [`ip6_cidr`], or what else it may be.
+fn ip6_static(v: &str) -> Result<Ip6Static, &'static str> {
+    ip6_cidr(v).map_err(|e| match e {
+        WANT_CIDR => {
+            "expected slaac, dhcp6, off or ADDR/PREFIX (an IPv6 address and a prefix \
+             length, e.g. 2001:db8::80/64)"
+        }
+        e => e,
+    })
+}
+
+const WANT_CIDR: &str =
+    "expected ADDR/PREFIX (an IPv6 address and a prefix length, e.g. 2001:db8::80/64)";
+
 /// `ADDR/PREFIX`: a global unicast IPv6 address. The link-local one is always derived
 /// (RFC 7217), so fe80::/10 is refused, as are addresses no interface may hold
 /// (unspecified, loopback, multicast, IPv4-mapped).
-fn ip6_static(v: &str) -> Result<Ip6Static, &'static str> {
-    const WANT: &str = "expected slaac, dhcp6, off or ADDR/PREFIX (an IPv6 address and a \
-                        prefix length, e.g. 2001:db8::80/64)";
+pub fn ip6_cidr(v: &str) -> Result<Ip6Static, &'static str> {
+    const WANT: &str = WANT_CIDR;
     let (a, p) = v.split_once('/').ok_or(WANT)?;
     let addr: core::net::Ipv6Addr = a.parse().map_err(|_| WANT)?;
     let prefix: u8 = p.parse().map_err(|_| WANT)?;

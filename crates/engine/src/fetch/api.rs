@@ -58,6 +58,7 @@ impl Config {
                 gateway: None,
                 server,
                 port,
+                v6: None,
             },
             slots,
             tcbs: 2 * slots.max(1),
@@ -143,6 +144,6 @@ pub struct Counters {
     pub retransmits: u64,
     /// RSTs sent.
     pub resets_sent: u64,
-    /// ARP requests sent.
+    /// ARP requests sent (over IPv6: neighbour solicitations for the next hop).
     pub arp_requests: u64,
 }

@@ -36,15 +36,19 @@ mod end;
 pub mod http;
 mod ports;
 mod timers;
+mod v6;
 
 pub use api::{Config, Counters, End, Failure, Handler};
 
+use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::iface::egress::{self, Egress};
+use crate::iface::ipv6::Link;
 use crate::iface::{ingress_offloaded, Ingress, Interface};
 use crate::nic::{Nic, RxFrame, RxRing, TxRing};
+use crate::tcp::conn::OUR_MSS_V6;
 use crate::tcp::emit::{self, Sender};
 use crate::tcp::isn::IsnGenerator;
 use crate::tcp::port_table::{mapped, Peer};
@@ -135,6 +139,10 @@ pub struct Fetcher {
     /// Kept connections whose fetch just ended and which owe an ACK: held back so that the
     /// owner's next request on the slot carries it ([`flush_acks`](Self::flush_acks)).
     deferred: Vec<u32>,
+    /// Over IPv6 ([`FetchLink::v6`](crate::iface::FetchLink::v6)): the link (`v6`).
+    link6: Option<Box<Link>>,
+    /// When the link next has timer work.
+    link6_next: u64,
     /// Counters.
     pub counters: Counters,
 }
@@ -145,8 +153,16 @@ impl Fetcher {
         let iface = cfg.link.interface();
         let slots = cfg.slots.max(1);
         let n = cfg.tcbs.max(slots);
+        let mut egress = Egress::new(&iface);
+        let link6 = cfg.link.v6.map(|v| {
+            let (link, src) = v6::link(&v, cfg.link.mac, cfg.isn_key);
+            egress = egress.with_ip6(src);
+            link
+        });
         Fetcher {
-            egress: Egress::new(&iface),
+            egress,
+            link6,
+            link6_next: 0,
             iface,
             isn: IsnGenerator::new(cfg.isn_key),
             next_hop_mac: None,
@@ -175,6 +191,11 @@ impl Fetcher {
     /// Sets the next hop's MAC without ARP (a link of two, such as the in-memory wire).
     pub fn set_next_hop_mac(&mut self, mac: EthernetAddress) {
         self.next_hop_mac = Some(mac);
+    }
+
+    /// The IPv6 link, over IPv6 ([`FetchLink::v6`](crate::iface::FetchLink::v6)).
+    pub fn link6(&self) -> Option<&Link> {
+        self.link6.as_deref()
     }
 
     /// Whether the next hop's MAC is known (fetches may start).
@@ -303,18 +324,24 @@ impl Fetcher {
             self.end_all(slot, Failure::NoResources, now, h);
             return true;
         };
-        let local = (mapped(self.cfg.link.ip.0), port);
-        let remote = (mapped(self.cfg.link.server.0), self.cfg.link.port);
+        let local = (self.local_ip(), port);
+        let remote = (self.server_ip(), self.cfg.link.port);
         let (iss, ts_offset) = self.isn.isn_and_ts_offset(local, remote, now);
         let mut tcp = Connection::connect(iss, now).with_ts_offset(ts_offset);
         tcp.offer_rcv_shift(window_shift(self.cfg.rx_window));
+        if self.link6.is_some() {
+            tcp.offer_mss(OUR_MSS_V6);
+        }
         let req_seq = tcp.queue(len as u32);
         let fetch = FetchConn {
             slot,
             req_seq,
             close,
         };
-        let key = Peer::v4(self.cfg.link.server.0, port);
+        let key = Peer {
+            ip: self.server_ip(),
+            port,
+        };
         self.conns
             .open(idx, key, EthernetAddress([0; 6]), tcp, fetch);
         self.slots[slot as usize].tcb = idx;
@@ -360,7 +387,9 @@ impl Fetcher {
             emit::ack(&mut Out { f: self, now, tx }, idx);
         }
         let mut worked = n > 0;
-        if self.next_hop_mac.is_none() && now >= self.next_arp_ns {
+        if self.link6.is_some() {
+            worked |= self.poll6(now, tx);
+        } else if self.next_hop_mac.is_none() && now >= self.next_arp_ns {
             self.next_arp_ns = now + ARP_EVERY_NS;
             self.arp_request(tx);
             worked = true;
@@ -452,6 +481,9 @@ impl Fetcher {
         h: &mut H,
     ) {
         if let Ok(eth) = EthernetFrame::new_checked(bytes) {
+            if eth.ethertype() == EtherType::Ipv6 && self.link6.is_some() {
+                return self.frame6(bytes, now, tx, h);
+            }
             if eth.ethertype() == EtherType::Arp
                 && (eth.dst_addr() == self.cfg.link.mac || eth.dst_addr().is_broadcast())
             {
@@ -463,15 +495,7 @@ impl Fetcher {
             Ingress::ClosedPort { src, seg, .. }
                 if src == self.cfg.link.server && seg.src_port == self.cfg.link.port =>
             {
-                let key = Peer::v4(src.0, seg.dst_port);
-                let Some(idx) = self.conns.find(key) else {
-                    self.counters.ignored += 1;
-                    if !seg.flags.rst {
-                        self.bare(&egress::reset_for(&seg), tx);
-                    }
-                    return;
-                };
-                self.segment(idx, &seg, now, tx, h);
+                self.deliver(Peer::v4(src.0, seg.dst_port), &seg, now, tx, h);
             }
             Ingress::Echo {
                 src_mac,
@@ -486,6 +510,42 @@ impl Fetcher {
                 self.count(sent);
             }
             _ => self.counters.ignored += 1,
+        }
+    }
+
+    /// A segment from the server to our port `key.port`: to its connection, or a RST
+    /// when none is open there.
+    fn deliver<T: TxRing, H: Handler>(
+        &mut self,
+        key: Peer,
+        seg: &TcpRepr<'_>,
+        now: u64,
+        tx: &mut T,
+        h: &mut H,
+    ) {
+        let Some(idx) = self.conns.find(key) else {
+            self.counters.ignored += 1;
+            if !seg.flags.rst {
+                self.bare(&egress::reset_for(seg), tx);
+            }
+            return;
+        };
+        self.segment(idx, seg, now, tx, h);
+    }
+
+    /// The server's address as the connection table keys it (IPv4-mapped for IPv4).
+    fn server_ip(&self) -> [u8; 16] {
+        match self.cfg.link.v6 {
+            Some(v) => v.server.0,
+            None => mapped(self.cfg.link.server.0),
+        }
+    }
+
+    /// Our address as the ISN's hash takes it.
+    fn local_ip(&self) -> [u8; 16] {
+        match self.cfg.link.v6 {
+            Some(_) => self.egress.ip6().0,
+            None => mapped(self.cfg.link.ip.0),
         }
     }
 
@@ -678,9 +738,7 @@ impl Fetcher {
         let Some(mac) = self.next_hop_mac else {
             return;
         };
-        let sent = self
-            .egress
-            .tcp_bare(tx, mac, mapped(self.cfg.link.server.0), rst);
+        let sent = self.egress.tcp_bare(tx, mac, self.server_ip(), rst);
         if self.count(sent) {
             self.counters.resets_sent += 1;
         }

@@ -9,7 +9,7 @@ use crate::http::log::NoLog;
 use crate::memwire::{MemSite, Wire};
 use crate::nic::Clock;
 use crate::server::{Config as ServerConfig, Server};
-use crate::wire::Ipv4Address;
+use crate::wire::{Ipv4Address, Ipv6Address};
 
 const SERVER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 2]);
 const CLIENT_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 1]);
@@ -551,4 +551,100 @@ fn abort_all_leaves_the_server_holding_nothing() {
         ))
     );
     assert_eq!(p.fetcher.counters.retransmits, 0);
+}
+
+/// The fetcher over IPv6 against the server's IPv6: both hold a configured address
+/// behind DAD; the fetcher resolves the server by neighbour solicitation, then fetches
+/// over a connection each and kept alive, bodies byte for byte, and offers IPv6's MSS.
+#[test]
+fn over_ipv6_the_server_is_solicited_then_fetched_from() {
+    use crate::iface::FetchV6;
+    let server6: Ipv6Address = "2001:db8::2".parse().unwrap();
+    let client6: Ipv6Address = "2001:db8::3".parse().unwrap();
+    let mut cfg = FetchConfig::new(CLIENT_MAC, Ipv4Address([0; 4]), 0, SERVER_IP, 80, 2);
+    cfg.ports = (40_000, 40_015);
+    cfg.link.v6 = Some(FetchV6 {
+        ip: client6,
+        prefix_len: 64,
+        gateway: None,
+        server: server6,
+    });
+    let mut scfg = ServerConfig::new(SERVER_IP, 24, [7; 16]);
+    scfg.ipv6 = true;
+    scfg.ipv6_static = Some((server6, 64));
+    let mut p = Pair {
+        wire: Wire::new(SERVER_MAC, CLIENT_MAC, 4096),
+        server: Server::new(scfg, site(), SERVER_MAC),
+        fetcher: Fetcher::new(cfg),
+        rec: Record {
+            bodies: vec![Vec::new(); 2],
+            ends: Vec::new(),
+            events: Vec::new(),
+        },
+        now: 1_000_000,
+        site: site(),
+        serving: true,
+    };
+    assert!(
+        !p.fetcher.ready(),
+        "nothing sent from our address before DAD"
+    );
+    p.run_for(4_000_000_000);
+    assert!(
+        p.fetcher.ready(),
+        "the server's MAC learned from its advertisement"
+    );
+    assert!(
+        p.fetcher.counters.arp_requests >= 1,
+        "a solicitation was sent"
+    );
+    for (slot, close) in [(0, true), (1, false), (1, false)] {
+        for path in ["/index.html", "/big.bin"] {
+            p.get(slot, path, close);
+            p.run();
+            let want = p.site.bytes(path).unwrap();
+            assert_eq!(
+                p.rec.ends.last().unwrap(),
+                &(
+                    slot,
+                    End::Done {
+                        status: 200,
+                        body: want.len() as u64
+                    }
+                )
+            );
+            assert!(p.rec.bodies[slot as usize] == want, "{path} differs");
+        }
+    }
+    assert_eq!(p.fetcher.counters.connections, 3, "two closed, one kept");
+    assert_eq!(p.fetcher.counters.retransmits, 0);
+    assert_eq!(p.server.stats().tcp_accepted, 3);
+}
+
+#[test]
+fn over_ipv6_the_next_hop_is_the_server_on_the_link_else_a_router() {
+    use crate::iface::FetchV6;
+    let a = |s: &str| -> Ipv6Address { s.parse().unwrap() };
+    let mut v = FetchV6 {
+        ip: a("2001:db8::3"),
+        prefix_len: 64,
+        gateway: None,
+        server: a("2001:db8::2"),
+    };
+    assert_eq!(
+        v.next_hop(Some(a("fe80::1"))),
+        Some(v.server),
+        "in our prefix"
+    );
+    v.server = a("fe80::9");
+    assert_eq!(v.next_hop(None), Some(v.server), "link-local: on the link");
+    v.server = a("2001:db8:2::2");
+    assert_eq!(v.next_hop(None), None, "off the link, no router yet");
+    assert_eq!(
+        v.next_hop(Some(a("fe80::1"))),
+        Some(a("fe80::1")),
+        "advertised"
+    );
+    v.gateway = Some(a("2001:db8::1"));
+    assert_eq!(v.next_hop(Some(a("fe80::1"))), v.gateway, "--gw6 first");
 }

@@ -42,7 +42,7 @@ pub use ingress::{
 };
 pub use neigh::Neighbours;
 
-use crate::wire::{ArpOperation, ArpPacket, ArpRepr, EthernetAddress, Ipv4Address};
+use crate::wire::{ArpOperation, ArpPacket, ArpRepr, EthernetAddress, Ipv4Address, Ipv6Address};
 
 /// The server's addresses on its link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,6 +152,36 @@ pub struct FetchLink {
     pub server: Ipv4Address,
     /// The server's port (TCP or UDP).
     pub port: u16,
+    /// Over IPv6 instead: the server, our address and the router (`server` and `ip`
+    /// above are then unused).
+    pub v6: Option<FetchV6>,
+}
+
+/// A fetcher's place on an IPv6 link: its address (held behind duplicate address
+/// detection, with its link-local one) and the server's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchV6 {
+    /// Our global address.
+    pub ip: Ipv6Address,
+    /// The prefix on the link (a server in it is a neighbour).
+    pub prefix_len: u8,
+    /// The router for a server off the link (`--gw6`); `None`: a router that advertises
+    /// itself (RFC 4861's default router).
+    pub gateway: Option<Ipv6Address>,
+    /// The server.
+    pub server: Ipv6Address,
+}
+
+impl FetchV6 {
+    /// Where frames to the server go: the server on the link (a link-local address, or
+    /// one in our prefix), else the router given, else `advertised` (a router's
+    /// advertisement's); `None`: no router known yet.
+    pub fn next_hop(&self, advertised: Option<Ipv6Address>) -> Option<Ipv6Address> {
+        if self.server.is_link_local() || self.server.in_subnet(self.ip, self.prefix_len) {
+            return Some(self.server);
+        }
+        self.gateway.or(advertised)
+    }
 }
 
 impl FetchLink {
@@ -216,6 +246,7 @@ mod fetch_link_tests {
             gateway: Some(ROUTER),
             server: Ipv4Address([192, 0, 2, 7]),
             port: 80,
+            v6: None,
         }
     }
 

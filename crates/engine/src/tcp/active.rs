@@ -68,6 +68,17 @@ impl Connection {
         c
     }
 
+    /// Before our SYN: offer `mss` (a path with a larger header, IPv6's:
+    /// [`OUR_MSS_V6`](super::conn::OUR_MSS_V6)) and send no larger segment until the
+    /// peer's SYN-ACK says.
+    pub fn offer_mss(&mut self, mss: u16) {
+        if self.state == State::SynSent && self.snd_max == self.iss {
+            self.our_mss = mss;
+            self.mss = u32::from(mss);
+            self.cc = Congestion::new(self.mss, self.iss, Algorithm::Cubic);
+        }
+    }
+
     /// Before our SYN: offer window scale `shift` (RFC 7323 §2; at most 14) instead of
     /// 0, so that a window above 64 KiB can be advertised once the peer's SYN-ACK
     /// answers with the option (if it does not, neither side scales). A receiver of bulk
@@ -134,7 +145,8 @@ impl Connection {
             Some((tsval, _)) => self.ts_recent = tsval,
             None => self.ts_ok = false,
         }
-        let mss = u32::from(o.mss.unwrap_or(DEFAULT_MSS as u16)).clamp(MIN_MSS, u32::from(OUR_MSS));
+        let mss =
+            u32::from(o.mss.unwrap_or(DEFAULT_MSS as u16)).clamp(MIN_MSS, u32::from(self.our_mss));
         self.mss = if self.ts_ok { mss - TS_OPTION_LEN } else { mss };
         self.snd_wnd = u32::from(seg.window_len); // never scaled in a SYN
         self.max_snd_wnd = self.snd_wnd;

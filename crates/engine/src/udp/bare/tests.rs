@@ -68,6 +68,7 @@ fn client(paths: &[&str], schedule: Schedule, slots: usize, requests: u64) -> Ba
             gateway: None,
             server: SERVER_IP,
             port: 8081,
+            v6: None,
         },
         host: "10.0.0.2:8081".into(),
         paths: paths.iter().map(|p| String::from(*p)).collect(),
