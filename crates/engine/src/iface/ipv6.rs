@@ -545,7 +545,15 @@ impl Link {
                 // such a datagram is discarded.
                 return Err(Drop6::Frame(Drop::Checksum));
             }
-            let sum = checksum::accumulate(packet.pseudo_header(&upper), body);
+            // The pseudo-header from the addresses already parsed (not read again from
+            // the packet: ~25 instructions a segment).
+            let pseudo = checksum::pseudo_header_v6(
+                &ip.src_addr.0,
+                &ip.dst_addr.0,
+                upper.protocol.into(),
+                upper.len as u32,
+            );
+            let sum = checksum::accumulate(pseudo, body);
             if !cfg!(fuzzing) && checksum::fold(sum) != 0xffff {
                 return Err(Drop6::Frame(Drop::Checksum));
             }

@@ -767,7 +767,12 @@ impl<L: Lookup<'static>> Server<L> {
     #[inline(always)]
     fn sync_egress(&mut self, local: u8) {
         if local >= crate::iface::LOCAL_V6 {
-            self.sync_egress6(local);
+            // The slot's address cannot have changed since it was last looked up unless
+            // the link ran (`ipv6_next` refreshed, which forgets `egress6_local`): the
+            // common case is these two compares, not a call.
+            if self.egress6_local != local || self.egress6.mac() != self.egress.mac() {
+                self.sync_egress6(local);
+            }
         } else if local != 0 {
             let mac = self.egress.mac();
             if let Some(e) = self.vip_egress.get_mut(usize::from(local) - 1) {
@@ -820,11 +825,6 @@ impl<L: Lookup<'static>> Server<L> {
 
     #[inline(never)]
     fn sync_egress6(&mut self, local: u8) {
-        // The slot's address cannot have changed since it was last looked up unless the
-        // link ran (`ipv6_next` refreshed, which forgets `egress6_local`).
-        if self.egress6_local == local && self.egress6.mac() == self.egress.mac() {
-            return;
-        }
         self.egress6_local = local;
         let slot = local - crate::iface::LOCAL_V6;
         let addr = self
