@@ -235,6 +235,8 @@ struct Relay6 {
     listener: TcpListener,
     at: SocketAddrV6,
     to: SocketAddrV4,
+    /// `http` or `https`.
+    scheme: &'static str,
 }
 
 /// Binds the IPv6 host addresses `run` relays (`--listen6`): HTTP's and, with a
@@ -254,25 +256,25 @@ fn bind_listen6(a: &RunArgs) -> Result<Vec<Relay6>, String> {
         Some(Listen6::At(at)) => at.port(),
         _ => a.listen.port(),
     };
-    let mut pairs = vec![(SocketAddrV6::new(ip, port, 0, 0), a.listen)];
+    let mut pairs = vec![(SocketAddrV6::new(ip, port, 0, 0), a.listen, "http")];
     if a.server.settings.tls.cert {
         let https = SocketAddrV6::new(ip, a.listen_https.port(), 0, 0);
-        pairs.push((https, a.listen_https));
+        pairs.push((https, a.listen_https, "https"));
     }
     let mut out = Vec::new();
-    for (at, to) in pairs {
+    for (at, to, scheme) in pairs {
         match relay6::bind(at) {
             Ok(listener) => out.push(Relay6 {
                 listener,
                 at,
                 to: relay6::target(to),
+                scheme,
             }),
             Err(e) if !given => {
                 eprintln!(
                     "bareweb: warning: not answering at {at} ({e}); --listen6 [ADDR]:PORT \
                      gives another IPv6 address, --listen6 off says none"
                 );
-                return Ok(Vec::new());
             }
             Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
                 return Err(format!(
@@ -444,8 +446,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
                 rs => format!(
                     "; over IPv6 {} (relayed to the IPv4 forward)",
                     rs.iter()
-                        .zip(["http", "https"])
-                        .map(|(r, scheme)| format!("{scheme}://{}/", r.at))
+                        .map(|r| format!("{}://{}/", r.scheme, r.at))
                         .collect::<Vec<_>>()
                         .join(" and ")
                 ),
@@ -518,7 +519,9 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
         Err(e) => return Err(format!("cannot start {}: {e}", a.qemu)),
     };
     for r in relays {
-        relay6::start(r.listener, r.to);
+        if let Err(e) = relay6::start(r.listener, r.to) {
+            eprintln!("bareweb: warning: not answering at {} ({e})", r.at);
+        }
     }
     let ready = Arc::new(AtomicBool::new(false));
     let button = Arc::new(AtomicBool::new(false));

@@ -54,6 +54,16 @@ pub fn load(a: &LoadArgs, cfg: &LoadConfig) -> Result<(), String> {
         return load_xdp(a, cfg, x);
     }
     let tap = a.udp.tap.as_deref().ok_or("--tap or --xdp needed")?;
+    // The client's address for the server's family, checked before the TAP is made.
+    match cfg.target.addr {
+        std::net::SocketAddr::V4(_) if a.udp.ip.is_none() => {
+            return Err("the bare client needs --ip A.B.C.D/N for an IPv4 server".into())
+        }
+        std::net::SocketAddr::V6(_) if a.udp.ip6.is_none() => {
+            return Err("the bare client needs --ip6 ADDR/PREFIX for an IPv6 server".into())
+        }
+        _ => {}
+    }
     let mac = client_mac(a);
     let mut nic = open_tap(tap, mac)?;
     // The load loop polls again straight after its work (Tap::set_one_read_per_burst).
@@ -450,11 +460,6 @@ impl Load<'_> {
     }
 }
 
-/// Runs the load of `cfg` with the engine's client on `nic` (of MAC `mac`; `kind` names
-/// the client in the report, `link` the NIC in messages) until its fetches (or sessions)
-/// are done, its time is up or Ctrl-C.
-/// What the TAP's queue to us holds (bytes): `tx_queue_len` frames (the tun driver drops
-/// what finds its ring full), each a super-frame counted at 32 KiB with receive
 /// Why the bare client over IPv6 could not start: its address not held, no router, or
 /// no answer from the next hop.
 fn not_ready6(client: &Fetcher, v6: &FetchV6, link: &str) -> String {
@@ -478,6 +483,8 @@ fn not_ready6(client: &Fetcher, v6: &FetchV6, link: &str) -> String {
     }
 }
 
+/// What the TAP's queue to us holds (bytes): `tx_queue_len` frames (the tun driver drops
+/// what finds its ring full), each a super-frame counted at 32 KiB with receive
 /// offloads (half the 64 KiB frames a server sends once its window has opened), else a
 /// 1448-byte segment. Linux's default of 500 frames when the length cannot be read.
 fn tap_queue_bytes(tap: &str, offload: bool) -> u64 {
@@ -509,7 +516,8 @@ const SPIN_US_DEFAULT: u64 = 0;
 
 /// The load run on `nic`; `queue`: what the link's queue to us holds (bytes), which sets
 /// the receive window ([`rx_window`]; `None`: the engine's 64 KiB default). `kind` names
-/// the client in the report, with "-spin" added when it polls (`--spin-us`).
+/// the client in the report, with "-spin" added when it polls (`--spin-us`), `link` the
+/// NIC in messages; until its fetches (or sessions) are done, its time is up or Ctrl-C.
 fn run<N: HostQueue>(
     nic: &mut N,
     mac: EthernetAddress,

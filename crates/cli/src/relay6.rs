@@ -8,10 +8,14 @@
 //! (its address on slirp's `fec0::/64`, by SLAAC) is not reached from the host this way;
 //! it is tested on a TAP.
 //!
-//! Bounded: at most [`MAX_CONNECTIONS`] at once (one more is closed at accept), each
-//! relayed by two threads that end when either side closes: the server's close ends the
-//! client's side too (a blocked read returns), the client's half-close is passed on
-//! (a request sent with `shutdown(SHUT_WR)` still gets its response).
+//! Bounded: at most [`MAX_CONNECTIONS`] at once, fewer when the process may open fewer
+//! than four descriptors each (one more is closed at accept; an accept error, such as
+//! running out of descriptors, waits 50 ms rather than spinning), each relayed by two
+//! threads that end when either side closes: the server's close ends the client's side
+//! too (a blocked read returns), the client's half-close is passed on (a request sent
+//! with `shutdown(SHUT_WR)` still gets its response); a peer that takes no bytes for
+//! [`STALL`] ends its connection. The socket is IPv6-only (`IPV6_V6ONLY`), so `[::]`
+//! leaves the IPv4 port to QEMU's forward.
 
 use std::io;
 use std::net::{Shutdown, SocketAddr, SocketAddrV4, SocketAddrV6, TcpListener, TcpStream};
@@ -23,6 +27,8 @@ use std::time::Duration;
 pub const MAX_CONNECTIONS: usize = 256;
 /// How long the IPv4 forward may take to accept.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a write may wait for a peer that reads nothing.
+const STALL: Duration = Duration::from_secs(30);
 
 /// Where `--listen6` points: the IPv6 host address, or nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,43 +60,125 @@ pub fn target(listen: SocketAddrV4) -> SocketAddrV4 {
     }
 }
 
-/// Binds `at` (the caller says what a failure means).
+/// Binds `at`, IPv6 only (the caller says what a failure means): a dual-stack socket
+/// on `[::]` would also take the IPv4 port QEMU's forward needs.
 pub fn bind(at: SocketAddrV6) -> io::Result<TcpListener> {
-    TcpListener::bind(at)
+    use std::os::fd::FromRawFd;
+    let check = |r: libc::c_int| match r {
+        -1 => Err(io::Error::last_os_error()),
+        r => Ok(r),
+    };
+    // SAFETY: plain socket calls on a descriptor made here; on success it is handed to
+    // TcpListener, which owns and closes it; on failure it is closed below.
+    unsafe {
+        let fd = check(libc::socket(
+            libc::AF_INET6,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+        ))?;
+        let one: libc::c_int = 1;
+        let opt = |level, name| {
+            check(libc::setsockopt(
+                fd,
+                level,
+                name,
+                (&one as *const libc::c_int).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            ))
+        };
+        let mut sa: libc::sockaddr_in6 = std::mem::zeroed();
+        sa.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+        sa.sin6_port = at.port().to_be();
+        sa.sin6_addr.s6_addr = at.ip().octets();
+        sa.sin6_scope_id = at.scope_id();
+        let done = opt(libc::IPPROTO_IPV6, libc::IPV6_V6ONLY)
+            .and_then(|_| opt(libc::SOL_SOCKET, libc::SO_REUSEADDR))
+            .and_then(|_| {
+                check(libc::bind(
+                    fd,
+                    (&sa as *const libc::sockaddr_in6).cast(),
+                    size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+                ))
+            })
+            .and_then(|_| check(libc::listen(fd, 128)));
+        match done {
+            Ok(_) => Ok(TcpListener::from_raw_fd(fd)),
+            Err(e) => {
+                libc::close(fd);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// The most connections relayed at once: [`MAX_CONNECTIONS`], or what the descriptor
+/// limit leaves room for at four a connection (64 kept for the rest of `run`).
+fn cap() -> usize {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct given.
+    let soft = match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } {
+        0 => r.rlim_cur as usize,
+        _ => 1024,
+    };
+    MAX_CONNECTIONS.min(soft.saturating_sub(64) / 4).max(1)
+}
+
+/// Counts a connection while it lives.
+struct Live(Arc<AtomicUsize>);
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Relays every connection `listener` accepts to `to`, on threads of its own, for as
-/// long as the process runs.
-pub fn start(listener: TcpListener, to: SocketAddrV4) {
+/// long as the process runs. Returns an error only when no thread can be started.
+pub fn start(listener: TcpListener, to: SocketAddrV4) -> io::Result<()> {
     let live = Arc::new(AtomicUsize::new(0));
-    std::thread::spawn(move || {
-        for client in listener.incoming() {
-            let Ok(client) = client else { continue };
-            if live.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
-                drop(client);
-                continue;
+    let cap = cap();
+    std::thread::Builder::new()
+        .name("relay6".into())
+        .spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else {
+                    // Out of descriptors, or the like: the pending connection stays
+                    // queued, so wait instead of failing again at once.
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                };
+                if live.load(Ordering::Relaxed) >= cap {
+                    drop(client);
+                    continue;
+                }
+                live.fetch_add(1, Ordering::Relaxed);
+                let guard = Live(Arc::clone(&live));
+                // A thread that cannot start drops the connection and its count.
+                let _ = std::thread::Builder::new().spawn(move || {
+                    let _guard = guard;
+                    let _ = relay(client, to);
+                });
             }
-            live.fetch_add(1, Ordering::Relaxed);
-            let live = Arc::clone(&live);
-            std::thread::spawn(move || {
-                let _ = relay(client, to);
-                live.fetch_sub(1, Ordering::Relaxed);
-            });
-        }
-    });
+        })
+        .map(|_| ())
 }
 
 /// One connection, until both directions ended.
 fn relay(client: TcpStream, to: SocketAddrV4) -> io::Result<()> {
     let server = TcpStream::connect_timeout(&SocketAddr::V4(to), CONNECT_TIMEOUT)?;
-    let _ = client.set_nodelay(true);
-    let _ = server.set_nodelay(true);
+    for s in [&client, &server] {
+        s.set_nodelay(true)?;
+        s.set_write_timeout(Some(STALL))?;
+    }
     let (mut c_read, mut s_write) = (client.try_clone()?, server.try_clone()?);
     // Client to server: the client's half-close is passed on.
-    let up = std::thread::spawn(move || {
+    let up = std::thread::Builder::new().spawn(move || {
         let _ = io::copy(&mut c_read, &mut s_write);
         let _ = s_write.shutdown(Shutdown::Write);
-    });
+    })?;
     // Server to client: when the server is done, so is the client's side (its blocked
     // read above returns, and the thread ends).
     let (mut s_read, mut c_write) = (server, client);
@@ -122,6 +210,14 @@ mod tests {
         assert!("127.0.0.1:80".parse::<Listen6>().is_err());
     }
 
+    /// `[::]` leaves the IPv4 port free: QEMU's forward binds it after us.
+    #[test]
+    fn the_listener_is_ipv6_only() {
+        let l6 = bind(SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 0, 0, 0)).expect("IPv6");
+        let port = l6.local_addr().unwrap().port();
+        TcpListener::bind(("0.0.0.0", port)).expect("the IPv4 port is free");
+    }
+
     #[test]
     fn an_unspecified_forward_is_reached_at_loopback() {
         let any: SocketAddrV4 = "0.0.0.0:8080".parse().unwrap();
@@ -144,7 +240,7 @@ mod tests {
             SocketAddr::V4(a) => a,
             SocketAddr::V6(_) => unreachable!(),
         };
-        start(l6, to);
+        start(l6, to).unwrap();
         let echo = std::thread::spawn(move || {
             let (mut s, _) = server.accept().unwrap();
             let mut got = Vec::new();

@@ -146,4 +146,6 @@ pub struct Counters {
     pub resets_sent: u64,
     /// ARP requests sent (over IPv6: neighbour solicitations for the next hop).
     pub arp_requests: u64,
+    /// Packet Too Big messages taken (IPv6: quoting a segment in flight).
+    pub too_big: u64,
 }

@@ -143,6 +143,9 @@ pub struct Fetcher {
     link6: Option<Box<Link>>,
     /// When the link next has timer work.
     link6_next: u64,
+    /// A segment from the server came since the next hop was last looked up (it is
+    /// reachable).
+    heard6: bool,
     /// Counters.
     pub counters: Counters,
 }
@@ -163,6 +166,7 @@ impl Fetcher {
             egress,
             link6,
             link6_next: 0,
+            heard6: false,
             iface,
             isn: IsnGenerator::new(cfg.isn_key),
             next_hop_mac: None,
@@ -329,8 +333,10 @@ impl Fetcher {
         let (iss, ts_offset) = self.isn.isn_and_ts_offset(local, remote, now);
         let mut tcp = Connection::connect(iss, now).with_ts_offset(ts_offset);
         tcp.offer_rcv_shift(window_shift(self.cfg.rx_window));
-        if self.link6.is_some() {
-            tcp.offer_mss(OUR_MSS_V6);
+        if let Some(link) = &self.link6 {
+            // IPv6's MSS, or less on a link whose router advertised a smaller MTU.
+            let mtu = link.slaac.mtu.unwrap_or(1500);
+            tcp.offer_mss(OUR_MSS_V6.min(mtu.saturating_sub(60) as u16));
         }
         let req_seq = tcp.queue(len as u32);
         let fetch = FetchConn {
@@ -481,8 +487,14 @@ impl Fetcher {
         h: &mut H,
     ) {
         if let Ok(eth) = EthernetFrame::new_checked(bytes) {
-            if eth.ethertype() == EtherType::Ipv6 && self.link6.is_some() {
-                return self.frame6(bytes, now, tx, h);
+            if self.link6.is_some() {
+                // Over IPv6 nothing else is ours: an ARP reply "from" the unused IPv4
+                // next hop must not make the fetcher ready before DAD passed.
+                if eth.ethertype() == EtherType::Ipv6 {
+                    return self.frame6(bytes, now, tx, h);
+                }
+                self.counters.ignored += 1;
+                return;
             }
             if eth.ethertype() == EtherType::Arp
                 && (eth.dst_addr() == self.cfg.link.mac || eth.dst_addr().is_broadcast())

@@ -553,38 +553,47 @@ fn abort_all_leaves_the_server_holding_nothing() {
     assert_eq!(p.fetcher.counters.retransmits, 0);
 }
 
+const SERVER6: Ipv6Address = Ipv6Address([0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+const CLIENT6: Ipv6Address = Ipv6Address([0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3]);
+
+impl Pair {
+    /// The fetcher and the server over IPv6, each holding its configured address (DAD not
+    /// run yet).
+    fn new6(slots: usize) -> Pair {
+        use crate::iface::FetchV6;
+        let mut cfg = FetchConfig::new(CLIENT_MAC, Ipv4Address([0; 4]), 0, SERVER_IP, 80, slots);
+        cfg.ports = (40_000, 40_015);
+        cfg.link.v6 = Some(FetchV6 {
+            ip: CLIENT6,
+            prefix_len: 64,
+            gateway: None,
+            server: SERVER6,
+        });
+        let mut scfg = ServerConfig::new(SERVER_IP, 24, [7; 16]);
+        scfg.ipv6 = true;
+        scfg.ipv6_static = Some((SERVER6, 64));
+        Pair {
+            wire: Wire::new(SERVER_MAC, CLIENT_MAC, 4096),
+            server: Server::new(scfg, site(), SERVER_MAC),
+            fetcher: Fetcher::new(cfg),
+            rec: Record {
+                bodies: vec![Vec::new(); slots],
+                ends: Vec::new(),
+                events: Vec::new(),
+            },
+            now: 1_000_000,
+            site: site(),
+            serving: true,
+        }
+    }
+}
+
 /// The fetcher over IPv6 against the server's IPv6: both hold a configured address
 /// behind DAD; the fetcher resolves the server by neighbour solicitation, then fetches
 /// over a connection each and kept alive, bodies byte for byte, and offers IPv6's MSS.
 #[test]
 fn over_ipv6_the_server_is_solicited_then_fetched_from() {
-    use crate::iface::FetchV6;
-    let server6: Ipv6Address = "2001:db8::2".parse().unwrap();
-    let client6: Ipv6Address = "2001:db8::3".parse().unwrap();
-    let mut cfg = FetchConfig::new(CLIENT_MAC, Ipv4Address([0; 4]), 0, SERVER_IP, 80, 2);
-    cfg.ports = (40_000, 40_015);
-    cfg.link.v6 = Some(FetchV6 {
-        ip: client6,
-        prefix_len: 64,
-        gateway: None,
-        server: server6,
-    });
-    let mut scfg = ServerConfig::new(SERVER_IP, 24, [7; 16]);
-    scfg.ipv6 = true;
-    scfg.ipv6_static = Some((server6, 64));
-    let mut p = Pair {
-        wire: Wire::new(SERVER_MAC, CLIENT_MAC, 4096),
-        server: Server::new(scfg, site(), SERVER_MAC),
-        fetcher: Fetcher::new(cfg),
-        rec: Record {
-            bodies: vec![Vec::new(); 2],
-            ends: Vec::new(),
-            events: Vec::new(),
-        },
-        now: 1_000_000,
-        site: site(),
-        serving: true,
-    };
+    let mut p = Pair::new6(2);
     assert!(
         !p.fetcher.ready(),
         "nothing sent from our address before DAD"
@@ -647,4 +656,55 @@ fn over_ipv6_the_next_hop_is_the_server_on_the_link_else_a_router() {
     );
     v.gateway = Some(a("2001:db8::1"));
     assert_eq!(v.next_hop(Some(a("fe80::1"))), v.gateway, "--gw6 first");
+}
+
+/// Over IPv6 an ARP reply "from" the unused IPv4 next hop (0.0.0.0) is not taken: the
+/// fetcher stays not ready until DAD passed and the server's advertisement came.
+#[test]
+fn over_ipv6_an_arp_reply_does_not_make_the_fetcher_ready() {
+    use crate::wire::{ArpOperation, ArpPacket, ArpRepr};
+    let mut p = Pair::new6(1);
+    let mut f = vec![0u8; 14 + 28];
+    ethernet::Repr {
+        src_addr: EthernetAddress([0x02, 0, 0, 0, 0, 0x66]),
+        dst_addr: CLIENT_MAC,
+        ethertype: EtherType::Arp,
+    }
+    .emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
+    ArpRepr {
+        operation: ArpOperation::Reply,
+        source_hardware_addr: EthernetAddress([0x02, 0, 0, 0, 0, 0x66]),
+        source_protocol_addr: Ipv4Address([0; 4]),
+        target_hardware_addr: CLIENT_MAC,
+        target_protocol_addr: Ipv4Address([0; 4]),
+    }
+    .emit(&mut ArpPacket::new_unchecked(&mut f[14..]));
+    let (now, tx) = (p.now, &mut p.wire.b.tx);
+    p.fetcher.frame(&f, false, now, tx, &mut p.rec);
+    assert!(!p.fetcher.ready());
+    assert_eq!(p.fetcher.counters.ignored, 1);
+}
+
+/// Once resolved, the next hop is looked up again: an advertisement overriding the
+/// server's MAC (a NIC swapped, a failover) is followed within 200 ms.
+#[test]
+fn over_ipv6_a_new_mac_for_the_server_is_followed() {
+    use crate::iface::ipv6::tests::frame;
+    use crate::wire::Icmpv6Repr;
+    let mut p = Pair::new6(1);
+    p.run_for(4_000_000_000);
+    assert_eq!(p.fetcher.next_hop_mac, Some(SERVER_MAC));
+    let moved = EthernetAddress([0x02, 0, 0, 0, 0, 0x22]);
+    let na = Icmpv6Repr::NeighborAdvert {
+        router: false,
+        solicited: false,
+        override_: true,
+        target: SERVER6,
+        target_lladdr: Some(moved),
+    };
+    let f = frame(CLIENT_MAC, SERVER6, CLIENT6, 255, &na, false);
+    let (now, tx) = (p.now, &mut p.wire.b.tx);
+    p.fetcher.frame(&f, false, now, tx, &mut p.rec);
+    p.run_for(300_000_000);
+    assert_eq!(p.fetcher.next_hop_mac, Some(moved));
 }

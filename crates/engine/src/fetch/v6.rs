@@ -5,11 +5,15 @@
 //! else `--gw6`'s router or an advertised one) resolved by neighbour solicitation as IPv4
 //! asks ARP, and the server's segments as the link hands them over, checksum verified.
 //! Nothing is sent from our address before its DAD passed: [`Fetcher::ready`] waits for
-//! it and for the next hop's MAC.
+//! it and for the next hop's MAC. Once known, the next hop is looked up again every 200
+//! ms (a new MAC, another router, the cache's reachability probes; segments from the
+//! server confirm it reachable, RFC 4861 §7.3.1), and a Packet Too Big quoting a segment
+//! in flight lowers that connection's MSS (RFC 8201). The link takes no DHCPv6 lease:
+//! its address is the one configured.
 
 use alloc::boxed::Box;
 
-use super::{Fetcher, Handler};
+use super::{emit, Fetcher, Handler, Out as TcpOut, ARP_EVERY_NS};
 use crate::iface::ipv6::{Link, Out, Step};
 use crate::iface::neigh6::Resolve;
 use crate::iface::{tcp_repr, FetchV6};
@@ -29,6 +33,7 @@ pub(super) fn link(
 ) -> (Box<Link>, Ipv6Address) {
     let mut link = Link::new(secret, mac, 0);
     link.slaac.configure(v6.ip, 0);
+    link.no_dhcp6();
     let src = match v6.server.is_link_local() {
         true => link.addr.addr(),
         false => v6.ip,
@@ -52,7 +57,8 @@ impl Fetcher {
             }
             self.link_ran();
         }
-        if self.next_hop_mac.is_none() {
+        if self.next_hop_mac.is_none() || now >= self.next_arp_ns {
+            self.next_arp_ns = now + ARP_EVERY_NS;
             worked |= self.resolve6(now, tx);
         }
         worked
@@ -75,13 +81,20 @@ impl Fetcher {
         let Some(hop) = v6.next_hop(link.slaac.default_router()) else {
             return false; // off the link, and no router given or heard yet
         };
-        match link.neigh.lookup(hop, now) {
+        if core::mem::take(&mut self.heard6) {
+            link.neigh.confirm(hop, now); // the server's segments came through it
+        }
+        let r = link.neigh.lookup(hop, now);
+        self.link_ran(); // a lookup may start a resolution or a probe
+        match r {
             Resolve::Known(mac) => {
+                let new = self.next_hop_mac != Some(mac);
                 self.next_hop_mac = Some(mac);
-                true
+                new
             }
             Resolve::Pending(Some(s)) => {
-                self.link_ran();
+                // Not known (first, or lost after failed probes): asked; frames go on to
+                // the MAC known before, if any, until an answer comes.
                 self.counters.arp_requests += 1;
                 self.send6(
                     &Out::Solicit {
@@ -126,6 +139,13 @@ impl Fetcher {
         };
         match link.receive(bytes, now) {
             Ok(Step::Tcp { src, segment, .. }) => self.segment6(src, segment, now, tx, h),
+            Ok(Step::TooBig {
+                mtu,
+                peer,
+                peer_port,
+                our_port,
+                seq,
+            }) => self.too_big(mtu, peer, (peer_port, our_port), seq, now, tx),
             Ok(step) => {
                 if let Step::Send(out) = step {
                     self.send6(&out, tx);
@@ -158,10 +178,46 @@ impl Fetcher {
             self.counters.ignored += 1;
             return;
         }
+        self.heard6 = true;
         let key = Peer {
             ip: src.0,
             port: seg.dst_port,
         };
         self.deliver(key, &seg, now, tx, h);
+    }
+
+    /// A Packet Too Big quoting our segment `seq` to `peer` from our port: the connection
+    /// there, if the segment is in flight, sends in segments the narrow link takes
+    /// (everything in flight again, as the server does).
+    fn too_big<T: TxRing>(
+        &mut self,
+        mtu: u32,
+        peer: Ipv6Address,
+        (peer_port, our_port): (u16, u16),
+        seq: u32,
+        now: u64,
+        tx: &mut T,
+    ) {
+        let ours = self.cfg.link.v6.is_some_and(|v| v.server == peer);
+        let key = Peer {
+            ip: peer.0,
+            port: our_port,
+        };
+        let idx = match self.conns.find(key) {
+            Some(idx) if ours && peer_port == self.cfg.link.port => idx,
+            _ => {
+                self.counters.ignored += 1;
+                return;
+            }
+        };
+        let mss_cap = mtu.min(1500).saturating_sub(60);
+        match self.conns[idx as usize].tcp.path_mtu(seq, mss_cap) {
+            Some(true) => {
+                self.counters.too_big += 1;
+                emit::send(&mut TcpOut { f: self, now, tx }, idx, now);
+            }
+            Some(false) => self.counters.too_big += 1,
+            None => self.counters.ignored += 1,
+        }
     }
 }

@@ -192,6 +192,8 @@ pub struct Link {
     dhcp6_out: [u8; dhcpv6::MAX_EMIT],
     /// `--ip6 dhcp6`: solicit as soon as the link-local address is preferred.
     dhcp6_at_start: bool,
+    /// No DHCPv6 whatever routers' flags say ([`Link::no_dhcp6`]).
+    dhcp6_never: bool,
 }
 
 impl Link {
@@ -207,7 +209,14 @@ impl Link {
             dhcp6: Dhcp6Client::new(mac.0, dhcp6_seed(&secret)),
             dhcp6_out: [0; dhcpv6::MAX_EMIT],
             dhcp6_at_start: false,
+            dhcp6_never: false,
         }
+    }
+
+    /// No DHCPv6 on this link, whatever routers' M and O flags say (a client of a
+    /// configured address, which must not take a lease from the link's pool).
+    pub fn no_dhcp6(&mut self) {
+        self.dhcp6_never = true;
     }
 
     /// `--ip6 dhcp6`: the global address from DHCPv6 alone, solicited once the link-local
@@ -613,7 +622,7 @@ impl Link {
                 }
                 self.neigh.solicited_by(src, options.source_lladdr(), now);
                 // DHCPv6 when the router asks (RFC 4861 §4.2), once we can speak.
-                if preferred.is_some() {
+                if preferred.is_some() && !self.dhcp6_never {
                     self.dhcp6.advertised(managed, other, now);
                 }
                 // A new prefix's address listens to its group before its DAD probe.

@@ -73,6 +73,7 @@ impl Connection {
     /// peer's SYN-ACK says.
     pub fn offer_mss(&mut self, mss: u16) {
         if self.state == State::SynSent && self.snd_max == self.iss {
+            let mss = mss.max(MIN_MSS as u16);
             self.our_mss = mss;
             self.mss = u32::from(mss);
             self.cc = Congestion::new(self.mss, self.iss, Algorithm::Cubic);
@@ -162,7 +163,7 @@ impl Connection {
     fn simultaneous_open(&mut self, seg: &TcpRepr<'_>, now_ns: u64) -> Outcome {
         let queued = self.send_end.wrapping_sub(self.iss.wrapping_add(1));
         let fin = self.fin_queued;
-        let mut c = Connection::accept(seg, self.iss, now_ns)
+        let mut c = Connection::accept_mss(seg, self.iss, now_ns, self.our_mss)
             .with_ts_offset(self.ts_offset)
             .with_congestion(self.cc.algorithm());
         c.send_end = c.send_end.wrapping_add(queued);

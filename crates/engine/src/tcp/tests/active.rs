@@ -187,6 +187,37 @@ fn the_mss_answer_is_clamped() {
     assert_eq!(big.mss(), 1460);
 }
 
+/// IPv6's MSS offered before the SYN: in the SYN, as the clamp of the SYN-ACK's answer,
+/// and kept through a simultaneous open's SYN-ACK; never below the least MSS.
+#[test]
+fn an_offered_mss_goes_in_the_syn_and_bounds_the_answer() {
+    let mut c = Connection::connect(ISS, 0);
+    c.offer_mss(1440);
+    let syn = c.syn(0);
+    let h = c.header(&syn, REMOTE_PORT, LOCAL_PORT, RX, 0);
+    assert_eq!(h.max_seg_size, Some(1440));
+    let o = c.input(&syn_ack_with(FULL), 3 * MS, RX);
+    assert!(o.established);
+    assert_eq!(c.mss(), 1440 - TS_OPTION_LEN, "1460 answered, 1440 ours");
+    // Both SYNs crossing: our SYN-ACK offers what our SYN did.
+    let mut c = Connection::connect(ISS, 0);
+    c.offer_mss(1440);
+    let _ = c.syn(0);
+    let their_syn = ParsedRepr {
+        options: FULL,
+        ..SYN_TEMPL
+    };
+    assert_eq!(c.input(&their_syn, MS, RX).reply, Reply::SynAck);
+    let s = c.syn_ack(MS);
+    let h = c.header(&s, REMOTE_PORT, LOCAL_PORT, RX, MS);
+    assert_eq!(h.max_seg_size, Some(1440));
+    let mut tiny = Connection::connect(ISS, 0);
+    tiny.offer_mss(10);
+    let syn = tiny.syn(0);
+    let h = tiny.header(&syn, REMOTE_PORT, LOCAL_PORT, RX, 0);
+    assert_eq!(h.max_seg_size, Some(64), "never below the least MSS");
+}
+
 #[test]
 fn an_ack_not_of_our_syn_is_answered_with_a_rst() {
     for ack in [
