@@ -229,6 +229,55 @@ def test_https_downloads_survive_failover(pki, tmp_path):
         k.close()
 
 
+def test_ipv6_downloads_survive_failover_and_every_nic_filters_our_groups(tmp_path):
+    """IPv6 over a bond of two e1000 (each with a multicast filter to program): six 1 MiB
+    downloads over IPv6 while NIC 0, the receive NIC, goes down; the namespace's IPv6
+    neighbour entry moves to NIC 1's MAC by the kernel's unsolicited advertisements, every
+    body arrives byte-exact, and with the entry flushed a new solicitation (multicast, to
+    our solicited-node group) is answered through NIC 1: its filter holds our groups too."""
+    server6 = "2001:db8::2"
+    k = BondKernel("e1000", "spread", more=["--ip6", f"{server6}/64"])
+    try:
+        k.ns.ip("-6", "addr", "add", "2001:db8::1/64", "dev", BRIDGE, "nodad")
+        url = f"http://[{server6}]{BIG}"
+        deadline = time.time() + 60
+        while k.ns.run("curl", "-gs", "-o", "/dev/null", "--max-time", "2", url,
+                       check=False).returncode != 0:
+            assert time.time() < deadline, k.report()
+            time.sleep(0.5)
+
+        def neighbour6():
+            words = k.ns.run("ip", "-6", "neigh", "show", server6).stdout.split()
+            return words[words.index("lladdr") + 1] if "lladdr" in words else None
+
+        assert neighbour6() == MACS[0]
+        procs = [subprocess.Popen(k.ns.cmd(
+            "curl", "-gsS", "--fail", "--max-time", "120", "--limit-rate", "200k",
+            "-o", tmp_path / f"d{i}", url), stderr=subprocess.PIPE, text=True)
+            for i in range(6)]
+        k.ns.wait_established(6)
+        time.sleep(1.0)
+        k.hmp("set_link nic0 off")
+        deadline = time.time() + 10
+        while neighbour6() != MACS[1] and time.time() < deadline:
+            time.sleep(0.1)
+        assert neighbour6() == MACS[1], k.report()
+        errors = [p.communicate(timeout=180)[1] for p in procs]
+        assert [p.returncode for p in procs] == [0] * 6, (errors, k.report())
+        want = (SITE / BIG.lstrip("/")).read_bytes()
+        assert all((tmp_path / f"d{i}").read_bytes() == want for i in range(6))
+        k.ns.run("ip", "-6", "neigh", "flush", "dev", BRIDGE)
+        r = k.ns.run("curl", "-gsS", "--max-time", "20", "-o", "/dev/null", "-w",
+                     "%{http_code}", f"http://[{server6}]/", check=False)
+        assert r.stdout == "200", (r.stderr, k.report())
+        assert neighbour6() == MACS[1]
+        st = k.stats_json()["bond"]
+        assert st["receive"] == 1 and st["nics"][1]["garps"] == 3, st
+        k.check_log()
+    finally:
+        k.close()
+
+
 def test_two_user_networks_on_one_hub_serve_tcp_and_udp(tmp_path):
     """`run --net user --net user` (no root, no TAP): both NICs on one QEMU hub with user
     networking. The receive NIC alone reads (the hub gives NIC 1 every frame too, and it

@@ -211,6 +211,53 @@ def test_a_tap_down_under_twenty_downloads_moves_connections_and_the_address(cor
         s.close()
 
 
+def test_ipv6_downloads_outlive_the_receive_nic_and_the_neighbour_moves(tmp_path):
+    """IPv6 on a bond: downloads over IPv6 from the configured address run while the
+    receive NIC's TAP goes down; each finishes intact, and the namespace's IPv6
+    neighbour entry for the server moves to the new receive NIC's MAC by the server's
+    unsolicited advertisements (one with each of the three gratuitous ARPs)."""
+    server6 = "2001:db8::2"
+    s = BondServer("spread", extra=["--ip6", f"{server6}/64"])
+    try:
+        s.ns.ip("-6", "addr", "add", "2001:db8::1/64", "dev", BRIDGE, "nodad")
+        url = f"http://[{server6}]{BIG}"
+        deadline = time.time() + 20
+        while s.ns.run("curl", "-gs", "-o", "/dev/null", "--max-time", "1", url,
+                       check=False).returncode != 0:
+            assert time.time() < deadline, s.output()
+            time.sleep(0.2)
+
+        def neighbour6():
+            words = s.ns.run("ip", "-6", "neigh", "show", server6).stdout.split()
+            return words[words.index("lladdr") + 1] if "lladdr" in words else None
+
+        assert neighbour6() == MACS[0]
+        outs = [tmp_path / f"d{i}" for i in range(6)]
+        curls = [subprocess.Popen(s.ns.cmd("curl", "-gsS", "--limit-rate", "200k",
+                                           "--max-time", "60", "-o", str(o), url),
+                                  stderr=subprocess.PIPE, text=True) for o in outs]
+        started = time.time()
+        time.sleep(1.5)  # ~300 KiB of each in: the failover lands mid-download
+        s.ns.ip("link", "set", TAPS[0], "down")
+        # Announced at once (Linux's own reachability probing would take 30 s or more:
+        # without the advertisements this test took 54 s).
+        deadline = time.time() + 3
+        while neighbour6() != MACS[1] and time.time() < deadline:
+            time.sleep(0.05)
+        assert neighbour6() == MACS[1], "the IPv6 neighbour entry moved within 3 s"
+        for c in curls:
+            _, err = c.communicate(timeout=90)
+            assert c.returncode == 0, err
+        took = time.time() - started
+        assert took < 20, f"the downloads stalled at the failover: {took:.1f} s"
+        for o in outs:
+            assert hashlib.sha256(o.read_bytes()).hexdigest() == sha(BIG), o
+        st = s.stats()["bond"]
+        assert st["receive"] == 1 and st["nics"][1]["garps"] == 3, st
+    finally:
+        s.close()
+
+
 def test_udp_answers_leave_by_the_sets_policy(tmp_path):
     """The UDP paper's protocol on a NIC set: every datagram of an answer gets its NIC from
     the set's policy (`size`: data datagrams on the data NIC, small ones on the control

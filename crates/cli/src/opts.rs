@@ -425,13 +425,6 @@ impl ServerOpts {
                 tls.port()
             ));
         }
-        if self.settings.bond.is_some() && self.given("ip6").is_some_and(|v| v != "off") {
-            return Err(
-                "--ip6 is not available with --bond yet (IPv6 on the link speaks from one \
-                 NIC's MAC); leave --ip6 out, or use --ip6 off"
-                    .into(),
-            );
-        }
         if self.settings.bsp_http && self.settings.mode != Some(Asked::NetCore) {
             return Err("--bsp-http only applies to --mode netcore".into());
         }
@@ -519,12 +512,6 @@ impl ServerOpts {
             let o = &OPTIONS[*i];
             // `serve` refuses dhcp (ServeArgs::check); every value was taken once already.
             let _ = (o.set)(&mut s, o.word_value(v));
-        }
-        // IPv6 on the link speaks from one MAC; on a bond each NIC must speak from its own
-        // (and failover would want unsolicited advertisements): not yet, so off there
-        // unless asked for, and asking is refused (check).
-        if s.bond.is_some() && self.given("ip6").is_none() {
-            s.ip6 = false;
         }
         s
     }
@@ -807,13 +794,10 @@ mod tests {
     }
 
     #[test]
-    fn ipv6_is_off_on_a_bond_and_refused_there() {
+    fn ipv6_is_on_on_a_bond_too() {
         let bonded = ServerOpts::parse(&["--bond", "split"]).unwrap();
         bonded.check().unwrap();
-        assert!(!bonded.serve_settings().ip6);
-        assert!(ServerOpts::parse(&[]).unwrap().serve_settings().ip6);
-        let asked = ServerOpts::parse(&["--bond", "split", "--ip6", "slaac"]).unwrap();
-        assert!(asked.check().unwrap_err().contains("--bond"));
+        assert!(bonded.serve_settings().ip6);
         let off = ServerOpts::parse(&["--bond", "split", "--ip6", "off"]).unwrap();
         off.check().unwrap();
         assert!(!off.serve_settings().ip6);
@@ -931,10 +915,6 @@ mod tests {
             }
             if cli.given("gw").is_none() {
                 tap.gateway = None;
-            }
-            if cli.given("ip6").is_none() {
-                // On except on a bond (serve_settings).
-                tap.ip6 = tap.bond.is_none();
             }
             assert_eq!(
                 format!("{:?}", cli.config(key)),

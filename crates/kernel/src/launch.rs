@@ -231,9 +231,10 @@ fn rest_of(booted: &Booted, core: usize) -> Rest {
     Rest::new(core, policy, timer, booted.clock)
 }
 
-/// The serving NIC's multicast filter and the groups last set in it.
+/// The serving NICs' multicast filters (a bond's every NIC) and the groups last set in
+/// them.
 struct Groups {
-    filter: Option<Box<dyn crate::drivers::Multicast>>,
+    filters: Vec<Box<dyn crate::drivers::Multicast>>,
     listened: Option<[EthernetAddress; 2 + bareweb_engine::iface::slaac::MAX_PREFIXES]>,
 }
 
@@ -241,11 +242,11 @@ impl Groups {
     /// Sets the filter to the groups `server`'s IPv6 link listens to, if they changed.
     fn sync(&mut self, server: &Server<Pages>) {
         let want = server.ipv6_link().map(|l| l.multicast_macs());
-        if let (Some(f), Some(m)) = (self.filter.as_mut(), want) {
-            if self.listened != Some(m) {
+        if let Some(m) = want.filter(|&m| self.listened != Some(m)) {
+            for f in &mut self.filters {
                 f.set(&m);
-                self.listened = Some(m);
             }
+            self.listened = Some(m);
         }
     }
 }
@@ -281,7 +282,7 @@ fn run_core0<N: CoreQueue + Sleeper>(
     };
     let mut next_second = 0u64;
     let mut groups = Groups {
-        filter: booted.multicast.take(),
+        filters: core::mem::take(&mut booted.multicast),
         listened: None,
     };
     let drain = server.config().drain;

@@ -715,7 +715,7 @@ pub static OPTIONS: [Opt; 36] = [
                from router advertisements, and from DHCPv6 when a router's M flag asks), \
                `dhcp6` (the same, but the global address from DHCPv6 alone, asked for at \
                start), `ADDR/PREFIX` (this global address instead, e.g. 2001:db8::80/64) \
-               or `off` [default: slaac; off on a bond]"
+               or `off` [default: slaac]"
         ),
         set: |s, v| {
             (s.ip6, s.ip6_static, s.ip6_dhcp6) = match v {

@@ -226,6 +226,23 @@ impl Link {
         self.dhcp6_at_start = true;
     }
 
+    /// Frames are ours at `mac` from now on, and carry it as our link-layer address (a
+    /// bond's new receive NIC, bonding). Our addresses stay: they were derived once.
+    pub fn set_mac(&mut self, mac: EthernetAddress) {
+        self.mac = mac;
+    }
+
+    /// Our addresses in use (the link-local one, then each global one): what an
+    /// unsolicited advertisement announces after our MAC changed (RFC 4861 §7.2.6).
+    pub fn in_use(&self) -> [Option<Ipv6Address>; 1 + MAX_PREFIXES] {
+        let mut out = [None; 1 + MAX_PREFIXES];
+        out[0] = self.addr.preferred();
+        for (o, a) in out[1..].iter_mut().zip(self.slaac.addresses()) {
+            *o = Some(a);
+        }
+        out
+    }
+
     /// The groups we listen to (besides all-nodes): the solicited-node group of each
     /// address of ours in any phase (RFC 4862 §5.4.2: joined before DAD's probe); none
     /// once IPv6 is off on the link (DAD gave up).

@@ -111,9 +111,18 @@ impl<L: Lookup<'static>> Server<L> {
     /// (per client: one NIC per client address; by size; least queued) and selects it, so
     /// the frame built next on `tx` with `self.egress` leaves from it with its MAC. Without
     /// a NIC set it does nothing.
-    pub(super) fn via_datagram<T: TxRing>(&mut self, client: [u8; 4], len: usize, tx: &mut T) {
+    pub(super) fn via_datagram<T: TxRing>(&mut self, client: [u8; 16], len: usize, tx: &mut T) {
         if let Some(b) = &self.bond {
-            let k = b.chooser.datagram(client_hash(client), len);
+            // An IPv4 client by its address's bytes (Linux's hash), an IPv6 one by its
+            // /64's (one host owns them all).
+            let hash = match crate::tcp::port_table::v4_of(&client) {
+                Some(v4) => client_hash(v4),
+                None => {
+                    let k = limit_key(&client);
+                    client_hash([k[0] ^ k[4], k[1] ^ k[5], k[2] ^ k[6], k[3] ^ k[7]])
+                }
+            };
+            let k = b.chooser.datagram(hash, len);
             self.via(k, tx);
         }
     }
@@ -181,6 +190,9 @@ impl<L: Lookup<'static>> Server<L> {
             }
             let elected = now.receive != old.receive;
             self.iface.mac = b.receive_mac();
+            if let Some(l) = self.ipv6.as_mut() {
+                l.set_mac(self.iface.mac);
+            }
             if moved {
                 self.bond_move();
             }
@@ -236,10 +248,15 @@ impl<L: Lookup<'static>> Server<L> {
             self.via_receive(tx);
             let sent = self.egress.gratuitous_arp(tx);
             self.count_sent(sent);
-            let Some(b) = self.bond.as_mut() else { return };
             if !sent.done() {
                 return;
             }
+            // IPv6's announcement of the same MAC: an unsolicited neighbour
+            // advertisement for each address in use (best effort, as each step is one of
+            // several).
+            let mac = self.egress.mac();
+            self.ipv6_announce(mac, tx);
+            let Some(b) = self.bond.as_mut() else { return };
             b.garps_due -= 1;
             b.counts[usize::from(b.seen.receive)].garps += 1;
             b.dirty = true;

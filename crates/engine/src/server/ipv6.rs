@@ -239,7 +239,9 @@ impl<L: Lookup<'static>> Server<L> {
     ) -> bool {
         match step {
             Step::Send(out) => {
-                self.via_stateless(tx);
+                // On a bond the link's frames leave from the receive NIC, whose MAC they
+                // carry (as ARP's do).
+                self.via_receive(tx);
                 let sent = match (self.ipv6.as_deref(), tx.slot()) {
                     (Some(link), Some(buf)) => match link.write(&out, buf) {
                         Some(len) => match tx.post(len, &[]) {
@@ -310,6 +312,29 @@ impl<L: Lookup<'static>> Server<L> {
             }
             Step::Done => false,
         }
+    }
+
+    /// After a bond's failover (bonding): the link takes `mac` (the new receive NIC's) as
+    /// ours, and every address in use is announced with it to all-nodes, an unsolicited
+    /// advertisement with the override flag (RFC 4861 §7.2.6; what Linux's bonding
+    /// driver sends as `num_unsol_na`), beside IPv4's gratuitous ARP. Returns whether
+    /// every one was posted.
+    pub(super) fn ipv6_announce<T: TxRing>(&mut self, mac: EthernetAddress, tx: &mut T) -> bool {
+        let Some(link) = self.ipv6.as_mut() else {
+            return true;
+        };
+        link.set_mac(mac);
+        let mut all = true;
+        for target in link.in_use().into_iter().flatten() {
+            let out = Out::Advert {
+                target,
+                dst_mac: Ipv6Address::ALL_NODES.multicast_ethernet(),
+                dst: Ipv6Address::ALL_NODES,
+                solicited: false,
+            };
+            all &= self.ipv6_step(Step::Send(out), tx, &mut crate::http::log::NoLog);
+        }
+        all
     }
 
     /// Frees the connections to an address of ours that expired (its slot is empty now,

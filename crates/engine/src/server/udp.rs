@@ -224,10 +224,7 @@ impl<L: Lookup<'static>> Server<L> {
     /// Posts one packet of an answer; false when the transmit ring had no slot.
     fn udp_send<T: TxRing>(&mut self, to: To, p: &Packet<'static>, tx: &mut T) -> bool {
         let len = HEADER_LEN + p.payload.len();
-        if let Some(v4) = v4_of(&to.ip) {
-            // A NIC set sends IPv4 alone (IPv6 is refused on a bond).
-            self.via_datagram(v4, len, tx);
-        }
+        self.via_datagram(to.ip, len, tx);
         self.sync_egress(to.local);
         let Some(u) = self.udp.as_ref() else {
             return false;

@@ -62,7 +62,7 @@ pub fn boot(info: &BootInfo) -> ! {
         fadt: cpus.0.as_ref().ok().and_then(|p| p.fadt),
         s5: cpus.0.as_ref().ok().and_then(|p| p.s5),
         tls,
-        multicast: None,
+        multicast: alloc::vec::Vec::new(),
     };
     net::serve(booted, found)
 }
@@ -128,7 +128,7 @@ pub struct Booted {
     pub s5: Option<(u8, u8)>,
     /// HTTPS (`tls_cert=` and the image's certificate and key).
     pub tls: Option<bareweb_engine::server::tls::TlsListen>,
-    /// IPv6: the serving NIC's multicast filter, which core 0 keeps set to the groups
+    /// IPv6: the serving NICs' multicast filters (a bond's each), which core 0 keeps set to the groups
     /// the link listens to (`launch`).
-    pub multicast: Option<alloc::boxed::Box<dyn crate::drivers::Multicast>>,
+    pub multicast: alloc::vec::Vec<alloc::boxed::Box<dyn crate::drivers::Multicast>>,
 }

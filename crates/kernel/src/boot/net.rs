@@ -186,24 +186,22 @@ impl Booted {
         self.serve_opened(opened, None, asked)
     }
 
-    /// IPv6 on the link, as `ip6=` asks (`slaac` by default): the first NIC's multicast
-    /// filter taken for core 0 to program; off on a bond (IPv6 speaks from one NIC's MAC
-    /// and failover sends no neighbour advertisements yet), saying so; and in per-queue
+    /// IPv6 on the link, as `ip6=` asks (`slaac` by default): the multicast filter of
+    /// every NIC served (a bond's each, as any may become the receive NIC) taken for core
+    /// 0 to program; and in per-queue
     /// mode over a NIC that spreads flows by its own hash, the console says that IPv6 is
     /// served on core 0's queue alone (docs/design/ipv6.md, "Where it runs").
     fn ipv6_on(&mut self, opened: &nics::Opened, bonded: bool, mode: Mode, driver: &str) {
         if !self.settings.ip6 {
             return;
         }
-        if bonded {
-            self.settings.ip6 = false;
-            kprintln!(
-                "ip6: off on a bond (IPv6 speaks from one NIC's MAC; bonding over IPv6 is not built yet)"
-            );
-            return;
-        }
-        let first = opened.nics.first().and_then(|q| q.first());
-        self.multicast = first.map(Driver::multicast);
+        let served = if bonded { opened.nics.len() } else { 1 };
+        self.multicast = opened
+            .nics
+            .iter()
+            .take(served)
+            .filter_map(|q| q.first().map(Driver::multicast))
+            .collect();
         let queues = opened.nics.first().map_or(0, Vec::len);
         // igb's RSS hashes IPv4 alone: IPv6 frames have no hash and arrive on queue 0.
         if matches!(mode, Mode::PerQueue) && queues > 1 && driver != "igb" {

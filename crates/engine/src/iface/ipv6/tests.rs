@@ -100,8 +100,23 @@ pub(crate) fn assert_mld_join(f: &[u8], src: Ipv6Address, group: Ipv6Address) {
     );
 }
 
-/// A frame's Ethernet destination, IPv6 source, destination, hop limit and message.
+/// A frame's Ethernet destination, IPv6 source, destination, hop limit and message
+/// (its source MAC ours).
 pub(crate) fn parse(
+    f: &[u8],
+) -> (
+    EthernetAddress,
+    Ipv6Address,
+    Ipv6Address,
+    u8,
+    Icmpv6Repr<'_>,
+) {
+    assert_eq!(EthernetFrame::new_checked(f).unwrap().src_addr(), MAC);
+    parse_from(f)
+}
+
+/// [`parse`] from any source MAC.
+pub(crate) fn parse_from(
     f: &[u8],
 ) -> (
     EthernetAddress,
@@ -112,7 +127,6 @@ pub(crate) fn parse(
 ) {
     let eth = EthernetFrame::new_checked(f).unwrap();
     assert_eq!(eth.ethertype(), EtherType::Ipv6);
-    assert_eq!(eth.src_addr(), MAC);
     let ip = Ipv6Packet::new_checked(&f[14..]).unwrap();
     let r = Ipv6Repr::parse(&ip).unwrap();
     let up = ip.walk().unwrap();

@@ -298,6 +298,19 @@ impl Sim {
         plan_mode: PlanMode,
         cores: usize,
     ) -> Sim {
+        Sim::with_config(mode, policy, n, clients, plan_mode, cores, |_| {})
+    }
+
+    /// [`with_cores`](Self::with_cores), the servers' configuration changed by `edit`.
+    fn with_config(
+        mode: Mode,
+        policy: Policy,
+        n: usize,
+        clients: usize,
+        plan_mode: PlanMode,
+        cores: usize,
+        edit: impl FnOnce(&mut Config),
+    ) -> Sim {
         let macs: Vec<_> = (0..n).map(nic_mac).collect();
         let bond = Bond::new(mode, policy, &macs, 10, cores).unwrap().leak();
         let links: Vec<Switch> = (0..n)
@@ -319,6 +332,7 @@ impl Sim {
             core: 0,
             announcer: true,
         });
+        edit(&mut cfg);
         let site = SiteRef(Box::leak(Box::new(TestSite::new())));
         let plan = Plan::new(plan_mode, cores, site, cfg, nic_mac(0));
         let mut watch = Some(watch);
@@ -665,6 +679,77 @@ fn the_receive_nic_failing_elects_another_and_announces_its_mac() {
     }
     assert_eq!(sim.bond.links().receive, 1);
     assert_eq!(sim.bond.senders(sim.bond.links()), 0b11);
+}
+
+/// IPv6 on a bond: the link's frames leave from the receive NIC with its MAC; when it
+/// fails, each gratuitous ARP goes with an unsolicited neighbour advertisement (override,
+/// to all-nodes) of our address with the new receive NIC's MAC, from that NIC, and the
+/// link takes frames to that MAC.
+#[test]
+fn the_receive_nic_failing_announces_the_ipv6_address_with_the_new_mac() {
+    use crate::iface::ipv6::tests::parse_from as parse;
+    use crate::wire::{Icmpv6Repr, Ipv6Address};
+    let mut sim = Sim::with_config(
+        Mode::Spread,
+        Policy::PerClient,
+        2,
+        1,
+        PlanMode::Single,
+        1,
+        |c| {
+            c.ipv6 = true;
+            c.ipv6_secret = Some([5; 16]);
+        },
+    );
+    for _ in 0..3_000 {
+        sim.step(); // 3 s: DAD of the link-local address passed
+    }
+    let ours = match &sim.cores {
+        Cores::Queues(q) => q[0].0.ipv6_address().unwrap(),
+        Cores::Net { .. } => unreachable!(),
+    };
+    assert_eq!(ours.1, crate::iface::addr6::Phase::Preferred);
+    let ipv6 = |f: &[u8]| EthernetFrame::new_checked(f).unwrap().ethertype() == EtherType::Ipv6;
+    let before: Vec<_> = sim.wire.iter().filter(|(_, f)| ipv6(f)).collect();
+    assert!(!before.is_empty());
+    assert!(before.iter().all(|(k, _)| *k == 0), "from the receive NIC");
+    sim.link(0, false);
+    let failed_at = sim.wire.len();
+    for _ in 0..300 {
+        sim.step();
+    }
+    let adverts: Vec<_> = sim.wire[failed_at..]
+        .iter()
+        .filter(|(_, f)| ipv6(f))
+        .map(|(k, f)| (*k, parse(f)))
+        .collect();
+    assert_eq!(
+        adverts.len(),
+        3,
+        "one with each gratuitous ARP: {adverts:?}"
+    );
+    for (k, (dst_mac, src, dst, hop_limit, m)) in adverts {
+        assert_eq!(k, 1);
+        assert_eq!(dst_mac, Ipv6Address::ALL_NODES.multicast_ethernet());
+        assert_eq!((src, dst, hop_limit), (ours.0, Ipv6Address::ALL_NODES, 255));
+        assert_eq!(
+            m,
+            Icmpv6Repr::NeighborAdvert {
+                router: false,
+                solicited: false,
+                override_: true,
+                target: ours.0,
+                target_lladdr: Some(nic_mac(1)),
+            }
+        );
+    }
+    let link = match &sim.cores {
+        Cores::Queues(q) => q[0].0.ipv6_link().unwrap().clone(),
+        Cores::Net { .. } => unreachable!(),
+    };
+    assert!(link
+        .multicast_macs()
+        .contains(&ours.0.solicited_node().multicast_ethernet()));
 }
 
 #[test]
