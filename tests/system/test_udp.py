@@ -193,6 +193,25 @@ def test_bare_client_on_its_own_tap():
     assert closed["completed"] == 20 and closed["bytes"] == 10 * 4096 + 10 * 1048576, closed
 
 
+def test_bare_client_over_ipv6_on_its_own_tap():
+    """`bareweb load --udp --tap --ip6`: the bare client over IPv6, its address held after
+    DAD and the server's MAC solicited, a closed loop over a small and a large file to the
+    server's configured address, every request completed with every octet."""
+    b = Bridged(["--ip6", "2001:db8::2/64"])
+    try:
+        url = f"bwudp://[2001:db8::2]:{UDP_PORT}"
+        r = b.ns.run(BIN, "load", "--udp", "--tap", "bwc0", "--ip6", "2001:db8::3/64",
+                     f"{url}/files/4k.html", f"{url}/files/1m.bin", "--parallel", "4",
+                     "--fetches", "20", "--json", "-q", timeout=60)
+        closed = json.loads(r.stdout)
+    finally:
+        b.close()
+    print(closed)
+    assert closed["client"] == "bare", closed
+    assert closed["completed"] == 20 and closed["bytes"] == 10 * 4096 + 10 * 1048576, closed
+    assert closed["failed_timeout"] == 0, closed
+
+
 def test_get_says_why_it_fails(udp_server, tmp_path):
     ns = udp_server.ns
     r = bareweb_get(ns, "/nope", tmp_path / "x")

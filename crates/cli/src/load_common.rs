@@ -126,17 +126,18 @@ pub struct UdpLoadArgs {
     /// The bare client's router, for a server off its link.
     #[arg(long, value_name = "A.B.C.D", requires = "bare_link")]
     pub gw: Option<std::net::Ipv4Addr>,
-    /// The bare HTTP client's IPv6 address and prefix on that link, for an IPv6 server
-    /// (`http://[2001:db8::2]/`): held after duplicate address detection, beside the
-    /// link-local address it derives (sent from to a link-local server).
+    /// The bare client's IPv6 address and prefix on its TAP, for an IPv6 server
+    /// (`http://[2001:db8::2]/`, `bwudp://[2001:db8::2]:8081/`): held after duplicate
+    /// address detection, beside the link-local address it derives (sent from to a
+    /// link-local server).
     #[arg(
         long,
         value_name = "ADDR/PREFIX",
         requires = "tap",
-        conflicts_with = "udp"
+        conflicts_with = "kernel"
     )]
     pub ip6: Option<crate::opts::Cidr6>,
-    /// The bare HTTP client's IPv6 router, for a server outside --ip6's prefix; `auto`:
+    /// The bare client's IPv6 router, for a server outside --ip6's prefix; `auto`:
     /// the first router that advertises itself on the link.
     #[arg(
         long,

@@ -144,25 +144,52 @@ fn bare(
             "--verify is for the socket client; the bare client checks sizes and statuses".into(),
         );
     }
-    let cidr = a.udp.ip.ok_or("--tap needs --ip")?;
-    let std::net::IpAddr::V4(server) = target.addr.ip() else {
-        return Err(format!(
-            "the bare client speaks IPv4 only: {} is an IPv6 address",
-            target.addr.ip()
-        ));
+    let unused = Ipv4Address([0; 4]);
+    let link = match target.addr.ip() {
+        std::net::IpAddr::V4(server) => {
+            let cidr = a
+                .udp
+                .ip
+                .ok_or("the bare client needs --ip A.B.C.D/N for an IPv4 server")?;
+            FetchLink {
+                mac: client_mac(a),
+                ip: cidr.addr(),
+                prefix_len: cidr.prefix,
+                gateway: a.udp.gw.map(|g| Ipv4Address(g.octets())),
+                server: Ipv4Address(server.octets()),
+                port: target.addr.port(),
+                v6: None,
+            }
+        }
+        std::net::IpAddr::V6(server) => {
+            let cidr = a
+                .udp
+                .ip6
+                .ok_or("the bare client needs --ip6 ADDR/PREFIX for an IPv6 server")?;
+            FetchLink {
+                mac: client_mac(a),
+                ip: unused,
+                prefix_len: 0,
+                gateway: None,
+                server: unused,
+                port: target.addr.port(),
+                v6: Some(bareweb_engine::iface::FetchV6 {
+                    ip: cidr.ip,
+                    prefix_len: cidr.prefix,
+                    gateway: a
+                        .udp
+                        .gw6
+                        .0
+                        .map(|g| bareweb_engine::wire::Ipv6Address(g.octets())),
+                    server: bareweb_engine::wire::Ipv6Address(server.octets()),
+                }),
+            }
+        }
     };
-    let mac = client_mac(a);
+    let (mac, v6) = (link.mac, link.v6);
     let mut nic = open_tap(tap, mac)?;
     let mut client = BareFetcher::new(BareConfig {
-        link: FetchLink {
-            mac,
-            ip: cidr.addr(),
-            prefix_len: cidr.prefix,
-            gateway: a.udp.gw.map(|g| Ipv4Address(g.octets())),
-            server: Ipv4Address(server.octets()),
-            port: target.addr.port(),
-            v6: None,
-        },
+        link,
         host: target.host.clone(),
         paths: urls.into_iter().map(|u| u.path).collect(),
         load,
@@ -177,7 +204,13 @@ fn bare(
         let now = clock.now_ns();
         let worked = client.poll(&mut nic, now);
         match client.load() {
-            None if now > 3_000_000_000 => {
+            None if v6.is_some() && now > 10_000_000_000 => {
+                return Err(format!(
+                    "no neighbour advertisement from the next hop to {} on {tap} in 10 s (is the TAP on the server's link? --ip6 held by another node? off the link without a router: --gw6)",
+                    target.addr.ip()
+                ))
+            }
+            None if v6.is_none() && now > 3_000_000_000 => {
                 return Err(format!(
                     "no ARP answer from {} on {tap} in 3 s (is the TAP on the server's link?)",
                     target.addr.ip()

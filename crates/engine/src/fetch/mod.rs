@@ -40,10 +40,10 @@ mod v6;
 
 pub use api::{Config, Counters, End, Failure, Handler};
 
-use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
 
+use crate::iface::client6::Client6;
 use crate::iface::egress::{self, Egress};
 use crate::iface::ipv6::Link;
 use crate::iface::{ingress_offloaded, Ingress, Interface};
@@ -139,13 +139,9 @@ pub struct Fetcher {
     /// Kept connections whose fetch just ended and which owe an ACK: held back so that the
     /// owner's next request on the slot carries it ([`flush_acks`](Self::flush_acks)).
     deferred: Vec<u32>,
-    /// Over IPv6 ([`FetchLink::v6`](crate::iface::FetchLink::v6)): the link (`v6`).
-    link6: Option<Box<Link>>,
-    /// When the link next has timer work.
-    link6_next: u64,
-    /// A segment from the server came since the next hop was last looked up (it is
-    /// reachable).
-    heard6: bool,
+    /// Over IPv6 ([`FetchLink::v6`](crate::iface::FetchLink::v6)): the link and the next
+    /// hop (`v6`).
+    c6: Option<Client6>,
     /// Counters.
     pub counters: Counters,
 }
@@ -157,16 +153,14 @@ impl Fetcher {
         let slots = cfg.slots.max(1);
         let n = cfg.tcbs.max(slots);
         let mut egress = Egress::new(&iface);
-        let link6 = cfg.link.v6.map(|v| {
-            let (link, src) = v6::link(&v, cfg.link.mac, cfg.isn_key);
-            egress = egress.with_ip6(src);
-            link
+        let c6 = cfg.link.v6.map(|v| {
+            let c = Client6::new(v, cfg.link.mac, cfg.isn_key);
+            egress = egress.with_ip6(c.src());
+            c
         });
         Fetcher {
             egress,
-            link6,
-            link6_next: 0,
-            heard6: false,
+            c6,
             iface,
             isn: IsnGenerator::new(cfg.isn_key),
             next_hop_mac: None,
@@ -199,7 +193,7 @@ impl Fetcher {
 
     /// The IPv6 link, over IPv6 ([`FetchLink::v6`](crate::iface::FetchLink::v6)).
     pub fn link6(&self) -> Option<&Link> {
-        self.link6.as_deref()
+        self.c6.as_ref().map(Client6::link)
     }
 
     /// Whether the next hop's MAC is known (fetches may start).
@@ -333,9 +327,9 @@ impl Fetcher {
         let (iss, ts_offset) = self.isn.isn_and_ts_offset(local, remote, now);
         let mut tcp = Connection::connect(iss, now).with_ts_offset(ts_offset);
         tcp.offer_rcv_shift(window_shift(self.cfg.rx_window));
-        if let Some(link) = &self.link6 {
+        if let Some(c) = &self.c6 {
             // IPv6's MSS, or less on a link whose router advertised a smaller MTU.
-            let mtu = link.slaac.mtu.unwrap_or(1500);
+            let mtu = c.link().slaac.mtu.unwrap_or(1500);
             tcp.offer_mss(OUR_MSS_V6.min(mtu.saturating_sub(60) as u16));
         }
         let req_seq = tcp.queue(len as u32);
@@ -393,7 +387,7 @@ impl Fetcher {
             emit::ack(&mut Out { f: self, now, tx }, idx);
         }
         let mut worked = n > 0;
-        if self.link6.is_some() {
+        if self.c6.is_some() {
             worked |= self.poll6(now, tx);
         } else if self.next_hop_mac.is_none() && now >= self.next_arp_ns {
             self.next_arp_ns = now + ARP_EVERY_NS;
@@ -487,7 +481,7 @@ impl Fetcher {
         h: &mut H,
     ) {
         if let Ok(eth) = EthernetFrame::new_checked(bytes) {
-            if self.link6.is_some() {
+            if self.c6.is_some() {
                 // Over IPv6 nothing else is ours: an ARP reply "from" the unused IPv4
                 // next hop must not make the fetcher ready before DAD passed.
                 if eth.ethertype() == EtherType::Ipv6 {

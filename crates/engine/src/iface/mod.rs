@@ -27,6 +27,7 @@
 //!   DHCPv6 client: a leased address, renewed, when routers' M flag or `--ip6 dhcp6` asks).
 
 pub mod addr6;
+pub mod client6;
 pub mod dhcp6;
 pub mod egress;
 pub mod ingress;

@@ -5,7 +5,9 @@
 //! in a loop.
 //!
 //! It owns an address on the link and little else: it resolves the server's (or the
-//! router's) MAC with ARP before the first request, answers ARP for its own address, picks
+//! router's) MAC with ARP before the first request, answers ARP for its own address (over
+//! IPv6, `FetchLink::v6`: its place on the link is a [`Client6`], its address behind DAD
+//! and the next hop solicited, and the link verifies each datagram's checksum), picks
 //! a fresh UDP source port for every request (the port indexes the request, as in the
 //! paper) from a table of all 65,536 ports allocated at start, and builds each GET in a
 //! transmit slot. Datagrams from the server's port to ours are checked (IPv4 header
@@ -19,7 +21,9 @@ use alloc::vec::Vec;
 use super::fetch::Sink;
 use super::load::{Config, Load, Outcome};
 use super::wire::{write_request, Start, MAX_REQUEST, PAD_TO};
+use crate::iface::client6::Client6;
 use crate::iface::egress::{self, Egress};
+use crate::iface::ipv6::Step;
 use crate::iface::FetchLink;
 use crate::nic::{Nic, RxFrame, RxRing, TxRing};
 use crate::wire::{
@@ -84,6 +88,8 @@ pub struct BareFetcher {
     egress: Egress,
     /// The next hop's MAC, once ARP answered.
     next_hop_mac: Option<EthernetAddress>,
+    /// Over IPv6: the link and the next hop.
+    c6: Option<Client6>,
     next_arp_ns: u64,
     load: Option<Load>,
     /// Port → slot + 1 (0: none).
@@ -103,8 +109,17 @@ impl BareFetcher {
     /// A fetcher; allocates its tables now.
     pub fn new(cfg: BareConfig) -> BareFetcher {
         let slots = cfg.load.slots.max(1);
+        let mut egress = Egress::new(&cfg.link.interface());
+        // Its secret: any fixed bytes of this client (the link-local address need only be
+        // stable for the run).
+        let c6 = cfg.link.v6.map(|v| {
+            let c = Client6::new(v, cfg.link.mac, [0xb4; 16]);
+            egress = egress.with_ip6(c.src());
+            c
+        });
         BareFetcher {
-            egress: Egress::new(&cfg.link.interface()),
+            egress,
+            c6,
             next_hop_mac: None,
             next_arp_ns: 0,
             load: None,
@@ -157,8 +172,11 @@ impl BareFetcher {
             rx.recycle(*f);
         }
         let mut worked = n > 0;
+        if self.c6.is_some() {
+            worked |= self.poll6(now, tx);
+        }
         if self.next_hop_mac.is_none() {
-            if now >= self.next_arp_ns {
+            if self.c6.is_none() && now >= self.next_arp_ns {
                 self.next_arp_ns = now + ARP_EVERY_NS;
                 self.arp_request(tx);
                 worked = true;
@@ -173,7 +191,10 @@ impl BareFetcher {
     /// The next time something is due (a request to start or a timeout).
     pub fn next_wakeup(&self) -> u64 {
         match &self.load {
-            None => self.next_arp_ns,
+            None => match &self.c6 {
+                Some(c) => c.deadline(),
+                None => self.next_arp_ns,
+            },
             Some(l) => l.next_due().min(l.next_deadline()),
         }
     }
@@ -265,15 +286,13 @@ impl BareFetcher {
             return;
         };
         let ports = (self.slot_port[i as usize], self.cfg.link.port);
-        let sent = self.egress.udp(
-            tx,
-            mac,
-            &crate::wire::ipv6::mapped(self.cfg.link.server.0),
-            ports,
-            &[&self.req[..n]],
-            &[],
-            0,
-        );
+        let server = match self.cfg.link.v6 {
+            Some(v) => v.server.0,
+            None => crate::wire::ipv6::mapped(self.cfg.link.server.0),
+        };
+        let sent = self
+            .egress
+            .udp(tx, mac, &server, ports, &[&self.req[..n]], &[], 0);
         self.count(sent);
     }
 
@@ -295,11 +314,74 @@ impl BareFetcher {
         left
     }
 
+    /// Over IPv6: the link's clock and the next hop's lookup, the frames they ask for
+    /// posted. Returns whether anything was sent.
+    fn poll6<T: TxRing>(&mut self, now: u64, tx: &mut T) -> bool {
+        let mut worked = false;
+        for _ in 0..16 {
+            let Some(out) = self.c6.as_mut().and_then(|c| c.poll(now)) else {
+                break;
+            };
+            let sent = self.c6.as_ref().is_some_and(|c| c.post(&out, tx));
+            self.count_posted(sent);
+            worked |= sent;
+        }
+        if let Some(c) = &self.c6 {
+            self.next_hop_mac = c.next_hop_mac();
+            self.frames.arp_requests = c.solicitations;
+        }
+        worked
+    }
+
+    /// Over IPv6: a frame for the link, or a datagram from the server.
+    fn frame6<T: TxRing>(&mut self, bytes: &[u8], now: u64, tx: &mut T) {
+        let Some(c) = self.c6.as_mut() else { return };
+        match c.receive(bytes, now) {
+            Ok(Step::Udp { src, datagram, .. })
+                if self.cfg.link.v6.is_some_and(|v| v.server == src) =>
+            {
+                match UdpPacket::new_checked(datagram) {
+                    Ok(u) if u.src_port() == self.cfg.link.port => {
+                        if let Some(c) = self.c6.as_mut() {
+                            c.heard();
+                        }
+                        self.datagram(&u, datagram, now, tx);
+                    }
+                    _ => self.frames.ignored += 1,
+                }
+            }
+            Ok(Step::Send(out)) => {
+                let sent = self.c6.as_ref().is_some_and(|c| c.post(&out, tx));
+                self.count_posted(sent);
+            }
+            Ok(Step::Udp { .. } | Step::Tcp { .. } | Step::TooBig { .. }) | Err(_) => {
+                self.frames.ignored += 1
+            }
+            Ok(_) => {}
+        }
+    }
+
+    fn count_posted(&mut self, sent: bool) {
+        match sent {
+            true => self.frames.tx += 1,
+            false => self.frames.tx_full += 1,
+        }
+    }
+
     fn frame<T: TxRing>(&mut self, bytes: &[u8], now: u64, tx: &mut T) {
         let Ok(eth) = EthernetFrame::new_checked(bytes) else {
             self.frames.ignored += 1;
             return;
         };
+        if self.c6.is_some() {
+            // Over IPv6 nothing else is ours (an ARP reply "from" the unused IPv4 next
+            // hop must not make the client ready).
+            match eth.ethertype() {
+                EtherType::Ipv6 => self.frame6(bytes, now, tx),
+                _ => self.frames.ignored += 1,
+            }
+            return;
+        }
         if eth.dst_addr() != self.cfg.link.mac && !eth.dst_addr().is_broadcast() {
             self.frames.ignored += 1;
             return;
@@ -350,6 +432,12 @@ impl BareFetcher {
             self.frames.ignored += 1;
             return;
         }
+        self.datagram(&udp, body, now, tx);
+    }
+
+    /// A datagram from the server's port (its checksum verified), `body` its bytes from
+    /// the UDP header on: to the request whose port it came to.
+    fn datagram<T: TxRing>(&mut self, udp: &UdpPacket<&[u8]>, body: &[u8], now: u64, tx: &mut T) {
         let slot = self.ports[usize::from(udp.dst_port())];
         let (Some(load), true) = (self.load.as_mut(), slot != 0) else {
             self.frames.ignored += 1;

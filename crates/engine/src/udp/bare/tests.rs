@@ -210,3 +210,38 @@ fn ports_are_fresh_and_released() {
     assert_eq!(seen.len(), 10, "one port per request: {seen:?}");
     assert!(c.ports.iter().all(|&p| p == 0), "every port released");
 }
+
+/// Over IPv6: the client holds its configured address after DAD, solicits the server's
+/// MAC, and every request completes from the server's configured address; it sent no ARP.
+#[test]
+fn over_ipv6_the_server_is_solicited_then_every_request_completes() {
+    use crate::iface::FetchV6;
+    use crate::wire::Ipv6Address;
+    let server6: Ipv6Address = "2001:db8::2".parse().unwrap();
+    let mut c = client(&["/4k", "/big"], Schedule::Closed, 4, 40);
+    c.cfg.link.v6 = Some(FetchV6 {
+        ip: "2001:db8::3".parse().unwrap(),
+        prefix_len: 64,
+        gateway: None,
+        server: server6,
+    });
+    let mut c = BareFetcher::new(c.cfg);
+    let mut cfg = ServerConfig::new(SERVER_IP, 24, [7; 16]);
+    cfg.udp = Some(crate::udp::Config::new(8081));
+    cfg.ipv6 = true;
+    cfg.ipv6_static = Some((server6, 64));
+    let mut s = Server::new(cfg, Files, SERVER_MAC);
+    run(&mut c, &mut s, straight);
+    let l = c.load().expect("the server's advertisement came");
+    let k = l.counters;
+    assert_eq!((k.started, k.completed), (40, 40), "{k:?}");
+    assert_eq!(k.bytes, 20 * 4096 + 20 * 100_000);
+    assert_eq!(k.failed_timeout + k.failed_refused + k.failed_status, 0);
+    assert!(c.frames.arp_requests >= 1, "a solicitation");
+    assert_eq!(s.stats().arp_replies, 0);
+    assert!(
+        c.started_ns() > 1_000_000_000,
+        "after DAD: {}",
+        c.started_ns()
+    );
+}
