@@ -9,7 +9,9 @@
 //!   for; CSUM and HOST_TSO4 together when offered (and not turned off: `offload=off`):
 //!   the engine then posts frames of up to ~64 KiB of TCP payload with a partial checksum
 //!   (`post_tso`, header flags NEEDS_CSUM, gso_type TCPV4) and the device cuts them, as
-//!   the host platform's TAP does. Every other frame carries complete checksums (the body
+//!   the host platform's TAP does; HOST_TSO6 too when offered beside them, for TCP over
+//!   IPv6 (gso_type TCPV6, told apart by the TCP header's offset: 54, behind a 40-byte
+//!   IPv6 header, where the engine's IPv4 frames have it at 34). Every other frame carries complete checksums (the body
 //!   part from the site image's block sums); receive offloads are not negotiated, so
 //!   received frames are whole with complete checksums.
 //! - Multiqueue (§5.1.6.5.5): with N pairs, receiveq k = 2k, transmitq k = 2k+1, the
@@ -69,6 +71,7 @@ const NONE: u16 = u16::MAX;
 const F_CSUM: u64 = 1 << 0;
 const F_MAC: u64 = 1 << 5;
 const F_HOST_TSO4: u64 = 1 << 11;
+const F_HOST_TSO6: u64 = 1 << 12;
 const F_STATUS: u64 = 1 << 16;
 const F_CTRL_VQ: u64 = 1 << 17;
 const F_MQ: u64 = 1 << 22;
@@ -92,6 +95,11 @@ const NET_HDR: usize = 12;
 const HDR_F_NEEDS_CSUM: u8 = 1;
 /// virtio_net_hdr.gso_type: TCP over IPv4 segmentation.
 const HDR_GSO_TCPV4: u8 = 1;
+/// virtio_net_hdr.gso_type: TCP over IPv6 segmentation.
+const HDR_GSO_TCPV6: u8 = 4;
+/// Where the TCP header of an engine's IPv6 frame starts (Ethernet + IPv6, no extension
+/// header).
+const L4_OFFSET_V6: u16 = 14 + 40;
 /// Receive buffer: header + a 1514-byte frame fits.
 const RX_BUF: usize = 2048;
 /// Transmit slot stride: header + head room, cache-line rounded.
@@ -140,6 +148,8 @@ pub struct VirtioNet<H: Hal = Identity> {
     mac: EthernetAddress,
     /// TCP segmentation offload negotiated (VIRTIO_NET_F_CSUM and HOST_TSO4).
     tso: bool,
+    /// And over IPv6 (HOST_TSO6 besides).
+    tso6: bool,
     /// The device configuration's `status` field, when VIRTIO_NET_F_STATUS was negotiated.
     status: Option<Reg<u16, RO>>,
 }
@@ -179,15 +189,16 @@ impl<H: Hal> VirtioNet<H> {
     ) -> Result<Vec<VirtioNet<H>>, Error> {
         let mut offered = 0;
         let tso = F_CSUM | F_HOST_TSO4;
-        let base = F_MAC | F_EVENT_IDX | F_STATUS | if offload { tso } else { 0 };
+        let base = F_MAC | F_EVENT_IDX | F_STATUS | if offload { tso | F_HOST_TSO6 } else { 0 };
         let wanted = virtio::negotiate(t, |o| {
             offered = o;
             let w = o & (base | F_MQ | F_CTRL_VQ);
-            // Segmentation needs the checksum offload too: both or neither.
+            // Segmentation needs the checksum offload too: both or neither; IPv6's only
+            // beside IPv4's.
             if w & tso == tso {
                 w
             } else {
-                w & !tso
+                w & !(tso | F_HOST_TSO6)
             }
         })?;
         // The device's pair count is device data: kept within what virtio allows and
@@ -234,6 +245,7 @@ impl<H: Hal> VirtioNet<H> {
                 tx: VirtioTx::new(txq)?,
                 mac,
                 tso: wanted & tso == tso,
+                tso6: wanted & (tso | F_HOST_TSO6) == tso | F_HOST_TSO6,
                 status,
             });
         }
@@ -612,20 +624,11 @@ impl<H: Hal> TxRing for VirtioTx<H> {
         let [s0, s1] = tso.l4_offset.to_le_bytes();
         // csum_offset: the TCP checksum field, 16 bytes into the TCP header; the engine
         // left the pseudo-header sum there (virtio 1.2 §5.1.6.2).
-        let hdr = [
-            HDR_F_NEEDS_CSUM,
-            HDR_GSO_TCPV4,
-            h0,
-            h1,
-            m0,
-            m1,
-            s0,
-            s1,
-            16,
-            0,
-            0,
-            0,
-        ];
+        let gso = match tso.l4_offset {
+            L4_OFFSET_V6 => HDR_GSO_TCPV6,
+            _ => HDR_GSO_TCPV4,
+        };
+        let hdr = [HDR_F_NEEDS_CSUM, gso, h0, h1, m0, m1, s0, s1, 16, 0, 0, 0];
         self.post_with(head_len, body, hdr)?;
         self.tso_frames += 1;
         Ok(())
@@ -666,10 +669,10 @@ impl<H: Hal> Nic for VirtioNet<H> {
     }
 
     fn caps(&self) -> NicCaps {
-        if self.tso {
-            NicCaps::default().with_tso(TSO_LIMIT)
-        } else {
-            NicCaps::default()
+        match (self.tso, self.tso6) {
+            (true, true) => NicCaps::default().with_tso(TSO_LIMIT).with_tso6(),
+            (true, false) => NicCaps::default().with_tso(TSO_LIMIT),
+            _ => NicCaps::default(),
         }
     }
 
@@ -757,7 +760,8 @@ mod tests {
     use super::*;
 
     const MAC: [u8; 6] = [0x52, 0x54, 0, 0x12, 0x34, 0x56];
-    const OFFERED: u64 = F_VERSION_1 | F_MAC | F_EVENT_IDX | F_STATUS | F_CSUM | F_HOST_TSO4;
+    const OFFERED: u64 =
+        F_VERSION_1 | F_MAC | F_EVENT_IDX | F_STATUS | F_CSUM | F_HOST_TSO4 | F_HOST_TSO6;
 
     /// A device with one queue pair of `size` entries, brought up by the driver.
     fn up(size: u16) -> (FakeVirtio, VirtioNet<FakeHal>) {
@@ -776,7 +780,7 @@ mod tests {
         );
         assert_eq!(dev.accepted, OFFERED, "every offered feature used, no MQ");
         assert_eq!(nic.mac(), EthernetAddress(MAC));
-        assert!(nic.tso);
+        assert!(nic.tso && nic.tso6 && nic.caps().tso6);
         // Queues 0 and 1, full size, at the addresses the driver's queues hold: device
         // addresses, not CPU pointers.
         let got: Vec<(u16, u16)> = dev.queues.iter().map(|q| (q.0, q.1)).collect();
@@ -849,6 +853,31 @@ mod tests {
                 0xA8,
                 5,
                 34,
+                0,
+                16,
+                0
+            ]
+        );
+        // Over IPv6 (the TCP header behind a 40-byte IPv6 header): TCPV6.
+        tx.slot().unwrap();
+        let tso6 = Tso {
+            mss: 1428,
+            header_len: 74,
+            l4_offset: 54,
+        };
+        tx.post_tso(74, &BODY, tso6).unwrap();
+        tx.flush();
+        let out = dev.transmitted(1);
+        assert_eq!(
+            out[0][..10],
+            [
+                HDR_F_NEEDS_CSUM,
+                HDR_GSO_TCPV6,
+                74,
+                0,
+                0x94,
+                5,
+                54,
                 0,
                 16,
                 0
