@@ -143,3 +143,35 @@ def test_bare_client_booted_as_a_kernel(tmp_path):
     assert rep["client"] == "bare kernel", rep
     assert rep["started"] >= 700 and rep["completed"] == rep["started"], rep
     assert rep["bytes"] == rep["completed"] * 4096, rep
+
+
+def test_bare_client_booted_as_a_kernel_over_ipv6(tmp_path):
+    """The same over IPv6: the kernel server holds 2001:db8::2, the kernel client
+    2001:db8::3 (`--ip6`, after DAD), solicits the server's MAC and runs the paper's
+    schedule to `bwudp://[2001:db8::2]:PORT/`; every request completed."""
+    k = Kernel(nic="virtio", extra=["--udp-port", str(UDP_PORT), "--udp-paper-mode",
+                                    "--ip6", "2001:db8::2/64"])
+    try:
+        ns = k.ns
+        ns.ip("tuntap", "add", "bwkc0", "mode", "tap")
+        ns.ip("link", "add", "bwkbr", "type", "bridge")
+        # The server's TAP carries the host's address: move it to the bridge.
+        ns.ip("addr", "flush", "dev", k.tap)
+        for d in (k.tap, "bwkc0"):
+            ns.ip("link", "set", d, "master", "bwkbr")
+        ns.ip("addr", "add", f"{HOST_IP}/24", "dev", "bwkbr")
+        for d in ("bwkbr", "bwkc0"):
+            ns.ip("link", "set", d, "up")
+        r = ns.run(BIN, "load", "--udp", "--kernel", "--tap", "bwkc0", "--ip6",
+                   "2001:db8::3/64",
+                   f"bwudp://[2001:db8::2]:{UDP_PORT}/files/4k.html", "--frequency", "40",
+                   "--maxreq", "4", "--seconds", "2", "--json", "-q", check=False, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        rep = json.loads(r.stdout)
+        k.check_alive()
+    finally:
+        k.close()
+    print(rep)
+    assert rep["client"] == "bare kernel", rep
+    assert rep["started"] >= 700 and rep["completed"] == rep["started"], rep
+    assert rep["bytes"] == rep["completed"] * 4096, rep

@@ -130,12 +130,7 @@ pub struct UdpLoadArgs {
     /// (`http://[2001:db8::2]/`, `bwudp://[2001:db8::2]:8081/`): held after duplicate
     /// address detection, beside the link-local address it derives (sent from to a
     /// link-local server).
-    #[arg(
-        long,
-        value_name = "ADDR/PREFIX",
-        requires = "tap",
-        conflicts_with = "kernel"
-    )]
+    #[arg(long, value_name = "ADDR/PREFIX", requires = "tap")]
     pub ip6: Option<crate::opts::Cidr6>,
     /// The bare client's IPv6 router, for a server outside --ip6's prefix; `auto`:
     /// the first router that advertises itself on the link.

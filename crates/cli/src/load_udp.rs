@@ -268,7 +268,29 @@ fn kernel(
         #[command(flatten)]
         run: crate::run::RunArgs,
     }
-    let cidr = a.udp.ip.ok_or("--tap needs --ip")?;
+    // The client's address for the server's family: `ip=` (and `gw=`), or `ip6=` (and
+    // the client's `gw6=`).
+    let (mut addr_args, gw6) = match target.addr {
+        std::net::SocketAddr::V4(_) => {
+            let cidr = a
+                .udp
+                .ip
+                .ok_or("the bare client needs --ip A.B.C.D/N for an IPv4 server")?;
+            let gw = a.udp.gw.map_or("none".to_string(), |g| g.to_string());
+            (
+                vec!["--ip".to_string(), cidr.to_string(), "--gw".into(), gw],
+                String::new(),
+            )
+        }
+        std::net::SocketAddr::V6(_) => {
+            let cidr = a
+                .udp
+                .ip6
+                .ok_or("the bare client needs --ip6 ADDR/PREFIX for an IPv6 server")?;
+            let gw6 = a.udp.gw6.0.map_or(String::new(), |g| format!(" gw6={g}"));
+            (vec!["--ip6".to_string(), cidr.to_string()], gw6)
+        }
+    };
     let dir = std::env::temp_dir().join(format!("bareweb-client-{}", std::process::id()));
     let site = dir.join("site");
     std::fs::create_dir_all(&site).map_err(|e| format!("{}: {e}", site.display()))?;
@@ -301,20 +323,15 @@ fn kernel(
         }
         Schedule::Closed => words += &format!(" parallel={}", load.slots),
     }
-    let gw = a.udp.gw.map_or("none".to_string(), |g| g.to_string());
+    words += &gw6;
     let mut argv = vec![
         "run".to_string(),
         site.display().to_string(),
         "--net".into(),
         format!("tap:{tap}"),
-        "--ip".into(),
-        cidr.to_string(),
-        "--gw".into(),
-        gw,
-        "--headless".into(),
-        "--append".into(),
-        words,
     ];
+    argv.append(&mut addr_args);
+    argv.extend(["--headless".into(), "--append".into(), words]);
     if let Some(m) = a.udp.mac {
         argv.push("--mac".into());
         argv.push(m.to_string());

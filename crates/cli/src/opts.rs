@@ -79,6 +79,12 @@ impl FromStr for Cidr6 {
     }
 }
 
+impl fmt::Display for Cidr6 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.ip, self.prefix)
+    }
+}
+
 impl fmt::Display for Cidr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.ip, self.prefix)

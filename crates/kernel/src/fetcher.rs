@@ -8,7 +8,8 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use bareweb_engine::iface::FetchLink;
+use bareweb_engine::iface::{FetchLink, FetchV6};
+use bareweb_engine::wire::{Ipv4Address, Ipv6Address};
 use bareweb_engine::nic::Clock;
 use bareweb_engine::udp::bare::{BareConfig, BareFetcher};
 use bareweb_engine::udp::fetch::Timing;
@@ -26,8 +27,26 @@ pub fn run<D: Driver>(s: &Settings, clock: TscClock, mut nics: Vec<D>) -> ! {
     if let Some(p) = c.problem() {
         fatal!("client: {p}");
     }
-    let Some((server, port)) = c.server else {
-        fatal!("client: no server")
+    // An IPv4 server, or an IPv6 one (`server=[ADDR]:PORT`, the client at `ip6=`).
+    let (server, port, v6) = match (c.server, c.server6) {
+        (Some((server, port)), _) => (server, port, None),
+        (None, Some((server6, port))) => {
+            let Some(me) = s.ip6_static else {
+                fatal!("client: an IPv6 server needs ip6=ADDR/PREFIX (the client's address)")
+            };
+            let v6 = FetchV6 {
+                ip: Ipv6Address(me.addr),
+                prefix_len: me.prefix,
+                gateway: c.gw6.map(Ipv6Address),
+                server: Ipv6Address(server6),
+            };
+            (Ipv4Address([0; 4]), port, Some(v6))
+        }
+        (None, None) => fatal!("client: no server"),
+    };
+    let host = match v6 {
+        Some(v) => format!("[{}]:{port}", v.server),
+        None => format!("{server}:{port}"),
     };
     if nics.is_empty() {
         fatal!("client: no queue pair");
@@ -64,19 +83,21 @@ pub fn run<D: Driver>(s: &Settings, clock: TscClock, mut nics: Vec<D>) -> ! {
             gateway: s.gateway,
             server,
             port,
-            v6: None,
+            v6,
         },
-        host: format!("{server}:{port}"),
+        host: host.clone(),
         paths,
         load,
         pad: c.pad,
     });
     mem::seal();
     kprintln!(
-        "bareweb: client: {} paths from {server}:{port} as {}/{} (MAC {}), {:?}, {} slots, {} requests in {} s",
+        "bareweb: client: {} paths from {host} as {} (MAC {}), {:?}, {} slots, {} requests in {} s",
         c.paths().count(),
-        s.ip,
-        s.prefix,
+        match v6 {
+            Some(v) => format!("{}/{}", v.ip, v.prefix_len),
+            None => format!("{}/{}", s.ip, s.prefix),
+        },
         nic.mac(),
         schedule,
         slots,

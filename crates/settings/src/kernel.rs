@@ -73,13 +73,18 @@ pub const PATHS_MAX: usize = 480;
 
 /// The bare fetcher's words: `client=udp server=A.B.C.D:PORT paths=/a,/b` and the schedule
 /// (`frequency=F maxreq=M`, `rate=R` or `parallel=N`), `requests=N seconds=S slots=N
-/// rto_ms=N tries=N pad=on|off`; its own address is `ip=` (and `gw=`).
+/// rto_ms=N tries=N pad=on|off`; its own address is `ip=` (and `gw=`); to an IPv6 server
+/// (`server=[ADDR]:PORT`) `ip6=ADDR/PREFIX` (and `gw6=ADDR`, else an advertised router).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UdpFetcher {
     /// `client=udp`.
     pub on: bool,
     /// `server=A.B.C.D:PORT`.
     pub server: Option<(Ipv4Address, u16)>,
+    /// `server=[ADDR]:PORT`: an IPv6 server instead.
+    pub server6: Option<([u8; 16], u16)>,
+    /// `gw6=ADDR`: the IPv6 router for a server outside `ip6=`'s prefix.
+    pub gw6: Option<[u8; 16]>,
     /// `paths=` (comma-separated URL paths).
     paths: [u8; PATHS_MAX],
     paths_len: usize,
@@ -110,6 +115,8 @@ impl Default for UdpFetcher {
         UdpFetcher {
             on: false,
             server: None,
+            server6: None,
+            gw6: None,
             paths: [0; PATHS_MAX],
             paths_len: 0,
             frequency: None,
@@ -146,15 +153,29 @@ impl UdpFetcher {
                     true
                 }
             }
+            "server" if v.starts_with('[') => match v.parse::<core::net::SocketAddrV6>() {
+                Ok(a) if a.port() != 0 && !a.ip().is_multicast() && !a.ip().is_unspecified() => {
+                    (self.server, self.server6) = (None, Some((a.ip().octets(), a.port())));
+                    true
+                }
+                _ => false,
+            },
             "server" => match v.split_once(':') {
                 Some((ip, port)) => match (crate::addr(ip), port.parse::<u16>()) {
                     (Some(ip), Ok(p)) if p != 0 => {
-                        self.server = Some((ip, p));
+                        (self.server, self.server6) = (Some((ip, p)), None);
                         true
                     }
                     _ => false,
                 },
                 None => false,
+            },
+            "gw6" => match v.parse::<core::net::Ipv6Addr>() {
+                Ok(a) if !a.is_multicast() && !a.is_unspecified() => {
+                    self.gw6 = Some(a.octets());
+                    true
+                }
+                _ => false,
             },
             "paths" => self.set_paths(v),
             "frequency" => positive(v, 4_000_000)
@@ -203,8 +224,8 @@ impl UdpFetcher {
             self.rate.is_some(),
             self.parallel.is_some(),
         ];
-        if self.server.is_none() {
-            Some("client=udp needs server=A.B.C.D:PORT")
+        if self.server.is_none() && self.server6.is_none() {
+            Some("client=udp needs server=A.B.C.D:PORT or server=[ADDR]:PORT")
         } else if schedules.iter().filter(|&&b| b).count() > 1 {
             Some("give one of frequency=/maxreq=, rate= or parallel=")
         } else if self.frequency.is_some() != self.maxreq.is_some() {
@@ -421,6 +442,18 @@ mod tests {
     fn ipv6_is_on_by_default_and_each_form_is_taken() {
         let (s, c) = parse_all("");
         assert!(s.server.ip6 && s.server.ip6_static.is_none() && c.is_empty());
+        // The client's IPv6 server and router.
+        let (s, c) =
+            parse_all("client=udp server=[2001:db8::2]:8081 gw6=fe80::1 ip6=2001:db8::3/64");
+        assert!(c.is_empty(), "{c:?}");
+        let v6: core::net::Ipv6Addr = "2001:db8::2".parse().unwrap();
+        assert_eq!(s.client.server6, Some((v6.octets(), 8081)));
+        assert_eq!(s.client.server, None);
+        assert_eq!(
+            s.client.gw6.map(core::net::Ipv6Addr::from),
+            "fe80::1".parse().ok()
+        );
+        assert_eq!(s.client.problem(), None);
         let (s, c) = parse_all("ip6=off");
         assert!(!s.server.ip6 && c.is_empty());
         let (s, c) = parse_all("ip6=2001:db8::80/64");
@@ -556,6 +589,10 @@ mod tests {
             "client=tcp",
             "server=10.0.0.2",
             "server=10.0.0.2:0",
+            "server=[2001:db8::2]",
+            "server=[ff02::1]:80",
+            "server=[2001:db8::2]:0",
+            "gw6=10.0.0.1",
             "paths=a,b",
             "paths=/a,,/b",
             "frequency=0",
