@@ -9,11 +9,11 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use bareweb_engine::iface::{FetchLink, FetchV6};
-use bareweb_engine::wire::{Ipv4Address, Ipv6Address};
 use bareweb_engine::nic::Clock;
 use bareweb_engine::udp::bare::{BareConfig, BareFetcher};
 use bareweb_engine::udp::fetch::Timing;
 use bareweb_engine::udp::load::{Config, Counters, Schedule};
+use bareweb_engine::wire::{Ipv4Address, Ipv6Address};
 
 use crate::arch::clock::TscClock;
 use crate::arch::exit;
