@@ -90,14 +90,18 @@ pub fn run<D: Driver>(s: &Settings, clock: TscClock, mut nics: Vec<D>) -> ! {
         load,
         pad: c.pad,
     });
+    let me = match v6 {
+        Some(v) => format!("{}/{}", v.ip, v.prefix_len),
+        None => format!("{}/{}", s.ip, s.prefix),
+    };
+    // Over IPv6 the NIC's multicast filter takes the client's groups (its addresses'
+    // solicited-node groups, all-nodes for routers' advertisements), kept in step below.
+    let mut filter = v6.map(|_| nic.multicast());
+    let mut groups = None;
     mem::seal();
     kprintln!(
-        "bareweb: client: {} paths from {host} as {} (MAC {}), {:?}, {} slots, {} requests in {} s",
+        "bareweb: client: {} paths from {host} as {me} (MAC {}), {:?}, {} slots, {} requests in {} s",
         c.paths().count(),
-        match v6 {
-            Some(v) => format!("{}/{}", v.ip, v.prefix_len),
-            None => format!("{}/{}", s.ip, s.prefix),
-        },
         nic.mac(),
         schedule,
         slots,
@@ -106,11 +110,25 @@ pub fn run<D: Driver>(s: &Settings, clock: TscClock, mut nics: Vec<D>) -> ! {
     );
     let run_ns = u64::from(c.seconds) * 1_000_000_000;
     let t0 = clock.now_ns();
+    // Over IPv6 both addresses pass DAD before the next hop is asked: more time.
+    let wait_ns = if v6.is_some() { 10 } else { 5 } * 1_000_000_000;
     loop {
         let now = clock.now_ns();
+        if let (Some(f), Some(link)) = (filter.as_mut(), client.link6()) {
+            let want = link.multicast_macs();
+            if groups != Some(want) {
+                f.set(&want);
+                groups = Some(want);
+            }
+        }
         client.poll(&mut nic, now);
-        if client.load().is_none() && now - t0 > 5_000_000_000 {
-            fatal!("client: no ARP answer from the server (or its router) in 5 s");
+        if client.load().is_none() && now - t0 > wait_ns {
+            match v6 {
+                Some(_) => fatal!(
+                    "client: no neighbour advertisement from the server (or its router) in 10 s, or ip6='s address held by another node"
+                ),
+                None => fatal!("client: no ARP answer from the server (or its router) in 5 s"),
+            }
         }
         if client.started_ns() > 0 && now >= client.started_ns() + run_ns {
             client.stop_starting();

@@ -154,7 +154,15 @@ impl UdpFetcher {
                 }
             }
             "server" if v.starts_with('[') => match v.parse::<core::net::SocketAddrV6>() {
-                Ok(a) if a.port() != 0 && !a.ip().is_multicast() && !a.ip().is_unspecified() => {
+                // A unicast address a link can carry (not loopback, not IPv4-mapped: the
+                // link drops answers from those).
+                Ok(a)
+                    if a.port() != 0
+                        && !a.ip().is_multicast()
+                        && !a.ip().is_unspecified()
+                        && !a.ip().is_loopback()
+                        && a.ip().to_ipv4_mapped().is_none() =>
+                {
                     (self.server, self.server6) = (None, Some((a.ip().octets(), a.port())));
                     true
                 }
@@ -592,6 +600,8 @@ mod tests {
             "server=[2001:db8::2]",
             "server=[ff02::1]:80",
             "server=[2001:db8::2]:0",
+            "server=[::1]:80",
+            "server=[::ffff:10.0.0.2]:80",
             "gw6=10.0.0.1",
             "paths=a,b",
             "paths=/a,,/b",

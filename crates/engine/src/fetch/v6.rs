@@ -28,18 +28,22 @@ impl Fetcher {
         if let Some(c) = &self.c6 {
             self.next_hop_mac = c.next_hop_mac();
             self.counters.arp_requests = c.solicitations;
+            if self.egress.ip6() != c.src() {
+                // The link-local address DAD replaced.
+                self.egress = self.egress.with_ip6(c.src());
+            }
         }
         worked
     }
 
     /// Posts one of the link's frames, counted.
     fn send6<T: TxRing>(&mut self, out: &Out<'_>, tx: &mut T) -> bool {
-        let sent = self.c6.as_ref().is_some_and(|c| c.post(out, tx));
-        match sent {
-            true => self.counters.tx += 1,
-            false => self.counters.tx_full += 1,
+        match self.c6.as_ref().and_then(|c| c.post(out, tx)) {
+            Some(true) => self.counters.tx += 1,
+            Some(false) => self.counters.tx_full += 1,
+            None => return false, // no address to send from yet
         }
-        sent
+        true
     }
 
     /// A received IPv6 frame: a segment from the server to a connection, or the link's.

@@ -32,8 +32,6 @@ const RESOLVE_EVERY_NS: u64 = 200_000_000;
 pub struct Client6 {
     v6: FetchV6,
     link: Box<Link>,
-    /// The address we send from: the link-local one to a link-local server, else ours.
-    src: Ipv6Address,
     next_hop_mac: Option<EthernetAddress>,
     /// When the next hop is looked up again.
     resolve_at: u64,
@@ -54,14 +52,9 @@ impl Client6 {
         let mut link = Link::new(secret, mac, 0);
         link.slaac.configure(v6.ip, 0);
         link.no_dhcp6();
-        let src = match v6.server.is_link_local() {
-            true => link.addr.addr(),
-            false => v6.ip,
-        };
         Client6 {
             v6,
             link: Box::new(link),
-            src,
             next_hop_mac: None,
             resolve_at: 0,
             resolved_at: u64::MAX,
@@ -81,9 +74,14 @@ impl Client6 {
         &self.link
     }
 
-    /// The address our frames leave from.
+    /// The address our frames leave from: the link-local one to a link-local server
+    /// (as it is now: DAD may have replaced it), else the configured one. The owner's
+    /// frame builder follows it.
     pub fn src(&self) -> Ipv6Address {
-        self.src
+        match self.v6.server.is_link_local() {
+            true => self.link.addr.addr(),
+            false => self.v6.ip,
+        }
     }
 
     /// The next hop's MAC: `None` until our address passed DAD and the next hop answered.
@@ -125,8 +123,11 @@ impl Client6 {
     /// taken, or a solicitation to send (the cache's own timer repeats it). Frames go on
     /// to a MAC known before until an answer comes.
     fn resolve(&mut self, now: u64) -> Option<Out<'static>> {
-        self.link.slot_of(self.src)?; // DAD still under way (or the address given up)
-                                      // Off the link with no router given or heard yet: nothing to ask.
+        // DAD still under way (or the address given up), ours or the link-local one a
+        // solicitation is sent from.
+        self.link.slot_of(self.src())?;
+        self.link.addr.preferred()?;
+        // Off the link with no router given or heard yet: nothing to ask.
         let hop = self.v6.next_hop(self.link.slaac.default_router())?;
         if core::mem::take(&mut self.heard) {
             self.link.neigh.confirm(hop, now);
@@ -166,15 +167,60 @@ impl Client6 {
         Ok(step)
     }
 
-    /// Builds and posts one of the link's frames; whether it was posted (`false` also
-    /// when there is no address to send it from yet).
-    pub fn post<T: TxRing>(&self, out: &Out<'_>, tx: &mut T) -> bool {
-        match tx.slot() {
-            Some(buf) => match self.link.write(out, buf) {
-                Some(len) => tx.post(len, &[]).is_ok(),
-                None => false,
-            },
-            None => false,
+    /// Builds and posts one of the link's frames: whether it was posted (`Some(false)`:
+    /// the ring was full), or `None` when there is no address to send it from (nothing
+    /// sent, nothing lost).
+    pub fn post<T: TxRing>(&self, out: &Out<'_>, tx: &mut T) -> Option<bool> {
+        let Some(buf) = tx.slot() else {
+            return Some(false);
+        };
+        let len = self.link.write(out, buf)?;
+        Some(tx.post(len, &[]).is_ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::FakeNic;
+    use crate::nic::Nic;
+
+    /// Whatever order the two addresses' DAD ends in (their delays are random: here 32
+    /// MACs), the next hop is solicited only once both are in use, and every frame the
+    /// client asks to send can be built and posted; with no answer, the cache's own
+    /// retries follow, every one posted too.
+    #[test]
+    fn the_next_hop_is_solicited_once_both_addresses_are_in_use() {
+        for m in 0..32u8 {
+            let mac = EthernetAddress([0x02, 0, 0, 0, 1, m]);
+            let v6 = FetchV6 {
+                ip: "2001:db8::3".parse().unwrap(),
+                prefix_len: 64,
+                gateway: None,
+                server: "2001:db8::2".parse().unwrap(),
+            };
+            let mut c = Client6::new(v6, mac, [m; 16]);
+            let mut nic = FakeNic::new(mac);
+            let (mut now, mut asked) = (0u64, 0);
+            while now < 6_000_000_000 {
+                while let Some(out) = c.poll(now) {
+                    if matches!(
+                        out,
+                        Out::Solicit {
+                            dad_nonce: None,
+                            ..
+                        }
+                    ) {
+                        assert!(c.link().addr.preferred().is_some(), "MAC {m}");
+                        asked += 1;
+                    }
+                    let (_, tx) = nic.split();
+                    assert_eq!(c.post(&out, tx), Some(true), "MAC {m}: {out:?}");
+                }
+                now += 1_000_000;
+            }
+            assert!(asked >= 1 && c.solicitations >= 1, "MAC {m}");
+            assert_eq!(c.next_hop_mac(), None, "nobody answered");
         }
     }
 }

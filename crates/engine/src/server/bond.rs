@@ -7,8 +7,9 @@
 //!   ring is told the NIC (`TxRing::select`) and the egress writes that NIC's MAC as the
 //!   source. A connection's frames go to its send-id (under the `size` policy, frames
 //!   without payload to the control NIC); ARP replies and gratuitous ARPs to the receive
-//!   NIC; frames of no connection (RSTs, SYN-cookie SYN-ACKs, echo replies) to the control
-//!   NIC.
+//!   NIC; frames of no connection (RSTs, SYN-cookie SYN-ACKs, ICMP echo replies) to the
+//!   control NIC; IPv6's link frames (advertisements, solicitations, reports, echo
+//!   replies) to the receive NIC, whose MAC the link speaks with.
 //! - **Failover** ([`Server::bond_sync`], once per round): when the set's live word has
 //!   moved, the server takes the new receive NIC's MAC as its own (ARP, ingress), moves
 //!   the connections of NICs that no longer send to others (counted in `moved_off`; what
@@ -118,8 +119,13 @@ impl<L: Lookup<'static>> Server<L> {
             let hash = match crate::tcp::port_table::v4_of(&client) {
                 Some(v4) => client_hash(v4),
                 None => {
+                    // Every octet of the key: a link-local client's is its whole address.
                     let k = limit_key(&client);
-                    client_hash([k[0] ^ k[4], k[1] ^ k[5], k[2] ^ k[6], k[3] ^ k[7]])
+                    let mut w = [0u8; 4];
+                    for (i, b) in k.iter().enumerate() {
+                        w[i % 4] ^= b;
+                    }
+                    client_hash(w)
                 }
             };
             let k = b.chooser.datagram(hash, len);

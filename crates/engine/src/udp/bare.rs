@@ -322,13 +322,17 @@ impl BareFetcher {
             let Some(out) = self.c6.as_mut().and_then(|c| c.poll(now)) else {
                 break;
             };
-            let sent = self.c6.as_ref().is_some_and(|c| c.post(&out, tx));
+            let sent = self.c6.as_ref().and_then(|c| c.post(&out, tx));
             self.count_posted(sent);
-            worked |= sent;
+            worked |= sent == Some(true);
         }
         if let Some(c) = &self.c6 {
             self.next_hop_mac = c.next_hop_mac();
             self.frames.arp_requests = c.solicitations;
+            if self.egress.ip6() != c.src() {
+                // The link-local address DAD replaced.
+                self.egress = self.egress.with_ip6(c.src());
+            }
         }
         worked
     }
@@ -351,7 +355,7 @@ impl BareFetcher {
                 }
             }
             Ok(Step::Send(out)) => {
-                let sent = self.c6.as_ref().is_some_and(|c| c.post(&out, tx));
+                let sent = self.c6.as_ref().and_then(|c| c.post(&out, tx));
                 self.count_posted(sent);
             }
             Ok(Step::Udp { .. } | Step::Tcp { .. } | Step::TooBig { .. }) | Err(_) => {
@@ -361,11 +365,18 @@ impl BareFetcher {
         }
     }
 
-    fn count_posted(&mut self, sent: bool) {
+    /// Counts a frame of the link's: posted, the ring full, or nothing to send from.
+    fn count_posted(&mut self, sent: Option<bool>) {
         match sent {
-            true => self.frames.tx += 1,
-            false => self.frames.tx_full += 1,
+            Some(true) => self.frames.tx += 1,
+            Some(false) => self.frames.tx_full += 1,
+            None => {}
         }
+    }
+
+    /// Over IPv6, the link (its groups, for a NIC's multicast filter).
+    pub fn link6(&self) -> Option<&crate::iface::ipv6::Link> {
+        self.c6.as_ref().map(Client6::link)
     }
 
     fn frame<T: TxRing>(&mut self, bytes: &[u8], now: u64, tx: &mut T) {
