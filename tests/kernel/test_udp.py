@@ -115,42 +115,23 @@ def test_every_file_over_ten_percent_loss_and_five_percent_duplication(smp, mode
     assert any(" 0 re-requested" not in line for line in lines), lines
 
 
-def test_bare_client_booted_as_a_kernel(tmp_path):
+FAMILIES = {
+    # The server's own address words, the client's, and the server's host in the URL.
+    "ipv4": ([], ["--ip", "10.0.0.3/24"], SERVER_IP),
+    "ipv6": (["--ip6", "2001:db8::2/64"], ["--ip6", "2001:db8::3/64"], "[2001:db8::2]"),
+}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_bare_client_booted_as_a_kernel(family, tmp_path):
     """`bareweb load --udp --kernel`: the bare client boots under QEMU on a TAP bridged
     with the kernel server's TAP (two bare machines, as in the paper), runs the paper's
-    schedule and reports; every request completed."""
-    k = Kernel(nic="virtio", extra=["--udp-port", str(UDP_PORT), "--udp-paper-mode"])
-    try:
-        ns = k.ns
-        ns.ip("tuntap", "add", "bwkc0", "mode", "tap")
-        ns.ip("link", "add", "bwkbr", "type", "bridge")
-        # The server's TAP carries the host's address: move it to the bridge.
-        ns.ip("addr", "flush", "dev", k.tap)
-        for d in (k.tap, "bwkc0"):
-            ns.ip("link", "set", d, "master", "bwkbr")
-        ns.ip("addr", "add", f"{HOST_IP}/24", "dev", "bwkbr")
-        for d in ("bwkbr", "bwkc0"):
-            ns.ip("link", "set", d, "up")
-        r = ns.run(BIN, "load", "--udp", "--kernel", "--tap", "bwkc0", "--ip", "10.0.0.3/24",
-                   f"bwudp://{SERVER_IP}:{UDP_PORT}/files/4k.html", "--frequency", "40",
-                   "--maxreq", "4", "--seconds", "2", "--json", "-q", check=False, timeout=300)
-        assert r.returncode == 0, r.stderr[-3000:]
-        rep = json.loads(r.stdout)
-        k.check_alive()
-    finally:
-        k.close()
-    print(rep)
-    assert rep["client"] == "bare kernel", rep
-    assert rep["started"] >= 700 and rep["completed"] == rep["started"], rep
-    assert rep["bytes"] == rep["completed"] * 4096, rep
-
-
-def test_bare_client_booted_as_a_kernel_over_ipv6(tmp_path):
-    """The same over IPv6: the kernel server holds 2001:db8::2, the kernel client
-    2001:db8::3 (`--ip6`, after DAD), solicits the server's MAC and runs the paper's
-    schedule to `bwudp://[2001:db8::2]:PORT/`; every request completed."""
+    schedule and reports; every request completed. Over IPv6 the kernel server holds
+    2001:db8::2 and the kernel client 2001:db8::3 (`--ip6`, after DAD), which solicits the
+    server's MAC."""
+    server_words, client_words, host = FAMILIES[family]
     k = Kernel(nic="virtio", extra=["--udp-port", str(UDP_PORT), "--udp-paper-mode",
-                                    "--ip6", "2001:db8::2/64"])
+                                    *server_words])
     try:
         ns = k.ns
         ns.ip("tuntap", "add", "bwkc0", "mode", "tap")
@@ -162,9 +143,8 @@ def test_bare_client_booted_as_a_kernel_over_ipv6(tmp_path):
         ns.ip("addr", "add", f"{HOST_IP}/24", "dev", "bwkbr")
         for d in ("bwkbr", "bwkc0"):
             ns.ip("link", "set", d, "up")
-        r = ns.run(BIN, "load", "--udp", "--kernel", "--tap", "bwkc0", "--ip6",
-                   "2001:db8::3/64",
-                   f"bwudp://[2001:db8::2]:{UDP_PORT}/files/4k.html", "--frequency", "40",
+        r = ns.run(BIN, "load", "--udp", "--kernel", "--tap", "bwkc0", *client_words,
+                   f"bwudp://{host}:{UDP_PORT}/files/4k.html", "--frequency", "40",
                    "--maxreq", "4", "--seconds", "2", "--json", "-q", check=False, timeout=300)
         assert r.returncode == 0, r.stderr[-3000:]
         rep = json.loads(r.stdout)

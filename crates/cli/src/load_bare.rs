@@ -34,7 +34,7 @@ use std::sync::atomic::Ordering;
 use bareweb_engine::fetch::{http, Config, End, Failure, Fetcher, Handler};
 use bareweb_engine::iface::FetchV6;
 use bareweb_engine::nic::{Clock, TxRing};
-use bareweb_engine::wire::{EthernetAddress, Ipv4Address, Ipv6Address};
+use bareweb_engine::wire::EthernetAddress;
 use bareweb_host::cores::HostQueue;
 use bareweb_host::{netif, xdp, SystemClock};
 use bareweb_loadgen::rng::{Rng, Zipf};
@@ -42,7 +42,7 @@ use bareweb_loadgen::surge::{SurgeParams, MAX_BURST};
 use bareweb_loadgen::{ErrorKind, LoadConfig, Mode, Progress, Report, Tally};
 use sha2::{Digest, Sha256};
 
-use crate::load_common::{client_mac, open_tap, LoadArgs, XdpQueueArg};
+use crate::load_common::{bare_link, client_mac, open_tap, LoadArgs, XdpQueueArg};
 
 pub fn load(a: &LoadArgs, cfg: &LoadConfig) -> Result<(), String> {
     if a.udp.kernel {
@@ -55,15 +55,7 @@ pub fn load(a: &LoadArgs, cfg: &LoadConfig) -> Result<(), String> {
     }
     let tap = a.udp.tap.as_deref().ok_or("--tap or --xdp needed")?;
     // The client's address for the server's family, checked before the TAP is made.
-    match cfg.target.addr {
-        std::net::SocketAddr::V4(_) if a.udp.ip.is_none() => {
-            return Err("the bare client needs --ip A.B.C.D/N for an IPv4 server".into())
-        }
-        std::net::SocketAddr::V6(_) if a.udp.ip6.is_none() => {
-            return Err("the bare client needs --ip6 ADDR/PREFIX for an IPv6 server".into())
-        }
-        _ => {}
-    }
+    bare_link(a, EthernetAddress([0; 6]), cfg.target.addr)?;
     let mac = client_mac(a);
     let mut nic = open_tap(tap, mac)?;
     // The load loop polls again straight after its work (Tap::set_one_read_per_burst).
@@ -558,33 +550,16 @@ fn run<N: HostQueue>(
         })
         .max()
         .unwrap_or(0);
-    let mut c = match cfg.target.addr.ip() {
-        std::net::IpAddr::V4(server) => {
-            let cidr = a
-                .udp
-                .ip
-                .ok_or("the bare client needs --ip A.B.C.D/N for an IPv4 server")?;
-            let server = Ipv4Address(server.octets());
-            let mut c = Config::new(mac, cidr.addr(), cidr.prefix, server, 0, slots);
-            c.link.gateway = a.udp.gw.map(|g| Ipv4Address(g.octets()));
-            c
-        }
-        std::net::IpAddr::V6(server) => {
-            let cidr = a
-                .udp
-                .ip6
-                .ok_or("the bare client needs --ip6 ADDR/PREFIX for an IPv6 server")?;
-            let mut c = Config::new(mac, Ipv4Address([0; 4]), 0, Ipv4Address([0; 4]), 0, slots);
-            c.link.v6 = Some(FetchV6 {
-                ip: cidr.ip,
-                prefix_len: cidr.prefix,
-                gateway: a.udp.gw6.0.map(|g| Ipv6Address(g.octets())),
-                server: Ipv6Address(server.octets()),
-            });
-            c
-        }
-    };
-    c.link.port = cfg.target.addr.port();
+    let place = bare_link(a, mac, cfg.target.addr)?;
+    let mut c = Config::new(
+        mac,
+        place.ip,
+        place.prefix_len,
+        place.server,
+        place.port,
+        slots,
+    );
+    c.link = place;
     c.stall_ns = (cfg.timeout * 1e9) as u64;
     // One key per boot and a clock from boot: a run's ISNs and timestamps follow on from
     // the last run's, whose connections a kernel server may still hold in TIME-WAIT on

@@ -5,7 +5,8 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use bareweb_engine::wire::EthernetAddress;
+use bareweb_engine::iface::{FetchLink, FetchV6};
+use bareweb_engine::wire::{EthernetAddress, Ipv4Address, Ipv6Address};
 use bareweb_host::{netif, Tap};
 
 /// `bareweb load`: fetch URLs from a server under a bounded load and report like http_load.
@@ -316,4 +317,48 @@ impl std::str::FromStr for Gw6 {
             },
         }
     }
+}
+
+/// A bare client's place on its link for a server at `server`: `--ip` (and `--gw`) for an
+/// IPv4 server, `--ip6` (and `--gw6`) for an IPv6 one, whichever the server's family asks
+/// for, with the MAC `mac`.
+pub fn bare_link(
+    a: &LoadArgs,
+    mac: EthernetAddress,
+    server: std::net::SocketAddr,
+) -> Result<FetchLink, String> {
+    let unused = Ipv4Address([0; 4]);
+    let mut link = FetchLink {
+        mac,
+        ip: unused,
+        prefix_len: 0,
+        gateway: None,
+        server: unused,
+        port: server.port(),
+        v6: None,
+    };
+    match server.ip() {
+        std::net::IpAddr::V4(ip) => {
+            let cidr = a
+                .udp
+                .ip
+                .ok_or("the bare client needs --ip A.B.C.D/N for an IPv4 server")?;
+            (link.ip, link.prefix_len) = (cidr.addr(), cidr.prefix);
+            link.gateway = a.udp.gw.map(|g| Ipv4Address(g.octets()));
+            link.server = Ipv4Address(ip.octets());
+        }
+        std::net::IpAddr::V6(ip) => {
+            let cidr = a
+                .udp
+                .ip6
+                .ok_or("the bare client needs --ip6 ADDR/PREFIX for an IPv6 server")?;
+            link.v6 = Some(FetchV6 {
+                ip: cidr.ip,
+                prefix_len: cidr.prefix,
+                gateway: a.udp.gw6.0.map(|g| Ipv6Address(g.octets())),
+                server: Ipv6Address(ip.octets()),
+            });
+        }
+    }
+    Ok(link)
 }

@@ -133,10 +133,8 @@ fn bare(
     urls: Vec<UdpUrl>,
     load: Config,
 ) -> Result<UdpReport, String> {
-    use bareweb_engine::iface::FetchLink;
     use bareweb_engine::nic::Clock;
     use bareweb_engine::udp::bare::{BareConfig, BareFetcher};
-    use bareweb_engine::wire::Ipv4Address;
     use bareweb_host::SystemClock;
 
     if urls.iter().any(|u| u.expect.is_some()) {
@@ -144,48 +142,7 @@ fn bare(
             "--verify is for the socket client; the bare client checks sizes and statuses".into(),
         );
     }
-    let unused = Ipv4Address([0; 4]);
-    let link = match target.addr.ip() {
-        std::net::IpAddr::V4(server) => {
-            let cidr = a
-                .udp
-                .ip
-                .ok_or("the bare client needs --ip A.B.C.D/N for an IPv4 server")?;
-            FetchLink {
-                mac: client_mac(a),
-                ip: cidr.addr(),
-                prefix_len: cidr.prefix,
-                gateway: a.udp.gw.map(|g| Ipv4Address(g.octets())),
-                server: Ipv4Address(server.octets()),
-                port: target.addr.port(),
-                v6: None,
-            }
-        }
-        std::net::IpAddr::V6(server) => {
-            let cidr = a
-                .udp
-                .ip6
-                .ok_or("the bare client needs --ip6 ADDR/PREFIX for an IPv6 server")?;
-            FetchLink {
-                mac: client_mac(a),
-                ip: unused,
-                prefix_len: 0,
-                gateway: None,
-                server: unused,
-                port: target.addr.port(),
-                v6: Some(bareweb_engine::iface::FetchV6 {
-                    ip: cidr.ip,
-                    prefix_len: cidr.prefix,
-                    gateway: a
-                        .udp
-                        .gw6
-                        .0
-                        .map(|g| bareweb_engine::wire::Ipv6Address(g.octets())),
-                    server: bareweb_engine::wire::Ipv6Address(server.octets()),
-                }),
-            }
-        }
-    };
+    let link = crate::load_common::bare_link(a, client_mac(a), target.addr)?;
     let (mac, v6) = (link.mac, link.v6);
     let mut nic = open_tap(tap, mac)?;
     let mut client = BareFetcher::new(BareConfig {
@@ -270,25 +227,26 @@ fn kernel(
     }
     // The client's address for the server's family: `ip=` (and `gw=`), or `ip6=` (and
     // the client's `gw6=`).
-    let (mut addr_args, gw6) = match target.addr {
-        std::net::SocketAddr::V4(_) => {
-            let cidr = a
-                .udp
-                .ip
-                .ok_or("the bare client needs --ip A.B.C.D/N for an IPv4 server")?;
-            let gw = a.udp.gw.map_or("none".to_string(), |g| g.to_string());
+    let link = crate::load_common::bare_link(
+        a,
+        bareweb_engine::wire::EthernetAddress([0; 6]),
+        target.addr,
+    )?;
+    let (mut addr_args, gw6) = match link.v6 {
+        None => {
+            let gw = link.gateway.map_or("none".to_string(), |g| g.to_string());
+            let cidr = format!("{}/{}", link.ip, link.prefix_len);
             (
-                vec!["--ip".to_string(), cidr.to_string(), "--gw".into(), gw],
+                vec!["--ip".to_string(), cidr, "--gw".into(), gw],
                 String::new(),
             )
         }
-        std::net::SocketAddr::V6(_) => {
-            let cidr = a
-                .udp
-                .ip6
-                .ok_or("the bare client needs --ip6 ADDR/PREFIX for an IPv6 server")?;
-            let gw6 = a.udp.gw6.0.map_or(String::new(), |g| format!(" gw6={g}"));
-            (vec!["--ip6".to_string(), cidr.to_string()], gw6)
+        Some(v) => {
+            let gw6 = v.gateway.map_or(String::new(), |g| format!(" gw6={g}"));
+            (
+                vec!["--ip6".to_string(), format!("{}/{}", v.ip, v.prefix_len)],
+                gw6,
+            )
         }
     };
     let dir = std::env::temp_dir().join(format!("bareweb-client-{}", std::process::id()));

@@ -98,6 +98,7 @@ pub fn run<D: Driver>(s: &Settings, clock: TscClock, mut nics: Vec<D>) -> ! {
     // solicited-node groups, all-nodes for routers' advertisements), kept in step below.
     let mut filter = v6.map(|_| nic.multicast());
     let mut groups = None;
+    let mut next_groups = 0u64;
     mem::seal();
     kprintln!(
         "bareweb: client: {} paths from {host} as {me} (MAC {}), {:?}, {} slots, {} requests in {} s",
@@ -114,7 +115,9 @@ pub fn run<D: Driver>(s: &Settings, clock: TscClock, mut nics: Vec<D>) -> ! {
     let wait_ns = if v6.is_some() { 10 } else { 5 } * 1_000_000_000;
     loop {
         let now = clock.now_ns();
-        if let (Some(f), Some(link)) = (filter.as_mut(), client.link6()) {
+        // The groups change only as the link runs: looked at every 100 ms, not every poll.
+        if let (Some(f), Some(link), true) = (filter.as_mut(), client.link6(), now >= next_groups) {
+            next_groups = now + 100_000_000;
             let want = link.multicast_macs();
             if groups != Some(want) {
                 f.set(&want);

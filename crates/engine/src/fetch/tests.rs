@@ -85,7 +85,11 @@ impl Pair {
         cfg.ports = (40_000, 40_015);
         let mut fetcher = Fetcher::new(cfg);
         fetcher.set_next_hop_mac(SERVER_MAC);
-        let scfg = ServerConfig::new(SERVER_IP, 24, [7; 16]);
+        Pair::of(fetcher, ServerConfig::new(SERVER_IP, 24, [7; 16]), slots)
+    }
+
+    /// The fetcher `fetcher` of `slots` slots and a server of `scfg` on the wire.
+    fn of(fetcher: Fetcher, scfg: ServerConfig, slots: usize) -> Pair {
         Pair {
             wire: Wire::new(SERVER_MAC, CLIENT_MAC, 4096),
             server: Server::new(scfg, site(), SERVER_MAC),
@@ -572,19 +576,7 @@ impl Pair {
         let mut scfg = ServerConfig::new(SERVER_IP, 24, [7; 16]);
         scfg.ipv6 = true;
         scfg.ipv6_static = Some((SERVER6, 64));
-        Pair {
-            wire: Wire::new(SERVER_MAC, CLIENT_MAC, 4096),
-            server: Server::new(scfg, site(), SERVER_MAC),
-            fetcher: Fetcher::new(cfg),
-            rec: Record {
-                bodies: vec![Vec::new(); slots],
-                ends: Vec::new(),
-                events: Vec::new(),
-            },
-            now: 1_000_000,
-            site: site(),
-            serving: true,
-        }
+        Pair::of(Fetcher::new(cfg), scfg, slots)
     }
 }
 

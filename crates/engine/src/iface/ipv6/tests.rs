@@ -100,31 +100,23 @@ pub(crate) fn assert_mld_join(f: &[u8], src: Ipv6Address, group: Ipv6Address) {
     );
 }
 
-/// A frame's Ethernet destination, IPv6 source, destination, hop limit and message
-/// (its source MAC ours).
-pub(crate) fn parse(
-    f: &[u8],
-) -> (
+/// A frame's Ethernet destination, IPv6 source, destination, hop limit and message.
+pub(crate) type Parsed<'a> = (
     EthernetAddress,
     Ipv6Address,
     Ipv6Address,
     u8,
-    Icmpv6Repr<'_>,
-) {
+    Icmpv6Repr<'a>,
+);
+
+/// [`parse_from`] of a frame whose source MAC is ours.
+pub(crate) fn parse(f: &[u8]) -> Parsed<'_> {
     assert_eq!(EthernetFrame::new_checked(f).unwrap().src_addr(), MAC);
     parse_from(f)
 }
 
 /// [`parse`] from any source MAC.
-pub(crate) fn parse_from(
-    f: &[u8],
-) -> (
-    EthernetAddress,
-    Ipv6Address,
-    Ipv6Address,
-    u8,
-    Icmpv6Repr<'_>,
-) {
+pub(crate) fn parse_from(f: &[u8]) -> Parsed<'_> {
     let eth = EthernetFrame::new_checked(f).unwrap();
     assert_eq!(eth.ethertype(), EtherType::Ipv6);
     let ip = Ipv6Packet::new_checked(&f[14..]).unwrap();
