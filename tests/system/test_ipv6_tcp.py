@@ -180,6 +180,60 @@ def test_bareweb_get_and_load_over_ipv6(v6, tmp_path):
     assert rep["fetches"] >= 400 and not rep["errors"], rep
 
 
+def test_per_queue_cores_serve_ipv6_on_every_queue(tmp_path):
+    """`--cores 2 --mode perqueue` on a multi-queue TAP, which spreads frames over the
+    queues by its own flow hash: core 0 runs the link (DAD, the router's prefix) and core 1
+    follows it (iface::share6). Pings from eight addresses of Linux's (their neighbour
+    solicitations and echo requests hashed to either queue) are all answered; 32 keep-alive
+    connections to the global address all complete byte-exact, and both cores accepted some
+    of them (the stats page's per-core counters, read over IPv4)."""
+    import json
+    from conftest import BIN, SERVER_IP, Server
+    s = Server(extra=("--cores", "2", "--mode", "perqueue", "--ip6-secret", SECRET))
+    dns = None
+    try:
+        s.ll = server_addr(s.ns)
+        s.ns.ip("-6", "addr", "add", f"{ROUTER}/64", "dev", "bw0", "nodad")
+        dns = router(s.ns)
+        glob = global_addr(s)
+        sources = [f"{GLOBAL_PREFIX}:{100 + i:x}" for i in range(8)]
+        for a in sources:
+            s.ns.ip("-6", "addr", "add", f"{a}/64", "dev", "bw0", "nodad")
+        for a in sources:
+            r = s.ns.run("ping", "-6", "-n", "-c", "2", "-i", "0.2", "-W", "2", "-I", a, glob,
+                         check=False)
+            assert r.returncode == 0 and "2 received" in r.stdout, (a, r.stdout + r.stderr)
+
+        def accepted():
+            r = s.ns.run("curl", "-sS", "--max-time", "10",
+                         f"http://{SERVER_IP}/.well-known/bareweb/stats")
+            return [c["counters"]["tcp_accepted"] for c in json.loads(r.stdout)["cores"]]
+
+        before = accepted()
+        js = tmp_path / "load.json"
+        r = s.ns.run(BIN, "load", f"http://[{glob}]/files/4k.html", "--parallel", "32",
+                     "--keepalive", "--fetches", "640", "--seconds", "30", "--verify", SITE,
+                     "--quiet", "--json-out", js, check=False, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        rep = json.loads(js.read_text())
+        assert rep["fetches"] >= 640 and not rep["errors"], rep
+        time.sleep(0.5)  # the board is published every few hundred ms
+        after = accepted()
+        # The stats requests add at most one connection to one core.
+        assert all(b - a >= 2 for a, b in zip(before, after)), (before, after)
+    finally:
+        if dns:
+            dns.terminate()
+            dns.wait(5)
+        counters = s.stop()
+        s.ns.close()
+        s.log.close()
+    print(f"\nper-queue IPv6: accepted per core {before} -> {after}; "
+          f"frames passed between cores {counters.get('ipv6_passed', 0)}")
+    assert counters.get("drop_ipv6_unserved", 0) == 0, counters
+    assert counters.get("drop_ipv6_pass_full", 0) == 0, counters
+
+
 def test_a_configured_address_serves_and_advertised_prefixes_make_none(tmp_path):
     """`--ip6 2001:db8:7::80/64`: the server takes that address after DAD (the console
     says so), Linux on the link fetches a file from it, and a router advertisement of

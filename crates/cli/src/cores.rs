@@ -270,13 +270,6 @@ where
     });
     let wrap = move |s: Site<'static>| reload.map_or(site, |(_, w)| w(s));
     let ipv6 = cfg.ipv6;
-    if ipv6 && matches!(mode, Mode::PerQueue) && queues.len() > 1 {
-        // docs/design/ipv6.md, "Where it runs".
-        eprintln!(
-            "bareweb: IPv6 is served by core 0's queue alone: what the NIC hashes to another \
-             queue is dropped (--mode netcore or --cores 1 serve every IPv6 client)"
-        );
-    }
     let gens = reload.map(|(g, _)| g);
     if pages.stats {
         let base = pages.base;

@@ -110,6 +110,12 @@ counters! {
     /// upper layer other than TCP, UDP and ICMPv6; or all IPv6, when it is off or on
     /// another core.
     drop_ipv6_unserved,
+    /// IPv6 frames passed to another core (per-queue mode: the link's own frames to core
+    /// 0, which keeps its state; a Packet Too Big to the cores that may hold the
+    /// connection).
+    ipv6_passed,
+    /// Dropped: an IPv6 frame to pass to another core whose ring was full.
+    drop_ipv6_pass_full,
     /// SYNs that opened a connection.
     tcp_accepted,
     /// SYNs dropped because every TCB was in use by a connection with a response in flight.

@@ -268,11 +268,14 @@ where
 {
     let single = queues.len() == 1;
     let clock = SystemClock::new();
+    // Made together: in the per-queue mode the servers share the IPv6 link.
+    let servers = plan.servers();
     std::thread::scope(|s| {
         let handles: Vec<_> = queues
             .into_iter()
+            .zip(servers)
             .enumerate()
-            .map(|(core, mut q)| {
+            .map(|(core, (mut q, mut server))| {
                 let make_log = &make_log;
                 let threads = Threads {
                     pin: threads.pin && !single,
@@ -282,7 +285,6 @@ where
                     .name(format!("bareweb-core{core}"))
                     .spawn_scoped(s, move || {
                         pin(&threads, core);
-                        let mut server = plan.server(core);
                         let mut log = make_log(core);
                         let ctx = CoreCtx {
                             core,

@@ -85,14 +85,14 @@ fn per_queue<N: CoreQueue + Sleeper + Send + 'static>(
     let mac = plan.mac;
     let mut jobs: Vec<smp::Job> = Vec::with_capacity(n);
     let mut mine = None;
-    for (core, nic) in nics.into_iter().enumerate() {
-        let mut server = plan.server(core);
+    // Made together: the cores share core 0's IPv6 link (its followers' rings).
+    for (core, (nic, mut server)) in nics.into_iter().zip(plan.servers()).enumerate() {
+        // Before the heap is sealed (start_serving): the link's tables, every core's.
+        server.start_ipv6(booted.clock.now_ns());
         if core == 0 {
             if let Some(c) = booted.dhcp_client.take() {
                 server.own_dhcp(c);
             }
-            // Before the heap is sealed (start_serving): the link's tables.
-            server.start_ipv6(booted.clock.now_ns());
             mine = Some((server, nic));
         } else {
             jobs.push(ap_job(&booted, core, server, nic, board));

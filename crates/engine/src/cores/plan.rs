@@ -26,6 +26,7 @@ use core::fmt;
 use super::board::{Board, Role};
 use super::netcore::{links_dozing, Addressing, NetCoreNic, NetCoreSetup, RingNic, RingSizes};
 use super::pages::PageSettings;
+use crate::iface::share6::{share, Share};
 use crate::nic::{Clock, RxRing, TxRing};
 use crate::resource::Lookup;
 use crate::ring::Doze;
@@ -290,8 +291,9 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
             r.core = core;
             r.announcer = core == 0;
         }
-        // One server runs IPv6 on the link (its address, DAD, the neighbour cache).
-        cfg.ipv6 &= core == 0;
+        // One server runs IPv6 on the link (its address, DAD, the neighbour cache); in the
+        // per-queue mode the others follow it (`servers`, `iface::share6`).
+        cfg.ipv6 &= core == 0 || self.shares_ipv6();
         if self.role(core) == Role::Net {
             // With IPv6 on, core 0 serves IPv6's connections itself (the HTTP cores have
             // no link): it keeps its TCBs, and still answers every SYN with a cookie.
@@ -307,10 +309,36 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
         cfg
     }
 
-    /// Core `core`'s server (its configuration, its board row).
+    /// Core `core`'s server (its configuration, its board row). The per-queue mode's
+    /// servers are made together, by [`servers`](Self::servers).
     pub fn server(&self, core: usize) -> Server<L> {
         let board = self.board.filter(|_| self.stats_page).map(|b| (b, core));
         server(self.config(core), self.site, self.mac, board)
+    }
+
+    /// Whether the cores share one IPv6 link over their queues
+    /// ([`crate::iface::share6`]): the per-queue mode with two or more cores and IPv6 on.
+    fn shares_ipv6(&self) -> bool {
+        self.mode == Mode::PerQueue && self.cores > 1 && self.cfg.ipv6
+    }
+
+    /// Every core's server, core 0's first ([`server`](Self::server) each): in the
+    /// per-queue mode with IPv6 on, core 0's runs the link and the others follow it, each
+    /// given its end of the sharing now (its rings allocated).
+    pub fn servers(&self) -> Vec<Server<L>> {
+        let mut ends: Vec<Option<Share>> = match self.shares_ipv6() {
+            true => share(self.cores).into_iter().map(Some).collect(),
+            false => Vec::new(),
+        };
+        (0..self.cores)
+            .map(|core| {
+                let mut s = self.server(core);
+                if let Some(end) = ends.get_mut(core).and_then(Option::take) {
+                    s.share_ipv6(end);
+                }
+                s
+            })
+            .collect()
     }
 
     /// Network-core mode's queue pairs over the device's two sides `rx` and `tx`: core 0's

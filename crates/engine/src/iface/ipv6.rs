@@ -22,6 +22,7 @@ use super::addr6::{self, LinkLocal};
 use super::dhcp6::{Client as Dhcp6Client, Event as Dhcp6Event, Poll as Dhcp6Poll};
 use super::mld6::{Listener, Report, MAX_GROUPS};
 use super::neigh6::{NeighbourCache, Solicit};
+use super::share6::{Slots, SLOTS};
 use super::slaac::{Routers, Slaac, MAX_PREFIXES};
 use super::Drop;
 use crate::wire::dhcpv6;
@@ -169,6 +170,9 @@ pub enum Step<'a> {
         /// Its sequence number.
         seq: u32,
     },
+    /// For the link's owner: a follower ([`Link::follower`]) keeps none of the link's
+    /// state and passes this frame to the core that does ([`share6`](super::share6)).
+    Forward,
     /// Taken in (the cache learned, or nothing was to be done).
     Done,
 }
@@ -194,6 +198,9 @@ pub struct Link {
     dhcp6_at_start: bool,
     /// No DHCPv6 whatever routers' flags say ([`Link::no_dhcp6`]).
     dhcp6_never: bool,
+    /// A follower's addresses: the owner's in use, by slot ([`Link::follow`]); `None` on
+    /// the link's owner.
+    mirror: Option<Slots>,
 }
 
 impl Link {
@@ -210,6 +217,43 @@ impl Link {
             dhcp6_out: [0; dhcpv6::MAX_EMIT],
             dhcp6_at_start: false,
             dhcp6_never: false,
+            mirror: None,
+        }
+    }
+
+    /// Makes this link a follower of another core's (the per-queue mode's spoke,
+    /// [`share6`](super::share6)), or sets a follower's addresses anew: `slots` are the
+    /// owner's addresses in use, by slot. A follower runs no timer and keeps no state of
+    /// the link: it serves TCP and UDP to these addresses, answers echo and neighbour
+    /// solicitations for them, takes a Packet Too Big, and gives every other frame for
+    /// the link back as [`Step::Forward`].
+    pub fn follow(&mut self, slots: Slots) {
+        self.mirror = Some(slots);
+    }
+
+    /// Whether this link follows another core's ([`follow`](Self::follow)).
+    pub fn is_follower(&self) -> bool {
+        self.mirror.is_some()
+    }
+
+    /// Our addresses in use, by slot (what [`slot_of`](Self::slot_of) numbers): what the
+    /// owner publishes for its followers.
+    pub fn slots(&self) -> Slots {
+        if let Some(m) = self.mirror {
+            return m;
+        }
+        let mut out = [None; SLOTS];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = self.slot_addr(i as u8);
+        }
+        out
+    }
+
+    /// Our link-local address in use.
+    fn link_local(&self) -> Option<Ipv6Address> {
+        match &self.mirror {
+            Some(m) => m[0],
+            None => self.addr.preferred(),
         }
     }
 
@@ -286,6 +330,9 @@ impl Link {
     /// advertised prefix), or the solicited-node group of one.
     fn is_ours_or_group(&self, a: Ipv6Address) -> bool {
         let mine = |x: Ipv6Address| a == x || a == x.solicited_node();
+        if let Some(m) = &self.mirror {
+            return m.iter().flatten().any(|&x| mine(x));
+        }
         mine(self.addr.addr())
             || self
                 .slaac
@@ -323,6 +370,9 @@ impl Link {
     /// Which of our addresses in use `a` is, as a number a connection can keep: 0 the
     /// link-local address, `1 + i` the address of prefix slot `i` (a SLAAC address).
     pub fn slot_of(&self, a: Ipv6Address) -> Option<u8> {
+        if let Some(m) = &self.mirror {
+            return m.iter().position(|&x| x == Some(a)).map(|i| i as u8);
+        }
         if self.addr.preferred() == Some(a) {
             return Some(0);
         }
@@ -337,6 +387,9 @@ impl Link {
     /// The address in use in slot `slot` ([`slot_of`](Self::slot_of)), if there still is
     /// one.
     pub fn slot_addr(&self, slot: u8) -> Option<Ipv6Address> {
+        if let Some(m) = &self.mirror {
+            return *m.get(usize::from(slot))?;
+        }
         match slot.checked_sub(1) {
             None => self.addr.preferred(),
             Some(i) => self
@@ -351,11 +404,17 @@ impl Link {
 
     /// Whether `a` is an address of ours that passed DAD (answered and sent from).
     fn is_preferred(&self, a: Ipv6Address) -> bool {
+        if let Some(m) = &self.mirror {
+            return m.contains(&Some(a));
+        }
         self.addr.preferred() == Some(a) || self.slaac.addresses().any(|x| x == a)
     }
 
     /// When [`poll`](Self::poll) next has work (`u64::MAX`: none).
     pub fn deadline(&self) -> u64 {
+        if self.mirror.is_some() {
+            return u64::MAX;
+        }
         self.addr
             .deadline()
             .min(self.neigh.deadline())
@@ -369,6 +428,9 @@ impl Link {
 
     /// The clock at `now`: the next thing to do, if any (call until `None`).
     pub fn poll(&mut self, now: u64) -> Option<Step<'static>> {
+        if self.mirror.is_some() {
+            return None;
+        }
         // The groups follow the addresses (a new one, another after a conflict, one
         // expired): the change is reported before anything else is sent.
         let groups = self.groups();
@@ -511,7 +573,11 @@ impl Link {
     /// Whether a frame to `dst` is one this link takes: our MAC, all-nodes', or our
     /// address's solicited-node group's.
     fn takes_mac(&self, dst: EthernetAddress) -> bool {
-        dst == self.mac || self.multicast_macs().contains(&dst)
+        // A follower cannot tell the owner's groups (a tentative address's among them):
+        // every multicast frame goes on to the owner, which can.
+        dst == self.mac
+            || (self.mirror.is_some() && dst.is_multicast())
+            || self.multicast_macs().contains(&dst)
     }
 
     /// A received frame (whole, from its Ethernet header) at `now`.
@@ -530,7 +596,10 @@ impl Link {
         // TCP right after the fixed header (every segment a client sends): no chain to
         // walk, and whether the address is ours in use is `slot_of`'s question below.
         let tcp = ip.next_header == Ipv6NextHeader::Tcp;
-        let to_us = tcp || ip.dst_addr == ALL_NODES || self.is_ours_or_group(ip.dst_addr);
+        let to_us = tcp
+            || ip.dst_addr == ALL_NODES
+            || (self.mirror.is_some() && ip.dst_addr.is_multicast())
+            || self.is_ours_or_group(ip.dst_addr);
         if !to_us || self.addr.phase() == addr6::Phase::Failed {
             return Err(Drop6::Frame(Drop::NotForUs));
         }
@@ -584,6 +653,9 @@ impl Link {
                 return Err(Drop6::Frame(Drop::Checksum));
             }
             if udp && body.get(..4) == Some(&DHCP6_PORTS) {
+                if self.mirror.is_some() {
+                    return Ok(Step::Forward);
+                }
                 return self.dhcp6_answer(src, ip.dst_addr, body, now);
             }
             return Ok(if udp {
@@ -619,7 +691,10 @@ impl Link {
         }
         let repr = Icmpv6Repr::parse(&icmp, ip.src_addr, ip.dst_addr, ip.hop_limit)?;
         let src = ip.src_addr;
-        let preferred = self.addr.preferred();
+        let preferred = self.link_local();
+        if self.mirror.is_some() {
+            return self.follower_icmp(repr, ip.dst_addr, src, src_mac);
+        }
         match repr {
             Icmpv6Repr::RouterAdvert {
                 router_lifetime,
@@ -679,29 +754,7 @@ impl Link {
                 ident,
                 seq_no,
                 data,
-            } => {
-                // To our preferred address (RFC 4862 §5.4: a tentative address takes
-                // nothing but DAD), or to all-nodes once we have one (RFC 4443 §4.2: a
-                // reply SHOULD be sent, from our unicast address: `ping ff02::1%dev`
-                // finds us), from a unicast source.
-                let to = ip.dst_addr;
-                let from = match preferred {
-                    Some(ll) if to == ALL_NODES => ll,
-                    _ if self.is_preferred(to) => to,
-                    _ => return Err(Drop6::Frame(Drop::NotForUs)),
-                };
-                if src.is_unspecified() {
-                    return Err(Drop6::Frame(Drop::NotForUs));
-                }
-                Ok(Step::Send(Out::EchoReply {
-                    src: from,
-                    dst_mac: src_mac,
-                    dst: src,
-                    ident,
-                    seq_no,
-                    data,
-                }))
-            }
+            } => self.echo((ip.dst_addr, src, src_mac), ident, seq_no, data),
             Icmpv6Repr::NeighborSolicit {
                 target,
                 source_lladdr,
@@ -718,22 +771,10 @@ impl Link {
                 if !self.is_preferred(target) {
                     return Err(Drop6::Frame(Drop::NotForUs));
                 }
-                if src.is_unspecified() {
-                    // Someone's DAD for our address: defend it to all-nodes (§7.2.4).
-                    return Ok(Step::Send(Out::Advert {
-                        target,
-                        dst_mac: ALL_NODES.multicast_ethernet(),
-                        dst: ALL_NODES,
-                        solicited: false,
-                    }));
+                if !src.is_unspecified() {
+                    self.neigh.solicited_by(src, source_lladdr, now);
                 }
-                self.neigh.solicited_by(src, source_lladdr, now);
-                Ok(Step::Send(Out::Advert {
-                    target,
-                    dst_mac: source_lladdr.unwrap_or(src_mac),
-                    dst: src,
-                    solicited: true,
-                }))
+                Ok(Self::advert(target, src, source_lladdr.unwrap_or(src_mac)))
             }
             Icmpv6Repr::NeighborAdvert {
                 router,
@@ -758,6 +799,91 @@ impl Link {
                 }
             }
             _ => Err(Drop6::Unserved),
+        }
+    }
+
+    /// An echo request to `to` from `src` (at `src_mac`): answered when it is to our
+    /// preferred address (RFC 4862 §5.4: a tentative address takes nothing but DAD), or
+    /// to all-nodes once we have one (RFC 4443 §4.2: a reply SHOULD be sent, from our
+    /// unicast address: `ping ff02::1%dev` finds us), from a unicast source.
+    fn echo<'a>(
+        &self,
+        (to, src, src_mac): (Ipv6Address, Ipv6Address, EthernetAddress),
+        ident: u16,
+        seq_no: u16,
+        data: &'a [u8],
+    ) -> Result<Step<'a>, Drop6> {
+        let from = match self.link_local() {
+            Some(ll) if to == ALL_NODES => ll,
+            _ if self.is_preferred(to) => to,
+            _ => return Err(Drop6::Frame(Drop::NotForUs)),
+        };
+        if src.is_unspecified() {
+            return Err(Drop6::Frame(Drop::NotForUs));
+        }
+        Ok(Step::Send(Out::EchoReply {
+            src: from,
+            dst_mac: src_mac,
+            dst: src,
+            ident,
+            seq_no,
+            data,
+        }))
+    }
+
+    /// The advertisement answering a solicitation from `src` (at `mac`) for `target`,
+    /// an address of ours in use: solicited, to the solicitor; from `::` (someone's DAD
+    /// for our address) it defends the address to all-nodes (RFC 4861 §7.2.4).
+    fn advert(target: Ipv6Address, src: Ipv6Address, mac: EthernetAddress) -> Step<'static> {
+        Step::Send(match src.is_unspecified() {
+            true => Out::Advert {
+                target,
+                dst_mac: ALL_NODES.multicast_ethernet(),
+                dst: ALL_NODES,
+                solicited: false,
+            },
+            false => Out::Advert {
+                target,
+                dst_mac: mac,
+                dst: src,
+                solicited: true,
+            },
+        })
+    }
+
+    /// A follower's ICMPv6 message to `to` from `src` (at `src_mac`): what needs no state
+    /// of the link is served here (echo, a solicitation for an address in use, a Packet
+    /// Too Big); everything else goes to the link's owner.
+    fn follower_icmp<'a>(
+        &self,
+        repr: Icmpv6Repr<'a>,
+        to: Ipv6Address,
+        src: Ipv6Address,
+        src_mac: EthernetAddress,
+    ) -> Result<Step<'a>, Drop6> {
+        match repr {
+            Icmpv6Repr::EchoRequest {
+                ident,
+                seq_no,
+                data,
+            } => self.echo((to, src, src_mac), ident, seq_no, data),
+            Icmpv6Repr::NeighborSolicit {
+                target,
+                source_lladdr,
+                ..
+            } if self.is_preferred(target) => {
+                Ok(Self::advert(target, src, source_lladdr.unwrap_or(src_mac)))
+            }
+            Icmpv6Repr::PacketTooBig { mtu, invoking } => {
+                self.too_big(to, mtu, invoking).ok_or(Drop6::TooBig)
+            }
+            // Other listeners' reports: nothing for the owner either.
+            Icmpv6Repr::MldReport { .. }
+            | Icmpv6Repr::Other {
+                msg_type: Message::MldV1Report | Message::MldDone,
+                ..
+            } => Ok(Step::Done),
+            _ => Ok(Step::Forward),
         }
     }
 

@@ -35,6 +35,7 @@ pub mod ipv6;
 pub mod mld6;
 pub mod neigh;
 pub mod neigh6;
+pub mod share6;
 pub mod slaac;
 
 pub use egress::{Egress, Sent};

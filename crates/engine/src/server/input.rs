@@ -29,7 +29,10 @@ impl<L: Lookup<'static>> Server<L> {
             return;
         }
         if super::ipv6::is_ipv6(bytes) {
-            return self.ipv6_frame(bytes, tx, log);
+            if self.ipv6_frame(bytes, tx, log) {
+                self.pass6(bytes, None);
+            }
+            return;
         }
         match classified(&self.iface, bytes) {
             Ok(Ingress::ArpRequest { request, src_mac }) => {

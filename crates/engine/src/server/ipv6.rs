@@ -19,6 +19,7 @@ use siphasher::sip::SipHasher24;
 use super::{AccessLog, Server};
 use crate::iface::addr6::{Event, Phase};
 use crate::iface::ipv6::{Drop6, Link, Out, Step};
+use crate::iface::share6::{Share, Slots, RING_FRAMES, SLOTS};
 use crate::iface::{tcp_repr, Sent, LOCAL_V6};
 use crate::nic::TxRing;
 use crate::resource::Lookup;
@@ -150,7 +151,10 @@ impl<L: Lookup<'static>> Server<L> {
             .ipv6_secret
             .unwrap_or_else(|| derived_secret(&self.cfg.isn_key));
         let mut link = Link::new(secret, self.iface.mac, now);
-        if let Some((addr, _)) = self.cfg.ipv6_static {
+        if matches!(self.share6.as_deref(), Some(Share::Spoke(_))) {
+            // Another core runs the link; this one follows its addresses (none yet).
+            link.follow([None; SLOTS]);
+        } else if let Some((addr, _)) = self.cfg.ipv6_static {
             link.slaac.configure(addr, now);
         }
         if self.cfg.ipv6_dhcp6 {
@@ -167,10 +171,13 @@ impl<L: Lookup<'static>> Server<L> {
         }
         let now = self.now_ns;
         self.start_ipv6(now);
-        if now < self.ipv6_next {
-            return false;
-        }
         let mut worked = false;
+        if self.share6.is_some() {
+            worked |= self.share6_round(tx);
+        }
+        if now < self.ipv6_next {
+            return worked;
+        }
         for _ in 0..STEPS_PER_ROUND {
             let Some(step) = self.ipv6.as_mut().and_then(|l| l.poll(now)) else {
                 break;
@@ -182,6 +189,99 @@ impl<L: Lookup<'static>> Server<L> {
         worked
     }
 
+    /// The per-queue mode's IPv6 on this core ([`crate::iface::share6`]): a spoke
+    /// follows the hub's addresses and takes the frames the hub passed down; the hub takes
+    /// the frames every spoke passed up, then publishes its addresses (its timers ran in
+    /// the last round). At most [`RING_FRAMES`] frames a ring a round. Returns whether
+    /// any frame was taken.
+    fn share6_round<T: TxRing>(&mut self, tx: &mut T) -> bool {
+        let Some(mut share) = self.share6.take() else {
+            return false;
+        };
+        // The frames taken are the link's own, or a Packet Too Big: never a datagram to
+        // log.
+        let log = &mut crate::http::log::NoLog;
+        let mut taken = 0u64;
+        let (mut passed, mut full) = (0, 0);
+        match &mut *share {
+            Share::Spoke(s) => {
+                if let Some(slots) = s.news() {
+                    self.follow6(slots);
+                }
+                // A Packet Too Big another core took: acted on here too, passed no
+                // further.
+                while taken < RING_FRAMES as u64
+                    && s.down.with_front(|m| self.ipv6_frame(m.frame(), tx, log)).is_some()
+                {
+                    s.down.pop();
+                    taken += 1;
+                }
+            }
+            Share::Hub(h) => {
+                for k in 0..h.up.len() {
+                    for _ in 0..RING_FRAMES {
+                        let (up, down) = (&mut h.up[k], &mut h.down);
+                        let Some(p) = up.with_front(|m| {
+                            match self.ipv6_frame(m.frame(), tx, log) {
+                                // A Packet Too Big: to the other spokes.
+                                true => down.to_spokes(m.frame(), Some(k + 1)),
+                                false => (0, 0),
+                            }
+                        }) else {
+                            break;
+                        };
+                        up.pop();
+                        taken += 1;
+                        passed += p.0;
+                        full += p.1;
+                    }
+                }
+                if let Some(link) = self.ipv6.as_deref() {
+                    h.publish(&link.slots());
+                }
+            }
+        }
+        self.share6 = Some(share);
+        self.stats.ipv6_passed += passed;
+        self.stats.drop_ipv6_pass_full += full;
+        taken > 0
+    }
+
+    /// This core's end of the per-queue mode's IPv6 sharing ([`crate::iface::share6`],
+    /// given by `cores::plan`), before the link is made: the hub (core 0) runs the link
+    /// and publishes its addresses; a spoke's link follows them.
+    pub fn share_ipv6(&mut self, end: Share) {
+        self.share6 = Some(Box::new(end));
+    }
+
+    /// Passes on `frame` (this core's `ipv6_frame` asked to), received from this core's
+    /// own queue (`from`: `None`) or from core `from`'s ring ([`Share::pass`]).
+    pub(super) fn pass6(&mut self, frame: &[u8], from: Option<usize>) {
+        if let Some(share) = self.share6.as_deref_mut() {
+            let (passed, full) = share.pass(frame, from);
+            self.stats.ipv6_passed += passed;
+            self.stats.drop_ipv6_pass_full += full;
+        }
+    }
+
+    /// A spoke: the hub's addresses in use are now `slots`. Connections made to an address
+    /// that left its slot are freed, as the hub frees its own when one expires.
+    pub(super) fn follow6(&mut self, slots: Slots) {
+        let Some(link) = self.ipv6.as_deref_mut() else {
+            return;
+        };
+        let before = link.slots();
+        link.follow(slots);
+        let mut gone = 0u8;
+        for (i, (b, a)) in before.iter().zip(&slots).enumerate() {
+            if b.is_some() && b != a {
+                gone |= 1 << i;
+            }
+        }
+        self.drop_v6_slots(gone);
+        self.link_ran();
+    }
+
     /// After the link ran (its round, a frame not TCP or UDP): its next deadline, and the
     /// IPv6 frame builder looked at again (an address may have changed).
     fn link_ran(&mut self) {
@@ -189,19 +289,21 @@ impl<L: Lookup<'static>> Server<L> {
         self.egress6_local = u8::MAX;
     }
 
-    /// A received IPv6 frame.
+    /// A received IPv6 frame. Returns whether it is to be passed on to another core
+    /// (per-queue mode, [`Server::pass6`]): a follower's frame for the link's owner, or a
+    /// Packet Too Big.
     pub(super) fn ipv6_frame<T: TxRing, A: AccessLog>(
         &mut self,
         bytes: &[u8],
         tx: &mut T,
         log: &mut A,
-    ) {
+    ) -> bool {
         let now = self.now_ns;
         let link = match self.ipv6.as_mut() {
             Some(l) if cfg!(feature = "ipv6") => l,
             _ => {
                 self.stats.drop_ipv6_unserved += 1;
-                return;
+                return false;
             }
         };
         // A TCP segment or UDP datagram leaves the link's timers as they were (the hot
@@ -214,10 +316,21 @@ impl<L: Lookup<'static>> Server<L> {
                 src,
                 slot,
                 segment,
-            }) => return self.tcp6(src_mac, src.0, slot, segment, tx),
+            }) => {
+                self.tcp6(src_mac, src.0, slot, segment, tx);
+                return false;
+            }
             Ok(step @ Step::Udp { .. }) => {
                 self.ipv6_step(step, tx, log);
-                return;
+                return false;
+            }
+            // A follower's: the link's owner (core 0) keeps the link's state.
+            Ok(Step::Forward) => return true,
+            Ok(step @ Step::TooBig { .. }) => {
+                self.ipv6_step(step, tx, log);
+                // The connection may be another core's, and every core keeps path MTUs.
+                self.link_ran();
+                return true;
             }
             Ok(step) => {
                 self.ipv6_step(step, tx, log);
@@ -228,6 +341,7 @@ impl<L: Lookup<'static>> Server<L> {
             Err(Drop6::Frame(d)) => self.count_drop(d),
         }
         self.link_ran();
+        false
     }
 
     /// Carries out one step of the link; returns whether a frame was sent.
@@ -310,7 +424,7 @@ impl<L: Lookup<'static>> Server<L> {
                 self.too_big(mtu, peer, (peer_port, our_port), seq);
                 false
             }
-            Step::Done => false,
+            Step::Done | Step::Forward => false,
         }
     }
 
@@ -341,12 +455,23 @@ impl<L: Lookup<'static>> Server<L> {
     /// and a new prefix must not take them over). No RST: the address is no longer ours
     /// to send from (RFC 4862 §5.5.4), and the peer's next segment to it finds no one.
     fn drop_expired_v6(&mut self) {
+        let gone = (0..SLOTS as u8)
+            .filter(|&slot| self.ipv6_slot_addr(slot).is_none())
+            .fold(0u8, |m, slot| m | 1 << slot);
+        self.drop_v6_slots(gone);
+    }
+
+    /// Frees the connections made to our IPv6 addresses in the slots of mask `gone`.
+    fn drop_v6_slots(&mut self, gone: u8) {
+        if gone == 0 {
+            return;
+        }
         for id in 0..self.conns.made() as u32 {
             let t = &self.conns[id as usize];
             let Some(slot) = t.app.local.checked_sub(LOCAL_V6) else {
                 continue;
             };
-            if t.in_use() && self.ipv6_slot_addr(slot).is_none() {
+            if t.in_use() && gone & 1u8.checked_shl(u32::from(slot)).unwrap_or(0) != 0 {
                 self.free_tcb(id);
                 self.stats.tcp_addr_expired += 1;
             }

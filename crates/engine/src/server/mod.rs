@@ -242,6 +242,9 @@ pub struct Server<L: Lookup<'static>> {
     ipv6_news: [Option<crate::iface::addr6::Event>; 4],
     /// Path MTUs Packet Too Big messages taught (IPv6).
     path_mtus: ipv6::PathMtus,
+    /// The per-queue mode's sharing of the IPv6 link between cores
+    /// ([`crate::iface::share6`]): this core's end, when the plan gave one.
+    share6: Option<Box<crate::iface::share6::Share>>,
     /// The last [`RESET_MEMORY`] connections reset while still at our initial sequence
     /// number: (peer, SND.NXT: the ACK that would return their cookie), oldest overwritten.
     reset: [(Peer, u32); RESET_MEMORY],
@@ -353,6 +356,7 @@ impl<L: Lookup<'static>> Server<L> {
             ipv6_next: 0,
             ipv6_news: [None; 4],
             path_mtus: ipv6::PathMtus::default(),
+            share6: None,
             reset: [(Peer::default(), 0); RESET_MEMORY],
             reset_next: 0,
             tls_sides: Vec::with_capacity(if cfg.tls.is_some() { n } else { 0 }),

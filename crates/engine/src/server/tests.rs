@@ -40,6 +40,16 @@ struct TestSite {
     files: Vec<(&'static str, Resource<'static>)>,
 }
 
+/// The test site behind a copyable handle, as a plan wants it.
+#[derive(Clone, Copy)]
+struct SiteRef(&'static TestSite);
+
+impl Lookup<'static> for SiteRef {
+    fn lookup(&self, path: &[u8]) -> Found<'static> {
+        self.0.lookup(path)
+    }
+}
+
 fn body(data: Vec<u8>) -> Body<'static> {
     let data: &'static [u8] = Vec::leak(data);
     let mut sums = vec![0u8; 2 * Body::blocks_for(data.len())];

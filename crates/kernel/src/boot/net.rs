@@ -188,10 +188,9 @@ impl Booted {
 
     /// IPv6 on the link, as `ip6=` asks (`slaac` by default): the multicast filter of
     /// every NIC served (a bond's each, as any may become the receive NIC) taken for core
-    /// 0 to program; and in per-queue
-    /// mode over a NIC that spreads flows by its own hash, the console says that IPv6 is
-    /// served on core 0's queue alone (docs/design/ipv6.md, "Where it runs").
-    fn ipv6_on(&mut self, opened: &nics::Opened, bonded: bool, mode: Mode, driver: &str) {
+    /// 0 to program. In per-queue mode the other cores follow core 0's link
+    /// (docs/design/ipv6.md, "Where it runs").
+    fn ipv6_on(&mut self, opened: &nics::Opened, bonded: bool) {
         if !self.settings.ip6 {
             return;
         }
@@ -202,13 +201,6 @@ impl Booted {
             .take(served)
             .filter_map(|q| q.first().map(Driver::multicast))
             .collect();
-        let queues = opened.nics.first().map_or(0, Vec::len);
-        // igb's RSS hashes IPv4 alone: IPv6 frames have no hash and arrive on queue 0.
-        if matches!(mode, Mode::PerQueue) && queues > 1 && driver != "igb" {
-            kprintln!(
-                "ip6: served by core 0's queue alone: IPv6 the NIC steers to another queue is dropped (mode=netcore or cores=1 serve every IPv6 client)"
-            );
-        }
     }
 
     /// Serves on the NICs opened: the UDP client or the DHCP lease first, then the plan
@@ -239,7 +231,7 @@ impl Booted {
         }
         let queues = opened.nics.first().map_or(0, Vec::len);
         let decision = plan::decide(self.cores, asked, self.settings.bsp_http, queues);
-        self.ipv6_on(&opened, bonding.is_some(), decision.mode, driver);
+        self.ipv6_on(&opened, bonding.is_some());
         crate::boot_trace::mark("nic");
         kprintln!(
             "mode: {} ({}), {} of {} queue pair(s)",

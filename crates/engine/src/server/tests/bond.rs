@@ -250,15 +250,6 @@ fn arp_frame(src: EthernetAddress, dst: EthernetAddress, a: ArpRepr) -> Vec<u8> 
     f
 }
 
-#[derive(Clone, Copy)]
-struct SiteRef(&'static TestSite);
-
-impl Lookup<'static> for SiteRef {
-    fn lookup(&self, path: &[u8]) -> Found<'static> {
-        self.0.lookup(path)
-    }
-}
-
 type Fq = FakeQueues;
 
 /// The cores serving: one server per queue pair of the set (one core, or per-queue
@@ -358,7 +349,13 @@ impl Sim {
                         .collect(),
                 }
             }
-            _ => Cores::Queues((0..cores).map(|k| (plan.server(k), set(k))).collect()),
+            _ => Cores::Queues(
+                plan.servers()
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, s)| (s, set(k)))
+                    .collect(),
+            ),
         };
         Sim {
             bond,

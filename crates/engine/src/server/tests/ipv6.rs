@@ -144,7 +144,7 @@ fn parse6(f: &[u8]) -> Seg6 {
 }
 
 /// Polls once at `t` and returns what was sent, parsed.
-fn round(s: &mut Server<TestSite>, nic: &mut FakeNic, t: u64) -> Vec<Seg6> {
+fn round(s: &mut Server<impl Lookup<'static>>, nic: &mut FakeNic, t: u64) -> Vec<Seg6> {
     s.poll(nic, &ManualClock(t), &mut NoLog);
     nic.tx.outbox.drain(..).map(|f| parse6(&f)).collect()
 }
@@ -384,7 +384,7 @@ fn mapped_multicast_and_loopback_sources_and_unserved_ports() {
 /// whole 200 response is there, checked byte by byte. Returns the clock then.
 #[allow(clippy::too_many_arguments)]
 fn receive_big(
-    s: &mut Server<TestSite>,
+    s: &mut Server<impl Lookup<'static>>,
     nic: &mut FakeNic,
     us: Ipv6Address,
     (sport, cli): (u16, u32),
@@ -445,7 +445,7 @@ fn too_big(us: Ipv6Address, mtu: u32, quoted: &[u8]) -> Vec<u8> {
 /// Opens a connection from `PEER` port `sport` and asks for the mebibyte: returns our ISS
 /// and the request's length; the first flight is in `nic`'s outbox.
 fn get_big(
-    s: &mut Server<TestSite>,
+    s: &mut Server<impl Lookup<'static>>,
     nic: &mut FakeNic,
     us: Ipv6Address,
     sport: u16,
@@ -685,3 +685,5 @@ fn the_udp_protocol_answers_over_ipv6_from_the_address_asked() {
     let st = s.stats();
     assert_eq!((st.drop_checksum - ck, st.drop_not_for_us - nf), (1, 1));
 }
+
+mod share;
