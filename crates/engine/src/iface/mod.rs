@@ -25,6 +25,8 @@
 //!   [`mld6`](mod@mld6) (the multicast listener: MLDv2 reports of the groups the link
 //!   listens to, answers to queries, MLDv1 compatibility), and [`dhcp6`](mod@dhcp6) (the
 //!   DHCPv6 client: a leased address, renewed, when routers' M flag or `--ip6 dhcp6` asks).
+//! - [`share6`](mod@share6): the per-queue mode's cores sharing one IPv6 link: core 0 runs
+//!   it and publishes its addresses, the others follow and pass it the link's own frames.
 
 pub mod addr6;
 pub mod client6;

@@ -211,7 +211,9 @@ impl<L: Lookup<'static>> Server<L> {
                 // A Packet Too Big another core took: acted on here too, passed no
                 // further.
                 while taken < RING_FRAMES as u64
-                    && s.down.with_front(|m| self.ipv6_frame(m.frame(), tx, log)).is_some()
+                    && s.down
+                        .with_front(|m| self.ipv6_frame(m.frame(), tx, log))
+                        .is_some()
                 {
                     s.down.pop();
                     taken += 1;

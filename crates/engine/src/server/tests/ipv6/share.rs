@@ -66,9 +66,14 @@ fn a_follower_answers_solicitations_and_serves_at_the_owners_address() {
     let (mut cores, us, t) = two_cores();
     let (s1, nic1) = &mut cores[1];
     let sn = us.solicited_node();
-    nic1.rx
-        .inbox
-        .push_back(frame(sn.multicast_ethernet(), PEER, sn, 255, &ns(us), false));
+    nic1.rx.inbox.push_back(frame(
+        sn.multicast_ethernet(),
+        PEER,
+        sn,
+        255,
+        &ns(us),
+        false,
+    ));
     s1.poll(nic1, &ManualClock(t), &mut NoLog);
     let out: Vec<Vec<u8>> = nic1.tx.outbox.drain(..).collect();
     assert_eq!(out.len(), 1);
@@ -84,7 +89,9 @@ fn a_follower_answers_solicitations_and_serves_at_the_owners_address() {
     let (iss, _) = get_big(s1, nic1, us, 45000, t);
     let flight: Vec<Seg6> = nic1.tx.outbox.drain(..).map(|f| parse6(&f)).collect();
     assert!(!flight.is_empty());
-    assert!(flight.iter().all(|o| o.src == us && o.payload.len() == 1440));
+    assert!(flight
+        .iter()
+        .all(|o| o.src == us && o.payload.len() == 1440));
     assert_eq!(flight[0].seq, iss + 1);
 }
 
