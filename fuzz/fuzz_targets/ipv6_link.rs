@@ -9,7 +9,11 @@
 //! frame the link asks to send is built and parses back with a valid checksum (a
 //! listener report with hop limit 1 behind a Router Alert, nothing else with an extension
 //! header); a TCP segment or UDP datagram is handed on only for an address of
-//! ours in use, from an acceptable source.
+//! ours in use, from an acceptable source. A follower link (the per-queue mode's other
+//! cores, `iface::share6`), given the owner's addresses before each frame, is fed the
+//! same frames: it never runs a timer, never changes the link's state (no address news,
+//! router or query taken: those it forwards), and holds to the same rules for what it
+//! hands on and sends.
 #![no_main]
 
 use bareweb_engine::iface::ipv6::{Link, Step};
@@ -56,6 +60,7 @@ fn check_sent(link: &Link, step: &Step<'_>) {
 
 fuzz_target!(|data: &[u8]| {
     let mut link = Link::new([0x42; 16], MAC, 0);
+    let mut follower = Link::new([0x42; 16], MAC, 0);
     let mut now = 0u64;
     let mut rest = data;
     while rest.len() >= 3 {
@@ -103,6 +108,18 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         let src = frame.get(22..38).map(Ipv6Address::from_bytes);
+        follower.follow(link.slots());
+        assert!(follower.poll(now).is_none() && follower.deadline() == u64::MAX);
+        if let Ok(step) = follower.receive(&frame, now) {
+            check_sent(&follower, &step);
+            match step {
+                Step::Tcp { slot, .. } | Step::Udp { slot, .. } => {
+                    assert!(follower.slot_addr(slot).is_some());
+                }
+                Step::Send(_) | Step::TooBig { .. } | Step::Forward | Step::Done => {}
+                other => panic!("a follower changed the link: {other:?}"),
+            }
+        }
         if let Ok(step) = link.receive(&frame, now) {
             check_sent(&link, &step);
             if let Step::Tcp {

@@ -98,9 +98,14 @@ impl<L: Lookup<'static>> Server<L> {
         self.ipv6.as_deref()
     }
 
-    /// Our link-local address and where its DAD stands, once started.
+    /// Our link-local address and where its DAD stands, once started (a follower's: core
+    /// 0's, once in use).
     pub fn ipv6_address(&self) -> Option<(Ipv6Address, Phase)> {
-        self.ipv6.as_ref().map(|l| (l.addr.addr(), l.addr.phase()))
+        let l = self.ipv6.as_deref()?;
+        match l.is_follower() {
+            true => l.slot_addr(0).map(|a| (a, Phase::Preferred)),
+            false => Some((l.addr.addr(), l.addr.phase())),
+        }
     }
 
     /// The oldest news of the addresses (preferred, duplicate, gave up, expired) not yet
@@ -124,9 +129,11 @@ impl<L: Lookup<'static>> Server<L> {
         }
     }
 
-    /// Our global IPv6 addresses (from router advertisements) that passed DAD.
+    /// Our global IPv6 addresses (advertised prefixes', configured, leased) in use.
     pub fn ipv6_globals(&self) -> impl Iterator<Item = Ipv6Address> + '_ {
-        self.ipv6.iter().flat_map(|l| l.slaac.addresses())
+        self.ipv6
+            .iter()
+            .flat_map(|l| l.slots().into_iter().skip(1).flatten())
     }
 
     /// When the link next has timer work (`u64::MAX`: none; 0: not started yet).

@@ -51,6 +51,10 @@ fn two_cores() -> (Vec<(S, FakeNic)>, Ipv6Address, u64) {
     assert_eq!(phase, crate::iface::addr6::Phase::Preferred);
     // Core 1 follows: the same address in the same slot, and it sent nothing of its own
     // (no DAD, no report, no router solicitation).
+    assert_eq!(
+        cores[1].0.ipv6_address(),
+        Some((us, crate::iface::addr6::Phase::Preferred))
+    );
     let link1 = cores[1].0.ipv6_link().unwrap();
     assert!(link1.is_follower());
     assert_eq!(link1.slot_of(us), Some(0));
@@ -168,6 +172,7 @@ fn a_router_and_a_dad_defender_heard_by_core_1_reach_core_0() {
     let g = global[0];
     assert_ne!(g, tentative);
     // Core 1 serves at the address core 0 holds, in core 0's slot for it: echo, then TCP.
+    assert_eq!(cores[1].0.ipv6_globals().collect::<Vec<_>>(), [g]);
     let link1 = cores[1].0.ipv6_link().unwrap();
     assert_eq!(link1.slot_of(g), Some(1));
     assert_eq!(link1.slot_of(tentative), None);
