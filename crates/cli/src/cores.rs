@@ -8,6 +8,7 @@
 //! monitor, and the summary adds a line per NIC.
 
 use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
 
 use bareweb_engine::bond::{Bond, BondNic, BondRole, LinkWatch, Mode as BondMode, Policy};
 use bareweb_engine::cores::board::WithStatsPage;
@@ -24,6 +25,7 @@ use bareweb_engine::wire::EthernetAddress;
 use bareweb_host::cores::{self, CoreReport, HostQueue, Threads};
 use bareweb_host::netif::TapLink;
 use bareweb_host::reload::{CoreHook, Generations, Swap};
+use bareweb_host::xdp::V6Steer;
 use bareweb_host::{SystemClock, Tap};
 
 use crate::opts::ModeArg;
@@ -185,7 +187,7 @@ where
     let Some((bmode, policy, monitor_ms)) = p.bonding else {
         let queues = nics.swap_remove(0);
         let reports = run_plan(
-            args, mode, p.site, cfg, p.macs[0], queues, threads, &make_log, p.reload,
+            args, mode, p.site, cfg, p.macs[0], queues, threads, &make_log, p.reload, None,
         );
         print_summary(mode, &reports);
         return Ok(());
@@ -227,7 +229,7 @@ where
         sets.push(set);
     }
     let reports = run_plan(
-        args, mode, p.site, cfg, p.macs[0], sets, threads, &make_log, p.reload,
+        args, mode, p.site, cfg, p.macs[0], sets, threads, &make_log, p.reload, None,
     );
     print_summary(mode, &reports);
     print_nics(bond, &names);
@@ -235,7 +237,8 @@ where
 }
 
 /// Runs the cores of the plan made from `mode`, `site` and `cfg` over `queues` (with the
-/// stats page and its board when asked).
+/// stats page and its board when asked); `steer6`: AF_XDP's IPv6 steering, which core 0
+/// keeps to its link's addresses.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_plan<Q, L, A, G>(
     args: &Layout,
@@ -247,6 +250,7 @@ pub(crate) fn run_plan<Q, L, A, G>(
     threads: Threads<'_>,
     make_log: &G,
     reload: Option<Reload<'_, L>>,
+    steer6: Option<Mutex<V6Steer>>,
 ) -> Vec<CoreReport>
 where
     Q: HostQueue,
@@ -278,34 +282,40 @@ where
             gens,
             wrap: move |s| WithStatsPage(wrap(s), base),
         };
-        let hook = Ipv6News(hook, ipv6);
+        let hook = Ipv6News(hook, ipv6, steer6);
         cores::run_hooked(&plan.with_board(pages), queues, threads, make_log, &hook)
     } else if pages.any() {
         let plan = Plan::new(mode, args.cores, site, cfg, mac);
-        let hook = Ipv6News(Swap { gens, wrap }, ipv6);
+        let hook = Ipv6News(Swap { gens, wrap }, ipv6, steer6);
         cores::run_hooked(&plan.with_board(pages), queues, threads, make_log, &hook)
     } else {
         let plan = Plan::new(mode, args.cores, site, cfg, mac);
-        let hook = Ipv6News(Swap { gens, wrap }, ipv6);
+        let hook = Ipv6News(Swap { gens, wrap }, ipv6, steer6);
         cores::run_hooked(&plan, queues, threads, make_log, &hook)
     }
 }
 
 /// How often core 0 looks for news of its IPv6 address.
 const IPV6_NEWS_EVERY_NS: u64 = 100_000_000;
+/// How often, under AF_XDP, core 0 keeps the program's IPv6 map to its link.
+const STEER6_EVERY_NS: u64 = 10_000_000;
 
 /// A core hook that also says on stderr, from core 0 (whose server holds the link's IPv6
 /// address), what became of the address: taken after duplicate address detection, found
 /// in use by another host (and the next one tried), or given up. The address is not
-/// known at the `serving` line: detection takes about a second after it.
-struct Ipv6News<H>(H, bool);
+/// known at the `serving` line: detection takes about a second after it. Under AF_XDP it
+/// keeps the program's IPv6 map to the link's destinations (its lock taken by core 0
+/// alone, each tick: never on the request path).
+struct Ipv6News<H>(H, bool, Option<Mutex<V6Steer>>);
 
 impl<L: Lookup<'static>, H: CoreHook<L>> CoreHook<L> for Ipv6News<H> {
     fn every_ns(&self) -> u64 {
-        if self.1 {
-            self.0.every_ns().min(IPV6_NEWS_EVERY_NS)
-        } else {
-            self.0.every_ns()
+        match (self.1, &self.2) {
+            // A steering map lagging the link's addresses could miss the answer to a DAD
+            // probe: looked at as often as core 0 wakes.
+            (true, Some(_)) => self.0.every_ns().min(STEER6_EVERY_NS),
+            (true, None) => self.0.every_ns().min(IPV6_NEWS_EVERY_NS),
+            (false, _) => self.0.every_ns(),
         }
     }
 
@@ -314,6 +324,11 @@ impl<L: Lookup<'static>, H: CoreHook<L>> CoreHook<L> for Ipv6News<H> {
             while let Some(e) = server.take_ipv6_news() {
                 if let Some(line) = e.news() {
                     eprintln!("bareweb: {line}");
+                }
+            }
+            if let (Some(steer), Some(link)) = (&self.2, server.ipv6_link()) {
+                if let Ok(mut s) = steer.lock() {
+                    s.sync(&link.destinations());
                 }
             }
         }

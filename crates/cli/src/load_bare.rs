@@ -101,6 +101,7 @@ fn load_xdp(a: &LoadArgs, cfg: &LoadConfig, x: &XdpQueueArg) -> Result<(), Strin
         ));
     }
     let spec = xdp::Spec {
+        ipv6: false,
         iface: iface.to_string(),
         queues: Some(1),
         first_queue: x.queue,

@@ -496,22 +496,6 @@ fn serve_on_xdp(
     site: Site<'static>,
 ) -> Result<(), String> {
     let mut cfg = a.server.config(random_bytes());
-    if cfg.ipv6 {
-        // The XDP program hands the socket IPv4 for our address and ARP; IPv6 goes to the
-        // host's stack (host/src/xdp/bpf.rs), so a link run here would hear nothing and
-        // still claim its addresses on the console.
-        if a.server.given("ip6").is_some() {
-            return Err(
-                "--ip6 is not served over --xdp yet: the XDP program passes IPv6 to the \
-                        host's own stack (serve IPv6 on a TAP, or use --ip6 off)"
-                    .into(),
-            );
-        }
-        cfg.ipv6 = false;
-        eprintln!(
-            "bareweb: IPv6 off on AF_XDP: its program passes IPv6 to the host's stack (a TAP serves IPv6)"
-        );
-    }
     let (tls, renewal) = crate::tls::listen(&a.server)?.unzip();
     cfg.tls = tls;
     let udp = a.server.udp_banner(cfg.ip);

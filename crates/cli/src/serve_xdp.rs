@@ -125,8 +125,11 @@ where
         ip,
         netlink: s.netlink,
         busy_poll_us: s.busy_poll_us,
+        ipv6: s.cfg.ipv6,
     };
-    let (guard, sockets) = xdp::open(&spec)?;
+    let (mut guard, sockets) = xdp::open(&spec)?;
+    // Core 0 keeps the program's IPv6 map to its link's addresses and groups.
+    let steer6 = guard.take_v6().map(std::sync::Mutex::new);
     for n in &guard.notes {
         eprintln!("bareweb: {n}");
     }
@@ -198,7 +201,7 @@ where
         pin: layout.pin,
     };
     let reports: Vec<CoreReport> = cores::run_plan(
-        &layout, mode, s.site, cfg, guard.mac, sockets, threads, &make_log, reload,
+        &layout, mode, s.site, cfg, guard.mac, sockets, threads, &make_log, reload, steer6,
     );
     cores::print_summary(mode, &reports);
     let owners = match mode {

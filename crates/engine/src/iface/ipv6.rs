@@ -326,6 +326,30 @@ impl Link {
         m
     }
 
+    /// The destinations this link takes besides all-nodes: each address of ours in any
+    /// phase but given up, and its solicited-node group (what a steering program hands
+    /// the server, AF_XDP's); `None` pads.
+    pub fn destinations(&self) -> [Option<Ipv6Address>; 2 * SLOTS] {
+        let mut out = [None; 2 * SLOTS];
+        let mut at = 0;
+        let live = |a: &LinkLocal| (a.phase() != addr6::Phase::Failed).then(|| a.addr());
+        let addrs = core::iter::once(live(&self.addr)).chain(
+            self.slaac
+                .prefixes
+                .iter()
+                .map(|p| p.as_ref().and_then(|p| live(&p.addr))),
+        );
+        for a in addrs.flatten() {
+            for d in [a, a.solicited_node()] {
+                if let Some(o) = out.get_mut(at) {
+                    *o = Some(d);
+                    at += 1;
+                }
+            }
+        }
+        out
+    }
+
     /// Whether `a` is an address of ours in any phase (the link-local one, or one in an
     /// advertised prefix), or the solicited-node group of one.
     fn is_ours_or_group(&self, a: Ipv6Address) -> bool {

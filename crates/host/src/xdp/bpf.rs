@@ -1,25 +1,38 @@
 //! The XDP program that steers the server's frames to its AF_XDP sockets, and the few
 //! `bpf(2)` commands that load and attach it.
 //!
-//! The program is 27 instructions, assembled here from the instruction set (no ELF, no
-//! compiler for the BPF target, nothing to build at build time). In C it would read:
+//! The program is 26 instructions (54 with IPv6), assembled here from the instruction set
+//! (no ELF, no compiler for the BPF target, nothing to build at build time). In C it
+//! would read:
 //!
 //! ```c
 //! int bareweb_xdp(struct xdp_md *ctx) {
 //!     void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 //!     if (data + 14 > end) return XDP_PASS;
 //!     __u16 type = *(__u16 *)(data + 12);
-//!     if (type == htons(ETH_P_IP)) {               // IPv4 to the server's address
-//!         if (data + 34 > end || *(__u32 *)(data + 30) != SERVER_IP) return XDP_PASS;
-//!     } else if (type == htons(ETH_P_ARP)) {       // ARP whose target is the server
+//!     if (type == htons(ETH_P_ARP)) {              // ARP whose target is the server
 //!         if (data + 42 > end || *(__u32 *)(data + 38) != SERVER_IP) return XDP_PASS;
+//!     } else if (type == htons(ETH_P_IPV6)) {      // IPv6 to an address in the map,
+//!         if (data + 54 > end) return XDP_PASS;     // or advertising one
+//!         if (!bpf_map_lookup_elem(&v6, data + 38)
+//!             && (data + 78 > end || *(__u8 *)(data + 20) != IPPROTO_ICMPV6
+//!                 || *(__u8 *)(data + 54) != 136 || !bpf_map_lookup_elem(&v6, data + 62)))
+//!             return XDP_PASS;
+//!     } else if (type == htons(ETH_P_IP)) {        // IPv4 to the server's address
+//!         if (data + 34 > end || *(__u32 *)(data + 30) != SERVER_IP) return XDP_PASS;
 //!     } else return XDP_PASS;
 //!     return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 //! }
 //! ```
 //!
-//! Everything else (the host's own addresses, IPv6, VLAN-tagged frames, other ARP) goes
-//! on to the kernel, so a NIC shared with the host keeps its ARP, SSH and the rest. A
+//! Everything else (the host's own addresses, IPv6 to other destinations, VLAN-tagged
+//! frames, other ARP) goes on to the kernel, so a NIC shared with the host keeps its ARP,
+//! its IPv6, SSH and the rest. The IPv6 map (`bw_v6_PID`, only when the server runs IPv6)
+//! holds the server's addresses and their solicited-node groups, kept by the server as
+//! its link takes and drops addresses ([`super::V6Steer`]), and a neighbour advertisement
+//! for one of them comes to the server whatever its destination (a DAD defender's, to
+//! all-nodes); any other multicast frame to all-nodes (router advertisements, general
+//! queries) stays the host's, since XDP cannot hand one frame to both. A
 //! queue with no socket in the map passes the frame too (`bpf_redirect_map`'s fallback
 //! action). The address is compared as the 4 bytes of the frame (a 32-bit register
 //! compare: an immediate would be sign-extended to 64 bits).
@@ -40,6 +53,11 @@ use bareweb_engine::wire::Ipv4Address;
 pub const PROG_NAME: &str = "bareweb_xdp";
 /// Prefix of the socket map's name; the owner's pid follows (`bw_xsks_12345`).
 pub const MAP_PREFIX: &str = "bw_xsks_";
+/// Prefix of the IPv6 destinations map's name; the owner's pid follows.
+pub const V6_MAP_PREFIX: &str = "bw_v6_";
+/// IPv6 destinations the map holds: the link's addresses (link-local and one per prefix
+/// slot) and a solicited-node group each, with room to spare.
+pub const V6_KEYS: u32 = 16;
 
 /// XDP actions.
 pub const XDP_PASS: u32 = 2;
@@ -50,6 +68,7 @@ pub const XDP_REDIRECT: u32 = 4;
 
 const BPF_MAP_CREATE: u32 = 0;
 const BPF_MAP_UPDATE_ELEM: u32 = 2;
+const BPF_MAP_DELETE_ELEM: u32 = 3;
 const BPF_PROG_LOAD: u32 = 5;
 const BPF_PROG_TEST_RUN: u32 = 10;
 const BPF_PROG_GET_FD_BY_ID: u32 = 13;
@@ -57,6 +76,7 @@ const BPF_MAP_GET_FD_BY_ID: u32 = 14;
 const BPF_OBJ_GET_INFO_BY_FD: u32 = 15;
 const BPF_LINK_CREATE: u32 = 28;
 
+const BPF_MAP_TYPE_HASH: u32 = 1;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 /// `enum bpf_attach_type`'s BPF_XDP.
@@ -162,12 +182,14 @@ const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
 // Instruction classes and fields (linux/bpf_common.h, linux/bpf.h).
 const LDX_MEM_W: u8 = 0x61; // BPF_LDX | BPF_MEM | BPF_W
 const LDX_MEM_H: u8 = 0x69; // BPF_LDX | BPF_MEM | BPF_H
+const LDX_MEM_B: u8 = 0x71; // BPF_LDX | BPF_MEM | BPF_B
 const ALU64_MOV_X: u8 = 0xbf;
 const ALU64_MOV_K: u8 = 0xb7;
 const ALU64_ADD_K: u8 = 0x07;
 const ALU_MOV_K: u8 = 0xb4; // 32-bit move: zero-extends
 const JMP_JGT_X: u8 = 0x2d;
 const JMP_JEQ_K: u8 = 0x15;
+const JMP_JNE_K: u8 = 0x55;
 const JMP_JNE_X: u8 = 0x5d;
 const JMP_JA: u8 = 0x05;
 const JMP_CALL: u8 = 0x85;
@@ -175,6 +197,8 @@ const JMP_EXIT: u8 = 0x95;
 const LD_IMM64: u8 = 0x18;
 /// `src_reg` of an `ld_imm64` whose immediate is a map descriptor.
 const PSEUDO_MAP_FD: u8 = 1;
+/// Helper `bpf_map_lookup_elem`.
+const FN_MAP_LOOKUP: i32 = 1;
 /// Helper `bpf_redirect_map`.
 const FN_REDIRECT_MAP: i32 = 51;
 
@@ -187,36 +211,87 @@ pub enum Steer {
     Mark,
 }
 
-/// The steering program for the server at `ip`.
-pub fn program(ip: Ipv4Address, steer: Steer) -> Vec<Insn> {
+/// The steering program for the server at `ip`; with `v6` (a map made by
+/// [`create_v6_map`]), IPv6 frames whose destination is a key of the map too.
+pub fn program(ip: Ipv4Address, v6: Option<RawFd>, steer: Steer) -> Vec<Insn> {
     let ip = i32::from_ne_bytes(ip.0);
-    let eth_ip = i32::from(u16::from_ne_bytes(0x0800u16.to_be_bytes()));
-    let eth_arp = i32::from(u16::from_ne_bytes(0x0806u16.to_be_bytes()));
+    let eth = |t: u16| i32::from(u16::from_ne_bytes(t.to_be_bytes()));
     // Registers: r6 ctx, r2 data, r3 data_end, r4 bound, r5 loaded field, r7 the address.
-    let mut p = vec![
-        insn(ALU64_MOV_X, 6, 1, 0, 0),     // 0: r6 = ctx
-        insn(LDX_MEM_W, 2, 6, 0, 0),       // 1: r2 = ctx->data
-        insn(LDX_MEM_W, 3, 6, 4, 0),       // 2: r3 = ctx->data_end
-        insn(ALU_MOV_K, 7, 0, 0, ip),      // 3: w7 = server address
-        insn(ALU64_MOV_X, 4, 2, 0, 0),     // 4: r4 = data
-        insn(ALU64_ADD_K, 4, 0, 0, 14),    // 5: r4 += 14
-        insn(JMP_JGT_X, 4, 3, 0, 0),       // 6: if r4 > end goto pass (patched)
-        insn(LDX_MEM_H, 5, 2, 12, 0),      // 7: r5 = ethertype
-        insn(JMP_JEQ_K, 5, 0, 0, eth_arp), // 8: if ARP goto arp (patched)
-        insn(JMP_JEQ_K, 5, 0, 1, eth_ip),  // 9: if IPv4 goto ipv4 (+1)
-        insn(JMP_JA, 0, 0, 0, 0),          // 10: goto pass (patched)
-        insn(ALU64_MOV_X, 4, 2, 0, 0),     // 11: ipv4: r4 = data
-        insn(ALU64_ADD_K, 4, 0, 0, 34),    // 12: r4 += 34
-        insn(JMP_JGT_X, 4, 3, 0, 0),       // 13: if r4 > end goto pass (patched)
-        insn(LDX_MEM_W, 5, 2, 30, 0),      // 14: r5 = IPv4 destination
-        insn(JMP_JNE_X, 5, 7, 0, 0),       // 15: if r5 != w7 goto pass (patched)
-        insn(JMP_JA, 0, 0, 0, 0),          // 16: goto ours (patched)
-        insn(ALU64_MOV_X, 4, 2, 0, 0),     // 17: arp: r4 = data
-        insn(ALU64_ADD_K, 4, 0, 0, 42),    // 18: r4 += 42
-        insn(JMP_JGT_X, 4, 3, 0, 0),       // 19: if r4 > end goto pass (patched)
-        insn(LDX_MEM_W, 5, 2, 38, 0),      // 20: r5 = ARP target protocol address
-        insn(JMP_JNE_X, 5, 7, 0, 0),       // 21: if r5 != w7 goto pass (patched)
-    ];
+    // Jumps name their target (a label below) and are patched once it is known.
+    let (mut p, mut jumps) = (Vec::new(), Vec::new());
+    let mut jump = |p: &mut Vec<Insn>, i: Insn, to: &'static str| {
+        jumps.push((p.len(), to));
+        p.push(i);
+    };
+    p.extend([
+        insn(ALU64_MOV_X, 6, 1, 0, 0),  // r6 = ctx
+        insn(LDX_MEM_W, 2, 6, 0, 0),    // r2 = ctx->data
+        insn(LDX_MEM_W, 3, 6, 4, 0),    // r3 = ctx->data_end
+        insn(ALU_MOV_K, 7, 0, 0, ip),   // w7 = server address
+        insn(ALU64_MOV_X, 4, 2, 0, 0),  // r4 = data
+        insn(ALU64_ADD_K, 4, 0, 0, 14), // r4 += 14
+    ]);
+    jump(&mut p, insn(JMP_JGT_X, 4, 3, 0, 0), "pass"); // if r4 > end
+    p.push(insn(LDX_MEM_H, 5, 2, 12, 0)); // r5 = ethertype
+    jump(&mut p, insn(JMP_JEQ_K, 5, 0, 0, eth(0x0806)), "arp");
+    if v6.is_some() {
+        jump(&mut p, insn(JMP_JEQ_K, 5, 0, 0, eth(0x86dd)), "ipv6");
+    }
+    jump(&mut p, insn(JMP_JNE_K, 5, 0, 0, eth(0x0800)), "pass");
+    // IPv4: to the server's address.
+    p.extend([
+        insn(ALU64_MOV_X, 4, 2, 0, 0),  // r4 = data
+        insn(ALU64_ADD_K, 4, 0, 0, 34), // r4 += 34
+    ]);
+    jump(&mut p, insn(JMP_JGT_X, 4, 3, 0, 0), "pass");
+    p.push(insn(LDX_MEM_W, 5, 2, 30, 0)); // r5 = IPv4 destination
+    jump(&mut p, insn(JMP_JNE_X, 5, 7, 0, 0), "pass");
+    jump(&mut p, insn(JMP_JA, 0, 0, 0, 0), "ours");
+    // ARP: whose target is the server.
+    let arp = p.len();
+    p.extend([
+        insn(ALU64_MOV_X, 4, 2, 0, 0),  // r4 = data
+        insn(ALU64_ADD_K, 4, 0, 0, 42), // r4 += 42
+    ]);
+    jump(&mut p, insn(JMP_JGT_X, 4, 3, 0, 0), "pass");
+    p.push(insn(LDX_MEM_W, 5, 2, 38, 0)); // r5 = ARP target protocol address
+    jump(&mut p, insn(JMP_JNE_X, 5, 7, 0, 0), "pass");
+    jump(&mut p, insn(JMP_JA, 0, 0, 0, 0), "ours");
+    // IPv6: its destination (in the packet, bounds checked) a key of the map; or a
+    // neighbour advertisement (ICMPv6 right after the header) whose target is one (a DAD
+    // defender answers to all-nodes, which stays the host's otherwise).
+    let ipv6 = p.len();
+    if let Some(map) = v6 {
+        let lookup = |at: i32| {
+            [
+                insn(ALU64_MOV_X, 2, 8, 0, 0),            // r2 = data
+                insn(ALU64_ADD_K, 2, 0, 0, at),           // r2 += at: the key
+                insn(LD_IMM64, 1, PSEUDO_MAP_FD, 0, map), // r1 = &map
+                insn(0, 0, 0, 0, 0),                      //    (second half of ld_imm64)
+                insn(JMP_CALL, 0, 0, 0, FN_MAP_LOOKUP),   // r0 = bpf_map_lookup_elem(r1, r2)
+            ]
+        };
+        p.extend([
+            insn(ALU64_MOV_X, 8, 2, 0, 0),  // r8 = data (kept across calls)
+            insn(ALU64_MOV_X, 4, 2, 0, 0),  // r4 = data
+            insn(ALU64_ADD_K, 4, 0, 0, 54), // r4 += 54
+        ]);
+        jump(&mut p, insn(JMP_JGT_X, 4, 3, 0, 0), "pass");
+        p.extend(lookup(38));
+        jump(&mut p, insn(JMP_JNE_K, 0, 0, 0, 0), "ours"); // if r0 != NULL
+        p.extend([
+            insn(LDX_MEM_W, 3, 6, 4, 0),    // r3 = ctx->data_end (the call took r3)
+            insn(ALU64_MOV_X, 4, 8, 0, 0),  // r4 = data
+            insn(ALU64_ADD_K, 4, 0, 0, 78), // r4 += 78: an advertisement's target
+        ]);
+        jump(&mut p, insn(JMP_JGT_X, 4, 3, 0, 0), "pass");
+        p.push(insn(LDX_MEM_B, 5, 8, 20, 0)); // r5 = next header
+        jump(&mut p, insn(JMP_JNE_K, 5, 0, 0, 58), "pass"); // not ICMPv6
+        p.push(insn(LDX_MEM_B, 5, 8, 54, 0)); // r5 = ICMPv6 type
+        jump(&mut p, insn(JMP_JNE_K, 5, 0, 0, 136), "pass"); // not an advertisement
+        p.extend(lookup(62));
+        jump(&mut p, insn(JMP_JEQ_K, 0, 0, 0, 0), "pass"); // if r0 == NULL
+    }
     let ours = p.len();
     match steer {
         Steer::Map(fd) => p.extend([
@@ -238,13 +313,49 @@ pub fn program(ip: Ipv4Address, steer: Steer) -> Vec<Insn> {
         insn(JMP_EXIT, 0, 0, 0, 0),
     ]);
     // Jump offsets are relative to the next instruction.
-    let to = |from: usize, target: usize| (target as i64 - from as i64 - 1) as i16;
-    for i in [6, 10, 13, 15, 19, 21] {
-        p[i].off = to(i, pass);
+    for (at, to) in jumps {
+        let target = match to {
+            "pass" => pass,
+            "arp" => arp,
+            "ipv6" => ipv6,
+            _ => ours,
+        };
+        p[at].off = (target as i64 - at as i64 - 1) as i16;
     }
-    p[8].off = to(8, 17);
-    p[16].off = to(16, ours);
     p
+}
+
+/// Creates the map of the IPv6 destinations steered to the sockets (the server's addresses
+/// and their solicited-node groups): a hash of 16-byte keys, [`V6_KEYS`] of them.
+pub fn create_v6_map(pid: u32) -> io::Result<OwnedFd> {
+    let mut a = Attr::new();
+    a.u32(0, BPF_MAP_TYPE_HASH)
+        .u32(4, 16)
+        .u32(8, 4)
+        .u32(12, V6_KEYS)
+        .name(28, &format!("{V6_MAP_PREFIX}{pid}"));
+    bpf(BPF_MAP_CREATE, &mut a).map(fd_of)
+}
+
+/// Adds `addr` to the IPv6 map (a key already there stays).
+pub fn v6_add(map: RawFd, addr: &[u8; 16]) -> io::Result<()> {
+    let value = 1u32;
+    let mut a = Attr::new();
+    a.u32(0, map as u32)
+        .u64(8, addr.as_ptr() as u64)
+        .u64(16, &value as *const u32 as u64)
+        .u64(24, 0);
+    bpf(BPF_MAP_UPDATE_ELEM, &mut a).map(|_| ())
+}
+
+/// Removes `addr` from the IPv6 map (absent: nothing to do).
+pub fn v6_remove(map: RawFd, addr: &[u8; 16]) -> io::Result<()> {
+    let mut a = Attr::new();
+    a.u32(0, map as u32).u64(8, addr.as_ptr() as u64);
+    match bpf(BPF_MAP_DELETE_ELEM, &mut a) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+        r => r.map(|_| ()),
+    }
 }
 
 /// Loads `insns` as an XDP program; a refusal carries the verifier's log.
@@ -365,24 +476,36 @@ mod tests {
 
     #[test]
     fn jumps_land_inside_the_program_and_on_the_right_instructions() {
-        for steer in [Steer::Mark, Steer::Map(3)] {
-            let p = program(Ipv4Address([10, 0, 0, 2]), steer);
-            for (i, ins) in p.iter().enumerate() {
-                let class = ins.code & 0x07;
-                if class == 0x05 && ins.code != JMP_CALL && ins.code != JMP_EXIT {
-                    let t = i as i64 + 1 + i64::from(ins.off);
-                    assert!((0..p.len() as i64).contains(&t), "{i}: {ins:?}");
+        for v6 in [None, Some(4)] {
+            for steer in [Steer::Mark, Steer::Map(3)] {
+                let p = program(Ipv4Address([10, 0, 0, 2]), v6, steer);
+                let pass = p.len() - 2;
+                assert_eq!(p[pass].imm, XDP_PASS as i32);
+                for (i, ins) in p.iter().enumerate() {
+                    let class = ins.code & 0x07;
+                    if class == 0x05 && ins.code != JMP_CALL && ins.code != JMP_EXIT {
+                        let t = i as i64 + 1 + i64::from(ins.off);
+                        assert!((0..p.len() as i64).contains(&t), "{i}: {ins:?}");
+                        // Every jump lands on a label: pass, ARP, IPv6, ours.
+                        assert!(t as usize == pass || ins.off >= 0, "{i}: backwards");
+                    }
                 }
+                // The first bound check passes a runt frame.
+                assert_eq!(7 + p[6].off as usize, pass);
+                // The map lookups name the maps.
+                let maps: Vec<i32> = p
+                    .iter()
+                    .filter(|i| i.code == LD_IMM64 && i.regs >> 4 == PSEUDO_MAP_FD)
+                    .map(|i| i.imm)
+                    .collect();
+                // The IPv6 map twice: the destination's lookup, the advertised target's.
+                let mut want: Vec<i32> = v6.into_iter().chain(v6).collect();
+                if let Steer::Map(fd) = steer {
+                    want.push(fd);
+                }
+                assert_eq!(maps, want);
             }
-            let pass = p.len() - 2;
-            assert_eq!(p[pass].imm, XDP_PASS as i32);
-            assert_eq!(7 + p[6].off as usize, pass);
-            assert_eq!(9 + p[8].off as usize, 17);
-            assert_eq!(17 + p[16].off as usize, 22);
         }
-        // The map's descriptor is in the ld_imm64.
-        let p = program(Ipv4Address([10, 0, 0, 2]), Steer::Map(9));
-        assert_eq!((p[23].code, p[23].regs >> 4, p[23].imm), (LD_IMM64, 1, 9));
     }
 
     /// Root is needed to load a program; CI runs as root and must not skip.
@@ -426,8 +549,8 @@ mod tests {
             return;
         }
         let server = [192, 168, 1, 200];
-        let prog =
-            load(&program(Ipv4Address(server), Steer::Mark)).expect("the verifier accepts it");
+        let prog = load(&program(Ipv4Address(server), None, Steer::Mark))
+            .expect("the verifier accepts it");
         let run = |f: &[u8]| test_run(prog.as_raw_fd(), f).expect("test run");
         let cases: Vec<(&str, Vec<u8>, u32)> = vec![
             ("TCP to the server", frame(0x0800, &ipv4(server, 6)), XDP_TX),
@@ -476,8 +599,12 @@ mod tests {
         }
         // The real program redirects to the map; with no socket there, the fallback passes.
         let map = create_xskmap(1, std::process::id()).expect("map");
-        let prog = load(&program(Ipv4Address(server), Steer::Map(map.as_raw_fd())))
-            .expect("the verifier accepts the redirect");
+        let prog = load(&program(
+            Ipv4Address(server),
+            None,
+            Steer::Map(map.as_raw_fd()),
+        ))
+        .expect("the verifier accepts the redirect");
         assert_eq!(
             test_run(prog.as_raw_fd(), &frame(0x0800, &ipv4(server, 6))).unwrap(),
             XDP_PASS
@@ -490,11 +617,77 @@ mod tests {
         );
     }
 
+    fn ipv6(dst: [u8; 16]) -> Vec<u8> {
+        let mut h = vec![0x60, 0, 0, 0, 0, 8, 17, 64];
+        h.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        h.extend_from_slice(&dst);
+        h.extend_from_slice(&[0u8; 8]);
+        h
+    }
+
+    #[test]
+    fn the_kernel_steers_ipv6_to_the_addresses_in_the_map() {
+        if !root_or_skip() {
+            return;
+        }
+        let server = [192, 168, 1, 200];
+        let ours = [
+            0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0, 0, 0, 0, 0, 0x80,
+        ];
+        let group = [0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0, 0, 0x80];
+        let host = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x99];
+        let map = create_v6_map(std::process::id()).expect("the IPv6 map");
+        v6_add(map.as_raw_fd(), &ours).unwrap();
+        v6_add(map.as_raw_fd(), &group).unwrap();
+        let prog = load(&program(
+            Ipv4Address(server),
+            Some(map.as_raw_fd()),
+            Steer::Mark,
+        ))
+        .expect("the verifier accepts the lookup");
+        let run = |f: &[u8]| test_run(prog.as_raw_fd(), f).expect("test run");
+        assert_eq!(run(&frame(0x86dd, &ipv6(ours))), XDP_TX, "to our address");
+        assert_eq!(run(&frame(0x86dd, &ipv6(group))), XDP_TX, "to our group");
+        assert_eq!(run(&frame(0x86dd, &ipv6(host))), XDP_PASS, "to the host's");
+        let mut all_nodes = group;
+        all_nodes[11..].copy_from_slice(&[0, 0, 0, 0, 1]);
+        assert_eq!(run(&frame(0x86dd, &ipv6(all_nodes))), XDP_PASS, "all-nodes");
+        assert_eq!(
+            run(&frame(0x86dd, &ipv6(ours)[..39])),
+            XDP_PASS,
+            "cut before the destination's end"
+        );
+        // A neighbour advertisement to all-nodes whose target is ours (a DAD defender's),
+        // and one for the host's address.
+        let na = |target: [u8; 16]| {
+            let mut h = ipv6(all_nodes);
+            h[6] = 58;
+            h.truncate(40);
+            h.extend_from_slice(&[136, 0, 0, 0, 0x20, 0, 0, 0]);
+            h.extend_from_slice(&target);
+            frame(0x86dd, &h)
+        };
+        assert_eq!(run(&na(ours)), XDP_TX, "a defender's advertisement");
+        assert_eq!(run(&na(host)), XDP_PASS, "the host's neighbour's");
+        let mut short = na(ours);
+        short.truncate(14 + 40 + 8 + 15);
+        assert_eq!(run(&short), XDP_PASS, "cut before the target's end");
+        // IPv4 and ARP as before.
+        assert_eq!(run(&frame(0x0800, &ipv4(server, 6))), XDP_TX);
+        assert_eq!(run(&frame(0x0806, &arp(server))), XDP_TX);
+        assert_eq!(run(&frame(0x0800, &ipv4([192, 168, 1, 1], 6))), XDP_PASS);
+        // An address removed is the host's again; removing it twice is no error.
+        v6_remove(map.as_raw_fd(), &ours).unwrap();
+        v6_remove(map.as_raw_fd(), &ours).unwrap();
+        assert_eq!(run(&frame(0x86dd, &ipv6(ours))), XDP_PASS);
+        assert_eq!(run(&frame(0x86dd, &ipv6(group))), XDP_TX);
+    }
+
     #[test]
     fn the_address_is_compared_as_the_frames_bytes() {
         // 192.168.1.200: the top bit of the little-endian word is set; a 32-bit move keeps
         // it from being sign-extended.
-        let p = program(Ipv4Address([192, 168, 1, 200]), Steer::Mark);
+        let p = program(Ipv4Address([192, 168, 1, 200]), None, Steer::Mark);
         assert_eq!(p[3].code, ALU_MOV_K);
         assert_eq!(p[3].imm.to_ne_bytes(), [192, 168, 1, 200]);
     }

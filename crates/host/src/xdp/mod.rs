@@ -67,6 +67,9 @@ pub struct Spec {
     pub netlink: bool,
     /// Busy polling, microseconds per poll (0: none; see [`xsk::SocketSpec`]).
     pub busy_poll_us: u32,
+    /// Steer IPv6 to the sockets too: the destinations the server's link names
+    /// ([`V6Steer`]).
+    pub ipv6: bool,
 }
 
 /// The program attached to an interface; dropping it detaches it.
@@ -88,6 +91,135 @@ pub struct Xdp {
     netlink_flags: Option<u32>,
     _prog: OwnedFd,
     _map: OwnedFd,
+    /// The IPv6 destinations' steering, until taken ([`Xdp::take_v6`]).
+    v6: Option<V6Steer>,
+}
+
+impl Xdp {
+    /// The IPv6 destinations' steering ([`Spec::ipv6`]), for the core that runs the link.
+    pub fn take_v6(&mut self) -> Option<V6Steer> {
+        self.v6.take()
+    }
+}
+
+/// The IPv6 destinations steered to the sockets: the XDP program's map (`bw_v6_PID`) of
+/// the server's addresses and solicited-node groups, and the interface's multicast list
+/// (`SIOCADDMULTI`, as `ip maddr add` does), so a NIC that filters still receives the
+/// groups' frames. Kept in step with the link by [`V6Steer::sync`] (a few system calls
+/// when the link takes or drops an address, none otherwise); the groups are left again
+/// when it is dropped.
+pub struct V6Steer {
+    map: OwnedFd,
+    iface: String,
+    /// A socket for the interface's ioctls.
+    sock: OwnedFd,
+    keys: Vec<[u8; 16]>,
+    macs: Vec<EthernetAddress>,
+    /// The first failure said (once).
+    said: bool,
+}
+
+impl V6Steer {
+    fn new(map: OwnedFd, iface: &str) -> std::io::Result<V6Steer> {
+        // SAFETY: socket(2) with constant arguments; the result is checked.
+        let fd = unsafe { libc::socket(libc::AF_INET6, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: a new descriptor nothing else owns.
+        let sock = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        Ok(V6Steer {
+            map,
+            iface: iface.to_string(),
+            sock,
+            keys: Vec::new(),
+            macs: Vec::new(),
+            said: false,
+        })
+    }
+
+    /// Steers exactly `want` (the link's addresses and groups, `Link::destinations`;
+    /// `None` pads): keys and groups no longer named are removed, new ones added. Nothing
+    /// is done (nor allocated) when they are the ones steered.
+    pub fn sync(&mut self, want: &[Option<bareweb_engine::wire::Ipv6Address>]) {
+        if want
+            .iter()
+            .flatten()
+            .map(|a| a.0)
+            .eq(self.keys.iter().copied())
+        {
+            return;
+        }
+        let want: Vec<_> = want.iter().flatten().copied().collect();
+        let keys: Vec<[u8; 16]> = want.iter().map(|a| a.0).collect();
+        let map = self.map.as_raw_fd();
+        let mut errors = Vec::new();
+        for k in self.keys.iter().filter(|k| !keys.contains(k)) {
+            if let Err(e) = bpf::v6_remove(map, k) {
+                errors.push(format!("remove from the IPv6 map: {e}"));
+            }
+        }
+        for k in keys.iter().filter(|k| !self.keys.contains(k)) {
+            if let Err(e) = bpf::v6_add(map, k) {
+                errors.push(format!("add to the IPv6 map: {e}"));
+            }
+        }
+        self.keys = keys;
+        let macs: Vec<EthernetAddress> = want
+            .iter()
+            .filter(|a| a.is_multicast())
+            .map(|a| a.multicast_ethernet())
+            .collect();
+        for m in self.macs.clone().iter().filter(|m| !macs.contains(m)) {
+            if let Err(e) = self.multi(libc::SIOCDELMULTI, *m) {
+                errors.push(format!("leave {m}: {e}"));
+            }
+        }
+        for m in macs.iter().filter(|m| !self.macs.contains(m)) {
+            if let Err(e) = self.multi(libc::SIOCADDMULTI, *m) {
+                errors.push(format!("join {m}: {e}"));
+            }
+        }
+        self.macs = macs;
+        if !errors.is_empty() && !self.said {
+            self.said = true;
+            eprintln!(
+                "bareweb: IPv6 over AF_XDP on {}: {}",
+                self.iface,
+                errors.join("; ")
+            );
+        }
+    }
+
+    /// `SIOCADDMULTI` or `SIOCDELMULTI` of `mac` on the interface.
+    fn multi(&self, req: libc::c_ulong, mac: EthernetAddress) -> std::io::Result<()> {
+        // SAFETY: an all-zero ifreq is a valid value of the C struct.
+        let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+        for (d, s) in ifr.ifr_name.iter_mut().zip(self.iface.bytes().take(15)) {
+            *d = s as libc::c_char;
+        }
+        // SAFETY: the union's hardware-address member, written whole.
+        let sa = unsafe { &mut ifr.ifr_ifru.ifru_hwaddr };
+        sa.sa_family = libc::AF_UNSPEC as libc::sa_family_t;
+        for (d, s) in sa.sa_data.iter_mut().zip(mac.0) {
+            *d = s as libc::c_char;
+        }
+        // SAFETY: the request takes a pointer to a live ifreq, read during the call.
+        let r = unsafe { libc::ioctl(self.sock.as_raw_fd(), req as _, &ifr) };
+        if r < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Drop for V6Steer {
+    fn drop(&mut self) {
+        for m in std::mem::take(&mut self.macs) {
+            let _ = self.multi(libc::SIOCDELMULTI, m);
+        }
+    }
 }
 
 impl Drop for Xdp {
@@ -346,14 +478,25 @@ pub fn open(spec: &Spec) -> Result<(Xdp, Vec<XskQueue>), String> {
             format!("cannot create the XDP socket map: {e}")
         }
     })?;
-    let prog =
-        bpf::load(&bpf::program(spec.ip, bpf::Steer::Map(map.as_raw_fd()))).map_err(|e| {
-            if is_perm(&e) {
-                no_permission("cannot load the XDP program", &e)
-            } else {
-                format!("cannot load the XDP program: {e}")
-            }
-        })?;
+    let v6_map = match spec.ipv6 {
+        true => Some(
+            bpf::create_v6_map(std::process::id())
+                .map_err(|e| format!("cannot create the XDP program's IPv6 map: {e}"))?,
+        ),
+        false => None,
+    };
+    let program = bpf::program(
+        spec.ip,
+        v6_map.as_ref().map(|m| m.as_raw_fd()),
+        bpf::Steer::Map(map.as_raw_fd()),
+    );
+    let prog = bpf::load(&program).map_err(|e| {
+        if is_perm(&e) {
+            no_permission("cannot load the XDP program", &e)
+        } else {
+            format!("cannot load the XDP program: {e}")
+        }
+    })?;
     let prog_id = bpf::prog_id(prog.as_raw_fd()).unwrap_or(0);
     let native = bpf::XDP_FLAGS_DRV_MODE;
     let generic = bpf::XDP_FLAGS_SKB_MODE;
@@ -388,20 +531,27 @@ pub fn open(spec: &Spec) -> Result<(Xdp, Vec<XskQueue>), String> {
             Err(e) => return Err(attach_error(iface, "native", &e)),
         },
     };
-    let mut xdp = Xdp {
-        iface: iface.to_string(),
-        ifindex,
-        mac,
-        attach: attach_name,
-        bind: Bind::Copy,
-        iface_queues,
-        notes,
-        prog_id,
-        link,
-        netlink_flags,
-        _prog: prog,
-        _map: map,
-    };
+    let mut xdp =
+        Xdp {
+            iface: iface.to_string(),
+            ifindex,
+            mac,
+            attach: attach_name,
+            bind: Bind::Copy,
+            iface_queues,
+            notes,
+            prog_id,
+            link,
+            netlink_flags,
+            _prog: prog,
+            _map: map,
+            v6: match v6_map {
+                Some(m) => Some(V6Steer::new(m, iface).map_err(|e| {
+                    format!("cannot open a socket for {iface}'s multicast list: {e}")
+                })?),
+                None => None,
+            },
+        };
     let want = match spec.mode {
         Mode::Auto if attach_name == "native" => Bind::ZeroCopy,
         Mode::ZeroCopy => Bind::ZeroCopy,
