@@ -241,6 +241,15 @@ impl RxRing for EndRx {
 }
 
 impl EndTx {
+    /// A copy of the `i`-th frame waiting for [`Wire::carry`] (tests: a frame to quote).
+    pub fn waiting(&self, i: usize) -> Option<Vec<u8>> {
+        let p = self.sent.get(i)?;
+        let s = p.slot as usize * BUF;
+        let mut f = self.bufs[s..s + p.head_len as usize].to_vec();
+        f.extend_from_slice(p.body);
+        Some(f)
+    }
+
     /// Queues the frame in the current slot for [`Wire::carry`] (`tso`: posted with
     /// segmentation offload, so its checksum is partial and the receiver trusts it).
     fn queue(&mut self, head_len: usize, body: &'static [u8], tso: bool) -> Result<(), TxFull> {

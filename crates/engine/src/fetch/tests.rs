@@ -650,6 +650,66 @@ fn over_ipv6_the_next_hop_is_the_server_on_the_link_else_a_router() {
     assert_eq!(v.next_hop(Some(a("fe80::1"))), v.gateway, "--gw6 first");
 }
 
+/// A Packet Too Big from a router on the way, quoting the fetcher's request in flight,
+/// is taken by its connection (counted; the request fits the narrow link, so nothing is
+/// sent again); one quoting a sequence number not in flight, another peer, or an MTU
+/// below 1280 is ignored; the fetch then completes.
+#[test]
+fn over_ipv6_a_packet_too_big_for_the_request_in_flight_is_taken_and_forgeries_not() {
+    use crate::iface::ipv6::tests::frame;
+    use crate::wire::Icmpv6Repr;
+    let mut p = Pair::new6(1);
+    p.run_for(4_000_000_000);
+    p.get(0, "/big.bin", false);
+    // The handshake carried; the request caught before it goes (longer than any SYN).
+    let mut request = None;
+    for _ in 0..20 {
+        request = (0..8)
+            .filter_map(|i| p.wire.b.tx.waiting(i))
+            .find(|f| f.len() > 14 + 40 + 60);
+        if request.is_some() {
+            break;
+        }
+        p.wire.carry();
+        p.now += 10_000;
+        p.server.poll(&mut p.wire.a, &At(p.now), &mut NoLog);
+        p.wire.carry();
+        p.fetcher.poll(&mut p.wire.b, p.now, &mut p.rec);
+    }
+    let request = request.expect("the request, waiting on the wire");
+    let router: Ipv6Address = "2001:db8::1".parse().unwrap();
+    let ptb = |mtu: u32, quoted: &[u8]| {
+        let m = Icmpv6Repr::PacketTooBig {
+            mtu,
+            invoking: &quoted[14..],
+        };
+        frame(CLIENT_MAC, router, CLIENT6, 64, &m, false)
+    };
+    let mut not_in_flight = request.clone();
+    let seq_at = 14 + 40 + 4;
+    let seq = u32::from_be_bytes(not_in_flight[seq_at..seq_at + 4].try_into().unwrap());
+    not_in_flight[seq_at..seq_at + 4].copy_from_slice(&seq.wrapping_add(1 << 30).to_be_bytes());
+    let mut other_peer = request.clone();
+    other_peer[14 + 24 + 15] ^= 1;
+    let before = p.fetcher.counters.ignored;
+    for f in [
+        ptb(1280, &request),
+        ptb(1280, &not_in_flight),
+        ptb(1280, &other_peer),
+        ptb(1200, &request),
+    ] {
+        let (now, tx) = (p.now, &mut p.wire.b.tx);
+        p.fetcher.frame(&f, false, now, tx, &mut p.rec);
+    }
+    assert_eq!(p.fetcher.counters.too_big, 1);
+    // Forged: not in flight, another peer (ignored by the fetcher); below 1280 (dropped
+    // by the link, counted as ignored too).
+    assert_eq!(p.fetcher.counters.ignored, before + 3);
+    p.run();
+    let want = p.site.bytes("/big.bin").unwrap();
+    assert!(p.rec.bodies[0] == want, "the fetch completes byte for byte");
+}
+
 /// Over IPv6 an ARP reply "from" the unused IPv4 next hop (0.0.0.0) is not taken: the
 /// fetcher stays not ready until DAD passed and the server's advertisement came.
 #[test]
