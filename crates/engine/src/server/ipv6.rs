@@ -201,6 +201,7 @@ impl<L: Lookup<'static>> Server<L> {
     /// the frames every spoke passed up, then publishes its addresses (its timers ran in
     /// the last round). At most [`RING_FRAMES`] frames a ring a round. Returns whether
     /// any frame was taken.
+    #[inline(never)] // off the round's own path: only a core of the per-queue mode
     fn share6_round<T: TxRing>(&mut self, tx: &mut T) -> bool {
         let Some(mut share) = self.share6.take() else {
             return false;
@@ -265,6 +266,7 @@ impl<L: Lookup<'static>> Server<L> {
 
     /// Passes on `frame` (this core's `ipv6_frame` asked to), received from this core's
     /// own queue (`from`: `None`) or from core `from`'s ring ([`Share::pass`]).
+    #[inline(never)] // rare: keeps the input path small enough to be inlined
     pub(super) fn pass6(&mut self, frame: &[u8], from: Option<usize>) {
         if let Some(share) = self.share6.as_deref_mut() {
             let (passed, full) = share.pass(frame, from);
@@ -327,8 +329,23 @@ impl<L: Lookup<'static>> Server<L> {
                 segment,
             }) => {
                 self.tcp6(src_mac, src.0, slot, segment, tx);
-                return false;
+                false
             }
+            other => self.ipv6_not_tcp(other, tx, log),
+        }
+    }
+
+    /// What the link made of an IPv6 frame that is not a TCP segment: carried out or
+    /// counted; returns whether the frame is to be passed on ([`Server::ipv6_frame`]).
+    /// Out of line: the segment's path stays small enough to be inlined.
+    #[inline(never)]
+    fn ipv6_not_tcp<T: TxRing, A: AccessLog>(
+        &mut self,
+        got: Result<Step<'_>, Drop6>,
+        tx: &mut T,
+        log: &mut A,
+    ) -> bool {
+        match got {
             Ok(step @ Step::Udp { .. }) => {
                 self.ipv6_step(step, tx, log);
                 return false;
