@@ -243,6 +243,55 @@ def test_ipv6_is_served_beside_the_hosts_own(tmp_path):
         pair.close()
 
 
+RA_SENDER = r"""
+import socket, struct, sys, time
+prefix = socket.inet_pton(socket.AF_INET6, "2001:db8:7::")
+ra = struct.pack("!BBHBBHII", 134, 0, 0, 64, 0, 1800, 0, 0)
+ra += struct.pack("!BBBBIII", 3, 4, 64, 0xC0, 86400, 14400, 0) + prefix
+s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 255)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, socket.if_nametoindex(sys.argv[1]))
+for _ in range(int(sys.argv[2])):
+    try:  # the link-local source may still be tentative (DAD) at first
+        s.sendto(ra, ("ff02::1", 0, 0, socket.if_nametoindex(sys.argv[1])))
+    except OSError:
+        pass
+    time.sleep(0.5)
+"""
+
+
+def test_ipv6_slaac_from_router_advertisements_the_host_keeps(tmp_path):
+    """Router advertisements to all-nodes stay the host's (the XDP program hands a frame to
+    one side); the server's packet socket copies them to its link. Advertisements sent
+    only to all-nodes from the client's side (a raw socket, every 0.5 s: no router answers
+    the server's solicitation, so no advertisement reaches it any other way) give it its
+    SLAAC address in 2001:db8:7::/64, said on the console and serving every file; the
+    host's kernel took the prefix too (its own address on the shared end)."""
+    pair = Pair()
+    srv = sender = None
+    try:
+        srv = XdpServer(pair)
+        sender = subprocess.Popen(pair.c.cmd("python3", "-c", RA_SENDER, SIDE_C, "60"),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        glob = _v6_on_console(srv, "2001:db8:7:", timeout=30)
+        pair.c.ip("-6", "addr", "add", "2001:db8:7::1/64", "dev", SIDE_C, "nodad")
+        for path in site_files():
+            out = tmp_path / "body"
+            r = pair.c.run("curl", "-sS", "-g", "--max-time", "20", "-o", out, "-w",
+                           "%{http_code}", f"http://[{glob}]{path}", check=False)
+            assert r.stdout == "200", (path, r.stdout, r.stderr)
+            assert hashlib.sha256(out.read_bytes()).hexdigest() == sha(path), path
+        host = pair.s.run("ip", "-6", "addr", "show", "dev", SIDE_S).stdout
+        assert "2001:db8:7:" in host, host
+    finally:
+        if sender:
+            sender.kill()
+            sender.wait()
+        if srv:
+            srv.stop()
+        pair.close()
+
+
 def test_ctrl_c_detaches_the_program_and_reports_each_socket():
     pair = Pair()
     try:

@@ -297,7 +297,8 @@ where
 
 /// How often core 0 looks for news of its IPv6 address.
 const IPV6_NEWS_EVERY_NS: u64 = 100_000_000;
-/// How often, under AF_XDP, core 0 keeps the program's IPv6 map to its link.
+/// How often, under AF_XDP, core 0 takes the router advertisements and queries its
+/// packet socket copied.
 const STEER6_EVERY_NS: u64 = 10_000_000;
 
 /// A core hook that also says on stderr, from core 0 (whose server holds the link's IPv6
@@ -311,8 +312,8 @@ struct Ipv6News<H>(H, bool, Option<Mutex<V6Steer>>);
 impl<L: Lookup<'static>, H: CoreHook<L>> CoreHook<L> for Ipv6News<H> {
     fn every_ns(&self) -> u64 {
         match (self.1, &self.2) {
-            // A steering map lagging the link's addresses could miss the answer to a DAD
-            // probe: looked at as often as core 0 wakes.
+            // Router advertisements and queries the host keeps, copied every 10 ms (the
+            // map follows the link's addresses at once: `cores::run`).
             (true, Some(_)) => self.0.every_ns().min(STEER6_EVERY_NS),
             (true, None) => self.0.every_ns().min(IPV6_NEWS_EVERY_NS),
             (false, _) => self.0.every_ns(),
@@ -326,9 +327,14 @@ impl<L: Lookup<'static>, H: CoreHook<L>> CoreHook<L> for Ipv6News<H> {
                     eprintln!("bareweb: {line}");
                 }
             }
-            if let (Some(steer), Some(link)) = (&self.2, server.ipv6_link()) {
+            if let Some(steer) = &self.2 {
                 if let Ok(mut s) = steer.lock() {
-                    s.sync(&link.destinations());
+                    // What the host's stack keeps (router advertisements, queries to
+                    // all-nodes), copied; then the map to the link's addresses.
+                    s.heard(|f| server.link_frame(f, nic));
+                    if let Some(link) = server.ipv6_link() {
+                        s.sync(&link.destinations());
+                    }
                 }
             }
         }

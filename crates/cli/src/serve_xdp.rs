@@ -128,8 +128,11 @@ where
         ipv6: s.cfg.ipv6,
     };
     let (mut guard, sockets) = xdp::open(&spec)?;
-    // Core 0 keeps the program's IPv6 map to its link's addresses and groups.
+    // Core 0 keeps the program's IPv6 map to its link's addresses and groups; without
+    // them (said in the notes) IPv6 is off.
     let steer6 = guard.take_v6().map(std::sync::Mutex::new);
+    let mut cfg = s.cfg;
+    cfg.ipv6 &= steer6.is_some();
     for n in &guard.notes {
         eprintln!("bareweb: {n}");
     }
@@ -142,7 +145,6 @@ where
             .filter_map(|q| q.stats_handle().ok())
             .collect(),
     )));
-    let mut cfg = s.cfg;
     cfg.platform = Some(counters);
     let got = sockets.len();
     // One core per queue unless --cores says otherwise (network-core mode: --cores).

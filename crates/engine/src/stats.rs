@@ -101,7 +101,8 @@ counters! {
     /// lifetime from the router ended).
     tcp_addr_expired,
     /// Dropped: an IPv6 Packet Too Big below 1280, not quoting a TCP segment of ours, or
-    /// quoting none in flight (forged, or late).
+    /// quoting none in flight (forged, or late; in the per-queue mode, counted once, where
+    /// it ends when no core holds the connection).
     drop_too_big,
     /// Dropped: a Neighbor Discovery message whose hop limit is not 255 (from beyond the
     /// link).

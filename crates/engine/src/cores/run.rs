@@ -309,7 +309,10 @@ where
                 );
             }
         }
-        if now >= next_tick {
+        // Also at once when the IPv6 link's destinations changed: what a hook keeps in step
+        // with them (a NIC's filter, AF_XDP's map) must be before a new address's DAD
+        // probe goes.
+        if now >= next_tick || server.take_ipv6_destinations_change() {
             next_tick = now.saturating_add(every_ns);
             tick(server, nic);
         }

@@ -907,7 +907,14 @@ impl Link {
                 msg_type: Message::MldV1Report | Message::MldDone,
                 ..
             } => Ok(Step::Done),
-            _ => Ok(Step::Forward),
+            // What changes the link's state goes to its owner: routers, DAD's probes and
+            // solicitations for a tentative address, advertisements, queries. Nothing else
+            // (the owner would drop it too): a flood of it must not fill the ring.
+            Icmpv6Repr::RouterAdvert { .. }
+            | Icmpv6Repr::NeighborSolicit { .. }
+            | Icmpv6Repr::NeighborAdvert { .. }
+            | Icmpv6Repr::MldQuery { .. } => Ok(Step::Forward),
+            _ => Err(Drop6::Unserved),
         }
     }
 

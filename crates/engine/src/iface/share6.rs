@@ -8,13 +8,14 @@
 //!   spoke's link mirrors them and serves TCP and UDP to them, answers echo and a
 //!   neighbour solicitation for them (both stateless), and keeps its connections' slots
 //!   as the hub numbers them;
-//! - a spoke passes every other frame for the link (advertisements, DAD's probes, queries,
-//!   redirects, DHCPv6's answers) up to the hub over a ring ([`Spoke::up`]), which takes
-//!   it as if from its own queue;
+//! - a spoke passes the frames that change the link's state (router advertisements,
+//!   solicitations for another target, DAD's among them, advertisements, queries,
+//!   DHCPv6's answers) up to the hub over a ring, which takes them as if from its own
+//!   queue; any other message it drops, as the hub would;
 //! - a Packet Too Big concerns whichever core holds the connection: the core that
-//!   receives one acts on it and sends it on (a spoke to the hub, the hub to every spoke
-//!   but the one it came from), so every core's connection to that peer and its path
-//!   MTU cache learn it.
+//!   receives one and does not hold it sends it on (a spoke to the hub, the hub to every
+//!   spoke but the one it came from) until the core that does takes it; one goes up only
+//!   while the ring is less than half full ([`Share::pass`]'s `bulk`).
 //!
 //! The rings are the engine's single-producer single-consumer ones, two per spoke, of
 //! [`RING_FRAMES`] frames: a flood from one queue fills its ring and is dropped there
@@ -98,12 +99,13 @@ impl Table {
     }
 
     /// The addresses and their generation, read whole.
-    fn read(&self) -> (u32, Slots) {
-        loop {
+    /// `None` while the hub is writing (or wrote meanwhile): the caller tries again at
+    /// its next round rather than spin on a writer the host may have preempted.
+    fn read(&self) -> Option<(u32, Slots)> {
+        {
             let s = self.seq.load(Ordering::Acquire);
             if s & 1 == 1 {
-                core::hint::spin_loop();
-                continue;
+                return None;
             }
             let mut out = [None; SLOTS];
             for (o, w) in out.iter_mut().zip(&self.words) {
@@ -117,9 +119,7 @@ impl Table {
                 }
             }
             core::sync::atomic::fence(Ordering::Acquire);
-            if self.seq.load(Ordering::Relaxed) == s {
-                return (s, out);
-            }
+            (self.seq.load(Ordering::Relaxed) == s).then_some((s, out))
         }
     }
 }
@@ -196,7 +196,7 @@ impl Spoke {
         if self.table.generation() == self.seen {
             return None;
         }
-        let (g, slots) = self.table.read();
+        let (g, slots) = self.table.read()?;
         self.seen = g;
         Some(slots)
     }
@@ -219,13 +219,18 @@ impl Share {
     /// Passes on `frame`, which this core acted on (or, a spoke, could not), received
     /// from its own queue (`from`: `None`) or from core `from`'s ring: a spoke's own goes
     /// up to the hub, the hub's to every spoke but the one it came from; nothing else is
-    /// passed (no frame goes round twice). Returns (frames posted, rings full).
-    pub fn pass(&mut self, frame: &[u8], from: Option<usize>) -> (u64, u64) {
+    /// passed (no frame goes round twice). A `bulk` frame (a Packet Too Big, which anyone
+    /// may forge) goes up only while the ring is less than half full: the rest is kept for
+    /// the link's own frames. Returns (frames posted, rings full).
+    pub fn pass(&mut self, frame: &[u8], from: Option<usize>, bulk: bool) -> (u64, u64) {
         match self {
-            Share::Spoke(s) if from.is_none() => match s.to_hub(frame) {
-                true => (1, 0),
-                false => (0, 1),
-            },
+            Share::Spoke(s) if from.is_none() => {
+                let room = !bulk || s.up.free() > RING_FRAMES / 2;
+                match room && s.to_hub(frame) {
+                    true => (1, 0),
+                    false => (0, 1),
+                }
+            }
             Share::Spoke(_) => (0, 0),
             Share::Hub(h) => h.down.to_spokes(frame, from),
         }

@@ -30,7 +30,7 @@ impl<L: Lookup<'static>> Server<L> {
         }
         if super::ipv6::is_ipv6(bytes) {
             if self.ipv6_frame(bytes, tx, log) {
-                self.pass6(bytes, None);
+                self.pass6(bytes);
             }
             return;
         }

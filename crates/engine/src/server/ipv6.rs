@@ -70,6 +70,12 @@ impl PathMtus {
 /// and a solicitation per neighbour entry due at once.
 const STEPS_PER_ROUND: usize = 8;
 
+/// Whether IPv6 frame `b` is a Packet Too Big as the link takes it (ICMPv6 type 2 right
+/// after the fixed header).
+fn is_too_big(b: &[u8]) -> bool {
+    b.get(20) == Some(&58) && b.get(54) == Some(&2)
+}
+
 /// Whether `b` is an IPv6 frame (EtherType 0x86DD): the one test the IPv4 path pays.
 #[inline(always)]
 pub(super) fn is_ipv6(b: &[u8]) -> bool {
@@ -213,6 +219,7 @@ impl<L: Lookup<'static>> Server<L> {
         let (mut passed, mut full) = (0, 0);
         match &mut *share {
             Share::Spoke(s) => {
+                self.rx_from_ring = true;
                 if let Some(slots) = s.news() {
                     self.follow6(slots);
                 }
@@ -226,6 +233,7 @@ impl<L: Lookup<'static>> Server<L> {
                     s.down.pop();
                     taken += 1;
                 }
+                self.rx_from_ring = false;
             }
             Share::Hub(h) => {
                 for k in 0..h.up.len() {
@@ -233,8 +241,15 @@ impl<L: Lookup<'static>> Server<L> {
                         let (up, down) = (&mut h.up[k], &mut h.down);
                         let Some(p) = up.with_front(|m| {
                             match self.ipv6_frame(m.frame(), tx, log) {
-                                // A Packet Too Big: to the other spokes.
-                                true => down.to_spokes(m.frame(), Some(k + 1)),
+                                // A Packet Too Big no core found yet: to the other spokes
+                                // (none: it ends here).
+                                true => match down.to_spokes(m.frame(), Some(k + 1)) {
+                                    (0, 0) => {
+                                        self.stats.drop_too_big += 1;
+                                        (0, 0)
+                                    }
+                                    p => p,
+                                },
                                 false => (0, 0),
                             }
                         }) else {
@@ -257,19 +272,33 @@ impl<L: Lookup<'static>> Server<L> {
         taken > 0
     }
 
+    /// A frame for the IPv6 link that reached the platform another way than this core's
+    /// queue: under AF_XDP, a router advertisement or a listener query to all-nodes, which
+    /// the XDP program leaves to the host's stack and a packet socket copies. Taken as if
+    /// received (on the hub, core 0; a spoke passes it on).
+    pub fn link_frame<N: crate::nic::Nic>(&mut self, frame: &[u8], nic: &mut N) {
+        let (_, tx) = nic.split();
+        if is_ipv6(frame) && self.ipv6_frame(frame, tx, &mut crate::http::log::NoLog) {
+            self.pass6(frame);
+        }
+    }
+
     /// This core's end of the per-queue mode's IPv6 sharing ([`crate::iface::share6`],
     /// given by `cores::plan`), before the link is made: the hub (core 0) runs the link
     /// and publishes its addresses; a spoke's link follows them.
     pub fn share_ipv6(&mut self, end: Share) {
         self.share6 = Some(Box::new(end));
+        self.share6_on = true;
     }
 
-    /// Passes on `frame` (this core's `ipv6_frame` asked to), received from this core's
-    /// own queue (`from`: `None`) or from core `from`'s ring ([`Share::pass`]).
+    /// Passes on `frame`, received from this core's own queue (its `ipv6_frame` asked
+    /// to): [`Share::pass`]. A Packet Too Big goes up only while its ring is less than half
+    /// full, the rest kept for the link's own frames (a flood of forged ones cannot crowd
+    /// out a DAD defender's advertisement).
     #[inline(never)] // rare: keeps the input path small enough to be inlined
-    pub(super) fn pass6(&mut self, frame: &[u8], from: Option<usize>) {
+    pub(super) fn pass6(&mut self, frame: &[u8]) {
         if let Some(share) = self.share6.as_deref_mut() {
-            let (passed, full) = share.pass(frame, from);
+            let (passed, full) = share.pass(frame, None, is_too_big(frame));
             self.stats.ipv6_passed += passed;
             self.stats.drop_ipv6_pass_full += full;
         }
@@ -298,6 +327,25 @@ impl<L: Lookup<'static>> Server<L> {
     fn link_ran(&mut self) {
         self.ipv6_next = self.ipv6.as_ref().map_or(u64::MAX, |l| l.deadline());
         self.egress6_local = u8::MAX;
+        if let Some(link) = self.ipv6.as_deref() {
+            let d = link.destinations();
+            if d != self.ipv6_dests {
+                self.ipv6_dests = d;
+                self.ipv6_dests_changed = true;
+            }
+            // The hub's addresses to the spokes as soon as they change (a frame taken, a
+            // timer): during the rings' own round the share is out, and published there.
+            if let Some(Share::Hub(h)) = self.share6.as_deref_mut() {
+                h.publish(&link.slots());
+            }
+        }
+    }
+
+    /// Whether the link's destinations (its addresses in any phase and their groups) changed
+    /// since the last call: a platform that steers them to this server (AF_XDP's map) must
+    /// follow before the new address's DAD probe goes (its delay may be short).
+    pub fn take_ipv6_destinations_change(&mut self) -> bool {
+        core::mem::take(&mut self.ipv6_dests_changed)
     }
 
     /// A received IPv6 frame. Returns whether it is to be passed on to another core
@@ -352,11 +400,19 @@ impl<L: Lookup<'static>> Server<L> {
             }
             // A follower's: the link's owner (core 0) keeps the link's state.
             Ok(Step::Forward) => return true,
-            Ok(step @ Step::TooBig { .. }) => {
-                self.ipv6_step(step, tx, log);
-                // The connection may be another core's, and every core keeps path MTUs.
+            Ok(Step::TooBig {
+                mtu,
+                peer,
+                peer_port,
+                our_port,
+                seq,
+            }) => {
+                // Not here: the connection may be another core's (the per-queue mode), and
+                // the frame goes on unless it came from another core.
+                let pass = self.share6_on && !self.rx_from_ring;
+                let taken = self.too_big(mtu, peer, (peer_port, our_port), seq, !pass);
                 self.link_ran();
-                return true;
+                return pass && !taken;
             }
             Ok(step) => {
                 self.ipv6_step(step, tx, log);
@@ -440,16 +496,9 @@ impl<L: Lookup<'static>> Server<L> {
                 self.udp6(src_mac, src.0, slot, datagram, tx, log);
                 false
             }
-            Step::TooBig {
-                mtu,
-                peer,
-                peer_port,
-                our_port,
-                seq,
-            } => {
-                self.too_big(mtu, peer, (peer_port, our_port), seq);
-                false
-            }
+            // Never here: `ipv6_not_tcp` takes a Packet Too Big itself (whether to pass it
+            // on), and the link's clock makes none.
+            Step::TooBig { .. } => false,
             Step::Done | Step::Forward => false,
         }
     }
@@ -508,13 +557,17 @@ impl<L: Lookup<'static>> Server<L> {
     /// the connection's MSS lowered to the path's (`Connection::path_mtu` checks the
     /// sequence number is in flight), its segments sent again, and the path's MTU kept
     /// for the next connections to `peer` ([`PathMtus`]).
+    ///
+    /// Returns whether it was taken; one not taken is counted in `drop_too_big` when
+    /// `count_miss` (it goes to no other core).
     fn too_big(
         &mut self,
         mtu: u32,
         peer: Ipv6Address,
         (peer_port, our_port): (u16, u16),
         seq: u32,
-    ) {
+        count_miss: bool,
+    ) -> bool {
         let p = Peer {
             ip: peer.0,
             port: peer_port,
@@ -535,8 +588,12 @@ impl<L: Lookup<'static>> Server<L> {
                 self.stats.icmp6_too_big += 1;
                 self.stats.tcp_pmtu_lowered += u64::from(lowered);
                 self.path_mtus.learn(peer, mtu as u16, self.now_ns);
+                true
             }
-            None => self.stats.drop_too_big += 1,
+            None => {
+                self.stats.drop_too_big += u64::from(count_miss);
+                false
+            }
         }
     }
 

@@ -245,6 +245,17 @@ pub struct Server<L: Lookup<'static>> {
     /// The per-queue mode's sharing of the IPv6 link between cores
     /// ([`crate::iface::share6`]): this core's end, when the plan gave one.
     share6: Option<Box<crate::iface::share6::Share>>,
+    /// Whether this core has an end of the sharing (`share6` is taken out during its
+    /// round, so this says it then).
+    share6_on: bool,
+    /// The frame being taken came from the hub's ring (a spoke's round): a Packet Too Big
+    /// it does not find here goes no further.
+    rx_from_ring: bool,
+    /// The link's destinations ([`crate::iface::ipv6::Link::destinations`]) last seen,
+    /// and whether they changed since the platform last asked
+    /// ([`Server::take_ipv6_destinations_change`]).
+    ipv6_dests: [Option<crate::wire::Ipv6Address>; 2 * crate::iface::share6::SLOTS],
+    ipv6_dests_changed: bool,
     /// The last [`RESET_MEMORY`] connections reset while still at our initial sequence
     /// number: (peer, SND.NXT: the ACK that would return their cookie), oldest overwritten.
     reset: [(Peer, u32); RESET_MEMORY],
@@ -357,6 +368,10 @@ impl<L: Lookup<'static>> Server<L> {
             ipv6_news: [None; 4],
             path_mtus: ipv6::PathMtus::default(),
             share6: None,
+            share6_on: false,
+            rx_from_ring: false,
+            ipv6_dests: [None; 2 * crate::iface::share6::SLOTS],
+            ipv6_dests_changed: false,
             reset: [(Peer::default(), 0); RESET_MEMORY],
             reset_next: 0,
             tls_sides: Vec::with_capacity(if cfg.tls.is_some() { n } else { 0 }),

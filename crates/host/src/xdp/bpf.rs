@@ -1,7 +1,7 @@
 //! The XDP program that steers the server's frames to its AF_XDP sockets, and the few
 //! `bpf(2)` commands that load and attach it.
 //!
-//! The program is 26 instructions (54 with IPv6), assembled here from the instruction set
+//! The program is 26 instructions (59 with IPv6), assembled here from the instruction set
 //! (no ELF, no compiler for the BPF target, nothing to build at build time). In C it
 //! would read:
 //!
@@ -12,12 +12,16 @@
 //!     __u16 type = *(__u16 *)(data + 12);
 //!     if (type == htons(ETH_P_ARP)) {              // ARP whose target is the server
 //!         if (data + 42 > end || *(__u32 *)(data + 38) != SERVER_IP) return XDP_PASS;
-//!     } else if (type == htons(ETH_P_IPV6)) {      // IPv6 to an address in the map,
-//!         if (data + 54 > end) return XDP_PASS;     // or advertising one
-//!         if (!bpf_map_lookup_elem(&v6, data + 38)
-//!             && (data + 78 > end || *(__u8 *)(data + 20) != IPPROTO_ICMPV6
-//!                 || *(__u8 *)(data + 54) != 136 || !bpf_map_lookup_elem(&v6, data + 62)))
-//!             return XDP_PASS;
+//!     } else if (type == htons(ETH_P_IPV6)) {      // IPv6 (below)
+//!         if (data + 54 > end) return XDP_PASS;
+//!         __u8 want = 136;                          // elsewhere: an advertisement for ours
+//!         if (bpf_map_lookup_elem(&v6, data + 38)) {
+//!             if (*(__u8 *)(data + 38) != 0xff) goto ours;  // to an address of ours
+//!             want = 135;                           // to a group of ours: a solicitation
+//!         }
+//!         if (data + 78 > end || *(__u8 *)(data + 20) != IPPROTO_ICMPV6
+//!             || *(__u8 *)(data + 54) != want || !bpf_map_lookup_elem(&v6, data + 62))
+//!             return XDP_PASS;                      // ... whose target is ours
 //!     } else if (type == htons(ETH_P_IP)) {        // IPv4 to the server's address
 //!         if (data + 34 > end || *(__u32 *)(data + 30) != SERVER_IP) return XDP_PASS;
 //!     } else return XDP_PASS;
@@ -29,10 +33,13 @@
 //! frames, other ARP) goes on to the kernel, so a NIC shared with the host keeps its ARP,
 //! its IPv6, SSH and the rest. The IPv6 map (`bw_v6_PID`, only when the server runs IPv6)
 //! holds the server's addresses and their solicited-node groups, kept by the server as
-//! its link takes and drops addresses ([`super::V6Steer`]), and a neighbour advertisement
-//! for one of them comes to the server whatever its destination (a DAD defender's, to
-//! all-nodes); any other multicast frame to all-nodes (router advertisements, general
-//! queries) stays the host's, since XDP cannot hand one frame to both. A
+//! its link takes and drops addresses ([`super::V6Steer`]). A frame to one of those
+//! groups comes to the server only if it is a neighbour solicitation for one of its
+//! addresses (the host may hold an address whose group is the same: alike in the last 24
+//! bits), and a neighbour advertisement for one of them comes whatever its destination (a
+//! DAD defender's, to all-nodes); any other multicast frame to all-nodes (router
+//! advertisements, general queries) stays the host's, since XDP cannot hand one frame to
+//! both: the server's packet socket copies those it needs. A
 //! queue with no socket in the map passes the frame too (`bpf_redirect_map`'s fallback
 //! action). The address is compared as the 4 bytes of the frame (a 32-bit register
 //! compare: an immediate would be sign-extended to 64 bits).
@@ -257,10 +264,12 @@ pub fn program(ip: Ipv4Address, v6: Option<RawFd>, steer: Steer) -> Vec<Insn> {
     p.push(insn(LDX_MEM_W, 5, 2, 38, 0)); // r5 = ARP target protocol address
     jump(&mut p, insn(JMP_JNE_X, 5, 7, 0, 0), "pass");
     jump(&mut p, insn(JMP_JA, 0, 0, 0, 0), "ours");
-    // IPv6: its destination (in the packet, bounds checked) a key of the map; or a
-    // neighbour advertisement (ICMPv6 right after the header) whose target is one (a DAD
-    // defender answers to all-nodes, which stays the host's otherwise).
+    // IPv6: a unicast destination that is a key of the map; a neighbour solicitation to a
+    // group in the map whose target is one too (a group may be the host's as well: two
+    // addresses alike in their last 24 bits); or a neighbour advertisement whose target is
+    // one (a DAD defender answers to all-nodes, which stays the host's otherwise).
     let ipv6 = p.len();
+    let (mut nd_advert, mut nd) = (0, 0);
     if let Some(map) = v6 {
         let lookup = |at: i32| {
             [
@@ -278,19 +287,26 @@ pub fn program(ip: Ipv4Address, v6: Option<RawFd>, steer: Steer) -> Vec<Insn> {
         ]);
         jump(&mut p, insn(JMP_JGT_X, 4, 3, 0, 0), "pass");
         p.extend(lookup(38));
-        jump(&mut p, insn(JMP_JNE_K, 0, 0, 0, 0), "ours"); // if r0 != NULL
+        jump(&mut p, insn(JMP_JEQ_K, 0, 0, 0, 0), "nd_advert"); // not in the map
+        p.push(insn(LDX_MEM_B, 5, 8, 38, 0)); // r5 = the destination's first octet
+        jump(&mut p, insn(JMP_JNE_K, 5, 0, 0, 0xff), "ours"); // unicast: ours
+        p.push(insn(ALU64_MOV_K, 9, 0, 0, 135)); // a group of ours: a solicitation
+        jump(&mut p, insn(JMP_JA, 0, 0, 0, 0), "nd");
+        nd_advert = p.len();
+        p.push(insn(ALU64_MOV_K, 9, 0, 0, 136)); // elsewhere: an advertisement
+        nd = p.len();
         p.extend([
             insn(LDX_MEM_W, 3, 6, 4, 0),    // r3 = ctx->data_end (the call took r3)
             insn(ALU64_MOV_X, 4, 8, 0, 0),  // r4 = data
-            insn(ALU64_ADD_K, 4, 0, 0, 78), // r4 += 78: an advertisement's target
+            insn(ALU64_ADD_K, 4, 0, 0, 78), // r4 += 78: the message's target
         ]);
         jump(&mut p, insn(JMP_JGT_X, 4, 3, 0, 0), "pass");
         p.push(insn(LDX_MEM_B, 5, 8, 20, 0)); // r5 = next header
         jump(&mut p, insn(JMP_JNE_K, 5, 0, 0, 58), "pass"); // not ICMPv6
         p.push(insn(LDX_MEM_B, 5, 8, 54, 0)); // r5 = ICMPv6 type
-        jump(&mut p, insn(JMP_JNE_K, 5, 0, 0, 136), "pass"); // not an advertisement
+        jump(&mut p, insn(JMP_JNE_X, 5, 9, 0, 0), "pass"); // not the one wanted
         p.extend(lookup(62));
-        jump(&mut p, insn(JMP_JEQ_K, 0, 0, 0, 0), "pass"); // if r0 == NULL
+        jump(&mut p, insn(JMP_JEQ_K, 0, 0, 0, 0), "pass"); // target not ours
     }
     let ours = p.len();
     match steer {
@@ -318,6 +334,8 @@ pub fn program(ip: Ipv4Address, v6: Option<RawFd>, steer: Steer) -> Vec<Insn> {
             "pass" => pass,
             "arp" => arp,
             "ipv6" => ipv6,
+            "nd_advert" => nd_advert,
+            "nd" => nd,
             _ => ours,
         };
         p[at].off = (target as i64 - at as i64 - 1) as i16;
@@ -647,7 +665,29 @@ mod tests {
         .expect("the verifier accepts the lookup");
         let run = |f: &[u8]| test_run(prog.as_raw_fd(), f).expect("test run");
         assert_eq!(run(&frame(0x86dd, &ipv6(ours))), XDP_TX, "to our address");
-        assert_eq!(run(&frame(0x86dd, &ipv6(group))), XDP_TX, "to our group");
+        // To our group: only a solicitation for our address (the host's address alike in
+        // its last 24 bits shares the group).
+        let icmp = |dst: [u8; 16], kind: u8, target: [u8; 16]| {
+            let mut h = ipv6(dst);
+            h[6] = 58;
+            h.truncate(40);
+            h.extend_from_slice(&[kind, 0, 0, 0, 0x20, 0, 0, 0]);
+            h.extend_from_slice(&target);
+            frame(0x86dd, &h)
+        };
+        let mut twin = host;
+        twin[13..].copy_from_slice(&ours[13..]);
+        assert_eq!(run(&icmp(group, 135, ours)), XDP_TX, "solicited for ours");
+        assert_eq!(
+            run(&icmp(group, 135, twin)),
+            XDP_PASS,
+            "solicited for the host's"
+        );
+        assert_eq!(
+            run(&frame(0x86dd, &ipv6(group))),
+            XDP_PASS,
+            "UDP to our group"
+        );
         assert_eq!(run(&frame(0x86dd, &ipv6(host))), XDP_PASS, "to the host's");
         let mut all_nodes = group;
         all_nodes[11..].copy_from_slice(&[0, 0, 0, 0, 1]);
@@ -659,14 +699,7 @@ mod tests {
         );
         // A neighbour advertisement to all-nodes whose target is ours (a DAD defender's),
         // and one for the host's address.
-        let na = |target: [u8; 16]| {
-            let mut h = ipv6(all_nodes);
-            h[6] = 58;
-            h.truncate(40);
-            h.extend_from_slice(&[136, 0, 0, 0, 0x20, 0, 0, 0]);
-            h.extend_from_slice(&target);
-            frame(0x86dd, &h)
-        };
+        let na = |target: [u8; 16]| icmp(all_nodes, 136, target);
         assert_eq!(run(&na(ours)), XDP_TX, "a defender's advertisement");
         assert_eq!(run(&na(host)), XDP_PASS, "the host's neighbour's");
         let mut short = na(ours);
@@ -680,7 +713,7 @@ mod tests {
         v6_remove(map.as_raw_fd(), &ours).unwrap();
         v6_remove(map.as_raw_fd(), &ours).unwrap();
         assert_eq!(run(&frame(0x86dd, &ipv6(ours))), XDP_PASS);
-        assert_eq!(run(&frame(0x86dd, &ipv6(group))), XDP_TX);
+        assert_eq!(run(&icmp(group, 135, ours)), XDP_PASS);
     }
 
     #[test]

@@ -107,31 +107,32 @@ impl Xdp {
 /// (`SIOCADDMULTI`, as `ip maddr add` does), so a NIC that filters still receives the
 /// groups' frames. Kept in step with the link by [`V6Steer::sync`] (a few system calls
 /// when the link takes or drops an address, none otherwise); the groups are left again
-/// when it is dropped.
+/// when it is dropped. Its packet socket ([`V6Steer::heard`]) copies what the program
+/// leaves to the host's stack but the link needs: router advertisements and listener
+/// queries to all-nodes.
 pub struct V6Steer {
     map: OwnedFd,
     iface: String,
-    /// A socket for the interface's ioctls.
+    /// The packet socket: copies of advertisements and queries (a filter), and the
+    /// interface's ioctls (a packet socket reaches `dev_ioctl` as any socket does, and
+    /// needs no IPv6 in the host's kernel).
     sock: OwnedFd,
+    buf: Box<[u8; 1518]>,
+    /// Keys in the map.
     keys: Vec<[u8; 16]>,
+    /// Groups' MACs joined.
     macs: Vec<EthernetAddress>,
     /// The first failure said (once).
     said: bool,
 }
 
 impl V6Steer {
-    fn new(map: OwnedFd, iface: &str) -> std::io::Result<V6Steer> {
-        // SAFETY: socket(2) with constant arguments; the result is checked.
-        let fd = unsafe { libc::socket(libc::AF_INET6, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: a new descriptor nothing else owns.
-        let sock = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    fn new(map: OwnedFd, iface: &str, ifindex: u32) -> std::io::Result<V6Steer> {
         Ok(V6Steer {
             map,
             iface: iface.to_string(),
-            sock,
+            sock: heard_socket(ifindex)?,
+            buf: Box::new([0; 1518]),
             keys: Vec::new(),
             macs: Vec::new(),
             said: false,
@@ -139,8 +140,9 @@ impl V6Steer {
     }
 
     /// Steers exactly `want` (the link's addresses and groups, `Link::destinations`;
-    /// `None` pads): keys and groups no longer named are removed, new ones added. Nothing
-    /// is done (nor allocated) when they are the ones steered.
+    /// `None` pads): keys and groups no longer named are removed, new ones added; what
+    /// failed is tried again at the next call. Nothing is done (nor allocated) when they
+    /// are the ones steered.
     pub fn sync(&mut self, want: &[Option<bareweb_engine::wire::Ipv6Address>]) {
         if want
             .iter()
@@ -150,44 +152,102 @@ impl V6Steer {
         {
             return;
         }
-        let want: Vec<_> = want.iter().flatten().copied().collect();
-        let keys: Vec<[u8; 16]> = want.iter().map(|a| a.0).collect();
         let map = self.map.as_raw_fd();
         let mut errors = Vec::new();
-        for k in self.keys.iter().filter(|k| !keys.contains(k)) {
+        let mut keys: Vec<[u8; 16]> = Vec::with_capacity(want.len());
+        for k in want.iter().flatten().map(|a| a.0) {
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        // Removed first: a key that could not be removed stays ours.
+        let mut kept: Vec<[u8; 16]> = Vec::with_capacity(keys.len());
+        for k in &self.keys {
+            if keys.contains(k) {
+                continue;
+            }
             if let Err(e) = bpf::v6_remove(map, k) {
                 errors.push(format!("remove from the IPv6 map: {e}"));
+                kept.push(*k);
             }
         }
-        for k in keys.iter().filter(|k| !self.keys.contains(k)) {
-            if let Err(e) = bpf::v6_add(map, k) {
-                errors.push(format!("add to the IPv6 map: {e}"));
+        for k in &keys {
+            if self.keys.contains(k) {
+                kept.push(*k);
+            } else {
+                match bpf::v6_add(map, k) {
+                    Ok(()) => kept.push(*k),
+                    Err(e) => errors.push(format!("add to the IPv6 map: {e}")),
+                }
             }
         }
-        self.keys = keys;
-        let macs: Vec<EthernetAddress> = want
+        self.keys = kept;
+        let mut macs: Vec<EthernetAddress> = Vec::new();
+        for m in keys
             .iter()
+            .map(|k| bareweb_engine::wire::Ipv6Address(*k))
             .filter(|a| a.is_multicast())
             .map(|a| a.multicast_ethernet())
-            .collect();
-        for m in self.macs.clone().iter().filter(|m| !macs.contains(m)) {
-            if let Err(e) = self.multi(libc::SIOCDELMULTI, *m) {
+        {
+            if !macs.contains(&m) {
+                macs.push(m);
+            }
+        }
+        let mut joined = Vec::with_capacity(macs.len());
+        for m in std::mem::take(&mut self.macs) {
+            if macs.contains(&m) {
+                joined.push(m);
+            } else if let Err(e) = self.multi(libc::SIOCDELMULTI, m) {
                 errors.push(format!("leave {m}: {e}"));
+                joined.push(m);
             }
         }
-        for m in macs.iter().filter(|m| !self.macs.contains(m)) {
-            if let Err(e) = self.multi(libc::SIOCADDMULTI, *m) {
-                errors.push(format!("join {m}: {e}"));
+        for m in macs {
+            if !joined.contains(&m) {
+                match self.multi(libc::SIOCADDMULTI, m) {
+                    Ok(()) => joined.push(m),
+                    Err(e) => errors.push(format!("join {m}: {e}")),
+                }
             }
         }
-        self.macs = macs;
+        self.macs = joined;
         if !errors.is_empty() && !self.said {
             self.said = true;
             eprintln!(
-                "bareweb: IPv6 over AF_XDP on {}: {}",
+                "bareweb: IPv6 over AF_XDP on {}: {} (tried again as the link changes)",
                 self.iface,
                 errors.join("; ")
             );
+        }
+    }
+
+    /// Hands `take` each router advertisement and listener query the interface received
+    /// since the last call (at most 16; the socket is non-blocking).
+    pub fn heard(&mut self, mut take: impl FnMut(&[u8])) {
+        for _ in 0..16 {
+            // SAFETY: an all-zero sockaddr_ll is a valid value of the C struct.
+            let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+            let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+            // SAFETY: recvfrom writes at most `buf.len()` bytes into the live buffer and at
+            // most `len` bytes into `from`.
+            let n = unsafe {
+                libc::recvfrom(
+                    self.sock.as_raw_fd(),
+                    self.buf.as_mut_ptr().cast(),
+                    self.buf.len(),
+                    libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+                    (&mut from as *mut libc::sockaddr_ll).cast(),
+                    &mut len,
+                )
+            };
+            if n < 0 {
+                return;
+            }
+            // Only what came in whole (not the host's own frames going out).
+            let n = n as usize;
+            if from.sll_pkttype != libc::PACKET_OUTGOING && n <= self.buf.len() {
+                take(&self.buf[..n]);
+            }
         }
     }
 
@@ -212,6 +272,86 @@ impl V6Steer {
             Ok(())
         }
     }
+}
+
+/// The classic BPF filter of the packet socket: IPv6 whose ICMPv6 message, right after the
+/// fixed header, is a router advertisement (134), or, after one 8-octet hop-by-hop header
+/// (the Router Alert), a listener query (130).
+const HEARD_FILTER: [libc::sock_filter; 13] = {
+    const fn f(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+        libc::sock_filter { code, jt, jf, k }
+    }
+    const LDH: u16 = 0x28; // BPF_LD | BPF_H | BPF_ABS
+    const LDB: u16 = 0x30; // BPF_LD | BPF_B | BPF_ABS
+    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const RET: u16 = 0x06; // BPF_RET | BPF_K
+    [
+        f(LDH, 0, 0, 12),       // 0: ethertype
+        f(JEQ, 0, 10, 0x86dd),  // 1: IPv6, else 12
+        f(LDB, 0, 0, 20),       // 2: next header
+        f(JEQ, 0, 2, 58),       // 3: ICMPv6, else 6
+        f(LDB, 0, 0, 54),       // 4: its type
+        f(JEQ, 5, 6, 134),      // 5: a router advertisement: 11, else 12
+        f(JEQ, 0, 5, 0),        // 6: hop-by-hop, else 12
+        f(LDB, 0, 0, 54),       // 7: its next header
+        f(JEQ, 0, 3, 58),       // 8: ICMPv6, else 12
+        f(LDB, 0, 0, 62),       // 9: its type
+        f(JEQ, 0, 1, 130),      // 10: a listener query: 11, else 12
+        f(RET, 0, 0, 0x4_0000), // 11: take it
+        f(RET, 0, 0, 0),        // 12: not ours
+    ]
+};
+
+/// A non-blocking packet socket on interface `ifindex` for IPv6 frames, filtered
+/// ([`HEARD_FILTER`]) before it is bound, so nothing else queues on it.
+fn heard_socket(ifindex: u32) -> std::io::Result<OwnedFd> {
+    // SAFETY: socket(2) with constant arguments; the result is checked.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor nothing else owns.
+    let sock = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let prog = libc::sock_fprog {
+        len: HEARD_FILTER.len() as u16,
+        filter: HEARD_FILTER.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: SO_ATTACH_FILTER copies the program the live `prog` points at.
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_FILTER,
+            (&prog as *const libc::sock_fprog).cast(),
+            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: an all-zero sockaddr_ll is a valid value of the C struct.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = (libc::ETH_P_IPV6 as u16).to_be();
+    sll.sll_ifindex = ifindex as i32;
+    // SAFETY: bind reads the live, initialised sockaddr_ll of the size given.
+    let r = unsafe {
+        libc::bind(
+            sock.as_raw_fd(),
+            (&sll as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(sock)
 }
 
 impl Drop for V6Steer {
@@ -478,16 +618,25 @@ pub fn open(spec: &Spec) -> Result<(Xdp, Vec<XskQueue>), String> {
             format!("cannot create the XDP socket map: {e}")
         }
     })?;
-    let v6_map = match spec.ipv6 {
-        true => Some(
-            bpf::create_v6_map(std::process::id())
-                .map_err(|e| format!("cannot create the XDP program's IPv6 map: {e}"))?,
-        ),
+    // IPv6's map and packet socket, made before the program is attached: a host where
+    // they cannot be made (no AF_PACKET, a map refused) serves IPv4 alone, and says so.
+    let v6 = match spec.ipv6 {
+        true => match bpf::create_v6_map(std::process::id())
+            .and_then(|m| V6Steer::new(m, iface, ifindex))
+        {
+            Ok(s) => Some(s),
+            Err(e) => {
+                notes.push(format!(
+                    "IPv6 off: cannot make the XDP program's IPv6 map and packet socket on {iface} ({e})"
+                ));
+                None
+            }
+        },
         false => None,
     };
     let program = bpf::program(
         spec.ip,
-        v6_map.as_ref().map(|m| m.as_raw_fd()),
+        v6.as_ref().map(|s| s.map.as_raw_fd()),
         bpf::Steer::Map(map.as_raw_fd()),
     );
     let prog = bpf::load(&program).map_err(|e| {
@@ -531,27 +680,21 @@ pub fn open(spec: &Spec) -> Result<(Xdp, Vec<XskQueue>), String> {
             Err(e) => return Err(attach_error(iface, "native", &e)),
         },
     };
-    let mut xdp =
-        Xdp {
-            iface: iface.to_string(),
-            ifindex,
-            mac,
-            attach: attach_name,
-            bind: Bind::Copy,
-            iface_queues,
-            notes,
-            prog_id,
-            link,
-            netlink_flags,
-            _prog: prog,
-            _map: map,
-            v6: match v6_map {
-                Some(m) => Some(V6Steer::new(m, iface).map_err(|e| {
-                    format!("cannot open a socket for {iface}'s multicast list: {e}")
-                })?),
-                None => None,
-            },
-        };
+    let mut xdp = Xdp {
+        iface: iface.to_string(),
+        ifindex,
+        mac,
+        attach: attach_name,
+        bind: Bind::Copy,
+        iface_queues,
+        notes,
+        prog_id,
+        link,
+        netlink_flags,
+        _prog: prog,
+        _map: map,
+        v6,
+    };
     let want = match spec.mode {
         Mode::Auto if attach_name == "native" => Bind::ZeroCopy,
         Mode::ZeroCopy => Bind::ZeroCopy,

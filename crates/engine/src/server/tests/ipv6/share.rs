@@ -222,3 +222,72 @@ fn connections_to_an_address_core_0_lost_are_freed_on_core_1() {
     assert_eq!(cores[1].0.active(), 0);
     assert_eq!(cores[1].0.stats().tcp_addr_expired, 1);
 }
+
+#[test]
+fn packets_too_big_pass_only_when_not_taken_and_never_crowd_out_the_links_frames() {
+    let (mut cores, us, t) = two_cores();
+    let (s1, nic1) = &mut cores[1];
+    get_big(s1, nic1, us, 49000, t);
+    let first: Vec<Vec<u8>> = nic1.tx.outbox.drain(..).collect();
+    // Taken where the connection is: not passed.
+    nic1.rx.inbox.push_back(too_big(us, 1280, &first[1]));
+    poll(&mut cores[1], t + 1_000_000);
+    let st1 = cores[1].0.stats();
+    assert_eq!((st1.icmp6_too_big, st1.ipv6_passed), (1, 0));
+    // A forged one (no connection anywhere): passed up once, dropped at core 0, counted
+    // there alone.
+    let mut forged = first[1].clone();
+    forged[14 + 40 + 2..14 + 40 + 4].copy_from_slice(&9u16.to_be_bytes());
+    cores[1].1.rx.inbox.push_back(too_big(us, 1280, &forged));
+    poll(&mut cores[1], t + 2_000_000);
+    poll(&mut cores[0], t + 2_000_000);
+    assert_eq!(cores[1].0.stats().ipv6_passed, 1);
+    assert_eq!(cores[1].0.stats().drop_too_big, 0);
+    assert_eq!(cores[0].0.stats().drop_too_big, 1);
+    // A flood of them fills at most half the ring up; the link's own frame still goes.
+    for _ in 0..40 {
+        cores[1].1.rx.inbox.push_back(too_big(us, 1280, &forged));
+    }
+    let all = Ipv6Address::ALL_NODES;
+    let na = Icmpv6Repr::NeighborAdvert {
+        router: false,
+        solicited: false,
+        override_: true,
+        target: "fe80::77".parse().unwrap(),
+        target_lladdr: Some(crate::iface::ipv6::tests::PEER_MAC),
+    };
+    cores[1]
+        .1
+        .rx
+        .inbox
+        .push_back(frame(all.multicast_ethernet(), PEER, all, 255, &na, false));
+    let passed = cores[1].0.stats().ipv6_passed;
+    poll(&mut cores[1], t + 3_000_000);
+    let st1 = cores[1].0.stats();
+    let up = st1.ipv6_passed - passed;
+    assert_eq!(
+        up,
+        1 + crate::iface::share6::RING_FRAMES as u64 / 2,
+        "{st1:?}"
+    );
+    assert_eq!(
+        st1.drop_ipv6_pass_full,
+        40 - crate::iface::share6::RING_FRAMES as u64 / 2
+    );
+    // What the owner would drop anyway is not passed: an echo reply, a redirect-free
+    // unknown message.
+    let reply = Icmpv6Repr::EchoReply {
+        ident: 1,
+        seq_no: 1,
+        data: &[0u8; 8],
+    };
+    let before = cores[1].0.stats().ipv6_passed;
+    cores[1]
+        .1
+        .rx
+        .inbox
+        .push_back(frame(MAC, PEER, us, 64, &reply, false));
+    poll(&mut cores[1], t + 4_000_000);
+    assert_eq!(cores[1].0.stats().ipv6_passed, before);
+    assert!(cores[1].0.stats().drop_ipv6_unserved >= 1);
+}
