@@ -280,7 +280,9 @@ fn run_core0<N: CoreQueue + Sleeper>(
         (true, false) => 1_000_000_000,
         (false, false) => u64::MAX,
     };
-    let mut next_second = 0u64;
+    // The first second's work (the stats line, the DHCP watch) one tick after start, as
+    // before the loop's first tick came right after the first round.
+    let mut next_second = booted.clock.now_ns().saturating_add(every);
     let mut groups = Groups {
         filters: core::mem::take(&mut booted.multicast),
         listened: None,
