@@ -914,6 +914,11 @@ impl Link {
             | Icmpv6Repr::NeighborSolicit { .. }
             | Icmpv6Repr::NeighborAdvert { .. }
             | Icmpv6Repr::MldQuery { .. } => Ok(Step::Forward),
+            // To a group the owner does not listen to (a router solicitation to
+            // all-routers): not for us, as the owner would say.
+            _ if to.is_multicast() && to != ALL_NODES && !self.is_ours_or_group(to) => {
+                Err(Drop6::Frame(Drop::NotForUs))
+            }
             _ => Err(Drop6::Unserved),
         }
     }

@@ -289,5 +289,24 @@ fn packets_too_big_pass_only_when_not_taken_and_never_crowd_out_the_links_frames
         .push_back(frame(MAC, PEER, us, 64, &reply, false));
     poll(&mut cores[1], t + 4_000_000);
     assert_eq!(cores[1].0.stats().ipv6_passed, before);
-    assert!(cores[1].0.stats().drop_ipv6_unserved >= 1);
+    assert_eq!(cores[1].0.stats().drop_ipv6_unserved, 1);
+    // A router solicitation to all-routers (a host's, at its link's start) is not for us,
+    // on core 1 as on core 0.
+    let rs = Icmpv6Repr::RouterSolicit {
+        source_lladdr: Some(crate::iface::ipv6::tests::PEER_MAC),
+    };
+    let routers = Ipv6Address::ALL_ROUTERS;
+    let not_for_us = cores[1].0.stats().drop_not_for_us;
+    cores[1].1.rx.inbox.push_back(frame(
+        routers.multicast_ethernet(),
+        PEER,
+        routers,
+        255,
+        &rs,
+        false,
+    ));
+    poll(&mut cores[1], t + 5_000_000);
+    let st1 = cores[1].0.stats();
+    assert_eq!((st1.ipv6_passed, st1.drop_ipv6_unserved), (before, 1));
+    assert_eq!(st1.drop_not_for_us, not_for_us + 1);
 }
