@@ -237,7 +237,8 @@ impl Link {
     }
 
     /// Our addresses in use, by slot (what [`slot_of`](Self::slot_of) numbers): what the
-    /// owner publishes for its followers.
+    /// owner publishes for its followers, and what an unsolicited advertisement announces
+    /// after our MAC changed (RFC 4861 §7.2.6).
     pub fn slots(&self) -> Slots {
         if let Some(m) = self.mirror {
             return m;
@@ -274,17 +275,6 @@ impl Link {
     /// bond's new receive NIC, bonding). Our addresses stay: they were derived once.
     pub fn set_mac(&mut self, mac: EthernetAddress) {
         self.mac = mac;
-    }
-
-    /// Our addresses in use (the link-local one, then each global one): what an
-    /// unsolicited advertisement announces after our MAC changed (RFC 4861 §7.2.6).
-    pub fn in_use(&self) -> [Option<Ipv6Address>; 1 + MAX_PREFIXES] {
-        let mut out = [None; 1 + MAX_PREFIXES];
-        out[0] = self.addr.preferred();
-        for (o, a) in out[1..].iter_mut().zip(self.slaac.addresses()) {
-            *o = Some(a);
-        }
-        out
     }
 
     /// The groups we listen to (besides all-nodes): the solicited-node group of each
@@ -428,10 +418,7 @@ impl Link {
 
     /// Whether `a` is an address of ours that passed DAD (answered and sent from).
     fn is_preferred(&self, a: Ipv6Address) -> bool {
-        if let Some(m) = &self.mirror {
-            return m.contains(&Some(a));
-        }
-        self.addr.preferred() == Some(a) || self.slaac.addresses().any(|x| x == a)
+        self.slot_of(a).is_some()
     }
 
     /// When [`poll`](Self::poll) next has work (`u64::MAX`: none).

@@ -514,7 +514,7 @@ impl<L: Lookup<'static>> Server<L> {
         };
         link.set_mac(mac);
         let mut all = true;
-        for target in link.in_use().into_iter().flatten() {
+        for target in link.slots().into_iter().flatten() {
             let out = Out::Advert {
                 target,
                 dst_mac: Ipv6Address::ALL_NODES.multicast_ethernet(),
