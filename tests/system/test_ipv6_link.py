@@ -56,15 +56,21 @@ def router(ns):
     return dnsmasq(ns, "--enable-ra", "--dhcp-range=2001:db8:1::,ra-only,64,1h")
 
 
-def global_addr(s, timeout=30):
-    """The global address server `s` says (on its console) it took in 2001:db8:1::/64."""
+def console_addr(s, prefix, timeout=30):
+    """The IPv6 address beginning `prefix` server `s` says (on its console) it took, once
+    duplicate address detection passed."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        m = re.search(r"bareweb: IPv6 (2001:db8:1:[0-9a-f:]+) on the link", s.output())
+        m = re.search(rf"bareweb: IPv6 ({re.escape(prefix)}[0-9a-f:]*) on the link", s.output())
         if m:
             return m.group(1)
-        time.sleep(0.3)
-    raise AssertionError(f"no global address in {timeout} s:\n{s.output()}")
+        time.sleep(0.2)
+    raise AssertionError(f"no IPv6 {prefix}… address in {timeout} s:\n{s.output()}")
+
+
+def global_addr(s, timeout=30):
+    """The global address server `s` says (on its console) it took in 2001:db8:1::/64."""
+    return console_addr(s, "2001:db8:1:", timeout)
 
 
 def linux_rs_received(ns):

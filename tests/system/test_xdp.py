@@ -16,6 +16,7 @@ import time
 import pytest
 
 from conftest import BIN, SERVER_IP, SITE, Netns, require_root
+from test_ipv6_link import console_addr
 
 CLIENT_IP = "10.0.0.1"
 HOST_ADDR = "10.0.0.3"
@@ -181,18 +182,6 @@ def test_the_host_keeps_its_own_address_on_the_shared_interface(served):
     assert macs.get(SERVER_IP) == mac and macs.get(HOST_ADDR) == mac, neigh
 
 
-def _v6_on_console(srv, prefix, timeout=15):
-    """The IPv6 address in `prefix` the server said it took (after DAD)."""
-    import re
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        m = re.search(rf"bareweb: IPv6 ({prefix}[0-9a-f:]*) on the link", srv.output())
-        if m:
-            return m.group(1)
-        time.sleep(0.2)
-    raise AssertionError(f"no IPv6 {prefix}… address in {timeout} s: {srv.output()}")
-
-
 def test_ipv6_is_served_beside_the_hosts_own(tmp_path):
     """IPv6 over AF_XDP: the program steers the server's own IPv6 destinations (its
     addresses and their solicited-node groups, in its map as the link takes them) and
@@ -209,8 +198,8 @@ def test_ipv6_is_served_beside_the_hosts_own(tmp_path):
         pair.c.ip("-6", "addr", "add", "2001:db8:9::1/64", "dev", SIDE_C, "nodad")
         pair.s.ip("-6", "addr", "add", "2001:db8:9::3/64", "dev", SIDE_S, "nodad")
         srv = XdpServer(pair, extra=("--ip6", "2001:db8:9::80/64"))
-        ll = _v6_on_console(srv, "fe80::")
-        glob = _v6_on_console(srv, "2001:db8:9::80")
+        ll = console_addr(srv, "fe80::", 15)
+        glob = console_addr(srv, "2001:db8:9::80", 15)
         for target in (f"{ll}%{SIDE_C}", glob, "2001:db8:9::3"):
             r = pair.c.run("ping", "-6", "-n", "-c", "2", "-i", "0.2", "-W", "2", target,
                            check=False)
@@ -273,7 +262,7 @@ def test_ipv6_slaac_from_router_advertisements_the_host_keeps(tmp_path):
         srv = XdpServer(pair)
         sender = subprocess.Popen(pair.c.cmd("python3", "-c", RA_SENDER, SIDE_C, "60"),
                                   stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        glob = _v6_on_console(srv, "2001:db8:7:", timeout=30)
+        glob = console_addr(srv, "2001:db8:7:", 30)
         pair.c.ip("-6", "addr", "add", "2001:db8:7::1/64", "dev", SIDE_C, "nodad")
         for path in site_files():
             out = tmp_path / "body"
