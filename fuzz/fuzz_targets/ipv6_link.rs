@@ -108,7 +108,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         let src = frame.get(22..38).map(Ipv6Address::from_bytes);
-        follower.follow(link.slots());
+        follower.follow(link.slots(), link.router());
         assert!(follower.poll(now).is_none() && follower.deadline() == u64::MAX);
         if let Ok(step) = follower.receive(&frame, now) {
             check_sent(&follower, &step);

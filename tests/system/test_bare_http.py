@@ -14,6 +14,14 @@ CLIENT_IP = "10.0.0.3"
 XDP_IP = "10.0.0.4"
 
 
+def wait_for(output, text, timeout=20):
+    """Waits until `output()` holds `text`."""
+    deadline = time.time() + timeout
+    while text not in output():
+        assert time.time() < deadline, (text, output())
+        time.sleep(0.1)
+
+
 class Bridged:
     """`bareweb serve` on TAP bw0 and the bare client's TAP bwc0 on one bridge, which also
     holds the namespace's own address (for the socket client) and veth end xs0, whose peer
@@ -140,7 +148,9 @@ def test_the_bare_client_over_ipv6_on_the_link_and_through_a_router():
     """`load --ip6`: the bare client holds its address behind DAD, solicits the server's
     MAC and fetches over IPv6, verified, a connection each and kept alive; a server in
     another prefix is reached through `--gw6` (the namespace's bridge, forwarding), and
-    without a router the run says what is missing."""
+    without a router the run says what is missing. The server, too, answers a peer beyond
+    its prefix only with a router (`serve --gw6`): without one it says so and a ping from
+    another prefix goes unanswered while one from its own is answered."""
     b = Bridged(serve_args=("--ip6", "2001:db8::2/64"))
     try:
         b.ns.run("sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
@@ -155,12 +165,23 @@ def test_the_bare_client_over_ipv6_on_the_link_and_through_a_router():
         kept = json.loads(b.ns.run(BIN, *load6, "--ip6", "2001:db8::3/64", *files,
                                    "--parallel", "2", "--fetches", "30", "-k", "--verify",
                                    SITE, timeout=60).stdout)
-        # The server moved to another prefix: our client stays in 2001:db8::/64.
+        # The server moved to another prefix: our client stays in 2001:db8::/64. With no
+        # router (none advertised, no --gw6) the server answers only its own prefix.
         b.close()
         b = Bridged(serve_args=("--ip6", "2001:db8:2::2/64"))
+        b.ns.ip("-6", "addr", "add", "2001:db8::1/64", "dev", "br0", "nodad")
+        b.ns.ip("-6", "addr", "add", "2001:db8:2::1/64", "dev", "br0", "nodad")
+        wait_for(b.output, "only peers on the link are answered")
+        ping = ("ping", "-6", "-c", "2", "-i", "0.2", "-W", "1", "-I")
+        near = b.ns.run(*ping, "2001:db8:2::1", "2001:db8:2::2", check=False)
+        far = b.ns.run(*ping, "2001:db8::1", "2001:db8:2::2", check=False)
+        unrouted = b.output()
+        b.close()
+        b = Bridged(serve_args=("--ip6", "2001:db8:2::2/64", "--gw6", "2001:db8:2::1"))
         b.ns.run("sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
         b.ns.ip("-6", "addr", "add", "2001:db8::1/64", "dev", "br0", "nodad")
         b.ns.ip("-6", "addr", "add", "2001:db8:2::1/64", "dev", "br0", "nodad")
+        wait_for(b.output, "IPv6 router 2001:db8:2::1 (--gw6)")
         routed = json.loads(b.ns.run(BIN, *load6, "--ip6", "2001:db8::3/64", "--gw6",
                                      "2001:db8::1", "http://[2001:db8:2::2]/files/4k.html",
                                      "--parallel", "2", "--fetches", "20", "--verify", SITE,
@@ -170,7 +191,9 @@ def test_the_bare_client_over_ipv6_on_the_link_and_through_a_router():
                         check=False)
     finally:
         b.close()
-    print(on_link, kept, routed, lost.stderr)
+    print(on_link, kept, routed, lost.stderr, near.stdout, far.stdout)
+    assert near.returncode == 0, (near.stdout, unrouted)
+    assert far.returncode != 0 and "0 received" in far.stdout, (far.stdout, unrouted)
     assert on_link["client"] == "bare-tap", on_link
     assert on_link["fetches_ok"] == 60 and on_link["errors_total"] == 0, on_link
     assert on_link["connections"] == 60, on_link

@@ -37,7 +37,7 @@ pub fn run<D: Driver>(s: &Settings, clock: TscClock, mut nics: Vec<D>) -> ! {
             let v6 = FetchV6 {
                 ip: Ipv6Address(me.addr),
                 prefix_len: me.prefix,
-                gateway: c.gw6.map(Ipv6Address),
+                gateway: s.gateway6.map(Ipv6Address),
                 server: Ipv6Address(server6),
             };
             (Ipv4Address([0; 4]), port, Some(v6))

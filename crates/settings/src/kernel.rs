@@ -74,7 +74,8 @@ pub const PATHS_MAX: usize = 480;
 /// The bare fetcher's words: `client=udp server=A.B.C.D:PORT paths=/a,/b` and the schedule
 /// (`frequency=F maxreq=M`, `rate=R` or `parallel=N`), `requests=N seconds=S slots=N
 /// rto_ms=N tries=N pad=on|off`; its own address is `ip=` (and `gw=`); to an IPv6 server
-/// (`server=[ADDR]:PORT`) `ip6=ADDR/PREFIX` (and `gw6=ADDR`, else an advertised router).
+/// (`server=[ADDR]:PORT`) `ip6=ADDR/PREFIX` (and `gw6=ADDR`, else an advertised router:
+/// the settings table's words, as the server's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UdpFetcher {
     /// `client=udp`.
@@ -83,8 +84,6 @@ pub struct UdpFetcher {
     pub server: Option<(Ipv4Address, u16)>,
     /// `server=[ADDR]:PORT`: an IPv6 server instead.
     pub server6: Option<([u8; 16], u16)>,
-    /// `gw6=ADDR`: the IPv6 router for a server outside `ip6=`'s prefix.
-    pub gw6: Option<[u8; 16]>,
     /// `paths=` (comma-separated URL paths).
     paths: [u8; PATHS_MAX],
     paths_len: usize,
@@ -116,7 +115,6 @@ impl Default for UdpFetcher {
             on: false,
             server: None,
             server6: None,
-            gw6: None,
             paths: [0; PATHS_MAX],
             paths_len: 0,
             frequency: None,
@@ -177,13 +175,6 @@ impl UdpFetcher {
                     _ => false,
                 },
                 None => false,
-            },
-            "gw6" => match v.parse::<core::net::Ipv6Addr>() {
-                Ok(a) if !a.is_multicast() && !a.is_unspecified() => {
-                    self.gw6 = Some(a.octets());
-                    true
-                }
-                _ => false,
             },
             "paths" => self.set_paths(v),
             "frequency" => positive(v, 4_000_000)
@@ -458,7 +449,7 @@ mod tests {
         assert_eq!(s.client.server6, Some((v6.octets(), 8081)));
         assert_eq!(s.client.server, None);
         assert_eq!(
-            s.client.gw6.map(core::net::Ipv6Addr::from),
+            s.server.gateway6.map(core::net::Ipv6Addr::from),
             "fe80::1".parse().ok()
         );
         assert_eq!(s.client.problem(), None);

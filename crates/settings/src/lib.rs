@@ -88,6 +88,9 @@ pub struct Settings {
     /// `ip6_secret=HEX`: the RFC 7217 secret of the stable IPv6 address (`None`: random
     /// per start).
     pub ip6_secret: Option<[u8; 16]>,
+    /// `gw6=ADDR`: the IPv6 router for peers beyond the link (`None`, `gw6=auto`: an
+    /// advertised one).
+    pub gateway6: Option<[u8; 16]>,
     /// TCP port served.
     pub port: u16,
     /// HTTP scheduling policy.
@@ -226,6 +229,7 @@ impl Default for Settings {
             ip6_static: None,
             ip6_dhcp6: false,
             ip6_secret: engine.ipv6_secret,
+            gateway6: None,
             port: engine.port,
             sched: engine.sched,
             cc: engine.congestion,
@@ -292,6 +296,7 @@ impl Settings {
         cfg.ipv6 = self.ip6;
         cfg.ipv6_secret = self.ip6_secret;
         cfg.ipv6_dhcp6 = self.ip6_dhcp6;
+        cfg.ipv6_gateway = self.gateway6.map(bareweb_engine::wire::Ipv6Address);
         cfg.ipv6_static = self
             .ip6_static
             .map(|a| (bareweb_engine::wire::Ipv6Address(a.addr), a.prefix));
@@ -392,6 +397,25 @@ fn ip6_static(v: &str) -> Result<Ip6Static, &'static str> {
         }
         e => e,
     })
+}
+
+/// `--gw6 ADDR`: a unicast address a router on the link can hold.
+pub fn gw6(v: &str) -> Result<[u8; 16], &'static str> {
+    match v.parse::<core::net::Ipv6Addr>() {
+        Ok(a)
+            if !a.is_unspecified()
+                && !a.is_loopback()
+                && !a.is_multicast()
+                && a.to_ipv4_mapped().is_none() =>
+        {
+            Ok(a.octets())
+        }
+        Ok(_) => Err(
+            "--gw6 needs a router's unicast address (not ::, ::1, a multicast or \
+                      an IPv4-mapped one), or auto",
+        ),
+        Err(_) => Err("expected a router's IPv6 address (e.g. fe80::1) or auto"),
+    }
 }
 
 const WANT_CIDR: &str =
@@ -666,7 +690,7 @@ const _: () = assert!(
 
 /// Every shared option, in `--help`'s order (and the order of the kernel words the CLI
 /// writes).
-pub static OPTIONS: [Opt; 36] = [
+pub static OPTIONS: [Opt; 37] = [
     Opt {
         word: "ip",
         long: "ip",
@@ -723,6 +747,24 @@ pub static OPTIONS: [Opt; 36] = [
                 "dhcp6" => (true, None, true),
                 "off" => (false, None, false),
                 _ => (true, Some(ip6_static(v)?), false),
+            };
+            Ok(())
+        },
+    },
+    Opt {
+        word: "gw6",
+        long: "gw6",
+        arg: Arg::Value("ADDR|auto"),
+        help: help!(
+            "IPv6 router for peers beyond the link (its link-local address, e.g. fe80::1, \
+               or a global one on the link), or `auto`: the first router that advertises \
+               itself. With no router, only peers on the link are answered over IPv6, as \
+               over IPv4 without --gw [default: auto]"
+        ),
+        set: |s, v| {
+            s.gateway6 = match v {
+                "auto" => None,
+                _ => Some(gw6(v)?),
             };
             Ok(())
         },
@@ -1157,6 +1199,35 @@ pub static OPTIONS: [Opt; 36] = [
 mod tests {
     use super::*;
     use std::format;
+
+    #[test]
+    fn gw6_takes_a_routers_unicast_address_or_auto() {
+        let mut s = Settings::default();
+        assert_eq!(s.gateway6, None);
+        assert_eq!(s.set("gw6", "fe80::1"), Some(Ok(())));
+        let want: core::net::Ipv6Addr = "fe80::1".parse().unwrap();
+        assert_eq!(s.gateway6, Some(want.octets()));
+        assert_eq!(
+            s.config([1; 16]).ipv6_gateway,
+            Some(bareweb_engine::wire::Ipv6Address(want.octets()))
+        );
+        assert_eq!(s.set("gw6", "2001:db8::1"), Some(Ok(())));
+        assert_eq!(s.set("gw6", "auto"), Some(Ok(())));
+        assert_eq!((s.gateway6, s.config([1; 16]).ipv6_gateway), (None, None));
+        s.set("gw6", "fe80::1").unwrap().unwrap();
+        for bad in [
+            "::",
+            "::1",
+            "ff02::2",
+            "::ffff:10.0.0.1",
+            "10.0.0.1",
+            "fe80::1/64",
+            "",
+        ] {
+            assert!(matches!(s.set("gw6", bad), Some(Err(_))), "{bad}");
+            assert_eq!(s.gateway6, Some(want.octets()), "{bad}: kept");
+        }
+    }
 
     #[test]
     fn ip6_takes_slaac_off_or_a_global_address_and_its_prefix() {

@@ -564,6 +564,14 @@ impl Pair {
     /// The fetcher and the server over IPv6, each holding its configured address (DAD not
     /// run yet).
     fn new6(slots: usize) -> Pair {
+        Pair::new6_with(slots, |_, _| {})
+    }
+
+    /// [`Pair::new6`] with `more` done to the fetcher's and the server's configuration.
+    fn new6_with(
+        slots: usize,
+        more: impl FnOnce(&mut crate::iface::FetchV6, &mut ServerConfig),
+    ) -> Pair {
         use crate::iface::FetchV6;
         let mut cfg = FetchConfig::new(CLIENT_MAC, Ipv4Address([0; 4]), 0, SERVER_IP, 80, slots);
         cfg.ports = (40_000, 40_015);
@@ -576,6 +584,9 @@ impl Pair {
         let mut scfg = ServerConfig::new(SERVER_IP, 24, [7; 16]);
         scfg.ipv6 = true;
         scfg.ipv6_static = Some((SERVER6, 64));
+        if let Some(v6) = cfg.link.v6.as_mut() {
+            more(v6, &mut scfg);
+        }
         Pair::of(Fetcher::new(cfg), scfg, slots)
     }
 }
@@ -620,6 +631,42 @@ fn over_ipv6_the_server_is_solicited_then_fetched_from() {
     assert_eq!(p.fetcher.counters.connections, 3, "two closed, one kept");
     assert_eq!(p.fetcher.counters.retransmits, 0);
     assert_eq!(p.server.stats().tcp_accepted, 3);
+}
+
+/// Each beyond the other's prefix (both /128), so each answers only through a router:
+/// the fetcher's `--gw6` is the server itself (its next hop), the server's `--gw6` any
+/// router. Without the server's router its SYN-ACKs never go (counted as no route) and
+/// the fetch does not complete; with it the fetch does.
+#[test]
+fn over_ipv6_each_side_beyond_the_others_prefix_answers_only_with_a_router() {
+    for server_router in [None, Some("fe80::1".parse().unwrap())] {
+        let mut p = Pair::new6_with(1, |v6, s| {
+            v6.prefix_len = 128;
+            v6.gateway = Some(SERVER6);
+            s.ipv6_static = Some((SERVER6, 128));
+            s.ipv6_gateway = server_router;
+        });
+        p.run_for(4_000_000_000);
+        assert!(p.fetcher.ready(), "the next hop (the server) resolved");
+        p.get(0, "/index.html", true);
+        p.run_for(3_000_000_000);
+        let done = p
+            .rec
+            .ends
+            .iter()
+            .any(|e| matches!(e, (0, End::Done { status: 200, .. })));
+        match server_router {
+            None => {
+                assert!(!done);
+                assert!(p.server.stats().drop_no_route >= 1);
+                assert_eq!(p.server.stats().tcp_accepted, 0);
+            }
+            Some(_) => {
+                assert!(done, "{:?}", p.rec.ends);
+                assert_eq!(p.server.stats().drop_no_route, 0);
+            }
+        }
+    }
 }
 
 #[test]

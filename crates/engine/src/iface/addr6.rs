@@ -86,6 +86,18 @@ pub enum Event {
     /// The configured address ([`LinkLocal::fixed`]) is in use by another node: it is not
     /// taken, and no other is tried (RFC 4862 §5.4.5: manual intervention).
     InUse(Ipv6Address),
+    /// Told by the server, not this machine: peers beyond the link are now answered
+    /// through this router (`configured`: `--gw6`; else the first advertised).
+    Router {
+        /// The router.
+        addr: Ipv6Address,
+        /// Given by `--gw6`.
+        configured: bool,
+    },
+    /// Told by the server: no router (none given, none advertised, or the last one's
+    /// lifetime ended) while a global address is held: only peers on the link are
+    /// answered.
+    NoRouter,
 }
 
 impl Event {
@@ -129,6 +141,16 @@ impl core::fmt::Display for News {
                 f,
                 "IPv6 {a} (configured) is in use by another host on the link: not taken \
                  (the link-local address serves on; free it or configure another)"
+            ),
+            Event::Router { addr, configured } => write!(
+                f,
+                "IPv6 router {addr} ({}): peers beyond the link are answered",
+                if configured { "--gw6" } else { "advertised" }
+            ),
+            Event::NoRouter => write!(
+                f,
+                "IPv6: no router (none advertised, no --gw6 ADDR): only peers on the link \
+                 are answered over IPv6"
             ),
             Event::Probe { .. } => Ok(()),
         }

@@ -51,6 +51,8 @@ impl Client6 {
     pub fn new(v6: FetchV6, mac: EthernetAddress, secret: [u8; 16]) -> Client6 {
         let mut link = Link::new(secret, mac, 0);
         link.slaac.configure(v6.ip, 0);
+        // A server beyond the prefix answers through `--gw6`'s router or an advertised one.
+        link.route(v6.gateway, Some((v6.ip, v6.prefix_len)));
         link.no_dhcp6();
         Client6 {
             v6,

@@ -201,6 +201,12 @@ pub struct Link {
     /// A follower's addresses: the owner's in use, by slot ([`Link::follow`]); `None` on
     /// the link's owner.
     mirror: Option<Slots>,
+    /// A follower's router: the owner's [`Link::router`] ([`Link::follow`]).
+    mirror_router: Option<Ipv6Address>,
+    /// The configured router (`--gw6 ADDR`); `None`: an advertised one ([`Link::route`]).
+    gateway: Option<Ipv6Address>,
+    /// The configured address's prefix (`--ip6 ADDR/PREFIX`): on the link.
+    configured: Option<(Ipv6Address, u8)>,
 }
 
 impl Link {
@@ -218,7 +224,54 @@ impl Link {
             dhcp6_at_start: false,
             dhcp6_never: false,
             mirror: None,
+            mirror_router: None,
+            gateway: None,
+            configured: None,
         }
+    }
+
+    /// How peers beyond the link are reached: through `gateway` (`--gw6 ADDR`; `None`:
+    /// a router that advertises itself, RFC 4861's default router), and which prefix
+    /// besides the link-local one is on the link (`configured`, `--ip6 ADDR/PREFIX`; an
+    /// advertised prefix's /64 always is). With no router, a segment or echo request from
+    /// a peer beyond the link is dropped as [`Drop::NoRoute`], as IPv4's are without
+    /// `--gw`: a host has no route to it (RFC 4943: no on-link assumption).
+    pub fn route(&mut self, gateway: Option<Ipv6Address>, configured: Option<(Ipv6Address, u8)>) {
+        self.gateway = gateway;
+        self.configured = configured;
+    }
+
+    /// The router for peers beyond the link: the configured one, else the first
+    /// default router advertised (a follower: its owner's, as last published).
+    pub fn router(&self) -> Option<Ipv6Address> {
+        match self.mirror {
+            Some(_) => self.mirror_router,
+            None => self.gateway.or(self.slaac.default_router()),
+        }
+    }
+
+    /// Whether a peer at `src` can be answered: on the link (a link-local address, or
+    /// [`on_link`](Self::on_link)), or beyond it with a router ([`Link::route`]).
+    #[inline(always)]
+    fn reaches(&self, src: Ipv6Address) -> bool {
+        src.is_link_local() || self.router().is_some() || self.on_link(src)
+    }
+
+    /// Whether `src` is in the configured prefix, or the /64 of another global address
+    /// of ours in use (an advertised prefix's, or a lease's).
+    #[inline(never)] // only without a router
+    fn on_link(&self, src: Ipv6Address) -> bool {
+        let configured = self.configured.map(|c| c.0);
+        if let Some((a, len)) = self.configured {
+            if src.in_subnet(a, len) {
+                return true;
+            }
+        }
+        self.slots()
+            .iter()
+            .skip(1)
+            .flatten()
+            .any(|a| Some(*a) != configured && src.in_subnet(*a, 64))
     }
 
     /// Makes this link a follower of another core's (the per-queue mode's spoke,
@@ -227,8 +280,10 @@ impl Link {
     /// the link: it serves TCP and UDP to these addresses, answers echo and neighbour
     /// solicitations for them, takes a Packet Too Big, and gives every other frame for
     /// the link back as [`Step::Forward`].
-    pub fn follow(&mut self, slots: Slots) {
+    /// `router` is the owner's [`Link::router`].
+    pub fn follow(&mut self, slots: Slots, router: Option<Ipv6Address>) {
         self.mirror = Some(slots);
+        self.mirror_router = router;
     }
 
     /// Whether this link follows another core's ([`follow`](Self::follow)).
@@ -646,6 +701,11 @@ impl Link {
             if !src.is_unicast() || src.is_loopback() || src.is_ipv4_mapped() {
                 return Err(Drop6::Frame(Drop::Malformed));
             }
+            // To our link-local address (slot 0) only a sender on the link can come: no
+            // router forwards it (RFC 4291 §2.5.6).
+            if slot != 0 && !self.reaches(src) {
+                return Err(Drop6::Frame(Drop::NoRoute));
+            }
             if udp && body.get(6..8).is_none_or(|c| c == [0, 0]) {
                 // RFC 8200 §8.1: over IPv6 a UDP checksum of zero is no checksum, and
                 // such a datagram is discarded.
@@ -831,6 +891,10 @@ impl Link {
         };
         if src.is_unspecified() {
             return Err(Drop6::Frame(Drop::NotForUs));
+        }
+        // To our link-local address or all-nodes only a sender on the link comes.
+        if from == to && !to.is_link_local() && !self.reaches(src) {
+            return Err(Drop6::Frame(Drop::NoRoute));
         }
         Ok(Step::Send(Out::EchoReply {
             src: from,

@@ -67,23 +67,34 @@ impl Mail {
     }
 }
 
-/// Core 0's addresses in use, by slot, for the other cores: a sequence lock (the writer
+/// What the hub publishes: its addresses in use by slot, and its router for peers beyond
+/// the link ([`Link::router`](super::ipv6::Link::router)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Published {
+    /// The addresses in use, by slot.
+    pub slots: Slots,
+    /// The router.
+    pub router: Option<Ipv6Address>,
+}
+
+/// Core 0's addresses in use, by slot, and its router, for the other cores: a sequence lock (the writer
 /// makes the count odd, writes, makes it even; a reader retries while it is odd or
 /// moved). Each address is two atomic words, so a torn read is never undefined, only
 /// retried.
 #[derive(Debug, Default)]
 pub struct Table {
     seq: AtomicU32,
-    words: [[AtomicU64; 2]; SLOTS],
+    /// The addresses by slot, then the router.
+    words: [[AtomicU64; 2]; SLOTS + 1],
 }
 
 impl Table {
-    /// Writes `slots` (the hub alone writes).
-    fn publish(&self, slots: &Slots) {
+    /// Writes `slots` and `router` (the hub alone writes).
+    fn publish(&self, slots: &Slots, router: Option<Ipv6Address>) {
         let s = self.seq.load(Ordering::Relaxed);
         self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
         core::sync::atomic::fence(Ordering::Release);
-        for (w, a) in self.words.iter().zip(slots) {
+        for (w, a) in self.words.iter().zip(slots.iter().chain([&router])) {
             let b = a.map_or([0; 16], |a| a.0);
             let hi = u64::from_be_bytes(b[..8].try_into().unwrap_or_default());
             let lo = u64::from_be_bytes(b[8..].try_into().unwrap_or_default());
@@ -101,13 +112,13 @@ impl Table {
     /// The addresses and their generation, read whole.
     /// `None` while the hub is writing (or wrote meanwhile): the caller tries again at
     /// its next round rather than spin on a writer the host may have preempted.
-    fn read(&self) -> Option<(u32, Slots)> {
+    fn read(&self) -> Option<(u32, Published)> {
         {
             let s = self.seq.load(Ordering::Acquire);
             if s & 1 == 1 {
                 return None;
             }
-            let mut out = [None; SLOTS];
+            let mut out = [None; SLOTS + 1];
             for (o, w) in out.iter_mut().zip(&self.words) {
                 let hi = w[0].load(Ordering::Relaxed);
                 let lo = w[1].load(Ordering::Relaxed);
@@ -119,7 +130,13 @@ impl Table {
                 }
             }
             core::sync::atomic::fence(Ordering::Acquire);
-            (self.seq.load(Ordering::Relaxed) == s).then_some((s, out))
+            let mut slots = [None; SLOTS];
+            slots.copy_from_slice(&out[..SLOTS]);
+            let published = Published {
+                slots,
+                router: out[SLOTS],
+            };
+            (self.seq.load(Ordering::Relaxed) == s).then_some((s, published))
         }
     }
 }
@@ -143,7 +160,7 @@ fn post(ring: &mut Producer<Mail>, frame: &[u8]) -> bool {
 /// Core 0's end: the table it publishes, and a ring from and to each spoke.
 pub struct Hub {
     table: Arc<Table>,
-    published: Slots,
+    published: Published,
     /// From spoke `k` at `k - 1`.
     pub up: Vec<Consumer<Mail>>,
     /// To the spokes.
@@ -151,11 +168,15 @@ pub struct Hub {
 }
 
 impl Hub {
-    /// Publishes `slots` if they changed since the last publication.
-    pub fn publish(&mut self, slots: &Slots) {
-        if *slots != self.published {
-            self.published = *slots;
-            self.table.publish(slots);
+    /// Publishes `slots` and `router` if they changed since the last publication.
+    pub fn publish(&mut self, slots: &Slots, router: Option<Ipv6Address>) {
+        let now = Published {
+            slots: *slots,
+            router,
+        };
+        if now != self.published {
+            self.published = now;
+            self.table.publish(slots, router);
         }
     }
 }
@@ -190,15 +211,15 @@ pub struct Spoke {
 }
 
 impl Spoke {
-    /// The hub's addresses, when they changed since the last call (the first call always
-    /// gives them).
-    pub fn news(&mut self) -> Option<Slots> {
+    /// The hub's addresses and router, when they changed since the last call (the first
+    /// call always gives them).
+    pub fn news(&mut self) -> Option<Published> {
         if self.table.generation() == self.seen {
             return None;
         }
-        let (g, slots) = self.table.read()?;
+        let (g, published) = self.table.read()?;
         self.seen = g;
-        Some(slots)
+        Some(published)
     }
 
     /// Passes `frame` up to the hub; false when the ring is full.
@@ -245,7 +266,7 @@ pub fn share(cores: usize) -> Vec<Share> {
     let unseen = u32::MAX;
     let mut hub = Hub {
         table: table.clone(),
-        published: [None; SLOTS],
+        published: Published::default(),
         up: Vec::with_capacity(cores),
         down: Down(Vec::with_capacity(cores)),
     };
@@ -299,21 +320,28 @@ mod tests {
         let (mut hub, mut spokes) = ends(3);
         assert_eq!(spokes.len(), 2);
         // Before any publication: nothing in use.
-        assert_eq!(spokes[0].news(), Some([None; SLOTS]));
+        assert_eq!(spokes[0].news(), Some(Published::default()));
         assert_eq!(spokes[0].news(), None);
         let mut slots = [None; SLOTS];
         slots[0] = Some(addr(1));
         slots[3] = Some(addr(3));
-        hub.publish(&slots);
-        assert_eq!(spokes[0].news(), Some(slots));
-        assert_eq!(spokes[1].news(), Some(slots));
+        let router = None;
+        hub.publish(&slots, router);
+        let p = |slots, router| Some(Published { slots, router });
+        assert_eq!(spokes[0].news(), p(slots, router));
+        assert_eq!(spokes[1].news(), p(slots, router));
         assert_eq!(spokes[0].news(), None);
         // The same addresses again: no new generation.
-        hub.publish(&slots);
+        hub.publish(&slots, router);
         assert_eq!(spokes[0].news(), None);
         slots[3] = None;
-        hub.publish(&slots);
-        assert_eq!(spokes[0].news(), Some(slots));
+        hub.publish(&slots, router);
+        assert_eq!(spokes[0].news(), p(slots, router));
+        // A router alone is news too, and its going.
+        hub.publish(&slots, Some(addr(9)));
+        assert_eq!(spokes[0].news(), p(slots, Some(addr(9))));
+        hub.publish(&slots, None);
+        assert_eq!(spokes[0].news(), p(slots, None));
     }
 
     #[test]
@@ -351,11 +379,15 @@ mod tests {
         let reader = std::thread::spawn(move || {
             let mut seen = 0u32;
             while !done.load(Ordering::Relaxed) {
-                if let Some(s) = spoke.news() {
-                    // Every publication is a whole one: both slots hold the same byte.
-                    match (s[0], s[1]) {
-                        (Some(a), Some(b)) => assert_eq!(a.0[15], b.0[15]),
-                        (None, None) => {}
+                if let Some(p) = spoke.news() {
+                    // Every publication is a whole one: both slots and the router hold the
+                    // same byte.
+                    match (p.slots[0], p.slots[1], p.router) {
+                        (Some(a), Some(b), Some(r)) => {
+                            assert_eq!(a.0[15], b.0[15]);
+                            assert_eq!(a.0[15], r.0[15]);
+                        }
+                        (None, None, None) => {}
                         other => panic!("torn: {other:?}"),
                     }
                     seen += 1;
@@ -368,7 +400,7 @@ mod tests {
             let mut slots = [None; SLOTS];
             slots[0] = Some(addr(b));
             slots[1] = Some(addr(b));
-            hub.publish(&slots);
+            hub.publish(&slots, Some(addr(b)));
         }
         stop.store(true, Ordering::Relaxed);
         let seen = reader.join().expect("no torn read");

@@ -117,8 +117,9 @@ pub struct Config {
     /// on plain HTTP, RFC 6797 §7.2); `None`: no such field.
     pub hsts: Option<crate::http::Hsts>,
     /// IPv6 on the link (`--ip6`): a link-local address (RFC 7217, checked by DAD),
-    /// neighbour discovery and echo (`iface::ipv6`); off by default here. Only one
-    /// server of a machine runs it (`cores::Plan::config`: core 0's).
+    /// neighbour discovery and echo (`iface::ipv6`); off by default here. One server of
+    /// a machine runs the link (core 0's); in the per-queue mode the others follow it
+    /// (`iface::share6`).
     pub ipv6: bool,
     /// The RFC 7217 secret of the stable address (`--ip6-secret`); `None`: derived from
     /// `isn_key` (random per start, so the address is stable for a run).
@@ -130,6 +131,10 @@ pub struct Config {
     /// `--ip6 dhcp6`: the global address from DHCPv6 alone, solicited as soon as the
     /// link-local address is preferred; advertised prefixes make none.
     pub ipv6_dhcp6: bool,
+    /// The router for IPv6 peers beyond the link (`--gw6 ADDR`); `None` (`--gw6 auto`):
+    /// the first default router advertised. With neither, such peers are not answered
+    /// (`iface::ipv6::Link::route`).
+    pub ipv6_gateway: Option<crate::wire::Ipv6Address>,
 }
 
 /// Most networks [`ProxySources`] holds.
@@ -226,6 +231,7 @@ impl Config {
             ipv6: false,
             ipv6_secret: None,
             ipv6_static: None,
+            ipv6_gateway: None,
             ipv6_dhcp6: false,
         }
     }

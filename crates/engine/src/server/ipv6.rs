@@ -166,10 +166,11 @@ impl<L: Lookup<'static>> Server<L> {
         let mut link = Link::new(secret, self.iface.mac, now);
         if matches!(self.share6.as_deref(), Some(Share::Spoke(_))) {
             // Another core runs the link; this one follows its addresses (none yet).
-            link.follow([None; SLOTS]);
+            link.follow([None; SLOTS], None);
         } else if let Some((addr, _)) = self.cfg.ipv6_static {
             link.slaac.configure(addr, now);
         }
+        link.route(self.cfg.ipv6_gateway, self.cfg.ipv6_static);
         if self.cfg.ipv6_dhcp6 {
             link.dhcp6_only();
         }
@@ -220,8 +221,8 @@ impl<L: Lookup<'static>> Server<L> {
         match &mut *share {
             Share::Spoke(s) => {
                 self.rx_from_ring = true;
-                if let Some(slots) = s.news() {
-                    self.follow6(slots);
+                if let Some(p) = s.news() {
+                    self.follow6(p.slots, p.router);
                 }
                 // A Packet Too Big another core took: acted on here too, passed no
                 // further.
@@ -262,7 +263,7 @@ impl<L: Lookup<'static>> Server<L> {
                     }
                 }
                 if let Some(link) = self.ipv6.as_deref() {
-                    h.publish(&link.slots());
+                    h.publish(&link.slots(), link.router());
                 }
             }
         }
@@ -304,14 +305,15 @@ impl<L: Lookup<'static>> Server<L> {
         }
     }
 
-    /// A spoke: the hub's addresses in use are now `slots`. Connections made to an address
-    /// that left its slot are freed, as the hub frees its own when one expires.
-    pub(super) fn follow6(&mut self, slots: Slots) {
+    /// A spoke: the hub's addresses in use are now `slots`, its router `router`.
+    /// Connections made to an address that left its slot are freed, as the hub frees its
+    /// own when one expires.
+    pub(super) fn follow6(&mut self, slots: Slots, router: Option<Ipv6Address>) {
         let Some(link) = self.ipv6.as_deref_mut() else {
             return;
         };
         let before = link.slots();
-        link.follow(slots);
+        link.follow(slots, router);
         let mut gone = 0u8;
         for (i, (b, a)) in before.iter().zip(&slots).enumerate() {
             if b.is_some() && b != a {
@@ -336,9 +338,38 @@ impl<L: Lookup<'static>> Server<L> {
             // The hub's addresses to the spokes as soon as they change (a frame taken, a
             // timer): during the rings' own round the share is out, and published there.
             if let Some(Share::Hub(h)) = self.share6.as_deref_mut() {
-                h.publish(&link.slots());
+                h.publish(&link.slots(), link.router());
+            }
+            if !link.is_follower() {
+                self.tell_router();
             }
         }
+    }
+
+    /// Tells the operator when the router for peers beyond the link changed: a new one,
+    /// or none left; and, the first time a global address is held without one, that only
+    /// peers on the link are answered (a configured address with no `--gw6` and no
+    /// advertisement).
+    fn tell_router(&mut self) {
+        let Some(link) = self.ipv6.as_deref() else {
+            return;
+        };
+        let router = link.router();
+        if Some(router) == self.ipv6_router_told {
+            return;
+        }
+        let global = link.slots().iter().skip(1).any(Option::is_some);
+        let news = match (router, self.ipv6_router_told) {
+            (Some(addr), _) => Event::Router {
+                addr,
+                configured: Some(addr) == self.cfg.ipv6_gateway,
+            },
+            (None, Some(Some(_))) => Event::NoRouter,
+            (None, _) if global => Event::NoRouter,
+            (None, _) => return,
+        };
+        self.ipv6_router_told = Some(router);
+        self.push_ipv6_news(news);
     }
 
     /// Whether the link's destinations (its addresses in any phase and their groups) changed

@@ -240,6 +240,8 @@ pub struct Server<L: Lookup<'static>> {
     ipv6_next: u64,
     /// The addresses' news not yet taken, oldest first ([`Server::take_ipv6_news`]).
     ipv6_news: [Option<crate::iface::addr6::Event>; 4],
+    /// The router for peers beyond the link last told in the news (`None`: nothing told).
+    ipv6_router_told: Option<Option<crate::wire::Ipv6Address>>,
     /// Path MTUs Packet Too Big messages taught (IPv6).
     path_mtus: ipv6::PathMtus,
     /// The per-queue mode's sharing of the IPv6 link between cores
@@ -366,6 +368,7 @@ impl<L: Lookup<'static>> Server<L> {
             ipv6: None,
             ipv6_next: 0,
             ipv6_news: [None; 4],
+            ipv6_router_told: None,
             path_mtus: ipv6::PathMtus::default(),
             share6: None,
             share6_on: false,

@@ -927,3 +927,86 @@ fn a_leased_address_held_elsewhere_is_declined() {
         "{next} {now}"
     );
 }
+
+/// Runs the link's clock from `t` until nothing is due within 5 s; returns the time.
+fn settle(l: &mut Link, mut t: u64) -> u64 {
+    while l.deadline() <= t + 5_000_000_000 {
+        t = t.max(l.deadline());
+        while l.poll(t).is_some() {}
+    }
+    t
+}
+
+/// Peers beyond the link (RFC 4943: a host assumes nothing on-link): with a configured
+/// /64 and no router, a datagram or echo request from another prefix is dropped as
+/// `NoRoute`; one from the prefix or a link-local address is taken. A router advertising
+/// itself (lifetime above 0) opens the rest, its lifetime 0 closes it again; `--gw6`'s
+/// router opens it for good. A follower does what its owner's published router says.
+#[test]
+fn peers_beyond_the_link_are_answered_only_with_a_router() {
+    let (mut l, t) = preferred_link();
+    let a: Ipv6Address = "2001:db8:7::80".parse().unwrap();
+    l.slaac.configure(a, t);
+    l.route(None, Some((a, 64)));
+    let t = settle(&mut l, t);
+    assert_eq!(l.slot_of(a), Some(1));
+    let far: Ipv6Address = "2001:db8:99::5".parse().unwrap();
+    let near: Ipv6Address = "2001:db8:7::5".parse().unwrap();
+    let udp = |src| udp6_frame(src, a, (4000, 9), b"hi");
+    let req = Icmpv6Repr::EchoRequest {
+        ident: 1,
+        seq_no: 2,
+        data: &[5; 8],
+    };
+    let echo = |src| frame(MAC, src, a, 64, &req, false);
+    let no_route = Err(Drop6::Frame(Drop::NoRoute));
+    let taken = |r: Result<Step<'_>, Drop6>| matches!(r, Ok(Step::Udp { .. } | Step::Send(_)));
+    assert_eq!(l.router(), None);
+    assert_eq!(l.receive(&udp(far), t), no_route);
+    assert_eq!(l.receive(&echo(far), t), no_route);
+    for src in [near, peer()] {
+        assert!(taken(l.receive(&udp(src), t)), "{src}");
+        assert!(taken(l.receive(&echo(src), t)), "{src}");
+    }
+    // To our link-local address only a sender on the link comes (no router forwards it),
+    // whatever its source.
+    let ll = l.addr.addr();
+    assert!(taken(l.receive(&udp6_frame(far, ll, (4000, 9), b"hi"), t)));
+    assert!(taken(l.receive(&frame(MAC, far, ll, 64, &req, false), t)));
+    // A router advertises itself (its prefix makes no address: one is configured).
+    let router: Ipv6Address = "fe80::1".parse().unwrap();
+    let ra = ra_frame(router, "2001:db8:5::", &mut std::vec::Vec::new());
+    assert_eq!(l.receive(&ra, t), Ok(Step::Router));
+    assert_eq!(l.router(), Some(router));
+    assert!(taken(l.receive(&udp(far), t)));
+    assert!(taken(l.receive(&echo(far), t)));
+    // A follower follows the owner's published router.
+    let mut f = Link::new(SECRET, MAC, 0);
+    f.follow(l.slots(), None);
+    assert_eq!(f.receive(&udp(far), t), no_route);
+    assert!(taken(f.receive(&udp(near), t)));
+    f.follow(l.slots(), l.router());
+    assert!(taken(f.receive(&udp(far), t)));
+    assert!(taken(f.receive(&echo(far), t)));
+    // Its lifetime 0: no router any more.
+    let mut ra = ra_frame(router, "2001:db8:5::", &mut std::vec::Vec::new());
+    ra[L2L3 + 6..L2L3 + 8].copy_from_slice(&[0, 0]);
+    let ph = checksum::pseudo_header_v6(&router.0, &ALL_NODES.0, 58, (ra.len() - L2L3) as u32);
+    ra[L2L3 + 2..L2L3 + 4].copy_from_slice(&[0, 0]);
+    let sum = !checksum::fold(checksum::accumulate(ph, &ra[L2L3..]));
+    ra[L2L3 + 2..L2L3 + 4].copy_from_slice(&sum.to_be_bytes());
+    assert_eq!(l.receive(&ra, t), Ok(Step::Router));
+    assert_eq!(l.router(), None);
+    assert_eq!(l.receive(&udp(far), t), no_route);
+    // `--gw6`: a router whatever is advertised.
+    let gw: Ipv6Address = "fe80::fe".parse().unwrap();
+    l.route(Some(gw), Some((a, 64)));
+    assert_eq!(l.router(), Some(gw));
+    assert!(taken(l.receive(&udp(far), t)));
+    // A wider configured prefix is on the link whole.
+    l.route(None, Some((a, 48)));
+    assert!(taken(
+        l.receive(&udp("2001:db8:7:ff::1".parse().unwrap()), t)
+    ));
+    assert_eq!(l.receive(&udp(far), t), no_route);
+}

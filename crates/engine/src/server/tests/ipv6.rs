@@ -217,6 +217,54 @@ fn fetch_a_mebibyte(tso6: bool) -> crate::stats::Stats {
 /// address is no longer ours to send from), so a prefix advertised later in its slot does
 /// not inherit it; the peer's next segment finds nothing. A connection to the link-local
 /// address lives on.
+/// `--ip6 ADDR/PREFIX` with no router advertised: without `--gw6` a SYN from beyond the
+/// link is dropped and counted as no route, and the operator is told once the address is
+/// held that only peers on the link are answered; a peer in the prefix is answered. With
+/// `--gw6` the router is told and the same SYN is answered.
+#[test]
+fn without_a_router_only_peers_on_the_link_are_answered() {
+    use crate::iface::addr6::Event;
+    let g: Ipv6Address = "2001:db8:7::80".parse().unwrap();
+    let far: Ipv6Address = "2001:db8:99::5".parse().unwrap();
+    let near: Ipv6Address = "2001:db8:7::5".parse().unwrap();
+    for gw in [None, Some("fe80::1".parse().unwrap())] {
+        let (mut s, mut nic, _, t) = server6_with(8, |c| {
+            c.ipv6_static = Some((g, 64));
+            c.ipv6_gateway = gw;
+        });
+        let news: Vec<Event> = std::iter::from_fn(|| s.take_ipv6_news()).collect();
+        assert!(news.contains(&Event::Preferred(g)), "{news:?}");
+        let told = match gw {
+            None => Event::NoRouter,
+            Some(addr) => Event::Router {
+                addr,
+                configured: true,
+            },
+        };
+        assert_eq!(news.iter().filter(|e| **e == told).count(), 1, "{news:?}");
+        let syn = |src, port| tcp6(src, g, (port, 80), 7, None, wtcp::Flags::SYN, &[], None);
+        nic.rx.inbox.push_back(syn(far, 47000));
+        let out = round(&mut s, &mut nic, t);
+        match gw {
+            None => {
+                assert!(out.is_empty(), "{gw:?}");
+                assert_eq!(s.stats().drop_no_route, 1);
+            }
+            Some(_) => {
+                assert!(out.len() == 1 && out[0].flags.syn && out[0].dst == far);
+                assert_eq!(s.stats().drop_no_route, 0);
+            }
+        }
+        nic.rx.inbox.push_back(syn(near, 47001));
+        let out = round(&mut s, &mut nic, t + 1);
+        assert!(
+            out.len() == 1 && out[0].flags.syn && out[0].dst == near,
+            "{gw:?}"
+        );
+        assert_eq!(s.take_ipv6_news(), None, "told once");
+    }
+}
+
 #[test]
 fn connections_to_an_expired_address_are_freed() {
     let (mut s, mut nic, ll, mut t) = server6(8);

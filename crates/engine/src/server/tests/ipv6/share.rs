@@ -34,11 +34,17 @@ fn poll(core: &mut (S, FakeNic), t: u64) {
 
 /// Two cores in the per-queue mode, core 0's link-local address preferred.
 fn two_cores() -> (Vec<(S, FakeNic)>, Ipv6Address, u64) {
+    two_cores_with(|_| {})
+}
+
+/// [`two_cores`] with `more` done to the configuration first.
+fn two_cores_with(more: impl FnOnce(&mut Config)) -> (Vec<(S, FakeNic)>, Ipv6Address, u64) {
     let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
     cfg.tcbs = 8;
     cfg.syn_backlog = Some(8);
     cfg.ipv6 = true;
     cfg.ipv6_secret = Some([9; 16]);
+    more(&mut cfg);
     let site = SiteRef(Box::leak(Box::new(TestSite::new())));
     let plan = Plan::new(Mode::PerQueue, 2, site, cfg, SERVER_MAC);
     let mut cores: Vec<(S, FakeNic)> = plan
@@ -206,6 +212,44 @@ fn a_router_and_a_dad_defender_heard_by_core_1_reach_core_0() {
     s1.poll(nic1, &ManualClock(t + 2), &mut NoLog);
     assert!(nic1.tx.outbox.is_empty());
     assert_eq!(s1.stats().drop_not_for_us, before + 1);
+    // A peer beyond the link: answered through the router core 0 heard, which core 1
+    // follows.
+    assert_eq!(cores[1].0.ipv6_link().unwrap().router(), Some(router));
+    let (s1, nic1) = &mut cores[1];
+    let far: Ipv6Address = "2001:db8:99::5".parse().unwrap();
+    nic1.rx.inbox.push_back(tcp6(
+        far,
+        g,
+        (47001, 80),
+        7,
+        None,
+        wtcp::Flags::SYN,
+        &[],
+        None,
+    ));
+    let out = round(s1, nic1, t + 3);
+    assert!(out.len() == 1 && out[0].flags.syn && out[0].dst == far);
+}
+
+/// With no router (none advertised, no `--gw6`), core 1 drops a peer beyond the link as
+/// core 0 would, and answers one on the link.
+#[test]
+fn without_a_router_core_1_answers_only_the_link() {
+    let g: Ipv6Address = "2001:db8:7::80".parse().unwrap();
+    let (mut cores, _, t) = two_cores_with(|c| c.ipv6_static = Some((g, 64)));
+    assert_eq!(cores[1].0.ipv6_globals().collect::<Vec<_>>(), [g]);
+    assert_eq!(cores[1].0.ipv6_link().unwrap().router(), None);
+    let (s1, nic1) = &mut cores[1];
+    let far: Ipv6Address = "2001:db8:99::5".parse().unwrap();
+    let near: Ipv6Address = "2001:db8:7::5".parse().unwrap();
+    let syn = |src, port| tcp6(src, g, (port, 80), 7, None, wtcp::Flags::SYN, &[], None);
+    nic1.rx.inbox.push_back(syn(far, 47002));
+    assert!(round(s1, nic1, t).is_empty());
+    assert_eq!(s1.stats().drop_no_route, 1);
+    for (src, port) in [(near, 47003), (PEER, 47004)] {
+        nic1.rx.inbox.push_back(syn(src, port));
+        assert_eq!(round(s1, nic1, t + 1).len(), 1, "{src}");
+    }
 }
 
 #[test]
@@ -218,7 +262,7 @@ fn connections_to_an_address_core_0_lost_are_freed_on_core_1() {
     // core 1 follows at its next round and frees the connection made to it.
     let mut slots = [None; crate::iface::share6::SLOTS];
     slots[0] = Some("fe80::99".parse().unwrap());
-    cores[1].0.follow6(slots);
+    cores[1].0.follow6(slots, None);
     assert_eq!(cores[1].0.active(), 0);
     assert_eq!(cores[1].0.stats().tcp_addr_expired, 1);
 }
