@@ -254,7 +254,16 @@ impl Link {
     /// [`on_link`](Self::on_link)), or beyond it with a router ([`Link::route`]).
     #[inline(always)]
     fn reaches(&self, src: Ipv6Address) -> bool {
-        src.is_link_local() || self.router().is_some() || self.on_link(src)
+        src.is_link_local() || self.has_router() || self.on_link(src)
+    }
+
+    /// Whether [`router`](Self::router) is some, without making its address: a few loads
+    /// a segment (a follower's own table is empty and its `--gw6` the owner's).
+    #[inline(always)]
+    fn has_router(&self) -> bool {
+        self.gateway.is_some()
+            || self.mirror_router.is_some()
+            || self.slaac.routers.iter().any(Option::is_some)
     }
 
     /// Whether `src` is in the configured prefix, or the /64 of another global address
@@ -267,11 +276,17 @@ impl Link {
                 return true;
             }
         }
-        self.slots()
-            .iter()
-            .skip(1)
-            .flatten()
-            .any(|a| Some(*a) != configured && src.in_subnet(*a, 64))
+        let same_64 = |a: Ipv6Address| Some(a) != configured && a.0[..8] == src.0[..8];
+        match &self.mirror {
+            Some(m) => m[1..].iter().flatten().any(|a| same_64(*a)),
+            None => self
+                .slaac
+                .prefixes
+                .iter()
+                .flatten()
+                .filter_map(|p| p.addr.preferred())
+                .any(same_64),
+        }
     }
 
     /// Makes this link a follower of another core's (the per-queue mode's spoke,
@@ -701,9 +716,12 @@ impl Link {
             if !src.is_unicast() || src.is_loopback() || src.is_ipv4_mapped() {
                 return Err(Drop6::Frame(Drop::Malformed));
             }
-            // To our link-local address (slot 0) only a sender on the link can come: no
-            // router forwards it (RFC 4291 §2.5.6).
-            if slot != 0 && !self.reaches(src) {
+            // A peer must be reachable to open a connection (a SYN) or send a datagram;
+            // a connection's later segments are not asked again (~15 instructions a
+            // segment). To our link-local address (slot 0) only a sender on the link can
+            // come: no router forwards it (RFC 4291 §2.5.6).
+            let opens = udp || body.get(13).is_some_and(|f| f & 0x02 != 0);
+            if opens && slot != 0 && !self.reaches(src) {
                 return Err(Drop6::Frame(Drop::NoRoute));
             }
             if udp && body.get(6..8).is_none_or(|c| c == [0, 0]) {
