@@ -1044,9 +1044,9 @@ impl<H: Hal> E1000Tx<H> {
 
     /// A data descriptor for `len` bytes at `addr`: legacy (`cmd` its command: EOP, RS)
     /// or, on an 82576, advanced (DEXT, DTYP data, IFCS; `paylen` in the offload field:
-    /// the frame's length, or for a segmentation its TCP payload's; TSE and the IPv4 and
-    /// TCP checksum insertion with `tse`).
-    fn data(&self, addr: u64, len: usize, cmd: u8, paylen: usize, tse: bool) -> TxDesc {
+    /// the frame's length, or for a segmentation its TCP payload's; TSE and the checksum
+    /// insertion with `tse`: `Some(v6)`, the TCP checksum, and IPv4's unless `v6`).
+    fn data(&self, addr: u64, len: usize, cmd: u8, paylen: usize, tse: Option<bool>) -> TxDesc {
         if !self.advanced {
             return TxDesc {
                 addr,
@@ -1055,13 +1055,17 @@ impl<H: Hal> E1000Tx<H> {
                 ..TxDesc::default()
             };
         }
-        let popts = if tse { ADV_POPTS_IXSM_TXSM } else { 0 };
+        let popts = match tse {
+            Some(false) => ADV_POPTS_IXSM_TXSM,
+            Some(true) => ADV_POPTS_TXSM,
+            None => 0,
+        };
         let olinfo = (paylen as u32) << 14 | popts << 8;
         TxDesc {
             addr,
             len: len as u16,
             cso: ADV_DTYP_DATA,
-            cmd: CMD_DEXT | CMD_IFCS | cmd | if tse { ADV_CMD_TSE } else { 0 },
+            cmd: CMD_DEXT | CMD_IFCS | cmd | if tse.is_some() { ADV_CMD_TSE } else { 0 },
             status: olinfo as u8,
             css: (olinfo >> 8) as u8,
             special: (olinfo >> 16) as u16,
@@ -1083,8 +1087,10 @@ const DTYP_DATA: u8 = 0x10;
 /// Context TUCMD: IPv4, TCP.
 const TUCMD_IP: u8 = 0x02;
 const TUCMD_TCP: u8 = 0x01;
-/// Data POPTS: insert the IPv4 (IXSM) and TCP (TXSM) checksums.
+/// Data POPTS: insert the IPv4 (IXSM) and TCP (TXSM) checksums; over IPv6 the TCP one
+/// alone (IPv6 has no header checksum; Linux `e1000_tso` sets IXSM for IPv4 only).
 const POPTS_IXSM_TXSM: u8 = 0x03;
+const POPTS_TXSM: u8 = 0x02;
 /// Advanced transmit descriptors (82576 datasheet §7.2.2.3, §7.2.2.5; Linux igb
 /// `igb_tso`, `igb_tx_olinfo_status`): DTYP (data 3, context 2) in the high nibble of
 /// byte 10, DEXT as on the 82574, TSE in the command byte's top bit; the offload field
@@ -1093,18 +1099,26 @@ const ADV_DTYP_DATA: u8 = 0x30;
 const ADV_DTYP_CONTEXT: u8 = 0x20;
 const ADV_CMD_TSE: u8 = 0x80;
 const ADV_POPTS_IXSM_TXSM: u32 = 0x03;
-/// Advanced context TUCMD: IPv4 (bit 10), TCP (L4T 01, bit 11).
-const ADV_TUCMD_IPV4_TCP: u16 = 1 << 10 | 1 << 11;
+const ADV_POPTS_TXSM: u32 = 0x02;
+/// Advanced context TUCMD: IPv4 (bit 10), TCP (L4T 01, bit 11); over IPv6 TCP alone
+/// (Linux `igb_tso` sets IPV4 for an IPv4 frame only).
+const ADV_TUCMD_IPV4: u16 = 1 << 10;
+const ADV_TUCMD_TCP: u16 = 1 << 11;
 
 /// The advanced context descriptor of a segmentation (82576, Linux `igb_tso`): MAC and IP
-/// header lengths, IPv4 and TCP, the TCP header's length and the MSS (context index 0).
-fn tso_context_advanced(tso: Tso) -> TxDesc {
+/// header lengths, IPv4 (unless `v6`) and TCP, the TCP header's length and the MSS
+/// (context index 0).
+fn tso_context_advanced(tso: Tso, v6: bool) -> TxDesc {
     let (l4, hl) = (tso.l4_offset as u64, tso.header_len as u64);
     TxDesc {
         // VLAN_MACIP_LENS: IPLEN (bits 8:0), MACLEN (15:9); SEQNUM_SEED 0.
         addr: (l4 - 14) | 14 << 9,
         // TYPE_TUCMD_MLHL: TUCMD in bits 11:9 ..., DTYP context, DEXT.
-        len: ADV_TUCMD_IPV4_TCP,
+        len: if v6 {
+            ADV_TUCMD_TCP
+        } else {
+            ADV_TUCMD_IPV4 | ADV_TUCMD_TCP
+        },
         cso: ADV_DTYP_CONTEXT,
         cmd: CMD_DEXT,
         // MSS_L4LEN_IDX: IDX 0 (bits 6:4), L4LEN (15:8), MSS (31:16).
@@ -1115,15 +1129,18 @@ fn tso_context_advanced(tso: Tso) -> TxDesc {
 }
 
 /// The TCP/IP context descriptor of a segmentation (§7.3.1.2, Linux `e1000_tso`): where
-/// the IPv4 and TCP headers and checksums are, the payload, header length and MSS.
-fn tso_context(tso: Tso, payload: usize) -> TxDesc {
+/// the IP and TCP headers and checksums are, the payload, header length and MSS. Over
+/// IPv6 (`v6`) TUCMD.IP is clear and IPCSE 0, as Linux sets them: there is no IP
+/// checksum, and the device writes each segment's payload length.
+fn tso_context(tso: Tso, payload: usize, v6: bool) -> TxDesc {
     let (l4, ip) = (tso.l4_offset as u64, 14u64);
+    let ipcse = if v6 { 0 } else { l4 - 1 };
     TxDesc {
         // IPCSS, IPCSO, IPCSE; TUCSS, TUCSO (TUCSE 0: to the end).
-        addr: ip | (ip + 10) << 8 | (l4 - 1) << 16 | l4 << 32 | (l4 + 16) << 40,
+        addr: ip | (ip + 10) << 8 | ipcse << 16 | l4 << 32 | (l4 + 16) << 40,
         len: payload as u16,
         cso: (payload >> 16) as u8 & 0x0F,
-        cmd: CMD_DEXT | CMD_TSE | TUCMD_IP | TUCMD_TCP,
+        cmd: CMD_DEXT | CMD_TSE | TUCMD_TCP | if v6 { 0 } else { TUCMD_IP },
         status: 0,
         css: tso.header_len as u8,
         special: tso.mss,
@@ -1142,7 +1159,8 @@ impl<H: Hal> TxRing for E1000Tx<H> {
     /// and body as extended data descriptors asking for both checksums. The engine leaves
     /// the pseudo-header sum *with* the whole TCP length in the checksum field (virtio's
     /// convention); this device adds each segment's length itself, so the whole length is
-    /// taken out again here (Linux `e1000_tso` writes the sum without it).
+    /// taken out again here (Linux `e1000_tso` writes the sum without it). Over IPv6 (the
+    /// frame's EtherType) the same, without the IPv4 header's checksum.
     fn post_tso(&mut self, head_len: usize, body: &'static [u8], tso: Tso) -> Result<(), TxFull> {
         let Some(s) = self.current.take() else {
             self.full += 1;
@@ -1166,17 +1184,28 @@ impl<H: Hal> TxRing for E1000Tx<H> {
         }
         // SAFETY: slot s is not in flight (just taken from `current`): the device does not
         // read it until the descriptors below are handed over.
-        if let Some(h) = unsafe { self.slots.bytes_mut(s as usize * TX_SLOT, head_len) } {
-            let c = l4 + 16;
-            let sum = u16::from_be_bytes([h[c], h[c + 1]]);
-            let fixed = ones_sub(sum, (total - l4) as u16);
-            h[c..c + 2].copy_from_slice(&fixed.to_be_bytes());
+        let Some(h) = (unsafe { self.slots.bytes_mut(s as usize * TX_SLOT, head_len) }) else {
+            self.free_slots.push(s);
+            self.full += 1;
+            return Err(TxFull);
+        };
+        // IPv6 with its TCP header right after the fixed one (no extension header: the
+        // engine's), or IPv4.
+        let v6 = h[12..14] == [0x86, 0xDD];
+        if v6 && l4 != 14 + 40 {
+            self.free_slots.push(s);
+            self.full += 1;
+            return Err(TxFull);
         }
+        let c = l4 + 16;
+        let sum = u16::from_be_bytes([h[c], h[c + 1]]);
+        let fixed = ones_sub(sum, (total - l4) as u16);
+        h[c..c + 2].copy_from_slice(&fixed.to_be_bytes());
         let advanced = self.advanced;
         self.push(if advanced {
-            tso_context_advanced(tso)
+            tso_context_advanced(tso, v6)
         } else {
-            tso_context(tso, total - hl)
+            tso_context(tso, total - hl, v6)
         });
         let extended = |addr: u64, len: usize, cmd: u8| TxDesc {
             addr,
@@ -1184,12 +1213,12 @@ impl<H: Hal> TxRing for E1000Tx<H> {
             cso: DTYP_DATA,
             cmd: CMD_DEXT | CMD_TSE | CMD_IFCS | cmd,
             status: 0,
-            css: POPTS_IXSM_TXSM,
+            css: if v6 { POPTS_TXSM } else { POPTS_IXSM_TXSM },
             special: 0,
         };
         let data = |t: &Self, addr: u64, len: usize, cmd: u8| {
             if advanced {
-                t.data(addr, len, cmd, total - hl, true)
+                t.data(addr, len, cmd, total - hl, Some(v6))
             } else {
                 extended(addr, len, cmd)
             }
@@ -1245,10 +1274,10 @@ impl<H: Hal> TxRing for E1000Tx<H> {
         let head_len = head_len.min(TX_SLOT);
         let total = head_len + body.len();
         let last = if body.is_empty() {
-            let d = self.data(head, head_len, CMD_EOP | CMD_RS, total, false);
+            let d = self.data(head, head_len, CMD_EOP | CMD_RS, total, None);
             self.push(d)
         } else {
-            let d = self.data(head, head_len, 0, total, false);
+            let d = self.data(head, head_len, 0, total, None);
             self.push(d);
             // The body straight from the site image: 'static and immutable; the Hal
             // says at which address the device reads it.
@@ -1257,7 +1286,7 @@ impl<H: Hal> TxRing for E1000Tx<H> {
                 body.len(),
                 CMD_EOP | CMD_RS,
                 total,
-                false,
+                None,
             );
             self.push(d)
         };
@@ -1306,7 +1335,7 @@ impl<H: Hal> Nic for E1000<H> {
 
     fn caps(&self) -> NicCaps {
         if self.tx.tso {
-            NicCaps::default().with_tso(TSO_LIMIT)
+            NicCaps::default().with_tso(TSO_LIMIT).with_tso6()
         } else {
             NicCaps::default()
         }

@@ -400,6 +400,54 @@ mod tests {
         assert!(tx.room() > 0);
     }
 
+    /// Over IPv6 (the frame's EtherType): the context without TUCMD.IP and with IPCSE 0,
+    /// the data asking for the TCP checksum alone (an IPv4 checksum written at IPCSO would
+    /// land in the source address); the TCP length out of the sum as over IPv4. A TCP
+    /// header not right after IPv6's fixed one is refused.
+    #[test]
+    fn segmentation_over_ipv6_asks_for_the_tcp_checksum_alone() {
+        use bareweb_engine::nic::Tso;
+        static BODY: [u8; 3000] = [5; 3000];
+        let (mut dev, mut pairs) = up(1);
+        let p = &mut pairs[0];
+        p.0.tx_mut().set_tso(true);
+        assert!(p.caps().tso6);
+        let (_, tx) = p.split();
+        let h = tx.slot().unwrap();
+        h[..74].fill(1);
+        h[12..14].copy_from_slice(&[0x86, 0xDD]);
+        h[70..72].copy_from_slice(&0x1234u16.to_be_bytes());
+        let tso = Tso {
+            mss: 1440,
+            l4_offset: 54,
+            header_len: 74,
+        };
+        tx.post_tso(74, &BODY, tso).unwrap();
+        let h = tx.slot().unwrap();
+        h[..74].fill(1);
+        h[12..14].copy_from_slice(&[0x86, 0xDD]);
+        let ext = Tso {
+            l4_offset: 62,
+            header_len: 82,
+            ..tso
+        };
+        assert!(tx.post_tso(82, &BODY, ext).is_err(), "an extension header");
+        tx.flush();
+        let out = dev.transmitted();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0][74..], BODY);
+        let got = u16::from_be_bytes([out[0][70], out[0][71]]) as u32 + (20 + 3000);
+        assert_eq!(((got & 0xFFFF) + (got >> 16)) as u16, 0x1234);
+        let c = &dev.contexts[0];
+        // IPCSS 14, IPCSO 24 (unused), IPCSE 0; TUCSS 54, TUCSO 70.
+        assert_eq!((c[0], c[1], u16::from_le_bytes([c[2], c[3]])), (14, 24, 0));
+        assert_eq!((c[4], c[5], u16::from_le_bytes([c[6], c[7]])), (54, 70, 0));
+        // DEXT, TSE, TCP; no IP.
+        assert_eq!((c[11], c[13]), (0x25, 74));
+        assert_eq!(u16::from_le_bytes([c[14], c[15]]), 1440);
+        assert_eq!(dev.options, [(0x02, true)], "the TCP checksum alone, TSE");
+    }
+
     #[test]
     fn a_lying_device_on_extended_descriptors_is_counted_and_dropped() {
         let (mut dev, mut pairs) = up(2);

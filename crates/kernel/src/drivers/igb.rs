@@ -500,6 +500,37 @@ mod tests {
         assert!(tx.room() > 0);
     }
 
+    /// Over IPv6: the advanced context with TUCMD TCP alone (no IPV4) and IPLEN 40, the
+    /// data asking for the TCP checksum alone.
+    #[test]
+    fn segmentation_over_ipv6_uses_a_context_without_ipv4() {
+        use bareweb_engine::nic::Tso;
+        static BODY: [u8; 3000] = [6; 3000];
+        let (mut dev, mut pairs) = up(1);
+        let p = &mut pairs[0];
+        p.set_offload(true);
+        assert!(p.caps().tso6);
+        let (_, tx) = p.split();
+        let h = tx.slot().unwrap();
+        h[..74].fill(1);
+        h[12..14].copy_from_slice(&[0x86, 0xDD]);
+        let tso = Tso {
+            mss: 1440,
+            l4_offset: 54,
+            header_len: 74,
+        };
+        tx.post_tso(74, &BODY, tso).unwrap();
+        tx.flush();
+        assert_eq!(dev.transmitted().len(), 1);
+        let c = &dev.contexts[0];
+        let dword = |i: usize| u32::from_le_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]);
+        assert_eq!(dword(0), 40 | 14 << 9);
+        assert_eq!(dword(8), 1 << 11 | 2 << 20 | 1 << 29);
+        assert_eq!(dword(12), 20 << 8 | 1440 << 16);
+        assert_eq!(dev.options, [(0x02, true)]);
+        assert_eq!(dev.paylens, [3000]);
+    }
+
     #[test]
     fn pair_zero_alone_reports_the_device_statistics() {
         let (mut dev, mut pairs) = up(4);

@@ -994,7 +994,9 @@ impl<H: Hal> Nic for Vmxnet3<H> {
 
     fn caps(&self) -> NicCaps {
         if self.tx.offload {
-            NicCaps::default().with_tso(TSO_LIMIT)
+            // Over IPv6 as over IPv4: the first descriptor's header length and MSS, and
+            // the pseudo-header sum without the length (Linux `vmxnet3_prepare_tso`).
+            NicCaps::default().with_tso(TSO_LIMIT).with_tso6()
         } else {
             NicCaps::default()
         }
@@ -1246,6 +1248,38 @@ mod tests {
         assert_eq!(tx.tso_frames(), 3);
         assert_eq!(tx.tally(), (4, 5, 0));
         assert_eq!(tx.room(), TX_SLOTS);
+    }
+
+    /// Over IPv6 (offered: `tso6`) the same first descriptor: the headers' 74 bytes and
+    /// the MSS, the TCP length out of the pseudo-header sum; the TCP header at 54.
+    #[test]
+    fn segmentation_over_ipv6_fills_the_first_descriptor_alike() {
+        static BODY: [u8; 5000] = [7; 5000];
+        let (mut dev, mut nic) = up_with(true);
+        assert!(nic.caps().tso6);
+        let mut h = [0u8; 74];
+        h[12..14].copy_from_slice(&[0x86, 0xDD]);
+        h[14] = 0x60;
+        h[20] = 6;
+        h[66] = 5 << 4;
+        h[70..72].copy_from_slice(&0x4321u16.to_be_bytes());
+        let tso = Tso {
+            mss: 1440,
+            l4_offset: 54,
+            header_len: 74,
+        };
+        let (_, tx) = nic.split();
+        tx.slot().unwrap()[..74].copy_from_slice(&h);
+        tx.post_tso(74, &BODY, tso).unwrap();
+        tx.flush();
+        let sent = dev.transmitted();
+        assert_eq!(sent.len(), 1);
+        assert_eq!(&sent[0][74..], &BODY[..]);
+        let fixed = crate::drivers::e1000::ones_sub(0x4321, (20 + BODY.len()) as u16);
+        assert_eq!(&sent[0][70..72], &fixed.to_be_bytes());
+        let [w2, w3] = dev.tx_first.pop().unwrap();
+        assert_eq!(w2 >> TXD_MSSCOF_SHIFT, 1440);
+        assert_eq!((w3 & 0x3FF, w3 >> TXD_OM_SHIFT & 3), (74, OM_TSO));
     }
 
     #[test]
