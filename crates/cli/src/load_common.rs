@@ -309,11 +309,11 @@ impl std::str::FromStr for Gw6 {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "auto" => Ok(Gw6(None)),
-            _ => match s.parse::<std::net::Ipv6Addr>() {
-                Ok(a) if !a.is_multicast() && !a.is_unspecified() => Ok(Gw6(Some(a))),
-                _ => Err(format!(
-                    "expected a router's IPv6 address or auto, not {s:?}"
-                )),
+            // The settings table's rule, so `load --kernel` hands the kernel a word it
+            // takes.
+            _ => match bareweb_settings::gw6(s) {
+                Ok(a) => Ok(Gw6(Some(a.into()))),
+                Err(e) => Err(format!("{e}, not {s:?}")),
             },
         }
     }

@@ -633,17 +633,20 @@ fn over_ipv6_the_server_is_solicited_then_fetched_from() {
     assert_eq!(p.server.stats().tcp_accepted, 3);
 }
 
-/// Each beyond the other's prefix (both /128), so each answers only through a router:
-/// the fetcher's `--gw6` is the server itself (its next hop), the server's `--gw6` any
-/// router. Without the server's router its SYN-ACKs never go (counted as no route) and
-/// the fetch does not complete; with it the fetch does.
+/// Each in its own /64 on one link, so each answers the other only through a router:
+/// the fetcher's `--gw6` is the server itself (its next hop, resolved by solicitation),
+/// the server's `--gw6` any router. Without the server's router its SYN-ACKs never go
+/// (counted as no route) and the fetch does not complete; with it the fetch does, the
+/// fetcher taking the SYN-ACK from beyond its prefix through its own router (without it
+/// the fetcher would drop it).
 #[test]
 fn over_ipv6_each_side_beyond_the_others_prefix_answers_only_with_a_router() {
+    let server: Ipv6Address = "2001:db8:2::2".parse().unwrap();
     for server_router in [None, Some("fe80::1".parse().unwrap())] {
         let mut p = Pair::new6_with(1, |v6, s| {
-            v6.prefix_len = 128;
-            v6.gateway = Some(SERVER6);
-            s.ipv6_static = Some((SERVER6, 128));
+            v6.server = server;
+            v6.gateway = Some(server);
+            s.ipv6_static = Some((server, 64));
             s.ipv6_gateway = server_router;
         });
         p.run_for(4_000_000_000);

@@ -232,8 +232,8 @@ impl Link {
 
     /// How peers beyond the link are reached: through `gateway` (`--gw6 ADDR`; `None`:
     /// a router that advertises itself, RFC 4861's default router), and which prefix
-    /// besides the link-local one is on the link (`configured`, `--ip6 ADDR/PREFIX`; an
-    /// advertised prefix's /64 always is). With no router, a segment or echo request from
+    /// besides the link-local one is on the link (`configured`, `--ip6 ADDR/PREFIX`; the
+    /// /64 of any other address of ours in use always is). With no router, a segment or echo request from
     /// a peer beyond the link is dropped as [`Drop::NoRoute`], as IPv4's are without
     /// `--gw`: a host has no route to it (RFC 4943: no on-link assumption).
     pub fn route(&mut self, gateway: Option<Ipv6Address>, configured: Option<(Ipv6Address, u8)>) {

@@ -106,6 +106,9 @@ pub struct Routers {
     solicit_at: u64,
     /// An advertisement was heard (soliciting stops).
     heard: bool,
+    /// Every solicitation went unanswered (RFC 4861 §6.3.7: none within
+    /// MAX_RTR_SOLICITATION_DELAY of the last): the host concludes there is no router.
+    unanswered: bool,
     /// Advertisements taken.
     pub adverts: u64,
     /// Prefixes, routers or options not taken: the tables full, or out of range.
@@ -127,6 +130,7 @@ impl Routers {
             solicited: 0,
             solicit_at: u64::MAX,
             heard: false,
+            unanswered: false,
             adverts: 0,
             refused: 0,
             autoconf: true,
@@ -231,6 +235,13 @@ impl Routers {
         self.routers = [None; MAX_ROUTERS];
         self.mtu = None;
         self.solicit_at = u64::MAX;
+    }
+
+    /// Whether every router solicitation went unanswered (RFC 4861 §6.3.7): no router
+    /// advertised itself within a second of the last. An advertisement heard later does
+    /// not undo it (the routers' table says what is now).
+    pub fn unanswered(&self) -> bool {
+        self.unanswered
     }
 
     /// The default router, if any: the first whose lifetime runs.
@@ -412,12 +423,19 @@ impl Routers {
             }
         }
         if now >= self.solicit_at {
+            if self.solicited >= MAX_RTR_SOLICITATIONS {
+                // The last one's wait is over, unanswered.
+                self.solicit_at = u64::MAX;
+                self.unanswered = true;
+                return None;
+            }
             self.solicited += 1;
-            self.solicit_at = if self.solicited < MAX_RTR_SOLICITATIONS {
-                now + RTR_SOLICITATION_INTERVAL_NS
-            } else {
-                u64::MAX
-            };
+            self.solicit_at = now
+                + if self.solicited < MAX_RTR_SOLICITATIONS {
+                    RTR_SOLICITATION_INTERVAL_NS
+                } else {
+                    MAX_DELAY_NS
+                };
             return Some(Slaac::Solicit);
         }
         None

@@ -347,9 +347,9 @@ impl<L: Lookup<'static>> Server<L> {
     }
 
     /// Tells the operator when the router for peers beyond the link changed: a new one,
-    /// or none left; and, the first time a global address is held without one, that only
-    /// peers on the link are answered (a configured address with no `--gw6` and no
-    /// advertisement).
+    /// or none left; and, once a global address is held and every router solicitation
+    /// went unanswered, that only peers on the link are answered (a configured address
+    /// with no `--gw6` and no router on the link).
     fn tell_router(&mut self) {
         let Some(link) = self.ipv6.as_deref() else {
             return;
@@ -365,7 +365,7 @@ impl<L: Lookup<'static>> Server<L> {
                 configured: Some(addr) == self.cfg.ipv6_gateway,
             },
             (None, Some(Some(_))) => Event::NoRouter,
-            (None, _) if global => Event::NoRouter,
+            (None, _) if global && link.slaac.unanswered() => Event::NoRouter,
             (None, _) => return,
         };
         self.ipv6_router_told = Some(router);

@@ -1003,6 +1003,12 @@ fn peers_beyond_the_link_are_answered_only_with_a_router() {
     l.route(Some(gw), Some((a, 64)));
     assert_eq!(l.router(), Some(gw));
     assert!(taken(l.receive(&udp(far), t)));
+    // Whatever routers advertise: one advertising itself and withdrawing changes nothing.
+    let again = ra_frame(router, "2001:db8:5::", &mut std::vec::Vec::new());
+    assert_eq!(l.receive(&again, t), Ok(Step::Router));
+    assert_eq!(l.receive(&ra, t), Ok(Step::Router));
+    assert_eq!(l.router(), Some(gw));
+    assert!(taken(l.receive(&udp(far), t)));
     // A wider configured prefix is on the link whole.
     l.route(None, Some((a, 48)));
     assert!(taken(

@@ -167,12 +167,10 @@ fn solicitations_go_three_times_four_seconds_apart_until_an_advert() {
     let mut r = Routers::new(SECRET, MAC);
     r.start(10 * S, 300_000_000);
     let mut sent = Vec::new();
-    for _ in 0..10 {
+    for _ in 0..3 {
         let now = r.deadline();
-        if now == u64::MAX {
-            break;
-        }
         assert_eq!(r.poll(now), Some(Slaac::Solicit));
+        assert!(!r.unanswered());
         sent.push(now);
     }
     assert_eq!(
@@ -183,6 +181,14 @@ fn solicitations_go_three_times_four_seconds_apart_until_an_advert() {
             18 * S + 300_000_000
         ]
     );
+    // A second after the last (MAX_RTR_SOLICITATION_DELAY), none answered: no router
+    // (RFC 4861 §6.3.7), and nothing more to do.
+    assert_eq!(r.deadline(), 19 * S + 300_000_000);
+    assert_eq!(r.poll(19 * S), None);
+    assert!(!r.unanswered());
+    assert_eq!(r.poll(19 * S + 300_000_000), None);
+    assert!(r.unanswered());
+    assert_eq!(r.deadline(), u64::MAX);
     // An advertisement after the first stops the rest.
     let mut r = Routers::new(SECRET, MAC);
     r.start(0, 0);
@@ -190,6 +196,7 @@ fn solicitations_go_three_times_four_seconds_apart_until_an_advert() {
     advert(&mut r, router(), 1800, &[], S);
     assert_eq!(r.deadline(), 1800 * S + S);
     assert_eq!(r.poll(20 * S), None);
+    assert!(!r.unanswered(), "answered");
     // Once heard, a later start sends none.
     r.start(30 * S, 0);
     assert_eq!(r.poll(30 * S), None);

@@ -213,14 +213,11 @@ fn fetch_a_mebibyte(tso6: bool) -> crate::stats::Stats {
     st.clone()
 }
 
-/// A connection to a SLAAC address whose valid lifetime ends is freed then (no RST: the
-/// address is no longer ours to send from), so a prefix advertised later in its slot does
-/// not inherit it; the peer's next segment finds nothing. A connection to the link-local
-/// address lives on.
 /// `--ip6 ADDR/PREFIX` with no router advertised: without `--gw6` a SYN from beyond the
-/// link is dropped and counted as no route, and the operator is told once the address is
-/// held that only peers on the link are answered; a peer in the prefix is answered. With
-/// `--gw6` the router is told and the same SYN is answered.
+/// link is dropped and counted as no route, and the operator is told, once the address
+/// is held and the router solicitations went unanswered (not before), that only peers on
+/// the link are answered; a peer in the prefix is answered. With `--gw6` the router is
+/// told at once and the same SYN is answered.
 #[test]
 fn without_a_router_only_peers_on_the_link_are_answered() {
     use crate::iface::addr6::Event;
@@ -228,12 +225,23 @@ fn without_a_router_only_peers_on_the_link_are_answered() {
     let far: Ipv6Address = "2001:db8:99::5".parse().unwrap();
     let near: Ipv6Address = "2001:db8:7::5".parse().unwrap();
     for gw in [None, Some("fe80::1".parse().unwrap())] {
-        let (mut s, mut nic, _, t) = server6_with(8, |c| {
+        let (mut s, mut nic, _, mut t) = server6_with(8, |c| {
             c.ipv6_static = Some((g, 64));
             c.ipv6_gateway = gw;
         });
-        let news: Vec<Event> = std::iter::from_fn(|| s.take_ipv6_news()).collect();
+        let mut news: Vec<Event> = std::iter::from_fn(|| s.take_ipv6_news()).collect();
         assert!(news.contains(&Event::Preferred(g)), "{news:?}");
+        assert!(
+            !news.contains(&Event::NoRouter),
+            "not while routers are asked"
+        );
+        // Three router solicitations 4 s apart, unanswered, and a second after the last.
+        while t < 14_000_000_000 {
+            t += 100_000_000;
+            s.poll(&mut nic, &ManualClock(t), &mut NoLog);
+        }
+        nic.tx.outbox.clear();
+        news.extend(std::iter::from_fn(|| s.take_ipv6_news()));
         let told = match gw {
             None => Event::NoRouter,
             Some(addr) => Event::Router {
@@ -265,6 +273,10 @@ fn without_a_router_only_peers_on_the_link_are_answered() {
     }
 }
 
+/// A connection to a SLAAC address whose valid lifetime ends is freed then (no RST: the
+/// address is no longer ours to send from), so a prefix advertised later in its slot does
+/// not inherit it; the peer's next segment finds nothing. A connection to the link-local
+/// address lives on.
 #[test]
 fn connections_to_an_expired_address_are_freed() {
     let (mut s, mut nic, ll, mut t) = server6(8);
