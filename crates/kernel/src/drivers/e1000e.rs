@@ -24,7 +24,8 @@
 //!   arms its own). Without MSI-X (a device whose table cannot be mapped) the INTx line is
 //!   probed as on the 82540EM and wakes pair 0's core; other pairs' cores wake by timer.
 //! - Transmit offloads (unless `offload=off`): TCP segmentation with IPv4 and TCP checksum
-//!   insertion, through a context descriptor and extended data descriptors
+//!   insertion (over IPv6 the TCP one alone), through a context descriptor and extended
+//!   data descriptors
 //!   (`E1000Tx::post_tso`, shared code: the 82540EM has them too, but its driver does not
 //!   offer them). Other frames carry complete checksums from the engine.
 //! - Link: STATUS.LU, as on the 82540EM.

@@ -32,7 +32,8 @@
 //!   complete checksums from the engine; unless `offload=off`, TCP segmentation with IPv4
 //!   and TCP checksum insertion through an advanced context descriptor (MACLEN, IPLEN,
 //!   L4LEN, MSS; TUCMD IPv4|TCP) and data descriptors with TSE, POPTS IXSM|TXSM and the
-//!   TCP payload's length (Linux `igb_tso`): `E1000Tx::post_tso`, shared with the 82574.
+//!   TCP payload's length (Linux `igb_tso`): `E1000Tx::post_tso`, shared with the 82574;
+//!   over IPv6 TUCMD TCP alone and POPTS TXSM.
 //! - Link: STATUS.LU, as on the 82540EM; `open` waits (2 s at most) for it to rise after
 //!   the auto-negotiation restart.
 

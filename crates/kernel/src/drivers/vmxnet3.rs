@@ -32,7 +32,8 @@
 //!   MSI-X the core wakes by its timer.
 //! - Link: the GET_LINK command (bit 0 of the answer), for bonding's failover.
 //! - Offloads (unless `offload=off`): the engine's `post_tso` frames go out with the
-//!   first descriptor's offload mode TSO (`hlen` the Ethernet + IPv4 + TCP header bytes,
+//!   first descriptor's offload mode TSO, over IPv4 and IPv6 alike (`hlen` the Ethernet +
+//!   IP + TCP header bytes,
 //!   `msscof` the MSS; the body in descriptors of at most 16 KiB), or CSUM when the
 //!   payload fits one segment (`hlen` where the TCP header starts, `msscof` where its
 //!   checksum field is). The engine leaves the pseudo-header sum with the whole TCP length
