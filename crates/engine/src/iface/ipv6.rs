@@ -241,6 +241,14 @@ impl Link {
         self.configured = configured;
     }
 
+    /// The recursive DNS servers known: routers' (RFC 8106), then DHCPv6's not among
+    /// them. Kept for the resolver still to come.
+    pub fn dns_servers(&self) -> impl Iterator<Item = Ipv6Address> + '_ {
+        let advertised = self.slaac.dns_servers();
+        let leased = self.dhcp6.dns.iter().flatten().copied();
+        advertised.chain(leased.filter(move |a| !self.slaac.dns_servers().any(|b| b == *a)))
+    }
+
     /// The router for peers beyond the link: the configured one, else the first
     /// default router advertised (a follower: its owner's, as last published).
     pub fn router(&self) -> Option<Ipv6Address> {

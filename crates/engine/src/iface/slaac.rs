@@ -25,6 +25,12 @@
 //! **Routers**: an advertisement with a router lifetime above 0 makes or renews its
 //! source a default router until the lifetime ends; 0 removes it. The MTU option is taken
 //! between 1280 (IPv6's minimum) and the link's MTU.
+//!
+//! **DNS servers** (RFC 8106 §5.3.1): each unicast address of a Recursive DNS Server
+//! option is kept until its lifetime ends (renewed when heard again; lifetime 0 removes
+//! it), at most [`MAX_DNS`]; a new one when the list is full takes the place of the one
+//! that expires first, if it outlives it. Kept for the resolver still to come (with
+//! DHCPv6's: `Link::dns_servers`); nothing uses them yet.
 
 use super::addr6::{Event, LinkLocal, Phase, MAX_DELAY_NS};
 use crate::wire::icmpv6::{NdiscOption, NdiscOptions};
@@ -34,6 +40,8 @@ use crate::wire::{EthernetAddress, Ipv6Address};
 pub const MAX_PREFIXES: usize = 4;
 /// Default routers held at most.
 pub const MAX_ROUTERS: usize = 2;
+/// Recursive DNS servers held at most (RFC 8106 §5.3.1 suggests three).
+pub const MAX_DNS: usize = 3;
 /// RFC 4861 §10: MAX_RTR_SOLICITATIONS.
 pub const MAX_RTR_SOLICITATIONS: u8 = 3;
 /// RFC 4861 §10: RTR_SOLICITATION_INTERVAL.
@@ -70,6 +78,15 @@ pub struct Router {
     pub until: u64,
 }
 
+/// A recursive DNS server a router advertised (RFC 8106).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DnsServer {
+    /// Its address.
+    pub addr: Ipv6Address,
+    /// When its lifetime ends (ns; `u64::MAX`: never).
+    pub until: u64,
+}
+
 /// What the machine asks for or reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Slaac {
@@ -100,6 +117,8 @@ pub struct Routers {
     pub routers: [Option<Router>; MAX_ROUTERS],
     /// The MTU the last advertisement with an acceptable MTU option gave.
     pub mtu: Option<u32>,
+    /// The recursive DNS servers advertised (RFC 8106).
+    pub dns: [Option<DnsServer>; MAX_DNS],
     /// Router solicitations sent.
     solicited: u8,
     /// When the next solicitation goes (`u64::MAX`: none due).
@@ -127,6 +146,7 @@ impl Routers {
             prefixes: Default::default(),
             routers: [None; MAX_ROUTERS],
             mtu: None,
+            dns: [None; MAX_DNS],
             solicited: 0,
             solicit_at: u64::MAX,
             heard: false,
@@ -234,6 +254,7 @@ impl Routers {
         self.prefixes = Default::default();
         self.routers = [None; MAX_ROUTERS];
         self.mtu = None;
+        self.dns = [None; MAX_DNS];
         self.solicit_at = u64::MAX;
     }
 
@@ -292,6 +313,11 @@ impl Routers {
                         self.refused += 1;
                     }
                 }
+                NdiscOption::Rdnss { lifetime, servers } => {
+                    for s in servers.chunks_exact(16) {
+                        self.dns_server(Ipv6Address::from_bytes(s), lifetime, now);
+                    }
+                }
                 NdiscOption::PrefixInformation(p) if p.autonomous && self.autoconf => {
                     self.prefix(
                         p.prefix_len,
@@ -328,6 +354,45 @@ impl Routers {
                 None => self.refused += 1,
             },
         }
+    }
+
+    /// One server of a Recursive DNS Server option (RFC 8106 §5.3.1).
+    fn dns_server(&mut self, addr: Ipv6Address, lifetime: u32, now: u64) {
+        if !addr.is_unicast() || addr.is_loopback() || addr.is_ipv4_mapped() {
+            self.refused += 1;
+            return;
+        }
+        let until = match lifetime {
+            INFINITY => u64::MAX,
+            s => now + u64::from(s) * NS,
+        };
+        if let Some(slot) = self
+            .dns
+            .iter_mut()
+            .find(|d| d.is_some_and(|d| d.addr == addr))
+        {
+            *slot = (lifetime != 0).then_some(DnsServer { addr, until });
+            return;
+        }
+        if lifetime == 0 {
+            return;
+        }
+        let new = Some(DnsServer { addr, until });
+        if let Some(free) = self.dns.iter_mut().find(|d| d.is_none()) {
+            *free = new;
+            return;
+        }
+        // Full: the one that expires first gives way, if the new one outlives it.
+        let first = self.dns.iter_mut().flatten().min_by_key(|d| d.until);
+        match first {
+            Some(d) if d.until < until => *d = DnsServer { addr, until },
+            _ => self.refused += 1,
+        }
+    }
+
+    /// The recursive DNS servers advertised whose lifetime runs.
+    pub fn dns_servers(&self) -> impl Iterator<Item = Ipv6Address> + '_ {
+        self.dns.iter().flatten().map(|d| d.addr)
     }
 
     /// A Prefix Information option with the A flag (RFC 4862 §5.5.3).
@@ -391,6 +456,9 @@ impl Routers {
         for r in self.routers.iter().flatten() {
             d = d.min(r.until);
         }
+        for s in self.dns.iter().flatten() {
+            d = d.min(s.until);
+        }
         d
     }
 
@@ -420,6 +488,11 @@ impl Routers {
         for r in self.routers.iter_mut() {
             if r.is_some_and(|r| now >= r.until) {
                 *r = None;
+            }
+        }
+        for d in self.dns.iter_mut() {
+            if d.is_some_and(|d| now >= d.until) {
+                *d = None;
             }
         }
         if now >= self.solicit_at {

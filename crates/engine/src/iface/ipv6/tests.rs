@@ -1016,3 +1016,25 @@ fn peers_beyond_the_link_are_answered_only_with_a_router() {
     ));
     assert_eq!(l.receive(&udp(far), t), no_route);
 }
+
+/// dnsmasq's router advertisement, captured (`testdata/dnsmasq-ra.pcap`: `dnsmasq
+/// --enable-ra --dhcp-range=2001:db8:1::,ra-only,64,1h
+/// --dhcp-option=option6:dns-server,[2001:db8:1::53]` on one end of a veth pair, `tcpdump`
+/// on the other): its prefix, MTU and source link-layer address, and the DNS server of
+/// its RDNSS option (RFC 8106) for its lifetime (3600 s).
+#[test]
+fn dnsmasqs_captured_advertisement_gives_its_dns_server() {
+    static RA: &[u8] = include_bytes!("../../../testdata/dnsmasq-ra.pcap");
+    let frames = crate::capture_tests::frames(RA);
+    assert!(!frames.is_empty());
+    let (mut l, t) = preferred_link();
+    assert_eq!(l.receive(frames[0], t), Ok(Step::Router));
+    let dns: Ipv6Address = "2001:db8:1::53".parse().unwrap();
+    assert_eq!(l.dns_servers().collect::<std::vec::Vec<_>>(), [dns]);
+    assert_eq!(l.slaac.mtu, Some(1500));
+    assert!(l.router().is_some());
+    // Gone when its lifetime ends.
+    let end = t + 3601 * 1_000_000_000;
+    while l.poll(end).is_some() {}
+    assert_eq!(l.dns_servers().count(), 0);
+}

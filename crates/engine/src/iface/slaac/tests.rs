@@ -305,3 +305,90 @@ fn a_configured_address_is_held_for_ever_and_advertised_prefixes_make_none() {
     while r.poll(now).is_some() {}
     assert_eq!(r.addresses().collect::<Vec<_>>(), [a]);
 }
+
+/// A Recursive DNS Server option (RFC 8106 §5.1) for `servers`, `lifetime` seconds.
+fn rdnss_opt(lifetime: u32, servers: &[&str]) -> Vec<u8> {
+    let mut o = vec![25, (1 + 2 * servers.len()) as u8, 0, 0];
+    o.extend_from_slice(&lifetime.to_be_bytes());
+    for s in servers {
+        o.extend_from_slice(&s.parse::<Ipv6Address>().unwrap().0);
+    }
+    o
+}
+
+/// RFC 8106 §5.3.1: servers kept for their lifetime, renewed when heard again, removed by
+/// lifetime 0 and when it ends; at most three, a fourth taking the place of the one that
+/// expires first only if it outlives it; multicast, unspecified and loopback refused.
+#[test]
+fn advertised_dns_servers_live_their_lifetime_and_are_bounded() {
+    let a = |s: &str| -> Ipv6Address { s.parse().unwrap() };
+    let mut r = Routers::new(SECRET, MAC);
+    let servers = |r: &Routers| r.dns_servers().collect::<Vec<_>>();
+    advert(
+        &mut r,
+        router(),
+        1800,
+        &rdnss_opt(600, &["2001:db8::53", "2001:db8::54"]),
+        S,
+    );
+    assert_eq!(servers(&r), [a("2001:db8::53"), a("2001:db8::54")]);
+    assert!(r.deadline() <= 601 * S);
+    // Heard again with a longer life; the other withdrawn.
+    advert(
+        &mut r,
+        router(),
+        1800,
+        &rdnss_opt(1200, &["2001:db8::53"]),
+        2 * S,
+    );
+    advert(
+        &mut r,
+        router(),
+        1800,
+        &rdnss_opt(0, &["2001:db8::54"]),
+        2 * S,
+    );
+    assert_eq!(servers(&r), [a("2001:db8::53")]);
+    // Bounded: three held; a fourth living longer than the first to expire replaces it,
+    // one living shorter is refused.
+    advert(
+        &mut r,
+        router(),
+        1800,
+        &rdnss_opt(300, &["2001:db8::1", "2001:db8::2"]),
+        3 * S,
+    );
+    let refused = r.refused;
+    advert(
+        &mut r,
+        router(),
+        1800,
+        &rdnss_opt(100, &["2001:db8::3"]),
+        3 * S,
+    );
+    assert_eq!(r.refused, refused + 1);
+    advert(
+        &mut r,
+        router(),
+        1800,
+        &rdnss_opt(900, &["2001:db8::4"]),
+        3 * S,
+    );
+    let mut held = servers(&r);
+    held.sort();
+    assert_eq!(
+        held,
+        [a("2001:db8::2"), a("2001:db8::4"), a("2001:db8::53")]
+    );
+    // Addresses no server has.
+    for bad in ["ff02::1", "::", "::1"] {
+        let refused = r.refused;
+        advert(&mut r, router(), 1800, &rdnss_opt(900, &[bad]), 3 * S);
+        assert_eq!(r.refused, refused + 1, "{bad}");
+    }
+    // The lifetimes run out.
+    while r.poll(304 * S).is_some() {}
+    assert!(!servers(&r).contains(&a("2001:db8::2")));
+    while r.poll(1300 * S).is_some() {}
+    assert_eq!(servers(&r), []);
+}
