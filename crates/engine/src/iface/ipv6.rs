@@ -241,12 +241,12 @@ impl Link {
         self.configured = configured;
     }
 
-    /// The recursive DNS servers known: routers' (RFC 8106), then DHCPv6's not among
-    /// them. Kept for the resolver still to come.
+    /// The recursive DNS servers known: DHCPv6's first (RFC 8106 §5.3.1: DHCP's take
+    /// precedence), then routers' not among them. Kept for the resolver still to come.
     pub fn dns_servers(&self) -> impl Iterator<Item = Ipv6Address> + '_ {
-        let advertised = self.slaac.dns_servers();
         let leased = self.dhcp6.dns.iter().flatten().copied();
-        advertised.chain(leased.filter(move |a| !self.slaac.dns_servers().any(|b| b == *a)))
+        let advertised = self.slaac.dns_servers();
+        leased.chain(advertised.filter(move |a| !self.dhcp6.dns.contains(&Some(*a))))
     }
 
     /// The router for peers beyond the link: the configured one, else the first

@@ -6,8 +6,9 @@
 //!
 //! **Router solicitations** (RFC 4861 §6.3.7): once the link-local address is preferred,
 //! after a random delay below MAX_RTR_SOLICITATION_DELAY (1 s), up to
-//! MAX_RTR_SOLICITATIONS (3), RTR_SOLICITATION_INTERVAL (4 s) apart, until an
-//! advertisement is heard.
+//! MAX_RTR_SOLICITATIONS (3), RTR_SOLICITATION_INTERVAL (4 s) apart, until a router
+//! advertises itself (a router lifetime above 0); with none a second after the last, the
+//! host concludes there is no router ([`Routers::unanswered`]).
 //!
 //! **Prefixes** (RFC 4862 §5.5.3): a Prefix Information option with the A flag, a /64 that
 //! is not link-local and a preferred lifetime not above its valid lifetime makes an address
@@ -29,7 +30,7 @@
 //! **DNS servers** (RFC 8106 §5.3.1): each unicast address of a Recursive DNS Server
 //! option is kept until its lifetime ends (renewed when heard again; lifetime 0 removes
 //! it), at most [`MAX_DNS`]; a new one when the list is full takes the place of the one
-//! that expires first, if it outlives it. Kept for the resolver still to come (with
+//! that expires first. Kept for the resolver still to come (with
 //! DHCPv6's: `Link::dns_servers`); nothing uses them yet.
 
 use super::addr6::{Event, LinkLocal, Phase, MAX_DELAY_NS};
@@ -256,6 +257,8 @@ impl Routers {
         self.mtu = None;
         self.dns = [None; MAX_DNS];
         self.solicit_at = u64::MAX;
+        // A later start solicits afresh.
+        (self.solicited, self.heard, self.unanswered) = (0, false, false);
     }
 
     /// Whether every router solicitation went unanswered (RFC 4861 §6.3.7): no router
@@ -301,8 +304,12 @@ impl Routers {
             return Err(Refused::NotLinkLocal);
         }
         self.adverts += 1;
-        self.heard = true;
-        self.solicit_at = u64::MAX;
+        if router_lifetime != 0 {
+            // RFC 4861 §6.3.7: a router for us answered; one advertising only prefixes
+            // or DNS servers (lifetime 0) does not stop the soliciting.
+            self.heard = true;
+            self.solicit_at = u64::MAX;
+        }
         self.router(src, router_lifetime, now);
         for o in options.iter() {
             match o {
@@ -364,7 +371,7 @@ impl Routers {
         }
         let until = match lifetime {
             INFINITY => u64::MAX,
-            s => now + u64::from(s) * NS,
+            s => now.saturating_add(u64::from(s) * NS),
         };
         if let Some(slot) = self
             .dns
@@ -382,11 +389,9 @@ impl Routers {
             *free = new;
             return;
         }
-        // Full: the one that expires first gives way, if the new one outlives it.
-        let first = self.dns.iter_mut().flatten().min_by_key(|d| d.until);
-        match first {
-            Some(d) if d.until < until => *d = DnsServer { addr, until },
-            _ => self.refused += 1,
+        // Full: the one that expires first gives way (RFC 8106 §5.3.1).
+        if let Some(d) = self.dns.iter_mut().flatten().min_by_key(|d| d.until) {
+            *d = DnsServer { addr, until };
         }
     }
 
