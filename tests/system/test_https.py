@@ -5,11 +5,13 @@ on a TAP in a network namespace, against real clients: `openssl s_client` (TLS 1
 pipelined requests, the HTTP → HTTPS redirect, the start-up refusals of bad
 certificates and keys, and a renewed certificate put in service by SIGHUP. The test makes its own CA and certificates with openssl (ECDSA
 P-256 and P-384)."""
+import glob
 import hashlib
 import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -369,6 +371,7 @@ def test_build_writes_a_key_holding_image_0600_and_run_checks_as_serve(pki, tmp_
     assert (pki / "p256.key").read_bytes() in image and (pki / "p256.pem").read_bytes() in image
     assert b"tls_cert=p256.pem tls_key=p256.key" in image  # the built-in command line
     key = (pki / "p256.key").read_text()
+    work_dirs = set(glob.glob(f"{tempfile.gettempdir()}/bareweb-run-*"))
     for cmd in (["run", SITE, "--dry-run"], ["build", SITE, "-o", tmp_path / "rsa.elf"]):
         r = subprocess.run([BIN, *cmd, "--tls-cert", pki / "rsa.pem", "--tls-key",
                             pki / "rsa.key"], capture_output=True, text=True, timeout=120)
@@ -379,6 +382,8 @@ def test_build_writes_a_key_holding_image_0600_and_run_checks_as_serve(pki, tmp_
         assert r.returncode != 0 and "does not match the certificate" in r.stderr, r.stderr
         assert key.split("\n")[1] not in r.stderr + r.stdout, "the key never reaches a message"
     assert not (tmp_path / "rsa.elf").exists()
+    # A dry run that failed leaves no work directory behind.
+    assert set(glob.glob(f"{tempfile.gettempdir()}/bareweb-run-*")) <= work_dirs
     r = subprocess.run([BIN, "run", out, "--tls-cert", pki / "p256.pem", "--tls-key",
                         pki / "p256.key"], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "`bareweb build`" in r.stderr, r.stderr

@@ -126,6 +126,14 @@ impl Work {
     }
 }
 
+impl Work {
+    /// Keeps the directory past this process (a dry run's, once printed).
+    fn keep(&mut self) {
+        self.keep = true;
+        WORK_DIR.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
 fn remove_work_dir() {
     let dir = WORK_DIR.lock().unwrap_or_else(|e| e.into_inner()).take();
     if let Some(d) = dir {
@@ -296,7 +304,9 @@ enum Sink {
 
 pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     let input = input_kind(&a.site)?;
-    let work = Work::new(a.dry_run)?;
+    // A dry run keeps its files only once it has printed the command that boots them: one
+    // that fails (a refused key, a site too big) leaves nothing behind.
+    let mut work = Work::new(false)?;
     let kernel = work.dir.join("bareweb-kernel.elf");
     let image = work.dir.join("site.bws");
     let (boot, baked, image_len, files) = match input {
@@ -384,6 +394,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
             work.dir.display()
         );
         println!("{} {}", a.qemu, shell_words(&args));
+        work.keep();
         return Ok(ExitCode::SUCCESS);
     }
     if !qemu_present(&a.qemu) {
