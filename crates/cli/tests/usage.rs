@@ -25,6 +25,21 @@ fn stderr(o: &Output) -> String {
 }
 
 /// Exit code 2 and clap's format, naming `what`.
+/// `bareweb run … --dry-run`: its output, the work directory it keeps (named in the
+/// printed command) removed, as its user would once done.
+fn dry_run(args: &[&str]) -> std::process::Output {
+    let o = bareweb(args);
+    let line = String::from_utf8_lossy(&o.stdout).into_owned();
+    for w in line.split_whitespace() {
+        if let Some(dir) = w.strip_suffix("/bareweb-kernel.elf") {
+            if dir.contains("bareweb-run-") {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+    }
+    o
+}
+
 fn usage_error(args: &[&str], what: &str) {
     let o = bareweb(args);
     let e = stderr(&o);
@@ -108,7 +123,7 @@ fn gw_none_and_access_log_mean_the_same_everywhere() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("/nonexistent-site"), "{}", stderr(&o));
     // run: the same options become the kernel's words.
-    let o = bareweb(&[
+    let o = dry_run(&[
         "run",
         &s,
         "--dry-run",
@@ -174,7 +189,7 @@ fn udp_options_are_checked_and_become_kernel_words() {
         usage_error(&[cmd, &s, "--udp-burst", "4"], "need --udp-port");
         usage_error(&[cmd, &s, "--udp-paper-mode"], "need --udp-port");
     }
-    let o = bareweb(&[
+    let o = dry_run(&[
         "run",
         &s,
         "--dry-run",
