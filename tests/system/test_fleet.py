@@ -14,6 +14,7 @@ kernel under QEMU (`bareweb run`, KVM or TCG as `--accel auto` finds). Each acce
 PROXY protocol from its balancer only (`--proxy-protocol 10.7N.0.1/32`), so its access
 log must show the load client's own address.
 """
+import glob
 import json
 import os
 import pathlib
@@ -85,6 +86,9 @@ class Fleet:
         self.procs = {}
         self.logs = {}
         self.haproxy = None
+        # `run`'s work directories now: one an instance killed without warning leaves
+        # (SIGKILL gives it no chance to remove its own) is removed at close.
+        self.work_dirs = set(glob.glob(f"{tempfile.gettempdir()}/bareweb-run-*"))
         subprocess.run(["ip", "link", "add", "bwfa", "netns", self.lb.name, "type", "veth",
                         "peer", "name", "bwfb", "netns", self.client.name], check=True)
         self.lb.ip("addr", "add", f"{LB_IP}/24", "dev", "bwfa")
@@ -218,6 +222,8 @@ class Fleet:
             ns.close()
         for f in self.logs.values():
             f.close()
+        for d in set(glob.glob(f"{tempfile.gettempdir()}/bareweb-run-*")) - self.work_dirs:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def report(path):
