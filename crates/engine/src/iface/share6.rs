@@ -89,12 +89,12 @@ pub struct Table {
 }
 
 impl Table {
-    /// Writes `slots` and `router` (the hub alone writes).
-    fn publish(&self, slots: &Slots, router: Option<Ipv6Address>) {
+    /// Writes `p` (the hub alone writes).
+    fn publish(&self, p: &Published) {
         let s = self.seq.load(Ordering::Relaxed);
         self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
         core::sync::atomic::fence(Ordering::Release);
-        for (w, a) in self.words.iter().zip(slots.iter().chain([&router])) {
+        for (w, a) in self.words.iter().zip(p.slots.iter().chain([&p.router])) {
             let b = a.map_or([0; 16], |a| a.0);
             let hi = u64::from_be_bytes(b[..8].try_into().unwrap_or_default());
             let lo = u64::from_be_bytes(b[8..].try_into().unwrap_or_default());
@@ -176,7 +176,7 @@ impl Hub {
         };
         if now != self.published {
             self.published = now;
-            self.table.publish(slots, router);
+            self.table.publish(&now);
         }
     }
 }

@@ -79,6 +79,15 @@ pub struct Router {
     pub until: u64,
 }
 
+/// When a lifetime of `secs` seconds heard at `now` ends (ns): `u64::MAX` for infinity
+/// (RFC 4861 §4.6.2, RFC 8106 §5.1).
+fn expiry(now: u64, secs: u32) -> u64 {
+    match secs {
+        INFINITY => u64::MAX,
+        s => now.saturating_add(u64::from(s) * NS),
+    }
+}
+
 /// A recursive DNS server a router advertised (RFC 8106).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DnsServer {
@@ -369,29 +378,28 @@ impl Routers {
             self.refused += 1;
             return;
         }
-        let until = match lifetime {
-            INFINITY => u64::MAX,
-            s => now.saturating_add(u64::from(s) * NS),
+        let new = DnsServer {
+            addr,
+            until: expiry(now, lifetime),
         };
         if let Some(slot) = self
             .dns
             .iter_mut()
             .find(|d| d.is_some_and(|d| d.addr == addr))
         {
-            *slot = (lifetime != 0).then_some(DnsServer { addr, until });
+            *slot = (lifetime != 0).then_some(new);
             return;
         }
         if lifetime == 0 {
             return;
         }
-        let new = Some(DnsServer { addr, until });
         if let Some(free) = self.dns.iter_mut().find(|d| d.is_none()) {
-            *free = new;
+            *free = Some(new);
             return;
         }
         // Full: the one that expires first gives way (RFC 8106 §5.3.1).
         if let Some(d) = self.dns.iter_mut().flatten().min_by_key(|d| d.until) {
-            *d = DnsServer { addr, until };
+            *d = new;
         }
     }
 
@@ -414,10 +422,6 @@ impl Routers {
             self.refused += 1;
             return;
         }
-        let until = |s: u32| match s {
-            INFINITY => u64::MAX,
-            s => now + u64::from(s) * NS,
-        };
         if let Some(p) = self
             .prefixes
             .iter_mut()
@@ -426,14 +430,14 @@ impl Routers {
         {
             // e) the lifetimes of a prefix held.
             let left = p.valid_until.saturating_sub(now);
-            let received = until(valid);
+            let received = expiry(now, valid);
             if valid == INFINITY || u64::from(valid) * NS > TWO_HOURS_NS || received > p.valid_until
             {
                 p.valid_until = received;
             } else if left > TWO_HOURS_NS {
                 p.valid_until = now + TWO_HOURS_NS;
             }
-            p.preferred_until = until(preferred);
+            p.preferred_until = expiry(now, preferred);
             return;
         }
         if valid == 0 {
@@ -443,8 +447,8 @@ impl Routers {
             Some(slot) => {
                 *slot = Some(Prefix {
                     addr: LinkLocal::in_prefix(self.secret, self.mac, p8, now),
-                    valid_until: until(valid),
-                    preferred_until: until(preferred),
+                    valid_until: expiry(now, valid),
+                    preferred_until: expiry(now, preferred),
                     leased: false,
                 })
             }

@@ -358,14 +358,15 @@ impl<L: Lookup<'static>> Server<L> {
         if Some(router) == self.ipv6_router_told {
             return;
         }
-        let global = link.slots().iter().skip(1).any(Option::is_some);
         let news = match (router, self.ipv6_router_told) {
             (Some(addr), _) => Event::Router {
                 addr,
                 configured: Some(addr) == self.cfg.ipv6_gateway,
             },
             (None, Some(Some(_))) => Event::NoRouter,
-            (None, _) if global && link.slaac.unanswered() => Event::NoRouter,
+            (None, _) if link.slaac.unanswered() && self.ipv6_globals().next().is_some() => {
+                Event::NoRouter
+            }
             (None, _) => return,
         };
         self.ipv6_router_told = Some(router);

@@ -63,23 +63,16 @@ impl Link {
         let same_64 = |a: Ipv6Address| Some(a) != configured && a.0[..8] == src.0[..8];
         match &self.mirror {
             Some(m) => m[1..].iter().flatten().any(|a| same_64(*a)),
-            None => self
-                .slaac
-                .prefixes
-                .iter()
-                .flatten()
-                .filter_map(|p| p.addr.preferred())
-                .any(same_64),
+            None => self.slaac.addresses().any(same_64),
         }
     }
 
     /// Makes this link a follower of another core's (the per-queue mode's spoke,
     /// [`share6`](super::share6)), or sets a follower's addresses anew: `slots` are the
-    /// owner's addresses in use, by slot. A follower runs no timer and keeps no state of
-    /// the link: it serves TCP and UDP to these addresses, answers echo and neighbour
-    /// solicitations for them, takes a Packet Too Big, and gives every other frame for
-    /// the link back as [`Step::Forward`].
-    /// `router` is the owner's [`Link::router`].
+    /// owner's addresses in use, by slot, and `router` its [`Link::router`]. A follower
+    /// runs no timer and keeps no state of the link: it serves TCP and UDP to these
+    /// addresses, answers echo and neighbour solicitations for them, takes a Packet Too
+    /// Big, and gives every other frame for the link back as [`Step::Forward`].
     pub fn follow(&mut self, slots: Slots, router: Option<Ipv6Address>) {
         self.mirror = Some(slots);
         self.mirror_router = router;
