@@ -96,7 +96,8 @@ pub const TLS_SESSIONS_PER_CORE: u64 = 64;
 /// received ciphertext and spilled plaintext, and rustls's own state and record buffers.
 pub const TLS_SESSION_BYTES: u64 = 192 << 10;
 
-/// Where the files QEMU boots live: removed on drop unless kept (`--dry-run`).
+/// Where the files QEMU boots live: removed on drop unless kept (`--dry-run`, once it
+/// printed the command).
 struct Work {
     dir: PathBuf,
     keep: bool,
@@ -106,27 +107,28 @@ struct Work {
 static WORK_DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
 
 impl Work {
-    fn new(keep: bool) -> Result<Work, String> {
+    /// A new directory, removed on drop, at a panic and on the signal path, unless
+    /// [`keep`](Self::keep) is called.
+    fn new() -> Result<Work, String> {
         let base = std::env::temp_dir();
         for i in 0..100u32 {
             let p = base.join(format!("bareweb-run-{}-{i}", std::process::id()));
             if std::fs::create_dir(&p).is_ok() {
-                if !keep {
-                    *WORK_DIR.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone());
-                    let prev = std::panic::take_hook();
-                    std::panic::set_hook(Box::new(move |info| {
-                        remove_work_dir();
-                        prev(info);
-                    }));
-                }
-                return Ok(Work { dir: p, keep });
+                *WORK_DIR.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone());
+                let prev = std::panic::take_hook();
+                std::panic::set_hook(Box::new(move |info| {
+                    remove_work_dir();
+                    prev(info);
+                }));
+                return Ok(Work {
+                    dir: p,
+                    keep: false,
+                });
             }
         }
         Err(format!("cannot create a directory in {}", base.display()))
     }
-}
 
-impl Work {
     /// Keeps the directory past this process (a dry run's, once printed).
     fn keep(&mut self) {
         self.keep = true;
@@ -306,7 +308,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     let input = input_kind(&a.site)?;
     // A dry run keeps its files only once it has printed the command that boots them: one
     // that fails (a refused key, a site too big) leaves nothing behind.
-    let mut work = Work::new(false)?;
+    let mut work = Work::new()?;
     let kernel = work.dir.join("bareweb-kernel.elf");
     let image = work.dir.join("site.bws");
     let (boot, baked, image_len, files) = match input {
@@ -622,7 +624,7 @@ pub fn boot_until_done(
     a: &RunArgs,
     limit: Duration,
 ) -> Result<(std::process::ExitStatus, String), String> {
-    let work = Work::new(false)?;
+    let work = Work::new()?;
     let kernel = work.dir.join("bareweb-kernel.elf");
     let image = work.dir.join("site.bws");
     let (bytes, _) = crate::util::site_image(&a.site, None)?;

@@ -24,7 +24,6 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// Exit code 2 and clap's format, naming `what`.
 /// `bareweb run … --dry-run`: its output, the work directory it keeps (named in the
 /// printed command) removed, as its user would once done.
 fn dry_run(args: &[&str]) -> std::process::Output {
@@ -40,6 +39,7 @@ fn dry_run(args: &[&str]) -> std::process::Output {
     o
 }
 
+/// Exit code 2 and clap's format, naming `what`.
 fn usage_error(args: &[&str], what: &str) {
     let o = bareweb(args);
     let e = stderr(&o);

@@ -154,13 +154,7 @@ impl UdpFetcher {
             "server" if v.starts_with('[') => match v.parse::<core::net::SocketAddrV6>() {
                 // A unicast address a link can carry (not loopback, not IPv4-mapped: the
                 // link drops answers from those).
-                Ok(a)
-                    if a.port() != 0
-                        && !a.ip().is_multicast()
-                        && !a.ip().is_unspecified()
-                        && !a.ip().is_loopback()
-                        && a.ip().to_ipv4_mapped().is_none() =>
-                {
+                Ok(a) if a.port() != 0 && crate::link_unicast(a.ip()) => {
                     (self.server, self.server6) = (None, Some((a.ip().octets(), a.port())));
                     true
                 }

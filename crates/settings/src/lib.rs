@@ -399,17 +399,16 @@ fn ip6_static(v: &str) -> Result<Ip6Static, &'static str> {
     })
 }
 
+/// Whether an interface on a link can hold `a`: not unspecified, loopback, multicast
+/// or IPv4-mapped (the link drops frames from those).
+pub(crate) fn link_unicast(a: &core::net::Ipv6Addr) -> bool {
+    !a.is_unspecified() && !a.is_loopback() && !a.is_multicast() && a.to_ipv4_mapped().is_none()
+}
+
 /// `--gw6 ADDR`: a unicast address a router on the link can hold.
 pub fn gw6(v: &str) -> Result<[u8; 16], &'static str> {
     match v.parse::<core::net::Ipv6Addr>() {
-        Ok(a)
-            if !a.is_unspecified()
-                && !a.is_loopback()
-                && !a.is_multicast()
-                && a.to_ipv4_mapped().is_none() =>
-        {
-            Ok(a.octets())
-        }
+        Ok(a) if link_unicast(&a) => Ok(a.octets()),
         Ok(_) => Err(
             "--gw6 needs a router's unicast address (not ::, ::1, a multicast or \
                       an IPv4-mapped one), or auto",
@@ -439,11 +438,7 @@ pub fn ip6_cidr(v: &str) -> Result<Ip6Static, &'static str> {
                     derived (RFC 7217, --ip6-secret); give a global address",
         );
     }
-    if addr.is_unspecified()
-        || addr.is_loopback()
-        || addr.is_multicast()
-        || o[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
-    {
+    if !link_unicast(&addr) {
         return Err(
             "--ip6 ADDR/PREFIX needs a unicast address an interface can hold \
                     (not ::, ::1, a multicast or an IPv4-mapped one)",
