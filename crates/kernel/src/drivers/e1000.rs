@@ -1072,6 +1072,14 @@ impl<H: Hal> E1000Tx<H> {
         }
     }
 
+    /// Gives back slot `s`, taken for a frame that cannot be posted, and counts the
+    /// refusal.
+    fn refuse(&mut self, s: u16) -> Result<(), TxFull> {
+        self.free_slots.push(s);
+        self.full += 1;
+        Err(TxFull)
+    }
+
     /// Frames posted for segmentation so far.
     #[cfg(test)]
     pub(super) fn tso_frames(&self) -> u64 {
@@ -1178,24 +1186,18 @@ impl<H: Hal> TxRing for E1000Tx<H> {
             || total - hl > 0xF_FFFF
             || body.len() > 0xFFFF
         {
-            self.free_slots.push(s);
-            self.full += 1;
-            return Err(TxFull);
+            return self.refuse(s);
         }
         // SAFETY: slot s is not in flight (just taken from `current`): the device does not
         // read it until the descriptors below are handed over.
         let Some(h) = (unsafe { self.slots.bytes_mut(s as usize * TX_SLOT, head_len) }) else {
-            self.free_slots.push(s);
-            self.full += 1;
-            return Err(TxFull);
+            return self.refuse(s);
         };
         // IPv6 with its TCP header right after the fixed one (no extension header: the
         // engine's), or IPv4.
         let v6 = h[12..14] == [0x86, 0xDD];
         if v6 && l4 != 14 + 40 {
-            self.free_slots.push(s);
-            self.full += 1;
-            return Err(TxFull);
+            return self.refuse(s);
         }
         let c = l4 + 16;
         let sum = u16::from_be_bytes([h[c], h[c + 1]]);
@@ -1266,9 +1268,7 @@ impl<H: Hal> TxRing for E1000Tx<H> {
         };
         let need = if body.is_empty() { 1 } else { 2 };
         if self.used + need > RING - 1 || body.len() > 16 * 1024 {
-            self.free_slots.push(s);
-            self.full += 1;
-            return Err(TxFull);
+            return self.refuse(s);
         }
         let head = self.slots.paddr(s as usize * TX_SLOT);
         let head_len = head_len.min(TX_SLOT);
