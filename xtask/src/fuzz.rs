@@ -33,6 +33,8 @@ pub const TARGETS: &[&str] = &[
     "dhcp",
     // The DHCPv6 client: servers' messages parsed, and time, in any order.
     "dhcp6",
+    // The DNS stub resolver: forged and hostile responses, and time, in any order.
+    "dns",
     "http_request",
     // The access log's lines (common, combined, JSON) from hostile request bytes.
     "access_log",

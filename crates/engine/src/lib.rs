@@ -21,6 +21,8 @@
 //!     frames built (headers, checksums, offload, RST).
 //!   - [`site`]: the site image: its format, checked loader, lookup and (std) builder.
 //!   - [`dhcp`]: the DHCP client (RFC 2131) as a state machine, its messages and frames.
+//!   - [`dns`]: the DNS stub resolver as a state machine (queries, checked answers, the
+//!     TTL cache) and its messages.
 //!   - [`bond`]: one server on a set of NICs (the bonding paper): the receive NIC, send
 //!     NICs chosen per connection (the send-id), the set as one `Nic`, link monitoring.
 //! - Level 3
@@ -61,6 +63,7 @@ mod capture_tests;
 #[cfg(any(test, feature = "alloc"))]
 pub mod cores;
 pub mod dhcp;
+pub mod dns;
 #[cfg(any(test, feature = "std"))]
 pub mod fake;
 #[cfg(any(test, feature = "alloc"))]
