@@ -35,6 +35,8 @@ pub const TARGETS: &[&str] = &[
     "dhcp6",
     // The DNS stub resolver: forged and hostile responses, and time, in any order.
     "dns",
+    // The ACME client's readers: the CA's JSON documents, certificate chains, JWS.
+    "acme_documents",
     "http_request",
     // The access log's lines (common, combined, JSON) from hostile request bytes.
     "access_log",

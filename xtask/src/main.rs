@@ -34,7 +34,8 @@ const APT_PACKAGES: &[&str] = &[
     "wget",
     "python3",
     // crates/tls/tests/real_clients.rs: `openssl s_client` as a client, and the test's
-    // certificates (crates/tls/testdata/mk.sh).
+    // certificates (crates/tls/testdata/mk.sh); crates/acme's tests: `openssl req -verify`
+    // and `x509` read the CSR and the TLS-ALPN-01 certificate.
     "openssl",
     // tests/system/test_https.py: a certificate dated in the past (openssl 3.0's `req`
     // cannot date one), for the expiry warning.
