@@ -37,6 +37,8 @@ pub const TARGETS: &[&str] = &[
     "dns",
     // The ACME client's readers: the CA's JSON documents, certificate chains, JWS.
     "acme_documents",
+    // The ACME order: any answers, failures and time (backoff, the hour's bound).
+    "acme_order",
     "http_request",
     // The access log's lines (common, combined, JSON) from hostile request bytes.
     "access_log",

@@ -25,3 +25,4 @@ pub mod chain;
 pub mod csr;
 pub mod document;
 pub mod jose;
+pub mod order;

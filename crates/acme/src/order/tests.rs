@@ -1,0 +1,434 @@
+//! The order at its own level: pebble's own answers (testdata/pebble) and hostile ones
+//! in, requests and events out.
+
+use super::*;
+use crate::jose::tests::key;
+use base64ct::{Base64UrlUnpadded, Encoding};
+
+/// 2026-11-30T09:52:10Z, within the fixtures' chain's validity.
+const NOW: u64 = 1_796_032_330;
+const DIR: &str = "https://127.0.0.1:14000/dir";
+const KID: &str = "https://127.0.0.1:14000/my-account/1";
+const ORDER: &str = "https://127.0.0.1:14000/my-order/1";
+
+fn pebble(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/testdata/pebble/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+/// Every draw gives the bytes 1, 2, 3, ...: a 32-byte one is the fixtures' certificate
+/// key (scalar 1..32), and the jitter is the same every time.
+struct Fixed;
+
+impl Entropy for Fixed {
+    fn fill(&mut self, buf: &mut [u8]) {
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = i as u8 + 1;
+        }
+    }
+}
+
+struct H {
+    c: Client,
+    now: u64,
+    events: Vec<Event>,
+    rng: Fixed,
+    nonce: u32,
+}
+
+impl H {
+    fn new(kind: ChallengeKind) -> H {
+        let cfg = Config {
+            directory: DIR.into(),
+            names: vec!["acme.test".into(), "www.acme.test".into()],
+            contact: vec!["mailto:ops@acme.test".into()],
+            challenge: kind,
+        };
+        // The account key is another than the certificate's.
+        let mut s = [5u8; 32];
+        s[0] = 1;
+        H {
+            c: Client::new(cfg, Key::from_random(&s).unwrap(), NOW),
+            now: NOW,
+            events: Vec::new(),
+            rng: Fixed,
+            nonce: 0,
+        }
+    }
+
+    fn poll(&mut self) -> Option<Request> {
+        self.c.poll(self.now, &mut self.events, &mut self.rng)
+    }
+
+    fn expect(&mut self, method: Method, url: &str) -> Request {
+        let r = self
+            .poll()
+            .unwrap_or_else(|| panic!("no request; events {:?}", self.events));
+        assert_eq!(
+            (r.method, r.url.as_str()),
+            (method, url),
+            "{:?}",
+            self.c.status()
+        );
+        r
+    }
+
+    fn answer(
+        &mut self,
+        status: u16,
+        body: &str,
+        location: Option<&str>,
+        retry_after: Option<u64>,
+    ) {
+        self.nonce += 1;
+        let nonce = format!("nonce{}", self.nonce);
+        let r = Response {
+            status,
+            location,
+            replay_nonce: Some(&nonce),
+            retry_after,
+            body: body.as_bytes(),
+        };
+        self.c
+            .on_response(&r, self.now, &mut self.events, &mut self.rng);
+    }
+
+    /// The JWS's protected header and payload.
+    fn open(r: &Request) -> (serde_json::Value, Vec<u8>) {
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        let h = Base64UrlUnpadded::decode_vec(v["protected"].as_str().unwrap()).unwrap();
+        let p = Base64UrlUnpadded::decode_vec(v["payload"].as_str().unwrap()).unwrap();
+        (serde_json::from_slice(&h).unwrap(), p)
+    }
+
+    /// Up to the first authorization: directory, nonce, account, order.
+    fn up_to_the_order(&mut self) {
+        self.expect(Method::Get, DIR);
+        self.answer(200, &pebble("directory.json"), None, None);
+        // No nonce held at first? The directory's answer carried one: the account POST
+        // goes at once. Without it a HEAD comes first (a later test).
+        let r = self.expect(Method::Post, "https://127.0.0.1:14000/sign-me-up");
+        let (h, p) = H::open(&r);
+        assert_eq!(h["nonce"], "nonce1");
+        assert!(h.get("jwk").is_some() && h.get("kid").is_none());
+        assert_eq!(
+            p,
+            b"{\"termsOfServiceAgreed\":true,\"contact\":[\"mailto:ops@acme.test\"]}"
+        );
+        self.answer(201, &pebble("account.json"), Some(KID), None);
+        let r = self.expect(Method::Post, "https://127.0.0.1:14000/order-plz");
+        let (h, _) = H::open(&r);
+        assert_eq!(h["kid"], KID);
+        self.answer(201, &pebble("order-pending.json"), Some(ORDER), None);
+    }
+}
+
+fn order_doc() -> Order {
+    document::read(pebble("order-pending.json").as_bytes()).unwrap()
+}
+
+fn authz_url(i: usize) -> String {
+    order_doc().authorizations[i].clone()
+}
+
+#[test]
+fn an_order_through_pebbles_answers_to_an_installed_certificate() {
+    let mut h = H::new(ChallengeKind::Http01);
+    h.up_to_the_order();
+    for i in 0..2 {
+        let body = pebble(&format!("authz-{i}.json"));
+        let authz: Authorization = document::read(body.as_bytes()).unwrap();
+        let http = authz.challenge("http-01").unwrap().clone();
+        let r = h.expect(Method::Post, &authz_url(i));
+        assert!(H::open(&r).1.is_empty(), "POST-as-GET");
+        h.answer(200, &body, None, None);
+        let token = http.token.clone().unwrap();
+        assert_eq!(
+            h.events.drain(..).collect::<Vec<_>>(),
+            vec![Event::Publish(Answer::Http01 {
+                key_authorization: h.c.account.key_authorization(&token),
+                token,
+            })]
+        );
+        let r = h.expect(Method::Post, &http.url);
+        assert_eq!(H::open(&r).1, b"{}");
+        h.answer(200, &pebble(&format!("challenge-{i}.json")), None, None);
+        // Validation takes a moment: asked again a second later, then valid.
+        assert_eq!(h.poll(), None);
+        h.now += 1;
+        h.expect(Method::Post, &authz_url(i));
+        h.answer(200, &body, None, None);
+        h.now += 2;
+        h.expect(Method::Post, &authz_url(i));
+        h.answer(
+            200,
+            &body.replace("\"status\": \"pending\"", "\"status\": \"valid\""),
+            None,
+            None,
+        );
+    }
+    let order: Order = order_doc();
+    let r = h.expect(Method::Post, &order.finalize);
+    let (_, p) = H::open(&r);
+    let v: serde_json::Value = serde_json::from_slice(&p).unwrap();
+    let csr = Base64UrlUnpadded::decode_vec(v["csr"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        csr,
+        crate::csr::request(&key(), &["acme.test", "www.acme.test"]).unwrap()
+    );
+    let processing = pebble("order-ready.json").replace("\"ready\"", "\"processing\"");
+    h.answer(200, &processing, None, Some(3));
+    assert_eq!(h.poll(), None, "Retry-After 3 s");
+    h.now += 3;
+    h.expect(Method::Post, ORDER);
+    h.answer(200, &pebble("order-valid.json"), None, None);
+    let valid: Order = document::read(pebble("order-valid.json").as_bytes()).unwrap();
+    h.expect(Method::Post, valid.certificate.as_deref().unwrap());
+    h.answer(200, &pebble("chain.pem"), None, None);
+    let events: Vec<_> = h.events.drain(..).collect();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0], Event::Withdraw);
+    let Event::Install { issued, key: k } = &events[1] else {
+        panic!("{events:?}")
+    };
+    assert_eq!(k, &key().to_pkcs8());
+    let s = h.c.status();
+    assert_eq!(s.phase, "idle");
+    assert_eq!(s.next, Some(issued.renew_at()));
+    assert_eq!(s.certificate_until, Some(issued.not_after));
+    assert_eq!(h.poll(), None, "nothing until renewal");
+    // At two thirds of the lifetime, a new attempt reads the directory again.
+    h.now = issued.renew_at();
+    h.expect(Method::Get, DIR);
+}
+
+#[test]
+fn tls_alpn_01_publishes_a_challenge_certificate() {
+    let mut h = H::new(ChallengeKind::TlsAlpn01);
+    h.up_to_the_order();
+    h.expect(Method::Post, &authz_url(0));
+    let body = pebble("authz-0.json");
+    h.answer(200, &body, None, None);
+    let authz: Authorization = document::read(body.as_bytes()).unwrap();
+    let c = authz.challenge("tls-alpn-01").unwrap();
+    let Some(Event::Publish(Answer::TlsAlpn01 { name, cert, .. })) = h.events.pop() else {
+        panic!()
+    };
+    assert_eq!(name, "www.acme.test");
+    let ka = h.c.account.key_authorization(c.token.as_deref().unwrap());
+    let expect = crate::csr::alpn_certificate(&key(), "www.acme.test", &ka, NOW).unwrap();
+    assert_eq!(cert, expect);
+    h.expect(Method::Post, &c.url);
+}
+
+#[test]
+fn bad_nonce_is_retried_three_times_then_fails() {
+    let mut h = H::new(ChallengeKind::Http01);
+    h.expect(Method::Get, DIR);
+    h.answer(200, &pebble("directory.json"), None, None);
+    for n in 0..=BAD_NONCE_RETRIES {
+        let r = h.expect(Method::Post, "https://127.0.0.1:14000/sign-me-up");
+        // Each try carries the nonce of the answer before.
+        assert_eq!(H::open(&r).0["nonce"], format!("nonce{}", n + 1));
+        h.answer(400, &pebble("problem-badnonce.json"), None, None);
+    }
+    let Some(Event::Failed { reason, .. }) = h.events.pop() else {
+        panic!("{:?}", h.events)
+    };
+    assert!(reason.contains("badNonce"), "{reason}");
+}
+
+#[test]
+fn a_post_without_a_nonce_asks_new_nonce_first() {
+    let mut h = H::new(ChallengeKind::Http01);
+    h.expect(Method::Get, DIR);
+    let dir = pebble("directory.json");
+    h.c.on_response(
+        &Response {
+            status: 200,
+            location: None,
+            replay_nonce: None,
+            retry_after: None,
+            body: dir.as_bytes(),
+        },
+        h.now,
+        &mut h.events,
+        &mut h.rng,
+    );
+    h.expect(Method::Head, "https://127.0.0.1:14000/nonce-plz");
+    h.answer(200, "", None, None);
+    let r = h.expect(Method::Post, "https://127.0.0.1:14000/sign-me-up");
+    assert_eq!(H::open(&r).0["nonce"], "nonce1");
+}
+
+#[test]
+fn rate_limits_and_broken_cas_end_in_a_reason_and_a_bounded_retry() {
+    // 429 with Retry-After: no attempt before it.
+    let mut h = H::new(ChallengeKind::Http01);
+    h.up_to_the_order();
+    h.expect(Method::Post, &authz_url(0));
+    h.answer(200, &pebble("authz-0.json"), None, None);
+    h.expect(
+        Method::Post,
+        "https://127.0.0.1:14000/chalZ/k3HjtqgRtV_u8wEojutsKUwQzENNWJB2qABaqBTFmVQ",
+    );
+    let limited = "{\"type\":\"urn:ietf:params:acme:error:rateLimited\",\"detail\":\"slow down\"}";
+    h.answer(429, limited, None, Some(7200));
+    let ev: Vec<_> = h.events.drain(..).collect();
+    assert!(matches!(ev[0], Event::Publish(_)));
+    assert_eq!(ev[1], Event::Withdraw, "answers withdrawn on failure");
+    let Event::Failed { reason, next } = &ev[2] else {
+        panic!("{ev:?}")
+    };
+    assert!(reason.contains("rateLimited: slow down"), "{reason}");
+    assert_eq!(*next, NOW + 7200);
+    assert_eq!(h.poll(), None);
+    h.now = NOW + 7200;
+    h.expect(Method::Get, DIR);
+
+    // Malformed JSON; a chain for another key; a challenge that never validates.
+    let mut h = H::new(ChallengeKind::Http01);
+    h.expect(Method::Get, DIR);
+    h.answer(200, "{\"newNonce\": ", None, None);
+    let Some(Event::Failed { reason, next }) = h.events.pop() else {
+        panic!()
+    };
+    assert!(
+        reason.starts_with("reading the directory: malformed JSON"),
+        "{reason}"
+    );
+    assert!(
+        (NOW + 48..=NOW + 72).contains(&next),
+        "60 s ± 20 %: {}",
+        next - NOW
+    );
+}
+
+#[test]
+fn a_challenge_that_never_validates_and_a_chain_not_ours() {
+    let mut h = H::new(ChallengeKind::Http01);
+    h.up_to_the_order();
+    h.expect(Method::Post, &authz_url(0));
+    let body = pebble("authz-0.json");
+    h.answer(200, &body, None, None);
+    h.poll().unwrap();
+    h.answer(200, &pebble("challenge-0.json"), None, None);
+    // Still pending, every poll, until the attempt's deadline.
+    let mut polls = 0;
+    loop {
+        h.now += 1;
+        match h.poll() {
+            Some(_) => {
+                polls += 1;
+                h.answer(200, &body, None, None);
+            }
+            None if !h.events.is_empty()
+                && matches!(h.events.last(), Some(Event::Failed { .. })) =>
+            {
+                break
+            }
+            None => {}
+        }
+        assert!(h.now < NOW + 2 * ORDER_DEADLINE);
+    }
+    assert!(
+        polls < ORDER_DEADLINE as usize / 5,
+        "polls back off to 10 s: {polls}"
+    );
+    let Some(Event::Failed { reason, .. }) = h.events.pop() else {
+        panic!()
+    };
+    assert!(reason.contains("not done in 600 s"), "{reason}");
+    assert_eq!(h.events.pop(), Some(Event::Withdraw));
+
+    // Invalid with the CA's reason.
+    let mut h = H::new(ChallengeKind::Http01);
+    h.up_to_the_order();
+    h.expect(Method::Post, &authz_url(0));
+    h.answer(200, &body, None, None);
+    h.poll().unwrap();
+    h.answer(200, &pebble("challenge-0.json"), None, None);
+    h.now += 1;
+    h.poll().unwrap();
+    let invalid = body
+        .replacen("\"status\": \"pending\"", "\"status\": \"invalid\"", 1)
+        .replace(
+            "\"type\": \"http-01\",",
+            "\"type\": \"http-01\", \"error\": {\"type\": \"urn:ietf:params:acme:error:unauthorized\", \"detail\": \"404 at /.well-known\"},",
+        );
+    h.answer(200, &invalid, None, None);
+    let Some(Event::Failed { reason, .. }) = h.events.pop() else {
+        panic!()
+    };
+    assert!(
+        reason.contains("www.acme.test was not validated: unauthorized: 404 at /.well-known"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn failures_back_off_and_the_hour_bounds_attempts() {
+    let mut h = H::new(ChallengeKind::Http01);
+    let mut starts = Vec::new();
+    let mut waits = Vec::new();
+    while h.now < NOW + 3 * 3600 {
+        if let Some(r) = h.poll() {
+            assert_eq!(r.url, DIR);
+            starts.push(h.now);
+            h.c.on_transport_error("timed out", h.now, &mut h.events, &mut h.rng);
+            if let Some(Event::Failed { next, reason }) = h.events.pop() {
+                assert_eq!(reason, "reading the directory unreachable: timed out");
+                waits.push(next - h.now);
+            }
+        }
+        h.now += 10;
+    }
+    // 60, 120, 240, 480 s (± 20 %) ..., and never more than 5 attempts in an hour.
+    for (k, w) in waits.iter().take(4).enumerate() {
+        let base = 60 << k;
+        assert!(base * 4 / 5 <= *w && *w <= base * 6 / 5, "{k}: {w}");
+    }
+    for win in starts.windows(ATTEMPTS_PER_HOUR + 1) {
+        assert!(win[ATTEMPTS_PER_HOUR] - win[0] >= 3600, "{starts:?}");
+    }
+    assert_eq!(h.c.status().failures as usize, starts.len());
+}
+
+#[test]
+fn a_certificate_kept_from_before_places_no_order_until_renewal() {
+    let mut h = H::new(ChallengeKind::Http01);
+    let issued = crate::chain::check(
+        pebble("chain.pem").as_bytes(),
+        &key(),
+        &["acme.test", "www.acme.test"],
+        NOW,
+    )
+    .unwrap();
+    h.c.resume(issued.clone());
+    assert_eq!(h.poll(), None);
+    h.now = issued.renew_at() - 1;
+    assert_eq!(h.poll(), None);
+    h.now += 1;
+    h.expect(Method::Get, DIR);
+}
+
+#[test]
+fn retry_after_values() {
+    assert_eq!(retry_after("120", NOW), Some(120));
+    assert_eq!(retry_after(" 0 ", NOW), Some(0));
+    assert_eq!(retry_after("Mon, 30 Nov 2026 09:53:10 GMT", NOW), Some(60));
+    assert_eq!(retry_after("Mon, 30 Nov 2026 09:50:10 GMT", NOW), Some(0));
+    for bad in [
+        "",
+        "-1",
+        "1.5",
+        "soon",
+        "Mon, 30 Foo 2026 09:53:10 GMT",
+        "99999999999999999999999",
+    ] {
+        assert_eq!(retry_after(bad, NOW), None, "{bad}");
+    }
+}
