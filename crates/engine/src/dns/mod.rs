@@ -7,19 +7,21 @@
 //! result with [`Resolver::take`].
 //!
 //! - **No recursion of its own**: every query asks for recursion (RD) from the server.
-//! - **Answers are checked** by source (a server this query was sent to, from port 53 or
-//!   the server's port), destination port, transaction ID and question ([`wire`]); a
+//! - **Answers are checked** by source (a server this query was sent to, from that
+//!   server's port), destination port, transaction ID and question ([`wire`]); a
 //!   response failing any check is counted and dropped, and the query goes on waiting,
 //!   so a forger must guess both a random 16-bit ID and a random port out of 16,384
 //!   (RFC 5452 §9.2). IDs and ports come from SipHash over a counter, keyed by the
 //!   platform's random seed.
 //! - **Retries**: the first try waits one second, each further try twice as long (at most
-//!   four), across the servers in turn; a server that fails (SERVFAIL, REFUSED, a
-//!   truncated or malformed answer) passes the query to the next at once. After four
-//!   tries the query fails with [`Failure::Timeout`] or the last server's failure.
+//!   four), across the servers in turn from the one that answered last; a server that
+//!   fails (SERVFAIL, REFUSED, a truncated or malformed answer to our question) passes
+//!   the query to the next at once. After four tries the query fails with
+//!   [`Failure::Timeout`] or the last server's failure.
 //! - **TTLs honoured**: answers are cached for their TTL (at most a day); negative answers
 //!   (RFC 2308) for the SOA's TTL, at most five minutes. A TTL of 0 is used once and not
-//!   kept. The cache holds [`CACHE`] entries; the one that expires first makes room.
+//!   kept; an answer from the cache carries the TTL left. The cache holds [`CACHE`]
+//!   entries; the one that expires first makes room.
 
 pub mod wire;
 
@@ -44,6 +46,9 @@ pub const MAX_TTL: u32 = 86_400;
 pub const MAX_NEGATIVE_TTL: u32 = 300;
 /// The first local port of the range queries are sent from (RFC 6056's dynamic range).
 pub const PORT_BASE: u16 = 49_152;
+/// The servers a query remembers having asked (more than [`MAX_SERVERS`]: the list may
+/// change while it waits).
+const ASKED: usize = 2 * MAX_SERVERS;
 
 /// A DNS server: its address (an IPv4 one IPv4-mapped) and port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +97,8 @@ pub enum Failure {
     Malformed,
     /// The ticket was already taken or cancelled.
     Forgotten,
+    /// The owner's buffer could not hold the query ([`wire::MAX_MESSAGE`] always can).
+    Buffer,
 }
 
 impl Failure {
@@ -107,6 +114,7 @@ impl Failure {
             Failure::Truncated => "the DNS answer was truncated",
             Failure::Malformed => "the DNS answer was malformed",
             Failure::Forgotten => "the lookup was forgotten",
+            Failure::Buffer => "the buffer for the DNS query was too short",
         }
     }
 }
@@ -178,8 +186,10 @@ struct Slot {
     port: u16,
     /// Tries sent so far.
     sent: u32,
-    /// The servers this query has been sent to.
-    asked: [Option<Server>; MAX_SERVERS],
+    /// The server (by index) its first try went to.
+    start: usize,
+    /// The servers this query has been sent to (the latest [`ASKED`]).
+    asked: [Option<Server>; ASKED],
     /// When to send the next try (or give up).
     deadline: u64,
     /// The last failure a server gave, reported if the tries run out.
@@ -218,7 +228,8 @@ impl Resolver {
             id: 0,
             port: 0,
             sent: 0,
-            asked: [None; MAX_SERVERS],
+            start: 0,
+            asked: [None; ASKED],
             deadline: 0,
             last: Failure::Timeout,
         };
@@ -271,7 +282,9 @@ impl Resolver {
             .find(|e| e.name == *name && e.qtype == qtype && e.expires > now)
         {
             self.counts.cached += 1;
-            return Ok(Lookup::Ready(e.result));
+            // The TTL left, not the one first given.
+            let left = ((e.expires - now) / SEC).min(u32::MAX as u64) as u32;
+            return Ok(Lookup::Ready(e.result.map(|a| Answer { ttl: left, ..a })));
         }
         if self.servers[0].is_none() {
             return Ok(Lookup::Ready(Err(Failure::NoServer)));
@@ -295,7 +308,8 @@ impl Resolver {
         s.id = (r >> 16) as u16;
         s.port = port;
         s.sent = 0;
-        s.asked = [None; MAX_SERVERS];
+        s.start = self.first;
+        s.asked = [None; ASKED];
         s.deadline = now;
         s.last = Failure::Timeout;
         Ok(Lookup::Pending(Ticket {
@@ -345,21 +359,27 @@ impl Resolver {
                 self.slots[i].state = State::Done(Err(failure));
                 continue;
             }
-            let index = (self.first + s.sent as usize) % servers;
-            let to = self.servers[index]?;
-            let len = wire::write_query(s.id, &s.name, s.qtype, buf)?;
-            let wait = self
-                .timing
-                .first_ns
-                .checked_shl(s.sent)
-                .unwrap_or(u64::MAX)
-                .min(self.timing.max_ns);
+            let index = (s.start + s.sent as usize) % servers;
+            let Some(to) = self.servers[index] else {
+                continue;
+            };
+            let Some(len) = wire::write_query(s.id, &s.name, s.qtype, buf) else {
+                self.slots[i].state = State::Done(Err(Failure::Buffer));
+                continue;
+            };
+            // first << sent, without wrapping.
+            let first = self.timing.first_ns;
+            let wait = if s.sent < first.leading_zeros() {
+                first << s.sent
+            } else {
+                u64::MAX
+            }
+            .min(self.timing.max_ns);
             let slot = &mut self.slots[i];
             slot.sent += 1;
             if !slot.asked.contains(&Some(to)) {
-                if let Some(free) = slot.asked.iter_mut().find(|a| a.is_none()) {
-                    *free = Some(to);
-                }
+                slot.asked.rotate_right(1);
+                slot.asked[0] = Some(to);
             }
             slot.deadline = now.saturating_add(wait);
             self.counts.sent += 1;

@@ -88,8 +88,11 @@ fn asked_answered_cached_and_expired() {
     );
     assert!(!r.owns_port(tx.from_port));
     assert_eq!(r.deadline(), None);
-    // Within the TTL: from the cache, nothing sent.
-    assert_eq!(r.resolve(&n, Type::A, 100 * S), Ok(Lookup::Ready(Ok(got))));
+    // Within the TTL: from the cache with the TTL left (120.5 s - 100 s), nothing sent.
+    assert_eq!(
+        r.resolve(&n, Type::A, 100 * S),
+        Ok(Lookup::Ready(Ok(Answer { ttl: 20, ..got })))
+    );
     assert_eq!(r.counts().cached, 1);
     // The other type, or the TTL past: asked again.
     pending(r.resolve(&n, Type::Aaaa, 100 * S));
@@ -276,4 +279,63 @@ fn a_full_cache_gives_up_the_entry_that_expires_first() {
         r.resolve(&name("long.example"), Type::A, MAX_TTL as u64 * S),
         Ok(Lookup::Pending(_))
     ));
+}
+
+#[test]
+fn short_or_broken_datagrams_cannot_end_a_lookup() {
+    // From the server's own address and port, at the query's port: four datagrams too
+    // short to hold an ID, or with a question that does not read, are not answers.
+    let mut r = resolver(&[server(1)]);
+    let t = pending(r.resolve(&name("ca.example"), Type::A, 0));
+    let (q, tx) = sent(&mut r, 0).remove(0);
+    let mut broken_question = q.clone();
+    broken_question[12] = 0xC0; // a pointer where the question's name starts
+    for d in [&[0u8][..], &q[..11], &broken_question, &[0xFF; 12]] {
+        assert!(r.on_datagram(server(1), tx.from_port, d, 1));
+    }
+    assert_eq!(r.counts().not_ours, 4);
+    assert_eq!(r.counts().failed, 0);
+    assert!(sent(&mut r, 1).is_empty(), "no try was ended");
+    assert_eq!(r.take(t), None);
+}
+
+#[test]
+fn each_query_walks_the_servers_in_its_own_order() {
+    // q1 fails at server 1 and goes to 2; q2, answered by 2, makes 2 the first for new
+    // queries, but q1 goes on to 3, not back to 1.
+    let mut r = resolver(&[server(1), server(2), server(3)]);
+    let t1 = pending(r.resolve(&name("one.example"), Type::A, 0));
+    let (q1, tx1) = sent(&mut r, 0).remove(0);
+    assert!(r.on_datagram(server(1), tx1.from_port, &answer(&q1, 2, 0, &[]), 0));
+    assert_eq!(sent(&mut r, 0)[0].1.to, server(2));
+    let t2 = pending(r.resolve(&name("two.example"), Type::A, 0));
+    let (q2, tx2) = sent(&mut r, 0).remove(0);
+    assert_eq!(tx2.to, server(1));
+    assert!(r.on_datagram(server(1), tx2.from_port, &answer(&q2, 2, 0, &[]), 0));
+    let next = sent(&mut r, 0).remove(0);
+    assert_eq!(next.1.to, server(2));
+    let a = answer(&q2, 0, 60, &[[192, 0, 2, 2]]);
+    assert!(r.on_datagram(server(2), tx2.from_port, &a, 0));
+    assert!(r.take(t2).unwrap().is_ok());
+    assert!(r.on_datagram(server(2), tx1.from_port, &answer(&q1, 2, 0, &[]), 0));
+    assert_eq!(sent(&mut r, 0)[0].1.to, server(3), "q1's third server");
+    r.cancel(t1);
+    // An answer from a server the list no longer holds still counts: it was asked.
+    let t3 = pending(r.resolve(&name("three.example"), Type::A, 0));
+    let (q3, tx3) = sent(&mut r, 0).remove(0);
+    assert_eq!(tx3.to, server(2));
+    r.set_servers(&[server(7), server(8), server(9)]);
+    let a = answer(&q3, 0, 60, &[[192, 0, 2, 3]]);
+    assert!(r.on_datagram(server(2), tx3.from_port, &a, 0));
+    assert!(r.take(t3).unwrap().is_ok());
+}
+
+#[test]
+fn a_short_buffer_ends_the_query_rather_than_stall_it() {
+    let mut r = resolver(&[server(1)]);
+    let t = pending(r.resolve(&name("ca.example"), Type::A, 0));
+    let mut small = [0u8; 8];
+    assert_eq!(r.poll_transmit(0, &mut small), None);
+    assert_eq!(r.deadline(), None);
+    assert_eq!(r.take(t), Some(Err(Failure::Buffer)));
 }

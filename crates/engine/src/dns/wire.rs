@@ -3,9 +3,10 @@
 //!
 //! The response reader trusts nothing. Every offset is checked before it is read, a
 //! compression pointer must point strictly before the name that uses it (so pointers
-//! cannot loop) and names are bounded by RFC 1035's 255 octets. A response to another
-//! question, or with another ID, is [`Error::NotOurs`]: the resolver drops it as RFC 5452
-//! asks, rather than let it end the query. Addresses are taken only from records owned
+//! cannot loop) and past the header, and names are bounded by RFC 1035's 255 octets. A
+//! response to another question or with another ID, or too short or broken to tell, is
+//! [`Error::NotOurs`]: the resolver drops it as RFC 5452 asks, rather than let it end
+//! the query. A label holding a dot or another byte no host name has matches no name. Addresses are taken only from records owned
 //! by the name asked for or by the end of its CNAME chain (at most [`MAX_CHAIN`] links),
 //! so a server cannot slip in an address for another name. TTLs above 2^31 - 1 count as
 //! 0 (RFC 2181 §8). A negative answer's TTL is the SOA's, as RFC 2308 §5 says, and 0 with
@@ -230,12 +231,15 @@ fn u32_at(m: &[u8], at: usize) -> Result<u32, Error> {
 }
 
 /// The name at `at` read into `out` (labels joined by dots, lower case); returns the
-/// offset just past the name where it is written (a pointer ends it).
-fn read_name(m: &[u8], at: usize, out: &mut [u8; 255]) -> Result<(usize, usize), Error> {
+/// offset just past the name where it is written (a pointer ends it), its length, and
+/// whether every label holds only what a [`Name`] may (letters, digits, `-`, `_`): a
+/// label with a dot or any other byte can never equal a name asked for.
+fn read_name(m: &[u8], at: usize, out: &mut [u8; 255]) -> Result<(usize, usize, bool), Error> {
     let mut pos = at;
     let mut end = None;
     let mut len = 0usize;
     let mut jumps = 0;
+    let mut clean = true;
     // Every pointer must point before the label that holds it, so positions only fall
     // after a jump and the walk ends.
     let mut floor = at;
@@ -243,7 +247,7 @@ fn read_name(m: &[u8], at: usize, out: &mut [u8; 255]) -> Result<(usize, usize),
         let b = *m.get(pos).ok_or(Error::Malformed)?;
         match b & 0xC0 {
             0x00 if b == 0 => {
-                return Ok((end.unwrap_or(pos + 1), len));
+                return Ok((end.unwrap_or(pos + 1), len, clean));
             }
             0x00 => {
                 let l = b as usize;
@@ -257,6 +261,7 @@ fn read_name(m: &[u8], at: usize, out: &mut [u8; 255]) -> Result<(usize, usize),
                     len += 1;
                 }
                 for (d, s) in out[len..len + l].iter_mut().zip(label) {
+                    clean &= s.is_ascii_alphanumeric() || *s == b'-' || *s == b'_';
                     *d = s.to_ascii_lowercase();
                 }
                 len += l;
@@ -265,7 +270,8 @@ fn read_name(m: &[u8], at: usize, out: &mut [u8; 255]) -> Result<(usize, usize),
             0xC0 => {
                 let target = (u16_at(m, pos)? & 0x3FFF) as usize;
                 jumps += 1;
-                if target >= floor || jumps > MAX_JUMPS {
+                // Never into the header, never forward: the walk ends.
+                if target >= floor || target < HEADER_LEN || jumps > MAX_JUMPS {
                     return Err(Error::Malformed);
                 }
                 if end.is_none() {
@@ -282,8 +288,8 @@ fn read_name(m: &[u8], at: usize, out: &mut [u8; 255]) -> Result<(usize, usize),
 /// Whether the name at `at` is `name`, and the offset past it.
 fn name_at(m: &[u8], at: usize, name: &[u8]) -> Result<(bool, usize), Error> {
     let mut buf = [0u8; 255];
-    let (end, len) = read_name(m, at, &mut buf)?;
-    Ok((&buf[..len] == name, end))
+    let (end, len, clean) = read_name(m, at, &mut buf)?;
+    Ok((clean && &buf[..len] == name, end))
 }
 
 /// One resource record's fixed fields and where its data lies.
@@ -307,7 +313,7 @@ fn section_end(m: &[u8], mut at: usize, count: usize) -> Result<usize, Error> {
 /// The record at `at`.
 fn record(m: &[u8], at: usize) -> Result<Record, Error> {
     let mut scratch = [0u8; 255];
-    let (fixed, _) = read_name(m, at, &mut scratch)?;
+    let (fixed, _, _) = read_name(m, at, &mut scratch)?;
     let rtype = u16_at(m, fixed)?;
     let class = u16_at(m, fixed + 2)?;
     let ttl = u32_at(m, fixed + 4)?;
@@ -327,8 +333,10 @@ fn record(m: &[u8], at: usize) -> Result<Record, Error> {
 
 /// Reads the response `m` to the query with `id` for `name`'s `qtype` addresses.
 pub fn read_response(m: &[u8], id: u16, name: &Name, qtype: Type) -> Result<Answer, Error> {
+    // Until the ID and question are known to be ours, nothing may end the query: a
+    // message too short to say, or whose question does not read, is not ours.
     if m.len() < HEADER_LEN {
-        return Err(Error::Malformed);
+        return Err(Error::NotOurs);
     }
     let flags = u16_at(m, 2)?;
     let qr = flags & 0x8000 != 0;
@@ -343,8 +351,11 @@ pub fn read_response(m: &[u8], id: u16, name: &Name, qtype: Type) -> Result<Answ
     if qd != 1 {
         return Err(Error::NotOurs);
     }
-    let (same, after) = name_at(m, HEADER_LEN, name.bytes())?;
-    if !same || u16_at(m, after)? != qtype.code() || u16_at(m, after + 2)? != CLASS_IN {
+    let (same, after) = name_at(m, HEADER_LEN, name.bytes()).map_err(|_| Error::NotOurs)?;
+    if !same
+        || u16_at(m, after).ok() != Some(qtype.code())
+        || u16_at(m, after + 2).ok() != Some(CLASS_IN)
+    {
         return Err(Error::NotOurs);
     }
     if flags & 0x0200 != 0 {
@@ -379,8 +390,8 @@ pub fn read_response(m: &[u8], id: u16, name: &Name, qtype: Type) -> Result<Answ
                         return Err(Error::Malformed);
                     }
                     let mut next = [0u8; 255];
-                    let (end, len) = read_name(m, r.data.start, &mut next)?;
-                    if end != r.data.end || len == 0 {
+                    let (end, len, clean) = read_name(m, r.data.start, &mut next)?;
+                    if end != r.data.end || len == 0 || !clean {
                         return Err(Error::Malformed);
                     }
                     target = next;
@@ -442,8 +453,8 @@ pub fn read_response(m: &[u8], id: u16, name: &Name, qtype: Type) -> Result<Answ
         if r.rtype == TYPE_SOA && r.class == CLASS_IN {
             // MNAME, RNAME, then SERIAL REFRESH RETRY EXPIRE MINIMUM.
             let mut scratch = [0u8; 255];
-            let (after_m, _) = read_name(m, r.data.start, &mut scratch)?;
-            let (after_r, _) = read_name(m, after_m, &mut scratch)?;
+            let (after_m, _, _) = read_name(m, r.data.start, &mut scratch)?;
+            let (after_r, _, _) = read_name(m, after_m, &mut scratch)?;
             if after_r + 20 != r.data.end {
                 return Err(Error::Malformed);
             }

@@ -134,12 +134,39 @@ fn dnsmasqs_answers() {
 
 #[test]
 fn every_cut_of_a_real_answer_is_refused_without_panic() {
-    for (_, m) in payloads() {
+    // Each answer against its own question, so the cuts reach past the question.
+    let asked = [
+        ("www.acme.test", Type::A),
+        ("www.acme.test", Type::Aaaa),
+        ("nothere.acme.test", Type::A),
+        ("v4only.acme.test", Type::Aaaa),
+    ];
+    let answers: Vec<_> = payloads()
+        .into_iter()
+        .filter(|p| p.0)
+        .map(|p| p.1)
+        .collect();
+    for (m, (n, t)) in answers.iter().zip(asked) {
+        assert!(read_response(m, id_of(m), &name(n), t) != Err(Error::NotOurs));
         for len in 0..m.len() {
-            let r = read_response(&m[..len], id_of(m), &name("www.acme.test"), Type::A);
-            assert!(r.is_err(), "{len}");
+            let r = read_response(&m[..len], id_of(m), &name(n), t);
+            assert!(r.is_err(), "{n} {t:?} cut at {len}");
+            // Before the question ends nothing can be told: not ours, not an end.
+            if len < 12 + n.len() + 2 + 4 {
+                assert_eq!(r, Err(Error::NotOurs), "{n} {t:?} cut at {len}");
+            }
         }
     }
+}
+
+#[test]
+fn a_label_with_a_dot_is_no_name_and_pointers_stay_out_of_the_header() {
+    // One label "www.example" owning an address: not the two-label name asked.
+    let m = Msg::new(OK, 1, 0).record(b"\x0bwww.example\x00", 1, 60, &[6, 6, 6, 6]);
+    assert_eq!(m.read(), Err(Error::NoAddress { ttl: 0 }));
+    // A pointer into the header.
+    let m = Msg::new(OK, 1, 0).record(&[0xC0, 4], 1, 60, &[6, 6, 6, 6]);
+    assert_eq!(m.read(), Err(Error::Malformed));
 }
 
 /// A response to `id`'s question for www.example A, with these flags and records.
@@ -254,6 +281,9 @@ fn negative_ttl_is_the_soas() {
     }
     let m = Msg::new(0x8183, 0, 1).record(&[0xC0, 16], 6, 900, &soa);
     assert_eq!(m.read(), Err(Error::NoAddress { ttl: 60 }));
+    // The SOA record's own TTL when it is the lesser (RFC 2308 §5).
+    let m = Msg::new(0x8183, 0, 1).record(&[0xC0, 16], 6, 30, &soa);
+    assert_eq!(m.read(), Err(Error::NoAddress { ttl: 30 }));
     // SOA data of the wrong length.
     let m = Msg::new(0x8183, 0, 1).record(&[0xC0, 16], 6, 900, &soa[..soa.len() - 1]);
     assert_eq!(m.read(), Err(Error::Malformed));
