@@ -1,8 +1,10 @@
 //! The certificate chain the CA issues (`application/pem-certificate-chain`, RFC 8555
 //! §9.1), checked before it is installed: PEM blocks of certificates only, at most
 //! [`MAX_CERTS`]; the first (the leaf) for our key (its public key is ours), naming every
-//! name ordered, within its validity now; each certificate issued by the next one's
-//! subject. A chain that fails is refused with the reason and the old certificate stays.
+//! name ordered, within its validity now; each certificate's issuer named by the next
+//! one's subject (names in issuing order; signatures are not verified here: the chain
+//! came over the CA's authenticated HTTPS, and clients verify it). A chain that fails is
+//! refused with the reason and the old certificate stays.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -137,7 +139,7 @@ pub fn check(pem: &[u8], key: &Key, names: &[&str], now: u64) -> Result<Issued, 
     }
     let not_before = leaf.validity.not_before.to_unix_duration().as_secs();
     let not_after = leaf.validity.not_after.to_unix_duration().as_secs();
-    if not_before >= not_after || now >= not_after || now + 300 < not_before {
+    if not_before >= not_after || now >= not_after || now.saturating_add(300) < not_before {
         return Err(ChainError::Validity);
     }
     for pair in parsed.windows(2) {

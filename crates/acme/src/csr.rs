@@ -1,15 +1,19 @@
 //! The certificate request (PKCS #10, RFC 2986) for the names, as finalize takes it
 //! (RFC 8555 §7.4), and the TLS-ALPN-01 challenge certificate (RFC 8737 §3). Both name
-//! their DNS names in a subjectAltName and carry an empty subject, so the extension is
-//! critical (RFC 5280 §4.2.1.6); both are signed ECDSA P-256 with SHA-256 by the
-//! certificate's key, never the account's (RFC 8555 §11.1). Built from x509-cert's types
-//! and encoded by `der`.
+//! their DNS names (checked: letters, digits and hyphens in labels of 1 to 63, 253 at
+//! most) in a critical subjectAltName; the request's subject is empty (RFC 5280
+//! §4.2.1.6), the challenge certificate's subject and issuer a fixed common name (an
+//! issuer may not be empty, §4.1.2.4). Both are signed ECDSA P-256 with SHA-256 by a
+//! key of their own, never the account's (RFC 8555 §11.1). Built from x509-cert's types
+//! and encoded by `der`; times from 2050 on are GeneralizedTime (§4.1.2.5).
 
 use alloc::vec;
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use der::asn1::{BitString, Ia5String, OctetString, SetOfVec, UtcTime};
+use core::str::FromStr;
+
+use der::asn1::{BitString, GeneralizedTime, Ia5String, OctetString, SetOfVec, UtcTime};
 use der::{Decode, Encode};
 use p256::ecdsa::signature::Signer;
 use p256::ecdsa::DerSignature;
@@ -66,9 +70,21 @@ fn public_key(key: &Key) -> Result<SubjectPublicKeyInfoOwned, CsrError> {
     Ok(SubjectPublicKeyInfoOwned::from_der(der.as_bytes())?)
 }
 
-/// The subjectAltName extension naming `names`, critical (the subject is empty).
+/// Whether `n` is a host name a certificate may carry: labels of 1 to 63 letters,
+/// digits and hyphens (not at either end), 253 characters at most.
+pub fn name_ok(n: &str) -> bool {
+    (1..=253).contains(&n.len())
+        && n.split('.').all(|l| {
+            (1..=63).contains(&l.len())
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
+/// The subjectAltName extension naming `names`, critical.
 fn san(names: &[&str]) -> Result<Extension, CsrError> {
-    if names.is_empty() {
+    if names.is_empty() || !names.iter().all(|n| name_ok(n)) {
         return Err(CsrError::Names);
     }
     let mut general = Vec::with_capacity(names.len());
@@ -124,21 +140,26 @@ pub fn alpn_certificate(
         critical: true,
         extn_value: OctetString::new(OctetString::new(digest.as_slice())?.to_der()?)?,
     };
+    // UTCTime until the end of 2049, GeneralizedTime from 2050 (RFC 5280 §4.1.2.5).
     let time = |secs: u64| -> Result<Time, CsrError> {
-        Ok(Time::UtcTime(UtcTime::from_unix_duration(
-            Duration::from_secs(secs),
-        )?))
+        let d = Duration::from_secs(secs);
+        Ok(if secs < 2_524_608_000 {
+            Time::UtcTime(UtcTime::from_unix_duration(d)?)
+        } else {
+            Time::GeneralTime(GeneralizedTime::from_unix_duration(d)?)
+        })
     };
+    let own = Name::from_str("CN=bareweb ACME challenge")?;
     let tbs = TbsCertificate {
         version: Version::V3,
         serial_number: SerialNumber::new(&now.to_be_bytes())?,
         signature: algorithm(),
-        issuer: Name::default(),
+        issuer: own.clone(),
         validity: Validity {
             not_before: time(now.saturating_sub(3600))?,
-            not_after: time(now + 7 * 86_400)?,
+            not_after: time(now.saturating_add(7 * 86_400))?,
         },
-        subject: Name::default(),
+        subject: own,
         subject_public_key_info: public_key(key)?,
         issuer_unique_id: None,
         subject_unique_id: None,

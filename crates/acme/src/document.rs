@@ -61,14 +61,37 @@ pub trait Check {
     fn check(&self) -> Result<(), DocError>;
 }
 
-/// Whether `u` may be followed: `https://`, a host, printable ASCII without spaces,
-/// quotes or angle brackets, at most [`MAX_URL`] long.
+/// Whether `u` may be followed: `https://`, a host (a name, an IPv4 address or a
+/// bracketed IPv6 one) with no user information and at most a numeric port, printable
+/// ASCII without spaces, quotes, angle brackets or backslashes, at most [`MAX_URL`] long.
 pub fn url_ok(u: &str) -> bool {
-    u.len() <= MAX_URL
-        && u.strip_prefix("https://")
-            .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'))
-        && u.bytes()
-            .all(|b| b.is_ascii_graphic() && !matches!(b, b'"' | b'<' | b'>' | b'\\'))
+    let printable = u
+        .bytes()
+        .all(|b| b.is_ascii_graphic() && !matches!(b, b'"' | b'<' | b'>' | b'\\'));
+    let Some(rest) = u.strip_prefix("https://") else {
+        return false;
+    };
+    if u.len() > MAX_URL || !printable {
+        return false;
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((addr, "")) => (addr, ""),
+            Some((addr, after)) => match after.strip_prefix(':') {
+                Some(p) => (addr, p),
+                None => return false,
+            },
+            None => return false,
+        },
+        None => authority.rsplit_once(':').unwrap_or((authority, "")),
+    };
+    let host_ok = !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b':'));
+    let port_ok = port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit());
+    host_ok && port_ok
 }
 
 fn url(u: &str, what: &'static str) -> Result<(), DocError> {
@@ -120,6 +143,10 @@ pub fn parse_time(t: &str) -> Option<u64> {
     };
     let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
     let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    // 60 only as a leap second (read as the second before).
+    if second > 60 {
+        return None;
+    }
     let mut rest = &t[19..];
     if let Some(frac) = rest.strip_prefix('.') {
         let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
@@ -130,9 +157,11 @@ pub fn parse_time(t: &str) -> Option<u64> {
     }
     let offset: i64 = match rest.as_bytes() {
         [b'Z' | b'z'] => 0,
-        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
-            let hh = i64::from(core::str::from_utf8(&[*h1, *h2]).ok()?.parse::<u8>().ok()?);
-            let mm = i64::from(core::str::from_utf8(&[*m1, *m2]).ok()?.parse::<u8>().ok()?);
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2]
+            if [h1, h2, m1, m2].iter().all(|d| d.is_ascii_digit()) =>
+        {
+            let hh = i64::from((h1 - b'0') * 10 + (h2 - b'0'));
+            let mm = i64::from((m1 - b'0') * 10 + (m2 - b'0'));
             if hh > 23 || mm > 59 {
                 return None;
             }
@@ -145,7 +174,6 @@ pub fn parse_time(t: &str) -> Option<u64> {
         }
         _ => return None,
     };
-    // A leap second reads as the second before.
     let dt = der::DateTime::new(
         u16::try_from(year).ok()?,
         u8::try_from(month).ok()?,

@@ -9,7 +9,9 @@
 //! - [`csr`]: the certificate key and the PKCS #10 request for the names (RFC 2986), and
 //!   the TLS-ALPN-01 challenge certificate (RFC 8737);
 //! - [`chain`]: the certificate chain the CA issues (PEM), checked against our key and
-//!   names, and its lifetime.
+//!   names, and its lifetime;
+//! - [`order`]: the order as a state machine: responses and time in, requests and events
+//!   (publish an answer, install a certificate, a failure and its next try) out.
 //!
 //! `no_std` + `alloc`: the same code runs on the host and in the bare-machine kernel. It
 //! has no socket, clock or randomness of its own: the caller gives keys' random bits and

@@ -4,11 +4,9 @@ use std::process::Command;
 
 /// `openssl` (a real, independent reader) given `der` with these arguments; its output.
 fn openssl(args: &[&str], der: &[u8]) -> String {
-    let path = std::env::temp_dir().join(format!(
-        "bareweb-acme-{}-{}.der",
-        std::process::id(),
-        args[0]
-    ));
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("bareweb-acme-{}-{n}.der", std::process::id()));
     std::fs::write(&path, der).unwrap();
     let out = Command::new("openssl")
         .args(args)
@@ -43,8 +41,19 @@ fn the_request_verifies_and_names_every_name() {
     // The public key is the certificate key's.
     let parsed = CertReq::from_der(&der).unwrap();
     assert_eq!(parsed.info.public_key, public_key(&key()).unwrap());
-    assert_eq!(request(&key(), &[]), Err(CsrError::Names));
-    assert_eq!(request(&key(), &["é.test"]), Err(CsrError::Names));
+    let bad: [&[&str]; 8] = [
+        &[],
+        &["é.test"],
+        &[""],
+        &["a\u{7}.test"],
+        &["under_score.test"],
+        &["-a.test"],
+        &["a..test"],
+        &["acme.test", "x y"],
+    ];
+    for names in bad {
+        assert_eq!(request(&key(), names), Err(CsrError::Names), "{names:?}");
+    }
 }
 
 #[test]
@@ -96,4 +105,23 @@ fn the_alpn_certificate_carries_the_key_authorizations_digest() {
         validity.not_after.to_unix_duration().as_secs(),
         now + 7 * 86_400
     );
+    // An issuer is never empty (RFC 5280 §4.1.2.4).
+    assert!(
+        text.contains("Issuer: CN = bareweb ACME challenge"),
+        "{text}"
+    );
+}
+
+#[test]
+fn from_2050_times_are_generalized() {
+    // 2049-12-30: notAfter falls in 2050 (RFC 5280 §4.1.2.5: GeneralizedTime).
+    let now = 2_524_435_200;
+    let der = alpn_certificate(&key(), "acme.test", "t.k", now).unwrap();
+    let cert = Certificate::from_der(&der).unwrap();
+    let v = cert.tbs_certificate.validity;
+    assert!(matches!(v.not_before, Time::UtcTime(_)));
+    assert!(matches!(v.not_after, Time::GeneralTime(_)));
+    assert_eq!(v.not_after.to_unix_duration().as_secs(), now + 7 * 86_400);
+    let text = openssl(&["x509", "-inform", "DER", "-noout", "-dates"], &der);
+    assert!(text.contains("notAfter=Jan  6 00:00:00 2050 GMT"), "{text}");
 }

@@ -55,13 +55,28 @@ fn a_hostile_cas_documents_are_refused_with_a_reason() {
              \"newOrder\":\"{new_order}\"}}"
         )
     };
-    assert!(read::<Directory>(dir("https://ca.test/o").as_bytes()).is_ok());
+    for good in [
+        "https://ca.test/o",
+        "https://ca.test",
+        "https://127.0.0.1:14000/order-plz",
+        "https://[2001:db8::1]:443/o?x#y",
+        "https://[::1]/o",
+    ] {
+        assert!(read::<Directory>(dir(good).as_bytes()).is_ok(), "{good}");
+    }
     for bad in [
         "http://ca.test/o",
         "https:///o",
         "https://ca.test/o o",
         "file:///etc/passwd",
         "https://ca.test/\\u0000",
+        "https://?x",
+        "https://:443/",
+        "https://@",
+        "https://user:pw@10.0.0.1/",
+        "https://ca.test:44x/",
+        "https://[::1/",
+        "https://[::1]x/",
     ] {
         assert_eq!(
             read::<Directory>(dir(bad).as_bytes()),
@@ -184,6 +199,10 @@ fn rfc3339_times() {
         "1969-12-31T23:59:59Z",
         "+026-11-30T09:52:10Z",
         "2026-11-30T09:52:10ZZ",
+        "2026-11-30T09:52:99Z",
+        "2026-11-30T09:52:61Z",
+        "2026-11-30T09:52:10++1:00",
+        "2026-11-30T09:52:10+-1:00",
     ] {
         assert_eq!(parse_time(bad), None, "{bad}");
     }
