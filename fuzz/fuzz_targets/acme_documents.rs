@@ -1,5 +1,6 @@
 //! The ACME client's readers fed anything: the input read as each of the CA's documents
-//! (serde_json, then the checks) and as a certificate chain; and split at its first 0
+//! (serde_json, then the checks), as a certificate chain and as a state record (one read
+//! back after writing it again gives the same state); and split at its first 0
 //! byte into a URL and a nonce that a JWS is made of. Nothing may panic; a document that
 //! passes has only https URLs and good tokens; a JWS always parses back and its header
 //! names the URL and nonce given.
@@ -10,7 +11,7 @@ use bareweb_acme::document::{
     RenewalInfo,
 };
 use bareweb_acme::jose::Key;
-use bareweb_acme::{chain, csr};
+use bareweb_acme::{chain, csr, store};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -42,6 +43,10 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(t) = core::str::from_utf8(data) {
         let _ = document::parse_time(t);
+    }
+    if let Ok((seq, state)) = store::decode(data) {
+        let again = store::encode(&state, seq).unwrap();
+        assert_eq!(store::decode(&again), Ok((seq, state)));
     }
     if let Ok(issued) = chain::check(data, &key, &["acme.test"], 1_796_032_330) {
         assert!(issued.not_before < issued.not_after && !issued.certs.is_empty());

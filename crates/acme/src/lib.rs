@@ -11,7 +11,9 @@
 //! - [`chain`]: the certificate chain the CA issues (PEM), checked against our key and
 //!   names, and its lifetime;
 //! - [`order`]: the order as a state machine: responses and time in, requests and events
-//!   (publish an answer, install a certificate, a failure and its next try) out.
+//!   (publish an answer, install a certificate, a failure and its next try) out;
+//! - [`store`]: the state kept (account key, certificate and key) as a checksummed record,
+//!   written in turn to two slots on the bare machine so a torn write loses nothing.
 //!
 //! `no_std` + `alloc`: the same code runs on the host and in the bare-machine kernel. It
 //! has no socket, clock or randomness of its own: the caller gives keys' random bits and
@@ -28,3 +30,4 @@ pub mod csr;
 pub mod document;
 pub mod jose;
 pub mod order;
+pub mod store;

@@ -1,0 +1,181 @@
+//! The client's state as a checksummed record, the one format both platforms keep: the
+//! account key, and the certificate held with its key. The host writes the record to a
+//! file under `--state` and replaces the old one by rename; the bare machine writes it to
+//! the older of two slots of its disk's state area, so a write cut short by a power loss
+//! leaves the other, previous, record readable ([`newest`] takes the valid record with the
+//! highest sequence number).
+//!
+//! ```text
+//! record: "BWACME\0\x01" | sequence u64 | length u32 | CRC-32 u32 | payload (length bytes)
+//! payload: items of  tag u8 | length u32 | bytes   (1 account key, 2 chain PEM,
+//!                                                   3 certificate key; others skipped)
+//! ```
+//!
+//! All integers big-endian; the CRC-32 (IEEE) covers the sequence, the length and the
+//! payload. A record that fails any check reads as absent, never as a state.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+/// A record's first eight bytes.
+pub const MAGIC: [u8; 8] = *b"BWACME\x00\x01";
+/// Magic, sequence, length, checksum.
+pub const HEADER: usize = 24;
+/// The longest payload read or written.
+pub const MAX_PAYLOAD: usize = 64 * 1024;
+
+const ACCOUNT: u8 = 1;
+const CHAIN: u8 = 2;
+const CERT_KEY: u8 = 3;
+
+/// What is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct State {
+    /// The account key, PKCS #8 DER.
+    pub account: Vec<u8>,
+    /// The certificate held, if any.
+    pub certificate: Option<Kept>,
+}
+
+/// A certificate held: its chain and key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    /// The chain, PEM, leaf first.
+    pub chain_pem: String,
+    /// Its key, PKCS #8 DER.
+    pub key: Vec<u8>,
+}
+
+/// Why a record reads as absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreError {
+    /// Shorter than its header, or not our magic (an empty or foreign area).
+    NotARecord,
+    /// Its length runs past the area or the bound.
+    Length,
+    /// The checksum does not match (a torn or damaged write).
+    Checksum,
+    /// The payload's items do not read, or the account key is missing.
+    Payload,
+}
+
+fn crc(seq: &[u8], len: &[u8], payload: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(seq);
+    h.update(len);
+    h.update(payload);
+    h.finalize()
+}
+
+fn item(out: &mut Vec<u8>, tag: u8, bytes: &[u8]) {
+    out.push(tag);
+    out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+    out.extend_from_slice(bytes);
+}
+
+/// `state` as a record with sequence number `seq`; `None` if it exceeds
+/// [`MAX_PAYLOAD`].
+pub fn encode(state: &State, seq: u64) -> Option<Vec<u8>> {
+    let mut payload = Vec::new();
+    item(&mut payload, ACCOUNT, &state.account);
+    if let Some(k) = &state.certificate {
+        item(&mut payload, CHAIN, k.chain_pem.as_bytes());
+        item(&mut payload, CERT_KEY, &k.key);
+    }
+    if payload.len() > MAX_PAYLOAD {
+        return None;
+    }
+    let seq = seq.to_be_bytes();
+    let len = (payload.len() as u32).to_be_bytes();
+    let mut out = Vec::with_capacity(HEADER + payload.len());
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&seq);
+    out.extend_from_slice(&len);
+    out.extend_from_slice(&crc(&seq, &len, &payload).to_be_bytes());
+    out.extend_from_slice(&payload);
+    Some(out)
+}
+
+/// The record at the start of `area` (trailing bytes ignored): its sequence number and
+/// state.
+pub fn decode(area: &[u8]) -> Result<(u64, State), StoreError> {
+    if area.len() < HEADER || area[..8] != MAGIC {
+        return Err(StoreError::NotARecord);
+    }
+    let seq = &area[8..16];
+    let len_bytes = &area[16..20];
+    let len = u32::from_be_bytes([len_bytes[0], len_bytes[1], len_bytes[2], len_bytes[3]]) as usize;
+    if len > MAX_PAYLOAD || HEADER + len > area.len() {
+        return Err(StoreError::Length);
+    }
+    let sum = u32::from_be_bytes([area[20], area[21], area[22], area[23]]);
+    let payload = &area[HEADER..HEADER + len];
+    if crc(seq, len_bytes, payload) != sum {
+        return Err(StoreError::Checksum);
+    }
+    let mut account = None;
+    let mut chain = None;
+    let mut key = None;
+    let mut rest = payload;
+    while !rest.is_empty() {
+        if rest.len() < 5 {
+            return Err(StoreError::Payload);
+        }
+        let tag = rest[0];
+        let n = u32::from_be_bytes([rest[1], rest[2], rest[3], rest[4]]) as usize;
+        let bytes = rest.get(5..5 + n).ok_or(StoreError::Payload)?;
+        match tag {
+            ACCOUNT => account = Some(bytes.to_vec()),
+            CHAIN => {
+                chain = Some(String::from(
+                    core::str::from_utf8(bytes).map_err(|_| StoreError::Payload)?,
+                ))
+            }
+            CERT_KEY => key = Some(bytes.to_vec()),
+            _ => {}
+        }
+        rest = &rest[5 + n..];
+    }
+    let certificate = match (chain, key) {
+        (Some(chain_pem), Some(key)) => Some(Kept { chain_pem, key }),
+        (None, None) => None,
+        _ => return Err(StoreError::Payload),
+    };
+    let seq = u64::from_be_bytes([
+        seq[0], seq[1], seq[2], seq[3], seq[4], seq[5], seq[6], seq[7],
+    ]);
+    Ok((
+        seq,
+        State {
+            account: account.ok_or(StoreError::Payload)?,
+            certificate,
+        },
+    ))
+}
+
+/// Of the slots given, the one holding the valid record with the highest sequence number:
+/// its index, sequence number and state.
+pub fn newest(slots: &[&[u8]]) -> Option<(usize, u64, State)> {
+    let mut best: Option<(usize, u64, State)> = None;
+    for (i, s) in slots.iter().enumerate() {
+        if let Ok((seq, state)) = decode(s) {
+            if best.as_ref().is_none_or(|b| seq > b.1) {
+                best = Some((i, seq, state));
+            }
+        }
+    }
+    best
+}
+
+/// Where the next record goes among two slots, and its sequence number: the slot not
+/// holding the newest record, one past the newest's number (slot 0 and 1 when neither
+/// holds one).
+pub fn next_write(slots: [&[u8]; 2]) -> (usize, u64) {
+    match newest(&slots) {
+        Some((i, seq, _)) => (1 - i, seq + 1),
+        None => (0, 1),
+    }
+}
+
+#[cfg(test)]
+mod tests;
