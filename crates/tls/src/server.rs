@@ -13,6 +13,7 @@
 //! driver never panics on what it is fed, and never buffers more than [`MAX_BUFFERED`] bytes
 //! of received TLS.
 
+use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -20,9 +21,13 @@ use core::fmt;
 
 use rustls::crypto::SecureRandom;
 use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::PrivatePkcs8KeyDer;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::server::{NoServerSessionStorage, ServerConfig, UnbufferedServerConnection};
-use rustls::sign::{CertifiedKey, SingleCertAndKey};
+use rustls::server::{
+    ClientHello, NoServerSessionStorage, ResolvesServerCert, ServerConfig,
+    UnbufferedServerConnection,
+};
+use rustls::sign::CertifiedKey;
 use rustls::time_provider::TimeProvider;
 use rustls::unbuffered::{
     AppDataRecord, ConnectionState, EncodeError, InsufficientSizeError, UnbufferedStatus,
@@ -149,10 +154,43 @@ pub fn parse_key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, ConfigError> {
     Ok(key)
 }
 
+/// The ALPN protocol of the TLS-ALPN-01 challenge (RFC 8737 §6.2).
+pub const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
+
+/// Which certificate a ClientHello gets: a TLS-ALPN-01 challenge's, for a hello offering
+/// `acme-tls/1` alone and naming a name with a challenge published (RFC 8737 §3: and only
+/// for such a hello); else the server's certificate, or none before one is held (the
+/// handshake then fails with an alert: no self-signed stand-in).
+#[derive(Debug, Clone)]
+struct Resolver {
+    normal: Option<Arc<CertifiedKey>>,
+    challenges: Vec<(String, Arc<CertifiedKey>)>,
+}
+
+impl ResolvesServerCert for Resolver {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        let acme_only = hello.alpn().is_some_and(|mut offered| {
+            offered.next() == Some(ACME_TLS_ALPN) && offered.next().is_none()
+        });
+        if acme_only {
+            let name = hello.server_name()?;
+            return self
+                .challenges
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, k)| k.clone());
+        }
+        self.normal.clone()
+    }
+}
+
 /// A server's TLS configuration, shared by all its connections (and cores).
 #[derive(Clone, Debug)]
 pub struct TlsServer {
     config: Arc<ServerConfig>,
+    resolver: Resolver,
+    /// The ALPN protocols of the options (`acme-tls/1` is added while a challenge is out).
+    alpn: Vec<Vec<u8>>,
 }
 
 impl TlsServer {
@@ -168,16 +206,41 @@ impl TlsServer {
         let chain = parse_chain(chain_pem)?;
         let key = parse_key(key_pem)?;
         let provider = Arc::new(provider::provider(platform.random));
+        let certified =
+            CertifiedKey::from_der(chain, key, &provider).map_err(ConfigError::Rustls)?;
+        Self::build(Some(Arc::new(certified)), options, platform, provider)
+    }
+
+    /// A configuration with no certificate yet (one is being obtained over ACME): every
+    /// handshake fails with an alert, but for TLS-ALPN-01 challenges once published
+    /// ([`TlsServer::with_acme_challenge`]).
+    pub fn awaiting_certificate(
+        options: &Options,
+        platform: &Platform,
+    ) -> Result<Self, ConfigError> {
+        let provider = Arc::new(provider::provider(platform.random));
+        Self::build(None, options, platform, provider)
+    }
+
+    fn build(
+        normal: Option<Arc<CertifiedKey>>,
+        options: &Options,
+        platform: &Platform,
+        provider: Arc<rustls::crypto::CryptoProvider>,
+    ) -> Result<Self, ConfigError> {
         let versions: &[&rustls::SupportedProtocolVersion] = match options.min_version {
             MinVersion::Tls12 => &[&rustls::version::TLS13, &rustls::version::TLS12],
             MinVersion::Tls13 => &[&rustls::version::TLS13],
+        };
+        let resolver = Resolver {
+            normal,
+            challenges: Vec::new(),
         };
         let mut config = ServerConfig::builder_with_details(provider, platform.time.clone())
             .with_protocol_versions(versions)
             .map_err(ConfigError::Rustls)?
             .with_no_client_auth()
-            .with_single_cert(chain, key)
-            .map_err(ConfigError::Rustls)?;
+            .with_cert_resolver(Arc::new(resolver.clone()));
         config.alpn_protocols = options.alpn.clone();
         config.session_storage = Arc::new(NoServerSessionStorage {});
         config.max_early_data_size = 0;
@@ -199,7 +262,66 @@ impl TlsServer {
         }
         Ok(Self {
             config: Arc::new(config),
+            resolver,
+            alpn: options.alpn.clone(),
         })
+    }
+
+    /// This configuration with `resolver` (and `acme-tls/1` offered, last, while it holds
+    /// a challenge).
+    fn with_resolver(&self, resolver: Resolver) -> Self {
+        let mut config = (*self.config).clone();
+        config.alpn_protocols = self.alpn.clone();
+        if !resolver.challenges.is_empty() {
+            config.alpn_protocols.push(ACME_TLS_ALPN.to_vec());
+        }
+        config.cert_resolver = Arc::new(resolver.clone());
+        Self {
+            config: Arc::new(config),
+            resolver,
+            alpn: self.alpn.clone(),
+        }
+    }
+
+    /// Whether a certificate is held (else only TLS-ALPN-01 challenges are answered).
+    pub fn has_certificate(&self) -> bool {
+        self.resolver.normal.is_some()
+    }
+
+    /// The same configuration answering the TLS-ALPN-01 challenge for `name` with `cert`
+    /// (DER) and its `key` (PKCS #8 DER), replacing one for the same name.
+    pub fn with_acme_challenge(
+        &self,
+        name: &str,
+        cert: &[u8],
+        key: &[u8],
+    ) -> Result<Self, ConfigError> {
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.to_vec()));
+        EcdsaKey::from_der(&key).map_err(ConfigError::Key)?;
+        // Not `from_der`: its check parses the certificate with webpki, which refuses the
+        // critical acmeIdentifier extension every such certificate carries.
+        let signer = self
+            .config
+            .crypto_provider()
+            .key_provider
+            .load_private_key(key)
+            .map_err(ConfigError::Rustls)?;
+        let certified = CertifiedKey::new(vec![CertificateDer::from(cert.to_vec())], signer);
+        let mut resolver = self.resolver.clone();
+        resolver
+            .challenges
+            .retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        resolver
+            .challenges
+            .push((String::from(name), Arc::new(certified)));
+        Ok(self.with_resolver(resolver))
+    }
+
+    /// The same configuration with no TLS-ALPN-01 challenge.
+    pub fn without_acme_challenges(&self) -> Self {
+        let mut resolver = self.resolver.clone();
+        resolver.challenges.clear();
+        self.with_resolver(resolver)
     }
 
     /// A new connection's driver.
@@ -228,11 +350,9 @@ impl TlsServer {
         let key = parse_key(key_pem)?;
         let certified = CertifiedKey::from_der(chain, key, self.config.crypto_provider())
             .map_err(ConfigError::Rustls)?;
-        let mut config = (*self.config).clone();
-        config.cert_resolver = Arc::new(SingleCertAndKey::from(certified));
-        Ok(Self {
-            config: Arc::new(config),
-        })
+        let mut resolver = self.resolver.clone();
+        resolver.normal = Some(Arc::new(certified));
+        Ok(self.with_resolver(resolver))
     }
 }
 

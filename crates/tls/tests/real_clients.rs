@@ -55,6 +55,11 @@ fn start(options: Options) -> Server {
         &host::platform(),
     )
     .unwrap();
+    start_with(server)
+}
+
+fn start_with(server: TlsServer) -> Server {
+    let dir = certs();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let (tx, done) = mpsc::channel();
@@ -351,4 +356,100 @@ fn curl_fetches_byte_exact() {
         let got = std::fs::read(&file).unwrap();
         assert!(got == big_body(), "body differs ({} bytes)", got.len());
     }
+}
+
+/// `openssl s_client` to `srv` naming `name` and offering `alpn`, verifying nothing; its
+/// output.
+fn s_client_alpn(srv: &Server, name: &str, alpn: &str) -> String {
+    let out = Command::new("timeout")
+        .args(["20", "openssl", "s_client", "-connect"])
+        .arg(format!("127.0.0.1:{}", srv.port))
+        .args(["-servername", name, "-alpn", alpn])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// A TLS-ALPN-01 challenge certificate (RFC 8737) made by the ACME client, and its key.
+fn challenge(name: &str) -> (Vec<u8>, Vec<u8>) {
+    let mut s = [3u8; 32];
+    s[0] = 1;
+    let key = bareweb_acme::jose::Key::from_random(&s).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let cert = bareweb_acme::csr::alpn_certificate(&key, name, "token.thumbprint", now).unwrap();
+    (cert, key.to_pkcs8())
+}
+
+#[test]
+fn s_client_gets_the_tls_alpn_01_certificate_for_acme_tls_alone() {
+    let dir = certs();
+    let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
+    let plain = TlsServer::new(
+        &read("cert.pem"),
+        &read("key.pem"),
+        &Options::default(),
+        &host::platform(),
+    )
+    .unwrap();
+    let (cert, key) = challenge("acme.test");
+    let server = plain.with_acme_challenge("acme.test", &cert, &key).unwrap();
+    let srv = start_with(server.clone());
+    // acme-tls/1 alone, for the published name: the challenge certificate.
+    let t = s_client_alpn(&srv, "acme.test", "acme-tls/1");
+    expect(
+        &t,
+        &["ALPN protocol: acme-tls/1", "CN = bareweb ACME challenge"],
+    );
+    // http/1.1, or acme-tls/1 among others: the server's own certificate.
+    for alpn in ["http/1.1", "acme-tls/1,http/1.1"] {
+        let t = s_client_alpn(&srv, "acme.test", alpn);
+        expect(&t, &["ALPN protocol: http/1.1"]);
+        assert!(!t.contains("bareweb ACME challenge"), "{alpn}: {t}");
+    }
+    // acme-tls/1 for a name with no challenge: refused.
+    let t = s_client_alpn(&srv, "other.test", "acme-tls/1");
+    assert!(
+        t.contains("alert") && !t.contains("bareweb ACME challenge"),
+        "{t}"
+    );
+    // Withdrawn: refused too, and acme-tls/1 no longer offered.
+    let srv = start_with(server.without_acme_challenges());
+    let t = s_client_alpn(&srv, "acme.test", "acme-tls/1");
+    assert!(!t.contains("bareweb ACME challenge"), "{t}");
+}
+
+#[test]
+fn with_no_certificate_yet_handshakes_end_in_an_alert_but_challenges_answer() {
+    let waiting = TlsServer::awaiting_certificate(&Options::default(), &host::platform()).unwrap();
+    assert!(!waiting.has_certificate());
+    let srv = start_with(waiting.clone());
+    let t = s_client_alpn(&srv, "acme.test", "http/1.1");
+    // rustls's alert when no certificate resolves: access_denied (49).
+    expect(&t, &["alert access denied"]);
+    let (cert, key) = challenge("acme.test");
+    let srv = start_with(
+        waiting
+            .with_acme_challenge("acme.test", &cert, &key)
+            .unwrap(),
+    );
+    let t = s_client_alpn(&srv, "acme.test", "acme-tls/1");
+    expect(
+        &t,
+        &["ALPN protocol: acme-tls/1", "CN = bareweb ACME challenge"],
+    );
+    // The certificate arrives: it serves, the challenge goes on until withdrawn.
+    let dir = certs();
+    let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
+    let held = waiting
+        .with_certificate(&read("cert.pem"), &read("key.pem"))
+        .unwrap();
+    assert!(held.has_certificate());
+    let srv = start_with(held);
+    let t = s_client_alpn(&srv, "localhost", "http/1.1");
+    expect(&t, &["ALPN protocol: http/1.1"]);
+    assert!(!t.contains("alert access denied"), "{t}");
 }
