@@ -111,6 +111,8 @@ pub struct Board {
     dhcp: Option<&'static crate::dhcp::shared::Shared>,
     /// The graceful drain, when the platform can ask for one.
     drain: Option<&'static crate::server::drain::Drain>,
+    /// ACME's HTTP-01 answers, when the platform obtains its certificate.
+    http01: Option<&'static super::challenge::Http01>,
 }
 
 impl Board {
@@ -143,7 +145,20 @@ impl Board {
             drain: None,
             platform: None,
             reload: None,
+            http01: None,
         }
+    }
+
+    /// The board with ACME's HTTP-01 answers: every core serves what the platform's ACME
+    /// client publishes there, at `/.well-known/acme-challenge/TOKEN`, to any client.
+    pub fn with_http01(mut self, http01: Option<&'static super::challenge::Http01>) -> Board {
+        self.http01 = http01;
+        self
+    }
+
+    /// The HTTP-01 answers served, if any.
+    pub fn http01(&self) -> Option<&'static super::challenge::Http01> {
+        self.http01
     }
 
     /// The board with the platform's reload counters: the JSON gets a `reload` object,

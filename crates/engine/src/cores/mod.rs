@@ -12,6 +12,8 @@
 //! - [`board`]: live measurements published per core and read by whichever core serves
 //!   `/.well-known/bareweb/stats`, beside the counters the platform keeps outside the
 //!   engine (AF_XDP's `XDP_STATISTICS`, [`crate::stats::platform`]).
+//! - [`challenge`]: ACME's HTTP-01 answers as every core serves them, published by the
+//!   platform's ACME client in a lock-free table.
 //! - [`plan`]: the mode, each core's role and server, and the network core's wiring,
 //!   decided in one place for both platforms.
 //! - [`run`]: the per-core loop (poll, measure, publish, idle) both platforms share, and
@@ -20,6 +22,7 @@
 //!   batch) on the device, without copying its body.
 
 pub mod board;
+pub mod challenge;
 // Under `cfg(loom)` (the ring's model test) the ring lends no references, only closures.
 #[cfg(not(loom))]
 pub mod netcore;

@@ -1,7 +1,10 @@
 //! The server's own pages beside the site: the stats JSON (at `BASE/stats`), `/metrics`
 //! (Prometheus text exposition format 0.0.4: the JSON's counters, one sample per core,
 //! labelled with its role, and `bareweb_draining`) and `/healthz` (`ok`, or 503
-//! `draining` once a drain is asked for), with [`PageSettings`] saying which are on, where the stats page lives and who may read the stats and metrics.
+//! `draining` once a drain is asked for), with [`PageSettings`] saying which are on, where
+//! the stats page lives and who may read the stats and metrics; and ACME's HTTP-01
+//! answers while the platform publishes them ([`Page::Challenge`], module
+//! [`challenge`](super::challenge)), to anyone.
 //!
 //! Which pages are on is decided once, at start, from the site image's switches (its
 //! `bareweb.toml`) over the platform's defaults: `serve` answers all three by default, a
@@ -203,6 +206,8 @@ pub enum Page {
     Healthz,
     /// 403: the client may not read the stats page, its JSON or the metrics.
     Refused,
+    /// ACME's HTTP-01 answer for the target's token (the board's table): to anyone.
+    Challenge,
 }
 
 /// `fmt::Write` into a fixed byte buffer; fails (never panics) when full.
@@ -404,17 +409,21 @@ pub fn respond(
             Some(ok.len())
         }
         Page::Refused => refusal(board.pages(), peer, b),
+        Page::Challenge => {
+            let token = super::challenge::token_of(req.target)?;
+            board.http01()?.answer(token, b)
+        }
         // Never claimed (the site holds it): nothing to render here.
         Page::Html => None,
     });
     let Some(body_len) = rendered else {
-        return http::respond_error_with(
-            http::Status::INTERNAL_SERVER_ERROR,
-            now_unix,
-            server,
-            extra,
-            out,
-        );
+        // An answer withdrawn since the request was claimed: as if never published.
+        let status = if page == Page::Challenge {
+            http::Status::NOT_FOUND
+        } else {
+            http::Status::INTERNAL_SERVER_ERROR
+        };
+        return http::respond_error_with(status, now_unix, server, extra, out);
     };
     let (status, ctype) = match page {
         Page::Json => (http::Status::OK, "application/json"),
@@ -425,6 +434,7 @@ pub fn respond(
             "text/plain; charset=utf-8",
         ),
         Page::Healthz | Page::Html => (http::Status::OK, "text/plain; charset=utf-8"),
+        Page::Challenge => (http::Status::OK, "application/octet-stream"),
     };
     let reason = if status == FORBIDDEN {
         "Forbidden"

@@ -39,13 +39,26 @@ impl StatsPage {
     }
 }
 
+impl StatsPage {
+    /// Whether `target` asks for a published ACME HTTP-01 answer (one load when none is
+    /// published; any other token stays the site's).
+    fn challenge(&self, target: &[u8]) -> bool {
+        let Some(table) = self.board.http01().filter(|t| t.any()) else {
+            return false;
+        };
+        let mut scratch = [0u8; crate::cores::challenge::MAX_ANSWER];
+        crate::cores::challenge::token_of(target)
+            .is_some_and(|token| table.answer(token, &mut scratch).is_some())
+    }
+}
+
 impl DynamicPage for StatsPage {
     fn buffer_len(&self) -> usize {
         self.board.buffer_len()
     }
 
     fn claims(&self, target: &[u8], peer: core::net::IpAddr) -> bool {
-        self.board.pages().page_for(target, peer).is_some()
+        self.board.pages().page_for(target, peer).is_some() || self.challenge(target)
     }
 
     fn respond(
@@ -59,15 +72,17 @@ impl DynamicPage for StatsPage {
         out: &mut [u8],
     ) -> http::Response<'static> {
         self.board.publish_server(self.core, stats, times, stay);
+        let fields = pages::Fields {
+            server: server_name,
+            extra,
+        };
+        if self.challenge(request.target) {
+            let (page, board) = (pages::Page::Challenge, self.board);
+            return pages::respond(page, board, request, peer, now_unix, fields, out);
+        }
         // `claims` said this page answers; the client decides which answer.
         match self.board.pages().page_for(request.target, peer) {
-            Some(page) => {
-                let fields = pages::Fields {
-                    server: server_name,
-                    extra,
-                };
-                pages::respond(page, self.board, request, peer, now_unix, fields, out)
-            }
+            Some(page) => pages::respond(page, self.board, request, peer, now_unix, fields, out),
             None => {
                 http::respond_error_with(http::Status::NOT_FOUND, now_unix, server_name, extra, out)
             }

@@ -1099,3 +1099,89 @@ fn hsts_is_on_every_https_response_and_never_on_plain_http() {
     assert_eq!(responses(&t.got).len(), 4, "{text}");
     assert!(!text.contains("Strict-Transport-Security"), "{text}");
 }
+
+#[test]
+fn acme_http01_answers_are_served_to_anyone_on_both_ports_while_published() {
+    use crate::cores::challenge::Http01;
+    let mut cfg = Config::new(SERVER_IP, 24, [0x42; 16]);
+    cfg.tcbs = 8;
+    cfg.https_redirect = Some(HTTPS);
+    cfg.tls = Some(TlsListen {
+        port: HTTPS,
+        acceptor: acceptor(),
+    });
+    let mut s = Server::new(cfg, TestSite::new(), SERVER_MAC);
+    let (mut nic, mut clock) = nic_and_clock();
+    let table: &'static Http01 = Box::leak(Box::new(Http01::new()));
+    // The stats page and metrics only for a network the client is not in: the answers
+    // are for anyone (the CA's validators).
+    let pages = crate::cores::pages::PageSettings {
+        allow: crate::cores::pages::Allow::Network([192, 0, 2, 0], 24),
+        ..Default::default()
+    };
+    let board = crate::cores::board::Board::new("single", &[crate::cores::board::Role::Single])
+        .with_pages(pages)
+        .with_http01(Some(table));
+    s.serve_stats(Box::leak(Box::new(board)), 0);
+    let token = "vqjo61Y5ozTrXwYkiYrsr2q90SutyD_H3S3bGVaGYjw";
+    let ka = format!("{token}.6UoWwDCkLjV0J-pQG8c0THxbVhBcpR0AZDift1Yl5DM");
+    let ask = format!(
+        "GET /.well-known/acme-challenge/{token} HTTP/1.1\r\nHost: acme.test\r\n\r\n\
+         GET /.well-known/acme-challenge/other HTTP/1.1\r\nHost: acme.test\r\n\r\n\
+         GET /.well-known/bareweb/stats HTTP/1.1\r\nHost: acme.test\r\n\r\n"
+    );
+    let plain = |s: &mut Server<TestSite>, nic: &mut FakeNic, clock: &ManualClock, port| {
+        let mut t = Tcp::open(s, nic, clock, 80, port);
+        t.send(nic, ask.as_bytes());
+        for _ in 0..10 {
+            let out = run(s, nic, clock);
+            t.take(&out, nic);
+        }
+        t.got
+    };
+    // Nothing published: the redirect takes the stats page; the challenge path is the
+    // site's (404).
+    let got = plain(&mut s, &mut nic, &clock, 49001);
+    let r = responses(&got);
+    let codes: Vec<&str> = r.iter().map(|(status, _)| &status[9..12]).collect();
+    assert_eq!(
+        codes,
+        ["404", "404", "308"],
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+    // Published: the answer, byte for byte; another token 404.
+    table.publish(token, &ka).unwrap();
+    let got = plain(&mut s, &mut nic, &clock, 49002);
+    let text = String::from_utf8_lossy(&got).into_owned();
+    let r = responses(&got);
+    let codes: Vec<&str> = r.iter().map(|(status, _)| &status[9..12]).collect();
+    assert_eq!(codes, ["200", "404", "308"], "{text}");
+    assert!(
+        text.contains(&format!("Content-Length: {}\r\n", ka.len())),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("\r\n\r\n{ka}HTTP/1.1 404")),
+        "{text}"
+    );
+    // Over HTTPS too (a validator that followed a redirect).
+    let mut c = TlsClient::connect(&mut s, &mut nic, &mut clock, &rustls::version::TLS13, 49003);
+    c.write(ask.as_bytes());
+    c.pump(&mut s, &mut nic, &mut clock, 60);
+    let text = String::from_utf8_lossy(&c.plain).into_owned();
+    let codes: Vec<String> = responses(&c.plain)
+        .iter()
+        .map(|(s, _)| s[9..12].to_string())
+        .collect();
+    assert_eq!(codes, ["200", "404", "403"], "{text}");
+    assert!(text.contains(&ka), "{text}");
+    // Withdrawn: the site's again.
+    table.withdraw_all();
+    let got = plain(&mut s, &mut nic, &clock, 49004);
+    let codes: Vec<String> = responses(&got)
+        .iter()
+        .map(|(s, _)| s[9..12].to_string())
+        .collect();
+    assert_eq!(codes, ["404", "404", "308"]);
+}
