@@ -14,6 +14,8 @@
 //! - **Nonces** (§7.2): every response's Replay-Nonce is kept; a POST without one first
 //!   asks newNonce (HEAD). A `badNonce` problem repeats the request with the fresh nonce,
 //!   at most [`BAD_NONCE_RETRIES`] times in a row (§6.5).
+//! - **One challenge answer out at a time**: each authorization's answer is published,
+//!   then withdrawn once the authorization is valid, before the next.
 //! - **Failures** end the attempt: the challenge answers are withdrawn, and the next
 //!   attempt waits 1 minute doubled per failure up to 6 hours, with ±20 % jitter, and at
 //!   least the CA's Retry-After (§6.6: 429 and 503). At most [`ATTEMPTS_PER_HOUR`]
@@ -660,7 +662,15 @@ impl Client {
             Phase::AwaitAuthorization(i) => {
                 let a: Authorization = document::read(r.body).map_err(doc)?;
                 match a.status {
-                    AuthzStatus::Valid => self.phase = self.next_authorization(i),
+                    AuthzStatus::Valid => {
+                        // One answer out at a time: the platform's tables stay small
+                        // whatever the number of names.
+                        if self.published {
+                            events.push(Event::Withdraw);
+                            self.published = false;
+                        }
+                        self.phase = self.next_authorization(i);
+                    }
                     AuthzStatus::Pending => self.wait(r.retry_after, now, false),
                     _ => {
                         let why = a
