@@ -65,6 +65,8 @@ const APT_PACKAGES: &[&str] = &[
     // database (certutil) so headless Chromium trusts the test's CA.
     "testssl.sh",
     "libnss3-tools",
+    // crates/acme/tests/pebble.rs: the ACME test CA and its DNS (pebble-challtestsrv).
+    "pebble",
 ];
 
 fn main() -> ExitCode {
