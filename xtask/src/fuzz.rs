@@ -62,6 +62,8 @@ pub const TARGETS: &[&str] = &[
     "kernel_fadt",
     // The bare-machine NIC drivers against a device that lies (drivers::fake).
     "driver_virtio_net",
+    // The virtio-blk driver (the bare machine's state disk) against a lying device.
+    "driver_virtio_blk",
     "driver_e1000",
     "driver_e1000e",
     "driver_vmxnet3",

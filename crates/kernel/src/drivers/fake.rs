@@ -16,7 +16,7 @@ use core::sync::atomic::{fence, Ordering};
 use std::sync::Mutex;
 
 use super::hal::{Hal, Mmio, PhysAddr, Reg, RO, WO};
-use super::virtio::{Error, Notify, Transport, Wake, S_FEATURES_OK};
+use super::virtio::{Error, Notify, Transport, Wake, F_VERSION_1, S_FEATURES_OK};
 use super::virtqueue::{F_NEXT, F_WRITE};
 
 /// Device addresses are host addresses plus this: never a valid host pointer.
@@ -324,6 +324,73 @@ impl FakeVirtio {
         FakeHal::write(b.addr, &bytes);
         ring.push_used(head as u32, bytes.len() as u32);
         true
+    }
+
+    /// A virtio-blk device of `sectors` sectors offering `offered` features (VERSION_1
+    /// added), one queue of up to `max` entries.
+    pub fn blk(sectors: u64, offered: u64, max: u16) -> FakeVirtio {
+        let mut d = FakeVirtio::new(offered | F_VERSION_1, 1, max, [0; 6], 0);
+        d.config.fill(0);
+        for (i, w) in d.config.iter_mut().take(4).enumerate() {
+            *w = (sectors >> (16 * i)) as u16;
+        }
+        d
+    }
+
+    /// Serves every request queue 0 holds against `disk` as an honest virtio-blk device
+    /// does (virtio 1.2 §5.2.6): reads, writes, flushes (counted in the return's second
+    /// field), anything else unsupported. Returns the requests served and the flushes.
+    pub fn serve_blk(&mut self, disk: &mut [u8]) -> (usize, usize) {
+        let ring = self.ring(0);
+        let (mut served, mut flushes) = (0, 0);
+        while let Some((head, bufs)) = ring.pop_avail() {
+            assert!(bufs.len() >= 2, "a request is a header, data and a status");
+            assert!(
+                !bufs[0].write && bufs[0].len == 16,
+                "the header is 16 device-read bytes"
+            );
+            let status = bufs[bufs.len() - 1];
+            assert!(
+                status.write && status.len == 1,
+                "the status is one device-written byte"
+            );
+            let h = FakeHal::read(bufs[0].addr, 16);
+            let kind = u32::from_le_bytes(h[0..4].try_into().unwrap());
+            let sector = u64::from_le_bytes(h[8..16].try_into().unwrap()) as usize;
+            let mut written = 1;
+            let st = match (kind, &bufs[1..bufs.len() - 1]) {
+                (0, [data]) if data.write => {
+                    let at = sector * 512;
+                    match disk.get(at..at + data.len as usize) {
+                        Some(src) => {
+                            FakeHal::write(data.addr, src);
+                            written += data.len;
+                            0
+                        }
+                        None => 1,
+                    }
+                }
+                (1, [data]) if !data.write => {
+                    let at = sector * 512;
+                    match disk.get_mut(at..at + data.len as usize) {
+                        Some(dst) => {
+                            dst.copy_from_slice(&FakeHal::read(data.addr, data.len as usize));
+                            0
+                        }
+                        None => 1,
+                    }
+                }
+                (4, []) => {
+                    flushes += 1;
+                    0
+                }
+                _ => 2,
+            };
+            FakeHal::write(status.addr, &[st]);
+            ring.push_used(head as u32, written);
+            served += 1;
+        }
+        (served, flushes)
     }
 
     fn bells_mmio(&self) -> Mmio {

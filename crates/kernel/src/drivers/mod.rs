@@ -7,6 +7,9 @@
 //! them all as one `Driver`, [`any::AnyNic`] (one copy of the engine's per-NIC code, for
 //! the size budget): a new driver is a `Driver` impl and a variant there.
 //!
+//! [`virtio_blk`] is the one disk driver: not a `Nic`, the bare machine's state disk (one
+//! request at a time, polled, the device checked like every other).
+//!
 //! Drivers reach the machine only through [`hal`]: DMA memory and addresses, register
 //! mappings ([`hal::Hal`], [`hal::Identity`] on the bare machine), typed registers
 //! ([`hal::Reg`]). So each runs on the host against a fake device (`fake`: in the tests,
@@ -21,6 +24,7 @@ pub mod fake;
 pub mod hal;
 pub mod igb;
 pub mod virtio;
+pub mod virtio_blk;
 pub mod virtio_net;
 pub mod virtqueue;
 pub mod vmxnet3;
