@@ -78,6 +78,11 @@ fuzz_target!(|data: &[u8]| {
                 };
                 let Some((&bits, tail)) = rest.split_first() else { break };
                 rest = tail;
+                // The CA's Retry-After header, read as the owner would.
+                let _ = bareweb_acme::order::retry_after(
+                    &String::from_utf8_lossy(&body[..body.len().min(40)]),
+                    now,
+                );
                 let r = Response {
                     status: STATUS[usize::from(tag >> 2) % 8],
                     location: (bits & 1 != 0).then_some("https://127.0.0.1:14000/x/1"),

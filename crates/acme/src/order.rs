@@ -7,7 +7,8 @@
 //! ```text
 //! Idle ─(due, within the hour's budget)─► Directory ─► Account ─► NewOrder
 //!   ▲   ─► for each authorization: Authorization ─► Answer ─► AwaitAuthorization (polled)
-//!   │   ─► Finalize (a fresh certificate key, the CSR) ─► AwaitOrder (polled) ─► Download
+//!   │   ─► AwaitReady (the order polled until ready) ─► Finalize (a fresh certificate
+//!   │      key, the CSR) ─► AwaitOrder (polled) ─► Download
 //!   └── Install (renewal due at two thirds of the lifetime) │ Failed (backoff) ◄─ any error
 //! ```
 //!
@@ -25,6 +26,12 @@
 //!   after its Retry-After (1 s to 60 s) or 1 s doubled up to 10 s.
 //! - **The certificate key** is fresh per order, never the account key (§11.1); the chain
 //!   is checked ([`crate::chain`]) before it is installed.
+//! - **The owner's part of HTTP**: a POST carries `Content-Type: application/jose+json`,
+//!   every request a `User-Agent` (§6.1), and each request is bounded in time by the
+//!   owner's transport, which reports a timeout as [`Client::on_transport_error`]; the
+//!   attempt's deadline is checked when a request would go and when an answer comes.
+//! - **A clock set back** is survived: backoff and the hour's budget counted from a time
+//!   that has not come again are forgotten.
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -131,6 +138,10 @@ pub struct Response<'a> {
 /// HTTP-date (IMF-fixdate only).
 pub fn retry_after(value: &str, now: u64) -> Option<u64> {
     let v = value.trim();
+    // The CA's header: anything but ASCII is refused before it is cut by position.
+    if !v.is_ascii() {
+        return None;
+    }
     if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
         return v.parse().ok();
     }
@@ -159,7 +170,8 @@ pub fn retry_after(value: &str, now: u64) -> Option<u64> {
 /// An answer to publish while the CA validates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
-    /// Serve `key_authorization` as text/plain at `/.well-known/acme-challenge/{token}`.
+    /// Serve `key_authorization` at `/.well-known/acme-challenge/{token}` (the engine sends
+    /// it as `application/octet-stream`, as RFC 8555's example does).
     Http01 {
         /// The token (checked base64url).
         token: String,
@@ -212,6 +224,7 @@ enum Phase {
     Answer(usize),
     AwaitAuthorization(usize),
     Finalize,
+    AwaitReady,
     AwaitOrder,
     Download,
 }
@@ -226,6 +239,7 @@ impl Phase {
             Phase::Authorization(_) | Phase::Answer(_) => "answering the challenges",
             Phase::AwaitAuthorization(_) => "waiting for validation",
             Phase::Finalize => "finalizing",
+            Phase::AwaitReady => "waiting for the order to be ready",
             Phase::AwaitOrder => "waiting for issuance",
             Phase::Download => "downloading the certificate",
         }
@@ -265,6 +279,8 @@ pub struct Client {
     attempt_started: u64,
     attempts: [u64; ATTEMPTS_PER_HOUR],
     failures: u32,
+    /// When the last failure happened (its backoff counts from then).
+    failed_at: Option<u64>,
     last_error: Option<String>,
     order_url: Option<String>,
     order: Option<Order>,
@@ -296,6 +312,7 @@ impl Client {
             attempt_started: 0,
             attempts: [0; ATTEMPTS_PER_HOUR],
             failures: 0,
+            failed_at: None,
             last_error: None,
             order_url: None,
             order: None,
@@ -332,7 +349,9 @@ impl Client {
             return None;
         }
         Some(match self.phase {
-            Phase::Idle | Phase::AwaitAuthorization(_) | Phase::AwaitOrder => self.not_before,
+            Phase::Idle | Phase::AwaitAuthorization(_) | Phase::AwaitReady | Phase::AwaitOrder => {
+                self.not_before
+            }
             _ => 0,
         })
     }
@@ -363,6 +382,16 @@ impl Client {
             return None;
         }
         if self.phase == Phase::Idle {
+            // A clock set back (a wrong time corrected): what was counted from a time that
+            // has not come yet again is forgotten, so a backoff or the hour's budget cannot
+            // hold the client for as long as the clock jumped.
+            if self.failed_at.is_some_and(|t| now < t) {
+                self.not_before = now;
+                self.failed_at = None;
+            }
+            for a in self.attempts.iter_mut().filter(|a| **a > now) {
+                *a = 0;
+            }
             if now < self.not_before {
                 return None;
             }
@@ -380,8 +409,10 @@ impl Client {
             self.directory = None;
             self.phase = Phase::Directory;
         }
-        if matches!(self.phase, Phase::AwaitAuthorization(_) | Phase::AwaitOrder)
-            && now < self.not_before
+        if matches!(
+            self.phase,
+            Phase::AwaitAuthorization(_) | Phase::AwaitReady | Phase::AwaitOrder
+        ) && now < self.not_before
         {
             return None;
         }
@@ -397,12 +428,11 @@ impl Client {
         }
     }
 
+    /// After the directory: newAccount, every attempt. The same key finds the same
+    /// account (200 and its URL), and an account the CA deactivated or forgot is made
+    /// anew rather than failing every attempt after.
     fn after_directory(&self) -> Phase {
-        if self.kid.is_some() {
-            Phase::NewOrder
-        } else {
-            Phase::Account
-        }
+        Phase::Account
     }
 
     /// A POST of `payload` (`None`: POST-as-GET) to `url`, or the newNonce HEAD first.
@@ -433,6 +463,9 @@ impl Client {
                 body: Vec::new(),
             }),
             Phase::Account => {
+                // newAccount is signed with the key's JWK, never a `kid` (§6.2); the
+                // account's URL is learnt again from the answer.
+                self.kid = None;
                 let url = self.directory().ok_or(LOST)?.new_account.clone();
                 let body = payload(&NewAccount {
                     terms_of_service_agreed: true,
@@ -471,7 +504,7 @@ impl Client {
                 let body = payload(&Finalize { csr: &self.csr });
                 self.post(&url, Some(&body))
             }
-            Phase::AwaitOrder => {
+            Phase::AwaitReady | Phase::AwaitOrder => {
                 let url = self.order_url.clone().ok_or(LOST)?;
                 self.post(&url, None)
             }
@@ -540,6 +573,11 @@ impl Client {
             return;
         }
         self.in_flight = false;
+        if now > self.attempt_started + ORDER_DEADLINE {
+            let reason = format!("the order was not done in {ORDER_DEADLINE} s");
+            self.fail(reason, None, now, events, rng);
+            return;
+        }
         if let Some(n) = r.replay_nonce.filter(|n| nonce_ok(n)) {
             self.nonce = Some(n.to_string());
         }
@@ -669,6 +707,9 @@ impl Client {
                             events.push(Event::Withdraw);
                             self.published = false;
                         }
+                        // The next step goes at once; its own polling starts from 1 s.
+                        self.not_before = now;
+                        self.poll_wait = 1;
                         self.phase = self.next_authorization(i);
                     }
                     AuthzStatus::Pending => self.wait(r.retry_after, now, false),
@@ -681,6 +722,22 @@ impl Client {
                         return Err(format!("{} was not validated: {why}", a.identifier.value));
                     }
                 }
+            }
+            Phase::AwaitReady => {
+                let o: Order = document::read(r.body).map_err(doc)?;
+                match o.status {
+                    OrderStatus::Ready => self.phase = Phase::Finalize,
+                    OrderStatus::Pending => self.wait(r.retry_after, now, false),
+                    other => {
+                        let why = o.error.as_ref().map(Problem::summary);
+                        return Err(format!(
+                            "the order is {other:?} before finalize: {}",
+                            why.as_deref().unwrap_or("no reason given")
+                        )
+                        .to_ascii_lowercase());
+                    }
+                }
+                self.order = Some(o);
             }
             Phase::Finalize | Phase::AwaitOrder => {
                 let o: Order = document::read(r.body).map_err(doc)?;
@@ -734,8 +791,13 @@ impl Client {
         let next = match o.status {
             OrderStatus::Pending => Phase::Authorization(0),
             OrderStatus::Ready => Phase::Finalize,
-            OrderStatus::Processing => Phase::AwaitOrder,
-            OrderStatus::Valid => Phase::Download,
+            // A CA handing back an order finalized by an earlier attempt: its key died
+            // with that attempt, so its certificate is of no use.
+            OrderStatus::Processing | OrderStatus::Valid => {
+                return Err(String::from(
+                    "the CA gave back an order finalized earlier, whose key is lost",
+                ))
+            }
             OrderStatus::Invalid => {
                 let why = o.error.as_ref().map(Problem::summary);
                 return Err(format!(
@@ -753,7 +815,8 @@ impl Client {
         if i + 1 < count {
             Phase::Authorization(i + 1)
         } else {
-            Phase::Finalize
+            // §7.4: finalize once the order is ready, which a CA may say a moment later.
+            Phase::AwaitReady
         }
     }
 
@@ -833,6 +896,7 @@ impl Client {
             };
         let wait = jittered.max(retry_after.unwrap_or(0).min(RETRY_AFTER_MAX));
         self.not_before = now + wait;
+        self.failed_at = Some(now);
         self.phase = Phase::Idle;
         self.in_flight = false;
         self.fetching_nonce = false;

@@ -108,6 +108,14 @@ pub fn decode(area: &[u8]) -> Result<(u64, State), StoreError> {
     if len > MAX_PAYLOAD || HEADER + len > area.len() {
         return Err(StoreError::Length);
     }
+    // Sequence numbers count writes from 1: one past 2^63 is a forgery, whose successor
+    // could not be written as the newer.
+    if u64::from_be_bytes([
+        seq[0], seq[1], seq[2], seq[3], seq[4], seq[5], seq[6], seq[7],
+    ]) > i64::MAX as u64
+    {
+        return Err(StoreError::Payload);
+    }
     let sum = u32::from_be_bytes([area[20], area[21], area[22], area[23]]);
     let payload = &area[HEADER..HEADER + len];
     if crc(seq, len_bytes, payload) != sum {

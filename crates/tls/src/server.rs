@@ -273,6 +273,12 @@ impl TlsServer {
         let mut config = (*self.config).clone();
         config.alpn_protocols = self.alpn.clone();
         if !resolver.challenges.is_empty() {
+            // With no ALPN configured, offering acme-tls/1 alone would make rustls refuse
+            // every client that offers http/1.1 (no_application_protocol): the HTTP the
+            // server speaks is offered first.
+            if config.alpn_protocols.is_empty() {
+                config.alpn_protocols.push(b"http/1.1".to_vec());
+            }
             config.alpn_protocols.push(ACME_TLS_ALPN.to_vec());
         }
         config.cert_resolver = Arc::new(resolver.clone());

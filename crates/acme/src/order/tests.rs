@@ -175,6 +175,13 @@ fn an_order_through_pebbles_answers_to_an_installed_certificate() {
             vec![Event::Withdraw]
         );
     }
+    // The order read until it is ready (§7.4), then finalized.
+    h.expect(Method::Post, ORDER);
+    h.answer(200, &pebble("order-pending.json"), None, Some(2));
+    assert_eq!(h.poll(), None, "Retry-After 2 s");
+    h.now += 2;
+    h.expect(Method::Post, ORDER);
+    h.answer(200, &pebble("order-ready.json"), None, None);
     let order: Order = order_doc();
     let r = h.expect(Method::Post, &order.finalize);
     let (_, p) = H::open(&r);
@@ -435,4 +442,140 @@ fn retry_after_values() {
     ] {
         assert_eq!(retry_after(bad, NOW), None, "{bad}");
     }
+}
+
+/// Up to the order as `H::up_to_the_order`, with `order_body` as newOrder's answer.
+fn placed(order_body: &str) -> H {
+    let mut h = H::new(ChallengeKind::Http01);
+    h.expect(Method::Get, DIR);
+    h.answer(200, &pebble("directory.json"), None, None);
+    h.poll().unwrap();
+    h.answer(201, &pebble("account.json"), Some(KID), None);
+    h.poll().unwrap();
+    h.answer(201, order_body, Some(ORDER), None);
+    h
+}
+
+#[test]
+fn orders_the_ca_hands_back_in_other_states() {
+    // Ready at once (authorizations reused): finalized without a challenge.
+    let mut h = placed(&pebble("order-ready.json"));
+    h.expect(Method::Post, &order_doc().finalize);
+    assert!(h.events.is_empty());
+    // Processing or valid at once: finalized by an earlier attempt, its key lost.
+    for status in ["processing", "valid"] {
+        let body = pebble("order-valid.json").replace("\"valid\"", &format!("\"{status}\""));
+        let mut h = placed(&body);
+        assert_eq!(h.poll(), None);
+        let Some(Event::Failed { reason, .. }) = h.events.pop() else {
+            panic!("{status}: {:?}", h.events)
+        };
+        assert!(
+            reason.contains("finalized earlier, whose key is lost"),
+            "{reason}"
+        );
+    }
+    // An authorization already valid: no answer published, on to the next.
+    let mut h = placed(&pebble("order-pending.json"));
+    h.expect(Method::Post, &authz_url(0));
+    let valid =
+        pebble("authz-0.json").replacen("\"status\": \"pending\"", "\"status\": \"valid\"", 1);
+    h.answer(200, &valid, None, None);
+    assert!(h.events.is_empty());
+    h.expect(Method::Post, &authz_url(1));
+}
+
+#[test]
+fn every_attempt_registers_the_account_so_a_lost_one_is_made_anew() {
+    let mut h = placed(&pebble("order-pending.json"));
+    let gone = "{\"type\":\"urn:ietf:params:acme:error:accountDoesNotExist\",\"detail\":\"no\"}";
+    h.expect(Method::Post, &authz_url(0));
+    h.answer(400, gone, None, None);
+    let Some(Event::Failed { next, .. }) = h.events.pop() else {
+        panic!()
+    };
+    h.now = next;
+    h.expect(Method::Get, DIR);
+    h.answer(200, &pebble("directory.json"), None, None);
+    let r = h.expect(Method::Post, "https://127.0.0.1:14000/sign-me-up");
+    assert!(
+        H::open(&r).0.get("jwk").is_some(),
+        "newAccount again, by the key"
+    );
+}
+
+#[test]
+fn a_chain_for_another_key_is_refused_and_nothing_installed() {
+    let mut h = placed(&pebble("order-ready.json"));
+    // The certificate key drawn for this order is not the fixtures' key.
+    struct Other;
+    impl Entropy for Other {
+        fn fill(&mut self, buf: &mut [u8]) {
+            buf.fill(7);
+        }
+    }
+    let r = h.c.poll(h.now, &mut h.events, &mut Other).unwrap();
+    assert_eq!(r.url, order_doc().finalize);
+    h.answer(200, &pebble("order-valid.json"), None, None);
+    h.poll().unwrap();
+    h.answer(200, &pebble("chain.pem"), None, None);
+    let ev: Vec<_> = h.events.drain(..).collect();
+    assert!(
+        !ev.iter().any(|e| matches!(e, Event::Install { .. })),
+        "{ev:?}"
+    );
+    let Some(Event::Failed { reason, .. }) = ev.last() else {
+        panic!("{ev:?}")
+    };
+    assert!(
+        reason.ends_with("the certificate is not for our key"),
+        "{reason}"
+    );
+    assert_eq!(h.c.status().certificate_until, None);
+}
+
+#[test]
+fn polling_clamps_retry_after_and_late_answers_are_not_acted_on() {
+    let mut h = placed(&pebble("order-pending.json"));
+    h.expect(Method::Post, &authz_url(0));
+    h.answer(200, &pebble("authz-0.json"), None, None);
+    assert!(matches!(h.events.pop(), Some(Event::Publish(_))));
+    h.poll().unwrap();
+    // A Retry-After of an hour while polling: 60 s at most.
+    h.answer(200, &pebble("challenge-0.json"), None, Some(3600));
+    h.now += 59;
+    assert_eq!(h.poll(), None);
+    h.now += 1;
+    h.expect(Method::Post, &authz_url(0));
+    // The answer comes after the attempt's deadline: the attempt fails, not advances.
+    h.now = NOW + ORDER_DEADLINE + 1;
+    h.answer(
+        200,
+        &pebble("authz-0.json").replacen("\"pending\"", "\"valid\"", 1),
+        None,
+        None,
+    );
+    let ev: Vec<_> = h.events.drain(..).collect();
+    assert_eq!(ev[0], Event::Withdraw);
+    assert!(matches!(&ev[1], Event::Failed { reason, .. } if reason.contains("not done in 600 s")));
+}
+
+#[test]
+fn a_clock_set_back_does_not_hold_the_client() {
+    let mut h = H::new(ChallengeKind::Http01);
+    // Failures at a time a year ahead (a wrong clock), then the clock corrected.
+    h.now = NOW + 365 * 86_400;
+    for _ in 0..ATTEMPTS_PER_HOUR {
+        h.poll().unwrap();
+        h.c.on_transport_error("down", h.now, &mut h.events, &mut h.rng);
+        h.now += BACKOFF_MAX + 1;
+    }
+    h.now = NOW;
+    h.expect(Method::Get, DIR);
+}
+
+#[test]
+fn retry_after_refuses_what_is_not_ascii() {
+    assert_eq!(retry_after("Mon, 30 Nov 2026 09:53:1\u{e9}GMT", NOW), None);
+    assert_eq!(retry_after("\u{e9}\u{e9}\u{e9}", NOW), None);
 }

@@ -97,6 +97,14 @@ fn a_payload_that_does_not_read_is_refused() {
     // An unknown item is skipped (a later version's).
     let ok = record(&[1, 0, 0, 0, 1, 7, 9, 0, 0, 0, 2, 1, 2]);
     assert_eq!(decode(&ok).unwrap().1.account, vec![7]);
+    // A sequence number past 2^63: no real count of writes reaches it.
+    let mut forged = record(&[1, 0, 0, 0, 1, 7]);
+    forged[8..16].copy_from_slice(&u64::MAX.to_be_bytes());
+    let seq = forged[8..16].to_vec();
+    let len = forged[16..20].to_vec();
+    let sum = crc(&seq, &len, &forged[24..]).to_be_bytes();
+    forged[20..24].copy_from_slice(&sum);
+    assert_eq!(decode(&forged), Err(StoreError::Payload));
     // A length past the bound.
     let mut long = record(&[1, 0, 0, 0, 1, 7]);
     long[16..20].copy_from_slice(&(MAX_PAYLOAD as u32 + 1).to_be_bytes());
