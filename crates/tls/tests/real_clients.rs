@@ -417,9 +417,33 @@ fn s_client_gets_the_tls_alpn_01_certificate_for_acme_tls_alone() {
         "{t}"
     );
     // Withdrawn: refused too, and acme-tls/1 no longer offered.
-    let srv = start_with(server.without_acme_challenges());
+    let withdrawn = server.without_acme_challenges();
+    let offered = &withdrawn.config().alpn_protocols;
+    assert!(!offered.contains(&b"acme-tls/1".to_vec()), "{offered:?}");
+    let srv = start_with(withdrawn);
     let t = s_client_alpn(&srv, "acme.test", "acme-tls/1");
     assert!(!t.contains("bareweb ACME challenge"), "{t}");
+    assert!(t.contains("alert"), "{t}");
+    // With no ALPN configured, a challenge out does not turn ordinary clients away.
+    let no_alpn = Options {
+        alpn: Vec::new(),
+        ..Options::default()
+    };
+    let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
+    let bare = TlsServer::new(
+        &read("cert.pem"),
+        &read("key.pem"),
+        &no_alpn,
+        &host::platform(),
+    )
+    .unwrap()
+    .with_acme_challenge("acme.test", &cert, &key)
+    .unwrap();
+    let srv = start_with(bare);
+    let t = s_client_alpn(&srv, "localhost", "http/1.1");
+    assert!(!t.contains("alert"), "{t}");
+    let t = s_client_alpn(&srv, "acme.test", "acme-tls/1");
+    expect(&t, &["ALPN protocol: acme-tls/1"]);
 }
 
 #[test]
@@ -444,7 +468,10 @@ fn with_no_certificate_yet_handshakes_end_in_an_alert_but_challenges_answer() {
     // The certificate arrives: it serves, the challenge goes on until withdrawn.
     let dir = certs();
     let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
-    let held = waiting
+    let answering = waiting
+        .with_acme_challenge("acme.test", &cert, &key)
+        .unwrap();
+    let held = answering
         .with_certificate(&read("cert.pem"), &read("key.pem"))
         .unwrap();
     assert!(held.has_certificate());
@@ -452,4 +479,9 @@ fn with_no_certificate_yet_handshakes_end_in_an_alert_but_challenges_answer() {
     let t = s_client_alpn(&srv, "localhost", "http/1.1");
     expect(&t, &["ALPN protocol: http/1.1"]);
     assert!(!t.contains("alert access denied"), "{t}");
+    let t = s_client_alpn(&srv, "acme.test", "acme-tls/1");
+    expect(
+        &t,
+        &["ALPN protocol: acme-tls/1", "CN = bareweb ACME challenge"],
+    );
 }

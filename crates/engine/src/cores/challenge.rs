@@ -5,8 +5,11 @@
 //! The table is written by one thread (the ACME client's) and read by every core, as a
 //! sequence lock over atomic words like the IPv6 link's table (`iface::share6`): no lock,
 //! no `unsafe`, no torn read (a reader that overlaps a write reads again, a few times at
-//! most, then answers 404 for now; the CA retries). A request costs a prefix comparison
-//! unless it is for this path.
+//! most, then leaves the request to the site). A CA does not retry a failed validation,
+//! so the table must not change while its answer is checked: the ACME client publishes
+//! an answer before it asks for validation and withdraws it only after. A request costs
+//! one load while nothing is published, and a prefix comparison unless it is for this
+//! path. One thread writes (`publish` and `withdraw_all` are the ACME client's alone).
 
 use core::sync::atomic::{fence, AtomicU64, Ordering};
 
