@@ -20,6 +20,8 @@
 //!   site lookup, access log and ISN key the engine asks for; [`report`]: the console's
 //!   ready and stats lines; [`crash`]: failures on purpose; [`rest`]: how an idle core
 //!   polls, then halts until its NIC, its timer or another core wakes it.
+//! - [`state`]: the state area (the ACME client's records in two slots of the virtio-blk
+//!   disk, [`drivers::virtio_blk`]), so a write cut short leaves the previous state.
 //! - [`tls`]: HTTPS's platform: a ChaCha20 generator seeded from RDSEED/RDRAND, the RTC
 //!   clock for rustls, and the listener from the certificate and key the image carries.
 //!
@@ -54,6 +56,7 @@ pub mod nics;
 pub mod queue;
 pub mod report;
 pub mod rest;
+pub mod state;
 pub mod tls;
 
 #[cfg(target_os = "none")]

@@ -1,0 +1,204 @@
+//! The bare machine's state area: the ACME client's records (`bareweb_acme::store`) in two
+//! slots at the start of the virtio-blk disk, written in turn. A write goes to the slot
+//! not holding the newest record and is flushed before it counts, so power lost mid-write
+//! leaves the other slot's record, the previous state, readable: [`StateArea::load`]
+//! takes the valid record with the higher sequence number and ignores a torn one (its
+//! checksum fails).
+//!
+//! ```text
+//! sector 0            SLOT_SECTORS            2 × SLOT_SECTORS
+//! | slot 0: a record  | slot 1: a record      | (the rest of the disk: unused)
+//! ```
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use bareweb_acme::store::{self, State, HEADER, MAX_PAYLOAD};
+
+use crate::drivers::virtio::Transport;
+use crate::drivers::virtio_blk::{BlkError, VirtioBlk, MAX_IO, SECTOR};
+
+/// Sectors of one slot: the largest record, rounded up to whole 64 KiB requests.
+pub const SLOT_SECTORS: u64 = ((HEADER + MAX_PAYLOAD).div_ceil(MAX_IO) * MAX_IO / SECTOR) as u64;
+/// Bytes of the area: two slots (what `run --state-disk` makes at least).
+pub const AREA_BYTES: u64 = 2 * SLOT_SECTORS * SECTOR as u64;
+
+/// Why the area could not be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AreaError {
+    /// The disk is smaller than two slots.
+    TooSmall(u64),
+    /// The disk failed.
+    Disk(BlkError),
+    /// The state does not fit a record.
+    TooLarge,
+}
+
+/// The state area on a disk.
+pub struct StateArea<T: Transport> {
+    blk: VirtioBlk<T>,
+}
+
+impl<T: Transport> StateArea<T> {
+    /// The area on `blk`, which must hold two slots.
+    pub fn new(blk: VirtioBlk<T>) -> Result<StateArea<T>, AreaError> {
+        if blk.capacity() < AREA_BYTES {
+            return Err(AreaError::TooSmall(blk.capacity()));
+        }
+        Ok(StateArea { blk })
+    }
+
+    /// Slot `i`'s bytes, read in whole requests; `wait` bounds each (as the driver's).
+    fn read_slot(
+        &mut self,
+        i: u64,
+        wait: &mut impl FnMut(&mut T) -> bool,
+    ) -> Result<Vec<u8>, AreaError> {
+        let mut bytes = vec![0u8; SLOT_SECTORS as usize * SECTOR];
+        let base = i * SLOT_SECTORS;
+        for (k, chunk) in bytes.chunks_mut(MAX_IO).enumerate() {
+            let sector = base + (k * MAX_IO / SECTOR) as u64;
+            self.blk
+                .read(sector, chunk, &mut *wait)
+                .map_err(AreaError::Disk)?;
+        }
+        Ok(bytes)
+    }
+
+    /// Both slots.
+    fn slots(&mut self, wait: &mut impl FnMut(&mut T) -> bool) -> Result<[Vec<u8>; 2], AreaError> {
+        Ok([self.read_slot(0, wait)?, self.read_slot(1, wait)?])
+    }
+
+    /// The newest state kept, `None` on a blank area (or one whose records are both torn
+    /// or damaged).
+    pub fn load(
+        &mut self,
+        mut wait: impl FnMut(&mut T) -> bool,
+    ) -> Result<Option<State>, AreaError> {
+        let [a, b] = self.slots(&mut wait)?;
+        Ok(store::newest(&[&a, &b]).map(|(_, _, state)| state))
+    }
+
+    /// Keeps `state`: written to the slot not holding the newest record, then flushed.
+    /// Returns the slot written.
+    pub fn save(
+        &mut self,
+        state: &State,
+        mut wait: impl FnMut(&mut T) -> bool,
+    ) -> Result<usize, AreaError> {
+        let [a, b] = self.slots(&mut wait)?;
+        let (slot, seq) = store::next_write([&a, &b]);
+        let record = store::encode(state, seq).ok_or(AreaError::TooLarge)?;
+        let mut bytes = record;
+        bytes.resize(bytes.len().next_multiple_of(SECTOR), 0);
+        let base = slot as u64 * SLOT_SECTORS;
+        for (k, chunk) in bytes.chunks(MAX_IO).enumerate() {
+            let sector = base + (k * MAX_IO / SECTOR) as u64;
+            self.blk
+                .write(sector, chunk, &mut wait)
+                .map_err(AreaError::Disk)?;
+        }
+        self.blk.flush(&mut wait).map_err(AreaError::Disk)?;
+        Ok(slot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drivers::fake::{FakeHal, FakeVirtio};
+    use bareweb_acme::store::Kept;
+
+    const F_FLUSH: u64 = 1 << 9;
+
+    fn state(n: u8) -> State {
+        State {
+            account: vec![n; 121],
+            certificate: (n > 1).then(|| Kept {
+                chain_pem: alloc::format!("chain {n}\n").repeat(300),
+                key: vec![n; 138],
+            }),
+        }
+    }
+
+    fn area(disk_bytes: u64) -> Result<StateArea<FakeVirtio>, AreaError> {
+        let blk =
+            VirtioBlk::new::<FakeHal>(FakeVirtio::blk(disk_bytes / 512, F_FLUSH, 256)).unwrap();
+        StateArea::new(blk)
+    }
+
+    fn honest(disk: &mut [u8]) -> impl FnMut(&mut FakeVirtio) -> bool + '_ {
+        move |dev| {
+            dev.serve_blk(disk);
+            true
+        }
+    }
+
+    #[test]
+    fn slots_alternate_and_the_newest_is_read() {
+        let mut disk = vec![0u8; AREA_BYTES as usize];
+        let mut a = area(AREA_BYTES).unwrap();
+        assert_eq!(
+            a.load(honest(&mut disk)).unwrap(),
+            None,
+            "a blank disk holds nothing"
+        );
+        assert_eq!(a.save(&state(1), honest(&mut disk)).unwrap(), 0);
+        assert_eq!(a.save(&state(2), honest(&mut disk)).unwrap(), 1);
+        assert_eq!(a.save(&state(3), honest(&mut disk)).unwrap(), 0);
+        // A new boot (a new driver over the same disk) reads the last.
+        let mut again = area(AREA_BYTES).unwrap();
+        assert_eq!(again.load(honest(&mut disk)).unwrap(), Some(state(3)));
+        assert!(matches!(
+            area(AREA_BYTES - 512),
+            Err(AreaError::TooSmall(_))
+        ));
+    }
+
+    #[test]
+    fn power_lost_mid_write_leaves_the_previous_state() {
+        let mut disk = vec![0u8; AREA_BYTES as usize];
+        let mut a = area(AREA_BYTES).unwrap();
+        a.save(&state(2), honest(&mut disk)).unwrap();
+        a.save(&state(3), honest(&mut disk)).unwrap();
+        // The next save goes to slot 0; the machine dies once the first sector of its
+        // write reached the disk (reads are served, the write's first sector lands, then
+        // nothing ever answers again).
+        let mut dead = false;
+        let mut dying = |dev: &mut FakeVirtio| {
+            use crate::drivers::fake::FakeHal;
+            if dead {
+                return false;
+            }
+            let ring = dev.ring(0);
+            while let Some((head, bufs)) = ring.pop_avail() {
+                let h = FakeHal::read(bufs[0].addr, 16);
+                let kind = u32::from_le_bytes(h[0..4].try_into().unwrap());
+                let at = u64::from_le_bytes(h[8..16].try_into().unwrap()) as usize * 512;
+                let data = bufs[1];
+                if kind == 0 {
+                    FakeHal::write(data.addr, &disk[at..at + data.len as usize]);
+                    FakeHal::write(bufs[2].addr, &[0]);
+                    ring.push_used(head as u32, data.len + 1);
+                } else {
+                    disk[at..at + 512].copy_from_slice(&FakeHal::read(data.addr, 512));
+                    dead = true;
+                    return false;
+                }
+            }
+            true
+        };
+        let r = a.save(&state(4), &mut dying);
+        assert_eq!(r, Err(AreaError::Disk(BlkError::Timeout)));
+        // The next boot reads state 3: slot 1, untouched.
+        let mut again = area(AREA_BYTES).unwrap();
+        assert_eq!(again.load(honest(&mut disk)).unwrap(), Some(state(3)));
+        // And writes its next state over the torn slot.
+        assert_eq!(again.save(&state(5), honest(&mut disk)).unwrap(), 0);
+        assert_eq!(
+            area(AREA_BYTES).unwrap().load(honest(&mut disk)).unwrap(),
+            Some(state(5))
+        );
+    }
+}
