@@ -3,7 +3,8 @@
 //! status from the tag, then an octet choosing the body — one of pebble's own documents,
 //! or with bit 7 set raw bytes whose length octet follows — and an octet whose bits give a
 //! Location, a Replay-Nonce and a Retry-After; 1 = the request failed in transit; 2 = the
-//! clock moves on by tag² seconds; 3 = poll). Nothing may panic; no request is given while
+//! clock moves on by tag² seconds; 3 = poll); with bit 1 of the first octet the client
+//! starts holding a certificate (resumed, so renewal information is asked). Nothing may panic; no request is given while
 //! one is out; a failure's next attempt is never in the past; no more than five attempts
 //! begin in any hour; an installed certificate is valid at the time.
 #![no_main]
@@ -12,7 +13,7 @@ use bareweb_acme::jose::Key;
 use bareweb_acme::order::{ChallengeKind, Client, Config, Entropy, Event, Method, Response};
 use libfuzzer_sys::fuzz_target;
 
-const DOCS: [&[u8]; 12] = [
+const DOCS: [&[u8]; 14] = [
     include_bytes!("../../crates/acme/testdata/pebble/directory.json"),
     include_bytes!("../../crates/acme/testdata/pebble/account.json"),
     include_bytes!("../../crates/acme/testdata/pebble/order-pending.json"),
@@ -25,6 +26,9 @@ const DOCS: [&[u8]; 12] = [
     include_bytes!("../../crates/acme/testdata/pebble/problem-badnonce.json"),
     include_bytes!("../../crates/acme/testdata/pebble/problem-rejected.json"),
     b"{\"status\":\"valid\",\"identifier\":{\"type\":\"dns\",\"value\":\"acme.test\"},\"challenges\":[]}",
+    // RFC 9773: a directory offering renewal information, and a window.
+    b"{\"newNonce\":\"https://127.0.0.1:14000/n\",\"newAccount\":\"https://127.0.0.1:14000/a\",\"newOrder\":\"https://127.0.0.1:14000/o\",\"renewalInfo\":\"https://127.0.0.1:14000/ari\"}",
+    b"{\"suggestedWindow\":{\"start\":\"2026-12-01T00:00:00Z\",\"end\":\"2026-12-02T00:00:00Z\"}}",
 ];
 const STATUS: [u16; 8] = [200, 201, 204, 400, 404, 429, 500, 503];
 
@@ -56,6 +60,13 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut now = 1_796_032_330u64;
     let mut c = Client::new(cfg, Key::from_random(&s).unwrap(), now);
+    // Half the runs hold a certificate from before (renewal information asked first).
+    if data.first().is_some_and(|b| b & 2 == 2) {
+        let key = Key::from_random(&s).unwrap();
+        if let Ok(issued) = bareweb_acme::chain::check(DOCS[8], &key, &["acme.test"], now) {
+            c.resume(issued);
+        }
+    }
     let mut rng = Counter(0);
     let mut events = Vec::new();
     let mut out = false;

@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 use der::{Decode, Encode};
 use p256::pkcs8::EncodePublicKey;
 use x509_cert::ext::pkix::name::GeneralName;
-use x509_cert::ext::pkix::SubjectAltName;
+use x509_cert::ext::pkix::{AuthorityKeyIdentifier, SubjectAltName};
 use x509_cert::Certificate;
 
 use crate::jose::Key;
@@ -65,6 +65,10 @@ pub struct Issued {
     pub not_before: u64,
     /// The leaf's notAfter.
     pub not_after: u64,
+    /// RFC 9773's certificate identifier (base64url of the leaf's authority key
+    /// identifier, a dot, base64url of its serial number's DER content), if the leaf has
+    /// an authority key identifier.
+    pub cert_id: Option<String>,
 }
 
 impl Issued {
@@ -147,6 +151,14 @@ pub fn check(pem: &[u8], key: &Key, names: &[&str], now: u64) -> Result<Issued, 
             return Err(ChainError::Order);
         }
     }
+    let aki: Option<(bool, AuthorityKeyIdentifier)> =
+        leaf.get().map_err(|_| ChainError::Certificate)?;
+    let cert_id = aki.and_then(|(_, a)| a.key_identifier).map(|kid| {
+        let mut id = crate::jose::b64(kid.as_bytes());
+        id.push('.');
+        id.push_str(&crate::jose::b64(leaf.serial_number.as_bytes()));
+        id
+    });
     let mut text = String::new();
     for c in &certs {
         let block = der::pem::encode_string("CERTIFICATE", der::pem::LineEnding::LF, c)
@@ -158,6 +170,7 @@ pub fn check(pem: &[u8], key: &Key, names: &[&str], now: u64) -> Result<Issued, 
         pem: text,
         not_before,
         not_after,
+        cert_id,
     })
 }
 

@@ -30,6 +30,12 @@
 //!   every request a `User-Agent` (§6.1), and each request is bounded in time by the
 //!   owner's transport, which reports a timeout as [`Client::on_transport_error`]; the
 //!   attempt's deadline is checked when a request would go and when an answer comes.
+//! - **Renewal information** (RFC 9773), when the directory offers it: asked while a
+//!   certificate is held (after a restart at once, else every six hours or at its
+//!   Retry-After within an hour and a day), outside any order; a window moves the renewal
+//!   to a random time in it (now if it has passed), never later than two thirds of the
+//!   lifetime; the new order names the certificate it replaces. Its failures are no
+//!   failure of the client.
 //! - **A clock set back** is survived: backoff and the hour's budget counted from a time
 //!   that has not come again are forgotten.
 
@@ -42,6 +48,7 @@ use crate::csr;
 use crate::document::{
     self, payload, url_ok, Account, AccountStatus, Authorization, AuthzStatus, Challenge,
     Directory, Finalize, Identifier, NewAccount, NewOrder, Order, OrderStatus, Problem,
+    RenewalInfo,
 };
 use crate::jose::{b64, Key};
 
@@ -57,6 +64,18 @@ pub const BACKOFF_FIRST: u64 = 60;
 pub const BACKOFF_MAX: u64 = 6 * 3600;
 /// The longest Retry-After honoured, seconds (a day: longer is the CA's mistake).
 pub const RETRY_AFTER_MAX: u64 = 86_400;
+/// How often the CA's renewal information is asked while a certificate is held (RFC
+/// 9773 §4.3: its Retry-After, within an hour and a day, else this).
+pub const ARI_EVERY: u64 = 6 * 3600;
+
+/// A renewal-information request in flight (outside any order: the phase stays idle).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AriStep {
+    /// The directory, for its renewalInfo URL (after a restart).
+    Directory,
+    /// The certificate's renewal information.
+    Info,
+}
 
 /// Random bytes from the platform's generator (keys need unpredictable bits).
 pub trait Entropy {
@@ -291,6 +310,13 @@ pub struct Client {
     csr: String,
     published: bool,
     held: Option<Issued>,
+    /// The CA's renewalInfo URL (RFC 9773), from the last directory read.
+    renewal_url: Option<String>,
+    /// When to ask for renewal information next (0: not at all).
+    ari_due: u64,
+    /// The directory is to be read for its renewalInfo URL (after a restart).
+    ari_dir: bool,
+    ari_step: Option<AriStep>,
 }
 
 impl Client {
@@ -321,15 +347,23 @@ impl Client {
             csr: String::new(),
             published: false,
             held: None,
+            renewal_url: None,
+            ari_due: 0,
+            ari_dir: false,
+            ari_step: None,
         }
     }
 
-    /// The certificate kept from before a restart: no order until its renewal is due.
+    /// The certificate kept from before a restart: no order until its renewal is due (two
+    /// thirds of its lifetime, or earlier if the CA's renewal information says so: the
+    /// directory is read for it at the next poll).
     pub fn resume(&mut self, issued: Issued) {
         if self.phase == Phase::Idle {
             self.not_before = issued.renew_at();
         }
         self.held = Some(issued);
+        self.ari_dir = true;
+        self.ari_due = 1;
     }
 
     /// Where issuance stands.
@@ -349,6 +383,7 @@ impl Client {
             return None;
         }
         Some(match self.phase {
+            Phase::Idle if self.ari_due != 0 => self.not_before.min(self.ari_due),
             Phase::Idle | Phase::AwaitAuthorization(_) | Phase::AwaitReady | Phase::AwaitOrder => {
                 self.not_before
             }
@@ -358,6 +393,68 @@ impl Client {
 
     fn directory(&self) -> Option<&Directory> {
         self.directory.as_ref()
+    }
+
+    /// The renewal-information request due at `now` while idle with a certificate held
+    /// and its renewal not yet due (RFC 9773 §4.2: an unauthenticated GET of
+    /// renewalInfo/CERT-ID).
+    fn ari_request(&mut self, now: u64) -> Option<Request> {
+        let id = self.held.as_ref()?.cert_id.clone()?;
+        if self.ari_due == 0 || now < self.ari_due || now >= self.not_before {
+            return None;
+        }
+        let (step, url) = match &self.renewal_url {
+            Some(base) => (
+                AriStep::Info,
+                format!("{}/{id}", base.trim_end_matches('/')),
+            ),
+            None if self.ari_dir => (AriStep::Directory, self.cfg.directory.clone()),
+            None => {
+                self.ari_due = 0;
+                return None;
+            }
+        };
+        self.ari_step = Some(step);
+        Some(Request {
+            method: Method::Get,
+            url,
+            body: Vec::new(),
+        })
+    }
+
+    /// The answer to a renewal-information request, or `None` if it failed in transit.
+    /// Never a failure of the client: the certificate still renews at two thirds.
+    fn ari_answer(&mut self, r: Option<&Response<'_>>, now: u64, rng: &mut dyn Entropy) {
+        let step = self.ari_step.take();
+        self.ari_due = now + ARI_EVERY;
+        let Some(r) = r.filter(|r| r.status == 200) else {
+            return;
+        };
+        match step {
+            Some(AriStep::Directory) => {
+                if let Ok(d) = document::read::<Directory>(r.body) {
+                    self.ari_dir = false;
+                    self.renewal_url = d.renewal_info;
+                    self.ari_due = if self.renewal_url.is_some() { now } else { 0 };
+                }
+            }
+            Some(AriStep::Info) => {
+                let Ok(info) = document::read::<RenewalInfo>(r.body) else {
+                    return;
+                };
+                if let Some((start, end)) = info.window() {
+                    // A uniformly random time in the window (§4.2), now if it has passed.
+                    let mut b = [0u8; 8];
+                    rng.fill(&mut b);
+                    let at = (start + u64::from_le_bytes(b) % (end - start)).max(now);
+                    self.not_before = self.not_before.min(at);
+                }
+                if let Some(s) = r.retry_after {
+                    self.ari_due = now + s.clamp(3600, 86_400);
+                }
+            }
+            None => {}
+        }
     }
 
     /// The next request, if one is due at `now`. An attempt that ran past its deadline
@@ -391,6 +488,10 @@ impl Client {
             }
             for a in self.attempts.iter_mut().filter(|a| **a > now) {
                 *a = 0;
+            }
+            if let Some(req) = self.ari_request(now) {
+                self.in_flight = true;
+                return Some(req);
             }
             if now < self.not_before {
                 return None;
@@ -477,9 +578,15 @@ impl Client {
                 let url = self.directory().ok_or(LOST)?.new_order.clone();
                 let ids: Vec<Identifier> =
                     self.cfg.names.iter().map(|n| Identifier::dns(n)).collect();
+                // RFC 9773 §5: a renewal the CA's renewal information covers names the
+                // certificate it replaces.
+                let replaces = match (&self.held, &self.renewal_url) {
+                    (Some(h), Some(_)) => h.cert_id.clone(),
+                    _ => None,
+                };
                 let body = payload(&NewOrder {
                     identifiers: &ids,
-                    replaces: None,
+                    replaces: replaces.as_deref(),
                 });
                 self.post(&url, Some(&body))
             }
@@ -551,6 +658,10 @@ impl Client {
             return;
         }
         self.in_flight = false;
+        if self.ari_step.is_some() {
+            self.ari_answer(None, now, rng);
+            return;
+        }
         self.fetching_nonce = false;
         self.fail(
             format!("{} unreachable: {reason}", self.phase.name()),
@@ -573,6 +684,10 @@ impl Client {
             return;
         }
         self.in_flight = false;
+        if self.ari_step.is_some() {
+            self.ari_answer(Some(r), now, rng);
+            return;
+        }
         if now > self.attempt_started + ORDER_DEADLINE {
             let reason = format!("the order was not done in {ORDER_DEADLINE} s");
             self.fail(reason, None, now, events, rng);
@@ -633,6 +748,7 @@ impl Client {
                 {
                     return Err("the CA requires external account binding (not supported)".into());
                 }
+                self.renewal_url = d.renewal_info.clone();
                 self.directory = Some(d);
                 self.phase = self.after_directory();
             }
@@ -771,6 +887,11 @@ impl Client {
                 }
                 self.not_before = issued.renew_at();
                 self.held = Some(issued.clone());
+                self.ari_due = if self.renewal_url.is_some() {
+                    now + ARI_EVERY
+                } else {
+                    0
+                };
                 events.push(Event::Install {
                     issued,
                     key: key.to_pkcs8(),

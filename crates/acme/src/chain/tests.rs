@@ -24,6 +24,15 @@ fn pebbles_chain_is_ours() {
             .certs,
         issued.certs
     );
+    // RFC 9773's identifier: the AKI and the serial openssl shows
+    // (F1:8B:33:...:2D:96 and 09B04DC992C5DA1C), each base64url.
+    let aki = [
+        0xF1, 0x8B, 0x33, 0xF6, 0xCA, 0x5B, 0x2C, 0xD4, 0xFC, 0x06, 0xBD, 0xEC, 0xA4, 0x8B, 0xCB,
+        0x0C, 0x33, 0x73, 0x2D, 0x96,
+    ];
+    let serial = [0x09, 0xB0, 0x4D, 0xC9, 0x92, 0xC5, 0xDA, 0x1C];
+    let want = format!("{}.{}", crate::jose::b64(&aki), crate::jose::b64(&serial));
+    assert_eq!(issued.cert_id.as_deref(), Some(want.as_str()));
     // Names in any case, or fewer of them.
     assert!(check(CHAIN, &key(), &["WWW.acme.test"], NOW).is_ok());
 }
@@ -90,4 +99,16 @@ fn what_is_not_a_chain() {
         check(&vec![b'a'; MAX_CHAIN + 1], &key(), &NAMES, NOW),
         Err(ChainError::Format)
     );
+}
+
+#[test]
+fn serial_bytes_keep_their_leading_zero_as_rfc_9773_asks() {
+    // RFC 9773 §4.1's example: serial 0x0087654321 gives "AIdlQyE".
+    use der::Decode;
+    let serial =
+        x509_cert::serial_number::SerialNumber::<x509_cert::certificate::Rfc5280>::from_der(&[
+            0x02, 0x05, 0x00, 0x87, 0x65, 0x43, 0x21,
+        ])
+        .unwrap();
+    assert_eq!(crate::jose::b64(serial.as_bytes()), "AIdlQyE");
 }

@@ -419,11 +419,17 @@ fn a_certificate_kept_from_before_places_no_order_until_renewal() {
     )
     .unwrap();
     h.c.resume(issued.clone());
+    // Only the directory, for renewal information (pebble 2.4 offers none): no order.
+    h.expect(Method::Get, DIR);
+    h.answer(200, &pebble("directory.json"), None, None);
     assert_eq!(h.poll(), None);
+    assert_eq!(h.c.status().phase, "idle");
     h.now = issued.renew_at() - 1;
     assert_eq!(h.poll(), None);
     h.now += 1;
     h.expect(Method::Get, DIR);
+    h.answer(200, &pebble("directory.json"), None, None);
+    h.expect(Method::Post, "https://127.0.0.1:14000/sign-me-up");
 }
 
 #[test]
@@ -578,4 +584,104 @@ fn a_clock_set_back_does_not_hold_the_client() {
 fn retry_after_refuses_what_is_not_ascii() {
     assert_eq!(retry_after("Mon, 30 Nov 2026 09:53:1\u{e9}GMT", NOW), None);
     assert_eq!(retry_after("\u{e9}\u{e9}\u{e9}", NOW), None);
+}
+
+/// The directory with RFC 9773's renewalInfo, as a CA that offers it answers.
+fn directory_with_ari() -> String {
+    pebble("directory.json").replacen(
+        "\"keyChange\"",
+        "\"renewalInfo\": \"https://127.0.0.1:14000/ari\",\n   \"keyChange\"",
+        1,
+    )
+}
+
+fn kept() -> crate::chain::Issued {
+    crate::chain::check(
+        pebble("chain.pem").as_bytes(),
+        &key(),
+        &["acme.test", "www.acme.test"],
+        NOW,
+    )
+    .unwrap()
+}
+
+fn window(start: u64, end: u64) -> String {
+    let t = |s: u64| {
+        let dt = der::DateTime::from_unix_duration(core::time::Duration::from_secs(s)).unwrap();
+        format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+            dt.year(),
+            dt.month(),
+            dt.day(),
+            dt.hour(),
+            dt.minutes(),
+            dt.seconds()
+        )
+    };
+    format!(
+        "{{\"suggestedWindow\":{{\"start\":\"{}\",\"end\":\"{}\"}}}}",
+        t(start),
+        t(end)
+    )
+}
+
+#[test]
+fn after_a_restart_renewal_information_moves_the_renewal_into_its_window() {
+    let mut h = H::new(ChallengeKind::Http01);
+    let issued = kept();
+    let id = issued.cert_id.clone().unwrap();
+    h.c.resume(issued.clone());
+    // The directory for its renewalInfo URL, then the certificate's information: no
+    // order, the phase stays idle.
+    h.expect(Method::Get, DIR);
+    h.answer(200, &directory_with_ari(), None, None);
+    assert_eq!(h.c.status().phase, "idle");
+    h.expect(Method::Get, &format!("https://127.0.0.1:14000/ari/{id}"));
+    let (start, end) = (NOW + 86_400, NOW + 2 * 86_400);
+    h.answer(200, &window(start, end), None, Some(7200));
+    let next = h.c.status().next.unwrap();
+    assert!((start..end).contains(&next), "{next} not in the window");
+    assert!(next < issued.renew_at());
+    assert!(h.events.is_empty(), "{:?}", h.events);
+    // Asked again at its Retry-After (2 h), within the hour-to-a-day bounds.
+    h.now += 7199;
+    assert_eq!(h.poll(), None);
+    h.now += 1;
+    h.expect(Method::Get, &format!("https://127.0.0.1:14000/ari/{id}"));
+    // A window already past: renew now. The order names the certificate it replaces.
+    h.answer(200, &window(NOW - 7200, NOW - 3600), None, None);
+    h.expect(Method::Get, DIR);
+    h.answer(200, &directory_with_ari(), None, None);
+    h.poll().unwrap();
+    h.answer(201, &pebble("account.json"), Some(KID), None);
+    let r = h.expect(Method::Post, "https://127.0.0.1:14000/order-plz");
+    let p: serde_json::Value = serde_json::from_slice(&H::open(&r).1).unwrap();
+    assert_eq!(p["replaces"], id.as_str());
+}
+
+#[test]
+fn renewal_information_that_fails_is_no_failure_and_a_ca_without_it_is_not_asked() {
+    let mut h = H::new(ChallengeKind::Http01);
+    let issued = kept();
+    h.c.resume(issued.clone());
+    h.expect(Method::Get, DIR);
+    h.answer(200, &directory_with_ari(), None, None);
+    h.poll().unwrap();
+    h.c.on_transport_error("timed out", h.now, &mut h.events, &mut h.rng);
+    assert!(h.events.is_empty());
+    assert_eq!(h.c.status().failures, 0);
+    assert_eq!(h.c.status().next, Some(issued.renew_at()));
+    // Asked again six hours later; a malformed answer changes nothing either.
+    h.now += ARI_EVERY;
+    h.poll().unwrap();
+    h.answer(200, "{\"suggestedWindow\": 7}", None, None);
+    assert_eq!(h.c.status().next, Some(issued.renew_at()));
+    // Pebble 2.4's directory has no renewalInfo: after it, nothing until renewal.
+    let mut h = H::new(ChallengeKind::Http01);
+    h.c.resume(issued.clone());
+    h.expect(Method::Get, DIR);
+    h.answer(200, &pebble("directory.json"), None, None);
+    h.now += 30 * 86_400;
+    assert_eq!(h.poll(), None);
+    assert_eq!(h.c.deadline(), Some(issued.renew_at()));
 }
