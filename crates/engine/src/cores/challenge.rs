@@ -40,13 +40,7 @@ pub enum PublishError {
 /// query ignored); `None` for any other target.
 pub fn token_of(target: &[u8]) -> Option<&[u8]> {
     let path = target.split(|&b| b == b'?').next()?;
-    let token = path.strip_prefix(PREFIX)?;
-    let ok = !token.is_empty()
-        && token.len() <= MAX_TOKEN
-        && token
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'));
-    ok.then_some(token)
+    token_of_bytes(path.strip_prefix(PREFIX)?)
 }
 
 /// The published answers.
@@ -201,6 +195,7 @@ impl Http01 {
     }
 }
 
+/// `t` if it is a token: base64url, 1 to [`MAX_TOKEN`] characters.
 fn token_of_bytes(t: &[u8]) -> Option<&[u8]> {
     let ok = !t.is_empty()
         && t.len() <= MAX_TOKEN
