@@ -29,6 +29,8 @@ pub const TARGETS: &[&str] = &[
     "udp_client",
     // The engine's client: the active open and its response reader (the bare load client's).
     "tcp_client",
+    // The engine's response reader alone, chunked bodies included (the HTTPS client's).
+    "fetch_http",
     // The DHCP client (the bare machine's): replies and time in any order.
     "dhcp",
     // The DHCPv6 client: servers' messages parsed, and time, in any order.

@@ -3,11 +3,17 @@
 //! [`HEAD_MAX`] bytes of its head and handing the body on without copying it. A body is
 //! delimited by `Content-Length`, or by the end of the stream when there is none (and no
 //! body for HEAD-less status codes 1xx, 204 and 304). `Transfer-Encoding` is refused
-//! (the load generator asks static files of servers that send lengths); so is any head that
-//! does not parse. Never panics on what a server sends.
+//! (the load generator asks static files of servers that send lengths) unless the reader
+//! was made with [`Reader::chunked`] (the server's own HTTPS client, whose CA may send
+//! chunked bodies: RFC 9112 §7.1, sizes of at most 15 hex digits, extensions and
+//! trailers skipped within [`LINE_MAX`] bytes a line); so is any head that does not
+//! parse. The kept head's fields can be looked up ([`Reader::header`]). Never panics on
+//! what a server sends.
 
 /// The most bytes of a response head kept.
 pub const HEAD_MAX: usize = 2048;
+/// The longest chunk-size line (with its extensions) or trailer line read.
+pub const LINE_MAX: usize = 1024;
 
 /// Writes `GET path HTTP/1.1` with `Host` (and `Connection: close` when `close`) into
 /// `buf`; returns its length, or `None` if it does not fit.
@@ -39,16 +45,40 @@ pub enum BadResponse {
     Malformed,
     /// The head is longer than [`HEAD_MAX`].
     HeadTooLong,
-    /// A transfer coding (chunked) the reader does not decode.
+    /// A transfer coding the reader does not decode (any, unless made for chunked; then
+    /// any but chunked alone).
     TransferEncoding,
+    /// A chunk's size line, its data's end or a trailer does not parse.
+    BadChunk,
 }
 
 /// Where a reader is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Head,
-    Body { left: u64 },
+    Body {
+        left: u64,
+    },
     UntilClose,
+    /// Chunked: in a chunk-size line (its value so far, digits, whether in extensions).
+    ChunkSize {
+        size: u64,
+        digits: u8,
+        ext: bool,
+        len: u16,
+    },
+    /// Chunked: in a chunk's data.
+    ChunkData {
+        left: u64,
+    },
+    /// Chunked: the CRLF after a chunk's data (bytes of it seen).
+    ChunkEnd {
+        seen: u8,
+    },
+    /// Chunked: in the trailer section (bytes of the current line).
+    Trailer {
+        len: u16,
+    },
     Done,
 }
 
@@ -69,6 +99,10 @@ pub struct Reader {
     phase: Phase,
     head: [u8; HEAD_MAX],
     head_len: usize,
+    /// One past the head's blank line, once read.
+    head_end: usize,
+    /// Chunked bodies are read (else refused).
+    chunked_ok: bool,
     /// The status code (0 until the head is read).
     pub status: u16,
     /// The server said `Connection: close` (or spoke HTTP/1.0).
@@ -90,16 +124,46 @@ impl Reader {
             phase: Phase::Head,
             head: [0; HEAD_MAX],
             head_len: 0,
+            head_end: 0,
+            chunked_ok: false,
             status: 0,
             close: false,
             body_len: 0,
         }
     }
 
+    /// A reader that also reads chunked bodies (see the module's words on [`Reader::feed`]
+    /// in that case).
+    pub const fn chunked() -> Reader {
+        let mut r = Reader::new();
+        r.chunked_ok = true;
+        r
+    }
+
+    /// The value of the response's field `name` (the first such field), once the head is
+    /// read.
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        if self.head_end == 0 {
+            return None;
+        }
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut resp = httparse::Response::new(&mut headers);
+        resp.parse(&self.head[..self.head_end]).ok()?;
+        let value = resp
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))?
+            .value;
+        // A slice of the kept head (httparse's borrow ends with this call).
+        let start = value.as_ptr() as usize - self.head.as_ptr() as usize;
+        self.head.get(start..start + value.len())
+    }
+
     /// Ready for the next response.
     pub fn reset(&mut self) {
         self.phase = Phase::Head;
         self.head_len = 0;
+        self.head_end = 0;
         self.status = 0;
         self.close = false;
         self.body_len = 0;
@@ -124,7 +188,9 @@ impl Reader {
         self.done()
     }
 
-    /// Takes stream bytes.
+    /// Takes stream bytes. With a chunked body, one call hands on at most one chunk's
+    /// data and may stop before the input's end (at that data's end): call again with the
+    /// rest until `used` covers it or the response is done.
     pub fn feed(&mut self, data: &[u8]) -> Result<Fed, BadResponse> {
         let mut at = 0;
         if self.phase == Phase::Head {
@@ -165,11 +231,126 @@ impl Reader {
                 self.body_len += (data.len() - at) as u64;
                 at = data.len();
             }
+            Phase::ChunkSize { .. }
+            | Phase::ChunkData { .. }
+            | Phase::ChunkEnd { .. }
+            | Phase::Trailer { .. } => return self.feed_chunked(data, at),
             Phase::Head | Phase::Done => {}
         }
         Ok(Fed {
             used: at,
             body: (body_start, at),
+            done: self.phase == Phase::Done,
+        })
+    }
+
+    /// The chunked body from `data[at..]`: framing bytes are taken until a chunk's data
+    /// starts; then that data (up to the input's end) is the call's body range.
+    fn feed_chunked(&mut self, data: &[u8], mut at: usize) -> Result<Fed, BadResponse> {
+        while at < data.len() {
+            match self.phase {
+                Phase::ChunkSize {
+                    size,
+                    digits,
+                    ext,
+                    len,
+                } => {
+                    let b = data[at];
+                    at += 1;
+                    let len = len + 1;
+                    if usize::from(len) > LINE_MAX {
+                        return Err(BadResponse::BadChunk);
+                    }
+                    let next = match b {
+                        b'\n' if digits > 0 => {
+                            if size == 0 {
+                                Phase::Trailer { len: 0 }
+                            } else {
+                                Phase::ChunkData { left: size }
+                            }
+                        }
+                        b'\r' | b';' | b' ' | b'\t' if digits > 0 => Phase::ChunkSize {
+                            size,
+                            digits,
+                            ext: true,
+                            len,
+                        },
+                        _ if ext => Phase::ChunkSize {
+                            size,
+                            digits,
+                            ext,
+                            len,
+                        },
+                        _ => {
+                            let d = (b as char).to_digit(16).ok_or(BadResponse::BadChunk)?;
+                            if digits >= 15 {
+                                return Err(BadResponse::BadChunk);
+                            }
+                            Phase::ChunkSize {
+                                size: size * 16 + u64::from(d),
+                                digits: digits + 1,
+                                ext,
+                                len,
+                            }
+                        }
+                    };
+                    self.phase = next;
+                }
+                Phase::ChunkData { left } => {
+                    let start = at;
+                    let n = ((data.len() - at) as u64).min(left);
+                    at += n as usize;
+                    self.body_len += n;
+                    self.phase = if n == left {
+                        Phase::ChunkEnd { seen: 0 }
+                    } else {
+                        Phase::ChunkData { left: left - n }
+                    };
+                    return Ok(Fed {
+                        used: at,
+                        body: (start, at),
+                        done: false,
+                    });
+                }
+                Phase::ChunkEnd { seen } => {
+                    let want = if seen == 0 { b'\r' } else { b'\n' };
+                    if data[at] != want {
+                        return Err(BadResponse::BadChunk);
+                    }
+                    at += 1;
+                    self.phase = if seen == 0 {
+                        Phase::ChunkEnd { seen: 1 }
+                    } else {
+                        Phase::ChunkSize {
+                            size: 0,
+                            digits: 0,
+                            ext: false,
+                            len: 0,
+                        }
+                    };
+                }
+                Phase::Trailer { len } => {
+                    let b = data[at];
+                    at += 1;
+                    if usize::from(len) >= LINE_MAX {
+                        return Err(BadResponse::BadChunk);
+                    }
+                    self.phase = match (b, len) {
+                        // An empty line (CRLF, or LF alone) ends the trailers.
+                        (b'\n', 0) | (b'\n', 1) => Phase::Done,
+                        (b'\n', _) => Phase::Trailer { len: 0 },
+                        _ => Phase::Trailer { len: len + 1 },
+                    };
+                    if self.phase == Phase::Done {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        Ok(Fed {
+            used: at,
+            body: (at, at),
             done: self.phase == Phase::Done,
         })
     }
@@ -183,6 +364,8 @@ impl Reader {
         }
         let status = resp.code.ok_or(BadResponse::Malformed)?;
         self.status = status;
+        self.head_end = end;
+        let mut chunked = false;
         self.close = resp.version == Some(0);
         let mut length = None;
         for h in resp.headers.iter() {
@@ -194,7 +377,14 @@ impl Reader {
                 }
                 length = Some(n);
             } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                return Err(BadResponse::TransferEncoding);
+                // Only "chunked" alone, and only when asked for.
+                if !self.chunked_ok
+                    || chunked
+                    || !h.value.trim_ascii().eq_ignore_ascii_case(b"chunked")
+                {
+                    return Err(BadResponse::TransferEncoding);
+                }
+                chunked = true;
             } else if h.name.eq_ignore_ascii_case("connection") {
                 let v = h.value;
                 if v.eq_ignore_ascii_case(b"close") {
@@ -205,6 +395,19 @@ impl Reader {
             }
         }
         let bodiless = status < 200 || status == 204 || status == 304;
+        // Chunked and a length together: a smuggling attempt (RFC 9112 §6.1), refused.
+        if chunked && length.is_some() {
+            return Err(BadResponse::Malformed);
+        }
+        if chunked && !bodiless {
+            self.phase = Phase::ChunkSize {
+                size: 0,
+                digits: 0,
+                ext: false,
+                len: 0,
+            };
+            return Ok(());
+        }
         self.phase = match (bodiless, length) {
             (true, _) | (false, Some(0)) => Phase::Done,
             (false, Some(n)) => Phase::Body { left: n },

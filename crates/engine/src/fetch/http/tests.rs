@@ -83,3 +83,104 @@ fn refuses_what_it_cannot_read() {
     let long = [b'a'; HEAD_MAX + 1];
     assert_eq!(r.feed(&long), Err(BadResponse::HeadTooLong));
 }
+
+/// Every body byte a reader hands on for `input` fed in pieces of `step` bytes (calling
+/// again on what a call leaves), and whether it ended; or the first error.
+fn read_all(
+    r: &mut Reader,
+    input: &[u8],
+    step: usize,
+) -> Result<(Vec<u8>, bool, usize), BadResponse> {
+    let mut body = Vec::new();
+    let mut at = 0;
+    while at < input.len() && !r.done() {
+        let end = (at + step).min(input.len());
+        let mut piece = &input[at..end];
+        while !piece.is_empty() && !r.done() {
+            let f = r.feed(piece)?;
+            body.extend_from_slice(&piece[f.body.0..f.body.1]);
+            at += f.used;
+            piece = &piece[f.used..];
+            if f.used == 0 {
+                break;
+            }
+        }
+    }
+    Ok((body, r.done(), at))
+}
+
+const CHUNKED: &[u8] =
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nReplay-Nonce: abc_1\r\n\r\n\
+    5;name=value\r\nhello\r\n1A\r\n, chunked world, 26 bytes!\r\n0\r\nTrailer: x\r\n\r\nNEXT";
+
+#[test]
+fn chunked_bodies_when_asked_for_split_anywhere() {
+    // Refused by the load generator's reader, read by the client's.
+    assert_eq!(
+        Reader::new().feed(CHUNKED),
+        Err(BadResponse::TransferEncoding)
+    );
+    for step in 1..CHUNKED.len() {
+        let mut r = Reader::chunked();
+        let (body, done, used) = read_all(&mut r, CHUNKED, step).unwrap();
+        assert!(done, "step {step}");
+        assert_eq!(body, b"hello, chunked world, 26 bytes!", "step {step}");
+        assert_eq!(&CHUNKED[used..], b"NEXT", "step {step}");
+        assert_eq!(r.body_len, 31);
+    }
+    let mut r = Reader::chunked();
+    read_all(&mut r, CHUNKED, 7).unwrap();
+    assert_eq!(r.header("replay-nonce"), Some(&b"abc_1"[..]));
+    assert_eq!(r.header("Location"), None);
+    // Before the head, no fields.
+    assert_eq!(Reader::chunked().header("replay-nonce"), None);
+}
+
+#[test]
+fn chunked_framing_that_does_not_parse_is_refused() {
+    let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for bad in [
+        &b"x\r\n"[..],
+        b"\r\n",
+        b"5\r\nhelloX\r\n",
+        b"1000000000000000\r\n",
+        &[b'1'; 16],
+    ] {
+        let mut input = head.to_vec();
+        input.extend_from_slice(bad);
+        let mut r = Reader::chunked();
+        assert_eq!(
+            read_all(&mut r, &input, 3).err(),
+            Some(BadResponse::BadChunk),
+            "{bad:?}"
+        );
+    }
+    // Extensions and trailer lines past LINE_MAX.
+    for tail in [
+        [b"1;".to_vec(), vec![b'a'; LINE_MAX], b"\r\n".to_vec()].concat(),
+        [b"0\r\n".to_vec(), vec![b'a'; LINE_MAX + 1]].concat(),
+    ] {
+        let mut input = head.to_vec();
+        input.extend_from_slice(&tail);
+        let mut r = Reader::chunked();
+        assert_eq!(
+            read_all(&mut r, &input, 100).err(),
+            Some(BadResponse::BadChunk)
+        );
+    }
+    // Chunked with a length (smuggling), another coding, or chunked twice.
+    for h in [
+        &b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"[..],
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+    ] {
+        let r = Reader::chunked().feed(h);
+        assert!(r.is_err(), "{:?}", String::from_utf8_lossy(h));
+    }
+    // A chunked 204 has no body.
+    let mut r = Reader::chunked();
+    let f = r
+        .feed(b"HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .unwrap();
+    assert!(f.done);
+}
