@@ -6,8 +6,9 @@
 //! (the load generator asks static files of servers that send lengths) unless the reader
 //! was made with [`Reader::chunked`] (the server's own HTTPS client, whose CA may send
 //! chunked bodies: RFC 9112 §7.1, sizes of at most 15 hex digits, extensions and
-//! trailers skipped within [`LINE_MAX`] bytes a line); so is any head that does not
-//! parse. The kept head's fields can be looked up ([`Reader::header`]). Never panics on
+//! trailers skipped within [`LINE_MAX`] bytes a line and [`HEAD_MAX`] of trailers, every
+//! line ended by CRLF); so is any head that does not parse. A response to HEAD has no
+//! body ([`Reader::set_head_request`]). The kept head's fields can be looked up ([`Reader::header`]). Never panics on
 //! what a server sends.
 
 /// The most bytes of a response head kept.
@@ -60,11 +61,12 @@ enum Phase {
         left: u64,
     },
     UntilClose,
-    /// Chunked: in a chunk-size line (its value so far, digits, whether in extensions).
+    /// Chunked: in a chunk-size line (its value so far, digits, where in the line, bytes
+    /// of it).
     ChunkSize {
         size: u64,
         digits: u8,
-        ext: bool,
+        at: SizeLine,
         len: u16,
     },
     /// Chunked: in a chunk's data.
@@ -75,11 +77,25 @@ enum Phase {
     ChunkEnd {
         seen: u8,
     },
-    /// Chunked: in the trailer section (bytes of the current line).
+    /// Chunked: in the trailer section (bytes of the current line, a CR just seen).
     Trailer {
         len: u16,
+        cr: bool,
     },
     Done,
+}
+
+/// Where a chunk-size line is (RFC 9112 §7.1: `chunk-size [ BWS ; chunk-ext ] CRLF`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SizeLine {
+    /// In the hex digits.
+    Digits,
+    /// After them: spaces or tabs, then `;` or CR.
+    Space,
+    /// In the extensions: anything but CR and LF, until CR.
+    Ext,
+    /// A CR seen: LF must follow.
+    Cr,
 }
 
 /// What [`Reader::feed`] found.
@@ -103,6 +119,10 @@ pub struct Reader {
     head_end: usize,
     /// Chunked bodies are read (else refused).
     chunked_ok: bool,
+    /// The response answers a HEAD: no body, whatever its head says.
+    head_request: bool,
+    /// Bytes of trailer lines read (bounded by [`HEAD_MAX`]).
+    trailer_bytes: usize,
     /// The status code (0 until the head is read).
     pub status: u16,
     /// The server said `Connection: close` (or spoke HTTP/1.0).
@@ -126,6 +146,8 @@ impl Reader {
             head_len: 0,
             head_end: 0,
             chunked_ok: false,
+            head_request: false,
+            trailer_bytes: 0,
             status: 0,
             close: false,
             body_len: 0,
@@ -159,11 +181,18 @@ impl Reader {
         self.head.get(start..start + value.len())
     }
 
+    /// Whether the response answers a HEAD request (then it has no body, whatever its
+    /// `Content-Length` or `Transfer-Encoding` say: RFC 9110 §9.3.2).
+    pub fn set_head_request(&mut self, head: bool) {
+        self.head_request = head;
+    }
+
     /// Ready for the next response.
     pub fn reset(&mut self) {
         self.phase = Phase::Head;
         self.head_len = 0;
         self.head_end = 0;
+        self.trailer_bytes = 0;
         self.status = 0;
         self.close = false;
         self.body_len = 0;
@@ -245,56 +274,65 @@ impl Reader {
     }
 
     /// The chunked body from `data[at..]`: framing bytes are taken until a chunk's data
-    /// starts; then that data (up to the input's end) is the call's body range.
+    /// starts; then that data (up to the input's end) is the call's body range. Every line
+    /// ends in CRLF (a bare CR or LF is refused: RFC 9112 §2.2 lets a recipient refuse
+    /// it, and a framing that two readers could split differently is a smuggling risk).
     fn feed_chunked(&mut self, data: &[u8], mut at: usize) -> Result<Fed, BadResponse> {
+        const START: Phase = Phase::ChunkSize {
+            size: 0,
+            digits: 0,
+            at: SizeLine::Digits,
+            len: 0,
+        };
         while at < data.len() {
+            let b = data[at];
             match self.phase {
                 Phase::ChunkSize {
                     size,
                     digits,
-                    ext,
+                    at: line,
                     len,
                 } => {
-                    let b = data[at];
                     at += 1;
                     let len = len + 1;
                     if usize::from(len) > LINE_MAX {
                         return Err(BadResponse::BadChunk);
                     }
-                    let next = match b {
-                        b'\n' if digits > 0 => {
-                            if size == 0 {
-                                Phase::Trailer { len: 0 }
-                            } else {
-                                Phase::ChunkData { left: size }
-                            }
-                        }
-                        b'\r' | b';' | b' ' | b'\t' if digits > 0 => Phase::ChunkSize {
-                            size,
-                            digits,
-                            ext: true,
-                            len,
-                        },
-                        _ if ext => Phase::ChunkSize {
-                            size,
-                            digits,
-                            ext,
-                            len,
-                        },
-                        _ => {
-                            let d = (b as char).to_digit(16).ok_or(BadResponse::BadChunk)?;
+                    let to = |at| Phase::ChunkSize {
+                        size,
+                        digits,
+                        at,
+                        len,
+                    };
+                    self.phase = match (line, b) {
+                        (SizeLine::Digits, _) if b.is_ascii_hexdigit() => {
                             if digits >= 15 {
                                 return Err(BadResponse::BadChunk);
                             }
+                            let d = (b as char).to_digit(16).unwrap_or(0);
                             Phase::ChunkSize {
                                 size: size * 16 + u64::from(d),
                                 digits: digits + 1,
-                                ext,
+                                at: SizeLine::Digits,
                                 len,
                             }
                         }
+                        (SizeLine::Digits | SizeLine::Space, b' ' | b'\t') if digits > 0 => {
+                            to(SizeLine::Space)
+                        }
+                        (SizeLine::Digits | SizeLine::Space, b';') if digits > 0 => {
+                            to(SizeLine::Ext)
+                        }
+                        (SizeLine::Digits | SizeLine::Space | SizeLine::Ext, b'\r')
+                            if digits > 0 =>
+                        {
+                            to(SizeLine::Cr)
+                        }
+                        (SizeLine::Ext, _) if b != b'\n' => to(SizeLine::Ext),
+                        (SizeLine::Cr, b'\n') if size == 0 => Phase::Trailer { len: 0, cr: false },
+                        (SizeLine::Cr, b'\n') => Phase::ChunkData { left: size },
+                        _ => return Err(BadResponse::BadChunk),
                     };
-                    self.phase = next;
                 }
                 Phase::ChunkData { left } => {
                     let start = at;
@@ -313,33 +351,29 @@ impl Reader {
                     });
                 }
                 Phase::ChunkEnd { seen } => {
-                    let want = if seen == 0 { b'\r' } else { b'\n' };
-                    if data[at] != want {
-                        return Err(BadResponse::BadChunk);
-                    }
                     at += 1;
-                    self.phase = if seen == 0 {
-                        Phase::ChunkEnd { seen: 1 }
-                    } else {
-                        Phase::ChunkSize {
-                            size: 0,
-                            digits: 0,
-                            ext: false,
-                            len: 0,
-                        }
+                    self.phase = match (seen, b) {
+                        (0, b'\r') => Phase::ChunkEnd { seen: 1 },
+                        (1, b'\n') => START,
+                        _ => return Err(BadResponse::BadChunk),
                     };
                 }
-                Phase::Trailer { len } => {
-                    let b = data[at];
+                Phase::Trailer { len, cr } => {
                     at += 1;
-                    if usize::from(len) >= LINE_MAX {
+                    self.trailer_bytes += 1;
+                    if usize::from(len) >= LINE_MAX || self.trailer_bytes > HEAD_MAX {
                         return Err(BadResponse::BadChunk);
                     }
-                    self.phase = match (b, len) {
-                        // An empty line (CRLF, or LF alone) ends the trailers.
-                        (b'\n', 0) | (b'\n', 1) => Phase::Done,
-                        (b'\n', _) => Phase::Trailer { len: 0 },
-                        _ => Phase::Trailer { len: len + 1 },
+                    self.phase = match (cr, b) {
+                        // CRLF on an empty line ends the trailer section (and the body).
+                        (true, b'\n') if len == 0 => Phase::Done,
+                        (true, b'\n') => Phase::Trailer { len: 0, cr: false },
+                        (false, b'\r') => Phase::Trailer { len, cr: true },
+                        (false, b) if b != b'\n' => Phase::Trailer {
+                            len: len + 1,
+                            cr: false,
+                        },
+                        _ => return Err(BadResponse::BadChunk),
                     };
                     if self.phase == Phase::Done {
                         break;
@@ -394,16 +428,17 @@ impl Reader {
                 }
             }
         }
-        let bodiless = status < 200 || status == 204 || status == 304;
-        // Chunked and a length together: a smuggling attempt (RFC 9112 §6.1), refused.
-        if chunked && length.is_some() {
+        let bodiless = self.head_request || status < 200 || status == 204 || status == 304;
+        // Chunked and a length together (a smuggling attempt), or chunked over HTTP/1.0
+        // (RFC 9112 §6.1: faulty framing): refused.
+        if chunked && (length.is_some() || resp.version == Some(0)) {
             return Err(BadResponse::Malformed);
         }
         if chunked && !bodiless {
             self.phase = Phase::ChunkSize {
                 size: 0,
                 digits: 0,
-                ext: false,
+                at: SizeLine::Digits,
                 len: 0,
             };
             return Ok(());

@@ -101,9 +101,7 @@ fn read_all(
             body.extend_from_slice(&piece[f.body.0..f.body.1]);
             at += f.used;
             piece = &piece[f.used..];
-            if f.used == 0 {
-                break;
-            }
+            assert!(f.used > 0 || r.done(), "a feed that takes nothing stalls");
         }
     }
     Ok((body, r.done(), at))
@@ -145,6 +143,14 @@ fn chunked_framing_that_does_not_parse_is_refused() {
         b"5\r\nhelloX\r\n",
         b"1000000000000000\r\n",
         &[b'1'; 16],
+        // RFC 9112's grammar: only spaces, then `;` or CRLF, after the digits; CRLF only.
+        b"5 5\r\nhello\r\n",
+        b"5 garbage\r\n",
+        b"5\rjunk\n",
+        b"5\nhello\r\n",
+        b"5\r\nhello\n0\r\n\r\n",
+        // The trailer section: a line ended by LF alone cannot end it early.
+        b"0\r\nX\nFoo: bar\r\n\r\n",
     ] {
         let mut input = head.to_vec();
         input.extend_from_slice(bad);
@@ -176,6 +182,36 @@ fn chunked_framing_that_does_not_parse_is_refused() {
     ] {
         let r = Reader::chunked().feed(h);
         assert!(r.is_err(), "{:?}", String::from_utf8_lossy(h));
+    }
+    // Spaces before an extension, extensions, trailers: read; so many trailer lines that
+    // they pass HEAD_MAX: refused.
+    let ok = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+        2 \t;a=\"b;c\"\r\nok\r\n0;x\r\nT: 1\r\nU: 2\r\n\r\n";
+    let mut r = Reader::chunked();
+    let (body, done, used) = read_all(&mut r, ok, 5).unwrap();
+    assert!(done && body == b"ok" && used == ok.len());
+    let mut many = head.to_vec();
+    many.extend_from_slice(b"0\r\n");
+    for _ in 0..HEAD_MAX / 8 + 1 {
+        many.extend_from_slice(b"T: 123\r\n");
+    }
+    assert_eq!(
+        read_all(&mut Reader::chunked(), &many, 64).err(),
+        Some(BadResponse::BadChunk)
+    );
+    // Chunked over HTTP/1.0: faulty framing.
+    assert!(Reader::chunked()
+        .feed(b"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .is_err());
+    // A HEAD's answer has no body, whatever its head says.
+    for h in [
+        &b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nReplay-Nonce: n\r\n\r\n"[..],
+        b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nReplay-Nonce: n\r\n\r\n",
+    ] {
+        let mut r = Reader::chunked();
+        r.set_head_request(true);
+        assert!(r.feed(h).unwrap().done);
+        assert_eq!(r.header("replay-nonce"), Some(&b"n"[..]));
     }
     // A chunked 204 has no body.
     let mut r = Reader::chunked();
