@@ -151,8 +151,9 @@ pub fn check(pem: &[u8], key: &Key, names: &[&str], now: u64) -> Result<Issued, 
             return Err(ChainError::Order);
         }
     }
-    let aki: Option<(bool, AuthorityKeyIdentifier)> =
-        leaf.get().map_err(|_| ChainError::Certificate)?;
+    // Only for RFC 9773's identifier: an extension that does not read costs the
+    // identifier, not the chain.
+    let aki: Option<(bool, AuthorityKeyIdentifier)> = leaf.get().ok().flatten();
     let cert_id = aki.and_then(|(_, a)| a.key_identifier).map(|kid| {
         let mut id = crate::jose::b64(kid.as_bytes());
         id.push('.');

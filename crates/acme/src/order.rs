@@ -317,6 +317,15 @@ pub struct Client {
     /// The directory is to be read for its renewalInfo URL (after a restart).
     ari_dir: bool,
     ari_step: Option<AriStep>,
+    /// The last window the CA suggested and the time drawn in it (drawn again only when
+    /// the window changes, so renewals spread over it as §4.2 means).
+    ari_window: Option<(u64, u64)>,
+    ari_at: Option<u64>,
+    /// The backoff after the last failure ends here (0: none): renewal information never
+    /// brings an attempt before it (§4.2).
+    backoff_until: u64,
+    /// The CA refused `replaces` (alreadyReplaced): the next orders go without it.
+    skip_replaces: bool,
 }
 
 impl Client {
@@ -351,6 +360,10 @@ impl Client {
             ari_due: 0,
             ari_dir: false,
             ari_step: None,
+            ari_window: None,
+            ari_at: None,
+            backoff_until: 0,
+            skip_replaces: false,
         }
     }
 
@@ -399,7 +412,15 @@ impl Client {
     /// and its renewal not yet due (RFC 9773 §4.2: an unauthenticated GET of
     /// renewalInfo/CERT-ID).
     fn ari_request(&mut self, now: u64) -> Option<Request> {
-        let id = self.held.as_ref()?.cert_id.clone()?;
+        let Some(id) = self.held.as_ref().and_then(|h| h.cert_id.clone()) else {
+            // Nothing to ask about (a leaf without an authority key identifier).
+            self.ari_due = 0;
+            return None;
+        };
+        // A clock set back: a check planned from a time not yet come again is due now.
+        if self.ari_due > now + 86_400 {
+            self.ari_due = now;
+        }
         if self.ari_due == 0 || now < self.ari_due || now >= self.not_before {
             return None;
         }
@@ -426,7 +447,9 @@ impl Client {
     /// Never a failure of the client: the certificate still renews at two thirds.
     fn ari_answer(&mut self, r: Option<&Response<'_>>, now: u64, rng: &mut dyn Entropy) {
         let step = self.ari_step.take();
-        self.ari_due = now + ARI_EVERY;
+        self.ari_due = now
+            + r.and_then(|r| r.retry_after)
+                .map_or(ARI_EVERY, |s| s.clamp(3600, 86_400));
         let Some(r) = r.filter(|r| r.status == 200) else {
             return;
         };
@@ -443,14 +466,18 @@ impl Client {
                     return;
                 };
                 if let Some((start, end)) = info.window() {
-                    // A uniformly random time in the window (§4.2), now if it has passed.
-                    let mut b = [0u8; 8];
-                    rng.fill(&mut b);
-                    let at = (start + u64::from_le_bytes(b) % (end - start)).max(now);
-                    self.not_before = self.not_before.min(at);
-                }
-                if let Some(s) = r.retry_after {
-                    self.ari_due = now + s.clamp(3600, 86_400);
+                    // A uniformly random time in the window (§4.2), drawn once per window.
+                    if self.ari_window != Some((start, end)) {
+                        let mut b = [0u8; 8];
+                        rng.fill(&mut b);
+                        self.ari_window = Some((start, end));
+                        self.ari_at = Some(start + u64::from_le_bytes(b) % (end - start));
+                    }
+                    // Now if the time has passed; never later than two thirds of the
+                    // lifetime, never before a failure's backoff ends.
+                    let renew = self.held.as_ref().map_or(u64::MAX, Issued::renew_at);
+                    let at = self.ari_at.unwrap_or(renew).max(now).min(renew);
+                    self.not_before = at.max(self.backoff_until);
                 }
             }
             None => {}
@@ -484,6 +511,7 @@ impl Client {
             // hold the client for as long as the clock jumped.
             if self.failed_at.is_some_and(|t| now < t) {
                 self.not_before = now;
+                self.backoff_until = 0;
                 self.failed_at = None;
             }
             for a in self.attempts.iter_mut().filter(|a| **a > now) {
@@ -581,7 +609,7 @@ impl Client {
                 // RFC 9773 §5: a renewal the CA's renewal information covers names the
                 // certificate it replaces.
                 let replaces = match (&self.held, &self.renewal_url) {
-                    (Some(h), Some(_)) => h.cert_id.clone(),
+                    (Some(h), Some(_)) if !self.skip_replaces => h.cert_id.clone(),
                     _ => None,
                 };
                 let body = payload(&NewOrder {
@@ -712,6 +740,15 @@ impl Client {
                 // §6.5: the same request again with the fresh nonce.
                 self.bad_nonces += 1;
                 return;
+            }
+            // RFC 9773 §5: an order that names a certificate already replaced is refused;
+            // the next goes without the name.
+            if self.phase == Phase::NewOrder
+                && problem
+                    .as_ref()
+                    .is_some_and(|p| p.kind == "urn:ietf:params:acme:error:alreadyReplaced")
+            {
+                self.skip_replaces = true;
             }
             let what = match problem {
                 Some(p) => p.summary(),
@@ -887,11 +924,12 @@ impl Client {
                 }
                 self.not_before = issued.renew_at();
                 self.held = Some(issued.clone());
-                self.ari_due = if self.renewal_url.is_some() {
-                    now + ARI_EVERY
-                } else {
-                    0
-                };
+                // §4.3: the new certificate's renewal information is asked at once.
+                self.ari_due = if self.renewal_url.is_some() { now } else { 0 };
+                self.ari_window = None;
+                self.ari_at = None;
+                self.backoff_until = 0;
+                self.skip_replaces = false;
                 events.push(Event::Install {
                     issued,
                     key: key.to_pkcs8(),
@@ -1017,6 +1055,7 @@ impl Client {
             };
         let wait = jittered.max(retry_after.unwrap_or(0).min(RETRY_AFTER_MAX));
         self.not_before = now + wait;
+        self.backoff_until = self.not_before;
         self.failed_at = Some(now);
         self.phase = Phase::Idle;
         self.in_flight = false;

@@ -685,3 +685,137 @@ fn renewal_information_that_fails_is_no_failure_and_a_ca_without_it_is_not_asked
     assert_eq!(h.poll(), None);
     assert_eq!(h.c.deadline(), Some(issued.renew_at()));
 }
+
+/// Draws that differ each time (unlike `Fixed`).
+struct Counting(u64);
+
+impl Entropy for Counting {
+    fn fill(&mut self, buf: &mut [u8]) {
+        for b in buf.iter_mut() {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            *b = (self.0 >> 56) as u8;
+        }
+    }
+}
+
+/// A resumed client that has read a directory with renewalInfo and sent its first ARI
+/// request.
+fn asking_ari() -> (H, crate::chain::Issued) {
+    let mut h = H::new(ChallengeKind::Http01);
+    let issued = kept();
+    h.c.resume(issued.clone());
+    h.expect(Method::Get, DIR);
+    h.answer(200, &directory_with_ari(), None, None);
+    let id = issued.cert_id.clone().unwrap();
+    h.expect(Method::Get, &format!("https://127.0.0.1:14000/ari/{id}"));
+    (h, issued)
+}
+
+#[test]
+fn the_same_window_keeps_its_drawn_time_so_renewals_spread() {
+    let (mut h, _) = asking_ari();
+    let (start, end) = (NOW + 86_400, NOW + 8 * 86_400);
+    let mut rng = Counting(1);
+    let answer = |h: &mut H, rng: &mut Counting| {
+        let w = window(start, end);
+        let r = Response {
+            status: 200,
+            location: None,
+            replay_nonce: None,
+            retry_after: Some(3600),
+            body: w.as_bytes(),
+        };
+        h.c.on_response(&r, h.now, &mut h.events, rng);
+    };
+    answer(&mut h, &mut rng);
+    let first = h.c.status().next.unwrap();
+    // Asked again and again (every hour for a day): the time stays, it does not creep
+    // towards the window's start as a minimum of many draws would.
+    for _ in 0..24 {
+        h.now += 3600;
+        h.c.poll(h.now, &mut h.events, &mut h.rng).unwrap();
+        answer(&mut h, &mut rng);
+        assert_eq!(h.c.status().next, Some(first));
+    }
+    // A new window: a new draw within it.
+    h.now += 3600;
+    h.c.poll(h.now, &mut h.events, &mut h.rng).unwrap();
+    let w = window(NOW + 9 * 86_400, NOW + 10 * 86_400);
+    let r = Response {
+        status: 200,
+        location: None,
+        replay_nonce: None,
+        retry_after: None,
+        body: w.as_bytes(),
+    };
+    h.c.on_response(&r, h.now, &mut h.events, &mut rng);
+    let next = h.c.status().next.unwrap();
+    assert!(
+        (NOW + 9 * 86_400..NOW + 10 * 86_400).contains(&next),
+        "{next}"
+    );
+}
+
+#[test]
+fn renewal_information_never_cuts_a_failures_backoff_short() {
+    let mut h = H::new(ChallengeKind::Http01);
+    h.expect(Method::Get, DIR);
+    h.c.on_transport_error("refused", h.now, &mut h.events, &mut h.rng);
+    let Some(Event::Failed { next: backoff, .. }) = h.events.pop() else {
+        panic!()
+    };
+    let issued = kept();
+    h.c.resume(issued.clone());
+    h.expect(Method::Get, DIR);
+    h.answer(200, &directory_with_ari(), None, None);
+    h.poll().unwrap();
+    // A window already past would mean "now": the backoff still holds.
+    h.answer(200, &window(NOW - 7200, NOW - 3600), None, None);
+    assert_eq!(h.c.status().next, Some(backoff));
+    assert_eq!(h.poll(), None);
+    h.now = backoff;
+    h.expect(Method::Get, DIR);
+}
+
+#[test]
+fn a_leaf_without_an_identifier_asks_nothing_and_never_spins() {
+    let mut h = H::new(ChallengeKind::Http01);
+    let issued = crate::chain::Issued {
+        cert_id: None,
+        ..kept()
+    };
+    h.c.resume(issued.clone());
+    assert_eq!(h.poll(), None);
+    assert_eq!(
+        h.c.deadline(),
+        Some(issued.renew_at()),
+        "no deadline in the past"
+    );
+}
+
+#[test]
+fn already_replaced_sends_the_next_order_without_replaces() {
+    let (mut h, _) = asking_ari();
+    h.answer(200, &window(NOW - 7200, NOW - 3600), None, None);
+    h.expect(Method::Get, DIR);
+    h.answer(200, &directory_with_ari(), None, None);
+    h.poll().unwrap();
+    h.answer(201, &pebble("account.json"), Some(KID), None);
+    let r = h.expect(Method::Post, "https://127.0.0.1:14000/order-plz");
+    assert!(H::open(&r).1.windows(8).any(|w| w == b"replaces"));
+    let refused = "{\"type\":\"urn:ietf:params:acme:error:alreadyReplaced\",\"detail\":\"x\"}";
+    h.answer(409, refused, None, None);
+    let Some(Event::Failed { next, .. }) = h.events.pop() else {
+        panic!()
+    };
+    h.now = next;
+    h.expect(Method::Get, DIR);
+    h.answer(200, &directory_with_ari(), None, None);
+    h.poll().unwrap();
+    h.answer(201, &pebble("account.json"), Some(KID), None);
+    let r = h.expect(Method::Post, "https://127.0.0.1:14000/order-plz");
+    assert!(!H::open(&r).1.windows(8).any(|w| w == b"replaces"));
+}
