@@ -65,9 +65,14 @@ impl<T: Transport> StateArea<T> {
         Ok(bytes)
     }
 
-    /// Both slots.
+    /// Both slots. One that cannot be read (a bad sector) counts as empty, so a damaged
+    /// older slot neither hides the newer nor stops the next write (which goes there); if
+    /// neither reads, the disk's error.
     fn slots(&mut self, wait: &mut impl FnMut(&mut T) -> bool) -> Result<[Vec<u8>; 2], AreaError> {
-        Ok([self.read_slot(0, wait)?, self.read_slot(1, wait)?])
+        match (self.read_slot(0, wait), self.read_slot(1, wait)) {
+            (Err(e), Err(_)) => Err(e),
+            (a, b) => Ok([a.unwrap_or_default(), b.unwrap_or_default()]),
+        }
     }
 
     /// The newest state kept, `None` on a blank area (or one whose records are both torn
@@ -154,6 +159,51 @@ mod tests {
             area(AREA_BYTES - 512),
             Err(AreaError::TooSmall(_))
         ));
+    }
+
+    #[test]
+    fn an_unreadable_older_slot_neither_hides_the_newer_nor_stops_a_write() {
+        let mut disk = vec![0u8; AREA_BYTES as usize];
+        let mut a = area(AREA_BYTES).unwrap();
+        a.save(&state(2), honest(&mut disk)).unwrap();
+        a.save(&state(3), honest(&mut disk)).unwrap();
+        // Reads of slot 0 fail (a bad sector: status 1); everything else is served.
+        let slot0 = SLOT_SECTORS as usize * 512;
+        let mut flaky = |dev: &mut FakeVirtio| {
+            use crate::drivers::fake::FakeHal;
+            let ring = dev.ring(0);
+            while let Some((head, bufs)) = ring.pop_avail() {
+                let h = FakeHal::read(bufs[0].addr, 16);
+                let kind = u32::from_le_bytes(h[0..4].try_into().unwrap());
+                let at = u64::from_le_bytes(h[8..16].try_into().unwrap()) as usize * 512;
+                let st = bufs[bufs.len() - 1];
+                match kind {
+                    0 if at < slot0 => {
+                        FakeHal::write(st.addr, &[1]);
+                        ring.push_used(head as u32, 1);
+                    }
+                    0 => {
+                        FakeHal::write(bufs[1].addr, &disk[at..at + bufs[1].len as usize]);
+                        FakeHal::write(st.addr, &[0]);
+                        ring.push_used(head as u32, bufs[1].len + 1);
+                    }
+                    1 => {
+                        let d = FakeHal::read(bufs[1].addr, bufs[1].len as usize);
+                        disk[at..at + d.len()].copy_from_slice(&d);
+                        FakeHal::write(st.addr, &[0]);
+                        ring.push_used(head as u32, 1);
+                    }
+                    _ => {
+                        FakeHal::write(st.addr, &[0]);
+                        ring.push_used(head as u32, 1);
+                    }
+                }
+            }
+            true
+        };
+        assert_eq!(a.load(&mut flaky).unwrap(), Some(state(3)));
+        assert_eq!(a.save(&state(4), &mut flaky).unwrap(), 0);
+        assert_eq!(a.load(honest(&mut disk)).unwrap(), Some(state(4)));
     }
 
     #[test]

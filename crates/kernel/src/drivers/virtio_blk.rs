@@ -4,7 +4,9 @@
 //! device reads (type, sector), the data (read by the device for a write, written by it
 //! for a read), and the status byte it writes; the driver waits for the used entry with a
 //! bound the caller sets, and checks it against what it submitted (the device is not
-//! trusted: another id, a short read or an unknown status is an error, never data).
+//! trusted: another id, a short read or an unwritten status is an error, never data; a
+//! request that does not come back resets the device, and its memory goes back to the
+//! heap only once the reset is done, else is leaked).
 //!
 //! Writes are durable once [`VirtioBlk::flush`] returns when the device offers
 //! VIRTIO_BLK_F_FLUSH (it is negotiated); without it the device writes through (virtio
@@ -50,29 +52,34 @@ pub enum BlkError {
     Range,
     /// The device answered with this status (1: I/O error, 2: unsupported).
     Status(u8),
-    /// The device used another request than the one submitted, or reported a length
-    /// that cannot be.
+    /// The device used another request than the one submitted (the disk then stops),
+    /// or reported a length or status that cannot be.
     Lied,
     /// The wait gave up before the device answered.
     Timeout,
-    /// An earlier request timed out or was answered with a lie: its memory may still be
-    /// the device's, so the disk takes no further request.
+    /// An earlier request did not come back (a timeout, or another request's entry in
+    /// its place): the device was reset (its memory freed only if the reset completed)
+    /// and the disk takes no further request.
     Stopped,
+}
+
+/// The memory the device is given: the queue, and the one request's header, status and
+/// data.
+struct Io {
+    queue: VirtQueue,
+    buf: Dma,
 }
 
 /// A virtio block device.
 pub struct VirtioBlk<T: Transport> {
     transport: T,
-    queue: VirtQueue,
-    /// Header, status and data of the one request.
-    buf: Dma,
+    /// `None` once stopped: the memory was leaked, never handed back (the device may
+    /// still write it).
+    io: Option<Io>,
     /// Sectors.
     capacity: u64,
     read_only: bool,
     flush: bool,
-    /// A request timed out or was answered with a lie: its buffers may still be written
-    /// by the device.
-    wedged: bool,
 }
 
 impl<T: Transport> VirtioBlk<T> {
@@ -114,12 +121,10 @@ impl<T: Transport> VirtioBlk<T> {
         transport.set_status(S_ACKNOWLEDGE | S_DRIVER | S_FEATURES_OK | S_DRIVER_OK);
         Ok(VirtioBlk {
             transport,
-            queue,
-            buf,
+            io: Some(Io { queue, buf }),
             capacity: u64::from_le_bytes(cap),
             read_only: features & F_RO != 0,
             flush: features & F_FLUSH != 0,
-            wedged: false,
         })
     }
 
@@ -154,67 +159,81 @@ impl<T: Transport> VirtioBlk<T> {
         len: usize,
         mut wait: impl FnMut(&mut T) -> bool,
     ) -> Result<(), BlkError> {
-        if self.wedged {
-            return Err(BlkError::Stopped);
-        }
+        let io = self.io.as_mut().ok_or(BlkError::Stopped)?;
         let mut header = [0u8; 16];
         header[0..4].copy_from_slice(&kind.to_le_bytes());
         header[8..16].copy_from_slice(&sector.to_le_bytes());
         // SAFETY: the device holds no descriptor of this buffer (one request at a time,
-        // and none is out: `wedged` is false).
-        if let Some(h) = unsafe { self.buf.bytes_mut(HEADER, 16) } {
-            h.copy_from_slice(&header);
-        }
-        let status: Reg<u8, RW> = self
+        // and none is out: a request that did not come back stopped the disk).
+        let h = unsafe { io.buf.bytes_mut(HEADER, 16) };
+        h.ok_or(BlkError::Device(virtio::Error::NoMemory))?
+            .copy_from_slice(&header);
+        let status: Reg<u8, RW> = io
             .buf
             .reg(STATUS)
             .ok_or(BlkError::Device(virtio::Error::NoMemory))?;
         status.write(STATUS_UNSET);
         // Descriptors 0, 1 and 2, reused request after request (one is out at a time).
         let d0 = 0u16;
-        self.queue
-            .set_desc(d0, self.buf.paddr(HEADER), 16, F_NEXT, 1);
+        io.queue.set_desc(d0, io.buf.paddr(HEADER), 16, F_NEXT, 1);
         if len == 0 {
-            self.queue
-                .set_desc(1, self.buf.paddr(STATUS), 1, F_WRITE, 0);
+            io.queue.set_desc(1, io.buf.paddr(STATUS), 1, F_WRITE, 0);
         } else {
             let data_flags = if kind == T_IN {
                 F_WRITE | F_NEXT
             } else {
                 F_NEXT
             };
-            self.queue
-                .set_desc(1, self.buf.paddr(DATA), len as u32, data_flags, 2);
-            self.queue
-                .set_desc(2, self.buf.paddr(STATUS), 1, F_WRITE, 0);
+            io.queue
+                .set_desc(1, io.buf.paddr(DATA), len as u32, data_flags, 2);
+            io.queue.set_desc(2, io.buf.paddr(STATUS), 1, F_WRITE, 0);
         }
-        self.queue.push_avail(d0);
-        self.queue.publish();
+        io.queue.push_avail(d0);
+        io.queue.publish();
         loop {
-            if let Some((id, used)) = self.queue.pop_used() {
-                // The Acquire fence in pop_used orders the status read after the entry.
-                let st = status.read();
-                // A read reports the data and the status byte written; a write or a flush
-                // at least the status byte.
-                let want = if kind == T_IN { len as u32 + 1 } else { 1 };
-                if id != u32::from(d0) || (kind == T_IN && used != want) || used < 1 {
-                    self.wedged = true;
+            let Some(io) = self.io.as_mut() else {
+                return Err(BlkError::Stopped);
+            };
+            if let Some((id, used)) = io.queue.pop_used() {
+                if id != u32::from(d0) {
+                    // Another request than ours: ours may still be the device's.
+                    self.stop();
                     return Err(BlkError::Lied);
                 }
-                return match st {
+                // Ours came back: its buffers are ours again, whatever else is wrong.
+                // The Acquire fence in pop_used orders the status read after the entry.
+                return match status.read() {
+                    // A read reports the data and the status byte, a write or a flush
+                    // at least the status byte.
+                    STATUS_OK if kind == T_IN && used != len as u32 + 1 => Err(BlkError::Lied),
+                    STATUS_OK if used < 1 => Err(BlkError::Lied),
                     STATUS_OK => Ok(()),
-                    STATUS_UNSET => {
-                        self.wedged = true;
-                        Err(BlkError::Lied)
-                    }
+                    STATUS_UNSET => Err(BlkError::Lied),
                     other => Err(BlkError::Status(other)),
                 };
             }
             if !wait(&mut self.transport) {
-                self.wedged = true;
+                self.stop();
                 return Err(BlkError::Timeout);
             }
         }
+    }
+
+    /// A request did not come back: the device is reset (virtio 1.2 §2.4: once the reset
+    /// reads back as done, the device uses none of the memory it was given, which is then
+    /// freed); a device that does not finish its reset keeps the memory for good, leaked
+    /// rather than handed back to the heap while it may still write it.
+    fn stop(&mut self) {
+        self.transport.set_status(0);
+        let io = self.io.take();
+        for _ in 0..1_000_000 {
+            if self.transport.status() == 0 {
+                drop(io);
+                return;
+            }
+            core::hint::spin_loop();
+        }
+        core::mem::forget(io);
     }
 
     /// Reads `buf.len()` bytes (whole sectors, at most [`MAX_IO`]) from `sector`.
@@ -226,8 +245,9 @@ impl<T: Transport> VirtioBlk<T> {
     ) -> Result<(), BlkError> {
         self.check(sector, buf.len())?;
         self.request(T_IN, sector, buf.len(), wait)?;
+        let io = self.io.as_ref().ok_or(BlkError::Stopped)?;
         // SAFETY: the request is complete: the device no longer writes the buffer.
-        let data = unsafe { self.buf.bytes(DATA, buf.len()) }.ok_or(BlkError::Range)?;
+        let data = unsafe { io.buf.bytes(DATA, buf.len()) }.ok_or(BlkError::Range)?;
         buf.copy_from_slice(data);
         Ok(())
     }
@@ -243,11 +263,10 @@ impl<T: Transport> VirtioBlk<T> {
             return Err(BlkError::ReadOnly);
         }
         self.check(sector, data.len())?;
-        if self.wedged {
-            return Err(BlkError::Stopped);
-        }
-        // SAFETY: no request is out (`wedged` is false and requests are synchronous).
-        let dst = unsafe { self.buf.bytes_mut(DATA, data.len()) }.ok_or(BlkError::Range)?;
+        let io = self.io.as_mut().ok_or(BlkError::Stopped)?;
+        // SAFETY: no request is out (requests are synchronous, and one that did not come
+        // back stopped the disk).
+        let dst = unsafe { io.buf.bytes_mut(DATA, data.len()) }.ok_or(BlkError::Range)?;
         dst.copy_from_slice(data);
         self.request(T_OUT, sector, data.len(), wait)
     }

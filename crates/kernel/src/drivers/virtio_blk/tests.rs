@@ -112,8 +112,8 @@ fn a_device_that_errs_lies_or_never_answers() {
         true
     });
     assert_eq!(st, Err(BlkError::Status(1)));
-    // Another request id, or a read that claims fewer bytes than asked: lies, after
-    // which the disk takes nothing more.
+    // Another request's id: a lie after which the disk takes nothing more (ours may still
+    // be the device's).
     let st = blk.write(0, &[1; 512], |dev| {
         let ring = dev.ring(0);
         if let Some((head, _)) = ring.pop_avail() {
@@ -127,6 +127,9 @@ fn a_device_that_errs_lies_or_never_answers() {
         blk.read(0, &mut buf, serving(&mut disk)),
         Err(BlkError::Stopped)
     );
+    // The device was reset when it stopped (the fake completes resets at once, so the
+    // memory went back to the heap).
+    assert_eq!(blk.transport.status, 0);
     let mut blk = up(0);
     let st = blk.read(0, &mut buf, |dev| {
         let ring = dev.ring(0);
@@ -137,6 +140,18 @@ fn a_device_that_errs_lies_or_never_answers() {
         true
     });
     assert_eq!(st, Err(BlkError::Lied));
+    // Our request came back: its buffers are ours, the disk goes on.
+    blk.read(0, &mut buf, serving(&mut disk)).unwrap();
+    // A failed read reporting only its status byte: the status, not a lie.
+    let st = blk.read(0, &mut buf, |dev| {
+        let ring = dev.ring(0);
+        if let Some((head, bufs)) = ring.pop_avail() {
+            FakeHal::write(bufs[2].addr, &[1]);
+            ring.push_used(head as u32, 1);
+        }
+        true
+    });
+    assert_eq!(st, Err(BlkError::Status(1)));
     // A used entry with the status byte never written.
     let mut blk = up(0);
     let st = blk.read(0, &mut buf, |dev| {
@@ -147,6 +162,7 @@ fn a_device_that_errs_lies_or_never_answers() {
         true
     });
     assert_eq!(st, Err(BlkError::Lied));
+    blk.write(0, &[3; 512], serving(&mut disk)).unwrap();
     // No answer within the wait: a timeout, and the disk takes nothing more (its buffer
     // may still be written by the device).
     let mut blk = up(0);
