@@ -378,11 +378,28 @@ fn verify_with_openssl(p: &Pebble, dir: &Path, pem: &str) {
     assert!(v.status.success() && text.contains(": OK"), "{text}");
 }
 
+/// A scratch directory removed when the test ends, however it ends.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
 /// A scratch directory and the order's configuration (its directory URL set once
 /// pebble's port is known).
-fn setup(kind: ChallengeKind, tag: &str) -> (PathBuf, Config) {
+fn setup(kind: ChallengeKind, tag: &str) -> (Scratch, Config) {
     let dir = std::env::temp_dir().join(format!("bareweb-pebble-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch(dir);
     let cfg = Config {
         directory: String::new(),
         names: vec!["acme.test".to_string(), "www.acme.test".to_string()],
@@ -428,7 +445,6 @@ fn pebble_issues_a_certificate_through_http_01() {
     );
     verify_with_openssl(&p, &dir, &issued.pem);
     drop(p);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The TLS server of this test on pebble's TLS-ALPN-01 port: whatever `TlsServer` the
@@ -521,5 +537,4 @@ fn pebble_issues_a_certificate_through_tls_alpn_01_and_it_is_served() {
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("Verify return code: 0 (ok)"), "{text}");
     drop(p);
-    let _ = std::fs::remove_dir_all(&dir);
 }
