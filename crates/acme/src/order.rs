@@ -867,11 +867,10 @@ impl Client {
                     }
                     AuthzStatus::Pending => self.wait(r.retry_after, now, false),
                     _ => {
-                        let why = a
+                        let problem = a
                             .challenge(self.cfg.challenge.name())
-                            .and_then(|c| c.error.as_ref())
-                            .map(Problem::summary)
-                            .unwrap_or_else(|| String::from("no reason given"));
+                            .and_then(|c| c.error.as_ref());
+                        let why = why(problem);
                         return Err(format!("{} was not validated: {why}", a.identifier.value));
                     }
                 }
@@ -881,14 +880,7 @@ impl Client {
                 match o.status {
                     OrderStatus::Ready => self.phase = Phase::Finalize,
                     OrderStatus::Pending => self.wait(r.retry_after, now, false),
-                    other => {
-                        let why = o.error.as_ref().map(Problem::summary);
-                        return Err(format!(
-                            "the order is {other:?} before finalize: {}",
-                            why.as_deref().unwrap_or("no reason given")
-                        )
-                        .to_ascii_lowercase());
-                    }
+                    _ => return Err(order_refused(&o, " before finalize")),
                 }
                 self.order = Some(o);
             }
@@ -899,13 +891,7 @@ impl Client {
                     OrderStatus::Valid => Phase::Download,
                     OrderStatus::Processing | OrderStatus::Ready => Phase::AwaitOrder,
                     OrderStatus::Invalid | OrderStatus::Pending => {
-                        let why = o.error.as_ref().map(Problem::summary);
-                        return Err(format!(
-                            "the order is {:?}: {}",
-                            o.status,
-                            why.as_deref().unwrap_or("no reason given")
-                        )
-                        .to_ascii_lowercase());
+                        return Err(order_refused(&o, ""))
                     }
                 };
                 if self.phase == Phase::AwaitOrder {
@@ -957,13 +943,7 @@ impl Client {
                     "the CA gave back an order finalized earlier, whose key is lost",
                 ))
             }
-            OrderStatus::Invalid => {
-                let why = o.error.as_ref().map(Problem::summary);
-                return Err(format!(
-                    "the order is invalid: {}",
-                    why.as_deref().unwrap_or("no reason given")
-                ));
-            }
+            OrderStatus::Invalid => return Err(order_refused(&o, "")),
         };
         self.order = Some(o);
         Ok(next)
@@ -1071,6 +1051,17 @@ impl Client {
             next: self.not_before,
         });
     }
+}
+
+/// The CA's reason for a failure, as it gave it, or that it gave none.
+fn why(problem: Option<&Problem>) -> String {
+    problem.map_or_else(|| String::from("no reason given"), Problem::summary)
+}
+
+/// `the order is STATUS[when]: WHY`, for an order in a status that ends the attempt.
+fn order_refused(o: &Order, when: &str) -> String {
+    let status = format!("{:?}", o.status).to_ascii_lowercase();
+    format!("the order is {status}{when}: {}", why(o.error.as_ref()))
 }
 
 /// Whether a Replay-Nonce may be used: base64url, 1 to 256 characters (§6.5.1).

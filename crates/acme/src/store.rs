@@ -96,29 +96,33 @@ pub fn encode(state: &State, seq: u64) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The `N` bytes at `at` of `b` (the caller checked they are there), for a big-endian
+/// integer.
+fn be<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
+    let mut out = [0u8; N];
+    out.copy_from_slice(&b[at..at + N]);
+    out
+}
+
 /// The record at the start of `area` (trailing bytes ignored): its sequence number and
 /// state.
 pub fn decode(area: &[u8]) -> Result<(u64, State), StoreError> {
     if area.len() < HEADER || area[..8] != MAGIC {
         return Err(StoreError::NotARecord);
     }
-    let seq = &area[8..16];
-    let len_bytes = &area[16..20];
-    let len = u32::from_be_bytes([len_bytes[0], len_bytes[1], len_bytes[2], len_bytes[3]]) as usize;
+    let seq = u64::from_be_bytes(be(area, 8));
+    let len = u32::from_be_bytes(be(area, 16)) as usize;
     if len > MAX_PAYLOAD || HEADER + len > area.len() {
         return Err(StoreError::Length);
     }
     // Sequence numbers count writes from 1: one past 2^63 is a forgery, whose successor
     // could not be written as the newer.
-    if u64::from_be_bytes([
-        seq[0], seq[1], seq[2], seq[3], seq[4], seq[5], seq[6], seq[7],
-    ]) > i64::MAX as u64
-    {
+    if seq > i64::MAX as u64 {
         return Err(StoreError::Payload);
     }
-    let sum = u32::from_be_bytes([area[20], area[21], area[22], area[23]]);
+    let sum = u32::from_be_bytes(be(area, 20));
     let payload = &area[HEADER..HEADER + len];
-    if crc(seq, len_bytes, payload) != sum {
+    if crc(&area[8..16], &area[16..20], payload) != sum {
         return Err(StoreError::Checksum);
     }
     let mut account = None;
@@ -130,7 +134,7 @@ pub fn decode(area: &[u8]) -> Result<(u64, State), StoreError> {
             return Err(StoreError::Payload);
         }
         let tag = rest[0];
-        let n = u32::from_be_bytes([rest[1], rest[2], rest[3], rest[4]]) as usize;
+        let n = u32::from_be_bytes(be(rest, 1)) as usize;
         let bytes = rest.get(5..5 + n).ok_or(StoreError::Payload)?;
         match tag {
             ACCOUNT => account = Some(bytes.to_vec()),
@@ -149,9 +153,6 @@ pub fn decode(area: &[u8]) -> Result<(u64, State), StoreError> {
         (None, None) => None,
         _ => return Err(StoreError::Payload),
     };
-    let seq = u64::from_be_bytes([
-        seq[0], seq[1], seq[2], seq[3], seq[4], seq[5], seq[6], seq[7],
-    ]);
     Ok((
         seq,
         State {

@@ -173,9 +173,7 @@ mod tests {
             use crate::drivers::fake::FakeHal;
             let ring = dev.ring(0);
             while let Some((head, bufs)) = ring.pop_avail() {
-                let h = FakeHal::read(bufs[0].addr, 16);
-                let kind = u32::from_le_bytes(h[0..4].try_into().unwrap());
-                let at = u64::from_le_bytes(h[8..16].try_into().unwrap()) as usize * 512;
+                let (kind, at) = crate::drivers::fake::blk_request(&bufs);
                 let st = bufs[bufs.len() - 1];
                 match kind {
                     0 if at < slot0 => {
@@ -223,9 +221,7 @@ mod tests {
             }
             let ring = dev.ring(0);
             while let Some((head, bufs)) = ring.pop_avail() {
-                let h = FakeHal::read(bufs[0].addr, 16);
-                let kind = u32::from_le_bytes(h[0..4].try_into().unwrap());
-                let at = u64::from_le_bytes(h[8..16].try_into().unwrap()) as usize * 512;
+                let (kind, at) = crate::drivers::fake::blk_request(&bufs);
                 let data = bufs[1];
                 if kind == 0 {
                     FakeHal::write(data.addr, &disk[at..at + data.len as usize]);

@@ -184,6 +184,20 @@ impl ResolvesServerCert for Resolver {
     }
 }
 
+/// The chain and key, checked (the key usable, and matching the leaf), as rustls serves
+/// them.
+fn certified(
+    chain_pem: &[u8],
+    key_pem: &[u8],
+    provider: &rustls::crypto::CryptoProvider,
+) -> Result<Arc<CertifiedKey>, ConfigError> {
+    let chain = parse_chain(chain_pem)?;
+    let key = parse_key(key_pem)?;
+    CertifiedKey::from_der(chain, key, provider)
+        .map(Arc::new)
+        .map_err(ConfigError::Rustls)
+}
+
 /// A server's TLS configuration, shared by all its connections (and cores).
 #[derive(Clone, Debug)]
 pub struct TlsServer {
@@ -203,12 +217,9 @@ impl TlsServer {
         options: &Options,
         platform: &Platform,
     ) -> Result<Self, ConfigError> {
-        let chain = parse_chain(chain_pem)?;
-        let key = parse_key(key_pem)?;
         let provider = Arc::new(provider::provider(platform.random));
-        let certified =
-            CertifiedKey::from_der(chain, key, &provider).map_err(ConfigError::Rustls)?;
-        Self::build(Some(Arc::new(certified)), options, platform, provider)
+        let certified = certified(chain_pem, key_pem, &provider)?;
+        Self::build(Some(certified), options, platform, provider)
     }
 
     /// A configuration with no certificate yet (one is being obtained over ACME): every
@@ -352,12 +363,12 @@ impl TlsServer {
     /// before still resumes) with another certificate chain and key, checked as
     /// [`TlsServer::new`] checks them: a renewed certificate.
     pub fn with_certificate(&self, chain_pem: &[u8], key_pem: &[u8]) -> Result<Self, ConfigError> {
-        let chain = parse_chain(chain_pem)?;
-        let key = parse_key(key_pem)?;
-        let certified = CertifiedKey::from_der(chain, key, self.config.crypto_provider())
-            .map_err(ConfigError::Rustls)?;
         let mut resolver = self.resolver.clone();
-        resolver.normal = Some(Arc::new(certified));
+        resolver.normal = Some(certified(
+            chain_pem,
+            key_pem,
+            self.config.crypto_provider(),
+        )?);
         Ok(self.with_resolver(resolver))
     }
 }

@@ -106,6 +106,11 @@ impl H {
 
     /// Up to the first authorization: directory, nonce, account, order.
     fn up_to_the_order(&mut self) {
+        self.place(&pebble("order-pending.json"));
+    }
+
+    /// Directory, nonce, account, then newOrder answered with `order_body`.
+    fn place(&mut self, order_body: &str) {
         self.expect(Method::Get, DIR);
         self.answer(200, &pebble("directory.json"), None, None);
         // No nonce held at first? The directory's answer carried one: the account POST
@@ -122,7 +127,7 @@ impl H {
         let r = self.expect(Method::Post, "https://127.0.0.1:14000/order-plz");
         let (h, _) = H::open(&r);
         assert_eq!(h["kid"], KID);
-        self.answer(201, &pebble("order-pending.json"), Some(ORDER), None);
+        self.answer(201, order_body, Some(ORDER), None);
     }
 }
 
@@ -319,7 +324,7 @@ fn rate_limits_and_broken_cas_end_in_a_reason_and_a_bounded_retry() {
 }
 
 #[test]
-fn a_challenge_that_never_validates_and_a_chain_not_ours() {
+fn a_challenge_that_never_validates_or_is_refused() {
     let mut h = H::new(ChallengeKind::Http01);
     h.up_to_the_order();
     h.expect(Method::Post, &authz_url(0));
@@ -450,15 +455,10 @@ fn retry_after_values() {
     }
 }
 
-/// Up to the order as `H::up_to_the_order`, with `order_body` as newOrder's answer.
+/// A client for HTTP-01 up to the order, with `order_body` as newOrder's answer.
 fn placed(order_body: &str) -> H {
     let mut h = H::new(ChallengeKind::Http01);
-    h.expect(Method::Get, DIR);
-    h.answer(200, &pebble("directory.json"), None, None);
-    h.poll().unwrap();
-    h.answer(201, &pebble("account.json"), Some(KID), None);
-    h.poll().unwrap();
-    h.answer(201, order_body, Some(ORDER), None);
+    h.place(order_body);
     h
 }
 

@@ -223,6 +223,15 @@ impl DeviceRing {
     }
 }
 
+/// A virtio-blk request's type and the byte offset it names, read from its header (the
+/// chain's first buffer: type, reserved, sector).
+pub fn blk_request(bufs: &[Buf]) -> (u32, usize) {
+    let h = FakeHal::read(bufs[0].addr, 16);
+    let kind = u32::from_le_bytes(h[0..4].try_into().unwrap());
+    let sector = u64::from_le_bytes(h[8..16].try_into().unwrap()) as usize;
+    (kind, sector.saturating_mul(512))
+}
+
 /// A virtio-net device model behind a fake transport: feature negotiation, queue
 /// set-up as the driver writes it, doorbells in host memory, and the device's side of
 /// each queue.
@@ -354,14 +363,11 @@ impl FakeVirtio {
                 status.write && status.len == 1,
                 "the status is one device-written byte"
             );
-            let h = FakeHal::read(bufs[0].addr, 16);
-            let kind = u32::from_le_bytes(h[0..4].try_into().unwrap());
-            let sector = u64::from_le_bytes(h[8..16].try_into().unwrap()) as usize;
+            let (kind, at) = blk_request(&bufs);
             let mut written = 1;
             let st = match (kind, &bufs[1..bufs.len() - 1]) {
                 (0, [data]) if data.write => {
-                    let at = sector * 512;
-                    match disk.get(at..at + data.len as usize) {
+                    match disk.get(at..at.saturating_add(data.len as usize)) {
                         Some(src) => {
                             FakeHal::write(data.addr, src);
                             written += data.len;
@@ -371,8 +377,7 @@ impl FakeVirtio {
                     }
                 }
                 (1, [data]) if !data.write => {
-                    let at = sector * 512;
-                    match disk.get_mut(at..at + data.len as usize) {
+                    match disk.get_mut(at..at.saturating_add(data.len as usize)) {
                         Some(dst) => {
                             dst.copy_from_slice(&FakeHal::read(data.addr, data.len as usize));
                             0
