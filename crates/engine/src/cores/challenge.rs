@@ -89,19 +89,12 @@ impl Http01 {
             return Err(PublishError::Refused);
         }
         let mut buf = [0u8; 8 * SLOT_WORDS];
-        let mut lens = [0u64; SLOTS];
-        for (i, l) in lens.iter_mut().enumerate() {
-            *l = self.slot(i)[0].load(Ordering::Relaxed);
-        }
-        let same = (0..SLOTS).find(|&i| {
-            lens[i] != 0 && {
-                let n = self.read_slot(i, &mut buf);
-                let tlen = (lens[i] >> 16) as usize;
-                n > 0 && &buf[..tlen] == token.as_bytes()
-            }
-        });
-        let i = same
-            .or_else(|| lens.iter().position(|&l| l == 0))
+        // The same token's slot (replaced), else a free one. The one writer reads its own
+        // writes: no sequence check.
+        let i = self
+            .find(token.as_bytes(), &mut buf)
+            .map(|(i, _, _)| i)
+            .or_else(|| (0..SLOTS).find(|&k| self.slot(k)[0].load(Ordering::Relaxed) == 0))
             .ok_or(PublishError::Full)?;
         buf.fill(0);
         buf[..token.len()].copy_from_slice(token.as_bytes());
@@ -137,18 +130,28 @@ impl Http01 {
     }
 
     /// Copies slot `i`'s bytes (token then answer) into `buf` without the sequence check;
-    /// returns their length.
-    fn read_slot(&self, i: usize, buf: &mut [u8; 8 * SLOT_WORDS]) -> usize {
+    /// returns the token's length and theirs, `None` for an empty slot (or lengths a torn
+    /// read made up).
+    fn read_slot(&self, i: usize, buf: &mut [u8; 8 * SLOT_WORDS]) -> Option<(usize, usize)> {
         let slot = self.slot(i);
         let lens = slot[0].load(Ordering::Relaxed);
+        let (t, a) = ((lens >> 16) as usize & 0xFFFF, lens as usize & 0xFFFF);
+        if lens == 0 || t > MAX_TOKEN || a > MAX_ANSWER {
+            return None;
+        }
         for (w, chunk) in slot[1..].iter().zip(buf.chunks_exact_mut(8)) {
             chunk.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
         }
-        let (t, a) = ((lens >> 16) as usize & 0xFFFF, lens as usize & 0xFFFF);
-        if t > MAX_TOKEN || a > MAX_ANSWER {
-            return 0;
-        }
-        t + a
+        Some((t, t + a))
+    }
+
+    /// The slot holding `token`, its bytes copied into `buf`: the slot, the token's
+    /// length and the bytes' (without the sequence check).
+    fn find(&self, token: &[u8], buf: &mut [u8; 8 * SLOT_WORDS]) -> Option<(usize, usize, usize)> {
+        (0..SLOTS).find_map(|i| {
+            let (t, n) = self.read_slot(i, buf)?;
+            (&buf[..t] == token).then_some((i, t, n))
+        })
     }
 
     /// Whether anything is published (one load: the request path's cost when not).
@@ -169,24 +172,12 @@ impl Http01 {
                 core::hint::spin_loop();
                 continue;
             }
-            let mut found = None;
-            for i in 0..SLOTS {
-                let lens = self.slot(i)[0].load(Ordering::Relaxed);
-                if lens == 0 {
-                    continue;
-                }
-                let n = self.read_slot(i, &mut buf);
-                let t = (lens >> 16) as usize & 0xFFFF;
-                if n > 0 && &buf[..t] == token {
-                    found = Some((t, n));
-                    break;
-                }
-            }
+            let found = self.find(token, &mut buf);
             fence(Ordering::Acquire);
             if self.seq.load(Ordering::Relaxed) != s {
                 continue;
             }
-            let (t, n) = found?;
+            let (_, t, n) = found?;
             let answer = &buf[t..n];
             out.get_mut(..answer.len())?.copy_from_slice(answer);
             return Some(answer.len());

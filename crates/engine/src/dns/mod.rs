@@ -455,31 +455,13 @@ impl Resolver {
             result,
             expires: now.saturating_add(ttl as u64 * SEC),
         };
-        // The same question's entry, a free or expired one, or the one that expires first.
-        let at = self
-            .cache
-            .iter()
-            .position(|e| match e {
-                Some(e) => e.name == s.name && e.qtype == s.qtype,
-                None => false,
-            })
-            .or_else(|| {
-                self.cache.iter().position(|e| match e {
-                    Some(e) => e.expires <= now,
-                    None => true,
-                })
-            })
-            .unwrap_or_else(|| {
-                let mut soonest = 0;
-                for (k, e) in self.cache.iter().enumerate() {
-                    if let (Some(e), Some(best)) = (e, &self.cache[soonest]) {
-                        if e.expires < best.expires {
-                            soonest = k;
-                        }
-                    }
-                }
-                soonest
-            });
+        // The same question's entry, else the one that expires first (a free slot counts as
+        // expired at 0, an expired entry before any live one).
+        let same = |e: &Option<Entry>| e.is_some_and(|e| e.name == s.name && e.qtype == s.qtype);
+        let at = self.cache.iter().position(same).unwrap_or_else(|| {
+            let expires = |k: &usize| self.cache[*k].map_or(0, |e| e.expires);
+            (0..CACHE).min_by_key(expires).unwrap_or(0)
+        });
         self.cache[at] = Some(entry);
     }
 
