@@ -98,6 +98,14 @@ enum SizeLine {
     Cr,
 }
 
+/// The start of a chunk-size line.
+const CHUNK_START: Phase = Phase::ChunkSize {
+    size: 0,
+    digits: 0,
+    at: SizeLine::Digits,
+    len: 0,
+};
+
 /// What [`Reader::feed`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fed {
@@ -278,12 +286,6 @@ impl Reader {
     /// ends in CRLF (a bare CR or LF is refused: RFC 9112 §2.2 lets a recipient refuse
     /// it, and a framing that two readers could split differently is a smuggling risk).
     fn feed_chunked(&mut self, data: &[u8], mut at: usize) -> Result<Fed, BadResponse> {
-        const START: Phase = Phase::ChunkSize {
-            size: 0,
-            digits: 0,
-            at: SizeLine::Digits,
-            len: 0,
-        };
         while at < data.len() {
             let b = data[at];
             match self.phase {
@@ -354,7 +356,7 @@ impl Reader {
                     at += 1;
                     self.phase = match (seen, b) {
                         (0, b'\r') => Phase::ChunkEnd { seen: 1 },
-                        (1, b'\n') => START,
+                        (1, b'\n') => CHUNK_START,
                         _ => return Err(BadResponse::BadChunk),
                     };
                 }
@@ -435,12 +437,7 @@ impl Reader {
             return Err(BadResponse::Malformed);
         }
         if chunked && !bodiless {
-            self.phase = Phase::ChunkSize {
-                size: 0,
-                digits: 0,
-                at: SizeLine::Digits,
-                len: 0,
-            };
+            self.phase = CHUNK_START;
             return Ok(());
         }
         self.phase = match (bodiless, length) {
