@@ -5,6 +5,8 @@
 //!   (X25519 and P-256 key exchange; AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305; SHA-256/384,
 //!   HMAC, HKDF; ECDSA P-256/P-384 keys, RSA refused with the reason);
 //! - [`ticket`]: session tickets sealed with a shared, rotated key;
+//! - [`client`]: the one client connection the server opens itself (ACME, to its CA),
+//!   over rustls's unbuffered API with WebPKI verification;
 //! - [`server`]: the server configuration and the per-connection driver (rustls's
 //!   unbuffered API for the handshake, our own record layer after it), which the engine's
 //!   TCP connection table calls;
@@ -21,6 +23,7 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod client;
 pub mod provider;
 pub mod server;
 pub mod ticket;
@@ -31,6 +34,7 @@ pub mod host;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
+pub use client::{ClientConn, ClientProgress, TlsClient};
 pub use rustls;
 pub use server::{
     Fatal, MinVersion, Options, Platform, Progress, SealError, ServerSlot, TlsConn, TlsServer,

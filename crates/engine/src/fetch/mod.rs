@@ -55,7 +55,7 @@ use crate::tcp::port_table::{mapped, Peer};
 use crate::tcp::table::{App, Table, Tcb};
 use crate::tcp::{Connection, Reply, Segment, State};
 use crate::wire::tcp::ParsedRepr as TcpRepr;
-use crate::wire::{ethernet, EtherType, EthernetAddress, EthernetFrame};
+use crate::wire::{ethernet, EtherType, EthernetAddress, EthernetFrame, Ipv4Address};
 use ports::Ports;
 
 /// The most bytes of one request (of a slot's requests, unless
@@ -118,6 +118,11 @@ struct Slot {
     heard: bool,
     /// Responses still to come (pipelined requests), the one being read included.
     pending: u32,
+    /// A byte stream ([`Fetcher::open_stream`]): what comes is handed over unread, and the
+    /// request buffer grows by [`Fetcher::stream_send`].
+    stream: bool,
+    /// Bytes of the stream received so far.
+    stream_rx: u64,
 }
 
 /// The fetcher.
@@ -175,6 +180,8 @@ impl Fetcher {
                     busy: false,
                     heard: false,
                     pending: 0,
+                    stream: false,
+                    stream_rx: 0,
                 };
                 slots
             ],
@@ -299,6 +306,8 @@ impl Fetcher {
         s.heard = false;
         s.pending = count;
         s.req_len = len;
+        s.stream = false;
+        s.stream_rx = 0;
         s.reader.reset();
         let kept = s.tcb;
         if kept != NONE {
@@ -351,6 +360,123 @@ impl Fetcher {
         true
     }
 
+    /// Opens a byte stream on slot `slot` to the server (a TLS connection's transport):
+    /// nothing is sent but what [`stream_send`](Self::stream_send) queues, every byte
+    /// received goes to [`Handler::body`] unread, and the stream ends in [`Handler::end`]
+    /// with `End::Done { status: 0, body }` when the server closes (its FIN), or
+    /// `End::Failed`. [`close_stream`](Self::close_stream) closes our side. Returns false
+    /// as [`get`](Self::get) does.
+    pub fn open_stream<T: TxRing, H: Handler>(
+        &mut self,
+        slot: u32,
+        now: u64,
+        tx: &mut T,
+        h: &mut H,
+    ) -> bool {
+        if let Some(s) = self.slots.get(slot as usize) {
+            if s.tcb != NONE && !s.busy {
+                // A stream is never carried on a kept connection.
+                self.detach(s.tcb);
+            }
+        }
+        if !self.get_pipelined(slot, 0, 1, false, now, tx, h) {
+            return false;
+        }
+        let s = &mut self.slots[slot as usize];
+        s.stream = true;
+        true
+    }
+
+    /// Queues `data` on slot `slot`'s stream and sends what the window allows. Returns
+    /// false, queuing nothing, when no stream runs on the slot or the slot's request
+    /// buffer ([`Config::request_max`]: everything one stream sends) cannot hold it.
+    pub fn stream_send<T: TxRing>(&mut self, slot: u32, data: &[u8], now: u64, tx: &mut T) -> bool {
+        let max = self.cfg.request_max.max(1);
+        let Some(s) = self.slots.get_mut(slot as usize) else {
+            return false;
+        };
+        if !s.busy || !s.stream || s.tcb == NONE || s.req_len + data.len() > max {
+            return false;
+        }
+        let idx = s.tcb;
+        let base = slot as usize * max + s.req_len;
+        s.req_len += data.len();
+        self.requests[base..base + data.len()].copy_from_slice(data);
+        self.conns[idx as usize].tcp.queue(data.len() as u32);
+        self.output(idx, now, tx);
+        true
+    }
+
+    /// Closes our side of slot `slot`'s stream (our FIN goes after what is queued); the
+    /// stream still ends in the handler when the server's FIN comes. Nothing when no
+    /// stream runs there.
+    pub fn close_stream<T: TxRing>(&mut self, slot: u32, now: u64, tx: &mut T) {
+        let Some(s) = self.slots.get(slot as usize) else {
+            return;
+        };
+        if s.stream && s.tcb != NONE {
+            let idx = s.tcb;
+            self.conns[idx as usize].tcp.close();
+            self.output(idx, now, tx);
+        }
+    }
+
+    /// Abandons slot `slot`'s fetch or stream: its connection is reset and the handler
+    /// hears nothing more of it.
+    pub fn abort<T: TxRing>(&mut self, slot: u32, tx: &mut T) {
+        let Some(s) = self.slots.get_mut(slot as usize) else {
+            return;
+        };
+        s.busy = false;
+        s.pending = 0;
+        let idx = s.tcb;
+        if idx != NONE {
+            let t = &self.conns[idx as usize];
+            if !t.tcp.state().is_done() {
+                let seq = t.tcp.snd_nxt();
+                self.reset(idx, seq, tx);
+            }
+            self.conns[idx as usize].app.slot = NONE;
+            self.free_tcb(idx);
+            self.slots[slot as usize].tcb = NONE;
+        }
+    }
+
+    /// Points the fetcher at another server (address and port), and its own address at
+    /// `ip`/`prefix_len` with router `gateway`: refused (false) while a connection is
+    /// open. The next hop is learnt again when it changed.
+    pub fn retarget(
+        &mut self,
+        ip: Ipv4Address,
+        prefix_len: u8,
+        gateway: Option<Ipv4Address>,
+        server: Ipv4Address,
+        port: u16,
+    ) -> bool {
+        if self.conns.active() > 0 {
+            return false;
+        }
+        let before = (self.cfg.link.ip, self.next_hop());
+        self.cfg.link.ip = ip;
+        self.cfg.link.prefix_len = prefix_len;
+        self.cfg.link.gateway = gateway;
+        self.cfg.link.server = server;
+        self.cfg.link.port = port;
+        if before.0 != ip {
+            self.iface = self.cfg.link.interface();
+            let mut egress = Egress::new(&self.iface);
+            if let Some(c) = &self.c6 {
+                egress = egress.with_ip6(c.src());
+            }
+            self.egress = egress;
+        }
+        if before != (ip, self.next_hop()) {
+            self.next_hop_mac = None;
+            self.next_arp_ns = 0;
+        }
+        true
+    }
+
     /// One round: receive and handle a burst, run the timers that are due, ARP while the
     /// next hop is unknown. Returns whether anything happened.
     pub fn poll<N: Nic, H: Handler>(&mut self, nic: &mut N, now: u64, h: &mut H) -> bool {
@@ -365,6 +491,33 @@ impl Fetcher {
             self.frame(rx.bytes(f), trusted, now, tx, h);
             rx.recycle(*f);
         }
+        self.tick(n > 0, now, tx, h)
+    }
+
+    /// One frame another owner of the NIC received and handed over (a server that shares
+    /// its link with a fetcher of its own: [`crate::server::divert`]); its checksums are
+    /// verified here. Call [`tick`](Self::tick) after a batch of them.
+    pub fn receive<T: TxRing, H: Handler>(
+        &mut self,
+        bytes: &[u8],
+        now: u64,
+        tx: &mut T,
+        h: &mut H,
+    ) {
+        self.counters.rx += 1;
+        self.frame(bytes, false, now, tx, h);
+    }
+
+    /// What [`poll`](Self::poll) does after receiving: the ACKs owed, the timers that are
+    /// due, ARP while the next hop is unknown. `received`: frames came since the last
+    /// tick. Returns whether anything happened.
+    pub fn tick<T: TxRing, H: Handler>(
+        &mut self,
+        received: bool,
+        now: u64,
+        tx: &mut T,
+        h: &mut H,
+    ) -> bool {
         while let Some(idx) = self.conns.pop_run() {
             let t = &self.conns[idx as usize];
             if !t.tcp.ack_pending() {
@@ -386,7 +539,7 @@ impl Fetcher {
             self.conns[idx as usize].queued = false;
             emit::ack(&mut Out { f: self, now, tx }, idx);
         }
-        let mut worked = n > 0;
+        let mut worked = received;
         if self.c6.is_some() {
             worked |= self.poll6(now, tx);
         } else if self.next_hop_mac.is_none() && now >= self.next_arp_ns {
@@ -625,6 +778,12 @@ impl Fetcher {
             s.heard = true;
             h.first_byte(slot, now);
         }
+        if s.stream {
+            let at = s.stream_rx;
+            s.stream_rx += data.len() as u64;
+            h.body(slot, at, data);
+            return;
+        }
         while !data.is_empty() {
             let s = &mut self.slots[slot as usize];
             let before = s.reader.body_len;
@@ -678,10 +837,16 @@ impl Fetcher {
         let slot = self.conns[idx as usize].app.slot;
         if slot != NONE && self.slots[slot as usize].busy {
             let s = &mut self.slots[slot as usize];
-            if s.reader.end_of_stream() {
-                let end = End::Done {
-                    status: s.reader.status,
-                    body: s.reader.body_len,
+            if s.stream || s.reader.end_of_stream() {
+                let end = match s.stream {
+                    true => End::Done {
+                        status: 0,
+                        body: s.stream_rx,
+                    },
+                    false => End::Done {
+                        status: s.reader.status,
+                        body: s.reader.body_len,
+                    },
                 };
                 s.pending = s.pending.saturating_sub(1);
                 self.conns[idx as usize].app.slot = NONE;

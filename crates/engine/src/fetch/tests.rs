@@ -810,3 +810,74 @@ fn over_ipv6_a_new_mac_for_the_server_is_followed() {
     p.run_for(300_000_000);
     assert_eq!(p.fetcher.next_hop_mac, Some(moved));
 }
+
+#[test]
+fn a_stream_carries_bytes_sent_in_pieces_and_hands_over_what_comes_unread() {
+    let mut p = Pair::new(1, 80);
+    let tx = &mut p.wire.b.tx;
+    assert!(p.fetcher.open_stream(0, p.now, tx, &mut p.rec));
+    p.run();
+    assert_eq!(p.rec.events.first().map(|e| e.1), Some("connected"));
+    // The request in two pieces, the second after the first was carried.
+    for piece in [
+        &b"GET /index.html HTTP/1.1\r\nHost: t\r\n"[..],
+        b"Connection: close\r\n\r\n",
+    ] {
+        let tx = &mut p.wire.b.tx;
+        assert!(p.fetcher.stream_send(0, piece, p.now, tx));
+        p.run();
+    }
+    // The server's whole answer, head included, then its FIN ends the stream.
+    let got = &p.rec.bodies[0];
+    assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"), "{got:?}");
+    assert!(got.ends_with(b"\r\n\r\n<h1>hello</h1>\n"));
+    assert_eq!(
+        p.rec.ends,
+        vec![(
+            0,
+            End::Done {
+                status: 0,
+                body: got.len() as u64
+            }
+        )]
+    );
+    // Our FIN answered theirs: everything freed; nothing more can be sent.
+    p.run();
+    assert_eq!(p.fetcher.open_connections(), 0);
+    let tx = &mut p.wire.b.tx;
+    assert!(!p.fetcher.stream_send(0, b"x", p.now, tx));
+}
+
+#[test]
+fn a_stream_refuses_more_than_its_buffer_and_abort_frees_it() {
+    let mut p = Pair::new(1, 80);
+    let tx = &mut p.wire.b.tx;
+    assert!(p.fetcher.open_stream(0, p.now, tx, &mut p.rec));
+    let big = vec![b'a'; REQUEST_MAX + 1];
+    assert!(!p.fetcher.stream_send(0, &big, p.now, tx));
+    p.run();
+    let tx = &mut p.wire.b.tx;
+    p.fetcher.abort(0, tx);
+    p.run();
+    assert_eq!(p.fetcher.open_connections(), 0);
+    assert!(!p.fetcher.busy(0));
+    assert!(p.rec.ends.is_empty(), "an abandoned stream is not reported");
+    assert!(p.fetcher.can_start(0));
+}
+
+#[test]
+fn retarget_moves_the_fetcher_only_while_nothing_is_open() {
+    let mut p = Pair::new(1, 80);
+    let tx = &mut p.wire.b.tx;
+    assert!(p.fetcher.open_stream(0, p.now, tx, &mut p.rec));
+    assert!(!p.fetcher.retarget(CLIENT_IP, 24, None, SERVER_IP, 81));
+    p.fetcher.abort(0, tx);
+    // Same next hop: the MAC is kept.
+    assert!(p.fetcher.retarget(CLIENT_IP, 24, None, SERVER_IP, 81));
+    assert!(p.fetcher.ready());
+    // Another next hop: learnt again.
+    assert!(p
+        .fetcher
+        .retarget(CLIENT_IP, 24, None, Ipv4Address([10, 0, 0, 9]), 80));
+    assert!(!p.fetcher.ready());
+}
