@@ -9,6 +9,8 @@
 //!   - [`wire`]: zero-copy views over Ethernet, ARP, IPv4, ICMP, IPv6, ICMPv6 (NDP, MLD),
 //!     TCP and UDP frames, DHCPv6's client messages, and the Internet checksum. After
 //!     `new_checked` succeeds no accessor panics.
+//!   - [`mailbox`]: frames posted by any core to one owner (DHCP replies, the server's own
+//!     client connection), lock-free, a few slots.
 //!   - [`ring`]: the lock-free single-producer single-consumer ring cores talk through.
 //!   - [`stats`]: one core's counters and live measurements, and the counters a platform
 //!     keeps outside the engine (`stats::platform`).
@@ -71,6 +73,7 @@ pub mod fetch;
 pub mod http;
 #[cfg(any(test, feature = "alloc"))]
 pub mod iface;
+pub mod mailbox;
 #[cfg(any(test, feature = "std"))]
 pub mod memwire;
 pub mod nic;

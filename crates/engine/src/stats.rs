@@ -66,6 +66,9 @@ counters! {
     drop_not_for_us,
     /// Dropped: from beyond the link while no gateway is configured.
     drop_no_route,
+    /// Frames handed to the server's own client connection (ACME, its DNS; ARP replies
+    /// are also the server's own).
+    diverted,
     /// ARP requests answered.
     arp_replies,
     /// ICMP echo requests answered.

@@ -9,9 +9,10 @@
 //! Nothing here is on the request path: a server reads the sequence number once per poll.
 
 use core::fmt::{self, Write};
-use core::sync::atomic::{fence, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use super::client::{Change, Counts, Lease, Loss, State};
+use crate::mailbox::Mailbox;
 use crate::nic::Clock;
 use crate::wire::Ipv4Address;
 
@@ -44,19 +45,7 @@ impl Event {
 
 /// Mailbox slots.
 const SLOTS: usize = 4;
-/// Octets a slot holds (a full Ethernet frame without FCS).
-pub const MAIL_MAX: usize = 1514;
-const WORDS: usize = MAIL_MAX.div_ceil(8);
-
-const EMPTY: u8 = 0;
-const BUSY: u8 = 1;
-const FULL: u8 = 2;
-
-struct Slot {
-    state: AtomicU8,
-    len: AtomicU16,
-    words: [AtomicU64; WORDS],
-}
+pub use crate::mailbox::MAIL_MAX;
 
 fn ip4(v: u32) -> Ipv4Address {
     Ipv4Address(v.to_be_bytes())
@@ -79,9 +68,8 @@ pub struct Shared {
     end_ns: AtomicU64,
     state: AtomicU8,
     counts: [AtomicU64; 9],
-    slots: [Slot; SLOTS],
-    /// Replies dropped because every slot was full.
-    pub mail_dropped: AtomicU64,
+    /// Replies a core that is not the owner received, for the owner.
+    mail: Mailbox<SLOTS>,
     /// The clock the lease's end is on, for the time left on the pages.
     clock: Option<&'static (dyn Clock + Sync)>,
 }
@@ -120,12 +108,7 @@ impl Shared {
             end_ns: AtomicU64::new(u64::MAX),
             state: AtomicU8::new(0),
             counts: core::array::from_fn(|_| AtomicU64::new(0)),
-            slots: core::array::from_fn(|_| Slot {
-                state: AtomicU8::new(EMPTY),
-                len: AtomicU16::new(0),
-                words: core::array::from_fn(|_| AtomicU64::new(0)),
-            }),
-            mail_dropped: AtomicU64::new(0),
+            mail: Mailbox::new(),
             clock: None,
         }
     }
@@ -250,44 +233,17 @@ impl Shared {
     /// Hands a received frame to the owner (a core that is not the owner). Returns false
     /// if every slot was full (counted in [`Shared::mail_dropped`]) or it is too long.
     pub fn post(&self, frame: &[u8]) -> bool {
-        if frame.len() > MAIL_MAX {
-            self.mail_dropped.fetch_add(1, Ordering::Relaxed);
-            return false;
-        }
-        for s in &self.slots {
-            if s.state
-                .compare_exchange(EMPTY, BUSY, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-            {
-                continue;
-            }
-            for (w, chunk) in s.words.iter().zip(frame.chunks(8)) {
-                let mut b = [0u8; 8];
-                b[..chunk.len()].copy_from_slice(chunk);
-                w.store(u64::from_le_bytes(b), Ordering::Relaxed);
-            }
-            s.len.store(frame.len() as u16, Ordering::Relaxed);
-            s.state.store(FULL, Ordering::Release);
-            return true;
-        }
-        self.mail_dropped.fetch_add(1, Ordering::Relaxed);
-        false
+        self.mail.post(frame)
+    }
+
+    /// Replies dropped because every slot was full.
+    pub fn mail_dropped(&self) -> u64 {
+        self.mail.dropped.load(Ordering::Relaxed)
     }
 
     /// Takes each frame posted (the owner), handing it to `f` in `buf`.
-    pub fn take(&self, buf: &mut [u8; MAIL_MAX], mut f: impl FnMut(&[u8])) {
-        for s in &self.slots {
-            if s.state.load(Ordering::Acquire) != FULL {
-                continue;
-            }
-            let len = usize::from(s.len.load(Ordering::Relaxed)).min(MAIL_MAX);
-            for (w, chunk) in s.words.iter().zip(buf[..len].chunks_mut(8)) {
-                let b = w.load(Ordering::Relaxed).to_le_bytes();
-                chunk.copy_from_slice(&b[..chunk.len()]);
-            }
-            s.state.store(EMPTY, Ordering::Release);
-            f(&buf[..len]);
-        }
+    pub fn take(&self, buf: &mut [u8; MAIL_MAX], f: impl FnMut(&[u8])) {
+        self.mail.take(buf, f)
     }
 
     /// Writes the `dhcp` object of the stats JSON.
@@ -350,7 +306,7 @@ impl Shared {
         NAMES.into_iter().enumerate().map(|(i, n)| {
             let v = match self.counts.get(i) {
                 Some(a) => a.load(Ordering::Relaxed),
-                None => self.mail_dropped.load(Ordering::Relaxed),
+                None => self.mail_dropped(),
             };
             (n, v)
         })
@@ -419,7 +375,7 @@ mod tests {
             n += 1;
         });
         assert_eq!(n, 4);
-        assert_eq!(s.mail_dropped.load(Ordering::Relaxed), 2);
+        assert_eq!(s.mail_dropped(), 2);
         s.take(&mut buf, |_| panic!("empty"));
     }
 }

@@ -101,6 +101,9 @@ pub struct Config {
     /// The graceful drain every core follows, asked for by the platform (SIGTERM, the
     /// ACPI power button); `None`: the server never drains.
     pub drain: Option<&'static super::drain::Drain>,
+    /// The server's own client connection (ACME): frames for it are handed over, not
+    /// answered (`server::divert`); `None`: there is none.
+    pub divert: Option<&'static super::divert::Divert>,
     /// Virtual addresses served besides `ip` (direct server return: `iface::Vips`).
     pub vips: crate::iface::Vips,
     /// The balancers that put a PROXY protocol header before each connection
@@ -223,6 +226,7 @@ impl Config {
             platform: None,
             reload: None,
             drain: None,
+            divert: None,
             vips: crate::iface::Vips::NONE,
             proxy_protocol: ProxySources::NONE,
             tls: None,

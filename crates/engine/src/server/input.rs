@@ -48,6 +48,10 @@ impl<L: Lookup<'static>> Server<L> {
                 if !self.neigh.learn(&reply, dst_mac, us, self.now_ns) {
                     self.stats.drop_not_for_us += 1;
                 }
+                if let Some(d) = self.cfg.divert {
+                    // The client connection learns its next hop itself.
+                    d.post(bytes);
+                }
             }
             Ok(Ingress::Echo {
                 src_mac,
@@ -89,6 +93,11 @@ impl<L: Lookup<'static>> Server<L> {
                 self.rx_tls = true;
                 self.tcp_segment(src_mac, mapped(src.0), seg, options_ok, tx);
             }
+            Ok(Ingress::ClosedPort { seg, .. })
+                if self.cfg.divert.is_some_and(|d| d.takes_tcp(seg.dst_port)) =>
+            {
+                self.divert(bytes);
+            }
             Ok(Ingress::ClosedPort {
                 src_mac,
                 src,
@@ -110,7 +119,20 @@ impl<L: Lookup<'static>> Server<L> {
                 src_port,
                 payload,
             }) => self.udp_datagram((src_mac, mapped(src.0), src_port), 0, payload, tx, log),
+            Err(crate::iface::Drop::NotForUs)
+                if self.cfg.divert.is_some_and(|d| d.takes_udp(bytes)) =>
+            {
+                self.divert(bytes);
+            }
             Ok(Ingress::Drop(d)) | Err(d) => self.count_drop(d),
+        }
+    }
+
+    /// Hands `bytes` to the server's own client connection (`server::divert`).
+    fn divert(&mut self, bytes: &[u8]) {
+        match self.cfg.divert {
+            Some(d) if d.post(bytes) => self.stats.diverted += 1,
+            _ => self.stats.drop_not_for_us += 1,
         }
     }
 

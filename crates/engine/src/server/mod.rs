@@ -14,6 +14,7 @@
 //!   idle timeouts, then what TCP's own timer asks;
 //! - `deadline.rs`: when that scan next has work (for a platform that sleeps meanwhile);
 //! - `address.rs`: telling the link our address (ARP announcement);
+//! - [`divert`]: frames for the server's own client connection (ACME), handed over;
 //! - `dhcp.rs`: an address from DHCP: replies to the client, its messages out, the
 //!   published address applied;
 //! - `proxy.rs`: the PROXY protocol header a balancer puts before a connection, read
@@ -63,6 +64,7 @@ mod bond;
 pub mod config;
 mod deadline;
 mod dhcp;
+pub mod divert;
 pub mod drain;
 mod input;
 mod ipv6;
