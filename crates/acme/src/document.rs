@@ -124,6 +124,23 @@ fn time(t: &Option<String>, what: &'static str) -> Result<(), DocError> {
     }
 }
 
+/// Unix seconds as RFC 3339's date-time in UTC (`2026-11-30T09:00:00Z`), for the console;
+/// a time `der` cannot hold (after 9999) as its number of seconds.
+pub fn format_time(t: u64) -> String {
+    match der::DateTime::from_unix_duration(core::time::Duration::from_secs(t)) {
+        Ok(d) => alloc::format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+            d.year(),
+            d.month(),
+            d.day(),
+            d.hour(),
+            d.minutes(),
+            d.seconds()
+        ),
+        Err(_) => alloc::format!("{t} s"),
+    }
+}
+
 /// RFC 3339's date-time (`2026-11-30T09:00:00Z`, fractions and offsets allowed) as Unix
 /// seconds; `None` if malformed or before 1970.
 pub fn parse_time(t: &str) -> Option<u64> {

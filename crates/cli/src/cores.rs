@@ -25,6 +25,8 @@ use bareweb_engine::wire::EthernetAddress;
 use bareweb_host::cores::{self, CoreReport, HostQueue, Threads};
 use bareweb_host::netif::TapLink;
 use bareweb_host::reload::{CoreHook, Generations, Swap};
+
+use crate::acme::AcmeTick;
 use bareweb_host::xdp::V6Steer;
 use bareweb_host::{SystemClock, Tap};
 
@@ -116,6 +118,8 @@ pub struct Prepared<'a, L, F> {
     pub stop: &'static AtomicBool,
     /// Prints the start banner, given where the server runs.
     pub banner: &'a dyn Fn(&str),
+    /// The ACME client, run by core 0 (`--acme-domain`).
+    pub acme: Option<&'static crate::acme::Acme>,
 }
 
 /// Runs `serve` on the chosen cores; returns when `stop` is set.
@@ -187,7 +191,7 @@ where
     let Some((bmode, policy, monitor_ms)) = p.bonding else {
         let queues = nics.swap_remove(0);
         let reports = run_plan(
-            args, mode, p.site, cfg, p.macs[0], queues, threads, &make_log, p.reload, None,
+            args, mode, p.site, cfg, p.macs[0], queues, threads, &make_log, p.reload, None, p.acme,
         );
         print_summary(mode, &reports);
         return Ok(());
@@ -229,7 +233,7 @@ where
         sets.push(set);
     }
     let reports = run_plan(
-        args, mode, p.site, cfg, p.macs[0], sets, threads, &make_log, p.reload, None,
+        args, mode, p.site, cfg, p.macs[0], sets, threads, &make_log, p.reload, None, p.acme,
     );
     print_summary(mode, &reports);
     print_nics(bond, &names);
@@ -251,6 +255,7 @@ pub(crate) fn run_plan<Q, L, A, G>(
     make_log: &G,
     reload: Option<Reload<'_, L>>,
     steer6: Option<Mutex<V6Steer>>,
+    acme: Option<&'static crate::acme::Acme>,
 ) -> Vec<CoreReport>
 where
     Q: HostQueue,
@@ -275,18 +280,21 @@ where
     let wrap = move |s: Site<'static>| reload.map_or(site, |(_, w)| w(s));
     let ipv6 = cfg.ipv6;
     let gens = reload.map(|(g, _)| g);
+    let http01 = acme.map(|a| a.http01);
     if pages.stats {
         let base = pages.base;
-        let plan = Plan::new(mode, args.cores, WithStatsPage(site, base), cfg, mac);
+        let plan =
+            Plan::new(mode, args.cores, WithStatsPage(site, base), cfg, mac).with_http01(http01);
         let hook = Swap {
             gens,
             wrap: move |s| WithStatsPage(wrap(s), base),
         };
-        let hook = Ipv6News(hook, ipv6, steer6);
+        let hook = AcmeTick(Ipv6News(hook, ipv6, steer6), acme);
         cores::run_hooked(&plan.with_board(pages), queues, threads, make_log, &hook)
-    } else if pages.any() {
-        let plan = Plan::new(mode, args.cores, site, cfg, mac);
-        let hook = Ipv6News(Swap { gens, wrap }, ipv6, steer6);
+    } else if pages.any() || http01.is_some() {
+        // ACME's HTTP-01 answers are the board's page's: a board even with no page on.
+        let plan = Plan::new(mode, args.cores, site, cfg, mac).with_http01(http01);
+        let hook = AcmeTick(Ipv6News(Swap { gens, wrap }, ipv6, steer6), acme);
         cores::run_hooked(&plan.with_board(pages), queues, threads, make_log, &hook)
     } else {
         let plan = Plan::new(mode, args.cores, site, cfg, mac);

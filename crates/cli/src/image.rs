@@ -76,6 +76,7 @@ impl BuildArgs {
 
     pub fn check(&self) -> Result<(), String> {
         self.server.check()?;
+        self.server.check_bare()?;
         if let Some(iso) = &self.iso {
             if kind_of(iso) != Kind::Iso {
                 return Err(format!(

@@ -15,6 +15,7 @@ extern crate alloc;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+mod acme;
 mod bare;
 mod bench;
 mod bootimage;

@@ -419,13 +419,30 @@ impl ServerOpts {
         if tls.cert != tls.key {
             return Err("HTTPS needs both --tls-cert and --tls-key".into());
         }
-        if tls.any() && !tls.cert {
+        let acme = self.settings.acme;
+        if acme.on() && tls.cert {
             return Err(
-                "--https-port, --http-redirect, --tls-min and --hsts need --tls-cert and --tls-key"
+                "--acme-domain obtains the certificate itself: give it or --tls-cert, not both"
                     .into(),
             );
         }
-        if tls.cert && tls.port() == self.serve_settings().port {
+        let acme_given = ["acme-directory", "acme-email", "acme-challenge", "dns"]
+            .iter()
+            .any(|l| self.given(l).is_some());
+        if acme_given && !acme.on() {
+            return Err(
+                "--acme-directory, --acme-email, --acme-challenge and --dns need --acme-domain"
+                    .into(),
+            );
+        }
+        if tls.any() && !tls.cert && !acme.on() {
+            return Err(
+                "--https-port, --http-redirect, --tls-min and --hsts need --tls-cert and --tls-key \
+                 (or --acme-domain)"
+                    .into(),
+            );
+        }
+        if (tls.cert || acme.on()) && tls.port() == self.serve_settings().port {
             return Err(format!(
                 "--https-port {} is --port too: give HTTPS a port of its own",
                 tls.port()
@@ -440,6 +457,19 @@ impl ServerOpts {
         if udp_tuning && self.settings.udp.port.is_none() {
             return Err(
                 "--udp-burst, --udp-ids, --udp-rate and --udp-paper-mode need --udp-port".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// For `run` and `build`: the bare machine does not run the ACME client yet, so its
+    /// options are refused rather than carried to a kernel that would ignore them.
+    pub fn check_bare(&self) -> Result<(), String> {
+        if self.settings.acme.on() {
+            return Err(
+                "--acme-domain: the bare machine's ACME client is not built yet; `bareweb serve` \
+                 obtains certificates over ACME (docs/deploy.md), and run/build take --tls-cert"
+                    .into(),
             );
         }
         Ok(())
@@ -859,6 +889,19 @@ mod tests {
         ("http-redirect", "", ""),
         ("tls-min", "1.3", "1.1"),
         ("hsts", "max-age=31536000; includeSubDomains", "max-age=1y"),
+        (
+            "acme-domain",
+            "example.org,www.example.org",
+            "*.example.org",
+        ),
+        (
+            "acme-directory",
+            "https://ca.test:14000/dir",
+            "http://ca.test/dir",
+        ),
+        ("acme-email", "ops@example.org", "ops"),
+        ("acme-challenge", "tls-alpn-01", "dns-01"),
+        ("dns", "10.0.0.1,10.0.0.3:5353", "10.0.0.1:0"),
     ];
 
     /// Every option of the table, one at a time: the CLI's value becomes kernel words,
@@ -888,6 +931,9 @@ mod tests {
                 "tls-key" => &["--tls-cert", "c.pem"],
                 "https-port" | "http-redirect" | "tls-min" | "hsts" => {
                     &["--tls-cert", "c.pem", "--tls-key", "k.pem"]
+                }
+                "acme-directory" | "acme-email" | "acme-challenge" | "dns" => {
+                    &["--acme-domain", "example.org"]
                 }
                 _ => &[],
             };

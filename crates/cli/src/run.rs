@@ -201,6 +201,7 @@ impl RunArgs {
     /// Checks that need more than one option (usage errors).
     pub fn check(&self) -> Result<(), String> {
         self.server.check()?;
+        self.server.check_bare()?;
         self.check_nets()?;
         self.cores_plan().map(|_| ())?;
         opts::kernel_settings(&self.cmdline())?;

@@ -85,6 +85,15 @@ pub struct ServeArgs {
     /// `kill -USR1` and `bareweb reload`
     #[arg(long, value_name = "FILE")]
     pub pid_file: Option<PathBuf>,
+    /// Where the ACME client keeps its account key and the certificate with its key (made
+    /// 0700 if missing; the file in it is 0600, replaced by rename): needed with
+    /// --acme-domain
+    #[arg(long, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+    /// The root certificates (PEM) the ACME client trusts for the CA's HTTPS, instead of
+    /// the Web PKI's built in: a private or test CA
+    #[arg(long, value_name = "FILE")]
+    pub acme_ca: Option<PathBuf>,
     #[command(flatten)]
     pub server: ServerOpts,
     #[command(flatten)]
@@ -123,6 +132,18 @@ impl ServeArgs {
             .find_map(|(i, t)| self.taps[..i].contains(t).then_some(t))
         {
             return Err(format!("--tap {t} is given twice"));
+        }
+        let acme = self.server.settings.acme.on();
+        if !acme && (self.state.is_some() || self.acme_ca.is_some()) {
+            return Err(
+                "--state and --acme-ca are the ACME client's: they need --acme-domain".into(),
+            );
+        }
+        if acme && self.runner.runner.is_some() {
+            return Err("--acme-domain does not go with --runner (the paper's runners serve one fixed configuration)".into());
+        }
+        if acme && self.xdp.is_some() {
+            return Err("--acme-domain does not go with --xdp yet: serve on a TAP".into());
         }
         if self.xdp.is_some() && self.server.given("bond").is_some() {
             return Err("--bond joins several TAPs: it does not go with --xdp".into());
@@ -289,6 +310,13 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     let mut cfg = a.server.config(random_bytes());
     let (tls, renewal) = crate::tls::listen(&a.server)?.unzip();
     cfg.tls = tls;
+    let acme = crate::acme::prepare(
+        &a.server,
+        a.state.as_ref(),
+        a.acme_ca.as_ref(),
+        &mut cfg,
+        macs[0],
+    )?;
     let (ip, prefix) = (cfg.ip, cfg.prefix_len);
     let host_ip = match a.host_ip {
         Some(h) => h.addr(),
@@ -405,6 +433,7 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         },
         stop: stop_flag(),
         banner: &banner,
+        acme,
     };
     let format = a.server.settings.log_format;
     let target = access_log(&a)?;

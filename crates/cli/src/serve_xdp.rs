@@ -203,7 +203,7 @@ where
         pin: layout.pin,
     };
     let reports: Vec<CoreReport> = cores::run_plan(
-        &layout, mode, s.site, cfg, guard.mac, sockets, threads, &make_log, reload, steer6,
+        &layout, mode, s.site, cfg, guard.mac, sockets, threads, &make_log, reload, steer6, None,
     );
     cores::print_summary(mode, &reports);
     let owners = match mode {

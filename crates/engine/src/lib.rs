@@ -46,6 +46,9 @@
 //!   - [`cores`]: many cores: the plan, network-core dispatch over rings, the stats board
 //!     and pages, the per-core loop both platforms run.
 //! - Level 8
+//!   - [`acme`]: (feature `acme`) the ACME client inside the server: the order driven
+//!     over the engine's own TCP, TLS client and DNS, its answers and certificate put in
+//!     service.
 //!   - `fake`: (std) test devices: an in-memory queue pair and a fault injector.
 //!   - `memwire`: (std) two engines wired together in memory.
 //!
@@ -58,6 +61,8 @@
 #[cfg(any(test, feature = "alloc"))]
 extern crate alloc;
 
+#[cfg(feature = "acme")]
+pub mod acme;
 #[cfg(any(test, feature = "alloc"))]
 pub mod bond;
 #[cfg(test)]

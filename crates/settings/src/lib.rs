@@ -142,7 +142,59 @@ pub struct Settings {
     pub vips: Vips,
     /// HTTPS.
     pub tls: Tls,
+    /// Certificates obtained over ACME.
+    pub acme: Acme,
 }
+
+/// The ACME client's settings. The names, directory, contact and CA file are read by the
+/// platform from the values given (as the certificate files are); this keeps what the
+/// checks need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Acme {
+    /// `--acme-domain` names given (each checked).
+    pub domains: u8,
+    /// `--acme-directory` was given (else Let's Encrypt's production directory).
+    pub directory: bool,
+    /// `--acme-email` was given.
+    pub email: bool,
+    /// `--acme-challenge tls-alpn-01` (else HTTP-01).
+    pub tls_alpn: bool,
+    /// `--dns`: the DNS servers, in order.
+    pub dns: [Option<(Ipv4Address, u16)>; 3],
+}
+
+impl Acme {
+    /// Whether certificates are obtained over ACME.
+    pub fn on(&self) -> bool {
+        self.domains > 0
+    }
+
+    /// The DNS servers given.
+    pub fn dns_servers(&self) -> impl Iterator<Item = (Ipv4Address, u16)> + '_ {
+        self.dns.iter().flatten().copied()
+    }
+}
+
+/// Let's Encrypt's production directory: `--acme-directory`'s default.
+pub const LETS_ENCRYPT: &str = "https://acme-v02.api.letsencrypt.org/directory";
+
+/// Whether `name` is a host name a CA can validate over HTTP-01 or TLS-ALPN-01: labels of
+/// letters, digits and inner hyphens, 1 to 63 each, at most 253 in all, no wildcard.
+pub fn acme_name_ok(name: &str) -> bool {
+    name.len() <= 253
+        && !name.is_empty()
+        && name.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
+const ACME_DOMAIN: &str =
+    "expected host names (letters, digits, inner hyphens; no wildcard), at most 8 in all";
+const DNS_SERVER: &str = "expected A.B.C.D or A.B.C.D:PORT, at most 3 servers";
 
 /// HTTPS's settings. The certificate and key files are read by the platform (`serve`;
 /// `run` and `build` put their bytes in the image, [`tls_payload`]), which has their
@@ -260,6 +312,7 @@ impl Default for Settings {
             bond_monitor_ms: 100,
             vips: engine.vips,
             tls: Tls::default(),
+            acme: Acme::default(),
         }
     }
 }
@@ -685,7 +738,7 @@ const _: () = assert!(
 
 /// Every shared option, in `--help`'s order (and the order of the kernel words the CLI
 /// writes).
-pub static OPTIONS: [Opt; 37] = [
+pub static OPTIONS: [Opt; 42] = [
     Opt {
         word: "ip",
         long: "ip",
@@ -1187,6 +1240,114 @@ pub static OPTIONS: [Opt; 37] = [
                 .map(|h| s.tls.hsts = Some(h))
                 .ok_or(bareweb_engine::http::HSTS_EXPECTED)
         },
+    },
+    Opt {
+        word: "acme_domain",
+        long: "acme-domain",
+        arg: Arg::List("NAME"),
+        help: help!(
+            "Obtain and renew the HTTPS certificate over ACME for NAME (repeat it, or give a \
+               comma-separated list, at most 8): HTTPS is served once the CA issued it, plain \
+               HTTP meanwhile; NAME's A record must point at this server, ports 80 and 443 \
+               reachable (docs/deploy.md) [default: no ACME]"
+        ),
+        set: |s, v| {
+            let mut n = s.acme.domains;
+            for name in v.split(',') {
+                if !acme_name_ok(name.trim()) || n >= 8 {
+                    return Err(ACME_DOMAIN);
+                }
+                n += 1;
+            }
+            s.acme.domains = n;
+            Ok(())
+        },
+    },
+    Opt {
+        word: "acme_directory",
+        long: "acme-directory",
+        arg: Arg::Value("URL"),
+        help: help!(
+            "The ACME CA's directory, https:// [default: Let's Encrypt's production, \
+               https://acme-v02.api.letsencrypt.org/directory]"
+        ),
+        set: |s, v| match v.strip_prefix("https://") {
+            Some(rest) if !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_graphic()) => {
+                s.acme.directory = true;
+                Ok(())
+            }
+            _ => Err("expected an https:// URL"),
+        },
+    },
+    Opt {
+        word: "acme_email",
+        long: "acme-email",
+        arg: Arg::Value("ADDR"),
+        help: help!(
+            "The contact address the ACME account is registered with (the CA writes about \
+               expiring certificates and policy changes) [default: none]"
+        ),
+        set: |s, v| match v.split_once('@') {
+            Some((user, host))
+                if !user.is_empty()
+                    && acme_name_ok(host)
+                    && v.bytes().all(|b| b.is_ascii_graphic() && b != b',') =>
+            {
+                s.acme.email = true;
+                Ok(())
+            }
+            _ => Err("expected an e-mail address, USER@HOST"),
+        },
+    },
+    Opt {
+        word: "acme_challenge",
+        long: "acme-challenge",
+        arg: Arg::Choice("KIND", ACME_CHALLENGE),
+        help: help!("How the CA checks we hold the names [default: http-01]"),
+        set: |s, v| {
+            s.acme.tls_alpn = match v {
+                "http-01" => false,
+                "tls-alpn-01" => true,
+                _ => return Err("expected http-01 or tls-alpn-01"),
+            };
+            Ok(())
+        },
+    },
+    Opt {
+        word: "dns",
+        long: "dns",
+        arg: Arg::List("A.B.C.D[:PORT]"),
+        help: help!(
+            "DNS servers the ACME client asks for the CA's address (repeat it, or give a \
+               comma-separated list, at most 3; recursion is theirs) [default: DHCP's, none \
+               with a fixed --ip]"
+        ),
+        set: |s, v| {
+            let mut dns = s.acme.dns;
+            for a in v.split(',') {
+                let a = a.trim();
+                let (ip, port) = match a.split_once(':') {
+                    Some((ip, p)) => (ip, p.parse::<u16>().ok().filter(|&p| p != 0).ok_or(DNS_SERVER)?),
+                    None => (a, 53),
+                };
+                let ip = addr(ip).filter(|ip| !ip.is_unspecified()).ok_or(DNS_SERVER)?;
+                let free = dns.iter_mut().find(|d| d.is_none()).ok_or(DNS_SERVER)?;
+                *free = Some((ip, port));
+            }
+            s.acme.dns = dns;
+            Ok(())
+        },
+    },
+];
+
+const ACME_CHALLENGE: &[Choice] = &[
+    Choice {
+        name: "http-01",
+        help: help!("the answer at http://NAME/.well-known/acme-challenge/ on port 80"),
+    },
+    Choice {
+        name: "tls-alpn-01",
+        help: help!("a certificate of the answer's for ALPN acme-tls/1 on port 443"),
     },
 ];
 

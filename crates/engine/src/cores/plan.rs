@@ -234,6 +234,8 @@ pub struct Plan<L> {
     /// Whether the servers answer any of their own pages (stats JSON, metrics, health
     /// check: the board's `PageSettings`) from the board.
     pub stats_page: bool,
+    /// ACME's HTTP-01 answers ([`Plan::with_http01`]).
+    pub http01: Option<&'static super::challenge::Http01>,
 }
 
 impl<L: Lookup<'static> + Copy> Plan<L> {
@@ -251,6 +253,7 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
             mac,
             board: None,
             stats_page: false,
+            http01: None,
         }
     }
 
@@ -263,10 +266,20 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
             .with_drain(self.cfg.drain)
             .with_platform(self.cfg.platform)
             .with_reload(self.cfg.reload)
-            .with_pages(pages);
+            .with_pages(pages)
+            .with_http01(self.http01);
         let board: &'static Board = Box::leak(Box::new(board));
         self.board = Some(board);
-        self.stats_page = pages.any();
+        self.stats_page = pages.any() || self.http01.is_some();
+        self
+    }
+
+    /// ACME's HTTP-01 answers, served by every core from the board [`with_board`]
+    /// makes (call this first; the board's page answers them whatever pages are on).
+    ///
+    /// [`with_board`]: Plan::with_board
+    pub fn with_http01(mut self, http01: Option<&'static super::challenge::Http01>) -> Self {
+        self.http01 = http01;
         self
     }
 

@@ -421,6 +421,25 @@ impl Fetcher {
         }
     }
 
+    /// Ends slot `slot`'s stream quietly (its answer is read): our side closes and the
+    /// connection finishes closing on its own, holding its TCB (not the slot) until then;
+    /// the handler hears nothing more of it.
+    pub fn finish_stream<T: TxRing>(&mut self, slot: u32, now: u64, tx: &mut T) {
+        let Some(s) = self.slots.get_mut(slot as usize) else {
+            return;
+        };
+        if !s.stream {
+            return;
+        }
+        s.busy = false;
+        s.pending = 0;
+        let idx = s.tcb;
+        if idx != NONE {
+            self.detach(idx);
+            self.output(idx, now, tx);
+        }
+    }
+
     /// Abandons slot `slot`'s fetch or stream: its connection is reset and the handler
     /// hears nothing more of it.
     pub fn abort<T: TxRing>(&mut self, slot: u32, tx: &mut T) {
@@ -475,6 +494,27 @@ impl Fetcher {
             self.next_arp_ns = 0;
         }
         true
+    }
+
+    /// Sends `payload` as a UDP datagram from local port `src_port` to the server at
+    /// `dst_port` (over IPv4; a resolver's query while the fetcher points at a DNS
+    /// server). False when the next hop is not known yet or the ring refused it.
+    pub fn send_datagram<T: TxRing>(
+        &mut self,
+        src_port: u16,
+        dst_port: u16,
+        payload: &[u8],
+        tx: &mut T,
+    ) -> bool {
+        let Some(mac) = self.next_hop_mac else {
+            return false;
+        };
+        let to = mapped(self.cfg.link.server.0);
+        let sent = self
+            .egress
+            .udp(tx, mac, &to, (src_port, dst_port), &[payload], &[], 0);
+        tx.flush();
+        self.count(sent)
     }
 
     /// One round: receive and handle a burst, run the timers that are due, ARP while the

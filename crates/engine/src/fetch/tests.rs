@@ -881,3 +881,24 @@ fn retarget_moves_the_fetcher_only_while_nothing_is_open() {
         .retarget(CLIENT_IP, 24, None, Ipv4Address([10, 0, 0, 9]), 80));
     assert!(!p.fetcher.ready());
 }
+
+#[test]
+fn a_finished_stream_closes_on_its_own_and_frees_the_slot_at_once() {
+    let mut p = Pair::new(1, 80);
+    let tx = &mut p.wire.b.tx;
+    assert!(p.fetcher.open_stream(0, p.now, tx, &mut p.rec));
+    p.run();
+    let tx = &mut p.wire.b.tx;
+    let req = b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n";
+    assert!(p.fetcher.stream_send(0, req, p.now, tx));
+    p.run();
+    assert!(p.rec.bodies[0].ends_with(b"<h1>hello</h1>\n"));
+    let tx = &mut p.wire.b.tx;
+    p.fetcher.finish_stream(0, p.now, tx);
+    assert!(!p.fetcher.busy(0), "the slot is free at once");
+    p.run_for(100_000_000);
+    assert_eq!(p.fetcher.open_connections(), 0, "the close completed");
+    assert_eq!(p.server.active(), 0);
+    assert!(p.rec.ends.is_empty(), "nothing reported after the finish");
+    assert_eq!(p.fetcher.counters.resets_sent, 0, "closed, not reset");
+}

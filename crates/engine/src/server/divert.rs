@@ -64,7 +64,9 @@ impl Divert {
 
     /// Frames dropped because the mailbox was full.
     pub fn dropped(&self) -> u64 {
-        self.mail.dropped.load(core::sync::atomic::Ordering::Relaxed)
+        self.mail
+            .dropped
+            .load(core::sync::atomic::Ordering::Relaxed)
     }
 
     /// Takes each frame posted (the client's owner alone), handing it to `f` in `buf`.

@@ -1,0 +1,226 @@
+//! `serve --acme-domain`: the ACME client inside the server, set up for the host. The
+//! engine's [`Agent`] does the work on core 0 (its tick, [`AcmeTick`]); this gives it what
+//! the host has: the state directory (`--state`, `bareweb_host::acme_state`), randomness,
+//! the console, the roots it trusts (the Web PKI's, or `--acme-ca`), and the server's
+//! HTTPS port waiting for its first certificate.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use bareweb_acme::order::{ChallengeKind, Config as OrderConfig};
+use bareweb_acme::store::State;
+use bareweb_engine::acme::{self, Agent, Keeper, Settings};
+use bareweb_engine::cores::challenge::Http01;
+use bareweb_engine::nic::Nic;
+use bareweb_engine::resource::Lookup;
+use bareweb_engine::server::divert::Divert;
+use bareweb_engine::server::tls::rustls_session::Renewable;
+use bareweb_engine::server::tls::TlsListen;
+use bareweb_engine::server::{Config, Server};
+use bareweb_engine::wire::EthernetAddress;
+use bareweb_host::acme_state::StateDir;
+use bareweb_host::reload::CoreHook;
+use bareweb_tls::rustls::RootCertStore;
+use bareweb_tls::{Options, ServerSlot, TlsClient, TlsServer};
+
+use crate::opts::ServerOpts;
+
+/// How often core 0 runs the agent when no frame waits for it (its timers: TCP's, DNS's,
+/// the order's polls).
+const TICK_NS: u64 = 10_000_000;
+
+/// The ACME client of a `serve`, shared with the cores (leaked at start).
+pub struct Acme {
+    agent: Mutex<Agent>,
+    start: Instant,
+    /// The HTTP-01 answers every core serves.
+    pub http01: &'static Http01,
+}
+
+/// The host's side of the agent: the state directory, the OS's randomness, stderr.
+struct HostKeeper {
+    dir: StateDir,
+}
+
+impl Keeper for HostKeeper {
+    fn fill(&mut self, buf: &mut [u8]) {
+        use bareweb_tls::rustls::crypto::SecureRandom;
+        if bareweb_tls::host::HostRandom.fill(buf).is_err() {
+            // getrandom failing is not survivable for key generation.
+            panic!("the OS gave no random bytes");
+        }
+    }
+
+    fn save(&mut self, state: &State) -> Result<(), String> {
+        self.dir
+            .save(state)
+            .map_err(|e| format!("{}: {e}", self.dir.path().display()))
+    }
+
+    fn say(&mut self, line: &str) {
+        eprintln!("bareweb: {line}");
+    }
+}
+
+/// The values of the options given more than once, as one list.
+fn values(o: &ServerOpts, long: &str) -> Vec<String> {
+    o.given(long)
+        .unwrap_or_default()
+        .split(',')
+        .map(|s| s.trim().to_ascii_lowercase())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// The roots the client trusts: the certificates of `ca` (PEM), else the Web PKI's.
+fn roots(ca: Option<&Path>) -> Result<RootCertStore, String> {
+    let mut store = RootCertStore::empty();
+    match ca {
+        Some(path) => {
+            let pem =
+                std::fs::read(path).map_err(|e| format!("--acme-ca {}: {e}", path.display()))?;
+            let certs = bareweb_tls::server::parse_chain(&pem)
+                .map_err(|e| format!("--acme-ca {}: {e}", path.display()))?;
+            let (added, _) = store.add_parsable_certificates(certs);
+            if added == 0 {
+                return Err(format!(
+                    "--acme-ca {}: no certificate in it can be a root",
+                    path.display()
+                ));
+            }
+        }
+        None => store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+    }
+    Ok(store)
+}
+
+/// Sets up ACME for `serve` when `--acme-domain` is given: HTTPS on its port with the
+/// kept certificate or none yet (handshakes refused with an alert until one is issued),
+/// the frames of the client's connection handed over, the agent made. `None` without
+/// `--acme-domain`.
+pub fn prepare(
+    o: &ServerOpts,
+    state: Option<&PathBuf>,
+    ca: Option<&PathBuf>,
+    cfg: &mut Config,
+    mac: EthernetAddress,
+) -> Result<Option<&'static Acme>, String> {
+    let s = &o.settings.acme;
+    if !s.on() {
+        return Ok(None);
+    }
+    let state = state.ok_or(
+        "--acme-domain needs --state DIR: the account key and the certificate are kept there \
+         (without them every start would order anew, and the CA limits orders)",
+    )?;
+    let mut dir = StateDir::open(state).map_err(|e| format!("--state {}: {e}", state.display()))?;
+    let kept = dir
+        .load()
+        .map_err(|e| format!("--state {}: {}: {e}", state.display(), dir.path().display()))?;
+    let names = values(o, "acme-domain");
+    let directory = o
+        .given("acme-directory")
+        .unwrap_or(bareweb_settings::LETS_ENCRYPT)
+        .to_string();
+    let dns: Vec<_> = s.dns_servers().collect();
+    let host = directory
+        .strip_prefix("https://")
+        .and_then(|r| r.split(['/', ':', '?']).next())
+        .unwrap_or("");
+    if dns.is_empty() && acme::exchange::parse_v4(host).is_none() {
+        return Err(format!(
+            "--acme-directory's host {host} is a name: give --dns A.B.C.D, a DNS server the \
+             server can reach, to look it up"
+        ));
+    }
+    let platform = bareweb_tls::host::platform();
+    let mut options = Options::default();
+    if o.settings.tls.min13 {
+        options.min_version = bareweb_tls::MinVersion::Tls13;
+    }
+    let server =
+        TlsServer::awaiting_certificate(&options, &platform).map_err(|e| format!("HTTPS: {e}"))?;
+    let acceptor: &'static Renewable = Box::leak(Box::new(Renewable(ServerSlot::new(server))));
+    // The slot new handshakes are accepted from: the agent changes what it holds.
+    let slot: &'static ServerSlot = &acceptor.0;
+    cfg.tls = Some(TlsListen {
+        port: o.settings.tls.port(),
+        acceptor,
+    });
+    let divert: &'static Divert =
+        Box::leak(Box::new(Divert::new(acme::TCP_PORTS, acme::UDP_PORTS)));
+    cfg.divert = Some(divert);
+    let http01: &'static Http01 = Box::leak(Box::new(Http01::new()));
+    let client = TlsClient::with_roots(roots(ca.map(PathBuf::as_path))?, &platform)
+        .map_err(|e| format!("the ACME client's TLS: {e}"))?;
+    let order = OrderConfig {
+        directory,
+        names,
+        contact: o
+            .given("acme-email")
+            .map(|e| vec![format!("mailto:{e}")])
+            .unwrap_or_default(),
+        challenge: if s.tls_alpn {
+            ChallengeKind::TlsAlpn01
+        } else {
+            ChallengeKind::Http01
+        },
+    };
+    let settings = Settings {
+        order,
+        dns,
+        mac,
+        user_agent: format!("bareweb/{}", env!("CARGO_PKG_VERSION")),
+    };
+    let keeper = Box::new(HostKeeper { dir });
+    let agent = Agent::new(
+        settings,
+        kept,
+        client,
+        slot,
+        http01,
+        divert,
+        keeper,
+        unix_now(),
+    )?;
+    Ok(Some(Box::leak(Box::new(Acme {
+        agent: Mutex::new(agent),
+        start: Instant::now(),
+        http01,
+    }))))
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A core hook that also runs the ACME agent on core 0 (its lock taken there alone, in
+/// the tick: never on the request path).
+pub struct AcmeTick<H>(pub H, pub Option<&'static Acme>);
+
+impl<L: Lookup<'static>, H: CoreHook<L>> CoreHook<L> for AcmeTick<H> {
+    fn every_ns(&self) -> u64 {
+        match self.1 {
+            Some(_) => self.0.every_ns().min(TICK_NS),
+            None => self.0.every_ns(),
+        }
+    }
+
+    fn tick<N: Nic>(&self, core: usize, server: &mut Server<L>, nic: &mut N) {
+        self.0.tick(core, server, nic);
+        let Some(acme) = self.1 else { return };
+        if core != 0 {
+            return;
+        }
+        let (ip, prefix, _) = server.address();
+        let gateway = server.config().gateway;
+        let now = acme.start.elapsed().as_nanos() as u64;
+        if let Ok(mut agent) = acme.agent.lock() {
+            let (_, tx) = nic.split();
+            agent.run((ip, prefix, gateway), now, unix_now(), tx);
+        }
+    }
+}
