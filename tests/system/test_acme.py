@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import BIN, HOST_IP, IN_CI, SERVER_IP, SITE, Netns, Server, require_root
+from conftest import BIN, HOST_IP, IN_CI, ROOT, SERVER_IP, SITE, Netns, Server, require_root
 
 DOMAIN = "site.test"
 CA_NAME = "ca.test"
@@ -37,14 +37,14 @@ class Pebble:
     the CA at https://ca.test:14000/dir (its listener's certificate made here, for that
     name), every other name answered with the server's address."""
 
-    def __init__(self, ns, tmp):
+    def __init__(self, ns, tmp, validity=None):
         need("pebble")
         need("pebble-challtestsrv")
         self.ns, self.tmp = ns, tmp
         subprocess.run(
             ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
              "-nodes", "-days", "2", "-subj", "/CN=pebble listener",
-             "-addext", f"subjectAltName=DNS:{CA_NAME}",
+             "-addext", f"subjectAltName=DNS:{CA_NAME},IP:{HOST_IP}",
              "-addext", "basicConstraints=critical,CA:FALSE",
              "-keyout", tmp / "listener.key", "-out", tmp / "listener.pem"],
             check=True, capture_output=True)
@@ -54,6 +54,8 @@ class Pebble:
             "certificate": str(tmp / "listener.pem"), "privateKey": str(tmp / "listener.key"),
             "httpPort": 80, "tlsPort": 443, "ocspResponderURL": "",
             "externalAccountBindingRequired": False}}
+        if validity:
+            cfg["pebble"]["certificateValidityPeriod"] = validity
         (tmp / "pebble.json").write_text(json.dumps(cfg))
         self.dns_log = open(tmp / "dns.log", "w+")
         self.log = open(tmp / "pebble.log", "w+")
@@ -127,14 +129,17 @@ class AcmeServer(Server):
     """`bareweb serve --acme-domain` in namespace `ns` (where pebble runs already), its CA
     pebble, its state in `state`."""
 
-    def __init__(self, ns, tmp, state, alpn=False):
+    def __init__(self, ns, tmp, state, alpn=False, directory=None):
         self.ns = ns
         self.log = open(tmp / f"serve-{time.monotonic_ns()}.log", "w+")
         self.mac = "02:00:00:00:00:02"
-        extra = ["--acme-domain", DOMAIN, "--acme-directory",
-                 f"https://{CA_NAME}:{PEBBLE_PORT}/dir", "--acme-ca", tmp / "listener.pem",
-                 "--dns", f"{HOST_IP}:{DNS_PORT}", "--state", state,
+        extra = ["--acme-domain", DOMAIN, "--acme-ca", tmp / "listener.pem", "--state", state,
                  "--acme-email", "ops@site.test"]
+        if directory:
+            extra += ["--acme-directory", directory]
+        else:
+            extra += ["--acme-directory", f"https://{CA_NAME}:{PEBBLE_PORT}/dir",
+                      "--dns", f"{HOST_IP}:{DNS_PORT}"]
         if alpn:
             extra += ["--acme-challenge", "tls-alpn-01"]
         self.proc = subprocess.Popen(
@@ -199,6 +204,212 @@ def test_serve_obtains_a_certificate_that_curl_verifies_and_a_restart_reuses_it(
         assert r.stdout == "200 0", (r.stdout, r.stderr, out)
         time.sleep(2)
         assert pebble.orders() == orders, "a restart holding a valid certificate ordered"
+    except BaseException:
+        if s:
+            print(s.output())
+        if pebble:
+            print(pebble.output())
+        raise
+    finally:
+        if s:
+            s.close()
+        if pebble:
+            pebble.close()
+        ns.close()
+
+
+def served_serial(ns, root):
+    """The serial number of the certificate the server presents for the name now."""
+    r = ns.run("bash", "-c",
+               f"openssl s_client -connect {SERVER_IP}:443 -servername {DOMAIN} "
+               f"-CAfile {root} -verify_return_error </dev/null 2>/dev/null "
+               "| openssl x509 -noout -serial", check=False)
+    return r.stdout.strip()
+
+
+def test_a_short_lived_certificate_is_renewed_while_https_fetches_go_on_without_failing(tmp_path):
+    """pebble issues certificates for 24 s: renewal is due two thirds in (16 s). HTTPS
+    fetches run throughout, each on a new connection (curl, in parallel loops), and on
+    kept connections (one curl fetching the page again and again over one connection):
+    none fails, and the certificate served changes. `bareweb load` speaks no HTTPS yet:
+    curl is the load."""
+    require_root()
+    need("pebble")
+    need("pebble-challtestsrv")
+    ns = Netns("bwa")
+    pebble = s = None
+    loops = []
+    try:
+        pebble = Pebble(ns, tmp_path, validity=24)
+        s = AcmeServer(ns, tmp_path, tmp_path / "state")
+        s.wait_certificate()
+        root = pebble.root()
+        first = served_serial(ns, root)
+        assert first.startswith("serial="), first
+        # Fetches over new connections for 30 s, four loops at once.
+        script = (f"end=$((SECONDS+30)); n=0; f=0; while [ $SECONDS -lt $end ]; do "
+                  f"curl -sS -o /dev/null --max-time 5 --cacert {root} "
+                  f"--resolve {DOMAIN}:443:{SERVER_IP} https://{DOMAIN}/ || f=$((f+1)); "
+                  f"n=$((n+1)); done; echo $n $f")
+        for _ in range(4):
+            loops.append(subprocess.Popen(ns.cmd("bash", "-c", script),
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True))
+        # And kept connections: ten of 300 fetches each, spaced out.
+        urls = " ".join([f"-o /dev/null https://{DOMAIN}/index.html"] * 300)
+        kept = subprocess.Popen(
+            ns.cmd("bash", "-c", f"for i in $(seq 10); do curl -sS --max-time 30 "
+                   f"--cacert {root} --resolve {DOMAIN}:443:{SERVER_IP} "
+                   f"-w '%{{http_code}}\n' {urls}; sleep 2; done"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        loops.append(kept)
+        outs = [p.communicate(timeout=120) for p in loops]
+        renewed = served_serial(ns, root)
+        out = s.output()
+        installs = out.count("acme: certificate for site.test installed")
+        assert installs >= 2, out
+        assert renewed != first, (first, renewed)
+        total = failed = 0
+        for o, err in outs[:4]:
+            n, f = map(int, o.split())
+            total, failed = total + n, failed + f
+        codes = outs[4][0].split()
+        assert failed == 0, (failed, total, [e for _, e in outs if e])
+        assert codes.count("200") == 3000, (len(codes), set(codes), outs[4][1])
+        print(f"renewed {installs - 1} time(s); {total} fetches on new connections and "
+              f"{len(codes)} on kept ones, none failed")
+    except BaseException:
+        if s:
+            print(s.output())
+        if pebble:
+            print(pebble.output())
+        raise
+    finally:
+        for p in loops:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if s:
+            s.close()
+        if pebble:
+            pebble.close()
+        ns.close()
+
+
+def listener_cert(tmp):
+    """The fake CA's HTTPS certificate (for its name and its address), and another
+    certificate for the site's name with a key of its own: a chain not for our key."""
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+         "-nodes", "-days", "2", "-subj", "/CN=fake ca",
+         "-addext", f"subjectAltName=DNS:{CA_NAME},IP:{HOST_IP}",
+         "-addext", "basicConstraints=critical,CA:FALSE",
+         "-keyout", tmp / "listener.key", "-out", tmp / "listener.pem"],
+        check=True, capture_output=True)
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+         "-nodes", "-days", "2", "-subj", "/CN=site.test",
+         "-addext", f"subjectAltName=DNS:{DOMAIN}",
+         "-keyout", tmp / "other.key", "-out", tmp / "other.pem"],
+        check=True, capture_output=True)
+
+
+FAILED = re.compile(r"bareweb: acme: (.+); next try in (\d+) s")
+
+# scenario: (what the reason says, least wait before the next try, requests at most)
+HOSTILE = {
+    "malformed": ("directory", 45, 1),
+    "badnonce": ("badNonce", 45, 6),
+    "ratelimit": ("rateLimited", 3500, 3),
+    # Two: the test's own probe of the port may be logged after the log was emptied.
+    "silent": ("10.0.0.1:14000 stopped answering", 45, 2),
+    "wrongkey": ("key", 45, 8),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(HOSTILE))
+def test_a_hostile_ca_ends_in_a_reason_and_a_bounded_retry(tmp_path, scenario):
+    """A CA that answers broken JSON, refuses every nonce, rate-limits with Retry-After,
+    never answers, or issues a chain for another key: the attempt fails with the reason on
+    the console and the next try well away (the backoff, or Retry-After); no request
+    follows meanwhile; plain HTTP goes on serving and HTTPS refuses handshakes (no
+    certificate, no stand-in)."""
+    require_root()
+    ns = Netns("bwa")
+    ca = s = None
+    log = tmp_path / "ca.log"
+    log.write_text("")
+    try:
+        listener_cert(tmp_path)
+        ca = subprocess.Popen(ns.cmd("python3", ROOT / "tests" / "system" / "fake_acme.py",
+                                     scenario, tmp_path / "listener.pem",
+                                     tmp_path / "listener.key", log, tmp_path / "other.pem"),
+                              stderr=subprocess.PIPE)
+        deadline = time.time() + 10
+        while ns.run("bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/14000", check=False).returncode:
+            assert time.time() < deadline and ca.poll() is None, "the fake CA did not start"
+            time.sleep(0.1)
+        log.write_text("")
+        s = AcmeServer(ns, tmp_path, tmp_path / "state",
+                       directory=f"https://{HOST_IP}:14000/dir")
+        want, least, most = HOSTILE[scenario]
+        deadline = time.time() + 45
+        while not FAILED.search(s.output()):
+            assert time.time() < deadline, s.output()
+            time.sleep(0.2)
+        reason, wait = FAILED.search(s.output()).groups()
+        assert want in reason, reason
+        assert int(wait) >= least, (reason, wait)
+        seen = log.read_text().splitlines()
+        time.sleep(3)
+        after = log.read_text().splitlines()
+        assert after == seen, f"requests after the failure: {after[len(seen):]}"
+        assert 1 <= len(seen) <= most, seen
+        # Plain HTTP serves; HTTPS refuses every handshake with an alert.
+        r = ns.run("curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5",
+                   f"http://{SERVER_IP}/", check=False)
+        assert r.stdout == "200", r
+        r = ns.run("curl", "-sS", "-k", "-o", "/dev/null", "--max-time", "5",
+                   f"https://{SERVER_IP}/", check=False)
+        assert r.returncode != 0 and "alert" in r.stderr, r
+        assert s.proc.poll() is None, "the server stopped"
+        print(f"{scenario}: {reason}; next try in {wait} s; {len(seen)} request(s)")
+    except BaseException:
+        if s:
+            print(s.output())
+        print(log.read_text())
+        raise
+    finally:
+        if s:
+            s.close()
+        if ca and ca.poll() is None:
+            ca.kill()
+            ca.wait()
+        ns.close()
+
+
+def test_a_challenge_that_never_validates_ends_in_the_cas_reason(tmp_path):
+    """pebble's DNS sends site.test to an address no one holds: the HTTP-01 validation
+    fails, the authorization is invalid, and the console gives pebble's reason."""
+    require_root()
+    need("pebble")
+    need("pebble-challtestsrv")
+    ns = Netns("bwa")
+    pebble = s = None
+    try:
+        pebble = Pebble(ns, tmp_path)
+        ns.run("curl", "-sS", "--max-time", "5", "-d",
+               json.dumps({"host": f"{DOMAIN}.", "addresses": ["10.0.0.77"]}),
+               f"http://127.0.0.1:{DNS_MGMT}/add-a")
+        s = AcmeServer(ns, tmp_path, tmp_path / "state")
+        deadline = time.time() + 60
+        while not FAILED.search(s.output()):
+            assert time.time() < deadline, s.output()
+            time.sleep(0.2)
+        reason, wait = FAILED.search(s.output()).groups()
+        assert "site.test was not validated" in reason, reason
+        assert int(wait) >= 45, wait
+        print(f"{reason}; next try in {wait} s")
     except BaseException:
         if s:
             print(s.output())

@@ -692,7 +692,7 @@ impl Client {
         }
         self.fetching_nonce = false;
         self.fail(
-            format!("{} unreachable: {reason}", self.phase.name()),
+            format!("{}: {reason}", self.phase.name()),
             None,
             now,
             events,

@@ -435,6 +435,30 @@ impl ServerOpts {
                     .into(),
             );
         }
+        if acme.on() {
+            let (lo, hi) = bareweb_engine::acme::TCP_PORTS;
+            for (name, port) in [
+                ("--port", self.serve_settings().port),
+                ("--https-port", tls.port()),
+            ] {
+                if (lo..=hi).contains(&port) {
+                    return Err(format!(
+                        "{name} {port}: ports {lo}-{hi} are the ACME client's own connections"
+                    ));
+                }
+            }
+            if let Some(p) = self
+                .settings
+                .udp
+                .port
+                .filter(|&p| p >= bareweb_engine::acme::UDP_PORTS.0)
+            {
+                return Err(format!(
+                    "--udp-port {p}: ports {}-65535 are the ACME client's DNS queries'",
+                    bareweb_engine::acme::UDP_PORTS.0
+                ));
+            }
+        }
         if tls.any() && !tls.cert && !acme.on() {
             return Err(
                 "--https-port, --http-redirect, --tls-min and --hsts need --tls-cert and --tls-key \

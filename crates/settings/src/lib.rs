@@ -1318,9 +1318,9 @@ pub static OPTIONS: [Opt; 42] = [
         long: "dns",
         arg: Arg::List("A.B.C.D[:PORT]"),
         help: help!(
-            "DNS servers the ACME client asks for the CA's address (repeat it, or give a \
-               comma-separated list, at most 3; recursion is theirs) [default: DHCP's, none \
-               with a fixed --ip]"
+            "DNS servers the ACME client asks for the CA's address, needed when the \
+               directory's host is a name (repeat it, or give a comma-separated list, at most \
+               3; recursion is theirs) [default: none]"
         ),
         set: |s, v| {
             let mut dns = s.acme.dns;

@@ -72,7 +72,7 @@ impl TlsClient {
         if store.is_empty() {
             return Err(ClientConfigError::NoRoots);
         }
-        let provider = Arc::new(provider::provider(platform.random));
+        let provider = Arc::new(provider::client_provider(platform.random));
         let mut config = ClientConfig::builder_with_details(provider, platform.time.clone())
             .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
             .map_err(ClientConfigError::Rustls)?
@@ -154,7 +154,7 @@ fn encode_into(
 impl ClientConn {
     /// Feeds bytes received (none for the first call, which writes the ClientHello). TLS
     /// bytes to send are appended to `tls_out`, decrypted bytes to `plain`. An error ends
-    /// the connection (its alert, if any, is in `tls_out`).
+    /// the connection (the caller resets it: no alert is sent).
     pub fn receive(
         &mut self,
         tls_in: &[u8],
@@ -330,6 +330,27 @@ mod tests {
         c.receive(&to_c, &mut out, &mut got).unwrap();
         c.receive(&sealed[..n], &mut out, &mut got).unwrap();
         assert_eq!(got, b"HTTP/1.1 200 OK\r\n\r\n");
+    }
+
+    /// An ECDSA leaf under an RSA root (the Web PKI's usual chain): verified with
+    /// `rsa-verify`, refused without it (the kernel's build).
+    #[test]
+    fn a_chain_under_an_rsa_root_verifies_with_rsa_verify() {
+        let platform = crate::host::platform();
+        let chain = include_bytes!("../testdata/cert-under-rsa.pem");
+        let server = TlsServer::new(chain, KEY, &Options::default(), &platform).unwrap();
+        let roots = crate::server::parse_chain(include_bytes!("../testdata/rsa-ca.pem")).unwrap();
+        let client = TlsClient::new(&roots, &platform).unwrap();
+        let (mut c, mut s) = (
+            client.connect("localhost").unwrap(),
+            server.accept().unwrap(),
+        );
+        let shaken = shake(&mut c, &mut s);
+        if cfg!(feature = "rsa-verify") {
+            shaken.unwrap();
+        } else {
+            assert!(shaken.is_err());
+        }
     }
 
     #[test]

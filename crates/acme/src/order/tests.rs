@@ -396,7 +396,7 @@ fn failures_back_off_and_the_hour_bounds_attempts() {
             starts.push(h.now);
             h.c.on_transport_error("timed out", h.now, &mut h.events, &mut h.rng);
             if let Some(Event::Failed { next, reason }) = h.events.pop() {
-                assert_eq!(reason, "reading the directory unreachable: timed out");
+                assert_eq!(reason, "reading the directory: timed out");
                 waits.push(next - h.now);
             }
         }

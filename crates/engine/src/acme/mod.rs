@@ -145,10 +145,12 @@ pub struct Agent {
     inbox: Inbox,
     events: Vec<Event>,
     dns_buf: Vec<u8>,
-    /// The address the fetcher was last set to (ours, prefix, router).
+    /// The server's address now (ours, prefix, router): the fetcher follows it before
+    /// each connection or query.
     addr: (Ipv4Address, u8, Option<Ipv4Address>),
-    /// Where the fetcher points now (server, port).
-    aim: (Ipv4Address, u16),
+    /// The resolver's datagram waiting for the next hop towards its server (ARP), and
+    /// since when (monotonic ns).
+    dns_pending: Option<(dns::Transmit, Vec<u8>, u64)>,
 }
 
 /// The order's answer, read from an exchange.
@@ -270,7 +272,7 @@ impl Agent {
             events: Vec::new(),
             dns_buf: alloc::vec![0; 512],
             addr: (Ipv4Address::UNSPECIFIED, 0, None),
-            aim: (Ipv4Address::UNSPECIFIED, 0),
+            dns_pending: None,
             settings,
         })
     }
@@ -295,11 +297,7 @@ impl Agent {
         unix: u64,
         tx: &mut T,
     ) {
-        if addr != self.addr && self.flight.is_none() {
-            self.addr = addr;
-            self.fetcher
-                .retarget(addr.0, addr.1, addr.2, self.aim.0, self.aim.1);
-        }
+        self.addr = addr;
         let received = self.take_frames(now, tx);
         self.fetcher.tick(received, now, tx, &mut self.inbox);
         self.stream(now, unix, tx);
@@ -357,9 +355,6 @@ impl Agent {
         }
         self.inbox.data = data;
         self.inbox.data.clear();
-        if !moved.out.is_empty() && !self.fetcher.stream_send(0, &moved.out, now, tx) {
-            result = Err("the request does not fit the connection's buffer".into());
-        }
         if let Err(e) = result {
             return self.transport_error(&e, unix, tx);
         }
@@ -371,9 +366,13 @@ impl Agent {
         if done {
             return self.answered(now, unix, tx);
         }
+        if !moved.out.is_empty() && !self.fetcher.stream_send(0, &moved.out, now, tx) {
+            let e = "the request does not fit the connection's buffer";
+            return self.transport_error(e, unix, tx);
+        }
         match end {
             Some(End::Failed(why)) => {
-                let e = format!("the connection to {} failed: {why:?}", f.target.authority);
+                let e = format!("{} {}", f.target.authority, failure(why));
                 self.transport_error(&e, unix, tx)
             }
             Some(End::Done { .. }) => {
@@ -420,14 +419,11 @@ impl Agent {
             return;
         };
         if let Step::Connecting(ip) = f.step {
-            let aim = (ip, f.target.port);
-            if self.aim != aim {
-                let a = self.addr;
-                if self.fetcher.retarget(a.0, a.1, a.2, aim.0, aim.1) {
-                    self.aim = aim;
-                }
-            }
-            if self.aim == aim && self.fetcher.ready() && self.fetcher.can_start(0) {
+            let port = f.target.port;
+            if self.aim_at((ip, port), tx) && self.fetcher.ready() && self.fetcher.can_start(0) {
+                let Some(f) = self.flight.as_mut() else {
+                    return;
+                };
                 let head = f.req.method == order::Method::Head;
                 let request = exchange::request_bytes(&f.req, &f.target, &self.settings.user_agent);
                 match Exchange::new(&self.tls, &f.target, request, head) {
@@ -442,41 +438,43 @@ impl Agent {
         }
     }
 
-    /// Sends the resolver's query, once the fetcher's next hop towards the DNS server is
-    /// known (while it is not, the resolver's retry covers the wait).
+    /// Points the fetcher at `server` from the server's address now (resetting what a
+    /// finished exchange left closing); false while a stream runs.
+    fn aim_at<T: TxRing>(&mut self, server: (Ipv4Address, u16), tx: &mut T) -> bool {
+        self.fetcher.aim() == (self.addr, server) || self.fetcher.retarget(self.addr, server, tx)
+    }
+
+    /// Sends the resolver's next query, once the fetcher points at its server and knows
+    /// the next hop there. A query whose next hop does not answer ARP within a second is
+    /// dropped, as a lost datagram would be: the resolver's retry, or its next server,
+    /// takes over.
     fn query<T: TxRing>(&mut self, now: u64, tx: &mut T) {
-        let Some(server) = self.resolver.servers().next() else {
-            return;
-        };
-        let Some(v4) = v4_of(&server.addr.0) else {
-            return;
-        };
-        let aim = (Ipv4Address(v4), server.port);
-        if self.aim != aim {
-            let a = self.addr;
-            if self.fetcher.retarget(a.0, a.1, a.2, aim.0, aim.1) {
-                self.aim = aim;
+        for _ in 0..dns::QUERIES {
+            if self.dns_pending.is_none() {
+                let Some(t) = self.resolver.poll_transmit(now, &mut self.dns_buf) else {
+                    return;
+                };
+                let bytes = self.dns_buf[..t.len].to_vec();
+                self.dns_pending = Some((t, bytes, now));
             }
-        }
-        if !self.fetcher.ready() {
-            return;
-        }
-        while let Some(t) = self.resolver.poll_transmit(now, &mut self.dns_buf) {
+            let Some((t, _, since)) = self.dns_pending.as_ref() else {
+                return;
+            };
+            let (t, since) = (*t, *since);
             let Some(v4) = v4_of(&t.to.addr.0) else {
+                self.dns_pending = None;
                 continue;
             };
-            if Ipv4Address(v4) != self.aim.0 {
-                let a = self.addr;
-                if self
-                    .fetcher
-                    .retarget(a.0, a.1, a.2, Ipv4Address(v4), t.to.port)
-                {
-                    self.aim = (Ipv4Address(v4), t.to.port);
+            if !self.aim_at((Ipv4Address(v4), t.to.port), tx) || !self.fetcher.ready() {
+                if now > since + SEC {
+                    self.dns_pending = None;
                 }
+                return;
             }
-            let payload = &self.dns_buf[..t.len];
-            self.fetcher
-                .send_datagram(t.from_port, t.to.port, payload, tx);
+            if let Some((t, bytes, _)) = self.dns_pending.take() {
+                self.fetcher
+                    .send_datagram(t.from_port, t.to.port, &bytes, tx);
+            }
         }
     }
 
@@ -576,7 +574,11 @@ impl Agent {
 
     /// The request in flight failed before its answer.
     fn transport_error<T: TxRing>(&mut self, why: &str, unix: u64, tx: &mut T) {
-        if self.flight.take().is_some() {
+        if let Some(f) = self.flight.take() {
+            if let Step::Resolving(t) = f.step {
+                self.resolver.cancel(t);
+                self.dns_pending = None;
+            }
             self.fetcher.abort(0, tx);
             let mut rng = Rng(self.keeper.as_mut());
             self.client
@@ -646,6 +648,20 @@ impl Agent {
                 }
             }
         }
+    }
+}
+
+/// What a failed connection did, for the console.
+fn failure(why: fetch::Failure) -> &'static str {
+    use fetch::Failure as F;
+    match why {
+        F::Refused => "refused the connection",
+        F::NoAnswer => "did not answer the connection",
+        F::Reset => "reset the connection",
+        F::Closed => "closed the connection before its answer",
+        F::BadResponse => "sent what is not TLS",
+        F::Stalled => "stopped answering (10 s without progress)",
+        F::NoResources => "could not be reached: no local port free",
     }
 }
 

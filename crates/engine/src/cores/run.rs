@@ -312,11 +312,11 @@ where
         // Also at once when the IPv6 link's destinations changed: what a hook keeps in step
         // with them (a NIC's filter, AF_XDP's map) must be before a new address's DAD
         // probe goes.
-        // And while frames wait for the server's own client connection (`server::divert`),
-        // which the hook of the core that runs it takes.
+        // And on core 0 while frames wait for the server's own client connection
+        // (`server::divert`), which its hook takes.
         if now >= next_tick
             || server.take_ipv6_destinations_change()
-            || server.config().divert.is_some_and(|d| d.pending())
+            || (ctx.core == 0 && server.config().divert.is_some_and(|d| d.pending()))
         {
             next_tick = now.saturating_add(every_ns);
             tick(server, nic);

@@ -399,6 +399,9 @@ impl Fetcher {
             return false;
         }
         let idx = s.tcb;
+        if self.conns[idx as usize].tcp.is_closing() {
+            return false; // our FIN is queued: nothing may follow it
+        }
         let base = slot as usize * max + s.req_len;
         s.req_len += data.len();
         self.requests[base..base + data.len()].copy_from_slice(data);
@@ -462,26 +465,37 @@ impl Fetcher {
     }
 
     /// Points the fetcher at another server (address and port), and its own address at
-    /// `ip`/`prefix_len` with router `gateway`: refused (false) while a connection is
-    /// open. The next hop is learnt again when it changed.
-    pub fn retarget(
+    /// `ip`/`prefix_len` with router `gateway`. Refused (false) while a slot's fetch or
+    /// stream runs; connections no slot holds any more (a finished stream still closing)
+    /// are reset. The next hop is learnt again when it changed.
+    pub fn retarget<T: TxRing>(
         &mut self,
-        ip: Ipv4Address,
-        prefix_len: u8,
-        gateway: Option<Ipv4Address>,
-        server: Ipv4Address,
-        port: u16,
+        (ip, prefix_len, gateway): (Ipv4Address, u8, Option<Ipv4Address>),
+        (server, port): (Ipv4Address, u16),
+        tx: &mut T,
     ) -> bool {
-        if self.conns.active() > 0 {
+        if self.slots.iter().any(|s| s.busy) {
             return false;
         }
-        let before = (self.cfg.link.ip, self.next_hop());
+        for idx in self.conns.ids().rev() {
+            let t = &self.conns[idx as usize];
+            if t.in_use() {
+                let seq = t.tcp.snd_nxt();
+                self.reset(idx, seq, tx);
+                self.free_tcb(idx);
+            }
+        }
+        for s in &mut self.slots {
+            s.tcb = NONE;
+        }
+        let link = &self.cfg.link;
+        let before = (link.ip, link.prefix_len, link.gateway, self.next_hop());
         self.cfg.link.ip = ip;
         self.cfg.link.prefix_len = prefix_len;
         self.cfg.link.gateway = gateway;
         self.cfg.link.server = server;
         self.cfg.link.port = port;
-        if before.0 != ip {
+        if (before.0, before.1, before.2) != (ip, prefix_len, gateway) {
             self.iface = self.cfg.link.interface();
             let mut egress = Egress::new(&self.iface);
             if let Some(c) = &self.c6 {
@@ -489,11 +503,17 @@ impl Fetcher {
             }
             self.egress = egress;
         }
-        if before != (ip, self.next_hop()) {
+        if (before.0, before.3) != (ip, self.next_hop()) {
             self.next_hop_mac = None;
             self.next_arp_ns = 0;
         }
         true
+    }
+
+    /// Where the fetcher points: its own address, prefix and router, and the server.
+    pub fn aim(&self) -> ((Ipv4Address, u8, Option<Ipv4Address>), (Ipv4Address, u16)) {
+        let l = &self.cfg.link;
+        ((l.ip, l.prefix_len, l.gateway), (l.server, l.port))
     }
 
     /// Sends `payload` as a UDP datagram from local port `src_port` to the server at

@@ -854,32 +854,55 @@ fn a_stream_refuses_more_than_its_buffer_and_abort_frees_it() {
     let tx = &mut p.wire.b.tx;
     assert!(p.fetcher.open_stream(0, p.now, tx, &mut p.rec));
     let big = vec![b'a'; REQUEST_MAX + 1];
+    assert!(p.fetcher.stream_send(0, b"x", p.now, tx));
+    p.fetcher.close_stream(0, p.now, tx);
+    assert!(
+        !p.fetcher.stream_send(0, b"y", p.now, tx),
+        "nothing after our FIN"
+    );
     assert!(!p.fetcher.stream_send(0, &big, p.now, tx));
-    p.run();
+    p.step();
     let tx = &mut p.wire.b.tx;
+    let before = p.rec.ends.len();
     p.fetcher.abort(0, tx);
     p.run();
     assert_eq!(p.fetcher.open_connections(), 0);
     assert!(!p.fetcher.busy(0));
-    assert!(p.rec.ends.is_empty(), "an abandoned stream is not reported");
+    assert_eq!(p.rec.ends.len(), before, "an abandoned stream is not reported");
     assert!(p.fetcher.can_start(0));
 }
 
 #[test]
-fn retarget_moves_the_fetcher_only_while_nothing_is_open() {
+fn retarget_waits_for_a_running_stream_and_resets_what_lingers() {
     let mut p = Pair::new(1, 80);
     let tx = &mut p.wire.b.tx;
     assert!(p.fetcher.open_stream(0, p.now, tx, &mut p.rec));
-    assert!(!p.fetcher.retarget(CLIENT_IP, 24, None, SERVER_IP, 81));
-    p.fetcher.abort(0, tx);
-    // Same next hop: the MAC is kept.
-    assert!(p.fetcher.retarget(CLIENT_IP, 24, None, SERVER_IP, 81));
+    let here = (CLIENT_IP, 24, None);
+    assert!(
+        !p.fetcher.retarget(here, (SERVER_IP, 81), tx),
+        "a stream runs"
+    );
+    p.run();
+    let tx = &mut p.wire.b.tx;
+    p.fetcher.finish_stream(0, p.now, tx);
+    assert_eq!(p.fetcher.open_connections(), 1, "still closing");
+    // Same next hop: the MAC is kept; the lingering connection is reset and freed.
+    assert!(p.fetcher.retarget(here, (SERVER_IP, 81), tx));
+    assert_eq!(p.fetcher.open_connections(), 0);
     assert!(p.fetcher.ready());
+    p.run();
+    assert_eq!(p.server.active(), 0, "the server heard the reset");
     // Another next hop: learnt again.
+    let tx = &mut p.wire.b.tx;
     assert!(p
         .fetcher
-        .retarget(CLIENT_IP, 24, None, Ipv4Address([10, 0, 0, 9]), 80));
+        .retarget(here, (Ipv4Address([10, 0, 0, 9]), 80), tx));
     assert!(!p.fetcher.ready());
+    // Another router, same address and server: the interface follows.
+    assert!(p
+        .fetcher
+        .retarget((CLIENT_IP, 16, Some(SERVER_IP)), (SERVER_IP, 80), tx));
+    assert_eq!(p.fetcher.aim().0, (CLIENT_IP, 16, Some(SERVER_IP)));
 }
 
 #[test]

@@ -21,6 +21,8 @@ pub struct Divert {
     tcp: (u16, u16),
     udp: (u16, u16),
     mail: Mailbox<SLOTS>,
+    /// Set by a post, cleared by a take: the one load the owner's loop makes.
+    waiting: core::sync::atomic::AtomicBool,
 }
 
 impl Divert {
@@ -31,6 +33,7 @@ impl Divert {
             tcp,
             udp,
             mail: Mailbox::new(),
+            waiting: core::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -39,10 +42,14 @@ impl Divert {
         (self.tcp.0..=self.tcp.1).contains(&port)
     }
 
-    /// Whether `frame` is an IPv4 UDP datagram to one of the client's ports (the header
-    /// fields only; the owner checks the rest).
-    pub fn takes_udp(&self, frame: &[u8]) -> bool {
+    /// Whether `frame` is an IPv4 UDP datagram to one of the client's ports, sent to our
+    /// MAC and address (the header fields only; the owner checks the rest): flooded or
+    /// broadcast datagrams for others never fill the mailbox.
+    pub fn takes_udp(&self, frame: &[u8], mac: [u8; 6], ip: [u8; 4]) -> bool {
         if frame.len() < 42 || frame[12..14] != [8, 0] || frame[23] != 17 {
+            return false;
+        }
+        if frame[..6] != mac || frame[30..34] != ip {
             return false;
         }
         let at = 14 + usize::from(frame[14] & 0xf) * 4;
@@ -54,12 +61,17 @@ impl Divert {
 
     /// Posts a copy of `frame` for the client (false: dropped, the mailbox full).
     pub fn post(&self, frame: &[u8]) -> bool {
-        self.mail.post(frame)
+        let posted = self.mail.post(frame);
+        if posted {
+            self.waiting
+                .store(true, core::sync::atomic::Ordering::Release);
+        }
+        posted
     }
 
-    /// Whether a frame waits for the client.
+    /// Whether a frame waits for the client (one load).
     pub fn pending(&self) -> bool {
-        self.mail.pending()
+        self.waiting.load(core::sync::atomic::Ordering::Relaxed)
     }
 
     /// Frames dropped because the mailbox was full.
@@ -71,6 +83,10 @@ impl Divert {
 
     /// Takes each frame posted (the client's owner alone), handing it to `f` in `buf`.
     pub fn take(&self, buf: &mut [u8; MAIL_MAX], f: impl FnMut(&[u8])) {
+        // Cleared first: a post racing the take sets it again for the next round.
+        self.waiting
+            .store(false, core::sync::atomic::Ordering::Relaxed);
+        core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
         self.mail.take(buf, f)
     }
 }
@@ -84,17 +100,23 @@ mod tests {
         let d = Divert::new((40_000, 40_015), (49_152, 65_535));
         assert!(d.takes_tcp(40_000) && d.takes_tcp(40_015));
         assert!(!d.takes_tcp(39_999) && !d.takes_tcp(80));
+        let (mac, ip) = ([2, 0, 0, 0, 0, 2], [10, 0, 0, 2]);
         let mut f = [0u8; 42];
+        f[..6].copy_from_slice(&mac);
+        f[30..34].copy_from_slice(&ip);
         f[12..14].copy_from_slice(&[8, 0]);
         f[14] = 0x45;
         f[23] = 17;
         f[36..38].copy_from_slice(&50_000u16.to_be_bytes());
-        assert!(d.takes_udp(&f));
+        assert!(d.takes_udp(&f, mac, ip));
         f[36..38].copy_from_slice(&53u16.to_be_bytes());
-        assert!(!d.takes_udp(&f));
+        assert!(!d.takes_udp(&f, mac, ip));
         f[36..38].copy_from_slice(&50_000u16.to_be_bytes());
         f[23] = 6;
-        assert!(!d.takes_udp(&f), "TCP is not UDP");
-        assert!(!d.takes_udp(&f[..41]), "too short");
+        assert!(!d.takes_udp(&f, mac, ip), "TCP is not UDP");
+        assert!(!d.takes_udp(&f[..41], mac, ip), "too short");
+        f[23] = 17;
+        assert!(!d.takes_udp(&f, [0xff; 6], ip), "another MAC's");
+        assert!(!d.takes_udp(&f, mac, [10, 0, 0, 3]), "another address's");
     }
 }

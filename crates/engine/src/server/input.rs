@@ -120,7 +120,10 @@ impl<L: Lookup<'static>> Server<L> {
                 payload,
             }) => self.udp_datagram((src_mac, mapped(src.0), src_port), 0, payload, tx, log),
             Err(crate::iface::Drop::NotForUs)
-                if self.cfg.divert.is_some_and(|d| d.takes_udp(bytes)) =>
+                if self
+                    .cfg
+                    .divert
+                    .is_some_and(|d| d.takes_udp(bytes, self.egress.mac().0, self.iface.ip.0)) =>
             {
                 self.divert(bytes);
             }

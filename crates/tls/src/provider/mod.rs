@@ -152,6 +152,19 @@ pub fn provider(rng: &'static dyn SecureRandom) -> CryptoProvider {
     }
 }
 
+/// The provider of the client ([`crate::client`]): the same, verifying RSA signatures too
+/// with feature `rsa-verify` (the Web PKI's roots and intermediates are RSA as often as
+/// not).
+pub fn client_provider(rng: &'static dyn SecureRandom) -> CryptoProvider {
+    #[allow(unused_mut)]
+    let mut p = provider(rng);
+    #[cfg(feature = "rsa-verify")]
+    {
+        p.signature_verification_algorithms = verify::CLIENT_ALGORITHMS;
+    }
+    p
+}
+
 #[cfg(test)]
 mod tests;
 #[cfg(all(test, target_arch = "x86_64"))]
