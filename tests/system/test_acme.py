@@ -157,6 +157,11 @@ class AcmeServer(Server):
         self.stop()
         self.log.close()
 
+    def stats(self):
+        r = self.ns.run("curl", "-sS", "--max-time", "5",
+                        f"http://{SERVER_IP}/.well-known/bareweb/stats")
+        return json.loads(r.stdout)
+
     def wait_certificate(self, timeout=90):
         """Waits for the console's line saying the certificate is in service."""
         deadline = time.time() + timeout
@@ -195,6 +200,15 @@ def test_serve_obtains_a_certificate_that_curl_verifies_and_a_restart_reuses_it(
         assert r.stdout == "200 0", (r.stdout, r.stderr, out)
         orders = pebble.orders()
         assert orders >= 1, pebble.output()
+        # The stats JSON and the metrics say where issuance stands.
+        acme = s.stats()["acme"]
+        assert acme["installed"] == 1 and acme["failures"] == 0, acme
+        assert acme["certificate_not_after"] > time.time(), acme
+        assert acme["next_attempt"] > time.time() and acme["phase"] == "idle", acme
+        metrics = ns.run("curl", "-sS", "--max-time", "5",
+                         f"http://{SERVER_IP}/metrics").stdout
+        assert f"bareweb_acme_certificate_not_after_seconds {acme['certificate_not_after']}" \
+            in metrics, metrics[-2000:]
         s.close()
         # A restart with the same state serves the kept certificate: no new order.
         s = AcmeServer(ns, tmp_path, state, alpn=alpn)
@@ -373,6 +387,9 @@ def test_a_hostile_ca_ends_in_a_reason_and_a_bounded_retry(tmp_path, scenario):
                    f"https://{SERVER_IP}/", check=False)
         assert r.returncode != 0 and "alert" in r.stderr, r
         assert s.proc.poll() is None, "the server stopped"
+        acme = s.stats()["acme"]
+        assert acme["failures"] == 1 and acme["installed"] == 0, acme
+        assert acme["next_attempt"] >= time.time() + least - 5, acme
         print(f"{scenario}: {reason}; next try in {wait} s; {len(seen)} request(s)")
     except BaseException:
         if s:

@@ -11,7 +11,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use bareweb_acme::order::{ChallengeKind, Config as OrderConfig};
 use bareweb_acme::store::State;
 use bareweb_engine::acme::{self, Agent, Keeper, Settings};
-use bareweb_engine::cores::challenge::Http01;
+use bareweb_engine::cores::challenge::{Http01, Issuance};
 use bareweb_engine::nic::Nic;
 use bareweb_engine::resource::Lookup;
 use bareweb_engine::server::divert::Divert;
@@ -36,6 +36,8 @@ pub struct Acme {
     start: Instant,
     /// The HTTP-01 answers every core serves.
     pub http01: &'static Http01,
+    /// Where issuance stands, for the pages.
+    pub issuance: &'static Issuance,
 }
 
 /// The host's side of the agent: the state directory, the OS's randomness, stderr.
@@ -152,6 +154,7 @@ pub fn prepare(
         Box::leak(Box::new(Divert::new(acme::TCP_PORTS, acme::UDP_PORTS)));
     cfg.divert = Some(divert);
     let http01: &'static Http01 = Box::leak(Box::new(Http01::new()));
+    let issuance: &'static Issuance = Box::leak(Box::new(Issuance::new()));
     let client = TlsClient::with_roots(roots(ca.map(PathBuf::as_path))?, &platform)
         .map_err(|e| format!("the ACME client's TLS: {e}"))?;
     let order = OrderConfig {
@@ -179,7 +182,7 @@ pub fn prepare(
         kept,
         client,
         slot,
-        http01,
+        (http01, issuance),
         divert,
         keeper,
         unix_now(),
@@ -188,6 +191,7 @@ pub fn prepare(
         agent: Mutex::new(agent),
         start: Instant::now(),
         http01,
+        issuance,
     }))))
 }
 

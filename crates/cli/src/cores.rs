@@ -281,10 +281,12 @@ where
     let ipv6 = cfg.ipv6;
     let gens = reload.map(|(g, _)| g);
     let http01 = acme.map(|a| a.http01);
+    let issuance = acme.map(|a| a.issuance);
     if pages.stats {
         let base = pages.base;
-        let plan =
-            Plan::new(mode, args.cores, WithStatsPage(site, base), cfg, mac).with_http01(http01);
+        let plan = Plan::new(mode, args.cores, WithStatsPage(site, base), cfg, mac)
+            .with_http01(http01)
+            .with_issuance(issuance);
         let hook = Swap {
             gens,
             wrap: move |s| WithStatsPage(wrap(s), base),
@@ -293,7 +295,9 @@ where
         cores::run_hooked(&plan.with_board(pages), queues, threads, make_log, &hook)
     } else if pages.any() || http01.is_some() {
         // ACME's HTTP-01 answers are the board's page's: a board even with no page on.
-        let plan = Plan::new(mode, args.cores, site, cfg, mac).with_http01(http01);
+        let plan = Plan::new(mode, args.cores, site, cfg, mac)
+            .with_http01(http01)
+            .with_issuance(issuance);
         let hook = AcmeTick(Ipv6News(Swap { gens, wrap }, ipv6, steer6), acme);
         cores::run_hooked(&plan.with_board(pages), queues, threads, make_log, &hook)
     } else {

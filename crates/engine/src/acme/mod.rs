@@ -32,7 +32,7 @@ use bareweb_acme::order::{self, Client, Entropy, Event, Request, Response, Statu
 use bareweb_acme::store::{Kept, State};
 use bareweb_tls::{ServerSlot, TlsClient};
 
-use crate::cores::challenge::Http01;
+use crate::cores::challenge::{Http01, Issuance};
 use crate::dns::{self, Lookup, Name, Resolver, Ticket, Type};
 use crate::fetch::{self, End, Fetcher, Handler};
 use crate::mailbox::MAIL_MAX;
@@ -137,6 +137,9 @@ pub struct Agent {
     tls: TlsClient,
     slot: &'static ServerSlot,
     http01: &'static Http01,
+    issuance: &'static Issuance,
+    /// When the pages' view ([`Issuance`]) is next brought up to date (monotonic ns).
+    next_publish: u64,
     divert: &'static Divert,
     keeper: Box<dyn Keeper>,
     account: Vec<u8>,
@@ -181,7 +184,7 @@ impl Agent {
         kept: Option<State>,
         tls: TlsClient,
         slot: &'static ServerSlot,
-        http01: &'static Http01,
+        (http01, issuance): (&'static Http01, &'static Issuance),
         divert: &'static Divert,
         mut keeper: Box<dyn Keeper>,
         now: u64,
@@ -222,6 +225,7 @@ impl Agent {
                         bareweb_acme::document::format_time(issued.not_after)
                     ));
                     client.resume(issued);
+                    issuance.installed();
                     kept = Some(k);
                 }
                 Err(why) => keeper.say(&format!(
@@ -263,6 +267,8 @@ impl Agent {
             tls,
             slot,
             http01,
+            issuance,
+            next_publish: 0,
             divert,
             keeper,
             account: account_der,
@@ -308,7 +314,18 @@ impl Agent {
                 self.begin(req, now, unix, tx);
             }
         }
+        let changed = !self.events.is_empty();
         self.apply_events(unix);
+        if changed || now >= self.next_publish {
+            self.next_publish = now.saturating_add(SEC);
+            let st = self.client.status();
+            self.issuance.publish(
+                st.phase,
+                st.certificate_until.unwrap_or(0),
+                st.next.unwrap_or(0),
+                u64::from(st.failures),
+            );
+        }
         tx.flush();
     }
 
@@ -629,6 +646,7 @@ impl Agent {
                     };
                     let saved = self.keeper.save(&state);
                     self.kept = Some(kept);
+                    self.issuance.installed();
                     self.keeper.say(&format!(
                         "acme: certificate for {} installed (valid until {}, renewal from {})",
                         self.settings.order.names.join(", "),

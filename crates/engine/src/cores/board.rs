@@ -113,6 +113,8 @@ pub struct Board {
     drain: Option<&'static crate::server::drain::Drain>,
     /// ACME's HTTP-01 answers, when the platform obtains its certificate.
     http01: Option<&'static super::challenge::Http01>,
+    /// Where the platform's ACME client stands.
+    issuance: Option<&'static super::challenge::Issuance>,
 }
 
 impl Board {
@@ -146,6 +148,7 @@ impl Board {
             platform: None,
             reload: None,
             http01: None,
+            issuance: None,
         }
     }
 
@@ -154,6 +157,18 @@ impl Board {
     pub fn with_http01(mut self, http01: Option<&'static super::challenge::Http01>) -> Board {
         self.http01 = http01;
         self
+    }
+
+    /// The board with where the platform's ACME client stands: the JSON gets an `acme`
+    /// object, the metrics `bareweb_acme_*`.
+    pub fn with_issuance(mut self, issuance: Option<&'static super::challenge::Issuance>) -> Board {
+        self.issuance = issuance;
+        self
+    }
+
+    /// Where the ACME client stands, if there is one.
+    pub fn issuance(&self) -> Option<super::challenge::IssuanceNow> {
+        self.issuance.map(|i| i.now())
     }
 
     /// The HTTP-01 answers served, if any.
@@ -432,6 +447,13 @@ impl Board {
                 w,
                 ",\"reload\":{{\"generation\":{},\"done\":{},\"refused\":{},\"freed\":{},\"reset\":{}}}",
                 r.generation, r.done, r.refused, r.freed, r.reset
+            )?;
+        }
+        if let Some(a) = self.issuance() {
+            write!(
+                w,
+                ",\"acme\":{{\"phase\":\"{}\",\"certificate_not_after\":{},\"next_attempt\":{},\"failures\":{},\"installed\":{}}}",
+                a.phase, a.not_after, a.next, a.failures, a.installed
             )?;
         }
         if let Some(p) = self.platform {

@@ -291,3 +291,85 @@ mod tests {
         }
     }
 }
+
+/// Where the platform's ACME client stands, for the stats page and `/metrics` (the
+/// console has the words, failures' reasons included): single words the client stores
+/// and the pages load, each on its own (a page may show a phase one step older than the
+/// times beside it).
+#[derive(Debug, Default)]
+pub struct Issuance {
+    phase: AtomicU64,
+    not_after: AtomicU64,
+    next: AtomicU64,
+    failures: AtomicU64,
+    installed: AtomicU64,
+}
+
+/// What the pages show of [`Issuance`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IssuanceNow {
+    /// What the client is doing ([`PHASES`]).
+    pub phase: &'static str,
+    /// The certificate served: its notAfter (Unix seconds; 0: none yet).
+    pub not_after: u64,
+    /// The next attempt (renewal or retry; Unix seconds; 0: one runs now).
+    pub next: u64,
+    /// Failures since the last certificate.
+    pub failures: u64,
+    /// Certificates installed since start (a kept one put in service counts).
+    pub installed: u64,
+}
+
+/// The order's phases as the client names them (`bareweb_acme::order::Status::phase`);
+/// another name shows as the first.
+pub const PHASES: [&str; 10] = [
+    "idle",
+    "reading the directory",
+    "registering the account",
+    "placing the order",
+    "answering the challenges",
+    "waiting for validation",
+    "waiting for the order to be ready",
+    "finalizing",
+    "waiting for issuance",
+    "downloading the certificate",
+];
+
+impl Issuance {
+    /// Nothing yet.
+    pub const fn new() -> Issuance {
+        Issuance {
+            phase: AtomicU64::new(0),
+            not_after: AtomicU64::new(0),
+            next: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+            installed: AtomicU64::new(0),
+        }
+    }
+
+    /// The client's state now (the client alone calls this).
+    pub fn publish(&self, phase: &str, not_after: u64, next: u64, failures: u64) {
+        let i = PHASES.iter().position(|p| *p == phase).unwrap_or(0);
+        self.phase.store(i as u64, Ordering::Relaxed);
+        self.not_after.store(not_after, Ordering::Relaxed);
+        self.next.store(next, Ordering::Relaxed);
+        self.failures.store(failures, Ordering::Relaxed);
+    }
+
+    /// A certificate was put in service.
+    pub fn installed(&self) {
+        self.installed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// What the pages show.
+    pub fn now(&self) -> IssuanceNow {
+        let phase = self.phase.load(Ordering::Relaxed) as usize;
+        IssuanceNow {
+            phase: PHASES.get(phase).copied().unwrap_or(PHASES[0]),
+            not_after: self.not_after.load(Ordering::Relaxed),
+            next: self.next.load(Ordering::Relaxed),
+            failures: self.failures.load(Ordering::Relaxed),
+            installed: self.installed.load(Ordering::Relaxed),
+        }
+    }
+}

@@ -309,6 +309,38 @@ pub fn render_metrics(board: &Board, out: &mut [u8]) -> Option<usize> {
             writeln!(w, "bareweb_{name}{} {v}", kind.suffix()).ok()?;
         }
     }
+    if let Some(a) = board.issuance() {
+        let families: [(&str, MetricKind, &str, u64); 4] = [
+            (
+                "acme_certificate_not_after_seconds",
+                MetricKind::Gauge,
+                "The ACME certificate served: its notAfter, Unix seconds (0: none yet).",
+                a.not_after,
+            ),
+            (
+                "acme_next_attempt_seconds",
+                MetricKind::Gauge,
+                "The ACME client's next attempt (renewal or retry), Unix seconds (0: one runs now).",
+                a.next,
+            ),
+            (
+                "acme_failures",
+                MetricKind::Gauge,
+                "ACME attempts failed since the last certificate (the console says why).",
+                a.failures,
+            ),
+            (
+                "acme_certificates_installed",
+                MetricKind::Counter,
+                "Certificates the ACME client put in service since start (a kept one too).",
+                a.installed,
+            ),
+        ];
+        for (name, kind, help, v) in families {
+            family(&mut w, name, kind, help).ok()?;
+            writeln!(w, "bareweb_{name}{} {v}", kind.suffix()).ok()?;
+        }
+    }
     if let Some(p) = board
         .platform()
         .filter(|p| platform::plain(p.name()) && platform::plain(p.unit()))
@@ -882,13 +914,26 @@ pub(crate) mod tests {
                 crate::stats::platform::ReloadCounts::default()
             }
         }
+        static ISSUANCE: crate::cores::challenge::Issuance =
+            crate::cores::challenge::Issuance::new();
+        ISSUANCE.publish("waiting for validation", 1_800_000_000, 0, 2);
         let board = Board::new("netcore", &[Role::Net, Role::Http])
             .with_drain(Some(drain))
-            .with_reload(Some(&Reloads));
+            .with_reload(Some(&Reloads))
+            .with_issuance(Some(&ISSUANCE));
         let mut out = vec![0u8; 64 * 1024];
         let n = render_metrics(&board, &mut out).unwrap();
         let text = core::str::from_utf8(&out[..n]).unwrap();
         assert!(text.contains("bareweb_reloads_total 0"), "{text}");
+        assert!(text.contains("bareweb_acme_certificate_not_after_seconds 1800000000"));
+        assert!(text.contains("bareweb_acme_failures 2"));
+        let mut json_out = vec![0u8; 64 * 1024];
+        let n = board.render_json(&mut json_out).unwrap();
+        let json = core::str::from_utf8(&json_out[..n]).unwrap();
+        assert!(
+            json.contains("\"acme\":{\"phase\":\"waiting for validation\",\"certificate_not_after\":1800000000,\"next_attempt\":0,\"failures\":2,\"installed\":0}"),
+            "{json}"
+        );
         let docs = include_str!("../../../../docs/usage.md");
         let missing: Vec<&str> = text
             .lines()

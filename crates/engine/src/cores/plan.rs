@@ -236,6 +236,8 @@ pub struct Plan<L> {
     pub stats_page: bool,
     /// ACME's HTTP-01 answers ([`Plan::with_http01`]).
     pub http01: Option<&'static super::challenge::Http01>,
+    /// Where the ACME client stands ([`Plan::with_issuance`]).
+    pub issuance: Option<&'static super::challenge::Issuance>,
 }
 
 impl<L: Lookup<'static> + Copy> Plan<L> {
@@ -254,6 +256,7 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
             board: None,
             stats_page: false,
             http01: None,
+            issuance: None,
         }
     }
 
@@ -267,7 +270,8 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
             .with_platform(self.cfg.platform)
             .with_reload(self.cfg.reload)
             .with_pages(pages)
-            .with_http01(self.http01);
+            .with_http01(self.http01)
+            .with_issuance(self.issuance);
         let board: &'static Board = Box::leak(Box::new(board));
         self.board = Some(board);
         self.stats_page = pages.any() || self.http01.is_some();
@@ -280,6 +284,13 @@ impl<L: Lookup<'static> + Copy> Plan<L> {
     /// [`with_board`]: Plan::with_board
     pub fn with_http01(mut self, http01: Option<&'static super::challenge::Http01>) -> Self {
         self.http01 = http01;
+        self
+    }
+
+    /// Where the platform's ACME client stands, on the board's pages (call this before
+    /// [`Plan::with_board`]).
+    pub fn with_issuance(mut self, issuance: Option<&'static super::challenge::Issuance>) -> Self {
+        self.issuance = issuance;
         self
     }
 

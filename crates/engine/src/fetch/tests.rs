@@ -868,7 +868,11 @@ fn a_stream_refuses_more_than_its_buffer_and_abort_frees_it() {
     p.run();
     assert_eq!(p.fetcher.open_connections(), 0);
     assert!(!p.fetcher.busy(0));
-    assert_eq!(p.rec.ends.len(), before, "an abandoned stream is not reported");
+    assert_eq!(
+        p.rec.ends.len(),
+        before,
+        "an abandoned stream is not reported"
+    );
     assert!(p.fetcher.can_start(0));
 }
 
