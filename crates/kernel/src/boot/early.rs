@@ -154,6 +154,9 @@ pub fn clock_and_site(
 /// nothing starts half configured.
 pub fn tls(settings: &Settings, clock: TscClock, pems: Option<Pems>) -> Option<TlsListen> {
     let t = settings.tls;
+    if settings.acme.on() {
+        kprintln!("acme: acme_domain= is not served by the bare machine yet (its ACME client is the host's `serve` alone): ignored; HTTPS needs tls_cert=");
+    }
     if !t.cert {
         if pems.is_some() {
             kprintln!("tls: the image carries a certificate but the command line has no tls_cert=: plain HTTP only");
