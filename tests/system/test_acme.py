@@ -134,7 +134,7 @@ class AcmeServer(Server):
         self.log = open(tmp / f"serve-{time.monotonic_ns()}.log", "w+")
         self.mac = "02:00:00:00:00:02"
         extra = ["--acme-domain", DOMAIN, "--acme-ca", tmp / "listener.pem", "--state", state,
-                 "--acme-email", "ops@site.test"]
+                 "--acme-email", "ops@site.test", "--http-redirect"]
         if directory:
             extra += ["--acme-directory", directory]
         else:
@@ -200,6 +200,10 @@ def test_serve_obtains_a_certificate_that_curl_verifies_and_a_restart_reuses_it(
         assert r.stdout == "200 0", (r.stdout, r.stderr, out)
         orders = pebble.orders()
         assert orders >= 1, pebble.output()
+        # With a certificate, --http-redirect sends plain HTTP to HTTPS.
+        r = ns.run("curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5",
+                   f"http://{SERVER_IP}/", check=False)
+        assert r.stdout == "308", r
         # The stats JSON and the metrics say where issuance stands.
         acme = s.stats()["acme"]
         assert acme["installed"] == 1 and acme["failures"] == 0, acme
@@ -218,6 +222,10 @@ def test_serve_obtains_a_certificate_that_curl_verifies_and_a_restart_reuses_it(
         assert r.stdout == "200 0", (r.stdout, r.stderr, out)
         time.sleep(2)
         assert pebble.orders() == orders, "a restart holding a valid certificate ordered"
+        acme = s.stats()["acme"]
+        assert acme["phase"] == "idle" and acme["failures"] == 0, acme
+        assert acme["installed"] == 1, acme
+        assert acme["next_attempt"] > time.time() + 86400, "renewal is years away: " + str(acme)
     except BaseException:
         if s:
             print(s.output())
@@ -230,6 +238,34 @@ def test_serve_obtains_a_certificate_that_curl_verifies_and_a_restart_reuses_it(
         if pebble:
             pebble.close()
         ns.close()
+
+
+# One TLS connection held open across a renewal: its certificate's serial, then 40
+# fetches on it, a second apart, each answered 200; then its certificate's serial again.
+HELD_CONNECTION = r"""
+import socket, ssl, sys, time
+ip, name, root = sys.argv[1:4]
+ctx = ssl.create_default_context(cafile=root)
+s = ctx.wrap_socket(socket.create_connection((ip, 443), timeout=10), server_hostname=name)
+from cryptography import x509
+serial = lambda: format(x509.load_der_x509_certificate(s.getpeercert(True)).serial_number, "x")
+print(serial())
+f = s.makefile("rb")
+for i in range(40):
+    s.sendall(f"GET /index.html HTTP/1.1\r\nHost: {name}\r\n\r\n".encode())
+    status = f.readline()
+    assert b" 200 " in status, status
+    n = 0
+    while True:
+        line = f.readline()
+        if line.lower().startswith(b"content-length:"):
+            n = int(line.split(b":")[1])
+        if line in (b"\r\n", b""):
+            break
+    f.read(n)
+    time.sleep(1)
+print(serial())
+"""
 
 
 def served_serial(ns, root):
@@ -260,6 +296,10 @@ def test_a_short_lived_certificate_is_renewed_while_https_fetches_go_on_without_
         root = pebble.root()
         first = served_serial(ns, root)
         assert first.startswith("serial="), first
+        # A connection opened on the first certificate, kept across the renewal.
+        held = subprocess.Popen(
+            ns.cmd("python3", "-c", HELD_CONNECTION, SERVER_IP, DOMAIN, str(root)),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # Fetches over new connections for 30 s, four loops at once.
         script = (f"end=$((SECONDS+30)); n=0; f=0; while [ $SECONDS -lt $end ]; do "
                   f"curl -sS -o /dev/null --max-time 5 --cacert {root} "
@@ -279,6 +319,13 @@ def test_a_short_lived_certificate_is_renewed_while_https_fetches_go_on_without_
         loops.append(kept)
         outs = [p.communicate(timeout=120) for p in loops]
         renewed = served_serial(ns, root)
+        assert renewed.startswith("serial="), renewed
+        held_out, held_err = held.communicate(timeout=60)
+        assert held.returncode == 0, held_err
+        before, after = held_out.split()
+        # Its certificate stayed the first one all along; its fetches all answered.
+        assert int(before, 16) == int(after, 16) == int(first.split("=")[1], 16), \
+            (before, after, first)
         out = s.output()
         installs = out.count("acme: certificate for site.test installed")
         assert installs >= 2, out
@@ -375,11 +422,12 @@ def test_a_hostile_ca_ends_in_a_reason_and_a_bounded_retry(tmp_path, scenario):
         assert want in reason, reason
         assert int(wait) >= least, (reason, wait)
         seen = log.read_text().splitlines()
-        time.sleep(3)
+        time.sleep(8)
         after = log.read_text().splitlines()
         assert after == seen, f"requests after the failure: {after[len(seen):]}"
         assert 1 <= len(seen) <= most, seen
-        # Plain HTTP serves; HTTPS refuses every handshake with an alert.
+        # Plain HTTP serves (--http-redirect waits for a certificate); HTTPS refuses every
+        # handshake with an alert.
         r = ns.run("curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5",
                    f"http://{SERVER_IP}/", check=False)
         assert r.stdout == "200", r

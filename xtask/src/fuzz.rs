@@ -41,6 +41,7 @@ pub const TARGETS: &[&str] = &[
     "acme_documents",
     // The ACME order: any answers, failures and time (backoff, the hour's bound).
     "acme_order",
+    "acme_exchange",
     "http_request",
     // The access log's lines (common, combined, JSON) from hostile request bytes.
     "access_log",

@@ -1005,6 +1005,27 @@ impl Client {
         self.not_before = now + wait;
     }
 
+    /// The owner could not put the certificate of the last [`Event::Install`] in service
+    /// (`previous`: the one it still serves, if any): a failure like any other, with its
+    /// backoff, and the next attempt orders anew.
+    pub fn install_failed(
+        &mut self,
+        reason: &str,
+        previous: Option<Issued>,
+        now: u64,
+        events: &mut Vec<Event>,
+        rng: &mut dyn Entropy,
+    ) {
+        self.held = previous;
+        self.fail(
+            format!("installing the certificate: {reason}"),
+            None,
+            now,
+            events,
+            rng,
+        );
+    }
+
     /// Ends the attempt: answers withdrawn, the next attempt after the backoff (at least
     /// the CA's Retry-After).
     fn fail(

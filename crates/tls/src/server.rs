@@ -380,14 +380,23 @@ impl TlsServer {
 #[derive(Debug)]
 pub struct ServerSlot {
     current: spin::RwLock<TlsServer>,
+    /// Whether what it holds has a certificate (one load for the plain-HTTP redirect).
+    certified: core::sync::atomic::AtomicBool,
 }
 
 impl ServerSlot {
     /// A slot holding `server`.
     pub fn new(server: TlsServer) -> Self {
         Self {
+            certified: core::sync::atomic::AtomicBool::new(server.has_certificate()),
             current: spin::RwLock::new(server),
         }
+    }
+
+    /// Whether the server in the slot has a certificate (else it awaits its first over
+    /// ACME and refuses every handshake but a challenge's).
+    pub fn has_certificate(&self) -> bool {
+        self.certified.load(core::sync::atomic::Ordering::Relaxed)
     }
 
     /// A new connection's driver, with the server now in the slot.
@@ -397,7 +406,10 @@ impl ServerSlot {
 
     /// Connections accepted from now on use `server`.
     pub fn replace(&self, server: TlsServer) {
+        let certified = server.has_certificate();
         *self.current.write() = server;
+        self.certified
+            .store(certified, core::sync::atomic::Ordering::Relaxed);
     }
 
     /// The server now in the slot.

@@ -222,6 +222,39 @@ fn an_order_through_pebbles_answers_to_an_installed_certificate() {
 }
 
 #[test]
+fn a_certificate_the_owner_cannot_put_in_service_is_a_failure_with_its_backoff() {
+    let mut h = H::new(ChallengeKind::Http01);
+    let issued = crate::chain::check(
+        pebble("chain.pem").as_bytes(),
+        &key(),
+        &["acme.test", "www.acme.test"],
+        NOW,
+    )
+    .unwrap();
+    h.c.resume(issued);
+    h.c.install_failed(
+        "the key was refused",
+        None,
+        h.now,
+        &mut h.events,
+        &mut h.rng,
+    );
+    let Some(Event::Failed { reason, next }) = h.events.pop() else {
+        panic!("no failure")
+    };
+    assert_eq!(reason, "installing the certificate: the key was refused");
+    assert!(
+        (h.now + 48..=h.now + 72).contains(&next),
+        "the first backoff"
+    );
+    let s = h.c.status();
+    assert_eq!((s.certificate_until, s.failures), (None, 1), "nothing held");
+    assert_eq!(h.poll(), None);
+    h.now = next;
+    h.expect(Method::Get, DIR);
+}
+
+#[test]
 fn tls_alpn_01_publishes_a_challenge_certificate() {
     let mut h = H::new(ChallengeKind::TlsAlpn01);
     h.up_to_the_order();

@@ -154,7 +154,17 @@ pub struct Agent {
     /// The resolver's datagram waiting for the next hop towards its server (ARP), and
     /// since when (monotonic ns).
     dns_pending: Option<(dns::Transmit, Vec<u8>, u64)>,
+    /// The certificate in service (for the order machine when a new one cannot be put in
+    /// service).
+    held: Option<chain::Issued>,
+    /// A state the keeper could not save: tried again every [`SAVE_RETRY_NS`], so that a
+    /// restart does not order again.
+    unsaved: Option<State>,
+    next_save: u64,
 }
+
+/// How often a state that could not be saved is tried again.
+const SAVE_RETRY_NS: u64 = 10 * SEC;
 
 /// The order's answer, read from an exchange.
 fn response(a: &exchange::Answer, unix: u64) -> (u16, Option<String>, Option<String>, Option<u64>) {
@@ -189,7 +199,7 @@ impl Agent {
         mut keeper: Box<dyn Keeper>,
         now: u64,
     ) -> Result<Agent, String> {
-        let (account, account_der, held) = match kept {
+        let (account, account_der, kept_cert) = match kept {
             Some(s) => {
                 let key = Key::from_pkcs8(&s.account)
                     .map_err(|e| format!("the kept account key is unusable: {e:?}"))?;
@@ -207,8 +217,8 @@ impl Agent {
             }
         };
         let mut client = Client::new(settings.order.clone(), account, now);
-        let mut kept = None;
-        if let Some(k) = held {
+        let (mut kept, mut held) = (None, None);
+        if let Some(k) = kept_cert {
             let names: Vec<&str> = settings.order.names.iter().map(String::as_str).collect();
             let checked = Key::from_pkcs8(&k.key)
                 .map_err(|_| "its key is unusable".to_string())
@@ -216,16 +226,18 @@ impl Agent {
                     chain::check(k.chain_pem.as_bytes(), &key, &names, now)
                         .map_err(|e| e.reason().to_string())
                 });
+            let checked =
+                checked.and_then(|issued| install(slot, &issued.pem, &k.key).map(|()| issued));
             match checked {
                 Ok(issued) => {
-                    install(slot, &issued.pem, &k.key)?;
                     keeper.say(&format!(
                         "acme: the kept certificate for {} is served (valid until {})",
                         names.join(", "),
                         bareweb_acme::document::format_time(issued.not_after)
                     ));
-                    client.resume(issued);
+                    client.resume(issued.clone());
                     issuance.installed();
+                    held = Some(issued);
                     kept = Some(k);
                 }
                 Err(why) => keeper.say(&format!(
@@ -233,7 +245,7 @@ impl Agent {
                 )),
             }
         }
-        let mut seed = [0u8; 32];
+        let mut seed = [0u8; 34];
         keeper.fill(&mut seed);
         let word = |i: usize| u64::from_le_bytes(seed[i..i + 8].try_into().unwrap_or([0; 8]));
         let mut resolver = Resolver::new([word(0), word(8)], dns::Timing::default());
@@ -255,7 +267,7 @@ impl Agent {
             1,
         );
         cfg.ports = TCP_PORTS;
-        cfg.port_start = u16::from_le_bytes([seed[16], seed[17]]);
+        cfg.port_start = u16::from_le_bytes([seed[32], seed[33]]);
         cfg.isn_key.copy_from_slice(&seed[16..32]);
         cfg.request_max = STREAM_MAX;
         cfg.rx_window = 32 * 1024;
@@ -279,6 +291,9 @@ impl Agent {
             dns_buf: alloc::vec![0; 512],
             addr: (Ipv4Address::UNSPECIFIED, 0, None),
             dns_pending: None,
+            held,
+            unsaved: None,
+            next_save: 0,
             settings,
         })
     }
@@ -288,7 +303,7 @@ impl Agent {
         self.client.status()
     }
 
-    /// When the agent next has work of its own (monotonic ns), besides frames handed over.
+    /// Whether a request is in flight.
     pub fn busy(&self) -> bool {
         self.flight.is_some()
     }
@@ -315,7 +330,16 @@ impl Agent {
             }
         }
         let changed = !self.events.is_empty();
+        // Twice: a certificate that cannot be put in service adds its failure.
         self.apply_events(unix);
+        self.apply_events(unix);
+        if let Some(state) = self.unsaved.as_ref().filter(|_| now >= self.next_save) {
+            self.next_save = now.saturating_add(SAVE_RETRY_NS);
+            if self.keeper.save(state).is_ok() {
+                self.unsaved = None;
+                self.keeper.say("acme: the state is kept now");
+            }
+        }
         if changed || now >= self.next_publish {
             self.next_publish = now.saturating_add(SEC);
             let st = self.client.status();
@@ -375,31 +399,28 @@ impl Agent {
         if let Err(e) = result {
             return self.transport_error(&e, unix, tx);
         }
-        let done = moved.done
-            || match end {
-                Some(End::Done { .. }) => ex.end_of_stream(),
-                _ => false,
-            };
-        if done {
+        // Complete by its length, its last chunk, or a close_notify: a bare FIN (which
+        // anyone on the path can forge) never completes an answer.
+        if moved.done {
             return self.answered(now, unix, tx);
-        }
-        if !moved.out.is_empty() && !self.fetcher.stream_send(0, &moved.out, now, tx) {
-            let e = "the request does not fit the connection's buffer";
-            return self.transport_error(e, unix, tx);
         }
         match end {
             Some(End::Failed(why)) => {
                 let e = format!("{} {}", f.target.authority, failure(why));
-                self.transport_error(&e, unix, tx)
+                return self.transport_error(&e, unix, tx);
             }
             Some(End::Done { .. }) => {
                 let e = format!(
                     "{} closed before its answer was complete",
                     f.target.authority
                 );
-                self.transport_error(&e, unix, tx)
+                return self.transport_error(&e, unix, tx);
             }
             None => {}
+        }
+        if !moved.out.is_empty() && !self.fetcher.stream_send(0, &moved.out, now, tx) {
+            let e = "the request does not fit the connection's buffer";
+            self.transport_error(e, unix, tx);
         }
     }
 
@@ -569,6 +590,12 @@ impl Agent {
 
     /// The answer is complete: to the order machine; the connection closed.
     fn answered<T: TxRing>(&mut self, now: u64, unix: u64, tx: &mut T) {
+        let Some(f) = self.flight.as_ref() else {
+            return;
+        };
+        if f.exchange.is_none() {
+            return self.transport_error("internal: an answer without its exchange", unix, tx);
+        }
         let Some(f) = self.flight.take() else {
             return;
         };
@@ -633,7 +660,13 @@ impl Agent {
                 }
                 Event::Install { issued, key } => {
                     if let Err(e) = install(self.slot, &issued.pem, &key) {
-                        self.keeper.say(&format!("acme: {e}"));
+                        // The order machine counts it as a failure, with its backoff.
+                        let mut rng = Rng(self.keeper.as_mut());
+                        let previous = self.held.clone();
+                        let mut more = Vec::new();
+                        self.client
+                            .install_failed(&e, previous, unix, &mut more, &mut rng);
+                        self.events.extend(more);
                         continue;
                     }
                     let kept = Kept {
@@ -646,6 +679,7 @@ impl Agent {
                     };
                     let saved = self.keeper.save(&state);
                     self.kept = Some(kept);
+                    self.held = Some(issued.clone());
                     self.issuance.installed();
                     self.keeper.say(&format!(
                         "acme: certificate for {} installed (valid until {}, renewal from {})",
@@ -654,8 +688,14 @@ impl Agent {
                         bareweb_acme::document::format_time(issued.renew_at()),
                     ));
                     if let Err(e) = saved {
-                        self.keeper
-                            .say(&format!("acme: the certificate could not be kept: {e}"));
+                        self.keeper.say(&format!(
+                            "acme: the certificate could not be kept ({e}): trying again every \
+                             {} s",
+                            SAVE_RETRY_NS / SEC
+                        ));
+                        self.unsaved = Some(state);
+                    } else {
+                        self.unsaved = None;
                     }
                 }
                 Event::Failed { reason, next } => {

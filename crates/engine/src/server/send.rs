@@ -101,11 +101,12 @@ impl<L: Lookup<'static>> Server<L> {
                     self.stats.drain_closed += 1;
                 }
                 // `--http-redirect`: plain HTTP sends everything but ACME's challenges to
-                // HTTPS.
-                let redirect = self
-                    .cfg
-                    .https_redirect
-                    .filter(|_| !self.conns[idx].app.tls() && http::redirects_to_https(&request));
+                // HTTPS, once HTTPS has a certificate (ACME may still be getting it).
+                let redirect = self.cfg.https_redirect.filter(|_| {
+                    !self.conns[idx].app.tls()
+                        && http::redirects_to_https(&request)
+                        && self.cfg.tls.is_none_or(|t| t.acceptor.certified())
+                });
                 match (redirect, self.dynamic.as_mut()) {
                     (Some(port), _) => {
                         let r = http::respond_https_redirect(&request, port, now, name, head);

@@ -164,6 +164,11 @@ pub trait TlsSession: Send {
 pub trait TlsAcceptor: Sync + fmt::Debug {
     /// A new connection's session (`None`: none can be made; the connection is closed).
     fn accept(&self) -> Option<Box<dyn TlsSession>>;
+    /// Whether a certificate is served (false while one is awaited over ACME: then
+    /// `--http-redirect` does not send clients to a port that refuses them).
+    fn certified(&self) -> bool {
+        true
+    }
 }
 
 /// HTTPS on a port (`Config::tls`).

@@ -47,7 +47,7 @@ pub static CLIENT_ALGORITHMS: WebPkiSupportedAlgorithms = WebPkiSupportedAlgorit
 #[cfg(feature = "rsa-verify")]
 mod rsa_verify {
     //! RSA verification by the `rsa` crate: PKCS #1 v1.5 and PSS over SHA-2, keys of 2048
-    //! to 8192 bits. Public keys and signatures only: no secret is handled, so the crate's
+    //! to 4096 bits (the crate's own bound). Public keys and signatures only: no secret is handled, so the crate's
     //! timing advisory (decryption, RUSTSEC-2023-0071) does not apply.
     use rsa::pkcs1::DecodeRsaPublicKey;
     use rsa::signature::Verifier;
@@ -123,7 +123,7 @@ mod rsa_verify {
         ) -> Result<(), InvalidSignature> {
             let key =
                 rsa::RsaPublicKey::from_pkcs1_der(public_key).map_err(|_| InvalidSignature)?;
-            if !(2048..=8192).contains(&key.size().saturating_mul(8)) {
+            if !(2048..=4096).contains(&key.size().saturating_mul(8)) {
                 return Err(InvalidSignature);
             }
             if self.pss {

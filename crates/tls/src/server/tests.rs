@@ -638,3 +638,15 @@ fn a_renewed_certificate_serves_new_connections_only() {
     exchange(&mut again, &mut again_conn);
     assert_eq!(again.handshake_kind(), Some(HandshakeKind::Resumed));
 }
+
+#[test]
+fn a_slot_says_whether_it_holds_a_certificate_as_it_is_replaced() {
+    let p = platform();
+    let waiting = TlsServer::awaiting_certificate(&Options::default(), &p).unwrap();
+    let slot = ServerSlot::new(waiting.clone());
+    assert!(!slot.has_certificate());
+    slot.replace(waiting.with_certificate(CERT, KEY).unwrap());
+    assert!(slot.has_certificate());
+    slot.replace(waiting);
+    assert!(!slot.has_certificate());
+}

@@ -33,6 +33,10 @@ impl TlsAcceptor for Renewable {
         let conn = self.0.accept().ok()?;
         Some(Box::new(Session(conn, None)))
     }
+
+    fn certified(&self) -> bool {
+        self.0.has_certificate()
+    }
 }
 
 /// One connection's `TlsConn`, and the MAC (GHASH, Poly1305) of the record its ranges
