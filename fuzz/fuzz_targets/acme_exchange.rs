@@ -16,7 +16,13 @@ use libfuzzer_sys::fuzz_target;
 
 static RANDOM: TestRandom = TestRandom::new(7);
 
-fn client() -> TlsClient {
+/// Made once: the provider leaks its key-exchange groups by design (one per server).
+fn client() -> &'static TlsClient {
+    static CLIENT: std::sync::OnceLock<TlsClient> = std::sync::OnceLock::new();
+    CLIENT.get_or_init(make_client)
+}
+
+fn make_client() -> TlsClient {
     let platform = Platform {
         random: &RANDOM,
         time: Arc::new(FixedTime::new(1_800_000_000)),
@@ -47,7 +53,7 @@ fuzz_target!(|data: &[u8]| {
         body: Vec::new(),
     };
     let bytes = exchange::request_bytes(&req, &t, "fuzz");
-    let mut ex = Exchange::new(&client(), &t, bytes, req.method == Method::Head).unwrap();
+    let mut ex = Exchange::new(client(), &t, bytes, req.method == Method::Head).unwrap();
     let mut moved = Moved::default();
     ex.receive(&[], &mut moved).unwrap();
     let mut failed = false;

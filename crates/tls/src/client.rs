@@ -96,6 +96,7 @@ impl TlsClient {
             inbuf: Vec::new(),
             established: false,
             done: false,
+            failed: false,
         })
     }
 }
@@ -115,6 +116,8 @@ pub struct ClientConn {
     inbuf: Vec<u8>,
     established: bool,
     done: bool,
+    /// An error ended it: every later call fails too.
+    failed: bool,
 }
 
 impl fmt::Debug for ClientConn {
@@ -161,6 +164,11 @@ impl ClientConn {
         tls_out: &mut Vec<u8>,
         plain: &mut Vec<u8>,
     ) -> Result<ClientProgress, rustls::Error> {
+        if self.failed {
+            return Err(rustls::Error::General(
+                "the connection failed before".into(),
+            ));
+        }
         if self.done {
             return Ok(ClientProgress {
                 established: self.established,
@@ -169,6 +177,7 @@ impl ClientConn {
         }
         if self.inbuf.len() + tls_in.len() > MAX_BUFFERED {
             self.done = true;
+            self.failed = true;
             return Err(rustls::Error::General("too much buffered".into()));
         }
         self.inbuf.extend_from_slice(tls_in);
@@ -226,6 +235,7 @@ impl ClientConn {
             self.inbuf.drain(..discard.min(self.inbuf.len()));
             if let Err(e) = result {
                 self.done = true;
+                self.failed = true;
                 return Err(e);
             }
             if stop {
@@ -370,7 +380,10 @@ mod tests {
         c.receive(&[], &mut out, &mut plain).unwrap();
         let e = c.receive(&[0x16, 3, 3, 0, 4, 99, 0, 0, 0], &mut out, &mut plain);
         assert!(e.is_err());
-        assert!(c.receive(&[1, 2, 3], &mut out, &mut plain).unwrap().closed);
+        assert!(
+            c.receive(&[1, 2, 3], &mut out, &mut plain).is_err(),
+            "failed for good"
+        );
         let big = alloc::vec![0x17; MAX_BUFFERED + 1];
         let (mut c, _) = pair("localhost");
         assert!(c.receive(&big, &mut out, &mut plain).is_err());
