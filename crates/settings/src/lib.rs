@@ -1251,8 +1251,10 @@ pub static OPTIONS: [Opt; 42] = [
                HTTP meanwhile; NAME's A record must point at this server, ports 80 and 443 \
                reachable (docs/deploy.md) [default: no ACME]"
         ),
+        // The whole list in one value (the CLI joins the option given again); a second
+        // word replaces the first, so parsing a line twice changes nothing.
         set: |s, v| {
-            let mut n = s.acme.domains;
+            let mut n = 0;
             for name in v.split(',') {
                 if !acme_name_ok(name.trim()) || n >= 8 {
                     return Err(ACME_DOMAIN);
@@ -1322,8 +1324,9 @@ pub static OPTIONS: [Opt; 42] = [
                directory's host is a name (repeat it, or give a comma-separated list, at most \
                3; recursion is theirs) [default: none]"
         ),
+        // The whole list in one value, as --acme-domain's.
         set: |s, v| {
-            let mut dns = s.acme.dns;
+            let mut dns = [None; 3];
             for a in v.split(',') {
                 let a = a.trim();
                 let (ip, port) = match a.split_once(':') {
@@ -1459,6 +1462,28 @@ mod tests {
     /// not `[default: half of --tcbs]`), is the one `Settings::default` has: the defaults
     /// live in `Settings::default` (and the engine's `Config::new`) alone. Every bracket
     /// that ends a help is written `[default: X]`, as clap writes its own.
+    #[test]
+    fn acme_lists_are_whole_values_so_a_second_parse_changes_nothing() {
+        let mut s = Settings::default();
+        for _ in 0..2 {
+            assert_eq!(s.set("acme_domain", "a.test,b.test"), Some(Ok(())));
+            assert_eq!(s.set("dns", "10.0.0.1,10.0.0.2:5353"), Some(Ok(())));
+        }
+        assert_eq!(s.acme.domains, 2);
+        let dns: std::vec::Vec<_> = s.acme.dns_servers().collect();
+        assert_eq!(
+            dns,
+            [
+                (Ipv4Address([10, 0, 0, 1]), 53),
+                (Ipv4Address([10, 0, 0, 2]), 5353)
+            ]
+        );
+        assert!(s
+            .set("dns", "1.1.1.1,2.2.2.2,3.3.3.3,4.4.4.4")
+            .unwrap()
+            .is_err());
+    }
+
     #[test]
     fn help_shows_the_defaults() {
         let mut shown = 0;
