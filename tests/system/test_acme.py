@@ -24,6 +24,16 @@ DNS_PORT = 8053
 DNS_MGMT = 8055
 
 
+def cleanup(*closers):
+    """Runs every closer, even when one fails (a failed one is said, not raised): a
+    namespace or a CA left running would outlive the test."""
+    for close in closers:
+        try:
+            close()
+        except Exception as e:  # noqa: BLE001 - each closer runs whatever the others did
+            print(f"cleanup: {close!r}: {e}")
+
+
 def need(tool):
     if shutil.which(tool) is None:
         msg = f"{tool} is missing: `cargo xtask setup` installs it (Debian's pebble)"
@@ -244,17 +254,11 @@ def test_serve_obtains_a_certificate_that_curl_verifies_and_a_restart_reuses_it(
         assert acme["installed"] == 1, acme
         assert acme["next_attempt"] > time.time() + 86400, "renewal is years away: " + str(acme)
     except BaseException:
-        if s:
-            print(s.output())
-        if pebble:
-            print(pebble.output())
+        cleanup(*(c for c in (s and (lambda: print(s.output())),
+                               pebble and (lambda: print(pebble.output()))) if c))
         raise
     finally:
-        if s:
-            s.close()
-        if pebble:
-            pebble.close()
-        ns.close()
+        cleanup(*(c for c in (s and s.close, pebble and pebble.close, ns.close) if c))
 
 
 # One TLS connection held open across a renewal: its certificate's serial, then 40
@@ -357,21 +361,15 @@ def test_a_short_lived_certificate_is_renewed_while_https_fetches_go_on_without_
         print(f"renewed {installs - 1} time(s); {total} fetches on new connections and "
               f"{len(codes)} on kept ones, none failed")
     except BaseException:
-        if s:
-            print(s.output())
-        if pebble:
-            print(pebble.output())
+        cleanup(*(c for c in (s and (lambda: print(s.output())),
+                               pebble and (lambda: print(pebble.output()))) if c))
         raise
     finally:
         for p in loops:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-        if s:
-            s.close()
-        if pebble:
-            pebble.close()
-        ns.close()
+        cleanup(*(c for c in (s and s.close, pebble and pebble.close, ns.close) if c))
 
 
 def listener_cert(tmp):
@@ -457,17 +455,14 @@ def test_a_hostile_ca_ends_in_a_reason_and_a_bounded_retry(tmp_path, scenario):
         assert acme["next_attempt"] >= time.time() + least - 5, acme
         print(f"{scenario}: {reason}; next try in {wait} s; {len(seen)} request(s)")
     except BaseException:
-        if s:
-            print(s.output())
-        print(log.read_text())
+        cleanup(*(c for c in (s and (lambda: print(s.output())),
+                               lambda: print(log.read_text())) if c))
         raise
     finally:
-        if s:
-            s.close()
         if ca and ca.poll() is None:
             ca.kill()
             ca.wait()
-        ns.close()
+        cleanup(*(c for c in (s and s.close, ns.close) if c))
 
 
 def test_a_challenge_that_never_validates_ends_in_the_cas_reason(tmp_path):
@@ -493,14 +488,8 @@ def test_a_challenge_that_never_validates_ends_in_the_cas_reason(tmp_path):
         assert int(wait) >= 45, wait
         print(f"{reason}; next try in {wait} s")
     except BaseException:
-        if s:
-            print(s.output())
-        if pebble:
-            print(pebble.output())
+        cleanup(*(c for c in (s and (lambda: print(s.output())),
+                               pebble and (lambda: print(pebble.output()))) if c))
         raise
     finally:
-        if s:
-            s.close()
-        if pebble:
-            pebble.close()
-        ns.close()
+        cleanup(*(c for c in (s and s.close, pebble and pebble.close, ns.close) if c))
