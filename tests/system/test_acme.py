@@ -51,13 +51,7 @@ class Pebble:
         need("pebble")
         need("pebble-challtestsrv")
         self.ns, self.tmp = ns, tmp
-        subprocess.run(
-            ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-             "-nodes", "-days", "2", "-subj", "/CN=pebble listener",
-             "-addext", f"subjectAltName=DNS:{CA_NAME},IP:{HOST_IP}",
-             "-addext", "basicConstraints=critical,CA:FALSE",
-             "-keyout", tmp / "listener.key", "-out", tmp / "listener.pem"],
-            check=True, capture_output=True)
+        listener_cert(tmp)
         cfg = {"pebble": {
             "listenAddress": f"0.0.0.0:{PEBBLE_PORT}",
             "managementListenAddress": f"0.0.0.0:{PEBBLE_MGMT}",
@@ -139,6 +133,9 @@ class AcmeServer(Server):
     """`bareweb serve --acme-domain` in namespace `ns` (where pebble runs already), its CA
     pebble, its state in `state`."""
 
+    # Plain HTTP answers the site, or with a certificate held the redirect to HTTPS.
+    ready_codes = ("200", "308")
+
     def __init__(self, ns, tmp, state, alpn=False, directory=None):
         self.ns = ns
         self.log = open(tmp / f"serve-{time.monotonic_ns()}.log", "w+")
@@ -166,20 +163,6 @@ class AcmeServer(Server):
     def close(self):
         self.stop()
         self.log.close()
-
-    def wait_ready(self):
-        """Plain HTTP answers: the site (200), or with a certificate held, the redirect to
-        HTTPS (308)."""
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"server exited: {self.output()}")
-            r = self.ns.run("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time",
-                            "1", f"http://{SERVER_IP}/", check=False)
-            if r.stdout in ("200", "308"):
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"server not ready in 20 s: {self.output()}")
 
     def stats(self):
         # Followed to HTTPS once --http-redirect sends plain HTTP there (not verified:
@@ -373,11 +356,12 @@ def test_a_short_lived_certificate_is_renewed_while_https_fetches_go_on_without_
 
 
 def listener_cert(tmp):
-    """The fake CA's HTTPS certificate (for its name and its address), and another
-    certificate for the site's name with a key of its own: a chain not for our key."""
+    """The CA's HTTPS certificate, pebble's or the fake's (for its name and its address),
+    and another certificate for the site's name with a key of its own: a chain not for
+    our key."""
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-         "-nodes", "-days", "2", "-subj", "/CN=fake ca",
+         "-nodes", "-days", "2", "-subj", "/CN=test ca",
          "-addext", f"subjectAltName=DNS:{CA_NAME},IP:{HOST_IP}",
          "-addext", "basicConstraints=critical,CA:FALSE",
          "-keyout", tmp / "listener.key", "-out", tmp / "listener.pem"],

@@ -22,7 +22,7 @@ use rustls::unbuffered::{AppDataRecord, ConnectionState, EncodeError, Unbuffered
 use rustls::RootCertStore;
 
 use crate::provider;
-use crate::server::{Platform, MAX_BUFFERED};
+use crate::server::{encode_into, Platform, MAX_BUFFERED};
 
 /// A client configuration: the roots trusted, the platform's randomness and clock.
 #[derive(Clone, Debug)]
@@ -126,31 +126,6 @@ impl fmt::Debug for ClientConn {
             .field("established", &self.established)
             .field("buffered", &self.inbuf.len())
             .finish()
-    }
-}
-
-/// Appends what `encode` writes to `out`, growing it until it fits.
-fn encode_into(
-    out: &mut Vec<u8>,
-    mut encode: impl FnMut(&mut [u8]) -> Result<usize, EncodeError>,
-) -> Result<(), EncodeError> {
-    let at = out.len();
-    let mut room = 1024;
-    loop {
-        out.resize(at + room, 0);
-        match encode(&mut out[at..]) {
-            Ok(n) => {
-                out.truncate(at + n);
-                return Ok(());
-            }
-            Err(EncodeError::InsufficientSize(s)) if s.required_size > room => {
-                room = s.required_size;
-            }
-            Err(e) => {
-                out.truncate(at);
-                return Err(e);
-            }
-        }
     }
 }
 

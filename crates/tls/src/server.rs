@@ -847,8 +847,9 @@ pub fn sealed_len(plain_len: usize) -> usize {
     plain_len + records * RECORD_OVERHEAD
 }
 
-/// Runs rustls's `encode` into the spare end of `out`, growing it to the size rustls asks.
-fn encode_into(
+/// Runs rustls's `encode` into the spare end of `out`, growing it to the size rustls asks
+/// (the server's handshake and the client's records alike).
+pub(crate) fn encode_into(
     out: &mut Vec<u8>,
     mut encode: impl FnMut(&mut [u8]) -> Result<usize, EncodeError>,
 ) -> Result<(), EncodeError> {

@@ -224,14 +224,7 @@ fn an_order_through_pebbles_answers_to_an_installed_certificate() {
 #[test]
 fn a_certificate_the_owner_cannot_put_in_service_is_a_failure_with_its_backoff() {
     let mut h = H::new(ChallengeKind::Http01);
-    let issued = crate::chain::check(
-        pebble("chain.pem").as_bytes(),
-        &key(),
-        &["acme.test", "www.acme.test"],
-        NOW,
-    )
-    .unwrap();
-    h.c.resume(issued);
+    h.c.resume(kept());
     h.c.install_failed(
         "the key was refused",
         None,

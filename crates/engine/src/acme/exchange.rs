@@ -73,18 +73,11 @@ pub fn target(url: &str) -> Result<Target, String> {
     })
 }
 
-/// A dotted-quad IPv4 address.
+/// A dotted-quad IPv4 address (core's parser: four decimal octets, no leading zeros).
 pub fn parse_v4(s: &str) -> Option<Ipv4Address> {
-    let mut out = [0u8; 4];
-    let mut parts = s.split('.');
-    for o in &mut out {
-        let p = parts.next()?;
-        if p.is_empty() || p.len() > 3 || !p.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        *o = p.parse().ok()?;
-    }
-    parts.next().is_none().then_some(Ipv4Address(out))
+    s.parse::<core::net::Ipv4Addr>()
+        .ok()
+        .map(|a| Ipv4Address(a.octets()))
 }
 
 /// The request's bytes: head and body, `Connection: close` (one request a connection).

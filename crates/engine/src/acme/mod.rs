@@ -438,19 +438,10 @@ impl Agent {
             let Some(f) = self.flight.as_mut() else {
                 return;
             };
-            match self.resolver.take(t) {
+            match self.resolver.take(t).map(|r| address(&f.target.host, r)) {
                 None => return,
-                Some(Ok(a)) => match a.addresses().iter().find_map(|a| v4_of(&a.0)) {
-                    Some(v4) => f.step = Step::Connecting(Ipv4Address(v4)),
-                    None => {
-                        let e = format!("{} has no IPv4 address", f.target.host);
-                        return self.transport_error(&e, unix, tx);
-                    }
-                },
-                Some(Err(e)) => {
-                    let e = format!("{}: {}", f.target.host, e.reason());
-                    return self.transport_error(&e, unix, tx);
-                }
+                Some(Ok(ip)) => f.step = Step::Connecting(ip),
+                Some(Err(e)) => return self.transport_error(&e, unix, tx),
             }
         }
         let Some(f) = self.flight.as_mut() else {
@@ -518,74 +509,23 @@ impl Agent {
 
     /// Starts `req`.
     fn begin<T: TxRing>(&mut self, req: Request, now: u64, unix: u64, tx: &mut T) {
-        let target = match exchange::target(&req.url) {
-            Ok(t) => t,
+        match first_step(&mut self.resolver, &req.url, now) {
+            Ok((target, step)) => {
+                self.flight = Some(InFlight {
+                    req,
+                    target,
+                    started: now,
+                    step,
+                    exchange: None,
+                });
+                self.advance(now, unix, tx);
+            }
             Err(e) => {
                 let mut rng = Rng(self.keeper.as_mut());
                 self.client
                     .on_transport_error(&e, unix, &mut self.events, &mut rng);
-                return;
             }
-        };
-        let step = match target.addr {
-            Some(ip) => Step::Connecting(ip),
-            None => {
-                let name = match Name::new(&target.host) {
-                    Ok(n) => n,
-                    Err(_) => {
-                        let mut rng = Rng(self.keeper.as_mut());
-                        let e = format!("{} is not a host name", target.host);
-                        self.client
-                            .on_transport_error(&e, unix, &mut self.events, &mut rng);
-                        return;
-                    }
-                };
-                match self.resolver.resolve(&name, Type::A, now) {
-                    Ok(Lookup::Pending(t)) => Step::Resolving(t),
-                    Ok(Lookup::Ready(Ok(a))) => {
-                        match a.addresses().iter().find_map(|a| v4_of(&a.0)) {
-                            Some(v4) => Step::Connecting(Ipv4Address(v4)),
-                            None => {
-                                let mut rng = Rng(self.keeper.as_mut());
-                                let e = format!("{} has no IPv4 address", target.host);
-                                self.client.on_transport_error(
-                                    &e,
-                                    unix,
-                                    &mut self.events,
-                                    &mut rng,
-                                );
-                                return;
-                            }
-                        }
-                    }
-                    Ok(Lookup::Ready(Err(e))) => {
-                        let mut rng = Rng(self.keeper.as_mut());
-                        let e = format!("{}: {}", target.host, e.reason());
-                        self.client
-                            .on_transport_error(&e, unix, &mut self.events, &mut rng);
-                        return;
-                    }
-                    Err(_) => {
-                        let mut rng = Rng(self.keeper.as_mut());
-                        self.client.on_transport_error(
-                            "the resolver is busy",
-                            unix,
-                            &mut self.events,
-                            &mut rng,
-                        );
-                        return;
-                    }
-                }
-            }
-        };
-        self.flight = Some(InFlight {
-            req,
-            target,
-            started: now,
-            step,
-            exchange: None,
-        });
-        self.advance(now, unix, tx);
+        }
     }
 
     /// The answer is complete: to the order machine; the connection closed.
@@ -709,6 +649,38 @@ impl Agent {
     }
 }
 
+/// Where a request to `url` begins: at the address it names, or with a lookup of its
+/// name (at once, when the resolver's cache holds it).
+fn first_step(resolver: &mut Resolver, url: &str, now: u64) -> Result<(Target, Step), String> {
+    let target = exchange::target(url)?;
+    let step = match target.addr {
+        Some(ip) => Step::Connecting(ip),
+        None => {
+            let name = Name::new(&target.host)
+                .map_err(|_| format!("{} is not a host name", target.host))?;
+            match resolver.resolve(&name, Type::A, now) {
+                Ok(Lookup::Pending(t)) => Step::Resolving(t),
+                Ok(Lookup::Ready(r)) => Step::Connecting(address(&target.host, r)?),
+                Err(_) => return Err("the resolver is busy".into()),
+            }
+        }
+    };
+    Ok((target, step))
+}
+
+/// The first IPv4 address of a lookup of `host`, or why there is none.
+fn address(host: &str, r: Result<dns::Answer, dns::Failure>) -> Result<Ipv4Address, String> {
+    match r {
+        Ok(a) => a
+            .addresses()
+            .iter()
+            .find_map(|a| v4_of(&a.0))
+            .map(Ipv4Address)
+            .ok_or_else(|| format!("{host} has no IPv4 address")),
+        Err(e) => Err(format!("{host}: {}", e.reason())),
+    }
+}
+
 /// What a failed connection did, for the console.
 fn failure(why: fetch::Failure) -> &'static str {
     use fetch::Failure as F;
@@ -725,43 +697,15 @@ fn failure(why: fetch::Failure) -> &'static str {
 
 /// Puts the certificate `pem` with its key (PKCS #8 DER) in `slot` for new handshakes.
 fn install(slot: &ServerSlot, pem: &str, key: &[u8]) -> Result<(), String> {
-    let key_pem = der_to_pem("PRIVATE KEY", key);
+    let key_pem = Key::from_pkcs8(key)
+        .map_err(|_| "the certificate was not installed: its key is unusable".to_string())?
+        .to_pkcs8_pem();
     let s = slot
         .current()
         .with_certificate(pem.as_bytes(), key_pem.as_bytes())
         .map_err(|e| format!("the certificate was not installed: {e}"))?;
     slot.replace(s);
     Ok(())
-}
-
-/// DER as a PEM block.
-fn der_to_pem(label: &str, der: &[u8]) -> String {
-    let b64 = base64(der);
-    let mut out = format!("-----BEGIN {label}-----\n");
-    for line in b64.as_bytes().chunks(64) {
-        out.push_str(core::str::from_utf8(line).unwrap_or(""));
-        out.push('\n');
-    }
-    out.push_str(&format!("-----END {label}-----\n"));
-    out
-}
-
-fn base64(data: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for c in data.chunks(3) {
-        let n = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(T[(n >> (18 - 6 * i)) as usize & 63] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// An IPv4 UDP datagram's source, ports and payload, its checksums verified; `None` for
