@@ -60,6 +60,8 @@ pub const TARGETS: &[&str] = &[
     "bond",
     // The bare-machine kernel's parsers.
     "kernel_cmdline",
+    // The boot module's trailers: HTTPS's chain and key, the ACME client's roots.
+    "tls_payload",
     "kernel_multiboot2",
     "kernel_madt",
     "kernel_fadt",
