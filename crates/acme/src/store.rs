@@ -23,6 +23,13 @@ pub const MAGIC: [u8; 8] = *b"BWACME\x00\x01";
 pub const HEADER: usize = 24;
 /// The longest payload read or written.
 pub const MAX_PAYLOAD: usize = 64 * 1024;
+/// Bytes of one slot of the bare machine's state area: the largest record, rounded up to
+/// whole 64 KiB disk requests.
+pub const SLOT_BYTES: u64 = ((HEADER + MAX_PAYLOAD).div_ceil(65_536) * 65_536) as u64;
+/// Bytes of the bare machine's state area: two slots, written in turn. It lies at the end
+/// of the disk (`bareweb run --state-disk` makes a disk of exactly this size; `bareweb
+/// build --disk` reserves it at the end of the image).
+pub const AREA_BYTES: u64 = 2 * SLOT_BYTES;
 
 const ACCOUNT: u8 = 1;
 const CHAIN: u8 = 2;

@@ -1,14 +1,22 @@
 //! The bare machine's state area: the ACME client's records (`bareweb_acme::store`) in two
-//! slots at the start of the virtio-blk disk, written in turn. A write goes to the slot
+//! slots at the end of the virtio-blk disk, written in turn. A write goes to the slot
 //! not holding the newest record and is flushed before it counts, so power lost mid-write
 //! leaves the other slot's record, the previous state, readable: [`StateArea::load`]
 //! takes the valid record with the higher sequence number and ignores a torn one (its
 //! checksum fails).
 //!
 //! ```text
-//! sector 0            SLOT_SECTORS            2 × SLOT_SECTORS
-//! | slot 0: a record  | slot 1: a record      | (the rest of the disk: unused)
+//! | (the rest of the disk:   | slot 0: a record   | slot 1: a record   |
+//! |  a boot image's content) | SLOT_SECTORS       | SLOT_SECTORS       | end of disk
 //! ```
+//!
+//! The area is at the disk's end so that one layout serves both of its homes: a disk of
+//! exactly [`AREA_BYTES`] (`bareweb run --state-disk` makes one) and a bootable image
+//! (`bareweb build --disk` reserves the area after its content). A record is written one
+//! sector per request, in order: a sector is what a disk writes whole, so a power loss
+//! cuts a record between sectors, never within one, and the record's checksum finds the
+//! cut. The area is written only when each slot's first sector is blank or begins with a
+//! record's magic: another disk given by mistake is refused, never written over.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -19,9 +27,11 @@ use crate::drivers::virtio::Transport;
 use crate::drivers::virtio_blk::{BlkError, VirtioBlk, MAX_IO, SECTOR};
 
 /// Sectors of one slot: the largest record, rounded up to whole 64 KiB requests.
-pub const SLOT_SECTORS: u64 = ((HEADER + MAX_PAYLOAD).div_ceil(MAX_IO) * MAX_IO / SECTOR) as u64;
-/// Bytes of the area: two slots (what `run --state-disk` makes at least).
-pub const AREA_BYTES: u64 = 2 * SLOT_SECTORS * SECTOR as u64;
+pub const SLOT_SECTORS: u64 = store::SLOT_BYTES / SECTOR as u64;
+/// Bytes of the area: two slots (what `run --state-disk` makes).
+pub const AREA_BYTES: u64 = store::AREA_BYTES;
+const _: () = assert!(store::SLOT_BYTES >= (HEADER + MAX_PAYLOAD) as u64);
+const _: () = assert!(store::SLOT_BYTES % MAX_IO as u64 == 0);
 
 /// Why the area could not be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,11 +42,16 @@ pub enum AreaError {
     Disk(BlkError),
     /// The state does not fit a record.
     TooLarge,
+    /// A slot's first sector holds something other than a record or zeroes: not a state
+    /// area (another disk given by mistake), so never written.
+    NotOurs,
 }
 
 /// The state area on a disk.
 pub struct StateArea<T: Transport> {
     blk: VirtioBlk<T>,
+    /// The area's first sector: the disk's last 2 × [`SLOT_SECTORS`].
+    base: u64,
 }
 
 impl<T: Transport> StateArea<T> {
@@ -45,7 +60,18 @@ impl<T: Transport> StateArea<T> {
         if blk.capacity() < AREA_BYTES {
             return Err(AreaError::TooSmall(blk.capacity()));
         }
-        Ok(StateArea { blk })
+        let base = (blk.capacity() - AREA_BYTES) / SECTOR as u64;
+        Ok(StateArea { blk, base })
+    }
+
+    /// The disk's size in bytes.
+    pub fn disk_bytes(&self) -> u64 {
+        self.blk.capacity()
+    }
+
+    /// The area's first byte on the disk.
+    pub fn offset(&self) -> u64 {
+        self.base * SECTOR as u64
     }
 
     /// Slot `i`'s bytes, read in whole requests; `wait` bounds each (as the driver's).
@@ -55,7 +81,7 @@ impl<T: Transport> StateArea<T> {
         wait: &mut impl FnMut(&mut T) -> bool,
     ) -> Result<Vec<u8>, AreaError> {
         let mut bytes = vec![0u8; SLOT_SECTORS as usize * SECTOR];
-        let base = i * SLOT_SECTORS;
+        let base = self.base + i * SLOT_SECTORS;
         for (k, chunk) in bytes.chunks_mut(MAX_IO).enumerate() {
             let sector = base + (k * MAX_IO / SECTOR) as u64;
             self.blk
@@ -67,22 +93,32 @@ impl<T: Transport> StateArea<T> {
 
     /// Both slots. One that cannot be read (a bad sector) counts as empty, so a damaged
     /// older slot neither hides the newer nor stops the next write (which goes there); if
-    /// neither reads, the disk's error.
+    /// neither reads, the disk's error. A slot whose first sector is neither blank nor a
+    /// record's start is [`AreaError::NotOurs`].
     fn slots(&mut self, wait: &mut impl FnMut(&mut T) -> bool) -> Result<[Vec<u8>; 2], AreaError> {
-        match (self.read_slot(0, wait), self.read_slot(1, wait)) {
-            (Err(e), Err(_)) => Err(e),
-            (a, b) => Ok([a.unwrap_or_default(), b.unwrap_or_default()]),
+        let [a, b] = match (self.read_slot(0, wait), self.read_slot(1, wait)) {
+            (Err(e), Err(_)) => return Err(e),
+            (a, b) => [a.unwrap_or_default(), b.unwrap_or_default()],
+        };
+        if !ours(&a) || !ours(&b) {
+            return Err(AreaError::NotOurs);
         }
+        Ok([a, b])
     }
 
     /// The newest state kept, `None` on a blank area (or one whose records are both torn
     /// or damaged).
-    pub fn load(
+    pub fn load(&mut self, wait: impl FnMut(&mut T) -> bool) -> Result<Option<State>, AreaError> {
+        Ok(self.load_record(wait)?.map(|(_, state)| state))
+    }
+
+    /// [`StateArea::load`] with the record's sequence number.
+    pub fn load_record(
         &mut self,
         mut wait: impl FnMut(&mut T) -> bool,
-    ) -> Result<Option<State>, AreaError> {
+    ) -> Result<Option<(u64, State)>, AreaError> {
         let [a, b] = self.slots(&mut wait)?;
-        Ok(store::newest(&[&a, &b]).map(|(_, _, state)| state))
+        Ok(store::newest(&[&a, &b]).map(|(_, seq, state)| (seq, state)))
     }
 
     /// Keeps `state`: written to the slot not holding the newest record, then flushed.
@@ -90,23 +126,37 @@ impl<T: Transport> StateArea<T> {
     pub fn save(
         &mut self,
         state: &State,
-        mut wait: impl FnMut(&mut T) -> bool,
+        wait: impl FnMut(&mut T) -> bool,
     ) -> Result<usize, AreaError> {
+        self.save_record(state, wait).map(|(slot, _)| slot)
+    }
+
+    /// [`StateArea::save`], returning the slot and the record's sequence number.
+    pub fn save_record(
+        &mut self,
+        state: &State,
+        mut wait: impl FnMut(&mut T) -> bool,
+    ) -> Result<(usize, u64), AreaError> {
         let [a, b] = self.slots(&mut wait)?;
         let (slot, seq) = store::next_write([&a, &b]);
         let record = store::encode(state, seq).ok_or(AreaError::TooLarge)?;
         let mut bytes = record;
         bytes.resize(bytes.len().next_multiple_of(SECTOR), 0);
-        let base = slot as u64 * SLOT_SECTORS;
-        for (k, chunk) in bytes.chunks(MAX_IO).enumerate() {
-            let sector = base + (k * MAX_IO / SECTOR) as u64;
+        let base = self.base + slot as u64 * SLOT_SECTORS;
+        for (k, sector) in bytes.chunks(SECTOR).enumerate() {
             self.blk
-                .write(sector, chunk, &mut wait)
+                .write(base + k as u64, sector, &mut wait)
                 .map_err(AreaError::Disk)?;
         }
         self.blk.flush(&mut wait).map_err(AreaError::Disk)?;
-        Ok(slot)
+        Ok((slot, seq))
     }
+}
+
+/// Whether a slot's bytes may be ours: unread (empty), a blank first sector, or a
+/// record's magic at its start.
+fn ours(slot: &[u8]) -> bool {
+    slot.is_empty() || slot.starts_with(&store::MAGIC) || slot.iter().take(SECTOR).all(|&b| b == 0)
 }
 
 #[cfg(test)]
@@ -159,6 +209,30 @@ mod tests {
             area(AREA_BYTES - 512),
             Err(AreaError::TooSmall(_))
         ));
+    }
+
+    #[test]
+    fn the_area_is_the_disks_end_and_a_foreign_disk_is_never_written() {
+        // A boot image's content before the area stays as it was.
+        let image = 3 * 1024 * 1024;
+        let mut disk = vec![0x5Au8; image + AREA_BYTES as usize];
+        disk[image..].fill(0);
+        let mut a = area(disk.len() as u64).unwrap();
+        assert_eq!(a.offset(), image as u64);
+        assert_eq!(a.save(&state(2), honest(&mut disk)).unwrap(), 0);
+        assert!(disk[..image].iter().all(|&b| b == 0x5A));
+        assert_eq!(&disk[image..image + 8], &store::MAGIC);
+        assert_eq!(a.load(honest(&mut disk)).unwrap(), Some(state(2)));
+        // A disk whose last sectors hold something else: refused, not written.
+        let mut other = vec![0x5Au8; AREA_BYTES as usize];
+        let before = other.clone();
+        let mut b = area(AREA_BYTES).unwrap();
+        assert_eq!(b.load(honest(&mut other)), Err(AreaError::NotOurs));
+        assert_eq!(
+            b.save(&state(3), honest(&mut other)),
+            Err(AreaError::NotOurs)
+        );
+        assert!(other == before);
     }
 
     #[test]

@@ -24,6 +24,16 @@ pub const SECTOR: usize = 512;
 /// The most bytes one request moves.
 pub const MAX_IO: usize = 64 * 1024;
 
+/// virtio's PCI vendor.
+pub const VENDOR: u16 = 0x1AF4;
+/// virtio-blk's PCI device ids: transitional, and virtio 1.0's (0x1040 + 2).
+pub const DEVICES: [u16; 2] = [0x1001, 0x1042];
+
+/// Whether PCI function `dev` is a virtio block device.
+pub fn matches(dev: &crate::arch::pci::Device) -> bool {
+    dev.vendor == VENDOR && DEVICES.contains(&dev.device)
+}
+
 /// VIRTIO_BLK_F_RO: the device is read-only.
 const F_RO: u64 = 1 << 5;
 /// VIRTIO_BLK_F_FLUSH: the device has a write cache and takes flush requests.
