@@ -103,7 +103,7 @@ pub struct Lease {
     pub router: Option<Ipv4Address>,
     /// The server that granted the lease (its identifier).
     pub server: Ipv4Address,
-    /// The first DNS server offered (shown only).
+    /// The first DNS server offered (the bare machine's ACME client asks it when no `dns=`).
     pub dns: Option<Ipv4Address>,
     /// Lease time, seconds (`u32::MAX`: infinite).
     pub lease_s: u32,

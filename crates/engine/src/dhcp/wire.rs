@@ -140,7 +140,7 @@ pub struct Reply {
     pub prefix_len: Option<u8>,
     /// The first router (option 3).
     pub router: Option<Ipv4Address>,
-    /// The first DNS server (option 6): shown, not used.
+    /// The first DNS server (option 6): the bare machine's ACME client's when no `dns=`.
     pub dns: Option<Ipv4Address>,
     /// Lease time in seconds (option 51; `u32::MAX` is infinite).
     pub lease_s: Option<u32>,
@@ -270,10 +270,13 @@ pub struct Outgoing {
     pub broadcast: bool,
 }
 
-/// The options the client asks for (option 55).
-const PARAMETERS: [u8; 5] = [
+/// The options the client asks for (option 55). The DNS servers are asked for (a server
+/// such as dnsmasq sends only what is asked): the bare machine's ACME client uses the
+/// first when no `dns=` is given.
+const PARAMETERS: [u8; 6] = [
     opt::SUBNET_MASK,
     opt::ROUTER,
+    opt::DNS,
     opt::LEASE_TIME,
     opt::RENEWAL_TIME,
     opt::REBINDING_TIME,
@@ -423,10 +426,10 @@ mod tests {
             &b[240..272],
             &[
                 53, 1, 3, 61, 7, 1, 2, 0, 0, 0, 0, 7, 50, 4, 10, 0, 0, 9, 54, 4, 10, 0, 0, 1, 57,
-                2, 2, 64, 55, 5, 1, 3
+                2, 2, 64, 55, 6, 1, 3
             ]
         );
-        assert_eq!(&b[272..276], &[51, 58, 59, 255]);
-        assert!(b[276..].iter().all(|&x| x == 0));
+        assert_eq!(&b[272..277], &[6, 51, 58, 59, 255]);
+        assert!(b[277..].iter().all(|&x| x == 0));
     }
 }
