@@ -38,11 +38,13 @@ pub fn lint(cargo: &str) -> Result<(), String> {
 /// builds it and `bareweb` carries it.
 pub const ELF: &str = "crates/kernel/target/x86_64-unknown-none/release/bareweb-kernel";
 
-/// Its budget: 1200 KiB since the kernel carries IPv6 (1,163,016 bytes measured, ~5 %
+/// Its budget: 2048 KiB since the kernel carries the ACME client (1,985,128 bytes: its
+/// TLS client, WebPKI and RSA verification, the Web PKI's roots, the order's JSON and
+/// X.509 encoding; ~3 % spare); 1200 KiB since the kernel carries IPv6 (1,163,016 bytes measured, ~5 %
 /// spare); 1100 KiB since it carries HTTPS (1,023,768 bytes with rustls, the RustCrypto
 /// provider and the engine's TLS paths); 512 KiB before, set with the many-core work
 /// (docs/kernel.md, "Size").
-pub const SIZE_BUDGET: u64 = 1200 * 1024;
+pub const SIZE_BUDGET: u64 = 2048 * 1024;
 
 /// The kernel's size against [`SIZE_BUDGET`] (the kernel `bareweb` carries: [`ELF`], or
 /// `BAREWEB_KERNEL`'s when set), printed; an error past the budget. Run after

@@ -280,6 +280,13 @@ fn run_core0<N: CoreQueue + Sleeper>(
         (true, false) => 1_000_000_000,
         (false, false) => u64::MAX,
     };
+    // ACME's agent: its timers (TCP's, DNS's, the order's polls) every 10 ms; frames for
+    // it tick the loop at once (`cores::run`).
+    let mut agent = booted.agent.take();
+    let every = match agent {
+        Some(_) => every.min(crate::acme::TICK_NS),
+        None => every,
+    };
     // The first second's work (the stats line, the DHCP watch) one tick after start, as
     // before the loop's first tick came right after the first round.
     let mut next_second = booted.clock.now_ns().saturating_add(every);
@@ -305,7 +312,13 @@ fn run_core0<N: CoreQueue + Sleeper>(
         &ctx,
         &mut rest,
         every,
-        |server, _| {
+        |server, nic| {
+            if let Some(a) = agent.as_mut() {
+                let (ip, prefix, _) = server.address();
+                let gateway = server.config().gateway;
+                let (_, tx) = nic.split();
+                a.run((ip, prefix, gateway), clock.now_ns(), clock.unix_secs(), tx);
+            }
             if ipv6 {
                 while let Some(e) = server.take_ipv6_news() {
                     if let Some(news) = e.news() {

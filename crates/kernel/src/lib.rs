@@ -20,8 +20,10 @@
 //!   site lookup, access log and ISN key the engine asks for; [`report`]: the console's
 //!   ready and stats lines; [`crash`]: failures on purpose; [`rest`]: how an idle core
 //!   polls, then halts until its NIC, its timer or another core wakes it.
-//! - [`state`]: the state area (the ACME client's records in two slots of the virtio-blk
-//!   disk, [`drivers::virtio_blk`]), so a write cut short leaves the previous state.
+//! - [`state`]: the state area (the ACME client's records in two slots at the end of the
+//!   virtio-blk disk, [`drivers::virtio_blk`]), so a write cut short leaves the previous
+//!   state; [`acme`]: the engine's ACME agent given that disk, the CPU's randomness, the
+//!   RTC and the console, run by core 0.
 //! - [`tls`]: HTTPS's platform: a ChaCha20 generator seeded from RDSEED/RDRAND, the RTC
 //!   clock for rustls, and the listener from the certificate and key the image carries.
 //!
@@ -36,6 +38,7 @@ extern crate alloc;
 #[cfg(all(feature = "fake", not(test)))]
 extern crate std;
 
+pub mod acme;
 pub mod adapters;
 pub mod arch;
 pub mod boot;

@@ -181,17 +181,22 @@ pub const RESERVE: u64 = 16 << 20;
 /// Sessions not made for want of memory ([`RESERVE`]).
 pub static NO_MEMORY: AtomicU64 = AtomicU64::new(0);
 
-/// The sessions' maker, refusing new ones when the heap is nearly used up.
+/// A sessions' maker (the image's certificate's, or ACME's renewable one) refusing new
+/// sessions when the heap is nearly used up.
 #[derive(Debug)]
-pub struct Guarded(Acceptor);
+pub struct Guarded<A>(pub A);
 
-impl TlsAcceptor for Guarded {
+impl<A: TlsAcceptor> TlsAcceptor for Guarded<A> {
     fn accept(&self) -> Option<Box<dyn TlsSession>> {
         if crate::mem::room() < RESERVE {
             NO_MEMORY.fetch_add(1, Ordering::Relaxed);
             return None;
         }
         self.0.accept()
+    }
+
+    fn certified(&self) -> bool {
+        self.0.certified()
     }
 }
 

@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use bareweb_engine::server::tls::TlsListen;
 use bareweb_engine::site::Site;
 
-use super::{Clocks, Cores, Cpus, Nics, SiteImage};
+use super::{Carried, Clocks, Cores, Cpus, Nics, SiteImage};
 use crate::arch::clock::{Calibration, TscClock};
 use crate::arch::pci::{self, Device};
 use crate::arch::{apic, irq};
@@ -90,7 +90,7 @@ pub fn clock_and_site(
     info: &BootInfo,
     settings: &Settings,
     image: &SiteImage,
-) -> (Site<'static>, Clocks, Option<Pems>) {
+) -> (Site<'static>, Clocks, Carried) {
     // The legacy PICs first, while the firmware's virtual wire (LINT0 as ExtINT) still
     // carries their output: see `irq::mask_legacy_pic`.
     irq::mask_legacy_pic();
@@ -102,11 +102,18 @@ pub fn clock_and_site(
     // embedded::get), identity-mapped, and excluded from the heap: nothing writes it.
     let module: &'static [u8] =
         unsafe { core::slice::from_raw_parts(image.span.start as *const u8, site_len as usize) };
-    // The site image, then the certificate and key when the image carries them.
-    let (site, pems) = match bareweb_settings::tls_payload::split(module) {
-        Ok(s) => (Site::load(s.site), s.pems),
+    // The site image, then the certificate and key, and the ACME client's roots, when
+    // the image carries them.
+    let (site, carried) = match bareweb_settings::tls_payload::split(module) {
+        Ok(s) => (
+            Site::load(s.site),
+            Carried {
+                pems: s.pems,
+                ca: s.ca,
+            },
+        ),
         Err(e) => fatal!(
-            "site image ({}): bytes after the site that are not a certificate and key ({e:?})",
+            "site image ({}): bytes after the site that are not a certificate and key or an ACME CA ({e:?})",
             image.from
         ),
     };
@@ -145,7 +152,7 @@ pub fn clock_and_site(
         apic: apic_mode,
         apic_hz,
     };
-    (site, clocks, pems)
+    (site, clocks, carried)
 }
 
 /// HTTPS, when the command line asks for it (`tls_cert=`): the randomness (a CPU without
@@ -154,9 +161,6 @@ pub fn clock_and_site(
 /// nothing starts half configured.
 pub fn tls(settings: &Settings, clock: TscClock, pems: Option<Pems>) -> Option<TlsListen> {
     let t = settings.tls;
-    if settings.acme.on() {
-        kprintln!("acme: acme_domain= is not served by the bare machine yet (its ACME client is the host's `serve` alone): ignored; HTTPS needs tls_cert=");
-    }
     if !t.cert {
         if pems.is_some() {
             kprintln!("tls: the image carries a certificate but the command line has no tls_cert=: plain HTTP only");

@@ -8,6 +8,8 @@
 //! 4. [`heap`]: the heap, around the kernel, the site and the framebuffer;
 //! 5. [`clock_and_site`]: the local APIC, then the clock calibrated while the site is
 //!    checked; [`tls`]: HTTPS's randomness and listener, when asked for;
+//!    [`crate::acme::prepare`]: with `acme_domain=`, the state disk read and HTTPS
+//!    awaiting its certificate;
 //! 6. [`cores`]: the other cores started (each waits for its job) and the interrupts that
 //!    wake a halted core;
 //! 7. [`nics`]: the NICs found (a PCI scan, else a microVM's virtio-mmio device);
@@ -44,8 +46,12 @@ pub fn boot(info: &BootInfo) -> ! {
     let cpus = cpus(info);
     let image = site_image(info);
     let _heap = heap(info, &image);
-    let (site, clocks, pems) = clock_and_site(info, &settings, &image);
-    let tls = tls(&settings, clocks.clock, pems);
+    let (site, clocks, carried) = clock_and_site(info, &settings, &image);
+    let mut tls = tls(&settings, clocks.clock, carried.pems);
+    let acme = crate::acme::prepare(&settings, lines(info), carried.ca, clocks.clock);
+    if let Some(a) = &acme {
+        tls = Some(a.listen);
+    }
     // The site's configuration can turn the stats page off too (bareweb.toml [stats]).
     let mut settings = settings;
     settings.stats_page &= site.pages().stats.or(true);
@@ -63,8 +69,26 @@ pub fn boot(info: &BootInfo) -> ! {
         s5: cpus.0.as_ref().ok().and_then(|p| p.s5),
         tls,
         multicast: alloc::vec::Vec::new(),
+        acme,
+        agent: None,
     };
     net::serve(booted, found)
+}
+
+/// The command line's two sources: the image's built-in words, then the loader's.
+fn lines(info: &BootInfo) -> [&'static str; 2] {
+    let baked =
+        crate::embedded::get().map_or("", |(_, _, c)| core::str::from_utf8(c).unwrap_or(""));
+    let line: &'static str = alloc::string::String::leak(info.cmdline().trim().into());
+    [baked, line]
+}
+
+/// What the image carries after the site (`bareweb_settings::tls_payload`).
+pub struct Carried {
+    /// HTTPS's certificate chain and key (PEM).
+    pub pems: Option<crate::tls::Pems>,
+    /// The ACME client's roots (PEM, `--acme-ca`).
+    pub ca: Option<&'static [u8]>,
 }
 
 /// The processors the firmware lists (step 2).
@@ -128,6 +152,10 @@ pub struct Booted {
     pub s5: Option<(u8, u8)>,
     /// HTTPS (`tls_cert=` and the image's certificate and key).
     pub tls: Option<bareweb_engine::server::tls::TlsListen>,
+    /// ACME (`acme_domain=`): what boot prepared, until the plan is made.
+    pub acme: Option<crate::acme::Prepared>,
+    /// ACME's agent, made with the NIC's MAC, for core 0 to run.
+    pub agent: Option<bareweb_engine::acme::Agent>,
     /// IPv6: the serving NICs' multicast filters (a bond's each), which core 0 keeps set to the groups
     /// the link listens to (`launch`).
     pub multicast: alloc::vec::Vec<alloc::boxed::Box<dyn crate::drivers::Multicast>>,

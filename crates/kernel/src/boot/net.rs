@@ -13,6 +13,7 @@ use bareweb_engine::dhcp::shared::Shared as DhcpShared;
 use bareweb_engine::dhcp::{Client as DhcpClient, Timing as DhcpTiming};
 use bareweb_engine::server::drain::Drain;
 use bareweb_engine::server::Config;
+use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
 
 use super::{Booted, Nics};
 use crate::adapters::{isn_key, Pages};
@@ -68,8 +69,12 @@ impl Booted {
     }
 
     /// `ip=dhcp`: gets a lease on the first NIC before serving (see [`crate::dhcp`]); the
-    /// servers start on its address, core 0's with the client.
-    fn acquire_address(&mut self, opened: &mut nics::Opened) {
+    /// servers start on its address, core 0's with the client. Returns the lease's DNS
+    /// server (option 6).
+    fn acquire_address(
+        &mut self,
+        opened: &mut nics::Opened,
+    ) -> Option<bareweb_engine::wire::Ipv4Address> {
         let clock: &'static TscClock = Box::leak(Box::new(self.clock));
         let shared: &'static DhcpShared = Box::leak(Box::new(DhcpShared::new().with_clock(clock)));
         let mac = opened.macs[0];
@@ -83,6 +88,25 @@ impl Booted {
         self.settings.gateway = lease.router;
         self.dhcp = Some(shared);
         self.dhcp_client = Some(client);
+        lease.dns
+    }
+
+    /// ACME: the frames of its connection handed over by every core, and its agent made
+    /// with our MAC, for core 0 to run.
+    fn acme_on(&mut self, cfg: &mut Config, mac: EthernetAddress, dhcp_dns: Option<Ipv4Address>) {
+        if let Some(p) = self.acme.take() {
+            cfg.divert = Some(p.divert);
+            self.agent = Some(p.agent(mac, dhcp_dns));
+        }
+    }
+
+    /// The plan of `mode` over `cfg`, with the board and, with ACME, its HTTP-01 answers
+    /// and issuance.
+    fn plan(&self, mode: Mode, cfg: Config, mac: EthernetAddress, acme: Acme) -> Plan<Pages> {
+        Plan::new(mode, self.cores, self.pages(), cfg, mac)
+            .with_http01(acme.map(|a| a.0))
+            .with_issuance(acme.map(|a| a.1))
+            .with_board(self.page_settings())
     }
 
     /// The server's own pages: the stats page as the command line and the site say;
@@ -226,9 +250,11 @@ impl Booted {
             let first = opened.nics.into_iter().next().unwrap_or_default();
             crate::fetcher::run(&self.settings, self.clock, first);
         }
-        if self.settings.dhcp {
-            self.acquire_address(&mut opened);
-        }
+        let dhcp_dns = if self.settings.dhcp {
+            self.acquire_address(&mut opened)
+        } else {
+            None
+        };
         let queues = opened.nics.first().map_or(0, Vec::len);
         let decision = plan::decide(self.cores, asked, self.settings.bsp_http, queues);
         self.ipv6_on(&opened, bonding.is_some());
@@ -243,9 +269,10 @@ impl Booted {
         let t = crate::arch::cpu::rdtsc();
         let mut cfg = self.config();
         let mac = opened.macs[0];
+        let acme = self.acme.as_ref().map(|p| (p.http01, p.issuance));
+        self.acme_on(&mut cfg, mac, dhcp_dns);
         let Some((mode, policy, ms)) = bonding else {
-            let plan = Plan::new(decision.mode, self.cores, self.pages(), cfg, mac)
-                .with_board(self.page_settings());
+            let plan = self.plan(decision.mode, cfg, mac, acme);
             let nics = opened.nics.into_iter().next().unwrap_or_default();
             launch::run(self, &plan, queues_of(nics), driver, t)
         };
@@ -266,8 +293,7 @@ impl Booted {
             models,
             policy.name()
         );
-        let plan = Plan::new(decision.mode, self.cores, self.pages(), cfg, mac)
-            .with_board(self.page_settings());
+        let plan = self.plan(decision.mode, cfg, mac, acme);
         let name = alloc::format!("{} {}", bond.count(), models);
         // Network-core mode: one set for core 0, which alone touches the NICs.
         let sets = match decision.mode {
@@ -278,6 +304,12 @@ impl Booted {
         launch::run(self, &plan, queues_of(sets), &name, t)
     }
 }
+
+/// ACME's HTTP-01 answers and issuance, for the plan's board.
+type Acme = Option<(
+    &'static bareweb_engine::cores::challenge::Http01,
+    &'static bareweb_engine::cores::challenge::Issuance,
+)>;
 
 /// Queue pairs as the one type the cores serve over (`crate::queue`).
 fn queues_of<N: Into<Queue>>(nics: Vec<N>) -> Vec<Queue> {
