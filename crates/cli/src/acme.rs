@@ -77,24 +77,57 @@ fn values(o: &ServerOpts, long: &str) -> Vec<String> {
 
 /// The roots the client trusts: the certificates of `ca` (PEM), else the Web PKI's.
 fn roots(ca: Option<&Path>) -> Result<RootCertStore, String> {
-    let mut store = RootCertStore::empty();
     match ca {
-        Some(path) => {
-            let pem =
-                std::fs::read(path).map_err(|e| format!("--acme-ca {}: {e}", path.display()))?;
-            let certs = bareweb_tls::server::parse_chain(&pem)
-                .map_err(|e| format!("--acme-ca {}: {e}", path.display()))?;
-            let (added, _) = store.add_parsable_certificates(certs);
-            if added == 0 {
-                return Err(format!(
-                    "--acme-ca {}: no certificate in it can be a root",
-                    path.display()
-                ));
-            }
+        Some(path) => read_roots(path).map(|(_, store)| store),
+        None => {
+            let mut store = RootCertStore::empty();
+            store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            Ok(store)
         }
-        None => store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
     }
-    Ok(store)
+}
+
+/// `--acme-ca FILE` read and checked (serve's, and run's and build's before the bytes go
+/// into the image): its PEM bytes, and the roots at least one of its certificates makes.
+pub fn read_roots(path: &Path) -> Result<(Vec<u8>, RootCertStore), String> {
+    let pem = std::fs::read(path).map_err(|e| format!("--acme-ca {}: {e}", path.display()))?;
+    let certs = bareweb_tls::server::parse_chain(&pem)
+        .map_err(|e| format!("--acme-ca {}: {e}", path.display()))?;
+    let mut store = RootCertStore::empty();
+    let (added, _) = store.add_parsable_certificates(certs);
+    if added == 0 {
+        return Err(format!(
+            "--acme-ca {}: no certificate in it can be a root",
+            path.display()
+        ));
+    }
+    Ok((pem, store))
+}
+
+/// `--acme-directory`'s host when it is a name (not `A.B.C.D`) and no `--dns` is given to
+/// look it up: refused with what to do (serve, run and build alike). `dhcp`: the kernel
+/// takes its address from DHCP, whose lease names a DNS server (option 6), used when
+/// `--dns` is not given.
+pub fn check_directory_host(o: &ServerOpts, dhcp: bool) -> Result<(), String> {
+    let s = &o.settings.acme;
+    if !s.on() || s.dns_servers().next().is_some() || dhcp {
+        return Ok(());
+    }
+    let directory = o
+        .given("acme-directory")
+        .unwrap_or(bareweb_settings::LETS_ENCRYPT);
+    let host = directory
+        .strip_prefix("https://")
+        .and_then(|r| r.split(['/', ':', '?']).next())
+        .unwrap_or("");
+    if acme::exchange::parse_v4(host).is_none() {
+        return Err(format!(
+            "--acme-directory's host {host} is a name: give --dns A.B.C.D, a DNS server the \
+             server can reach, to look it up (on the bare machine, --ip dhcp's lease names \
+             one too)"
+        ));
+    }
+    Ok(())
 }
 
 /// Sets up ACME for `serve` when `--acme-domain` is given: HTTPS on its port with the
@@ -126,16 +159,7 @@ pub fn prepare(
         .unwrap_or(bareweb_settings::LETS_ENCRYPT)
         .to_string();
     let dns: Vec<_> = s.dns_servers().collect();
-    let host = directory
-        .strip_prefix("https://")
-        .and_then(|r| r.split(['/', ':', '?']).next())
-        .unwrap_or("");
-    if dns.is_empty() && acme::exchange::parse_v4(host).is_none() {
-        return Err(format!(
-            "--acme-directory's host {host} is a name: give --dns A.B.C.D, a DNS server the \
-             server can reach, to look it up"
-        ));
-    }
+    check_directory_host(o, false)?;
     let platform = bareweb_tls::host::platform();
     let mut options = Options::default();
     if o.settings.tls.min13 {
@@ -226,5 +250,50 @@ impl<L: Lookup<'static>, H: CoreHook<L>> CoreHook<L> for AcmeTick<H> {
             let (_, tx) = nic.split();
             agent.run((ip, prefix, gateway), now, unix_now(), tx);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_roots_file_is_checked_and_a_named_directory_needs_dns() {
+        let dir = std::env::temp_dir().join(format!("bareweb-acme-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("ca.pem");
+        let pem = include_bytes!("../../tls/testdata/ca.pem");
+        std::fs::write(&good, pem).unwrap();
+        let (bytes, store) = read_roots(&good).unwrap();
+        assert_eq!((bytes.as_slice(), store.len()), (&pem[..], 1));
+        let bad = dir.join("not.pem");
+        std::fs::write(&bad, "no certificate here\n").unwrap();
+        let e = read_roots(&bad).unwrap_err();
+        assert!(
+            e.starts_with(&format!("--acme-ca {}", bad.display())),
+            "{e}"
+        );
+        let e = read_roots(&dir.join("missing.pem")).unwrap_err();
+        assert!(e.contains("--acme-ca") && e.contains("missing.pem"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+        let o = |w: &[&str]| ServerOpts::parse(w).unwrap();
+        assert!(check_directory_host(&o(&[]), false).is_ok());
+        let e = check_directory_host(&o(&["--acme-domain", "a.test"]), false).unwrap_err();
+        assert!(e.contains("acme-v02.api.letsencrypt.org is a name"), "{e}");
+        assert!(check_directory_host(&o(&["--acme-domain", "a.test"]), true).is_ok());
+        assert!(
+            check_directory_host(&o(&["--acme-domain", "a.test", "--dns", "10.0.0.1"]), false)
+                .is_ok()
+        );
+        assert!(check_directory_host(
+            &o(&[
+                "--acme-domain",
+                "a.test",
+                "--acme-directory",
+                "https://10.0.0.1:14000/dir"
+            ]),
+            false
+        )
+        .is_ok());
     }
 }

@@ -17,8 +17,9 @@
 //!   over the memory map and the ACPI RSDP in multiboot2 tags), so one kernel entry serves
 //!   every firmware and loader.
 //! - Disk: the same image, which grub-mkrescue makes hybrid (an MBR with GRUB's boot code
-//!   and a partition holding the EFI system image), padded to whole MiB: `dd` to a USB
-//!   stick, or a cloud VM's raw disk.
+//!   and a partition holding the EFI system image), padded with zeros to whole MiB, the
+//!   last 256 KiB of which are the state area of the kernel's ACME client (`bareweb run`
+//!   attaches the image as virtio-blk): `dd` to a USB stick, or a cloud VM's raw disk.
 //!
 //! The formats only: which files `bareweb build` writes, from its options, is
 //! [`crate::image`].

@@ -34,6 +34,11 @@ pub struct BuildArgs {
     /// DHCP unless --ip is given.
     #[command(flatten)]
     pub server: ServerOpts,
+    /// Bootable images, with --acme-domain: the root certificates (PEM) the kernel's ACME
+    /// client trusts for the CA's HTTPS, instead of the Web PKI's built in (a private or
+    /// test CA); built into the image after the site
+    #[arg(long, value_name = "FILE")]
+    pub acme_ca: Option<PathBuf>,
     /// Bootable images: the kernel's own settings.
     #[command(flatten)]
     pub kernel: KernelOpts,
@@ -76,7 +81,11 @@ impl BuildArgs {
 
     pub fn check(&self) -> Result<(), String> {
         self.server.check()?;
-        self.server.check_bare()?;
+        self.server
+            .check_bare(self.bootable() && self.server.given("ip").is_none())?;
+        if self.acme_ca.is_some() && !self.server.settings.acme.on() {
+            return Err("--acme-ca is the ACME client's: it needs --acme-domain".into());
+        }
         if let Some(iso) = &self.iso {
             if kind_of(iso) != Kind::Iso {
                 return Err(format!(
@@ -130,6 +139,13 @@ fn build_bootable(a: &BuildArgs) -> Result<(), String> {
     // HTTPS: the certificate and key ride after the site (the kernel splits them).
     let tls = crate::tls::read_checked(&a.server)?;
     let image = crate::tls::with_pems(image, tls.as_ref())?;
+    // ACME: the roots its client trusts after them.
+    let roots = match &a.acme_ca {
+        Some(p) => Some(crate::acme::read_roots(p)?.0),
+        None => None,
+    };
+    let image = crate::tls::with_ca(image, roots.as_deref())?;
+    let acme = a.server.settings.acme.on();
     let cmdline = a.cmdline();
     let elf = elf_with_site(KERNEL, &image, &cmdline)?;
     let output = &a.output;
@@ -176,26 +192,63 @@ fn build_bootable(a: &BuildArgs) -> Result<(), String> {
         .disk
         .iter()
         .chain((kind_of(output) == Kind::Disk).then_some(output));
+    let mut disks = disks.peekable();
+    let elf_or_iso =
+        kind_of(output) == Kind::Elf || kind_of(output) == Kind::Iso || a.iso.is_some();
+    if acme && elf_or_iso {
+        println!(
+            "note: with --acme-domain the kernel keeps its account key and certificate on a disk: \
+             boot the .elf or .iso with `bareweb run IMAGE --state-disk FILE` (a virtio-blk disk \
+             whose last {} KiB it may use){}",
+            AREA_BYTES / 1024,
+            if disks.peek().is_some() {
+                "; the .img holds its own"
+            } else {
+                ""
+            }
+        );
+    }
     for disk in disks {
         // The hybrid ISO is a disk too: an MBR with GRUB's boot code (BIOS) and a partition
-        // holding the EFI system image (UEFI). Padded to whole MiB: cloud importers and
-        // some USB writers want sizes in whole sectors or MiB.
+        // holding the EFI system image (UEFI). Then zeros to whole MiB (cloud importers
+        // and some USB writers want sizes in whole sectors or MiB), the last AREA_BYTES of
+        // which are the state area the kernel's ACME client keeps its records in (the end
+        // of its virtio-blk disk): past everything xorriso wrote, its backup GPT included.
         write_iso_maybe_private(&elf, disk, tls.is_some())?;
         let len = std::fs::metadata(disk).map_err(|e| e.to_string())?.len();
-        let padded = len.div_ceil(1 << 20) << 20;
+        let padded = disk_len(len);
         std::fs::OpenOptions::new()
             .write(true)
             .open(disk)
             .and_then(|f| f.set_len(padded))
             .map_err(|e| format!("cannot pad {}: {e}", disk.display()))?;
         println!(
-            "{}: bootable disk image (GRUB, BIOS and UEFI; dd it to a USB stick), {} MiB, {files} files, command line {cmdline:?}",
+            "{}: bootable disk image (GRUB, BIOS and UEFI; dd it to a USB stick), {} MiB, {files} files, command line {cmdline:?}, state area {} KiB at its end",
             disk.display(),
-            padded >> 20
+            padded >> 20,
+            AREA_BYTES / 1024
         );
         private(disk)?;
+        if acme {
+            // The kernel writes the account key and the certificate's key into the area.
+            std::fs::set_permissions(disk, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .map_err(|e| format!("cannot make {} private: {e}", disk.display()))?;
+            println!(
+                "{}: its state area will hold the ACME account key and certificate key: written with mode 0600 (owner only)",
+                disk.display()
+            );
+        }
     }
     Ok(())
+}
+
+/// The state area's size (`bareweb_acme::store::AREA_BYTES`).
+const AREA_BYTES: u64 = crate::run::AREA_BYTES;
+
+/// A disk image's length for `content` bytes of hybrid ISO: room for the state area after
+/// them, in whole MiB.
+fn disk_len(content: u64) -> u64 {
+    (content + AREA_BYTES).div_ceil(1 << 20) << 20
 }
 
 /// [`write_iso`], and when the ELF holds a key, made in a directory of the owner's alone
@@ -262,5 +315,137 @@ mod tests {
         let site = args(&["-o", "site.bws"]);
         assert!(!site.bootable());
         assert_eq!(site.cmdline(), "", "a site image carries no command line");
+    }
+
+    /// The state area is the image's last 256 KiB, after every byte xorriso wrote, and the
+    /// image stays whole MiB.
+    #[test]
+    fn a_disk_image_ends_with_the_state_area_in_whole_mib() {
+        assert_eq!(AREA_BYTES, 256 << 10);
+        for content in [
+            1u64,
+            5 << 20,
+            (6 << 20) - AREA_BYTES,
+            (6 << 20) - AREA_BYTES + 1,
+        ] {
+            let len = disk_len(content);
+            assert_eq!(len % (1 << 20), 0, "{content}");
+            assert!(len - AREA_BYTES >= content, "{content}");
+            assert!(len - AREA_BYTES - content < 1 << 20, "{content}");
+        }
+        assert_eq!(disk_len((6 << 20) - AREA_BYTES), 6 << 20);
+    }
+
+    #[test]
+    fn acme_goes_into_bootable_images_with_its_checks() {
+        let acme = ["--acme-domain", "a.test", "--dns", "10.0.2.3"];
+        let mut w = vec!["--disk", "s.img"];
+        w.extend(acme);
+        let a = args(&w);
+        a.check().unwrap();
+        assert!(
+            a.cmdline().contains("acme_domain=a.test dns=10.0.2.3"),
+            "{}",
+            a.cmdline()
+        );
+        // The roots need ACME; ACME needs a resolver for a directory named by a host name
+        // (Let's Encrypt's by default), `--dns` or DHCP's lease; a certificate given and ACME do not go together.
+        for (bad, why) in [
+            (
+                &["-o", "s.elf", "--acme-ca", "ca.pem"][..],
+                "needs --acme-domain",
+            ),
+            (
+                &[
+                    "-o",
+                    "s.elf",
+                    "--ip",
+                    "10.0.0.2/24",
+                    "--acme-domain",
+                    "a.test",
+                ],
+                "give --dns",
+            ),
+            (
+                // A fixed address: no DHCP lease to name a DNS server.
+                &[
+                    "-o",
+                    "s.elf",
+                    "--ip",
+                    "10.0.0.2/24",
+                    "--acme-domain",
+                    "a.test",
+                    "--acme-directory",
+                    "https://ca.test:14000/dir",
+                ],
+                "host ca.test is a name",
+            ),
+            (
+                &[
+                    "-o",
+                    "s.elf",
+                    "--acme-domain",
+                    "a.test",
+                    "--dns",
+                    "10.0.2.3",
+                    "--tls-cert",
+                    "c.pem",
+                    "--tls-key",
+                    "k.pem",
+                ],
+                "not both",
+            ),
+            (
+                &[
+                    "-o",
+                    "s.elf",
+                    "--acme-domain",
+                    "a.test",
+                    "--dns",
+                    "10.0.2.3",
+                    "--port",
+                    "61000",
+                ],
+                "ACME client's own connections",
+            ),
+            (
+                &[
+                    "-o",
+                    "s.bws",
+                    "--acme-domain",
+                    "a.test",
+                    "--dns",
+                    "10.0.2.3",
+                ],
+                "bootable images only",
+            ),
+        ] {
+            let e = args(bad).check().unwrap_err();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+        // Without --ip the image takes DHCP's lease, whose DNS server looks the name up.
+        assert!(args(&["-o", "s.elf", "--acme-domain", "a.test"])
+            .check()
+            .is_ok());
+        // A directory at an address needs no resolver; the URL reaches the kernel whole.
+        let a = args(&[
+            "-o",
+            "s.elf",
+            "--acme-domain",
+            "a.test,b.test",
+            "--acme-directory",
+            "https://10.0.2.2:14000/dir",
+            "--acme-ca",
+            "ca.pem",
+        ]);
+        a.check().unwrap();
+        let s = crate::opts::kernel_settings(&a.cmdline()).unwrap();
+        assert!(s.acme.on() && s.acme.directory);
+        assert!(
+            a.cmdline()
+                .contains("acme_domain=a.test,b.test acme_directory=https://10.0.2.2:14000/dir"),
+            "{}",
+            a.cmdline()
+        );
     }
 }

@@ -23,8 +23,8 @@ use crate::kernel_image::{kind_of, Kind, KERNEL};
 use crate::opts::{kernel_cmdline, value_name};
 use crate::relay6::{self, Listen6};
 use crate::run::{
-    choose_accel, cores_plan, machine_text, qemu_args, qemu_present, shell_words, Boot, Net,
-    NicModel, RunArgs, KERNEL_FAILED, QEMU_HINT,
+    choose_accel, cores_plan, https, machine_text, qemu_args, qemu_present, shell_words,
+    state_disk_needed, Boot, Net, NicModel, RunArgs, AREA_BYTES, KERNEL_FAILED, QEMU_HINT,
 };
 
 /// What `bareweb run` was given.
@@ -200,6 +200,13 @@ pub fn explain(stderr: &str, a: &RunArgs) -> Option<String> {
             first = taps.first().copied().unwrap_or("NAME"),
         ));
     }
+    if s.contains("Failed to get \"write\" lock") {
+        return Some(format!(
+            "{} is in use by another QEMU (another bareweb run?): it keeps the kernel's ACME \
+             state, which one machine at a time may write",
+            a.state_disk.as_deref().unwrap_or(&a.site).display()
+        ));
+    }
     if s.contains("cannot set up guest memory") {
         return Some(format!(
             "the host cannot give the VM --mem {}: give less",
@@ -214,12 +221,13 @@ pub fn explain(stderr: &str, a: &RunArgs) -> Option<String> {
     None
 }
 
-/// Checks the host side of `--listen` is free (then lets it go for QEMU to take).
-fn check_listen(a: &RunArgs) -> Result<(), String> {
+/// Checks the host side of `--listen` is free (then lets it go for QEMU to take), and of
+/// `--listen-https` when the kernel serves HTTPS.
+fn check_listen(a: &RunArgs, https: bool) -> Result<(), String> {
     if a.nets[0] != Net::User {
         return Ok(());
     }
-    if a.server.settings.tls.cert {
+    if https {
         check_one(a.listen_https, "--listen-https")?;
     }
     check_one(a.listen, "--listen")
@@ -253,7 +261,7 @@ struct Relay6 {
 /// certificate, HTTPS's at the same address with --listen-https's port. Given ones must
 /// bind; the default (`[::1]`, --listen's port) is skipped with a warning when it cannot
 /// (a host with no IPv6 loopback).
-fn bind_listen6(a: &RunArgs) -> Result<Vec<Relay6>, String> {
+fn bind_listen6(a: &RunArgs, https: bool) -> Result<Vec<Relay6>, String> {
     if a.nets[0] != Net::User {
         return Ok(Vec::new());
     }
@@ -267,9 +275,9 @@ fn bind_listen6(a: &RunArgs) -> Result<Vec<Relay6>, String> {
         _ => a.listen.port(),
     };
     let mut pairs = vec![(SocketAddrV6::new(ip, port, 0, 0), a.listen, "http")];
-    if a.server.settings.tls.cert {
-        let https = SocketAddrV6::new(ip, a.listen_https.port(), 0, 0);
-        pairs.push((https, a.listen_https, "https"));
+    if https {
+        let at = SocketAddrV6::new(ip, a.listen_https.port(), 0, 0);
+        pairs.push((at, a.listen_https, "https"));
     }
     let mut out = Vec::new();
     for (at, to, scheme) in pairs {
@@ -297,6 +305,58 @@ fn bind_listen6(a: &RunArgs) -> Result<Vec<Relay6>, String> {
     Ok(out)
 }
 
+/// `--state-disk FILE` ready for QEMU: made when missing (mode 0600, [`AREA_BYTES`] of
+/// zeros, sparse), else checked: a regular file, at least the area's size, writable by
+/// us. What to say about it (made, or readable by others), if anything.
+pub fn prepare_state_disk(path: &Path) -> Result<Option<String>, String> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let name = path.display();
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+                .map_err(|e| format!("--state-disk {name}: cannot make it: {e}"))?;
+            f.set_len(AREA_BYTES)
+                .map_err(|e| format!("--state-disk {name}: cannot size it: {e}"))?;
+            Ok(Some(format!(
+                "state disk {name} made: {} KiB of zeros, mode 0600 (the kernel keeps its ACME \
+                 account key and certificate there; keep the file for the next boot)",
+                AREA_BYTES / 1024
+            )))
+        }
+        Err(e) => Err(format!("--state-disk {name}: {e}")),
+        Ok(m) if !m.is_file() => Err(format!(
+            "--state-disk {name} is not a regular file: give a file's name (run makes it when \
+             missing)"
+        )),
+        Ok(m) if m.len() < AREA_BYTES => Err(format!(
+            "--state-disk {name} is {} bytes, smaller than the state area ({} KiB, at the \
+             disk's end): give another name and run makes a new one",
+            m.len(),
+            AREA_BYTES / 1024
+        )),
+        Ok(m) => {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(path)
+                .map_err(|e| {
+                    format!("--state-disk {name}: cannot open it to write: {e} (the kernel writes its state there)")
+                })?;
+            let mode = m.permissions().mode() & 0o777;
+            Ok((mode & 0o077 != 0).then(|| {
+                format!(
+                    "warning: --state-disk {name} has mode {mode:04o}: it holds the ACME account \
+                     key and the certificate's key; chmod 600 {name}"
+                )
+            }))
+        }
+    }
+}
+
 /// Where the console goes.
 enum Sink {
     Terminal,
@@ -314,9 +374,15 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     let (boot, baked, image_len, files) = match input {
         Input::Dir | Input::SiteImage => {
             let (bytes, files) = crate::util::site_image(&a.site, a.config.as_deref())?;
-            // HTTPS: the certificate and key after the site, in a file of ours alone.
+            // HTTPS: the certificate and key after the site, in a file of ours alone; the
+            // ACME client's roots after them.
             let tls = crate::tls::read_checked(&a.server)?;
             let bytes = crate::tls::with_pems(bytes, tls.as_ref())?;
+            let roots = match &a.acme_ca {
+                Some(p) => Some(crate::acme::read_roots(p)?.0),
+                None => None,
+            };
+            let bytes = crate::tls::with_ca(bytes, roots.as_deref())?;
             std::fs::write(&kernel, KERNEL).map_err(|e| format!("cannot write the kernel: {e}"))?;
             crate::tls::write_private(&image, &bytes)
                 .map_err(|e| format!("cannot write {}: {e}", image.display()))?;
@@ -367,14 +433,26 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     if let Some(c) = complaint {
         return Err(c);
     }
-    let need = memory_needed(image_len, settings.tcbs, a.smp, settings.tls.cert);
+    // ACME's state: the disk image's own end, or --state-disk (made below if missing, a
+    // dry run's too, so its command boots as printed). An image's built-in acme_domain=
+    // counts.
+    if settings.acme.on() {
+        state_disk_needed(&a, input == Input::Disk)?;
+    } else if a.state_disk.is_some() {
+        return Err(format!(
+            "--state-disk is the ACME client's: {} has no acme_domain= in its command line \
+             (give --acme-domain, or build the image with it)",
+            a.site.display()
+        ));
+    }
+    let need = memory_needed(image_len, settings.tcbs, a.smp, https(&settings));
     if need > a.mem.0 {
         return Err(format!(
             "--mem {} is too small: the site image is {} KiB and {} TCBs{} on {} core(s) need about {} MiB in all; give --mem {}M or more",
             a.mem,
             image_len / 1024,
             settings.tcbs,
-            if settings.tls.cert {
+            if https(&settings) {
                 format!(" with HTTPS (a 16 MiB reserve, {TLS_SESSIONS_PER_CORE} sessions a core)")
             } else {
                 String::new()
@@ -386,6 +464,11 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
     }
     let (accel, why) = choose_accel(a.accel);
     let args = qemu_args(&a, accel, &boot, &settings)?;
+    if let Some(disk) = &a.state_disk {
+        if let Some(said) = prepare_state_disk(disk)? {
+            eprintln!("bareweb: {said}");
+        }
+    }
     if a.dry_run {
         eprintln!("bareweb: accel {why}");
         if a.smp > 1 {
@@ -423,8 +506,8 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
             ));
         }
     }
-    check_listen(&a)?;
-    let relays = bind_listen6(&a)?;
+    check_listen(&a, https(&settings))?;
+    let relays = bind_listen6(&a, https(&settings))?;
     let what = match files {
         Some(n) => format!("the kernel ({} KiB) with {n} files", KERNEL.len() / 1024),
         None => format!("{}", a.site.display()),
@@ -444,7 +527,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
             a.server.udp_banner(a.listen.ip()),
             settings.ip,
             settings.port,
-            if settings.tls.cert {
+            if https(&settings) {
                 format!(
                     " and https://{}/ (forwarded to {}:{})",
                     a.listen_https,
@@ -483,7 +566,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode, String> {
                 settings.ip,
                 settings.port,
                 a.server.udp_banner(settings.ip),
-                if settings.tls.cert {
+                if https(&settings) {
                     format!(" and https://{}:{}/", settings.ip, settings.tls.port())
                 } else {
                     String::new()
@@ -907,6 +990,46 @@ mod tests {
         ] {
             assert!(e.contains(part), "{part}: {e}");
         }
+    }
+
+    #[test]
+    fn a_state_disk_is_made_private_and_a_wrong_one_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("bareweb-state-disk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let made = dir.join("state.img");
+        let said = prepare_state_disk(&made).unwrap().unwrap();
+        assert!(said.contains("made") && said.contains("256 KiB"), "{said}");
+        let m = std::fs::metadata(&made).unwrap();
+        assert_eq!(
+            (m.len(), m.permissions().mode() & 0o777),
+            (AREA_BYTES, 0o600)
+        );
+        // Kept as it is the next time, and said nothing about.
+        assert_eq!(prepare_state_disk(&made).unwrap(), None);
+        // Larger is fine (the area is its end); readable by others is warned about.
+        let big = dir.join("big.img");
+        std::fs::write(&big, vec![0u8; AREA_BYTES as usize + 4096]).unwrap();
+        std::fs::set_permissions(&big, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let w = prepare_state_disk(&big).unwrap().unwrap();
+        assert!(w.contains("mode 0644") && w.contains("chmod 600"), "{w}");
+        let small = dir.join("small.img");
+        std::fs::write(&small, [0u8; 512]).unwrap();
+        let e = prepare_state_disk(&small).unwrap_err();
+        assert!(e.contains("512 bytes, smaller than the state area"), "{e}");
+        let e = prepare_state_disk(&dir).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        let e = prepare_state_disk(&dir.join("no/such/dir/s.img")).unwrap_err();
+        assert!(e.contains("cannot make it"), "{e}");
+        // Not writable by us (root writes anyway: only checked when not root).
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            std::fs::set_permissions(&made, std::fs::Permissions::from_mode(0o400)).unwrap();
+            let e = prepare_state_disk(&made).unwrap_err();
+            assert!(e.contains("cannot open it to write"), "{e}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

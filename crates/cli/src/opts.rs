@@ -486,17 +486,11 @@ impl ServerOpts {
         Ok(())
     }
 
-    /// For `run` and `build`: the bare machine does not run the ACME client yet, so its
-    /// options are refused rather than carried to a kernel that would ignore them.
-    pub fn check_bare(&self) -> Result<(), String> {
-        if self.settings.acme.on() {
-            return Err(
-                "--acme-domain: the bare machine's ACME client is not built yet; `bareweb serve` \
-                 obtains certificates over ACME (docs/deploy.md), and run/build take --tls-cert"
-                    .into(),
-            );
-        }
-        Ok(())
+    /// For `run` and `build`, what `serve` checks only once it starts: ACME's directory
+    /// named by a host name needs `--dns` to look it up, or DHCP's lease (`dhcp`: `--ip
+    /// dhcp`, or a bootable image's default), refused before anything is built or booted.
+    pub fn check_bare(&self, dhcp: bool) -> Result<(), String> {
+        crate::acme::check_directory_host(self, dhcp || self.settings.dhcp)
     }
 
     /// Whether any option was given (a plain site image carries none of them).

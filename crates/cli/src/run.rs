@@ -76,6 +76,17 @@ pub struct RunArgs {
     pub mem: MemSize,
     #[command(flatten)]
     pub server: ServerOpts,
+    /// With --acme-domain: the file the kernel keeps its ACME account key and certificate
+    /// in, attached as a virtio-blk disk (the state area is its last 256 KiB). Made with
+    /// mode 0600 if missing. A `bareweb build --disk` image needs none: its own end holds
+    /// the area
+    #[arg(long, value_name = "FILE")]
+    pub state_disk: Option<PathBuf>,
+    /// With --acme-domain: the root certificates (PEM) the kernel's ACME client trusts for
+    /// the CA's HTTPS, instead of the Web PKI's built in (a private or test CA); put in the
+    /// boot module after the site
+    #[arg(long, value_name = "FILE")]
+    pub acme_ca: Option<PathBuf>,
     #[command(flatten)]
     pub kernel: KernelOpts,
     /// A line of counters every second on the kernel console.
@@ -201,7 +212,7 @@ impl RunArgs {
     /// Checks that need more than one option (usage errors).
     pub fn check(&self) -> Result<(), String> {
         self.server.check()?;
-        self.server.check_bare()?;
+        self.server.check_bare(false)?;
         self.check_nets()?;
         self.cores_plan().map(|_| ())?;
         opts::kernel_settings(&self.cmdline())?;
@@ -227,11 +238,53 @@ impl RunArgs {
                 self.site.display()
             ));
         }
-        if self.server.settings.tls.cert && self.listen_https == self.listen {
+        if https(&self.server.settings) && self.listen_https == self.listen {
             return Err(format!(
                 "--listen-https {} is --listen too: give HTTPS a host port of its own",
                 self.listen_https
             ));
+        }
+        self.check_acme(kind)
+    }
+
+    /// `--acme-ca` and `--state-disk` against `--acme-domain` and what boots. An `.elf` or
+    /// `.iso` may carry `acme_domain=` in its built-in line: `crate::launch` checks the
+    /// state disk against it once the image is read ([`state_disk_needed`]).
+    fn check_acme(&self, kind: Kind) -> Result<(), String> {
+        let acme = self.server.settings.acme.on();
+        let built = matches!(kind, Kind::Elf | Kind::Iso | Kind::Disk);
+        if self.acme_ca.is_some() && built {
+            return Err(format!(
+                "--acme-ca: {} is a built image: the ACME client's roots are built in with it; \
+                 give --acme-ca to `bareweb build`, or run the site directory",
+                self.site.display()
+            ));
+        }
+        if self.acme_ca.is_some() && !acme {
+            return Err("--acme-ca is the ACME client's: it needs --acme-domain".into());
+        }
+        if self.state_disk.is_some() {
+            if kind == Kind::Disk {
+                return Err(format!(
+                    "--state-disk: {} is a disk image, whose own last {} KiB are its state \
+                     area: leave --state-disk out (it is for a site directory, an .elf or an .iso)",
+                    self.site.display(),
+                    AREA_BYTES / 1024
+                ));
+            }
+            if self.machine == Machine::Microvm {
+                return Err(
+                    "--state-disk: --machine microvm has no PCI bus, and the kernel finds its \
+                     state disk on PCI (virtio-blk-pci): use --machine qboot, pc or q35"
+                        .into(),
+                );
+            }
+            if !acme && !built {
+                return Err("--state-disk is the ACME client's: it needs --acme-domain".into());
+            }
+        }
+        if acme {
+            state_disk_needed(self, kind == Kind::Disk)?;
         }
         Ok(())
     }
@@ -303,6 +356,30 @@ impl RunArgs {
     pub fn cores_plan(&self) -> Result<CoresPlan, String> {
         cores_plan(self)
     }
+}
+
+/// Whether the kernel serves HTTPS under `s`: with a certificate given, or one it
+/// obtains over ACME (its HTTPS port refuses handshakes until then).
+pub fn https(s: &bareweb_settings::Settings) -> bool {
+    s.tls.cert || s.acme.on()
+}
+
+/// The state area's size: the last bytes of the kernel's virtio-blk disk.
+pub const AREA_BYTES: u64 = bareweb_acme::store::AREA_BYTES;
+
+/// With ACME on, a state disk is needed: `--state-disk`, or a `build --disk` image
+/// (`disk_image`) whose own end holds the area. Refused otherwise, with the reason.
+pub fn state_disk_needed(a: &RunArgs, disk_image: bool) -> Result<(), String> {
+    if a.state_disk.is_some() || disk_image {
+        return Ok(());
+    }
+    Err(format!(
+        "--acme-domain needs a state disk for the kernel's account key and certificate: give \
+         --state-disk FILE (made if missing, {} KiB), or boot a `bareweb build --disk` image, \
+         whose end holds it. Without kept state every boot orders a new certificate, and the \
+         CA limits orders",
+        AREA_BYTES / 1024
+    ))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
@@ -573,13 +650,41 @@ pub fn qemu_args(
             push(&iso.to_string_lossy());
         }
         Boot::Disk(img) => {
-            // snapshot=on: the guest's writes (it makes none) never reach the user's file.
+            // virtio-blk on PCI, which SeaBIOS and OVMF boot from and where the kernel
+            // finds its state disk: with ACME the image's last 256 KiB are its state area
+            // (`bareweb build --disk` reserves them), written through (see the state disk
+            // below). Without ACME, snapshot=on: the guest's writes (it makes none) never
+            // reach the user's file.
             push("-drive");
             push(&format!(
-                "file={},format=raw,snapshot=on",
-                img.to_string_lossy().replace(',', ",,")
+                "file={},format=raw,if=virtio,{}",
+                qemu_file(img),
+                if settings.acme.on() {
+                    "cache=writethrough"
+                } else {
+                    "snapshot=on"
+                }
             ));
         }
+    }
+    if let Some(disk) = &a.state_disk {
+        if machine == Machine::Microvm {
+            return Err("--state-disk: --machine microvm has no PCI bus".into());
+        }
+        // The kernel's ACME state: virtio-blk on PCI (the first one is the kernel's state
+        // disk). cache=writethrough: QEMU completes a guest write only once it has flushed
+        // it to the file's storage (fdatasync), so a record the kernel wrote survives QEMU's
+        // end or the host's power loss even before the kernel's FLUSH, which reaches the
+        // file too (writeback, QEMU's default, would keep a write in the host's page cache
+        // until that FLUSH); unlike cache=none (O_DIRECT) it works on any file system, tmpfs
+        // too. The kernel writes a few 64 KiB requests a certificate: the cost is nothing.
+        push("-drive");
+        push(&format!(
+            "file={},format=raw,if=none,id=state,cache=writethrough",
+            qemu_file(disk)
+        ));
+        push("-device");
+        push("virtio-blk-pci,drive=state");
     }
     push("-device");
     push("isa-debug-exit,iobase=0xf4,iosize=0x04");
@@ -600,7 +705,7 @@ pub fn qemu_args(
             Some(u) => format!(",hostfwd=udp:{}:{u}-{}:{u}", a.listen.ip(), settings.ip),
             None => String::new(),
         }
-    ) + &if settings.tls.cert {
+    ) + &if https(settings) {
         // HTTPS: --listen-https to the guest's --https-port.
         format!(
             ",hostfwd=tcp:{}:{}-{}:{}",
@@ -668,6 +773,11 @@ pub fn qemu_args(
         }
     }
     Ok(v)
+}
+
+/// A file name as a QEMU option value: `,` doubled (QEMU's escape in `-drive file=`).
+fn qemu_file(p: &Path) -> String {
+    p.to_string_lossy().replace(',', ",,")
 }
 
 /// QEMU's igb reserves PCI functions for its eight virtual functions 16 and 17 slots past
@@ -1100,7 +1210,7 @@ mod tests {
             let d = boot_with(&["--firmware", "uefi"], &disk).unwrap();
             assert!(d.contains("-machine q35") && d.contains("OVMF.fd"), "{d}");
             assert!(
-                d.contains("-drive file=site,,1.img,format=raw,snapshot=on"),
+                d.contains("-drive file=site,,1.img,format=raw,if=virtio,snapshot=on"),
                 "{d}"
             );
             let c = boot_with(&["--firmware", "uefi", "--machine", "pc"], &cd).unwrap();
@@ -1112,6 +1222,12 @@ mod tests {
         // BIOS: SeaBIOS on pc (qboot boots kernels only); the kernel alone is no UEFI image.
         let b = boot_with(&[], &disk).unwrap();
         assert!(b.contains("-machine pc") && !b.contains("OVMF"), "{b}");
+        assert!(
+            b.contains(
+                "-drive file=site,,1.img,format=raw,if=virtio,snapshot=on -device isa-debug-exit"
+            ),
+            "{b}"
+        );
         let e = qemu(&["--firmware", "uefi"]).unwrap_err();
         assert!(e.contains("--iso"), "{e}");
         assert!(boot_with(&["--machine", "microvm"], &disk).is_err());
@@ -1290,5 +1406,151 @@ mod tests {
                 .and_then(|c| c.run.check());
             assert!(checked.is_err(), "{bad:?}");
         }
+    }
+
+    /// What ACME adds to a run: the state disk on PCI virtio-blk, written through; HTTPS
+    /// forwarded; the words on the kernel's command line whole, a URL's `:` and `/` too.
+    #[test]
+    fn acme_reaches_the_kernel_with_its_state_disk() {
+        let acme = [
+            "--machine",
+            "pc",
+            "--acme-domain",
+            "a.test,b.test",
+            "--acme-directory",
+            "https://10.0.2.2:14000/dir?x=1",
+            "--acme-email",
+            "ops@a.test",
+            "--acme-challenge",
+            "tls-alpn-01",
+            "--dns",
+            "10.0.2.3",
+            "--state-disk",
+            "/var/lib/bw/state,1.img",
+        ];
+        let a = args(&acme);
+        a.check().unwrap();
+        let v = {
+            let boot = Boot::Kernel {
+                kernel: Path::new("k"),
+                initrd: Some(Path::new("s")),
+            };
+            qemu_args(&a, Accel::Tcg, &boot, &a.settings().unwrap()).unwrap()
+        };
+        let at = v.iter().position(|w| w == "-append").unwrap();
+        assert_eq!(
+            v[at + 1],
+            "acme_domain=a.test,b.test acme_directory=https://10.0.2.2:14000/dir?x=1 \
+             acme_email=ops@a.test acme_challenge=tls-alpn-01 dns=10.0.2.3"
+        );
+        let q = v.join(" ");
+        assert!(
+            q.contains(
+                "-drive file=/var/lib/bw/state,,1.img,format=raw,if=none,id=state,cache=writethrough \
+                 -device virtio-blk-pci,drive=state"
+            ),
+            "{q}"
+        );
+        assert!(
+            q.contains("hostfwd=tcp:127.0.0.1:8443-10.0.2.15:443"),
+            "HTTPS is forwarded before the certificate is held: {q}"
+        );
+        assert!(!qemu(&[]).unwrap().contains("virtio-blk"));
+        // Roots for the ACME client from a file.
+        let mut w = acme.to_vec();
+        w.extend(["--acme-ca", "ca.pem"]);
+        args(&w).check().unwrap();
+    }
+
+    #[test]
+    fn acme_needs_a_state_disk_and_its_options_need_acme() {
+        let acme = ["--acme-domain", "a.test", "--dns", "10.0.2.3"];
+        let with = |more: &[&str]| {
+            let mut v = acme.to_vec();
+            v.extend_from_slice(more);
+            args(&v).check()
+        };
+        let e = with(&[]).unwrap_err();
+        assert!(
+            e.contains("--state-disk FILE") && e.contains("--disk") && e.contains("CA limits"),
+            "{e}"
+        );
+        with(&["--state-disk", "s.img"]).unwrap();
+        let e = with(&["--state-disk", "s.img", "--machine", "microvm"]).unwrap_err();
+        assert!(e.contains("microvm has no PCI"), "{e}");
+        for (bad, why) in [
+            (&["--state-disk", "s.img"][..], "it needs --acme-domain"),
+            (&["--acme-ca", "ca.pem"], "it needs --acme-domain"),
+            (
+                &["--acme-domain", "a.test", "--state-disk", "s.img"],
+                "give --dns",
+            ),
+            (
+                &["--acme-email", "ops@a.test", "--state-disk", "s.img"],
+                "need --acme-domain",
+            ),
+            (
+                &[
+                    "--acme-domain",
+                    "a.test",
+                    "--dns",
+                    "10.0.2.3",
+                    "--state-disk",
+                    "s.img",
+                    "--tls-cert",
+                    "c.pem",
+                    "--tls-key",
+                    "k.pem",
+                ],
+                "not both",
+            ),
+            (
+                &[
+                    "--acme-domain",
+                    "a.test",
+                    "--dns",
+                    "10.0.2.3",
+                    "--state-disk",
+                    "s.img",
+                    "--udp-port",
+                    "50000",
+                ],
+                "DNS queries",
+            ),
+        ] {
+            let e = args(bad).check().unwrap_err();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+        // Built images: the roots are built in; a disk image holds its own state area; an
+        // .elf or .iso may take a state disk (its built-in line is checked at boot).
+        let built = |site: &str, more: &[&str]| {
+            let mut v = vec!["bareweb", site];
+            v.extend_from_slice(more);
+            Cli::parse_from(v).run.check()
+        };
+        let e = built("s.elf", &["--acme-ca", "ca.pem"]).unwrap_err();
+        assert!(e.contains("`bareweb build`"), "{e}");
+        let e = built("s.img", &["--state-disk", "s.state"]).unwrap_err();
+        assert!(e.contains("its state area"), "{e}");
+        built("s.elf", &["--state-disk", "s.state"]).unwrap();
+        built("s.iso", &["--state-disk", "s.state"]).unwrap();
+        built("s.img", &[]).unwrap();
+        assert!(state_disk_needed(&args(&[]), true).is_ok());
+        assert!(state_disk_needed(&args(&[]), false).is_err());
+    }
+
+    /// A disk image whose built-in line has ACME is attached writable, written through:
+    /// its last 256 KiB are the kernel's state area.
+    #[test]
+    fn a_disk_image_with_acme_is_written_through() {
+        let a = args(&[]);
+        let disk = Boot::Disk(Path::new("site.img"));
+        let s = opts::kernel_settings("acme_domain=a.test dns=10.0.2.3").unwrap();
+        let q = qemu_args(&a, Accel::Tcg, &disk, &s).unwrap().join(" ");
+        assert!(
+            q.contains("-drive file=site.img,format=raw,if=virtio,cache=writethrough -device"),
+            "{q}"
+        );
+        assert!(!q.contains("snapshot") && !q.contains("id=state"), "{q}");
     }
 }

@@ -158,6 +158,20 @@ pub fn with_pems(mut site: Vec<u8>, checked: Option<&Checked>) -> Result<Vec<u8>
     Ok(site)
 }
 
+/// The boot module with the ACME client's roots (`--acme-ca`, read and checked by
+/// [`crate::acme::read_roots`]) after the site and any certificate (the CA trailer of
+/// `bareweb_settings::tls_payload`; the kernel's ACME client trusts them instead of the
+/// Web PKI's roots).
+pub fn with_ca(mut module: Vec<u8>, roots: Option<&[u8]>) -> Result<Vec<u8>, String> {
+    if let Some(pem) = roots {
+        let head = bareweb_settings::tls_payload::ca_head(pem.len())
+            .ok_or("--acme-ca: the file is larger than 4 GiB")?;
+        module.extend_from_slice(&head);
+        module.extend_from_slice(pem);
+    }
+    Ok(module)
+}
+
 /// Writes `bytes` to `path` readable by its owner alone (mode 0600, set as the file is
 /// made, so the key is never readable by others, even for an instant), replacing a file
 /// there.
@@ -284,6 +298,42 @@ mod tests {
     use super::*;
 
     const CERT: &[u8] = include_bytes!("../../tls/testdata/cert.pem");
+
+    /// The boot module `run` and `build` write: the site, HTTPS's trailer, the ACME
+    /// client's roots; the kernel's split finds each.
+    #[test]
+    fn the_roots_follow_the_certificate_and_the_kernel_splits_them() {
+        use bareweb_settings::tls_payload::split;
+        let mut site = vec![0u8; 64];
+        site[16..24].copy_from_slice(&64u64.to_le_bytes());
+        let only = with_ca(site.clone(), Some(b"ROOTS")).unwrap();
+        let s = split(&only).unwrap();
+        assert_eq!(
+            (s.site, s.pems, s.ca),
+            (&site[..], None, Some(&b"ROOTS"[..]))
+        );
+        assert_eq!(with_ca(site.clone(), None).unwrap(), site);
+        let key = include_bytes!("../../tls/testdata/key.pem");
+        let server = TlsServer::new(
+            CERT,
+            key,
+            &Options::default(),
+            &bareweb_tls::host::platform(),
+        )
+        .unwrap();
+        let checked = Checked {
+            cert: CERT.to_vec(),
+            key: key.to_vec(),
+            server,
+            not_after: None,
+            cert_path: "cert.pem".into(),
+            key_path: "key.pem".into(),
+        };
+        let both = with_ca(with_pems(site.clone(), Some(&checked)).unwrap(), Some(b"R")).unwrap();
+        let s = split(&both).unwrap();
+        assert_eq!(s.pems, Some((CERT, &key[..])));
+        assert_eq!(s.ca, Some(&b"R"[..]));
+    }
 
     #[test]
     fn reads_a_certificates_dates_and_warns_outside_them() {

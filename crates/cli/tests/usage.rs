@@ -215,6 +215,59 @@ fn udp_options_are_checked_and_become_kernel_words() {
     );
 }
 
+/// `run --acme-domain`: the words reach the kernel's command line whole (a URL's `:` and
+/// `/` too), the state disk is made private and attached as virtio-blk; without one, or
+/// with ACME's options alone, a usage error saying what to give.
+#[test]
+fn acme_reaches_the_bare_machine_with_a_state_disk() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = site();
+    let dir = std::env::temp_dir().join(format!("bareweb-usage-acme-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let disk = dir.join("state.img");
+    let disk = disk.to_str().unwrap();
+    let acme = [
+        "--acme-domain",
+        "a.test,b.test",
+        "--acme-directory",
+        "https://10.0.2.2:14000/dir",
+    ];
+    let mut args = vec!["run", &s, "--dry-run", "--accel", "tcg", "--machine", "pc"];
+    args.extend(acme);
+    usage_error(&args, "--state-disk FILE");
+    usage_error(&["run", &s, "--state-disk", disk], "needs --acme-domain");
+    usage_error(&["run", &s, "--acme-ca", disk], "needs --acme-domain");
+    usage_error(
+        &["build", &s, "-o", "x.elf", "--acme-ca", disk],
+        "needs --acme-domain",
+    );
+    usage_error(
+        &["run", &s, "--acme-domain", "a.test", "--state-disk", disk],
+        "give --dns",
+    );
+    args.extend(["--state-disk", disk]);
+    let o = dry_run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let line = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        line.contains("'acme_domain=a.test,b.test acme_directory=https://10.0.2.2:14000/dir'"),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!(
+            "-drive file={disk},format=raw,if=none,id=state,cache=writethrough -device virtio-blk-pci,drive=state"
+        )),
+        "{line}"
+    );
+    let m = std::fs::metadata(disk).unwrap();
+    assert_eq!(
+        (m.len(), m.permissions().mode() & 0o777),
+        (256 << 10, 0o600)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn get_says_which_schemes_it_speaks() {
     let o = bareweb(&["get", "ftp://example/x", "-o", "/dev/null"]);
