@@ -7,126 +7,14 @@ HTTP-01 answer from the server's port 80, or makes a TLS-ALPN-01 handshake with 
 restart with the same --state serves the kept certificate and places no new order."""
 import json
 import re
-import shutil
-import socket
 import subprocess
 import time
 
 import pytest
 
-from conftest import BIN, HOST_IP, IN_CI, ROOT, SERVER_IP, SITE, Netns, Server, require_root
-
-DOMAIN = "site.test"
-CA_NAME = "ca.test"
-PEBBLE_PORT = 14000
-PEBBLE_MGMT = 15000
-DNS_PORT = 8053
-DNS_MGMT = 8055
-
-
-def cleanup(*closers):
-    """Runs every closer, even when one fails (a failed one is said, not raised): a
-    namespace or a CA left running would outlive the test."""
-    for close in closers:
-        try:
-            close()
-        except Exception as e:  # noqa: BLE001 - each closer runs whatever the others did
-            print(f"cleanup: {close!r}: {e}")
-
-
-def need(tool):
-    if shutil.which(tool) is None:
-        msg = f"{tool} is missing: `cargo xtask setup` installs it (Debian's pebble)"
-        if IN_CI:
-            pytest.fail(msg)
-        pytest.skip(msg)
-
-
-class Pebble:
-    """pebble and pebble-challtestsrv on the host side of a server's namespace (HOST_IP):
-    the CA at https://ca.test:14000/dir (its listener's certificate made here, for that
-    name), every other name answered with the server's address."""
-
-    def __init__(self, ns, tmp, validity=None):
-        need("pebble")
-        need("pebble-challtestsrv")
-        self.ns, self.tmp = ns, tmp
-        listener_cert(tmp)
-        cfg = {"pebble": {
-            "listenAddress": f"0.0.0.0:{PEBBLE_PORT}",
-            "managementListenAddress": f"0.0.0.0:{PEBBLE_MGMT}",
-            "certificate": str(tmp / "listener.pem"), "privateKey": str(tmp / "listener.key"),
-            "httpPort": 80, "tlsPort": 443, "ocspResponderURL": "",
-            "externalAccountBindingRequired": False}}
-        if validity:
-            cfg["pebble"]["certificateValidityPeriod"] = validity
-        (tmp / "pebble.json").write_text(json.dumps(cfg))
-        self.dns_log = open(tmp / "dns.log", "w+")
-        self.log = open(tmp / "pebble.log", "w+")
-        self.dns = subprocess.Popen(
-            ns.cmd("pebble-challtestsrv", "-dns01", f":{DNS_PORT}",
-                   "-management", f":{DNS_MGMT}", "-http01", "", "-https01", "",
-                   "-tlsalpn01", "", "-defaultIPv4", SERVER_IP, "-defaultIPv6", ""),
-            stdout=self.dns_log, stderr=subprocess.STDOUT)
-        self.ca = None
-        try:
-            self.wait_port(DNS_MGMT)
-            # The CA's own name is the host side's; every other name is the server's.
-            self.ns.run("curl", "-sS", "--max-time", "5", "-d",
-                        json.dumps({"host": f"{CA_NAME}.", "addresses": [HOST_IP]}),
-                        f"http://127.0.0.1:{DNS_MGMT}/add-a")
-            self.ca = subprocess.Popen(
-                ns.cmd("env", "PEBBLE_VA_NOSLEEP=1", "pebble", "-config", tmp / "pebble.json",
-                       "-dnsserver", f"127.0.0.1:{DNS_PORT}"),
-                stdout=self.log, stderr=subprocess.STDOUT)
-            self.wait_port(PEBBLE_PORT)
-            self.wait_port(PEBBLE_MGMT)
-        except BaseException:
-            self.close()
-            raise
-
-    def wait_port(self, port):
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            r = self.ns.run("bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}", check=False)
-            if r.returncode == 0:
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"port {port} did not open: {self.output()}")
-
-    def root(self):
-        """pebble's root certificate (made afresh at each start), as a file."""
-        r = self.ns.run("curl", "-sS", "-k", "--max-time", "5",
-                        f"https://127.0.0.1:{PEBBLE_MGMT}/roots/0")
-        path = self.tmp / "pebble-root.pem"
-        path.write_text(r.stdout)
-        return path
-
-    def output(self):
-        out = ""
-        for f in (self.log, self.dns_log):
-            f.flush()
-            f.seek(0)
-            out += f.read()
-        return out
-
-    def orders(self):
-        """Orders pebble was asked for so far."""
-        self.log.flush()
-        self.log.seek(0)
-        return len(re.findall(r"POST /order-plz", self.log.read()))
-
-    def close(self):
-        for p in (self.ca, self.dns):
-            if p is not None and p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-        self.log.close()
-        self.dns_log.close()
+from acme_ca import (CA_NAME, DNS_MGMT, DNS_PORT, DOMAIN, PEBBLE_PORT, Pebble, cleanup,
+                     listener_cert, need)
+from conftest import BIN, HOST_IP, ROOT, SERVER_IP, SITE, Netns, Server, require_root
 
 
 class AcmeServer(Server):
@@ -353,25 +241,6 @@ def test_a_short_lived_certificate_is_renewed_while_https_fetches_go_on_without_
                 p.kill()
                 p.wait()
         cleanup(*(c for c in (s and s.close, pebble and pebble.close, ns.close) if c))
-
-
-def listener_cert(tmp):
-    """The CA's HTTPS certificate, pebble's or the fake's (for its name and its address),
-    and another certificate for the site's name with a key of its own: a chain not for
-    our key."""
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-         "-nodes", "-days", "2", "-subj", "/CN=test ca",
-         "-addext", f"subjectAltName=DNS:{CA_NAME},IP:{HOST_IP}",
-         "-addext", "basicConstraints=critical,CA:FALSE",
-         "-keyout", tmp / "listener.key", "-out", tmp / "listener.pem"],
-        check=True, capture_output=True)
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-         "-nodes", "-days", "2", "-subj", "/CN=site.test",
-         "-addext", f"subjectAltName=DNS:{DOMAIN}",
-         "-keyout", tmp / "other.key", "-out", tmp / "other.pem"],
-        check=True, capture_output=True)
 
 
 FAILED = re.compile(r"bareweb: acme: (.+); next try in (\d+) s")
