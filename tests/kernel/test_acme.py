@@ -223,7 +223,8 @@ def test_the_dns_server_comes_from_the_dhcp_lease(tmp_path):
 def test_an_image_from_build_disk_keeps_its_state_in_its_own_last_256_kib(tmp_path):
     """`bareweb build --disk site.img` with the ACME options: the image's last 256 KiB are
     the state area. Booted as a VM's virtio disk it obtains a certificate and writes its
-    records there, and every byte before the area stays as built."""
+    records there, and every byte before the area stays as built. Rebuilt in place, the
+    image keeps its area: the next boot serves the kept certificate, with no new order."""
     need("pebble")
     need("pebble-challtestsrv")
     ns = Netns("bwki")
@@ -231,28 +232,49 @@ def test_an_image_from_build_disk_keeps_its_state_in_its_own_last_256_kib(tmp_pa
     img = tmp_path / "site.img"
     try:
         pebble = Pebble(ns, tmp_path)
-        r = subprocess.run(
-            [BIN, "build", SITE, "--disk", img, "--ip", f"{SERVER_IP}/24", "--gw", "none",
-             "--acme-domain", DOMAIN, "--acme-ca", tmp_path / "listener.pem",
-             "--acme-directory", f"https://{CA_NAME}:{PEBBLE_PORT}/dir",
-             "--dns", f"{HOST_IP}:{DNS_PORT}"],
-            capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr
-        assert "state area 256 KiB at its end" in r.stdout + r.stderr, r.stdout + r.stderr
-        assert img.stat().st_mode & 0o777 == 0o600
+
+        def build():
+            r = subprocess.run(
+                [BIN, "build", SITE, "--disk", img, "--ip", f"{SERVER_IP}/24", "--gw", "none",
+                 "--acme-domain", DOMAIN, "--acme-ca", tmp_path / "listener.pem",
+                 "--acme-directory", f"https://{CA_NAME}:{PEBBLE_PORT}/dir",
+                 "--dns", f"{HOST_IP}:{DNS_PORT}"],
+                capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0, r.stderr
+            assert img.stat().st_mode & 0o777 == 0o600
+            return r.stdout + r.stderr
+
+        out = build()
+        assert "state area 256 KiB at its end" in out, out
         size = img.stat().st_size
         content = hashlib.sha256(img.read_bytes()[:size - AREA]).hexdigest()
         assert records(img) == [None, None]
         k = AcmeKernel(ns, tmp_path, img, image=True)
         k.wait_line(rf"area at byte {size - AREA}: blank")
         k.wait_certificate()
-        r = k.curl_https(pebble.root())
+        root = pebble.root()
+        r = k.curl_https(root)
         assert r.stdout == "200 0", (r.stdout, r.stderr, k.report())
         k.wait_line(r"acme: state kept as record 2 in slot 1", timeout=20)
         k.end()
         k = None
         assert records(img) == [(1, True), (2, True)], records(img)
         assert hashlib.sha256(img.read_bytes()[:size - AREA]).hexdigest() == content
+        orders = pebble.orders()
+        # Rebuilt in place (a site update): the records come along.
+        out = build()
+        assert "the state area of the image it replaces is kept" in out, out
+        assert records(img) == [(1, True), (2, True)], records(img)
+        k = AcmeKernel(ns, tmp_path, img, image=True)
+        k.wait_line(r"record 2: an account key and a certificate")
+        k.wait_certificate(timeout=30)
+        assert "the kept certificate for site.test is served" in k.log(), k.report()
+        r = k.curl_https(root)
+        assert r.stdout == "200 0", (r.stdout, r.stderr, k.report())
+        time.sleep(2)
+        assert pebble.orders() == orders, "a rebuilt image ordered anew"
+        k.end()
+        k = None
     except BaseException:
         cleanup(*(c for c in (k and (lambda: print(k.report())),
                                pebble and (lambda: print(pebble.output()))) if c))

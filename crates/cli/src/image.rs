@@ -214,14 +214,36 @@ fn build_bootable(a: &BuildArgs) -> Result<(), String> {
         // and some USB writers want sizes in whole sectors or MiB), the last AREA_BYTES of
         // which are the state area the kernel's ACME client keeps its records in (the end
         // of its virtio-blk disk): past everything xorriso wrote, its backup GPT included.
-        write_iso_maybe_private(&elf, disk, tls.is_some())?;
+        // An image rebuilt in place keeps the records its kernel wrote (the account and
+        // the certificate): a new account and order at every rebuild would run into the
+        // CA's limits.
+        let kept = if acme {
+            crate::run::state_area_of(disk).map_err(|e| format!("--disk {e}"))?
+        } else {
+            None
+        };
+        // With ACME the image is private from the start, written beside and renamed over
+        // the old one (which a failed build leaves as it was).
+        write_iso_maybe_private(&elf, disk, tls.is_some() || acme)?;
         let len = std::fs::metadata(disk).map_err(|e| e.to_string())?.len();
         let padded = disk_len(len);
-        std::fs::OpenOptions::new()
+        let mut f = std::fs::OpenOptions::new()
             .write(true)
             .open(disk)
-            .and_then(|f| f.set_len(padded))
             .map_err(|e| format!("cannot pad {}: {e}", disk.display()))?;
+        f.set_len(padded)
+            .map_err(|e| format!("cannot pad {}: {e}", disk.display()))?;
+        if let Some(area) = &kept {
+            use std::io::{Seek, SeekFrom, Write};
+            f.seek(SeekFrom::Start(padded - AREA_BYTES))
+                .and_then(|_| f.write_all(area))
+                .and_then(|()| f.sync_all())
+                .map_err(|e| format!("cannot keep {}'s state area: {e}", disk.display()))?;
+            println!(
+                "{}: the state area of the image it replaces is kept (the ACME account and certificate)",
+                disk.display()
+            );
+        }
         println!(
             "{}: bootable disk image (GRUB, BIOS and UEFI; dd it to a USB stick), {} MiB, {files} files, command line {cmdline:?}, state area {} KiB at its end",
             disk.display(),

@@ -346,6 +346,7 @@ pub fn prepare_state_disk(path: &Path) -> Result<Option<String>, String> {
                 .map_err(|e| {
                     format!("--state-disk {name}: cannot open it to write: {e} (the kernel writes its state there)")
                 })?;
+            crate::run::state_area_of(path).map_err(|e| format!("--state-disk {e}"))?;
             let mode = m.permissions().mode() & 0o777;
             Ok((mode & 0o077 != 0).then(|| {
                 format!(
@@ -1022,6 +1023,22 @@ mod tests {
         assert!(e.contains("not a regular file"), "{e}");
         let e = prepare_state_disk(&dir.join("no/such/dir/s.img")).unwrap_err();
         assert!(e.contains("cannot make it"), "{e}");
+        // The area at the end: blank, a record's, or another file's data (refused).
+        let slot = bareweb_acme::store::SLOT_BYTES as usize;
+        assert_eq!(crate::run::state_area_of(&made).unwrap(), None);
+        let mut bytes = vec![0u8; 4096 + AREA_BYTES as usize];
+        bytes[4096 + slot..4096 + slot + 8].copy_from_slice(&bareweb_acme::store::MAGIC);
+        std::fs::write(&big, &bytes).unwrap();
+        let area = crate::run::state_area_of(&big).unwrap().unwrap();
+        assert_eq!(area, bytes[4096..]);
+        bytes[4096 + 100] = 1;
+        std::fs::write(&big, &bytes).unwrap();
+        let e = prepare_state_disk(&big).unwrap_err();
+        assert!(e.contains("not a state area"), "{e}");
+        assert_eq!(
+            crate::run::state_area_of(&dir.join("none.img")).unwrap(),
+            None
+        );
         // Not writable by us (root writes anyway: only checked when not root).
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {

@@ -367,6 +367,40 @@ pub fn https(s: &bareweb_settings::Settings) -> bool {
 /// The state area's size: the last bytes of the kernel's virtio-blk disk.
 pub const AREA_BYTES: u64 = bareweb_acme::store::AREA_BYTES;
 
+/// The state area at the end of the file at `path` (a state disk, or a `build --disk`
+/// image): its bytes when a slot holds a record (begins with the record's magic), `None`
+/// when the file is missing, shorter than the area, or its area is blank. Slots holding
+/// anything else (the file is not a state disk) are an error, as the kernel refuses them.
+pub fn state_area_of(path: &std::path::Path) -> Result<Option<Vec<u8>>, String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let len = f.metadata().map_err(|e| e.to_string())?.len();
+    if len < AREA_BYTES {
+        return Ok(None);
+    }
+    let mut area = vec![0u8; AREA_BYTES as usize];
+    f.seek(SeekFrom::Start(len - AREA_BYTES))
+        .and_then(|_| f.read_exact(&mut area))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let slots: Vec<&[u8]> = area
+        .chunks(bareweb_acme::store::SLOT_BYTES as usize)
+        .collect();
+    let magic = |s: &[u8]| s.starts_with(&bareweb_acme::store::MAGIC);
+    if !slots.iter().all(|s| magic(s) || s.iter().all(|&b| b == 0)) {
+        return Err(format!(
+            "{}: its last {} KiB hold data that is not a state area: the kernel would refuse \
+             to write there (give a file of its own)",
+            path.display(),
+            AREA_BYTES / 1024
+        ));
+    }
+    Ok(slots.iter().any(|s| magic(s)).then_some(area))
+}
+
 /// With ACME on, a state disk is needed: `--state-disk`, or a `build --disk` image
 /// (`disk_image`) whose own end holds the area. Refused otherwise, with the reason.
 pub fn state_disk_needed(a: &RunArgs, disk_image: bool) -> Result<(), String> {

@@ -35,34 +35,62 @@ use crate::arch::pci;
 use crate::cmdline::Settings;
 use crate::drivers::hal::Identity;
 use crate::drivers::virtio::pci::PciTransport;
-use crate::drivers::virtio_blk::{self, VirtioBlk};
-use crate::state::{AreaError, StateArea};
+use crate::drivers::virtio_blk::{self, BlkError, VirtioBlk};
+use crate::state::{AreaError, Patience, StateArea};
 use crate::tls::{Csprng, Guarded, RtcTime};
 use crate::{fatal, kprintln};
 
 /// How often core 0 runs the agent when no frame waits for it.
 pub const TICK_NS: u64 = 10_000_000;
-/// The longest one disk request may take before the disk is given up.
-const DISK_WAIT_NS: u64 = 5_000_000_000;
+/// The longest one disk request may take before the disk is given up (and reset).
+const REQUEST_WAIT_NS: u64 = 5_000_000_000;
+/// The longest a whole load or save may take (a record is up to 129 writes).
+const SAVE_WAIT_NS: u64 = 30_000_000_000;
 
 /// The state disk's area on a PCI virtio-blk device.
 type Area = StateArea<PciTransport>;
 
-/// The bare machine's side of the agent: the disk, the CPU's randomness, the console.
-struct KernelKeeper {
-    area: Area,
-    random: &'static Csprng,
+/// Each disk request's bound, within the whole load's or save's.
+struct DiskWait {
     clock: TscClock,
+    end: u64,
+    request_end: u64,
 }
 
-impl KernelKeeper {
-    fn wait(clock: TscClock) -> impl FnMut(&mut PciTransport) -> bool {
-        let deadline = clock.now_ns().saturating_add(DISK_WAIT_NS);
-        move |_| {
-            core::hint::spin_loop();
-            clock.now_ns() < deadline
+impl DiskWait {
+    fn new(clock: TscClock) -> DiskWait {
+        let end = clock.now_ns().saturating_add(SAVE_WAIT_NS);
+        DiskWait {
+            clock,
+            end,
+            request_end: end,
         }
     }
+}
+
+impl Patience<PciTransport> for DiskWait {
+    fn begin(&mut self) {
+        self.request_end = self
+            .clock
+            .now_ns()
+            .saturating_add(REQUEST_WAIT_NS)
+            .min(self.end);
+    }
+
+    fn wait(&mut self, _: &mut PciTransport) -> bool {
+        core::hint::spin_loop();
+        self.clock.now_ns() < self.request_end
+    }
+}
+
+/// The bare machine's side of the agent: the disk, the CPU's randomness, the console.
+struct KernelKeeper {
+    /// `None` after the disk stopped (a request that did not come back): opened again at
+    /// the next save.
+    area: Option<Area>,
+    dev: pci::Device,
+    random: &'static Csprng,
+    clock: TscClock,
 }
 
 impl Keeper for KernelKeeper {
@@ -74,16 +102,41 @@ impl Keeper for KernelKeeper {
 
     fn save(&mut self, state: &State) -> Result<(), String> {
         let t = self.clock.now_ns();
+        let area = match self.area.take() {
+            Some(a) => a,
+            None => open(&self.dev).map_err(|e| {
+                let e = format!(
+                    "the state disk at {} cannot be opened again: {e}",
+                    self.dev.addr
+                );
+                kprintln!("acme: {e}");
+                e
+            })?,
+        };
+        let area = self.area.insert(area);
         kprintln!("acme: writing the state to the disk's state area");
-        let (slot, seq) = self
-            .area
-            .save_record(state, Self::wait(self.clock))
-            .map_err(|e| format!("the state disk: {}", why(e)))?;
-        kprintln!(
-            "acme: state kept as record {seq} in slot {slot} of the state area ({} us)",
-            (self.clock.now_ns() - t) / 1000
-        );
-        Ok(())
+        match area.save_record(state, DiskWait::new(self.clock)) {
+            Ok((slot, seq)) => {
+                kprintln!(
+                    "acme: state kept as record {seq} in slot {slot} of the state area ({} us)",
+                    (self.clock.now_ns() - t) / 1000
+                );
+                Ok(())
+            }
+            Err(e) => {
+                // A request that did not come back stopped the disk: it is opened afresh
+                // (the device reset) at the next try.
+                if matches!(
+                    e,
+                    AreaError::Disk(BlkError::Timeout | BlkError::Stopped | BlkError::Lied)
+                ) {
+                    self.area = None;
+                }
+                let e = format!("the state disk: {}", why(e));
+                kprintln!("acme: {e}");
+                Err(e)
+            }
+        }
     }
 
     fn say(&mut self, line: &str) {
@@ -108,21 +161,35 @@ fn why(e: AreaError) -> String {
     }
 }
 
-/// The value of command-line word `word` (`word=value`): the loader's over the image's
-/// built-in words, the last one given winning, as the settings table reads them.
+/// The value of command-line word `word` (`word=value`) the settings table took: the
+/// loader's over the image's built-in words, the last one it accepted winning (a value it
+/// refused leaves the one before, as the table does).
 fn word(lines: [&str; 2], word: &str) -> Option<String> {
     lines
         .iter()
         .flat_map(|l| l.split_ascii_whitespace())
         .filter_map(|w| w.split_once('='))
-        .rfind(|(k, _)| *k == word)
+        .rfind(|&(k, v)| {
+            k == word && bareweb_settings::Settings::default().set(k, v) == Some(Ok(()))
+        })
         .map(|(_, v)| v.to_string())
+}
+
+/// The state disk's area on PCI function `dev`, brought up.
+fn open(dev: &pci::Device) -> Result<Area, String> {
+    let blk = PciTransport::new::<Identity>(dev)
+        .map_err(|e| format!("{e:?}"))
+        .and_then(|t| VirtioBlk::new::<Identity>(t).map_err(|e| format!("{e:?}")))?;
+    if blk.read_only() {
+        return Err("it is read-only".into());
+    }
+    StateArea::new(blk).map_err(why)
 }
 
 /// The state disk: the first PCI virtio-blk device, brought up, its area read. Stops the
 /// boot when there is none or it cannot be used: without kept state every boot would
 /// order anew, and the CA limits orders.
-fn state_disk(clock: TscClock) -> (Area, Option<State>) {
+fn state_disk(clock: TscClock) -> (Area, pci::Device, Option<State>) {
     let mut found = None;
     pci::enumerate(|d| {
         if found.is_none() && virtio_blk::matches(d) {
@@ -132,19 +199,11 @@ fn state_disk(clock: TscClock) -> (Area, Option<State>) {
     let Some(dev) = found else {
         fatal!("acme: no state disk: acme_domain= keeps its account key and certificate on a virtio-blk disk (bareweb run --state-disk FILE, or boot a bareweb build --disk image as virtio-blk)");
     };
-    let blk = PciTransport::new::<Identity>(&dev)
-        .map_err(|e| format!("{e:?}"))
-        .and_then(|t| VirtioBlk::new::<Identity>(t).map_err(|e| format!("{e:?}")));
-    let blk = match blk {
-        Ok(b) if b.read_only() => fatal!("acme: the state disk at {} is read-only", dev.addr),
-        Ok(b) => b,
+    let mut area = match open(&dev) {
+        Ok(a) => a,
         Err(e) => fatal!("acme: the state disk at {}: {e}", dev.addr),
     };
-    let mut area = match StateArea::new(blk) {
-        Ok(a) => a,
-        Err(e) => fatal!("acme: the state disk at {}: {}", dev.addr, why(e)),
-    };
-    let kept = match area.load_record(KernelKeeper::wait(clock)) {
+    let kept = match area.load_record(DiskWait::new(clock)) {
         Ok(k) => k,
         Err(e) => fatal!("acme: the state disk at {}: {}", dev.addr, why(e)),
     };
@@ -165,7 +224,7 @@ fn state_disk(clock: TscClock) -> (Area, Option<State>) {
         area.disk_bytes() / 1024,
         area.offset(),
     );
-    (area, kept.map(|(_, s)| s))
+    (area, dev, kept.map(|(_, s)| s))
 }
 
 /// What the boot prepared for the agent, before the NIC's MAC is known.
@@ -215,13 +274,16 @@ pub fn prepare(
     if clock.unix_secs() == 0 {
         fatal!("acme: the RTC gave no date: certificates cannot be checked without one");
     }
-    let (area, kept) = state_disk(clock);
+    let (area, dev, kept) = state_disk(clock);
     let names: Vec<String> = word(lines, "acme_domain")
         .unwrap_or_default()
         .split(',')
         .map(|n| n.trim().to_ascii_lowercase())
         .filter(|n| !n.is_empty())
         .collect();
+    if names.is_empty() {
+        fatal!("acme: acme_domain= names no domain the command line accepted");
+    }
     let directory =
         word(lines, "acme_directory").unwrap_or_else(|| bareweb_settings::LETS_ENCRYPT.into());
     let dns: Vec<(Ipv4Address, u16)> = s.dns_servers().collect();
@@ -292,7 +354,8 @@ pub fn prepare(
         client,
         kept,
         keeper: KernelKeeper {
-            area,
+            area: Some(area),
+            dev,
             random,
             clock,
         },
@@ -322,7 +385,11 @@ impl Prepared {
     pub fn agent(self, mac: EthernetAddress, dhcp_dns: Option<Ipv4Address>) -> Agent {
         let mut dns = self.dns;
         if dns.is_empty() {
-            if let Some(ip) = dhcp_dns {
+            // An address a DNS server can have: not 0.0.0.0, a broadcast or ours.
+            let usable = |ip: &Ipv4Address| {
+                ip.0 != [0; 4] && ip.0 != [255; 4] && ip.0[0] != 127 && ip.0[0] < 224
+            };
+            if let Some(ip) = dhcp_dns.filter(usable) {
                 kprintln!("acme: DNS server {ip} from the DHCP lease");
                 dns.push((ip, 53));
             }
@@ -377,6 +444,23 @@ mod tests {
         assert_eq!(word([baked, line], "acme_directory"), None);
         assert_eq!(
             word(["acme_domainx=a", "xacme_domain=b"], "acme_domain"),
+            None
+        );
+        // A value the table refuses leaves the one before, as the table does.
+        assert_eq!(
+            word(
+                ["acme_domain=a.test", "acme_domain=a_b.test"],
+                "acme_domain"
+            )
+            .as_deref(),
+            Some("a.test")
+        );
+        assert_eq!(word(["acme_domain=", ""], "acme_domain"), None);
+        assert_eq!(
+            word(
+                ["acme_directory=http://plain.test/dir", ""],
+                "acme_directory"
+            ),
             None
         );
     }

@@ -15,8 +15,9 @@
 //! (`bareweb build --disk` reserves the area after its content). A record is written one
 //! sector per request, in order: a sector is what a disk writes whole, so a power loss
 //! cuts a record between sectors, never within one, and the record's checksum finds the
-//! cut. The area is written only when each slot's first sector is blank or begins with a
-//! record's magic: another disk given by mistake is refused, never written over.
+//! cut. The area is written only when each slot is all zeros or begins with a record's
+//! magic: another disk given by mistake is refused, never written over. Every request has
+//! its own bound ([`Patience`]).
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -42,8 +43,8 @@ pub enum AreaError {
     Disk(BlkError),
     /// The state does not fit a record.
     TooLarge,
-    /// A slot's first sector holds something other than a record or zeroes: not a state
-    /// area (another disk given by mistake), so never written.
+    /// A slot holds something other than a record or zeroes: not a state area (another
+    /// disk given by mistake), so never written.
     NotOurs,
 }
 
@@ -74,89 +75,115 @@ impl<T: Transport> StateArea<T> {
         self.base * SECTOR as u64
     }
 
-    /// Slot `i`'s bytes, read in whole requests; `wait` bounds each (as the driver's).
-    fn read_slot(
-        &mut self,
-        i: u64,
-        wait: &mut impl FnMut(&mut T) -> bool,
-    ) -> Result<Vec<u8>, AreaError> {
+    /// Slot `i`'s bytes, read in whole requests, each bounded afresh by `wait`.
+    fn read_slot(&mut self, i: u64, wait: &mut impl Patience<T>) -> Result<Vec<u8>, AreaError> {
         let mut bytes = vec![0u8; SLOT_SECTORS as usize * SECTOR];
         let base = self.base + i * SLOT_SECTORS;
         for (k, chunk) in bytes.chunks_mut(MAX_IO).enumerate() {
             let sector = base + (k * MAX_IO / SECTOR) as u64;
+            wait.begin();
             self.blk
-                .read(sector, chunk, &mut *wait)
+                .read(sector, chunk, |t| wait.wait(t))
                 .map_err(AreaError::Disk)?;
         }
         Ok(bytes)
     }
 
-    /// Both slots. One that cannot be read (a bad sector) counts as empty, so a damaged
-    /// older slot neither hides the newer nor stops the next write (which goes there); if
-    /// neither reads, the disk's error. A slot whose first sector is neither blank nor a
-    /// record's start is [`AreaError::NotOurs`].
-    fn slots(&mut self, wait: &mut impl FnMut(&mut T) -> bool) -> Result<[Vec<u8>; 2], AreaError> {
-        let [a, b] = match (self.read_slot(0, wait), self.read_slot(1, wait)) {
+    /// Both slots, `None` for one that cannot be read (a bad sector); if neither reads,
+    /// the disk's error. A slot neither blank nor beginning with a record is
+    /// [`AreaError::NotOurs`].
+    fn slots(&mut self, wait: &mut impl Patience<T>) -> Result<Slots, AreaError> {
+        let slots = match (self.read_slot(0, wait), self.read_slot(1, wait)) {
             (Err(e), Err(_)) => return Err(e),
-            (a, b) => [a.unwrap_or_default(), b.unwrap_or_default()],
+            (a, b) => [a.ok(), b.ok()],
         };
-        if !ours(&a) || !ours(&b) {
+        if !slots.iter().flatten().all(|s| ours(s)) {
             return Err(AreaError::NotOurs);
         }
-        Ok([a, b])
+        Ok(slots)
     }
 
     /// The newest state kept, `None` on a blank area (or one whose records are both torn
     /// or damaged).
-    pub fn load(&mut self, wait: impl FnMut(&mut T) -> bool) -> Result<Option<State>, AreaError> {
+    pub fn load(&mut self, wait: impl Patience<T>) -> Result<Option<State>, AreaError> {
         Ok(self.load_record(wait)?.map(|(_, state)| state))
     }
 
-    /// [`StateArea::load`] with the record's sequence number.
+    /// [`StateArea::load`] with the record's sequence number. An unreadable slot counts
+    /// as empty here (the other's record is read).
     pub fn load_record(
         &mut self,
-        mut wait: impl FnMut(&mut T) -> bool,
+        mut wait: impl Patience<T>,
     ) -> Result<Option<(u64, State)>, AreaError> {
         let [a, b] = self.slots(&mut wait)?;
+        let (a, b) = (a.unwrap_or_default(), b.unwrap_or_default());
         Ok(store::newest(&[&a, &b]).map(|(_, seq, state)| (seq, state)))
     }
 
     /// Keeps `state`: written to the slot not holding the newest record, then flushed.
     /// Returns the slot written.
-    pub fn save(
-        &mut self,
-        state: &State,
-        wait: impl FnMut(&mut T) -> bool,
-    ) -> Result<usize, AreaError> {
+    pub fn save(&mut self, state: &State, wait: impl Patience<T>) -> Result<usize, AreaError> {
         self.save_record(state, wait).map(|(slot, _)| slot)
     }
 
-    /// [`StateArea::save`], returning the slot and the record's sequence number.
+    /// [`StateArea::save`], returning the slot and the record's sequence number. With one
+    /// slot unreadable: over it when the other holds the newest record (a bad sector in the
+    /// older slot stops nothing), else over the readable one, so a record the disk fails to
+    /// read for a while is never written over while it may be the only one.
     pub fn save_record(
         &mut self,
         state: &State,
-        mut wait: impl FnMut(&mut T) -> bool,
+        mut wait: impl Patience<T>,
     ) -> Result<(usize, u64), AreaError> {
-        let [a, b] = self.slots(&mut wait)?;
-        let (slot, seq) = store::next_write([&a, &b]);
+        let slots = self.slots(&mut wait)?;
+        let unreadable = slots.iter().position(Option::is_none);
+        let [a, b] = slots.map(Option::unwrap_or_default);
+        let (mut slot, seq) = store::next_write([&a, &b]);
+        if let Some(u) = unreadable {
+            if store::newest(&[&a, &b]).is_none() {
+                slot = 1 - u;
+            }
+        }
         let record = store::encode(state, seq).ok_or(AreaError::TooLarge)?;
         let mut bytes = record;
         bytes.resize(bytes.len().next_multiple_of(SECTOR), 0);
         let base = self.base + slot as u64 * SLOT_SECTORS;
         for (k, sector) in bytes.chunks(SECTOR).enumerate() {
+            wait.begin();
             self.blk
-                .write(base + k as u64, sector, &mut wait)
+                .write(base + k as u64, sector, |t| wait.wait(t))
                 .map_err(AreaError::Disk)?;
         }
-        self.blk.flush(&mut wait).map_err(AreaError::Disk)?;
+        wait.begin();
+        self.blk.flush(|t| wait.wait(t)).map_err(AreaError::Disk)?;
         Ok((slot, seq))
     }
 }
 
-/// Whether a slot's bytes may be ours: unread (empty), a blank first sector, or a
-/// record's magic at its start.
+/// The two slots' bytes as read (`None`: unreadable).
+type Slots = [Option<Vec<u8>>; 2];
+
+/// How long the area waits for its disk: each request gets its own bound.
+pub trait Patience<T> {
+    /// A request is about to be submitted: its bound starts now.
+    fn begin(&mut self);
+    /// Called between looks at the used ring (with the transport); false gives up.
+    fn wait(&mut self, t: &mut T) -> bool;
+}
+
+/// A closure is patience whose bound the closure keeps (the tests' fake devices serve
+/// requests in it).
+impl<T, F: FnMut(&mut T) -> bool> Patience<T> for F {
+    fn begin(&mut self) {}
+    fn wait(&mut self, t: &mut T) -> bool {
+        self(t)
+    }
+}
+
+/// Whether a slot's bytes may be ours: a record's magic at its start (a record, whole or
+/// torn: its first sector is written first), or all zeros (never written).
 fn ours(slot: &[u8]) -> bool {
-    slot.is_empty() || slot.starts_with(&store::MAGIC) || slot.iter().take(SECTOR).all(|&b| b == 0)
+    slot.starts_with(&store::MAGIC) || slot.iter().all(|&b| b == 0)
 }
 
 #[cfg(test)]
@@ -188,6 +215,93 @@ mod tests {
             dev.serve_blk(disk);
             true
         }
+    }
+
+    /// A device on `disk` whose reads of slot 0 fail (a bad sector: status 1), serving
+    /// everything else.
+    fn slot0_unreadable(disk: &mut [u8]) -> impl FnMut(&mut FakeVirtio) -> bool + '_ {
+        use crate::drivers::fake::FakeHal;
+        let slot0 = SLOT_SECTORS as usize * 512;
+        move |dev: &mut FakeVirtio| {
+            let ring = dev.ring(0);
+            while let Some((head, bufs)) = ring.pop_avail() {
+                let (kind, at) = crate::drivers::fake::blk_request(&bufs);
+                let st = bufs[bufs.len() - 1];
+                match kind {
+                    0 if at < slot0 => {
+                        FakeHal::write(st.addr, &[1]);
+                        ring.push_used(head as u32, 1);
+                    }
+                    0 => {
+                        FakeHal::write(bufs[1].addr, &disk[at..at + bufs[1].len as usize]);
+                        FakeHal::write(st.addr, &[0]);
+                        ring.push_used(head as u32, bufs[1].len + 1);
+                    }
+                    1 => {
+                        let d = FakeHal::read(bufs[1].addr, bufs[1].len as usize);
+                        disk[at..at + d.len()].copy_from_slice(&d);
+                        FakeHal::write(st.addr, &[0]);
+                        ring.push_used(head as u32, 1);
+                    }
+                    _ => {
+                        FakeHal::write(st.addr, &[0]);
+                        ring.push_used(head as u32, 1);
+                    }
+                }
+            }
+            true
+        }
+    }
+
+    #[test]
+    fn a_slot_the_disk_cannot_read_is_not_written_while_it_may_hold_the_only_record() {
+        let mut disk = vec![0u8; AREA_BYTES as usize];
+        let mut a = area(AREA_BYTES).unwrap();
+        assert_eq!(a.save(&state(2), honest(&mut disk)).unwrap(), 0);
+        // Slot 1 holds a torn record: its magic, a checksum that fails.
+        let s1 = SLOT_SECTORS as usize * 512;
+        disk[s1..s1 + 8].copy_from_slice(&store::MAGIC);
+        disk[s1 + 20] = 0xFF;
+        let slot0 = disk[..s1].to_vec();
+        // Slot 0 unreadable for a while: nothing to load, and the save goes to slot 1.
+        assert_eq!(a.load(slot0_unreadable(&mut disk)).unwrap(), None);
+        assert_eq!(a.save(&state(3), slot0_unreadable(&mut disk)).unwrap(), 1);
+        assert_eq!(
+            disk[..s1],
+            slot0[..],
+            "the record that could not be read is kept"
+        );
+        // Once it reads again, a whole state is read (each slot holds one).
+        let back = a.load(honest(&mut disk)).unwrap();
+        assert!(back == Some(state(2)) || back == Some(state(3)), "{back:?}");
+    }
+
+    #[test]
+    fn each_request_gets_its_own_bound() {
+        // Patience that allows three looks per request: every request here is served at
+        // the second look, so a save of many requests never gives up.
+        struct Three<'a>(&'a mut [u8], u32);
+        impl Patience<FakeVirtio> for Three<'_> {
+            fn begin(&mut self) {
+                self.1 = 3;
+            }
+            fn wait(&mut self, dev: &mut FakeVirtio) -> bool {
+                if self.1 == 0 {
+                    return false;
+                }
+                self.1 -= 1;
+                if self.1 == 1 {
+                    dev.serve_blk(self.0);
+                }
+                true
+            }
+        }
+        let mut disk = vec![0u8; AREA_BYTES as usize];
+        let mut a = area(AREA_BYTES).unwrap();
+        // state(3)'s record spans several sectors: a request each.
+        assert!(store::encode(&state(3), 1).unwrap().len() > 4 * SECTOR);
+        assert_eq!(a.save(&state(3), Three(&mut disk, 0)).unwrap(), 0);
+        assert_eq!(a.load(honest(&mut disk)).unwrap(), Some(state(3)));
     }
 
     #[test]
@@ -242,39 +356,8 @@ mod tests {
         a.save(&state(2), honest(&mut disk)).unwrap();
         a.save(&state(3), honest(&mut disk)).unwrap();
         // Reads of slot 0 fail (a bad sector: status 1); everything else is served.
-        let slot0 = SLOT_SECTORS as usize * 512;
-        let mut flaky = |dev: &mut FakeVirtio| {
-            use crate::drivers::fake::FakeHal;
-            let ring = dev.ring(0);
-            while let Some((head, bufs)) = ring.pop_avail() {
-                let (kind, at) = crate::drivers::fake::blk_request(&bufs);
-                let st = bufs[bufs.len() - 1];
-                match kind {
-                    0 if at < slot0 => {
-                        FakeHal::write(st.addr, &[1]);
-                        ring.push_used(head as u32, 1);
-                    }
-                    0 => {
-                        FakeHal::write(bufs[1].addr, &disk[at..at + bufs[1].len as usize]);
-                        FakeHal::write(st.addr, &[0]);
-                        ring.push_used(head as u32, bufs[1].len + 1);
-                    }
-                    1 => {
-                        let d = FakeHal::read(bufs[1].addr, bufs[1].len as usize);
-                        disk[at..at + d.len()].copy_from_slice(&d);
-                        FakeHal::write(st.addr, &[0]);
-                        ring.push_used(head as u32, 1);
-                    }
-                    _ => {
-                        FakeHal::write(st.addr, &[0]);
-                        ring.push_used(head as u32, 1);
-                    }
-                }
-            }
-            true
-        };
-        assert_eq!(a.load(&mut flaky).unwrap(), Some(state(3)));
-        assert_eq!(a.save(&state(4), &mut flaky).unwrap(), 0);
+        assert_eq!(a.load(slot0_unreadable(&mut disk)).unwrap(), Some(state(3)));
+        assert_eq!(a.save(&state(4), slot0_unreadable(&mut disk)).unwrap(), 0);
         assert_eq!(a.load(honest(&mut disk)).unwrap(), Some(state(4)));
     }
 
