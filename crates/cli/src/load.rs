@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bareweb_loadgen::surge::{FileSet, SurgeParams};
-use bareweb_loadgen::{parse_url, Expect, LoadConfig, Mode, UrlEntry};
+use bareweb_loadgen::{parse_url_with, Expect, LoadConfig, Mode, UrlEntry};
 use sha2::{Digest, Sha256};
 
 use crate::load_common::{emit, progress_done, progress_printer, LoadArgs};
@@ -77,14 +77,20 @@ pub fn build_config(a: &LoadArgs) -> Result<LoadConfig, String> {
     if urls.is_empty() {
         return Err("no URL given".into());
     }
-    let (target, _) = parse_url(&urls[0])?;
+    let (target, _) = parse_url_with(&urls[0], &a.resolve)?;
     let mut paths = Vec::new();
     for u in &urls {
-        let (t, path) = parse_url(u)?;
+        let (t, path) = parse_url_with(u, &a.resolve)?;
         if t.addr != target.addr {
             return Err(format!(
                 "{u}: every URL must name {} (one server per run)",
                 target.addr
+            ));
+        }
+        if t.tls_name != target.tls_name {
+            return Err(format!(
+                "{u}: every URL must have the scheme and name of {} (one server per run)",
+                urls[0]
             ));
         }
         paths.push(path);
@@ -117,7 +123,24 @@ pub fn build_config(a: &LoadArgs) -> Result<LoadConfig, String> {
             Ok(UrlEntry { path, expect })
         })
         .collect::<Result<Vec<_>, String>>()?;
+    let https = target.tls_name.is_some();
     let mut c = LoadConfig::new(target, urls, mode);
+    if https {
+        let pem = match &a.cacert {
+            Some(f) => {
+                Some(std::fs::read(f).map_err(|e| format!("--cacert {}: {e}", f.display()))?)
+            }
+            None => None,
+        };
+        c.tls = Some(
+            bareweb_loadgen::load::tls::client_config(pem.as_deref()).map_err(|e| {
+                match &a.cacert {
+                    Some(f) => format!("--cacert {}: {e}", f.display()),
+                    None => e,
+                }
+            })?,
+        );
+    }
     c.keepalive = a.keepalive;
     c.fetches = a.fetches;
     c.sessions = a.sessions;
@@ -139,6 +162,12 @@ pub fn load(a: LoadArgs) -> Result<(), String> {
     }
     let cfg = build_config(&a)?;
     if a.udp.tap.is_some() || a.udp.xdp.is_some() {
+        if cfg.target.tls_name.is_some() {
+            return Err(
+                "https:// URLs are fetched by the socket client only (without --tap or --xdp)"
+                    .into(),
+            );
+        }
         return crate::load_bare::load(&a, &cfg);
     }
     let mut progress = progress_printer(a.quiet);

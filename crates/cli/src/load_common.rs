@@ -12,8 +12,8 @@ use bareweb_host::{netif, Tap};
 /// `bareweb load`: fetch URLs from a server under a bounded load and report like http_load.
 #[derive(clap::Args)]
 pub struct LoadArgs {
-    /// URLs to fetch (http://host[:port]/path); all must name the same host and port.
-    /// In session mode, one URL naming the server.
+    /// URLs to fetch (http://host[:port]/path, https://host[:port]/path); all must name the
+    /// same scheme, host and port. In session mode, one URL naming the server.
     pub urls: Vec<String>,
     /// Read more URLs from a file, one per line (http_load's url_file).
     #[arg(long)]
@@ -72,6 +72,14 @@ pub struct LoadArgs {
     /// No progress lines on stderr.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// https:// URLs: trust the CA certificates of this PEM file instead of the Web PKI's
+    /// roots. The server's certificate is always verified (chain, name, dates).
+    #[arg(long, value_name = "FILE", conflicts_with = "udp")]
+    pub cacert: Option<PathBuf>,
+    /// Connect to ADDR for the URLs naming HOST:PORT (curl's syntax; repeatable): the name
+    /// stays HOST in the Host field and, over HTTPS, in SNI and the certificate's check.
+    #[arg(long, value_name = "HOST:PORT:ADDR", conflicts_with = "udp")]
+    pub resolve: Vec<bareweb_loadgen::Resolve>,
     #[command(flatten)]
     pub udp: UdpLoadArgs,
 }

@@ -44,10 +44,14 @@ pub enum ErrorKind {
     Sha256Mismatch,
     /// Every connection slot was busy (the client, not the server, is the limit).
     NoSlot,
+    /// HTTPS: the TLS handshake failed (the server's certificate did not verify, an alert,
+    /// the connection closed during it) or a record did not decrypt; the report's
+    /// [`TlsReport::first_error`] says why.
+    Tls,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 14] = [
+    pub const ALL: [ErrorKind; 15] = [
         ErrorKind::Refused,
         ErrorKind::ConnectFailed,
         ErrorKind::ConnectTimeout,
@@ -62,6 +66,7 @@ impl ErrorKind {
         ErrorKind::LengthMismatch,
         ErrorKind::Sha256Mismatch,
         ErrorKind::NoSlot,
+        ErrorKind::Tls,
     ];
 
     pub fn name(self) -> &'static str {
@@ -80,6 +85,7 @@ impl ErrorKind {
             ErrorKind::LengthMismatch => "length_mismatch",
             ErrorKind::Sha256Mismatch => "sha256_mismatch",
             ErrorKind::NoSlot => "no_slot",
+            ErrorKind::Tls => "tls",
         }
     }
 
@@ -148,6 +154,40 @@ pub struct Report {
     /// bare client on a TAP with receive offloads; 0 for the others).
     #[serde(default)]
     pub offloaded_frames: u64,
+    /// The URLs' scheme, "http" or "https" (empty in a report made by another client).
+    #[serde(default)]
+    pub scheme: String,
+    /// Over HTTPS: the TLS the client negotiated, and the first TLS failure's reason.
+    /// `None` over HTTP.
+    #[serde(default)]
+    pub tls: Option<TlsReport>,
+}
+
+/// What TLS an HTTPS run negotiated.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct TlsReport {
+    /// Handshakes completed (every connection makes a full one: no resumption).
+    pub handshakes: u64,
+    /// Handshakes by protocol version: "TLS 1.3", "TLS 1.2".
+    pub versions: BTreeMap<String, u64>,
+    /// Handshakes by cipher suite (rustls's names, "TLS13_AES_128_GCM_SHA256").
+    pub cipher_suites: BTreeMap<String, u64>,
+    /// TCP established until the handshake completed (the request is sent after it).
+    pub handshake: Summary,
+    /// The first TLS failure's reason as rustls and its certificate verifier say it
+    /// ("invalid peer certificate: UnknownIssuer", "certificate not valid for name …"),
+    /// when there was one (`errors` has the count, kind `tls`).
+    pub first_error: Option<String>,
+}
+
+impl TlsReport {
+    /// "TLS 1.3", or "TLS 1.3 and TLS 1.2" when both were negotiated (most used first).
+    pub fn versions_said(&self) -> String {
+        let mut v: Vec<(&String, &u64)> = self.versions.iter().collect();
+        v.sort_by(|a, b| b.1.cmp(a.1).then(b.0.cmp(a.0)));
+        let names: Vec<&str> = v.iter().map(|(k, _)| k.as_str()).collect();
+        names.join(" and ")
+    }
 }
 
 impl Report {
@@ -182,6 +222,27 @@ impl Report {
             );
         };
         line(&mut s, "connect", &self.connect);
+        if let Some(tls) = &self.tls {
+            let list = |m: &BTreeMap<String, u64>| {
+                m.iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            if tls.handshakes == 0 {
+                let _ = writeln!(s, "HTTPS: no TLS handshake completed");
+            } else {
+                let _ = writeln!(
+                    s,
+                    "HTTPS over {}: {} handshakes ({}; {})",
+                    tls.versions_said(),
+                    tls.handshakes,
+                    list(&tls.versions),
+                    list(&tls.cipher_suites)
+                );
+                line(&mut s, "tls-handshake", &tls.handshake);
+            }
+        }
         line(&mut s, "first-response", &self.first_response);
         line(&mut s, "response", &self.response);
         if self.sessions_started > 0 {
@@ -215,6 +276,9 @@ impl Report {
                 .map(|(k, v)| format!("{k} {v}"))
                 .collect();
             let _ = writeln!(s, "errors: {} ({})", self.errors_total, list.join(", "));
+        }
+        if let Some(e) = self.tls.as_ref().and_then(|t| t.first_error.as_ref()) {
+            let _ = writeln!(s, "first TLS error: {e}");
         }
         if !self.status.is_empty() {
             let _ = writeln!(s, "HTTP response codes:");

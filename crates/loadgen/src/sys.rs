@@ -134,6 +134,16 @@ pub fn write(fd: impl AsFd, buf: &[u8]) -> io::Result<usize> {
     Ok(net::send(fd, buf, SendFlags::NOSIGNAL)?)
 }
 
+/// Sends `bufs` in one call (`sendmsg`), MSG_NOSIGNAL as [`write()`].
+pub fn write_vectored(fd: impl AsFd, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+    Ok(net::sendmsg(
+        fd,
+        bufs,
+        &mut net::SendAncillaryBuffer::default(),
+        SendFlags::NOSIGNAL,
+    )?)
+}
+
 /// Closes `fd`; with `abort` the connection is reset (SO_LINGER 0) instead of closed
 /// gracefully, so a timed-out or broken connection leaves no state behind.
 pub fn close(fd: OwnedFd, abort: bool) {

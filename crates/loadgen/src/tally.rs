@@ -4,9 +4,11 @@
 //! and one meaning. Allocated once, when the run starts (the histograms preallocated with
 //! fixed bounds): counting a fetch never allocates.
 
+use bareweb_tls::rustls::{CipherSuite, ProtocolVersion};
+
 use crate::hist::Histogram;
 use crate::load::Expect;
-use crate::report::{ErrorKind, Report};
+use crate::report::{ErrorKind, Report, TlsReport};
 
 /// Counters and histograms of a run.
 pub struct Tally {
@@ -26,6 +28,83 @@ pub struct Tally {
     pub first: Histogram,
     pub response: Histogram,
     pub session: Histogram,
+    /// Over HTTPS (the socket client sets it): handshakes and the first TLS failure.
+    pub tls: Option<TlsTally>,
+}
+
+/// The TLS counts of an HTTPS run: fixed arrays and a histogram, allocated at start; only
+/// the first failure's words are allocated, once.
+pub struct TlsTally {
+    /// Handshakes completed over TLS 1.3 and TLS 1.2 (and any other version).
+    versions: [u64; 3],
+    /// Handshakes per cipher suite, in the order first seen (the provider has six).
+    suites: [(CipherSuite, u64); 8],
+    pub handshake: Histogram,
+    pub first_error: Option<String>,
+}
+
+impl Default for TlsTally {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TlsTally {
+    pub fn new() -> TlsTally {
+        TlsTally {
+            versions: [0; 3],
+            suites: [(CipherSuite::Unknown(0), 0); 8],
+            handshake: Histogram::new(),
+            first_error: None,
+        }
+    }
+
+    /// A handshake completed in `ns` with `version` and `suite`.
+    pub fn handshake(&mut self, version: ProtocolVersion, suite: CipherSuite, ns: u64) {
+        let v = match version {
+            ProtocolVersion::TLSv1_3 => 0,
+            ProtocolVersion::TLSv1_2 => 1,
+            _ => 2,
+        };
+        self.versions[v] += 1;
+        if let Some(e) = self.suites.iter_mut().find(|(s, n)| *s == suite || *n == 0) {
+            *e = (suite, e.1 + 1);
+        }
+        self.handshake.record(ns);
+    }
+
+    /// A TLS failure: its words are kept if it is the first.
+    pub fn failed(&mut self, why: &dyn std::fmt::Display) {
+        if self.first_error.is_none() {
+            self.first_error = Some(why.to_string());
+        }
+    }
+
+    fn report(&self) -> TlsReport {
+        let names = ["TLS 1.3", "TLS 1.2", "TLS (other)"];
+        TlsReport {
+            handshakes: self.versions.iter().sum(),
+            versions: names
+                .iter()
+                .zip(self.versions)
+                .filter(|(_, n)| *n > 0)
+                .map(|(k, n)| (k.to_string(), n))
+                .collect(),
+            cipher_suites: self
+                .suites
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(s, n)| {
+                    (
+                        s.as_str().map_or_else(|| format!("{s:?}"), String::from),
+                        *n,
+                    )
+                })
+                .collect(),
+            handshake: self.handshake.summary(),
+            first_error: self.first_error.clone(),
+        }
+    }
 }
 
 impl Default for Tally {
@@ -80,6 +159,7 @@ impl Tally {
             first: Histogram::new(),
             response: Histogram::new(),
             session: Histogram::new(),
+            tls: None,
         }
     }
 
@@ -182,6 +262,8 @@ impl Tally {
             client_cpu_utilisation: if secs > 0.0 { cpu / secs } else { 0.0 },
             retransmits: 0,
             offloaded_frames: 0,
+            scheme: if self.tls.is_some() { "https" } else { "http" }.into(),
+            tls: self.tls.as_ref().map(TlsTally::report),
         }
     }
 }

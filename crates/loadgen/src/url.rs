@@ -1,12 +1,14 @@
 //! The URLs the generators take, `scheme://host[:port]/path`: split into the server's
-//! address (resolved; an IPv6 literal in brackets where the scheme speaks IPv6, with a
-//! zone as RFC 6874 writes it, `[fe80::1%25eth0]`), the authority for the `Host` field
-//! (without the zone, RFC 6874 §4) and the path.
-//! One parser for `http://` ([`crate::parse_url`]) and `bwudp://`
+//! address (resolved, or given by a [`Resolve`] entry, curl's `--resolve HOST:PORT:ADDR`;
+//! an IPv6 literal in brackets where the scheme speaks IPv6, with a zone as RFC 6874
+//! writes it, `[fe80::1%25eth0]`), the authority for the `Host` field (without the zone,
+//! RFC 6874 §4), the host alone (the name TLS asks for and verifies) and the path.
+//! One parser for `http://` and `https://` ([`crate::parse_url`]) and `bwudp://`
 //! ([`crate::udp::parse_url`]); each scheme says its default port and the words of its
 //! wrong-scheme error.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::str::FromStr;
 
 /// A URL's scheme and its defaults.
 pub(crate) struct Scheme {
@@ -77,9 +79,73 @@ pub fn host_and_port(
     }
 }
 
-/// A URL split: the server's address, the authority as written and the path (`/` when
-/// the URL has none).
-pub(crate) fn split(url: &str, scheme: &Scheme) -> Result<(SocketAddr, String, String), String> {
+/// curl's `--resolve HOST:PORT:ADDR`: a URL naming HOST and PORT connects to ADDR, while
+/// the name stays HOST (in the `Host` field, and over HTTPS in SNI and the certificate's
+/// check). For names without DNS (`site.test`) or a server at another address than its
+/// name's. ADDR is an IPv4 or an IPv6 address (in brackets or not); one per entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolve {
+    /// The host as URLs write it (an IPv6 literal without its brackets), matched without
+    /// regard to case.
+    pub host: String,
+    pub port: u16,
+    pub addr: IpAddr,
+}
+
+impl FromStr for Resolve {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Resolve, String> {
+        let form = || format!("expected HOST:PORT:ADDR (as curl's --resolve), not {s:?}");
+        // HOST is a name, an IPv4 address or an IPv6 one in brackets.
+        let (host, rest) = match s.strip_prefix('[') {
+            Some(v6) => {
+                let (h, rest) = v6.split_once(']').ok_or_else(form)?;
+                (h, rest.strip_prefix(':').ok_or_else(form)?)
+            }
+            None => s.split_once(':').ok_or_else(form)?,
+        };
+        let (port, addr) = rest.split_once(':').ok_or_else(form)?;
+        if host.is_empty() || host.bytes().any(|b| b <= b' ' || b == b'/' || b == 0x7f) {
+            return Err(format!("{s:?}: no host name before the port"));
+        }
+        let port = port
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p != 0)
+            .ok_or_else(|| format!("{s:?}: bad port {port:?} (expected 1 to 65535)"))?;
+        if addr.contains(',') {
+            return Err(format!(
+                "{s:?}: one address per --resolve (give the one to connect to)"
+            ));
+        }
+        let bare = addr
+            .strip_prefix('[')
+            .and_then(|a| a.strip_suffix(']'))
+            .unwrap_or(addr);
+        let addr = bare
+            .parse::<IpAddr>()
+            .map_err(|_| format!("{s:?}: {addr:?} is no IPv4 or IPv6 address"))?;
+        Ok(Resolve {
+            host: host.to_string(),
+            port,
+            addr,
+        })
+    }
+}
+
+/// A URL split: the server's address, the authority as written (the `Host` field), the
+/// host alone (without brackets or zone: the name a certificate must hold) and the path
+/// (`/` when the URL has none). An entry of `resolve` naming the URL's host and port gives
+/// the address; else the host is resolved.
+pub(crate) struct Split {
+    pub addr: SocketAddr,
+    pub authority: String,
+    pub host: String,
+    pub path: String,
+}
+
+/// Splits `url` (see [`Split`]); `resolve` as curl's `--resolve`.
+pub(crate) fn split(url: &str, scheme: &Scheme, resolve: &[Resolve]) -> Result<Split, String> {
     let rest = url
         .strip_prefix(scheme.prefix)
         .ok_or_else(|| format!("{url:?}: {}", scheme.other))?;
@@ -92,17 +158,18 @@ pub(crate) fn split(url: &str, scheme: &Scheme) -> Result<(SocketAddr, String, S
     }
     let (host, port) = host_and_port(url, hostport, scheme.default_port, scheme.ipv6)?;
     let literal6 = hostport.starts_with('[');
-    let addrs: Vec<SocketAddr> = (host.as_str(), port)
-        .to_socket_addrs()
-        .map_err(|e| format!("{url:?}: cannot resolve {host:?}: {e}"))?
-        .collect();
-    // A name: its IPv4 address first (as before IPv6 was served), else its IPv6 one.
-    let addr = addrs
+    // The host without an IPv6 literal's zone: what --resolve and a certificate name.
+    let bare = match host.split_once('%') {
+        Some((a, _)) if literal6 => a.to_string(),
+        _ => host.clone(),
+    };
+    let given = resolve
         .iter()
-        .find(|a| a.is_ipv4() != literal6)
-        .or_else(|| addrs.iter().find(|a| scheme.ipv6 && a.is_ipv6()))
-        .copied()
-        .ok_or_else(|| format!("{url:?}: {host:?} has no IPv4 address"))?;
+        .find(|r| r.port == port && r.host.eq_ignore_ascii_case(&bare));
+    let addr = match given {
+        Some(r) => SocketAddr::new(r.addr, port),
+        None => resolve_host(url, &host, port, literal6, scheme.ipv6, resolve)?,
+    };
     // The Host field: the authority without the zone (RFC 6874 §4).
     let authority = match hostport.split_once("%25") {
         Some((a, rest)) => format!("{a}{}", &rest[rest.find(']').unwrap_or(rest.len())..]),
@@ -111,7 +178,42 @@ pub(crate) fn split(url: &str, scheme: &Scheme) -> Result<(SocketAddr, String, S
     if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
         return Err(format!("{url:?}: path has spaces or control characters"));
     }
-    Ok((addr, authority, path.to_string()))
+    Ok(Split {
+        addr,
+        authority,
+        host: bare,
+        path: path.to_string(),
+    })
+}
+
+/// The address of `host` by the system's resolver: a name's IPv4 address first (as before
+/// IPv6 was served), else its IPv6 one. A failure names a `--resolve` entry given for the
+/// host with another port, the likely slip.
+fn resolve_host(
+    url: &str,
+    host: &str,
+    port: u16,
+    literal6: bool,
+    ipv6: bool,
+    resolve: &[Resolve],
+) -> Result<SocketAddr, String> {
+    let hint = || match resolve.iter().find(|r| r.host.eq_ignore_ascii_case(host)) {
+        Some(r) => format!(
+            " (--resolve {}:{}:{} is for port {}, the URL's port is {port})",
+            r.host, r.port, r.addr, r.port
+        ),
+        None => String::new(),
+    };
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("{url:?}: cannot resolve {host:?}: {e}{}", hint()))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4() != literal6)
+        .or_else(|| addrs.iter().find(|a| ipv6 && a.is_ipv6()))
+        .copied()
+        .ok_or_else(|| format!("{url:?}: {host:?} has no IPv4 address{}", hint()))
 }
 
 #[cfg(test)]
@@ -139,7 +241,7 @@ mod tests {
         );
         assert_eq!(
             crate::parse_url("bwudp://10.0.0.2/").unwrap_err(),
-            "\"bwudp://10.0.0.2/\": only http:// URLs are supported"
+            "\"bwudp://10.0.0.2/\": only http:// and https:// URLs are supported"
         );
         assert_eq!(
             crate::udp::parse_url("http://10.0.0.2/").unwrap_err(),
@@ -150,5 +252,94 @@ mod tests {
             "\"http:///x\": no host"
         );
         assert!(crate::parse_url("http://10.0.0.2/a b").is_err());
+    }
+
+    /// `https://` takes port 443 by default and carries the host as the name TLS asks
+    /// for and verifies: a DNS name, or an address (an IPv6 literal without brackets or
+    /// zone); `http://` carries none.
+    #[test]
+    fn https_urls_name_what_tls_verifies() {
+        let (t, path) = crate::parse_url("https://127.0.0.1/x").unwrap();
+        assert_eq!(
+            (t.addr.to_string(), t.host.as_str(), path.as_str()),
+            ("127.0.0.1:443".into(), "127.0.0.1", "/x")
+        );
+        assert_eq!(t.tls_name.unwrap().to_str(), "127.0.0.1");
+        let (t, _) = crate::parse_url("https://localhost:8443").unwrap();
+        assert_eq!(t.addr.port(), 8443);
+        assert_eq!(t.host, "localhost:8443");
+        assert_eq!(t.tls_name.unwrap().to_str(), "localhost");
+        let (t, _) = crate::parse_url("https://[fe80::1%25lo]:8443/").unwrap();
+        assert_eq!(t.host, "[fe80::1]:8443");
+        assert_eq!(t.tls_name.unwrap().to_str(), "fe80::1");
+        let (t, _) = crate::parse_url("http://127.0.0.1/").unwrap();
+        assert!(t.tls_name.is_none());
+        assert_eq!(
+            crate::parse_url("ftp://10.0.0.2/").unwrap_err(),
+            "\"ftp://10.0.0.2/\": only http:// and https:// URLs are supported"
+        );
+        assert!(crate::parse_url("https://10.0.0.2:0/").is_err());
+        assert_eq!(
+            crate::parse_url("https:///x").unwrap_err(),
+            "\"https:///x\": no host"
+        );
+        let to: Vec<super::Resolve> = vec!["bad!name.test:443:127.0.0.1".parse().unwrap()];
+        let e = crate::parse_url_with("https://bad!name.test/", &to).unwrap_err();
+        assert!(e.contains("no DNS name or address for TLS"), "{e}");
+    }
+
+    /// curl's `--resolve HOST:PORT:ADDR`: parsed with its errors said, and used for the URLs
+    /// naming that host (any case) and port, http:// and https:// alike; the name stays the
+    /// URL's. A name without DNS and no matching entry fails, naming an entry for another
+    /// port.
+    #[test]
+    fn resolve_entries_parse_and_give_the_address() {
+        use super::Resolve;
+        let r: Resolve = "site.test:8443:127.0.0.1".parse().unwrap();
+        assert_eq!(
+            (r.host.as_str(), r.port, r.addr.to_string()),
+            ("site.test", 8443, "127.0.0.1".into())
+        );
+        let r: Resolve = "site.test:443:[::1]".parse().unwrap();
+        assert_eq!(r.addr.to_string(), "::1");
+        let r: Resolve = "site.test:443:::1".parse().unwrap();
+        assert_eq!(r.addr.to_string(), "::1");
+        let r: Resolve = "[2001:db8::1]:443:10.0.0.2".parse().unwrap();
+        assert_eq!((r.host.as_str(), r.port), ("2001:db8::1", 443));
+        for (bad, says) in [
+            ("site.test", "expected HOST:PORT:ADDR"),
+            ("site.test:443", "expected HOST:PORT:ADDR"),
+            (":443:127.0.0.1", "no host name"),
+            ("site.test:0:127.0.0.1", "bad port"),
+            ("site.test:https:127.0.0.1", "bad port"),
+            ("site.test:443:localhost", "is no IPv4 or IPv6 address"),
+            (
+                "site.test:443:10.0.0.1,10.0.0.2",
+                "one address per --resolve",
+            ),
+            ("[::1:443:10.0.0.1", "expected HOST:PORT:ADDR"),
+        ] {
+            let e = bad.parse::<Resolve>().unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let given: Vec<Resolve> = vec![
+            "SITE.test:8443:127.0.0.2".parse().unwrap(),
+            "site.test:80:127.0.0.3".parse().unwrap(),
+        ];
+        let (t, _) = crate::parse_url_with("https://site.test:8443/a", &given).unwrap();
+        assert_eq!(t.addr.to_string(), "127.0.0.2:8443");
+        assert_eq!(t.host, "site.test:8443");
+        assert_eq!(t.tls_name.unwrap().to_str(), "site.test");
+        let (t, _) = crate::parse_url_with("http://site.test/", &given).unwrap();
+        assert_eq!(t.addr.to_string(), "127.0.0.3:80");
+        assert_eq!(t.host, "site.test");
+        // Another port than the entries': resolved by DNS, which knows no .test name.
+        let e = crate::parse_url_with("https://site.test/", &given).unwrap_err();
+        assert!(e.contains("is for port 8443, the URL's port is 443"), "{e}");
+        // An address URL can be redirected too.
+        let to: Vec<Resolve> = vec!["10.9.9.9:443:127.0.0.1".parse().unwrap()];
+        let (t, _) = crate::parse_url_with("https://10.9.9.9/", &to).unwrap();
+        assert_eq!(t.addr.to_string(), "127.0.0.1:443");
+        assert_eq!(t.tls_name.unwrap().to_str(), "10.9.9.9");
     }
 }

@@ -130,6 +130,7 @@ fn config(srv: &TestServer, paths: &[&str], mode: Mode) -> LoadConfig {
     let target = Target {
         addr: std::net::SocketAddr::V4(srv.addr),
         host: srv.addr.to_string(),
+        tls_name: None,
     };
     let urls = paths
         .iter()

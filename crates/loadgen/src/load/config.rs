@@ -3,10 +3,14 @@
 //! [`Progress`] shown while it runs.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use bareweb_tls::rustls::pki_types::ServerName;
+use bareweb_tls::rustls::ClientConfig;
+
 use crate::surge::SurgeParams;
-use crate::url::{split, Scheme};
+use crate::url::{split, Resolve, Scheme, Split};
 
 /// Where the server is.
 #[derive(Clone, Debug)]
@@ -14,6 +18,10 @@ pub struct Target {
     pub addr: SocketAddr,
     /// Value of the Host header.
     pub host: String,
+    /// `https://`: the name every connection asks for (SNI) and verifies the server's
+    /// certificate against (the URL's host: a DNS name or an address); `None` for
+    /// `http://`.
+    pub tls_name: Option<ServerName<'static>>,
 }
 
 /// What a response must carry to count as good (with `--verify`).
@@ -64,6 +72,9 @@ pub struct LoadConfig {
     pub expect_status: u16,
     /// Call the progress callback this often.
     pub progress_every: Option<Duration>,
+    /// The TLS client of an `https://` target ([`super::tls::client_config`]: the roots
+    /// it trusts); `None`: the Web PKI's roots. Unused over `http://`.
+    pub tls: Option<Arc<ClientConfig>>,
 }
 
 impl LoadConfig {
@@ -85,6 +96,7 @@ impl LoadConfig {
             seed: 1,
             expect_status: 200,
             progress_every: None,
+            tls: None,
         }
     }
 
@@ -104,16 +116,45 @@ impl LoadConfig {
     }
 }
 
-/// Splits `http://host[:port]/path` (port 80 by default) into a target and a path.
+/// Splits `http://host[:port]/path` (port 80 by default) or `https://host[:port]/path`
+/// (port 443) into a target and a path.
 pub fn parse_url(url: &str) -> Result<(Target, String), String> {
+    parse_url_with(url, &[])
+}
+
+/// [`parse_url`], with `resolve` (curl's `--resolve HOST:PORT:ADDR`) giving the address of
+/// a host and port instead of the resolver; the name stays the URL's.
+pub fn parse_url_with(url: &str, resolve: &[Resolve]) -> Result<(Target, String), String> {
+    let https = url.starts_with("https://");
     let scheme = Scheme {
-        prefix: "http://",
-        other: "only http:// URLs are supported",
-        default_port: 80,
+        prefix: if https { "https://" } else { "http://" },
+        other: "only http:// and https:// URLs are supported",
+        default_port: if https { 443 } else { 80 },
         ipv6: true,
     };
-    let (addr, host, path) = split(url, &scheme)?;
-    Ok((Target { addr, host }, path))
+    let Split {
+        addr,
+        authority,
+        host,
+        path,
+    } = split(url, &scheme, resolve)?;
+    let tls_name = if https {
+        Some(
+            ServerName::try_from(host.as_str())
+                .map_err(|_| format!("{url:?}: {host:?} is no DNS name or address for TLS"))?
+                .to_owned(),
+        )
+    } else {
+        None
+    };
+    Ok((
+        Target {
+            addr,
+            host: authority,
+            tls_name,
+        },
+        path,
+    ))
 }
 
 /// Progress shown while a run goes on.

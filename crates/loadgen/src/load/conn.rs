@@ -1,24 +1,40 @@
 //! One connection's life in a load run: the slot table entry ([`Slot`]) and the run's
-//! shared state ([`Ctx`]), and the steps a slot goes through: open, connect, send
-//! (pipelined), read and check responses, keep idle or close, think between a session's
-//! bursts; timeouts by deadline scan.
+//! shared state ([`Ctx`]), and the steps a slot goes through: open, connect, (over HTTPS)
+//! the TLS handshake, send (pipelined), read and check responses, keep idle or close,
+//! think between a session's bursts; timeouts by deadline scan.
+//!
+//! Over HTTPS a slot holds a `rustls::ClientConnection` (its buffered API), made when the
+//! connect starts and dropped when the connection closes. Bytes read from the socket go
+//! into it (`read_tls`, `process_new_packets`) and its plaintext into the same response
+//! parser as over HTTP; requests go into its writer and its records to the socket
+//! (`write_tls`) until all are out or the socket would block, the rest on the next
+//! EPOLLOUT edge (every socket is registered for it). The handshake runs between connect
+//! and the first request, which is timed from when it is handed to TLS.
 
-use std::os::fd::OwnedFd;
+use std::io::{Read as _, Write as _};
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+use std::time::Instant;
 
+use bareweb_tls::rustls::pki_types::ServerName;
+use bareweb_tls::rustls::{ClientConfig, ClientConnection};
 use sha2::{Digest, Sha256};
 
 use super::config::{LoadConfig, Mode};
+use super::tls::FdIo;
 use crate::http::{RespError, ResponseParser, Step};
 use crate::report::ErrorKind;
 use crate::rng::{Rng, Zipf};
 use crate::surge::{SurgeParams, MAX_BURST};
 use crate::sys;
-use crate::tally::{verdict, Tally};
+use crate::tally::{verdict, Tally, TlsTally};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Phase {
     Free,
     Connecting,
+    /// HTTPS: connected, the TLS handshake under way (requests queued, not yet sent).
+    Handshaking,
     Sending,
     Receiving,
     /// Keep-alive connection with nothing in flight.
@@ -54,6 +70,10 @@ pub(super) struct Slot {
     session_bad: bool,
     bursts_left: u32,
     session_start: u64,
+    /// HTTPS: the connection's TLS (from connect to close).
+    tls: Option<ClientConnection>,
+    /// HTTPS: when the TCP connection was established (the handshake's start).
+    hs_start: u64,
 }
 
 impl Slot {
@@ -78,7 +98,24 @@ impl Slot {
             session_bad: false,
             bursts_left: 0,
             session_start: 0,
+            tls: None,
+            hs_start: 0,
         }
+    }
+
+    /// Closes the socket (gracefully: after TLS's close_notify, best effort; `abort`: a
+    /// reset) and drops the TLS state; whether there was a socket.
+    fn close_fd(&mut self, abort: bool) -> bool {
+        let tls = self.tls.take();
+        let Some(fd) = self.fd.take() else {
+            return false;
+        };
+        if let Some(mut tls) = tls.filter(|t| !abort && !t.is_handshaking()) {
+            tls.send_close_notify();
+            let _ = tls.write_tls(&mut FdIo(fd.as_fd()));
+        }
+        sys::close(fd, abort);
+        true
     }
 }
 
@@ -97,6 +134,10 @@ pub(super) struct Ctx<'a> {
     pub(super) open: u64,
     pub(super) in_flight: u64,
     pub(super) sessions_active: u64,
+    /// HTTPS: the client configuration and the name every connection asks for.
+    tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
+    /// The run's start: times are nanoseconds since.
+    pub(super) start: Instant,
     /// What the report is made of.
     pub(super) t: Tally,
 }
@@ -121,6 +162,20 @@ impl<'a> Ctx<'a> {
             Mode::Sessions { params, .. } => Some(Zipf::new(cfg.urls.len(), params.zipf_alpha)),
             _ => None,
         };
+        let tls = match &cfg.target.tls_name {
+            Some(name) => {
+                let config = match &cfg.tls {
+                    Some(c) => c.clone(),
+                    None => super::tls::client_config(None)?,
+                };
+                Some((config, name.clone()))
+            }
+            None => None,
+        };
+        let mut t = Tally::new();
+        if tls.is_some() {
+            t.tls = Some(TlsTally::new());
+        }
         let ctx = Ctx {
             cfg,
             req_keep,
@@ -134,10 +189,19 @@ impl<'a> Ctx<'a> {
             open: 0,
             in_flight: 0,
             sessions_active: 0,
-            t: Tally::new(),
+            tls,
+            start: Instant::now(),
+            t,
         };
         let slots = (0..max_conns).map(|_| Slot::new(wcap)).collect();
         Ok((ctx, slots))
+    }
+}
+
+impl Ctx<'_> {
+    /// Nanoseconds since the run's start (the monotonic clock, vDSO).
+    fn now(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
     }
 }
 
@@ -161,13 +225,11 @@ pub(super) fn close_all(slots: &mut [Slot]) -> u64 {
     for slot in slots.iter_mut() {
         if matches!(
             slot.phase,
-            Phase::Connecting | Phase::Sending | Phase::Receiving
+            Phase::Connecting | Phase::Handshaking | Phase::Sending | Phase::Receiving
         ) {
             unfinished += slot.p_len as u64;
         }
-        if let Some(fd) = slot.fd.take() {
-            sys::close(fd, true);
-        }
+        slot.close_fd(true);
     }
     unfinished
 }
@@ -218,6 +280,14 @@ fn connect(ctx: &mut Ctx, slots: &mut [Slot], i: usize, now: u64) {
             if let Err(e) = added {
                 eprintln!("bareweb load: epoll_ctl: {e}");
                 fail(ctx, slot, i, ErrorKind::ConnectFailed, now);
+                return;
+            }
+            // HTTPS: the ClientHello is made now, sent once connected.
+            if let Some((config, name)) = &ctx.tls {
+                match ClientConnection::new(config.clone(), name.clone()) {
+                    Ok(c) => slot.tls = Some(c),
+                    Err(e) => tls_fail(ctx, slot, i, &e, now),
+                }
             }
             // Writability (or an error) is reported by epoll even if already connected.
         }
@@ -316,8 +386,12 @@ fn begin_response(ctx: &Ctx, slot: &mut Slot) {
     }
 }
 
-/// Writes what is left of the write buffer.
+/// Writes what is left of the write buffer (over HTTPS, through TLS).
 fn flush(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
+    if slot.tls.is_some() {
+        flush_tls(ctx, slot, i, now);
+        return;
+    }
     while slot.woff < slot.wbuf.len() {
         let Some(fd) = &slot.fd else { return };
         match sys::write(fd, &slot.wbuf[slot.woff..]) {
@@ -333,12 +407,82 @@ fn flush(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
     slot.phase = Phase::Receiving;
 }
 
+/// HTTPS: hands what is left of the write buffer to TLS (while sending), and writes
+/// TLS's records to the socket until none is left or it would block (the rest on the
+/// next EPOLLOUT). Once the requests are all out, the slot is receiving.
+fn flush_tls(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
+    loop {
+        let (Some(fd), Some(tls)) = (&slot.fd, &mut slot.tls) else {
+            return;
+        };
+        if slot.phase == Phase::Sending && slot.woff < slot.wbuf.len() {
+            // Takes what fits TLS's buffer (all of it, but for a huge burst).
+            if let Ok(n) = tls.writer().write(&slot.wbuf[slot.woff..]) {
+                slot.woff += n;
+            }
+        }
+        if !tls.wants_write() {
+            if slot.phase == Phase::Sending && slot.woff == slot.wbuf.len() {
+                slot.phase = Phase::Receiving;
+            }
+            return;
+        }
+        match tls.write_tls(&mut FdIo(fd.as_fd())) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => {
+                fail(ctx, slot, i, ErrorKind::Reset, now);
+                return;
+            }
+        }
+    }
+}
+
+/// HTTPS: a TLS failure (`why` kept if it is the run's first), counted as kind `tls` for
+/// every fetch in flight on the connection, which is closed after the alert rustls has
+/// queued (best effort; not reset, so that the server reads why).
+fn tls_fail(ctx: &mut Ctx, slot: &mut Slot, i: usize, why: &dyn std::fmt::Display, _now: u64) {
+    if let Some(t) = ctx.t.tls.as_mut() {
+        t.failed(why);
+    }
+    if let (Some(fd), Some(mut tls)) = (&slot.fd, slot.tls.take()) {
+        let _ = tls.write_tls(&mut FdIo(fd.as_fd()));
+    }
+    fail_closing(ctx, slot, i, ErrorKind::Tls, false);
+}
+
+/// The TCP connection is established: over HTTP the requests go out; over HTTPS the
+/// ClientHello does, and the requests once the handshake is done.
+fn established(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
+    ctx.t.connect.record(now - slot.conn_start);
+    if slot.tls.is_none() {
+        start_send(ctx, slot, i, now);
+        return;
+    }
+    slot.phase = Phase::Handshaking;
+    slot.hs_start = now;
+    slot.deadline = now + ctx.timeout_ns;
+    flush_tls(ctx, slot, i, now);
+}
+
+/// HTTPS: the handshake completed: counted, and the queued requests go out.
+fn handshake_done(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
+    if let (Some(t), Some(tls)) = (ctx.t.tls.as_mut(), &slot.tls) {
+        if let (Some(v), Some(s)) = (tls.protocol_version(), tls.negotiated_cipher_suite()) {
+            t.handshake(v, s.suite(), now.saturating_sub(slot.hs_start));
+        }
+    }
+    start_send(ctx, slot, i, now);
+}
+
 pub(super) fn on_event(
     ctx: &mut Ctx,
     slot: &mut Slot,
     i: usize,
     flags: u32,
     rbuf: &mut [u8],
+    pbuf: &mut [u8],
     now: u64,
 ) {
     if slot.phase == Phase::Connecting {
@@ -355,90 +499,208 @@ pub(super) fn on_event(
             fail(ctx, slot, i, kind, now);
             return;
         }
-        ctx.t.connect.record(now - slot.conn_start);
-        start_send(ctx, slot, i, now);
+        established(ctx, slot, i, now);
         if slot.fd.is_none() {
             return;
         }
-    } else if slot.phase == Phase::Sending && flags & sys::OUT != 0 {
+    } else if flags & sys::OUT != 0 && (slot.phase == Phase::Sending || slot.tls.is_some()) {
         flush(ctx, slot, i, now);
         if slot.fd.is_none() {
             return;
         }
     }
     if flags & (sys::IN | sys::RDHUP | sys::HUP | sys::ERR) != 0 {
-        read_all(ctx, slot, i, rbuf, now);
+        if slot.tls.is_some() {
+            read_all_tls(ctx, slot, i, rbuf, pbuf, now);
+        } else {
+            read_all(ctx, slot, i, rbuf, now);
+        }
     }
 }
 
-/// Reads until the socket would block, feeding the parser.
-fn read_all(ctx: &mut Ctx, slot: &mut Slot, i: usize, rbuf: &mut [u8], now: u64) {
+/// Reads the socket into `rbuf`: the bytes read (0 at the end of the stream), or `None`
+/// when it would block or failed (the slot then failed or closed).
+fn read_some(ctx: &mut Ctx, slot: &mut Slot, i: usize, rbuf: &mut [u8], now: u64) -> Option<usize> {
     loop {
-        let Some(fd) = &slot.fd else { return };
-        let n = match sys::read(fd, rbuf) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+        let fd = slot.fd.as_ref()?;
+        match sys::read(fd, rbuf) {
+            Ok(n) => return Some(n),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return None,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => {
-                if slot.p_len > 0 && matches!(slot.phase, Phase::Sending | Phase::Receiving) {
+                if slot.p_len > 0 && in_flight(slot.phase) {
                     fail(ctx, slot, i, ErrorKind::Reset, now);
                 } else {
                     close_conn(ctx, slot, i, true);
                 }
-                return;
+                return None;
             }
+        }
+    }
+}
+
+/// Whether a slot in `phase` has fetches on the way (connected, not yet answered).
+fn in_flight(phase: Phase) -> bool {
+    matches!(
+        phase,
+        Phase::Handshaking | Phase::Sending | Phase::Receiving
+    )
+}
+
+/// Reads until the socket would block, feeding the parser. The clock is read again after
+/// each read but the first: on loopback, a response to a request sent from this loop
+/// (after a handshake) may come before it ends.
+fn read_all(ctx: &mut Ctx, slot: &mut Slot, i: usize, rbuf: &mut [u8], mut now: u64) {
+    let mut again = false;
+    loop {
+        if again {
+            now = ctx.now();
+        }
+        again = true;
+        let Some(n) = read_some(ctx, slot, i, rbuf, now) else {
+            return;
         };
         if n == 0 {
             on_eof(ctx, slot, i, now);
             return;
         }
-        let mut data = &rbuf[..n];
         slot.deadline = now + ctx.timeout_ns;
-        while !data.is_empty() {
-            if slot.p_len == 0 || !matches!(slot.phase, Phase::Sending | Phase::Receiving) {
-                fail(ctx, slot, i, ErrorKind::ExtraBytes, now);
-                return;
-            }
-            if slot.first_at == 0 {
-                slot.first_at = now.max(1);
-            }
-            match slot.parser.feed(data) {
-                Err(e) => {
-                    fail(ctx, slot, i, resp_error_kind(e), now);
-                    return;
-                }
-                Ok(Step::NeedMore) => data = &[],
-                Ok(Step::Interim { consumed }) => data = &data[consumed..],
-                Ok(Step::Head { consumed, head }) => {
-                    slot.status = head.status;
-                    slot.close_after = head.close;
-                    data = &data[consumed..];
-                }
-                Ok(Step::Body {
-                    consumed,
-                    data: body,
-                }) => {
-                    if !ctx.cfg.urls[slot.pending[slot.p_head].url as usize]
-                        .expect
-                        .is_empty()
-                    {
-                        slot.hasher.update(body);
-                    }
-                    data = &data[consumed..];
-                }
-                Ok(Step::Done { consumed }) => data = &data[consumed..],
-            }
-            if slot.parser.is_done() {
-                complete(ctx, slot, i, now);
-                if slot.fd.is_none() {
-                    return;
-                }
-            }
+        if !feed(ctx, slot, i, &rbuf[..n], now) {
+            return;
         }
     }
 }
 
+/// HTTPS: reads until the socket would block; the bytes go through TLS (the handshake,
+/// then records), the plaintext (copied to `pbuf`) to the parser, and what TLS has to
+/// send back (its handshake flights, alerts) goes out.
+fn read_all_tls(
+    ctx: &mut Ctx,
+    slot: &mut Slot,
+    i: usize,
+    rbuf: &mut [u8],
+    pbuf: &mut [u8],
+    mut now: u64,
+) {
+    let mut again = false;
+    loop {
+        if again {
+            now = ctx.now();
+        }
+        again = true;
+        let Some(n) = read_some(ctx, slot, i, rbuf, now) else {
+            return;
+        };
+        if n == 0 {
+            // Without close_notify: the response's framing says if it was whole.
+            on_eof(ctx, slot, i, now);
+            return;
+        }
+        if in_flight(slot.phase) {
+            slot.deadline = now + ctx.timeout_ns;
+        }
+        let mut data = &rbuf[..n];
+        while !data.is_empty() {
+            let Some(tls) = slot.tls.as_mut() else { return };
+            match tls.read_tls(&mut data) {
+                Ok(0) => {
+                    // Nothing more is read after close_notify.
+                    on_eof(ctx, slot, i, now);
+                    return;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tls_fail(ctx, slot, i, &e, now);
+                    return;
+                }
+            }
+            let peer_closed = match tls.process_new_packets() {
+                Ok(state) => state.peer_has_closed(),
+                Err(e) => {
+                    tls_fail(ctx, slot, i, &e, now);
+                    return;
+                }
+            };
+            if slot.phase == Phase::Handshaking && !tls.is_handshaking() {
+                handshake_done(ctx, slot, i, now);
+                if slot.fd.is_none() {
+                    return;
+                }
+            }
+            loop {
+                let Some(tls) = slot.tls.as_mut() else { return };
+                let k = match tls.reader().read(pbuf) {
+                    Ok(k) if k > 0 => k,
+                    _ => break, // none now (WouldBlock), or the end (close_notify)
+                };
+                if !feed(ctx, slot, i, &pbuf[..k], now) {
+                    return;
+                }
+            }
+            if peer_closed {
+                on_eof(ctx, slot, i, now);
+                return;
+            }
+        }
+        if slot.tls.as_ref().is_some_and(|t| t.wants_write()) {
+            flush_tls(ctx, slot, i, now);
+        }
+    }
+}
+
+/// Feeds response bytes to the parser, completing responses as they end; false when the
+/// connection was closed on the way (failed, or done with).
+fn feed(ctx: &mut Ctx, slot: &mut Slot, i: usize, mut data: &[u8], now: u64) -> bool {
+    while !data.is_empty() {
+        if slot.p_len == 0 || !matches!(slot.phase, Phase::Sending | Phase::Receiving) {
+            fail(ctx, slot, i, ErrorKind::ExtraBytes, now);
+            return false;
+        }
+        if slot.first_at == 0 {
+            slot.first_at = now.max(1);
+        }
+        match slot.parser.feed(data) {
+            Err(e) => {
+                fail(ctx, slot, i, resp_error_kind(e), now);
+                return false;
+            }
+            Ok(Step::NeedMore) => data = &[],
+            Ok(Step::Interim { consumed }) => data = &data[consumed..],
+            Ok(Step::Head { consumed, head }) => {
+                slot.status = head.status;
+                slot.close_after = head.close;
+                data = &data[consumed..];
+            }
+            Ok(Step::Body {
+                consumed,
+                data: body,
+            }) => {
+                if !ctx.cfg.urls[slot.pending[slot.p_head].url as usize]
+                    .expect
+                    .is_empty()
+                {
+                    slot.hasher.update(body);
+                }
+                data = &data[consumed..];
+            }
+            Ok(Step::Done { consumed }) => data = &data[consumed..],
+        }
+        if slot.parser.is_done() {
+            complete(ctx, slot, i, now);
+            if slot.fd.is_none() {
+                return false;
+            }
+        }
+    }
+    true
+}
+
 fn on_eof(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
+    if slot.phase == Phase::Handshaking {
+        let why = "the server closed the connection during the TLS handshake";
+        tls_fail(ctx, slot, i, &why, now);
+        return;
+    }
     if slot.p_len == 0 || !matches!(slot.phase, Phase::Sending | Phase::Receiving) {
         // The server closed an idle connection: fine.
         close_conn(ctx, slot, i, false);
@@ -545,6 +807,11 @@ fn wake(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) -> bool {
 
 /// Fails every fetch in flight on `slot` with `kind` and closes the connection.
 fn fail(ctx: &mut Ctx, slot: &mut Slot, i: usize, kind: ErrorKind, _now: u64) {
+    fail_closing(ctx, slot, i, kind, true);
+}
+
+/// [`fail`], the connection reset (`abort`) or closed gracefully.
+fn fail_closing(ctx: &mut Ctx, slot: &mut Slot, i: usize, kind: ErrorKind, abort: bool) {
     let n = slot.p_len.max(1) as u64;
     ctx.t.errors[kind as usize] += n;
     ctx.in_flight -= slot.p_len as u64;
@@ -554,20 +821,18 @@ fn fail(ctx: &mut Ctx, slot: &mut Slot, i: usize, kind: ErrorKind, _now: u64) {
         ctx.sessions_active -= 1;
         ctx.t.sessions_failed += 1;
     }
-    close_conn(ctx, slot, i, true);
+    close_conn(ctx, slot, i, abort);
 }
 
 fn release_fd(ctx: &mut Ctx, slot: &mut Slot) {
-    if let Some(fd) = slot.fd.take() {
-        sys::close(fd, false);
+    if slot.close_fd(false) {
         ctx.open -= 1;
     }
 }
 
 /// Closes the connection and frees the slot (unless a session still owns it).
 fn close_conn(ctx: &mut Ctx, slot: &mut Slot, i: usize, abort: bool) {
-    if let Some(fd) = slot.fd.take() {
-        sys::close(fd, abort);
+    if slot.close_fd(abort) {
         ctx.open -= 1;
     }
     if slot.in_session {
@@ -589,7 +854,10 @@ pub(super) fn scan(ctx: &mut Ctx, slots: &mut [Slot], now: u64) {
             continue;
         }
         match slots[i].phase {
-            Phase::Connecting => fail(ctx, &mut slots[i], i, ErrorKind::ConnectTimeout, now),
+            // Over HTTPS the TLS handshake is part of connecting.
+            Phase::Connecting | Phase::Handshaking => {
+                fail(ctx, &mut slots[i], i, ErrorKind::ConnectTimeout, now)
+            }
             Phase::Sending | Phase::Receiving => {
                 fail(ctx, &mut slots[i], i, ErrorKind::ResponseTimeout, now)
             }

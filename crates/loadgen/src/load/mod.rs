@@ -3,7 +3,15 @@
 //! Every connection lives in a slot of a table allocated once at start (its write
 //! buffer, response parser and pipeline queue included), free slots and idle keep-alive
 //! connections sit on index stacks, and requests are copied from bytes built once per
-//! URL: nothing is allocated per request. Time comes from the monotonic clock (vDSO).
+//! URL: over `http://` nothing is allocated per request. Time comes from the monotonic
+//! clock (vDSO).
+//!
+//! Over `https://` ([`tls`]) each connection also holds a rustls client connection, and
+//! rustls allocates: the connection's state and buffers and the handshake's messages and
+//! key shares per connection, a buffer per record sent (and received records' plaintext
+//! as chunks). Its figures therefore measure the client's TLS as well as the server: the
+//! handshake's key exchange and certificate checks, the records' encryption and
+//! decryption, those allocations; the report's client CPU time shows how much.
 //!
 //! Modes (as http_load and httperf):
 //! - parallel N: keep N fetches in flight;
@@ -19,10 +27,11 @@
 
 mod config;
 mod conn;
+pub mod tls;
 
 use std::time::Instant;
 
-pub use config::{parse_url, Expect, LoadConfig, Mode, Progress, Target, UrlEntry};
+pub use config::{parse_url, parse_url_with, Expect, LoadConfig, Mode, Progress, Target, UrlEntry};
 use conn::{close_all, current, launch_fetch, launch_session, on_event, scan, Ctx};
 
 use crate::report::Report;
@@ -58,10 +67,13 @@ pub fn run(cfg: &LoadConfig, progress: &mut dyn FnMut(&Progress)) -> Result<Repo
     }
     let (mut ctx, mut slots) = Ctx::new(cfg, max_conns)?;
     let mut rbuf = vec![0u8; 256 * 1024];
+    // HTTPS: the plaintext of records, taken from TLS for the parser.
+    let mut pbuf = vec![0u8; 64 * 1024];
     let mut events = vec![sys::empty_event(); 1024];
 
     let cpu0 = sys::thread_cpu_secs();
     let start = Instant::now();
+    ctx.start = start;
     let now_ns = || start.elapsed().as_nanos() as u64;
     let end_ns = (cfg.seconds * 1e9) as u64;
     let prog_ns = cfg.progress_every.map(|d| d.as_nanos() as u64);
@@ -151,7 +163,7 @@ pub fn run(cfg: &LoadConfig, progress: &mut dyn FnMut(&Progress)) -> Result<Repo
             let Some((i, slot)) = current(&mut slots, tok) else {
                 continue; // a stale event for a connection already closed
             };
-            on_event(&mut ctx, slot, i, flags, &mut rbuf, now);
+            on_event(&mut ctx, slot, i, flags, &mut rbuf, &mut pbuf, now);
             last_event = now;
         }
     }

@@ -34,7 +34,12 @@ pub fn parse_url(url: &str) -> Result<(UdpTarget, String), String> {
         default_port: DEFAULT_PORT,
         ipv6: true,
     };
-    let (addr, host, path) = split(url, &scheme)?;
+    let crate::url::Split {
+        addr,
+        authority: host,
+        path,
+        ..
+    } = split(url, &scheme, &[])?;
     if addr.is_ipv6() {
         // The longest request of a transfer: a subsequent GET from the largest packet
         // number, with a token.
