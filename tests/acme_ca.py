@@ -145,3 +145,37 @@ def listener_cert(tmp):
          "-addext", f"subjectAltName=DNS:{DOMAIN}",
          "-keyout", tmp / "other.key", "-out", tmp / "other.pem"],
         check=True, capture_output=True)
+
+
+def served_serial(ns, root):
+    """The serial number of the certificate the server presents for the name now."""
+    r = ns.run("bash", "-c",
+               f"openssl s_client -connect {SERVER_IP}:443 -servername {DOMAIN} "
+               f"-CAfile {root} -verify_return_error </dev/null 2>/dev/null "
+               "| openssl x509 -noout -serial", check=False)
+    return r.stdout.strip()
+
+
+def https_load(ns, bin_, root, seconds, keepalive, site):
+    """`bareweb load` over HTTPS at the server for `seconds`, four fetches in flight, each
+    body checked against `site`; new connections for every fetch unless `keepalive`. The
+    process (its JSON report on stdout)."""
+    args = [bin_, "load", f"https://{DOMAIN}/index.html", "--resolve",
+            f"{DOMAIN}:443:{SERVER_IP}", "--cacert", root, "--parallel", "4",
+            "--seconds", seconds, "--fetches", "10000000", "--timeout", "10",
+            "--verify", site, "--json", "-q"]
+    if keepalive:
+        args.append("-k")
+    return subprocess.Popen(ns.cmd(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def load_report(p, timeout=120):
+    """The JSON report of an `https_load`, checked: it ran, and no fetch failed."""
+    out, err = p.communicate(timeout=timeout)
+    assert p.returncode == 0, err[-3000:]
+    r = json.loads(out)
+    assert r["errors_total"] == 0 and r["timeouts"] == 0, (r["errors"], err[-2000:])
+    assert r["fetches_ok"] == r["fetches"] and r["fetches_ok"] > 50, r
+    return r
+

@@ -19,7 +19,8 @@ import zlib
 
 import pytest
 
-from acme_ca import CA_NAME, DNS_PORT, DOMAIN, PEBBLE_PORT, Pebble, cleanup, need
+from acme_ca import (CA_NAME, DNS_PORT, DOMAIN, PEBBLE_PORT, Pebble, cleanup, https_load,
+                     load_report, need, served_serial)
 from conftest import BIN, HOST_IP, SERVER_IP, SITE, Kernel, Netns
 from qemu_harness import hmp
 
@@ -192,6 +193,47 @@ def test_the_kernel_obtains_a_certificate_that_curl_verifies_and_a_reboot_reuses
                                pebble and (lambda: print(pebble.output()))) if c))
         raise
     finally:
+        cleanup(*(c for c in (k and k.stop, pebble and pebble.close, ns.close) if c))
+
+
+def test_a_short_lived_certificate_is_renewed_while_bareweb_load_fetches_over_https(tmp_path):
+    """pebble issues certificates for 24 s: the kernel renews 16 s in (and writes its
+    state) while `bareweb load` fetches over HTTPS for 30 s, each body checked, one run
+    on a new connection per fetch and one over kept connections: none fails, and the
+    certificate served changes."""
+    need("pebble")
+    need("pebble-challtestsrv")
+    ns = Netns("bwkr")
+    pebble = k = None
+    loads = []
+    try:
+        pebble = Pebble(ns, tmp_path, validity=24)
+        k = AcmeKernel(ns, tmp_path, tmp_path / "state.img")
+        k.wait_certificate()
+        root = pebble.root()
+        first = served_serial(ns, root)
+        assert first.startswith("serial="), first
+        loads = [https_load(ns, BIN, root, 30, keepalive, SITE) for keepalive in (False, True)]
+        new, kept = (load_report(p) for p in loads)
+        renewed = served_serial(ns, root)
+        assert renewed.startswith("serial=") and renewed != first, (first, renewed)
+        installs = k.log().count("acme: certificate for site.test installed")
+        assert installs >= 2, k.report()
+        assert "acme: state kept as record 3" in k.log(), k.report()
+        print(f"renewed {installs - 1} time(s); bareweb load: {new['fetches_ok']} fetches on "
+              f"new connections, {kept['fetches_ok']} on {kept['connections']} kept ones, "
+              "none failed")
+        k.end()
+        k = None
+    except BaseException:
+        cleanup(*(c for c in (k and (lambda: print(k.report())),
+                               pebble and (lambda: print(pebble.output()))) if c))
+        raise
+    finally:
+        for p in loads:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
         cleanup(*(c for c in (k and k.stop, pebble and pebble.close, ns.close) if c))
 
 
