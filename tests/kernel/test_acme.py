@@ -10,6 +10,7 @@ is half written leaves the previous record for the next boot."""
 import hashlib
 import json
 import os
+import shutil
 import re
 import signal
 import struct
@@ -34,26 +35,30 @@ class AcmeKernel(Kernel):
     `disk`. Stopping it stops its QEMU alone: pebble lives on in the namespace."""
 
     def __init__(self, ns, tmp, disk, alpn=False, extra=(), monitor=None, smp=None,
-                 image=False, dhcp=False):
+                 image=False, dhcp=False, site=None):
         """`image`: `disk` is a `bareweb build --disk` image carrying its settings, booted
         by QEMU from virtio-blk as a VM's disk would be. `dhcp`: the address from dnsmasq
-        on the TAP, whose lease names the DNS server (no `--dns`)."""
+        on the TAP, whose lease names the DNS server (no `--dns`). `site`: a site directory
+        whose bareweb.toml's `[acme]` names the domain, the directory and the CA (none of
+        them on the command line)."""
         self.netns = lambda: ns
         self.disk = disk
         self.dhcp = dhcp
         if image:
             super().__init__(qemu=["-drive", f"file={disk},format=raw,if=virtio,cache=writethrough"])
             return
-        args = ["--acme-domain", DOMAIN, "--acme-ca", tmp / "listener.pem",
-                "--state-disk", disk, "--acme-email", "ops@site.test", "--http-redirect",
-                "--acme-directory", f"https://{CA_NAME}:{PEBBLE_PORT}/dir", *extra]
+        args = ["--state-disk", disk, "--http-redirect", *extra]
+        if site is None:
+            args += ["--acme-domain", DOMAIN, "--acme-ca", tmp / "listener.pem",
+                     "--acme-email", "ops@site.test",
+                     "--acme-directory", f"https://{CA_NAME}:{PEBBLE_PORT}/dir"]
         if not dhcp:
             args += ["--dns", f"{HOST_IP}:{DNS_PORT}"]
         if alpn:
             args += ["--acme-challenge", "tls-alpn-01"]
         if monitor:
             args += ["--monitor", monitor]
-        super().__init__(extra=args, smp=smp, ip="dhcp" if dhcp else None)
+        super().__init__(extra=args, smp=smp, ip="dhcp" if dhcp else None, site=site or SITE)
 
     def setup_net(self, multi_queue):
         # A second boot in the same namespace finds the TAP there.
@@ -239,7 +244,8 @@ def test_a_short_lived_certificate_is_renewed_while_bareweb_load_fetches_over_ht
 
 def test_the_dns_server_comes_from_the_dhcp_lease(tmp_path):
     """`--ip dhcp` and no `--dns`: the kernel asks the DNS server dnsmasq's lease names
-    (option 6; pebble-challtestsrv on port 53) for the CA's name."""
+    (option 6; pebble-challtestsrv on port 53) for the CA's name. The ACME settings come
+    from the site's bareweb.toml (`[acme]`), not the command line."""
     need("pebble")
     need("pebble-challtestsrv")
     need("dnsmasq")
@@ -247,7 +253,13 @@ def test_the_dns_server_comes_from_the_dhcp_lease(tmp_path):
     pebble = k = None
     try:
         pebble = Pebble(ns, tmp_path, dns_port=53)
-        k = AcmeKernel(ns, tmp_path, tmp_path / "state.img", dhcp=True)
+        site = tmp_path / "site"
+        shutil.copytree(SITE, site)
+        (site / "bareweb.toml").write_text(
+            f'[acme]\ndomains = ["{DOMAIN}"]\n'
+            f'directory = "https://{CA_NAME}:{PEBBLE_PORT}/dir"\n'
+            f'ca = "{tmp_path / "listener.pem"}"\n')
+        k = AcmeKernel(ns, tmp_path, tmp_path / "state.img", dhcp=True, site=site)
         k.wait_line(rf"acme: DNS server {HOST_IP} from the DHCP lease")
         k.wait_certificate()
         r = k.curl_https(pebble.root())

@@ -112,11 +112,21 @@ fn usage_error(sub: &str, msg: &str) -> ! {
 
 fn main() -> ExitCode {
     let mut cli = Cli::parse();
-    // The site's `[tls]` joins the command line before the checks, which then hold for it.
+    // The site's `[tls]` and `[acme]` join the command line before the checks, which then
+    // hold for them (`[acme] ca` is the command's --acme-ca, when not given).
     let from_file = match &mut cli.cmd {
-        Cmd::Build(a) => a.server.apply_site_tls(&a.site, a.config.as_deref()),
-        Cmd::Serve(a) => a.server.apply_site_tls(&a.site, a.config.as_deref()),
-        Cmd::Run(a) => a.server.apply_site_tls(&a.site, a.config.as_deref()),
+        Cmd::Build(a) => a
+            .server
+            .apply_site_tls(&a.site, a.config.as_deref())
+            .map(|ca| a.acme_ca = a.acme_ca.take().or(ca)),
+        Cmd::Serve(a) => a
+            .server
+            .apply_site_tls(&a.site, a.config.as_deref())
+            .map(|ca| a.acme_ca = a.acme_ca.take().or(ca)),
+        Cmd::Run(a) => a
+            .server
+            .apply_site_tls(&a.site, a.config.as_deref())
+            .map(|ca| a.acme_ca = a.acme_ca.take().or(ca)),
         _ => Ok(()),
     };
     if let Err(msg) = from_file.and_then(|()| cli.cmd.check()) {

@@ -347,35 +347,42 @@ impl ServerOpts {
             .map(|(_, v)| v.as_str())
     }
 
-    /// The `[tls]` table of the site's `bareweb.toml` (`config`, else `SITE/bareweb.toml`
-    /// when SITE is a directory): each key whose option the command line did not give is
-    /// applied as if it had been (the command line wins). A value the option refuses is an
-    /// error naming the file, line and key. A file that does not parse is left to the
-    /// site's build, which reports it.
+    /// The `[tls]` and `[acme]` tables of the site's `bareweb.toml` (`config`, else
+    /// `SITE/bareweb.toml` when SITE is a directory): each key whose option the command
+    /// line did not give is applied as if it had been (the command line wins). A value the
+    /// option refuses is an error naming the file, line and key. A file that does not parse
+    /// is left to the site's build, which reports it. Returns `[acme] ca`'s path, which is
+    /// the command's own `--acme-ca` (not a table option), for the caller to apply when
+    /// the command line gave none.
     pub fn apply_site_tls(
         &mut self,
         site: &std::path::Path,
         config: Option<&std::path::Path>,
-    ) -> Result<(), String> {
+    ) -> Result<Option<std::path::PathBuf>, String> {
         let file = match config {
             Some(f) => f.to_path_buf(),
             None if site.is_dir() => site.join(bareweb_site::CONFIG_NAME),
-            None => return Ok(()),
+            None => return Ok(None),
         };
         if !file.is_file() {
-            return Ok(());
+            return Ok(None);
         }
         let Ok(c) = bareweb_site::config::Config::read(&file) else {
-            return Ok(());
+            return Ok(None);
         };
+        let mut ca = None;
         for k in &c.tls {
+            if k.long == "acme-ca" {
+                ca = Some(std::path::PathBuf::from(&k.value));
+                continue;
+            }
             if self.given(k.long).is_some() {
                 continue;
             }
             let i = OPTIONS
                 .iter()
                 .position(|o| o.long == k.long)
-                .expect("[tls] keys name options of the table");
+                .expect("[tls] and [acme] keys name options of the table");
             if k.long == "tls-key" && site.is_dir() {
                 let inside = |p: &std::path::Path| {
                     let root = std::fs::canonicalize(site).ok()?;
@@ -400,9 +407,10 @@ impl ServerOpts {
                 }
                 Some(Err(why)) => {
                     return Err(format!(
-                        "{}:{}: [tls] {} = {:?}: {why}",
+                        "{}:{}: [{}] {} = {:?}: {why}",
                         file.display(),
                         k.line,
+                        k.table,
                         k.key,
                         k.value
                     ))
@@ -410,7 +418,7 @@ impl ServerOpts {
                 None => unreachable!("every option has its word"),
             }
         }
-        Ok(())
+        Ok(ca)
     }
 
     /// Checks that need more than one option.
@@ -1085,6 +1093,47 @@ mod tests {
         let mut o = ServerOpts::parse(&[]).unwrap();
         o.apply_site_tls(&d, None).unwrap();
         assert!(o.check().unwrap_err().contains("need --tls-cert"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn the_sites_acme_table_applies_under_the_command_line() {
+        let d = std::env::temp_dir().join(format!("bareweb-opts-acme-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let toml = d.join("bareweb.toml");
+        std::fs::write(
+            &toml,
+            "[acme]\ndomains = [\"a.test\", \"b.test\"]\nemail = \"ops@a.test\"\n\
+             challenge = \"tls-alpn-01\"\ndns = [\"10.0.0.1\", \"10.0.0.9:5353\"]\n\
+             ca = \"ca.pem\"\n",
+        )
+        .unwrap();
+        let mut o = ServerOpts::parse(&["--acme-email", "me@a.test"]).unwrap();
+        let ca = o.apply_site_tls(&d, None).unwrap();
+        o.check().unwrap();
+        assert_eq!(ca, Some(d.join("ca.pem")), "the CA beside the file");
+        assert_eq!(o.given("acme-domain"), Some("a.test,b.test"));
+        assert_eq!(o.settings.acme.domains, 2);
+        assert_eq!(
+            o.given("acme-email"),
+            Some("me@a.test"),
+            "the command line wins"
+        );
+        assert!(o.settings.acme.tls_alpn);
+        assert_eq!(o.settings.acme.dns_servers().count(), 2);
+        // A value the option refuses names the file, the line, the table and the key.
+        std::fs::write(
+            &toml,
+            "[acme]\ndomains = \"a.test\"\nchallenge = \"dns-01\"\n",
+        )
+        .unwrap();
+        let mut o = ServerOpts::parse(&[]).unwrap();
+        let e = o.apply_site_tls(&d, None).unwrap_err();
+        assert!(
+            e.contains("bareweb.toml:3: [acme] challenge = \"dns-01\""),
+            "{e}"
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -93,6 +93,36 @@ struct Raw {
     #[serde(default)]
     sites: Vec<crate::sites::RawSite>,
     tls: Option<RawTls>,
+    acme: Option<RawAcme>,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields, expecting = "an [acme] table")]
+struct RawAcme {
+    domains: Option<Spanned<Names>>,
+    directory: Option<Spanned<String>>,
+    email: Option<Spanned<String>>,
+    challenge: Option<Spanned<String>>,
+    dns: Option<Spanned<Names>>,
+    ca: Option<Spanned<String>>,
+}
+
+/// A value that is one string or a list of them (`domains = "a.org"` or `["a.org",
+/// "www.a.org"]`), given to the option as one comma-separated value.
+#[derive(Deserialize, Debug)]
+#[serde(untagged, expecting = "a string or a list of strings")]
+enum Names {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Names {
+    fn joined(&self) -> String {
+        match self {
+            Names::One(s) => s.clone(),
+            Names::Many(v) => v.join(","),
+        }
+    }
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -324,16 +354,18 @@ pub struct Config {
     pub server: Option<String>,
     /// Virtual hosts (`[[sites]]`, crate::sites): empty for a file that is one site.
     pub sites: Vec<crate::sites::SiteDecl>,
-    /// `[tls]`: the HTTPS options it sets, as the CLI spells them, in the table's order
-    /// ([`TlsKey`]); the CLI applies those not given on its command line.
-    pub tls: Vec<TlsKey>,
+    /// `[tls]` and `[acme]`: the options they set, as the CLI spells them, in the tables'
+    /// order ([`TableKey`]); the CLI applies those not given on its command line.
+    pub tls: Vec<TableKey>,
 }
 
-/// One key of `[tls]`: the option it stands for and its value as the option takes it (a
-/// file's path made relative to the configuration's directory, `http_redirect = false`
-/// left out).
+/// One key of `[tls]` or `[acme]`: the option it stands for and its value as the option
+/// takes it (a file's path made relative to the configuration's directory, a list joined
+/// with commas, `http_redirect = false` left out).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TlsKey {
+pub struct TableKey {
+    /// The table (`tls`, `acme`), for errors.
+    pub table: &'static str,
     /// The key as written (`https_port`), for errors.
     pub key: &'static str,
     /// The CLI's long option (`https-port`).
@@ -408,7 +440,8 @@ impl Config {
             let path = |s: &Spanned<String>| dir.join(s.get_ref()).to_string_lossy().into_owned();
             let text = |s: &Spanned<String>| s.get_ref().clone();
             let mut add = |key: &'static str, long: &'static str, value: String, at: usize| {
-                c.tls.push(TlsKey {
+                c.tls.push(TableKey {
+                    table: "tls",
                     key,
                     long,
                     value,
@@ -440,6 +473,39 @@ impl Config {
                 if let Some(v) = v {
                     add(key, long, text(v), v.span().start);
                 }
+            }
+        }
+        if let Some(a) = &raw.acme {
+            let dir = file.parent().unwrap_or(Path::new(""));
+            let mut add = |key: &'static str, long: &'static str, value: String, at: usize| {
+                c.tls.push(TableKey {
+                    table: "acme",
+                    key,
+                    long,
+                    value,
+                    line: line_of(at),
+                })
+            };
+            for (key, long, v) in [
+                ("domains", "acme-domain", &a.domains),
+                ("dns", "dns", &a.dns),
+            ] {
+                if let Some(v) = v {
+                    add(key, long, v.get_ref().joined(), v.span().start);
+                }
+            }
+            for (key, long, v) in [
+                ("directory", "acme-directory", &a.directory),
+                ("email", "acme-email", &a.email),
+                ("challenge", "acme-challenge", &a.challenge),
+            ] {
+                if let Some(v) = v {
+                    add(key, long, v.get_ref().clone(), v.span().start);
+                }
+            }
+            if let Some(v) = &a.ca {
+                let path = dir.join(v.get_ref()).to_string_lossy().into_owned();
+                add("ca", "acme-ca", path, v.span().start);
             }
         }
         if let Some(index) = raw.index {
@@ -1239,6 +1305,45 @@ mod tests {
         let e = parse("[tls]\ncertificate = \"c.pem\"\n").unwrap_err();
         assert_eq!(e.line, Some(2), "{e}");
         assert!(e.to_string().contains("certificate"), "{e}");
+    }
+
+    #[test]
+    fn the_acme_table_becomes_options_lists_joined_and_the_ca_beside_the_file() {
+        let text = "[acme]\ndomains = [\"a.test\", \"www.a.test\"]\n\
+                    directory = \"https://ca.test/dir\"\nemail = \"ops@a.test\"\n\
+                    challenge = \"tls-alpn-01\"\ndns = \"10.0.0.1:53\"\nca = \"pki/ca.pem\"\n";
+        let c = Config::parse(text, Path::new("/srv/site/bareweb.toml")).unwrap();
+        let got: Vec<(&str, &str, &str, &str, usize)> = c
+            .tls
+            .iter()
+            .map(|k| (k.table, k.key, k.long, k.value.as_str(), k.line))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("acme", "domains", "acme-domain", "a.test,www.a.test", 2),
+                ("acme", "dns", "dns", "10.0.0.1:53", 6),
+                (
+                    "acme",
+                    "directory",
+                    "acme-directory",
+                    "https://ca.test/dir",
+                    3
+                ),
+                ("acme", "email", "acme-email", "ops@a.test", 4),
+                ("acme", "challenge", "acme-challenge", "tls-alpn-01", 5),
+                ("acme", "ca", "acme-ca", "/srv/site/pki/ca.pem", 7),
+            ]
+        );
+        let one = parse("[acme]\ndomains = \"a.test\"\n").unwrap();
+        assert_eq!(one.tls[0].value, "a.test");
+        let e = parse("[acme]\ndomain = \"a.test\"\n").unwrap_err();
+        assert!(e.to_string().contains("domain"), "{e}");
+        let e = parse("[acme]\ndomains = 7\n").unwrap_err();
+        assert!(
+            e.to_string().contains("a string or a list of strings"),
+            "{e}"
+        );
     }
 
     #[test]

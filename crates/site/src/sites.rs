@@ -204,7 +204,8 @@ fn server_wide_keys(c: &Config) -> Vec<&'static str> {
         ),
         ("metrics", c.metrics.is_some()),
         ("healthz", c.healthz.is_some()),
-        ("[tls]", !c.tls.is_empty()),
+        ("[tls]", c.tls.iter().any(|k| k.table == "tls")),
+        ("[acme]", c.tls.iter().any(|k| k.table == "acme")),
     ]
     .into_iter()
     .filter_map(|(k, set)| set.then_some(k))
