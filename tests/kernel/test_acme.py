@@ -21,8 +21,8 @@ import zlib
 import pytest
 
 from acme_ca import (CA_NAME, DNS_PORT, DOMAIN, PEBBLE_PORT, Pebble, cleanup, https_load,
-                     load_report, need, served_serial)
-from conftest import BIN, HOST_IP, SERVER_IP, SITE, Kernel, Netns
+                     listener_cert, load_report, need, served_serial)
+from conftest import BIN, HOST_IP, ROOT, SERVER_IP, SITE, Kernel, Netns
 from qemu_harness import hmp
 
 MAGIC = b"BWACME\x00\x01"
@@ -35,7 +35,7 @@ class AcmeKernel(Kernel):
     `disk`. Stopping it stops its QEMU alone: pebble lives on in the namespace."""
 
     def __init__(self, ns, tmp, disk, alpn=False, extra=(), monitor=None, smp=None,
-                 image=False, dhcp=False, site=None):
+                 image=False, dhcp=False, site=None, directory=None):
         """`image`: `disk` is a `bareweb build --disk` image carrying its settings, booted
         by QEMU from virtio-blk as a VM's disk would be. `dhcp`: the address from dnsmasq
         on the TAP, whose lease names the DNS server (no `--dns`). `site`: a site directory
@@ -50,9 +50,12 @@ class AcmeKernel(Kernel):
         args = ["--state-disk", disk, "--http-redirect", *extra]
         if site is None:
             args += ["--acme-domain", DOMAIN, "--acme-ca", tmp / "listener.pem",
-                     "--acme-email", "ops@site.test",
-                     "--acme-directory", f"https://{CA_NAME}:{PEBBLE_PORT}/dir"]
-        if not dhcp:
+                     "--acme-email", "ops@site.test"]
+        if site is None and directory is None:
+            args += ["--acme-directory", f"https://{CA_NAME}:{PEBBLE_PORT}/dir"]
+        if directory is not None:
+            args += ["--acme-directory", directory]
+        if not dhcp and directory is None:
             args += ["--dns", f"{HOST_IP}:{DNS_PORT}"]
         if alpn:
             args += ["--acme-challenge", "tls-alpn-01"]
@@ -335,6 +338,68 @@ def test_an_image_from_build_disk_keeps_its_state_in_its_own_last_256_kib(tmp_pa
         raise
     finally:
         cleanup(*(c for c in (k and k.stop, pebble and pebble.close, ns.close) if c))
+
+
+FAILED = re.compile(r"acme: (.+); next try in (\d+) s")
+
+
+# scenario: (what the reason says, least wait before the next try)
+HOSTILE = {"wrongkey": ("not for our key", 45), "ratelimit": ("rateLimited", 3500)}
+
+
+@pytest.mark.parametrize("scenario", sorted(HOSTILE))
+def test_a_hostile_ca_ends_in_a_reason_and_a_bounded_retry(tmp_path, scenario):
+    """tests/system/fake_acme.py as the CA: a chain issued for another key, or a 429 with
+    Retry-After 3600. The kernel says why on its console and waits (its backoff, or the
+    CA's Retry-After) with no request meanwhile; plain HTTP goes on serving (the redirect
+    waits for a certificate), HTTPS refuses handshakes with an alert, and nothing is
+    kept but the account key."""
+    ns = Netns("bwkh")
+    ca = k = None
+    log = tmp_path / "ca.log"
+    log.write_text("")
+    try:
+        listener_cert(tmp_path)
+        ca = subprocess.Popen(ns.cmd("python3", ROOT / "tests" / "system" / "fake_acme.py",
+                                     scenario, tmp_path / "listener.pem",
+                                     tmp_path / "listener.key", log, tmp_path / "other.pem"),
+                              stderr=subprocess.PIPE)
+        deadline = time.time() + 10
+        while ns.run("bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/14000", check=False).returncode:
+            assert time.time() < deadline and ca.poll() is None, "the fake CA did not start"
+            time.sleep(0.1)
+        log.write_text("")
+        k = AcmeKernel(ns, tmp_path, tmp_path / "state.img",
+                       directory=f"https://{HOST_IP}:14000/dir")
+        want, least = HOSTILE[scenario]
+        k.wait_line(FAILED.pattern, timeout=60)
+        reason, wait = FAILED.search(k.log()).groups()
+        assert want in reason, reason
+        assert int(wait) >= least, (reason, wait)
+        seen = log.read_text().splitlines()
+        time.sleep(8)
+        assert log.read_text().splitlines() == seen, "requests after the failure"
+        r = ns.run("curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10",
+                   f"http://{SERVER_IP}/", check=False)
+        assert r.stdout == "200", r
+        r = ns.run("curl", "-sS", "-k", "-o", "/dev/null", "--max-time", "10",
+                   f"https://{SERVER_IP}/", check=False)
+        assert r.returncode != 0 and "alert" in r.stderr, r
+        k.check_alive()
+        assert "certificate for site.test installed" not in k.log()
+        assert records(tmp_path / "state.img") == [(1, True), None]
+        print(f"{scenario}: {reason}; next try in {wait} s; {len(seen)} request(s)")
+        k.end()
+        k = None
+    except BaseException:
+        cleanup(*(c for c in (k and (lambda: print(k.report())),
+                               lambda: print(log.read_text())) if c))
+        raise
+    finally:
+        if ca and ca.poll() is None:
+            ca.kill()
+            ca.wait()
+        cleanup(*(c for c in (k and k.stop, ns.close) if c))
 
 
 def test_qemu_killed_mid_write_leaves_the_previous_state_for_the_next_boot(tmp_path):
