@@ -353,7 +353,8 @@ impl ServerOpts {
     /// option refuses is an error naming the file, line and key. A file that does not parse
     /// is left to the site's build, which reports it. Returns `[acme] ca`'s path, which is
     /// the command's own `--acme-ca` (not a table option), for the caller to apply when
-    /// the command line gave none.
+    /// the command line gave none. `--tls-cert`/`--tls-key` on the command line set the
+    /// file's `[acme]` aside.
     pub fn apply_site_tls(
         &mut self,
         site: &std::path::Path,
@@ -371,7 +372,13 @@ impl ServerOpts {
             return Ok(None);
         };
         let mut ca = None;
+        // A certificate given on the command line stands in for the file's [acme] (which
+        // would otherwise conflict with it): the command line wins.
+        let cli_cert = self.given("tls-cert").is_some() || self.given("tls-key").is_some();
         for k in &c.tls {
+            if k.table == "acme" && cli_cert {
+                continue;
+            }
             if k.long == "acme-ca" {
                 ca = Some(std::path::PathBuf::from(&k.value));
                 continue;
@@ -602,10 +609,11 @@ impl ServerOpts {
                     w.push(format!("{}={name}", o.word));
                     continue;
                 }
-                // One kernel word: the policy without its optional white space.
-                ("hsts", Some((_, v)), _) => {
+                // One kernel word: the policy, or a list (`a.test, b.test`: each element is
+                // trimmed by the option), without its optional white space.
+                ("hsts" | "acme_domain" | "dns", Some((_, v)), _) => {
                     let v: String = v.chars().filter(|c| !c.is_whitespace()).collect();
-                    w.push(format!("hsts={v}"));
+                    w.push(format!("{}={v}", o.word));
                     continue;
                 }
                 (_, Some((_, v)), _) => o.word_value(v),
@@ -845,6 +853,21 @@ mod tests {
                 .nets(),
             &[([10, 0, 3, 0], 24), ([10, 0, 4, 7], 32)][..]
         );
+        // A list written with spaces is one kernel word the kernel reads as the option did.
+        let spaced = ServerOpts::parse(&[
+            "--acme-domain",
+            "a.test, b.test",
+            "--dns",
+            "10.0.0.1, 10.0.0.2",
+        ])
+        .unwrap();
+        let words = spaced.kernel_words(false);
+        assert_eq!(
+            words,
+            ["acme_domain=a.test,b.test", "dns=10.0.0.1,10.0.0.2"]
+        );
+        let k = kernel_settings(&words.join(" ")).unwrap();
+        assert_eq!((k.acme.domains, k.acme.dns_servers().count()), (2, 2));
         assert_eq!(
             ServerOpts::default().kernel_words(false),
             Vec::<String>::new()
@@ -1134,6 +1157,11 @@ mod tests {
             e.contains("bareweb.toml:3: [acme] challenge = \"dns-01\""),
             "{e}"
         );
+        // A certificate on the command line wins over the file's [acme].
+        let mut o = ServerOpts::parse(&["--tls-cert", "c.pem", "--tls-key", "k.pem"]).unwrap();
+        assert_eq!(o.apply_site_tls(&d, None).unwrap(), None);
+        assert!(!o.settings.acme.on());
+        o.check().unwrap();
         let _ = std::fs::remove_dir_all(&d);
     }
 

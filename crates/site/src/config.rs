@@ -117,10 +117,12 @@ enum Names {
 }
 
 impl Names {
+    /// The names, each trimmed, joined with commas (the options' list form).
     fn joined(&self) -> String {
+        let one = |s: &str| s.split(',').map(str::trim).collect::<Vec<_>>().join(",");
         match self {
-            Names::One(s) => s.clone(),
-            Names::Many(v) => v.join(","),
+            Names::One(s) => one(s),
+            Names::Many(v) => v.iter().map(|s| one(s)).collect::<Vec<_>>().join(","),
         }
     }
 }
@@ -1337,6 +1339,11 @@ mod tests {
         );
         let one = parse("[acme]\ndomains = \"a.test\"\n").unwrap();
         assert_eq!(one.tls[0].value, "a.test");
+        let spaced =
+            parse("[acme]\ndomains = [\" a.test\", \"b.test \"]\ndns = \"10.0.0.1, 10.0.0.2\"\n")
+                .unwrap();
+        assert_eq!(spaced.tls[0].value, "a.test,b.test");
+        assert_eq!(spaced.tls[1].value, "10.0.0.1,10.0.0.2");
         let e = parse("[acme]\ndomain = \"a.test\"\n").unwrap_err();
         assert!(e.to_string().contains("domain"), "{e}");
         let e = parse("[acme]\ndomains = 7\n").unwrap_err();

@@ -441,15 +441,25 @@ fn flush_tls(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
 
 /// HTTPS: a TLS failure (`why` kept if it is the run's first), counted as kind `tls` for
 /// every fetch in flight on the connection, which is closed after the alert rustls has
-/// queued (best effort; not reset, so that the server reads why).
+/// queued (best effort; not reset, so that the server reads why). On an idle connection
+/// nothing is counted.
 fn tls_fail(ctx: &mut Ctx, slot: &mut Slot, i: usize, why: &dyn std::fmt::Display, _now: u64) {
-    if let Some(t) = ctx.t.tls.as_mut() {
-        t.failed(why);
+    let fetches = in_flight(slot.phase);
+    if fetches {
+        if let Some(t) = ctx.t.tls.as_mut() {
+            t.failed(why);
+        }
     }
     if let (Some(fd), Some(mut tls)) = (&slot.fd, slot.tls.take()) {
         let _ = tls.write_tls(&mut FdIo(fd.as_fd()));
     }
-    fail_closing(ctx, slot, i, ErrorKind::Tls, false);
+    if fetches {
+        fail_closing(ctx, slot, i, ErrorKind::Tls, false);
+    } else {
+        // An idle keep-alive connection (or a session's between bursts): no fetch failed;
+        // it is closed as the plain path closes one the server ends.
+        close_conn(ctx, slot, i, false);
+    }
 }
 
 /// The TCP connection is established: over HTTP the requests go out; over HTTPS the
@@ -460,14 +470,18 @@ fn established(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
         start_send(ctx, slot, i, now);
         return;
     }
+    // The event batch's time may be behind by the handshakes processed before this one.
+    let now = ctx.now();
     slot.phase = Phase::Handshaking;
     slot.hs_start = now;
     slot.deadline = now + ctx.timeout_ns;
     flush_tls(ctx, slot, i, now);
 }
 
-/// HTTPS: the handshake completed: counted, and the queued requests go out.
-fn handshake_done(ctx: &mut Ctx, slot: &mut Slot, i: usize, now: u64) {
+/// HTTPS: the handshake completed: counted (the clock read now: the client's own work on
+/// the server's last flight is the handshake's), and the queued requests go out.
+fn handshake_done(ctx: &mut Ctx, slot: &mut Slot, i: usize) {
+    let now = ctx.now();
     if let (Some(t), Some(tls)) = (ctx.t.tls.as_mut(), &slot.tls) {
         if let (Some(v), Some(s)) = (tls.protocol_version(), tls.negotiated_cipher_suite()) {
             t.handshake(v, s.suite(), now.saturating_sub(slot.hs_start));
@@ -547,16 +561,10 @@ fn in_flight(phase: Phase) -> bool {
     )
 }
 
-/// Reads until the socket would block, feeding the parser. The clock is read again after
-/// each read but the first: on loopback, a response to a request sent from this loop
-/// (after a handshake) may come before it ends.
-fn read_all(ctx: &mut Ctx, slot: &mut Slot, i: usize, rbuf: &mut [u8], mut now: u64) {
-    let mut again = false;
+/// Reads until the socket would block, feeding the parser (one clock reading for the
+/// event: the plain path reads the clock once per event).
+fn read_all(ctx: &mut Ctx, slot: &mut Slot, i: usize, rbuf: &mut [u8], now: u64) {
     loop {
-        if again {
-            now = ctx.now();
-        }
-        again = true;
         let Some(n) = read_some(ctx, slot, i, rbuf, now) else {
             return;
         };
@@ -622,7 +630,8 @@ fn read_all_tls(
                 }
             };
             if slot.phase == Phase::Handshaking && !tls.is_handshaking() {
-                handshake_done(ctx, slot, i, now);
+                handshake_done(ctx, slot, i);
+                now = ctx.now();
                 if slot.fd.is_none() {
                     return;
                 }
