@@ -43,13 +43,13 @@ class Pebble:
     the CA at https://ca.test:14000/dir (its listener's certificate made here, for that
     name), every other name answered with the server's address."""
 
-    def __init__(self, ns, tmp, validity=None, dns_port=DNS_PORT):
+    def __init__(self, ns, tmp, validity=None, dns_port=DNS_PORT, rsa=False):
         """`dns_port`: challtestsrv's DNS port (53: the one a DHCP lease's server is
         asked on)."""
         need("pebble")
         need("pebble-challtestsrv")
         self.ns, self.tmp = ns, tmp
-        listener_cert(tmp)
+        listener_cert(tmp, rsa)
         cfg = {"pebble": {
             "listenAddress": f"0.0.0.0:{PEBBLE_PORT}",
             "managementListenAddress": f"0.0.0.0:{PEBBLE_MGMT}",
@@ -128,12 +128,14 @@ class Pebble:
 
 
 
-def listener_cert(tmp):
-    """The CA's HTTPS certificate, pebble's or the fake's (for its name and its address),
-    and another certificate for the site's name with a key of its own: a chain not for
-    our key."""
+def listener_cert(tmp, rsa=False):
+    """The CA's HTTPS certificate, pebble's or the fake's (for its name and its address;
+    P-256, or with `rsa` RSA-2048, whose signatures the client then verifies: TLS 1.3's
+    RSA-PSS), and another certificate for the site's name with a key of its own: a chain
+    not for our key."""
+    key = ["rsa:2048"] if rsa else ["ec", "-pkeyopt", "ec_paramgen_curve:P-256"]
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+        ["openssl", "req", "-x509", "-newkey", *key,
          "-nodes", "-days", "2", "-subj", "/CN=test ca",
          "-addext", f"subjectAltName=DNS:{CA_NAME},IP:{HOST_IP}",
          "-addext", "basicConstraints=critical,CA:FALSE",

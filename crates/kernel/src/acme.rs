@@ -189,6 +189,7 @@ fn open(dev: &pci::Device) -> Result<Area, String> {
 /// The state disk: the first PCI virtio-blk device, brought up, its area read. Stops the
 /// boot when there is none or it cannot be used: without kept state every boot would
 /// order anew, and the CA limits orders.
+#[inline(never)]
 fn state_disk(clock: TscClock) -> (Area, pci::Device, Option<State>) {
     let mut found = None;
     pci::enumerate(|d| {
@@ -249,13 +250,16 @@ pub struct Prepared {
 /// RDRAND), the state disk, HTTPS awaiting its certificate, the TLS client trusting `ca`
 /// (PEM, the image's `--acme-ca`) or the Web PKI's roots. `lines`: the image's built-in
 /// command line and the loader's. Stops the boot on any failure: nothing starts half
-/// configured.
+/// configured. Boxed, and never inlined: core 0's boot frames stay under the serving
+/// loop for good, so what is built here must not widen them (the kernel's stack is 128
+/// KiB).
+#[inline(never)]
 pub fn prepare(
     settings: &Settings,
     lines: [&str; 2],
     ca: Option<&[u8]>,
     clock: TscClock,
-) -> Option<Prepared> {
+) -> Option<Box<Prepared>> {
     let s = &settings.acme;
     if !s.on() {
         return None;
@@ -340,7 +344,7 @@ pub fn prepare(
             "the Web PKI's"
         }
     );
-    Some(Prepared {
+    Some(Box::new(Prepared {
         listen: TlsListen {
             port: t.port(),
             acceptor,
@@ -359,7 +363,7 @@ pub fn prepare(
             random,
             clock,
         },
-    })
+    }))
 }
 
 /// The roots the client trusts: the certificates of `ca` (PEM), else the Web PKI's.
@@ -381,8 +385,10 @@ fn roots(ca: Option<&[u8]>) -> Result<RootCertStore, String> {
 
 impl Prepared {
     /// The agent, with our MAC; `dhcp_dns`: the DNS server of `ip=dhcp`'s lease, used
-    /// when `dns=` gives none. Stops the boot when the kept state cannot be used.
-    pub fn agent(self, mac: EthernetAddress, dhcp_dns: Option<Ipv4Address>) -> Agent {
+    /// when `dns=` gives none. Stops the boot when the kept state cannot be used. Boxed
+    /// and never inlined, as [`prepare`].
+    #[inline(never)]
+    pub fn agent(self, mac: EthernetAddress, dhcp_dns: Option<Ipv4Address>) -> Box<Agent> {
         let mut dns = self.dns;
         if dns.is_empty() {
             // An address a DNS server can have: not 0.0.0.0, a broadcast or ours.
@@ -411,7 +417,7 @@ impl Prepared {
             Box::new(self.keeper),
             clock.unix_secs(),
         ) {
-            Ok(a) => a,
+            Ok(a) => Box::new(a),
             Err(e) => fatal!("acme: {e}"),
         }
     }

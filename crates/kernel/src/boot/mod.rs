@@ -152,10 +152,11 @@ pub struct Booted {
     pub s5: Option<(u8, u8)>,
     /// HTTPS (`tls_cert=` and the image's certificate and key).
     pub tls: Option<bareweb_engine::server::tls::TlsListen>,
-    /// ACME (`acme_domain=`): what boot prepared, until the plan is made.
-    pub acme: Option<crate::acme::Prepared>,
+    /// ACME (`acme_domain=`): what boot prepared, until the plan is made (boxed: a
+    /// `Booted` is moved through core 0's boot frames, which stay under its loop).
+    pub acme: Option<alloc::boxed::Box<crate::acme::Prepared>>,
     /// ACME's agent, made with the NIC's MAC, for core 0 to run.
-    pub agent: Option<bareweb_engine::acme::Agent>,
+    pub agent: Option<alloc::boxed::Box<bareweb_engine::acme::Agent>>,
     /// IPv6: the serving NICs' multicast filters (a bond's each), which core 0 keeps set to the groups
     /// the link listens to (`launch`).
     pub multicast: alloc::vec::Vec<alloc::boxed::Box<dyn crate::drivers::Multicast>>,
