@@ -87,8 +87,14 @@ class AcmeKernel(Kernel):
 
     def stop(self):
         if getattr(self, "dnsmasq", None) is not None and self.dnsmasq.poll() is None:
-            self.dnsmasq.kill()
-            self.dnsmasq.wait()
+            # SIGTERM, which timeout(1) passes on to dnsmasq (a SIGKILL would end timeout
+            # alone and leave dnsmasq running after its namespace is gone).
+            self.dnsmasq.terminate()
+            try:
+                self.dnsmasq.wait(5)
+            except subprocess.TimeoutExpired:
+                self.dnsmasq.kill()
+                self.dnsmasq.wait()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:
