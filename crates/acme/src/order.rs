@@ -116,6 +116,30 @@ pub struct Config {
     pub challenge: ChallengeKind,
 }
 
+impl Config {
+    /// The order both platforms place from their options: `email` as the account's
+    /// `mailto:` contact, TLS-ALPN-01 when `tls_alpn`, else HTTP-01.
+    pub fn new(
+        directory: String,
+        names: Vec<String>,
+        email: Option<&str>,
+        tls_alpn: bool,
+    ) -> Config {
+        Config {
+            directory,
+            names,
+            contact: email
+                .map(|e| alloc::vec![alloc::format!("mailto:{e}")])
+                .unwrap_or_default(),
+            challenge: if tls_alpn {
+                ChallengeKind::TlsAlpn01
+            } else {
+                ChallengeKind::Http01
+            },
+        }
+    }
+}
+
 /// An HTTP method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {

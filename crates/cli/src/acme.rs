@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use bareweb_acme::order::{ChallengeKind, Config as OrderConfig};
+use bareweb_acme::order::Config as OrderConfig;
 use bareweb_acme::store::State;
 use bareweb_engine::acme::{self, Agent, Keeper, Settings};
 use bareweb_engine::cores::challenge::{Http01, Issuance};
@@ -116,11 +116,7 @@ pub fn check_directory_host(o: &ServerOpts, dhcp: bool) -> Result<(), String> {
     let directory = o
         .given("acme-directory")
         .unwrap_or(bareweb_settings::LETS_ENCRYPT);
-    let host = directory
-        .strip_prefix("https://")
-        .and_then(|r| r.split(['/', ':', '?']).next())
-        .unwrap_or("");
-    if acme::exchange::parse_v4(host).is_none() {
+    if let Some(host) = acme::exchange::named_host(directory) {
         return Err(format!(
             "--acme-directory's host {host} is a name: give --dns A.B.C.D, a DNS server the \
              server can reach, to look it up (on the bare machine, --ip dhcp's lease names \
@@ -181,19 +177,7 @@ pub fn prepare(
     let issuance: &'static Issuance = Box::leak(Box::new(Issuance::new()));
     let client = TlsClient::with_roots(roots(ca.map(PathBuf::as_path))?, &platform)
         .map_err(|e| format!("the ACME client's TLS: {e}"))?;
-    let order = OrderConfig {
-        directory,
-        names,
-        contact: o
-            .given("acme-email")
-            .map(|e| vec![format!("mailto:{e}")])
-            .unwrap_or_default(),
-        challenge: if s.tls_alpn {
-            ChallengeKind::TlsAlpn01
-        } else {
-            ChallengeKind::Http01
-        },
-    };
+    let order = OrderConfig::new(directory, names, o.given("acme-email"), s.tls_alpn);
     let settings = Settings {
         order,
         dns,

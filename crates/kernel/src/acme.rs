@@ -14,10 +14,9 @@ use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
-use alloc::vec;
 use alloc::vec::Vec;
 
-use bareweb_acme::order::{ChallengeKind, Config as OrderConfig};
+use bareweb_acme::order::Config as OrderConfig;
 use bareweb_acme::store::State;
 use bareweb_engine::acme::{self, Agent, Keeper, Settings as AgentSettings};
 use bareweb_engine::cores::challenge::{Http01, Issuance};
@@ -28,7 +27,7 @@ use bareweb_engine::server::tls::TlsListen;
 use bareweb_engine::wire::{EthernetAddress, Ipv4Address};
 use bareweb_tls::rustls::crypto::SecureRandom;
 use bareweb_tls::rustls::RootCertStore;
-use bareweb_tls::{MinVersion, Options, Platform, ServerSlot, TlsClient, TlsServer};
+use bareweb_tls::{Platform, ServerSlot, TlsClient, TlsServer};
 
 use crate::arch::clock::TscClock;
 use crate::arch::pci;
@@ -291,23 +290,13 @@ pub fn prepare(
     let directory =
         word(lines, "acme_directory").unwrap_or_else(|| bareweb_settings::LETS_ENCRYPT.into());
     let dns: Vec<(Ipv4Address, u16)> = s.dns_servers().collect();
-    let host = directory
-        .strip_prefix("https://")
-        .and_then(|r| r.split(['/', ':', '?']).next())
-        .unwrap_or("");
-    if dns.is_empty() && acme::exchange::parse_v4(host).is_none() && !settings.dhcp {
-        fatal!("acme: acme_directory's host {host} is a name: give dns=A.B.C.D (or ip=dhcp, whose lease names one) to look it up");
+    if let Some(host) = acme::exchange::named_host(&directory) {
+        if dns.is_empty() && !settings.dhcp {
+            fatal!("acme: acme_directory's host {host} is a name: give dns=A.B.C.D (or ip=dhcp, whose lease names one) to look it up");
+        }
     }
     let t = settings.tls;
-    let options = Options {
-        min_version: if t.min13 {
-            MinVersion::Tls13
-        } else {
-            MinVersion::Tls12
-        },
-        ..Options::default()
-    };
-    let server = match TlsServer::awaiting_certificate(&options, &platform) {
+    let server = match TlsServer::awaiting_certificate(&crate::tls::options(&t), &platform) {
         Ok(s) => s,
         Err(e) => fatal!("acme: HTTPS: {e}"),
     };
@@ -320,18 +309,8 @@ pub fn prepare(
         Ok(c) => c,
         Err(e) => fatal!("acme: {e}"),
     };
-    let order = OrderConfig {
-        directory,
-        names,
-        contact: word(lines, "acme_email")
-            .map(|e| vec![format!("mailto:{e}")])
-            .unwrap_or_default(),
-        challenge: if s.tls_alpn {
-            ChallengeKind::TlsAlpn01
-        } else {
-            ChallengeKind::Http01
-        },
-    };
+    let email = word(lines, "acme_email");
+    let order = OrderConfig::new(directory, names, email.as_deref(), s.tls_alpn);
     kprintln!(
         "acme: HTTPS on port {} awaits its certificate for {} from {} ({}; roots: {})",
         t.port(),

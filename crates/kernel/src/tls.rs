@@ -200,6 +200,18 @@ impl<A: TlsAcceptor> TlsAcceptor for Guarded<A> {
     }
 }
 
+/// The TLS server's options from the command line's (`tls_min=`).
+pub fn options(tls: &bareweb_settings::Tls) -> Options {
+    Options {
+        min_version: if tls.min13 {
+            MinVersion::Tls13
+        } else {
+            MinVersion::Tls12
+        },
+        ..Options::default()
+    }
+}
+
 /// The engine's HTTPS listener from the image's PEMs, or why not (for the console;
 /// never the key's bytes).
 pub fn listen<C: Clock + fmt::Debug + Send + Sync + 'static>(
@@ -209,14 +221,7 @@ pub fn listen<C: Clock + fmt::Debug + Send + Sync + 'static>(
     clock: C,
     random: &'static Csprng,
 ) -> Result<TlsListen, String> {
-    let options = Options {
-        min_version: if tls.min13 {
-            MinVersion::Tls13
-        } else {
-            MinVersion::Tls12
-        },
-        ..Options::default()
-    };
+    let options = options(tls);
     let platform = Platform {
         random,
         time: Arc::new(RtcTime(clock)),

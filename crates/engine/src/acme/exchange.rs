@@ -32,6 +32,16 @@ pub struct Target {
     pub authority: String,
 }
 
+/// The host of directory URL `url` when it is a name, not an IPv4 address (`None` for an
+/// address): looking it up needs a DNS server, which both platforms check for at start.
+pub fn named_host(url: &str) -> Option<&str> {
+    let host = url
+        .strip_prefix("https://")
+        .and_then(|r| r.split(['/', ':', '?']).next())
+        .unwrap_or("");
+    parse_v4(host).is_none().then_some(host)
+}
+
 /// Reads an `https://` URL (the `order` machine checked it already: https, a host, no
 /// user information, a numeric port at most). An IPv6 literal is refused: the client
 /// reaches its CA over IPv4.
@@ -204,6 +214,17 @@ impl Exchange {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_directory_named_by_a_host_name_needs_a_lookup() {
+        assert_eq!(named_host("https://ca.test:14000/dir"), Some("ca.test"));
+        assert_eq!(
+            named_host("https://acme-v02.api.letsencrypt.org/directory"),
+            Some("acme-v02.api.letsencrypt.org")
+        );
+        assert_eq!(named_host("https://10.0.0.1:14000/dir"), None);
+        assert_eq!(named_host("https://10.0.0.1?x"), None);
+    }
 
     #[test]
     fn urls_are_read_into_host_port_and_path() {
